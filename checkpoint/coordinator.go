@@ -1,0 +1,253 @@
+// Package checkpoint is the coordinator of aligned barrier checkpoints: one
+// barrier stream for every running job. Each round it injects barrier N
+// into every job, waits until every job's sink has seen it, and commits all
+// jobs' state changes, their source offsets and (for a checkpoint) the
+// checkpoint record in one Pebble batch — synced for a checkpoint. So the
+// database always equals the last committed epoch plus the stream logs.
+//
+// Rounds that are not checkpoints ("epochs") keep views fresh between
+// checkpoints; they are committed without fsync. After kill -9 the process's
+// unsynced writes survive in the OS, so jobs resume from the last epoch;
+// after power loss, from the last checkpoint. Either is a consistent cut.
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+)
+
+// Task is the coordinator's view of a running durable job.
+type Task interface {
+	Name() string
+	InjectBarrier(*exec.Barrier)
+	AwaitBarrier(ctx context.Context, epoch uint64) (*storage.Batch, error)
+}
+
+// Registry lists the durable jobs a barrier must cover.
+type Registry interface {
+	Tasks() []Task
+	// Lock and Unlock keep the set of jobs fixed during a round.
+	Lock()
+	Unlock()
+}
+
+// Config is the checkpoint configuration (the checkpoint.* settings).
+type Config struct {
+	Interval      time.Duration // 0: no periodic checkpoints
+	MinPause      time.Duration
+	Timeout       time.Duration
+	MaxConcurrent int
+	Retained      int
+	AtLeastOnce   bool
+}
+
+// EpochInterval is how often barriers flow when no checkpoint is due.
+const EpochInterval = 100 * time.Millisecond
+
+// Status of a checkpoint.
+type Status string
+
+const (
+	Completed  Status = "COMPLETED"
+	Failed     Status = "FAILED"
+	Aborted    Status = "ABORTED"
+	InProgress Status = "IN_PROGRESS"
+)
+
+// Record describes one checkpoint.
+type Record struct {
+	ID        uint64
+	Epoch     uint64
+	Status    Status
+	Trigger   string // periodic, manual, savepoint
+	StartedAt time.Time
+	Duration  time.Duration
+	Alignment time.Duration
+	Size      int64 // bytes written by the checkpoint
+	Jobs      []string
+	Error     string `json:",omitempty"`
+}
+
+// Coordinator runs barrier rounds.
+type Coordinator struct {
+	db     *storage.DB
+	reg    Registry
+	config func() Config
+
+	requests chan request
+
+	mu struct {
+		sync.Mutex
+		epoch   uint64
+		lastID  uint64
+		history []Record
+		lastEnd time.Time
+	}
+}
+
+type request struct {
+	trigger string
+	done    chan result
+}
+
+type result struct {
+	rec Record
+	err error
+}
+
+// New returns a coordinator; config is read at every round so settings take
+// effect without restarting anything.
+func New(db *storage.DB, reg Registry, config func() Config) (*Coordinator, error) {
+	c := &Coordinator{db: db, reg: reg, config: config, requests: make(chan request)}
+	recs, err := db.LoadRecords(0)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range recs {
+		var r Record
+		if err := json.Unmarshal(v, &r); err != nil {
+			return nil, sqlerr.New(sqlerr.DataCorrupted, "checkpoint record: %v", err)
+		}
+		c.mu.history = append(c.mu.history, r)
+		c.mu.lastID = max(c.mu.lastID, r.ID)
+		c.mu.epoch = max(c.mu.epoch, r.Epoch)
+	}
+	c.mu.lastEnd = time.Now()
+	return c, nil
+}
+
+// Run drives rounds until ctx ends.
+func (c *Coordinator) Run(ctx context.Context) {
+	t := time.NewTicker(EpochInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case req := <-c.requests:
+			rec, err := c.round(ctx, req.trigger)
+			req.done <- result{rec, err}
+		case <-t.C:
+			cfg := c.config()
+			c.mu.Lock()
+			since := time.Since(c.mu.lastEnd)
+			c.mu.Unlock()
+			trigger := ""
+			if cfg.Interval > 0 && since >= cfg.Interval && since >= cfg.MinPause {
+				trigger = "periodic"
+			}
+			_, _ = c.round(ctx, trigger)
+		}
+	}
+}
+
+// Trigger takes a checkpoint now and returns when it is complete.
+func (c *Coordinator) Trigger(ctx context.Context, trigger string) (Record, error) {
+	req := request{trigger: trigger, done: make(chan result, 1)}
+	select {
+	case c.requests <- req:
+	case <-ctx.Done():
+		return Record{}, sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
+	}
+	select {
+	case r := <-req.done:
+		return r.rec, r.err
+	case <-ctx.Done():
+		return Record{}, sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
+	}
+}
+
+// History returns the checkpoint records, oldest first.
+func (c *Coordinator) History() []Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Record(nil), c.mu.history...)
+}
+
+// round runs one barrier round; trigger "" is a plain epoch.
+func (c *Coordinator) round(ctx context.Context, trigger string) (Record, error) {
+	cfg := c.config()
+	c.reg.Lock()
+	defer c.reg.Unlock()
+	tasks := c.reg.Tasks()
+	if len(tasks) == 0 && trigger == "" {
+		return Record{}, nil
+	}
+	c.mu.Lock()
+	c.mu.epoch++
+	epoch := c.mu.epoch
+	id := c.mu.lastID
+	if trigger != "" {
+		id++
+		c.mu.lastID = id
+	}
+	c.mu.Unlock()
+
+	rec := Record{ID: id, Epoch: epoch, Status: InProgress, Trigger: trigger, StartedAt: time.Now()}
+	b := &exec.Barrier{Epoch: epoch, Checkpoint: trigger != ""}
+	for _, t := range tasks {
+		t.InjectBarrier(b)
+		rec.Jobs = append(rec.Jobs, t.Name())
+	}
+	wctx := ctx
+	if cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+	}
+	var batches []*storage.Batch
+	var failure error
+	for _, t := range tasks {
+		batch, err := t.AwaitBarrier(wctx, epoch)
+		if err != nil {
+			if failure == nil {
+				failure = err
+			}
+			continue
+		}
+		batches = append(batches, batch)
+		rec.Size += int64(batch.Len())
+	}
+	rec.Alignment = time.Since(rec.StartedAt)
+	switch {
+	case failure != nil && wctx.Err() != nil && ctx.Err() == nil:
+		rec.Status, rec.Error = Aborted, "checkpoint expired before completing (checkpoint.timeout)"
+	case failure != nil:
+		rec.Status, rec.Error = Failed, failure.Error()
+	default:
+		rec.Status = Completed
+	}
+	var meta []byte
+	if trigger != "" {
+		rec.Duration = time.Since(rec.StartedAt)
+		if rec.Status == Completed {
+			meta, _ = json.Marshal(rec)
+		}
+	}
+	// Jobs that acknowledged commit their epoch even if another job failed:
+	// jobs are independent, and a failed job restarts from its own last commit.
+	if err := c.db.CommitEpoch(batches, id, meta, trigger != "" && rec.Status == Completed); err != nil {
+		rec.Status, rec.Error = Failed, err.Error()
+	}
+	if trigger == "" {
+		return rec, failure
+	}
+	rec.Duration = time.Since(rec.StartedAt)
+	c.mu.Lock()
+	c.mu.history = append(c.mu.history, rec)
+	if len(c.mu.history) > 1000 {
+		c.mu.history = c.mu.history[len(c.mu.history)-1000:]
+	}
+	c.mu.lastEnd = time.Now()
+	c.mu.Unlock()
+	if rec.Status != Completed {
+		return rec, sqlerr.New(sqlerr.ObjectNotInPrereqState, "checkpoint %d %s: %s", id, rec.Status, rec.Error)
+	}
+	return rec, nil
+}

@@ -1,0 +1,230 @@
+package exec
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// aggOp is a hash aggregate. In a batch query it emits every group at the
+// end; in a job it emits, at each barrier, the changes of the groups touched
+// since the last one (update_before/update_after, insert, delete).
+type aggOp struct {
+	spec  *HashAgg
+	keyTs []types.T
+	outTs []types.T
+	gt    *groupTable
+	accs  []accum
+	count *countAcc // rows per group, to know when a group empties under retraction
+	gids  []int32
+
+	dirty   []int32
+	isDirty []bool
+	lastOut []string // encoded output row last emitted per group; "" none
+}
+
+func newAggOp(spec *HashAgg) *aggOp {
+	a := &aggOp{spec: spec, keyTs: exprTypes(spec.Keys), outTs: spec.Types(), count: &countAcc{star: true}}
+	a.gt = newGroupTable(a.keyTs)
+	for _, s := range spec.Aggs {
+		a.accs = append(a.accs, newAccum(s))
+	}
+	if len(spec.Keys) == 0 {
+		a.gt.insertDatums(nil) // the one group of a global aggregate always exists
+		a.grow()
+	}
+	return a
+}
+
+func (a *aggOp) grow() {
+	n := a.gt.Len()
+	for _, acc := range a.accs {
+		acc.grow(n)
+	}
+	a.count.grow(n)
+	for len(a.isDirty) < n {
+		a.isDirty = append(a.isDirty, false)
+		a.lastOut = append(a.lastOut, "")
+	}
+}
+
+// push folds rec (with optional per-row signs) into the groups.
+func (a *aggOp) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track bool) error {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	keys := make([]arrow.Array, len(a.spec.Keys))
+	defer releaseAll(keys)
+	for i, k := range a.spec.Keys {
+		arr, err := expr.Eval(ctx, k, rec)
+		if err != nil {
+			return err
+		}
+		keys[i] = arr
+	}
+	if cap(a.gids) < n {
+		a.gids = make([]int32, n)
+	}
+	gids := a.gids[:n]
+	if len(keys) == 0 {
+		for i := range gids {
+			gids[i] = 0
+		}
+	} else if a.gt.lookup(keys, n, gids, true) > 0 {
+		a.grow()
+	}
+	for i, s := range a.spec.Aggs {
+		var arg arrow.Array
+		if s.Arg != nil {
+			var err error
+			if arg, err = expr.Eval(ctx, s.Arg, rec); err != nil {
+				return err
+			}
+		}
+		err := a.accs[i].update(gids, arg, signs)
+		if arg != nil {
+			arg.Release()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	_ = a.count.update(gids, nil, signs)
+	if track {
+		for _, g := range gids {
+			if !a.isDirty[g] {
+				a.isDirty[g] = true
+				a.dirty = append(a.dirty, g)
+			}
+		}
+	}
+	return nil
+}
+
+// emitAll emits every group as inserted rows (batch queries).
+func (a *aggOp) emitAll(emit func(arrow.RecordBatch) error) error {
+	n := a.gt.Len()
+	const chunk = 64 << 10
+	gids := make([]int32, 0, min(n, chunk))
+	for start := 0; start < n; start += chunk {
+		gids = gids[:0]
+		for g := start; g < min(n, start+chunk); g++ {
+			gids = append(gids, int32(g))
+		}
+		rec, err := a.build(gids)
+		if err != nil {
+			return err
+		}
+		if err := emit(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// build makes the output rows of groups gids.
+func (a *aggOp) build(gids []int32) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, 0, len(a.outTs))
+	for c := range a.keyTs {
+		cols = append(cols, a.gt.buildKeys(c, gids))
+	}
+	for i, acc := range a.accs {
+		t := a.spec.Aggs[i].T
+		bl := types.NewBuilder(memoryPool, t)
+		bl.Reserve(len(gids))
+		for _, g := range gids {
+			if c, ok := acc.(interface{ checkResult(int32) error }); ok {
+				if err := c.checkResult(g); err != nil {
+					bl.Release()
+					releaseAll(cols)
+					return nil, err
+				}
+			}
+			types.AppendDatum(bl, acc.result(g), t)
+		}
+		cols = append(cols, bl.NewArray())
+		bl.Release()
+	}
+	return newRecord(a.outTs, cols, len(gids)), nil
+}
+
+// changes emits the changes of the groups touched since the last call, as a
+// change chunk, and clears the dirty set.
+func (a *aggOp) changes(emit func(Chunk) error) error {
+	if len(a.dirty) == 0 {
+		return nil
+	}
+	cur, err := a.build(a.dirty)
+	if err != nil {
+		return err
+	}
+	defer cur.Release()
+	bls := make([]arrowBuilder, len(a.outTs))
+	for c, t := range a.outTs {
+		bls[c] = types.NewBuilder(memoryPool, t)
+	}
+	var ops []Op
+	row := make([]types.Datum, len(a.outTs))
+	var buf []byte
+	appendRow := func(ds []types.Datum, op Op) {
+		for c, t := range a.outTs {
+			types.AppendDatum(bls[c], ds[c], t)
+		}
+		ops = append(ops, op)
+	}
+	for i, g := range a.dirty {
+		a.isDirty[g] = false
+		buf = buf[:0]
+		for c, t := range a.outTs {
+			row[c] = types.DatumAt(cur.Column(c), i, t)
+			buf = encodeDatum(buf, row[c], t)
+		}
+		alive := a.count.n[g] > 0 || len(a.spec.Keys) == 0
+		old := a.lastOut[g]
+		switch {
+		case alive && old == string(buf):
+			continue
+		case alive && old == "":
+			appendRow(row, OpInsert)
+		case alive:
+			appendRow(decodeRow(old, a.outTs), OpUpdateBefore)
+			appendRow(row, OpUpdateAfter)
+		case old != "":
+			appendRow(decodeRow(old, a.outTs), OpDelete)
+		}
+		if alive {
+			a.lastOut[g] = string(buf)
+		} else {
+			a.lastOut[g] = ""
+		}
+	}
+	a.dirty = a.dirty[:0]
+	cols := make([]arrow.Array, len(bls))
+	for c, b := range bls {
+		cols[c] = b.NewArray()
+		b.Release()
+	}
+	if len(ops) == 0 {
+		releaseAll(cols)
+		return nil
+	}
+	return emit(Chunk{Rec: newRecord(a.outTs, cols, len(ops)), Ops: ops})
+}
+
+func decodeRow(enc string, ts []types.T) []types.Datum {
+	buf := []byte(enc)
+	out := make([]types.Datum, len(ts))
+	for i, t := range ts {
+		out[i], buf, _ = decodeDatum(buf, t)
+	}
+	return out
+}
+
+func releaseAll(as []arrow.Array) {
+	for _, a := range as {
+		if a != nil {
+			a.Release()
+		}
+	}
+}

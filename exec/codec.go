@@ -1,0 +1,230 @@
+package exec
+
+import (
+	"encoding/binary"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/types"
+)
+
+// memoryPool is the allocator of operator-internal arrays.
+var memoryPool memory.Allocator = memory.NewGoAllocator()
+
+// encodeDatum appends d's self-delimiting encoding (used for state keys,
+// state values and view rows). Equal values encode equally.
+func encodeDatum(buf []byte, d types.Datum, t types.T) []byte {
+	if d.Null {
+		return append(buf, 0)
+	}
+	buf = append(buf, 1)
+	switch t.Physical() {
+	case types.PhysBool, types.PhysInt64:
+		return binary.BigEndian.AppendUint64(buf, uint64(d.I)^(1<<63))
+	case types.PhysFloat64:
+		f := d.F
+		if f == 0 {
+			f = 0
+		}
+		return binary.BigEndian.AppendUint64(buf, math.Float64bits(f))
+	case types.PhysDecimal:
+		buf = binary.BigEndian.AppendUint64(buf, uint64(d.D.HighBits()))
+		return binary.BigEndian.AppendUint64(buf, d.D.LowBits())
+	case types.PhysString:
+		buf = binary.AppendUvarint(buf, uint64(len(d.S)))
+		return append(buf, d.S...)
+	case types.PhysInterval:
+		buf = binary.BigEndian.AppendUint32(buf, uint32(d.IV.Months))
+		buf = binary.BigEndian.AppendUint32(buf, uint32(d.IV.Days))
+		return binary.BigEndian.AppendUint64(buf, uint64(d.IV.Nanoseconds))
+	}
+	return buf
+}
+
+func decodeDatum(buf []byte, t types.T) (types.Datum, []byte, error) {
+	if len(buf) == 0 {
+		return types.Null, nil, errCorruptState
+	}
+	if buf[0] == 0 {
+		return types.Null, buf[1:], nil
+	}
+	buf = buf[1:]
+	var d types.Datum
+	need := func(n int) bool { return len(buf) >= n }
+	switch t.Physical() {
+	case types.PhysBool, types.PhysInt64:
+		if !need(8) {
+			return d, nil, errCorruptState
+		}
+		d.I = int64(binary.BigEndian.Uint64(buf) ^ (1 << 63))
+		return d, buf[8:], nil
+	case types.PhysFloat64:
+		if !need(8) {
+			return d, nil, errCorruptState
+		}
+		d.F = math.Float64frombits(binary.BigEndian.Uint64(buf))
+		return d, buf[8:], nil
+	case types.PhysDecimal:
+		if !need(16) {
+			return d, nil, errCorruptState
+		}
+		d.D = decimal128.New(int64(binary.BigEndian.Uint64(buf)), binary.BigEndian.Uint64(buf[8:]))
+		return d, buf[16:], nil
+	case types.PhysString:
+		n, k := binary.Uvarint(buf)
+		if k <= 0 || uint64(len(buf)-k) < n {
+			return d, nil, errCorruptState
+		}
+		d.S = string(buf[k : k+int(n)])
+		return d, buf[k+int(n):], nil
+	case types.PhysInterval:
+		if !need(16) {
+			return d, nil, errCorruptState
+		}
+		d.IV = arrow.MonthDayNanoInterval{
+			Months:      int32(binary.BigEndian.Uint32(buf)),
+			Days:        int32(binary.BigEndian.Uint32(buf[4:])),
+			Nanoseconds: int64(binary.BigEndian.Uint64(buf[8:])),
+		}
+		return d, buf[16:], nil
+	}
+	return d, buf, nil
+}
+
+func appendUvarint(buf []byte, v uint64) []byte { return binary.AppendUvarint(buf, v) }
+
+func readUvarint(buf []byte) (uint64, []byte, error) {
+	v, k := binary.Uvarint(buf)
+	if k <= 0 {
+		return 0, nil, errCorruptState
+	}
+	return v, buf[k:], nil
+}
+
+// compareDatum orders non-NULL values of type t as PostgreSQL does.
+func compareDatum(a, b types.Datum, t types.T) int {
+	switch t.Physical() {
+	case types.PhysBool, types.PhysInt64:
+		return cmp3(a.I < b.I, a.I > b.I)
+	case types.PhysFloat64:
+		return cmp3(floatLess(a.F, b.F), floatLess(b.F, a.F))
+	case types.PhysDecimal:
+		return a.D.Cmp(b.D)
+	case types.PhysString:
+		return strings.Compare(a.S, b.S)
+	case types.PhysInterval:
+		x, y := intervalKey(a.IV), intervalKey(b.IV)
+		return cmp3(x < y, x > y)
+	}
+	return 0
+}
+
+// intervalKey is an interval's total length with 30-day months, as PostgreSQL compares them.
+func intervalKey(v arrow.MonthDayNanoInterval) float64 {
+	return (float64(v.Months)*30+float64(v.Days))*86400e9 + float64(v.Nanoseconds)
+}
+
+func cmp3(less, greater bool) int {
+	switch {
+	case less:
+		return -1
+	case greater:
+		return 1
+	}
+	return 0
+}
+
+// takeArray returns the rows idx of a (idx -1 gives NULL).
+func takeArray(a arrow.Array, idx []int, t types.T) arrow.Array {
+	bl := types.NewBuilder(memoryPool, t)
+	defer bl.Release()
+	bl.Reserve(len(idx))
+	noNulls := a.NullN() == 0
+	switch arr := a.(type) {
+	case *array.Int64:
+		b := bl.(*array.Int64Builder)
+		vs := arr.Int64Values()
+		for _, i := range idx {
+			if i < 0 || (!noNulls && arr.IsNull(i)) {
+				b.AppendNull()
+			} else {
+				b.UnsafeAppend(vs[i])
+			}
+		}
+	case *array.Float64:
+		b := bl.(*array.Float64Builder)
+		vs := arr.Float64Values()
+		for _, i := range idx {
+			if i < 0 || (!noNulls && arr.IsNull(i)) {
+				b.AppendNull()
+			} else {
+				b.UnsafeAppend(vs[i])
+			}
+		}
+	case *array.String:
+		b := bl.(*array.StringBuilder)
+		for _, i := range idx {
+			if i < 0 || arr.IsNull(i) {
+				b.AppendNull()
+			} else {
+				b.Append(arr.Value(i))
+			}
+		}
+	default:
+		for _, i := range idx {
+			if i < 0 || a.IsNull(i) {
+				bl.AppendNull()
+			} else {
+				types.AppendDatum(bl, types.DatumAt(a, i, t), t)
+			}
+		}
+	}
+	return bl.NewArray()
+}
+
+// takeRecord returns the rows idx of rec as a new record of types ts.
+func takeRecord(rec arrow.RecordBatch, idx []int, ts []types.T) arrow.RecordBatch {
+	cols := make([]arrow.Array, len(ts))
+	for c := range ts {
+		cols[c] = takeArray(rec.Column(c), idx, ts[c])
+	}
+	return newRecord(ts, cols, len(idx))
+}
+
+// newRecord makes a record of the given columns, taking ownership of them.
+func newRecord(ts []types.T, cols []arrow.Array, n int) arrow.RecordBatch {
+	rec := array.NewRecordBatch(schemaFor(ts), cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}
+
+// schemaFor returns an Arrow schema for columns of types ts, named c0, c1, ...
+func schemaFor(ts []types.T) *arrow.Schema {
+	fs := make([]arrow.Field, len(ts))
+	for i, t := range ts {
+		fs[i] = arrow.Field{Name: colName(i), Type: t.Arrow(), Nullable: true}
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+func colName(i int) string { return "c" + strconv.Itoa(i) }
+
+type typesT = types.T
+
+// newNullArray returns n NULLs of type t.
+func newNullArray(t types.T, n int) arrow.Array {
+	bl := types.NewBuilder(memoryPool, t)
+	defer bl.Release()
+	bl.AppendNulls(n)
+	return bl.NewArray()
+}
+
+// Allocator is the allocator batches in exec are made with.
+func Allocator() memory.Allocator { return memoryPool }

@@ -1,0 +1,332 @@
+package exec
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/streamdb/streamdb/types"
+)
+
+// groupTable maps key tuples to dense group ids. Keys are stored
+// column-wise in typed slices; lookups hash a whole batch column-at-a-time,
+// then probe an open-addressing table of group ids.
+type groupTable struct {
+	cols   []keyCol
+	hashes []uint64 // per group
+	slots  []int32  // group id + 1; 0 is empty
+	mask   uint64
+
+	// scratch, reused across batches
+	h []uint64
+}
+
+type keyCol struct {
+	t     types.T
+	ints  []int64
+	flts  []float64
+	decs  []decimal128.Num
+	strs  []string
+	ivs   []arrow.MonthDayNanoInterval
+	nulls []bool
+}
+
+func newGroupTable(ts []types.T) *groupTable {
+	g := &groupTable{cols: make([]keyCol, len(ts)), slots: make([]int32, 1024), mask: 1023}
+	for i, t := range ts {
+		g.cols[i].t = t
+	}
+	return g
+}
+
+// Len is the number of groups.
+func (g *groupTable) Len() int { return len(g.hashes) }
+
+const hashSeed = 0x9e3779b97f4a7c15
+
+func mix(h, v uint64) uint64 {
+	hi, lo := bits.Mul64(h^v, 0xbf58476d1ce4e5b9)
+	return hi ^ lo
+}
+
+// hashColumns computes one hash per row over the key arrays.
+func hashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
+	if cap(h) < n {
+		h = make([]uint64, n)
+	}
+	h = h[:n]
+	for i := range h {
+		h[i] = hashSeed
+	}
+	for _, a := range keys {
+		switch a := a.(type) {
+		case *array.Int64:
+			vs := a.Int64Values()
+			for i := range h {
+				h[i] = mix(h[i], uint64(vs[i]))
+			}
+		case *array.Float64:
+			vs := a.Float64Values()
+			for i := range h {
+				f := vs[i]
+				if f == 0 {
+					f = 0 // -0 groups with 0
+				}
+				if f != f {
+					f = math.NaN()
+				}
+				h[i] = mix(h[i], math.Float64bits(f))
+			}
+		case *array.Boolean:
+			for i := range h {
+				v := uint64(0)
+				if a.Value(i) {
+					v = 1
+				}
+				h[i] = mix(h[i], v)
+			}
+		case *array.String:
+			for i := range h {
+				h[i] = mix(h[i], strHash(a.Value(i)))
+			}
+		case *array.Decimal128:
+			vs := a.Values()
+			for i := range h {
+				h[i] = mix(mix(h[i], uint64(vs[i].HighBits())), vs[i].LowBits())
+			}
+		case *array.MonthDayNanoInterval:
+			vs := a.MonthDayNanoIntervalValues()
+			for i := range h {
+				h[i] = mix(mix(h[i], uint64(vs[i].Months)<<32|uint64(uint32(vs[i].Days))), uint64(vs[i].Nanoseconds))
+			}
+		}
+		if a.NullN() > 0 {
+			for i := range h {
+				if a.IsNull(i) {
+					h[i] = mix(h[i], 0x5bd1e995)
+				}
+			}
+		}
+	}
+	return h
+}
+
+func strHash(s string) uint64 {
+	// FNV-1a over 8-byte words is enough here; mix() finishes it.
+	h := uint64(14695981039346656037)
+	for len(s) >= 8 {
+		v := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		h = (h ^ v) * 1099511628211
+		s = s[8:]
+	}
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h
+}
+
+// lookup fills gids with the group of each row; rows whose key is new get a
+// new group if insert, else -1. It returns the number of new groups.
+func (g *groupTable) lookup(keys []arrow.Array, n int, gids []int32, insert bool) int {
+	g.h = hashColumns(g.h, keys, n)
+	created := 0
+	single := len(keys) == 1 && keys[0].NullN() == 0
+	var ints []int64
+	if single {
+		if a, ok := keys[0].(*array.Int64); ok {
+			ints = a.Int64Values()
+		}
+	}
+	for i := 0; i < n; i++ {
+		h := g.h[i]
+		pos := h & g.mask
+		for {
+			s := g.slots[pos]
+			if s == 0 {
+				if !insert {
+					gids[i] = -1
+					break
+				}
+				gid := int32(len(g.hashes))
+				g.hashes = append(g.hashes, h)
+				g.appendKey(keys, i)
+				g.slots[pos] = gid + 1
+				gids[i] = gid
+				created++
+				if uint64(len(g.hashes))*2 > g.mask {
+					g.grow()
+				}
+				break
+			}
+			gid := s - 1
+			if g.hashes[gid] == h {
+				if ints != nil {
+					if g.cols[0].ints[gid] == ints[i] && !g.cols[0].nulls[gid] {
+						gids[i] = gid
+						break
+					}
+				} else if g.equal(gid, keys, i) {
+					gids[i] = gid
+					break
+				}
+			}
+			pos = (pos + 1) & g.mask
+		}
+	}
+	return created
+}
+
+func (g *groupTable) grow() {
+	n := len(g.slots) * 2
+	g.slots = make([]int32, n)
+	g.mask = uint64(n - 1)
+	for gid, h := range g.hashes {
+		pos := h & g.mask
+		for g.slots[pos] != 0 {
+			pos = (pos + 1) & g.mask
+		}
+		g.slots[pos] = int32(gid) + 1
+	}
+}
+
+func (g *groupTable) appendKey(keys []arrow.Array, i int) {
+	for c, a := range keys {
+		kc := &g.cols[c]
+		null := a.IsNull(i)
+		kc.nulls = append(kc.nulls, null)
+		switch a := a.(type) {
+		case *array.Int64:
+			kc.ints = append(kc.ints, a.Value(i))
+		case *array.Float64:
+			f := a.Value(i)
+			if f == 0 {
+				f = 0
+			}
+			kc.flts = append(kc.flts, f)
+		case *array.Boolean:
+			v := int64(0)
+			if !null && a.Value(i) {
+				v = 1
+			}
+			kc.ints = append(kc.ints, v)
+		case *array.String:
+			s := ""
+			if !null {
+				s = string([]byte(a.Value(i))) // own the bytes: the batch is released
+			}
+			kc.strs = append(kc.strs, s)
+		case *array.Decimal128:
+			kc.decs = append(kc.decs, a.Value(i))
+		case *array.MonthDayNanoInterval:
+			kc.ivs = append(kc.ivs, a.Value(i))
+		default:
+			kc.ints = append(kc.ints, 0) // NullArray
+		}
+	}
+}
+
+func (g *groupTable) equal(gid int32, keys []arrow.Array, i int) bool {
+	for c, a := range keys {
+		kc := &g.cols[c]
+		null := a.IsNull(i)
+		if null != kc.nulls[gid] {
+			return false
+		}
+		if null {
+			continue
+		}
+		switch a := a.(type) {
+		case *array.Int64:
+			if kc.ints[gid] != a.Value(i) {
+				return false
+			}
+		case *array.Float64:
+			f := a.Value(i)
+			if f != kc.flts[gid] && !(f != f && kc.flts[gid] != kc.flts[gid]) {
+				return false
+			}
+		case *array.Boolean:
+			if (kc.ints[gid] == 1) != a.Value(i) {
+				return false
+			}
+		case *array.String:
+			if kc.strs[gid] != a.Value(i) {
+				return false
+			}
+		case *array.Decimal128:
+			if kc.decs[gid] != a.Value(i) {
+				return false
+			}
+		case *array.MonthDayNanoInterval:
+			if kc.ivs[gid] != a.Value(i) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keyDatum returns group gid's value of key column c.
+func (g *groupTable) keyDatum(c int, gid int32) types.Datum {
+	kc := &g.cols[c]
+	if kc.nulls[gid] {
+		return types.Null
+	}
+	switch kc.t.Physical() {
+	case types.PhysInt64, types.PhysBool:
+		return types.Datum{I: kc.ints[gid]}
+	case types.PhysFloat64:
+		return types.Datum{F: kc.flts[gid]}
+	case types.PhysString:
+		return types.Datum{S: kc.strs[gid]}
+	case types.PhysDecimal:
+		return types.Datum{D: kc.decs[gid]}
+	case types.PhysInterval:
+		return types.Datum{IV: kc.ivs[gid]}
+	}
+	return types.Null
+}
+
+// insertDatums adds a group from boxed key values (used when loading state).
+func (g *groupTable) insertDatums(ds []types.Datum) int32 {
+	b := make([]arrow.Array, len(ds))
+	mem := memoryPool
+	for i, d := range ds {
+		bl := types.NewBuilder(mem, g.cols[i].t)
+		types.AppendDatum(bl, d, g.cols[i].t)
+		b[i] = bl.NewArray()
+		bl.Release()
+	}
+	gids := []int32{0}
+	g.lookup(b, 1, gids, true)
+	for _, a := range b {
+		a.Release()
+	}
+	return gids[0]
+}
+
+// buildKeys builds the key column c for groups gids.
+func (g *groupTable) buildKeys(c int, gids []int32) arrow.Array {
+	kc := &g.cols[c]
+	bl := types.NewBuilder(memoryPool, kc.t)
+	defer bl.Release()
+	bl.Reserve(len(gids))
+	switch b := bl.(type) {
+	case *array.Int64Builder:
+		for _, gid := range gids {
+			if kc.nulls[gid] {
+				b.AppendNull()
+			} else {
+				b.UnsafeAppend(kc.ints[gid])
+			}
+		}
+	default:
+		for _, gid := range gids {
+			types.AppendDatum(bl, g.keyDatum(c, gid), kc.t)
+		}
+	}
+	return bl.NewArray()
+}

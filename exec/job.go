@@ -1,0 +1,786 @@
+package exec
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// KeyGroups is the fixed number of key groups group keys hash into; a key
+// group is the unit of state that moves between parallel instances.
+const KeyGroups = 128
+
+// Barrier marks the end of an epoch in every stream of a job.
+type Barrier struct {
+	Epoch      uint64
+	Checkpoint bool
+}
+
+// msg is what flows on a job's edges: a chunk or a barrier.
+type msg struct {
+	c       Chunk
+	rowIDs  []uint64 // source positions of the rows (views without aggregation)
+	barrier *Barrier
+}
+
+// JobSpec describes a continuous query to run.
+type JobSpec struct {
+	ID   uint64
+	Name string
+	Plan Plan
+	// View receives the results; nil for a transient change stream, whose
+	// changes go to Out instead.
+	View        *storage.TableDef
+	Out         chan<- Chunk
+	Parallelism int
+	AtLeastOnce bool
+	// Now is the value of now() inside the job.
+	Now int64
+}
+
+// shape is a plan as a dataflow: source → pre stages → [aggregate → post stages].
+type shape struct {
+	src  *storage.TableDef
+	pre  []Plan // Filter/Project, bottom-up
+	agg  *HashAgg
+	post []Plan
+}
+
+// analyse checks that p can run continuously and splits it into stages.
+func analyse(p Plan) (*shape, error) {
+	var s shape
+	var stages []Plan // top-down
+	for {
+		switch n := p.(type) {
+		case *Filter:
+			stages = append(stages, n)
+			p = n.In
+			continue
+		case *Project:
+			stages = append(stages, n)
+			p = n.In
+			continue
+		case *HashAgg:
+			if s.agg != nil {
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries with more than one level of aggregation are not supported yet")
+			}
+			s.agg = n
+			for i := len(stages) - 1; i >= 0; i-- {
+				s.post = append(s.post, stages[i])
+			}
+			stages = nil
+			p = n.In
+			continue
+		case *ScanStream:
+			s.src = n.Table
+		case *ScanView:
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries over materialized views are not supported yet")
+		default:
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries do not support %s yet (supported: WHERE, expressions, GROUP BY, aggregates, HAVING over one stream)", planName(p))
+		}
+		break
+	}
+	for i := len(stages) - 1; i >= 0; i-- {
+		s.pre = append(s.pre, stages[i])
+	}
+	return &s, nil
+}
+
+func planName(p Plan) string {
+	switch p.(type) {
+	case *HashJoin:
+		return "joins"
+	case *Sort:
+		return "ORDER BY"
+	case *Limit:
+		return "LIMIT/OFFSET"
+	case *Union:
+		return "UNION"
+	case *Values:
+		return "queries without a stream"
+	}
+	return fmt.Sprintf("%T", p)
+}
+
+// Check reports whether p can run as a continuous query.
+func Check(p Plan) error {
+	_, err := analyse(p)
+	return err
+}
+
+// JobState is a job's lifecycle state.
+type JobState string
+
+const (
+	JobRunning    JobState = "RUNNING"
+	JobRestarting JobState = "RESTARTING"
+	JobFailed     JobState = "FAILED"
+	JobStopped    JobState = "STOPPED"
+)
+
+// Job is a running continuous query.
+type Job struct {
+	spec  JobSpec
+	shape *shape
+	db    *storage.DB
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	barriers []chan *Barrier // one per source partition
+	acks     chan uint64
+	batch    atomic.Pointer[storage.Batch]
+	failed   chan struct{}
+	failOnce sync.Once
+	err      error
+
+	RowsIn  atomic.Int64
+	offsets []atomic.Uint64
+}
+
+// Err is the error the job failed with, once Failed is closed.
+func (j *Job) Err() error { return j.err }
+
+// Failed is closed when the job fails.
+func (j *Job) Failed() <-chan struct{} { return j.failed }
+
+// Name is the job's name.
+func (j *Job) Name() string { return j.spec.Name }
+
+// Spec returns the job's spec.
+func (j *Job) Spec() JobSpec { return j.spec }
+
+// Lag is how many rows of its stream the job has not read yet.
+func (j *Job) Lag() int64 {
+	var lag int64
+	for p := range j.offsets {
+		_, end, _, err := j.db.LogBounds(j.shape.src.ID, uint32(p))
+		if err == nil {
+			lag += int64(end) - int64(j.offsets[p].Load())
+		}
+	}
+	return lag
+}
+
+func (j *Job) fail(err error) {
+	j.failOnce.Do(func() {
+		j.err = err
+		close(j.failed)
+		j.cancel()
+	})
+}
+
+// StartJob starts a continuous query. Durable jobs resume from their
+// committed offsets and state.
+func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
+	sh, err := analyse(spec.Plan)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Parallelism < 1 || sh.agg == nil {
+		spec.Parallelism = 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	j := &Job{spec: spec, shape: sh, db: db, ctx: ctx, cancel: cancel,
+		acks: make(chan uint64, 1), failed: make(chan struct{})}
+	j.batch.Store(db.NewEpochBatch())
+	parts := max(1, sh.src.Partitions)
+	j.offsets = make([]atomic.Uint64, parts)
+	for p := 0; p < parts; p++ {
+		start, _, _, err := db.LogBounds(sh.src.ID, uint32(p))
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		off := start
+		if spec.View != nil {
+			committed, err := db.LoadOffset(spec.ID, sh.src.ID, uint32(p))
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			off = max(off, committed)
+		}
+		j.offsets[p].Store(off)
+	}
+
+	// Wire the dataflow: sources → [agg instances] → sink.
+	n := spec.Parallelism
+	sinkIns := make([]chan msg, 0, n)
+	var aggIns [][]chan msg // [instance][source]
+	if sh.agg != nil {
+		aggIns = make([][]chan msg, n)
+		aggs := make([]*aggOp, n)
+		for i := 0; i < n; i++ {
+			aggs[i] = newAggOp(sh.agg)
+			if spec.View != nil {
+				if err := j.loadState(aggs[i], i); err != nil {
+					cancel()
+					return nil, err
+				}
+			}
+			for p := 0; p < parts; p++ {
+				aggIns[i] = append(aggIns[i], make(chan msg, 4))
+			}
+			sinkIns = append(sinkIns, make(chan msg, 4))
+		}
+		for i := 0; i < n; i++ {
+			j.goRun(func() error { return j.runAgg(i, aggs[i], aggIns[i], sinkIns[i]) })
+		}
+	} else {
+		for p := 0; p < parts; p++ {
+			sinkIns = append(sinkIns, make(chan msg, 4))
+		}
+	}
+	for p := 0; p < parts; p++ {
+		bc := make(chan *Barrier, 1)
+		j.barriers = append(j.barriers, bc)
+		var outs []chan msg
+		if sh.agg != nil {
+			for i := 0; i < n; i++ {
+				outs = append(outs, aggIns[i][p])
+			}
+		} else {
+			outs = []chan msg{sinkIns[p]}
+		}
+		j.goRun(func() error { return j.runSource(uint32(p), bc, outs) })
+	}
+	j.goRun(func() error { return j.runSink(sinkIns) })
+	return j, nil
+}
+
+func (j *Job) goRun(fn func() error) {
+	j.wg.Add(1)
+	go func() {
+		defer j.wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				j.fail(sqlerr.New(sqlerr.Internal, "job %s: panic: %v", j.spec.Name, r))
+			}
+		}()
+		if err := fn(); err != nil && j.ctx.Err() == nil {
+			j.fail(err)
+		}
+	}()
+}
+
+// Stop cancels the job and waits for its goroutines to end.
+func (j *Job) Stop() {
+	j.cancel()
+	j.wg.Wait()
+}
+
+// InjectBarrier hands barrier b to every source of the job.
+func (j *Job) InjectBarrier(b *Barrier) {
+	for _, c := range j.barriers {
+		select {
+		case c <- b:
+		case <-j.ctx.Done():
+			return
+		}
+	}
+}
+
+// TryInjectBarrier hands b to every source that can take it without
+// waiting (change streams: a slow client must not stall anyone).
+func (j *Job) TryInjectBarrier(b *Barrier) {
+	for _, c := range j.barriers {
+		select {
+		case c <- b:
+		default:
+		}
+	}
+}
+
+// AwaitBarrier waits until barrier epoch has reached the job's sink and
+// returns the epoch's writes; a fresh batch takes their place.
+func (j *Job) AwaitBarrier(ctx context.Context, epoch uint64) (*storage.Batch, error) {
+	for {
+		select {
+		case e := <-j.acks:
+			if e != epoch {
+				continue
+			}
+			return j.batch.Swap(j.db.NewEpochBatch()), nil
+		case <-j.failed:
+			return nil, j.err
+		case <-j.ctx.Done():
+			return nil, sqlerr.New(sqlerr.QueryCanceled, "job %s stopped", j.spec.Name)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (j *Job) send(out chan msg, m msg) error {
+	select {
+	case out <- m:
+		return nil
+	case <-j.ctx.Done():
+		return j.ctx.Err()
+	}
+}
+
+// runSource reads one partition of the stream from the job's offset on,
+// applies the stages below the aggregate and routes rows by key group.
+func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) error {
+	sh := j.shape
+	ectx := &expr.Ctx{Mem: memoryPool, Now: j.spec.Now}
+	off := j.offsets[part].Load()
+	const maxRows = 64 << 10
+	onBarrier := func(b *Barrier) error {
+		if j.spec.View != nil {
+			j.batch.Load().SetOffset(j.spec.ID, sh.src.ID, part, off)
+		}
+		for _, o := range outs {
+			if err := j.send(o, msg{barrier: b}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for {
+		select {
+		case b := <-barriers:
+			if err := onBarrier(b); err != nil {
+				return err
+			}
+			continue
+		case <-j.ctx.Done():
+			return nil
+		default:
+		}
+		_, end, changed, err := j.db.LogBounds(sh.src.ID, part)
+		if err != nil {
+			return err
+		}
+		if off < end {
+			to := min(end, off+maxRows)
+			err := j.db.ReadLog(memoryPool, sh.src.ID, part, off, to, func(first uint64, rec arrow.RecordBatch) error {
+				n := rec.NumRows()
+				j.RowsIn.Add(n)
+				if err := j.route(ectx, part, first, rec, outs); err != nil {
+					return err
+				}
+				off = first + uint64(n)
+				j.offsets[part].Store(off)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case b := <-barriers:
+			if err := onBarrier(b); err != nil {
+				return err
+			}
+		case <-changed:
+		case <-j.ctx.Done():
+			return nil
+		}
+	}
+}
+
+// route applies the pre-aggregate stages to rec and sends its rows on.
+func (j *Job) route(ectx *expr.Ctx, part uint32, first uint64, rec arrow.RecordBatch, outs []chan msg) error {
+	out, kept, err := applyStages(ectx, j.shape.pre, rec, j.shape.agg == nil)
+	rec.Release()
+	if err != nil {
+		return err
+	}
+	if out.NumRows() == 0 {
+		out.Release()
+		return nil
+	}
+	var ids []uint64
+	if j.shape.agg == nil {
+		ids = make([]uint64, len(kept))
+		for i, k := range kept {
+			ids[i] = uint64(part)<<48 | (first + uint64(k))
+		}
+	}
+	if len(outs) == 1 {
+		return j.send(outs[0], msg{c: Chunk{Rec: out}, rowIDs: ids})
+	}
+	// Hash-partition by group key.
+	defer out.Release()
+	n := int(out.NumRows())
+	keys := make([]arrow.Array, len(j.shape.agg.Keys))
+	defer releaseAll(keys)
+	for i, k := range j.shape.agg.Keys {
+		if keys[i], err = expr.Eval(ectx, k, out); err != nil {
+			return err
+		}
+	}
+	h := hashColumns(nil, keys, n)
+	idx := make([][]int, len(outs))
+	for r := 0; r < n; r++ {
+		inst := instanceOf(keyGroup(h[r]), len(outs))
+		idx[inst] = append(idx[inst], r)
+	}
+	ts := exprTypes(plannedExprs(out))
+	for i, rows := range idx {
+		if len(rows) == 0 {
+			continue
+		}
+		if err := j.send(outs[i], msg{c: Chunk{Rec: takeRecord(out, rows, ts)}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func keyGroup(h uint64) int    { return int(h % KeyGroups) }
+func instanceOf(kg, n int) int { return kg * n / KeyGroups }
+func plannedExprs(rec arrow.RecordBatch) []expr.Expr {
+	es := make([]expr.Expr, rec.NumCols())
+	for i := range es {
+		es[i] = &expr.ColRef{Idx: i, T: typeOfArrow(rec.Column(i))}
+	}
+	return es
+}
+
+// typeOfArrow recovers a SQL type that has rec's physical layout.
+func typeOfArrow(a arrow.Array) types.T {
+	switch dt := a.DataType().(type) {
+	case *arrow.BooleanType:
+		return types.TBool
+	case *arrow.Int64Type:
+		return types.TInt64
+	case *arrow.Float64Type:
+		return types.TFloat64
+	case *arrow.Decimal128Type:
+		return types.NumericOf(38, dt.Scale)
+	case *arrow.StringType:
+		return types.TText
+	case *arrow.MonthDayNanoIntervalType:
+		return types.TInterval
+	}
+	return types.TUnknown
+}
+
+// applyStages runs Filter/Project stages over rec; with track it also
+// returns, for each output row, the index of the input row it came from.
+func applyStages(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, track bool) (arrow.RecordBatch, []int, error) {
+	rec.Retain()
+	var kept []int
+	if track {
+		kept = make([]int, rec.NumRows())
+		for i := range kept {
+			kept[i] = i
+		}
+	}
+	for _, st := range stages {
+		switch st := st.(type) {
+		case *Filter:
+			mask, err := expr.Eval(ectx, st.Pred, rec)
+			if err != nil {
+				rec.Release()
+				return nil, nil, err
+			}
+			b := mask.(*array.Boolean)
+			var rows []int
+			for i := 0; i < b.Len(); i++ {
+				if b.IsValid(i) && b.Value(i) {
+					rows = append(rows, i)
+				}
+			}
+			mask.Release()
+			if len(rows) == int(rec.NumRows()) {
+				continue
+			}
+			if track {
+				for i, r := range rows {
+					kept[i] = kept[r]
+				}
+				kept = kept[:len(rows)]
+			}
+			out := takeRecord(rec, rows, exprTypes(plannedExprs(rec)))
+			rec.Release()
+			rec = out
+		case *Project:
+			out, err := project(ectx, st.Exprs, st.Types(), rec)
+			rec.Release()
+			if err != nil {
+				return nil, nil, err
+			}
+			rec = out
+		}
+	}
+	return rec, kept, nil
+}
+
+// aligner merges a task's inputs and aligns barriers: in exactly-once mode an
+// input that delivered barrier N is not read again until all inputs have.
+type aligner struct {
+	ins         []chan msg
+	blocked     []bool
+	arrived     int
+	atLeastOnce bool
+	cases       []reflect.SelectCase
+	idx         []int
+	done        <-chan struct{}
+}
+
+func newAligner(ins []chan msg, atLeastOnce bool, done <-chan struct{}) *aligner {
+	return &aligner{ins: ins, blocked: make([]bool, len(ins)), atLeastOnce: atLeastOnce, done: done}
+}
+
+// next returns the next chunk, or an aligned barrier, or ok=false when done.
+func (a *aligner) next() (m msg, ok bool) {
+	for {
+		if len(a.ins) == 1 {
+			select {
+			case m := <-a.ins[0]:
+				return m, true
+			case <-a.done:
+				return msg{}, false
+			}
+		}
+		a.cases = a.cases[:0]
+		a.idx = a.idx[:0]
+		a.cases = append(a.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(a.done)})
+		for i, c := range a.ins {
+			if a.blocked[i] && !a.atLeastOnce {
+				continue
+			}
+			a.cases = append(a.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+			a.idx = append(a.idx, i)
+		}
+		chosen, v, _ := reflect.Select(a.cases)
+		if chosen == 0 {
+			return msg{}, false
+		}
+		i := a.idx[chosen-1]
+		m := v.Interface().(msg)
+		if m.barrier == nil {
+			return m, true
+		}
+		if !a.blocked[i] {
+			a.blocked[i] = true
+			a.arrived++
+		}
+		if a.arrived == len(a.ins) {
+			for k := range a.blocked {
+				a.blocked[k] = false
+			}
+			a.arrived = 0
+			return m, true
+		}
+	}
+}
+
+// runAgg is one parallel instance of the aggregate.
+func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
+	ectx := &expr.Ctx{Mem: memoryPool, Now: j.spec.Now}
+	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
+	for {
+		m, ok := al.next()
+		if !ok {
+			return nil
+		}
+		if m.barrier == nil {
+			err := op.push(ectx, m.c.Rec, m.c.Signs(), true)
+			m.c.Rec.Release()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		dirty := append([]int32(nil), op.dirty...)
+		if err := op.changes(func(c Chunk) error { return j.send(out, msg{c: c}) }); err != nil {
+			return err
+		}
+		if j.spec.View != nil {
+			j.saveState(op, dirty)
+		}
+		if err := j.send(out, m); err != nil {
+			return err
+		}
+	}
+}
+
+// State of an aggregate group: key = key group byte + encoded group key;
+// value = each accumulator's state, then the row last emitted.
+func (j *Job) saveState(op *aggOp, gids []int32) {
+	b := j.batch.Load()
+	var key, val []byte
+	for _, g := range gids {
+		key = key[:0]
+		key = append(key, 0)
+		for c, t := range op.keyTs {
+			key = encodeDatum(key, op.gt.keyDatum(c, g), t)
+		}
+		key[0] = byte(keyGroup(op.gt.hashes[g]))
+		if op.count.n[g] <= 0 && len(op.spec.Keys) > 0 {
+			b.DeleteState(j.spec.ID, 0, key)
+			continue
+		}
+		val = val[:0]
+		val = op.count.encode(val, g)
+		for _, acc := range op.accs {
+			val = acc.encode(val, g)
+		}
+		val = binary.AppendUvarint(val, uint64(len(op.lastOut[g])))
+		val = append(val, op.lastOut[g]...)
+		b.PutState(j.spec.ID, 0, key, val)
+	}
+}
+
+// loadState restores the groups of the key groups instance inst owns.
+func (j *Job) loadState(op *aggOp, inst int) error {
+	return j.db.ScanState(j.spec.ID, 0, func(key, val []byte) error {
+		if len(key) == 0 || instanceOf(int(key[0]), j.spec.Parallelism) != inst {
+			return nil
+		}
+		rest := key[1:]
+		ds := make([]types.Datum, len(op.keyTs))
+		for c, t := range op.keyTs {
+			var err error
+			if ds[c], rest, err = decodeDatum(rest, t); err != nil {
+				return err
+			}
+		}
+		var g int32
+		if len(op.keyTs) == 0 {
+			g = 0
+		} else {
+			g = op.gt.insertDatums(ds)
+			op.grow()
+		}
+		var err error
+		if val, err = op.count.decode(val, g); err != nil {
+			return err
+		}
+		for _, acc := range op.accs {
+			if val, err = acc.decode(val, g); err != nil {
+				return err
+			}
+		}
+		n, k := binary.Uvarint(val)
+		if k <= 0 || uint64(len(val)-k) < n {
+			return errCorruptState
+		}
+		op.lastOut[g] = string(val[k : k+int(n)])
+		return nil
+	})
+}
+
+// runSink applies changes to the view's rows (or hands them to a change
+// stream) and acknowledges each aligned barrier.
+func (j *Job) runSink(ins []chan msg) error {
+	ectx := &expr.Ctx{Mem: memoryPool, Now: j.spec.Now}
+	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
+	var outTs []types.T
+	if v := j.spec.View; v != nil {
+		for _, c := range v.Columns {
+			outTs = append(outTs, c.Type)
+		}
+	}
+	var key, row []byte
+	for {
+		m, ok := al.next()
+		if !ok {
+			return nil
+		}
+		if m.barrier != nil {
+			if j.spec.View == nil {
+				continue // change streams flush at barriers but commit nothing
+			}
+			select {
+			case j.acks <- m.barrier.Epoch:
+			case <-j.ctx.Done():
+				return nil
+			}
+			continue
+		}
+		rec := m.c.Rec
+		if j.shape.agg == nil {
+			if j.spec.View == nil {
+				if err := j.emitOut(Chunk{Rec: rec}); err != nil {
+					return err
+				}
+				continue
+			}
+			b := j.batch.Load()
+			for i := 0; i < int(rec.NumRows()); i++ {
+				key = binary.BigEndian.AppendUint64(key[:0], m.rowIDs[i])
+				row = encodeRow(row[:0], rec, i, outTs)
+				b.PutViewRow(j.spec.View.ID, key, row)
+			}
+			rec.Release()
+			continue
+		}
+		out, kept, err := applyStages(ectx, j.shape.post, rec, true)
+		if err != nil {
+			rec.Release()
+			return err
+		}
+		if j.spec.View == nil {
+			ops := make([]Op, len(kept))
+			for i, k := range kept {
+				ops[i] = m.c.Ops[k]
+			}
+			rec.Release()
+			if err := j.emitOut(Chunk{Rec: out, Ops: ops}); err != nil {
+				return err
+			}
+			continue
+		}
+		// Upsert by group key: the last change of a group in the epoch wins.
+		b := j.batch.Load()
+		nk := len(j.shape.agg.Keys)
+		keyTs := exprTypes(j.shape.agg.Keys)
+		survived := make(map[int]int, len(kept))
+		for i, k := range kept {
+			survived[k] = i
+		}
+		for r := 0; r < int(rec.NumRows()); r++ {
+			op := m.c.Ops[r]
+			if op == OpUpdateBefore {
+				continue
+			}
+			key = key[:0]
+			for c := 0; c < nk; c++ {
+				key = encodeDatum(key, types.DatumAt(rec.Column(c), r, keyTs[c]), keyTs[c])
+			}
+			if i, ok := survived[r]; ok && op != OpDelete {
+				row = encodeRow(row[:0], out, i, outTs)
+				b.PutViewRow(j.spec.View.ID, key, row)
+			} else {
+				b.DeleteViewRow(j.spec.View.ID, key)
+			}
+		}
+		rec.Release()
+		out.Release()
+	}
+}
+
+func (j *Job) emitOut(c Chunk) error {
+	select {
+	case j.spec.Out <- c:
+		return nil
+	case <-j.ctx.Done():
+		c.Rec.Release()
+		return nil
+	}
+}
+
+// Idle reports whether the job has read everything currently in its stream.
+func (j *Job) Idle() bool { return j.Lag() == 0 }
+
+var _ = time.Second

@@ -1,0 +1,162 @@
+// Package exec runs physical plans: operators over Arrow record batches.
+// The same operators serve batch queries (run to the end of their input)
+// and continuous jobs (run forever, flushing at every barrier).
+//
+// Contract:
+//  1. Every edge carries one message type, Msg: a data Chunk, a Barrier or a
+//     watermark. Chunks carry an optional change op per row.
+//  2. An operator implements Push (one chunk in, zero or more out). Flush is
+//     optional: blocking and stateful operators emit there — at the end of
+//     a batch query (final) or at each barrier of a job. The runtime, not the
+//     operator, aligns barriers and forwards them.
+//  3. Ownership: Push takes ownership of the chunk's record; an operator
+//     releases what it does not pass on. Emit takes ownership likewise.
+//  4. Operators never import Pebble: state is reached through storage's
+//     state table API and written once per epoch.
+package exec
+
+import (
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Plan is a physical plan node. Plans are immutable data built by planner/.
+type Plan interface {
+	// Types are the output column types.
+	Types() []types.T
+}
+
+// ScanStream reads a stream's log (all partitions, in offset order per partition).
+type ScanStream struct {
+	Table *storage.TableDef
+}
+
+// ScanView reads a materialized view's rows at the last completed checkpoint
+// (or at a snapshot given by Snap).
+type ScanView struct {
+	View *storage.TableDef
+	Snap storage.Reader // nil: the live database
+}
+
+// Values is a literal table.
+type Values struct {
+	Rows [][]expr.Expr
+	Ts   []types.T
+}
+
+// Filter keeps rows where Pred is true.
+type Filter struct {
+	In   Plan
+	Pred expr.Expr
+}
+
+// Project computes expressions.
+type Project struct {
+	In    Plan
+	Exprs []expr.Expr
+}
+
+// AggKind is an aggregate function.
+type AggKind uint8
+
+const (
+	AggCountStar AggKind = iota
+	AggCount
+	AggSum
+	AggAvg
+	AggMin
+	AggMax
+)
+
+// AggSpec is one aggregate over an argument expression (nil for count(*)).
+type AggSpec struct {
+	Kind     AggKind
+	Distinct bool
+	Arg      expr.Expr
+	T        types.T // result type
+}
+
+// HashAgg groups by Keys and computes Aggs; output is keys then aggregates.
+type HashAgg struct {
+	In   Plan
+	Keys []expr.Expr
+	Aggs []AggSpec
+}
+
+// JoinKind is the kind of join.
+type JoinKind uint8
+
+const (
+	JoinInner JoinKind = iota
+	JoinLeft
+)
+
+// HashJoin joins on LeftKeys[i] = RightKeys[i] (no keys: nested loop), then
+// applies Residual over the joined row (left columns then right columns).
+type HashJoin struct {
+	Left, Right         Plan
+	Kind                JoinKind
+	LeftKeys, RightKeys []expr.Expr
+	Residual            expr.Expr
+}
+
+// SortKey is one sort term over the input's columns.
+type SortKey struct {
+	E          expr.Expr
+	Desc       bool
+	NullsFirst bool
+}
+
+// Sort orders its input; Limit >= 0 keeps only the first Limit rows (top-N).
+type Sort struct {
+	In    Plan
+	Keys  []SortKey
+	Limit int64
+}
+
+// Limit skips Offset rows and passes at most Count (Count < 0: all).
+type Limit struct {
+	In            Plan
+	Offset, Count int64
+}
+
+// Union concatenates inputs of the same types.
+type Union struct {
+	Ins []Plan
+}
+
+func (p *ScanStream) Types() []types.T { return columnTypes(p.Table) }
+func (p *ScanView) Types() []types.T   { return columnTypes(p.View) }
+func (p *Values) Types() []types.T     { return p.Ts }
+func (p *Filter) Types() []types.T     { return p.In.Types() }
+func (p *Project) Types() []types.T    { return exprTypes(p.Exprs) }
+func (p *HashAgg) Types() []types.T {
+	ts := exprTypes(p.Keys)
+	for _, a := range p.Aggs {
+		ts = append(ts, a.T)
+	}
+	return ts
+}
+func (p *HashJoin) Types() []types.T {
+	return append(append([]types.T(nil), p.Left.Types()...), p.Right.Types()...)
+}
+func (p *Sort) Types() []types.T  { return p.In.Types() }
+func (p *Limit) Types() []types.T { return p.In.Types() }
+func (p *Union) Types() []types.T { return p.Ins[0].Types() }
+
+func columnTypes(t *storage.TableDef) []types.T {
+	ts := make([]types.T, len(t.Columns))
+	for i, c := range t.Columns {
+		ts[i] = c.Type
+	}
+	return ts
+}
+
+func exprTypes(es []expr.Expr) []types.T {
+	ts := make([]types.T, len(es))
+	for i, e := range es {
+		ts[i] = e.Type()
+	}
+	return ts
+}

@@ -1,0 +1,196 @@
+package exec
+
+import (
+	"context"
+	"errors"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Ctx is what running a plan needs.
+type Ctx struct {
+	Context context.Context
+	DB      *storage.DB
+	Expr    *expr.Ctx
+}
+
+// Run executes a batch plan, calling emit with each output batch (emit owns it).
+func Run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
+	return run(ctx, p, emit)
+}
+
+func (ctx *Ctx) canceled() error {
+	if err := ctx.Context.Err(); err != nil {
+		return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
+	}
+	return nil
+}
+
+func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
+	switch p := p.(type) {
+	case *ScanStream:
+		return scanStream(ctx, p.Table, emit)
+	case *ScanView:
+		return scanView(ctx, p, emit)
+	case *Values:
+		return runValues(ctx, p, emit)
+	case *Filter:
+		return run(ctx, p.In, func(rec arrow.RecordBatch) error {
+			out, err := expr.Filter(ctx.Expr, p.Pred, rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+			if out.NumRows() == 0 {
+				out.Release()
+				return nil
+			}
+			return emit(out)
+		})
+	case *Project:
+		ts := p.Types()
+		return run(ctx, p.In, func(rec arrow.RecordBatch) error {
+			out, err := project(ctx.Expr, p.Exprs, ts, rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+			return emit(out)
+		})
+	case *HashAgg:
+		agg := newAggOp(p)
+		if err := run(ctx, p.In, func(rec arrow.RecordBatch) error {
+			defer rec.Release()
+			if err := ctx.canceled(); err != nil {
+				return err
+			}
+			return agg.push(ctx.Expr, rec, nil, false)
+		}); err != nil {
+			return err
+		}
+		return agg.emitAll(emit)
+	case *HashJoin:
+		return runJoin(ctx, p, emit)
+	case *Sort:
+		return runSort(ctx, p, emit)
+	case *Limit:
+		return runLimit(ctx, p, emit)
+	case *Union:
+		for _, in := range p.Ins {
+			if err := run(ctx, in, emit); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return sqlerr.New(sqlerr.Internal, "exec: unknown plan %T", p)
+}
+
+// project evaluates exprs over rec into a new record of types ts.
+func project(ctx *expr.Ctx, exprs []expr.Expr, ts []types.T, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, len(exprs))
+	for i, e := range exprs {
+		a, err := expr.Eval(ctx, e, rec)
+		if err != nil {
+			releaseAll(cols)
+			return nil, err
+		}
+		cols[i] = a
+	}
+	return newRecord(ts, cols, int(rec.NumRows())), nil
+}
+
+func scanStream(ctx *Ctx, t *storage.TableDef, emit func(arrow.RecordBatch) error) error {
+	for part := 0; part < max(1, t.Partitions); part++ {
+		start, end, _, err := ctx.DB.LogBounds(t.ID, uint32(part))
+		if err != nil {
+			return err
+		}
+		if err := ctx.DB.ReadLog(memoryPool, t.ID, uint32(part), start, end, func(_ uint64, rec arrow.RecordBatch) error {
+			if err := ctx.canceled(); err != nil {
+				rec.Release()
+				return err
+			}
+			return emit(rec)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runValues(ctx *Ctx, p *Values, emit func(arrow.RecordBatch) error) error {
+	bls := make([]arrowBuilder, len(p.Ts))
+	for i, t := range p.Ts {
+		bls[i] = types.NewBuilder(memoryPool, t)
+	}
+	cols := make([]arrow.Array, len(p.Ts))
+	defer func() {
+		for _, b := range bls {
+			b.Release()
+		}
+	}()
+	for _, row := range p.Rows {
+		for i, e := range row {
+			d, err := expr.EvalConst(ctx.Expr, e)
+			if err != nil {
+				return err
+			}
+			types.AppendDatum(bls[i], d, p.Ts[i])
+		}
+	}
+	for i, b := range bls {
+		cols[i] = b.NewArray()
+	}
+	return emit(newRecord(p.Ts, cols, len(p.Rows)))
+}
+
+func runLimit(ctx *Ctx, p *Limit, emit func(arrow.RecordBatch) error) error {
+	skip, left := p.Offset, p.Count
+	if left == 0 {
+		return nil
+	}
+	done := errors.New("limit reached") // this limit's own stop signal
+	err := run(ctx, p.In, func(rec arrow.RecordBatch) error {
+		n := rec.NumRows()
+		lo := int64(0)
+		if skip > 0 {
+			lo = min(skip, n)
+			skip -= lo
+		}
+		hi := n
+		if left >= 0 && hi-lo > left {
+			hi = lo + left
+		}
+		if lo == hi {
+			rec.Release()
+			if left == 0 {
+				return done
+			}
+			return nil
+		}
+		out := rec
+		if lo != 0 || hi != n {
+			out = rec.NewSlice(lo, hi)
+			rec.Release()
+		}
+		if left >= 0 {
+			left -= hi - lo
+		}
+		if err := emit(out); err != nil {
+			return err
+		}
+		if left == 0 {
+			return done
+		}
+		return nil
+	})
+	if errors.Is(err, done) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,146 @@
+package exec
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// collect runs p and concatenates its output into one record (nil if empty).
+func collect(ctx *Ctx, p Plan) (arrow.RecordBatch, error) {
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	if err := run(ctx, p, func(rec arrow.RecordBatch) error {
+		if err := ctx.canceled(); err != nil {
+			rec.Release()
+			return err
+		}
+		recs = append(recs, rec)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return concatRecords(p.Types(), recs)
+}
+
+func concatRecords(ts []types.T, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	if len(recs) == 1 {
+		recs[0].Retain()
+		return recs[0], nil
+	}
+	cols := make([]arrow.Array, len(ts))
+	n := int64(0)
+	for _, r := range recs {
+		n += r.NumRows()
+	}
+	for c := range ts {
+		parts := make([]arrow.Array, len(recs))
+		for i, r := range recs {
+			parts[i] = r.Column(c)
+		}
+		a, err := array.Concatenate(parts, memoryPool)
+		if err != nil {
+			releaseAll(cols)
+			return nil, err
+		}
+		cols[c] = a
+	}
+	return newRecord(ts, cols, int(n)), nil
+}
+
+func runSort(ctx *Ctx, p *Sort, emit func(arrow.RecordBatch) error) error {
+	rec, err := collect(ctx, p.In)
+	if err != nil || rec == nil {
+		return err
+	}
+	defer rec.Release()
+	n := int(rec.NumRows())
+	keys := make([]arrow.Array, len(p.Keys))
+	defer releaseAll(keys)
+	for i, k := range p.Keys {
+		if keys[i], err = expr.Eval(ctx.Expr, k.E, rec); err != nil {
+			return err
+		}
+	}
+	cmps := make([]func(i, j int) int, len(p.Keys))
+	for k, key := range p.Keys {
+		cmps[k] = comparator(keys[k], key.E.Type(), key.Desc, key.NullsFirst)
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		for _, c := range cmps {
+			if r := c(idx[a], idx[b]); r != 0 {
+				return r < 0
+			}
+		}
+		return false
+	})
+	if p.Limit >= 0 && int64(len(idx)) > p.Limit {
+		idx = idx[:p.Limit]
+	}
+	const chunk = 64 << 10
+	ts := p.Types()
+	for lo := 0; lo < len(idx); lo += chunk {
+		if err := emit(takeRecord(rec, idx[lo:min(len(idx), lo+chunk)], ts)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// comparator returns a typed three-way comparison of rows of a, with
+// PostgreSQL's NULL placement (NULLs compare above everything unless nullsFirst).
+func comparator(a arrow.Array, t types.T, desc, nullsFirst bool) func(i, j int) int {
+	var base func(i, j int) int
+	switch arr := a.(type) {
+	case *array.Int64:
+		vs := arr.Int64Values()
+		base = func(i, j int) int { return cmp3(vs[i] < vs[j], vs[i] > vs[j]) }
+	case *array.Float64:
+		vs := arr.Float64Values()
+		base = func(i, j int) int { return cmp3(floatLess(vs[i], vs[j]), floatLess(vs[j], vs[i])) }
+	case *array.String:
+		base = func(i, j int) int { return strings.Compare(arr.Value(i), arr.Value(j)) }
+	case *array.Boolean:
+		base = func(i, j int) int {
+			x, y := arr.Value(i), arr.Value(j)
+			return cmp3(!x && y, x && !y)
+		}
+	default:
+		base = func(i, j int) int { return compareDatum(types.DatumAt(a, i, t), types.DatumAt(a, j, t), t) }
+	}
+	hasNulls := a.NullN() > 0
+	return func(i, j int) int {
+		if hasNulls {
+			ni, nj := a.IsNull(i), a.IsNull(j)
+			if ni || nj {
+				switch {
+				case ni && nj:
+					return 0
+				case ni == nullsFirst: // i is a NULL placed first, or j is a NULL placed last
+					return -1
+				}
+				return 1
+			}
+		}
+		r := base(i, j)
+		if desc {
+			return -r
+		}
+		return r
+	}
+}

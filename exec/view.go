@@ -1,0 +1,66 @@
+package exec
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/types"
+)
+
+// View rows are stored one per key: for an aggregate view the key is the
+// group key, for a view without aggregation the row's source position.
+// The value is the row, each column encodeDatum'd.
+
+func encodeRow(buf []byte, rec arrow.RecordBatch, i int, ts []types.T) []byte {
+	for c, t := range ts {
+		buf = encodeDatum(buf, types.DatumAt(rec.Column(c), i, t), t)
+	}
+	return buf
+}
+
+func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
+	ts := p.Types()
+	const chunk = 16 << 10
+	bls := make([]arrowBuilder, len(ts))
+	for i, t := range ts {
+		bls[i] = types.NewBuilder(memoryPool, t)
+	}
+	defer func() {
+		for _, b := range bls {
+			b.Release()
+		}
+	}()
+	n := 0
+	flush := func() error {
+		if n == 0 {
+			return nil
+		}
+		cols := make([]arrow.Array, len(bls))
+		for i, b := range bls {
+			cols[i] = b.NewArray()
+		}
+		rec := newRecord(ts, cols, n)
+		n = 0
+		return emit(rec)
+	}
+	err := ctx.DB.ScanView(p.Snap, p.View.ID, func(_, row []byte) error {
+		for c, t := range ts {
+			d, rest, err := decodeDatum(row, t)
+			if err != nil {
+				return err
+			}
+			row = rest
+			types.AppendDatum(bls[c], d, t)
+		}
+		n++
+		if n == chunk {
+			if err := ctx.canceled(); err != nil {
+				return err
+			}
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}

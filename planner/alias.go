@@ -1,0 +1,5 @@
+package planner
+
+import "github.com/streamdb/streamdb/types"
+
+type typesT = types.T

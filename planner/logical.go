@@ -1,0 +1,164 @@
+// Package planner holds logical query plans, the rewrites applied to them,
+// and their lowering to the physical plans that exec/ runs. Plans are
+// immutable data: a rewrite returns a new tree.
+package planner
+
+import (
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Column is one output column of a plan node.
+type Column struct {
+	Name  string
+	T     types.T
+	Table string // qualifier the column can be referenced by ("" if none)
+}
+
+// Node is a logical plan operator. Expressions inside a node refer to the
+// columns of its input by index (for Join: left columns then right columns).
+type Node interface {
+	Schema() []Column
+	Children() []Node
+}
+
+// Scan reads a stream's log or a view's rows.
+type Scan struct {
+	Table *storage.TableDef
+	Alias string
+	Cols  []Column
+	// AsOf selects a snapshot for views (AS OF SAVEPOINT/CHECKPOINT); zero means live.
+	AsOf AsOf
+}
+
+// AsOf names a snapshot to read.
+type AsOf struct {
+	Savepoint  string
+	Checkpoint uint64
+}
+
+// Values is a literal table (VALUES lists, SELECT without FROM).
+type Values struct {
+	Rows [][]expr.Expr
+	Cols []Column
+}
+
+// Filter keeps rows where Pred is true.
+type Filter struct {
+	Input Node
+	Pred  expr.Expr
+}
+
+// Project computes Exprs over its input.
+type Project struct {
+	Input Node
+	Exprs []expr.Expr
+	Cols  []Column
+}
+
+// AggFunc names an aggregate.
+type AggFunc string
+
+const (
+	AggCountStar AggFunc = "count_star"
+	AggCount     AggFunc = "count"
+	AggSum       AggFunc = "sum"
+	AggAvg       AggFunc = "avg"
+	AggMin       AggFunc = "min"
+	AggMax       AggFunc = "max"
+)
+
+// AggCall is one aggregate. Arg is nil for count(*). Result types follow
+// PostgreSQL: count → bigint; sum(int) → bigint (numeric for bigint input);
+// sum(float) → double; sum(numeric) → numeric; avg(int/numeric) → numeric,
+// avg(float) → double; min/max → the argument's type.
+type AggCall struct {
+	Func     AggFunc
+	Distinct bool
+	Arg      expr.Expr
+	T        types.T
+}
+
+// Aggregate groups its input. Output columns: one per GroupBy expression,
+// then one per aggregate.
+type Aggregate struct {
+	Input   Node
+	GroupBy []expr.Expr
+	Aggs    []AggCall
+	Cols    []Column
+	// Window, if set, makes the grouping a time window over event time
+	// (TUMBLE/HOP/SESSION); the window start/end are among GroupBy.
+	Window *Window
+}
+
+// Window describes a windowed grouping.
+type Window struct {
+	Kind   string    // "tumble", "hop", "session"
+	TimeOf expr.Expr // the event-time column
+	Size   int64     // microseconds
+	Slide  int64     // hop only
+	Gap    int64     // session only
+}
+
+// JoinKind is the join type.
+type JoinKind uint8
+
+const (
+	InnerJoin JoinKind = iota
+	LeftJoin
+)
+
+// Join combines two inputs; On is over left columns followed by right columns.
+type Join struct {
+	Left, Right Node
+	Kind        JoinKind
+	On          expr.Expr // nil: cross join
+	Cols        []Column
+}
+
+// SortKey is one ORDER BY term.
+type SortKey struct {
+	E          expr.Expr
+	Desc       bool
+	NullsFirst bool
+}
+
+// Sort orders its input.
+type Sort struct {
+	Input Node
+	Keys  []SortKey
+}
+
+// Limit skips Offset rows then returns at most Count (Count < 0: no limit).
+type Limit struct {
+	Input  Node
+	Offset int64
+	Count  int64
+}
+
+// UnionAll concatenates inputs with the same column types.
+type UnionAll struct {
+	Inputs []Node
+	Cols   []Column
+}
+
+func (n *Scan) Schema() []Column      { return n.Cols }
+func (n *Values) Schema() []Column    { return n.Cols }
+func (n *Filter) Schema() []Column    { return n.Input.Schema() }
+func (n *Project) Schema() []Column   { return n.Cols }
+func (n *Aggregate) Schema() []Column { return n.Cols }
+func (n *Join) Schema() []Column      { return n.Cols }
+func (n *Sort) Schema() []Column      { return n.Input.Schema() }
+func (n *Limit) Schema() []Column     { return n.Input.Schema() }
+func (n *UnionAll) Schema() []Column  { return n.Cols }
+
+func (n *Scan) Children() []Node      { return nil }
+func (n *Values) Children() []Node    { return nil }
+func (n *Filter) Children() []Node    { return []Node{n.Input} }
+func (n *Project) Children() []Node   { return []Node{n.Input} }
+func (n *Aggregate) Children() []Node { return []Node{n.Input} }
+func (n *Join) Children() []Node      { return []Node{n.Left, n.Right} }
+func (n *Sort) Children() []Node      { return []Node{n.Input} }
+func (n *Limit) Children() []Node     { return []Node{n.Input} }
+func (n *UnionAll) Children() []Node  { return n.Inputs }

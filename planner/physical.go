@@ -1,0 +1,345 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+)
+
+// Snapshots resolves AS OF clauses to read views.
+type Snapshots interface {
+	Snapshot(a AsOf) (storage.Reader, error)
+}
+
+// Physical lowers a logical plan to the exec plan that runs it: joins get
+// their equality keys extracted for hashing, ORDER BY + LIMIT become a top-N.
+func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
+	switch n := n.(type) {
+	case *Scan:
+		if n.Table.Kind == storage.KindView {
+			var snap storage.Reader
+			if n.AsOf != (AsOf{}) {
+				if snaps == nil {
+					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "AS OF is not supported here")
+				}
+				var err error
+				if snap, err = snaps.Snapshot(n.AsOf); err != nil {
+					return nil, err
+				}
+			}
+			return &exec.ScanView{View: n.Table, Snap: snap}, nil
+		}
+		if n.AsOf != (AsOf{}) {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "AS OF applies to materialized views, and %q is a table", n.Table.Name)
+		}
+		return &exec.ScanStream{Table: n.Table}, nil
+	case *Values:
+		ts := make([]typesT, len(n.Cols))
+		for i, c := range n.Cols {
+			ts[i] = c.T
+		}
+		return &exec.Values{Rows: n.Rows, Ts: ts}, nil
+	case *Filter:
+		in, err := Physical(n.Input, snaps)
+		if err != nil {
+			return nil, err
+		}
+		return &exec.Filter{In: in, Pred: n.Pred}, nil
+	case *Project:
+		in, err := Physical(n.Input, snaps)
+		if err != nil {
+			return nil, err
+		}
+		return &exec.Project{In: in, Exprs: n.Exprs}, nil
+	case *Aggregate:
+		in, err := Physical(n.Input, snaps)
+		if err != nil {
+			return nil, err
+		}
+		agg := &exec.HashAgg{In: in, Keys: n.GroupBy}
+		for _, a := range n.Aggs {
+			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: a.Arg, T: a.T})
+		}
+		return agg, nil
+	case *Join:
+		return physicalJoin(n, snaps)
+	case *Sort:
+		in, err := Physical(n.Input, snaps)
+		if err != nil {
+			return nil, err
+		}
+		s := &exec.Sort{In: in, Limit: -1}
+		for _, k := range n.Keys {
+			s.Keys = append(s.Keys, exec.SortKey{E: k.E, Desc: k.Desc, NullsFirst: k.NullsFirst})
+		}
+		return s, nil
+	case *Limit:
+		in, err := Physical(n.Input, snaps)
+		if err != nil {
+			return nil, err
+		}
+		if s, ok := in.(*exec.Sort); ok && s.Limit < 0 && n.Count >= 0 {
+			top := *s
+			top.Limit = n.Offset + n.Count
+			in = &top
+		}
+		return &exec.Limit{In: in, Offset: n.Offset, Count: n.Count}, nil
+	case *UnionAll:
+		u := &exec.Union{}
+		for _, c := range n.Inputs {
+			p, err := Physical(c, snaps)
+			if err != nil {
+				return nil, err
+			}
+			u.Ins = append(u.Ins, p)
+		}
+		return u, nil
+	}
+	return nil, sqlerr.New(sqlerr.Internal, "planner: unknown node %T", n)
+}
+
+func aggKind(f AggFunc) exec.AggKind {
+	switch f {
+	case AggCountStar:
+		return exec.AggCountStar
+	case AggCount:
+		return exec.AggCount
+	case AggSum:
+		return exec.AggSum
+	case AggAvg:
+		return exec.AggAvg
+	case AggMin:
+		return exec.AggMin
+	}
+	return exec.AggMax
+}
+
+// physicalJoin splits ON into equality keys (left expr = right expr) and a residual.
+func physicalJoin(n *Join, snaps Snapshots) (exec.Plan, error) {
+	l, err := Physical(n.Left, snaps)
+	if err != nil {
+		return nil, err
+	}
+	r, err := Physical(n.Right, snaps)
+	if err != nil {
+		return nil, err
+	}
+	j := &exec.HashJoin{Left: l, Right: r, Kind: exec.JoinInner}
+	if n.Kind == LeftJoin {
+		j.Kind = exec.JoinLeft
+	}
+	nl := len(n.Left.Schema())
+	var residual []expr.Expr
+	for _, c := range conjuncts(n.On) {
+		f, ok := c.(*expr.Func)
+		if ok && f.Name == "=" && len(f.Args) == 2 {
+			a, b := f.Args[0], f.Args[1]
+			sa, sb := side(a, nl), side(b, nl)
+			if sa == sideLeft && sb == sideRight {
+				j.LeftKeys, j.RightKeys = append(j.LeftKeys, a), append(j.RightKeys, shift(b, -nl))
+				continue
+			}
+			if sa == sideRight && sb == sideLeft {
+				j.LeftKeys, j.RightKeys = append(j.LeftKeys, b), append(j.RightKeys, shift(a, -nl))
+				continue
+			}
+		}
+		residual = append(residual, c)
+	}
+	for _, c := range residual {
+		if j.Residual == nil {
+			j.Residual = c
+		} else {
+			j.Residual = &expr.Func{Name: "and", Args: []expr.Expr{j.Residual, c}, T: c.Type()}
+		}
+	}
+	return j, nil
+}
+
+func conjuncts(e expr.Expr) []expr.Expr {
+	if e == nil {
+		return nil
+	}
+	if f, ok := e.(*expr.Func); ok && f.Name == "and" {
+		return append(conjuncts(f.Args[0]), conjuncts(f.Args[1])...)
+	}
+	return []expr.Expr{e}
+}
+
+const (
+	sideNone = iota
+	sideLeft
+	sideRight
+	sideBoth
+)
+
+// side says which join input the columns of e come from.
+func side(e expr.Expr, nl int) int {
+	s := sideNone
+	walk(e, func(x expr.Expr) {
+		c, ok := x.(*expr.ColRef)
+		if !ok {
+			return
+		}
+		cs := sideLeft
+		if c.Idx >= nl {
+			cs = sideRight
+		}
+		if s == sideNone {
+			s = cs
+		} else if s != cs {
+			s = sideBoth
+		}
+	})
+	return s
+}
+
+func children(e expr.Expr) []expr.Expr {
+	switch e := e.(type) {
+	case *expr.Cast:
+		return []expr.Expr{e.E}
+	case *expr.Func:
+		return e.Args
+	case *expr.Case:
+		var out []expr.Expr
+		for _, w := range e.Whens {
+			out = append(out, w.Cond, w.Then)
+		}
+		if e.Else != nil {
+			out = append(out, e.Else)
+		}
+		return out
+	case *expr.InList:
+		return append([]expr.Expr{e.E}, e.List...)
+	}
+	return nil
+}
+
+func walk(e expr.Expr, fn func(expr.Expr)) {
+	fn(e)
+	for _, c := range children(e) {
+		walk(c, fn)
+	}
+}
+
+// shift returns e with every column index moved by d.
+func shift(e expr.Expr, d int) expr.Expr {
+	switch e := e.(type) {
+	case *expr.ColRef:
+		c := *e
+		c.Idx += d
+		return &c
+	case *expr.Cast:
+		return &expr.Cast{E: shift(e.E, d), T: e.T}
+	case *expr.Func:
+		f := &expr.Func{Name: e.Name, T: e.T, Args: make([]expr.Expr, len(e.Args))}
+		for i, a := range e.Args {
+			f.Args[i] = shift(a, d)
+		}
+		return f
+	case *expr.Case:
+		c := &expr.Case{T: e.T}
+		for _, w := range e.Whens {
+			c.Whens = append(c.Whens, expr.When{Cond: shift(w.Cond, d), Then: shift(w.Then, d)})
+		}
+		if e.Else != nil {
+			c.Else = shift(e.Else, d)
+		}
+		return c
+	case *expr.InList:
+		in := &expr.InList{E: shift(e.E, d), Not: e.Not}
+		for _, x := range e.List {
+			in.List = append(in.List, shift(x, d))
+		}
+		return in
+	}
+	return e
+}
+
+// Explain prints a physical plan as an indented tree.
+func Explain(p exec.Plan) string {
+	var b strings.Builder
+	explain(&b, p, 0)
+	return b.String()
+}
+
+func explain(b *strings.Builder, p exec.Plan, depth int) {
+	pad := strings.Repeat("  ", depth)
+	line := func(format string, args ...any) { fmt.Fprintf(b, pad+format+"\n", args...) }
+	switch p := p.(type) {
+	case *exec.ScanStream:
+		line("StreamScan %s", p.Table.Name)
+	case *exec.ScanView:
+		line("ViewScan %s", p.View.Name)
+	case *exec.Values:
+		line("Values rows=%d", len(p.Rows))
+	case *exec.Filter:
+		line("Filter %s", p.Pred)
+		explain(b, p.In, depth+1)
+	case *exec.Project:
+		line("Project %s", exprList(p.Exprs))
+		explain(b, p.In, depth+1)
+	case *exec.HashAgg:
+		var aggs []string
+		for _, a := range p.Aggs {
+			name := [...]string{"count(*)", "count", "sum", "avg", "min", "max"}[a.Kind]
+			if a.Arg != nil {
+				d := ""
+				if a.Distinct {
+					d = "DISTINCT "
+				}
+				name += "(" + d + a.Arg.String() + ")"
+			}
+			aggs = append(aggs, name)
+		}
+		line("HashAggregate keys=[%s] aggs=[%s]", exprList(p.Keys), strings.Join(aggs, ", "))
+		explain(b, p.In, depth+1)
+	case *exec.HashJoin:
+		kind := "Inner"
+		if p.Kind == exec.JoinLeft {
+			kind = "Left"
+		}
+		res := ""
+		if p.Residual != nil {
+			res = " residual=" + p.Residual.String()
+		}
+		line("HashJoin %s left=[%s] right=[%s]%s", kind, exprList(p.LeftKeys), exprList(p.RightKeys), res)
+		explain(b, p.Left, depth+1)
+		explain(b, p.Right, depth+1)
+	case *exec.Sort:
+		var keys []string
+		for _, k := range p.Keys {
+			s := k.E.String()
+			if k.Desc {
+				s += " DESC"
+			}
+			keys = append(keys, s)
+		}
+		if p.Limit >= 0 {
+			line("TopN %d [%s]", p.Limit, strings.Join(keys, ", "))
+		} else {
+			line("Sort [%s]", strings.Join(keys, ", "))
+		}
+		explain(b, p.In, depth+1)
+	case *exec.Limit:
+		line("Limit offset=%d count=%d", p.Offset, p.Count)
+		explain(b, p.In, depth+1)
+	case *exec.Union:
+		line("UnionAll")
+		for _, in := range p.Ins {
+			explain(b, in, depth+1)
+		}
+	}
+}
+
+func exprList(es []expr.Expr) string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.String()
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,74 @@
+package bind
+
+import "github.com/streamdb/streamdb/types"
+
+// This file holds the type-system rules the binder needs beyond package
+// types: assignment casts and the names PostgreSQL gives cast columns.
+
+// numRank orders the number types by PostgreSQL's implicit-cast direction.
+func numRank(k types.Kind) int {
+	switch k {
+	case types.Int16:
+		return 1
+	case types.Int32:
+		return 2
+	case types.Int64:
+		return 3
+	case types.Numeric:
+		return 4
+	case types.Float32:
+		return 5
+	case types.Float64:
+		return 6
+	}
+	return 0
+}
+
+// canAssign reports whether a value of type from may be stored in a column
+// of type to (PostgreSQL's implicit and assignment casts).
+func canAssign(from, to types.T) bool {
+	switch {
+	case from.Kind == to.Kind, from.Kind == types.Unknown:
+		return true
+	case from.IsNumeric() && to.IsNumeric():
+		return true
+	case to.Kind == types.Text:
+		return true
+	case from.Kind == types.Date && to.Kind == types.Timestamp, from.Kind == types.Timestamp && to.Kind == types.Date:
+		return true
+	}
+	return false
+}
+
+// pgTypeName is the internal name PostgreSQL gives a cast's output column
+// (SELECT 1::int is named int4).
+func pgTypeName(t types.T) string {
+	switch t.Kind {
+	case types.Bool:
+		return "bool"
+	case types.Int16:
+		return "int2"
+	case types.Int32:
+		return "int4"
+	case types.Int64:
+		return "int8"
+	case types.Float32:
+		return "float4"
+	case types.Float64:
+		return "float8"
+	case types.Numeric:
+		return "numeric"
+	case types.Text:
+		if t.Prec > 0 {
+			return "varchar"
+		}
+		return "text"
+	case types.Timestamp:
+		return "timestamp"
+	case types.Date:
+		return "date"
+	case types.Interval:
+		return "interval"
+	}
+	return "?column?"
+}

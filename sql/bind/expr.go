@@ -1,0 +1,521 @@
+package bind
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/planner"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// ectx is what an expression is bound against.
+type ectx struct {
+	sc *scope
+	// noAgg, if set, is the error message for an aggregate call here
+	// (e.g. "aggregate functions are not allowed in WHERE").
+	noAgg string
+	// agg is set when binding above an Aggregate (select list, HAVING and
+	// ORDER BY of a grouped query): expressions must be grouping
+	// expressions or built from aggregates and grouping expressions.
+	agg *aggState
+}
+
+// inputCtx binds against the Aggregate's input (grouping expressions and
+// aggregate arguments).
+func (c *ectx) inputCtx(noAgg string) *ectx { return &ectx{sc: c.sc, noAgg: noAgg} }
+
+// BindExpr binds a scalar expression whose column references resolve
+// against scope. Aggregates are not allowed.
+func (b *Binder) BindExpr(e ast.ExprNode, scope []planner.Column) (expr.Expr, error) {
+	x, err := b.bindExpr(&ectx{sc: newScope(scope), noAgg: "aggregate functions are not allowed here"}, e)
+	if err != nil {
+		return nil, err
+	}
+	return b.coerce(x, types.TText)
+}
+
+func (b *Binder) bindExpr(c *ectx, n ast.ExprNode) (expr.Expr, error) {
+	if c.agg != nil && !isLiteral(n) {
+		if e, ok := c.agg.matchGroup(b, c, n); ok {
+			return e, nil
+		}
+	}
+	switch n := n.(type) {
+	case *ast.ParenthesesExpr:
+		return b.bindExpr(c, n.Expr)
+	case ast.ParamMarkerExpr:
+		return nil, sqlerr.New(sqlerr.SyntaxError, "syntax error at or near \"?\"")
+	case ast.ValueExpr:
+		return literal(n)
+	case *ast.ColumnNameExpr:
+		return b.bindColumn(c, n.Name)
+	case *ast.BinaryOperationExpr:
+		return b.bindBinary(c, n)
+	case *ast.UnaryOperationExpr:
+		return b.bindUnary(c, n)
+	case *ast.FuncCallExpr:
+		return b.bindFunc(c, n)
+	case *ast.AggregateFuncExpr:
+		return b.bindAgg(c, n)
+	case *ast.PatternLikeOrIlikeExpr:
+		if n.Escape != '\\' {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "LIKE ... ESCAPE is not supported")
+		}
+		l, r, err := b.bindPair(c, n.Expr, n.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		op := "like"
+		if !n.IsLike {
+			op = "ilike"
+		}
+		e, err := b.likeOp(op, l, r)
+		if err != nil || !n.Not {
+			return e, err
+		}
+		return &expr.Func{Name: "not", Args: []expr.Expr{e}, T: types.TBool}, nil
+	case *ast.IsNullExpr:
+		e, err := b.bindExpr(c, n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		if e, err = b.coerce(e, types.TText); err != nil {
+			return nil, err
+		}
+		name := "is_null"
+		if n.Not {
+			name = "is_not_null"
+		}
+		return &expr.Func{Name: name, Args: []expr.Expr{e}, T: types.TBool}, nil
+	case *ast.IsTruthExpr:
+		e, err := b.bindBool(c, n.Expr, "IS TRUE")
+		if err != nil {
+			return nil, err
+		}
+		name := map[[2]bool]string{{true, false}: "is_true", {true, true}: "is_not_true",
+			{false, false}: "is_false", {false, true}: "is_not_false"}[[2]bool{n.True != 0, n.Not}]
+		return &expr.Func{Name: name, Args: []expr.Expr{e}, T: types.TBool}, nil
+	case *ast.BetweenExpr:
+		return b.bindBetween(c, n)
+	case *ast.PatternInExpr:
+		return b.bindIn(c, n)
+	case *ast.CaseExpr:
+		return b.bindCase(c, n)
+	case *ast.DefaultExpr:
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "DEFAULT is not allowed in this context")
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "subqueries in expressions are not supported")
+	case *ast.RowExpr:
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "row expressions are not supported")
+	}
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "expression %T is not supported", n)
+}
+
+func isLiteral(n ast.ExprNode) bool {
+	_, ok := n.(ast.ValueExpr)
+	return ok
+}
+
+// literal types a constant as PostgreSQL does: integers are int4, int8 or
+// numeric by size; decimals and exponent forms are numeric; strings and
+// NULL are unknown until context decides.
+func literal(v ast.ValueExpr) (expr.Expr, error) {
+	switch x := v.GetValue().(type) {
+	case nil:
+		return &expr.Const{D: types.Null, T: types.TUnknown}, nil
+	case int64:
+		if v.GetType().GetFlag()&mysql.IsBooleanFlag != 0 {
+			return &expr.Const{D: types.Boolean(x != 0), T: types.TBool}, nil
+		}
+		return intConst(x), nil
+	case uint64:
+		if x <= math.MaxInt64 {
+			return intConst(int64(x)), nil
+		}
+		return numericConst(strconv.FormatUint(x, 10))
+	case float64:
+		return numericConst(strconv.FormatFloat(x, 'f', -1, 64))
+	case string:
+		return &expr.Const{D: types.Str(x), T: types.TUnknown}, nil
+	case fmt.Stringer: // the parser driver's decimal
+		return numericConst(x.String())
+	}
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "literal %T is not supported", v.GetValue())
+}
+
+func intConst(v int64) *expr.Const {
+	if v >= math.MinInt32 && v <= math.MaxInt32 {
+		return &expr.Const{D: types.Int(v), T: types.TInt32}
+	}
+	return &expr.Const{D: types.Int(v), T: types.TInt64}
+}
+
+// numericConst is a numeric literal whose scale is the digits written after
+// the point.
+func numericConst(s string) (expr.Expr, error) {
+	scale := int32(0)
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		scale = int32(len(s) - i - 1)
+	}
+	scale = min(scale, 30)
+	n, err := decimal128.FromString(s, 38, scale)
+	if err != nil {
+		return nil, sqlerr.New(sqlerr.NumericOutOfRange, "numeric literal %s is out of range", s)
+	}
+	return &expr.Const{D: types.Datum{D: n}, T: types.T{Kind: types.Numeric, Scale: scale}}, nil
+}
+
+// paramIndex returns N-1 for an identifier $N.
+func paramIndex(name string) (int, bool) {
+	if len(name) < 2 || name[0] != '$' {
+		return 0, false
+	}
+	n, err := strconv.Atoi(name[1:])
+	if err != nil || n < 1 || n > 65535 {
+		return 0, false
+	}
+	return n - 1, true
+}
+
+func (b *Binder) param(idx int) expr.Expr {
+	for len(b.Params) <= idx {
+		b.Params = append(b.Params, types.TUnknown)
+	}
+	return &expr.Param{Idx: idx, T: b.Params[idx]}
+}
+
+func (b *Binder) bindColumn(c *ectx, cn *ast.ColumnName) (expr.Expr, error) {
+	if cn.Table.L == "" {
+		if idx, ok := paramIndex(cn.Name.O); ok {
+			return b.param(idx), nil
+		}
+	}
+	i, err := c.sc.resolve(cn.Table.L, cn.Name.L)
+	if err != nil {
+		return nil, err
+	}
+	col := c.sc.cols[i].Column
+	if c.agg != nil {
+		// matchGroup already failed for this column.
+		return nil, sqlerr.New(sqlerr.GroupingError,
+			"column %q must appear in the GROUP BY clause or be used in an aggregate function", qualName(col))
+	}
+	return &expr.ColRef{Idx: i, T: col.T, Name: qualName(col)}, nil
+}
+
+// coerce gives an untyped literal or parameter the type t; typed
+// expressions are returned unchanged.
+func (b *Binder) coerce(e expr.Expr, t types.T) (expr.Expr, error) {
+	if e.Type().Kind != types.Unknown || t.Kind == types.Unknown {
+		return e, nil
+	}
+	return b.castTo(e, t)
+}
+
+// castTo converts e to t, folding constants so that bad literals fail at
+// bind time as in PostgreSQL.
+func (b *Binder) castTo(e expr.Expr, t types.T) (expr.Expr, error) {
+	from := e.Type()
+	if from == t {
+		return e, nil
+	}
+	switch x := e.(type) {
+	case *expr.Param:
+		if from.Kind == types.Unknown {
+			b.Params[x.Idx] = t
+			return &expr.Param{Idx: x.Idx, T: t}, nil
+		}
+	case *expr.Const:
+		if x.D.Null {
+			return &expr.Const{D: types.Null, T: t}, nil
+		}
+		if from.Kind == types.Unknown {
+			d, err := types.ParseText(x.D.S, t)
+			if err != nil {
+				return nil, err
+			}
+			return &expr.Const{D: d, T: t}, nil
+		}
+		if types.CanCast(from, t) {
+			d, err := types.CastDatum(x.D, from, t)
+			if err != nil {
+				return nil, err
+			}
+			return &expr.Const{D: d, T: t}, nil
+		}
+	}
+	if !types.CanCast(from, t) {
+		return nil, sqlerr.New("42846", "cannot cast type %s to %s", from, t)
+	}
+	return &expr.Cast{E: e, T: t}, nil
+}
+
+// bindBool binds a condition; what names the clause for the error.
+func (b *Binder) bindBool(c *ectx, n ast.ExprNode, what string) (expr.Expr, error) {
+	e, err := b.bindExpr(c, n)
+	if err != nil {
+		return nil, err
+	}
+	return b.requireBool(e, what)
+}
+
+func (b *Binder) requireBool(e expr.Expr, what string) (expr.Expr, error) {
+	e, err := b.coerce(e, types.TBool)
+	if err != nil {
+		return nil, err
+	}
+	if e.Type().Kind != types.Bool {
+		return nil, sqlerr.New(sqlerr.DatatypeMismatch, "argument of %s must be type boolean, not type %s", what, e.Type())
+	}
+	return e, nil
+}
+
+func (b *Binder) bindPair(c *ectx, l, r ast.ExprNode) (expr.Expr, expr.Expr, error) {
+	le, err := b.bindExpr(c, l)
+	if err != nil {
+		return nil, nil, err
+	}
+	re, err := b.bindExpr(c, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return le, re, nil
+}
+
+var binOps = map[opcode.Op]string{
+	opcode.EQ: "=", opcode.NE: "<>", opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">=",
+	opcode.Plus: "+", opcode.Minus: "-", opcode.Mul: "*", opcode.Div: "/", opcode.Mod: "%",
+	opcode.LogicAnd: "and", opcode.LogicOr: "or",
+}
+
+func (b *Binder) bindBinary(c *ectx, n *ast.BinaryOperationExpr) (expr.Expr, error) {
+	op, ok := binOps[n.Op]
+	if !ok {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "syntax error at or near %q", n.Op.String())
+	}
+	l, r, err := b.bindPair(c, n.L, n.R)
+	if err != nil {
+		return nil, err
+	}
+	return b.binaryOp(op, l, r)
+}
+
+func (b *Binder) bindUnary(c *ectx, n *ast.UnaryOperationExpr) (expr.Expr, error) {
+	switch n.Op {
+	case opcode.Plus:
+		return b.bindExpr(c, n.V)
+	case opcode.Minus:
+		// A negative number literal is one constant, as in PostgreSQL.
+		if v, ok := n.V.(ast.ValueExpr); ok {
+			switch x := v.GetValue().(type) {
+			case int64:
+				if v.GetType().GetFlag()&mysql.IsBooleanFlag == 0 {
+					return intConst(-x), nil
+				}
+			case uint64:
+				if x <= math.MaxInt64+1 {
+					return intConst(int64(-x)), nil
+				}
+			}
+		}
+		e, err := b.bindExpr(c, n.V)
+		if err != nil {
+			return nil, err
+		}
+		if k, ok := e.(*expr.Const); ok && k.T.Kind == types.Numeric && !k.D.Null {
+			return &expr.Const{D: types.Datum{D: k.D.D.Negate()}, T: k.T}, nil
+		}
+		return b.negate(e)
+	case opcode.Not, opcode.Not2:
+		e, err := b.bindBool(c, n.V, "NOT")
+		if err != nil {
+			return nil, err
+		}
+		return &expr.Func{Name: "not", Args: []expr.Expr{e}, T: types.TBool}, nil
+	}
+	return nil, sqlerr.New(sqlerr.SyntaxError, "syntax error at or near %q", n.Op.String())
+}
+
+func (b *Binder) bindBetween(c *ectx, n *ast.BetweenExpr) (expr.Expr, error) {
+	e, err := b.bindExpr(c, n.Expr)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi, err := b.bindPair(c, n.Left, n.Right)
+	if err != nil {
+		return nil, err
+	}
+	op1, op2, join := ">=", "<=", "and"
+	if n.Not {
+		op1, op2, join = "<", ">", "or"
+	}
+	a, err := b.binaryOp(op1, e, lo)
+	if err != nil {
+		return nil, err
+	}
+	z, err := b.binaryOp(op2, e, hi)
+	if err != nil {
+		return nil, err
+	}
+	return &expr.Func{Name: join, Args: []expr.Expr{a, z}, T: types.TBool}, nil
+}
+
+func (b *Binder) bindIn(c *ectx, n *ast.PatternInExpr) (expr.Expr, error) {
+	if n.Sel != nil {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "IN (subquery) is not supported")
+	}
+	all := make([]expr.Expr, 0, len(n.List)+1)
+	for _, x := range append([]ast.ExprNode{n.Expr}, n.List...) {
+		e, err := b.bindExpr(c, x)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, e)
+	}
+	t, err := b.unify(all, "IN")
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range all {
+		if all[i], err = b.castTo(e, t); err != nil {
+			return nil, err
+		}
+	}
+	return &expr.InList{E: all[0], List: all[1:], Not: n.Not}, nil
+}
+
+// unify resolves the common type of a set of expressions (PostgreSQL's
+// UNION/CASE rules, simplified): unknowns yield, all-unknown is text.
+func (b *Binder) unify(es []expr.Expr, what string) (types.T, error) {
+	t := types.TUnknown
+	for _, e := range es {
+		et := e.Type()
+		if et.Kind == types.Unknown {
+			continue
+		}
+		if t.Kind == types.Unknown {
+			t = et
+			continue
+		}
+		c, ok := types.CommonType(t, et)
+		if !ok {
+			return t, sqlerr.New(sqlerr.DatatypeMismatch, "%s types %s and %s cannot be matched", what, t, et)
+		}
+		t = c
+	}
+	if t.Kind == types.Unknown {
+		t = types.TText
+	}
+	return t, nil
+}
+
+func (b *Binder) bindCase(c *ectx, n *ast.CaseExpr) (expr.Expr, error) {
+	var operand expr.Expr
+	if n.Value != nil {
+		var err error
+		if operand, err = b.bindExpr(c, n.Value); err != nil {
+			return nil, err
+		}
+	}
+	out := &expr.Case{}
+	results := make([]expr.Expr, 0, len(n.WhenClauses)+1)
+	for _, w := range n.WhenClauses {
+		var cond expr.Expr
+		var err error
+		if operand != nil {
+			v, err := b.bindExpr(c, w.Expr)
+			if err != nil {
+				return nil, err
+			}
+			if cond, err = b.binaryOp("=", operand, v); err != nil {
+				return nil, err
+			}
+		} else if cond, err = b.bindBool(c, w.Expr, "CASE/WHEN"); err != nil {
+			return nil, err
+		}
+		then, err := b.bindExpr(c, w.Result)
+		if err != nil {
+			return nil, err
+		}
+		out.Whens = append(out.Whens, expr.When{Cond: cond, Then: then})
+		results = append(results, then)
+	}
+	if n.ElseClause != nil {
+		e, err := b.bindExpr(c, n.ElseClause)
+		if err != nil {
+			return nil, err
+		}
+		out.Else = e
+		results = append(results, e)
+	}
+	t, err := b.unify(results, "CASE")
+	if err != nil {
+		return nil, err
+	}
+	out.T = t
+	for i := range out.Whens {
+		if out.Whens[i].Then, err = b.castTo(out.Whens[i].Then, t); err != nil {
+			return nil, err
+		}
+	}
+	if out.Else != nil {
+		if out.Else, err = b.castTo(out.Else, t); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// outputName is the column name PostgreSQL gives a select-list expression
+// without an alias.
+func outputName(n ast.ExprNode) string {
+	switch n := n.(type) {
+	case *ast.ParenthesesExpr:
+		return outputName(n.Expr)
+	case *ast.ColumnNameExpr:
+		if _, ok := paramIndex(n.Name.Name.O); ok && n.Name.Table.L == "" {
+			return "?column?"
+		}
+		return n.Name.Name.L
+	case *ast.AggregateFuncExpr:
+		return strings.ToLower(n.F)
+	case *ast.CaseExpr:
+		return "case"
+	case ast.ValueExpr:
+		if _, ok := n.GetValue().(int64); ok && n.GetType().GetFlag()&mysql.IsBooleanFlag != 0 {
+			return "bool"
+		}
+	case *ast.FuncCallExpr:
+		switch name := n.FnName.L; name {
+		case "pg_cast":
+			if len(n.Args) == 2 {
+				if inner := outputName(n.Args[0]); inner != "?column?" {
+					return inner
+				}
+				if t, err := castType(n.Args[1]); err == nil {
+					return pgTypeName(t)
+				}
+			}
+		case "pg_interval":
+			return "interval"
+		case "concat":
+			if isPipes(n) {
+				return "?column?"
+			}
+			return name
+		case "substr", "substring":
+			return name
+		default:
+			return name
+		}
+	}
+	return "?column?"
+}

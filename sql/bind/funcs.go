@@ -1,0 +1,523 @@
+package bind
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/sql/parse"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// This file resolves operators and functions: it picks the signature the
+// way PostgreSQL would and casts the operands to what expr's kernels expect.
+
+func noOperator(op string, l, r expr.Expr) error {
+	return sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: %s %s %s", l.Type(), op, r.Type())
+}
+
+func call(name string, t types.T, args ...expr.Expr) *expr.Func {
+	return &expr.Func{Name: name, Args: args, T: t}
+}
+
+// binaryOp resolves l op r for the comparison, arithmetic and logical operators.
+func (b *Binder) binaryOp(op string, l, r expr.Expr) (expr.Expr, error) {
+	var err error
+	switch op {
+	case "and", "or":
+		what := strings.ToUpper(op)
+		if l, err = b.requireBool(l, what); err != nil {
+			return nil, err
+		}
+		if r, err = b.requireBool(r, what); err != nil {
+			return nil, err
+		}
+		return call(op, types.TBool, l, r), nil
+	case "||":
+		return b.concatOp(l, r)
+	}
+	// An untyped literal or parameter takes the other operand's type.
+	lt, rt := l.Type(), r.Type()
+	switch {
+	case lt.Kind == types.Unknown && rt.Kind == types.Unknown:
+		if isCompare(op) {
+			if l, err = b.coerce(l, types.TText); err == nil {
+				r, err = b.coerce(r, types.TText)
+			}
+		} else {
+			err = sqlerr.New("42725", "operator is not unique: unknown %s unknown", op)
+		}
+	case lt.Kind == types.Unknown:
+		l, err = b.coerce(l, unknownPeer(op, rt))
+	case rt.Kind == types.Unknown:
+		r, err = b.coerce(r, unknownPeer(op, lt))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if isCompare(op) {
+		return b.compareOp(op, l, r)
+	}
+	return b.arithOp(op, l, r)
+}
+
+// unknownPeer is the type an unknown operand of op takes next to a peer of
+// type t (timestamp - '1 hour' reads the literal as an interval).
+func unknownPeer(op string, t types.T) types.T {
+	// Modifiers do not apply: word = 'x' compares as text, x = '1.234' as numeric.
+	switch t.Kind {
+	case types.Text:
+		t = types.TText
+	case types.Numeric:
+		t = types.TNumeric
+	}
+	if (t.Kind == types.Timestamp || t.Kind == types.Date) && (op == "+" || op == "-") {
+		return types.TInterval
+	}
+	if t.Kind == types.Interval && (op == "*" || op == "/") {
+		return types.TFloat64
+	}
+	return t
+}
+
+func isCompare(op string) bool {
+	switch op {
+	case "=", "<>", "<", "<=", ">", ">=":
+		return true
+	}
+	return false
+}
+
+func (b *Binder) compareOp(op string, l, r expr.Expr) (expr.Expr, error) {
+	t, ok := types.CommonType(l.Type(), r.Type())
+	if !ok {
+		return nil, noOperator(op, l, r)
+	}
+	var err error
+	if l, err = b.toSameRepr(l, t); err != nil {
+		return nil, err
+	}
+	if r, err = b.toSameRepr(r, t); err != nil {
+		return nil, err
+	}
+	return call(op, types.TBool, l, r), nil
+}
+
+// toSameRepr casts e to t unless its values already have t's representation
+// (all integers are int64; text and varchar are strings).
+func (b *Binder) toSameRepr(e expr.Expr, t types.T) (expr.Expr, error) {
+	et := e.Type()
+	if et.IsInteger() && t.IsInteger() || et.Kind == types.Text && t.Kind == types.Text ||
+		et.Kind == types.Numeric && t.Kind == types.Numeric && et.Scale == t.Scale {
+		return e, nil
+	}
+	return b.castTo(e, t)
+}
+
+// arithOp resolves + - * / % (operands already typed).
+func (b *Binder) arithOp(op string, l, r expr.Expr) (expr.Expr, error) {
+	lt, rt := l.Type(), r.Type()
+	var err error
+	if lt.IsNumeric() && rt.IsNumeric() {
+		switch {
+		case lt.IsFloat() || rt.IsFloat():
+			if op == "%" {
+				return nil, noOperator(op, l, r)
+			}
+			res := types.TFloat64
+			if lt.Kind == types.Float32 && rt.Kind == types.Float32 {
+				res = types.TFloat32
+			}
+			return b.widened(op, l, r, types.TFloat64, res)
+		case lt.Kind == types.Numeric || rt.Kind == types.Numeric:
+			return b.widened(op, l, r, types.TNumeric, types.TNumeric)
+		default:
+			res := lt
+			if numRank(rt.Kind) > numRank(lt.Kind) {
+				res = rt
+			}
+			return b.widened(op, l, r, types.TInt64, res)
+		}
+	}
+	lk, rk := lt.Kind, rt.Kind
+	switch {
+	case lk == types.Timestamp && rk == types.Interval && (op == "+" || op == "-"):
+		return call(op, types.TTimestamp, l, r), nil
+	case lk == types.Interval && rk == types.Timestamp && op == "+":
+		return call(op, types.TTimestamp, r, l), nil
+	case lk == types.Date && rk == types.Interval && (op == "+" || op == "-"):
+		return call(op, types.TTimestamp, &expr.Cast{E: l, T: types.TTimestamp}, r), nil
+	case lk == types.Interval && rk == types.Date && op == "+":
+		return call(op, types.TTimestamp, &expr.Cast{E: r, T: types.TTimestamp}, l), nil
+	case lk == types.Date && rt.IsInteger() && (op == "+" || op == "-"):
+		if r, err = b.castTo(r, types.TInt64); err != nil {
+			return nil, err
+		}
+		return call(op, types.TDate, l, r), nil
+	case lt.IsInteger() && rk == types.Date && op == "+":
+		if l, err = b.castTo(l, types.TInt64); err != nil {
+			return nil, err
+		}
+		return call(op, types.TDate, r, l), nil
+	case lk == types.Timestamp && rk == types.Timestamp && op == "-":
+		return call(op, types.TInterval, l, r), nil
+	case lk == types.Date && rk == types.Timestamp && op == "-":
+		return call(op, types.TInterval, &expr.Cast{E: l, T: types.TTimestamp}, r), nil
+	case lk == types.Timestamp && rk == types.Date && op == "-":
+		return call(op, types.TInterval, l, &expr.Cast{E: r, T: types.TTimestamp}), nil
+	case lk == types.Interval && rk == types.Interval && (op == "+" || op == "-"):
+		return call(op, types.TInterval, l, r), nil
+	case lk == types.Interval && rt.IsNumeric() && op == "*":
+		if r, err = b.castTo(r, types.TFloat64); err != nil {
+			return nil, err
+		}
+		return call(op, types.TInterval, l, r), nil
+	case lt.IsNumeric() && rk == types.Interval && op == "*":
+		if l, err = b.castTo(l, types.TFloat64); err != nil {
+			return nil, err
+		}
+		return call(op, types.TInterval, r, l), nil
+	case lk == types.Date && rk == types.Date && op == "-":
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "operator date - date is not supported")
+	}
+	return nil, noOperator(op, l, r)
+}
+
+// widened computes op with both operands cast to the kernel type k, then
+// casts the result to res (so integer results are range checked).
+func (b *Binder) widened(op string, l, r expr.Expr, k, res types.T) (expr.Expr, error) {
+	var err error
+	if l, err = b.castTo(l, k); err != nil {
+		return nil, err
+	}
+	if r, err = b.castTo(r, k); err != nil {
+		return nil, err
+	}
+	var e expr.Expr = call(op, k, l, r)
+	if res != k {
+		e = &expr.Cast{E: e, T: res}
+	}
+	return e, nil
+}
+
+func (b *Binder) negate(e expr.Expr) (expr.Expr, error) {
+	t := e.Type()
+	switch {
+	case t.Kind == types.Unknown:
+		return nil, sqlerr.New("42725", "operator is not unique: - unknown")
+	case t.IsInteger() && t.Kind != types.Int64:
+		e, _ = b.castTo(e, types.TInt64)
+		return &expr.Cast{E: call("neg", types.TInt64, e), T: t}, nil
+	case t.IsNumeric() || t.Kind == types.Interval:
+		return call("neg", t, e), nil
+	}
+	return nil, sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: - %s", t)
+}
+
+func (b *Binder) likeOp(op string, l, r expr.Expr) (expr.Expr, error) {
+	var err error
+	if l, err = b.coerce(l, types.TText); err != nil {
+		return nil, err
+	}
+	if r, err = b.coerce(r, types.TText); err != nil {
+		return nil, err
+	}
+	if l.Type().Kind != types.Text || r.Type().Kind != types.Text {
+		pgop := "~~"
+		if op == "ilike" {
+			pgop = "~~*"
+		}
+		return nil, noOperator(pgop, l, r)
+	}
+	return call(op, types.TBool, l, r), nil
+}
+
+// concatOp is text || text; one side may be any non-text type, which is
+// converted to its text form (PostgreSQL's textanycat).
+func (b *Binder) concatOp(l, r expr.Expr) (expr.Expr, error) {
+	lt, rt := l.Type(), r.Type()
+	if lt.Kind != types.Text && lt.Kind != types.Unknown && rt.Kind != types.Text && rt.Kind != types.Unknown {
+		return nil, noOperator("||", l, r)
+	}
+	var err error
+	if l, err = b.castTo(l, types.TText); err != nil {
+		return nil, err
+	}
+	if r, err = b.castTo(r, types.TText); err != nil {
+		return nil, err
+	}
+	return call("||", types.TText, l, r), nil
+}
+
+// isPipes tells a || b (which the parser also turns into concat) from a
+// call concat(a, b): an operator starts where its first operand does.
+func isPipes(n *ast.FuncCallExpr) bool {
+	return n.FnName.L == "concat" && len(n.Args) == 2 &&
+		n.Args[0].OriginTextPosition() == n.OriginTextPosition()
+}
+
+// castType reads the type string of pg_cast(x, 'type').
+func castType(n ast.ExprNode) (types.T, error) {
+	v, ok := n.(ast.ValueExpr)
+	if !ok {
+		return types.T{}, sqlerr.New(sqlerr.SyntaxError, "pg_cast needs a type name literal")
+	}
+	s, ok := v.GetValue().(string)
+	if !ok {
+		return types.T{}, sqlerr.New(sqlerr.SyntaxError, "pg_cast needs a type name literal")
+	}
+	return parse.ParseTypeName(s)
+}
+
+func noFunction(name string, args []expr.Expr) error {
+	ts := make([]string, len(args))
+	for i, a := range args {
+		ts[i] = a.Type().String()
+	}
+	return sqlerr.New(sqlerr.UndefinedFunction, "function %s(%s) does not exist", name, strings.Join(ts, ", "))
+}
+
+func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
+	name := n.FnName.L
+	switch name {
+	case "pg_cast":
+		if len(n.Args) != 2 {
+			break
+		}
+		t, err := castType(n.Args[1])
+		if err != nil {
+			return nil, err
+		}
+		e, err := b.bindExpr(c, n.Args[0])
+		if err != nil {
+			return nil, err
+		}
+		return b.castTo(e, t)
+	case "pg_interval":
+		if len(n.Args) != 1 {
+			break
+		}
+		if v, ok := n.Args[0].(ast.ValueExpr); ok {
+			if s, ok := v.GetValue().(string); ok {
+				d, err := types.ParseText(s, types.TInterval)
+				if err != nil {
+					return nil, err
+				}
+				return &expr.Const{D: d, T: types.TInterval}, nil
+			}
+		}
+		return nil, sqlerr.New(sqlerr.SyntaxError, "syntax error in interval literal")
+	case "extract":
+		if len(n.Args) != 2 {
+			break
+		}
+		unit, ok := n.Args[0].(*ast.TimeUnitExpr)
+		if !ok {
+			break
+		}
+		src, err := b.bindExpr(c, n.Args[1])
+		if err != nil {
+			return nil, err
+		}
+		field := &expr.Const{D: types.Str(strings.ToLower(unit.Unit.String())), T: types.TText}
+		return b.extract(name, field, src)
+	case "current_timestamp", "localtimestamp":
+		if len(n.Args) == 0 {
+			return call("now", types.TTimestamp), nil
+		}
+	}
+	if name == "concat" && isPipes(n) {
+		l, r, err := b.bindPair(c, n.Args[0], n.Args[1])
+		if err != nil {
+			return nil, err
+		}
+		return b.concatOp(l, r)
+	}
+	args := make([]expr.Expr, len(n.Args))
+	for i, a := range n.Args {
+		var err error
+		if args[i], err = b.bindExpr(c, a); err != nil {
+			return nil, err
+		}
+	}
+	return b.resolveFunc(name, args)
+}
+
+// resolveFunc picks the signature of a built-in function for bound arguments.
+func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
+	var err error
+	// arg casts args[i] (untyped or of a type with an implicit cast) to t.
+	arg := func(i int, t types.T) bool {
+		if err != nil {
+			return false
+		}
+		at := args[i].Type()
+		if at.Kind == types.Text && t.Kind == types.Text {
+			return true
+		}
+		if at.Kind != types.Unknown && at.Kind != t.Kind {
+			ok := at.IsNumeric() && t.IsNumeric() && numRank(at.Kind) < numRank(t.Kind) ||
+				at.Kind == types.Date && t.Kind == types.Timestamp
+			if !ok {
+				return false
+			}
+		}
+		args[i], err = b.castTo(args[i], t)
+		return err == nil
+	}
+	n := len(args)
+	switch name {
+	case "lower", "upper":
+		if n == 1 && arg(0, types.TText) {
+			return call(name, types.TText, args...), nil
+		}
+	case "length", "char_length", "character_length":
+		if n == 1 && arg(0, types.TText) {
+			return call("length", types.TInt32, args...), nil
+		}
+	case "substr", "substring":
+		if (n == 2 || n == 3) && arg(0, types.TText) && arg(1, types.TInt64) && (n == 2 || arg(2, types.TInt64)) {
+			return call("substr", types.TText, args...), nil
+		}
+	case "concat":
+		for i := range args {
+			if args[i], err = b.castTo(args[i], types.TText); err != nil {
+				return nil, err
+			}
+		}
+		return call("concat", types.TText, args...), nil
+	case "abs":
+		if n == 1 {
+			t := args[0].Type()
+			switch {
+			case t.Kind == types.Unknown || t.IsFloat():
+				if arg(0, types.TFloat64) {
+					return call(name, types.TFloat64, args...), nil
+				}
+			case t.IsInteger():
+				return b.widenedFunc(name, args[0], t)
+			case t.Kind == types.Numeric:
+				return call(name, t, args...), nil
+			}
+		}
+	case "round", "floor", "ceil", "ceiling":
+		if name == "ceiling" {
+			name = "ceil"
+		}
+		if n == 2 && name == "round" {
+			if arg(0, types.TNumeric) && arg(1, types.TInt64) {
+				return call(name, types.TNumeric, args...), nil
+			}
+			break
+		}
+		if n == 1 {
+			// round(integer) resolves to round(double precision), the
+			// preferred type of its category, as in PostgreSQL.
+			if args[0].Type().Kind == types.Numeric && arg(0, types.TNumeric) {
+				return call(name, types.TNumeric, args...), nil
+			}
+			if arg(0, types.TFloat64) {
+				return call(name, types.TFloat64, args...), nil
+			}
+		}
+	case "coalesce", "nullif", "greatest", "least":
+		if n == 0 || name == "nullif" && n != 2 {
+			break
+		}
+		t, err := b.unify(args, strings.ToUpper(name))
+		if err != nil {
+			return nil, err
+		}
+		for i := range args {
+			if args[i], err = b.castTo(args[i], t); err != nil {
+				return nil, err
+			}
+		}
+		if name == "greatest" || name == "least" {
+			return b.extremum(name, args)
+		}
+		return call(name, t, args...), nil
+	case "now":
+		if n == 0 {
+			return call("now", types.TTimestamp), nil
+		}
+	case "date_trunc":
+		if n == 2 && arg(0, types.TText) && arg(1, types.TTimestamp) {
+			return call(name, types.TTimestamp, args...), nil
+		}
+	case "date_part":
+		if n == 2 && arg(0, types.TText) {
+			e, err := b.extract(name, args[0], args[1])
+			if err != nil {
+				return nil, err
+			}
+			return &expr.Cast{E: e, T: types.TFloat64}, nil
+		}
+	case "tumble_start", "tumble_end":
+		if n == 2 && arg(0, types.TTimestamp) && arg(1, types.TInterval) {
+			return call(name, types.TTimestamp, args...), nil
+		}
+	case "count", "sum", "avg", "min", "max":
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "aggregate %s is not supported here", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nil, noFunction(name, args)
+}
+
+// widenedFunc applies a one-argument integer function in int64 and casts
+// the result back to the argument's type.
+func (b *Binder) widenedFunc(name string, a expr.Expr, t types.T) (expr.Expr, error) {
+	a, err := b.castTo(a, types.TInt64)
+	if err != nil {
+		return nil, err
+	}
+	var e expr.Expr = call(name, types.TInt64, a)
+	if t != types.TInt64 {
+		e = &expr.Cast{E: e, T: t}
+	}
+	return e, nil
+}
+
+// extract is EXTRACT(field FROM src) → numeric.
+func (b *Binder) extract(name string, field, src expr.Expr) (expr.Expr, error) {
+	src, err := b.coerce(src, types.TTimestamp)
+	if err != nil {
+		return nil, err
+	}
+	switch src.Type().Kind {
+	case types.Timestamp, types.Date, types.Interval:
+	default:
+		return nil, noFunction(name, []expr.Expr{field, src})
+	}
+	t := types.TNumeric
+	if k, ok := field.(*expr.Const); ok && !k.D.Null {
+		if err := types.CheckExtract(k.D.S, src.Type()); err != nil {
+			return nil, err
+		}
+		t = types.ExtractType(k.D.S, src.Type())
+	}
+	return call("extract", t, field, src), nil
+}
+
+// extremum rewrites GREATEST/LEAST (NULLs ignored) into nested CASEs, as
+// there is no kernel for them: greatest(a, b) is
+// CASE WHEN b IS NULL OR a >= b THEN a ELSE b END.
+func (b *Binder) extremum(name string, args []expr.Expr) (expr.Expr, error) {
+	op := ">="
+	if name == "least" {
+		op = "<="
+	}
+	acc := args[0]
+	for _, next := range args[1:] {
+		cmp, err := b.compareOp(op, acc, next)
+		if err != nil {
+			return nil, err
+		}
+		cond := call("or", types.TBool, call("is_null", types.TBool, next), cmp)
+		acc = &expr.Case{Whens: []expr.When{{Cond: cond, Then: acc}}, Else: next, T: acc.Type()}
+	}
+	return acc, nil
+}

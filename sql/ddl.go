@@ -1,0 +1,300 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/planner"
+	"github.com/streamdb/streamdb/sql/bind"
+	"github.com/streamdb/streamdb/sql/parse"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+	"strconv"
+	"time"
+)
+
+func (e *Engine) createTable(n *parse.CreateTable) (*Result, error) {
+	if len(n.Columns) == 0 {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "a stream needs at least one column")
+	}
+	t := &storage.TableDef{Name: n.Name, Kind: storage.KindStream, Partitions: 1}
+	seen := map[string]bool{}
+	for _, c := range n.Columns {
+		if seen[c.Name] {
+			return nil, sqlerr.New(sqlerr.DuplicateColumn, "column %q specified more than once", c.Name)
+		}
+		seen[c.Name] = true
+		t.Columns = append(t.Columns, storage.ColumnDef{Name: c.Name, Type: c.Type, NotNull: c.NotNull})
+	}
+	if n.WatermarkCol != "" {
+		i := t.Column(n.WatermarkCol)
+		if i < 0 {
+			return nil, sqlerr.New(sqlerr.UndefinedColumn, "column %q named in WATERMARK FOR does not exist", n.WatermarkCol)
+		}
+		if t.Columns[i].Type.Kind != types.Timestamp {
+			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "WATERMARK FOR column %q must be of type timestamp, not %s", n.WatermarkCol, t.Columns[i].Type)
+		}
+		t.Watermark = &storage.Watermark{Column: n.WatermarkCol, DelayUS: n.WatermarkUS, SQL: n.WatermarkSQL}
+	}
+	for k, v := range n.With {
+		switch k {
+		case "partitions":
+			p, err := strconv.Atoi(v)
+			if err != nil || p < 1 || p > 256 {
+				return nil, sqlerr.New(sqlerr.InvalidParameterValue, "partitions must be an integer from 1 to 256")
+			}
+			t.Partitions = p
+		default:
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized table option %q (allowed: partitions)", k)
+		}
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.mu.tables[n.Name]; ok {
+		if n.IfNotExists {
+			return &Result{Tag: "CREATE TABLE", Notices: []string{fmt.Sprintf("relation %q already exists, skipping", n.Name)}}, nil
+		}
+		return nil, sqlerr.New(sqlerr.DuplicateTable, "relation %q already exists", n.Name)
+	}
+	b := e.db.NewBatch()
+	t.ID = e.db.NewID(b)
+	storage.PutTable(b, t)
+	if err := e.db.Commit(b, true); err != nil {
+		return nil, err
+	}
+	e.mu.tables[t.Name] = t
+	return &Result{Tag: "CREATE TABLE"}, nil
+}
+
+// dependents returns the views that read table name.
+func (e *Engine) dependentsLocked(name string) []string {
+	var out []string
+	for _, t := range e.mu.tables {
+		if t.Kind == storage.KindView && t.Options["source"] == name {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+func (e *Engine) drop(n *parse.Drop) (*Result, error) {
+	tag := "DROP TABLE"
+	want := storage.KindStream
+	switch n.Kind {
+	case parse.ObjView:
+		tag, want = "DROP MATERIALIZED VIEW", storage.KindView
+	case parse.ObjSavepoint:
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "DROP SAVEPOINT is not implemented yet")
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var drop []*storage.TableDef
+	var notices []string
+	for _, name := range n.Names {
+		t, ok := e.mu.tables[name]
+		if !ok || t.Kind != want {
+			if ok {
+				return nil, sqlerr.New(sqlerr.WrongObjectType, "%q is not a %s", name, n.Kind)
+			}
+			if n.IfExists {
+				notices = append(notices, fmt.Sprintf("%s %q does not exist, skipping", n.Kind, name))
+				continue
+			}
+			if n.Kind == parse.ObjView {
+				return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", name)
+			}
+			return nil, sqlerr.New(sqlerr.UndefinedTable, "table %q does not exist", name)
+		}
+		drop = append(drop, t)
+		for _, dep := range e.dependentsLocked(name) {
+			if !n.Cascade {
+				return nil, &sqlerr.Error{Code: sqlerr.DependentObjectsExist,
+					Msg:    fmt.Sprintf("cannot drop table %s because other objects depend on it", name),
+					Detail: fmt.Sprintf("materialized view %s depends on table %s", dep, name),
+					Hint:   "Use DROP ... CASCADE to drop the dependent objects too."}
+			}
+			drop = append(drop, e.mu.tables[dep])
+		}
+	}
+	b := e.db.NewBatch()
+	for _, t := range drop {
+		if je := e.mu.jobs[t.Name]; je != nil {
+			if je.job != nil {
+				je.job.Stop()
+			}
+			delete(e.mu.jobs, t.Name)
+		}
+		storage.DeleteTable(b, t)
+		if t.Kind == storage.KindView {
+			storage.DeleteJobData(b, t.ID)
+		}
+	}
+	if err := e.db.Commit(b, true); err != nil {
+		return nil, err
+	}
+	for _, t := range drop {
+		delete(e.mu.tables, t.Name)
+	}
+	return &Result{Tag: tag, Notices: notices}, nil
+}
+
+// planView binds and plans a view's defining query.
+func (e *Engine) planView(def *storage.TableDef) (exec.Plan, error) {
+	stmts, err := parse.ParseAll(def.SQL)
+	if err != nil {
+		return nil, err
+	}
+	q, ok := stmts[0].(*parse.Query)
+	if !ok {
+		return nil, sqlerr.New(sqlerr.Internal, "view %s: stored query is not a query", def.Name)
+	}
+	rs, ok := q.Node.(ast.ResultSetNode)
+	if !ok {
+		return nil, sqlerr.New(sqlerr.Internal, "view %s: stored query is not a query", def.Name)
+	}
+	plan, err := (&bind.Binder{Cat: e}).BindQuery(rs)
+	if err != nil {
+		return nil, err
+	}
+	return planner.Physical(plan, e)
+}
+
+func (e *Engine) jobSpec(def *storage.TableDef, plan exec.Plan, atLeastOnce bool) exec.JobSpec {
+	return exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
+		AtLeastOnce: atLeastOnce, Now: time.Now().UnixMicro()}
+}
+
+// startViewJob starts (or resumes) the job maintaining a view. Called
+// before the engine serves.
+func (e *Engine) startViewJob(def *storage.TableDef) error {
+	plan, err := e.planView(def)
+	if err != nil {
+		return err
+	}
+	return e.startViewJobLocked(def, plan)
+}
+
+// startViewJobLocked starts a view's job from its plan; e.mu may be held.
+func (e *Engine) startViewJobLocked(def *storage.TableDef, plan exec.Plan) error {
+	j, err := exec.StartJob(e.db, e.jobSpec(def, plan, e.settingLocked("checkpoint.mode") == "at_least_once"))
+	if err != nil {
+		return err
+	}
+	e.mu.jobs[def.Name] = &jobEntry{job: j, state: exec.JobRunning}
+	return nil
+}
+
+func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, error) {
+	rs, ok := n.Query.Node.(ast.ResultSetNode)
+	if !ok || n.Query.EmitChanges {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "CREATE MATERIALIZED VIEW needs a SELECT query")
+	}
+	if n.FromSavepoint != "" {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "CREATE MATERIALIZED VIEW ... FROM SAVEPOINT is not implemented yet")
+	}
+	if len(n.With) > 0 {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "materialized view options are not implemented yet")
+	}
+	plan, err := (&bind.Binder{Cat: e}).BindQuery(rs)
+	if err != nil {
+		return nil, err
+	}
+	phys, err := planner.Physical(plan, e)
+	if err != nil {
+		return nil, err
+	}
+	if err := exec.Check(phys); err != nil {
+		return nil, err
+	}
+	def := &storage.TableDef{Name: n.Name, Kind: storage.KindView, SQL: n.Query.SQL,
+		Options: map[string]string{"source": sourceOf(plan)}}
+	seen := map[string]bool{}
+	for _, c := range plan.Schema() {
+		if seen[c.Name] {
+			return nil, sqlerr.New(sqlerr.DuplicateColumn, "column %q specified more than once in materialized view %s (name the columns with AS)", c.Name, n.Name)
+		}
+		seen[c.Name] = true
+		t := c.T
+		if t.Kind == types.Unknown {
+			t = types.TText
+		}
+		def.Columns = append(def.Columns, storage.ColumnDef{Name: c.Name, Type: t})
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if old, ok := e.mu.tables[n.Name]; ok {
+		switch {
+		case n.IfNotExists:
+			return &Result{Tag: "CREATE MATERIALIZED VIEW", Notices: []string{fmt.Sprintf("relation %q already exists, skipping", n.Name)}}, nil
+		case n.OrReplace && old.Kind == storage.KindView:
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "CREATE OR REPLACE MATERIALIZED VIEW is not implemented yet")
+		}
+		return nil, sqlerr.New(sqlerr.DuplicateTable, "relation %q already exists", n.Name)
+	}
+	b := e.db.NewBatch()
+	def.ID = e.db.NewID(b)
+	storage.PutTable(b, def)
+	if err := e.db.Commit(b, true); err != nil {
+		return nil, err
+	}
+	e.mu.tables[def.Name] = def
+	if err := e.startViewJobLocked(def, phys); err != nil {
+		return nil, err
+	}
+	return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil
+}
+
+// sourceOf names the stream a plan reads (for dependency tracking).
+func sourceOf(n planner.Node) string {
+	if s, ok := n.(*planner.Scan); ok {
+		return s.Table.Name
+	}
+	for _, c := range n.Children() {
+		if s := sourceOf(c); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// changeStream runs a transient job whose changes stream to the client.
+func (e *Engine) changeStream(plan planner.Node, _ any) (Rows, error) {
+	phys, err := planner.Physical(plan, e)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := plan.(*planner.Scan); ok && s.Table.Kind == storage.KindView {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "EMIT CHANGES on a materialized view is not implemented yet; use its query")
+	}
+	out := make(chan exec.Chunk, 4)
+	e.mu.Lock()
+	id := uint64(1<<63) | uint64(len(e.mu.jobs)) // transient jobs write nothing; any id will do
+	e.mu.Unlock()
+	j, err := exec.StartJob(e.db, exec.JobSpec{ID: id, Name: "emit", Plan: phys, Out: out, Parallelism: 1, Now: time.Now().UnixMicro()})
+	if err != nil {
+		return nil, err
+	}
+	e.addTransient(j)
+	return &changeRows{e: e, job: j, out: out, ts: phys.Types()}, nil
+}
+
+func textRows(lines []string) Rows {
+	bl := types.NewBuilder(exec.Allocator(), types.TText)
+	defer bl.Release()
+	for _, l := range lines {
+		types.AppendDatum(bl, types.Str(l), types.TText)
+	}
+	return &sliceRows{recs: []arrowRecord{newRecord([]types.T{types.TText}, []arrowArray{bl.NewArray()}, len(lines))}}
+}
+
+var _ = strings.TrimSpace

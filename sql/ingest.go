@@ -1,0 +1,540 @@
+package sql
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/planner"
+	"github.com/streamdb/streamdb/sql/parse"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// insert runs src (rows in the target's column order and types) and appends
+// them to the stream's log as one atomic, durable write.
+func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.Node, ectx *expr.Ctx) (int64, error) {
+	phys, err := planner.Physical(src, e)
+	if err != nil {
+		return 0, err
+	}
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	var n int64
+	err = exec.Run(&exec.Ctx{Context: ctx, DB: e.db, Expr: ectx}, phys, func(r arrow.RecordBatch) error {
+		if err := checkNotNull(t, r, 0); err != nil {
+			r.Release()
+			return err
+		}
+		n += r.NumRows()
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := e.appendRows(t, recs); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (e *Engine) appendRows(t *storage.TableDef, recs []arrow.RecordBatch) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if _, ok := e.Table(t.Name); !ok {
+		return sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", t.Name)
+	}
+	part := e.rr.Add(1) % uint32(max(1, t.Partitions))
+	_, err := e.db.AppendLog(t.ID, part, recs)
+	return err
+}
+
+func checkNotNull(t *storage.TableDef, r arrow.RecordBatch, line int) error {
+	for c, col := range t.Columns {
+		if col.NotNull && r.Column(c).NullN() > 0 {
+			return &sqlerr.Error{Code: sqlerr.NotNullViolation,
+				Msg: fmt.Sprintf("null value in column %q of relation %q violates not-null constraint", col.Name, t.Name)}
+		}
+	}
+	return nil
+}
+
+func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Result, error) {
+	opts, err := copyOptions(n.Options)
+	if err != nil {
+		return nil, err
+	}
+	if !n.From {
+		q := n.Query
+		if q == nil {
+			stmts, err := parse.ParseAll("SELECT * FROM " + quoteIdent(n.Table))
+			if err != nil {
+				return nil, err
+			}
+			q = stmts[0].(*parse.Query)
+		}
+		if opts.csv || opts.header {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "COPY TO supports the text format only")
+		}
+		st.CopyOut = true
+		return s.execQuery(ctx, st, q, nil)
+	}
+	t, ok := s.e.Table(n.Table)
+	if !ok || t.Kind != storage.KindStream {
+		if ok {
+			return nil, sqlerr.New(sqlerr.WrongObjectType, "cannot copy to materialized view %q", n.Table)
+		}
+		return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", n.Table)
+	}
+	cols := make([]int, 0, len(t.Columns))
+	if len(n.Columns) == 0 {
+		for i := range t.Columns {
+			cols = append(cols, i)
+		}
+	} else {
+		for _, name := range n.Columns {
+			i := t.Column(name)
+			if i < 0 {
+				return nil, sqlerr.New(sqlerr.UndefinedColumn, "column %q of relation %q does not exist", name, t.Name)
+			}
+			cols = append(cols, i)
+		}
+	}
+	return &Result{CopyIn: newCopyIn(s.e, t, cols, opts)}, nil
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+type copyOpts struct {
+	csv    bool
+	header bool
+	delim  byte
+	null   string
+	quote  byte
+	escape byte
+}
+
+func copyOptions(o map[string]string) (copyOpts, error) {
+	c := copyOpts{delim: '\t', null: `\N`, quote: '"', escape: '"'}
+	if f, ok := o["format"]; ok {
+		switch strings.ToLower(f) {
+		case "csv":
+			c.csv, c.delim, c.null = true, ',', ""
+		case "text":
+		default:
+			return c, sqlerr.New(sqlerr.FeatureNotSupported, "COPY format %q not supported (text, csv)", f)
+		}
+	}
+	for k, v := range o {
+		switch k {
+		case "format":
+		case "header":
+			switch strings.ToLower(v) {
+			case "", "true", "on", "1", "match":
+				c.header = true
+			case "false", "off", "0":
+			default:
+				return c, sqlerr.New(sqlerr.SyntaxError, "header requires a Boolean value")
+			}
+		case "delimiter":
+			if len(v) != 1 {
+				return c, sqlerr.New(sqlerr.FeatureNotSupported, "COPY delimiter must be a single one-byte character")
+			}
+			c.delim = v[0]
+		case "null":
+			c.null = v
+		case "quote":
+			if len(v) != 1 {
+				return c, sqlerr.New(sqlerr.FeatureNotSupported, "COPY quote must be a single one-byte character")
+			}
+			c.quote = v[0]
+		case "escape":
+			if len(v) != 1 {
+				return c, sqlerr.New(sqlerr.FeatureNotSupported, "COPY escape must be a single one-byte character")
+			}
+			c.escape = v[0]
+		default:
+			return c, sqlerr.New(sqlerr.SyntaxError, "option %q not recognized", k)
+		}
+	}
+	if c.header && !c.csv {
+		return c, sqlerr.New(sqlerr.FeatureNotSupported, "COPY HEADER available only in CSV mode")
+	}
+	return c, nil
+}
+
+// copyIn parses COPY data into column builders as it arrives and appends
+// everything to the log atomically at the end.
+type copyIn struct {
+	e      *Engine
+	t      *storage.TableDef
+	cols   []int
+	opts   copyOpts
+	ts     []types.T
+	bls    []array.Builder
+	rows   int
+	recs   []arrow.RecordBatch
+	carry  []byte
+	line   int
+	total  int64
+	ended  bool
+	fields [][]byte
+	field  []byte
+}
+
+const copyBatchRows = 64 << 10
+
+func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyIn {
+	c := &copyIn{e: e, t: t, cols: cols, opts: opts}
+	for _, col := range t.Columns {
+		c.ts = append(c.ts, col.Type)
+		c.bls = append(c.bls, types.NewBuilder(exec.Allocator(), col.Type))
+	}
+	return c
+}
+
+func (c *copyIn) NumColumns() int { return len(c.cols) }
+
+func (c *copyIn) Write(data []byte) error {
+	if len(c.carry) > 0 {
+		data = append(c.carry, data...)
+		c.carry = nil
+	}
+	for len(data) > 0 {
+		if c.ended {
+			return nil // data after \. is ignored, as PostgreSQL does
+		}
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 || (c.opts.csv && !csvComplete(data[:i+1], c.opts.quote)) {
+			if i >= 0 {
+				// A quoted CSV field spans lines: find the end of the record.
+				end := csvRecordEnd(data, c.opts.quote)
+				if end < 0 {
+					c.carry = append([]byte(nil), data...)
+					return nil
+				}
+				i = end
+			} else {
+				c.carry = append([]byte(nil), data...)
+				return nil
+			}
+		}
+		line := data[:i]
+		data = data[i+1:]
+		if err := c.addLine(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func csvComplete(b []byte, quote byte) bool { return bytes.Count(b, []byte{quote})%2 == 0 }
+
+// csvRecordEnd returns the index of the newline ending the first CSV record, or -1.
+func csvRecordEnd(b []byte, quote byte) int {
+	in := false
+	for i, ch := range b {
+		switch {
+		case ch == quote:
+			in = !in
+		case ch == '\n' && !in:
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *copyIn) addLine(line []byte) error {
+	c.line++
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	if string(line) == `\.` {
+		c.ended = true
+		return nil
+	}
+	if c.line == 1 && c.opts.header {
+		return nil
+	}
+	var err error
+	if c.opts.csv {
+		err = c.splitCSV(line)
+	} else {
+		err = c.splitText(line)
+	}
+	if err != nil {
+		return err
+	}
+	if len(c.fields) != len(c.cols) {
+		if len(c.fields) < len(c.cols) {
+			return c.lineErr(sqlerr.BadCopyFileFormat, "missing data for column %q", c.t.Columns[c.cols[len(c.fields)]].Name)
+		}
+		return c.lineErr(sqlerr.BadCopyFileFormat, "extra data after last expected column")
+	}
+	filled := 0
+	for fi, col := range c.cols {
+		f := c.fields[fi]
+		bl, t := c.bls[col], c.ts[col]
+		if f == nil {
+			if c.t.Columns[col].NotNull {
+				return c.lineErr(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.t.Columns[col].Name, c.t.Name)
+			}
+			bl.AppendNull()
+			filled++
+			continue
+		}
+		if ib, ok := bl.(*array.Int64Builder); ok && t.Kind == types.Int64 {
+			v, ok := parseInt64(f)
+			if ok {
+				ib.Append(v)
+				filled++
+				continue
+			}
+		}
+		d, err := types.ParseText(string(f), t)
+		if err != nil {
+			se := sqlerr.As(err)
+			return &sqlerr.Error{Code: se.Code, Msg: se.Msg,
+				Detail: fmt.Sprintf("COPY %s, line %d, column %s: %q", c.t.Name, c.line, c.t.Columns[col].Name, f)}
+		}
+		types.AppendDatum(bl, d, t)
+		filled++
+	}
+	if len(c.cols) < len(c.t.Columns) {
+		for i := range c.t.Columns {
+			if !contains(c.cols, i) {
+				if c.t.Columns[i].NotNull {
+					return c.lineErr(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.t.Columns[i].Name, c.t.Name)
+				}
+				c.bls[i].AppendNull()
+			}
+		}
+	}
+	c.rows++
+	if c.rows == copyBatchRows {
+		c.flushBatch()
+	}
+	return nil
+}
+
+func contains(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *copyIn) lineErr(code, format string, args ...any) error {
+	return &sqlerr.Error{Code: code, Msg: fmt.Sprintf(format, args...), Detail: fmt.Sprintf("COPY %s, line %d", c.t.Name, c.line)}
+}
+
+// parseInt64 parses a plain decimal integer without allocating.
+func parseInt64(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	neg := false
+	i := 0
+	if b[0] == '-' || b[0] == '+' {
+		neg, i = b[0] == '-', 1
+		if len(b) == 1 {
+			return 0, false
+		}
+	}
+	var v int64
+	for ; i < len(b); i++ {
+		d := b[i] - '0'
+		if d > 9 {
+			return 0, false
+		}
+		v = v*10 + int64(d)
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+func (c *copyIn) splitText(line []byte) error {
+	c.fields = c.fields[:0]
+	start := 0
+	for i := 0; i <= len(line); i++ {
+		if i < len(line) && line[i] != c.opts.delim {
+			continue
+		}
+		raw := line[start:i]
+		start = i + 1
+		if string(raw) == c.opts.null {
+			c.fields = append(c.fields, nil)
+			continue
+		}
+		if bytes.IndexByte(raw, '\\') < 0 {
+			c.fields = append(c.fields, raw)
+			continue
+		}
+		out := make([]byte, 0, len(raw))
+		for k := 0; k < len(raw); k++ {
+			ch := raw[k]
+			if ch != '\\' || k+1 == len(raw) {
+				out = append(out, ch)
+				continue
+			}
+			k++
+			switch e := raw[k]; e {
+			case 'n':
+				out = append(out, '\n')
+			case 't':
+				out = append(out, '\t')
+			case 'r':
+				out = append(out, '\r')
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'v':
+				out = append(out, '\v')
+			case 'x':
+				j := k + 1
+				for j < len(raw) && j < k+3 && isHex(raw[j]) {
+					j++
+				}
+				if j == k+1 {
+					out = append(out, 'x')
+					continue
+				}
+				v, _ := strconv.ParseUint(string(raw[k+1:j]), 16, 8)
+				out = append(out, byte(v))
+				k = j - 1
+			default:
+				if e >= '0' && e <= '7' {
+					j := k
+					for j < len(raw) && j < k+3 && raw[j] >= '0' && raw[j] <= '7' {
+						j++
+					}
+					v, _ := strconv.ParseUint(string(raw[k:j]), 8, 8)
+					out = append(out, byte(v))
+					k = j - 1
+				} else {
+					out = append(out, e)
+				}
+			}
+		}
+		c.fields = append(c.fields, out)
+	}
+	return nil
+}
+
+func isHex(b byte) bool { return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' }
+
+func (c *copyIn) splitCSV(line []byte) error {
+	c.fields = c.fields[:0]
+	q, d := c.opts.quote, c.opts.delim
+	i := 0
+	for {
+		if i < len(line) && line[i] == q {
+			var out []byte
+			i++
+			for {
+				if i >= len(line) {
+					return c.lineErr(sqlerr.BadCopyFileFormat, "unterminated CSV quoted field")
+				}
+				ch := line[i]
+				if ch == c.opts.escape && i+1 < len(line) && line[i+1] == q && (c.opts.escape != q || true) {
+					out = append(out, q)
+					i += 2
+					continue
+				}
+				if ch == q {
+					i++
+					break
+				}
+				out = append(out, ch)
+				i++
+			}
+			if out == nil {
+				out = []byte{}
+			}
+			c.fields = append(c.fields, out)
+		} else {
+			j := i
+			for j < len(line) && line[j] != d {
+				j++
+			}
+			raw := line[i:j]
+			if string(raw) == c.opts.null {
+				c.fields = append(c.fields, nil)
+			} else {
+				c.fields = append(c.fields, raw)
+			}
+			i = j
+		}
+		if i >= len(line) {
+			return nil
+		}
+		if line[i] != d {
+			return c.lineErr(sqlerr.BadCopyFileFormat, "extra data after quoted CSV field")
+		}
+		i++
+		if i == len(line) {
+			c.fields = append(c.fields, nil)
+			return nil
+		}
+	}
+}
+
+func (c *copyIn) flushBatch() {
+	if c.rows == 0 {
+		return
+	}
+	cols := make([]arrow.Array, len(c.bls))
+	for i, b := range c.bls {
+		cols[i] = b.NewArray()
+	}
+	c.recs = append(c.recs, newRecord(c.ts, cols, c.rows))
+	c.total += int64(c.rows)
+	c.rows = 0
+}
+
+func (c *copyIn) Done() (string, error) {
+	defer c.release()
+	if len(c.carry) > 0 {
+		line := c.carry
+		c.carry = nil
+		if err := c.addLine(line); err != nil {
+			return "", err
+		}
+	}
+	c.flushBatch()
+	if err := c.e.appendRows(c.t, c.recs); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("COPY %d", c.total), nil
+}
+
+func (c *copyIn) Abort(string) { c.release() }
+
+func (c *copyIn) release() {
+	for _, r := range c.recs {
+		r.Release()
+	}
+	c.recs = nil
+	for _, b := range c.bls {
+		b.Release()
+	}
+	c.bls = nil
+}

@@ -1,0 +1,179 @@
+package parse
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Statement is one parsed statement: *Query or one of streamdb's own
+// statement types below.
+type Statement interface{ stmt() }
+
+// Query is a statement the TiDB parser parsed (SELECT, INSERT, UNION,
+// EXPLAIN, BEGIN/COMMIT/ROLLBACK, DROP TABLE, SHOW TABLES, ...), after the
+// dialect layer rewrote the Postgres forms TiDB lacks into forms it accepts:
+//
+//	x::T, CAST(x AS T)        → pg_cast(x, 'T')        (T normalized, e.g. 'bigint', 'numeric(10,2)')
+//	INTERVAL '5 minutes'      → pg_interval('5 minutes')
+//	INTERVAL '10' SECOND      → pg_interval('10 second')  (also INTERVAL 10 SECOND)
+//	v AS OF SAVEPOINT sp      → v AS OF TIMESTAMP pg_asof_savepoint('sp')
+//	v AS OF CHECKPOINT 42     → v AS OF TIMESTAMP pg_asof_checkpoint(42)
+//	... EMIT CHANGES          → removed; EmitChanges set
+//	$$dollar$$ / E'..' quotes → ordinary '..' literals
+type Query struct {
+	Node        ast.StmtNode
+	SQL         string // the user's text of this statement
+	Rewritten   string // the text given to TiDB
+	EmitChanges bool
+}
+
+// ColumnDef is a column in CREATE TABLE.
+type ColumnDef struct {
+	Name    string
+	Type    types.T
+	NotNull bool
+}
+
+// CreateTable is CREATE TABLE [IF NOT EXISTS] name (cols..., [WATERMARK FOR c AS c - INTERVAL ...]) [WITH (k = v, ...)].
+type CreateTable struct {
+	Name        string
+	IfNotExists bool
+	Columns     []ColumnDef
+	// Watermark: column and delay (microseconds); WatermarkSQL is the clause text.
+	WatermarkCol string
+	WatermarkUS  int64
+	WatermarkSQL string
+	With         map[string]string
+	SQL          string
+}
+
+// CreateView is CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name AS query
+// [FROM SAVEPOINT sp] [WITH (k = v, ...)].
+type CreateView struct {
+	Name          string
+	OrReplace     bool
+	IfNotExists   bool
+	Query         *Query
+	FromSavepoint string
+	With          map[string]string
+	SQL           string
+}
+
+// ObjectKind names what a DROP or SHOW CREATE is about.
+type ObjectKind string
+
+const (
+	ObjTable     ObjectKind = "table"
+	ObjView      ObjectKind = "materialized view"
+	ObjSavepoint ObjectKind = "savepoint"
+)
+
+// Drop is DROP TABLE | MATERIALIZED VIEW | SAVEPOINT [IF EXISTS] names [CASCADE|RESTRICT].
+type Drop struct {
+	Kind     ObjectKind
+	Names    []string
+	IfExists bool
+	Cascade  bool
+}
+
+// Copy is COPY t [(cols)] FROM STDIN [WITH] [(opts)] or COPY t|(query) TO STDOUT [(opts)].
+// Options: format (text|csv), header (bool), delimiter, null, quote, escape.
+type Copy struct {
+	Table   string
+	Columns []string
+	Query   *Query // COPY (query) TO STDOUT
+	From    bool   // FROM STDIN (else TO STDOUT)
+	Options map[string]string
+}
+
+// Set is SET [SESSION|LOCAL] name {=|TO} value[, ...] | SET name TO DEFAULT |
+// SET TIME ZONE value. Name is lower-cased and may be dotted
+// (checkpoint.interval). Value is the literal's text without quotes
+// (several values are joined with ", "); Default is set for DEFAULT.
+type Set struct {
+	Name    string
+	Value   string
+	Default bool
+}
+
+// Show is SHOW name | SHOW ALL (Name "all").
+type Show struct{ Name string }
+
+// Reset is RESET name | RESET ALL (Name "all").
+type Reset struct{ Name string }
+
+// ShowObjects is SHOW TABLES | MATERIALIZED VIEWS | JOBS | CHECKPOINTS | SAVEPOINTS.
+type ShowObjects struct{ What string } // "tables", "materialized views", "jobs", "checkpoints", "savepoints"
+
+// ShowCreate is SHOW CREATE TABLE name | SHOW CREATE MATERIALIZED VIEW name.
+type ShowCreate struct {
+	Kind ObjectKind
+	Name string
+}
+
+// Checkpoint is CHECKPOINT.
+type Checkpoint struct{}
+
+// CreateSavepoint is CREATE SAVEPOINT name [FOR view[, view...]].
+type CreateSavepoint struct {
+	Name  string
+	Views []string
+}
+
+// Restore is RESTORE [view] FROM SAVEPOINT name | RESTORE view FROM CHECKPOINT id.
+type Restore struct {
+	View       string // "" for every job the savepoint covers
+	Savepoint  string
+	Checkpoint uint64
+}
+
+// StopJob is STOP JOB view [WITH SAVEPOINT name].
+type StopJob struct{ View, Savepoint string }
+
+// StartJob is START JOB view [FROM SAVEPOINT name].
+type StartJob struct{ View, Savepoint string }
+
+// AlterView is ALTER MATERIALIZED VIEW name SET (k = v, ...).
+type AlterView struct {
+	Name    string
+	Options map[string]string
+}
+
+// Declare is DECLARE name [NO SCROLL] CURSOR [WITH[OUT] HOLD] FOR query.
+type Declare struct {
+	Cursor string
+	Query  *Query
+}
+
+// Fetch is FETCH [FORWARD] [n|ALL|NEXT] [FROM|IN] cursor (Count -1 for ALL).
+type Fetch struct {
+	Cursor string
+	Count  int64
+}
+
+// CloseCursor is CLOSE name | CLOSE ALL (Cursor "").
+type CloseCursor struct{ Cursor string }
+
+// Discard is DISCARD ALL (and DEALLOCATE [PREPARE] ALL|name, with Name set).
+type Discard struct{ Deallocate, Name string }
+
+func (*Query) stmt()           {}
+func (*CreateTable) stmt()     {}
+func (*CreateView) stmt()      {}
+func (*Drop) stmt()            {}
+func (*Copy) stmt()            {}
+func (*Set) stmt()             {}
+func (*Show) stmt()            {}
+func (*Reset) stmt()           {}
+func (*ShowObjects) stmt()     {}
+func (*ShowCreate) stmt()      {}
+func (*Checkpoint) stmt()      {}
+func (*CreateSavepoint) stmt() {}
+func (*Restore) stmt()         {}
+func (*StopJob) stmt()         {}
+func (*StartJob) stmt()        {}
+func (*AlterView) stmt()       {}
+func (*Declare) stmt()         {}
+func (*Fetch) stmt()           {}
+func (*CloseCursor) stmt()     {}
+func (*Discard) stmt()         {}

@@ -1,0 +1,613 @@
+package parse
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/format"
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// describe prints a statement for the golden table: TiDB queries as their
+// restored text, our own statements as their Go value.
+func describe(s Statement) string {
+	switch s := s.(type) {
+	case *Query:
+		return "query" + emitFlag(s) + ": " + restore(s)
+	case *CreateView:
+		q := s.Query
+		s2 := *s
+		s2.Query, s2.SQL = nil, ""
+		return fmt.Sprintf("%+v%s: %s", s2, emitFlag(q), restore(q))
+	case *Declare:
+		return fmt.Sprintf("declare %s%s: %s", s.Cursor, emitFlag(s.Query), restore(s.Query))
+	case *Copy:
+		if s.Query != nil {
+			q := s.Query
+			s2 := *s
+			s2.Query = nil
+			return fmt.Sprintf("%+v%s: %s", s2, emitFlag(q), restore(q))
+		}
+	case *CreateTable:
+		s2 := *s
+		s2.SQL = ""
+		return fmt.Sprintf("%+v", s2)
+	}
+	return strings.TrimPrefix(fmt.Sprintf("%+v", s), "&")
+}
+
+func emitFlag(q *Query) string {
+	if q.EmitChanges {
+		return " emit"
+	}
+	return ""
+}
+
+func restore(q *Query) string {
+	var b strings.Builder
+	if err := q.Node.Restore(format.NewRestoreCtx(format.DefaultRestoreFlags, &b)); err != nil {
+		return "restore error: " + err.Error()
+	}
+	return b.String()
+}
+
+func run(sql string) string {
+	stmts, err := ParseAll(sql)
+	if err != nil {
+		var e *sqlerr.Error
+		if !errors.As(err, &e) {
+			return fmt.Sprintf("non-sqlerr error %T: %v", err, err)
+		}
+		return fmt.Sprintf("error %s at %d: %s", e.Code, e.Position, e.Msg)
+	}
+	var out []string
+	for _, s := range stmts {
+		out = append(out, describe(s))
+	}
+	return strings.Join(out, "\n")
+}
+
+var golden = []struct{ in, want string }{
+	{"",
+		""},
+	{"   ;  ; -- nothing",
+		""},
+	{"SELECT 1; SELECT 2",
+		"query: SELECT 1\nquery: SELECT 2"},
+	{"select 'a;b' ; select 2",
+		"query: SELECT _UTF8MB4'a;b'\nquery: SELECT 2"},
+	{"select ';' -- ;",
+		"query: SELECT _UTF8MB4';'"},
+	{"select /* a /* nested */ ; */ 1",
+		"query: SELECT 1"},
+	{"select 'it''s', '::x', E'a\\'b\\\\c\\n', $$dollar 'q' \\x$$, $t$a$$b$t$",
+		"query: SELECT _UTF8MB4'it''s',_UTF8MB4'::x',_UTF8MB4'a''b\\c\n',_UTF8MB4'dollar ''q'' \\x',_UTF8MB4'a$$b'"},
+	{"select 'a\\b' from t",
+		"query: SELECT _UTF8MB4'a\\b' FROM `t`"},
+	{"select \"MixedCase\", Unquoted from \"T\"",
+		"query: SELECT `MixedCase`,`unquoted` FROM `T`"},
+	{"select x::int, x::bigint, x::numeric(10,2), x::varchar(5), x::double precision from t",
+		"query: SELECT PG_CAST(`x`, _UTF8MB4'integer'),PG_CAST(`x`, _UTF8MB4'bigint'),PG_CAST(`x`, _UTF8MB4'numeric(10,2)'),PG_CAST(`x`, _UTF8MB4'character varying(5)'),PG_CAST(`x`, _UTF8MB4'double precision') FROM `t`"},
+	{"select a::text::int from t",
+		"query: SELECT PG_CAST(PG_CAST(`a`, _UTF8MB4'text'), _UTF8MB4'integer') FROM `t`"},
+	{"select (a+b)::text from t",
+		"query: SELECT PG_CAST((`a`+`b`), _UTF8MB4'text') FROM `t`"},
+	{"select count(*)::float8 from t",
+		"query: SELECT PG_CAST(COUNT(1), _UTF8MB4'double precision') FROM `t`"},
+	{"select -x::int2 from t",
+		"query: SELECT -PG_CAST(`x`, _UTF8MB4'smallint') FROM `t`"},
+	{"select t.a::text, 'x'::date, $1::int8, 1.5::real from t",
+		"query: SELECT PG_CAST(`t`.`a`, _UTF8MB4'text'),PG_CAST(_UTF8MB4'x', _UTF8MB4'date'),PG_CAST(`$1`, _UTF8MB4'bigint'),PG_CAST(1.5, _UTF8MB4'real') FROM `t`"},
+	{"select x::timestamp without time zone, x::timestamptz from t",
+		"query: SELECT PG_CAST(`x`, _UTF8MB4'timestamp without time zone'),PG_CAST(`x`, _UTF8MB4'timestamp without time zone') FROM `t`"},
+	{"select cast(a as bigint), cast((a+1) as text) from t",
+		"query: SELECT PG_CAST(`a`, _UTF8MB4'bigint'),PG_CAST((`a`+1), _UTF8MB4'text') FROM `t`"},
+	{"select cast(a as int)::text from t",
+		"query: SELECT PG_CAST(PG_CAST(`a`, _UTF8MB4'integer'), _UTF8MB4'text') FROM `t`"},
+	{"select f(cast(x as numeric(5)))::text from t",
+		"query: SELECT PG_CAST(F(PG_CAST(`x`, _UTF8MB4'numeric(5,0)')), _UTF8MB4'text') FROM `t`"},
+	{"select x::foo from t",
+		"error 42704 at 11: type \"foo\" does not exist"},
+	{"select x:: from t",
+		"error 42601 at 12: syntax error at or near \"from\""},
+	{"select ::int",
+		"error 42601 at 8: syntax error at or near \"::\""},
+	{"select cast(x) from t",
+		"error 42601 at 14: syntax error at or near \")\""},
+	{"select ts + interval '5 minutes', interval '10' second, interval 5 second, interval '1' day from t",
+		"query: SELECT `ts`+PG_INTERVAL(_UTF8MB4'5 minutes'),PG_INTERVAL(_UTF8MB4'10 second'),PG_INTERVAL(_UTF8MB4'5 second'),PG_INTERVAL(_UTF8MB4'1 day') FROM `t`"},
+	{"select interval '2 hours 30 minutes'::text",
+		"query: SELECT PG_CAST(PG_INTERVAL(_UTF8MB4'2 hours 30 minutes'), _UTF8MB4'text')"},
+	{"SELECT word, count(*) FROM t GROUP BY TUMBLE(ts, INTERVAL '10' SECOND)",
+		"query: SELECT `word`,COUNT(1) FROM `t` GROUP BY TUMBLE(`ts`, PG_INTERVAL(_UTF8MB4'10 second'))"},
+	{"select * from v as of savepoint s1",
+		"query: SELECT * FROM `v` AS OF TIMESTAMP PG_ASOF_SAVEPOINT(_UTF8MB4's1')"},
+	{"SELECT * FROM v AS OF SAVEPOINT \"S1\"",
+		"query: SELECT * FROM `v` AS OF TIMESTAMP PG_ASOF_SAVEPOINT(_UTF8MB4'S1')"},
+	{"select * from v as of checkpoint 42",
+		"query: SELECT * FROM `v` AS OF TIMESTAMP PG_ASOF_CHECKPOINT(42)"},
+	{"select * from v as of checkpoint x",
+		"error 42601 at 34: syntax error at or near \"x\""},
+	{"SELECT a, count(*) FROM t GROUP BY a EMIT CHANGES",
+		"query emit: SELECT `a`,COUNT(1) FROM `t` GROUP BY `a`"},
+	{"select emit, changes from t",
+		"query: SELECT `emit`,`changes` FROM `t`"},
+	{"INSERT INTO t VALUES (1,'a'),(2,'b')",
+		"query: INSERT INTO `t` VALUES (1,_UTF8MB4'a'),(2,_UTF8MB4'b')"},
+	{"insert into words values ('hello', 1, '2026-01-01 00:00:00'), ('world', 2, now())",
+		"query: INSERT INTO `words` VALUES (_UTF8MB4'hello',1,_UTF8MB4'2026-01-01 00:00:00'),(_UTF8MB4'world',2,NOW())"},
+	{"select * from t where a not ilike '%x%' and b like 'y' and c between 1 and 2 and d in (1,2) and e is not null",
+		"query: SELECT * FROM `t` WHERE `a` NOT ILIKE _UTF8MB4'%x%' AND `b` LIKE _UTF8MB4'y' AND `c` BETWEEN 1 AND 2 AND `d` IN (1,2) AND `e` IS NOT NULL"},
+	{"select coalesce(a, 0), nullif(b, 1), case when a > 1 then 'x' else 'y' end from t",
+		"query: SELECT COALESCE(`a`, 0),NULLIF(`b`, 1),CASE WHEN `a`>1 THEN _UTF8MB4'x' ELSE _UTF8MB4'y' END FROM `t`"},
+	{"select a || b, date_trunc('hour', ts), extract(hour from ts) from t",
+		"query: SELECT CONCAT(`a`, `b`),DATE_TRUNC(_UTF8MB4'hour', `ts`),EXTRACT(HOUR FROM `ts`) FROM `t`"},
+	{"select * from (select 1 as a) s left join t on s.a = t.a union all select 1",
+		"query: SELECT * FROM (SELECT 1 AS `a`) AS `s` LEFT JOIN `t` ON `s`.`a`=`t`.`a` UNION ALL SELECT 1"},
+	{"select date '2026-01-01'::text",
+		"query: SELECT PG_CAST(DATE '2026-01-01', _UTF8MB4'text')"},
+	{"select a <> b, a != b, a <= b, a >= b from t",
+		"query: SELECT `a`!=`b`,`a`!=`b`,`a`<=`b`,`a`>=`b` FROM `t`"},
+	{"select 1 +",
+		"error 42601 at 11: syntax error at end of input"},
+	{"select from t",
+		"error 42601 at 8: syntax error at or near \"from\""},
+	{"select a b c from t",
+		"error 42601 at 12: syntax error at or near \"c\""},
+	{"select a, from t where x = 'longer text'",
+		"error 42601 at 11: syntax error at or near \"from\""},
+	{"select 'é', b c from t",
+		"query: SELECT _UTF8MB4'é',`b` AS `c` FROM `t`"},
+	{"select 'unterminated",
+		"error 42601 at 8: unterminated quoted string at or near \"'unterminated\""},
+	{"select $$never closed",
+		"error 42601 at 8: unterminated dollar-quoted string at or near \"$$never closed\""},
+	{"select \"unterminated",
+		"error 42601 at 8: unterminated quoted identifier at or near \"\\\"unterminated\""},
+	{"select /* unterminated",
+		"error 42601 at 8: unterminated /* comment at or near \"/* unterminated\""},
+	{"select 123abc",
+		"error 42601 at 8: trailing junk after numeric literal at or near \"123abc\""},
+	{"select a # b from t",
+		"error 42601 at 10: syntax error at or near \"#\""},
+	{"select `x` from t",
+		"error 42601 at 8: syntax error at or near \"`\""},
+	{"select ? from t",
+		"error 42601 at 8: syntax error at or near \"?\""},
+	{"select x::int y z from t",
+		"error 42601 at 17: syntax error at or near \"z\""},
+	{"select 'é' x y",
+		"error 42601 at 14: syntax error at or near \"y\""},
+	{"select interval '1' day to second",
+		"error 42601 at 25: syntax error at or near \"to\""},
+	{"select a is not distinct from b from t",
+		"query: SELECT `a`<=>`b` FROM `t`"},
+	{"select a is distinct from b from t",
+		"error 0A000 at 10: IS DISTINCT FROM is not supported, use NOT (a IS NOT DISTINCT FROM b)"},
+	{"Select A, \"B\" FROM T",
+		"query: SELECT `a`,`B` FROM `t`"},
+	{"select $$a::b;c$$, '--x', '/*y*/'",
+		"query: SELECT _UTF8MB4'a::b;c',_UTF8MB4'--x',_UTF8MB4'/*y*/'"},
+	{"-- leading comment\nselect 1;;select 2",
+		"query: SELECT 1\nquery: SELECT 2"},
+	{"select x::numeric(50,2)",
+		"error 22023 at 11: NUMERIC precision 50 must be between 1 and 38"},
+	{"create table t (a varchar(0))",
+		"error 22023 at 19: length for type varchar must be at least 1"},
+	{"create table t (a char(3))",
+		"error 0A000 at 19: type char is not supported, use varchar or text"},
+	{"with x as (select 1 as a) select a::text from x",
+		"query: WITH `x` AS (SELECT 1 AS `a`) SELECT PG_CAST(`a`, _UTF8MB4'text') FROM `x`"},
+	{"select count(*) filter (where a > 1) from t",
+		"error 42601 at 24: syntax error at or near \"(\""},
+	{"select 123456789012345678901234567890123456789.5, 12345678901234567890",
+		"query: SELECT PG_CAST(_UTF8MB4'123456789012345678901234567890123456789.5', _UTF8MB4'numeric'),12345678901234567890"},
+	{"explain select 1",
+		"query: EXPLAIN FORMAT = 'row' SELECT 1"},
+	{"begin",
+		"query: START TRANSACTION"},
+	{"BEGIN ISOLATION LEVEL SERIALIZABLE",
+		"query: START TRANSACTION"},
+	{"start transaction read only",
+		"query: START TRANSACTION"},
+	{"commit",
+		"query: COMMIT"},
+	{"end transaction",
+		"query: COMMIT"},
+	{"rollback",
+		"query: ROLLBACK"},
+	{"abort",
+		"query: ROLLBACK"},
+	{"rollback work to x",
+		"error 0A000 at 1: savepoints inside transactions are not supported"},
+	{"select É, Ab from t",
+		"query: SELECT `É`,`ab` FROM `t`"},
+	{"savepoint x",
+		"error 0A000 at 1: savepoints inside transactions are not supported"},
+	{"release savepoint x",
+		"error 0A000 at 1: savepoints inside transactions are not supported"},
+	{"rollback to savepoint x",
+		"error 0A000 at 1: savepoints inside transactions are not supported"},
+	{"CREATE TABLE words (word VARCHAR, n BIGINT, ts TIMESTAMP)",
+		"{Name:words IfNotExists:false Columns:[{Name:word Type:text NotNull:false} {Name:n Type:bigint NotNull:false} {Name:ts Type:timestamp without time zone NotNull:false}] WatermarkCol: WatermarkUS:0 WatermarkSQL: With:map[] SQL:}"},
+	{"create table if not exists \"T\" (a int not null primary key, b text null, \"C\" numeric(10,2), d double precision, e varchar(20), f character varying(3), g timestamp without time zone, h timestamptz, i date, j interval, k bool, l int2, m real, n float, o decimal)",
+		"{Name:T IfNotExists:true Columns:[{Name:a Type:integer NotNull:true} {Name:b Type:text NotNull:false} {Name:C Type:numeric(10,2) NotNull:false} {Name:d Type:double precision NotNull:false} {Name:e Type:character varying(20) NotNull:false} {Name:f Type:character varying(3) NotNull:false} {Name:g Type:timestamp without time zone NotNull:false} {Name:h Type:timestamp without time zone NotNull:false} {Name:i Type:date NotNull:false} {Name:j Type:interval NotNull:false} {Name:k Type:boolean NotNull:false} {Name:l Type:smallint NotNull:false} {Name:m Type:real NotNull:false} {Name:n Type:double precision NotNull:false} {Name:o Type:numeric NotNull:false}] WatermarkCol: WatermarkUS:0 WatermarkSQL: With:map[] SQL:}"},
+	{"CREATE TABLE bids (auction BIGINT, price BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)",
+		"{Name:bids IfNotExists:false Columns:[{Name:auction Type:bigint NotNull:false} {Name:price Type:bigint NotNull:false} {Name:ts Type:timestamp without time zone NotNull:false}] WatermarkCol:ts WatermarkUS:5000000 WatermarkSQL:WATERMARK FOR ts AS ts - INTERVAL '5' SECOND With:map[] SQL:}"},
+	{"create table b (ts timestamp, watermark for ts as ts - interval '5 seconds') with (partitions = 4, retention = '1d')",
+		"{Name:b IfNotExists:false Columns:[{Name:ts Type:timestamp without time zone NotNull:false}] WatermarkCol:ts WatermarkUS:5000000 WatermarkSQL:watermark for ts as ts - interval '5 seconds' With:map[partitions:4 retention:1d] SQL:}"},
+	{"create table b (ts timestamp, watermark for ts as ts - interval 500 millisecond)",
+		"{Name:b IfNotExists:false Columns:[{Name:ts Type:timestamp without time zone NotNull:false}] WatermarkCol:ts WatermarkUS:500000 WatermarkSQL:watermark for ts as ts - interval 500 millisecond With:map[] SQL:}"},
+	{"create table b (ts timestamp, watermark for ts as ts)",
+		"{Name:b IfNotExists:false Columns:[{Name:ts Type:timestamp without time zone NotNull:false}] WatermarkCol:ts WatermarkUS:0 WatermarkSQL:watermark for ts as ts With:map[] SQL:}"},
+	{"create table b (a int, ts timestamp, primary key (a))",
+		"{Name:b IfNotExists:false Columns:[{Name:a Type:integer NotNull:true} {Name:ts Type:timestamp without time zone NotNull:false}] WatermarkCol: WatermarkUS:0 WatermarkSQL: With:map[] SQL:}"},
+	{"create table b (a int, watermark for x as x)",
+		"error 42703 at 24: column \"x\" named in WATERMARK does not exist"},
+	{"create table b (a int, watermark for a as a)",
+		"error 42804 at 24: watermark column \"a\" must be of type timestamp, not integer"},
+	{"create table b (a int, a text)",
+		"error 42701 at 24: column \"a\" specified more than once"},
+	{"create table b (a foo)",
+		"error 42704 at 19: type \"foo\" does not exist"},
+	{"create table b (a int default 1)",
+		"error 0A000 at 23: column option DEFAULT is not supported"},
+	{"create table b (a int, b int",
+		"error 42601 at 29: syntax error at end of input"},
+	{"create table b as select 1",
+		"error 0A000 at 16: CREATE TABLE AS is not supported, use CREATE MATERIALIZED VIEW"},
+	{"CREATE MATERIALIZED VIEW word_counts AS SELECT word, count(*) AS cnt, sum(n) AS total FROM words WHERE n > 0 GROUP BY word",
+		"{Name:word_counts OrReplace:false IfNotExists:false Query:<nil> FromSavepoint: With:map[] SQL:}: SELECT `word`,COUNT(1) AS `cnt`,SUM(`n`) AS `total` FROM `words` WHERE `n`>0 GROUP BY `word`"},
+	{"create or replace materialized view wc as select * from t from savepoint wc_final",
+		"{Name:wc OrReplace:true IfNotExists:false Query:<nil> FromSavepoint:wc_final With:map[] SQL:}: SELECT * FROM `t`"},
+	{"create materialized view if not exists wc as select a::text from t with (restart.strategy = 'fixed-delay', restart.attempts = 5)",
+		"{Name:wc OrReplace:false IfNotExists:true Query:<nil> FromSavepoint: With:map[restart.attempts:5 restart.strategy:fixed-delay] SQL:}: SELECT PG_CAST(`a`, _UTF8MB4'text') FROM `t`"},
+	{"create materialized view wc as select * from t from savepoint sp with (parallelism = 2)",
+		"{Name:wc OrReplace:false IfNotExists:false Query:<nil> FromSavepoint:sp With:map[parallelism:2] SQL:}: SELECT * FROM `t`"},
+	{"create materialized view wc as select from t",
+		"error 42601 at 39: syntax error at or near \"from\""},
+	{"create materialized view wc as",
+		"error 42601 at 31: syntax error at end of input"},
+	{"drop table t",
+		"{Kind:table Names:[t] IfExists:false Cascade:false}"},
+	{"DROP TABLE IF EXISTS a, b CASCADE",
+		"{Kind:table Names:[a b] IfExists:true Cascade:true}"},
+	{"drop materialized view wc restrict",
+		"{Kind:materialized view Names:[wc] IfExists:false Cascade:false}"},
+	{"drop savepoint wc_sp",
+		"{Kind:savepoint Names:[wc_sp] IfExists:false Cascade:false}"},
+	{"drop table",
+		"error 42601 at 11: syntax error at end of input"},
+	{"COPY words FROM STDIN (FORMAT csv)",
+		"{Table:words Columns:[] Query:<nil> From:true Options:map[format:csv]}"},
+	{"copy words (word, n) from stdin with (format CSV, header true, delimiter ',', null '')",
+		"{Table:words Columns:[word n] Query:<nil> From:true Options:map[delimiter:, format:csv header:true null:]}"},
+	{"copy words from stdin csv header delimiter ';' null 'NULL'",
+		"{Table:words Columns:[] Query:<nil> From:true Options:map[delimiter:; format:csv header:true null:NULL]}"},
+	{"copy words from stdin with delimiter as '|'",
+		"{Table:words Columns:[] Query:<nil> From:true Options:map[delimiter:|]}"},
+	{"copy words to stdout (format csv, force_quote *)",
+		"{Table:words Columns:[] Query:<nil> From:false Options:map[force_quote:* format:csv]}"},
+	{"COPY (SELECT * FROM v EMIT CHANGES) TO STDOUT",
+		"{Table: Columns:[] Query:<nil> From:false Options:map[]} emit: SELECT * FROM `v`"},
+	{"copy (select a::text from t) to stdout with csv",
+		"{Table: Columns:[] Query:<nil> From:false Options:map[format:csv]}: SELECT PG_CAST(`a`, _UTF8MB4'text') FROM `t`"},
+	{"copy words from '/tmp/x'",
+		"error 0A000 at 17: COPY to or from a file or program is not supported, use STDIN or STDOUT"},
+	{"copy words from stdin (format csv, format text)",
+		"error 42601 at 36: conflicting or redundant options"},
+	{"copy (select 1) from stdin",
+		"error 42601 at 17: syntax error at or near \"from\""},
+	{"SET checkpoint.interval = '1s'",
+		"{Name:checkpoint.interval Value:1s Default:false}"},
+	{"set checkpoint.max_concurrent to 1",
+		"{Name:checkpoint.max_concurrent Value:1 Default:false}"},
+	{"SET SESSION extra_float_digits = 3",
+		"{Name:extra_float_digits Value:3 Default:false}"},
+	{"set local search_path to \"$user\", public",
+		"{Name:search_path Value:$user, public Default:false}"},
+	{"set datestyle = ISO, MDY",
+		"{Name:datestyle Value:iso, mdy Default:false}"},
+	{"set application_name to default",
+		"{Name:application_name Value: Default:true}"},
+	{"SET TIME ZONE 'UTC'",
+		"{Name:timezone Value:UTC Default:false}"},
+	{"set time zone local",
+		"{Name:timezone Value: Default:true}"},
+	{"set names 'UTF8'",
+		"{Name:client_encoding Value:UTF8 Default:false}"},
+	{"SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED",
+		"{Name:session_characteristics Value:isolation level read committed Default:false}"},
+	{"set transaction read only",
+		"{Name:transaction Value:read only Default:false}"},
+	{"set x = -5",
+		"{Name:x Value:-5 Default:false}"},
+	{"set x",
+		"error 42601 at 6: syntax error at end of input"},
+	{"SHOW checkpoint.interval",
+		"{Name:checkpoint.interval}"},
+	{"show all",
+		"{Name:all}"},
+	{"SHOW TABLES",
+		"{What:tables}"},
+	{"show materialized views",
+		"{What:materialized views}"},
+	{"show jobs",
+		"{What:jobs}"},
+	{"show checkpoints",
+		"{What:checkpoints}"},
+	{"show savepoints",
+		"{What:savepoints}"},
+	{"show create table t",
+		"{Kind:table Name:t}"},
+	{"SHOW CREATE MATERIALIZED VIEW wc",
+		"{Kind:materialized view Name:wc}"},
+	{"SHOW TRANSACTION ISOLATION LEVEL",
+		"{Name:transaction_isolation}"},
+	{"show time zone",
+		"{Name:timezone}"},
+	{"show",
+		"error 42601 at 5: syntax error at end of input"},
+	{"reset checkpoint.interval",
+		"{Name:checkpoint.interval}"},
+	{"reset all",
+		"{Name:all}"},
+	{"CHECKPOINT",
+		"{}"},
+	{"checkpoint now",
+		"error 42601 at 12: syntax error at or near \"now\""},
+	{"CREATE SAVEPOINT before_upgrade",
+		"{Name:before_upgrade Views:[]}"},
+	{"create savepoint wc_sp for word_counts, other",
+		"{Name:wc_sp Views:[word_counts other]}"},
+	{"RESTORE FROM SAVEPOINT before_upgrade",
+		"{View: Savepoint:before_upgrade Checkpoint:0}"},
+	{"restore word_counts from savepoint wc_sp",
+		"{View:word_counts Savepoint:wc_sp Checkpoint:0}"},
+	{"restore word_counts from checkpoint 42",
+		"{View:word_counts Savepoint: Checkpoint:42}"},
+	{"restore word_counts from checkpoint -1",
+		"error 42601 at 37: syntax error at or near \"-\""},
+	{"STOP JOB word_counts WITH SAVEPOINT wc_final",
+		"{View:word_counts Savepoint:wc_final}"},
+	{"stop job wc",
+		"{View:wc Savepoint:}"},
+	{"START JOB word_counts FROM SAVEPOINT wc_final",
+		"{View:word_counts Savepoint:wc_final}"},
+	{"start job wc",
+		"{View:wc Savepoint:}"},
+	{"ALTER MATERIALIZED VIEW word_counts SET (restart.strategy = 'fixed-delay', restart.attempts = 5)",
+		"{Name:word_counts Options:map[restart.attempts:5 restart.strategy:fixed-delay]}"},
+	{"alter materialized view wc set (a = 1, a = 2)",
+		"error 42601 at 40: option \"a\" specified more than once"},
+	{"DECLARE c NO SCROLL CURSOR WITH HOLD FOR SELECT * FROM t",
+		"declare c: SELECT * FROM `t`"},
+	{"declare c cursor for select x::int from t emit changes",
+		"declare c emit: SELECT PG_CAST(`x`, _UTF8MB4'integer') FROM `t`"},
+	{"declare c binary cursor for select 1",
+		"error 0A000 at 11: binary cursors are not supported"},
+	{"FETCH FORWARD 5 FROM c",
+		"{Cursor:c Count:5}"},
+	{"fetch all in c",
+		"{Cursor:c Count:-1}"},
+	{"fetch next from c",
+		"{Cursor:c Count:1}"},
+	{"fetch c",
+		"{Cursor:c Count:1}"},
+	{"fetch forward all c",
+		"{Cursor:c Count:-1}"},
+	{"fetch 10 c",
+		"{Cursor:c Count:10}"},
+	{"fetch backward 1 from c",
+		"error 0A000 at 7: cursors can only fetch forward"},
+	{"close c",
+		"{Cursor:c}"},
+	{"close all",
+		"{Cursor:}"},
+	{"discard all",
+		"{Deallocate: Name:all}"},
+	{"deallocate prepare s1",
+		"{Deallocate:s1 Name:}"},
+	{"deallocate all",
+		"{Deallocate:all Name:}"},
+	{"select 1; bogus statement; select 2",
+		"error 42601 at 11: syntax error at or near \"bogus\""},
+	{"select (1; 2)",
+		"error 42601 at 10: syntax error at or near \";\""},
+	{"select 1)",
+		"error 42601 at 9: syntax error at or near \")\""},
+	{"select (1",
+		"error 42601 at 10: syntax error at end of input"},
+}
+
+// TestGolden runs every input of the golden table through ParseAll.
+func TestGolden(t *testing.T) {
+	if len(golden) < 80 {
+		t.Fatalf("golden table has %d cases, want at least 80", len(golden))
+	}
+	for _, c := range golden {
+		if got := run(c.in); got != c.want {
+			t.Errorf("ParseAll(%q)\n got: %q\nwant: %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestQueryText checks what a Query carries besides its AST: the user's
+// text of the statement and the exact text given to TiDB.
+func TestQueryText(t *testing.T) {
+	cases := []struct{ in, sql, rewritten string }{
+		{"  select x::int from t ; ", "select x::int from t", "select pg_cast(x, 'integer') from t"},
+		{"select (a+b)::text, cast(c as numeric(10,2))", "select (a+b)::text, cast(c as numeric(10,2))",
+			"select pg_cast((a+b), 'text'), pg_cast(c, 'numeric(10,2)')"},
+		// PostgreSQL: 'a\b' is a backslash and b; E'c\\d' is c, backslash, d; E'x\qy' is xqy.
+		{`select 'a\b', E'c\\d', E'x\qy', $$it's$$`, `select 'a\b', E'c\\d', E'x\qy', $$it's$$`, `select 'a\\b', 'c\\d', 'xqy', 'it''s'`},
+		{"select * from v as of savepoint s1 emit changes", "select * from v as of savepoint s1 emit changes",
+			"select * from v as of timestamp pg_asof_savepoint('s1')"},
+		{"SELECT ts + INTERVAL '5' SECOND FROM \"T\"", "SELECT ts + INTERVAL '5' SECOND FROM \"T\"",
+			`select ts + pg_interval('5 second') from "T"`},
+	}
+	for _, c := range cases {
+		stmts, err := ParseAll(c.in)
+		if err != nil {
+			t.Fatalf("ParseAll(%q): %v", c.in, err)
+		}
+		q := stmts[0].(*Query)
+		if q.SQL != c.sql || q.Rewritten != c.rewritten {
+			t.Errorf("ParseAll(%q):\n SQL %q, want %q\n Rewritten %q, want %q", c.in, q.SQL, c.sql, q.Rewritten, c.rewritten)
+		}
+	}
+}
+
+// TestStatementText checks the SQL kept by CREATE TABLE and CREATE MATERIALIZED VIEW.
+func TestStatementText(t *testing.T) {
+	const ct = "CREATE TABLE t (a int) WITH (x = 1)"
+	const cv = "create materialized view v as select a::text from t from savepoint s"
+	stmts, err := ParseAll(" " + ct + "; -- x\n" + cv + " ;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stmts[0].(*CreateTable).SQL; got != ct {
+		t.Errorf("CreateTable.SQL = %q, want %q", got, ct)
+	}
+	v := stmts[1].(*CreateView)
+	if v.SQL != cv || v.Query.SQL != "select a::text from t" || v.Query.Rewritten != "select pg_cast(a, 'text') from t" {
+		t.Errorf("CreateView: SQL %q, Query.SQL %q, Rewritten %q", v.SQL, v.Query.SQL, v.Query.Rewritten)
+	}
+}
+
+// TestStringValues checks that string literals reach TiDB with their
+// PostgreSQL value: backslashes are ordinary characters in '..', escapes in E'..'.
+func TestStringValues(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`select 'a\b'`, `a\b`},
+		{`select 'it''s'`, `it's`},
+		{`select E'a\\b\'c\td'`, "a\\b'c\td"},
+		{`select $$x\y 'z'$$`, `x\y 'z'`},
+		{`select $q$a$$b$q$`, `a$$b`},
+		{`select '\'`, `\`},
+	}
+	for _, c := range cases {
+		stmts, err := ParseAll(c.in)
+		if err != nil {
+			t.Fatalf("ParseAll(%q): %v", c.in, err)
+		}
+		sel := stmts[0].(*Query).Node.(*ast.SelectStmt)
+		v := sel.Fields.Fields[0].Expr.(ast.ValueExpr)
+		if got := v.GetString(); got != c.want {
+			t.Errorf("ParseAll(%q): value %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestErrorPositionLongStatement maps a TiDB error far into a long
+// statement (TiDB cuts its "near" text at 2048 bytes) back to the user's text.
+func TestErrorPositionLongStatement(t *testing.T) {
+	in := "select " + strings.Repeat("x::int + ", 500) + "1 2" + strings.Repeat(" + 1", 1000)
+	_, err := ParseAll(in)
+	e, ok := err.(*sqlerr.Error)
+	if !ok || e.Code != sqlerr.SyntaxError {
+		t.Fatalf("err = %v, want a 42601 *sqlerr.Error", err)
+	}
+	if want := strings.Index(in, "1 2") + 3; e.Position != want || e.Msg != `syntax error at or near "2"` {
+		t.Errorf("error %q at %d, want at %d", e.Msg, e.Position, want)
+	}
+}
+
+func TestParseTypeName(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"bigint", "bigint"}, {"int8", "bigint"}, {"INT", "integer"}, {"int4", "integer"},
+		{"smallint", "smallint"}, {"bool", "boolean"}, {"float4", "real"}, {"float", "double precision"},
+		{"float(10)", "real"}, {"double precision", "double precision"}, {"numeric", "numeric"},
+		{"numeric(10,2)", "numeric(10,2)"}, {"decimal(5)", "numeric(5,0)"}, {"varchar", "text"},
+		{"varchar(5)", "character varying(5)"}, {"character varying(7)", "character varying(7)"},
+		{"timestamp without time zone", "timestamp without time zone"}, {"timestamptz", "timestamp without time zone"},
+		{"timestamp(3) with time zone", "timestamp without time zone"}, {"date", "date"}, {"interval", "interval"},
+	}
+	for _, c := range cases {
+		typ, err := ParseTypeName(c.in)
+		if err != nil || typ.String() != c.want {
+			t.Errorf("ParseTypeName(%q) = %v, %v; want %s", c.in, typ, err, c.want)
+		}
+		// The normalized name parses back to the same type, as pg_cast needs.
+		if again, err := ParseTypeName(typ.String()); err != nil || again != typ {
+			t.Errorf("ParseTypeName(%q) = %v, %v; want %v", typ.String(), again, err, typ)
+		}
+	}
+	for _, c := range []struct{ in, code string }{
+		{"foo", sqlerr.UndefinedObject}, {"int(3)", sqlerr.SyntaxError}, {"numeric(2,5)", sqlerr.InvalidParameterValue},
+		{"double", sqlerr.SyntaxError}, {"bigint x", sqlerr.SyntaxError}, {"", sqlerr.SyntaxError},
+	} {
+		if _, err := ParseTypeName(c.in); sqlerr.Code(err) != c.code {
+			t.Errorf("ParseTypeName(%q): error %v (%s), want %s", c.in, err, sqlerr.Code(err), c.code)
+		}
+	}
+	if _, err := TypeFromName("nosuchtype", nil); err == nil || err.Error() != `type "nosuchtype" does not exist` {
+		t.Errorf("TypeFromName(nosuchtype) error = %v", err)
+	}
+}
+
+func TestIntervalMicros(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"5 second", 5e6, true}, {"5 seconds", 5e6, true}, {"1 minute 30 seconds", 90e6, true},
+		{"500 millisecond", 5e5, true}, {"2h", 7200e6, true}, {"1.5 s", 15e5, true},
+		{"00:00:05", 5e6, true}, {"01:02", 3720e6, true}, {"1 day", 86400e6, true},
+		{"1 month", 0, false}, {"", 0, false}, {"five seconds", 0, false}, {"5", 0, false},
+		{"1e300 days", 0, false}, {fmt.Sprint(math.MaxInt64) + " weeks", 0, false},
+	}
+	for _, c := range cases {
+		got, ok := intervalMicros(c.in)
+		if got != c.want || ok != c.ok {
+			t.Errorf("intervalMicros(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// FuzzParseAll checks that ParseAll never panics and that every error it
+// returns is a positioned *sqlerr.Error.
+func FuzzParseAll(f *testing.F) {
+	for _, c := range golden {
+		f.Add(c.in)
+	}
+	f.Add("select x::numeric(10,2)::text, cast(a as int), interval '1' day from t emit changes")
+	f.Add("create table t (ts timestamp, watermark for ts as ts - interval 5 second) with (a = 'b')")
+	f.Fuzz(func(t *testing.T, sql string) {
+		_, err := ParseAll(sql)
+		if err == nil {
+			return
+		}
+		e, ok := err.(*sqlerr.Error)
+		if !ok {
+			t.Fatalf("ParseAll(%q): error %T %v is not a *sqlerr.Error", sql, err, err)
+		}
+		if e.Code == sqlerr.SyntaxError && (e.Position < 1 || e.Position > len(sql)+1) {
+			t.Fatalf("ParseAll(%q): position %d out of range", sql, e.Position)
+		}
+	})
+}
+
+// BenchmarkParseAllInsert parses a bulk INSERT with casts in every row.
+func BenchmarkParseAllInsert(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO t VALUES ")
+	for i := 0; i < 10000; i++ {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "(%d, 'row %d', '2026-01-01 00:00:%02d'::timestamp)", i, i, i%60)
+	}
+	sql := sb.String()
+	b.SetBytes(int64(len(sql)))
+	for b.Loop() {
+		if _, err := ParseAll(sql); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

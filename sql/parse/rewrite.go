@@ -1,0 +1,353 @@
+package parse
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	tidb "github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // literal values for the TiDB AST
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// piece is one chunk of the text given to TiDB. tok is the index (in
+// parser.toks) of the user's token it came from, so that a TiDB error
+// position can be mapped back to the user's text.
+type piece struct {
+	pre   string // text that a later "::" put before this piece
+	text  string
+	tok   int
+	space bool // a space precedes it
+}
+
+// rewriter builds the TiDB text of one query from the user's tokens.
+type rewriter struct {
+	p     *parser
+	out   []piece
+	emits bool // EMIT CHANGES was seen
+}
+
+// frame is an open parenthesis: start is the piece where the primary it
+// belongs to begins (the function name for a call); cast marks CAST(.
+type frame struct {
+	start int
+	cast  bool
+}
+
+// notFuncKeywords are words that may precede "(" without making it a call.
+var notFuncKeywords = map[string]bool{
+	"select": true, "from": true, "where": true, "and": true, "or": true, "not": true, "in": true,
+	"exists": true, "any": true, "all": true, "some": true, "as": true, "on": true, "values": true,
+	"when": true, "then": true, "else": true, "is": true, "like": true, "ilike": true, "between": true,
+	"using": true, "by": true, "having": true, "union": true, "intersect": true, "except": true,
+	"join": true, "into": true, "over": true, "filter": true, "distinct": true, "limit": true,
+	"offset": true, "set": true, "with": true, "case": true, "lateral": true, "to": true,
+}
+
+// typedLiterals are the type names TiDB accepts before a string literal.
+var typedLiterals = map[string]bool{"date": true, "time": true, "timestamp": true}
+
+func (r *rewriter) emit(text string, tok int, space bool) int {
+	r.out = append(r.out, piece{text: text, tok: tok, space: space})
+	return len(r.out) - 1
+}
+
+// quote renders s as a TiDB string literal: quotes doubled, and
+// backslashes doubled because TiDB treats backslash as an escape.
+func quote(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// query rewrites toks[from:to] for TiDB, parses the result and returns the
+// Query. Errors are positioned in the user's text.
+func (p *parser) query(from, to int) (*Query, error) {
+	if from >= to {
+		return nil, p.syntaxError(p.toks[to])
+	}
+	r := &rewriter{p: p, out: make([]piece, 0, to-from)}
+	if err := r.rewrite(from, to); err != nil {
+		return nil, err
+	}
+	q := &Query{SQL: p.src[p.toks[from].Pos:p.toks[to-1].End], EmitChanges: r.emits}
+	var b strings.Builder
+	b.Grow(p.toks[to-1].End - p.toks[from].Pos + 16*len(r.out)/10)
+	starts := make([]int, len(r.out))
+	for k, pc := range r.out {
+		if pc.space && k > 0 {
+			b.WriteByte(' ')
+		}
+		starts[k] = b.Len()
+		b.WriteString(pc.pre)
+		b.WriteString(pc.text)
+	}
+	q.Rewritten = b.String()
+	node, err := tidbParse(q.Rewritten)
+	if err != nil {
+		off, ok := tidbErrOffset(q.Rewritten, err)
+		if !ok || len(r.out) == 0 {
+			return nil, p.syntaxError(p.toks[from])
+		}
+		if off >= len(q.Rewritten) {
+			return nil, p.syntaxError(p.toks[to])
+		}
+		k := len(starts) - 1
+		for k > 0 && starts[k] > off {
+			k--
+		}
+		return nil, p.syntaxError(p.toks[r.out[k].tok])
+	}
+	q.Node = node
+	return q, nil
+}
+
+// rewrite emits toks[from:to] in TiDB's dialect (see Query).
+func (r *rewriter) rewrite(from, to int) error {
+	p := r.p
+	toks := p.toks
+	var stack []frame
+	prim := -1        // piece where the primary just emitted begins, -1 if the last token ends none
+	callable := false // the last token could name a function
+	for i := from; i < to; i++ {
+		t := toks[i]
+		space := t.Space && i > from
+		next := token{Kind: tEOF, Pos: t.End, End: t.End}
+		if i+1 < to {
+			next = toks[i+1]
+		}
+		wasCallable := callable
+		callable = false
+		switch t.Kind {
+		case tString:
+			k := r.emit(quote(t.Val), i, space)
+			if wasCallable && typedLiterals[toks[i-1].Val] {
+				k-- // date '2026-01-01' is one primary
+			}
+			prim = k
+		case tNumber:
+			text := t.Val
+			if len(text) > 38 && !strings.ContainsAny(text, "eE") {
+				// TiDB's literal decimal type cannot hold this many digits
+				// (its test driver even panics); the binder reads it as numeric.
+				text = "pg_cast(" + quote(text) + ", 'numeric')"
+			}
+			prim = r.emit(text, i, space)
+		case tParam:
+			prim = r.emit(t.Val, i, space)
+		case tQIdent, tIdent:
+			if t.Kind == tIdent {
+				switch {
+				case t.Val == "interval" && (next.Kind == tString || next.Kind == tNumber):
+					p.i = i + 1
+					text, err := p.intervalLiteral()
+					if err != nil {
+						return err
+					}
+					if p.i > to {
+						return p.syntaxError(toks[to])
+					}
+					prim = r.emit("pg_interval("+quote(text)+")", i, space)
+					i = p.i - 1
+					continue
+				case t.Val == "cast" && next.isOp("("):
+					stack = append(stack, frame{start: r.emit("pg_cast(", i, space), cast: true})
+					prim = -1
+					i++
+					continue
+				case t.Val == "as" && len(stack) > 0 && stack[len(stack)-1].cast:
+					if err := r.castType(i, to); err != nil {
+						return err
+					}
+					prim = stack[len(stack)-1].start
+					stack = stack[:len(stack)-1]
+					i = p.i - 1
+					continue
+				case t.Val == "as" && next.is("of") && i+2 < to && (toks[i+2].is("savepoint") || toks[i+2].is("checkpoint")):
+					if err := r.asOf(i, to, space); err != nil {
+						return err
+					}
+					prim = -1
+					i += 3
+					continue
+				case t.Val == "is" && next.is("not") && i+3 < to && toks[i+2].is("distinct") && toks[i+3].is("from"):
+					r.emit("<=>", i, space) // a IS NOT DISTINCT FROM b is MySQL's null-safe a <=> b
+					prim = -1
+					i += 3
+					continue
+				case t.Val == "is" && next.is("distinct"):
+					return p.notSupported(t, "IS DISTINCT FROM is not supported, use NOT (a IS NOT DISTINCT FROM b)")
+				case t.Val == "emit" && next.is("changes") && i+2 == to:
+					r.emits = true
+					return r.checkOpen(stack, to)
+				}
+			}
+			start := -1
+			if i > from && toks[i-1].isOp(".") && prim >= 0 {
+				start = prim // a.b: the primary began at a
+			}
+			text := t.Val
+			if t.Kind == tQIdent {
+				text = quoteIdent(t.Val)
+			}
+			k := r.emit(text, i, space)
+			if start < 0 {
+				start = k
+			}
+			prim = start
+			callable = t.Kind == tQIdent || !notFuncKeywords[t.Val]
+			if !callable {
+				prim = -1 // a keyword such as SELECT ends no primary
+			}
+		case tOp:
+			switch t.Val {
+			case ";":
+				return p.syntaxError(t)
+			case "(":
+				k := r.emit("(", i, space)
+				start := k
+				if wasCallable && prim >= 0 {
+					start = prim
+				}
+				stack = append(stack, frame{start: start})
+				prim = -1
+			case ")":
+				if len(stack) == 0 || stack[len(stack)-1].cast {
+					return p.syntaxError(t)
+				}
+				r.emit(")", i, space)
+				prim = stack[len(stack)-1].start
+				stack = stack[:len(stack)-1]
+			case "::":
+				if prim < 0 {
+					return p.syntaxError(t)
+				}
+				p.i = i + 1
+				typ, err := p.typeName()
+				if err != nil {
+					return err
+				}
+				if p.i > to {
+					return p.syntaxError(toks[to])
+				}
+				// "pg_cast(" goes where the primary begins (outside any earlier cast of a chain).
+				r.out[prim].pre = "pg_cast(" + r.out[prim].pre
+				r.emit(", "+quote(typ.String())+")", i, false)
+				i = p.i - 1
+			case ".":
+				r.emit(".", i, space)
+				// keep prim: a qualified name continues
+				continue
+			default:
+				r.emit(t.Val, i, space)
+				prim = -1
+			}
+		}
+	}
+	return r.checkOpen(stack, to)
+}
+
+// checkOpen reports an unclosed parenthesis as a syntax error at the end.
+func (r *rewriter) checkOpen(stack []frame, to int) error {
+	if len(stack) > 0 {
+		return r.p.syntaxError(r.p.toks[to])
+	}
+	return nil
+}
+
+// castType handles "AS type )" closing CAST(x AS type); toks[i] is AS.
+func (r *rewriter) castType(i, to int) error {
+	p := r.p
+	p.i = i + 1
+	typ, err := p.typeName()
+	if err != nil {
+		return err
+	}
+	if p.i >= to || !p.toks[p.i].isOp(")") {
+		return p.syntaxError(p.toks[min(p.i, to)])
+	}
+	p.i++
+	r.emit(", "+quote(typ.String())+")", i, false)
+	return nil
+}
+
+// asOf rewrites AS OF SAVEPOINT sp / AS OF CHECKPOINT n; toks[i] is AS.
+func (r *rewriter) asOf(i, to int, space bool) error {
+	p := r.p
+	kind, arg := p.toks[i+2], p.toks[min(i+3, to)]
+	if i+3 >= to {
+		return p.syntaxError(p.toks[to])
+	}
+	var call string
+	if kind.is("savepoint") {
+		if arg.Kind != tIdent && arg.Kind != tQIdent {
+			return p.syntaxError(arg)
+		}
+		call = "pg_asof_savepoint(" + quote(arg.Val) + ")"
+	} else {
+		if _, err := strconv.ParseUint(arg.Val, 10, 64); arg.Kind != tNumber || err != nil {
+			return p.syntaxError(arg)
+		}
+		call = "pg_asof_checkpoint(" + arg.Val + ")"
+	}
+	r.emit("as of timestamp "+call, i, space)
+	return nil
+}
+
+// tidbPool reuses TiDB parsers, which are costly to create and not safe for
+// concurrent use.
+var tidbPool = sync.Pool{New: func() any {
+	p := tidb.New()
+	p.SetSQLMode(mysql.ModeANSIQuotes | mysql.ModePipesAsConcat)
+	return p
+}}
+
+// tidbParse parses exactly one statement with TiDB.
+func tidbParse(text string) (node ast.StmtNode, err error) {
+	p := tidbPool.Get().(*tidb.Parser)
+	defer func() {
+		// The TiDB parser is third-party code fed untrusted text: a panic
+		// in it must not take the server down. The parser is not reused.
+		if r := recover(); r != nil {
+			node, err = nil, sqlerr.New(sqlerr.SyntaxError, "syntax error: %v", r)
+			return
+		}
+		tidbPool.Put(p)
+	}()
+	stmts, _, err := p.ParseSQL(text)
+	if err != nil {
+		return nil, err
+	}
+	if len(stmts) != 1 {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "syntax error")
+	}
+	return stmts[0], nil
+}
+
+// tidbErrOffset finds the byte offset in text that a TiDB syntax error
+// points at. TiDB says `line L column C near "REST"` where REST is the text
+// from the offending token to the end (cut at 2048 bytes, then followed by
+// "(total length N)").
+func tidbErrOffset(text string, err error) (int, bool) {
+	msg := err.Error()
+	k := strings.Index(msg, ` near "`)
+	if k < 0 {
+		return 0, false
+	}
+	rest := msg[k+len(` near "`):]
+	if j := strings.LastIndex(rest, "(total length "); j >= 0 {
+		n, err := strconv.Atoi(strings.TrimSuffix(rest[j+len("(total length "):], ")"))
+		if err == nil && n <= len(text) {
+			return len(text) - n, true
+		}
+	}
+	for off := 0; off <= len(text); off++ {
+		if strings.HasPrefix(rest, text[off:]) && strings.HasPrefix(rest[len(text)-off:], `"`) {
+			return off, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,109 @@
+package sql
+
+import (
+	"context"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+)
+
+type arrowRecord = arrow.RecordBatch
+type arrowArray = arrow.Array
+
+func newRecord(ts []types.T, cols []arrow.Array, n int) arrow.RecordBatch {
+	fs := make([]arrow.Field, len(ts))
+	for i, t := range ts {
+		fs[i] = types.Field("c", t)
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fs, nil), cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}
+
+// transient tracks running change-stream jobs; they get barriers from the
+// engine's ticker without being waited for.
+var transient struct {
+	sync.Mutex
+	jobs map[*exec.Job]bool
+}
+
+func (e *Engine) addTransient(j *exec.Job) {
+	transient.Lock()
+	defer transient.Unlock()
+	if transient.jobs == nil {
+		transient.jobs = map[*exec.Job]bool{}
+	}
+	transient.jobs[j] = true
+}
+
+func (e *Engine) removeTransient(j *exec.Job) {
+	transient.Lock()
+	delete(transient.jobs, j)
+	transient.Unlock()
+	j.Stop()
+}
+
+func (e *Engine) tickTransient(epoch uint64) {
+	transient.Lock()
+	defer transient.Unlock()
+	for j := range transient.jobs {
+		j.TryInjectBarrier(&exec.Barrier{Epoch: epoch})
+	}
+}
+
+// TransientJobs is the number of running change streams.
+func (e *Engine) TransientJobs() int {
+	transient.Lock()
+	defer transient.Unlock()
+	return len(transient.jobs)
+}
+
+// changeRows streams a transient job's changes, each row followed by its op.
+type changeRows struct {
+	e    *Engine
+	job  *exec.Job
+	out  chan exec.Chunk
+	ts   []types.T
+	once sync.Once
+}
+
+func (r *changeRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	select {
+	case c := <-r.out:
+		defer c.Rec.Release()
+		n := int(c.Rec.NumRows())
+		cols := make([]arrow.Array, 0, len(r.ts)+1)
+		for i := range r.ts {
+			col := c.Rec.Column(i)
+			col.Retain()
+			cols = append(cols, col)
+		}
+		bl := types.NewBuilder(exec.Allocator(), types.TText)
+		for i := 0; i < n; i++ {
+			op := exec.OpInsert
+			if c.Ops != nil {
+				op = c.Ops[i]
+			}
+			types.AppendDatum(bl, types.Str(op.String()), types.TText)
+		}
+		cols = append(cols, bl.NewArray())
+		bl.Release()
+		return newRecord(append(append([]types.T(nil), r.ts...), types.TText), cols, n), nil
+	case <-r.job.Failed():
+		return nil, r.job.Err()
+	case <-ctx.Done():
+		return nil, sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
+	}
+}
+
+func (r *changeRows) Close() {
+	r.once.Do(func() { r.e.removeTransient(r.job) })
+}
+
+type arrowBuilder = array.Builder

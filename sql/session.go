@@ -1,0 +1,350 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/planner"
+	"github.com/streamdb/streamdb/sql/bind"
+	"github.com/streamdb/streamdb/sql/parse"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Session is one client's connection state.
+type Session struct {
+	e       *Engine
+	user    string
+	vars    map[string]string
+	tx      byte
+	cursors map[string]*cursor
+}
+
+// NewSession starts a session.
+func (e *Engine) NewSession(user, database string) *Session {
+	s := &Session{e: e, user: user, vars: map[string]string{}, tx: 'I', cursors: map[string]*cursor{}}
+	for k, v := range sessionDefaults {
+		s.vars[k] = v
+	}
+	return s
+}
+
+// TxStatus is the transaction status for ReadyForQuery.
+func (s *Session) TxStatus() byte { return s.tx }
+
+// Close ends the session, closing its cursors (and their live jobs).
+func (s *Session) Close() {
+	for _, c := range s.cursors {
+		c.rows.Close()
+	}
+	s.cursors = nil
+}
+
+// PrepareAll parses every statement of a simple-protocol query string.
+// Statements are bound when executed, so a later statement may use a table
+// an earlier one creates.
+func (s *Session) PrepareAll(ctx context.Context, query string) ([]*Stmt, error) {
+	stmts, err := parse.ParseAll(query)
+	if err != nil {
+		return nil, err
+	}
+	if len(stmts) == 0 {
+		return []*Stmt{{SQL: query, Empty: true}}, nil
+	}
+	out := make([]*Stmt, len(stmts))
+	for i, st := range stmts {
+		out[i] = &Stmt{SQL: query, impl: st}
+		markCopy(out[i], st)
+	}
+	return out, nil
+}
+
+func markCopy(out *Stmt, st parse.Statement) {
+	if c, ok := st.(*parse.Copy); ok {
+		out.CopyIn, out.CopyOut = c.From, !c.From
+	}
+}
+
+// Prepare parses and describes one statement (extended protocol).
+func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32) (*Stmt, error) {
+	stmts, err := parse.ParseAll(query)
+	if err != nil {
+		return nil, err
+	}
+	if len(stmts) == 0 {
+		return &Stmt{SQL: query, Empty: true}, nil
+	}
+	if len(stmts) > 1 {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "cannot insert multiple commands into a prepared statement")
+	}
+	st := &Stmt{SQL: query, impl: stmts[0]}
+	markCopy(st, stmts[0])
+	params := make([]types.T, len(paramOIDs))
+	for i, oid := range paramOIDs {
+		t, ok := types.FromOID(oid)
+		if !ok {
+			return nil, sqlerr.New(sqlerr.UndefinedObject, "type with OID %d is not supported", oid)
+		}
+		params[i] = t
+	}
+	st.ParamTypes = params
+	if err := s.describe(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// describe binds a query to learn its parameter and result types.
+func (s *Session) describe(st *Stmt) error {
+	switch n := st.impl.(type) {
+	case *parse.Query:
+		b := &bind.Binder{Cat: s.e, Params: st.ParamTypes}
+		switch q := n.Node.(type) {
+		case ast.ResultSetNode:
+			plan, err := b.BindQuery(q)
+			if err != nil {
+				return err
+			}
+			st.Columns = columnsOf(plan)
+			if n.EmitChanges {
+				st.Columns = append(st.Columns, Column{Name: "op", T: types.TText})
+			}
+		case *ast.InsertStmt:
+			if _, _, err := b.BindInsert(q); err != nil {
+				return err
+			}
+		case *ast.ExplainStmt:
+			st.Columns = []Column{{Name: "QUERY PLAN", T: types.TText}}
+		}
+		st.ParamTypes = b.Params
+	case *parse.Show, *parse.ShowObjects, *parse.ShowCreate, *parse.Fetch:
+		// Columns are known once executed; describe by executing nothing.
+		cols, err := s.showColumns(st.impl.(parse.Statement))
+		if err != nil {
+			return err
+		}
+		st.Columns = cols
+	}
+	return nil
+}
+
+func columnsOf(n planner.Node) []Column {
+	sch := n.Schema()
+	cols := make([]Column, len(sch))
+	for i, c := range sch {
+		cols[i] = Column{Name: c.Name, T: c.T}
+		if c.T.Kind == types.Unknown {
+			cols[i].T = types.TText
+		}
+	}
+	return cols
+}
+
+// Execute runs a statement.
+func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (*Result, error) {
+	if st.Empty {
+		return &Result{}, nil
+	}
+	if len(params) != len(st.ParamTypes) {
+		return nil, sqlerr.New(sqlerr.ProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(params), len(st.ParamTypes))
+	}
+	switch n := st.impl.(type) {
+	case *parse.Query:
+		return s.execQuery(ctx, st, n, params)
+	case *parse.CreateTable:
+		return s.e.createTable(n)
+	case *parse.CreateView:
+		return s.e.createView(ctx, n)
+	case *parse.Drop:
+		return s.e.drop(n)
+	case *parse.Copy:
+		return s.execCopy(ctx, st, n)
+	case *parse.Set:
+		return s.execSet(n)
+	case *parse.Reset:
+		return s.execReset(n)
+	case *parse.Show, *parse.ShowObjects, *parse.ShowCreate:
+		return s.execShow(st, st.impl.(parse.Statement))
+	case *parse.Checkpoint:
+		if _, err := s.e.coord.Trigger(ctx, "manual"); err != nil {
+			return nil, err
+		}
+		return &Result{Tag: "CHECKPOINT"}, nil
+	case *parse.Declare:
+		return s.declare(ctx, n)
+	case *parse.Fetch:
+		return s.fetch(ctx, st, n)
+	case *parse.CloseCursor:
+		return s.closeCursor(n)
+	case *parse.Discard:
+		if n.Deallocate != "" {
+			return &Result{Tag: "DEALLOCATE"}, nil
+		}
+		for name := range s.cursors {
+			s.closeCursor(&parse.CloseCursor{Cursor: name})
+		}
+		return &Result{Tag: "DISCARD ALL"}, nil
+	case *parse.CreateSavepoint, *parse.Restore, *parse.StopJob, *parse.StartJob, *parse.AlterView:
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s is not implemented yet", stmtName(st.impl.(parse.Statement)))
+	}
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "statement %T is not supported", st.impl)
+}
+
+func stmtName(n parse.Statement) string {
+	switch n.(type) {
+	case *parse.CreateSavepoint:
+		return "CREATE SAVEPOINT"
+	case *parse.Restore:
+		return "RESTORE"
+	case *parse.StopJob:
+		return "STOP JOB"
+	case *parse.StartJob:
+		return "START JOB"
+	case *parse.AlterView:
+		return "ALTER MATERIALIZED VIEW"
+	}
+	return fmt.Sprintf("%T", n)
+}
+
+func (s *Session) exprCtx(params []types.Datum) *expr.Ctx {
+	return &expr.Ctx{Mem: exec.Allocator(), Params: params, Now: time.Now().UnixMicro()}
+}
+
+func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, params []types.Datum) (*Result, error) {
+	b := &bind.Binder{Cat: s.e, Params: append([]types.T(nil), st.ParamTypes...)}
+	switch n := q.Node.(type) {
+	case ast.ResultSetNode:
+		plan, err := b.BindQuery(n)
+		if err != nil {
+			return nil, err
+		}
+		st.Columns = columnsOf(plan)
+		if q.EmitChanges {
+			st.Columns = append(st.Columns, Column{Name: "op", T: types.TText})
+			rows, err := s.e.changeStream(plan, s.exprCtx(params))
+			if err != nil {
+				return nil, err
+			}
+			return &Result{Tag: "SELECT", Rows: rows}, nil
+		}
+		rows, err := s.e.runQuery(ctx, plan, s.exprCtx(params))
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Tag: "SELECT", Rows: rows}, nil
+	case *ast.InsertStmt:
+		target, src, err := b.BindInsert(n)
+		if err != nil {
+			return nil, err
+		}
+		count, err := s.e.insert(ctx, target, src, s.exprCtx(params))
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Tag: fmt.Sprintf("INSERT 0 %d", count)}, nil
+	case *ast.ExplainStmt:
+		rs, ok := n.Stmt.(ast.ResultSetNode)
+		if !ok {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "EXPLAIN supports queries only")
+		}
+		plan, err := b.BindQuery(rs)
+		if err != nil {
+			return nil, err
+		}
+		phys, err := planner.Physical(plan, s.e)
+		if err != nil {
+			return nil, err
+		}
+		st.Columns = []Column{{Name: "QUERY PLAN", T: types.TText}}
+		lines := strings.Split(strings.TrimRight(planner.Explain(phys), "\n"), "\n")
+		return &Result{Tag: "EXPLAIN", Rows: textRows(lines)}, nil
+	case *ast.BeginStmt:
+		s.tx = 'T'
+		return &Result{Tag: "BEGIN"}, nil
+	case *ast.CommitStmt:
+		s.tx = 'I'
+		return &Result{Tag: "COMMIT"}, nil
+	case *ast.RollbackStmt:
+		s.tx = 'I'
+		return &Result{Tag: "ROLLBACK"}, nil
+	case *ast.DropTableStmt:
+		d := &parse.Drop{Kind: parse.ObjTable, IfExists: n.IfExists}
+		for _, t := range n.Tables {
+			d.Names = append(d.Names, t.Name.L)
+		}
+		return s.e.drop(d)
+	case *ast.ShowStmt:
+		if n.Tp == ast.ShowTables {
+			return s.execShow(st, &parse.ShowObjects{What: "tables"})
+		}
+	case *ast.SetStmt:
+		for _, v := range n.Variables {
+			val := ""
+			if ve, ok := v.Value.(ast.ValueExpr); ok {
+				val = fmt.Sprint(ve.GetValue())
+			}
+			if _, err := s.execSet(&parse.Set{Name: strings.ToLower(v.Name), Value: val}); err != nil {
+				return nil, err
+			}
+		}
+		return &Result{Tag: "SET"}, nil
+	}
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "statement not supported: %s", q.SQL)
+}
+
+// runQuery runs a batch plan to completion and returns its rows.
+func (e *Engine) runQuery(ctx context.Context, plan planner.Node, ectx *expr.Ctx) (Rows, error) {
+	phys, err := planner.Physical(plan, e)
+	if err != nil {
+		return nil, err
+	}
+	var recs []arrow.RecordBatch
+	err = exec.Run(&exec.Ctx{Context: ctx, DB: e.db, Expr: ectx}, phys, func(r arrow.RecordBatch) error {
+		if r.NumRows() == 0 {
+			r.Release()
+			return nil
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		for _, r := range recs {
+			r.Release()
+		}
+		return nil, err
+	}
+	return &sliceRows{recs: recs}, nil
+}
+
+// Snapshot implements planner.Snapshots.
+func (e *Engine) Snapshot(a planner.AsOf) (storage.Reader, error) {
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "AS OF SAVEPOINT/CHECKPOINT is not implemented yet")
+}
+
+// sliceRows yields batches held in memory.
+type sliceRows struct {
+	recs []arrow.RecordBatch
+}
+
+func (r *sliceRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if len(r.recs) == 0 {
+		return nil, nil
+	}
+	rec := r.recs[0]
+	r.recs = r.recs[1:]
+	return rec, nil
+}
+
+func (r *sliceRows) Close() {
+	for _, rec := range r.recs {
+		rec.Release()
+	}
+	r.recs = nil
+}

@@ -1,0 +1,261 @@
+package sql
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/streamdb/streamdb/checkpoint"
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// Database settings persist across restarts and apply to every session;
+// they are validated here and read by the coordinator at every round.
+type settingDef struct {
+	def   string
+	check func(string) (string, error) // returns the normalized value
+}
+
+var dbSettings = map[string]settingDef{
+	"checkpoint.interval":           {"1s", durationOrOff},
+	"checkpoint.mode":               {"exactly_once", oneOf("exactly_once", "at_least_once")},
+	"checkpoint.min_pause":          {"0ms", duration},
+	"checkpoint.timeout":            {"60s", duration},
+	"checkpoint.max_concurrent":     {"1", intRange(1, 1)},
+	"checkpoint.retained":           {"20", intRange(1, 1000)},
+	"checkpoint.tolerable_failures": {"0", intRange(0, 1000)},
+	"checkpoint.cleanup":            {"retain_on_cancellation", oneOf("retain_on_cancellation", "delete_on_cancellation")},
+	"checkpoint.dir":                {"", anyValue},
+	"state.backend":                 {"pebble", oneOf("pebble", "memory")},
+	"restart.strategy":              {"fixed-delay", oneOf("fixed-delay", "failure-rate", "exponential-delay", "none")},
+	"restart.attempts":              {"2147483647", intRange(0, 2147483647)},
+	"restart.delay":                 {"1s", duration},
+	"restart.max_failures":          {"1", intRange(1, 1000000)},
+	"restart.failure_interval":      {"1min", duration},
+	"restart.initial_delay":         {"1s", duration},
+	"restart.max_delay":             {"5min", duration},
+	"restart.multiplier":            {"2.0", floatMin(1)},
+	"restart.jitter":                {"0.1", floatRange(0, 1)},
+	"job.error_policy":              {"fail", oneOf("fail", "skip")},
+}
+
+// Session settings that drivers send; accepted and reported by SHOW.
+var sessionDefaults = map[string]string{
+	"client_encoding":                     "UTF8",
+	"datestyle":                           "ISO, MDY",
+	"timezone":                            "UTC",
+	"extra_float_digits":                  "1",
+	"application_name":                    "",
+	"search_path":                         `"$user", public`,
+	"statement_timeout":                   "0",
+	"lock_timeout":                        "0",
+	"idle_in_transaction_session_timeout": "0",
+	"intervalstyle":                       "postgres",
+	"standard_conforming_strings":         "on",
+	"transaction_isolation":               "read committed",
+	"default_transaction_isolation":       "read committed",
+	"client_min_messages":                 "notice",
+	"bytea_output":                        "hex",
+	"server_version":                      "15.0",
+	"server_version_num":                  "150000",
+	"server_encoding":                     "UTF8",
+	"integer_datetimes":                   "on",
+	"max_identifier_length":               "63",
+	"session_characteristics":             "",
+	"jit":                                 "off",
+	"row_security":                        "on",
+	"default_transaction_read_only":       "off",
+	"transaction_read_only":               "off",
+	"is_superuser":                        "on",
+}
+
+var readOnly = map[string]bool{"server_version": true, "server_version_num": true, "server_encoding": true, "integer_datetimes": true, "max_identifier_length": true}
+
+func validateSetting(name, value string) (string, error) {
+	d, ok := dbSettings[name]
+	if !ok {
+		return "", sqlerr.New(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", name)
+	}
+	v, err := d.check(value)
+	if err != nil {
+		return "", &sqlerr.Error{Code: sqlerr.InvalidParameterValue,
+			Msg: fmt.Sprintf("invalid value for parameter %q: %q", name, value), Detail: err.Error()}
+	}
+	return v, nil
+}
+
+func anyValue(s string) (string, error) { return s, nil }
+
+func oneOf(vals ...string) func(string) (string, error) {
+	return func(s string) (string, error) {
+		l := strings.ToLower(strings.TrimSpace(s))
+		for _, v := range vals {
+			if l == v || strings.ReplaceAll(l, "-", "_") == strings.ReplaceAll(v, "-", "_") {
+				return v, nil
+			}
+		}
+		return "", fmt.Errorf("allowed values: %s", strings.Join(vals, ", "))
+	}
+}
+
+func intRange(lo, hi int64) func(string) (string, error) {
+	return func(s string) (string, error) {
+		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil || v < lo || v > hi {
+			return "", fmt.Errorf("expected an integer from %d to %d", lo, hi)
+		}
+		return strconv.FormatInt(v, 10), nil
+	}
+}
+
+func floatMin(lo float64) func(string) (string, error) { return floatRange(lo, 1e9) }
+
+func floatRange(lo, hi float64) func(string) (string, error) {
+	return func(s string) (string, error) {
+		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || v < lo || v > hi {
+			return "", fmt.Errorf("expected a number from %g to %g", lo, hi)
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	}
+}
+
+func duration(s string) (string, error) {
+	d, err := ParseDuration(s)
+	if err != nil {
+		return "", err
+	}
+	return formatDuration(d), nil
+}
+
+func durationOrOff(s string) (string, error) {
+	l := strings.ToLower(strings.TrimSpace(s))
+	if l == "off" || l == "0" || l == "none" {
+		return "off", nil
+	}
+	return duration(s)
+}
+
+// ParseDuration reads durations as Flink and PostgreSQL users write them:
+// "500ms", "1s", "10 s", "5min", "1 h", "2d"; a bare number is milliseconds.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	i := 0
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	num, unit := s[:i], strings.TrimSpace(s[i:])
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("expected a duration such as 500ms, 10s, 5min, 1h")
+	}
+	var mul time.Duration
+	switch unit {
+	case "", "ms", "msec", "millisecond", "milliseconds":
+		mul = time.Millisecond
+	case "us", "microsecond", "microseconds":
+		mul = time.Microsecond
+	case "s", "sec", "secs", "second", "seconds":
+		mul = time.Second
+	case "m", "min", "mins", "minute", "minutes":
+		mul = time.Minute
+	case "h", "hour", "hours":
+		mul = time.Hour
+	case "d", "day", "days":
+		mul = 24 * time.Hour
+	default:
+		return 0, fmt.Errorf("unknown duration unit %q (use ms, s, min, h, d)", unit)
+	}
+	return time.Duration(v * float64(mul)), nil
+}
+
+func formatDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0ms"
+	case d%(24*time.Hour) == 0:
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "min"
+	case d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}
+
+// setting returns a database setting's effective value: SET, else the
+// config file, else the default.
+func (e *Engine) setting(name string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.settingLocked(name)
+}
+
+func (e *Engine) settingLocked(name string) string {
+	if v, ok := e.mu.settings[name]; ok {
+		return v
+	}
+	if v, ok := e.mu.fileConf[name]; ok {
+		v, _ = validateSetting(name, v)
+		return v
+	}
+	return dbSettings[name].def
+}
+
+func (e *Engine) setSetting(name, value string, reset bool) error {
+	if !reset {
+		v, err := validateSetting(name, value)
+		if err != nil {
+			return err
+		}
+		value = v
+	} else if _, ok := dbSettings[name]; !ok {
+		return sqlerr.New(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", name)
+	}
+	if err := e.db.PutSetting(name, value, reset); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if reset {
+		delete(e.mu.settings, name)
+	} else {
+		e.mu.settings[name] = value
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *Engine) durationSetting(name string) time.Duration {
+	v := e.setting(name)
+	if v == "off" {
+		return 0
+	}
+	d, _ := ParseDuration(v)
+	return d
+}
+
+func (e *Engine) checkpointConfig() checkpoint.Config {
+	ret, _ := strconv.Atoi(e.setting("checkpoint.retained"))
+	return checkpoint.Config{
+		Interval:      e.durationSetting("checkpoint.interval"),
+		MinPause:      e.durationSetting("checkpoint.min_pause"),
+		Timeout:       e.durationSetting("checkpoint.timeout"),
+		MaxConcurrent: 1,
+		Retained:      ret,
+		AtLeastOnce:   e.setting("checkpoint.mode") == "at_least_once",
+	}
+}
+
+// allDBSettings returns every database setting name, sorted.
+func allDBSettings() []string {
+	names := make([]string, 0, len(dbSettings))
+	for n := range dbSettings {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

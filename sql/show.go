@@ -1,0 +1,387 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/sql/parse"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// table builds an in-memory result.
+type table struct {
+	cols []Column
+	rows [][]types.Datum
+}
+
+func (t *table) add(ds ...types.Datum) { t.rows = append(t.rows, ds) }
+
+func (t *table) result(st *Stmt, tag string) *Result {
+	st.Columns = t.cols
+	ts := make([]types.T, len(t.cols))
+	bls := make([]arrowBuilder, len(t.cols))
+	for i, c := range t.cols {
+		ts[i] = c.T
+		bls[i] = types.NewBuilder(exec.Allocator(), c.T)
+	}
+	for _, r := range t.rows {
+		for i, d := range r {
+			types.AppendDatum(bls[i], d, ts[i])
+		}
+	}
+	cols := make([]arrow.Array, len(bls))
+	for i, b := range bls {
+		cols[i] = b.NewArray()
+		b.Release()
+	}
+	if tag == "" {
+		tag = "SELECT"
+	}
+	return &Result{Tag: tag, Rows: &sliceRows{recs: []arrow.RecordBatch{newRecord(ts, cols, len(t.rows))}}}
+}
+
+func textCols(names ...string) []Column {
+	cs := make([]Column, len(names))
+	for i, n := range names {
+		cs[i] = Column{Name: n, T: types.TText}
+	}
+	return cs
+}
+
+func str(s string) types.Datum { return types.Str(s) }
+
+func (s *Session) showColumns(n parse.Statement) ([]Column, error) {
+	if f, ok := n.(*parse.Fetch); ok {
+		c := s.cursors[f.Cursor]
+		if c == nil {
+			return nil, sqlerr.New(sqlerr.InvalidCursorName, "cursor %q does not exist", f.Cursor)
+		}
+		return c.cols, nil
+	}
+	t, err := s.showTable(n)
+	if err != nil {
+		return nil, err
+	}
+	return t.cols, nil
+}
+
+func (s *Session) execShow(st *Stmt, n parse.Statement) (*Result, error) {
+	t, err := s.showTable(n)
+	if err != nil {
+		return nil, err
+	}
+	tag := "SHOW"
+	if _, ok := n.(*parse.ShowObjects); ok {
+		tag = fmt.Sprintf("SELECT %d", len(t.rows))
+	}
+	return t.result(st, tag), nil
+}
+
+func (s *Session) showTable(n parse.Statement) (*table, error) {
+	e := s.e
+	switch n := n.(type) {
+	case *parse.Show:
+		name := strings.ToLower(n.Name)
+		if name == "all" {
+			t := &table{cols: textCols("name", "setting", "description")}
+			for _, k := range allDBSettings() {
+				t.add(str(k), str(e.setting(k)), str("database setting"))
+			}
+			var keys []string
+			for k := range s.vars {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				t.add(str(k), str(s.vars[k]), str("session setting"))
+			}
+			return t, nil
+		}
+		t := &table{cols: textCols(n.Name)}
+		if _, ok := dbSettings[name]; ok {
+			t.add(str(e.setting(name)))
+			return t, nil
+		}
+		if v, ok := s.vars[name]; ok {
+			if name == "datestyle" {
+				t.cols[0].Name = "DateStyle"
+			}
+			if name == "timezone" {
+				t.cols[0].Name = "TimeZone"
+			}
+			t.add(str(v))
+			return t, nil
+		}
+		return nil, sqlerr.New(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", n.Name)
+	case *parse.ShowObjects:
+		switch n.What {
+		case "tables":
+			t := &table{cols: textCols("name")}
+			for _, d := range e.sortedTables(storage.KindStream) {
+				t.add(str(d.Name))
+			}
+			return t, nil
+		case "materialized views":
+			t := &table{cols: textCols("name", "definition")}
+			for _, d := range e.sortedTables(storage.KindView) {
+				t.add(str(d.Name), str(d.SQL))
+			}
+			return t, nil
+		case "jobs":
+			return e.showJobs(), nil
+		case "checkpoints":
+			t := &table{cols: []Column{{"id", types.TInt64}, {"status", types.TText}, {"trigger", types.TText},
+				{"started_at", types.TTimestamp}, {"duration_ms", types.TInt64}, {"alignment_ms", types.TInt64},
+				{"size", types.TInt64}, {"jobs", types.TText}, {"error", types.TText}}}
+			for _, r := range e.coord.History() {
+				errD := types.Null
+				if r.Error != "" {
+					errD = str(r.Error)
+				}
+				t.add(types.Int(int64(r.ID)), str(string(r.Status)), str(r.Trigger), types.Int(r.StartedAt.UTC().UnixMicro()),
+					types.Int(r.Duration.Milliseconds()), types.Int(r.Alignment.Milliseconds()), types.Int(r.Size),
+					str(strings.Join(r.Jobs, ",")), errD)
+			}
+			return t, nil
+		case "savepoints":
+			return &table{cols: []Column{{"name", types.TText}, {"views", types.TText}, {"checkpoint_id", types.TInt64},
+				{"created_at", types.TTimestamp}, {"size", types.TInt64}}}, nil
+		}
+	case *parse.ShowCreate:
+		d, ok := e.Table(n.Name)
+		if !ok {
+			return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", n.Name)
+		}
+		t := &table{cols: textCols("name", "create_statement")}
+		t.add(str(d.Name), str(createStatement(d)))
+		return t, nil
+	}
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SHOW %T is not supported", n)
+}
+
+func (e *Engine) sortedTables(kind storage.TableKind) []*storage.TableDef {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []*storage.TableDef
+	for _, t := range e.mu.tables {
+		if t.Kind == kind {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func createStatement(t *storage.TableDef) string {
+	if t.Kind == storage.KindView {
+		return fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS %s", t.Name, t.SQL)
+	}
+	var parts []string
+	for _, c := range t.Columns {
+		p := c.Name + " " + c.Type.String()
+		if c.NotNull {
+			p += " NOT NULL"
+		}
+		parts = append(parts, p)
+	}
+	if t.Watermark != nil {
+		parts = append(parts, t.Watermark.SQL)
+	}
+	s := fmt.Sprintf("CREATE TABLE %s (%s)", t.Name, strings.Join(parts, ", "))
+	if t.Partitions > 1 {
+		s += fmt.Sprintf(" WITH (partitions = %d)", t.Partitions)
+	}
+	return s
+}
+
+func (e *Engine) showJobs() *table {
+	t := &table{cols: []Column{{"name", types.TText}, {"state", types.TText}, {"restarts", types.TInt64},
+		{"rows_in", types.TInt64}, {"lag", types.TInt64}, {"last_error", types.TText}}}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	names := make([]string, 0, len(e.mu.jobs))
+	for n := range e.mu.jobs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		j := e.mu.jobs[n]
+		var rows, lag int64
+		if j.job != nil {
+			rows, lag = j.job.RowsIn.Load(), j.job.Lag()
+		}
+		last := types.Null
+		if j.lastErr != "" {
+			last = str(j.lastErr)
+		}
+		t.add(str(n), str(string(j.state)), types.Int(int64(j.restarts)), types.Int(rows), types.Int(lag), last)
+	}
+	return t
+}
+
+func (s *Session) execSet(n *parse.Set) (*Result, error) {
+	name := strings.ToLower(n.Name)
+	if _, ok := dbSettings[name]; ok {
+		if err := s.e.setSetting(name, n.Value, n.Default); err != nil {
+			return nil, err
+		}
+		return &Result{Tag: "SET"}, nil
+	}
+	if readOnly[name] {
+		return nil, sqlerr.New(sqlerr.CantChangeRuntimeParam, "parameter %q cannot be changed", name)
+	}
+	if _, ok := sessionDefaults[name]; !ok {
+		prefix, _, dotted := strings.Cut(name, ".")
+		if !dotted || prefix == "checkpoint" || prefix == "restart" || prefix == "state" || prefix == "job" {
+			return nil, sqlerr.New(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", n.Name)
+		}
+	}
+	v := n.Value
+	if n.Default {
+		v = sessionDefaults[name]
+	}
+	switch name {
+	case "client_encoding":
+		if u := strings.ToUpper(strings.ReplaceAll(v, "-", "")); u != "UTF8" && u != "UNICODE" && u != "SQL_ASCII" {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "invalid value for parameter \"client_encoding\": %q (only UTF8 is supported)", v)
+		}
+		v = "UTF8"
+	case "datestyle":
+		// Only ISO output is supported; PostgreSQL keeps the unmentioned half.
+		v = "ISO, MDY"
+	case "timezone":
+		if u := strings.ToUpper(v); u != "UTC" && u != "GMT" && u != "ETC/UTC" && u != "Z" && u != "+00" && u != "00:00" && u != "0" {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "invalid value for parameter \"TimeZone\": %q (only UTC is supported)", v)
+		}
+		v = "UTC"
+	}
+	s.vars[name] = v
+	res := &Result{Tag: "SET"}
+	switch name {
+	case "client_encoding", "datestyle", "timezone", "application_name", "intervalstyle", "standard_conforming_strings":
+		report := map[string]string{"client_encoding": "client_encoding", "datestyle": "DateStyle", "timezone": "TimeZone",
+			"application_name": "application_name", "intervalstyle": "IntervalStyle", "standard_conforming_strings": "standard_conforming_strings"}[name]
+		res.ParamChanges = map[string]string{report: v}
+	}
+	return res, nil
+}
+
+func (s *Session) execReset(n *parse.Reset) (*Result, error) {
+	name := strings.ToLower(n.Name)
+	if name == "all" {
+		for k, v := range sessionDefaults {
+			s.vars[k] = v
+		}
+		return &Result{Tag: "RESET"}, nil
+	}
+	if _, ok := dbSettings[name]; ok {
+		if err := s.e.setSetting(name, "", true); err != nil {
+			return nil, err
+		}
+		return &Result{Tag: "RESET"}, nil
+	}
+	if _, err := s.execSet(&parse.Set{Name: name, Default: true}); err != nil {
+		return nil, err
+	}
+	return &Result{Tag: "RESET"}, nil
+}
+
+// cursor is a DECLAREd query whose rows FETCH reads.
+type cursor struct {
+	cols    []Column
+	rows    Rows
+	pending arrow.RecordBatch // rows read but not yet fetched
+}
+
+func (s *Session) declare(ctx context.Context, n *parse.Declare) (*Result, error) {
+	if _, ok := s.cursors[n.Cursor]; ok {
+		return nil, sqlerr.New(sqlerr.DuplicateCursor, "cursor %q already exists", n.Cursor)
+	}
+	st := &Stmt{SQL: n.Query.SQL, impl: n.Query}
+	res, err := s.execQuery(context.Background(), st, n.Query, nil)
+	if err != nil {
+		return nil, err
+	}
+	if res.Rows == nil {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "DECLARE CURSOR needs a query that returns rows")
+	}
+	s.cursors[n.Cursor] = &cursor{cols: st.Columns, rows: res.Rows}
+	return &Result{Tag: "DECLARE CURSOR"}, nil
+}
+
+func (s *Session) fetch(ctx context.Context, st *Stmt, n *parse.Fetch) (*Result, error) {
+	c := s.cursors[n.Cursor]
+	if c == nil {
+		return nil, sqlerr.New(sqlerr.InvalidCursorName, "cursor %q does not exist", n.Cursor)
+	}
+	st.Columns = c.cols
+	want := n.Count
+	var out []arrow.RecordBatch
+	got := int64(0)
+	for want < 0 || got < want {
+		rec := c.pending
+		c.pending = nil
+		if rec == nil {
+			// A live cursor returns what has arrived once it has some rows.
+			wctx := ctx
+			if got > 0 {
+				var cancel context.CancelFunc
+				wctx, cancel = context.WithTimeout(ctx, 10*time.Millisecond)
+				r, err := c.rows.Next(wctx)
+				cancel()
+				if err != nil {
+					break
+				}
+				rec = r
+			} else {
+				r, err := c.rows.Next(wctx)
+				if err != nil {
+					return nil, err
+				}
+				rec = r
+			}
+		}
+		if rec == nil {
+			break
+		}
+		n := rec.NumRows()
+		if want >= 0 && got+n > want {
+			take := want - got
+			out = append(out, rec.NewSlice(0, take))
+			c.pending = rec.NewSlice(take, n)
+			rec.Release()
+			got += take
+			break
+		}
+		out = append(out, rec)
+		got += n
+	}
+	return &Result{Tag: fmt.Sprintf("FETCH %d", got), Rows: &sliceRows{recs: out}}, nil
+}
+
+func (s *Session) closeCursor(n *parse.CloseCursor) (*Result, error) {
+	if n.Cursor == "" {
+		for name, c := range s.cursors {
+			c.rows.Close()
+			delete(s.cursors, name)
+		}
+		return &Result{Tag: "CLOSE CURSOR ALL"}, nil
+	}
+	c := s.cursors[n.Cursor]
+	if c == nil {
+		return nil, sqlerr.New(sqlerr.InvalidCursorName, "cursor %q does not exist", n.Cursor)
+	}
+	c.rows.Close()
+	if c.pending != nil {
+		c.pending.Release()
+	}
+	delete(s.cursors, n.Cursor)
+	return &Result{Tag: "CLOSE CURSOR"}, nil
+}

@@ -1,0 +1,101 @@
+// Package sqlerr is the one error type of streamdb: an error that carries the
+// PostgreSQL SQLSTATE it was made with. Errors get their code where they are
+// made; only wire/ turns them into ErrorResponse messages.
+package sqlerr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// SQLSTATE codes used across streamdb, as PostgreSQL assigns them.
+const (
+	SyntaxError             = "42601"
+	UndefinedTable          = "42P01"
+	UndefinedColumn         = "42703"
+	UndefinedObject         = "42704"
+	UndefinedFunction       = "42883"
+	DatatypeMismatch        = "42804"
+	DuplicateTable          = "42P07"
+	DuplicateObject         = "42710"
+	DuplicateColumn         = "42701"
+	AmbiguousColumn         = "42702"
+	GroupingError           = "42803"
+	InvalidTextRep          = "22P02"
+	NumericOutOfRange       = "22003"
+	DivisionByZero          = "22012"
+	InvalidParameterValue   = "22023"
+	InvalidDatetimeFormat   = "22007"
+	DatetimeFieldOverflow   = "22008"
+	StringDataRightTrunc    = "22001"
+	BadCopyFileFormat       = "22P04"
+	NotNullViolation        = "23502"
+	DependentObjectsExist   = "2BP01"
+	WrongObjectType         = "42809"
+	CantChangeRuntimeParam  = "55P02"
+	ProtocolViolation       = "08P01"
+	FeatureNotSupported     = "0A000"
+	ObjectNotInPrereqState  = "55000"
+	QueryCanceled           = "57014"
+	AdminShutdown           = "57P01"
+	ProgramLimitExceeded    = "54000"
+	InsufficientResources   = "53000"
+	OutOfMemory             = "53200"
+	InvalidCursorName       = "34000"
+	InvalidSQLStatementName = "26000"
+	DuplicatePreparedStmt   = "42P05"
+	DuplicateCursor         = "42P03"
+	InvalidAuthorization    = "28000"
+	InvalidPassword         = "28P01"
+	DataCorrupted           = "XX001"
+	Internal                = "XX000"
+	InFailedTransaction     = "25P02"
+	IOError                 = "58030"
+)
+
+// Error is an error with a SQLSTATE.
+type Error struct {
+	Code   string // SQLSTATE, five characters
+	Msg    string
+	Detail string
+	Hint   string
+	// Position is a 1-based character offset into the statement, 0 if none.
+	Position int
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// New makes an Error with a formatted message.
+func New(code, format string, args ...any) *Error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Wrap gives err the code unless it already carries one.
+func Wrap(code string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Code: code, Msg: err.Error()}
+}
+
+// Code returns the SQLSTATE carried by err, or XX000 if it has none.
+func Code(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return Internal
+}
+
+// As returns err as an *Error, giving code XX000 to errors without one.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: Internal, Msg: err.Error()}
+}

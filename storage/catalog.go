@@ -1,0 +1,52 @@
+package storage
+
+import "github.com/streamdb/streamdb/types"
+
+// ColumnDef is one column of a stream or view.
+type ColumnDef struct {
+	Name    string
+	Type    types.T
+	NotNull bool
+}
+
+// Watermark is a table's WATERMARK FOR clause: Column is the event-time
+// column, Delay the allowed lateness in microseconds (ts - INTERVAL ...).
+type Watermark struct {
+	Column  string
+	DelayUS int64
+	SQL     string // the clause as written, for SHOW CREATE TABLE
+}
+
+// TableKind says what a catalog entry is.
+type TableKind uint8
+
+const (
+	KindStream TableKind = iota // CREATE TABLE: an append-only stream with a durable log
+	KindView                    // CREATE MATERIALIZED VIEW: rows maintained by a job
+)
+
+// TableDef is a catalog entry. It is immutable once stored; DDL stores a new one.
+type TableDef struct {
+	ID         uint64
+	Name       string
+	Kind       TableKind
+	Columns    []ColumnDef
+	Watermark  *Watermark `json:",omitempty"`
+	Partitions int
+	// For views: the defining query as the user wrote it, and the key columns
+	// (indexes into Columns) that identify a row; none means a multiset of rows.
+	SQL     string `json:",omitempty"`
+	KeyCols []int  `json:",omitempty"`
+	// Options holds per-object settings (e.g. a view's restart.* keys).
+	Options map[string]string `json:",omitempty"`
+}
+
+// Column returns the index of the named column, or -1.
+func (t *TableDef) Column(name string) int {
+	for i, c := range t.Columns {
+		if c.Name == name {
+			return i
+		}
+	}
+	return -1
+}

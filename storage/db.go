@@ -1,0 +1,260 @@
+// Package storage is streamdb's one Pebble database: the catalog, every
+// stream's durable partitioned log, operator state, view rows, settings and
+// checkpoint records. Nothing above exec/ touches Pebble; operators reach
+// their state through StateTable.
+//
+// Key layout (all integers big-endian so keys sort numerically):
+//
+//	c/<name>                              catalog entry (JSON TableDef)
+//	g/seq                                 next object id
+//	l/<table:8><partition:4><offset:8>    a log block: the rows from offset on (Arrow IPC)
+//	s/<job:8><op:4><key...>               operator state
+//	v/<view:8><key...>                    a view's rows
+//	o/<job:8><table:8><partition:4>       a job's committed source offset
+//	k/<checkpoint:8>                      checkpoint record (JSON)
+//	m/<name>                              a database setting
+//
+// Durability: every commit that acknowledges user data is synced. Writes
+// become visible in WAL order, and a synced write makes every earlier write
+// durable, so a checkpoint that covers some rows also makes them durable.
+package storage
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// DB is the database. It is safe for concurrent use.
+type DB struct {
+	pdb *pebble.DB
+	dir string
+
+	mu struct {
+		sync.Mutex
+		nextID uint64
+		logs   map[logKey]*partitionLog
+	}
+}
+
+// Options configures Open.
+type Options struct {
+	// FS is the filesystem (nil: the OS). Tests pass a crash-simulating one.
+	FS vfs.FS
+	// CacheBytes is Pebble's block cache size (0: 64 MiB).
+	CacheBytes int64
+}
+
+// Open opens or creates the database in dir.
+func Open(dir string, o Options) (*DB, error) {
+	cacheBytes := o.CacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = 64 << 20
+	}
+	cache := pebble.NewCache(cacheBytes)
+	defer cache.Unref()
+	popts := &pebble.Options{
+		FS:                          o.FS,
+		Cache:                       cache,
+		MemTableSize:                64 << 20,
+		MemTableStopWritesThreshold: 4,
+		L0CompactionThreshold:       4,
+		L0StopWritesThreshold:       24,
+		FormatMajorVersion:          pebble.FormatNewest,
+		Logger:                      quietLogger{},
+	}
+	pdb, err := pebble.Open(dir, popts)
+	if err != nil {
+		return nil, sqlerr.Wrap(sqlerr.IOError, fmt.Errorf("open %s: %w", dir, err))
+	}
+	db := &DB{pdb: pdb, dir: dir}
+	db.mu.logs = make(map[logKey]*partitionLog)
+	if v, ok, err := db.get([]byte("g/seq")); err != nil {
+		pdb.Close()
+		return nil, err
+	} else if ok {
+		db.mu.nextID = binary.BigEndian.Uint64(v)
+	} else {
+		db.mu.nextID = 1
+	}
+	return db, nil
+}
+
+// Close closes the database cleanly.
+func (db *DB) Close() error { return db.pdb.Close() }
+
+// Dir is the directory the database lives in.
+func (db *DB) Dir() string { return db.dir }
+
+// Pebble exposes the underlying database to checkpoint/ (exports, snapshots).
+func (db *DB) Pebble() *pebble.DB { return db.pdb }
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}
+
+func (db *DB) get(key []byte) ([]byte, bool, error) {
+	v, closer, err := db.pdb.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out, true, nil
+}
+
+// NewID allocates an object id, durable with the next commit that writes b.
+func (db *DB) NewID(b *pebble.Batch) uint64 {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	id := db.mu.nextID
+	db.mu.nextID++
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], db.mu.nextID)
+	b.Set([]byte("g/seq"), v[:], nil)
+	return id
+}
+
+// NewBatch returns an empty write batch.
+func (db *DB) NewBatch() *pebble.Batch { return db.pdb.NewBatch() }
+
+// Commit applies b; sync makes it durable before returning.
+func (db *DB) Commit(b *pebble.Batch, sync bool) error {
+	opts := pebble.NoSync
+	if sync {
+		opts = pebble.Sync
+	}
+	if err := db.pdb.Apply(b, opts); err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	return nil
+}
+
+// --- catalog ---
+
+func catalogKey(name string) []byte { return append([]byte("c/"), name...) }
+
+// LoadCatalog returns every catalog entry.
+func (db *DB) LoadCatalog() ([]*TableDef, error) {
+	var out []*TableDef
+	err := db.scanPrefix(db.pdb, []byte("c/"), func(k, v []byte) error {
+		t := new(TableDef)
+		if err := json.Unmarshal(v, t); err != nil {
+			return sqlerr.New(sqlerr.DataCorrupted, "catalog entry %q: %v", k, err)
+		}
+		out = append(out, t)
+		return nil
+	})
+	return out, err
+}
+
+// PutTable adds the write of a catalog entry to b.
+func PutTable(b *pebble.Batch, t *TableDef) {
+	v, err := json.Marshal(t)
+	if err != nil {
+		panic(err) // TableDef always marshals
+	}
+	b.Set(catalogKey(t.Name), v, nil)
+}
+
+// DeleteTable adds the removal of a catalog entry and all its data to b.
+func DeleteTable(b *pebble.Batch, t *TableDef) {
+	b.Delete(catalogKey(t.Name), nil)
+	id := idBytes(t.ID)
+	for _, p := range [][]byte{[]byte("l/"), []byte("v/")} {
+		start := append(append([]byte(nil), p...), id...)
+		b.DeleteRange(start, prefixEnd(start), nil)
+	}
+}
+
+// --- settings ---
+
+// LoadSettings returns every stored database setting.
+func (db *DB) LoadSettings() (map[string]string, error) {
+	out := map[string]string{}
+	err := db.scanPrefix(db.pdb, []byte("m/"), func(k, v []byte) error {
+		out[string(k[2:])] = string(v)
+		return nil
+	})
+	return out, err
+}
+
+// PutSetting durably stores (or with del, removes) a database setting.
+func (db *DB) PutSetting(name, value string, del bool) error {
+	b := db.pdb.NewBatch()
+	if del {
+		b.Delete([]byte("m/"+name), nil)
+	} else {
+		b.Set([]byte("m/"+name), []byte(value), nil)
+	}
+	return db.Commit(b, true)
+}
+
+// --- helpers ---
+
+type reader interface {
+	NewIter(*pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+func (db *DB) scanPrefix(r reader, prefix []byte, fn func(k, v []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return sqlerr.Wrap(sqlerr.IOError, err)
+		}
+		if err := fn(it.Key(), v); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	return nil
+}
+
+func idBytes(id uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], id)
+	return b[:]
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// Reader is a consistent read view: the live database or a snapshot.
+type Reader interface {
+	NewIter(*pebble.IterOptions) (*pebble.Iterator, error)
+	Get(key []byte) ([]byte, io.Closer, error)
+}
+
+// Snapshot returns a consistent read view of the database; close it when done.
+func (db *DB) Snapshot() *pebble.Snapshot { return db.pdb.NewSnapshot() }

@@ -1,0 +1,254 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// A stream's log is a sequence of blocks per partition. A block holds the
+// rows [offset, offset+n) as one Arrow IPC record batch, prefixed with n.
+// Offsets are assigned under the partition's lock and blocks are applied in
+// offset order, so a reader that sees offset o sees every offset below it.
+
+type logKey struct {
+	table uint64
+	part  uint32
+}
+
+type partitionLog struct {
+	mu     sync.Mutex // serialises appends
+	loaded bool
+	start  uint64 // oldest retained offset
+	next   uint64 // next offset to assign; every offset below is visible
+	notify chan struct{}
+}
+
+func logPrefix(table uint64, part uint32) []byte {
+	k := make([]byte, 0, 22)
+	k = append(k, "l/"...)
+	k = binary.BigEndian.AppendUint64(k, table)
+	return binary.BigEndian.AppendUint32(k, part)
+}
+
+func logBlockKey(table uint64, part uint32, off uint64) []byte {
+	return binary.BigEndian.AppendUint64(logPrefix(table, part), off)
+}
+
+func (db *DB) partition(table uint64, part uint32) (*partitionLog, error) {
+	db.mu.Lock()
+	pl := db.mu.logs[logKey{table, part}]
+	if pl == nil {
+		pl = &partitionLog{notify: make(chan struct{})}
+		db.mu.logs[logKey{table, part}] = pl
+	}
+	db.mu.Unlock()
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.loaded {
+		return pl, nil
+	}
+	prefix := logPrefix(table, part)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	defer it.Close()
+	if it.First() {
+		pl.start = binary.BigEndian.Uint64(it.Key()[len(prefix):])
+	}
+	if it.Last() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, sqlerr.Wrap(sqlerr.IOError, err)
+		}
+		pl.next = binary.BigEndian.Uint64(it.Key()[len(prefix):]) + uint64(binary.BigEndian.Uint32(v))
+	}
+	pl.loaded = true
+	return pl, nil
+}
+
+// EncodeBlock encodes rec as a log block.
+func EncodeBlock(rec arrow.RecordBatch) ([]byte, error) {
+	var buf bytes.Buffer
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(rec.NumRows()))
+	buf.Write(n[:])
+	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
+	if err := w.Write(rec); err != nil {
+		return nil, sqlerr.Wrap(sqlerr.Internal, err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, sqlerr.Wrap(sqlerr.Internal, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// DecodeBlock decodes a log block; the record is allocated from mem.
+func DecodeBlock(mem memory.Allocator, v []byte) (arrow.RecordBatch, error) {
+	if len(v) < 4 {
+		return nil, sqlerr.New(sqlerr.DataCorrupted, "log block too short")
+	}
+	r, err := ipc.NewReader(bytes.NewReader(v[4:]), ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, sqlerr.New(sqlerr.DataCorrupted, "log block: %v", err)
+	}
+	defer r.Release()
+	if !r.Next() {
+		return nil, sqlerr.New(sqlerr.DataCorrupted, "log block: no record: %v", r.Err())
+	}
+	rec := r.RecordBatch()
+	rec.Retain()
+	return rec, nil
+}
+
+// AppendLog appends recs, as consecutive blocks, to one partition of a
+// stream and returns the first offset once they are durable. All blocks
+// commit atomically, and concurrent appends share fsyncs.
+func (db *DB) AppendLog(table uint64, part uint32, recs []arrow.RecordBatch) (uint64, error) {
+	blocks := make([][]byte, 0, len(recs))
+	for _, r := range recs {
+		if r.NumRows() == 0 {
+			continue
+		}
+		v, err := EncodeBlock(r)
+		if err != nil {
+			return 0, err
+		}
+		blocks = append(blocks, v)
+	}
+	pl, err := db.partition(table, part)
+	if err != nil {
+		return 0, err
+	}
+	b := db.pdb.NewBatch()
+	pl.mu.Lock()
+	first := pl.next
+	off := first
+	for _, v := range blocks {
+		b.Set(logBlockKey(table, part, off), v, nil)
+		off += uint64(binary.BigEndian.Uint32(v))
+	}
+	if err := db.pdb.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+		pl.mu.Unlock()
+		return 0, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	if off != first {
+		pl.next = off
+		close(pl.notify)
+		pl.notify = make(chan struct{})
+	}
+	pl.mu.Unlock()
+	err = b.SyncWait()
+	b.Close()
+	if err != nil {
+		return 0, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	return first, nil
+}
+
+// LogBounds returns a partition's oldest retained offset, its end (next
+// offset to be written), and a channel closed when the end moves.
+func (db *DB) LogBounds(table uint64, part uint32) (start, end uint64, changed <-chan struct{}, err error) {
+	pl, err := db.partition(table, part)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.start, pl.next, pl.notify, nil
+}
+
+// ReadLog calls fn with every block overlapping offsets [from, to), in
+// order, sliced to that range; first is the offset of the block's first row.
+// fn owns rec and must release it.
+func (db *DB) ReadLog(mem memory.Allocator, table uint64, part uint32, from, to uint64,
+	fn func(first uint64, rec arrow.RecordBatch) error) error {
+	if from >= to {
+		return nil
+	}
+	prefix := logPrefix(table, part)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{
+		LowerBound: prefix,
+		UpperBound: logBlockKey(table, part, to),
+	})
+	if err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	defer it.Close()
+	// The block holding `from` starts at or before it.
+	ok := it.SeekLT(logBlockKey(table, part, from+1))
+	if !ok {
+		ok = it.First()
+	}
+	for ; ok; ok = it.Next() {
+		off := binary.BigEndian.Uint64(it.Key()[len(prefix):])
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return sqlerr.Wrap(sqlerr.IOError, err)
+		}
+		n := uint64(binary.BigEndian.Uint32(v))
+		if off+n <= from {
+			continue
+		}
+		rec, err := DecodeBlock(mem, v)
+		if err != nil {
+			return err
+		}
+		lo, hi := uint64(0), n
+		if off < from {
+			lo = from - off
+		}
+		if off+n > to {
+			hi = to - off
+		}
+		if lo != 0 || hi != n {
+			s := rec.NewSlice(int64(lo), int64(hi))
+			rec.Release()
+			rec = s
+		}
+		if err := fn(off+lo, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TruncateLog deletes the blocks that lie wholly below offset `below`.
+func (db *DB) TruncateLog(table uint64, part uint32, below uint64) error {
+	pl, err := db.partition(table, part)
+	if err != nil {
+		return err
+	}
+	prefix := logPrefix(table, part)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: logBlockKey(table, part, below+1)})
+	if err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	// Keep the block that contains `below`.
+	cut := uint64(0)
+	if it.SeekLT(logBlockKey(table, part, below+1)) {
+		cut = binary.BigEndian.Uint64(it.Key()[len(prefix):])
+	}
+	it.Close()
+	if cut == 0 {
+		return nil
+	}
+	b := db.pdb.NewBatch()
+	b.DeleteRange(prefix, logBlockKey(table, part, cut), nil)
+	if err := db.Commit(b, false); err != nil {
+		return err
+	}
+	pl.mu.Lock()
+	if cut > pl.start {
+		pl.start = cut
+	}
+	pl.mu.Unlock()
+	return nil
+}

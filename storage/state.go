@@ -1,0 +1,158 @@
+package storage
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// Batch collects one job's writes for one epoch: state changes, view row
+// changes and source offsets. It is safe for concurrent use by the job's
+// operators. The coordinator commits the batches of every job together.
+type Batch struct {
+	mu sync.Mutex
+	b  *pebble.Batch
+}
+
+// NewEpochBatch returns an empty epoch batch.
+func (db *DB) NewEpochBatch() *Batch { return &Batch{b: db.pdb.NewBatch()} }
+
+func stateKey(job uint64, op uint32, key []byte) []byte {
+	k := make([]byte, 0, 14+len(key))
+	k = append(k, "s/"...)
+	k = binary.BigEndian.AppendUint64(k, job)
+	k = binary.BigEndian.AppendUint32(k, op)
+	return append(k, key...)
+}
+
+func viewKey(view uint64, key []byte) []byte {
+	k := make([]byte, 0, 10+len(key))
+	k = append(k, "v/"...)
+	k = binary.BigEndian.AppendUint64(k, view)
+	return append(k, key...)
+}
+
+func offsetKey(job, table uint64, part uint32) []byte {
+	k := make([]byte, 0, 22)
+	k = append(k, "o/"...)
+	k = binary.BigEndian.AppendUint64(k, job)
+	k = binary.BigEndian.AppendUint64(k, table)
+	return binary.BigEndian.AppendUint32(k, part)
+}
+
+// PutState records an operator's state for key.
+func (b *Batch) PutState(job uint64, op uint32, key, val []byte) {
+	b.mu.Lock()
+	b.b.Set(stateKey(job, op, key), val, nil)
+	b.mu.Unlock()
+}
+
+// DeleteState removes an operator's state for key.
+func (b *Batch) DeleteState(job uint64, op uint32, key []byte) {
+	b.mu.Lock()
+	b.b.Delete(stateKey(job, op, key), nil)
+	b.mu.Unlock()
+}
+
+// PutViewRow stores a view row under its key.
+func (b *Batch) PutViewRow(view uint64, key, row []byte) {
+	b.mu.Lock()
+	b.b.Set(viewKey(view, key), row, nil)
+	b.mu.Unlock()
+}
+
+// DeleteViewRow removes a view row.
+func (b *Batch) DeleteViewRow(view uint64, key []byte) {
+	b.mu.Lock()
+	b.b.Delete(viewKey(view, key), nil)
+	b.mu.Unlock()
+}
+
+// SetOffset records the offset a job has consumed a stream partition up to.
+func (b *Batch) SetOffset(job, table uint64, part uint32, off uint64) {
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], off)
+	b.mu.Lock()
+	b.b.Set(offsetKey(job, table, part), v[:], nil)
+	b.mu.Unlock()
+}
+
+// Len is the size of the batch's encoded writes in bytes.
+func (b *Batch) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Len()
+}
+
+// CommitEpoch commits the batches of every job, plus meta (a checkpoint
+// record, may be nil under key k/<id>), atomically; sync makes it durable.
+func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) error {
+	all := db.pdb.NewBatch()
+	for _, b := range batches {
+		b.mu.Lock()
+		err := all.Apply(b.b, nil)
+		b.mu.Unlock()
+		if err != nil {
+			return sqlerr.Wrap(sqlerr.IOError, err)
+		}
+	}
+	if meta != nil {
+		all.Set(binary.BigEndian.AppendUint64([]byte("k/"), id), meta, nil)
+	}
+	return db.Commit(all, sync)
+}
+
+// LoadOffset returns a job's committed offset in a stream partition (0 if none).
+func (db *DB) LoadOffset(job, table uint64, part uint32) (uint64, error) {
+	v, ok, err := db.get(offsetKey(job, table, part))
+	if err != nil || !ok {
+		return 0, err
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// ScanState calls fn with every state entry of an operator (key without prefix).
+func (db *DB) ScanState(job uint64, op uint32, fn func(key, val []byte) error) error {
+	prefix := stateKey(job, op, nil)
+	return db.scanPrefix(db.pdb, prefix, func(k, v []byte) error { return fn(k[len(prefix):], v) })
+}
+
+// ScanView calls fn with every row of a view as seen by r (nil: live).
+func (db *DB) ScanView(r Reader, view uint64, fn func(key, row []byte) error) error {
+	if r == nil {
+		r = db.pdb
+	}
+	prefix := viewKey(view, nil)
+	return db.scanPrefix(r, prefix, func(k, v []byte) error { return fn(k[len(prefix):], v) })
+}
+
+// DeleteJobData adds to b the removal of a job's state, offsets and view rows.
+func DeleteJobData(b *pebble.Batch, job uint64) {
+	for _, p := range []string{"s/", "o/", "v/"} {
+		start := binary.BigEndian.AppendUint64([]byte(p), job)
+		b.DeleteRange(start, prefixEnd(start), nil)
+	}
+}
+
+// LoadRecords returns the checkpoint records with id > after, in id order.
+func (db *DB) LoadRecords(after uint64) ([][]byte, error) {
+	var out [][]byte
+	it, err := db.pdb.NewIter(&pebble.IterOptions{
+		LowerBound: binary.BigEndian.AppendUint64([]byte("k/"), after+1),
+		UpperBound: prefixEnd([]byte("k/")),
+	})
+	if err != nil {
+		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, sqlerr.Wrap(sqlerr.IOError, err)
+		}
+		out = append(out, append([]byte(nil), v...))
+	}
+	return out, nil
+}

@@ -1,0 +1,343 @@
+package sqllogic
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// This file holds the process helpers shared by end-to-end tests: build the
+// streamdb binary once per test process, start it on a data directory, wait
+// until it accepts connections, stop it with SIGTERM or kill -9, restart it.
+
+// StartupTimeout bounds how long a server may take to accept connections.
+const StartupTimeout = 60 * time.Second
+
+// StopTimeout bounds how long a server may take to exit after SIGTERM.
+const StopTimeout = 30 * time.Second
+
+var build struct {
+	once sync.Once
+	dir  string // temporary directory holding the binary
+	path string
+	err  error
+}
+
+// Binary returns the path of a streamdb binary built from this checkout,
+// building it on first use (once per test process). If STREAMDB_BIN is set it
+// names a prebuilt binary instead. Call Cleanup from TestMain to remove the
+// built binary.
+func Binary() (string, error) {
+	build.once.Do(func() {
+		if p := os.Getenv("STREAMDB_BIN"); p != "" {
+			build.path = p
+			return
+		}
+		dir, err := os.MkdirTemp("", "streamdb-test-bin-")
+		if err != nil {
+			build.err = err
+			return
+		}
+		build.dir = dir
+		path := filepath.Join(dir, "streamdb")
+		cmd := exec.Command("go", "build", "-o", path, "github.com/streamdb/streamdb/cmd/streamdb")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			build.err = fmt.Errorf("go build ./cmd/streamdb: %v\n%s", err, out)
+			return
+		}
+		build.path = path
+	})
+	return build.path, build.err
+}
+
+// Cleanup removes the binary built by Binary.
+func Cleanup() {
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+	}
+}
+
+// Server is a streamdb process started by a test.
+type Server struct {
+	tb      testing.TB
+	bin     string
+	dataDir string
+	env     []string // added to the process environment
+	args    []string
+	addr    string // host:port the server listens on
+	out     *outputLog
+
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has exited
+	waitErr error         // set before exited is closed
+}
+
+// StartServer builds (once) and starts streamdb with --data-dir dataDir (a new
+// t.TempDir() if empty) on a free loopback port, and waits until it accepts
+// connections. The server is killed when the test ends if it is still
+// running; its output is logged if the test failed.
+func StartServer(t testing.TB, dataDir string, extraArgs ...string) *Server {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startServer(t, bin, nil, dataDir, extraArgs...)
+}
+
+// startServer starts bin (with env added to the environment) as StartServer
+// does.
+func startServer(t testing.TB, bin string, env []string, dataDir string, extraArgs ...string) *Server {
+	t.Helper()
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{tb: t, bin: bin, env: env, dataDir: dataDir, args: extraArgs, addr: addr, out: &outputLog{}}
+	t.Cleanup(func() {
+		if s.running() {
+			s.kill()
+		}
+		if out := s.out.tail(64 << 10); t.Failed() && out != "" {
+			t.Logf("streamdb output (data dir %s):\n%s", s.dataDir, out)
+		}
+	})
+	s.start(t)
+	return s
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+// The port is chosen here rather than with --listen :0 so a restarted server
+// comes back on the same address.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+var listeningRe = regexp.MustCompile(`listening on (\S+)`)
+
+func (s *Server) start(t testing.TB) {
+	t.Helper()
+	args := append([]string{"--listen", s.addr, "--data-dir", s.dataDir}, s.args...)
+	s.cmd = exec.Command(s.bin, args...)
+	if s.env != nil {
+		s.cmd.Env = append(os.Environ(), s.env...)
+	}
+	s.out.restarted()
+	s.cmd.Stdout = s.out
+	s.cmd.Stderr = s.out
+	s.exited = make(chan struct{})
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start streamdb: %v", err)
+	}
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		s.waitErr = cmd.Wait()
+		close(exited)
+	}(s.cmd, s.exited)
+
+	deadline := time.Now().Add(StartupTimeout)
+	for {
+		select {
+		case <-s.exited:
+			t.Fatalf("streamdb exited before accepting connections (%s); output:\n%s", exitStatus(s.waitErr), s.out.tail(16<<10))
+		default:
+		}
+		// The server says where it listens; normally that is where we asked.
+		if m := listeningRe.FindStringSubmatch(s.out.sinceStart()); m != nil {
+			s.addr = strings.TrimRight(m[1], ".,;")
+		}
+		if s.ping() == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.kill()
+			t.Fatalf("streamdb did not accept connections on %s within %v; output:\n%s", s.addr, StartupTimeout, s.out.tail(16<<10))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+func (s *Server) ping() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.ConnString())
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
+func (s *Server) running() bool {
+	if s.cmd == nil {
+		return false
+	}
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Addr returns the host:port the server listens on.
+func (s *Server) Addr() string { return s.addr }
+
+// DataDir returns the server's data directory.
+func (s *Server) DataDir() string { return s.dataDir }
+
+// ConnString returns a pgx/libpq connection URL for the server.
+func (s *Server) ConnString() string { return ConnString(s.addr) }
+
+// ConnString returns the connection URL for a streamdb server at addr
+// (host:port); an addr that is already a URL is returned unchanged.
+func ConnString(addr string) string {
+	if strings.Contains(addr, "://") {
+		return addr
+	}
+	return "postgres://streamdb@" + addr + "/streamdb?sslmode=disable"
+}
+
+// Conn opens a connection to the server, closed when the test ends.
+func (s *Server) Conn(t testing.TB) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.ConnString())
+	if err != nil {
+		t.Fatalf("connect to streamdb at %s: %v", s.addr, err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// Output returns everything the server has printed, across restarts.
+func (s *Server) Output() string { return s.out.String() }
+
+// Kill9 kills the server with SIGKILL and waits for it to exit.
+func (s *Server) Kill9() {
+	s.tb.Helper()
+	if !s.running() {
+		s.tb.Fatalf("Kill9: streamdb is not running")
+	}
+	s.kill()
+}
+
+func (s *Server) kill() {
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+}
+
+// Stop sends SIGTERM and waits for the server to exit; it fails the test if
+// the server does not exit with status 0 within StopTimeout.
+func (s *Server) Stop() {
+	s.tb.Helper()
+	if !s.running() {
+		s.tb.Fatalf("Stop: streamdb is not running (exit: %v)", s.waitErr)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		s.tb.Fatalf("Stop: SIGTERM: %v", err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(StopTimeout):
+		s.kill()
+		s.tb.Fatalf("Stop: streamdb did not exit within %v of SIGTERM; killed it", StopTimeout)
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case s.waitErr == nil:
+	case errors.As(s.waitErr, &exitErr):
+		s.tb.Fatalf("Stop: streamdb exited with %v after SIGTERM, want status 0", exitErr)
+	default:
+		s.tb.Fatalf("Stop: %v", s.waitErr)
+	}
+}
+
+// Restart stops the server gracefully if it is running, then starts it again
+// with the same data directory, address and arguments. Connections opened
+// before must be reopened.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if s.running() {
+		s.Stop()
+	}
+	s.start(t)
+}
+
+// outputLog collects a process's combined output, keeping the most recent
+// maxOutput bytes.
+type outputLog struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	start int // offset in buf where the current process's output begins
+}
+
+const maxOutput = 4 << 20
+
+func (o *outputLog) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf.Write(p)
+	if o.buf.Len() > maxOutput {
+		drop := o.buf.Len() - maxOutput/2
+		o.buf.Next(drop)
+		o.start = max(0, o.start-drop)
+	}
+	return len(p), nil
+}
+
+// restarted marks the start of a new process's output.
+func (o *outputLog) restarted() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.buf.Len() > 0 {
+		o.buf.WriteString("---- restart ----\n")
+	}
+	o.start = o.buf.Len()
+}
+
+func (o *outputLog) sinceStart() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return string(o.buf.Bytes()[o.start:])
+}
+
+func (o *outputLog) tail(n int) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b := o.buf.Bytes()
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+func (o *outputLog) String() string { return o.tail(maxOutput) }

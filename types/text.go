@@ -1,0 +1,1137 @@
+package types
+
+import (
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// Text I/O: PostgreSQL's input syntax (typinput) and output format
+// (typoutput, DateStyle ISO, IntervalStyle postgres, extra_float_digits 1).
+//
+// Deviations: unconstrained NUMERIC is stored at scale 16, so its output
+// trims trailing fraction zeros instead of keeping the input's own scale
+// (PostgreSQL prints 1.50::numeric as 1.50, streamdb as 1.5). Intervals hold
+// whole microseconds, as PostgreSQL's do. 'now', 'today' and friends are not
+// accepted as timestamp input; time zone suffixes are accepted and ignored,
+// as PostgreSQL does for timestamp without time zone.
+
+// Special timestamp and date values, with PostgreSQL's representation of
+// infinity (the extremes of the stored integer).
+const (
+	TimestampInfinity    = math.MaxInt64
+	TimestampNegInfinity = math.MinInt64
+	DateInfinity         = math.MaxInt32
+	DateNegInfinity      = math.MinInt32
+)
+
+// ParseText parses s in PostgreSQL's input syntax for t. Unknown yields
+// the text itself.
+func ParseText(s string, t T) (Datum, error) {
+	switch t.Kind {
+	case Bool:
+		b, ok := parseBool(s)
+		if !ok {
+			return Null, sqlerr.New(sqlerr.InvalidTextRep, "invalid input syntax for type boolean: %s", quote(s))
+		}
+		return Boolean(b), nil
+	case Int16, Int32, Int64:
+		v, err := parseInt(s, t)
+		return Int(v), err
+	case Float32, Float64:
+		f, err := parseFloat(s, t)
+		return Float(f), err
+	case Numeric:
+		n, err := parseNumeric(s, t)
+		return Datum{D: n}, err
+	case Text:
+		v, err := fitVarchar(s, t, false)
+		return Str(v), err
+	case Timestamp:
+		v, err := parseTimestamp(s)
+		return Int(v), err
+	case Date:
+		v, err := parseDate(s)
+		return Int(v), err
+	case Interval:
+		iv, err := parseInterval(s)
+		return Datum{IV: iv}, err
+	}
+	return Str(s), nil
+}
+
+// AppendText appends d's PostgreSQL text output. d must not be NULL.
+func AppendText(buf []byte, d Datum, t T) []byte {
+	switch t.Kind {
+	case Bool:
+		if d.I != 0 {
+			return append(buf, 't')
+		}
+		return append(buf, 'f')
+	case Int16, Int32, Int64:
+		return strconv.AppendInt(buf, d.I, 10)
+	case Float32:
+		return appendFloat(buf, d.F, 32)
+	case Float64:
+		return appendFloat(buf, d.F, 64)
+	case Numeric:
+		if t.Prec > 0 {
+			return AppendNumeric(buf, d.D, t.Scale)
+		}
+		ds := DisplayScale(d.D, t.Scale)
+		n, _ := Rescale(d.D, t.Scale, ds) // exact: only zeros are dropped
+		return AppendNumeric(buf, n, ds)
+	case Timestamp:
+		return appendTimestamp(buf, d.I)
+	case Date:
+		return appendDate(buf, d.I)
+	case Interval:
+		return appendInterval(buf, d.IV)
+	}
+	return append(buf, d.S...)
+}
+
+// TextOf returns d's PostgreSQL text output.
+func TextOf(d Datum, t T) string {
+	if t.Kind == Text || t.Kind == Unknown {
+		return d.S
+	}
+	var tmp [64]byte
+	return string(AppendText(tmp[:0], d, t))
+}
+
+func quote(s string) string { return "\"" + s + "\"" }
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+func trimSpace(s string) string {
+	i, j := 0, len(s)
+	for i < j && isSpace(s[i]) {
+		i++
+	}
+	for j > i && isSpace(s[j-1]) {
+		j--
+	}
+	return s[i:j]
+}
+
+func eqFoldASCII(a, b string) bool { return len(a) == len(b) && strings.EqualFold(a, b) }
+
+// parseBool accepts PostgreSQL's boolean spellings: any unambiguous prefix
+// of true/false/yes/no, on/off (two letters at least), 1/0.
+func parseBool(s string) (bool, bool) {
+	v := strings.ToLower(trimSpace(s))
+	if v == "" {
+		return false, false
+	}
+	prefixOf := func(word string, minLen int) bool {
+		return len(v) >= minLen && len(v) <= len(word) && word[:len(v)] == v
+	}
+	switch {
+	case prefixOf("true", 1), prefixOf("yes", 1), prefixOf("on", 2), v == "1":
+		return true, true
+	case prefixOf("false", 1), prefixOf("no", 1), prefixOf("off", 2), v == "0":
+		return false, true
+	}
+	return false, false
+}
+
+// intRange returns the bounds of an integer kind.
+func intRange(k Kind) (lo, hi int64) {
+	switch k {
+	case Int16:
+		return math.MinInt16, math.MaxInt16
+	case Int32:
+		return math.MinInt32, math.MaxInt32
+	}
+	return math.MinInt64, math.MaxInt64
+}
+
+func parseInt(s string, t T) (int64, error) {
+	v := trimSpace(s)
+	i := 0
+	neg := false
+	if i < len(v) && (v[i] == '+' || v[i] == '-') {
+		neg = v[i] == '-'
+		i++
+	}
+	if i == len(v) {
+		return 0, sqlerr.New(sqlerr.InvalidTextRep, "invalid input syntax for type %s: %s", t, quote(s))
+	}
+	var mag uint64
+	overflow := false
+	for ; i < len(v); i++ {
+		c := v[i]
+		if c < '0' || c > '9' {
+			return 0, sqlerr.New(sqlerr.InvalidTextRep, "invalid input syntax for type %s: %s", t, quote(s))
+		}
+		if mag > (math.MaxUint64-9)/10 {
+			overflow = true
+			continue
+		}
+		mag = mag*10 + uint64(c-'0')
+	}
+	lo, hi := intRange(t.Kind)
+	var r int64
+	switch {
+	case overflow:
+	case neg && mag <= uint64(-(lo+1))+1:
+		r = -int64(mag-1) - 1
+	case !neg && mag <= uint64(hi):
+		r = int64(mag)
+	default:
+		overflow = true
+	}
+	if overflow || r < lo || r > hi {
+		return 0, sqlerr.New(sqlerr.NumericOutOfRange, "value %s is out of range for type %s", quote(s), t)
+	}
+	return r, nil
+}
+
+func parseFloat(s string, t T) (float64, error) {
+	v := trimSpace(s)
+	bitSize := 64
+	if t.Kind == Float32 {
+		bitSize = 32
+	}
+	f, err := strconv.ParseFloat(v, bitSize)
+	if err != nil {
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			return 0, sqlerr.New(sqlerr.NumericOutOfRange, "%s is out of range for type %s", quote(s), t)
+		}
+		return 0, sqlerr.New(sqlerr.InvalidTextRep, "invalid input syntax for type %s: %s", t, quote(s))
+	}
+	if strings.IndexByte(v, '_') >= 0 { // Go-only syntax: digit separators
+		return 0, sqlerr.New(sqlerr.InvalidTextRep, "invalid input syntax for type %s: %s", t, quote(s))
+	}
+	if f == 0 && hasNonZeroMantissa(v) {
+		return 0, sqlerr.New(sqlerr.NumericOutOfRange, "%s is out of range for type %s", quote(s), t)
+	}
+	return f, nil
+}
+
+// hasNonZeroMantissa reports whether a decimal float literal has a nonzero digit before its exponent.
+func hasNonZeroMantissa(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == 'e' || c == 'E':
+			return false
+		case c >= '1' && c <= '9':
+			return true
+		}
+	}
+	return false
+}
+
+func parseFloatBytes(b []byte) (float64, error) { return strconv.ParseFloat(string(b), 64) }
+
+// appendFloat prints f as PostgreSQL 12+ does by default: the shortest
+// digits that round-trip, in fixed notation when the decimal exponent is in
+// [-4, 15) for double (and [-4, 6) for real), else as d.ddde+XX.
+func appendFloat(buf []byte, f float64, bitSize int) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(buf, "NaN"...)
+	case math.IsInf(f, 1):
+		return append(buf, "Infinity"...)
+	case math.IsInf(f, -1):
+		return append(buf, "-Infinity"...)
+	case f == 0:
+		if math.Signbit(f) {
+			return append(buf, "-0"...)
+		}
+		return append(buf, '0')
+	}
+	var tmp [32]byte
+	e := shortestFloat(tmp[:0], f, bitSize)
+	if f < 0 {
+		buf = append(buf, '-')
+		e = e[1:]
+	}
+	// e is d[.ddd]e±XX; split it into digits and the decimal exponent.
+	var digits [24]byte
+	nd := 0
+	i := 0
+	for ; e[i] != 'e'; i++ {
+		if e[i] != '.' {
+			digits[nd] = e[i]
+			nd++
+		}
+	}
+	exp := 0
+	for _, c := range e[i+2:] {
+		exp = exp*10 + int(c-'0')
+	}
+	if e[i+1] == '-' {
+		exp = -exp
+	}
+	d := digits[:nd]
+	hiExp := 15
+	if bitSize == 32 {
+		hiExp = 6
+	}
+	switch {
+	case exp < -4 || exp >= hiExp:
+		return append(buf, e...)
+	case exp < 0:
+		buf = append(buf, '0', '.')
+		for j := -1; j > exp; j-- {
+			buf = append(buf, '0')
+		}
+		return append(buf, d...)
+	case nd <= exp+1:
+		buf = append(buf, d...)
+		for j := nd; j <= exp; j++ {
+			buf = append(buf, '0')
+		}
+		return buf
+	}
+	buf = append(buf, d[:exp+1]...)
+	buf = append(buf, '.')
+	return append(buf, d[exp+1:]...)
+}
+
+// shortestFloat appends f in Go's shortest 'e' form, except that, like
+// PostgreSQL's Ryu (built without STRICTLY_SHORTEST), it never picks a
+// decimal lying exactly halfway between f and a neighbour: it then takes
+// the shortest correctly rounded form strictly inside the interval.
+func shortestFloat(buf []byte, f float64, bitSize int) []byte {
+	e := strconv.AppendFloat(buf, f, 'e', -1, bitSize)
+	// Halfway points have a short decimal form only when the float's
+	// spacing is at least 1/2 (see the package tests), i.e. for large magnitudes.
+	limit := float64(1 << 51)
+	if bitSize == 32 {
+		limit = 1 << 21
+	}
+	if math.Abs(f) < limit || !isFloatTie(e, f, bitSize) {
+		return e
+	}
+	maxDigits := 17
+	if bitSize == 32 {
+		maxDigits = 9
+	}
+	for p := countDigits(e) + 1; p <= maxDigits; p++ {
+		c := strconv.AppendFloat(buf[:0], f, 'e', p-1, bitSize)
+		if back, err := strconv.ParseFloat(string(c), bitSize); err == nil && back == f && !isFloatTie(c, f, bitSize) {
+			return c
+		}
+	}
+	return strconv.AppendFloat(buf[:0], f, 'e', maxDigits-1, bitSize)
+}
+
+func countDigits(e []byte) int {
+	n := 0
+	for _, c := range e {
+		if c == 'e' {
+			break
+		}
+		if c >= '0' && c <= '9' {
+			n++
+		}
+	}
+	return n
+}
+
+// isFloatTie reports whether the decimal s is exactly the midpoint between
+// f and one of its neighbours at the given precision.
+func isFloatTie(s []byte, f float64, bitSize int) bool {
+	dec, ok := new(big.Rat).SetString(string(s))
+	if !ok {
+		return false
+	}
+	for _, dir := range []float64{math.Inf(1), math.Inf(-1)} {
+		var next float64
+		if bitSize == 32 {
+			next = float64(math.Nextafter32(float32(f), float32(dir)))
+		} else {
+			next = math.Nextafter(f, dir)
+		}
+		if math.IsInf(next, 0) {
+			continue
+		}
+		mid := new(big.Rat).SetFloat64(f)
+		mid.Add(mid, new(big.Rat).SetFloat64(next))
+		mid.Quo(mid, big.NewRat(2, 1))
+		if mid.Cmp(dec) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// fitVarchar applies VARCHAR(n)'s length limit. Input (and assignment)
+// rejects longer values unless the excess is all spaces; an explicit cast
+// truncates.
+func fitVarchar(s string, t T, explicit bool) (string, error) {
+	if t.Prec <= 0 || len(s) <= int(t.Prec) {
+		return s, nil
+	}
+	n := 0
+	for i := range s {
+		if n == int(t.Prec) {
+			if explicit || strings.TrimLeft(s[i:], " ") == "" {
+				return s[:i], nil
+			}
+			return "", sqlerr.New(sqlerr.StringDataRightTrunc, "value too long for type %s", t)
+		}
+		n++
+	}
+	return s, nil
+}
+
+func validUTF8(b []byte) error {
+	if utf8.Valid(b) {
+		return nil
+	}
+	return sqlerr.New("22021", "invalid byte sequence for encoding \"UTF8\"")
+}
+
+// --- timestamps and dates ---
+
+const (
+	usPerSec  = 1000000
+	usPerMin  = 60 * usPerSec
+	usPerHour = 60 * usPerMin
+	usPerDay  = 24 * usPerHour
+)
+
+// dtScanner reads the ISO date/time forms PostgreSQL accepts.
+type dtScanner struct {
+	s string
+	i int
+}
+
+func (p *dtScanner) digits(maxLen int) (int64, int, bool) {
+	start := p.i
+	var v int64
+	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' && p.i-start < maxLen {
+		v = v*10 + int64(p.s[p.i]-'0')
+		p.i++
+	}
+	return v, p.i - start, p.i > start
+}
+
+func (p *dtScanner) eat(c byte) bool {
+	if p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *dtScanner) spaces() bool {
+	start := p.i
+	for p.i < len(p.s) && isSpace(p.s[p.i]) {
+		p.i++
+	}
+	return p.i > start
+}
+
+type dtErr uint8
+
+const (
+	dtOK dtErr = iota
+	dtSyntax
+	dtRange
+)
+
+// parseDateTime parses 'Y-M-D[( |T)H:M[:S[.frac]]][tz][ BC|AD]' into days
+// since 1970-01-01 and microseconds into the day.
+func parseDateTime(s string) (days, usec int64, e dtErr) {
+	p := dtScanner{s: trimSpace(s)}
+	year, n, ok := p.digits(9)
+	if !ok || n < 1 || !p.eat('-') {
+		return 0, 0, dtSyntax
+	}
+	month, _, ok := p.digits(2)
+	if !ok || !p.eat('-') {
+		return 0, 0, dtSyntax
+	}
+	day, _, ok := p.digits(2)
+	if !ok {
+		return 0, 0, dtSyntax
+	}
+	var hour, min, sec, fsec int64
+	sep := p.eat('T') || p.eat('t')
+	sp := p.spaces()
+	if p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+		if !sep && !sp {
+			return 0, 0, dtSyntax
+		}
+		hour, _, _ = p.digits(2)
+		if !p.eat(':') {
+			return 0, 0, dtSyntax
+		}
+		if min, _, ok = p.digits(2); !ok {
+			return 0, 0, dtSyntax
+		}
+		if p.eat(':') {
+			if sec, _, ok = p.digits(2); !ok {
+				return 0, 0, dtSyntax
+			}
+			if p.eat('.') {
+				start := p.i
+				for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+					p.i++
+				}
+				if p.i > start {
+					// PostgreSQL reads the fraction as a double and rounds to even.
+					frac, _ := strconv.ParseFloat("0."+p.s[start:p.i], 64)
+					fsec = int64(math.RoundToEven(frac * usPerSec))
+				}
+			}
+		}
+		p.spaces()
+		// A time zone is accepted and ignored for timestamp without time zone.
+		if p.eat('Z') || p.eat('z') {
+		} else if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
+			p.i++
+			if _, _, ok := p.digits(4); !ok {
+				return 0, 0, dtSyntax
+			}
+			if p.eat(':') {
+				if _, _, ok := p.digits(2); !ok {
+					return 0, 0, dtSyntax
+				}
+			}
+		}
+	} else if sep {
+		return 0, 0, dtSyntax
+	}
+	p.spaces()
+	bc := false
+	if rest := p.s[p.i:]; rest != "" {
+		switch strings.ToLower(rest) {
+		case "bc":
+			bc = true
+		case "ad":
+		default:
+			return 0, 0, dtSyntax
+		}
+	}
+	if year == 0 || month < 1 || month > 12 || day < 1 || day > int64(daysIn(yearOf(year, bc), int(month))) {
+		return 0, 0, dtRange
+	}
+	if hour > 24 || min > 59 || sec > 60 || (hour == 24 && (min > 0 || sec > 0 || fsec > 0)) {
+		return 0, 0, dtRange
+	}
+	days = daysFromCivil(yearOf(year, bc), int(month), int(day))
+	usec = hour*usPerHour + min*usPerMin + sec*usPerSec + fsec
+	return days, usec, dtOK
+}
+
+// yearOf maps a year as written (with its era) to the astronomical year (1 BC is 0).
+func yearOf(y int64, bc bool) int64 {
+	if bc {
+		return 1 - y
+	}
+	return y
+}
+
+func specialDateTime(s string) (int8, bool) {
+	switch strings.ToLower(trimSpace(s)) {
+	case "infinity", "+infinity":
+		return 1, true
+	case "-infinity":
+		return -1, true
+	case "epoch":
+		return 0, true
+	}
+	return 0, false
+}
+
+func dtError(e dtErr, s, typ string) error {
+	if e == dtRange {
+		return sqlerr.New(sqlerr.DatetimeFieldOverflow, "date/time field value out of range: %s", quote(s))
+	}
+	return sqlerr.New(sqlerr.InvalidDatetimeFormat, "invalid input syntax for type %s: %s", typ, quote(s))
+}
+
+func parseTimestamp(s string) (int64, error) {
+	if sp, ok := specialDateTime(s); ok {
+		switch sp {
+		case 1:
+			return TimestampInfinity, nil
+		case -1:
+			return TimestampNegInfinity, nil
+		}
+		return 0, nil
+	}
+	days, usec, e := parseDateTime(s)
+	if e != dtOK {
+		return 0, dtError(e, s, "timestamp")
+	}
+	if days > math.MaxInt64/usPerDay-1 || days < math.MinInt64/usPerDay+1 {
+		return 0, sqlerr.New(sqlerr.DatetimeFieldOverflow, "timestamp out of range: %s", quote(s))
+	}
+	return days*usPerDay + usec, nil
+}
+
+func parseDate(s string) (int64, error) {
+	if sp, ok := specialDateTime(s); ok {
+		switch sp {
+		case 1:
+			return DateInfinity, nil
+		case -1:
+			return DateNegInfinity, nil
+		}
+		return 0, nil
+	}
+	days, _, e := parseDateTime(s)
+	if e != dtOK {
+		return 0, dtError(e, s, "date")
+	}
+	return days, nil
+}
+
+func append0(buf []byte, v int64, width int) []byte {
+	var tmp [20]byte
+	d := strconv.AppendInt(tmp[:0], v, 10)
+	for i := len(d); i < width; i++ {
+		buf = append(buf, '0')
+	}
+	return append(buf, d...)
+}
+
+func appendYMD(buf []byte, days int64) ([]byte, bool) {
+	y, m, d := civilFromDays(days)
+	bc := y <= 0
+	if bc {
+		y = 1 - y
+	}
+	buf = append0(buf, y, 4)
+	buf = append(buf, '-')
+	buf = append0(buf, int64(m), 2)
+	buf = append(buf, '-')
+	buf = append0(buf, int64(d), 2)
+	return buf, bc
+}
+
+func appendDate(buf []byte, days int64) []byte {
+	switch {
+	case days >= DateInfinity:
+		return append(buf, "infinity"...)
+	case days <= DateNegInfinity:
+		return append(buf, "-infinity"...)
+	}
+	buf, bc := appendYMD(buf, days)
+	if bc {
+		buf = append(buf, " BC"...)
+	}
+	return buf
+}
+
+func appendTimestamp(buf []byte, ts int64) []byte {
+	switch ts {
+	case TimestampInfinity:
+		return append(buf, "infinity"...)
+	case TimestampNegInfinity:
+		return append(buf, "-infinity"...)
+	}
+	days := floorDiv64(ts, usPerDay)
+	t := ts - days*usPerDay
+	buf, bc := appendYMD(buf, days)
+	buf = append(buf, ' ')
+	buf = append0(buf, t/usPerHour, 2)
+	buf = append(buf, ':')
+	buf = append0(buf, t/usPerMin%60, 2)
+	buf = append(buf, ':')
+	buf = appendSecFrac(buf, t/usPerSec%60, t%usPerSec)
+	if bc {
+		buf = append(buf, " BC"...)
+	}
+	return buf
+}
+
+// appendSecFrac appends SS and, when fsec (microseconds) is nonzero, the
+// fraction with trailing zeros trimmed.
+func appendSecFrac(buf []byte, sec, fsec int64) []byte {
+	buf = append0(buf, sec, 2)
+	if fsec == 0 {
+		return buf
+	}
+	buf = append(buf, '.')
+	width := 6
+	for fsec%10 == 0 {
+		fsec /= 10
+		width--
+	}
+	return append0(buf, fsec, width)
+}
+
+// --- intervals ---
+
+func appendInterval(buf []byte, iv arrow.MonthDayNanoInterval) []byte {
+	year := int64(iv.Months / 12)
+	mon := int64(iv.Months % 12)
+	day := int64(iv.Days)
+	usec := iv.Nanoseconds / 1000
+	isZero, isBefore := true, false
+	part := func(v int64, unit string) {
+		if v == 0 {
+			return
+		}
+		if !isZero {
+			buf = append(buf, ' ')
+		}
+		if isBefore && v > 0 {
+			buf = append(buf, '+')
+		}
+		buf = strconv.AppendInt(buf, v, 10)
+		buf = append(buf, ' ')
+		buf = append(buf, unit...)
+		if v != 1 {
+			buf = append(buf, 's')
+		}
+		isBefore = v < 0
+		isZero = false
+	}
+	part(year, "year")
+	part(mon, "mon")
+	part(day, "day")
+	if isZero || usec != 0 {
+		if !isZero {
+			buf = append(buf, ' ')
+		}
+		switch {
+		case usec < 0:
+			buf = append(buf, '-')
+		case isBefore:
+			buf = append(buf, '+')
+		}
+		a := uint64(usec)
+		if usec < 0 {
+			a = -a
+		}
+		buf = append0(buf, int64(a/usPerHour), 2)
+		buf = append(buf, ':')
+		buf = append0(buf, int64(a/usPerMin%60), 2)
+		buf = append(buf, ':')
+		buf = appendSecFrac(buf, int64(a/usPerSec%60), int64(a%usPerSec))
+	}
+	return buf
+}
+
+// interval units, as PostgreSQL's DecodeUnits knows them (tokens are
+// lower-cased and cut to 10 characters before lookup).
+type dtUnit uint8
+
+const (
+	unitNone dtUnit = iota
+	unitMicrosecond
+	unitMillisecond
+	unitSecond
+	unitMinute
+	unitHour
+	unitDay
+	unitWeek
+	unitMonth
+	unitQuarter
+	unitYear
+	unitDecade
+	unitCentury
+	unitMillennium
+	// fields only extract/date_trunc know
+	unitEpoch
+	unitDow
+	unitIsodow
+	unitDoy
+	unitIsoyear
+	unitJulian
+	unitTimezone
+	unitTimezoneHour
+	unitTimezoneMinute
+	unitAgo
+	unitIgnore
+)
+
+var unitNames = map[string]dtUnit{
+	"@": unitIgnore, "ago": unitAgo,
+	"c": unitCentury, "cent": unitCentury, "centuries": unitCentury, "century": unitCentury,
+	"d": unitDay, "day": unitDay, "days": unitDay,
+	"dec": unitDecade, "decade": unitDecade, "decades": unitDecade, "decs": unitDecade,
+	"h": unitHour, "hour": unitHour, "hours": unitHour, "hr": unitHour, "hrs": unitHour,
+	"m": unitMinute, "min": unitMinute, "mins": unitMinute, "minute": unitMinute, "minutes": unitMinute,
+	"microsecon": unitMicrosecond, "us": unitMicrosecond, "usec": unitMicrosecond,
+	"usecs": unitMicrosecond, "useconds": unitMicrosecond,
+	"mil": unitMillennium, "millennia": unitMillennium, "millennium": unitMillennium, "mils": unitMillennium,
+	"millisecon": unitMillisecond, "ms": unitMillisecond, "msec": unitMillisecond,
+	"msecs": unitMillisecond, "mseconds": unitMillisecond,
+	"mon": unitMonth, "mons": unitMonth, "month": unitMonth, "months": unitMonth,
+	"qtr": unitQuarter, "quarter": unitQuarter,
+	"s": unitSecond, "sec": unitSecond, "second": unitSecond, "seconds": unitSecond, "secs": unitSecond,
+	"w": unitWeek, "week": unitWeek, "weeks": unitWeek,
+	"y": unitYear, "year": unitYear, "years": unitYear, "yr": unitYear, "yrs": unitYear,
+	"timezone": unitTimezone, "timezone_h": unitTimezoneHour, "timezone_m": unitTimezoneMinute,
+}
+
+// fieldNames are the extract fields that are not interval units.
+var fieldNames = map[string]dtUnit{
+	"epoch": unitEpoch, "dow": unitDow, "isodow": unitIsodow, "doy": unitDoy,
+	"isoyear": unitIsoyear, "julian": unitJulian, "j": unitJulian, "jd": unitJulian,
+}
+
+// lookupUnit finds a unit name the way PostgreSQL does.
+func lookupUnit(s string) (dtUnit, bool) {
+	l := strings.ToLower(s)
+	if len(l) > 10 {
+		l = l[:10]
+	}
+	u, ok := unitNames[l]
+	return u, ok
+}
+
+// interval field masks, to reject a field given twice ("1 day 1 day").
+const (
+	fmMicro uint32 = 1 << iota
+	fmMilli
+	fmSecond
+	fmMinute
+	fmHour
+	fmDay
+	fmWeek
+	fmMonth
+	fmQuarter
+	fmYear
+	fmDecade
+	fmCentury
+	fmMillennium
+	fmAllSecs = fmMicro | fmMilli | fmSecond
+	fmTime    = fmAllSecs | fmMinute | fmHour
+)
+
+// ivAcc accumulates an interval being parsed.
+type ivAcc struct {
+	months, days, usec int64
+}
+
+// addFracUsec is PostgreSQL's AdjustFractMicroseconds.
+func (a *ivAcc) addFracUsec(frac float64, scale int64) {
+	if frac == 0 {
+		return
+	}
+	frac *= float64(scale)
+	us := int64(frac)
+	a.usec += us + int64(math.RoundToEven(frac-float64(us)))
+}
+
+// addFracDays is PostgreSQL's AdjustFractDays.
+func (a *ivAcc) addFracDays(frac float64, scale int64) {
+	if frac == 0 {
+		return
+	}
+	frac *= float64(scale)
+	d := int64(frac)
+	a.days += d
+	a.addFracUsec(frac-float64(d), usPerDay)
+}
+
+// add applies val+fval of unit u, returning the field mask it sets.
+func (a *ivAcc) add(u dtUnit, val int64, fval float64) (uint32, bool) {
+	switch u {
+	case unitMicrosecond:
+		a.usec += val
+		a.addFracUsec(fval, 1)
+		return fmMicro, true
+	case unitMillisecond:
+		a.usec += val * 1000
+		a.addFracUsec(fval, 1000)
+		return fmMilli, true
+	case unitSecond:
+		a.usec += val * usPerSec
+		a.addFracUsec(fval, usPerSec)
+		if fval != 0 {
+			return fmAllSecs, true
+		}
+		return fmSecond, true
+	case unitMinute:
+		a.usec += val * usPerMin
+		a.addFracUsec(fval, usPerMin)
+		return fmMinute, true
+	case unitHour:
+		a.usec += val * usPerHour
+		a.addFracUsec(fval, usPerHour)
+		return fmHour, true
+	case unitDay:
+		a.days += val
+		a.addFracUsec(fval, usPerDay)
+		return fmDay, true
+	case unitWeek:
+		a.days += val * 7
+		a.addFracDays(fval, 7)
+		return fmWeek, true
+	case unitMonth:
+		a.months += val
+		a.addFracDays(fval, 30)
+		return fmMonth, true
+	case unitYear:
+		a.months += val*12 + int64(math.RoundToEven(fval*12))
+		return fmYear, true
+	case unitDecade:
+		a.months += val*120 + int64(math.RoundToEven(fval*120))
+		return fmDecade, true
+	case unitCentury:
+		a.months += val*1200 + int64(math.RoundToEven(fval*1200))
+		return fmCentury, true
+	case unitMillennium:
+		a.months += val*12000 + int64(math.RoundToEven(fval*12000))
+		return fmMillennium, true
+	}
+	return 0, false
+}
+
+func (a *ivAcc) result() (arrow.MonthDayNanoInterval, bool) {
+	if a.months != int64(int32(a.months)) || a.days != int64(int32(a.days)) ||
+		a.usec > math.MaxInt64/1000 || a.usec < math.MinInt64/1000 {
+		return arrow.MonthDayNanoInterval{}, false
+	}
+	return arrow.MonthDayNanoInterval{Months: int32(a.months), Days: int32(a.days), Nanoseconds: a.usec * 1000}, true
+}
+
+// splitNumber splits a signed decimal number into its integer part and
+// fraction (with the number's sign), as PostgreSQL's DecodeInterval does.
+func splitNumber(tok string) (int64, float64, bool) {
+	neg := tok != "" && tok[0] == '-'
+	body := tok
+	if tok != "" && (tok[0] == '-' || tok[0] == '+') {
+		body = tok[1:]
+	}
+	intPart, frac := body, ""
+	if dot := strings.IndexByte(body, '.'); dot >= 0 {
+		intPart, frac = body[:dot], body[dot:]
+	}
+	if intPart == "" && (frac == "" || frac == ".") {
+		return 0, 0, false
+	}
+	var v int64
+	if intPart != "" {
+		u, err := strconv.ParseUint(intPart, 10, 63)
+		if err != nil {
+			return 0, 0, false
+		}
+		v = int64(u)
+	}
+	var f float64
+	if len(frac) > 1 {
+		var err error
+		if f, err = strconv.ParseFloat("0"+frac, 64); err != nil {
+			return 0, 0, false
+		}
+	}
+	if neg {
+		v, f = -v, -f
+	}
+	return v, f, true
+}
+
+// parseIntervalTime reads [h]h:mm[:ss[.frac]] or mm:ss.frac into microseconds.
+func parseIntervalTime(tok string) (int64, bool) {
+	parts := strings.Split(tok, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return 0, false
+	}
+	if len(parts) == 2 && strings.IndexByte(parts[1], '.') >= 0 {
+		parts = []string{"0", parts[0], parts[1]}
+	}
+	h, err1 := strconv.ParseUint(parts[0], 10, 40)
+	m, err2 := strconv.ParseUint(parts[1], 10, 8)
+	if err1 != nil || err2 != nil || m > 59 {
+		return 0, false
+	}
+	var usec int64
+	if len(parts) == 3 {
+		sec, frac, ok := splitNumber(parts[2])
+		if !ok || sec < 0 || sec > 60 || strings.HasPrefix(parts[2], "+") {
+			return 0, false
+		}
+		usec = sec*usPerSec + int64(math.RoundToEven(frac*usPerSec))
+	}
+	return int64(h)*usPerHour + int64(m)*usPerMin + usec, true
+}
+
+// tokenizeInterval splits on spaces and between a number and the unit that follows it ("10s").
+func tokenizeInterval(s string) []string {
+	var toks []string
+	for _, f := range strings.Fields(s) {
+		for f != "" {
+			if f[0] == '@' {
+				toks = append(toks, "@")
+				f = f[1:]
+				continue
+			}
+			i := 0
+			if f[0] == '+' || f[0] == '-' {
+				i++
+			}
+			numeric := i < len(f) && (f[i] >= '0' && f[i] <= '9' || f[i] == '.')
+			for i < len(f) {
+				c := f[i]
+				isNum := c >= '0' && c <= '9' || c == '.' || c == ':'
+				if isNum != numeric {
+					break
+				}
+				i++
+			}
+			if i == 0 {
+				i = len(f)
+			}
+			toks = append(toks, f[:i])
+			f = f[i:]
+		}
+	}
+	return toks
+}
+
+func errInterval(s string) error {
+	return sqlerr.New(sqlerr.InvalidDatetimeFormat, "invalid input syntax for type interval: %s", quote(s))
+}
+
+func errIntervalRange() error {
+	return sqlerr.New(sqlerr.DatetimeFieldOverflow, "interval out of range")
+}
+
+// parseInterval implements PostgreSQL's interval input for the postgres
+// style ('1 year 2 mons 3 days 04:05:06', '5 minutes', '-1 hours', '@ 1
+// hour ago', '10s') and ISO 8601 designators ('P1Y2M3DT4H5M6S').
+func parseInterval(s string) (arrow.MonthDayNanoInterval, error) {
+	v := trimSpace(s)
+	if len(v) > 1 && (v[0] == 'P' || v[0] == 'p') {
+		return parseISOInterval(s, v[1:])
+	}
+	toks := tokenizeInterval(v)
+	if len(toks) == 0 {
+		return arrow.MonthDayNanoInterval{}, errInterval(s)
+	}
+	var acc ivAcc
+	var fmask uint32
+	ago := false
+	unit := unitNone
+	// Like PostgreSQL, read right to left so a unit applies to the number before it.
+	for i := len(toks) - 1; i >= 0; i-- {
+		tok := toks[i]
+		c := tok[0]
+		switch {
+		case strings.IndexByte(tok, ':') >= 0:
+			body := tok
+			if c == '+' || c == '-' {
+				body = tok[1:]
+			}
+			us, ok := parseIntervalTime(body)
+			if !ok {
+				return arrow.MonthDayNanoInterval{}, errInterval(s)
+			}
+			if fmask&fmTime != 0 {
+				return arrow.MonthDayNanoInterval{}, errInterval(s)
+			}
+			fmask |= fmTime
+			if c == '-' {
+				us = -us
+			}
+			acc.usec += us
+			unit = unitDay // '1 02:03' is one day and a time
+		case c >= '0' && c <= '9' || c == '.' || c == '+' || c == '-':
+			val, fval, ok := splitNumber(tok)
+			if !ok {
+				return arrow.MonthDayNanoInterval{}, errInterval(s)
+			}
+			if unit == unitNone {
+				unit = unitSecond
+			}
+			m, ok := acc.add(unit, val, fval)
+			if !ok || fmask&m != 0 {
+				return arrow.MonthDayNanoInterval{}, errInterval(s)
+			}
+			fmask |= m
+		default:
+			u, ok := lookupUnit(tok)
+			switch {
+			case !ok:
+				return arrow.MonthDayNanoInterval{}, errInterval(s)
+			case u == unitAgo:
+				ago = true
+			case u == unitIgnore:
+			default:
+				unit = u
+			}
+		}
+	}
+	if fmask == 0 {
+		return arrow.MonthDayNanoInterval{}, errInterval(s)
+	}
+	if ago {
+		acc.months, acc.days, acc.usec = -acc.months, -acc.days, -acc.usec
+	}
+	iv, ok := acc.result()
+	if !ok {
+		return iv, errIntervalRange()
+	}
+	return iv, nil
+}
+
+// parseISOInterval reads the part after 'P' of an ISO 8601 duration.
+func parseISOInterval(s, v string) (arrow.MonthDayNanoInterval, error) {
+	var acc ivAcc
+	inTime := false
+	seen := false
+	for v != "" {
+		if v[0] == 'T' || v[0] == 't' {
+			if inTime {
+				return arrow.MonthDayNanoInterval{}, errInterval(s)
+			}
+			inTime = true
+			v = v[1:]
+			continue
+		}
+		i := 0
+		for i < len(v) && (v[i] >= '0' && v[i] <= '9' || v[i] == '.' || v[i] == '-' || v[i] == '+') {
+			i++
+		}
+		if i == 0 || i == len(v) {
+			return arrow.MonthDayNanoInterval{}, errInterval(s)
+		}
+		val, fval, ok := splitNumber(v[:i])
+		if !ok {
+			return arrow.MonthDayNanoInterval{}, errInterval(s)
+		}
+		var u dtUnit
+		switch d := v[i] | 0x20; {
+		case !inTime && d == 'y':
+			u = unitYear
+		case !inTime && d == 'm':
+			u = unitMonth
+		case !inTime && d == 'w':
+			u = unitWeek
+		case !inTime && d == 'd':
+			u = unitDay
+		case inTime && d == 'h':
+			u = unitHour
+		case inTime && d == 'm':
+			u = unitMinute
+		case inTime && d == 's':
+			u = unitSecond
+		default:
+			return arrow.MonthDayNanoInterval{}, errInterval(s)
+		}
+		acc.add(u, val, fval)
+		seen = true
+		v = v[i+1:]
+	}
+	if !seen {
+		return arrow.MonthDayNanoInterval{}, errInterval(s)
+	}
+	iv, ok := acc.result()
+	if !ok {
+		return iv, errIntervalRange()
+	}
+	return iv, nil
+}

@@ -1,0 +1,307 @@
+// Package types is streamdb's SQL type system: the PostgreSQL types users see,
+// how each is laid out in Arrow arrays, and Datum, the boxed scalar used
+// outside hot loops (constants, parameters, I/O).
+//
+// Physical layout (one Arrow type per kind, chosen so kernels have few cases):
+//
+//	BOOLEAN                               arrow Boolean
+//	SMALLINT, INTEGER, BIGINT             arrow Int64 (range checked on write)
+//	TIMESTAMP                             arrow Int64, microseconds since 1970-01-01 00:00:00
+//	DATE                                  arrow Int64, days since 1970-01-01
+//	REAL, DOUBLE PRECISION                arrow Float64 (REAL rounded to float32 on write)
+//	NUMERIC(p,s)                          arrow Decimal128(38, s); unconstrained NUMERIC uses s = 16
+//	TEXT, VARCHAR(n)                      arrow String
+//	INTERVAL                              arrow MonthDayNanoInterval
+package types
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+)
+
+// Kind is a SQL type without its modifiers.
+type Kind uint8
+
+const (
+	Unknown Kind = iota // the type of an untyped NULL or string literal before coercion
+	Bool
+	Int16
+	Int32
+	Int64
+	Float32
+	Float64
+	Numeric
+	Text
+	Timestamp
+	Date
+	Interval
+)
+
+// UnconstrainedScale is the storage scale of NUMERIC without a declared scale.
+const UnconstrainedScale = 16
+
+// T is a SQL type with its modifiers.
+type T struct {
+	Kind Kind
+	// Prec and Scale are NUMERIC's precision and scale; Prec 0 means unconstrained.
+	// For Text, Prec is VARCHAR's length limit (0: none).
+	Prec, Scale int32
+}
+
+// Common types.
+var (
+	TUnknown   = T{Kind: Unknown}
+	TBool      = T{Kind: Bool}
+	TInt16     = T{Kind: Int16}
+	TInt32     = T{Kind: Int32}
+	TInt64     = T{Kind: Int64}
+	TFloat32   = T{Kind: Float32}
+	TFloat64   = T{Kind: Float64}
+	TNumeric   = T{Kind: Numeric, Scale: UnconstrainedScale}
+	TText      = T{Kind: Text}
+	TTimestamp = T{Kind: Timestamp}
+	TDate      = T{Kind: Date}
+	TInterval  = T{Kind: Interval}
+)
+
+// NumericOf returns NUMERIC(prec, scale).
+func NumericOf(prec, scale int32) T { return T{Kind: Numeric, Prec: prec, Scale: scale} }
+
+// IsInteger reports whether t is SMALLINT, INTEGER or BIGINT.
+func (t T) IsInteger() bool { return t.Kind == Int16 || t.Kind == Int32 || t.Kind == Int64 }
+
+// IsFloat reports whether t is REAL or DOUBLE PRECISION.
+func (t T) IsFloat() bool { return t.Kind == Float32 || t.Kind == Float64 }
+
+// IsNumeric reports whether t is any number type.
+func (t T) IsNumeric() bool { return t.IsInteger() || t.IsFloat() || t.Kind == Numeric }
+
+// Physical is the Arrow layout class of a kind.
+type Physical uint8
+
+const (
+	PhysNull Physical = iota
+	PhysBool
+	PhysInt64
+	PhysFloat64
+	PhysDecimal
+	PhysString
+	PhysInterval
+)
+
+// Physical returns t's Arrow layout class.
+func (t T) Physical() Physical {
+	switch t.Kind {
+	case Bool:
+		return PhysBool
+	case Int16, Int32, Int64, Timestamp, Date:
+		return PhysInt64
+	case Float32, Float64:
+		return PhysFloat64
+	case Numeric:
+		return PhysDecimal
+	case Text:
+		return PhysString
+	case Interval:
+		return PhysInterval
+	}
+	return PhysNull
+}
+
+// Arrow returns the Arrow type that holds values of t.
+func (t T) Arrow() arrow.DataType {
+	switch t.Physical() {
+	case PhysBool:
+		return arrow.FixedWidthTypes.Boolean
+	case PhysInt64:
+		return arrow.PrimitiveTypes.Int64
+	case PhysFloat64:
+		return arrow.PrimitiveTypes.Float64
+	case PhysDecimal:
+		return &arrow.Decimal128Type{Precision: 38, Scale: t.Scale}
+	case PhysString:
+		return arrow.BinaryTypes.String
+	case PhysInterval:
+		return arrow.FixedWidthTypes.MonthDayNanoInterval
+	}
+	return arrow.Null
+}
+
+// PostgreSQL type OIDs (pg_type.oid).
+const (
+	OIDBool        = 16
+	OIDInt8        = 20
+	OIDInt2        = 21
+	OIDInt4        = 23
+	OIDText        = 25
+	OIDFloat4      = 700
+	OIDFloat8      = 701
+	OIDUnknown     = 705
+	OIDVarchar     = 1043
+	OIDDate        = 1082
+	OIDTimestamp   = 1114
+	OIDTimestampTZ = 1184
+	OIDInterval    = 1186
+	OIDNumeric     = 1700
+)
+
+// OID returns the PostgreSQL type OID of t.
+func (t T) OID() uint32 {
+	switch t.Kind {
+	case Bool:
+		return OIDBool
+	case Int16:
+		return OIDInt2
+	case Int32:
+		return OIDInt4
+	case Int64:
+		return OIDInt8
+	case Float32:
+		return OIDFloat4
+	case Float64:
+		return OIDFloat8
+	case Numeric:
+		return OIDNumeric
+	case Text:
+		if t.Prec > 0 {
+			return OIDVarchar
+		}
+		return OIDText
+	case Timestamp:
+		return OIDTimestamp
+	case Date:
+		return OIDDate
+	case Interval:
+		return OIDInterval
+	}
+	return OIDText // untyped literals are sent as text, as PostgreSQL does
+}
+
+// FromOID returns the type for a PostgreSQL OID; ok is false for OIDs streamdb does not know.
+func FromOID(oid uint32) (T, bool) {
+	switch oid {
+	case OIDBool:
+		return TBool, true
+	case OIDInt2:
+		return TInt16, true
+	case OIDInt4:
+		return TInt32, true
+	case OIDInt8:
+		return TInt64, true
+	case OIDFloat4:
+		return TFloat32, true
+	case OIDFloat8:
+		return TFloat64, true
+	case OIDNumeric:
+		return TNumeric, true
+	case OIDText, OIDVarchar:
+		return TText, true
+	case OIDTimestamp, OIDTimestampTZ:
+		return TTimestamp, true
+	case OIDDate:
+		return TDate, true
+	case OIDInterval:
+		return TInterval, true
+	case 0, OIDUnknown:
+		return TUnknown, true
+	}
+	return T{}, false
+}
+
+// Size is the pg_type.typlen reported in RowDescription (-1 for variable length).
+func (t T) Size() int16 {
+	switch t.Kind {
+	case Bool:
+		return 1
+	case Int16:
+		return 2
+	case Int32, Float32, Date:
+		return 4
+	case Int64, Float64, Timestamp:
+		return 8
+	case Interval:
+		return 16
+	}
+	return -1
+}
+
+// Modifier is the atttypmod reported in RowDescription (-1 if none).
+func (t T) Modifier() int32 {
+	switch {
+	case t.Kind == Numeric && t.Prec > 0:
+		return (t.Prec<<16 | t.Scale) + 4
+	case t.Kind == Text && t.Prec > 0:
+		return t.Prec + 4
+	}
+	return -1
+}
+
+// String returns the type's name as PostgreSQL prints it.
+func (t T) String() string {
+	switch t.Kind {
+	case Bool:
+		return "boolean"
+	case Int16:
+		return "smallint"
+	case Int32:
+		return "integer"
+	case Int64:
+		return "bigint"
+	case Float32:
+		return "real"
+	case Float64:
+		return "double precision"
+	case Numeric:
+		if t.Prec > 0 {
+			return fmt.Sprintf("numeric(%d,%d)", t.Prec, t.Scale)
+		}
+		return "numeric"
+	case Text:
+		if t.Prec > 0 {
+			return fmt.Sprintf("character varying(%d)", t.Prec)
+		}
+		return "text"
+	case Timestamp:
+		return "timestamp without time zone"
+	case Date:
+		return "date"
+	case Interval:
+		return "interval"
+	}
+	return "unknown"
+}
+
+// Datum is one boxed value of some type T (the type travels beside it).
+// Which field holds the value depends on T.Physical(): PhysBool and
+// PhysInt64 use I (bool as 0/1), PhysFloat64 F, PhysDecimal D (at T.Scale),
+// PhysString S, PhysInterval IV.
+type Datum struct {
+	Null bool
+	I    int64
+	F    float64
+	S    string
+	D    decimal128.Num
+	IV   arrow.MonthDayNanoInterval
+}
+
+// Null is the NULL datum.
+var Null = Datum{Null: true}
+
+// Int returns an integer-kind datum.
+func Int(v int64) Datum { return Datum{I: v} }
+
+// Float returns a float datum.
+func Float(v float64) Datum { return Datum{F: v} }
+
+// Str returns a text datum.
+func Str(s string) Datum { return Datum{S: s} }
+
+// Boolean returns a boolean datum.
+func Boolean(b bool) Datum {
+	if b {
+		return Datum{I: 1}
+	}
+	return Datum{}
+}

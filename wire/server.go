@@ -1,0 +1,305 @@
+// Package wire is streamdb's PostgreSQL wire-protocol (v3) server, built on
+// pgproto3.Backend. It knows the protocol and nothing about SQL: statements
+// are prepared and executed by an Engine through the small interfaces below,
+// whose results are the types of package sql.
+//
+// The contract:
+//
+//  1. Startup: SSLRequest is answered 'N' (or upgraded to TLS when Config.TLS
+//     is set), GSSEncRequest 'N'. A CancelRequest cancels the running
+//     statement of the session with that process id and secret key. A
+//     StartupMessage is authenticated (trust, or SCRAM-SHA-256 when a
+//     password is configured), then answered with ParameterStatus values,
+//     BackendKeyData and ReadyForQuery.
+//  2. Each connection is served by one goroutine that reads a message, runs
+//     it and writes the answer. Every statement runs under its own context,
+//     canceled by CancelRequest or Shutdown; a canceled statement fails
+//     with 57014. The simple protocol runs each statement of a Query in order and
+//     stops at the first error; the extended protocol discards messages
+//     after an error until Sync. Exactly one ReadyForQuery answers each Query
+//     and each Sync.
+//  3. Errors are *sqlerr.Error values, flattened into ErrorResponse only here.
+//     Statement errors (and engine panics, as XX000) leave the session
+//     usable. Protocol violations (unknown or malformed messages, messages
+//     over Config.MaxMessageSize) are FATAL 08P01: the connection is closed,
+//     the server goes on.
+//  4. Results are sent in text format unless Bind asks for binary; COPY uses
+//     PostgreSQL's text COPY format. Row batches are flushed as they arrive,
+//     so live change streams show up at once.
+//  5. Shutdown stops accepting, cancels running statements, sends FATAL 57P01
+//     to every client and closes every session.
+package wire
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/streamdb/streamdb/sql"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Engine opens sessions; it is what the server needs from the SQL layer.
+type Engine interface {
+	NewSession(user, database string) Session
+}
+
+// Session is one client's SQL session. The server calls it from one
+// goroutine at a time.
+type Session interface {
+	// PrepareAll parses all statements of a simple-protocol Query message.
+	PrepareAll(ctx context.Context, query string) ([]*sql.Stmt, error)
+	// Prepare parses exactly one statement for the extended protocol's Parse
+	// (an empty string gives Stmt{Empty: true}). paramOIDs may be shorter than
+	// the statement's parameter list; 0 means "infer".
+	Prepare(ctx context.Context, query string, paramOIDs []uint32) (*sql.Stmt, error)
+	// Execute runs st with params (one per st.ParamTypes). Rows returned in
+	// the result are read with ctxs derived from the same cancellation.
+	Execute(ctx context.Context, st *sql.Stmt, params []types.Datum) (*sql.Result, error)
+	// TxStatus is the ReadyForQuery status: 'I' idle, 'T' in a transaction
+	// block, 'E' in a failed transaction block.
+	TxStatus() byte
+	// Close releases the session.
+	Close()
+}
+
+// Config configures a Server.
+type Config struct {
+	// Addr is the address ListenAndServe listens on, e.g. "127.0.0.1:5433".
+	Addr string
+	// MaxMessageSize bounds a frontend message body (default 64 MiB); a
+	// larger one is a FATAL protocol violation.
+	MaxMessageSize int
+	// TLS, if set, is used to answer SSLRequest; nil answers 'N'.
+	TLS *tls.Config
+	// Password, if set, is required via SCRAM-SHA-256 (unless TrustLoopback
+	// and the peer is on a loopback address). Empty means trust.
+	Password      string
+	TrustLoopback bool
+	// Logger receives connection-level events; nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultMaxMessageSize is Config.MaxMessageSize's default.
+const DefaultMaxMessageSize = 64 << 20
+
+// startupTimeout bounds the startup and authentication phase, so a silent
+// peer cannot hold a connection slot forever.
+const startupTimeout = time.Minute
+
+// ErrServerClosed is returned by Serve and ListenAndServe after Shutdown.
+var ErrServerClosed = errors.New("wire: server closed")
+
+// Server serves the PostgreSQL protocol for an Engine.
+type Server struct {
+	cfg   Config
+	eng   Engine
+	log   *slog.Logger
+	scram *scramSecret // nil unless a password is configured
+
+	wg sync.WaitGroup // one per connection goroutine
+
+	mu struct {
+		sync.Mutex
+		closed    bool
+		listeners map[net.Listener]struct{}
+		conns     map[*conn]struct{}
+		byPID     map[uint32]*conn
+	}
+}
+
+// New returns a Server for eng.
+func New(cfg Config, eng Engine) *Server {
+	if cfg.MaxMessageSize <= 0 {
+		cfg.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, eng: eng, log: cfg.Logger}
+	if cfg.Password != "" {
+		s.scram = newSCRAMSecret(cfg.Password)
+	}
+	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.conns = make(map[*conn]struct{})
+	s.mu.byPID = make(map[uint32]*conn)
+	return s
+}
+
+// ListenAndServe listens on Config.Addr and serves until Shutdown.
+func (s *Server) ListenAndServe() error {
+	l, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(l)
+}
+
+// Addr returns the address of a listener being served, or nil.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for l := range s.mu.listeners {
+		return l.Addr()
+	}
+	return nil
+}
+
+// Serve accepts connections on l until Shutdown, which makes it return
+// ErrServerClosed. It closes l.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
+	}
+	s.mu.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.mu.listeners, l)
+		s.mu.Unlock()
+		l.Close()
+	}()
+
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return ErrServerClosed
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			// Out of file descriptors and the like: wait and retry.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed; retrying", "err", err, "in", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		if tc, ok := nc.(*net.TCPConn); ok {
+			tc.SetNoDelay(true)
+			tc.SetKeepAlive(true)
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(nc)
+		}()
+	}
+}
+
+// ServeConn serves one connection and returns when it is closed.
+func (s *Server) ServeConn(nc net.Conn) {
+	s.wg.Add(1)
+	defer s.wg.Done()
+	s.serveConn(nc)
+}
+
+func (s *Server) serveConn(nc net.Conn) {
+	c := newConn(s, nc)
+	if !s.register(c) {
+		c.fatal(errShutdown)
+		nc.Close()
+		return
+	}
+	defer s.unregister(c)
+	c.serve()
+}
+
+// Shutdown stops accepting connections, cancels running statements, sends
+// FATAL 57P01 to every client and waits for all sessions to close. If ctx
+// ends first, the remaining connections are closed abruptly and ctx's error
+// is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.mu.closed = true
+	for l := range s.mu.listeners {
+		l.Close()
+	}
+	conns := make([]*conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.shutdown()
+	}
+
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.mu.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.closed
+}
+
+// register adds c to the live connections and gives it a unique process id.
+// It reports false once the server is shut down.
+func (s *Server) register(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return false
+	}
+	for {
+		var b [8]byte
+		rand.Read(b[:])
+		pid := binary.BigEndian.Uint32(b[:4]) & 0x7fffffff // psql prints it signed
+		if pid == 0 || s.mu.byPID[pid] != nil {
+			continue
+		}
+		c.pid = pid
+		copy(c.secret[:], b[4:])
+		break
+	}
+	s.mu.conns[c] = struct{}{}
+	s.mu.byPID[c.pid] = c
+	return true
+}
+
+func (s *Server) unregister(c *conn) {
+	s.mu.Lock()
+	delete(s.mu.conns, c)
+	delete(s.mu.byPID, c.pid)
+	s.mu.Unlock()
+}
+
+// cancel handles a CancelRequest: it cancels the running statement of the
+// session with that pid, if the secret matches. Like PostgreSQL it answers
+// nothing either way.
+func (s *Server) cancel(pid uint32, secret []byte) {
+	s.mu.Lock()
+	c := s.mu.byPID[pid]
+	s.mu.Unlock()
+	if c == nil || !c.secretMatches(secret) {
+		s.log.Info("cancel request for unknown session", "pid", pid)
+		return
+	}
+	c.cancelRunning()
+}
