@@ -190,7 +190,7 @@ func (c *Coordinator) round(ctx context.Context, trigger string) (Record, error)
 	c.mu.Unlock()
 
 	rec := Record{ID: id, Epoch: epoch, Status: InProgress, Trigger: trigger, StartedAt: time.Now()}
-	b := &exec.Barrier{Epoch: epoch, Checkpoint: trigger != ""}
+	b := &exec.Barrier{Epoch: epoch, Checkpoint: trigger != "", CatchUp: trigger == "manual" || trigger == "savepoint"}
 	for _, t := range tasks {
 		t.InjectBarrier(b)
 		rec.Jobs = append(rec.Jobs, t.Name())

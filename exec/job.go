@@ -25,6 +25,10 @@ const KeyGroups = 128
 type Barrier struct {
 	Epoch      uint64
 	Checkpoint bool
+	// CatchUp makes each source read everything written to its stream
+	// before the barrier was injected, so the epoch covers all input
+	// acknowledged before it (CHECKPOINT; reads that must see every write).
+	CatchUp bool
 }
 
 // msg is what flows on a job's edges: a chunk or a barrier.
@@ -340,7 +344,31 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 	ectx := &expr.Ctx{Mem: memoryPool, Now: j.spec.Now}
 	off := j.offsets[part].Load()
 	const maxRows = 64 << 10
+	// read processes the rows [off, to).
+	read := func(to uint64) error {
+		return j.db.ReadLog(memoryPool, sh.src.ID, part, off, to, func(first uint64, rec arrow.RecordBatch) error {
+			n := rec.NumRows()
+			j.RowsIn.Add(n)
+			if err := j.route(ectx, part, first, rec, outs); err != nil {
+				return err
+			}
+			off = first + uint64(n)
+			j.offsets[part].Store(off)
+			return nil
+		})
+	}
 	onBarrier := func(b *Barrier) error {
+		if b.CatchUp {
+			_, end, _, err := j.db.LogBounds(sh.src.ID, part)
+			if err != nil {
+				return err
+			}
+			for off < end {
+				if err := read(min(end, off+maxRows)); err != nil {
+					return err
+				}
+			}
+		}
 		if j.spec.View != nil {
 			j.batch.Load().SetOffset(j.spec.ID, sh.src.ID, part, off)
 		}
@@ -367,18 +395,7 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 			return err
 		}
 		if off < end {
-			to := min(end, off+maxRows)
-			err := j.db.ReadLog(memoryPool, sh.src.ID, part, off, to, func(first uint64, rec arrow.RecordBatch) error {
-				n := rec.NumRows()
-				j.RowsIn.Add(n)
-				if err := j.route(ectx, part, first, rec, outs); err != nil {
-					return err
-				}
-				off = first + uint64(n)
-				j.offsets[part].Store(off)
-				return nil
-			})
-			if err != nil {
+			if err := read(min(end, off+maxRows)); err != nil {
 				return err
 			}
 			continue
