@@ -81,6 +81,8 @@ type Coordinator struct {
 	config func() Config
 
 	requests chan request
+	// exported, if set, runs after every completed checkpoint (retention).
+	exported func(*Record) error
 
 	mu struct {
 		sync.Mutex
@@ -93,6 +95,7 @@ type Coordinator struct {
 
 type request struct {
 	trigger string
+	after   func(*Record) error
 	done    chan result
 }
 
@@ -122,6 +125,10 @@ func New(db *storage.DB, reg Registry, config func() Config) (*Coordinator, erro
 	return c, nil
 }
 
+// OnCompleted sets a hook run, inside the round, after each completed
+// checkpoint (the engine exports retained checkpoints there). Call before Run.
+func (c *Coordinator) OnCompleted(fn func(*Record) error) { c.exported = fn }
+
 // Run drives rounds until ctx ends.
 func (c *Coordinator) Run(ctx context.Context) {
 	t := time.NewTicker(EpochInterval)
@@ -131,7 +138,7 @@ func (c *Coordinator) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case req := <-c.requests:
-			rec, err := c.round(ctx, req.trigger)
+			rec, err := c.round(ctx, req.trigger, req.after)
 			req.done <- result{rec, err}
 		case <-t.C:
 			cfg := c.config()
@@ -142,14 +149,16 @@ func (c *Coordinator) Run(ctx context.Context) {
 			if cfg.Interval > 0 && since >= cfg.Interval && since >= cfg.MinPause {
 				trigger = "periodic"
 			}
-			_, _ = c.round(ctx, trigger)
+			_, _ = c.round(ctx, trigger, nil)
 		}
 	}
 }
 
-// Trigger takes a checkpoint now and returns when it is complete.
-func (c *Coordinator) Trigger(ctx context.Context, trigger string) (Record, error) {
-	req := request{trigger: trigger, done: make(chan result, 1)}
+// Trigger takes a checkpoint now and returns when it is complete. If after
+// is set it runs once the checkpoint is committed, before any later round
+// (savepoints export the cut there); its error fails the request.
+func (c *Coordinator) Trigger(ctx context.Context, trigger string, after func(*Record) error) (Record, error) {
+	req := request{trigger: trigger, after: after, done: make(chan result, 1)}
 	select {
 	case c.requests <- req:
 	case <-ctx.Done():
@@ -171,7 +180,7 @@ func (c *Coordinator) History() []Record {
 }
 
 // round runs one barrier round; trigger "" is a plain epoch.
-func (c *Coordinator) round(ctx context.Context, trigger string) (Record, error) {
+func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Record) error) (Record, error) {
 	cfg := c.config()
 	c.reg.Lock()
 	defer c.reg.Unlock()
@@ -238,6 +247,17 @@ func (c *Coordinator) round(ctx context.Context, trigger string) (Record, error)
 	if trigger == "" {
 		return rec, failure
 	}
+	var afterErr error
+	if rec.Status == Completed {
+		if after != nil {
+			afterErr = after(&rec)
+		}
+		if c.exported != nil && trigger != "savepoint" {
+			if err := c.exported(&rec); err != nil {
+				rec.Error = "checkpoint committed; export to checkpoint.dir failed: " + err.Error()
+			}
+		}
+	}
 	rec.Duration = time.Since(rec.StartedAt)
 	c.mu.Lock()
 	c.mu.history = append(c.mu.history, rec)
@@ -249,5 +269,5 @@ func (c *Coordinator) round(ctx context.Context, trigger string) (Record, error)
 	if rec.Status != Completed {
 		return rec, sqlerr.New(sqlerr.ObjectNotInPrereqState, "checkpoint %d %s: %s", id, rec.Status, rec.Error)
 	}
-	return rec, nil
+	return rec, afterErr
 }

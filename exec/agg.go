@@ -228,3 +228,15 @@ func releaseAll(as []arrow.Array) {
 		}
 	}
 }
+
+// reemitAll forgets what was emitted and marks every live group changed, so
+// the next changes() emits each as an insert.
+func (a *aggOp) reemitAll() {
+	for g := 0; g < a.gt.Len(); g++ {
+		a.lastOut[g] = ""
+		if (a.count.n[g] > 0 || len(a.spec.Keys) == 0) && !a.isDirty[g] {
+			a.isDirty[g] = true
+			a.dirty = append(a.dirty, int32(g))
+		}
+	}
+}

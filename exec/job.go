@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,9 @@ type JobSpec struct {
 	AtLeastOnce bool
 	// Now is the value of now() inside the job.
 	Now int64
+	// Reemit makes the job emit every restored group into the view at its
+	// first barrier (after an upgrade whose view rows are rebuilt from state).
+	Reemit bool
 }
 
 // shape is a plan as a dataflow: source → pre stages → [aggregate → post stages].
@@ -115,6 +119,45 @@ func planName(p Plan) string {
 		return "queries without a stream"
 	}
 	return fmt.Sprintf("%T", p)
+}
+
+// StateOperators names the stateful operators of a continuous plan by their
+// stable ids, each with a fingerprint of what its state means (group keys
+// and aggregates with their types). Restoring state into a plan requires
+// equal fingerprints for equal ids.
+func StateOperators(p Plan) (map[string]string, error) {
+	sh, err := analyse(p)
+	if err != nil {
+		return nil, err
+	}
+	ops := map[string]string{}
+	if sh.agg != nil {
+		var b strings.Builder
+		b.WriteString("keys(")
+		for i, k := range sh.agg.Keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(k.Type().String())
+		}
+		b.WriteString(") aggs(")
+		for i, a := range sh.agg.Aggs {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			name := [...]string{"count(*)", "count", "sum", "avg", "min", "max"}[a.Kind]
+			if a.Distinct {
+				name += " distinct"
+			}
+			if a.Arg != nil {
+				name += " " + a.Arg.Type().String()
+			}
+			b.WriteString(name + " -> " + a.T.String())
+		}
+		b.WriteString(")")
+		ops["aggregate#0"] = b.String()
+	}
+	return ops, nil
 }
 
 // Check reports whether p can run as a continuous query.
@@ -233,6 +276,9 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				if err := j.loadState(aggs[i], i); err != nil {
 					cancel()
 					return nil, err
+				}
+				if spec.Reemit {
+					aggs[i].reemitAll()
 				}
 			}
 			for p := 0; p < parts; p++ {

@@ -10,9 +10,10 @@ import (
 	"github.com/streamdb/streamdb/storage"
 )
 
-// Snapshots resolves AS OF clauses to read views.
+// Snapshots resolves AS OF clauses to read views: the snapshot's database
+// and the id the view had in it.
 type Snapshots interface {
-	Snapshot(a AsOf) (storage.Reader, error)
+	Snapshot(a AsOf, view string) (storage.Reader, uint64, error)
 }
 
 // Physical lowers a logical plan to the exec plan that runs it: joins get
@@ -21,17 +22,19 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 	switch n := n.(type) {
 	case *Scan:
 		if n.Table.Kind == storage.KindView {
-			var snap storage.Reader
-			if n.AsOf != (AsOf{}) {
-				if snaps == nil {
-					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "AS OF is not supported here")
-				}
-				var err error
-				if snap, err = snaps.Snapshot(n.AsOf); err != nil {
-					return nil, err
-				}
+			if n.AsOf == (AsOf{}) {
+				return &exec.ScanView{View: n.Table}, nil
 			}
-			return &exec.ScanView{View: n.Table, Snap: snap}, nil
+			if snaps == nil {
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "AS OF is not supported here")
+			}
+			snap, id, err := snaps.Snapshot(n.AsOf, n.Table.Name)
+			if err != nil {
+				return nil, err
+			}
+			v := *n.Table
+			v.ID = id
+			return &exec.ScanView{View: &v, Snap: snap}, nil
 		}
 		if n.AsOf != (AsOf{}) {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "AS OF applies to materialized views, and %q is a table", n.Table.Name)

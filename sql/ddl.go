@@ -90,7 +90,7 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 	case parse.ObjView:
 		tag, want = "DROP MATERIALIZED VIEW", storage.KindView
 	case parse.ObjSavepoint:
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "DROP SAVEPOINT is not implemented yet")
+		return e.dropSavepoint(n.Names, n.IfExists)
 	}
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
@@ -179,12 +179,14 @@ func (e *Engine) startViewJob(def *storage.TableDef) error {
 	if err != nil {
 		return err
 	}
-	return e.startViewJobLocked(def, plan)
+	return e.startViewJobLocked(def, plan, false)
 }
 
 // startViewJobLocked starts a view's job from its plan; e.mu may be held.
-func (e *Engine) startViewJobLocked(def *storage.TableDef, plan exec.Plan) error {
-	j, err := exec.StartJob(e.db, e.jobSpec(def, plan, e.settingLocked("checkpoint.mode") == "at_least_once"))
+func (e *Engine) startViewJobLocked(def *storage.TableDef, plan exec.Plan, reemit bool) error {
+	spec := e.jobSpec(def, plan, e.settingLocked("checkpoint.mode") == "at_least_once")
+	spec.Reemit = reemit
+	j, err := exec.StartJob(e.db, spec)
 	if err != nil {
 		return err
 	}
@@ -197,11 +199,11 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, 
 	if !ok || n.Query.EmitChanges {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "CREATE MATERIALIZED VIEW needs a SELECT query")
 	}
-	if n.FromSavepoint != "" {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "CREATE MATERIALIZED VIEW ... FROM SAVEPOINT is not implemented yet")
+	if n.FromSavepoint != "" && !n.OrReplace {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "FROM SAVEPOINT needs CREATE OR REPLACE MATERIALIZED VIEW")
 	}
-	if len(n.With) > 0 {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "materialized view options are not implemented yet")
+	if len(n.With) > 0 && n.FromSavepoint == "" {
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "materialized view options apply to CREATE OR REPLACE ... FROM SAVEPOINT (allow_non_restored_state)")
 	}
 	plan, err := (&bind.Binder{Cat: e}).BindQuery(rs)
 	if err != nil {
@@ -228,6 +230,9 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, 
 		}
 		def.Columns = append(def.Columns, storage.ColumnDef{Name: c.Name, Type: t})
 	}
+	if n.FromSavepoint != "" {
+		return e.replaceView(ctx, n, def, phys)
+	}
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
 	e.mu.Lock()
@@ -237,7 +242,22 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, 
 		case n.IfNotExists:
 			return &Result{Tag: "CREATE MATERIALIZED VIEW", Notices: []string{fmt.Sprintf("relation %q already exists, skipping", n.Name)}}, nil
 		case n.OrReplace && old.Kind == storage.KindView:
-			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "CREATE OR REPLACE MATERIALIZED VIEW is not implemented yet")
+			// Without a savepoint the new query starts from scratch.
+			if je := e.mu.jobs[n.Name]; je != nil && je.job != nil {
+				je.job.Stop()
+			}
+			b := e.db.NewBatch()
+			def.ID = old.ID
+			storage.DeleteJobData(b, def.ID)
+			storage.PutTable(b, def)
+			if err := e.db.Commit(b, true); err != nil {
+				return nil, err
+			}
+			e.mu.tables[def.Name] = def
+			if err := e.startViewJobLocked(def, phys, false); err != nil {
+				return nil, err
+			}
+			return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil
 		}
 		return nil, sqlerr.New(sqlerr.DuplicateTable, "relation %q already exists", n.Name)
 	}
@@ -248,7 +268,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, 
 		return nil, err
 	}
 	e.mu.tables[def.Name] = def
-	if err := e.startViewJobLocked(def, phys); err != nil {
+	if err := e.startViewJobLocked(def, phys, false); err != nil {
 		return nil, err
 	}
 	return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil

@@ -41,6 +41,8 @@ type Engine struct {
 	par    int
 	rr     atomic.Uint32 // round-robin partition choice for inserts
 
+	snaps openSnaps
+
 	// roundMu is held by the coordinator for a whole barrier round, and by
 	// DDL that starts or stops jobs, so the set of jobs is fixed in a round.
 	roundMu sync.Mutex
@@ -99,6 +101,10 @@ func Open(cfg Config) (*Engine, error) {
 		e.mu.tables[t.Name] = t
 	}
 	for _, t := range defs {
+		if t.Kind == storage.KindView && t.Options["stopped"] == "true" {
+			e.mu.jobs[t.Name] = &jobEntry{state: exec.JobStopped}
+			continue
+		}
 		if t.Kind == storage.KindView {
 			if err := e.startViewJob(t); err != nil {
 				e.log.Error("view job did not start", "view", t.Name, "err", err)
@@ -111,6 +117,7 @@ func Open(cfg Config) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
+	e.coord.OnCompleted(e.exportCheckpoint)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	go func() {
@@ -135,6 +142,7 @@ func (e *Engine) Close() error {
 		}
 	}
 	e.mu.Unlock()
+	e.closeAllSnapshots()
 	return e.db.Close()
 }
 

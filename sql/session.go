@@ -14,7 +14,6 @@ import (
 	"github.com/streamdb/streamdb/sql/bind"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
-	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -173,7 +172,7 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 	case *parse.Show, *parse.ShowObjects, *parse.ShowCreate:
 		return s.execShow(st, st.impl.(parse.Statement))
 	case *parse.Checkpoint:
-		if _, err := s.e.coord.Trigger(ctx, "manual"); err != nil {
+		if _, err := s.e.coord.Trigger(ctx, "manual", nil); err != nil {
 			return nil, err
 		}
 		return &Result{Tag: "CHECKPOINT"}, nil
@@ -191,26 +190,21 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 			s.closeCursor(&parse.CloseCursor{Cursor: name})
 		}
 		return &Result{Tag: "DISCARD ALL"}, nil
-	case *parse.CreateSavepoint, *parse.Restore, *parse.StopJob, *parse.StartJob, *parse.AlterView:
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s is not implemented yet", stmtName(st.impl.(parse.Statement)))
+	case *parse.CreateSavepoint:
+		if _, err := s.e.createSavepoint(ctx, n.Name, n.Views); err != nil {
+			return nil, err
+		}
+		return &Result{Tag: "CREATE SAVEPOINT"}, nil
+	case *parse.Restore:
+		return s.e.restore(ctx, n)
+	case *parse.StopJob:
+		return s.e.stopJob(ctx, n)
+	case *parse.StartJob:
+		return s.e.startJob(ctx, n)
+	case *parse.AlterView:
+		return s.e.alterView(n)
 	}
 	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "statement %T is not supported", st.impl)
-}
-
-func stmtName(n parse.Statement) string {
-	switch n.(type) {
-	case *parse.CreateSavepoint:
-		return "CREATE SAVEPOINT"
-	case *parse.Restore:
-		return "RESTORE"
-	case *parse.StopJob:
-		return "STOP JOB"
-	case *parse.StartJob:
-		return "START JOB"
-	case *parse.AlterView:
-		return "ALTER MATERIALIZED VIEW"
-	}
-	return fmt.Sprintf("%T", n)
 }
 
 func (s *Session) exprCtx(params []types.Datum) *expr.Ctx {
@@ -321,11 +315,6 @@ func (e *Engine) runQuery(ctx context.Context, plan planner.Node, ectx *expr.Ctx
 		return nil, err
 	}
 	return &sliceRows{recs: recs}, nil
-}
-
-// Snapshot implements planner.Snapshots.
-func (e *Engine) Snapshot(a planner.AsOf) (storage.Reader, error) {
-	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "AS OF SAVEPOINT/CHECKPOINT is not implemented yet")
 }
 
 // sliceRows yields batches held in memory.

@@ -151,8 +151,7 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			}
 			return t, nil
 		case "savepoints":
-			return &table{cols: []Column{{"name", types.TText}, {"views", types.TText}, {"checkpoint_id", types.TInt64},
-				{"created_at", types.TTimestamp}, {"size", types.TInt64}}}, nil
+			return e.showSavepoints(), nil
 		}
 	case *parse.ShowCreate:
 		d, ok := e.Table(n.Name)

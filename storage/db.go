@@ -258,3 +258,44 @@ type Reader interface {
 
 // Snapshot returns a consistent read view of the database; close it when done.
 func (db *DB) Snapshot() *pebble.Snapshot { return db.pdb.NewSnapshot() }
+
+// OpenReadOnly opens a database (e.g. an exported snapshot) for reading only.
+func OpenReadOnly(dir string) (*DB, error) {
+	pdb, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Logger: quietLogger{}, FormatMajorVersion: pebble.FormatNewest})
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{pdb: pdb, dir: dir}
+	db.mu.logs = make(map[logKey]*partitionLog)
+	return db, nil
+}
+
+// CopyJobData adds to b the replacement of job dst's state, offsets and view
+// rows by those job src has in from (a snapshot), rewriting the job id.
+func (db *DB) CopyJobData(b *pebble.Batch, from *DB, src, dst uint64, views bool) error {
+	DeleteJobData(b, dst)
+	prefixes := []string{"s/", "o/"}
+	if views {
+		prefixes = append(prefixes, "v/")
+	}
+	for _, p := range prefixes {
+		sp := append([]byte(p), idBytes(src)...)
+		dp := append([]byte(p), idBytes(dst)...)
+		if err := from.scanPrefix(from.pdb, sp, func(k, v []byte) error {
+			nk := append(append([]byte(nil), dp...), k[len(sp):]...)
+			return b.Set(nk, v, nil)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CopyOffsets adds to b job dst's source offsets taken from job src in from.
+func (db *DB) CopyOffsets(b *pebble.Batch, from *DB, src, dst uint64) error {
+	sp := append([]byte("o/"), idBytes(src)...)
+	dp := append([]byte("o/"), idBytes(dst)...)
+	return from.scanPrefix(from.pdb, sp, func(k, v []byte) error {
+		return b.Set(append(append([]byte(nil), dp...), k[len(sp):]...), v, nil)
+	})
+}

@@ -1,0 +1,505 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/streamdb/streamdb/checkpoint"
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/planner"
+	"github.com/streamdb/streamdb/sql/parse"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Savepoints and retained checkpoints are snapshot directories (see
+// checkpoint.Export): <root>/savepoints/<name> and <root>/checkpoints/chk-<id>,
+// where root is checkpoint.dir, or the data directory when it is unset.
+
+func (e *Engine) snapshotRoot() string {
+	d := strings.TrimPrefix(e.setting("checkpoint.dir"), "file://")
+	if d == "" {
+		return e.db.Dir()
+	}
+	return d
+}
+
+func (e *Engine) savepointDir(name string) string {
+	return filepath.Join(e.snapshotRoot(), "savepoints", name)
+}
+
+func (e *Engine) checkpointDir(id uint64) string {
+	return filepath.Join(e.snapshotRoot(), "checkpoints", fmt.Sprintf("chk-%d", id))
+}
+
+// openSnaps caches opened (and verified) snapshots for AS OF reads.
+type openSnaps struct {
+	sync.Mutex
+	m map[string]*openSnap
+}
+
+type openSnap struct {
+	man *checkpoint.Manifest
+	db  *storage.DB
+}
+
+func (e *Engine) openSnapshot(dir string) (*openSnap, error) {
+	e.snaps.Lock()
+	defer e.snaps.Unlock()
+	if s, ok := e.snaps.m[dir]; ok {
+		return s, nil
+	}
+	man, db, err := checkpoint.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if e.snaps.m == nil {
+		e.snaps.m = map[string]*openSnap{}
+	}
+	s := &openSnap{man: man, db: db}
+	e.snaps.m[dir] = s
+	return s, nil
+}
+
+func (e *Engine) closeSnapshot(dir string) {
+	e.snaps.Lock()
+	defer e.snaps.Unlock()
+	if s, ok := e.snaps.m[dir]; ok {
+		s.db.Close()
+		delete(e.snaps.m, dir)
+	}
+}
+
+func (e *Engine) closeAllSnapshots() {
+	e.snaps.Lock()
+	defer e.snaps.Unlock()
+	for dir, s := range e.snaps.m {
+		s.db.Close()
+		delete(e.snaps.m, dir)
+	}
+}
+
+// Snapshot implements planner.Snapshots.
+func (e *Engine) Snapshot(a planner.AsOf, view string) (storage.Reader, uint64, error) {
+	dir, what := e.checkpointDir(a.Checkpoint), fmt.Sprintf("checkpoint %d", a.Checkpoint)
+	if a.Savepoint != "" {
+		dir, what = e.savepointDir(a.Savepoint), fmt.Sprintf("savepoint %q", a.Savepoint)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, 0, sqlerr.New(sqlerr.UndefinedObject, "%s does not exist", what)
+	}
+	s, err := e.openSnapshot(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	jm, ok := s.man.Job(view)
+	if !ok {
+		return nil, 0, sqlerr.New(sqlerr.UndefinedObject, "%s does not cover materialized view %q", what, view)
+	}
+	if def, ok := e.Table(view); ok && def.SQL != jm.SQL {
+		return nil, 0, sqlerr.New(sqlerr.ObjectNotInPrereqState, "materialized view %q was replaced after %s was taken; its rows there have another shape", view, what)
+	}
+	return s.db.Pebble(), jm.ID, nil
+}
+
+// jobManifests describes the named views (all running views if none).
+func (e *Engine) jobManifests(names []string) ([]checkpoint.JobManifest, error) {
+	if len(names) == 0 {
+		for _, d := range e.sortedTables(storage.KindView) {
+			names = append(names, d.Name)
+		}
+	}
+	var out []checkpoint.JobManifest
+	for _, n := range names {
+		def, ok := e.Table(n)
+		if !ok || def.Kind != storage.KindView {
+			return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", n)
+		}
+		plan, err := e.planView(def)
+		if err != nil {
+			return nil, err
+		}
+		ops, err := exec.StateOperators(plan)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, checkpoint.JobManifest{Name: def.Name, ID: def.ID, SQL: def.SQL, Operators: ops})
+	}
+	return out, nil
+}
+
+func (e *Engine) createSavepoint(ctx context.Context, name string, views []string) (*checkpoint.Manifest, error) {
+	dir := e.savepointDir(name)
+	if _, err := os.Stat(dir); err == nil {
+		return nil, sqlerr.New(sqlerr.DuplicateObject, "savepoint %q already exists", name)
+	}
+	jobs, err := e.jobManifests(views)
+	if err != nil {
+		return nil, err
+	}
+	var man *checkpoint.Manifest
+	_, err = e.coord.Trigger(ctx, "savepoint", func(rec *checkpoint.Record) error {
+		m, err := checkpoint.Export(e.db, dir, checkpoint.Manifest{Kind: "savepoint", Name: name,
+			CheckpointID: rec.ID, Epoch: rec.Epoch, CreatedAt: rec.StartedAt, Jobs: jobs})
+		man = m
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return man, nil
+}
+
+// exportCheckpoint keeps a completed checkpoint as a retained snapshot and
+// deletes the oldest beyond checkpoint.retained. Runs inside the round.
+func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
+	jobs, err := e.jobManifests(rec.Jobs)
+	if err != nil {
+		return err
+	}
+	if _, err := checkpoint.Export(e.db, e.checkpointDir(rec.ID), checkpoint.Manifest{Kind: "checkpoint",
+		Name: fmt.Sprintf("chk-%d", rec.ID), CheckpointID: rec.ID, Epoch: rec.Epoch, CreatedAt: rec.StartedAt, Jobs: jobs}); err != nil {
+		return err
+	}
+	keep := e.checkpointConfig().Retained
+	all := checkpoint.List(filepath.Join(e.snapshotRoot(), "checkpoints"))
+	for i := 0; i < len(all)-keep; i++ {
+		dir := e.checkpointDir(all[i].CheckpointID)
+		e.closeSnapshot(dir)
+		os.RemoveAll(dir)
+	}
+	return nil
+}
+
+func (e *Engine) dropSavepoint(names []string, ifExists bool) (*Result, error) {
+	var notices []string
+	for _, n := range names {
+		dir := e.savepointDir(n)
+		if _, err := os.Stat(dir); err != nil {
+			if ifExists {
+				notices = append(notices, fmt.Sprintf("savepoint %q does not exist, skipping", n))
+				continue
+			}
+			return nil, sqlerr.New(sqlerr.UndefinedObject, "savepoint %q does not exist", n)
+		}
+		e.closeSnapshot(dir)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, sqlerr.Wrap(sqlerr.IOError, err)
+		}
+	}
+	return &Result{Tag: "DROP SAVEPOINT", Notices: notices}, nil
+}
+
+func (e *Engine) showSavepoints() *table {
+	t := &table{cols: []Column{{"name", types.TText}, {"views", types.TText}, {"checkpoint_id", types.TInt64},
+		{"created_at", types.TTimestamp}, {"size", types.TInt64}}}
+	for _, m := range checkpoint.List(filepath.Join(e.snapshotRoot(), "savepoints")) {
+		var views []string
+		for _, j := range m.Jobs {
+			views = append(views, j.Name)
+		}
+		t.add(str(m.Name), str(strings.Join(views, ",")), types.Int(int64(m.CheckpointID)),
+			types.Int(m.CreatedAt.UTC().UnixMicro()), types.Int(m.Size()))
+	}
+	return t
+}
+
+// compatible checks that the state of jm can be restored into plan.
+func compatible(view string, jm *checkpoint.JobManifest, plan exec.Plan, allowNonRestored bool) (bool, error) {
+	ops, err := exec.StateOperators(plan)
+	if err != nil {
+		return false, err
+	}
+	var problems []string
+	for id, fp := range ops {
+		old, ok := jm.Operators[id]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("operator %s has no state in the snapshot (added)", id))
+		case old != fp:
+			problems = append(problems, fmt.Sprintf("operator %s changed: snapshot has %s, the query needs %s", id, old, fp))
+		}
+	}
+	for id := range jm.Operators {
+		if _, ok := ops[id]; !ok {
+			problems = append(problems, fmt.Sprintf("operator %s of the snapshot is not in the query (removed)", id))
+		}
+	}
+	sort.Strings(problems)
+	if len(problems) > 0 && !allowNonRestored {
+		return false, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState,
+			Msg:  fmt.Sprintf("the snapshot's state cannot be restored into materialized view %q: %s", view, strings.Join(problems, "; ")),
+			Hint: "Use WITH (allow_non_restored_state = true) to drop the state that does not match."}
+	}
+	return len(problems) == 0, nil
+}
+
+// restore rewinds views to a snapshot: their state, offsets and rows.
+func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error) {
+	dir, what := e.checkpointDir(n.Checkpoint), fmt.Sprintf("checkpoint %d", n.Checkpoint)
+	if n.Savepoint != "" {
+		dir, what = e.savepointDir(n.Savepoint), fmt.Sprintf("savepoint %q", n.Savepoint)
+	}
+	if n.View != "" {
+		if def, ok := e.Table(n.View); !ok || def.Kind != storage.KindView {
+			return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", n.View)
+		}
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, sqlerr.New(sqlerr.UndefinedObject, "%s does not exist", what)
+	}
+	e.closeSnapshot(dir) // re-verify: the files may have changed on disk
+	snap, err := e.openSnapshot(dir)
+	if err != nil {
+		return nil, err
+	}
+	var views []string
+	if n.View != "" {
+		views = []string{n.View}
+	} else {
+		for _, j := range snap.man.Jobs {
+			views = append(views, j.Name)
+		}
+	}
+	type item struct {
+		def  *storage.TableDef
+		jm   *checkpoint.JobManifest
+		plan exec.Plan
+	}
+	var items []item
+	for _, v := range views {
+		def, ok := e.Table(v)
+		if !ok || def.Kind != storage.KindView {
+			return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", v)
+		}
+		jm, ok := snap.man.Job(v)
+		if !ok {
+			return nil, sqlerr.New(sqlerr.UndefinedObject, "%s does not cover materialized view %q", what, v)
+		}
+		plan, err := e.planView(def)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := compatible(v, jm, plan, false); err != nil {
+			return nil, err
+		}
+		if jm.SQL != def.SQL {
+			return nil, sqlerr.New(sqlerr.ObjectNotInPrereqState, "materialized view %q was replaced after %s was taken; use CREATE OR REPLACE MATERIALIZED VIEW ... FROM SAVEPOINT", v, what)
+		}
+		items = append(items, item{def, jm, plan})
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	b := e.db.NewBatch()
+	for _, it := range items {
+		if err := e.db.CopyJobData(b, snap.db, it.jm.ID, it.def.ID, true); err != nil {
+			return nil, err
+		}
+	}
+	// Stop the jobs, commit the rewind, start them again; if the commit
+	// fails the old jobs restart from their own, untouched, state.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, it := range items {
+		if je := e.mu.jobs[it.def.Name]; je != nil && je.job != nil {
+			je.job.Stop()
+		}
+	}
+	commitErr := e.db.Commit(b, true)
+	for _, it := range items {
+		delete(it.def.Options, "stopped")
+		if err := e.startViewJobLocked(it.def, it.plan, false); err != nil && commitErr == nil {
+			commitErr = err
+		}
+	}
+	if commitErr != nil {
+		return nil, commitErr
+	}
+	return &Result{Tag: "RESTORE"}, nil
+}
+
+func (e *Engine) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error) {
+	def, ok := e.Table(n.View)
+	if !ok || def.Kind != storage.KindView {
+		return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", n.View)
+	}
+	if n.Savepoint != "" {
+		if _, err := e.createSavepoint(ctx, n.Savepoint, []string{n.View}); err != nil {
+			return nil, err
+		}
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	je := e.mu.jobs[n.View]
+	if je == nil || je.state == exec.JobStopped {
+		return nil, sqlerr.New(sqlerr.ObjectNotInPrereqState, "job %q is already stopped", n.View)
+	}
+	if je.job != nil {
+		je.job.Stop()
+	}
+	je.state = exec.JobStopped
+	if err := e.persistOptionLocked(def, "stopped", "true"); err != nil {
+		return nil, err
+	}
+	return &Result{Tag: "STOP JOB"}, nil
+}
+
+func (e *Engine) startJob(ctx context.Context, n *parse.StartJob) (*Result, error) {
+	def, ok := e.Table(n.View)
+	if !ok || def.Kind != storage.KindView {
+		return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", n.View)
+	}
+	if n.Savepoint != "" {
+		if _, err := e.restore(ctx, &parse.Restore{View: n.View, Savepoint: n.Savepoint}); err != nil {
+			return nil, err
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return &Result{Tag: "START JOB"}, e.persistOptionLocked(def, "stopped", "")
+	}
+	plan, err := e.planView(def)
+	if err != nil {
+		return nil, err
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if je := e.mu.jobs[n.View]; je != nil && je.state == exec.JobRunning {
+		return nil, sqlerr.New(sqlerr.ObjectNotInPrereqState, "job %q is already running", n.View)
+	} else if je != nil && je.job != nil {
+		je.job.Stop()
+	}
+	if err := e.persistOptionLocked(def, "stopped", ""); err != nil {
+		return nil, err
+	}
+	if err := e.startViewJobLocked(def, plan, false); err != nil {
+		return nil, err
+	}
+	return &Result{Tag: "START JOB"}, nil
+}
+
+// persistOptionLocked stores a view option ("" deletes it) in the catalog.
+func (e *Engine) persistOptionLocked(def *storage.TableDef, k, v string) error {
+	nd := *def
+	nd.Options = map[string]string{}
+	for ok, ov := range def.Options {
+		nd.Options[ok] = ov
+	}
+	if v == "" {
+		delete(nd.Options, k)
+	} else {
+		nd.Options[k] = v
+	}
+	b := e.db.NewBatch()
+	storage.PutTable(b, &nd)
+	if err := e.db.Commit(b, true); err != nil {
+		return err
+	}
+	e.mu.tables[def.Name] = &nd
+	return nil
+}
+
+// replaceView is CREATE OR REPLACE MATERIALIZED VIEW v AS q FROM SAVEPOINT sp:
+// the new query starts from the savepoint's state where the plans match.
+func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *storage.TableDef, plan exec.Plan) (*Result, error) {
+	allow := false
+	for k, v := range n.With {
+		if k != "allow_non_restored_state" {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized materialized view option %q (allowed: allow_non_restored_state)", k)
+		}
+		allow = v == "true" || v == "on" || v == "1"
+	}
+	dir := e.savepointDir(n.FromSavepoint)
+	if _, err := os.Stat(dir); err != nil {
+		return nil, sqlerr.New(sqlerr.UndefinedObject, "savepoint %q does not exist", n.FromSavepoint)
+	}
+	e.closeSnapshot(dir)
+	snap, err := e.openSnapshot(dir)
+	if err != nil {
+		return nil, err
+	}
+	jm, ok := snap.man.Job(n.Name)
+	if !ok {
+		return nil, sqlerr.New(sqlerr.UndefinedObject, "savepoint %q does not cover materialized view %q", n.FromSavepoint, n.Name)
+	}
+	matched, err := compatible(n.Name, jm, plan, allow)
+	if err != nil {
+		return nil, err
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := e.mu.tables[n.Name]
+	if old == nil || old.Kind != storage.KindView {
+		return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", n.Name)
+	}
+	b := e.db.NewBatch()
+	def.ID = old.ID
+	storage.DeleteJobData(b, def.ID)
+	if matched {
+		if err := e.db.CopyJobData(b, snap.db, jm.ID, def.ID, false); err != nil {
+			return nil, err
+		}
+	} else {
+		// State that does not match is dropped; the offsets still come from
+		// the savepoint, as in Flink with allowNonRestoredState.
+		if err := e.db.CopyOffsets(b, snap.db, jm.ID, def.ID); err != nil {
+			return nil, err
+		}
+	}
+	storage.PutTable(b, def)
+	if je := e.mu.jobs[n.Name]; je != nil && je.job != nil {
+		je.job.Stop()
+	}
+	if err := e.db.Commit(b, true); err != nil {
+		// Nothing changed: bring the old job back.
+		if oldPlan, perr := e.planView(old); perr == nil {
+			_ = e.startViewJobLocked(old, oldPlan, false)
+		}
+		return nil, err
+	}
+	e.mu.tables[n.Name] = def
+	if err := e.startViewJobLocked(def, plan, true); err != nil {
+		return nil, err
+	}
+	return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil
+}
+
+// alterView is ALTER MATERIALIZED VIEW v SET (restart.* = ...): per-job
+// restart settings, validated like the database-wide ones.
+func (e *Engine) alterView(n *parse.AlterView) (*Result, error) {
+	def, ok := e.Table(n.Name)
+	if !ok || def.Kind != storage.KindView {
+		return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", n.Name)
+	}
+	vals := map[string]string{}
+	for k, v := range n.Options {
+		k = strings.ToLower(k)
+		if !strings.HasPrefix(k, "restart.") {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized materialized view option %q (allowed: restart.*)", k)
+		}
+		nv, err := validateSetting(k, v)
+		if err != nil {
+			return nil, err
+		}
+		vals[k] = nv
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, v := range vals {
+		if err := e.persistOptionLocked(e.mu.tables[n.Name], k, v); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{Tag: "ALTER MATERIALIZED VIEW"}, nil
+}

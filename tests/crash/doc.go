@@ -1,0 +1,16 @@
+// Package crash holds streamdb's crash tests: they start the real server
+// binary, load it over the wire, kill it (kill -9, or SIGTERM for the
+// graceful path) at random points, restart it on the same data directory and
+// check DESIGN.md §3's exactly-once guarantee against two independent
+// oracles:
+//
+//   - the client-side ledger of acknowledged input: a row counts as
+//     acknowledged only when its INSERT or COPY returned CommandComplete;
+//   - the batch query over the stream (the same SELECT ... GROUP BY run as a
+//     batch query), which reads the durable log.
+//
+// Every view must equal both once its job has caught up. See
+// docs/CRASH_TESTS.md for what each test proves and how to run it.
+//
+// The package has no non-test code; this file only carries the comment.
+package crash

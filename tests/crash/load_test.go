@@ -1,0 +1,335 @@
+package crash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/streamdb/streamdb/tests/sqllogic"
+)
+
+// The load tests share one schema: a stream of rows with unique ids and two
+// views over it, one grouped and one global.
+const (
+	loadKeys    = 64  // distinct group keys
+	loadRowsPer = 100 // rows per INSERT statement
+	viewByKey   = "mv"
+	viewTotal   = "mv_total"
+)
+
+// loader runs concurrent clients that INSERT multi-row batches into t,
+// reconnecting across crashes and restarts, and records each batch's
+// outcome. Row ids are client<<32 | seq, and a row's k and v derive from its
+// id, so a batch is recorded as a range of seqs.
+type loader struct {
+	connStr string
+	seed    uint64
+	stopped chan struct{}
+	wg      sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		batches []batch
+		next    []uint32 // per client: the next seq it will use
+		acked   int64    // rows acknowledged
+		errs    map[string]int
+		bad     []string // errors that are not explained by a crash or stop
+	}
+}
+
+// batch is one INSERT statement's rows: seqs [first, first+n) of client.
+type batch struct {
+	client int
+	first  uint32
+	n      uint32
+	acked  bool // CommandComplete arrived; otherwise the outcome is unknown
+}
+
+func rowID(client int, seq uint32) int64 { return int64(client)<<32 | int64(seq) }
+
+// row returns the k and v of the row with the given id.
+func (l *loader) row(id int64) (k, v int64) {
+	h := mix(l.seed ^ uint64(id))
+	return int64(h % loadKeys), int64(h>>32%100) + 1
+}
+
+// startLoader starts n clients inserting into t at connStr.
+func startLoader(connStr string, seed uint64, n int) *loader {
+	l := &loader{connStr: connStr, seed: seed, stopped: make(chan struct{})}
+	l.mu.next = make([]uint32, n)
+	l.mu.errs = map[string]int{}
+	for c := range n {
+		l.wg.Add(1)
+		go l.client(c)
+	}
+	return l
+}
+
+// stop ends the load and waits until every client has its last outcome.
+func (l *loader) stop() {
+	close(l.stopped)
+	l.wg.Wait()
+}
+
+func (l *loader) isStopped() bool {
+	select {
+	case <-l.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// ackedRows is how many rows have been acknowledged so far.
+func (l *loader) ackedRows() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.acked
+}
+
+func (l *loader) client(c int) {
+	defer l.wg.Done()
+	var conn *pgconn.PgConn
+	defer func() {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
+	var sql strings.Builder
+	var seq uint32
+	for !l.isStopped() {
+		if conn == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			cn, err := pgconn.Connect(ctx, l.connStr)
+			cancel()
+			if err != nil { // down or restarting: retry
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			conn = cn
+		}
+		sql.Reset()
+		sql.WriteString("INSERT INTO t VALUES ")
+		for i := range uint32(loadRowsPer) {
+			id := rowID(c, seq+i)
+			k, v := l.row(id)
+			if i > 0 {
+				sql.WriteByte(',')
+			}
+			fmt.Fprintf(&sql, "(%d,%d,%d)", id, k, v)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), stmtTimeout)
+		_, err := conn.Exec(ctx, sql.String()).ReadAll()
+		cancel()
+		l.record(batch{client: c, first: seq, n: loadRowsPer, acked: err == nil}, err)
+		seq += loadRowsPer
+		if err != nil {
+			conn.Close(context.Background())
+			conn = nil
+		}
+	}
+}
+
+func (l *loader) record(b batch, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.batches = append(l.mu.batches, b)
+	l.mu.next[b.client] = b.first + b.n
+	if b.acked {
+		l.mu.acked += int64(b.n)
+		return
+	}
+	kind, bad := classify(err)
+	l.mu.errs[kind]++
+	if bad && len(l.mu.bad) < 10 {
+		l.mu.bad = append(l.mu.bad, err.Error())
+	}
+}
+
+// classify names an INSERT's error for the log and says whether a crash or
+// a shutdown fails to explain it: a statement that hangs until its timeout,
+// or an ERROR other than a cancellation, shutdown or connection error.
+func classify(err error) (kind string, bad bool) {
+	var pe *pgconn.PgError
+	switch {
+	case pgconn.Timeout(err):
+		return "timeout", true
+	case errors.As(err, &pe):
+		class := pe.Code[:2]
+		return pe.Severity + " " + pe.Code, class != "57" && class != "08"
+	default:
+		return "connection lost", false
+	}
+}
+
+// verify waits until the jobs have caught up and checks every guarantee:
+// the stream holds each acknowledged batch exactly once and each batch of
+// unknown outcome whole or not at all; the batch queries agree with the
+// stored rows; the views equal them (exact) or are never below them
+// (at-least-once). It returns whether a view counted rows twice.
+func (l *loader) verify(t *testing.T, conn *pgx.Conn, exact bool) (duplicates bool) {
+	t.Helper()
+	l.mu.Lock()
+	if len(l.mu.bad) > 0 {
+		t.Errorf("INSERTs failed in ways a crash does not explain: %q", l.mu.bad)
+	}
+	var acked, unknown int
+	for _, b := range l.mu.batches {
+		if b.acked {
+			acked++
+		} else {
+			unknown++
+		}
+	}
+	t.Logf("load: %d batches acknowledged (%d rows), %d of unknown outcome; errors: %v",
+		acked, l.mu.acked, unknown, l.mu.errs)
+	l.mu.Unlock()
+
+	waitCaughtUp(t, conn, viewByKey, viewTotal)
+	stored := l.storedRows(t, conn)
+
+	// The truth is what the stream holds, computed here from the ids.
+	truth := aggs{}
+	for c, seqs := range stored {
+		for seq, n := range seqs {
+			k, v := l.row(rowID(c, uint32(seq)))
+			for range n {
+				truth.add(k, v)
+			}
+		}
+	}
+	total := aggs{0: truth.total()}
+	if d := diff(truth, queryAggs(t, conn, "SELECT k, count(*), sum(v) FROM t GROUP BY k")); d != "" {
+		t.Errorf("batch query over t disagrees with the rows stored in t: %s", d)
+	}
+	if d := diff(total, queryAggs(t, conn, "SELECT count(*), sum(v) FROM t")); d != "" {
+		t.Errorf("global batch query over t disagrees with the rows stored in t: %s", d)
+	}
+	for _, v := range []struct {
+		name  string
+		query string
+		want  aggs
+	}{
+		{viewByKey, "SELECT k, c, s FROM " + viewByKey, truth},
+		{viewTotal, "SELECT c, s FROM " + viewTotal, total},
+	} {
+		got := queryAggs(t, conn, v.query)
+		d := diff(v.want, got)
+		if d == "" {
+			continue
+		}
+		if exact {
+			t.Errorf("view %s after crash and catch-up differs from the batch query over the stored rows: %s", v.name, d)
+			continue
+		}
+		duplicates = true
+		for _, k := range slices.Sorted(maps.Keys(v.want)) {
+			if w, g := v.want[k], got[k]; g.c < w.c || g.s < w.s {
+				t.Errorf("at_least_once view %s lost rows: group %d has count %d sum %d, want at least count %d sum %d",
+					v.name, k, g.c, g.s, w.c, w.s)
+			}
+		}
+		t.Logf("at_least_once view %s counted rows twice after the crash: %s", v.name, d)
+	}
+	return duplicates
+}
+
+// storedRows reads the stream and returns, per client, how often each seq
+// is stored. It fails the test for rows no client sent or whose values do
+// not match their id, for acknowledged rows stored other than once, and for
+// batches of unknown outcome stored more than once or in part.
+func (l *loader) storedRows(t *testing.T, conn *pgx.Conn) [][]uint8 {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	stored := make([][]uint8, len(l.mu.next))
+	for c, n := range l.mu.next {
+		stored[c] = make([]uint8, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stmtTimeout)
+	defer cancel()
+	rows, err := conn.Query(ctx, "SELECT id, k, v FROM t")
+	if err != nil {
+		t.Fatalf("SELECT id, k, v FROM t: %v", err)
+	}
+	var problems []string
+	report := func(format string, args ...any) {
+		if len(problems) < 20 {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		}
+	}
+	var n int64
+	for rows.Next() {
+		var id, k, v int64
+		if err := rows.Scan(&id, &k, &v); err != nil {
+			t.Fatalf("SELECT id, k, v FROM t: scan: %v", err)
+		}
+		n++
+		c, seq := int(id>>32), uint32(id)
+		if c < 0 || c >= len(stored) || seq >= uint32(len(stored[c])) {
+			report("row id %d was never sent", id)
+			continue
+		}
+		if wk, wv := l.row(id); k != wk || v != wv {
+			report("row id %d stored as (k=%d, v=%d), sent as (k=%d, v=%d)", id, k, v, wk, wv)
+		}
+		if stored[c][seq] < 255 {
+			stored[c][seq]++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("SELECT id, k, v FROM t: %v", err)
+	}
+	var lost, dup, torn int
+	for _, b := range l.mu.batches {
+		var present uint32
+		for seq := b.first; seq < b.first+b.n; seq++ {
+			switch cnt := stored[b.client][seq]; {
+			case cnt > 1:
+				dup++
+				report("row id %d (batch acked=%v) stored %d times", rowID(b.client, seq), b.acked, cnt)
+			case cnt == 0 && b.acked:
+				lost++
+				report("acknowledged row id %d is not in the stream", rowID(b.client, seq))
+			}
+			if stored[b.client][seq] > 0 {
+				present++
+			}
+		}
+		if !b.acked && present != 0 && present != b.n {
+			torn++
+			report("INSERT of ids %d..%d (outcome unknown) is stored in part: %d of %d rows",
+				rowID(b.client, b.first), rowID(b.client, b.first+b.n-1), present, b.n)
+		}
+	}
+	t.Logf("stream holds %d rows", n)
+	if len(problems) > 0 {
+		t.Errorf("stream contents break the ingest guarantee (%d acknowledged rows lost, %d rows duplicated, %d INSERTs torn):\n  %s",
+			lost, dup, torn, strings.Join(problems, "\n  "))
+	}
+	return stored
+}
+
+// loadServer starts a server (extra flags args) and creates the load tests'
+// stream with the given partitions and both views, after running setup
+// (SET statements that must precede the views).
+func loadServer(t *testing.T, args []string, partitions int, setup ...string) (*sqllogic.Server, *pgx.Conn) {
+	t.Helper()
+	srv := sqllogic.StartServer(t, "", args...)
+	conn := srv.Conn(t)
+	for _, s := range setup {
+		exec(t, conn, s)
+	}
+	exec(t, conn, fmt.Sprintf("CREATE TABLE t (id BIGINT, k BIGINT, v BIGINT) WITH (partitions = %d)", partitions))
+	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewByKey+" AS SELECT k, count(*) AS c, sum(v) AS s FROM t GROUP BY k")
+	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewTotal+" AS SELECT count(*) AS c, sum(v) AS s FROM t")
+	return srv, conn
+}
