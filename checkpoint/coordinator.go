@@ -185,8 +185,8 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	c.reg.Lock()
 	defer c.reg.Unlock()
 	tasks := c.reg.Tasks()
-	if len(tasks) == 0 && trigger == "" {
-		return Record{}, nil
+	if len(tasks) == 0 && (trigger == "" || trigger == "periodic") {
+		return Record{}, nil // nothing runs, so there is nothing to checkpoint
 	}
 	c.mu.Lock()
 	c.mu.epoch++

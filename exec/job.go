@@ -115,7 +115,7 @@ func planName(p Plan) string {
 		return "LIMIT/OFFSET"
 	case *Union:
 		return "UNION"
-	case *Values:
+	case *Values, *Batches:
 		return "queries without a stream"
 	}
 	return fmt.Sprintf("%T", p)

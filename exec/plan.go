@@ -16,6 +16,7 @@
 package exec
 
 import (
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -37,6 +38,13 @@ type ScanStream struct {
 type ScanView struct {
 	View *storage.TableDef
 	Snap storage.Reader // nil: the live database
+}
+
+// Batches yields record batches computed in advance (system tables).
+// Run releases them.
+type Batches struct {
+	Recs []arrow.RecordBatch
+	Ts   []types.T
 }
 
 // Values is a literal table.
@@ -129,6 +137,7 @@ type Union struct {
 func (p *ScanStream) Types() []types.T { return columnTypes(p.Table) }
 func (p *ScanView) Types() []types.T   { return columnTypes(p.View) }
 func (p *Values) Types() []types.T     { return p.Ts }
+func (p *Batches) Types() []types.T    { return p.Ts }
 func (p *Filter) Types() []types.T     { return p.In.Types() }
 func (p *Project) Types() []types.T    { return exprTypes(p.Exprs) }
 func (p *HashAgg) Types() []types.T {

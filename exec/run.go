@@ -38,6 +38,16 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 		return scanView(ctx, p, emit)
 	case *Values:
 		return runValues(ctx, p, emit)
+	case *Batches:
+		for i, r := range p.Recs {
+			if err := emit(r); err != nil {
+				for _, rest := range p.Recs[i+1:] {
+					rest.Release()
+				}
+				return err
+			}
+		}
+		return nil
 	case *Filter:
 		return run(ctx, p.In, func(rec arrow.RecordBatch) error {
 			out, err := expr.Filter(ctx.Expr, p.Pred, rec)

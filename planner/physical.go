@@ -4,16 +4,19 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
 
-// Snapshots resolves AS OF clauses to read views: the snapshot's database
-// and the id the view had in it.
+// Snapshots resolves what a plan reads besides live streams and views:
+// AS OF snapshots (the snapshot's database and the id the view had in it)
+// and system tables.
 type Snapshots interface {
 	Snapshot(a AsOf, view string) (storage.Reader, uint64, error)
+	SystemRows(table string) (arrow.RecordBatch, error)
 }
 
 // Physical lowers a logical plan to the exec plan that runs it: joins get
@@ -21,6 +24,16 @@ type Snapshots interface {
 func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 	switch n := n.(type) {
 	case *Scan:
+		if n.Table.Kind == storage.KindSystem {
+			if snaps == nil {
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "system tables cannot be read here")
+			}
+			rec, err := snaps.SystemRows(n.Table.Name)
+			if err != nil {
+				return nil, err
+			}
+			return &exec.Batches{Recs: []arrow.RecordBatch{rec}, Ts: colTypes(n.Cols)}, nil
+		}
 		if n.Table.Kind == storage.KindView {
 			if n.AsOf == (AsOf{}) {
 				return &exec.ScanView{View: n.Table}, nil
@@ -345,4 +358,12 @@ func exprList(es []expr.Expr) string {
 		s[i] = e.String()
 	}
 	return strings.Join(s, ", ")
+}
+
+func colTypes(cs []Column) []typesT {
+	ts := make([]typesT, len(cs))
+	for i, c := range cs {
+		ts[i] = c.T
+	}
+	return ts
 }

@@ -172,8 +172,11 @@ func (r *registry) Tasks() []checkpoint.Task {
 // Table implements bind.Catalog.
 func (e *Engine) Table(name string) (*storage.TableDef, bool) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	t, ok := e.mu.tables[name]
+	e.mu.Unlock()
+	if !ok && strings.HasPrefix(name, "streamdb_") {
+		return e.systemTable(name)
+	}
 	return t, ok
 }
 

@@ -54,8 +54,10 @@ func (e *Engine) appendRows(t *storage.TableDef, recs []arrow.RecordBatch) error
 	if len(recs) == 0 {
 		return nil
 	}
-	if _, ok := e.Table(t.Name); !ok {
+	if cur, ok := e.Table(t.Name); !ok {
 		return sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", t.Name)
+	} else if cur.Kind != storage.KindStream {
+		return sqlerr.New(sqlerr.WrongObjectType, "cannot insert into %q: it is not a table", t.Name)
 	}
 	part := e.rr.Add(1) % uint32(max(1, t.Partitions))
 	_, err := e.db.AppendLog(t.ID, part, recs)

@@ -384,3 +384,47 @@ func (s *Session) closeCursor(n *parse.CloseCursor) (*Result, error) {
 	delete(s.cursors, n.Cursor)
 	return &Result{Tag: "CLOSE CURSOR"}, nil
 }
+
+// System tables expose what SHOW prints to SELECT, so it can be filtered,
+// joined and aggregated: streamdb_jobs, streamdb_checkpoints,
+// streamdb_savepoints, streamdb_tables, streamdb_settings.
+var systemTables = map[string]parse.Statement{
+	"streamdb_jobs":        &parse.ShowObjects{What: "jobs"},
+	"streamdb_checkpoints": &parse.ShowObjects{What: "checkpoints"},
+	"streamdb_savepoints":  &parse.ShowObjects{What: "savepoints"},
+	"streamdb_tables":      &parse.ShowObjects{What: "tables"},
+	"streamdb_settings":    &parse.Show{Name: "all"},
+}
+
+func (e *Engine) systemTable(name string) (*storage.TableDef, bool) {
+	show, ok := systemTables[name]
+	if !ok {
+		return nil, false
+	}
+	t, err := e.NewSession("", "").showTable(show)
+	if err != nil {
+		return nil, false
+	}
+	def := &storage.TableDef{Name: name, Kind: storage.KindSystem}
+	for _, c := range t.cols {
+		def.Columns = append(def.Columns, storage.ColumnDef{Name: strings.ToLower(c.Name), Type: c.T})
+	}
+	return def, true
+}
+
+// SystemRows implements planner.Snapshots.
+func (e *Engine) SystemRows(name string) (arrow.RecordBatch, error) {
+	show, ok := systemTables[name]
+	if !ok {
+		return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", name)
+	}
+	t, err := e.NewSession("", "").showTable(show)
+	if err != nil {
+		return nil, err
+	}
+	res := t.result(&Stmt{}, "")
+	rows := res.Rows.(*sliceRows)
+	rec := rows.recs[0]
+	rows.recs = nil
+	return rec, nil
+}

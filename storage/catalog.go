@@ -23,6 +23,7 @@ type TableKind uint8
 const (
 	KindStream TableKind = iota // CREATE TABLE: an append-only stream with a durable log
 	KindView                    // CREATE MATERIALIZED VIEW: rows maintained by a job
+	KindSystem                  // a read-only system table (streamdb_jobs, ...), computed when read
 )
 
 // TableDef is a catalog entry. It is immutable once stored; DDL stores a new one.

@@ -155,15 +155,19 @@ func aggType(name string, arg expr.Expr) (types.T, error) {
 		switch {
 		case t.Kind == types.Int16 || t.Kind == types.Int32:
 			return types.TInt64, nil
-		case t.Kind == types.Int64 || t.Kind == types.Numeric:
-			return types.TNumeric, nil
+		case t.Kind == types.Int64:
+			return numType(0), nil
+		case t.Kind == types.Numeric:
+			// The sum has its inputs' display scale (see numeric.go).
+			return numericResult(t, t, func(s, _ int32) int32 { return s }), nil
 		case t.IsFloat() || t.Kind == types.Interval:
 			return t, nil
 		}
 	case "avg":
 		switch {
 		case t.IsInteger() || t.Kind == types.Numeric:
-			return types.TNumeric, nil
+			// sum / count: a quotient's display scale.
+			return numType(divScale(storageScale(t), 0)), nil
 		case t.IsFloat():
 			return types.TFloat64, nil
 		case t.Kind == types.Interval:

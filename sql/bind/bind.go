@@ -517,7 +517,7 @@ func (b *Binder) union(l, r planner.Node, all bool) (planner.Node, error) {
 	}
 	var err error
 	for i := range lc {
-		t, ok := types.CommonType(lc[i].T, rc[i].T)
+		t, ok := commonType(lc[i].T, rc[i].T)
 		if !ok {
 			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "UNION types %s and %s cannot be matched", lc[i].T, rc[i].T)
 		}

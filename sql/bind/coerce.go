@@ -72,3 +72,14 @@ func pgTypeName(t types.T) string {
 	}
 	return "?column?"
 }
+
+// commonType is types.CommonType with a NUMERIC result carrying the
+// display scale of both sides when they have static ones (numeric(10,2)
+// meeting integer is NUMERIC(38,2), not unconstrained).
+func commonType(a, b types.T) (types.T, bool) {
+	t, ok := types.CommonType(a, b)
+	if ok && t.Kind == types.Numeric && t.Prec == 0 && a.Kind != types.Unknown && b.Kind != types.Unknown {
+		t = numericResult(a, b, func(sa, sb int32) int32 { return max(sa, sb) })
+	}
+	return t, ok
+}

@@ -165,12 +165,12 @@ func numericConst(s string) (expr.Expr, error) {
 	if i := strings.IndexByte(s, '.'); i >= 0 {
 		scale = int32(len(s) - i - 1)
 	}
-	scale = min(scale, 30)
-	n, err := decimal128.FromString(s, 38, scale)
+	t := numType(scale)
+	n, err := decimal128.FromString(s, 38, t.Scale)
 	if err != nil {
 		return nil, sqlerr.New(sqlerr.NumericOutOfRange, "numeric literal %s is out of range", s)
 	}
-	return &expr.Const{D: types.Datum{D: n}, T: types.T{Kind: types.Numeric, Scale: scale}}, nil
+	return &expr.Const{D: types.Datum{D: n}, T: t}, nil
 }
 
 // paramIndex returns N-1 for an identifier $N.
@@ -405,7 +405,7 @@ func (b *Binder) unify(es []expr.Expr, what string) (types.T, error) {
 			t = et
 			continue
 		}
-		c, ok := types.CommonType(t, et)
+		c, ok := commonType(t, et)
 		if !ok {
 			return t, sqlerr.New(sqlerr.DatatypeMismatch, "%s types %s and %s cannot be matched", what, t, et)
 		}

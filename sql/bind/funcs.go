@@ -49,9 +49,9 @@ func (b *Binder) binaryOp(op string, l, r expr.Expr) (expr.Expr, error) {
 			err = sqlerr.New("42725", "operator is not unique: unknown %s unknown", op)
 		}
 	case lt.Kind == types.Unknown:
-		l, err = b.coerce(l, unknownPeer(op, rt))
+		l, err = b.coercePeer(l, unknownPeer(op, rt))
 	case rt.Kind == types.Unknown:
-		r, err = b.coerce(r, unknownPeer(op, lt))
+		r, err = b.coercePeer(r, unknownPeer(op, lt))
 	}
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func isCompare(op string) bool {
 }
 
 func (b *Binder) compareOp(op string, l, r expr.Expr) (expr.Expr, error) {
-	t, ok := types.CommonType(l.Type(), r.Type())
+	t, ok := commonType(l.Type(), r.Type())
 	if !ok {
 		return nil, noOperator(op, l, r)
 	}
@@ -131,7 +131,7 @@ func (b *Binder) arithOp(op string, l, r expr.Expr) (expr.Expr, error) {
 			}
 			return b.widened(op, l, r, types.TFloat64, res)
 		case lt.Kind == types.Numeric || rt.Kind == types.Numeric:
-			return b.widened(op, l, r, types.TNumeric, types.TNumeric)
+			return b.numericArith(op, l, r)
 		default:
 			res := lt
 			if numRank(rt.Kind) > numRank(lt.Kind) {
@@ -182,6 +182,65 @@ func (b *Binder) arithOp(op string, l, r expr.Expr) (expr.Expr, error) {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "operator date - date is not supported")
 	}
 	return nil, noOperator(op, l, r)
+}
+
+// coercePeer gives an untyped operand the type t of its peer; a string
+// literal read as unconstrained NUMERIC keeps its written display scale
+// (x + '1.50' adds a numeric with two digits, as in PostgreSQL).
+func (b *Binder) coercePeer(e expr.Expr, t types.T) (expr.Expr, error) {
+	if k, ok := e.(*expr.Const); ok && t == types.TNumeric && !k.D.Null {
+		return b.numericLiteral(k)
+	}
+	return b.coerce(e, t)
+}
+
+// numericLiteral reads the string constant k as NUMERIC with the display
+// scale its text gives.
+func (b *Binder) numericLiteral(k *expr.Const) (expr.Expr, error) {
+	s, ok := textScale(k.D.S)
+	if !ok || s > maxStaticScale {
+		return b.castTo(k, types.TNumeric) // reports bad input; else trims
+	}
+	t := numType(s)
+	d, err := types.ParseText(k.D.S, t)
+	if err != nil {
+		return nil, err
+	}
+	return &expr.Const{D: d, T: t}, nil
+}
+
+// numericArith resolves + - * / % with a NUMERIC operand and the other
+// numeric or integer. The result's display scale follows numeric.go.
+func (b *Binder) numericArith(op string, l, r expr.Expr) (expr.Expr, error) {
+	var err error
+	if l, err = b.intToNumeric(l); err != nil {
+		return nil, err
+	}
+	if r, err = b.intToNumeric(r); err != nil {
+		return nil, err
+	}
+	lt, rt := l.Type(), r.Type()
+	var t types.T
+	switch op {
+	case "*":
+		t = numericResult(lt, rt, func(sa, sb int32) int32 { return sa + sb })
+	case "/":
+		if e, ok, err := foldDiv(l, r); ok {
+			return e, err
+		}
+		t = numType(divScale(storageScale(lt), storageScale(rt)))
+	default: // + - %
+		t = numericResult(lt, rt, func(sa, sb int32) int32 { return max(sa, sb) })
+	}
+	return call(op, t, l, r), nil
+}
+
+// intToNumeric converts an integer operand to NUMERIC at scale 0.
+func (b *Binder) intToNumeric(e expr.Expr) (expr.Expr, error) {
+	if e.Type().IsInteger() {
+		return b.castTo(e, numType(0))
+	}
+	return e, nil
 }
 
 // widened computes op with both operands cast to the kernel type k, then
@@ -406,16 +465,21 @@ func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
 			name = "ceil"
 		}
 		if n == 2 && name == "round" {
-			if arg(0, types.TNumeric) && arg(1, types.TInt64) {
-				return call(name, types.TNumeric, args...), nil
+			if args[0].Type().Kind != types.Numeric && !arg(0, types.TNumeric) || !arg(1, types.TInt64) {
+				break
 			}
-			break
+			// The result has the digits asked for, when that is a constant.
+			t := types.T{Kind: types.Numeric, Scale: args[0].Type().Scale}
+			if k, ok := args[1].(*expr.Const); ok && !k.D.Null {
+				t = numType(int32(min(max(k.D.I, 0), maxStaticScale)))
+			}
+			return call(name, t, args...), nil
 		}
 		if n == 1 {
 			// round(integer) resolves to round(double precision), the
 			// preferred type of its category, as in PostgreSQL.
-			if args[0].Type().Kind == types.Numeric && arg(0, types.TNumeric) {
-				return call(name, types.TNumeric, args...), nil
+			if args[0].Type().Kind == types.Numeric {
+				return call(name, numType(0), args...), nil
 			}
 			if arg(0, types.TFloat64) {
 				return call(name, types.TFloat64, args...), nil

@@ -1,0 +1,238 @@
+package crash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/streamdb/streamdb/tests/sqllogic"
+)
+
+const (
+	copyRows  = 1_000_000
+	copyBatch = 50_000 // rows per COPY statement
+	copyKeys  = 1000
+)
+
+// copyRow returns the k and v of row i of the COPY test's input.
+func copyRow(seed uint64, i int) (k, v int64) {
+	h := mix(seed ^ uint64(i))
+	return int64(h % copyKeys), int64(h>>32%1000) - 500
+}
+
+// copyTruth aggregates rows [0, n) of the input.
+func copyTruth(seed uint64, n int) aggs {
+	a := aggs{}
+	for i := range n {
+		a.add(copyRow(seed, i))
+	}
+	return a
+}
+
+var errKilled = errors.New("server was killed")
+
+// copyReader produces rows [next, end) of the input in COPY text format. At
+// row pause (if in range) it closes paused and blocks until resume is
+// closed, then fails: the server is killed with the COPY half sent.
+type copyReader struct {
+	seed        uint64
+	next, end   int
+	pause       int
+	paused      chan<- struct{}
+	resume      <-chan struct{}
+	buf, unread []byte
+}
+
+func (r *copyReader) Read(p []byte) (int, error) {
+	if len(r.unread) == 0 {
+		if r.next == r.end {
+			return 0, io.EOF
+		}
+		if r.next == r.pause {
+			close(r.paused)
+			<-r.resume
+			return 0, errKilled
+		}
+		stop := min(r.end, r.next+1000)
+		if r.next < r.pause && r.pause < stop {
+			stop = r.pause
+		}
+		r.buf = r.buf[:0]
+		for ; r.next < stop; r.next++ {
+			k, v := copyRow(r.seed, r.next)
+			r.buf = strconv.AppendInt(r.buf, k, 10)
+			r.buf = append(r.buf, '\t')
+			r.buf = strconv.AppendInt(r.buf, v, 10)
+			r.buf = append(r.buf, '\n')
+		}
+		r.unread = r.buf
+	}
+	n := copy(p, r.unread)
+	r.unread = r.unread[n:]
+	return n, nil
+}
+
+// ingest COPYs batches [from, copyRows/copyBatch), waiting pace[b] (if
+// given) before batch b, and returns how many batches in all are
+// acknowledged; pause is passed to the readers.
+func ingest(connStr string, seed uint64, from int, pace []time.Duration, pause int, paused chan<- struct{}, resume <-chan struct{}) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := pgconn.Connect(ctx, connStr)
+	if err != nil {
+		return from, err
+	}
+	defer conn.Close(context.Background())
+	for b := from; b < copyRows/copyBatch; b++ {
+		if b < len(pace) {
+			time.Sleep(pace[b])
+		}
+		r := &copyReader{seed: seed, next: b * copyBatch, end: (b + 1) * copyBatch, pause: pause, paused: paused, resume: resume}
+		tag, err := conn.CopyFrom(ctx, r, "COPY t FROM STDIN")
+		if err != nil {
+			return b, fmt.Errorf("COPY batch %d: %w", b, err)
+		}
+		if want := fmt.Sprintf("COPY %d", copyBatch); tag.String() != want {
+			return b, fmt.Errorf("COPY batch %d: tag %q, want %q", b, tag, want)
+		}
+	}
+	return copyRows / copyBatch, nil
+}
+
+// TestKill9DuringCopy is Flink's recovery scenario: a view counts 1M rows
+// arriving by COPY, the server is killed with -9 at a random row 40–70 % of
+// the way through (with a COPY half sent, after at least one checkpoint of
+// the view completed), restarted, and once the job has caught up the view
+// equals the acknowledged input exactly; so does the batch query over the
+// stream. Ingest then resumes with the batch the crash cut off, and at the
+// end the view has counted every one of the 1M rows once.
+func TestKill9DuringCopy(t *testing.T) {
+	rng, seed := newRand(t)
+	srv := sqllogic.StartServer(t, "")
+	conn := srv.Conn(t)
+	exec(t, conn, "SET checkpoint.interval = '200ms'")
+	exec(t, conn, "CREATE TABLE t (k BIGINT, v BIGINT)")
+	exec(t, conn, "CREATE MATERIALIZED VIEW mv AS SELECT k, count(*) AS c, sum(v) AS s FROM t GROUP BY k")
+	var before int64 // checkpoints taken before ingest do not count
+	for _, c := range showCheckpoints(t, conn) {
+		before = max(before, c.id)
+	}
+
+	// Paced ingest spreads the 1M rows over about two seconds, so periodic
+	// checkpoints and epochs fall between the batches and the kill lands at
+	// a random phase of the job's epoch.
+	pace := make([]time.Duration, copyRows/copyBatch)
+	for b := range pace {
+		pace[b] = time.Duration(50+rng.IntN(100)) * time.Millisecond
+	}
+	killAt := copyRows*40/100 + rng.IntN(copyRows*30/100)
+	t.Logf("kill -9 when row %d of %d (%.1f%%) has been sent, in COPY batch %d",
+		killAt, copyRows, 100*float64(killAt)/copyRows, killAt/copyBatch)
+	paused, resume := make(chan struct{}), make(chan struct{})
+	type result struct {
+		batches int
+		err     error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		n, err := ingest(srv.ConnString(), seed, 0, pace, killAt, paused, resume)
+		done <- result{n, err}
+	}()
+	select {
+	case <-paused:
+	case r := <-done:
+		t.Fatalf("ingest ended before the kill point: %d batches, %v", r.batches, r.err)
+	}
+	t.Logf("reached the kill point after %v", time.Since(start).Round(time.Millisecond))
+
+	// The crash must hit a job with a completed checkpoint behind it, or the
+	// test proves nothing about recovery from one.
+	ck := completedCheckpoint(t, conn, before, "mv")
+	for _, j := range showJobs(t, conn) {
+		t.Logf("at the kill: job %s %s, %d rows read, lag %d", j.name, j.state, j.rowIn, j.lag)
+	}
+	srv.Kill9()
+	close(resume)
+	r := <-done
+	if r.err == nil {
+		t.Fatalf("COPY succeeded although the server was killed with it half sent")
+	}
+	ackedRows := r.batches * copyBatch
+	t.Logf("killed: %d batches (%d rows) acknowledged; the COPY in flight failed: %v", r.batches, ackedRows, r.err)
+
+	srv.Restart(t)
+	t.Logf("restarted after %v", time.Since(start).Round(time.Millisecond))
+	conn = srv.Conn(t)
+	found := false
+	for _, c := range showCheckpoints(t, conn) {
+		if c.id == ck.id {
+			found = true
+			if c.status != "COMPLETED" {
+				t.Errorf("checkpoint %d was COMPLETED before the crash, after restart it is %s", ck.id, c.status)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("checkpoint %d was COMPLETED before the crash but SHOW CHECKPOINTS does not list it after restart", ck.id)
+	}
+	waitCaughtUp(t, conn, "mv")
+	t.Logf("caught up after %v", time.Since(start).Round(time.Millisecond))
+	checkCopyViews(t, conn, copyTruth(seed, ackedRows), "after kill -9 and restart")
+	t.Logf("checked after %v", time.Since(start).Round(time.Millisecond))
+
+	// A client retries what was not acknowledged: the rest of the input.
+	n, err := ingest(srv.ConnString(), seed, r.batches, nil, -1, nil, nil)
+	if err != nil {
+		t.Fatalf("ingest after restart: %d batches acknowledged: %v", n, err)
+	}
+	t.Logf("ingested after %v", time.Since(start).Round(time.Millisecond))
+	waitCaughtUp(t, conn, "mv")
+	t.Logf("caught up after %v", time.Since(start).Round(time.Millisecond))
+	truth := copyTruth(seed, copyRows)
+	if got := truth.total().c; got != copyRows {
+		t.Fatalf("test bug: truth counts %d rows", got)
+	}
+	checkCopyViews(t, conn, truth, "after ingesting all 1M rows")
+}
+
+// completedCheckpoint returns a COMPLETED checkpoint with an id above after
+// that covers job, waiting for one (bounded) if there is none yet. No such
+// checkpoint fails the test.
+func completedCheckpoint(t *testing.T, conn *pgx.Conn, after int64, job string) checkpointRow {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var last checkpointRow
+		for _, c := range showCheckpoints(t, conn) {
+			if c.id > after && c.status == "COMPLETED" && c.covers(job) {
+				last = c
+			}
+		}
+		if last.id != 0 {
+			t.Logf("checkpoint %d (%s) of job %s completed before the kill", last.id, last.trigger, job)
+			return last
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint of job %s completed before the kill point: SHOW CHECKPOINTS = %+v", job, showCheckpoints(t, conn))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkCopyViews compares the view and the batch query with the truth.
+func checkCopyViews(t *testing.T, conn *pgx.Conn, truth aggs, when string) {
+	t.Helper()
+	if d := diff(truth, queryAggs(t, conn, "SELECT k, count(*), sum(v) FROM t GROUP BY k")); d != "" {
+		t.Errorf("%s: batch query over the stream differs from the acknowledged input: %s", when, d)
+	}
+	if d := diff(truth, queryAggs(t, conn, "SELECT k, c, s FROM mv")); d != "" {
+		t.Errorf("%s: view mv differs from the acknowledged input: %s", when, d)
+	}
+}
