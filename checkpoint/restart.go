@@ -132,7 +132,7 @@ func ParseRestartConfig(get func(key string) (string, bool)) (RestartConfig, err
 		{"reset_after", &c.ResetAfter},
 	}
 	for _, f := range durs {
-		if *f.dst, err = parseDuration(val(f.key)); err != nil {
+		if *f.dst, err = ParseDuration(val(f.key)); err != nil {
 			return c, badParam(f.key, val(f.key), err)
 		}
 	}
@@ -157,7 +157,7 @@ func ParseRestartConfig(get func(key string) (string, bool)) (RestartConfig, err
 		if c.InitialDelay > c.MaxDelay {
 			return c, &sqlerr.Error{Code: sqlerr.InvalidParameterValue,
 				Msg: fmt.Sprintf("restart.initial_delay (%s) must not exceed restart.max_delay (%s)",
-					formatDuration(c.InitialDelay), formatDuration(c.MaxDelay))}
+					FormatDuration(c.InitialDelay), FormatDuration(c.MaxDelay))}
 		}
 		if c.ResetAfter <= 0 {
 			return c, badParam("reset_after", val("reset_after"), fmt.Errorf("expected a duration greater than 0"))
@@ -182,10 +182,9 @@ func badParam(key, value string, err error) error {
 		Detail: err.Error()}
 }
 
-// parseDuration reads durations with sql.ParseDuration's grammar ("500ms",
-// "10 s", "5min", "1h", "2d"; a bare number is milliseconds). It is repeated
-// here because package sql imports this one.
-func parseDuration(s string) (time.Duration, error) {
+// ParseDuration reads durations as Flink and PostgreSQL users write them:
+// "500ms", "1s", "10 s", "5min", "1 h", "2d"; a bare number is milliseconds.
+func ParseDuration(s string) (time.Duration, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	i := 0
 	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
@@ -220,8 +219,8 @@ func parseDuration(s string) (time.Duration, error) {
 	return time.Duration(v * float64(mul)), nil
 }
 
-// formatDuration writes d the way SHOW prints settings: "10s", "5min", "250ms".
-func formatDuration(d time.Duration) string {
+// FormatDuration writes d the way SHOW prints settings: "10s", "5min", "250ms".
+func FormatDuration(d time.Duration) string {
 	for _, u := range []struct {
 		d    time.Duration
 		name string
@@ -248,18 +247,18 @@ func formatAttempts(n int) string {
 func (c RestartConfig) String() string {
 	switch c.Strategy {
 	case RestartFixedDelay:
-		return fmt.Sprintf("fixed-delay(attempts=%s, delay=%s)", formatAttempts(c.Attempts), formatDuration(c.Delay))
+		return fmt.Sprintf("fixed-delay(attempts=%s, delay=%s)", formatAttempts(c.Attempts), FormatDuration(c.Delay))
 	case RestartFailureRate:
 		return fmt.Sprintf("failure-rate(max_failures=%d, failure_interval=%s, delay=%s)",
-			c.MaxFailures, formatDuration(c.FailureInterval), formatDuration(c.Delay))
+			c.MaxFailures, FormatDuration(c.FailureInterval), FormatDuration(c.Delay))
 	case RestartExponentialDelay:
 		attempts := "unbounded"
 		if c.Attempts > 0 {
 			attempts = formatAttempts(c.Attempts)
 		}
 		return fmt.Sprintf("exponential-delay(initial_delay=%s, max_delay=%s, multiplier=%g, jitter=%g, reset_after=%s, attempts=%s)",
-			formatDuration(c.InitialDelay), formatDuration(c.MaxDelay), c.Multiplier, c.Jitter,
-			formatDuration(c.ResetAfter), attempts)
+			FormatDuration(c.InitialDelay), FormatDuration(c.MaxDelay), c.Multiplier, c.Jitter,
+			FormatDuration(c.ResetAfter), attempts)
 	}
 	return c.Strategy
 }
@@ -324,7 +323,7 @@ func (b *Backoff) Failed(now time.Time) (delay time.Duration, ok bool, reason st
 		b.mu.failures = append(b.mu.failures, now)
 		if len(b.mu.failures) > c.MaxFailures && now.Sub(b.mu.failures[0]) <= c.FailureInterval {
 			return b.giveUpLocked(fmt.Sprintf("restart strategy failure-rate exhausted: %d failures within %s (max_failures %d)",
-				len(b.mu.failures), formatDuration(c.FailureInterval), c.MaxFailures))
+				len(b.mu.failures), FormatDuration(c.FailureInterval), c.MaxFailures))
 		}
 		delay = c.Delay
 	case RestartExponentialDelay:

@@ -52,6 +52,9 @@ type JobSpec struct {
 	AtLeastOnce bool
 	// Now is the value of now() inside the job.
 	Now int64
+	// SkipErrors is job.error_policy = 'skip': rows that raise a data error
+	// are recorded and skipped instead of failing the job.
+	SkipErrors bool
 	// Reemit makes the job emit every restored group into the view at its
 	// first barrier (after an upgrade whose view rows are rebuilt from state).
 	Reemit bool
@@ -195,6 +198,10 @@ type Job struct {
 
 	RowsIn  atomic.Int64
 	offsets []atomic.Uint64
+
+	// fallible are the aggregate's key and argument expressions that can
+	// raise an error (anything but a column or a constant).
+	fallible []expr.Expr
 }
 
 // Err is the error the job failed with, once Failed is closed.
@@ -243,6 +250,14 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	j := &Job{spec: spec, shape: sh, db: db, ctx: ctx, cancel: cancel,
 		acks: make(chan uint64, 1), failed: make(chan struct{})}
 	j.batch.Store(db.NewEpochBatch())
+	if sh.agg != nil {
+		for _, e := range sh.agg.Keys {
+			j.addFallible(e)
+		}
+		for _, a := range sh.agg.Aggs {
+			j.addFallible(a.Arg)
+		}
+	}
 	parts := max(1, sh.src.Partitions)
 	j.offsets = make([]atomic.Uint64, parts)
 	for p := 0; p < parts; p++ {
@@ -460,7 +475,11 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 
 // route applies the pre-aggregate stages to rec and sends its rows on.
 func (j *Job) route(ectx *expr.Ctx, part uint32, first uint64, rec arrow.RecordBatch, outs []chan msg) error {
-	out, kept, err := applyStages(ectx, j.shape.pre, rec, j.shape.agg == nil)
+	if err := failpoint(j.spec.Name, "source"); err != nil {
+		rec.Release()
+		return err
+	}
+	out, kept, err := j.transform(ectx, part, first, rec)
 	rec.Release()
 	if err != nil {
 		return err
@@ -505,6 +524,99 @@ func (j *Job) route(ectx *expr.Ctx, part uint32, first uint64, rec arrow.RecordB
 		}
 	}
 	return nil
+}
+
+// transform applies the pre-aggregate stages to rec. On a data error it
+// finds the rows that raise it: with job.error_policy = 'skip' it records
+// each in the epoch's error log and goes on without them; otherwise the job
+// fails with the first one's stream offset.
+func (j *Job) transform(ectx *expr.Ctx, part uint32, first uint64, rec arrow.RecordBatch) (arrow.RecordBatch, []int, error) {
+	out, kept, err := j.tryStages(ectx, rec)
+	if err == nil || !isDataError(err) {
+		return out, kept, err
+	}
+	n := int(rec.NumRows())
+	good := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		one := rec.NewSlice(int64(i), int64(i+1))
+		o, _, e := j.tryStages(ectx, one)
+		one.Release()
+		if o != nil {
+			o.Release()
+		}
+		if e == nil {
+			good = append(good, i)
+			continue
+		}
+		se := sqlerr.As(e)
+		off := first + uint64(i)
+		if !j.spec.SkipErrors {
+			return nil, nil, &sqlerr.Error{Code: se.Code, Msg: se.Msg,
+				Detail: fmt.Sprintf("stream %s, partition %d, offset %d: row %s", j.shape.src.Name, part, off, rowText(rec, i))}
+		}
+		j.batch.Load().PutJobError(j.spec.ID, storage.JobError{Job: j.spec.Name, Stream: j.shape.src.Name,
+			Partition: part, Offset: off, Code: se.Code, Message: se.Msg, Row: rowText(rec, i), At: time.Now().UTC()})
+	}
+	sub := takeRecord(rec, good, exprTypes(plannedExprs(rec)))
+	defer sub.Release()
+	out, kept, err = j.tryStages(ectx, sub)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, k := range kept {
+		kept[i] = good[k]
+	}
+	return out, kept, nil
+}
+
+// tryStages runs the pre-aggregate stages and also evaluates the
+// aggregate's expressions that can raise errors, so a bad row is caught
+// here, with its stream offset.
+func (j *Job) tryStages(ectx *expr.Ctx, rec arrow.RecordBatch) (arrow.RecordBatch, []int, error) {
+	out, kept, err := applyStages(ectx, j.shape.pre, rec, true)
+	if err != nil || j.shape.agg == nil {
+		return out, kept, err
+	}
+	for _, e := range j.fallible {
+		a, err := expr.Eval(ectx, e, out)
+		if err != nil {
+			out.Release()
+			return nil, nil, err
+		}
+		a.Release()
+	}
+	return out, kept, nil
+}
+
+func (j *Job) addFallible(e expr.Expr) {
+	switch e.(type) {
+	case nil, *expr.ColRef, *expr.Const, *expr.Param:
+		return
+	}
+	j.fallible = append(j.fallible, e)
+}
+
+// isDataError reports whether err is about a value (SQLSTATE class 22).
+func isDataError(err error) bool { return strings.HasPrefix(sqlerr.Code(err), "22") }
+
+// rowText renders row i of rec as (v1, v2, ...).
+func rowText(rec arrow.RecordBatch, i int) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for c := 0; c < int(rec.NumCols()); c++ {
+		if c > 0 {
+			b.WriteString(", ")
+		}
+		col := rec.Column(c)
+		if col.IsNull(i) {
+			b.WriteString("NULL")
+			continue
+		}
+		t := typeOfArrow(col)
+		b.WriteString(types.TextOf(types.DatumAt(col, i, t), t))
+	}
+	b.WriteByte(')')
+	return b.String()
 }
 
 func keyGroup(h uint64) int    { return int(h % KeyGroups) }
@@ -657,6 +769,10 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 			return nil
 		}
 		if m.barrier == nil {
+			if err := failpoint(j.spec.Name, "agg"); err != nil {
+				m.c.Rec.Release()
+				return err
+			}
 			err := op.push(ectx, m.c.Rec, m.c.Signs(), true)
 			m.c.Rec.Release()
 			if err != nil {

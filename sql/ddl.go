@@ -167,9 +167,12 @@ func (e *Engine) planView(def *storage.TableDef) (exec.Plan, error) {
 	return planner.Physical(plan, e)
 }
 
-func (e *Engine) jobSpec(def *storage.TableDef, plan exec.Plan, atLeastOnce bool) exec.JobSpec {
+// jobSpecLocked describes the job of a view under the current settings.
+func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSpec {
 	return exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
-		AtLeastOnce: atLeastOnce, Now: time.Now().UnixMicro()}
+		AtLeastOnce: e.settingLocked("checkpoint.mode") == "at_least_once",
+		SkipErrors:  e.settingLocked("job.error_policy") == "skip",
+		Now:         time.Now().UnixMicro()}
 }
 
 // startViewJob starts (or resumes) the job maintaining a view. Called
@@ -184,13 +187,13 @@ func (e *Engine) startViewJob(def *storage.TableDef) error {
 
 // startViewJobLocked starts a view's job from its plan; e.mu may be held.
 func (e *Engine) startViewJobLocked(def *storage.TableDef, plan exec.Plan, reemit bool) error {
-	spec := e.jobSpec(def, plan, e.settingLocked("checkpoint.mode") == "at_least_once")
+	spec := e.jobSpecLocked(def, plan)
 	spec.Reemit = reemit
 	j, err := exec.StartJob(e.db, spec)
 	if err != nil {
 		return err
 	}
-	e.mu.jobs[def.Name] = &jobEntry{job: j, state: exec.JobRunning}
+	e.mu.jobs[def.Name] = &jobEntry{job: j, state: exec.JobRunning, started: time.Now()}
 	return nil
 }
 

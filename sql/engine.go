@@ -61,6 +61,9 @@ type jobEntry struct {
 	state    exec.JobState
 	restarts int
 	lastErr  string
+	backoff  *checkpoint.Backoff // made at the first failure
+	next     time.Time           // when a RESTARTING job starts again
+	started  time.Time
 }
 
 // Open opens the database in cfg.DataDir, restarts every view's job from its
@@ -137,7 +140,7 @@ func (e *Engine) Close() error {
 	defer e.roundMu.Unlock()
 	e.mu.Lock()
 	for _, j := range e.mu.jobs {
-		if j.job != nil {
+		if j.job != nil && j.state != exec.JobStopped {
 			j.job.Stop()
 		}
 	}
@@ -180,8 +183,8 @@ func (e *Engine) Table(name string) (*storage.TableDef, bool) {
 	return t, ok
 }
 
-// supervise restarts failed jobs from their last committed epoch
-// (fixed-delay with unbounded attempts, the default with checkpoints on).
+// supervise applies each failed job's restart strategy: it schedules a
+// restart from the last committed epoch (RESTARTING) or gives up (FAILED).
 func (e *Engine) supervise(ctx context.Context) {
 	t := time.NewTicker(checkpoint.EpochInterval)
 	defer t.Stop()
@@ -194,51 +197,106 @@ func (e *Engine) supervise(ctx context.Context) {
 		}
 		epoch++
 		e.tickTransient(epoch)
-		e.roundMu.Lock()
+		now := time.Now()
 		e.mu.Lock()
-		var failed []string
+		var due []string
 		for n, j := range e.mu.jobs {
-			if j.job == nil || j.state != exec.JobRunning {
-				continue
-			}
-			select {
-			case <-j.job.Failed():
-				j.lastErr = sqlerr.As(j.job.Err()).Code + ": " + j.job.Err().Error()
-				failed = append(failed, n)
-			default:
+			switch j.state {
+			case exec.JobRunning:
+				select {
+				case <-j.job.Failed():
+					e.onFailureLocked(n, j, now)
+				default:
+					if j.backoff != nil {
+						j.backoff.Running(j.started)
+					}
+				}
+			case exec.JobRestarting:
+				if !now.Before(j.next) {
+					due = append(due, n)
+				}
 			}
 		}
 		e.mu.Unlock()
-		for _, n := range failed {
+		for _, n := range due {
 			e.restartJob(n)
 		}
-		e.roundMu.Unlock()
 	}
 }
 
-// restartJob replaces a failed job with a new one started from the last
-// committed state. Called with roundMu held.
+// onFailureLocked records a job's failure and decides what happens next.
+func (e *Engine) onFailureLocked(name string, j *jobEntry, now time.Time) {
+	err := j.job.Err()
+	se := sqlerr.As(err)
+	j.lastErr = se.Code + ": " + se.Msg
+	if se.Detail != "" {
+		j.lastErr += " (" + se.Detail + ")"
+	}
+	go j.job.Stop()
+	if j.backoff == nil {
+		cfg, cerr := e.restartConfigLocked(e.mu.tables[name])
+		if cerr != nil {
+			cfg = checkpoint.DefaultRestartConfig(false)
+		}
+		j.backoff = checkpoint.NewBackoff(cfg, nil)
+	}
+	delay, ok, reason := j.backoff.Failed(now)
+	if !ok {
+		j.state = exec.JobFailed
+		j.lastErr += "; " + reason
+		e.log.Error("job failed", "view", name, "err", j.lastErr)
+		return
+	}
+	j.state, j.next = exec.JobRestarting, now.Add(delay)
+	e.log.Warn("job failed; restarting from its last committed epoch", "view", name, "in", delay, "err", j.lastErr)
+}
+
+// restartConfigLocked is a view's restart strategy: its own restart.*
+// options, else the database settings, else the default (fixed-delay with
+// unbounded attempts when checkpoints are on, none when they are off).
+func (e *Engine) restartConfigLocked(def *storage.TableDef) (checkpoint.RestartConfig, error) {
+	get := func(key string) (string, bool) {
+		k := "restart." + key
+		if def != nil {
+			if v, ok := def.Options[k]; ok {
+				return v, true
+			}
+		}
+		if v, ok := e.mu.settings[k]; ok {
+			return v, true
+		}
+		v, ok := e.mu.fileConf[k]
+		return v, ok
+	}
+	if _, set := get("strategy"); !set && e.settingLocked("checkpoint.interval") == "off" {
+		return checkpoint.DefaultRestartConfig(false), nil
+	}
+	return checkpoint.ParseRestartConfig(get)
+}
+
+// restartJob starts a RESTARTING job again from its last committed state.
 func (e *Engine) restartJob(name string) {
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
 	e.mu.Lock()
 	je := e.mu.jobs[name]
 	def := e.mu.tables[name]
 	e.mu.Unlock()
-	if je == nil || def == nil {
+	if je == nil || def == nil || je.state != exec.JobRestarting {
 		return
 	}
 	je.job.Stop()
-	e.log.Warn("job failed; restarting from its last committed epoch", "view", name, "err", je.lastErr)
 	plan, err := e.planView(def)
-	var j *exec.Job
-	if err == nil {
-		j, err = exec.StartJob(e.db, e.jobSpec(def, plan, e.setting("checkpoint.mode") == "at_least_once"))
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	var j *exec.Job
+	if err == nil {
+		j, err = exec.StartJob(e.db, e.jobSpecLocked(def, plan))
+	}
 	je.restarts++
 	if err != nil {
 		je.state, je.lastErr = exec.JobFailed, err.Error()
 		return
 	}
-	je.job, je.state = j, exec.JobRunning
+	je.job, je.state, je.started = j, exec.JobRunning, time.Now()
 }

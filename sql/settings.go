@@ -123,11 +123,11 @@ func floatRange(lo, hi float64) func(string) (string, error) {
 }
 
 func duration(s string) (string, error) {
-	d, err := ParseDuration(s)
+	d, err := checkpoint.ParseDuration(s)
 	if err != nil {
 		return "", err
 	}
-	return formatDuration(d), nil
+	return checkpoint.FormatDuration(d), nil
 }
 
 func durationOrOff(s string) (string, error) {
@@ -136,55 +136,6 @@ func durationOrOff(s string) (string, error) {
 		return "off", nil
 	}
 	return duration(s)
-}
-
-// ParseDuration reads durations as Flink and PostgreSQL users write them:
-// "500ms", "1s", "10 s", "5min", "1 h", "2d"; a bare number is milliseconds.
-func ParseDuration(s string) (time.Duration, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	i := 0
-	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
-		i++
-	}
-	num, unit := s[:i], strings.TrimSpace(s[i:])
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("expected a duration such as 500ms, 10s, 5min, 1h")
-	}
-	var mul time.Duration
-	switch unit {
-	case "", "ms", "msec", "millisecond", "milliseconds":
-		mul = time.Millisecond
-	case "us", "microsecond", "microseconds":
-		mul = time.Microsecond
-	case "s", "sec", "secs", "second", "seconds":
-		mul = time.Second
-	case "m", "min", "mins", "minute", "minutes":
-		mul = time.Minute
-	case "h", "hour", "hours":
-		mul = time.Hour
-	case "d", "day", "days":
-		mul = 24 * time.Hour
-	default:
-		return 0, fmt.Errorf("unknown duration unit %q (use ms, s, min, h, d)", unit)
-	}
-	return time.Duration(v * float64(mul)), nil
-}
-
-func formatDuration(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "0ms"
-	case d%(24*time.Hour) == 0:
-		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
-	case d%time.Hour == 0:
-		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
-	case d%time.Minute == 0:
-		return strconv.FormatInt(int64(d/time.Minute), 10) + "min"
-	case d%time.Second == 0:
-		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
-	}
-	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
 }
 
 // setting returns a database setting's effective value: SET, else the
@@ -234,7 +185,7 @@ func (e *Engine) durationSetting(name string) time.Duration {
 	if v == "off" {
 		return 0
 	}
-	d, _ := ParseDuration(v)
+	d, _ := checkpoint.ParseDuration(v)
 	return d
 }
 

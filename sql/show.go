@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -136,6 +137,8 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			return t, nil
 		case "jobs":
 			return e.showJobs(), nil
+		case "job errors":
+			return e.showJobErrors()
 		case "checkpoints":
 			t := &table{cols: []Column{{"id", types.TInt64}, {"status", types.TText}, {"trigger", types.TText},
 				{"started_at", types.TTimestamp}, {"duration_ms", types.TInt64}, {"alignment_ms", types.TInt64},
@@ -202,7 +205,16 @@ func createStatement(t *storage.TableDef) string {
 
 func (e *Engine) showJobs() *table {
 	t := &table{cols: []Column{{"name", types.TText}, {"state", types.TText}, {"restarts", types.TInt64},
-		{"rows_in", types.TInt64}, {"lag", types.TInt64}, {"last_error", types.TText}}}
+		{"rows_in", types.TInt64}, {"lag", types.TInt64}, {"last_checkpoint", types.TInt64},
+		{"next_restart", types.TTimestamp}, {"strategy", types.TText}, {"last_error", types.TText}}}
+	lastCP := map[string]int64{}
+	for _, r := range e.coord.History() {
+		if r.Status == checkpoint.Completed {
+			for _, j := range r.Jobs {
+				lastCP[j] = int64(r.ID)
+			}
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	names := make([]string, 0, len(e.mu.jobs))
@@ -210,19 +222,49 @@ func (e *Engine) showJobs() *table {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	orNull := func(s string) types.Datum {
+		if s == "" {
+			return types.Null
+		}
+		return str(s)
+	}
 	for _, n := range names {
 		j := e.mu.jobs[n]
 		var rows, lag int64
 		if j.job != nil {
 			rows, lag = j.job.RowsIn.Load(), j.job.Lag()
 		}
-		last := types.Null
-		if j.lastErr != "" {
-			last = str(j.lastErr)
+		next := types.Null
+		if j.state == exec.JobRestarting {
+			next = types.Int(j.next.UTC().UnixMicro())
 		}
-		t.add(str(n), str(string(j.state)), types.Int(int64(j.restarts)), types.Int(rows), types.Int(lag), last)
+		cp := types.Null
+		if id, ok := lastCP[n]; ok {
+			cp = types.Int(id)
+		}
+		strategy := ""
+		if cfg, err := e.restartConfigLocked(e.mu.tables[n]); err == nil {
+			strategy = cfg.String()
+		}
+		t.add(str(n), str(string(j.state)), types.Int(int64(j.restarts)), types.Int(rows), types.Int(lag), cp,
+			next, str(strategy), orNull(j.lastErr))
 	}
 	return t
+}
+
+func (e *Engine) showJobErrors() (*table, error) {
+	t := &table{cols: []Column{{"job", types.TText}, {"stream", types.TText}, {"partition_id", types.TInt64},
+		{"row_offset", types.TInt64}, {"error_code", types.TText}, {"message", types.TText}, {"row_text", types.TText},
+		{"at", types.TTimestamp}}}
+	errs, err := e.db.JobErrors()
+	if err != nil {
+		return nil, err
+	}
+	for _, je := range errs {
+		t.add(str(je.Job), str(je.Stream), types.Int(int64(je.Partition)), types.Int(int64(je.Offset)),
+			str(je.Code), str(je.Message), str(je.Row), types.Int(je.At.UnixMicro()))
+	}
+	return t, nil
 }
 
 func (s *Session) execSet(n *parse.Set) (*Result, error) {
@@ -394,6 +436,7 @@ var systemTables = map[string]parse.Statement{
 	"streamdb_savepoints":  &parse.ShowObjects{What: "savepoints"},
 	"streamdb_tables":      &parse.ShowObjects{What: "tables"},
 	"streamdb_settings":    &parse.Show{Name: "all"},
+	"streamdb_job_errors":  &parse.ShowObjects{What: "job errors"},
 }
 
 func (e *Engine) systemTable(name string) (*storage.TableDef, bool) {

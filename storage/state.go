@@ -2,7 +2,9 @@ package storage
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -130,7 +132,7 @@ func (db *DB) ScanView(r Reader, view uint64, fn func(key, row []byte) error) er
 
 // DeleteJobData adds to b the removal of a job's state, offsets and view rows.
 func DeleteJobData(b *pebble.Batch, job uint64) {
-	for _, p := range []string{"s/", "o/", "v/"} {
+	for _, p := range []string{"s/", "o/", "v/", "e/"} {
 		start := binary.BigEndian.AppendUint64([]byte(p), job)
 		b.DeleteRange(start, prefixEnd(start), nil)
 	}
@@ -155,4 +157,45 @@ func (db *DB) LoadRecords(after uint64) ([][]byte, error) {
 		out = append(out, append([]byte(nil), v...))
 	}
 	return out, nil
+}
+
+// JobError is a row a job skipped under job.error_policy = 'skip'.
+type JobError struct {
+	Job       string
+	Stream    string
+	Partition uint32
+	Offset    uint64
+	Code      string
+	Message   string
+	Row       string
+	At        time.Time
+}
+
+func jobErrorKey(job uint64, part uint32, off uint64) []byte {
+	k := binary.BigEndian.AppendUint64([]byte("e/"), job)
+	k = binary.BigEndian.AppendUint32(k, part)
+	return binary.BigEndian.AppendUint64(k, off)
+}
+
+// PutJobError records a skipped row; it commits with the epoch, so a replay
+// after a crash records it exactly once.
+func (b *Batch) PutJobError(job uint64, e JobError) {
+	v, _ := json.Marshal(e)
+	b.mu.Lock()
+	b.b.Set(jobErrorKey(job, e.Partition, e.Offset), v, nil)
+	b.mu.Unlock()
+}
+
+// JobErrors returns every recorded skipped row, by job then position.
+func (db *DB) JobErrors() ([]JobError, error) {
+	var out []JobError
+	err := db.scanPrefix(db.pdb, []byte("e/"), func(_, v []byte) error {
+		var e JobError
+		if err := json.Unmarshal(v, &e); err != nil {
+			return sqlerr.New(sqlerr.DataCorrupted, "job error record: %v", err)
+		}
+		out = append(out, e)
+		return nil
+	})
+	return out, err
 }

@@ -36,6 +36,8 @@ func (c *Ctx) arith(op byte, t types.T, a, b vec, n int) (vec, error) {
 	}
 	pa, pb := a.t.Physical(), b.t.Physical()
 	switch {
+	case a.t.Kind == types.Date && b.t.Kind == types.Date && op == '-':
+		return c.dateDiff(t, a, b, n)
 	case pa == types.PhysInt64 && pb == types.PhysInt64 && t.Physical() == types.PhysInt64:
 		return c.intArith(op, t, a, b, n)
 	case pa == types.PhysFloat64 && pb == types.PhysFloat64:
@@ -46,6 +48,18 @@ func (c *Ctx) arith(op byte, t types.T, a, b vec, n int) (vec, error) {
 		return c.temporalArith(op, t, a, b, n)
 	}
 	return vec{}, sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: %s %c %s", a.t, op, b.t)
+}
+
+// dateDiff is date - date: the number of days between them (an integer);
+// 22008 if either is infinite, as in PostgreSQL.
+func (c *Ctx) dateDiff(t types.T, a, b vec, n int) (vec, error) {
+	return c.rowwise(t, n, []vec{a, b}, func(i int) (types.Datum, error) {
+		x, y := intAt(a, i), intAt(b, i)
+		if x >= types.DateInfinity || x <= types.DateNegInfinity || y >= types.DateInfinity || y <= types.DateNegInfinity {
+			return types.Null, sqlerr.New(sqlerr.DatetimeFieldOverflow, "cannot subtract infinite dates")
+		}
+		return types.Int(x - y), nil
+	})
 }
 
 func int64s(a arrow.Array) []int64     { return a.(*array.Int64).Int64Values() }

@@ -124,7 +124,7 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 	var items []selItem
 	for _, f := range s.Fields.Fields {
 		if f.WildCard != nil {
-			cols, err := starCols(sc, f.WildCard.Table.L)
+			cols, err := starCols(sc, f.WildCard.Table.O)
 			if err != nil {
 				return nil, err
 			}
@@ -133,7 +133,7 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 			}
 			continue
 		}
-		name := f.AsName.L
+		name := f.AsName.O
 		if name == "" {
 			name = outputName(f.Expr)
 		}
@@ -310,10 +310,10 @@ func (b *Binder) bindGroupItem(c *ectx, items []selItem, n ast.ExprNode) (expr.E
 		}
 		return bindItem(items[pos])
 	}
-	if cn, ok := n.(*ast.ColumnNameExpr); ok && cn.Name.Table.L == "" {
-		if _, err := c.sc.resolve("", cn.Name.Name.L); err != nil && sqlerr.Code(err) == sqlerr.UndefinedColumn {
+	if cn, ok := n.(*ast.ColumnNameExpr); ok && cn.Name.Table.O == "" {
+		if _, err := c.sc.resolve("", cn.Name.Name.O); err != nil && sqlerr.Code(err) == sqlerr.UndefinedColumn {
 			for _, it := range items {
-				if it.name == cn.Name.Name.L {
+				if it.name == cn.Name.Name.O {
 					return bindItem(it)
 				}
 			}
@@ -361,16 +361,16 @@ func (b *Binder) orderTarget(c *ectx, items []selItem, n ast.ExprNode) (int, err
 		return pos, err
 	}
 	cn, ok := n.(*ast.ColumnNameExpr)
-	if !ok || cn.Name.Table.L != "" {
+	if !ok || cn.Name.Table.O != "" {
 		return -1, nil
 	}
 	found := -1
 	for i, it := range items {
-		if it.name != cn.Name.Name.L {
+		if it.name != cn.Name.Name.O {
 			continue
 		}
 		if found >= 0 && items[found].e.String() != it.e.String() {
-			return 0, sqlerr.New(sqlerr.AmbiguousColumn, "ORDER BY %q is ambiguous", cn.Name.Name.L)
+			return 0, sqlerr.New(sqlerr.AmbiguousColumn, "ORDER BY %q is ambiguous", cn.Name.Name.O)
 		}
 		if found < 0 {
 			found = i
@@ -422,29 +422,42 @@ func (b *Binder) bindLimit(in planner.Node, l *ast.Limit) (planner.Node, error) 
 	out := &planner.Limit{Input: in, Count: -1}
 	var err error
 	if l.Count != nil {
-		if out.Count, err = limitValue(l.Count, "LIMIT"); err != nil {
+		if out.Count, err = limitValue(l.Count, "LIMIT", "2201W"); err != nil {
 			return nil, err
+		}
+		if out.Count == math.MaxInt64 { // LIMIT ALL (see parse's limitClause)
+			out.Count = -1
 		}
 	}
 	if l.Offset != nil {
-		if out.Offset, err = limitValue(l.Offset, "OFFSET"); err != nil {
+		if out.Offset, err = limitValue(l.Offset, "OFFSET", "2201X"); err != nil {
 			return nil, err
 		}
+	}
+	if out.Count < 0 && out.Offset == 0 {
+		return in, nil
 	}
 	return out, nil
 }
 
-func limitValue(n ast.ExprNode, what string) (int64, error) {
+// limitValue reads a LIMIT or OFFSET value. The dialect layer writes a
+// negative value as its two's complement (TiDB takes only unsigned
+// numbers there), so anything above MaxInt64 is negative: negCode's error.
+func limitValue(n ast.ExprNode, what, negCode string) (int64, error) {
 	if v, ok := n.(ast.ValueExpr); ok {
-		switch x := v.GetValue().(type) {
+		var x int64
+		switch u := v.GetValue().(type) {
 		case int64:
-			if x < 0 {
-				return 0, sqlerr.New("2201W", "%s must not be negative", what)
-			}
-			return x, nil
+			x = u
 		case uint64:
-			return int64(min(x, math.MaxInt64)), nil
+			x = int64(u)
+		default:
+			return 0, sqlerr.New(sqlerr.FeatureNotSupported, "%s must be an integer constant", what)
 		}
+		if x < 0 {
+			return 0, sqlerr.New(negCode, "%s must not be negative", what)
+		}
+		return x, nil
 	}
 	return 0, sqlerr.New(sqlerr.FeatureNotSupported, "%s must be an integer constant", what)
 }
@@ -519,7 +532,7 @@ func (b *Binder) union(l, r planner.Node, all bool) (planner.Node, error) {
 	for i := range lc {
 		t, ok := commonType(lc[i].T, rc[i].T)
 		if !ok {
-			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "UNION types %s and %s cannot be matched", lc[i].T, rc[i].T)
+			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "UNION types %s and %s cannot be matched", typeName(lc[i].T), typeName(rc[i].T))
 		}
 		if t.Kind == types.Unknown {
 			t = types.TText
@@ -586,7 +599,7 @@ func (b *Binder) bindFrom(n ast.ResultSetNode) (planner.Node, *scope, error) {
 }
 
 func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, error) {
-	alias := ts.AsName.L
+	alias := ts.AsName.O
 	switch src := ts.Source.(type) {
 	case *ast.TableName:
 		return b.bindTable(src, alias)
@@ -610,7 +623,7 @@ func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, err
 }
 
 func (b *Binder) bindTable(tn *ast.TableName, alias string) (planner.Node, *scope, error) {
-	def, ok := b.Cat.Table(tn.Name.L)
+	def, ok := b.Cat.Table(tn.Name.O)
 	if !ok {
 		return nil, nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", tn.Name.O)
 	}
@@ -702,7 +715,7 @@ func (b *Binder) bindJoin(j *ast.Join) (planner.Node, *scope, error) {
 	var on expr.Expr
 	using := make([]string, 0, len(j.Using))
 	for _, u := range j.Using {
-		using = append(using, u.Name.L)
+		using = append(using, u.Name.O)
 	}
 	if j.NaturalJoin {
 		for _, i := range ls.star {

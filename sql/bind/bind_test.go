@@ -228,21 +228,24 @@ func TestParams(t *testing.T) {
 }
 
 func TestOutputColumns(t *testing.T) {
+	// NUMERIC(38,s) is NUMERIC whose values print with s digits (numeric.go).
 	for _, tc := range []struct{ sql, want string }{
 		{"select * from words", "word:character varying(20) n:bigint ts:timestamp without time zone"},
+		{"select x + 1, x * x, x / 3, 7.0 / 2, 1.50 / 3, avg(x), sum(x), round(x, 1), pg_cast(x, 'numeric'), pg_cast('1.50', 'numeric'), pg_cast(f, 'numeric'), coalesce(x, 0), coalesce(x, x) from t group by x",
+			"?column?:numeric(38,2) ?column?:numeric(38,4) ?column?:numeric(38,16) ?column?:numeric(38,16) ?column?:numeric(38,20) avg:numeric(38,16) sum:numeric(38,2) round:numeric(38,1) x:numeric(38,2) numeric:numeric(38,2) f:numeric coalesce:numeric coalesce:numeric(10,2)"},
 		{"select word, count(*), sum(n), avg(n), min(ts), max(word) from words group by word",
-			"word:character varying(20) count:bigint sum:numeric avg:numeric min:timestamp without time zone max:character varying(20)"},
-		{"select sum(a), sum(sm), sum(f), avg(f), sum(x), count(distinct s) from t", "sum:bigint sum:bigint sum:double precision avg:double precision sum:numeric count:bigint"},
-		{"select 1, 1.5, 3000000000, 99999999999999999999, 'x', null, true", "?column?:integer ?column?:numeric ?column?:bigint ?column?:numeric ?column?:text ?column?:text bool:boolean"},
+			"word:character varying(20) count:bigint sum:numeric(38,0) avg:numeric(38,16) min:timestamp without time zone max:character varying(20)"},
+		{"select sum(a), sum(sm), sum(f), avg(f), sum(x), count(distinct s) from t", "sum:bigint sum:bigint sum:double precision avg:double precision sum:numeric(38,2) count:bigint"},
+		{"select 1, 1.5, 3000000000, 99999999999999999999, 'x', null, true", "?column?:integer ?column?:numeric(38,1) ?column?:bigint ?column?:numeric(38,0) ?column?:text ?column?:text bool:boolean"},
 		{"select pg_cast(1, 'int'), pg_cast(a, 'text'), pg_cast('5', 'bigint') as five from t", "int4:integer a:text five:bigint"},
 		{"select a + 1 as b, case when ok then 1 end, lower(s), upper(s) u, length(s), s || 'x' from t",
 			"b:integer case:integer lower:text u:text length:integer ?column?:text"},
 		{"select sm + sm, sm + a, a + 3000000000, a + x, a + f, a / 2, x * 2, f * 1.5 from t",
-			"?column?:smallint ?column?:integer ?column?:bigint ?column?:numeric ?column?:double precision ?column?:integer ?column?:numeric ?column?:double precision"},
+			"?column?:smallint ?column?:integer ?column?:bigint ?column?:numeric(38,2) ?column?:double precision ?column?:integer ?column?:numeric(38,2) ?column?:double precision"},
 		{"select now(), current_timestamp, date_trunc('hour', ts), extract(year from ts), ts + pg_interval('5 minutes'), ts - ts from words",
 			"now:timestamp without time zone current_timestamp:timestamp without time zone date_trunc:timestamp without time zone extract:numeric(38,0) ?column?:timestamp without time zone ?column?:interval"},
 		{"select coalesce(a, 0), nullif(s, ''), greatest(a, b, 3), abs(sm), round(x), round(a), floor(f), substr(s, 2), substring(s, 1, 2), concat(s, a) from t",
-			"coalesce:integer nullif:text greatest:integer abs:smallint round:numeric round:double precision floor:double precision substr:text substring:text concat:text"},
+			"coalesce:integer nullif:text greatest:integer abs:smallint round:numeric(38,0) round:double precision floor:double precision substr:text substring:text concat:text"},
 		{"select a from t union all select 1.5 from u", "a:numeric"},
 		{"select 'a' union all select 'b'", "?column?:text"},
 		{"select * from t join u using (a)", "a:integer b:integer s:text x:numeric(10,2) f:double precision d:date sm:smallint ok:boolean iv:interval c:text"},

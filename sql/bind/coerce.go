@@ -40,6 +40,19 @@ func canAssign(from, to types.T) bool {
 	return false
 }
 
+// typeName is how PostgreSQL names a type in error messages
+// (format_type_be): without modifiers, so numeric(10,2) is numeric and
+// varchar(5) is character varying.
+func typeName(t types.T) string {
+	switch {
+	case t.Kind == types.Numeric:
+		return "numeric"
+	case t.Kind == types.Text && t.Prec > 0:
+		return "character varying"
+	}
+	return t.String()
+}
+
 // pgTypeName is the internal name PostgreSQL gives a cast's output column
 // (SELECT 1::int is named int4).
 func pgTypeName(t types.T) string {
@@ -73,13 +86,19 @@ func pgTypeName(t types.T) string {
 	return "?column?"
 }
 
-// commonType is types.CommonType with a NUMERIC result carrying the
-// display scale of both sides when they have static ones (numeric(10,2)
-// meeting integer is NUMERIC(38,2), not unconstrained).
+// commonType is types.CommonType, except that two NUMERICs with the same
+// static display scale meet at that scale (numeric(10,2) and numeric(12,2)
+// give NUMERIC(38,2)). Mixed scales give unconstrained NUMERIC, stored at a
+// scale that keeps every digit: in PostgreSQL each value keeps its own
+// scale (COALESCE(NULL, 1, 2.5) prints 1), which trimming reproduces
+// better than padding to the widest scale would.
 func commonType(a, b types.T) (types.T, bool) {
 	t, ok := types.CommonType(a, b)
 	if ok && t.Kind == types.Numeric && t.Prec == 0 && a.Kind != types.Unknown && b.Kind != types.Unknown {
 		t = numericResult(a, b, func(sa, sb int32) int32 { return max(sa, sb) })
+		if t.Prec > 0 && (a.Kind != b.Kind || a.Scale != b.Scale) {
+			t = types.T{Kind: types.Numeric, Scale: max(t.Scale, types.UnconstrainedScale)}
+		}
 	}
 	return t, ok
 }

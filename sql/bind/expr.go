@@ -193,12 +193,12 @@ func (b *Binder) param(idx int) expr.Expr {
 }
 
 func (b *Binder) bindColumn(c *ectx, cn *ast.ColumnName) (expr.Expr, error) {
-	if cn.Table.L == "" {
+	if cn.Table.O == "" {
 		if idx, ok := paramIndex(cn.Name.O); ok {
 			return b.param(idx), nil
 		}
 	}
-	i, err := c.sc.resolve(cn.Table.L, cn.Name.L)
+	i, err := c.sc.resolve(cn.Table.O, cn.Name.O)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func (b *Binder) castTo(e expr.Expr, t types.T) (expr.Expr, error) {
 		}
 	}
 	if !types.CanCast(from, t) {
-		return nil, sqlerr.New("42846", "cannot cast type %s to %s", from, t)
+		return nil, sqlerr.New("42846", "cannot cast type %s to %s", typeName(from), typeName(t))
 	}
 	return &expr.Cast{E: e, T: t}, nil
 }
@@ -273,7 +273,7 @@ func (b *Binder) requireBool(e expr.Expr, what string) (expr.Expr, error) {
 		return nil, err
 	}
 	if e.Type().Kind != types.Bool {
-		return nil, sqlerr.New(sqlerr.DatatypeMismatch, "argument of %s must be type boolean, not type %s", what, e.Type())
+		return nil, sqlerr.New(sqlerr.DatatypeMismatch, "argument of %s must be type boolean, not type %s", what, typeName(e.Type()))
 	}
 	return e, nil
 }
@@ -407,7 +407,7 @@ func (b *Binder) unify(es []expr.Expr, what string) (types.T, error) {
 		}
 		c, ok := commonType(t, et)
 		if !ok {
-			return t, sqlerr.New(sqlerr.DatatypeMismatch, "%s types %s and %s cannot be matched", what, t, et)
+			return t, sqlerr.New(sqlerr.DatatypeMismatch, "%s types %s and %s cannot be matched", what, typeName(t), typeName(et))
 		}
 		t = c
 	}
@@ -481,10 +481,10 @@ func outputName(n ast.ExprNode) string {
 	case *ast.ParenthesesExpr:
 		return outputName(n.Expr)
 	case *ast.ColumnNameExpr:
-		if _, ok := paramIndex(n.Name.Name.O); ok && n.Name.Table.L == "" {
+		if _, ok := paramIndex(n.Name.Name.O); ok && n.Name.Table.O == "" {
 			return "?column?"
 		}
-		return n.Name.Name.L
+		return n.Name.Name.O
 	case *ast.AggregateFuncExpr:
 		return strings.ToLower(n.F)
 	case *ast.CaseExpr:
@@ -506,6 +506,8 @@ func outputName(n ast.ExprNode) string {
 			}
 		case "pg_interval":
 			return "interval"
+		case "pg_extract":
+			return "extract"
 		case "concat":
 			if isPipes(n) {
 				return "?column?"

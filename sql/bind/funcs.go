@@ -14,7 +14,7 @@ import (
 // way PostgreSQL would and casts the operands to what expr's kernels expect.
 
 func noOperator(op string, l, r expr.Expr) error {
-	return sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: %s %s %s", l.Type(), op, r.Type())
+	return sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: %s %s %s", typeName(l.Type()), op, typeName(r.Type()))
 }
 
 func call(name string, t types.T, args ...expr.Expr) *expr.Func {
@@ -179,7 +179,7 @@ func (b *Binder) arithOp(op string, l, r expr.Expr) (expr.Expr, error) {
 		}
 		return call(op, types.TInterval, r, l), nil
 	case lk == types.Date && rk == types.Date && op == "-":
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "operator date - date is not supported")
+		return call(op, types.TInt32, l, r), nil // days between them
 	}
 	return nil, noOperator(op, l, r)
 }
@@ -243,6 +243,52 @@ func (b *Binder) intToNumeric(e expr.Expr) (expr.Expr, error) {
 	return e, nil
 }
 
+// explicitCast is x::t and CAST(x AS t). Unlike the implicit and
+// assignment conversions castTo also serves, a string literal cast to
+// VARCHAR(n) is truncated (types.CastDatum), and a cast to unconstrained
+// NUMERIC keeps the source's display scale ('1.50'::numeric prints 1.50).
+func (b *Binder) explicitCast(e expr.Expr, t types.T) (expr.Expr, error) {
+	from := e.Type()
+	k, isConst := e.(*expr.Const)
+	literal := isConst && from.Kind == types.Unknown && !k.D.Null
+	switch {
+	case t == types.TNumeric && literal:
+		return b.numericLiteral(k)
+	case t == types.TNumeric:
+		if s, ok := dscale(from); ok {
+			t = numType(s)
+		}
+	case t.Kind == types.Text && literal:
+		d, err := types.CastDatum(k.D, types.TText, t)
+		if err != nil {
+			return nil, err
+		}
+		return &expr.Const{D: d, T: t}, nil
+	}
+	return b.castTo(e, t)
+}
+
+// outputText converts e to its output-function text, which concat()
+// uses: the same as a cast to text except for boolean, which prints t/f
+// where the cast spells the word out.
+func (b *Binder) outputText(e expr.Expr) (expr.Expr, error) {
+	if e.Type().Kind != types.Bool {
+		return b.castTo(e, types.TText)
+	}
+	text := func(s string) expr.Expr { return &expr.Const{D: types.Str(s), T: types.TText} }
+	if k, ok := e.(*expr.Const); ok {
+		switch {
+		case k.D.Null:
+			return &expr.Const{D: types.Null, T: types.TText}, nil
+		case k.D.I != 0:
+			return text("t"), nil
+		}
+		return text("f"), nil
+	}
+	not := call("not", types.TBool, e)
+	return &expr.Case{Whens: []expr.When{{Cond: e, Then: text("t")}, {Cond: not, Then: text("f")}}, T: types.TText}, nil
+}
+
 // widened computes op with both operands cast to the kernel type k, then
 // casts the result to res (so integer results are range checked).
 func (b *Binder) widened(op string, l, r expr.Expr, k, res types.T) (expr.Expr, error) {
@@ -271,7 +317,7 @@ func (b *Binder) negate(e expr.Expr) (expr.Expr, error) {
 	case t.IsNumeric() || t.Kind == types.Interval:
 		return call("neg", t, e), nil
 	}
-	return nil, sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: - %s", t)
+	return nil, sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: - %s", typeName(t))
 }
 
 func (b *Binder) likeOp(op string, l, r expr.Expr) (expr.Expr, error) {
@@ -332,7 +378,7 @@ func castType(n ast.ExprNode) (types.T, error) {
 func noFunction(name string, args []expr.Expr) error {
 	ts := make([]string, len(args))
 	for i, a := range args {
-		ts[i] = a.Type().String()
+		ts[i] = typeName(a.Type())
 	}
 	return sqlerr.New(sqlerr.UndefinedFunction, "function %s(%s) does not exist", name, strings.Join(ts, ", "))
 }
@@ -352,7 +398,7 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return b.castTo(e, t)
+		return b.explicitCast(e, t)
 	case "pg_interval":
 		if len(n.Args) != 1 {
 			break
@@ -381,6 +427,18 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 		}
 		field := &expr.Const{D: types.Str(strings.ToLower(unit.Unit.String())), T: types.TText}
 		return b.extract(name, field, src)
+	case "pg_extract": // EXTRACT(field FROM x), from the dialect layer
+		if len(n.Args) != 2 {
+			break
+		}
+		field, src, err := b.bindPair(c, n.Args[0], n.Args[1])
+		if err != nil {
+			return nil, err
+		}
+		if field, err = b.coerce(field, types.TText); err != nil {
+			return nil, err
+		}
+		return b.extract("extract", field, src)
 	case "current_timestamp", "localtimestamp":
 		if len(n.Args) == 0 {
 			return call("now", types.TTimestamp), nil
@@ -441,7 +499,7 @@ func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
 		}
 	case "concat":
 		for i := range args {
-			if args[i], err = b.castTo(args[i], types.TText); err != nil {
+			if args[i], err = b.outputText(args[i]); err != nil {
 				return nil, err
 			}
 		}

@@ -25,7 +25,7 @@ func (b *Binder) BindInsert(n *ast.InsertStmt) (*storage.TableDef, planner.Node,
 	if !ok {
 		return nil, nil, sqlerr.New(sqlerr.SyntaxError, "INSERT needs a single target table")
 	}
-	def, ok := b.Cat.Table(tn.Name.L)
+	def, ok := b.Cat.Table(tn.Name.O)
 	if !ok {
 		return nil, nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", tn.Name.O)
 	}
@@ -38,12 +38,12 @@ func (b *Binder) BindInsert(n *ast.InsertStmt) (*storage.TableDef, planner.Node,
 	if explicit {
 		seen := map[int]bool{}
 		for _, c := range n.Columns {
-			i := def.Column(c.Name.L)
+			i := def.Column(c.Name.O)
 			if i < 0 {
-				return nil, nil, sqlerr.New(sqlerr.UndefinedColumn, "column %q of relation %q does not exist", c.Name.L, def.Name)
+				return nil, nil, sqlerr.New(sqlerr.UndefinedColumn, "column %q of relation %q does not exist", c.Name.O, def.Name)
 			}
 			if seen[i] {
-				return nil, nil, sqlerr.New(sqlerr.DuplicateColumn, "column %q specified more than once", c.Name.L)
+				return nil, nil, sqlerr.New(sqlerr.DuplicateColumn, "column %q specified more than once", c.Name.O)
 			}
 			seen[i] = true
 			target = append(target, i)
@@ -60,7 +60,9 @@ func (b *Binder) BindInsert(n *ast.InsertStmt) (*storage.TableDef, planner.Node,
 
 	var plan planner.Node
 	if n.Select != nil {
-		q, err := b.bindResultSet(n.Select, false)
+		// As in PostgreSQL, an untyped select-list literal (SELECT NULL, '12')
+		// takes the target column's type rather than text.
+		q, err := b.bindResultSet(n.Select, true)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -68,6 +70,14 @@ func (b *Binder) BindInsert(n *ast.InsertStmt) (*storage.TableDef, planner.Node,
 		if err := checkArity(len(in), len(target), explicit); err != nil {
 			return nil, nil, err
 		}
+		for i, c := range in {
+			if c.T.Kind == types.Unknown {
+				if q, err = b.retype(q, i, def.Columns[target[i]].Type); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+		in = q.Schema()
 		values := make([]expr.Expr, len(in))
 		for i, c := range in {
 			values[i] = &expr.ColRef{Idx: i, T: c.T, Name: c.Name}
@@ -167,7 +177,7 @@ func notNull(c storage.ColumnDef, table string) error {
 func (b *Binder) assign(v expr.Expr, col storage.ColumnDef, table string) (expr.Expr, error) {
 	if !canAssign(v.Type(), col.Type) {
 		return nil, sqlerr.New(sqlerr.DatatypeMismatch, "column %q is of type %s but expression is of type %s",
-			col.Name, col.Type, v.Type())
+			col.Name, typeName(col.Type), typeName(v.Type()))
 	}
 	var e expr.Expr
 	var err error

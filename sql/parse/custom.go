@@ -270,6 +270,9 @@ func (p *parser) createTable() (*CreateTable, error) {
 		if !p.acceptOp(",") {
 			break
 		}
+		if p.at().isOp(")") { // (a INT,) is a syntax error at the ")"
+			return nil, p.syntaxError(p.at())
+		}
 	}
 	if err := p.expectOp(")"); err != nil {
 		return nil, err

@@ -180,6 +180,29 @@ func (r *rewriter) rewrite(from, to int) error {
 					continue
 				case t.Val == "is" && next.is("distinct"):
 					return p.notSupported(t, "IS DISTINCT FROM is not supported, use NOT (a IS NOT DISTINCT FROM b)")
+				case t.Val == "extract" && next.isOp("(") && i+3 < to &&
+					(toks[i+2].Kind == tIdent || toks[i+2].Kind == tString) && toks[i+3].is("from"):
+					// EXTRACT(field FROM x): TiDB knows only MySQL's units
+					// (no dow, epoch, ...), so the binder gets pg_extract('field', x).
+					k := r.emit("pg_extract("+quote(toks[i+2].Val)+",", i, space)
+					stack = append(stack, frame{start: k})
+					prim = -1
+					i += 3
+					continue
+				case t.Val == "limit" || t.Val == "offset" || t.Val == "fetch" && (next.is("first") || next.is("next")):
+					end, err := r.limitClause(i, to, space)
+					if err != nil {
+						return err
+					}
+					prim = -1
+					i = end - 1
+					continue
+				case typeLiteralStart[t.Val] && !(i > from && toks[i-1].isOp(".")):
+					if end, ok := r.typedLiteral(i, to, space); ok {
+						prim = len(r.out) - 1
+						i = end - 1
+						continue
+					}
 				case t.Val == "emit" && next.is("changes") && i+2 == to:
 					r.emits = true
 					return r.checkOpen(stack, to)
@@ -248,6 +271,129 @@ func (r *rewriter) rewrite(from, to int) error {
 		}
 	}
 	return r.checkOpen(stack, to)
+}
+
+// typeLiteralStart are the words that can begin a type name in a typed
+// literal (DATE '2026-01-31', BOOLEAN 'true', double precision '1.5').
+var typeLiteralStart = map[string]bool{
+	"date": true, "timestamp": true, "boolean": true, "bool": true, "text": true, "varchar": true,
+	"character": true, "int": true, "integer": true, "int2": true, "int4": true, "int8": true,
+	"smallint": true, "bigint": true, "numeric": true, "decimal": true, "real": true, "float": true,
+	"float4": true, "float8": true, "double": true,
+}
+
+// typedLiteral rewrites the typed literal `type 'string'` starting at
+// toks[i] into pg_cast('string', 'type'), which is what PostgreSQL makes
+// of it. ok is false (and nothing is emitted) if toks[i] does not start one.
+func (r *rewriter) typedLiteral(i, to int, space bool) (end int, ok bool) {
+	p := r.p
+	save := p.i
+	defer func() { p.i = save }()
+	p.i = i
+	typ, err := p.typeName()
+	if err != nil || p.i >= to || p.toks[p.i].Kind != tString {
+		return 0, false
+	}
+	r.emit("pg_cast("+quote(p.toks[p.i].Val)+", "+quote(typ.String())+")", i, space)
+	return p.i + 1, true
+}
+
+// limitClause rewrites PostgreSQL's LIMIT, OFFSET and FETCH FIRST clauses,
+// in either order, starting at toks[i], into TiDB's LIMIT count OFFSET skip
+// and returns the index of the first token after them. TiDB takes only
+// unsigned integers there, so LIMIT ALL, LIMIT NULL and a missing LIMIT
+// become 9223372036854775807 (no limit), and a negative value is written
+// as its 64-bit two's complement, which the binder (that knows a bigint
+// cannot be larger than MaxInt64) reports as negative with PostgreSQL's
+// 2201W / 2201X.
+func (r *rewriter) limitClause(i, to int, space bool) (int, error) {
+	p := r.p
+	toks := p.toks
+	const noLimit = "9223372036854775807"
+	count, offset := "", ""
+	start := i
+	for i < to {
+		t := toks[i]
+		var err error
+		switch {
+		case t.is("limit") && count == "":
+			i++
+			if i < to && toks[i].is("all") {
+				count, i = noLimit, i+1
+				continue
+			}
+			if count, i, err = r.limitValue(i, to, noLimit); err != nil {
+				return 0, err
+			}
+		case t.is("offset") && offset == "":
+			if offset, i, err = r.limitValue(i+1, to, "0"); err != nil {
+				return 0, err
+			}
+			if i < to && (toks[i].is("row") || toks[i].is("rows")) {
+				i++
+			}
+		case t.is("fetch") && count == "" && i+1 < to && (toks[i+1].is("first") || toks[i+1].is("next")):
+			i += 2
+			count = "1"
+			if i < to && !toks[i].is("row") && !toks[i].is("rows") {
+				if count, i, err = r.limitValue(i, to, noLimit); err != nil {
+					return 0, err
+				}
+			}
+			if i >= to || !(toks[i].is("row") || toks[i].is("rows")) {
+				return 0, p.syntaxError(toks[min(i, to)])
+			}
+			i++
+			if i < to && toks[i].is("with") {
+				return 0, p.notSupported(toks[i], "FETCH FIRST ... WITH TIES is not supported")
+			}
+			if i >= to || !toks[i].is("only") {
+				return 0, p.syntaxError(toks[min(i, to)])
+			}
+			i++
+		default:
+			goto done
+		}
+	}
+done:
+	if count == "" {
+		count = noLimit
+	}
+	if offset == "" {
+		offset = "0"
+	}
+	r.emit("limit "+count+" offset "+offset, start, space)
+	return i, nil
+}
+
+// limitValue reads a LIMIT/OFFSET value at toks[i]: an optionally signed
+// integer literal, or NULL (which means null, e.g. no limit).
+func (r *rewriter) limitValue(i, to int, null string) (string, int, error) {
+	p := r.p
+	toks := p.toks
+	if i < to && toks[i].is("null") {
+		return null, i + 1, nil
+	}
+	neg := false
+	if i < to && (toks[i].isOp("-") || toks[i].isOp("+")) {
+		neg = toks[i].isOp("-")
+		i++
+	}
+	if i >= to || toks[i].Kind != tNumber {
+		return "", 0, p.notSupported(toks[min(i, to)], "LIMIT and OFFSET must be integer constants")
+	}
+	t := toks[i]
+	v, err := strconv.ParseInt(t.Val, 10, 64)
+	if err != nil {
+		if strings.ContainsAny(t.Val, ".eE") {
+			return "", 0, p.notSupported(t, "LIMIT and OFFSET must be integer constants")
+		}
+		return "", 0, p.positioned(sqlerr.New(sqlerr.NumericOutOfRange, "bigint out of range"), t)
+	}
+	if neg {
+		return strconv.FormatUint(uint64(-v), 10), i + 1, nil
+	}
+	return t.Val, i + 1, nil
 }
 
 // checkOpen reports an unclosed parenthesis as a syntax error at the end.

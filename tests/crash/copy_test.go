@@ -18,6 +18,7 @@ const (
 	copyRows  = 1_000_000
 	copyBatch = 50_000 // rows per COPY statement
 	copyKeys  = 1000
+	copyChunk = 5000 // rows between the pauses of a paced COPY
 )
 
 // copyRow returns the k and v of row i of the COPY test's input.
@@ -37,12 +38,14 @@ func copyTruth(seed uint64, n int) aggs {
 
 var errKilled = errors.New("server was killed")
 
-// copyReader produces rows [next, end) of the input in COPY text format. At
-// row pause (if in range) it closes paused and blocks until resume is
-// closed, then fails: the server is killed with the COPY half sent.
+// copyReader produces rows [next, end) of the input in COPY text format,
+// sleeping pace before each chunk of copyChunk rows. At row pause (if in
+// range) it closes paused and blocks until resume is closed, then fails: the
+// server is killed with the COPY half sent.
 type copyReader struct {
 	seed        uint64
 	next, end   int
+	pace        time.Duration
 	pause       int
 	paused      chan<- struct{}
 	resume      <-chan struct{}
@@ -58,6 +61,9 @@ func (r *copyReader) Read(p []byte) (int, error) {
 			close(r.paused)
 			<-r.resume
 			return 0, errKilled
+		}
+		if r.next%copyChunk == 0 {
+			time.Sleep(r.pace)
 		}
 		stop := min(r.end, r.next+1000)
 		if r.next < r.pause && r.pause < stop {
@@ -78,9 +84,9 @@ func (r *copyReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// ingest COPYs batches [from, copyRows/copyBatch), waiting pace[b] (if
-// given) before batch b, and returns how many batches in all are
-// acknowledged; pause is passed to the readers.
+// ingest COPYs batches [from, copyRows/copyBatch), pacing batch b with
+// pace[b] (if given), and returns how many batches in all are acknowledged;
+// pause is passed to the readers.
 func ingest(connStr string, seed uint64, from int, pace []time.Duration, pause int, paused chan<- struct{}, resume <-chan struct{}) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -90,10 +96,10 @@ func ingest(connStr string, seed uint64, from int, pace []time.Duration, pause i
 	}
 	defer conn.Close(context.Background())
 	for b := from; b < copyRows/copyBatch; b++ {
-		if b < len(pace) {
-			time.Sleep(pace[b])
-		}
 		r := &copyReader{seed: seed, next: b * copyBatch, end: (b + 1) * copyBatch, pause: pause, paused: paused, resume: resume}
+		if b < len(pace) {
+			r.pace = pace[b]
+		}
 		tag, err := conn.CopyFrom(ctx, r, "COPY t FROM STDIN")
 		if err != nil {
 			return b, fmt.Errorf("COPY batch %d: %w", b, err)
@@ -124,12 +130,12 @@ func TestKill9DuringCopy(t *testing.T) {
 		before = max(before, c.id)
 	}
 
-	// Paced ingest spreads the 1M rows over about two seconds, so periodic
-	// checkpoints and epochs fall between the batches and the kill lands at
-	// a random phase of the job's epoch.
+	// Paced ingest streams each COPY over 50–150 ms, so the 1M rows take
+	// about two seconds, periodic checkpoints and epochs fall during the
+	// COPYs, and the kill lands at a random phase of the job's epoch.
 	pace := make([]time.Duration, copyRows/copyBatch)
 	for b := range pace {
-		pace[b] = time.Duration(50+rng.IntN(100)) * time.Millisecond
+		pace[b] = time.Duration(5+rng.IntN(10)) * time.Millisecond
 	}
 	killAt := copyRows*40/100 + rng.IntN(copyRows*30/100)
 	t.Logf("kill -9 when row %d of %d (%.1f%%) has been sent, in COPY batch %d",
@@ -158,6 +164,7 @@ func TestKill9DuringCopy(t *testing.T) {
 	for _, j := range showJobs(t, conn) {
 		t.Logf("at the kill: job %s %s, %d rows read, lag %d", j.name, j.state, j.rowIn, j.lag)
 	}
+	checkPrefix(t, conn, seed, "at the kill")
 	srv.Kill9()
 	close(resume)
 	r := <-done
@@ -170,6 +177,7 @@ func TestKill9DuringCopy(t *testing.T) {
 	srv.Restart(t)
 	t.Logf("restarted after %v", time.Since(start).Round(time.Millisecond))
 	conn = srv.Conn(t)
+	checkPrefix(t, conn, seed, "right after restart")
 	found := false
 	for _, c := range showCheckpoints(t, conn) {
 		if c.id == ck.id {
@@ -200,6 +208,7 @@ func TestKill9DuringCopy(t *testing.T) {
 		t.Fatalf("test bug: truth counts %d rows", got)
 	}
 	checkCopyViews(t, conn, truth, "after ingesting all 1M rows")
+	checkOutput(t, srv)
 }
 
 // completedCheckpoint returns a COMPLETED checkpoint with an id above after
@@ -235,4 +244,18 @@ func checkCopyViews(t *testing.T, conn *pgx.Conn, truth aggs, when string) {
 	if d := diff(truth, queryAggs(t, conn, "SELECT k, c, s FROM mv")); d != "" {
 		t.Errorf("%s: view mv differs from the acknowledged input: %s", when, d)
 	}
+}
+
+// checkPrefix checks that the view is a consistent cut: with one partition
+// the job reads the stream in order, so whenever the view has counted n rows
+// it must equal the aggregate of exactly the first n rows of the input.
+func checkPrefix(t *testing.T, conn *pgx.Conn, seed uint64, when string) {
+	t.Helper()
+	view := queryAggs(t, conn, "SELECT k, c, s FROM mv")
+	n := view.total().c
+	if d := diff(copyTruth(seed, int(n)), view); d != "" {
+		t.Errorf("%s: view mv has counted %d rows but is not the aggregate of the first %d rows of the input: %s", when, n, n, d)
+		return
+	}
+	t.Logf("%s: view mv is the aggregate of the first %d rows", when, n)
 }

@@ -1,6 +1,7 @@
 package crash
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -12,8 +13,9 @@ import (
 // views equal the batch query over the stored rows.
 func TestKill9UnderInsertLoad(t *testing.T) {
 	rng, seed := newRand(t)
-	srv, _ := loadServer(t, nil, 2, "SET checkpoint.interval = '200ms'")
-	load := startLoader(srv.ConnString(), seed, 4)
+	srv, conn := loadServer(t, nil, 2, "SET checkpoint.interval = '200ms'")
+	createViews(t, conn)
+	load := startLoader(srv.ConnString(), seed, insertLoad, 4)
 	defer func() {
 		if !load.isStopped() {
 			load.stop()
@@ -31,8 +33,10 @@ func TestKill9UnderInsertLoad(t *testing.T) {
 		}
 		before = acked
 		srv.Restart(t)
+		checkNotAhead(t, srv.Conn(t), fmt.Sprintf("right after restart #%d", i))
 	}
 	time.Sleep(500 * time.Millisecond) // load the last incarnation too
 	load.stop()
 	load.verify(t, srv.Conn(t), true)
+	checkOutput(t, srv)
 }

@@ -1,11 +1,13 @@
 package crash
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,19 +21,31 @@ import (
 // The load tests share one schema: a stream of rows with unique ids and two
 // views over it, one grouped and one global.
 const (
-	loadKeys    = 64  // distinct group keys
-	loadRowsPer = 100 // rows per INSERT statement
-	viewByKey   = "mv"
-	viewTotal   = "mv_total"
+	loadKeys  = 64 // distinct group keys
+	viewByKey = "mv"
+	viewTotal = "mv_total"
 )
 
-// loader runs concurrent clients that INSERT multi-row batches into t,
+// How the load clients write: INSERTs of insertRows rows or COPYs of
+// copyRows rows (more volume, so jobs fall behind and barriers queue).
+type ingestKind struct {
+	copy bool
+	rows uint32 // rows per statement
+}
+
+var (
+	insertLoad = ingestKind{copy: false, rows: 100}
+	copyLoad   = ingestKind{copy: true, rows: 10_000}
+)
+
+// loader runs concurrent clients that INSERT (or COPY) batches into t,
 // reconnecting across crashes and restarts, and records each batch's
 // outcome. Row ids are client<<32 | seq, and a row's k and v derive from its
 // id, so a batch is recorded as a range of seqs.
 type loader struct {
 	connStr string
 	seed    uint64
+	kind    ingestKind
 	stopped chan struct{}
 	wg      sync.WaitGroup
 
@@ -45,7 +59,7 @@ type loader struct {
 	}
 }
 
-// batch is one INSERT statement's rows: seqs [first, first+n) of client.
+// batch is one statement's rows: seqs [first, first+n) of client.
 type batch struct {
 	client int
 	first  uint32
@@ -61,9 +75,9 @@ func (l *loader) row(id int64) (k, v int64) {
 	return int64(h % loadKeys), int64(h>>32%100) + 1
 }
 
-// startLoader starts n clients inserting into t at connStr.
-func startLoader(connStr string, seed uint64, n int) *loader {
-	l := &loader{connStr: connStr, seed: seed, stopped: make(chan struct{})}
+// startLoader starts n clients writing into t at connStr.
+func startLoader(connStr string, seed uint64, kind ingestKind, n int) *loader {
+	l := &loader{connStr: connStr, seed: seed, kind: kind, stopped: make(chan struct{})}
 	l.mu.next = make([]uint32, n)
 	l.mu.errs = map[string]int{}
 	for c := range n {
@@ -103,7 +117,7 @@ func (l *loader) client(c int) {
 			conn.Close(context.Background())
 		}
 	}()
-	var sql strings.Builder
+	var buf []byte
 	var seq uint32
 	for !l.isStopped() {
 		if conn == nil {
@@ -116,26 +130,60 @@ func (l *loader) client(c int) {
 			}
 			conn = cn
 		}
-		sql.Reset()
-		sql.WriteString("INSERT INTO t VALUES ")
-		for i := range uint32(loadRowsPer) {
-			id := rowID(c, seq+i)
-			k, v := l.row(id)
-			if i > 0 {
-				sql.WriteByte(',')
-			}
-			fmt.Fprintf(&sql, "(%d,%d,%d)", id, k, v)
-		}
+		buf = l.statement(buf[:0], c, seq)
 		ctx, cancel := context.WithTimeout(context.Background(), stmtTimeout)
-		_, err := conn.Exec(ctx, sql.String()).ReadAll()
+		var tag pgconn.CommandTag
+		var err error
+		if l.kind.copy {
+			tag, err = conn.CopyFrom(ctx, bytes.NewReader(buf), "COPY t FROM STDIN")
+		} else {
+			var res []*pgconn.Result
+			if res, err = conn.Exec(ctx, string(buf)).ReadAll(); err == nil {
+				tag = res[0].CommandTag
+			}
+		}
 		cancel()
-		l.record(batch{client: c, first: seq, n: loadRowsPer, acked: err == nil}, err)
-		seq += loadRowsPer
+		if err == nil && tag.RowsAffected() != int64(l.kind.rows) {
+			err = fmt.Errorf("%w: command tag %q for %d rows", errBadTag, tag, l.kind.rows)
+		}
+		l.record(batch{client: c, first: seq, n: l.kind.rows, acked: err == nil}, err)
+		seq += l.kind.rows
 		if err != nil {
 			conn.Close(context.Background())
 			conn = nil
 		}
 	}
+}
+
+// statement appends to buf the rows of client c from seq on, as an INSERT
+// statement or as COPY text data.
+func (l *loader) statement(buf []byte, c int, seq uint32) []byte {
+	if !l.kind.copy {
+		buf = append(buf, "INSERT INTO t VALUES "...)
+	}
+	for i := range l.kind.rows {
+		id := rowID(c, seq+i)
+		k, v := l.row(id)
+		sep := byte('\t')
+		if !l.kind.copy {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, '(')
+			sep = ','
+		}
+		buf = strconv.AppendInt(buf, id, 10)
+		buf = append(buf, sep)
+		buf = strconv.AppendInt(buf, k, 10)
+		buf = append(buf, sep)
+		buf = strconv.AppendInt(buf, v, 10)
+		if l.kind.copy {
+			buf = append(buf, '\n')
+		} else {
+			buf = append(buf, ')')
+		}
+	}
+	return buf
 }
 
 func (l *loader) record(b batch, err error) {
@@ -154,12 +202,16 @@ func (l *loader) record(b batch, err error) {
 	}
 }
 
-// classify names an INSERT's error for the log and says whether a crash or
+var errBadTag = errors.New("statement succeeded with a wrong row count")
+
+// classify names a statement's error for the log and says whether a crash or
 // a shutdown fails to explain it: a statement that hangs until its timeout,
 // or an ERROR other than a cancellation, shutdown or connection error.
 func classify(err error) (kind string, bad bool) {
 	var pe *pgconn.PgError
 	switch {
+	case errors.Is(err, errBadTag):
+		return "wrong command tag", true
 	case pgconn.Timeout(err):
 		return "timeout", true
 	case errors.As(err, &pe):
@@ -179,7 +231,7 @@ func (l *loader) verify(t *testing.T, conn *pgx.Conn, exact bool) (duplicates bo
 	t.Helper()
 	l.mu.Lock()
 	if len(l.mu.bad) > 0 {
-		t.Errorf("INSERTs failed in ways a crash does not explain: %q", l.mu.bad)
+		t.Errorf("statements failed in ways a crash does not explain: %q", l.mu.bad)
 	}
 	var acked, unknown int
 	for _, b := range l.mu.batches {
@@ -237,7 +289,9 @@ func (l *loader) verify(t *testing.T, conn *pgx.Conn, exact bool) (duplicates bo
 					v.name, k, g.c, g.s, w.c, w.s)
 			}
 		}
-		t.Logf("at_least_once view %s counted rows twice after the crash: %s", v.name, d)
+		wt, gt := v.want.total(), got.total()
+		t.Logf("at_least_once view %s counted %d rows twice after the crashes (count %d, the stream holds %d)",
+			v.name, gt.c-wt.c, gt.c, wt.c)
 	}
 	return duplicates
 }
@@ -306,21 +360,20 @@ func (l *loader) storedRows(t *testing.T, conn *pgx.Conn) [][]uint8 {
 		}
 		if !b.acked && present != 0 && present != b.n {
 			torn++
-			report("INSERT of ids %d..%d (outcome unknown) is stored in part: %d of %d rows",
+			report("statement writing ids %d..%d (outcome unknown) is stored in part: %d of %d rows",
 				rowID(b.client, b.first), rowID(b.client, b.first+b.n-1), present, b.n)
 		}
 	}
 	t.Logf("stream holds %d rows", n)
 	if len(problems) > 0 {
-		t.Errorf("stream contents break the ingest guarantee (%d acknowledged rows lost, %d rows duplicated, %d INSERTs torn):\n  %s",
+		t.Errorf("stream contents break the ingest guarantee (%d acknowledged rows lost, %d rows duplicated, %d statements torn):\n  %s",
 			lost, dup, torn, strings.Join(problems, "\n  "))
 	}
 	return stored
 }
 
-// loadServer starts a server (extra flags args) and creates the load tests'
-// stream with the given partitions and both views, after running setup
-// (SET statements that must precede the views).
+// loadServer starts a server (extra flags args), runs setup (SET
+// statements) and creates the load tests' stream with the given partitions.
 func loadServer(t *testing.T, args []string, partitions int, setup ...string) (*sqllogic.Server, *pgx.Conn) {
 	t.Helper()
 	srv := sqllogic.StartServer(t, "", args...)
@@ -329,7 +382,35 @@ func loadServer(t *testing.T, args []string, partitions int, setup ...string) (*
 		exec(t, conn, s)
 	}
 	exec(t, conn, fmt.Sprintf("CREATE TABLE t (id BIGINT, k BIGINT, v BIGINT) WITH (partitions = %d)", partitions))
+	return srv, conn
+}
+
+// createViews creates the load tests' two views over t.
+func createViews(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
 	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewByKey+" AS SELECT k, count(*) AS c, sum(v) AS s FROM t GROUP BY k")
 	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewTotal+" AS SELECT count(*) AS c, sum(v) AS s FROM t")
-	return srv, conn
+}
+
+// checkNotAhead checks, while load goes on, that no view group counts more
+// rows than the stream holds for it: a view read before the batch query
+// can only be behind it, never ahead (ahead means rows counted twice).
+func checkNotAhead(t *testing.T, conn *pgx.Conn, when string) {
+	t.Helper()
+	views := []aggs{
+		queryAggs(t, conn, "SELECT k, c, s FROM "+viewByKey),
+		queryAggs(t, conn, "SELECT c, s FROM "+viewTotal),
+	}
+	batches := []aggs{
+		queryAggs(t, conn, "SELECT k, count(*), sum(v) FROM t GROUP BY k"),
+		queryAggs(t, conn, "SELECT count(*), sum(v) FROM t"),
+	}
+	for i, name := range []string{viewByKey, viewTotal} {
+		for k, g := range views[i] {
+			if b := batches[i][k]; g.c > b.c || g.s > b.s {
+				t.Errorf("%s: view %s group %d has count %d sum %d, more than the stream then held (count %d sum %d)",
+					when, name, k, g.c, g.s, b.c, b.s)
+			}
+		}
+	}
 }

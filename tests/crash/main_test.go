@@ -185,13 +185,27 @@ func showJobs(t *testing.T, conn *pgx.Conn) []job {
 	}
 	var out []job
 	for rows.Next() {
-		var j job
-		var lastErr *string
-		if err := rows.Scan(&j.name, &j.state, &j.restarts, &j.rowIn, &j.lag, &lastErr); err != nil {
-			t.Fatalf("SHOW JOBS: scan: %v", err)
+		// By name: SHOW JOBS may grow columns.
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatalf("SHOW JOBS: %v", err)
 		}
-		if lastErr != nil {
-			j.lastErr = *lastErr
+		var j job
+		for i, f := range rows.FieldDescriptions() {
+			switch f.Name {
+			case "name":
+				j.name, _ = vals[i].(string)
+			case "state":
+				j.state, _ = vals[i].(string)
+			case "restarts":
+				j.restarts, _ = vals[i].(int64)
+			case "rows_in":
+				j.rowIn, _ = vals[i].(int64)
+			case "lag":
+				j.lag, _ = vals[i].(int64)
+			case "last_error":
+				j.lastErr, _ = vals[i].(string)
+			}
 		}
 		out = append(out, j)
 	}
@@ -256,6 +270,7 @@ func (r checkpointRow) covers(job string) bool {
 func waitCaughtUp(t *testing.T, conn *pgx.Conn, jobs ...string) {
 	t.Helper()
 	deadline := time.Now().Add(catchUpTimeout)
+	reported := map[string]bool{}
 	for {
 		js := showJobs(t, conn)
 		ready := len(js) == len(jobs)
@@ -265,6 +280,12 @@ func waitCaughtUp(t *testing.T, conn *pgx.Conn, jobs ...string) {
 			}
 			if j.state == "FAILED" {
 				t.Fatalf("job %s FAILED after restart: %s", j.name, j.lastErr)
+			}
+			if j.restarts > 0 && !reported[j.name] {
+				// Crashes restart the process, not the job: a job restart
+				// means it failed inside a running server.
+				t.Errorf("job %s restarted %d times: %s", j.name, j.restarts, j.lastErr)
+				reported[j.name] = true
 			}
 			if j.state != "RUNNING" || j.lag != 0 {
 				ready = false
@@ -279,4 +300,25 @@ func waitCaughtUp(t *testing.T, conn *pgx.Conn, jobs ...string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	exec(t, conn, "CHECKPOINT")
+}
+
+// jobLags describes each job's lag, for the log.
+func jobLags(t *testing.T, conn *pgx.Conn) string {
+	t.Helper()
+	var parts []string
+	for _, j := range showJobs(t, conn) {
+		parts = append(parts, fmt.Sprintf("%s=%d", j.name, j.lag))
+	}
+	return strings.Join(parts, " ")
+}
+
+// checkOutput fails the test if the server ever panicked or logged an
+// error, across all its restarts.
+func checkOutput(t *testing.T, srv *sqllogic.Server) {
+	t.Helper()
+	for _, line := range strings.Split(srv.Output(), "\n") {
+		if strings.Contains(line, "panic") || strings.Contains(line, "fatal error") || strings.Contains(line, "level=ERROR") {
+			t.Errorf("server output: %s", line)
+		}
+	}
 }

@@ -10,8 +10,9 @@ import (
 // a restart every acknowledged row is stored once and the views are exact.
 func TestSIGTERMUnderLoad(t *testing.T) {
 	rng, seed := newRand(t)
-	srv, _ := loadServer(t, nil, 1, "SET checkpoint.interval = '200ms'")
-	load := startLoader(srv.ConnString(), seed, 4)
+	srv, conn := loadServer(t, nil, 1, "SET checkpoint.interval = '200ms'")
+	createViews(t, conn)
+	load := startLoader(srv.ConnString(), seed, insertLoad, 4)
 	defer func() {
 		if !load.isStopped() {
 			load.stop()
@@ -31,4 +32,5 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	load.stop()
 	load.verify(t, srv.Conn(t), true)
+	checkOutput(t, srv)
 }

@@ -39,6 +39,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2"
@@ -84,7 +85,7 @@ func run() error {
 	}
 	dir := *workDir
 	if dir == "" {
-		d, err := os.MkdirTemp("", "streamdb-peers-")
+		d, err := os.MkdirTemp("", "peers-")
 		if err != nil {
 			return err
 		}
@@ -159,7 +160,7 @@ type streamdb struct {
 }
 
 func startStreamdb(ctx context.Context, dir string) (*streamdb, error) {
-	bin := filepath.Join(dir, "streamdb")
+	bin := filepath.Join(dir, "sdb-under-test")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/streamdb")
 	build.Dir = *repo
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -167,8 +168,10 @@ func startStreamdb(ctx context.Context, dir string) (*streamdb, error) {
 		return nil, fmt.Errorf("building streamdb in %s: %w", *repo, err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", *sdbPort)
-	cmd := exec.Command(bin, "--listen", addr, "--data-dir", filepath.Join(dir, "streamdb-data"), "--log-level", "warn")
+	cmd := exec.Command(bin, "--listen", addr, "--data-dir", filepath.Join(dir, "streamdb-data"), "--log-level", "info")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	// Its own process group: a terminal's ^C reaches us, and we stop it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -357,13 +360,15 @@ func queryRows(ctx context.Context, c *pgx.Conn, q string) (int, error) {
 }
 
 // median runs f reps times and returns the median duration.
-func median(f func(i int) (time.Duration, error)) (time.Duration, error) {
+// Every run's time goes to stderr, labelled what.
+func median(what string, f func(i int) (time.Duration, error)) (time.Duration, error) {
 	ds := make([]time.Duration, *reps)
 	for i := range ds {
 		d, err := f(i)
 		if err != nil {
 			return 0, err
 		}
+		fmt.Fprintf(os.Stderr, "peers: %s: run %d: %v\n", what, i+1, d.Round(time.Millisecond))
 		ds[i] = d
 	}
 	slices.Sort(ds)
@@ -392,10 +397,10 @@ func benchCopy(ctx context.Context, sdb *streamdb, pg *postgres) (result, error)
 	res := result{name: fmt.Sprintf("COPY %s rows (BIGINT, BIGINT), fsync", human(*copyRows)), rows: *copyRows,
 		peer: "PostgreSQL", target: ">= 1.0x PostgreSQL", hasTarget: true}
 	var err error
-	if res.sdb, err = median(copyInto(sdb.conn, "copy_")); err != nil {
+	if res.sdb, err = median("streamdb COPY", copyInto(sdb.conn, "copy_")); err != nil {
 		return res, err
 	}
-	if res.peerTime, err = median(copyInto(pg.conn, "copy_")); err != nil {
+	if res.peerTime, err = median("PostgreSQL COPY", copyInto(pg.conn, "copy_")); err != nil {
 		return res, err
 	}
 	res.met = res.sdb <= res.peerTime
@@ -425,7 +430,7 @@ func benchGroupBy(ctx context.Context, sdb *streamdb, dir string) (result, error
 		return err
 	}
 	var err error
-	res.sdb, err = median(func(int) (time.Duration, error) {
+	res.sdb, err = median("streamdb GROUP BY", func(int) (time.Duration, error) {
 		return timed(func() error { return check(queryRows(ctx, sdb.conn, fmt.Sprintf(groupBy, "g"))) })
 	})
 	if err != nil {
@@ -466,7 +471,7 @@ func benchGroupBy(ctx context.Context, sdb *streamdb, dir string) (result, error
 		}
 		return n, rows.Err()
 	}
-	res.peerTime, err = median(func(int) (time.Duration, error) {
+	res.peerTime, err = median("DuckDB GROUP BY", func(int) (time.Duration, error) {
 		return timed(func() error { return check(duckRows()) })
 	})
 	if err != nil {
@@ -527,7 +532,7 @@ func benchViews(ctx context.Context, sdb *streamdb, pg *postgres) ([]result, err
 	}{{*aggRows, 1000, 3e6}, {*aggRows, 1 << 20, 1e6}} {
 		data := rowsText(v.rows, v.keys)
 		var copies []time.Duration
-		d, err := median(func(i int) (time.Duration, error) {
+		d, err := median(fmt.Sprintf("streamdb view, %d keys", v.keys), func(i int) (time.Duration, error) {
 			total, ct, err := viewLatency(ctx, sdb.conn, fmt.Sprintf("view_%d_%d", v.keys, i), data)
 			copies = append(copies, ct)
 			return total, err
@@ -553,14 +558,14 @@ func benchViews(ctx context.Context, sdb *streamdb, pg *postgres) ([]result, err
 	res := result{name: fmt.Sprintf("end to end: %s rows to GROUP BY result", human(*copyRows)), rows: *copyRows,
 		peer: "PostgreSQL COPY+SELECT", target: "faster than PostgreSQL", hasTarget: true}
 	var err error
-	res.sdb, err = median(func(i int) (time.Duration, error) {
+	res.sdb, err = median("streamdb end to end", func(i int) (time.Duration, error) {
 		total, _, err := viewLatency(ctx, sdb.conn, fmt.Sprintf("e2e_%d", i), data)
 		return total, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	res.peerTime, err = median(func(i int) (time.Duration, error) {
+	res.peerTime, err = median("PostgreSQL end to end", func(i int) (time.Duration, error) {
 		t := fmt.Sprintf("e2e_%d", i)
 		if err := execAll(ctx, pg.conn, "CREATE TABLE "+t+" (k BIGINT, v BIGINT)"); err != nil {
 			return 0, err

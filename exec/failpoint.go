@@ -1,0 +1,69 @@
+package exec
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// Failpoints inject transient failures into jobs, for tests only. They are
+// read once from the environment variable STREAMDB_FAILPOINTS and cannot be
+// set from SQL:
+//
+//	STREAMDB_FAILPOINTS="view:stage:count[:panic][,...]"
+//
+// makes the given stage (source, agg) of the named view's job fail on its
+// next count batches — with an error (SQLSTATE XX000), or a panic — and then
+// never again in this process, so restarts recover.
+var failpoints struct {
+	once sync.Once
+	mu   sync.Mutex
+	left map[string]int
+	kind map[string]string
+}
+
+func loadFailpoints() {
+	failpoints.left = map[string]int{}
+	failpoints.kind = map[string]string{}
+	for _, spec := range strings.Split(os.Getenv("STREAMDB_FAILPOINTS"), ",") {
+		f := strings.Split(strings.TrimSpace(spec), ":")
+		if len(f) < 3 {
+			continue
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			continue
+		}
+		key := f[0] + ":" + f[1]
+		failpoints.left[key] = n
+		if len(f) > 3 {
+			failpoints.kind[key] = f[3]
+		}
+	}
+}
+
+// failpoint returns an injected error (or panics) if one is armed for job's stage.
+func failpoint(job, stage string) error {
+	failpoints.once.Do(loadFailpoints)
+	if len(failpoints.left) == 0 {
+		return nil
+	}
+	key := job + ":" + stage
+	failpoints.mu.Lock()
+	n := failpoints.left[key]
+	if n > 0 {
+		failpoints.left[key] = n - 1
+	}
+	kind := failpoints.kind[key]
+	failpoints.mu.Unlock()
+	if n <= 0 {
+		return nil
+	}
+	if kind == "panic" {
+		panic("failpoint " + key)
+	}
+	return sqlerr.New(sqlerr.Internal, "failpoint %s: injected failure", key)
+}
