@@ -62,8 +62,11 @@ type JobSpec struct {
 
 // shape is a plan as a dataflow: source → pre stages → [aggregate → post stages].
 type shape struct {
-	src  *storage.TableDef
-	pre  []Plan // Filter/Project, bottom-up
+	src *storage.TableDef
+	// changelog is set when src is a view: the job reads the view's
+	// changelog, whose rows carry change ops.
+	changelog bool
+	pre       []Plan // Filter/Project, bottom-up
 	agg  *HashAgg
 	post []Plan
 }
@@ -96,7 +99,10 @@ func analyse(p Plan) (*shape, error) {
 		case *ScanStream:
 			s.src = n.Table
 		case *ScanView:
-			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries over materialized views are not supported yet")
+			if n.Snap != nil {
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries cannot read AS OF snapshots")
+			}
+			s.src, s.changelog = n.View, true
 		default:
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries do not support %s yet (supported: WHERE, expressions, GROUP BY, aggregates, HAVING over one stream)", planName(p))
 		}
@@ -479,6 +485,10 @@ func (j *Job) route(ectx *expr.Ctx, part uint32, first uint64, rec arrow.RecordB
 		rec.Release()
 		return err
 	}
+	var inOps []Op
+	if j.shape.changelog {
+		rec, inOps = splitOps(rec)
+	}
 	out, kept, err := j.transform(ectx, part, first, rec)
 	rec.Release()
 	if err != nil {
@@ -488,6 +498,13 @@ func (j *Job) route(ectx *expr.Ctx, part uint32, first uint64, rec arrow.RecordB
 		out.Release()
 		return nil
 	}
+	var ops []Op
+	if inOps != nil {
+		ops = make([]Op, len(kept))
+		for i, k := range kept {
+			ops[i] = inOps[k]
+		}
+	}
 	var ids []uint64
 	if j.shape.agg == nil {
 		ids = make([]uint64, len(kept))
@@ -496,7 +513,7 @@ func (j *Job) route(ectx *expr.Ctx, part uint32, first uint64, rec arrow.RecordB
 		}
 	}
 	if len(outs) == 1 {
-		return j.send(outs[0], msg{c: Chunk{Rec: out}, rowIDs: ids})
+		return j.send(outs[0], msg{c: Chunk{Rec: out, Ops: ops}, rowIDs: ids})
 	}
 	// Hash-partition by group key.
 	defer out.Release()
@@ -519,7 +536,14 @@ func (j *Job) route(ectx *expr.Ctx, part uint32, first uint64, rec arrow.RecordB
 		if len(rows) == 0 {
 			continue
 		}
-		if err := j.send(outs[i], msg{c: Chunk{Rec: takeRecord(out, rows, ts)}}); err != nil {
+		var sub []Op
+		if ops != nil {
+			sub = make([]Op, len(rows))
+			for x, r := range rows {
+				sub[x] = ops[r]
+			}
+		}
+		if err := j.send(outs[i], msg{c: Chunk{Rec: takeRecord(out, rows, ts), Ops: sub}}); err != nil {
 			return err
 		}
 	}
@@ -871,6 +895,18 @@ func (j *Job) runSink(ins []chan msg) error {
 		}
 	}
 	var key, row []byte
+	var bag map[string]int64 // multiset counts of a view over a changelog
+	if j.spec.View != nil && j.shape.agg == nil && j.shape.changelog {
+		bag = map[string]int64{}
+		if err := j.db.ScanView(nil, j.spec.View.ID, func(k, v []byte) error {
+			rest := v[len(k):]
+			n, _, err := readUvarint(rest)
+			bag[string(k)] = int64(n)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
 	for {
 		m, ok := al.next()
 		if !ok {
@@ -889,19 +925,9 @@ func (j *Job) runSink(ins []chan msg) error {
 		}
 		rec := m.c.Rec
 		if j.shape.agg == nil {
-			if j.spec.View == nil {
-				if err := j.emitOut(Chunk{Rec: rec}); err != nil {
-					return err
-				}
-				continue
+			if err := j.sinkRows(m, outTs, bag); err != nil {
+				return err
 			}
-			b := j.batch.Load()
-			for i := 0; i < int(rec.NumRows()); i++ {
-				key = binary.BigEndian.AppendUint64(key[:0], m.rowIDs[i])
-				row = encodeRow(row[:0], rec, i, outTs)
-				b.PutViewRow(j.spec.View.ID, key, row)
-			}
-			rec.Release()
 			continue
 		}
 		out, kept, err := applyStages(ectx, j.shape.post, rec, true)
@@ -909,11 +935,11 @@ func (j *Job) runSink(ins []chan msg) error {
 			rec.Release()
 			return err
 		}
+		ops := make([]Op, len(kept))
+		for i, k := range kept {
+			ops[i] = m.c.Ops[k]
+		}
 		if j.spec.View == nil {
-			ops := make([]Op, len(kept))
-			for i, k := range kept {
-				ops[i] = m.c.Ops[k]
-			}
 			rec.Release()
 			if err := j.emitOut(Chunk{Rec: out, Ops: ops}); err != nil {
 				return err
@@ -945,8 +971,94 @@ func (j *Job) runSink(ins []chan msg) error {
 			}
 		}
 		rec.Release()
+		err = j.appendChangelog(Chunk{Rec: out, Ops: ops})
 		out.Release()
+		if err != nil {
+			return err
+		}
 	}
+}
+
+// sinkRows applies the rows of a view without aggregation. Rows from a
+// stream are keyed by their source position; rows from a changelog, which
+// may be retracted, are kept as a multiset keyed by their content.
+func (j *Job) sinkRows(m msg, outTs []types.T, bag map[string]int64) error {
+	rec := m.c.Rec
+	defer rec.Release()
+	if j.spec.View == nil {
+		rec.Retain()
+		return j.emitOut(Chunk{Rec: rec, Ops: m.c.Ops})
+	}
+	b := j.batch.Load()
+	var key, row []byte
+	for i := 0; i < int(rec.NumRows()); i++ {
+		row = encodeRow(row[:0], rec, i, outTs)
+		if !j.shape.changelog {
+			key = binary.BigEndian.AppendUint64(key[:0], m.rowIDs[i])
+			b.PutViewRow(j.spec.View.ID, key, row)
+			continue
+		}
+		n := bag[string(row)] + int64(m.c.Ops[i].Sign())
+		bag[string(row)] = n
+		if n <= 0 {
+			delete(bag, string(row))
+			b.DeleteViewRow(j.spec.View.ID, row)
+		} else {
+			b.PutViewRow(j.spec.View.ID, row, binary.AppendUvarint(append([]byte(nil), row...), uint64(n)))
+		}
+	}
+	return j.appendChangelog(m.c)
+}
+
+// appendChangelog queues a view's changes for its changelog, which views
+// and change streams over the view read. Columns are the view's, then __op.
+func (j *Job) appendChangelog(c Chunk) error {
+	n := int(c.Rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	ob := types.NewBuilder(memoryPool, types.TInt64)
+	defer ob.Release()
+	for i := 0; i < n; i++ {
+		op := OpInsert
+		if c.Ops != nil {
+			op = c.Ops[i]
+		}
+		types.AppendDatum(ob, types.Int(int64(op)), types.TInt64)
+	}
+	cols := make([]arrow.Array, 0, c.Rec.NumCols()+1)
+	ts := make([]types.T, 0, c.Rec.NumCols()+1)
+	for i := 0; i < int(c.Rec.NumCols()); i++ {
+		col := c.Rec.Column(i)
+		col.Retain()
+		cols = append(cols, col)
+		ts = append(ts, j.spec.View.Columns[i].Type)
+	}
+	cols = append(cols, ob.NewArray())
+	ts = append(ts, types.TInt64)
+	rec := newRecord(ts, cols, n)
+	defer rec.Release()
+	return j.batch.Load().AppendLog(j.spec.View.ID, 0, rec)
+}
+
+// splitOps separates a changelog block's trailing op column.
+func splitOps(rec arrow.RecordBatch) (arrow.RecordBatch, []Op) {
+	nc := int(rec.NumCols()) - 1
+	opsCol := rec.Column(nc).(*array.Int64).Int64Values()
+	ops := make([]Op, len(opsCol))
+	for i, v := range opsCol {
+		ops[i] = Op(v)
+	}
+	cols := make([]arrow.Array, nc)
+	ts := make([]types.T, nc)
+	for i := 0; i < nc; i++ {
+		cols[i] = rec.Column(i)
+		cols[i].Retain()
+		ts[i] = typeOfArrow(cols[i])
+	}
+	out := newRecord(ts, cols, int(rec.NumRows()))
+	rec.Release()
+	return out, ops
 }
 
 func (j *Job) emitOut(c Chunk) error {

@@ -6,8 +6,9 @@ import (
 )
 
 // View rows are stored one per key: for an aggregate view the key is the
-// group key, for a view without aggregation the row's source position.
-// The value is the row, each column encodeDatum'd.
+// group key, for a view without aggregation over a stream the row's source
+// position, and over a changelog the row itself. The value is the row, each
+// column encodeDatum'd, followed for the last kind by its multiplicity.
 
 func encodeRow(buf []byte, rec arrow.RecordBatch, i int, ts []types.T) []byte {
 	for c, t := range ts {
@@ -42,6 +43,7 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 		return emit(rec)
 	}
 	err := ctx.DB.ScanView(p.Snap, p.View.ID, func(_, row []byte) error {
+		start := row
 		for c, t := range ts {
 			d, rest, err := decodeDatum(row, t)
 			if err != nil {
@@ -51,6 +53,22 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 			types.AppendDatum(bls[c], d, t)
 		}
 		n++
+		if len(row) > 0 {
+			// A multiset row: the rest is its count; append the copies.
+			count, _, err := readUvarint(row)
+			if err != nil {
+				return err
+			}
+			for k := uint64(1); k < count; k++ {
+				body := start
+				for c, t := range ts {
+					d, rest, _ := decodeDatum(body, t)
+					body = rest
+					types.AppendDatum(bls[c], d, t)
+				}
+				n++
+			}
+		}
 		if n == chunk {
 			if err := ctx.canceled(); err != nil {
 				return err

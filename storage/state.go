@@ -2,7 +2,9 @@ package storage
 
 import (
 	"encoding/binary"
+
 	"encoding/json"
+	"github.com/apache/arrow-go/v18/arrow"
 	"sync"
 	"time"
 
@@ -14,8 +16,29 @@ import (
 // changes and source offsets. It is safe for concurrent use by the job's
 // operators. The coordinator commits the batches of every job together.
 type Batch struct {
-	mu sync.Mutex
-	b  *pebble.Batch
+	mu      sync.Mutex
+	b       *pebble.Batch
+	appends []pendingAppend
+}
+
+// pendingAppend is a log block to append when the epoch commits.
+type pendingAppend struct {
+	table uint64
+	part  uint32
+	block []byte
+}
+
+// AppendLog queues rec to be appended to a log (a view's changelog) when
+// the epoch commits; offsets are assigned then.
+func (b *Batch) AppendLog(table uint64, part uint32, rec arrow.RecordBatch) error {
+	block, err := EncodeBlock(rec)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.appends = append(b.appends, pendingAppend{table, part, block})
+	b.mu.Unlock()
+	return nil
 }
 
 // NewEpochBatch returns an empty epoch batch.
@@ -92,9 +115,11 @@ func (b *Batch) Len() int {
 // record, may be nil under key k/<id>), atomically; sync makes it durable.
 func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) error {
 	all := db.pdb.NewBatch()
+	var appends []pendingAppend
 	for _, b := range batches {
 		b.mu.Lock()
 		err := all.Apply(b.b, nil)
+		appends = append(appends, b.appends...)
 		b.mu.Unlock()
 		if err != nil {
 			return sqlerr.Wrap(sqlerr.IOError, err)
@@ -103,7 +128,44 @@ func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) e
 	if meta != nil {
 		all.Set(binary.BigEndian.AppendUint64([]byte("k/"), id), meta, nil)
 	}
-	return db.Commit(all, sync)
+	// Changelog blocks get their offsets under their partitions' locks,
+	// held until the commit is applied so offsets stay in order.
+	type claim struct {
+		pl   *partitionLog
+		next uint64
+	}
+	pls := make([]*partitionLog, len(appends))
+	for i, a := range appends {
+		pl, err := db.partition(a.table, a.part)
+		if err != nil {
+			return err
+		}
+		pls[i] = pl
+	}
+	claims := map[*partitionLog]*claim{}
+	var order []*claim
+	for i, a := range appends {
+		pl := pls[i]
+		c := claims[pl]
+		if c == nil {
+			pl.mu.Lock()
+			c = &claim{pl: pl, next: pl.next}
+			claims[pl] = c
+			order = append(order, c)
+		}
+		all.Set(logBlockKey(a.table, a.part, c.next), a.block, nil)
+		c.next += uint64(binary.BigEndian.Uint32(a.block))
+	}
+	err := db.Commit(all, sync)
+	for _, c := range order {
+		if err == nil && c.next != c.pl.next {
+			c.pl.next = c.next
+			close(c.pl.notify)
+			c.pl.notify = make(chan struct{})
+		}
+		c.pl.mu.Unlock()
+	}
+	return err
 }
 
 // LoadOffset returns a job's committed offset in a stream partition (0 if none).
