@@ -67,8 +67,8 @@ type shape struct {
 	// changelog, whose rows carry change ops.
 	changelog bool
 	pre       []Plan // Filter/Project, bottom-up
-	agg  *HashAgg
-	post []Plan
+	agg       *HashAgg
+	post      []Plan
 }
 
 // analyse checks that p can run continuously and splits it into stages.
