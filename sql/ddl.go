@@ -114,14 +114,19 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 			return nil, sqlerr.New(sqlerr.UndefinedTable, "table %q does not exist", name)
 		}
 		drop = append(drop, t)
-		for _, dep := range e.dependentsLocked(name) {
-			if !n.Cascade {
-				return nil, &sqlerr.Error{Code: sqlerr.DependentObjectsExist,
-					Msg:    fmt.Sprintf("cannot drop table %s because other objects depend on it", name),
-					Detail: fmt.Sprintf("materialized view %s depends on table %s", dep, name),
-					Hint:   "Use DROP ... CASCADE to drop the dependent objects too."}
+		// Views over t, and views over those, go too with CASCADE.
+		for i := len(drop) - 1; i < len(drop); i++ {
+			for _, dep := range e.dependentsLocked(drop[i].Name) {
+				if !n.Cascade {
+					return nil, &sqlerr.Error{Code: sqlerr.DependentObjectsExist,
+						Msg:    fmt.Sprintf("cannot drop %s %s because other objects depend on it", n.Kind, name),
+						Detail: fmt.Sprintf("materialized view %s depends on %s", dep, drop[i].Name),
+						Hint:   "Use DROP ... CASCADE to drop the dependent objects too."}
+				}
+				if !containsDef(drop, dep) {
+					drop = append(drop, e.mu.tables[dep])
+				}
 			}
-			drop = append(drop, e.mu.tables[dep])
 		}
 	}
 	b := e.db.NewBatch()

@@ -76,7 +76,10 @@ func (db *DB) partition(table uint64, part uint32) (*partitionLog, error) {
 
 // EncodeBlock encodes rec as a log block.
 func EncodeBlock(rec arrow.RecordBatch) ([]byte, error) {
+	// Size the buffer once: growing it by doubling copied each block about
+	// twice and was most of the encoding time.
 	var buf bytes.Buffer
+	buf.Grow(blockSizeHint(rec))
 	var n [4]byte
 	binary.BigEndian.PutUint32(n[:], uint32(rec.NumRows()))
 	buf.Write(n[:])
@@ -88,6 +91,27 @@ func EncodeBlock(rec arrow.RecordBatch) ([]byte, error) {
 		return nil, sqlerr.Wrap(sqlerr.Internal, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// blockSizeHint is an upper estimate of rec's encoded size: its buffers,
+// each padded to 8 bytes, plus the schema and record batch messages.
+func blockSizeHint(rec arrow.RecordBatch) int {
+	n := 4 + 1024 + 256*int(rec.NumCols())
+	var add func(d arrow.ArrayData)
+	add = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += b.Len() + 8
+			}
+		}
+		for _, c := range d.Children() {
+			add(c)
+		}
+	}
+	for _, c := range rec.Columns() {
+		add(c.Data())
+	}
+	return n
 }
 
 // DecodeBlock decodes a log block; the record is allocated from mem.
