@@ -302,10 +302,9 @@ func (e *Engine) changeStream(plan planner.Node, _ any) (Rows, error) {
 		return nil, err
 	}
 	out := make(chan exec.Chunk, 4)
-	e.mu.Lock()
-	id := uint64(1<<63) | uint64(len(e.mu.jobs)) // transient jobs write nothing; any id will do
-	e.mu.Unlock()
-	j, err := exec.StartJob(e.db, exec.JobSpec{ID: id, Name: "emit", Plan: phys, Out: out, Parallelism: 1, Now: time.Now().UnixMicro()})
+	n := e.streams.Add(1) // change streams write nothing; the id only names them
+	j, err := exec.StartJob(e.db, exec.JobSpec{ID: 1<<63 | n, Name: fmt.Sprintf("change_stream_%d", n), Plan: phys,
+		Out: out, Parallelism: 1, Now: time.Now().UnixMicro()})
 	if err != nil {
 		return nil, err
 	}

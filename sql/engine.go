@@ -33,13 +33,14 @@ type Config struct {
 
 // Engine is one database. It is safe for concurrent use by many sessions.
 type Engine struct {
-	db     *storage.DB
-	log    *slog.Logger
-	coord  *checkpoint.Coordinator
-	cancel context.CancelFunc
-	done   chan struct{}
-	par    int
-	rr     atomic.Uint32 // round-robin partition choice for inserts
+	db      *storage.DB
+	log     *slog.Logger
+	coord   *checkpoint.Coordinator
+	cancel  context.CancelFunc
+	done    chan struct{}
+	par     int
+	rr      atomic.Uint32 // round-robin partition choice for inserts
+	streams atomic.Uint64 // change streams started
 
 	snaps openSnaps
 

@@ -187,6 +187,7 @@ type copyIn struct {
 	opts   copyOpts
 	ts     []types.T
 	bls    []array.Builder
+	ints   []*array.Int64Builder // per column: its builder if BIGINT (the fast path), else nil
 	rows   int
 	recs   []arrow.RecordBatch
 	carry  []byte
@@ -202,8 +203,14 @@ const copyBatchRows = 64 << 10
 func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyIn {
 	c := &copyIn{e: e, t: t, cols: cols, opts: opts}
 	for _, col := range t.Columns {
+		bl := types.NewBuilder(exec.Allocator(), col.Type)
+		ib, _ := bl.(*array.Int64Builder)
+		if col.Type.Kind != types.Int64 {
+			ib = nil
+		}
 		c.ts = append(c.ts, col.Type)
-		c.bls = append(c.bls, types.NewBuilder(exec.Allocator(), col.Type))
+		c.bls = append(c.bls, bl)
+		c.ints = append(c.ints, ib)
 	}
 	return c
 }
@@ -212,8 +219,26 @@ func (c *copyIn) NumColumns() int { return len(c.cols) }
 
 func (c *copyIn) Write(data []byte) error {
 	if len(c.carry) > 0 {
-		data = append(c.carry, data...)
-		c.carry = nil
+		if c.opts.csv {
+			data = append(c.carry, data...)
+			c.carry = nil
+		} else {
+			// Finish the line cut by the previous message, without copying
+			// the rest of this one.
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				c.carry = append(c.carry, data...)
+				return nil
+			}
+			c.carry = append(c.carry, data[:i]...)
+			data = data[i+1:]
+			if !c.ended {
+				if err := c.addLine(c.carry); err != nil {
+					return err
+				}
+			}
+			c.carry = c.carry[:0]
+		}
 	}
 	for len(data) > 0 {
 		if c.ended {
@@ -225,12 +250,12 @@ func (c *copyIn) Write(data []byte) error {
 				// A quoted CSV field spans lines: find the end of the record.
 				end := csvRecordEnd(data, c.opts.quote)
 				if end < 0 {
-					c.carry = append([]byte(nil), data...)
+					c.carry = append(c.carry[:0], data...)
 					return nil
 				}
 				i = end
 			} else {
-				c.carry = append([]byte(nil), data...)
+				c.carry = append(c.carry[:0], data...)
 				return nil
 			}
 		}
@@ -298,10 +323,13 @@ func (c *copyIn) addLine(line []byte) error {
 			filled++
 			continue
 		}
-		if ib, ok := bl.(*array.Int64Builder); ok && t.Kind == types.Int64 {
-			v, ok := parseInt64(f)
-			if ok {
-				ib.Append(v)
+		if ib := c.ints[col]; ib != nil {
+			if v, ok := parseInt64(f); ok {
+				if ib.Len() < ib.Cap() {
+					ib.UnsafeAppend(v) // Append's capacity check is not inlined
+				} else {
+					ib.Append(v)
+				}
 				filled++
 				continue
 			}
@@ -345,18 +373,20 @@ func (c *copyIn) lineErr(code, format string, args ...any) error {
 	return &sqlerr.Error{Code: code, Msg: fmt.Sprintf(format, args...), Detail: fmt.Sprintf("COPY %s, line %d", c.t.Name, c.line)}
 }
 
-// parseInt64 parses a plain decimal integer without allocating.
+// parseInt64 parses a plain decimal integer of at most 18 digits (so it
+// cannot overflow) without allocating. Anything else — more digits, spaces,
+// errors — is left to types.ParseText, which has PostgreSQL's rules.
 func parseInt64(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 19 {
+	if len(b) == 0 {
 		return 0, false
 	}
 	neg := false
 	i := 0
 	if b[0] == '-' || b[0] == '+' {
 		neg, i = b[0] == '-', 1
-		if len(b) == 1 {
-			return 0, false
-		}
+	}
+	if len(b)-i == 0 || len(b)-i > 18 {
+		return 0, false
 	}
 	var v int64
 	for ; i < len(b); i++ {
@@ -372,73 +402,86 @@ func parseInt64(b []byte) (int64, bool) {
 	return v, true
 }
 
+// splitText splits a text-format line at every delimiter into c.fields
+// (nil for the NULL string), in one pass that also notes which fields hold
+// a backslash and so need unescaping.
 func (c *copyIn) splitText(line []byte) error {
 	c.fields = c.fields[:0]
-	start := 0
-	for i := 0; i <= len(line); i++ {
-		if i < len(line) && line[i] != c.opts.delim {
+	d := c.opts.delim
+	start, esc := 0, false
+	for i, ch := range line {
+		switch ch {
+		case d:
+			c.fields = append(c.fields, c.textField(line[start:i], esc))
+			start, esc = i+1, false
+		case '\\':
+			esc = true
+		}
+	}
+	c.fields = append(c.fields, c.textField(line[start:], esc))
+	return nil
+}
+
+func (c *copyIn) textField(raw []byte, esc bool) []byte {
+	if len(raw) == len(c.opts.null) && string(raw) == c.opts.null {
+		return nil
+	}
+	if !esc {
+		return raw
+	}
+	return unescapeText(raw)
+}
+
+// unescapeText resolves the backslash escapes of a text-format field.
+func unescapeText(raw []byte) []byte {
+	out := make([]byte, 0, len(raw))
+	for k := 0; k < len(raw); k++ {
+		ch := raw[k]
+		if ch != '\\' || k+1 == len(raw) {
+			out = append(out, ch)
 			continue
 		}
-		raw := line[start:i]
-		start = i + 1
-		if string(raw) == c.opts.null {
-			c.fields = append(c.fields, nil)
-			continue
-		}
-		if bytes.IndexByte(raw, '\\') < 0 {
-			c.fields = append(c.fields, raw)
-			continue
-		}
-		out := make([]byte, 0, len(raw))
-		for k := 0; k < len(raw); k++ {
-			ch := raw[k]
-			if ch != '\\' || k+1 == len(raw) {
-				out = append(out, ch)
+		k++
+		switch e := raw[k]; e {
+		case 'n':
+			out = append(out, '\n')
+		case 't':
+			out = append(out, '\t')
+		case 'r':
+			out = append(out, '\r')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'v':
+			out = append(out, '\v')
+		case 'x':
+			j := k + 1
+			for j < len(raw) && j < k+3 && isHex(raw[j]) {
+				j++
+			}
+			if j == k+1 {
+				out = append(out, 'x')
 				continue
 			}
-			k++
-			switch e := raw[k]; e {
-			case 'n':
-				out = append(out, '\n')
-			case 't':
-				out = append(out, '\t')
-			case 'r':
-				out = append(out, '\r')
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'v':
-				out = append(out, '\v')
-			case 'x':
-				j := k + 1
-				for j < len(raw) && j < k+3 && isHex(raw[j]) {
+			v, _ := strconv.ParseUint(string(raw[k+1:j]), 16, 8)
+			out = append(out, byte(v))
+			k = j - 1
+		default:
+			if e >= '0' && e <= '7' {
+				j := k
+				for j < len(raw) && j < k+3 && raw[j] >= '0' && raw[j] <= '7' {
 					j++
 				}
-				if j == k+1 {
-					out = append(out, 'x')
-					continue
-				}
-				v, _ := strconv.ParseUint(string(raw[k+1:j]), 16, 8)
+				v, _ := strconv.ParseUint(string(raw[k:j]), 8, 8)
 				out = append(out, byte(v))
 				k = j - 1
-			default:
-				if e >= '0' && e <= '7' {
-					j := k
-					for j < len(raw) && j < k+3 && raw[j] >= '0' && raw[j] <= '7' {
-						j++
-					}
-					v, _ := strconv.ParseUint(string(raw[k:j]), 8, 8)
-					out = append(out, byte(v))
-					k = j - 1
-				} else {
-					out = append(out, e)
-				}
+			} else {
+				out = append(out, e)
 			}
 		}
-		c.fields = append(c.fields, out)
 	}
-	return nil
+	return out
 }
 
 func isHex(b byte) bool { return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' }

@@ -57,11 +57,15 @@ func (e *Engine) tickTransient(epoch uint64) {
 	}
 }
 
-// TransientJobs is the number of running change streams.
-func (e *Engine) TransientJobs() int {
+// transientJobs returns the running change streams.
+func (e *Engine) transientJobs() []*exec.Job {
 	transient.Lock()
 	defer transient.Unlock()
-	return len(transient.jobs)
+	out := make([]*exec.Job, 0, len(transient.jobs))
+	for j := range transient.jobs {
+		out = append(out, j)
+	}
+	return out
 }
 
 // changeRows streams a transient job's changes, each row followed by its op.

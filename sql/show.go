@@ -215,6 +215,14 @@ func (e *Engine) showJobs() *table {
 			}
 		}
 	}
+	streams := e.transientJobs()
+	sort.Slice(streams, func(i, k int) bool { return streams[i].Name() < streams[k].Name() })
+	defer func() {
+		for _, j := range streams {
+			t.add(str(j.Name()), str(string(exec.JobRunning)), types.Int(0), types.Int(j.RowsIn.Load()),
+				types.Int(j.Lag()), types.Null, types.Null, str("none (change stream)"), types.Null)
+		}
+	}()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	names := make([]string, 0, len(e.mu.jobs))

@@ -202,7 +202,8 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 	var keys []planner.SortKey
 	if s.OrderBy != nil {
 		for _, o := range s.OrderBy.Items {
-			idx, err := b.orderTarget(c, items, o.Expr)
+			oe, nullsFirst := nullsOrder(o)
+			idx, err := b.orderTarget(c, items, oe)
 			if err != nil {
 				return nil, err
 			}
@@ -210,7 +211,7 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 				if s.Distinct {
 					return nil, sqlerr.New("42P10", "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
 				}
-				e, err := b.bindExpr(c, o.Expr)
+				e, err := b.bindExpr(c, oe)
 				if err != nil {
 					return nil, err
 				}
@@ -224,7 +225,7 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 					cols = append(cols, planner.Column{Name: "?column?", T: e.Type()})
 				}
 			}
-			keys = append(keys, sortKey(idx, cols[idx], o.Desc))
+			keys = append(keys, sortKey(idx, cols[idx], o.Desc, nullsFirst))
 		}
 	}
 
@@ -389,10 +390,25 @@ func indexOfExpr(es []expr.Expr, e expr.Expr) int {
 	return -1
 }
 
-// sortKey orders by column idx with PostgreSQL's defaults: NULLs sort as
-// larger than any value (last ascending, first descending).
-func sortKey(idx int, col planner.Column, desc bool) planner.SortKey {
-	return planner.SortKey{E: &expr.ColRef{Idx: idx, T: col.T, Name: col.Name}, Desc: desc, NullsFirst: desc}
+// sortKey orders by column idx.
+func sortKey(idx int, col planner.Column, desc, nullsFirst bool) planner.SortKey {
+	return planner.SortKey{E: &expr.ColRef{Idx: idx, T: col.T, Name: col.Name}, Desc: desc, NullsFirst: nullsFirst}
+}
+
+// nullsOrder returns the sort expression of an ORDER BY item and where its
+// NULLs go: as the item's NULLS FIRST/LAST says (the dialect layer wraps the
+// expression in pg_nulls_first/pg_nulls_last), else PostgreSQL's default,
+// NULLs larger than any value (last ascending, first descending).
+func nullsOrder(o *ast.ByItem) (ast.ExprNode, bool) {
+	if f, ok := o.Expr.(*ast.FuncCallExpr); ok && len(f.Args) == 1 {
+		switch f.FnName.L {
+		case "pg_nulls_first":
+			return f.Args[0], true
+		case "pg_nulls_last":
+			return f.Args[0], false
+		}
+	}
+	return o.Expr, o.Desc
 }
 
 // distinct is SELECT DISTINCT: an Aggregate grouping by every column.
@@ -507,7 +523,8 @@ func (b *Binder) bindSetOpr(list *ast.SetOprSelectList, order *ast.OrderByClause
 		}
 		var keys []planner.SortKey
 		for _, o := range order.Items {
-			idx, err := b.orderTarget(nil, items, o.Expr)
+			oe, nullsFirst := nullsOrder(o)
+			idx, err := b.orderTarget(nil, items, oe)
 			if err != nil {
 				return nil, err
 			}
@@ -515,7 +532,7 @@ func (b *Binder) bindSetOpr(list *ast.SetOprSelectList, order *ast.OrderByClause
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported,
 					"invalid UNION/INTERSECT/EXCEPT ORDER BY clause: only result column names can be used")
 			}
-			keys = append(keys, sortKey(idx, cols[idx], o.Desc))
+			keys = append(keys, sortKey(idx, cols[idx], o.Desc, nullsFirst))
 		}
 		acc = &planner.Sort{Input: acc, Keys: keys}
 	}

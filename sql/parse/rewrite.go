@@ -31,10 +31,16 @@ type rewriter struct {
 
 // frame is an open parenthesis: start is the piece where the primary it
 // belongs to begins (the function name for a call); cast marks CAST(.
+// order is the ORDER BY list open inside it, if any.
 type frame struct {
 	start int
 	cast  bool
+	order orderList
 }
+
+// orderList tracks an ORDER BY list being emitted, for NULLS FIRST/LAST:
+// item is the piece where the current sort item begins (-1: no list open).
+type orderList struct{ item int }
 
 // notFuncKeywords are words that may precede "(" without making it a call.
 var notFuncKeywords = map[string]bool{
@@ -112,6 +118,14 @@ func (r *rewriter) rewrite(from, to int) error {
 	var stack []frame
 	prim := -1        // piece where the primary just emitted begins, -1 if the last token ends none
 	callable := false // the last token could name a function
+	top := orderList{item: -1}
+	// order is the ORDER BY list at the current parenthesis depth.
+	order := func() *orderList {
+		if len(stack) == 0 {
+			return &top
+		}
+		return &stack[len(stack)-1].order
+	}
 	for i := from; i < to; i++ {
 		t := toks[i]
 		space := t.Space && i > from
@@ -189,7 +203,23 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = -1
 					i += 3
 					continue
+				case t.Val == "order" && next.is("by"):
+					r.emit("order by", i, space)
+					order().item = len(r.out)
+					prim = -1
+					i++
+					continue
+				case t.Val == "nulls" && (next.is("first") || next.is("last")) && order().item >= 0:
+					if err := r.nullsOrder(order().item, next.is("first"), i); err != nil {
+						return err
+					}
+					prim = -1
+					i++
+					continue
+				case t.Val == "union" || t.Val == "intersect" || t.Val == "except":
+					order().item = -1
 				case t.Val == "limit" || t.Val == "offset" || t.Val == "fetch" && (next.is("first") || next.is("next")):
+					order().item = -1
 					end, err := r.limitClause(i, to, space)
 					if err != nil {
 						return err
@@ -264,6 +294,12 @@ func (r *rewriter) rewrite(from, to int) error {
 				r.emit(".", i, space)
 				// keep prim: a qualified name continues
 				continue
+			case ",":
+				r.emit(",", i, space)
+				if o := order(); o.item >= 0 {
+					o.item = len(r.out) // the next sort item starts here
+				}
+				prim = -1
 			default:
 				r.emit(t.Val, i, space)
 				prim = -1
@@ -271,6 +307,27 @@ func (r *rewriter) rewrite(from, to int) error {
 		}
 	}
 	return r.checkOpen(stack, to)
+}
+
+// nullsOrder wraps the sort item that begins at piece item (and ends with
+// the last piece, or before a trailing ASC/DESC) in pg_nulls_first( ) or
+// pg_nulls_last( ): TiDB has no NULLS FIRST/LAST, the binder unwraps it.
+func (r *rewriter) nullsOrder(item int, first bool, tok int) error {
+	if item >= len(r.out) {
+		return r.p.syntaxError(r.p.toks[tok])
+	}
+	fn := "pg_nulls_last("
+	if first {
+		fn = "pg_nulls_first("
+	}
+	last := len(r.out) - 1
+	if d := r.out[last].text; last > item && (d == "asc" || d == "desc") {
+		r.out[last].pre = ")" + r.out[last].pre
+	} else {
+		r.emit(")", tok, false)
+	}
+	r.out[item].pre = fn + r.out[item].pre
+	return nil
 }
 
 // typeLiteralStart are the words that can begin a type name in a typed

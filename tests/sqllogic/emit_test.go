@@ -1,0 +1,169 @@
+package sqllogic
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Live change streams (issue #3): EMIT CHANGES through psql's COPY, pgx
+// with cancellation, and cursors; a stream's job is gone once its client is.
+
+func changeStreams(t *testing.T, c *pgx.Conn) int {
+	t.Helper()
+	var n int
+	if err := c.QueryRow(context.Background(),
+		"SELECT count(*) FROM streamdb_jobs WHERE name LIKE 'change_stream_%'").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func waitNoChangeStreams(t *testing.T, c *pgx.Conn, poke func()) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for changeStreams(t, c) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the change stream's job is still running after its client left")
+		}
+		poke()
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestEmitChangesPsqlCopy(t *testing.T) {
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		t.Skip("psql not installed")
+	}
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	execAll(t, c, "CREATE TABLE t (k BIGINT, v BIGINT)", "INSERT INTO t VALUES (1, 10)")
+	host, port, _ := strings.Cut(srv.Addr(), ":")
+	args := []string{psql, "-X", "-h", host, "-p", port, "-U", "streamdb", "streamdb",
+		"-c", "COPY (SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k EMIT CHANGES) TO STDOUT"}
+	// On a terminal psql's output is line-buffered; through a pipe stdio
+	// would hold the rows back, so unbuffer it as a terminal would.
+	if stdbuf, err := exec.LookPath("stdbuf"); err == nil {
+		args = append([]string{stdbuf, "-oL"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	expect := func(want ...string) {
+		t.Helper()
+		for _, w := range want {
+			select {
+			case got := <-lines:
+				if got != w {
+					t.Fatalf("psql printed %q, want %q", got, w)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("psql printed nothing; want %q", w)
+			}
+		}
+	}
+	// The history so far, then live changes as another client inserts.
+	expect("1\t1\t10\tinsert")
+	execAll(t, c, "INSERT INTO t VALUES (1, 5)")
+	expect("1\t1\t10\tupdate_before", "1\t2\t15\tupdate_after")
+	execAll(t, c, "INSERT INTO t VALUES (2, 7)")
+	expect("2\t1\t7\tinsert")
+	if n := changeStreams(t, c); n != 1 {
+		t.Fatalf("%d change streams running, want 1", n)
+	}
+	// psql goes away: the job behind the stream stops and its state is freed.
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitNoChangeStreams(t, c, func() { execAll(t, c, "INSERT INTO t VALUES (3, 1)") })
+}
+
+func TestEmitChangesCancel(t *testing.T) {
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	execAll(t, c, "CREATE TABLE t (k BIGINT, v BIGINT)", "INSERT INTO t VALUES (1, 10), (2, 20)",
+		"CREATE MATERIALIZED VIEW totals AS SELECT k, sum(v) AS s FROM t GROUP BY k", "CHECKPOINT")
+	sub := srv.Conn(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// A change stream over a view: its changelog from the start, then live.
+	rows, err := sub.Query(ctx, "SELECT * FROM totals EMIT CHANGES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for len(seen) < 2 && rows.Next() {
+		var k, s int64
+		var op string
+		if err := rows.Scan(&k, &s, &op); err != nil {
+			t.Fatal(err)
+		}
+		seen[op+" "+itoa(k)+" "+itoa(s)] = true
+	}
+	if !seen["insert 1 10"] || !seen["insert 2 20"] {
+		t.Fatalf("first changes: %v", seen)
+	}
+	cancel() // pgx sends CancelRequest
+	for rows.Next() {
+	}
+	var pgErr *pgconn.PgError
+	if err := rows.Err(); !errors.As(err, &pgErr) || pgErr.Code != "57014" {
+		if err == nil || !errors.Is(err, context.Canceled) {
+			t.Fatalf("after cancel: %v, want 57014", err)
+		}
+	}
+	waitNoChangeStreams(t, c, func() { execAll(t, c, "INSERT INTO t VALUES (9, 9)") })
+}
+
+func TestEmitChangesCursor(t *testing.T) {
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	execAll(t, c, "CREATE TABLE t (k BIGINT)", "INSERT INTO t VALUES (1), (1), (2)")
+	ctx := context.Background()
+	execAll(t, c, "BEGIN", "DECLARE cur CURSOR FOR SELECT k, count(*) AS n FROM t GROUP BY k EMIT CHANGES")
+	got := map[string]bool{}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(got) < 2 && time.Now().Before(deadline) {
+		rows, err := c.Query(ctx, "FETCH 10 FROM cur", pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var k, n int64
+			var op string
+			if err := rows.Scan(&k, &n, &op); err != nil {
+				t.Fatal(err)
+			}
+			got[itoa(k)+":"+itoa(n)+":"+op] = true
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !got["1:2:insert"] || !got["2:1:insert"] {
+		t.Fatalf("FETCH returned %v", got)
+	}
+	execAll(t, c, "CLOSE cur", "COMMIT")
+	waitNoChangeStreams(t, c, func() {})
+}
