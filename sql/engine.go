@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -29,6 +30,9 @@ type Config struct {
 	Settings    map[string]string
 	Parallelism int // aggregate instances per job (0: the core count)
 	Logger      *slog.Logger
+	// FS is the filesystem of the database (nil: the OS); tests pass
+	// Pebble's crash-simulating or fault-injecting filesystems.
+	FS vfs.FS
 }
 
 // Engine is one database. It is safe for concurrent use by many sessions.
@@ -70,7 +74,7 @@ type jobEntry struct {
 // Open opens the database in cfg.DataDir, restarts every view's job from its
 // last committed epoch and starts the checkpoint coordinator.
 func Open(cfg Config) (*Engine, error) {
-	db, err := storage.Open(cfg.DataDir, storage.Options{})
+	db, err := storage.Open(cfg.DataDir, storage.Options{FS: cfg.FS})
 	if err != nil {
 		return nil, err
 	}
