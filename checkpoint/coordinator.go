@@ -25,7 +25,7 @@ import (
 // Task is the coordinator's view of a running durable job.
 type Task interface {
 	Name() string
-	InjectBarrier(*exec.Barrier)
+	InjectBarrier(context.Context, *exec.Barrier) error
 	AwaitBarrier(ctx context.Context, epoch uint64) (*storage.Batch, error)
 }
 
@@ -35,6 +35,9 @@ type Registry interface {
 	// Lock and Unlock keep the set of jobs fixed during a round.
 	Lock()
 	Unlock()
+	// FailAll fails every running job (they restart per their strategy)
+	// when more consecutive checkpoints failed than checkpoint.tolerable_failures.
+	FailAll(err error)
 }
 
 // Config is the checkpoint configuration (the checkpoint.* settings).
@@ -45,6 +48,10 @@ type Config struct {
 	MaxConcurrent int
 	Retained      int
 	AtLeastOnce   bool
+	// TolerableFailures is how many consecutive checkpoints may fail (by
+	// timeout or a storage error; a failing job restarts on its own) before
+	// every job is failed and restarted from the last completed checkpoint.
+	TolerableFailures int
 }
 
 // EpochInterval is how often barriers flow when no checkpoint is due.
@@ -90,6 +97,8 @@ type Coordinator struct {
 		lastID  uint64
 		history []Record
 		lastEnd time.Time
+		// consecutive counts checkpoints failed in a row not by a job failure.
+		consecutive int
 	}
 }
 
@@ -200,10 +209,6 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 
 	rec := Record{ID: id, Epoch: epoch, Status: InProgress, Trigger: trigger, StartedAt: time.Now()}
 	b := &exec.Barrier{Epoch: epoch, Checkpoint: trigger != "", CatchUp: trigger == "manual" || trigger == "savepoint"}
-	for _, t := range tasks {
-		t.InjectBarrier(b)
-		rec.Jobs = append(rec.Jobs, t.Name())
-	}
 	wctx := ctx
 	if cfg.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -212,7 +217,21 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	}
 	var batches []*storage.Batch
 	var failure error
-	for _, t := range tasks {
+	injected := make([]bool, len(tasks))
+	for i, t := range tasks {
+		rec.Jobs = append(rec.Jobs, t.Name())
+		if err := t.InjectBarrier(wctx, b); err != nil {
+			if failure == nil {
+				failure = err
+			}
+			continue
+		}
+		injected[i] = true
+	}
+	for i, t := range tasks {
+		if !injected[i] {
+			continue
+		}
 		batch, err := t.AwaitBarrier(wctx, epoch)
 		if err != nil {
 			if failure == nil {
@@ -247,7 +266,24 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	if trigger == "" {
 		return rec, failure
 	}
+	jobFailed := failure != nil && rec.Status == Failed && rec.Error == failure.Error()
 	var afterErr error
+	c.mu.Lock()
+	switch {
+	case rec.Status == Completed:
+		c.mu.consecutive = 0
+	case !jobFailed:
+		c.mu.consecutive++
+	}
+	tooMany := c.mu.consecutive > cfg.TolerableFailures
+	if tooMany {
+		c.mu.consecutive = 0
+	}
+	c.mu.Unlock()
+	if tooMany {
+		c.reg.FailAll(sqlerr.New(sqlerr.ObjectNotInPrereqState,
+			"more than %d consecutive checkpoints failed (checkpoint.tolerable_failures); last: %s", cfg.TolerableFailures, rec.Error))
+	}
 	if rec.Status == Completed {
 		if after != nil {
 			afterErr = after(&rec)

@@ -234,6 +234,10 @@ func (j *Job) Lag() int64 {
 	return lag
 }
 
+// Fail fails the job from outside (the coordinator, when checkpoints keep
+// failing); it then restarts per its strategy.
+func (j *Job) Fail(err error) { j.fail(err) }
+
 func (j *Job) fail(err error) {
 	j.failOnce.Do(func() {
 		j.err = err
@@ -353,15 +357,23 @@ func (j *Job) Stop() {
 	j.wg.Wait()
 }
 
-// InjectBarrier hands barrier b to every source of the job.
-func (j *Job) InjectBarrier(b *Barrier) {
+// InjectBarrier hands barrier b to every source of the job. If ctx ends
+// first (a source backpressured past the checkpoint timeout), some sources
+// may have the barrier and others not, which no later barrier can align:
+// the job fails and restarts from its last committed epoch.
+func (j *Job) InjectBarrier(ctx context.Context, b *Barrier) error {
 	for _, c := range j.barriers {
 		select {
 		case c <- b:
 		case <-j.ctx.Done():
-			return
+			return nil
+		case <-ctx.Done():
+			err := sqlerr.New(sqlerr.QueryCanceled, "job %s: barrier %d not taken before the checkpoint timeout", j.spec.Name, b.Epoch)
+			j.fail(err)
+			return err
 		}
 	}
+	return nil
 }
 
 // TryInjectBarrier hands b to every source that can take it without

@@ -177,6 +177,17 @@ func (r *registry) Tasks() []checkpoint.Task {
 	return out
 }
 
+func (r *registry) FailAll(err error) {
+	e := (*Engine)(r)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, j := range e.mu.jobs {
+		if j.job != nil && j.state == exec.JobRunning {
+			j.job.Fail(err)
+		}
+	}
+}
+
 // Table implements bind.Catalog.
 func (e *Engine) Table(name string) (*storage.TableDef, bool) {
 	e.mu.Lock()

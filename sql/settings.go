@@ -191,13 +191,15 @@ func (e *Engine) durationSetting(name string) time.Duration {
 
 func (e *Engine) checkpointConfig() checkpoint.Config {
 	ret, _ := strconv.Atoi(e.setting("checkpoint.retained"))
+	tol, _ := strconv.Atoi(e.setting("checkpoint.tolerable_failures"))
 	return checkpoint.Config{
-		Interval:      e.durationSetting("checkpoint.interval"),
-		MinPause:      e.durationSetting("checkpoint.min_pause"),
-		Timeout:       e.durationSetting("checkpoint.timeout"),
-		MaxConcurrent: 1,
-		Retained:      ret,
-		AtLeastOnce:   e.setting("checkpoint.mode") == "at_least_once",
+		Interval:          e.durationSetting("checkpoint.interval"),
+		MinPause:          e.durationSetting("checkpoint.min_pause"),
+		Timeout:           e.durationSetting("checkpoint.timeout"),
+		MaxConcurrent:     1,
+		Retained:          ret,
+		AtLeastOnce:       e.setting("checkpoint.mode") == "at_least_once",
+		TolerableFailures: tol,
 	}
 }
 

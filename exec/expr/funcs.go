@@ -83,6 +83,8 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = extractKernel(e.T), 2, 2
 	case "tumble_start", "tumble_end":
 		k, lo, hi = tumbleKernel(e.Name == "tumble_end", e.T), 2, 2
+	case "varchar_assign": // Text → VARCHAR(n) as an assignment (INSERT) cast
+		k = varcharAssignKernel(e.T)
 	default:
 		return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s does not exist", e.Name)
 	}

@@ -369,3 +369,33 @@ func likeKernel(ci bool) kernel {
 		return vec{arr: finish(arrow.FixedWidthTypes.Boolean, n, valid, nulls, buf), t: types.TBool}, nil
 	}
 }
+
+// varcharAssignKernel stores text in a VARCHAR(n) column as PostgreSQL's
+// assignment cast does (INSERT ... SELECT): a value longer than n
+// characters fails with 22001 unless the excess is all spaces, which are
+// cut. (An explicit cast, Cast to VARCHAR(n), truncates instead.)
+func varcharAssignKernel(t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		a := args[0]
+		limit := int(t.Prec)
+		if !a.scalar() {
+			s := a.arr.(*array.String)
+			fits := true
+			for i := 0; i < n && fits; i++ {
+				v := s.Value(i)
+				fits = len(v) <= limit || s.IsNull(i) || utf8.RuneCountInString(v) <= limit
+			}
+			if fits {
+				a.arr.Retain()
+				return vec{arr: a.arr, t: t}, nil
+			}
+		}
+		return c.strMap(t, args, n, func(dst []byte, i int) ([]byte, error) {
+			d, err := types.AssignDatum(types.Str(strAt(a, i)), types.TText, t)
+			if err != nil {
+				return dst, err
+			}
+			return append(dst, d.S...), nil
+		})
+	}
+}

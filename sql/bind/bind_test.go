@@ -184,6 +184,13 @@ func TestErrors(t *testing.T) {
 		{"insert into u select a, b, s from t", sqlerr.SyntaxError, `INSERT has more expressions than target columns`},
 		{"insert into wc values ('x', 1)", "42809", `cannot change materialized view "wc"`},
 		{"insert into u values (count(*), 'x')", sqlerr.GroupingError, `aggregate functions are not allowed in VALUES`},
+		{"select x + s from t", sqlerr.UndefinedFunction, `operator does not exist: numeric + text`},
+		{"select 1.5 / 0", sqlerr.DivisionByZero, `division by zero`},
+		{"select a from t limit 18446744073709551615", "2201W", `LIMIT must not be negative`},
+		{"select a from t limit 1 offset 18446744073709551613", "2201X", `OFFSET must not be negative`},
+		{"select pg_extract('fortnight', d) from t", "22023", `unit "fortnight" not recognized for type date`},
+		{"insert into u select 'x', 'y'", sqlerr.InvalidTextRep, `invalid input syntax for type integer: "x"`},
+		{"insert into u (a) select d from t", sqlerr.DatatypeMismatch, `column "a" is of type integer but expression is of type date`},
 	} {
 		if tc.msg == "" {
 			continue

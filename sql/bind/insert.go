@@ -188,11 +188,27 @@ func (b *Binder) assign(v expr.Expr, col storage.ColumnDef, table string) (expr.
 			return nil, err
 		}
 		e = &expr.Const{D: d, T: col.Type}
-	} else if e, err = b.castTo(v, col.Type); err != nil {
+	} else if e, err = b.assignCast(v, col.Type); err != nil {
 		return nil, err
 	}
 	if k, ok := e.(*expr.Const); ok && k.D.Null && col.NotNull {
 		return nil, notNull(col, table)
 	}
 	return e, nil
+}
+
+// assignCast converts a non-constant v to t for storage. It is castTo
+// except for VARCHAR(n), where an assignment rejects an over-long value
+// (22001) that an explicit cast would truncate.
+func (b *Binder) assignCast(v expr.Expr, t types.T) (expr.Expr, error) {
+	from := v.Type()
+	if t.Kind != types.Text || t.Prec <= 0 || from.Kind == types.Unknown ||
+		from.Kind == types.Text && from.Prec > 0 && from.Prec <= t.Prec {
+		return b.castTo(v, t)
+	}
+	e, err := b.castTo(v, types.TText)
+	if err != nil {
+		return nil, err
+	}
+	return call("varchar_assign", t, e), nil
 }
