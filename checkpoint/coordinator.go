@@ -6,9 +6,10 @@
 // database always equals the last committed epoch plus the stream logs.
 //
 // Rounds that are not checkpoints ("epochs") keep views fresh between
-// checkpoints; they are committed without fsync. After kill -9 the process's
-// unsynced writes survive in the OS, so jobs resume from the last epoch;
-// after power loss, from the last checkpoint. Either is a consistent cut.
+// checkpoints; they are committed without fsync. Pebble may hold unsynced
+// commits in memory until a later synced write, so after kill -9 or power
+// loss jobs resume from the last checkpoint or some later epoch — always a
+// committed, consistent cut, and the logs replay the rest.
 package checkpoint
 
 import (
@@ -262,6 +263,9 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	// jobs are independent, and a failed job restarts from its own last commit.
 	if err := c.db.CommitEpoch(batches, id, meta, trigger != "" && rec.Status == Completed); err != nil {
 		rec.Status, rec.Error = Failed, err.Error()
+		// The jobs hold this epoch's changes only in memory now; restart them
+		// from the last commit so stored state and memory cannot diverge.
+		c.reg.FailAll(sqlerr.New(sqlerr.IOError, "epoch %d could not be committed: %v", epoch, err))
 	}
 	if trigger == "" {
 		return rec, failure

@@ -145,8 +145,13 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 	if err := e.db.Commit(b, true); err != nil {
 		return nil, err
 	}
+	var gone []string
 	for _, t := range drop {
 		delete(e.mu.tables, t.Name)
+		gone = append(gone, t.Name)
+	}
+	if e.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
+		e.deleteCheckpointsOfLocked(gone)
 	}
 	return &Result{Tag: tag, Notices: notices}, nil
 }

@@ -311,28 +311,25 @@ func (c *copyIn) addLine(line []byte) error {
 		}
 		return c.lineErr(sqlerr.BadCopyFileFormat, "extra data after last expected column")
 	}
-	filled := 0
 	for fi, col := range c.cols {
 		f := c.fields[fi]
-		bl, t := c.bls[col], c.ts[col]
-		if f == nil {
-			if c.t.Columns[col].NotNull {
-				return c.lineErr(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.t.Columns[col].Name, c.t.Name)
-			}
-			bl.AppendNull()
-			filled++
-			continue
-		}
-		if ib := c.ints[col]; ib != nil {
+		if ib := c.ints[col]; ib != nil && f != nil {
 			if v, ok := parseInt64(f); ok {
 				if ib.Len() < ib.Cap() {
 					ib.UnsafeAppend(v) // Append's capacity check is not inlined
 				} else {
 					ib.Append(v)
 				}
-				filled++
 				continue
 			}
+		}
+		bl, t := c.bls[col], c.ts[col]
+		if f == nil {
+			if c.t.Columns[col].NotNull {
+				return c.lineErr(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.t.Columns[col].Name, c.t.Name)
+			}
+			bl.AppendNull()
+			continue
 		}
 		d, err := types.ParseText(string(f), t)
 		if err != nil {
@@ -341,7 +338,6 @@ func (c *copyIn) addLine(line []byte) error {
 				Detail: fmt.Sprintf("COPY %s, line %d, column %s: %q", c.t.Name, c.line, c.t.Columns[col].Name, f)}
 		}
 		types.AppendDatum(bl, d, t)
-		filled++
 	}
 	if len(c.cols) < len(c.t.Columns) {
 		for i := range c.t.Columns {

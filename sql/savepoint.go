@@ -23,7 +23,13 @@ import (
 // where root is checkpoint.dir, or the data directory when it is unset.
 
 func (e *Engine) snapshotRoot() string {
-	d := strings.TrimPrefix(e.setting("checkpoint.dir"), "file://")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.snapshotRootLocked()
+}
+
+func (e *Engine) snapshotRootLocked() string {
+	d := strings.TrimPrefix(e.settingLocked("checkpoint.dir"), "file://")
 	if d == "" {
 		return e.db.Dir()
 	}
@@ -175,6 +181,29 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 		os.RemoveAll(dir)
 	}
 	return nil
+}
+
+// deleteCheckpointsOf removes the retained checkpoints that cover only the
+// given (dropped or stopped) views: checkpoint.cleanup = 'delete_on_cancellation'.
+// Checkpoints are database-wide, so one that also covers another view
+// stays. Called with e.mu held.
+func (e *Engine) deleteCheckpointsOfLocked(views []string) {
+	gone := map[string]bool{}
+	for _, v := range views {
+		gone[v] = true
+	}
+	root := filepath.Join(e.snapshotRootLocked(), "checkpoints")
+	for _, m := range checkpoint.List(root) {
+		only := len(m.Jobs) > 0
+		for _, j := range m.Jobs {
+			only = only && gone[j.Name]
+		}
+		if only {
+			dir := filepath.Join(root, fmt.Sprintf("chk-%d", m.CheckpointID))
+			e.closeSnapshot(dir)
+			os.RemoveAll(dir)
+		}
+	}
 }
 
 func (e *Engine) dropSavepoint(names []string, ifExists bool) (*Result, error) {
@@ -348,6 +377,9 @@ func (e *Engine) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error)
 	je.state = exec.JobStopped
 	if err := e.persistOptionLocked(def, "stopped", "true"); err != nil {
 		return nil, err
+	}
+	if n.Savepoint == "" && e.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
+		e.deleteCheckpointsOfLocked([]string{n.View})
 	}
 	return &Result{Tag: "STOP JOB"}, nil
 }

@@ -157,6 +157,11 @@ func TestEval(t *testing.T) {
 		{"interval + interval", fn("+", types.TInterval, col("iv"), civ("1 hour")), "1 day 01:00:00,1 mon 01:00:00,NULL,03:00:00,-3 days +01:00:00", ""},
 		{"interval * float", fn("*", types.TInterval, col("iv"), cf(1.5)), "1 day 12:00:00,1 mon 15 days,NULL,03:00:00,-4 days -12:00:00", ""},
 		{"date + int", fn("+", types.TDate, cast(col("ts"), types.TDate), ci(1)), "2026-01-02,2026-02-01,NULL,1970-01-01,2026-03-16", ""},
+		{"date - date", fn("-", types.TInt32, cast(col("ts"), types.TDate), cast(cs("2026-01-31"), types.TDate)), "-30,0,NULL,-20485,43", ""},
+		{"date - infinite date", fn("-", types.TInt32, cast(col("ts"), types.TDate), cast(cs("infinity"), types.TDate)), "", sqlerr.DatetimeFieldOverflow},
+		{"varchar assign fits", fn("varchar_assign", types.T{Kind: types.Text, Prec: 5}, col("s")), "hello,World,NULL,ab%c,", ""},
+		{"varchar assign spaces cut", fn("varchar_assign", types.T{Kind: types.Text, Prec: 5}, fn("||", S, col("s"), cs("   "))), "hello,World,NULL,ab%c ,   ", ""},
+		{"varchar assign too long", fn("varchar_assign", types.T{Kind: types.Text, Prec: 4}, col("s")), "", sqlerr.StringDataRightTrunc},
 
 		// comparisons
 		{"gt vs", fn(">", B, col("a"), ci(0)), "t,t,NULL,f,f", ""},

@@ -63,15 +63,15 @@ func storageScale(t types.T) int32 {
 
 // numericResult is the type of a numeric operation over operands of types
 // a and b whose display scale, when both are known, is scale. Otherwise the
-// result is unconstrained, stored at a scale that keeps the operands'
-// digits.
+// result is unconstrained, stored at the larger of the operands' scales
+// (at least UnconstrainedScale), which keeps 22 or more integer digits.
 func numericResult(a, b types.T, scale func(sa, sb int32) int32) types.T {
 	sa, okA := dscale(a)
 	sb, okB := dscale(b)
 	if okA && okB {
 		return numType(scale(sa, sb))
 	}
-	s := max(scale(storageScale(a), storageScale(b)), types.UnconstrainedScale)
+	s := max(storageScale(a), storageScale(b), types.UnconstrainedScale)
 	return types.T{Kind: types.Numeric, Scale: min(s, maxStaticScale)}
 }
 

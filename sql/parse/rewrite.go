@@ -111,7 +111,14 @@ func (p *parser) query(from, to int) (*Query, error) {
 	return q, nil
 }
 
-// rewrite emits toks[from:to] in TiDB's dialect (see Query).
+// rewrite emits toks[from:to] in TiDB's dialect: the forms listed at
+// Query, and these:
+//
+//	DATE '2026-01-31', BOOLEAN 't', ...  → pg_cast('2026-01-31', 'date') (typedLiteral)
+//	EXTRACT(dow FROM x)                  → pg_extract('dow', x)
+//	ORDER BY x DESC NULLS FIRST          → ORDER BY pg_nulls_first(x) DESC (nullsOrder)
+//	OFFSET 2 [ROWS], LIMIT ALL / NULL / -1, FETCH FIRST n ROWS ONLY
+//	                                     → LIMIT count OFFSET skip (limitClause)
 func (r *rewriter) rewrite(from, to int) error {
 	p := r.p
 	toks := p.toks

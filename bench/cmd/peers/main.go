@@ -602,7 +602,7 @@ func report(rs []result, pg *postgres) {
 		peerRate, peerTime, ratio := "", "", ""
 		if r.peerTime > 0 {
 			peerRate, peerTime = rate(r.peerTime), r.peerTime.Round(time.Millisecond).String()
-			ratio = fmt.Sprintf("%.2fx", r.peerTime.Seconds()/r.sdb.Seconds())
+			ratio = fmt.Sprintf("%.3fx", r.peerTime.Seconds()/r.sdb.Seconds())
 		}
 		met := ""
 		if r.hasTarget {
