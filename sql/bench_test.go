@@ -1,11 +1,13 @@
 package sql
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -79,8 +81,10 @@ func BenchmarkCopyParse(b *testing.B) {
 	}
 }
 
-func openBenchEngine(b *testing.B) (*Engine, *Session) {
-	e, err := Open(Config{DataDir: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+// openBenchEngine opens an engine on a temporary directory; par is the
+// number of aggregate instances per job (0: the core count).
+func openBenchEngine(b *testing.B, par int) (*Engine, *Session) {
+	e, err := Open(Config{DataDir: b.TempDir(), Parallelism: par, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,7 +140,7 @@ func benchQuery(b *testing.B, s *Session, query string) int64 {
 // BenchmarkEngineCopy is COPY of 2M (BIGINT, BIGINT) rows, synced, through the
 // session API: parsing, Arrow batches, log append.
 func BenchmarkEngineCopy(b *testing.B) {
-	_, s := openBenchEngine(b)
+	_, s := openBenchEngine(b, 0)
 	benchExec(b, s, "CREATE TABLE t (k BIGINT, v BIGINT)")
 	_, chunks := copyText(copyBenchRows, 1000)
 	for b.Loop() {
@@ -149,7 +153,7 @@ func BenchmarkEngineCopy(b *testing.B) {
 func BenchmarkEngineGroupBy(b *testing.B) {
 	for _, keys := range []int{1000, 1 << 20} {
 		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
-			_, s := openBenchEngine(b)
+			_, s := openBenchEngine(b, 0)
 			benchExec(b, s, "CREATE TABLE t (k BIGINT, v BIGINT)")
 			_, chunks := copyText(copyBenchRows, keys)
 			benchCopy(b, s, "t", chunks)
@@ -166,7 +170,7 @@ func BenchmarkEngineGroupBy(b *testing.B) {
 // BenchmarkEngineCopyThenGroupBy is issue 3's end-to-end reference: COPY 2M
 // rows into a fresh stream, then GROUP BY them (PostgreSQL: ~0.75 s).
 func BenchmarkEngineCopyThenGroupBy(b *testing.B) {
-	_, s := openBenchEngine(b)
+	_, s := openBenchEngine(b, 0)
 	_, chunks := copyText(copyBenchRows, 1000)
 	i := 0
 	for b.Loop() {
@@ -183,11 +187,13 @@ func BenchmarkEngineCopyThenGroupBy(b *testing.B) {
 
 // BenchmarkEngineView is issue 3's view benchmark in process: COPY rows into
 // a stream feeding SELECT k, count(*), sum(v) GROUP BY k, then CHECKPOINT
-// until the view has counted every row.
+// until the view has counted every row, with 1 aggregate instance and with
+// one per core.
 func BenchmarkEngineView(b *testing.B) {
-	for _, keys := range []int{1000, 1 << 20} {
-		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
-			_, s := openBenchEngine(b)
+	for _, c := range []struct{ keys, par int }{{1000, 1}, {1000, 0}, {1 << 20, 1}, {1 << 20, 0}} {
+		keys := c.keys
+		b.Run(fmt.Sprintf("keys=%d/instances=%d", keys, cmp.Or(c.par, runtime.NumCPU())), func(b *testing.B) {
+			_, s := openBenchEngine(b, c.par)
 			_, chunks := copyText(copyBenchRows, keys)
 			i := 0
 			for b.Loop() {

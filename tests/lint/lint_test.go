@@ -1,0 +1,102 @@
+// Package lint holds tests of the code base itself: imports run one way
+// (wire → sql → planner → exec → storage, checkpoint driving exec), and
+// every package has a package comment.
+package lint
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/streamdb/streamdb/"
+
+// forbidden lists, per package prefix, the packages it must not import.
+var forbidden = map[string][]string{
+	"storage":    {"exec", "planner", "sql", "wire", "checkpoint"},
+	"types":      {"storage", "exec", "planner", "sql", "wire", "checkpoint"},
+	"sqlerr":     {"types", "storage", "exec", "planner", "sql", "wire", "checkpoint"},
+	"exec":       {"planner", "sql", "wire", "checkpoint"},
+	"planner":    {"sql", "wire", "checkpoint"},
+	"checkpoint": {"planner", "sql", "wire"},
+	"sql":        {"wire"},
+}
+
+func packages(t *testing.T) map[string][]string {
+	t.Helper()
+	root := filepath.Join("..", "..")
+	out := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "bench" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		out[filepath.ToSlash(rel)] = append(out[filepath.ToSlash(rel)], path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestImportsRunOneWay(t *testing.T) {
+	fset := token.NewFileSet()
+	for pkg, files := range packages(t) {
+		top := strings.Split(pkg, "/")[0]
+		bad := forbidden[top]
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range af.Imports {
+				p := strings.Trim(imp.Path.Value, `"`)
+				if !strings.HasPrefix(p, module) {
+					continue
+				}
+				target := strings.Split(strings.TrimPrefix(p, module), "/")[0]
+				for _, b := range bad {
+					if target == b {
+						t.Errorf("%s imports %s: imports must run wire → sql → planner → exec → storage", f, p)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestPackageComments(t *testing.T) {
+	fset := token.NewFileSet()
+	for pkg, files := range packages(t) {
+		documented, hasCode := false, false
+		for _, f := range files {
+			af, err := parser.ParseFile(fset, f, nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(f, "_test.go") {
+				hasCode = true
+			}
+			if af.Doc != nil && strings.HasPrefix(af.Doc.Text(), "Package "+af.Name.Name) ||
+				af.Doc != nil && strings.HasPrefix(af.Doc.Text(), "Command ") {
+				documented = true
+			}
+		}
+		if hasCode && !documented {
+			t.Errorf("package %s has no package comment", pkg)
+		}
+	}
+}
