@@ -23,7 +23,8 @@ type accum interface {
 	decode(buf []byte, gid int32) ([]byte, error)
 }
 
-func newAccum(s AggSpec) accum {
+// newAccum makes the accumulator of s; retract says the input may retract rows.
+func newAccum(s AggSpec, retract bool) accum {
 	var argT types.T
 	if s.Arg != nil {
 		argT = s.Arg.Type()
@@ -44,7 +45,7 @@ func newAccum(s AggSpec) accum {
 			a = &sumIntervalAcc{avg: s.Kind == AggAvg}
 		}
 	case AggMin, AggMax:
-		a = &minMaxAcc{max: s.Kind == AggMax, t: argT}
+		a = &minMaxAcc{max: s.Kind == AggMax, t: argT, retract: retract}
 	}
 	if s.Distinct {
 		a = &distinctAcc{inner: a, t: argT}

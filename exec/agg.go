@@ -23,11 +23,12 @@ type aggOp struct {
 	lastOut []string // encoded output row last emitted per group; "" none
 }
 
-func newAggOp(spec *HashAgg) *aggOp {
+// newAggOp makes a hash aggregate; retract says its input may retract rows.
+func newAggOp(spec *HashAgg, retract bool) *aggOp {
 	a := &aggOp{spec: spec, keyTs: exprTypes(spec.Keys), outTs: spec.Types(), count: &countAcc{star: true}}
 	a.gt = newGroupTable(a.keyTs)
 	for _, s := range spec.Aggs {
-		a.accs = append(a.accs, newAccum(s))
+		a.accs = append(a.accs, newAccum(s, retract))
 	}
 	if len(spec.Keys) == 0 {
 		a.gt.insertDatums(nil) // the one group of a global aggregate always exists

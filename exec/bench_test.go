@@ -79,7 +79,7 @@ func BenchmarkAgg(b *testing.B) {
 		} {
 			b.Run(fmt.Sprintf("keys=%d/%s", keys, mode.name), func(b *testing.B) {
 				for b.Loop() {
-					a := newAggOp(spec)
+					a := newAggOp(spec, false)
 					for _, r := range recs {
 						if err := a.push(ctx, r, nil, mode.track); err != nil {
 							b.Fatal(err)

@@ -296,7 +296,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		aggIns = make([][]chan msg, n)
 		aggs := make([]*aggOp, n)
 		for i := 0; i < n; i++ {
-			aggs[i] = newAggOp(sh.agg)
+			aggs[i] = newAggOp(sh.agg, sh.changelog)
 			if spec.View != nil {
 				if err := j.loadState(aggs[i], i); err != nil {
 					cancel()

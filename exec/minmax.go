@@ -10,8 +10,11 @@ import (
 // keeps each group's multiset of values so a retracted extreme can be
 // replaced by the next one.
 type minMaxAcc struct {
-	max  bool
-	t    types.T
+	max bool
+	t   types.T
+	// retract is set when the input may retract rows (it reads a
+	// changelog): every group then keeps its multiset of values from the start.
+	retract bool
 	has  []bool
 	ints []int64   // PhysInt64, PhysBool
 	flts []float64 // PhysFloat64
@@ -31,7 +34,11 @@ func (a *minMaxAcc) grow(n int) {
 		default:
 			a.ds = append(a.ds, types.Datum{})
 		}
-		a.bag = append(a.bag, nil)
+		var bag map[string]int64
+		if a.retract {
+			bag = map[string]int64{}
+		}
+		a.bag = append(a.bag, bag)
 	}
 }
 

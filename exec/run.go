@@ -72,7 +72,7 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 			return emit(out)
 		})
 	case *HashAgg:
-		agg := newAggOp(p)
+		agg := newAggOp(p, false)
 		if err := run(ctx, p.In, func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			if err := ctx.canceled(); err != nil {

@@ -1,0 +1,201 @@
+package exec
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// withChecked makes operators allocate from a checked allocator and fails
+// the test if anything is left allocated at the end.
+func withChecked(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	old := memoryPool
+	memoryPool = mem
+	t.Cleanup(func() {
+		memoryPool = old
+		mem.AssertSize(t, 0)
+	})
+}
+
+func col(i int, t types.T) *expr.ColRef { return &expr.ColRef{Idx: i, T: t} }
+
+func lit(v int64) expr.Expr { return &expr.Const{D: types.Int(v), T: types.TInt64} }
+
+func null(t types.T) expr.Expr { return &expr.Const{D: types.Null, T: t} }
+
+func str(s string) expr.Expr { return &expr.Const{D: types.Str(s), T: types.TText} }
+
+// values builds a Values plan of (text, bigint) rows.
+func kv(rows ...[2]expr.Expr) *Values {
+	v := &Values{Ts: []types.T{types.TText, types.TInt64}}
+	for _, r := range rows {
+		v.Rows = append(v.Rows, []expr.Expr{r[0], r[1]})
+	}
+	return v
+}
+
+// runText runs p and returns its rows as text lines, sorted unless ordered.
+func runText(t *testing.T, p Plan, ordered bool) string {
+	t.Helper()
+	ctx := &Ctx{Context: context.Background(), Expr: &expr.Ctx{Mem: memoryPool}}
+	var lines []string
+	ts := p.Types()
+	err := Run(ctx, p, func(rec arrow.RecordBatch) error {
+		defer rec.Release()
+		for i := 0; i < int(rec.NumRows()); i++ {
+			var vals []string
+			for c, ty := range ts {
+				d := types.DatumAt(rec.Column(c), i, ty)
+				if d.Null {
+					vals = append(vals, "NULL")
+				} else {
+					vals = append(vals, types.TextOf(d, ty))
+				}
+			}
+			lines = append(lines, strings.Join(vals, " "))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ordered {
+		sort.Strings(lines)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestHashAggBatch(t *testing.T) {
+	withChecked(t)
+	in := kv([2]expr.Expr{str("a"), lit(1)}, [2]expr.Expr{str("b"), lit(2)}, [2]expr.Expr{str("a"), lit(5)},
+		[2]expr.Expr{str("a"), null(types.TInt64)}, [2]expr.Expr{null(types.TText), lit(7)}, [2]expr.Expr{str("b"), lit(2)})
+	v := col(1, types.TInt64)
+	p := &HashAgg{In: in, Keys: []expr.Expr{col(0, types.TText)}, Aggs: []AggSpec{
+		{Kind: AggCountStar, T: types.TInt64},
+		{Kind: AggCount, Arg: v, T: types.TInt64},
+		{Kind: AggSum, Arg: v, T: types.NumericOf(38, 0)},
+		{Kind: AggMin, Arg: v, T: types.TInt64},
+		{Kind: AggMax, Arg: v, T: types.TInt64},
+		{Kind: AggCount, Distinct: true, Arg: v, T: types.TInt64},
+		{Kind: AggAvg, Arg: v, T: types.NumericOf(38, 2)},
+	}}
+	want := "NULL 1 1 7 7 7 1 7.00\na 3 2 6 1 5 2 3.00\nb 2 2 4 2 2 1 2.00"
+	if got := runText(t, p, false); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestGlobalAggOnEmptyInput(t *testing.T) {
+	withChecked(t)
+	p := &HashAgg{In: kv(), Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64},
+		{Kind: AggSum, Arg: col(1, types.TInt64), T: types.NumericOf(38, 0)}}}
+	if got := runText(t, p, false); got != "0 NULL" {
+		t.Errorf("count(*), sum over no rows = %q, want 0 NULL", got)
+	}
+}
+
+// TestAggRetractions feeds changes with signs, as a view over a view does,
+// and checks every aggregate against recomputation from the surviving rows.
+func TestAggRetractions(t *testing.T) {
+	withChecked(t)
+	v := col(1, types.TInt64)
+	spec := &HashAgg{Keys: []expr.Expr{col(0, types.TText)}, Aggs: []AggSpec{
+		{Kind: AggCountStar, T: types.TInt64}, {Kind: AggSum, Arg: v, T: types.NumericOf(38, 0)},
+		{Kind: AggMin, Arg: v, T: types.TInt64}, {Kind: AggMax, Arg: v, T: types.TInt64},
+		{Kind: AggCount, Distinct: true, Arg: v, T: types.TInt64}}}
+	op := newAggOp(spec, true)
+	ectx := &expr.Ctx{Mem: memoryPool}
+	push := func(rows [][2]expr.Expr, ops []Op) {
+		t.Helper()
+		var recs []arrow.RecordBatch
+		if err := Run(&Ctx{Context: context.Background(), Expr: ectx}, kv(rows...), func(r arrow.RecordBatch) error {
+			recs = append(recs, r)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if err := op.push(ectx, r, Chunk{Rec: r, Ops: ops}.Signs(), true); err != nil {
+				t.Fatal(err)
+			}
+			r.Release()
+		}
+	}
+	var changes []string
+	flush := func() string {
+		t.Helper()
+		changes = changes[:0]
+		if err := op.changes(func(c Chunk) error {
+			defer c.Rec.Release()
+			for i := 0; i < int(c.Rec.NumRows()); i++ {
+				var vals []string
+				for ci, ty := range op.outTs {
+					d := types.DatumAt(c.Rec.Column(ci), i, ty)
+					if d.Null {
+						vals = append(vals, "NULL")
+					} else {
+						vals = append(vals, types.TextOf(d, ty))
+					}
+				}
+				changes = append(changes, c.Ops[i].String()+" "+strings.Join(vals, " "))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		sort.Strings(changes)
+		return strings.Join(changes, "\n")
+	}
+	push([][2]expr.Expr{{str("a"), lit(3)}, {str("a"), lit(9)}, {str("a"), lit(1)}, {str("b"), lit(4)}}, nil)
+	if got, want := flush(), "insert a 3 13 1 9 3\ninsert b 1 4 4 4 1"; got != want {
+		t.Fatalf("first epoch:\n%s\nwant\n%s", got, want)
+	}
+	// Retract a's min and max, and b's only row.
+	push([][2]expr.Expr{{str("a"), lit(1)}, {str("a"), lit(9)}, {str("b"), lit(4)}}, []Op{OpDelete, OpUpdateBefore, OpDelete})
+	if got, want := flush(), "delete b 1 4 4 4 1\nupdate_after a 1 3 3 3 1\nupdate_before a 3 13 1 9 3"; got != want {
+		t.Fatalf("after retractions:\n%s\nwant\n%s", got, want)
+	}
+	// An epoch that changes nothing visible emits nothing.
+	push([][2]expr.Expr{{str("a"), lit(5)}, {str("a"), lit(5)}}, []Op{OpInsert, OpDelete})
+	if got := flush(); got != "" {
+		t.Fatalf("net-zero epoch emitted %q", got)
+	}
+}
+
+func TestHashJoin(t *testing.T) {
+	withChecked(t)
+	left := kv([2]expr.Expr{str("a"), lit(1)}, [2]expr.Expr{str("b"), lit(2)}, [2]expr.Expr{str("c"), null(types.TInt64)}, [2]expr.Expr{str("d"), lit(2)})
+	right := kv([2]expr.Expr{str("x"), lit(2)}, [2]expr.Expr{str("y"), lit(2)}, [2]expr.Expr{str("z"), lit(3)}, [2]expr.Expr{str("n"), null(types.TInt64)})
+	inner := &HashJoin{Left: left, Right: right, Kind: JoinInner,
+		LeftKeys: []expr.Expr{col(1, types.TInt64)}, RightKeys: []expr.Expr{col(1, types.TInt64)}}
+	if got, want := runText(t, inner, false), "b 2 x 2\nb 2 y 2\nd 2 x 2\nd 2 y 2"; got != want {
+		t.Errorf("inner join:\n%s\nwant\n%s", got, want)
+	}
+	leftJ := *inner
+	leftJ.Kind = JoinLeft
+	leftJ.Residual = &expr.Func{Name: "<>", Args: []expr.Expr{col(2, types.TText), str("y")}, T: types.TBool}
+	if got, want := runText(t, &leftJ, false), "a 1 NULL NULL\nb 2 x 2\nc NULL NULL NULL\nd 2 x 2"; got != want {
+		t.Errorf("left join with residual:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestSortLimit(t *testing.T) {
+	withChecked(t)
+	in := kv([2]expr.Expr{str("a"), lit(3)}, [2]expr.Expr{str("b"), null(types.TInt64)}, [2]expr.Expr{str("c"), lit(1)}, [2]expr.Expr{str("d"), lit(3)})
+	asc := &Sort{In: in, Keys: []SortKey{{E: col(1, types.TInt64)}, {E: col(0, types.TText), Desc: true}}, Limit: -1}
+	if got, want := runText(t, asc, true), "c 1\nd 3\na 3\nb NULL"; got != want {
+		t.Errorf("ORDER BY v, k DESC:\n%s\nwant\n%s", got, want)
+	}
+	desc := &Sort{In: in, Keys: []SortKey{{E: col(1, types.TInt64), Desc: true, NullsFirst: true}}, Limit: -1}
+	lim := &Limit{In: desc, Offset: 1, Count: 2}
+	if got, want := runText(t, lim, true), "a 3\nd 3"; got != want {
+		t.Errorf("ORDER BY v DESC OFFSET 1 LIMIT 2:\n%s\nwant\n%s", got, want)
+	}
+}
