@@ -194,6 +194,14 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = -1
 					i += 3
 					continue
+				case t.Val == "as" && next.Kind == tIdent && !next.is("of"):
+					// An alias is never a keyword in PostgreSQL after AS, but many
+					// names (rows, stored, trigger, ...) are reserved in TiDB's grammar.
+					r.emit("as", i, space)
+					prim = -1
+					r.emit(quoteIdent(next.Val), i+1, true)
+					i++
+					continue
 				case t.Val == "is" && next.is("not") && i+3 < to && toks[i+2].is("distinct") && toks[i+3].is("from"):
 					r.emit("<=>", i, space) // a IS NOT DISTINCT FROM b is MySQL's null-safe a <=> b
 					prim = -1
