@@ -155,6 +155,8 @@ func (a *sumIntAcc) result(gid int32) types.Datum {
 	switch {
 	case a.avg:
 		return types.Datum{D: divDecimal(sum, 0, a.n[gid], a.out.Scale)}
+	case a.out.Kind == types.Numeric && a.out.Scale == 0:
+		return types.Datum{D: sum}
 	case a.out.Kind == types.Numeric:
 		return types.Datum{D: divDecimal(sum, 0, 1, a.out.Scale)}
 	}

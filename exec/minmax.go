@@ -15,10 +15,10 @@ type minMaxAcc struct {
 	// retract is set when the input may retract rows (it reads a
 	// changelog): every group then keeps its multiset of values from the start.
 	retract bool
-	has  []bool
-	ints []int64   // PhysInt64, PhysBool
-	flts []float64 // PhysFloat64
-	ds   []types.Datum
+	has     []bool
+	ints    []int64   // PhysInt64, PhysBool
+	flts    []float64 // PhysFloat64
+	ds      []types.Datum
 	// bag[g] counts each value (encoded) of group g; only once retractions are seen.
 	bag []map[string]int64
 }

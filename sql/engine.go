@@ -46,7 +46,8 @@ type Engine struct {
 	rr      atomic.Uint32 // round-robin partition choice for inserts
 	streams atomic.Uint64 // change streams started
 
-	snaps openSnaps
+	snaps      openSnaps
+	lastExport time.Time // of a retained checkpoint; used by the coordinator's goroutine only
 
 	// roundMu is held by the coordinator for a whole barrier round, and by
 	// DDL that starts or stops jobs, so the set of jobs is fixed in a round.
