@@ -16,11 +16,18 @@ import (
 type groupTable struct {
 	cols   []keyCol
 	hashes []uint64 // per group
-	slots  []int32  // group id + 1; 0 is empty
+	slots  []slot   // open addressing; gid 0 is empty
 	mask   uint64
 
 	// scratch, reused across batches
 	h []uint64
+}
+
+// slot holds a group id + 1 (0: empty) and the top bits of its hash, so a
+// probe rejects most mismatches without touching the group's arrays.
+type slot struct {
+	tag uint32
+	gid int32
 }
 
 type keyCol struct {
@@ -34,7 +41,7 @@ type keyCol struct {
 }
 
 func newGroupTable(ts []types.T) *groupTable {
-	g := &groupTable{cols: make([]keyCol, len(ts)), slots: make([]int32, 1024), mask: 1023}
+	g := &groupTable{cols: make([]keyCol, len(ts)), slots: make([]slot, 1024), mask: 1023}
 	for i, t := range ts {
 		g.cols[i].t = t
 	}
@@ -142,10 +149,11 @@ func (g *groupTable) lookup(keys []arrow.Array, n int, gids []int32, insert bool
 	}
 	for i := 0; i < n; i++ {
 		h := g.h[i]
+		tag := uint32(h >> 32)
 		pos := h & g.mask
 		for {
 			s := g.slots[pos]
-			if s == 0 {
+			if s.gid == 0 {
 				if !insert {
 					gids[i] = -1
 					break
@@ -153,7 +161,7 @@ func (g *groupTable) lookup(keys []arrow.Array, n int, gids []int32, insert bool
 				gid := int32(len(g.hashes))
 				g.hashes = append(g.hashes, h)
 				g.appendKey(keys, i)
-				g.slots[pos] = gid + 1
+				g.slots[pos] = slot{tag: tag, gid: gid + 1}
 				gids[i] = gid
 				created++
 				if uint64(len(g.hashes))*2 > g.mask {
@@ -161,14 +169,15 @@ func (g *groupTable) lookup(keys []arrow.Array, n int, gids []int32, insert bool
 				}
 				break
 			}
-			gid := s - 1
-			if g.hashes[gid] == h {
+			gid := s.gid - 1
+			if s.tag == tag {
 				if ints != nil {
+					// One non-null BIGINT key: the key itself decides.
 					if g.cols[0].ints[gid] == ints[i] && !g.cols[0].nulls[gid] {
 						gids[i] = gid
 						break
 					}
-				} else if g.equal(gid, keys, i) {
+				} else if g.hashes[gid] == h && g.equal(gid, keys, i) {
 					gids[i] = gid
 					break
 				}
@@ -181,14 +190,14 @@ func (g *groupTable) lookup(keys []arrow.Array, n int, gids []int32, insert bool
 
 func (g *groupTable) grow() {
 	n := len(g.slots) * 2
-	g.slots = make([]int32, n)
+	g.slots = make([]slot, n)
 	g.mask = uint64(n - 1)
 	for gid, h := range g.hashes {
 		pos := h & g.mask
-		for g.slots[pos] != 0 {
+		for g.slots[pos].gid != 0 {
 			pos = (pos + 1) & g.mask
 		}
-		g.slots[pos] = int32(gid) + 1
+		g.slots[pos] = slot{tag: uint32(h >> 32), gid: int32(gid) + 1}
 	}
 }
 
