@@ -2,6 +2,7 @@
 // speaks the PostgreSQL wire protocol.
 //
 //	streamdb [--listen 127.0.0.1:5433] [--data-dir ./streamdb-data] [--config FILE] [--log-level info]
+//	streamdb bench [--rows N] [--keys K] [--interval 1s]   (in-process benchmark)
 package main
 
 import (
@@ -24,6 +25,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "bench" {
+		if err := bench(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "streamdb bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "streamdb:", err)
 		os.Exit(1)

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/streamdb/streamdb/sql"
+	"github.com/streamdb/streamdb/types"
+)
+
+// bench runs the continuous GROUP BY benchmark in-process on a temporary
+// data directory: COPY rows (k BIGINT, v BIGINT) into a stream that has
+// `SELECT k, count(*), sum(v) FROM t GROUP BY k` as a view, and report
+// ingest rows/s, the time until the view is complete, and checkpoint
+// durations. `streamdb bench -h` lists the flags.
+func bench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	rows := fs.Int("rows", 10_000_000, "rows to ingest")
+	keys := fs.Int("keys", 1000, "distinct group keys")
+	interval := fs.String("interval", "1s", "checkpoint.interval ('off' disables periodic checkpoints)")
+	batch := fs.Int("batch", 500_000, "rows per COPY statement")
+	par := fs.Int("parallelism", 0, "aggregate instances per job (0: cores)")
+	fs.Parse(args)
+
+	dir, err := os.MkdirTemp("", "streamdb-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	eng, err := sql.Open(sql.Config{DataDir: dir, Parallelism: *par})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	s := eng.NewSession("bench", "bench")
+	ctx := context.Background()
+	run := func(q string) (*sql.Result, error) {
+		stmts, err := s.PrepareAll(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		var res *sql.Result
+		for _, st := range stmts {
+			if res, err = s.Execute(ctx, st, nil); err != nil {
+				return nil, fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return res, nil
+	}
+	for _, q := range []string{
+		"SET checkpoint.interval = '" + *interval + "'",
+		"CREATE TABLE t (k BIGINT, v BIGINT)",
+		"CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS c, sum(v) AS s FROM t GROUP BY k",
+	} {
+		if _, err := run(q); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("streamdb bench: %d rows, %d keys, checkpoint.interval %s, data in %s\n", *rows, *keys, *interval, dir)
+
+	start := time.Now()
+	var buf bytes.Buffer
+	for done := 0; done < *rows; {
+		n := min(*batch, *rows-done)
+		res, err := run("COPY t FROM STDIN")
+		if err != nil {
+			return err
+		}
+		buf.Reset()
+		for i := done; i < done+n; i++ {
+			buf.WriteString(strconv.Itoa(i % *keys))
+			buf.WriteByte('\t')
+			buf.WriteString(strconv.Itoa(i % 100))
+			buf.WriteByte('\n')
+		}
+		if err := res.CopyIn.Write(buf.Bytes()); err != nil {
+			return err
+		}
+		if _, err := res.CopyIn.Done(); err != nil {
+			return err
+		}
+		done += n
+	}
+	ingest := time.Since(start)
+	// The view is complete when its counts add up to every row.
+	for {
+		if _, err := run("CHECKPOINT"); err != nil {
+			return err
+		}
+		total, err := scalar(ctx, run, "SELECT sum(c) FROM v")
+		if err != nil {
+			return err
+		}
+		if total == int64(*rows) {
+			break
+		}
+	}
+	complete := time.Since(start)
+	fmt.Printf("ingest (COPY, fsync):  %v, %.2fM rows/s\n", ingest.Round(time.Millisecond), float64(*rows)/ingest.Seconds()/1e6)
+	fmt.Printf("view complete:         %v, %.2fM rows/s end to end\n", complete.Round(time.Millisecond), float64(*rows)/complete.Seconds()/1e6)
+
+	res, err := run(`SELECT duration_ms FROM streamdb_checkpoints WHERE status = 'COMPLETED'`)
+	if err != nil {
+		return err
+	}
+	var durs []int64
+	for {
+		rec, err := res.Rows.Next(ctx)
+		if err != nil || rec == nil {
+			break
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			durs = append(durs, types.DatumAt(rec.Column(0), i, types.TInt64).I)
+		}
+		rec.Release()
+	}
+	res.Rows.Close()
+	if len(durs) > 0 {
+		sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
+		fmt.Printf("checkpoints:           %d, duration p50 %d ms, p99 %d ms, max %d ms\n",
+			len(durs), durs[len(durs)/2], durs[(len(durs)*99)/100], durs[len(durs)-1])
+	}
+	return nil
+}
+
+func scalar(ctx context.Context, run func(string) (*sql.Result, error), q string) (int64, error) {
+	res, err := run(q)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Rows.Close()
+	rec, err := res.Rows.Next(ctx)
+	if err != nil || rec == nil {
+		return 0, err
+	}
+	defer rec.Release()
+	d := types.DatumAt(rec.Column(0), 0, types.NumericOf(38, 0))
+	if d.Null {
+		return 0, nil
+	}
+	return d.D.BigInt().Int64(), nil
+}
