@@ -28,6 +28,8 @@ type Task interface {
 	Name() string
 	InjectBarrier(context.Context, *exec.Barrier) error
 	AwaitBarrier(ctx context.Context, epoch uint64) (*storage.Batch, error)
+	// Committed tells the job its changes up to epoch are in the database.
+	Committed(epoch uint64)
 }
 
 // Registry lists the durable jobs a barrier must cover.
@@ -217,6 +219,7 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 		defer cancel()
 	}
 	var batches []*storage.Batch
+	var acked []Task
 	var failure error
 	injected := make([]bool, len(tasks))
 	for i, t := range tasks {
@@ -241,6 +244,7 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 			continue
 		}
 		batches = append(batches, batch)
+		acked = append(acked, t)
 		rec.Size += int64(batch.Len())
 	}
 	rec.Alignment = time.Since(rec.StartedAt)
@@ -261,7 +265,11 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	}
 	// Jobs that acknowledged commit their epoch even if another job failed:
 	// jobs are independent, and a failed job restarts from its own last commit.
-	if err := c.db.CommitEpoch(batches, id, meta, trigger != "" && rec.Status == Completed); err != nil {
+	if err := c.db.CommitEpoch(batches, id, meta, trigger != "" && rec.Status == Completed); err == nil {
+		for _, t := range acked {
+			t.Committed(epoch)
+		}
+	} else {
 		rec.Status, rec.Error = Failed, err.Error()
 		// The jobs hold this epoch's changes only in memory now; restart them
 		// from the last commit so stored state and memory cannot diverge.

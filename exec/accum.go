@@ -21,6 +21,8 @@ type accum interface {
 	result(gid int32) types.Datum
 	encode(buf []byte, gid int32) []byte
 	decode(buf []byte, gid int32) ([]byte, error)
+	// reset clears group gid for reuse by another group.
+	reset(gid int32)
 }
 
 // newAccum makes the accumulator of s; retract says the input may retract rows.
@@ -96,6 +98,7 @@ func (a *countAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
 }
 
 func (a *countAcc) result(gid int32) types.Datum { return types.Int(a.n[gid]) }
+func (a *countAcc) reset(gid int32)              { a.n[gid] = 0 }
 func (a *countAcc) encode(buf []byte, gid int32) []byte {
 	return binary.AppendVarint(buf, a.n[gid])
 }
@@ -162,6 +165,8 @@ func (a *sumIntAcc) result(gid int32) types.Datum {
 	}
 	return types.Int(int64(a.lo[gid])) // bigint result: range checked in checkResult
 }
+
+func (a *sumIntAcc) reset(gid int32) { a.hi[gid], a.lo[gid], a.n[gid] = 0, 0, 0 }
 
 func (a *sumIntAcc) checkResult(gid int32) error {
 	if a.avg || a.out.Kind == types.Numeric || a.n[gid] == 0 {
@@ -257,6 +262,8 @@ func (a *sumFloatAcc) result(gid int32) types.Datum {
 	return types.Float(a.s[gid])
 }
 
+func (a *sumFloatAcc) reset(gid int32) { a.s[gid], a.n[gid] = 0, 0 }
+
 func (a *sumFloatAcc) encode(buf []byte, gid int32) []byte {
 	buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(a.s[gid]))
 	return binary.AppendVarint(buf, a.n[gid])
@@ -321,6 +328,8 @@ func (a *sumDecAcc) result(gid int32) types.Datum {
 	return types.Datum{D: a.s[gid]}
 }
 
+func (a *sumDecAcc) reset(gid int32) { a.s[gid], a.n[gid] = decimal128.Num{}, 0 }
+
 func (a *sumDecAcc) encode(buf []byte, gid int32) []byte {
 	buf = binary.BigEndian.AppendUint64(buf, uint64(a.s[gid].HighBits()))
 	buf = binary.BigEndian.AppendUint64(buf, a.s[gid].LowBits())
@@ -384,6 +393,8 @@ func (a *sumIntervalAcc) result(gid int32) types.Datum {
 	}
 	return types.Datum{IV: v}
 }
+
+func (a *sumIntervalAcc) reset(gid int32) { a.s[gid], a.n[gid] = arrow.MonthDayNanoInterval{}, 0 }
 
 func (a *sumIntervalAcc) encode(buf []byte, gid int32) []byte {
 	v := a.s[gid]

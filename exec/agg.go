@@ -21,7 +21,24 @@ type aggOp struct {
 	dirty   []int32
 	isDirty []bool
 	lastOut []string // encoded output row last emitted per group; "" none
+
+	// The state cache (jobs only). Groups whose state is committed can be
+	// evicted when bytes exceeds the cap; a group not in memory is loaded
+	// from the state table when its key comes back (load), which is only
+	// needed once something was evicted or left unloaded (spilled).
+	live     []bool
+	lastSave []uint64 // epoch whose commit holds the group's state
+	touched  []uint64 // epoch the group last changed in
+	bytes    int64    // estimated memory of the groups
+	spilled  bool
+	hand     int
+	epoch    uint64 // the epoch being processed
+	load     func(gids []int32) error
 }
+
+// groupBytes is the estimated fixed memory of one group in the table and
+// accumulators, besides its key strings and last emitted row.
+const groupBytes = 160
 
 // newAggOp makes a hash aggregate; retract says its input may retract rows.
 func newAggOp(spec *HashAgg, retract bool) *aggOp {
@@ -46,7 +63,59 @@ func (a *aggOp) grow() {
 	for len(a.isDirty) < n {
 		a.isDirty = append(a.isDirty, false)
 		a.lastOut = append(a.lastOut, "")
+		a.live = append(a.live, true)
+		a.lastSave = append(a.lastSave, 0)
+		a.touched = append(a.touched, 0)
 	}
+}
+
+// created accounts for the groups the last lookup made and loads their
+// state if it may be in the state table.
+func (a *aggOp) created() error {
+	for _, g := range a.gt.created {
+		a.live[g] = true
+		a.bytes += groupBytes + a.gt.keyBytes(g)
+	}
+	if a.spilled && a.load != nil && len(a.gt.created) > 0 {
+		return a.load(a.gt.created)
+	}
+	return nil
+}
+
+// evict drops clean groups (state committed at or before epoch committed,
+// not changed in the current epoch) until the estimate is below 80 % of
+// limit. A sweep resumes where the last one stopped (a clock).
+// It returns the number of groups evicted.
+func (a *aggOp) evict(limit int64, committed, current uint64) int {
+	if limit <= 0 || a.bytes <= limit || len(a.spec.Keys) == 0 {
+		return 0
+	}
+	for _, s := range a.spec.Aggs {
+		if s.Distinct {
+			return 0 // count(DISTINCT) keeps its values outside the groups; not evictable
+		}
+	}
+	evicted := 0
+	n := a.gt.Len()
+	target := limit * 8 / 10
+	for scanned := 0; scanned < n && a.bytes > target; scanned++ {
+		a.hand = (a.hand + 1) % n
+		g := int32(a.hand)
+		if !a.live[g] || a.isDirty[g] || a.lastSave[g] > committed || a.touched[g] >= current {
+			continue
+		}
+		a.bytes -= groupBytes + a.gt.keyBytes(g) + int64(len(a.lastOut[g]))
+		a.gt.remove(g)
+		for _, acc := range a.accs {
+			acc.reset(g)
+		}
+		a.count.reset(g)
+		a.lastOut[g] = ""
+		a.live[g] = false
+		a.spilled = true
+		evicted++
+	}
+	return evicted
 }
 
 // push folds rec (with optional per-row signs) into the groups.
@@ -74,6 +143,9 @@ func (a *aggOp) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track b
 		}
 	} else if a.gt.lookup(keys, n, gids, true) > 0 {
 		a.grow()
+		if err := a.created(); err != nil {
+			return err
+		}
 	}
 	for i, s := range a.spec.Aggs {
 		var arg arrow.Array
@@ -97,6 +169,7 @@ func (a *aggOp) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track b
 			if !a.isDirty[g] {
 				a.isDirty[g] = true
 				a.dirty = append(a.dirty, g)
+				a.touched[g] = a.epoch
 			}
 		}
 	}
@@ -194,11 +267,13 @@ func (a *aggOp) changes(emit func(Chunk) error) error {
 		case old != "":
 			appendRow(decodeRow(old, a.outTs), OpDelete)
 		}
+		a.bytes -= int64(len(a.lastOut[g]))
 		if alive {
 			a.lastOut[g] = string(buf)
 		} else {
 			a.lastOut[g] = ""
 		}
+		a.bytes += int64(len(a.lastOut[g]))
 	}
 	a.dirty = a.dirty[:0]
 	cols := make([]arrow.Array, len(bls))

@@ -19,6 +19,11 @@ type groupTable struct {
 	slots  []slot   // open addressing; gid 0 is empty
 	mask   uint64
 
+	// free holds the ids of evicted groups, reused before new ones.
+	free []int32
+	// created lists the groups the last lookup created.
+	created []int32
+
 	// scratch, reused across batches
 	h []uint64
 }
@@ -139,6 +144,7 @@ func strHash(s string) uint64 {
 // new group if insert, else -1. It returns the number of new groups.
 func (g *groupTable) lookup(keys []arrow.Array, n int, gids []int32, insert bool) int {
 	g.h = hashColumns(g.h, keys, n)
+	g.created = g.created[:0]
 	created := 0
 	single := len(keys) == 1 && keys[0].NullN() == 0
 	var ints []int64
@@ -158,11 +164,20 @@ func (g *groupTable) lookup(keys []arrow.Array, n int, gids []int32, insert bool
 					gids[i] = -1
 					break
 				}
-				gid := int32(len(g.hashes))
-				g.hashes = append(g.hashes, h)
-				g.appendKey(keys, i)
+				var gid int32
+				if n := len(g.free); n > 0 {
+					gid = g.free[n-1]
+					g.free = g.free[:n-1]
+					g.hashes[gid] = h
+					g.setKey(gid, keys, i)
+				} else {
+					gid = int32(len(g.hashes))
+					g.hashes = append(g.hashes, h)
+					g.appendKey(keys, i)
+				}
 				g.slots[pos] = slot{tag: tag, gid: gid + 1}
 				gids[i] = gid
+				g.created = append(g.created, gid)
 				created++
 				if uint64(len(g.hashes))*2 > g.mask {
 					g.grow()
@@ -198,6 +213,70 @@ func (g *groupTable) grow() {
 			pos = (pos + 1) & g.mask
 		}
 		g.slots[pos] = slot{tag: uint32(h >> 32), gid: int32(gid) + 1}
+	}
+}
+
+// remove takes group gid out of the table (backward-shift deletion, so
+// probe chains stay intact) and frees its id for reuse.
+func (g *groupTable) remove(gid int32) {
+	hole := g.hashes[gid] & g.mask
+	for g.slots[hole].gid != gid+1 {
+		hole = (hole + 1) & g.mask
+	}
+	for j := (hole + 1) & g.mask; g.slots[j].gid != 0; j = (j + 1) & g.mask {
+		home := g.hashes[g.slots[j].gid-1] & g.mask
+		// The entry at j may fill the hole unless its home lies cyclically
+		// in (hole, j].
+		if (j-home)&g.mask >= (j-hole)&g.mask {
+			g.slots[hole] = g.slots[j]
+			hole = j
+		}
+	}
+	g.slots[hole] = slot{}
+	for c := range g.cols {
+		if g.cols[c].strs != nil {
+			g.cols[c].strs[gid] = ""
+		}
+	}
+	g.free = append(g.free, gid)
+}
+
+// keyBytes is the memory of group gid's key strings.
+func (g *groupTable) keyBytes(gid int32) int64 {
+	var n int64
+	for c := range g.cols {
+		if g.cols[c].strs != nil {
+			n += int64(len(g.cols[c].strs[gid]))
+		}
+	}
+	return n
+}
+
+// setKey writes row i's key into the reused group id gid.
+func (g *groupTable) setKey(gid int32, keys []arrow.Array, i int) {
+	g.appendKey(keys, i)
+	for c := range g.cols {
+		kc := &g.cols[c]
+		last := len(kc.nulls) - 1
+		kc.nulls[gid] = kc.nulls[last]
+		kc.nulls = kc.nulls[:last]
+		switch {
+		case kc.ints != nil && len(kc.ints) == last+1:
+			kc.ints[gid] = kc.ints[last]
+			kc.ints = kc.ints[:last]
+		case kc.flts != nil && len(kc.flts) == last+1:
+			kc.flts[gid] = kc.flts[last]
+			kc.flts = kc.flts[:last]
+		case kc.strs != nil && len(kc.strs) == last+1:
+			kc.strs[gid] = kc.strs[last]
+			kc.strs = kc.strs[:last]
+		case kc.decs != nil && len(kc.decs) == last+1:
+			kc.decs[gid] = kc.decs[last]
+			kc.decs = kc.decs[:last]
+		case kc.ivs != nil && len(kc.ivs) == last+1:
+			kc.ivs[gid] = kc.ivs[last]
+			kc.ivs = kc.ivs[:last]
+		}
 	}
 }
 

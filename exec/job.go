@@ -52,6 +52,10 @@ type JobSpec struct {
 	AtLeastOnce bool
 	// Now is the value of now() inside the job.
 	Now int64
+	// StateCacheBytes caps the memory of the job's aggregate state; beyond
+	// it, groups whose state is committed are evicted and read back from
+	// the state table when their keys return. 0: unbounded.
+	StateCacheBytes int64
 	// SkipErrors is job.error_policy = 'skip': rows that raise a data error
 	// are recorded and skipped instead of failing the job.
 	SkipErrors bool
@@ -202,8 +206,13 @@ type Job struct {
 	failOnce sync.Once
 	err      error
 
-	RowsIn  atomic.Int64
-	offsets []atomic.Uint64
+	RowsIn    atomic.Int64
+	offsets   []atomic.Uint64
+	committed atomic.Uint64 // the last epoch whose commit included this job
+	// StateBytes estimates the aggregate state held in memory, per instance;
+	// Evicted counts groups evicted to the state table (both as of the last barrier).
+	stateBytes []atomic.Int64
+	Evicted    atomic.Int64
 
 	// fallible are the aggregate's key and argument expressions that can
 	// raise an error (anything but a column or a constant).
@@ -311,7 +320,9 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			}
 			sinkIns = append(sinkIns, make(chan msg, 4))
 		}
+		j.stateBytes = make([]atomic.Int64, n)
 		for i := 0; i < n; i++ {
+			j.stateBytes[i].Store(aggs[i].bytes)
 			j.goRun(func() error { return j.runAgg(i, aggs[i], aggIns[i], sinkIns[i]) })
 		}
 	} else {
@@ -375,6 +386,18 @@ func (j *Job) InjectBarrier(ctx context.Context, b *Barrier) error {
 	}
 	return nil
 }
+
+// StateBytes estimates the job's aggregate state in memory.
+func (j *Job) StateBytes() int64 {
+	var n int64
+	for i := range j.stateBytes {
+		n += j.stateBytes[i].Load()
+	}
+	return n
+}
+
+// Committed tells the job that epoch's changes are in the database.
+func (j *Job) Committed(epoch uint64) { j.committed.Store(epoch) }
 
 // TryInjectBarrier hands b to every source that can take it without
 // waiting (change streams: a slow client must not stall anyone).
@@ -821,8 +844,11 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 			return err
 		}
 		if j.spec.View != nil {
-			j.saveState(op, dirty)
+			j.saveState(op, dirty, m.barrier.Epoch)
+			j.Evicted.Add(int64(op.evict(j.spec.StateCacheBytes/int64(j.spec.Parallelism), j.committed.Load(), m.barrier.Epoch)))
+			j.stateBytes[inst].Store(op.bytes)
 		}
+		op.epoch = m.barrier.Epoch + 1
 		if err := j.send(out, m); err != nil {
 			return err
 		}
@@ -831,16 +857,12 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 
 // State of an aggregate group: key = key group byte + encoded group key;
 // value = each accumulator's state, then the row last emitted.
-func (j *Job) saveState(op *aggOp, gids []int32) {
+func (j *Job) saveState(op *aggOp, gids []int32, epoch uint64) {
 	b := j.batch.Load()
 	var key, val []byte
 	for _, g := range gids {
-		key = key[:0]
-		key = append(key, 0)
-		for c, t := range op.keyTs {
-			key = encodeDatum(key, op.gt.keyDatum(c, g), t)
-		}
-		key[0] = byte(keyGroup(op.gt.hashes[g]))
+		key = stateKeyOf(op, g, key)
+		op.lastSave[g] = epoch
 		if op.count.n[g] <= 0 && len(op.spec.Keys) > 0 {
 			b.DeleteState(j.spec.ID, 0, key)
 			continue
@@ -856,10 +878,63 @@ func (j *Job) saveState(op *aggOp, gids []int32) {
 	}
 }
 
-// loadState restores the groups of the key groups instance inst owns.
+// stateKeyOf is group g's key in the state table: its key group, then its
+// encoded key.
+func stateKeyOf(op *aggOp, g int32, buf []byte) []byte {
+	buf = append(buf[:0], byte(keyGroup(op.gt.hashes[g])))
+	for c, t := range op.keyTs {
+		buf = encodeDatum(buf, op.gt.keyDatum(c, g), t)
+	}
+	return buf
+}
+
+// decodeGroup restores group g's accumulators and last emitted row.
+func decodeGroup(op *aggOp, g int32, val []byte) error {
+	var err error
+	if val, err = op.count.decode(val, g); err != nil {
+		return err
+	}
+	for _, acc := range op.accs {
+		if val, err = acc.decode(val, g); err != nil {
+			return err
+		}
+	}
+	n, k := binary.Uvarint(val)
+	if k <= 0 || uint64(len(val)-k) < n {
+		return errCorruptState
+	}
+	op.lastOut[g] = string(val[k : k+int(n)])
+	op.bytes += int64(len(op.lastOut[g]))
+	return nil
+}
+
+// loadState restores the groups of the key groups instance inst owns, up to
+// the instance's share of the state cache; the rest are read when their
+// keys come (op.load).
 func (j *Job) loadState(op *aggOp, inst int) error {
+	limit := j.spec.StateCacheBytes / int64(j.spec.Parallelism)
+	var key []byte
+	op.load = func(gids []int32) error {
+		for _, g := range gids {
+			key = stateKeyOf(op, g, key)
+			v, err := j.db.GetState(j.spec.ID, 0, key)
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				if err := decodeGroup(op, g, v); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
 	return j.db.ScanState(j.spec.ID, 0, func(key, val []byte) error {
 		if len(key) == 0 || instanceOf(int(key[0]), j.spec.Parallelism) != inst {
+			return nil
+		}
+		if limit > 0 && op.bytes > limit {
+			op.spilled = true // the rest stays in the state table until needed
 			return nil
 		}
 		rest := key[1:]
@@ -871,27 +946,13 @@ func (j *Job) loadState(op *aggOp, inst int) error {
 			}
 		}
 		var g int32
-		if len(op.keyTs) == 0 {
-			g = 0
-		} else {
+		if len(op.keyTs) > 0 {
 			g = op.gt.insertDatums(ds)
 			op.grow()
+			op.live[g] = true
+			op.bytes += groupBytes + op.gt.keyBytes(g)
 		}
-		var err error
-		if val, err = op.count.decode(val, g); err != nil {
-			return err
-		}
-		for _, acc := range op.accs {
-			if val, err = acc.decode(val, g); err != nil {
-				return err
-			}
-		}
-		n, k := binary.Uvarint(val)
-		if k <= 0 || uint64(len(val)-k) < n {
-			return errCorruptState
-		}
-		op.lastOut[g] = string(val[k : k+int(n)])
-		return nil
+		return decodeGroup(op, g, val)
 	})
 }
 

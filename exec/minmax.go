@@ -174,6 +174,15 @@ func (a *minMaxAcc) recompute(g int32) {
 
 func (a *minMaxAcc) result(g int32) types.Datum { return a.get(g) }
 
+func (a *minMaxAcc) reset(g int32) {
+	a.has[g] = false
+	if a.retract {
+		a.bag[g] = map[string]int64{}
+	} else {
+		a.bag[g] = nil
+	}
+}
+
 func (a *minMaxAcc) encode(buf []byte, g int32) []byte {
 	buf = encodeDatum(buf, a.get(g), a.t)
 	buf = appendUvarint(buf, uint64(len(a.bag[g])))
@@ -267,6 +276,15 @@ func (a *distinctAcc) update(gids []int32, arg arrow.Array, signs []int8) error 
 }
 
 func (a *distinctAcc) result(g int32) types.Datum { return a.inner.result(g) }
+
+func (a *distinctAcc) reset(g int32) {
+	a.inner.reset(g)
+	for k := range a.seen {
+		if k.g == g {
+			delete(a.seen, k)
+		}
+	}
+}
 
 func (a *distinctAcc) encode(buf []byte, g int32) []byte {
 	buf = a.inner.encode(buf, g)

@@ -180,9 +180,10 @@ func (e *Engine) planView(def *storage.TableDef) (exec.Plan, error) {
 // jobSpecLocked describes the job of a view under the current settings.
 func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSpec {
 	return exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
-		AtLeastOnce: e.settingLocked("checkpoint.mode") == "at_least_once",
-		SkipErrors:  e.settingLocked("job.error_policy") == "skip",
-		Now:         time.Now().UnixMicro()}
+		AtLeastOnce:     e.settingLocked("checkpoint.mode") == "at_least_once",
+		SkipErrors:      e.settingLocked("job.error_policy") == "skip",
+		StateCacheBytes: e.cache,
+		Now:             time.Now().UnixMicro()}
 }
 
 // startViewJob starts (or resumes) the job maintaining a view. Called

@@ -29,7 +29,9 @@ type Config struct {
 	// (made with SET) override them.
 	Settings    map[string]string
 	Parallelism int // aggregate instances per job (0: the core count)
-	Logger      *slog.Logger
+	// StateCacheBytes caps each job's in-memory aggregate state (0: unbounded).
+	StateCacheBytes int64
+	Logger          *slog.Logger
 	// FS is the filesystem of the database (nil: the OS); tests pass
 	// Pebble's crash-simulating or fault-injecting filesystems.
 	FS vfs.FS
@@ -43,6 +45,7 @@ type Engine struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	par     int
+	cache   int64         // StateCacheBytes per job
 	rr      atomic.Uint32 // round-robin partition choice for inserts
 	streams atomic.Uint64 // change streams started
 
@@ -79,7 +82,7 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{db: db, log: cfg.Logger, par: cfg.Parallelism, done: make(chan struct{})}
+	e := &Engine{db: db, log: cfg.Logger, par: cfg.Parallelism, cache: cfg.StateCacheBytes, done: make(chan struct{})}
 	if e.log == nil {
 		e.log = slog.Default()
 	}

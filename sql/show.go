@@ -205,7 +205,8 @@ func createStatement(t *storage.TableDef) string {
 
 func (e *Engine) showJobs() *table {
 	t := &table{cols: []Column{{"name", types.TText}, {"state", types.TText}, {"restarts", types.TInt64},
-		{"rows_in", types.TInt64}, {"lag", types.TInt64}, {"last_checkpoint", types.TInt64},
+		{"rows_in", types.TInt64}, {"lag", types.TInt64}, {"state_bytes", types.TInt64}, {"evicted", types.TInt64},
+		{"last_checkpoint", types.TInt64},
 		{"next_restart", types.TTimestamp}, {"strategy", types.TText}, {"last_error", types.TText}}}
 	lastCP := map[string]int64{}
 	for _, r := range e.coord.History() {
@@ -220,7 +221,7 @@ func (e *Engine) showJobs() *table {
 	defer func() {
 		for _, j := range streams {
 			t.add(str(j.Name()), str(string(exec.JobRunning)), types.Int(0), types.Int(j.RowsIn.Load()),
-				types.Int(j.Lag()), types.Null, types.Null, str("none (change stream)"), types.Null)
+				types.Int(j.Lag()), types.Int(j.StateBytes()), types.Int(0), types.Null, types.Null, str("none (change stream)"), types.Null)
 		}
 	}()
 	e.mu.Lock()
@@ -238,9 +239,9 @@ func (e *Engine) showJobs() *table {
 	}
 	for _, n := range names {
 		j := e.mu.jobs[n]
-		var rows, lag int64
+		var rows, lag, state, evicted int64
 		if j.job != nil {
-			rows, lag = j.job.RowsIn.Load(), j.job.Lag()
+			rows, lag, state, evicted = j.job.RowsIn.Load(), j.job.Lag(), j.job.StateBytes(), j.job.Evicted.Load()
 		}
 		next := types.Null
 		if j.state == exec.JobRestarting {
@@ -254,7 +255,8 @@ func (e *Engine) showJobs() *table {
 		if cfg, err := e.restartConfigLocked(e.mu.tables[n]); err == nil {
 			strategy = cfg.String()
 		}
-		t.add(str(n), str(string(j.state)), types.Int(int64(j.restarts)), types.Int(rows), types.Int(lag), cp,
+		t.add(str(n), str(string(j.state)), types.Int(int64(j.restarts)), types.Int(rows), types.Int(lag),
+			types.Int(state), types.Int(evicted), cp,
 			next, str(strategy), orNull(j.lastErr))
 	}
 	return t

@@ -177,6 +177,15 @@ func (db *DB) LoadOffset(job, table uint64, part uint32) (uint64, error) {
 	return binary.BigEndian.Uint64(v), nil
 }
 
+// GetState returns an operator's committed state for key, or nil.
+func (db *DB) GetState(job uint64, op uint32, key []byte) ([]byte, error) {
+	v, ok, err := db.get(stateKey(job, op, key))
+	if !ok {
+		return nil, err
+	}
+	return v, err
+}
+
 // ScanState calls fn with every state entry of an operator (key without prefix).
 func (db *DB) ScanState(job uint64, op uint32, fn func(key, val []byte) error) error {
 	prefix := stateKey(job, op, nil)

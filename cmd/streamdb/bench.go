@@ -26,6 +26,7 @@ func bench(args []string) error {
 	interval := fs.String("interval", "1s", "checkpoint.interval ('off' disables periodic checkpoints)")
 	batch := fs.Int("batch", 500_000, "rows per COPY statement")
 	par := fs.Int("parallelism", 0, "aggregate instances per job (0: cores)")
+	cache := fs.Int64("state-cache-mb", 1024, "memory for the job's aggregate state (0: unbounded)")
 	fs.Parse(args)
 
 	dir, err := os.MkdirTemp("", "streamdb-bench-")
@@ -33,7 +34,7 @@ func bench(args []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	eng, err := sql.Open(sql.Config{DataDir: dir, Parallelism: *par})
+	eng, err := sql.Open(sql.Config{DataDir: dir, Parallelism: *par, StateCacheBytes: *cache << 20})
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,7 @@ func run() error {
 	tlsCert := flag.String("tls-cert", "", "TLS certificate file (with --tls-key)")
 	tlsKey := flag.String("tls-key", "", "TLS key file")
 	parallelism := flag.Int("parallelism", 0, "aggregate instances per job (0: number of cores)")
+	stateCache := flag.Int64("state-cache-mb", 1024, "memory for each job's aggregate state; colder groups spill to Pebble (0: unbounded)")
 	flag.Parse()
 
 	var level slog.Level
@@ -59,7 +60,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	eng, err := sql.Open(sql.Config{DataDir: *dataDir, Settings: settings, Parallelism: *parallelism, Logger: log})
+	eng, err := sql.Open(sql.Config{DataDir: *dataDir, Settings: settings, Parallelism: *parallelism,
+		StateCacheBytes: *stateCache << 20, Logger: log})
 	if err != nil {
 		return err
 	}
