@@ -19,10 +19,11 @@ import (
 // next count batches — with an error (SQLSTATE XX000), or a panic — and then
 // never again in this process, so restarts recover.
 var failpoints struct {
-	once sync.Once
-	mu   sync.Mutex
-	left map[string]int
-	kind map[string]string
+	once  sync.Once
+	armed bool // set once at load; read-only after
+	mu    sync.Mutex
+	left  map[string]int
+	kind  map[string]string
 }
 
 func loadFailpoints() {
@@ -39,6 +40,7 @@ func loadFailpoints() {
 		}
 		key := f[0] + ":" + f[1]
 		failpoints.left[key] = n
+		failpoints.armed = true
 		if len(f) > 3 {
 			failpoints.kind[key] = f[3]
 		}
@@ -48,7 +50,7 @@ func loadFailpoints() {
 // failpoint returns an injected error (or panics) if one is armed for job's stage.
 func failpoint(job, stage string) error {
 	failpoints.once.Do(loadFailpoints)
-	if len(failpoints.left) == 0 {
+	if !failpoints.armed {
 		return nil
 	}
 	key := job + ":" + stage
