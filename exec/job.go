@@ -387,6 +387,26 @@ func (j *Job) InjectBarrier(ctx context.Context, b *Barrier) error {
 	return nil
 }
 
+// LogEnds returns the current end offset of each partition the job reads.
+func (j *Job) LogEnds() []uint64 {
+	ends := make([]uint64, len(j.offsets))
+	for p := range ends {
+		_, end, _, _ := j.db.LogBounds(j.shape.src.ID, uint32(p))
+		ends[p] = end
+	}
+	return ends
+}
+
+// Reached reports whether the job has read every partition up to ends.
+func (j *Job) Reached(ends []uint64) bool {
+	for p, end := range ends {
+		if j.offsets[p].Load() < end {
+			return false
+		}
+	}
+	return true
+}
+
 // StateBytes estimates the job's aggregate state in memory.
 func (j *Job) StateBytes() int64 {
 	var n int64

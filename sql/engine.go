@@ -39,15 +39,16 @@ type Config struct {
 
 // Engine is one database. It is safe for concurrent use by many sessions.
 type Engine struct {
-	db      *storage.DB
-	log     *slog.Logger
-	coord   *checkpoint.Coordinator
-	cancel  context.CancelFunc
-	done    chan struct{}
-	par     int
-	cache   int64         // StateCacheBytes per job
-	rr      atomic.Uint32 // round-robin partition choice for inserts
-	streams atomic.Uint64 // change streams started
+	db         *storage.DB
+	log        *slog.Logger
+	coord      *checkpoint.Coordinator
+	cancel     context.CancelFunc
+	done       chan struct{}
+	supervised chan struct{} // closed when supervise has returned
+	par        int
+	cache      int64         // StateCacheBytes per job
+	rr         atomic.Uint32 // round-robin partition choice for inserts
+	streams    atomic.Uint64 // change streams started
 
 	snaps      openSnaps
 	lastExport time.Time // of a retained checkpoint; used by the coordinator's goroutine only
@@ -136,7 +137,11 @@ func Open(cfg Config) (*Engine, error) {
 		defer close(e.done)
 		e.coord.Run(ctx)
 	}()
-	go e.supervise(ctx)
+	e.supervised = make(chan struct{})
+	go func() {
+		defer close(e.supervised)
+		e.supervise(ctx)
+	}()
 	return e, nil
 }
 
@@ -145,6 +150,7 @@ func Open(cfg Config) (*Engine, error) {
 func (e *Engine) Close() error {
 	e.cancel()
 	<-e.done
+	<-e.supervised
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
 	e.mu.Lock()
@@ -319,4 +325,45 @@ func (e *Engine) restartJob(name string) {
 		return
 	}
 	je.job, je.state, je.started = j, exec.JobRunning, time.Now()
+}
+
+// catchUp waits, outside any barrier round, until every running job has
+// read its stream up to where the stream ended when catchUp was called.
+// CHECKPOINT and CREATE SAVEPOINT call it first, so the round they trigger
+// (whose barriers still catch up the last few rows) does not spend a long
+// backlog inside checkpoint.timeout.
+func (e *Engine) catchUp(ctx context.Context) error {
+	e.mu.Lock()
+	var jobs []*exec.Job
+	for _, j := range e.mu.jobs {
+		if j.job != nil && j.state == exec.JobRunning {
+			jobs = append(jobs, j.job)
+		}
+	}
+	e.mu.Unlock()
+	targets := make([][]uint64, len(jobs))
+	for i, j := range jobs {
+		targets[i] = j.LogEnds()
+	}
+	for {
+		behind := false
+		for i, j := range jobs {
+			select {
+			case <-j.Failed():
+				continue // it restarts on its own; the round will not wait for it
+			default:
+			}
+			if !j.Reached(targets[i]) {
+				behind = true
+			}
+		}
+		if !behind {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }

@@ -150,6 +150,9 @@ func (e *Engine) createSavepoint(ctx context.Context, name string, views []strin
 	if err != nil {
 		return nil, err
 	}
+	if err := e.catchUp(ctx); err != nil {
+		return nil, err
+	}
 	var man *checkpoint.Manifest
 	_, err = e.coord.Trigger(ctx, "savepoint", func(rec *checkpoint.Record) error {
 		m, err := checkpoint.Export(e.db, dir, checkpoint.Manifest{Kind: "savepoint", Name: name,

@@ -172,6 +172,9 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 	case *parse.Show, *parse.ShowObjects, *parse.ShowCreate:
 		return s.execShow(st, st.impl.(parse.Statement))
 	case *parse.Checkpoint:
+		if err := s.e.catchUp(ctx); err != nil {
+			return nil, err
+		}
 		if _, err := s.e.coord.Trigger(ctx, "manual", nil); err != nil {
 			return nil, err
 		}
