@@ -79,7 +79,8 @@ type Record struct {
 	StartedAt time.Time
 	Duration  time.Duration
 	Alignment time.Duration
-	Size      int64 // bytes written by the checkpoint
+	Size      int64 // bytes the checkpoint wrote (the delta since the last epoch)
+	StateSize int64 // estimated bytes of all state and view rows once committed
 	Jobs      []string
 	Error     string `json:",omitempty"`
 }
@@ -268,6 +269,9 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	if err := c.db.CommitEpoch(batches, id, meta, trigger != "" && rec.Status == Completed); err == nil {
 		for _, t := range acked {
 			t.Committed(epoch)
+		}
+		if trigger != "" {
+			rec.StateSize = c.db.StateSize()
 		}
 	} else {
 		rec.Status, rec.Error = Failed, err.Error()

@@ -142,14 +142,14 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 		case "checkpoints":
 			t := &table{cols: []Column{{"id", types.TInt64}, {"status", types.TText}, {"trigger", types.TText},
 				{"started_at", types.TTimestamp}, {"duration_ms", types.TInt64}, {"alignment_ms", types.TInt64},
-				{"size", types.TInt64}, {"jobs", types.TText}, {"error", types.TText}}}
+				{"state_size", types.TInt64}, {"delta_size", types.TInt64}, {"jobs", types.TText}, {"error", types.TText}}}
 			for _, r := range e.coord.History() {
 				errD := types.Null
 				if r.Error != "" {
 					errD = str(r.Error)
 				}
 				t.add(types.Int(int64(r.ID)), str(string(r.Status)), str(r.Trigger), types.Int(r.StartedAt.UTC().UnixMicro()),
-					types.Int(r.Duration.Milliseconds()), types.Int(r.Alignment.Milliseconds()), types.Int(r.Size),
+					types.Int(r.Duration.Milliseconds()), types.Int(r.Alignment.Milliseconds()), types.Int(r.StateSize), types.Int(r.Size),
 					str(strings.Join(r.Jobs, ",")), errD)
 			}
 			return t, nil

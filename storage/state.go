@@ -270,3 +270,14 @@ func (db *DB) JobErrors() ([]JobError, error) {
 	})
 	return out, err
 }
+
+// StateSize estimates the bytes on disk of all operator state and view rows.
+func (db *DB) StateSize() int64 {
+	var n uint64
+	for _, p := range []string{"s/", "v/"} {
+		if u, err := db.pdb.EstimateDiskUsage([]byte(p), prefixEnd([]byte(p))); err == nil {
+			n += u
+		}
+	}
+	return int64(n)
+}
