@@ -27,6 +27,8 @@ func bench(args []string) error {
 	batch := fs.Int("batch", 500_000, "rows per COPY statement")
 	par := fs.Int("parallelism", 0, "aggregate instances per job (0: cores)")
 	cache := fs.Int64("state-cache-mb", 1024, "memory for the job's aggregate state (0: unbounded)")
+	snap := fs.Bool("savepoint", false, "also time CREATE SAVEPOINT and RESTORE FROM SAVEPOINT of the view")
+	restart := fs.Bool("restart", false, "also time closing and reopening the database until the view serves again")
 	fs.Parse(args)
 
 	dir, err := os.MkdirTemp("", "streamdb-bench-")
@@ -34,11 +36,12 @@ func bench(args []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	eng, err := sql.Open(sql.Config{DataDir: dir, Parallelism: *par, StateCacheBytes: *cache << 20})
+	cfg := sql.Config{DataDir: dir, Parallelism: *par, StateCacheBytes: *cache << 20}
+	eng, err := sql.Open(cfg)
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
+	defer func() { eng.Close() }()
 	s := eng.NewSession("bench", "bench")
 	ctx := context.Background()
 	run := func(q string) (*sql.Result, error) {
@@ -106,6 +109,36 @@ func bench(args []string) error {
 	fmt.Printf("ingest (COPY, fsync):  %v, %.2fM rows/s\n", ingest.Round(time.Millisecond), float64(*rows)/ingest.Seconds()/1e6)
 	fmt.Printf("view complete:         %v, %.2fM rows/s end to end\n", complete.Round(time.Millisecond), float64(*rows)/complete.Seconds()/1e6)
 
+	timed := func(what, q string) error {
+		t0 := time.Now()
+		if _, err := run(q); err != nil {
+			return err
+		}
+		fmt.Printf("%-22s %v\n", what+":", time.Since(t0).Round(time.Millisecond))
+		return nil
+	}
+	if *snap {
+		if err := timed("CREATE SAVEPOINT", "CREATE SAVEPOINT bench"); err != nil {
+			return err
+		}
+		if err := timed("RESTORE FROM SAVEPOINT", "RESTORE v FROM SAVEPOINT bench"); err != nil {
+			return err
+		}
+	}
+	if *restart {
+		t0 := time.Now()
+		if err := eng.Close(); err != nil {
+			return err
+		}
+		if eng, err = sql.Open(cfg); err != nil {
+			return err
+		}
+		s = eng.NewSession("bench", "bench")
+		if _, err := scalar(ctx, run, "SELECT sum(c) FROM v"); err != nil {
+			return err
+		}
+		fmt.Printf("%-22s %v\n", "restart to serving:", time.Since(t0).Round(time.Millisecond))
+	}
 	res, err := run(`SELECT duration_ms FROM streamdb_checkpoints WHERE status = 'COMPLETED'`)
 	if err != nil {
 		return err
