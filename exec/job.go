@@ -379,6 +379,9 @@ func (j *Job) InjectBarrier(ctx context.Context, b *Barrier) error {
 		case <-j.ctx.Done():
 			return nil
 		case <-ctx.Done():
+			if ctx.Err() != context.DeadlineExceeded {
+				return sqlerr.New(sqlerr.QueryCanceled, "job %s: barrier %d canceled", j.spec.Name, b.Epoch) // shutting down
+			}
 			err := sqlerr.New(sqlerr.QueryCanceled, "job %s: barrier %d not taken before the checkpoint timeout", j.spec.Name, b.Epoch)
 			j.fail(err)
 			return err
