@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/types"
@@ -197,5 +198,49 @@ func TestSortLimit(t *testing.T) {
 	lim := &Limit{In: desc, Offset: 1, Count: 2}
 	if got, want := runText(t, lim, true), "a 3\nd 3"; got != want {
 		t.Errorf("ORDER BY v DESC OFFSET 1 LIMIT 2:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestHashDatumsMatchesColumns: a group restored from state (boxed key
+// values) must land where the same key from a batch does.
+func TestHashDatumsMatchesColumns(t *testing.T) {
+	withChecked(t)
+	ts := []types.T{types.TInt64, types.TText, types.TFloat64, types.TBool, types.NumericOf(10, 2), types.TInterval}
+	rows := [][]types.Datum{
+		{types.Int(1), types.Str("a"), types.Float(0.5), types.Boolean(true), {}, {}},
+		{types.Null, types.Str(""), types.Float(-0.0), types.Boolean(false), types.Null, types.Null},
+		{types.Int(-7), types.Null, types.Null, types.Null, {}, {}},
+	}
+	rows[0][4].D = decimal128.FromI64(12345)
+	rows[0][5].IV = arrow.MonthDayNanoInterval{Months: -1, Days: 2, Nanoseconds: 3}
+	arrs := make([]arrow.Array, len(ts))
+	for c, ty := range ts {
+		b := types.NewBuilder(memoryPool, ty)
+		for _, r := range rows {
+			types.AppendDatum(b, r[c], ty)
+		}
+		arrs[c] = b.NewArray()
+		b.Release()
+	}
+	defer releaseAll(arrs)
+	h := hashColumns(nil, arrs, len(rows))
+	for i, r := range rows {
+		if got := hashDatums(r, ts); got != h[i] {
+			t.Errorf("row %d: hashDatums %x, hashColumns %x", i, got, h[i])
+		}
+	}
+	// And a table loaded from datums finds the same keys from arrays.
+	g := newGroupTable(ts)
+	for _, r := range rows {
+		g.insertDatums(r)
+	}
+	gids := make([]int32, len(rows))
+	if created := g.lookup(arrs, len(rows), gids, false); created != 0 {
+		t.Fatalf("lookup created %d groups", created)
+	}
+	for i, gid := range gids {
+		if gid != int32(i) {
+			t.Errorf("row %d found group %d", i, gid)
+		}
 	}
 }

@@ -72,7 +72,13 @@ func hashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
 	for i := range h {
 		h[i] = hashSeed
 	}
+	var prev []uint64
 	for _, a := range keys {
+		nulls := a.NullN() > 0
+		if nulls {
+			// A NULL hashes the same whatever its slot holds.
+			prev = append(prev[:0], h...)
+		}
 		switch a := a.(type) {
 		case *array.Int64:
 			vs := a.Int64Values()
@@ -114,12 +120,48 @@ func hashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
 				h[i] = mix(mix(h[i], uint64(vs[i].Months)<<32|uint64(uint32(vs[i].Days))), uint64(vs[i].Nanoseconds))
 			}
 		}
-		if a.NullN() > 0 {
+		if nulls {
 			for i := range h {
 				if a.IsNull(i) {
-					h[i] = mix(h[i], 0x5bd1e995)
+					h[i] = mix(prev[i], nullHash)
 				}
 			}
+		}
+	}
+	return h
+}
+
+const nullHash = 0x5bd1e995
+
+// hashDatums hashes one row of boxed key values exactly as hashColumns
+// hashes the same values in arrays.
+func hashDatums(ds []types.Datum, ts []types.T) uint64 {
+	h := uint64(hashSeed)
+	for i, d := range ds {
+		if d.Null {
+			h = mix(h, nullHash)
+			continue
+		}
+		switch ts[i].Physical() {
+		case types.PhysInt64:
+			h = mix(h, uint64(d.I))
+		case types.PhysBool:
+			h = mix(h, uint64(d.I&1))
+		case types.PhysFloat64:
+			f := d.F
+			if f == 0 {
+				f = 0
+			}
+			if f != f {
+				f = math.NaN()
+			}
+			h = mix(h, math.Float64bits(f))
+		case types.PhysString:
+			h = mix(h, strHash(d.S))
+		case types.PhysDecimal:
+			h = mix(mix(h, uint64(d.D.HighBits())), d.D.LowBits())
+		case types.PhysInterval:
+			h = mix(mix(h, uint64(d.IV.Months)<<32|uint64(uint32(d.IV.Days))), uint64(d.IV.Nanoseconds))
 		}
 	}
 	return h
@@ -378,22 +420,76 @@ func (g *groupTable) keyDatum(c int, gid int32) types.Datum {
 	return types.Null
 }
 
-// insertDatums adds a group from boxed key values (used when loading state).
+// insertDatums adds a group from boxed key values that are not in the
+// table yet (used when loading state, whose keys are unique).
 func (g *groupTable) insertDatums(ds []types.Datum) int32 {
-	b := make([]arrow.Array, len(ds))
-	mem := memoryPool
-	for i, d := range ds {
-		bl := types.NewBuilder(mem, g.cols[i].t)
-		types.AppendDatum(bl, d, g.cols[i].t)
-		b[i] = bl.NewArray()
-		bl.Release()
+	ts := make([]types.T, len(g.cols))
+	for i := range g.cols {
+		ts[i] = g.cols[i].t
 	}
-	gids := []int32{0}
-	g.lookup(b, 1, gids, true)
-	for _, a := range b {
-		a.Release()
+	h := hashDatums(ds, ts)
+	var gid int32
+	if n := len(g.free); n > 0 {
+		gid = g.free[n-1]
+		g.free = g.free[:n-1]
+		g.hashes[gid] = h
+		g.setKeyDatums(gid, ds)
+	} else {
+		gid = int32(len(g.hashes))
+		g.hashes = append(g.hashes, h)
+		g.appendKeyDatums(ds)
 	}
-	return gids[0]
+	pos := h & g.mask
+	for g.slots[pos].gid != 0 {
+		pos = (pos + 1) & g.mask
+	}
+	g.slots[pos] = slot{tag: uint32(h >> 32), gid: gid + 1}
+	if uint64(len(g.hashes))*2 > g.mask {
+		g.grow()
+	}
+	return gid
+}
+
+func (g *groupTable) appendKeyDatums(ds []types.Datum) {
+	for c, d := range ds {
+		kc := &g.cols[c]
+		kc.nulls = append(kc.nulls, d.Null)
+		switch kc.t.Physical() {
+		case types.PhysInt64, types.PhysBool:
+			kc.ints = append(kc.ints, d.I)
+		case types.PhysFloat64:
+			kc.flts = append(kc.flts, d.F)
+		case types.PhysString:
+			kc.strs = append(kc.strs, d.S)
+		case types.PhysDecimal:
+			kc.decs = append(kc.decs, d.D)
+		case types.PhysInterval:
+			kc.ivs = append(kc.ivs, d.IV)
+		default:
+			kc.ints = append(kc.ints, 0)
+		}
+	}
+}
+
+func (g *groupTable) setKeyDatums(gid int32, ds []types.Datum) {
+	for c, d := range ds {
+		kc := &g.cols[c]
+		kc.nulls[gid] = d.Null
+		switch kc.t.Physical() {
+		case types.PhysInt64, types.PhysBool:
+			kc.ints[gid] = d.I
+		case types.PhysFloat64:
+			kc.flts[gid] = d.F
+		case types.PhysString:
+			kc.strs[gid] = d.S
+		case types.PhysDecimal:
+			kc.decs[gid] = d.D
+		case types.PhysInterval:
+			kc.ivs[gid] = d.IV
+		default:
+			kc.ints[gid] = 0
+		}
+	}
 }
 
 // buildKeys builds the key column c for groups gids.

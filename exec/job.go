@@ -183,6 +183,7 @@ func Check(p Plan) error {
 type JobState string
 
 const (
+	JobStarting   JobState = "STARTING" // loading state after a restart of the server
 	JobRunning    JobState = "RUNNING"
 	JobRestarting JobState = "RESTARTING"
 	JobFailed     JobState = "FAILED"

@@ -119,10 +119,9 @@ func Open(cfg Config) (*Engine, error) {
 			continue
 		}
 		if t.Kind == storage.KindView {
-			if err := e.startViewJob(t); err != nil {
-				e.log.Error("view job did not start", "view", t.Name, "err", err)
-				e.mu.jobs[t.Name] = &jobEntry{state: exec.JobFailed, lastErr: err.Error()}
-			}
+			// Started in the background (supervise), so the server serves
+			// reads of the views' committed rows while state loads.
+			e.mu.jobs[t.Name] = &jobEntry{state: exec.JobStarting}
 		}
 	}
 	e.coord, err = checkpoint.New(db, (*registry)(e), e.checkpointConfig)
@@ -212,6 +211,7 @@ func (e *Engine) Table(name string) (*storage.TableDef, bool) {
 // supervise applies each failed job's restart strategy: it schedules a
 // restart from the last committed epoch (RESTARTING) or gives up (FAILED).
 func (e *Engine) supervise(ctx context.Context) {
+	e.startPending(ctx)
 	t := time.NewTicker(checkpoint.EpochInterval)
 	defer t.Stop()
 	var epoch uint64
@@ -333,6 +333,14 @@ func (e *Engine) restartJob(name string) {
 // (whose barriers still catch up the last few rows) does not spend a long
 // backlog inside checkpoint.timeout.
 func (e *Engine) catchUp(ctx context.Context) error {
+	// Jobs still loading their state after a restart come first.
+	for e.starting() {
+		select {
+		case <-ctx.Done():
+			return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 	e.mu.Lock()
 	var jobs []*exec.Job
 	for _, j := range e.mu.jobs {
@@ -366,4 +374,53 @@ func (e *Engine) catchUp(ctx context.Context) error {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// startPending starts the jobs of the views found at Open, one by one.
+func (e *Engine) startPending(ctx context.Context) {
+	e.mu.Lock()
+	var names []string
+	for n, j := range e.mu.jobs {
+		if j.state == exec.JobStarting {
+			names = append(names, n)
+		}
+	}
+	e.mu.Unlock()
+	sort.Strings(names)
+	for _, n := range names {
+		if ctx.Err() != nil {
+			return
+		}
+		e.roundMu.Lock()
+		e.mu.Lock()
+		def := e.mu.tables[n]
+		je := e.mu.jobs[n]
+		e.mu.Unlock()
+		if def == nil || je == nil || je.state != exec.JobStarting {
+			e.roundMu.Unlock()
+			continue
+		}
+		plan, err := e.planView(def)
+		e.mu.Lock()
+		if err == nil && e.mu.jobs[n] == je {
+			err = e.startViewJobLocked(def, plan, false)
+		}
+		if err != nil {
+			e.log.Error("view job did not start", "view", n, "err", err)
+			e.mu.jobs[n] = &jobEntry{state: exec.JobFailed, lastErr: err.Error()}
+		}
+		e.mu.Unlock()
+		e.roundMu.Unlock()
+	}
+}
+
+func (e *Engine) starting() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, j := range e.mu.jobs {
+		if j.state == exec.JobStarting {
+			return true
+		}
+	}
+	return false
 }

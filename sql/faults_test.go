@@ -618,12 +618,12 @@ func TestFaultCheckpointIOChild(t *testing.T) {
 	if err := checkExact(ctx, s, stored); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := query(ctx, s, "SHOW CHECKPOINTS")
+	rows, err := query(ctx, s, "SELECT id, status, error FROM streamdb_checkpoints")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rows {
-		fmt.Printf("CHECKPOINT %s %s %s\n", r[0], r[1], r[8])
+		fmt.Printf("CHECKPOINT %s %s %s\n", r[0], r[1], r[2])
 	}
 	// Checkpoint 2 took the fault. If it completed without its export, it
 	// cannot be read as a retained checkpoint; checkpoint 3 can, and holds
@@ -631,7 +631,7 @@ func TestFaultCheckpointIOChild(t *testing.T) {
 	if len(rows) != 3 || rows[2][1] != "COMPLETED" {
 		t.Fatalf("SHOW CHECKPOINTS: %v", rows)
 	}
-	if rows[1][1] == "COMPLETED" && strings.Contains(rows[1][8], "export") {
+	if rows[1][1] == "COMPLETED" && strings.Contains(rows[1][2], "export") {
 		if _, err := query(ctx, s, "SELECT * FROM mv AS OF CHECKPOINT 2"); sqlerr.As(err).Code != sqlerr.UndefinedObject {
 			t.Fatalf("AS OF the checkpoint whose export failed: %v", err)
 		}
