@@ -272,6 +272,7 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 		}
 		if trigger != "" {
 			rec.StateSize = c.db.StateSize()
+			c.db.MaybeFlush()
 		}
 	} else {
 		rec.Status, rec.Error = Failed, err.Error()

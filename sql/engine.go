@@ -391,23 +391,33 @@ func (e *Engine) startPending(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		e.roundMu.Lock()
 		e.mu.Lock()
-		def := e.mu.tables[n]
-		je := e.mu.jobs[n]
+		def, je := e.mu.tables[n], e.mu.jobs[n]
 		e.mu.Unlock()
 		if def == nil || je == nil || je.state != exec.JobStarting {
-			e.roundMu.Unlock()
 			continue
 		}
+		// Load the state with no lock held: sessions keep working meanwhile.
 		plan, err := e.planView(def)
-		e.mu.Lock()
-		if err == nil && e.mu.jobs[n] == je {
-			err = e.startViewJobLocked(def, plan, false)
+		var j *exec.Job
+		if err == nil {
+			e.mu.Lock()
+			spec := e.jobSpecLocked(def, plan)
+			e.mu.Unlock()
+			j, err = exec.StartJob(e.db, spec)
 		}
-		if err != nil {
+		e.roundMu.Lock()
+		e.mu.Lock()
+		switch {
+		case e.mu.jobs[n] != je: // dropped, restored or started meanwhile
+			if j != nil {
+				j.Stop()
+			}
+		case err != nil:
 			e.log.Error("view job did not start", "view", n, "err", err)
 			e.mu.jobs[n] = &jobEntry{state: exec.JobFailed, lastErr: err.Error()}
+		default:
+			e.mu.jobs[n] = &jobEntry{job: j, state: exec.JobRunning, started: time.Now()}
 		}
 		e.mu.Unlock()
 		e.roundMu.Unlock()

@@ -299,3 +299,16 @@ func (db *DB) CopyOffsets(b *pebble.Batch, from *DB, src, dst uint64) error {
 		return b.Set(append(append([]byte(nil), dp...), k[len(sp):]...), v, nil)
 	})
 }
+
+// flushThreshold is the memtable size above which a completed checkpoint
+// starts a flush: what is flushed need not be replayed from the WAL after a
+// crash, which bounds recovery time.
+const flushThreshold = 32 << 20
+
+// MaybeFlush starts flushing the memtables if they hold more than
+// flushThreshold bytes; it does not wait.
+func (db *DB) MaybeFlush() {
+	if db.pdb.Metrics().MemTable.Size > flushThreshold {
+		_, _ = db.pdb.AsyncFlush()
+	}
+}
