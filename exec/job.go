@@ -56,6 +56,9 @@ type JobSpec struct {
 	// it, groups whose state is committed are evicted and read back from
 	// the state table when their keys return. 0: unbounded.
 	StateCacheBytes int64
+	// Changelog makes the view's sink write its changelog from the start
+	// (the view has consumers); EnableChangelog turns it on later.
+	Changelog bool
 	// SkipErrors is job.error_policy = 'skip': rows that raise a data error
 	// are recorded and skipped instead of failing the job.
 	SkipErrors bool
@@ -209,6 +212,9 @@ type Job struct {
 
 	RowsIn    atomic.Int64
 	offsets   []atomic.Uint64
+	// changelog is whether the sink writes the view's changelog; the sink
+	// reads it at each barrier, so an epoch is written wholly or not at all.
+	changelog atomic.Bool
 	committed atomic.Uint64 // the last epoch whose commit included this job
 	// StateBytes estimates the aggregate state held in memory, per instance;
 	// Evicted counts groups evicted to the state table (both as of the last barrier).
@@ -218,6 +224,9 @@ type Job struct {
 	// fallible are the aggregate's key and argument expressions that can
 	// raise an error (anything but a column or a constant).
 	fallible []expr.Expr
+
+	// snap is the source view's rows to emit first (a new consumer of a view).
+	snap storage.Snapshot
 }
 
 // Err is the error the job failed with, once Failed is closed.
@@ -270,6 +279,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	j := &Job{spec: spec, shape: sh, db: db, ctx: ctx, cancel: cancel,
 		acks: make(chan uint64, 1), failed: make(chan struct{})}
 	j.batch.Store(db.NewEpochBatch())
+	j.changelog.Store(spec.Changelog)
 	if sh.agg != nil {
 		for _, e := range sh.agg.Keys {
 			j.addFallible(e)
@@ -287,13 +297,24 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			return nil, err
 		}
 		off := start
+		resumed := false
 		if spec.View != nil {
-			committed, err := db.LoadOffset(spec.ID, sh.src.ID, uint32(p))
+			committed, ok, err := db.LoadOffset(spec.ID, sh.src.ID, uint32(p))
 			if err != nil {
 				cancel()
 				return nil, err
 			}
-			off = max(off, committed)
+			off, resumed = max(off, committed), ok
+		}
+		if sh.changelog && !resumed {
+			// A new consumer of a view starts from a snapshot of its rows
+			// and follows its changelog from the same instant.
+			snap, end, err := db.ViewSnapshot(sh.src.ID)
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			j.snap, off = snap, end
 		}
 		j.offsets[p].Store(off)
 	}
@@ -420,6 +441,20 @@ func (j *Job) StateBytes() int64 {
 	return n
 }
 
+// EnableChangelog makes the view's sink write its changelog from a later
+// epoch on and returns that epoch: once the job has committed it, every
+// change after a snapshot of the view is in the changelog.
+func (j *Job) EnableChangelog() (fromEpoch uint64) {
+	n := j.committed.Load()
+	j.changelog.Store(true)
+	// The sink may already hold barrier n+1; it reads the flag at the
+	// barrier after, so epochs from n+3 on are written; n+2 commits them all.
+	return n + 2
+}
+
+// CommittedEpoch is the last epoch whose commit included this job.
+func (j *Job) CommittedEpoch() uint64 { return j.committed.Load() }
+
 // Committed tells the job that epoch's changes are in the database.
 func (j *Job) Committed(epoch uint64) { j.committed.Store(epoch) }
 
@@ -483,6 +518,14 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 			return nil
 		})
 	}
+	if j.snap != nil {
+		err := j.emitSnapshot(ectx, part, outs)
+		j.snap.Close()
+		j.snap = nil
+		if err != nil {
+			return err
+		}
+	}
 	onBarrier := func(b *Barrier) error {
 		if b.CatchUp {
 			_, end, _, err := j.db.LogBounds(sh.src.ID, part)
@@ -536,6 +579,32 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 			return nil
 		}
 	}
+}
+
+// emitSnapshot sends the source view's snapshot rows on as inserts.
+func (j *Job) emitSnapshot(ectx *expr.Ctx, part uint32, outs []chan msg) error {
+	ctx := &Ctx{Context: j.ctx, DB: j.db, Expr: ectx}
+	scan := &ScanView{View: j.shape.src, Snap: j.snap}
+	ts := scan.Types()
+	return scanView(ctx, scan, func(rec arrow.RecordBatch) error {
+		// route expects a changelog block: the view's columns, then an op.
+		ob := types.NewBuilder(memoryPool, types.TInt64)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			types.AppendDatum(ob, types.Int(int64(OpInsert)), types.TInt64)
+		}
+		cols := make([]arrow.Array, 0, len(ts)+1)
+		for c := range ts {
+			col := rec.Column(c)
+			col.Retain()
+			cols = append(cols, col)
+		}
+		cols = append(cols, ob.NewArray())
+		ob.Release()
+		n := int(rec.NumRows())
+		rec.Release()
+		j.RowsIn.Add(int64(n))
+		return j.route(ectx, part, 0, newRecord(append(append([]types.T(nil), ts...), types.TInt64), cols, n), outs)
+	})
 }
 
 // route applies the pre-aggregate stages to rec and sends its rows on.
@@ -992,6 +1061,7 @@ func (j *Job) runSink(ins []chan msg) error {
 		}
 	}
 	var key, row []byte
+	writeLog := j.changelog.Load()
 	var bag map[string]int64 // multiset counts of a view over a changelog
 	if j.spec.View != nil && j.shape.agg == nil && j.shape.changelog {
 		bag = map[string]int64{}
@@ -1013,6 +1083,7 @@ func (j *Job) runSink(ins []chan msg) error {
 			if j.spec.View == nil {
 				continue // change streams flush at barriers but commit nothing
 			}
+			writeLog = j.changelog.Load()
 			select {
 			case j.acks <- m.barrier.Epoch:
 			case <-j.ctx.Done():
@@ -1022,7 +1093,7 @@ func (j *Job) runSink(ins []chan msg) error {
 		}
 		rec := m.c.Rec
 		if j.shape.agg == nil {
-			if err := j.sinkRows(m, outTs, bag); err != nil {
+			if err := j.sinkRows(m, outTs, bag, writeLog); err != nil {
 				return err
 			}
 			continue
@@ -1068,7 +1139,9 @@ func (j *Job) runSink(ins []chan msg) error {
 			}
 		}
 		rec.Release()
-		err = j.appendChangelog(Chunk{Rec: out, Ops: ops})
+		if writeLog {
+			err = j.appendChangelog(Chunk{Rec: out, Ops: ops})
+		}
 		out.Release()
 		if err != nil {
 			return err
@@ -1079,7 +1152,7 @@ func (j *Job) runSink(ins []chan msg) error {
 // sinkRows applies the rows of a view without aggregation. Rows from a
 // stream are keyed by their source position; rows from a changelog, which
 // may be retracted, are kept as a multiset keyed by their content.
-func (j *Job) sinkRows(m msg, outTs []types.T, bag map[string]int64) error {
+func (j *Job) sinkRows(m msg, outTs []types.T, bag map[string]int64, writeLog bool) error {
 	rec := m.c.Rec
 	defer rec.Release()
 	if j.spec.View == nil {
@@ -1103,6 +1176,9 @@ func (j *Job) sinkRows(m msg, outTs []types.T, bag map[string]int64) error {
 		} else {
 			b.PutViewRow(j.spec.View.ID, row, binary.AppendUvarint(append([]byte(nil), row...), uint64(n)))
 		}
+	}
+	if !writeLog {
+		return nil
 	}
 	return j.appendChangelog(m.c)
 }

@@ -182,6 +182,7 @@ func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSp
 	return exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
 		AtLeastOnce:     e.settingLocked("checkpoint.mode") == "at_least_once",
 		SkipErrors:      e.settingLocked("job.error_policy") == "skip",
+		Changelog:       len(e.dependentsLocked(def.Name)) > 0 || e.mu.consumed[def.Name],
 		StateCacheBytes: e.cache,
 		Now:             time.Now().UnixMicro()}
 }
@@ -244,6 +245,11 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, 
 		}
 		def.Columns = append(def.Columns, storage.ColumnDef{Name: c.Name, Type: t})
 	}
+	if src, ok := e.Table(sourceOf(plan)); ok && src.Kind == storage.KindView {
+		if err := e.ensureChangelog(ctx, src.Name); err != nil {
+			return nil, err
+		}
+	}
 	if n.FromSavepoint != "" {
 		return e.replaceView(ctx, n, def, phys)
 	}
@@ -302,10 +308,15 @@ func sourceOf(n planner.Node) string {
 }
 
 // changeStream runs a transient job whose changes stream to the client.
-func (e *Engine) changeStream(plan planner.Node, _ any) (Rows, error) {
+func (e *Engine) changeStream(ctx context.Context, plan planner.Node) (Rows, error) {
 	phys, err := planner.Physical(plan, e)
 	if err != nil {
 		return nil, err
+	}
+	if src, ok := e.Table(sourceOf(plan)); ok && src.Kind == storage.KindView {
+		if err := e.ensureChangelog(ctx, src.Name); err != nil {
+			return nil, err
+		}
 	}
 	out := make(chan exec.Chunk, 4)
 	n := e.streams.Add(1) // change streams write nothing; the id only names them

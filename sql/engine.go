@@ -60,6 +60,9 @@ type Engine struct {
 	mu struct {
 		sync.Mutex
 		tables   map[string]*storage.TableDef
+		// consumed lists views read by a change stream since startup; their
+		// jobs write changelogs (views read by views are known from the catalog).
+		consumed map[string]bool
 		jobs     map[string]*jobEntry
 		settings map[string]string // stored database settings
 		fileConf map[string]string
@@ -92,6 +95,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e.mu.tables = map[string]*storage.TableDef{}
 	e.mu.jobs = map[string]*jobEntry{}
+	e.mu.consumed = map[string]bool{}
 	e.mu.fileConf = map[string]string{}
 	for k, v := range cfg.Settings {
 		k = strings.ToLower(k)
@@ -433,4 +437,28 @@ func (e *Engine) starting() bool {
 		}
 	}
 	return false
+}
+
+// ensureChangelog makes the job of view write its changelog before a new
+// consumer (a view or a change stream over it) snapshots it: it waits until
+// every later change is sure to be in the changelog.
+func (e *Engine) ensureChangelog(ctx context.Context, view string) error {
+	e.mu.Lock()
+	e.mu.consumed[view] = true
+	je := e.mu.jobs[view]
+	e.mu.Unlock()
+	if je == nil || je.job == nil || je.state != exec.JobRunning {
+		return nil // it changes nothing now, and starts with its changelog on
+	}
+	from := je.job.EnableChangelog()
+	for je.job.CommittedEpoch() < from {
+		select {
+		case <-ctx.Done():
+			return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
+		case <-je.job.Failed():
+			return nil // it restarts with its changelog on
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
 }

@@ -225,7 +225,7 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 		st.Columns = columnsOf(plan)
 		if q.EmitChanges {
 			st.Columns = append(st.Columns, Column{Name: "op", T: types.TText})
-			rows, err := s.e.changeStream(plan, s.exprCtx(params))
+			rows, err := s.e.changeStream(ctx, plan)
 			if err != nil {
 				return nil, err
 			}

@@ -168,13 +168,34 @@ func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) e
 	return err
 }
 
-// LoadOffset returns a job's committed offset in a stream partition (0 if none).
-func (db *DB) LoadOffset(job, table uint64, part uint32) (uint64, error) {
+// LoadOffset returns a job's committed offset in a stream partition; ok is
+// false if the job never committed one.
+func (db *DB) LoadOffset(job, table uint64, part uint32) (off uint64, ok bool, err error) {
 	v, ok, err := db.get(offsetKey(job, table, part))
 	if err != nil || !ok {
-		return 0, err
+		return 0, false, err
 	}
-	return binary.BigEndian.Uint64(v), nil
+	return binary.BigEndian.Uint64(v), true, nil
+}
+
+// Snapshot is a consistent read view that must be closed.
+type Snapshot interface {
+	Reader
+	Close() error
+}
+
+// ViewSnapshot returns a snapshot of the database and the end of a view's
+// changelog at the same instant: changelog appends commit under the
+// changelog partition's lock, so every change after the snapshot is at or
+// after the returned offset.
+func (db *DB) ViewSnapshot(view uint64) (Snapshot, uint64, error) {
+	pl, err := db.partition(view, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return db.pdb.NewSnapshot(), pl.next, nil
 }
 
 // GetState returns an operator's committed state for key, or nil.

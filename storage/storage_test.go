@@ -315,7 +315,7 @@ func epochState(t *testing.T, db *DB, job uint64) string {
 	if err := db.ScanView(nil, job, func(_, v []byte) error { row = string(v); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	off, err := db.LoadOffset(job, 1, 0)
+	off, _, err := db.LoadOffset(job, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
