@@ -210,8 +210,8 @@ type Job struct {
 	failOnce sync.Once
 	err      error
 
-	RowsIn    atomic.Int64
-	offsets   []atomic.Uint64
+	RowsIn  atomic.Int64
+	offsets []atomic.Uint64
 	// changelog is whether the sink writes the view's changelog; the sink
 	// reads it at each barrier, so an epoch is written wholly or not at all.
 	changelog atomic.Bool

@@ -59,7 +59,7 @@ type Engine struct {
 
 	mu struct {
 		sync.Mutex
-		tables   map[string]*storage.TableDef
+		tables map[string]*storage.TableDef
 		// consumed lists views read by a change stream since startup; their
 		// jobs write changelogs (views read by views are known from the catalog).
 		consumed map[string]bool
