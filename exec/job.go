@@ -1061,6 +1061,7 @@ func (j *Job) runSink(ins []chan msg) error {
 		}
 	}
 	var key, row []byte
+	var survived []int32
 	writeLog := j.changelog.Load()
 	var bag map[string]int64 // multiset counts of a view over a changelog
 	if j.spec.View != nil && j.shape.agg == nil && j.shape.changelog {
@@ -1118,9 +1119,13 @@ func (j *Job) runSink(ins []chan msg) error {
 		b := j.batch.Load()
 		nk := len(j.shape.agg.Keys)
 		keyTs := exprTypes(j.shape.agg.Keys)
-		survived := make(map[int]int, len(kept))
+		// survived[r] is input row r's output row, or -1 if HAVING dropped it.
+		survived = survived[:0]
+		for r := 0; r < int(rec.NumRows()); r++ {
+			survived = append(survived, -1)
+		}
 		for i, k := range kept {
-			survived[k] = i
+			survived[k] = int32(i)
 		}
 		for r := 0; r < int(rec.NumRows()); r++ {
 			op := m.c.Ops[r]
@@ -1131,8 +1136,8 @@ func (j *Job) runSink(ins []chan msg) error {
 			for c := 0; c < nk; c++ {
 				key = encodeDatum(key, types.DatumAt(rec.Column(c), r, keyTs[c]), keyTs[c])
 			}
-			if i, ok := survived[r]; ok && op != OpDelete {
-				row = encodeRow(row[:0], out, i, outTs)
+			if i := survived[r]; i >= 0 && op != OpDelete {
+				row = encodeRow(row[:0], out, int(i), outTs)
 				b.PutViewRow(j.spec.View.ID, key, row)
 			} else {
 				b.DeleteViewRow(j.spec.View.ID, key)

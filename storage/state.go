@@ -114,16 +114,27 @@ func (b *Batch) Len() int {
 // CommitEpoch commits the batches of every job, plus meta (a checkpoint
 // record, may be nil under key k/<id>), atomically; sync makes it durable.
 func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) error {
-	all := db.pdb.NewBatch()
+	// The first job's batch carries the commit (no copy of the largest
+	// part in the common one-job case); the others are appended to it.
+	var all *pebble.Batch
 	var appends []pendingAppend
 	for _, b := range batches {
 		b.mu.Lock()
-		err := all.Apply(b.b, nil)
+		var err error
+		if all == nil {
+			all = b.b
+			b.b = db.pdb.NewBatch() // the Batch may not be reused
+		} else {
+			err = all.Apply(b.b, nil)
+		}
 		appends = append(appends, b.appends...)
 		b.mu.Unlock()
 		if err != nil {
 			return sqlerr.Wrap(sqlerr.IOError, err)
 		}
+	}
+	if all == nil {
+		all = db.pdb.NewBatch()
 	}
 	if meta != nil {
 		all.Set(binary.BigEndian.AppendUint64([]byte("k/"), id), meta, nil)

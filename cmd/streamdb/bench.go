@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"time"
@@ -29,7 +30,19 @@ func bench(args []string) error {
 	cache := fs.Int64("state-cache-mb", 1024, "memory for the job's aggregate state (0: unbounded)")
 	snap := fs.Bool("savepoint", false, "also time CREATE SAVEPOINT and RESTORE FROM SAVEPOINT of the view")
 	restart := fs.Bool("restart", false, "also time closing and reopening the database until the view serves again")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.Parse(args)
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	dir, err := os.MkdirTemp("", "streamdb-bench-")
 	if err != nil {
