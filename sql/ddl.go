@@ -62,13 +62,9 @@ func (e *Engine) createTable(n *parse.CreateTable) (*Result, error) {
 		}
 		return nil, sqlerr.New(sqlerr.DuplicateTable, "relation %q already exists", n.Name)
 	}
-	b := e.db.NewBatch()
-	t.ID = e.db.NewID(b)
-	storage.PutTable(b, t)
-	if err := e.db.Commit(b, true); err != nil {
+	if err := e.addTableLocked(t); err != nil {
 		return nil, err
 	}
-	e.mu.tables[t.Name] = t
 	return &Result{Tag: "CREATE TABLE"}, nil
 }
 
@@ -281,13 +277,9 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, 
 		}
 		return nil, sqlerr.New(sqlerr.DuplicateTable, "relation %q already exists", n.Name)
 	}
-	b := e.db.NewBatch()
-	def.ID = e.db.NewID(b)
-	storage.PutTable(b, def)
-	if err := e.db.Commit(b, true); err != nil {
+	if err := e.addTableLocked(def); err != nil {
 		return nil, err
 	}
-	e.mu.tables[def.Name] = def
 	if err := e.startViewJobLocked(def, phys, false); err != nil {
 		return nil, err
 	}
@@ -347,4 +339,25 @@ func containsDef(defs []*storage.TableDef, name string) bool {
 		}
 	}
 	return false
+}
+
+// addTableLocked gives t a new id and stores it in the catalog, durably.
+func (e *Engine) addTableLocked(t *storage.TableDef) error {
+	b := e.db.NewBatch()
+	t.ID = e.db.NewID(b)
+	storage.PutTable(b, t)
+	if err := e.db.Commit(b, true); err != nil {
+		return err
+	}
+	e.mu.tables[t.Name] = t
+	return nil
+}
+
+// viewDef returns the catalog entry of materialized view name, or 42P01.
+func (e *Engine) viewDef(name string) (*storage.TableDef, error) {
+	def, ok := e.Table(name)
+	if !ok || def.Kind != storage.KindView {
+		return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", name)
+	}
+	return def, nil
 }

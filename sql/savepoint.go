@@ -124,9 +124,9 @@ func (e *Engine) jobManifests(names []string) ([]checkpoint.JobManifest, error) 
 	}
 	var out []checkpoint.JobManifest
 	for _, n := range names {
-		def, ok := e.Table(n)
-		if !ok || def.Kind != storage.KindView {
-			return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", n)
+		def, err := e.viewDef(n)
+		if err != nil {
+			return nil, err
 		}
 		plan, err := e.planView(def)
 		if err != nil {
@@ -291,8 +291,8 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 		dir, what = e.savepointDir(n.Savepoint), fmt.Sprintf("savepoint %q", n.Savepoint)
 	}
 	if n.View != "" {
-		if def, ok := e.Table(n.View); !ok || def.Kind != storage.KindView {
-			return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", n.View)
+		if _, err := e.viewDef(n.View); err != nil {
+			return nil, err
 		}
 	}
 	if _, err := os.Stat(dir); err != nil {
@@ -318,9 +318,9 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 	}
 	var items []item
 	for _, v := range views {
-		def, ok := e.Table(v)
-		if !ok || def.Kind != storage.KindView {
-			return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", v)
+		def, err := e.viewDef(v)
+		if err != nil {
+			return nil, err
 		}
 		jm, ok := snap.man.Job(v)
 		if !ok {
@@ -369,9 +369,9 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 }
 
 func (e *Engine) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error) {
-	def, ok := e.Table(n.View)
-	if !ok || def.Kind != storage.KindView {
-		return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", n.View)
+	def, err := e.viewDef(n.View)
+	if err != nil {
+		return nil, err
 	}
 	if n.Savepoint != "" {
 		if _, err := e.createSavepoint(ctx, n.Savepoint, []string{n.View}); err != nil {
@@ -400,9 +400,9 @@ func (e *Engine) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error)
 }
 
 func (e *Engine) startJob(ctx context.Context, n *parse.StartJob) (*Result, error) {
-	def, ok := e.Table(n.View)
-	if !ok || def.Kind != storage.KindView {
-		return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", n.View)
+	def, err := e.viewDef(n.View)
+	if err != nil {
+		return nil, err
 	}
 	if n.Savepoint != "" {
 		if _, err := e.restore(ctx, &parse.Restore{View: n.View, Savepoint: n.Savepoint}); err != nil {
@@ -525,9 +525,8 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 // alterView is ALTER MATERIALIZED VIEW v SET (restart.* = ...): per-job
 // restart settings, validated like the database-wide ones.
 func (e *Engine) alterView(n *parse.AlterView) (*Result, error) {
-	def, ok := e.Table(n.Name)
-	if !ok || def.Kind != storage.KindView {
-		return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", n.Name)
+	if _, err := e.viewDef(n.Name); err != nil {
+		return nil, err
 	}
 	vals := map[string]string{}
 	for k, v := range n.Options {
@@ -547,6 +546,9 @@ func (e *Engine) alterView(n *parse.AlterView) (*Result, error) {
 		if err := e.persistOptionLocked(e.mu.tables[n.Name], k, v); err != nil {
 			return nil, err
 		}
+	}
+	if je := e.mu.jobs[n.Name]; je != nil {
+		je.backoff = nil // the next failure uses the new strategy
 	}
 	return &Result{Tag: "ALTER MATERIALIZED VIEW"}, nil
 }
