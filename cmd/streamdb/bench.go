@@ -31,6 +31,7 @@ func bench(args []string) error {
 	snap := fs.Bool("savepoint", false, "also time CREATE SAVEPOINT and RESTORE FROM SAVEPOINT of the view")
 	restart := fs.Bool("restart", false, "also time closing and reopening the database until the view serves again")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	steady := fs.Int("steady", 0, "after the view is complete, time this many CHECKPOINTs, each after a 1000-row COPY")
 	fs.Parse(args)
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -122,6 +123,33 @@ func bench(args []string) error {
 	fmt.Printf("ingest (COPY, fsync):  %v, %.2fM rows/s\n", ingest.Round(time.Millisecond), float64(*rows)/ingest.Seconds()/1e6)
 	fmt.Printf("view complete:         %v, %.2fM rows/s end to end\n", complete.Round(time.Millisecond), float64(*rows)/complete.Seconds()/1e6)
 
+	if *steady > 0 {
+		var ds []time.Duration
+		for r := 0; r < *steady; r++ {
+			res, err := run("COPY t FROM STDIN")
+			if err != nil {
+				return err
+			}
+			buf.Reset()
+			for i := 0; i < 1000; i++ {
+				fmt.Fprintf(&buf, "%d\t%d\n", (r*7919+i*104729)%*keys, i)
+			}
+			if err := res.CopyIn.Write(buf.Bytes()); err != nil {
+				return err
+			}
+			if _, err := res.CopyIn.Done(); err != nil {
+				return err
+			}
+			t0 := time.Now()
+			if _, err := run("CHECKPOINT"); err != nil {
+				return err
+			}
+			ds = append(ds, time.Since(t0))
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		fmt.Printf("steady CHECKPOINT:     %d after 1000-row COPYs into %d keys of state: p50 %v, p99 %v\n",
+			len(ds), *keys, ds[len(ds)/2].Round(time.Millisecond), ds[(len(ds)*99)/100].Round(time.Millisecond))
+	}
 	timed := func(what, q string) error {
 		t0 := time.Now()
 		if _, err := run(q); err != nil {
