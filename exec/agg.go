@@ -31,6 +31,7 @@ type aggOp struct {
 	touched  []uint64 // epoch the group last changed in
 	bytes    int64    // estimated memory of the groups
 	spilled  bool
+	evicted  evictedFilter // hashes of groups whose state is only in the state table
 	hand     int
 	epoch    uint64 // the epoch being processed
 	load     func(gids []int32) error
@@ -77,7 +78,15 @@ func (a *aggOp) created() error {
 		a.bytes += groupBytes + a.gt.keyBytes(g)
 	}
 	if a.spilled && a.load != nil && len(a.gt.created) > 0 {
-		return a.load(a.gt.created)
+		maybe := a.gt.created[:0:0]
+		for _, g := range a.gt.created {
+			if a.evicted.mayContain(a.gt.hashes[g]) {
+				maybe = append(maybe, g)
+			}
+		}
+		if len(maybe) > 0 {
+			return a.load(maybe)
+		}
 	}
 	return nil
 }
@@ -105,6 +114,7 @@ func (a *aggOp) evict(limit int64, committed, current uint64) int {
 			continue
 		}
 		a.bytes -= groupBytes + a.gt.keyBytes(g) + int64(len(a.lastOut[g]))
+		a.evicted.add(a.gt.hashes[g])
 		a.gt.remove(g)
 		for _, acc := range a.accs {
 			acc.reset(g)

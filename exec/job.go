@@ -1026,10 +1026,6 @@ func (j *Job) loadState(op *aggOp, inst int) error {
 		if len(key) == 0 || instanceOf(int(key[0]), j.spec.Parallelism) != inst {
 			return nil
 		}
-		if limit > 0 && op.bytes > limit {
-			op.spilled = true // the rest stays in the state table until needed
-			return nil
-		}
 		rest := key[1:]
 		ds := make([]types.Datum, len(op.keyTs))
 		for c, t := range op.keyTs {
@@ -1037,6 +1033,12 @@ func (j *Job) loadState(op *aggOp, inst int) error {
 			if ds[c], rest, err = decodeDatum(rest, t); err != nil {
 				return err
 			}
+		}
+		if limit > 0 && op.bytes > limit {
+			// The rest stays in the state table until its keys come.
+			op.spilled = true
+			op.evicted.add(hashDatums(ds, op.keyTs))
+			return nil
 		}
 		var g int32
 		if len(op.keyTs) > 0 {
