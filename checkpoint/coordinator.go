@@ -185,6 +185,18 @@ func (c *Coordinator) Trigger(ctx context.Context, trigger string, after func(*R
 	}
 }
 
+// NoteExportFailure records that checkpoint id, committed, could not be
+// exported to checkpoint.dir (the export finishes after the round).
+func (c *Coordinator) NoteExportFailure(id uint64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.mu.history {
+		if c.mu.history[i].ID == id {
+			c.mu.history[i].Error = "checkpoint committed; export to checkpoint.dir failed: " + err.Error()
+		}
+	}
+}
+
 // History returns the checkpoint records, oldest first.
 func (c *Coordinator) History() []Record {
 	c.mu.Lock()

@@ -116,18 +116,36 @@ func fileSum(path string, info fs.FileInfo) (string, error) {
 // Export writes a snapshot of db's current state into dir (which must not
 // exist) with manifest m, and returns the completed manifest.
 func Export(db *storage.DB, dir string, m Manifest) (*Manifest, error) {
+	tmp, err := Capture(db, dir)
+	if err != nil {
+		return nil, err
+	}
+	return Seal(tmp, dir, m)
+}
+
+// Capture is Export's first half: it takes the Pebble checkpoint of db's
+// current state into a temporary directory next to dir and returns it. It
+// is cheap (table files are hard links) and must run at the cut.
+func Capture(db *storage.DB, dir string) (string, error) {
 	if _, err := os.Stat(dir); err == nil {
-		return nil, sqlerr.New(sqlerr.DuplicateObject, "snapshot directory %s already exists", dir)
+		return "", sqlerr.New(sqlerr.DuplicateObject, "snapshot directory %s already exists", dir)
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+		return "", sqlerr.Wrap(sqlerr.IOError, err)
 	}
 	tmp := dir + ".tmp"
 	os.RemoveAll(tmp)
 	if err := db.Pebble().Checkpoint(filepath.Join(tmp, "db"), pebble.WithFlushedWAL()); err != nil {
 		os.RemoveAll(tmp)
-		return nil, sqlerr.Wrap(sqlerr.IOError, fmt.Errorf("snapshot: %w", err))
+		return "", sqlerr.Wrap(sqlerr.IOError, fmt.Errorf("snapshot: %w", err))
 	}
+	return tmp, nil
+}
+
+// Seal is Export's second half, which may run later: it checksums every
+// file of the captured snapshot, writes the manifest and renames the
+// snapshot into place, so it is visible only once complete.
+func Seal(tmp, dir string, m Manifest) (*Manifest, error) {
 	m.FormatVersion = FormatVersion
 	files, err := sumFiles(tmp)
 	if err != nil {

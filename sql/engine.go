@@ -51,6 +51,7 @@ type Engine struct {
 	streams    atomic.Uint64 // change streams started
 
 	snaps      openSnaps
+	exports    exportState
 	lastExport time.Time // of a retained checkpoint; used by the coordinator's goroutine only
 
 	// roundMu is held by the coordinator for a whole barrier round, and by
@@ -154,6 +155,7 @@ func (e *Engine) Close() error {
 	e.cancel()
 	<-e.done
 	<-e.supervised
+	e.exports.wg.Wait()
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
 	e.mu.Lock()

@@ -94,6 +94,9 @@ func (e *Engine) closeAllSnapshots() {
 
 // Snapshot implements planner.Snapshots.
 func (e *Engine) Snapshot(a planner.AsOf, view string) (storage.Reader, uint64, error) {
+	if a.Savepoint == "" {
+		e.waitExport(a.Checkpoint)
+	}
 	dir, what := e.checkpointDir(a.Checkpoint), fmt.Sprintf("checkpoint %d", a.Checkpoint)
 	if a.Savepoint != "" {
 		dir, what = e.savepointDir(a.Savepoint), fmt.Sprintf("savepoint %q", a.Savepoint)
@@ -184,18 +187,71 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 	if err != nil {
 		return err
 	}
-	if _, err := checkpoint.Export(e.db, e.checkpointDir(rec.ID), checkpoint.Manifest{Kind: "checkpoint",
-		Name: fmt.Sprintf("chk-%d", rec.ID), CheckpointID: rec.ID, Epoch: rec.Epoch, CreatedAt: rec.StartedAt, Jobs: jobs}); err != nil {
+	dir := e.checkpointDir(rec.ID)
+	tmp, err := checkpoint.Capture(e.db, dir)
+	if err != nil {
 		return err
 	}
+	// Checksumming the captured files can take long while compactions write
+	// new ones, so it runs after the round, one export at a time; readers of
+	// this checkpoint (AS OF, RESTORE, SHOW CHECKPOINTS) wait for it.
+	man := checkpoint.Manifest{Kind: "checkpoint", Name: fmt.Sprintf("chk-%d", rec.ID),
+		CheckpointID: rec.ID, Epoch: rec.Epoch, CreatedAt: rec.StartedAt, Jobs: jobs}
 	keep := e.checkpointConfig().Retained
-	all := checkpoint.List(filepath.Join(e.snapshotRoot(), "checkpoints"))
-	for i := 0; i < len(all)-keep; i++ {
-		dir := e.checkpointDir(all[i].CheckpointID)
-		e.closeSnapshot(dir)
-		os.RemoveAll(dir)
+	root := filepath.Join(e.snapshotRoot(), "checkpoints")
+	done := make(chan struct{})
+	e.exports.Lock()
+	if e.exports.pending == nil {
+		e.exports.pending = map[uint64]chan struct{}{}
 	}
+	e.exports.pending[rec.ID] = done
+	e.exports.Unlock()
+	e.exports.wg.Add(1)
+	go func() {
+		defer e.exports.wg.Done()
+		e.exports.seal.Lock()
+		defer e.exports.seal.Unlock()
+		if _, err := checkpoint.Seal(tmp, dir, man); err != nil {
+			e.coord.NoteExportFailure(man.CheckpointID, err)
+			e.log.Error("retained checkpoint export failed", "checkpoint", man.CheckpointID, "err", err)
+		}
+		// It takes no engine lock, so code holding e.mu may wait for it.
+		all := checkpoint.List(root)
+		for i := 0; i < len(all)-keep; i++ {
+			old := filepath.Join(root, fmt.Sprintf("chk-%d", all[i].CheckpointID))
+			e.closeSnapshot(old)
+			os.RemoveAll(old)
+		}
+		e.exports.Lock()
+		delete(e.exports.pending, man.CheckpointID)
+		e.exports.Unlock()
+		close(done)
+	}()
 	return nil
+}
+
+// exportState tracks retained-checkpoint exports still being sealed.
+type exportState struct {
+	sync.Mutex
+	pending map[uint64]chan struct{}
+	seal    sync.Mutex // one export checksums at a time
+	wg      sync.WaitGroup
+}
+
+// waitExport waits until checkpoint id (or, for id 0, every checkpoint)
+// that is being exported is complete.
+func (e *Engine) waitExport(id uint64) {
+	e.exports.Lock()
+	var chans []chan struct{}
+	for pid, c := range e.exports.pending {
+		if id == 0 || pid == id {
+			chans = append(chans, c)
+		}
+	}
+	e.exports.Unlock()
+	for _, c := range chans {
+		<-c
+	}
 }
 
 // deleteCheckpointsOf removes the retained checkpoints that cover only the
@@ -203,6 +259,7 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 // Checkpoints are database-wide, so one that also covers another view
 // stays. Called with e.mu held.
 func (e *Engine) deleteCheckpointsOfLocked(views []string) {
+	e.waitExport(0)
 	gone := map[string]bool{}
 	for _, v := range views {
 		gone[v] = true
@@ -286,6 +343,9 @@ func compatible(view string, jm *checkpoint.JobManifest, plan exec.Plan, allowNo
 
 // restore rewinds views to a snapshot: their state, offsets and rows.
 func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error) {
+	if n.Savepoint == "" {
+		e.waitExport(n.Checkpoint)
+	}
 	dir, what := e.checkpointDir(n.Checkpoint), fmt.Sprintf("checkpoint %d", n.Checkpoint)
 	if n.Savepoint != "" {
 		dir, what = e.savepointDir(n.Savepoint), fmt.Sprintf("savepoint %q", n.Savepoint)
