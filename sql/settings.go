@@ -38,6 +38,7 @@ var dbSettings = map[string]settingDef{
 	"restart.max_delay":             {"5min", duration},
 	"restart.multiplier":            {"2.0", floatMin(1)},
 	"restart.jitter":                {"0.1", floatRange(0, 1)},
+	"restart.reset_after":           {"1h", positiveDuration},
 	"job.error_policy":              {"fail", oneOf("fail", "skip")},
 }
 
@@ -126,6 +127,14 @@ func duration(s string) (string, error) {
 	d, err := checkpoint.ParseDuration(s)
 	if err != nil {
 		return "", err
+	}
+	return checkpoint.FormatDuration(d), nil
+}
+
+func positiveDuration(s string) (string, error) {
+	d, err := checkpoint.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return "", fmt.Errorf("expected a duration greater than 0, such as 30s, 5min, 1h")
 	}
 	return checkpoint.FormatDuration(d), nil
 }
