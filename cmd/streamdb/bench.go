@@ -30,10 +30,10 @@ func bench(args []string) error {
 	cache := fs.Int64("state-cache-mb", 1024, "memory for the job's aggregate state (0: unbounded)")
 	snap := fs.Bool("savepoint", false, "also time CREATE SAVEPOINT and RESTORE FROM SAVEPOINT of the view")
 	restart := fs.Bool("restart", false, "also time closing and reopening the database until the view serves again")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run (of the steady phase with --steady) to this file")
 	steady := fs.Int("steady", 0, "after the view is complete, time this many CHECKPOINTs, each after a 1000-row COPY")
 	fs.Parse(args)
-	if *cpuprofile != "" {
+	if *cpuprofile != "" && *steady == 0 {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
 			return err
@@ -124,6 +124,17 @@ func bench(args []string) error {
 	fmt.Printf("view complete:         %v, %.2fM rows/s end to end\n", complete.Round(time.Millisecond), float64(*rows)/complete.Seconds()/1e6)
 
 	if *steady > 0 {
+		if *cpuprofile != "" { // profile the steady phase only
+			f, err := os.Create(*cpuprofile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
 		var ds []time.Duration
 		for r := 0; r < *steady; r++ {
 			res, err := run("COPY t FROM STDIN")
