@@ -405,13 +405,15 @@ func (c *copyIn) splitText(line []byte) error {
 	c.fields = c.fields[:0]
 	d := c.opts.delim
 	start, esc := 0, false
-	for i, ch := range line {
-		switch ch {
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
 		case d:
 			c.fields = append(c.fields, c.textField(line[start:i], esc))
 			start, esc = i+1, false
 		case '\\':
+			// The next byte is data, even a delimiter or a backslash.
 			esc = true
+			i++
 		}
 	}
 	c.fields = append(c.fields, c.textField(line[start:], esc))
