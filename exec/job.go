@@ -1250,8 +1250,3 @@ func (j *Job) emitOut(c Chunk) error {
 		return nil
 	}
 }
-
-// Idle reports whether the job has read everything currently in its stream.
-func (j *Job) Idle() bool { return j.Lag() == 0 }
-
-var _ = time.Second

@@ -3,7 +3,6 @@ package sql
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/streamdb/streamdb/exec"
@@ -329,8 +328,6 @@ func textRows(lines []string) Rows {
 	}
 	return &sliceRows{recs: []arrowRecord{newRecord([]types.T{types.TText}, []arrowArray{bl.NewArray()}, len(lines))}}
 }
-
-var _ = strings.TrimSpace
 
 func containsDef(defs []*storage.TableDef, name string) bool {
 	for _, d := range defs {

@@ -51,6 +51,7 @@ type Engine struct {
 	streams    atomic.Uint64 // change streams started
 
 	snaps      openSnaps
+	transient  changeStreams
 	exports    exportState
 	lastExport time.Time // of a retained checkpoint; used by the coordinator's goroutine only
 

@@ -26,43 +26,43 @@ func newRecord(ts []types.T, cols []arrow.Array, n int) arrow.RecordBatch {
 	return rec
 }
 
-// transient tracks running change-stream jobs; they get barriers from the
-// engine's ticker without being waited for.
-var transient struct {
+// changeStreams tracks the running change-stream jobs; they get barriers
+// from the engine's ticker without being waited for.
+type changeStreams struct {
 	sync.Mutex
 	jobs map[*exec.Job]bool
 }
 
 func (e *Engine) addTransient(j *exec.Job) {
-	transient.Lock()
-	defer transient.Unlock()
-	if transient.jobs == nil {
-		transient.jobs = map[*exec.Job]bool{}
+	e.transient.Lock()
+	defer e.transient.Unlock()
+	if e.transient.jobs == nil {
+		e.transient.jobs = map[*exec.Job]bool{}
 	}
-	transient.jobs[j] = true
+	e.transient.jobs[j] = true
 }
 
 func (e *Engine) removeTransient(j *exec.Job) {
-	transient.Lock()
-	delete(transient.jobs, j)
-	transient.Unlock()
+	e.transient.Lock()
+	delete(e.transient.jobs, j)
+	e.transient.Unlock()
 	j.Stop()
 }
 
 func (e *Engine) tickTransient(epoch uint64) {
-	transient.Lock()
-	defer transient.Unlock()
-	for j := range transient.jobs {
+	e.transient.Lock()
+	defer e.transient.Unlock()
+	for j := range e.transient.jobs {
 		j.TryInjectBarrier(&exec.Barrier{Epoch: epoch})
 	}
 }
 
 // transientJobs returns the running change streams.
 func (e *Engine) transientJobs() []*exec.Job {
-	transient.Lock()
-	defer transient.Unlock()
-	out := make([]*exec.Job, 0, len(transient.jobs))
-	for j := range transient.jobs {
+	e.transient.Lock()
+	defer e.transient.Unlock()
+	out := make([]*exec.Job, 0, len(e.transient.jobs))
+	for j := range e.transient.jobs {
 		out = append(out, j)
 	}
 	return out

@@ -34,15 +34,11 @@ func bench(args []string) error {
 	steady := fs.Int("steady", 0, "after the view is complete, time this many CHECKPOINTs, each after a 1000-row COPY")
 	fs.Parse(args)
 	if *cpuprofile != "" && *steady == 0 {
-		f, err := os.Create(*cpuprofile)
+		stop, err := startProfile(*cpuprofile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 
 	dir, err := os.MkdirTemp("", "streamdb-bench-")
@@ -125,15 +121,11 @@ func bench(args []string) error {
 
 	if *steady > 0 {
 		if *cpuprofile != "" { // profile the steady phase only
-			f, err := os.Create(*cpuprofile)
+			stop, err := startProfile(*cpuprofile)
 			if err != nil {
 				return err
 			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				return err
-			}
-			defer pprof.StopCPUProfile()
+			defer stop()
 		}
 		var ds []time.Duration
 		for r := 0; r < *steady; r++ {
@@ -231,4 +223,17 @@ func scalar(ctx context.Context, run func(string) (*sql.Result, error), q string
 		return 0, nil
 	}
 	return d.D.BigInt().Int64(), nil
+}
+
+// startProfile writes a CPU profile to path until stop is called.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
