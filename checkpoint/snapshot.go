@@ -28,8 +28,9 @@ import (
 // costs only what changed since the last one, and it stays valid when every
 // other snapshot (or the live database) is deleted: it is self-contained.
 
-// FormatVersion is the snapshot format written by this build.
-const FormatVersion = 1
+// FormatVersion is the snapshot format written by this build. Version 2
+// added Offsets; a version 1 snapshot pins every log at its start.
+const FormatVersion = 2
 
 // Manifest describes a snapshot.
 type Manifest struct {
@@ -40,7 +41,11 @@ type Manifest struct {
 	Epoch         uint64
 	CreatedAt     time.Time
 	Jobs          []JobManifest
-	Files         []FileSum
+	// Offsets are every job's committed log offsets at the snapshot: a
+	// restore replays the live logs from them, so logs are not truncated
+	// below them while the snapshot is kept.
+	Offsets []storage.Offset
+	Files   []FileSum
 }
 
 // JobManifest describes one job a snapshot covers.

@@ -422,6 +422,16 @@ func (j *Job) LogEnds() []uint64 {
 	return ends
 }
 
+// Positions returns the log the job reads and, per partition, the offset
+// it has read up to.
+func (j *Job) Positions() (table uint64, offs []uint64) {
+	offs = make([]uint64, len(j.offsets))
+	for p := range offs {
+		offs[p] = j.offsets[p].Load()
+	}
+	return j.shape.src.ID, offs
+}
+
 // Reached reports whether the job has read every partition up to ends.
 func (j *Job) Reached(ends []uint64) bool {
 	for p, end := range ends {
@@ -528,9 +538,13 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 	}
 	onBarrier := func(b *Barrier) error {
 		if b.CatchUp {
-			_, end, _, err := j.db.LogBounds(sh.src.ID, part)
+			start, end, _, err := j.db.LogBounds(sh.src.ID, part)
 			if err != nil {
 				return err
+			}
+			if off < start {
+				off = start
+				j.offsets[part].Store(off)
 			}
 			for off < end {
 				if err := read(min(end, off+maxRows)); err != nil {
@@ -559,9 +573,16 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 			return nil
 		default:
 		}
-		_, end, changed, err := j.db.LogBounds(sh.src.ID, part)
+		start, end, changed, err := j.db.LogBounds(sh.src.ID, part)
 		if err != nil {
 			return err
+		}
+		if off < start {
+			// Retention removed rows no checkpoint, savepoint or committed
+			// offset needed (a job that never committed starts at the
+			// oldest retained offset, wherever that has moved).
+			off = start
+			j.offsets[part].Store(off)
 		}
 		if off < end {
 			if err := read(min(end, off+maxRows)); err != nil {

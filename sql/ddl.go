@@ -311,12 +311,11 @@ func (e *Engine) changeStream(ctx context.Context, plan planner.Node) (Rows, err
 	}
 	out := make(chan exec.Chunk, 4)
 	n := e.streams.Add(1) // change streams write nothing; the id only names them
-	j, err := exec.StartJob(e.db, exec.JobSpec{ID: 1<<63 | n, Name: fmt.Sprintf("change_stream_%d", n), Plan: phys,
+	j, err := e.startTransient(exec.JobSpec{ID: 1<<63 | n, Name: fmt.Sprintf("change_stream_%d", n), Plan: phys,
 		Out: out, Parallelism: 1, Now: time.Now().UnixMicro()})
 	if err != nil {
 		return nil, err
 	}
-	e.addTransient(j)
 	return &changeRows{e: e, job: j, out: out, ts: phys.Types()}, nil
 }
 

@@ -50,10 +50,11 @@ type Engine struct {
 	rr         atomic.Uint32 // round-robin partition choice for inserts
 	streams    atomic.Uint64 // change streams started
 
-	snaps      openSnaps
-	transient  changeStreams
-	exports    exportState
-	lastExport time.Time // of a retained checkpoint; used by the coordinator's goroutine only
+	snaps        openSnaps
+	transient    changeStreams
+	exports      exportState
+	lastExport   time.Time // of a retained checkpoint; used by the coordinator's goroutine only
+	lastTruncate time.Time // of the logs (retention.go); likewise
 
 	// roundMu is held by the coordinator for a whole barrier round, and by
 	// DDL that starts or stops jobs, so the set of jobs is fixed in a round.
@@ -135,7 +136,7 @@ func Open(cfg Config) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
-	e.coord.OnCompleted(e.exportCheckpoint)
+	e.coord.OnCompleted(e.afterCheckpoint)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	go func() {

@@ -33,13 +33,21 @@ type changeStreams struct {
 	jobs map[*exec.Job]bool
 }
 
-func (e *Engine) addTransient(j *exec.Job) {
+// startTransient starts a change stream's job. It holds the change
+// streams' lock while the job takes its start offsets, so log truncation
+// (which holds it too) sees the job's positions or runs before it starts.
+func (e *Engine) startTransient(spec exec.JobSpec) (*exec.Job, error) {
 	e.transient.Lock()
 	defer e.transient.Unlock()
+	j, err := exec.StartJob(e.db, spec)
+	if err != nil {
+		return nil, err
+	}
 	if e.transient.jobs == nil {
 		e.transient.jobs = map[*exec.Job]bool{}
 	}
 	e.transient.jobs[j] = true
+	return j, nil
 }
 
 func (e *Engine) removeTransient(j *exec.Job) {

@@ -158,8 +158,12 @@ func (e *Engine) createSavepoint(ctx context.Context, name string, views []strin
 	}
 	var man *checkpoint.Manifest
 	_, err = e.coord.Trigger(ctx, "savepoint", func(rec *checkpoint.Record) error {
+		offs, err := e.db.Offsets()
+		if err != nil {
+			return err
+		}
 		m, err := checkpoint.Export(e.db, dir, checkpoint.Manifest{Kind: "savepoint", Name: name,
-			CheckpointID: rec.ID, Epoch: rec.Epoch, CreatedAt: rec.StartedAt, Jobs: jobs})
+			CheckpointID: rec.ID, Epoch: rec.Epoch, CreatedAt: rec.StartedAt, Jobs: jobs, Offsets: offs})
 		man = m
 		return err
 	})
@@ -187,6 +191,10 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 	if err != nil {
 		return err
 	}
+	offs, err := e.db.Offsets()
+	if err != nil {
+		return err
+	}
 	dir := e.checkpointDir(rec.ID)
 	tmp, err := checkpoint.Capture(e.db, dir)
 	if err != nil {
@@ -196,15 +204,17 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 	// new ones, so it runs after the round, one export at a time; readers of
 	// this checkpoint (AS OF, RESTORE, SHOW CHECKPOINTS) wait for it.
 	man := checkpoint.Manifest{Kind: "checkpoint", Name: fmt.Sprintf("chk-%d", rec.ID),
-		CheckpointID: rec.ID, Epoch: rec.Epoch, CreatedAt: rec.StartedAt, Jobs: jobs}
+		CheckpointID: rec.ID, Epoch: rec.Epoch, CreatedAt: rec.StartedAt, Jobs: jobs, Offsets: offs}
 	keep := e.checkpointConfig().Retained
 	root := filepath.Join(e.snapshotRoot(), "checkpoints")
 	done := make(chan struct{})
 	e.exports.Lock()
 	if e.exports.pending == nil {
 		e.exports.pending = map[uint64]chan struct{}{}
+		e.exports.offsets = map[uint64][]storage.Offset{}
 	}
 	e.exports.pending[rec.ID] = done
+	e.exports.offsets[rec.ID] = offs
 	e.exports.Unlock()
 	e.exports.wg.Add(1)
 	go func() {
@@ -224,6 +234,7 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 		}
 		e.exports.Lock()
 		delete(e.exports.pending, man.CheckpointID)
+		delete(e.exports.offsets, man.CheckpointID)
 		e.exports.Unlock()
 		close(done)
 	}()
@@ -234,7 +245,8 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 type exportState struct {
 	sync.Mutex
 	pending map[uint64]chan struct{}
-	seal    sync.Mutex // one export checksums at a time
+	offsets map[uint64][]storage.Offset // of each pending export; they pin the logs as its manifest will
+	seal    sync.Mutex                  // one export checksums at a time
 	wg      sync.WaitGroup
 }
 

@@ -40,6 +40,7 @@ var dbSettings = map[string]settingDef{
 	"restart.jitter":                {"0.1", floatRange(0, 1)},
 	"restart.reset_after":           {"1h", positiveDuration},
 	"job.error_policy":              {"fail", oneOf("fail", "skip")},
+	"stream.retention":              {"unbounded", durationOrUnbounded},
 }
 
 // Session settings that drivers send; accepted and reported by SHOW.
@@ -143,6 +144,16 @@ func durationOrOff(s string) (string, error) {
 	l := strings.ToLower(strings.TrimSpace(s))
 	if l == "off" || l == "0" || l == "none" {
 		return "off", nil
+	}
+	return duration(s)
+}
+
+func durationOrUnbounded(s string) (string, error) {
+	if strings.EqualFold(strings.TrimSpace(s), "unbounded") {
+		return "unbounded", nil
+	}
+	if _, err := duration(s); err != nil {
+		return "", fmt.Errorf("expected 'unbounded' or a duration such as 0s, 10min, 7d")
 	}
 	return duration(s)
 }

@@ -129,6 +129,25 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 				t.add(str(d.Name))
 			}
 			return t, nil
+		case "streams":
+			// streamdb_tables: each stream's log, appended and retained rows
+			// (retention removes whole blocks from the start; retention.go).
+			t := &table{cols: []Column{{"name", types.TText}, {"partitions", types.TInt64},
+				{"rows_appended", types.TInt64}, {"rows_retained", types.TInt64}}}
+			for _, d := range e.sortedTables(storage.KindStream) {
+				parts := max(1, d.Partitions)
+				var appended, retained int64
+				for p := 0; p < parts; p++ {
+					start, end, _, err := e.db.LogBounds(d.ID, uint32(p))
+					if err != nil {
+						return nil, err
+					}
+					appended += int64(end)
+					retained += int64(end - start)
+				}
+				t.add(str(d.Name), types.Int(int64(parts)), types.Int(appended), types.Int(retained))
+			}
+			return t, nil
 		case "materialized views":
 			t := &table{cols: textCols("name", "definition")}
 			for _, d := range e.sortedTables(storage.KindView) {
@@ -445,7 +464,7 @@ var systemTables = map[string]parse.Statement{
 	"streamdb_jobs":        &parse.ShowObjects{What: "jobs"},
 	"streamdb_checkpoints": &parse.ShowObjects{What: "checkpoints"},
 	"streamdb_savepoints":  &parse.ShowObjects{What: "savepoints"},
-	"streamdb_tables":      &parse.ShowObjects{What: "tables"},
+	"streamdb_tables":      &parse.ShowObjects{What: "streams"},
 	"streamdb_settings":    &parse.Show{Name: "all"},
 	"streamdb_job_errors":  &parse.ShowObjects{What: "job errors"},
 }

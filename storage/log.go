@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -16,9 +17,19 @@ import (
 )
 
 // A stream's log is a sequence of blocks per partition. A block holds the
-// rows [offset, offset+n) as one Arrow IPC record batch, prefixed with n.
-// Offsets are assigned under the partition's lock and blocks are applied in
-// offset order, so a reader that sees offset o sees every offset below it.
+// rows [offset, offset+n) as one Arrow IPC record batch, prefixed with a
+// header: n (4 bytes) and the time it was written (8 bytes, Unix
+// milliseconds), which retention reads. Offsets are assigned under the
+// partition's lock and blocks are applied in offset order, so a reader that
+// sees offset o sees every offset below it. A log's oldest blocks may be
+// truncated (TruncateLog); readers then start at its new start.
+
+// blockHeader is the size of a block's header.
+const blockHeader = 12
+
+// blockRows and blockTime read a block's header.
+func blockRows(v []byte) uint64 { return uint64(binary.BigEndian.Uint32(v)) }
+func blockTime(v []byte) int64  { return int64(binary.BigEndian.Uint64(v[4:])) }
 
 type logKey struct {
 	table uint64
@@ -71,7 +82,7 @@ func (db *DB) partition(table uint64, part uint32) (*partitionLog, error) {
 		if err != nil {
 			return nil, sqlerr.Wrap(sqlerr.IOError, err)
 		}
-		pl.next = binary.BigEndian.Uint64(it.Key()[len(prefix):]) + uint64(binary.BigEndian.Uint32(v))
+		pl.next = binary.BigEndian.Uint64(it.Key()[len(prefix):]) + blockRows(v)
 	}
 	pl.loaded = true
 	return pl, nil
@@ -83,9 +94,10 @@ func EncodeBlock(rec arrow.RecordBatch) ([]byte, error) {
 	// twice and was most of the encoding time.
 	var buf bytes.Buffer
 	buf.Grow(blockSizeHint(rec))
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(rec.NumRows()))
-	buf.Write(n[:])
+	var h [blockHeader]byte
+	binary.BigEndian.PutUint32(h[:], uint32(rec.NumRows()))
+	binary.BigEndian.PutUint64(h[4:], uint64(time.Now().UnixMilli()))
+	buf.Write(h[:])
 	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
 	if err := w.Write(rec); err != nil {
 		return nil, sqlerr.Wrap(sqlerr.Internal, err)
@@ -99,7 +111,7 @@ func EncodeBlock(rec arrow.RecordBatch) ([]byte, error) {
 // blockSizeHint is an upper estimate of rec's encoded size: its buffers,
 // each padded to 8 bytes, plus the schema and record batch messages.
 func blockSizeHint(rec arrow.RecordBatch) int {
-	n := 4 + 1024 + 256*int(rec.NumCols())
+	n := blockHeader + 1024 + 256*int(rec.NumCols())
 	var add func(d arrow.ArrayData)
 	add = func(d arrow.ArrayData) {
 		for _, b := range d.Buffers() {
@@ -124,10 +136,10 @@ func blockSizeHint(rec arrow.RecordBatch) int {
 // from mem (mem is kept for callers' sake) and the garbage collector, not
 // Release, frees it.
 func DecodeBlock(mem memory.Allocator, v []byte) (arrow.RecordBatch, error) {
-	if len(v) < 4 {
+	if len(v) < blockHeader {
 		return nil, sqlerr.New(sqlerr.DataCorrupted, "log block too short")
 	}
-	msgs := &blockMessages{b: bytes.Clone(v[4:])}
+	msgs := &blockMessages{b: bytes.Clone(v[blockHeader:])}
 	r, err := ipc.NewReaderFromMessageReader(msgs, ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, sqlerr.New(sqlerr.DataCorrupted, "log block: %v", err)
@@ -225,7 +237,7 @@ func (db *DB) AppendLog(table uint64, part uint32, recs []arrow.RecordBatch) (ui
 	off := first
 	for _, v := range blocks {
 		b.Set(logBlockKey(table, part, off), v, nil)
-		off += uint64(binary.BigEndian.Uint32(v))
+		off += blockRows(v)
 	}
 	if err := db.pdb.ApplyNoSyncWait(b, pebble.Sync); err != nil {
 		pl.mu.Unlock()
@@ -285,7 +297,7 @@ func (db *DB) ReadLog(mem memory.Allocator, table uint64, part uint32, from, to 
 		if err != nil {
 			return sqlerr.Wrap(sqlerr.IOError, err)
 		}
-		n := uint64(binary.BigEndian.Uint32(v))
+		n := blockRows(v)
 		if off+n <= from {
 			continue
 		}
@@ -343,4 +355,45 @@ func (db *DB) TruncateLog(table uint64, part uint32, below uint64) error {
 	}
 	pl.mu.Unlock()
 	return nil
+}
+
+// LogOffsetAt returns the first offset of the oldest block of a partition
+// written after t (at millisecond precision), or the log's end if no block
+// is newer. Blocks
+// are written in offset order, so their times ascend (up to the moments
+// concurrent appends spend encoding) and a binary search finds it.
+func (db *DB) LogOffsetAt(table uint64, part uint32, t time.Time) (uint64, error) {
+	pl, err := db.partition(table, part)
+	if err != nil {
+		return 0, err
+	}
+	pl.mu.Lock()
+	lo, hi := pl.start, pl.next
+	pl.mu.Unlock()
+	prefix := logPrefix(table, part)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return 0, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	defer it.Close()
+	ms := t.UnixMilli()
+	// Invariant: blocks ending at or before lo are older than t; the block
+	// starting at hi (if any) is not. Both are block boundaries.
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if !it.SeekLT(logBlockKey(table, part, mid+1)) {
+			break // truncated meanwhile
+		}
+		first := binary.BigEndian.Uint64(it.Key()[len(prefix):])
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return 0, sqlerr.Wrap(sqlerr.IOError, err)
+		}
+		if blockTime(v) > ms {
+			hi = first
+		} else {
+			lo = first + blockRows(v)
+		}
+	}
+	return lo, nil
 }

@@ -189,6 +189,27 @@ func (db *DB) LoadOffset(job, table uint64, part uint32) (off uint64, ok bool, e
 	return binary.BigEndian.Uint64(v), true, nil
 }
 
+// Offset is a job's committed position in one partition of a log it reads.
+type Offset struct {
+	Job, Table uint64
+	Part       uint32
+	Off        uint64
+}
+
+// Offsets returns every job's committed offsets.
+func (db *DB) Offsets() ([]Offset, error) {
+	var out []Offset
+	err := db.scanPrefix(db.pdb, []byte("o/"), func(k, v []byte) error {
+		if len(k) != 22 || len(v) != 8 {
+			return sqlerr.New(sqlerr.DataCorrupted, "malformed offset record")
+		}
+		out = append(out, Offset{Job: binary.BigEndian.Uint64(k[2:]), Table: binary.BigEndian.Uint64(k[10:]),
+			Part: binary.BigEndian.Uint32(k[18:]), Off: binary.BigEndian.Uint64(v)})
+		return nil
+	})
+	return out, err
+}
+
 // Snapshot is a consistent read view that must be closed.
 type Snapshot interface {
 	Reader

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -449,5 +450,58 @@ func TestCommitEpochPowerLoss(t *testing.T) {
 	// Both cases must occur, or the test proves less than it says.
 	if lost == 0 || byAppend == 0 {
 		t.Fatalf("%d seeds lost unsynced epochs, %d were made durable by an append", lost, byAppend)
+	}
+}
+
+// TestLogOffsetAt: the retention cut for a time is the first offset of the
+// oldest block written at or after it.
+func TestLogOffsetAt(t *testing.T) {
+	db := openMem(t, vfs.NewMem())
+	defer db.Close()
+	var marks []time.Time // marks[i]: a moment between block i-1 and block i
+	for i := 0; i < 6; i++ {
+		time.Sleep(3 * time.Millisecond)
+		marks = append(marks, time.Now())
+		time.Sleep(3 * time.Millisecond)
+		appendVals(t, db, 1, 0, seq(int64(3*i), 3)) // blocks start at 0, 3, 6, ...
+	}
+	for i, m := range marks {
+		got, err := db.LogOffsetAt(1, 0, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != uint64(3*i) {
+			t.Fatalf("LogOffsetAt(mark %d) = %d, want %d", i, got, 3*i)
+		}
+	}
+	if got, _ := db.LogOffsetAt(1, 0, time.Now().Add(time.Second)); got != 18 {
+		t.Fatalf("LogOffsetAt(future) = %d, want the end 18", got)
+	}
+	if err := db.TruncateLog(1, 0, 7); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.LogOffsetAt(1, 0, marks[0]); got != 6 {
+		t.Fatalf("after truncation LogOffsetAt(mark 0) = %d, want the start 6", got)
+	}
+}
+
+// TestOffsets lists committed offsets of every job.
+func TestOffsets(t *testing.T) {
+	db := openMem(t, vfs.NewMem())
+	defer db.Close()
+	b := db.NewEpochBatch()
+	b.SetOffset(7, 1, 0, 10)
+	b.SetOffset(7, 1, 1, 12)
+	b.SetOffset(9, 2, 0, 5)
+	if err := db.CommitEpoch([]*Batch{b}, 1, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Offsets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Offset{{7, 1, 0, 10}, {7, 1, 1, 12}, {9, 2, 0, 5}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Offsets() = %v, want %v", got, want)
 	}
 }

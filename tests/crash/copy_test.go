@@ -118,11 +118,27 @@ func ingest(connStr string, seed uint64, from int, pace []time.Duration, pause i
 // equals the acknowledged input exactly; so does the batch query over the
 // stream. Ingest then resumes with the batch the crash cut off, and at the
 // end the view has counted every one of the 1M rows once.
+//
+// With stream.retention = '0s', one retained checkpoint and a client issuing
+// CHECKPOINT every 100 ms the stream's log is truncated behind the view; the view must
+// still come out exact (the batch query then sees only the retained rows).
 func TestKill9DuringCopy(t *testing.T) {
+	for _, retention := range []string{"unbounded", "0s"} {
+		t.Run("retention="+retention, func(t *testing.T) { kill9DuringCopy(t, retention) })
+	}
+}
+
+func kill9DuringCopy(t *testing.T, retention string) {
 	rng, seed := newRand(t)
 	srv := sqllogic.StartServer(t, "")
 	conn := srv.Conn(t)
 	exec(t, conn, "SET checkpoint.interval = '200ms'")
+	exec(t, conn, fmt.Sprintf("SET stream.retention = '%s'", retention))
+	truncating := retention != "unbounded"
+	if truncating {
+		// Each retained checkpoint pins the log at its offsets.
+		exec(t, conn, "SET checkpoint.retained = 1")
+	}
 	exec(t, conn, "CREATE TABLE t (k BIGINT, v BIGINT)")
 	exec(t, conn, "CREATE MATERIALIZED VIEW mv AS SELECT k, count(*) AS c, sum(v) AS s FROM t GROUP BY k")
 	var before int64 // checkpoints taken before ingest do not count
@@ -146,6 +162,10 @@ func TestKill9DuringCopy(t *testing.T) {
 		err     error
 	}
 	done := make(chan result, 1)
+	stopCheckpoints := func() {}
+	if truncating {
+		stopCheckpoints = manualCheckpoints(t, srv.ConnString(), 100*time.Millisecond)
+	}
 	start := time.Now()
 	go func() {
 		n, err := ingest(srv.ConnString(), seed, 0, pace, killAt, paused, resume)
@@ -165,6 +185,14 @@ func TestKill9DuringCopy(t *testing.T) {
 		t.Logf("at the kill: job %s %s, %d rows read, lag %d", j.name, j.state, j.rowIn, j.lag)
 	}
 	checkPrefix(t, conn, seed, "at the kill")
+	stopCheckpoints()
+	if truncating {
+		appended, retained := logRows(t, conn, "t")
+		t.Logf("at the kill the log retains %d of %d rows", retained, appended)
+		if retained >= appended {
+			t.Errorf("stream.retention = '0s' with the view's checkpoints behind it truncated nothing (%d of %d rows retained)", retained, appended)
+		}
+	}
 	srv.Kill9()
 	close(resume)
 	r := <-done
@@ -191,7 +219,7 @@ func TestKill9DuringCopy(t *testing.T) {
 	}
 	waitCaughtUp(t, conn, "mv")
 	t.Logf("caught up %v after the start of ingest", time.Since(start).Round(time.Millisecond))
-	checkCopyViews(t, conn, copyTruth(seed, ackedRows), "after kill -9 and restart")
+	checkCopyViews(t, conn, copyTruth(seed, ackedRows), !truncating, "after kill -9 and restart")
 
 	// A client retries what was not acknowledged: the rest of the input.
 	n, err := ingest(srv.ConnString(), seed, r.batches, nil, -1, nil, nil)
@@ -203,7 +231,7 @@ func TestKill9DuringCopy(t *testing.T) {
 	if got := truth.total().c; got != copyRows {
 		t.Fatalf("test bug: truth counts %d rows", got)
 	}
-	checkCopyViews(t, conn, truth, "after ingesting all 1M rows")
+	checkCopyViews(t, conn, truth, !truncating, "after ingesting all 1M rows")
 	checkOutput(t, srv)
 }
 
@@ -231,11 +259,14 @@ func completedCheckpoint(t *testing.T, conn *pgx.Conn, after int64, job string) 
 	}
 }
 
-// checkCopyViews compares the view and the batch query with the truth.
-func checkCopyViews(t *testing.T, conn *pgx.Conn, truth aggs, when string) {
+// checkCopyViews compares the view, and if the stream retains every row the
+// batch query, with the truth.
+func checkCopyViews(t *testing.T, conn *pgx.Conn, truth aggs, batch bool, when string) {
 	t.Helper()
-	if d := diff(truth, queryAggs(t, conn, "SELECT k, count(*), sum(v) FROM t GROUP BY k")); d != "" {
-		t.Errorf("%s: batch query over the stream differs from the acknowledged input: %s", when, d)
+	if batch {
+		if d := diff(truth, queryAggs(t, conn, "SELECT k, count(*), sum(v) FROM t GROUP BY k")); d != "" {
+			t.Errorf("%s: batch query over the stream differs from the acknowledged input: %s", when, d)
+		}
 	}
 	if d := diff(truth, queryAggs(t, conn, "SELECT k, c, s FROM mv")); d != "" {
 		t.Errorf("%s: view mv differs from the acknowledged input: %s", when, d)
@@ -254,4 +285,45 @@ func checkPrefix(t *testing.T, conn *pgx.Conn, seed uint64, when string) {
 		return
 	}
 	t.Logf("%s: view mv is the aggregate of the first %d rows", when, n)
+}
+
+// manualCheckpoints runs CHECKPOINT every interval on its own connection
+// until the returned function is called. Failures (the server may be
+// restarting) are logged, not fatal.
+func manualCheckpoints(t *testing.T, connStr string, interval time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		n := 0
+		defer func() { done <- n }()
+		conn, err := pgx.Connect(ctx, connStr)
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		for ctx.Err() == nil {
+			if _, err := conn.Exec(ctx, "CHECKPOINT"); err == nil {
+				n++
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(interval):
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		t.Logf("%d manual checkpoints completed", <-done)
+	}
+}
+
+// logRows returns a stream's appended and retained row counts.
+func logRows(t *testing.T, conn *pgx.Conn, table string) (appended, retained int64) {
+	t.Helper()
+	err := conn.QueryRow(context.Background(),
+		"SELECT rows_appended, rows_retained FROM streamdb_tables WHERE name = $1", table).Scan(&appended, &retained)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return appended, retained
 }
