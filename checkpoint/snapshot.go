@@ -140,6 +140,13 @@ func Capture(db *storage.DB, dir string) (string, error) {
 	}
 	tmp := dir + ".tmp"
 	os.RemoveAll(tmp)
+	// Flush the memtables first: the checkpoint then hard-links table files
+	// and copies only a nearly empty WAL, instead of copying the WAL behind
+	// up to a memtable of recent writes (most of a checkpoint's cost at
+	// millions of keys; docs/BENCHMARKS.md).
+	if err := db.Pebble().Flush(); err != nil {
+		return "", sqlerr.Wrap(sqlerr.IOError, fmt.Errorf("snapshot: flush: %w", err))
+	}
 	if err := db.Pebble().Checkpoint(filepath.Join(tmp, "db"), pebble.WithFlushedWAL()); err != nil {
 		os.RemoveAll(tmp)
 		return "", sqlerr.Wrap(sqlerr.IOError, fmt.Errorf("snapshot: %w", err))

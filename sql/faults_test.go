@@ -636,6 +636,17 @@ func TestFaultCheckpointIOChild(t *testing.T) {
 			t.Fatalf("AS OF the checkpoint whose export failed: %v", err)
 		}
 	}
+	if rows[1][1] == "COMPLETED" && rows[1][2] == "NULL" {
+		// Checkpoint 2 covered the first two INSERTs (CHECKPOINT catches up).
+		asOf, err := readAgg(ctx, s, "SELECT k, c, s FROM mv AS OF CHECKPOINT 2")
+		if err != nil {
+			t.Fatalf("AS OF CHECKPOINT 2, completed with its export: %v", err)
+		}
+		if asOf.rows() != 2*ioFaultRows {
+			t.Fatalf("AS OF CHECKPOINT 2 counts %d rows, want %d", asOf.rows(), 2*ioFaultRows)
+		}
+		fmt.Println("AS OF 2 OK")
+	}
 	asOf, err := readAgg(ctx, s, "SELECT k, c, s FROM mv AS OF CHECKPOINT 3")
 	if err != nil {
 		t.Fatal(err)
@@ -691,7 +702,7 @@ func TestFaultCheckpointIO(t *testing.T) {
 	}
 	t.Logf("a CHECKPOINT makes %d write operations", n)
 
-	var failedClean, okNoExport, fatal int
+	var failedClean, okNoExport, absorbed, notReached, fatal int
 	for at := int64(0); at < n; at++ {
 		dir := t.TempDir()
 		out, err := child(dir, at)
@@ -707,14 +718,25 @@ func TestFaultCheckpointIO(t *testing.T) {
 		case err == nil && strings.Contains(out, "RECOVERED") && line("CHECKPOINT FAILED") != "":
 			failedClean++
 			t.Logf("op %d: %s; recovered in place", at, line("CHECKPOINT FAILED"))
-		case err == nil && strings.Contains(out, "RECOVERED") && line("CHECKPOINT OK") != "":
+		case err == nil && strings.Contains(out, "RECOVERED") && line("CHECKPOINT OK") != "" &&
+			strings.Contains(out, "export to checkpoint.dir failed"):
 			// Only the retained export may fail without failing the
 			// checkpoint, and SHOW CHECKPOINTS must say so.
-			if !strings.Contains(out, "export to checkpoint.dir failed") {
-				t.Errorf("op %d: %s, and SHOW CHECKPOINTS reports no failed export:\n%s", at, line("CHECKPOINT OK"), out)
-			}
 			okNoExport++
 			t.Logf("op %d: %s; export failure reported; recovered in place", at, line("CHECKPOINT OK"))
+		case err == nil && strings.Contains(out, "RECOVERED") && line("CHECKPOINT OK") != "" && line("AS OF 2 OK") != "":
+			// The fault hit a background flush or compaction, which Pebble
+			// retries: the checkpoint and its export are whole (the child
+			// read the export back).
+			absorbed++
+			t.Logf("op %d: %s; absorbed by Pebble's retry; the export reads back", at, line("CHECKPOINT OK"))
+		case err == nil && strings.Contains(out, "RECOVERED") && line("NOT REACHED") != "":
+			// Background flushes and compactions make the count vary from
+			// run to run; this run had fewer operations than calibration.
+			notReached++
+			t.Logf("op %d: not reached in this run", at)
+		case err == nil && line("CHECKPOINT OK") != "":
+			t.Errorf("op %d: %s, but SHOW CHECKPOINTS reports no failed export and checkpoint 2 does not read back:\n%s", at, line("CHECKPOINT OK"), out)
 		case err == nil:
 			t.Errorf("op %d: the child did not recover in place:\n%s", at, out)
 		case strings.Contains(out, "ACKED 2") && pebbleFatal(out):
@@ -731,18 +753,25 @@ func TestFaultCheckpointIO(t *testing.T) {
 			t.Errorf("op %d: unexpected outcome (%v):\n%s", at, err, out)
 		}
 	}
-	t.Logf("%d faults: %d CHECKPOINTs failed cleanly, %d succeeded without their export, %d ended the process (Pebble fatal)",
-		n, failedClean, okNoExport, fatal)
+	t.Logf("%d faults: %d CHECKPOINTs failed cleanly, %d succeeded without their export, %d were absorbed by Pebble's retries, %d ended the process (Pebble fatal), %d not reached",
+		n, failedClean, okNoExport, absorbed, fatal, notReached)
+	if notReached > int(n)/4 {
+		t.Errorf("%d of %d fault points were not reached: the calibration does not describe a CHECKPOINT", notReached, n)
+	}
 }
 
 // pebbleFatal reports whether a child ended in one of Pebble's deliberate
 // panics on I/O errors: a failed WAL write or sync poisons the commit
 // pipeline ("fatal commit error"), and a failed directory fsync while
 // moving a marker file (atomicfs) is "unrecoverable" — Pebble's stance on
-// fsync errors (fsyncgate). Anything else is a failure of ours.
+// fsync errors (fsyncgate); so is failing to create or sync the next WAL
+// when a flush rotates it (rotateWAL panics), and failing to write or sync
+// the MANIFEST. Anything else is a failure of ours.
 func pebbleFatal(out string) bool {
 	return strings.Contains(out, "panic: pebble: fatal commit error") ||
-		strings.Contains(out, "panic: injected error") && strings.Contains(out, "vfs/atomicfs.(*Marker).Move")
+		strings.Contains(out, "panic: injected error") && strings.Contains(out, "vfs/atomicfs.(*Marker).Move") ||
+		strings.HasPrefix(firstLine(out, "panic: "), "panic: (") && strings.Contains(out, "pebble/v2.(*DB).rotateWAL(") ||
+		strings.HasPrefix(firstLine(out, "panic: "), "panic: MANIFEST ") // a failed version edit (flush or compaction)
 }
 
 func firstLine(out, prefix string) string {

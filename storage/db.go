@@ -67,6 +67,8 @@ func Open(dir string, o Options) (*DB, error) {
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,
+		MaxManifestFileSize:         4 << 20,
+		Cleaner:                     deleteNoRecycle{},
 		FormatMajorVersion:          pebble.FormatNewest,
 		Logger:                      quietLogger{},
 	}
@@ -86,6 +88,20 @@ func Open(dir string, o Options) (*DB, error) {
 	}
 	return db, nil
 }
+
+// deleteNoRecycle deletes obsolete files (Clean is DeleteCleaner's, the
+// shallower embedding) but carries ArchiveCleaner's marker that it needs
+// their contents, which stops Pebble from recycling WAL files. A recycled
+// WAL keeps the size of its largest previous use (an epoch batch can be
+// 100+ MB), and each retained checkpoint export copies the live WAL whole:
+// with recycling, exports at millions of keys copied hundreds of megabytes
+// of stale log every time (docs/BENCHMARKS.md).
+type deleteNoRecycle struct {
+	pebble.DeleteCleaner
+	needsContents
+}
+
+type needsContents struct{ pebble.ArchiveCleaner }
 
 // Close closes the database cleanly.
 func (db *DB) Close() error { return db.pdb.Close() }
