@@ -92,6 +92,7 @@ type Coordinator struct {
 	config func() Config
 
 	requests chan request
+	poke     chan struct{} // an epoch is full: run the next round now (Poke)
 	// exported, if set, runs after every completed checkpoint (retention).
 	exported func(*Record) error
 
@@ -120,7 +121,7 @@ type result struct {
 // New returns a coordinator; config is read at every round so settings take
 // effect without restarting anything.
 func New(db *storage.DB, reg Registry, config func() Config) (*Coordinator, error) {
-	c := &Coordinator{db: db, reg: reg, config: config, requests: make(chan request)}
+	c := &Coordinator{db: db, reg: reg, config: config, requests: make(chan request), poke: make(chan struct{}, 1)}
 	recs, err := db.LoadRecords(0)
 	if err != nil {
 		return nil, err
@@ -154,16 +155,33 @@ func (c *Coordinator) Run(ctx context.Context) {
 			rec, err := c.round(ctx, req.trigger, req.after)
 			req.done <- result{rec, err}
 		case <-t.C:
-			cfg := c.config()
-			c.mu.Lock()
-			since := time.Since(c.mu.lastEnd)
-			c.mu.Unlock()
-			trigger := ""
-			if cfg.Interval > 0 && since >= cfg.Interval && since >= cfg.MinPause {
-				trigger = "periodic"
-			}
-			_, _ = c.round(ctx, trigger, nil)
+			c.tick(ctx)
+		case <-c.poke:
+			c.tick(ctx)
 		}
+	}
+}
+
+// tick runs a plain epoch round, or the periodic checkpoint when it is due.
+func (c *Coordinator) tick(ctx context.Context) {
+	cfg := c.config()
+	c.mu.Lock()
+	since := time.Since(c.mu.lastEnd)
+	c.mu.Unlock()
+	trigger := ""
+	if cfg.Interval > 0 && since >= cfg.Interval && since >= cfg.MinPause {
+		trigger = "periodic"
+	}
+	_, _ = c.round(ctx, trigger, nil)
+}
+
+// Poke asks for the next round now instead of at the next epoch tick: a
+// job's epoch holds as many changes as one should (exec.JobSpec.MaxEpochGroups)
+// and its sources wait for the barrier. It never blocks.
+func (c *Coordinator) Poke() {
+	select {
+	case c.poke <- struct{}{}:
+	default:
 	}
 }
 

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -65,6 +66,27 @@ type JobSpec struct {
 	// Reemit makes the job emit every restored group into the view at its
 	// first barrier (after an upgrade whose view rows are rebuilt from state).
 	Reemit bool
+	// MaxEpochGroups, if set, bounds an epoch: once the aggregate holds
+	// that many changed groups (counting rows on their way to it), the
+	// sources stop reading until the next barrier has passed, and the job
+	// calls EpochFull (it must not block) to ask for that barrier now. An
+	// epoch's changes are held in memory and committed as one batch, so
+	// this bounds both, and how long a checkpoint can take; larger epochs
+	// write a group changed many times once (see EpochGroups).
+	MaxEpochGroups int64
+	EpochFull      func()
+}
+
+// EpochGroups is the bound on an epoch's changed groups for a job whose
+// aggregate state may use cacheBytes of memory (0: unbounded): one group
+// per 512 bytes of the budget (an epoch's batch costs 300-400 bytes per
+// changed group on top of the group itself, which cannot be evicted until
+// the epoch commits), at least 64K. Unbounded state bounds epochs at 4M.
+func EpochGroups(cacheBytes int64) int64 {
+	if cacheBytes <= 0 {
+		return 1 << 22
+	}
+	return max(1<<16, cacheBytes>>9)
 }
 
 // shape is a plan as a dataflow: source → pre stages → [aggregate → post stages].
@@ -220,6 +242,11 @@ type Job struct {
 	// Evicted counts groups evicted to the state table (both as of the last barrier).
 	stateBytes []atomic.Int64
 	Evicted    atomic.Int64
+	// dirty is each aggregate instance's count of groups changed in the
+	// current epoch; inflight counts rows sent to the instances and not yet
+	// aggregated. Together they bound the epoch's changes (epochFull).
+	dirty    []atomic.Int64
+	inflight atomic.Int64
 
 	// fallible are the aggregate's key and argument expressions that can
 	// raise an error (anything but a column or a constant).
@@ -343,6 +370,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			sinkIns = append(sinkIns, make(chan msg, 4))
 		}
 		j.stateBytes = make([]atomic.Int64, n)
+		j.dirty = make([]atomic.Int64, n)
 		for i := 0; i < n; i++ {
 			j.stateBytes[i].Store(aggs[i].bytes)
 			j.goRun(func() error { return j.runAgg(i, aggs[i], aggIns[i], sinkIns[i]) })
@@ -420,6 +448,21 @@ func (j *Job) LogEnds() []uint64 {
 		ends[p] = end
 	}
 	return ends
+}
+
+var errEpochFull = errors.New("epoch full")
+
+// epochFull reports whether the current epoch holds as many changes as
+// one epoch may (JobSpec.EpochFull).
+func (j *Job) epochFull() bool {
+	if j.spec.MaxEpochGroups <= 0 || j.dirty == nil {
+		return false
+	}
+	n := j.inflight.Load()
+	for i := range j.dirty {
+		n += j.dirty[i].Load()
+	}
+	return n >= j.spec.MaxEpochGroups
 }
 
 // Positions returns the log the job reads and, per partition, the offset
@@ -515,9 +558,10 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 	ectx := &expr.Ctx{Mem: memoryPool, Now: j.spec.Now}
 	off := j.offsets[part].Load()
 	const maxRows = 64 << 10
-	// read processes the rows [off, to).
+	// read processes the rows [off, to), or stops after a block once the
+	// epoch is full.
 	read := func(to uint64) error {
-		return j.db.ReadLog(memoryPool, sh.src.ID, part, off, to, func(first uint64, rec arrow.RecordBatch) error {
+		err := j.db.ReadLog(memoryPool, sh.src.ID, part, off, to, func(first uint64, rec arrow.RecordBatch) error {
 			n := rec.NumRows()
 			j.RowsIn.Add(n)
 			if err := j.route(ectx, part, first, rec, outs); err != nil {
@@ -525,8 +569,15 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 			}
 			off = first + uint64(n)
 			j.offsets[part].Store(off)
+			if j.epochFull() {
+				return errEpochFull
+			}
 			return nil
 		})
+		if err == errEpochFull {
+			return nil
+		}
+		return err
 	}
 	if j.snap != nil {
 		err := j.emitSnapshot(ectx, part, outs)
@@ -583,6 +634,24 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 			// oldest retained offset, wherever that has moved).
 			off = start
 			j.offsets[part].Store(off)
+		}
+		if off < end && j.epochFull() {
+			// Wait for the barrier that ends this epoch (asked for) and for
+			// the aggregate to take it; poll, since a barrier may already
+			// be on its way.
+			if j.spec.EpochFull != nil {
+				j.spec.EpochFull()
+			}
+			select {
+			case b := <-barriers:
+				if err := onBarrier(b); err != nil {
+					return err
+				}
+			case <-j.ctx.Done():
+				return nil
+			case <-time.After(time.Millisecond):
+			}
+			continue
 		}
 		if off < end {
 			if err := read(min(end, off+maxRows)); err != nil {
@@ -660,6 +729,9 @@ func (j *Job) route(ectx *expr.Ctx, part uint32, first uint64, rec arrow.RecordB
 		for i, k := range kept {
 			ids[i] = uint64(part)<<48 | (first + uint64(k))
 		}
+	}
+	if j.dirty != nil {
+		j.inflight.Add(out.NumRows())
 	}
 	if len(outs) == 1 {
 		return j.send(outs[0], msg{c: Chunk{Rec: out, Ops: ops}, rowIDs: ids})
@@ -946,11 +1018,14 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 				m.c.Rec.Release()
 				return err
 			}
+			n := m.c.Rec.NumRows()
 			err := op.push(ectx, m.c.Rec, m.c.Signs(), true)
 			m.c.Rec.Release()
 			if err != nil {
 				return err
 			}
+			j.dirty[inst].Store(int64(len(op.dirty)))
+			j.inflight.Add(-n)
 			continue
 		}
 		dirty := append([]int32(nil), op.dirty...)
@@ -963,6 +1038,7 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 			j.stateBytes[inst].Store(op.bytes)
 		}
 		op.epoch = m.barrier.Epoch + 1
+		j.dirty[inst].Store(0)
 		if err := j.send(out, m); err != nil {
 			return err
 		}

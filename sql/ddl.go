@@ -179,7 +179,16 @@ func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSp
 		SkipErrors:      e.settingLocked("job.error_policy") == "skip",
 		Changelog:       len(e.dependentsLocked(def.Name)) > 0 || e.mu.consumed[def.Name],
 		StateCacheBytes: e.cache,
+		MaxEpochGroups:  exec.EpochGroups(e.cache),
+		EpochFull:       e.pokeCoordinator,
 		Now:             time.Now().UnixMicro()}
+}
+
+// pokeCoordinator asks for the next epoch now (a job's epoch is full).
+func (e *Engine) pokeCoordinator() {
+	if c := e.coord; c != nil {
+		c.Poke()
+	}
 }
 
 // startViewJob starts (or resumes) the job maintaining a view. Called

@@ -104,6 +104,13 @@ func (b *Batch) SetOffset(job, table uint64, part uint32, off uint64) {
 	b.mu.Unlock()
 }
 
+// Count is the number of writes in the batch.
+func (b *Batch) Count() uint32 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Count()
+}
+
 // Len is the size of the batch's encoded writes in bytes.
 func (b *Batch) Len() int {
 	b.mu.Lock()

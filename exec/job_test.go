@@ -1,0 +1,121 @@
+package exec
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// TestEpochBound: with MaxEpochGroups set, a job's sources stop reading
+// once an epoch holds that many changed groups and ask for a barrier
+// (EpochFull); every epoch's batch then stays near the bound, however long
+// the barrier takes, and the view is exact at the end.
+func TestEpochBound(t *testing.T) {
+	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem(), CacheBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const blocks, perBlock, bound = 200, 1000, 5000
+	src := &storage.TableDef{ID: 1, Name: "t", Kind: storage.KindStream, Partitions: 1,
+		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "v", Type: types.TInt64}}}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	var recs []arrow.RecordBatch
+	for b := 0; b < blocks; b++ {
+		kb, vb := array.NewInt64Builder(memory.DefaultAllocator), array.NewInt64Builder(memory.DefaultAllocator)
+		for i := 0; i < perBlock; i++ {
+			kb.Append(int64(b*perBlock + i)) // every key distinct: each row is a new group
+			vb.Append(1)
+		}
+		k, v := kb.NewArray(), vb.NewArray()
+		recs = append(recs, array.NewRecordBatch(schema, []arrow.Array{k, v}, perBlock))
+		kb.Release()
+		vb.Release()
+	}
+	if _, err := db.AppendLog(src.ID, 0, recs); err != nil {
+		t.Fatal(err)
+	}
+	view := &storage.TableDef{ID: 2, Name: "v", Kind: storage.KindView, KeyCols: []int{0},
+		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "n", Type: types.TInt64}}}
+	plan := &HashAgg{In: &ScanStream{Table: src}, Keys: []expr.Expr{col(0, types.TInt64)},
+		Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}}
+	full := make(chan struct{}, 1)
+	var pokes atomic.Int64
+	j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: plan, View: view, Parallelism: 2,
+		MaxEpochGroups: bound, EpochFull: func() {
+			pokes.Add(1)
+			select {
+			case full <- struct{}{}:
+			default:
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Stop()
+
+	// Slack: the rows on their way when the bound is reached — the block
+	// being routed and up to 4 messages queued per instance.
+	const slack = perBlock + 2*4*perBlock
+	ctx := context.Background()
+	ends := j.LogEnds()
+	epochs, most := 0, 0
+	for epoch := uint64(1); !j.Reached(ends) || epochs == 0; epoch++ {
+		select {
+		case <-full: // the sources wait for this barrier
+		case <-time.After(200 * time.Millisecond):
+		}
+		if err := j.InjectBarrier(ctx, &Barrier{Epoch: epoch}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := j.AwaitBarrier(ctx, epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each changed group is one state write and one view row; plus
+		// the source offset.
+		groups := (int(b.Count()) - 1) / 2
+		most = max(most, groups)
+		if groups > bound+slack {
+			t.Fatalf("epoch %d changed %d groups; the bound is %d (+%d in flight)", epoch, groups, bound, slack)
+		}
+		if err := db.CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
+			t.Fatal(err)
+		}
+		j.Committed(epoch)
+		epochs++
+	}
+	if pokes.Load() == 0 || epochs < blocks*perBlock/(bound+slack) {
+		t.Fatalf("%d epochs, %d requests for a barrier: the bound never held the sources back", epochs, pokes.Load())
+	}
+	// One more barrier flushes the last changes; then every key counts once.
+	epoch := uint64(epochs + 1)
+	if err := j.InjectBarrier(ctx, &Barrier{Epoch: epoch}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := j.AwaitBarrier(ctx, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	if err := db.ScanView(db.Pebble(), view.ID, func(key, row []byte) error { rows++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if rows != blocks*perBlock {
+		t.Fatalf("the view has %d rows, want %d", rows, blocks*perBlock)
+	}
+	t.Logf("%d epochs of at most %d changed groups (bound %d), %d barrier requests", epochs, most, bound, pokes.Load())
+}
