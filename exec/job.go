@@ -1,11 +1,13 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1048,13 +1050,26 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 // State of an aggregate group: key = key group byte + encoded group key;
 // value = each accumulator's state, then the row last emitted.
 func (j *Job) saveState(op *aggOp, gids []int32, epoch uint64) {
+	// The epoch's writes go to storage in key order (storage.Run): sort the
+	// groups by state key here, on the instance's goroutine.
+	keys := make([]byte, 0, 16*len(gids))
+	ents := make([]keyed, len(gids))
+	for i, g := range gids {
+		start := len(keys)
+		keys = appendStateKey(op, g, keys)
+		ents[i] = keyed{start, len(keys), g}
+	}
+	slices.SortFunc(ents, func(a, b keyed) int {
+		return bytes.Compare(keys[a.start:a.end], keys[b.start:b.end])
+	})
 	b := j.batch.Load()
-	var key, val []byte
-	for _, g := range gids {
-		key = stateKeyOf(op, g, key)
+	r := b.NewRun()
+	var val []byte
+	for _, e := range ents {
+		g, key := e.g, keys[e.start:e.end]
 		op.lastSave[g] = epoch
 		if op.count.n[g] <= 0 && len(op.spec.Keys) > 0 {
-			b.DeleteState(j.spec.ID, 0, key)
+			r.DeleteState(j.spec.ID, 0, key)
 			continue
 		}
 		val = val[:0]
@@ -1062,23 +1077,34 @@ func (j *Job) saveState(op *aggOp, gids []int32, epoch uint64) {
 		for _, acc := range op.accs {
 			val = acc.encode(val, g)
 		}
-		val = binary.AppendUvarint(val, uint64(len(op.lastOut[g])))
-		val = append(val, op.lastOut[g]...)
-		b.PutState(j.spec.ID, 0, key, val)
+		r.PutState(j.spec.ID, 0, key, val)
 	}
+	b.AddRun(r)
+}
+
+// keyed is a key in a shared buffer, [start, end), and what it belongs to.
+type keyed struct {
+	start, end int
+	g          int32
 }
 
 // stateKeyOf is group g's key in the state table: its key group, then its
 // encoded key.
-func stateKeyOf(op *aggOp, g int32, buf []byte) []byte {
-	buf = append(buf[:0], byte(keyGroup(op.gt.hashes[g])))
+func stateKeyOf(op *aggOp, g int32, buf []byte) []byte { return appendStateKey(op, g, buf[:0]) }
+
+func appendStateKey(op *aggOp, g int32, buf []byte) []byte {
+	buf = append(buf, byte(keyGroup(op.gt.hashes[g])))
 	for c, t := range op.keyTs {
 		buf = encodeDatum(buf, op.gt.keyDatum(c, g), t)
 	}
 	return buf
 }
 
-// decodeGroup restores group g's accumulators and last emitted row.
+// decodeGroup restores group g's accumulators. The row the group last
+// emitted is not stored: saved at a barrier, right after the group's
+// changes were emitted, it always equals the row its accumulators give, so
+// restoreOut recomputes it. (State written before this change carries the
+// row after the accumulators; it is skipped.)
 func decodeGroup(op *aggOp, g int32, val []byte) error {
 	var err error
 	if val, err = op.count.decode(val, g); err != nil {
@@ -1089,12 +1115,43 @@ func decodeGroup(op *aggOp, g int32, val []byte) error {
 			return err
 		}
 	}
-	n, k := binary.Uvarint(val)
-	if k <= 0 || uint64(len(val)-k) < n {
-		return errCorruptState
+	if len(val) > 0 {
+		n, k := binary.Uvarint(val)
+		if k <= 0 || uint64(len(val)-k) != n {
+			return errCorruptState
+		}
 	}
-	op.lastOut[g] = string(val[k : k+int(n)])
-	op.bytes += int64(len(op.lastOut[g]))
+	return nil
+}
+
+// restoreOut sets the last emitted row of restored groups from their
+// accumulators (see decodeGroup).
+func restoreOut(op *aggOp, gids []int32) error {
+	alive := gids[:0:0]
+	for _, g := range gids {
+		if op.count.n[g] > 0 || len(op.spec.Keys) == 0 {
+			alive = append(alive, g)
+		}
+	}
+	for len(alive) > 0 {
+		chunk := alive[:min(len(alive), 16<<10)]
+		alive = alive[len(chunk):]
+		rec, err := op.build(chunk)
+		if err != nil {
+			return err
+		}
+		var buf []byte
+		for i, g := range chunk {
+			buf = buf[:0]
+			for c, t := range op.outTs {
+				buf = encodeDatum(buf, types.DatumAt(rec.Column(c), i, t), t)
+			}
+			op.bytes -= int64(len(op.lastOut[g]))
+			op.lastOut[g] = string(buf)
+			op.bytes += int64(len(buf))
+		}
+		rec.Release()
+	}
 	return nil
 }
 
@@ -1104,7 +1161,9 @@ func decodeGroup(op *aggOp, g int32, val []byte) error {
 func (j *Job) loadState(op *aggOp, inst int) error {
 	limit := j.spec.StateCacheBytes / int64(j.spec.Parallelism)
 	var key []byte
+	var found []int32
 	op.load = func(gids []int32) error {
+		found = found[:0]
 		for _, g := range gids {
 			key = stateKeyOf(op, g, key)
 			v, err := j.db.GetState(j.spec.ID, 0, key)
@@ -1115,11 +1174,13 @@ func (j *Job) loadState(op *aggOp, inst int) error {
 				if err := decodeGroup(op, g, v); err != nil {
 					return err
 				}
+				found = append(found, g)
 			}
 		}
-		return nil
+		return restoreOut(op, found)
 	}
-	return j.db.ScanState(j.spec.ID, 0, func(key, val []byte) error {
+	loaded := make([]int32, 0, 4096)
+	err := j.db.ScanState(j.spec.ID, 0, func(key, val []byte) error {
 		if len(key) == 0 || instanceOf(int(key[0]), j.spec.Parallelism) != inst {
 			return nil
 		}
@@ -1144,8 +1205,22 @@ func (j *Job) loadState(op *aggOp, inst int) error {
 			op.live[g] = true
 			op.bytes += groupBytes + op.gt.keyBytes(g)
 		}
-		return decodeGroup(op, g, val)
+		if err := decodeGroup(op, g, val); err != nil {
+			return err
+		}
+		// Rows are restored in chunks, so op.bytes stays close enough to
+		// the truth for the cache limit above.
+		if loaded = append(loaded, g); len(loaded) == cap(loaded) {
+			err := restoreOut(op, loaded)
+			loaded = loaded[:0]
+			return err
+		}
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return restoreOut(op, loaded)
 }
 
 // runSink applies changes to the view's rows (or hands them to a change
@@ -1161,6 +1236,7 @@ func (j *Job) runSink(ins []chan msg) error {
 	}
 	var key, row []byte
 	var survived []int32
+	var rows viewWrites // an aggregate view's row changes in this epoch
 	writeLog := j.changelog.Load()
 	var bag map[string]int64 // multiset counts of a view over a changelog
 	if j.spec.View != nil && j.shape.agg == nil && j.shape.changelog {
@@ -1183,6 +1259,7 @@ func (j *Job) runSink(ins []chan msg) error {
 			if j.spec.View == nil {
 				continue // change streams flush at barriers but commit nothing
 			}
+			rows.flush(j.batch.Load(), j.spec.View.ID)
 			writeLog = j.changelog.Load()
 			select {
 			case j.acks <- m.barrier.Epoch:
@@ -1215,7 +1292,6 @@ func (j *Job) runSink(ins []chan msg) error {
 			continue
 		}
 		// Upsert by group key: the last change of a group in the epoch wins.
-		b := j.batch.Load()
 		nk := len(j.shape.agg.Keys)
 		keyTs := exprTypes(j.shape.agg.Keys)
 		// survived[r] is input row r's output row, or -1 if HAVING dropped it.
@@ -1237,9 +1313,9 @@ func (j *Job) runSink(ins []chan msg) error {
 			}
 			if i := survived[r]; i >= 0 && op != OpDelete {
 				row = encodeRow(row[:0], out, int(i), outTs)
-				b.PutViewRow(j.spec.View.ID, key, row)
+				rows.add(key, row, false)
 			} else {
-				b.DeleteViewRow(j.spec.View.ID, key)
+				rows.add(key, nil, true)
 			}
 		}
 		rec.Release()
@@ -1251,6 +1327,48 @@ func (j *Job) runSink(ins []chan msg) error {
 			return err
 		}
 	}
+}
+
+// viewWrites buffers an epoch's view row changes so they reach storage in
+// key order (storage.Run); keys and rows share one buffer.
+type viewWrites struct {
+	buf  []byte
+	ents []viewWrite
+}
+
+type viewWrite struct {
+	key, row [2]int // [start, end) in buf
+	del      bool
+}
+
+func (w *viewWrites) add(key, row []byte, del bool) {
+	e := viewWrite{del: del}
+	e.key = [2]int{len(w.buf), len(w.buf) + len(key)}
+	w.buf = append(w.buf, key...)
+	e.row = [2]int{len(w.buf), len(w.buf) + len(row)}
+	w.buf = append(w.buf, row...)
+	w.ents = append(w.ents, e)
+}
+
+// flush writes the buffered changes to b in key order; a stable sort keeps
+// a key's changes in the order they were made, so the last one wins.
+func (w *viewWrites) flush(b *storage.Batch, view uint64) {
+	if len(w.ents) == 0 {
+		return
+	}
+	slices.SortStableFunc(w.ents, func(x, y viewWrite) int {
+		return bytes.Compare(w.buf[x.key[0]:x.key[1]], w.buf[y.key[0]:y.key[1]])
+	})
+	r := b.NewRun()
+	for _, e := range w.ents {
+		if e.del {
+			r.DeleteViewRow(view, w.buf[e.key[0]:e.key[1]])
+		} else {
+			r.PutViewRow(view, w.buf[e.key[0]:e.key[1]], w.buf[e.row[0]:e.row[1]])
+		}
+	}
+	b.AddRun(r)
+	w.buf, w.ents = w.buf[:0], w.ents[:0]
 }
 
 // sinkRows applies the rows of a view without aggregation. Rows from a

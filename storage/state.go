@@ -15,9 +15,16 @@ import (
 // Batch collects one job's writes for one epoch: state changes, view row
 // changes and source offsets. It is safe for concurrent use by the job's
 // operators. The coordinator commits the batches of every job together.
+//
+// Operators that write many keys at once hand them over as Runs in key
+// order (runs.go), and CommitEpoch lays the whole epoch out in key order:
+// Pebble sorts a large batch before it can flush it, and a sorted one takes
+// a linear pass instead of most of the commit's time.
 type Batch struct {
 	mu      sync.Mutex
-	b       *pebble.Batch
+	db      *DB
+	b       *pebble.Batch // writes made one at a time, in any order
+	runs    []*Run
 	appends []pendingAppend
 }
 
@@ -42,7 +49,7 @@ func (b *Batch) AppendLog(table uint64, part uint32, rec arrow.RecordBatch) erro
 }
 
 // NewEpochBatch returns an empty epoch batch.
-func (db *DB) NewEpochBatch() *Batch { return &Batch{b: db.pdb.NewBatch()} }
+func (db *DB) NewEpochBatch() *Batch { return &Batch{db: db, b: db.pdb.NewBatch()} }
 
 func stateKey(job uint64, op uint32, key []byte) []byte {
 	k := make([]byte, 0, 14+len(key))
@@ -108,43 +115,44 @@ func (b *Batch) SetOffset(job, table uint64, part uint32, off uint64) {
 func (b *Batch) Count() uint32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.b.Count()
+	n := b.b.Count()
+	for _, r := range b.runs {
+		n += r.b.Count()
+	}
+	return n
 }
 
 // Len is the size of the batch's encoded writes in bytes.
 func (b *Batch) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.b.Len()
+	n := b.b.Len()
+	for _, r := range b.runs {
+		n += r.b.Len()
+	}
+	return n
 }
 
 // CommitEpoch commits the batches of every job, plus meta (a checkpoint
 // record, may be nil under key k/<id>), atomically; sync makes it durable.
 func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) error {
-	// The first job's batch carries the commit (no copy of the largest
-	// part in the common one-job case); the others are appended to it.
-	var all *pebble.Batch
+	var l layout
 	var appends []pendingAppend
 	for _, b := range batches {
 		b.mu.Lock()
-		var err error
-		if all == nil {
-			all = b.b
-			b.b = db.pdb.NewBatch() // the Batch may not be reused
-		} else {
-			err = all.Apply(b.b, nil)
+		err := l.addBatch(b.b)
+		for _, r := range b.runs {
+			l.addRun(r)
 		}
+		b.b, b.runs = db.pdb.NewBatch(), nil // the Batch may not be reused
 		appends = append(appends, b.appends...)
 		b.mu.Unlock()
 		if err != nil {
 			return sqlerr.Wrap(sqlerr.IOError, err)
 		}
 	}
-	if all == nil {
-		all = db.pdb.NewBatch()
-	}
 	if meta != nil {
-		all.Set(binary.BigEndian.AppendUint64([]byte("k/"), id), meta, nil)
+		l.addSet(binary.BigEndian.AppendUint64([]byte("k/"), id), meta)
 	}
 	// Changelog blocks get their offsets under their partitions' locks,
 	// held until the commit is applied so offsets stay in order.
@@ -171,10 +179,15 @@ func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) e
 			claims[pl] = c
 			order = append(order, c)
 		}
-		all.Set(logBlockKey(a.table, a.part, c.next), a.block, nil)
-		c.next += uint64(binary.BigEndian.Uint32(a.block))
+		l.addSet(logBlockKey(a.table, a.part, c.next), a.block)
+		c.next += blockRows(a.block)
 	}
-	err := db.Commit(all, sync)
+	all, err := l.build(db.pdb)
+	if err == nil {
+		err = db.Commit(all, sync)
+	} else {
+		err = sqlerr.Wrap(sqlerr.IOError, err)
+	}
 	for _, c := range order {
 		if err == nil && c.next != c.pl.next {
 			c.pl.next = c.next
