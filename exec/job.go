@@ -1036,19 +1036,23 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 		}
 		if j.spec.View != nil {
 			j.saveState(op, dirty, m.barrier.Epoch)
-			j.Evicted.Add(int64(op.evict(j.spec.StateCacheBytes/int64(j.spec.Parallelism), j.committed.Load(), m.barrier.Epoch)))
-			j.stateBytes[inst].Store(op.bytes)
 		}
 		op.epoch = m.barrier.Epoch + 1
 		j.dirty[inst].Store(0)
 		if err := j.send(out, m); err != nil {
 			return err
 		}
+		// Eviction is about memory, not this epoch's contents: done after
+		// the barrier has gone on, it does not delay the checkpoint.
+		if j.spec.View != nil {
+			j.Evicted.Add(int64(op.evict(j.spec.StateCacheBytes/int64(j.spec.Parallelism), j.committed.Load(), m.barrier.Epoch)))
+			j.stateBytes[inst].Store(op.bytes)
+		}
 	}
 }
 
 // State of an aggregate group: key = key group byte + encoded group key;
-// value = each accumulator's state, then the row last emitted.
+// value = each accumulator's state (decodeGroup).
 func (j *Job) saveState(op *aggOp, gids []int32, epoch uint64) {
 	// The epoch's writes go to storage in key order (storage.Run): sort the
 	// groups by state key here, on the instance's goroutine.
@@ -1350,14 +1354,19 @@ func (w *viewWrites) add(key, row []byte, del bool) {
 	w.ents = append(w.ents, e)
 }
 
-// flush writes the buffered changes to b in key order; a stable sort keeps
-// a key's changes in the order they were made, so the last one wins.
+// flush writes the buffered changes to b in key order, a key's changes in
+// the order they were made, so the last one wins.
 func (w *viewWrites) flush(b *storage.Batch, view uint64) {
 	if len(w.ents) == 0 {
 		return
 	}
-	slices.SortStableFunc(w.ents, func(x, y viewWrite) int {
-		return bytes.Compare(w.buf[x.key[0]:x.key[1]], w.buf[y.key[0]:y.key[1]])
+	// Entries are in the order they were made and their key spans ascend
+	// in buf, so ties broken by position give a stable sort.
+	slices.SortFunc(w.ents, func(x, y viewWrite) int {
+		if c := bytes.Compare(w.buf[x.key[0]:x.key[1]], w.buf[y.key[0]:y.key[1]]); c != 0 {
+			return c
+		}
+		return x.key[0] - y.key[0]
 	})
 	r := b.NewRun()
 	for _, e := range w.ents {

@@ -14,7 +14,8 @@ import (
 // commit.
 type Run struct {
 	b           *pebble.Batch
-	first, last []byte
+	first, last []byte // copies
+	key         []byte // scratch for the key being written
 	ordered     bool
 }
 
@@ -31,41 +32,42 @@ func (b *Batch) AddRun(r *Run) {
 	b.mu.Unlock()
 }
 
+// note tracks the run's first key and whether keys ascend; k is r.key.
 func (r *Run) note(k []byte) {
-	if r.last == nil {
-		r.first = k
+	if r.first == nil {
+		r.first = bytes.Clone(k)
 	} else if bytes.Compare(k, r.last) < 0 {
 		r.ordered = false
 	}
-	r.last = k
+	r.last = append(r.last[:0], k...)
 }
 
 // PutState records an operator's state for key.
 func (r *Run) PutState(job uint64, op uint32, key, val []byte) {
-	k := stateKey(job, op, key)
-	r.note(k)
-	r.b.Set(k, val, nil)
+	r.key = appendStateKey(r.key[:0], job, op, key)
+	r.note(r.key)
+	r.b.Set(r.key, val, nil)
 }
 
 // DeleteState removes an operator's state for key.
 func (r *Run) DeleteState(job uint64, op uint32, key []byte) {
-	k := stateKey(job, op, key)
-	r.note(k)
-	r.b.Delete(k, nil)
+	r.key = appendStateKey(r.key[:0], job, op, key)
+	r.note(r.key)
+	r.b.Delete(r.key, nil)
 }
 
 // PutViewRow stores a view row under its key.
 func (r *Run) PutViewRow(view uint64, key, row []byte) {
-	k := viewKey(view, key)
-	r.note(k)
-	r.b.Set(k, row, nil)
+	r.key = appendViewKey(r.key[:0], view, key)
+	r.note(r.key)
+	r.b.Set(r.key, row, nil)
 }
 
 // DeleteViewRow removes a view row.
 func (r *Run) DeleteViewRow(view uint64, key []byte) {
-	k := viewKey(view, key)
-	r.note(k)
-	r.b.Delete(k, nil)
+	r.key = appendViewKey(r.key[:0], view, key)
+	r.note(r.key)
+	r.b.Delete(r.key, nil)
 }
 
 // layout assembles an epoch's writes in key order: runs, and single writes

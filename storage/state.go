@@ -52,7 +52,10 @@ func (b *Batch) AppendLog(table uint64, part uint32, rec arrow.RecordBatch) erro
 func (db *DB) NewEpochBatch() *Batch { return &Batch{db: db, b: db.pdb.NewBatch()} }
 
 func stateKey(job uint64, op uint32, key []byte) []byte {
-	k := make([]byte, 0, 14+len(key))
+	return appendStateKey(make([]byte, 0, 14+len(key)), job, op, key)
+}
+
+func appendStateKey(k []byte, job uint64, op uint32, key []byte) []byte {
 	k = append(k, "s/"...)
 	k = binary.BigEndian.AppendUint64(k, job)
 	k = binary.BigEndian.AppendUint32(k, op)
@@ -60,7 +63,10 @@ func stateKey(job uint64, op uint32, key []byte) []byte {
 }
 
 func viewKey(view uint64, key []byte) []byte {
-	k := make([]byte, 0, 10+len(key))
+	return appendViewKey(make([]byte, 0, 10+len(key)), view, key)
+}
+
+func appendViewKey(k []byte, view uint64, key []byte) []byte {
 	k = append(k, "v/"...)
 	k = binary.BigEndian.AppendUint64(k, view)
 	return append(k, key...)
