@@ -35,6 +35,11 @@ type aggOp struct {
 	hand     int
 	epoch    uint64 // the epoch being processed
 	load     func(gids []int32) error
+
+	// Reused by each barrier's saveState.
+	saveGids []int32
+	saveKeys sortedKeys
+	saveVal  []byte
 }
 
 // groupBytes is the estimated fixed memory of one group in the table and

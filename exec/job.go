@@ -1,13 +1,11 @@
 package exec
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1030,7 +1028,8 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 			j.inflight.Add(-n)
 			continue
 		}
-		dirty := append([]int32(nil), op.dirty...)
+		op.saveGids = append(op.saveGids[:0], op.dirty...)
+		dirty := op.saveGids
 		if err := op.changes(func(c Chunk) error { return j.send(out, msg{c: c}) }); err != nil {
 			return err
 		}
@@ -1056,21 +1055,17 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 func (j *Job) saveState(op *aggOp, gids []int32, epoch uint64) {
 	// The epoch's writes go to storage in key order (storage.Run): sort the
 	// groups by state key here, on the instance's goroutine.
-	keys := make([]byte, 0, 16*len(gids))
-	ents := make([]keyed, len(gids))
-	for i, g := range gids {
-		start := len(keys)
-		keys = appendStateKey(op, g, keys)
-		ents[i] = keyed{start, len(keys), g}
+	ks := &op.saveKeys
+	ks.reset()
+	for _, g := range gids {
+		ks.add(int(g), func(buf []byte) []byte { return appendStateKey(op, g, buf) })
 	}
-	slices.SortFunc(ents, func(a, b keyed) int {
-		return bytes.Compare(keys[a.start:a.end], keys[b.start:b.end])
-	})
+	ks.sort()
 	b := j.batch.Load()
 	r := b.NewRun()
-	var val []byte
-	for _, e := range ents {
-		g, key := e.g, keys[e.start:e.end]
+	val := op.saveVal[:0]
+	for _, k := range ks.keys {
+		g, key := int32(k.ref), ks.key(k)
 		op.lastSave[g] = epoch
 		if op.count.n[g] <= 0 && len(op.spec.Keys) > 0 {
 			r.DeleteState(j.spec.ID, 0, key)
@@ -1083,13 +1078,8 @@ func (j *Job) saveState(op *aggOp, gids []int32, epoch uint64) {
 		}
 		r.PutState(j.spec.ID, 0, key, val)
 	}
+	op.saveVal = val
 	b.AddRun(r)
-}
-
-// keyed is a key in a shared buffer, [start, end), and what it belongs to.
-type keyed struct {
-	start, end int
-	g          int32
 }
 
 // stateKeyOf is group g's key in the state table: its key group, then its
@@ -1334,24 +1324,22 @@ func (j *Job) runSink(ins []chan msg) error {
 }
 
 // viewWrites buffers an epoch's view row changes so they reach storage in
-// key order (storage.Run); keys and rows share one buffer.
+// key order (storage.Run).
 type viewWrites struct {
-	buf  []byte
+	keys sortedKeys
+	rows []byte
 	ents []viewWrite
 }
 
 type viewWrite struct {
-	key, row [2]int // [start, end) in buf
-	del      bool
+	row [2]int // [start, end) in rows
+	del bool
 }
 
 func (w *viewWrites) add(key, row []byte, del bool) {
-	e := viewWrite{del: del}
-	e.key = [2]int{len(w.buf), len(w.buf) + len(key)}
-	w.buf = append(w.buf, key...)
-	e.row = [2]int{len(w.buf), len(w.buf) + len(row)}
-	w.buf = append(w.buf, row...)
-	w.ents = append(w.ents, e)
+	w.keys.add(len(w.ents), func(buf []byte) []byte { return append(buf, key...) })
+	w.ents = append(w.ents, viewWrite{row: [2]int{len(w.rows), len(w.rows) + len(row)}, del: del})
+	w.rows = append(w.rows, row...)
 }
 
 // flush writes the buffered changes to b in key order, a key's changes in
@@ -1360,24 +1348,19 @@ func (w *viewWrites) flush(b *storage.Batch, view uint64) {
 	if len(w.ents) == 0 {
 		return
 	}
-	// Entries are in the order they were made and their key spans ascend
-	// in buf, so ties broken by position give a stable sort.
-	slices.SortFunc(w.ents, func(x, y viewWrite) int {
-		if c := bytes.Compare(w.buf[x.key[0]:x.key[1]], w.buf[y.key[0]:y.key[1]]); c != 0 {
-			return c
-		}
-		return x.key[0] - y.key[0]
-	})
+	w.keys.sort()
 	r := b.NewRun()
-	for _, e := range w.ents {
+	for _, k := range w.keys.keys {
+		e := w.ents[k.ref]
 		if e.del {
-			r.DeleteViewRow(view, w.buf[e.key[0]:e.key[1]])
+			r.DeleteViewRow(view, w.keys.key(k))
 		} else {
-			r.PutViewRow(view, w.buf[e.key[0]:e.key[1]], w.buf[e.row[0]:e.row[1]])
+			r.PutViewRow(view, w.keys.key(k), w.rows[e.row[0]:e.row[1]])
 		}
 	}
 	b.AddRun(r)
-	w.buf, w.ents = w.buf[:0], w.ents[:0]
+	w.keys.reset()
+	w.rows, w.ents = w.rows[:0], w.ents[:0]
 }
 
 // sinkRows applies the rows of a view without aggregation. Rows from a
