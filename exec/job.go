@@ -1058,14 +1058,14 @@ func (j *Job) saveState(op *aggOp, gids []int32, epoch uint64) {
 	ks := &op.saveKeys
 	ks.reset()
 	for _, g := range gids {
-		ks.add(int(g), func(buf []byte) []byte { return appendStateKey(op, g, buf) })
+		ks.add(g, func(buf []byte) []byte { return appendStateKey(op, g, buf) })
 	}
 	ks.sort()
 	b := j.batch.Load()
 	r := b.NewRun()
 	val := op.saveVal[:0]
 	for _, k := range ks.keys {
-		g, key := int32(k.ref), ks.key(k)
+		g, key := ks.ref(k), ks.key(k)
 		op.lastSave[g] = epoch
 		if op.count.n[g] <= 0 && len(op.spec.Keys) > 0 {
 			r.DeleteState(j.spec.ID, 0, key)
@@ -1337,7 +1337,7 @@ type viewWrite struct {
 }
 
 func (w *viewWrites) add(key, row []byte, del bool) {
-	w.keys.add(len(w.ents), func(buf []byte) []byte { return append(buf, key...) })
+	w.keys.add(int32(len(w.ents)), func(buf []byte) []byte { return append(buf, key...) })
 	w.ents = append(w.ents, viewWrite{row: [2]int{len(w.rows), len(w.rows) + len(row)}, del: del})
 	w.rows = append(w.rows, row...)
 }
@@ -1351,7 +1351,7 @@ func (w *viewWrites) flush(b *storage.Batch, view uint64) {
 	w.keys.sort()
 	r := b.NewRun()
 	for _, k := range w.keys.keys {
-		e := w.ents[k.ref]
+		e := w.ents[w.keys.ref(k)]
 		if e.del {
 			r.DeleteViewRow(view, w.keys.key(k))
 		} else {

@@ -8,30 +8,35 @@ import (
 
 // sortedKeys sorts many short byte keys held in one buffer, as an epoch's
 // state and view writes need (they reach storage in key order). Each key's
-// first 16 bytes are kept as two integers, so most comparisons are integer
-// compares; equal prefixes fall back to the bytes, then to the order the
-// keys were added (a stable sort). The buffers are reused between epochs.
+// first 16 bytes are kept as two integers next to its index, so most
+// comparisons are integer compares on small entries; equal prefixes fall
+// back to the bytes, then to the order the keys were added (a stable
+// sort). The buffers are reused between epochs.
 type sortedKeys struct {
-	buf  []byte
-	keys []sortKey
+	buf   []byte
+	spans [][2]uint32 // [start, end) in buf, by index
+	refs  []int32     // the caller's value for each index (a group, an entry)
+	keys  []sortKey
 }
 
 type sortKey struct {
-	hi, lo     uint64
-	start, end int // in buf; start also orders keys added earlier first
-	ref        int // the caller's: a group, an entry
+	hi, lo uint64
+	i      uint32 // index into spans and refs
 }
 
-func (s *sortedKeys) reset() { s.buf, s.keys = s.buf[:0], s.keys[:0] }
+func (s *sortedKeys) reset() {
+	s.buf, s.spans, s.refs, s.keys = s.buf[:0], s.spans[:0], s.refs[:0], s.keys[:0]
+}
 
-// add appends the key built by appending to buf (returns buf extended).
-func (s *sortedKeys) add(ref int, appendKey func([]byte) []byte) {
+// add appends the key appendKey builds onto the buffer.
+func (s *sortedKeys) add(ref int32, appendKey func([]byte) []byte) {
 	start := len(s.buf)
 	s.buf = appendKey(s.buf)
 	var p [16]byte
 	copy(p[:], s.buf[start:])
-	s.keys = append(s.keys, sortKey{hi: binary.BigEndian.Uint64(p[:8]), lo: binary.BigEndian.Uint64(p[8:]),
-		start: start, end: len(s.buf), ref: ref})
+	s.keys = append(s.keys, sortKey{hi: binary.BigEndian.Uint64(p[:8]), lo: binary.BigEndian.Uint64(p[8:]), i: uint32(len(s.refs))})
+	s.spans = append(s.spans, [2]uint32{uint32(start), uint32(len(s.buf))})
+	s.refs = append(s.refs, ref)
 }
 
 func (s *sortedKeys) sort() {
@@ -42,14 +47,16 @@ func (s *sortedKeys) sort() {
 		case a.lo != b.lo:
 			return cmpUint(a.lo, b.lo)
 		}
-		if c := bytes.Compare(s.buf[a.start:a.end], s.buf[b.start:b.end]); c != 0 {
+		if c := bytes.Compare(s.key(a), s.key(b)); c != 0 {
 			return c
 		}
-		return a.start - b.start
+		return int(a.i) - int(b.i)
 	})
 }
 
-func (s *sortedKeys) key(k sortKey) []byte { return s.buf[k.start:k.end] }
+// key returns k's bytes; ref its caller's value.
+func (s *sortedKeys) key(k sortKey) []byte { sp := s.spans[k.i]; return s.buf[sp[0]:sp[1]] }
+func (s *sortedKeys) ref(k sortKey) int32  { return s.refs[k.i] }
 
 func cmpUint(a, b uint64) int {
 	if a < b {
