@@ -36,8 +36,8 @@ type aggOp struct {
 	epoch    uint64 // the epoch being processed
 	load     func(gids []int32) error
 
-	// Reused by each barrier's saveState.
-	saveGids []int32
+	// Reused at each barrier: the changed groups' state keys, sorted
+	// (sortDirty), and saveState's value buffer.
 	saveKeys sortedKeys
 	saveVal  []byte
 }
@@ -254,13 +254,15 @@ func (a *aggOp) changes(emit func(Chunk) error) error {
 		bls[c] = types.NewBuilder(memoryPool, t)
 	}
 	var ops []Op
+	var groups []uint8
 	row := make([]types.Datum, len(a.outTs))
 	var buf []byte
-	appendRow := func(ds []types.Datum, op Op) {
+	appendRow := func(ds []types.Datum, op Op, g int32) {
 		for c, t := range a.outTs {
 			types.AppendDatum(bls[c], ds[c], t)
 		}
 		ops = append(ops, op)
+		groups = append(groups, uint8(keyGroup(a.gt.hashes[g])))
 	}
 	for i, g := range a.dirty {
 		a.isDirty[g] = false
@@ -275,12 +277,12 @@ func (a *aggOp) changes(emit func(Chunk) error) error {
 		case alive && old == string(buf):
 			continue
 		case alive && old == "":
-			appendRow(row, OpInsert)
+			appendRow(row, OpInsert, g)
 		case alive:
-			appendRow(decodeRow(old, a.outTs), OpUpdateBefore)
-			appendRow(row, OpUpdateAfter)
+			appendRow(decodeRow(old, a.outTs), OpUpdateBefore, g)
+			appendRow(row, OpUpdateAfter, g)
 		case old != "":
-			appendRow(decodeRow(old, a.outTs), OpDelete)
+			appendRow(decodeRow(old, a.outTs), OpDelete, g)
 		}
 		a.bytes -= int64(len(a.lastOut[g]))
 		if alive {
@@ -300,7 +302,7 @@ func (a *aggOp) changes(emit func(Chunk) error) error {
 		releaseAll(cols)
 		return nil
 	}
-	return emit(Chunk{Rec: newRecord(a.outTs, cols, len(ops)), Ops: ops})
+	return emit(Chunk{Rec: newRecord(a.outTs, cols, len(ops)), Ops: ops, Groups: groups})
 }
 
 func decodeRow(enc string, ts []types.T) []types.Datum {

@@ -42,6 +42,9 @@ func (o Op) Sign() int8 {
 type Chunk struct {
 	Rec arrow.RecordBatch
 	Ops []Op
+	// Groups holds each row's key group, for an aggregate's changes (the
+	// sink keys view rows by it); nil otherwise.
+	Groups []uint8
 }
 
 // Signs returns the rows' signs, or nil if all are inserts.

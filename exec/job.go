@@ -1028,13 +1028,16 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 			j.inflight.Add(-n)
 			continue
 		}
-		op.saveGids = append(op.saveGids[:0], op.dirty...)
-		dirty := op.saveGids
+		if j.spec.View != nil {
+			// Changed groups in state-key order: the state writes and the
+			// view rows (keyed alike) then reach storage sorted.
+			sortDirty(op)
+		}
 		if err := op.changes(func(c Chunk) error { return j.send(out, msg{c: c}) }); err != nil {
 			return err
 		}
 		if j.spec.View != nil {
-			j.saveState(op, dirty, m.barrier.Epoch)
+			j.saveState(op, m.barrier.Epoch)
 		}
 		op.epoch = m.barrier.Epoch + 1
 		j.dirty[inst].Store(0)
@@ -1052,15 +1055,8 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 
 // State of an aggregate group: key = key group byte + encoded group key;
 // value = each accumulator's state (decodeGroup).
-func (j *Job) saveState(op *aggOp, gids []int32, epoch uint64) {
-	// The epoch's writes go to storage in key order (storage.Run): sort the
-	// groups by state key here, on the instance's goroutine.
+func (j *Job) saveState(op *aggOp, epoch uint64) {
 	ks := &op.saveKeys
-	ks.reset()
-	for _, g := range gids {
-		ks.add(g, func(buf []byte) []byte { return appendStateKey(op, g, buf) })
-	}
-	ks.sort()
 	b := j.batch.Load()
 	r := b.NewRun()
 	val := op.saveVal[:0]
@@ -1080,6 +1076,21 @@ func (j *Job) saveState(op *aggOp, gids []int32, epoch uint64) {
 	}
 	op.saveVal = val
 	b.AddRun(r)
+}
+
+// sortDirty orders the changed groups by state key (kept in op.saveKeys
+// for saveState), on the instance's goroutine, so the epoch's writes reach
+// storage sorted (storage.Run).
+func sortDirty(op *aggOp) {
+	ks := &op.saveKeys
+	ks.reset()
+	for _, g := range op.dirty {
+		ks.add(g, func(buf []byte) []byte { return appendStateKey(op, g, buf) })
+	}
+	ks.sort()
+	for i, k := range ks.keys {
+		op.dirty[i] = ks.ref(k)
+	}
 }
 
 // stateKeyOf is group g's key in the state table: its key group, then its
@@ -1230,7 +1241,6 @@ func (j *Job) runSink(ins []chan msg) error {
 	}
 	var key, row []byte
 	var survived []int32
-	var rows viewWrites // an aggregate view's row changes in this epoch
 	writeLog := j.changelog.Load()
 	var bag map[string]int64 // multiset counts of a view over a changelog
 	if j.spec.View != nil && j.shape.agg == nil && j.shape.changelog {
@@ -1253,7 +1263,6 @@ func (j *Job) runSink(ins []chan msg) error {
 			if j.spec.View == nil {
 				continue // change streams flush at barriers but commit nothing
 			}
-			rows.flush(j.batch.Load(), j.spec.View.ID)
 			writeLog = j.changelog.Load()
 			select {
 			case j.acks <- m.barrier.Epoch:
@@ -1286,6 +1295,10 @@ func (j *Job) runSink(ins []chan msg) error {
 			continue
 		}
 		// Upsert by group key: the last change of a group in the epoch wins.
+		// A view row's key is its group's state key (key group, then the
+		// encoded group key), and an instance emits its changes in that
+		// order, so each chunk's writes are one sorted run.
+		run := j.batch.Load().NewRun()
 		nk := len(j.shape.agg.Keys)
 		keyTs := exprTypes(j.shape.agg.Keys)
 		// survived[r] is input row r's output row, or -1 if HAVING dropped it.
@@ -1301,17 +1314,18 @@ func (j *Job) runSink(ins []chan msg) error {
 			if op == OpUpdateBefore {
 				continue
 			}
-			key = key[:0]
+			key = append(key[:0], m.c.Groups[r])
 			for c := 0; c < nk; c++ {
 				key = encodeDatum(key, types.DatumAt(rec.Column(c), r, keyTs[c]), keyTs[c])
 			}
 			if i := survived[r]; i >= 0 && op != OpDelete {
 				row = encodeRow(row[:0], out, int(i), outTs)
-				rows.add(key, row, false)
+				run.PutViewRow(j.spec.View.ID, key, row)
 			} else {
-				rows.add(key, nil, true)
+				run.DeleteViewRow(j.spec.View.ID, key)
 			}
 		}
+		j.batch.Load().AddRun(run)
 		rec.Release()
 		if writeLog {
 			err = j.appendChangelog(Chunk{Rec: out, Ops: ops})
@@ -1321,46 +1335,6 @@ func (j *Job) runSink(ins []chan msg) error {
 			return err
 		}
 	}
-}
-
-// viewWrites buffers an epoch's view row changes so they reach storage in
-// key order (storage.Run).
-type viewWrites struct {
-	keys sortedKeys
-	rows []byte
-	ents []viewWrite
-}
-
-type viewWrite struct {
-	row [2]int // [start, end) in rows
-	del bool
-}
-
-func (w *viewWrites) add(key, row []byte, del bool) {
-	w.keys.add(int32(len(w.ents)), func(buf []byte) []byte { return append(buf, key...) })
-	w.ents = append(w.ents, viewWrite{row: [2]int{len(w.rows), len(w.rows) + len(row)}, del: del})
-	w.rows = append(w.rows, row...)
-}
-
-// flush writes the buffered changes to b in key order, a key's changes in
-// the order they were made, so the last one wins.
-func (w *viewWrites) flush(b *storage.Batch, view uint64) {
-	if len(w.ents) == 0 {
-		return
-	}
-	w.keys.sort()
-	r := b.NewRun()
-	for _, k := range w.keys.keys {
-		e := w.ents[w.keys.ref(k)]
-		if e.del {
-			r.DeleteViewRow(view, w.keys.key(k))
-		} else {
-			r.PutViewRow(view, w.keys.key(k), w.rows[e.row[0]:e.row[1]])
-		}
-	}
-	b.AddRun(r)
-	w.keys.reset()
-	w.rows, w.ents = w.rows[:0], w.ents[:0]
 }
 
 // sinkRows applies the rows of a view without aggregation. Rows from a

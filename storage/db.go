@@ -9,7 +9,7 @@
 //	g/seq                                 next object id
 //	l/<table:8><partition:4><offset:8>    a log block: the rows from offset on (Arrow IPC)
 //	s/<job:8><op:4><key...>               operator state
-//	v/<view:8><key...>                    a view's rows
+//	v/<view:8><key...>                    a view's rows (an aggregate's: key group byte, then group key)
 //	o/<job:8><table:8><partition:4>       a job's committed source offset
 //	k/<checkpoint:8>                      checkpoint record (JSON)
 //	m/<name>                              a database setting
