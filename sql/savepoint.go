@@ -1,10 +1,12 @@
 package sql
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -412,11 +414,51 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 	}
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
+	// The views that read a restored view (directly or not) are rebuilt:
+	// what they consumed of its changelog belongs to the abandoned
+	// timeline, and the restored job writes its replay after it. Each
+	// starts over from a snapshot of its source's rows, as a new reader
+	// does, so it equals its query over the restored view. A view in both
+	// sets is rebuilt, not restored.
+	e.mu.Lock()
+	rebuild := map[string]*storage.TableDef{}
+	var visit func(name string)
+	visit = func(name string) {
+		for _, d := range e.dependentsLocked(name) {
+			if rebuild[d] == nil {
+				rebuild[d] = e.mu.tables[d]
+				visit(d)
+			}
+		}
+	}
+	for _, it := range items {
+		visit(it.def.Name)
+	}
+	e.mu.Unlock()
+	items = slices.DeleteFunc(items, func(it item) bool { return rebuild[it.def.Name] != nil })
+	type rebuilt struct {
+		def  *storage.TableDef
+		plan exec.Plan
+	}
+	var rebuilds []rebuilt
+	for _, def := range rebuild {
+		plan, err := e.planView(def)
+		if err != nil {
+			return nil, err
+		}
+		rebuilds = append(rebuilds, rebuilt{def, plan})
+	}
+	// Start upstream views first: a rebuilt view snapshots its source.
+	slices.SortFunc(rebuilds, func(a, b rebuilt) int { return cmp.Compare(a.def.ID, b.def.ID) })
+
 	b := e.db.NewBatch()
 	for _, it := range items {
 		if err := e.db.CopyJobData(b, snap.db, it.jm.ID, it.def.ID, true); err != nil {
 			return nil, err
 		}
+	}
+	for _, r := range rebuilds {
+		storage.DeleteJobData(b, r.def.ID)
 	}
 	// Stop the jobs, commit the rewind, start them again; if the commit
 	// fails the old jobs restart from their own, untouched, state.
@@ -427,10 +469,23 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 			je.job.Stop()
 		}
 	}
+	for _, r := range rebuilds {
+		if je := e.mu.jobs[r.def.Name]; je != nil && je.job != nil {
+			je.job.Stop()
+		}
+	}
 	commitErr := e.db.Commit(b, true)
 	for _, it := range items {
 		delete(it.def.Options, "stopped")
 		if err := e.startViewJobLocked(it.def, it.plan, false); err != nil && commitErr == nil {
+			commitErr = err
+		}
+	}
+	for _, r := range rebuilds {
+		if r.def.Options["stopped"] == "true" {
+			continue // rebuilt from the snapshot when it is started
+		}
+		if err := e.startViewJobLocked(r.def, r.plan, false); err != nil && commitErr == nil {
 			commitErr = err
 		}
 	}
