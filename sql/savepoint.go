@@ -617,6 +617,15 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 	if old == nil || old.Kind != storage.KindView {
 		return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", n.Name)
 	}
+	// Views reading this one consumed its old changelog, and the new query
+	// may not even have their columns: like PostgreSQL, refuse.
+	if deps := e.dependentsLocked(n.Name); len(deps) > 0 {
+		slices.Sort(deps)
+		return nil, &sqlerr.Error{Code: sqlerr.DependentObjectsExist,
+			Msg:    fmt.Sprintf("cannot replace materialized view %s because other objects depend on it", n.Name),
+			Detail: fmt.Sprintf("materialized view %s depends on %s", deps[0], n.Name),
+			Hint:   "Drop the dependent views first (or restore the view without replacing it)."}
+	}
 	b := e.db.NewBatch()
 	def.ID = old.ID
 	storage.DeleteJobData(b, def.ID)
