@@ -2,6 +2,7 @@ package exec
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -249,27 +250,38 @@ func (a *aggOp) changes(emit func(Chunk) error) error {
 		return err
 	}
 	defer cur.Release()
-	bls := make([]arrowBuilder, len(a.outTs))
-	for c, t := range a.outTs {
-		bls[c] = types.NewBuilder(memoryPool, t)
-	}
+	// The output takes new rows from cur by index; old rows (the before
+	// side of updates, deletes) are decoded into bls, after cur's rows.
+	var bls []arrowBuilder
+	var take []int
 	var ops []Op
 	var groups []uint8
-	row := make([]types.Datum, len(a.outTs))
-	var buf []byte
-	appendRow := func(ds []types.Datum, op Op, g int32) {
-		for c, t := range a.outTs {
-			types.AppendDatum(bls[c], ds[c], t)
-		}
+	nCur := int(cur.NumRows())
+	nOld := 0
+	emitRow := func(src int, op Op, g int32) {
+		take = append(take, src)
 		ops = append(ops, op)
 		groups = append(groups, uint8(keyGroup(a.gt.hashes[g])))
 	}
+	emitOld := func(old string, op Op, g int32) {
+		if bls == nil {
+			bls = make([]arrowBuilder, len(a.outTs))
+			for c, t := range a.outTs {
+				bls[c] = types.NewBuilder(memoryPool, t)
+			}
+		}
+		for c, d := range decodeRow(old, a.outTs) {
+			types.AppendDatum(bls[c], d, a.outTs[c])
+		}
+		emitRow(nCur+nOld, op, g)
+		nOld++
+	}
+	var buf []byte
 	for i, g := range a.dirty {
 		a.isDirty[g] = false
 		buf = buf[:0]
 		for c, t := range a.outTs {
-			row[c] = types.DatumAt(cur.Column(c), i, t)
-			buf = encodeDatum(buf, row[c], t)
+			buf = encodeDatum(buf, types.DatumAt(cur.Column(c), i, t), t)
 		}
 		alive := a.count.n[g] > 0 || len(a.spec.Keys) == 0
 		old := a.lastOut[g]
@@ -277,12 +289,12 @@ func (a *aggOp) changes(emit func(Chunk) error) error {
 		case alive && old == string(buf):
 			continue
 		case alive && old == "":
-			appendRow(row, OpInsert, g)
+			emitRow(i, OpInsert, g)
 		case alive:
-			appendRow(decodeRow(old, a.outTs), OpUpdateBefore, g)
-			appendRow(row, OpUpdateAfter, g)
+			emitOld(old, OpUpdateBefore, g)
+			emitRow(i, OpUpdateAfter, g)
 		case old != "":
-			appendRow(decodeRow(old, a.outTs), OpDelete, g)
+			emitOld(old, OpDelete, g)
 		}
 		a.bytes -= int64(len(a.lastOut[g]))
 		if alive {
@@ -293,18 +305,32 @@ func (a *aggOp) changes(emit func(Chunk) error) error {
 		a.bytes += int64(len(a.lastOut[g]))
 	}
 	a.dirty = a.dirty[:0]
-	cols := make([]arrow.Array, len(bls))
-	for c, b := range bls {
-		cols[c] = b.NewArray()
-		b.Release()
-	}
 	if len(ops) == 0 {
-		releaseAll(cols)
+		for _, b := range bls {
+			b.Release()
+		}
 		return nil
 	}
-	return emit(Chunk{Rec: newRecord(a.outTs, cols, len(ops)), Ops: ops, Groups: groups})
+	src := cur
+	if bls != nil {
+		cols := make([]arrow.Array, len(a.outTs))
+		for c, b := range bls {
+			olds := b.NewArray()
+			b.Release()
+			cols[c], err = array.Concatenate([]arrow.Array{cur.Column(c), olds}, memoryPool)
+			olds.Release()
+			if err != nil {
+				releaseAll(cols)
+				return err
+			}
+		}
+		src = newRecord(a.outTs, cols, nCur+nOld)
+		defer src.Release()
+	}
+	return emit(Chunk{Rec: takeRecord(src, take, a.outTs), Ops: ops, Groups: groups})
 }
 
+// decodeRow decodes a row encoded column by column with encodeDatum.
 func decodeRow(enc string, ts []types.T) []types.Datum {
 	buf := []byte(enc)
 	out := make([]types.Datum, len(ts))
