@@ -240,8 +240,12 @@ func (a *aggOp) build(gids []int32) (arrow.RecordBatch, error) {
 }
 
 // changes emits the changes of the groups touched since the last call, as a
-// change chunk, and clears the dirty set.
-func (a *aggOp) changes(emit func(Chunk) error) error {
+// change chunk, and clears the dirty set. Without before, an update is only
+// its new row and a delete carries the group's keys but not its old values:
+// enough to maintain a view's rows, not a changelog.
+func (a *aggOp) changes(emit func(Chunk) error) error { return a.changesOf(true, emit) }
+
+func (a *aggOp) changesOf(before bool, emit func(Chunk) error) error {
 	if len(a.dirty) == 0 {
 		return nil
 	}
@@ -291,10 +295,14 @@ func (a *aggOp) changes(emit func(Chunk) error) error {
 		case alive && old == "":
 			emitRow(i, OpInsert, g)
 		case alive:
-			emitOld(old, OpUpdateBefore, g)
+			if before {
+				emitOld(old, OpUpdateBefore, g)
+			}
 			emitRow(i, OpUpdateAfter, g)
-		case old != "":
+		case old != "" && before:
 			emitOld(old, OpDelete, g)
+		case old != "":
+			emitRow(i, OpDelete, g)
 		}
 		a.bytes -= int64(len(a.lastOut[g]))
 		if alive {

@@ -1033,7 +1033,13 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 			// view rows (keyed alike) then reach storage sorted.
 			sortDirty(op)
 		}
-		if err := op.changes(func(c Chunk) error { return j.send(out, msg{c: c}) }); err != nil {
+		// Old rows (update_before, deletes' values) are only needed by a
+		// changelog or a change stream. The changelog flag only ever turns
+		// on, and a reader that turns it on with epoch n committed reads
+		// the changelog only from epoch n+3 (EnableChangelog); barrier n+2
+		// is injected after that, so every epoch it reads has them.
+		before := j.spec.View == nil || j.changelog.Load()
+		if err := op.changesOf(before, func(c Chunk) error { return j.send(out, msg{c: c}) }); err != nil {
 			return err
 		}
 		if j.spec.View != nil {
