@@ -22,6 +22,9 @@ type aggOp struct {
 	dirty   []int32
 	isDirty []bool
 	lastOut []string // encoded output row last emitted per group; "" none
+	// outValid says lastOut is kept: always, unless the job's changes only
+	// maintain a view's rows (changesOf without before).
+	outValid bool
 
 	// The state cache (jobs only). Groups whose state is committed can be
 	// evicted when bytes exceeds the cap; a group not in memory is loaded
@@ -49,7 +52,7 @@ const groupBytes = 160
 
 // newAggOp makes a hash aggregate; retract says its input may retract rows.
 func newAggOp(spec *HashAgg, retract bool) *aggOp {
-	a := &aggOp{spec: spec, keyTs: exprTypes(spec.Keys), outTs: spec.Types(), count: &countAcc{star: true}}
+	a := &aggOp{spec: spec, keyTs: exprTypes(spec.Keys), outTs: spec.Types(), count: &countAcc{star: true}, outValid: true}
 	a.gt = newGroupTable(a.keyTs)
 	for _, s := range spec.Aggs {
 		a.accs = append(a.accs, newAccum(s, retract))
@@ -240,12 +243,24 @@ func (a *aggOp) build(gids []int32) (arrow.RecordBatch, error) {
 }
 
 // changes emits the changes of the groups touched since the last call, as a
-// change chunk, and clears the dirty set. Without before, an update is only
-// its new row and a delete carries the group's keys but not its old values:
-// enough to maintain a view's rows, not a changelog.
+// change chunk, and clears the dirty set.
 func (a *aggOp) changes(emit func(Chunk) error) error { return a.changesOf(true, emit) }
 
+// changesOf is changes; without before it emits what maintaining a view's
+// rows needs and no more: each changed group's new row (UpdateAfter) or,
+// for a group that emptied, its keys (Delete), with no comparison against
+// the row last emitted, which is then not kept (lastOut, outValid). The
+// first call with before after calls without it cannot give this epoch's
+// old rows (they were not kept); it emits as without, then rebuilds every
+// group's last emitted row from the accumulators, so later calls are exact.
 func (a *aggOp) changesOf(before bool, emit func(Chunk) error) error {
+	if !before || !a.outValid {
+		err := a.newRows(emit)
+		if before && err == nil {
+			err = a.restoreAllOut()
+		}
+		return err
+	}
 	if len(a.dirty) == 0 {
 		return nil
 	}
@@ -336,6 +351,43 @@ func (a *aggOp) changesOf(before bool, emit func(Chunk) error) error {
 		defer src.Release()
 	}
 	return emit(Chunk{Rec: takeRecord(src, take, a.outTs), Ops: ops, Groups: groups})
+}
+
+// newRows emits the dirty groups' current rows as changes without old rows
+// (changesOf) and clears the dirty set.
+func (a *aggOp) newRows(emit func(Chunk) error) error {
+	if len(a.dirty) == 0 {
+		return nil
+	}
+	cur, err := a.build(a.dirty)
+	if err != nil {
+		return err
+	}
+	ops := make([]Op, len(a.dirty))
+	groups := make([]uint8, len(a.dirty))
+	for i, g := range a.dirty {
+		a.isDirty[g] = false
+		ops[i] = OpUpdateAfter
+		if a.count.n[g] <= 0 && len(a.spec.Keys) > 0 {
+			ops[i] = OpDelete
+		}
+		groups[i] = uint8(keyGroup(a.gt.hashes[g]))
+	}
+	a.dirty = a.dirty[:0]
+	return emit(Chunk{Rec: cur, Ops: ops, Groups: groups})
+}
+
+// restoreAllOut sets every group's last emitted row from its accumulators
+// and marks the rows kept from now on (outValid).
+func (a *aggOp) restoreAllOut() error {
+	gids := make([]int32, 0, a.gt.Len())
+	for g := 0; g < a.gt.Len(); g++ {
+		if a.live[g] {
+			gids = append(gids, int32(g))
+		}
+	}
+	a.outValid = true
+	return restoreOut(a, gids)
 }
 
 // decodeRow decodes a row encoded column by column with encodeDatum.

@@ -355,6 +355,8 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		aggs := make([]*aggOp, n)
 		for i := 0; i < n; i++ {
 			aggs[i] = newAggOp(sh.agg, sh.changelog)
+			// A view without readers needs no old rows (changesOf).
+			aggs[i].outValid = spec.View == nil || spec.Changelog
 			if spec.View != nil {
 				if err := j.loadState(aggs[i], i); err != nil {
 					cancel()
@@ -1136,8 +1138,11 @@ func decodeGroup(op *aggOp, g int32, val []byte) error {
 }
 
 // restoreOut sets the last emitted row of restored groups from their
-// accumulators (see decodeGroup).
+// accumulators (see decodeGroup), if the operator keeps them (outValid).
 func restoreOut(op *aggOp, gids []int32) error {
+	if !op.outValid {
+		return nil
+	}
 	alive := gids[:0:0]
 	for _, g := range gids {
 		if op.count.n[g] > 0 || len(op.spec.Keys) == 0 {
