@@ -60,13 +60,21 @@ func Open(dir string, o Options) (*DB, error) {
 	}
 	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref()
+	// L0StopWritesThreshold: epochs of changes to keys spread by key group
+	// make every flushed table overlap the whole state, so L0 deepens while
+	// the one compaction thread catches up; at Pebble's usual 12–24
+	// sublevels a commit then stalls for seconds (steady-state CHECKPOINTs
+	// of 0.1 s took 3–5 s now and then at 10M keys). 64 leaves room for
+	// those bursts and still stops runaway growth (CockroachDB, relying on
+	// admission control instead, uses 1000). MaxManifestFileSize keeps
+	// the MANIFEST that each retained-checkpoint export copies small.
 	popts := &pebble.Options{
 		FS:                          o.FS,
 		Cache:                       cache,
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
-		L0StopWritesThreshold:       24,
+		L0StopWritesThreshold:       64,
 		MaxManifestFileSize:         4 << 20,
 		Cleaner:                     deleteNoRecycle{},
 		FormatMajorVersion:          pebble.FormatNewest,
