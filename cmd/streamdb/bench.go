@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime/pprof"
 	"sort"
@@ -31,6 +32,7 @@ func bench(args []string) error {
 	snap := fs.Bool("savepoint", false, "also time CREATE SAVEPOINT and RESTORE FROM SAVEPOINT of the view")
 	restart := fs.Bool("restart", false, "also time closing and reopening the database until the view serves again")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run (of the steady phase with --steady) to this file")
+	random := fs.Bool("random", false, "draw keys uniformly at random (as bench/ does) instead of cycling through them")
 	steady := fs.Int("steady", 0, "after the view is complete, time this many CHECKPOINTs, each after a 1000-row COPY")
 	fs.Parse(args)
 	if *cpuprofile != "" && *steady == 0 {
@@ -78,6 +80,7 @@ func bench(args []string) error {
 	}
 	fmt.Printf("streamdb bench: %d rows, %d keys, checkpoint.interval %s, data in %s\n", *rows, *keys, *interval, dir)
 
+	rng := rand.New(rand.NewPCG(uint64(*rows), uint64(*keys)))
 	start := time.Now()
 	var buf bytes.Buffer
 	for done := 0; done < *rows; {
@@ -88,7 +91,11 @@ func bench(args []string) error {
 		}
 		buf.Reset()
 		for i := done; i < done+n; i++ {
-			buf.WriteString(strconv.Itoa(i % *keys))
+			k := i % *keys
+			if *random {
+				k = rng.IntN(*keys)
+			}
+			buf.WriteString(strconv.Itoa(k))
 			buf.WriteByte('\t')
 			buf.WriteString(strconv.Itoa(i % 100))
 			buf.WriteByte('\n')
