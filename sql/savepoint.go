@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -460,6 +461,17 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 	for _, r := range rebuilds {
 		storage.DeleteJobData(b, r.def.ID)
 	}
+	// A restored job runs again, so a stopped view is no longer stopped:
+	// its catalog entry changes in the same batch.
+	for i, it := range items {
+		if it.def.Options["stopped"] == "true" {
+			nd := *it.def
+			nd.Options = maps.Clone(it.def.Options)
+			delete(nd.Options, "stopped")
+			storage.PutTable(b, &nd)
+			items[i].def = &nd
+		}
+	}
 	// Stop the jobs, commit the rewind, start them again; if the commit
 	// fails the old jobs restart from their own, untouched, state.
 	e.mu.Lock()
@@ -475,8 +487,22 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 		}
 	}
 	commitErr := e.db.Commit(b, true)
+	if commitErr != nil {
+		// Nothing changed: the old jobs resume on their own state.
+		for _, it := range items {
+			if old := e.mu.tables[it.def.Name]; old != nil && old.Options["stopped"] != "true" {
+				_ = e.startViewJobLocked(old, it.plan, false)
+			}
+		}
+		for _, r := range rebuilds {
+			if r.def.Options["stopped"] != "true" {
+				_ = e.startViewJobLocked(r.def, r.plan, false)
+			}
+		}
+		return nil, commitErr
+	}
 	for _, it := range items {
-		delete(it.def.Options, "stopped")
+		e.mu.tables[it.def.Name] = it.def
 		if err := e.startViewJobLocked(it.def, it.plan, false); err != nil && commitErr == nil {
 			commitErr = err
 		}
