@@ -6,39 +6,44 @@ import (
 	"slices"
 )
 
-// sortedKeys sorts many short byte keys held in one buffer, as an epoch's
-// state and view writes need (they reach storage in key order). Each key's
-// first 16 bytes are kept as two integers next to its index, so most
-// comparisons are integer compares on small entries; equal prefixes fall
-// back to the bytes, then to the order the keys were added (a stable
-// sort). The buffers are reused between epochs.
-//
-// (The caller's value rides in each entry, so reading the sorted order back
-// does not jump around memory.)
+// sortedKeys sorts many short byte keys, as an epoch's state and view
+// writes need (they reach storage in key order). Each entry holds the key's
+// first 16 bytes as two integers, so most comparisons are integer
+// compares; a key of at most 16 bytes (an aggregate's state key for a
+// BIGINT group key is 10) is wholly in its entry and is read back from it,
+// so neither sorting nor reading the result goes back to the buffer.
+// Longer keys fall back to the buffer. Ties go to the key added first (a
+// stable sort). The buffers are reused between epochs.
 type sortedKeys struct {
-	buf   []byte
-	spans [][2]uint32 // [start, end) in buf, by index
-	keys  []sortKey
+	buf     []byte
+	spans   [][2]uint32 // [start, end) in buf, by index
+	keys    []sortKey
+	scratch [16]byte
 }
 
 type sortKey struct {
 	hi, lo uint64
-	i      uint32 // index into spans
-	ref    int32  // the caller's value (fits the struct's padding)
+	ref    int32  // the caller's value (a group, an entry)
+	li     uint32 // length (if ≤ 16, else 17) << idxBits | index into spans
 }
 
-func (s *sortedKeys) reset() {
-	s.buf, s.spans, s.keys = s.buf[:0], s.spans[:0], s.keys[:0]
-}
+const idxBits = 27 // up to 134M keys an epoch
+
+func (k sortKey) n() int      { return int(k.li >> idxBits) }
+func (k sortKey) idx() uint32 { return k.li & (1<<idxBits - 1) }
+
+func (s *sortedKeys) reset() { s.buf, s.spans, s.keys = s.buf[:0], s.spans[:0], s.keys[:0] }
 
 // add appends the key appendKey builds onto the buffer.
 func (s *sortedKeys) add(ref int32, appendKey func([]byte) []byte) {
 	start := len(s.buf)
 	s.buf = appendKey(s.buf)
+	key := s.buf[start:]
 	var p [16]byte
-	copy(p[:], s.buf[start:])
+	copy(p[:], key)
+	n := min(len(key), 17)
 	s.keys = append(s.keys, sortKey{hi: binary.BigEndian.Uint64(p[:8]), lo: binary.BigEndian.Uint64(p[8:]),
-		i: uint32(len(s.spans)), ref: ref})
+		ref: ref, li: uint32(n)<<idxBits | uint32(len(s.spans))})
 	s.spans = append(s.spans, [2]uint32{uint32(start), uint32(len(s.buf))})
 }
 
@@ -50,16 +55,35 @@ func (s *sortedKeys) sort() {
 		case a.lo != b.lo:
 			return cmpUint(a.lo, b.lo)
 		}
-		if c := bytes.Compare(s.key(a), s.key(b)); c != 0 {
-			return c
+		// Equal first 16 bytes (zero-padded): a short key is a prefix of
+		// the other, so the shorter sorts first; two long ones compare on.
+		if an, bn := a.n(), b.n(); an != bn && (an <= 16 || bn <= 16) {
+			return an - bn
+		} else if an > 16 {
+			if c := bytes.Compare(s.long(a), s.long(b)); c != 0 {
+				return c
+			}
 		}
-		return int(a.i) - int(b.i)
+		return int(a.idx()) - int(b.idx())
 	})
 }
 
-// key returns k's bytes; ref its caller's value.
-func (s *sortedKeys) key(k sortKey) []byte { sp := s.spans[k.i]; return s.buf[sp[0]:sp[1]] }
-func (s *sortedKeys) ref(k sortKey) int32  { return k.ref }
+// key returns k's bytes; valid until the next call.
+func (s *sortedKeys) key(k sortKey) []byte {
+	if n := k.n(); n <= 16 {
+		binary.BigEndian.PutUint64(s.scratch[:8], k.hi)
+		binary.BigEndian.PutUint64(s.scratch[8:], k.lo)
+		return s.scratch[:n]
+	}
+	return s.long(k)
+}
+
+func (s *sortedKeys) long(k sortKey) []byte {
+	sp := s.spans[k.idx()]
+	return s.buf[sp[0]:sp[1]]
+}
+
+func (s *sortedKeys) ref(k sortKey) int32 { return k.ref }
 
 func cmpUint(a, b uint64) int {
 	if a < b {
