@@ -386,12 +386,14 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 			views = append(views, j.Name)
 		}
 	}
-	type item struct {
-		def  *storage.TableDef
-		jm   *checkpoint.JobManifest
-		plan exec.Plan
+	// Every job to restart: the restored ones (jm set) and, below, the
+	// rebuilt readers.
+	type restart struct {
+		orig, def *storage.TableDef // def: the catalog entry after the restore
+		jm        *checkpoint.JobManifest
+		plan      exec.Plan
 	}
-	var items []item
+	var jobs []restart
 	for _, v := range views {
 		def, err := e.viewDef(v)
 		if err != nil {
@@ -411,7 +413,7 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 		if jm.SQL != def.SQL {
 			return nil, sqlerr.New(sqlerr.ObjectNotInPrereqState, "materialized view %q was replaced after %s was taken; use CREATE OR REPLACE MATERIALIZED VIEW ... FROM SAVEPOINT", v, what)
 		}
-		items = append(items, item{def, jm, plan})
+		jobs = append(jobs, restart{def, def, jm, plan})
 	}
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
@@ -432,86 +434,62 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 			}
 		}
 	}
-	for _, it := range items {
-		visit(it.def.Name)
+	for _, r := range jobs {
+		visit(r.def.Name)
 	}
 	e.mu.Unlock()
-	items = slices.DeleteFunc(items, func(it item) bool { return rebuild[it.def.Name] != nil })
-	type rebuilt struct {
-		def  *storage.TableDef
-		plan exec.Plan
-	}
-	var rebuilds []rebuilt
+	jobs = slices.DeleteFunc(jobs, func(r restart) bool { return rebuild[r.def.Name] != nil })
 	for _, def := range rebuild {
 		plan, err := e.planView(def)
 		if err != nil {
 			return nil, err
 		}
-		rebuilds = append(rebuilds, rebuilt{def, plan})
+		jobs = append(jobs, restart{def, def, nil, plan})
 	}
-	// Start upstream views first: a rebuilt view snapshots its source.
-	slices.SortFunc(rebuilds, func(a, b rebuilt) int { return cmp.Compare(a.def.ID, b.def.ID) })
+	// Upstream first (a view is created after what it reads, so by id): a
+	// rebuilt view snapshots its source when it starts.
+	slices.SortFunc(jobs, func(a, b restart) int { return cmp.Compare(a.def.ID, b.def.ID) })
 
 	b := e.db.NewBatch()
-	for _, it := range items {
-		if err := e.db.CopyJobData(b, snap.db, it.jm.ID, it.def.ID, true); err != nil {
+	for i, r := range jobs {
+		if r.jm == nil {
+			storage.DeleteJobData(b, r.def.ID)
+			continue
+		}
+		if err := e.db.CopyJobData(b, snap.db, r.jm.ID, r.def.ID, true); err != nil {
 			return nil, err
 		}
-	}
-	for _, r := range rebuilds {
-		storage.DeleteJobData(b, r.def.ID)
-	}
-	// A restored job runs again, so a stopped view is no longer stopped:
-	// its catalog entry changes in the same batch.
-	for i, it := range items {
-		if it.def.Options["stopped"] == "true" {
-			nd := *it.def
-			nd.Options = maps.Clone(it.def.Options)
+		// A restored job runs again, so a stopped view is no longer
+		// stopped: its catalog entry changes in the same batch. (A stopped
+		// reader is reset and rebuilt when it is started.)
+		if r.def.Options["stopped"] == "true" {
+			nd := *r.def
+			nd.Options = maps.Clone(r.def.Options)
 			delete(nd.Options, "stopped")
 			storage.PutTable(b, &nd)
-			items[i].def = &nd
+			jobs[i].def = &nd
 		}
 	}
 	// Stop the jobs, commit the rewind, start them again; if the commit
-	// fails the old jobs restart from their own, untouched, state.
+	// fails the old jobs resume on their own, untouched, state.
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, it := range items {
-		if je := e.mu.jobs[it.def.Name]; je != nil && je.job != nil {
-			je.job.Stop()
-		}
-	}
-	for _, r := range rebuilds {
+	for _, r := range jobs {
 		if je := e.mu.jobs[r.def.Name]; je != nil && je.job != nil {
 			je.job.Stop()
 		}
 	}
 	commitErr := e.db.Commit(b, true)
-	if commitErr != nil {
-		// Nothing changed: the old jobs resume on their own state.
-		for _, it := range items {
-			if old := e.mu.tables[it.def.Name]; old != nil && old.Options["stopped"] != "true" {
-				_ = e.startViewJobLocked(old, it.plan, false)
-			}
+	for _, r := range jobs {
+		def := r.def
+		if commitErr != nil {
+			def = r.orig
 		}
-		for _, r := range rebuilds {
-			if r.def.Options["stopped"] != "true" {
-				_ = e.startViewJobLocked(r.def, r.plan, false)
-			}
+		e.mu.tables[def.Name] = def
+		if def.Options["stopped"] == "true" {
+			continue
 		}
-		return nil, commitErr
-	}
-	for _, it := range items {
-		e.mu.tables[it.def.Name] = it.def
-		if err := e.startViewJobLocked(it.def, it.plan, false); err != nil && commitErr == nil {
-			commitErr = err
-		}
-	}
-	for _, r := range rebuilds {
-		if r.def.Options["stopped"] == "true" {
-			continue // rebuilt from the snapshot when it is started
-		}
-		if err := e.startViewJobLocked(r.def, r.plan, false); err != nil && commitErr == nil {
+		if err := e.startViewJobLocked(def, r.plan, false); err != nil && commitErr == nil {
 			commitErr = err
 		}
 	}
