@@ -300,26 +300,27 @@ func (g *groupTable) setKey(gid int32, keys []arrow.Array, i int) {
 	for c := range g.cols {
 		kc := &g.cols[c]
 		last := len(kc.nulls) - 1
-		kc.nulls[gid] = kc.nulls[last]
-		kc.nulls = kc.nulls[:last]
+		kc.nulls = moveLast(kc.nulls, gid)
 		switch {
 		case kc.ints != nil && len(kc.ints) == last+1:
-			kc.ints[gid] = kc.ints[last]
-			kc.ints = kc.ints[:last]
+			kc.ints = moveLast(kc.ints, gid)
 		case kc.flts != nil && len(kc.flts) == last+1:
-			kc.flts[gid] = kc.flts[last]
-			kc.flts = kc.flts[:last]
+			kc.flts = moveLast(kc.flts, gid)
 		case kc.strs != nil && len(kc.strs) == last+1:
-			kc.strs[gid] = kc.strs[last]
-			kc.strs = kc.strs[:last]
+			kc.strs = moveLast(kc.strs, gid)
 		case kc.decs != nil && len(kc.decs) == last+1:
-			kc.decs[gid] = kc.decs[last]
-			kc.decs = kc.decs[:last]
+			kc.decs = moveLast(kc.decs, gid)
 		case kc.ivs != nil && len(kc.ivs) == last+1:
-			kc.ivs[gid] = kc.ivs[last]
-			kc.ivs = kc.ivs[:last]
+			kc.ivs = moveLast(kc.ivs, gid)
 		}
 	}
+}
+
+// moveLast moves s's last element to index to and drops the last slot.
+func moveLast[T any](s []T, to int32) []T {
+	last := len(s) - 1
+	s[to] = s[last]
+	return s[:last]
 }
 
 func (g *groupTable) appendKey(keys []arrow.Array, i int) {
