@@ -50,11 +50,13 @@ func liveDB(t *testing.T, dir string) *storage.DB {
 		rec.Release()
 		b.Release()
 		eb := db.NewEpochBatch()
+		state := eb.NewRun()
 		for k := 0; k < 50; k++ {
 			key := fmt.Appendf(nil, "key%03d", k)
-			eb.PutState(2, 0, key, fmt.Appendf(nil, "state%d", round))
+			state.PutState(2, 0, key, fmt.Appendf(nil, "state%d", round))
 			eb.PutViewRow(2, key, fmt.Appendf(nil, "row%d-%d", k, round))
 		}
+		eb.AddRun(state)
 		eb.SetOffset(2, 1, 0, uint64(round+1)*1000)
 		if err := db.CommitEpoch([]*storage.Batch{eb}, uint64(round+1), []byte(`{}`), true); err != nil {
 			t.Fatal(err)

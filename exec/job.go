@@ -1069,7 +1069,7 @@ func (j *Job) saveState(op *aggOp, epoch uint64) {
 	r := b.NewRun()
 	val := op.saveVal[:0]
 	for _, k := range ks.keys {
-		g, key := ks.ref(k), ks.key(k)
+		g, key := k.ref, ks.key(k)
 		op.lastSave[g] = epoch
 		if op.count.n[g] <= 0 && len(op.spec.Keys) > 0 {
 			r.DeleteState(j.spec.ID, 0, key)
@@ -1097,7 +1097,7 @@ func sortDirty(op *aggOp) {
 	}
 	ks.sort()
 	for i, k := range ks.keys {
-		op.dirty[i] = ks.ref(k)
+		op.dirty[i] = k.ref
 	}
 }
 

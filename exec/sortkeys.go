@@ -83,8 +83,6 @@ func (s *sortedKeys) long(k sortKey) []byte {
 	return s.buf[sp[0]:sp[1]]
 }
 
-func (s *sortedKeys) ref(k sortKey) int32 { return k.ref }
-
 func cmpUint(a, b uint64) int {
 	if a < b {
 		return -1

@@ -42,8 +42,8 @@ func TestSortedKeys(t *testing.T) {
 		}
 		slices.SortStableFunc(want, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
 		for i, k := range s.keys {
-			if int(s.ref(k)) != want[i] || !bytes.Equal(s.key(k), keys[want[i]]) {
-				t.Fatalf("round %d: position %d holds key %d %x, want key %d %x", round, i, s.ref(k), s.key(k), want[i], keys[want[i]])
+			if int(k.ref) != want[i] || !bytes.Equal(s.key(k), keys[want[i]]) {
+				t.Fatalf("round %d: position %d holds key %d %x, want key %d %x", round, i, k.ref, s.key(k), want[i], keys[want[i]])
 			}
 		}
 	}

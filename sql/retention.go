@@ -109,10 +109,9 @@ func (e *Engine) truncateLogs(now time.Time) error {
 		}
 	}
 
-	keep, unbounded := time.Duration(0), e.setting("stream.retention") == "unbounded"
-	if !unbounded {
-		keep, _ = checkpoint.ParseDuration(e.setting("stream.retention"))
-	}
+	retention := e.setting("stream.retention")
+	unbounded := retention == "unbounded"
+	keep, _ := checkpoint.ParseDuration(retention) // validated when set; unused if unbounded
 	for _, t := range tables {
 		for p := uint32(0); p < uint32(max(1, t.Partitions)); p++ {
 			var cut uint64

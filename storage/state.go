@@ -80,20 +80,6 @@ func offsetKey(job, table uint64, part uint32) []byte {
 	return binary.BigEndian.AppendUint32(k, part)
 }
 
-// PutState records an operator's state for key.
-func (b *Batch) PutState(job uint64, op uint32, key, val []byte) {
-	b.mu.Lock()
-	b.b.Set(stateKey(job, op, key), val, nil)
-	b.mu.Unlock()
-}
-
-// DeleteState removes an operator's state for key.
-func (b *Batch) DeleteState(job uint64, op uint32, key []byte) {
-	b.mu.Lock()
-	b.b.Delete(stateKey(job, op, key), nil)
-	b.mu.Unlock()
-}
-
 // PutViewRow stores a view row under its key.
 func (b *Batch) PutViewRow(view uint64, key, row []byte) {
 	b.mu.Lock()

@@ -292,7 +292,9 @@ func TestReopenRecoversLog(t *testing.T) {
 // changelog blocks on two partitions.
 func epochBatch(db *DB, job uint64, n int) *Batch {
 	b := db.NewEpochBatch()
-	b.PutState(job, 0, []byte("k"), fmt.Appendf(nil, "state%d", n))
+	r := b.NewRun()
+	r.PutState(job, 0, []byte("k"), fmt.Appendf(nil, "state%d", n))
+	b.AddRun(r)
 	b.PutViewRow(job, []byte("k"), fmt.Appendf(nil, "row%d", n))
 	b.SetOffset(job, 1, 0, uint64(n))
 	for p := uint32(0); p < 2; p++ {
