@@ -28,8 +28,11 @@ type groupTable struct {
 	h []uint64
 }
 
-// slot holds a group id + 1 (0: empty) and the top bits of its hash, so a
-// probe rejects most mismatches without touching the group's arrays.
+// slot holds a group id + 1 (0: empty) and the low 32 bits of its hash: a
+// probe rejects most mismatches without touching the group's arrays, and
+// the slot's home (hash & mask; tables have at most 2^32 slots, as group
+// ids are int32) is known without reading the group's hash, which keeps
+// removal and growth to the slot array.
 type slot struct {
 	tag uint32
 	gid int32
@@ -197,7 +200,7 @@ func (g *groupTable) lookup(keys []arrow.Array, n int, gids []int32, insert bool
 	}
 	for i := 0; i < n; i++ {
 		h := g.h[i]
-		tag := uint32(h >> 32)
+		tag := uint32(h)
 		pos := h & g.mask
 		for {
 			s := g.slots[pos]
@@ -254,7 +257,7 @@ func (g *groupTable) grow() {
 		for g.slots[pos].gid != 0 {
 			pos = (pos + 1) & g.mask
 		}
-		g.slots[pos] = slot{tag: uint32(h >> 32), gid: int32(gid) + 1}
+		g.slots[pos] = slot{tag: uint32(h), gid: int32(gid) + 1}
 	}
 }
 
@@ -266,7 +269,7 @@ func (g *groupTable) remove(gid int32) {
 		hole = (hole + 1) & g.mask
 	}
 	for j := (hole + 1) & g.mask; g.slots[j].gid != 0; j = (j + 1) & g.mask {
-		home := g.hashes[g.slots[j].gid-1] & g.mask
+		home := uint64(g.slots[j].tag) & g.mask
 		// The entry at j may fill the hole unless its home lies cyclically
 		// in (hole, j].
 		if (j-home)&g.mask >= (j-hole)&g.mask {
@@ -444,7 +447,7 @@ func (g *groupTable) insertDatums(ds []types.Datum) int32 {
 	for g.slots[pos].gid != 0 {
 		pos = (pos + 1) & g.mask
 	}
-	g.slots[pos] = slot{tag: uint32(h >> 32), gid: gid + 1}
+	g.slots[pos] = slot{tag: uint32(h), gid: gid + 1}
 	if uint64(len(g.hashes))*2 > g.mask {
 		g.grow()
 	}
