@@ -40,10 +40,13 @@ type aggOp struct {
 	epoch    uint64 // the epoch being processed
 	load     func(gids []int32) error
 
-	// Reused at each barrier: the changed groups' state keys, sorted
-	// (sortDirty), and saveState's value buffer.
+	// Reused at each barrier: the changed groups' state keys and values,
+	// sorted by key (prepareSave); the groups in id order, and for each
+	// position in key order the group's position in id order, with which
+	// newRows reads the groups front to back and then reorders the rows.
 	saveKeys sortedKeys
-	saveVal  []byte
+	byID     []int32
+	perm     []int
 }
 
 // groupBytes is the estimated fixed memory of one group in the table and
@@ -261,6 +264,7 @@ func (a *aggOp) changesOf(before bool, emit func(Chunk) error) error {
 		}
 		return err
 	}
+	a.byID = a.byID[:0] // read in key order here
 	if len(a.dirty) == 0 {
 		return nil
 	}
@@ -359,13 +363,17 @@ func (a *aggOp) newRows(emit func(Chunk) error) error {
 	if len(a.dirty) == 0 {
 		return nil
 	}
-	cur, err := a.build(a.dirty)
+	ids, perm := a.dirty, []int(nil)
+	if len(a.byID) == len(a.dirty) {
+		ids, perm = a.byID, a.perm // prepared (prepareSave)
+	}
+	cur, err := a.build(ids)
 	if err != nil {
 		return err
 	}
-	ops := make([]Op, len(a.dirty))
-	groups := make([]uint8, len(a.dirty))
-	for i, g := range a.dirty {
+	ops := make([]Op, len(ids))
+	groups := make([]uint8, len(ids))
+	for i, g := range ids {
 		a.isDirty[g] = false
 		ops[i] = OpUpdateAfter
 		if a.count.n[g] <= 0 && len(a.spec.Keys) > 0 {
@@ -373,7 +381,17 @@ func (a *aggOp) newRows(emit func(Chunk) error) error {
 		}
 		groups[i] = uint8(keyGroup(a.gt.hashes[g]))
 	}
-	a.dirty = a.dirty[:0]
+	a.dirty, a.byID = a.dirty[:0], a.byID[:0]
+	if perm != nil {
+		sorted := takeRecord(cur, perm, a.outTs)
+		cur.Release()
+		cur = sorted
+		ops2, groups2 := make([]Op, len(perm)), make([]uint8, len(perm))
+		for i, p := range perm {
+			ops2[i], groups2[i] = ops[p], groups[p]
+		}
+		ops, groups = ops2, groups2
+	}
 	return emit(Chunk{Rec: cur, Ops: ops, Groups: groups})
 }
 

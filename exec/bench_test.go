@@ -8,7 +8,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -121,4 +123,84 @@ func BenchmarkGroupLookup(b *testing.B) {
 			r.Release()
 		}
 	}
+}
+
+// BenchmarkBarrier is an aggregate instance's work at a barrier in a view
+// job: sort the changed groups by state key, build their new rows, encode
+// their state into a sorted run. 256K random keys of 2M groups change, as
+// in an epoch of a view over millions of keys (docs/BENCHMARKS.md).
+//
+//	go test ./exec/ -run '^$' -bench BenchmarkBarrier -benchtime 10x
+func BenchmarkBarrier(b *testing.B) {
+	const groups, changed = 2 << 20, 256 << 10
+	mem := memory.NewGoAllocator()
+	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	j := &Job{spec: JobSpec{ID: 1, View: &storage.TableDef{ID: 1}}, db: db}
+	j.batch.Store(db.NewEpochBatch())
+	ctx := &expr.Ctx{Mem: mem}
+	spec := countSumSpec()
+	spec.Aggs[1].T = types.NumericOf(types.MaxNumericPrecision, 0) // sum(BIGINT), as bound
+	op := newAggOp(spec, false)
+	op.outValid = false // a view without readers keeps no emitted rows
+	push := func(keys []int64) {
+		for len(keys) > 0 {
+			n := min(len(keys), aggBenchBatch)
+			kb, vb := array.NewInt64Builder(mem), array.NewInt64Builder(mem)
+			kb.AppendValues(keys[:n], nil)
+			for range n {
+				vb.Append(1)
+			}
+			cols := []arrow.Array{kb.NewArray(), vb.NewArray()}
+			rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{
+				{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+				{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+			}, nil), cols, int64(n))
+			if err := op.push(ctx, rec, nil, true); err != nil {
+				b.Fatal(err)
+			}
+			rec.Release()
+			releaseAll(cols)
+			kb.Release()
+			vb.Release()
+			keys = keys[n:]
+		}
+	}
+	all := make([]int64, groups)
+	for i := range all {
+		all[i] = int64(i)
+	}
+	r := rand.New(rand.NewPCG(3, 5))
+	r.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	push(all)
+	op.dirty, op.isDirty = op.dirty[:0], make([]bool, len(op.isDirty))
+	out := make(chan msg, 1024)
+	done := make(chan struct{})
+	go func() {
+		for m := range out {
+			m.c.Rec.Release()
+		}
+		close(done)
+	}()
+	some := make([]int64, changed)
+	for b.Loop() {
+		b.StopTimer()
+		for i := range some {
+			some[i] = all[r.IntN(groups)] // groups created at any time: scattered ids
+		}
+		push(some)
+		j.batch.Store(db.NewEpochBatch())
+		b.StartTimer()
+		prepareSave(op, 1)
+		if err := op.changesOf(false, func(c Chunk) error { out <- msg{c: c}; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		j.saveState(op)
+	}
+	close(out)
+	<-done
+	b.ReportMetric(float64(changed)*float64(b.N)/b.Elapsed().Seconds(), "groups/s")
 }

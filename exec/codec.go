@@ -166,6 +166,16 @@ func takeArray(a arrow.Array, idx []int, t types.T) arrow.Array {
 				b.UnsafeAppend(vs[i])
 			}
 		}
+	case *array.Decimal128:
+		b := bl.(*array.Decimal128Builder)
+		vs := arr.Values()
+		for _, i := range idx {
+			if i < 0 || (!noNulls && arr.IsNull(i)) {
+				b.AppendNull()
+			} else {
+				b.UnsafeAppend(vs[i])
+			}
+		}
 	case *array.String:
 		b := bl.(*array.StringBuilder)
 		for _, i := range idx {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1033,7 +1034,7 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 		if j.spec.View != nil {
 			// Changed groups in state-key order: the state writes and the
 			// view rows (keyed alike) then reach storage sorted.
-			sortDirty(op)
+			prepareSave(op, m.barrier.Epoch)
 		}
 		// Old rows (update_before, deletes' values) are only needed by a
 		// changelog or a change stream. The changelog flag only ever turns
@@ -1045,7 +1046,7 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 			return err
 		}
 		if j.spec.View != nil {
-			j.saveState(op, m.barrier.Epoch)
+			j.saveState(op)
 		}
 		op.epoch = m.barrier.Epoch + 1
 		j.dirty[inst].Store(0)
@@ -1062,42 +1063,49 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 }
 
 // State of an aggregate group: key = key group byte + encoded group key;
-// value = each accumulator's state (decodeGroup).
-func (j *Job) saveState(op *aggOp, epoch uint64) {
+// value = each accumulator's state (decodeGroup), or none for a group that
+// emptied (deleted). prepareSave has encoded both.
+func (j *Job) saveState(op *aggOp) {
 	ks := &op.saveKeys
-	b := j.batch.Load()
-	r := b.NewRun()
-	val := op.saveVal[:0]
+	r := j.batch.Load().NewRun()
 	for _, k := range ks.keys {
-		g, key := k.ref, ks.key(k)
-		op.lastSave[g] = epoch
-		if op.count.n[g] <= 0 && len(op.spec.Keys) > 0 {
-			r.DeleteState(j.spec.ID, 0, key)
-			continue
+		if val := ks.val(k); len(val) > 0 {
+			r.PutState(j.spec.ID, 0, ks.key(k), val)
+		} else {
+			r.DeleteState(j.spec.ID, 0, ks.key(k))
 		}
-		val = val[:0]
-		val = op.count.encode(val, g)
-		for _, acc := range op.accs {
-			val = acc.encode(val, g)
-		}
-		r.PutState(j.spec.ID, 0, key, val)
 	}
-	op.saveVal = val
-	b.AddRun(r)
+	j.batch.Load().AddRun(r)
 }
 
-// sortDirty orders the changed groups by state key (kept in op.saveKeys
-// for saveState), on the instance's goroutine, so the epoch's writes reach
-// storage sorted (storage.Run).
-func sortDirty(op *aggOp) {
+// prepareSave encodes the state key and value of each changed group into
+// op.saveKeys, sorted by key, and puts op.dirty in that order; the groups'
+// state is the epoch's. It reads the groups in id order, so the per-group
+// arrays are read front to back rather than at random: at hundreds of
+// thousands of changed groups that is most of the time it takes.
+func prepareSave(op *aggOp, epoch uint64) {
+	slices.Sort(op.dirty)
 	ks := &op.saveKeys
 	ks.reset()
 	for _, g := range op.dirty {
-		ks.add(g, func(buf []byte) []byte { return appendStateKey(op, g, buf) })
+		op.lastSave[g] = epoch
+		ks.add(g, func(buf []byte) []byte { return appendStateKey(op, g, buf) }, func(buf []byte) []byte {
+			if op.count.n[g] <= 0 && len(op.spec.Keys) > 0 {
+				return buf // emptied: deleted
+			}
+			buf = op.count.encode(buf, g)
+			for _, acc := range op.accs {
+				buf = acc.encode(buf, g)
+			}
+			return buf
+		})
 	}
 	ks.sort()
+	op.byID = append(op.byID[:0], op.dirty...)
+	op.perm = op.perm[:0]
 	for i, k := range ks.keys {
 		op.dirty[i] = k.ref
+		op.perm = append(op.perm, int(k.idx()))
 	}
 }
 

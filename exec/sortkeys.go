@@ -13,10 +13,11 @@ import (
 // BIGINT group key is 10) is wholly in its entry and is read back from it,
 // so neither sorting nor reading the result goes back to the buffer.
 // Longer keys fall back to the buffer. Ties go to the key added first (a
-// stable sort). The buffers are reused between epochs.
+// stable sort). Each key may carry a value, kept in the buffer after it.
+// The buffers are reused between epochs.
 type sortedKeys struct {
 	buf     []byte
-	spans   [][2]uint32 // [start, end) in buf, by index
+	spans   [][3]uint32 // key [start, mid), value [mid, end) in buf, by index
 	keys    []sortKey
 	scratch [16]byte
 }
@@ -34,17 +35,28 @@ func (k sortKey) idx() uint32 { return k.li & (1<<idxBits - 1) }
 
 func (s *sortedKeys) reset() { s.buf, s.spans, s.keys = s.buf[:0], s.spans[:0], s.keys[:0] }
 
-// add appends the key appendKey builds onto the buffer.
-func (s *sortedKeys) add(ref int32, appendKey func([]byte) []byte) {
+// add appends the key appendKey builds, then the value appendVal builds
+// (nil: none), onto the buffer.
+func (s *sortedKeys) add(ref int32, appendKey, appendVal func([]byte) []byte) {
 	start := len(s.buf)
 	s.buf = appendKey(s.buf)
+	mid := len(s.buf)
 	key := s.buf[start:]
 	var p [16]byte
 	copy(p[:], key)
 	n := min(len(key), 17)
 	s.keys = append(s.keys, sortKey{hi: binary.BigEndian.Uint64(p[:8]), lo: binary.BigEndian.Uint64(p[8:]),
 		ref: ref, li: uint32(n)<<idxBits | uint32(len(s.spans))})
-	s.spans = append(s.spans, [2]uint32{uint32(start), uint32(len(s.buf))})
+	if appendVal != nil {
+		s.buf = appendVal(s.buf)
+	}
+	s.spans = append(s.spans, [3]uint32{uint32(start), uint32(mid), uint32(len(s.buf))})
+}
+
+// val returns the value added with k.
+func (s *sortedKeys) val(k sortKey) []byte {
+	sp := s.spans[k.idx()]
+	return s.buf[sp[1]:sp[2]]
 }
 
 func (s *sortedKeys) sort() {

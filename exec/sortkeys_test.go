@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -33,7 +34,8 @@ func TestSortedKeys(t *testing.T) {
 				}
 			}
 			keys = append(keys, k)
-			s.add(int32(i), func(buf []byte) []byte { return append(buf, k...) })
+			s.add(int32(i), func(buf []byte) []byte { return append(buf, k...) },
+				func(buf []byte) []byte { return fmt.Appendf(buf, "v%d", i) })
 		}
 		s.sort()
 		want := make([]int, len(keys))
@@ -44,6 +46,9 @@ func TestSortedKeys(t *testing.T) {
 		for i, k := range s.keys {
 			if int(k.ref) != want[i] || !bytes.Equal(s.key(k), keys[want[i]]) {
 				t.Fatalf("round %d: position %d holds key %d %x, want key %d %x", round, i, k.ref, s.key(k), want[i], keys[want[i]])
+			}
+			if v := string(s.val(k)); v != fmt.Sprintf("v%d", k.ref) {
+				t.Fatalf("round %d: key %d carries value %q", round, k.ref, v)
 			}
 		}
 	}
