@@ -73,7 +73,8 @@ type JobSpec struct {
 	// calls EpochFull (it must not block) to ask for that barrier now. An
 	// epoch's changes are held in memory and committed as one batch, so
 	// this bounds both, and how long a checkpoint can take; larger epochs
-	// write a group changed many times once (see EpochGroups).
+	// write a group changed many times once (see EpochGroups). Once the
+	// state no longer fits its cache the bound is halved (epochFull).
 	MaxEpochGroups int64
 	EpochFull      func()
 }
@@ -243,6 +244,7 @@ type Job struct {
 	// Evicted counts groups evicted to the state table (both as of the last barrier).
 	stateBytes []atomic.Int64
 	Evicted    atomic.Int64
+	spilling   atomic.Bool // some instance's state is partly only in the state table
 	// dirty is each aggregate instance's count of groups changed in the
 	// current epoch; inflight counts rows sent to the instances and not yet
 	// aggregated. Together they bound the epoch's changes (epochFull).
@@ -456,16 +458,24 @@ func (j *Job) LogEnds() []uint64 {
 var errEpochFull = errors.New("epoch full")
 
 // epochFull reports whether the current epoch holds as many changes as
-// one epoch may (JobSpec.EpochFull).
+// one epoch may (JobSpec.MaxEpochGroups). While the state fits its cache,
+// an epoch's batch takes memory the cache leaves free; once the state
+// spills, the cache is full and the batch comes on top of it, so the bound
+// is halved: the job then stays within about 1.4 times its budget instead
+// of 1.8, and each checkpoint commits half as much.
 func (j *Job) epochFull() bool {
-	if j.spec.MaxEpochGroups <= 0 || j.dirty == nil {
+	limit := j.spec.MaxEpochGroups
+	if limit <= 0 || j.dirty == nil {
 		return false
+	}
+	if j.spilling.Load() {
+		limit = max(limit/2, 1<<16)
 	}
 	n := j.inflight.Load()
 	for i := range j.dirty {
 		n += j.dirty[i].Load()
 	}
-	return n >= j.spec.MaxEpochGroups
+	return n >= limit
 }
 
 // Positions returns the log the job reads and, per partition, the offset
@@ -1057,6 +1067,9 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 		// the barrier has gone on, it does not delay the checkpoint.
 		if j.spec.View != nil {
 			j.Evicted.Add(int64(op.evict(j.spec.StateCacheBytes/int64(j.spec.Parallelism), j.committed.Load(), m.barrier.Epoch)))
+			if op.spilled {
+				j.spilling.Store(true)
+			}
 			j.stateBytes[inst].Store(op.bytes)
 		}
 	}

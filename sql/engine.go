@@ -90,7 +90,8 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{db: db, log: cfg.Logger, par: cfg.Parallelism, cache: cfg.StateCacheBytes, done: make(chan struct{})}
+	e := &Engine{db: db, log: cfg.Logger, par: cfg.Parallelism, cache: cfg.StateCacheBytes, done: make(chan struct{}),
+		lastExport: time.Now()} // the export gap counts from the start (periodicExportGap)
 	if e.log == nil {
 		e.log = slog.Default()
 	}

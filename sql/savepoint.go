@@ -177,10 +177,11 @@ func (e *Engine) createSavepoint(ctx context.Context, name string, views []strin
 }
 
 // periodicExportGap is the least time between two exports of periodic
-// checkpoints. An export copies Pebble's live WAL (up to a memtable of
-// recent writes, ingest included) and hashes it, which at a 1 s interval
-// costs a noticeable share of a busy server; manual checkpoints are always
-// exported. See docs/DECISIONS.md.
+// checkpoints, and from the server's start to the first. An export copies
+// Pebble's live WAL (the memtables' backlog, ingest included) and hashes
+// it, which at a 1 s interval costs a noticeable share of a busy server,
+// and most right after a start, when a backlog is replayed or loaded;
+// manual checkpoints are always exported. See docs/DECISIONS.md.
 const periodicExportGap = 10 * time.Second
 
 // exportCheckpoint keeps a completed checkpoint as a retained snapshot and
