@@ -469,7 +469,7 @@ func (j *Job) epochFull() bool {
 		return false
 	}
 	if j.spilling.Load() {
-		limit = max(limit/2, 1<<16)
+		limit /= 2
 	}
 	n := j.inflight.Load()
 	for i := range j.dirty {
