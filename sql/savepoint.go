@@ -200,7 +200,7 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 		return err
 	}
 	dir := e.checkpointDir(rec.ID)
-	tmp, err := checkpoint.Capture(e.db, dir)
+	tmp, err := checkpoint.Capture(e.db, dir, rec.Trigger != "periodic")
 	if err != nil {
 		return err
 	}

@@ -81,10 +81,13 @@ func Open(dir string, o Options) (*DB, error) {
 		FormatMajorVersion:          pebble.FormatNewest,
 		Logger:                      quietLogger{},
 	}
+	sched := newOpeningScheduler()
+	popts.Experimental.CompactionScheduler = sched
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		return nil, sqlerr.Wrap(sqlerr.IOError, fmt.Errorf("open %s: %w", dir, err))
 	}
+	sched.opened()
 	db := &DB{pdb: pdb, dir: dir}
 	db.mu.logs = make(map[logKey]*partitionLog)
 	if v, ok, err := db.get([]byte("g/seq")); err != nil {
