@@ -141,13 +141,10 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 		return nil, err
 	}
 	var gone []string
-	var ids []uint64
 	for _, t := range drop {
 		delete(e.mu.tables, t.Name)
 		gone = append(gone, t.Name)
-		ids = append(ids, t.ID)
 	}
-	e.reclaim(ids)
 	if e.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
 		e.deleteCheckpointsOfLocked(gone)
 	}

@@ -53,9 +53,8 @@ type Engine struct {
 	snaps        openSnaps
 	transient    changeStreams
 	exports      exportState
-	reclaims     sync.WaitGroup // background Reclaims of dropped data
-	lastExport   time.Time      // of a retained checkpoint; used by the coordinator's goroutine only
-	lastTruncate time.Time      // of the logs (retention.go); likewise
+	lastExport   time.Time // of a retained checkpoint; used by the coordinator's goroutine only
+	lastTruncate time.Time // of the logs (retention.go); likewise
 
 	// roundMu is held by the coordinator for a whole barrier round, and by
 	// DDL that starts or stops jobs, so the set of jobs is fixed in a round.
@@ -160,7 +159,6 @@ func (e *Engine) Close() error {
 	<-e.done
 	<-e.supervised
 	e.exports.wg.Wait()
-	e.reclaims.Wait()
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
 	e.mu.Lock()
@@ -172,19 +170,6 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	e.closeAllSnapshots()
 	return e.db.Close()
-}
-
-// reclaim frees the files of dropped objects' data in the background
-// (storage.DB.Reclaim): the drop is committed, and a failure only leaves
-// the work to compactions.
-func (e *Engine) reclaim(ids []uint64) {
-	e.reclaims.Add(1)
-	go func() {
-		defer e.reclaims.Done()
-		if err := e.db.Reclaim(context.Background(), ids); err != nil {
-			e.log.Warn("reclaiming dropped data failed; compactions will", "err", err)
-		}
-	}()
 }
 
 // registry adapts the engine to checkpoint.Registry.

@@ -20,7 +20,6 @@
 package storage
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -202,42 +201,11 @@ func PutTable(b *pebble.Batch, t *TableDef) {
 // DeleteTable adds the removal of a catalog entry and all its data to b.
 func DeleteTable(b *pebble.Batch, t *TableDef) {
 	b.Delete(catalogKey(t.Name), nil)
-	for _, sp := range tableSpans(t.ID) {
-		b.DeleteRange(sp.Start, sp.End, nil)
+	id := idBytes(t.ID)
+	for _, p := range [][]byte{[]byte("l/"), []byte("v/")} {
+		start := append(append([]byte(nil), p...), id...)
+		b.DeleteRange(start, prefixEnd(start), nil)
 	}
-}
-
-// tableSpans are the key ranges of a table's data: its log, its view rows.
-func tableSpans(id uint64) []pebble.KeyRange {
-	return idSpans(id, "l/", "v/")
-}
-
-// idSpans are the key ranges under each prefix followed by id.
-func idSpans(id uint64, prefixes ...string) []pebble.KeyRange {
-	var out []pebble.KeyRange
-	for _, p := range prefixes {
-		start := append([]byte(p), idBytes(id)...)
-		out = append(out, pebble.KeyRange{Start: start, End: prefixEnd(start)})
-	}
-	return out
-}
-
-// Reclaim removes the files of dropped tables' (and their jobs') data,
-// already deleted in a committed batch (DeleteTable, DeleteJobData). A
-// deletion leaves range tombstones that compactions carry through the
-// whole tree, rewriting every table file they overlap: minutes of a core
-// after dropping millions of rows. Pebble's excise instead drops the files
-// inside the ranges and trims the ones across their ends. Ids are never
-// reused, so nothing can have been written to the ranges since.
-func (db *DB) Reclaim(ctx context.Context, ids []uint64) error {
-	for _, id := range ids {
-		for _, sp := range idSpans(id, "l/", "v/", "s/", "o/", "e/") { // tableSpans and jobSpans
-			if err := db.pdb.Excise(ctx, sp); err != nil {
-				return sqlerr.Wrap(sqlerr.IOError, err)
-			}
-		}
-	}
-	return nil
 }
 
 // --- settings ---

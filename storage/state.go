@@ -268,15 +268,10 @@ func (db *DB) ScanView(r Reader, view uint64, fn func(key, row []byte) error) er
 
 // DeleteJobData adds to b the removal of a job's state, offsets and view rows.
 func DeleteJobData(b *pebble.Batch, job uint64) {
-	for _, sp := range jobSpans(job) {
-		b.DeleteRange(sp.Start, sp.End, nil)
+	for _, p := range []string{"s/", "o/", "v/", "e/"} {
+		start := binary.BigEndian.AppendUint64([]byte(p), job)
+		b.DeleteRange(start, prefixEnd(start), nil)
 	}
-}
-
-// jobSpans are the key ranges of a job's state, offsets, view rows and
-// recorded errors.
-func jobSpans(job uint64) []pebble.KeyRange {
-	return idSpans(job, "s/", "o/", "v/", "e/")
 }
 
 // LoadRecords returns the checkpoint records with id > after, in id order.

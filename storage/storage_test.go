@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -576,63 +575,5 @@ func TestEpochLayout(t *testing.T) {
 	off, ok, err := db.LoadOffset(1, 5, 0)
 	if err != nil || !ok || off != 42 || n != 200 || !slices.Equal(rows, []string{"row-a"}) {
 		t.Fatalf("after commit: %d state rows, view rows %q, offset %d %v %v", n, rows, off, ok, err)
-	}
-}
-
-// TestReclaim: after a committed drop, Reclaim removes the dropped ids'
-// table files without a compaction, and the other ids' data stays.
-func TestReclaim(t *testing.T) {
-	db := openMem(t, vfs.NewMem())
-	defer db.Close()
-	// The dropped id's data in files of its own (as after compactions
-	// into the lower levels), the kept id's in another.
-	for i := 0; i < 20; i++ {
-		appendVals(t, db, 7, 0, seq(int64(i*10000), 10000))
-		b := db.NewEpochBatch()
-		r := b.NewRun()
-		for k := 0; k < 2000; k++ {
-			r.PutState(7, 0, fmt.Appendf(nil, "%02d-%05d", i, k), fmt.Appendf(nil, "%064d", k*i))
-		}
-		b.AddRun(r)
-		if err := db.CommitEpoch([]*Batch{b}, 0, nil, false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.pdb.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20; i++ {
-		appendVals(t, db, 8, 0, seq(int64(i*10000), 100))
-	}
-	if err := db.pdb.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	before := db.pdb.Metrics().Total().TablesSize
-	b := db.NewBatch()
-	DeleteTable(b, &TableDef{Name: "t7", ID: 7})
-	DeleteJobData(b, 7)
-	if err := db.Commit(b, true); err != nil {
-		t.Fatal(err)
-	}
-	compactions := db.pdb.Metrics().Compact.Count
-	if err := db.Reclaim(context.Background(), []uint64{7}); err != nil {
-		t.Fatal(err)
-	}
-	m := db.pdb.Metrics()
-	if after := m.Total().TablesSize; after*4 > before {
-		t.Fatalf("table files hold %d bytes after Reclaim, %d before: the dropped data was not removed", after, before)
-	}
-	if m.Compact.Count != compactions {
-		t.Fatalf("Reclaim ran %d compactions; it should excise", m.Compact.Count-compactions)
-	}
-	if vals, _ := readVals(t, db, 7, 0, 0, 200000); len(vals) != 0 {
-		t.Fatalf("dropped log still holds %d rows", len(vals))
-	}
-	n := 0
-	if err := db.ScanState(7, 0, func(_, _ []byte) error { n++; return nil }); err != nil || n != 0 {
-		t.Fatalf("dropped state: %d keys, %v", n, err)
-	}
-	if vals, _ := readVals(t, db, 8, 0, 0, 2000); len(vals) != 2000 {
-		t.Fatalf("kept log: %d rows, want 2000", len(vals))
 	}
 }
