@@ -13,6 +13,7 @@ const (
 	SyntaxError             = "42601"
 	UndefinedTable          = "42P01"
 	UndefinedColumn         = "42703"
+	InvalidColumnReference  = "42P10"
 	UndefinedObject         = "42704"
 	UndefinedFunction       = "42883"
 	DatatypeMismatch        = "42804"

@@ -22,6 +22,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/planner"
+	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -616,9 +617,14 @@ func (b *Binder) bindFrom(n ast.ResultSetNode) (planner.Node, *scope, error) {
 }
 
 func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, error) {
-	alias := ts.AsName.O
+	// "AS x(a, b)" arrives as one alias with the column names after
+	// parse.AliasColumnSep.
+	alias, names, _ := strings.Cut(ts.AsName.O, parse.AliasColumnSep)
 	switch src := ts.Source.(type) {
 	case *ast.TableName:
+		if names != "" {
+			return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "column names in a table's alias (%q) are not supported; alias the columns in a subquery", alias)
+		}
 		return b.bindTable(src, alias)
 	case *ast.SelectStmt, *ast.SetOprStmt:
 		if alias == "" {
@@ -629,6 +635,15 @@ func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, err
 			return nil, nil, err
 		}
 		cols := append([]planner.Column(nil), p.Schema()...)
+		if names != "" {
+			list := strings.Split(names, parse.AliasColumnSep)
+			if len(list) > len(cols) {
+				return nil, nil, sqlerr.New(sqlerr.InvalidColumnReference, "table %q has %d columns available but %d columns specified", alias, len(cols), len(list))
+			}
+			for i, n := range list {
+				cols[i].Name = n
+			}
+		}
 		for i := range cols {
 			cols[i].Table = alias
 		}

@@ -467,6 +467,10 @@ func TestQueryText(t *testing.T) {
 			"select * from v as of timestamp pg_asof_savepoint('s1')"},
 		{"SELECT ts + INTERVAL '5' SECOND FROM \"T\"", "SELECT ts + INTERVAL '5' SECOND FROM \"T\"",
 			`select ts + pg_interval('5 second') from "T"`},
+		{"VALUES (1, 'a'), (2, 'b')", "VALUES (1, 'a'), (2, 'b')",
+			"select 1 as column1, 'a' as column2 union all select 2, 'b'"},
+		{"select * from (values (1)) as t(x), (select 2) u(y, z)", "select * from (values (1)) as t(x), (select 2) u(y, z)",
+			"select * from (select 1 as column1) as \"t" + AliasColumnSep + "x\", (select 2) \"u" + AliasColumnSep + "y" + AliasColumnSep + "z\""},
 	}
 	for _, c := range cases {
 		stmts, err := ParseAll(c.in)

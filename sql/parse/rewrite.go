@@ -36,6 +36,18 @@ type frame struct {
 	start int
 	cast  bool
 	order orderList
+	// row is set for the parenthesis of a VALUES row (valuesRow).
+	row *valuesRow
+}
+
+// valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
+// emitted as SELECT a AS column1, b AS column2 UNION ALL SELECT c, d
+// (PostgreSQL names the columns column1, column2, ...).
+type valuesRow struct {
+	first bool // the first row names the columns
+	col   int  // columns seen so far
+	want  int  // columns of the first row (rows after it)
+	from  int  // the piece where the current column begins
 }
 
 // orderList tracks an ORDER BY list being emitted, for NULLS FIRST/LAST:
@@ -48,6 +60,7 @@ var notFuncKeywords = map[string]bool{
 	"exists": true, "any": true, "all": true, "some": true, "as": true, "on": true, "values": true,
 	"when": true, "then": true, "else": true, "is": true, "like": true, "ilike": true, "between": true,
 	"using": true, "by": true, "having": true, "union": true, "intersect": true, "except": true,
+	"overlaps": true, "escape": true, "end": true, "collate": true, "similar": true, "returning": true,
 	"join": true, "into": true, "over": true, "filter": true, "distinct": true, "limit": true,
 	"offset": true, "set": true, "with": true, "case": true, "lateral": true, "to": true,
 }
@@ -119,6 +132,9 @@ func (p *parser) query(from, to int) (*Query, error) {
 //	ORDER BY x DESC NULLS FIRST          → ORDER BY pg_nulls_first(x) DESC (nullsOrder)
 //	OFFSET 2 [ROWS], LIMIT ALL / NULL / -1, FETCH FIRST n ROWS ONLY
 //	                                     → LIMIT count OFFSET skip (limitClause)
+//	VALUES (1, 'a'), (2, 'b')            → SELECT 1 AS column1, 'a' AS column2 UNION ALL SELECT 2, 'b'
+//	                                       (as a query or a subquery, not INSERT's VALUES)
+//	(subquery) [AS] t(a, b)              → (subquery) AS "t<AliasColumnSep>a<AliasColumnSep>b" (alias)
 func (r *rewriter) rewrite(from, to int) error {
 	p := r.p
 	toks := p.toks
@@ -199,7 +215,16 @@ func (r *rewriter) rewrite(from, to int) error {
 					// names (rows, stored, trigger, ...) are reserved in TiDB's grammar.
 					r.emit("as", i, space)
 					prim = -1
-					r.emit(quoteIdent(next.Val), i+1, true)
+					end, err := r.alias(i+1, to)
+					if err != nil {
+						return err
+					}
+					i = end - 1
+					continue
+				case t.Val == "values" && next.isOp("(") && (i == from || toks[i-1].isOp("(")):
+					r.emit("select ", i, space)
+					stack = append(stack, frame{start: len(r.out), row: &valuesRow{first: true, from: len(r.out)}})
+					prim = -1
 					i++
 					continue
 				case t.Val == "is" && next.is("not") && i+3 < to && toks[i+2].is("distinct") && toks[i+3].is("from"):
@@ -286,9 +311,30 @@ func (r *rewriter) rewrite(from, to int) error {
 				if len(stack) == 0 || stack[len(stack)-1].cast {
 					return p.syntaxError(t)
 				}
+				if row := stack[len(stack)-1].row; row != nil {
+					stack = stack[:len(stack)-1]
+					prim = -1
+					more, err := r.endValuesRow(row, i, to)
+					if err != nil {
+						return err
+					}
+					if more {
+						stack = append(stack, frame{start: len(r.out), row: &valuesRow{want: max(row.want, row.col), from: len(r.out)}})
+						i += 2
+					}
+					continue
+				}
 				r.emit(")", i, space)
 				prim = stack[len(stack)-1].start
 				stack = stack[:len(stack)-1]
+				if next.Kind == tIdent && !notFuncKeywords[next.Val] && i+2 < to && toks[i+2].isOp("(") {
+					// (subquery) x(a, b): an alias with column names, without AS.
+					end, err := r.alias(i+1, to)
+					if err != nil {
+						return err
+					}
+					i = end - 1
+				}
 			case "::":
 				if prim < 0 {
 					return p.syntaxError(t)
@@ -310,6 +356,11 @@ func (r *rewriter) rewrite(from, to int) error {
 				// keep prim: a qualified name continues
 				continue
 			case ",":
+				if len(stack) > 0 && stack[len(stack)-1].row != nil {
+					if err := r.valuesColumn(stack[len(stack)-1].row, i); err != nil {
+						return err
+					}
+				}
 				r.emit(",", i, space)
 				if o := order(); o.item >= 0 {
 					o.item = len(r.out) // the next sort item starts here
@@ -323,6 +374,69 @@ func (r *rewriter) rewrite(from, to int) error {
 	}
 	return r.checkOpen(stack, to)
 }
+
+// valuesColumn ends a column of a VALUES row at token tok: the first row
+// names it column<n>.
+func (r *rewriter) valuesColumn(row *valuesRow, tok int) error {
+	if len(r.out) == row.from {
+		return r.p.syntaxError(r.p.toks[tok]) // an empty column
+	}
+	row.col++
+	if row.first {
+		r.emit("as column"+strconv.Itoa(row.col), tok, true)
+	}
+	row.from = len(r.out) + 1 // after the "," that follows
+	return nil
+}
+
+// endValuesRow ends a VALUES row at its ")" (token i) and reports whether
+// another row follows (", (" after it), in which case it has emitted the
+// UNION ALL SELECT that begins it.
+func (r *rewriter) endValuesRow(row *valuesRow, i, to int) (more bool, err error) {
+	toks := r.p.toks
+	if err := r.valuesColumn(row, i); err != nil {
+		return false, err
+	}
+	if !row.first && row.col != row.want {
+		return false, r.p.positioned(sqlerr.New(sqlerr.SyntaxError, "VALUES lists must all be the same length"), toks[i])
+	}
+	if i+2 < to && toks[i+1].isOp(",") && toks[i+2].isOp("(") {
+		r.emit("union all select ", i+1, true)
+		return true, nil
+	}
+	return false, nil
+}
+
+// alias emits the alias at token i and, if "(" follows, its column names
+// (a derived table's "AS x(a, b)"), and returns the token after them.
+// TiDB has no column lists on aliases: the names travel in the alias
+// itself, separated by AliasColumnSep, and the binder takes them apart.
+func (r *rewriter) alias(i, to int) (end int, err error) {
+	toks := r.p.toks
+	name := toks[i].Val
+	end = i + 1
+	if end < to && toks[end].isOp("(") {
+		for end++; ; end += 2 {
+			if end >= to || toks[end].Kind != tIdent && toks[end].Kind != tQIdent {
+				return 0, r.p.syntaxError(toks[min(end, to)])
+			}
+			name += AliasColumnSep + toks[end].Val
+			if end+1 < to && toks[end+1].isOp(")") {
+				end += 2
+				break
+			}
+			if end+1 >= to || !toks[end+1].isOp(",") {
+				return 0, r.p.syntaxError(toks[min(end+1, to)])
+			}
+		}
+	}
+	r.emit(quoteIdent(name), i, true)
+	return end, nil
+}
+
+// AliasColumnSep separates a table alias from the column names given with
+// it ("AS x(a, b)") in the alias TiDB's AST carries; see Query.
+const AliasColumnSep = "\x1f"
 
 // nullsOrder wraps the sort item that begins at piece item (and ends with
 // the last piece, or before a trailing ASC/DESC) in pg_nulls_first( ) or
