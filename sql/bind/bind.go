@@ -622,10 +622,15 @@ func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, err
 	alias, names, _ := strings.Cut(ts.AsName.O, parse.AliasColumnSep)
 	switch src := ts.Source.(type) {
 	case *ast.TableName:
-		if names != "" {
-			return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "column names in a table's alias (%q) are not supported; alias the columns in a subquery", alias)
+		node, sc, err := b.bindTable(src, alias)
+		if err != nil || names == "" {
+			return node, sc, err
 		}
-		return b.bindTable(src, alias)
+		scan := node.(*planner.Scan)
+		if err := renameColumns(alias, scan.Cols, names); err != nil {
+			return nil, nil, err
+		}
+		return scan, newScope(scan.Cols), nil
 	case *ast.SelectStmt, *ast.SetOprStmt:
 		if alias == "" {
 			return nil, nil, sqlerr.New(sqlerr.SyntaxError, "subquery in FROM must have an alias")
@@ -635,14 +640,8 @@ func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, err
 			return nil, nil, err
 		}
 		cols := append([]planner.Column(nil), p.Schema()...)
-		if names != "" {
-			list := strings.Split(names, parse.AliasColumnSep)
-			if len(list) > len(cols) {
-				return nil, nil, sqlerr.New(sqlerr.InvalidColumnReference, "table %q has %d columns available but %d columns specified", alias, len(cols), len(list))
-			}
-			for i, n := range list {
-				cols[i].Name = n
-			}
+		if err := renameColumns(alias, cols, names); err != nil {
+			return nil, nil, err
 		}
 		for i := range cols {
 			cols[i].Table = alias
@@ -652,6 +651,22 @@ func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, err
 		return b.bindJoin(src)
 	}
 	return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "FROM item %T is not supported", ts.Source)
+}
+
+// renameColumns gives the first columns of a FROM item the names of its
+// alias ("AS t(a, b)": names holds them, parse.AliasColumnSep between).
+func renameColumns(alias string, cols []planner.Column, names string) error {
+	if names == "" {
+		return nil
+	}
+	list := strings.Split(names, parse.AliasColumnSep)
+	if len(list) > len(cols) {
+		return sqlerr.New(sqlerr.InvalidColumnReference, "table %q has %d columns available but %d columns specified", alias, len(cols), len(list))
+	}
+	for i, n := range list {
+		cols[i].Name = n
+	}
+	return nil
 }
 
 func (b *Binder) bindTable(tn *ast.TableName, alias string) (planner.Node, *scope, error) {

@@ -134,7 +134,8 @@ func (p *parser) query(from, to int) (*Query, error) {
 //	                                     → LIMIT count OFFSET skip (limitClause)
 //	VALUES (1, 'a'), (2, 'b')            → SELECT 1 AS column1, 'a' AS column2 UNION ALL SELECT 2, 'b'
 //	                                       (as a query or a subquery, not INSERT's VALUES)
-//	(subquery) [AS] t(a, b)              → (subquery) AS "t<AliasColumnSep>a<AliasColumnSep>b" (alias)
+//	(subquery) [AS] t(a, b), tbl [AS] t(a, b)
+//	                                     → ... "t<AliasColumnSep>a<AliasColumnSep>b" (alias)
 func (r *rewriter) rewrite(from, to int) error {
 	p := r.p
 	toks := p.toks
@@ -219,6 +220,17 @@ func (r *rewriter) rewrite(from, to int) error {
 					if err != nil {
 						return err
 					}
+					i = end - 1
+					continue
+				case wasCallable && next.isOp("(") && !notFuncKeywords[t.Val] &&
+					(toks[i-1].Kind == tIdent || toks[i-1].Kind == tQIdent):
+					// t x(a, b): a name right after a name is an alias (a call
+					// never follows a name), here with column names.
+					end, err := r.alias(i, to)
+					if err != nil {
+						return err
+					}
+					prim = -1
 					i = end - 1
 					continue
 				case t.Val == "values" && next.isOp("(") && (i == from || toks[i-1].isOp("(")):
