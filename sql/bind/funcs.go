@@ -386,6 +386,25 @@ func noFunction(name string, args []expr.Expr) error {
 func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 	name := n.FnName.L
 	switch name {
+	case "tumble_end":
+		if len(n.Args) != 2 {
+			break
+		}
+		// The window's start plus its size: bound from the start's own
+		// node, TUMBLE_END(ts, size) is grouped under GROUP BY TUMBLE(ts,
+		// size) as TUMBLE_START(ts, size) is.
+		start, err := b.bindExpr(c, &ast.FuncCallExpr{FnName: ast.NewCIStr("tumble_start"), Args: n.Args})
+		if err != nil {
+			return nil, err
+		}
+		size, err := b.bindExpr(c, n.Args[1])
+		if err != nil {
+			return nil, err
+		}
+		if size.Type().Kind != types.Interval {
+			break
+		}
+		return b.binaryOp("+", start, size)
 	case "pg_cast":
 		if len(n.Args) != 2 {
 			break
@@ -576,9 +595,12 @@ func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
 			}
 			return &expr.Cast{E: e, T: types.TFloat64}, nil
 		}
-	case "tumble_start", "tumble_end":
+	case "tumble", "tumble_start":
+		// GROUP BY TUMBLE(ts, size) groups by the window's start, which
+		// TUMBLE_START(ts, size) is, so it matches the grouping key in the
+		// select list (as in Flink's group windows); see also tumble_end.
 		if n == 2 && arg(0, types.TTimestamp) && arg(1, types.TInterval) {
-			return call(name, types.TTimestamp, args...), nil
+			return call("tumble_start", types.TTimestamp, args...), nil
 		}
 	case "count", "sum", "avg", "min", "max":
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "aggregate %s is not supported here", name)
