@@ -233,6 +233,14 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = -1
 					i = end - 1
 					continue
+				case t.Val == "tumble" && next.isOp("(") && i > from && (toks[i-1].is("from") || toks[i-1].is("join")):
+					end, err := r.tumbleTable(i, to, space)
+					if err != nil {
+						return err
+					}
+					prim = -1
+					i = end - 1
+					continue
 				case t.Val == "values" && next.isOp("(") && (i == from || toks[i-1].isOp("(")):
 					r.emit("select ", i, space)
 					stack = append(stack, frame{start: len(r.out), row: &valuesRow{first: true, from: len(r.out)}})
@@ -386,6 +394,85 @@ func (r *rewriter) rewrite(from, to int) error {
 	}
 	return r.checkOpen(stack, to)
 }
+
+// tumbleTable rewrites the window table function at token i,
+// TUMBLE(tbl, ts, size), into the subquery
+//
+//	(SELECT *, tumble_start(ts, size) AS window_start,
+//	           tumble_end(ts, size) AS window_end FROM tbl) AS "tumble"
+//
+// (the alias only if the user gives none), and returns the token after it.
+func (r *rewriter) tumbleTable(i, to int, space bool) (end int, err error) {
+	p := r.p
+	toks := p.toks
+	// TUMBLE ( name [. name] , column , size... )
+	k := i + 2
+	name := func() (string, error) {
+		if k >= to || toks[k].Kind != tIdent && toks[k].Kind != tQIdent {
+			return "", p.syntaxError(toks[min(k, to)])
+		}
+		k++
+		return quoteIdent(toks[k-1].Val), nil
+	}
+	tbl, err := name()
+	if err != nil {
+		return 0, err
+	}
+	if k+1 < to && toks[k].isOp(".") {
+		k++
+		rest, err := name()
+		if err != nil {
+			return 0, err
+		}
+		tbl += "." + rest
+	}
+	if k >= to || !toks[k].isOp(",") {
+		return 0, p.syntaxError(toks[min(k, to)])
+	}
+	k++
+	col, err := name()
+	if err != nil {
+		return 0, err
+	}
+	if k >= to || !toks[k].isOp(",") {
+		return 0, p.syntaxError(toks[min(k, to)])
+	}
+	k++
+	sizeFrom, depth := k, 0
+	for ; k < to && (depth > 0 || !toks[k].isOp(")")); k++ {
+		switch {
+		case toks[k].isOp("("):
+			depth++
+		case toks[k].isOp(")"):
+			depth--
+		case toks[k].isOp(",") && depth == 0:
+			return 0, p.notSupported(toks[k], "TUMBLE(table, time column, size) takes no offset")
+		}
+	}
+	if k >= to || k == sizeFrom {
+		return 0, p.syntaxError(toks[min(k, to)])
+	}
+	sizeTo := k
+	r.emit("(select *, tumble_start("+col+",", i, space)
+	if err := r.rewrite(sizeFrom, sizeTo); err != nil {
+		return 0, err
+	}
+	r.emit(") as window_start, tumble_end("+col+",", i, false)
+	if err := r.rewrite(sizeFrom, sizeTo); err != nil {
+		return 0, err
+	}
+	r.emit(") as window_end from "+tbl+")", i, false)
+	end = sizeTo + 1
+	if end < to && (toks[end].is("as") || toks[end].Kind == tQIdent || toks[end].Kind == tIdent && !notFuncKeywords[toks[end].Val] && !clauseKeywords[toks[end].Val]) {
+		return end, nil // the user's alias follows
+	}
+	r.emit(`as "tumble"`, i, true)
+	return end, nil
+}
+
+// clauseKeywords may follow a FROM item and are not aliases.
+var clauseKeywords = map[string]bool{"group": true, "window": true, "left": true, "right": true, "full": true,
+	"inner": true, "cross": true, "natural": true, "order": true, "emit": true}
 
 // valuesColumn ends a column of a VALUES row at token tok: the first row
 // names it column<n>.
