@@ -38,6 +38,10 @@ type frame struct {
 	order orderList
 	// row is set for the parenthesis of a VALUES row (valuesRow).
 	row *valuesRow
+	// open is the piece of the "(" itself, call says it opens a call's
+	// arguments (for FILTER).
+	open int
+	call bool
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -132,6 +136,7 @@ func (p *parser) query(from, to int) (*Query, error) {
 //	ORDER BY x DESC NULLS FIRST          → ORDER BY pg_nulls_first(x) DESC (nullsOrder)
 //	OFFSET 2 [ROWS], LIMIT ALL / NULL / -1, FETCH FIRST n ROWS ONLY
 //	                                     → LIMIT count OFFSET skip (limitClause)
+//	count(*) FILTER (WHERE c)            → count(CASE WHEN c THEN 1 END) (filterClause)
 //	VALUES (1, 'a'), (2, 'b')            → SELECT 1 AS column1, 'a' AS column2 UNION ALL SELECT 2, 'b'
 //	                                       (as a query or a subquery, not INSERT's VALUES)
 //	(subquery) [AS] t(a, b), tbl [AS] t(a, b)
@@ -325,7 +330,7 @@ func (r *rewriter) rewrite(from, to int) error {
 				if wasCallable && prim >= 0 {
 					start = prim
 				}
-				stack = append(stack, frame{start: start})
+				stack = append(stack, frame{start: start, open: k, call: wasCallable && prim >= 0})
 				prim = -1
 			case ")":
 				if len(stack) == 0 || stack[len(stack)-1].cast {
@@ -342,6 +347,20 @@ func (r *rewriter) rewrite(from, to int) error {
 						stack = append(stack, frame{start: len(r.out), row: &valuesRow{want: max(row.want, row.col), from: len(r.out)}})
 						i += 2
 					}
+					continue
+				}
+				f := stack[len(stack)-1]
+				if f.call && next.is("filter") && i+3 < to && toks[i+2].isOp("(") && toks[i+3].is("where") {
+					if fn := r.out[f.start].text; !filterAggregates[fn] {
+						return p.positioned(sqlerr.New(sqlerr.WrongObjectType, "FILTER specified, but %s is not an aggregate function", fn), next)
+					}
+					end, err := r.filterClause(f.open, i, to)
+					if err != nil {
+						return err
+					}
+					prim = f.start
+					stack = stack[:len(stack)-1]
+					i = end - 1
 					continue
 				}
 				r.emit(")", i, space)
@@ -473,6 +492,57 @@ func (r *rewriter) tumbleTable(i, to int, space bool) (end int, err error) {
 // clauseKeywords may follow a FROM item and are not aliases.
 var clauseKeywords = map[string]bool{"group": true, "window": true, "left": true, "right": true, "full": true,
 	"inner": true, "cross": true, "natural": true, "order": true, "emit": true}
+
+// filterAggregates are the aggregates FILTER (WHERE ...) applies to.
+var filterAggregates = map[string]bool{"count": true, "sum": true, "avg": true, "min": true, "max": true}
+
+// filterClause rewrites an aggregate's FILTER (WHERE cond): the arguments
+// emitted after the piece open (the call's "(") become CASE WHEN cond
+// THEN args END (after a DISTINCT, and 1 for count's *), which every
+// aggregate streamdb has treats alike, as they all skip NULLs. close is
+// the call's ")" token; it returns the token after the FILTER clause.
+func (r *rewriter) filterClause(open, close, to int) (end int, err error) {
+	p := r.p
+	toks := p.toks
+	condFrom, depth := close+4, 0
+	end = condFrom
+	for ; end < to && (depth > 0 || !toks[end].isOp(")")); end++ {
+		switch {
+		case toks[end].isOp("("):
+			depth++
+		case toks[end].isOp(")"):
+			depth--
+		}
+	}
+	if end >= to || end == condFrom {
+		return 0, p.syntaxError(toks[min(end, to)])
+	}
+	sub := &rewriter{p: p}
+	if err := sub.rewrite(condFrom, end); err != nil {
+		return 0, err
+	}
+	sub.out[0].space = true
+	args := append([]piece(nil), r.out[open+1:]...)
+	r.out = r.out[:open+1]
+	if len(args) > 0 && args[0].text == "distinct" {
+		r.out = append(r.out, args[0])
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return 0, p.syntaxError(toks[close])
+	}
+	if len(args) == 1 && args[0].text == "*" {
+		args[0].text = "1"
+	}
+	args[0].space = true
+	r.emit("case when", close+1, true)
+	r.out = append(r.out, sub.out...)
+	r.emit("then", close+1, true)
+	r.out = append(r.out, args...)
+	r.emit("end", close+1, true)
+	r.emit(")", close, false)
+	return end + 1, nil
+}
 
 // valuesColumn ends a column of a VALUES row at token tok: the first row
 // names it column<n>.
