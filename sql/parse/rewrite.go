@@ -472,14 +472,17 @@ func (r *rewriter) tumbleTable(i, to int, space bool) (end int, err error) {
 		return 0, p.syntaxError(toks[min(k, to)])
 	}
 	sizeTo := k
+	size := &rewriter{p: p}
+	if err := size.rewrite(sizeFrom, sizeTo); err != nil {
+		return 0, err
+	}
+	if len(size.out) == 0 || size.emits {
+		return 0, p.syntaxError(toks[sizeFrom])
+	}
 	r.emit("(select *, tumble_start("+col+",", i, space)
-	if err := r.rewrite(sizeFrom, sizeTo); err != nil {
-		return 0, err
-	}
+	r.out = append(r.out, size.out...)
 	r.emit(") as window_start, tumble_end("+col+",", i, false)
-	if err := r.rewrite(sizeFrom, sizeTo); err != nil {
-		return 0, err
-	}
+	r.out = append(r.out, size.out...)
 	r.emit(") as window_end from "+tbl+")", i, false)
 	end = sizeTo + 1
 	if end < to && (toks[end].is("as") || toks[end].Kind == tQIdent || toks[end].Kind == tIdent && !notFuncKeywords[toks[end].Val] && !clauseKeywords[toks[end].Val]) {
@@ -520,6 +523,9 @@ func (r *rewriter) filterClause(open, close, to int) (end int, err error) {
 	sub := &rewriter{p: p}
 	if err := sub.rewrite(condFrom, end); err != nil {
 		return 0, err
+	}
+	if len(sub.out) == 0 || sub.emits {
+		return 0, p.syntaxError(toks[condFrom])
 	}
 	sub.out[0].space = true
 	args := append([]piece(nil), r.out[open+1:]...)
