@@ -302,10 +302,7 @@ func (a *aggOp) changesOf(before bool, emit func(Chunk) error) error {
 	var buf []byte
 	for i, g := range a.dirty {
 		a.isDirty[g] = false
-		buf = buf[:0]
-		for c, t := range a.outTs {
-			buf = encodeDatum(buf, types.DatumAt(cur.Column(c), i, t), t)
-		}
+		buf = encodeRow(buf[:0], cur, i, a.outTs)
 		alive := a.count.n[g] > 0 || len(a.spec.Keys) == 0
 		old := a.lastOut[g]
 		switch {

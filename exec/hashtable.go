@@ -253,12 +253,17 @@ func (g *groupTable) grow() {
 	g.slots = make([]slot, n)
 	g.mask = uint64(n - 1)
 	for gid, h := range g.hashes {
-		pos := h & g.mask
-		for g.slots[pos].gid != 0 {
-			pos = (pos + 1) & g.mask
-		}
-		g.slots[pos] = slot{tag: uint32(h), gid: int32(gid) + 1}
+		g.place(h, int32(gid))
 	}
+}
+
+// place puts group gid, of hash h, in the first free slot from its home.
+func (g *groupTable) place(h uint64, gid int32) {
+	pos := h & g.mask
+	for g.slots[pos].gid != 0 {
+		pos = (pos + 1) & g.mask
+	}
+	g.slots[pos] = slot{tag: uint32(h), gid: gid + 1}
 }
 
 // remove takes group gid out of the table (backward-shift deletion, so
@@ -443,11 +448,7 @@ func (g *groupTable) insertDatums(ds []types.Datum) int32 {
 		g.hashes = append(g.hashes, h)
 		g.appendKeyDatums(ds)
 	}
-	pos := h & g.mask
-	for g.slots[pos].gid != 0 {
-		pos = (pos + 1) & g.mask
-	}
-	g.slots[pos] = slot{tag: uint32(h), gid: gid + 1}
+	g.place(h, gid)
 	if uint64(len(g.hashes))*2 > g.mask {
 		g.grow()
 	}

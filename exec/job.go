@@ -1179,10 +1179,7 @@ func restoreOut(op *aggOp, gids []int32) error {
 		}
 		var buf []byte
 		for i, g := range chunk {
-			buf = buf[:0]
-			for c, t := range op.outTs {
-				buf = encodeDatum(buf, types.DatumAt(rec.Column(c), i, t), t)
-			}
+			buf = encodeRow(buf[:0], rec, i, op.outTs)
 			op.bytes -= int64(len(op.lastOut[g]))
 			op.lastOut[g] = string(buf)
 			op.bytes += int64(len(buf))
