@@ -98,10 +98,18 @@ type JoinKind uint8
 const (
 	JoinInner JoinKind = iota
 	JoinLeft
+	JoinRight
+	JoinFull
+	// JoinSemi keeps the left rows that have at least one match (IN,
+	// EXISTS); JoinAnti those that have none (NOT EXISTS). Both output the
+	// left columns only; Residual still sees left then right columns.
+	JoinSemi
+	JoinAnti
 )
 
 // HashJoin joins on LeftKeys[i] = RightKeys[i] (no keys: nested loop), then
 // applies Residual over the joined row (left columns then right columns).
+// Outer joins pad the unmatched side with NULLs.
 type HashJoin struct {
 	Left, Right         Plan
 	Kind                JoinKind
@@ -129,6 +137,37 @@ type Limit struct {
 	Offset, Count int64
 }
 
+// WindowFuncKind is a window function.
+type WindowFuncKind uint8
+
+const (
+	WinRowNumber WindowFuncKind = iota
+	WinRank
+	WinDenseRank
+	// WinAgg is an aggregate over the window (Agg): the whole partition
+	// without ORDER BY; with ORDER BY, PostgreSQL's default frame (RANGE
+	// UNBOUNDED PRECEDING to the current row and its peers).
+	WinAgg
+)
+
+// WindowFunc is one window function; T is its result type.
+type WindowFunc struct {
+	Kind WindowFuncKind
+	Agg  AggSpec // WinAgg only
+	T    types.T
+}
+
+// Window computes window functions over the partitions of its input. The
+// output is the input's columns, then one column per function. All of a
+// node's functions share PartitionBy and OrderBy; different OVER clauses are
+// stacked Window nodes.
+type Window struct {
+	In          Plan
+	PartitionBy []expr.Expr
+	OrderBy     []SortKey
+	Funcs       []WindowFunc
+}
+
 // Union concatenates inputs of the same types.
 type Union struct {
 	Ins []Plan
@@ -148,7 +187,17 @@ func (p *HashAgg) Types() []types.T {
 	return ts
 }
 func (p *HashJoin) Types() []types.T {
+	if p.Kind == JoinSemi || p.Kind == JoinAnti {
+		return p.Left.Types()
+	}
 	return append(append([]types.T(nil), p.Left.Types()...), p.Right.Types()...)
+}
+func (p *Window) Types() []types.T {
+	ts := append([]types.T(nil), p.In.Types()...)
+	for _, f := range p.Funcs {
+		ts = append(ts, f.T)
+	}
+	return ts
 }
 func (p *Sort) Types() []types.T  { return p.In.Types() }
 func (p *Limit) Types() []types.T { return p.In.Types() }
