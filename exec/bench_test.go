@@ -140,7 +140,6 @@ func BenchmarkBarrier(b *testing.B) {
 	}
 	defer db.Close()
 	j := &Job{spec: JobSpec{ID: 1, View: &storage.TableDef{ID: 1}}, db: db}
-	j.batch.Store(db.NewEpochBatch())
 	ctx := &expr.Ctx{Mem: mem}
 	spec := countSumSpec()
 	spec.Aggs[1].T = types.NumericOf(types.MaxNumericPrecision, 0) // sum(BIGINT), as bound
@@ -192,13 +191,13 @@ func BenchmarkBarrier(b *testing.B) {
 			some[i] = all[r.IntN(groups)] // groups created at any time: scattered ids
 		}
 		push(some)
-		j.batch.Store(db.NewEpochBatch())
+		w := db.NewEpochBatch()
 		b.StartTimer()
 		prepareSave(op, 1)
 		if err := op.changesOf(false, func(c Chunk) error { out <- msg{c: c}; return nil }); err != nil {
 			b.Fatal(err)
 		}
-		j.saveState(op)
+		j.saveState(w, op)
 	}
 	close(out)
 	<-done

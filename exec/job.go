@@ -39,6 +39,17 @@ type msg struct {
 	c       Chunk
 	rowIDs  []uint64 // source positions of the rows (views without aggregation)
 	barrier *Barrier
+	// w, with a barrier, holds the epoch's writes of the operators the
+	// barrier has passed: each writes its part of an epoch into a batch of
+	// its own and hands it on with the barrier, so nothing can write into
+	// an epoch after passing its barrier on.
+	w *storage.Batch
+}
+
+// ack is a sink's acknowledgement of a barrier, with the epoch's writes.
+type ack struct {
+	epoch uint64
+	w     *storage.Batch
 }
 
 // JobSpec describes a continuous query to run.
@@ -228,8 +239,7 @@ type Job struct {
 	wg     sync.WaitGroup
 
 	barriers []chan *Barrier // one per source partition
-	acks     chan uint64
-	batch    atomic.Pointer[storage.Batch]
+	acks     chan ack
 	failed   chan struct{}
 	failOnce sync.Once
 	err      error
@@ -307,8 +317,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &Job{spec: spec, shape: sh, db: db, ctx: ctx, cancel: cancel,
-		acks: make(chan uint64, 1), failed: make(chan struct{})}
-	j.batch.Store(db.NewEpochBatch())
+		acks: make(chan ack, 1), failed: make(chan struct{})}
 	j.changelog.Store(spec.Changelog)
 	if sh.agg != nil {
 		for _, e := range sh.agg.Keys {
@@ -540,11 +549,11 @@ func (j *Job) TryInjectBarrier(b *Barrier) {
 func (j *Job) AwaitBarrier(ctx context.Context, epoch uint64) (*storage.Batch, error) {
 	for {
 		select {
-		case e := <-j.acks:
-			if e != epoch {
+		case a := <-j.acks:
+			if a.epoch != epoch {
 				continue
 			}
-			return j.batch.Swap(j.db.NewEpochBatch()), nil
+			return a.w, nil
 		case <-j.failed:
 			return nil, j.err
 		case <-j.ctx.Done():
@@ -569,6 +578,9 @@ func (j *Job) send(out chan msg, m msg) error {
 func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) error {
 	sh := j.shape
 	ectx := &expr.Ctx{Mem: memoryPool, Now: j.spec.Now}
+	// w holds this source's writes of the current epoch (its offset,
+	// skipped rows); it goes on with the barrier.
+	w := j.db.NewEpochBatch()
 	off := j.offsets[part].Load()
 	const maxRows = 64 << 10
 	// read processes the rows [off, to), or stops after a block once the
@@ -577,7 +589,7 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 		err := j.db.ReadLog(memoryPool, sh.src.ID, part, off, to, func(first uint64, rec arrow.RecordBatch) error {
 			n := rec.NumRows()
 			j.RowsIn.Add(n)
-			if err := j.route(ectx, part, first, rec, outs); err != nil {
+			if err := j.route(ectx, w, part, first, rec, outs); err != nil {
 				return err
 			}
 			off = first + uint64(n)
@@ -593,7 +605,7 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 		return err
 	}
 	if j.snap != nil {
-		err := j.emitSnapshot(ectx, part, outs)
+		err := j.emitSnapshot(ectx, w, part, outs)
 		j.snap.Close()
 		j.snap = nil
 		if err != nil {
@@ -617,13 +629,18 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 			}
 		}
 		if j.spec.View != nil {
-			j.batch.Load().SetOffset(j.spec.ID, sh.src.ID, part, off)
+			w.SetOffset(j.spec.ID, sh.src.ID, part, off)
 		}
-		for _, o := range outs {
-			if err := j.send(o, msg{barrier: b}); err != nil {
+		for i, o := range outs {
+			m := msg{barrier: b}
+			if i == 0 {
+				m.w = w
+			}
+			if err := j.send(o, m); err != nil {
 				return err
 			}
 		}
+		w = j.db.NewEpochBatch()
 		return nil
 	}
 	for {
@@ -685,7 +702,7 @@ func (j *Job) runSource(part uint32, barriers chan *Barrier, outs []chan msg) er
 }
 
 // emitSnapshot sends the source view's snapshot rows on as inserts.
-func (j *Job) emitSnapshot(ectx *expr.Ctx, part uint32, outs []chan msg) error {
+func (j *Job) emitSnapshot(ectx *expr.Ctx, w *storage.Batch, part uint32, outs []chan msg) error {
 	ctx := &Ctx{Context: j.ctx, DB: j.db, Expr: ectx}
 	scan := &ScanView{View: j.shape.src, Snap: j.snap}
 	ts := scan.Types()
@@ -706,12 +723,12 @@ func (j *Job) emitSnapshot(ectx *expr.Ctx, part uint32, outs []chan msg) error {
 		n := int(rec.NumRows())
 		rec.Release()
 		j.RowsIn.Add(int64(n))
-		return j.route(ectx, part, 0, newRecord(append(append([]types.T(nil), ts...), types.TInt64), cols, n), outs)
+		return j.route(ectx, w, part, 0, newRecord(append(append([]types.T(nil), ts...), types.TInt64), cols, n), outs)
 	})
 }
 
 // route applies the pre-aggregate stages to rec and sends its rows on.
-func (j *Job) route(ectx *expr.Ctx, part uint32, first uint64, rec arrow.RecordBatch, outs []chan msg) error {
+func (j *Job) route(ectx *expr.Ctx, w *storage.Batch, part uint32, first uint64, rec arrow.RecordBatch, outs []chan msg) error {
 	if err := failpoint(j.spec.Name, "source"); err != nil {
 		rec.Release()
 		return err
@@ -720,7 +737,7 @@ func (j *Job) route(ectx *expr.Ctx, part uint32, first uint64, rec arrow.RecordB
 	if j.shape.changelog {
 		rec, inOps = splitOps(rec)
 	}
-	out, kept, err := j.transform(ectx, part, first, rec)
+	out, kept, err := j.transform(ectx, w, part, first, rec)
 	rec.Release()
 	if err != nil {
 		return err
@@ -788,7 +805,7 @@ func (j *Job) route(ectx *expr.Ctx, part uint32, first uint64, rec arrow.RecordB
 // finds the rows that raise it: with job.error_policy = 'skip' it records
 // each in the epoch's error log and goes on without them; otherwise the job
 // fails with the first one's stream offset.
-func (j *Job) transform(ectx *expr.Ctx, part uint32, first uint64, rec arrow.RecordBatch) (arrow.RecordBatch, []int, error) {
+func (j *Job) transform(ectx *expr.Ctx, w *storage.Batch, part uint32, first uint64, rec arrow.RecordBatch) (arrow.RecordBatch, []int, error) {
 	out, kept, err := j.tryStages(ectx, rec)
 	if err == nil || !isDataError(err) {
 		return out, kept, err
@@ -812,7 +829,7 @@ func (j *Job) transform(ectx *expr.Ctx, part uint32, first uint64, rec arrow.Rec
 			return nil, nil, &sqlerr.Error{Code: se.Code, Msg: se.Msg,
 				Detail: fmt.Sprintf("stream %s, partition %d, offset %d: row %s", j.shape.src.Name, part, off, rowText(rec, i))}
 		}
-		j.batch.Load().PutJobError(j.spec.ID, storage.JobError{Job: j.spec.Name, Stream: j.shape.src.Name,
+		w.PutJobError(j.spec.ID, storage.JobError{Job: j.spec.Name, Stream: j.shape.src.Name,
 			Partition: part, Offset: off, Code: se.Code, Message: se.Msg, Row: rowText(rec, i), At: time.Now().UTC()})
 	}
 	sub := takeRecord(rec, good, exprTypes(plannedExprs(rec)))
@@ -967,6 +984,7 @@ type aligner struct {
 	cases       []reflect.SelectCase
 	idx         []int
 	done        <-chan struct{}
+	w           *storage.Batch // writes carried by the barriers of the epoch being aligned
 }
 
 func newAligner(ins []chan msg, atLeastOnce bool, done <-chan struct{}) *aligner {
@@ -1003,6 +1021,13 @@ func (a *aligner) next() (m msg, ok bool) {
 		if m.barrier == nil {
 			return m, true
 		}
+		if m.w != nil {
+			if a.w == nil {
+				a.w = m.w
+			} else {
+				a.w.Absorb(m.w)
+			}
+		}
 		if !a.blocked[i] {
 			a.blocked[i] = true
 			a.arrived++
@@ -1012,6 +1037,7 @@ func (a *aligner) next() (m msg, ok bool) {
 				a.blocked[k] = false
 			}
 			a.arrived = 0
+			m.w, a.w = a.w, nil
 			return m, true
 		}
 	}
@@ -1056,7 +1082,13 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 			return err
 		}
 		if j.spec.View != nil {
-			j.saveState(op)
+			w := j.db.NewEpochBatch()
+			j.saveState(w, op)
+			if m.w == nil {
+				m.w = w
+			} else {
+				m.w.Absorb(w)
+			}
 		}
 		op.epoch = m.barrier.Epoch + 1
 		j.dirty[inst].Store(0)
@@ -1078,9 +1110,9 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out chan msg) error {
 // State of an aggregate group: key = key group byte + encoded group key;
 // value = each accumulator's state (decodeGroup), or none for a group that
 // emptied (deleted). prepareSave has encoded both.
-func (j *Job) saveState(op *aggOp) {
+func (j *Job) saveState(w *storage.Batch, op *aggOp) {
 	ks := &op.saveKeys
-	r := j.batch.Load().NewRun()
+	r := w.NewRun()
 	for _, k := range ks.keys {
 		if val := ks.val(k); len(val) > 0 {
 			r.PutState(j.spec.ID, 0, ks.key(k), val)
@@ -1088,7 +1120,7 @@ func (j *Job) saveState(op *aggOp) {
 			r.DeleteState(j.spec.ID, 0, ks.key(k))
 		}
 	}
-	j.batch.Load().AddRun(r)
+	w.AddRun(r)
 }
 
 // prepareSave encodes the state key and value of each changed group into
@@ -1271,6 +1303,9 @@ func (j *Job) runSink(ins []chan msg) error {
 	var key, row []byte
 	var survived []int32
 	writeLog := j.changelog.Load()
+	// w holds the sink's writes of the current epoch; the acknowledgement
+	// of the epoch's barrier carries it away, and a new one takes its place.
+	w := j.db.NewEpochBatch()
 	var bag map[string]int64 // multiset counts of a view over a changelog
 	if j.spec.View != nil && j.shape.agg == nil && j.shape.changelog {
 		bag = map[string]int64{}
@@ -1293,16 +1328,18 @@ func (j *Job) runSink(ins []chan msg) error {
 				continue // change streams flush at barriers but commit nothing
 			}
 			writeLog = j.changelog.Load()
+			w.Absorb(m.w)
 			select {
-			case j.acks <- m.barrier.Epoch:
+			case j.acks <- ack{m.barrier.Epoch, w}:
 			case <-j.ctx.Done():
 				return nil
 			}
+			w = j.db.NewEpochBatch()
 			continue
 		}
 		rec := m.c.Rec
 		if j.shape.agg == nil {
-			if err := j.sinkRows(m, outTs, bag, writeLog); err != nil {
+			if err := j.sinkRows(w, m, outTs, bag, writeLog); err != nil {
 				return err
 			}
 			continue
@@ -1327,7 +1364,7 @@ func (j *Job) runSink(ins []chan msg) error {
 		// A view row's key is its group's state key (key group, then the
 		// encoded group key), and an instance emits its changes in that
 		// order, so each chunk's writes are one sorted run.
-		run := j.batch.Load().NewRun()
+		run := w.NewRun()
 		nk := len(j.shape.agg.Keys)
 		keyTs := exprTypes(j.shape.agg.Keys)
 		// survived[r] is input row r's output row, or -1 if HAVING dropped it.
@@ -1354,10 +1391,10 @@ func (j *Job) runSink(ins []chan msg) error {
 				run.DeleteViewRow(j.spec.View.ID, key)
 			}
 		}
-		j.batch.Load().AddRun(run)
+		w.AddRun(run)
 		rec.Release()
 		if writeLog {
-			err = j.appendChangelog(Chunk{Rec: out, Ops: ops})
+			err = j.appendChangelog(w, Chunk{Rec: out, Ops: ops})
 		}
 		out.Release()
 		if err != nil {
@@ -1369,14 +1406,13 @@ func (j *Job) runSink(ins []chan msg) error {
 // sinkRows applies the rows of a view without aggregation. Rows from a
 // stream are keyed by their source position; rows from a changelog, which
 // may be retracted, are kept as a multiset keyed by their content.
-func (j *Job) sinkRows(m msg, outTs []types.T, bag map[string]int64, writeLog bool) error {
+func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, bag map[string]int64, writeLog bool) error {
 	rec := m.c.Rec
 	defer rec.Release()
 	if j.spec.View == nil {
 		rec.Retain()
 		return j.emitOut(Chunk{Rec: rec, Ops: m.c.Ops})
 	}
-	b := j.batch.Load()
 	var key, row []byte
 	for i := 0; i < int(rec.NumRows()); i++ {
 		row = encodeRow(row[:0], rec, i, outTs)
@@ -1397,12 +1433,12 @@ func (j *Job) sinkRows(m msg, outTs []types.T, bag map[string]int64, writeLog bo
 	if !writeLog {
 		return nil
 	}
-	return j.appendChangelog(m.c)
+	return j.appendChangelog(b, m.c)
 }
 
 // appendChangelog queues a view's changes for its changelog, which views
 // and change streams over the view read. Columns are the view's, then __op.
-func (j *Job) appendChangelog(c Chunk) error {
+func (j *Job) appendChangelog(w *storage.Batch, c Chunk) error {
 	n := int(c.Rec.NumRows())
 	if n == 0 {
 		return nil
@@ -1428,7 +1464,7 @@ func (j *Job) appendChangelog(c Chunk) error {
 	ts = append(ts, types.TInt64)
 	rec := newRecord(ts, cols, n)
 	defer rec.Release()
-	return j.batch.Load().AppendLog(j.spec.View.ID, 0, rec)
+	return w.AppendLog(j.spec.View.ID, 0, rec)
 }
 
 // splitOps separates a changelog block's trailing op column.

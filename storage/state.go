@@ -23,7 +23,8 @@ import (
 type Batch struct {
 	mu      sync.Mutex
 	db      *DB
-	b       *pebble.Batch // writes made one at a time, in any order
+	b       *pebble.Batch   // writes made one at a time, in any order
+	singles []*pebble.Batch // more such writes, from absorbed batches
 	runs    []*Run
 	appends []pendingAppend
 }
@@ -46,6 +47,29 @@ func (b *Batch) AppendLog(table uint64, part uint32, rec arrow.RecordBatch) erro
 	b.appends = append(b.appends, pendingAppend{table, part, block})
 	b.mu.Unlock()
 	return nil
+}
+
+// Absorb moves o's writes into b, after b's own; o must not be used
+// afterwards. Operators of a job each write their part of an epoch into a
+// batch of their own and hand it on with the barrier, so the writes of an
+// epoch are exactly those made before each operator passed its barrier.
+func (b *Batch) Absorb(o *Batch) {
+	if o == nil || o == b {
+		return
+	}
+	o.mu.Lock()
+	singles := o.singles
+	if !o.b.Empty() {
+		singles = append(singles, o.b)
+	}
+	runs, appends := o.runs, o.appends
+	o.b, o.singles, o.runs, o.appends = nil, nil, nil, nil
+	o.mu.Unlock()
+	b.mu.Lock()
+	b.singles = append(b.singles, singles...)
+	b.runs = append(b.runs, runs...)
+	b.appends = append(b.appends, appends...)
+	b.mu.Unlock()
 }
 
 // NewEpochBatch returns an empty epoch batch.
@@ -108,6 +132,9 @@ func (b *Batch) Count() uint32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := b.b.Count()
+	for _, s := range b.singles {
+		n += s.Count()
+	}
 	for _, r := range b.runs {
 		n += r.b.Count()
 	}
@@ -119,6 +146,9 @@ func (b *Batch) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := b.b.Len()
+	for _, s := range b.singles {
+		n += s.Len()
+	}
 	for _, r := range b.runs {
 		n += r.b.Len()
 	}
@@ -133,10 +163,15 @@ func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) e
 	for _, b := range batches {
 		b.mu.Lock()
 		err := l.addBatch(b.b)
+		for _, s := range b.singles {
+			if err == nil {
+				err = l.addBatch(s)
+			}
+		}
 		for _, r := range b.runs {
 			l.addRun(r)
 		}
-		b.b, b.runs = db.pdb.NewBatch(), nil // the Batch may not be reused
+		b.b, b.singles, b.runs = db.pdb.NewBatch(), nil, nil // the Batch may not be reused
 		appends = append(appends, b.appends...)
 		b.mu.Unlock()
 		if err != nil {

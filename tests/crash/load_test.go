@@ -24,6 +24,10 @@ const (
 	loadKeys  = 64 // distinct group keys
 	viewByKey = "mv"
 	viewTotal = "mv_total"
+	// viewRows holds the stream's rows without aggregation (keyed by their
+	// stream position), viewOverRows aggregates it through its changelog.
+	viewRows     = "mv_rows"
+	viewOverRows = "mv_rows_by_k"
 )
 
 // How the load clients write: INSERTs of insertRows rows or COPYs of
@@ -245,7 +249,7 @@ func (l *loader) verify(t *testing.T, conn *pgx.Conn, exact bool) (duplicates bo
 		acked, l.mu.acked, unknown, l.mu.errs)
 	l.mu.Unlock()
 
-	waitCaughtUp(t, conn, viewByKey, viewTotal)
+	waitCaughtUp(t, conn, viewByKey, viewTotal, viewRows, viewOverRows)
 	stored := l.storedRows(t, conn)
 
 	// The truth is what the stream holds, computed here from the ids.
@@ -272,6 +276,8 @@ func (l *loader) verify(t *testing.T, conn *pgx.Conn, exact bool) (duplicates bo
 	}{
 		{viewByKey, "SELECT k, c, s FROM " + viewByKey, truth},
 		{viewTotal, "SELECT c, s FROM " + viewTotal, total},
+		{viewRows, "SELECT k, count(*), sum(v) FROM " + viewRows + " GROUP BY k", truth},
+		{viewOverRows, "SELECT k, c, s FROM " + viewOverRows, truth},
 	} {
 		got := queryAggs(t, conn, v.query)
 		d := diff(v.want, got)
@@ -385,11 +391,14 @@ func loadServer(t *testing.T, args []string, partitions int, setup ...string) (*
 	return srv, conn
 }
 
-// createViews creates the load tests' two views over t.
+// createViews creates the load tests' views over t: two aggregates, a view
+// of its rows without aggregation and an aggregate over that view.
 func createViews(t *testing.T, conn *pgx.Conn) {
 	t.Helper()
 	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewByKey+" AS SELECT k, count(*) AS c, sum(v) AS s FROM t GROUP BY k")
 	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewTotal+" AS SELECT count(*) AS c, sum(v) AS s FROM t")
+	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewRows+" AS SELECT id, k, v FROM t")
+	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewOverRows+" AS SELECT k, count(*) AS c, sum(v) AS s FROM "+viewRows+" GROUP BY k")
 }
 
 // checkNotAhead checks, while load goes on, that no view group counts more
