@@ -12,6 +12,7 @@ import (
 // since the last one (update_before/update_after, insert, delete).
 type aggOp struct {
 	spec  *HashAgg
+	id    uint32 // the operator id its state is stored under
 	keyTs []types.T
 	outTs []types.T
 	gt    *groupTable

@@ -2,7 +2,9 @@ package sql
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/streamdb/streamdb/exec"
@@ -71,7 +73,7 @@ func (e *Engine) createTable(n *parse.CreateTable) (*Result, error) {
 func (e *Engine) dependentsLocked(name string) []string {
 	var out []string
 	for _, t := range e.mu.tables {
-		if t.Kind == storage.KindView && t.Options["source"] == name {
+		if t.Kind == storage.KindView && slices.Contains(viewSources(t), name) {
 			out = append(out, t.Name)
 		}
 	}
@@ -236,7 +238,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, 
 		return nil, err
 	}
 	def := &storage.TableDef{Name: n.Name, Kind: storage.KindView, SQL: n.Query.SQL,
-		Options: map[string]string{"source": sourceOf(plan)}}
+		Options: sourceOptions(sourcesOf(plan))}
 	seen := map[string]bool{}
 	for _, c := range plan.Schema() {
 		if seen[c.Name] {
@@ -249,10 +251,8 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, 
 		}
 		def.Columns = append(def.Columns, storage.ColumnDef{Name: c.Name, Type: t})
 	}
-	if src, ok := e.Table(sourceOf(plan)); ok && src.Kind == storage.KindView {
-		if err := e.ensureChangelog(ctx, src.Name); err != nil {
-			return nil, err
-		}
+	if err := e.ensureChangelogs(ctx, sourcesOf(plan)); err != nil {
+		return nil, err
 	}
 	if n.FromSavepoint != "" {
 		return e.replaceView(ctx, n, def, phys)
@@ -294,17 +294,59 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, 
 	return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil
 }
 
-// sourceOf names the stream a plan reads (for dependency tracking).
-func sourceOf(n planner.Node) string {
-	if s, ok := n.(*planner.Scan); ok {
-		return s.Table.Name
-	}
-	for _, c := range n.Children() {
-		if s := sourceOf(c); s != "" {
-			return s
+// sourcesOf names the streams and views a plan reads, each once, in the
+// order it reads them (for dependency tracking).
+func sourcesOf(n planner.Node) []string {
+	var out []string
+	var walk func(n planner.Node)
+	walk = func(n planner.Node) {
+		if s, ok := n.(*planner.Scan); ok && !slices.Contains(out, s.Table.Name) && s.Table.Kind != storage.KindSystem {
+			out = append(out, s.Table.Name)
+		}
+		for _, c := range n.Children() {
+			walk(c)
 		}
 	}
-	return ""
+	walk(n)
+	return out
+}
+
+// sourceOptions records a view's sources in its catalog entry: "source"
+// names the first (as entries written before joins did), "sources" all.
+func sourceOptions(names []string) map[string]string {
+	opts := map[string]string{}
+	if len(names) > 0 {
+		opts["source"] = names[0]
+	}
+	if len(names) > 1 {
+		b, _ := json.Marshal(names)
+		opts["sources"] = string(b)
+	}
+	return opts
+}
+
+// viewSources names the streams and views a view reads.
+func viewSources(v *storage.TableDef) []string {
+	var names []string
+	if s := v.Options["sources"]; s != "" && json.Unmarshal([]byte(s), &names) == nil {
+		return names
+	}
+	if s := v.Options["source"]; s != "" {
+		return []string{s}
+	}
+	return nil
+}
+
+// ensureChangelogs makes every view among names write its changelog.
+func (e *Engine) ensureChangelogs(ctx context.Context, names []string) error {
+	for _, name := range names {
+		if src, ok := e.Table(name); ok && src.Kind == storage.KindView {
+			if err := e.ensureChangelog(ctx, src.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // changeStream runs a transient job whose changes stream to the client.
@@ -313,10 +355,8 @@ func (e *Engine) changeStream(ctx context.Context, plan planner.Node) (Rows, err
 	if err != nil {
 		return nil, err
 	}
-	if src, ok := e.Table(sourceOf(plan)); ok && src.Kind == storage.KindView {
-		if err := e.ensureChangelog(ctx, src.Name); err != nil {
-			return nil, err
-		}
+	if err := e.ensureChangelogs(ctx, sourcesOf(plan)); err != nil {
+		return nil, err
 	}
 	out := make(chan exec.Chunk, 4)
 	n := e.streams.Add(1) // change streams write nothing; the id only names them

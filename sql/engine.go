@@ -358,7 +358,7 @@ func (e *Engine) catchUp(ctx context.Context) error {
 		}
 	}
 	e.mu.Unlock()
-	targets := make([][]uint64, len(jobs))
+	targets := make([][][]uint64, len(jobs))
 	for i, j := range jobs {
 		targets[i] = j.LogEnds()
 	}

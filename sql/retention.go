@@ -85,9 +85,10 @@ func (e *Engine) truncateLogs(now time.Time) error {
 	}
 	e.exports.Unlock()
 	for j := range e.transient.jobs {
-		table, positions := j.Positions()
-		for p, off := range positions {
-			pin(table, uint32(p), off)
+		for _, src := range j.Positions() {
+			for p, off := range src.Offs {
+				pin(src.Table, uint32(p), off)
+			}
 		}
 	}
 
@@ -98,13 +99,18 @@ func (e *Engine) truncateLogs(now time.Time) error {
 	}
 	e.mu.Unlock()
 	for _, v := range tables {
-		src := tables[v.Options["source"]]
-		if v.Kind != storage.KindView || src == nil {
+		if v.Kind != storage.KindView {
 			continue
 		}
-		for p := 0; p < max(1, src.Partitions); p++ {
-			if !committed[storage.Offset{Job: v.ID, Table: src.ID, Part: uint32(p)}] {
-				pin(src.ID, uint32(p), 0)
+		for _, name := range viewSources(v) {
+			src := tables[name]
+			if src == nil {
+				continue
+			}
+			for p := 0; p < max(1, src.Partitions); p++ {
+				if !committed[storage.Offset{Job: v.ID, Table: src.ID, Part: uint32(p)}] {
+					pin(src.ID, uint32(p), 0)
+				}
 			}
 		}
 	}

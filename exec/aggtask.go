@@ -1,0 +1,253 @@
+package exec
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// runAgg is one parallel instance of the aggregate.
+func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool) error {
+	ectx := j.exprCtx()
+	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
+	for {
+		m, ok := al.next()
+		if !ok {
+			return nil
+		}
+		if m.barrier == nil {
+			if err := failpoint(j.spec.Name, "agg"); err != nil {
+				m.c.Rec.Release()
+				return err
+			}
+			n := m.c.Rec.NumRows()
+			err := op.push(ectx, m.c.Rec, m.c.Signs(), true)
+			m.c.Rec.Release()
+			if err != nil {
+				return err
+			}
+			j.dirty[inst].Store(int64(len(op.dirty)))
+			j.inflight.Add(-n)
+			continue
+		}
+		if j.spec.View != nil {
+			// Changed groups in state-key order: the state writes and the
+			// view rows (keyed alike) then reach storage sorted.
+			prepareSave(op, m.barrier.Epoch)
+		}
+		// Old rows (update_before, deletes' values) are only needed by a
+		// changelog or a change stream. The changelog flag only ever turns
+		// on, and a reader that turns it on with epoch n committed reads
+		// the changelog only from epoch n+3 (EnableChangelog); barrier n+2
+		// is injected after that, so every epoch it reads has them.
+		// An aggregate inside the graph always sends them: its consumer
+		// retracts what it took from the group before.
+		before := !root || j.spec.View == nil || j.changelog.Load()
+		if err := op.changesOf(before, func(c Chunk) error { return out.emit(ectx, c, nil) }); err != nil {
+			return err
+		}
+		if j.spec.View != nil {
+			w := j.db.NewEpochBatch()
+			j.saveState(w, op)
+			m = withWrites(m, w)
+		}
+		op.epoch = m.barrier.Epoch + 1
+		j.dirty[inst].Store(0)
+		if err := out.barrier(m); err != nil {
+			return err
+		}
+		// Eviction is about memory, not this epoch's contents: done after
+		// the barrier has gone on, it does not delay the checkpoint.
+		if j.spec.View != nil {
+			j.Evicted.Add(int64(op.evict(j.spec.StateCacheBytes/int64(len(j.dirty)), j.committed.Load(), m.barrier.Epoch)))
+			if op.spilled {
+				j.spilling.Store(true)
+			}
+			j.stateBytes[inst].Store(op.bytes)
+		}
+	}
+}
+
+// State of an aggregate group: key = key group byte + encoded group key;
+// value = each accumulator's state (decodeGroup), or none for a group that
+// emptied (deleted). prepareSave has encoded both.
+func (j *Job) saveState(w *storage.Batch, op *aggOp) {
+	ks := &op.saveKeys
+	r := w.NewRun()
+	for _, k := range ks.keys {
+		if val := ks.val(k); len(val) > 0 {
+			r.PutState(j.spec.ID, op.id, ks.key(k), val)
+		} else {
+			r.DeleteState(j.spec.ID, op.id, ks.key(k))
+		}
+	}
+	w.AddRun(r)
+}
+
+// prepareSave encodes the state key and value of each changed group into
+// op.saveKeys, sorted by key, and puts op.dirty in that order; the groups'
+// state is the epoch's. It reads the groups in id order, so the per-group
+// arrays are read front to back rather than at random: at hundreds of
+// thousands of changed groups that is most of the time it takes.
+func prepareSave(op *aggOp, epoch uint64) {
+	slices.Sort(op.dirty)
+	ks := &op.saveKeys
+	ks.reset()
+	for _, g := range op.dirty {
+		op.lastSave[g] = epoch
+		ks.add(g, func(buf []byte) []byte { return appendStateKey(op, g, buf) }, func(buf []byte) []byte {
+			if op.count.n[g] <= 0 && len(op.spec.Keys) > 0 {
+				return buf // emptied: deleted
+			}
+			buf = op.count.encode(buf, g)
+			for _, acc := range op.accs {
+				buf = acc.encode(buf, g)
+			}
+			return buf
+		})
+	}
+	ks.sort()
+	op.byID = append(op.byID[:0], op.dirty...)
+	op.perm = op.perm[:0]
+	for i, k := range ks.keys {
+		op.dirty[i] = k.ref
+		op.perm = append(op.perm, int(k.idx()))
+	}
+}
+
+// stateKeyOf is group g's key in the state table: its key group, then its
+// encoded key.
+func stateKeyOf(op *aggOp, g int32, buf []byte) []byte { return appendStateKey(op, g, buf[:0]) }
+
+func appendStateKey(op *aggOp, g int32, buf []byte) []byte {
+	buf = append(buf, byte(keyGroup(op.gt.hashes[g])))
+	for c, t := range op.keyTs {
+		buf = encodeDatum(buf, op.gt.keyDatum(c, g), t)
+	}
+	return buf
+}
+
+// decodeGroup restores group g's accumulators. The row the group last
+// emitted is not stored: saved at a barrier, right after the group's
+// changes were emitted, it always equals the row its accumulators give, so
+// restoreOut recomputes it. (State written before this change carries the
+// row after the accumulators; it is skipped.)
+func decodeGroup(op *aggOp, g int32, val []byte) error {
+	var err error
+	if val, err = op.count.decode(val, g); err != nil {
+		return err
+	}
+	for _, acc := range op.accs {
+		if val, err = acc.decode(val, g); err != nil {
+			return err
+		}
+	}
+	if len(val) > 0 {
+		n, k := binary.Uvarint(val)
+		if k <= 0 || uint64(len(val)-k) != n {
+			return errCorruptState
+		}
+	}
+	return nil
+}
+
+// restoreOut sets the last emitted row of restored groups from their
+// accumulators (see decodeGroup), if the operator keeps them (outValid).
+func restoreOut(op *aggOp, gids []int32) error {
+	if !op.outValid {
+		return nil
+	}
+	alive := gids[:0:0]
+	for _, g := range gids {
+		if op.count.n[g] > 0 || len(op.spec.Keys) == 0 {
+			alive = append(alive, g)
+		}
+	}
+	for len(alive) > 0 {
+		chunk := alive[:min(len(alive), 16<<10)]
+		alive = alive[len(chunk):]
+		rec, err := op.build(chunk)
+		if err != nil {
+			return err
+		}
+		var buf []byte
+		for i, g := range chunk {
+			buf = encodeRow(buf[:0], rec, i, op.outTs)
+			op.bytes -= int64(len(op.lastOut[g]))
+			op.lastOut[g] = string(buf)
+			op.bytes += int64(len(buf))
+		}
+		rec.Release()
+	}
+	return nil
+}
+
+// loadState restores the groups of the key groups instance inst owns, up to
+// the instance's share of the state cache; the rest are read when their
+// keys come (op.load).
+func (j *Job) loadState(op *aggOp, inst, par int) error {
+	limit := j.spec.StateCacheBytes / int64(max(1, len(j.dirty)))
+	var key []byte
+	var found []int32
+	op.load = func(gids []int32) error {
+		found = found[:0]
+		for _, g := range gids {
+			key = stateKeyOf(op, g, key)
+			v, err := j.db.GetState(j.spec.ID, op.id, key)
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				if err := decodeGroup(op, g, v); err != nil {
+					return err
+				}
+				found = append(found, g)
+			}
+		}
+		return restoreOut(op, found)
+	}
+	loaded := make([]int32, 0, 4096)
+	err := j.db.ScanState(j.spec.ID, op.id, func(key, val []byte) error {
+		if len(key) == 0 || instanceOf(int(key[0]), par) != inst {
+			return nil
+		}
+		rest := key[1:]
+		ds := make([]types.Datum, len(op.keyTs))
+		for c, t := range op.keyTs {
+			var err error
+			if ds[c], rest, err = decodeDatum(rest, t); err != nil {
+				return err
+			}
+		}
+		if limit > 0 && op.bytes > limit {
+			// The rest stays in the state table until its keys come.
+			op.spilled = true
+			op.evicted.add(hashDatums(ds, op.keyTs))
+			return nil
+		}
+		var g int32
+		if len(op.keyTs) > 0 {
+			g = op.gt.insertDatums(ds)
+			op.grow()
+			op.live[g] = true
+			op.bytes += groupBytes + op.gt.keyBytes(g)
+		}
+		if err := decodeGroup(op, g, val); err != nil {
+			return err
+		}
+		// Rows are restored in chunks, so op.bytes stays close enough to
+		// the truth for the cache limit above.
+		if loaded = append(loaded, g); len(loaded) == cap(loaded) {
+			err := restoreOut(op, loaded)
+			loaded = loaded[:0]
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return restoreOut(op, loaded)
+}

@@ -1,0 +1,577 @@
+package exec
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// A continuous plan compiles to a graph. Its nodes are the sources (a
+// stream's log, or a view's changelog), the stateful operators (aggregate,
+// join, rank) and unions; the sink is the graph's one consumer outside it.
+// Stateless Filter/Project stages ride on the edges: the producer applies
+// them, then hashes the rows by the consumer's key to pick its instance, so
+// every stateful operator is partitioned by its own key (key groups).
+
+type nodeKind uint8
+
+const (
+	nSource nodeKind = iota
+	nAgg
+	nJoin
+	nRank
+	nUnion
+)
+
+// gnode is a node of a job's graph.
+type gnode struct {
+	kind nodeKind
+	op   uint32 // stateful operators: the id their state is stored under
+	// nSource: the stream or view read; a view is read through its
+	// changelog. One source serves every scan of the same table.
+	src       *storage.TableDef
+	changelog bool
+	agg       *HashAgg
+	join      *HashJoin
+	rank      *rankSpec
+	ins       []*gedge // inputs (a join: left, right)
+	outs      []*gedge // a source's consumers (every other node has one)
+	par       int      // parallel instances
+	// retracts says the node's output may retract rows it emitted.
+	retracts bool
+}
+
+// gedge carries the rows of from, with stages applied, to a consumer;
+// keys (over the staged rows) pick the consumer's instance.
+type gedge struct {
+	from   *gnode
+	stages []Plan // Filter/Project, bottom-up
+	keys   []expr.Expr
+	to     *gnode // nil: the sink
+	in     int    // which input of to
+}
+
+// graph is a compiled continuous plan.
+type graph struct {
+	nodes   []*gnode // inputs before their consumers
+	sources []*gnode
+	root    *gedge // into the sink
+}
+
+// rankSpec is a rank node: ORDER BY ... LIMIT (Window nil: emit the rows at
+// positions [lo, hi) of the order) or window functions over partitions
+// (emit the rows with their functions' values; hi bounds the first
+// function's value when an outer filter does).
+type rankSpec struct {
+	window    *Window
+	partition []expr.Expr
+	order     []SortKey
+	lo, hi    int64 // hi < 0: unbounded
+}
+
+// compile turns a plan into a graph, or refuses it with 0A000 naming what
+// the runtime cannot run continuously.
+func compile(p Plan, parallelism int) (*graph, error) {
+	c := &compiler{par: max(1, parallelism), byTable: map[uint64]*gnode{}}
+	root, err := c.edge(p)
+	if err != nil {
+		return nil, err
+	}
+	g := &graph{nodes: c.nodes, root: root}
+	for _, n := range c.nodes {
+		if n.kind == nSource {
+			g.sources = append(g.sources, n)
+		}
+	}
+	// Stateful operators are numbered children first, left to right, so a
+	// plan keeps its ids as long as its shape is kept (one aggregate: 0).
+	var op uint32
+	for _, n := range g.nodes {
+		if n.kind == nAgg || n.kind == nJoin || n.kind == nRank {
+			n.op = op
+			op++
+		}
+	}
+	return g, nil
+}
+
+type compiler struct {
+	par     int
+	nodes   []*gnode
+	byTable map[uint64]*gnode
+}
+
+// edge compiles p into the node below its stateless stages.
+func (c *compiler) edge(p Plan) (*gedge, error) {
+	var stages []Plan // top-down
+	for {
+		switch n := p.(type) {
+		case *Filter:
+			stages = append(stages, n)
+			p = n.In
+			continue
+		case *Project:
+			stages = append(stages, n)
+			p = n.In
+			continue
+		case *Sort:
+			if n.Limit < 0 {
+				p = n.In // a view has no order: ORDER BY alone changes nothing
+				continue
+			}
+		}
+		break
+	}
+	from, err := c.node(p)
+	if err != nil {
+		return nil, err
+	}
+	e := &gedge{from: from}
+	for i := len(stages) - 1; i >= 0; i-- {
+		e.stages = append(e.stages, stages[i])
+	}
+	if from.kind == nRank && from.rank.window != nil {
+		from.rank.hi = rankBound(from.rank.window, e.stages)
+	}
+	if from.kind == nSource {
+		from.outs = append(from.outs, e)
+	}
+	return e, nil
+}
+
+func (c *compiler) add(n *gnode) *gnode {
+	c.nodes = append(c.nodes, n)
+	return n
+}
+
+func (c *compiler) input(to *gnode, in int, p Plan, keys []expr.Expr) error {
+	e, err := c.edge(p)
+	if err != nil {
+		return err
+	}
+	e.to, e.in, e.keys = to, in, keys
+	to.ins = append(to.ins, e)
+	if e.from.retracts {
+		to.retracts = true
+	}
+	return nil
+}
+
+func (c *compiler) node(p Plan) (*gnode, error) {
+	switch n := p.(type) {
+	case *ScanStream:
+		return c.source(n.Table, false), nil
+	case *ScanView:
+		if n.Snap != nil {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries cannot read AS OF snapshots")
+		}
+		return c.source(n.View, true), nil
+	case *HashAgg:
+		g := &gnode{kind: nAgg, agg: n, par: 1}
+		if len(n.Keys) > 0 {
+			g.par = c.par
+		}
+		if err := c.input(g, 0, n.In, n.Keys); err != nil {
+			return nil, err
+		}
+		g.retracts = true // groups change: update_before/update_after
+		return c.add(g), nil
+	case *HashJoin:
+		g := &gnode{kind: nJoin, join: n, par: 1}
+		if len(n.LeftKeys) > 0 {
+			g.par = c.par
+		}
+		if err := c.input(g, 0, n.Left, n.LeftKeys); err != nil {
+			return nil, err
+		}
+		if err := c.input(g, 1, n.Right, n.RightKeys); err != nil {
+			return nil, err
+		}
+		if n.Kind != JoinInner {
+			g.retracts = true // a NULL-padded row is retracted when its first match comes
+		}
+		return c.add(g), nil
+	case *Limit:
+		s, ok := n.In.(*Sort)
+		if !ok || s.Limit < 0 {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries need ORDER BY with LIMIT or OFFSET (without it the rows kept are arbitrary)")
+		}
+		hi := int64(-1)
+		if n.Count >= 0 {
+			hi = n.Offset + n.Count
+		}
+		return c.rank(&rankSpec{order: s.Keys, lo: n.Offset, hi: hi}, s.In, nil)
+	case *Sort: // with a limit (edge drops the others)
+		return c.rank(&rankSpec{order: n.Keys, lo: 0, hi: n.Limit}, n.In, nil)
+	case *Window:
+		for _, f := range n.Funcs {
+			if f.Kind == WinAgg {
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries do not support aggregate functions with OVER yet (ROW_NUMBER, RANK and DENSE_RANK are supported)")
+			}
+		}
+		return c.rank(&rankSpec{window: n, partition: n.PartitionBy, order: n.OrderBy, hi: -1}, n.In, n.PartitionBy)
+	case *Union:
+		g := &gnode{kind: nUnion, par: 1}
+		for i, in := range n.Ins {
+			if err := c.input(g, i, in, nil); err != nil {
+				return nil, err
+			}
+		}
+		return c.add(g), nil
+	}
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries do not support %s", planName(p))
+}
+
+func (c *compiler) rank(spec *rankSpec, in Plan, keys []expr.Expr) (*gnode, error) {
+	g := &gnode{kind: nRank, rank: spec, par: 1, retracts: true}
+	if len(keys) > 0 {
+		g.par = c.par
+	}
+	if err := c.input(g, 0, in, keys); err != nil {
+		return nil, err
+	}
+	return c.add(g), nil
+}
+
+func (c *compiler) source(t *storage.TableDef, changelog bool) *gnode {
+	if n := c.byTable[t.ID]; n != nil {
+		return n
+	}
+	n := c.add(&gnode{kind: nSource, src: t, changelog: changelog, par: max(1, t.Partitions), retracts: changelog})
+	c.byTable[t.ID] = n
+	return n
+}
+
+func planName(p Plan) string {
+	switch p.(type) {
+	case *Values, *Batches:
+		return "queries without a stream or view (VALUES, system tables)"
+	case *Limit:
+		return "LIMIT"
+	}
+	return strings.TrimPrefix(fmt.Sprintf("%T", p), "*exec.")
+}
+
+// rankBound finds, in the stages above a window node, a filter that bounds
+// its first function's value (rn <= 10, rn < 4, rn = 1), so the node only
+// emits the rows that can pass it. The filter itself stays in place.
+func rankBound(w *Window, stages []Plan) int64 {
+	if len(w.Funcs) != 1 {
+		return -1
+	}
+	col := len(w.In.Types()) // the function's column
+	bound := int64(-1)
+	for _, st := range stages {
+		switch st := st.(type) {
+		case *Project:
+			next := -1
+			for i, e := range st.Exprs {
+				if r, ok := e.(*expr.ColRef); ok && r.Idx == col {
+					next = i
+					break
+				}
+			}
+			if next < 0 {
+				return bound
+			}
+			col = next
+		case *Filter:
+			for _, cj := range conjuncts(st.Pred) {
+				if b, ok := boundOf(cj, col); ok && (bound < 0 || b < bound) {
+					bound = b
+				}
+			}
+		}
+	}
+	return bound
+}
+
+func conjuncts(e expr.Expr) []expr.Expr {
+	if f, ok := e.(*expr.Func); ok && f.Name == "and" && len(f.Args) == 2 {
+		return append(conjuncts(f.Args[0]), conjuncts(f.Args[1])...)
+	}
+	return []expr.Expr{e}
+}
+
+// boundOf reads col <= c, col < c, col = c (or mirrored) as an upper bound.
+func boundOf(e expr.Expr, col int) (int64, bool) {
+	f, ok := e.(*expr.Func)
+	if !ok || len(f.Args) != 2 {
+		return 0, false
+	}
+	op := f.Name
+	a, b := f.Args[0], f.Args[1]
+	if !isCol(a, col) {
+		a, b = b, a
+		op = map[string]string{"<=": ">=", ">=": "<=", "<": ">", ">": "<", "=": "="}[op]
+	}
+	if !isCol(a, col) {
+		return 0, false
+	}
+	d, err := expr.EvalConst(&expr.Ctx{Mem: memoryPool}, b)
+	if err != nil || d.Null || !b.Type().IsInteger() {
+		return 0, false
+	}
+	switch op {
+	case "<=", "=":
+		return d.I, true
+	case "<":
+		return d.I - 1, true
+	}
+	return 0, false
+}
+
+func isCol(e expr.Expr, col int) bool {
+	for {
+		switch x := e.(type) {
+		case *expr.ColRef:
+			return x.Idx == col
+		case *expr.Cast:
+			e = x.E
+			continue
+		}
+		return false
+	}
+}
+
+// StateOperators names the stateful operators of a continuous plan by their
+// stable ids, each with a fingerprint of what its state means: its kind,
+// and its keys and aggregates with every column traced to the stream or
+// view column it comes from. Restoring state into a plan requires equal
+// fingerprints for equal ids, so sum(a) -> sum(b) is refused even when the
+// types agree.
+func StateOperators(p Plan) (map[string]string, error) {
+	g, err := compile(p, 1)
+	if err != nil {
+		return nil, err
+	}
+	ops := map[string]string{}
+	for _, n := range g.nodes {
+		var name string
+		var b strings.Builder
+		in := func(i int) func(expr.Expr) string {
+			return func(e expr.Expr) string { return traceExpr(e, n.ins[i]) }
+		}
+		switch n.kind {
+		case nAgg:
+			name = "aggregate"
+			tr := in(0)
+			b.WriteString("keys(")
+			for i, k := range n.agg.Keys {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%s %s", tr(k), k.Type())
+			}
+			b.WriteString(") aggs(")
+			for i, a := range n.agg.Aggs {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				fn := [...]string{"count(*)", "count", "sum", "avg", "min", "max"}[a.Kind]
+				if a.Distinct {
+					fn += " distinct"
+				}
+				if a.Arg != nil {
+					fn += "(" + tr(a.Arg) + " " + a.Arg.Type().String() + ")"
+				}
+				b.WriteString(fn + " -> " + a.T.String())
+			}
+			b.WriteString(")")
+		case nJoin:
+			name = "join"
+			fmt.Fprintf(&b, "kind %d left(%s) right(%s) keys(", n.join.Kind, typeList(n.join.Left.Types()), typeList(n.join.Right.Types()))
+			for i := range n.join.LeftKeys {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%s = %s", in(0)(n.join.LeftKeys[i]), in(1)(n.join.RightKeys[i]))
+			}
+			b.WriteString(")")
+		case nRank:
+			name = "rank"
+			tr := in(0)
+			b.WriteString("rows(" + typeList(n.ins[0].from.outTypes(n.ins[0])) + ") partition(")
+			for i, k := range n.rank.partition {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString(tr(k))
+			}
+			b.WriteString(")")
+		default:
+			continue
+		}
+		ops[fmt.Sprintf("%s#%d", name, n.op)] = b.String()
+	}
+	return ops, nil
+}
+
+// outTypes is the types of the rows e carries.
+func (n *gnode) outTypes(e *gedge) []types.T {
+	if len(e.stages) > 0 {
+		return e.stages[len(e.stages)-1].Types()
+	}
+	switch n.kind {
+	case nSource:
+		return columnTypes(n.src)
+	case nAgg:
+		return n.agg.Types()
+	case nJoin:
+		return n.join.Types()
+	case nRank:
+		if n.rank.window != nil {
+			return n.rank.window.Types()
+		}
+		return n.ins[0].from.outTypes(n.ins[0])
+	case nUnion:
+		return n.ins[0].from.outTypes(n.ins[0])
+	}
+	return nil
+}
+
+func typeList(ts []types.T) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = t.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// traceExpr renders e, an expression over the rows edge e carries, with
+// each column replaced by where it comes from: a stream or view column, or
+// an output of a stateful operator.
+func traceExpr(x expr.Expr, e *gedge) string {
+	return traceThrough(x, e.stages, e.from)
+}
+
+func traceThrough(x expr.Expr, stages []Plan, from *gnode) string {
+	s := x.String()
+	refs := colRefs(x, nil)
+	if len(refs) == 0 {
+		return s
+	}
+	// Replace from the outermost stage down.
+	var sub func(x expr.Expr, depth int) string
+	sub = func(x expr.Expr, depth int) string {
+		r, ok := x.(*expr.ColRef)
+		if !ok {
+			return renderWith(x, func(c *expr.ColRef) string { return sub(c, depth) })
+		}
+		for d := depth; d >= 0; d-- {
+			if p, ok := stages[d].(*Project); ok {
+				if r.Idx < len(p.Exprs) {
+					return sub(p.Exprs[r.Idx], d-1)
+				}
+				return "?"
+			}
+		}
+		return fromColumn(from, r.Idx)
+	}
+	return sub(x, len(stages)-1)
+}
+
+func fromColumn(n *gnode, i int) string {
+	switch n.kind {
+	case nSource:
+		if i < len(n.src.Columns) {
+			return n.src.Name + "." + n.src.Columns[i].Name
+		}
+	case nJoin:
+		nl := len(n.join.Left.Types())
+		if i < nl {
+			return traceThrough(&expr.ColRef{Idx: i}, n.ins[0].stages, n.ins[0].from)
+		}
+		return traceThrough(&expr.ColRef{Idx: i - nl}, n.ins[1].stages, n.ins[1].from)
+	case nUnion, nRank:
+		if n.kind == nRank && n.rank.window != nil && i >= len(n.rank.window.In.Types()) {
+			return fmt.Sprintf("rank#%d.%d", n.op, i)
+		}
+		return traceThrough(&expr.ColRef{Idx: i}, n.ins[0].stages, n.ins[0].from)
+	}
+	return fmt.Sprintf("op#%d.%d", n.op, i)
+}
+
+func colRefs(x expr.Expr, acc []*expr.ColRef) []*expr.ColRef {
+	switch e := x.(type) {
+	case *expr.ColRef:
+		return append(acc, e)
+	case *expr.Cast:
+		return colRefs(e.E, acc)
+	case *expr.Func:
+		for _, a := range e.Args {
+			acc = colRefs(a, acc)
+		}
+	case *expr.Case:
+		for _, w := range e.Whens {
+			acc = colRefs(w.Cond, acc)
+			acc = colRefs(w.Then, acc)
+		}
+		if e.Else != nil {
+			acc = colRefs(e.Else, acc)
+		}
+	case *expr.InList:
+		acc = colRefs(e.E, acc)
+		for _, a := range e.List {
+			acc = colRefs(a, acc)
+		}
+	}
+	return acc
+}
+
+// renderWith prints x with its column references rendered by col.
+func renderWith(x expr.Expr, col func(*expr.ColRef) string) string {
+	switch e := x.(type) {
+	case *expr.ColRef:
+		return col(e)
+	case *expr.Cast:
+		return fmt.Sprintf("CAST(%s AS %s)", renderWith(e.E, col), e.T)
+	case *expr.Func:
+		args := make([]string, len(e.Args))
+		for i, a := range e.Args {
+			args[i] = renderWith(a, col)
+		}
+		return e.Name + "(" + strings.Join(args, ", ") + ")"
+	case *expr.Case:
+		var b strings.Builder
+		b.WriteString("CASE")
+		for _, w := range e.Whens {
+			fmt.Fprintf(&b, " WHEN %s THEN %s", renderWith(w.Cond, col), renderWith(w.Then, col))
+		}
+		if e.Else != nil {
+			fmt.Fprintf(&b, " ELSE %s", renderWith(e.Else, col))
+		}
+		b.WriteString(" END")
+		return b.String()
+	case *expr.InList:
+		args := make([]string, len(e.List))
+		for i, a := range e.List {
+			args[i] = renderWith(a, col)
+		}
+		return renderWith(e.E, col) + " IN (" + strings.Join(args, ", ") + ")"
+	}
+	return x.String()
+}
+
+// Check reports whether p can run as a continuous query.
+func Check(p Plan) error {
+	_, err := compile(p, 1)
+	return err
+}
+
+// Sources names the tables (streams and views) a continuous plan reads.
+func Sources(p Plan) ([]*storage.TableDef, error) {
+	g, err := compile(p, 1)
+	if err != nil {
+		return nil, err
+	}
+	var out []*storage.TableDef
+	for _, s := range g.sources {
+		out = append(out, s.src)
+	}
+	return out, nil
+}

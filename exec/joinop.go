@@ -1,0 +1,496 @@
+package exec
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// joinOp is one instance of a streaming equi-join, a symmetric hash join:
+// both inputs' rows are kept in state by join key, and a row from one side
+// is matched against the other side's rows of its key; the pairs that pass
+// the residual condition go out with the row's sign (+1 insert, -1
+// retract). For outer, semi and anti joins each stored row also counts the
+// rows of the other side that match it: a NULL-padded row is retracted
+// when its first match comes and emitted again when its last one goes, and
+// a semi (anti) join emits a left row when its count leaves (reaches) zero.
+//
+// State, per row: key group, side, join key, row -> multiplicity, written
+// once per epoch for the rows that changed. Match counts are not stored;
+// load recomputes them.
+type joinOp struct {
+	j        *Job
+	spec     *HashJoin
+	op       uint32
+	ts       [2][]types.T
+	keys     [2][]expr.Expr
+	outTs    []types.T
+	semi     bool // semi or anti: only left columns go out
+	preserve [2]bool
+	groups   map[string]*joinGroup
+	dirty    map[joinRef]struct{}
+	out      *outlet
+	buf      *rowsOut
+	scratch  []byte
+}
+
+type joinGroup struct {
+	kg   byte
+	rows [2]map[string]*joinRow
+}
+
+type joinRow struct {
+	count   int64
+	matches int64
+}
+
+type joinRef struct {
+	side     int
+	key, enc string
+}
+
+func newJoinOp(j *Job, n *gnode) *joinOp {
+	s := n.join
+	o := &joinOp{j: j, spec: s, op: n.op, groups: map[string]*joinGroup{}, dirty: map[joinRef]struct{}{}}
+	o.ts = [2][]types.T{s.Left.Types(), s.Right.Types()}
+	o.keys = [2][]expr.Expr{s.LeftKeys, s.RightKeys}
+	o.outTs = s.Types()
+	o.semi = s.Kind == JoinSemi || s.Kind == JoinAnti
+	o.preserve = [2]bool{s.Kind == JoinLeft || s.Kind == JoinFull, s.Kind == JoinRight || s.Kind == JoinFull}
+	return o
+}
+
+func (o *joinOp) emitRows(ectx *expr.Ctx) error {
+	if o.buf == nil || o.buf.n == 0 {
+		return nil
+	}
+	return o.out.emit(ectx, o.buf.chunk(), nil)
+}
+
+func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
+	rec := c.Rec
+	defer rec.Release()
+	if o.buf == nil {
+		o.buf = newRowsOut(o.outTs)
+	}
+	n := int(rec.NumRows())
+	keys := make([]arrow.Array, len(o.keys[side]))
+	defer releaseAll(keys)
+	for i, k := range o.keys[side] {
+		var err error
+		if keys[i], err = expr.Eval(ectx, k, rec); err != nil {
+			return err
+		}
+	}
+	h := hashColumns(nil, keys, n)
+	keyTs := exprTypes(o.keys[side])
+	keyEnc := make([]string, n)
+	null := make([]bool, n)
+	for i := 0; i < n; i++ {
+		if anyNull(keys, i) {
+			null[i] = true
+			continue
+		}
+		o.scratch = o.scratch[:0]
+		for c, k := range keys {
+			o.scratch = encodeDatum(o.scratch, types.DatumAt(k, i, keyTs[c]), keyTs[c])
+		}
+		keyEnc[i] = string(o.scratch)
+	}
+	other := 1 - side
+	// The candidates: each row with the other side's rows of its key.
+	var pi []int
+	var qenc []string
+	var qrow []*joinRow
+	for i := 0; i < n; i++ {
+		if null[i] {
+			continue
+		}
+		g := o.groups[keyEnc[i]]
+		if g == nil {
+			continue
+		}
+		for enc, q := range g.rows[other] {
+			pi, qenc, qrow = append(pi, i), append(qenc, enc), append(qrow, q)
+		}
+	}
+	pass, err := o.residual(ectx, rec, side, pi, qenc)
+	if err != nil {
+		return err
+	}
+	ci := 0
+	for i := 0; i < n; i++ {
+		s := int64(1)
+		if c.Ops != nil {
+			s = int64(c.Ops[i].Sign())
+		}
+		enc := string(encodeRow(o.scratch[:0], rec, i, o.ts[side]))
+		if null[i] {
+			// A NULL key matches nothing, ever.
+			switch {
+			case o.semi:
+				if o.spec.Kind == JoinAnti && side == 0 {
+					o.buf.add(o, s, rec, i, side, "")
+				}
+			case o.preserve[side]:
+				o.buf.add(o, s, rec, i, side, "")
+			}
+			continue
+		}
+		var matched int64
+		for ; ci < len(pi) && pi[ci] == i; ci++ {
+			if !pass[ci] {
+				continue
+			}
+			q := qrow[ci]
+			matched += q.count
+			if !o.semi {
+				for range q.count {
+					o.buf.addPair(o, s, rec, i, side, qenc[ci])
+				}
+			}
+			before := q.matches
+			q.matches += s
+			after := q.matches
+			switch {
+			case o.semi && other == 0:
+				// q is a left row: it goes out (semi) or away (anti) when
+				// its matches leave zero, and back when they return to it.
+				sign := int64(0)
+				if before <= 0 && after > 0 {
+					sign = 1
+				} else if before > 0 && after <= 0 {
+					sign = -1
+				}
+				if o.spec.Kind == JoinAnti {
+					sign = -sign
+				}
+				for k := int64(0); sign != 0 && k < q.count; k++ {
+					o.buf.add(o, sign, nil, -1, other, qenc[ci])
+				}
+			case !o.semi && o.preserve[other]:
+				sign := int64(0)
+				if before <= 0 && after > 0 {
+					sign = -1 // its NULL-padded row goes
+				} else if before > 0 && after <= 0 {
+					sign = 1 // and comes back
+				}
+				for k := int64(0); sign != 0 && k < q.count; k++ {
+					o.buf.add(o, sign, nil, -1, other, qenc[ci])
+				}
+			}
+		}
+		switch {
+		case o.semi && side == 0:
+			if (o.spec.Kind == JoinSemi) == (matched > 0) {
+				o.buf.add(o, s, rec, i, side, "")
+			}
+		case !o.semi && o.preserve[side] && matched == 0:
+			o.buf.add(o, s, rec, i, side, "")
+		}
+		g := o.groups[keyEnc[i]]
+		if g == nil {
+			g = &joinGroup{kg: byte(keyGroup(h[i]))}
+			g.rows[0], g.rows[1] = map[string]*joinRow{}, map[string]*joinRow{}
+			o.groups[keyEnc[i]] = g
+		}
+		r := g.rows[side][enc]
+		if r == nil {
+			r = &joinRow{matches: matched}
+			g.rows[side][enc] = r
+		}
+		r.count += s
+		if r.count <= 0 {
+			delete(g.rows[side], enc)
+			if len(g.rows[0]) == 0 && len(g.rows[1]) == 0 {
+				delete(o.groups, keyEnc[i])
+			}
+		}
+		o.dirty[joinRef{side, keyEnc[i], enc}] = struct{}{}
+		if o.buf.n >= 16<<10 {
+			if err := o.emitRows(ectx); err != nil {
+				return err
+			}
+		}
+	}
+	return o.emitRows(ectx)
+}
+
+// residual evaluates the join's residual condition over the candidate
+// pairs (row pi[k] of rec on side, stored row qenc[k] on the other).
+func (o *joinOp) residual(ectx *expr.Ctx, rec arrow.RecordBatch, side int, pi []int, qenc []string) ([]bool, error) {
+	pass := make([]bool, len(pi))
+	if o.spec.Residual == nil || len(pi) == 0 {
+		for k := range pass {
+			pass[k] = true
+		}
+		return pass, nil
+	}
+	cols := make([]arrow.Array, 0, len(o.ts[0])+len(o.ts[1]))
+	for s := 0; s < 2; s++ {
+		if s == side {
+			for c, t := range o.ts[s] {
+				cols = append(cols, takeArray(rec.Column(c), pi, t))
+			}
+			continue
+		}
+		d := decodeRecord(o.ts[s], qenc)
+		for c := range o.ts[s] {
+			col := d.Column(c)
+			col.Retain()
+			cols = append(cols, col)
+		}
+		d.Release()
+	}
+	pairs := newRecord(append(append([]types.T(nil), o.ts[0]...), o.ts[1]...), cols, len(pi))
+	defer pairs.Release()
+	mask, err := expr.Eval(ectx, o.spec.Residual, pairs)
+	if err != nil {
+		return nil, err
+	}
+	defer mask.Release()
+	b := mask.(*array.Boolean)
+	for k := range pass {
+		pass[k] = b.IsValid(k) && b.Value(k)
+	}
+	return pass, nil
+}
+
+// barrier writes the rows that changed in the epoch.
+func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
+	if w != nil && len(o.dirty) > 0 {
+		type kv struct{ k, v []byte }
+		writes := make([]kv, 0, len(o.dirty))
+		for ref := range o.dirty {
+			var kg byte
+			var count int64
+			if g := o.groups[ref.key]; g != nil {
+				kg = g.kg
+				if r := g.rows[ref.side][ref.enc]; r != nil {
+					count = r.count
+				}
+			} else {
+				kg = o.kgOf(ref)
+			}
+			k := []byte{kg, byte(ref.side)}
+			k = binary.AppendUvarint(k, uint64(len(ref.key)))
+			k = append(append(k, ref.key...), ref.enc...)
+			var v []byte
+			if count > 0 {
+				v = binary.AppendUvarint(nil, uint64(count))
+			}
+			writes = append(writes, kv{k, v})
+		}
+		slices.SortFunc(writes, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+		r := w.NewRun()
+		for _, x := range writes {
+			if x.v != nil {
+				r.PutState(o.j.spec.ID, o.op, x.k, x.v)
+			} else {
+				r.DeleteState(o.j.spec.ID, o.op, x.k)
+			}
+		}
+		w.AddRun(r)
+	}
+	clear(o.dirty)
+	return nil
+}
+
+// kgOf recomputes the key group of a key whose group is gone: the hash of
+// its decoded key columns.
+func (o *joinOp) kgOf(ref joinRef) byte {
+	ts := exprTypes(o.keys[ref.side])
+	ds := make([]types.Datum, len(ts))
+	rest := []byte(ref.key)
+	for c, t := range ts {
+		ds[c], rest, _ = decodeDatum(rest, t)
+	}
+	return byte(keyGroup(hashDatums(ds, ts)))
+}
+
+// load restores the rows of the key groups instance inst of par owns and
+// recomputes their match counts.
+func (o *joinOp) load(inst, par int) error {
+	err := o.j.db.ScanState(o.j.spec.ID, o.op, func(key, val []byte) error {
+		if len(key) < 3 || instanceOf(int(key[0]), par) != inst {
+			return nil
+		}
+		side := int(key[1])
+		klen, rest, err := readUvarint(key[2:])
+		if err != nil || uint64(len(rest)) < klen || side > 1 {
+			return errCorruptState
+		}
+		count, _, err := readUvarint(val)
+		if err != nil {
+			return err
+		}
+		k := string(rest[:klen])
+		g := o.groups[k]
+		if g == nil {
+			g = &joinGroup{kg: key[0]}
+			g.rows[0], g.rows[1] = map[string]*joinRow{}, map[string]*joinRow{}
+			o.groups[k] = g
+		}
+		g.rows[side][string(rest[klen:])] = &joinRow{count: int64(count)}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !o.semi && !o.preserve[0] && !o.preserve[1] {
+		return nil // inner joins never read match counts
+	}
+	ectx := o.j.exprCtx()
+	for _, g := range o.groups {
+		if len(g.rows[0]) == 0 || len(g.rows[1]) == 0 {
+			continue
+		}
+		var lenc, renc []string
+		var lrow, rrow []*joinRow
+		for enc, r := range g.rows[0] {
+			for enc2, r2 := range g.rows[1] {
+				lenc, renc = append(lenc, enc), append(renc, enc2)
+				lrow, rrow = append(lrow, r), append(rrow, r2)
+			}
+		}
+		left := decodeRecord(o.ts[0], lenc)
+		idx := make([]int, len(lenc))
+		for i := range idx {
+			idx[i] = i
+		}
+		pass, err := o.residual(ectx, left, 0, idx, renc)
+		left.Release()
+		if err != nil {
+			return err
+		}
+		for k, ok := range pass {
+			if ok {
+				lrow[k].matches += rrow[k].count
+				rrow[k].matches += lrow[k].count
+			}
+		}
+	}
+	return nil
+}
+
+// rowsOut collects output rows of a join (or rank) with their ops, each
+// side's columns taken from an input record, decoded from a stored row, or
+// NULL.
+type rowsOut struct {
+	ts  []types.T
+	bls []arrowBuilder
+	ops []Op
+	n   int
+}
+
+func newRowsOut(ts []types.T) *rowsOut {
+	o := &rowsOut{ts: ts}
+	o.reset()
+	return o
+}
+
+func (r *rowsOut) reset() {
+	r.bls = make([]arrowBuilder, len(r.ts))
+	for i, t := range r.ts {
+		r.bls[i] = types.NewBuilder(memoryPool, t)
+	}
+	r.ops, r.n = nil, 0
+}
+
+// chunk returns the rows collected so far and starts anew.
+func (r *rowsOut) chunk() Chunk {
+	cols := make([]arrow.Array, len(r.bls))
+	for i, b := range r.bls {
+		cols[i] = b.NewArray()
+		b.Release()
+	}
+	c := Chunk{Rec: newRecord(r.ts, cols, r.n), Ops: r.ops}
+	r.reset()
+	return c
+}
+
+func opOf(sign int64) Op {
+	if sign < 0 {
+		return OpDelete
+	}
+	return OpInsert
+}
+
+// appendSide appends one side's columns at column offset from: row i of
+// rec, or the stored row enc, or NULLs (i < 0 and enc == "").
+func (r *rowsOut) appendSide(from int, ts []types.T, rec arrow.RecordBatch, i int, enc string) {
+	switch {
+	case i >= 0:
+		for c, t := range ts {
+			types.AppendDatum(r.bls[from+c], types.DatumAt(rec.Column(c), i, t), t)
+		}
+	case enc != "":
+		rest := []byte(enc)
+		for c, t := range ts {
+			var d types.Datum
+			d, rest, _ = decodeDatum(rest, t)
+			types.AppendDatum(r.bls[from+c], d, t)
+		}
+	default:
+		for c := range ts {
+			r.bls[from+c].AppendNull()
+		}
+	}
+}
+
+// add appends a row of one side alone: NULL-padded for an outer join, the
+// left row for a semi or anti join.
+func (r *rowsOut) add(o *joinOp, sign int64, rec arrow.RecordBatch, i, side int, enc string) {
+	if o.semi {
+		r.appendSide(0, o.ts[0], rec, i, enc)
+	} else if side == 0 {
+		r.appendSide(0, o.ts[0], rec, i, enc)
+		r.appendSide(len(o.ts[0]), o.ts[1], nil, -1, "")
+	} else {
+		r.appendSide(0, o.ts[0], nil, -1, "")
+		r.appendSide(len(o.ts[0]), o.ts[1], rec, i, enc)
+	}
+	r.ops = append(r.ops, opOf(sign))
+	r.n++
+}
+
+// addPair appends row i of rec (on side) joined with the stored row enc.
+func (r *rowsOut) addPair(o *joinOp, sign int64, rec arrow.RecordBatch, i, side int, enc string) {
+	if side == 0 {
+		r.appendSide(0, o.ts[0], rec, i, "")
+		r.appendSide(len(o.ts[0]), o.ts[1], nil, -1, enc)
+	} else {
+		r.appendSide(0, o.ts[0], nil, -1, enc)
+		r.appendSide(len(o.ts[0]), o.ts[1], rec, i, "")
+	}
+	r.ops = append(r.ops, opOf(sign))
+	r.n++
+}
+
+// decodeRecord builds a record from encoded rows (encodeRow).
+func decodeRecord(ts []types.T, encs []string) arrow.RecordBatch {
+	bls := make([]arrowBuilder, len(ts))
+	for i, t := range ts {
+		bls[i] = types.NewBuilder(memoryPool, t)
+	}
+	for _, enc := range encs {
+		rest := []byte(enc)
+		for c, t := range ts {
+			var d types.Datum
+			d, rest, _ = decodeDatum(rest, t)
+			types.AppendDatum(bls[c], d, t)
+		}
+	}
+	cols := make([]arrow.Array, len(ts))
+	for i, b := range bls {
+		cols[i] = b.NewArray()
+		b.Release()
+	}
+	return newRecord(ts, cols, len(encs))
+}

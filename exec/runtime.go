@@ -1,0 +1,258 @@
+package exec
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/storage"
+)
+
+// StartJob compiles a continuous query into its graph and starts it:
+// sources → [stateful operators, partitioned by their keys] → sink. Durable
+// jobs resume from their committed offsets and state.
+func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
+	if spec.Parallelism < 1 {
+		spec.Parallelism = 1
+	}
+	g, err := compile(spec.Plan, spec.Parallelism)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	j := &Job{spec: spec, g: g, db: db, ctx: ctx, cancel: cancel,
+		acks: make(chan ack, 1), failed: make(chan struct{})}
+	j.changelog.Store(spec.Changelog)
+	started := false
+	defer func() {
+		if !started {
+			cancel()
+			for _, s := range j.srcs {
+				if s.snap != nil {
+					s.snap.Close()
+				}
+			}
+		}
+	}()
+	for _, n := range g.sources {
+		s, err := j.openSource(n)
+		if err != nil {
+			return nil, err
+		}
+		j.srcs = append(j.srcs, s)
+	}
+
+	// One channel per producer instance and consumer instance of each edge.
+	edges := []*gedge{g.root}
+	outEdge := map[*gnode]*gedge{g.root.from: g.root}
+	for _, n := range g.nodes {
+		for _, e := range n.ins {
+			edges = append(edges, e)
+			outEdge[e.from] = e
+		}
+	}
+	inputs := map[*gnode][][]chan msg{}
+	for _, n := range g.nodes {
+		inputs[n] = make([][]chan msg, n.par)
+	}
+	var sinkIns []chan msg
+	outlets := map[*gedge][]*outlet{}
+	sinkAgg := g.root.from.kind == nAgg
+	for _, e := range edges {
+		ninst := 1
+		if e.to != nil {
+			ninst = e.to.par
+		}
+		stages := e.stages
+		if e.to == nil && sinkAgg {
+			stages = nil // the sink applies them, to delete rows HAVING drops
+		}
+		for p := 0; p < e.from.par; p++ {
+			o := &outlet{j: j, stages: stages, keys: e.keys, in: e.in,
+				aggregate: e.to != nil && e.to.kind == nAgg,
+				rowIDs:    e.to == nil && e.from.kind == nSource && !e.from.changelog}
+			if e.from.kind == nSource {
+				o.fallible = fallibleOf(e.keys...)
+				if e.to != nil && e.to.kind == nAgg {
+					for _, a := range e.to.agg.Aggs {
+						o.fallible = append(o.fallible, fallibleOf(a.Arg)...)
+					}
+				}
+			}
+			for c := 0; c < ninst; c++ {
+				ch := make(chan msg, 4)
+				o.outs = append(o.outs, ch)
+				if e.to == nil {
+					sinkIns = append(sinkIns, ch)
+				} else {
+					inputs[e.to][c] = append(inputs[e.to][c], ch)
+				}
+			}
+			outlets[e] = append(outlets[e], o)
+		}
+	}
+
+	nagg := 0
+	for _, n := range g.nodes {
+		if n.kind == nAgg {
+			nagg += n.par
+		}
+	}
+	j.stateBytes = make([]atomic.Int64, nagg)
+	j.dirty = make([]atomic.Int64, nagg)
+	type starter func()
+	var starts []starter
+	slot := 0
+	for _, n := range g.nodes {
+		out := outEdge[n]
+		root := out == g.root
+		switch n.kind {
+		case nAgg:
+			for i := 0; i < n.par; i++ {
+				op := newAggOp(n.agg, n.ins[0].from.retracts)
+				op.id = n.op
+				// A view without readers needs no old rows (changesOf).
+				op.outValid = !root || spec.View == nil || spec.Changelog
+				if j.durable() {
+					if err := j.loadState(op, i, n.par); err != nil {
+						return nil, err
+					}
+					if spec.Reemit && root {
+						op.reemitAll()
+					}
+				}
+				at := slot
+				slot++
+				j.stateBytes[at].Store(op.bytes)
+				ins, o := inputs[n][i], outlets[out][i]
+				starts = append(starts, func() { j.goRun(func() error { return j.runAgg(at, op, ins, o, root) }) })
+			}
+		case nJoin:
+			for i := 0; i < n.par; i++ {
+				op := newJoinOp(j, n)
+				op.out = outlets[out][i]
+				if j.durable() {
+					if err := op.load(i, n.par); err != nil {
+						return nil, err
+					}
+				}
+				ins, o := inputs[n][i], outlets[out][i]
+				starts = append(starts, func() { j.goRun(func() error { return j.runOp(op, ins, o) }) })
+			}
+		case nRank:
+			for i := 0; i < n.par; i++ {
+				op := newRankOp(j, n)
+				op.out = outlets[out][i]
+				if j.durable() {
+					if err := op.load(i, n.par); err != nil {
+						return nil, err
+					}
+				}
+				ins, o := inputs[n][i], outlets[out][i]
+				starts = append(starts, func() { j.goRun(func() error { return j.runOp(op, ins, o) }) })
+			}
+		case nUnion:
+			ins, o := inputs[n][0], outlets[out][0]
+			starts = append(starts, func() { j.goRun(func() error { return j.runOp(unionOp{o}, ins, o) }) })
+		}
+	}
+	for _, s := range j.srcs {
+		for p := range s.offsets {
+			bc := make(chan *Barrier, 1)
+			j.barriers = append(j.barriers, bc)
+			var outs []*outlet
+			for _, e := range s.n.outs {
+				outs = append(outs, outlets[e][p])
+			}
+			starts = append(starts, func() { j.goRun(func() error { return j.runSource(s, uint32(p), bc, outs) }) })
+		}
+	}
+	started = true
+	for _, st := range starts {
+		st()
+	}
+	j.goRun(func() error { return j.runSink(sinkIns) })
+	return j, nil
+}
+
+// openSource positions a source: at the job's committed offsets, or for a
+// new consumer of a view at a snapshot of its rows and the changelog's end.
+func (j *Job) openSource(n *gnode) (*jobSource, error) {
+	s := &jobSource{n: n, offsets: make([]atomic.Uint64, n.par)}
+	for p := 0; p < n.par; p++ {
+		start, _, _, err := j.db.LogBounds(n.src.ID, uint32(p))
+		if err != nil {
+			return s, err
+		}
+		off := start
+		resumed := false
+		if j.durable() {
+			committed, ok, err := j.db.LoadOffset(j.spec.ID, n.src.ID, uint32(p))
+			if err != nil {
+				return s, err
+			}
+			off, resumed = max(off, committed), ok
+		}
+		if n.changelog && !resumed {
+			// A new consumer of a view starts from a snapshot of its rows
+			// and follows its changelog from the same instant.
+			snap, end, err := j.db.ViewSnapshot(n.src.ID)
+			if err != nil {
+				return s, err
+			}
+			s.snap, off = snap, end
+		}
+		s.offsets[p].Store(off)
+	}
+	return s, nil
+}
+
+// operator is one instance of a stateful node other than the aggregate
+// (which has its own loop for epoch bounds and eviction). The runtime
+// aligns its inputs' barriers; the operator sees chunks and aligned
+// barriers only.
+type operator interface {
+	// push takes a chunk from input in (it owns c.Rec) and may emit rows.
+	push(ectx *expr.Ctx, c Chunk, in int) error
+	// barrier emits the epoch's changes and, for a durable job, writes the
+	// state that changed in the epoch into w.
+	barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error
+}
+
+// runOp runs one operator instance: chunks to push, aligned barriers to
+// barrier, whose writes then travel on with the barrier.
+func (j *Job) runOp(op operator, ins []chan msg, out *outlet) error {
+	ectx := j.exprCtx()
+	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
+	for {
+		m, ok := al.next()
+		if !ok {
+			return nil
+		}
+		if m.barrier == nil {
+			if err := op.push(ectx, m.c, m.in); err != nil {
+				return err
+			}
+			continue
+		}
+		var w *storage.Batch
+		if j.durable() {
+			w = j.db.NewEpochBatch()
+		}
+		if err := op.barrier(ectx, m.barrier, w); err != nil {
+			return err
+		}
+		if w != nil {
+			m = withWrites(m, w)
+		}
+		if err := out.barrier(m); err != nil {
+			return err
+		}
+	}
+}
+
+// unionOp passes every input's rows on (UNION ALL).
+type unionOp struct{ out *outlet }
+
+func (u unionOp) push(ectx *expr.Ctx, c Chunk, _ int) error         { return u.out.emit(ectx, c, nil) }
+func (u unionOp) barrier(*expr.Ctx, *Barrier, *storage.Batch) error { return nil }

@@ -1,0 +1,210 @@
+package exec
+
+import (
+	"encoding/binary"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// runSink applies changes to the view's rows (or hands them to a change
+// stream) and acknowledges each aligned barrier.
+func (j *Job) runSink(ins []chan msg) error {
+	ectx := j.exprCtx()
+	root := j.g.root
+	var agg *HashAgg
+	if root.from.kind == nAgg {
+		agg = root.from.agg
+	}
+	// Rows of a stream without a stateful operator are keyed by their
+	// source position; any other rows, which may be retracted, are kept as
+	// a multiset keyed by their content.
+	byPosition := root.from.kind == nSource && !root.from.changelog
+	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
+	var outTs []types.T
+	if v := j.spec.View; v != nil {
+		for _, c := range v.Columns {
+			outTs = append(outTs, c.Type)
+		}
+	}
+	var key, row []byte
+	var survived []int32
+	writeLog := j.changelog.Load()
+	// w holds the sink's writes of the current epoch; the acknowledgement
+	// of the epoch's barrier carries it away, and a new one takes its place.
+	w := j.db.NewEpochBatch()
+	var bag map[string]int64 // multiset counts of a view over a changelog
+	if j.spec.View != nil && agg == nil && !byPosition {
+		bag = map[string]int64{}
+		if err := j.db.ScanView(nil, j.spec.View.ID, func(k, v []byte) error {
+			rest := v[len(k):]
+			n, _, err := readUvarint(rest)
+			bag[string(k)] = int64(n)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	for {
+		m, ok := al.next()
+		if !ok {
+			return nil
+		}
+		if m.barrier != nil {
+			if j.spec.View == nil {
+				continue // change streams flush at barriers but commit nothing
+			}
+			writeLog = j.changelog.Load()
+			w.Absorb(m.w)
+			select {
+			case j.acks <- ack{m.barrier.Epoch, w}:
+			case <-j.ctx.Done():
+				return nil
+			}
+			w = j.db.NewEpochBatch()
+			continue
+		}
+		rec := m.c.Rec
+		if agg == nil {
+			if err := j.sinkRows(w, m, outTs, bag, writeLog); err != nil {
+				return err
+			}
+			continue
+		}
+		out, kept, err := applyStages(ectx, root.stages, rec, true)
+		if err != nil {
+			rec.Release()
+			return err
+		}
+		ops := make([]Op, len(kept))
+		for i, k := range kept {
+			ops[i] = m.c.Ops[k]
+		}
+		if j.spec.View == nil {
+			rec.Release()
+			if err := j.emitOut(Chunk{Rec: out, Ops: ops}); err != nil {
+				return err
+			}
+			continue
+		}
+		// Upsert by group key: the last change of a group in the epoch wins.
+		// A view row's key is its group's state key (key group, then the
+		// encoded group key), and an instance emits its changes in that
+		// order, so each chunk's writes are one sorted run.
+		run := w.NewRun()
+		nk := len(agg.Keys)
+		keyTs := exprTypes(agg.Keys)
+		// survived[r] is input row r's output row, or -1 if HAVING dropped it.
+		survived = survived[:0]
+		for r := 0; r < int(rec.NumRows()); r++ {
+			survived = append(survived, -1)
+		}
+		for i, k := range kept {
+			survived[k] = int32(i)
+		}
+		for r := 0; r < int(rec.NumRows()); r++ {
+			op := m.c.Ops[r]
+			if op == OpUpdateBefore {
+				continue
+			}
+			key = append(key[:0], m.c.Groups[r])
+			for c := 0; c < nk; c++ {
+				key = encodeDatum(key, types.DatumAt(rec.Column(c), r, keyTs[c]), keyTs[c])
+			}
+			if i := survived[r]; i >= 0 && op != OpDelete {
+				row = encodeRow(row[:0], out, int(i), outTs)
+				run.PutViewRow(j.spec.View.ID, key, row)
+			} else {
+				run.DeleteViewRow(j.spec.View.ID, key)
+			}
+		}
+		w.AddRun(run)
+		rec.Release()
+		if writeLog {
+			err = j.appendChangelog(w, Chunk{Rec: out, Ops: ops})
+		}
+		out.Release()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// sinkRows applies the rows of a view without aggregation. Rows from a
+// stream are keyed by their source position; rows from a changelog, which
+// may be retracted, are kept as a multiset keyed by their content.
+func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, bag map[string]int64, writeLog bool) error {
+	rec := m.c.Rec
+	defer rec.Release()
+	if j.spec.View == nil {
+		rec.Retain()
+		return j.emitOut(Chunk{Rec: rec, Ops: m.c.Ops})
+	}
+	var key, row []byte
+	for i := 0; i < int(rec.NumRows()); i++ {
+		row = encodeRow(row[:0], rec, i, outTs)
+		if bag == nil {
+			key = binary.BigEndian.AppendUint64(key[:0], m.rowIDs[i])
+			b.PutViewRow(j.spec.View.ID, key, row)
+			continue
+		}
+		sign := int64(1)
+		if m.c.Ops != nil {
+			sign = int64(m.c.Ops[i].Sign())
+		}
+		n := bag[string(row)] + sign
+		bag[string(row)] = n
+		if n <= 0 {
+			delete(bag, string(row))
+			b.DeleteViewRow(j.spec.View.ID, row)
+		} else {
+			b.PutViewRow(j.spec.View.ID, row, binary.AppendUvarint(append([]byte(nil), row...), uint64(n)))
+		}
+	}
+	if !writeLog {
+		return nil
+	}
+	return j.appendChangelog(b, m.c)
+}
+
+// appendChangelog queues a view's changes for its changelog, which views
+// and change streams over the view read. Columns are the view's, then __op.
+func (j *Job) appendChangelog(w *storage.Batch, c Chunk) error {
+	n := int(c.Rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	ob := types.NewBuilder(memoryPool, types.TInt64)
+	defer ob.Release()
+	for i := 0; i < n; i++ {
+		op := OpInsert
+		if c.Ops != nil {
+			op = c.Ops[i]
+		}
+		types.AppendDatum(ob, types.Int(int64(op)), types.TInt64)
+	}
+	cols := make([]arrow.Array, 0, c.Rec.NumCols()+1)
+	ts := make([]types.T, 0, c.Rec.NumCols()+1)
+	for i := 0; i < int(c.Rec.NumCols()); i++ {
+		col := c.Rec.Column(i)
+		col.Retain()
+		cols = append(cols, col)
+		ts = append(ts, j.spec.View.Columns[i].Type)
+	}
+	cols = append(cols, ob.NewArray())
+	ts = append(ts, types.TInt64)
+	rec := newRecord(ts, cols, n)
+	defer rec.Release()
+	return w.AppendLog(j.spec.View.ID, 0, rec)
+}
+
+func (j *Job) emitOut(c Chunk) error {
+	select {
+	case j.spec.Out <- c:
+		return nil
+	case <-j.ctx.Done():
+		c.Rec.Release()
+		return nil
+	}
+}

@@ -1,0 +1,396 @@
+package exec
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// runSource reads one partition of a source from the job's offset on and
+// sends its rows down every edge that reads the source (a table scanned
+// twice, as in a self-join, is read once).
+func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs []*outlet) error {
+	src := s.n.src
+	ectx := j.exprCtx()
+	// w holds this source's writes of the current epoch (its offset,
+	// skipped rows); it goes on with the barrier.
+	w := j.db.NewEpochBatch()
+	off := s.offsets[part].Load()
+	const maxRows = 64 << 10
+	// read processes the rows [off, to), or stops after a block once the
+	// epoch is full.
+	read := func(to uint64) error {
+		err := j.db.ReadLog(memoryPool, src.ID, part, off, to, func(first uint64, rec arrow.RecordBatch) error {
+			n := rec.NumRows()
+			j.RowsIn.Add(n)
+			if err := j.route(ectx, s, w, part, first, rec, outs); err != nil {
+				return err
+			}
+			off = first + uint64(n)
+			s.offsets[part].Store(off)
+			if j.epochFull() {
+				return errEpochFull
+			}
+			return nil
+		})
+		if err == errEpochFull {
+			return nil
+		}
+		return err
+	}
+	if s.snap != nil {
+		err := j.emitSnapshot(ectx, s, w, part, outs)
+		s.snap.Close()
+		s.snap = nil
+		if err != nil {
+			return err
+		}
+	}
+	onBarrier := func(b *Barrier) error {
+		if b.CatchUp {
+			start, end, _, err := j.db.LogBounds(src.ID, part)
+			if err != nil {
+				return err
+			}
+			if off < start {
+				off = start
+				s.offsets[part].Store(off)
+			}
+			for off < end {
+				if err := read(min(end, off+maxRows)); err != nil {
+					return err
+				}
+			}
+		}
+		if j.durable() {
+			w.SetOffset(j.spec.ID, src.ID, part, off)
+		}
+		m := msg{barrier: b, w: w}
+		for _, o := range outs {
+			if err := o.barrier(m); err != nil {
+				return err
+			}
+			m.w = nil
+		}
+		w = j.db.NewEpochBatch()
+		return nil
+	}
+	for {
+		select {
+		case b := <-barriers:
+			if err := onBarrier(b); err != nil {
+				return err
+			}
+			continue
+		case <-j.ctx.Done():
+			return nil
+		default:
+		}
+		start, end, changed, err := j.db.LogBounds(src.ID, part)
+		if err != nil {
+			return err
+		}
+		if off < start {
+			// Retention removed rows no checkpoint, savepoint or committed
+			// offset needed (a job that never committed starts at the
+			// oldest retained offset, wherever that has moved).
+			off = start
+			s.offsets[part].Store(off)
+		}
+		if off < end && j.epochFull() {
+			// Wait for the barrier that ends this epoch (asked for) and for
+			// the aggregate to take it; poll, since a barrier may already
+			// be on its way.
+			if j.spec.EpochFull != nil {
+				j.spec.EpochFull()
+			}
+			select {
+			case b := <-barriers:
+				if err := onBarrier(b); err != nil {
+					return err
+				}
+			case <-j.ctx.Done():
+				return nil
+			case <-time.After(time.Millisecond):
+			}
+			continue
+		}
+		if off < end {
+			if err := read(min(end, off+maxRows)); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case b := <-barriers:
+			if err := onBarrier(b); err != nil {
+				return err
+			}
+		case <-changed:
+		case <-j.ctx.Done():
+			return nil
+		}
+	}
+}
+
+// emitSnapshot sends the source view's snapshot rows on as inserts.
+func (j *Job) emitSnapshot(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part uint32, outs []*outlet) error {
+	ctx := &Ctx{Context: j.ctx, DB: j.db, Expr: ectx}
+	scan := &ScanView{View: s.n.src, Snap: s.snap}
+	ts := scan.Types()
+	return scanView(ctx, scan, func(rec arrow.RecordBatch) error {
+		// route expects a changelog block: the view's columns, then an op.
+		ob := types.NewBuilder(memoryPool, types.TInt64)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			types.AppendDatum(ob, types.Int(int64(OpInsert)), types.TInt64)
+		}
+		cols := make([]arrow.Array, 0, len(ts)+1)
+		for c := range ts {
+			col := rec.Column(c)
+			col.Retain()
+			cols = append(cols, col)
+		}
+		cols = append(cols, ob.NewArray())
+		ob.Release()
+		n := int(rec.NumRows())
+		rec.Release()
+		j.RowsIn.Add(int64(n))
+		return j.route(ectx, s, w, part, 0, newRecord(append(append([]types.T(nil), ts...), types.TInt64), cols, n), outs)
+	})
+}
+
+// route sends a block of a source's rows down each of its edges, with the
+// edge's stages applied. It owns rec.
+func (j *Job) route(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part uint32, first uint64, rec arrow.RecordBatch, outs []*outlet) error {
+	defer rec.Release()
+	if err := failpoint(j.spec.Name, "source"); err != nil {
+		return err
+	}
+	var inOps []Op
+	if s.n.changelog {
+		rec.Retain()
+		rec, inOps = splitOps(rec)
+		defer rec.Release()
+	}
+	for _, o := range outs {
+		out, kept, err := j.transform(ectx, s, o, w, part, first, rec)
+		if err != nil {
+			return err
+		}
+		var ids []uint64
+		if o.rowIDs {
+			ids = make([]uint64, len(kept))
+			for i, k := range kept {
+				ids[i] = uint64(part)<<48 | (first + uint64(k))
+			}
+		}
+		if err := o.route(ectx, Chunk{Rec: out, Ops: pickOps(inOps, kept)}, ids); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// transform applies an edge's stages to rec. On a data error it finds the
+// rows that raise it: with job.error_policy = 'skip' it records each in the
+// epoch's error log and goes on without them; otherwise the job fails with
+// the first one's stream offset.
+func (j *Job) transform(ectx *expr.Ctx, s *jobSource, o *outlet, w *storage.Batch, part uint32, first uint64, rec arrow.RecordBatch) (arrow.RecordBatch, []int, error) {
+	out, kept, err := o.tryStages(ectx, rec)
+	if err == nil || !isDataError(err) {
+		return out, kept, err
+	}
+	n := int(rec.NumRows())
+	good := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		one := rec.NewSlice(int64(i), int64(i+1))
+		res, _, e := o.tryStages(ectx, one)
+		one.Release()
+		if res != nil {
+			res.Release()
+		}
+		if e == nil {
+			good = append(good, i)
+			continue
+		}
+		se := sqlerr.As(e)
+		off := first + uint64(i)
+		if !j.spec.SkipErrors {
+			return nil, nil, &sqlerr.Error{Code: se.Code, Msg: se.Msg,
+				Detail: fmt.Sprintf("stream %s, partition %d, offset %d: row %s", s.n.src.Name, part, off, rowText(rec, i))}
+		}
+		w.PutJobError(j.spec.ID, storage.JobError{Job: j.spec.Name, Stream: s.n.src.Name,
+			Partition: part, Offset: off, Code: se.Code, Message: se.Msg, Row: rowText(rec, i), At: time.Now().UTC()})
+	}
+	sub := takeRecord(rec, good, exprTypes(plannedExprs(rec)))
+	defer sub.Release()
+	out, kept, err = o.tryStages(ectx, sub)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, k := range kept {
+		kept[i] = good[k]
+	}
+	return out, kept, nil
+}
+
+// tryStages runs the edge's stages and also evaluates the consumer's
+// expressions that can raise errors (its keys, an aggregate's arguments),
+// so a bad row is caught here, with its stream offset.
+func (o *outlet) tryStages(ectx *expr.Ctx, rec arrow.RecordBatch) (arrow.RecordBatch, []int, error) {
+	out, kept, err := applyStages(ectx, o.stages, rec, true)
+	if err != nil {
+		return out, kept, err
+	}
+	for _, e := range o.fallible {
+		a, err := expr.Eval(ectx, e, out)
+		if err != nil {
+			out.Release()
+			return nil, nil, err
+		}
+		a.Release()
+	}
+	return out, kept, nil
+}
+
+// fallibleOf keeps the expressions that can raise an error (anything but a
+// column or a constant).
+func fallibleOf(es ...expr.Expr) []expr.Expr {
+	var out []expr.Expr
+	for _, e := range es {
+		switch e.(type) {
+		case nil, *expr.ColRef, *expr.Const, *expr.Param:
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// splitOps separates a changelog block's trailing op column.
+func splitOps(rec arrow.RecordBatch) (arrow.RecordBatch, []Op) {
+	nc := int(rec.NumCols()) - 1
+	opsCol := rec.Column(nc).(*array.Int64).Int64Values()
+	ops := make([]Op, len(opsCol))
+	for i, v := range opsCol {
+		ops[i] = Op(v)
+	}
+	cols := make([]arrow.Array, nc)
+	ts := make([]types.T, nc)
+	for i := 0; i < nc; i++ {
+		cols[i] = rec.Column(i)
+		cols[i].Retain()
+		ts[i] = typeOfArrow(cols[i])
+	}
+	out := newRecord(ts, cols, int(rec.NumRows()))
+	rec.Release()
+	return out, ops
+}
+
+// isDataError reports whether err is about a value (SQLSTATE class 22).
+func isDataError(err error) bool { return strings.HasPrefix(sqlerr.Code(err), "22") }
+
+// rowText renders row i of rec as (v1, v2, ...).
+func rowText(rec arrow.RecordBatch, i int) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for c := 0; c < int(rec.NumCols()); c++ {
+		if c > 0 {
+			b.WriteString(", ")
+		}
+		col := rec.Column(c)
+		if col.IsNull(i) {
+			b.WriteString("NULL")
+			continue
+		}
+		t := typeOfArrow(col)
+		b.WriteString(types.TextOf(types.DatumAt(col, i, t), t))
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+func plannedExprs(rec arrow.RecordBatch) []expr.Expr {
+	es := make([]expr.Expr, rec.NumCols())
+	for i := range es {
+		es[i] = &expr.ColRef{Idx: i, T: typeOfArrow(rec.Column(i))}
+	}
+	return es
+}
+
+// typeOfArrow recovers a SQL type that has rec's physical layout.
+func typeOfArrow(a arrow.Array) types.T {
+	switch dt := a.DataType().(type) {
+	case *arrow.BooleanType:
+		return types.TBool
+	case *arrow.Int64Type:
+		return types.TInt64
+	case *arrow.Float64Type:
+		return types.TFloat64
+	case *arrow.Decimal128Type:
+		return types.NumericOf(38, dt.Scale)
+	case *arrow.StringType:
+		return types.TText
+	case *arrow.MonthDayNanoIntervalType:
+		return types.TInterval
+	}
+	return types.TUnknown
+}
+
+// applyStages runs Filter/Project stages over rec; with track it also
+// returns, for each output row, the index of the input row it came from.
+func applyStages(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, track bool) (arrow.RecordBatch, []int, error) {
+	rec.Retain()
+	var kept []int
+	if track {
+		kept = make([]int, rec.NumRows())
+		for i := range kept {
+			kept[i] = i
+		}
+	}
+	for _, st := range stages {
+		switch st := st.(type) {
+		case *Filter:
+			mask, err := expr.Eval(ectx, st.Pred, rec)
+			if err != nil {
+				rec.Release()
+				return nil, nil, err
+			}
+			b := mask.(*array.Boolean)
+			var rows []int
+			for i := 0; i < b.Len(); i++ {
+				if b.IsValid(i) && b.Value(i) {
+					rows = append(rows, i)
+				}
+			}
+			mask.Release()
+			if len(rows) == int(rec.NumRows()) {
+				continue
+			}
+			if track {
+				for i, r := range rows {
+					kept[i] = kept[r]
+				}
+				kept = kept[:len(rows)]
+			}
+			out := takeRecord(rec, rows, exprTypes(plannedExprs(rec)))
+			rec.Release()
+			rec = out
+		case *Project:
+			out, err := project(ectx, st.Exprs, st.Types(), rec)
+			rec.Release()
+			if err != nil {
+				return nil, nil, err
+			}
+			rec = out
+		}
+	}
+	return rec, kept, nil
+}
