@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-var diffSeed = flag.Uint64("seed", 20261130, "seed of TestDifferential")
+var diffSeed = flag.Uint64("seed", 20261130, "seed of TestDifferential and TestDifferentialPG")
 
 // TestDifferential generates views (filters × group keys × aggregates),
 // feeds random data in several batches, and after each CHECKPOINT checks
