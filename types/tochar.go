@@ -15,10 +15,10 @@ type charPat uint8
 
 const (
 	cpLiteral charPat = iota
-	cpAD                // AD BC: era
-	cpADDots            // A.D. B.C.
-	cpAM                // AM PM: meridiem
-	cpAMDots            // A.M. P.M.
+	cpAD              // AD BC: era
+	cpADDots          // A.D. B.C.
+	cpAM              // AM PM: meridiem
+	cpAMDots          // A.M. P.M.
 	cpCC
 	cpDay   // full day name, padded to 9
 	cpDDD   // day of year

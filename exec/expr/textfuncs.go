@@ -119,7 +119,7 @@ func replaceKernel(t types.T) kernel {
 }
 
 // splitPartKernel is split_part(s, delim, n) as in PostgreSQL 15: field n
-// (1-based) of s split at delim, counting from the end when n < 0; '' when
+// (1-based) of s split at delim, counting from the end when n < 0; ” when
 // there is no such field; n = 0 is an error. An empty delimiter makes s
 // its only field.
 func splitPartKernel(t types.T) kernel {
