@@ -11,7 +11,7 @@ import (
 )
 
 // TestTextFuncs runs the Nexmark text kernels over the fixture batch
-// (s: hello, World, NULL, ab%c, ''), column and constant arguments mixed.
+// (s: hello, World, NULL, ab%c, ”), column and constant arguments mixed.
 func TestTextFuncs(t *testing.T) {
 	S, A := types.TText, types.TTextArray
 	groups := fn("regexp_match", A, col("s"), cs("(l+)(o)?"))
