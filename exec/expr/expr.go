@@ -132,6 +132,8 @@ func (e *Const) String() string {
 		return "'" + strings.ReplaceAll(e.D.S, "'", "''") + "'"
 	case types.PhysInterval:
 		return fmt.Sprintf("interval(%dmon %dd %dns)", e.D.IV.Months, e.D.IV.Days, e.D.IV.Nanoseconds)
+	case types.PhysList:
+		return "'" + strings.ReplaceAll(types.TextOf(e.D, e.T), "'", "''") + "'::text[]"
 	}
 	return "?"
 }
