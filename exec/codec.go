@@ -42,6 +42,18 @@ func encodeDatum(buf []byte, d types.Datum, t types.T) []byte {
 		buf = binary.BigEndian.AppendUint32(buf, uint32(d.IV.Months))
 		buf = binary.BigEndian.AppendUint32(buf, uint32(d.IV.Days))
 		return binary.BigEndian.AppendUint64(buf, uint64(d.IV.Nanoseconds))
+	case types.PhysList: // text[]: the element count, then each element as a nullable string
+		buf = binary.AppendUvarint(buf, uint64(len(d.A.Elems)))
+		for i, s := range d.A.Elems {
+			if d.A.IsNull(i) {
+				buf = append(buf, 0)
+				continue
+			}
+			buf = append(buf, 1)
+			buf = binary.AppendUvarint(buf, uint64(len(s)))
+			buf = append(buf, s...)
+		}
+		return buf
 	}
 	return buf
 }
@@ -92,6 +104,34 @@ func decodeDatum(buf []byte, t types.T) (types.Datum, []byte, error) {
 			Nanoseconds: int64(binary.BigEndian.Uint64(buf[8:])),
 		}
 		return d, buf[16:], nil
+	case types.PhysList:
+		n, k := binary.Uvarint(buf)
+		if k <= 0 || uint64(len(buf)-k) < n {
+			return d, nil, errCorruptState
+		}
+		buf = buf[k:]
+		a := &types.Array{Elems: make([]string, n)}
+		for i := range a.Elems {
+			if len(buf) == 0 {
+				return d, nil, errCorruptState
+			}
+			if buf[0] == 0 {
+				if a.Null == nil {
+					a.Null = make([]bool, n)
+				}
+				a.Null[i] = true
+				buf = buf[1:]
+				continue
+			}
+			m, k := binary.Uvarint(buf[1:])
+			if k <= 0 || uint64(len(buf)-1-k) < m {
+				return d, nil, errCorruptState
+			}
+			a.Elems[i] = string(buf[1+k : 1+k+int(m)])
+			buf = buf[1+k+int(m):]
+		}
+		d.A = a
+		return d, buf, nil
 	}
 	return d, buf, nil
 }
@@ -120,6 +160,22 @@ func compareDatum(a, b types.Datum, t types.T) int {
 	case types.PhysInterval:
 		x, y := intervalKey(a.IV), intervalKey(b.IV)
 		return cmp3(x < y, x > y)
+	case types.PhysList:
+		// Element by element, a NULL element after any value; then the shorter first.
+		x, y := a.A, b.A
+		for i := 0; i < len(x.Elems) && i < len(y.Elems); i++ {
+			xn, yn := x.IsNull(i), y.IsNull(i)
+			switch {
+			case xn && yn:
+				continue
+			case xn || yn:
+				return cmp3(yn, xn)
+			}
+			if c := strings.Compare(x.Elems[i], y.Elems[i]); c != 0 {
+				return c
+			}
+		}
+		return cmp3(len(x.Elems) < len(y.Elems), len(x.Elems) > len(y.Elems))
 	}
 	return 0
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
 )
 
 // Snapshots resolves what a plan reads besides live streams and views:
@@ -76,8 +77,16 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, k := range n.GroupBy {
+			if k.Type().Kind == types.TextArray {
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "grouping by a value of type text[] is not supported")
+			}
+		}
 		agg := &exec.HashAgg{In: in, Keys: n.GroupBy}
 		for _, a := range n.Aggs {
+			if a.Arg != nil && a.Arg.Type().Kind == types.TextArray && a.Func != AggCount {
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "aggregates over text[] are not supported")
+			}
 			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: a.Arg, T: a.T})
 		}
 		return agg, nil

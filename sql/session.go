@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -207,7 +208,27 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 	case *parse.AlterView:
 		return s.e.alterView(n)
 	}
-	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "statement %T is not supported", st.impl)
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s is not supported", statementWords(st))
+}
+
+// statementWords names a statement for a message by its leading keywords
+// as the user wrote them (DELETE, ALTER SYSTEM, ...), never by a Go type.
+func statementWords(st *Stmt) string {
+	text := st.SQL
+	if q, ok := st.impl.(*parse.Query); ok && q.SQL != "" {
+		text = q.SQL
+	}
+	var words []string
+	for _, w := range strings.Fields(text) {
+		if len(words) == 2 || strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) && r != '_' }) >= 0 {
+			break
+		}
+		words = append(words, strings.ToUpper(w))
+	}
+	if len(words) == 0 {
+		return "this statement"
+	}
+	return strings.Join(words, " ")
 }
 
 func (s *Session) exprCtx(params []types.Datum) *expr.Ctx {

@@ -185,7 +185,20 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 		t.add(str(d.Name), str(createStatement(d)))
 		return t, nil
 	}
-	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SHOW %T is not supported", n)
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s is not supported", showWords(n))
+}
+
+// showWords names a SHOW statement for a message in SQL words.
+func showWords(n parse.Statement) string {
+	switch n := n.(type) {
+	case *parse.Show:
+		return "SHOW " + n.Name
+	case *parse.ShowObjects:
+		return "SHOW " + strings.ToUpper(n.What)
+	case *parse.ShowCreate:
+		return "SHOW CREATE " + strings.ToUpper(string(n.Kind))
+	}
+	return "this SHOW statement"
 }
 
 func (e *Engine) sortedTables(kind storage.TableKind) []*storage.TableDef {

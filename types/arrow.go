@@ -32,6 +32,8 @@ func DatumAt(arr arrow.Array, i int, t T) Datum {
 		return Str(a.Value(i))
 	case *array.MonthDayNanoInterval:
 		return Datum{IV: a.Value(i)}
+	case *array.List:
+		return Datum{A: TextArrayAt(a, i)}
 	case *array.Null:
 		return Null
 	}
@@ -62,6 +64,8 @@ func AppendDatum(b array.Builder, d Datum, t T) {
 		bb.Append(d.S)
 	case *array.MonthDayNanoIntervalBuilder:
 		bb.Append(d.IV)
+	case *array.ListBuilder:
+		appendTextArray(bb, d.A)
 	case *array.NullBuilder:
 		bb.AppendNull()
 	default:
@@ -127,6 +131,10 @@ func TypeOfField(f arrow.Field) T {
 		return TText
 	case *arrow.MonthDayNanoIntervalType:
 		return TInterval
+	case *arrow.ListType:
+		if dt.Elem().ID() == arrow.STRING {
+			return TTextArray
+		}
 	}
 	return TUnknown
 }
@@ -166,6 +174,8 @@ func DecodeType(s string) (T, bool) {
 		return TDate, true
 	case "interval":
 		return TInterval, true
+	case "text[]":
+		return TTextArray, true
 	case "unknown":
 		return TUnknown, true
 	}

@@ -73,6 +73,8 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(d.IV.Nanoseconds/1000))
 		buf = binary.BigEndian.AppendUint32(buf, uint32(d.IV.Days))
 		return binary.BigEndian.AppendUint32(buf, uint32(d.IV.Months))
+	case TextArray:
+		return appendTextArrayBinary(buf, d.A)
 	}
 	return append(buf, d.S...)
 }
@@ -212,6 +214,9 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 			Days:        int32(binary.BigEndian.Uint32(b[8:])),
 			Months:      int32(binary.BigEndian.Uint32(b[12:])),
 		}}, nil
+	}
+	if t.Kind == TextArray {
+		return Null, sqlerr.New(sqlerr.FeatureNotSupported, "binary input of text[] is not supported")
 	}
 	if err := validUTF8(b); err != nil {
 		return Null, err

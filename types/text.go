@@ -62,6 +62,9 @@ func ParseText(s string, t T) (Datum, error) {
 	case Interval:
 		iv, err := parseInterval(s)
 		return Datum{IV: iv}, err
+	case TextArray:
+		a, err := ParseTextArray(s)
+		return Datum{A: a}, err
 	}
 	return Str(s), nil
 }
@@ -93,6 +96,8 @@ func AppendText(buf []byte, d Datum, t T) []byte {
 		return appendDate(buf, d.I)
 	case Interval:
 		return appendInterval(buf, d.IV)
+	case TextArray:
+		return AppendTextArray(buf, d.A)
 	}
 	return append(buf, d.S...)
 }

@@ -12,6 +12,7 @@
 //	NUMERIC(p,s)                          arrow Decimal128(38, s); unconstrained NUMERIC uses s = 16
 //	TEXT, VARCHAR(n)                      arrow String
 //	INTERVAL                              arrow MonthDayNanoInterval
+//	TEXT[]                                arrow List<String> (elements may be NULL)
 package types
 
 import (
@@ -37,6 +38,7 @@ const (
 	Timestamp
 	Date
 	Interval
+	TextArray // text[]: one-dimensional, lower bound 1 (see array.go)
 )
 
 // UnconstrainedScale is the storage scale of NUMERIC without a declared scale.
@@ -64,6 +66,7 @@ var (
 	TTimestamp = T{Kind: Timestamp}
 	TDate      = T{Kind: Date}
 	TInterval  = T{Kind: Interval}
+	TTextArray = T{Kind: TextArray}
 )
 
 // NumericOf returns NUMERIC(prec, scale).
@@ -89,6 +92,7 @@ const (
 	PhysDecimal
 	PhysString
 	PhysInterval
+	PhysList // List<String>
 )
 
 // Physical returns t's Arrow layout class.
@@ -106,6 +110,8 @@ func (t T) Physical() Physical {
 		return PhysString
 	case Interval:
 		return PhysInterval
+	case TextArray:
+		return PhysList
 	}
 	return PhysNull
 }
@@ -125,6 +131,8 @@ func (t T) Arrow() arrow.DataType {
 		return arrow.BinaryTypes.String
 	case PhysInterval:
 		return arrow.FixedWidthTypes.MonthDayNanoInterval
+	case PhysList:
+		return arrow.ListOf(arrow.BinaryTypes.String)
 	}
 	return arrow.Null
 }
@@ -145,6 +153,7 @@ const (
 	OIDTimestampTZ = 1184
 	OIDInterval    = 1186
 	OIDNumeric     = 1700
+	OIDTextArray   = 1009
 )
 
 // OID returns the PostgreSQL type OID of t.
@@ -175,6 +184,8 @@ func (t T) OID() uint32 {
 		return OIDDate
 	case Interval:
 		return OIDInterval
+	case TextArray:
+		return OIDTextArray
 	}
 	return OIDText // untyped literals are sent as text, as PostgreSQL does
 }
@@ -204,6 +215,8 @@ func FromOID(oid uint32) (T, bool) {
 		return TDate, true
 	case OIDInterval:
 		return TInterval, true
+	case OIDTextArray:
+		return TTextArray, true
 	case 0, OIDUnknown:
 		return TUnknown, true
 	}
@@ -269,6 +282,8 @@ func (t T) String() string {
 		return "date"
 	case Interval:
 		return "interval"
+	case TextArray:
+		return "text[]"
 	}
 	return "unknown"
 }
@@ -276,7 +291,7 @@ func (t T) String() string {
 // Datum is one boxed value of some type T (the type travels beside it).
 // Which field holds the value depends on T.Physical(): PhysBool and
 // PhysInt64 use I (bool as 0/1), PhysFloat64 F, PhysDecimal D (at T.Scale),
-// PhysString S, PhysInterval IV.
+// PhysString S, PhysInterval IV, PhysList A.
 type Datum struct {
 	Null bool
 	I    int64
@@ -284,6 +299,7 @@ type Datum struct {
 	S    string
 	D    decimal128.Num
 	IV   arrow.MonthDayNanoInterval
+	A    *Array // a pointer, so Datum stays comparable
 }
 
 // Null is the NULL datum.

@@ -377,6 +377,11 @@ func broadcast(mem memory.Allocator, d types.Datum, t types.T, n int) arrow.Arra
 		}
 		offs[n] = int32(n * len(s))
 		return finish(t.Arrow(), n, valid, nulls, offBuf, dataBuf)
+	case types.PhysList:
+		if valid != nil {
+			valid.Release()
+		}
+		return broadcastList(mem, d, n)
 	}
 	// Untyped NULL.
 	if valid != nil {
@@ -411,6 +416,8 @@ func datumAt(a arrow.Array, t types.T, i int) types.Datum {
 		return types.Str(a.Value(i))
 	case *array.MonthDayNanoInterval:
 		return types.Datum{IV: a.Value(i)}
+	case *array.List:
+		return types.Datum{A: types.TextArrayAt(a, i)}
 	}
 	return types.Null
 }

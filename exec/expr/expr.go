@@ -68,6 +68,12 @@ type Cast struct {
 //	"date_trunc"                 Text unit, Timestamp (or Date cast to Timestamp)
 //	"extract"                    Text field, Timestamp/Date/Interval → Numeric (PostgreSQL 14+)
 //	"tumble_start","tumble_end"  Timestamp, Interval → Timestamp
+//	"replace"                    Text, Text, Text
+//	"split_part"                 Text, Text, Int64
+//	"to_char"                    Timestamp, Text (template) → Text
+//	"regexp_match"               Text, Text [, Text flags] → TextArray
+//	"regexp_replace"             Text, Text, Text [, Text flags] → Text
+//	"subscript"                  TextArray, Int64 (1-based) → Text
 type Func struct {
 	Name string
 	Args []Expr
@@ -126,6 +132,8 @@ func (e *Const) String() string {
 		return "'" + strings.ReplaceAll(e.D.S, "'", "''") + "'"
 	case types.PhysInterval:
 		return fmt.Sprintf("interval(%dmon %dd %dns)", e.D.IV.Months, e.D.IV.Days, e.D.IV.Nanoseconds)
+	case types.PhysList:
+		return "'" + strings.ReplaceAll(types.TextOf(e.D, e.T), "'", "''") + "'::text[]"
 	}
 	return "?"
 }

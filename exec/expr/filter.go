@@ -154,6 +154,25 @@ func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, which, 
 		}
 		offs[n] = int32(at)
 		return finish(dt, n, vbuf, nulls, offBuf, dataBuf)
+	case *array.List:
+		// text[] is rare in CASE and COALESCE: build it value by value.
+		if vbuf != nil {
+			vbuf.Release()
+		}
+		t := types.TypeOfField(arrow.Field{Type: dt})
+		b := array.NewBuilder(mem, dt)
+		defer b.Release()
+		for j, p := range pos {
+			s := int32(0)
+			if which != nil {
+				if s = which[j]; s < 0 {
+					b.AppendNull()
+					continue
+				}
+			}
+			types.AppendDatum(b, types.DatumAt(srcs[s], int(p), t), t)
+		}
+		return b.NewArray()
 	}
 	panic("expr: gather of unsupported array " + srcs[0].DataType().String())
 }

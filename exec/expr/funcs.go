@@ -83,6 +83,18 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = extractKernel(e.T), 2, 2
 	case "tumble_start", "tumble_end":
 		k, lo, hi = tumbleKernel(e.Name == "tumble_end", e.T), 2, 2
+	case "replace":
+		k, lo, hi = replaceKernel(e.T), 3, 3
+	case "split_part":
+		k, lo, hi = splitPartKernel(e.T), 3, 3
+	case "to_char":
+		k, lo, hi = toCharKernel(e.T), 2, 2
+	case "regexp_match":
+		k, lo, hi = regexpMatchKernel(e.T), 2, 3
+	case "regexp_replace":
+		k, lo, hi = regexpReplaceKernel(e.T), 3, 4
+	case "subscript":
+		k, lo, hi = subscriptKernel(e.T), 2, 2
 	case "varchar_assign": // Text → VARCHAR(n) as an assignment (INSERT) cast
 		k = varcharAssignKernel(e.T)
 	default:

@@ -602,6 +602,50 @@ func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
 		if n == 2 && arg(0, types.TTimestamp) && arg(1, types.TInterval) {
 			return call("tumble_start", types.TTimestamp, args...), nil
 		}
+	case "replace":
+		if n == 3 && arg(0, types.TText) && arg(1, types.TText) && arg(2, types.TText) {
+			return call(name, types.TText, args...), nil
+		}
+	case "split_part":
+		if n == 3 && arg(0, types.TText) && arg(1, types.TText) && arg(2, types.TInt64) {
+			return call(name, types.TText, args...), nil
+		}
+	case "to_char":
+		if n != 2 {
+			break
+		}
+		switch k := args[0].Type().Kind; {
+		case k == types.Timestamp || k == types.Date:
+			if arg(0, types.TTimestamp) && arg(1, types.TText) {
+				return call(name, types.TText, args...), nil
+			}
+		case args[0].Type().IsNumeric() || k == types.Interval:
+			if err == nil {
+				return nil, types.ErrToCharType(args[0].Type())
+			}
+		}
+	case "regexp_match":
+		if (n == 2 || n == 3) && arg(0, types.TText) && arg(1, types.TText) && (n == 2 || arg(2, types.TText)) {
+			return call(name, types.TTextArray, args...), nil
+		}
+	case "regexp_replace":
+		if (n == 3 || n == 4) && arg(0, types.TText) && arg(1, types.TText) && arg(2, types.TText) && (n == 3 || arg(3, types.TText)) {
+			return call(name, types.TText, args...), nil
+		}
+	case "pg_subscript": // a[k], from the dialect layer
+		if n != 2 {
+			break
+		}
+		if t := args[0].Type(); t.Kind != types.TextArray {
+			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "cannot subscript type %s because it does not support subscripting", typeName(t))
+		}
+		if !arg(1, types.TInt64) {
+			if err != nil {
+				return nil, err
+			}
+			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "array subscript must have type integer")
+		}
+		return call("subscript", types.TText, args...), nil
 	case "count", "sum", "avg", "min", "max":
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "aggregate %s is not supported here", name)
 	}

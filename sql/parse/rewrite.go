@@ -42,6 +42,8 @@ type frame struct {
 	// arguments (for FILTER).
 	open int
 	call bool
+	// subscript marks the "[" of a[k].
+	subscript bool
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -139,6 +141,7 @@ func (p *parser) query(from, to int) (*Query, error) {
 //	count(*) FILTER (WHERE c)            → count(CASE WHEN c THEN 1 END) (filterClause)
 //	VALUES (1, 'a'), (2, 'b')            → SELECT 1 AS column1, 'a' AS column2 UNION ALL SELECT 2, 'b'
 //	                                       (as a query or a subquery, not INSERT's VALUES)
+//	a[k], f(x)[k], (expr)[k]             → pg_subscript(a, k) ...
 //	(subquery) [AS] t(a, b), tbl [AS] t(a, b)
 //	                                     → ... "t<AliasColumnSep>a<AliasColumnSep>b" (alias)
 func (r *rewriter) rewrite(from, to int) error {
@@ -333,7 +336,7 @@ func (r *rewriter) rewrite(from, to int) error {
 				stack = append(stack, frame{start: start, open: k, call: wasCallable && prim >= 0})
 				prim = -1
 			case ")":
-				if len(stack) == 0 || stack[len(stack)-1].cast {
+				if len(stack) == 0 || stack[len(stack)-1].cast || stack[len(stack)-1].subscript {
 					return p.syntaxError(t)
 				}
 				if row := stack[len(stack)-1].row; row != nil {
@@ -390,11 +393,32 @@ func (r *rewriter) rewrite(from, to int) error {
 				r.out[prim].pre = "pg_cast(" + r.out[prim].pre
 				r.emit(", "+quote(typ.String())+")", i, false)
 				i = p.i - 1
+			case "[":
+				// a[k] → pg_subscript(a, k): TiDB has no subscripts. As with
+				// "::", the call opens where the primary begins, so
+				// (regexp_match(s, p))[2] and f(x)[2] both subscript the whole.
+				if prim < 0 {
+					return p.syntaxError(t)
+				}
+				r.out[prim].pre = "pg_subscript(" + r.out[prim].pre
+				r.emit(",", i, false)
+				stack = append(stack, frame{start: prim, subscript: true})
+				prim = -1
+			case "]":
+				if len(stack) == 0 || !stack[len(stack)-1].subscript {
+					return p.syntaxError(t)
+				}
+				r.emit(")", i, false)
+				prim = stack[len(stack)-1].start
+				stack = stack[:len(stack)-1]
 			case ".":
 				r.emit(".", i, space)
 				// keep prim: a qualified name continues
 				continue
 			case ",":
+				if len(stack) > 0 && stack[len(stack)-1].subscript {
+					return p.syntaxError(t) // a[1, 2]
+				}
 				if len(stack) > 0 && stack[len(stack)-1].row != nil {
 					if err := r.valuesColumn(stack[len(stack)-1].row, i); err != nil {
 						return err

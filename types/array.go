@@ -1,0 +1,201 @@
+package types
+
+import (
+	"encoding/binary"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// Array is the value of a text[]: a one-dimensional array with lower
+// bound 1, as regexp_match returns. Null[i] marks element i NULL (Null
+// may be nil when no element is).
+type Array struct {
+	Elems []string
+	Null  []bool
+}
+
+// IsNull reports whether element i (0-based) is NULL.
+func (a *Array) IsNull(i int) bool { return a.Null != nil && a.Null[i] }
+
+// TextArrayAt returns row i (not NULL) of a List<String> array.
+func TextArrayAt(l *array.List, i int) *Array {
+	start, end := l.ValueOffsets(i)
+	vals := l.ListValues().(*array.String)
+	out := &Array{Elems: make([]string, end-start)}
+	for j := start; j < end; j++ {
+		if vals.IsNull(int(j)) {
+			if out.Null == nil {
+				out.Null = make([]bool, end-start)
+			}
+			out.Null[j-start] = true
+			continue
+		}
+		out.Elems[j-start] = vals.Value(int(j))
+	}
+	return out
+}
+
+func appendTextArray(b *array.ListBuilder, a *Array) {
+	b.Append(true)
+	vb := b.ValueBuilder().(*array.StringBuilder)
+	for i, s := range a.Elems {
+		if a.IsNull(i) {
+			vb.AppendNull()
+		} else {
+			vb.Append(s)
+		}
+	}
+}
+
+// AppendTextArray appends array_out's text: {a,b,NULL}, with an element
+// double-quoted (and " and \ backslash-escaped) when it is empty, is the
+// word NULL in any case, or holds a space, a quote, a backslash, a brace
+// or a comma.
+func AppendTextArray(buf []byte, a *Array) []byte {
+	buf = append(buf, '{')
+	for i, s := range a.Elems {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		if a.IsNull(i) {
+			buf = append(buf, "NULL"...)
+			continue
+		}
+		if !needsArrayQuote(s) {
+			buf = append(buf, s...)
+			continue
+		}
+		buf = append(buf, '"')
+		for j := 0; j < len(s); j++ {
+			if s[j] == '"' || s[j] == '\\' {
+				buf = append(buf, '\\')
+			}
+			buf = append(buf, s[j])
+		}
+		buf = append(buf, '"')
+	}
+	return append(buf, '}')
+}
+
+func needsArrayQuote(s string) bool {
+	if s == "" || strings.EqualFold(s, "null") {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"', '\\', '{', '}', ',', ' ', '\t', '\n', '\r', '\v', '\f':
+			return true
+		}
+	}
+	return false
+}
+
+// ParseTextArray reads array_in's text form of a one-dimensional text[]
+// ('{a,"b c",NULL}'); other forms fail with 22P02.
+func ParseTextArray(s string) (*Array, error) {
+	bad := func() error {
+		return sqlerr.New(sqlerr.InvalidTextRep, "malformed array literal: %s", quote(s))
+	}
+	p := trimSpace(s)
+	if len(p) < 2 || p[0] != '{' || p[len(p)-1] != '}' {
+		return nil, bad()
+	}
+	p = p[1 : len(p)-1]
+	out := &Array{}
+	if trimSpace(p) == "" {
+		return out, nil
+	}
+	i := 0
+	for {
+		for i < len(p) && isSpace(p[i]) {
+			i++
+		}
+		var elem []byte
+		quoted := false
+		if i < len(p) && p[i] == '"' {
+			quoted = true
+			i++
+			for ; i < len(p) && p[i] != '"'; i++ {
+				if p[i] == '\\' && i+1 < len(p) {
+					i++
+				}
+				elem = append(elem, p[i])
+			}
+			if i == len(p) {
+				return nil, bad()
+			}
+			i++
+			for i < len(p) && isSpace(p[i]) {
+				i++
+			}
+		} else {
+			for ; i < len(p) && p[i] != ','; i++ {
+				switch p[i] {
+				case '{', '}', '"':
+					return nil, bad()
+				case '\\':
+					if i+1 < len(p) {
+						i++
+					}
+				}
+				elem = append(elem, p[i])
+			}
+			elem = []byte(strings.TrimRight(string(elem), " \t\n\r\v\f"))
+			if len(elem) == 0 {
+				return nil, bad()
+			}
+		}
+		null := !quoted && strings.EqualFold(string(elem), "null")
+		if null && out.Null == nil {
+			out.Null = make([]bool, len(out.Elems), len(out.Elems)+1)
+		}
+		if out.Null != nil {
+			out.Null = append(out.Null, null)
+		}
+		if null {
+			elem = nil
+		}
+		out.Elems = append(out.Elems, string(elem))
+		if i == len(p) {
+			return out, nil
+		}
+		if p[i] != ',' {
+			return nil, bad()
+		}
+		i++
+	}
+}
+
+// appendTextArrayBinary writes array_send's layout: ndim, has-nulls flag,
+// element type, then per dimension its length and lower bound, then each
+// element as a length (-1: NULL) and its bytes.
+func appendTextArrayBinary(buf []byte, a *Array) []byte {
+	if len(a.Elems) == 0 {
+		buf = binary.BigEndian.AppendUint32(buf, 0)
+		buf = binary.BigEndian.AppendUint32(buf, 0)
+		return binary.BigEndian.AppendUint32(buf, OIDText)
+	}
+	hasNull := uint32(0)
+	for i := range a.Elems {
+		if a.IsNull(i) {
+			hasNull = 1
+		}
+	}
+	buf = binary.BigEndian.AppendUint32(buf, 1)
+	buf = binary.BigEndian.AppendUint32(buf, hasNull)
+	buf = binary.BigEndian.AppendUint32(buf, OIDText)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(a.Elems)))
+	buf = binary.BigEndian.AppendUint32(buf, 1)
+	for i, s := range a.Elems {
+		if a.IsNull(i) {
+			buf = binary.BigEndian.AppendUint32(buf, 0xFFFFFFFF)
+			continue
+		}
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(s)))
+		buf = append(buf, s...)
+	}
+	return buf
+}
