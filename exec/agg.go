@@ -11,14 +11,16 @@ import (
 // end; in a job it emits, at each barrier, the changes of the groups touched
 // since the last one (update_before/update_after, insert, delete).
 type aggOp struct {
-	spec  *HashAgg
-	id    uint32 // the operator id its state is stored under
-	keyTs []types.T
-	outTs []types.T
-	gt    *groupTable
-	accs  []accum
-	count *countAcc // rows per group, to know when a group empties under retraction
-	gids  []int32
+	spec *HashAgg
+	id   uint32 // the operator id its state is stored under
+	// restored says some group's state was loaded from the state table.
+	restored bool
+	keyTs    []types.T
+	outTs    []types.T
+	gt       *groupTable
+	accs     []accum
+	count    *countAcc // rows per group, to know when a group empties under retraction
+	gids     []int32
 
 	dirty   []int32
 	isDirty []bool

@@ -237,6 +237,7 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 		if err := decodeGroup(op, g, val); err != nil {
 			return err
 		}
+		op.restored = true
 		// Rows are restored in chunks, so op.bytes stays close enough to
 		// the truth for the cache limit above.
 		if loaded = append(loaded, g); len(loaded) == cap(loaded) {

@@ -62,6 +62,16 @@ type graph struct {
 	root    *gedge // into the sink
 }
 
+// stateful says the graph has a stateful operator.
+func (g *graph) stateful() bool {
+	for _, n := range g.nodes {
+		if n.kind == nAgg || n.kind == nJoin || n.kind == nRank {
+			return true
+		}
+	}
+	return false
+}
+
 // rankSpec is a rank node: ORDER BY ... LIMIT (Window nil: emit the rows at
 // positions [lo, hi) of the order) or window functions over partitions
 // (emit the rows with their functions' values; hi bounds the first

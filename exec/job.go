@@ -102,6 +102,9 @@ type Job struct {
 
 	RowsIn atomic.Int64
 	srcs   []*jobSource
+	// fresh makes the sources start from the beginning of their logs (an
+	// upgraded view without state rebuilds its rows from its input).
+	fresh bool
 	// changelog is whether the sink writes the view's changelog; the sink
 	// reads it at each barrier, so an epoch is written wholly or not at all.
 	changelog atomic.Bool

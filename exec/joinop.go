@@ -40,6 +40,10 @@ type joinOp struct {
 	scratch  []byte
 }
 
+// nullKey is the group of rows whose join key has a NULL: encoded keys
+// start with a 0 or 1 byte, so no key equals it and it is never probed.
+const nullKey = "\xff"
+
 type joinGroup struct {
 	kg   byte
 	rows [2]map[string]*joinRow
@@ -132,16 +136,15 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		}
 		enc := string(encodeRow(o.scratch[:0], rec, i, o.ts[side]))
 		if null[i] {
-			// A NULL key matches nothing, ever.
-			switch {
-			case o.semi:
-				if o.spec.Kind == JoinAnti && side == 0 {
-					o.buf.add(o, s, rec, i, side, "")
-				}
-			case o.preserve[side]:
-				o.buf.add(o, s, rec, i, side, "")
+			// A NULL key matches nothing, ever. The rows that show anyway
+			// (outer, anti) are kept under nullKey, which no key equals,
+			// so an upgraded view can rebuild them from state.
+			keep := o.preserve[side] && !o.semi || o.spec.Kind == JoinAnti && side == 0
+			if !keep {
+				continue
 			}
-			continue
+			o.buf.add(o, s, rec, i, side, "")
+			keyEnc[i] = nullKey
 		}
 		var matched int64
 		for ; ci < len(pi) && pi[ci] == i; ci++ {
@@ -187,6 +190,7 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			}
 		}
 		switch {
+		case null[i]:
 		case o.semi && side == 0:
 			if (o.spec.Kind == JoinSemi) == (matched > 0) {
 				o.buf.add(o, s, rec, i, side, "")
@@ -348,35 +352,89 @@ func (o *joinOp) load(inst, par int) error {
 	}
 	ectx := o.j.exprCtx()
 	for _, g := range o.groups {
-		if len(g.rows[0]) == 0 || len(g.rows[1]) == 0 {
-			continue
-		}
-		var lenc, renc []string
-		var lrow, rrow []*joinRow
-		for enc, r := range g.rows[0] {
-			for enc2, r2 := range g.rows[1] {
-				lenc, renc = append(lenc, enc), append(renc, enc2)
-				lrow, rrow = append(lrow, r), append(rrow, r2)
-			}
-		}
-		left := decodeRecord(o.ts[0], lenc)
-		idx := make([]int, len(lenc))
-		for i := range idx {
-			idx[i] = i
-		}
-		pass, err := o.residual(ectx, left, 0, idx, renc)
-		left.Release()
+		err := o.pairs(ectx, g, func(l, r *joinRow, _, _ string) {
+			l.matches += r.count
+			r.matches += l.count
+		})
 		if err != nil {
 			return err
 		}
-		for k, ok := range pass {
-			if ok {
-				lrow[k].matches += rrow[k].count
-				rrow[k].matches += lrow[k].count
-			}
+	}
+	return nil
+}
+
+// pairs calls fn for each pair of a group's rows that passes the residual.
+func (o *joinOp) pairs(ectx *expr.Ctx, g *joinGroup, fn func(l, r *joinRow, lenc, renc string)) error {
+	if len(g.rows[0]) == 0 || len(g.rows[1]) == 0 {
+		return nil
+	}
+	var lenc, renc []string
+	var lrow, rrow []*joinRow
+	for enc, r := range g.rows[0] {
+		for enc2, r2 := range g.rows[1] {
+			lenc, renc = append(lenc, enc), append(renc, enc2)
+			lrow, rrow = append(lrow, r), append(rrow, r2)
+		}
+	}
+	left := decodeRecord(o.ts[0], lenc)
+	idx := make([]int, len(lenc))
+	for i := range idx {
+		idx[i] = i
+	}
+	pass, err := o.residual(ectx, left, 0, idx, renc)
+	left.Release()
+	if err != nil {
+		return err
+	}
+	for k, ok := range pass {
+		if ok {
+			fn(lrow[k], rrow[k], lenc[k], renc[k])
 		}
 	}
 	return nil
+}
+
+// reemitAll emits the join's whole output as it stands in its state (a
+// view upgraded from a savepoint rebuilds its rows from state).
+func (o *joinOp) reemitAll(ectx *expr.Ctx) error {
+	if o.buf == nil {
+		o.buf = newRowsOut(o.outTs)
+	}
+	for _, g := range o.groups {
+		if !o.semi {
+			err := o.pairs(ectx, g, func(l, r *joinRow, lenc, renc string) {
+				for range l.count * r.count {
+					o.buf.appendSide(0, o.ts[0], nil, -1, lenc)
+					o.buf.appendSide(len(o.ts[0]), o.ts[1], nil, -1, renc)
+					o.buf.ops = append(o.buf.ops, OpInsert)
+					o.buf.n++
+				}
+			})
+			if err != nil {
+				return err
+			}
+		}
+		for side := 0; side < 2; side++ {
+			for enc, r := range g.rows[side] {
+				emit := false
+				switch {
+				case o.semi:
+					emit = side == 0 && (o.spec.Kind == JoinSemi) == (r.matches > 0)
+				case o.preserve[side]:
+					emit = r.matches == 0
+				}
+				for k := int64(0); emit && k < r.count; k++ {
+					o.buf.add(o, 1, nil, -1, side, enc)
+				}
+			}
+		}
+		if o.buf.n >= 16<<10 {
+			if err := o.emitRows(ectx); err != nil {
+				return err
+			}
+		}
+	}
+	return o.emitRows(ectx)
 }
 
 // rowsOut collects output rows of a join (or rank) with their ops, each

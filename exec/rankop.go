@@ -249,6 +249,15 @@ func (o *rankOp) compute(ectx *expr.Ctx, rows map[string]int64) (map[string]int6
 	return out, nil
 }
 
+// reemitAll makes the next barrier emit every partition's output anew (a
+// view upgraded from a savepoint rebuilds its rows from state).
+func (o *rankOp) reemitAll() {
+	for k, p := range o.parts {
+		p.out = map[string]int64{}
+		o.dirty[k] = struct{}{}
+	}
+}
+
 // load restores the rows of the key groups instance inst of par owns and
 // recomputes what each partition emitted.
 func (o *rankOp) load(inst, par int) error {

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
 
@@ -34,6 +35,16 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			}
 		}
 	}()
+	if spec.Reemit {
+		// An upgraded view rebuilds its rows from the state at its root.
+		// A view with no state at all rebuilds them from its sources.
+		switch {
+		case !g.stateful():
+			j.fresh = true
+		case g.root.from.kind == nSource || g.root.from.kind == nUnion:
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "a view whose rows come partly from its streams directly and partly from state cannot be upgraded from a savepoint")
+		}
+	}
 	for _, n := range g.sources {
 		s, err := j.openSource(n)
 		if err != nil {
@@ -121,6 +132,11 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 						op.reemitAll()
 					}
 				}
+				if len(n.agg.Keys) == 0 && !op.restored {
+					// A global aggregate has its one row before any input,
+					// as its batch query does (count(*) = 0).
+					op.reemitAll()
+				}
 				at := slot
 				slot++
 				j.stateBytes[at].Store(op.bytes)
@@ -137,7 +153,17 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 					}
 				}
 				ins, o := inputs[n][i], outlets[out][i]
-				starts = append(starts, func() { j.goRun(func() error { return j.runOp(op, ins, o) }) })
+				reemit := spec.Reemit && root
+				starts = append(starts, func() {
+					j.goRun(func() error {
+						if reemit {
+							if err := op.reemitAll(j.exprCtx()); err != nil {
+								return err
+							}
+						}
+						return j.runOp(op, ins, o)
+					})
+				})
 			}
 		case nRank:
 			for i := 0; i < n.par; i++ {
@@ -146,6 +172,9 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				if j.durable() {
 					if err := op.load(i, n.par); err != nil {
 						return nil, err
+					}
+					if spec.Reemit && root {
+						op.reemitAll()
 					}
 				}
 				ins, o := inputs[n][i], outlets[out][i]
@@ -186,7 +215,7 @@ func (j *Job) openSource(n *gnode) (*jobSource, error) {
 		}
 		off := start
 		resumed := false
-		if j.durable() {
+		if j.durable() && !j.fresh {
 			committed, ok, err := j.db.LoadOffset(j.spec.ID, n.src.ID, uint32(p))
 			if err != nil {
 				return s, err
