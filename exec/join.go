@@ -69,6 +69,13 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 		n := int(left.NumRows())
 		li, ri = li[:0], ri[:0]
 		switch {
+		case len(p.LeftKeys) == 0 && p.Residual == nil && (p.Kind == JoinSemi || p.Kind == JoinAnti):
+			// (NOT) EXISTS of an uncorrelated subquery: no pairs needed.
+			if (nr > 0) == (p.Kind == JoinSemi) {
+				left.Retain()
+				return emit(left)
+			}
+			return nil
 		case len(p.LeftKeys) == 0:
 			for l := 0; l < n; l++ {
 				for r := 0; r < nr; r++ {
