@@ -170,6 +170,24 @@ func (b *Binder) bindSubquery(sc *scope, q ast.ResultSetNode, wantCol bool, what
 	var inner expr.Expr
 	if s.Where != nil {
 		for _, n := range splitAnd(s.Where) {
+			if lhs, q, not, ok := subqueryPredicate(n); ok {
+				// A subquery condition inside: joined to the subquery's
+				// FROM, so it may refer to it but not further out.
+				c := &ectx{sc: isc, noAgg: "aggregate functions are not allowed in WHERE"}
+				refs := b.outerRefs
+				if lhs == nil {
+					right, err = b.existsJoin(c, right, q, not)
+				} else {
+					right, err = b.inJoin(c, right, lhs, q, not)
+				}
+				if err != nil {
+					return nil, err
+				}
+				if j, ok := right.(*planner.Join); ok && b.outerRefs != refs && refersBeyond(j.On, len(j.Left.Schema())+len(j.Right.Schema())) {
+					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "subqueries that reference a query two or more levels out are not supported")
+				}
+				continue
+			}
 			refs := b.outerRefs
 			e, err := b.bindBool(&ectx{sc: isc, noAgg: "aggregate functions are not allowed in WHERE", noWin: "window functions are not allowed in WHERE"}, n, "WHERE")
 			if err != nil {
@@ -425,6 +443,15 @@ func mapCols(e expr.Expr, fn func(*expr.ColRef) expr.Expr) expr.Expr {
 		return in
 	}
 	return e
+}
+
+// refersBeyond reports whether e refers to a column at or past n.
+func refersBeyond(e expr.Expr, n int) bool {
+	found := false
+	if e != nil {
+		walkCols(e, func(c *expr.ColRef) { found = found || c.Idx >= n })
+	}
+	return found
 }
 
 // walkCols calls fn for every column reference in e.
