@@ -207,6 +207,16 @@ func (b *Binder) bindSubquery(sc *scope, q ast.ResultSetNode, wantCol bool, what
 			out.corr = andExpr(out.corr, e)
 		}
 	}
+	if !wantCol {
+		// EXISTS ignores its select list, but its names must still exist.
+		for _, f := range s.Fields.Fields {
+			if f.WildCard == nil {
+				if _, err := b.bindExpr(&ectx{sc: isc, noAgg: "aggregate functions are not allowed here"}, f.Expr); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	if wantCol {
 		f := s.Fields.Fields
 		if len(f) != 1 || f[0].WildCard != nil {
