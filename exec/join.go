@@ -8,6 +8,13 @@ import (
 
 // runJoin builds a hash table over the right input, then streams the left
 // input through it. Rows whose key has a NULL never match.
+//
+// Per left batch it lists the candidate pairs (equal keys, or every pair
+// without keys), keeps those the residual accepts and then, by kind: inner
+// emits the pairs; left and full also emit the unmatched left rows padded
+// with NULLs; semi emits the left rows with a pair, anti those without.
+// Right and full remember which right rows matched and, once the left input
+// is done, emit the others with NULL left columns.
 func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 	right, err := collect(ctx, p.Right)
 	if err != nil {
@@ -21,6 +28,7 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 		nr = int(right.NumRows())
 	}
 	lts, rts, outTs := p.Left.Types(), p.Right.Types(), p.Types()
+	pairTs := append(append([]typesT(nil), lts...), rts...)
 	// head[g] is the first build row of group g; next[r] the following one.
 	var gt *groupTable
 	var head, next []int
@@ -48,8 +56,12 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 			head[gids[r]] = r
 		}
 	}
+	var rightMatched []bool
+	if p.Kind == JoinRight || p.Kind == JoinFull {
+		rightMatched = make([]bool, nr)
+	}
 	var li, ri []int
-	return run(ctx, p.Left, func(left arrow.RecordBatch) error {
+	err = run(ctx, p.Left, func(left arrow.RecordBatch) error {
 		defer left.Release()
 		if err := ctx.canceled(); err != nil {
 			return err
@@ -57,6 +69,13 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 		n := int(left.NumRows())
 		li, ri = li[:0], ri[:0]
 		switch {
+		case len(p.LeftKeys) == 0 && p.Residual == nil && (p.Kind == JoinSemi || p.Kind == JoinAnti):
+			// (NOT) EXISTS of an uncorrelated subquery: no pairs needed.
+			if (nr > 0) == (p.Kind == JoinSemi) {
+				left.Retain()
+				return emit(left)
+			}
+			return nil
 		case len(p.LeftKeys) == 0:
 			for l := 0; l < n; l++ {
 				for r := 0; r < nr; r++ {
@@ -83,15 +102,24 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 				}
 			}
 		}
-		var matched []bool
-		if p.Kind == JoinLeft {
-			matched = make([]bool, n)
-		}
-		out, err := joinRows(ctx, p, left, right, li, ri, lts, rts, outTs, matched)
+		matched := make([]bool, n)
+		pairs, err := joinRows(ctx, p, left, right, li, ri, pairTs, matched, rightMatched)
 		if err != nil {
 			return err
 		}
-		if p.Kind == JoinLeft {
+		switch p.Kind {
+		case JoinSemi, JoinAnti:
+			if pairs != nil {
+				pairs.Release()
+			}
+			var keep []int
+			for l, m := range matched {
+				if m == (p.Kind == JoinSemi) {
+					keep = append(keep, l)
+				}
+			}
+			return emitRows(left, keep, outTs, emit)
+		case JoinLeft, JoinFull:
 			li, ri = li[:0], ri[:0]
 			for l, m := range matched {
 				if !m {
@@ -99,35 +127,69 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 				}
 			}
 			if len(li) > 0 {
-				if out != nil {
-					if err := emit(out); err != nil {
+				if pairs != nil {
+					if err := emit(pairs); err != nil {
 						return err
 					}
 				}
-				out = pairRecord(left, right, li, ri, lts, rts, outTs)
+				pairs = pairRecord(left, right, li, ri, lts, rts, outTs)
 			}
 		}
-		if out == nil || out.NumRows() == 0 {
-			if out != nil {
-				out.Release()
+		if pairs == nil || pairs.NumRows() == 0 {
+			if pairs != nil {
+				pairs.Release()
 			}
 			return nil
 		}
-		return emit(out)
+		return emit(pairs)
 	})
+	if err != nil || rightMatched == nil {
+		return err
+	}
+	li, ri = li[:0], ri[:0]
+	for r, m := range rightMatched {
+		if !m {
+			li, ri = append(li, -1), append(ri, r)
+		}
+	}
+	if len(ri) == 0 {
+		return nil
+	}
+	return emit(pairRecord(nil, right, li, ri, lts, rts, outTs))
+}
+
+// emitRows emits rows keep of rec (all of it without copying when it is every row).
+func emitRows(rec arrow.RecordBatch, keep []int, ts []typesT, emit func(arrow.RecordBatch) error) error {
+	switch len(keep) {
+	case 0:
+		return nil
+	case int(rec.NumRows()):
+		rec.Retain()
+		return emit(rec)
+	}
+	return emit(takeRecord(rec, keep, ts))
 }
 
 // joinRows builds the joined pairs, applies the residual predicate and marks
-// the left rows that found a match.
-func joinRows(ctx *Ctx, p *HashJoin, left, right arrow.RecordBatch, li, ri []int, lts, rts, outTs []typesT, matched []bool) (arrow.RecordBatch, error) {
+// the left rows (matched) and right rows (rightMatched, if not nil) that
+// found a match.
+func joinRows(ctx *Ctx, p *HashJoin, left, right arrow.RecordBatch, li, ri []int, pairTs []typesT, matched, rightMatched []bool) (arrow.RecordBatch, error) {
 	if len(li) == 0 {
 		return nil, nil
 	}
-	out := pairRecord(left, right, li, ri, lts, rts, outTs)
-	if p.Residual == nil {
+	if p.Residual == nil && (p.Kind == JoinSemi || p.Kind == JoinAnti) {
 		for _, l := range li {
-			if matched != nil {
-				matched[l] = true
+			matched[l] = true
+		}
+		return nil, nil
+	}
+	lts := p.Left.Types()
+	out := pairRecord(left, right, li, ri, lts, pairTs[len(lts):], pairTs)
+	if p.Residual == nil {
+		for i, l := range li {
+			matched[l] = true
+			if rightMatched != nil {
+				rightMatched[ri[i]] = true
 			}
 		}
 		return out, nil
@@ -143,28 +205,34 @@ func joinRows(ctx *Ctx, p *HashJoin, left, right arrow.RecordBatch, li, ri []int
 	for i, l := range li {
 		if b.IsValid(i) && b.Value(i) {
 			keep = append(keep, i)
-			if matched != nil {
-				matched[l] = true
+			matched[l] = true
+			if rightMatched != nil {
+				rightMatched[ri[i]] = true
 			}
 		}
 	}
 	if len(keep) == len(li) {
 		return out, nil
 	}
-	res := takeRecord(out, keep, outTs)
+	res := takeRecord(out, keep, pairTs)
 	out.Release()
 	return res, nil
 }
 
+// pairRecord builds the rows (left li[i], right ri[i]); an index of -1, or
+// a nil side, gives NULLs for that side's columns.
 func pairRecord(left, right arrow.RecordBatch, li, ri []int, lts, rts, outTs []typesT) arrow.RecordBatch {
 	cols := make([]arrow.Array, 0, len(outTs))
 	for c, t := range lts {
+		if left == nil {
+			cols = append(cols, newNullArray(t, len(li)))
+			continue
+		}
 		cols = append(cols, takeArray(left.Column(c), li, t))
 	}
 	for c, t := range rts {
 		if right == nil {
-			bl := newNullArray(t, len(ri))
-			cols = append(cols, bl)
+			cols = append(cols, newNullArray(t, len(ri)))
 			continue
 		}
 		cols = append(cols, takeArray(right.Column(c), ri, t))

@@ -168,6 +168,13 @@ type Window struct {
 	Funcs       []WindowFunc
 }
 
+// SingleRow is the value of a scalar subquery: its input's one row, a row
+// of NULLs when the input is empty, and error 21000 when it has more than
+// one row. It is the right side of a cross join with the outer query.
+type SingleRow struct {
+	In Plan
+}
+
 // Union concatenates inputs of the same types.
 type Union struct {
 	Ins []Plan
@@ -199,9 +206,10 @@ func (p *Window) Types() []types.T {
 	}
 	return ts
 }
-func (p *Sort) Types() []types.T  { return p.In.Types() }
-func (p *Limit) Types() []types.T { return p.In.Types() }
-func (p *Union) Types() []types.T { return p.Ins[0].Types() }
+func (p *SingleRow) Types() []types.T { return p.In.Types() }
+func (p *Sort) Types() []types.T      { return p.In.Types() }
+func (p *Limit) Types() []types.T     { return p.In.Types() }
+func (p *Union) Types() []types.T     { return p.Ins[0].Types() }
 
 func columnTypes(t *storage.TableDef) []types.T {
 	ts := make([]types.T, len(t.Columns))

@@ -89,6 +89,10 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 		return runSort(ctx, p, emit)
 	case *Limit:
 		return runLimit(ctx, p, emit)
+	case *Window:
+		return runWindow(ctx, p, emit)
+	case *SingleRow:
+		return runSingleRow(ctx, p, emit)
 	case *Union:
 		for _, in := range p.Ins {
 			if err := run(ctx, in, emit); err != nil {

@@ -107,6 +107,13 @@ type JoinKind uint8
 const (
 	InnerJoin JoinKind = iota
 	LeftJoin
+	RightJoin
+	FullJoin
+	// SemiJoin keeps the left rows with a match (IN, EXISTS), AntiJoin
+	// those without one (NOT EXISTS); both output the left columns only,
+	// while On still sees left then right columns.
+	SemiJoin
+	AntiJoin
 )
 
 // Join combines two inputs; On is over left columns followed by right columns.
@@ -137,6 +144,39 @@ type Limit struct {
 	Count  int64
 }
 
+// WinFuncKind is a window function.
+type WinFuncKind uint8
+
+const (
+	WinRowNumber WinFuncKind = iota
+	WinRank
+	WinDenseRank
+	WinAgg // Agg over the frame: the partition, or up to the current row's peers with ORDER BY
+)
+
+// WinFunc is one window function call.
+type WinFunc struct {
+	Kind WinFuncKind
+	Agg  AggCall // WinAgg only
+	T    types.T
+}
+
+// WindowAgg computes window functions sharing one OVER clause. Output
+// columns: the input's, then one per function.
+type WindowAgg struct {
+	Input       Node
+	PartitionBy []expr.Expr
+	OrderBy     []SortKey
+	Funcs       []WinFunc
+	Cols        []Column
+}
+
+// SingleRow is a scalar subquery's value: its input's one row, NULLs for
+// none, an error (21000) for more.
+type SingleRow struct {
+	Input Node
+}
+
 // UnionAll concatenates inputs with the same column types.
 type UnionAll struct {
 	Inputs []Node
@@ -152,6 +192,8 @@ func (n *Join) Schema() []Column      { return n.Cols }
 func (n *Sort) Schema() []Column      { return n.Input.Schema() }
 func (n *Limit) Schema() []Column     { return n.Input.Schema() }
 func (n *UnionAll) Schema() []Column  { return n.Cols }
+func (n *WindowAgg) Schema() []Column { return n.Cols }
+func (n *SingleRow) Schema() []Column { return n.Input.Schema() }
 
 func (n *Scan) Children() []Node      { return nil }
 func (n *Values) Children() []Node    { return nil }
@@ -162,3 +204,5 @@ func (n *Join) Children() []Node      { return []Node{n.Left, n.Right} }
 func (n *Sort) Children() []Node      { return []Node{n.Input} }
 func (n *Limit) Children() []Node     { return []Node{n.Input} }
 func (n *UnionAll) Children() []Node  { return n.Inputs }
+func (n *WindowAgg) Children() []Node { return []Node{n.Input} }
+func (n *SingleRow) Children() []Node { return []Node{n.Input} }

@@ -113,6 +113,30 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 			in = &top
 		}
 		return &exec.Limit{In: in, Offset: n.Offset, Count: n.Count}, nil
+	case *WindowAgg:
+		in, err := Physical(n.Input, snaps)
+		if err != nil {
+			return nil, err
+		}
+		w := &exec.Window{In: in, PartitionBy: n.PartitionBy}
+		for _, k := range n.OrderBy {
+			w.OrderBy = append(w.OrderBy, exec.SortKey{E: k.E, Desc: k.Desc, NullsFirst: k.NullsFirst})
+		}
+		for _, f := range n.Funcs {
+			wf := exec.WindowFunc{Kind: exec.WindowFuncKind(f.Kind), T: f.T}
+			if f.Kind == WinAgg {
+				a := f.Agg
+				wf.Agg = exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: a.Arg, T: a.T}
+			}
+			w.Funcs = append(w.Funcs, wf)
+		}
+		return w, nil
+	case *SingleRow:
+		in, err := Physical(n.Input, snaps)
+		if err != nil {
+			return nil, err
+		}
+		return &exec.SingleRow{In: in}, nil
 	case *UnionAll:
 		u := &exec.Union{}
 		for _, c := range n.Inputs {
@@ -153,10 +177,7 @@ func physicalJoin(n *Join, snaps Snapshots) (exec.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &exec.HashJoin{Left: l, Right: r, Kind: exec.JoinInner}
-	if n.Kind == LeftJoin {
-		j.Kind = exec.JoinLeft
-	}
+	j := &exec.HashJoin{Left: l, Right: r, Kind: joinKinds[n.Kind]}
 	nl := len(n.Left.Schema())
 	var residual []expr.Expr
 	for _, c := range conjuncts(n.On) {
@@ -183,6 +204,16 @@ func physicalJoin(n *Join, snaps Snapshots) (exec.Plan, error) {
 		}
 	}
 	return j, nil
+}
+
+var joinKinds = [...]exec.JoinKind{
+	InnerJoin: exec.JoinInner, LeftJoin: exec.JoinLeft, RightJoin: exec.JoinRight,
+	FullJoin: exec.JoinFull, SemiJoin: exec.JoinSemi, AntiJoin: exec.JoinAnti,
+}
+
+// JoinKindName is how plans print a join kind.
+func JoinKindName(k exec.JoinKind) string {
+	return [...]string{"Inner", "Left", "Right", "Full", "Semi", "Anti"}[k]
 }
 
 func conjuncts(e expr.Expr) []expr.Expr {
@@ -311,23 +342,12 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 	case *exec.HashAgg:
 		var aggs []string
 		for _, a := range p.Aggs {
-			name := [...]string{"count(*)", "count", "sum", "avg", "min", "max"}[a.Kind]
-			if a.Arg != nil {
-				d := ""
-				if a.Distinct {
-					d = "DISTINCT "
-				}
-				name += "(" + d + a.Arg.String() + ")"
-			}
-			aggs = append(aggs, name)
+			aggs = append(aggs, aggString(a))
 		}
 		line("HashAggregate keys=[%s] aggs=[%s]", exprList(p.Keys), strings.Join(aggs, ", "))
 		explain(b, p.In, depth+1)
 	case *exec.HashJoin:
-		kind := "Inner"
-		if p.Kind == exec.JoinLeft {
-			kind = "Left"
-		}
+		kind := JoinKindName(p.Kind)
 		res := ""
 		if p.Residual != nil {
 			res = " residual=" + p.Residual.String()
@@ -353,12 +373,58 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 	case *exec.Limit:
 		line("Limit offset=%d count=%d", p.Offset, p.Count)
 		explain(b, p.In, depth+1)
+	case *exec.Window:
+		var funcs []string
+		for _, f := range p.Funcs {
+			funcs = append(funcs, winFuncString(f))
+		}
+		line("Window partition=[%s] order=[%s] funcs=[%s]", exprList(p.PartitionBy), sortKeyList(p.OrderBy), strings.Join(funcs, ", "))
+		explain(b, p.In, depth+1)
+	case *exec.SingleRow:
+		line("SingleRow")
+		explain(b, p.In, depth+1)
 	case *exec.Union:
 		line("UnionAll")
 		for _, in := range p.Ins {
 			explain(b, in, depth+1)
 		}
 	}
+}
+
+func aggString(a exec.AggSpec) string {
+	name := [...]string{"count(*)", "count", "sum", "avg", "min", "max"}[a.Kind]
+	if a.Arg != nil {
+		d := ""
+		if a.Distinct {
+			d = "DISTINCT "
+		}
+		name += "(" + d + a.Arg.String() + ")"
+	}
+	return name
+}
+
+func winFuncString(f exec.WindowFunc) string {
+	switch f.Kind {
+	case exec.WinRowNumber:
+		return "row_number()"
+	case exec.WinRank:
+		return "rank()"
+	case exec.WinDenseRank:
+		return "dense_rank()"
+	}
+	return aggString(f.Agg)
+}
+
+func sortKeyList(ks []exec.SortKey) string {
+	var keys []string
+	for _, k := range ks {
+		s := k.E.String()
+		if k.Desc {
+			s += " DESC"
+		}
+		keys = append(keys, s)
+	}
+	return strings.Join(keys, ", ")
 }
 
 func exprList(es []expr.Expr) string {

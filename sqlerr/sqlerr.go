@@ -22,6 +22,8 @@ const (
 	DuplicateColumn         = "42701"
 	AmbiguousColumn         = "42702"
 	GroupingError           = "42803"
+	WindowingError          = "42P20"
+	CardinalityViolation    = "21000"
 	InvalidTextRep          = "22P02"
 	NumericOutOfRange       = "22003"
 	DivisionByZero          = "22012"

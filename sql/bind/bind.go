@@ -41,6 +41,15 @@ type Binder struct {
 	// context (k = $1 with k bigint gives bigint, otherwise text) and
 	// written back.
 	Params []types.T
+
+	// outer is the scope of the query whose subquery is being bound (the
+	// subquery's FROM scope resolves names there too); outerRefs counts
+	// names resolved that way, which is how a subquery is found correlated.
+	outer     *scope
+	outerRefs int
+	// scalars places the uncorrelated scalar subqueries of the query being
+	// bound (see bindScalarSubqueries).
+	scalars map[*ast.SubqueryExpr]scalarRef
 }
 
 // BindQuery binds a SELECT, a set operation (UNION [ALL]) or a parenthesized query.
@@ -79,7 +88,7 @@ func (b *Binder) bindResultSet(n ast.Node, keepUnknown bool) (planner.Node, erro
 		}
 		return b.bindSetOpr(n, n.OrderBy, n.Limit)
 	}
-	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "query form %T is not supported", n)
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "queries of this form are not supported")
 }
 
 // selItem is one output column of a select list before projection.
@@ -99,7 +108,7 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 	case s.LockInfo != nil && s.LockInfo.LockType != ast.SelectLockNone:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SELECT ... FOR UPDATE is not supported")
 	case len(s.WindowSpecs) > 0:
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "window functions are not supported")
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "named windows (WINDOW w AS ..., OVER w) are not supported; write the window in OVER (...)")
 	}
 	// FROM
 	var in planner.Node
@@ -112,13 +121,30 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 			return nil, err
 		}
 	}
+	if b.outer != nil {
+		sc.outer, sc.outerRefs = b.outer, &b.outerRefs
+	}
 	base := &ectx{sc: sc}
+	// Uncorrelated scalar subqueries in WHERE and (without grouping) in the
+	// select list become hidden columns of the FROM input.
+	scalarIn := []ast.Node{s.Where}
+	if s.GroupBy == nil && s.Having == nil && !hasAggOrWindow(s.Fields) {
+		for _, f := range s.Fields.Fields {
+			if f.Expr != nil {
+				scalarIn = append(scalarIn, f.Expr)
+			}
+		}
+	}
+	var err error
+	if in, err = b.bindScalarSubqueries(sc, in, scalarIn...); err != nil {
+		return nil, err
+	}
 	if s.Where != nil {
-		pred, err := b.bindBool(base.inputCtx("aggregate functions are not allowed in WHERE"), s.Where, "WHERE")
-		if err != nil {
+		wc := base.inputCtx("aggregate functions are not allowed in WHERE")
+		wc.noWin = "window functions are not allowed in WHERE"
+		if in, err = b.bindWhere(wc, in, s.Where); err != nil {
 			return nil, err
 		}
-		in = &planner.Filter{Input: in, Pred: pred}
 	}
 
 	// Select list, with * expanded.
@@ -168,6 +194,22 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 		}
 		c = &ectx{sc: sc, agg: agg}
 	}
+	var win *winState
+	hasWin := false
+	for _, it := range items {
+		hasWin = hasWin || it.node != nil && containsWindow(it.node)
+	}
+	if s.OrderBy != nil {
+		for _, o := range s.OrderBy.Items {
+			hasWin = hasWin || containsWindow(o.Expr)
+		}
+	}
+	if hasWin {
+		win = &winState{}
+		wc := *c
+		wc.win = win
+		c = &wc
+	}
 	for i := range items {
 		it := &items[i]
 		var err error
@@ -188,7 +230,9 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 	var having expr.Expr
 	if s.Having != nil {
 		var err error
-		if having, err = b.bindBool(c, s.Having.Expr, "HAVING"); err != nil {
+		hc := *c
+		hc.win, hc.noWin = nil, "window functions are not allowed in HAVING"
+		if having, err = b.bindBool(&hc, s.Having.Expr, "HAVING"); err != nil {
 			return nil, err
 		}
 	}
@@ -235,6 +279,9 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 		if having != nil {
 			in = &planner.Filter{Input: in, Pred: having}
 		}
+	}
+	if win != nil && len(win.calls) > 0 {
+		in, exprs = placeWindows(win, in, exprs)
 	}
 	var out planner.Node = &planner.Project{Input: in, Exprs: exprs, Cols: cols}
 	if s.Distinct {
@@ -613,7 +660,7 @@ func (b *Binder) bindFrom(n ast.ResultSetNode) (planner.Node, *scope, error) {
 	case *ast.TableSource:
 		return b.bindTableSource(n)
 	}
-	return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "FROM item %T is not supported", n)
+	return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "FROM items of this kind are not supported")
 }
 
 func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, error) {
@@ -635,7 +682,10 @@ func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, err
 		if alias == "" {
 			return nil, nil, sqlerr.New(sqlerr.SyntaxError, "subquery in FROM must have an alias")
 		}
+		prev := b.outer // a subquery in FROM does not see the enclosing query (no LATERAL)
+		b.outer = nil
 		p, err := b.bindResultSet(src, false)
+		b.outer = prev
 		if err != nil {
 			return nil, nil, err
 		}
@@ -650,7 +700,7 @@ func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, err
 	case *ast.Join:
 		return b.bindJoin(src)
 	}
-	return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "FROM item %T is not supported", ts.Source)
+	return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "FROM items of this kind are not supported")
 }
 
 // renameColumns gives the first columns of a FROM item the names of its
@@ -727,9 +777,9 @@ func (b *Binder) bindJoin(j *ast.Join) (planner.Node, *scope, error) {
 	if j.Right == nil {
 		return b.bindFrom(j.Left)
 	}
-	if j.StraightJoin {
-		return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "STRAIGHT_JOIN is not supported")
-	}
+	// The dialect layer writes FULL [OUTER] JOIN ... ON as TiDB's
+	// STRAIGHT_JOIN ... ON, which PostgreSQL has no use for otherwise.
+	full := j.StraightJoin
 	left, ls, err := b.bindFrom(j.Left)
 	if err != nil {
 		return nil, nil, err
@@ -750,9 +800,12 @@ func (b *Binder) bindJoin(j *ast.Join) (planner.Node, *scope, error) {
 		left, right, ls, rs = right, left, rs, ls
 	}
 	kind := planner.InnerJoin
-	outer := j.Tp == ast.LeftJoin || j.Tp == ast.RightJoin
+	outer := j.Tp == ast.LeftJoin || j.Tp == ast.RightJoin || full
 	if outer {
 		kind = planner.LeftJoin
+	}
+	if full {
+		kind = planner.FullJoin
 	}
 
 	sc := &scope{}
@@ -793,7 +846,8 @@ func (b *Binder) bindJoin(j *ast.Join) (planner.Node, *scope, error) {
 		merged = append(merged, li)
 	}
 	if j.On != nil {
-		pred, err := b.bindBool(&ectx{sc: sc, noAgg: "aggregate functions are not allowed in JOIN conditions"}, j.On.Expr, "JOIN/ON")
+		pred, err := b.bindBool(&ectx{sc: sc, noAgg: "aggregate functions are not allowed in JOIN conditions",
+			noWin: "window functions are not allowed in JOIN conditions"}, j.On.Expr, "JOIN/ON")
 		if err != nil {
 			return nil, nil, err
 		}

@@ -26,6 +26,10 @@ type ectx struct {
 	// ORDER BY of a grouped query): expressions must be grouping
 	// expressions or built from aggregates and grouping expressions.
 	agg *aggState
+	// win collects window function calls (select list and ORDER BY); where
+	// it is nil, noWin (if set) is the error message for one.
+	win   *winState
+	noWin string
 }
 
 // inputCtx binds against the Aggregate's input (grouping expressions and
@@ -112,11 +116,13 @@ func (b *Binder) bindExpr(c *ectx, n ast.ExprNode) (expr.Expr, error) {
 	case *ast.DefaultExpr:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "DEFAULT is not allowed in this context")
 	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "subqueries in expressions are not supported")
+		return b.bindSubqueryExpr(c, n)
+	case *ast.WindowFuncExpr:
+		return b.bindWindowFunc(c, n)
 	case *ast.RowExpr:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "row expressions are not supported")
 	}
-	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "expression %T is not supported", n)
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "expressions of this kind are not supported")
 }
 
 func isLiteral(n ast.ExprNode) bool {
@@ -148,7 +154,7 @@ func literal(v ast.ValueExpr) (expr.Expr, error) {
 	case fmt.Stringer: // the parser driver's decimal
 		return numericConst(x.String())
 	}
-	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "literal %T is not supported", v.GetValue())
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "literals of this kind are not supported")
 }
 
 func intConst(v int64) *expr.Const {
@@ -202,7 +208,7 @@ func (b *Binder) bindColumn(c *ectx, cn *ast.ColumnName) (expr.Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	col := c.sc.cols[i].Column
+	col := c.sc.column(i)
 	if c.agg != nil {
 		// matchGroup already failed for this column.
 		return nil, sqlerr.New(sqlerr.GroupingError,
@@ -370,7 +376,7 @@ func (b *Binder) bindBetween(c *ectx, n *ast.BetweenExpr) (expr.Expr, error) {
 
 func (b *Binder) bindIn(c *ectx, n *ast.PatternInExpr) (expr.Expr, error) {
 	if n.Sel != nil {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "IN (subquery) is not supported")
+		return b.bindSubqueryExpr(c, n)
 	}
 	all := make([]expr.Expr, 0, len(n.List)+1)
 	for _, x := range append([]ast.ExprNode{n.Expr}, n.List...) {
@@ -487,6 +493,8 @@ func outputName(n ast.ExprNode) string {
 		return n.Name.Name.O
 	case *ast.AggregateFuncExpr:
 		return strings.ToLower(n.F)
+	case *ast.WindowFuncExpr:
+		return strings.ToLower(n.Name)
 	case *ast.CaseExpr:
 		return "case"
 	case ast.ValueExpr:

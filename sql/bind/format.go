@@ -59,10 +59,7 @@ func format(b *strings.Builder, n planner.Node, depth int) {
 		}
 		fmt.Fprintf(b, "Aggregate group=[%s] aggs=[%s]", exprs(n.GroupBy), strings.Join(aggs, ", "))
 	case *planner.Join:
-		kind := "inner"
-		if n.Kind == planner.LeftJoin {
-			kind = "left"
-		}
+		kind := [...]string{"inner", "left", "right", "full", "semi", "anti"}[n.Kind]
 		if n.On == nil {
 			fmt.Fprintf(b, "Join %s", kind)
 		} else {
@@ -86,8 +83,37 @@ func format(b *strings.Builder, n planner.Node, depth int) {
 		fmt.Fprintf(b, "Limit offset=%d count=%d", n.Offset, n.Count)
 	case *planner.UnionAll:
 		fmt.Fprintf(b, "UnionAll %s", cols(n.Cols))
+	case *planner.WindowAgg:
+		keys := make([]string, len(n.OrderBy))
+		for i, k := range n.OrderBy {
+			keys[i] = k.E.String()
+			if k.Desc {
+				keys[i] += " DESC"
+			}
+		}
+		funcs := make([]string, len(n.Funcs))
+		for i, f := range n.Funcs {
+			switch f.Kind {
+			case planner.WinRowNumber:
+				funcs[i] = "row_number()"
+			case planner.WinRank:
+				funcs[i] = "rank()"
+			case planner.WinDenseRank:
+				funcs[i] = "dense_rank()"
+			default:
+				arg := "*"
+				if f.Agg.Arg != nil {
+					arg = f.Agg.Arg.String()
+				}
+				funcs[i] = fmt.Sprintf("%s(%s)", f.Agg.Func, arg)
+			}
+			funcs[i] += ":" + f.T.String()
+		}
+		fmt.Fprintf(b, "Window partition=[%s] order=[%s] funcs=[%s]", exprs(n.PartitionBy), strings.Join(keys, ", "), strings.Join(funcs, ", "))
+	case *planner.SingleRow:
+		b.WriteString("SingleRow")
 	default:
-		fmt.Fprintf(b, "%T", n)
+		b.WriteString("(unknown plan node)")
 	}
 	b.WriteByte('\n')
 	for _, c := range n.Children() {

@@ -19,6 +19,11 @@ type scope struct {
 	cols []scopeCol
 	// star lists the column indexes SELECT * expands to, in order.
 	star []int
+	// outer is the scope of the query a subquery's WHERE is nested in: a
+	// name not found here resolves there, at index len(cols) + its index
+	// there, and counts in *outerRefs (see subquery.go).
+	outer     *scope
+	outerRefs *int
 }
 
 func newScope(cols []planner.Column) *scope {
@@ -49,8 +54,30 @@ func (s *scope) hasTable(table string) bool {
 	return false
 }
 
-// resolve finds the column table.name (table may be "") and returns its index.
+// resolve finds the column table.name (table may be "") and returns its
+// index, looking in the outer scopes when s has none.
 func (s *scope) resolve(table, name string) (int, error) {
+	i, err := s.resolveLocal(table, name)
+	if err == nil || s.outer == nil {
+		return i, err
+	}
+	if code := sqlerr.Code(err); code != sqlerr.UndefinedColumn && code != sqlerr.UndefinedTable {
+		return i, err
+	}
+	j, oerr := s.outer.resolve(table, name)
+	if oerr != nil {
+		if code := sqlerr.Code(oerr); code == sqlerr.UndefinedColumn || code == sqlerr.UndefinedTable {
+			return 0, err
+		}
+		return 0, oerr
+	}
+	if s.outerRefs != nil {
+		*s.outerRefs++
+	}
+	return len(s.cols) + j, nil
+}
+
+func (s *scope) resolveLocal(table, name string) (int, error) {
 	found := -1
 	for i, c := range s.cols {
 		if c.Name != name {
@@ -82,4 +109,13 @@ func qualName(c planner.Column) string {
 		return c.Table + "." + c.Name
 	}
 	return c.Name
+}
+
+// column returns column i as resolve numbers it (outer scopes after s's own).
+func (s *scope) column(i int) planner.Column {
+	for i >= len(s.cols) && s.outer != nil {
+		i -= len(s.cols)
+		s = s.outer
+	}
+	return s.cols[i].Column
 }

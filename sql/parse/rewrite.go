@@ -27,6 +27,7 @@ type rewriter struct {
 	p     *parser
 	out   []piece
 	emits bool // EMIT CHANGES was seen
+	full  bool // a FULL JOIN was seen
 }
 
 // frame is an open parenthesis: start is the piece where the primary it
@@ -271,6 +272,24 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = -1
 					i += 3
 					continue
+				case t.Val == "full" && (next.is("join") || next.is("outer") && i+2 < to && toks[i+2].is("join")):
+					// TiDB has no FULL JOIN; its STRAIGHT_JOIN ... ON (which
+					// PostgreSQL lacks) carries it to the binder.
+					if i > from && toks[i-1].is("natural") {
+						return p.notSupported(t, "NATURAL FULL JOIN is not supported; write FULL JOIN ... ON")
+					}
+					r.emit("straight_join", i, space)
+					r.full = true
+					prim = -1
+					if next.is("outer") {
+						i++
+					}
+					i++
+					continue
+				case t.Val == "using" && r.full:
+					return p.notSupported(t, "FULL JOIN ... USING is not supported; write FULL JOIN ... ON")
+				case t.Val == "straight_join":
+					return p.syntaxError(t)
 				case t.Val == "order" && next.is("by"):
 					r.emit("order by", i, space)
 					order().item = len(r.out)
