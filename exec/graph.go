@@ -133,6 +133,13 @@ func (c *compiler) edge(p Plan) (*gedge, error) {
 				p = n.In // a view has no order: ORDER BY alone changes nothing
 				continue
 			}
+		case *SingleRow:
+			// A scalar subquery over a global aggregate always has its
+			// one row, so it is the aggregate.
+			if oneRow(n.In) {
+				p = n.In
+				continue
+			}
 		}
 		break
 	}
@@ -224,6 +231,8 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 			}
 		}
 		return c.rank(&rankSpec{window: n, partition: n.PartitionBy, order: n.OrderBy, hi: -1}, n.In, n.PartitionBy)
+	case *SingleRow: // edge passes the ones it can run
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries support scalar subqueries over a global aggregate only (one that always returns one row)")
 	case *Union:
 		g := &gnode{kind: nUnion, par: 1}
 		for i, in := range n.Ins {
@@ -256,8 +265,27 @@ func (c *compiler) source(t *storage.TableDef, changelog bool) *gnode {
 	return n
 }
 
+// oneRow says p always has exactly one row: a global aggregate under
+// projections.
+func oneRow(p Plan) bool {
+	for {
+		switch n := p.(type) {
+		case *Project:
+			p = n.In
+			continue
+		case *HashAgg:
+			return len(n.Keys) == 0
+		}
+		return false
+	}
+}
+
 func planName(p Plan) string {
 	switch p.(type) {
+	case *Window:
+		return "window functions"
+	case *SingleRow:
+		return "scalar subqueries"
 	case *Values, *Batches:
 		return "queries without a stream or view (VALUES, system tables)"
 	case *Limit:

@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"encoding/binary"
+	"maps"
 	"slices"
 	"sort"
 
@@ -40,6 +41,14 @@ type rankPart struct {
 	kg   byte
 	rows map[string]int64 // encoded row -> multiplicity
 	out  map[string]int64 // encoded output row -> multiplicity, as emitted
+	// top holds the input rows behind out. While a partition only gains
+	// rows, its new output comes from top and the rows added (a row that
+	// was not in the top cannot enter it when rows are only added), so a
+	// barrier sorts a few rows, not the partition; a retraction (full)
+	// makes it sort them all.
+	top   map[string]int64
+	added []string
+	full  bool
 }
 
 func newRankOp(j *Job, n *gnode) *rankOp {
@@ -76,12 +85,17 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 		enc := string(encodeRow(o.scratch[:0], rec, i, o.inTs))
 		p := o.parts[key]
 		if p == nil {
-			p = &rankPart{kg: byte(keyGroup(h[i])), rows: map[string]int64{}, out: map[string]int64{}}
+			p = &rankPart{kg: byte(keyGroup(h[i])), rows: map[string]int64{}, out: map[string]int64{}, top: map[string]int64{}}
 			o.parts[key] = p
 		}
 		s := int64(1)
 		if c.Ops != nil {
 			s = int64(c.Ops[i].Sign())
+		}
+		if s > 0 {
+			p.added = append(p.added, enc)
+		} else {
+			p.full = true
 		}
 		if p.rows[enc] += s; p.rows[enc] <= 0 {
 			delete(p.rows, enc)
@@ -103,10 +117,18 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	buf := newRowsOut(o.outTs)
 	for _, k := range keys {
 		p := o.parts[k]
-		next, err := o.compute(ectx, p.rows)
+		candidates := p.rows
+		if !p.full {
+			candidates = maps.Clone(p.top)
+			for _, enc := range p.added {
+				candidates[enc]++
+			}
+		}
+		next, top, err := o.compute(ectx, candidates)
 		if err != nil {
 			return err
 		}
+		p.top, p.added, p.full = top, p.added[:0], false
 		for enc, c := range p.out {
 			for d := next[enc]; d < c; d++ {
 				buf.appendSide(0, o.outTs, nil, -1, enc)
@@ -172,10 +194,10 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 // [lo, hi) of the order, or every row (up to the bound) with its window
 // functions' values appended. Rows that tie in the order are taken in the
 // order of their encoding, so equal inputs give equal outputs.
-func (o *rankOp) compute(ectx *expr.Ctx, rows map[string]int64) (map[string]int64, error) {
-	out := map[string]int64{}
+func (o *rankOp) compute(ectx *expr.Ctx, rows map[string]int64) (out, top map[string]int64, err error) {
+	out, top = map[string]int64{}, map[string]int64{}
 	if len(rows) == 0 {
-		return out, nil
+		return out, top, nil
 	}
 	encs := make([]string, 0, len(rows))
 	for enc, c := range rows {
@@ -192,7 +214,7 @@ func (o *rankOp) compute(ectx *expr.Ctx, rows map[string]int64) (map[string]int6
 	for i, k := range o.spec.order {
 		var err error
 		if keys[i], err = expr.Eval(ectx, k.E, rec); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cmps[i] = comparator(keys[i], k.E.Type(), k.Desc, k.NullsFirst)
 	}
@@ -215,10 +237,13 @@ func (o *rankOp) compute(ectx *expr.Ctx, rows map[string]int64) (map[string]int6
 		if o.spec.hi >= 0 {
 			hi = min(hi, o.spec.hi)
 		}
-		for k := o.spec.lo; k < hi; k++ {
-			out[encs[idx[k]]]++
+		for k := int64(0); k < hi; k++ {
+			top[encs[idx[k]]]++
+			if k >= o.spec.lo {
+				out[encs[idx[k]]]++
+			}
 		}
-		return out, nil
+		return out, top, nil
 	}
 	vals := make([]int64, len(w.Funcs))
 	var rank, dense int64
@@ -245,15 +270,16 @@ func (o *rankOp) compute(ectx *expr.Ctx, rows map[string]int64) (map[string]int6
 			buf = encodeDatum(buf, types.Int(vals[f]), fn.T)
 		}
 		out[string(buf)]++
+		top[encs[r]]++
 	}
-	return out, nil
+	return out, top, nil
 }
 
 // reemitAll makes the next barrier emit every partition's output anew (a
 // view upgraded from a savepoint rebuilds its rows from state).
 func (o *rankOp) reemitAll() {
 	for k, p := range o.parts {
-		p.out = map[string]int64{}
+		p.out, p.full = map[string]int64{}, true
 		o.dirty[k] = struct{}{}
 	}
 }
@@ -287,7 +313,7 @@ func (o *rankOp) load(inst, par int) error {
 	}
 	ectx := o.j.exprCtx()
 	for _, p := range o.parts {
-		if p.out, err = o.compute(ectx, p.rows); err != nil {
+		if p.out, p.top, err = o.compute(ectx, p.rows); err != nil {
 			return err
 		}
 	}

@@ -28,7 +28,15 @@ const (
 	// stream position), viewOverRows aggregates it through its changelog.
 	viewRows     = "mv_rows"
 	viewOverRows = "mv_rows_by_k"
+	// viewJoin joins t with a stream of its keys, viewJoinAgg joins the
+	// grouped view with it (retractions), viewTop is a top-N over t.
+	viewJoin    = "mv_join"
+	viewJoinAgg = "mv_join_agg"
+	viewTop     = "mv_top"
+	topQuery    = "SELECT id, v FROM t ORDER BY v DESC, id LIMIT 5"
 )
+
+
 
 // How the load clients write: INSERTs of insertRows rows or COPYs of
 // copyRows rows (more volume, so jobs fall behind and barriers queue).
@@ -249,7 +257,11 @@ func (l *loader) verify(t *testing.T, conn *pgx.Conn, exact bool) (duplicates bo
 		acked, l.mu.acked, unknown, l.mu.errs)
 	l.mu.Unlock()
 
-	waitCaughtUp(t, conn, viewByKey, viewTotal, viewRows, viewOverRows)
+	var views []string
+	for _, j := range showJobs(t, conn) {
+		views = append(views, j.name)
+	}
+	waitCaughtUp(t, conn, views...)
 	stored := l.storedRows(t, conn)
 
 	// The truth is what the stream holds, computed here from the ids.
@@ -278,7 +290,12 @@ func (l *loader) verify(t *testing.T, conn *pgx.Conn, exact bool) (duplicates bo
 		{viewTotal, "SELECT c, s FROM " + viewTotal, total},
 		{viewRows, "SELECT k, count(*), sum(v) FROM " + viewRows + " GROUP BY k", truth},
 		{viewOverRows, "SELECT k, c, s FROM " + viewOverRows, truth},
+		{viewJoin, "SELECT k, count(*), sum(v) FROM " + viewJoin + " GROUP BY k", truth},
+		{viewJoinAgg, "SELECT k, c, s FROM " + viewJoinAgg, truth},
 	} {
+		if !slices.Contains(views, v.name) {
+			continue
+		}
 		got := queryAggs(t, conn, v.query)
 		d := diff(v.want, got)
 		if d == "" {
@@ -299,7 +316,35 @@ func (l *loader) verify(t *testing.T, conn *pgx.Conn, exact bool) (duplicates bo
 		t.Logf("at_least_once view %s counted %d rows twice after the crashes (count %d, the stream holds %d)",
 			v.name, gt.c-wt.c, gt.c, wt.c)
 	}
+	if exact && slices.Contains(views, viewTop) {
+		want, got := topRows(t, conn, topQuery), topRows(t, conn, "SELECT id, v FROM "+viewTop)
+		if !slices.Equal(want, got) {
+			t.Errorf("view %s after crash and catch-up is %v; the batch query %s gives %v", viewTop, got, topQuery, want)
+		}
+	}
 	return duplicates
+}
+
+// topRows returns the (id, v) rows of q as sorted text.
+func topRows(t *testing.T, conn *pgx.Conn, q string) []string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	var out []string
+	for rows.Next() {
+		var id, v int64
+		if err := rows.Scan(&id, &v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("(%d, %d)", id, v))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // storedRows reads the stream and returns, per client, how often each seq
@@ -392,13 +437,30 @@ func loadServer(t *testing.T, args []string, partitions int, setup ...string) (*
 }
 
 // createViews creates the load tests' views over t: two aggregates, a view
-// of its rows without aggregation and an aggregate over that view.
+// of its rows without aggregation and an aggregate over that view, joins
+// of t and of its grouped view with a stream of its keys, and a top-N.
+// verify checks every one of them that exists.
 func createViews(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	createAggViews(t, conn)
+	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewRows+" AS SELECT id, k, v FROM t")
+	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewOverRows+" AS SELECT k, count(*) AS c, sum(v) AS s FROM "+viewRows+" GROUP BY k")
+	exec(t, conn, "CREATE TABLE d (k BIGINT, w BIGINT)")
+	var keys []string
+	for k := range loadKeys {
+		keys = append(keys, fmt.Sprintf("(%d, %d)", k, k*10))
+	}
+	exec(t, conn, "INSERT INTO d VALUES "+strings.Join(keys, ", "))
+	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewJoin+" AS SELECT t.id, t.k, t.v, d.w FROM t JOIN d ON t.k = d.k")
+	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewJoinAgg+" AS SELECT m.k, m.c, m.s, d.w FROM "+viewByKey+" m JOIN d ON m.k = d.k")
+	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewTop+" AS "+topQuery)
+}
+
+// createAggViews creates the two aggregate views only.
+func createAggViews(t *testing.T, conn *pgx.Conn) {
 	t.Helper()
 	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewByKey+" AS SELECT k, count(*) AS c, sum(v) AS s FROM t GROUP BY k")
 	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewTotal+" AS SELECT count(*) AS c, sum(v) AS s FROM t")
-	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewRows+" AS SELECT id, k, v FROM t")
-	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewOverRows+" AS SELECT k, count(*) AS c, sum(v) AS s FROM "+viewRows+" GROUP BY k")
 }
 
 // checkNotAhead checks, while load goes on, that no view group counts more

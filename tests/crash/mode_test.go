@@ -32,7 +32,7 @@ func TestCheckpointModeAfterCrash(t *testing.T) {
 				}
 			}()
 			time.Sleep(time.Second) // the backlog
-			createViews(t, conn)
+			createAggViews(t, conn) // aggregates bound their epochs; the backlog is millions of rows
 			t.Logf("views created over a backlog of %d rows", load.ackedRows())
 			for i := 1; i <= 2; i++ {
 				d := 200*time.Millisecond + time.Duration(rng.Int64N(int64(600*time.Millisecond)))
