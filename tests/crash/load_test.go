@@ -36,8 +36,6 @@ const (
 	topQuery    = "SELECT id, v FROM t ORDER BY v DESC, id LIMIT 5"
 )
 
-
-
 // How the load clients write: INSERTs of insertRows rows or COPYs of
 // copyRows rows (more volume, so jobs fall behind and barriers queue).
 type ingestKind struct {
