@@ -536,14 +536,11 @@ func decodeRecord(ts []types.T, encs []string) arrow.RecordBatch {
 	bls := make([]arrowBuilder, len(ts))
 	for i, t := range ts {
 		bls[i] = types.NewBuilder(memoryPool, t)
+		bls[i].Reserve(len(encs))
 	}
+	d := newRowDecoder(ts, bls)
 	for _, enc := range encs {
-		rest := []byte(enc)
-		for c, t := range ts {
-			var d types.Datum
-			d, rest, _ = decodeDatum(rest, t)
-			types.AppendDatum(bls[c], d, t)
-		}
+		d.appendRow(enc)
 	}
 	cols := make([]arrow.Array, len(ts))
 	for i, b := range bls {
