@@ -287,7 +287,7 @@ func (d *rowDecoder) appendRow(enc string) {
 			p += 17
 			continue
 		case *array.StringBuilder:
-			n, k := binary.Uvarint([]byte(enc[p+1:min(len(enc), p+11)]))
+			n, k := binary.Uvarint([]byte(enc[p+1 : min(len(enc), p+11)]))
 			s := p + 1 + k
 			b.Append(enc[s : s+int(n)])
 			p = s + int(n)
