@@ -34,10 +34,25 @@ type joinOp struct {
 	semi     bool // semi or anti: only left columns go out
 	preserve [2]bool
 	groups   map[string]*joinGroup
-	dirty    map[joinRef]struct{}
-	out      *outlet
-	buf      *rowsOut
-	scratch  []byte
+	// dirty lists the rows changed in the epoch (joinRow.dirty marks them;
+	// a row removed and added again may be listed twice).
+	dirty   []joinDirty
+	out     *outlet
+	buf     *rowsOut
+	keyEnc  rowEncoder
+	rowEnc  rowEncoder
+	keyCols []arrow.Array
+	// candidate pairs of a push, reused
+	pi   []int
+	qenc []string
+	qrow []*joinRow
+}
+
+type joinDirty struct {
+	kg       byte
+	side     int
+	key, enc string
+	row      *joinRow
 }
 
 // nullKey is the group of rows whose join key has a NULL: encoded keys
@@ -46,12 +61,14 @@ const nullKey = "\xff"
 
 type joinGroup struct {
 	kg   byte
+	key  string // its key in groups
 	rows [2]map[string]*joinRow
 }
 
 type joinRow struct {
 	count   int64
 	matches int64
+	dirty   bool
 }
 
 type joinRef struct {
@@ -61,7 +78,7 @@ type joinRef struct {
 
 func newJoinOp(j *Job, n *gnode) *joinOp {
 	s := n.join
-	o := &joinOp{j: j, spec: s, op: n.op, groups: map[string]*joinGroup{}, dirty: map[joinRef]struct{}{}}
+	o := &joinOp{j: j, spec: s, op: n.op, groups: map[string]*joinGroup{}}
 	o.ts = [2][]types.T{s.Left.Types(), s.Right.Types()}
 	o.keys = [2][]expr.Expr{s.LeftKeys, s.RightKeys}
 	o.outTs = s.Types()
@@ -84,39 +101,41 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		o.buf = newRowsOut(o.outTs)
 	}
 	n := int(rec.NumRows())
-	keys := make([]arrow.Array, len(o.keys[side]))
-	defer releaseAll(keys)
-	for i, k := range o.keys[side] {
-		var err error
-		if keys[i], err = expr.Eval(ectx, k, rec); err != nil {
+	keys := o.keyCols[:0]
+	defer func() { releaseAll(keys); clear(keys) }()
+	for _, k := range o.keys[side] {
+		a, err := expr.Eval(ectx, k, rec)
+		if err != nil {
 			return err
 		}
+		keys = append(keys, a)
 	}
+	o.keyCols = keys
 	h := hashColumns(nil, keys, n)
 	keyTs := exprTypes(o.keys[side])
-	keyEnc := make([]string, n)
-	null := make([]bool, n)
-	for i := 0; i < n; i++ {
-		if anyNull(keys, i) {
-			null[i] = true
-			continue
+	// Keys and rows are encoded a column at a time; a key is copied into
+	// a string only for a new group, a row shares one string per batch.
+	o.keyEnc.encode(keys, keyTs, n)
+	o.rowEnc.encode(rec.Columns()[:len(o.ts[side])], o.ts[side], n)
+	var null []bool
+	for _, k := range keys {
+		if k.NullN() > 0 {
+			null = make([]bool, n)
+			for i := range null {
+				null[i] = anyNull(keys, i)
+			}
+			break
 		}
-		o.scratch = o.scratch[:0]
-		for c, k := range keys {
-			o.scratch = encodeDatum(o.scratch, types.DatumAt(k, i, keyTs[c]), keyTs[c])
-		}
-		keyEnc[i] = string(o.scratch)
 	}
+	isNull := func(i int) bool { return null != nil && null[i] }
 	other := 1 - side
 	// The candidates: each row with the other side's rows of its key.
-	var pi []int
-	var qenc []string
-	var qrow []*joinRow
+	pi, qenc, qrow := o.pi[:0], o.qenc[:0], o.qrow[:0]
 	for i := 0; i < n; i++ {
-		if null[i] {
+		if isNull(i) {
 			continue
 		}
-		g := o.groups[keyEnc[i]]
+		g := o.groups[bytesView(o.keyEnc.row(i))]
 		if g == nil {
 			continue
 		}
@@ -124,6 +143,8 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			pi, qenc, qrow = append(pi, i), append(qenc, enc), append(qrow, q)
 		}
 	}
+	o.pi, o.qenc, o.qrow = pi, qenc, qrow
+	defer func() { clear(o.qenc[:len(qenc)]); clear(o.qrow[:len(qrow)]) }()
 	pass, err := o.residual(ectx, rec, side, pi, qenc)
 	if err != nil {
 		return err
@@ -134,8 +155,9 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		if c.Ops != nil {
 			s = int64(c.Ops[i].Sign())
 		}
-		enc := string(encodeRow(o.scratch[:0], rec, i, o.ts[side]))
-		if null[i] {
+		enc := o.rowEnc.rowString(i)
+		key := ""
+		if isNull(i) {
 			// A NULL key matches nothing, ever. The rows that show anyway
 			// (outer, anti) are kept under nullKey, which no key equals,
 			// so an upgraded view can rebuild them from state.
@@ -144,11 +166,11 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 				continue
 			}
 			o.buf.add(o, s, rec, i, side, "")
-			keyEnc[i] = nullKey
+			key = nullKey
 		}
 		var matched int64
 		for ; ci < len(pi) && pi[ci] == i; ci++ {
-			if !pass[ci] {
+			if pass != nil && !pass[ci] {
 				continue
 			}
 			q := qrow[ci]
@@ -157,6 +179,9 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 				for range q.count {
 					o.buf.addPair(o, s, rec, i, side, qenc[ci])
 				}
+			}
+			if !o.semi && !o.preserve[other] {
+				continue // inner, or the outer side of a left/right join: no transitions
 			}
 			before := q.matches
 			q.matches += s
@@ -190,7 +215,7 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			}
 		}
 		switch {
-		case null[i]:
+		case isNull(i):
 		case o.semi && side == 0:
 			if (o.spec.Kind == JoinSemi) == (matched > 0) {
 				o.buf.add(o, s, rec, i, side, "")
@@ -198,11 +223,19 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		case !o.semi && o.preserve[side] && matched == 0:
 			o.buf.add(o, s, rec, i, side, "")
 		}
-		g := o.groups[keyEnc[i]]
+		var g *joinGroup
+		if key == nullKey {
+			g = o.groups[nullKey]
+		} else {
+			g = o.groups[bytesView(o.keyEnc.row(i))]
+		}
 		if g == nil {
-			g = &joinGroup{kg: byte(keyGroup(h[i]))}
+			if key == "" {
+				key = string(o.keyEnc.row(i))
+			}
+			g = &joinGroup{kg: byte(keyGroup(h[i])), key: key}
 			g.rows[0], g.rows[1] = map[string]*joinRow{}, map[string]*joinRow{}
-			o.groups[keyEnc[i]] = g
+			o.groups[key] = g
 		}
 		r := g.rows[side][enc]
 		if r == nil {
@@ -210,13 +243,16 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			g.rows[side][enc] = r
 		}
 		r.count += s
+		if !r.dirty {
+			r.dirty = true
+			o.dirty = append(o.dirty, joinDirty{kg: g.kg, side: side, key: g.key, enc: enc, row: r})
+		}
 		if r.count <= 0 {
 			delete(g.rows[side], enc)
 			if len(g.rows[0]) == 0 && len(g.rows[1]) == 0 {
-				delete(o.groups, keyEnc[i])
+				delete(o.groups, g.key)
 			}
 		}
-		o.dirty[joinRef{side, keyEnc[i], enc}] = struct{}{}
 		if o.buf.n >= 16<<10 {
 			if err := o.emitRows(ectx); err != nil {
 				return err
@@ -227,15 +263,13 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 }
 
 // residual evaluates the join's residual condition over the candidate
-// pairs (row pi[k] of rec on side, stored row qenc[k] on the other).
+// pairs (row pi[k] of rec on side, stored row qenc[k] on the other); nil
+// means every pair passes.
 func (o *joinOp) residual(ectx *expr.Ctx, rec arrow.RecordBatch, side int, pi []int, qenc []string) ([]bool, error) {
-	pass := make([]bool, len(pi))
 	if o.spec.Residual == nil || len(pi) == 0 {
-		for k := range pass {
-			pass[k] = true
-		}
-		return pass, nil
+		return nil, nil // every pair passes
 	}
+	pass := make([]bool, len(pi))
 	cols := make([]arrow.Array, 0, len(o.ts[0])+len(o.ts[1]))
 	for s := 0; s < 2; s++ {
 		if s == side {
@@ -271,20 +305,20 @@ func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if w != nil && len(o.dirty) > 0 {
 		type kv struct{ k, v []byte }
 		writes := make([]kv, 0, len(o.dirty))
-		for ref := range o.dirty {
-			var kg byte
+		for _, d := range o.dirty {
 			var count int64
-			if g := o.groups[ref.key]; g != nil {
-				kg = g.kg
-				if r := g.rows[ref.side][ref.enc]; r != nil {
+			// The row now: it may have gone and come back (listed twice,
+			// written the same both times), or its group been made anew
+			// under another key group (only nullKey's depends on the
+			// first row), whose write is the new group's entry.
+			if g := o.groups[d.key]; g != nil && g.kg == d.kg {
+				if r := g.rows[d.side][d.enc]; r != nil {
 					count = r.count
 				}
-			} else {
-				kg = o.kgOf(ref)
 			}
-			k := []byte{kg, byte(ref.side)}
-			k = binary.AppendUvarint(k, uint64(len(ref.key)))
-			k = append(append(k, ref.key...), ref.enc...)
+			k := []byte{d.kg, byte(d.side)}
+			k = binary.AppendUvarint(k, uint64(len(d.key)))
+			k = append(append(k, d.key...), d.enc...)
 			var v []byte
 			if count > 0 {
 				v = binary.AppendUvarint(nil, uint64(count))
@@ -292,6 +326,7 @@ func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 			writes = append(writes, kv{k, v})
 		}
 		slices.SortFunc(writes, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+		writes = slices.CompactFunc(writes, func(a, b kv) bool { return bytes.Equal(a.k, b.k) })
 		r := w.NewRun()
 		for _, x := range writes {
 			if x.v != nil {
@@ -302,20 +337,12 @@ func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 		}
 		w.AddRun(r)
 	}
-	clear(o.dirty)
-	return nil
-}
-
-// kgOf recomputes the key group of a key whose group is gone: the hash of
-// its decoded key columns.
-func (o *joinOp) kgOf(ref joinRef) byte {
-	ts := exprTypes(o.keys[ref.side])
-	ds := make([]types.Datum, len(ts))
-	rest := []byte(ref.key)
-	for c, t := range ts {
-		ds[c], rest, _ = decodeDatum(rest, t)
+	for _, d := range o.dirty {
+		d.row.dirty = false
 	}
-	return byte(keyGroup(hashDatums(ds, ts)))
+	clear(o.dirty)
+	o.dirty = o.dirty[:0]
+	return nil
 }
 
 // load restores the rows of the key groups instance inst of par owns and
@@ -337,7 +364,7 @@ func (o *joinOp) load(inst, par int) error {
 		k := string(rest[:klen])
 		g := o.groups[k]
 		if g == nil {
-			g = &joinGroup{kg: key[0]}
+			g = &joinGroup{kg: key[0], key: k}
 			g.rows[0], g.rows[1] = map[string]*joinRow{}, map[string]*joinRow{}
 			o.groups[k] = g
 		}
@@ -386,8 +413,8 @@ func (o *joinOp) pairs(ectx *expr.Ctx, g *joinGroup, fn func(l, r *joinRow, lenc
 	if err != nil {
 		return err
 	}
-	for k, ok := range pass {
-		if ok {
+	for k := range lrow {
+		if pass == nil || pass[k] {
 			fn(lrow[k], rrow[k], lenc[k], renc[k])
 		}
 	}
@@ -445,6 +472,16 @@ type rowsOut struct {
 	bls []arrowBuilder
 	ops []Op
 	n   int
+	// Pairs of a join (addPair) wait here and are appended a column at a
+	// time: the probe side's by index from its batch, the stored side's
+	// decoded. Anything else appended first flushes them, keeping order.
+	pend struct {
+		o    *joinOp
+		rec  arrow.RecordBatch
+		side int
+		idx  []int
+		encs []string
+	}
 }
 
 func newRowsOut(ts []types.T) *rowsOut {
@@ -463,6 +500,7 @@ func (r *rowsOut) reset() {
 
 // chunk returns the rows collected so far and starts anew.
 func (r *rowsOut) chunk() Chunk {
+	r.flushPairs()
 	cols := make([]arrow.Array, len(r.bls))
 	for i, b := range r.bls {
 		cols[i] = b.NewArray()
@@ -483,18 +521,14 @@ func opOf(sign int64) Op {
 // appendSide appends one side's columns at column offset from: row i of
 // rec, or the stored row enc, or NULLs (i < 0 and enc == "").
 func (r *rowsOut) appendSide(from int, ts []types.T, rec arrow.RecordBatch, i int, enc string) {
+	r.flushPairs()
 	switch {
 	case i >= 0:
 		for c, t := range ts {
 			types.AppendDatum(r.bls[from+c], types.DatumAt(rec.Column(c), i, t), t)
 		}
 	case enc != "":
-		rest := []byte(enc)
-		for c, t := range ts {
-			var d types.Datum
-			d, rest, _ = decodeDatum(rest, t)
-			types.AppendDatum(r.bls[from+c], d, t)
-		}
+		newRowDecoder(ts, r.bls[from:from+len(ts)]).appendRow(enc)
 	default:
 		for c := range ts {
 			r.bls[from+c].AppendNull()
@@ -520,15 +554,38 @@ func (r *rowsOut) add(o *joinOp, sign int64, rec arrow.RecordBatch, i, side int,
 
 // addPair appends row i of rec (on side) joined with the stored row enc.
 func (r *rowsOut) addPair(o *joinOp, sign int64, rec arrow.RecordBatch, i, side int, enc string) {
-	if side == 0 {
-		r.appendSide(0, o.ts[0], rec, i, "")
-		r.appendSide(len(o.ts[0]), o.ts[1], nil, -1, enc)
-	} else {
-		r.appendSide(0, o.ts[0], nil, -1, enc)
-		r.appendSide(len(o.ts[0]), o.ts[1], rec, i, "")
+	p := &r.pend
+	if len(p.idx) > 0 && (p.rec != rec || p.side != side) {
+		r.flushPairs()
 	}
+	p.o, p.rec, p.side = o, rec, side
+	p.idx = append(p.idx, i)
+	p.encs = append(p.encs, enc)
 	r.ops = append(r.ops, opOf(sign))
 	r.n++
+}
+
+// flushPairs appends the waiting pairs to the builders.
+func (r *rowsOut) flushPairs() {
+	p := &r.pend
+	if len(p.idx) == 0 {
+		return
+	}
+	ts := p.o.ts
+	probe, stored := 0, len(ts[0]) // column offsets of the two sides
+	if p.side == 1 {
+		probe, stored = stored, probe
+	}
+	for c, t := range ts[p.side] {
+		appendTake(r.bls[probe+c], p.rec.Column(c), p.idx, t)
+	}
+	sts := ts[1-p.side]
+	d := newRowDecoder(sts, r.bls[stored:stored+len(sts)])
+	for _, enc := range p.encs {
+		d.appendRow(enc)
+	}
+	clear(p.encs)
+	p.o, p.rec, p.idx, p.encs = nil, nil, p.idx[:0], p.encs[:0]
 }
 
 // decodeRecord builds a record from encoded rows (encodeRow).
