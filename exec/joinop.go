@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"slices"
 
@@ -42,6 +43,8 @@ type joinOp struct {
 	keyEnc  rowEncoder
 	rowEnc  rowEncoder
 	keyCols []arrow.Array
+	// per push, reused: each row's group at the start of the batch
+	rowGroups []*joinGroup
 	// candidate pairs of a push, reused
 	pi   []int
 	qenc []string
@@ -49,10 +52,9 @@ type joinOp struct {
 }
 
 type joinDirty struct {
-	kg       byte
-	side     int
-	key, enc string
-	row      *joinRow
+	g    *joinGroup
+	side int
+	enc  string
 }
 
 // nullKey is the group of rows whose join key has a NULL: encoded keys
@@ -60,15 +62,71 @@ type joinDirty struct {
 const nullKey = "\xff"
 
 type joinGroup struct {
-	kg   byte
-	key  string // its key in groups
-	rows [2]map[string]*joinRow
+	kg  byte
+	key string // its key in groups
+	// rows of each side, in no order; idx indexes a side's rows by
+	// encoding once it has more than joinIndexAt (a group is usually a
+	// few rows: a slice costs one allocation, not a map's several).
+	rows [2][]joinRow
+	idx  [2]map[string]int32
+	gone bool // removed from groups (a group of its key may come anew)
 }
 
 type joinRow struct {
+	enc     string
 	count   int64
 	matches int64
-	dirty   bool
+	dirty   bool // listed in joinOp.dirty
+}
+
+const joinIndexAt = 16
+
+// find returns the position of the row enc on side, or -1.
+func (g *joinGroup) find(side int, enc string) int {
+	if m := g.idx[side]; m != nil {
+		if i, ok := m[enc]; ok {
+			return int(i)
+		}
+		return -1
+	}
+	for i := range g.rows[side] {
+		if g.rows[side][i].enc == enc {
+			return i
+		}
+	}
+	return -1
+}
+
+// insert adds a row; pointers into the side's rows are void afterwards.
+func (g *joinGroup) insert(side int, r joinRow) *joinRow {
+	rows := append(g.rows[side], r)
+	g.rows[side] = rows
+	switch {
+	case g.idx[side] != nil:
+		g.idx[side][r.enc] = int32(len(rows) - 1)
+	case len(rows) > joinIndexAt:
+		m := make(map[string]int32, len(rows))
+		for i := range rows {
+			m[rows[i].enc] = int32(i)
+		}
+		g.idx[side] = m
+	}
+	return &rows[len(rows)-1]
+}
+
+// remove takes out the row at i (the last row moves into its place).
+func (g *joinGroup) remove(side, i int) {
+	rows := g.rows[side]
+	last := len(rows) - 1
+	if m := g.idx[side]; m != nil {
+		delete(m, rows[i].enc)
+		if i != last {
+			m[rows[last].enc] = int32(i)
+		}
+	}
+	rows[i] = rows[last]
+	rows[last] = joinRow{}
+	g.rows[side] = rows[:last]
 }
 
 type joinRef struct {
@@ -131,19 +189,23 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 	other := 1 - side
 	// The candidates: each row with the other side's rows of its key.
 	pi, qenc, qrow := o.pi[:0], o.qenc[:0], o.qrow[:0]
+	groups := o.rowGroups[:0]
 	for i := 0; i < n; i++ {
-		if isNull(i) {
-			continue
+		var g *joinGroup
+		if !isNull(i) {
+			g = o.groups[bytesView(o.keyEnc.row(i))]
 		}
-		g := o.groups[bytesView(o.keyEnc.row(i))]
+		groups = append(groups, g)
 		if g == nil {
 			continue
 		}
-		for enc, q := range g.rows[other] {
-			pi, qenc, qrow = append(pi, i), append(qenc, enc), append(qrow, q)
+		for k := range g.rows[other] {
+			q := &g.rows[other][k] // the other side's rows do not move in this push
+			pi, qenc, qrow = append(pi, i), append(qenc, q.enc), append(qrow, q)
 		}
 	}
-	o.pi, o.qenc, o.qrow = pi, qenc, qrow
+	o.pi, o.qenc, o.qrow, o.rowGroups = pi, qenc, qrow, groups
+	defer clear(groups)
 	defer func() { clear(o.qenc[:len(qenc)]); clear(o.qrow[:len(qrow)]) }()
 	pass, err := o.residual(ectx, rec, side, pi, qenc)
 	if err != nil {
@@ -223,10 +285,12 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		case !o.semi && o.preserve[side] && matched == 0:
 			o.buf.add(o, s, rec, i, side, "")
 		}
-		var g *joinGroup
-		if key == nullKey {
+		g := groups[i]
+		switch {
+		case key == nullKey:
 			g = o.groups[nullKey]
-		} else {
+		case g == nil || g.gone:
+			// Made or removed by an earlier row of this batch.
 			g = o.groups[bytesView(o.keyEnc.row(i))]
 		}
 		if g == nil {
@@ -234,23 +298,26 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 				key = string(o.keyEnc.row(i))
 			}
 			g = &joinGroup{kg: byte(keyGroup(h[i])), key: key}
-			g.rows[0], g.rows[1] = map[string]*joinRow{}, map[string]*joinRow{}
 			o.groups[key] = g
 		}
-		r := g.rows[side][enc]
-		if r == nil {
-			r = &joinRow{matches: matched}
-			g.rows[side][enc] = r
+		var r *joinRow
+		at := g.find(side, enc)
+		if at < 0 {
+			at = len(g.rows[side])
+			r = g.insert(side, joinRow{enc: enc, matches: matched})
+		} else {
+			r = &g.rows[side][at]
 		}
 		r.count += s
 		if !r.dirty {
 			r.dirty = true
-			o.dirty = append(o.dirty, joinDirty{kg: g.kg, side: side, key: g.key, enc: enc, row: r})
+			o.dirty = append(o.dirty, joinDirty{g: g, side: side, enc: enc})
 		}
 		if r.count <= 0 {
-			delete(g.rows[side], enc)
+			g.remove(side, at)
 			if len(g.rows[0]) == 0 && len(g.rows[1]) == 0 {
 				delete(o.groups, g.key)
+				g.gone = true
 			}
 		}
 		if o.buf.n >= 16<<10 {
@@ -303,46 +370,81 @@ func (o *joinOp) residual(ectx *expr.Ctx, rec arrow.RecordBatch, side int, pi []
 // barrier writes the rows that changed in the epoch.
 func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if w != nil && len(o.dirty) > 0 {
-		type kv struct{ k, v []byte }
-		writes := make([]kv, 0, len(o.dirty))
+		o.writeDirty(w)
+	} else {
 		for _, d := range o.dirty {
-			var count int64
-			// The row now: it may have gone and come back (listed twice,
-			// written the same both times), or its group been made anew
-			// under another key group (only nullKey's depends on the
-			// first row), whose write is the new group's entry.
-			if g := o.groups[d.key]; g != nil && g.kg == d.kg {
-				if r := g.rows[d.side][d.enc]; r != nil {
-					count = r.count
-				}
-			}
-			k := []byte{d.kg, byte(d.side)}
-			k = binary.AppendUvarint(k, uint64(len(d.key)))
-			k = append(append(k, d.key...), d.enc...)
-			var v []byte
-			if count > 0 {
-				v = binary.AppendUvarint(nil, uint64(count))
-			}
-			writes = append(writes, kv{k, v})
-		}
-		slices.SortFunc(writes, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
-		writes = slices.CompactFunc(writes, func(a, b kv) bool { return bytes.Equal(a.k, b.k) })
-		r := w.NewRun()
-		for _, x := range writes {
-			if x.v != nil {
-				r.PutState(o.j.spec.ID, o.op, x.k, x.v)
-			} else {
-				r.DeleteState(o.j.spec.ID, o.op, x.k)
+			if i := d.g.find(d.side, d.enc); i >= 0 {
+				d.g.rows[d.side][i].dirty = false
 			}
 		}
-		w.AddRun(r)
-	}
-	for _, d := range o.dirty {
-		d.row.dirty = false
 	}
 	clear(o.dirty)
 	o.dirty = o.dirty[:0]
 	return nil
+}
+
+// writeDirty writes the state of the rows changed in the epoch as one
+// sorted run. The keys are built into one buffer and sorted by their
+// first 16 bytes as two integers, then by the rest.
+func (o *joinOp) writeDirty(w *storage.Batch) {
+	type ref struct {
+		p0, p1   uint64
+		off, end int
+		count    int64
+	}
+	refs := make([]ref, 0, len(o.dirty))
+	var buf []byte
+	for _, d := range o.dirty {
+		// The row now: it may have gone and come back (listed twice,
+		// written the same both times), or its group been made anew
+		// (and under another key group: nullKey's follows its first row).
+		g := d.g
+		var count int64
+		if g.gone {
+			g = o.groups[g.key]
+		}
+		if g != nil && g.kg == d.g.kg {
+			if i := g.find(d.side, d.enc); i >= 0 {
+				count = g.rows[d.side][i].count
+				g.rows[d.side][i].dirty = false
+			}
+		}
+		off := len(buf)
+		buf = append(buf, d.g.kg, byte(d.side))
+		buf = binary.AppendUvarint(buf, uint64(len(d.g.key)))
+		buf = append(append(buf, d.g.key...), d.enc...)
+		refs = append(refs, ref{off: off, end: len(buf), count: count})
+	}
+	for i := range refs {
+		r := &refs[i]
+		var p [16]byte
+		copy(p[:], buf[r.off:r.end])
+		r.p0, r.p1 = binary.BigEndian.Uint64(p[:8]), binary.BigEndian.Uint64(p[8:])
+	}
+	slices.SortFunc(refs, func(a, b ref) int {
+		switch {
+		case a.p0 != b.p0:
+			return cmp.Compare(a.p0, b.p0)
+		case a.p1 != b.p1:
+			return cmp.Compare(a.p1, b.p1)
+		}
+		return bytes.Compare(buf[a.off:a.end], buf[b.off:b.end])
+	})
+	r := w.NewRun()
+	var v []byte
+	for i, x := range refs {
+		k := buf[x.off:x.end]
+		if p := &refs[max(i, 1)-1]; i > 0 && p.p0 == x.p0 && p.p1 == x.p1 && bytes.Equal(k, buf[p.off:p.end]) {
+			continue // the same row listed twice
+		}
+		if x.count > 0 {
+			v = binary.AppendUvarint(v[:0], uint64(x.count))
+			r.PutState(o.j.spec.ID, o.op, k, v)
+		} else {
+			r.DeleteState(o.j.spec.ID, o.op, k)
+		}
+	}
+	w.AddRun(r)
 }
 
 // load restores the rows of the key groups instance inst of par owns and
@@ -365,10 +467,9 @@ func (o *joinOp) load(inst, par int) error {
 		g := o.groups[k]
 		if g == nil {
 			g = &joinGroup{kg: key[0], key: k}
-			g.rows[0], g.rows[1] = map[string]*joinRow{}, map[string]*joinRow{}
 			o.groups[k] = g
 		}
-		g.rows[side][string(rest[klen:])] = &joinRow{count: int64(count)}
+		g.insert(side, joinRow{enc: string(rest[klen:]), count: int64(count)})
 		return nil
 	})
 	if err != nil {
@@ -397,9 +498,10 @@ func (o *joinOp) pairs(ectx *expr.Ctx, g *joinGroup, fn func(l, r *joinRow, lenc
 	}
 	var lenc, renc []string
 	var lrow, rrow []*joinRow
-	for enc, r := range g.rows[0] {
-		for enc2, r2 := range g.rows[1] {
-			lenc, renc = append(lenc, enc), append(renc, enc2)
+	for i := range g.rows[0] {
+		for k := range g.rows[1] {
+			r, r2 := &g.rows[0][i], &g.rows[1][k]
+			lenc, renc = append(lenc, r.enc), append(renc, r2.enc)
 			lrow, rrow = append(lrow, r), append(rrow, r2)
 		}
 	}
@@ -442,7 +544,8 @@ func (o *joinOp) reemitAll(ectx *expr.Ctx) error {
 			}
 		}
 		for side := 0; side < 2; side++ {
-			for enc, r := range g.rows[side] {
+			for _, r := range g.rows[side] {
+				enc := r.enc
 				emit := false
 				switch {
 				case o.semi:
