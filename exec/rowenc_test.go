@@ -39,8 +39,6 @@ func TestRowEncoder(t *testing.T) {
 			case types.PhysBool:
 				d = types.Boolean(r.IntN(2) == 0)
 			default:
-				var s []byte
-				s = encodeDatum(s, types.Datum{}, ty)
 				d, _, _ = decodeDatum(append([]byte{1}, make([]byte, 16)...), ty)
 			}
 			types.AppendDatum(bls[c], d, ty)
