@@ -575,6 +575,8 @@ type rowsOut struct {
 	bls []arrowBuilder
 	ops []Op
 	n   int
+	// decs decodes stored rows into the builders from a column offset.
+	decs map[int]*rowDecoder
 	// Pairs of a join (addPair) wait here and are appended a column at a
 	// time: the probe side's by index from its batch, the stored side's
 	// decoded. Anything else appended first flushes them, keeping order.
@@ -599,6 +601,7 @@ func (r *rowsOut) reset() {
 		r.bls[i] = types.NewBuilder(memoryPool, t)
 	}
 	r.ops, r.n = nil, 0
+	r.decs = map[int]*rowDecoder{}
 }
 
 // chunk returns the rows collected so far and starts anew.
@@ -631,7 +634,12 @@ func (r *rowsOut) appendSide(from int, ts []types.T, rec arrow.RecordBatch, i in
 			types.AppendDatum(r.bls[from+c], types.DatumAt(rec.Column(c), i, t), t)
 		}
 	case enc != "":
-		newRowDecoder(ts, r.bls[from:from+len(ts)]).appendRow(enc)
+		d := r.decs[from]
+		if d == nil {
+			d = newRowDecoder(ts, r.bls[from:from+len(ts)])
+			r.decs[from] = d
+		}
+		d.appendRow(enc)
 	default:
 		for c := range ts {
 			r.bls[from+c].AppendNull()

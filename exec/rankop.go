@@ -127,7 +127,12 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	}
 	slices.Sort(keys)
 	buf := newRowsOut(o.outTs)
-	for _, k := range keys {
+	// Partitions are computed in batches of about 64K candidate rows:
+	// one decoded record and one evaluation of the order for all of them.
+	var batch []string
+	var inputs []map[string]int64
+	size := 0
+	for x, k := range keys {
 		p := o.parts[k]
 		candidates := p.rows
 		if !p.full {
@@ -136,35 +141,22 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 				candidates[enc]++
 			}
 		}
-		next, top, err := o.compute(ectx, candidates)
+		batch, inputs = append(batch, k), append(inputs, candidates)
+		size += len(candidates)
+		if size < 64<<10 && x < len(keys)-1 {
+			continue
+		}
+		results, err := o.computeMany(ectx, inputs)
 		if err != nil {
 			return err
 		}
-		p.top, p.added, p.full = top, p.added[:0], false
-		for enc, c := range p.out {
-			for d := next[enc]; d < c; d++ {
-				buf.appendSide(0, o.outTs, nil, -1, enc)
-				buf.ops = append(buf.ops, OpDelete)
-				buf.n++
-			}
-		}
-		for enc, c := range next {
-			for d := p.out[enc]; d < c; d++ {
-				buf.appendSide(0, o.outTs, nil, -1, enc)
-				buf.ops = append(buf.ops, OpInsert)
-				buf.n++
-			}
-		}
-		p.out = next
-		if len(p.rows) == 0 {
-			delete(o.parts, k)
-			p.gone = true
-		}
-		if buf.n >= 16<<10 {
-			if err := o.out.emit(ectx, buf.chunk(), nil); err != nil {
+		for i, k := range batch {
+			if err := o.applyResult(ectx, buf, k, results[i]); err != nil {
 				return err
 			}
 		}
+		clear(inputs)
+		batch, inputs, size = batch[:0], inputs[:0], 0
 	}
 	clear(o.dirty)
 	if buf.n > 0 {
@@ -177,6 +169,39 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	}
 	clear(o.dirtyRows)
 	o.dirtyRows = o.dirtyRows[:0]
+	return nil
+}
+
+// applyResult makes partition k's new output its own and emits the
+// difference from what it emitted before.
+func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankResult) error {
+	p := o.parts[k]
+	next, top := res.out, res.top
+	p.top, p.added, p.full = top, p.added[:0], false
+	for enc, c := range p.out {
+		for d := next[enc]; d < c; d++ {
+			buf.appendSide(0, o.outTs, nil, -1, enc)
+			buf.ops = append(buf.ops, OpDelete)
+			buf.n++
+		}
+	}
+	for enc, c := range next {
+		for d := p.out[enc]; d < c; d++ {
+			buf.appendSide(0, o.outTs, nil, -1, enc)
+			buf.ops = append(buf.ops, OpInsert)
+			buf.n++
+		}
+	}
+	p.out = next
+	if len(p.rows) == 0 {
+		delete(o.parts, k)
+		p.gone = true
+	}
+	if buf.n >= 16<<10 {
+		if err := o.out.emit(ectx, buf.chunk(), nil); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -227,26 +252,41 @@ func (o *rankOp) writeDirty(w *storage.Batch) {
 // [lo, hi) of the order, or every row (up to the bound) with its window
 // functions' values appended. Rows that tie in the order are taken in the
 // order of their encoding, so equal inputs give equal outputs.
+type rankResult struct{ out, top map[string]int64 }
+
 func (o *rankOp) compute(ectx *expr.Ctx, rows map[string]int64) (out, top map[string]int64, err error) {
-	out, top = map[string]int64{}, map[string]int64{}
-	if len(rows) == 0 {
-		return out, top, nil
+	res, err := o.computeMany(ectx, []map[string]int64{rows})
+	if err != nil {
+		return nil, nil, err
 	}
-	if hi := o.spec.hi; hi > 0 && int64(len(rows)) > 4*hi+rankPreselectMin &&
-		(o.spec.window == nil || o.spec.window.Funcs[0].Kind == WinRowNumber) {
-		// Only the first hi rows of the order matter (as ROW_NUMBER
-		// bounds them; RANK and DENSE_RANK may take more on ties).
-		if rows, err = o.preselect(ectx, rows, hi); err != nil {
-			return nil, nil, err
+	return res[0].out, res[0].top, nil
+}
+
+// computeMany computes several partitions' outputs (compute) over one
+// record of all their rows.
+func (o *rankOp) computeMany(ectx *expr.Ctx, inputs []map[string]int64) ([]rankResult, error) {
+	results := make([]rankResult, len(inputs))
+	bounds := make([]int, len(inputs)+1)
+	var encs []string
+	for x, rows := range inputs {
+		if hi := o.spec.hi; hi > 0 && int64(len(rows)) > 4*hi+rankPreselectMin &&
+			(o.spec.window == nil || o.spec.window.Funcs[0].Kind == WinRowNumber) {
+			// Only the first hi rows of the order matter (as ROW_NUMBER
+			// bounds them; RANK and DENSE_RANK may take more on ties).
+			var err error
+			if rows, err = o.preselect(ectx, rows, hi); err != nil {
+				return nil, err
+			}
 		}
-	}
-	encs := make([]string, 0, len(rows))
-	for enc, c := range rows {
-		for range c {
-			encs = append(encs, enc)
+		start := len(encs)
+		for enc, c := range rows {
+			for range c {
+				encs = append(encs, enc)
+			}
 		}
+		slices.Sort(encs[start:])
+		bounds[x+1] = len(encs)
 	}
-	slices.Sort(encs)
 	rec := decodeRecord(o.inTs, encs)
 	defer rec.Release()
 	keys := make([]arrow.Array, len(o.spec.order))
@@ -255,7 +295,7 @@ func (o *rankOp) compute(ectx *expr.Ctx, rows map[string]int64) (out, top map[st
 	for i, k := range o.spec.order {
 		var err error
 		if keys[i], err = expr.Eval(ectx, k.E, rec); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		cmps[i] = comparator(keys[i], k.E.Type(), k.Desc, k.NullsFirst)
 	}
@@ -267,53 +307,61 @@ func (o *rankOp) compute(ectx *expr.Ctx, rows map[string]int64) (out, top map[st
 		}
 		return 0
 	}
-	idx := make([]int, len(encs))
-	for i := range idx {
-		idx[i] = i
+	all := make([]int, len(encs))
+	for i := range all {
+		all[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return cmp(idx[a], idx[b]) < 0 })
-	w := o.spec.window
-	if w == nil {
-		hi := int64(len(idx))
-		if o.spec.hi >= 0 {
-			hi = min(hi, o.spec.hi)
-		}
-		for k := int64(0); k < hi; k++ {
-			top[encs[idx[k]]]++
-			if k >= o.spec.lo {
-				out[encs[idx[k]]]++
-			}
-		}
-		return out, top, nil
-	}
-	vals := make([]int64, len(w.Funcs))
-	var rank, dense int64
 	var buf []byte
-	for k, r := range idx {
-		if k == 0 || cmp(idx[k-1], r) != 0 {
-			rank, dense = int64(k)+1, dense+1
+	for x := range inputs {
+		out, top := map[string]int64{}, map[string]int64{}
+		results[x] = rankResult{out, top}
+		idx := all[bounds[x]:bounds[x+1]]
+		if len(idx) == 0 {
+			continue
 		}
-		for f, fn := range w.Funcs {
-			switch fn.Kind {
-			case WinRowNumber:
-				vals[f] = int64(k) + 1
-			case WinRank:
-				vals[f] = rank
-			case WinDenseRank:
-				vals[f] = dense
+		sort.SliceStable(idx, func(a, b int) bool { return cmp(idx[a], idx[b]) < 0 })
+		w := o.spec.window
+		if w == nil {
+			hi := int64(len(idx))
+			if o.spec.hi >= 0 {
+				hi = min(hi, o.spec.hi)
 			}
+			for k := int64(0); k < hi; k++ {
+				top[encs[idx[k]]]++
+				if k >= o.spec.lo {
+					out[encs[idx[k]]]++
+				}
+			}
+			continue
 		}
-		if o.spec.hi >= 0 && vals[0] > o.spec.hi {
-			break // every function here only grows along the order
+		vals := make([]int64, len(w.Funcs))
+		var rank, dense int64
+		for k, r := range idx {
+			if k == 0 || cmp(idx[k-1], r) != 0 {
+				rank, dense = int64(k)+1, dense+1
+			}
+			for f, fn := range w.Funcs {
+				switch fn.Kind {
+				case WinRowNumber:
+					vals[f] = int64(k) + 1
+				case WinRank:
+					vals[f] = rank
+				case WinDenseRank:
+					vals[f] = dense
+				}
+			}
+			if o.spec.hi >= 0 && vals[0] > o.spec.hi {
+				break // every function here only grows along the order
+			}
+			buf = append(buf[:0], encs[r]...)
+			for f, fn := range w.Funcs {
+				buf = encodeDatum(buf, types.Int(vals[f]), fn.T)
+			}
+			out[string(buf)]++
+			top[encs[r]]++
 		}
-		buf = append(buf[:0], encs[r]...)
-		for f, fn := range w.Funcs {
-			buf = encodeDatum(buf, types.Int(vals[f]), fn.T)
-		}
-		out[string(buf)]++
-		top[encs[r]]++
 	}
-	return out, top, nil
+	return results, nil
 }
 
 // rankPreselectMin: below 4*hi plus this many rows, compute sorts them all
@@ -420,10 +468,23 @@ func (o *rankOp) load(inst, par int) error {
 		return err
 	}
 	ectx := o.j.exprCtx()
+	var batch []*rankPart
+	var inputs []map[string]int64
+	size, left := 0, len(o.parts)
 	for _, p := range o.parts {
-		if p.out, p.top, err = o.compute(ectx, p.rows); err != nil {
+		batch, inputs = append(batch, p), append(inputs, p.rows)
+		size += len(p.rows)
+		if left--; size < 64<<10 && left > 0 {
+			continue
+		}
+		results, err := o.computeMany(ectx, inputs)
+		if err != nil {
 			return err
 		}
+		for i, p := range batch {
+			p.out, p.top = results[i].out, results[i].top
+		}
+		batch, inputs, size = batch[:0], inputs[:0], 0
 	}
 	return nil
 }
