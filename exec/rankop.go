@@ -39,6 +39,7 @@ type rankOp struct {
 	out       *outlet
 	keyEnc    rowEncoder
 	rowEnc    rowEncoder
+	sk        sortedKeys // reused by writeDirty
 }
 
 type rankDirty struct {
@@ -208,7 +209,8 @@ func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankRes
 // writeDirty writes the state of the rows changed in the epoch as one
 // sorted run (sortedKeys: keys sorted by a 16-byte integer prefix).
 func (o *rankOp) writeDirty(w *storage.Batch) {
-	var sk sortedKeys
+	sk := &o.sk
+	sk.reset()
 	for i, d := range o.dirtyRows {
 		p := d.p
 		if p.gone { // its partition emptied; it may have come back
