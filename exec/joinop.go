@@ -218,6 +218,11 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			s = int64(c.Ops[i].Sign())
 		}
 		enc := o.rowEnc.rowString(i)
+		if c.Ops != nil {
+			// Rows that may go again get their own copy, so a row kept
+			// does not keep its batch's other rows alive.
+			enc = string(o.rowEnc.row(i))
+		}
 		key := ""
 		if isNull(i) {
 			// A NULL key matches nothing, ever. The rows that show anyway

@@ -94,6 +94,9 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 	var p *rankPart
 	for i := 0; i < n; i++ {
 		enc := o.rowEnc.rowString(i)
+		if c.Ops != nil {
+			enc = string(o.rowEnc.row(i)) // as in joinOp.push
+		}
 		if key := o.keyEnc.row(i); p == nil || p.gone || p.key != bytesView(key) {
 			p = o.parts[bytesView(key)]
 			if p == nil {
