@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"slices"
 
@@ -34,10 +35,26 @@ type joinOp struct {
 	semi     bool // semi or anti: only left columns go out
 	preserve [2]bool
 	groups   map[string]*joinGroup
-	dirty    map[joinRef]struct{}
-	out      *outlet
-	buf      *rowsOut
-	scratch  []byte
+	// dirty lists the rows changed in the epoch (joinRow.dirty marks them;
+	// a row removed and added again may be listed twice).
+	dirty   []joinDirty
+	out     *outlet
+	buf     *rowsOut
+	keyEnc  rowEncoder
+	rowEnc  rowEncoder
+	keyCols []arrow.Array
+	// per push, reused: each row's group at the start of the batch
+	rowGroups []*joinGroup
+	// candidate pairs of a push, reused
+	pi   []int
+	qenc []string
+	qrow []*joinRow
+}
+
+type joinDirty struct {
+	g    *joinGroup
+	side int
+	enc  string
 }
 
 // nullKey is the group of rows whose join key has a NULL: encoded keys
@@ -45,13 +62,71 @@ type joinOp struct {
 const nullKey = "\xff"
 
 type joinGroup struct {
-	kg   byte
-	rows [2]map[string]*joinRow
+	kg  byte
+	key string // its key in groups
+	// rows of each side, in no order; idx indexes a side's rows by
+	// encoding once it has more than joinIndexAt (a group is usually a
+	// few rows: a slice costs one allocation, not a map's several).
+	rows [2][]joinRow
+	idx  [2]map[string]int32
+	gone bool // removed from groups (a group of its key may come anew)
 }
 
 type joinRow struct {
+	enc     string
 	count   int64
 	matches int64
+	dirty   bool // listed in joinOp.dirty
+}
+
+const joinIndexAt = 16
+
+// find returns the position of the row enc on side, or -1.
+func (g *joinGroup) find(side int, enc string) int {
+	if m := g.idx[side]; m != nil {
+		if i, ok := m[enc]; ok {
+			return int(i)
+		}
+		return -1
+	}
+	for i := range g.rows[side] {
+		if g.rows[side][i].enc == enc {
+			return i
+		}
+	}
+	return -1
+}
+
+// insert adds a row; pointers into the side's rows are void afterwards.
+func (g *joinGroup) insert(side int, r joinRow) *joinRow {
+	rows := append(g.rows[side], r)
+	g.rows[side] = rows
+	switch {
+	case g.idx[side] != nil:
+		g.idx[side][r.enc] = int32(len(rows) - 1)
+	case len(rows) > joinIndexAt:
+		m := make(map[string]int32, len(rows))
+		for i := range rows {
+			m[rows[i].enc] = int32(i)
+		}
+		g.idx[side] = m
+	}
+	return &rows[len(rows)-1]
+}
+
+// remove takes out the row at i (the last row moves into its place).
+func (g *joinGroup) remove(side, i int) {
+	rows := g.rows[side]
+	last := len(rows) - 1
+	if m := g.idx[side]; m != nil {
+		delete(m, rows[i].enc)
+		if i != last {
+			m[rows[last].enc] = int32(i)
+		}
+	}
+	rows[i] = rows[last]
+	rows[last] = joinRow{}
+	g.rows[side] = rows[:last]
 }
 
 type joinRef struct {
@@ -61,7 +136,7 @@ type joinRef struct {
 
 func newJoinOp(j *Job, n *gnode) *joinOp {
 	s := n.join
-	o := &joinOp{j: j, spec: s, op: n.op, groups: map[string]*joinGroup{}, dirty: map[joinRef]struct{}{}}
+	o := &joinOp{j: j, spec: s, op: n.op, groups: map[string]*joinGroup{}}
 	o.ts = [2][]types.T{s.Left.Types(), s.Right.Types()}
 	o.keys = [2][]expr.Expr{s.LeftKeys, s.RightKeys}
 	o.outTs = s.Types()
@@ -84,46 +159,54 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		o.buf = newRowsOut(o.outTs)
 	}
 	n := int(rec.NumRows())
-	keys := make([]arrow.Array, len(o.keys[side]))
-	defer releaseAll(keys)
-	for i, k := range o.keys[side] {
-		var err error
-		if keys[i], err = expr.Eval(ectx, k, rec); err != nil {
+	keys := o.keyCols[:0]
+	defer func() { releaseAll(keys); clear(keys) }()
+	for _, k := range o.keys[side] {
+		a, err := expr.Eval(ectx, k, rec)
+		if err != nil {
 			return err
 		}
+		keys = append(keys, a)
 	}
+	o.keyCols = keys
 	h := hashColumns(nil, keys, n)
 	keyTs := exprTypes(o.keys[side])
-	keyEnc := make([]string, n)
-	null := make([]bool, n)
-	for i := 0; i < n; i++ {
-		if anyNull(keys, i) {
-			null[i] = true
-			continue
+	// Keys and rows are encoded a column at a time; a key is copied into
+	// a string only for a new group, a row shares one string per batch.
+	o.keyEnc.encode(keys, keyTs, n)
+	o.rowEnc.encode(rec.Columns()[:len(o.ts[side])], o.ts[side], n)
+	var null []bool
+	for _, k := range keys {
+		if k.NullN() > 0 {
+			null = make([]bool, n)
+			for i := range null {
+				null[i] = anyNull(keys, i)
+			}
+			break
 		}
-		o.scratch = o.scratch[:0]
-		for c, k := range keys {
-			o.scratch = encodeDatum(o.scratch, types.DatumAt(k, i, keyTs[c]), keyTs[c])
-		}
-		keyEnc[i] = string(o.scratch)
 	}
+	isNull := func(i int) bool { return null != nil && null[i] }
 	other := 1 - side
 	// The candidates: each row with the other side's rows of its key.
-	var pi []int
-	var qenc []string
-	var qrow []*joinRow
+	pi, qenc, qrow := o.pi[:0], o.qenc[:0], o.qrow[:0]
+	groups := o.rowGroups[:0]
 	for i := 0; i < n; i++ {
-		if null[i] {
-			continue
+		var g *joinGroup
+		if !isNull(i) {
+			g = o.groups[bytesView(o.keyEnc.row(i))]
 		}
-		g := o.groups[keyEnc[i]]
+		groups = append(groups, g)
 		if g == nil {
 			continue
 		}
-		for enc, q := range g.rows[other] {
-			pi, qenc, qrow = append(pi, i), append(qenc, enc), append(qrow, q)
+		for k := range g.rows[other] {
+			q := &g.rows[other][k] // the other side's rows do not move in this push
+			pi, qenc, qrow = append(pi, i), append(qenc, q.enc), append(qrow, q)
 		}
 	}
+	o.pi, o.qenc, o.qrow, o.rowGroups = pi, qenc, qrow, groups
+	defer clear(groups)
+	defer func() { clear(o.qenc[:len(qenc)]); clear(o.qrow[:len(qrow)]) }()
 	pass, err := o.residual(ectx, rec, side, pi, qenc)
 	if err != nil {
 		return err
@@ -134,8 +217,14 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		if c.Ops != nil {
 			s = int64(c.Ops[i].Sign())
 		}
-		enc := string(encodeRow(o.scratch[:0], rec, i, o.ts[side]))
-		if null[i] {
+		enc := o.rowEnc.rowString(i)
+		if c.Ops != nil {
+			// Rows that may go again get their own copy, so a row kept
+			// does not keep its batch's other rows alive.
+			enc = string(o.rowEnc.row(i))
+		}
+		key := ""
+		if isNull(i) {
 			// A NULL key matches nothing, ever. The rows that show anyway
 			// (outer, anti) are kept under nullKey, which no key equals,
 			// so an upgraded view can rebuild them from state.
@@ -144,11 +233,11 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 				continue
 			}
 			o.buf.add(o, s, rec, i, side, "")
-			keyEnc[i] = nullKey
+			key = nullKey
 		}
 		var matched int64
 		for ; ci < len(pi) && pi[ci] == i; ci++ {
-			if !pass[ci] {
+			if pass != nil && !pass[ci] {
 				continue
 			}
 			q := qrow[ci]
@@ -157,6 +246,9 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 				for range q.count {
 					o.buf.addPair(o, s, rec, i, side, qenc[ci])
 				}
+			}
+			if !o.semi && !o.preserve[other] {
+				continue // inner, or the outer side of a left/right join: no transitions
 			}
 			before := q.matches
 			q.matches += s
@@ -190,7 +282,7 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			}
 		}
 		switch {
-		case null[i]:
+		case isNull(i):
 		case o.semi && side == 0:
 			if (o.spec.Kind == JoinSemi) == (matched > 0) {
 				o.buf.add(o, s, rec, i, side, "")
@@ -198,25 +290,41 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		case !o.semi && o.preserve[side] && matched == 0:
 			o.buf.add(o, s, rec, i, side, "")
 		}
-		g := o.groups[keyEnc[i]]
-		if g == nil {
-			g = &joinGroup{kg: byte(keyGroup(h[i]))}
-			g.rows[0], g.rows[1] = map[string]*joinRow{}, map[string]*joinRow{}
-			o.groups[keyEnc[i]] = g
+		g := groups[i]
+		switch {
+		case key == nullKey:
+			g = o.groups[nullKey]
+		case g == nil || g.gone:
+			// Made or removed by an earlier row of this batch.
+			g = o.groups[bytesView(o.keyEnc.row(i))]
 		}
-		r := g.rows[side][enc]
-		if r == nil {
-			r = &joinRow{matches: matched}
-			g.rows[side][enc] = r
+		if g == nil {
+			if key == "" {
+				key = string(o.keyEnc.row(i))
+			}
+			g = &joinGroup{kg: byte(keyGroup(h[i])), key: key}
+			o.groups[key] = g
+		}
+		var r *joinRow
+		at := g.find(side, enc)
+		if at < 0 {
+			at = len(g.rows[side])
+			r = g.insert(side, joinRow{enc: enc, matches: matched})
+		} else {
+			r = &g.rows[side][at]
 		}
 		r.count += s
+		if !r.dirty {
+			r.dirty = true
+			o.dirty = append(o.dirty, joinDirty{g: g, side: side, enc: enc})
+		}
 		if r.count <= 0 {
-			delete(g.rows[side], enc)
+			g.remove(side, at)
 			if len(g.rows[0]) == 0 && len(g.rows[1]) == 0 {
-				delete(o.groups, keyEnc[i])
+				delete(o.groups, g.key)
+				g.gone = true
 			}
 		}
-		o.dirty[joinRef{side, keyEnc[i], enc}] = struct{}{}
 		if o.buf.n >= 16<<10 {
 			if err := o.emitRows(ectx); err != nil {
 				return err
@@ -227,15 +335,13 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 }
 
 // residual evaluates the join's residual condition over the candidate
-// pairs (row pi[k] of rec on side, stored row qenc[k] on the other).
+// pairs (row pi[k] of rec on side, stored row qenc[k] on the other); nil
+// means every pair passes.
 func (o *joinOp) residual(ectx *expr.Ctx, rec arrow.RecordBatch, side int, pi []int, qenc []string) ([]bool, error) {
-	pass := make([]bool, len(pi))
 	if o.spec.Residual == nil || len(pi) == 0 {
-		for k := range pass {
-			pass[k] = true
-		}
-		return pass, nil
+		return nil, nil // every pair passes
 	}
+	pass := make([]bool, len(pi))
 	cols := make([]arrow.Array, 0, len(o.ts[0])+len(o.ts[1]))
 	for s := 0; s < 2; s++ {
 		if s == side {
@@ -269,53 +375,81 @@ func (o *joinOp) residual(ectx *expr.Ctx, rec arrow.RecordBatch, side int, pi []
 // barrier writes the rows that changed in the epoch.
 func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if w != nil && len(o.dirty) > 0 {
-		type kv struct{ k, v []byte }
-		writes := make([]kv, 0, len(o.dirty))
-		for ref := range o.dirty {
-			var kg byte
-			var count int64
-			if g := o.groups[ref.key]; g != nil {
-				kg = g.kg
-				if r := g.rows[ref.side][ref.enc]; r != nil {
-					count = r.count
-				}
-			} else {
-				kg = o.kgOf(ref)
-			}
-			k := []byte{kg, byte(ref.side)}
-			k = binary.AppendUvarint(k, uint64(len(ref.key)))
-			k = append(append(k, ref.key...), ref.enc...)
-			var v []byte
-			if count > 0 {
-				v = binary.AppendUvarint(nil, uint64(count))
-			}
-			writes = append(writes, kv{k, v})
-		}
-		slices.SortFunc(writes, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
-		r := w.NewRun()
-		for _, x := range writes {
-			if x.v != nil {
-				r.PutState(o.j.spec.ID, o.op, x.k, x.v)
-			} else {
-				r.DeleteState(o.j.spec.ID, o.op, x.k)
+		o.writeDirty(w)
+	} else {
+		for _, d := range o.dirty {
+			if i := d.g.find(d.side, d.enc); i >= 0 {
+				d.g.rows[d.side][i].dirty = false
 			}
 		}
-		w.AddRun(r)
 	}
 	clear(o.dirty)
+	o.dirty = o.dirty[:0]
 	return nil
 }
 
-// kgOf recomputes the key group of a key whose group is gone: the hash of
-// its decoded key columns.
-func (o *joinOp) kgOf(ref joinRef) byte {
-	ts := exprTypes(o.keys[ref.side])
-	ds := make([]types.Datum, len(ts))
-	rest := []byte(ref.key)
-	for c, t := range ts {
-		ds[c], rest, _ = decodeDatum(rest, t)
+// writeDirty writes the state of the rows changed in the epoch as one
+// sorted run. The keys are built into one buffer and sorted by their
+// first 16 bytes as two integers, then by the rest.
+func (o *joinOp) writeDirty(w *storage.Batch) {
+	type ref struct {
+		p0, p1   uint64
+		off, end int
+		count    int64
 	}
-	return byte(keyGroup(hashDatums(ds, ts)))
+	refs := make([]ref, 0, len(o.dirty))
+	var buf []byte
+	for _, d := range o.dirty {
+		// The row now: it may have gone and come back (listed twice,
+		// written the same both times), or its group been made anew
+		// (and under another key group: nullKey's follows its first row).
+		g := d.g
+		var count int64
+		if g.gone {
+			g = o.groups[g.key]
+		}
+		if g != nil && g.kg == d.g.kg {
+			if i := g.find(d.side, d.enc); i >= 0 {
+				count = g.rows[d.side][i].count
+				g.rows[d.side][i].dirty = false
+			}
+		}
+		off := len(buf)
+		buf = append(buf, d.g.kg, byte(d.side))
+		buf = binary.AppendUvarint(buf, uint64(len(d.g.key)))
+		buf = append(append(buf, d.g.key...), d.enc...)
+		refs = append(refs, ref{off: off, end: len(buf), count: count})
+	}
+	for i := range refs {
+		r := &refs[i]
+		var p [16]byte
+		copy(p[:], buf[r.off:r.end])
+		r.p0, r.p1 = binary.BigEndian.Uint64(p[:8]), binary.BigEndian.Uint64(p[8:])
+	}
+	slices.SortFunc(refs, func(a, b ref) int {
+		switch {
+		case a.p0 != b.p0:
+			return cmp.Compare(a.p0, b.p0)
+		case a.p1 != b.p1:
+			return cmp.Compare(a.p1, b.p1)
+		}
+		return bytes.Compare(buf[a.off:a.end], buf[b.off:b.end])
+	})
+	r := w.NewRun()
+	var v []byte
+	for i, x := range refs {
+		k := buf[x.off:x.end]
+		if p := &refs[max(i, 1)-1]; i > 0 && p.p0 == x.p0 && p.p1 == x.p1 && bytes.Equal(k, buf[p.off:p.end]) {
+			continue // the same row listed twice
+		}
+		if x.count > 0 {
+			v = binary.AppendUvarint(v[:0], uint64(x.count))
+			r.PutState(o.j.spec.ID, o.op, k, v)
+		} else {
+			r.DeleteState(o.j.spec.ID, o.op, k)
+		}
+	}
+	w.AddRun(r)
 }
 
 // load restores the rows of the key groups instance inst of par owns and
@@ -337,11 +471,10 @@ func (o *joinOp) load(inst, par int) error {
 		k := string(rest[:klen])
 		g := o.groups[k]
 		if g == nil {
-			g = &joinGroup{kg: key[0]}
-			g.rows[0], g.rows[1] = map[string]*joinRow{}, map[string]*joinRow{}
+			g = &joinGroup{kg: key[0], key: k}
 			o.groups[k] = g
 		}
-		g.rows[side][string(rest[klen:])] = &joinRow{count: int64(count)}
+		g.insert(side, joinRow{enc: string(rest[klen:]), count: int64(count)})
 		return nil
 	})
 	if err != nil {
@@ -370,9 +503,10 @@ func (o *joinOp) pairs(ectx *expr.Ctx, g *joinGroup, fn func(l, r *joinRow, lenc
 	}
 	var lenc, renc []string
 	var lrow, rrow []*joinRow
-	for enc, r := range g.rows[0] {
-		for enc2, r2 := range g.rows[1] {
-			lenc, renc = append(lenc, enc), append(renc, enc2)
+	for i := range g.rows[0] {
+		for k := range g.rows[1] {
+			r, r2 := &g.rows[0][i], &g.rows[1][k]
+			lenc, renc = append(lenc, r.enc), append(renc, r2.enc)
 			lrow, rrow = append(lrow, r), append(rrow, r2)
 		}
 	}
@@ -386,8 +520,8 @@ func (o *joinOp) pairs(ectx *expr.Ctx, g *joinGroup, fn func(l, r *joinRow, lenc
 	if err != nil {
 		return err
 	}
-	for k, ok := range pass {
-		if ok {
+	for k := range lrow {
+		if pass == nil || pass[k] {
 			fn(lrow[k], rrow[k], lenc[k], renc[k])
 		}
 	}
@@ -415,7 +549,8 @@ func (o *joinOp) reemitAll(ectx *expr.Ctx) error {
 			}
 		}
 		for side := 0; side < 2; side++ {
-			for enc, r := range g.rows[side] {
+			for _, r := range g.rows[side] {
+				enc := r.enc
 				emit := false
 				switch {
 				case o.semi:
@@ -445,6 +580,18 @@ type rowsOut struct {
 	bls []arrowBuilder
 	ops []Op
 	n   int
+	// decs decodes stored rows into the builders from a column offset.
+	decs map[int]*rowDecoder
+	// Pairs of a join (addPair) wait here and are appended a column at a
+	// time: the probe side's by index from its batch, the stored side's
+	// decoded. Anything else appended first flushes them, keeping order.
+	pend struct {
+		o    *joinOp
+		rec  arrow.RecordBatch
+		side int
+		idx  []int
+		encs []string
+	}
 }
 
 func newRowsOut(ts []types.T) *rowsOut {
@@ -459,10 +606,12 @@ func (r *rowsOut) reset() {
 		r.bls[i] = types.NewBuilder(memoryPool, t)
 	}
 	r.ops, r.n = nil, 0
+	r.decs = map[int]*rowDecoder{}
 }
 
 // chunk returns the rows collected so far and starts anew.
 func (r *rowsOut) chunk() Chunk {
+	r.flushPairs()
 	cols := make([]arrow.Array, len(r.bls))
 	for i, b := range r.bls {
 		cols[i] = b.NewArray()
@@ -483,18 +632,19 @@ func opOf(sign int64) Op {
 // appendSide appends one side's columns at column offset from: row i of
 // rec, or the stored row enc, or NULLs (i < 0 and enc == "").
 func (r *rowsOut) appendSide(from int, ts []types.T, rec arrow.RecordBatch, i int, enc string) {
+	r.flushPairs()
 	switch {
 	case i >= 0:
 		for c, t := range ts {
 			types.AppendDatum(r.bls[from+c], types.DatumAt(rec.Column(c), i, t), t)
 		}
 	case enc != "":
-		rest := []byte(enc)
-		for c, t := range ts {
-			var d types.Datum
-			d, rest, _ = decodeDatum(rest, t)
-			types.AppendDatum(r.bls[from+c], d, t)
+		d := r.decs[from]
+		if d == nil {
+			d = newRowDecoder(ts, r.bls[from:from+len(ts)])
+			r.decs[from] = d
 		}
+		d.appendRow(enc)
 	default:
 		for c := range ts {
 			r.bls[from+c].AppendNull()
@@ -520,15 +670,38 @@ func (r *rowsOut) add(o *joinOp, sign int64, rec arrow.RecordBatch, i, side int,
 
 // addPair appends row i of rec (on side) joined with the stored row enc.
 func (r *rowsOut) addPair(o *joinOp, sign int64, rec arrow.RecordBatch, i, side int, enc string) {
-	if side == 0 {
-		r.appendSide(0, o.ts[0], rec, i, "")
-		r.appendSide(len(o.ts[0]), o.ts[1], nil, -1, enc)
-	} else {
-		r.appendSide(0, o.ts[0], nil, -1, enc)
-		r.appendSide(len(o.ts[0]), o.ts[1], rec, i, "")
+	p := &r.pend
+	if len(p.idx) > 0 && (p.rec != rec || p.side != side) {
+		r.flushPairs()
 	}
+	p.o, p.rec, p.side = o, rec, side
+	p.idx = append(p.idx, i)
+	p.encs = append(p.encs, enc)
 	r.ops = append(r.ops, opOf(sign))
 	r.n++
+}
+
+// flushPairs appends the waiting pairs to the builders.
+func (r *rowsOut) flushPairs() {
+	p := &r.pend
+	if len(p.idx) == 0 {
+		return
+	}
+	ts := p.o.ts
+	probe, stored := 0, len(ts[0]) // column offsets of the two sides
+	if p.side == 1 {
+		probe, stored = stored, probe
+	}
+	for c, t := range ts[p.side] {
+		appendTake(r.bls[probe+c], p.rec.Column(c), p.idx, t)
+	}
+	sts := ts[1-p.side]
+	d := newRowDecoder(sts, r.bls[stored:stored+len(sts)])
+	for _, enc := range p.encs {
+		d.appendRow(enc)
+	}
+	clear(p.encs)
+	p.o, p.rec, p.idx, p.encs = nil, nil, p.idx[:0], p.encs[:0]
 }
 
 // decodeRecord builds a record from encoded rows (encodeRow).
@@ -536,14 +709,11 @@ func decodeRecord(ts []types.T, encs []string) arrow.RecordBatch {
 	bls := make([]arrowBuilder, len(ts))
 	for i, t := range ts {
 		bls[i] = types.NewBuilder(memoryPool, t)
+		bls[i].Reserve(len(encs))
 	}
+	d := newRowDecoder(ts, bls)
 	for _, enc := range encs {
-		rest := []byte(enc)
-		for c, t := range ts {
-			var d types.Datum
-			d, rest, _ = decodeDatum(rest, t)
-			types.AppendDatum(bls[c], d, t)
-		}
+		d.appendRow(enc)
 	}
 	cols := make([]arrow.Array, len(ts))
 	for i, b := range bls {

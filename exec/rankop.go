@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"container/heap"
 	"encoding/binary"
 	"maps"
 	"slices"
@@ -25,20 +26,31 @@ import (
 // once per epoch for the rows that changed; what was emitted is recomputed
 // at load.
 type rankOp struct {
-	j         *Job
-	spec      *rankSpec
-	op        uint32
-	inTs      []types.T
-	outTs     []types.T
-	parts     map[string]*rankPart
-	dirty     map[string]struct{}
-	dirtyRows map[joinRef]byte // partition key and row -> key group
+	j     *Job
+	spec  *rankSpec
+	op    uint32
+	inTs  []types.T
+	outTs []types.T
+	parts map[string]*rankPart
+	dirty map[string]struct{}
+	// dirtyRows lists the rows changed in the epoch (a row may be listed
+	// more than once; each is written as it stands at the barrier).
+	dirtyRows []rankDirty
 	out       *outlet
-	scratch   []byte
+	keyEnc    rowEncoder
+	rowEnc    rowEncoder
+	sk        sortedKeys // reused by writeDirty
+}
+
+type rankDirty struct {
+	p   *rankPart
+	enc string
 }
 
 type rankPart struct {
 	kg   byte
+	key  string           // its key in parts
+	gone bool             // removed from parts (a partition of its key may come anew)
 	rows map[string]int64 // encoded row -> multiplicity
 	out  map[string]int64 // encoded output row -> multiplicity, as emitted
 	// top holds the input rows behind out. While a partition only gains
@@ -53,7 +65,7 @@ type rankPart struct {
 
 func newRankOp(j *Job, n *gnode) *rankOp {
 	o := &rankOp{j: j, spec: n.rank, op: n.op, parts: map[string]*rankPart{},
-		dirty: map[string]struct{}{}, dirtyRows: map[joinRef]byte{}}
+		dirty: map[string]struct{}{}}
 	o.inTs = n.ins[0].from.outTypes(n.ins[0])
 	o.outTs = o.inTs
 	if n.rank.window != nil {
@@ -75,18 +87,23 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 		}
 	}
 	h := hashColumns(nil, keys, n)
-	keyTs := exprTypes(o.spec.partition)
+	// Keys and rows are encoded a column at a time; a key is copied into
+	// a string only for a new partition, a row shares one string per batch.
+	o.keyEnc.encode(keys, exprTypes(o.spec.partition), n)
+	o.rowEnc.encode(rec.Columns()[:len(o.inTs)], o.inTs, n)
+	var p *rankPart
 	for i := 0; i < n; i++ {
-		o.scratch = o.scratch[:0]
-		for c, k := range keys {
-			o.scratch = encodeDatum(o.scratch, types.DatumAt(k, i, keyTs[c]), keyTs[c])
+		enc := o.rowEnc.rowString(i)
+		if c.Ops != nil {
+			enc = string(o.rowEnc.row(i)) // as in joinOp.push
 		}
-		key := string(o.scratch)
-		enc := string(encodeRow(o.scratch[:0], rec, i, o.inTs))
-		p := o.parts[key]
-		if p == nil {
-			p = &rankPart{kg: byte(keyGroup(h[i])), rows: map[string]int64{}, out: map[string]int64{}, top: map[string]int64{}}
-			o.parts[key] = p
+		if key := o.keyEnc.row(i); p == nil || p.gone || p.key != bytesView(key) {
+			p = o.parts[bytesView(key)]
+			if p == nil {
+				p = &rankPart{kg: byte(keyGroup(h[i])), key: string(key), rows: map[string]int64{}, out: map[string]int64{}, top: map[string]int64{}}
+				o.parts[p.key] = p
+			}
+			o.dirty[p.key] = struct{}{}
 		}
 		s := int64(1)
 		if c.Ops != nil {
@@ -100,8 +117,7 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 		if p.rows[enc] += s; p.rows[enc] <= 0 {
 			delete(p.rows, enc)
 		}
-		o.dirty[key] = struct{}{}
-		o.dirtyRows[joinRef{key: key, enc: enc}] = p.kg
+		o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
 	}
 	return nil
 }
@@ -115,7 +131,12 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	}
 	slices.Sort(keys)
 	buf := newRowsOut(o.outTs)
-	for _, k := range keys {
+	// Partitions are computed in batches of about 64K candidate rows:
+	// one decoded record and one evaluation of the order for all of them.
+	var batch []string
+	var inputs []map[string]int64
+	size := 0
+	for x, k := range keys {
 		p := o.parts[k]
 		candidates := p.rows
 		if !p.full {
@@ -124,34 +145,22 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 				candidates[enc]++
 			}
 		}
-		next, top, err := o.compute(ectx, candidates)
+		batch, inputs = append(batch, k), append(inputs, candidates)
+		size += len(candidates)
+		if size < 64<<10 && x < len(keys)-1 {
+			continue
+		}
+		results, err := o.computeMany(ectx, inputs)
 		if err != nil {
 			return err
 		}
-		p.top, p.added, p.full = top, p.added[:0], false
-		for enc, c := range p.out {
-			for d := next[enc]; d < c; d++ {
-				buf.appendSide(0, o.outTs, nil, -1, enc)
-				buf.ops = append(buf.ops, OpDelete)
-				buf.n++
-			}
-		}
-		for enc, c := range next {
-			for d := p.out[enc]; d < c; d++ {
-				buf.appendSide(0, o.outTs, nil, -1, enc)
-				buf.ops = append(buf.ops, OpInsert)
-				buf.n++
-			}
-		}
-		p.out = next
-		if len(p.rows) == 0 {
-			delete(o.parts, k)
-		}
-		if buf.n >= 16<<10 {
-			if err := o.out.emit(ectx, buf.chunk(), nil); err != nil {
+		for i, k := range batch {
+			if err := o.applyResult(ectx, buf, k, results[i]); err != nil {
 				return err
 			}
 		}
+		clear(inputs)
+		batch, inputs, size = batch[:0], inputs[:0], 0
 	}
 	clear(o.dirty)
 	if buf.n > 0 {
@@ -160,52 +169,129 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 		}
 	}
 	if w != nil && len(o.dirtyRows) > 0 {
-		type kv struct{ k, v []byte }
-		writes := make([]kv, 0, len(o.dirtyRows))
-		for ref, kg := range o.dirtyRows {
-			var count int64
-			if p := o.parts[ref.key]; p != nil {
-				count = p.rows[ref.enc]
-			}
-			k := binary.AppendUvarint([]byte{kg}, uint64(len(ref.key)))
-			k = append(append(k, ref.key...), ref.enc...)
-			var v []byte
-			if count > 0 {
-				v = binary.AppendUvarint(nil, uint64(count))
-			}
-			writes = append(writes, kv{k, v})
-		}
-		slices.SortFunc(writes, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
-		r := w.NewRun()
-		for _, x := range writes {
-			if x.v != nil {
-				r.PutState(o.j.spec.ID, o.op, x.k, x.v)
-			} else {
-				r.DeleteState(o.j.spec.ID, o.op, x.k)
-			}
-		}
-		w.AddRun(r)
+		o.writeDirty(w)
 	}
 	clear(o.dirtyRows)
+	o.dirtyRows = o.dirtyRows[:0]
 	return nil
+}
+
+// applyResult makes partition k's new output its own and emits the
+// difference from what it emitted before.
+func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankResult) error {
+	p := o.parts[k]
+	next, top := res.out, res.top
+	p.top, p.added, p.full = top, p.added[:0], false
+	for enc, c := range p.out {
+		for d := next[enc]; d < c; d++ {
+			buf.appendSide(0, o.outTs, nil, -1, enc)
+			buf.ops = append(buf.ops, OpDelete)
+			buf.n++
+		}
+	}
+	for enc, c := range next {
+		for d := p.out[enc]; d < c; d++ {
+			buf.appendSide(0, o.outTs, nil, -1, enc)
+			buf.ops = append(buf.ops, OpInsert)
+			buf.n++
+		}
+	}
+	p.out = next
+	if len(p.rows) == 0 {
+		delete(o.parts, k)
+		p.gone = true
+	}
+	if buf.n >= 16<<10 {
+		if err := o.out.emit(ectx, buf.chunk(), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeDirty writes the state of the rows changed in the epoch as one
+// sorted run (sortedKeys: keys sorted by a 16-byte integer prefix).
+func (o *rankOp) writeDirty(w *storage.Batch) {
+	sk := &o.sk
+	sk.reset()
+	for i, d := range o.dirtyRows {
+		p := d.p
+		if p.gone { // its partition emptied; it may have come back
+			if p = o.parts[p.key]; p == nil || p.kg != d.p.kg {
+				p = nil
+			}
+		}
+		var count int64
+		if p != nil {
+			count = p.rows[d.enc]
+		}
+		sk.add(int32(i), func(b []byte) []byte {
+			b = binary.AppendUvarint(append(b, d.p.kg), uint64(len(d.p.key)))
+			return append(append(b, d.p.key...), d.enc...)
+		}, func(b []byte) []byte {
+			if count <= 0 {
+				return b
+			}
+			return binary.AppendUvarint(b, uint64(count))
+		})
+	}
+	sk.sort()
+	r := w.NewRun()
+	var prev []byte
+	for i, k := range sk.keys {
+		key := sk.key(k)
+		if i > 0 && bytes.Equal(key, prev) {
+			continue // the same row listed twice: written the same
+		}
+		prev = append(prev[:0], key...)
+		if v := sk.val(k); len(v) > 0 {
+			r.PutState(o.j.spec.ID, o.op, key, v)
+		} else {
+			r.DeleteState(o.j.spec.ID, o.op, key)
+		}
+	}
+	w.AddRun(r)
 }
 
 // compute returns a partition's output rows: the rows at positions
 // [lo, hi) of the order, or every row (up to the bound) with its window
 // functions' values appended. Rows that tie in the order are taken in the
 // order of their encoding, so equal inputs give equal outputs.
+type rankResult struct{ out, top map[string]int64 }
+
 func (o *rankOp) compute(ectx *expr.Ctx, rows map[string]int64) (out, top map[string]int64, err error) {
-	out, top = map[string]int64{}, map[string]int64{}
-	if len(rows) == 0 {
-		return out, top, nil
+	res, err := o.computeMany(ectx, []map[string]int64{rows})
+	if err != nil {
+		return nil, nil, err
 	}
-	encs := make([]string, 0, len(rows))
-	for enc, c := range rows {
-		for range c {
-			encs = append(encs, enc)
+	return res[0].out, res[0].top, nil
+}
+
+// computeMany computes several partitions' outputs (compute) over one
+// record of all their rows.
+func (o *rankOp) computeMany(ectx *expr.Ctx, inputs []map[string]int64) ([]rankResult, error) {
+	results := make([]rankResult, len(inputs))
+	bounds := make([]int, len(inputs)+1)
+	var encs []string
+	for x, rows := range inputs {
+		if hi := o.spec.hi; hi > 0 && int64(len(rows)) > 4*hi+rankPreselectMin &&
+			(o.spec.window == nil || o.spec.window.Funcs[0].Kind == WinRowNumber) {
+			// Only the first hi rows of the order matter (as ROW_NUMBER
+			// bounds them; RANK and DENSE_RANK may take more on ties).
+			var err error
+			if rows, err = o.preselect(ectx, rows, hi); err != nil {
+				return nil, err
+			}
 		}
+		start := len(encs)
+		for enc, c := range rows {
+			for range c {
+				encs = append(encs, enc)
+			}
+		}
+		slices.Sort(encs[start:])
+		bounds[x+1] = len(encs)
 	}
-	slices.Sort(encs)
 	rec := decodeRecord(o.inTs, encs)
 	defer rec.Release()
 	keys := make([]arrow.Array, len(o.spec.order))
@@ -214,7 +300,7 @@ func (o *rankOp) compute(ectx *expr.Ctx, rows map[string]int64) (out, top map[st
 	for i, k := range o.spec.order {
 		var err error
 		if keys[i], err = expr.Eval(ectx, k.E, rec); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		cmps[i] = comparator(keys[i], k.E.Type(), k.Desc, k.NullsFirst)
 	}
@@ -226,53 +312,128 @@ func (o *rankOp) compute(ectx *expr.Ctx, rows map[string]int64) (out, top map[st
 		}
 		return 0
 	}
-	idx := make([]int, len(encs))
-	for i := range idx {
-		idx[i] = i
+	all := make([]int, len(encs))
+	for i := range all {
+		all[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return cmp(idx[a], idx[b]) < 0 })
-	w := o.spec.window
-	if w == nil {
-		hi := int64(len(idx))
-		if o.spec.hi >= 0 {
-			hi = min(hi, o.spec.hi)
-		}
-		for k := int64(0); k < hi; k++ {
-			top[encs[idx[k]]]++
-			if k >= o.spec.lo {
-				out[encs[idx[k]]]++
-			}
-		}
-		return out, top, nil
-	}
-	vals := make([]int64, len(w.Funcs))
-	var rank, dense int64
 	var buf []byte
-	for k, r := range idx {
-		if k == 0 || cmp(idx[k-1], r) != 0 {
-			rank, dense = int64(k)+1, dense+1
+	for x := range inputs {
+		out, top := map[string]int64{}, map[string]int64{}
+		results[x] = rankResult{out, top}
+		idx := all[bounds[x]:bounds[x+1]]
+		if len(idx) == 0 {
+			continue
 		}
-		for f, fn := range w.Funcs {
-			switch fn.Kind {
-			case WinRowNumber:
-				vals[f] = int64(k) + 1
-			case WinRank:
-				vals[f] = rank
-			case WinDenseRank:
-				vals[f] = dense
+		sort.SliceStable(idx, func(a, b int) bool { return cmp(idx[a], idx[b]) < 0 })
+		w := o.spec.window
+		if w == nil {
+			hi := int64(len(idx))
+			if o.spec.hi >= 0 {
+				hi = min(hi, o.spec.hi)
+			}
+			for k := int64(0); k < hi; k++ {
+				top[encs[idx[k]]]++
+				if k >= o.spec.lo {
+					out[encs[idx[k]]]++
+				}
+			}
+			continue
+		}
+		vals := make([]int64, len(w.Funcs))
+		var rank, dense int64
+		for k, r := range idx {
+			if k == 0 || cmp(idx[k-1], r) != 0 {
+				rank, dense = int64(k)+1, dense+1
+			}
+			for f, fn := range w.Funcs {
+				switch fn.Kind {
+				case WinRowNumber:
+					vals[f] = int64(k) + 1
+				case WinRank:
+					vals[f] = rank
+				case WinDenseRank:
+					vals[f] = dense
+				}
+			}
+			if o.spec.hi >= 0 && vals[0] > o.spec.hi {
+				break // every function here only grows along the order
+			}
+			buf = append(buf[:0], encs[r]...)
+			for f, fn := range w.Funcs {
+				buf = encodeDatum(buf, types.Int(vals[f]), fn.T)
+			}
+			out[string(buf)]++
+			top[encs[r]]++
+		}
+	}
+	return results, nil
+}
+
+// rankPreselectMin: below 4*hi plus this many rows, compute sorts them all
+// (a variable for tests).
+var rankPreselectMin int64 = 64
+
+// preselect returns the fewest rows, with their multiplicities, that hold
+// the first hi rows of the order (ties by encoding, as compute takes them):
+// a bounded heap over the distinct rows, greatest on top.
+func (o *rankOp) preselect(ectx *expr.Ctx, rows map[string]int64, hi int64) (map[string]int64, error) {
+	encs := make([]string, 0, len(rows))
+	for enc := range rows {
+		encs = append(encs, enc)
+	}
+	rec := decodeRecord(o.inTs, encs)
+	defer rec.Release()
+	keys := make([]arrow.Array, len(o.spec.order))
+	defer releaseAll(keys)
+	cmps := make([]func(i, j int) int, len(o.spec.order))
+	for i, k := range o.spec.order {
+		var err error
+		if keys[i], err = expr.Eval(ectx, k.E, rec); err != nil {
+			return nil, err
+		}
+		cmps[i] = comparator(keys[i], k.E.Type(), k.Desc, k.NullsFirst)
+	}
+	less := func(a, b int) bool {
+		for _, c := range cmps {
+			if r := c(a, b); r != 0 {
+				return r < 0
 			}
 		}
-		if o.spec.hi >= 0 && vals[0] > o.spec.hi {
-			break // every function here only grows along the order
-		}
-		buf = append(buf[:0], encs[r]...)
-		for f, fn := range w.Funcs {
-			buf = encodeDatum(buf, types.Int(vals[f]), fn.T)
-		}
-		out[string(buf)]++
-		top[encs[r]]++
+		return encs[a] < encs[b]
 	}
-	return out, top, nil
+	h := &rankHeap{less: less}
+	var total int64
+	for i := range encs {
+		if total >= hi && !less(i, h.idx[0]) {
+			continue
+		}
+		heap.Push(h, i)
+		total += rows[encs[i]]
+		for total-rows[encs[h.idx[0]]] >= hi {
+			total -= rows[encs[heap.Pop(h).(int)]]
+		}
+	}
+	sel := make(map[string]int64, len(h.idx))
+	for _, i := range h.idx {
+		sel[encs[i]] = rows[encs[i]]
+	}
+	return sel, nil
+}
+
+// rankHeap is a max-heap of row indexes under less.
+type rankHeap struct {
+	idx  []int
+	less func(a, b int) bool
+}
+
+func (h *rankHeap) Len() int           { return len(h.idx) }
+func (h *rankHeap) Less(i, j int) bool { return h.less(h.idx[j], h.idx[i]) }
+func (h *rankHeap) Swap(i, j int)      { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
+func (h *rankHeap) Push(x any)         { h.idx = append(h.idx, x.(int)) }
+func (h *rankHeap) Pop() any {
+	x := h.idx[len(h.idx)-1]
+	h.idx = h.idx[:len(h.idx)-1]
+	return x
 }
 
 // reemitAll makes the next barrier emit every partition's output anew (a
@@ -302,7 +463,7 @@ func (o *rankOp) load(inst, par int) error {
 		k := string(rest[:klen])
 		p := o.parts[k]
 		if p == nil {
-			p = &rankPart{kg: key[0], rows: map[string]int64{}}
+			p = &rankPart{kg: key[0], key: k, rows: map[string]int64{}}
 			o.parts[k] = p
 		}
 		p.rows[string(rest[klen:])] = int64(count)
@@ -312,10 +473,23 @@ func (o *rankOp) load(inst, par int) error {
 		return err
 	}
 	ectx := o.j.exprCtx()
+	var batch []*rankPart
+	var inputs []map[string]int64
+	size, left := 0, len(o.parts)
 	for _, p := range o.parts {
-		if p.out, p.top, err = o.compute(ectx, p.rows); err != nil {
+		batch, inputs = append(batch, p), append(inputs, p.rows)
+		size += len(p.rows)
+		if left--; size < 64<<10 && left > 0 {
+			continue
+		}
+		results, err := o.computeMany(ectx, inputs)
+		if err != nil {
 			return err
 		}
+		for i, p := range batch {
+			p.out, p.top = results[i].out, results[i].top
+		}
+		batch, inputs, size = batch[:0], inputs[:0], 0
 	}
 	return nil
 }

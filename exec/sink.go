@@ -2,6 +2,7 @@ package exec
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/storage"
@@ -34,15 +35,11 @@ func (j *Job) runSink(ins []chan msg) error {
 	// w holds the sink's writes of the current epoch; the acknowledgement
 	// of the epoch's barrier carries it away, and a new one takes its place.
 	w := j.db.NewEpochBatch()
-	var bag map[string]int64 // multiset counts of a view over a changelog
+	var rs rowSink
 	if j.spec.View != nil && agg == nil && !byPosition {
-		bag = map[string]int64{}
-		if err := j.db.ScanView(nil, j.spec.View.ID, func(k, v []byte) error {
-			rest := v[len(k):]
-			n, _, err := readUvarint(rest)
-			bag[string(k)] = int64(n)
-			return err
-		}); err != nil {
+		// Rows that are never retracted (a join or union of streams) are
+		// appended under a sequence number; others are a counted multiset.
+		if err := rs.load(j, !root.from.retracts); err != nil {
 			return err
 		}
 	}
@@ -67,7 +64,7 @@ func (j *Job) runSink(ins []chan msg) error {
 		}
 		rec := m.c.Rec
 		if agg == nil {
-			if err := j.sinkRows(w, m, outTs, bag, writeLog); err != nil {
+			if err := j.sinkRows(w, m, outTs, &rs, writeLog); err != nil {
 				return err
 			}
 			continue
@@ -131,35 +128,110 @@ func (j *Job) runSink(ins []chan msg) error {
 	}
 }
 
+// rowSink keeps the rows of a view without aggregation that are not keyed
+// by source position. Rows that may be retracted are a multiset keyed by
+// their content (bag: content -> multiplicity, stored as key = row, value
+// = row + multiplicity). Rows that are never retracted are appended under
+// a sequence number instead (key = 8-byte big-endian seq, value = row), so
+// the sink keeps nothing per row and writes each epoch's rows as one
+// sorted run. Sequence numbers start at 1<<63: their first byte is never
+// the 0/1 NULL marker a content key starts with, so load tells the two
+// layouts apart and keeps a view written as a multiset one.
+type rowSink struct {
+	bag    map[string]int64 // nil in append mode
+	next   uint64           // append mode: the next sequence number
+	enc    rowEncoder
+	key    []byte
+	val    []byte
+	active bool
+}
+
+const appendSeqBase = 1 << 63
+
+// load reads the view's committed rows: the multiset's counts, or the next
+// sequence number.
+func (rs *rowSink) load(j *Job, appendOnly bool) error {
+	rs.active = true
+	bag := map[string]int64{}
+	next := uint64(appendSeqBase)
+	err := j.db.ScanView(nil, j.spec.View.ID, func(k, v []byte) error {
+		if len(k) == 8 && k[0] >= 0x80 {
+			next = max(next, binary.BigEndian.Uint64(k)+1)
+			return nil
+		}
+		appendOnly = false
+		rest := v[len(k):]
+		n, _, err := readUvarint(rest)
+		bag[string(k)] = int64(n)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if appendOnly {
+		rs.next = next
+		return nil
+	}
+	if next != appendSeqBase {
+		return errCorruptState // both layouts in one view
+	}
+	rs.bag = bag
+	return nil
+}
+
 // sinkRows applies the rows of a view without aggregation. Rows from a
-// stream are keyed by their source position; rows from a changelog, which
-// may be retracted, are kept as a multiset keyed by their content.
-func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, bag map[string]int64, writeLog bool) error {
+// stream are keyed by their source position; other rows go to rs.
+func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, writeLog bool) error {
 	rec := m.c.Rec
 	defer rec.Release()
 	if j.spec.View == nil {
 		rec.Retain()
 		return j.emitOut(Chunk{Rec: rec, Ops: m.c.Ops})
 	}
-	var key, row []byte
-	for i := 0; i < int(rec.NumRows()); i++ {
-		row = encodeRow(row[:0], rec, i, outTs)
-		if bag == nil {
-			key = binary.BigEndian.AppendUint64(key[:0], m.rowIDs[i])
-			b.PutViewRow(j.spec.View.ID, key, row)
-			continue
+	n := int(rec.NumRows())
+	rs.enc.encode(rec.Columns()[:len(outTs)], outTs, n)
+	switch {
+	case !rs.active:
+		for i := 0; i < n; i++ {
+			rs.key = binary.BigEndian.AppendUint64(rs.key[:0], m.rowIDs[i])
+			b.PutViewRow(j.spec.View.ID, rs.key, rs.enc.row(i))
 		}
-		sign := int64(1)
-		if m.c.Ops != nil {
-			sign = int64(m.c.Ops[i].Sign())
+	case rs.bag == nil:
+		run := b.NewRun()
+		for i := 0; i < n; i++ {
+			if m.c.Ops != nil && m.c.Ops[i].Sign() < 0 {
+				return fmt.Errorf("exec: a retraction reached the append-only rows of view %d", j.spec.View.ID)
+			}
+			rs.key = binary.BigEndian.AppendUint64(rs.key[:0], rs.next)
+			rs.next++
+			run.PutViewRow(j.spec.View.ID, rs.key, rs.enc.row(i))
 		}
-		n := bag[string(row)] + sign
-		bag[string(row)] = n
-		if n <= 0 {
-			delete(bag, string(row))
-			b.DeleteViewRow(j.spec.View.ID, row)
-		} else {
-			b.PutViewRow(j.spec.View.ID, row, binary.AppendUvarint(append([]byte(nil), row...), uint64(n)))
+		b.AddRun(run)
+	default:
+		bag := rs.bag
+		for i := 0; i < n; i++ {
+			row := rs.enc.row(i)
+			sign := int64(1)
+			if m.c.Ops != nil {
+				sign = int64(m.c.Ops[i].Sign())
+			}
+			c, ok := bag[bytesView(row)]
+			c += sign
+			switch {
+			case c <= 0:
+				if ok {
+					delete(bag, bytesView(row))
+				}
+				b.DeleteViewRow(j.spec.View.ID, row)
+			default:
+				// A copy, not bytesView: assigning to a string key stores
+				// the key given, and a row's own copy pins no other rows.
+				bag[string(row)] = c
+			}
+			if c > 0 {
+				rs.val = binary.AppendUvarint(append(rs.val[:0], row...), uint64(c))
+				b.PutViewRow(j.spec.View.ID, row, rs.val)
+			}
 		}
 	}
 	if !writeLog {

@@ -34,7 +34,11 @@ func bench(args []string) error {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run (of the steady phase with --steady) to this file")
 	random := fs.Bool("random", false, "draw keys uniformly at random (as bench/ does) instead of cycling through them")
 	steady := fs.Int("steady", 0, "after the view is complete, time this many CHECKPOINTs, each after a 1000-row COPY")
+	query := fs.String("query", "groupby", "the view: groupby, join (inner join of two streams of --rows rows each on k), topn (ORDER BY v DESC LIMIT 10) or rownum (ROW_NUMBER() per k, top 3)")
 	fs.Parse(args)
+	if *query != "groupby" {
+		return benchQuery(*query, *rows, *keys, *interval, *batch, *par, *cache, *cpuprofile)
+	}
 	if *cpuprofile != "" && *steady == 0 {
 		stop, err := startProfile(*cpuprofile)
 		if err != nil {
