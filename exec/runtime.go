@@ -103,17 +103,22 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		}
 	}
 
-	nagg := 0
+	nagg, nops := 0, 0
 	for _, n := range g.nodes {
-		if n.kind == nAgg {
+		switch n.kind {
+		case nAgg:
 			nagg += n.par
+		case nJoin, nRank:
+			nops += n.par
 		}
 	}
 	j.stateBytes = make([]atomic.Int64, nagg)
-	j.dirty = make([]atomic.Int64, nagg)
+	// The aggregates' instances come first; then joins' and ranks'.
+	j.dirty = make([]atomic.Int64, nagg+nops)
 	type starter func()
 	var starts []starter
-	slot := 0
+	slot, opSlot := 0, nagg // aggregates' instances first, then the others'
+
 	for _, n := range g.nodes {
 		out := outEdge[n]
 		root := out == g.root
@@ -154,6 +159,8 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				}
 				ins, o := inputs[n][i], outlets[out][i]
 				reemit := spec.Reemit && root
+				at := opSlot
+				opSlot++
 				starts = append(starts, func() {
 					j.goRun(func() error {
 						if reemit {
@@ -161,7 +168,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 								return err
 							}
 						}
-						return j.runOp(op, ins, o)
+						return j.runOp(at, op, ins, o)
 					})
 				})
 			}
@@ -178,11 +185,13 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 					}
 				}
 				ins, o := inputs[n][i], outlets[out][i]
-				starts = append(starts, func() { j.goRun(func() error { return j.runOp(op, ins, o) }) })
+				at := opSlot
+				opSlot++
+				starts = append(starts, func() { j.goRun(func() error { return j.runOp(at, op, ins, o) }) })
 			}
 		case nUnion:
 			ins, o := inputs[n][0], outlets[out][0]
-			starts = append(starts, func() { j.goRun(func() error { return j.runOp(unionOp{o}, ins, o) }) })
+			starts = append(starts, func() { j.goRun(func() error { return j.runOp(-1, unionOp{o}, ins, o) }) })
 		}
 	}
 	for _, s := range j.srcs {
@@ -249,8 +258,9 @@ type operator interface {
 }
 
 // runOp runs one operator instance: chunks to push, aligned barriers to
-// barrier, whose writes then travel on with the barrier.
-func (j *Job) runOp(op operator, ins []chan msg, out *outlet) error {
+// barrier, whose writes then travel on with the barrier. The rows it takes
+// in an epoch count towards the epoch's bound (j.dirty[slot]; -1: none).
+func (j *Job) runOp(slot int, op operator, ins []chan msg, out *outlet) error {
 	ectx := j.exprCtx()
 	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
 	for {
@@ -259,10 +269,17 @@ func (j *Job) runOp(op operator, ins []chan msg, out *outlet) error {
 			return nil
 		}
 		if m.barrier == nil {
+			n := m.c.Rec.NumRows()
 			if err := op.push(ectx, m.c, m.in); err != nil {
 				return err
 			}
+			if slot >= 0 {
+				j.dirty[slot].Add(n)
+			}
 			continue
+		}
+		if slot >= 0 {
+			j.dirty[slot].Store(0)
 		}
 		var w *storage.Batch
 		if j.durable() {

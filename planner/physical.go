@@ -61,11 +61,20 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		}
 		return &exec.Values{Rows: n.Rows, Ts: ts}, nil
 	case *Filter:
-		in, err := Physical(n.Input, snaps)
+		input, pred := n.Input, n.Pred
+		if j, ok := input.(*Join); ok && j.Kind == InnerJoin {
+			var rest []expr.Expr
+			input, rest = equiKeysIntoJoin(j, conjuncts(pred))
+			if len(rest) == 0 {
+				return Physical(input, snaps)
+			}
+			pred = and(rest)
+		}
+		in, err := Physical(input, snaps)
 		if err != nil {
 			return nil, err
 		}
-		return &exec.Filter{In: in, Pred: n.Pred}, nil
+		return &exec.Filter{In: in, Pred: pred}, nil
 	case *Project:
 		in, err := Physical(n.Input, snaps)
 		if err != nil {
@@ -204,6 +213,98 @@ func physicalJoin(n *Join, snaps Snapshots) (exec.Plan, error) {
 		}
 	}
 	return j, nil
+}
+
+// equiKeysIntoJoin moves the conjuncts of a WHERE over the inner join j
+// that equate a column of one input with a column of the other into the ON
+// of the inner join they belong to (j, or an inner join below it), where
+// physicalJoin makes them hash keys: `FROM a, b WHERE a.k = b.k` is parsed
+// as a cross join under a filter, and would otherwise pair every row of a
+// with every row of b. For inner joins WHERE p and ON p are the same. Only
+// plain column equalities move; other conjuncts (temporal filters among
+// them) stay above the join and are returned.
+func equiKeysIntoJoin(j *Join, preds []expr.Expr) (*Join, []expr.Expr) {
+	nl := len(j.Left.Schema())
+	var on, rest, left, right []expr.Expr
+	for _, c := range preds {
+		a, b, ok := columnEquality(c)
+		if !ok {
+			rest = append(rest, c)
+			continue
+		}
+		switch sa, sb := side(a, nl), side(b, nl); {
+		case sa != sb:
+			on = append(on, c)
+		case sa == sideLeft:
+			left = append(left, c)
+		default:
+			right = append(right, shift(c, -nl))
+		}
+	}
+	if len(on) == 0 && len(left) == 0 && len(right) == 0 {
+		return j, rest
+	}
+	nj := *j
+	pushDown := func(child Node, ps []expr.Expr, d int) Node {
+		if len(ps) == 0 {
+			return child
+		}
+		if cj, ok := child.(*Join); ok && cj.Kind == InnerJoin {
+			moved, back := equiKeysIntoJoin(cj, ps)
+			for _, c := range back { // none: they are all column equalities
+				on = append(on, shift(c, d))
+			}
+			return moved
+		}
+		for _, c := range ps {
+			on = append(on, shift(c, d))
+		}
+		return child
+	}
+	nj.Left = pushDown(j.Left, left, 0)
+	nj.Right = pushDown(j.Right, right, nl)
+	if j.On != nil {
+		on = append([]expr.Expr{j.On}, on...)
+	}
+	nj.On = and(on)
+	return &nj, rest
+}
+
+// columnEquality matches `x = y` where x and y are columns (possibly cast).
+func columnEquality(e expr.Expr) (x, y expr.Expr, ok bool) {
+	f, isFunc := e.(*expr.Func)
+	if !isFunc || f.Name != "=" || len(f.Args) != 2 {
+		return nil, nil, false
+	}
+	isCol := func(e expr.Expr) bool {
+		for {
+			switch c := e.(type) {
+			case *expr.ColRef:
+				return true
+			case *expr.Cast:
+				e = c.E
+			default:
+				return false
+			}
+		}
+	}
+	if !isCol(f.Args[0]) || !isCol(f.Args[1]) {
+		return nil, nil, false
+	}
+	return f.Args[0], f.Args[1], true
+}
+
+// and joins conjuncts with AND (nil for none).
+func and(cs []expr.Expr) expr.Expr {
+	var out expr.Expr
+	for _, c := range cs {
+		if out == nil {
+			out = c
+		} else {
+			out = &expr.Func{Name: "and", Args: []expr.Expr{out, c}, T: c.Type()}
+		}
+	}
+	return out
 }
 
 var joinKinds = [...]exec.JoinKind{

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	"strconv"
+	"time"
+
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/planner"
@@ -14,8 +17,6 @@ import (
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
-	"strconv"
-	"time"
 )
 
 func (e *Engine) createTable(n *parse.CreateTable) (*Result, error) {
@@ -174,47 +175,6 @@ func (e *Engine) planView(def *storage.TableDef) (exec.Plan, error) {
 	return planner.Physical(plan, e)
 }
 
-// jobSpecLocked describes the job of a view under the current settings.
-func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSpec {
-	return exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
-		AtLeastOnce:     e.settingLocked("checkpoint.mode") == "at_least_once",
-		SkipErrors:      e.settingLocked("job.error_policy") == "skip",
-		Changelog:       len(e.dependentsLocked(def.Name)) > 0 || e.mu.consumed[def.Name],
-		StateCacheBytes: e.cache,
-		MaxEpochGroups:  exec.EpochGroups(e.cache),
-		EpochFull:       e.pokeCoordinator,
-		Now:             time.Now().UnixMicro()}
-}
-
-// pokeCoordinator asks for the next epoch now (a job's epoch is full).
-func (e *Engine) pokeCoordinator() {
-	if c := e.coord; c != nil {
-		c.Poke()
-	}
-}
-
-// startViewJob starts (or resumes) the job maintaining a view. Called
-// before the engine serves.
-func (e *Engine) startViewJob(def *storage.TableDef) error {
-	plan, err := e.planView(def)
-	if err != nil {
-		return err
-	}
-	return e.startViewJobLocked(def, plan, false)
-}
-
-// startViewJobLocked starts a view's job from its plan; e.mu may be held.
-func (e *Engine) startViewJobLocked(def *storage.TableDef, plan exec.Plan, reemit bool) error {
-	spec := e.jobSpecLocked(def, plan)
-	spec.Reemit = reemit
-	j, err := exec.StartJob(e.db, spec)
-	if err != nil {
-		return err
-	}
-	e.mu.jobs[def.Name] = &jobEntry{job: j, state: exec.JobRunning, started: time.Now()}
-	return nil
-}
-
 func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, error) {
 	rs, ok := n.Query.Node.(ast.ResultSetNode)
 	if !ok || n.Query.EmitChanges {
@@ -333,18 +293,6 @@ func viewSources(v *storage.TableDef) []string {
 	}
 	if s := v.Options["source"]; s != "" {
 		return []string{s}
-	}
-	return nil
-}
-
-// ensureChangelogs makes every view among names write its changelog.
-func (e *Engine) ensureChangelogs(ctx context.Context, names []string) error {
-	for _, name := range names {
-		if src, ok := e.Table(name); ok && src.Kind == storage.KindView {
-			if err := e.ensureChangelog(ctx, src.Name); err != nil {
-				return err
-			}
-		}
 	}
 	return nil
 }

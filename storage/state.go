@@ -292,6 +292,14 @@ func (db *DB) ScanState(job uint64, op uint32, fn func(key, val []byte) error) e
 	return db.scanPrefix(db.pdb, prefix, func(k, v []byte) error { return fn(k[len(prefix):], v) })
 }
 
+// ScanStatePrefix calls fn with the state entries of an operator whose keys
+// start with prefix (keys without the operator's prefix): an operator reads
+// back a group of its state it evicted from memory.
+func (db *DB) ScanStatePrefix(job uint64, op uint32, prefix []byte, fn func(key, val []byte) error) error {
+	base := stateKey(job, op, nil)
+	return db.scanPrefix(db.pdb, stateKey(job, op, prefix), func(k, v []byte) error { return fn(k[len(base):], v) })
+}
+
 // ScanView calls fn with every row of a view as seen by r (nil: live).
 func (db *DB) ScanView(r Reader, view uint64, fn func(key, row []byte) error) error {
 	if r == nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -166,4 +167,67 @@ func TestEmitChangesCursor(t *testing.T) {
 	}
 	execAll(t, c, "CLOSE cur", "COMMIT")
 	waitNoChangeStreams(t, c, func() {})
+}
+
+// TestEmitChangesJoinPsql watches a LEFT JOIN of two streams with psql, as
+// a user would: a left row shows NULL-padded, and when its match arrives the
+// padded row is retracted and the joined row inserted.
+func TestEmitChangesJoinPsql(t *testing.T) {
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		t.Skip("psql not installed")
+	}
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	execAll(t, c, "CREATE TABLE orders (id BIGINT, cust BIGINT)", "CREATE TABLE custs (cust BIGINT, name TEXT)")
+	host, port, _ := strings.Cut(srv.Addr(), ":")
+	args := []string{psql, "-X", "-h", host, "-p", port, "-U", "streamdb", "streamdb",
+		"-c", "COPY (SELECT o.id, c.name FROM orders o LEFT JOIN custs c ON o.cust = c.cust EMIT CHANGES) TO STDOUT"}
+	if stdbuf, err := exec.LookPath("stdbuf"); err == nil {
+		args = append([]string{stdbuf, "-oL"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// expect reads len(want) lines, in any order (one epoch's changes).
+	expect := func(want ...string) {
+		t.Helper()
+		var got []string
+		for range want {
+			select {
+			case l := <-lines:
+				got = append(got, l)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("psql printed %q; want %q", got, want)
+			}
+		}
+		sort.Strings(got)
+		sort.Strings(want)
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Fatalf("psql printed %q, want %q", got, want)
+		}
+	}
+	execAll(t, c, "INSERT INTO orders VALUES (1, 7)")
+	expect("1\t\\N\tinsert")
+	execAll(t, c, "INSERT INTO custs VALUES (7, 'ann')")
+	expect("1\t\\N\tdelete", "1\tann\tinsert")
+	execAll(t, c, "INSERT INTO orders VALUES (2, 7), (3, 8)")
+	expect("2\tann\tinsert", "3\t\\N\tinsert")
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitNoChangeStreams(t, c, func() { execAll(t, c, "INSERT INTO orders VALUES (4, 1)") })
 }

@@ -1,0 +1,319 @@
+package sql
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/streamdb/streamdb/checkpoint"
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+)
+
+// Job supervision: starting view jobs, restarting failed ones by their
+// strategy, catching up before a checkpoint or savepoint, changelogs.
+
+// jobSpecLocked describes the job of a view under the current settings.
+func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSpec {
+	return exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
+		AtLeastOnce:     e.settingLocked("checkpoint.mode") == "at_least_once",
+		SkipErrors:      e.settingLocked("job.error_policy") == "skip",
+		Changelog:       len(e.dependentsLocked(def.Name)) > 0 || e.mu.consumed[def.Name],
+		StateCacheBytes: e.cache,
+		MaxEpochGroups:  exec.EpochGroups(e.cache),
+		EpochFull:       e.pokeCoordinator,
+		Now:             time.Now().UnixMicro()}
+}
+
+// pokeCoordinator asks for the next epoch now (a job's epoch is full).
+func (e *Engine) pokeCoordinator() {
+	if c := e.coord; c != nil {
+		c.Poke()
+	}
+}
+
+// startViewJob starts (or resumes) the job maintaining a view. Called
+// before the engine serves.
+func (e *Engine) startViewJob(def *storage.TableDef) error {
+	plan, err := e.planView(def)
+	if err != nil {
+		return err
+	}
+	return e.startViewJobLocked(def, plan, false)
+}
+
+// startViewJobLocked starts a view's job from its plan; e.mu may be held.
+func (e *Engine) startViewJobLocked(def *storage.TableDef, plan exec.Plan, reemit bool) error {
+	spec := e.jobSpecLocked(def, plan)
+	spec.Reemit = reemit
+	j, err := exec.StartJob(e.db, spec)
+	if err != nil {
+		return err
+	}
+	e.mu.jobs[def.Name] = &jobEntry{job: j, state: exec.JobRunning, started: time.Now()}
+	return nil
+}
+
+// ensureChangelogs makes every view among names write its changelog.
+func (e *Engine) ensureChangelogs(ctx context.Context, names []string) error {
+	for _, name := range names {
+		if src, ok := e.Table(name); ok && src.Kind == storage.KindView {
+			if err := e.ensureChangelog(ctx, src.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// supervise applies each failed job's restart strategy: it schedules a
+// restart from the last committed epoch (RESTARTING) or gives up (FAILED).
+func (e *Engine) supervise(ctx context.Context) {
+	e.startPending(ctx)
+	t := time.NewTicker(checkpoint.EpochInterval)
+	defer t.Stop()
+	var epoch uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		epoch++
+		e.tickTransient(epoch)
+		now := time.Now()
+		e.mu.Lock()
+		var due []string
+		for n, j := range e.mu.jobs {
+			switch j.state {
+			case exec.JobRunning:
+				select {
+				case <-j.job.Failed():
+					e.onFailureLocked(n, j, now)
+				default:
+					if j.backoff != nil {
+						j.backoff.Running(j.started)
+					}
+				}
+			case exec.JobRestarting:
+				if !now.Before(j.next) {
+					due = append(due, n)
+				}
+			}
+		}
+		e.mu.Unlock()
+		for _, n := range due {
+			e.restartJob(n)
+		}
+	}
+}
+
+// onFailureLocked records a job's failure and decides what happens next.
+func (e *Engine) onFailureLocked(name string, j *jobEntry, now time.Time) {
+	err := j.job.Err()
+	se := sqlerr.As(err)
+	j.lastErr = se.Code + ": " + se.Msg
+	if se.Detail != "" {
+		j.lastErr += " (" + se.Detail + ")"
+	}
+	go j.job.Stop()
+	if j.backoff == nil {
+		cfg, cerr := e.restartConfigLocked(e.mu.tables[name])
+		if cerr != nil {
+			cfg = checkpoint.DefaultRestartConfig(false)
+		}
+		j.backoff = checkpoint.NewBackoff(cfg, nil)
+	}
+	delay, ok, reason := j.backoff.Failed(now)
+	if !ok {
+		j.state = exec.JobFailed
+		j.lastErr += "; " + reason
+		e.log.Error("job failed", "view", name, "err", j.lastErr)
+		return
+	}
+	j.state, j.next = exec.JobRestarting, now.Add(delay)
+	e.log.Warn("job failed; restarting from its last committed epoch", "view", name, "in", delay, "err", j.lastErr)
+}
+
+// restartConfigLocked is a view's restart strategy: its own restart.*
+// options, else the database settings, else the default (fixed-delay with
+// unbounded attempts when checkpoints are on, none when they are off).
+func (e *Engine) restartConfigLocked(def *storage.TableDef) (checkpoint.RestartConfig, error) {
+	get := func(key string) (string, bool) {
+		k := "restart." + key
+		if def != nil {
+			if v, ok := def.Options[k]; ok {
+				return v, true
+			}
+		}
+		if v, ok := e.mu.settings[k]; ok {
+			return v, true
+		}
+		v, ok := e.mu.fileConf[k]
+		return v, ok
+	}
+	if _, set := get("strategy"); !set && e.settingLocked("checkpoint.interval") == "off" {
+		return checkpoint.DefaultRestartConfig(false), nil
+	}
+	return checkpoint.ParseRestartConfig(get)
+}
+
+// restartJob starts a RESTARTING job again from its last committed state.
+func (e *Engine) restartJob(name string) {
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	je := e.mu.jobs[name]
+	def := e.mu.tables[name]
+	e.mu.Unlock()
+	if je == nil || def == nil || je.state != exec.JobRestarting {
+		return
+	}
+	je.job.Stop()
+	plan, err := e.planView(def)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var j *exec.Job
+	if err == nil {
+		j, err = exec.StartJob(e.db, e.jobSpecLocked(def, plan))
+	}
+	je.restarts++
+	if err != nil {
+		je.state, je.lastErr = exec.JobFailed, err.Error()
+		return
+	}
+	je.job, je.state, je.started = j, exec.JobRunning, time.Now()
+}
+
+// catchUp waits, outside any barrier round, until every running job has
+// read its stream up to where the stream ended when catchUp was called.
+// CHECKPOINT and CREATE SAVEPOINT call it first, so the round they trigger
+// (whose barriers still catch up the last few rows) does not spend a long
+// backlog inside checkpoint.timeout.
+func (e *Engine) catchUp(ctx context.Context) error {
+	// Jobs still loading their state after a restart come first.
+	for e.starting() {
+		select {
+		case <-ctx.Done():
+			return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	e.mu.Lock()
+	var jobs []*exec.Job
+	for _, j := range e.mu.jobs {
+		if j.job != nil && j.state == exec.JobRunning {
+			jobs = append(jobs, j.job)
+		}
+	}
+	e.mu.Unlock()
+	targets := make([][][]uint64, len(jobs))
+	for i, j := range jobs {
+		targets[i] = j.LogEnds()
+	}
+	for {
+		behind := false
+		for i, j := range jobs {
+			select {
+			case <-j.Failed():
+				continue // it restarts on its own; the round will not wait for it
+			default:
+			}
+			if !j.Reached(targets[i]) {
+				behind = true
+			}
+		}
+		if !behind {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// startPending starts the jobs of the views found at Open, one by one.
+func (e *Engine) startPending(ctx context.Context) {
+	e.mu.Lock()
+	var names []string
+	for n, j := range e.mu.jobs {
+		if j.state == exec.JobStarting {
+			names = append(names, n)
+		}
+	}
+	e.mu.Unlock()
+	sort.Strings(names)
+	for _, n := range names {
+		if ctx.Err() != nil {
+			return
+		}
+		e.mu.Lock()
+		def, je := e.mu.tables[n], e.mu.jobs[n]
+		e.mu.Unlock()
+		if def == nil || je == nil || je.state != exec.JobStarting {
+			continue
+		}
+		// Load the state with no lock held: sessions keep working meanwhile.
+		plan, err := e.planView(def)
+		var j *exec.Job
+		if err == nil {
+			e.mu.Lock()
+			spec := e.jobSpecLocked(def, plan)
+			e.mu.Unlock()
+			j, err = exec.StartJob(e.db, spec)
+		}
+		e.roundMu.Lock()
+		e.mu.Lock()
+		switch {
+		case e.mu.jobs[n] != je: // dropped, restored or started meanwhile
+			if j != nil {
+				j.Stop()
+			}
+		case err != nil:
+			e.log.Error("view job did not start", "view", n, "err", err)
+			e.mu.jobs[n] = &jobEntry{state: exec.JobFailed, lastErr: err.Error()}
+		default:
+			e.mu.jobs[n] = &jobEntry{job: j, state: exec.JobRunning, started: time.Now()}
+		}
+		e.mu.Unlock()
+		e.roundMu.Unlock()
+	}
+}
+
+func (e *Engine) starting() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, j := range e.mu.jobs {
+		if j.state == exec.JobStarting {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureChangelog makes the job of view write its changelog before a new
+// consumer (a view or a change stream over it) snapshots it: it waits until
+// every later change is sure to be in the changelog.
+func (e *Engine) ensureChangelog(ctx context.Context, view string) error {
+	e.mu.Lock()
+	e.mu.consumed[view] = true
+	je := e.mu.jobs[view]
+	e.mu.Unlock()
+	if je == nil || je.job == nil || je.state != exec.JobRunning {
+		return nil // it changes nothing now, and starts with its changelog on
+	}
+	from := je.job.EnableChangelog()
+	for je.job.CommittedEpoch() < from {
+		select {
+		case <-ctx.Done():
+			return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
+		case <-je.job.Failed():
+			return nil // it restarts with its changelog on
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}

@@ -1,0 +1,357 @@
+package sql
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/streamdb/streamdb/checkpoint"
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/sql/parse"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+)
+
+// Rewinding and pausing jobs: RESTORE, STOP JOB, START JOB, and view
+// upgrades (CREATE OR REPLACE ... FROM SAVEPOINT, ALTER).
+
+// restore rewinds views to a snapshot: their state, offsets and rows.
+func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error) {
+	if n.Savepoint == "" {
+		e.waitExport(n.Checkpoint)
+	}
+	dir, what := e.checkpointDir(n.Checkpoint), fmt.Sprintf("checkpoint %d", n.Checkpoint)
+	if n.Savepoint != "" {
+		dir, what = e.savepointDir(n.Savepoint), fmt.Sprintf("savepoint %q", n.Savepoint)
+	}
+	if n.View != "" {
+		if _, err := e.viewDef(n.View); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, sqlerr.New(sqlerr.UndefinedObject, "%s does not exist", what)
+	}
+	e.closeSnapshot(dir) // re-verify: the files may have changed on disk
+	snap, err := e.openSnapshot(dir)
+	if err != nil {
+		return nil, err
+	}
+	var views []string
+	if n.View != "" {
+		views = []string{n.View}
+	} else {
+		for _, j := range snap.man.Jobs {
+			views = append(views, j.Name)
+		}
+	}
+	// Every job to restart: the restored ones (jm set) and, below, the
+	// rebuilt readers.
+	type restart struct {
+		orig, def *storage.TableDef // def: the catalog entry after the restore
+		jm        *checkpoint.JobManifest
+		plan      exec.Plan
+	}
+	var jobs []restart
+	for _, v := range views {
+		def, err := e.viewDef(v)
+		if err != nil {
+			return nil, err
+		}
+		jm, ok := snap.man.Job(v)
+		if !ok {
+			return nil, sqlerr.New(sqlerr.UndefinedObject, "%s does not cover materialized view %q", what, v)
+		}
+		plan, err := e.planView(def)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := compatible(v, jm, plan, false); err != nil {
+			return nil, err
+		}
+		if jm.SQL != def.SQL {
+			return nil, sqlerr.New(sqlerr.ObjectNotInPrereqState, "materialized view %q was replaced after %s was taken; use CREATE OR REPLACE MATERIALIZED VIEW ... FROM SAVEPOINT", v, what)
+		}
+		jobs = append(jobs, restart{def, def, jm, plan})
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	// The views that read a restored view (directly or not) are rebuilt:
+	// what they consumed of its changelog belongs to the abandoned
+	// timeline, and the restored job writes its replay after it. Each
+	// starts over from a snapshot of its source's rows, as a new reader
+	// does, so it equals its query over the restored view. A view in both
+	// sets is rebuilt, not restored.
+	e.mu.Lock()
+	rebuild := map[string]*storage.TableDef{}
+	var visit func(name string)
+	visit = func(name string) {
+		for _, d := range e.dependentsLocked(name) {
+			if rebuild[d] == nil {
+				rebuild[d] = e.mu.tables[d]
+				visit(d)
+			}
+		}
+	}
+	for _, r := range jobs {
+		visit(r.def.Name)
+	}
+	e.mu.Unlock()
+	jobs = slices.DeleteFunc(jobs, func(r restart) bool { return rebuild[r.def.Name] != nil })
+	for _, def := range rebuild {
+		plan, err := e.planView(def)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, restart{def, def, nil, plan})
+	}
+	// Upstream first (a view is created after what it reads, so by id): a
+	// rebuilt view snapshots its source when it starts.
+	slices.SortFunc(jobs, func(a, b restart) int { return cmp.Compare(a.def.ID, b.def.ID) })
+
+	b := e.db.NewBatch()
+	for i, r := range jobs {
+		if r.jm == nil {
+			storage.DeleteJobData(b, r.def.ID)
+			continue
+		}
+		if err := e.db.CopyJobData(b, snap.db, r.jm.ID, r.def.ID, true); err != nil {
+			return nil, err
+		}
+		// A restored job runs again, so a stopped view is no longer
+		// stopped: its catalog entry changes in the same batch. (A stopped
+		// reader is reset and rebuilt when it is started.)
+		if r.def.Options["stopped"] == "true" {
+			nd := *r.def
+			nd.Options = maps.Clone(r.def.Options)
+			delete(nd.Options, "stopped")
+			storage.PutTable(b, &nd)
+			jobs[i].def = &nd
+		}
+	}
+	// Stop the jobs, commit the rewind, start them again; if the commit
+	// fails the old jobs resume on their own, untouched, state.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range jobs {
+		if je := e.mu.jobs[r.def.Name]; je != nil && je.job != nil {
+			je.job.Stop()
+		}
+	}
+	commitErr := e.db.Commit(b, true)
+	for _, r := range jobs {
+		def := r.def
+		if commitErr != nil {
+			def = r.orig
+		}
+		e.mu.tables[def.Name] = def
+		if def.Options["stopped"] == "true" {
+			continue
+		}
+		if err := e.startViewJobLocked(def, r.plan, false); err != nil && commitErr == nil {
+			commitErr = err
+		}
+	}
+	if commitErr != nil {
+		return nil, commitErr
+	}
+	return &Result{Tag: "RESTORE"}, nil
+}
+
+func (e *Engine) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error) {
+	def, err := e.viewDef(n.View)
+	if err != nil {
+		return nil, err
+	}
+	if n.Savepoint != "" {
+		if _, err := e.createSavepoint(ctx, n.Savepoint, []string{n.View}); err != nil {
+			return nil, err
+		}
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	je := e.mu.jobs[n.View]
+	if je == nil || je.state == exec.JobStopped {
+		return nil, sqlerr.New(sqlerr.ObjectNotInPrereqState, "job %q is already stopped", n.View)
+	}
+	if je.job != nil {
+		je.job.Stop()
+	}
+	je.state = exec.JobStopped
+	if err := e.persistOptionLocked(def, "stopped", "true"); err != nil {
+		return nil, err
+	}
+	if n.Savepoint == "" && e.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
+		e.deleteCheckpointsOfLocked([]string{n.View})
+	}
+	return &Result{Tag: "STOP JOB"}, nil
+}
+
+func (e *Engine) startJob(ctx context.Context, n *parse.StartJob) (*Result, error) {
+	def, err := e.viewDef(n.View)
+	if err != nil {
+		return nil, err
+	}
+	if n.Savepoint != "" {
+		if _, err := e.restore(ctx, &parse.Restore{View: n.View, Savepoint: n.Savepoint}); err != nil {
+			return nil, err
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return &Result{Tag: "START JOB"}, e.persistOptionLocked(def, "stopped", "")
+	}
+	plan, err := e.planView(def)
+	if err != nil {
+		return nil, err
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if je := e.mu.jobs[n.View]; je != nil && je.state == exec.JobRunning {
+		return nil, sqlerr.New(sqlerr.ObjectNotInPrereqState, "job %q is already running", n.View)
+	} else if je != nil && je.job != nil {
+		je.job.Stop()
+	}
+	if err := e.persistOptionLocked(def, "stopped", ""); err != nil {
+		return nil, err
+	}
+	if err := e.startViewJobLocked(def, plan, false); err != nil {
+		return nil, err
+	}
+	return &Result{Tag: "START JOB"}, nil
+}
+
+// persistOptionLocked stores a view option ("" deletes it) in the catalog.
+func (e *Engine) persistOptionLocked(def *storage.TableDef, k, v string) error {
+	nd := *def
+	nd.Options = map[string]string{}
+	for ok, ov := range def.Options {
+		nd.Options[ok] = ov
+	}
+	if v == "" {
+		delete(nd.Options, k)
+	} else {
+		nd.Options[k] = v
+	}
+	b := e.db.NewBatch()
+	storage.PutTable(b, &nd)
+	if err := e.db.Commit(b, true); err != nil {
+		return err
+	}
+	e.mu.tables[def.Name] = &nd
+	return nil
+}
+
+// replaceView is CREATE OR REPLACE MATERIALIZED VIEW v AS q FROM SAVEPOINT sp:
+// the new query starts from the savepoint's state where the plans match.
+func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *storage.TableDef, plan exec.Plan) (*Result, error) {
+	allow := false
+	for k, v := range n.With {
+		if k != "allow_non_restored_state" {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized materialized view option %q (allowed: allow_non_restored_state)", k)
+		}
+		allow = v == "true" || v == "on" || v == "1"
+	}
+	dir := e.savepointDir(n.FromSavepoint)
+	if _, err := os.Stat(dir); err != nil {
+		return nil, sqlerr.New(sqlerr.UndefinedObject, "savepoint %q does not exist", n.FromSavepoint)
+	}
+	e.closeSnapshot(dir)
+	snap, err := e.openSnapshot(dir)
+	if err != nil {
+		return nil, err
+	}
+	jm, ok := snap.man.Job(n.Name)
+	if !ok {
+		return nil, sqlerr.New(sqlerr.UndefinedObject, "savepoint %q does not cover materialized view %q", n.FromSavepoint, n.Name)
+	}
+	matched, err := compatible(n.Name, jm, plan, allow)
+	if err != nil {
+		return nil, err
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := e.mu.tables[n.Name]
+	if old == nil || old.Kind != storage.KindView {
+		return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", n.Name)
+	}
+	// Views reading this one consumed its old changelog, and the new query
+	// may not even have their columns: like PostgreSQL, refuse.
+	if deps := e.dependentsLocked(n.Name); len(deps) > 0 {
+		slices.Sort(deps)
+		return nil, &sqlerr.Error{Code: sqlerr.DependentObjectsExist,
+			Msg:    fmt.Sprintf("cannot replace materialized view %s because other objects depend on it", n.Name),
+			Detail: fmt.Sprintf("materialized view %s depends on %s", deps[0], n.Name),
+			Hint:   "Drop the dependent views first (or restore the view without replacing it)."}
+	}
+	b := e.db.NewBatch()
+	def.ID = old.ID
+	storage.DeleteJobData(b, def.ID)
+	if matched {
+		if err := e.db.CopyJobData(b, snap.db, jm.ID, def.ID, false); err != nil {
+			return nil, err
+		}
+	} else {
+		// State that does not match is dropped; the offsets still come from
+		// the savepoint, as in Flink with allowNonRestoredState.
+		if err := e.db.CopyOffsets(b, snap.db, jm.ID, def.ID); err != nil {
+			return nil, err
+		}
+	}
+	storage.PutTable(b, def)
+	if je := e.mu.jobs[n.Name]; je != nil && je.job != nil {
+		je.job.Stop()
+	}
+	if err := e.db.Commit(b, true); err != nil {
+		// Nothing changed: bring the old job back.
+		if oldPlan, perr := e.planView(old); perr == nil {
+			_ = e.startViewJobLocked(old, oldPlan, false)
+		}
+		return nil, err
+	}
+	e.mu.tables[n.Name] = def
+	if err := e.startViewJobLocked(def, plan, true); err != nil {
+		return nil, err
+	}
+	return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil
+}
+
+// alterView is ALTER MATERIALIZED VIEW v SET (restart.* = ...): per-job
+// restart settings, validated like the database-wide ones.
+func (e *Engine) alterView(n *parse.AlterView) (*Result, error) {
+	if _, err := e.viewDef(n.Name); err != nil {
+		return nil, err
+	}
+	vals := map[string]string{}
+	for k, v := range n.Options {
+		k = strings.ToLower(k)
+		if !strings.HasPrefix(k, "restart.") {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized materialized view option %q (allowed: restart.*)", k)
+		}
+		nv, err := validateSetting(k, v)
+		if err != nil {
+			return nil, err
+		}
+		vals[k] = nv
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, v := range vals {
+		if err := e.persistOptionLocked(e.mu.tables[n.Name], k, v); err != nil {
+			return nil, err
+		}
+	}
+	if je := e.mu.jobs[n.Name]; je != nil {
+		je.backoff = nil // the next failure uses the new strategy
+	}
+	return &Result{Tag: "ALTER MATERIALIZED VIEW"}, nil
+}
