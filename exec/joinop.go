@@ -49,7 +49,24 @@ type joinOp struct {
 	pi   []int
 	qenc []string
 	qrow []*joinRow
+
+	// The state cache (durable jobs): once bytes passes budget, groups
+	// whose state is committed are evicted at a barrier, their key hashes
+	// go into evicted, and a row whose key may be there reads its group
+	// back from the state table before it is matched.
+	bytes    int64
+	reported int64 // bytes as last added to the job's opBytes
+	budget   int64
+	spilled  bool
+	evicted  evictedFilter
 }
+
+// joinRowBytes and joinGroupBytes estimate the memory of a stored row and
+// of a group besides their encodings.
+const (
+	joinRowBytes   = 48
+	joinGroupBytes = 120
+)
 
 type joinDirty struct {
 	g    *joinGroup
@@ -69,7 +86,10 @@ type joinGroup struct {
 	// few rows: a slice costs one allocation, not a map's several).
 	rows [2][]joinRow
 	idx  [2]map[string]int32
-	gone bool // removed from groups (a group of its key may come anew)
+	gone bool // removed from groups (a group of its key may come anew, or be evicted)
+	hash uint64
+	// saved is the epoch whose commit holds the group's last change.
+	saved uint64
 }
 
 type joinRow struct {
@@ -194,6 +214,12 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		var g *joinGroup
 		if !isNull(i) {
 			g = o.groups[bytesView(o.keyEnc.row(i))]
+			if g == nil && o.spilled && o.evicted.mayContain(h[i]) {
+				var err error
+				if g, err = o.reload(ectx, string(o.keyEnc.row(i)), byte(keyGroup(h[i])), h[i]); err != nil {
+					return err
+				}
+			}
 		}
 		groups = append(groups, g)
 		if g == nil {
@@ -302,14 +328,16 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			if key == "" {
 				key = string(o.keyEnc.row(i))
 			}
-			g = &joinGroup{kg: byte(keyGroup(h[i])), key: key}
+			g = &joinGroup{kg: byte(keyGroup(h[i])), key: key, hash: h[i]}
 			o.groups[key] = g
+			o.bytes += joinGroupBytes + int64(len(key))
 		}
 		var r *joinRow
 		at := g.find(side, enc)
 		if at < 0 {
 			at = len(g.rows[side])
 			r = g.insert(side, joinRow{enc: enc, matches: matched})
+			o.bytes += joinRowBytes + int64(len(enc))
 		} else {
 			r = &g.rows[side][at]
 		}
@@ -320,7 +348,9 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		}
 		if r.count <= 0 {
 			g.remove(side, at)
+			o.bytes -= joinRowBytes + int64(len(enc))
 			if len(g.rows[0]) == 0 && len(g.rows[1]) == 0 {
+				o.bytes -= joinGroupBytes + int64(len(g.key))
 				delete(o.groups, g.key)
 				g.gone = true
 			}
@@ -374,6 +404,11 @@ func (o *joinOp) residual(ectx *expr.Ctx, rec arrow.RecordBatch, side int, pi []
 
 // barrier writes the rows that changed in the epoch.
 func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
+	if w != nil {
+		for _, d := range o.dirty {
+			d.g.saved = b.Epoch
+		}
+	}
 	if w != nil && len(o.dirty) > 0 {
 		o.writeDirty(w)
 	} else {
@@ -385,7 +420,81 @@ func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	}
 	clear(o.dirty)
 	o.dirty = o.dirty[:0]
+	if w != nil {
+		o.evict(o.j.committed.Load())
+	}
+	o.j.opBytes.Add(o.bytes - o.reported)
+	o.reported = o.bytes
 	return nil
+}
+
+// evict drops groups whose state is committed (at or before epoch
+// committed) until the estimate is below 80 % of the budget. It is called
+// at a barrier, after the epoch's rows are written: a group changed in the
+// epoch is not committed yet, so it stays.
+func (o *joinOp) evict(committed uint64) {
+	if o.budget <= 0 || o.bytes <= o.budget {
+		return
+	}
+	for k, g := range o.groups {
+		if o.bytes <= o.budget*8/10 {
+			break
+		}
+		if g.saved > committed || k == nullKey {
+			continue
+		}
+		for side := range g.rows {
+			for _, r := range g.rows[side] {
+				o.bytes -= joinRowBytes + int64(len(r.enc))
+			}
+		}
+		o.bytes -= joinGroupBytes + int64(len(g.key))
+		delete(o.groups, k)
+		g.gone = true
+		o.evicted.add(g.hash)
+		o.spilled = true
+		o.j.Evicted.Add(1)
+	}
+}
+
+// reload reads the group of key back from the state table (nil if it has
+// no rows there) and recomputes its rows' match counts.
+func (o *joinOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*joinGroup, error) {
+	var g *joinGroup
+	for side := 0; side < 2; side++ {
+		prefix := binary.AppendUvarint([]byte{kg, byte(side)}, uint64(len(key)))
+		prefix = append(prefix, key...)
+		err := o.j.db.ScanStatePrefix(o.j.spec.ID, o.op, prefix, func(k, v []byte) error {
+			count, _, err := readUvarint(v)
+			if err != nil {
+				return err
+			}
+			if g == nil {
+				g = &joinGroup{kg: kg, key: key, hash: h}
+				o.bytes += joinGroupBytes + int64(len(key))
+			}
+			enc := string(k[len(prefix):])
+			g.insert(side, joinRow{enc: enc, count: int64(count)})
+			o.bytes += joinRowBytes + int64(len(enc))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if g == nil {
+		return nil, nil
+	}
+	o.groups[key] = g
+	if o.semi || o.preserve[0] || o.preserve[1] {
+		if err := o.pairs(ectx, g, func(l, r *joinRow, _, _ string) {
+			l.matches += r.count
+			r.matches += l.count
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
 }
 
 // writeDirty writes the state of the rows changed in the epoch as one
@@ -471,17 +580,20 @@ func (o *joinOp) load(inst, par int) error {
 		k := string(rest[:klen])
 		g := o.groups[k]
 		if g == nil {
-			g = &joinGroup{kg: key[0], key: k}
+			g = &joinGroup{kg: key[0], key: k, hash: o.keyHash(k)}
 			o.groups[k] = g
+			o.bytes += joinGroupBytes + int64(len(k))
 		}
 		g.insert(side, joinRow{enc: string(rest[klen:]), count: int64(count)})
+		o.bytes += joinRowBytes + int64(len(rest)-int(klen))
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	if !o.semi && !o.preserve[0] && !o.preserve[1] {
-		return nil // inner joins never read match counts
+		o.evict(^uint64(0)) // all of it is committed
+		return nil          // inner joins never read match counts
 	}
 	ectx := o.j.exprCtx()
 	for _, g := range o.groups {
@@ -493,7 +605,23 @@ func (o *joinOp) load(inst, par int) error {
 			return err
 		}
 	}
+	o.evict(^uint64(0))
 	return nil
+}
+
+// keyHash is the hash of an encoded join key, as hashColumns gives it for
+// the key's columns.
+func (o *joinOp) keyHash(key string) uint64 {
+	if key == nullKey {
+		return 0
+	}
+	ts := exprTypes(o.keys[0])
+	ds := make([]types.Datum, len(ts))
+	rest := []byte(key)
+	for c, t := range ts {
+		ds[c], rest, _ = decodeDatum(rest, t)
+	}
+	return hashDatums(ds, ts)
 }
 
 // pairs calls fn for each pair of a group's rows that passes the residual.
