@@ -40,6 +40,27 @@ type rankOp struct {
 	keyEnc    rowEncoder
 	rowEnc    rowEncoder
 	sk        sortedKeys // reused by writeDirty
+
+	// The state cache (durable jobs), as the join's: once bytes passes
+	// budget, partitions whose state is committed are evicted at a barrier
+	// and read back from the state table when their key returns. (The one
+	// partition of ORDER BY ... LIMIT is never evicted.)
+	bytes    int64
+	reported int64
+	budget   int64
+	spilled  bool
+	evicted  evictedFilter
+}
+
+// rankRowBytes estimates the memory of a map entry besides its encoding.
+const rankRowBytes = 48
+
+func mapBytes(m map[string]int64) int64 {
+	var n int64
+	for enc := range m {
+		n += rankRowBytes + int64(len(enc))
+	}
+	return n
 }
 
 type rankDirty struct {
@@ -61,6 +82,11 @@ type rankPart struct {
 	top   map[string]int64
 	added []string
 	full  bool
+	hash  uint64
+	// saved is the epoch whose commit holds the partition's last change;
+	// outBytes the estimated memory of top and out.
+	saved    uint64
+	outBytes int64
 }
 
 func newRankOp(j *Job, n *gnode) *rankOp {
@@ -99,9 +125,16 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 		}
 		if key := o.keyEnc.row(i); p == nil || p.gone || p.key != bytesView(key) {
 			p = o.parts[bytesView(key)]
+			if p == nil && o.spilled && len(key) > 0 && o.evicted.mayContain(h[i]) {
+				var err error
+				if p, err = o.reload(ectx, string(key), byte(keyGroup(h[i])), h[i]); err != nil {
+					return err
+				}
+			}
 			if p == nil {
-				p = &rankPart{kg: byte(keyGroup(h[i])), key: string(key), rows: map[string]int64{}, out: map[string]int64{}, top: map[string]int64{}}
+				p = &rankPart{kg: byte(keyGroup(h[i])), key: string(key), rows: map[string]int64{}, out: map[string]int64{}, top: map[string]int64{}, hash: h[i]}
 				o.parts[p.key] = p
+				o.bytes += rankRowBytes + int64(len(p.key))
 			}
 			o.dirty[p.key] = struct{}{}
 		}
@@ -114,8 +147,13 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 		} else {
 			p.full = true
 		}
-		if p.rows[enc] += s; p.rows[enc] <= 0 {
+		old, had := p.rows[enc]
+		if !had {
+			o.bytes += rankRowBytes + int64(len(enc))
+		}
+		if p.rows[enc] = old + s; p.rows[enc] <= 0 {
 			delete(p.rows, enc)
+			o.bytes -= rankRowBytes + int64(len(enc))
 		}
 		o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
 	}
@@ -168,12 +206,83 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 			return err
 		}
 	}
+	if w != nil {
+		for _, d := range o.dirtyRows {
+			d.p.saved = b.Epoch
+		}
+	}
 	if w != nil && len(o.dirtyRows) > 0 {
 		o.writeDirty(w)
 	}
 	clear(o.dirtyRows)
 	o.dirtyRows = o.dirtyRows[:0]
+	if w != nil {
+		o.evict(o.j.committed.Load())
+	}
+	o.j.opBytes.Add(o.bytes - o.reported)
+	o.reported = o.bytes
 	return nil
+}
+
+// evict drops partitions whose state is committed (at or before epoch
+// committed) until the estimate is below 80 % of the budget.
+func (o *rankOp) evict(committed uint64) {
+	if o.budget <= 0 || o.bytes <= o.budget {
+		return
+	}
+	for k, p := range o.parts {
+		if o.bytes <= o.budget*8/10 {
+			break
+		}
+		if p.saved > committed || k == "" {
+			continue
+		}
+		o.bytes -= mapBytes(p.rows) + p.outBytes + rankRowBytes + int64(len(k))
+		delete(o.parts, k)
+		p.gone = true
+		o.evicted.add(p.hash)
+		o.spilled = true
+		o.j.Evicted.Add(1)
+	}
+}
+
+// reload reads partition key back from the state table (nil if it has no
+// rows there) and recomputes what it emitted.
+func (o *rankOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*rankPart, error) {
+	prefix := binary.AppendUvarint([]byte{kg}, uint64(len(key)))
+	prefix = append(prefix, key...)
+	rows := map[string]int64{}
+	err := o.j.db.ScanStatePrefix(o.j.spec.ID, o.op, prefix, func(k, v []byte) error {
+		count, _, err := readUvarint(v)
+		if err != nil {
+			return err
+		}
+		rows[string(k[len(prefix):])] = int64(count)
+		return nil
+	})
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	p := &rankPart{kg: kg, key: key, rows: rows, hash: h}
+	if p.out, p.top, err = o.compute(ectx, rows); err != nil {
+		return nil, err
+	}
+	p.outBytes = mapBytes(p.out) + mapBytes(p.top)
+	o.bytes += mapBytes(rows) + p.outBytes + rankRowBytes + int64(len(key))
+	o.parts[key] = p
+	return p, nil
+}
+
+// keyHash is the hash of an encoded partition key, as hashColumns gives it
+// for the key's columns.
+func (o *rankOp) keyHash(key string) uint64 {
+	ts := exprTypes(o.spec.partition)
+	ds := make([]types.Datum, len(ts))
+	rest := []byte(key)
+	for c, t := range ts {
+		ds[c], rest, _ = decodeDatum(rest, t)
+	}
+	return hashDatums(ds, ts)
 }
 
 // applyResult makes partition k's new output its own and emits the
@@ -197,9 +306,13 @@ func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankRes
 		}
 	}
 	p.out = next
+	ob := mapBytes(p.out) + mapBytes(p.top)
+	o.bytes += ob - p.outBytes
+	p.outBytes = ob
 	if len(p.rows) == 0 {
 		delete(o.parts, k)
 		p.gone = true
+		o.bytes -= p.outBytes + rankRowBytes + int64(len(p.key))
 	}
 	if buf.n >= 16<<10 {
 		if err := o.out.emit(ectx, buf.chunk(), nil); err != nil {
@@ -463,10 +576,12 @@ func (o *rankOp) load(inst, par int) error {
 		k := string(rest[:klen])
 		p := o.parts[k]
 		if p == nil {
-			p = &rankPart{kg: key[0], key: k, rows: map[string]int64{}}
+			p = &rankPart{kg: key[0], key: k, rows: map[string]int64{}, hash: o.keyHash(k)}
 			o.parts[k] = p
+			o.bytes += rankRowBytes + int64(len(k))
 		}
 		p.rows[string(rest[klen:])] = int64(count)
+		o.bytes += rankRowBytes + int64(len(rest)) - int64(klen)
 		return nil
 	})
 	if err != nil {
@@ -488,8 +603,10 @@ func (o *rankOp) load(inst, par int) error {
 		}
 		for i, p := range batch {
 			p.out, p.top = results[i].out, results[i].top
+			p.outBytes = mapBytes(p.out) + mapBytes(p.top)
+			o.bytes += p.outBytes
 		}
 		batch, inputs, size = batch[:0], inputs[:0], 0
 	}
-	return nil
+	return nil // the first barrier evicts what is over the budget
 }

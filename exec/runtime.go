@@ -178,6 +178,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				op := newRankOp(j, n)
 				op.out = outlets[out][i]
 				if j.durable() {
+					op.budget = spec.StateCacheBytes / int64(len(j.dirty))
 					if err := op.load(i, n.par); err != nil {
 						return nil, err
 					}

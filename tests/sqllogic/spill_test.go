@@ -113,3 +113,46 @@ func TestJoinStateSpill(t *testing.T) {
 	load(3)
 	check("after a restart")
 }
+
+// TestRankStateSpill runs a top-2-per-key view over far more keys than the
+// state cache holds: committed partitions are evicted and read back when
+// their key returns (with what they emitted recomputed), across a restart
+// too, and the view stays equal to its batch query.
+func TestRankStateSpill(t *testing.T) {
+	srv := StartServer(t, "", "--state-cache-mb", "1", "--parallelism", "2")
+	c := srv.Conn(t)
+	ctx := context.Background()
+	const q = "SELECT k, v, rn FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM t) x WHERE rn <= 2"
+	execAll(t, c, "SET checkpoint.interval = '100ms'", "CREATE TABLE t (k BIGINT, v BIGINT)", "CREATE MATERIALIZED VIEW top2 AS "+q)
+	load := func(round int) {
+		var sb strings.Builder
+		for i := 0; i < 40000; i++ {
+			fmt.Fprintf(&sb, "%d\t%d\n", (i*7919+round*104729)%30000, i*31%100003+round)
+		}
+		if _, err := c.PgConn().CopyFrom(ctx, strings.NewReader(sb.String()), "COPY t FROM STDIN"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		execAll(t, c, "CHECKPOINT")
+		if got, want := rowSet(t, c, "SELECT * FROM top2"), rowSet(t, c, q); got != want {
+			t.Fatalf("%s: the view differs from its batch query:\n%s", when, diffLines(got, want))
+		}
+	}
+	for round := 0; round < 3; round++ {
+		load(round)
+		check(fmt.Sprintf("round %d", round))
+	}
+	var state, evicted int64
+	if err := c.QueryRow(ctx, "SELECT state_bytes, evicted FROM streamdb_jobs WHERE name = 'top2'").Scan(&state, &evicted); err != nil {
+		t.Fatal(err)
+	}
+	if evicted == 0 || state > 2<<20 {
+		t.Errorf("state cache of 1 MiB: %d bytes held, %d partitions evicted; want spilling", state, evicted)
+	}
+	srv.Restart(t)
+	c = srv.Conn(t)
+	load(3)
+	check("after a restart")
+}
