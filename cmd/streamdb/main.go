@@ -47,7 +47,7 @@ func run() error {
 	tlsCert := flag.String("tls-cert", "", "TLS certificate file (with --tls-key)")
 	tlsKey := flag.String("tls-key", "", "TLS key file")
 	parallelism := flag.Int("parallelism", 0, "aggregate instances per job (0: number of cores)")
-	stateCache := flag.Int64("state-cache-mb", 1024, "memory for each job's aggregate state; colder groups spill to Pebble (0: unbounded)")
+	stateCache := flag.Int64("state-cache-mb", 1024, "memory for each job's operator state (aggregate groups, join and rank rows); colder state spills to Pebble (0: unbounded)")
 	flag.Parse()
 
 	var level slog.Level
