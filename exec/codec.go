@@ -199,57 +199,7 @@ func cmp3(less, greater bool) int {
 func takeArray(a arrow.Array, idx []int, t types.T) arrow.Array {
 	bl := types.NewBuilder(memoryPool, t)
 	defer bl.Release()
-	bl.Reserve(len(idx))
-	noNulls := a.NullN() == 0
-	switch arr := a.(type) {
-	case *array.Int64:
-		b := bl.(*array.Int64Builder)
-		vs := arr.Int64Values()
-		for _, i := range idx {
-			if i < 0 || (!noNulls && arr.IsNull(i)) {
-				b.AppendNull()
-			} else {
-				b.UnsafeAppend(vs[i])
-			}
-		}
-	case *array.Float64:
-		b := bl.(*array.Float64Builder)
-		vs := arr.Float64Values()
-		for _, i := range idx {
-			if i < 0 || (!noNulls && arr.IsNull(i)) {
-				b.AppendNull()
-			} else {
-				b.UnsafeAppend(vs[i])
-			}
-		}
-	case *array.Decimal128:
-		b := bl.(*array.Decimal128Builder)
-		vs := arr.Values()
-		for _, i := range idx {
-			if i < 0 || (!noNulls && arr.IsNull(i)) {
-				b.AppendNull()
-			} else {
-				b.UnsafeAppend(vs[i])
-			}
-		}
-	case *array.String:
-		b := bl.(*array.StringBuilder)
-		for _, i := range idx {
-			if i < 0 || arr.IsNull(i) {
-				b.AppendNull()
-			} else {
-				b.Append(arr.Value(i))
-			}
-		}
-	default:
-		for _, i := range idx {
-			if i < 0 || a.IsNull(i) {
-				bl.AppendNull()
-			} else {
-				types.AppendDatum(bl, types.DatumAt(a, i, t), t)
-			}
-		}
-	}
+	appendTake(bl, a, idx, t)
 	return bl.NewArray()
 }
 

@@ -614,7 +614,12 @@ func (o *joinOp) keyHash(key string) uint64 {
 	if key == nullKey {
 		return 0
 	}
-	ts := exprTypes(o.keys[0])
+	return encodedKeyHash(key, exprTypes(o.keys[0]))
+}
+
+// encodedKeyHash is the hash of a key encoded by encodeDatum, as
+// hashColumns gives it for the key's columns of types ts.
+func encodedKeyHash(key string, ts []types.T) uint64 {
 	ds := make([]types.Datum, len(ts))
 	rest := []byte(key)
 	for c, t := range ts {

@@ -275,15 +275,7 @@ func (o *rankOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*rankPar
 
 // keyHash is the hash of an encoded partition key, as hashColumns gives it
 // for the key's columns.
-func (o *rankOp) keyHash(key string) uint64 {
-	ts := exprTypes(o.spec.partition)
-	ds := make([]types.Datum, len(ts))
-	rest := []byte(key)
-	for c, t := range ts {
-		ds[c], rest, _ = decodeDatum(rest, t)
-	}
-	return hashDatums(ds, ts)
-}
+func (o *rankOp) keyHash(key string) uint64 { return encodedKeyHash(key, exprTypes(o.spec.partition)) }
 
 // applyResult makes partition k's new output its own and emits the
 // difference from what it emitted before.
@@ -366,6 +358,29 @@ func (o *rankOp) writeDirty(w *storage.Batch) {
 	w.AddRun(r)
 }
 
+// order evaluates the ORDER BY over rec and returns a three-way comparison
+// of its rows; release frees the evaluated keys.
+func (o *rankOp) order(ectx *expr.Ctx, rec arrow.RecordBatch) (cmp func(a, b int) int, release func(), err error) {
+	keys := make([]arrow.Array, len(o.spec.order))
+	release = func() { releaseAll(keys) }
+	cmps := make([]func(i, j int) int, len(o.spec.order))
+	for i, k := range o.spec.order {
+		if keys[i], err = expr.Eval(ectx, k.E, rec); err != nil {
+			release()
+			return nil, nil, err
+		}
+		cmps[i] = comparator(keys[i], k.E.Type(), k.Desc, k.NullsFirst)
+	}
+	return func(a, b int) int {
+		for _, c := range cmps {
+			if r := c(a, b); r != 0 {
+				return r
+			}
+		}
+		return 0
+	}, release, nil
+}
+
 // compute returns a partition's output rows: the rows at positions
 // [lo, hi) of the order, or every row (up to the bound) with its window
 // functions' values appended. Rows that tie in the order are taken in the
@@ -407,24 +422,11 @@ func (o *rankOp) computeMany(ectx *expr.Ctx, inputs []map[string]int64) ([]rankR
 	}
 	rec := decodeRecord(o.inTs, encs)
 	defer rec.Release()
-	keys := make([]arrow.Array, len(o.spec.order))
-	defer releaseAll(keys)
-	cmps := make([]func(i, j int) int, len(o.spec.order))
-	for i, k := range o.spec.order {
-		var err error
-		if keys[i], err = expr.Eval(ectx, k.E, rec); err != nil {
-			return nil, err
-		}
-		cmps[i] = comparator(keys[i], k.E.Type(), k.Desc, k.NullsFirst)
+	cmp, release, err := o.order(ectx, rec)
+	if err != nil {
+		return nil, err
 	}
-	cmp := func(a, b int) int {
-		for _, c := range cmps {
-			if r := c(a, b); r != 0 {
-				return r
-			}
-		}
-		return 0
-	}
+	defer release()
 	all := make([]int, len(encs))
 	for i := range all {
 		all[i] = i
@@ -496,21 +498,14 @@ func (o *rankOp) preselect(ectx *expr.Ctx, rows map[string]int64, hi int64) (map
 	}
 	rec := decodeRecord(o.inTs, encs)
 	defer rec.Release()
-	keys := make([]arrow.Array, len(o.spec.order))
-	defer releaseAll(keys)
-	cmps := make([]func(i, j int) int, len(o.spec.order))
-	for i, k := range o.spec.order {
-		var err error
-		if keys[i], err = expr.Eval(ectx, k.E, rec); err != nil {
-			return nil, err
-		}
-		cmps[i] = comparator(keys[i], k.E.Type(), k.Desc, k.NullsFirst)
+	cmp, release, err := o.order(ectx, rec)
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	less := func(a, b int) bool {
-		for _, c := range cmps {
-			if r := c(a, b); r != 0 {
-				return r < 0
-			}
+		if r := cmp(a, b); r != 0 {
+			return r < 0
 		}
 		return encs[a] < encs[b]
 	}

@@ -47,31 +47,8 @@ func TestEmitChangesPsqlCopy(t *testing.T) {
 	srv := StartServer(t, "")
 	c := srv.Conn(t)
 	execAll(t, c, "CREATE TABLE t (k BIGINT, v BIGINT)", "INSERT INTO t VALUES (1, 10)")
-	host, port, _ := strings.Cut(srv.Addr(), ":")
-	args := []string{psql, "-X", "-h", host, "-p", port, "-U", "streamdb", "streamdb",
-		"-c", "COPY (SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k EMIT CHANGES) TO STDOUT"}
-	// On a terminal psql's output is line-buffered; through a pipe stdio
-	// would hold the rows back, so unbuffer it as a terminal would.
-	if stdbuf, err := exec.LookPath("stdbuf"); err == nil {
-		args = append([]string{stdbuf, "-oL"}, args...)
-	}
-	cmd := exec.Command(args[0], args[1:]...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, lines := psqlCopyOut(t, psql, srv, "COPY (SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k EMIT CHANGES) TO STDOUT")
 	defer cmd.Process.Kill()
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
 	expect := func(want ...string) {
 		t.Helper()
 		for _, w := range want {
@@ -180,29 +157,8 @@ func TestEmitChangesJoinPsql(t *testing.T) {
 	srv := StartServer(t, "")
 	c := srv.Conn(t)
 	execAll(t, c, "CREATE TABLE orders (id BIGINT, cust BIGINT)", "CREATE TABLE custs (cust BIGINT, name TEXT)")
-	host, port, _ := strings.Cut(srv.Addr(), ":")
-	args := []string{psql, "-X", "-h", host, "-p", port, "-U", "streamdb", "streamdb",
-		"-c", "COPY (SELECT o.id, c.name FROM orders o LEFT JOIN custs c ON o.cust = c.cust EMIT CHANGES) TO STDOUT"}
-	if stdbuf, err := exec.LookPath("stdbuf"); err == nil {
-		args = append([]string{stdbuf, "-oL"}, args...)
-	}
-	cmd := exec.Command(args[0], args[1:]...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, lines := psqlCopyOut(t, psql, srv, "COPY (SELECT o.id, c.name FROM orders o LEFT JOIN custs c ON o.cust = c.cust EMIT CHANGES) TO STDOUT")
 	defer cmd.Process.Kill()
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
 	// expect reads len(want) lines, in any order (one epoch's changes).
 	expect := func(want ...string) {
 		t.Helper()
@@ -230,4 +186,34 @@ func TestEmitChangesJoinPsql(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	waitNoChangeStreams(t, c, func() { execAll(t, c, "INSERT INTO orders VALUES (4, 1)") })
+}
+
+// psqlCopyOut runs psql with one COPY ... TO STDOUT and returns it with a
+// channel of the lines it prints.
+func psqlCopyOut(t *testing.T, psql string, srv *Server, copyStmt string) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	host, port, _ := strings.Cut(srv.Addr(), ":")
+	args := []string{psql, "-X", "-h", host, "-p", port, "-U", "streamdb", "streamdb", "-c", copyStmt}
+	// On a terminal psql's output is line-buffered; through a pipe stdio
+	// would hold the rows back, so unbuffer it as a terminal would.
+	if stdbuf, err := exec.LookPath("stdbuf"); err == nil {
+		args = append([]string{stdbuf, "-oL"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return cmd, lines
 }
