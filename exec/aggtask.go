@@ -61,7 +61,7 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 		// Eviction is about memory, not this epoch's contents: done after
 		// the barrier has gone on, it does not delay the checkpoint.
 		if j.spec.View != nil {
-			j.Evicted.Add(int64(op.evict(j.spec.StateCacheBytes/int64(len(j.dirty)), j.committed.Load(), m.barrier.Epoch)))
+			j.Evicted.Add(int64(op.evict(j.cacheShare(), j.committed.Load(), m.barrier.Epoch)))
 			if op.spilled {
 				j.spilling.Store(true)
 			}
@@ -188,7 +188,7 @@ func restoreOut(op *aggOp, gids []int32) error {
 // the instance's share of the state cache; the rest are read when their
 // keys come (op.load).
 func (j *Job) loadState(op *aggOp, inst, par int) error {
-	limit := j.spec.StateCacheBytes / int64(max(1, len(j.dirty)))
+	limit := j.cacheShare()
 	var key []byte
 	var found []int32
 	op.load = func(gids []int32) error {

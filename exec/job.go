@@ -121,7 +121,13 @@ type Job struct {
 	// aggregated. Together they bound the epoch's changes (epochFull).
 	dirty    []atomic.Int64
 	inflight atomic.Int64
+	// stateful is the number of stateful operator instances, which share
+	// the state cache evenly.
+	stateful int
 }
+
+// cacheShare is each stateful instance's share of the state cache.
+func (j *Job) cacheShare() int64 { return j.spec.StateCacheBytes / int64(max(1, j.stateful)) }
 
 // jobSource is one source of a job: a stream's log or a view's changelog,
 // read per partition.

@@ -113,8 +113,11 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		}
 	}
 	j.stateBytes = make([]atomic.Int64, nagg)
-	// The aggregates' instances come first; then joins' and ranks'.
-	j.dirty = make([]atomic.Int64, nagg+nops)
+	// The aggregates' instances come first; then joins' and ranks'; last
+	// the sink's rows of a view without aggregation at its root (so a view
+	// of a stream's rows bounds its epochs too).
+	j.dirty = make([]atomic.Int64, nagg+nops+1)
+	j.stateful = max(1, nagg+nops)
 	type starter func()
 	var starts []starter
 	slot, opSlot := 0, nagg // aggregates' instances first, then the others'
@@ -153,7 +156,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				op := newJoinOp(j, n)
 				op.out = outlets[out][i]
 				if j.durable() {
-					op.budget = spec.StateCacheBytes / int64(len(j.dirty))
+					op.budget = j.cacheShare()
 					if err := op.load(i, n.par); err != nil {
 						return nil, err
 					}
@@ -178,7 +181,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				op := newRankOp(j, n)
 				op.out = outlets[out][i]
 				if j.durable() {
-					op.budget = spec.StateCacheBytes / int64(len(j.dirty))
+					op.budget = j.cacheShare()
 					if err := op.load(i, n.par); err != nil {
 						return nil, err
 					}

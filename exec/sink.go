@@ -53,6 +53,7 @@ func (j *Job) runSink(ins []chan msg) error {
 				continue // change streams flush at barriers but commit nothing
 			}
 			writeLog = j.changelog.Load()
+			j.dirty[len(j.dirty)-1].Store(0)
 			w.Absorb(m.w)
 			select {
 			case j.acks <- ack{m.barrier.Epoch, w}:
@@ -64,9 +65,11 @@ func (j *Job) runSink(ins []chan msg) error {
 		}
 		rec := m.c.Rec
 		if agg == nil {
+			n := rec.NumRows()
 			if err := j.sinkRows(w, m, outTs, &rs, writeLog); err != nil {
 				return err
 			}
+			j.dirty[len(j.dirty)-1].Add(n)
 			continue
 		}
 		out, kept, err := applyStages(ectx, root.stages, rec, true)
