@@ -87,6 +87,12 @@ type rankPart struct {
 	// outBytes the estimated memory of top and out.
 	saved    uint64
 	outBytes int64
+	// thin: the partition's rows are only in the state table (too many to
+	// keep, as in ORDER BY ... LIMIT over a whole stream); delta holds the
+	// changes since the last barrier. While rows are only added, top and
+	// the added rows give the output; a retraction reads the rows back.
+	thin  bool
+	delta map[string]int64
 }
 
 func newRankOp(j *Job, n *gnode) *rankOp {
@@ -147,12 +153,16 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 		} else {
 			p.full = true
 		}
-		old, had := p.rows[enc]
+		rows := p.rows
+		if p.thin {
+			rows = p.delta
+		}
+		old, had := rows[enc]
 		if !had {
 			o.bytes += rankRowBytes + int64(len(enc))
 		}
-		if p.rows[enc] = old + s; p.rows[enc] <= 0 {
-			delete(p.rows, enc)
+		if rows[enc] = old + s; rows[enc] == 0 || rows[enc] < 0 && !p.thin {
+			delete(rows, enc)
 			o.bytes -= rankRowBytes + int64(len(enc))
 		}
 		o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
@@ -177,6 +187,15 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	for x, k := range keys {
 		p := o.parts[k]
 		candidates := p.rows
+		if p.thin && p.full {
+			var err error
+			if candidates, err = o.thinRows(p); err != nil {
+				return err
+			}
+			if len(candidates) == 0 { // it emptied: an ordinary partition again
+				p.thin, p.rows = false, map[string]int64{}
+			}
+		}
 		if !p.full {
 			candidates = maps.Clone(p.top)
 			for _, enc := range p.added {
@@ -212,7 +231,15 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 		}
 	}
 	if w != nil && len(o.dirtyRows) > 0 {
-		o.writeDirty(w)
+		if err := o.writeDirty(w); err != nil {
+			return err
+		}
+	}
+	for _, d := range o.dirtyRows {
+		if d.p.thin && len(d.p.delta) > 0 {
+			o.bytes -= mapBytes(d.p.delta)
+			clear(d.p.delta)
+		}
 	}
 	clear(o.dirtyRows)
 	o.dirtyRows = o.dirtyRows[:0]
@@ -234,7 +261,16 @@ func (o *rankOp) evict(committed uint64) {
 		if o.bytes <= o.budget*8/10 {
 			break
 		}
-		if p.saved > committed || k == "" {
+		if p.saved > committed || p.thin {
+			continue
+		}
+		if k == "" {
+			// The one partition of ORDER BY ... LIMIT: keep its top only.
+			if o.spec.hi >= 0 && int64(len(p.rows)) > 4*o.spec.hi+rankPreselectMin {
+				o.bytes -= mapBytes(p.rows)
+				p.rows, p.thin, p.delta = nil, true, map[string]int64{}
+				o.spilled = true
+			}
 			continue
 		}
 		o.bytes -= mapBytes(p.rows) + p.outBytes + rankRowBytes + int64(len(k))
@@ -244,6 +280,37 @@ func (o *rankOp) evict(committed uint64) {
 		o.spilled = true
 		o.j.Evicted.Add(1)
 	}
+}
+
+// thinRows reads a thin partition's rows back from the state table (the
+// last committed epoch) with the changes since applied.
+func (o *rankOp) thinRows(p *rankPart) (map[string]int64, error) {
+	prefix := binary.AppendUvarint([]byte{p.kg}, uint64(len(p.key)))
+	prefix = append(prefix, p.key...)
+	rows := map[string]int64{}
+	err := o.j.db.ScanStatePrefix(o.j.spec.ID, o.op, prefix, func(k, v []byte) error {
+		count, _, err := readUvarint(v)
+		rows[string(k[len(prefix):])] = int64(count)
+		return err
+	})
+	for enc, d := range p.delta {
+		if rows[enc] += d; rows[enc] <= 0 {
+			delete(rows, enc)
+		}
+	}
+	return rows, err
+}
+
+// storedCount is a thin partition's committed multiplicity of row enc.
+func (o *rankOp) storedCount(p *rankPart, enc string) (int64, error) {
+	key := binary.AppendUvarint([]byte{p.kg}, uint64(len(p.key)))
+	key = append(append(key, p.key...), enc...)
+	v, err := o.j.db.GetState(o.j.spec.ID, o.op, key)
+	if err != nil || v == nil {
+		return 0, err
+	}
+	count, _, err := readUvarint(v)
+	return int64(count), err
 }
 
 // reload reads partition key back from the state table (nil if it has no
@@ -301,7 +368,7 @@ func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankRes
 	ob := mapBytes(p.out) + mapBytes(p.top)
 	o.bytes += ob - p.outBytes
 	p.outBytes = ob
-	if len(p.rows) == 0 {
+	if len(p.rows) == 0 && !p.thin {
 		delete(o.parts, k)
 		p.gone = true
 		o.bytes -= p.outBytes + rankRowBytes + int64(len(p.key))
@@ -316,7 +383,7 @@ func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankRes
 
 // writeDirty writes the state of the rows changed in the epoch as one
 // sorted run (sortedKeys: keys sorted by a 16-byte integer prefix).
-func (o *rankOp) writeDirty(w *storage.Batch) {
+func (o *rankOp) writeDirty(w *storage.Batch) error {
 	sk := &o.sk
 	sk.reset()
 	for i, d := range o.dirtyRows {
@@ -327,7 +394,13 @@ func (o *rankOp) writeDirty(w *storage.Batch) {
 			}
 		}
 		var count int64
-		if p != nil {
+		if p != nil && p.thin {
+			var err error
+			if count, err = o.storedCount(p, d.enc); err != nil {
+				return err
+			}
+			count += p.delta[d.enc]
+		} else if p != nil {
 			count = p.rows[d.enc]
 		}
 		sk.add(int32(i), func(b []byte) []byte {
@@ -356,6 +429,7 @@ func (o *rankOp) writeDirty(w *storage.Batch) {
 		}
 	}
 	w.AddRun(r)
+	return nil
 }
 
 // order evaluates the ORDER BY over rec and returns a three-way comparison

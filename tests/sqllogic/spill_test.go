@@ -156,3 +156,59 @@ func TestRankStateSpill(t *testing.T) {
 	load(3)
 	check("after a restart")
 }
+
+// TestTopNStateSpill runs ORDER BY ... LIMIT views, whose one partition
+// holds every row, under a 1 MiB state cache: the partition keeps only its
+// top rows in memory and reads the rest back from Pebble when a retraction
+// needs them (the view over an aggregate retracts at every change).
+func TestTopNStateSpill(t *testing.T) {
+	srv := StartServer(t, "", "--state-cache-mb", "1", "--parallelism", "2")
+	c := srv.Conn(t)
+	ctx := context.Background()
+	views := map[string]string{
+		"top_rows": "SELECT k, v FROM t ORDER BY v DESC, k LIMIT 5",
+		"top_sums": "SELECT k, s FROM sums ORDER BY s DESC, k LIMIT 5 OFFSET 1",
+	}
+	execAll(t, c, "SET checkpoint.interval = '100ms'", "CREATE TABLE t (k BIGINT, v BIGINT)",
+		"CREATE MATERIALIZED VIEW sums AS SELECT k, sum(v) AS s FROM t GROUP BY k")
+	for name, q := range views {
+		execAll(t, c, "CREATE MATERIALIZED VIEW "+name+" AS "+q)
+	}
+	load := func(round int) {
+		var sb strings.Builder
+		for i := 0; i < 40000; i++ {
+			fmt.Fprintf(&sb, "%d\t%d\n", (i*7919+round*104729)%20000, (i*31+round*17)%100003-50000)
+		}
+		if _, err := c.PgConn().CopyFrom(ctx, strings.NewReader(sb.String()), "COPY t FROM STDIN"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		execAll(t, c, "CHECKPOINT", "CHECKPOINT")
+		batch := map[string]string{
+			"top_rows": views["top_rows"],
+			"top_sums": "SELECT k, sum(v) AS s FROM t GROUP BY k ORDER BY s DESC, k LIMIT 5 OFFSET 1",
+		}
+		for name, q := range batch {
+			if got, want := rowSet(t, c, "SELECT * FROM "+name), rowSet(t, c, q); got != want {
+				t.Fatalf("%s: view %s differs from its batch query:\n%s", when, name, diffLines(got, want))
+			}
+		}
+	}
+	for round := 0; round < 3; round++ {
+		load(round)
+		check(fmt.Sprintf("round %d", round))
+	}
+	var state int64
+	if err := c.QueryRow(ctx, "SELECT state_bytes FROM streamdb_jobs WHERE name = 'top_rows'").Scan(&state); err != nil {
+		t.Fatal(err)
+	}
+	if state > 2<<20 {
+		t.Errorf("top_rows holds %d bytes of state under a 1 MiB cache; want its rows in Pebble", state)
+	}
+	srv.Restart(t)
+	c = srv.Conn(t)
+	load(3)
+	check("after a restart")
+}
