@@ -217,3 +217,46 @@ func psqlCopyOut(t *testing.T, psql string, srv *Server, copyStmt string) (*exec
 	}()
 	return cmd, lines
 }
+
+// TestEmitChangesTopNAndNestedPsql watches a top-N view and a nested
+// aggregate with psql: when a row enters the top 2 the one it pushes out is
+// deleted, and a group moving between counts shows as update_before/after.
+func TestEmitChangesTopNAndNestedPsql(t *testing.T) {
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		t.Skip("psql not installed")
+	}
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	execAll(t, c, "CREATE TABLE bids (id BIGINT, price BIGINT)",
+		"CREATE MATERIALIZED VIEW top2 AS SELECT id, price FROM bids ORDER BY price DESC, id LIMIT 2",
+		"CREATE MATERIALIZED VIEW per_id AS SELECT n, count(*) AS ids FROM (SELECT id, count(*) AS n FROM bids GROUP BY id) t GROUP BY n",
+		"INSERT INTO bids VALUES (1, 10), (2, 20)")
+	top, topLines := psqlCopyOut(t, psql, srv, "COPY (SELECT * FROM top2 EMIT CHANGES) TO STDOUT")
+	defer top.Process.Kill()
+	nested, nestedLines := psqlCopyOut(t, psql, srv, "COPY (SELECT * FROM per_id EMIT CHANGES) TO STDOUT")
+	defer nested.Process.Kill()
+	expect := func(lines <-chan string, want ...string) {
+		t.Helper()
+		var got []string
+		for range want {
+			select {
+			case l := <-lines:
+				got = append(got, l)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("psql printed %q; want %q", got, want)
+			}
+		}
+		sort.Strings(got)
+		sort.Strings(want)
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Fatalf("psql printed %q, want %q", got, want)
+		}
+	}
+	// First each view as it stands, then its changes.
+	expect(topLines, "1\t10\tinsert", "2\t20\tinsert")
+	expect(nestedLines, "1\t2\tinsert")
+	execAll(t, c, "INSERT INTO bids VALUES (3, 15), (1, 5), (4, 1)")
+	expect(topLines, "1\t10\tdelete", "3\t15\tinsert")
+	expect(nestedLines, "1\t2\tupdate_before", "1\t3\tupdate_after", "2\t1\tinsert")
+}
