@@ -544,7 +544,7 @@ func (o *joinOp) writeDirty(w *storage.Batch) {
 		}
 		return bytes.Compare(buf[a.off:a.end], buf[b.off:b.end])
 	})
-	r := w.NewRun()
+	r := w.NewRunSized(len(buf) + len(refs)*(14+8+16))
 	var v []byte
 	for i, x := range refs {
 		k := buf[x.off:x.end]

@@ -195,12 +195,15 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 	rs.enc.encode(rec.Columns()[:len(outTs)], outTs, n)
 	switch {
 	case !rs.active:
+		// Rows keyed by their stream position, ascending: one sorted run.
+		run := b.NewRunSized(runSize(rs, n))
 		for i := 0; i < n; i++ {
 			rs.key = binary.BigEndian.AppendUint64(rs.key[:0], m.rowIDs[i])
-			b.PutViewRow(j.spec.View.ID, rs.key, rs.enc.row(i))
+			run.PutViewRow(j.spec.View.ID, rs.key, rs.enc.row(i))
 		}
+		b.AddRun(run)
 	case rs.bag == nil:
-		run := b.NewRun()
+		run := b.NewRunSized(runSize(rs, n))
 		for i := 0; i < n; i++ {
 			if m.c.Ops != nil && m.c.Ops[i].Sign() < 0 {
 				return fmt.Errorf("exec: a retraction reached the append-only rows of view %d", j.spec.View.ID)
@@ -283,3 +286,7 @@ func (j *Job) emitOut(c Chunk) error {
 		return nil
 	}
 }
+
+// runSize estimates the bytes of a run of the n rows rs.enc holds, keyed by
+// 8-byte positions: each write is its key and row plus Pebble's framing.
+func runSize(rs *rowSink, n int) int { return len(rs.enc.buf) + n*(8+10+16) }

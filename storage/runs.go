@@ -22,6 +22,12 @@ type Run struct {
 // NewRun returns an empty run for this batch.
 func (b *Batch) NewRun() *Run { return &Run{b: b.db.pdb.NewBatch(), ordered: true} }
 
+// NewRunSized returns an empty run with room for about size bytes of
+// writes, so a run of known size is not grown (and copied) step by step.
+func (b *Batch) NewRunSized(size int) *Run {
+	return &Run{b: b.db.pdb.NewBatchWithSize(size), ordered: true}
+}
+
 // AddRun adds r's writes to the batch; r must not be used afterwards.
 func (b *Batch) AddRun(r *Run) {
 	if r.b.Empty() {
