@@ -180,25 +180,35 @@ func aggType(name string, arg expr.Expr) (types.T, error) {
 // containsAgg reports whether an aggregate call occurs in n (subqueries
 // excluded: their aggregates are their own).
 func containsAgg(n ast.Node) bool {
+	return contains(n, func(n ast.Node) bool { _, ok := n.(*ast.AggregateFuncExpr); return ok })
+}
+
+// contains reports whether a node that is matches occurs in n, outside
+// nested queries.
+func contains(n ast.Node, is func(ast.Node) bool) bool {
 	if n == nil {
 		return false
 	}
-	v := &aggFinder{}
+	v := &finder{is: is}
 	n.Accept(v)
 	return v.found
 }
 
-type aggFinder struct{ found bool }
+type finder struct {
+	is    func(ast.Node) bool
+	found bool
+}
 
-func (v *aggFinder) Enter(n ast.Node) (ast.Node, bool) {
-	switch n.(type) {
-	case *ast.AggregateFuncExpr:
+func (v *finder) Enter(n ast.Node) (ast.Node, bool) {
+	if v.is(n) {
 		v.found = true
 		return n, true
+	}
+	switch n.(type) {
 	case *ast.SubqueryExpr, *ast.SelectStmt, *ast.SetOprStmt:
 		return n, true
 	}
 	return n, v.found
 }
 
-func (v *aggFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+func (v *finder) Leave(n ast.Node) (ast.Node, bool) { return n, true }

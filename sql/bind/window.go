@@ -41,28 +41,8 @@ type winCall struct {
 // containsWindow reports whether a window function call occurs in n
 // (nested queries excluded).
 func containsWindow(n ast.Node) bool {
-	if n == nil {
-		return false
-	}
-	v := &windowFinder{}
-	n.Accept(v)
-	return v.found
+	return contains(n, func(n ast.Node) bool { _, ok := n.(*ast.WindowFuncExpr); return ok })
 }
-
-type windowFinder struct{ found bool }
-
-func (v *windowFinder) Enter(n ast.Node) (ast.Node, bool) {
-	switch n.(type) {
-	case *ast.WindowFuncExpr:
-		v.found = true
-		return n, true
-	case *ast.SubqueryExpr, *ast.SelectStmt, *ast.SetOprStmt:
-		return n, true
-	}
-	return n, v.found
-}
-
-func (v *windowFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // bindWindowFunc binds f OVER (...) in the select list or ORDER BY.
 func (b *Binder) bindWindowFunc(c *ectx, n *ast.WindowFuncExpr) (expr.Expr, error) {

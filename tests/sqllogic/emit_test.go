@@ -159,24 +159,7 @@ func TestEmitChangesJoinPsql(t *testing.T) {
 	execAll(t, c, "CREATE TABLE orders (id BIGINT, cust BIGINT)", "CREATE TABLE custs (cust BIGINT, name TEXT)")
 	cmd, lines := psqlCopyOut(t, psql, srv, "COPY (SELECT o.id, c.name FROM orders o LEFT JOIN custs c ON o.cust = c.cust EMIT CHANGES) TO STDOUT")
 	defer cmd.Process.Kill()
-	// expect reads len(want) lines, in any order (one epoch's changes).
-	expect := func(want ...string) {
-		t.Helper()
-		var got []string
-		for range want {
-			select {
-			case l := <-lines:
-				got = append(got, l)
-			case <-time.After(10 * time.Second):
-				t.Fatalf("psql printed %q; want %q", got, want)
-			}
-		}
-		sort.Strings(got)
-		sort.Strings(want)
-		if strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Fatalf("psql printed %q, want %q", got, want)
-		}
-	}
+	expect := func(want ...string) { t.Helper(); expectChanges(t, lines, want...) }
 	execAll(t, c, "INSERT INTO orders VALUES (1, 7)")
 	expect("1\t\\N\tinsert")
 	execAll(t, c, "INSERT INTO custs VALUES (7, 'ann')")
@@ -236,27 +219,31 @@ func TestEmitChangesTopNAndNestedPsql(t *testing.T) {
 	defer top.Process.Kill()
 	nested, nestedLines := psqlCopyOut(t, psql, srv, "COPY (SELECT * FROM per_id EMIT CHANGES) TO STDOUT")
 	defer nested.Process.Kill()
-	expect := func(lines <-chan string, want ...string) {
-		t.Helper()
-		var got []string
-		for range want {
-			select {
-			case l := <-lines:
-				got = append(got, l)
-			case <-time.After(10 * time.Second):
-				t.Fatalf("psql printed %q; want %q", got, want)
-			}
-		}
-		sort.Strings(got)
-		sort.Strings(want)
-		if strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Fatalf("psql printed %q, want %q", got, want)
-		}
-	}
+	expect := func(lines <-chan string, want ...string) { t.Helper(); expectChanges(t, lines, want...) }
 	// First each view as it stands, then its changes.
 	expect(topLines, "1\t10\tinsert", "2\t20\tinsert")
 	expect(nestedLines, "1\t2\tinsert")
 	execAll(t, c, "INSERT INTO bids VALUES (3, 15), (1, 5), (4, 1)")
 	expect(topLines, "1\t10\tdelete", "3\t15\tinsert")
 	expect(nestedLines, "1\t2\tupdate_before", "1\t3\tupdate_after", "2\t1\tinsert")
+}
+
+// expectChanges reads len(want) lines from lines and compares them with
+// want in any order (the changes of one epoch come in no set order).
+func expectChanges(t *testing.T, lines <-chan string, want ...string) {
+	t.Helper()
+	var got []string
+	for range want {
+		select {
+		case l := <-lines:
+			got = append(got, l)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("psql printed %q; want %q", got, want)
+		}
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("psql printed %q, want %q", got, want)
+	}
 }
