@@ -488,11 +488,6 @@ func traceExpr(x expr.Expr, e *gedge) string {
 }
 
 func traceThrough(x expr.Expr, stages []Plan, from *gnode) string {
-	s := x.String()
-	refs := colRefs(x, nil)
-	if len(refs) == 0 {
-		return s
-	}
 	// Replace from the outermost stage down.
 	var sub func(x expr.Expr, depth int) string
 	sub = func(x expr.Expr, depth int) string {
@@ -532,33 +527,6 @@ func fromColumn(n *gnode, i int) string {
 		return traceThrough(&expr.ColRef{Idx: i}, n.ins[0].stages, n.ins[0].from)
 	}
 	return fmt.Sprintf("op#%d.%d", n.op, i)
-}
-
-func colRefs(x expr.Expr, acc []*expr.ColRef) []*expr.ColRef {
-	switch e := x.(type) {
-	case *expr.ColRef:
-		return append(acc, e)
-	case *expr.Cast:
-		return colRefs(e.E, acc)
-	case *expr.Func:
-		for _, a := range e.Args {
-			acc = colRefs(a, acc)
-		}
-	case *expr.Case:
-		for _, w := range e.Whens {
-			acc = colRefs(w.Cond, acc)
-			acc = colRefs(w.Then, acc)
-		}
-		if e.Else != nil {
-			acc = colRefs(e.Else, acc)
-		}
-	case *expr.InList:
-		acc = colRefs(e.E, acc)
-		for _, a := range e.List {
-			acc = colRefs(a, acc)
-		}
-	}
-	return acc
 }
 
 // renderWith prints x with its column references rendered by col.
