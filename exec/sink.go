@@ -77,10 +77,7 @@ func (j *Job) runSink(ins []chan msg) error {
 			rec.Release()
 			return err
 		}
-		ops := make([]Op, len(kept))
-		for i, k := range kept {
-			ops[i] = m.c.Ops[k]
-		}
+		ops := pickOps(m.c.Ops, kept)
 		if j.spec.View == nil {
 			rec.Release()
 			if err := j.emitOut(Chunk{Rec: out, Ops: ops}); err != nil {
