@@ -33,6 +33,10 @@ const (
 	viewJoin    = "mv_join"
 	viewJoinAgg = "mv_join_agg"
 	viewTop     = "mv_top"
+	// viewSemi keeps t's rows whose key is in d (all are), viewUnion is t's
+	// rows UNION ALL none (v is never negative): both equal t.
+	viewSemi  = "mv_semi"
+	viewUnion = "mv_union"
 	topQuery    = "SELECT id, v FROM t ORDER BY v DESC, id LIMIT 5"
 )
 
@@ -290,6 +294,8 @@ func (l *loader) verify(t *testing.T, conn *pgx.Conn, exact bool) (duplicates bo
 		{viewOverRows, "SELECT k, c, s FROM " + viewOverRows, truth},
 		{viewJoin, "SELECT k, count(*), sum(v) FROM " + viewJoin + " GROUP BY k", truth},
 		{viewJoinAgg, "SELECT k, c, s FROM " + viewJoinAgg, truth},
+		{viewSemi, "SELECT k, count(*), sum(v) FROM " + viewSemi + " GROUP BY k", truth},
+		{viewUnion, "SELECT k, count(*), sum(v) FROM " + viewUnion + " GROUP BY k", truth},
 	} {
 		if !slices.Contains(views, v.name) {
 			continue
@@ -452,6 +458,8 @@ func createViews(t *testing.T, conn *pgx.Conn) {
 	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewJoin+" AS SELECT t.id, t.k, t.v, d.w FROM t JOIN d ON t.k = d.k")
 	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewJoinAgg+" AS SELECT m.k, m.c, m.s, d.w FROM "+viewByKey+" m JOIN d ON m.k = d.k")
 	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewTop+" AS "+topQuery)
+	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewSemi+" AS SELECT id, k, v FROM t WHERE k IN (SELECT k FROM d)")
+	exec(t, conn, "CREATE MATERIALIZED VIEW "+viewUnion+" AS SELECT id, k, v FROM t UNION ALL SELECT id, k, v FROM t WHERE v < 0")
 }
 
 // createAggViews creates the two aggregate views only.
