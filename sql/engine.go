@@ -112,6 +112,18 @@ func Open(cfg Config) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
+	// A checkpoint.dir stored by an older build (which let SQL choose any
+	// path) is dropped unless the configuration allows it.
+	if d, ok := e.mu.settings["checkpoint.dir"]; ok {
+		if err := e.checkLocationLocked(d); err != nil {
+			e.log.Warn("ignoring the stored checkpoint.dir: not a configured storage location", "dir", d)
+			if err := db.PutSetting("checkpoint.dir", "", true); err != nil {
+				db.Close()
+				return nil, err
+			}
+			delete(e.mu.settings, "checkpoint.dir")
+		}
+	}
 	defs, err := db.LoadCatalog()
 	if err != nil {
 		db.Close()

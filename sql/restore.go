@@ -26,7 +26,11 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 	}
 	dir, what := e.checkpointDir(n.Checkpoint), fmt.Sprintf("checkpoint %d", n.Checkpoint)
 	if n.Savepoint != "" {
-		dir, what = e.savepointDir(n.Savepoint), fmt.Sprintf("savepoint %q", n.Savepoint)
+		var err error
+		if dir, err = e.savepointDir(n.Savepoint); err != nil {
+			return nil, err
+		}
+		what = fmt.Sprintf("savepoint %q", n.Savepoint)
 	}
 	if n.View != "" {
 		if _, err := e.viewDef(n.View); err != nil {
@@ -259,7 +263,10 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 		}
 		allow = v == "true" || v == "on" || v == "1"
 	}
-	dir := e.savepointDir(n.FromSavepoint)
+	dir, err := e.savepointDir(n.FromSavepoint)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(dir); err != nil {
 		return nil, sqlerr.New(sqlerr.UndefinedObject, "savepoint %q does not exist", n.FromSavepoint)
 	}

@@ -59,7 +59,10 @@ func (e *Engine) jobManifests(names []string) ([]checkpoint.JobManifest, error) 
 }
 
 func (e *Engine) createSavepoint(ctx context.Context, name string, views []string) (*checkpoint.Manifest, error) {
-	dir := e.savepointDir(name)
+	dir, err := e.savepointDir(name)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(dir); err == nil {
 		return nil, sqlerr.New(sqlerr.DuplicateObject, "savepoint %q already exists", name)
 	}
@@ -208,7 +211,10 @@ func (e *Engine) deleteCheckpointsOfLocked(views []string) {
 func (e *Engine) dropSavepoint(names []string, ifExists bool) (*Result, error) {
 	var notices []string
 	for _, n := range names {
-		dir := e.savepointDir(n)
+		dir, err := e.savepointDir(n)
+		if err != nil {
+			return nil, err
+		}
 		if _, err := os.Stat(dir); err != nil {
 			if ifExists {
 				notices = append(notices, fmt.Sprintf("savepoint %q does not exist, skipping", n))

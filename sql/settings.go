@@ -28,6 +28,7 @@ var dbSettings = map[string]settingDef{
 	"checkpoint.tolerable_failures": {"0", intRange(0, 1000)},
 	"checkpoint.cleanup":            {"retain_on_cancellation", oneOf("retain_on_cancellation", "delete_on_cancellation")},
 	"checkpoint.dir":                {"", anyValue},
+	"checkpoint.dirs":               {"", anyValue},
 	"state.backend":                 {"pebble", oneOf("pebble", "memory")},
 	"restart.strategy":              {"fixed-delay", oneOf("fixed-delay", "failure-rate", "exponential-delay", "none")},
 	"restart.attempts":              {"2147483647", intRange(0, 2147483647)},
@@ -178,12 +179,23 @@ func (e *Engine) settingLocked(name string) string {
 }
 
 func (e *Engine) setSetting(name, value string, reset bool) error {
+	if fileOnly[name] {
+		return sqlerr.New(sqlerr.CantChangeRuntimeParam, "parameter %q can only be set in the server's config file", name)
+	}
 	if !reset {
 		v, err := validateSetting(name, value)
 		if err != nil {
 			return err
 		}
 		value = v
+		if name == "checkpoint.dir" {
+			e.mu.Lock()
+			err := e.checkLocationLocked(value)
+			e.mu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
 	} else if _, ok := dbSettings[name]; !ok {
 		return sqlerr.New(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", name)
 	}

@@ -29,8 +29,35 @@ func (e *Engine) snapshotRootLocked() string {
 	return d
 }
 
-func (e *Engine) savepointDir(name string) string {
-	return filepath.Join(e.snapshotRoot(), "savepoints", name)
+// savepointDir is the directory of the savepoint name. A savepoint name
+// becomes a directory name, so it is 1 to 63 characters of a-z, 0-9 and _
+// (what an unquoted identifier folds to); anything else, such as "../x",
+// "a/b" or "/abs" in a quoted identifier, is refused with 42602 before any
+// path is built.
+func (e *Engine) savepointDir(name string) (string, error) {
+	if err := checkSavepointName(name); err != nil {
+		return "", err
+	}
+	return filepath.Join(e.snapshotRoot(), "savepoints", name), nil
+}
+
+func checkSavepointName(name string) error {
+	ok := len(name) > 0 && len(name) <= 63
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_'
+	}
+	if ok {
+		return nil
+	}
+	shown := name
+	if len(shown) > 80 {
+		shown = shown[:80] + "..."
+	}
+	return &sqlerr.Error{Code: sqlerr.InvalidName,
+		Msg:    fmt.Sprintf("invalid savepoint name %q", shown),
+		Detail: "A savepoint name is 1 to 63 characters of a-z, 0-9 and _: it names a directory under the checkpoint storage location.",
+		Hint:   "Use an unquoted name such as before_upgrade."}
 }
 
 func (e *Engine) checkpointDir(id uint64) string {
@@ -80,7 +107,11 @@ func (e *Engine) Snapshot(a planner.AsOf, view string) (storage.Reader, uint64, 
 	}
 	dir, what := e.checkpointDir(a.Checkpoint), fmt.Sprintf("checkpoint %d", a.Checkpoint)
 	if a.Savepoint != "" {
-		dir, what = e.savepointDir(a.Savepoint), fmt.Sprintf("savepoint %q", a.Savepoint)
+		var err error
+		if dir, err = e.savepointDir(a.Savepoint); err != nil {
+			return nil, 0, err
+		}
+		what = fmt.Sprintf("savepoint %q", a.Savepoint)
 	}
 	if _, err := os.Stat(dir); err != nil {
 		return nil, 0, sqlerr.New(sqlerr.UndefinedObject, "%s does not exist", what)

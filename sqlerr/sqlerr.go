@@ -11,6 +11,8 @@ import (
 // SQLSTATE codes used across streamdb, as PostgreSQL assigns them.
 const (
 	SyntaxError             = "42601"
+	InvalidName             = "42602"
+	InsufficientPrivilege   = "42501"
 	UndefinedTable          = "42P01"
 	UndefinedColumn         = "42703"
 	InvalidColumnReference  = "42P10"

@@ -120,6 +120,14 @@ func loadConfig(path string) (map[string]string, error) {
 				flatten(key+".", sub)
 				continue
 			}
+			if list, ok := v.([]any); ok { // checkpoint.dirs = ["/a", "/b"]
+				parts := make([]string, len(list))
+				for i, x := range list {
+					parts[i] = fmt.Sprint(x)
+				}
+				out[key] = strings.Join(parts, ",")
+				continue
+			}
 			out[key] = fmt.Sprint(v)
 		}
 	}

@@ -753,7 +753,7 @@ func asOfClause(n ast.ExprNode) (planner.AsOf, error) {
 			switch x := v.GetValue().(type) {
 			case string:
 				if f.FnName.L == "pg_asof_savepoint" {
-					out.Savepoint = strings.ToLower(x)
+					out.Savepoint = x // folded by the dialect layer unless quoted
 					return out, nil
 				}
 			case int64:
