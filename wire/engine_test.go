@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -67,10 +68,40 @@ func (e *fakeEngine) openSessions() int {
 }
 
 type fakeSession struct {
-	eng  *fakeEngine
-	user string
-	tx   byte
+	eng     *fakeEngine
+	user    string
+	tx      byte
+	timeout time.Duration
+	params  map[string]string // set by SetParameter
 }
+
+func (s *fakeSession) StatementTimeout() time.Duration { return s.timeout }
+
+// SetParameter knows statement_timeout (milliseconds) and application_name.
+func (s *fakeSession) SetParameter(name, value string) (map[string]string, error) {
+	switch name {
+	case "statement_timeout":
+		ms, err := strconv.Atoi(value)
+		if err != nil {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "invalid value for parameter %q: %q", name, value)
+		}
+		s.timeout = time.Duration(ms) * time.Millisecond
+	case "application_name":
+	default:
+		return nil, sqlerr.New(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", name)
+	}
+	if s.params == nil {
+		s.params = map[string]string{}
+	}
+	s.params[name] = value
+	if name == "application_name" {
+		return map[string]string{name: value}, nil
+	}
+	return nil, nil
+}
+
+// Superuser: every user but "plain" is one.
+func (s *fakeSession) Superuser() bool { return s.user != "plain" }
 
 func (s *fakeSession) TxStatus() byte {
 	if s.tx == 0 {
