@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"syscall"
 	"time"
@@ -20,6 +21,7 @@ const aliveInterval = 250 * time.Millisecond
 type peerWatch struct {
 	rc     syscall.RawConn
 	cancel context.CancelCauseFunc
+	log    *slog.Logger
 
 	mu      sync.Mutex
 	t       *time.Timer
@@ -36,7 +38,7 @@ func (c *conn) watchPeer(cancel context.CancelCauseFunc) (stop func()) {
 	if c.rc == nil {
 		return func() {}
 	}
-	w := &peerWatch{rc: c.rc, cancel: cancel}
+	w := &peerWatch{rc: c.rc, cancel: cancel, log: c.log}
 	w.mu.Lock()
 	w.t = time.AfterFunc(aliveInterval, w.check)
 	w.mu.Unlock()
@@ -45,6 +47,7 @@ func (c *conn) watchPeer(cancel context.CancelCauseFunc) (stop func()) {
 
 func (w *peerWatch) check() {
 	if peerClosed(w.rc) {
+		w.log.Info("client disconnected; canceling its statement")
 		w.cancel(errClientGone)
 		return
 	}

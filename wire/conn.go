@@ -521,7 +521,6 @@ func (c *conn) stmtError(ctx context.Context, err error) error {
 	}
 	cause := context.Cause(ctx)
 	if cause == errClientGone {
-		c.log.Info("statement canceled: the client disconnected")
 		c.dead = true
 		return errConnDead
 	}

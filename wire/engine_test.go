@@ -25,6 +25,8 @@ type fakeEngine struct {
 	// started receives a value when a blocking query ("SELECT sleep",
 	// "SELECT stream") starts waiting; nil disables blocking queries.
 	started chan struct{}
+	// ended receives why a blocking query's context ended (its cause).
+	ended chan error
 
 	mu       sync.Mutex
 	ids      []int64
@@ -43,6 +45,7 @@ func newFakeEngine() *fakeEngine {
 	return &fakeEngine{
 		mem:     memory.NewCheckedAllocator(memory.NewGoAllocator()),
 		started: make(chan struct{}, 10),
+		ended:   make(chan error, 10),
 		ids:     []int64{1, 2, 3},
 		names:   []*string{strp("alice"), nil, strp("tab\there \\ new\nline")},
 	}
@@ -199,6 +202,7 @@ func (s *fakeSession) Execute(ctx context.Context, st *sql.Stmt, params []types.
 		}
 		e.started <- struct{}{}
 		<-ctx.Done()
+		e.noteEnd(ctx)
 		return nil, ctx.Err()
 	case "SELECT stream": // a live stream: one batch, then blocks
 		if e.started == nil {
@@ -217,6 +221,14 @@ func (s *fakeSession) Execute(ctx context.Context, st *sql.Stmt, params []types.
 		return &sql.Result{Tag: "COMMIT"}, nil
 	}
 	return nil, sqlerr.New(sqlerr.Internal, "unexpected statement %q", st.SQL)
+}
+
+// noteEnd reports why a blocking query's ctx ended, if anybody listens.
+func (e *fakeEngine) noteEnd(ctx context.Context) {
+	select {
+	case e.ended <- context.Cause(ctx):
+	default:
+	}
 }
 
 func (e *fakeEngine) tableBatch() arrow.RecordBatch {
@@ -293,6 +305,7 @@ func (r *streamRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	}
 	r.eng.started <- struct{}{}
 	<-ctx.Done()
+	r.eng.noteEnd(ctx)
 	return nil, sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
 }
 
