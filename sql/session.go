@@ -33,7 +33,32 @@ func (e *Engine) NewSession(user, database string) *Session {
 	for k, v := range sessionDefaults {
 		s.vars[k] = v
 	}
+	for k := range serverSettings {
+		s.vars[k] = e.setting(k) // for SHOW; execSet refuses to change them
+	}
 	return s
+}
+
+// StatementTimeout is the session's statement_timeout; 0 means none.
+func (s *Session) StatementTimeout() time.Duration {
+	return millisSetting(s.vars["statement_timeout"])
+}
+
+// SetParameter applies a setting sent when the connection starts (a
+// startup parameter, or -c name=value in its options) as SET would, and
+// returns the ParameterStatus values it changes. Database settings are
+// refused there (55P02): they are persistent and shared, not a property of
+// one connection.
+func (s *Session) SetParameter(name, value string) (map[string]string, error) {
+	if _, ok := dbSettings[strings.ToLower(name)]; ok {
+		return nil, sqlerr.New(sqlerr.CantChangeRuntimeParam,
+			"parameter %q is a database setting and cannot be set when connecting; use SET", name)
+	}
+	res, err := s.execSet(&parse.Set{Name: name, Value: value})
+	if err != nil {
+		return nil, err
+	}
+	return res.ParamChanges, nil
 }
 
 // TxStatus is the transaction status for ReadyForQuery.

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,10 +75,21 @@ var sessionDefaults = map[string]string{
 	"is_superuser":                        "on",
 }
 
+// Server settings are fixed when the server starts (--max-connections or
+// the config file): SHOW reports them, SET and RESET refuse them (55P02),
+// and the wire server enforces them (Engine.ConnectionLimits).
+var serverSettings = map[string]settingDef{
+	"max_connections":                {"100", intRange(1, 100000)},
+	"superuser_reserved_connections": {"3", intRange(0, 100000)},
+}
+
 var readOnly = map[string]bool{"server_version": true, "server_version_num": true, "server_encoding": true, "integer_datetimes": true, "max_identifier_length": true}
 
 func validateSetting(name, value string) (string, error) {
 	d, ok := dbSettings[name]
+	if !ok {
+		d, ok = serverSettings[name]
+	}
 	if !ok {
 		return "", sqlerr.New(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", name)
 	}
@@ -175,7 +187,101 @@ func (e *Engine) settingLocked(name string) string {
 		v, _ = validateSetting(name, v)
 		return v
 	}
-	return dbSettings[name].def
+	if d, ok := dbSettings[name]; ok {
+		return d.def
+	}
+	return serverSettings[name].def
+}
+
+// ConnectionLimits returns max_connections and
+// superuser_reserved_connections, for the wire server to enforce. As in
+// PostgreSQL the reserved slots must leave at least one for everybody else.
+func (e *Engine) ConnectionLimits() (maxConns, reserved int, err error) {
+	maxConns, _ = strconv.Atoi(e.setting("max_connections"))
+	reserved, _ = strconv.Atoi(e.setting("superuser_reserved_connections"))
+	if reserved >= maxConns {
+		return 0, 0, sqlerr.New(sqlerr.InvalidParameterValue,
+			"superuser_reserved_connections (%d) must be less than max_connections (%d)", reserved, maxConns)
+	}
+	return maxConns, reserved, nil
+}
+
+// errRestartOnly refuses to SET or RESET a server setting.
+func errRestartOnly(name string) error {
+	return sqlerr.New(sqlerr.CantChangeRuntimeParam, "parameter %q cannot be changed without restarting the server", name)
+}
+
+// maxTimeoutMillis is the largest statement_timeout, as in PostgreSQL (an
+// int4 of milliseconds).
+const maxTimeoutMillis = 1<<31 - 1
+
+// timeoutUnits are PostgreSQL's time units for a setting kept in
+// milliseconds, largest first (formatMillis picks the largest that fits).
+var timeoutUnits = []struct {
+	name string
+	ms   float64
+}{{"d", 86400000}, {"h", 3600000}, {"min", 60000}, {"s", 1000}, {"ms", 1}, {"us", 0.001}}
+
+// normalizeTimeout checks a statement_timeout value as PostgreSQL reads it:
+// a plain number is milliseconds, or a number with a unit ('2s', '1min',
+// '500ms', '1.5h'); 0 turns the timeout off. It returns the value as SHOW
+// prints it, in the largest unit that keeps it whole ('2000' is '2s').
+func normalizeTimeout(name, value string) (string, error) {
+	v := strings.TrimSpace(value)
+	num, unit := v, ""
+	if i := strings.IndexFunc(v, func(r rune) bool { return r != '.' && r != '-' && r != '+' && (r < '0' || r > '9') }); i >= 0 {
+		num, unit = strings.TrimSpace(v[:i]), strings.TrimSpace(v[i:])
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	scale := 1.0
+	if err == nil && unit != "" {
+		scale = 0
+		for _, u := range timeoutUnits {
+			if unit == u.name {
+				scale = u.ms
+			}
+		}
+		if scale == 0 {
+			return "", &sqlerr.Error{Code: sqlerr.InvalidParameterValue,
+				Msg:  fmt.Sprintf("invalid value for parameter %q: %q", name, value),
+				Hint: `Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".`}
+		}
+	}
+	if err != nil || num == "" {
+		return "", sqlerr.New(sqlerr.InvalidParameterValue, "invalid value for parameter %q: %q", name, value)
+	}
+	ms := math.Round(f * scale)
+	if ms < 0 || ms > maxTimeoutMillis {
+		return "", sqlerr.New(sqlerr.InvalidParameterValue,
+			"%s ms is outside the valid range for parameter %q (0 .. %d)", strconv.FormatFloat(ms, 'f', -1, 64), name, maxTimeoutMillis)
+	}
+	return formatMillis(int64(ms)), nil
+}
+
+// formatMillis prints a millisecond count as SHOW does for PostgreSQL's
+// time settings: in the largest unit that divides it, bare 0 for zero.
+func formatMillis(ms int64) string {
+	if ms == 0 {
+		return "0"
+	}
+	for _, u := range timeoutUnits {
+		if u.ms >= 1 && ms%int64(u.ms) == 0 {
+			return strconv.FormatInt(ms/int64(u.ms), 10) + u.name
+		}
+	}
+	return strconv.FormatInt(ms, 10) + "ms"
+}
+
+// millisSetting reads a value normalized by normalizeTimeout back.
+func millisSetting(v string) time.Duration {
+	for _, u := range timeoutUnits {
+		if n, ok := strings.CutSuffix(v, u.name); ok && u.ms >= 1 {
+			if i, err := strconv.ParseInt(n, 10, 64); err == nil {
+				return time.Duration(i) * time.Duration(u.ms) * time.Millisecond
+			}
+		}
+	}
+	return 0
 }
 
 func (e *Engine) setSetting(name, value string, reset bool) error {

@@ -312,6 +312,9 @@ func (e *Engine) showJobErrors() (*table, error) {
 
 func (s *Session) execSet(n *parse.Set) (*Result, error) {
 	name := strings.ToLower(n.Name)
+	if _, ok := serverSettings[name]; ok {
+		return nil, errRestartOnly(name)
+	}
 	if _, ok := dbSettings[name]; ok {
 		if err := s.e.setSetting(name, n.Value, n.Default); err != nil {
 			return nil, err
@@ -345,6 +348,11 @@ func (s *Session) execSet(n *parse.Set) (*Result, error) {
 			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "invalid value for parameter \"TimeZone\": %q (only UTC is supported)", v)
 		}
 		v = "UTC"
+	case "statement_timeout":
+		var err error
+		if v, err = normalizeTimeout(name, v); err != nil {
+			return nil, err
+		}
 	}
 	s.vars[name] = v
 	res := &Result{Tag: "SET"}
@@ -389,7 +397,7 @@ func (s *Session) declare(ctx context.Context, n *parse.Declare) (*Result, error
 		return nil, sqlerr.New(sqlerr.DuplicateCursor, "cursor %q already exists", n.Cursor)
 	}
 	st := &Stmt{SQL: n.Query.SQL, impl: n.Query}
-	res, err := s.execQuery(context.Background(), st, n.Query, nil)
+	res, err := s.execQuery(ctx, st, n.Query, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,7 @@ const (
 	AdminShutdown           = "57P01"
 	ProgramLimitExceeded    = "54000"
 	InsufficientResources   = "53000"
+	TooManyConnections      = "53300"
 	OutOfMemory             = "53200"
 	InvalidCursorName       = "34000"
 	InvalidSQLStatementName = "26000"

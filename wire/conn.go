@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -35,6 +37,8 @@ type conn struct {
 
 	pid    uint32
 	secret [4]byte
+	slot   bool            // holds a session slot; guarded by srv.mu
+	rc     syscall.RawConn // raw's descriptor, for the client-gone check; nil if none
 
 	sess    Session
 	stmts   map[string]*sql.Stmt
@@ -67,6 +71,11 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.be = pgproto3.NewBackend(nc, nc)
 	c.be.SetMaxBodyLen(s.cfg.MaxMessageSize)
 	c.log = s.log.With("remote", nc.RemoteAddr().String())
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			c.rc = rc
+		}
+	}
 	return c
 }
 
@@ -191,6 +200,10 @@ func (c *conn) startSession(m *pgproto3.StartupMessage) bool {
 	if database == "" {
 		database = user
 	}
+	if err := c.srv.takeSlot(c); err != nil {
+		c.fatal(err)
+		return false
+	}
 	if err := c.authenticate(user); err != nil {
 		c.fatal(err)
 		return false
@@ -198,6 +211,14 @@ func (c *conn) startSession(m *pgproto3.StartupMessage) bool {
 	c.log = c.log.With("user", user, "pid", c.pid)
 
 	c.be.Send(&pgproto3.AuthenticationOk{})
+	sess := c.srv.eng.NewSession(user, database)
+	status, err := c.configure(sess, m.Parameters)
+	if err != nil {
+		sess.Close()
+		c.fatal(err)
+		return false
+	}
+	c.sess = sess
 	for _, p := range [][2]string{
 		{"server_version", serverVersion},
 		{"server_encoding", "UTF8"},
@@ -207,14 +228,17 @@ func (c *conn) startSession(m *pgproto3.StartupMessage) bool {
 		{"TimeZone", "UTC"},
 		{"integer_datetimes", "on"},
 		{"standard_conforming_strings", "on"},
-		{"application_name", m.Parameters["application_name"]},
+		{"application_name", ""},
 		{"is_superuser", "on"},
 		{"session_authorization", user},
 	} {
-		c.be.Send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
+		v, ok := status[p[0]]
+		if !ok {
+			v = p[1]
+		}
+		c.be.Send(&pgproto3.ParameterStatus{Name: p[0], Value: v})
 	}
 	c.be.Send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret[:]})
-	c.sess = c.srv.eng.NewSession(user, database)
 	c.readyForQuery()
 	if c.dead {
 		return false
@@ -223,6 +247,102 @@ func (c *conn) startSession(m *pgproto3.StartupMessage) bool {
 	c.setDeadline(time.Time{})
 	c.log.Debug("session started", "database", database)
 	return true
+}
+
+// configure admits a new session and applies the settings of its startup
+// packet, as PostgreSQL does after authentication: first the options
+// parameter's switches (-c name=value, --name=value), then the other
+// parameters that are not user, database or protocol options, in name
+// order. It returns the ParameterStatus values they changed. An error fails
+// the connection.
+func (c *conn) configure(sess Session, params map[string]string) (status map[string]string, err error) {
+	defer c.recoverPanic(&err)
+	if err := c.srv.checkReserved(sess); err != nil {
+		return nil, err
+	}
+	opts, err := parseOptions(params["options"])
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		switch {
+		case k == "user" || k == "database" || k == "options" || k == "replication" || strings.HasPrefix(k, "_pq_."):
+		default:
+			opts = append(opts, [2]string{k, params[k]})
+		}
+	}
+	status = map[string]string{}
+	for _, o := range opts {
+		changed, err := sess.SetParameter(o[0], o[1])
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(status, changed)
+	}
+	return status, nil
+}
+
+// parseOptions splits the startup packet's options parameter as PostgreSQL
+// does (pg_split_opts: words separated by spaces, a backslash takes the next
+// character literally) and reads its -c name=value, -cname=value and
+// --name=value switches; in a --name, dashes stand for underscores.
+func parseOptions(s string) ([][2]string, error) {
+	var words []string
+	var w strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v':
+			if inWord {
+				words = append(words, w.String())
+				w.Reset()
+				inWord = false
+			}
+			continue
+		case ch == '\\' && i+1 < len(s):
+			i++
+			ch = s[i]
+		}
+		w.WriteByte(ch)
+		inWord = true
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	var out [][2]string
+	for i := 0; i < len(words); i++ {
+		word := words[i]
+		var arg, sw string
+		switch {
+		case word == "-c":
+			if i+1 == len(words) {
+				return nil, sqlerr.New(sqlerr.SyntaxError, "-c requires a value")
+			}
+			i++
+			arg, sw = words[i], "-c"
+		case strings.HasPrefix(word, "--") && len(word) > 2:
+			arg, sw = word[2:], "--"
+		case strings.HasPrefix(word, "-c"):
+			arg, sw = word[2:], "-c"
+		default:
+			return nil, &sqlerr.Error{Code: sqlerr.SyntaxError,
+				Msg:  fmt.Sprintf("invalid command-line argument for server process: %s", word),
+				Hint: "The options connection parameter takes -c name=value and --name=value switches."}
+		}
+		name, value, ok := strings.Cut(arg, "=")
+		if sw == "--" {
+			name = strings.ReplaceAll(name, "-", "_")
+		}
+		if !ok || name == "" {
+			if sw == "--" {
+				return nil, sqlerr.New(sqlerr.SyntaxError, "--%s requires a value", name)
+			}
+			return nil, sqlerr.New(sqlerr.SyntaxError, "-c %s requires a value", name)
+		}
+		out = append(out, [2]string{name, value})
+	}
+	return out, nil
 }
 
 // closeSession releases the portals and the session.
@@ -266,6 +386,7 @@ func (c *conn) prepareAll(query string) (stmts []*sql.Stmt, err error) {
 	defer c.recoverPanic(&err)
 	ctx, done := c.begin()
 	defer done()
+	defer func() { err = c.stmtError(ctx, err) }()
 	return c.sess.PrepareAll(ctx, query)
 }
 
@@ -279,6 +400,7 @@ func (c *conn) runSimple(st *sql.Stmt) (err error) {
 	}
 	ctx, done := c.begin()
 	defer done()
+	defer func() { err = c.stmtError(ctx, err) }()
 	res, err := c.sess.Execute(ctx, st, nil)
 	if err != nil {
 		return err
@@ -339,15 +461,76 @@ func tagWithCount(tag, def string, n int64) string {
 	return tag + " " + strconv.FormatInt(n, 10)
 }
 
-// begin starts a statement: its context is canceled by CancelRequest and
-// Shutdown until done is called (and then by done itself).
+// begin starts a statement: its context is canceled by CancelRequest,
+// Shutdown or the client's disconnection, and ends at the session's
+// statement_timeout, until done is called (and then by done itself).
 func (c *conn) begin() (ctx context.Context, done func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	c.setRunning(cancel)
-	return ctx, func() {
-		c.setRunning(nil)
-		cancel()
+	return c.beginIn(context.Background())
+}
+
+// beginIn is begin for a statement whose context derives from parent (a
+// portal's, for an Execute).
+//
+// Context causes tell why a statement ended: errCanceled (CancelRequest,
+// Shutdown), errStatementTimeout, errClientGone. An ended statement may be
+// stuck writing to a client that does not read: writes then get
+// writeGrace to finish, after which the connection is given up.
+func (c *conn) beginIn(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	stopTimer := context.CancelFunc(func() {})
+	if d := c.sess.StatementTimeout(); d > 0 {
+		ctx, stopTimer = context.WithTimeoutCause(ctx, d, errStatementTimeout)
 	}
+	c.setRunning(func() { cancel(errCanceled) })
+	stopWatch := c.watchPeer(cancel)
+	unblocked := make(chan struct{})
+	stopUnblock := context.AfterFunc(ctx, func() {
+		defer close(unblocked)
+		c.raw.SetWriteDeadline(time.Now().Add(writeGrace))
+	})
+	return ctx, func() {
+		stopWatch()
+		if !stopUnblock() {
+			<-unblocked
+			c.raw.SetWriteDeadline(time.Time{})
+		}
+		c.setRunning(nil)
+		stopTimer()
+		cancel(nil)
+	}
+}
+
+// writeGrace is how long writes of an ended statement may still take.
+const writeGrace = 2 * time.Second
+
+// Causes of a statement's end; errClientGone is never sent.
+var (
+	errCanceled         = sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
+	errStatementTimeout = sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to statement timeout")
+	errClientGone       = errors.New("client disconnected")
+)
+
+// stmtError returns the error to report for a statement that ended with err
+// under ctx. When ctx was canceled and the engine reports a cancellation
+// (57014 or a bare context error) the cause says which: the statement
+// timeout or a cancel request. A statement whose client is gone ends the
+// connection and reports nothing.
+func (c *conn) stmtError(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	cause := context.Cause(ctx)
+	if cause == errClientGone {
+		c.dead = true
+		return errConnDead
+	}
+	if statementError(err).Code != sqlerr.QueryCanceled {
+		return err
+	}
+	if e, ok := cause.(*sqlerr.Error); ok {
+		return e
+	}
+	return err
 }
 
 // setRunning records the cancel function of the running statement (nil:
@@ -394,6 +577,16 @@ func (c *conn) setDeadline(t time.Time) {
 	defer c.mu.Unlock()
 	if !c.mu.closing {
 		c.raw.SetDeadline(t)
+	}
+}
+
+// clearReadDeadline undoes a statement's read interruption unless Shutdown
+// has set its own deadline.
+func (c *conn) clearReadDeadline() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.mu.closing {
+		c.raw.SetReadDeadline(time.Time{})
 	}
 }
 

@@ -3,6 +3,9 @@ package wire
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"os"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -16,18 +19,37 @@ import (
 // CopyFail. The payload is only valid during Write, as for io.Writer.
 // Flush and Sync are ignored while copying, as the protocol says. On an
 // error the client may still be sending; the main loop ignores the rest.
+//
+// The statement's end (timeout, cancel) interrupts a client that stalls
+// mid-COPY: it sets a read deadline in the past, which Receive returns as
+// an error with the partial message kept, so the connection goes on.
 func (c *conn) copyIn(ctx context.Context, ci sql.CopyIn) (tag string, err error) {
 	c.be.Send(&pgproto3.CopyInResponse{
 		OverallFormat:     formatText,
 		ColumnFormatCodes: make([]uint16, ci.NumColumns()),
 	})
 	c.flush()
+	interrupted := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(interrupted)
+		c.raw.SetReadDeadline(time.Unix(1, 0))
+	})
+	defer func() {
+		if !stop() {
+			<-interrupted
+			c.clearReadDeadline()
+		}
+	}()
 	for {
 		if c.dead {
 			ci.Abort("connection to client lost")
 			return "", errConnDead
 		}
 		msg, err := c.be.Receive()
+		if err != nil && ctx.Err() != nil && errors.Is(err, os.ErrDeadlineExceeded) && !c.isClosing() {
+			ci.Abort("canceled")
+			return "", ctx.Err()
+		}
 		if err != nil {
 			ci.Abort("connection to client lost")
 			c.receiveFailed(err)

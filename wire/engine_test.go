@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -24,6 +25,8 @@ type fakeEngine struct {
 	// started receives a value when a blocking query ("SELECT sleep",
 	// "SELECT stream") starts waiting; nil disables blocking queries.
 	started chan struct{}
+	// ended receives why a blocking query's context ended (its cause).
+	ended chan error
 
 	mu       sync.Mutex
 	ids      []int64
@@ -42,6 +45,7 @@ func newFakeEngine() *fakeEngine {
 	return &fakeEngine{
 		mem:     memory.NewCheckedAllocator(memory.NewGoAllocator()),
 		started: make(chan struct{}, 10),
+		ended:   make(chan error, 10),
 		ids:     []int64{1, 2, 3},
 		names:   []*string{strp("alice"), nil, strp("tab\there \\ new\nline")},
 	}
@@ -67,10 +71,40 @@ func (e *fakeEngine) openSessions() int {
 }
 
 type fakeSession struct {
-	eng  *fakeEngine
-	user string
-	tx   byte
+	eng     *fakeEngine
+	user    string
+	tx      byte
+	timeout time.Duration
+	params  map[string]string // set by SetParameter
 }
+
+func (s *fakeSession) StatementTimeout() time.Duration { return s.timeout }
+
+// SetParameter knows statement_timeout (milliseconds) and application_name.
+func (s *fakeSession) SetParameter(name, value string) (map[string]string, error) {
+	switch name {
+	case "statement_timeout":
+		ms, err := strconv.Atoi(value)
+		if err != nil {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "invalid value for parameter %q: %q", name, value)
+		}
+		s.timeout = time.Duration(ms) * time.Millisecond
+	case "application_name":
+	default:
+		return nil, sqlerr.New(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", name)
+	}
+	if s.params == nil {
+		s.params = map[string]string{}
+	}
+	s.params[name] = value
+	if name == "application_name" {
+		return map[string]string{name: value}, nil
+	}
+	return nil, nil
+}
+
+// Superuser: every user but "plain" is one.
+func (s *fakeSession) Superuser() bool { return s.user != "plain" }
 
 func (s *fakeSession) TxStatus() byte {
 	if s.tx == 0 {
@@ -168,6 +202,7 @@ func (s *fakeSession) Execute(ctx context.Context, st *sql.Stmt, params []types.
 		}
 		e.started <- struct{}{}
 		<-ctx.Done()
+		e.noteEnd(ctx)
 		return nil, ctx.Err()
 	case "SELECT stream": // a live stream: one batch, then blocks
 		if e.started == nil {
@@ -186,6 +221,14 @@ func (s *fakeSession) Execute(ctx context.Context, st *sql.Stmt, params []types.
 		return &sql.Result{Tag: "COMMIT"}, nil
 	}
 	return nil, sqlerr.New(sqlerr.Internal, "unexpected statement %q", st.SQL)
+}
+
+// noteEnd reports why a blocking query's ctx ended, if anybody listens.
+func (e *fakeEngine) noteEnd(ctx context.Context) {
+	select {
+	case e.ended <- context.Cause(ctx):
+	default:
+	}
 }
 
 func (e *fakeEngine) tableBatch() arrow.RecordBatch {
@@ -262,6 +305,7 @@ func (r *streamRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	}
 	r.eng.started <- struct{}{}
 	<-ctx.Done()
+	r.eng.noteEnd(ctx)
 	return nil, sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
 }
 

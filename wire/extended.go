@@ -70,7 +70,7 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 	defer done()
 	st, err := c.sess.Prepare(ctx, m.Query, oids)
 	if err != nil {
-		return err
+		return c.stmtError(ctx, err)
 	}
 	c.stmts[m.Name] = st
 	c.be.Send(&pgproto3.ParseComplete{})
@@ -246,8 +246,11 @@ func (c *conn) execute(m *pgproto3.Execute) (err error) {
 			c.closePortal(m.Portal)
 		}
 	}()
-	c.setRunning(p.cancel)
-	defer c.setRunning(nil)
+	// statement_timeout counts from each Execute; the portal's context
+	// outlives it for the rows later Executes read.
+	ctx, done := c.beginIn(p.ctx)
+	defer done()
+	defer func() { err = c.stmtError(ctx, err) }()
 
 	if p.stmt.Empty {
 		c.be.Send(&pgproto3.EmptyQueryResponse{})
@@ -259,7 +262,7 @@ func (c *conn) execute(m *pgproto3.Execute) (err error) {
 		return nil
 	}
 	if p.res == nil {
-		res, err := c.sess.Execute(p.ctx, p.stmt, p.params)
+		res, err := c.sess.Execute(ctx, p.stmt, p.params)
 		if err != nil {
 			return err
 		}
@@ -267,7 +270,7 @@ func (c *conn) execute(m *pgproto3.Execute) (err error) {
 		switch {
 		case res.CopyIn != nil:
 			p.done = true
-			tag, err := c.copyIn(p.ctx, res.CopyIn)
+			tag, err := c.copyIn(ctx, res.CopyIn)
 			if err != nil {
 				return err
 			}
@@ -275,7 +278,7 @@ func (c *conn) execute(m *pgproto3.Execute) (err error) {
 			return nil
 		case res.Rows != nil && p.stmt.CopyOut:
 			p.done = true
-			n, err := c.copyOut(p.ctx, p.stmt.Columns, res.Rows)
+			n, err := c.copyOut(ctx, p.stmt.Columns, res.Rows)
 			res.Rows.Close()
 			if err != nil {
 				return err
@@ -290,7 +293,7 @@ func (c *conn) execute(m *pgproto3.Execute) (err error) {
 		p.src = rowSource{rows: res.Rows, cols: p.stmt.Columns, formats: p.formats}
 	}
 
-	n, suspended, err := c.sendRows(p.ctx, &p.src, int64(m.MaxRows))
+	n, suspended, err := c.sendRows(ctx, &p.src, int64(m.MaxRows))
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,10 @@
 //     so live change streams show up at once.
 //  5. Shutdown stops accepting, cancels running statements, sends FATAL 57P01
 //     to every client and closes every session.
+//  6. Limits: a statement runs at most the session's statement_timeout
+//     (57014); a statement whose client has disconnected is canceled within
+//     aliveInterval (alive.go); beyond Config.MaxConnections sessions a new
+//     connection gets FATAL 53300.
 package wire
 
 import (
@@ -42,6 +46,7 @@ import (
 	"time"
 
 	"github.com/streamdb/streamdb/sql"
+	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -62,6 +67,12 @@ type Session interface {
 	// Execute runs st with params (one per st.ParamTypes). Rows returned in
 	// the result are read with ctxs derived from the same cancellation.
 	Execute(ctx context.Context, st *sql.Stmt, params []types.Datum) (*sql.Result, error)
+	// StatementTimeout is the session's statement_timeout (0: none). Each
+	// statement's context gets a deadline that far from its start.
+	StatementTimeout() time.Duration
+	// SetParameter applies a setting from the startup packet as SET would,
+	// returning the ParameterStatus values it changed.
+	SetParameter(name, value string) (map[string]string, error)
 	// TxStatus is the ReadyForQuery status: 'I' idle, 'T' in a transaction
 	// block, 'E' in a failed transaction block.
 	TxStatus() byte
@@ -82,6 +93,11 @@ type Config struct {
 	// and the peer is on a loopback address). Empty means trust.
 	Password      string
 	TrustLoopback bool
+	// MaxConnections bounds the client sessions (0: no limit); the last
+	// ReservedConnections of them are for superusers. Cancel requests never
+	// count.
+	MaxConnections      int
+	ReservedConnections int
 	// Logger receives connection-level events; nil discards them.
 	Logger *slog.Logger
 }
@@ -111,6 +127,7 @@ type Server struct {
 		listeners map[net.Listener]struct{}
 		conns     map[*conn]struct{}
 		byPID     map[uint32]*conn
+		slots     int // connections holding a session slot (Config.MaxConnections)
 	}
 }
 
@@ -287,7 +304,50 @@ func (s *Server) unregister(c *conn) {
 	s.mu.Lock()
 	delete(s.mu.conns, c)
 	delete(s.mu.byPID, c.pid)
+	if c.slot {
+		s.mu.slots--
+	}
 	s.mu.Unlock()
+}
+
+// takeSlot gives c one of the Config.MaxConnections session slots, which it
+// holds until unregister. As in PostgreSQL this happens before
+// authentication, so clients stuck in it count too.
+func (s *Server) takeSlot(c *conn) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if max := s.cfg.MaxConnections; max > 0 && s.mu.slots >= max {
+		return sqlerr.New(sqlerr.TooManyConnections, "sorry, too many clients already")
+	}
+	s.mu.slots++
+	c.slot = true
+	return nil
+}
+
+// checkReserved refuses a session that is not a superuser's when only the
+// reserved slots are left (c's own slot counted as taken).
+func (s *Server) checkReserved(sess Session) error {
+	max, reserved := s.cfg.MaxConnections, s.cfg.ReservedConnections
+	if max <= 0 || reserved <= 0 || isSuperuser(sess) {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.slots > max-reserved {
+		return sqlerr.New(sqlerr.TooManyConnections,
+			"remaining connection slots are reserved for roles with the SUPERUSER attribute")
+	}
+	return nil
+}
+
+// isSuperuser reports whether sess belongs to a superuser. Sessions that
+// do not say (no Superuser method: the engine has no roles yet) count as
+// superusers, as every user is one then.
+func isSuperuser(sess Session) bool {
+	if su, ok := sess.(interface{ Superuser() bool }); ok {
+		return su.Superuser()
+	}
+	return true
 }
 
 // cancel handles a CancelRequest: it cancels the running statement of the

@@ -1,7 +1,7 @@
 // Command streamdb runs the streamdb server: a streaming database that
 // speaks the PostgreSQL wire protocol.
 //
-//	streamdb [--listen 127.0.0.1:5433] [--data-dir ./streamdb-data] [--config FILE] [--log-level info]
+//	streamdb [--listen 127.0.0.1:5433] [--data-dir ./streamdb-data] [--config FILE] [--log-level info] [--max-connections 100]
 //	streamdb bench [--rows N] [--keys K] [--interval 1s]   (in-process benchmark)
 package main
 
@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -48,6 +49,7 @@ func run() error {
 	tlsKey := flag.String("tls-key", "", "TLS key file")
 	parallelism := flag.Int("parallelism", 0, "aggregate instances per job (0: number of cores)")
 	stateCache := flag.Int64("state-cache-mb", 1024, "memory for each job's operator state (aggregate groups, join and rank rows); colder state spills to Pebble (0: unbounded)")
+	maxConns := flag.Int("max-connections", 100, "maximum number of client connections, the last superuser_reserved_connections (default 3) for superusers")
 	flag.Parse()
 
 	var level slog.Level
@@ -60,12 +62,23 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	flag.Visit(func(f *flag.Flag) { // a flag given overrides the config file
+		if f.Name == "max-connections" {
+			settings["max_connections"] = strconv.Itoa(*maxConns)
+		}
+	})
 	eng, err := sql.Open(sql.Config{DataDir: *dataDir, Settings: settings, Parallelism: *parallelism,
 		StateCacheBytes: *stateCache << 20, Logger: log})
 	if err != nil {
 		return err
 	}
-	cfg := wire.Config{Addr: *listen, Password: *password, TrustLoopback: true, Logger: log}
+	maxC, reserved, err := eng.ConnectionLimits()
+	if err != nil {
+		eng.Close()
+		return err
+	}
+	cfg := wire.Config{Addr: *listen, Password: *password, TrustLoopback: true, Logger: log,
+		MaxConnections: maxC, ReservedConnections: reserved}
 	if *tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
 		if err != nil {
