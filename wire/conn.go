@@ -264,6 +264,7 @@ func (c *conn) configure(sess Session, params map[string]string) (status map[str
 	if err != nil {
 		return nil, err
 	}
+	explicit := len(opts)
 	for _, k := range slices.Sorted(maps.Keys(params)) {
 		switch {
 		case k == "user" || k == "database" || k == "options" || k == "replication" || strings.HasPrefix(k, "_pq_."):
@@ -272,15 +273,27 @@ func (c *conn) configure(sess Session, params map[string]string) (status map[str
 		}
 	}
 	status = map[string]string{}
-	for _, o := range opts {
+	for i, o := range opts {
 		changed, err := sess.SetParameter(o[0], o[1])
 		if err != nil {
+			if i >= explicit && clientEnvironment[strings.ToLower(o[0])] && statementError(err).Code == sqlerr.InvalidParameterValue {
+				// A driver sends its platform's time zone or encoding
+				// unasked; the session keeps the one value streamdb
+				// supports, and ParameterStatus tells the driver so.
+				c.srv.log.Debug("ignoring an unsupported startup parameter", "name", o[0], "value", o[1])
+				continue
+			}
 			return nil, err
 		}
 		maps.Copy(status, changed)
 	}
 	return status, nil
 }
+
+// clientEnvironment are the startup parameters drivers set from their
+// platform (JDBC's TimeZone, libpq's client_encoding from the locale),
+// where streamdb supports one value.
+var clientEnvironment = map[string]bool{"timezone": true, "client_encoding": true, "datestyle": true, "intervalstyle": true}
 
 // parseOptions splits the startup packet's options parameter as PostgreSQL
 // does (pg_split_opts: words separated by spaces, a backslash takes the next

@@ -289,10 +289,20 @@ func TestStartupOptions(t *testing.T) {
 	if got := showOn(t, c2, "statement_timeout"); got != "1500ms" {
 		t.Errorf("statement_timeout as a startup parameter: SHOW gives %q", got)
 	}
+	// A driver's platform time zone (JDBC sends the JVM's) does not keep it
+	// from connecting: the session stays in UTC and says so.
+	c3, err := connParams(t, srv, map[string]string{"TimeZone": "Europe/Berlin", "DateStyle": "German"})
+	if err != nil {
+		t.Fatalf("connect with TimeZone=Europe/Berlin: %v", err)
+	}
+	if got := c3.PgConn().ParameterStatus("TimeZone"); got != "UTC" {
+		t.Errorf("TimeZone reported as %q, want UTC", got)
+	}
 	for _, tc := range []struct {
 		params map[string]string
 		code   string
 	}{
+		{map[string]string{"options": "-c TimeZone=Europe/Berlin"}, "22023"},
 		{map[string]string{"options": "-c statement_timeout=soon"}, "22023"},
 		{map[string]string{"statement_timeout": "-5"}, "22023"},
 		{map[string]string{"options": "-c no_such_setting=1"}, "42704"},
