@@ -33,6 +33,9 @@ func (e *Engine) NewSession(user, database string) *Session {
 	for k, v := range sessionDefaults {
 		s.vars[k] = v
 	}
+	if !s.superuser() {
+		s.vars["is_superuser"] = "off"
+	}
 	return s
 }
 
@@ -155,13 +158,16 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 	if len(params) != len(st.ParamTypes) {
 		return nil, sqlerr.New(sqlerr.ProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(params), len(st.ParamTypes))
 	}
+	if err := s.authorize(st); err != nil {
+		return nil, err
+	}
 	switch n := st.impl.(type) {
 	case *parse.Query:
 		return s.execQuery(ctx, st, n, params)
 	case *parse.CreateTable:
-		return s.e.createTable(n)
+		return s.e.createTable(n, s.user)
 	case *parse.CreateView:
-		return s.e.createView(ctx, n)
+		return s.e.createView(ctx, n, s.user)
 	case *parse.Drop:
 		return s.e.drop(n)
 	case *parse.Copy:
@@ -207,6 +213,14 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 		return s.e.startJob(ctx, n)
 	case *parse.AlterView:
 		return s.e.alterView(n)
+	case *parse.CreateRole:
+		return s.e.createRole(n)
+	case *parse.AlterRole:
+		return s.e.alterRole(n)
+	case *parse.DropRole:
+		return s.e.dropRole(n, s.user)
+	case *parse.Grant:
+		return s.e.grant(n)
 	}
 	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s is not supported", statementWords(st))
 }

@@ -175,6 +175,8 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			return t, nil
 		case "savepoints":
 			return e.showSavepoints(), nil
+		case "roles":
+			return e.showRoles(), nil
 		}
 	case *parse.ShowCreate:
 		d, ok := e.Table(n.Name)

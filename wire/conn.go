@@ -191,7 +191,8 @@ func (c *conn) startSession(m *pgproto3.StartupMessage) bool {
 	if database == "" {
 		database = user
 	}
-	if err := c.authenticate(user); err != nil {
+	superuser, err := c.authenticate(user, database)
+	if err != nil {
 		c.fatal(err)
 		return false
 	}
@@ -208,7 +209,7 @@ func (c *conn) startSession(m *pgproto3.StartupMessage) bool {
 		{"integer_datetimes", "on"},
 		{"standard_conforming_strings", "on"},
 		{"application_name", m.Parameters["application_name"]},
-		{"is_superuser", "on"},
+		{"is_superuser", onOff(superuser)},
 		{"session_authorization", user},
 	} {
 		c.be.Send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
@@ -223,6 +224,13 @@ func (c *conn) startSession(m *pgproto3.StartupMessage) bool {
 	c.setDeadline(time.Time{})
 	c.log.Debug("session started", "database", database)
 	return true
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // closeSession releases the portals and the session.
