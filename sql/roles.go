@@ -267,8 +267,9 @@ func (e *Engine) putRoleLocked(r *storage.RoleDef) error {
 	return nil
 }
 
-// alterRole is ALTER ROLE; the session has checked the caller's rights.
-func (e *Engine) alterRole(n *parse.AlterRole) (*Result, error) {
+// alterRole is ALTER ROLE; the session (of role current) has checked the
+// caller's rights.
+func (e *Engine) alterRole(n *parse.AlterRole, current string) (*Result, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	old := e.mu.roles[n.Name]
@@ -276,6 +277,9 @@ func (e *Engine) alterRole(n *parse.AlterRole) (*Result, error) {
 		return nil, sqlerr.New(sqlerr.UndefinedObject, "role %q does not exist", n.Name)
 	}
 	if n.RenameTo != "" {
+		if n.Name == current {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "session user cannot be renamed")
+		}
 		return e.renameRoleLocked(old, n.RenameTo)
 	}
 	r := *old

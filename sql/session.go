@@ -216,7 +216,7 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 	case *parse.CreateRole:
 		return s.e.createRole(n)
 	case *parse.AlterRole:
-		return s.e.alterRole(n)
+		return s.e.alterRole(n, s.user)
 	case *parse.DropRole:
 		return s.e.dropRole(n, s.user)
 	case *parse.Grant:

@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	streamsql "github.com/streamdb/streamdb/sql"
 )
 
 // connAs connects to srv as user with password (sslmode as given).
@@ -310,6 +311,11 @@ func TestRolesPsql(t *testing.T) {
 	}
 	if out, err := runPsql(t, srv, "carol", "I-X", "SELECT 1"); err == nil {
 		t.Errorf("psql as carol with I-X: logged in: %q", out)
+	}
+	// A ready verifier (as pg_dump writes them) is stored as it is.
+	execAll(t, srv.Conn(t), "CREATE USER dave PASSWORD '"+streamsql.SCRAMVerifier("from dump")+"'")
+	if out, err := runPsql(t, srv, "dave", "from dump", "SELECT 1"); err != nil || out != "1\n" {
+		t.Errorf("psql as dave (verifier given): %v %q", err, out)
 	}
 	// The server goes on.
 	if n := count(t, srv.Conn(t), "SELECT 1"); n != 1 {
