@@ -29,6 +29,14 @@ func (s *Session) superuser() bool {
 	return ok && su
 }
 
+// setSuperuserVar sets the is_superuser session setting from the role.
+func (s *Session) setSuperuserVar() {
+	s.vars["is_superuser"] = "off"
+	if s.superuser() {
+		s.vars["is_superuser"] = "on"
+	}
+}
+
 // recordingCatalog is the binder's catalog for privilege checks: it
 // remembers every relation the statement names.
 type recordingCatalog struct {

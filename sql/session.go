@@ -33,9 +33,7 @@ func (e *Engine) NewSession(user, database string) *Session {
 	for k, v := range sessionDefaults {
 		s.vars[k] = v
 	}
-	if !s.superuser() {
-		s.vars["is_superuser"] = "off"
-	}
+	s.setSuperuserVar()
 	return s
 }
 

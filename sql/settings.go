@@ -73,7 +73,8 @@ var sessionDefaults = map[string]string{
 	"is_superuser":                        "on",
 }
 
-var readOnly = map[string]bool{"server_version": true, "server_version_num": true, "server_encoding": true, "integer_datetimes": true, "max_identifier_length": true}
+var readOnly = map[string]bool{"server_version": true, "server_version_num": true, "server_encoding": true, "integer_datetimes": true, "max_identifier_length": true,
+	"is_superuser": true}
 
 func validateSetting(name, value string) (string, error) {
 	d, ok := dbSettings[name]

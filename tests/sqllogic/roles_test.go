@@ -143,6 +143,11 @@ func TestRolesAndPrivileges(t *testing.T) {
 	if err := alice.QueryRow(ctx, "SHOW is_superuser").Scan(&isSU); err != nil || isSU != "off" {
 		t.Errorf("SHOW is_superuser: %q %v", isSU, err)
 	}
+	execErr(t, alice, "SET is_superuser = on", "55P02", `parameter "is_superuser" cannot be changed`)
+	execAll(t, alice, "RESET ALL")
+	if err := alice.QueryRow(ctx, "SHOW is_superuser").Scan(&isSU); err != nil || isSU != "off" {
+		t.Errorf("SHOW is_superuser after RESET ALL: %q %v", isSU, err)
+	}
 
 	// Without grants.
 	queryErr(t, alice, "SELECT * FROM s", "42501", "permission denied for table s")
