@@ -275,7 +275,18 @@ func TestRolesSurviveRestart(t *testing.T) {
 	}
 	queryErr(t, alice, "SELECT * FROM b", "42501", "permission denied for table b")
 	execErr(t, alice, "DROP TABLE b", "42501", "must be owner of table b")
-	execAll(t, mustConnAs(t, srv, "bob", "pw"), "DROP TABLE b")
+	bobc := mustConnAs(t, srv, "bob", "pw")
+	execAll(t, bobc, "CREATE MATERIALIZED VIEW bv AS SELECT x FROM b", "GRANT SELECT ON b, bv TO PUBLIC")
+	if n := count(t, alice, "SELECT count(*) FROM b"); n != 0 {
+		t.Errorf("alice reads %d rows of b granted to PUBLIC", n)
+	}
+	execErr(t, alice, "CREATE OR REPLACE MATERIALIZED VIEW bv AS SELECT x + 1 AS x FROM b", "42501", "must be owner of materialized view bv")
+	execAll(t, bobc, "REVOKE ALL ON b FROM PUBLIC")
+	queryErr(t, alice, "SELECT * FROM b", "42501", "permission denied for table b")
+	if n := count(t, alice, "SELECT count(*) FROM bv"); n != 0 { // bv reads b with bob's rights
+		t.Errorf("alice reads %d rows of bv", n)
+	}
+	execAll(t, bobc, "DROP TABLE b CASCADE")
 	if _, err := connAs(t, srv, "alice", "nope", "disable"); err == nil {
 		t.Error("wrong password accepted after restart")
 	}
@@ -439,5 +450,34 @@ func TestRefuseExposedTrust(t *testing.T) {
 	out, err = runCmd(bin, "--config", conf, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0")
 	if err == nil || !contains(out, "md5") {
 		t.Errorf("method md5: %v %s", err, out)
+	}
+}
+
+// TestRolesPostgreSQLVerifiers: a verifier made by PostgreSQL (with its
+// SASLprep) logs in to streamdb with the same password, and PostgreSQL takes
+// a streamdb verifier as a verifier (it would hash anything else).
+func TestRolesPostgreSQLVerifiers(t *testing.T) {
+	pg := StartPG(t)
+	pc := pg.Conn(t)
+	ctx := context.Background()
+	execAll(t, pc, "SET password_encryption = 'scram-sha-256'", "CREATE ROLE fromPG LOGIN PASSWORD 'I\u00ADX'")
+	var v string
+	if err := pc.QueryRow(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = 'frompg'").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	ours := streamsql.SCRAMVerifier("pw")
+	execAll(t, pc, "CREATE ROLE fromus PASSWORD '"+ours+"'")
+	var same bool
+	if err := pc.QueryRow(ctx, "SELECT rolpassword = $1 FROM pg_authid WHERE rolname = 'fromus'", ours).Scan(&same); err != nil || !same {
+		t.Errorf("PostgreSQL did not keep streamdb's verifier as it is: %v", err)
+	}
+
+	srv := StartServer(t, "")
+	execAll(t, srv.Conn(t), "CREATE USER frompg PASSWORD '"+v+"'")
+	mustConnAs(t, srv, "frompg", "IX")
+	if _, err := exec.LookPath("psql"); err == nil {
+		if out, err := runPsql(t, srv, "frompg", "I\u00ADX", "SELECT 1"); err != nil || out != "1\n" {
+			t.Errorf("psql with PostgreSQL's verifier: %v %q", err, out)
+		}
 	}
 }
