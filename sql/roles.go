@@ -463,7 +463,7 @@ func (e *Engine) grant(n *parse.Grant) (*Result, error) {
 			b.Close()
 			return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", name)
 		}
-		if n.Revoke == false && t.Kind == storage.KindView && onlyInsert(n.Privileges) {
+		if !n.Revoke && t.Kind == storage.KindView && onlyInsert(n.Privileges) {
 			// PostgreSQL allows it; streamdb's views cannot be written, so say so.
 			b.Close()
 			return nil, sqlerr.New(sqlerr.WrongObjectType, "cannot grant INSERT on materialized view %q: views cannot be written", name)
