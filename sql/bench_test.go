@@ -89,7 +89,7 @@ func openBenchEngine(b *testing.B, par int) (*Engine, *Session) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { e.Close() })
-	return e, e.NewSession("bench", "streamdb")
+	return e, e.NewSession("streamdb", "streamdb")
 }
 
 func benchExec(b *testing.B, s *Session, query string) *Result {

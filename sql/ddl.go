@@ -19,11 +19,11 @@ import (
 	"github.com/streamdb/streamdb/types"
 )
 
-func (e *Engine) createTable(n *parse.CreateTable) (*Result, error) {
+func (e *Engine) createTable(n *parse.CreateTable, owner string) (*Result, error) {
 	if len(n.Columns) == 0 {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "a stream needs at least one column")
 	}
-	t := &storage.TableDef{Name: n.Name, Kind: storage.KindStream, Partitions: 1}
+	t := &storage.TableDef{Name: n.Name, Kind: storage.KindStream, Partitions: 1, Owner: owner}
 	seen := map[string]bool{}
 	for _, c := range n.Columns {
 		if seen[c.Name] {
@@ -175,7 +175,7 @@ func (e *Engine) planView(def *storage.TableDef) (exec.Plan, error) {
 	return planner.Physical(plan, e)
 }
 
-func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, error) {
+func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner string) (*Result, error) {
 	rs, ok := n.Query.Node.(ast.ResultSetNode)
 	if !ok || n.Query.EmitChanges {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "CREATE MATERIALIZED VIEW needs a SELECT query")
@@ -198,7 +198,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, 
 		return nil, err
 	}
 	def := &storage.TableDef{Name: n.Name, Kind: storage.KindView, SQL: n.Query.SQL,
-		Options: sourceOptions(sourcesOf(plan))}
+		Options: sourceOptions(sourcesOf(plan)), Owner: owner}
 	seen := map[string]bool{}
 	for _, c := range plan.Schema() {
 		if seen[c.Name] {
@@ -232,6 +232,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView) (*Result, 
 			}
 			b := e.db.NewBatch()
 			def.ID = old.ID
+			def.Owner, def.Grants = old.Owner, old.Grants // replacing keeps owner and grants, as in PostgreSQL
 			storage.DeleteJobData(b, def.ID)
 			storage.PutTable(b, def)
 			if err := e.db.Commit(b, true); err != nil {

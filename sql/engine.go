@@ -31,6 +31,12 @@ type Config struct {
 	// StateCacheBytes caps each job's in-memory aggregate state (0: unbounded).
 	StateCacheBytes int64
 	Logger          *slog.Logger
+	// Superusers are created, besides BootstrapRole, as superusers that may
+	// log in when the data directory has no roles yet (the OS user, as
+	// initdb does).
+	Superusers []string
+	// Password, if set, becomes BootstrapRole's password (--password).
+	Password string
 	// FS is the filesystem of the database (nil: the OS); tests pass
 	// Pebble's crash-simulating or fault-injecting filesystems.
 	FS vfs.FS
@@ -67,6 +73,7 @@ type Engine struct {
 		consumed map[string]bool
 		jobs     map[string]*jobEntry
 		settings map[string]string // stored database settings
+		roles    map[string]*storage.RoleDef
 		fileConf map[string]string
 	}
 }
@@ -131,6 +138,10 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	for _, t := range defs {
 		e.mu.tables[t.Name] = t
+	}
+	if err := e.loadRolesLocked(cfg.Superusers, cfg.Password); err != nil {
+		db.Close()
+		return nil, err
 	}
 	for _, t := range defs {
 		if t.Kind == storage.KindView && t.Options["stopped"] == "true" {

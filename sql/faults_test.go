@@ -328,7 +328,7 @@ func powerLossRun(seed uint64, at int64, osDir string) (res powerLossResult, err
 	if err != nil {
 		return res, err
 	}
-	s := e.NewSession("u", "db")
+	s := e.NewSession("streamdb", "streamdb")
 	if _, err := query(ctx, s, faultDDL+"; CHECKPOINT"); err != nil {
 		e.Close()
 		return res, err
@@ -384,7 +384,7 @@ func powerLossRun(seed uint64, at int64, osDir string) (res powerLossResult, err
 		return res, fmt.Errorf("reopen after the crash (before op %d %v): %w", at, cp.opAt, err)
 	}
 	defer e.Close()
-	s = e.NewSession("u", "db")
+	s = e.NewSession("streamdb", "streamdb")
 	view, err := readAgg(ctx, s, faultView)
 	if err != nil {
 		return res, err
@@ -557,7 +557,7 @@ func TestFaultCheckpointIOChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := e.NewSession("u", "db")
+	s := e.NewSession("streamdb", "streamdb")
 	var l ledger
 	must := func(q string) {
 		if _, err := query(ctx, s, q); err != nil {
@@ -795,7 +795,7 @@ func recoverAfterFatal(dir string) error {
 		return err
 	}
 	defer e.Close()
-	s := e.NewSession("u", "db")
+	s := e.NewSession("streamdb", "streamdb")
 	l := ledger{inserts: []insertRec{{ioFaultRows, true}, {ioFaultRows, true}}}
 	view, err := readAgg(ctx, s, faultView)
 	if err != nil {
@@ -837,7 +837,7 @@ func TestFaultSavepointCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	s := e.NewSession("u", "db")
+	s := e.NewSession("streamdb", "streamdb")
 	var l ledger
 	must := func(q string) [][]string {
 		t.Helper()

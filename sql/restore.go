@@ -302,6 +302,7 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 	}
 	b := e.db.NewBatch()
 	def.ID = old.ID
+	def.Owner, def.Grants = old.Owner, old.Grants
 	storage.DeleteJobData(b, def.ID)
 	if matched {
 		if err := e.db.CopyJobData(b, snap.db, jm.ID, def.ID, false); err != nil {

@@ -36,6 +36,7 @@ func (e *Engine) NewSession(user, database string) *Session {
 	for k := range serverSettings {
 		s.vars[k] = e.setting(k) // for SHOW; execSet refuses to change them
 	}
+	s.setSuperuserVar()
 	return s
 }
 
@@ -180,13 +181,16 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 	if len(params) != len(st.ParamTypes) {
 		return nil, sqlerr.New(sqlerr.ProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(params), len(st.ParamTypes))
 	}
+	if err := s.authorize(st); err != nil {
+		return nil, err
+	}
 	switch n := st.impl.(type) {
 	case *parse.Query:
 		return s.execQuery(ctx, st, n, params)
 	case *parse.CreateTable:
-		return s.e.createTable(n)
+		return s.e.createTable(n, s.user)
 	case *parse.CreateView:
-		return s.e.createView(ctx, n)
+		return s.e.createView(ctx, n, s.user)
 	case *parse.Drop:
 		return s.e.drop(n)
 	case *parse.Copy:
@@ -232,6 +236,14 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 		return s.e.startJob(ctx, n)
 	case *parse.AlterView:
 		return s.e.alterView(n)
+	case *parse.CreateRole:
+		return s.e.createRole(n)
+	case *parse.AlterRole:
+		return s.e.alterRole(n, s.user)
+	case *parse.DropRole:
+		return s.e.dropRole(n, s.user)
+	case *parse.Grant:
+		return s.e.grant(n)
 	}
 	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s is not supported", statementWords(st))
 }

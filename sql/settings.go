@@ -83,7 +83,8 @@ var serverSettings = map[string]settingDef{
 	"superuser_reserved_connections": {"3", intRange(0, 100000)},
 }
 
-var readOnly = map[string]bool{"server_version": true, "server_version_num": true, "server_encoding": true, "integer_datetimes": true, "max_identifier_length": true}
+var readOnly = map[string]bool{"server_version": true, "server_version_num": true, "server_encoding": true, "integer_datetimes": true, "max_identifier_length": true,
+	"is_superuser": true}
 
 func validateSetting(name, value string) (string, error) {
 	d, ok := dbSettings[name]

@@ -175,6 +175,8 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			return t, nil
 		case "savepoints":
 			return e.showSavepoints(), nil
+		case "roles":
+			return e.showRoles(), nil
 		}
 	case *parse.ShowCreate:
 		d, ok := e.Table(n.Name)
@@ -371,6 +373,7 @@ func (s *Session) execReset(n *parse.Reset) (*Result, error) {
 		for k, v := range sessionDefaults {
 			s.vars[k] = v
 		}
+		s.setSuperuserVar()
 		return &Result{Tag: "RESET"}, nil
 	}
 	if _, ok := dbSettings[name]; ok {

@@ -53,6 +53,8 @@ const (
 	DuplicateCursor         = "42P03"
 	InvalidAuthorization    = "28000"
 	InvalidPassword         = "28P01"
+	ReservedName            = "42939"
+	ObjectInUse             = "55006"
 	DataCorrupted           = "XX001"
 	Internal                = "XX000"
 	InFailedTransaction     = "25P02"

@@ -40,6 +40,39 @@ type TableDef struct {
 	KeyCols []int  `json:",omitempty"`
 	// Options holds per-object settings (e.g. a view's restart.* keys).
 	Options map[string]string `json:",omitempty"`
+	// Owner is the role that created the object; "" (entries written before
+	// roles existed) means the bootstrap superuser.
+	Owner string `json:",omitempty"`
+	// Grants maps a role to the privileges granted to it on the object
+	// (PrivSelect, PrivInsert), sorted.
+	Grants map[string][]string `json:",omitempty"`
+}
+
+// Privileges that GRANT gives on a stream or view.
+const (
+	PrivSelect = "SELECT"
+	PrivInsert = "INSERT"
+)
+
+// Has reports whether role was granted priv on t.
+func (t *TableDef) Has(role, priv string) bool {
+	for _, p := range t.Grants[role] {
+		if p == priv {
+			return true
+		}
+	}
+	return false
+}
+
+// RoleDef is a role (a user when it may log in).
+type RoleDef struct {
+	Name      string
+	Superuser bool `json:",omitempty"`
+	Login     bool `json:",omitempty"`
+	// Verifier is the role's SCRAM-SHA-256 verifier in PostgreSQL's format
+	// (SCRAM-SHA-256$<iter>:<salt>$<StoredKey>:<ServerKey>); "" means no
+	// password. The password itself is never stored.
+	Verifier string `json:",omitempty"`
 }
 
 // Column returns the index of the named column, or -1.

@@ -13,6 +13,8 @@
 //	o/<job:8><table:8><partition:4>       a job's committed source offset
 //	k/<checkpoint:8>                      checkpoint record (JSON)
 //	m/<name>                              a database setting
+//	r/<name>                              a role (JSON RoleDef)
+//	a/mock_auth_nonce                     the secret of mock authentication
 //
 // Durability: every commit that acknowledges user data is synced. Writes
 // become visible in WAL order, and a synced write makes every earlier write
@@ -20,6 +22,7 @@
 package storage
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -206,6 +209,53 @@ func DeleteTable(b *pebble.Batch, t *TableDef) {
 		start := append(append([]byte(nil), p...), id...)
 		b.DeleteRange(start, prefixEnd(start), nil)
 	}
+}
+
+// --- roles ---
+
+func roleKey(name string) []byte { return append([]byte("r/"), name...) }
+
+// LoadRoles returns every role.
+func (db *DB) LoadRoles() ([]*RoleDef, error) {
+	var out []*RoleDef
+	err := db.scanPrefix(db.pdb, []byte("r/"), func(k, v []byte) error {
+		r := new(RoleDef)
+		if err := json.Unmarshal(v, r); err != nil {
+			return sqlerr.New(sqlerr.DataCorrupted, "role entry %q: %v", k, err)
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// PutRole adds the write of a role to b.
+func PutRole(b *pebble.Batch, r *RoleDef) {
+	v, err := json.Marshal(r)
+	if err != nil {
+		panic(err) // RoleDef always marshals
+	}
+	b.Set(roleKey(r.Name), v, nil)
+}
+
+// DeleteRole adds the removal of a role to b.
+func DeleteRole(b *pebble.Batch, name string) { b.Delete(roleKey(name), nil) }
+
+// AuthSecret returns the database's secret for mock authentication (the
+// fake SCRAM salt of a role that does not exist is derived from it, so it
+// stays the same across restarts, as PostgreSQL's mock_auth_nonce does). It
+// is made on first use.
+func (db *DB) AuthSecret() ([]byte, error) {
+	key := []byte("a/mock_auth_nonce")
+	v, ok, err := db.get(key)
+	if err != nil || ok {
+		return v, err
+	}
+	v = make([]byte, 32)
+	rand.Read(v)
+	b := db.pdb.NewBatch()
+	b.Set(key, v, nil)
+	return v, db.Commit(b, true)
 }
 
 // --- settings ---

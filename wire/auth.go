@@ -2,40 +2,44 @@ package wire
 
 import (
 	"crypto/hmac"
-	"crypto/pbkdf2"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"net"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/streamdb/streamdb/sql"
 	"github.com/streamdb/streamdb/sqlerr"
 )
 
-// scramIterations is PostgreSQL's default scram_iterations.
-const scramIterations = 4096
-
-// scramSecret is the server's SCRAM-SHA-256 verifier for the configured
-// password (RFC 5802, RFC 7677), derived once so that a login costs no PBKDF2.
+// scramSecret is a role's SCRAM-SHA-256 verifier (RFC 5802, RFC 7677), as
+// stored in the catalog: a login costs no PBKDF2.
 type scramSecret struct {
-	salt      []byte
-	storedKey []byte // H(ClientKey)
-	serverKey []byte
+	iterations int
+	salt       []byte
+	storedKey  []byte // H(ClientKey)
+	serverKey  []byte
 }
 
-func newSCRAMSecret(password string) *scramSecret {
-	salt := make([]byte, 16)
-	rand.Read(salt)
-	// SASLprep is not applied: ASCII passwords, the common case, are unchanged by it.
-	salted, err := pbkdf2.Key(sha256.New, password, salt, scramIterations, sha256.Size)
-	if err != nil {
-		panic(err) // only for FIPS-mode key length limits, which 32 bytes meets
+func parseSecret(verifier string) (*scramSecret, bool) {
+	iter, salt, stored, server, ok := sql.ParseSCRAMVerifier(verifier)
+	if !ok {
+		return nil, false
 	}
-	storedKey := sha256.Sum256(hmacSum(salted, "Client Key"))
-	return &scramSecret{salt: salt, storedKey: storedKey[:], serverKey: hmacSum(salted, "Server Key")}
+	return &scramSecret{iterations: iter, salt: salt, storedKey: stored, serverKey: server}, true
+}
+
+// mockSecret is the secret of a role that does not exist or has no
+// password, as PostgreSQL's mock authentication does: the exchange looks
+// like a real one (the salt is derived from the name and the server's
+// secret, so it is the same at every attempt) and fails at the end with
+// 28P01, so a client cannot tell whether the role exists.
+func (s *Server) mockSecret(user string) *scramSecret {
+	salt := hmacSum(s.cfg.MockSecret, "salt:"+user)[:16]
+	key := hmacSum(s.cfg.MockSecret, "key:"+user)
+	return &scramSecret{iterations: 4096, salt: salt, storedKey: key, serverKey: key}
 }
 
 func hmacSum(key []byte, msg string) []byte {
@@ -44,27 +48,51 @@ func hmacSum(key []byte, msg string) []byte {
 	return h.Sum(nil)
 }
 
-// authenticate checks the client's credentials, if the configuration asks
-// for any.
-func (c *conn) authenticate(user string) error {
-	if c.srv.scram == nil || (c.srv.cfg.TrustLoopback && isLoopback(c.raw.RemoteAddr())) {
-		return nil
+// authenticate applies the first matching authentication rule to the
+// client and reports whether its role is a superuser.
+func (c *conn) authenticate(user, database string) (superuser bool, err error) {
+	ssl := c.nc != c.raw
+	ip := peerIP(c.raw.RemoteAddr())
+	rule, err := c.srv.matchHBA(ssl, ip, user, database)
+	if err != nil {
+		return false, err
 	}
-	return c.scramAuth(user, c.srv.scram)
-}
-
-func isLoopback(addr net.Addr) bool {
-	switch a := addr.(type) {
-	case *net.TCPAddr:
-		return a.IP.IsLoopback()
-	case *net.UnixAddr:
-		return true
+	verifier, login, su, exists := c.srv.eng.Role(user)
+	method := rule.Method
+	if method == MethodPasswordIfSet {
+		method = MethodTrust
+		if verifier != "" {
+			method = MethodSCRAM
+		}
 	}
-	return false
+	switch method {
+	case MethodReject:
+		return false, sqlerr.New(sqlerr.InvalidAuthorization, "pg_hba.conf rejects connection for host %q, user %q, database %q, %s",
+			ip.String(), user, database, encryptionWords(ssl))
+	case MethodTrust:
+		if !exists {
+			return false, sqlerr.New(sqlerr.InvalidAuthorization, "role %q does not exist", user)
+		}
+	case MethodSCRAM:
+		sec, ok := parseSecret(verifier)
+		genuine := exists && ok
+		if !genuine {
+			sec = c.srv.mockSecret(user)
+		}
+		if err := c.scramAuth(user, sec, genuine); err != nil {
+			return false, err
+		}
+	}
+	if !login {
+		return false, sqlerr.New(sqlerr.InvalidAuthorization, "role %q is not permitted to log in", user)
+	}
+	return su, nil
 }
 
 // scramAuth runs the server side of SCRAM-SHA-256 without channel binding.
-func (c *conn) scramAuth(user string, sec *scramSecret) error {
+// With genuine unset (mock authentication) it fails at the proof, whatever the
+// client sends.
+func (c *conn) scramAuth(user string, sec *scramSecret, genuine bool) error {
 	authFailed := sqlerr.New(sqlerr.InvalidPassword, "password authentication failed for user %q", user)
 	const mechanism = "SCRAM-SHA-256"
 
@@ -93,7 +121,7 @@ func (c *conn) scramAuth(user string, sec *scramSecret) error {
 	rand.Read(nonceBytes)
 	nonce := clientNonce + base64.StdEncoding.EncodeToString(nonceBytes)
 	serverFirst := "r=" + nonce + ",s=" + base64.StdEncoding.EncodeToString(sec.salt) +
-		",i=" + strconv.Itoa(scramIterations)
+		",i=" + strconv.Itoa(sec.iterations)
 	c.be.Send(&pgproto3.AuthenticationSASLContinue{Data: []byte(serverFirst)})
 	if err := c.be.Flush(); err != nil {
 		return err
@@ -133,7 +161,7 @@ func (c *conn) scramAuth(user string, sec *scramSecret) error {
 		clientKey[i] ^= proof[i]
 	}
 	storedKey := sha256.Sum256(clientKey)
-	if subtle.ConstantTimeCompare(storedKey[:], sec.storedKey) != 1 {
+	if subtle.ConstantTimeCompare(storedKey[:], sec.storedKey) != 1 || !genuine {
 		return authFailed
 	}
 	serverSignature := hmacSum(sec.serverKey, authMessage)

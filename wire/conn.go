@@ -204,7 +204,8 @@ func (c *conn) startSession(m *pgproto3.StartupMessage) bool {
 		c.fatal(err)
 		return false
 	}
-	if err := c.authenticate(user); err != nil {
+	superuser, err := c.authenticate(user, database)
+	if err != nil {
 		c.fatal(err)
 		return false
 	}
@@ -229,7 +230,7 @@ func (c *conn) startSession(m *pgproto3.StartupMessage) bool {
 		{"integer_datetimes", "on"},
 		{"standard_conforming_strings", "on"},
 		{"application_name", ""},
-		{"is_superuser", "on"},
+		{"is_superuser", onOff(superuser)},
 		{"session_authorization", user},
 	} {
 		v, ok := status[p[0]]
@@ -356,6 +357,13 @@ func parseOptions(s string) ([][2]string, error) {
 		out = append(out, [2]string{name, value})
 	}
 	return out, nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // closeSession releases the portals and the session.

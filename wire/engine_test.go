@@ -28,10 +28,39 @@ type fakeEngine struct {
 	// ended receives why a blocking query's context ended (its cause).
 	ended chan error
 
+	// roles, if set, are the roles that exist; nil means every user name
+	// is a superuser without a password.
+	roles map[string]fakeRole
+
 	mu       sync.Mutex
 	ids      []int64
 	names    []*string
 	sessions int
+}
+
+type fakeRole struct {
+	verifier         string // "" for no password
+	login, superuser bool
+}
+
+// loginRole is a role that may log in, with password ("" for none).
+func loginRole(password string, superuser bool) fakeRole {
+	r := fakeRole{login: true, superuser: superuser}
+	if password != "" {
+		r.verifier = sql.SCRAMVerifier(password)
+	}
+	return r
+}
+
+func (e *fakeEngine) Role(name string) (verifier string, login, superuser, ok bool) {
+	if e.roles == nil {
+		return "", true, true, true
+	}
+	r, ok := e.roles[name]
+	if !ok {
+		return "", false, false, false
+	}
+	return r.verifier, r.login, r.superuser, true
 }
 
 type fakeRow struct {

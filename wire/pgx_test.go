@@ -339,41 +339,6 @@ func TestPgxMaxMessageSize(t *testing.T) {
 	}
 }
 
-func TestPgxAuth(t *testing.T) {
-	tests := []struct {
-		name     string
-		cfg      Config
-		password string
-		wantCode string
-	}{
-		{"trust", Config{}, "", ""},
-		{"scram ok", Config{Password: "s3cret"}, "s3cret", ""},
-		{"scram wrong password", Config{Password: "s3cret"}, "nope", sqlerr.InvalidPassword},
-		{"scram no password", Config{Password: "s3cret"}, "", "no password"},
-		{"loopback trusted", Config{Password: "s3cret", TrustLoopback: true}, "whatever", ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, addr := startServer(t, tc.cfg, newFakeEngine())
-			cs := "postgres://streamdb:" + tc.password + "@" + addr + "/streamdb?sslmode=disable"
-			conn, err := pgx.Connect(testCtx(t), cs)
-			if err == nil {
-				defer conn.Close(context.Background())
-				var n int64
-				err = conn.QueryRow(testCtx(t), "SELECT 1").Scan(&n)
-			}
-			switch {
-			case tc.wantCode == "" && err != nil:
-				t.Fatalf("connect: %v", err)
-			case tc.wantCode == "no password" && err == nil:
-				t.Fatal("connected without a password")
-			case tc.wantCode != "" && tc.wantCode != "no password" && pgCode(err) != tc.wantCode:
-				t.Fatalf("got %v, want %s", err, tc.wantCode)
-			}
-		})
-	}
-}
-
 func TestPgxProtocol32Negotiation(t *testing.T) {
 	_, addr := startServer(t, Config{}, newFakeEngine())
 	conn := connect(t, addr, "max_protocol_version=3.2")

@@ -8,8 +8,9 @@
 //  1. Startup: SSLRequest is answered 'N' (or upgraded to TLS when Config.TLS
 //     is set), GSSEncRequest 'N'. A CancelRequest cancels the running
 //     statement of the session with that process id and secret key. A
-//     StartupMessage is authenticated (trust, or SCRAM-SHA-256 when a
-//     password is configured), then answered with ParameterStatus values,
+//     StartupMessage is authenticated by the first matching rule of
+//     Config.HBA (trust, SCRAM-SHA-256 against the role's verifier, or
+//     reject; hba.go), then answered with ParameterStatus values,
 //     BackendKeyData and ReadyForQuery.
 //  2. Each connection is served by one goroutine that reads a message, runs
 //     it and writes the answer. Every statement runs under its own context,
@@ -53,6 +54,11 @@ import (
 // Engine opens sessions; it is what the server needs from the SQL layer.
 type Engine interface {
 	NewSession(user, database string) Session
+	// Role describes a role for authentication: its SCRAM-SHA-256
+	// verifier in PostgreSQL's format ("" if it has no password), whether
+	// it may log in and whether it is a superuser; ok is false if there is
+	// no such role.
+	Role(name string) (verifier string, login, superuser, ok bool)
 }
 
 // Session is one client's SQL session. The server calls it from one
@@ -89,10 +95,11 @@ type Config struct {
 	MaxMessageSize int
 	// TLS, if set, is used to answer SSLRequest; nil answers 'N'.
 	TLS *tls.Config
-	// Password, if set, is required via SCRAM-SHA-256 (unless TrustLoopback
-	// and the peer is on a loopback address). Empty means trust.
-	Password      string
-	TrustLoopback bool
+	// HBA are the authentication rules (hba.go); nil means DefaultHBA.
+	HBA []HBARule
+	// MockSecret derives the fake SCRAM salt shown for roles that do not
+	// exist (keep it stable across restarts); nil uses a random one.
+	MockSecret []byte
 	// MaxConnections bounds the client sessions (0: no limit); the last
 	// ReservedConnections of them are for superusers. Cancel requests never
 	// count.
@@ -114,10 +121,9 @@ var ErrServerClosed = errors.New("wire: server closed")
 
 // Server serves the PostgreSQL protocol for an Engine.
 type Server struct {
-	cfg   Config
-	eng   Engine
-	log   *slog.Logger
-	scram *scramSecret // nil unless a password is configured
+	cfg Config
+	eng Engine
+	log *slog.Logger
 
 	wg sync.WaitGroup // one per connection goroutine
 
@@ -139,10 +145,11 @@ func New(cfg Config, eng Engine) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, eng: eng, log: cfg.Logger}
-	if cfg.Password != "" {
-		s.scram = newSCRAMSecret(cfg.Password)
+	if cfg.MockSecret == nil {
+		cfg.MockSecret = make([]byte, 32)
+		rand.Read(cfg.MockSecret)
 	}
+	s := &Server{cfg: cfg, eng: eng, log: cfg.Logger}
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*conn]struct{})
 	s.mu.byPID = make(map[uint32]*conn)

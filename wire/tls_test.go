@@ -36,7 +36,9 @@ func selfSignedTLS(t *testing.T) *tls.Config {
 }
 
 func TestTLS(t *testing.T) {
-	_, addr := startServer(t, Config{TLS: selfSignedTLS(t), Password: "pw"}, newFakeEngine())
+	eng := newFakeEngine()
+	eng.roles = map[string]fakeRole{"streamdb": loginRole("pw", true)}
+	_, addr := startServer(t, Config{TLS: selfSignedTLS(t)}, eng)
 	conn, err := pgx.Connect(testCtx(t), "postgres://streamdb:pw@"+addr+"/streamdb?sslmode=require")
 	if err != nil {
 		t.Fatal(err)

@@ -58,7 +58,7 @@ func bench(args []string) error {
 		return err
 	}
 	defer func() { eng.Close() }()
-	s := eng.NewSession("bench", "bench")
+	s := eng.NewSession("streamdb", "streamdb")
 	ctx := context.Background()
 	run := func(q string) (*sql.Result, error) {
 		stmts, err := s.PrepareAll(ctx, q)
@@ -189,7 +189,7 @@ func bench(args []string) error {
 		if eng, err = sql.Open(cfg); err != nil {
 			return err
 		}
-		s = eng.NewSession("bench", "bench")
+		s = eng.NewSession("streamdb", "streamdb")
 		if _, err := scalar(ctx, run, "SELECT sum(c) FROM v"); err != nil {
 			return err
 		}

@@ -93,7 +93,7 @@ func benchQuery(query string, rows, keys int, interval string, batch, par int, c
 		return err
 	}
 	defer eng.Close()
-	s := eng.NewSession("bench", "bench")
+	s := eng.NewSession("streamdb", "streamdb")
 	ctx := context.Background()
 	run := func(q string) (*sql.Result, error) {
 		stmts, err := s.PrepareAll(ctx, q)

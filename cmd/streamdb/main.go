@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -44,7 +45,7 @@ func run() error {
 	dataDir := flag.String("data-dir", "./streamdb-data", "directory of the database")
 	configFile := flag.String("config", "", "TOML file of database settings (checkpoint.interval = \"1s\", ...)")
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
-	password := flag.String("password", "", "require this password (SCRAM-SHA-256) from non-loopback clients")
+	password := flag.String("password", "", "set the password of the bootstrap superuser streamdb (SCRAM-SHA-256)")
 	tlsCert := flag.String("tls-cert", "", "TLS certificate file (with --tls-key)")
 	tlsKey := flag.String("tls-key", "", "TLS key file")
 	parallelism := flag.Int("parallelism", 0, "aggregate instances per job (0: number of cores)")
@@ -58,7 +59,7 @@ func run() error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	settings, err := loadConfig(*configFile)
+	settings, hba, err := loadConfig(*configFile)
 	if err != nil {
 		return err
 	}
@@ -67,9 +68,21 @@ func run() error {
 			settings["max_connections"] = strconv.Itoa(*maxConns)
 		}
 	})
+	if err := wire.CheckExposure(*listen, hba); err != nil {
+		return err
+	}
 	eng, err := sql.Open(sql.Config{DataDir: *dataDir, Settings: settings, Parallelism: *parallelism,
-		StateCacheBytes: *stateCache << 20, Logger: log})
+		StateCacheBytes: *stateCache << 20, Logger: log, Superusers: osUser(), Password: *password})
 	if err != nil {
+		return err
+	}
+	if !wire.IsLoopbackListen(*listen) && !eng.AnyPassword() {
+		log.Warn("listening beyond loopback, but no role has a password: clients on other hosts cannot log in " +
+			"(set one with --password or ALTER ROLE ... PASSWORD)")
+	}
+	secret, err := eng.AuthSecret()
+	if err != nil {
+		eng.Close()
 		return err
 	}
 	maxC, reserved, err := eng.ConnectionLimits()
@@ -77,7 +90,7 @@ func run() error {
 		eng.Close()
 		return err
 	}
-	cfg := wire.Config{Addr: *listen, Password: *password, TrustLoopback: true, Logger: log,
+	cfg := wire.Config{Addr: *listen, HBA: hba, MockSecret: secret, Logger: log,
 		MaxConnections: maxC, ReservedConnections: reserved}
 	if *tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
@@ -115,15 +128,51 @@ func run() error {
 }
 
 // loadConfig reads database settings from a TOML file: either flat dotted
-// keys ("checkpoint.interval" = "1s") or tables ([checkpoint] interval = "1s").
-func loadConfig(path string) (map[string]string, error) {
+// keys ("checkpoint.interval" = "1s") or tables ([checkpoint] interval = "1s");
+// and the authentication rules, an array of tables:
+//
+//	[[hba]]
+//	type = "hostssl"        # host | hostssl | hostnossl
+//	database = "all"        # all, a name, or names separated by commas
+//	user = "all"            # likewise
+//	address = "0.0.0.0/0"   # all | samehost | an IP address | a CIDR range
+//	method = "scram-sha-256" # trust | scram-sha-256 | scram-sha-256-if-set | reject
+//
+// No [[hba]] means wire.DefaultHBA (nil rules).
+func loadConfig(path string) (map[string]string, []wire.HBARule, error) {
 	out := map[string]string{}
 	if path == "" {
-		return out, nil
+		return out, nil, nil
 	}
 	var raw map[string]any
 	if _, err := toml.DecodeFile(path, &raw); err != nil {
-		return nil, fmt.Errorf("--config %s: %w", path, err)
+		return nil, nil, fmt.Errorf("--config %s: %w", path, err)
+	}
+	var rules []wire.HBARule
+	if v, ok := raw["hba"]; ok {
+		delete(raw, "hba")
+		tables, ok := v.([]map[string]any)
+		if !ok {
+			return nil, nil, fmt.Errorf("--config %s: hba must be an array of tables ([[hba]])", path)
+		}
+		for i, t := range tables {
+			field := func(k string) string {
+				s, _ := t[k].(string)
+				return s
+			}
+			for k := range t {
+				switch k {
+				case "type", "database", "user", "address", "method":
+				default:
+					return nil, nil, fmt.Errorf("--config %s: [[hba]] %d: unknown key %q (type, database, user, address, method)", path, i+1, k)
+				}
+			}
+			r, err := wire.NewHBARule(field("type"), field("database"), field("user"), field("address"), field("method"))
+			if err != nil {
+				return nil, nil, fmt.Errorf("--config %s: [[hba]] %d: %w", path, i+1, err)
+			}
+			rules = append(rules, r)
+		}
 	}
 	var flatten func(prefix string, m map[string]any)
 	flatten = func(prefix string, m map[string]any) {
@@ -145,7 +194,20 @@ func loadConfig(path string) (map[string]string, error) {
 		}
 	}
 	flatten("", raw)
-	return out, nil
+	return out, rules, nil
+}
+
+// osUser is the name of the OS user running the server: like initdb, a
+// fresh database gets a superuser of that name (psql's default user).
+func osUser() []string {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if name == "" || strings.ContainsAny(name, "\\/ \t") {
+		return nil
+	}
+	return []string{name}
 }
 
 // engine adapts *sql.Engine to wire.Engine.

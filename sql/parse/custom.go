@@ -802,6 +802,7 @@ var showObjects = []struct {
 	{[]string{"jobs"}, "jobs"},
 	{[]string{"checkpoints"}, "checkpoints"},
 	{[]string{"savepoints"}, "savepoints"},
+	{[]string{"roles"}, "roles"},
 }
 
 // show parses SHOW; the cursor is after SHOW.

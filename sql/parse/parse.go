@@ -69,6 +69,10 @@ func (p *parser) statement() (Statement, error) {
 			s, err = p.createView(true)
 		case p.accept("savepoint"):
 			s, err = p.createSavepoint()
+		case p.accept("role"):
+			return p.createRole(false)
+		case p.accept("user"):
+			return p.createRole(true)
 		case p.at().is("temp") || p.at().is("temporary") || p.at().is("unlogged"):
 			return nil, p.notSupported(p.at(), "%s tables are not supported", p.at().Val)
 		default:
@@ -82,6 +86,8 @@ func (p *parser) statement() (Statement, error) {
 			return p.drop(ObjView)
 		case p.accept("savepoint"):
 			return p.drop(ObjSavepoint)
+		case p.accept("role"), p.accept("user"):
+			return p.dropRole()
 		default:
 			return p.tidb()
 		}
@@ -115,6 +121,12 @@ func (p *parser) statement() (Statement, error) {
 			return nil, err
 		}
 		return a, p.end()
+	case first.is("alter") && (p.accept("role") || p.accept("user")):
+		return p.alterRole()
+	case first.is("grant"):
+		return p.grant(false)
+	case first.is("revoke"):
+		return p.grant(true)
 	case first.is("declare"):
 		return p.declare()
 	case first.is("fetch"):
