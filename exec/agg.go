@@ -201,6 +201,32 @@ func (a *aggOp) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track b
 	return nil
 }
 
+// runAgg runs a hash aggregate in a batch query: it folds every input
+// batch into the groups, whose estimated memory counts against the query's
+// budget (checked after each batch), then emits every group.
+func runAgg(ctx *Ctx, p *HashAgg, emit func(arrow.RecordBatch) error) error {
+	agg := newAggOp(p, false)
+	share := ctx.heap()
+	defer share.release()
+	if err := run(ctx, p.In, func(rec arrow.RecordBatch) error {
+		defer rec.Release()
+		if err := agg.push(ctx.Expr, rec, nil, false); err != nil {
+			return err
+		}
+		share.set(agg.bytes + agg.gt.approxBytes())
+		return ctx.check()
+	}); err != nil {
+		return err
+	}
+	return agg.emitAll(func(rec arrow.RecordBatch) error {
+		if err := ctx.canceled(); err != nil {
+			rec.Release()
+			return err
+		}
+		return emit(rec)
+	})
+}
+
 // emitAll emits every group as inserted rows (batch queries).
 func (a *aggOp) emitAll(emit func(arrow.RecordBatch) error) error {
 	n := a.gt.Len()

@@ -291,6 +291,12 @@ func (g *groupTable) remove(gid int32) {
 	g.free = append(g.free, gid)
 }
 
+// approxBytes estimates the table's memory without walking its groups:
+// slots, hashes and the fixed-width key slots (string contents excluded).
+func (g *groupTable) approxBytes() int64 {
+	return 8*int64(len(g.slots)) + int64(g.Len())*(8+24*int64(len(g.cols)))
+}
+
 // keyBytes is the memory of group gid's key strings.
 func (g *groupTable) keyBytes(gid int32) int64 {
 	var n int64

@@ -48,6 +48,7 @@ func run() error {
 	tlsKey := flag.String("tls-key", "", "TLS key file")
 	parallelism := flag.Int("parallelism", 0, "aggregate instances per job (0: number of cores)")
 	stateCache := flag.Int64("state-cache-mb", 1024, "memory for each job's operator state (aggregate groups, join and rank rows); colder state spills to Pebble (0: unbounded)")
+	queryMem := flag.Int64("query-memory-mb", 0, "memory of all running batch queries together; one that would pass it fails with 53200 (0: query.memory_mb of --config, else a quarter of physical memory)")
 	flag.Parse()
 
 	var level slog.Level
@@ -61,7 +62,7 @@ func run() error {
 		return err
 	}
 	eng, err := sql.Open(sql.Config{DataDir: *dataDir, Settings: settings, Parallelism: *parallelism,
-		StateCacheBytes: *stateCache << 20, Logger: log})
+		StateCacheBytes: *stateCache << 20, QueryMemoryBytes: *queryMem << 20, Logger: log})
 	if err != nil {
 		return err
 	}
