@@ -92,7 +92,7 @@ func (b *Budget) Check() error {
 	if b.pool.cap > 0 && total > b.pool.cap {
 		return &sqlerr.Error{Code: sqlerr.OutOfMemory, Msg: "out of memory",
 			Detail: fmt.Sprintf("All running queries together may hold %s (--query-memory-mb, or query.memory_mb in the config file); they held %s, this query %s.",
-				FormatMemory(b.pool.cap), FormatMemory(total), FormatMemory(used)),
+				FormatMemory(b.pool.cap), roughMemory(total), roughMemory(used)),
 			Hint: "Retry when other queries have finished, or start the server with a larger --query-memory-mb."}
 	}
 	return nil
@@ -147,6 +147,19 @@ func (h *heapShare) set(n int64) {
 }
 
 func (h *heapShare) release() { h.set(0) }
+
+// roughMemory renders a measured byte count, rounded to a unit.
+func roughMemory(n int64) string {
+	switch {
+	case n >= 10<<30:
+		return fmt.Sprintf("%dGB", n>>30)
+	case n >= 10<<20:
+		return fmt.Sprintf("%dMB", n>>20)
+	case n >= 10<<10:
+		return fmt.Sprintf("%dkB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}
 
 // FormatMemory renders a byte count in PostgreSQL's memory units: the
 // largest of kB, MB, GB, TB that divides it exactly (bytes below 1kB).
