@@ -213,7 +213,7 @@ func runAgg(ctx *Ctx, p *HashAgg, emit func(arrow.RecordBatch) error) error {
 		if err := agg.push(ctx.Expr, rec, nil, false); err != nil {
 			return err
 		}
-		share.set(agg.bytes + agg.gt.approxBytes())
+		share.set(agg.bytes + agg.gt.approxBytes() + agg.distinctBytes())
 		return ctx.check()
 	}); err != nil {
 		return err
@@ -225,6 +225,18 @@ func runAgg(ctx *Ctx, p *HashAgg, emit func(arrow.RecordBatch) error) error {
 		}
 		return emit(rec)
 	})
+}
+
+// distinctBytes estimates the memory of the values count(DISTINCT ...)
+// and its kin have seen (map entries of a group id and an encoded value).
+func (a *aggOp) distinctBytes() int64 {
+	var n int64
+	for _, acc := range a.accs {
+		if d, ok := acc.(*distinctAcc); ok {
+			n += int64(len(d.seen)) * 64
+		}
+	}
+	return n
 }
 
 // emitAll emits every group as inserted rows (batch queries).

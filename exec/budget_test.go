@@ -181,3 +181,7 @@ func TestJoinProbeChecksPerChunk(t *testing.T) {
 		t.Fatalf("%d batches emitted; the probe should stop at the one after the cancel", batches)
 	}
 }
+
+// benchCtx is the context of BenchmarkBatch: a budget (no limit) in a pool,
+// as the server gives every query.
+func benchCtx(c context.Context) *Ctx { return budgetCtx(c, 0, NewMemPool(0)) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // Tests of the limits of batch queries (issue 17): the per-query memory
@@ -302,4 +303,81 @@ func TestMemoryCancel(t *testing.T) {
 			t.Fatalf("after cancel: SELECT 1 = %d, %v", one, err)
 		}
 	}
+}
+
+// TestMemoryPortalMaxRows: through the extended protocol, a portal over a
+// cross join of 8 billion rows answers Execute with a row limit batch
+// after batch (PortalSuspended), and closing it early stops the query.
+func TestMemoryPortalMaxRows(t *testing.T) {
+	srv := StartServer(t, "")
+	memorySetup(t, srv.Conn(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pc, err := pgconn.Connect(ctx, srv.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, err := pc.Hijack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Conn.Close()
+	_ = hc.Conn.SetDeadline(time.Now().Add(60 * time.Second))
+	fe := hc.Frontend
+	// until reads messages up to one of type T, counting DataRows; an
+	// ErrorResponse fails the test.
+	until := func(what string, done func(pgproto3.BackendMessage) bool) int {
+		t.Helper()
+		rows := 0
+		for {
+			m, err := fe.Receive()
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			switch m := m.(type) {
+			case *pgproto3.DataRow:
+				rows++
+				continue
+			case *pgproto3.ErrorResponse:
+				t.Fatalf("%s: %s %s", what, m.Code, m.Message)
+			}
+			if done(m) {
+				return rows
+			}
+		}
+	}
+	isSuspended := func(m pgproto3.BackendMessage) bool { _, ok := m.(*pgproto3.PortalSuspended); return ok }
+	start := time.Now()
+	fe.Send(&pgproto3.Parse{Query: "SELECT a.k, b.k, c.k FROM t a, t b, t c"})
+	fe.Send(&pgproto3.Bind{DestinationPortal: "p"})
+	fe.Send(&pgproto3.Execute{Portal: "p", MaxRows: 1000})
+	fe.Send(&pgproto3.Flush{})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := until("first Execute", isSuspended); n != 1000 {
+		t.Fatalf("first Execute: %d rows, want 1000", n)
+	}
+	t.Logf("first 1000 rows after %v", time.Since(start))
+	for i := 0; i < 5; i++ {
+		fe.Send(&pgproto3.Execute{Portal: "p", MaxRows: 2000})
+		fe.Send(&pgproto3.Flush{})
+		if err := fe.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if n := until("next Execute", isSuspended); n != 2000 {
+			t.Fatalf("Execute %d: %d rows, want 2000", i+2, n)
+		}
+	}
+	fe.Send(&pgproto3.Close{ObjectType: 'P', Name: "p"})
+	fe.Send(&pgproto3.Sync{})
+	fe.Send(&pgproto3.Query{String: "SELECT count(*) FROM t"})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	until("Close and Sync", func(m pgproto3.BackendMessage) bool { _, ok := m.(*pgproto3.ReadyForQuery); return ok })
+	if n := until("query after Close", func(m pgproto3.BackendMessage) bool { _, ok := m.(*pgproto3.ReadyForQuery); return ok }); n != 1 {
+		t.Fatalf("SELECT count(*) after closing the portal: %d rows", n)
+	}
+	t.Logf("portal closed early after 11000 rows, %v in all", time.Since(start))
 }
