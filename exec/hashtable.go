@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -503,10 +504,10 @@ func (g *groupTable) setKeyDatums(gid int32, ds []types.Datum) {
 	}
 }
 
-// buildKeys builds the key column c for groups gids.
-func (g *groupTable) buildKeys(c int, gids []int32) arrow.Array {
+// buildKeys builds the key column c for groups gids, allocating from mem.
+func (g *groupTable) buildKeys(mem memory.Allocator, c int, gids []int32) arrow.Array {
 	kc := &g.cols[c]
-	bl := types.NewBuilder(memoryPool, kc.t)
+	bl := types.NewBuilder(mem, kc.t)
 	defer bl.Release()
 	bl.Reserve(len(gids))
 	switch b := bl.(type) {

@@ -174,7 +174,7 @@ func windowAgg(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, pids, s
 		return acc.result(g), nil
 	}
 	n := len(idx)
-	bl := types.NewBuilder(memoryPool, f.T)
+	bl := types.NewBuilder(ctx.alloc(), f.T)
 	defer bl.Release()
 	bl.Reserve(n)
 	if !ordered {
