@@ -381,3 +381,39 @@ func TestMemoryPortalMaxRows(t *testing.T) {
 	}
 	t.Logf("portal closed early after 11000 rows, %v in all", time.Since(start))
 }
+
+// TestStreamedErrorAfterRows: a query that fails after rows were sent ends
+// with an ErrorResponse after those rows, in both protocols, and the
+// session goes on.
+func TestStreamedErrorAfterRows(t *testing.T) {
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	execAll(t, c, "CREATE TABLE e (k BIGINT)")
+	for lo := 0; lo < 3000; lo += 1000 {
+		var vals []string
+		for i := lo; i < lo+1000; i++ {
+			vals = append(vals, "("+itoa(int64(i))+")")
+		}
+		execAll(t, c, "INSERT INTO e VALUES "+strings.Join(vals, ", "))
+	}
+	ctx := context.Background()
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheStatement} {
+		rows, err := c.Query(ctx, "SELECT 100 / (k - 2500) FROM e", mode)
+		if err != nil {
+			t.Fatalf("%v: %v", mode, err)
+		}
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		wantCode(t, fmt.Sprintf("%v after %d rows", mode, n), rows.Err(), "22012")
+		if n == 0 || n > 2500 {
+			t.Fatalf("%v: %d rows before the error, want some and at most 2500", mode, n)
+		}
+		t.Logf("%v: division by zero after %d rows", mode, n)
+		var one int64
+		if err := c.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+			t.Fatalf("after the error: %d, %v", one, err)
+		}
+	}
+}
