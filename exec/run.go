@@ -107,6 +107,10 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 	case *Project:
 		ts := p.Types()
 		return run(ctx, p.In, func(rec arrow.RecordBatch) error {
+			if err := ctx.canceled(); err != nil {
+				rec.Release()
+				return err
+			}
 			out, err := project(ctx.Expr, p.Exprs, ts, rec)
 			rec.Release()
 			if err != nil {

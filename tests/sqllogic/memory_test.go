@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,12 +184,19 @@ func TestMemoryWorkMem(t *testing.T) {
 }
 
 // TestMemoryServerCap: with the default work_mem but a small server-wide
-// cap, the same query fails with 53200 naming --query-memory-mb.
+// cap, from the flag or from the config file, the same query fails with
+// 53200 naming --query-memory-mb.
 func TestMemoryServerCap(t *testing.T) {
-	srv := StartServer(t, "", "--query-memory-mb", "128")
-	c := srv.Conn(t)
-	memorySetup(t, c)
-	overBudget(t, srv, c, "--query-memory-mb", "SELECT * FROM t a, t b, t c ORDER BY 1, 2, 3")
+	conf := filepath.Join(t.TempDir(), "streamdb.toml")
+	if err := os.WriteFile(conf, []byte("[query]\nmemory_mb = 128\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--query-memory-mb", "128"}, {"--config", conf}} {
+		srv := StartServer(t, "", args...)
+		c := srv.Conn(t)
+		memorySetup(t, c)
+		overBudget(t, srv, c, "may hold 128MB (--query-memory-mb", "SELECT * FROM t a, t b, t c ORDER BY 1, 2, 3")
+	}
 }
 
 // TestMemoryStreamedResult: a cross join of 8 billion rows streams: its
