@@ -3,6 +3,7 @@ package exec
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -17,6 +18,7 @@ type aggOp struct {
 	restored bool
 	keyTs    []types.T
 	outTs    []types.T
+	mem      memory.Allocator // of the output rows
 	gt       *groupTable
 	accs     []accum
 	count    *countAcc // rows per group, to know when a group empties under retraction
@@ -58,7 +60,7 @@ const groupBytes = 160
 
 // newAggOp makes a hash aggregate; retract says its input may retract rows.
 func newAggOp(spec *HashAgg, retract bool) *aggOp {
-	a := &aggOp{spec: spec, keyTs: exprTypes(spec.Keys), outTs: spec.Types(), count: &countAcc{star: true}, outValid: true}
+	a := &aggOp{spec: spec, keyTs: exprTypes(spec.Keys), outTs: spec.Types(), mem: memoryPool, count: &countAcc{star: true}, outValid: true}
 	a.gt = newGroupTable(a.keyTs)
 	for _, s := range spec.Aggs {
 		a.accs = append(a.accs, newAccum(s, retract))
@@ -201,6 +203,45 @@ func (a *aggOp) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track b
 	return nil
 }
 
+// runAgg runs a hash aggregate in a batch query: it folds every input
+// batch into the groups, whose estimated memory counts against the query's
+// budget (checked after each batch), then emits every group.
+func runAgg(ctx *Ctx, p *HashAgg, emit func(arrow.RecordBatch) error) error {
+	agg := newAggOp(p, false)
+	agg.mem = ctx.alloc()
+	share := ctx.heap()
+	defer share.release()
+	if err := run(ctx, p.In, func(rec arrow.RecordBatch) error {
+		defer rec.Release()
+		if err := agg.push(ctx.Expr, rec, nil, false); err != nil {
+			return err
+		}
+		share.set(agg.bytes + agg.gt.approxBytes() + agg.distinctBytes())
+		return ctx.check()
+	}); err != nil {
+		return err
+	}
+	return agg.emitAll(func(rec arrow.RecordBatch) error {
+		if err := ctx.canceled(); err != nil {
+			rec.Release()
+			return err
+		}
+		return emit(rec)
+	})
+}
+
+// distinctBytes estimates the memory of the values count(DISTINCT ...)
+// and its kin have seen (map entries of a group id and an encoded value).
+func (a *aggOp) distinctBytes() int64 {
+	var n int64
+	for _, acc := range a.accs {
+		if d, ok := acc.(*distinctAcc); ok {
+			n += int64(len(d.seen)) * 64
+		}
+	}
+	return n
+}
+
 // emitAll emits every group as inserted rows (batch queries).
 func (a *aggOp) emitAll(emit func(arrow.RecordBatch) error) error {
 	n := a.gt.Len()
@@ -226,11 +267,11 @@ func (a *aggOp) emitAll(emit func(arrow.RecordBatch) error) error {
 func (a *aggOp) build(gids []int32) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, 0, len(a.outTs))
 	for c := range a.keyTs {
-		cols = append(cols, a.gt.buildKeys(c, gids))
+		cols = append(cols, a.gt.buildKeys(a.mem, c, gids))
 	}
 	for i, acc := range a.accs {
 		t := a.spec.Aggs[i].T
-		bl := types.NewBuilder(memoryPool, t)
+		bl := types.NewBuilder(a.mem, t)
 		bl.Reserve(len(gids))
 		for _, g := range gids {
 			if c, ok := acc.(interface{ checkResult(int32) error }); ok {

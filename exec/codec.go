@@ -197,7 +197,12 @@ func cmp3(less, greater bool) int {
 
 // takeArray returns the rows idx of a (idx -1 gives NULL).
 func takeArray(a arrow.Array, idx []int, t types.T) arrow.Array {
-	bl := types.NewBuilder(memoryPool, t)
+	return takeArrayMem(memoryPool, a, idx, t)
+}
+
+// takeArrayMem is takeArray allocating from mem.
+func takeArrayMem(mem memory.Allocator, a arrow.Array, idx []int, t types.T) arrow.Array {
+	bl := types.NewBuilder(mem, t)
 	defer bl.Release()
 	appendTake(bl, a, idx, t)
 	return bl.NewArray()
@@ -205,9 +210,14 @@ func takeArray(a arrow.Array, idx []int, t types.T) arrow.Array {
 
 // takeRecord returns the rows idx of rec as a new record of types ts.
 func takeRecord(rec arrow.RecordBatch, idx []int, ts []types.T) arrow.RecordBatch {
+	return takeRecordMem(memoryPool, rec, idx, ts)
+}
+
+// takeRecordMem is takeRecord allocating from mem.
+func takeRecordMem(mem memory.Allocator, rec arrow.RecordBatch, idx []int, ts []types.T) arrow.RecordBatch {
 	cols := make([]arrow.Array, len(ts))
 	for c := range ts {
-		cols[c] = takeArray(rec.Column(c), idx, ts[c])
+		cols[c] = takeArrayMem(mem, rec.Column(c), idx, ts[c])
 	}
 	return newRecord(ts, cols, len(idx))
 }
@@ -235,8 +245,11 @@ func colName(i int) string { return "c" + strconv.Itoa(i) }
 type typesT = types.T
 
 // newNullArray returns n NULLs of type t.
-func newNullArray(t types.T, n int) arrow.Array {
-	bl := types.NewBuilder(memoryPool, t)
+func newNullArray(t types.T, n int) arrow.Array { return newNullArrayMem(memoryPool, t, n) }
+
+// newNullArrayMem is newNullArray allocating from mem.
+func newNullArrayMem(mem memory.Allocator, t types.T, n int) arrow.Array {
+	bl := types.NewBuilder(mem, t)
 	defer bl.Release()
 	bl.AppendNulls(n)
 	return bl.NewArray()

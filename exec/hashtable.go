@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -291,6 +292,12 @@ func (g *groupTable) remove(gid int32) {
 	g.free = append(g.free, gid)
 }
 
+// approxBytes estimates the table's memory without walking its groups:
+// slots, hashes and the fixed-width key slots (string contents excluded).
+func (g *groupTable) approxBytes() int64 {
+	return 8*int64(len(g.slots)) + int64(g.Len())*(8+24*int64(len(g.cols)))
+}
+
 // keyBytes is the memory of group gid's key strings.
 func (g *groupTable) keyBytes(gid int32) int64 {
 	var n int64
@@ -497,10 +504,10 @@ func (g *groupTable) setKeyDatums(gid int32, ds []types.Datum) {
 	}
 }
 
-// buildKeys builds the key column c for groups gids.
-func (g *groupTable) buildKeys(c int, gids []int32) arrow.Array {
+// buildKeys builds the key column c for groups gids, allocating from mem.
+func (g *groupTable) buildKeys(mem memory.Allocator, c int, gids []int32) arrow.Array {
 	kc := &g.cols[c]
-	bl := types.NewBuilder(memoryPool, kc.t)
+	bl := types.NewBuilder(mem, kc.t)
 	defer bl.Release()
 	bl.Reserve(len(gids))
 	switch b := bl.(type) {

@@ -3,6 +3,7 @@ package exec
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
 )
 
@@ -29,6 +30,9 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 	}
 	lts, rts, outTs := p.Left.Types(), p.Right.Types(), p.Types()
 	pairTs := append(append([]typesT(nil), lts...), rts...)
+	mem := ctx.alloc()
+	share := ctx.heap()
+	defer share.release()
 	// head[g] is the first build row of group g; next[r] the following one.
 	var gt *groupTable
 	var head, next []int
@@ -55,12 +59,18 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 			next[r] = head[gids[r]]
 			head[gids[r]] = r
 		}
+		share.set(gt.approxBytes() + 8*int64(len(head)+len(next)))
 	}
 	var rightMatched []bool
 	if p.Kind == JoinRight || p.Kind == JoinFull {
 		rightMatched = make([]bool, nr)
+		share.set(share.n + int64(nr))
 	}
-	var li, ri []int
+	if err := ctx.check(); err != nil {
+		return err
+	}
+	li := make([]int, 0, joinChunk)
+	ri := make([]int, 0, joinChunk)
 	err = run(ctx, p.Left, func(left arrow.RecordBatch) error {
 		defer left.Release()
 		if err := ctx.canceled(); err != nil {
@@ -68,18 +78,44 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 		}
 		n := int(left.NumRows())
 		li, ri = li[:0], ri[:0]
-		switch {
-		case len(p.LeftKeys) == 0 && p.Residual == nil && (p.Kind == JoinSemi || p.Kind == JoinAnti):
+		if len(p.LeftKeys) == 0 && p.Residual == nil && (p.Kind == JoinSemi || p.Kind == JoinAnti) {
 			// (NOT) EXISTS of an uncorrelated subquery: no pairs needed.
 			if (nr > 0) == (p.Kind == JoinSemi) {
 				left.Retain()
 				return emit(left)
 			}
 			return nil
+		}
+		matched := make([]bool, n)
+		// flush joins the listed pairs and emits them (semi and anti joins
+		// only mark the matched left rows), then checks for cancellation
+		// and the budget: one left batch against a big build side, or a
+		// cross join, yields its output joinChunk pairs at a time.
+		flush := func() error {
+			pairs, err := joinRows(ctx, p, left, right, li, ri, pairTs, matched, rightMatched)
+			li, ri = li[:0], ri[:0]
+			if err != nil {
+				return err
+			}
+			if pairs != nil {
+				if p.Kind == JoinSemi || p.Kind == JoinAnti || pairs.NumRows() == 0 {
+					pairs.Release()
+				} else if err := emit(pairs); err != nil {
+					return err
+				}
+			}
+			return ctx.check()
+		}
+		switch {
 		case len(p.LeftKeys) == 0:
 			for l := 0; l < n; l++ {
 				for r := 0; r < nr; r++ {
 					li, ri = append(li, l), append(ri, r)
+					if len(li) == joinChunk {
+						if err := flush(); err != nil {
+							return err
+						}
+					}
 				}
 			}
 		case gt != nil:
@@ -99,49 +135,39 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 				}
 				for r := head[gids[l]]; r >= 0; r = next[r] {
 					li, ri = append(li, l), append(ri, r)
+					if len(li) == joinChunk {
+						if err := flush(); err != nil {
+							return err
+						}
+					}
 				}
 			}
 		}
-		matched := make([]bool, n)
-		pairs, err := joinRows(ctx, p, left, right, li, ri, pairTs, matched, rightMatched)
-		if err != nil {
-			return err
+		if len(li) > 0 {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 		switch p.Kind {
 		case JoinSemi, JoinAnti:
-			if pairs != nil {
-				pairs.Release()
-			}
 			var keep []int
 			for l, m := range matched {
 				if m == (p.Kind == JoinSemi) {
 					keep = append(keep, l)
 				}
 			}
-			return emitRows(left, keep, outTs, emit)
+			return emitRows(mem, left, keep, outTs, emit)
 		case JoinLeft, JoinFull:
-			li, ri = li[:0], ri[:0]
 			for l, m := range matched {
 				if !m {
 					li, ri = append(li, l), append(ri, -1)
 				}
 			}
 			if len(li) > 0 {
-				if pairs != nil {
-					if err := emit(pairs); err != nil {
-						return err
-					}
-				}
-				pairs = pairRecord(left, right, li, ri, lts, rts, outTs)
+				return emit(pairRecord(mem, left, right, li, ri, lts, rts, outTs))
 			}
 		}
-		if pairs == nil || pairs.NumRows() == 0 {
-			if pairs != nil {
-				pairs.Release()
-			}
-			return nil
-		}
-		return emit(pairs)
+		return nil
 	})
 	if err != nil || rightMatched == nil {
 		return err
@@ -151,15 +177,25 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 		if !m {
 			li, ri = append(li, -1), append(ri, r)
 		}
+		if len(li) == joinChunk || (r == nr-1 && len(li) > 0) {
+			if err := emit(pairRecord(mem, nil, right, li, ri, lts, rts, outTs)); err != nil {
+				return err
+			}
+			li, ri = li[:0], ri[:0]
+			if err := ctx.check(); err != nil {
+				return err
+			}
+		}
 	}
-	if len(ri) == 0 {
-		return nil
-	}
-	return emit(pairRecord(nil, right, li, ri, lts, rts, outTs))
+	return nil
 }
 
+// joinChunk bounds the pairs a join lists, and so the rows of an output
+// batch, between two checks for cancellation and the memory budget.
+const joinChunk = 64 << 10
+
 // emitRows emits rows keep of rec (all of it without copying when it is every row).
-func emitRows(rec arrow.RecordBatch, keep []int, ts []typesT, emit func(arrow.RecordBatch) error) error {
+func emitRows(mem memory.Allocator, rec arrow.RecordBatch, keep []int, ts []typesT, emit func(arrow.RecordBatch) error) error {
 	switch len(keep) {
 	case 0:
 		return nil
@@ -167,7 +203,7 @@ func emitRows(rec arrow.RecordBatch, keep []int, ts []typesT, emit func(arrow.Re
 		rec.Retain()
 		return emit(rec)
 	}
-	return emit(takeRecord(rec, keep, ts))
+	return emit(takeRecordMem(mem, rec, keep, ts))
 }
 
 // joinRows builds the joined pairs, applies the residual predicate and marks
@@ -184,7 +220,7 @@ func joinRows(ctx *Ctx, p *HashJoin, left, right arrow.RecordBatch, li, ri []int
 		return nil, nil
 	}
 	lts := p.Left.Types()
-	out := pairRecord(left, right, li, ri, lts, pairTs[len(lts):], pairTs)
+	out := pairRecord(ctx.alloc(), left, right, li, ri, lts, pairTs[len(lts):], pairTs)
 	if p.Residual == nil {
 		for i, l := range li {
 			matched[l] = true
@@ -214,28 +250,28 @@ func joinRows(ctx *Ctx, p *HashJoin, left, right arrow.RecordBatch, li, ri []int
 	if len(keep) == len(li) {
 		return out, nil
 	}
-	res := takeRecord(out, keep, pairTs)
+	res := takeRecordMem(ctx.alloc(), out, keep, pairTs)
 	out.Release()
 	return res, nil
 }
 
 // pairRecord builds the rows (left li[i], right ri[i]); an index of -1, or
 // a nil side, gives NULLs for that side's columns.
-func pairRecord(left, right arrow.RecordBatch, li, ri []int, lts, rts, outTs []typesT) arrow.RecordBatch {
+func pairRecord(mem memory.Allocator, left, right arrow.RecordBatch, li, ri []int, lts, rts, outTs []typesT) arrow.RecordBatch {
 	cols := make([]arrow.Array, 0, len(outTs))
 	for c, t := range lts {
 		if left == nil {
-			cols = append(cols, newNullArray(t, len(li)))
+			cols = append(cols, newNullArrayMem(mem, t, len(li)))
 			continue
 		}
-		cols = append(cols, takeArray(left.Column(c), li, t))
+		cols = append(cols, takeArrayMem(mem, left.Column(c), li, t))
 	}
 	for c, t := range rts {
 		if right == nil {
-			cols = append(cols, newNullArray(t, len(ri)))
+			cols = append(cols, newNullArrayMem(mem, t, len(ri)))
 			continue
 		}
-		cols = append(cols, takeArray(right.Column(c), ri, t))
+		cols = append(cols, takeArrayMem(mem, right.Column(c), ri, t))
 	}
 	return newRecord(outTs, cols, len(li))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
@@ -16,6 +17,9 @@ type Ctx struct {
 	Context context.Context
 	DB      *storage.DB
 	Expr    *expr.Ctx
+	// Mem is the query's memory budget (nil: unaccounted). Expr.Mem should
+	// be its Allocator so that expression results count too.
+	Mem *Budget
 }
 
 // Run executes a batch plan, calling emit with each output batch (emit owns it).
@@ -23,11 +27,46 @@ func Run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 	return run(ctx, p, emit)
 }
 
+// canceled returns 57014 once the query's context is done. It is cheap (a
+// channel poll), so operators call it once per batch and inside long loops.
 func (ctx *Ctx) canceled() error {
-	if err := ctx.Context.Err(); err != nil {
-		return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
+	select {
+	case <-ctx.Context.Done():
+		return ContextError(ctx.Context)
+	default:
+		return nil
+	}
+}
+
+// check is canceled, then the memory budget's check (after each batch).
+func (ctx *Ctx) check() error {
+	if err := ctx.canceled(); err != nil {
+		return err
+	}
+	if ctx.Mem != nil {
+		return ctx.Mem.Check()
 	}
 	return nil
+}
+
+// alloc is the allocator of the query's arrays.
+func (ctx *Ctx) alloc() memory.Allocator {
+	if ctx.Mem != nil {
+		return ctx.Mem.Allocator()
+	}
+	return memoryPool
+}
+
+// heap returns a share of the budget for an operator's Go-heap structures.
+func (ctx *Ctx) heap() *heapShare { return &heapShare{b: ctx.Mem} }
+
+// ContextError is the 57014 error of a done context: a deadline is a
+// statement timeout, anything else a cancel request.
+func ContextError(c context.Context) error {
+	if errors.Is(c.Err(), context.DeadlineExceeded) || errors.Is(context.Cause(c), context.DeadlineExceeded) {
+		return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to statement timeout")
+	}
+	return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
 }
 
 func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
@@ -50,6 +89,10 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 		return nil
 	case *Filter:
 		return run(ctx, p.In, func(rec arrow.RecordBatch) error {
+			if err := ctx.canceled(); err != nil {
+				rec.Release()
+				return err
+			}
 			out, err := expr.Filter(ctx.Expr, p.Pred, rec)
 			rec.Release()
 			if err != nil {
@@ -64,6 +107,10 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 	case *Project:
 		ts := p.Types()
 		return run(ctx, p.In, func(rec arrow.RecordBatch) error {
+			if err := ctx.canceled(); err != nil {
+				rec.Release()
+				return err
+			}
 			out, err := project(ctx.Expr, p.Exprs, ts, rec)
 			rec.Release()
 			if err != nil {
@@ -72,17 +119,7 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 			return emit(out)
 		})
 	case *HashAgg:
-		agg := newAggOp(p, false)
-		if err := run(ctx, p.In, func(rec arrow.RecordBatch) error {
-			defer rec.Release()
-			if err := ctx.canceled(); err != nil {
-				return err
-			}
-			return agg.push(ctx.Expr, rec, nil, false)
-		}); err != nil {
-			return err
-		}
-		return agg.emitAll(emit)
+		return runAgg(ctx, p, emit)
 	case *HashJoin:
 		return runJoin(ctx, p, emit)
 	case *Sort:
@@ -95,6 +132,9 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 		return runSingleRow(ctx, p, emit)
 	case *Union:
 		for _, in := range p.Ins {
+			if err := ctx.canceled(); err != nil {
+				return err
+			}
 			if err := run(ctx, in, emit); err != nil {
 				return err
 			}
@@ -124,8 +164,8 @@ func scanStream(ctx *Ctx, t *storage.TableDef, emit func(arrow.RecordBatch) erro
 		if err != nil {
 			return err
 		}
-		if err := ctx.DB.ReadLog(memoryPool, t.ID, uint32(part), start, end, func(_ uint64, rec arrow.RecordBatch) error {
-			if err := ctx.canceled(); err != nil {
+		if err := ctx.DB.ReadLog(ctx.alloc(), t.ID, uint32(part), start, end, func(_ uint64, rec arrow.RecordBatch) error {
+			if err := ctx.check(); err != nil {
 				rec.Release()
 				return err
 			}
@@ -140,7 +180,7 @@ func scanStream(ctx *Ctx, t *storage.TableDef, emit func(arrow.RecordBatch) erro
 func runValues(ctx *Ctx, p *Values, emit func(arrow.RecordBatch) error) error {
 	bls := make([]arrowBuilder, len(p.Ts))
 	for i, t := range p.Ts {
-		bls[i] = types.NewBuilder(memoryPool, t)
+		bls[i] = types.NewBuilder(ctx.alloc(), t)
 	}
 	cols := make([]arrow.Array, len(p.Ts))
 	defer func() {
@@ -170,6 +210,10 @@ func runLimit(ctx *Ctx, p *Limit, emit func(arrow.RecordBatch) error) error {
 	}
 	done := errors.New("limit reached") // this limit's own stop signal
 	err := run(ctx, p.In, func(rec arrow.RecordBatch) error {
+		if err := ctx.canceled(); err != nil {
+			rec.Release()
+			return err
+		}
 		n := rec.NumRows()
 		lo := int64(0)
 		if skip > 0 {

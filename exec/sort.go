@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -19,19 +20,17 @@ func collect(ctx *Ctx, p Plan) (arrow.RecordBatch, error) {
 		}
 	}()
 	if err := run(ctx, p, func(rec arrow.RecordBatch) error {
-		if err := ctx.canceled(); err != nil {
-			rec.Release()
-			return err
-		}
 		recs = append(recs, rec)
-		return nil
+		return ctx.check()
 	}); err != nil {
 		return nil, err
 	}
-	return concatRecords(p.Types(), recs)
+	return concatRecords(ctx.alloc(), p.Types(), recs)
 }
 
-func concatRecords(ts []types.T, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+// concatRecords concatenates recs into one record allocated from mem (nil
+// if there are none; the one record retained if there is one).
+func concatRecords(mem memory.Allocator, ts []types.T, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
@@ -49,7 +48,7 @@ func concatRecords(ts []types.T, recs []arrow.RecordBatch) (arrow.RecordBatch, e
 		for i, r := range recs {
 			parts[i] = r.Column(c)
 		}
-		a, err := array.Concatenate(parts, memoryPool)
+		a, err := array.Concatenate(parts, mem)
 		if err != nil {
 			releaseAll(cols)
 			return nil, err
@@ -77,11 +76,21 @@ func runSort(ctx *Ctx, p *Sort, emit func(arrow.RecordBatch) error) error {
 	for k, key := range p.Keys {
 		cmps[k] = comparator(keys[k], key.E.Type(), key.Desc, key.NullsFirst)
 	}
+	share := ctx.heap()
+	defer share.release()
+	share.set(8 * int64(n))
+	if err := ctx.check(); err != nil {
+		return err
+	}
 	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
 	}
+	stop := ctx.stopper()
 	sort.SliceStable(idx, func(a, b int) bool {
+		if stop.stopped() {
+			return false // canceled: finish the sort at once; the result is dropped
+		}
 		for _, c := range cmps {
 			if r := c(idx[a], idx[b]); r != 0 {
 				return r < 0
@@ -89,17 +98,49 @@ func runSort(ctx *Ctx, p *Sort, emit func(arrow.RecordBatch) error) error {
 		}
 		return false
 	})
+	if err := ctx.canceled(); err != nil {
+		return err
+	}
 	if p.Limit >= 0 && int64(len(idx)) > p.Limit {
 		idx = idx[:p.Limit]
 	}
 	const chunk = 64 << 10
 	ts := p.Types()
 	for lo := 0; lo < len(idx); lo += chunk {
-		if err := emit(takeRecord(rec, idx[lo:min(len(idx), lo+chunk)], ts)); err != nil {
+		if err := ctx.canceled(); err != nil {
+			return err
+		}
+		if err := emit(takeRecordMem(ctx.alloc(), rec, idx[lo:min(len(idx), lo+chunk)], ts)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// stopper polls a query's cancellation from inside a loop that cannot
+// return an error (a sort's comparison): every stopEvery calls it looks at
+// the context, and once it is done stays stopped.
+type stopper struct {
+	ctx  *Ctx
+	n    int
+	done bool
+}
+
+const stopEvery = 4096
+
+func (ctx *Ctx) stopper() *stopper { return &stopper{ctx: ctx} }
+
+func (s *stopper) stopped() bool {
+	if s.done {
+		return true
+	}
+	s.n++
+	if s.n < stopEvery {
+		return false
+	}
+	s.n = 0
+	s.done = s.ctx.canceled() != nil
+	return s.done
 }
 
 // comparator returns a typed three-way comparison of rows of a, with

@@ -22,7 +22,7 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 	const chunk = 16 << 10
 	bls := make([]arrowBuilder, len(ts))
 	for i, t := range ts {
-		bls[i] = types.NewBuilder(memoryPool, t)
+		bls[i] = types.NewBuilder(ctx.alloc(), t)
 	}
 	defer func() {
 		for _, b := range bls {
@@ -69,8 +69,8 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 				n++
 			}
 		}
-		if n == chunk {
-			if err := ctx.canceled(); err != nil {
+		if n >= chunk {
+			if err := ctx.check(); err != nil {
 				return err
 			}
 			return flush()

@@ -57,7 +57,17 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 	for i := range idx {
 		idx[i] = i
 	}
+	share := ctx.heap()
+	defer share.release()
+	share.set(int64(n) * (4 + 8 + 4 + 1)) // pids, idx, spids, peer
+	if err := ctx.check(); err != nil {
+		return err
+	}
+	stop := ctx.stopper()
 	sort.SliceStable(idx, func(a, b int) bool {
+		if stop.stopped() {
+			return false // canceled: finish the sort at once; the result is dropped
+		}
 		x, y := idx[a], idx[b]
 		if pids[x] != pids[y] {
 			return pids[x] < pids[y]
@@ -94,9 +104,13 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 	inTs := p.In.Types()
 	cols := make([]arrow.Array, 0, len(inTs)+len(p.Funcs))
 	for c, t := range inTs {
-		cols = append(cols, takeArray(rec.Column(c), idx, t))
+		cols = append(cols, takeArrayMem(ctx.alloc(), rec.Column(c), idx, t))
 	}
 	for _, f := range p.Funcs {
+		if err := ctx.check(); err != nil {
+			releaseAll(cols)
+			return err
+		}
 		var col arrow.Array
 		if f.Kind == WinAgg {
 			col, err = windowAgg(ctx, f, rec, idx, pids, spids, peer, parts, len(p.OrderBy) > 0)
@@ -160,7 +174,7 @@ func windowAgg(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, pids, s
 		return acc.result(g), nil
 	}
 	n := len(idx)
-	bl := types.NewBuilder(memoryPool, f.T)
+	bl := types.NewBuilder(ctx.alloc(), f.T)
 	defer bl.Release()
 	bl.Reserve(n)
 	if !ordered {

@@ -40,6 +40,9 @@ type Config struct {
 	// FS is the filesystem of the database (nil: the OS); tests pass
 	// Pebble's crash-simulating or fault-injecting filesystems.
 	FS vfs.FS
+	// QueryMemoryBytes caps the memory of all running batch queries together
+	// (0: the config file's query.memory_mb, else a quarter of physical memory).
+	QueryMemoryBytes int64
 }
 
 // Engine is one database. It is safe for concurrent use by many sessions.
@@ -52,6 +55,7 @@ type Engine struct {
 	supervised chan struct{} // closed when supervise has returned
 	par        int
 	cache      int64         // StateCacheBytes per job
+	queryMem   *exec.MemPool // the memory of running batch queries (query.go)
 	rr         atomic.Uint32 // round-robin partition choice for inserts
 	streams    atomic.Uint64 // change streams started
 
@@ -107,8 +111,17 @@ func Open(cfg Config) (*Engine, error) {
 	e.mu.jobs = map[string]*jobEntry{}
 	e.mu.consumed = map[string]bool{}
 	e.mu.fileConf = map[string]string{}
+	memCap, err := queryMemoryCap(cfg.QueryMemoryBytes, cfg.Settings)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	e.queryMem = exec.NewMemPool(memCap)
 	for k, v := range cfg.Settings {
 		k = strings.ToLower(k)
+		if k == queryMemoryKey {
+			continue // a server option, not a database setting
+		}
 		if _, err := validateSetting(k, v); err != nil {
 			db.Close()
 			return nil, err

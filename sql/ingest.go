@@ -20,7 +20,8 @@ import (
 
 // insert runs src (rows in the target's column order and types) and appends
 // them to the stream's log as one atomic, durable write.
-func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.Node, ectx *expr.Ctx) (int64, error) {
+// The rows collected count against a budget of workMem bytes (<= 0: none).
+func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.Node, ectx *expr.Ctx, workMem int64) (int64, error) {
 	phys, err := planner.Physical(src, e)
 	if err != nil {
 		return 0, err
@@ -31,8 +32,11 @@ func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.No
 			r.Release()
 		}
 	}()
+	budget := exec.NewBudget(workMem, e.queryMem)
+	defer budget.Close()
+	ectx.Mem = budget.Allocator()
 	var n int64
-	err = exec.Run(&exec.Ctx{Context: ctx, DB: e.db, Expr: ectx}, phys, func(r arrow.RecordBatch) error {
+	err = exec.Run(&exec.Ctx{Context: ctx, DB: e.db, Expr: ectx, Mem: budget}, phys, func(r arrow.RecordBatch) error {
 		if err := checkNotNull(t, r, 0); err != nil {
 			r.Release()
 			return err

@@ -7,7 +7,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/exec/expr"
@@ -289,7 +288,7 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 			}
 			return &Result{Tag: "SELECT", Rows: rows}, nil
 		}
-		rows, err := s.e.runQuery(ctx, plan, s.exprCtx(params))
+		rows, err := s.e.runQuery(ctx, plan, s.exprCtx(params), s.workMem())
 		if err != nil {
 			return nil, err
 		}
@@ -299,7 +298,7 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 		if err != nil {
 			return nil, err
 		}
-		count, err := s.e.insert(ctx, target, src, s.exprCtx(params))
+		count, err := s.e.insert(ctx, target, src, s.exprCtx(params), s.workMem())
 		if err != nil {
 			return nil, err
 		}
@@ -352,49 +351,4 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 		return &Result{Tag: "SET"}, nil
 	}
 	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "statement not supported: %s", q.SQL)
-}
-
-// runQuery runs a batch plan to completion and returns its rows.
-func (e *Engine) runQuery(ctx context.Context, plan planner.Node, ectx *expr.Ctx) (Rows, error) {
-	phys, err := planner.Physical(plan, e)
-	if err != nil {
-		return nil, err
-	}
-	var recs []arrow.RecordBatch
-	err = exec.Run(&exec.Ctx{Context: ctx, DB: e.db, Expr: ectx}, phys, func(r arrow.RecordBatch) error {
-		if r.NumRows() == 0 {
-			r.Release()
-			return nil
-		}
-		recs = append(recs, r)
-		return nil
-	})
-	if err != nil {
-		for _, r := range recs {
-			r.Release()
-		}
-		return nil, err
-	}
-	return &sliceRows{recs: recs}, nil
-}
-
-// sliceRows yields batches held in memory.
-type sliceRows struct {
-	recs []arrow.RecordBatch
-}
-
-func (r *sliceRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	if len(r.recs) == 0 {
-		return nil, nil
-	}
-	rec := r.recs[0]
-	r.recs = r.recs[1:]
-	return rec, nil
-}
-
-func (r *sliceRows) Close() {
-	for _, rec := range r.recs {
-		rec.Release()
-	}
-	r.recs = nil
 }

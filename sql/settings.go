@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/streamdb/streamdb/checkpoint"
+	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sqlerr"
 )
 
@@ -73,6 +74,50 @@ var sessionDefaults = map[string]string{
 	"default_transaction_read_only":       "off",
 	"transaction_read_only":               "off",
 	"is_superuser":                        "on",
+	"work_mem":                            "1GB", // one batch query's operator memory (query.go)
+}
+
+// sessionChecks validate session settings when SET; each returns the
+// normalized value, or an error that is the message's hint.
+var sessionChecks = map[string]func(string) (string, error){
+	"work_mem": memorySetting,
+}
+
+// memorySetting accepts a PostgreSQL memory value: an integer with a unit
+// (B, kB, MB, GB, TB) or without one (kB), from 64kB to 2147483647kB.
+func memorySetting(s string) (string, error) {
+	n, err := parseMemory(s)
+	if err != nil {
+		return "", err
+	}
+	return exec.FormatMemory(n), nil
+}
+
+// parseMemory parses a memory setting into bytes.
+func parseMemory(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	unitHint := fmt.Errorf(`Valid units for this parameter are "B", "kB", "MB", "GB", and "TB"; a number without a unit is kB.`)
+	if i == 0 {
+		return 0, unitHint
+	}
+	v, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil {
+		return 0, unitHint
+	}
+	shift := map[string]uint{"": 10, "b": 0, "kb": 10, "mb": 20, "gb": 30, "tb": 40}
+	sh, ok := shift[strings.ToLower(strings.TrimSpace(s[i:]))]
+	if !ok {
+		return 0, unitHint
+	}
+	const lo, hi = 64 << 10, 2147483647 << 10
+	if v > hi>>sh || v<<sh < lo {
+		return 0, fmt.Errorf("%s is outside the valid range for parameter \"work_mem\" (64kB .. 2147483647kB)", s)
+	}
+	return v << sh, nil
 }
 
 // Server settings are fixed when the server starts (--max-connections or

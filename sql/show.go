@@ -356,6 +356,13 @@ func (s *Session) execSet(n *parse.Set) (*Result, error) {
 			return nil, err
 		}
 	}
+	if chk, ok := sessionChecks[name]; ok {
+		nv, err := chk(v)
+		if err != nil {
+			return nil, &sqlerr.Error{Code: sqlerr.InvalidParameterValue, Msg: fmt.Sprintf("invalid value for parameter %q: %q", name, v), Hint: err.Error()}
+		}
+		v = nv
+	}
 	s.vars[name] = v
 	res := &Result{Tag: "SET"}
 	switch name {

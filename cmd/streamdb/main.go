@@ -51,6 +51,7 @@ func run() error {
 	parallelism := flag.Int("parallelism", 0, "aggregate instances per job (0: number of cores)")
 	stateCache := flag.Int64("state-cache-mb", 1024, "memory for each job's operator state (aggregate groups, join and rank rows); colder state spills to Pebble (0: unbounded)")
 	maxConns := flag.Int("max-connections", 100, "maximum number of client connections, the last superuser_reserved_connections (default 3) for superusers")
+	queryMem := flag.Int64("query-memory-mb", 0, "memory of all running batch queries together; one that would pass it fails with 53200 (0: query.memory_mb of --config, else a quarter of physical memory)")
 	flag.Parse()
 
 	var level slog.Level
@@ -72,7 +73,7 @@ func run() error {
 		return err
 	}
 	eng, err := sql.Open(sql.Config{DataDir: *dataDir, Settings: settings, Parallelism: *parallelism,
-		StateCacheBytes: *stateCache << 20, Logger: log, Superusers: osUser(), Password: *password})
+		StateCacheBytes: *stateCache << 20, QueryMemoryBytes: *queryMem << 20, Logger: log, Superusers: osUser(), Password: *password})
 	if err != nil {
 		return err
 	}
