@@ -423,11 +423,11 @@ const longQuery = "SELECT count(*) FROM t a, t b, t c"
 
 // TestCancelBatchQuery: a batch query that would run for minutes is stopped
 // by a cancel request, by statement_timeout and when its client goes away;
-// the connection and the server go on. How soon depends on exec checking
-// its context inside batch operators.
+// the connection and the server go on. Exec checks its context inside
+// batch operators, so this takes well under a second (logged; the bound
+// asserted is generous for a loaded machine).
 func TestCancelBatchQuery(t *testing.T) {
-	// endsWithin waits up to 10s for a query's error; if exec does not yet
-	// observe cancellation the test is skipped (see the message).
+	// endsWithin waits up to 10s for a query's error.
 	endsWithin := func(t *testing.T, what string, start time.Time, errc <-chan error) error {
 		t.Helper()
 		select {
@@ -435,7 +435,7 @@ func TestCancelBatchQuery(t *testing.T) {
 			t.Logf("%s: the query ended %v after the cancel", what, time.Since(start))
 			return err
 		case <-time.After(10 * time.Second):
-			t.Skipf("%s: the query still runs 10s after the cancel: exec does not check for cancellation inside batch operators yet", what)
+			t.Fatalf("%s: the query still runs 10s after the cancel", what)
 			return nil
 		}
 	}
