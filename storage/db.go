@@ -13,6 +13,8 @@
 //	o/<job:8><table:8><partition:4>       a job's committed source offset
 //	k/<checkpoint:8>                      checkpoint record (JSON)
 //	m/<name>                              a database setting
+//	g/copy                                next staged-append (COPY) id
+//	p/, t/, r/                            staged appends (stage.go)
 //
 // Durability: every commit that acknowledges user data is synced. Writes
 // become visible in WAL order, and a synced write makes every earlier write
@@ -34,8 +36,13 @@ import (
 
 // DB is the database. It is safe for concurrent use.
 type DB struct {
-	pdb *pebble.DB
-	dir string
+	pdb   *pebble.DB
+	dir   string
+	fs    vfs.FS
+	popts *pebble.Options // as Open completed them: sstable writer options for stages
+
+	stageMu   sync.Mutex // serialises the allocation of stage ids
+	stageNext uint64     // next stage id; 0: not read from g/copy yet
 
 	mu struct {
 		sync.Mutex
@@ -87,8 +94,14 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, sqlerr.Wrap(sqlerr.IOError, fmt.Errorf("open %s: %w", dir, err))
 	}
 	sched.opened()
-	db := &DB{pdb: pdb, dir: dir}
+	wopts := popts.Clone()
+	wopts.EnsureDefaults()
+	db := &DB{pdb: pdb, dir: dir, fs: wopts.FS, popts: wopts}
 	db.mu.logs = make(map[logKey]*partitionLog)
+	if err := db.cleanStages(); err != nil {
+		pdb.Close()
+		return nil, err
+	}
 	if v, ok, err := db.get([]byte("g/seq")); err != nil {
 		pdb.Close()
 		return nil, err
@@ -202,7 +215,7 @@ func PutTable(b *pebble.Batch, t *TableDef) {
 func DeleteTable(b *pebble.Batch, t *TableDef) {
 	b.Delete(catalogKey(t.Name), nil)
 	id := idBytes(t.ID)
-	for _, p := range [][]byte{[]byte("l/"), []byte("v/")} {
+	for _, p := range [][]byte{[]byte("l/"), []byte("v/"), []byte("t/"), []byte("p/"), []byte("r/")} {
 		start := append(append([]byte(nil), p...), id...)
 		b.DeleteRange(start, prefixEnd(start), nil)
 	}
