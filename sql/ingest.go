@@ -218,13 +218,13 @@ type copyIn struct {
 // bytes for wide rows.
 const (
 	copyBatchRows  = 64 << 10
-	copyBatchBytes = 8 << 20
+	copyBatchBytes = 2 << 20
 )
 
 // copyStageBytes is the input a COPY keeps in memory before it stages its
 // batches in storage. Smaller COPYs make one log write at the end and pay
 // no staging (an sstable ingestion and a sync per 64 MB).
-const copyStageBytes = 16 << 20
+const copyStageBytes = 8 << 20
 
 func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyIn {
 	c := &copyIn{e: e, t: t, cols: cols, opts: opts, stageAt: copyStageBytes}

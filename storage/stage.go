@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -93,6 +94,7 @@ type Stage struct {
 	w         *sstable.Writer
 	path      string
 	wbytes    int64
+	buf       bytes.Buffer // the block being staged, reused: the writer copies it
 	done      bool
 }
 
@@ -134,10 +136,10 @@ func (s *Stage) Add(rec arrow.RecordBatch) error {
 	if rec.NumRows() == 0 {
 		return nil
 	}
-	v, err := EncodeBlock(rec)
-	if err != nil {
+	if err := encodeBlockTo(&s.buf, rec); err != nil {
 		return err
 	}
+	v := s.buf.Bytes()
 	if s.w == nil {
 		if err := s.create(); err != nil {
 			return err
