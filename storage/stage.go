@@ -36,7 +36,7 @@ import (
 // stageFileBytes is the size of block data after which a stage's sstable is
 // ingested and a new one begun: it bounds the data a crash leaves in the
 // staging directory, not memory (an sstable is written as it goes).
-const stageFileBytes = 64 << 20
+var stageFileBytes int64 = 64 << 20
 
 // stageDir is the directory, inside the database's, where stages write
 // their sstables before ingesting them.
