@@ -14,7 +14,7 @@
 //	k/<checkpoint:8>                      checkpoint record (JSON)
 //	m/<name>                              a database setting
 //	g/copy                                next staged-append (COPY) id
-//	p/, t/, r/                            staged appends (stage.go)
+//	p/, r/, z/                            staged appends (stage.go)
 //
 // Durability: every commit that acknowledges user data is synced. Writes
 // become visible in WAL order, and a synced write makes every earlier write
@@ -215,7 +215,7 @@ func PutTable(b *pebble.Batch, t *TableDef) {
 func DeleteTable(b *pebble.Batch, t *TableDef) {
 	b.Delete(catalogKey(t.Name), nil)
 	id := idBytes(t.ID)
-	for _, p := range [][]byte{[]byte("l/"), []byte("v/"), []byte("t/"), []byte("p/"), []byte("r/")} {
+	for _, p := range [][]byte{[]byte("l/"), []byte("v/"), []byte("z/"), []byte("p/"), []byte("r/")} {
 		start := append(append([]byte(nil), p...), id...)
 		b.DeleteRange(start, prefixEnd(start), nil)
 	}

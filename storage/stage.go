@@ -25,8 +25,12 @@ import (
 // appends to the partition wait only for that small batch.
 //
 //	p/<table:8><copy:8>                     a COPY in progress (removed by Publish and Abort)
-//	t/<table:8><copy:8><row:8>              a staged block: the COPY's rows from row on
+//	z/<table:8><copy:8><row:8>              a staged block: the COPY's rows from row on
 //	r/<table:8><partition:4><offset:8>      a published reference block: copy, first row, rows
+//
+// Staged blocks sort after every other key, so a staged sstable overlaps
+// no table flushed from the memtable (whose keys all sort before z/) and
+// Pebble ingests it into the bottom level, where no compaction rewrites it.
 //
 // A reference block is a log block whose header is followed by refMagic,
 // the copy id and its first staged row instead of Arrow IPC. After a crash,
@@ -53,7 +57,7 @@ const maxRefRows = 1<<32 - 1
 
 func stagePrefix(table, id uint64) []byte {
 	k := make([]byte, 0, 26)
-	k = append(k, "t/"...)
+	k = append(k, "z/"...)
 	k = binary.BigEndian.AppendUint64(k, table)
 	return binary.BigEndian.AppendUint64(k, id)
 }
@@ -329,7 +333,7 @@ func (db *DB) StagedKeys() (pending, staged int, err error) {
 	if err != nil {
 		return
 	}
-	err = db.scanPrefix(db.pdb, []byte("t/"), func(_, _ []byte) error { staged++; return nil })
+	err = db.scanPrefix(db.pdb, []byte("z/"), func(_, _ []byte) error { staged++; return nil })
 	return
 }
 
