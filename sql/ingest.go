@@ -199,13 +199,14 @@ type copyIn struct {
 	opts    copyOpts
 	ts      []types.T
 	bls     []array.Builder
-	ints    []*array.Int64Builder // per column: its builder if BIGINT (the fast path), else nil
-	rows    int                   // rows in the builders
-	bytes   int                   // input bytes of those rows
-	recs    []arrow.RecordBatch   // completed batches not staged
-	kept    int                   // input bytes of recs
-	stage   *storage.Stage        // nil until the COPY outgrows stageAt
-	stageAt int                   // input bytes kept before staging: copyStageBytes
+	ints    []*array.Int64Builder  // per column: its builder if BIGINT (the fast path), else nil
+	strs    []*array.StringBuilder // per column: its builder if TEXT/VARCHAR (the fast path), else nil
+	rows    int                    // rows in the builders
+	bytes   int                    // input bytes of those rows
+	recs    []arrow.RecordBatch    // completed batches not staged
+	kept    int                    // input bytes of recs
+	stage   *storage.Stage         // nil until the COPY outgrows stageAt
+	stageAt int                    // input bytes kept before staging: copyStageBytes
 	sc      recordScanner
 	line    int
 	total   int64
@@ -235,9 +236,14 @@ func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyI
 		if col.Type.Kind != types.Int64 {
 			ib = nil
 		}
+		sb, _ := bl.(*array.StringBuilder)
+		if col.Type.Kind != types.Text {
+			sb = nil
+		}
 		c.ts = append(c.ts, col.Type)
 		c.bls = append(c.bls, bl)
 		c.ints = append(c.ints, ib)
+		c.strs = append(c.strs, sb)
 	}
 	return c
 }
@@ -306,6 +312,12 @@ func (c *copyIn) addLine(line []byte) error {
 			}
 		}
 		bl, t := c.bls[col], c.ts[col]
+		if sb := c.strs[col]; sb != nil && f != nil && (t.Prec <= 0 || len(f) <= int(t.Prec)) {
+			// Within any length limit: the bytes as they are, with no
+			// string made of them (types.ParseText would only check it).
+			sb.BinaryBuilder.Append(f)
+			continue
+		}
 		if f == nil {
 			if c.t.Columns[col].NotNull {
 				return c.lineErr(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.t.Columns[col].Name, c.t.Name)
