@@ -173,7 +173,10 @@ func (s *Stage) create() error {
 	if err != nil {
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
-	o := s.db.popts.MakeWriterOptions(len(s.db.popts.Levels)-1, s.db.pdb.TableFormat())
+	// The row-oriented format: the columnar one copies each value into its
+	// block several times, which for blocks of megabytes (a 100 MB row is
+	// one) cost more than the rest of staging.
+	o := s.db.popts.MakeWriterOptions(len(s.db.popts.Levels)-1, min(s.db.pdb.TableFormat(), sstable.TableFormatPebblev4))
 	s.w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), o)
 	s.wbytes = 0
 	return nil
