@@ -215,7 +215,10 @@ func PutTable(b *pebble.Batch, t *TableDef) {
 func DeleteTable(b *pebble.Batch, t *TableDef) {
 	b.Delete(catalogKey(t.Name), nil)
 	id := idBytes(t.ID)
-	for _, p := range [][]byte{[]byte("l/"), []byte("v/"), []byte("z/"), []byte("p/"), []byte("r/")} {
+	// A COPY's p/ mark stays: if the COPY is still staging, it goes on
+	// writing under z/ until it fails to publish and aborts, or a crash
+	// leaves the mark for Open to clean up after.
+	for _, p := range [][]byte{[]byte("l/"), []byte("v/"), []byte("z/"), []byte("r/")} {
 		start := append(append([]byte(nil), p...), id...)
 		b.DeleteRange(start, prefixEnd(start), nil)
 	}

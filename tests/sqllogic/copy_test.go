@@ -140,6 +140,25 @@ func (r *rowsReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// hookReader reads r and calls fn once, after `at` bytes.
+type hookReader struct {
+	r    io.Reader
+	at   int64
+	n    int64
+	fn   func()
+	done bool
+}
+
+func (h *hookReader) Read(p []byte) (int, error) {
+	if !h.done && h.n >= h.at {
+		h.done = true
+		h.fn()
+	}
+	n, err := h.r.Read(p)
+	h.n += int64(n)
+	return n, err
+}
+
 // vmRSS returns the resident set size of process pid in bytes.
 func vmRSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -341,7 +360,8 @@ func dirBytes(dir string) int64 {
 }
 
 // TestCopyAbortLeavesNothing: a COPY that fails after staging tens of
-// megabytes — CopyFail from the client, a bad line, the client gone —
+// megabytes — CopyFail from the client, a bad line, its table dropped
+// meanwhile, the client gone —
 // leaves the stream as it was: no rows in the batch query or a view, no
 // staged keys or files, and its disk space reclaimed.
 func TestCopyAbortLeavesNothing(t *testing.T) {
@@ -371,6 +391,30 @@ func TestCopyAbortLeavesNothing(t *testing.T) {
 			t.Fatalf("%s: COPY gave %v, want SQLSTATE %s", tc.name, err, tc.want)
 		}
 		t.Logf("%s after %.0f MB: %v", tc.name, float64(tc.r.sent.Load())/(1<<20), err)
+	}
+	// The table is dropped (and made again) while a COPY into it stages.
+	c2, err := pgx.Connect(ctx, srv.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close(ctx)
+	execAll(t, c2, "CREATE TABLE d (k BIGINT, g BIGINT, pad TEXT)")
+	dr := &rowsReader{n: rows / 3, pad: pad, failAt: -1}
+	var dropErr error // pgconn reads the reader on a goroutine of its own
+	_, err = conn.PgConn().CopyFrom(ctx, &hookReader{r: dr, at: 30 << 20, fn: func() {
+		if _, dropErr = c2.Exec(ctx, "DROP TABLE d"); dropErr == nil {
+			_, dropErr = c2.Exec(ctx, "CREATE TABLE d (k BIGINT, g BIGINT, pad TEXT)")
+		}
+	}}, "COPY d FROM STDIN")
+	if dropErr != nil {
+		t.Fatalf("DROP and CREATE TABLE d during the COPY: %v", dropErr)
+	}
+	if err == nil || !strings.Contains(err.Error(), "42P01") {
+		t.Fatalf("COPY into a table dropped meanwhile gave %v, want SQLSTATE 42P01", err)
+	}
+	var nd int64
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM d").Scan(&nd); err != nil || nd != 0 {
+		t.Fatalf("the new table d holds %d rows, %v; want 0", nd, err)
 	}
 	// The client goes away in the middle of a COPY.
 	c3, err := pgx.Connect(ctx, srv.ConnString())
