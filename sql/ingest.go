@@ -58,14 +58,23 @@ func (e *Engine) appendRows(t *storage.TableDef, recs []arrow.RecordBatch) error
 	if len(recs) == 0 {
 		return nil
 	}
-	if cur, ok := e.Table(t.Name); !ok {
-		return sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", t.Name)
-	} else if cur.Kind != storage.KindStream {
-		return sqlerr.New(sqlerr.WrongObjectType, "cannot insert into %q: it is not a table", t.Name)
+	part, err := e.appendPartition(t)
+	if err != nil {
+		return err
 	}
-	part := e.rr.Add(1) % uint32(max(1, t.Partitions))
-	_, err := e.db.AppendLog(t.ID, part, recs)
+	_, err = e.db.AppendLog(t.ID, part, recs)
 	return err
+}
+
+// appendPartition checks that t is still a stream and picks the partition
+// an append goes to.
+func (e *Engine) appendPartition(t *storage.TableDef) (uint32, error) {
+	if cur, ok := e.Table(t.Name); !ok || cur.ID != t.ID {
+		return 0, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", t.Name)
+	} else if cur.Kind != storage.KindStream {
+		return 0, sqlerr.New(sqlerr.WrongObjectType, "cannot insert into %q: it is not a table", t.Name)
+	}
+	return e.rr.Add(1) % uint32(max(1, t.Partitions)), nil
 }
 
 func checkNotNull(t *storage.TableDef, r arrow.RecordBatch, line int) error {
@@ -182,39 +191,63 @@ func copyOptions(o map[string]string) (copyOpts, error) {
 	return c, nil
 }
 
-// copyIn parses COPY data into column builders as it arrives and appends
-// everything to the log atomically at the end.
+// copyIn parses COPY data into column builders as it arrives. Completed
+// batches are kept in memory up to copyStageBytes of input; past that they
+// are staged in storage (storage.Stage) as they are made, so a COPY of any
+// size holds a bounded amount of memory. Done appends the rows atomically
+// either way: the kept batches in one log write, or by publishing the stage.
 type copyIn struct {
-	e      *Engine
-	t      *storage.TableDef
-	cols   []int
-	opts   copyOpts
-	ts     []types.T
-	bls    []array.Builder
-	ints   []*array.Int64Builder // per column: its builder if BIGINT (the fast path), else nil
-	rows   int
-	recs   []arrow.RecordBatch
-	carry  []byte
-	line   int
-	total  int64
-	ended  bool
-	fields [][]byte
-	field  []byte
+	e       *Engine
+	t       *storage.TableDef
+	cols    []int
+	opts    copyOpts
+	ts      []types.T
+	bls     []array.Builder
+	ints    []*array.Int64Builder  // per column: its builder if BIGINT (the fast path), else nil
+	strs    []*array.StringBuilder // per column: its builder if TEXT/VARCHAR (the fast path), else nil
+	rows    int                    // rows in the builders
+	bytes   int                    // input bytes of those rows
+	recs    []arrow.RecordBatch    // completed batches not staged
+	kept    int                    // input bytes of recs
+	stage   *storage.Stage         // nil until the COPY outgrows stageAt
+	stageAt int                    // input bytes kept before staging: copyStageBytes
+	sc      recordScanner
+	line    int
+	total   int64
+	ended   bool
+	fields  [][]byte
+	scratch []byte // unescaped CSV fields of the current record
 }
 
-const copyBatchRows = 64 << 10
+// copyBatchRows and copyBatchBytes bound a batch: by rows, and by input
+// bytes for wide rows.
+const (
+	copyBatchRows  = 64 << 10
+	copyBatchBytes = 2 << 20
+)
+
+// copyStageBytes is the input a COPY keeps in memory before it stages its
+// batches in storage. Smaller COPYs make one log write at the end and pay
+// no staging (an sstable ingestion and a sync per 64 MB).
+const copyStageBytes = 8 << 20
 
 func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyIn {
-	c := &copyIn{e: e, t: t, cols: cols, opts: opts}
+	c := &copyIn{e: e, t: t, cols: cols, opts: opts, stageAt: copyStageBytes}
+	c.sc = recordScanner{csv: opts.csv, quote: opts.quote, escape: opts.escape}
 	for _, col := range t.Columns {
 		bl := types.NewBuilder(exec.Allocator(), col.Type)
 		ib, _ := bl.(*array.Int64Builder)
 		if col.Type.Kind != types.Int64 {
 			ib = nil
 		}
+		sb, _ := bl.(*array.StringBuilder)
+		if col.Type.Kind != types.Text {
+			sb = nil
+		}
 		c.ts = append(c.ts, col.Type)
 		c.bls = append(c.bls, bl)
 		c.ints = append(c.ints, ib)
+		c.strs = append(c.strs, sb)
 	}
 	return c
 }
@@ -222,70 +255,25 @@ func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyI
 func (c *copyIn) NumColumns() int { return len(c.cols) }
 
 func (c *copyIn) Write(data []byte) error {
-	if len(c.carry) > 0 {
-		if c.opts.csv {
-			data = append(c.carry, data...)
-			c.carry = nil
-		} else {
-			// Finish the line cut by the previous message, without copying
-			// the rest of this one.
-			i := bytes.IndexByte(data, '\n')
-			if i < 0 {
-				c.carry = append(c.carry, data...)
-				return nil
-			}
-			c.carry = append(c.carry, data[:i]...)
-			data = data[i+1:]
-			if !c.ended {
-				if err := c.addLine(c.carry); err != nil {
-					return err
-				}
-			}
-			c.carry = c.carry[:0]
-		}
-	}
-	for len(data) > 0 {
-		if c.ended {
-			return nil // data after \. is ignored, as PostgreSQL does
-		}
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 || (c.opts.csv && !csvComplete(data[:i+1], c.opts.quote)) {
-			if i >= 0 {
-				// A quoted CSV field spans lines: find the end of the record.
-				end := csvRecordEnd(data, c.opts.quote)
-				if end < 0 {
-					c.carry = append(c.carry[:0], data...)
-					return nil
-				}
-				i = end
-			} else {
-				c.carry = append(c.carry[:0], data...)
-				return nil
-			}
+	for len(data) > 0 && !c.ended {
+		i := c.sc.end(data)
+		if i < 0 {
+			c.sc.keep(data)
+			return nil
 		}
 		line := data[:i]
 		data = data[i+1:]
-		if err := c.addLine(line); err != nil {
+		if len(c.sc.carry) > 0 {
+			c.sc.keep(line)
+			line = c.sc.carry
+		}
+		err := c.addLine(line)
+		c.sc.reset()
+		if err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-func csvComplete(b []byte, quote byte) bool { return bytes.Count(b, []byte{quote})%2 == 0 }
-
-// csvRecordEnd returns the index of the newline ending the first CSV record, or -1.
-func csvRecordEnd(b []byte, quote byte) int {
-	in := false
-	for i, ch := range b {
-		switch {
-		case ch == quote:
-			in = !in
-		case ch == '\n' && !in:
-			return i
-		}
-	}
-	return -1
+	return nil // data after \. is ignored, as PostgreSQL does
 }
 
 func (c *copyIn) addLine(line []byte) error {
@@ -328,6 +316,12 @@ func (c *copyIn) addLine(line []byte) error {
 			}
 		}
 		bl, t := c.bls[col], c.ts[col]
+		if sb := c.strs[col]; sb != nil && f != nil && (t.Prec <= 0 || len(f) <= int(t.Prec)) {
+			// Within any length limit: the bytes as they are, with no
+			// string made of them (types.ParseText would only check it).
+			sb.BinaryBuilder.Append(f)
+			continue
+		}
 		if f == nil {
 			if c.t.Columns[col].NotNull {
 				return c.lineErr(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.t.Columns[col].Name, c.t.Name)
@@ -354,8 +348,9 @@ func (c *copyIn) addLine(line []byte) error {
 		}
 	}
 	c.rows++
-	if c.rows == copyBatchRows {
-		c.flushBatch()
+	c.bytes += len(line) + 1
+	if c.rows == copyBatchRows || c.bytes >= copyBatchBytes {
+		return c.flushBatch()
 	}
 	return nil
 }
@@ -488,41 +483,63 @@ func unescapeText(raw []byte) []byte {
 
 func isHex(b byte) bool { return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' }
 
+// splitCSV splits a CSV record into c.fields (nil for an unquoted NULL
+// string). A quoted field is a slice of line unless it holds escapes; then
+// it is unescaped into c.scratch, which is sized for the whole record first
+// so that slices of it stay valid.
 func (c *copyIn) splitCSV(line []byte) error {
 	c.fields = c.fields[:0]
-	q, d := c.opts.quote, c.opts.delim
+	q, d, e := c.opts.quote, c.opts.delim, c.opts.escape
+	if cap(c.scratch) < len(line) || cap(c.scratch) > maxKeptCarry {
+		c.scratch = make([]byte, 0, len(line))
+	}
+	c.scratch = c.scratch[:0]
 	i := 0
 	for {
 		if i < len(line) && line[i] == q {
-			var out []byte
 			i++
+			seg, from, unescaped := i, len(c.scratch), false
 			for {
+				if e == q {
+					// Only a quote can end the field or start an escape.
+					j := bytes.IndexByte(line[i:], q)
+					if j < 0 {
+						i = len(line)
+					} else {
+						i += j
+					}
+				}
 				if i >= len(line) {
 					return c.lineErr(sqlerr.BadCopyFileFormat, "unterminated CSV quoted field")
 				}
 				ch := line[i]
-				if ch == c.opts.escape && i+1 < len(line) && line[i+1] == q && (c.opts.escape != q || true) {
-					out = append(out, q)
+				if ch == e && i+1 < len(line) && (line[i+1] == q || line[i+1] == e) {
+					c.scratch = append(c.scratch, line[seg:i]...)
+					c.scratch = append(c.scratch, line[i+1])
 					i += 2
+					seg, unescaped = i, true
 					continue
 				}
 				if ch == q {
-					i++
 					break
 				}
-				out = append(out, ch)
 				i++
 			}
-			if out == nil {
-				out = []byte{}
+			f := line[seg:i:i]
+			if unescaped {
+				c.scratch = append(c.scratch, f...)
+				f = c.scratch[from:len(c.scratch):len(c.scratch)]
 			}
-			c.fields = append(c.fields, out)
+			c.fields = append(c.fields, f)
+			i++
 		} else {
-			j := i
-			for j < len(line) && line[j] != d {
-				j++
+			j := bytes.IndexByte(line[i:], d)
+			if j < 0 {
+				j = len(line)
+			} else {
+				j += i
 			}
-			raw := line[i:j]
+			raw := line[i:j:j]
 			if string(raw) == c.opts.null {
 				c.fields = append(c.fields, nil)
 			} else {
@@ -538,15 +555,20 @@ func (c *copyIn) splitCSV(line []byte) error {
 		}
 		i++
 		if i == len(line) {
-			c.fields = append(c.fields, nil)
+			if c.opts.null == "" {
+				c.fields = append(c.fields, nil)
+			} else {
+				c.fields = append(c.fields, line[i:i:i])
+			}
 			return nil
 		}
 	}
 }
 
-func (c *copyIn) flushBatch() {
+// flushBatch completes the batch in the builders and keeps or stages it.
+func (c *copyIn) flushBatch() error {
 	if c.rows == 0 {
-		return
+		return nil
 	}
 	cols := make([]arrow.Array, len(c.bls))
 	for i, b := range c.bls {
@@ -554,30 +576,91 @@ func (c *copyIn) flushBatch() {
 	}
 	c.recs = append(c.recs, newRecord(c.ts, cols, c.rows))
 	c.total += int64(c.rows)
-	c.rows = 0
+	c.kept += c.bytes
+	c.rows, c.bytes = 0, 0
+	if c.stage == nil && c.kept < c.stageAt {
+		return nil
+	}
+	if c.stage == nil {
+		st, err := c.e.db.NewStage(c.t.ID)
+		if err != nil {
+			return err
+		}
+		c.stage = st
+	}
+	return c.stageRecs()
 }
 
-func (c *copyIn) Done() (string, error) {
-	defer c.release()
-	if len(c.carry) > 0 {
-		line := c.carry
-		c.carry = nil
-		if err := c.addLine(line); err != nil {
-			return "", err
+// stageRecs moves the kept batches to the stage.
+func (c *copyIn) stageRecs() error {
+	for i, r := range c.recs {
+		err := c.stage.Add(r)
+		r.Release()
+		c.recs[i] = nil
+		if err != nil {
+			return err
 		}
 	}
-	c.flushBatch()
-	if err := c.e.appendRows(c.t, c.recs); err != nil {
+	c.recs, c.kept = c.recs[:0], 0
+	return nil
+}
+
+func (c *copyIn) Done() (tag string, err error) {
+	defer func() {
+		if err != nil {
+			c.Abort(err.Error())
+		} else {
+			c.release()
+		}
+	}()
+	if err := c.finishInput(); err != nil {
+		return "", err
+	}
+	if err := c.flushBatch(); err != nil {
+		return "", err
+	}
+	if c.stage == nil {
+		if err := c.e.appendRows(c.t, c.recs); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("COPY %d", c.total), nil
+	}
+	if err := c.stageRecs(); err != nil {
+		return "", err
+	}
+	part, err := c.e.appendPartition(c.t)
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.stage.Publish(part); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("COPY %d", c.total), nil
 }
 
-func (c *copyIn) Abort(string) { c.release() }
+// finishInput parses the last record if the data did not end with a newline.
+func (c *copyIn) finishInput() error {
+	if len(c.sc.carry) == 0 || c.ended {
+		return nil
+	}
+	err := c.addLine(c.sc.carry)
+	c.sc.reset()
+	return err
+}
+
+// Abort drops the COPY's rows: the kept batches and anything staged.
+func (c *copyIn) Abort(string) {
+	if c.stage != nil {
+		c.stage.Abort()
+	}
+	c.release()
+}
 
 func (c *copyIn) release() {
 	for _, r := range c.recs {
-		r.Release()
+		if r != nil {
+			r.Release()
+		}
 	}
 	c.recs = nil
 	for _, b := range c.bls {

@@ -13,8 +13,10 @@
 //	o/<job:8><table:8><partition:4>       a job's committed source offset
 //	k/<checkpoint:8>                      checkpoint record (JSON)
 //	m/<name>                              a database setting
-//	r/<name>                              a role (JSON RoleDef)
+//	u/<name>                              a role (JSON RoleDef)
 //	a/mock_auth_nonce                     the secret of mock authentication
+//	g/copy                                next staged-append (COPY) id
+//	p/, r/, z/                            staged appends (stage.go)
 //
 // Durability: every commit that acknowledges user data is synced. Writes
 // become visible in WAL order, and a synced write makes every earlier write
@@ -37,8 +39,13 @@ import (
 
 // DB is the database. It is safe for concurrent use.
 type DB struct {
-	pdb *pebble.DB
-	dir string
+	pdb   *pebble.DB
+	dir   string
+	fs    vfs.FS
+	popts *pebble.Options // as Open completed them: sstable writer options for stages
+
+	stageMu   sync.Mutex // serialises the allocation of stage ids
+	stageNext uint64     // next stage id; 0: not read from g/copy yet
 
 	mu struct {
 		sync.Mutex
@@ -90,8 +97,14 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, sqlerr.Wrap(sqlerr.IOError, fmt.Errorf("open %s: %w", dir, err))
 	}
 	sched.opened()
-	db := &DB{pdb: pdb, dir: dir}
+	wopts := popts.Clone()
+	wopts.EnsureDefaults()
+	db := &DB{pdb: pdb, dir: dir, fs: wopts.FS, popts: wopts}
 	db.mu.logs = make(map[logKey]*partitionLog)
+	if err := db.cleanStages(); err != nil {
+		pdb.Close()
+		return nil, err
+	}
 	if v, ok, err := db.get([]byte("g/seq")); err != nil {
 		pdb.Close()
 		return nil, err
@@ -205,7 +218,10 @@ func PutTable(b *pebble.Batch, t *TableDef) {
 func DeleteTable(b *pebble.Batch, t *TableDef) {
 	b.Delete(catalogKey(t.Name), nil)
 	id := idBytes(t.ID)
-	for _, p := range [][]byte{[]byte("l/"), []byte("v/")} {
+	// A COPY's p/ mark stays: if the COPY is still staging, it goes on
+	// writing under z/ until it fails to publish and aborts, or a crash
+	// leaves the mark for Open to clean up after.
+	for _, p := range [][]byte{[]byte("l/"), []byte("v/"), []byte("z/"), []byte("r/")} {
 		start := append(append([]byte(nil), p...), id...)
 		b.DeleteRange(start, prefixEnd(start), nil)
 	}
@@ -213,12 +229,12 @@ func DeleteTable(b *pebble.Batch, t *TableDef) {
 
 // --- roles ---
 
-func roleKey(name string) []byte { return append([]byte("r/"), name...) }
+func roleKey(name string) []byte { return append([]byte("u/"), name...) }
 
 // LoadRoles returns every role.
 func (db *DB) LoadRoles() ([]*RoleDef, error) {
 	var out []*RoleDef
-	err := db.scanPrefix(db.pdb, []byte("r/"), func(k, v []byte) error {
+	err := db.scanPrefix(db.pdb, []byte("u/"), func(k, v []byte) error {
 		r := new(RoleDef)
 		if err := json.Unmarshal(v, r); err != nil {
 			return sqlerr.New(sqlerr.DataCorrupted, "role entry %q: %v", k, err)

@@ -31,6 +31,12 @@ const blockHeader = 12
 func blockRows(v []byte) uint64 { return uint64(binary.BigEndian.Uint32(v)) }
 func blockTime(v []byte) int64  { return int64(binary.BigEndian.Uint64(v[4:])) }
 
+// nowMillis is the time a block is written, as its header records it.
+func nowMillis() int64 { return time.Now().UnixMilli() }
+
+// errStopScan ends a scanPrefix early.
+var errStopScan = errors.New("stop scan")
+
 type logKey struct {
 	table uint64
 	part  uint32
@@ -90,22 +96,31 @@ func (db *DB) partition(table uint64, part uint32) (*partitionLog, error) {
 
 // EncodeBlock encodes rec as a log block.
 func EncodeBlock(rec arrow.RecordBatch) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := encodeBlockTo(&buf, rec); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// encodeBlockTo encodes rec as a log block into buf, which it resets.
+func encodeBlockTo(buf *bytes.Buffer, rec arrow.RecordBatch) error {
 	// Size the buffer once: growing it by doubling copied each block about
 	// twice and was most of the encoding time.
-	var buf bytes.Buffer
+	buf.Reset()
 	buf.Grow(blockSizeHint(rec))
 	var h [blockHeader]byte
 	binary.BigEndian.PutUint32(h[:], uint32(rec.NumRows()))
-	binary.BigEndian.PutUint64(h[4:], uint64(time.Now().UnixMilli()))
+	binary.BigEndian.PutUint64(h[4:], uint64(nowMillis()))
 	buf.Write(h[:])
-	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
+	w := ipc.NewWriter(buf, ipc.WithSchema(rec.Schema()))
 	if err := w.Write(rec); err != nil {
-		return nil, sqlerr.Wrap(sqlerr.Internal, err)
+		return sqlerr.Wrap(sqlerr.Internal, err)
 	}
 	if err := w.Close(); err != nil {
-		return nil, sqlerr.Wrap(sqlerr.Internal, err)
+		return sqlerr.Wrap(sqlerr.Internal, err)
 	}
-	return buf.Bytes(), nil
+	return nil
 }
 
 // blockSizeHint is an upper estimate of rec's encoded size: its buffers,
@@ -301,27 +316,41 @@ func (db *DB) ReadLog(mem memory.Allocator, table uint64, part uint32, from, to 
 		if off+n <= from {
 			continue
 		}
-		rec, err := DecodeBlock(mem, v)
-		if err != nil {
-			return err
+		if id, row, ok := refTarget(v); ok {
+			if err := db.readStaged(mem, table, id, row, off, n, from, to, fn); err != nil {
+				return err
+			}
+			continue
 		}
-		lo, hi := uint64(0), n
-		if off < from {
-			lo = from - off
-		}
-		if off+n > to {
-			hi = to - off
-		}
-		if lo != 0 || hi != n {
-			s := rec.NewSlice(int64(lo), int64(hi))
-			rec.Release()
-			rec = s
-		}
-		if err := fn(off+lo, rec); err != nil {
+		if err := emitBlock(mem, v, off, from, to, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// emitBlock decodes block v, whose first row is at offset off, and calls fn
+// with its rows in [from, to).
+func emitBlock(mem memory.Allocator, v []byte, off, from, to uint64,
+	fn func(first uint64, rec arrow.RecordBatch) error) error {
+	n := blockRows(v)
+	rec, err := DecodeBlock(mem, v)
+	if err != nil {
+		return err
+	}
+	lo, hi := uint64(0), n
+	if off < from {
+		lo = from - off
+	}
+	if off+n > to {
+		hi = to - off
+	}
+	if lo != 0 || hi != n {
+		s := rec.NewSlice(int64(lo), int64(hi))
+		rec.Release()
+		rec = s
+	}
+	return fn(off+lo, rec)
 }
 
 // TruncateLog deletes the blocks that lie wholly below offset `below`.
@@ -346,6 +375,20 @@ func (db *DB) TruncateLog(table uint64, part uint32, below uint64) error {
 	}
 	b := db.pdb.NewBatch()
 	b.DeleteRange(prefix, logBlockKey(table, part, cut), nil)
+	// Reference blocks below the cut take their staged rows with them.
+	rp := refPrefix(table, part)
+	err = db.scanPrefix(db.pdb, rp, func(k, v []byte) error {
+		if binary.BigEndian.Uint64(k[len(rp):]) >= cut {
+			return errStopScan
+		}
+		id, row, n := binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:]), binary.BigEndian.Uint64(v[16:])
+		b.DeleteRange(stageKey(table, id, row), stageKey(table, id, row+n), nil)
+		return nil
+	})
+	if err != nil && err != errStopScan {
+		return err
+	}
+	b.DeleteRange(rp, refKey(table, part, cut), nil)
 	if err := db.Commit(b, false); err != nil {
 		return err
 	}

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/tests/sqllogic"
 )
 
@@ -326,4 +329,199 @@ func logRows(t *testing.T, conn *pgx.Conn, table string) (appended, retained int
 		t.Fatal(err)
 	}
 	return appended, retained
+}
+
+// largeCopyReader produces rows [next, end) as `k<TAB>v<TAB>pad` for the
+// large-COPY crash test, closing eof when it has produced the last one
+// (pgx sends CopyDone next) and stopping at row stop (if in range) with
+// stopped closed, until the server is killed.
+type largeCopyReader struct {
+	next, end, stop int
+	eof, stopped    chan struct{}
+	sent            int64
+	buf, unread     []byte
+}
+
+const largePad = "padpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpad"
+
+func largeRow(i int) (k, v int64) { return int64(mix(uint64(i)) % 1000), int64(i%7) - 3 }
+
+func (r *largeCopyReader) Read(p []byte) (int, error) {
+	if len(r.unread) == 0 {
+		if r.next == r.stop {
+			close(r.stopped)
+			time.Sleep(time.Minute) // the server is killed meanwhile
+			return 0, errKilled
+		}
+		if r.next == r.end {
+			close(r.eof)
+			return 0, io.EOF
+		}
+		r.buf = r.buf[:0]
+		stop := min(r.end, r.next+1000)
+		if r.next < r.stop && r.stop < stop {
+			stop = r.stop
+		}
+		for ; r.next < stop; r.next++ {
+			k, v := largeRow(r.next)
+			r.buf = strconv.AppendInt(r.buf, k, 10)
+			r.buf = append(r.buf, '\t')
+			r.buf = strconv.AppendInt(r.buf, v, 10)
+			r.buf = append(r.buf, '\t')
+			r.buf = append(r.buf, largePad...)
+			r.buf = append(r.buf, '\n')
+		}
+		r.unread = r.buf
+		r.sent += int64(len(r.buf))
+	}
+	n := copy(p, r.unread)
+	r.unread = r.unread[n:]
+	return n, nil
+}
+
+// TestKill9LargeCopy: COPYs large enough to be staged in storage (tens of
+// megabytes each) are atomic across kill -9. Killed in the middle, a COPY
+// leaves no row; killed just after its CopyDone is sent (at once, or up to
+// 1.5 times the time a COPY takes from there to its acknowledgement),
+// it has either all its rows or none, whether or not the client heard back
+// (and all of them if it did). After each restart the batch query and a
+// GROUP BY view over the stream agree, and once the server is stopped no
+// COPY is marked in progress and no staging file is left.
+func TestKill9LargeCopy(t *testing.T) {
+	const rows = 500_000 // about 37 MB per COPY
+	rng, _ := newRand(t)
+	srv := sqllogic.StartServer(t, "")
+	conn := srv.Conn(t)
+	exec(t, conn, "SET checkpoint.interval = '200ms'")
+	exec(t, conn, "CREATE TABLE t (k BIGINT, v BIGINT, pad TEXT)")
+	exec(t, conn, "CREATE MATERIALIZED VIEW mv AS SELECT k, count(*) AS c, sum(v) AS s FROM t GROUP BY k")
+	truth := aggs{}
+	next := 0 // first row of the next COPY
+	addRows := func(a aggs, from, to int) {
+		for i := from; i < to; i++ {
+			a.add(largeRow(i))
+		}
+	}
+	type result struct {
+		tag string
+		err error
+	}
+	// copyRows COPYs rows [next, next+rows); stop < next+rows pauses there.
+	copyRows := func(stop int) (*largeCopyReader, chan result) {
+		r := &largeCopyReader{next: next, end: next + rows, stop: stop, eof: make(chan struct{}), stopped: make(chan struct{})}
+		done := make(chan result, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			c, err := pgconn.Connect(ctx, srv.ConnString())
+			if err != nil {
+				done <- result{"", err}
+				return
+			}
+			defer c.Close(context.Background())
+			tag, err := c.CopyFrom(ctx, r, "COPY t FROM STDIN")
+			done <- result{tag.String(), err}
+		}()
+		return r, done
+	}
+	check := func(when string) {
+		t.Helper()
+		waitCaughtUp(t, conn, "mv")
+		got := queryAggs(t, conn, "SELECT k, count(*), sum(v) FROM t GROUP BY k")
+		if d := diff(truth, got); d != "" {
+			t.Fatalf("%s: the stream differs from the acknowledged COPYs: %s", when, d)
+		}
+		if d := diff(truth, queryAggs(t, conn, "SELECT k, c, s FROM mv")); d != "" {
+			t.Fatalf("%s: view mv differs from the batch query: %s", when, d)
+		}
+		t.Logf("%s: stream and view hold the %d rows of the acknowledged COPYs", when, truth.total().c)
+	}
+
+	// One COPY that completes; the time from its last row sent to its
+	// acknowledgement (the server still parsing what is in flight, then
+	// publishing) sets the range of the kills after CopyDone below.
+	r, done := copyRows(-1)
+	<-r.eof
+	eofAt := time.Now()
+	if res := <-done; res.err != nil || res.tag != fmt.Sprintf("COPY %d", rows) {
+		t.Fatalf("COPY: %q, %v", res.tag, res.err)
+	}
+	tail := time.Since(eofAt)
+	addRows(truth, next, next+rows)
+	next += rows
+	t.Logf("first COPY: %d MB, acknowledged %v after its last row was sent", r.sent>>20, tail.Round(time.Millisecond))
+
+	// Killed in the middle, with well over the staging threshold sent.
+	stopAt := next + rows/2 + rng.IntN(rows/3)
+	r, done = copyRows(stopAt)
+	<-r.stopped
+	srv.Kill9()
+	if res := <-done; res.err == nil {
+		t.Fatalf("COPY killed in the middle succeeded: %q", res.tag)
+	}
+	t.Logf("killed a COPY after %d of its rows (%d MB)", stopAt-next, r.sent>>20)
+	next += rows
+	srv.Restart(t)
+	conn = srv.Conn(t)
+	check("after kill -9 in the middle of a COPY")
+
+	// Killed just after CopyDone is sent: at once, then at random points
+	// up to 1.5 times the time the first COPY took to be acknowledged.
+	for round := range 5 {
+		delay := time.Duration(rng.Int64N(int64(tail)*3/2 + 1))
+		if round == 0 {
+			delay = 0
+		}
+		r, done = copyRows(-1)
+		<-r.eof
+		time.Sleep(delay)
+		srv.Kill9()
+		res := <-done
+		before := queryAggsAfterRestart(t, srv)
+		conn = srv.Conn(t)
+		with := aggs{}
+		for k, g := range truth {
+			with[k] = g
+		}
+		addRows(with, next, next+rows)
+		got := before.total().c
+		switch {
+		case res.err == nil:
+			truth = with
+			t.Logf("round %d: killed %v after CopyDone; the COPY was acknowledged", round, delay.Round(time.Millisecond))
+		case got == with.total().c:
+			truth = with
+			t.Logf("round %d: killed %v after CopyDone; not acknowledged (%v), but published", round, delay.Round(time.Millisecond), res.err)
+		case got == truth.total().c:
+			t.Logf("round %d: killed %v after CopyDone; not acknowledged (%v) nor published", round, delay.Round(time.Millisecond), res.err)
+		default:
+			t.Fatalf("round %d: after kill -9 %v after CopyDone the stream holds %d rows: neither the %d before the COPY nor the %d with it",
+				round, delay, got, truth.total().c, with.total().c)
+		}
+		next += rows
+		check(fmt.Sprintf("round %d", round))
+	}
+	srv.Stop()
+	db, err := storage.OpenReadOnly(srv.DataDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, _, err := db.StagedKeys()
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(srv.DataDir(), "copy-staging"))
+	if pending != 0 || len(ents) != 0 {
+		t.Fatalf("after the crashes: %d COPYs still marked in progress, %d staging files", pending, len(ents))
+	}
+	checkOutput(t, srv)
+}
+
+// queryAggsAfterRestart restarts the killed server and returns the batch
+// aggregate of its stream.
+func queryAggsAfterRestart(t *testing.T, srv *sqllogic.Server) aggs {
+	t.Helper()
+	srv.Restart(t)
+	return queryAggs(t, srv.Conn(t), "SELECT k, count(*), sum(v) FROM t GROUP BY k")
 }
