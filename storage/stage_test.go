@@ -212,3 +212,33 @@ func TestStagePowerLoss(t *testing.T) {
 		t.Fatalf("%d seeds published, %d dropped: both must occur", published, dropped)
 	}
 }
+
+// TestKeyPrefixesDoNotOverlap: a published COPY's reference blocks, a
+// role and a table's data live under distinct prefixes: loading roles sees
+// only roles, and dropping a table leaves the roles (roles once shared the
+// r/ prefix with the references).
+func TestKeyPrefixesDoNotOverlap(t *testing.T) {
+	withStageFileBytes(t, 1)
+	db := openMem(t, vfs.NewMem())
+	b := db.Pebble().NewBatch()
+	PutRole(b, &RoleDef{Name: "alice"})
+	if err := b.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	st := stageVals(t, db, 1, seq(0, 4))
+	if _, err := st.Publish(0); err != nil {
+		t.Fatal(err)
+	}
+	roles, err := db.LoadRoles()
+	if err != nil || len(roles) != 1 || roles[0].Name != "alice" {
+		t.Fatalf("roles after a published COPY: %v, %v", roles, err)
+	}
+	b = db.Pebble().NewBatch()
+	DeleteTable(b, &TableDef{Name: "t", ID: 1})
+	if err := b.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if roles, err := db.LoadRoles(); err != nil || len(roles) != 1 {
+		t.Fatalf("roles after DROP TABLE: %v, %v", roles, err)
+	}
+}
