@@ -30,6 +30,9 @@ type Task interface {
 	AwaitBarrier(ctx context.Context, epoch uint64) (*storage.Batch, error)
 	// Committed tells the job its changes up to epoch are in the database.
 	Committed(epoch uint64)
+	// LogParts lists the log partitions the job reads; each round marks its
+	// barrier's place in them (storage.DB.MarkCut).
+	LogParts() []storage.LogPart
 }
 
 // Registry lists the durable jobs a barrier must cover.
@@ -45,19 +48,22 @@ type Registry interface {
 
 // Config is the checkpoint configuration (the checkpoint.* settings).
 type Config struct {
-	Interval      time.Duration // 0: no periodic checkpoints
-	MinPause      time.Duration
-	Timeout       time.Duration
-	MaxConcurrent int
-	Retained      int
-	AtLeastOnce   bool
+	Interval time.Duration // 0: no periodic checkpoints
+	// BarrierInterval is how often a round (an epoch) runs; 0: EpochInterval.
+	BarrierInterval time.Duration
+	MinPause        time.Duration
+	Timeout         time.Duration
+	MaxConcurrent   int
+	Retained        int
+	AtLeastOnce     bool
 	// TolerableFailures is how many consecutive checkpoints may fail (by
 	// timeout or a storage error; a failing job restarts on its own) before
 	// every job is failed and restarted from the last completed checkpoint.
 	TolerableFailures int
 }
 
-// EpochInterval is how often barriers flow when no checkpoint is due.
+// EpochInterval is how often barriers flow when no checkpoint is due, by
+// default (Config.BarrierInterval: SET barrier.interval).
 const EpochInterval = 100 * time.Millisecond
 
 // Status of a checkpoint.
@@ -145,7 +151,13 @@ func (c *Coordinator) OnCompleted(fn func(*Record) error) { c.exported = fn }
 
 // Run drives rounds until ctx ends.
 func (c *Coordinator) Run(ctx context.Context) {
-	t := time.NewTicker(EpochInterval)
+	every := func() time.Duration {
+		if d := c.config().BarrierInterval; d > 0 {
+			return d
+		}
+		return EpochInterval
+	}
+	t := time.NewTimer(every())
 	defer t.Stop()
 	for {
 		select {
@@ -156,6 +168,7 @@ func (c *Coordinator) Run(ctx context.Context) {
 			req.done <- result{rec, err}
 		case <-t.C:
 			c.tick(ctx)
+			t.Reset(every())
 		case <-c.poke:
 			c.tick(ctx)
 		}
@@ -252,8 +265,22 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	var batches []*storage.Batch
 	var acked []Task
 	var failure error
+	// The barrier's place in every log the jobs read: marked before any
+	// job gets the barrier, released once the round's acks are in.
+	var parts []storage.LogPart
+	for _, t := range tasks {
+		parts = append(parts, t.LogParts()...)
+	}
+	cut, err := c.db.MarkCut(epoch, parts)
+	if err != nil {
+		failure = err
+	}
+	b.Cut = cut
 	injected := make([]bool, len(tasks))
 	for i, t := range tasks {
+		if cut == nil {
+			break
+		}
 		rec.Jobs = append(rec.Jobs, t.Name())
 		if err := t.InjectBarrier(wctx, b); err != nil {
 			if failure == nil {
@@ -278,6 +305,7 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 		acked = append(acked, t)
 		rec.Size += int64(batch.Len())
 	}
+	c.db.ReleaseCut(epoch)
 	rec.Alignment = time.Since(rec.StartedAt)
 	switch {
 	case failure != nil && wctx.Err() != nil && ctx.Err() == nil:

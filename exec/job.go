@@ -20,6 +20,11 @@ type Barrier struct {
 	// before the barrier was injected, so the epoch covers all input
 	// acknowledged before it (CHECKPOINT; reads that must see every write).
 	CatchUp bool
+	// Cut is where the barrier sits in each log partition the round's jobs
+	// read (storage.DB.MarkCut): a durable job's source passes it on at
+	// exactly that offset, so every view is at the same input position at
+	// every epoch. Nil for a change stream's barrier.
+	Cut storage.Cut
 }
 
 // JobSpec describes a continuous query to run.
@@ -263,6 +268,17 @@ func (j *Job) LogEnds() [][]uint64 {
 		}
 	}
 	return ends
+}
+
+// LogParts returns the log partitions the job's sources read.
+func (j *Job) LogParts() []storage.LogPart {
+	var out []storage.LogPart
+	for _, s := range j.srcs {
+		for p := range s.offsets {
+			out = append(out, storage.LogPart{Table: s.n.src.ID, Part: uint32(p)})
+		}
+	}
+	return out
 }
 
 // Reached reports whether the job has read every partition up to ends.

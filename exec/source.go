@@ -53,8 +53,38 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 			return err
 		}
 	}
+	// A durable job's source is aligned: it passes each barrier on at the
+	// barrier's offset in the cut and never reads past the marked offset of
+	// a barrier it has not passed on yet (storage.DB.CutLimit). Change
+	// streams read freely.
+	aligned := j.durable()
+	var passed uint64 // epoch of the last barrier passed on
+	limit := func(end uint64) (uint64, error) {
+		if !aligned {
+			return end, nil
+		}
+		l, err := j.db.CutLimit(src.ID, part, passed)
+		return min(end, l), err
+	}
 	onBarrier := func(b *Barrier) error {
-		if b.CatchUp {
+		if cut, ok := b.Cut[storage.LogPart{Table: src.ID, Part: part}]; ok && aligned {
+			// Read up to the cut; an epoch that is full ends early (a
+			// backfill or a job far behind catches up over several epochs,
+			// and its view is at its own position until then).
+			start, _, _, err := j.db.LogBounds(src.ID, part)
+			if err != nil {
+				return err
+			}
+			if off < start {
+				off = start
+				s.offsets[part].Store(off)
+			}
+			for off < cut && (b.CatchUp || !j.epochFull()) {
+				if err := read(min(cut, off+maxRows)); err != nil {
+					return err
+				}
+			}
+		} else if b.CatchUp {
 			start, end, _, err := j.db.LogBounds(src.ID, part)
 			if err != nil {
 				return err
@@ -80,6 +110,7 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 			m.w = nil
 		}
 		w = j.db.NewEpochBatch()
+		passed = b.Epoch
 		return nil
 	}
 	for {
@@ -94,6 +125,9 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 		default:
 		}
 		start, end, changed, err := j.db.LogBounds(src.ID, part)
+		if err == nil {
+			end, err = limit(end)
+		}
 		if err != nil {
 			return err
 		}

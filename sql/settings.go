@@ -22,6 +22,7 @@ type settingDef struct {
 
 var dbSettings = map[string]settingDef{
 	"checkpoint.interval":           {"1s", durationOrOff},
+	"barrier.interval":              {"100ms", positiveDuration},
 	"checkpoint.mode":               {"exactly_once", oneOf("exactly_once", "at_least_once")},
 	"checkpoint.min_pause":          {"0ms", duration},
 	"checkpoint.timeout":            {"60s", duration},
@@ -378,6 +379,7 @@ func (e *Engine) checkpointConfig() checkpoint.Config {
 	tol, _ := strconv.Atoi(e.setting("checkpoint.tolerable_failures"))
 	return checkpoint.Config{
 		Interval:          e.durationSetting("checkpoint.interval"),
+		BarrierInterval:   e.durationSetting("barrier.interval"),
 		MinPause:          e.durationSetting("checkpoint.min_pause"),
 		Timeout:           e.durationSetting("checkpoint.timeout"),
 		MaxConcurrent:     1,

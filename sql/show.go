@@ -328,7 +328,7 @@ func (s *Session) execSet(n *parse.Set) (*Result, error) {
 	}
 	if _, ok := sessionDefaults[name]; !ok {
 		prefix, _, dotted := strings.Cut(name, ".")
-		if !dotted || prefix == "checkpoint" || prefix == "restart" || prefix == "state" || prefix == "job" {
+		if !dotted || prefix == "checkpoint" || prefix == "barrier" || prefix == "restart" || prefix == "state" || prefix == "job" {
 			return nil, sqlerr.New(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", n.Name)
 		}
 	}

@@ -52,6 +52,11 @@ type DB struct {
 		nextID uint64
 		logs   map[logKey]*partitionLog
 	}
+	// cuts holds the partitions that carry barrier marks (cut.go).
+	cuts struct {
+		sync.Mutex
+		marked map[*partitionLog]bool
+	}
 }
 
 // Options configures Open.

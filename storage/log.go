@@ -48,6 +48,7 @@ type partitionLog struct {
 	start  uint64 // oldest retained offset
 	next   uint64 // next offset to assign; every offset below is visible
 	notify chan struct{}
+	marks  []cutMark // barrier positions of the rounds in flight (cut.go)
 }
 
 func logPrefix(table uint64, part uint32) []byte {
