@@ -20,6 +20,10 @@ type Ctx struct {
 	// Mem is the query's memory budget (nil: unaccounted). Expr.Mem should
 	// be its Allocator so that expression results count too.
 	Mem *Budget
+	// Snap is the statement's read view: one Pebble snapshot through which
+	// it reads every view and stream, so it sees one committed epoch of
+	// all of them (nil: the live database).
+	Snap storage.Reader
 }
 
 // Run executes a batch plan, calling emit with each output batch (emit owns it).

@@ -42,7 +42,11 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 		n = 0
 		return emit(rec)
 	}
-	err := ctx.DB.ScanView(p.Snap, p.View.ID, func(_, row []byte) error {
+	r := p.Snap // AS OF: an exported snapshot
+	if r == nil {
+		r = ctx.Snap
+	}
+	err := ctx.DB.ScanView(r, p.View.ID, func(_, row []byte) error {
 		start := row
 		for c, t := range ts {
 			d, rest, err := decodeDatum(row, t)

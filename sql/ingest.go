@@ -36,7 +36,9 @@ func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.No
 	defer budget.Close()
 	ectx.Mem = budget.Allocator()
 	var n int64
-	err = exec.Run(&exec.Ctx{Context: ctx, DB: e.db, Expr: ectx, Mem: budget}, phys, func(r arrow.RecordBatch) error {
+	snap := e.db.Snapshot()
+	defer snap.Close()
+	err = exec.Run(&exec.Ctx{Context: ctx, DB: e.db, Expr: ectx, Mem: budget, Snap: snap}, phys, func(r arrow.RecordBatch) error {
 		if err := checkNotNull(t, r, 0); err != nil {
 			r.Release()
 			return err

@@ -45,9 +45,14 @@ func (e *Engine) runQuery(ctx context.Context, plan planner.Node, ectx *expr.Ctx
 	budget := exec.NewBudget(workMem, e.queryMem)
 	ectx.Mem = budget.Allocator()
 	r := &streamRows{ch: make(chan arrow.RecordBatch, queuedBatches), done: make(chan struct{}), cancel: cancel, budget: budget}
+	// The statement reads one committed epoch of everything: a snapshot
+	// taken now (a cursor's or portal's at DECLARE or Execute) and held
+	// until the plan has run.
+	snap := e.db.Snapshot()
 	go func() {
 		defer close(r.done)
-		r.err = exec.Run(&exec.Ctx{Context: pctx, DB: e.db, Expr: ectx, Mem: budget}, phys, func(rec arrow.RecordBatch) error {
+		defer snap.Close()
+		r.err = exec.Run(&exec.Ctx{Context: pctx, DB: e.db, Expr: ectx, Mem: budget, Snap: snap}, phys, func(rec arrow.RecordBatch) error {
 			if rec.NumRows() == 0 {
 				rec.Release()
 				return nil
