@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"errors"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -168,7 +169,10 @@ func scanStream(ctx *Ctx, t *storage.TableDef, emit func(arrow.RecordBatch) erro
 		if err != nil {
 			return err
 		}
-		if err := ctx.DB.ReadLog(ctx.alloc(), t.ID, uint32(part), start, end, func(_ uint64, rec arrow.RecordBatch) error {
+		if ctx.Snap != nil {
+			end = math.MaxUint64 // the snapshot holds the blocks appended before it
+		}
+		if err := ctx.DB.ReadLogAt(ctx.Snap, ctx.alloc(), t.ID, uint32(part), start, end, func(_ uint64, rec arrow.RecordBatch) error {
 			if err := ctx.check(); err != nil {
 				rec.Release()
 				return err

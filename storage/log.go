@@ -290,11 +290,21 @@ func (db *DB) LogBounds(table uint64, part uint32) (start, end uint64, changed <
 // fn owns rec and must release it.
 func (db *DB) ReadLog(mem memory.Allocator, table uint64, part uint32, from, to uint64,
 	fn func(first uint64, rec arrow.RecordBatch) error) error {
+	return db.ReadLogAt(nil, mem, table, part, from, to, fn)
+}
+
+// ReadLogAt is ReadLog through r (a statement's snapshot: the blocks
+// appended before it; nil: the live database).
+func (db *DB) ReadLogAt(r Reader, mem memory.Allocator, table uint64, part uint32, from, to uint64,
+	fn func(first uint64, rec arrow.RecordBatch) error) error {
 	if from >= to {
 		return nil
 	}
+	if r == nil {
+		r = db.pdb
+	}
 	prefix := logPrefix(table, part)
-	it, err := db.pdb.NewIter(&pebble.IterOptions{
+	it, err := r.NewIter(&pebble.IterOptions{
 		LowerBound: prefix,
 		UpperBound: logBlockKey(table, part, to),
 	})
@@ -318,7 +328,7 @@ func (db *DB) ReadLog(mem memory.Allocator, table uint64, part uint32, from, to 
 			continue
 		}
 		if id, row, ok := refTarget(v); ok {
-			if err := db.readStaged(mem, table, id, row, off, n, from, to, fn); err != nil {
+			if err := db.readStaged(r, mem, table, id, row, off, n, from, to, fn); err != nil {
 				return err
 			}
 			continue

@@ -343,11 +343,11 @@ func (db *DB) StagedKeys() (pending, staged int, err error) {
 // readStaged calls fn, as ReadLog does, with the rows of offsets
 // [from, to) of a reference block at offset off standing for n rows of copy
 // id from staged row row on.
-func (db *DB) readStaged(mem memory.Allocator, table, id, row, off, n, from, to uint64,
+func (db *DB) readStaged(r Reader, mem memory.Allocator, table, id, row, off, n, from, to uint64,
 	fn func(first uint64, rec arrow.RecordBatch) error) error {
 	lo, hi := max(from, off)-off+row, min(to, off+n)-off+row // staged rows
 	prefix := stagePrefix(table, id)
-	it, err := db.pdb.NewIter(&pebble.IterOptions{
+	it, err := r.NewIter(&pebble.IterOptions{
 		LowerBound: stageKey(table, id, row),
 		UpperBound: stageKey(table, id, row+n),
 	})
