@@ -41,7 +41,14 @@ func (e *Engine) runQuery(ctx context.Context, plan planner.Node, ectx *expr.Ctx
 	if err != nil {
 		return nil, err
 	}
-	pctx, cancel := context.WithCancel(ctx)
+	base := ctx
+	if outlives(ctx) {
+		// A cursor's rows are read by later FETCHes: its query runs on
+		// after DECLARE (until CLOSE), while the wait for its first batch
+		// below still ends with DECLARE's cancel or timeout.
+		base = context.WithoutCancel(ctx)
+	}
+	pctx, cancel := context.WithCancel(base)
 	budget := exec.NewBudget(workMem, e.queryMem)
 	ectx.Mem = budget.Allocator()
 	r := &streamRows{ch: make(chan arrow.RecordBatch, queuedBatches), done: make(chan struct{}), cancel: cancel, budget: budget}
@@ -231,3 +238,13 @@ func physicalMemory() int64 {
 	}
 	return unknown
 }
+
+type outlivingKey struct{}
+
+// outlivingStatement marks ctx as the context of a statement whose rows
+// are read after it ends (DECLARE CURSOR).
+func outlivingStatement(ctx context.Context) context.Context {
+	return context.WithValue(ctx, outlivingKey{}, true)
+}
+
+func outlives(ctx context.Context) bool { return ctx.Value(outlivingKey{}) != nil }

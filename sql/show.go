@@ -400,6 +400,7 @@ type cursor struct {
 	cols    []Column
 	rows    Rows
 	pending arrow.RecordBatch // rows read but not yet fetched
+	live    bool              // a change stream (EMIT CHANGES): FETCH returns what has arrived
 }
 
 func (s *Session) declare(ctx context.Context, n *parse.Declare) (*Result, error) {
@@ -407,14 +408,15 @@ func (s *Session) declare(ctx context.Context, n *parse.Declare) (*Result, error
 		return nil, sqlerr.New(sqlerr.DuplicateCursor, "cursor %q already exists", n.Cursor)
 	}
 	st := &Stmt{SQL: n.Query.SQL, impl: n.Query}
-	res, err := s.execQuery(ctx, st, n.Query, nil)
+	res, err := s.execQuery(outlivingStatement(ctx), st, n.Query, nil)
 	if err != nil {
 		return nil, err
 	}
 	if res.Rows == nil {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "DECLARE CURSOR needs a query that returns rows")
 	}
-	s.cursors[n.Cursor] = &cursor{cols: st.Columns, rows: res.Rows}
+	_, live := res.Rows.(*changeRows)
+	s.cursors[n.Cursor] = &cursor{cols: st.Columns, rows: res.Rows, live: live}
 	return &Result{Tag: "DECLARE CURSOR"}, nil
 }
 
@@ -431,9 +433,10 @@ func (s *Session) fetch(ctx context.Context, st *Stmt, n *parse.Fetch) (*Result,
 		rec := c.pending
 		c.pending = nil
 		if rec == nil {
-			// A live cursor returns what has arrived once it has some rows.
+			// A live cursor returns what has arrived once it has some rows;
+			// a query's cursor waits for its rows to be produced.
 			wctx := ctx
-			if got > 0 {
+			if got > 0 && c.live {
 				var cancel context.CancelFunc
 				wctx, cancel = context.WithTimeout(ctx, 10*time.Millisecond)
 				r, err := c.rows.Next(wctx)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestReadsSeeOneEpoch: two views fed by one stream hold the same per-key
@@ -79,4 +81,70 @@ func TestReadsSeeOneEpoch(t *testing.T) {
 	if copies.Load() < 20 {
 		t.Fatalf("only %d COPYs ran during the reads", copies.Load())
 	}
+}
+
+// TestCursorReadsItsEpoch: a cursor reads the epoch it was declared at,
+// however long it is fetched from: rows committed after DECLARE, to the
+// stream and to views over it, are not in it.
+func TestCursorReadsItsEpoch(t *testing.T) {
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	ctx := context.Background()
+	copyRows := func(from, n int) {
+		var b strings.Builder
+		for i := from; i < from+n; i++ {
+			fmt.Fprintf(&b, "%d\t%d\n", i%10, i)
+		}
+		if _, err := c.PgConn().CopyFrom(ctx, strings.NewReader(b.String()), "COPY s FROM STDIN"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	execAll(t, c, "CREATE TABLE s (k BIGINT, v BIGINT)",
+		"CREATE MATERIALIZED VIEW r AS SELECT k, v FROM s")
+	copyRows(0, 100000)
+	execAll(t, c, "CHECKPOINT", "BEGIN",
+		"DECLARE on_view CURSOR FOR SELECT v FROM r",
+		"DECLARE on_stream CURSOR FOR SELECT v FROM s")
+	// Both cursors have started reading (a first batch is queued) when
+	// more rows arrive and are committed to the view.
+	for _, cur := range []string{"on_view", "on_stream"} {
+		if n := fetchCount(t, c, "FETCH 10 FROM "+cur); n != 10 {
+			t.Fatalf("FETCH 10 FROM %s: %d rows", cur, n)
+		}
+	}
+	cc := srv.Conn(t)
+	var b strings.Builder
+	for i := 100000; i < 150000; i++ {
+		fmt.Fprintf(&b, "%d\t%d\n", i%10, i)
+	}
+	if _, err := cc.PgConn().CopyFrom(ctx, strings.NewReader(b.String()), "COPY s FROM STDIN"); err != nil {
+		t.Fatal(err)
+	}
+	execAll(t, cc, "CHECKPOINT")
+	var live int64
+	if err := cc.QueryRow(ctx, "SELECT count(*) FROM r").Scan(&live); err != nil || live != 150000 {
+		t.Fatalf("the view after the second COPY: %d rows, %v", live, err)
+	}
+	for _, cur := range []string{"on_view", "on_stream"} {
+		if n := 10 + fetchCount(t, c, "FETCH ALL FROM "+cur); n != 100000 {
+			t.Errorf("cursor %s read %d rows, want the 100000 committed at DECLARE", cur, n)
+		}
+	}
+	execAll(t, c, "COMMIT")
+}
+
+func fetchCount(t *testing.T, c *pgx.Conn, q string) int {
+	t.Helper()
+	rows, err := c.Query(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
 }
