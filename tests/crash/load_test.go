@@ -37,7 +37,7 @@ const (
 	// rows UNION ALL none (v is never negative): both equal t.
 	viewSemi  = "mv_semi"
 	viewUnion = "mv_union"
-	topQuery    = "SELECT id, v FROM t ORDER BY v DESC, id LIMIT 5"
+	topQuery  = "SELECT id, v FROM t ORDER BY v DESC, id LIMIT 5"
 )
 
 // How the load clients write: INSERTs of insertRows rows or COPYs of
