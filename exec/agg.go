@@ -114,11 +114,6 @@ func (a *aggOp) evict(limit int64, committed, current uint64) int {
 	if limit <= 0 || a.bytes <= limit || len(a.spec.Keys) == 0 {
 		return 0
 	}
-	for _, s := range a.spec.Aggs {
-		if s.Distinct {
-			return 0 // count(DISTINCT) keeps its values outside the groups; not evictable
-		}
-	}
 	evicted := 0
 	n := a.gt.Len()
 	target := limit * 8 / 10

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"slices"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/types"
@@ -8,7 +10,8 @@ import (
 
 // minMaxAcc keeps the current extreme per group. Under retraction it also
 // keeps each group's multiset of values so a retracted extreme can be
-// replaced by the next one.
+// replaced by the next one; the multiset is stored value by value
+// (valueBags), so an epoch writes only the values that changed.
 type minMaxAcc struct {
 	max bool
 	t   types.T
@@ -19,8 +22,10 @@ type minMaxAcc struct {
 	ints    []int64   // PhysInt64, PhysBool
 	flts    []float64 // PhysFloat64
 	ds      []types.Datum
-	// bag[g] counts each value (encoded) of group g; only once retractions are seen.
-	bag []map[string]int64
+	// bags counts each value (encoded) of each group: every group if
+	// retract, else only groups that have seen a retraction.
+	bags valueBags
+	buf  []byte
 }
 
 func (a *minMaxAcc) grow(n int) {
@@ -34,13 +39,12 @@ func (a *minMaxAcc) grow(n int) {
 		default:
 			a.ds = append(a.ds, types.Datum{})
 		}
-		var bag map[string]int64
-		if a.retract {
-			bag = map[string]int64{}
-		}
-		a.bag = append(a.bag, bag)
 	}
+	a.bags.grow(n)
 }
+
+// bagged says group g keeps its multiset of values.
+func (a *minMaxAcc) bagged(g int32) bool { return a.retract || a.bags.b[g].n != nil }
 
 func (a *minMaxAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
 	if signs != nil {
@@ -80,8 +84,9 @@ func (a *minMaxAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
 		}
 	}
 	for i, g := range gids {
-		if a.bag[g] != nil && arg.IsValid(i) {
-			a.bag[g][string(encodeDatum(nil, types.DatumAt(arg, i, a.t), a.t))]++
+		if a.bagged(g) && arg.IsValid(i) {
+			a.buf = encodeDatum(a.buf[:0], types.DatumAt(arg, i, a.t), a.t)
+			a.bags.add(g, a.buf, 1)
 		}
 	}
 	return nil
@@ -139,32 +144,34 @@ func (a *minMaxAcc) updateBag(gids []int32, arg arrow.Array, signs []int8) error
 		if arg.IsNull(i) {
 			continue
 		}
-		if a.bag[g] == nil {
-			a.bag[g] = map[string]int64{}
+		if !a.bagged(g) {
+			// The first retraction of a group that kept only its extreme:
+			// from here on it keeps its values, starting with that one.
+			a.bags.b[g].n = map[string]int64{}
 			if a.has[g] {
-				a.bag[g][string(encodeDatum(nil, a.get(g), a.t))] = 1
+				a.buf = encodeDatum(a.buf[:0], a.get(g), a.t)
+				a.bags.add(g, a.buf, 1)
 			}
 		}
 		d := types.DatumAt(arg, i, a.t)
-		k := string(encodeDatum(nil, d, a.t))
+		a.buf = encodeDatum(a.buf[:0], d, a.t)
 		if signs[i] > 0 {
-			a.bag[g][k]++
+			a.bags.add(g, a.buf, 1)
 			a.offer(g, d)
 			continue
 		}
-		if a.bag[g][k]--; a.bag[g][k] <= 0 {
-			delete(a.bag[g], k)
-		}
-		if a.has[g] && compareDatum(d, a.get(g), a.t) == 0 && a.bag[g][k] == 0 {
+		if _, after := a.bags.add(g, a.buf, -1); after <= 0 && a.has[g] && compareDatum(d, a.get(g), a.t) == 0 {
 			a.recompute(g)
 		}
 	}
 	return nil
 }
 
+// recompute finds group g's extreme among its values (in memory: the
+// group's own multiset, no read of the state table).
 func (a *minMaxAcc) recompute(g int32) {
 	a.has[g] = false
-	for k := range a.bag[g] {
+	for k := range a.bags.b[g].n {
 		d, _, err := decodeDatum([]byte(k), a.t)
 		if err == nil {
 			a.offer(g, d)
@@ -176,22 +183,15 @@ func (a *minMaxAcc) result(g int32) types.Datum { return a.get(g) }
 
 func (a *minMaxAcc) reset(g int32) {
 	a.has[g] = false
-	if a.retract {
-		a.bag[g] = map[string]int64{}
-	} else {
-		a.bag[g] = nil
-	}
+	a.bags.reset(g)
 }
 
+// encode writes the extreme and an empty inline multiset: the values are
+// separate state entries (saveValues). State written before they were
+// carried the multiset inline; decode still reads it.
 func (a *minMaxAcc) encode(buf []byte, g int32) []byte {
 	buf = encodeDatum(buf, a.get(g), a.t)
-	buf = appendUvarint(buf, uint64(len(a.bag[g])))
-	for k, n := range a.bag[g] {
-		buf = appendUvarint(buf, uint64(len(k)))
-		buf = append(buf, k...)
-		buf = appendUvarint(buf, uint64(n))
-	}
-	return buf
+	return appendUvarint(buf, 0)
 }
 
 func (a *minMaxAcc) decode(buf []byte, g int32) ([]byte, error) {
@@ -200,65 +200,39 @@ func (a *minMaxAcc) decode(buf []byte, g int32) ([]byte, error) {
 		return nil, err
 	}
 	a.set(g, d)
-	n, buf, err := readUvarint(buf)
-	if err != nil {
-		return nil, err
-	}
-	if n > 0 {
-		a.bag[g] = make(map[string]int64, n)
-	}
-	for ; n > 0; n-- {
-		var l, c uint64
-		if l, buf, err = readUvarint(buf); err != nil || uint64(len(buf)) < l {
-			return nil, errCorruptState
-		}
-		k := string(buf[:l])
-		if c, buf, err = readUvarint(buf[l:]); err != nil {
-			return nil, err
-		}
-		a.bag[g][k] = int64(c)
-	}
-	return buf, nil
+	return a.bags.decodeInline(buf, g)
 }
+
+func (a *minMaxAcc) values() *valueBags { return &a.bags }
 
 // distinctAcc feeds its inner aggregate each value once per group, counting
 // duplicates so retractions remove a value only when its last copy goes.
+// The counts are kept per group and stored value by value (valueBags): a
+// barrier's work is the changed (group, value) pairs, not every value.
 type distinctAcc struct {
 	inner accum
 	t     types.T
-	seen  map[distinctKey]int64
+	bags  valueBags
 	idx   []int
 	sg    []int32
 	ss    []int8
+	buf   []byte
 }
 
-type distinctKey struct {
-	g int32
-	v string
+func (a *distinctAcc) grow(n int) {
+	a.inner.grow(n)
+	a.bags.grow(n)
 }
-
-func (a *distinctAcc) grow(n int) { a.inner.grow(n) }
 
 func (a *distinctAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
-	if a.seen == nil {
-		a.seen = map[distinctKey]int64{}
-	}
 	a.idx, a.sg, a.ss = a.idx[:0], a.sg[:0], a.ss[:0]
-	var buf []byte
 	for i, g := range gids {
 		if arg.IsNull(i) {
 			continue
 		}
-		buf = encodeDatum(buf[:0], types.DatumAt(arg, i, a.t), a.t)
-		k := distinctKey{g, string(buf)}
+		a.buf = encodeDatum(a.buf[:0], types.DatumAt(arg, i, a.t), a.t)
 		s := sign(signs, i)
-		before := a.seen[k]
-		after := before + s
-		if after <= 0 {
-			delete(a.seen, k)
-		} else {
-			a.seen[k] = after
-		}
+		before, after := a.bags.add(g, a.buf, s)
 		if (before <= 0) != (after <= 0) {
 			a.idx, a.sg, a.ss = append(a.idx, i), append(a.sg, g), append(a.ss, int8(s))
 		}
@@ -279,38 +253,123 @@ func (a *distinctAcc) result(g int32) types.Datum { return a.inner.result(g) }
 
 func (a *distinctAcc) reset(g int32) {
 	a.inner.reset(g)
-	for k := range a.seen {
-		if k.g == g {
-			delete(a.seen, k)
-		}
-	}
+	a.bags.reset(g)
 }
 
+// encode writes the inner state and an empty inline value list: the values
+// are separate state entries (saveValues). State written before they were
+// carried the values inline; decode still reads it.
 func (a *distinctAcc) encode(buf []byte, g int32) []byte {
 	buf = a.inner.encode(buf, g)
-	var vals []string
-	for k := range a.seen {
-		if k.g == g {
-			vals = append(vals, k.v)
-		}
-	}
-	buf = appendUvarint(buf, uint64(len(vals)))
-	for _, v := range vals {
-		buf = appendUvarint(buf, uint64(len(v)))
-		buf = append(buf, v...)
-		buf = appendUvarint(buf, uint64(a.seen[distinctKey{g, v}]))
-	}
-	return buf
+	return appendUvarint(buf, 0)
 }
 
 func (a *distinctAcc) decode(buf []byte, g int32) ([]byte, error) {
-	if a.seen == nil {
-		a.seen = map[distinctKey]int64{}
-	}
 	buf, err := a.inner.decode(buf, g)
 	if err != nil {
 		return nil, err
 	}
+	return a.bags.decodeInline(buf, g)
+}
+
+func (a *distinctAcc) values() *valueBags { return &a.bags }
+
+// valuesOf returns the per-value counts acc keeps, or nil.
+func valuesOf(acc accum) *valueBags {
+	if v, ok := acc.(interface{ values() *valueBags }); ok {
+		return v.values()
+	}
+	return nil
+}
+
+// valueBags is a multiset of values per group: each value (encoded with
+// encodeDatum) with its count. In a view job (track) it also remembers the
+// values whose count changed since they were last saved, so a barrier
+// writes one state entry per changed (group, value) pair: the group's key,
+// the accumulator, the value -> the count (aggtask.go, saveState).
+type valueBags struct {
+	b     []valueBag
+	track bool
+	keys  []string // scratch for saveValues
+}
+
+type valueBag struct {
+	n   map[string]int64 // nil: empty
+	chg map[string]struct{}
+}
+
+func (v *valueBags) grow(n int) {
+	for len(v.b) < n {
+		v.b = append(v.b, valueBag{})
+	}
+}
+
+// add adds d copies of value val to group g and returns its count before
+// and after; a count that reaches zero is dropped.
+func (v *valueBags) add(g int32, val []byte, d int64) (before, after int64) {
+	b := &v.b[g]
+	before = b.n[string(val)]
+	after = before + d
+	switch {
+	case after > 0 && before > 0:
+		b.n[string(val)] = after
+	case after > 0:
+		if b.n == nil {
+			b.n = map[string]int64{}
+		}
+		b.n[string(val)] = after
+	case before > 0:
+		delete(b.n, string(val))
+	}
+	if v.track && before != after {
+		if b.chg == nil {
+			b.chg = map[string]struct{}{}
+		}
+		if _, ok := b.chg[string(val)]; !ok {
+			b.chg[string(val)] = struct{}{}
+		}
+	}
+	return before, max(after, 0)
+}
+
+// reset empties group g (its id is reused by another group).
+func (v *valueBags) reset(g int32) { v.b[g] = valueBag{} }
+
+// saveValues calls put with each value of group g whose count changed since
+// the last call, in byte order, with its count (0: gone); put nil only
+// forgets the changes.
+func (v *valueBags) saveValues(g int32, put func(val string, n int64)) {
+	b := &v.b[g]
+	if len(b.chg) == 0 {
+		return
+	}
+	if put != nil {
+		v.keys = v.keys[:0]
+		for k := range b.chg {
+			v.keys = append(v.keys, k)
+		}
+		slices.Sort(v.keys)
+		for _, k := range v.keys {
+			put(k, b.n[k])
+		}
+	}
+	b.chg = nil
+}
+
+// loadValue restores value val's count in group g from its state entry.
+func (v *valueBags) loadValue(g int32, val []byte, n int64) {
+	b := &v.b[g]
+	if b.n == nil {
+		b.n = map[string]int64{}
+	}
+	b.n[string(val)] = n
+}
+
+// decodeInline reads the values a group's state entry carries inline:
+// none in state written now, the group's whole multiset in state written
+// before values were stored apart. Those are marked changed, so the
+// group's next save writes them as entries of their own.
+func (v *valueBags) decodeInline(buf []byte, g int32) ([]byte, error) {
 	n, buf, err := readUvarint(buf)
 	if err != nil {
 		return nil, err
@@ -320,11 +379,11 @@ func (a *distinctAcc) decode(buf []byte, g int32) ([]byte, error) {
 		if l, buf, err = readUvarint(buf); err != nil || uint64(len(buf)) < l {
 			return nil, errCorruptState
 		}
-		v := string(buf[:l])
+		val := buf[:l]
 		if c, buf, err = readUvarint(buf[l:]); err != nil {
 			return nil, err
 		}
-		a.seen[distinctKey{g, v}] = int64(c)
+		v.add(g, val, int64(c))
 	}
 	return buf, nil
 }
