@@ -44,11 +44,6 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 		// is injected after that, so every epoch it reads has them.
 		// An aggregate inside the graph always sends them: its consumer
 		// retracts what it took from the group before.
-		if j.spec.View == nil {
-			// Nothing is saved: values tracked as changed are forgotten
-			// (only a view job tracks them, see loadState).
-			forgetValues(op)
-		}
 		before := !root || j.spec.View == nil || j.changelog.Load()
 		if err := op.changesOf(before, func(c Chunk) error { return out.emit(ectx, c, nil) }); err != nil {
 			return err
@@ -92,6 +87,11 @@ func (j *Job) saveState(w *storage.Batch, op *aggOp) {
 	ks := &op.saveKeys
 	r := w.NewRun()
 	bags := op.valueBags()
+	for _, vb := range bags {
+		if vb != nil {
+			vb.sortChanges()
+		}
+	}
 	var aux []byte
 	var val []byte
 	for _, k := range ks.keys {
@@ -105,7 +105,7 @@ func (j *Job) saveState(w *storage.Batch, op *aggOp) {
 			if vb == nil {
 				continue
 			}
-			vb.saveValues(k.ref, func(v string, n int64) {
+			vb.saveValues(k.ref, func(v []byte, n int64) {
 				aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
 				if n <= 0 {
 					r.DeleteState(j.spec.ID, op.id, aux)
@@ -114,6 +114,12 @@ func (j *Job) saveState(w *storage.Batch, op *aggOp) {
 				val = binary.AppendUvarint(val[:0], uint64(n))
 				r.PutState(j.spec.ID, op.id, aux, val)
 			})
+		}
+	}
+	// Every group with changed values was changed, so saved above.
+	for _, vb := range bags {
+		if vb != nil {
+			vb.clearChanges()
 		}
 	}
 	w.AddRun(r)
@@ -132,19 +138,6 @@ func (op *aggOp) valueBags() []*valueBags {
 		}
 	}
 	return out
-}
-
-// forgetValues drops the value changes of the changed groups (a job that
-// saves no state).
-func forgetValues(op *aggOp) {
-	for _, vb := range op.valueBags() {
-		if vb == nil || !vb.track {
-			continue
-		}
-		for _, g := range op.dirty {
-			vb.saveValues(g, nil)
-		}
-	}
 }
 
 // loadValue restores one value entry (rest: the key after the group's
@@ -250,6 +243,18 @@ func decodeGroup(op *aggOp, g int32, val []byte) error {
 		n, k := binary.Uvarint(val)
 		if k <= 0 || uint64(len(val)-k) != n {
 			return errCorruptState
+		}
+	}
+	for _, acc := range op.accs {
+		if vb := valuesOf(acc); vb != nil && vb.legacy {
+			// Values stored inline, the old way: the next barrier saves
+			// the group, moving them to entries of their own.
+			vb.legacy = false
+			if !op.isDirty[g] {
+				op.isDirty[g] = true
+				op.dirty = append(op.dirty, g)
+				op.touched[g] = op.epoch
+			}
 		}
 	}
 	return nil

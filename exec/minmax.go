@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -44,7 +45,7 @@ func (a *minMaxAcc) grow(n int) {
 }
 
 // bagged says group g keeps its multiset of values.
-func (a *minMaxAcc) bagged(g int32) bool { return a.retract || a.bags.b[g].n != nil }
+func (a *minMaxAcc) bagged(g int32) bool { return a.retract || a.bags.b[g] != nil }
 
 func (a *minMaxAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
 	if signs != nil {
@@ -147,7 +148,7 @@ func (a *minMaxAcc) updateBag(gids []int32, arg arrow.Array, signs []int8) error
 		if !a.bagged(g) {
 			// The first retraction of a group that kept only its extreme:
 			// from here on it keeps its values, starting with that one.
-			a.bags.b[g].n = map[string]int64{}
+			a.bags.b[g] = map[string]int64{}
 			if a.has[g] {
 				a.buf = encodeDatum(a.buf[:0], a.get(g), a.t)
 				a.bags.add(g, a.buf, 1)
@@ -171,7 +172,7 @@ func (a *minMaxAcc) updateBag(gids []int32, arg arrow.Array, signs []int8) error
 // group's own multiset, no read of the state table).
 func (a *minMaxAcc) recompute(g int32) {
 	a.has[g] = false
-	for k := range a.bags.b[g].n {
+	for k := range a.bags.b[g] {
 		d, _, err := decodeDatum([]byte(k), a.t)
 		if err == nil {
 			a.offer(g, d)
@@ -283,96 +284,115 @@ func valuesOf(acc accum) *valueBags {
 }
 
 // valueBags is a multiset of values per group: each value (encoded with
-// encodeDatum) with its count. In a view job (track) it also remembers the
-// values whose count changed since they were last saved, so a barrier
-// writes one state entry per changed (group, value) pair: the group's key,
-// the accumulator, the value -> the count (aggtask.go, saveState).
+// encodeDatum) with its count. In a view job (track) it also logs the
+// values whose count changed since the last save, so a barrier writes one
+// state entry per changed (group, value) pair: the group's key, the
+// accumulator, the value -> the count (aggtask.go, saveState). The log is
+// flat (no allocation per change but the values' bytes, in one arena).
 type valueBags struct {
-	b     []valueBag
+	b     []map[string]int64 // per group; nil: empty
 	track bool
-	keys  []string // scratch for saveValues
+	chg   []valueChange
+	arena []byte
+	// legacy is set when a group's entry carried its values inline.
+	legacy bool
 }
 
-type valueBag struct {
-	n   map[string]int64 // nil: empty
-	chg map[string]struct{}
+// valueChange is a changed value of group g: arena[off:off+n]; cnt is its
+// count, set by sortChanges.
+type valueChange struct {
+	g      int32
+	off, n uint32
+	cnt    int64
 }
 
 func (v *valueBags) grow(n int) {
 	for len(v.b) < n {
-		v.b = append(v.b, valueBag{})
+		v.b = append(v.b, nil)
 	}
 }
 
 // add adds d copies of value val to group g and returns its count before
 // and after; a count that reaches zero is dropped.
 func (v *valueBags) add(g int32, val []byte, d int64) (before, after int64) {
-	b := &v.b[g]
-	before = b.n[string(val)]
+	m := v.b[g]
+	before = m[string(val)]
 	after = before + d
 	switch {
 	case after > 0 && before > 0:
-		b.n[string(val)] = after
+		m[string(val)] = after
 	case after > 0:
-		if b.n == nil {
-			b.n = map[string]int64{}
+		if m == nil {
+			m = map[string]int64{}
+			v.b[g] = m
 		}
-		b.n[string(val)] = after
+		m[string(val)] = after
 	case before > 0:
-		delete(b.n, string(val))
+		delete(m, string(val))
 	}
 	if v.track && before != after {
-		if b.chg == nil {
-			b.chg = map[string]struct{}{}
-		}
-		if _, ok := b.chg[string(val)]; !ok {
-			b.chg[string(val)] = struct{}{}
-		}
+		v.chg = append(v.chg, valueChange{g: g, off: uint32(len(v.arena)), n: uint32(len(val))})
+		v.arena = append(v.arena, val...)
 	}
 	return before, max(after, 0)
 }
 
-// reset empties group g (its id is reused by another group).
-func (v *valueBags) reset(g int32) { v.b[g] = valueBag{} }
+// reset empties group g (its id is reused by another group). Only a group
+// with no unsaved changes is reset (evicted).
+func (v *valueBags) reset(g int32) { v.b[g] = nil }
 
-// saveValues calls put with each value of group g whose count changed since
-// the last call, in byte order, with its count (0: gone); put nil only
-// forgets the changes.
-func (v *valueBags) saveValues(g int32, put func(val string, n int64)) {
-	b := &v.b[g]
-	if len(b.chg) == 0 {
-		return
-	}
-	if put != nil {
-		v.keys = v.keys[:0]
-		for k := range b.chg {
-			v.keys = append(v.keys, k)
+func (v *valueBags) val(c valueChange) []byte { return v.arena[c.off : c.off+c.n] }
+
+// sortChanges orders the change log by group and value, keeps one entry per
+// (group, value) and notes each one's count now; saveValues then reads it.
+func (v *valueBags) sortChanges() {
+	slices.SortFunc(v.chg, func(a, b valueChange) int {
+		if a.g != b.g {
+			return int(a.g) - int(b.g)
 		}
-		slices.Sort(v.keys)
-		for _, k := range v.keys {
-			put(k, b.n[k])
-		}
+		return bytes.Compare(v.val(a), v.val(b))
+	})
+	v.chg = slices.CompactFunc(v.chg, func(a, b valueChange) bool {
+		return a.g == b.g && bytes.Equal(v.val(a), v.val(b))
+	})
+	for i := range v.chg {
+		c := &v.chg[i]
+		c.cnt = max(v.b[c.g][string(v.val(*c))], 0)
 	}
-	b.chg = nil
 }
+
+// saveValues calls put with each value of group g in the sorted change log
+// (sortChanges), in byte order, with its count (0: gone).
+func (v *valueBags) saveValues(g int32, put func(val []byte, n int64)) {
+	i, _ := slices.BinarySearchFunc(v.chg, g, func(c valueChange, g int32) int { return int(c.g) - int(g) })
+	for ; i < len(v.chg) && v.chg[i].g == g; i++ {
+		put(v.val(v.chg[i]), v.chg[i].cnt)
+	}
+}
+
+// clearChanges empties the change log (once every changed group is saved).
+func (v *valueBags) clearChanges() { v.chg, v.arena = v.chg[:0], v.arena[:0] }
 
 // loadValue restores value val's count in group g from its state entry.
 func (v *valueBags) loadValue(g int32, val []byte, n int64) {
-	b := &v.b[g]
-	if b.n == nil {
-		b.n = map[string]int64{}
+	if v.b[g] == nil {
+		v.b[g] = map[string]int64{}
 	}
-	b.n[string(val)] = n
+	v.b[g][string(val)] = n
 }
 
 // decodeInline reads the values a group's state entry carries inline:
 // none in state written now, the group's whole multiset in state written
-// before values were stored apart. Those are marked changed, so the
-// group's next save writes them as entries of their own.
+// before values were stored apart. Those are logged as changed and legacy
+// is set, so the group is saved at the next barrier (decodeGroup) with its
+// values as entries of their own.
 func (v *valueBags) decodeInline(buf []byte, g int32) ([]byte, error) {
 	n, buf, err := readUvarint(buf)
 	if err != nil {
 		return nil, err
+	}
+	if n > 0 {
+		v.legacy = true
 	}
 	for ; n > 0; n-- {
 		var l, c uint64
