@@ -26,7 +26,10 @@ type minMaxAcc struct {
 	// bags counts each value (encoded) of each group: every group if
 	// retract, else only groups that have seen a retraction.
 	bags valueBags
-	buf  []byte
+	// heaps[g] orders group g's values, best first, once its extreme has
+	// been retracted (recompute); nil before.
+	heaps []*valHeap
+	buf   []byte
 }
 
 func (a *minMaxAcc) grow(n int) {
@@ -42,6 +45,9 @@ func (a *minMaxAcc) grow(n int) {
 		}
 	}
 	a.bags.grow(n)
+	for len(a.heaps) < n {
+		a.heaps = append(a.heaps, nil)
+	}
 }
 
 // bagged says group g keeps its multiset of values.
@@ -86,11 +92,23 @@ func (a *minMaxAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
 	}
 	for i, g := range gids {
 		if a.bagged(g) && arg.IsValid(i) {
-			a.buf = encodeDatum(a.buf[:0], types.DatumAt(arg, i, a.t), a.t)
-			a.bags.add(g, a.buf, 1)
+			a.addValue(g, types.DatumAt(arg, i, a.t))
 		}
 	}
 	return nil
+}
+
+// addValue adds a copy of d to group g's values; a new value goes into the
+// group's heap, if it has one.
+func (a *minMaxAcc) addValue(g int32, d types.Datum) {
+	a.buf = encodeDatum(a.buf[:0], d, a.t)
+	if before, _ := a.bags.add(g, a.buf, 1); before == 0 && a.heaps[g] != nil {
+		if h := a.heaps[g]; len(h.ds) > 2*len(a.bags.b[g])+16 {
+			a.heaps[g] = nil // mostly stale: rebuilt when next needed
+		} else {
+			h.push(a, d, string(a.buf))
+		}
+	}
 }
 
 // floatLess orders floats as PostgreSQL does: NaN above everything.
@@ -150,17 +168,16 @@ func (a *minMaxAcc) updateBag(gids []int32, arg arrow.Array, signs []int8) error
 			// from here on it keeps its values, starting with that one.
 			a.bags.b[g] = map[string]int64{}
 			if a.has[g] {
-				a.buf = encodeDatum(a.buf[:0], a.get(g), a.t)
-				a.bags.add(g, a.buf, 1)
+				a.addValue(g, a.get(g))
 			}
 		}
 		d := types.DatumAt(arg, i, a.t)
-		a.buf = encodeDatum(a.buf[:0], d, a.t)
 		if signs[i] > 0 {
-			a.bags.add(g, a.buf, 1)
+			a.addValue(g, d)
 			a.offer(g, d)
 			continue
 		}
+		a.buf = encodeDatum(a.buf[:0], d, a.t)
 		if _, after := a.bags.add(g, a.buf, -1); after <= 0 && a.has[g] && compareDatum(d, a.get(g), a.t) == 0 {
 			a.recompute(g)
 		}
@@ -168,15 +185,91 @@ func (a *minMaxAcc) updateBag(gids []int32, arg arrow.Array, signs []int8) error
 	return nil
 }
 
-// recompute finds group g's extreme among its values (in memory: the
-// group's own multiset, no read of the state table).
+// recompute finds group g's extreme once the current one is gone: the top
+// of the group's heap of values, after popping values whose count fell to
+// zero (the heap is not told of deletions). The heap is built from the
+// group's values the first time, and rebuilt when stale entries outnumber
+// live ones; otherwise a retracted extreme costs O(log n), no scan.
 func (a *minMaxAcc) recompute(g int32) {
-	a.has[g] = false
-	for k := range a.bags.b[g] {
-		d, _, err := decodeDatum([]byte(k), a.t)
-		if err == nil {
-			a.offer(g, d)
+	m := a.bags.b[g]
+	h := a.heaps[g]
+	if h == nil || len(h.ds) > 2*len(m)+16 {
+		h = &valHeap{ds: make([]types.Datum, 0, len(m)), keys: make([]string, 0, len(m))}
+		for k := range m {
+			d, _, err := decodeDatum([]byte(k), a.t)
+			if err == nil {
+				h.ds, h.keys = append(h.ds, d), append(h.keys, k)
+			}
 		}
+		h.init(a)
+		a.heaps[g] = h
+	}
+	for len(h.ds) > 0 && m[h.keys[0]] <= 0 {
+		h.pop(a)
+	}
+	if len(h.ds) == 0 {
+		a.has[g] = false
+		return
+	}
+	a.set(g, h.ds[0])
+}
+
+// valHeap is a binary heap of a group's values (and their encodings), the
+// extreme on top.
+type valHeap struct {
+	ds   []types.Datum
+	keys []string
+}
+
+func (h *valHeap) better(a *minMaxAcc, i, j int) bool {
+	c := compareDatum(h.ds[i], h.ds[j], a.t)
+	return (a.max && c > 0) || (!a.max && c < 0)
+}
+
+func (h *valHeap) swap(i, j int) {
+	h.ds[i], h.ds[j] = h.ds[j], h.ds[i]
+	h.keys[i], h.keys[j] = h.keys[j], h.keys[i]
+}
+
+func (h *valHeap) init(a *minMaxAcc) {
+	for i := len(h.ds)/2 - 1; i >= 0; i-- {
+		h.down(a, i)
+	}
+}
+
+func (h *valHeap) push(a *minMaxAcc, d types.Datum, key string) {
+	h.ds, h.keys = append(h.ds, d), append(h.keys, key)
+	for i := len(h.ds) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.better(a, i, p) {
+			break
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h *valHeap) pop(a *minMaxAcc) {
+	last := len(h.ds) - 1
+	h.swap(0, last)
+	h.ds, h.keys = h.ds[:last], h.keys[:last]
+	h.down(a, 0)
+}
+
+func (h *valHeap) down(a *minMaxAcc, i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h.ds) {
+			return
+		}
+		if c+1 < len(h.ds) && h.better(a, c+1, c) {
+			c++
+		}
+		if !h.better(a, c, i) {
+			return
+		}
+		h.swap(i, c)
+		i = c
 	}
 }
 
@@ -185,6 +278,7 @@ func (a *minMaxAcc) result(g int32) types.Datum { return a.get(g) }
 func (a *minMaxAcc) reset(g int32) {
 	a.has[g] = false
 	a.bags.reset(g)
+	a.heaps[g] = nil
 }
 
 // encode writes the extreme and an empty inline multiset: the values are

@@ -2,6 +2,8 @@ package exec
 
 import (
 	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"testing"
@@ -220,5 +222,83 @@ func TestValueStateLegacy(t *testing.T) {
 	pushSigned(t, op3, [][2]int64{{1, 4}}, -1)
 	if got := groupRows(t, op3); got != "1 1 1 6 6 6" {
 		t.Fatalf("after retracting the last 4: %q", got)
+	}
+}
+
+// TestMinMaxUnderChurn: min and max of groups whose values come and go at
+// random (each group's extreme retracted again and again, values re-added)
+// match the multiset's, checked after every batch.
+func TestMinMaxUnderChurn(t *testing.T) {
+	k, v := kvRefs()
+	spec := &HashAgg{Keys: []expr.Expr{k}, Aggs: []AggSpec{
+		{Kind: AggMin, Arg: v, T: types.TInt64}, {Kind: AggMax, Arg: v, T: types.TInt64}}}
+	op := newAggOp(spec, true)
+	r := rand.New(rand.NewPCG(1, 2))
+	const groups = 4
+	bag := make([]map[int64]int, groups)
+	for i := range bag {
+		bag[i] = map[int64]int{}
+	}
+	for round := range 2000 {
+		var add, del [][2]int64
+		for range 1 + r.IntN(20) {
+			g := r.Int64N(groups)
+			val := r.Int64N(300)
+			if r.IntN(2) == 0 && len(bag[g]) > 0 {
+				// Retract the current min or max half the time, else any value.
+				lo, hi := int64(1<<62), int64(-1<<62)
+				for x := range bag[g] {
+					lo, hi = min(lo, x), max(hi, x)
+				}
+				switch r.IntN(3) {
+				case 0:
+					val = lo
+				case 1:
+					val = hi
+				}
+				if bag[g][val] > 0 {
+					if bag[g][val]--; bag[g][val] == 0 {
+						delete(bag[g], val)
+					}
+					del = append(del, [2]int64{g, val})
+				}
+				continue
+			}
+			bag[g][val]++
+			add = append(add, [2]int64{g, val})
+		}
+		if len(add) > 0 {
+			pushSigned(t, op, add, 1)
+		}
+		if len(del) > 0 {
+			pushSigned(t, op, del, -1)
+		}
+		op.dirty = op.dirty[:0]
+		clear(op.isDirty)
+		for g := range int64(groups) {
+			rows := [][2]int64{{g, 0}}
+			rec := kvRecord(rows)
+			gids := make([]int32, 1)
+			op.gt.lookup([]arrow.Array{rec.Column(0)}, 1, gids, false)
+			rec.Release()
+			want := "NULL NULL"
+			if len(bag[g]) > 0 {
+				lo, hi := int64(1<<62), int64(-1<<62)
+				for x := range bag[g] {
+					lo, hi = min(lo, x), max(hi, x)
+				}
+				want = fmt.Sprintf("%d %d", lo, hi)
+			}
+			got := "NULL NULL"
+			if gids[0] >= 0 {
+				mn, mx := op.accs[0].result(gids[0]), op.accs[1].result(gids[0])
+				if !mn.Null {
+					got = fmt.Sprintf("%d %d", mn.I, mx.I)
+				}
+			}
+			if got != want {
+				t.Fatalf("round %d, group %d: min, max = %s, want %s", round, g, got, want)
+			}
+		}
 	}
 }
