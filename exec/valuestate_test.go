@@ -160,6 +160,19 @@ func TestValueStateWrites(t *testing.T) {
 	if n := op2.evict(1, 2, 3); n != 1000 {
 		t.Fatalf("evicted %d groups, want 1000", n)
 	}
+	// The evicted-groups filter rebuilt from the state table holds every
+	// group there, and only the groups (not their value entries).
+	if err := op2.evicted.rebuild(op2.evicted.refill); err != nil {
+		t.Fatal(err)
+	}
+	if op2.evicted.n != 1000 {
+		t.Fatalf("rebuilt filter has %d members, want 1000", op2.evicted.n)
+	}
+	for k := range int64(1000) {
+		if !op2.evicted.mayContain(hashDatums([]types.Datum{types.Int(k)}, op2.keyTs)) {
+			t.Fatalf("rebuilt filter misses group %d", k)
+		}
+	}
 	for _, o := range []*aggOp{op2, op} { // op2 reads the state of epoch 2
 		pushSigned(t, o, [][2]int64{{7, 1}, {7, 1}, {9, 9}}, -1)
 	}
