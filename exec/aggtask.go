@@ -155,10 +155,11 @@ func loadValue(op *aggOp, bags []*valueBags, g int32, rest, val []byte) error {
 	return nil
 }
 
-// rebuildEvicted rebuilds the evicted-groups filter from the state table:
-// every group of the instance's key groups there (evicted or not: one in
-// memory is never looked up in the filter) and nothing else, so groups
-// loaded back or deleted since stop costing false positives.
+// refillEvicted returns what the evicted-groups filter is rebuilt from
+// (evictedFilter.refill): every group of the instance's key groups in the
+// state table (evicted or not: one in memory is never looked up in the
+// filter) and nothing else, so groups loaded back or deleted since stop
+// costing false positives.
 func (j *Job) refillEvicted(op *aggOp, inst, par int) func(add func(uint64)) error {
 	return func(add func(uint64)) error {
 		ds := make([]types.Datum, len(op.keyTs))

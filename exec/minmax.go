@@ -392,8 +392,8 @@ type valueBags struct {
 	legacy bool
 }
 
-// valueChange is a changed value of group g: arena[off:off+n]; cnt is its
-// count, set by sortChanges.
+// valueChange is a changed value of group g: arena[off:off+n], and its
+// count after the change.
 type valueChange struct {
 	g      int32
 	off, n uint32
@@ -425,7 +425,7 @@ func (v *valueBags) add(g int32, val []byte, d int64) (before, after int64) {
 		delete(m, string(val))
 	}
 	if v.track && before != after {
-		v.chg = append(v.chg, valueChange{g: g, off: uint32(len(v.arena)), n: uint32(len(val))})
+		v.chg = append(v.chg, valueChange{g: g, off: uint32(len(v.arena)), n: uint32(len(val)), cnt: max(after, 0)})
 		v.arena = append(v.arena, val...)
 	}
 	return before, max(after, 0)
@@ -437,22 +437,24 @@ func (v *valueBags) reset(g int32) { v.b[g] = nil }
 
 func (v *valueBags) val(c valueChange) []byte { return v.arena[c.off : c.off+c.n] }
 
-// sortChanges orders the change log by group and value, keeps one entry per
-// (group, value) and notes each one's count now; saveValues then reads it.
+// sortChanges orders the change log by group and value and keeps the last
+// change of each (group, value), whose count is the current one (no read
+// of the groups' maps: at a barrier they are cold); saveValues then reads it.
 func (v *valueBags) sortChanges() {
-	slices.SortFunc(v.chg, func(a, b valueChange) int {
+	slices.SortStableFunc(v.chg, func(a, b valueChange) int {
 		if a.g != b.g {
 			return int(a.g) - int(b.g)
 		}
 		return bytes.Compare(v.val(a), v.val(b))
 	})
-	v.chg = slices.CompactFunc(v.chg, func(a, b valueChange) bool {
-		return a.g == b.g && bytes.Equal(v.val(a), v.val(b))
-	})
-	for i := range v.chg {
-		c := &v.chg[i]
-		c.cnt = max(v.b[c.g][string(v.val(*c))], 0)
+	out := v.chg[:0]
+	for i, c := range v.chg {
+		if i+1 < len(v.chg) && v.chg[i+1].g == c.g && bytes.Equal(v.val(v.chg[i+1]), v.val(c)) {
+			continue // a later change of the same value follows
+		}
+		out = append(out, c)
 	}
+	v.chg = out
 }
 
 // saveValues calls put with each value of group g in the sorted change log
