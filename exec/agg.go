@@ -116,11 +116,6 @@ func (a *aggOp) evict(limit int64, committed, current uint64) int {
 	if limit <= 0 || a.bytes <= limit || len(a.spec.Keys) == 0 {
 		return 0
 	}
-	for _, s := range a.spec.Aggs {
-		if s.Distinct {
-			return 0 // count(DISTINCT) keeps its values outside the groups; not evictable
-		}
-	}
 	evicted := 0
 	n := a.gt.Len()
 	target := limit * 8 / 10
@@ -236,7 +231,7 @@ func (a *aggOp) distinctBytes() int64 {
 	var n int64
 	for _, acc := range a.accs {
 		if d, ok := acc.(*distinctAcc); ok {
-			n += int64(len(d.seen)) * 64
+			n += d.bags.bytes
 		}
 	}
 	return n

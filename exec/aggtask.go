@@ -62,6 +62,9 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 		// the barrier has gone on, it does not delay the checkpoint.
 		if j.spec.View != nil {
 			j.Evicted.Add(int64(op.evict(j.cacheShare(), j.committed.Load(), m.barrier.Epoch)))
+			if err := op.evicted.refreshIfFull(); err != nil {
+				return err
+			}
 			if op.spilled {
 				j.spilling.Store(true)
 			}
@@ -73,17 +76,110 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 // State of an aggregate group: key = key group byte + encoded group key;
 // value = each accumulator's state (decodeGroup), or none for a group that
 // emptied (deleted). prepareSave has encoded both.
+//
+// Accumulators that keep a multiset of values per group (count(DISTINCT),
+// min/max under retraction: valueBags) store each value apart: key = the
+// group's key + the accumulator's index (2 bytes) + the encoded value;
+// value = its count. The group's key is prefix-free (encodeDatum), so these
+// entries sort right after their group's and before the next group's, and
+// only the values whose count changed are written (a count of 0 deletes).
 func (j *Job) saveState(w *storage.Batch, op *aggOp) {
 	ks := &op.saveKeys
 	r := w.NewRun()
+	bags := op.valueBags()
+	for _, vb := range bags {
+		if vb != nil {
+			vb.sortChanges()
+		}
+	}
+	var aux []byte
+	var val []byte
 	for _, k := range ks.keys {
-		if val := ks.val(k); len(val) > 0 {
-			r.PutState(j.spec.ID, op.id, ks.key(k), val)
+		key := ks.key(k)
+		if v := ks.val(k); len(v) > 0 {
+			r.PutState(j.spec.ID, op.id, key, v)
 		} else {
-			r.DeleteState(j.spec.ID, op.id, ks.key(k))
+			r.DeleteState(j.spec.ID, op.id, key)
+		}
+		for i, vb := range bags {
+			if vb == nil {
+				continue
+			}
+			vb.saveValues(k.ref, func(v []byte, n int64) {
+				aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
+				if n <= 0 {
+					r.DeleteState(j.spec.ID, op.id, aux)
+					return
+				}
+				val = binary.AppendUvarint(val[:0], uint64(n))
+				r.PutState(j.spec.ID, op.id, aux, val)
+			})
+		}
+	}
+	// Every group with changed values was changed, so saved above.
+	for _, vb := range bags {
+		if vb != nil {
+			vb.clearChanges()
 		}
 	}
 	w.AddRun(r)
+}
+
+// valueBags returns, per accumulator, its per-value counts or nil; nil if
+// no accumulator keeps any.
+func (op *aggOp) valueBags() []*valueBags {
+	var out []*valueBags
+	for i, acc := range op.accs {
+		if vb := valuesOf(acc); vb != nil {
+			if out == nil {
+				out = make([]*valueBags, len(op.accs))
+			}
+			out[i] = vb
+		}
+	}
+	return out
+}
+
+// loadValue restores one value entry (rest: the key after the group's
+// key) of group g.
+func loadValue(op *aggOp, bags []*valueBags, g int32, rest, val []byte) error {
+	if len(rest) < 2 {
+		return errCorruptState
+	}
+	i := int(binary.BigEndian.Uint16(rest))
+	n, k := binary.Uvarint(val)
+	if i >= len(bags) || bags[i] == nil || k <= 0 || k != len(val) {
+		return errCorruptState
+	}
+	bags[i].loadValue(g, rest[2:], int64(n))
+	return nil
+}
+
+// refillEvicted returns what the evicted-groups filter is rebuilt from
+// (evictedFilter.refill): every group of the instance's key groups in the
+// state table (evicted or not: one in memory is never looked up in the
+// filter) and nothing else, so groups loaded back or deleted since stop
+// costing false positives.
+func (j *Job) refillEvicted(op *aggOp, inst, par int) func(add func(uint64)) error {
+	return func(add func(uint64)) error {
+		ds := make([]types.Datum, len(op.keyTs))
+		return j.db.ScanState(j.spec.ID, op.id, func(key, _ []byte) error {
+			if len(key) == 0 || instanceOf(int(key[0]), par) != inst {
+				return nil
+			}
+			rest := key[1:]
+			for c, t := range op.keyTs {
+				var err error
+				if ds[c], rest, err = decodeDatum(rest, t); err != nil {
+					return err
+				}
+			}
+			if len(rest) == 0 { // a group, not one of its values
+				add(hashDatums(ds, op.keyTs))
+			}
+			return nil
+		})
+	}
 }
 
 // prepareSave encodes the state key and value of each changed group into
@@ -150,6 +246,18 @@ func decodeGroup(op *aggOp, g int32, val []byte) error {
 			return errCorruptState
 		}
 	}
+	for _, acc := range op.accs {
+		if vb := valuesOf(acc); vb != nil && vb.legacy {
+			// Values stored inline, the old way: the next barrier saves
+			// the group, moving them to entries of their own.
+			vb.legacy = false
+			if !op.isDirty[g] {
+				op.isDirty[g] = true
+				op.dirty = append(op.dirty, g)
+				op.touched[g] = op.epoch
+			}
+		}
+	}
 	return nil
 }
 
@@ -189,12 +297,40 @@ func restoreOut(op *aggOp, gids []int32) error {
 // keys come (op.load).
 func (j *Job) loadState(op *aggOp, inst, par int) error {
 	limit := j.cacheShare()
+	bags := op.valueBags()
+	for _, vb := range bags {
+		if vb != nil {
+			vb.track = true // saveState writes the changed values
+		}
+	}
+	op.evicted.refill = j.refillEvicted(op, inst, par)
 	var key []byte
 	var found []int32
 	op.load = func(gids []int32) error {
 		found = found[:0]
 		for _, g := range gids {
 			key = stateKeyOf(op, g, key)
+			if bags != nil {
+				// The group's entry and, right after it, its values'.
+				ok := false
+				err := j.db.ScanStatePrefix(j.spec.ID, op.id, key, func(k, v []byte) error {
+					if rest := k[len(key):]; len(rest) > 0 {
+						if !ok {
+							return errCorruptState // values without their group
+						}
+						return loadValue(op, bags, g, rest, v)
+					}
+					ok = true
+					return decodeGroup(op, g, v)
+				})
+				if err != nil {
+					return err
+				}
+				if ok {
+					found = append(found, g)
+				}
+				continue
+			}
 			v, err := j.db.GetState(j.spec.ID, op.id, key)
 			if err != nil {
 				return err
@@ -209,6 +345,9 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 		return restoreOut(op, found)
 	}
 	loaded := make([]int32, 0, 4096)
+	// The group whose entry came last, if it was loaded (-1 if not): the
+	// value entries that follow it are its (saveState).
+	cur := int32(-1)
 	err := j.db.ScanState(j.spec.ID, op.id, func(key, val []byte) error {
 		if len(key) == 0 || instanceOf(int(key[0]), par) != inst {
 			return nil
@@ -221,6 +360,13 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 				return err
 			}
 		}
+		if len(rest) > 0 {
+			if cur < 0 {
+				return nil // its group stays in the state table
+			}
+			return loadValue(op, bags, cur, rest, val)
+		}
+		cur = -1
 		if limit > 0 && op.bytes > limit {
 			// The rest stays in the state table until its keys come.
 			op.spilled = true
@@ -237,6 +383,7 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 		if err := decodeGroup(op, g, val); err != nil {
 			return err
 		}
+		cur = g
 		op.restored = true
 		// Rows are restored in chunks, so op.bytes stays close enough to
 		// the truth for the cache limit above.

@@ -4,23 +4,50 @@ package exec
 // lives only in the state table (evicted, or not loaded at startup). A new
 // group whose hash it has never seen needs no read of the state table: a
 // view over millions of distinct keys does not pay a point read per key.
+//
+// A Bloom filter cannot forget, and groups leave the evicted set (loaded
+// back, deleted) while new ones join it, so the filter fills up and every
+// new group would end up costing a point read. An operator that can list
+// its evicted set (refill: the aggregate scans its state table) has the
+// filter rebuilt from it once the additions since the last build pass
+// one per evictedBitsPerMember bits (full), at a size that leaves the
+// rebuilt set at most 2/3 of that fill, doubling it as the set grows: the
+// false-positive rate stays below about 3 % however many groups come and go.
 type evictedFilter struct {
 	bits []uint64
+	n    int // additions since the filter was (re)built
+	// size is the filter's size in bits when (re)built; 0: evictedFilterBits.
+	size int
+	// refill adds every member of the evicted set; nil: never rebuilt.
+	refill func(add func(uint64)) error
 }
 
-// evictedFilterBits is the filter's size: 64 Mi bits (8 MiB), about 4 %
-// false positives at 10M evicted groups, whatever the state cache's cap.
+// evictedFilterBits is the filter's initial (and smallest) size: 64 Mi
+// bits (8 MiB), whatever the state cache's cap.
 const evictedFilterBits = 1 << 26
+
+// evictedBitsPerMember is the fill at which the filter counts as full:
+// 8 bits per member, about 3 % false positives with 4 probes in a block.
+const evictedBitsPerMember = 8
 
 func (f *evictedFilter) add(h uint64) {
 	if f.bits == nil {
-		f.bits = make([]uint64, evictedFilterBits/64)
+		f.alloc()
 	}
+	f.n++
 	w, m := f.block(h)
 	for i := range uint64(filterProbes) {
 		b := m >> (9 * i) & 511
 		w[b>>6] |= 1 << (b & 63)
 	}
+}
+
+func (f *evictedFilter) alloc() {
+	if f.size == 0 {
+		f.size = evictedFilterBits
+	}
+	f.bits = make([]uint64, f.size/64)
+	f.n = 0
 }
 
 // mayContain reports whether h may have been added.
@@ -36,6 +63,34 @@ func (f *evictedFilter) mayContain(h uint64) bool {
 		}
 	}
 	return true
+}
+
+// full says the filter holds more additions than its false-positive bound allows.
+func (f *evictedFilter) full() bool {
+	return f.bits != nil && f.n*evictedBitsPerMember > len(f.bits)*64
+}
+
+// refreshIfFull rebuilds a full filter from refill, if the operator gave one.
+func (f *evictedFilter) refreshIfFull() error {
+	if f.refill == nil || !f.full() {
+		return nil
+	}
+	return f.rebuild(f.refill)
+}
+
+// rebuild empties the filter and adds every member fill lists, doubling
+// the size (and listing again) while they fill more than 2/3 of full.
+func (f *evictedFilter) rebuild(fill func(add func(uint64)) error) error {
+	for {
+		f.alloc()
+		if err := fill(f.add); err != nil {
+			return err
+		}
+		if f.n*evictedBitsPerMember*3 <= f.size*2 {
+			return nil
+		}
+		f.size *= 2
+	}
 }
 
 // filterProbes is the number of bits set per hash, all in one 512-bit

@@ -1,6 +1,9 @@
 package exec
 
 import (
+	"bytes"
+	"slices"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/types"
@@ -8,7 +11,8 @@ import (
 
 // minMaxAcc keeps the current extreme per group. Under retraction it also
 // keeps each group's multiset of values so a retracted extreme can be
-// replaced by the next one.
+// replaced by the next one; the multiset is stored value by value
+// (valueBags), so an epoch writes only the values that changed.
 type minMaxAcc struct {
 	max bool
 	t   types.T
@@ -19,8 +23,13 @@ type minMaxAcc struct {
 	ints    []int64   // PhysInt64, PhysBool
 	flts    []float64 // PhysFloat64
 	ds      []types.Datum
-	// bag[g] counts each value (encoded) of group g; only once retractions are seen.
-	bag []map[string]int64
+	// bags counts each value (encoded) of each group: every group if
+	// retract, else only groups that have seen a retraction.
+	bags valueBags
+	// heaps[g] orders group g's values, best first, once its extreme has
+	// been retracted (recompute); nil before.
+	heaps []*valHeap
+	buf   []byte
 }
 
 func (a *minMaxAcc) grow(n int) {
@@ -34,13 +43,15 @@ func (a *minMaxAcc) grow(n int) {
 		default:
 			a.ds = append(a.ds, types.Datum{})
 		}
-		var bag map[string]int64
-		if a.retract {
-			bag = map[string]int64{}
-		}
-		a.bag = append(a.bag, bag)
+	}
+	a.bags.grow(n)
+	for len(a.heaps) < n {
+		a.heaps = append(a.heaps, nil)
 	}
 }
+
+// bagged says group g keeps its multiset of values.
+func (a *minMaxAcc) bagged(g int32) bool { return a.retract || a.bags.b[g] != nil }
 
 func (a *minMaxAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
 	if signs != nil {
@@ -80,11 +91,24 @@ func (a *minMaxAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
 		}
 	}
 	for i, g := range gids {
-		if a.bag[g] != nil && arg.IsValid(i) {
-			a.bag[g][string(encodeDatum(nil, types.DatumAt(arg, i, a.t), a.t))]++
+		if a.bagged(g) && arg.IsValid(i) {
+			a.addValue(g, types.DatumAt(arg, i, a.t))
 		}
 	}
 	return nil
+}
+
+// addValue adds a copy of d to group g's values; a new value goes into the
+// group's heap, if it has one.
+func (a *minMaxAcc) addValue(g int32, d types.Datum) {
+	a.buf = encodeDatum(a.buf[:0], d, a.t)
+	if before, _ := a.bags.add(g, a.buf, 1); before == 0 && a.heaps[g] != nil {
+		if h := a.heaps[g]; len(h.ds) > 2*len(a.bags.b[g])+16 {
+			a.heaps[g] = nil // mostly stale: rebuilt when next needed
+		} else {
+			h.push(a, d, string(a.buf))
+		}
+	}
 }
 
 // floatLess orders floats as PostgreSQL does: NaN above everything.
@@ -139,36 +163,113 @@ func (a *minMaxAcc) updateBag(gids []int32, arg arrow.Array, signs []int8) error
 		if arg.IsNull(i) {
 			continue
 		}
-		if a.bag[g] == nil {
-			a.bag[g] = map[string]int64{}
+		if !a.bagged(g) {
+			// The first retraction of a group that kept only its extreme:
+			// from here on it keeps its values, starting with that one.
+			a.bags.b[g] = map[string]int64{}
 			if a.has[g] {
-				a.bag[g][string(encodeDatum(nil, a.get(g), a.t))] = 1
+				a.addValue(g, a.get(g))
 			}
 		}
 		d := types.DatumAt(arg, i, a.t)
-		k := string(encodeDatum(nil, d, a.t))
 		if signs[i] > 0 {
-			a.bag[g][k]++
+			a.addValue(g, d)
 			a.offer(g, d)
 			continue
 		}
-		if a.bag[g][k]--; a.bag[g][k] <= 0 {
-			delete(a.bag[g], k)
-		}
-		if a.has[g] && compareDatum(d, a.get(g), a.t) == 0 && a.bag[g][k] == 0 {
+		a.buf = encodeDatum(a.buf[:0], d, a.t)
+		if _, after := a.bags.add(g, a.buf, -1); after <= 0 && a.has[g] && compareDatum(d, a.get(g), a.t) == 0 {
 			a.recompute(g)
 		}
 	}
 	return nil
 }
 
+// recompute finds group g's extreme once the current one is gone: the top
+// of the group's heap of values, after popping values whose count fell to
+// zero (the heap is not told of deletions). The heap is built from the
+// group's values the first time, and rebuilt when stale entries outnumber
+// live ones; otherwise a retracted extreme costs O(log n), no scan.
 func (a *minMaxAcc) recompute(g int32) {
-	a.has[g] = false
-	for k := range a.bag[g] {
-		d, _, err := decodeDatum([]byte(k), a.t)
-		if err == nil {
-			a.offer(g, d)
+	m := a.bags.b[g]
+	h := a.heaps[g]
+	if h == nil || len(h.ds) > 2*len(m)+16 {
+		h = &valHeap{ds: make([]types.Datum, 0, len(m)), keys: make([]string, 0, len(m))}
+		for k := range m {
+			d, _, err := decodeDatum([]byte(k), a.t)
+			if err == nil {
+				h.ds, h.keys = append(h.ds, d), append(h.keys, k)
+			}
 		}
+		h.init(a)
+		a.heaps[g] = h
+	}
+	for len(h.ds) > 0 && m[h.keys[0]] <= 0 {
+		h.pop(a)
+	}
+	if len(h.ds) == 0 {
+		a.has[g] = false
+		return
+	}
+	a.set(g, h.ds[0])
+}
+
+// valHeap is a binary heap of a group's values (and their encodings), the
+// extreme on top.
+type valHeap struct {
+	ds   []types.Datum
+	keys []string
+}
+
+func (h *valHeap) better(a *minMaxAcc, i, j int) bool {
+	c := compareDatum(h.ds[i], h.ds[j], a.t)
+	return (a.max && c > 0) || (!a.max && c < 0)
+}
+
+func (h *valHeap) swap(i, j int) {
+	h.ds[i], h.ds[j] = h.ds[j], h.ds[i]
+	h.keys[i], h.keys[j] = h.keys[j], h.keys[i]
+}
+
+func (h *valHeap) init(a *minMaxAcc) {
+	for i := len(h.ds)/2 - 1; i >= 0; i-- {
+		h.down(a, i)
+	}
+}
+
+func (h *valHeap) push(a *minMaxAcc, d types.Datum, key string) {
+	h.ds, h.keys = append(h.ds, d), append(h.keys, key)
+	for i := len(h.ds) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.better(a, i, p) {
+			break
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h *valHeap) pop(a *minMaxAcc) {
+	last := len(h.ds) - 1
+	h.swap(0, last)
+	h.ds, h.keys = h.ds[:last], h.keys[:last]
+	h.down(a, 0)
+}
+
+func (h *valHeap) down(a *minMaxAcc, i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h.ds) {
+			return
+		}
+		if c+1 < len(h.ds) && h.better(a, c+1, c) {
+			c++
+		}
+		if !h.better(a, c, i) {
+			return
+		}
+		h.swap(i, c)
+		i = c
 	}
 }
 
@@ -176,22 +277,16 @@ func (a *minMaxAcc) result(g int32) types.Datum { return a.get(g) }
 
 func (a *minMaxAcc) reset(g int32) {
 	a.has[g] = false
-	if a.retract {
-		a.bag[g] = map[string]int64{}
-	} else {
-		a.bag[g] = nil
-	}
+	a.bags.reset(g)
+	a.heaps[g] = nil
 }
 
+// encode writes the extreme and an empty inline multiset: the values are
+// separate state entries (saveValues). State written before they were
+// carried the multiset inline; decode still reads it.
 func (a *minMaxAcc) encode(buf []byte, g int32) []byte {
 	buf = encodeDatum(buf, a.get(g), a.t)
-	buf = appendUvarint(buf, uint64(len(a.bag[g])))
-	for k, n := range a.bag[g] {
-		buf = appendUvarint(buf, uint64(len(k)))
-		buf = append(buf, k...)
-		buf = appendUvarint(buf, uint64(n))
-	}
-	return buf
+	return appendUvarint(buf, 0)
 }
 
 func (a *minMaxAcc) decode(buf []byte, g int32) ([]byte, error) {
@@ -200,65 +295,39 @@ func (a *minMaxAcc) decode(buf []byte, g int32) ([]byte, error) {
 		return nil, err
 	}
 	a.set(g, d)
-	n, buf, err := readUvarint(buf)
-	if err != nil {
-		return nil, err
-	}
-	if n > 0 {
-		a.bag[g] = make(map[string]int64, n)
-	}
-	for ; n > 0; n-- {
-		var l, c uint64
-		if l, buf, err = readUvarint(buf); err != nil || uint64(len(buf)) < l {
-			return nil, errCorruptState
-		}
-		k := string(buf[:l])
-		if c, buf, err = readUvarint(buf[l:]); err != nil {
-			return nil, err
-		}
-		a.bag[g][k] = int64(c)
-	}
-	return buf, nil
+	return a.bags.decodeInline(buf, g)
 }
+
+func (a *minMaxAcc) values() *valueBags { return &a.bags }
 
 // distinctAcc feeds its inner aggregate each value once per group, counting
 // duplicates so retractions remove a value only when its last copy goes.
+// The counts are kept per group and stored value by value (valueBags): a
+// barrier's work is the changed (group, value) pairs, not every value.
 type distinctAcc struct {
 	inner accum
 	t     types.T
-	seen  map[distinctKey]int64
+	bags  valueBags
 	idx   []int
 	sg    []int32
 	ss    []int8
+	buf   []byte
 }
 
-type distinctKey struct {
-	g int32
-	v string
+func (a *distinctAcc) grow(n int) {
+	a.inner.grow(n)
+	a.bags.grow(n)
 }
-
-func (a *distinctAcc) grow(n int) { a.inner.grow(n) }
 
 func (a *distinctAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
-	if a.seen == nil {
-		a.seen = map[distinctKey]int64{}
-	}
 	a.idx, a.sg, a.ss = a.idx[:0], a.sg[:0], a.ss[:0]
-	var buf []byte
 	for i, g := range gids {
 		if arg.IsNull(i) {
 			continue
 		}
-		buf = encodeDatum(buf[:0], types.DatumAt(arg, i, a.t), a.t)
-		k := distinctKey{g, string(buf)}
+		a.buf = encodeDatum(a.buf[:0], types.DatumAt(arg, i, a.t), a.t)
 		s := sign(signs, i)
-		before := a.seen[k]
-		after := before + s
-		if after <= 0 {
-			delete(a.seen, k)
-		} else {
-			a.seen[k] = after
-		}
+		before, after := a.bags.add(g, a.buf, s)
 		if (before <= 0) != (after <= 0) {
 			a.idx, a.sg, a.ss = append(a.idx, i), append(a.sg, g), append(a.ss, int8(s))
 		}
@@ -279,52 +348,174 @@ func (a *distinctAcc) result(g int32) types.Datum { return a.inner.result(g) }
 
 func (a *distinctAcc) reset(g int32) {
 	a.inner.reset(g)
-	for k := range a.seen {
-		if k.g == g {
-			delete(a.seen, k)
-		}
-	}
+	a.bags.reset(g)
 }
 
+// encode writes the inner state and an empty inline value list: the values
+// are separate state entries (saveValues). State written before they were
+// carried the values inline; decode still reads it.
 func (a *distinctAcc) encode(buf []byte, g int32) []byte {
 	buf = a.inner.encode(buf, g)
-	var vals []string
-	for k := range a.seen {
-		if k.g == g {
-			vals = append(vals, k.v)
-		}
-	}
-	buf = appendUvarint(buf, uint64(len(vals)))
-	for _, v := range vals {
-		buf = appendUvarint(buf, uint64(len(v)))
-		buf = append(buf, v...)
-		buf = appendUvarint(buf, uint64(a.seen[distinctKey{g, v}]))
-	}
-	return buf
+	return appendUvarint(buf, 0)
 }
 
 func (a *distinctAcc) decode(buf []byte, g int32) ([]byte, error) {
-	if a.seen == nil {
-		a.seen = map[distinctKey]int64{}
-	}
 	buf, err := a.inner.decode(buf, g)
 	if err != nil {
 		return nil, err
 	}
+	return a.bags.decodeInline(buf, g)
+}
+
+func (a *distinctAcc) values() *valueBags { return &a.bags }
+
+// valuesOf returns the per-value counts acc keeps, or nil.
+func valuesOf(acc accum) *valueBags {
+	if v, ok := acc.(interface{ values() *valueBags }); ok {
+		return v.values()
+	}
+	return nil
+}
+
+// valueBags is a multiset of values per group: each value (encoded with
+// encodeDatum) with its count. In a view job (track) it also logs the
+// values whose count changed since the last save, so a barrier writes one
+// state entry per changed (group, value) pair: the group's key, the
+// accumulator, the value -> the count (aggtask.go, saveState). The log is
+// flat (no allocation per change but the values' bytes, in one arena).
+type valueBags struct {
+	b     []map[string]int64 // per group; nil: empty
+	track bool
+	chg   []valueChange
+	arena []byte
+	// legacy is set when a group's entry carried its values inline.
+	legacy bool
+	// bytes estimates the memory of the values held (a batch query's
+	// budget reads it).
+	bytes int64
+}
+
+// valueEntryBytes is a map entry's overhead beside the value's bytes.
+const valueEntryBytes = 48
+
+// valueChange is a changed value of group g: arena[off:off+n], and its
+// count after the change.
+type valueChange struct {
+	g      int32
+	off, n uint32
+	cnt    int64
+}
+
+func (v *valueBags) grow(n int) {
+	for len(v.b) < n {
+		v.b = append(v.b, nil)
+	}
+}
+
+// add adds d copies of value val to group g and returns its count before
+// and after; a count that reaches zero is dropped.
+func (v *valueBags) add(g int32, val []byte, d int64) (before, after int64) {
+	m := v.b[g]
+	before = m[string(val)]
+	after = before + d
+	switch {
+	case after > 0 && before > 0:
+		m[string(val)] = after
+	case after > 0:
+		if m == nil {
+			m = map[string]int64{}
+			v.b[g] = m
+		}
+		m[string(val)] = after
+		v.bytes += int64(len(val)) + valueEntryBytes
+	case before > 0:
+		delete(m, string(val))
+		v.bytes -= int64(len(val)) + valueEntryBytes
+	}
+	if v.track && before != after {
+		v.chg = append(v.chg, valueChange{g: g, off: uint32(len(v.arena)), n: uint32(len(val)), cnt: max(after, 0)})
+		v.arena = append(v.arena, val...)
+	}
+	return before, max(after, 0)
+}
+
+// reset empties group g (its id is reused by another group). Only a group
+// with no unsaved changes is reset (evicted).
+func (v *valueBags) reset(g int32) {
+	for val := range v.b[g] {
+		v.bytes -= int64(len(val)) + valueEntryBytes
+	}
+	v.b[g] = nil
+}
+
+func (v *valueBags) val(c valueChange) []byte { return v.arena[c.off : c.off+c.n] }
+
+// sortChanges orders the change log by group and value and keeps the last
+// change of each (group, value), whose count is the current one (no read
+// of the groups' maps: at a barrier they are cold); saveValues then reads it.
+func (v *valueBags) sortChanges() {
+	slices.SortStableFunc(v.chg, func(a, b valueChange) int {
+		if a.g != b.g {
+			return int(a.g) - int(b.g)
+		}
+		return bytes.Compare(v.val(a), v.val(b))
+	})
+	out := v.chg[:0]
+	for i, c := range v.chg {
+		if i+1 < len(v.chg) && v.chg[i+1].g == c.g && bytes.Equal(v.val(v.chg[i+1]), v.val(c)) {
+			continue // a later change of the same value follows
+		}
+		out = append(out, c)
+	}
+	v.chg = out
+}
+
+// saveValues calls put with each value of group g in the sorted change log
+// (sortChanges), in byte order, with its count (0: gone).
+func (v *valueBags) saveValues(g int32, put func(val []byte, n int64)) {
+	i, _ := slices.BinarySearchFunc(v.chg, g, func(c valueChange, g int32) int { return int(c.g) - int(g) })
+	for ; i < len(v.chg) && v.chg[i].g == g; i++ {
+		put(v.val(v.chg[i]), v.chg[i].cnt)
+	}
+}
+
+// clearChanges empties the change log (once every changed group is saved).
+func (v *valueBags) clearChanges() { v.chg, v.arena = v.chg[:0], v.arena[:0] }
+
+// loadValue restores value val's count in group g from its state entry.
+func (v *valueBags) loadValue(g int32, val []byte, n int64) {
+	if v.b[g] == nil {
+		v.b[g] = map[string]int64{}
+	}
+	if _, ok := v.b[g][string(val)]; !ok {
+		v.bytes += int64(len(val)) + valueEntryBytes
+	}
+	v.b[g][string(val)] = n
+}
+
+// decodeInline reads the values a group's state entry carries inline:
+// none in state written now, the group's whole multiset in state written
+// before values were stored apart. Those are logged as changed and legacy
+// is set, so the group is saved at the next barrier (decodeGroup) with its
+// values as entries of their own.
+func (v *valueBags) decodeInline(buf []byte, g int32) ([]byte, error) {
 	n, buf, err := readUvarint(buf)
 	if err != nil {
 		return nil, err
+	}
+	if n > 0 {
+		v.legacy = true
 	}
 	for ; n > 0; n-- {
 		var l, c uint64
 		if l, buf, err = readUvarint(buf); err != nil || uint64(len(buf)) < l {
 			return nil, errCorruptState
 		}
-		v := string(buf[:l])
+		val := buf[:l]
 		if c, buf, err = readUvarint(buf[l:]); err != nil {
 			return nil, err
 		}
-		a.seen[distinctKey{g, v}] = int64(c)
+		v.add(g, val, int64(c))
 	}
 	return buf, nil
 }
