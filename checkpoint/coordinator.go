@@ -242,7 +242,12 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	defer c.reg.Unlock()
 	tasks := c.reg.Tasks()
 	if len(tasks) == 0 && (trigger == "" || trigger == "periodic") {
-		return Record{}, nil // nothing runs, so there is nothing to checkpoint
+		// Nothing runs, so there is nothing to checkpoint; no stream is
+		// behind a view, so reads are no longer held at the last cut.
+		if last, _, err := c.db.LastCut(); err == nil && len(last) > 0 {
+			_ = c.db.CommitEpochAt(nil, 0, nil, false, storage.Cut{})
+		}
+		return Record{}, nil
 	}
 	c.mu.Lock()
 	c.mu.epoch++
@@ -324,7 +329,10 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	}
 	// Jobs that acknowledged commit their epoch even if another job failed:
 	// jobs are independent, and a failed job restarts from its own last commit.
-	if err := c.db.CommitEpoch(batches, id, meta, trigger != "" && rec.Status == Completed); err == nil {
+	if cut == nil {
+		cut = storage.Cut{}
+	}
+	if err := c.db.CommitEpochAt(batches, id, meta, trigger != "" && rec.Status == Completed, cut); err == nil {
 		for _, t := range acked {
 			t.Committed(epoch)
 		}

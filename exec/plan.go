@@ -226,3 +226,42 @@ func exprTypes(es []expr.Expr) []types.T {
 	}
 	return ts
 }
+
+// StreamsRead returns the streams a batch plan scans (each once).
+func StreamsRead(p Plan) []*storage.TableDef {
+	var out []*storage.TableDef
+	seen := map[uint64]bool{}
+	var visit func(Plan)
+	visit = func(p Plan) {
+		switch p := p.(type) {
+		case *ScanStream:
+			if !seen[p.Table.ID] {
+				seen[p.Table.ID] = true
+				out = append(out, p.Table)
+			}
+		case *Filter:
+			visit(p.In)
+		case *Project:
+			visit(p.In)
+		case *HashAgg:
+			visit(p.In)
+		case *HashJoin:
+			visit(p.Left)
+			visit(p.Right)
+		case *Sort:
+			visit(p.In)
+		case *Limit:
+			visit(p.In)
+		case *Window:
+			visit(p.In)
+		case *SingleRow:
+			visit(p.In)
+		case *Union:
+			for _, in := range p.Ins {
+				visit(in)
+			}
+		}
+	}
+	visit(p)
+	return out
+}

@@ -170,7 +170,17 @@ func scanStream(ctx *Ctx, t *storage.TableDef, emit func(arrow.RecordBatch) erro
 			return err
 		}
 		if ctx.Snap != nil {
-			end = math.MaxUint64 // the snapshot holds the blocks appended before it
+			// The statement reads the stream where the views it may read
+			// with it are: at the committed cut, if a running job reads
+			// the stream, else everything its snapshot holds.
+			end = math.MaxUint64
+			cut, err := ctx.DB.CommittedCut(ctx.Snap)
+			if err != nil {
+				return err
+			}
+			if c, ok := cut[storage.LogPart{Table: t.ID, Part: uint32(part)}]; ok {
+				end = c
+			}
 		}
 		if err := ctx.DB.ReadLogAt(ctx.Snap, ctx.alloc(), t.ID, uint32(part), start, end, func(_ uint64, rec arrow.RecordBatch) error {
 			if err := ctx.check(); err != nil {

@@ -36,6 +36,9 @@ func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.No
 	defer budget.Close()
 	ectx.Mem = budget.Allocator()
 	var n int64
+	if err := e.awaitCut(ctx, phys); err != nil {
+		return 0, err
+	}
 	snap := e.db.Snapshot()
 	defer snap.Close()
 	err = exec.Run(&exec.Ctx{Context: ctx, DB: e.db, Expr: ectx, Mem: budget, Snap: snap}, phys, func(r arrow.RecordBatch) error {

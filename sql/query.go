@@ -41,6 +41,9 @@ func (e *Engine) runQuery(ctx context.Context, plan planner.Node, ectx *expr.Ctx
 	if err != nil {
 		return nil, err
 	}
+	if err := e.awaitCut(ctx, phys); err != nil {
+		return nil, err
+	}
 	base := ctx
 	if outlives(ctx) {
 		// A cursor's rows are read by later FETCHes: its query runs on

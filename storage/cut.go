@@ -1,8 +1,12 @@
 package storage
 
 import (
+	"encoding/binary"
 	"math"
 	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/streamdb/streamdb/sqlerr"
 )
 
 // Cuts. A barrier round places its barrier at one offset of every log
@@ -94,4 +98,101 @@ func (db *DB) CutLimit(table uint64, part uint32, epoch uint64) (uint64, error) 
 		}
 	}
 	return math.MaxUint64, nil
+}
+
+// The committed cut. Each round commits the cut its barrier sat at with
+// its epoch (key x/cut), so a statement's snapshot holds, with the views,
+// the stream positions they cover: it reads each stream up to there, and
+// sees one committed epoch of views and streams alike. In memory, the last
+// committed cut and a channel closed at each commit let a statement wait
+// for the round that covers the writes acknowledged before it started.
+
+var committedCutKey = []byte("x/cut")
+
+func encodeCut(c Cut) []byte {
+	parts := make([]LogPart, 0, len(c))
+	for lp := range c {
+		parts = append(parts, lp)
+	}
+	slices.SortFunc(parts, func(a, b LogPart) int {
+		if a.Table != b.Table {
+			return cmpU64(a.Table, b.Table)
+		}
+		return cmpU64(uint64(a.Part), uint64(b.Part))
+	})
+	v := make([]byte, 0, len(parts)*20)
+	for _, lp := range parts {
+		v = binary.BigEndian.AppendUint64(v, lp.Table)
+		v = binary.BigEndian.AppendUint32(v, lp.Part)
+		v = binary.BigEndian.AppendUint64(v, c[lp])
+	}
+	return v
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func decodeCut(v []byte) (Cut, error) {
+	if len(v)%20 != 0 {
+		return nil, sqlerr.New(sqlerr.DataCorrupted, "malformed committed cut")
+	}
+	c := make(Cut, len(v)/20)
+	for ; len(v) > 0; v = v[20:] {
+		c[LogPart{binary.BigEndian.Uint64(v), binary.BigEndian.Uint32(v[8:])}] = binary.BigEndian.Uint64(v[12:])
+	}
+	return c, nil
+}
+
+// CommittedCut reads the cut committed with the last epoch through r (a
+// statement's snapshot; nil: the live database). A partition not in it is
+// read by no running job.
+func (db *DB) CommittedCut(r Reader) (Cut, error) {
+	if r == nil {
+		r = db.pdb
+	}
+	v, closer, err := r.Get(committedCutKey)
+	if err == pebble.ErrNotFound {
+		return Cut{}, nil
+	}
+	if err != nil {
+		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	defer closer.Close()
+	return decodeCut(v)
+}
+
+func (db *DB) setCommittedCut(c Cut) {
+	db.cuts.Lock()
+	db.cuts.committed = c
+	db.cuts.loaded = true
+	if db.cuts.commit != nil {
+		close(db.cuts.commit)
+	}
+	db.cuts.commit = make(chan struct{})
+	db.cuts.Unlock()
+}
+
+// LastCut returns the last committed cut and a channel closed at the next
+// commit of one.
+func (db *DB) LastCut() (Cut, <-chan struct{}, error) {
+	db.cuts.Lock()
+	defer db.cuts.Unlock()
+	if !db.cuts.loaded {
+		c, err := db.CommittedCut(nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		db.cuts.committed, db.cuts.loaded = c, true
+	}
+	if db.cuts.commit == nil {
+		db.cuts.commit = make(chan struct{})
+	}
+	return db.cuts.committed, db.cuts.commit, nil
 }

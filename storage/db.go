@@ -13,6 +13,7 @@
 //	o/<job:8><table:8><partition:4>       a job's committed source offset
 //	k/<checkpoint:8>                      checkpoint record (JSON)
 //	m/<name>                              a database setting
+//	x/cut                                 the cut of the last committed epoch (cut.go)
 //	u/<name>                              a role (JSON RoleDef)
 //	a/mock_auth_nonce                     the secret of mock authentication
 //	g/copy                                next staged-append (COPY) id
@@ -55,7 +56,10 @@ type DB struct {
 	// cuts holds the partitions that carry barrier marks (cut.go).
 	cuts struct {
 		sync.Mutex
-		marked map[*partitionLog]bool
+		marked    map[*partitionLog]bool
+		committed Cut           // the last committed cut (loaded: read from x/cut)
+		loaded    bool
+		commit    chan struct{} // closed when the next cut commits
 	}
 }
 

@@ -158,7 +158,17 @@ func (b *Batch) Len() int {
 // CommitEpoch commits the batches of every job, plus meta (a checkpoint
 // record, may be nil under key k/<id>), atomically; sync makes it durable.
 func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) error {
+	return db.CommitEpochAt(batches, id, meta, sync, nil)
+}
+
+// CommitEpochAt is CommitEpoch for a round whose barrier sat at cut: the
+// cut is committed with the epoch (nil: left as it was), so a reader's
+// snapshot holds the views and the stream positions they are at together.
+func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool, cut Cut) error {
 	var l layout
+	if cut != nil {
+		l.addSet(committedCutKey, encodeCut(cut))
+	}
 	var appends []pendingAppend
 	for _, b := range batches {
 		b.mu.Lock()
@@ -214,6 +224,9 @@ func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) e
 		err = db.Commit(all, sync)
 	} else {
 		err = sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	if err == nil && cut != nil {
+		db.setCommittedCut(cut)
 	}
 	for _, c := range order {
 		if err == nil && c.next != c.pl.next {
