@@ -353,6 +353,17 @@ func (e *Engine) alterView(n *parse.AlterView) (*Result, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// The combination must hold too (restart.initial_delay <= max_delay):
+	// a job must not find out at its next failure.
+	trial := *e.mu.tables[n.Name]
+	trial.Options = maps.Clone(trial.Options)
+	if trial.Options == nil {
+		trial.Options = map[string]string{}
+	}
+	maps.Copy(trial.Options, vals)
+	if _, err := e.restartConfigLocked(&trial); err != nil {
+		return nil, err
+	}
 	for k, v := range vals {
 		if err := e.persistOptionLocked(e.mu.tables[n.Name], k, v); err != nil {
 			return nil, err

@@ -341,6 +341,22 @@ func (e *Engine) setSetting(name, value string, reset bool) error {
 			return err
 		}
 		value = v
+		if strings.HasPrefix(name, "restart.") {
+			// The database-wide combination must hold too.
+			e.mu.Lock()
+			old, had := e.mu.settings[name]
+			e.mu.settings[name] = value
+			_, err := e.restartConfigLocked(nil)
+			if had {
+				e.mu.settings[name] = old
+			} else {
+				delete(e.mu.settings, name)
+			}
+			e.mu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
 		if name == "checkpoint.dir" {
 			e.mu.Lock()
 			err := e.checkLocationLocked(value)
