@@ -143,8 +143,8 @@ func (mon *Monitor) sample(ctx context.Context) {
 	}
 }
 
-// Sample is one job's figures at one time. Rates are per second since the
-// previous sample.
+// Sample is one job's figures at one time. Rates are per second over the
+// last rateWindow samples.
 type Sample struct {
 	T          int64   `json:"t"` // Unix milliseconds
 	RowsIn     int64   `json:"rows_in"`
@@ -154,6 +154,9 @@ type Sample struct {
 	Lag        int64   `json:"lag"`
 	StateBytes int64   `json:"state_bytes"`
 }
+
+// rateWindow is how many sample periods a rate is averaged over.
+const rateWindow = 5
 
 // ring keeps each job's last n samples.
 type ring struct {
@@ -177,7 +180,9 @@ func (r *ring) add(now time.Time, jobs []sql.JobStatus) {
 		s := Sample{T: now.UnixMilli(), RowsIn: j.RowsIn, RowsOut: j.RowsOut, Lag: j.Lag, StateBytes: j.StateBytes}
 		old := r.jobs[j.Name]
 		if k := len(old); k > 0 {
-			prev := old[k-1]
+			// Rates over up to rateWindow samples: inserts come in bursts, and a
+			// per-second rate would saw between zero and the burst.
+			prev := old[max(0, k-rateWindow)]
 			if dt := float64(s.T-prev.T) / 1000; dt > 0 {
 				// A restarted job counts from zero again: no negative rate.
 				s.InRate = max(0, float64(s.RowsIn-prev.RowsIn)/dt)
