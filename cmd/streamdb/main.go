@@ -125,7 +125,7 @@ func run() error {
 		// A port already taken is logged and the database serves on without
 		// it (docs: the HTTP endpoints are a convenience, not the service).
 		if hl, err := net.Listen("tcp", *httpAddr); err != nil {
-			log.Error("HTTP listener (metrics, dashboard) not started", "addr", *httpAddr, "err", err)
+			log.Warn("HTTP listener (metrics, dashboard) not started", "addr", *httpAddr, "err", err)
 		} else {
 			log.Info("serving metrics and the dashboard", "url", "http://"+hl.Addr().String()+"/", "pprof", *pprofOn)
 			go func() {
