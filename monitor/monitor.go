@@ -70,6 +70,7 @@ func New(eng *sql.Engine, o Options) *Monitor {
 	}
 	mon := &Monitor{eng: eng, opts: o, m: newMetrics(eng), done: make(chan struct{})}
 	mon.ring.init(o.Samples)
+	mon.srv = &http.Server{Handler: mon.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	eng.OnRound(mon.m.round)
 	ctx, cancel := context.WithCancel(context.Background())
 	mon.cancel = cancel
@@ -101,9 +102,8 @@ func (mon *Monitor) Handler() http.Handler {
 	return mux
 }
 
-// Serve serves Handler on l until Close.
+// Serve serves Handler on l until Close; call it once.
 func (mon *Monitor) Serve(l net.Listener) error {
-	mon.srv = &http.Server{Handler: mon.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	err := mon.srv.Serve(l)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -115,12 +115,9 @@ func (mon *Monitor) Serve(l net.Listener) error {
 func (mon *Monitor) Close() error {
 	mon.cancel()
 	<-mon.done
-	if mon.srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		return mon.srv.Shutdown(ctx)
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return mon.srv.Shutdown(ctx)
 }
 
 // slogAdapter makes promhttp's error log a slog logger.
