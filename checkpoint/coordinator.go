@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streamdb/streamdb/exec"
@@ -101,6 +102,8 @@ type Coordinator struct {
 	poke     chan struct{} // an epoch is full: run the next round now (Poke)
 	// exported, if set, runs after every completed checkpoint (retention).
 	exported func(*Record) error
+	// rounds, if set, sees every round's record as it ends (monitor/).
+	rounds atomic.Pointer[func(Record)]
 
 	mu struct {
 		sync.Mutex
@@ -148,6 +151,17 @@ func New(db *storage.DB, reg Registry, config func() Config) (*Coordinator, erro
 // OnCompleted sets a hook run, inside the round, after each completed
 // checkpoint (the engine exports retained checkpoints there). Call before Run.
 func (c *Coordinator) OnCompleted(fn func(*Record) error) { c.exported = fn }
+
+// OnRound sets fn to see each round as it ends: a plain epoch's record
+// (ID 0, Trigger "") or a checkpoint's. fn runs on the coordinator's
+// goroutine and must return quickly. It may be set while rounds run.
+func (c *Coordinator) OnRound(fn func(Record)) { c.rounds.Store(&fn) }
+
+func (c *Coordinator) noteRound(rec Record) {
+	if fn := c.rounds.Load(); fn != nil {
+		(*fn)(rec)
+	}
+}
 
 // Run drives rounds until ctx ends.
 func (c *Coordinator) Run(ctx context.Context) {
@@ -347,6 +361,8 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 		c.reg.FailAll(sqlerr.New(sqlerr.IOError, "epoch %d could not be committed: %v", epoch, err))
 	}
 	if trigger == "" {
+		rec.Duration = time.Since(rec.StartedAt)
+		c.noteRound(rec)
 		return rec, failure
 	}
 	jobFailed := failure != nil && rec.Status == Failed && rec.Error == failure.Error()
@@ -385,6 +401,7 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	}
 	c.mu.lastEnd = time.Now()
 	c.mu.Unlock()
+	c.noteRound(rec)
 	if rec.Status != Completed {
 		return rec, sqlerr.New(sqlerr.ObjectNotInPrereqState, "checkpoint %d %s: %s", id, rec.Status, rec.Error)
 	}

@@ -106,7 +106,10 @@ type Job struct {
 	err      error
 
 	RowsIn atomic.Int64
-	srcs   []*jobSource
+	// RowsOut counts the change rows that reach the sink (view writes, or a
+	// change stream's rows), each a row inserted, deleted or updated.
+	RowsOut atomic.Int64
+	srcs    []*jobSource
 	// fresh makes the sources start from the beginning of their logs (an
 	// upgraded view without state rebuilds its rows from its input).
 	fresh bool

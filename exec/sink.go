@@ -70,6 +70,7 @@ func (j *Job) runSink(ins []chan msg) error {
 				return err
 			}
 			j.dirty[len(j.dirty)-1].Add(n)
+			j.RowsOut.Add(n)
 			continue
 		}
 		out, kept, err := applyStages(ectx, root.stages, rec, true)
@@ -78,6 +79,7 @@ func (j *Job) runSink(ins []chan msg) error {
 			return err
 		}
 		ops := pickOps(m.c.Ops, kept)
+		j.RowsOut.Add(out.NumRows())
 		if j.spec.View == nil {
 			rec.Release()
 			if err := j.emitOut(Chunk{Rec: out, Ops: ops}); err != nil {

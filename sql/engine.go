@@ -59,11 +59,12 @@ type Engine struct {
 	rr         atomic.Uint32 // round-robin partition choice for inserts
 	streams    atomic.Uint64 // change streams started
 
-	snaps        openSnaps
-	transient    changeStreams
-	exports      exportState
-	lastExport   time.Time // of a retained checkpoint; used by the coordinator's goroutine only
-	lastTruncate time.Time // of the logs (retention.go); likewise
+	snaps         openSnaps
+	restartEvents restartLog // job failures and restarts (monitor.go)
+	transient     changeStreams
+	exports       exportState
+	lastExport    time.Time // of a retained checkpoint; used by the coordinator's goroutine only
+	lastTruncate  time.Time // of the logs (retention.go); likewise
 
 	// roundMu is held by the coordinator for a whole barrier round, and by
 	// DDL that starts or stops jobs, so the set of jobs is fixed in a round.
@@ -95,7 +96,7 @@ type jobEntry struct {
 // Open opens the database in cfg.DataDir, restarts every view's job from its
 // last committed epoch and starts the checkpoint coordinator.
 func Open(cfg Config) (*Engine, error) {
-	db, err := storage.Open(cfg.DataDir, storage.Options{FS: cfg.FS})
+	db, err := storage.Open(cfg.DataDir, storage.Options{FS: cfg.FS, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

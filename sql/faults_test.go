@@ -766,9 +766,12 @@ func TestFaultCheckpointIO(t *testing.T) {
 // moving a marker file (atomicfs) is "unrecoverable" — Pebble's stance on
 // fsync errors (fsyncgate); so is failing to create or sync the next WAL
 // when a flush rotates it (rotateWAL panics), and failing to write or sync
-// the MANIFEST. Anything else is a failure of ours.
+// the MANIFEST. Anything else is a failure of ours. Pebble's Fatalf (the
+// commit pipeline's and the MANIFEST's) goes to the server's log at ERROR
+// and exits (storage/db.go), so its line marks those.
 func pebbleFatal(out string) bool {
 	return strings.Contains(out, "panic: pebble: fatal commit error") ||
+		strings.Contains(out, `level=ERROR msg="fatal: `) && strings.Contains(out, "component=pebble") ||
 		strings.Contains(out, "panic: injected error") && strings.Contains(out, "vfs/atomicfs.(*Marker).Move") ||
 		strings.HasPrefix(firstLine(out, "panic: "), "panic: (") && strings.Contains(out, "pebble/v2.(*DB).rotateWAL(") ||
 		strings.HasPrefix(firstLine(out, "panic: "), "panic: MANIFEST ") // a failed version edit (flush or compaction)

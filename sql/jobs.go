@@ -128,11 +128,13 @@ func (e *Engine) onFailureLocked(name string, j *jobEntry, now time.Time) {
 	delay, ok, reason := j.backoff.Failed(now)
 	if !ok {
 		j.state = exec.JobFailed
+		e.restartEvents.add(RestartEvent{Job: name, At: now, Cause: j.lastErr, Action: "gave up: " + reason})
 		j.lastErr += "; " + reason
 		e.log.Error("job failed", "view", name, "err", j.lastErr)
 		return
 	}
 	j.state, j.next = exec.JobRestarting, now.Add(delay)
+	e.restartEvents.add(RestartEvent{Job: name, At: now, Cause: j.lastErr, Action: "restart in " + delay.String()})
 	e.log.Warn("job failed; restarting from its last committed epoch", "view", name, "in", delay, "err", j.lastErr)
 }
 
@@ -181,8 +183,10 @@ func (e *Engine) restartJob(name string) {
 	je.restarts++
 	if err != nil {
 		je.state, je.lastErr = exec.JobFailed, err.Error()
+		e.restartEvents.add(RestartEvent{Job: name, At: time.Now(), Cause: je.lastErr, Action: "gave up: the restart failed"})
 		return
 	}
+	e.restartEvents.add(RestartEvent{Job: name, At: time.Now(), Cause: je.lastErr, Action: "restarted"})
 	je.job, je.state, je.started = j, exec.JobRunning, time.Now()
 }
 

@@ -31,6 +31,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"strings"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -69,6 +72,8 @@ type Options struct {
 	FS vfs.FS
 	// CacheBytes is Pebble's block cache size (0: 64 MiB).
 	CacheBytes int64
+	// Logger receives Pebble's own log lines (nil: they are dropped).
+	Logger *slog.Logger
 }
 
 // Open opens or creates the database in dir.
@@ -97,7 +102,7 @@ func Open(dir string, o Options) (*DB, error) {
 		MaxManifestFileSize:         4 << 20,
 		Cleaner:                     deleteNoRecycle{},
 		FormatMajorVersion:          pebble.FormatNewest,
-		Logger:                      quietLogger{},
+		Logger:                      pebbleLogger(o.Logger),
 	}
 	sched := newOpeningScheduler()
 	popts.Experimental.CompactionScheduler = sched
@@ -148,6 +153,35 @@ func (db *DB) Dir() string { return db.dir }
 // Pebble exposes the underlying database to checkpoint/ (exports, snapshots).
 func (db *DB) Pebble() *pebble.DB { return db.pdb }
 
+// pebbleLogger routes Pebble's log lines to log (nil: drops them).
+func pebbleLogger(log *slog.Logger) pebble.Logger {
+	if log == nil {
+		return quietLogger{}
+	}
+	return slogPebble{log.With("component", "pebble")}
+}
+
+// slogPebble is a pebble.Logger over the server's slog logger. Pebble's
+// Infof lines (flushes, compactions, WAL and file deletions) come at each
+// flush and compaction, so they are Debug; Errorf is Error; Fatalf logs at
+// Error and exits, as Pebble expects (it must not return, and state it
+// found corrupt must not be used further).
+type slogPebble struct{ log *slog.Logger }
+
+func (l slogPebble) Infof(format string, args ...any) {
+	l.log.Debug(strings.TrimSpace(fmt.Sprintf(format, args...)))
+}
+
+func (l slogPebble) Errorf(format string, args ...any) {
+	l.log.Error(strings.TrimSpace(fmt.Sprintf(format, args...)))
+}
+
+func (l slogPebble) Fatalf(format string, args ...any) {
+	l.log.Error("fatal: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
+	os.Exit(1)
+}
+
+// quietLogger drops Pebble's lines (no logger given: tests, read-only opens).
 type quietLogger struct{}
 
 func (quietLogger) Infof(string, ...any)  {}

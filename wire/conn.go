@@ -385,6 +385,7 @@ func (c *conn) simpleQuery(query string) {
 
 	stmts, err := c.prepareAll(query)
 	if err != nil {
+		c.noteFailed(query, err)
 		c.sendError(err)
 		return
 	}
@@ -394,6 +395,7 @@ func (c *conn) simpleQuery(query string) {
 	}
 	for _, st := range stmts {
 		if err := c.runSimple(st); err != nil {
+			c.noteFailed(st.SQL, err)
 			c.sendError(err)
 			return
 		}
@@ -464,6 +466,7 @@ func (c *conn) complete(res *sql.Result, tag string) {
 		c.be.Send(noticeResponse(n))
 	}
 	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+	c.noteCompleted(tag, res.CopyIn != nil)
 	for _, k := range slices.Sorted(maps.Keys(res.ParamChanges)) {
 		c.be.Send(&pgproto3.ParameterStatus{Name: k, Value: res.ParamChanges[k]})
 	}

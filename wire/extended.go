@@ -243,6 +243,7 @@ func (c *conn) execute(m *pgproto3.Execute) (err error) {
 	// A failed portal is closed, so its rows are released at once.
 	defer func() {
 		if err != nil {
+			c.noteFailed(p.stmt.SQL, err)
 			c.closePortal(m.Portal)
 		}
 	}()

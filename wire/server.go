@@ -107,6 +107,8 @@ type Config struct {
 	ReservedConnections int
 	// Logger receives connection-level events; nil discards them.
 	Logger *slog.Logger
+	// Metrics, if set, sees every statement's outcome (metrics.go).
+	Metrics Metrics
 }
 
 // DefaultMaxMessageSize is Config.MaxMessageSize's default.

@@ -2,6 +2,7 @@
 // speaks the PostgreSQL wire protocol.
 //
 //	streamdb [--listen 127.0.0.1:5433] [--data-dir ./streamdb-data] [--config FILE] [--log-level info] [--max-connections 100]
+//	         [--http 127.0.0.1:9187] [--pprof]
 //	streamdb bench [--rows N] [--keys K] [--interval 1s]   (in-process benchmark)
 package main
 
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/streamdb/streamdb/monitor"
 	"github.com/streamdb/streamdb/sql"
 	"github.com/streamdb/streamdb/wire"
 )
@@ -51,6 +53,8 @@ func run() error {
 	parallelism := flag.Int("parallelism", 0, "aggregate instances per job (0: number of cores)")
 	stateCache := flag.Int64("state-cache-mb", 1024, "memory for each job's operator state (aggregate groups, join and rank rows); colder state spills to Pebble (0: unbounded)")
 	maxConns := flag.Int("max-connections", 100, "maximum number of client connections, the last superuser_reserved_connections (default 3) for superusers")
+	httpAddr := flag.String("http", "127.0.0.1:9187", "address of the HTTP listener: /metrics and the dashboard ('' turns it off)")
+	pprofOn := flag.Bool("pprof", false, "also serve /debug/pprof on the --http listener")
 	queryMem := flag.Int64("query-memory-mb", 0, "memory of all running batch queries together; one that would pass it fails with 53200 (0: query.memory_mb of --config, else a quarter of physical memory)")
 	flag.Parse()
 
@@ -93,6 +97,13 @@ func run() error {
 	}
 	cfg := wire.Config{Addr: *listen, HBA: hba, MockSecret: secret, Logger: log,
 		MaxConnections: maxC, ReservedConnections: reserved}
+	var mon *monitor.Monitor
+	if *httpAddr != "" {
+		mon = monitor.New(eng, monitor.Options{Pprof: *pprofOn, Logger: log})
+		cfg.Metrics = mon.WireMetrics()
+	} else if *pprofOn {
+		log.Warn("--pprof needs the --http listener, which --http '' turned off")
+	}
 	if *tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
 		if err != nil {
@@ -109,6 +120,21 @@ func run() error {
 	srv := wire.New(cfg, engine{eng})
 	abs, _ := filepath.Abs(*dataDir)
 	fmt.Printf("streamdb listening on %s (data in %s)\n", l.Addr(), abs)
+	if mon != nil {
+		mon.SetConnections(srv.Connections)
+		// A port already taken is logged and the database serves on without
+		// it (docs: the HTTP endpoints are a convenience, not the service).
+		if hl, err := net.Listen("tcp", *httpAddr); err != nil {
+			log.Warn("HTTP listener (metrics, dashboard) not started", "addr", *httpAddr, "err", err)
+		} else {
+			log.Info("serving metrics and the dashboard", "url", "http://"+hl.Addr().String()+"/", "pprof", *pprofOn)
+			go func() {
+				if err := mon.Serve(hl); err != nil {
+					log.Error("HTTP listener stopped", "err", err)
+				}
+			}()
+		}
+	}
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
@@ -125,6 +151,9 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(ctx)
+	if mon != nil {
+		_ = mon.Close()
+	}
 	return eng.Close()
 }
 
