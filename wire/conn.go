@@ -645,6 +645,7 @@ func (c *conn) fatal(err error) {
 	if c.dead {
 		return
 	}
+	c.srv.releaseSlot(c)
 	c.be.Send(errorResponse(severityFatal, err))
 	c.be.Flush()
 	c.dead = true

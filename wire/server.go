@@ -313,8 +313,18 @@ func (s *Server) unregister(c *conn) {
 	s.mu.Lock()
 	delete(s.mu.conns, c)
 	delete(s.mu.byPID, c.pid)
+	s.mu.Unlock()
+	s.releaseSlot(c)
+}
+
+// releaseSlot gives c's session slot back (once). A connection ending with
+// FATAL gives it back before the client reads the error, so a client that
+// retries at once finds it free.
+func (s *Server) releaseSlot(c *conn) {
+	s.mu.Lock()
 	if c.slot {
 		s.mu.slots--
+		c.slot = false
 	}
 	s.mu.Unlock()
 }
