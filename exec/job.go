@@ -9,6 +9,7 @@ import (
 
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/source"
 	"github.com/streamdb/streamdb/storage"
 )
 
@@ -141,6 +142,9 @@ type jobSource struct {
 	offsets []atomic.Uint64
 	// snap is the source view's rows to emit first (a new consumer of a view).
 	snap storage.Snapshot
+	// conn is a connector source's connection (CREATE SOURCE); its split
+	// positions are the offsets.
+	conn source.Connector
 }
 
 // Err is the error the job failed with, once Failed is closed.
@@ -274,6 +278,9 @@ func (j *Job) LogEnds() [][]uint64 {
 func (j *Job) LogParts() []storage.LogPart {
 	var out []storage.LogPart
 	for _, s := range j.srcs {
+		if s.conn != nil {
+			continue // a connector has no log; its splits are not cut (see runConnector)
+		}
 		for p := range s.offsets {
 			out = append(out, storage.LogPart{Table: s.n.src.ID, Part: uint32(p)})
 		}
