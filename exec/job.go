@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/streamdb/streamdb/exec/expr"
-	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/source"
+	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
 
