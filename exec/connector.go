@@ -72,7 +72,7 @@ const connectorBatch = 4096
 func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, outs []*outlet) error {
 	ectx := j.exprCtx()
 	w := j.db.NewEpochBatch()
-	r, err := s.conn.Open(int(part), source.Position(s.offsets[part].Load()))
+	r, err := s.conn.Open(int(part), source.Position(s.offsets[part].Load()), true)
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func scanConnector(ctx *Ctx, t *storage.TableDef, emit func(arrow.RecordBatch) e
 }
 
 func scanSplit(ctx *Ctx, conn source.Connector, split int, emit func(arrow.RecordBatch) error) error {
-	r, err := conn.Open(split, 0)
+	r, err := conn.Open(split, 0, false)
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func scanSplit(ctx *Ctx, conn source.Connector, split int, emit func(arrow.Recor
 			return err
 		}
 		if rec == nil {
-			// The source's rate: a batch read is paced like a job.
+			// Not paced: only an idle external system has nothing now.
 			select {
 			case <-ctx.Context.Done():
 				return ContextError(ctx.Context)

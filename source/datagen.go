@@ -192,13 +192,13 @@ func datagenField(col Column, o *options) (dgField, error) {
 func (c *datagen) Splits() int   { return c.splits }
 func (c *datagen) Bounded() bool { return c.rows > 0 }
 
-func (c *datagen) Open(split int, pos Position) (Reader, error) {
+func (c *datagen) Open(split int, pos Position, paced bool) (Reader, error) {
 	if split < 0 || split >= c.splits {
 		return nil, sqlerr.New(sqlerr.Internal, "datagen: split %d of %d", split, c.splits)
 	}
 	pcg := rand.NewPCG(c.seed, 0)
 	return &datagenReader{c: c, split: int64(split), pos: int64(pos), pcg: pcg, rng: rand.New(pcg),
-		thr: newThrottle(c.rate / float64(c.splits))}, nil
+		thr: newThrottle(c.rate/float64(c.splits), paced)}, nil
 }
 
 type datagenReader struct {
@@ -207,7 +207,7 @@ type datagenReader struct {
 	pos   int64
 	pcg   *rand.PCG
 	rng   *rand.Rand
-	thr   throttle
+	thr   *throttle
 	bls   []array.Builder
 	buf   []byte
 }

@@ -97,12 +97,12 @@ func newNexmark(cols []Column, o *options) (Connector, error) {
 func (c *nexmark) Splits() int   { return c.splits }
 func (c *nexmark) Bounded() bool { return c.events > 0 }
 
-func (c *nexmark) Open(split int, pos Position) (Reader, error) {
+func (c *nexmark) Open(split int, pos Position, paced bool) (Reader, error) {
 	if split < 0 || split >= c.splits {
 		return nil, sqlerr.New(sqlerr.Internal, "nexmark: split %d of %d", split, c.splits)
 	}
 	return &nexmarkReader{c: c, split: int64(split), pos: int64(pos), gen: NewGenerator(c.seed),
-		thr: newThrottle(c.rate / float64(c.splits))}, nil
+		thr: newThrottle(c.rate/float64(c.splits), paced)}, nil
 }
 
 type nexmarkReader struct {
@@ -110,7 +110,7 @@ type nexmarkReader struct {
 	split int64
 	pos   int64 // events of this split passed
 	gen   *Generator
-	thr   throttle
+	thr   *throttle
 	ev    Event
 	buf   []byte
 	bls   []array.Builder

@@ -52,8 +52,9 @@ type Connector interface {
 	Splits() int
 	// Bounded reports whether the splits end (Read returns io.EOF).
 	Bounded() bool
-	// Open starts reading split at pos.
-	Open(split int, pos Position) (Reader, error)
+	// Open starts reading split at pos. A paced reader keeps to the
+	// source's rate; a batch query's is not paced.
+	Open(split int, pos Position, paced bool) (Reader, error)
 }
 
 // Reader reads one split.
@@ -177,11 +178,17 @@ type throttle struct {
 	sent  int64
 }
 
-func newThrottle(rate float64) throttle { return throttle{rate: rate, start: time.Now()} }
+// newThrottle returns the throttle of a reader (nil: not paced).
+func newThrottle(rate float64, paced bool) *throttle {
+	if !paced {
+		return nil
+	}
+	return &throttle{rate: rate, start: time.Now()}
+}
 
 // allow returns how many of want rows may go now.
 func (t *throttle) allow(want int) int {
-	if t.rate <= 0 {
+	if t == nil || t.rate <= 0 {
 		return want
 	}
 	due := int64(time.Since(t.start).Seconds()*t.rate) + 1
@@ -192,7 +199,11 @@ func (t *throttle) allow(want int) int {
 	return int(n)
 }
 
-func (t *throttle) took(n int) { t.sent += int64(n) }
+func (t *throttle) took(n int) {
+	if t != nil {
+		t.sent += int64(n)
+	}
+}
 
 // sameKind reports whether a declared type can hold a connector column of
 // kind want (VARCHAR(n) and TEXT are both text; integer widths must match).
