@@ -26,20 +26,6 @@ var nexmarkDDL = []string{
 		date_time TIMESTAMP, extra VARCHAR)`,
 }
 
-// nexmarkSourceDDL creates the same three relations as nexmark sources of
-// events [0, events) with seed (as CREATE SOURCE; columns as nexmarkDDL).
-func nexmarkSourceDDL(events int, seed uint64, splits int) []string {
-	var out []string
-	for i, ddl := range nexmarkDDL {
-		s := strings.Replace(ddl, "CREATE TABLE", "CREATE SOURCE", 1)
-		s += " WITH (connector = 'nexmark', nexmark.table = '" + source.NexmarkTables[i] +
-			"', nexmark.events = " + strconv.Itoa(events) + ", nexmark.seed = " + strconv.FormatUint(seed, 10) +
-			", nexmark.split = " + strconv.Itoa(splits) + ")"
-		out = append(out, s)
-	}
-	return out
-}
-
 // nexmarkGen renders Nexmark events in order.
 type nexmarkGen struct {
 	g    *source.Generator

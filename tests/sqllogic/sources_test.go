@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/streamdb/streamdb/nexmark"
 )
 
 // TestNexmarkSource is TestNexmark with streamdb reading CREATE SOURCE ...
@@ -19,7 +21,7 @@ func TestNexmarkSource(t *testing.T) {
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)
-	for _, ddl := range nexmarkSourceDDL(events, seed, 2) {
+	for _, ddl := range nexmark.SourceDDL(events, seed, 2) {
 		mustExec(t, sdb, "streamdb", ddl)
 	}
 	for _, ddl := range nexmarkDDL {
@@ -240,4 +242,42 @@ func TestSourceDDL(t *testing.T) {
 	if got, _ := queryRows(c, "SHOW SOURCES"); len(got) != 2 {
 		t.Fatalf("SHOW SOURCES at the end: %v", got)
 	}
+}
+
+// TestNexmarkSuite is the suite's smoke test: each query of nexmark/queries
+// runs as a view over nexmark sources of 20,000 events and must equal the
+// same query run as a batch query over the sources' bounded content. A
+// query the engine cannot run yet is reported as such, by its error.
+func TestNexmarkSuite(t *testing.T) {
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	for _, ddl := range nexmark.SourceDDL(20000, 1, 2) {
+		mustExec(t, c, "streamdb", ddl)
+	}
+	var ran, unsupported []string
+	for _, q := range nexmark.Queries() {
+		if _, err := c.Exec(context.Background(), "CREATE MATERIALIZED VIEW "+q.Name+" AS "+q.SQL); err != nil {
+			t.Logf("%s: NOT SUPPORTED as a view: %v", q.Name, err)
+			unsupported = append(unsupported, q.Name)
+			continue
+		}
+		mustExec(t, c, "streamdb", "CHECKPOINT")
+		view, err := queryRows(c, "SELECT * FROM "+q.Name)
+		if err != nil {
+			t.Fatalf("%s: SELECT * FROM the view: %v", q.Name, err)
+		}
+		batch, err := queryRows(c, q.SQL)
+		if err != nil {
+			t.Errorf("%s: the view runs, the batch query does not: %v", q.Name, err)
+		} else if diff := diffRows(view, batch); diff != "" {
+			t.Errorf("%s: the view differs from the batch query over the bounded sources (\"PostgreSQL\" below is the batch query)\n%s", q.Name, diff)
+		}
+		if len(view) == 0 {
+			t.Errorf("%s: empty: 20,000 events do not exercise it", q.Name)
+		}
+		t.Logf("%s: %d rows, view = batch query", q.Name, len(view))
+		ran = append(ran, q.Name)
+		mustExec(t, c, "streamdb", "DROP MATERIALIZED VIEW "+q.Name)
+	}
+	t.Logf("checked: %s; not supported yet: %s", strings.Join(ran, " "), strings.Join(unsupported, " "))
 }
