@@ -298,3 +298,12 @@ func planInputs(p Plan) []Plan {
 	}
 	return nil
 }
+
+// connEnd is where a connector split's catch-up ends: its end if the
+// connector knows one, else the position read so far (nothing to wait for).
+func (s *jobSource) connEnd(p int) uint64 {
+	if end, ok := s.conn.End(p); ok {
+		return uint64(end)
+	}
+	return s.offsets[p].Load()
+}

@@ -164,6 +164,10 @@ func (j *Job) Lag() int64 {
 	var lag int64
 	for _, s := range j.srcs {
 		for p := range s.offsets {
+			if s.conn != nil {
+				lag += int64(s.connEnd(p)) - int64(s.offsets[p].Load())
+				continue
+			}
 			_, end, _, err := j.db.LogBounds(s.n.src.ID, uint32(p))
 			if err == nil {
 				lag += int64(end) - int64(s.offsets[p].Load())
@@ -267,6 +271,10 @@ func (j *Job) LogEnds() [][]uint64 {
 	for i, s := range j.srcs {
 		ends[i] = make([]uint64, len(s.offsets))
 		for p := range ends[i] {
+			if s.conn != nil {
+				ends[i][p] = s.connEnd(p)
+				continue
+			}
 			_, end, _, _ := j.db.LogBounds(s.n.src.ID, uint32(p))
 			ends[i][p] = end
 		}

@@ -192,6 +192,14 @@ func datagenField(col Column, o *options) (dgField, error) {
 func (c *datagen) Splits() int   { return c.splits }
 func (c *datagen) Bounded() bool { return c.rows > 0 }
 
+// End is the count of the split's events (rows) below the bound.
+func (c *datagen) End(split int) (Position, bool) {
+	if c.rows == 0 || c.rate > 0 {
+		return 0, false
+	}
+	return Position((c.rows - int64(split) + int64(c.splits) - 1) / int64(c.splits)), true
+}
+
 func (c *datagen) Open(split int, pos Position, paced bool) (Reader, error) {
 	if split < 0 || split >= c.splits {
 		return nil, sqlerr.New(sqlerr.Internal, "datagen: split %d of %d", split, c.splits)

@@ -97,6 +97,14 @@ func newNexmark(cols []Column, o *options) (Connector, error) {
 func (c *nexmark) Splits() int   { return c.splits }
 func (c *nexmark) Bounded() bool { return c.events > 0 }
 
+// End is the count of the split's events (rows) below the bound.
+func (c *nexmark) End(split int) (Position, bool) {
+	if c.events == 0 || c.rate > 0 {
+		return 0, false
+	}
+	return Position((c.events - int64(split) + int64(c.splits) - 1) / int64(c.splits)), true
+}
+
 func (c *nexmark) Open(split int, pos Position, paced bool) (Reader, error) {
 	if split < 0 || split >= c.splits {
 		return nil, sqlerr.New(sqlerr.Internal, "nexmark: split %d of %d", split, c.splits)

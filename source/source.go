@@ -52,6 +52,12 @@ type Connector interface {
 	Splits() int
 	// Bounded reports whether the splits end (Read returns io.EOF).
 	Bounded() bool
+	// End is the split's end as of now, if the connector knows one: a
+	// bounded generator's last position when it is not paced (a paced one
+	// has made only what its rate allowed so far, so it has none); a
+	// Kafka partition's high watermark. CHECKPOINT waits for jobs to read
+	// up to it, and SHOW JOBS' lag counts from it.
+	End(split int) (Position, bool)
 	// Open starts reading split at pos. A paced reader keeps to the
 	// source's rate; a batch query's is not paced.
 	Open(split int, pos Position, paced bool) (Reader, error)
