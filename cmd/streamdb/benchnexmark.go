@@ -27,7 +27,7 @@ import (
 // wire against a running server, one query at a time (--queries), where
 // the server's CPU time is not visible.
 //
-//	streamdb bench nexmark [--events N] [--queries q0,q1,...] [--checkpoint-interval 1s] [--split 1] [--server URL]
+//	streamdb bench nexmark [--events N] [--queries q0,q1,...] [--checkpoint-interval 1s] [--split 1] [--server URL] [--cpuprofile FILE]
 func benchNexmark(args []string) error {
 	fl := flag.NewFlagSet("bench nexmark", flag.ExitOnError)
 	events := fl.Int64("events", 1_000_000, "events to generate (persons, auctions and bids together)")
@@ -36,7 +36,15 @@ func benchNexmark(args []string) error {
 	split := fl.Int("split", 1, "splits of each source (nexmark.split)")
 	par := fl.Int("parallelism", 0, "aggregate instances per job (0: cores)")
 	server := fl.String("server", "", "run over the wire against this server (a postgres:// URL) instead of in-process")
+	cpuprofile := fl.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fl.Parse(args)
+	if *cpuprofile != "" {
+		stop, err := startProfile(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	var qs []nexmark.Query
 	for _, q := range nexmark.Queries() {
 		if *queries == "" || containsName(strings.Split(*queries, ","), q.Name) {
