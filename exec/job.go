@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/source"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -144,6 +145,9 @@ type jobSource struct {
 	offsets []atomic.Uint64
 	// snap is the source view's rows to emit first (a new consumer of a view).
 	snap storage.Snapshot
+	// conn is a connector source's connection (CREATE SOURCE); its split
+	// positions are the offsets.
+	conn source.Connector
 }
 
 // Err is the error the job failed with, once Failed is closed.
@@ -163,6 +167,10 @@ func (j *Job) Lag() int64 {
 	var lag int64
 	for _, s := range j.srcs {
 		for p := range s.offsets {
+			if s.conn != nil {
+				lag += int64(s.connEnd(p)) - int64(s.offsets[p].Load())
+				continue
+			}
 			_, end, _, err := j.db.LogBounds(s.n.src.ID, uint32(p))
 			if err == nil {
 				lag += int64(end) - int64(s.offsets[p].Load())
@@ -266,6 +274,10 @@ func (j *Job) LogEnds() [][]uint64 {
 	for i, s := range j.srcs {
 		ends[i] = make([]uint64, len(s.offsets))
 		for p := range ends[i] {
+			if s.conn != nil {
+				ends[i][p] = s.connEnd(p)
+				continue
+			}
 			_, end, _, _ := j.db.LogBounds(s.n.src.ID, uint32(p))
 			ends[i][p] = end
 		}
@@ -277,6 +289,9 @@ func (j *Job) LogEnds() [][]uint64 {
 func (j *Job) LogParts() []storage.LogPart {
 	var out []storage.LogPart
 	for _, s := range j.srcs {
+		if s.conn != nil {
+			continue // a connector has no log; its splits are not cut (see runConnector)
+		}
 		for p := range s.offsets {
 			out = append(out, storage.LogPart{Table: s.n.src.ID, Part: uint32(p)})
 		}

@@ -29,6 +29,9 @@ type Ctx struct {
 
 // Run executes a batch plan, calling emit with each output batch (emit owns it).
 func Run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
+	if err := CheckBounded(p); err != nil {
+		return err
+	}
 	return run(ctx, p, emit)
 }
 
@@ -164,6 +167,9 @@ func project(ctx *expr.Ctx, exprs []expr.Expr, ts []types.T, rec arrow.RecordBat
 }
 
 func scanStream(ctx *Ctx, t *storage.TableDef, emit func(arrow.RecordBatch) error) error {
+	if t.Kind == storage.KindSource {
+		return scanConnector(ctx, t, emit)
+	}
 	for part := 0; part < max(1, t.Partitions); part++ {
 		start, end, _, err := ctx.DB.LogBounds(t.ID, uint32(part))
 		if err != nil {

@@ -207,7 +207,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			for _, e := range s.n.outs {
 				outs = append(outs, outlets[e][p])
 			}
-			starts = append(starts, func() { j.goRun(func() error { return j.runSource(s, uint32(p), bc, outs) }) })
+			starts = append(starts, func() { j.goRun(func() error { return j.runAnySource(s, uint32(p), bc, outs) }) })
 		}
 	}
 	started = true
@@ -222,6 +222,9 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 // new consumer of a view at a snapshot of its rows and the changelog's end.
 func (j *Job) openSource(n *gnode) (*jobSource, error) {
 	s := &jobSource{n: n, offsets: make([]atomic.Uint64, n.par)}
+	if n.src.Kind == storage.KindSource {
+		return s, j.openConnector(s)
+	}
 	for p := 0; p < n.par; p++ {
 		start, _, _, err := j.db.LogBounds(n.src.ID, uint32(p))
 		if err != nil {

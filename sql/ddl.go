@@ -89,6 +89,8 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 		tag, want = "DROP MATERIALIZED VIEW", storage.KindView
 	case parse.ObjSavepoint:
 		return e.dropSavepoint(n.Names, n.IfExists)
+	case parse.ObjSource:
+		tag, want = "DROP SOURCE", storage.KindSource
 	}
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
@@ -106,8 +108,8 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 				notices = append(notices, fmt.Sprintf("%s %q does not exist, skipping", n.Kind, name))
 				continue
 			}
-			if n.Kind == parse.ObjView {
-				return nil, sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", name)
+			if n.Kind == parse.ObjView || n.Kind == parse.ObjSource {
+				return nil, sqlerr.New(sqlerr.UndefinedTable, "%s %q does not exist", n.Kind, name)
 			}
 			return nil, sqlerr.New(sqlerr.UndefinedTable, "table %q does not exist", name)
 		}

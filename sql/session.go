@@ -188,6 +188,8 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 		return s.execQuery(ctx, st, n, params)
 	case *parse.CreateTable:
 		return s.e.createTable(n, s.user)
+	case *parse.CreateSource:
+		return s.e.createSource(n, s.user)
 	case *parse.CreateView:
 		return s.e.createView(ctx, n, s.user)
 	case *parse.Drop:

@@ -177,6 +177,8 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			return e.showSavepoints(), nil
 		case "roles":
 			return e.showRoles(), nil
+		case "sources":
+			return e.showSources(), nil
 		}
 	case *parse.ShowCreate:
 		d, ok := e.Table(n.Name)

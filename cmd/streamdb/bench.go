@@ -22,6 +22,9 @@ import (
 // ingest rows/s, the time until the view is complete, and checkpoint
 // durations. `streamdb bench -h` lists the flags.
 func bench(args []string) error {
+	if len(args) > 0 && args[0] == "nexmark" {
+		return benchNexmark(args[1:])
+	}
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	rows := fs.Int("rows", 10_000_000, "rows to ingest")
 	keys := fs.Int("keys", 1000, "distinct group keys")

@@ -4,6 +4,7 @@
 //	streamdb [--listen 127.0.0.1:5433] [--data-dir ./streamdb-data] [--config FILE] [--log-level info] [--max-connections 100]
 //	         [--http 127.0.0.1:9187] [--pprof]
 //	streamdb bench [--rows N] [--keys K] [--interval 1s]   (in-process benchmark)
+//	streamdb bench nexmark [--events N] [--queries q0,q1,...] [--checkpoint-interval 1s] [--server URL]
 package main
 
 import (

@@ -47,6 +47,13 @@ type CreateTable struct {
 	SQL          string
 }
 
+// CreateSource is CREATE SOURCE [IF NOT EXISTS] name (cols..., [WATERMARK FOR ...])
+// WITH (connector = '...', ...): CREATE TABLE's form, whose WITH options
+// go to the connector.
+type CreateSource struct {
+	CreateTable
+}
+
 // CreateView is CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name AS query
 // [FROM SAVEPOINT sp] [WITH (k = v, ...)].
 type CreateView struct {
@@ -66,6 +73,7 @@ const (
 	ObjTable     ObjectKind = "table"
 	ObjView      ObjectKind = "materialized view"
 	ObjSavepoint ObjectKind = "savepoint"
+	ObjSource    ObjectKind = "source"
 )
 
 // Drop is DROP TABLE | MATERIALIZED VIEW | SAVEPOINT [IF EXISTS] names [CASCADE|RESTRICT].
@@ -159,6 +167,7 @@ type Discard struct{ Deallocate, Name string }
 
 func (*Query) stmt()           {}
 func (*CreateTable) stmt()     {}
+func (*CreateSource) stmt()    {}
 func (*CreateView) stmt()      {}
 func (*Drop) stmt()            {}
 func (*Copy) stmt()            {}

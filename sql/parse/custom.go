@@ -300,6 +300,19 @@ func (p *parser) createTable() (*CreateTable, error) {
 	return ct, nil
 }
 
+// createSource parses CREATE SOURCE; the cursor is after SOURCE. Its form
+// is CREATE TABLE's, and a source needs its WITH options.
+func (p *parser) createSource() (*CreateSource, error) {
+	ct, err := p.createTable()
+	if err != nil {
+		return nil, err
+	}
+	if ct.With == nil {
+		return nil, p.positioned(sqlerr.New(sqlerr.InvalidParameterValue, "CREATE SOURCE needs WITH (connector = ...)"), p.at())
+	}
+	return &CreateSource{CreateTable: *ct}, nil
+}
+
 // columnDef parses name type [NOT NULL | NULL | PRIMARY KEY]...
 func (p *parser) columnDef() (ColumnDef, error) {
 	var col ColumnDef
@@ -803,6 +816,7 @@ var showObjects = []struct {
 	{[]string{"checkpoints"}, "checkpoints"},
 	{[]string{"savepoints"}, "savepoints"},
 	{[]string{"roles"}, "roles"},
+	{[]string{"sources"}, "sources"},
 }
 
 // show parses SHOW; the cursor is after SHOW.

@@ -63,6 +63,8 @@ func (p *parser) statement() (Statement, error) {
 		switch {
 		case p.accept("table"):
 			s, err = p.createTable()
+		case p.accept("source"):
+			s, err = p.createSource()
 		case p.accept("materialized", "view"):
 			s, err = p.createView(false)
 		case p.accept("or", "replace", "materialized", "view"):
@@ -86,6 +88,8 @@ func (p *parser) statement() (Statement, error) {
 			return p.drop(ObjView)
 		case p.accept("savepoint"):
 			return p.drop(ObjSavepoint)
+		case p.accept("source"):
+			return p.drop(ObjSource)
 		case p.accept("role"), p.accept("user"):
 			return p.dropRole()
 		default:
@@ -173,6 +177,8 @@ func (p *parser) statement() (Statement, error) {
 	}
 	switch s := s.(type) {
 	case *CreateTable:
+		s.SQL = p.stmtText()
+	case *CreateSource:
 		s.SQL = p.stmtText()
 	case *CreateView:
 		s.SQL = p.stmtText()

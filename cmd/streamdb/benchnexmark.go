@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/streamdb/streamdb/nexmark"
+	"github.com/streamdb/streamdb/sql"
+)
+
+// benchNexmark runs the Nexmark suite (nexmark/queries): for each query,
+// on a fresh in-process database, it creates the person, auction and bid
+// sources over --events events of the nexmark connector, the query as a
+// materialized view, and runs CHECKPOINT, which returns once the view's
+// job has read every event. It prints events/s, events/s per core (events
+// over the process's CPU time), the view's rows, the process's peak RSS
+// and the data directory's size. With --server it does the same over the
+// wire against a running server, one query at a time (--queries), where
+// the server's CPU time is not visible.
+//
+//	streamdb bench nexmark [--events N] [--queries q0,q1,...] [--checkpoint-interval 1s] [--split 1] [--server URL] [--cpuprofile FILE]
+func benchNexmark(args []string) error {
+	fl := flag.NewFlagSet("bench nexmark", flag.ExitOnError)
+	events := fl.Int64("events", 1_000_000, "events to generate (persons, auctions and bids together)")
+	queries := fl.String("queries", "", "comma-separated queries to run (default: all of nexmark/queries)")
+	interval := fl.String("checkpoint-interval", "1s", "checkpoint.interval")
+	split := fl.Int("split", 1, "splits of each source (nexmark.split)")
+	par := fl.Int("parallelism", 0, "aggregate instances per job (0: cores)")
+	server := fl.String("server", "", "run over the wire against this server (a postgres:// URL) instead of in-process")
+	cpuprofile := fl.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fl.Parse(args)
+	if *cpuprofile != "" {
+		stop, err := startProfile(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	var qs []nexmark.Query
+	for _, q := range nexmark.Queries() {
+		if *queries == "" || containsName(strings.Split(*queries, ","), q.Name) {
+			qs = append(qs, q)
+		}
+	}
+	if len(qs) == 0 {
+		return fmt.Errorf("--queries %q names no query of nexmark/queries", *queries)
+	}
+	fmt.Printf("streamdb bench nexmark: %d events, %d split(s), checkpoint.interval %s, GOMAXPROCS %d\n",
+		*events, *split, *interval, runtime.GOMAXPROCS(0))
+	fmt.Printf("%-5s %12s %14s %10s %9s %10s %8s\n", "query", "events/s", "events/s/core", "view rows", "seconds", "peak RSS", "state")
+	ddl := append([]string{"SET checkpoint.interval = '" + *interval + "'"}, nexmark.SourceDDL(*events, 1, *split)...)
+	for _, q := range qs {
+		var err error
+		if *server != "" {
+			err = nexmarkOverWire(*server, q, ddl, *events)
+		} else {
+			err = nexmarkInProcess(q, ddl, *events, *par)
+		}
+		if err != nil {
+			fmt.Printf("%-5s not supported: %v\n", q.Name, err)
+		}
+	}
+	return nil
+}
+
+func containsName(names []string, n string) bool {
+	for _, m := range names {
+		if strings.TrimSpace(m) == n {
+			return true
+		}
+	}
+	return false
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func peakRSSMB() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Maxrss) / 1024 // kilobytes on Linux
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func nexmarkInProcess(q nexmark.Query, ddl []string, events int64, par int) error {
+	dir, err := os.MkdirTemp("", "streamdb-nexmark-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	eng, err := sql.Open(sql.Config{DataDir: dir, Parallelism: par})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	s := eng.NewSession("streamdb", "streamdb")
+	ctx := context.Background()
+	run := func(text string) (*sql.Result, error) {
+		stmts, err := s.PrepareAll(ctx, text)
+		if err != nil {
+			return nil, err
+		}
+		var res *sql.Result
+		for _, st := range stmts {
+			if res, err = s.Execute(ctx, st, nil); err != nil {
+				return nil, err
+			}
+		}
+		return res, nil
+	}
+	for _, d := range ddl {
+		if _, err := run(d); err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+	}
+	cpu0, start := cpuTime(), time.Now()
+	if _, err := run("CREATE MATERIALIZED VIEW " + q.Name + " AS " + q.SQL); err != nil {
+		return err
+	}
+	if _, err := run("CHECKPOINT"); err != nil {
+		return err
+	}
+	wall, cpu := time.Since(start), cpuTime()-cpu0
+	rows, err := scalarAny(ctx, run, "SELECT count(*) FROM "+q.Name)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%-5s %12.0f %14.0f %10d %9.2f %8.0fMB %6.0fMB\n", q.Name, float64(events)/wall.Seconds(),
+		float64(events)/cpu.Seconds(), rows, wall.Seconds(), peakRSSMB(), float64(dirSize(dir))/(1<<20))
+	return nil
+}
+
+// nexmarkOverWire runs one query against a server; it drops what it
+// creates, so the server can run the next.
+func nexmarkOverWire(url string, q nexmark.Query, ddl []string, events int64) error {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	c.Exec(ctx, "DROP MATERIALIZED VIEW IF EXISTS "+q.Name)
+	for _, t := range nexmark.Tables {
+		c.Exec(ctx, "DROP SOURCE IF EXISTS "+t+" CASCADE")
+	}
+	for _, d := range ddl {
+		if _, err := c.Exec(ctx, d); err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+	}
+	start := time.Now()
+	if _, err := c.Exec(ctx, "CREATE MATERIALIZED VIEW "+q.Name+" AS "+q.SQL); err != nil {
+		return err
+	}
+	if _, err := c.Exec(ctx, "CHECKPOINT"); err != nil {
+		return err
+	}
+	wall := time.Since(start)
+	var rows int64
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM "+q.Name).Scan(&rows); err != nil {
+		return err
+	}
+	fmt.Printf("%-5s %12.0f %14s %10d %9.2f %10s %8s\n", q.Name, float64(events)/wall.Seconds(), "(server)", rows, wall.Seconds(), "-", "-")
+	c.Exec(ctx, "DROP MATERIALIZED VIEW "+q.Name)
+	for _, t := range nexmark.Tables {
+		c.Exec(ctx, "DROP SOURCE "+t)
+	}
+	return nil
+}

@@ -1,0 +1,309 @@
+package exec
+
+import (
+	"errors"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/source"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+)
+
+// Connector opens the connector of a source's catalog entry (CREATE
+// SOURCE): its declared columns and WITH options.
+func Connector(t *storage.TableDef) (source.Connector, error) {
+	cols := make([]source.Column, len(t.Columns))
+	for i, c := range t.Columns {
+		cols[i] = source.Column{Name: c.Name, Type: c.Type}
+	}
+	return source.New(cols, t.Options)
+}
+
+// openConnector positions each split of a connector source at the job's
+// committed position (0 for a new job): the position is stored as the
+// partition's offset, so checkpoints, savepoints and RESTORE carry it.
+func (j *Job) openConnector(s *jobSource) error {
+	conn, err := Connector(s.n.src)
+	if err != nil {
+		return err
+	}
+	if conn.Splits() != len(s.offsets) {
+		return sqlerr.New(sqlerr.Internal, "source %s has %d splits, its catalog entry %d", s.n.src.Name, conn.Splits(), len(s.offsets))
+	}
+	s.conn = conn
+	for p := range s.offsets {
+		var pos uint64
+		if j.durable() && !j.fresh {
+			committed, _, err := j.db.LoadOffset(j.spec.ID, s.n.src.ID, uint32(p))
+			if err != nil {
+				return err
+			}
+			pos = committed
+		}
+		s.offsets[p].Store(pos)
+	}
+	return nil
+}
+
+// runAnySource runs one partition of a stream, view or connector source.
+func (j *Job) runAnySource(s *jobSource, part uint32, barriers chan *Barrier, outs []*outlet) error {
+	if s.conn != nil {
+		return j.runConnector(s, part, barriers, outs)
+	}
+	return j.runSource(s, part, barriers, outs)
+}
+
+// connectorBatch is the most rows (or generator events) one Read passes.
+const connectorBatch = 4096
+
+// runConnector reads split part of a connector source from the job's
+// position on and sends its rows down every edge that reads the source. At
+// each barrier it records the split's position with the epoch's writes, so
+// the epoch commits exactly the rows read before it: a restart reopens
+// the split there and re-reads (for a generator: regenerates) what came
+// after, nothing twice and nothing lost.
+//
+// Connector splits are not aligned to the round's cut as stream logs are:
+// a generator has no shared log, so two jobs over one source each read at
+// their own pace and a checkpoint may find them at different positions. A
+// barrier that asks for catch-up (CHECKPOINT, savepoints) makes a bounded
+// split read everything its rate allows at that moment first.
+func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, outs []*outlet) error {
+	ectx := j.exprCtx()
+	w := j.db.NewEpochBatch()
+	r, err := s.conn.Open(int(part), source.Position(s.offsets[part].Load()), true)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	done := false // a bounded split ended
+	// read reads one batch; it reports whether rows may be waiting.
+	read := func() (bool, error) {
+		if done {
+			return false, nil
+		}
+		first := uint64(r.Position())
+		rec, err := r.Read(memoryPool, connectorBatch)
+		if errors.Is(err, source.EOF) {
+			done = true
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if rec == nil {
+			return false, nil
+		}
+		n := rec.NumRows()
+		j.RowsIn.Add(n)
+		// Row ids (for a view without a key) are first + the row's index:
+		// a batch's rows are at most its events, so ids of different
+		// batches never meet, and rows re-read after a restart start at
+		// the committed position, above every committed id.
+		if n > 0 {
+			err = j.route(ectx, s, w, part, first, rec, outs)
+		} else {
+			rec.Release()
+		}
+		s.offsets[part].Store(uint64(r.Position()))
+		return true, err
+	}
+	onBarrier := func(b *Barrier) error {
+		if b.CatchUp && s.conn.Bounded() {
+			for {
+				more, err := read()
+				if err != nil {
+					return err
+				}
+				if !more {
+					break
+				}
+			}
+		}
+		if j.durable() {
+			w.SetOffset(j.spec.ID, s.n.src.ID, part, uint64(r.Position()))
+		}
+		m := msg{barrier: b, w: w}
+		for _, o := range outs {
+			if err := o.barrier(m); err != nil {
+				return err
+			}
+			m.w = nil
+		}
+		w = j.db.NewEpochBatch()
+		return nil
+	}
+	for {
+		select {
+		case b := <-barriers:
+			if err := onBarrier(b); err != nil {
+				return err
+			}
+			continue
+		case <-j.ctx.Done():
+			return nil
+		default:
+		}
+		if j.epochFull() {
+			if j.spec.EpochFull != nil {
+				j.spec.EpochFull()
+			}
+			select {
+			case b := <-barriers:
+				if err := onBarrier(b); err != nil {
+					return err
+				}
+			case <-j.ctx.Done():
+				return nil
+			case <-time.After(time.Millisecond):
+			}
+			continue
+		}
+		more, err := read()
+		if err != nil {
+			return err
+		}
+		if more {
+			continue
+		}
+		// Nothing now: the rate limit, or the split ended. Wait for a
+		// barrier, or poll again shortly.
+		wait := time.Millisecond
+		if done {
+			wait = time.Hour
+		}
+		select {
+		case b := <-barriers:
+			if err := onBarrier(b); err != nil {
+				return err
+			}
+		case <-j.ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// scanConnector reads a connector source's whole content for a batch
+// query: every split from its start to its end, or, for an unbounded one,
+// until emit stops it (runLimit; CheckBounded refuses the query without a
+// LIMIT).
+func scanConnector(ctx *Ctx, t *storage.TableDef, emit func(arrow.RecordBatch) error) error {
+	conn, err := Connector(t)
+	if err != nil {
+		return err
+	}
+	for split := 0; split < conn.Splits(); split++ {
+		if err := scanSplit(ctx, conn, split, emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func scanSplit(ctx *Ctx, conn source.Connector, split int, emit func(arrow.RecordBatch) error) error {
+	r, err := conn.Open(split, 0, false)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		if err := ctx.check(); err != nil {
+			return err
+		}
+		rec, err := r.Read(ctx.alloc(), connectorBatch)
+		if errors.Is(err, source.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			// Not paced: only an idle external system has nothing now.
+			select {
+			case <-ctx.Context.Done():
+				return ContextError(ctx.Context)
+			case <-time.After(time.Millisecond):
+			}
+			continue
+		}
+		if rec.NumRows() == 0 {
+			rec.Release()
+			continue
+		}
+		if err := emit(rec); err != nil {
+			return err
+		}
+	}
+}
+
+// CheckBounded refuses a batch plan that reads an unbounded connector
+// source other than through a LIMIT over filters and projections (0A000):
+// anything else would read forever.
+func CheckBounded(p Plan) error {
+	return checkBounded(p, false)
+}
+
+func checkBounded(p Plan, limited bool) error {
+	switch n := p.(type) {
+	case *ScanStream:
+		if n.Table.Kind != storage.KindSource || limited {
+			return nil
+		}
+		conn, err := Connector(n.Table)
+		if err != nil {
+			return err
+		}
+		if !conn.Bounded() {
+			return sqlerr.New(sqlerr.FeatureNotSupported, "source %q is unbounded: a batch query reads it only under a LIMIT (or give it number_of_rows / nexmark.events)", n.Table.Name)
+		}
+		return nil
+	case *Limit:
+		return checkBounded(n.In, n.Count >= 0)
+	case *Filter:
+		return checkBounded(n.In, limited)
+	case *Project:
+		return checkBounded(n.In, limited)
+	}
+	for _, c := range planInputs(p) {
+		if err := checkBounded(c, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// planInputs are p's input plans.
+func planInputs(p Plan) []Plan {
+	switch n := p.(type) {
+	case *Filter:
+		return []Plan{n.In}
+	case *Project:
+		return []Plan{n.In}
+	case *HashAgg:
+		return []Plan{n.In}
+	case *HashJoin:
+		return []Plan{n.Left, n.Right}
+	case *Sort:
+		return []Plan{n.In}
+	case *Limit:
+		return []Plan{n.In}
+	case *Window:
+		return []Plan{n.In}
+	case *SingleRow:
+		return []Plan{n.In}
+	case *Union:
+		return n.Ins
+	}
+	return nil
+}
+
+// connEnd is where a connector split's catch-up ends: its end if the
+// connector knows one, else the position read so far (nothing to wait for).
+func (s *jobSource) connEnd(p int) uint64 {
+	if end, ok := s.conn.End(p); ok {
+		return uint64(end)
+	}
+	return s.offsets[p].Load()
+}

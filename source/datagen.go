@@ -1,0 +1,311 @@
+package source
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// datagen follows Flink's datagen connector: each column is a random or a
+// sequence field, the source is bounded by number_of_rows or by its
+// sequences' ends, and it emits rows_per_second rows a second (0: as fast
+// as it can). Options (Flink's, with '_' or '-'):
+//
+//	rows_per_second          default 10000
+//	number_of_rows           default unbounded
+//	datagen.split            splits, default 1 (row r is in split r mod k)
+//	datagen.seed             default 0
+//	fields.<col>.kind        random (default) or sequence
+//	fields.<col>.min, .max   random numbers: the range (default: the
+//	                         type's range for integers, [0, 1) for floats)
+//	fields.<col>.length      random text: its length (default 100)
+//	fields.<col>.start, .end sequence: first and last value (both required)
+//	fields.<col>.null_rate   fraction of NULLs (default 0)
+//	fields.<col>.max_past    random timestamp: up to this many ms before
+//	                         the row's time (default 0)
+//
+// Row r's values depend only on (seed, r), so a split resumes anywhere. A
+// timestamp column holds the row's time, 2026-01-01 00:00:00 + r / rate
+// (1 ms apart without a rate), where Flink's is the wall clock: the rows
+// are then reproducible, which exactly-once replay needs.
+type datagen struct {
+	cols   []dgField
+	ts     []types.T
+	rows   int64 // 0: unbounded
+	rate   float64
+	splits int
+	seed   uint64
+	stepUS int64 // row time step
+	schema *arrow.Schema
+}
+
+type dgField struct {
+	t          types.T
+	sequence   bool
+	start, end int64
+	imin, imax int64
+	fmin, fmax float64
+	length     int
+	nullRate   float64
+	maxPastUS  int64
+}
+
+func newDatagen(cols []Column, o *options) (Connector, error) {
+	c := &datagen{}
+	rate, err := o.int("rows_per_second", 10000, 0, math.MaxInt64)
+	if err != nil {
+		return nil, err
+	}
+	c.rate = float64(rate)
+	c.stepUS = 1000
+	if rate > 0 {
+		c.stepUS = max(1, 1_000_000/rate)
+	}
+	if c.rows, err = o.int("number_of_rows", 0, 1, math.MaxInt64); err != nil {
+		return nil, err
+	}
+	split, err := o.int("datagen.split", 1, 1, 256)
+	if err != nil {
+		return nil, err
+	}
+	c.splits = int(split)
+	seed, err := o.int("datagen.seed", 0, 0, math.MaxInt64)
+	if err != nil {
+		return nil, err
+	}
+	c.seed = uint64(seed)
+	for _, col := range cols {
+		f, err := datagenField(col, o)
+		if err != nil {
+			return nil, err
+		}
+		if f.sequence {
+			n := f.end - f.start + 1
+			if c.rows == 0 || n < c.rows {
+				c.rows = n
+			}
+		}
+		c.cols = append(c.cols, f)
+		c.ts = append(c.ts, col.Type)
+	}
+	c.schema = schemaOf(c.ts)
+	return c, nil
+}
+
+func datagenField(col Column, o *options) (dgField, error) {
+	f := dgField{t: col.Type, length: 100}
+	key := func(k string) string { return "fields." + normKey(col.Name) + "." + k }
+	switch col.Type.Kind {
+	case types.Bool, types.Int16, types.Int32, types.Int64, types.Float32, types.Float64, types.Text, types.Timestamp:
+	default:
+		return f, sqlerr.New(sqlerr.FeatureNotSupported, "datagen cannot generate column %q of type %s", col.Name, col.Type)
+	}
+	kind, _ := o.take(key("kind"))
+	switch kind {
+	case "", "random":
+	case "sequence":
+		f.sequence = true
+	default:
+		return f, sqlerr.New(sqlerr.InvalidParameterValue, "option %q must be random or sequence, not %q", key("kind"), kind)
+	}
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	switch col.Type.Kind {
+	case types.Int16:
+		lo, hi = math.MinInt16, math.MaxInt16
+	case types.Int32:
+		lo, hi = math.MinInt32, math.MaxInt32
+	}
+	var err error
+	if f.sequence {
+		switch col.Type.Kind {
+		case types.Int16, types.Int32, types.Int64, types.Text:
+		default:
+			return f, sqlerr.New(sqlerr.InvalidParameterValue, "option %q: a sequence field must be an integer or text column, and %q is %s", key("kind"), col.Name, col.Type)
+		}
+		for _, k := range []string{"start", "end"} {
+			if _, ok := o.m[key(k)]; !ok {
+				return f, sqlerr.New(sqlerr.InvalidParameterValue, "option %q is required for a sequence field", key(k))
+			}
+		}
+		if f.start, err = o.int(key("start"), 0, lo, hi); err != nil {
+			return f, err
+		}
+		if f.end, err = o.int(key("end"), 0, f.start, hi); err != nil {
+			return f, err
+		}
+	} else {
+		if col.Type.IsFloat() {
+			f.fmin, f.fmax = 0, 1
+			if v, ok, err := o.float(key("min")); err != nil {
+				return f, err
+			} else if ok {
+				f.fmin = v
+			}
+			if v, ok, err := o.float(key("max")); err != nil {
+				return f, err
+			} else if ok {
+				f.fmax = v
+			}
+			if f.fmax < f.fmin {
+				return f, sqlerr.New(sqlerr.InvalidParameterValue, "option %q must not be below %q", key("max"), key("min"))
+			}
+		} else if col.Type.IsInteger() {
+			if f.imin, err = o.int(key("min"), lo, lo, hi); err != nil {
+				return f, err
+			}
+			if f.imax, err = o.int(key("max"), hi, f.imin, hi); err != nil {
+				return f, err
+			}
+		}
+		if col.Type.Kind == types.Text {
+			l, err := o.int(key("length"), 100, 1, 1<<20)
+			if err != nil {
+				return f, err
+			}
+			f.length = int(l)
+		}
+		if col.Type.Kind == types.Timestamp {
+			ms, err := o.int(key("max_past"), 0, 0, math.MaxInt64/1000)
+			if err != nil {
+				return f, err
+			}
+			f.maxPastUS = ms * 1000
+		}
+	}
+	if v, ok, err := o.float(key("null_rate")); err != nil {
+		return f, err
+	} else if ok {
+		if v < 0 || v > 1 {
+			return f, sqlerr.New(sqlerr.InvalidParameterValue, "option %q must be from 0 to 1", key("null_rate"))
+		}
+		f.nullRate = v
+	}
+	return f, nil
+}
+
+func (c *datagen) Splits() int   { return c.splits }
+func (c *datagen) Bounded() bool { return c.rows > 0 }
+
+// End is the count of the split's events (rows) below the bound.
+func (c *datagen) End(split int) (Position, bool) {
+	if c.rows == 0 || c.rate > 0 {
+		return 0, false
+	}
+	return Position((c.rows - int64(split) + int64(c.splits) - 1) / int64(c.splits)), true
+}
+
+func (c *datagen) Open(split int, pos Position, paced bool) (Reader, error) {
+	if split < 0 || split >= c.splits {
+		return nil, sqlerr.New(sqlerr.Internal, "datagen: split %d of %d", split, c.splits)
+	}
+	pcg := rand.NewPCG(c.seed, 0)
+	return &datagenReader{c: c, split: int64(split), pos: int64(pos), pcg: pcg, rng: rand.New(pcg),
+		thr: newThrottle(c.rate/float64(c.splits), paced)}, nil
+}
+
+type datagenReader struct {
+	c     *datagen
+	split int64
+	pos   int64
+	pcg   *rand.PCG
+	rng   *rand.Rand
+	thr   *throttle
+	bls   []array.Builder
+	buf   []byte
+}
+
+func (r *datagenReader) Position() Position { return Position(r.pos) }
+func (r *datagenReader) Close() error {
+	for _, b := range r.bls {
+		b.Release()
+	}
+	r.bls = nil
+	return nil
+}
+
+func (r *datagenReader) row(p int64) int64 { return r.split + p*int64(r.c.splits) }
+
+func (r *datagenReader) Read(mem memory.Allocator, maxRows int) (arrow.RecordBatch, error) {
+	if r.c.rows > 0 && r.row(r.pos) >= r.c.rows {
+		return nil, EOF
+	}
+	n := r.thr.allow(maxRows)
+	if r.c.rows > 0 {
+		left := (r.c.rows - r.row(r.pos) + int64(r.c.splits) - 1) / int64(r.c.splits)
+		n = int(min(int64(n), left))
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if r.bls == nil {
+		for _, t := range r.c.ts {
+			r.bls = append(r.bls, types.NewBuilder(mem, t))
+		}
+	}
+	for i := 0; i < n; i++ {
+		row := r.row(r.pos + int64(i))
+		r.pcg.Seed(r.c.seed, uint64(row))
+		for c := range r.c.cols {
+			r.value(&r.c.cols[c], r.bls[c], row)
+		}
+	}
+	r.pos += int64(n)
+	r.thr.took(n)
+	cols := make([]arrow.Array, len(r.bls))
+	for i, b := range r.bls {
+		cols[i] = b.NewArray()
+	}
+	return newBatch(r.c.schema, cols, n), nil
+}
+
+// value appends column f's value of row to b, drawing from r.rng (seeded
+// for the row; every column draws in order, so values are reproducible).
+func (r *datagenReader) value(f *dgField, b array.Builder, row int64) {
+	if f.nullRate > 0 && r.rng.Float64() < f.nullRate {
+		b.AppendNull()
+		return
+	}
+	if f.sequence {
+		v := f.start + row
+		if f.t.Kind == types.Text {
+			r.buf = strconv.AppendInt(r.buf[:0], v, 10)
+			appendBytes(b, r.buf)
+		} else {
+			appendInt(b, v)
+		}
+		return
+	}
+	switch f.t.Kind {
+	case types.Bool:
+		b.(*array.BooleanBuilder).Append(r.rng.IntN(2) == 1)
+	case types.Int16, types.Int32, types.Int64:
+		span := uint64(f.imax - f.imin)
+		var v int64
+		if span == math.MaxUint64 {
+			v = int64(r.rng.Uint64())
+		} else {
+			v = f.imin + int64(r.rng.Uint64N(span+1))
+		}
+		appendInt(b, v)
+	case types.Float32, types.Float64:
+		b.(*array.Float64Builder).Append(f.fmin + r.rng.Float64()*(f.fmax-f.fmin))
+	case types.Text:
+		r.buf = r.buf[:0]
+		for i := 0; i < f.length; i++ {
+			r.buf = append(r.buf, "0123456789abcdef"[r.rng.IntN(16)])
+		}
+		appendBytes(b, r.buf)
+	case types.Timestamp:
+		t := NexmarkBaseTime.UnixMicro() + row*r.c.stepUS
+		if f.maxPastUS > 0 {
+			t -= r.rng.Int64N(f.maxPastUS + 1)
+		}
+		appendInt(b, t)
+	}
+}

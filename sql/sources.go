@@ -1,0 +1,73 @@
+package sql
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/sql/parse"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// createSource stores a connector source (CREATE SOURCE). Its connector
+// validates the declared columns and the WITH options now, so a stored
+// source always opens; the source's splits are its partitions.
+func (e *Engine) createSource(n *parse.CreateSource, owner string) (*Result, error) {
+	if len(n.Columns) == 0 {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "a source needs at least one column")
+	}
+	t := &storage.TableDef{Name: n.Name, Kind: storage.KindSource, Owner: owner, Options: map[string]string{}}
+	for _, c := range n.Columns {
+		t.Columns = append(t.Columns, storage.ColumnDef{Name: c.Name, Type: c.Type, NotNull: c.NotNull})
+	}
+	if n.WatermarkCol != "" {
+		t.Watermark = &storage.Watermark{Column: n.WatermarkCol, DelayUS: n.WatermarkUS, SQL: n.WatermarkSQL}
+	}
+	for k, v := range n.With {
+		t.Options[k] = v
+	}
+	conn, err := exec.Connector(t)
+	if err != nil {
+		return nil, err
+	}
+	t.Partitions = conn.Splits()
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.mu.tables[n.Name]; ok {
+		if n.IfNotExists {
+			return &Result{Tag: "CREATE SOURCE", Notices: []string{fmt.Sprintf("relation %q already exists, skipping", n.Name)}}, nil
+		}
+		return nil, sqlerr.New(sqlerr.DuplicateTable, "relation %q already exists", n.Name)
+	}
+	if err := e.addTableLocked(t); err != nil {
+		return nil, err
+	}
+	return &Result{Tag: "CREATE SOURCE"}, nil
+}
+
+// showSources lists the sources: name, connector, splits, whether bounded,
+// and the options as written (connector = ..., sorted).
+func (e *Engine) showSources() *table {
+	t := &table{cols: []Column{{"name", types.TText}, {"connector", types.TText}, {"splits", types.TInt64},
+		{"bounded", types.TBool}, {"options", types.TText}}}
+	for _, d := range e.sortedTables(storage.KindSource) {
+		var opts []string
+		for k, v := range d.Options {
+			if k != "connector" {
+				opts = append(opts, fmt.Sprintf("%s = '%s'", k, strings.ReplaceAll(v, "'", "''")))
+			}
+		}
+		sort.Strings(opts)
+		bounded := types.Null
+		if conn, err := exec.Connector(d); err == nil {
+			bounded = types.Boolean(conn.Bounded())
+		}
+		t.add(str(d.Name), str(d.Options["connector"]), types.Int(int64(max(1, d.Partitions))), bounded, str(strings.Join(opts, ", ")))
+	}
+	return t
+}
