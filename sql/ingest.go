@@ -115,7 +115,7 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 	t, ok := s.e.Table(n.Table)
 	if !ok || t.Kind != storage.KindStream {
 		if ok {
-			return nil, sqlerr.New(sqlerr.WrongObjectType, "cannot copy to materialized view %q", n.Table)
+			return nil, sqlerr.New(sqlerr.WrongObjectType, "cannot copy to %s %q: only tables (streams) take rows", kindWord(t), n.Table)
 		}
 		return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", n.Table)
 	}
