@@ -720,9 +720,9 @@ func renameColumns(alias string, cols []planner.Column, names string) error {
 }
 
 func (b *Binder) bindTable(tn *ast.TableName, alias string) (planner.Node, *scope, error) {
-	def, ok := b.Cat.Table(tn.Name.O)
-	if !ok {
-		return nil, nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", tn.Name.O)
+	def, err := b.lookupTable(tn)
+	if err != nil {
+		return nil, nil, err
 	}
 	if alias == "" {
 		alias = def.Name

@@ -320,6 +320,21 @@ func (r *rewriter) rewrite(from, to int) error {
 						i = end - 1
 						continue
 					}
+				case t.Val == "operator" && next.isOp("(") && prim >= 0:
+					end, err := r.operatorCall(i, to, space)
+					if err != nil {
+						return err
+					}
+					prim = -1
+					i = end - 1
+					continue
+				case t.Val == "collate" && prim >= 0:
+					end, err := r.collate(i, to)
+					if err != nil {
+						return err
+					}
+					i = end - 1
+					continue
 				case t.Val == "emit" && next.is("changes") && i+2 == to:
 					r.emits = true
 					return r.checkOpen(stack, to)
@@ -430,6 +445,16 @@ func (r *rewriter) rewrite(from, to int) error {
 				r.emit(")", i, false)
 				prim = stack[len(stack)-1].start
 				stack = stack[:len(stack)-1]
+			case "~", "!~", "~*", "!~*":
+				if t.Val != "~" || prim >= 0 {
+					if err := r.regexOp(t.Val, i, space); err != nil {
+						return err
+					}
+					prim = -1
+					continue
+				}
+				r.emit(t.Val, i, space)
+				prim = -1
 			case ".":
 				r.emit(".", i, space)
 				// keep prim: a qualified name continues
