@@ -629,6 +629,14 @@ func (e *Engine) PgLookup(what string) map[int64]string {
 				out[r.oid] = viewDef(r.def)
 			}
 		}
+	case "relnames":
+		for _, r := range e.relations() {
+			out[r.oid] = r.name
+		}
+	case "namespaces":
+		for _, ns := range []int64{oidCatalogNS, oidPublicNS, oidInfoNS} {
+			out[ns] = nsName(ns)
+		}
 	case "visible":
 		for _, r := range e.relations() {
 			if r.ns != oidInfoNS {

@@ -27,7 +27,8 @@ const (
 type PgCatalog interface {
 	// PgLookup returns an object id → text map: "roles" (role oid →
 	// name), "types" (type oid → format_type's name), "views" (view oid →
-	// definition), "visible" (oid of each relation on the search path → "").
+	// definition), "visible" (oid of each relation on the search path → ""),
+	// "relnames" (relation oid → name), "namespaces" (schema oid → name).
 	PgLookup(what string) map[int64]string
 	// DatabaseName is current_database().
 	DatabaseName() string
@@ -166,6 +167,38 @@ func (b *Binder) pgFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err
 		}
 		e, err := b.lookup(as[0], m)
 		return e, true, err
+	case "array_to_string":
+		as, err := args(2, 2)
+		if err != nil {
+			return nil, true, err
+		}
+		if as[1], err = b.coerce(as[1], types.TText); err != nil {
+			return nil, true, err
+		}
+		if as[0].Type().Kind != types.TextArray || as[1].Type().Kind != types.Text {
+			return nil, true, noFunction("array_to_string", as)
+		}
+		return call("array_to_string", types.TText, as...), true, nil
+	case "pg_reg": // x::regclass, x::regtype, ..., from the dialect layer
+		if pc == nil || len(n.Args) != 2 {
+			return nil, false, nil
+		}
+		kind, err := castKind(n.Args[1])
+		if err != nil {
+			return nil, true, err
+		}
+		as, err := args(2, 2)
+		if err != nil {
+			return nil, true, err
+		}
+		m := pc.PgLookup(map[string]string{"regtype": "types", "regclass": "relnames", "regrole": "roles",
+			"regnamespace": "namespaces"}[kind])
+		if k := as[0].Type().Kind; k == types.Text || k == types.Unknown {
+			e, err := b.reverseLookup(as[0], m)
+			return e, true, err
+		}
+		e, err := b.lookup(as[0], m)
+		return e, true, err
 	case "pg_function_is_visible":
 		// pg_proc lists no functions, so no function oid is on the path.
 		if _, err := args(1, 1); err != nil {
@@ -225,4 +258,39 @@ func FormatTypeName(t types.T) string {
 		return "text[]"
 	}
 	return typeName(t)
+}
+
+// castKind reads pg_reg's type name literal.
+func castKind(n ast.ExprNode) (string, error) {
+	if v, ok := n.(ast.ValueExpr); ok {
+		if s, ok := v.GetValue().(string); ok {
+			return s, nil
+		}
+	}
+	return "", sqlerr.New(sqlerr.SyntaxError, "pg_reg needs a type name literal")
+}
+
+// reverseLookup is CASE name WHEN v THEN k ... END over m: a name's oid
+// ('words'::regclass), NULL for a name m lacks.
+func (b *Binder) reverseLookup(name expr.Expr, m map[int64]string) (expr.Expr, error) {
+	name, err := b.coerce(name, types.TText)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]int64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	c := &expr.Case{T: types.TInt64}
+	for _, k := range keys {
+		c.Whens = append(c.Whens, expr.When{
+			Cond: call("=", types.TBool, name, &expr.Const{D: types.Str(m[k]), T: types.TText}),
+			Then: &expr.Const{D: types.Int(k), T: types.TInt64},
+		})
+	}
+	if len(c.Whens) == 0 {
+		return &expr.Const{D: types.Null, T: types.TInt64}, nil
+	}
+	return c, nil
 }

@@ -77,3 +77,38 @@ func (r *rewriter) collate(i, to int) (end int, err error) {
 	}
 	return 0, p.positioned(sqlerr.New(sqlerr.FeatureNotSupported, "collation %q is not supported (streamdb compares text bytewise, as collation \"C\")", toks[j].Val), toks[j])
 }
+
+// catalogTypes are the PostgreSQL types that exist only in catalog
+// queries: oid and name read as bigint and text (pg_catalog's columns are
+// those), the reg* types become pg_reg(x, 'regclass'), which the binder
+// resolves against the catalog (an oid to its name, a name to its oid).
+var catalogTypes = map[string]string{
+	"oid": "bigint", "name": "text", "regtype": "", "regclass": "", "regrole": "",
+	"regnamespace": "", "regproc": "", "regprocedure": "",
+}
+
+// catalogCast rewrites x::oid, x::pg_catalog.regclass, ... at the "::"
+// token i (prim is where x's piece begins) and returns the token after the
+// type name; ok is false for any other type.
+func (r *rewriter) catalogCast(i, to, prim int) (end int, ok bool) {
+	toks := r.p.toks
+	j := i + 1
+	if j+1 < to && toks[j].is("pg_catalog") && toks[j+1].isOp(".") {
+		j += 2
+	}
+	if j >= to || toks[j].Kind != tIdent {
+		return 0, false
+	}
+	target, ok := catalogTypes[toks[j].Val]
+	if !ok {
+		return 0, false
+	}
+	if target != "" {
+		r.out[prim].pre = "pg_cast(" + r.out[prim].pre
+		r.emit(", "+quote(target)+")", i, false)
+	} else {
+		r.out[prim].pre = "pg_reg(" + r.out[prim].pre
+		r.emit(", "+quote(toks[j].Val)+")", i, false)
+	}
+	return j + 1, true
+}

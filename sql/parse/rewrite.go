@@ -231,6 +231,14 @@ func (r *rewriter) rewrite(from, to int) error {
 					}
 					i = end - 1
 					continue
+				case t.Val == "operator" && next.isOp("(") && prim >= 0:
+					end, err := r.operatorCall(i, to, space)
+					if err != nil {
+						return err
+					}
+					prim = -1
+					i = end - 1
+					continue
 				case wasCallable && next.isOp("(") && !notFuncKeywords[t.Val] &&
 					(toks[i-1].Kind == tIdent || toks[i-1].Kind == tQIdent):
 					// t x(a, b): a name right after a name is an alias (a call
@@ -320,14 +328,6 @@ func (r *rewriter) rewrite(from, to int) error {
 						i = end - 1
 						continue
 					}
-				case t.Val == "operator" && next.isOp("(") && prim >= 0:
-					end, err := r.operatorCall(i, to, space)
-					if err != nil {
-						return err
-					}
-					prim = -1
-					i = end - 1
-					continue
 				case t.Val == "collate" && prim >= 0:
 					end, err := r.collate(i, to)
 					if err != nil {
@@ -415,7 +415,14 @@ func (r *rewriter) rewrite(from, to int) error {
 				if prim < 0 {
 					return p.syntaxError(t)
 				}
+				if end, ok := r.catalogCast(i, to, prim); ok {
+					i = end - 1
+					continue
+				}
 				p.i = i + 1
+				if p.at().is("pg_catalog") && p.peek(1).isOp(".") {
+					p.i += 2
+				}
 				typ, err := p.typeName()
 				if err != nil {
 					return err
