@@ -41,6 +41,9 @@ type Binder struct {
 	// context (k = $1 with k bigint gives bigint, otherwise text) and
 	// written back.
 	Params []types.T
+	// User is the session's role: current_user and session_user ("" where
+	// no session binds, as in DDL, makes them undefined).
+	User string
 
 	// outer is the scope of the query whose subquery is being bound (the
 	// subquery's FROM scope resolves names there too); outerRefs counts

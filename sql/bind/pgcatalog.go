@@ -127,6 +127,14 @@ func (b *Binder) pgFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err
 			return nil, pc != nil, err
 		}
 		return text(pc.DatabaseName()), true, nil
+	case "current_user", "session_user", "current_role":
+		if b.User == "" {
+			return nil, false, nil
+		}
+		if _, err := args(0, 0); err != nil {
+			return nil, true, err
+		}
+		return text(b.User), true, nil
 	case "current_schema":
 		if _, err := args(0, 0); err != nil {
 			return nil, true, err

@@ -231,6 +231,10 @@ func (r *rewriter) rewrite(from, to int) error {
 					}
 					i = end - 1
 					continue
+				case (t.Val == "session_user" || t.Val == "current_role") && !next.isOp("(") && !(i > from && toks[i-1].isOp(".")):
+					// SQL's niladic session_user: TiDB reads it as a column.
+					prim = r.emit(t.Val+"()", i, space)
+					continue
 				case t.Val == "operator" && next.isOp("(") && prim >= 0:
 					end, err := r.operatorCall(i, to, space)
 					if err != nil {

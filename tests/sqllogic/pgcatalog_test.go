@@ -202,6 +202,7 @@ func TestPgCatalog(t *testing.T) {
 			t.Errorf("version() = %q, %v", v, err)
 		}
 		check(`SELECT current_database(), current_schema(), pg_catalog.pg_encoding_to_char(6)`, "streamdb public UTF8")
+		check(`SELECT current_user, session_user, current_user()`, "streamdb streamdb streamdb")
 		check(`SELECT rolname, rolsuper, rolcanlogin FROM pg_roles WHERE rolname = 'streamdb'`, "streamdb true true")
 		check(`SELECT count(*) FROM pg_user WHERE usename = 'streamdb'`, "1")
 		check(`SELECT datname, pg_get_userbyid(datdba) FROM pg_database`, "streamdb streamdb")
