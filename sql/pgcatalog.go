@@ -414,7 +414,7 @@ func (e catGen) pgUser() *table {
 // pgAuthMembers is empty: streamdb's roles have no membership (GRANT role
 // TO role is not supported).
 func (e catGen) pgAuthMembers() *table {
-	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"roleid", tOID}, catCol{"member", tOID},
+	return &table{cols: catCols(catCol{"roleid", tOID}, catCol{"member", tOID},
 		catCol{"grantor", tOID}, catCol{"admin_option", tBool})}
 }
 

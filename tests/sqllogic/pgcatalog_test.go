@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // catalogSchema is the schema the catalog tests create: a stream with
@@ -221,4 +223,63 @@ func fmtValue(v any) string {
 		return v
 	}
 	return fmt.Sprint(v)
+}
+
+// TestPgCatalogShapeDifferential checks each catalog table's columns
+// against PostgreSQL 15's: every column streamdb has exists there under
+// the same name, in the same order, with a type streamdb maps it to (oid,
+// regproc and xid read as bigint; name, "char", pg_node_tree and
+// information_schema's domains as text; arrays as text[]).
+func TestPgCatalogShapeDifferential(t *testing.T) {
+	pg := StartPG(t)
+	srv := StartServer(t, "")
+	ours, theirs := srv.Conn(t), pg.Conn(t)
+	ctx := context.Background()
+	mapped := map[uint32]uint32{
+		26: 20, 24: 20, 28: 20, // oid, regproc, xid → int8
+		19: 25, 18: 25, 194: 25, 1043: 25, // name, "char", pg_node_tree, varchar → text
+		1034: 1009, 1028: 1009, 22: 1009, 30: 1009, 1003: 1009, 1005: 1009, // aclitem[], oid[], int2vector, oidvector, name[], int2[] → text[]
+		1184: 1114, // timestamptz → timestamp
+	}
+	cols := func(c interface {
+		Query(context.Context, string, ...any) (pgx.Rows, error)
+	}, table string) map[string]uint32 {
+		t.Helper()
+		rs, err := c.Query(ctx, "SELECT * FROM "+table+" LIMIT 0")
+		if err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		defer rs.Close()
+		out := map[string]uint32{}
+		for _, f := range rs.FieldDescriptions() {
+			out[f.Name] = f.DataTypeOID
+		}
+		return out
+	}
+	for _, table := range []string{"pg_namespace", "pg_class", "pg_attribute", "pg_type", "pg_database", "pg_roles",
+		"pg_user", "pg_auth_members", "pg_am", "pg_proc", "pg_description", "pg_index", "pg_constraint",
+		"pg_attrdef", "pg_settings", "pg_tables", "pg_views", "pg_matviews", "information_schema.tables",
+		"information_schema.columns", "information_schema.schemata", "information_schema.views"} {
+		q := "pg_catalog." + table
+		if strings.HasPrefix(table, "information_schema.") {
+			q = table
+		}
+		got, want := cols(ours, q), cols(theirs, q)
+		for name, oid := range got {
+			pgOID, ok := want[name]
+			if !ok {
+				t.Errorf("%s.%s: PostgreSQL has no such column", table, name)
+				continue
+			}
+			if m, ok := mapped[pgOID]; ok {
+				pgOID = m
+			}
+			if strings.HasPrefix(table, "information_schema.") && pgOID != 23 {
+				pgOID = 25 // its domains: sql_identifier, character_data, yes_or_no
+			}
+			if oid != pgOID {
+				t.Errorf("%s.%s: type oid %d, PostgreSQL's maps to %d", table, name, oid, pgOID)
+			}
+		}
+	}
 }
