@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -280,6 +281,41 @@ func TestPgCatalogShapeDifferential(t *testing.T) {
 			if oid != pgOID {
 				t.Errorf("%s.%s: type oid %d, PostgreSQL's maps to %d", table, name, oid, pgOID)
 			}
+		}
+	}
+}
+
+// TestPsqlTabCompletion types into psql through a pseudo-terminal (a
+// Python helper: Go's standard library has no pty) and checks that tab
+// completes a stream's name and lists its columns.
+func TestPsqlTabCompletion(t *testing.T) {
+	if _, err := exec.LookPath("psql"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("psql is required in CI (install postgresql-client): %v", err)
+		}
+		t.Skip("psql is not installed")
+	}
+	py := python3WithModules(t, "pty")
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	for _, stmt := range strings.Split(catalogSchema, ";\n") {
+		if _, err := c.Exec(context.Background(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	host, port, err := net.SplitHostPort(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ input, want string }{
+		{"SELECT * FROM word_c", "SELECT * FROM word_counts "}, // the view's name completed
+		{"SELECT * FROM words WHERE ", "price"},                // the stream's columns listed
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, py, filepath.Join("testdata", "psql", "tabcomplete.py"), host, port, tc.input, tc.want).CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Errorf("tab after %q: want %q in psql's terminal (%v):\n%s", tc.input, tc.want, err, out)
 		}
 	}
 }
