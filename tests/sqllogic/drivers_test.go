@@ -71,3 +71,51 @@ sqlalchemy schemas ['information_schema', 'public']
 		t.Errorf("introspect.py printed:\n%s\nwant:\n%s\nstderr:\n%s", got, want, stderr.String())
 	}
 }
+
+// pgjdbcJar is Debian's pgjdbc (libpostgresql-jdbc-java).
+const pgjdbcJar = "/usr/share/java/postgresql.jar"
+
+// TestJDBCMetaData lists the streams, views and columns through pgjdbc's
+// DatabaseMetaData.getTables and getColumns.
+func TestJDBCMetaData(t *testing.T) {
+	java, err := exec.LookPath("java")
+	if _, statErr := os.Stat(pgjdbcJar); err != nil || statErr != nil {
+		msg := "java and pgjdbc are not installed (Debian: default-jre-headless libpostgresql-jdbc-java)"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	for _, stmt := range strings.Split(catalogSchema, ";\n") {
+		if _, err := c.Exec(context.Background(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	host, port, err := net.SplitHostPort(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, java, "-cp", pgjdbcJar, filepath.Join("testdata", "drivers", "Introspect.java"), host, port)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("Introspect.java: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	want := `table public word_counts MATERIALIZED VIEW
+table public words TABLE
+column word_counts 1 word varchar 12 20 YES
+column word_counts 2 c int8 -5 19 YES
+column words 1 word varchar 12 20 YES
+column words 2 n int8 -5 19 YES
+column words 3 price numeric 2 10 YES
+column words 4 small int4 4 10 YES
+column words 5 ts timestamp 93 29 YES
+`
+	if got := stdout.String(); got != want {
+		t.Errorf("Introspect.java printed:\n%s\nwant:\n%s\nstderr:\n%s", got, want, stderr.String())
+	}
+}
