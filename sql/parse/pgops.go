@@ -1,6 +1,10 @@
 package parse
 
-import "github.com/streamdb/streamdb/sqlerr"
+import (
+	"strings"
+
+	"github.com/streamdb/streamdb/sqlerr"
+)
 
 // PostgreSQL operator forms psql and drivers send in their catalog
 // queries, bridged to TiDB's grammar at token level:
@@ -111,4 +115,46 @@ func (r *rewriter) catalogCast(i, to, prim int) (end int, ok bool) {
 		r.emit(", "+quote(toks[j].Val)+")", i, false)
 	}
 	return j + 1, true
+}
+
+// relName reads a relation name a statement creates, drops or writes,
+// possibly qualified by a schema: public.t is t; a system schema
+// (pg_catalog, information_schema) is 42501, as PostgreSQL refuses to
+// change its catalogs; any other schema does not exist (3F000).
+func (p *parser) relName() (string, error) {
+	first := p.at()
+	n, err := p.name()
+	if err != nil {
+		return "", err
+	}
+	schema, rel, ok := strings.Cut(n, ".")
+	if !ok {
+		return n, nil
+	}
+	switch schema {
+	case "public":
+		if strings.Contains(rel, ".") {
+			return "", p.positioned(sqlerr.New(sqlerr.FeatureNotSupported, "cross-database references are not implemented: %s", n), first)
+		}
+		return rel, nil
+	case "pg_catalog", "information_schema":
+		return "", p.positioned(sqlerr.New(sqlerr.InsufficientPrivilege, "permission denied: %q is a system schema", schema), first)
+	}
+	return "", p.positioned(sqlerr.New(sqlerr.InvalidSchemaName, "schema %q does not exist", schema), first)
+}
+
+// relNameList reads relName[, relName...].
+func (p *parser) relNameList() ([]string, error) {
+	var names []string
+	for {
+		n, err := p.relName()
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+		if !p.at().isOp(",") {
+			return names, nil
+		}
+		p.i++
+	}
 }

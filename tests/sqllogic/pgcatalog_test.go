@@ -136,6 +136,21 @@ func TestPgCatalog(t *testing.T) {
 		queryErr(t, c, `SELECT * FROM public.nothing`, "42P01", `relation "public.nothing" does not exist`)
 		queryErr(t, c, `SELECT * FROM public.pg_class`, "42P01", `relation "public.pg_class" does not exist`)
 		queryErr(t, c, `SELECT bogus_schema.version()`, "3F000", `schema "bogus_schema" does not exist`)
+		execErr(t, c, `INSERT INTO bogus_schema.words VALUES ('a', 1, 1, 1, NULL)`, "3F000", `schema "bogus_schema" does not exist`)
+		execErr(t, c, `CREATE TABLE bogus_schema.t (a int)`, "3F000", `schema "bogus_schema" does not exist`)
+		execErr(t, c, `DROP TABLE pg_catalog.pg_class`, "42501", "system schema")
+		execErr(t, c, `INSERT INTO pg_catalog.pg_class (relname) VALUES ('x')`, "42809", "")
+		if _, err := c.Exec(ctx, `CREATE TABLE public.qualified (a int)`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, `INSERT INTO public.qualified VALUES (1)`); err != nil {
+			t.Fatal(err)
+		}
+		check(`SELECT a FROM qualified`, "1")
+		if _, err := c.Exec(ctx, `DROP TABLE public.qualified`); err != nil {
+			t.Fatal(err)
+		}
+		check(`SELECT count(*) FROM pg_class WHERE relname = 'qualified'`, "0")
 		check(`SELECT 1`, "1") // the server keeps serving
 	})
 
