@@ -629,6 +629,14 @@ func (e *Engine) PgLookup(what string) map[int64]string {
 				out[r.oid] = viewDef(r.def)
 			}
 		}
+	case "typmods":
+		for _, r := range e.relations() {
+			for _, c := range r.def.Columns {
+				if tm := typmod(c.Type); tm >= 0 {
+					out[int64(c.Type.OID())<<32|tm] = c.Type.String()
+				}
+			}
+		}
 	case "relnames":
 		for _, r := range e.relations() {
 			out[r.oid] = r.name

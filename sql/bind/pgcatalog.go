@@ -28,7 +28,9 @@ type PgCatalog interface {
 	// PgLookup returns an object id → text map: "roles" (role oid →
 	// name), "types" (type oid → format_type's name), "views" (view oid →
 	// definition), "visible" (oid of each relation on the search path → ""),
-	// "relnames" (relation oid → name), "namespaces" (schema oid → name).
+	// "relnames" (relation oid → name), "namespaces" (schema oid → name),
+	// "typmods" (type oid<<32 | typmod → format_type's name, for each
+	// type modifier a column has).
 	PgLookup(what string) map[int64]string
 	// DatabaseName is current_database().
 	DatabaseName() string
@@ -174,6 +176,9 @@ func (b *Binder) pgFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err
 			return call("is_not_null", types.TBool, e), true, nil
 		}
 		e, err := b.lookup(as[0], m)
+		if err == nil && what == "types" && len(as) == 2 {
+			e, err = b.withTypmod(as[0], as[1], pc.PgLookup("typmods"), e)
+		}
 		return e, true, err
 	case "array_to_string":
 		as, err := args(2, 2)
@@ -220,6 +225,50 @@ func (b *Binder) pgFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err
 // Version is version()'s text: PostgreSQL 15's form, which drivers parse
 // for the server's version, naming streamdb.
 const Version = "PostgreSQL 15.0 (streamdb) on x86_64-pc-linux-gnu, compiled by Go, 64-bit"
+
+// withTypmod is format_type(oid, typmod): CASE WHEN id = oid AND tm =
+// typmod THEN name ... ELSE base END over m (see PgCatalog "typmods").
+func (b *Binder) withTypmod(id, tm expr.Expr, m map[int64]string, base expr.Expr) (expr.Expr, error) {
+	var err error
+	if id, err = b.int64ID(id); err != nil {
+		return nil, err
+	}
+	if tm, err = b.int64ID(tm); err != nil {
+		return nil, err
+	}
+	keys := make([]int64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	c := &expr.Case{T: types.TText, Else: base}
+	for _, k := range keys {
+		c.Whens = append(c.Whens, expr.When{
+			Cond: call("and", types.TBool,
+				call("=", types.TBool, id, &expr.Const{D: types.Int(k >> 32), T: types.TInt64}),
+				call("=", types.TBool, tm, &expr.Const{D: types.Int(k & 0xffffffff), T: types.TInt64})),
+			Then: &expr.Const{D: types.Str(m[k]), T: types.TText},
+		})
+	}
+	if len(c.Whens) == 0 {
+		return base, nil
+	}
+	return c, nil
+}
+
+// int64ID coerces an object id or type modifier to bigint.
+func (b *Binder) int64ID(id expr.Expr) (expr.Expr, error) {
+	id, err := b.coerce(id, types.TInt64)
+	if err != nil {
+		return nil, err
+	}
+	if k := id.Type().Kind; k == types.Int16 || k == types.Int32 {
+		return &expr.Cast{E: id, T: types.TInt64}, nil
+	} else if k != types.Int64 {
+		return nil, sqlerr.New(sqlerr.DatatypeMismatch, "an object id must be an integer, not %s", typeName(id.Type()))
+	}
+	return id, nil
+}
 
 // lookup is CASE id WHEN k THEN v ... END over m (NULL for other ids), in
 // key order so that plans print deterministically.

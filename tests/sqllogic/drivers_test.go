@@ -62,7 +62,7 @@ func TestDriverIntrospection(t *testing.T) {
 	}
 	want := `psycopg2 tables [('word_counts', 'VIEW'), ('words', 'BASE TABLE')]
 psycopg2 columns [('word', 'character varying'), ('n', 'bigint'), ('price', 'numeric'), ('small', 'integer'), ('ts', 'timestamp without time zone')]
-psycopg2 attributes [('word', 'character varying'), ('c', 'bigint')]
+psycopg2 attributes [('word', 'character varying(20)'), ('c', 'bigint')]
 sqlalchemy tables ['words']
 sqlalchemy views ['word_counts']
 sqlalchemy schemas ['information_schema', 'public']

@@ -191,7 +191,7 @@ func TestPgCatalog(t *testing.T) {
 		check(`SELECT a.attname, a.atttypmod, format_type(a.atttypid, a.atttypmod), t.typname
 			FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_type t ON t.oid = a.atttypid
 			WHERE c.relname = 'words' ORDER BY a.attnum`,
-			"word 24 character varying varchar; n -1 bigint int8; price 655366 numeric numeric; small -1 integer int4; ts -1 timestamp without time zone timestamp")
+			"word 24 character varying(20) varchar; n -1 bigint int8; price 655366 numeric(10,2) numeric; small -1 integer int4; ts -1 timestamp without time zone timestamp")
 	})
 
 	t.Run("information_schema", func(t *testing.T) {
@@ -225,6 +225,8 @@ func TestPgCatalog(t *testing.T) {
 		check(`SELECT count(*) FROM pg_user WHERE usename = 'streamdb'`, "1")
 		check(`SELECT datname, pg_get_userbyid(datdba) FROM pg_database`, "streamdb streamdb")
 		check(`SELECT count(*) FROM pg_settings WHERE name = 'checkpoint.interval'`, "1")
+		check(`SELECT format_type(1043, NULL), format_type(1043, -1), format_type(1700, 655366), format_type(1043, 99), format_type(99, -1) IS NULL`,
+			"character varying character varying numeric(10,2) character varying true")
 		check(`SELECT obj_description(oid, 'pg_class') IS NULL FROM pg_class WHERE relname = 'words'`, "true")
 		check(`SELECT count(*) FROM pg_class WHERE pg_table_is_visible(oid) AND relname IN ('words', 'pg_class', 'tables')`, "2")
 	})
