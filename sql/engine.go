@@ -247,7 +247,7 @@ func (e *Engine) Table(name string) (*storage.TableDef, bool) {
 	e.mu.Lock()
 	t, ok := e.mu.tables[name]
 	e.mu.Unlock()
-	if !ok && strings.HasPrefix(name, "streamdb_") {
+	if !ok && (strings.HasPrefix(name, "streamdb_") || isPgTableName(name)) {
 		return e.systemTable(name)
 	}
 	return t, ok

@@ -506,6 +506,9 @@ var systemTables = map[string]parse.Statement{
 }
 
 func (e *Engine) systemTable(name string) (*storage.TableDef, bool) {
+	if gen, ok := pgTables[name]; ok {
+		return systemDef(name, gen(catGen{Engine: e, colsOnly: true}).cols), true
+	}
 	show, ok := systemTables[name]
 	if !ok {
 		return nil, false
@@ -514,22 +517,31 @@ func (e *Engine) systemTable(name string) (*storage.TableDef, bool) {
 	if err != nil {
 		return nil, false
 	}
+	return systemDef(name, t.cols), true
+}
+
+func systemDef(name string, cols []Column) *storage.TableDef {
 	def := &storage.TableDef{Name: name, Kind: storage.KindSystem}
-	for _, c := range t.cols {
+	for _, c := range cols {
 		def.Columns = append(def.Columns, storage.ColumnDef{Name: strings.ToLower(c.Name), Type: c.T})
 	}
-	return def, true
+	return def
 }
 
 // SystemRows implements planner.Snapshots.
 func (e *Engine) SystemRows(name string) (arrow.RecordBatch, error) {
-	show, ok := systemTables[name]
-	if !ok {
-		return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", name)
-	}
-	t, err := e.NewSession("", "").showTable(show)
-	if err != nil {
-		return nil, err
+	var t *table
+	if gen, ok := pgTables[name]; ok {
+		t = gen(catGen{Engine: e})
+	} else {
+		show, ok := systemTables[name]
+		if !ok {
+			return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", name)
+		}
+		var err error
+		if t, err = e.NewSession("", "").showTable(show); err != nil {
+			return nil, err
+		}
 	}
 	res := t.result(&Stmt{}, "")
 	rows := res.Rows.(*sliceRows)

@@ -48,6 +48,7 @@ const (
 	TooManyConnections      = "53300"
 	OutOfMemory             = "53200"
 	InvalidCursorName       = "34000"
+	InvalidSchemaName       = "3F000"
 	InvalidSQLStatementName = "26000"
 	DuplicatePreparedStmt   = "42P05"
 	DuplicateCursor         = "42P03"

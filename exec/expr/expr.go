@@ -73,6 +73,8 @@ type Cast struct {
 //	"to_char"                    Timestamp, Text (template) → Text
 //	"regexp_match"               Text, Text [, Text flags] → TextArray
 //	"regexp_replace"             Text, Text, Text [, Text flags] → Text
+//	"array_to_string"            TextArray, Text → Text
+//	"regex_test"                 Text, Text (pattern) → Bool: PostgreSQL's ~
 //	"subscript"                  TextArray, Int64 (1-based) → Text
 type Func struct {
 	Name string

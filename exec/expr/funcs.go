@@ -93,6 +93,10 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = regexpMatchKernel(e.T), 2, 3
 	case "regexp_replace":
 		k, lo, hi = regexpReplaceKernel(e.T), 3, 4
+	case "array_to_string":
+		k, lo, hi = arrayToStringKernel(e.T), 2, 2
+	case "regex_test":
+		k, lo, hi = regexTestKernel, 2, 2
 	case "subscript":
 		k, lo, hi = subscriptKernel(e.T), 2, 2
 	case "varchar_assign": // Text → VARCHAR(n) as an assignment (INSERT) cast

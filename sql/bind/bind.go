@@ -41,6 +41,9 @@ type Binder struct {
 	// context (k = $1 with k bigint gives bigint, otherwise text) and
 	// written back.
 	Params []types.T
+	// User is the session's role: current_user and session_user ("" where
+	// no session binds, as in DDL, makes them undefined).
+	User string
 
 	// outer is the scope of the query whose subquery is being bound (the
 	// subquery's FROM scope resolves names there too); outerRefs counts
@@ -720,9 +723,9 @@ func renameColumns(alias string, cols []planner.Column, names string) error {
 }
 
 func (b *Binder) bindTable(tn *ast.TableName, alias string) (planner.Node, *scope, error) {
-	def, ok := b.Cat.Table(tn.Name.O)
-	if !ok {
-		return nil, nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", tn.Name.O)
+	def, err := b.lookupTable(tn)
+	if err != nil {
+		return nil, nil, err
 	}
 	if alias == "" {
 		alias = def.Name

@@ -69,6 +69,8 @@ func (b *Binder) bindExpr(c *ectx, n ast.ExprNode) (expr.Expr, error) {
 		return b.bindFunc(c, n)
 	case *ast.AggregateFuncExpr:
 		return b.bindAgg(c, n)
+	case *ast.PatternRegexpExpr:
+		return b.bindRegex(c, n)
 	case *ast.PatternLikeOrIlikeExpr:
 		if n.Escape != '\\' {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "LIKE ... ESCAPE is not supported")

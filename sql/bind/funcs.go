@@ -384,6 +384,9 @@ func noFunction(name string, args []expr.Expr) error {
 }
 
 func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
+	if e, ok, err := b.pgFunc(c, n); ok {
+		return e, err
+	}
 	name := n.FnName.L
 	switch name {
 	case "tumble_end":

@@ -25,9 +25,9 @@ func (b *Binder) BindInsert(n *ast.InsertStmt) (*storage.TableDef, planner.Node,
 	if !ok {
 		return nil, nil, sqlerr.New(sqlerr.SyntaxError, "INSERT needs a single target table")
 	}
-	def, ok := b.Cat.Table(tn.Name.O)
-	if !ok {
-		return nil, nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", tn.Name.O)
+	def, err := b.lookupTable(tn)
+	if err != nil {
+		return nil, nil, err
 	}
 	if def.Kind == storage.KindView {
 		return nil, nil, sqlerr.New("42809", "cannot change materialized view %q", def.Name)

@@ -213,7 +213,7 @@ func (p *parser) createTable() (*CreateTable, error) {
 	ct := &CreateTable{}
 	ct.IfNotExists = p.accept("if", "not", "exists")
 	var err error
-	if ct.Name, err = p.name(); err != nil {
+	if ct.Name, err = p.relName(); err != nil {
 		return nil, err
 	}
 	if p.at().is("as") {
@@ -488,7 +488,7 @@ func (p *parser) createView(orReplace bool) (*CreateView, error) {
 	cv := &CreateView{OrReplace: orReplace}
 	cv.IfNotExists = p.accept("if", "not", "exists")
 	var err error
-	if cv.Name, err = p.name(); err != nil {
+	if cv.Name, err = p.relName(); err != nil {
 		return nil, err
 	}
 	if err := p.expect("as"); err != nil {
@@ -544,7 +544,11 @@ func (p *parser) drop(kind ObjectKind) (*Drop, error) {
 	d := &Drop{Kind: kind}
 	d.IfExists = p.accept("if", "exists")
 	var err error
-	if d.Names, err = p.nameList(); err != nil {
+	names := p.nameList
+	if kind == ObjTable || kind == ObjView {
+		names = p.relNameList
+	}
+	if d.Names, err = names(); err != nil {
 		return nil, err
 	}
 	if p.accept("cascade") {
@@ -571,7 +575,7 @@ func (p *parser) copyStmt() (*Copy, error) {
 		p.i = closing + 1
 	} else {
 		var err error
-		if c.Table, err = p.name(); err != nil {
+		if c.Table, err = p.relName(); err != nil {
 			return nil, err
 		}
 		if p.acceptOp("(") {

@@ -149,6 +149,10 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // twoCharOps are the multi-character operators; anything else is one byte.
 var twoCharOps = []string{"::", "||", "<>", "!=", "<=", ">=", "=>"}
 
+// regexOps are PostgreSQL's regular expression match operators, longest
+// first (a lone ~ is a oneCharOp; the dialect layer tells its binary use).
+var regexOps = []string{"!~*", "!~", "~*"}
+
 // oneCharOps are the single-character operators and punctuation. Characters
 // MySQL gives another meaning (# comments, ? markers, @ variables,
 // backquotes, lone !) are deliberately absent, so they are syntax errors.
@@ -178,6 +182,12 @@ func (l *lexer) next() (token, error) {
 		return l.number(start)
 	case c == '$':
 		return l.dollar(start)
+	}
+	for _, op := range regexOps {
+		if strings.HasPrefix(l.src[start:], op) {
+			l.pos += len(op)
+			return token{Kind: tOp, Val: op, Pos: start, End: l.pos}, nil
+		}
 	}
 	for _, op := range twoCharOps {
 		if strings.HasPrefix(l.src[start:], op) {

@@ -231,6 +231,18 @@ func (r *rewriter) rewrite(from, to int) error {
 					}
 					i = end - 1
 					continue
+				case (t.Val == "session_user" || t.Val == "current_role") && !next.isOp("(") && !(i > from && toks[i-1].isOp(".")):
+					// SQL's niladic session_user: TiDB reads it as a column.
+					prim = r.emit(t.Val+"()", i, space)
+					continue
+				case t.Val == "operator" && next.isOp("(") && prim >= 0:
+					end, err := r.operatorCall(i, to, space)
+					if err != nil {
+						return err
+					}
+					prim = -1
+					i = end - 1
+					continue
 				case wasCallable && next.isOp("(") && !notFuncKeywords[t.Val] &&
 					(toks[i-1].Kind == tIdent || toks[i-1].Kind == tQIdent):
 					// t x(a, b): a name right after a name is an alias (a call
@@ -320,6 +332,13 @@ func (r *rewriter) rewrite(from, to int) error {
 						i = end - 1
 						continue
 					}
+				case t.Val == "collate" && prim >= 0:
+					end, err := r.collate(i, to)
+					if err != nil {
+						return err
+					}
+					i = end - 1
+					continue
 				case t.Val == "emit" && next.is("changes") && i+2 == to:
 					r.emits = true
 					return r.checkOpen(stack, to)
@@ -400,7 +419,14 @@ func (r *rewriter) rewrite(from, to int) error {
 				if prim < 0 {
 					return p.syntaxError(t)
 				}
+				if end, ok := r.catalogCast(i, to, prim); ok {
+					i = end - 1
+					continue
+				}
 				p.i = i + 1
+				if p.at().is("pg_catalog") && p.peek(1).isOp(".") {
+					p.i += 2
+				}
 				typ, err := p.typeName()
 				if err != nil {
 					return err
@@ -430,6 +456,16 @@ func (r *rewriter) rewrite(from, to int) error {
 				r.emit(")", i, false)
 				prim = stack[len(stack)-1].start
 				stack = stack[:len(stack)-1]
+			case "~", "!~", "~*", "!~*":
+				if t.Val != "~" || prim >= 0 {
+					if err := r.regexOp(t.Val, i, space); err != nil {
+						return err
+					}
+					prim = -1
+					continue
+				}
+				r.emit(t.Val, i, space)
+				prim = -1
 			case ".":
 				r.emit(".", i, space)
 				// keep prim: a qualified name continues

@@ -208,7 +208,7 @@ func (p *parser) grant(revoke bool) (*Grant, error) {
 	}
 	p.accept("table")
 	var err error
-	if g.Tables, err = p.nameList(); err != nil {
+	if g.Tables, err = p.relNameList(); err != nil {
 		return nil, err
 	}
 	if revoke {

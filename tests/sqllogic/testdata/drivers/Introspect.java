@@ -1,0 +1,33 @@
+import java.sql.Connection;
+import java.sql.DatabaseMetaData;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+
+/**
+ * Schema introspection through pgjdbc's DatabaseMetaData, as JDBC tools
+ * (DBeaver, Metabase, ...) do on connect. Usage: java -cp postgresql.jar
+ * Introspect.java HOST PORT. Prints one line per row; the Go test
+ * (TestJDBCMetaData) compares them.
+ */
+public class Introspect {
+    public static void main(String[] args) throws Exception {
+        String url = "jdbc:postgresql://" + args[0] + ":" + args[1] + "/streamdb?user=streamdb&sslmode=disable";
+        try (Connection c = DriverManager.getConnection(url)) {
+            DatabaseMetaData md = c.getMetaData();
+            try (ResultSet rs = md.getTables(null, "public", "%", null)) {
+                while (rs.next()) {
+                    System.out.println("table " + rs.getString("TABLE_SCHEM") + " " + rs.getString("TABLE_NAME")
+                            + " " + rs.getString("TABLE_TYPE"));
+                }
+            }
+            try (ResultSet rs = md.getColumns(null, "public", "word%", "%")) {
+                while (rs.next()) {
+                    System.out.println("column " + rs.getString("TABLE_NAME") + " " + rs.getInt("ORDINAL_POSITION")
+                            + " " + rs.getString("COLUMN_NAME") + " " + rs.getString("TYPE_NAME")
+                            + " " + rs.getInt("DATA_TYPE") + " " + rs.getInt("COLUMN_SIZE")
+                            + " " + rs.getString("IS_NULLABLE"));
+                }
+            }
+        }
+    }
+}
