@@ -22,13 +22,14 @@ type Session struct {
 	e       *Engine
 	user    string
 	vars    map[string]string
-	tx      byte
 	cursors map[string]*cursor
+	// txn is the transaction in progress (txn.go), nil outside one.
+	txn *txn
 }
 
 // NewSession starts a session.
 func (e *Engine) NewSession(user, database string) *Session {
-	s := &Session{e: e, user: user, vars: map[string]string{}, tx: 'I', cursors: map[string]*cursor{}}
+	s := &Session{e: e, user: user, vars: map[string]string{}, cursors: map[string]*cursor{}}
 	for k, v := range sessionDefaults {
 		s.vars[k] = v
 	}
@@ -61,11 +62,30 @@ func (s *Session) SetParameter(name, value string) (map[string]string, error) {
 	return res.ParamChanges, nil
 }
 
-// TxStatus is the transaction status for ReadyForQuery.
-func (s *Session) TxStatus() byte { return s.tx }
+// TxStatus is the transaction status for ReadyForQuery, which ends every
+// Query message: an implicit transaction still open then belongs to a
+// message that stopped at an error, so its writes are dropped.
+func (s *Session) TxStatus() byte {
+	switch t := s.txn; {
+	case t == nil:
+		return 'I'
+	case !t.explicit:
+		t.discard()
+		s.txn = nil
+		return 'I'
+	case t.failed:
+		return 'E'
+	}
+	return 'T'
+}
 
-// Close ends the session, closing its cursors (and their live jobs).
+// Close ends the session, closing its cursors (and their live jobs) and
+// dropping the writes of a transaction left open.
 func (s *Session) Close() {
+	if s.txn != nil {
+		s.txn.discard()
+		s.txn = nil
+	}
 	for _, c := range s.cursors {
 		c.rows.Close()
 	}
@@ -84,8 +104,12 @@ func (s *Session) PrepareAll(ctx context.Context, query string) ([]*Stmt, error)
 		return []*Stmt{{SQL: query, Empty: true}}, nil
 	}
 	out := make([]*Stmt, len(stmts))
+	var g *stmtGroup
+	if len(stmts) > 1 {
+		g = &stmtGroup{n: len(stmts)}
+	}
 	for i, st := range stmts {
-		out[i] = &Stmt{SQL: query, impl: st}
+		out[i] = &Stmt{SQL: query, impl: st, group: g, last: i == len(stmts)-1}
 		markCopy(out[i], st)
 	}
 	return out, nil
@@ -180,6 +204,30 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 	if len(params) != len(st.ParamTypes) {
 		return nil, sqlerr.New(sqlerr.ProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(params), len(st.ParamTypes))
 	}
+	res, err := s.beforeStatement(ctx, st)
+	if res != nil || err != nil {
+		if err != nil {
+			s.fail()
+		}
+		return res, err
+	}
+	res, err = s.dispatch(ctx, st, params)
+	if err != nil || s.txn == nil {
+		return res, s.afterStatement(st, err)
+	}
+	switch {
+	case res.CopyIn != nil:
+		// The statement ends when the data does.
+		res.CopyIn = &txCopyIn{CopyIn: res.CopyIn, s: s, st: st}
+		return res, nil
+	case res.Rows != nil:
+		res.Rows = &txRows{Rows: res.Rows, s: s}
+	}
+	return res, s.afterStatement(st, nil)
+}
+
+// dispatch runs a statement after the transaction rules let it.
+func (s *Session) dispatch(ctx context.Context, st *Stmt, params []types.Datum) (*Result, error) {
 	if err := s.authorize(st); err != nil {
 		return nil, err
 	}
@@ -298,7 +346,7 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 		if err != nil {
 			return nil, err
 		}
-		count, err := s.e.insert(ctx, target, src, s.exprCtx(params), s.workMem())
+		count, err := s.e.insert(ctx, target, src, s.exprCtx(params), s.workMem(), s.txn)
 		if err != nil {
 			return nil, err
 		}
@@ -319,15 +367,6 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 		st.Columns = []Column{{Name: "QUERY PLAN", T: types.TText}}
 		lines := strings.Split(strings.TrimRight(planner.Explain(phys), "\n"), "\n")
 		return &Result{Tag: "EXPLAIN", Rows: textRows(lines)}, nil
-	case *ast.BeginStmt:
-		s.tx = 'T'
-		return &Result{Tag: "BEGIN"}, nil
-	case *ast.CommitStmt:
-		s.tx = 'I'
-		return &Result{Tag: "COMMIT"}, nil
-	case *ast.RollbackStmt:
-		s.tx = 'I'
-		return &Result{Tag: "ROLLBACK"}, nil
 	case *ast.DropTableStmt:
 		d := &parse.Drop{Kind: parse.ObjTable, IfExists: n.IfExists}
 		for _, t := range n.Tables {

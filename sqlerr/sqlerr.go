@@ -58,6 +58,9 @@ const (
 	DataCorrupted           = "XX001"
 	Internal                = "XX000"
 	InFailedTransaction     = "25P02"
+	InvalidTxState          = "25000"
+	ActiveSQLTransaction    = "25001"
+	NoActiveSQLTransaction  = "25P01"
 	IOError                 = "58030"
 )
 

@@ -57,6 +57,10 @@ type DB struct {
 		sync.Mutex
 		marked map[*partitionLog]bool
 	}
+	// appendsMu keeps a barrier cut from falling inside a transaction's
+	// appends to several partitions (CommitAppends holds it shared,
+	// MarkCut exclusively).
+	appendsMu sync.RWMutex
 }
 
 // Options configures Open.
