@@ -154,7 +154,7 @@ func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32)
 func (s *Session) describe(st *Stmt) error {
 	switch n := st.impl.(type) {
 	case *parse.Query:
-		b := &bind.Binder{Cat: s.e, Params: st.ParamTypes}
+		b := &bind.Binder{Cat: s.e, Params: st.ParamTypes, LimitParams: n.LimitParams}
 		switch q := n.Node.(type) {
 		case ast.ResultSetNode:
 			plan, err := b.BindQuery(q)
@@ -320,7 +320,7 @@ func (s *Session) exprCtx(params []types.Datum) *expr.Ctx {
 }
 
 func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, params []types.Datum) (*Result, error) {
-	b := &bind.Binder{Cat: s.e, Params: append([]types.T(nil), st.ParamTypes...)}
+	b := &bind.Binder{Cat: s.e, Params: append([]types.T(nil), st.ParamTypes...), LimitParams: q.LimitParams, ParamValues: append([]types.Datum{}, params...)}
 	switch n := q.Node.(type) {
 	case ast.ResultSetNode:
 		plan, err := b.BindQuery(n)

@@ -61,6 +61,7 @@ const (
 	InvalidTxState          = "25000"
 	ActiveSQLTransaction    = "25001"
 	NoActiveSQLTransaction  = "25P01"
+	UndefinedParameter      = "42P02"
 	IOError                 = "58030"
 )
 

@@ -16,6 +16,7 @@
 package bind
 
 import (
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
 	"math"
 	"strings"
 
@@ -41,6 +42,12 @@ type Binder struct {
 	// context (k = $1 with k bigint gives bigint, otherwise text) and
 	// written back.
 	Params []types.T
+	// LimitParams maps the offset of a LIMIT/OFFSET "?" marker to its
+	// parameter's index (parse.Query.LimitParams); ParamValues are the
+	// parameters' values when the statement is executed (nil when it is
+	// only described): LIMIT $1 takes its value at bind time.
+	LimitParams map[int]int
+	ParamValues []types.Datum
 
 	// outer is the scope of the query whose subquery is being bound (the
 	// subquery's FROM scope resolves names there too); outerRefs counts
@@ -486,7 +493,7 @@ func (b *Binder) bindLimit(in planner.Node, l *ast.Limit) (planner.Node, error) 
 	out := &planner.Limit{Input: in, Count: -1}
 	var err error
 	if l.Count != nil {
-		if out.Count, err = limitValue(l.Count, "LIMIT", "2201W"); err != nil {
+		if out.Count, err = b.limitValue(l.Count, "LIMIT", "2201W"); err != nil {
 			return nil, err
 		}
 		if out.Count == math.MaxInt64 { // LIMIT ALL (see parse's limitClause)
@@ -494,7 +501,7 @@ func (b *Binder) bindLimit(in planner.Node, l *ast.Limit) (planner.Node, error) 
 		}
 	}
 	if l.Offset != nil {
-		if out.Offset, err = limitValue(l.Offset, "OFFSET", "2201X"); err != nil {
+		if out.Offset, err = b.limitValue(l.Offset, "OFFSET", "2201X"); err != nil {
 			return nil, err
 		}
 	}
@@ -507,7 +514,10 @@ func (b *Binder) bindLimit(in planner.Node, l *ast.Limit) (planner.Node, error) 
 // limitValue reads a LIMIT or OFFSET value. The dialect layer writes a
 // negative value as its two's complement (TiDB takes only unsigned
 // numbers there), so anything above MaxInt64 is negative: negCode's error.
-func limitValue(n ast.ExprNode, what, negCode string) (int64, error) {
+func (b *Binder) limitValue(n ast.ExprNode, what, negCode string) (int64, error) {
+	if pm, ok := n.(*test_driver.ParamMarkerExpr); ok {
+		return b.limitParam(pm, what, negCode)
+	}
 	if v, ok := n.(ast.ValueExpr); ok {
 		var x int64
 		switch u := v.GetValue().(type) {
@@ -524,6 +534,37 @@ func limitValue(n ast.ExprNode, what, negCode string) (int64, error) {
 		return x, nil
 	}
 	return 0, sqlerr.New(sqlerr.FeatureNotSupported, "%s must be an integer constant", what)
+}
+
+// limitParam reads LIMIT $n or OFFSET $n: the parameter is a bigint; its
+// value is known when the statement executes. Described only, the clause
+// is no limit. NULL is no limit (LIMIT) or 0 (OFFSET), as in PostgreSQL.
+func (b *Binder) limitParam(pm *test_driver.ParamMarkerExpr, what, negCode string) (int64, error) {
+	idx, ok := b.LimitParams[pm.Offset]
+	if !ok {
+		return 0, sqlerr.New(sqlerr.SyntaxError, "syntax error at or near \"?\"")
+	}
+	p := b.param(idx)
+	if p.Type().Kind == types.Unknown {
+		b.Params[idx] = types.TInt64
+	} else if k := p.Type().Kind; k != types.Int64 && k != types.Int32 && k != types.Int16 {
+		return 0, sqlerr.New(sqlerr.DatatypeMismatch, "argument of %s must be type bigint, not type %s", what, p.Type())
+	}
+	noValue := int64(0)
+	if what == "LIMIT" {
+		noValue = math.MaxInt64
+	}
+	if b.ParamValues != nil && idx >= len(b.ParamValues) {
+		return 0, sqlerr.New(sqlerr.UndefinedParameter, "there is no parameter $%d", idx+1)
+	}
+	if b.ParamValues == nil || b.ParamValues[idx].Null {
+		return noValue, nil
+	}
+	x := b.ParamValues[idx].I
+	if x < 0 {
+		return 0, sqlerr.New(negCode, "%s must not be negative", what)
+	}
+	return x, nil
 }
 
 // bindSetOpr binds UNION [ALL] chains; INTERSECT and EXCEPT are not supported.
