@@ -25,6 +25,8 @@ type Session struct {
 	cursors map[string]*cursor
 	// txn is the transaction in progress (txn.go), nil outside one.
 	txn *txn
+	// prepared are the statements of SQL-level PREPARE (prepare.go).
+	prepared map[string]*Stmt
 }
 
 // NewSession starts a session.
@@ -173,6 +175,8 @@ func (s *Session) describe(st *Stmt) error {
 			st.Columns = []Column{{Name: "QUERY PLAN", T: types.TText}}
 		}
 		st.ParamTypes = b.Params
+	case *parse.Execute:
+		return s.describeExecute(st, n)
 	case *parse.Show, *parse.ShowObjects, *parse.ShowCreate, *parse.Fetch:
 		// Columns are known once executed; describe by executing nothing.
 		cols, err := s.showColumns(st.impl.(parse.Statement))
@@ -262,10 +266,15 @@ func (s *Session) dispatch(ctx context.Context, st *Stmt, params []types.Datum) 
 		return s.fetch(ctx, st, n)
 	case *parse.CloseCursor:
 		return s.closeCursor(n)
+	case *parse.Prepare:
+		return s.prepare(n)
+	case *parse.Execute:
+		return s.execute(ctx, st, n)
 	case *parse.Discard:
 		if n.Deallocate != "" {
-			return &Result{Tag: "DEALLOCATE"}, nil
+			return s.deallocate(n.Deallocate)
 		}
+		s.prepared = nil
 		for name := range s.cursors {
 			s.closeCursor(&parse.CloseCursor{Cursor: name})
 		}

@@ -118,20 +118,16 @@ func (s *Session) classify(st *Stmt) (stmtClass, string) {
 		return classOther, ""
 	case *parse.Show, *parse.ShowObjects, *parse.ShowCreate, *parse.Fetch, *parse.CloseCursor, *parse.Discard:
 		return classOther, ""
+	case *parse.Prepare:
+		return classOther, ""
+	case *parse.Execute:
+		return s.executeClass(n)
 	case *parse.CreateView:
 		return classDDL, "CREATE MATERIALIZED VIEW"
 	case *parse.Drop:
 		return classDDL, "DROP " + strings.ToUpper(string(n.Kind))
 	}
-	if x, ok := st.impl.(txClassifier); ok {
-		return x.txClass(s)
-	}
 	return classDDL, statementWords(st)
-}
-
-// txClassifier is implemented by statements that wrap another (EXECUTE).
-type txClassifier interface {
-	txClass(s *Session) (stmtClass, string)
 }
 
 // beforeStatement applies the transaction rules to st before it runs. It

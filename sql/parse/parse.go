@@ -147,6 +147,10 @@ func (p *parser) statement() (Statement, error) {
 		}
 		p.i++
 		return &Discard{Name: t.Val}, p.end()
+	case first.is("prepare"):
+		return p.prepare()
+	case first.is("execute"):
+		return p.execute()
 	case first.is("deallocate"):
 		p.accept("prepare")
 		if p.accept("all") {
