@@ -439,8 +439,11 @@ func (e *Engine) ownerOf(t *storage.TableDef) string {
 
 // kindWord names t's kind in messages as PostgreSQL does.
 func kindWord(t *storage.TableDef) string {
-	if t.Kind == storage.KindView {
+	switch t.Kind {
+	case storage.KindView:
 		return "materialized view"
+	case storage.KindPlainView:
+		return "view"
 	}
 	return "table"
 }

@@ -242,6 +242,8 @@ func (s *Session) dispatch(ctx context.Context, st *Stmt, params []types.Datum) 
 		return s.e.createTable(n, s.user)
 	case *parse.CreateView:
 		return s.e.createView(ctx, n, s.user)
+	case *parse.CreatePlainView:
+		return s.e.createPlainView(n, s.user)
 	case *parse.Drop:
 		return s.e.drop(n)
 	case *parse.Copy:

@@ -124,6 +124,8 @@ func (s *Session) classify(st *Stmt) (stmtClass, string) {
 		return s.executeClass(n)
 	case *parse.CreateView:
 		return classDDL, "CREATE MATERIALIZED VIEW"
+	case *parse.CreatePlainView:
+		return classDDL, "CREATE VIEW"
 	case *parse.Drop:
 		return classDDL, "DROP " + strings.ToUpper(string(n.Kind))
 	}

@@ -62,6 +62,8 @@ const (
 	ActiveSQLTransaction    = "25001"
 	NoActiveSQLTransaction  = "25P01"
 	UndefinedParameter      = "42P02"
+	InvalidTableDefinition  = "42P16"
+	InvalidObjectDefinition = "42P17"
 	IOError                 = "58030"
 )
 

@@ -57,6 +57,8 @@ type Binder struct {
 	// scalars places the uncorrelated scalar subqueries of the query being
 	// bound (see bindScalarSubqueries).
 	scalars map[*ast.SubqueryExpr]scalarRef
+	// viewDepth counts the plain views being expanded (views.go).
+	viewDepth int
 }
 
 // BindQuery binds a SELECT, a set operation (UNION [ALL]) or a parenthesized query.
@@ -710,6 +712,16 @@ func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, err
 	alias, names, _ := strings.Cut(ts.AsName.O, parse.AliasColumnSep)
 	switch src := ts.Source.(type) {
 	case *ast.TableName:
+		if def, ok := b.plainView(src); ok {
+			p, cols, err := b.bindPlainView(def, src, alias)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := renameColumns(alias, cols, names); err != nil {
+				return nil, nil, err
+			}
+			return p, newScope(cols), nil
+		}
 		node, sc, err := b.bindTable(src, alias)
 		if err != nil || names == "" {
 			return node, sc, err

@@ -67,6 +67,10 @@ func (p *parser) statement() (Statement, error) {
 			s, err = p.createView(false)
 		case p.accept("or", "replace", "materialized", "view"):
 			s, err = p.createView(true)
+		case p.accept("view"):
+			return p.createPlainView(false)
+		case p.accept("or", "replace", "view"):
+			return p.createPlainView(true)
 		case p.accept("savepoint"):
 			s, err = p.createSavepoint()
 		case p.accept("role"):
@@ -86,6 +90,8 @@ func (p *parser) statement() (Statement, error) {
 			return p.drop(ObjView)
 		case p.accept("savepoint"):
 			return p.drop(ObjSavepoint)
+		case p.accept("view"):
+			return p.drop(ObjPlainView)
 		case p.accept("role"), p.accept("user"):
 			return p.dropRole()
 		default:
