@@ -216,6 +216,9 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 		return res, err
 	}
 	res, err = s.dispatch(ctx, st, params)
+	if d, ok := st.impl.(*parse.Declare); ok && err == nil && s.txn != nil {
+		s.txn.cursors = append(s.txn.cursors, d.Cursor)
+	}
 	if err != nil || s.txn == nil {
 		return res, s.afterStatement(st, err)
 	}

@@ -30,7 +30,8 @@ import (
 //     transactional: an explicit block refuses them (25001, PostgreSQL's code
 //     for its non-transactional commands); in an implicit one they append
 //     the writes before them and run on their own, like a read.
-//   - Session settings changed in a block are restored by ROLLBACK.
+//   - Session settings changed in a block are restored by ROLLBACK, and
+//     the cursors declared in it are closed.
 //
 // The extended protocol outside a block appends each statement's rows when
 // it runs (one implicit transaction per statement).
@@ -45,6 +46,9 @@ type txn struct {
 	mem int64
 	// vars are the session's settings at BEGIN, for ROLLBACK.
 	vars map[string]string
+	// cursors declared in the transaction: ROLLBACK closes them, as
+	// PostgreSQL does (COMMIT keeps them, as streamdb always has).
+	cursors []string
 }
 
 // txWrites are the rows a transaction appends to one table.
@@ -273,6 +277,11 @@ func (s *Session) rollback() *Result {
 	t := s.txn
 	s.txn = nil
 	t.discard()
+	for _, name := range t.cursors {
+		if _, ok := s.cursors[name]; ok {
+			s.closeCursor(&parse.CloseCursor{Cursor: name})
+		}
+	}
 	res := &Result{Tag: "ROLLBACK"}
 	if t.vars != nil {
 		for k, v := range t.vars {
