@@ -21,11 +21,15 @@ type Watermark struct {
 type TableKind uint8
 
 const (
-	KindStream    TableKind = iota // CREATE TABLE: an append-only stream with a durable log
-	KindView                       // CREATE MATERIALIZED VIEW: rows maintained by a job
-	KindSystem                     // a read-only system table (streamdb_jobs, ...), computed when read
-	KindPlainView                  // CREATE VIEW: a stored query (SQL), expanded where it is read
+	KindStream TableKind = iota // CREATE TABLE: an append-only stream with a durable log
+	KindView                    // CREATE MATERIALIZED VIEW: rows maintained by a job
+	KindSystem                  // a read-only system table (streamdb_jobs, ...), computed when read
 )
+
+// KindPlainView is CREATE VIEW: a stored query (SQL), expanded where it is
+// read. Its value is fixed at 4: 3 is KindSource (CREATE SOURCE), added in
+// parallel.
+const KindPlainView TableKind = 4
 
 // TableDef is a catalog entry. It is immutable once stored; DDL stores a new one.
 type TableDef struct {
