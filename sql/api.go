@@ -39,6 +39,10 @@ type Stmt struct {
 	Empty bool
 
 	impl any // the engine's plan for the statement
+	// group is the Query message the statement came in when that held
+	// several (one implicit transaction); last marks its last statement.
+	group *stmtGroup
+	last  bool
 }
 
 // Result is the outcome of executing a statement.

@@ -74,7 +74,7 @@ func (e *Engine) createTable(n *parse.CreateTable, owner string) (*Result, error
 func (e *Engine) dependentsLocked(name string) []string {
 	var out []string
 	for _, t := range e.mu.tables {
-		if t.Kind == storage.KindView && slices.Contains(viewSources(t), name) {
+		if dependsOn(t, name) {
 			out = append(out, t.Name)
 		}
 	}
@@ -87,6 +87,8 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 	switch n.Kind {
 	case parse.ObjView:
 		tag, want = "DROP MATERIALIZED VIEW", storage.KindView
+	case parse.ObjPlainView:
+		tag, want = "DROP VIEW", storage.KindPlainView
 	case parse.ObjSavepoint:
 		return e.dropSavepoint(n.Names, n.IfExists)
 	case parse.ObjSource:
@@ -108,7 +110,7 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 				notices = append(notices, fmt.Sprintf("%s %q does not exist, skipping", n.Kind, name))
 				continue
 			}
-			if n.Kind == parse.ObjView || n.Kind == parse.ObjSource {
+			if n.Kind == parse.ObjView || n.Kind == parse.ObjSource || n.Kind == parse.ObjPlainView {
 				return nil, sqlerr.New(sqlerr.UndefinedTable, "%s %q does not exist", n.Kind, name)
 			}
 			return nil, sqlerr.New(sqlerr.UndefinedTable, "table %q does not exist", name)
@@ -117,10 +119,13 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 		// Views over t, and views over those, go too with CASCADE.
 		for i := len(drop) - 1; i < len(drop); i++ {
 			for _, dep := range e.dependentsLocked(drop[i].Name) {
+				if !n.Cascade && slices.Contains(n.Names, dep) {
+					continue // dropped by this statement too
+				}
 				if !n.Cascade {
 					return nil, &sqlerr.Error{Code: sqlerr.DependentObjectsExist,
 						Msg:    fmt.Sprintf("cannot drop %s %s because other objects depend on it", n.Kind, name),
-						Detail: fmt.Sprintf("materialized view %s depends on %s", dep, drop[i].Name),
+						Detail: fmt.Sprintf("%s %s depends on %s", kindWord(e.mu.tables[dep]), dep, drop[i].Name),
 						Hint:   "Use DROP ... CASCADE to drop the dependent objects too."}
 				}
 				if !containsDef(drop, dep) {

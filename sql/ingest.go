@@ -21,7 +21,8 @@ import (
 // insert runs src (rows in the target's column order and types) and appends
 // them to the stream's log as one atomic, durable write.
 // The rows collected count against a budget of workMem bytes (<= 0: none).
-func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.Node, ectx *expr.Ctx, workMem int64) (int64, error) {
+// Inside a transaction (tx not nil) the rows are buffered in it instead.
+func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.Node, ectx *expr.Ctx, workMem int64, tx *txn) (int64, error) {
 	phys, err := planner.Physical(src, e)
 	if err != nil {
 		return 0, err
@@ -52,6 +53,9 @@ func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.No
 	})
 	if err != nil {
 		return 0, err
+	}
+	if tx != nil {
+		return n, tx.addRecs(e.db, t, recs)
 	}
 	if err := e.appendRows(t, recs); err != nil {
 		return 0, err
@@ -133,7 +137,9 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 			cols = append(cols, i)
 		}
 	}
-	return &Result{CopyIn: newCopyIn(s.e, t, cols, opts)}, nil
+	c := newCopyIn(s.e, t, cols, opts)
+	c.tx = s.txn
+	return &Result{CopyIn: c}, nil
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
@@ -222,6 +228,9 @@ type copyIn struct {
 	ended   bool
 	fields  [][]byte
 	scratch []byte // unescaped CSV fields of the current record
+	// tx is the transaction the COPY is part of: Done hands it the rows
+	// instead of appending them.
+	tx *txn
 }
 
 // copyBatchRows and copyBatchBytes bound a batch: by rows, and by input
@@ -624,6 +633,9 @@ func (c *copyIn) Done() (tag string, err error) {
 	if err := c.flushBatch(); err != nil {
 		return "", err
 	}
+	if c.tx != nil {
+		return c.doneInTx()
+	}
 	if c.stage == nil {
 		if err := c.e.appendRows(c.t, c.recs); err != nil {
 			return "", err
@@ -638,6 +650,21 @@ func (c *copyIn) Done() (tag string, err error) {
 		return "", err
 	}
 	if _, err := c.stage.Publish(part); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("COPY %d", c.total), nil
+}
+
+// doneInTx hands the COPY's rows to its transaction: the staged ones as
+// the stage, which the transaction publishes at COMMIT.
+func (c *copyIn) doneInTx() (string, error) {
+	if c.stage != nil {
+		if err := c.stageRecs(); err != nil {
+			return "", err
+		}
+		c.tx.addStage(c.t, c.stage)
+		c.stage = nil
+	} else if err := c.tx.addRecs(c.e.db, c.t, c.recs); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("COPY %d", c.total), nil

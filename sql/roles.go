@@ -444,6 +444,8 @@ func kindWord(t *storage.TableDef) string {
 		return "materialized view"
 	case storage.KindSource:
 		return "source"
+	case storage.KindPlainView:
+		return "view"
 	}
 	return "table"
 }

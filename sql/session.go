@@ -22,13 +22,16 @@ type Session struct {
 	e       *Engine
 	user    string
 	vars    map[string]string
-	tx      byte
 	cursors map[string]*cursor
+	// txn is the transaction in progress (txn.go), nil outside one.
+	txn *txn
+	// prepared are the statements of SQL-level PREPARE (prepare.go).
+	prepared map[string]*Stmt
 }
 
 // NewSession starts a session.
 func (e *Engine) NewSession(user, database string) *Session {
-	s := &Session{e: e, user: user, vars: map[string]string{}, tx: 'I', cursors: map[string]*cursor{}}
+	s := &Session{e: e, user: user, vars: map[string]string{}, cursors: map[string]*cursor{}}
 	for k, v := range sessionDefaults {
 		s.vars[k] = v
 	}
@@ -61,11 +64,30 @@ func (s *Session) SetParameter(name, value string) (map[string]string, error) {
 	return res.ParamChanges, nil
 }
 
-// TxStatus is the transaction status for ReadyForQuery.
-func (s *Session) TxStatus() byte { return s.tx }
+// TxStatus is the transaction status for ReadyForQuery, which ends every
+// Query message: an implicit transaction still open then belongs to a
+// message that stopped at an error, so its writes are dropped.
+func (s *Session) TxStatus() byte {
+	switch t := s.txn; {
+	case t == nil:
+		return 'I'
+	case !t.explicit:
+		t.discard()
+		s.txn = nil
+		return 'I'
+	case t.failed:
+		return 'E'
+	}
+	return 'T'
+}
 
-// Close ends the session, closing its cursors (and their live jobs).
+// Close ends the session, closing its cursors (and their live jobs) and
+// dropping the writes of a transaction left open.
 func (s *Session) Close() {
+	if s.txn != nil {
+		s.txn.discard()
+		s.txn = nil
+	}
 	for _, c := range s.cursors {
 		c.rows.Close()
 	}
@@ -84,8 +106,12 @@ func (s *Session) PrepareAll(ctx context.Context, query string) ([]*Stmt, error)
 		return []*Stmt{{SQL: query, Empty: true}}, nil
 	}
 	out := make([]*Stmt, len(stmts))
+	var g *stmtGroup
+	if len(stmts) > 1 {
+		g = &stmtGroup{n: len(stmts)}
+	}
 	for i, st := range stmts {
-		out[i] = &Stmt{SQL: query, impl: st}
+		out[i] = &Stmt{SQL: query, impl: st, group: g, last: i == len(stmts)-1}
 		markCopy(out[i], st)
 	}
 	return out, nil
@@ -130,7 +156,7 @@ func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32)
 func (s *Session) describe(st *Stmt) error {
 	switch n := st.impl.(type) {
 	case *parse.Query:
-		b := &bind.Binder{Cat: s.e, Params: st.ParamTypes, User: s.user}
+		b := &bind.Binder{Cat: s.e, Params: st.ParamTypes, User: s.user, LimitParams: n.LimitParams}
 		switch q := n.Node.(type) {
 		case ast.ResultSetNode:
 			plan, err := b.BindQuery(q)
@@ -149,6 +175,8 @@ func (s *Session) describe(st *Stmt) error {
 			st.Columns = []Column{{Name: "QUERY PLAN", T: types.TText}}
 		}
 		st.ParamTypes = b.Params
+	case *parse.Execute:
+		return s.describeExecute(st, n)
 	case *parse.Show, *parse.ShowObjects, *parse.ShowCreate, *parse.Fetch:
 		// Columns are known once executed; describe by executing nothing.
 		cols, err := s.showColumns(st.impl.(parse.Statement))
@@ -180,6 +208,33 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 	if len(params) != len(st.ParamTypes) {
 		return nil, sqlerr.New(sqlerr.ProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(params), len(st.ParamTypes))
 	}
+	res, err := s.beforeStatement(ctx, st)
+	if res != nil || err != nil {
+		if err != nil {
+			s.fail()
+		}
+		return res, err
+	}
+	res, err = s.dispatch(ctx, st, params)
+	if d, ok := st.impl.(*parse.Declare); ok && err == nil && s.txn != nil {
+		s.txn.cursors = append(s.txn.cursors, d.Cursor)
+	}
+	if err != nil || s.txn == nil {
+		return res, s.afterStatement(st, err)
+	}
+	switch {
+	case res.CopyIn != nil:
+		// The statement ends when the data does.
+		res.CopyIn = &txCopyIn{CopyIn: res.CopyIn, s: s, st: st}
+		return res, nil
+	case res.Rows != nil:
+		res.Rows = &txRows{Rows: res.Rows, s: s}
+	}
+	return res, s.afterStatement(st, nil)
+}
+
+// dispatch runs a statement after the transaction rules let it.
+func (s *Session) dispatch(ctx context.Context, st *Stmt, params []types.Datum) (*Result, error) {
 	if err := s.authorize(st); err != nil {
 		return nil, err
 	}
@@ -192,6 +247,8 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 		return s.e.createSource(n, s.user)
 	case *parse.CreateView:
 		return s.e.createView(ctx, n, s.user)
+	case *parse.CreatePlainView:
+		return s.e.createPlainView(n, s.user)
 	case *parse.Drop:
 		return s.e.drop(n)
 	case *parse.Copy:
@@ -216,10 +273,15 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 		return s.fetch(ctx, st, n)
 	case *parse.CloseCursor:
 		return s.closeCursor(n)
+	case *parse.Prepare:
+		return s.prepare(n)
+	case *parse.Execute:
+		return s.execute(ctx, st, n)
 	case *parse.Discard:
 		if n.Deallocate != "" {
-			return &Result{Tag: "DEALLOCATE"}, nil
+			return s.deallocate(n.Deallocate)
 		}
+		s.prepared = nil
 		for name := range s.cursors {
 			s.closeCursor(&parse.CloseCursor{Cursor: name})
 		}
@@ -274,7 +336,7 @@ func (s *Session) exprCtx(params []types.Datum) *expr.Ctx {
 }
 
 func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, params []types.Datum) (*Result, error) {
-	b := &bind.Binder{Cat: s.e, Params: append([]types.T(nil), st.ParamTypes...), User: s.user}
+	b := &bind.Binder{Cat: s.e, Params: append([]types.T(nil), st.ParamTypes...), User: s.user, LimitParams: q.LimitParams, ParamValues: append([]types.Datum{}, params...)}
 	switch n := q.Node.(type) {
 	case ast.ResultSetNode:
 		plan, err := b.BindQuery(n)
@@ -300,7 +362,7 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 		if err != nil {
 			return nil, err
 		}
-		count, err := s.e.insert(ctx, target, src, s.exprCtx(params), s.workMem())
+		count, err := s.e.insert(ctx, target, src, s.exprCtx(params), s.workMem(), s.txn)
 		if err != nil {
 			return nil, err
 		}
@@ -321,15 +383,6 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 		st.Columns = []Column{{Name: "QUERY PLAN", T: types.TText}}
 		lines := strings.Split(strings.TrimRight(planner.Explain(phys), "\n"), "\n")
 		return &Result{Tag: "EXPLAIN", Rows: textRows(lines)}, nil
-	case *ast.BeginStmt:
-		s.tx = 'T'
-		return &Result{Tag: "BEGIN"}, nil
-	case *ast.CommitStmt:
-		s.tx = 'I'
-		return &Result{Tag: "COMMIT"}, nil
-	case *ast.RollbackStmt:
-		s.tx = 'I'
-		return &Result{Tag: "ROLLBACK"}, nil
 	case *ast.DropTableStmt:
 		d := &parse.Drop{Kind: parse.ObjTable, IfExists: n.IfExists}
 		for _, t := range n.Tables {

@@ -414,3 +414,49 @@ func allDBSettings() []string {
 	sort.Strings(names)
 	return names
 }
+
+// honestSetting checks a setting that changes how values are read or
+// printed. streamdb implements one behaviour of each, so it accepts the
+// values that ask for that behaviour and refuses the others (22023) rather
+// than accept a value it would ignore:
+//
+//	standard_conforming_strings  on: backslashes in '...' are literal (off would need the lexer to read them as escapes)
+//	DateStyle                    ISO output with MDY input order (ISO, MDY, or both)
+//	IntervalStyle                postgres
+//	extra_float_digits           1 to 3: shortest exact output, which PostgreSQL 12 and later print for any value above 0
+func honestSetting(name, v string) (string, error) {
+	refuse := func(hint string) error {
+		return &sqlerr.Error{Code: sqlerr.InvalidParameterValue,
+			Msg: fmt.Sprintf("invalid value for parameter %q: %q", name, v), Detail: hint}
+	}
+	l := strings.ToLower(strings.TrimSpace(v))
+	switch name {
+	case "standard_conforming_strings":
+		switch l {
+		case "on", "true", "yes", "1":
+			return "on", nil
+		}
+		return "", refuse("streamdb reads string literals with standard_conforming_strings on only: a backslash in '...' is an ordinary character; write E'...' for escapes.")
+	case "datestyle":
+		for _, part := range strings.Split(l, ",") {
+			switch strings.TrimSpace(part) {
+			case "iso", "mdy", "default":
+			default:
+				return "", refuse("streamdb supports DateStyle ISO, MDY only (ISO output, month-day-year input order).")
+			}
+		}
+		return "ISO, MDY", nil
+	case "intervalstyle":
+		if l == "postgres" {
+			return "postgres", nil
+		}
+		return "", refuse("streamdb supports IntervalStyle postgres only.")
+	case "extra_float_digits":
+		n, err := strconv.Atoi(l)
+		if err == nil && n >= 1 && n <= 3 {
+			return strconv.Itoa(n), nil
+		}
+		return "", refuse("streamdb prints floats exactly (shortest round-trip form), as PostgreSQL does for extra_float_digits 1 to 3; values of 0 or less, which round, are not supported.")
+	}
+	return v, nil
+}

@@ -344,9 +344,11 @@ func (s *Session) execSet(n *parse.Set) (*Result, error) {
 			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "invalid value for parameter \"client_encoding\": %q (only UTF8 is supported)", v)
 		}
 		v = "UTF8"
-	case "datestyle":
-		// Only ISO output is supported; PostgreSQL keeps the unmentioned half.
-		v = "ISO, MDY"
+	case "datestyle", "intervalstyle", "extra_float_digits", "standard_conforming_strings":
+		var err error
+		if v, err = honestSetting(name, v); err != nil {
+			return nil, err
+		}
 	case "timezone":
 		if u := strings.ToUpper(v); u != "UTC" && u != "GMT" && u != "ETC/UTC" && u != "Z" && u != "+00" && u != "00:00" && u != "0" {
 			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "invalid value for parameter \"TimeZone\": %q (only UTC is supported)", v)
@@ -367,14 +369,16 @@ func (s *Session) execSet(n *parse.Set) (*Result, error) {
 	}
 	s.vars[name] = v
 	res := &Result{Tag: "SET"}
-	switch name {
-	case "client_encoding", "datestyle", "timezone", "application_name", "intervalstyle", "standard_conforming_strings":
-		report := map[string]string{"client_encoding": "client_encoding", "datestyle": "DateStyle", "timezone": "TimeZone",
-			"application_name": "application_name", "intervalstyle": "IntervalStyle", "standard_conforming_strings": "standard_conforming_strings"}[name]
+	if report, ok := reportedParams[name]; ok {
 		res.ParamChanges = map[string]string{report: v}
 	}
 	return res, nil
 }
+
+// reportedParams are the session settings a ParameterStatus reports when
+// they change, by their names there.
+var reportedParams = map[string]string{"client_encoding": "client_encoding", "datestyle": "DateStyle", "timezone": "TimeZone",
+	"application_name": "application_name", "intervalstyle": "IntervalStyle", "standard_conforming_strings": "standard_conforming_strings"}
 
 func (s *Session) execReset(n *parse.Reset) (*Result, error) {
 	name := strings.ToLower(n.Name)

@@ -59,6 +59,12 @@ const (
 	DataCorrupted           = "XX001"
 	Internal                = "XX000"
 	InFailedTransaction     = "25P02"
+	InvalidTxState          = "25000"
+	ActiveSQLTransaction    = "25001"
+	NoActiveSQLTransaction  = "25P01"
+	UndefinedParameter      = "42P02"
+	InvalidTableDefinition  = "42P16"
+	InvalidObjectDefinition = "42P17"
 	IOError                 = "58030"
 )
 

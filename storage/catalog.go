@@ -27,6 +27,11 @@ const (
 	KindSource                  // CREATE SOURCE: read by jobs from its connector, not logged (Options: the WITH options; Partitions: its splits)
 )
 
+// KindPlainView is CREATE VIEW: a stored query (SQL), expanded where it is
+// read. Its value is fixed at 4: 3 is KindSource (CREATE SOURCE), added in
+// parallel.
+const KindPlainView TableKind = 4
+
 // TableDef is a catalog entry. It is immutable once stored; DDL stores a new one.
 type TableDef struct {
 	ID         uint64

@@ -37,6 +37,8 @@ type cutMark struct {
 // so every offset a reader has seen is below it.
 func (db *DB) MarkCut(epoch uint64, parts []LogPart) (Cut, error) {
 	cut := make(Cut, len(parts))
+	db.appendsMu.Lock()
+	defer db.appendsMu.Unlock()
 	for _, lp := range parts {
 		if _, dup := cut[lp]; dup {
 			continue

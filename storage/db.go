@@ -64,6 +64,10 @@ type DB struct {
 		loaded    bool
 		commit    chan struct{} // closed when the next cut commits
 	}
+	// appendsMu keeps a barrier cut from falling inside a transaction's
+	// appends to several partitions (CommitAppends holds it shared,
+	// MarkCut exclusively).
+	appendsMu sync.RWMutex
 }
 
 // Options configures Open.

@@ -218,10 +218,31 @@ func (s *Stage) Publish(part uint32) (uint64, error) {
 	}
 	b := s.db.pdb.NewBatch()
 	defer b.Close()
-	b.Delete(pendingKey(s.table, s.id), nil)
-	now := nowMillis()
 	pl.mu.Lock()
 	first := pl.next
+	off := s.addRefs(b, part, first, nowMillis())
+	if err := s.db.pdb.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+		pl.mu.Unlock()
+		s.abort()
+		return 0, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	if off != first {
+		pl.next = off
+		close(pl.notify)
+		pl.notify = make(chan struct{})
+	}
+	pl.mu.Unlock()
+	if err := b.SyncWait(); err != nil {
+		return 0, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	return first, nil
+}
+
+// addRefs adds to b the deletion of the stage's mark and the reference
+// blocks that stand for its rows at offsets from first of part, and
+// returns the offset after them. The caller holds the partition's lock.
+func (s *Stage) addRefs(b *pebble.Batch, part uint32, first uint64, now int64) uint64 {
+	b.Delete(pendingKey(s.table, s.id), nil)
 	off := first
 	// One reference block per run of whole staged blocks that fits a
 	// block header's row count.
@@ -253,21 +274,7 @@ func (s *Stage) Publish(part uint32) (uint64, error) {
 		n += uint64(k)
 	}
 	emit()
-	if err := s.db.pdb.ApplyNoSyncWait(b, pebble.Sync); err != nil {
-		pl.mu.Unlock()
-		s.abort()
-		return 0, sqlerr.Wrap(sqlerr.IOError, err)
-	}
-	if off != first {
-		pl.next = off
-		close(pl.notify)
-		pl.notify = make(chan struct{})
-	}
-	pl.mu.Unlock()
-	if err := b.SyncWait(); err != nil {
-		return 0, sqlerr.Wrap(sqlerr.IOError, err)
-	}
-	return first, nil
+	return off
 }
 
 // Abort removes everything the stage wrote. It may be called after

@@ -16,6 +16,7 @@
 package bind
 
 import (
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
 	"math"
 	"strings"
 
@@ -44,6 +45,12 @@ type Binder struct {
 	// User is the session's role: current_user and session_user ("" where
 	// no session binds, as in DDL, makes them undefined).
 	User string
+	// LimitParams maps the offset of a LIMIT/OFFSET "?" marker to its
+	// parameter's index (parse.Query.LimitParams); ParamValues are the
+	// parameters' values when the statement is executed (nil when it is
+	// only described): LIMIT $1 takes its value at bind time.
+	LimitParams map[int]int
+	ParamValues []types.Datum
 
 	// outer is the scope of the query whose subquery is being bound (the
 	// subquery's FROM scope resolves names there too); outerRefs counts
@@ -53,6 +60,8 @@ type Binder struct {
 	// scalars places the uncorrelated scalar subqueries of the query being
 	// bound (see bindScalarSubqueries).
 	scalars map[*ast.SubqueryExpr]scalarRef
+	// viewDepth counts the plain views being expanded (views.go).
+	viewDepth int
 }
 
 // BindQuery binds a SELECT, a set operation (UNION [ALL]) or a parenthesized query.
@@ -489,7 +498,7 @@ func (b *Binder) bindLimit(in planner.Node, l *ast.Limit) (planner.Node, error) 
 	out := &planner.Limit{Input: in, Count: -1}
 	var err error
 	if l.Count != nil {
-		if out.Count, err = limitValue(l.Count, "LIMIT", "2201W"); err != nil {
+		if out.Count, err = b.limitValue(l.Count, "LIMIT", "2201W"); err != nil {
 			return nil, err
 		}
 		if out.Count == math.MaxInt64 { // LIMIT ALL (see parse's limitClause)
@@ -497,7 +506,7 @@ func (b *Binder) bindLimit(in planner.Node, l *ast.Limit) (planner.Node, error) 
 		}
 	}
 	if l.Offset != nil {
-		if out.Offset, err = limitValue(l.Offset, "OFFSET", "2201X"); err != nil {
+		if out.Offset, err = b.limitValue(l.Offset, "OFFSET", "2201X"); err != nil {
 			return nil, err
 		}
 	}
@@ -510,7 +519,10 @@ func (b *Binder) bindLimit(in planner.Node, l *ast.Limit) (planner.Node, error) 
 // limitValue reads a LIMIT or OFFSET value. The dialect layer writes a
 // negative value as its two's complement (TiDB takes only unsigned
 // numbers there), so anything above MaxInt64 is negative: negCode's error.
-func limitValue(n ast.ExprNode, what, negCode string) (int64, error) {
+func (b *Binder) limitValue(n ast.ExprNode, what, negCode string) (int64, error) {
+	if pm, ok := n.(*test_driver.ParamMarkerExpr); ok {
+		return b.limitParam(pm, what, negCode)
+	}
 	if v, ok := n.(ast.ValueExpr); ok {
 		var x int64
 		switch u := v.GetValue().(type) {
@@ -527,6 +539,37 @@ func limitValue(n ast.ExprNode, what, negCode string) (int64, error) {
 		return x, nil
 	}
 	return 0, sqlerr.New(sqlerr.FeatureNotSupported, "%s must be an integer constant", what)
+}
+
+// limitParam reads LIMIT $n or OFFSET $n: the parameter is a bigint; its
+// value is known when the statement executes. Described only, the clause
+// is no limit. NULL is no limit (LIMIT) or 0 (OFFSET), as in PostgreSQL.
+func (b *Binder) limitParam(pm *test_driver.ParamMarkerExpr, what, negCode string) (int64, error) {
+	idx, ok := b.LimitParams[pm.Offset]
+	if !ok {
+		return 0, sqlerr.New(sqlerr.SyntaxError, "syntax error at or near \"?\"")
+	}
+	p := b.param(idx)
+	if p.Type().Kind == types.Unknown {
+		b.Params[idx] = types.TInt64
+	} else if k := p.Type().Kind; k != types.Int64 && k != types.Int32 && k != types.Int16 {
+		return 0, sqlerr.New(sqlerr.DatatypeMismatch, "argument of %s must be type bigint, not type %s", what, p.Type())
+	}
+	noValue := int64(0)
+	if what == "LIMIT" {
+		noValue = math.MaxInt64
+	}
+	if b.ParamValues != nil && idx >= len(b.ParamValues) {
+		return 0, sqlerr.New(sqlerr.UndefinedParameter, "there is no parameter $%d", idx+1)
+	}
+	if b.ParamValues == nil || b.ParamValues[idx].Null {
+		return noValue, nil
+	}
+	x := b.ParamValues[idx].I
+	if x < 0 {
+		return 0, sqlerr.New(negCode, "%s must not be negative", what)
+	}
+	return x, nil
 }
 
 // bindSetOpr binds UNION [ALL] chains; INTERSECT and EXCEPT are not supported.
@@ -672,6 +715,16 @@ func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, err
 	alias, names, _ := strings.Cut(ts.AsName.O, parse.AliasColumnSep)
 	switch src := ts.Source.(type) {
 	case *ast.TableName:
+		if def, ok := b.plainView(src); ok {
+			p, cols, err := b.bindPlainView(def, src, alias)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := renameColumns(alias, cols, names); err != nil {
+				return nil, nil, err
+			}
+			return p, newScope(cols), nil
+		}
 		node, sc, err := b.bindTable(src, alias)
 		if err != nil || names == "" {
 			return node, sc, err

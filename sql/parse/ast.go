@@ -25,6 +25,10 @@ type Query struct {
 	SQL         string // the user's text of this statement
 	Rewritten   string // the text given to TiDB
 	EmitChanges bool
+	// LimitParams maps the byte offset in Rewritten of each "?" marker
+	// (TiDB's ParamMarkerExpr.Offset) to the index of the parameter $N it
+	// stands for: LIMIT $1 / OFFSET $2, where TiDB takes no expression.
+	LimitParams map[int]int
 }
 
 // ColumnDef is a column in CREATE TABLE.

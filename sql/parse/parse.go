@@ -69,6 +69,10 @@ func (p *parser) statement() (Statement, error) {
 			s, err = p.createView(false)
 		case p.accept("or", "replace", "materialized", "view"):
 			s, err = p.createView(true)
+		case p.accept("view"):
+			return p.createPlainView(false)
+		case p.accept("or", "replace", "view"):
+			return p.createPlainView(true)
 		case p.accept("savepoint"):
 			s, err = p.createSavepoint()
 		case p.accept("role"):
@@ -90,6 +94,8 @@ func (p *parser) statement() (Statement, error) {
 			return p.drop(ObjSavepoint)
 		case p.accept("source"):
 			return p.drop(ObjSource)
+		case p.accept("view"):
+			return p.drop(ObjPlainView)
 		case p.accept("role"), p.accept("user"):
 			return p.dropRole()
 		default:
@@ -151,6 +157,10 @@ func (p *parser) statement() (Statement, error) {
 		}
 		p.i++
 		return &Discard{Name: t.Val}, p.end()
+	case first.is("prepare"):
+		return p.prepare()
+	case first.is("execute"):
+		return p.execute()
 	case first.is("deallocate"):
 		p.accept("prepare")
 		if p.accept("all") {

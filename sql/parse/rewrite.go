@@ -20,6 +20,8 @@ type piece struct {
 	text  string
 	tok   int
 	space bool // a space precedes it
+	// param is N for a "?" that stands for $N (LIMIT $1, OFFSET $2).
+	param int
 }
 
 // rewriter builds the TiDB text of one query from the user's tokens.
@@ -112,6 +114,14 @@ func (p *parser) query(from, to int) (*Query, error) {
 		b.WriteString(pc.text)
 	}
 	q.Rewritten = b.String()
+	for k, pc := range r.out {
+		if pc.param > 0 {
+			if q.LimitParams == nil {
+				q.LimitParams = map[int]int{}
+			}
+			q.LimitParams[starts[k]+len(pc.pre)] = pc.param - 1
+		}
+	}
 	node, err := tidbParse(q.Rewritten)
 	if err != nil {
 		off, ok := tidbErrOffset(q.Rewritten, err)
@@ -802,8 +812,21 @@ done:
 	if offset == "" {
 		offset = "0"
 	}
-	r.emit("limit "+count+" offset "+offset, start, space)
+	r.emit("limit", start, space)
+	r.limitPiece(count, start)
+	r.emit("offset", start, true)
+	r.limitPiece(offset, start)
 	return i, nil
+}
+
+// limitPiece emits a LIMIT or OFFSET value; a parameter $N (as limitValue
+// returns it) becomes TiDB's "?" marker, noted for the binder.
+func (r *rewriter) limitPiece(v string, tok int) {
+	k := r.emit(v, tok, true)
+	if n, ok := strings.CutPrefix(v, "$"); ok {
+		r.out[k].text = "?"
+		r.out[k].param, _ = strconv.Atoi(n)
+	}
 }
 
 // limitValue reads a LIMIT/OFFSET value at toks[i]: an optionally signed
@@ -813,6 +836,9 @@ func (r *rewriter) limitValue(i, to int, null string) (string, int, error) {
 	toks := p.toks
 	if i < to && toks[i].is("null") {
 		return null, i + 1, nil
+	}
+	if i < to && toks[i].Kind == tParam {
+		return toks[i].Val, i + 1, nil
 	}
 	neg := false
 	if i < to && (toks[i].isOp("-") || toks[i].isOp("+")) {

@@ -138,7 +138,11 @@ func TestStatementTimeoutStreams(t *testing.T) {
 	_, err = sub.Exec(ctx, "FETCH 10 FROM cur", pgx.QueryExecModeSimpleProtocol)
 	wantPgError(t, "FETCH from a change stream", err, "57014", timeoutMsg)
 	t.Logf("FETCH from a cursor over a change stream: ended by statement_timeout after %v", time.Since(start))
-	execAll(t, sub, "CLOSE cur", "COMMIT")
+	// The error failed the block (25P02 until its end, as in PostgreSQL);
+	// ROLLBACK closes the cursor declared in it.
+	_, err = sub.Exec(ctx, "CLOSE cur")
+	wantCode(t, "CLOSE in a failed block", err, "25P02")
+	execAll(t, sub, "ROLLBACK")
 	if n := changeStreams(t, c); n != 0 {
 		t.Errorf("%d change streams after CLOSE", n)
 	}

@@ -1,0 +1,149 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/streamdb/streamdb/sql/parse"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// SQL-level prepared statements (PREPARE, EXECUTE, DEALLOCATE) are the
+// session's, by name. They are apart from the extended protocol's named
+// statements, which wire/ keeps: DEALLOCATE does not reach those (drivers
+// close them with the protocol's Close message).
+
+// prepare runs PREPARE: the statement is described now (its parameter
+// types: given, else inferred as the extended protocol does) and bound
+// again at each EXECUTE, so it sees the catalog as it is then.
+func (s *Session) prepare(n *parse.Prepare) (*Result, error) {
+	if _, dup := s.prepared[n.Name]; dup {
+		return nil, sqlerr.New(sqlerr.DuplicatePreparedStmt, "prepared statement %q already exists", n.Name)
+	}
+	switch n.Stmt.(type) {
+	case *parse.Query, *parse.Copy, *parse.Show, *parse.ShowObjects:
+	default:
+		// PostgreSQL prepares SELECT, INSERT, UPDATE, DELETE, MERGE and VALUES only.
+		return nil, sqlerr.New(sqlerr.SyntaxError, "PREPARE supports queries and INSERT only")
+	}
+	if c, ok := n.Stmt.(*parse.Copy); ok && c.From {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "PREPARE of COPY FROM STDIN is not supported")
+	}
+	st := &Stmt{SQL: n.SQL, impl: n.Stmt, ParamTypes: append([]types.T(nil), n.Types...)}
+	markCopy(st, n.Stmt)
+	if err := s.describe(st); err != nil {
+		return nil, err
+	}
+	if s.prepared == nil {
+		s.prepared = map[string]*Stmt{}
+	}
+	s.prepared[n.Name] = st
+	return &Result{Tag: "PREPARE"}, nil
+}
+
+// lookupPrepared finds a prepared statement (26000 if none).
+func (s *Session) lookupPrepared(name string) (*Stmt, error) {
+	st, ok := s.prepared[name]
+	if !ok {
+		return nil, sqlerr.New(sqlerr.InvalidSQLStatementName, "prepared statement %q does not exist", name)
+	}
+	return st, nil
+}
+
+// describeExecute gives EXECUTE the result columns of its statement.
+func (s *Session) describeExecute(st *Stmt, n *parse.Execute) error {
+	p, err := s.lookupPrepared(n.Name)
+	if err != nil {
+		return err
+	}
+	st.Columns = p.Columns
+	return nil
+}
+
+// execute runs EXECUTE: the arguments are evaluated as one SELECT of each
+// cast to its parameter's type, then the statement runs with them.
+func (s *Session) execute(ctx context.Context, st *Stmt, n *parse.Execute) (*Result, error) {
+	p, err := s.lookupPrepared(n.Name)
+	if err != nil {
+		return nil, err
+	}
+	if len(n.ArgsText) != len(p.ParamTypes) {
+		return nil, &sqlerr.Error{Code: sqlerr.SyntaxError,
+			Msg:    fmt.Sprintf("wrong number of parameters for prepared statement %q", n.Name),
+			Detail: fmt.Sprintf("Expected %d parameters but got %d.", len(p.ParamTypes), len(n.ArgsText))}
+	}
+	params, err := s.evalArgs(ctx, n.ArgsText, p.ParamTypes)
+	if err != nil {
+		return nil, err
+	}
+	inner := *p
+	res, err := s.dispatch(ctx, &inner, params)
+	st.Columns = inner.Columns
+	st.CopyOut = inner.CopyOut
+	return res, err
+}
+
+// evalArgs evaluates EXECUTE's arguments as the parameters' types.
+func (s *Session) evalArgs(ctx context.Context, args []string, ts []types.T) ([]types.Datum, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i, a := range args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "CAST((%s) AS %s)", a, ts[i])
+	}
+	stmts, err := parse.ParseAll(b.String())
+	if err != nil {
+		return nil, err
+	}
+	q, ok := stmts[0].(*parse.Query)
+	if len(stmts) != 1 || !ok {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "EXECUTE arguments must be expressions")
+	}
+	res, err := s.execQuery(ctx, &Stmt{}, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Rows.Close()
+	rec, err := res.Rows.Next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil || rec.NumRows() != 1 {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "EXECUTE arguments must be expressions")
+	}
+	defer rec.Release()
+	out := make([]types.Datum, len(args))
+	for i := range out {
+		out[i] = types.DatumAt(rec.Column(i), 0, ts[i])
+	}
+	return out, nil
+}
+
+// deallocate runs DEALLOCATE [PREPARE] name | ALL.
+func (s *Session) deallocate(name string) (*Result, error) {
+	if name == "all" {
+		s.prepared = nil
+		return &Result{Tag: "DEALLOCATE ALL"}, nil
+	}
+	if _, err := s.lookupPrepared(name); err != nil {
+		return nil, err
+	}
+	delete(s.prepared, name)
+	return &Result{Tag: "DEALLOCATE"}, nil
+}
+
+// executeClass places EXECUTE in a transaction as the statement it runs.
+func (s *Session) executeClass(n *parse.Execute) (stmtClass, string) {
+	p, err := s.lookupPrepared(n.Name)
+	if err != nil {
+		return classOther, "" // the error comes when it runs
+	}
+	return s.classify(p)
+}

@@ -1,0 +1,424 @@
+package sql
+
+import (
+	"context"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/streamdb/streamdb/sql/parse"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+)
+
+// Transactions. Streams are append-only logs, so a transaction is its
+// appends: INSERT and COPY inside a transaction buffer their rows, COMMIT
+// appends all of them in one synced write (storage.CommitAppends) and
+// ROLLBACK drops them, as Materialize does for its tables.
+//
+//   - An explicit block (BEGIN ... COMMIT) holds its writes until COMMIT.
+//     After an error it is failed: every statement but COMMIT/ROLLBACK gets
+//     25P02, and COMMIT rolls back.
+//   - A simple-protocol Query message of several statements outside a block
+//     is one implicit transaction: its writes are appended after its last
+//     statement, and an error in any statement discards them all.
+//   - A read (SELECT, COPY TO, DECLARE) after the transaction's own writes
+//     would not see them. An explicit block refuses it (25000, as
+//     Materialize does); an implicit one appends the writes so far first, so
+//     the read sees them, and goes on as a new implicit transaction.
+//   - DDL, CHECKPOINT, savepoints, jobs, roles and database settings are not
+//     transactional: an explicit block refuses them (25001, PostgreSQL's code
+//     for its non-transactional commands); in an implicit one they append
+//     the writes before them and run on their own, like a read.
+//   - Session settings changed in a block are restored by ROLLBACK, and
+//     the cursors declared in it are closed.
+//
+// The extended protocol outside a block appends each statement's rows when
+// it runs (one implicit transaction per statement).
+type txn struct {
+	explicit bool
+	failed   bool
+	// group is the statement group (Query message) of an implicit transaction.
+	group *stmtGroup
+	// writes per table id, in the order the tables were first written.
+	writes []*txWrites
+	// mem is the input held in memory (batches not staged).
+	mem int64
+	// vars are the session's settings at BEGIN, for ROLLBACK.
+	vars map[string]string
+	// cursors declared in the transaction: ROLLBACK closes them, as
+	// PostgreSQL does (COMMIT keeps them, as streamdb always has).
+	cursors []string
+}
+
+// txWrites are the rows a transaction appends to one table.
+type txWrites struct {
+	t      *storage.TableDef
+	recs   []arrow.RecordBatch
+	stages []*storage.Stage
+}
+
+// stmtGroup marks the statements of one simple-protocol Query message.
+type stmtGroup struct{ n int }
+
+// txMemBytes is the rows a transaction keeps in memory; past it they are
+// staged in storage as a large COPY's are (storage.Stage), so a
+// transaction's size is bounded by disk, not memory.
+const txMemBytes = copyStageBytes
+
+// stmtClass is how a statement relates to a transaction.
+type stmtClass uint8
+
+const (
+	classOther   stmtClass = iota // session state: SHOW, SET of a session setting, cursors' FETCH/CLOSE
+	classTxBegin                  // BEGIN / START TRANSACTION
+	classTxEnd                    // COMMIT / ROLLBACK
+	classWrite                    // INSERT, COPY FROM
+	classRead                     // SELECT, COPY TO, DECLARE
+	classDDL                      // not transactional
+)
+
+// classify places a statement in a stmtClass; for classDDL it also gives
+// the statement's name for the 25001 message.
+func (s *Session) classify(st *Stmt) (stmtClass, string) {
+	switch n := st.impl.(type) {
+	case *parse.Query:
+		switch q := n.Node.(type) {
+		case *ast.BeginStmt:
+			return classTxBegin, ""
+		case *ast.CommitStmt, *ast.RollbackStmt:
+			return classTxEnd, ""
+		case *ast.InsertStmt:
+			return classWrite, ""
+		case ast.ResultSetNode:
+			return classRead, ""
+		case *ast.ExplainStmt, *ast.ShowStmt:
+			return classOther, ""
+		case *ast.SetStmt:
+			for _, v := range q.Variables {
+				if _, ok := dbSettings[v.Name]; ok {
+					return classDDL, "SET " + v.Name
+				}
+			}
+			return classOther, ""
+		}
+		return classDDL, statementWords(st)
+	case *parse.Copy:
+		if n.From {
+			return classWrite, ""
+		}
+		return classRead, ""
+	case *parse.Declare:
+		return classRead, ""
+	case *parse.Set:
+		if _, ok := dbSettings[n.Name]; ok {
+			return classDDL, "SET " + n.Name
+		}
+		return classOther, ""
+	case *parse.Reset:
+		if _, ok := dbSettings[n.Name]; ok {
+			return classDDL, "RESET " + n.Name
+		}
+		return classOther, ""
+	case *parse.Show, *parse.ShowObjects, *parse.ShowCreate, *parse.Fetch, *parse.CloseCursor, *parse.Discard:
+		return classOther, ""
+	case *parse.Prepare:
+		return classOther, ""
+	case *parse.Execute:
+		return s.executeClass(n)
+	case *parse.CreateView:
+		return classDDL, "CREATE MATERIALIZED VIEW"
+	case *parse.CreatePlainView:
+		return classDDL, "CREATE VIEW"
+	case *parse.Drop:
+		return classDDL, "DROP " + strings.ToUpper(string(n.Kind))
+	}
+	return classDDL, statementWords(st)
+}
+
+// beforeStatement applies the transaction rules to st before it runs. It
+// returns a non-nil Result when the statement is the transaction control
+// itself (BEGIN, COMMIT, ROLLBACK), already executed.
+func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error) {
+	class, name := s.classify(st)
+	if st.group != nil && s.txn == nil && class != classTxEnd {
+		s.txn = &txn{group: st.group}
+	}
+	t := s.txn
+	switch class {
+	case classTxBegin:
+		if t != nil && t.explicit {
+			return &Result{Tag: "BEGIN", Notices: []string{"there is already a transaction in progress"}}, nil
+		}
+		if t == nil {
+			t = &txn{}
+			s.txn = t
+		}
+		t.explicit = true
+		t.vars = make(map[string]string, len(s.vars))
+		for k, v := range s.vars {
+			t.vars[k] = v
+		}
+		return &Result{Tag: "BEGIN"}, nil
+	case classTxEnd:
+		rollback := false
+		if q, ok := st.impl.(*parse.Query); ok {
+			_, rollback = q.Node.(*ast.RollbackStmt)
+		}
+		if t == nil {
+			tag := "COMMIT"
+			if rollback {
+				tag = "ROLLBACK"
+			}
+			return &Result{Tag: tag, Notices: []string{"there is no transaction in progress"}}, nil
+		}
+		if rollback || t.failed {
+			return s.rollback(), nil
+		}
+		if err := s.commit(); err != nil {
+			return nil, err
+		}
+		return &Result{Tag: "COMMIT"}, nil
+	}
+	if t == nil {
+		return nil, nil
+	}
+	if t.failed {
+		return nil, sqlerr.New(sqlerr.InFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block")
+	}
+	switch class {
+	case classDDL:
+		if t.explicit {
+			return nil, sqlerr.New(sqlerr.ActiveSQLTransaction, "%s cannot run inside a transaction block", name)
+		}
+		return nil, s.commitWrites()
+	case classRead:
+		if len(t.writes) == 0 {
+			return nil, nil
+		}
+		if t.explicit {
+			return nil, &sqlerr.Error{Code: sqlerr.InvalidTxState, Msg: "transaction in write-only mode",
+				Detail: "A read after the transaction's own INSERT or COPY would not see its rows: they are appended at COMMIT.",
+				Hint:   "Read before writing, or COMMIT first."}
+		}
+		return nil, s.commitWrites()
+	}
+	return nil, nil
+}
+
+// afterStatement ends an implicit transaction after its group's last
+// statement; last is set when st was that statement.
+func (s *Session) afterStatement(st *Stmt, err error) error {
+	t := s.txn
+	if t == nil {
+		return err
+	}
+	if err != nil {
+		s.fail()
+		return err
+	}
+	if !t.explicit && t.group != nil && st.group == t.group && st.last {
+		if err := s.commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fail handles an error inside a transaction: an explicit block is failed
+// until ROLLBACK, an implicit transaction ends. Either way its writes are
+// dropped.
+func (s *Session) fail() {
+	t := s.txn
+	if t == nil {
+		return
+	}
+	t.discard()
+	if t.explicit {
+		t.failed = true
+		return
+	}
+	s.txn = nil
+}
+
+// commitWrites appends the transaction's writes so far, keeping it open.
+func (s *Session) commitWrites() error {
+	t := s.txn
+	if len(t.writes) == 0 {
+		return nil
+	}
+	apps := make([]storage.TxAppend, 0, len(t.writes))
+	for _, w := range t.writes {
+		part, err := s.e.appendPartition(w.t)
+		if err != nil {
+			t.discard()
+			return err
+		}
+		apps = append(apps, storage.TxAppend{Table: w.t.ID, Part: part, Recs: w.recs, Stages: w.stages})
+	}
+	err := s.e.db.CommitAppends(apps)
+	for _, w := range t.writes {
+		w.stages = nil // finished by CommitAppends either way
+	}
+	t.discard()
+	return err
+}
+
+// commit appends the transaction's writes and ends it.
+func (s *Session) commit() error {
+	err := s.commitWrites()
+	s.txn = nil
+	return err
+}
+
+// rollback drops the transaction's writes, restores the session settings
+// of BEGIN and ends it.
+func (s *Session) rollback() *Result {
+	t := s.txn
+	s.txn = nil
+	t.discard()
+	for _, name := range t.cursors {
+		if _, ok := s.cursors[name]; ok {
+			s.closeCursor(&parse.CloseCursor{Cursor: name})
+		}
+	}
+	res := &Result{Tag: "ROLLBACK"}
+	if t.vars != nil {
+		for k, v := range t.vars {
+			if s.vars[k] != v {
+				s.vars[k] = v
+				if report, ok := reportedParams[k]; ok {
+					if res.ParamChanges == nil {
+						res.ParamChanges = map[string]string{}
+					}
+					res.ParamChanges[report] = v
+				}
+			}
+		}
+		for k := range s.vars {
+			if _, ok := t.vars[k]; !ok {
+				delete(s.vars, k)
+			}
+		}
+	}
+	return res
+}
+
+// discard drops the buffered writes.
+func (t *txn) discard() {
+	for _, w := range t.writes {
+		for _, r := range w.recs {
+			r.Release()
+		}
+		for _, st := range w.stages {
+			st.Abort()
+		}
+	}
+	t.writes, t.mem = nil, 0
+}
+
+// table returns the writes to t, adding them.
+func (t *txn) table(def *storage.TableDef) *txWrites {
+	for _, w := range t.writes {
+		if w.t.ID == def.ID {
+			return w
+		}
+	}
+	w := &txWrites{t: def}
+	t.writes = append(t.writes, w)
+	return w
+}
+
+// addRecs buffers rows for def; it retains recs. Past txMemBytes the
+// transaction's buffered rows are staged.
+func (t *txn) addRecs(db *storage.DB, def *storage.TableDef, recs []arrow.RecordBatch) error {
+	w := t.table(def)
+	for _, r := range recs {
+		if r.NumRows() == 0 {
+			continue
+		}
+		r.Retain()
+		w.recs = append(w.recs, r)
+		t.mem += recordBytes(r)
+	}
+	if t.mem <= txMemBytes {
+		return nil
+	}
+	for _, w := range t.writes {
+		if len(w.recs) == 0 {
+			continue
+		}
+		st, err := db.NewStage(w.t.ID)
+		if err != nil {
+			return err
+		}
+		w.stages = append(w.stages, st)
+		for i, r := range w.recs {
+			err := st.Add(r)
+			r.Release()
+			w.recs[i] = nil
+			if err != nil {
+				w.recs = w.recs[i+1:]
+				return err
+			}
+		}
+		w.recs = nil
+	}
+	t.mem = 0
+	return nil
+}
+
+// addStage hands a staged COPY to the transaction.
+func (t *txn) addStage(def *storage.TableDef, st *storage.Stage) {
+	w := t.table(def)
+	w.stages = append(w.stages, st)
+}
+
+// recordBytes is the memory of r's buffers.
+func recordBytes(r arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range r.Columns() {
+		for _, b := range c.Data().Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+	}
+	return n
+}
+
+// txRows wraps the rows of a statement run inside a transaction so that an
+// error while they are sent fails the transaction too.
+type txRows struct {
+	Rows
+	s *Session
+}
+
+func (r *txRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	rec, err := r.Rows.Next(ctx)
+	if err != nil {
+		r.s.fail()
+	}
+	return rec, err
+}
+
+// txCopyIn wraps a COPY FROM STDIN run inside a transaction: its end is
+// the statement's end.
+type txCopyIn struct {
+	CopyIn
+	s  *Session
+	st *Stmt
+}
+
+func (c *txCopyIn) Done() (string, error) {
+	tag, err := c.CopyIn.Done()
+	if err := c.s.afterStatement(c.st, err); err != nil {
+		return "", err
+	}
+	return tag, nil
+}
+
+func (c *txCopyIn) Abort(reason string) {
+	c.CopyIn.Abort(reason)
+	c.s.fail()
+}
