@@ -32,6 +32,9 @@ func (e *Engine) awaitCut(ctx context.Context, p exec.Plan) error {
 	var want []target
 	read := e.readByRunningViews()
 	for _, t := range streams {
+		if t.Kind != storage.KindStream {
+			continue // a source's connector is read afresh: no log, no cut
+		}
 		for part := range uint32(max(1, t.Partitions)) {
 			lp := storage.LogPart{Table: t.ID, Part: part}
 			c, ok := cut[lp]
