@@ -516,6 +516,8 @@ func outputName(n ast.ExprNode) string {
 			}
 		case "pg_interval":
 			return "interval"
+		case "pg_array_subquery":
+			return "array"
 		case "pg_extract":
 			return "extract"
 		case "concat":
