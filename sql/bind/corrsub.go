@@ -75,7 +75,7 @@ func (b *Binder) arrayElem(e expr.Expr) (expr.Expr, error) {
 		return nil, err
 	}
 	if e.Type().Kind != types.Text {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "ARRAY(subquery) is supported only for a text value, not %s", pgTypeName(e.Type()))
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "ARRAY(subquery) is supported only for a text value, not %s", typeName(e.Type()))
 	}
 	return e, nil
 }
@@ -222,12 +222,15 @@ func (b *Binder) decorrelate(nO int, s *subquery, sel expr.Expr, array bool) (*p
 		agg.Cols = append(agg.Cols, planner.Column{Name: "array", T: types.TTextArray})
 	} else {
 		if sel.Type().Kind == types.TextArray || sel.Type().Kind == types.Unknown {
-			return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "correlated subqueries used as values are not supported for a value of type %s", pgTypeName(sel.Type()))
+			return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "correlated subqueries used as values are not supported for a value of type %s", typeName(sel.Type()))
 		}
 		agg.Aggs = []planner.AggCall{{Func: planner.AggCountStar, T: types.TInt64}, {Func: planner.AggMax, Arg: sel, T: sel.Type()}}
 		agg.Cols = append(agg.Cols, planner.Column{Name: "n", T: types.TInt64}, planner.Column{Name: "?column?", T: sel.Type()})
 	}
-	return agg, andExpr(on, residual), nil
+	if residual != nil {
+		on = andExpr(on, residual)
+	}
+	return agg, on, nil
 }
 
 // splitAndExpr lists the conjuncts of a bound condition.
