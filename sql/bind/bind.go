@@ -44,6 +44,10 @@ type Binder struct {
 	// User is the session's role: current_user and session_user ("" where
 	// no session binds, as in DDL, makes them undefined).
 	User string
+	// View says the query is a materialized view's: subqueries used as
+	// values that need grouping (correlated ones, ARRAY(subquery)) are
+	// refused there (0A000), their operators being batch-only.
+	View bool
 
 	// outer is the scope of the query whose subquery is being bound (the
 	// subquery's FROM scope resolves names there too); outerRefs counts

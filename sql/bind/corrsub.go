@@ -91,6 +91,12 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 	if err != nil {
 		return nil, err
 	}
+	switch {
+	case b.View && sub.array:
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "ARRAY(subquery) is not supported in a materialized view")
+	case b.View && s.corr != nil:
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "correlated subqueries used as values are not supported in a materialized view")
+	}
 	if b.scalars == nil {
 		b.scalars = map[*ast.SubqueryExpr]scalarRef{}
 	}
