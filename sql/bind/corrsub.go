@@ -211,6 +211,10 @@ func (b *Binder) decorrelate(nO int, s *subquery, sel expr.Expr, array bool) (*p
 	if filter != nil {
 		input = &planner.Filter{Input: input, Pred: filter}
 	}
+	if array && len(s.order) > 0 {
+		// array_agg takes the rows in the order they come.
+		input = &planner.Sort{Input: input, Keys: s.order}
+	}
 	agg := &planner.Aggregate{Input: input}
 	var on expr.Expr
 	for k, ik := range innerKeys {

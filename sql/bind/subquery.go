@@ -129,6 +129,9 @@ type subquery struct {
 	corr expr.Expr
 	// sel is the select-list value over right's columns (IN only).
 	sel expr.Expr
+	// order is a correlated subquery's ORDER BY over right's columns (with
+	// wantCol; ARRAY(subquery) honours it).
+	order []planner.SortKey
 }
 
 // bindSubquery binds q nested in the query of scope sc; wantCol asks for
@@ -249,6 +252,26 @@ func (b *Binder) bindSubquery(sc *scope, q ast.ResultSetNode, wantCol bool, what
 			if out.sel, err = b.coerce(e, types.TText); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if wantCol && s.OrderBy != nil {
+		for _, o := range s.OrderBy.Items {
+			oe, nullsFirst := nullsOrder(o)
+			_, isPos, err := position(oe, 1, "ORDER BY")
+			if err != nil {
+				return nil, err
+			}
+			e := out.sel
+			if !isPos {
+				refs := b.outerRefs
+				if e, err = b.bindExpr(&ectx{sc: isc, noAgg: "aggregate functions are not allowed in ORDER BY"}, oe); err != nil {
+					return nil, err
+				}
+				if b.outerRefs != refs {
+					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "correlated subqueries ordered by columns of the outer query are not supported")
+				}
+			}
+			out.order = append(out.order, planner.SortKey{E: e, Desc: o.Desc, NullsFirst: nullsFirst})
 		}
 	}
 	if inner != nil {

@@ -50,6 +50,10 @@ func TestCorrelatedSubqueryDifferential(t *testing.T) {
 		"SELECT k, ARRAY(SELECT x FROM cs_c WHERE cs_c.g = cs_p.g) AS xs FROM cs_p",
 		"SELECT k, ARRAY(SELECT c.x FROM cs_c c WHERE c.k = p.k AND c.g > 10) FROM cs_p p",
 		"SELECT ARRAY(SELECT x FROM cs_c WHERE g > 60), ARRAY(SELECT x FROM cs_c WHERE g > 100)",
+		// ORDER BY orders the elements, NULLs last ascending, first descending.
+		"SELECT ARRAY(SELECT x FROM cs_c ORDER BY 1), ARRAY(SELECT x FROM cs_c ORDER BY g DESC)",
+		"SELECT k, ARRAY(SELECT c.x FROM cs_c c WHERE c.k = p.k AND c.g > 0 ORDER BY c.x DESC) FROM cs_p p",
+		"SELECT g, ARRAY(SELECT x FROM cs_c c WHERE c.g / 10 = p.g / 10 ORDER BY 1 DESC) FROM cs_p p",
 		"SELECT k, ARRAY(SELECT s FROM cs_p WHERE k = 2) FROM cs_p",
 		"SELECT k, array_to_string(ARRAY(SELECT x FROM cs_c WHERE cs_c.k = cs_p.k AND cs_c.g = 10), ',') FROM cs_p",
 	} {
