@@ -48,6 +48,8 @@ func newAccum(s AggSpec, retract bool) accum {
 		}
 	case AggMin, AggMax:
 		a = &minMaxAcc{max: s.Kind == AggMax, t: argT, retract: retract}
+	case AggArrayAgg:
+		a = &arrayAggAcc{}
 	}
 	if s.Distinct {
 		a = &distinctAcc{inner: a, t: argT}

@@ -81,7 +81,7 @@ func stageNames(stages []Plan) string {
 	return strings.Join(names, ", ")
 }
 
-var aggNames = map[AggKind]string{AggCountStar: "count(*)", AggCount: "count", AggSum: "sum", AggAvg: "avg", AggMin: "min", AggMax: "max"}
+var aggNames = map[AggKind]string{AggCountStar: "count(*)", AggCount: "count", AggSum: "sum", AggAvg: "avg", AggMin: "min", AggMax: "max", AggArrayAgg: "array_agg"}
 
 func aggDetail(a *HashAgg) string {
 	fns := make([]string, 0, len(a.Aggs))

@@ -75,6 +75,7 @@ const (
 	AggAvg
 	AggMin
 	AggMax
+	AggArrayAgg // text → text[]
 )
 
 // AggSpec is one aggregate over an argument expression (nil for count(*)).

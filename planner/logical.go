@@ -67,6 +67,7 @@ const (
 	AggAvg       AggFunc = "avg"
 	AggMin       AggFunc = "min"
 	AggMax       AggFunc = "max"
+	AggArrayAgg  AggFunc = "array_agg" // text → text[] (ARRAY(subquery))
 )
 
 // AggCall is one aggregate. Arg is nil for count(*). Result types follow

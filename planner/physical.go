@@ -172,6 +172,8 @@ func aggKind(f AggFunc) exec.AggKind {
 		return exec.AggAvg
 	case AggMin:
 		return exec.AggMin
+	case AggArrayAgg:
+		return exec.AggArrayAgg
 	}
 	return exec.AggMax
 }

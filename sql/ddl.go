@@ -175,7 +175,7 @@ func (e *Engine) planView(def *storage.TableDef) (exec.Plan, error) {
 	if !ok {
 		return nil, sqlerr.New(sqlerr.Internal, "view %s: stored query is not a query", def.Name)
 	}
-	plan, err := (&bind.Binder{Cat: e}).BindQuery(rs)
+	plan, err := (&bind.Binder{Cat: e, View: true}).BindQuery(rs)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if len(n.With) > 0 && n.FromSavepoint == "" {
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "materialized view options apply to CREATE OR REPLACE ... FROM SAVEPOINT (allow_non_restored_state)")
 	}
-	plan, err := (&bind.Binder{Cat: e}).BindQuery(rs)
+	plan, err := (&bind.Binder{Cat: e, View: true}).BindQuery(rs)
 	if err != nil {
 		return nil, err
 	}

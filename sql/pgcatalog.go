@@ -92,6 +92,7 @@ func init() {
 		"pg_index":                    catGen.pgIndex,
 		"pg_constraint":               catGen.pgConstraint,
 		"pg_attrdef":                  catGen.pgAttrdef,
+		"pg_collation":                catGen.pgCollation,
 		"pg_settings":                 catGen.pgSettings,
 		"pg_tables":                   catGen.pgTablesView,
 		"pg_views":                    catGen.pgViews,
@@ -454,6 +455,14 @@ func (e catGen) pgConstraint() *table {
 // pgAttrdef is empty: columns have no defaults.
 func (e catGen) pgAttrdef() *table {
 	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"adrelid", tOID}, catCol{"adnum", tI16}, catCol{"adbin", types.TText})}
+}
+
+// pgCollation is empty: text compares bytewise (collation C) and columns
+// have no collation of their own (psql's \d reads it).
+func (e catGen) pgCollation() *table {
+	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"collname", tName}, catCol{"collnamespace", tOID},
+		catCol{"collowner", tOID}, catCol{"collprovider", tName}, catCol{"collencoding", tI32},
+		catCol{"collcollate", types.TText}, catCol{"collctype", types.TText})}
 }
 
 // pgSettings lists the database settings, as SHOW ALL does.

@@ -76,6 +76,8 @@ type Cast struct {
 //	"array_to_string"            TextArray, Text → Text
 //	"regex_test"                 Text, Text (pattern) → Bool: PostgreSQL's ~
 //	"subscript"                  TextArray, Int64 (1-based) → Text
+//	"single_value"               Int64 n, T v → v; 21000 where n > 1 (decorrelated scalar subquery)
+//	"array_or_empty"             TextArray → TextArray; NULL becomes {} (ARRAY(subquery))
 type Func struct {
 	Name string
 	Args []Expr

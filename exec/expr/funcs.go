@@ -99,6 +99,10 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = regexTestKernel, 2, 2
 	case "subscript":
 		k, lo, hi = subscriptKernel(e.T), 2, 2
+	case "single_value":
+		k, lo, hi = singleValueKernel(e.T), 2, 2
+	case "array_or_empty":
+		k = arrayOrEmptyKernel(e.T)
 	case "varchar_assign": // Text → VARCHAR(n) as an assignment (INSERT) cast
 		k = varcharAssignKernel(e.T)
 	default:

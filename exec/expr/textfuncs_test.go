@@ -49,6 +49,11 @@ func TestTextFuncs(t *testing.T) {
 		{"subscript const array", fn("subscript", S, fn("regexp_match", A, cs("x=1"), cs("(x)=(1)")), col("a")), "x,1,NULL,NULL,NULL", ""},
 		{"regexp_replace", fn("regexp_replace", S, col("s"), cs("l"), cs("L"), cs("g")), "heLLo,WorLd,NULL,ab%c,", ""},
 		{"regexp_replace first", fn("regexp_replace", S, col("s"), cs("(.)(l)"), cs(`\2\1[\&]\\`)), `hle[el]\lo,Wolr[rl]\d,NULL,ab%c,`, ""},
+		{"single_value", fn("single_value", S, col("z"), col("s")), "hello,World,NULL,ab%c,", ""},
+		{"single_value one", fn("single_value", types.TInt64, ci(1), col("a")), "1,2,NULL,-5,0", ""},
+		{"single_value more", fn("single_value", S, col("a"), col("s")), "", sqlerr.CardinalityViolation},
+		{"array_or_empty", fn("array_or_empty", A, groups), "{ll,o},{l,NULL},{},{},{}", ""},
+		{"array_or_empty null", fn("array_or_empty", A, cnull(A)), "{},{},{},{},{}", ""},
 		{"case text[]", &Case{T: A, Whens: []When{{col("p"), fn("regexp_match", A, col("s"), cs("o"))}}}, "{o},NULL,NULL,NULL,NULL", ""},
 	}
 	for _, tc := range tests {

@@ -51,6 +51,10 @@ type Binder struct {
 	// only described): LIMIT $1 takes its value at bind time.
 	LimitParams map[int]int
 	ParamValues []types.Datum
+	// View says the query is a materialized view's: subqueries used as
+	// values that need grouping (correlated ones, ARRAY(subquery)) are
+	// refused there (0A000), their operators being batch-only.
+	View bool
 
 	// outer is the scope of the query whose subquery is being bound (the
 	// subquery's FROM scope resolves names there too); outerRefs counts

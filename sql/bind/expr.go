@@ -503,6 +503,14 @@ func outputName(n ast.ExprNode) string {
 		if _, ok := n.GetValue().(int64); ok && n.GetType().GetFlag()&mysql.IsBooleanFlag != 0 {
 			return "bool"
 		}
+	case *ast.SubqueryExpr:
+		// PostgreSQL names (SELECT x ...) after its one column.
+		if s, ok := n.Query.(*ast.SelectStmt); ok && s.Fields != nil && len(s.Fields.Fields) == 1 && s.Fields.Fields[0].WildCard == nil {
+			if f := s.Fields.Fields[0]; f.AsName.O != "" {
+				return f.AsName.O
+			}
+			return outputName(s.Fields.Fields[0].Expr)
+		}
 	case *ast.FuncCallExpr:
 		switch name := n.FnName.L; name {
 		case "pg_cast":
@@ -516,6 +524,8 @@ func outputName(n ast.ExprNode) string {
 			}
 		case "pg_interval":
 			return "interval"
+		case "pg_array_subquery":
+			return "array"
 		case "pg_extract":
 			return "extract"
 		case "concat":

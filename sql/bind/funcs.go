@@ -389,6 +389,14 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 	}
 	name := n.FnName.L
 	switch name {
+	case "pg_array_subquery":
+		if sub := arraySubquery(n); sub != nil {
+			if ref, ok := b.scalars[sub]; ok && ref.sc == c.sc && c.agg == nil {
+				return ref.value(), nil
+			}
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported,
+				"ARRAY(subquery) is supported only in WHERE and in the select list of a query without GROUP BY or aggregates")
+		}
 	case "tumble_end":
 		if len(n.Args) != 2 {
 			break

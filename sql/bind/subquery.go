@@ -28,10 +28,14 @@ import (
 // Only conditions of WHERE joined by AND are decorrelated; a subquery is
 // correlated when a name in it resolves in the enclosing query (scope.outer).
 
-// scalarRef is where a scalar subquery's value is: column idx of scope sc.
+// scalarRef is where a scalar subquery's value is: column idx of scope sc;
+// cnt is the column counting the rows a correlated one matched (-1: none);
+// array marks ARRAY(subquery) (see value).
 type scalarRef struct {
-	sc  *scope
-	idx int
+	sc    *scope
+	idx   int
+	cnt   int
+	array bool
 }
 
 // splitAnd lists the conjuncts of a condition.
@@ -125,6 +129,9 @@ type subquery struct {
 	corr expr.Expr
 	// sel is the select-list value over right's columns (IN only).
 	sel expr.Expr
+	// order is a correlated subquery's ORDER BY over right's columns (with
+	// wantCol; ARRAY(subquery) honours it).
+	order []planner.SortKey
 }
 
 // bindSubquery binds q nested in the query of scope sc; wantCol asks for
@@ -247,6 +254,26 @@ func (b *Binder) bindSubquery(sc *scope, q ast.ResultSetNode, wantCol bool, what
 			}
 		}
 	}
+	if wantCol && s.OrderBy != nil {
+		for _, o := range s.OrderBy.Items {
+			oe, nullsFirst := nullsOrder(o)
+			_, isPos, err := position(oe, 1, "ORDER BY")
+			if err != nil {
+				return nil, err
+			}
+			e := out.sel
+			if !isPos {
+				refs := b.outerRefs
+				if e, err = b.bindExpr(&ectx{sc: isc, noAgg: "aggregate functions are not allowed in ORDER BY"}, oe); err != nil {
+					return nil, err
+				}
+				if b.outerRefs != refs {
+					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "correlated subqueries ordered by columns of the outer query are not supported")
+				}
+			}
+			out.order = append(out.order, planner.SortKey{E: e, Desc: o.Desc, NullsFirst: nullsFirst})
+		}
+	}
 	if inner != nil {
 		right = &planner.Filter{Input: right, Pred: inner}
 	}
@@ -329,40 +356,21 @@ func (b *Binder) inJoin(c *ectx, in planner.Node, lhs ast.ExprNode, q ast.Result
 	return &planner.Project{Input: out, Exprs: exprs, Cols: cols}, nil
 }
 
-// bindScalarSubqueries cross-joins each uncorrelated scalar subquery in
-// nodes to in, as a hidden column of sc that bindExpr refers to.
+// bindScalarSubqueries joins each subquery used as a value in nodes to in
+// (see bindValueSubquery), as hidden columns of sc that bindExpr refers to.
 func (b *Binder) bindScalarSubqueries(sc *scope, in planner.Node, nodes ...ast.Node) (planner.Node, error) {
 	for _, sub := range findScalarSubqueries(nodes...) {
-		refs := b.outerRefs
-		prev := b.outer
-		b.outer = sc
-		p, err := b.bindResultSet(sub.Query, false)
-		b.outer = prev
-		if b.outerRefs != refs {
-			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "correlated scalar subqueries (a subquery used as a value that refers to the outer query) are not supported")
-		}
-		if err != nil {
+		var err error
+		if in, err = b.bindValueSubquery(sc, in, sub); err != nil {
 			return nil, err
 		}
-		cols := p.Schema()
-		if len(cols) != 1 {
-			return nil, sqlerr.New(sqlerr.SyntaxError, "subquery must return only one column")
-		}
-		col := planner.Column{Name: "?column?", T: cols[0].T}
-		if b.scalars == nil {
-			b.scalars = map[*ast.SubqueryExpr]scalarRef{}
-		}
-		b.scalars[sub] = scalarRef{sc: sc, idx: len(sc.cols)}
-		sc.cols = append(sc.cols, scopeCol{Column: col, usingHidden: true})
-		in = &planner.Join{Left: in, Right: &planner.SingleRow{Input: p}, Kind: planner.InnerJoin,
-			Cols: append(append([]planner.Column(nil), in.Schema()...), col)}
 	}
 	return in, nil
 }
 
 // findScalarSubqueries lists the subqueries used as values in nodes, not
 // counting those of EXISTS, IN and nested queries.
-func findScalarSubqueries(nodes ...ast.Node) []*ast.SubqueryExpr {
+func findScalarSubqueries(nodes ...ast.Node) []scalarSub {
 	v := &scalarFinder{}
 	for _, n := range nodes {
 		if n != nil {
@@ -372,13 +380,18 @@ func findScalarSubqueries(nodes ...ast.Node) []*ast.SubqueryExpr {
 	return v.found
 }
 
-type scalarFinder struct{ found []*ast.SubqueryExpr }
+type scalarFinder struct{ found []scalarSub }
 
 func (v *scalarFinder) Enter(n ast.Node) (ast.Node, bool) {
 	switch x := n.(type) {
 	case *ast.SubqueryExpr:
-		v.found = append(v.found, x)
+		v.found = append(v.found, scalarSub{q: x})
 		return n, true
+	case *ast.FuncCallExpr:
+		if sub := arraySubquery(x); sub != nil {
+			v.found = append(v.found, scalarSub{q: sub, array: true})
+			return n, true
+		}
 	case *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr, *ast.SelectStmt, *ast.SetOprStmt:
 		return n, true
 	case *ast.PatternInExpr:
@@ -398,8 +411,7 @@ func (b *Binder) bindSubqueryExpr(c *ectx, n ast.ExprNode) (expr.Expr, error) {
 	switch x := n.(type) {
 	case *ast.SubqueryExpr:
 		if ref, ok := b.scalars[x]; ok && ref.sc == c.sc && c.agg == nil {
-			col := c.sc.cols[ref.idx]
-			return &expr.ColRef{Idx: ref.idx, T: col.T, Name: "(subquery)"}, nil
+			return ref.value(), nil
 		}
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported,
 			"subqueries used as values are supported only in WHERE and in the select list of a query without GROUP BY or aggregates")

@@ -47,6 +47,9 @@ type frame struct {
 	call bool
 	// subscript marks the "[" of a[k].
 	subscript bool
+	// arraySub marks the parenthesis of ARRAY(subquery), emitted as
+	// pg_array_subquery((subquery)).
+	arraySub bool
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -209,6 +212,12 @@ func (r *rewriter) rewrite(from, to int) error {
 					}
 					prim = r.emit("pg_interval("+quote(text)+")", i, space)
 					i = p.i - 1
+					continue
+				case t.Val == "array" && next.isOp("(") && i+2 < to && toks[i+2].is("select"):
+					k := r.emit("pg_array_subquery((", i, space)
+					stack = append(stack, frame{start: k, open: k, arraySub: true})
+					prim = -1
+					i++
 					continue
 				case t.Val == "cast" && next.isOp("("):
 					stack = append(stack, frame{start: r.emit("pg_cast(", i, space), cast: true})
@@ -414,7 +423,11 @@ func (r *rewriter) rewrite(from, to int) error {
 					i = end - 1
 					continue
 				}
-				r.emit(")", i, space)
+				if f.arraySub {
+					r.emit("))", i, space)
+				} else {
+					r.emit(")", i, space)
+				}
 				prim = stack[len(stack)-1].start
 				stack = stack[:len(stack)-1]
 				if next.Kind == tIdent && !notFuncKeywords[next.Val] && i+2 < to && toks[i+2].isOp("(") {

@@ -35,10 +35,15 @@ func TestPsqlCatalogCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &psqlTarget{host: host, port: port}
-	if res := p.run(t, catalogSchema+";\n", "-v", "ON_ERROR_STOP=1", "-q"); res.code != 0 {
+	if res := p.run(t, catalogSchema+";\nCREATE ROLE alice;\nCREATE ROLE bob LOGIN;\n", "-v", "ON_ERROR_STOP=1", "-q"); res.code != 0 {
 		t.Fatalf("schema: exit %d: %s", res.code, res.stderr)
 	}
 	for _, c := range []struct{ name, cmd string }{
+		{"du", `\du`},
+		// The column query of \d words and \d word_counts, as psql 15 sends it
+		// (\d itself goes on to pg_policy, which streamdb does not have).
+		{"d_columns_stream", psqlDescribeColumns("words")},
+		{"d_columns_matview", psqlDescribeColumns("word_counts")},
 		{"d", `\d`},
 		{"dt", `\dt`},
 		{"dm", `\dm`},
@@ -335,4 +340,22 @@ func TestPsqlTabCompletion(t *testing.T) {
 			t.Errorf("tab after %q: want %q in psql's terminal (%v):\n%s", tc.input, tc.want, err, out)
 		}
 	}
+}
+
+// psqlDescribeColumns is psql 15's column query of \d name, the relation's
+// oid given by name.
+func psqlDescribeColumns(name string) string {
+	return `SELECT a.attname,
+  pg_catalog.format_type(a.atttypid, a.atttypmod),
+  (SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid, true)
+   FROM pg_catalog.pg_attrdef d
+   WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum AND a.atthasdef),
+  a.attnotnull,
+  (SELECT c.collname FROM pg_catalog.pg_collation c, pg_catalog.pg_type t
+   WHERE c.oid = a.attcollation AND t.oid = a.atttypid AND a.attcollation <> t.typcollation) AS attcollation,
+  a.attidentity,
+  a.attgenerated
+FROM pg_catalog.pg_attribute a
+WHERE a.attrelid = '` + name + `'::regclass AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum;`
 }
