@@ -60,7 +60,7 @@ type DB struct {
 	cuts struct {
 		sync.Mutex
 		marked    map[*partitionLog]bool
-		committed Cut           // the last committed cut (loaded: read from x/cut)
+		committed Cut // the last committed cut (loaded: read from x/cut)
 		loaded    bool
 		commit    chan struct{} // closed when the next cut commits
 	}
