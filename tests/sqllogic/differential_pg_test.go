@@ -29,6 +29,9 @@ import (
 // (for exploring new shapes). Any other error and any wrong result fail.
 // -args -seed=N picks another seed; the default keeps CI reproducible.
 func TestDifferentialPG(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 262 queries against PostgreSQL; run in the plain test step")
+	}
 	const (
 		perShape = 20 // queries per shape: 13 shapes, 260 queries
 		rounds   = 4

@@ -102,6 +102,9 @@ func TestDistinctMinMaxRestarts(t *testing.T) {
 // one of 100K (issue 18: it took 53 ms and 483 ms when every changed group
 // re-encoded every group's values). Durations are logged, not asserted.
 func TestDistinctCheckpointCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 100K groups; run in the plain test step")
+	}
 	srv := StartServer(t, "")
 	c := srv.Conn(t)
 	ctx := context.Background()

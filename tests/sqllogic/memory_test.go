@@ -161,6 +161,9 @@ func overBudget(t *testing.T, srv *Server, c *pgx.Conn, detailWord string, queri
 // TestMemoryWorkMem: with a small work_mem, a sort and a GROUP BY over cross
 // joins fail with 53200 naming work_mem.
 func TestMemoryWorkMem(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: RSS bounds (a race build takes several times the memory)")
+	}
 	srv := StartServer(t, "")
 	c := srv.Conn(t)
 	memorySetup(t, c)
@@ -187,6 +190,9 @@ func TestMemoryWorkMem(t *testing.T) {
 // cap, from the flag or from the config file, the same query fails with
 // 53200 naming --query-memory-mb.
 func TestMemoryServerCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: RSS bounds (a race build takes several times the memory)")
+	}
 	conf := filepath.Join(t.TempDir(), "streamdb.toml")
 	if err := os.WriteFile(conf, []byte("[query]\nmemory_mb = 128\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -204,6 +210,9 @@ func TestMemoryServerCap(t *testing.T) {
 // client reads 10k rows, through a portal and through a cursor; closing
 // early stops the query and the session goes on.
 func TestMemoryStreamedResult(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: RSS bounds (a race build takes several times the memory)")
+	}
 	srv := StartServer(t, "")
 	c := srv.Conn(t)
 	memorySetup(t, c)

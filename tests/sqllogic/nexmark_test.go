@@ -114,6 +114,9 @@ WHERE A.category = 10`},
 // killed with SIGKILL right after the COPYs are acknowledged and
 // restarted: the views must still come out exact.
 func TestNexmark(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: Nexmark volumes; run in the plain test step")
+	}
 	const (
 		rounds   = 3
 		perRound = 20000 // events: ~400 persons, ~1200 auctions, ~18400 bids

@@ -14,6 +14,9 @@ import (
 // through COPY: every query's view and its batch query over the bounded
 // sources must equal PostgreSQL's result.
 func TestNexmarkSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: Nexmark volumes; run in the plain test step")
+	}
 	const (
 		events = 20000
 		seed   = 20261201
@@ -75,6 +78,9 @@ func waitSame(t *testing.T, srv *Server, what, got, want string) {
 // query over the bounded sources: no event lost, none counted twice (the
 // multiset view of single bids shows duplicates as extra rows).
 func TestSourceExactlyOnceKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: generator volumes and kill -9; run in the plain test step")
+	}
 	srv := StartServer(t, "")
 	c := srv.Conn(t)
 	execAll(t, c,
@@ -249,6 +255,9 @@ func TestSourceDDL(t *testing.T) {
 // same query run as a batch query over the sources' bounded content. A
 // query the engine cannot run yet is reported as such, by its error.
 func TestNexmarkSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: Nexmark volumes; run in the plain test step")
+	}
 	srv := StartServer(t, "")
 	c := srv.Conn(t)
 	for _, ddl := range nexmark.SourceDDL(20000, 1, 2) {

@@ -12,6 +12,9 @@ import (
 // evicted once committed and read back from Pebble when their keys return,
 // across a restart too, and the view stays equal to the batch query.
 func TestStateSpill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: spill volumes; run in the plain test step")
+	}
 	srv := StartServer(t, "", "--state-cache-mb", "1", "--parallelism", "2")
 	c := srv.Conn(t)
 	ctx := context.Background()
@@ -59,6 +62,9 @@ func TestStateSpill(t *testing.T) {
 // and read back from Pebble when their keys return, across a restart too,
 // and the views stay equal to their batch queries.
 func TestJoinStateSpill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: spill volumes; run in the plain test step")
+	}
 	srv := StartServer(t, "", "--state-cache-mb", "1", "--parallelism", "2")
 	c := srv.Conn(t)
 	ctx := context.Background()
@@ -119,6 +125,9 @@ func TestJoinStateSpill(t *testing.T) {
 // their key returns (with what they emitted recomputed), across a restart
 // too, and the view stays equal to its batch query.
 func TestRankStateSpill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: spill volumes; run in the plain test step")
+	}
 	srv := StartServer(t, "", "--state-cache-mb", "1", "--parallelism", "2")
 	c := srv.Conn(t)
 	ctx := context.Background()
@@ -162,6 +171,9 @@ func TestRankStateSpill(t *testing.T) {
 // top rows in memory and reads the rest back from Pebble when a retraction
 // needs them (the view over an aggregate retracts at every change).
 func TestTopNStateSpill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: spill volumes; run in the plain test step")
+	}
 	srv := StartServer(t, "", "--state-cache-mb", "1", "--parallelism", "2")
 	c := srv.Conn(t)
 	ctx := context.Background()
