@@ -39,7 +39,7 @@ func TestPsqlCatalogCommands(t *testing.T) {
 		t.Fatalf("schema: exit %d: %s", res.code, res.stderr)
 	}
 	for _, c := range []struct{ name, cmd string }{
-		{"du", `\du`},
+		{"du", `\du (alice|bob|streamdb)`},
 		// The column query of \d words and \d word_counts, as psql 15 sends it
 		// (\d itself goes on to pg_policy, which streamdb does not have).
 		{"d_columns_stream", psqlDescribeColumns("words")},
