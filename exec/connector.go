@@ -146,17 +146,8 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		default:
 		}
 		if j.epochFull() {
-			if j.spec.EpochFull != nil {
-				j.spec.EpochFull()
-			}
-			select {
-			case b := <-barriers:
-				if err := onBarrier(b); err != nil {
-					return err
-				}
-			case <-j.ctx.Done():
-				return nil
-			case <-time.After(time.Millisecond):
+			if done, err := j.awaitRoomInEpoch(barriers, onBarrier); err != nil || done {
+				return err
 			}
 			continue
 		}

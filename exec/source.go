@@ -142,17 +142,8 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 			// Wait for the barrier that ends this epoch (asked for) and for
 			// the aggregate to take it; poll, since a barrier may already
 			// be on its way.
-			if j.spec.EpochFull != nil {
-				j.spec.EpochFull()
-			}
-			select {
-			case b := <-barriers:
-				if err := onBarrier(b); err != nil {
-					return err
-				}
-			case <-j.ctx.Done():
-				return nil
-			case <-time.After(time.Millisecond):
+			if done, err := j.awaitRoomInEpoch(barriers, onBarrier); err != nil || done {
+				return err
 			}
 			continue
 		}
@@ -427,4 +418,21 @@ func applyStages(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, track boo
 		}
 	}
 	return rec, kept, nil
+}
+
+// awaitRoomInEpoch asks for the barrier that ends a full epoch and waits a
+// millisecond for it (polling, since it may already be on its way); done
+// reports that the job is ending.
+func (j *Job) awaitRoomInEpoch(barriers <-chan *Barrier, onBarrier func(*Barrier) error) (done bool, err error) {
+	if j.spec.EpochFull != nil {
+		j.spec.EpochFull()
+	}
+	select {
+	case b := <-barriers:
+		return false, onBarrier(b)
+	case <-j.ctx.Done():
+		return true, nil
+	case <-time.After(time.Millisecond):
+		return false, nil
+	}
 }
