@@ -364,7 +364,17 @@ func (c *copyIn) addLine(line []byte) error {
 	c.rows++
 	c.bytes += len(line) + 1
 	if c.rows == copyBatchRows || c.bytes >= copyBatchBytes {
-		return c.flushBatch()
+		n := c.rows
+		if err := c.flushBatch(); err != nil {
+			return err
+		}
+		// The next batch is likely as long as this one: size the builders
+		// for it now. Left to grow by doubling from empty, as NewArray
+		// leaves them, they copied each batch's values about once more
+		// (6-10 % of a COPY's CPU, docs/BENCHMARKS.md "First run").
+		for _, b := range c.bls {
+			b.Reserve(n)
+		}
 	}
 	return nil
 }

@@ -177,6 +177,11 @@ func (s *Stage) create() error {
 	// block several times, which for blocks of megabytes (a 100 MB row is
 	// one) cost more than the rest of staging.
 	o := s.db.popts.MakeWriterOptions(len(s.db.popts.Levels)-1, min(s.db.pdb.TableFormat(), sstable.TableFormatPebblev4))
+	// Uncompressed: a staged block is written once and read once by each
+	// job over the stream, and Snappy cost a fifth of a 2M-row COPY's CPU
+	// to write and as much again to read (docs/BENCHMARKS.md, "First
+	// run"); Arrow blocks of integers shrink only about 2x under it.
+	o.Compression = sstable.NoCompression
 	s.w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), o)
 	s.wbytes = 0
 	return nil
@@ -354,6 +359,14 @@ func (db *DB) readStaged(r Reader, mem memory.Allocator, table, id, row, off, n,
 	fn func(first uint64, rec arrow.RecordBatch) error) error {
 	lo, hi := max(from, off)-off+row, min(to, off+n)-off+row // staged rows
 	prefix := stagePrefix(table, id)
+	// Every block an iterator steps onto is loaded and decoded (a staged
+	// block is about a megabyte), and the block cache keeps little of them
+	// once Pebble's memtables have grown, since memtables reserve their
+	// size from it. So the blocks are read forward from an exact seek, and
+	// no step goes past the block holding the last row wanted. A read that
+	// starts at a block's first row (a job reads block by block) loads
+	// only its blocks; one that starts inside a block finds that block
+	// with a reverse seek, which loads the block before it too.
 	it, err := r.NewIter(&pebble.IterOptions{
 		LowerBound: stageKey(table, id, row),
 		UpperBound: stageKey(table, id, row+n),
@@ -362,22 +375,44 @@ func (db *DB) readStaged(r Reader, mem memory.Allocator, table, id, row, off, n,
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
 	defer it.Close()
-	ok := it.SeekLT(stageKey(table, id, lo+1))
-	if !ok {
-		ok = it.First()
-	}
-	for ; ok; ok = it.Next() {
+	more := true
+	emit := func(it *pebble.Iterator) error {
 		r := binary.BigEndian.Uint64(it.Key()[len(prefix):])
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return sqlerr.Wrap(sqlerr.IOError, err)
 		}
-		if r >= hi {
-			break
-		}
+		more = r+blockRows(v) < hi
 		// Staged row r is offset off + r - row.
-		if err := emitBlock(mem, v, off+r-row, off+lo-row, off+hi-row, fn); err != nil {
+		return emitBlock(mem, v, off+r-row, off+lo-row, off+hi-row, fn)
+	}
+	ok := it.SeekGE(stageKey(table, id, lo))
+	if !ok || binary.BigEndian.Uint64(it.Key()[len(prefix):]) != lo {
+		// lo is inside the block before the one it is on (or the last).
+		before, err := r.NewIter(&pebble.IterOptions{
+			LowerBound: stageKey(table, id, row),
+			UpperBound: stageKey(table, id, lo+1),
+		})
+		if err != nil {
+			return sqlerr.Wrap(sqlerr.IOError, err)
+		}
+		if before.Last() {
+			err = emit(before)
+		}
+		if err == nil {
+			err = before.Error()
+		}
+		before.Close()
+		if err != nil {
 			return err
+		}
+	}
+	for ok && more {
+		if err := emit(it); err != nil {
+			return err
+		}
+		if more {
+			ok = it.Next()
 		}
 	}
 	return it.Error()
