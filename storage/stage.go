@@ -177,11 +177,6 @@ func (s *Stage) create() error {
 	// block several times, which for blocks of megabytes (a 100 MB row is
 	// one) cost more than the rest of staging.
 	o := s.db.popts.MakeWriterOptions(len(s.db.popts.Levels)-1, min(s.db.pdb.TableFormat(), sstable.TableFormatPebblev4))
-	// Uncompressed: a staged block is written once and read once by each
-	// job over the stream, and Snappy cost a fifth of a 2M-row COPY's CPU
-	// to write and as much again to read (docs/BENCHMARKS.md, "First
-	// run"); Arrow blocks of integers shrink only about 2x under it.
-	o.Compression = sstable.NoCompression
 	s.w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), o)
 	s.wbytes = 0
 	return nil
