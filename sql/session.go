@@ -135,7 +135,7 @@ func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32)
 	if len(stmts) > 1 {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "cannot insert multiple commands into a prepared statement")
 	}
-	st := &Stmt{SQL: query, impl: stmts[0]}
+	st := &Stmt{SQL: query, impl: stmts[0], extended: true}
 	markCopy(st, stmts[0])
 	params := make([]types.T, len(paramOIDs))
 	for i, oid := range paramOIDs {

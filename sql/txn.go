@@ -33,12 +33,16 @@ import (
 //   - Session settings changed in a block are restored by ROLLBACK, and
 //     the cursors declared in it are closed.
 //
-// The extended protocol outside a block appends each statement's rows when
-// it runs (one implicit transaction per statement).
+// The extended protocol outside a block is one implicit transaction from
+// its first Execute to Sync, as in PostgreSQL (a pgx Batch is one): Sync
+// appends the writes (Session.Sync), an error drops them and the protocol
+// skips to Sync. Reads and non-transactional statements inside it act as
+// in a simple-protocol one.
 type txn struct {
 	explicit bool
 	failed   bool
-	// group is the statement group (Query message) of an implicit transaction.
+	// group is the statement group (Query message) of an implicit
+	// transaction; nil for the extended protocol's, which Sync ends.
 	group *stmtGroup
 	// writes per table id, in the order the tables were first written.
 	writes []*txWrites
@@ -141,7 +145,7 @@ func (s *Session) classify(st *Stmt) (stmtClass, string) {
 // itself (BEGIN, COMMIT, ROLLBACK), already executed.
 func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error) {
 	class, name := s.classify(st)
-	if st.group != nil && s.txn == nil && class != classTxEnd {
+	if (st.group != nil || st.extended) && s.txn == nil && class != classTxEnd {
 		s.txn = &txn{group: st.group}
 	}
 	t := s.txn
@@ -221,6 +225,15 @@ func (s *Session) afterStatement(st *Stmt, err error) error {
 		if err := s.commit(); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// Sync ends the extended protocol's implicit transaction (the Sync
+// message): its writes are appended. Inside a block it does nothing.
+func (s *Session) Sync() error {
+	if t := s.txn; t != nil && !t.explicit && t.group == nil {
+		return s.commit()
 	}
 	return nil
 }

@@ -117,6 +117,7 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) {
 		}
 	case *pgproto3.Sync:
 		c.ignoreTillSync = false
+		c.sync()
 		c.readyForQuery()
 	case *pgproto3.Flush:
 		c.flush()
@@ -382,6 +383,9 @@ func (c *conn) simpleQuery(query string) {
 	// A Query destroys the unnamed statement and portal, as in PostgreSQL.
 	delete(c.stmts, "")
 	c.closePortal("")
+	if !c.sync() {
+		return
+	}
 
 	stmts, err := c.prepareAll(query)
 	if err != nil {
@@ -403,6 +407,20 @@ func (c *conn) simpleQuery(query string) {
 			return
 		}
 	}
+}
+
+// sync ends the extended protocol's implicit transaction, reporting a
+// failed commit; it reports whether the commit succeeded.
+func (c *conn) sync() bool {
+	err := func() (err error) {
+		defer c.recoverPanic(&err)
+		return c.sess.Sync()
+	}()
+	if err != nil {
+		c.sendError(err)
+		return false
+	}
+	return true
 }
 
 func (c *conn) prepareAll(query string) (stmts []*sql.Stmt, err error) {

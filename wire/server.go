@@ -79,6 +79,10 @@ type Session interface {
 	// SetParameter applies a setting from the startup packet as SET would,
 	// returning the ParameterStatus values it changed.
 	SetParameter(name, value string) (map[string]string, error)
+	// Sync ends the extended protocol's implicit transaction (its writes
+	// are committed) at a Sync message, or before a Query message if the
+	// client sent none; inside a transaction block it does nothing.
+	Sync() error
 	// TxStatus is the ReadyForQuery status: 'I' idle, 'T' in a transaction
 	// block, 'E' in a failed transaction block.
 	TxStatus() byte
