@@ -27,7 +27,12 @@ type Session struct {
 	txn *txn
 	// prepared are the statements of SQL-level PREPARE (prepare.go).
 	prepared map[string]*Stmt
+	// pid is the process id the client was given (pg_backend_pid()).
+	pid int64
 }
+
+// SetBackendPID records the process id of the session's BackendKeyData.
+func (s *Session) SetBackendPID(pid uint32) { s.pid = int64(pid) }
 
 // NewSession starts a session.
 func (e *Engine) NewSession(user, database string) *Session {
@@ -156,7 +161,7 @@ func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32)
 func (s *Session) describe(st *Stmt) error {
 	switch n := st.impl.(type) {
 	case *parse.Query:
-		b := &bind.Binder{Cat: s.e, Params: st.ParamTypes, User: s.user, LimitParams: n.LimitParams}
+		b := &bind.Binder{Cat: s.e, Params: st.ParamTypes, User: s.user, LimitParams: n.LimitParams, Session: sessionInfo{s}}
 		switch q := n.Node.(type) {
 		case ast.ResultSetNode:
 			plan, err := b.BindQuery(q)
@@ -336,7 +341,7 @@ func (s *Session) exprCtx(params []types.Datum) *expr.Ctx {
 }
 
 func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, params []types.Datum) (*Result, error) {
-	b := &bind.Binder{Cat: s.e, Params: append([]types.T(nil), st.ParamTypes...), User: s.user, LimitParams: q.LimitParams, ParamValues: append([]types.Datum{}, params...)}
+	b := &bind.Binder{Cat: s.e, Params: append([]types.T(nil), st.ParamTypes...), User: s.user, LimitParams: q.LimitParams, ParamValues: append([]types.Datum{}, params...), Session: sessionInfo{s}}
 	switch n := q.Node.(type) {
 	case ast.ResultSetNode:
 		plan, err := b.BindQuery(n)

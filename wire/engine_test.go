@@ -137,6 +137,8 @@ func (s *fakeSession) Superuser() bool { return s.user != "plain" }
 
 func (s *fakeSession) Sync() error { return nil }
 
+func (s *fakeSession) SetBackendPID(uint32) {}
+
 func (s *fakeSession) TxStatus() byte {
 	if s.tx == 0 {
 		return 'I'

@@ -83,6 +83,9 @@ type Session interface {
 	// are committed) at a Sync message, or before a Query message if the
 	// client sent none; inside a transaction block it does nothing.
 	Sync() error
+	// SetBackendPID gives the session the process id the client gets in
+	// BackendKeyData (pg_backend_pid()).
+	SetBackendPID(pid uint32)
 	// TxStatus is the ReadyForQuery status: 'I' idle, 'T' in a transaction
 	// block, 'E' in a failed transaction block.
 	TxStatus() byte
