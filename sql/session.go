@@ -222,7 +222,7 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 	}
 	res, err = s.dispatch(ctx, st, params)
 	if d, ok := st.impl.(*parse.Declare); ok && err == nil && s.txn != nil {
-		s.txn.cursors = append(s.txn.cursors, d.Cursor)
+		s.txn.cursors = append(s.txn.cursors, txCursor{name: d.Cursor, hold: d.Hold})
 	}
 	if err != nil || s.txn == nil {
 		return res, s.afterStatement(st, err)

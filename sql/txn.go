@@ -31,7 +31,8 @@ import (
 //     for its non-transactional commands); in an implicit one they append
 //     the writes before them and run on their own, like a read.
 //   - Session settings changed in a block are restored by ROLLBACK, and
-//     the cursors declared in it are closed.
+//     the cursors declared in it are closed; COMMIT closes those declared
+//     without WITH HOLD.
 //
 // The extended protocol outside a block is one implicit transaction from
 // its first Execute to Sync, as in PostgreSQL (a pgx Batch is one): Sync
@@ -50,9 +51,17 @@ type txn struct {
 	mem int64
 	// vars are the session's settings at BEGIN, for ROLLBACK.
 	vars map[string]string
-	// cursors declared in the transaction: ROLLBACK closes them, as
-	// PostgreSQL does (COMMIT keeps them, as streamdb always has).
-	cursors []string
+	// cursors declared in the transaction: ROLLBACK closes them, and the
+	// COMMIT of a block those without WITH HOLD, as PostgreSQL does.
+	// (Outside a block, where PostgreSQL refuses DECLARE without WITH HOLD,
+	// streamdb's cursors live until CLOSE.)
+	cursors []txCursor
+}
+
+// txCursor is a cursor declared in a transaction.
+type txCursor struct {
+	name string
+	hold bool
 }
 
 // txWrites are the rows a transaction appends to one table.
@@ -179,7 +188,11 @@ func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error
 		if rollback || t.failed {
 			return s.rollback(), nil
 		}
-		if err := s.commit(); err != nil {
+		err := s.commit()
+		if t.explicit {
+			s.closeCursors(t, false)
+		}
+		if err != nil {
 			return nil, err
 		}
 		return &Result{Tag: "COMMIT"}, nil
@@ -290,11 +303,7 @@ func (s *Session) rollback() *Result {
 	t := s.txn
 	s.txn = nil
 	t.discard()
-	for _, name := range t.cursors {
-		if _, ok := s.cursors[name]; ok {
-			s.closeCursor(&parse.CloseCursor{Cursor: name})
-		}
-	}
+	s.closeCursors(t, true)
 	res := &Result{Tag: "ROLLBACK"}
 	if t.vars != nil {
 		for k, v := range t.vars {
@@ -315,6 +324,20 @@ func (s *Session) rollback() *Result {
 		}
 	}
 	return res
+}
+
+// closeCursors closes the cursors declared in t that are still open: all
+// of them, or (all false) those without WITH HOLD.
+func (s *Session) closeCursors(t *txn, all bool) {
+	hold := map[string]bool{} // a name's last declaration is the open cursor's
+	for _, c := range t.cursors {
+		hold[c.name] = c.hold
+	}
+	for name, h := range hold {
+		if _, ok := s.cursors[name]; ok && (all || !h) {
+			s.closeCursor(&parse.CloseCursor{Cursor: name})
+		}
+	}
 }
 
 // discard drops the buffered writes.

@@ -105,3 +105,26 @@ func TestTxnExtendedBatch(t *testing.T) {
 		}
 	})
 }
+
+// TestTxnCommitClosesCursors: COMMIT closes the cursors its block declared
+// without WITH HOLD, as PostgreSQL does; WITH HOLD ones stay open.
+func TestTxnCommitClosesCursors(t *testing.T) {
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	execAll(t, c, "CREATE TABLE t (x BIGINT)", "INSERT INTO t VALUES (1), (2), (3)")
+	execAll(t, c, "BEGIN",
+		"DECLARE plain CURSOR FOR SELECT x FROM t ORDER BY x",
+		"DECLARE held CURSOR WITH HOLD FOR SELECT x FROM t ORDER BY x",
+		"DECLARE without CURSOR WITHOUT HOLD FOR SELECT x FROM t ORDER BY x",
+		"FETCH 1 FROM plain", "COMMIT")
+	execErr(t, c, "FETCH 1 FROM plain", "34000", `cursor "plain" does not exist`)
+	execErr(t, c, "FETCH 1 FROM without", "34000", `cursor "without" does not exist`)
+	var x int64
+	if err := c.QueryRow(context.Background(), "FETCH 1 FROM held").Scan(&x); err != nil || x != 1 {
+		t.Errorf("FETCH from the WITH HOLD cursor after COMMIT: %d, %v; want 1", x, err)
+	}
+	execAll(t, c, "CLOSE held")
+	// ROLLBACK closes every cursor of the block, WITH HOLD too.
+	execAll(t, c, "BEGIN", "DECLARE held CURSOR WITH HOLD FOR SELECT x FROM t", "ROLLBACK")
+	execErr(t, c, "FETCH 1 FROM held", "34000", `cursor "held" does not exist`)
+}
