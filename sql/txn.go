@@ -243,12 +243,20 @@ func (s *Session) afterStatement(st *Stmt, err error) error {
 }
 
 // Sync ends the extended protocol's implicit transaction (the Sync
-// message): its writes are appended. Inside a block it does nothing.
-func (s *Session) Sync() error {
-	if t := s.txn; t != nil && !t.explicit && t.group == nil {
-		return s.commit()
+// message): its writes are appended, or dropped when failed says a message
+// since the last Sync failed (a Parse or Bind error, which the session did
+// not see). Inside a block it does nothing.
+func (s *Session) Sync(failed bool) error {
+	t := s.txn
+	if t == nil || t.explicit || t.group != nil {
+		return nil
 	}
-	return nil
+	if failed {
+		t.discard()
+		s.txn = nil
+		return nil
+	}
+	return s.commit()
 }
 
 // fail handles an error inside a transaction: an explicit block is failed

@@ -116,8 +116,9 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) {
 			c.ignoreTillSync = true
 		}
 	case *pgproto3.Sync:
+		failed := c.ignoreTillSync
 		c.ignoreTillSync = false
-		c.sync()
+		c.sync(failed)
 		c.readyForQuery()
 	case *pgproto3.Flush:
 		c.flush()
@@ -384,7 +385,7 @@ func (c *conn) simpleQuery(query string) {
 	// A Query destroys the unnamed statement and portal, as in PostgreSQL.
 	delete(c.stmts, "")
 	c.closePortal("")
-	if !c.sync() {
+	if !c.sync(false) {
 		return
 	}
 
@@ -410,12 +411,13 @@ func (c *conn) simpleQuery(query string) {
 	}
 }
 
-// sync ends the extended protocol's implicit transaction, reporting a
-// failed commit; it reports whether the commit succeeded.
-func (c *conn) sync() bool {
+// sync ends the extended protocol's implicit transaction (dropping its
+// writes if failed), reporting a failed commit; it reports whether the
+// commit succeeded.
+func (c *conn) sync(failed bool) bool {
 	err := func() (err error) {
 		defer c.recoverPanic(&err)
-		return c.sess.Sync()
+		return c.sess.Sync(failed)
 	}()
 	if err != nil {
 		c.sendError(err)

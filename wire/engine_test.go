@@ -135,7 +135,7 @@ func (s *fakeSession) SetParameter(name, value string) (map[string]string, error
 // Superuser: every user but "plain" is one.
 func (s *fakeSession) Superuser() bool { return s.user != "plain" }
 
-func (s *fakeSession) Sync() error { return nil }
+func (s *fakeSession) Sync(bool) error { return nil }
 
 func (s *fakeSession) SetBackendPID(uint32) {}
 

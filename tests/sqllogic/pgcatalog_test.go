@@ -42,7 +42,8 @@ func TestPsqlCatalogCommands(t *testing.T) {
 	for _, c := range []struct{ name, cmd string }{
 		{"du", `\du (alice|bob|streamdb)`},
 		// The column query of \d words and \d word_counts, as psql 15 sends it
-		// (\d itself goes on to pg_policy, which streamdb does not have).
+		// (\d itself goes on to pg_policy's correlated ARRAY(subquery),
+		// which streamdb cannot decorrelate).
 		{"d_columns_stream", psqlDescribeColumns("words")},
 		{"d_columns_matview", psqlDescribeColumns("word_counts")},
 		{"d", `\d`},

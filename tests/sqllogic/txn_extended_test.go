@@ -40,6 +40,22 @@ func TestTxnExtendedBatch(t *testing.T) {
 		}
 	})
 
+	t.Run("bind error drops the batch", func(t *testing.T) {
+		// The second Bind's parameter is not a bigint: the error comes
+		// before any Execute of that statement, at Bind.
+		b := &pgconn.Batch{}
+		b.ExecParams("INSERT INTO u VALUES ($1)", [][]byte{[]byte("7")}, []uint32{20}, nil, nil)
+		b.ExecParams("INSERT INTO u VALUES ($1)", [][]byte{[]byte("abc")}, []uint32{20}, nil, nil)
+		_, err := c.PgConn().ExecBatch(ctx, b).ReadAll()
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "22P02" {
+			t.Fatalf("batch with a bad parameter: %v, want 22P02", err)
+		}
+		if n := countOf(t, c, "SELECT count(*) FROM u WHERE x = 7"); n != 0 {
+			t.Errorf("the first insert of a batch that failed at Bind is visible (%d rows)", n)
+		}
+	})
+
 	t.Run("all good", func(t *testing.T) {
 		b := &pgx.Batch{}
 		b.Queue("INSERT INTO t VALUES ($1, $2), ($3, $4)", 1, "a", 2, "b")
