@@ -43,6 +43,9 @@ type Stmt struct {
 	// several (one implicit transaction); last marks its last statement.
 	group *stmtGroup
 	last  bool
+	// extended marks a statement of the extended protocol (Prepare):
+	// outside a block it joins the implicit transaction that Sync ends.
+	extended bool
 }
 
 // Result is the outcome of executing a statement.

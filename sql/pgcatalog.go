@@ -137,7 +137,7 @@ type relation struct {
 	oid  int64
 	ns   int64
 	name string
-	kind string // r, m
+	kind string // r, m, v
 	def  *storage.TableDef
 }
 
@@ -174,8 +174,11 @@ func (e *Engine) relations() []relation {
 	var user []relation
 	for _, t := range e.mu.tables {
 		kind := "r"
-		if t.Kind == storage.KindView {
+		switch t.Kind {
+		case storage.KindView:
 			kind = "m"
+		case storage.KindPlainView:
+			kind = "v"
 		}
 		user = append(user, relation{oid: oidFirstUser + int64(t.ID), ns: oidPublicNS, name: t.Name, kind: kind, def: t})
 	}
@@ -229,11 +232,12 @@ func (e catGen) pgClass() *table {
 		catCol{"relreplident", tName}, catCol{"relispartition", tBool}, catCol{"relrewrite", tOID},
 		catCol{"relacl", tArr}, catCol{"reloptions", tArr}, catCol{"relpartbound", types.TText})}
 	zero := i64(0)
+	jobs := e.jobFacts()
 	for _, r := range e.relations() {
 		t.add(i64(r.oid), str(r.name), i64(r.ns), zero, zero, i64(e.ownerOID(r.def)), zero, zero, zero,
 			i64(0), types.Float(-1), i64(0), zero, dFals, dFals, str("p"), str(r.kind),
 			i64(int64(len(r.def.Columns))), i64(0), dFals, dFals, dFals, dFals, dFals, dTrue, str("d"),
-			dFals, zero, null, null, null)
+			dFals, zero, null, relOptions(r, jobs), null)
 	}
 	return t
 }
@@ -502,9 +506,16 @@ func (e *Engine) ownerName(t *storage.TableDef) string {
 	return e.ownerOf(t)
 }
 
-// pgViews is empty: streamdb's views are materialized (pg_matviews).
+// pgViews lists the plain views (CREATE VIEW); materialized views are in
+// pg_matviews.
 func (e catGen) pgViews() *table {
-	return &table{cols: catCols(catCol{"schemaname", tName}, catCol{"viewname", tName}, catCol{"viewowner", tName}, catCol{"definition", types.TText})}
+	t := &table{cols: catCols(catCol{"schemaname", tName}, catCol{"viewname", tName}, catCol{"viewowner", tName}, catCol{"definition", types.TText})}
+	for _, r := range e.relations() {
+		if r.kind == "v" {
+			t.add(str(bind.SchemaPublic), str(r.name), str(e.ownerName(r.def)), str(viewDef(r.def)))
+		}
+	}
+	return t
 }
 
 func (e catGen) pgMatviews() *table {
@@ -534,7 +545,7 @@ func (e catGen) isTables() *table {
 		"user_defined_type_schema", "user_defined_type_name", "is_insertable_into", "is_typed", "commit_action")}
 	for _, r := range e.relations() {
 		typ, ins := "BASE TABLE", "YES"
-		if r.kind == "m" {
+		if r.kind == "m" || r.kind == "v" {
 			typ, ins = "VIEW", "NO"
 		}
 		if r.def.Kind == storage.KindSystem {
@@ -608,7 +619,7 @@ func (e catGen) isViews() *table {
 	t := &table{cols: textCols("table_catalog", "table_schema", "table_name", "view_definition", "check_option",
 		"is_updatable", "is_insertable_into", "is_trigger_updatable", "is_trigger_deletable", "is_trigger_insertable_into")}
 	for _, r := range e.relations() {
-		if r.kind == "m" {
+		if r.kind == "m" || r.kind == "v" {
 			t.add(str(databaseName), str(bind.SchemaPublic), str(r.name), str(viewDef(r.def)), str("NONE"),
 				str("NO"), str("NO"), str("NO"), str("NO"), str("NO"))
 		}
@@ -634,7 +645,7 @@ func (e *Engine) PgLookup(what string) map[int64]string {
 		}
 	case "views":
 		for _, r := range e.relations() {
-			if r.kind == "m" {
+			if r.kind == "m" || r.kind == "v" {
 				out[r.oid] = viewDef(r.def)
 			}
 		}

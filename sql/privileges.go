@@ -223,3 +223,35 @@ func (s *Session) authorizeQuery(st *Stmt, q *parse.Query) error {
 	}
 	return nil
 }
+
+// sessionInfo answers the binder's session functions (bind.SessionInfo).
+type sessionInfo struct{ s *Session }
+
+func (i sessionInfo) BackendPID() int64 { return i.s.pid }
+
+// RolePrivilege is has_table_privilege's answer: a superuser holds every
+// privilege; otherwise the rules of Session.may, for any role.
+func (i sessionInfo) RolePrivilege(role string, t *storage.TableDef, priv string) (has, roleOK bool) {
+	e := i.s.e
+	if role == publicRole {
+		return t.Kind == storage.KindSystem && priv == storage.PrivSelect || t.Has(publicRole, priv), true
+	}
+	_, _, su, ok := e.Role(role)
+	switch {
+	case !ok:
+		return false, false
+	case su:
+		return true, true
+	case t.Kind == storage.KindSystem:
+		return priv == storage.PrivSelect, true
+	}
+	return e.ownerOf(t) == role || t.Has(role, priv) || t.Has(publicRole, priv), true
+}
+
+func (i sessionInfo) RoleSuperuser(role string) (super, roleOK bool) {
+	if role == publicRole {
+		return false, true
+	}
+	_, _, su, ok := i.s.e.Role(role)
+	return su, ok
+}

@@ -27,7 +27,12 @@ type Session struct {
 	txn *txn
 	// prepared are the statements of SQL-level PREPARE (prepare.go).
 	prepared map[string]*Stmt
+	// pid is the process id the client was given (pg_backend_pid()).
+	pid int64
 }
+
+// SetBackendPID records the process id of the session's BackendKeyData.
+func (s *Session) SetBackendPID(pid uint32) { s.pid = int64(pid) }
 
 // NewSession starts a session.
 func (e *Engine) NewSession(user, database string) *Session {
@@ -135,7 +140,7 @@ func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32)
 	if len(stmts) > 1 {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "cannot insert multiple commands into a prepared statement")
 	}
-	st := &Stmt{SQL: query, impl: stmts[0]}
+	st := &Stmt{SQL: query, impl: stmts[0], extended: true}
 	markCopy(st, stmts[0])
 	params := make([]types.T, len(paramOIDs))
 	for i, oid := range paramOIDs {
@@ -156,7 +161,7 @@ func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32)
 func (s *Session) describe(st *Stmt) error {
 	switch n := st.impl.(type) {
 	case *parse.Query:
-		b := &bind.Binder{Cat: s.e, Params: st.ParamTypes, User: s.user, LimitParams: n.LimitParams}
+		b := &bind.Binder{Cat: s.e, Params: st.ParamTypes, User: s.user, LimitParams: n.LimitParams, Session: sessionInfo{s}}
 		switch q := n.Node.(type) {
 		case ast.ResultSetNode:
 			plan, err := b.BindQuery(q)
@@ -217,7 +222,7 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 	}
 	res, err = s.dispatch(ctx, st, params)
 	if d, ok := st.impl.(*parse.Declare); ok && err == nil && s.txn != nil {
-		s.txn.cursors = append(s.txn.cursors, d.Cursor)
+		s.txn.cursors = append(s.txn.cursors, txCursor{name: d.Cursor, hold: d.Hold})
 	}
 	if err != nil || s.txn == nil {
 		return res, s.afterStatement(st, err)
@@ -336,7 +341,7 @@ func (s *Session) exprCtx(params []types.Datum) *expr.Ctx {
 }
 
 func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, params []types.Datum) (*Result, error) {
-	b := &bind.Binder{Cat: s.e, Params: append([]types.T(nil), st.ParamTypes...), User: s.user, LimitParams: q.LimitParams, ParamValues: append([]types.Datum{}, params...)}
+	b := &bind.Binder{Cat: s.e, Params: append([]types.T(nil), st.ParamTypes...), User: s.user, LimitParams: q.LimitParams, ParamValues: append([]types.Datum{}, params...), Session: sessionInfo{s}}
 	switch n := q.Node.(type) {
 	case ast.ResultSetNode:
 		plan, err := b.BindQuery(n)

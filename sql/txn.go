@@ -31,14 +31,19 @@ import (
 //     for its non-transactional commands); in an implicit one they append
 //     the writes before them and run on their own, like a read.
 //   - Session settings changed in a block are restored by ROLLBACK, and
-//     the cursors declared in it are closed.
+//     the cursors declared in it are closed; COMMIT closes those declared
+//     without WITH HOLD.
 //
-// The extended protocol outside a block appends each statement's rows when
-// it runs (one implicit transaction per statement).
+// The extended protocol outside a block is one implicit transaction from
+// its first Execute to Sync, as in PostgreSQL (a pgx Batch is one): Sync
+// appends the writes (Session.Sync), an error drops them and the protocol
+// skips to Sync. Reads and non-transactional statements inside it act as
+// in a simple-protocol one.
 type txn struct {
 	explicit bool
 	failed   bool
-	// group is the statement group (Query message) of an implicit transaction.
+	// group is the statement group (Query message) of an implicit
+	// transaction; nil for the extended protocol's, which Sync ends.
 	group *stmtGroup
 	// writes per table id, in the order the tables were first written.
 	writes []*txWrites
@@ -46,9 +51,17 @@ type txn struct {
 	mem int64
 	// vars are the session's settings at BEGIN, for ROLLBACK.
 	vars map[string]string
-	// cursors declared in the transaction: ROLLBACK closes them, as
-	// PostgreSQL does (COMMIT keeps them, as streamdb always has).
-	cursors []string
+	// cursors declared in the transaction: ROLLBACK closes them, and the
+	// COMMIT of a block those without WITH HOLD, as PostgreSQL does.
+	// (Outside a block, where PostgreSQL refuses DECLARE without WITH HOLD,
+	// streamdb's cursors live until CLOSE.)
+	cursors []txCursor
+}
+
+// txCursor is a cursor declared in a transaction.
+type txCursor struct {
+	name string
+	hold bool
 }
 
 // txWrites are the rows a transaction appends to one table.
@@ -141,7 +154,7 @@ func (s *Session) classify(st *Stmt) (stmtClass, string) {
 // itself (BEGIN, COMMIT, ROLLBACK), already executed.
 func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error) {
 	class, name := s.classify(st)
-	if st.group != nil && s.txn == nil && class != classTxEnd {
+	if (st.group != nil || st.extended) && s.txn == nil && class != classTxEnd {
 		s.txn = &txn{group: st.group}
 	}
 	t := s.txn
@@ -175,7 +188,11 @@ func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error
 		if rollback || t.failed {
 			return s.rollback(), nil
 		}
-		if err := s.commit(); err != nil {
+		err := s.commit()
+		if t.explicit {
+			s.closeCursors(t, false)
+		}
+		if err != nil {
 			return nil, err
 		}
 		return &Result{Tag: "COMMIT"}, nil
@@ -223,6 +240,23 @@ func (s *Session) afterStatement(st *Stmt, err error) error {
 		}
 	}
 	return nil
+}
+
+// Sync ends the extended protocol's implicit transaction (the Sync
+// message): its writes are appended, or dropped when failed says a message
+// since the last Sync failed (a Parse or Bind error, which the session did
+// not see). Inside a block it does nothing.
+func (s *Session) Sync(failed bool) error {
+	t := s.txn
+	if t == nil || t.explicit || t.group != nil {
+		return nil
+	}
+	if failed {
+		t.discard()
+		s.txn = nil
+		return nil
+	}
+	return s.commit()
 }
 
 // fail handles an error inside a transaction: an explicit block is failed
@@ -277,11 +311,7 @@ func (s *Session) rollback() *Result {
 	t := s.txn
 	s.txn = nil
 	t.discard()
-	for _, name := range t.cursors {
-		if _, ok := s.cursors[name]; ok {
-			s.closeCursor(&parse.CloseCursor{Cursor: name})
-		}
-	}
+	s.closeCursors(t, true)
 	res := &Result{Tag: "ROLLBACK"}
 	if t.vars != nil {
 		for k, v := range t.vars {
@@ -302,6 +332,20 @@ func (s *Session) rollback() *Result {
 		}
 	}
 	return res
+}
+
+// closeCursors closes the cursors declared in t that are still open: all
+// of them, or (all false) those without WITH HOLD.
+func (s *Session) closeCursors(t *txn, all bool) {
+	hold := map[string]bool{} // a name's last declaration is the open cursor's
+	for _, c := range t.cursors {
+		hold[c.name] = c.hold
+	}
+	for name, h := range hold {
+		if _, ok := s.cursors[name]; ok && (all || !h) {
+			s.closeCursor(&parse.CloseCursor{Cursor: name})
+		}
+	}
 }
 
 // discard drops the buffered writes.

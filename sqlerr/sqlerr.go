@@ -49,6 +49,7 @@ const (
 	OutOfMemory             = "53200"
 	InvalidCursorName       = "34000"
 	InvalidSchemaName       = "3F000"
+	InvalidCatalogName      = "3D000"
 	InvalidSQLStatementName = "26000"
 	DuplicatePreparedStmt   = "42P05"
 	DuplicateCursor         = "42P03"

@@ -199,3 +199,70 @@ func appendTextArrayBinary(buf []byte, a *Array) []byte {
 	}
 	return buf
 }
+
+// parseTextArrayBinary reads array_recv's layout of a one-dimensional
+// text[] (elements typed text, varchar or name), as drivers send an array
+// parameter in binary.
+func parseTextArrayBinary(b []byte) (Datum, error) {
+	bad := func() (Datum, error) { return Null, errBinary(TTextArray) }
+	u32 := func() (uint32, bool) {
+		if len(b) < 4 {
+			return 0, false
+		}
+		v := binary.BigEndian.Uint32(b)
+		b = b[4:]
+		return v, true
+	}
+	ndim, ok1 := u32()
+	_, ok2 := u32() // has-nulls flag: the lengths say which are NULL
+	elem, ok3 := u32()
+	if !ok1 || !ok2 || !ok3 {
+		return bad()
+	}
+	switch elem {
+	case OIDText, 1043, 19:
+	default:
+		return Null, sqlerr.New(sqlerr.DatatypeMismatch, "binary data has array element type %d instead of text", elem)
+	}
+	switch ndim {
+	case 0:
+		if len(b) != 0 {
+			return bad()
+		}
+		return Datum{A: &Array{}}, nil
+	case 1:
+	default:
+		return Null, sqlerr.New(sqlerr.FeatureNotSupported, "arrays of %d dimensions are not supported", ndim)
+	}
+	n, ok1 := u32()
+	_, ok2 = u32() // lower bound
+	if !ok1 || !ok2 || int64(n) > int64(len(b))/4 {
+		return bad()
+	}
+	a := &Array{Elems: make([]string, n)}
+	for i := range a.Elems {
+		l, ok := u32()
+		if !ok {
+			return bad()
+		}
+		if l == 0xFFFFFFFF {
+			if a.Null == nil {
+				a.Null = make([]bool, n)
+			}
+			a.Null[i] = true
+			continue
+		}
+		if int64(l) > int64(len(b)) {
+			return bad()
+		}
+		if err := validUTF8(b[:l]); err != nil {
+			return Null, err
+		}
+		a.Elems[i] = string(b[:l])
+		b = b[l:]
+	}
+	if len(b) != 0 {
+		return bad()
+	}
+	return Datum{A: a}, nil
+}

@@ -50,3 +50,21 @@ func TestTextArrayBinary(t *testing.T) {
 		t.Errorf("DecodeType(EncodeType(text[])) = %v, %v", got, ok)
 	}
 }
+
+func TestTextArrayBinaryRoundTrip(t *testing.T) {
+	for _, a := range []*Array{{}, {Elems: []string{"ab", "", "c"}}, {Elems: []string{"x", ""}, Null: []bool{false, true}}} {
+		b := AppendBinary(nil, Datum{A: a}, TTextArray)
+		d, err := ParseBinary(b, TTextArray)
+		if err != nil {
+			t.Fatalf("%v: %v", a, err)
+		}
+		if got, want := string(AppendText(nil, d, TTextArray)), string(AppendText(nil, Datum{A: a}, TTextArray)); got != want {
+			t.Errorf("round trip of %s gave %s", want, got)
+		}
+	}
+	for _, b := range [][]byte{{0, 0, 0, 1}, {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 25, 0, 0, 0, 9, 0, 0, 0, 1}} {
+		if _, err := ParseBinary(b, TTextArray); err == nil {
+			t.Errorf("ParseBinary(%v) accepted a truncated array", b)
+		}
+	}
+}

@@ -216,7 +216,7 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 		}}, nil
 	}
 	if t.Kind == TextArray {
-		return Null, sqlerr.New(sqlerr.FeatureNotSupported, "binary input of text[] is not supported")
+		return parseTextArrayBinary(b)
 	}
 	if err := validUTF8(b); err != nil {
 		return Null, err

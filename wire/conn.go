@@ -116,7 +116,9 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) {
 			c.ignoreTillSync = true
 		}
 	case *pgproto3.Sync:
+		failed := c.ignoreTillSync
 		c.ignoreTillSync = false
+		c.sync(failed)
 		c.readyForQuery()
 	case *pgproto3.Flush:
 		c.flush()
@@ -213,6 +215,7 @@ func (c *conn) startSession(m *pgproto3.StartupMessage) bool {
 
 	c.be.Send(&pgproto3.AuthenticationOk{})
 	sess := c.srv.eng.NewSession(user, database)
+	sess.SetBackendPID(c.pid)
 	status, err := c.configure(sess, m.Parameters)
 	if err != nil {
 		sess.Close()
@@ -382,6 +385,9 @@ func (c *conn) simpleQuery(query string) {
 	// A Query destroys the unnamed statement and portal, as in PostgreSQL.
 	delete(c.stmts, "")
 	c.closePortal("")
+	if !c.sync(false) {
+		return
+	}
 
 	stmts, err := c.prepareAll(query)
 	if err != nil {
@@ -403,6 +409,21 @@ func (c *conn) simpleQuery(query string) {
 			return
 		}
 	}
+}
+
+// sync ends the extended protocol's implicit transaction (dropping its
+// writes if failed), reporting a failed commit; it reports whether the
+// commit succeeded.
+func (c *conn) sync(failed bool) bool {
+	err := func() (err error) {
+		defer c.recoverPanic(&err)
+		return c.sess.Sync(failed)
+	}()
+	if err != nil {
+		c.sendError(err)
+		return false
+	}
+	return true
 }
 
 func (c *conn) prepareAll(query string) (stmts []*sql.Stmt, err error) {

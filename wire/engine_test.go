@@ -135,6 +135,10 @@ func (s *fakeSession) SetParameter(name, value string) (map[string]string, error
 // Superuser: every user but "plain" is one.
 func (s *fakeSession) Superuser() bool { return s.user != "plain" }
 
+func (s *fakeSession) Sync(bool) error { return nil }
+
+func (s *fakeSession) SetBackendPID(uint32) {}
+
 func (s *fakeSession) TxStatus() byte {
 	if s.tx == 0 {
 		return 'I'

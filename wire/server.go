@@ -79,6 +79,14 @@ type Session interface {
 	// SetParameter applies a setting from the startup packet as SET would,
 	// returning the ParameterStatus values it changed.
 	SetParameter(name, value string) (map[string]string, error)
+	// Sync ends the extended protocol's implicit transaction at a Sync
+	// message (or before a Query message if the client sent none): its
+	// writes are committed, or dropped if failed (an error since the last
+	// Sync). Inside a transaction block it does nothing.
+	Sync(failed bool) error
+	// SetBackendPID gives the session the process id the client gets in
+	// BackendKeyData (pg_backend_pid()).
+	SetBackendPID(pid uint32)
 	// TxStatus is the ReadyForQuery status: 'I' idle, 'T' in a transaction
 	// block, 'E' in a failed transaction block.
 	TxStatus() byte

@@ -75,6 +75,7 @@ type Cast struct {
 //	"regexp_replace"             Text, Text, Text [, Text flags] → Text
 //	"array_to_string"            TextArray, Text → Text
 //	"regex_test"                 Text, Text (pattern) → Bool: PostgreSQL's ~
+//	"array_contains"             Text x, TextArray → Bool: PostgreSQL's x = ANY(array)
 //	"subscript"                  TextArray, Int64 (1-based) → Text
 //	"single_value"               Int64 n, T v → v; 21000 where n > 1 (decorrelated scalar subquery)
 //	"array_or_empty"             TextArray → TextArray; NULL becomes {} (ARRAY(subquery))

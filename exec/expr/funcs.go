@@ -97,6 +97,8 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = arrayToStringKernel(e.T), 2, 2
 	case "regex_test":
 		k, lo, hi = regexTestKernel, 2, 2
+	case "array_contains":
+		k, lo, hi = arrayContainsKernel, 2, 2
 	case "subscript":
 		k, lo, hi = subscriptKernel(e.T), 2, 2
 	case "single_value":

@@ -74,3 +74,41 @@ func arrayToStringKernel(t types.T) kernel {
 		})
 	}
 }
+
+// arrayContainsKernel is PostgreSQL's x = ANY(array) for text x and text[]:
+// true where an element equals x, otherwise NULL where x is NULL, the array
+// is NULL or has a NULL element, otherwise false.
+func arrayContainsKernel(c *Ctx, args []vec, n int) (vec, error) {
+	x, a := args[0], args[1]
+	if x.scalar() && x.d.Null || a.scalar() && a.d.Null {
+		return scalarVec(types.Null, types.TBool), nil
+	}
+	mem := c.mem()
+	lst := a.column(mem, n).(*array.List)
+	defer lst.Release()
+	offs := lst.Offsets()[lst.Data().Offset():]
+	elems := lst.ListValues().(*array.String)
+	s := strColOf(x)
+	out := newColOut(mem, types.TBool, n)
+	for i := 0; i < n; i++ {
+		if s.arr != nil && s.arr.IsNull(i) || lst.IsNull(i) {
+			out.set(i, types.Null)
+			continue
+		}
+		v, sawNull, found := s.at(i), false, false
+		for j := int(offs[i]); j < int(offs[i+1]); j++ {
+			if !elems.IsValid(j) {
+				sawNull = true
+			} else if elems.Value(j) == v {
+				found = true
+				break
+			}
+		}
+		if !found && sawNull {
+			out.set(i, types.Null)
+			continue
+		}
+		out.set(i, types.Boolean(found))
+	}
+	return out.finish(mem, n), nil
+}

@@ -55,6 +55,9 @@ type Binder struct {
 	// values that need grouping (correlated ones, ARRAY(subquery)) are
 	// refused there (0A000), their operators being batch-only.
 	View bool
+	// Session answers pg_backend_pid() and has_*_privilege(); nil where
+	// no session runs the statement (they are then NULL).
+	Session SessionInfo
 
 	// outer is the scope of the query whose subquery is being bound (the
 	// subquery's FROM scope resolves names there too); outerRefs counts

@@ -155,6 +155,8 @@ type AlterView struct {
 type Declare struct {
 	Cursor string
 	Query  *Query
+	// Hold is WITH HOLD: the cursor outlives the COMMIT of its block.
+	Hold bool
 }
 
 // Fetch is FETCH [FORWARD] [n|ALL|NEXT] [FROM|IN] cursor (Count -1 for ALL).

@@ -945,7 +945,9 @@ func (p *parser) declare() (*Declare, error) {
 	if err := p.expect("cursor"); err != nil {
 		return nil, err
 	}
-	if !p.accept("with", "hold") {
+	if p.accept("with", "hold") {
+		d.Hold = true
+	} else {
 		p.accept("without", "hold")
 	}
 	if err := p.expect("for"); err != nil {

@@ -156,6 +156,7 @@ func (p *parser) query(from, to int) (*Query, error) {
 //	VALUES (1, 'a'), (2, 'b')            → SELECT 1 AS column1, 'a' AS column2 UNION ALL SELECT 2, 'b'
 //	                                       (as a query or a subquery, not INSERT's VALUES)
 //	a[k], f(x)[k], (expr)[k]             → pg_subscript(a, k) ...
+//	x = ANY (array), x = SOME (array)    → x member of (array) (not for a subquery)
 //	(subquery) [AS] t(a, b), tbl [AS] t(a, b)
 //	                                     → ... "t<AliasColumnSep>a<AliasColumnSep>b" (alias)
 func (r *rewriter) rewrite(from, to int) error {
@@ -218,6 +219,14 @@ func (r *rewriter) rewrite(from, to int) error {
 					stack = append(stack, frame{start: k, open: k, arraySub: true})
 					prim = -1
 					i++
+					continue
+				case (t.Val == "any" || t.Val == "some") && next.isOp("(") && i > from && toks[i-1].isOp("=") &&
+					len(r.out) > 0 && r.out[len(r.out)-1].text == "=" &&
+					!(i+2 < to && (toks[i+2].is("select") || toks[i+2].is("with") || toks[i+2].is("values"))):
+					// x = ANY(array): TiDB's x MEMBER OF (a), which the binder
+					// reads as array membership (= ANY (subquery) stays as is).
+					r.out[len(r.out)-1].text = "member of"
+					prim = -1
 					continue
 				case t.Val == "cast" && next.isOp("("):
 					stack = append(stack, frame{start: r.emit("pg_cast(", i, space), cast: true})

@@ -35,18 +35,24 @@ func TestPsqlCatalogCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &psqlTarget{host: host, port: port}
-	if res := p.run(t, catalogSchema+";\nCREATE ROLE alice;\nCREATE ROLE bob LOGIN;\n", "-v", "ON_ERROR_STOP=1", "-q"); res.code != 0 {
+	setup := catalogSchema + ";\nCREATE VIEW long_words AS SELECT word, n FROM words WHERE n > 1;\nCREATE ROLE alice;\nCREATE ROLE bob LOGIN;\n"
+	if res := p.run(t, setup, "-v", "ON_ERROR_STOP=1", "-q"); res.code != 0 {
 		t.Fatalf("schema: exit %d: %s", res.code, res.stderr)
 	}
 	for _, c := range []struct{ name, cmd string }{
 		{"du", `\du (alice|bob|streamdb)`},
 		// The column query of \d words and \d word_counts, as psql 15 sends it
-		// (\d itself goes on to pg_policy, which streamdb does not have).
+		// (\d itself goes on to pg_policy's correlated ARRAY(subquery),
+		// which streamdb cannot decorrelate).
 		{"d_columns_stream", psqlDescribeColumns("words")},
 		{"d_columns_matview", psqlDescribeColumns("word_counts")},
 		{"d", `\d`},
 		{"dt", `\dt`},
 		{"dm", `\dm`},
+		{"dv", `\dv`},
+		// \d of a plain view runs to its end; \d of a stream or a
+		// materialized view stops at pg_policy's correlated ARRAY(subquery).
+		{"d_view", `\d long_words`},
 		{"dS_streamdb", `\dtS streamdb_*`},
 		{"l", `\l`},
 		{"dn", `\dn`},

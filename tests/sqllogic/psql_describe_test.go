@@ -1,0 +1,130 @@
+package sqllogic
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestPsqlDescribeCatalog checks over pgx what psql's \d name reads beyond
+// the columns: x = ANY(array) with PostgreSQL's NULL rules, plain views as
+// relkind 'v' in pg_class and pg_views, the empty pg_policy,
+// pg_statistic_ext, pg_publication and pg_inherits, and the reloptions
+// that carry a view's sources and a materialized view's job state.
+func TestPsqlDescribeCatalog(t *testing.T) {
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	ctx := context.Background()
+	for _, stmt := range []string{
+		`CREATE TABLE words (word VARCHAR(20), n BIGINT)`,
+		`CREATE MATERIALIZED VIEW word_counts AS SELECT word, count(*) AS c FROM words GROUP BY word`,
+		`CREATE VIEW long_words AS SELECT word, n FROM words WHERE n > 1`,
+	} {
+		if _, err := c.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	check := func(q, want string) {
+		t.Helper()
+		rs, err := c.Query(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var b strings.Builder
+		for rs.Next() {
+			vs, err := rs.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Len() > 0 {
+				b.WriteString("; ")
+			}
+			for i, v := range vs {
+				if i > 0 {
+					b.WriteString(" ")
+				}
+				b.WriteString(fmtValue(v))
+			}
+		}
+		if err := rs.Err(); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if got := b.String(); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", q, got, want)
+		}
+	}
+
+	t.Run("any array", func(t *testing.T) {
+		// regexp_match makes text[] values: {a,b}, and {a,NULL} where the
+		// optional group does not match.
+		check(`SELECT 'b' = ANY (regexp_match('ab', '(a)(b)')), 'c' = ANY (regexp_match('ab', '(a)(b)')),
+			'c' = ANY (regexp_match('a', '(a)(x)?')), 'a' = ANY (regexp_match('a', '(a)(x)?')),
+			NULL = ANY (regexp_match('a', '(a)')), 'a' = SOME (regexp_match('b', '(a)'))`,
+			"true false <nil> true <nil> <nil>")
+		// An integer compares with the elements' text, as an oid with the
+		// catalog's oid[] columns.
+		check(`SELECT 2 = ANY (regexp_match('12', '(1)(2)')), 3 = ANY (regexp_match('12', '(1)(2)'))`, "true false")
+		check(`SELECT word FROM (VALUES ('a'), ('b'), ('c')) AS v(word) WHERE word = ANY (ARRAY(SELECT 'c' UNION ALL SELECT 'a')) ORDER BY word`, "a; c")
+		// A driver's array parameter.
+		rs, err := c.Query(ctx, `SELECT word FROM (VALUES ('a'), ('b'), ('c')) AS v(word) WHERE word = ANY ($1) ORDER BY word`, []string{"b", "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for rs.Next() {
+			var w string
+			if err := rs.Scan(&w); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, w)
+		}
+		if err := rs.Err(); err != nil || strings.Join(got, ",") != "b,c" {
+			t.Errorf("word = ANY($1) with {b,c}: %v, %v", got, err)
+		}
+		// = ANY (subquery) is still the subquery form, which batch
+		// queries do not have.
+		queryErr(t, c, `SELECT 'a' = ANY (SELECT 'a')`, "0A000", "ANY, SOME and ALL comparisons with a subquery are not supported")
+		queryErr(t, c, `SELECT 'a' = ANY (1)`, "42809", "op ANY/ALL (array) requires array on right side")
+		// psql's policy query: an empty pg_policy, so no row.
+		check(`SELECT pol.polname FROM pg_catalog.pg_policy pol WHERE 10 = any (pol.polroles)`, "")
+	})
+
+	t.Run("views", func(t *testing.T) {
+		check(`SELECT relname, relkind FROM pg_class WHERE relnamespace = 2200 ORDER BY relname`,
+			"long_words v; word_counts m; words r")
+		check(`SELECT viewname, definition FROM pg_views`, "long_words  SELECT word, n FROM words WHERE n > 1;")
+		check(`SELECT matviewname FROM pg_matviews`, "word_counts")
+		check(`SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`,
+			"long_words VIEW; word_counts VIEW; words BASE TABLE")
+		check(`SELECT pg_get_viewdef('long_words'::regclass, true)`, " SELECT word, n FROM words WHERE n > 1;")
+	})
+
+	t.Run("reloptions", func(t *testing.T) {
+		check(`SELECT relname, array_to_string(reloptions, ', ') FROM pg_class WHERE relname IN ('long_words', 'words') ORDER BY relname`,
+			"long_words sources=words; words <nil>")
+		// A checkpoint may complete at any time: its id or none.
+		var opts string
+		if err := c.QueryRow(ctx, `SELECT array_to_string(reloptions, ', ') FROM pg_class WHERE relname = 'word_counts'`).Scan(&opts); err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`^job_state=RUNNING, last_checkpoint=(none|[0-9]+), sources=words$`).MatchString(opts) {
+			t.Errorf("word_counts reloptions: %q", opts)
+		}
+	})
+
+	t.Run("empty catalogs", func(t *testing.T) {
+		for _, q := range []string{
+			`SELECT count(*) FROM pg_catalog.pg_policy pol WHERE pol.polrelid = 'words'::regclass`,
+			`SELECT count(*) FROM pg_catalog.pg_statistic_ext WHERE 'd' = any(stxkind)`,
+			`SELECT count(*) FROM pg_catalog.pg_publication p JOIN pg_catalog.pg_publication_rel pr ON p.oid = pr.prpubid`,
+			`SELECT count(*) FROM pg_catalog.pg_publication_namespace`,
+			`SELECT count(*) FROM pg_catalog.pg_inherits`,
+			`SELECT count(*) FROM pg_catalog.pg_trigger`,
+			`SELECT count(*) FROM pg_catalog.pg_rewrite`,
+		} {
+			check(q, "0")
+		}
+		check(`SELECT pg_catalog.pg_relation_is_publishable('words'::regclass), pg_catalog.pg_get_statisticsobjdef_columns(1) IS NULL`, "false true")
+	})
+}
