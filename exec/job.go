@@ -102,6 +102,7 @@ type Job struct {
 
 	barriers []chan *Barrier // one per source partition, of every source
 	acks     chan ack
+	late     []*storage.Batch // epochs whose round gave up waiting for them (AwaitBarrier)
 	failed   chan struct{}
 	failOnce sync.Once
 	err      error
@@ -250,12 +251,26 @@ func (j *Job) TryInjectBarrier(b *Barrier) {
 
 // AwaitBarrier waits until barrier epoch has reached the job's sink and
 // returns the epoch's writes.
+//
+// An earlier epoch's acknowledgement can arrive here when the round that
+// waited for it gave up (checkpoint.timeout): the job already holds that
+// epoch's changes in memory and its later offsets assume them, so its
+// writes commit with this epoch, ahead of its own (storage.Batch.After),
+// never dropped.
 func (j *Job) AwaitBarrier(ctx context.Context, epoch uint64) (*storage.Batch, error) {
 	for {
 		select {
 		case a := <-j.acks:
+			if a.epoch < epoch {
+				j.late = append(j.late, a.w)
+				continue
+			}
 			if a.epoch != epoch {
 				continue
+			}
+			if j.late != nil {
+				a.w.After(j.late)
+				j.late = nil
 			}
 			return a.w, nil
 		case <-j.failed:

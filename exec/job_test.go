@@ -136,3 +136,105 @@ func testEpochBound(t *testing.T, cache int64, bound int, rowsView bool) {
 	}
 	t.Logf("%d epochs of at most %d changed groups (bound %d), %d barrier requests", epochs, most, bound, pokes.Load())
 }
+
+// TestLateAckCommitsWithNextEpoch: when a round stops waiting for a job's
+// barrier (checkpoint.timeout), the job's acknowledgement of that epoch
+// arrives at the next round's wait. Its writes must commit then, before
+// the next epoch's own (which rewrite the same keys), never be dropped:
+// the job's offsets and in-memory state already include them.
+func TestLateAckCommitsWithNextEpoch(t *testing.T) {
+	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem(), CacheBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const keys = 1000
+	src := &storage.TableDef{ID: 1, Name: "t", Kind: storage.KindStream, Partitions: 1,
+		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}}}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	appendKeys := func(n int) {
+		kb := array.NewInt64Builder(memory.DefaultAllocator)
+		defer kb.Release()
+		for i := 0; i < n; i++ {
+			kb.Append(int64(i))
+		}
+		k := kb.NewArray()
+		defer k.Release()
+		rec := array.NewRecordBatch(schema, []arrow.Array{k}, int64(n))
+		defer rec.Release()
+		if _, err := db.AppendLog(src.ID, 0, []arrow.RecordBatch{rec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	view := &storage.TableDef{ID: 2, Name: "v", Kind: storage.KindView, KeyCols: []int{0},
+		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "n", Type: types.TInt64}}}
+	plan := &HashAgg{In: &ScanStream{Table: src}, Keys: []expr.Expr{col(0, types.TInt64)},
+		Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}}
+	j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: plan, View: view, Parallelism: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Stop()
+	ctx := context.Background()
+	readAll := func() {
+		ends := j.LogEnds()
+		for deadline := time.Now().Add(time.Minute); !j.Reached(ends); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the job did not read its input")
+			}
+		}
+	}
+
+	// Epoch 1 counts every key once; its round gives up before the ack.
+	appendKeys(keys)
+	readAll()
+	gaveUp, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := j.AwaitBarrier(gaveUp, 1); err == nil {
+		t.Fatal("AwaitBarrier with a done context returned no error")
+	}
+	if err := j.InjectBarrier(ctx, &Barrier{Epoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// Epoch 2 counts half the keys again: its writes rewrite some of epoch
+	// 1's keys and leave the others as epoch 1 wrote them.
+	appendKeys(keys / 2)
+	readAll()
+	if err := j.InjectBarrier(ctx, &Barrier{Epoch: 2}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := j.AwaitBarrier(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	j.Committed(2)
+
+	counts := map[int64]int64{}
+	err = Run(&Ctx{Context: ctx, DB: db, Expr: &expr.Ctx{Mem: memory.DefaultAllocator}}, &ScanView{View: view},
+		func(rec arrow.RecordBatch) error {
+			defer rec.Release()
+			k, n := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64)
+			for i := 0; i < int(rec.NumRows()); i++ {
+				counts[k.Value(i)] = n.Value(i)
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) != keys {
+		t.Fatalf("the view has %d keys after the late epoch committed, want %d", len(counts), keys)
+	}
+	for k, n := range counts {
+		want := int64(1)
+		if k < keys/2 {
+			want = 2
+		}
+		if n != want {
+			t.Fatalf("key %d counts %d, want %d", k, n, want)
+		}
+	}
+}

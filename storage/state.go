@@ -27,6 +27,20 @@ type Batch struct {
 	singles []*pebble.Batch // more such writes, from absorbed batches
 	runs    []*Run
 	appends []pendingAppend
+	// prior holds, oldest first, the batches of earlier epochs of the same
+	// job that were never committed (a round gave up waiting for them):
+	// they commit with this one, before it (After).
+	prior []*Batch
+}
+
+// After makes the earlier epochs' batches commit with b, ahead of it, so a
+// key written in several of them ends with b's value. A job's epochs write
+// the same keys, so they cannot simply be merged (CommitEpoch orders one
+// epoch's writes by key, not by time).
+func (b *Batch) After(earlier []*Batch) {
+	b.mu.Lock()
+	b.prior = append(earlier[:len(earlier):len(earlier)], b.prior...)
+	b.mu.Unlock()
 }
 
 // pendingAppend is a log block to append when the epoch commits.
@@ -138,6 +152,9 @@ func (b *Batch) Count() uint32 {
 	for _, r := range b.runs {
 		n += r.b.Count()
 	}
+	for _, p := range b.prior {
+		n += p.Count()
+	}
 	return n
 }
 
@@ -152,6 +169,9 @@ func (b *Batch) Len() int {
 	for _, r := range b.runs {
 		n += r.b.Len()
 	}
+	for _, p := range b.prior {
+		n += p.Len()
+	}
 	return n
 }
 
@@ -165,28 +185,41 @@ func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) e
 // cut is committed with the epoch (nil: left as it was), so a reader's
 // snapshot holds the views and the stream positions they are at together.
 func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool, cut Cut) error {
+	// Layers: the earlier epochs some batches carry (Batch.prior), oldest
+	// first, then this epoch's batches. Each layer is laid out in key order
+	// on its own and the layers apply in order, so later writes win.
+	var layers [][]*Batch
+	for _, b := range batches {
+		for i, p := range b.prior {
+			for len(layers) <= i {
+				layers = append(layers, nil)
+			}
+			layers[i] = append(layers[i], p)
+		}
+	}
+	var appends []pendingAppend
+	var prior *pebble.Batch
+	for _, layer := range layers {
+		var pl layout
+		if err := db.layOut(&pl, layer, &appends); err != nil {
+			return err
+		}
+		built, err := pl.build(db.pdb)
+		if err != nil {
+			return sqlerr.Wrap(sqlerr.IOError, err)
+		}
+		if prior == nil {
+			prior = built
+		} else if err := prior.Apply(built, nil); err != nil {
+			return sqlerr.Wrap(sqlerr.IOError, err)
+		}
+	}
 	var l layout
 	if cut != nil {
 		l.addSet(committedCutKey, encodeCut(cut))
 	}
-	var appends []pendingAppend
-	for _, b := range batches {
-		b.mu.Lock()
-		err := l.addBatch(b.b)
-		for _, s := range b.singles {
-			if err == nil {
-				err = l.addBatch(s)
-			}
-		}
-		for _, r := range b.runs {
-			l.addRun(r)
-		}
-		b.b, b.singles, b.runs = db.pdb.NewBatch(), nil, nil // the Batch may not be reused
-		appends = append(appends, b.appends...)
-		b.mu.Unlock()
-		if err != nil {
-			return sqlerr.Wrap(sqlerr.IOError, err)
-		}
+	if err := db.layOut(&l, batches, &appends); err != nil {
+		return err
 	}
 	if meta != nil {
 		l.addSet(binary.BigEndian.AppendUint64([]byte("k/"), id), meta)
@@ -220,6 +253,11 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 		c.next += blockRows(a.block)
 	}
 	all, err := l.build(db.pdb)
+	if err == nil && prior != nil {
+		if err = prior.Apply(all, nil); err == nil {
+			all = prior
+		}
+	}
 	if err == nil {
 		err = db.Commit(all, sync)
 	} else {
@@ -237,6 +275,30 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 		c.pl.mu.Unlock()
 	}
 	return err
+}
+
+// layOut adds the batches' writes to l and their log appends to appends;
+// the batches may not be used afterwards.
+func (db *DB) layOut(l *layout, batches []*Batch, appends *[]pendingAppend) error {
+	for _, b := range batches {
+		b.mu.Lock()
+		err := l.addBatch(b.b)
+		for _, s := range b.singles {
+			if err == nil {
+				err = l.addBatch(s)
+			}
+		}
+		for _, r := range b.runs {
+			l.addRun(r)
+		}
+		b.b, b.singles, b.runs, b.prior = db.pdb.NewBatch(), nil, nil, nil // the Batch may not be reused
+		*appends = append(*appends, b.appends...)
+		b.mu.Unlock()
+		if err != nil {
+			return sqlerr.Wrap(sqlerr.IOError, err)
+		}
+	}
+	return nil
 }
 
 // LoadOffset returns a job's committed offset in a stream partition; ok is
