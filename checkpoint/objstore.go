@@ -346,3 +346,73 @@ func (r *Remote) gcLocked(ctx context.Context) error {
 	}
 	return nil
 }
+
+// RestoreMarker is the file --restore-from leaves in the data directory it
+// filled: it holds the URL, so a restart with the same flag goes on with
+// the database instead of refusing a non-empty directory.
+const RestoreMarker = "RESTORED_FROM"
+
+// RestoreDB fills the empty data directory dataDir with the database of a
+// snapshot in checkpoint storage: raw is a storage URL (the newest
+// checkpoint there), or one ending in chk-<id>, checkpoints/chk-<id> or
+// savepoints/<name>. Every file is checked against the manifest (XX001).
+// It returns the manifest, or nil if dataDir was already restored from raw.
+func RestoreDB(ctx context.Context, raw, dataDir string, s3 objstore.S3Config) (*Manifest, error) {
+	loc, err := objstore.Parse(raw)
+	if err != nil {
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "--restore-from: %v", err)
+	}
+	if ents, err := os.ReadDir(dataDir); err == nil && len(ents) > 0 {
+		if b, err := os.ReadFile(filepath.Join(dataDir, RestoreMarker)); err == nil && strings.TrimSpace(string(b)) == raw {
+			return nil, nil
+		}
+		return nil, sqlerr.New(sqlerr.ObjectNotInPrereqState, "--restore-from needs an empty data directory; %s is not empty", dataDir)
+	}
+	prefix := ""
+	base, parent := path.Base(loc.Path), path.Dir(loc.Path)
+	up := func(l objstore.Location, p string) objstore.Location {
+		if p == "." || p == "/" {
+			p = ""
+		}
+		if l.Scheme == "file" && p == "" {
+			p = "/"
+		}
+		l.Path = p
+		return l
+	}
+	if id, ok := strings.CutPrefix(base, "chk-"); ok {
+		n, err := strconv.ParseUint(id, 10, 64)
+		if err != nil {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "--restore-from %s: bad checkpoint id %q", raw, id)
+		}
+		prefix = CheckpointKey(n)
+		if path.Base(parent) == "checkpoints" {
+			parent = path.Dir(parent)
+		}
+		loc = up(loc, parent)
+	} else if path.Base(parent) == "savepoints" {
+		prefix = SavepointKey(base)
+		loc = up(loc, path.Dir(parent))
+	}
+	st, err := objstore.Open(loc, s3)
+	if err != nil {
+		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	r := NewRemote(st)
+	if prefix == "" {
+		if prefix, err = r.Latest(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	m, err := r.DownloadDB(ctx, prefix, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileSync(filepath.Join(dataDir, RestoreMarker), []byte(raw+"\n")); err != nil {
+		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	return m, nil
+}

@@ -41,7 +41,9 @@ func openS3(l Location, cfg S3Config) (Store, error) {
 	} else {
 		creds = credentials.NewChainCredentials([]credentials.Provider{&credentials.EnvAWS{}, &credentials.IAM{}})
 	}
-	c, err := minio.New(host, &minio.Options{Creds: creds, Secure: secure, Region: cfg.Region, BucketLookup: lookup})
+	// Three tries: a failed upload fails its checkpoint, and the next one
+	// tries again, rather than holding the export queue for ten.
+	c, err := minio.New(host, &minio.Options{Creds: creds, Secure: secure, Region: cfg.Region, BucketLookup: lookup, MaxRetries: 3})
 	if err != nil {
 		return nil, err
 	}
