@@ -95,8 +95,8 @@ func (r *Remote) Upload(ctx context.Context, dir, prefix string, m *Manifest) (U
 		st.Files++
 		st.Total += f.Size
 		key := SharedKey(f)
-		if r.known[key] {
-			continue
+		if r.known[key] || f.Size == 0 {
+			continue // an empty file needs no object (Download makes it)
 		}
 		fh, err := os.Open(filepath.Join(dir, f.Path))
 		if err != nil {
@@ -209,7 +209,11 @@ func (r *Remote) DownloadDB(ctx context.Context, prefix, dir string) (*Manifest,
 func (r *Remote) downloadFiles(ctx context.Context, prefix, dst string, m *Manifest) error {
 	for _, f := range m.Files {
 		key := SharedKey(f)
-		rc, err := r.Store.Get(ctx, key)
+		var rc io.ReadCloser = io.NopCloser(bytes.NewReader(nil))
+		var err error
+		if f.Size > 0 {
+			rc, err = r.Store.Get(ctx, key)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return sqlerr.New(sqlerr.DataCorrupted, "snapshot %s in %s: object %s (file %s) is missing", prefix, r.Store.URL(), key, f.Path)
 		}
