@@ -263,3 +263,129 @@ func TestCkstoreRestoreFromS3(t *testing.T) {
 	}
 }
 
+// TestCkstoreUploadFaultAndLocations: only allowed locations may be set,
+// by a superuser (42501; 22023 for a bad URL); a failed upload fails that
+// checkpoint, not the job, and later ones succeed; savepoints go to
+// savepoint.storage and DROP SAVEPOINT deletes what no other snapshot needs.
+func TestCkstoreUploadFaultAndLocations(t *testing.T) {
+	s3 := newFakeS3(t, "ckpt")
+	const url = "s3://ckpt/allowed"
+	dataDir := filepath.Join(t.TempDir(), "data")
+	srv := startWithEnv(t, s3.env(), dataDir, "--config", noPeriodicConf(t), "--allow-storage", url)
+	c := srv.Conn(t)
+	ctx := context.Background()
+	for stmt, code := range map[string]string{
+		"SET checkpoint.storage = 's3://ckpt/other'":             "42501",
+		"SET checkpoint.storage = 's3://ckpt/allowedx'":          "42501",
+		"SET checkpoint.storage = 's3://elsewhere/allowed'":      "42501",
+		"SET checkpoint.storage = 'file:///tmp/streamdb-evil'":   "42501",
+		"SET savepoint.storage = 'file:///etc'":                  "42501",
+		"SET checkpoint.storage = 'ftp://host/x'":                "22023",
+		"SET checkpoint.storage = 'relative/dir'":                "22023",
+		"SET checkpoint.storage = 's3://k:secret@ckpt/allowed'":  "22023",
+		"SET checkpoint.storage = 'file://" + dataDir + "/../x'": "22023",
+	} {
+		if got := sqlState(t, c, stmt); got != code {
+			t.Errorf("%s: SQLSTATE %q, want %s", stmt, got, code)
+		}
+	}
+	execAll(t, c, "CREATE ROLE alice LOGIN PASSWORD 'pw'")
+	alice := mustConnAs(t, srv, "alice", "pw")
+	execErr(t, alice, "SET checkpoint.storage = '"+url+"'", "42501", "permission denied")
+
+	// The data directory is allowed by default, as file://.
+	execAll(t, c, "SET checkpoint.storage = 'file://"+dataDir+"/backup'",
+		"CREATE TABLE t (k BIGINT, v BIGINT)", "INSERT INTO t VALUES (1, 1), (2, 2)",
+		"CREATE MATERIALIZED VIEW s AS SELECT k, count(*) AS n FROM t GROUP BY k", "CHECKPOINT")
+	id, st, e := lastCheckpoint(t, c)
+	if st != "COMPLETED" {
+		t.Fatalf("checkpoint %d to file storage: %s %s", id, st, e)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "backup", "checkpoints", "chk-"+itoa(id), "manifest.json")); err != nil {
+		t.Errorf("checkpoint %d is not in the file storage: %v", id, err)
+	}
+
+	execAll(t, c, "SET checkpoint.storage = '"+url+"/ck'", "SET savepoint.storage = '"+url+"/sp'",
+		"SET checkpoint.tolerable_failures = 3", "CHECKPOINT")
+	if id, st, e := lastCheckpoint(t, c); st != "COMPLETED" {
+		t.Fatalf("checkpoint %d: %s %s", id, st, e)
+	}
+	s3.failPuts.Store(true)
+	execAll(t, c, "INSERT INTO t VALUES (1, 3)", "CHECKPOINT")
+	failed, st, e := lastCheckpoint(t, c)
+	if st != "FAILED" || !strings.Contains(e, "upload") {
+		t.Errorf("checkpoint %d during an upload fault: %s %q, want FAILED by the upload", failed, st, e)
+	}
+	if _, err := s3.remote(t, url+"/ck").ReadManifest(ctx, checkpoint.CheckpointKey(uint64(failed))); err == nil {
+		t.Errorf("failed checkpoint %d has a manifest in S3", failed)
+	}
+	_, err := c.Exec(ctx, "CREATE SAVEPOINT during_fault")
+	wantErr(t, "CREATE SAVEPOINT during an upload fault", err, "58030", "upload")
+	// The job keeps its data and goes on.
+	execAll(t, c, "INSERT INTO t VALUES (2, 4)")
+	s3.failPuts.Store(false)
+	execAll(t, c, "CHECKPOINT")
+	if id, st, e := lastCheckpoint(t, c); st != "COMPLETED" || id <= failed {
+		t.Errorf("checkpoint after the fault: %d %s %s", id, st, e)
+	}
+	samePairs(t, "the view after an upload fault", queryPairs(t, c, "SELECT k, n FROM s"), map[int64]int64{1: 2, 2: 2})
+	if j := job(t, c, "s"); j.state != "RUNNING" || j.restarts != 0 {
+		t.Errorf("job after an upload fault: %+v", j)
+	}
+
+	// Savepoints in savepoint.storage; DROP deletes their own files only.
+	sp := s3.remote(t, url+"/sp")
+	execAll(t, c, "CREATE SAVEPOINT keep")
+	m, err := sp.ReadManifest(ctx, checkpoint.SavepointKey("keep"))
+	if err != nil {
+		t.Fatalf("savepoint keep is not in savepoint.storage: %v", err)
+	}
+	objs, _ := sp.Store.List(ctx, "shared/")
+	if len(objs) == 0 {
+		t.Fatalf("savepoint keep has no files in S3 (manifest lists %d)", len(m.Files))
+	}
+	execAll(t, c, "DROP SAVEPOINT keep")
+	if _, err := sp.ReadManifest(ctx, checkpoint.SavepointKey("keep")); err == nil {
+		t.Error("the dropped savepoint's manifest is still in S3")
+	}
+	if objs, _ := sp.Store.List(ctx, "shared/"); len(objs) != 0 {
+		t.Errorf("%d files of the dropped savepoint are left in S3", len(objs))
+	}
+}
+
+// TestCkstoreHistoryBounded: after many checkpoints SHOW CHECKPOINTS lists
+// the retained ones and the last checkpoint.HistoryKept, before and after
+// a restart (the records of the others are deleted).
+func TestCkstoreHistoryBounded(t *testing.T) {
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	execAll(t, c, "CREATE TABLE t (k BIGINT)", "INSERT INTO t VALUES (1)",
+		"CREATE MATERIALIZED VIEW s AS SELECT k, count(*) AS n FROM t GROUP BY k",
+		"SET checkpoint.interval = '20ms'", "SET checkpoint.retained = '3'")
+	limit := int64(checkpoint.HistoryKept + 3 + 1) // the last N, the retained ones, a round in flight
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var maxID int64
+		if err := c.QueryRow(context.Background(), "SELECT coalesce(max(id), 0) FROM streamdb_checkpoints").Scan(&maxID); err != nil {
+			t.Fatal(err)
+		}
+		if maxID > 2*limit {
+			t.Logf("%d checkpoints taken", maxID)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d checkpoints in 3 minutes", maxID)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n := count(t, c, "SELECT count(*) FROM streamdb_checkpoints"); n > limit {
+		t.Errorf("SHOW CHECKPOINTS lists %d checkpoints, want at most %d", n, limit)
+	}
+	execAll(t, c, "SET checkpoint.interval = 'off'")
+	srv.Kill9()
+	srv.Restart(t)
+	c = srv.Conn(t)
+	if n := count(t, c, "SELECT count(*) FROM streamdb_checkpoints"); n > limit || n < checkpoint.HistoryKept {
+		t.Errorf("after a restart SHOW CHECKPOINTS lists %d checkpoints, want %d to %d", n, checkpoint.HistoryKept, limit)
+	}
+}
