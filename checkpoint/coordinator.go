@@ -104,6 +104,9 @@ type Coordinator struct {
 	exported func(*Record) error
 	// rounds, if set, sees every round's record as it ends (monitor/).
 	rounds atomic.Pointer[func(Record)]
+	// retained, if set, returns the ids of the checkpoints that are kept
+	// (retained or a savepoint's): their records outlive HistoryKept.
+	retained func() map[uint64]bool
 
 	mu struct {
 		sync.Mutex
@@ -151,6 +154,47 @@ func New(db *storage.DB, reg Registry, config func() Config) (*Coordinator, erro
 // OnCompleted sets a hook run, inside the round, after each completed
 // checkpoint (the engine exports retained checkpoints there). Call before Run.
 func (c *Coordinator) OnCompleted(fn func(*Record) error) { c.exported = fn }
+
+// HistoryKept is how many of the latest checkpoint records are kept,
+// besides those of retained checkpoints and savepoints: older records are
+// deleted, from memory and from the database, so SHOW CHECKPOINTS and the
+// history loaded at startup stay bounded.
+const HistoryKept = 50
+
+// OnRetained sets fn to report the ids of the checkpoints that are kept
+// (retained checkpoints and savepoints' checkpoints), whose records stay
+// beyond HistoryKept. fn must not call the coordinator. Call before Run.
+func (c *Coordinator) OnRetained(fn func() map[uint64]bool) { c.retained = fn }
+
+// prune deletes the records beyond HistoryKept that are not retained.
+func (c *Coordinator) prune() {
+	c.mu.Lock()
+	over := len(c.mu.history) > HistoryKept
+	c.mu.Unlock()
+	if !over {
+		return
+	}
+	var keep map[uint64]bool
+	if c.retained != nil {
+		keep = c.retained()
+	}
+	c.mu.Lock()
+	h := c.mu.history
+	cut := len(h) - HistoryKept
+	var drop []uint64
+	out := make([]Record, 0, HistoryKept+len(keep))
+	for i, r := range h {
+		if i < cut && !keep[r.ID] {
+			drop = append(drop, r.ID)
+			continue
+		}
+		out = append(out, r)
+	}
+	c.mu.history = out
+	c.mu.Unlock()
+	// Best effort: a record left behind is deleted by a later round.
+	_ = c.db.DeleteRecords(drop)
+}
 
 // OnRound sets fn to see each round as it ends: a plain epoch's record
 // (ID 0, Trigger "") or a checkpoint's. fn runs on the coordinator's
@@ -239,6 +283,36 @@ func (c *Coordinator) NoteExportFailure(id uint64, err error) {
 		if c.mu.history[i].ID == id {
 			c.mu.history[i].Error = "checkpoint committed; export to checkpoint.dir failed: " + err.Error()
 		}
+	}
+}
+
+// FailUpload fails checkpoint id, committed, whose upload to checkpoint
+// storage failed (the upload finishes after the round). The jobs' data is
+// untouched: their state is committed in the database either way; what
+// failed is the copy that outlives the machine. It counts towards
+// checkpoint.tolerable_failures like a checkpoint that timed out.
+func (c *Coordinator) FailUpload(id uint64, err error) {
+	cfg := c.config()
+	var meta []byte
+	c.mu.Lock()
+	for i := range c.mu.history {
+		if r := &c.mu.history[i]; r.ID == id {
+			r.Status, r.Error = Failed, "checkpoint storage upload failed: "+err.Error()
+			meta, _ = json.Marshal(r)
+		}
+	}
+	c.mu.consecutive++
+	tooMany := c.mu.consecutive > cfg.TolerableFailures
+	if tooMany {
+		c.mu.consecutive = 0
+	}
+	c.mu.Unlock()
+	if meta != nil {
+		_ = c.db.PutRecord(id, meta)
+	}
+	if tooMany {
+		c.reg.FailAll(sqlerr.New(sqlerr.ObjectNotInPrereqState,
+			"more than %d consecutive checkpoints failed (checkpoint.tolerable_failures); last: checkpoint %d: %v", cfg.TolerableFailures, id, err))
 	}
 }
 
@@ -401,6 +475,7 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	}
 	c.mu.lastEnd = time.Now()
 	c.mu.Unlock()
+	c.prune()
 	c.noteRound(rec)
 	if rec.Status != Completed {
 		return rec, sqlerr.New(sqlerr.ObjectNotInPrereqState, "checkpoint %d %s: %s", id, rec.Status, rec.Error)

@@ -43,6 +43,9 @@ type Config struct {
 	// QueryMemoryBytes caps the memory of all running batch queries together
 	// (0: the config file's query.memory_mb, else a quarter of physical memory).
 	QueryMemoryBytes int64
+	// Storage is where checkpoint.storage and savepoint.storage may point
+	// and how S3 is reached (locations.go).
+	Storage StorageConfig
 }
 
 // Engine is one database. It is safe for concurrent use by many sessions.
@@ -63,8 +66,9 @@ type Engine struct {
 	restartEvents restartLog // job failures and restarts (monitor.go)
 	transient     changeStreams
 	exports       exportState
-	lastExport    time.Time // of a retained checkpoint; used by the coordinator's goroutine only
-	lastTruncate  time.Time // of the logs (retention.go); likewise
+	remotes       remoteStores // checkpoint storage locations (locations.go)
+	lastExport    time.Time    // of a retained checkpoint; used by the coordinator's goroutine only
+	lastTruncate  time.Time    // of the logs (retention.go); likewise
 
 	// roundMu is held by the coordinator for a whole barrier round, and by
 	// DDL that starts or stops jobs, so the set of jobs is fixed in a round.
@@ -102,6 +106,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{db: db, log: cfg.Logger, par: cfg.Parallelism, cache: cfg.StateCacheBytes, done: make(chan struct{}),
 		lastExport: time.Now()} // the export gap counts from the start (periodicExportGap)
+	e.remotes.cfg = cfg.Storage
 	if e.log == nil {
 		e.log = slog.Default()
 	}
@@ -145,6 +150,18 @@ func Open(cfg Config) (*Engine, error) {
 			delete(e.mu.settings, "checkpoint.dir")
 		}
 	}
+	for _, k := range []string{"checkpoint.storage", "savepoint.storage"} {
+		if d, ok := e.mu.settings[k]; ok {
+			if err := e.checkStorageLocked(k, d); err != nil {
+				e.log.Warn("ignoring the stored "+k+": not an allowed storage location", "url", d)
+				if err := db.PutSetting(k, "", true); err != nil {
+					db.Close()
+					return nil, err
+				}
+				delete(e.mu.settings, k)
+			}
+		}
+	}
 	defs, err := db.LoadCatalog()
 	if err != nil {
 		db.Close()
@@ -174,6 +191,7 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.coord.OnCompleted(e.afterCheckpoint)
+	e.coord.OnRetained(e.retainedCheckpoints)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	go func() {

@@ -37,6 +37,9 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 			return nil, err
 		}
 	}
+	if err := e.fetchSnapshot(ctx, dir); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(dir); err != nil {
 		return nil, sqlerr.New(sqlerr.UndefinedObject, "%s does not exist", what)
 	}
@@ -265,6 +268,9 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 	}
 	dir, err := e.savepointDir(n.FromSavepoint)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.fetchSnapshot(ctx, dir); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(dir); err != nil {

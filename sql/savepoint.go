@@ -66,6 +66,15 @@ func (e *Engine) createSavepoint(ctx context.Context, name string, views []strin
 	if _, err := os.Stat(dir); err == nil {
 		return nil, sqlerr.New(sqlerr.DuplicateObject, "savepoint %q already exists", name)
 	}
+	if rem, err := e.remote("savepoint"); err != nil {
+		return nil, err
+	} else if rem != nil {
+		if _, err := rem.ReadManifest(ctx, checkpoint.SavepointKey(name)); err == nil {
+			return nil, sqlerr.New(sqlerr.DuplicateObject, "savepoint %q already exists in %s", name, rem.Store.URL())
+		} else if sqlerr.Code(err) != sqlerr.UndefinedObject {
+			return nil, err
+		}
+	}
 	jobs, err := e.jobManifests(views)
 	if err != nil {
 		return nil, err
@@ -86,6 +95,18 @@ func (e *Engine) createSavepoint(ctx context.Context, name string, views []strin
 	})
 	if err != nil {
 		return nil, err
+	}
+	// The savepoint is complete on local disk; with savepoint storage it
+	// exists only once uploaded, so a failed upload fails the statement.
+	if rem, err := e.remote("savepoint"); err != nil || rem != nil {
+		if err == nil {
+			_, err = rem.Upload(ctx, dir, checkpoint.SavepointKey(name), man)
+		}
+		if err != nil {
+			e.closeSnapshot(dir)
+			os.RemoveAll(dir)
+			return nil, err
+		}
 	}
 	return man, nil
 }
@@ -120,7 +141,9 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 	}
 	// Checksumming the captured files can take long while compactions write
 	// new ones, so it runs after the round, one export at a time; readers of
-	// this checkpoint (AS OF, RESTORE, SHOW CHECKPOINTS) wait for it.
+	// this checkpoint (AS OF, RESTORE, SHOW CHECKPOINTS) wait for it. So
+	// does the upload to checkpoint storage, if set.
+	rem, remErr := e.remote("checkpoint")
 	man := checkpoint.Manifest{Kind: "checkpoint", Name: fmt.Sprintf("chk-%d", rec.ID),
 		CheckpointID: rec.ID, Epoch: rec.Epoch, CreatedAt: rec.StartedAt, Jobs: jobs, Offsets: offs}
 	keep := e.checkpointConfig().Retained
@@ -139,9 +162,12 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 		defer e.exports.wg.Done()
 		e.exports.seal.Lock()
 		defer e.exports.seal.Unlock()
-		if _, err := checkpoint.Seal(tmp, dir, man); err != nil {
+		sealed, err := checkpoint.Seal(tmp, dir, man)
+		if err != nil {
 			e.coord.NoteExportFailure(man.CheckpointID, err)
 			e.log.Error("retained checkpoint export failed", "checkpoint", man.CheckpointID, "err", err)
+		} else if rem != nil || remErr != nil {
+			e.uploadCheckpoint(rem, remErr, dir, sealed)
 		}
 		// It takes no engine lock, so code holding e.mu may wait for it.
 		all := checkpoint.List(root)
@@ -150,6 +176,9 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 			e.closeSnapshot(old)
 			os.RemoveAll(old)
 		}
+		if rem != nil {
+			e.pruneRemote(rem, keep)
+		}
 		e.exports.Lock()
 		delete(e.exports.pending, man.CheckpointID)
 		delete(e.exports.offsets, man.CheckpointID)
@@ -157,6 +186,46 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 		close(done)
 	}()
 	return nil
+}
+
+// uploadCheckpoint uploads a sealed retained checkpoint to checkpoint
+// storage. A failed upload fails the checkpoint (FailUpload; the jobs'
+// committed data is untouched) and drops its local copy, so what SHOW
+// CHECKPOINTS calls retained is in checkpoint storage.
+func (e *Engine) uploadCheckpoint(rem *checkpoint.Remote, remErr error, dir string, m *checkpoint.Manifest) {
+	start := time.Now()
+	err := remErr
+	var st checkpoint.UploadStats
+	if err == nil {
+		st, err = rem.Upload(context.Background(), dir, checkpoint.CheckpointKey(m.CheckpointID), m)
+	}
+	if err != nil {
+		e.coord.FailUpload(m.CheckpointID, err)
+		e.closeSnapshot(dir)
+		os.RemoveAll(dir)
+		e.log.Error("checkpoint upload failed", "checkpoint", m.CheckpointID, "err", err)
+		return
+	}
+	e.log.Info("checkpoint uploaded", "checkpoint", m.CheckpointID, "storage", rem.Store.URL(),
+		"files", st.Files, "uploaded_files", st.Uploaded, "uploaded_bytes", st.Bytes, "size", st.Total,
+		"duration", time.Since(start))
+}
+
+// pruneRemote deletes the checkpoints in checkpoint storage beyond the
+// newest keep, then the files no snapshot there references.
+func (e *Engine) pruneRemote(rem *checkpoint.Remote, keep int) {
+	ctx := context.Background()
+	all, err := rem.Manifests(ctx, "checkpoints")
+	if err != nil || len(all) <= keep {
+		return
+	}
+	var old []string
+	for _, m := range all[:len(all)-keep] {
+		old = append(old, checkpoint.CheckpointKey(m.CheckpointID))
+	}
+	if err := rem.Delete(ctx, old...); err != nil {
+		e.log.Warn("deleting old checkpoints from checkpoint storage failed", "err", err)
+	}
 }
 
 // exportState tracks retained-checkpoint exports still being sealed.
@@ -195,6 +264,7 @@ func (e *Engine) deleteCheckpointsOfLocked(views []string) {
 		gone[v] = true
 	}
 	root := filepath.Join(e.snapshotRootLocked(), "checkpoints")
+	var remote []string
 	for _, m := range checkpoint.List(root) {
 		only := len(m.Jobs) > 0
 		for _, j := range m.Jobs {
@@ -204,18 +274,48 @@ func (e *Engine) deleteCheckpointsOfLocked(views []string) {
 			dir := filepath.Join(root, fmt.Sprintf("chk-%d", m.CheckpointID))
 			e.closeSnapshot(dir)
 			os.RemoveAll(dir)
+			remote = append(remote, checkpoint.CheckpointKey(m.CheckpointID))
+		}
+	}
+	if len(remote) > 0 {
+		if rem, err := e.remoteLocked("checkpoint"); err == nil && rem != nil {
+			if err := rem.Delete(context.Background(), remote...); err != nil {
+				e.log.Warn("deleting checkpoints from checkpoint storage failed", "err", err)
+			}
 		}
 	}
 }
 
 func (e *Engine) dropSavepoint(names []string, ifExists bool) (*Result, error) {
+	ctx := context.Background()
 	var notices []string
 	for _, n := range names {
 		dir, err := e.savepointDir(n)
 		if err != nil {
 			return nil, err
 		}
+		rem, err := e.remote("savepoint")
+		if err != nil {
+			return nil, err
+		}
+		inStore := false
+		if rem != nil {
+			if _, err := rem.ReadManifest(ctx, checkpoint.SavepointKey(n)); err == nil {
+				inStore = true
+			} else if sqlerr.Code(err) != sqlerr.UndefinedObject {
+				return nil, err
+			}
+		}
+		if inStore {
+			// Its manifest goes first, then the files no other snapshot needs.
+			if err := rem.Delete(ctx, checkpoint.SavepointKey(n)); err != nil {
+				return nil, err
+			}
+		}
 		if _, err := os.Stat(dir); err != nil {
+			if inStore {
+				continue
+			}
 			if ifExists {
 				notices = append(notices, fmt.Sprintf("savepoint %q does not exist, skipping", n))
 				continue
@@ -233,7 +333,23 @@ func (e *Engine) dropSavepoint(names []string, ifExists bool) (*Result, error) {
 func (e *Engine) showSavepoints() *table {
 	t := &table{cols: []Column{{"name", types.TText}, {"views", types.TText}, {"checkpoint_id", types.TInt64},
 		{"created_at", types.TTimestamp}, {"size", types.TInt64}}}
-	for _, m := range checkpoint.List(filepath.Join(e.snapshotRoot(), "savepoints")) {
+	all := checkpoint.List(filepath.Join(e.snapshotRoot(), "savepoints"))
+	if rem, err := e.remote("savepoint"); err == nil && rem != nil {
+		// Savepoints in savepoint storage that are not on this machine
+		// (a server restored with --restore-from) are listed too.
+		local := map[string]bool{}
+		for _, m := range all {
+			local[m.Name] = true
+		}
+		if ms, err := rem.Manifests(context.Background(), "savepoints"); err == nil {
+			for _, m := range ms {
+				if !local[m.Name] {
+					all = append(all, m)
+				}
+			}
+		}
+	}
+	for _, m := range all {
 		var views []string
 		for _, j := range m.Jobs {
 			views = append(views, j.Name)

@@ -32,6 +32,8 @@ var dbSettings = map[string]settingDef{
 	"checkpoint.cleanup":            {"retain_on_cancellation", oneOf("retain_on_cancellation", "delete_on_cancellation")},
 	"checkpoint.dir":                {"", anyValue},
 	"checkpoint.dirs":               {"", anyValue},
+	"checkpoint.storage":            {"", storageURL},
+	"savepoint.storage":             {"", storageURL},
 	"state.backend":                 {"pebble", oneOf("pebble", "memory")},
 	"restart.strategy":              {"fixed-delay", oneOf("fixed-delay", "failure-rate", "exponential-delay", "none")},
 	"restart.attempts":              {"2147483647", intRange(0, 2147483647)},
@@ -360,6 +362,14 @@ func (e *Engine) setSetting(name, value string, reset bool) error {
 		if name == "checkpoint.dir" {
 			e.mu.Lock()
 			err := e.checkLocationLocked(value)
+			e.mu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
+		if name == "checkpoint.storage" || name == "savepoint.storage" {
+			e.mu.Lock()
+			err := e.checkStorageLocked(name, value)
 			e.mu.Unlock()
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -112,6 +113,9 @@ func (e *Engine) Snapshot(a planner.AsOf, view string) (storage.Reader, uint64, 
 			return nil, 0, err
 		}
 		what = fmt.Sprintf("savepoint %q", a.Savepoint)
+	}
+	if err := e.fetchSnapshot(context.Background(), dir); err != nil {
+		return nil, 0, err
 	}
 	if _, err := os.Stat(dir); err != nil {
 		return nil, 0, sqlerr.New(sqlerr.UndefinedObject, "%s does not exist", what)

@@ -413,6 +413,29 @@ func (db *DB) LoadRecords(after uint64) ([][]byte, error) {
 	return out, nil
 }
 
+// PutRecord replaces the checkpoint record id (a checkpoint whose upload
+// to checkpoint storage failed after its commit is recorded as failed).
+func (db *DB) PutRecord(id uint64, meta []byte) error {
+	b := db.pdb.NewBatch()
+	b.Set(binary.BigEndian.AppendUint64([]byte("k/"), id), meta, nil)
+	return db.Commit(b, false)
+}
+
+// DeleteRecords deletes checkpoint records: the history keeps the retained
+// checkpoints and the last few (checkpoint.HistoryKept), so loading it at
+// startup does not grow with uptime. Not synced: a record that comes back
+// after a crash is deleted again.
+func (db *DB) DeleteRecords(ids []uint64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	b := db.pdb.NewBatch()
+	for _, id := range ids {
+		b.Delete(binary.BigEndian.AppendUint64([]byte("k/"), id), nil)
+	}
+	return db.Commit(b, false)
+}
+
 // JobError is a row a job skipped under job.error_policy = 'skip'.
 type JobError struct {
 	Job       string

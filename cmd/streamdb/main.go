@@ -2,7 +2,7 @@
 // speaks the PostgreSQL wire protocol.
 //
 //	streamdb [--listen 127.0.0.1:5433] [--data-dir ./streamdb-data] [--config FILE] [--log-level info] [--max-connections 100]
-//	         [--http 127.0.0.1:9187] [--pprof]
+//	         [--http 127.0.0.1:9187] [--pprof] [--allow-storage URL]... [--restore-from URL]
 //	streamdb bench [--rows N] [--keys K] [--interval 1s]   (in-process benchmark)
 //	streamdb bench nexmark [--events N] [--queries q0,q1,...] [--checkpoint-interval 1s] [--server URL]
 package main
@@ -24,8 +24,11 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/monitor"
+	"github.com/streamdb/streamdb/objstore"
 	"github.com/streamdb/streamdb/sql"
+	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/wire"
 )
 
@@ -56,6 +59,9 @@ func run() error {
 	maxConns := flag.Int("max-connections", 100, "maximum number of client connections, the last superuser_reserved_connections (default 3) for superusers")
 	httpAddr := flag.String("http", "127.0.0.1:9187", "address of the HTTP listener: /metrics and the dashboard ('' turns it off)")
 	pprofOn := flag.Bool("pprof", false, "also serve /debug/pprof on the --http listener")
+	var allowStorage listFlag
+	flag.Var(&allowStorage, "allow-storage", "a location (file:///path or s3://bucket/prefix) SET checkpoint.storage may point into; repeatable (the data directory is always allowed)")
+	restoreFrom := flag.String("restore-from", "", "fill an empty --data-dir from checkpoint storage: s3://bucket/prefix (its newest checkpoint), .../chk-N or .../savepoints/NAME (or file:///...)")
 	queryMem := flag.Int64("query-memory-mb", 0, "memory of all running batch queries together; one that would pass it fails with 53200 (0: query.memory_mb of --config, else a quarter of physical memory)")
 	flag.Parse()
 
@@ -77,8 +83,25 @@ func run() error {
 	if err := wire.CheckExposure(*listen, hba); err != nil {
 		return err
 	}
+	storageCfg, err := storageConfig(settings, allowStorage)
+	if err != nil {
+		return err
+	}
+	if *restoreFrom != "" {
+		m, err := checkpoint.RestoreDB(context.Background(), *restoreFrom, *dataDir, storageCfg.S3)
+		if err != nil {
+			return fmt.Errorf("--restore-from %s: %w (SQLSTATE %s)", *restoreFrom, err, sqlerr.Code(err))
+		}
+		if m == nil {
+			log.Info("data directory already restored; --restore-from ignored", "from", *restoreFrom)
+		} else {
+			log.Info("restored the database from checkpoint storage", "from", *restoreFrom,
+				"snapshot", m.Name, "checkpoint", m.CheckpointID, "epoch", m.Epoch, "bytes", m.Size())
+		}
+	}
 	eng, err := sql.Open(sql.Config{DataDir: *dataDir, Settings: settings, Parallelism: *parallelism,
-		StateCacheBytes: *stateCache << 20, QueryMemoryBytes: *queryMem << 20, Logger: log, Superusers: osUser(), Password: *password})
+		StateCacheBytes: *stateCache << 20, QueryMemoryBytes: *queryMem << 20, Logger: log, Superusers: osUser(), Password: *password,
+		Storage: storageCfg})
 	if err != nil {
 		return err
 	}
@@ -226,6 +249,61 @@ func loadConfig(path string) (map[string]string, []wire.HBARule, error) {
 	}
 	flatten("", raw)
 	return out, rules, nil
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// storageConfig takes the checkpoint storage keys out of the config file's
+// settings (they are the server's, not database settings SHOW would list):
+//
+//	[storage]
+//	allowed = ["s3://bucket/streamdb", "file:///backups"]
+//	[storage.s3]
+//	endpoint = "http://127.0.0.1:9000"   # else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS
+//	region = "us-east-1"                 # else AWS_REGION
+//	access_key_id = "..."                # else AWS_ACCESS_KEY_ID
+//	secret_access_key = "..."            # else AWS_SECRET_ACCESS_KEY
+//
+// and adds the --allow-storage flags.
+func storageConfig(settings map[string]string, flags []string) (sql.StorageConfig, error) {
+	var cfg sql.StorageConfig
+	var s3 objstore.S3Config
+	for k, v := range settings {
+		if !strings.HasPrefix(k, "storage.") {
+			continue
+		}
+		delete(settings, k)
+		switch k {
+		case "storage.allowed":
+			for _, u := range strings.Split(v, ",") {
+				if u = strings.TrimSpace(u); u != "" {
+					cfg.Allowed = append(cfg.Allowed, u)
+				}
+			}
+		case "storage.s3.endpoint":
+			s3.Endpoint = v
+		case "storage.s3.region":
+			s3.Region = v
+		case "storage.s3.access_key_id":
+			s3.AccessKey = v
+		case "storage.s3.secret_access_key":
+			s3.SecretKey = v
+		default:
+			return cfg, fmt.Errorf("--config: unknown key %q (storage.allowed, storage.s3.endpoint, storage.s3.region, storage.s3.access_key_id, storage.s3.secret_access_key)", k)
+		}
+	}
+	cfg.Allowed = append(cfg.Allowed, flags...)
+	for _, u := range cfg.Allowed {
+		if _, err := objstore.Parse(u); err != nil {
+			return cfg, fmt.Errorf("allowed storage location: %w", err)
+		}
+	}
+	cfg.S3 = s3.Or(objstore.S3ConfigFromEnv())
+	return cfg, nil
 }
 
 // osUser is the name of the OS user running the server: like initdb, a
