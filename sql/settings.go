@@ -45,6 +45,8 @@ var dbSettings = map[string]settingDef{
 	"restart.reset_after":           {"1h", positiveDuration},
 	"job.error_policy":              {"fail", oneOf("fail", "skip")},
 	"stream.retention":              {"unbounded", durationOrUnbounded},
+	"stream.idle_timeout":           {"off", durationOrOff},
+	"job.late_rows":                 {"drop", oneOf("drop", "record")},
 }
 
 // Session settings that drivers send; accepted and reported by SHOW.
