@@ -164,13 +164,14 @@ type aligner struct {
 	// wms is each input's watermark as of its last barrier; wm is the
 	// watermark passed on with the last aligned barrier (never lower than
 	// an earlier one).
-	wms []Watermark
-	wm  Watermark
+	wms   []Watermark
+	wm    Watermark
+	saved int64 // wm.At as last written (saveWatermark)
 }
 
 func newAligner(ins []chan msg, atLeastOnce bool, done <-chan struct{}) *aligner {
 	a := &aligner{ins: ins, blocked: make([]bool, len(ins)), atLeastOnce: atLeastOnce, done: done,
-		wms: make([]Watermark, len(ins)), wm: Watermark{At: NoWatermark}}
+		wms: make([]Watermark, len(ins)), wm: Watermark{At: NoWatermark}, saved: NoWatermark}
 	for i := range a.wms {
 		a.wms[i].At = NoWatermark
 	}

@@ -141,6 +141,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			for i := 0; i < n.par; i++ {
 				op := newAggOp(n.agg, n.ins[0].from.retracts)
 				op.id = n.op
+				op.win = windowCloseOf(n.agg)
 				// A view without readers needs no old rows (changesOf).
 				op.outValid = !root || spec.View == nil || spec.Changelog
 				if j.durable() {

@@ -66,6 +66,7 @@ const jobStateOp uint32 = math.MaxUint32
 const (
 	keyPartEventTime = 'p' // + table (8 bytes) + partition (4): largest event time
 	keyLateRows      = 'l' // rows dropped as late (uvarint)
+	keyOpWatermark   = 'w' // + operator id (4 bytes): its input watermark
 )
 
 func partEventTimeKey(table uint64, part uint32) []byte {
@@ -206,4 +207,35 @@ func (j *Job) saveLateRows(w *storage.Batch, late int64) {
 	r := w.NewRun()
 	r.PutState(j.spec.ID, jobStateOp, []byte{keyLateRows}, binary.AppendUvarint(nil, uint64(n)))
 	w.AddRun(r)
+}
+
+// resumeWatermark starts the aligner of operator op at the input watermark
+// it had at the job's last committed epoch, so the rows replayed after a
+// restart are judged late exactly as they were before it (a window closed
+// then stays closed). Operators that drop late rows call it once, before
+// reading, and saveWatermark at each barrier.
+func (j *Job) resumeWatermark(al *aligner, op uint32) error {
+	if !j.durable() || j.fresh {
+		return nil
+	}
+	v, err := j.db.GetState(j.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, op))
+	if err != nil || len(v) != 8 {
+		return err
+	}
+	al.wm = Watermark{At: int64(binary.BigEndian.Uint64(v))}
+	al.saved = al.wm.At
+	return nil
+}
+
+// saveWatermark writes operator op's input watermark into the epoch's
+// batch w when it has moved.
+func (j *Job) saveWatermark(w *storage.Batch, al *aligner, op uint32) {
+	if w == nil || al.wm.At == al.saved {
+		return
+	}
+	r := w.NewRun()
+	r.PutState(j.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, op),
+		binary.BigEndian.AppendUint64(nil, uint64(al.wm.At)))
+	w.AddRun(r)
+	al.saved = al.wm.At
 }
