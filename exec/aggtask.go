@@ -61,7 +61,12 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 		// An aggregate inside the graph always sends them: its consumer
 		// retracts what it took from the group before.
 		before := !root || j.spec.View == nil || j.changelog.Load()
-		if err := op.changesOf(before, func(c Chunk) error { return out.emit(ectx, c, nil) }); err != nil {
+		emit := func(c Chunk) error { return out.emit(ectx, c, nil) }
+		if root && j.spec.OnWindowClose && op.win != nil {
+			if err := op.closedRows(emit); err != nil {
+				return err
+			}
+		} else if err := op.changesOf(before, emit); err != nil {
 			return err
 		}
 		if j.spec.View != nil {

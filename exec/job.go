@@ -72,6 +72,10 @@ type JobSpec struct {
 	// RecordLate is job.late_rows = 'record': rows dropped as late are
 	// also stored (storage.LateRow); otherwise only counted.
 	RecordLate bool
+	// OnWindowClose is EMIT ON WINDOW CLOSE: the window aggregate at the
+	// root emits each window's row once, when the watermark closes it,
+	// and nothing before (CheckEmitOnWindowClose).
+	OnWindowClose bool
 }
 
 // EpochGroups is the bound on an epoch's changed groups for a job whose

@@ -1,6 +1,9 @@
 package exec
 
 import (
+	"slices"
+
+	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/expr"
@@ -204,4 +207,62 @@ func (a *aggOp) forgetClosing() {
 		a.isClosing[g] = false
 	}
 	a.closing = a.closing[:0]
+}
+
+// CheckEmitOnWindowClose refuses EMIT ON WINDOW CLOSE for a view whose rows
+// do not come from a window aggregate over streams with a watermark: there
+// would be no window to close.
+func CheckEmitOnWindowClose(p Plan) error {
+	g, err := compile(p, 1)
+	if err != nil {
+		return err
+	}
+	if g.root.from.kind != nAgg || windowCloseOf(g.root.from.agg) == nil {
+		return sqlerr.New(sqlerr.FeatureNotSupported,
+			"EMIT ON WINDOW CLOSE needs a view grouped by a window: GROUP BY window_start/window_end of TUMBLE, HOP or CUMULATE, or GROUP BY TUMBLE(ts, size)")
+	}
+	for _, s := range g.sources {
+		if s.src.Watermark == nil || s.changelog {
+			return sqlerr.New(sqlerr.FeatureNotSupported,
+				"EMIT ON WINDOW CLOSE needs a watermark: %s has no WATERMARK FOR", s.src.Name)
+		}
+	}
+	return nil
+}
+
+// closedRows emits, for EMIT ON WINDOW CLOSE, the final rows of the groups
+// closing at this barrier, in the order of their windows, as inserts; the
+// groups changed in the epoch that stay open emit nothing (their state is
+// saved). It clears the dirty set as changesOf does.
+func (a *aggOp) closedRows(emit func(Chunk) error) error {
+	for _, g := range a.dirty {
+		a.isDirty[g] = false
+	}
+	a.dirty, a.byID = a.dirty[:0], a.byID[:0]
+	if len(a.closing) == 0 {
+		return nil
+	}
+	ids := slices.Clone(a.closing)
+	k := a.win.Key
+	slices.SortFunc(ids, func(x, y int32) int {
+		dx, dy := a.gt.keyDatum(k, x), a.gt.keyDatum(k, y)
+		switch {
+		case dx.I < dy.I:
+			return -1
+		case dx.I > dy.I:
+			return 1
+		}
+		return 0
+	})
+	rec, err := a.build(ids)
+	if err != nil {
+		return err
+	}
+	groups := make([]uint8, len(ids))
+	ops := make([]Op, len(ids))
+	for i, g := range ids {
+		groups[i] = uint8(keyGroup(a.gt.hashes[g]))
+		ops[i] = OpInsert
+	}
+	return emit(Chunk{Rec: rec, Ops: ops, Groups: groups})
 }

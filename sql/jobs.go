@@ -7,6 +7,7 @@ import (
 
 	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -25,6 +26,7 @@ func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSp
 		EpochFull:       e.pokeCoordinator,
 		IdleTimeout:     durationOf(e.settingLocked("stream.idle_timeout")),
 		RecordLate:      e.settingLocked("job.late_rows") == "record",
+		OnWindowClose:   emitsOnWindowClose(def.SQL),
 		Now:             time.Now().UnixMicro()}
 }
 
@@ -331,4 +333,14 @@ func (e *Engine) ensureChangelog(ctx context.Context, view string) error {
 		}
 	}
 	return nil
+}
+
+// emitsOnWindowClose says a view's stored query ends in EMIT ON WINDOW CLOSE.
+func emitsOnWindowClose(sql string) bool {
+	stmts, err := parse.ParseAll(sql)
+	if err != nil || len(stmts) != 1 {
+		return false
+	}
+	q, ok := stmts[0].(*parse.Query)
+	return ok && q.EmitOnWindowClose
 }

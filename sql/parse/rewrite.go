@@ -30,6 +30,7 @@ type rewriter struct {
 	p     *parser
 	out   []piece
 	emits bool // EMIT CHANGES was seen
+	eowc  bool // EMIT ON WINDOW CLOSE was seen
 	full  bool // a FULL JOIN was seen
 }
 
@@ -105,7 +106,7 @@ func (p *parser) query(from, to int) (*Query, error) {
 	if err := r.rewrite(from, to); err != nil {
 		return nil, err
 	}
-	q := &Query{SQL: p.src[p.toks[from].Pos:p.toks[to-1].End], EmitChanges: r.emits}
+	q := &Query{SQL: p.src[p.toks[from].Pos:p.toks[to-1].End], EmitChanges: r.emits, EmitOnWindowClose: r.eowc}
 	var b strings.Builder
 	b.Grow(p.toks[to-1].End - p.toks[from].Pos + 16*len(r.out)/10)
 	starts := make([]int, len(r.out))
@@ -361,6 +362,9 @@ func (r *rewriter) rewrite(from, to int) error {
 					continue
 				case t.Val == "emit" && next.is("changes") && i+2 == to:
 					r.emits = true
+					return r.checkOpen(stack, to)
+				case t.Val == "emit" && next.is("on") && i+4 == to && toks[i+2].is("window") && toks[i+3].is("close"):
+					r.eowc = true
 					return r.checkOpen(stack, to)
 				}
 			}
