@@ -69,9 +69,6 @@ type JobSpec struct {
 	// no rows for this long no longer holds the job's watermark back
 	// (watermark.go). 0: partitions never count as idle.
 	IdleTimeout time.Duration
-	// RecordLate is job.late_rows = 'record': rows dropped as late are
-	// also stored (storage.LateRow); otherwise only counted.
-	RecordLate bool
 	// OnWindowClose is EMIT ON WINDOW CLOSE: the window aggregate at the
 	// root emits each window's row once, when the watermark closes it,
 	// and nothing before (CheckEmitOnWindowClose).

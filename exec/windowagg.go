@@ -3,10 +3,10 @@ package exec
 import (
 	"slices"
 
-	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
 

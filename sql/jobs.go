@@ -25,7 +25,6 @@ func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSp
 		MaxEpochGroups:  exec.EpochGroups(e.cache),
 		EpochFull:       e.pokeCoordinator,
 		IdleTimeout:     durationOf(e.settingLocked("stream.idle_timeout")),
-		RecordLate:      e.settingLocked("job.late_rows") == "record",
 		OnWindowClose:   emitsOnWindowClose(def.SQL),
 		Now:             time.Now().UnixMicro()}
 }

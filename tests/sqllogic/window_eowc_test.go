@@ -23,10 +23,10 @@ func TestEmitOnWindowCloseRefusals(t *testing.T) {
 		"CREATE TABLE ev (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)",
 		"CREATE TABLE nowm (k BIGINT, ts TIMESTAMP)")
 	for q, code := range map[string]string{
-		"SELECT window_start, count(*) FROM TUMBLE(ev, ts, INTERVAL '1' SECOND) GROUP BY window_start EMIT ON WINDOW CLOSE":                                  "0A000",
-		"CREATE MATERIALIZED VIEW a AS SELECT k, count(*) FROM ev GROUP BY k EMIT ON WINDOW CLOSE":                                                             "0A000",
+		"SELECT window_start, count(*) FROM TUMBLE(ev, ts, INTERVAL '1' SECOND) GROUP BY window_start EMIT ON WINDOW CLOSE":                                 "0A000",
+		"CREATE MATERIALIZED VIEW a AS SELECT k, count(*) FROM ev GROUP BY k EMIT ON WINDOW CLOSE":                                                          "0A000",
 		"CREATE MATERIALIZED VIEW b AS SELECT window_start, count(*) FROM TUMBLE(nowm, ts, INTERVAL '1' SECOND) GROUP BY window_start EMIT ON WINDOW CLOSE": "0A000",
-		"CREATE VIEW c AS SELECT window_start, count(*) FROM TUMBLE(ev, ts, INTERVAL '1' SECOND) GROUP BY window_start EMIT ON WINDOW CLOSE":                 "0A000",
+		"CREATE VIEW c AS SELECT window_start, count(*) FROM TUMBLE(ev, ts, INTERVAL '1' SECOND) GROUP BY window_start EMIT ON WINDOW CLOSE":                "0A000",
 	} {
 		_, err := c.Exec(context.Background(), q)
 		if err == nil || !strings.Contains(err.Error(), code) {
