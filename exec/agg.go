@@ -52,6 +52,13 @@ type aggOp struct {
 	saveKeys sortedKeys
 	byID     []int32
 	perm     []int
+
+	// win, for a window aggregate in a job, says which group key closes
+	// its groups by the watermark (windowagg.go); closing lists the groups
+	// closed at the current barrier (isClosing by group).
+	win       *windowClose
+	closing   []int32
+	isClosing []bool
 }
 
 // groupBytes is the estimated fixed memory of one group in the table and
@@ -80,6 +87,7 @@ func (a *aggOp) grow() {
 	a.count.grow(n)
 	for len(a.isDirty) < n {
 		a.isDirty = append(a.isDirty, false)
+		a.isClosing = append(a.isClosing, false)
 		a.lastOut = append(a.lastOut, "")
 		a.live = append(a.live, true)
 		a.lastSave = append(a.lastSave, 0)

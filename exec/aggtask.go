@@ -12,6 +12,12 @@ import (
 func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool) error {
 	ectx := j.exprCtx()
 	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
+	var late int64 // rows dropped as late in the epoch
+	if op.win != nil {
+		if err := j.resumeWatermark(al, op.id); err != nil {
+			return err
+		}
+	}
 	for {
 		m, ok := al.next()
 		if !ok {
@@ -23,8 +29,13 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 				return err
 			}
 			n := m.c.Rec.NumRows()
-			err := op.push(ectx, m.c.Rec, m.c.Signs(), true)
-			m.c.Rec.Release()
+			rec, signs, dropped, err := op.dropLate(ectx, m.c.Rec, m.c.Signs(), al.Watermark().At)
+			if err != nil {
+				return err
+			}
+			late += dropped
+			err = op.push(ectx, rec, signs, true)
+			rec.Release()
 			if err != nil {
 				return err
 			}
@@ -32,6 +43,11 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 			j.inflight.Add(-n)
 			continue
 		}
+		// Windows the watermark has passed close: their groups' last
+		// changes go out now, their state is deleted with this epoch.
+		op.markClosing(al.Watermark().At)
+		m.late += late
+		late = 0
 		if j.spec.View != nil {
 			// Changed groups in state-key order: the state writes and the
 			// view rows (keyed alike) then reach storage sorted.
@@ -45,14 +61,23 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 		// An aggregate inside the graph always sends them: its consumer
 		// retracts what it took from the group before.
 		before := !root || j.spec.View == nil || j.changelog.Load()
-		if err := op.changesOf(before, func(c Chunk) error { return out.emit(ectx, c, nil) }); err != nil {
+		emit := func(c Chunk) error { return out.emit(ectx, c, nil) }
+		if root && j.spec.OnWindowClose && op.win != nil {
+			if err := op.closedRows(emit); err != nil {
+				return err
+			}
+		} else if err := op.changesOf(before, emit); err != nil {
 			return err
 		}
 		if j.spec.View != nil {
 			w := j.db.NewEpochBatch()
 			j.saveState(w, op)
+			if op.win != nil {
+				j.saveWatermark(w, al, op.id)
+			}
 			m = withWrites(m, w)
 		}
+		op.forgetClosing()
 		op.epoch = m.barrier.Epoch + 1
 		j.dirty[inst].Store(0)
 		if err := out.barrier(m); err != nil {
@@ -194,8 +219,8 @@ func prepareSave(op *aggOp, epoch uint64) {
 	for _, g := range op.dirty {
 		op.lastSave[g] = epoch
 		ks.add(g, func(buf []byte) []byte { return appendStateKey(op, g, buf) }, func(buf []byte) []byte {
-			if op.count.n[g] <= 0 && len(op.spec.Keys) > 0 {
-				return buf // emptied: deleted
+			if op.count.n[g] <= 0 && len(op.spec.Keys) > 0 || op.isClosing[g] {
+				return buf // emptied, or its window closed: deleted
 			}
 			buf = op.count.encode(buf, g)
 			for _, acc := range op.accs {

@@ -24,6 +24,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	j := &Job{spec: spec, g: g, db: db, ctx: ctx, cancel: cancel,
 		acks: make(chan ack, 1), failed: make(chan struct{})}
 	j.changelog.Store(spec.Changelog)
+	j.watermark.Store(NoWatermark)
 	started := false
 	defer func() {
 		if !started {
@@ -51,6 +52,16 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			return nil, err
 		}
 		j.srcs = append(j.srcs, s)
+		for p := range s.offsets {
+			pw, err := j.newPartWatermark(n.src, uint32(p), n.changelog)
+			if err != nil {
+				return nil, err
+			}
+			s.wm = append(s.wm, pw)
+		}
+	}
+	if err := j.loadLateRows(); err != nil {
+		return nil, err
 	}
 
 	// One channel per producer instance and consumer instance of each edge.
@@ -130,6 +141,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			for i := 0; i < n.par; i++ {
 				op := newAggOp(n.agg, n.ins[0].from.retracts)
 				op.id = n.op
+				op.win = windowCloseOf(n.agg)
 				// A view without readers needs no old rows (changesOf).
 				op.outValid = !root || spec.View == nil || spec.Changelog
 				if j.durable() {
@@ -288,6 +300,13 @@ func (j *Job) runOp(slot int, op operator, ins []chan msg, out *outlet) error {
 		}
 		if slot >= 0 {
 			j.dirty[slot].Store(0)
+		}
+		if et, ok := op.(eventTimed); ok {
+			late, err := et.advance(ectx, al.Watermark())
+			if err != nil {
+				return err
+			}
+			m.late += late
 		}
 		var w *storage.Batch
 		if j.durable() {

@@ -204,6 +204,11 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if err := exec.Check(phys); err != nil {
 		return nil, err
 	}
+	if n.Query.EmitOnWindowClose {
+		if err := exec.CheckEmitOnWindowClose(phys); err != nil {
+			return nil, err
+		}
+	}
 	def := &storage.TableDef{Name: n.Name, Kind: storage.KindView, SQL: n.Query.SQL,
 		Options: sourceOptions(sourcesOf(plan)), Owner: owner}
 	seen := map[string]bool{}

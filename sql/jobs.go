@@ -7,6 +7,7 @@ import (
 
 	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -23,7 +24,18 @@ func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSp
 		StateCacheBytes: e.cache,
 		MaxEpochGroups:  exec.EpochGroups(e.cache),
 		EpochFull:       e.pokeCoordinator,
+		IdleTimeout:     durationOf(e.settingLocked("stream.idle_timeout")),
+		OnWindowClose:   emitsOnWindowClose(def.SQL),
 		Now:             time.Now().UnixMicro()}
+}
+
+// durationOf is a duration setting's value; "off": 0.
+func durationOf(v string) time.Duration {
+	d, err := checkpoint.ParseDuration(v)
+	if err != nil {
+		return 0
+	}
+	return d
 }
 
 // pokeCoordinator asks for the next epoch now (a job's epoch is full).
@@ -320,4 +332,14 @@ func (e *Engine) ensureChangelog(ctx context.Context, view string) error {
 		}
 	}
 	return nil
+}
+
+// emitsOnWindowClose says a view's stored query ends in EMIT ON WINDOW CLOSE.
+func emitsOnWindowClose(sql string) bool {
+	stmts, err := parse.ParseAll(sql)
+	if err != nil || len(stmts) != 1 {
+		return false
+	}
+	q, ok := stmts[0].(*parse.Query)
+	return ok && q.EmitOnWindowClose
 }

@@ -341,6 +341,9 @@ func (s *Session) exprCtx(params []types.Datum) *expr.Ctx {
 }
 
 func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, params []types.Datum) (*Result, error) {
+	if q.EmitOnWindowClose {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "EMIT ON WINDOW CLOSE is only supported in CREATE MATERIALIZED VIEW")
+	}
 	b := &bind.Binder{Cat: s.e, Params: append([]types.T(nil), st.ParamTypes...), User: s.user, LimitParams: q.LimitParams, ParamValues: append([]types.Datum{}, params...), Session: sessionInfo{s}}
 	switch n := q.Node.(type) {
 	case ast.ResultSetNode:

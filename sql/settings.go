@@ -47,6 +47,8 @@ var dbSettings = map[string]settingDef{
 	"restart.reset_after":           {"1h", positiveDuration},
 	"job.error_policy":              {"fail", oneOf("fail", "skip")},
 	"stream.retention":              {"unbounded", durationOrUnbounded},
+	"stream.idle_timeout":           {"off", durationOrOff},
+	"job.late_rows":                 {"drop", lateRowsPolicy},
 }
 
 // Session settings that drivers send; accepted and reported by SHOW.
@@ -208,6 +210,17 @@ func durationOrOff(s string) (string, error) {
 		return "off", nil
 	}
 	return duration(s)
+}
+
+// lateRowsPolicy accepts job.late_rows = 'drop'; 'record' (keeping late
+// rows in a system table) is not implemented yet and is refused rather
+// than ignored.
+func lateRowsPolicy(s string) (string, error) {
+	v, err := oneOf("drop", "record")(s)
+	if err == nil && v == "record" {
+		return "", fmt.Errorf("'record' is not supported yet: late rows are dropped and counted (late_rows in SHOW JOBS)")
+	}
+	return v, err
 }
 
 func durationOrUnbounded(s string) (string, error) {

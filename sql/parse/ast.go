@@ -19,12 +19,16 @@ type Statement interface{ stmt() }
 //	v AS OF SAVEPOINT sp      → v AS OF TIMESTAMP pg_asof_savepoint('sp')
 //	v AS OF CHECKPOINT 42     → v AS OF TIMESTAMP pg_asof_checkpoint(42)
 //	... EMIT CHANGES          → removed; EmitChanges set
+//	... EMIT ON WINDOW CLOSE  → removed; EmitOnWindowClose set (a materialized view's query only)
 //	$$dollar$$ / E'..' quotes → ordinary '..' literals
 type Query struct {
 	Node        ast.StmtNode
 	SQL         string // the user's text of this statement
 	Rewritten   string // the text given to TiDB
 	EmitChanges bool
+	// EmitOnWindowClose makes a materialized view emit each window's row
+	// once, when the watermark closes the window; its stored query keeps it.
+	EmitOnWindowClose bool
 	// LimitParams maps the byte offset in Rewritten of each "?" marker
 	// (TiDB's ParamMarkerExpr.Offset) to the index of the parameter $N it
 	// stands for: LIMIT $1 / OFFSET $2, where TiDB takes no expression.

@@ -571,6 +571,9 @@ func (p *parser) copyStmt() (*Copy, error) {
 		if err != nil {
 			return nil, err
 		}
+		if q.EmitOnWindowClose {
+			return nil, errEOWCOnlyInViews(p)
+		}
 		c.Query = q
 		p.i = closing + 1
 	} else {
@@ -956,6 +959,9 @@ func (p *parser) declare() (*Declare, error) {
 	if d.Query, err = p.query(p.i, len(p.toks)-1); err != nil {
 		return nil, err
 	}
+	if d.Query.EmitOnWindowClose {
+		return nil, errEOWCOnlyInViews(p)
+	}
 	p.i = len(p.toks) - 1
 	return d, nil
 }
@@ -1003,4 +1009,10 @@ func (p *parser) fetch() (*Fetch, error) {
 		return nil, err
 	}
 	return f, p.end()
+}
+
+// errEOWCOnlyInViews refuses EMIT ON WINDOW CLOSE outside CREATE
+// MATERIALIZED VIEW: a batch query has no watermark to close windows by.
+func errEOWCOnlyInViews(p *parser) error {
+	return sqlerr.New(sqlerr.FeatureNotSupported, "EMIT ON WINDOW CLOSE is only supported in CREATE MATERIALIZED VIEW")
 }

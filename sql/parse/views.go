@@ -36,6 +36,9 @@ func (p *parser) createPlainView(orReplace bool) (Statement, error) {
 	if v.Query, err = p.query(from, len(p.toks)-1); err != nil {
 		return nil, err
 	}
+	if v.Query.EmitOnWindowClose {
+		return nil, errEOWCOnlyInViews(p)
+	}
 	if v.Query.EmitChanges {
 		return nil, p.notSupported(p.toks[from], "a view cannot be defined with EMIT CHANGES")
 	}

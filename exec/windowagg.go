@@ -1,0 +1,268 @@
+package exec
+
+import (
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Window aggregates: an aggregate one of whose group keys is a window's
+// bound closes its groups by the watermark.
+//
+// The window table functions (TUMBLE, HOP, CUMULATE in FROM) and the group
+// window GROUP BY TUMBLE(ts, size) compute window_start and window_end with
+// tumble_start/tumble_end (sql/parse windowTable). windowCloseOf finds,
+// through the projections, filters and unions under the aggregate, a group
+// key that is a window's end (tumble_end(ts, size); tumble_start(...) [-
+// interval] + interval) or a tumbling window's start (tumble_start(ts,
+// size): its end is size later). A group whose window end is at or before
+// the watermark is closed: its final row is in the view, its state is
+// deleted in the same epoch, and a row that would fall into it afterwards
+// (its window end at or before the watermark on arrival) is late, dropped
+// and counted. The same test on both sides makes closing exact: no row can
+// reach a closed group.
+
+// windowClose is how an aggregate's groups close: group key Key is a
+// window bound, the window ending Offset µs after it.
+type windowClose struct {
+	Key    int
+	Offset int64
+}
+
+// windowCloseOf finds the group key that bounds an aggregate's windows,
+// preferring a window end; nil if none does.
+func windowCloseOf(p *HashAgg) *windowClose {
+	var best *windowClose
+	for i, k := range p.Keys {
+		if k.Type().Kind != types.Timestamp {
+			continue
+		}
+		off, ok := windowBound(p.In, k)
+		if ok && (best == nil || off < best.Offset) {
+			best = &windowClose{Key: i, Offset: off}
+		}
+	}
+	return best
+}
+
+// windowBound reports whether e, over p's rows, is a window's bound, and
+// how long after it the window ends.
+func windowBound(p Plan, e expr.Expr) (int64, bool) {
+	switch e := e.(type) {
+	case *expr.ColRef:
+		switch p := p.(type) {
+		case *Project:
+			if e.Idx < len(p.Exprs) {
+				return windowBound(p.In, p.Exprs[e.Idx])
+			}
+		case *Filter:
+			return windowBound(p.In, e)
+		case *Union:
+			var off int64
+			for i, in := range p.Ins {
+				o, ok := windowBound(in, e)
+				if !ok || i > 0 && o != off {
+					return 0, false
+				}
+				off = o
+			}
+			return off, len(p.Ins) > 0
+		}
+	case *expr.Func:
+		switch e.Name {
+		case "tumble_end":
+			if len(e.Args) == 2 {
+				if _, ok := intervalConst(e.Args[1]); ok {
+					return 0, true
+				}
+			}
+		case "tumble_start":
+			if len(e.Args) == 2 {
+				return intervalConst(e.Args[1])
+			}
+		case "+":
+			// A hopping or cumulating window's end: its start (the row's
+			// last tumbling window's start, maybe minus some slides) plus
+			// its size.
+			if len(e.Args) != 2 {
+				break
+			}
+			if _, ok := intervalConst(e.Args[1]); !ok {
+				break
+			}
+			start := e.Args[0]
+			if f, ok := start.(*expr.Func); ok && f.Name == "-" && len(f.Args) == 2 {
+				if _, ok := intervalConst(f.Args[1]); ok {
+					start = f.Args[0]
+				}
+			}
+			if f, ok := start.(*expr.Func); ok && f.Name == "tumble_start" && len(f.Args) == 2 {
+				if _, ok := intervalConst(f.Args[1]); ok {
+					return 0, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// intervalConst is e's length in µs if e is a fixed-length interval constant.
+func intervalConst(e expr.Expr) (int64, bool) {
+	c, ok := e.(*expr.Const)
+	if !ok || c.D.Null || c.T.Kind != types.Interval || c.D.IV.Months != 0 {
+		return 0, false
+	}
+	return types.IntervalMicros(c.D.IV), true
+}
+
+// dropLate removes from rec (and signs) the rows whose window had closed
+// at watermark wm; it returns the rows kept (rec itself if all are) and
+// how many it dropped. It owns rec.
+func (a *aggOp) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm int64) (arrow.RecordBatch, []int8, int64, error) {
+	w := a.win
+	if w == nil || wm == NoWatermark {
+		return rec, signs, 0, nil
+	}
+	col, err := expr.Eval(ectx, a.spec.Keys[w.Key], rec)
+	if err != nil {
+		rec.Release()
+		return nil, nil, 0, err
+	}
+	defer col.Release()
+	vals := col.(*array.Int64)
+	n := vals.Len()
+	var keep []int
+	for i := 0; i < n; i++ {
+		if vals.IsValid(i) && vals.Value(i)+w.Offset <= wm {
+			if keep == nil {
+				keep = make([]int, 0, n)
+				for k := 0; k < i; k++ {
+					keep = append(keep, k)
+				}
+			}
+			continue
+		}
+		if keep != nil {
+			keep = append(keep, i)
+		}
+	}
+	if keep == nil {
+		return rec, signs, 0, nil
+	}
+	out := takeRecord(rec, keep, exprTypes(plannedExprs(rec)))
+	rec.Release()
+	if signs != nil {
+		s := make([]int8, len(keep))
+		for i, k := range keep {
+			s[i] = signs[k]
+		}
+		signs = s
+	}
+	return out, signs, int64(n - len(keep)), nil
+}
+
+// markClosing finds the groups in memory whose window ended at or before
+// wm and marks them changed and closing: prepareSave then deletes their
+// state, and forgetClosing drops them once their last changes are out.
+func (a *aggOp) markClosing(wm int64) {
+	w := a.win
+	a.closing = a.closing[:0]
+	if w == nil || wm == NoWatermark {
+		return
+	}
+	for g := 0; g < a.gt.Len(); g++ {
+		gid := int32(g)
+		if !a.live[gid] {
+			continue
+		}
+		d := a.gt.keyDatum(w.Key, gid)
+		if d.Null || d.I+w.Offset > wm {
+			continue
+		}
+		a.closing = append(a.closing, gid)
+		a.isClosing[gid] = true
+		if !a.isDirty[gid] {
+			a.isDirty[gid] = true
+			a.dirty = append(a.dirty, gid)
+		}
+	}
+}
+
+// forgetClosing drops the closed groups from memory (their state was
+// deleted with the epoch that closed them).
+func (a *aggOp) forgetClosing() {
+	for _, g := range a.closing {
+		a.bytes -= groupBytes + a.gt.keyBytes(g) + int64(len(a.lastOut[g]))
+		a.gt.remove(g)
+		for _, acc := range a.accs {
+			acc.reset(g)
+		}
+		a.count.reset(g)
+		a.lastOut[g] = ""
+		a.live[g] = false
+		a.isClosing[g] = false
+	}
+	a.closing = a.closing[:0]
+}
+
+// CheckEmitOnWindowClose refuses EMIT ON WINDOW CLOSE for a view whose rows
+// do not come from a window aggregate over streams with a watermark: there
+// would be no window to close.
+func CheckEmitOnWindowClose(p Plan) error {
+	g, err := compile(p, 1)
+	if err != nil {
+		return err
+	}
+	if g.root.from.kind != nAgg || windowCloseOf(g.root.from.agg) == nil {
+		return sqlerr.New(sqlerr.FeatureNotSupported,
+			"EMIT ON WINDOW CLOSE needs a view grouped by a window: GROUP BY window_start/window_end of TUMBLE, HOP or CUMULATE, or GROUP BY TUMBLE(ts, size)")
+	}
+	for _, s := range g.sources {
+		if s.src.Watermark == nil || s.changelog {
+			return sqlerr.New(sqlerr.FeatureNotSupported,
+				"EMIT ON WINDOW CLOSE needs a watermark: %s has no WATERMARK FOR", s.src.Name)
+		}
+	}
+	return nil
+}
+
+// closedRows emits, for EMIT ON WINDOW CLOSE, the final rows of the groups
+// closing at this barrier, in the order of their windows, as inserts; the
+// groups changed in the epoch that stay open emit nothing (their state is
+// saved). It clears the dirty set as changesOf does.
+func (a *aggOp) closedRows(emit func(Chunk) error) error {
+	for _, g := range a.dirty {
+		a.isDirty[g] = false
+	}
+	a.dirty, a.byID = a.dirty[:0], a.byID[:0]
+	if len(a.closing) == 0 {
+		return nil
+	}
+	ids := slices.Clone(a.closing)
+	k := a.win.Key
+	slices.SortFunc(ids, func(x, y int32) int {
+		dx, dy := a.gt.keyDatum(k, x), a.gt.keyDatum(k, y)
+		switch {
+		case dx.I < dy.I:
+			return -1
+		case dx.I > dy.I:
+			return 1
+		}
+		return 0
+	})
+	rec, err := a.build(ids)
+	if err != nil {
+		return err
+	}
+	groups := make([]uint8, len(ids))
+	ops := make([]Op, len(ids))
+	for i, g := range ids {
+		groups[i] = uint8(keyGroup(a.gt.hashes[g]))
+		ops[i] = OpInsert
+	}
+	return emit(Chunk{Rec: rec, Ops: ops, Groups: groups})
+}
