@@ -64,6 +64,8 @@ type JobSpec struct {
 	// state no longer fits its cache the bound is halved (epochFull).
 	MaxEpochGroups int64
 	EpochFull      func()
+	// StateTTL is state.ttl: idle keys of joins expire (ttl.go); nil: never.
+	StateTTL *StateTTL
 }
 
 // EpochGroups is the bound on an epoch's changed groups for a job whose

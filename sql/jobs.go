@@ -23,6 +23,7 @@ func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSp
 		StateCacheBytes: e.cache,
 		MaxEpochGroups:  exec.EpochGroups(e.cache),
 		EpochFull:       e.pokeCoordinator,
+		StateTTL:        exec.NewStateTTL(e.viewTTLLocked(def)),
 		Now:             time.Now().UnixMicro()}
 }
 

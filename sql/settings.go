@@ -45,6 +45,7 @@ var dbSettings = map[string]settingDef{
 	"restart.reset_after":           {"1h", positiveDuration},
 	"job.error_policy":              {"fail", oneOf("fail", "skip")},
 	"stream.retention":              {"unbounded", durationOrUnbounded},
+	"state.ttl":                     {"off", durationOrOff}, // idle join keys expire (statettl.go)
 }
 
 // Session settings that drivers send; accepted and reported by SHOW.
@@ -376,6 +377,9 @@ func (e *Engine) setSetting(name, value string, reset bool) error {
 		delete(e.mu.settings, name)
 	} else {
 		e.mu.settings[name] = value
+	}
+	if name == "state.ttl" {
+		e.applyStateTTLLocked()
 	}
 	e.mu.Unlock()
 	return nil
