@@ -121,10 +121,13 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 				}
 			}
 		}
+		m := msg{barrier: b, w: w}
 		if j.durable() {
 			w.SetOffset(j.spec.ID, s.n.src.ID, part, uint64(r.Position()))
+			s.wm[part].mark(&m, j.spec.ID, s.n.src.ID, part, w)
+		} else {
+			s.wm[part].mark(&m, j.spec.ID, s.n.src.ID, part, nil)
 		}
-		m := msg{barrier: b, w: w}
 		for _, o := range outs {
 			if err := o.barrier(m); err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/source"
@@ -66,6 +67,13 @@ type JobSpec struct {
 	EpochFull      func()
 	// StateTTL is state.ttl: idle keys of joins expire (ttl.go); nil: never.
 	StateTTL *StateTTL
+	// IdleTimeout is stream.idle_timeout: a source partition that has had
+	// no rows for this long no longer holds the job's watermark back
+	// (watermark.go). 0: partitions never count as idle.
+	IdleTimeout time.Duration
+	// RecordLate is job.late_rows = 'record': rows dropped as late are
+	// also stored (storage.LateRow); otherwise only counted.
+	RecordLate bool
 }
 
 // EpochGroups is the bound on an epoch's changed groups for a job whose
@@ -135,6 +143,11 @@ type Job struct {
 	// stateful is the number of stateful operator instances, which share
 	// the state cache evenly.
 	stateful int
+	// watermark is the watermark of the rows that reached the sink, as of
+	// the last barrier; lateRows counts the rows dropped as late (both
+	// watermark.go).
+	watermark atomic.Int64
+	lateRows  atomic.Int64
 }
 
 // cacheShare is each stateful instance's share of the state cache.
@@ -150,6 +163,8 @@ type jobSource struct {
 	// conn is a connector source's connection (CREATE SOURCE); its split
 	// positions are the offsets.
 	conn source.Connector
+	// wm is each partition's event time (watermark.go).
+	wm []*partWatermark
 }
 
 // Err is the error the job failed with, once Failed is closed.

@@ -20,6 +20,11 @@ type msg struct {
 	w *storage.Batch
 	// in is the input of the consumer the message is for (a join's side).
 	in int
+	// wm, with a barrier, is the watermark of the rows sent before it
+	// (watermark.go); late counts the rows operators dropped as late in
+	// the epoch, carried (like w) to the sink, which counts them.
+	wm   Watermark
+	late int64
 }
 
 // ack is a sink's acknowledgement of a barrier, with the epoch's writes.
@@ -133,9 +138,9 @@ func (o *outlet) route(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 // travel with the first.
 func (o *outlet) barrier(m msg) error {
 	for i, out := range o.outs {
-		b := msg{barrier: m.barrier, in: o.in}
+		b := msg{barrier: m.barrier, in: o.in, wm: m.wm}
 		if i == 0 {
-			b.w = m.w
+			b.w, b.late = m.w, m.late
 		}
 		if err := o.j.send(out, b); err != nil {
 			return err
@@ -155,10 +160,36 @@ type aligner struct {
 	idx         []int
 	done        <-chan struct{}
 	w           *storage.Batch // writes carried by the barriers of the epoch being aligned
+	late        int64          // late rows carried by them
+	// wms is each input's watermark as of its last barrier; wm is the
+	// watermark passed on with the last aligned barrier (never lower than
+	// an earlier one).
+	wms []Watermark
+	wm  Watermark
 }
 
 func newAligner(ins []chan msg, atLeastOnce bool, done <-chan struct{}) *aligner {
-	return &aligner{ins: ins, blocked: make([]bool, len(ins)), atLeastOnce: atLeastOnce, done: done}
+	a := &aligner{ins: ins, blocked: make([]bool, len(ins)), atLeastOnce: atLeastOnce, done: done,
+		wms: make([]Watermark, len(ins)), wm: Watermark{At: NoWatermark}}
+	for i := range a.wms {
+		a.wms[i].At = NoWatermark
+	}
+	return a
+}
+
+// Watermark is the input watermark as of the last aligned barrier: the
+// operator that owns the aligner compares the rows of the current epoch
+// with it.
+func (a *aligner) Watermark() Watermark { return a.wm }
+
+// stamp sets an aligned barrier's watermark from its inputs'.
+func (a *aligner) stamp(m *msg) {
+	w := combineWatermarks(a.wms)
+	if w.At < a.wm.At {
+		w.At = a.wm.At // a partition that woke up from idle is behind: its rows are late
+	}
+	a.wm = w
+	m.wm = w
 }
 
 // next returns the next chunk, or an aligned barrier (carrying the writes
@@ -168,6 +199,10 @@ func (a *aligner) next() (m msg, ok bool) {
 		if len(a.ins) == 1 {
 			select {
 			case m := <-a.ins[0]:
+				if m.barrier != nil {
+					a.wms[0] = m.wm
+					a.stamp(&m)
+				}
 				return m, true
 			case <-a.done:
 				return msg{}, false
@@ -199,6 +234,8 @@ func (a *aligner) next() (m msg, ok bool) {
 				a.w.Absorb(m.w)
 			}
 		}
+		a.late += m.late
+		a.wms[i] = m.wm
 		if !a.blocked[i] {
 			a.blocked[i] = true
 			a.arrived++
@@ -209,6 +246,8 @@ func (a *aligner) next() (m msg, ok bool) {
 			}
 			a.arrived = 0
 			m.w, a.w = a.w, nil
+			m.late, a.late = a.late, 0
+			a.stamp(&m)
 			return m, true
 		}
 	}

@@ -24,6 +24,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	j := &Job{spec: spec, g: g, db: db, ctx: ctx, cancel: cancel,
 		acks: make(chan ack, 1), failed: make(chan struct{})}
 	j.changelog.Store(spec.Changelog)
+	j.watermark.Store(NoWatermark)
 	started := false
 	defer func() {
 		if !started {
@@ -51,6 +52,16 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			return nil, err
 		}
 		j.srcs = append(j.srcs, s)
+		for p := range s.offsets {
+			pw, err := j.newPartWatermark(n.src, uint32(p), n.changelog)
+			if err != nil {
+				return nil, err
+			}
+			s.wm = append(s.wm, pw)
+		}
+	}
+	if err := j.loadLateRows(); err != nil {
+		return nil, err
 	}
 
 	// One channel per producer instance and consumer instance of each edge.
@@ -296,6 +307,13 @@ func (j *Job) runOp(slot int, op operator, ins []chan msg, out *outlet) error {
 		}
 		if slot >= 0 {
 			j.dirty[slot].Store(0)
+		}
+		if et, ok := op.(eventTimed); ok {
+			late, err := et.advance(ectx, al.Watermark())
+			if err != nil {
+				return err
+			}
+			m.late += late
 		}
 		var w *storage.Batch
 		if j.durable() {

@@ -49,9 +49,12 @@ func (j *Job) runSink(ins []chan msg) error {
 			return nil
 		}
 		if m.barrier != nil {
+			j.watermark.Store(m.wm.At)
 			if j.spec.View == nil {
+				j.lateRows.Add(m.late)
 				continue // change streams flush at barriers but commit nothing
 			}
+			j.saveLateRows(w, m.late)
 			writeLog = j.changelog.Load()
 			j.dirty[len(j.dirty)-1].Store(0)
 			w.Absorb(m.w)

@@ -99,10 +99,13 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 				}
 			}
 		}
+		m := msg{barrier: b, w: w}
 		if j.durable() {
 			w.SetOffset(j.spec.ID, src.ID, part, off)
+			s.wm[part].mark(&m, j.spec.ID, src.ID, part, w)
+		} else {
+			s.wm[part].mark(&m, j.spec.ID, src.ID, part, nil)
 		}
-		m := msg{barrier: b, w: w}
 		for _, o := range outs {
 			if err := o.barrier(m); err != nil {
 				return err
@@ -198,6 +201,7 @@ func (j *Job) route(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part uint32,
 	if err := failpoint(j.spec.Name, "source"); err != nil {
 		return err
 	}
+	s.wm[part].observe(rec)
 	var inOps []Op
 	if s.n.changelog {
 		rec.Retain()

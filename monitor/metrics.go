@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -17,6 +18,9 @@ var (
 	jobRowsOut     = prometheus.NewDesc("streamdb_job_rows_out_total", "Change rows the job has delivered to its sink since it (re)started.", []string{"job", "kind"}, nil)
 	jobLagRows     = prometheus.NewDesc("streamdb_job_lag_rows", "Rows of the job's sources it has not read yet.", []string{"job", "kind"}, nil)
 	jobStateBytes  = prometheus.NewDesc("streamdb_job_state_bytes", "Estimated bytes of the job's operator state in memory.", []string{"job", "kind"}, nil)
+	jobWatermark   = prometheus.NewDesc("streamdb_job_watermark_seconds", "The job's event-time watermark, Unix seconds (no series until it has one).", []string{"job"}, nil)
+	jobLagSeconds  = prometheus.NewDesc("streamdb_job_lag_seconds", "Event-time lag of the job: wall-clock time minus its watermark (no series until it has one).", []string{"job"}, nil)
+	jobLateRows    = prometheus.NewDesc("streamdb_job_late_rows_total", "Rows the job's windows dropped as late (behind the watermark on arrival).", []string{"job", "kind"}, nil)
 	jobEvicted     = prometheus.NewDesc("streamdb_job_evicted_groups", "Groups evicted from memory to the state table (as of the last barrier).", []string{"job", "kind"}, nil)
 	jobEpoch       = prometheus.NewDesc("streamdb_job_committed_epoch", "The last epoch the job committed.", []string{"job", "kind"}, nil)
 	jobRestarts    = prometheus.NewDesc("streamdb_job_restarts_total", "Restarts of the job since the server started.", []string{"job", "kind"}, nil)
@@ -56,10 +60,6 @@ type metrics struct {
 	cpDur    *prometheus.HistogramVec
 	cpSize   prometheus.Histogram
 	cps      *prometheus.CounterVec
-	// Event time is not tracked by jobs yet: these exist (and are
-	// described) but have no series until it is.
-	lagSeconds *prometheus.GaugeVec
-	watermark  *prometheus.GaugeVec
 
 	mu     sync.Mutex
 	lastCP map[string]int64       // job: size of the last completed checkpoint that covered it
@@ -109,12 +109,8 @@ func newMetrics(eng *sql.Engine) *metrics {
 		Buckets: prometheus.ExponentialBuckets(1024, 4, 12)})
 	m.cps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamdb_checkpoints_total",
 		Help: "Checkpoints ended since the server started, by trigger and status."}, []string{"trigger", "status"})
-	m.lagSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamdb_job_lag_seconds",
-		Help: "Event-time lag of the job (unset until jobs track event time)."}, []string{"job"})
-	m.watermark = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamdb_job_watermark_seconds",
-		Help: "The job's watermark, Unix seconds (unset until jobs track event time)."}, []string{"job"})
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.queries, m.copyRows, m.epochDur, m.cpDur, m.cpSize, m.cps, m.lagSeconds, m.watermark, (*scrape)(m))
+		m.queries, m.copyRows, m.epochDur, m.cpDur, m.cpSize, m.cps, (*scrape)(m))
 	return m
 }
 
@@ -219,7 +215,7 @@ func sqlVerb(s string) string {
 type scrape metrics
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobRowsIn, jobRowsOut, jobLagRows, jobStateBytes, jobEvicted, jobEpoch, jobRestarts, jobUp,
+	for _, d := range []*prometheus.Desc{jobRowsIn, jobRowsOut, jobLagRows, jobLateRows, jobWatermark, jobLagSeconds, jobStateBytes, jobEvicted, jobEpoch, jobRestarts, jobUp,
 		jobParallelism, jobLastCPSize, connections, pebbleCompactions, pebbleCompactionDebt, pebbleCompacting, pebbleFlushes,
 		pebbleL0Files, pebbleL0Sublevels, pebbleLevelBytes, pebbleMemtables, pebbleMemtableBytes, pebbleDiskBytes,
 		pebbleReadAmp, pebbleWALBytes, pebbleBlockCacheBytes} {
@@ -247,6 +243,11 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		gauge(jobLagRows, float64(j.Lag), j.Name, j.Kind)
 		gauge(jobStateBytes, float64(j.StateBytes), j.Name, j.Kind)
 		gauge(jobEvicted, float64(j.Evicted), j.Name, j.Kind)
+		counter(jobLateRows, float64(j.LateRows), j.Name, j.Kind)
+		if j.Watermark != nil {
+			gauge(jobWatermark, float64(j.Watermark.UnixMicro())/1e6, j.Name)
+			gauge(jobLagSeconds, time.Since(*j.Watermark).Seconds(), j.Name)
+		}
 		gauge(jobEpoch, float64(j.Epoch), j.Name, j.Kind)
 		counter(jobRestarts, float64(j.Restarts), j.Name, j.Kind)
 		gauge(jobUp, 1, j.Name, j.Kind, j.State)

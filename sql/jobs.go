@@ -24,7 +24,18 @@ func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSp
 		MaxEpochGroups:  exec.EpochGroups(e.cache),
 		EpochFull:       e.pokeCoordinator,
 		StateTTL:        exec.NewStateTTL(e.viewTTLLocked(def)),
+		IdleTimeout:     durationOf(e.settingLocked("stream.idle_timeout")),
+		RecordLate:      e.settingLocked("job.late_rows") == "record",
 		Now:             time.Now().UnixMicro()}
+}
+
+// durationOf is a duration setting's value; "off": 0.
+func durationOf(v string) time.Duration {
+	d, err := checkpoint.ParseDuration(v)
+	if err != nil {
+		return 0
+	}
+	return d
 }
 
 // pokeCoordinator asks for the next epoch now (a job's epoch is full).

@@ -28,6 +28,10 @@ type JobStatus struct {
 	StateBytes int64  `json:"state_bytes"`
 	Evicted    int64  `json:"evicted"`
 	Epoch      uint64 `json:"epoch"` // the last epoch the job committed
+	// Watermark is the job's event-time watermark (nil: none yet);
+	// LateRows counts the rows its windows dropped as late.
+	Watermark *time.Time `json:"watermark,omitempty"`
+	LateRows  int64      `json:"late_rows"`
 	// LastCheckpoint is the last completed checkpoint covering the job (0: none).
 	LastCheckpoint uint64              `json:"last_checkpoint"`
 	NextRestart    *time.Time          `json:"next_restart,omitempty"`
@@ -92,6 +96,11 @@ func (e *Engine) Jobs() []JobStatus {
 		s.RowsIn, s.RowsOut, s.Lag = j.RowsIn.Load(), j.RowsOut.Load(), j.Lag()
 		s.StateBytes, s.Evicted, s.Epoch = j.StateBytes(), j.Evicted.Load(), j.CommittedEpoch()
 		s.Graph = j.Graph()
+		s.LateRows = j.LateRows()
+		if w := j.Watermark(); w != exec.NoWatermark {
+			t := time.UnixMicro(w).UTC()
+			s.Watermark = &t
+		}
 	}
 	var out []JobStatus
 	e.mu.Lock()

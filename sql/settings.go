@@ -46,6 +46,8 @@ var dbSettings = map[string]settingDef{
 	"job.error_policy":              {"fail", oneOf("fail", "skip")},
 	"stream.retention":              {"unbounded", durationOrUnbounded},
 	"state.ttl":                     {"off", durationOrOff}, // idle join keys expire (statettl.go)
+	"stream.idle_timeout":           {"off", durationOrOff},
+	"job.late_rows":                 {"drop", oneOf("drop", "record")},
 }
 
 // Session settings that drivers send; accepted and reported by SHOW.

@@ -244,7 +244,8 @@ func (e *Engine) showJobs() *table {
 	t := &table{cols: []Column{{"name", types.TText}, {"state", types.TText}, {"restarts", types.TInt64},
 		{"rows_in", types.TInt64}, {"lag", types.TInt64}, {"state_bytes", types.TInt64}, {"evicted", types.TInt64},
 		{"last_checkpoint", types.TInt64},
-		{"next_restart", types.TTimestamp}, {"strategy", types.TText}, {"last_error", types.TText}}}
+		{"next_restart", types.TTimestamp}, {"strategy", types.TText}, {"last_error", types.TText},
+		{"watermark", types.TTimestamp}, {"late_rows", types.TInt64}}}
 	lastCP := map[string]int64{}
 	for _, r := range e.coord.History() {
 		if r.Status == checkpoint.Completed {
@@ -258,7 +259,8 @@ func (e *Engine) showJobs() *table {
 	defer func() {
 		for _, j := range streams {
 			t.add(str(j.Name()), str(string(exec.JobRunning)), types.Int(0), types.Int(j.RowsIn.Load()),
-				types.Int(j.Lag()), types.Int(j.StateBytes()), types.Int(0), types.Null, types.Null, str("none (change stream)"), types.Null)
+				types.Int(j.Lag()), types.Int(j.StateBytes()), types.Int(0), types.Null, types.Null, str("none (change stream)"), types.Null,
+				watermarkDatum(j), types.Int(j.LateRows()))
 		}
 	}()
 	e.mu.Lock()
@@ -277,8 +279,10 @@ func (e *Engine) showJobs() *table {
 	for _, n := range names {
 		j := e.mu.jobs[n]
 		var rows, lag, state, evicted int64
+		wm, late := types.Null, types.Null
 		if j.job != nil {
 			rows, lag, state, evicted = j.job.RowsIn.Load(), j.job.Lag(), j.job.StateBytes(), j.job.Evicted.Load()
+			wm, late = watermarkDatum(j.job), types.Int(j.job.LateRows())
 		}
 		next := types.Null
 		if j.state == exec.JobRestarting {
@@ -294,9 +298,17 @@ func (e *Engine) showJobs() *table {
 		}
 		t.add(str(n), str(string(j.state)), types.Int(int64(j.restarts)), types.Int(rows), types.Int(lag),
 			types.Int(state), types.Int(evicted), cp,
-			next, str(strategy), orNull(j.lastErr))
+			next, str(strategy), orNull(j.lastErr), wm, late)
 	}
 	return t
+}
+
+// watermarkDatum is a job's watermark as a timestamp; NULL without one.
+func watermarkDatum(j *exec.Job) types.Datum {
+	if w := j.Watermark(); w != exec.NoWatermark {
+		return types.Int(w)
+	}
+	return types.Null
 }
 
 func (e *Engine) showJobErrors() (*table, error) {

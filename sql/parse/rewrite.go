@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -273,8 +274,8 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = -1
 					i = end - 1
 					continue
-				case t.Val == "tumble" && next.isOp("(") && i > from && (toks[i-1].is("from") || toks[i-1].is("join")):
-					end, err := r.tumbleTable(i, to, space)
+				case (t.Val == "tumble" || t.Val == "hop" || t.Val == "cumulate") && next.isOp("(") && i > from && (toks[i-1].is("from") || toks[i-1].is("join")):
+					end, err := r.windowTable(i, to, space)
 					if err != nil {
 						return err
 					}
@@ -516,17 +517,27 @@ func (r *rewriter) rewrite(from, to int) error {
 	return r.checkOpen(stack, to)
 }
 
-// tumbleTable rewrites the window table function at token i,
-// TUMBLE(tbl, ts, size), into the subquery
+// windowTable rewrites the window table function at token i, TUMBLE(tbl,
+// ts, size), HOP(tbl, ts, slide, size) or CUMULATE(tbl, ts, step, max),
+// into a subquery adding window_start and window_end to tbl's columns (the
+// alias, the function's name, only if the user gives none), and returns
+// the token after it. TUMBLE becomes
 //
 //	(SELECT *, tumble_start(ts, size) AS window_start,
-//	           tumble_end(ts, size) AS window_end FROM tbl) AS "tumble"
+//	           tumble_end(ts, size) AS window_end FROM tbl)
 //
-// (the alias only if the user gives none), and returns the token after it.
-func (r *rewriter) tumbleTable(i, to int, space bool) (end int, err error) {
+// A row is in size/slide hopping windows, and in up to max/step cumulating
+// ones: HOP and CUMULATE become a UNION ALL of one such SELECT per window a
+// row can be in (the i-th hopping window starts i slides before the row's
+// last one; the j-th cumulating window ends j steps after the start of the
+// row's max-sized window, and takes the rows before its end). Their sizes
+// must be fixed-length interval literals, the slide (step) must divide the
+// size (max), and a row is in at most maxWindowsPerRow windows.
+func (r *rewriter) windowTable(i, to int, space bool) (end int, err error) {
 	p := r.p
 	toks := p.toks
-	// TUMBLE ( name [. name] , column , size... )
+	kind := toks[i].Val
+	// kind ( name [. name] , column , size... [, size...] )
 	k := i + 2
 	name := func() (string, error) {
 		if k >= to || toks[k].Kind != tIdent && toks[k].Kind != tQIdent {
@@ -559,39 +570,163 @@ func (r *rewriter) tumbleTable(i, to int, space bool) (end int, err error) {
 		return 0, p.syntaxError(toks[min(k, to)])
 	}
 	k++
-	sizeFrom, depth := k, 0
-	for ; k < to && (depth > 0 || !toks[k].isOp(")")); k++ {
-		switch {
-		case toks[k].isOp("("):
-			depth++
-		case toks[k].isOp(")"):
-			depth--
-		case toks[k].isOp(",") && depth == 0:
-			return 0, p.notSupported(toks[k], "TUMBLE(table, time column, size) takes no offset")
+	// The size arguments, each rewritten on its own.
+	var args [][]piece
+	var argTok []int
+	for {
+		argFrom, depth := k, 0
+		for ; k < to && (depth > 0 || !toks[k].isOp(")") && !toks[k].isOp(",")); k++ {
+			switch {
+			case toks[k].isOp("("):
+				depth++
+			case toks[k].isOp(")"):
+				depth--
+			}
+		}
+		if k >= to || k == argFrom {
+			return 0, p.syntaxError(toks[min(k, to)])
+		}
+		arg := &rewriter{p: p}
+		if err := arg.rewrite(argFrom, k); err != nil {
+			return 0, err
+		}
+		if len(arg.out) == 0 || arg.emits {
+			return 0, p.syntaxError(toks[argFrom])
+		}
+		args = append(args, arg.out)
+		argTok = append(argTok, argFrom)
+		if toks[k].isOp(")") {
+			break
+		}
+		k++
+	}
+	want := 2
+	if kind == "tumble" {
+		want = 1
+	}
+	if len(args) != want {
+		switch kind {
+		case "tumble":
+			return 0, p.notSupported(toks[i], "TUMBLE(table, time column, size) takes no offset")
+		case "hop":
+			return 0, p.positioned(sqlerr.New(sqlerr.SyntaxError, "HOP takes (table, time column, slide, size)"), toks[i])
+		default:
+			return 0, p.positioned(sqlerr.New(sqlerr.SyntaxError, "CUMULATE takes (table, time column, step, max size)"), toks[i])
 		}
 	}
-	if k >= to || k == sizeFrom {
-		return 0, p.syntaxError(toks[min(k, to)])
+	end = k + 1
+	join := func(ps []piece) {
+		r.out = append(r.out, ps...)
 	}
-	sizeTo := k
-	size := &rewriter{p: p}
-	if err := size.rewrite(sizeFrom, sizeTo); err != nil {
-		return 0, err
+	if kind == "tumble" {
+		if us, ok, err := p.windowMicros(argTok[0], k); err != nil {
+			return 0, err
+		} else if ok && us <= 0 {
+			return 0, p.positioned(errWindowSize("TUMBLE size"), toks[argTok[0]])
+		}
+		r.emit("(select *, tumble_start("+col+",", i, space)
+		join(args[0])
+		r.emit(") as window_start, tumble_end("+col+",", i, false)
+		join(args[0])
+		r.emit(") as window_end from "+tbl+")", i, false)
+	} else {
+		small, err := p.requireWindowMicros(argTok[0], argTok[1]-1, kind)
+		if err != nil {
+			return 0, err
+		}
+		big, err := p.requireWindowMicros(argTok[1], k, kind)
+		if err != nil {
+			return 0, err
+		}
+		if big%small != 0 {
+			what := "HOP slide must divide its size"
+			if kind == "cumulate" {
+				what = "CUMULATE step must divide its max size"
+			}
+			return 0, p.positioned(sqlerr.New(sqlerr.InvalidParameterValue, "%s (%d µs does not divide %d µs)", what, small, big), toks[argTok[0]])
+		}
+		n := big / small
+		if n > maxWindowsPerRow {
+			return 0, p.notSupported(toks[i], "%s puts each row in %d windows; at most %d are supported", strings.ToUpper(kind), n, maxWindowsPerRow)
+		}
+		r.emit("(", i, space)
+		for w := int64(0); w < n; w++ {
+			if w > 0 {
+				r.emit("union all", i, true)
+			}
+			if kind == "hop" {
+				// window_start = the row's last window's start - w slides.
+				startExpr := fmt.Sprintf("tumble_start(%s, pg_interval('%d microseconds')) - pg_interval('%d microseconds')", col, small, w*small)
+				r.emit("select *, "+startExpr+" as window_start, "+startExpr+" + pg_interval('"+strconv.FormatInt(big, 10)+" microseconds') as window_end from "+tbl, i, true)
+				if w > 0 {
+					r.emit("where "+col+" is not null", i, true)
+				}
+				continue
+			}
+			// window_start = the start of the row's max-sized window; the
+			// window ends w+1 steps after it and holds the rows before that.
+			startExpr := fmt.Sprintf("tumble_start(%s, pg_interval('%d microseconds'))", col, big)
+			endExpr := fmt.Sprintf("%s + pg_interval('%d microseconds')", startExpr, (w+1)*small)
+			r.emit("select *, "+startExpr+" as window_start, "+endExpr+" as window_end from "+tbl, i, true)
+			if w < n-1 {
+				r.emit("where "+col+" < "+endExpr, i, true)
+			}
+		}
+		r.emit(")", i, false)
 	}
-	if len(size.out) == 0 || size.emits {
-		return 0, p.syntaxError(toks[sizeFrom])
-	}
-	r.emit("(select *, tumble_start("+col+",", i, space)
-	r.out = append(r.out, size.out...)
-	r.emit(") as window_start, tumble_end("+col+",", i, false)
-	r.out = append(r.out, size.out...)
-	r.emit(") as window_end from "+tbl+")", i, false)
-	end = sizeTo + 1
 	if end < to && (toks[end].is("as") || toks[end].Kind == tQIdent || toks[end].Kind == tIdent && !notFuncKeywords[toks[end].Val] && !clauseKeywords[toks[end].Val]) {
 		return end, nil // the user's alias follows
 	}
-	r.emit(`as "tumble"`, i, true)
+	r.emit(`as "`+kind+`"`, i, true)
 	return end, nil
+}
+
+// maxWindowsPerRow bounds size/slide (HOP) and max/step (CUMULATE): each
+// window a row can be in is a branch of a UNION ALL.
+const maxWindowsPerRow = 64
+
+func errWindowSize(what string) error {
+	return sqlerr.New(sqlerr.InvalidParameterValue, "%s must be a positive interval without months", what)
+}
+
+// windowMicros reads toks[from:to] as an interval literal (INTERVAL 'text'
+// [unit] or INTERVAL n unit); ok is false if it is something else.
+func (p *parser) windowMicros(from, to int) (us int64, ok bool, err error) {
+	if !p.toks[from].is("interval") {
+		return 0, false, nil
+	}
+	save := p.i
+	defer func() { p.i = save }()
+	p.i = from + 1
+	text, err := p.intervalLiteral()
+	if err != nil || p.i != to {
+		return 0, false, nil
+	}
+	neg := strings.HasPrefix(strings.TrimSpace(text), "-")
+	us, ok = intervalMicros(strings.TrimPrefix(strings.TrimSpace(text), "-"))
+	if !ok {
+		return 0, true, p.positioned(errWindowSize("a window size"), p.toks[from])
+	}
+	if neg {
+		us = -us
+	}
+	return us, true, nil
+}
+
+// requireWindowMicros is windowMicros for HOP and CUMULATE, whose sizes
+// must be positive interval literals.
+func (p *parser) requireWindowMicros(from, to int, kind string) (int64, error) {
+	us, ok, err := p.windowMicros(from, to)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, p.notSupported(p.toks[from], "%s sizes must be interval literals such as INTERVAL '10' SECOND", strings.ToUpper(kind))
+	}
+	if us <= 0 {
+		return 0, p.positioned(errWindowSize(strings.ToUpper(kind)+" sizes"), p.toks[from])
+	}
+	return us, nil
 }
 
 // clauseKeywords may follow a FROM item and are not aliases.
