@@ -25,6 +25,7 @@ const (
 	nJoin
 	nRank
 	nUnion
+	nTemporal // a temporal filter (temporal.go)
 )
 
 // gnode is a node of a job's graph.
@@ -38,6 +39,7 @@ type gnode struct {
 	agg       *HashAgg
 	join      *HashJoin
 	rank      *rankSpec
+	temporal  *temporalSpec
 	ins       []*gedge // inputs (a join: left, right)
 	outs      []*gedge // a source's consumers (every other node has one)
 	par       int      // parallel instances
@@ -65,7 +67,7 @@ type graph struct {
 // stateful says the graph has a stateful operator.
 func (g *graph) stateful() bool {
 	for _, n := range g.nodes {
-		if n.kind == nAgg || n.kind == nJoin || n.kind == nRank {
+		if n.kind == nAgg || n.kind == nJoin || n.kind == nRank || n.kind == nTemporal {
 			return true
 		}
 	}
@@ -101,7 +103,7 @@ func compile(p Plan, parallelism int) (*graph, error) {
 	// plan keeps its ids as long as its shape is kept (one aggregate: 0).
 	var op uint32
 	for _, n := range g.nodes {
-		if n.kind == nAgg || n.kind == nJoin || n.kind == nRank {
+		if n.kind == nAgg || n.kind == nJoin || n.kind == nRank || n.kind == nTemporal {
 			n.op = op
 			op++
 		}
@@ -121,10 +123,16 @@ func (c *compiler) edge(p Plan) (*gedge, error) {
 	for {
 		switch n := p.(type) {
 		case *Filter:
+			if hasNow(n.Pred) {
+				break // a temporal filter is a node
+			}
 			stages = append(stages, n)
 			p = n.In
 			continue
 		case *Project:
+			if err := refuseNow(n.Exprs...); err != nil {
+				return nil, err
+			}
 			stages = append(stages, n)
 			p = n.In
 			continue
@@ -187,7 +195,17 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries cannot read AS OF snapshots")
 		}
 		return c.source(n.View, true), nil
+	case *Filter: // edge passes the others
+		return c.temporal(n)
 	case *HashAgg:
+		if err := refuseNow(n.Keys...); err != nil {
+			return nil, err
+		}
+		for _, a := range n.Aggs {
+			if err := refuseNow(a.Arg); err != nil {
+				return nil, err
+			}
+		}
 		g := &gnode{kind: nAgg, agg: n, par: 1}
 		if len(n.Keys) > 0 {
 			g.par = c.par
@@ -198,6 +216,9 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 		g.retracts = true // groups change: update_before/update_after
 		return c.add(g), nil
 	case *HashJoin:
+		if err := refuseNow(append(append([]expr.Expr{n.Residual}, n.LeftKeys...), n.RightKeys...)...); err != nil {
+			return nil, err
+		}
 		g := &gnode{kind: nJoin, join: n, par: 1}
 		if len(n.LeftKeys) > 0 {
 			g.par = c.par
@@ -246,11 +267,38 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 }
 
 func (c *compiler) rank(spec *rankSpec, in Plan, keys []expr.Expr) (*gnode, error) {
+	if err := refuseNow(spec.partition...); err != nil {
+		return nil, err
+	}
+	for _, k := range spec.order {
+		if err := refuseNow(k.E); err != nil {
+			return nil, err
+		}
+	}
 	g := &gnode{kind: nRank, rank: spec, par: 1, retracts: true}
 	if len(keys) > 0 {
 		g.par = c.par
 	}
 	if err := c.input(g, 0, in, keys); err != nil {
+		return nil, err
+	}
+	return c.add(g), nil
+}
+
+// temporal compiles a filter with a temporal conjunct into a temporal node
+// over its input, its other conjuncts a stage below it. It is one
+// instance: its rows are not keyed.
+func (c *compiler) temporal(f *Filter) (*gnode, error) {
+	spec, rest, err := splitTemporal(f)
+	if err != nil {
+		return nil, err
+	}
+	in := f.In
+	if rest != nil {
+		in = &Filter{In: f.In, Pred: rest}
+	}
+	g := &gnode{kind: nTemporal, temporal: spec, par: 1, retracts: true}
+	if err := c.input(g, 0, in, nil); err != nil {
 		return nil, err
 	}
 	return c.add(g), nil
@@ -441,6 +489,9 @@ func StateOperators(p Plan) (map[string]string, error) {
 				b.WriteString(tr(k))
 			}
 			b.WriteString(")")
+		case nTemporal:
+			name = "temporal"
+			fmt.Fprintf(&b, "rows(%s) deadline(%s) inclusive(%v)", typeList(n.ins[0].from.outTypes(n.ins[0])), in(0)(n.temporal.Deadline), n.temporal.Inclusive)
 		default:
 			continue
 		}
@@ -466,7 +517,7 @@ func (n *gnode) outTypes(e *gedge) []types.T {
 			return n.rank.window.Types()
 		}
 		return n.ins[0].from.outTypes(n.ins[0])
-	case nUnion:
+	case nUnion, nTemporal:
 		return n.ins[0].from.outTypes(n.ins[0])
 	}
 	return nil
@@ -520,7 +571,7 @@ func fromColumn(n *gnode, i int) string {
 			return traceThrough(&expr.ColRef{Idx: i}, n.ins[0].stages, n.ins[0].from)
 		}
 		return traceThrough(&expr.ColRef{Idx: i - nl}, n.ins[1].stages, n.ins[1].from)
-	case nUnion, nRank:
+	case nUnion, nRank, nTemporal:
 		if n.kind == nRank && n.rank.window != nil && i >= len(n.rank.window.In.Types()) {
 			return fmt.Sprintf("rank#%d.%d", n.op, i)
 		}

@@ -9,7 +9,7 @@ import (
 // (monitor/ draws it). It is a copy: holding it holds nothing of the job.
 type OperatorInfo struct {
 	ID          int    `json:"id"`
-	Kind        string `json:"kind"`   // source, aggregate, join, rank, union, sink
+	Kind        string `json:"kind"`   // source, aggregate, join, rank, temporal, union, sink
 	Detail      string `json:"detail"` // what it reads or computes, in SQL words
 	Parallelism int    `json:"parallelism"`
 	// Inputs are the IDs of the nodes feeding it, in input order.
@@ -48,6 +48,9 @@ func (j *Job) Graph() []OperatorInfo {
 		case nRank:
 			op.Kind, op.StateOp = "rank", int(n.op)
 			op.Detail = rankDetail(n.rank)
+		case nTemporal:
+			op.Kind, op.StateOp = "temporal", int(n.op)
+			op.Detail = n.temporal.Bound
 		case nUnion:
 			op.Kind, op.Detail = "union", fmt.Sprintf("%d inputs", len(n.ins))
 		}

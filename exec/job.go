@@ -65,6 +65,8 @@ type JobSpec struct {
 	// state no longer fits its cache the bound is halved (epochFull).
 	MaxEpochGroups int64
 	EpochFull      func()
+	// StateTTL is state.ttl: idle keys of joins expire (ttl.go); nil: never.
+	StateTTL *StateTTL
 	// IdleTimeout is stream.idle_timeout: a source partition that has had
 	// no rows for this long no longer holds the job's watermark back
 	// (watermark.go). 0: partitions never count as idle.

@@ -59,6 +59,8 @@ type joinOp struct {
 	budget   int64
 	spilled  bool
 	evicted  evictedFilter
+
+	ttl joinTTL // state.ttl (ttl.go)
 }
 
 // joinRowBytes and joinGroupBytes estimate the memory of a stored row and
@@ -90,6 +92,11 @@ type joinGroup struct {
 	hash uint64
 	// saved is the epoch whose commit holds the group's last change.
 	saved uint64
+	// state.ttl (ttl.go): idle is the time of the last barrier after a
+	// row touched the group (touched: in this epoch); queued says it is in
+	// the expiry queue; evicted that it went to the state table.
+	idle                     int64
+	touched, queued, evicted bool
 }
 
 type joinRow struct {
@@ -332,6 +339,7 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			o.groups[key] = g
 			o.bytes += joinGroupBytes + int64(len(key))
 		}
+		o.touch(g)
 		var r *joinRow
 		at := g.find(side, enc)
 		if at < 0 {
@@ -404,6 +412,9 @@ func (o *joinOp) residual(ectx *expr.Ctx, rec arrow.RecordBatch, side int, pi []
 
 // barrier writes the rows that changed in the epoch.
 func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
+	if err := o.expireIdle(ectx); err != nil {
+		return err
+	}
 	if w != nil {
 		for _, d := range o.dirty {
 			d.g.saved = b.Epoch
@@ -450,7 +461,7 @@ func (o *joinOp) evict(committed uint64) {
 		}
 		o.bytes -= joinGroupBytes + int64(len(g.key))
 		delete(o.groups, k)
-		g.gone = true
+		g.gone, g.evicted = true, true
 		o.evicted.add(g.hash)
 		o.spilled = true
 		o.j.Evicted.Add(1)

@@ -119,7 +119,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		switch n.kind {
 		case nAgg:
 			nagg += n.par
-		case nJoin, nRank:
+		case nJoin, nRank, nTemporal:
 			nops += n.par
 		}
 	}
@@ -206,6 +206,14 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				opSlot++
 				starts = append(starts, func() { j.goRun(func() error { return j.runOp(at, op, ins, o) }) })
 			}
+		case nTemporal:
+			op, err := j.temporalOp(n, outlets[out][0], spec.Reemit && root)
+			if err != nil {
+				return nil, err
+			}
+			ins, o, at := inputs[n][0], outlets[out][0], opSlot
+			opSlot++
+			starts = append(starts, func() { j.goRun(func() error { return j.runOp(at, op, ins, o) }) })
 		case nUnion:
 			ins, o := inputs[n][0], outlets[out][0]
 			starts = append(starts, func() { j.goRun(func() error { return j.runOp(-1, unionOp{o}, ins, o) }) })

@@ -190,8 +190,12 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if n.FromSavepoint != "" && !n.OrReplace {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "FROM SAVEPOINT needs CREATE OR REPLACE MATERIALIZED VIEW")
 	}
+	ttl, err := takeTTLOption(n.With)
+	if err != nil {
+		return nil, err
+	}
 	if len(n.With) > 0 && n.FromSavepoint == "" {
-		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "materialized view options apply to CREATE OR REPLACE ... FROM SAVEPOINT (allow_non_restored_state)")
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "materialized view options are state.ttl, and allow_non_restored_state with CREATE OR REPLACE ... FROM SAVEPOINT")
 	}
 	plan, err := (&bind.Binder{Cat: e, View: true}).BindQuery(rs)
 	if err != nil {
@@ -211,6 +215,9 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	}
 	def := &storage.TableDef{Name: n.Name, Kind: storage.KindView, SQL: n.Query.SQL,
 		Options: sourceOptions(sourcesOf(plan)), Owner: owner}
+	if ttl != "" {
+		def.Options["state.ttl"] = ttl
+	}
 	seen := map[string]bool{}
 	for _, c := range plan.Schema() {
 		if seen[c.Name] {

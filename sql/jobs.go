@@ -24,6 +24,7 @@ func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSp
 		StateCacheBytes: e.cache,
 		MaxEpochGroups:  exec.EpochGroups(e.cache),
 		EpochFull:       e.pokeCoordinator,
+		StateTTL:        exec.NewStateTTL(e.viewTTLLocked(def)),
 		IdleTimeout:     durationOf(e.settingLocked("stream.idle_timeout")),
 		OnWindowClose:   emitsOnWindowClose(def.SQL),
 		Now:             time.Now().UnixMicro()}

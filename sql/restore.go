@@ -348,8 +348,8 @@ func (e *Engine) alterView(n *parse.AlterView) (*Result, error) {
 	vals := map[string]string{}
 	for k, v := range n.Options {
 		k = strings.ToLower(k)
-		if !strings.HasPrefix(k, "restart.") {
-			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized materialized view option %q (allowed: restart.*)", k)
+		if !strings.HasPrefix(k, "restart.") && k != "state.ttl" {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized materialized view option %q (allowed: restart.*, state.ttl)", k)
 		}
 		nv, err := validateSetting(k, v)
 		if err != nil {
@@ -377,6 +377,9 @@ func (e *Engine) alterView(n *parse.AlterView) (*Result, error) {
 	}
 	if je := e.mu.jobs[n.Name]; je != nil {
 		je.backoff = nil // the next failure uses the new strategy
+	}
+	if _, ok := vals["state.ttl"]; ok {
+		e.applyStateTTLLocked()
 	}
 	return &Result{Tag: "ALTER MATERIALIZED VIEW"}, nil
 }

@@ -47,6 +47,7 @@ var dbSettings = map[string]settingDef{
 	"restart.reset_after":           {"1h", positiveDuration},
 	"job.error_policy":              {"fail", oneOf("fail", "skip")},
 	"stream.retention":              {"unbounded", durationOrUnbounded},
+	"state.ttl":                     {"off", durationOrOff}, // idle join keys expire (statettl.go)
 	"stream.idle_timeout":           {"off", durationOrOff},
 	"job.late_rows":                 {"drop", lateRowsPolicy},
 }
@@ -399,6 +400,9 @@ func (e *Engine) setSetting(name, value string, reset bool) error {
 		delete(e.mu.settings, name)
 	} else {
 		e.mu.settings[name] = value
+	}
+	if name == "state.ttl" {
+		e.applyStateTTLLocked()
 	}
 	e.mu.Unlock()
 	return nil
