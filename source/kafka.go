@@ -380,6 +380,7 @@ func (r *kafkaReader) start() error {
 		return sqlerr.New(sqlerr.InvalidParameterValue, "kafka client: %v", err)
 	}
 	r.cl = cl
+	r.checked = time.Now()
 	return nil
 }
 
@@ -395,6 +396,10 @@ func (r *kafkaReader) Close() error {
 	r.bls = nil
 	return nil
 }
+
+// healthEvery is how long a reader that reads nothing waits before it
+// asks the broker whether the topic is still there.
+const healthEvery = 3 * time.Second
 
 // pollWait is how long one Read waits for messages: short, so the job's
 // loop sees barriers promptly.
@@ -432,8 +437,18 @@ func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, er
 	r.buf = r.buf[:0]
 	fs.EachRecord(func(rec *kgo.Record) { r.buf = append(r.buf, rec) })
 	if len(r.buf) == 0 {
+		// The client retries an unreachable broker quietly: idle for a
+		// while, make sure the broker and the topic are there, so a
+		// broker that is down fails the job (RESTARTING, with the cause).
+		if time.Since(r.checked) >= healthEvery {
+			if _, err := topicPartitions(r.c.brokers, r.c.topic); err != nil {
+				return nil, err
+			}
+			r.checked = time.Now()
+		}
 		return nil, nil
 	}
+	r.checked = time.Now()
 	if r.bls == nil {
 		r.bls = make([]array.Builder, len(r.c.ts))
 		for i, t := range r.c.ts {
