@@ -207,7 +207,7 @@ func TestKafkaSink(t *testing.T) {
 	wantCode(t, "json over a GROUP BY view", err, "0A000")
 	_, err = c.Exec(context.Background(), "CREATE SINK bad FROM per_user "+with("raw", "avro"))
 	wantCode(t, "format avro", err, "22023")
-	_, err = c.Exec(context.Background(), "CREATE SINK bad FROM per_user "+with("nope", "json"))
+	_, err = c.Exec(context.Background(), "CREATE SINK bad FROM per_user "+with("nope", "upsert-json"))
 	wantCode(t, "missing topic", err, "42704")
 	_, err = c.Exec(context.Background(), "CREATE SINK counts_out FROM per_user "+with("counts", "upsert-json"))
 	wantCode(t, "duplicate sink", err, "42710")
