@@ -534,5 +534,3 @@ func appendJSONDatum(b []byte, d types.Datum, t types.T) []byte {
 	q, _ := json.Marshal(types.TextOf(d, t))
 	return append(b, q...)
 }
-
-

@@ -230,7 +230,9 @@ func Admin(brokers []string) (*kgo.Client, error) {
 const adminTimeout = 10 * time.Second
 
 // TopicPartitions asks the brokers how many partitions topic has.
-func TopicPartitions(brokers []string, topic string) (int, error) { return topicPartitions(brokers, topic) }
+func TopicPartitions(brokers []string, topic string) (int, error) {
+	return topicPartitions(brokers, topic)
+}
 
 // topicPartitions asks the brokers how many partitions topic has: 08000
 // if they cannot be reached, 42704 if the topic does not exist.
