@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/source"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
@@ -34,6 +35,8 @@ import (
 type SinkSpec struct {
 	Def  *storage.SinkDef
 	View *storage.TableDef
+	// KeyCols are the view's key columns (SinkKeyCols; none: the row).
+	KeyCols []int
 	// AtLeastOnce writes without transactions (checkpoint.mode =
 	// 'at_least_once' when the sink was created).
 	AtLeastOnce bool
@@ -105,6 +108,47 @@ func parseKafkaSinkOpts(opts map[string]string) (kafkaSinkOpts, error) {
 		}
 	}
 	return o, nil
+}
+
+// SinkKeyCols returns the view's key columns for a sink's record keys:
+// the catalog's key, else, for a view over a grouping, its output columns
+// that are the group keys; none (the whole row) otherwise.
+func SinkKeyCols(view *storage.TableDef, p Plan) []int {
+	if len(view.KeyCols) > 0 {
+		return view.KeyCols
+	}
+	var proj *Project
+	if pr, ok := p.(*Project); ok {
+		proj, p = pr, pr.In
+	}
+	for {
+		f, ok := p.(*Filter) // HAVING
+		if !ok {
+			break
+		}
+		p = f.In
+	}
+	agg, ok := p.(*HashAgg)
+	if !ok || len(agg.Keys) == 0 {
+		return nil
+	}
+	if proj == nil {
+		out := make([]int, len(agg.Keys))
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	var out []int
+	for i, e := range proj.Exprs {
+		if c, ok := e.(*expr.ColRef); ok && c.Idx < len(agg.Keys) {
+			out = append(out, i)
+		}
+	}
+	if len(out) < len(agg.Keys) {
+		return nil // a group key not in the output: the whole row is the key
+	}
+	return out
 }
 
 // AppendOnly reports whether a view's plan only ever inserts rows: scans of
@@ -253,7 +297,7 @@ func (s *KafkaSink) runOnce(ctx context.Context) error {
 		}
 	}
 	s.setPosition(pos)
-	enc := newSinkEncoder(s.spec.Def.Name, s.o.format, view)
+	enc := newSinkEncoder(s.spec.Def.Name, s.o.format, view, s.spec.KeyCols)
 	for {
 		start, end, changed, err := s.db.LogBounds(view.ID, 0)
 		if err != nil {
@@ -362,7 +406,7 @@ func (s *KafkaSink) sendSnapshot(ctx context.Context, cl *kgo.Client) (uint64, e
 		return 0, err
 	}
 	defer snap.Close()
-	enc := newSinkEncoder(s.spec.Def.Name, s.o.format, s.spec.View)
+	enc := newSinkEncoder(s.spec.Def.Name, s.o.format, s.spec.View, s.spec.KeyCols)
 	enc.reset(end)
 	ectx := &Ctx{Context: ctx, DB: s.db, Snap: snap}
 	err = scanView(ectx, &ScanView{View: s.spec.View, Snap: snap}, func(rec arrow.RecordBatch) error {
@@ -390,8 +434,8 @@ type sinkEncoder struct {
 	buf          []byte
 }
 
-func newSinkEncoder(name, format string, view *storage.TableDef) *sinkEncoder {
-	e := &sinkEncoder{name: name, format: format, view: view, keyCols: view.KeyCols}
+func newSinkEncoder(name, format string, view *storage.TableDef, keyCols []int) *sinkEncoder {
+	e := &sinkEncoder{name: name, format: format, view: view, keyCols: keyCols}
 	for _, c := range view.Columns {
 		e.ts = append(e.ts, c.Type)
 	}

@@ -58,7 +58,11 @@ func (e *Engine) startSinkLocked(d *storage.SinkDef) error {
 	if !ok {
 		return sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", d.View)
 	}
-	s, err := exec.StartKafkaSink(e.db, exec.SinkSpec{Def: d, View: view, AtLeastOnce: d.Options["__mode"] == "at_least_once"})
+	var keys []int
+	if plan, err := e.planView(view); err == nil {
+		keys = exec.SinkKeyCols(view, plan)
+	}
+	s, err := exec.StartKafkaSink(e.db, exec.SinkSpec{Def: d, View: view, KeyCols: keys, AtLeastOnce: d.Options["__mode"] == "at_least_once"})
 	if err != nil {
 		return err
 	}
