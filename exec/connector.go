@@ -2,6 +2,8 @@ package exec
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,7 +19,17 @@ func Connector(t *storage.TableDef) (source.Connector, error) {
 	for i, c := range t.Columns {
 		cols[i] = source.Column{Name: c.Name, Type: c.Type}
 	}
-	return source.New(cols, t.Options)
+	opts := t.Options
+	if t.Partitions > 0 {
+		// A stored source's split count: a connector that would ask its
+		// system (kafka) takes it instead.
+		opts = make(map[string]string, len(t.Options)+1)
+		for k, v := range t.Options {
+			opts[k] = v
+		}
+		opts["__splits"] = strconv.Itoa(t.Partitions)
+	}
+	return source.New(cols, opts)
 }
 
 // openConnector positions each split of a connector source at the job's
@@ -91,6 +103,14 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		}
 		if err != nil {
 			return false, err
+		}
+		if br, ok := r.(source.BadReporter); ok {
+			if err := j.badMessages(s, w, br.TakeBad()); err != nil {
+				if rec != nil {
+					rec.Release()
+				}
+				return false, err
+			}
 		}
 		if rec == nil {
 			return false, nil
@@ -300,4 +320,26 @@ func (s *jobSource) connEnd(p int) uint64 {
 		return uint64(end)
 	}
 	return s.offsets[p].Load()
+}
+
+// badMessages applies job.error_policy to messages a connector could not
+// decode: the job fails naming the first one's split and offset, or each
+// is recorded (streamdb_job_errors) with the epoch and skipped.
+func (j *Job) badMessages(s *jobSource, w *storage.Batch, bad []source.BadMessage) error {
+	for _, b := range bad {
+		if !j.spec.SkipErrors {
+			return &sqlerr.Error{Code: b.Code, Msg: b.Err,
+				Detail: fmt.Sprintf("source %s, partition %d, offset %d: message %q", s.n.src.Name, b.Split, b.Offset, truncateText(b.Raw, 200))}
+		}
+		w.PutJobError(j.spec.ID, storage.JobError{Job: j.spec.Name, Stream: s.n.src.Name,
+			Partition: uint32(b.Split), Offset: b.Offset, Code: b.Code, Message: b.Err, Row: truncateText(b.Raw, 1000), At: time.Now().UTC()})
+	}
+	return nil
+}
+
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

@@ -85,7 +85,7 @@ func New(cols []Column, opts map[string]string) (Connector, error) {
 	o := newOptions(opts)
 	name, ok := o.take("connector")
 	if !ok {
-		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"connector\" is required (nexmark or datagen)")
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"connector\" is required (nexmark, datagen or kafka)")
 	}
 	var (
 		c   Connector
@@ -96,14 +96,17 @@ func New(cols []Column, opts map[string]string) (Connector, error) {
 		c, err = newNexmark(cols, o)
 	case "datagen":
 		c, err = newDatagen(cols, o)
-	case "kafka", "file":
+	case "kafka":
+		c, err = newKafka(cols, o)
+	case "file":
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "connector %q is not supported yet", name)
 	default:
-		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"connector\": unknown connector %q (nexmark or datagen)", name)
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"connector\": unknown connector %q (nexmark, datagen or kafka)", name)
 	}
 	if err != nil {
 		return nil, err
 	}
+	o.take(kafkaSplitsKey) // the stored split count: only kafka reads it
 	if err := o.unused(name); err != nil {
 		return nil, err
 	}

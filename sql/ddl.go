@@ -94,6 +94,13 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 	case parse.ObjSource:
 		tag, want = "DROP SOURCE", storage.KindSource
 	}
+	if n.Kind == parse.ObjView {
+		for _, name := range n.Names {
+			if sinks := e.sinksOn(name); len(sinks) > 0 {
+				return nil, sqlerr.New(sqlerr.DependentObjectsExist, "cannot drop materialized view %q because sink %q reads it", name, sinks[0])
+			}
+		}
+	}
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
 	e.mu.Lock()

@@ -61,6 +61,7 @@ type Engine struct {
 	queryMem   *exec.MemPool // the memory of running batch queries (query.go)
 	rr         atomic.Uint32 // round-robin partition choice for inserts
 	streams    atomic.Uint64 // change streams started
+	sinks      sinkSet       // CREATE SINK (sinks.go)
 
 	snaps         openSnaps
 	restartEvents restartLog // job failures and restarts (monitor.go)
@@ -174,6 +175,10 @@ func Open(cfg Config) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := e.loadSinks(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	for _, t := range defs {
 		if t.Kind == storage.KindView && t.Options["stopped"] == "true" {
 			e.mu.jobs[t.Name] = &jobEntry{state: exec.JobStopped}
@@ -198,6 +203,7 @@ func Open(cfg Config) (*Engine, error) {
 		defer close(e.done)
 		e.coord.Run(ctx)
 	}()
+	e.startSinks()
 	e.supervised = make(chan struct{})
 	go func() {
 		defer close(e.supervised)
@@ -209,6 +215,7 @@ func Open(cfg Config) (*Engine, error) {
 // Close stops the coordinator and every job (taking no new checkpoint) and
 // closes the database cleanly.
 func (e *Engine) Close() error {
+	e.stopSinks()
 	e.cancel()
 	<-e.done
 	<-e.supervised

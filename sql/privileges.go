@@ -132,6 +132,8 @@ func (s *Session) authorize(st *Stmt) error {
 		return s.authorizeSet(n.Name)
 	case *parse.Checkpoint:
 		return mustBeSuperuser("do CHECKPOINT")
+	case *parse.CreateSink, *parse.DropSink:
+		return mustBeSuperuser("create or drop sinks")
 	case *parse.CreateSavepoint:
 		return mustBeSuperuser("create savepoints")
 	case *parse.Restore:

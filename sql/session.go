@@ -250,6 +250,10 @@ func (s *Session) dispatch(ctx context.Context, st *Stmt, params []types.Datum) 
 		return s.e.createTable(n, s.user)
 	case *parse.CreateSource:
 		return s.e.createSource(n, s.user)
+	case *parse.CreateSink:
+		return s.e.createSink(ctx, n, s.user)
+	case *parse.DropSink:
+		return s.e.dropSink(n)
 	case *parse.CreateView:
 		return s.e.createView(ctx, n, s.user)
 	case *parse.CreatePlainView:

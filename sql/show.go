@@ -179,6 +179,8 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			return e.showRoles(), nil
 		case "sources":
 			return e.showSources(), nil
+		case "sinks":
+			return e.showSinks(), nil
 		}
 	case *parse.ShowCreate:
 		d, ok := e.Table(n.Name)

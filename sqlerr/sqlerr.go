@@ -39,6 +39,7 @@ const (
 	WrongObjectType         = "42809"
 	CantChangeRuntimeParam  = "55P02"
 	ProtocolViolation       = "08P01"
+	ConnectionException     = "08000"
 	FeatureNotSupported     = "0A000"
 	ObjectNotInPrereqState  = "55000"
 	QueryCanceled           = "57014"

@@ -233,6 +233,21 @@ func TestKeyPrefixesDoNotOverlap(t *testing.T) {
 	if err != nil || len(roles) != 1 || roles[0].Name != "alice" {
 		t.Fatalf("roles after a published COPY: %v, %v", roles, err)
 	}
+	// A sink's entry (w/) is neither a role nor a catalog entry.
+	b = db.Pebble().NewBatch()
+	PutSink(b, &SinkDef{ID: 9, Name: "alice", View: "v"})
+	if err := b.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if roles, err := db.LoadRoles(); err != nil || len(roles) != 1 {
+		t.Fatalf("roles after CREATE SINK: %v, %v", roles, err)
+	}
+	if defs, err := db.LoadCatalog(); err != nil || len(defs) != 0 {
+		t.Fatalf("catalog after CREATE SINK: %v, %v", defs, err)
+	}
+	if sinks, err := db.LoadSinks(); err != nil || len(sinks) != 1 || sinks[0].Name != "alice" {
+		t.Fatalf("sinks: %v, %v", sinks, err)
+	}
 	b = db.Pebble().NewBatch()
 	DeleteTable(b, &TableDef{Name: "t", ID: 1})
 	if err := b.Commit(nil); err != nil {

@@ -55,6 +55,20 @@ type CreateTable struct {
 	SQL          string
 }
 
+// CreateSink is CREATE SINK [IF NOT EXISTS] name FROM view WITH (k = v, ...).
+type CreateSink struct {
+	Name        string
+	From        string
+	IfNotExists bool
+	With        map[string]string
+}
+
+// DropSink is DROP SINK [IF EXISTS] name.
+type DropSink struct {
+	Name     string
+	IfExists bool
+}
+
 // CreateSource is CREATE SOURCE [IF NOT EXISTS] name (cols..., [WATERMARK FOR ...])
 // WITH (connector = '...', ...): CREATE TABLE's form, whose WITH options
 // go to the connector.
@@ -178,6 +192,8 @@ type Discard struct{ Deallocate, Name string }
 func (*Query) stmt()           {}
 func (*CreateTable) stmt()     {}
 func (*CreateSource) stmt()    {}
+func (*CreateSink) stmt()      {}
+func (*DropSink) stmt()        {}
 func (*CreateView) stmt()      {}
 func (*Drop) stmt()            {}
 func (*Copy) stmt()            {}

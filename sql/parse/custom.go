@@ -313,6 +313,38 @@ func (p *parser) createSource() (*CreateSource, error) {
 	return &CreateSource{CreateTable: *ct}, nil
 }
 
+// createSink parses CREATE SINK; the cursor is after SINK.
+func (p *parser) createSink() (*CreateSink, error) {
+	n := &CreateSink{IfNotExists: p.accept("if", "not", "exists")}
+	var err error
+	if n.Name, err = p.relName(); err != nil {
+		return nil, err
+	}
+	if !p.accept("from") {
+		return nil, p.syntaxError(p.at())
+	}
+	if n.From, err = p.relName(); err != nil {
+		return nil, err
+	}
+	if !p.accept("with") {
+		return nil, p.positioned(sqlerr.New(sqlerr.InvalidParameterValue, "CREATE SINK needs WITH (connector = ...)"), p.at())
+	}
+	if n.With, err = p.options(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// dropSink parses DROP SINK; the cursor is after SINK.
+func (p *parser) dropSink() (Statement, error) {
+	n := &DropSink{IfExists: p.accept("if", "exists")}
+	var err error
+	if n.Name, err = p.relName(); err != nil {
+		return nil, err
+	}
+	return n, p.end()
+}
+
 // columnDef parses name type [NOT NULL | NULL | PRIMARY KEY]...
 func (p *parser) columnDef() (ColumnDef, error) {
 	var col ColumnDef
@@ -824,6 +856,7 @@ var showObjects = []struct {
 	{[]string{"savepoints"}, "savepoints"},
 	{[]string{"roles"}, "roles"},
 	{[]string{"sources"}, "sources"},
+	{[]string{"sinks"}, "sinks"},
 }
 
 // show parses SHOW; the cursor is after SHOW.

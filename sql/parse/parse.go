@@ -65,6 +65,8 @@ func (p *parser) statement() (Statement, error) {
 			s, err = p.createTable()
 		case p.accept("source"):
 			s, err = p.createSource()
+		case p.accept("sink"):
+			s, err = p.createSink()
 		case p.accept("materialized", "view"):
 			s, err = p.createView(false)
 		case p.accept("or", "replace", "materialized", "view"):
@@ -94,6 +96,8 @@ func (p *parser) statement() (Statement, error) {
 			return p.drop(ObjSavepoint)
 		case p.accept("source"):
 			return p.drop(ObjSource)
+		case p.accept("sink"):
+			return p.dropSink()
 		case p.accept("view"):
 			return p.drop(ObjPlainView)
 		case p.accept("role"), p.accept("user"):

@@ -1,0 +1,580 @@
+package exec
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/source"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A Kafka sink (CREATE SINK ... WITH (connector = 'kafka')) writes a
+// view's changes to a topic. It reads the view's changelog, which holds
+// only committed epochs, so everything it sends is durable in streamdb
+// first: the checkpoint (epoch commit) is phase one, the Kafka transaction
+// phase two. Each transaction carries, in every record's headers, the
+// changelog position it ends at (streamdb.pos) and the sink's name
+// (streamdb.sink), so the commit of the records and of the sink's
+// position are one atomic act in Kafka. After a crash the sink re-inits
+// its transactional id (the broker aborts a transaction left open), reads
+// the position of its last committed transaction back from the topic and
+// goes on from there: changes up to it were committed once, changes after
+// it are sent again in a new transaction. See docs/DECISIONS.md.
+
+// SinkSpec describes a running sink.
+type SinkSpec struct {
+	Def  *storage.SinkDef
+	View *storage.TableDef
+	// KeyCols are the view's key columns (SinkKeyCols; none: the row).
+	KeyCols []int
+	// AtLeastOnce writes without transactions (checkpoint.mode =
+	// 'at_least_once' when the sink was created).
+	AtLeastOnce bool
+}
+
+// kafkaSinkOpts are a Kafka sink's WITH options, validated.
+type kafkaSinkOpts struct {
+	topic   string
+	brokers []string
+	format  string // upsert-json, debezium-json, json
+}
+
+// CheckKafkaSink validates a sink's WITH options against its view (22023
+// for a bad option, 0A000 for format 'json' over a view that retracts) and
+// that the topic exists (42704) on reachable brokers (08000).
+func CheckKafkaSink(opts map[string]string, view *storage.TableDef, viewPlan Plan) error {
+	o, err := parseKafkaSinkOpts(opts)
+	if err != nil {
+		return err
+	}
+	if o.format == "json" && !AppendOnly(viewPlan) {
+		return sqlerr.New(sqlerr.FeatureNotSupported, "format 'json' needs an append-only view, and %q updates or deletes rows: use format 'upsert-json' or 'debezium-json'", view.Name)
+	}
+	_, err = source.TopicPartitions(o.brokers, o.topic)
+	return err
+}
+
+func parseKafkaSinkOpts(opts map[string]string) (kafkaSinkOpts, error) {
+	var o kafkaSinkOpts
+	seen := map[string]bool{}
+	get := func(k string) (string, bool) {
+		for ok, v := range opts {
+			if strings.ReplaceAll(strings.ToLower(ok), "-", "_") == k {
+				seen[ok] = true
+				return strings.TrimSpace(v), true
+			}
+		}
+		return "", false
+	}
+	if c, _ := get("connector"); !strings.EqualFold(c, "kafka") {
+		if c == "" {
+			return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"connector\" is required (kafka)")
+		}
+		return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"connector\": unknown sink connector %q (kafka)", c)
+	}
+	var ok bool
+	if o.topic, ok = get("topic"); !ok || o.topic == "" {
+		return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"topic\" is required for a kafka sink")
+	}
+	servers, ok := get("properties.bootstrap.servers")
+	if !ok || servers == "" {
+		return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"properties.bootstrap.servers\" is required for a kafka sink")
+	}
+	var err error
+	if o.brokers, err = source.ParseBrokers(servers); err != nil {
+		return o, err
+	}
+	f, _ := get("format")
+	switch o.format = strings.ToLower(f); o.format {
+	case "":
+		o.format = "upsert-json"
+	case "upsert-json", "debezium-json", "json":
+	default:
+		return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"format\" must be upsert-json, debezium-json or json, not %q", f)
+	}
+	for k := range opts {
+		if !seen[k] && !strings.HasPrefix(k, "__") {
+			return o, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized option %q for a kafka sink", k)
+		}
+	}
+	return o, nil
+}
+
+// SinkKeyCols returns the view's key columns for a sink's record keys:
+// the catalog's key, else, for a view over a grouping, its output columns
+// that are the group keys; none (the whole row) otherwise.
+func SinkKeyCols(view *storage.TableDef, p Plan) []int {
+	if len(view.KeyCols) > 0 {
+		return view.KeyCols
+	}
+	var proj *Project
+	if pr, ok := p.(*Project); ok {
+		proj, p = pr, pr.In
+	}
+	for {
+		f, ok := p.(*Filter) // HAVING
+		if !ok {
+			break
+		}
+		p = f.In
+	}
+	agg, ok := p.(*HashAgg)
+	if !ok || len(agg.Keys) == 0 {
+		return nil
+	}
+	if proj == nil {
+		out := make([]int, len(agg.Keys))
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	var out []int
+	for i, e := range proj.Exprs {
+		if c, ok := e.(*expr.ColRef); ok && c.Idx < len(agg.Keys) {
+			out = append(out, i)
+		}
+	}
+	if len(out) < len(agg.Keys) {
+		return nil // a group key not in the output: the whole row is the key
+	}
+	return out
+}
+
+// AppendOnly reports whether a view's plan only ever inserts rows: scans of
+// streams and sources under filters, projections and unions.
+func AppendOnly(p Plan) bool {
+	switch n := p.(type) {
+	case *ScanStream:
+		return n.Table.Kind == storage.KindStream || n.Table.Kind == storage.KindSource
+	case *Filter:
+		return AppendOnly(n.In)
+	case *Project:
+		return AppendOnly(n.In)
+	case *Union:
+		for _, in := range n.Ins {
+			if !AppendOnly(in) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// SinkStatus is what SHOW SINKS shows of a running sink.
+type SinkStatus struct {
+	State    string // RUNNING, RESTARTING, STOPPED
+	Position uint64 // committed changelog position
+	Sent     int64  // records committed since the server started
+	LastErr  string
+}
+
+// KafkaSink is a running Kafka sink.
+type KafkaSink struct {
+	db     *storage.DB
+	spec   SinkSpec
+	o      kafkaSinkOpts
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu     sync.Mutex
+	status SinkStatus
+}
+
+// StartKafkaSink starts a sink; it runs until Stop, retrying (with the
+// cause in its status) while the broker is unreachable or the topic gone.
+func StartKafkaSink(db *storage.DB, spec SinkSpec) (*KafkaSink, error) {
+	o, err := parseKafkaSinkOpts(spec.Def.Options)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &KafkaSink{db: db, spec: spec, o: o, cancel: cancel, done: make(chan struct{})}
+	s.status.State = "RUNNING"
+	go s.run(ctx)
+	return s, nil
+}
+
+// Stop stops the sink and waits for it.
+func (s *KafkaSink) Stop() {
+	s.cancel()
+	<-s.done
+}
+
+// Status returns the sink's state.
+func (s *KafkaSink) Status() SinkStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// TransactionalID is the sink's transactional id: stable per sink and
+// split (a changelog has one partition, so one split).
+func (s *KafkaSink) TransactionalID() string {
+	return fmt.Sprintf("streamdb-sink-%s-%d-0", s.spec.Def.Name, s.spec.Def.ID)
+}
+
+func (s *KafkaSink) run(ctx context.Context) {
+	defer close(s.done)
+	delay := 250 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.runOnce(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		se := sqlerr.As(err)
+		s.mu.Lock()
+		s.status.State, s.status.LastErr = "RESTARTING", se.Code+": "+se.Msg
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+	s.mu.Lock()
+	s.status.State = "STOPPED"
+	s.mu.Unlock()
+}
+
+// maxTxnRows bounds the changelog rows one transaction carries.
+const maxTxnRows = 50000
+
+func (s *KafkaSink) runOnce(ctx context.Context) error {
+	if _, err := source.TopicPartitions(s.o.brokers, s.o.topic); err != nil {
+		return err
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(s.o.brokers...), kgo.DefaultProduceTopic(s.o.topic),
+		kgo.RecordRetries(10), kgo.ProducerLinger(0)}
+	if !s.spec.AtLeastOnce {
+		opts = append(opts, kgo.TransactionalID(s.TransactionalID()), kgo.TransactionTimeout(time.Minute))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return sqlerr.New(sqlerr.InvalidParameterValue, "kafka client: %v", err)
+	}
+	defer cl.Close()
+	if !s.spec.AtLeastOnce {
+		// Init the producer id: the broker aborts a transaction the
+		// previous incarnation of this id left open (fencing it).
+		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, _, err := cl.ProducerID(ictx)
+		cancel()
+		if err != nil {
+			return sqlerr.New(sqlerr.ConnectionException, "kafka sink %s: init transactional id %s: %v", s.spec.Def.Name, s.TransactionalID(), err)
+		}
+	}
+	pos, found, err := source.LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name)
+	if err != nil {
+		return err
+	}
+	view := s.spec.View
+	if !found {
+		stored, ok, err := s.db.LoadOffset(s.spec.Def.ID, view.ID, 0)
+		if err != nil {
+			return err
+		}
+		if ok {
+			pos, found = stored, true
+		}
+	}
+	if !found {
+		// A new sink: the view's rows as inserts, then its changes from
+		// the same instant.
+		if pos, err = s.sendSnapshot(ctx, cl); err != nil {
+			return err
+		}
+	}
+	s.setPosition(pos)
+	enc := newSinkEncoder(s.spec.Def.Name, s.o.format, view, s.spec.KeyCols)
+	for {
+		start, end, changed, err := s.db.LogBounds(view.ID, 0)
+		if err != nil {
+			return err
+		}
+		if pos < start {
+			return sqlerr.New(sqlerr.DataCorrupted, "sink %s: the changelog of %s starts at %d, past the sink's position %d", s.spec.Def.Name, view.Name, start, pos)
+		}
+		if pos >= end {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-changed:
+			case <-time.After(3 * time.Second):
+				// Idle: make sure the broker and the topic are there.
+				if _, err := source.TopicPartitions(s.o.brokers, s.o.topic); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		to := min(end, pos+maxTxnRows)
+		enc.reset(to)
+		err = s.db.ReadLog(memoryPool, view.ID, 0, pos, to, func(_ uint64, rec arrow.RecordBatch) error {
+			defer rec.Release()
+			return enc.add(rec)
+		})
+		if err != nil {
+			return err
+		}
+		if err := s.commit(ctx, cl, enc.recs); err != nil {
+			return err
+		}
+		pos = to
+		s.setPosition(pos)
+	}
+}
+
+// commit sends recs in one transaction (or, at least once, plainly) and
+// records the position they end at.
+func (s *KafkaSink) commit(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	name := s.spec.Def.Name
+	if !s.spec.AtLeastOnce {
+		if err := cl.BeginTransaction(); err != nil {
+			return sqlerr.New(sqlerr.ConnectionException, "kafka sink %s: begin transaction: %v", name, err)
+		}
+	}
+	var (
+		mu   sync.Mutex
+		perr error
+	)
+	for _, r := range recs {
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if perr == nil {
+					perr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil && perr == nil {
+		perr = err
+	}
+	if perr != nil {
+		if !s.spec.AtLeastOnce {
+			_ = cl.EndTransaction(context.Background(), kgo.TryAbort)
+		}
+		return sqlerr.New(sqlerr.ConnectionException, "kafka sink %s: produce to %s: %v", name, s.o.topic, perr)
+	}
+	if err := failpoint(name, "sink_precommit"); err != nil {
+		return err
+	}
+	if !s.spec.AtLeastOnce {
+		if err := cl.EndTransaction(context.Background(), kgo.TryCommit); err != nil {
+			return sqlerr.New(sqlerr.ConnectionException, "kafka sink %s: commit: %v", name, err)
+		}
+	}
+	if err := failpoint(name, "sink_postcommit"); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.status.Sent += int64(len(recs))
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *KafkaSink) setPosition(pos uint64) {
+	s.mu.Lock()
+	s.status.Position, s.status.State, s.status.LastErr = pos, "RUNNING", ""
+	s.mu.Unlock()
+	// Pins the changelog (retention) and goes into checkpoints; the
+	// topic's headers stay the truth.
+	_ = s.db.PutSinkPosition(s.spec.Def.ID, s.spec.View.ID, pos)
+}
+
+// sendSnapshot sends the view's rows as inserts in one transaction that
+// ends at the changelog position of the same instant.
+func (s *KafkaSink) sendSnapshot(ctx context.Context, cl *kgo.Client) (uint64, error) {
+	snap, end, err := s.db.ViewSnapshot(s.spec.View.ID)
+	if err != nil {
+		return 0, err
+	}
+	defer snap.Close()
+	enc := newSinkEncoder(s.spec.Def.Name, s.o.format, s.spec.View, s.spec.KeyCols)
+	enc.reset(end)
+	ectx := &Ctx{Context: ctx, DB: s.db, Snap: snap}
+	err = scanView(ectx, &ScanView{View: s.spec.View, Snap: snap}, func(rec arrow.RecordBatch) error {
+		defer rec.Release()
+		return enc.addRows(rec, nil)
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := s.commit(ctx, cl, enc.recs); err != nil {
+		return 0, err
+	}
+	return end, nil
+}
+
+// sinkEncoder turns changelog blocks into Kafka records.
+type sinkEncoder struct {
+	name, format string
+	view         *storage.TableDef
+	keyCols      []int
+	ts           []types.T
+	headers      []kgo.RecordHeader
+	recs         []*kgo.Record
+	before       []byte // debezium: a pending update_before row
+	buf          []byte
+}
+
+func newSinkEncoder(name, format string, view *storage.TableDef, keyCols []int) *sinkEncoder {
+	e := &sinkEncoder{name: name, format: format, view: view, keyCols: keyCols}
+	for _, c := range view.Columns {
+		e.ts = append(e.ts, c.Type)
+	}
+	if len(e.keyCols) == 0 {
+		for i := range view.Columns {
+			e.keyCols = append(e.keyCols, i)
+		}
+	}
+	return e
+}
+
+// reset starts a transaction's records, which end at changelog position to.
+func (e *sinkEncoder) reset(to uint64) {
+	e.recs = e.recs[:0]
+	e.before = nil
+	e.headers = []kgo.RecordHeader{{Key: "streamdb.sink", Value: []byte(e.name)},
+		{Key: "streamdb.pos", Value: []byte(strconv.FormatUint(to, 10))}}
+}
+
+// add encodes a changelog block: the view's columns, then the op.
+func (e *sinkEncoder) add(rec arrow.RecordBatch) error {
+	n := int(rec.NumRows())
+	opCol := rec.Column(int(rec.NumCols()) - 1)
+	ops := make([]Op, n)
+	for i := 0; i < n; i++ {
+		ops[i] = Op(types.DatumAt(opCol, i, types.TInt64).I)
+	}
+	return e.addRows(rec, ops)
+}
+
+func (e *sinkEncoder) addRows(rec arrow.RecordBatch, ops []Op) error {
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		op := OpInsert
+		if ops != nil {
+			op = ops[i]
+		}
+		key := e.object(rec, i, e.keyCols)
+		switch e.format {
+		case "json":
+			if op.Sign() < 0 {
+				return sqlerr.New(sqlerr.FeatureNotSupported, "sink %s: format 'json' got a retraction from view %s", e.name, e.view.Name)
+			}
+			e.emit(nil, e.object(rec, i, nil))
+		case "upsert-json":
+			switch op {
+			case OpUpdateBefore:
+			case OpDelete:
+				e.emit(key, nil)
+			default:
+				e.emit(key, e.object(rec, i, nil))
+			}
+		case "debezium-json":
+			row := e.object(rec, i, nil)
+			switch op {
+			case OpUpdateBefore:
+				if e.before != nil {
+					e.emit(key, debezium(e.before, nil, "d"))
+				}
+				e.before = row
+			case OpUpdateAfter:
+				if e.before != nil {
+					e.emit(key, debezium(e.before, row, "u"))
+					e.before = nil
+				} else {
+					e.emit(key, debezium(nil, row, "c"))
+				}
+			case OpDelete:
+				e.emit(key, debezium(row, nil, "d"))
+			default:
+				e.emit(key, debezium(nil, row, "c"))
+			}
+		}
+	}
+	return nil
+}
+
+func debezium(before, after []byte, op string) []byte {
+	b := []byte(`{"before":`)
+	if before == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, before...)
+	}
+	b = append(b, `,"after":`...)
+	if after == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, after...)
+	}
+	return append(b, `,"op":"`+op+`"}`...)
+}
+
+func (e *sinkEncoder) emit(key, val []byte) {
+	e.recs = append(e.recs, &kgo.Record{Key: key, Value: val, Headers: e.headers})
+}
+
+// object encodes row i's columns cols (nil: all) as a JSON object.
+func (e *sinkEncoder) object(rec arrow.RecordBatch, i int, cols []int) []byte {
+	b := []byte{'{'}
+	first := true
+	put := func(c int) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		name, _ := json.Marshal(e.view.Columns[c].Name)
+		b = append(append(b, name...), ':')
+		b = appendJSONDatum(b, types.DatumAt(rec.Column(c), i, e.ts[c]), e.ts[c])
+	}
+	if cols == nil {
+		for c := range e.ts {
+			put(c)
+		}
+	} else {
+		for _, c := range cols {
+			put(c)
+		}
+	}
+	return append(b, '}')
+}
+
+// appendJSONDatum writes a value as JSON: numbers and booleans as such,
+// everything else as its PostgreSQL text in a string.
+func appendJSONDatum(b []byte, d types.Datum, t types.T) []byte {
+	if d.Null {
+		return append(b, "null"...)
+	}
+	switch t.Kind {
+	case types.Bool, types.Int16, types.Int32, types.Int64:
+		return types.AppendText(b, d, t)
+	case types.Float32, types.Float64, types.Numeric:
+		txt := types.AppendText(nil, d, t)
+		if _, err := strconv.ParseFloat(string(txt), 64); err == nil && !strings.ContainsAny(string(txt), "IN") {
+			return append(b, txt...)
+		}
+		q, _ := json.Marshal(string(txt))
+		return append(b, q...)
+	}
+	q, _ := json.Marshal(types.TextOf(d, t))
+	return append(b, q...)
+}

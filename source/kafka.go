@@ -1,0 +1,634 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// kafka reads a Kafka topic: its partitions are the splits (split i reads
+// partition i). Options (Flink's names):
+//
+//	topic                          required
+//	properties.bootstrap.servers   required: host:port[,host:port...]
+//	format                         json (default) or csv
+//	scan.startup.mode              earliest (default), latest or timestamp
+//	scan.startup.timestamp         with timestamp: epoch milliseconds or a
+//	                               timestamp literal
+//	kafka.splits                   splits to keep, at least the topic's
+//	                               partitions when the source is created
+//	                               (default: exactly those): partitions the
+//	                               topic gains later, up to this count, are
+//	                               read as they appear
+//
+// Declared columns named _kafka_key (text), _kafka_partition (integer),
+// _kafka_offset (bigint) and _kafka_timestamp (timestamp) hold the
+// message's metadata; every other column is a field of the message (json:
+// the member of that name; csv: the next field, in declared order).
+//
+// A position is the partition's next offset plus one: 0 is "not started",
+// where the startup mode decides. Readers read committed data only
+// (read_committed) and see control records, so a position reaches the
+// partition's last stable offset and a checkpoint's catch-up ends.
+type kafka struct {
+	topic   string
+	brokers []string
+	csv     bool
+	mode    string // earliest, latest, timestamp
+	tsMS    int64
+	splits  int
+	cols    []kafkaCol
+	ts      []types.T
+	payload int // columns read from the message
+	schema  *arrow.Schema
+}
+
+type kafkaCol struct {
+	meta string // "", "key", "partition", "offset", "timestamp"
+	name string
+	t    types.T
+}
+
+// kafkaSplitsKey is the option under which the runtime hands a stored
+// source its split count (storage.TableDef.Partitions), so opening it does
+// not ask the broker; CREATE SOURCE leaves it out and asks.
+const kafkaSplitsKey = "__splits"
+
+func newKafka(cols []Column, o *options) (Connector, error) {
+	c := &kafka{}
+	var ok bool
+	if c.topic, ok = o.take("topic"); !ok || strings.TrimSpace(c.topic) == "" {
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"topic\" is required for connector \"kafka\"")
+	}
+	servers, ok := o.take("properties.bootstrap.servers")
+	if !ok || strings.TrimSpace(servers) == "" {
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"properties.bootstrap.servers\" is required for connector \"kafka\"")
+	}
+	var err error
+	if c.brokers, err = ParseBrokers(servers); err != nil {
+		return nil, err
+	}
+	format, _ := o.take("format")
+	switch strings.ToLower(strings.TrimSpace(format)) {
+	case "", "json":
+	case "csv":
+		c.csv = true
+	default:
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"format\" must be json or csv for a kafka source, not %q", format)
+	}
+	mode, _ := o.take("scan.startup.mode")
+	c.mode = strings.ToLower(strings.TrimSpace(mode))
+	tsOpt, hasTS := o.take("scan.startup.timestamp")
+	switch c.mode {
+	case "", "earliest", "earliest-offset":
+		c.mode = "earliest"
+	case "latest", "latest-offset":
+		c.mode = "latest"
+	case "timestamp":
+		if !hasTS {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"scan.startup.timestamp\" is required with scan.startup.mode = 'timestamp'")
+		}
+		if c.tsMS, err = parseStartupTimestamp(tsOpt); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"scan.startup.mode\" must be earliest, latest or timestamp, not %q", mode)
+	}
+	if hasTS && c.mode != "timestamp" {
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"scan.startup.timestamp\" needs scan.startup.mode = 'timestamp'")
+	}
+	for _, col := range cols {
+		kc := kafkaCol{name: col.Name, t: col.Type}
+		var want types.Kind
+		switch strings.ToLower(col.Name) {
+		case "_kafka_key":
+			kc.meta, want = "key", types.Text
+		case "_kafka_partition":
+			kc.meta = "partition"
+		case "_kafka_offset":
+			kc.meta = "offset"
+		case "_kafka_timestamp":
+			kc.meta, want = "timestamp", types.Timestamp
+		default:
+			if strings.HasPrefix(strings.ToLower(col.Name), "_kafka_") {
+				return nil, sqlerr.New(sqlerr.UndefinedColumn, "unknown kafka metadata column %q (_kafka_key, _kafka_partition, _kafka_offset or _kafka_timestamp)", col.Name)
+			}
+			c.payload++
+		}
+		switch kc.meta {
+		case "partition", "offset":
+			if k := col.Type.Kind; k != types.Int32 && k != types.Int64 {
+				return nil, sqlerr.New(sqlerr.DatatypeMismatch, "kafka metadata column %q must be INTEGER or BIGINT, not %s", col.Name, col.Type)
+			}
+		case "key", "timestamp":
+			if col.Type.Kind != want {
+				return nil, sqlerr.New(sqlerr.DatatypeMismatch, "kafka metadata column %q must be %s, not %s", col.Name, types.T{Kind: want}, col.Type)
+			}
+		}
+		if kc.meta == "" && col.Type.Kind == types.TextArray {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "a kafka source cannot read column %q of type %s", col.Name, col.Type)
+		}
+		c.cols = append(c.cols, kc)
+		c.ts = append(c.ts, col.Type)
+	}
+	c.schema = schemaOf(c.ts)
+	splits, err := o.int("kafka.splits", 0, 1, 4096)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := o.take(kafkaSplitsKey); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, sqlerr.New(sqlerr.Internal, "stored kafka source has %q splits", v)
+		}
+		c.splits = n
+		return c, nil
+	}
+	// CREATE SOURCE: the topic must exist now; it fixes the split count.
+	parts, err := topicPartitions(c.brokers, c.topic)
+	if err != nil {
+		return nil, err
+	}
+	c.splits = max(parts, int(splits))
+	return c, nil
+}
+
+// ParseBrokers splits properties.bootstrap.servers and checks each is host:port.
+func ParseBrokers(s string) ([]string, error) {
+	var out []string
+	for _, b := range strings.Split(s, ",") {
+		b = strings.TrimSpace(b)
+		i := strings.LastIndexByte(b, ':')
+		if i <= 0 {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"properties.bootstrap.servers\": %q is not host:port", b)
+		}
+		if p, err := strconv.Atoi(b[i+1:]); err != nil || p <= 0 || p > 65535 {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"properties.bootstrap.servers\": %q has no valid port", b)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func parseStartupTimestamp(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms >= 0 {
+		return ms, nil
+	}
+	d, err := types.ParseText(s, types.TTimestamp)
+	if err != nil {
+		return 0, sqlerr.New(sqlerr.InvalidParameterValue, "option \"scan.startup.timestamp\" must be epoch milliseconds or a timestamp, not %q", s)
+	}
+	return d.I / 1000, nil
+}
+
+// Admin clients, one per broker list, shared by every connector of the
+// process (metadata and list-offsets requests only; never closed).
+var admins struct {
+	sync.Mutex
+	m map[string]*kgo.Client
+}
+
+// Admin returns the process's shared client for requests to brokers.
+func Admin(brokers []string) (*kgo.Client, error) {
+	key := strings.Join(brokers, ",")
+	admins.Lock()
+	defer admins.Unlock()
+	if cl := admins.m[key]; cl != nil {
+		return cl, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequestRetries(2), kgo.RetryTimeout(5*time.Second),
+		kgo.MetadataMinAge(250*time.Millisecond))
+	if err != nil {
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"properties.bootstrap.servers\": %v", err)
+	}
+	if admins.m == nil {
+		admins.m = map[string]*kgo.Client{}
+	}
+	admins.m[key] = cl
+	return cl, nil
+}
+
+// adminTimeout bounds one metadata or list-offsets request.
+const adminTimeout = 10 * time.Second
+
+// TopicPartitions asks the brokers how many partitions topic has.
+func TopicPartitions(brokers []string, topic string) (int, error) {
+	return topicPartitions(brokers, topic)
+}
+
+// topicPartitions asks the brokers how many partitions topic has: 08000
+// if they cannot be reached, 42704 if the topic does not exist.
+func topicPartitions(brokers []string, topic string) (int, error) {
+	cl, err := Admin(brokers)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, sqlerr.New(sqlerr.ConnectionException, "kafka brokers %s unreachable: %v", strings.Join(brokers, ","), err)
+	}
+	for _, rt := range resp.Topics {
+		if rt.Topic == nil || *rt.Topic != topic {
+			continue
+		}
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+				return 0, sqlerr.New(sqlerr.UndefinedObject, "kafka topic %q does not exist", topic)
+			}
+			return 0, sqlerr.New(sqlerr.ConnectionException, "kafka topic %q: %v", topic, err)
+		}
+		return len(rt.Partitions), nil
+	}
+	return 0, sqlerr.New(sqlerr.UndefinedObject, "kafka topic %q does not exist", topic)
+}
+
+// listOffset asks for a partition's offset: ts -2 earliest, -1 the end (for
+// read_committed: the last stable offset), else the first at or after ts
+// (ms; the end if none).
+func listOffset(cl *kgo.Client, topic string, part int32, ts int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.IsolationLevel = 1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = part, ts, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, sqlerr.New(sqlerr.ConnectionException, "kafka topic %q partition %d: %v", topic, part, err)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.Partition != part {
+				continue
+			}
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				if errors.Is(err, kerr.UnknownTopicOrPartition) {
+					return 0, sqlerr.New(sqlerr.UndefinedObject, "kafka topic %q partition %d does not exist", topic, part)
+				}
+				return 0, sqlerr.New(sqlerr.ConnectionException, "kafka topic %q partition %d: %v", topic, part, err)
+			}
+			if p.Offset < 0 && ts >= 0 {
+				return listOffset(cl, topic, part, -1)
+			}
+			return p.Offset, nil
+		}
+	}
+	return 0, sqlerr.New(sqlerr.ConnectionException, "kafka topic %q partition %d: no offset in the broker's answer", topic, part)
+}
+
+func (c *kafka) Splits() int   { return c.splits }
+func (c *kafka) Bounded() bool { return false }
+
+// End is the partition's last stable offset (as a position), if the broker
+// answers; a partition that does not exist yet has none.
+func (c *kafka) End(split int) (Position, bool) {
+	cl, err := Admin(c.brokers)
+	if err != nil {
+		return 0, false
+	}
+	off, err := listOffset(cl, c.topic, int32(split), -1)
+	if err != nil {
+		return 0, false
+	}
+	return Position(off + 1), true
+}
+
+// Open starts a reader of partition split at pos (0: by the startup mode).
+// It fails (08000, 42704) if the broker is unreachable or the topic gone,
+// so the job restarts under its strategy. A split beyond the topic's
+// current partitions waits for the partition to appear.
+func (c *kafka) Open(split int, pos Position, paced bool) (Reader, error) {
+	r := &kafkaReader{c: c, part: int32(split), pos: pos}
+	if err := r.start(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+type kafkaReader struct {
+	c    *kafka
+	part int32
+	pos  Position
+	cl   *kgo.Client
+	// checked is when a split beyond the topic's partitions last looked
+	// for its partition.
+	checked time.Time
+	bad     []BadMessage
+	bls     []array.Builder
+	buf     []*kgo.Record
+	fields  map[string]json.RawMessage
+	csvRd   bytes.Reader
+}
+
+// start resolves a new split's position and starts consuming, unless its
+// partition does not exist yet.
+func (r *kafkaReader) start() error {
+	admin, err := Admin(r.c.brokers)
+	if err != nil {
+		return err
+	}
+	n, err := topicPartitions(r.c.brokers, r.c.topic)
+	if err != nil {
+		return err
+	}
+	if int(r.part) >= n {
+		r.checked = time.Now()
+		return nil // not yet: Read looks again
+	}
+	if r.pos == 0 {
+		ts := int64(-2)
+		switch r.c.mode {
+		case "latest":
+			ts = -1
+		case "timestamp":
+			ts = r.c.tsMS
+		}
+		off, err := listOffset(admin, r.c.topic, r.part, ts)
+		if err != nil {
+			return err
+		}
+		r.pos = Position(off + 1)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.c.brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{r.c.topic: {r.part: kgo.NewOffset().At(int64(r.pos) - 1)}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		return sqlerr.New(sqlerr.InvalidParameterValue, "kafka client: %v", err)
+	}
+	r.cl = cl
+	r.checked = time.Now()
+	return nil
+}
+
+func (r *kafkaReader) Position() Position { return r.pos }
+
+func (r *kafkaReader) Close() error {
+	if r.cl != nil {
+		r.cl.Close()
+	}
+	for _, b := range r.bls {
+		b.Release()
+	}
+	r.bls = nil
+	return nil
+}
+
+// healthEvery is how long a reader that reads nothing waits before it
+// asks the broker whether the topic is still there.
+const healthEvery = 3 * time.Second
+
+// pollWait is how long one Read waits for messages: short, so the job's
+// loop sees barriers promptly.
+const pollWait = 20 * time.Millisecond
+
+// Read decodes up to max messages. A message that does not decode is left
+// out and reported by TakeBad; the position moves past it either way.
+func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, error) {
+	if r.cl == nil {
+		if time.Since(r.checked) < time.Second {
+			return nil, nil
+		}
+		if err := r.start(); err != nil {
+			return nil, err
+		}
+		if r.cl == nil {
+			return nil, nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pollWait)
+	fs := r.cl.PollRecords(ctx, max)
+	cancel()
+	var ferr error
+	fs.EachError(func(_ string, _ int32, err error) {
+		if ferr == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			ferr = err
+		}
+	})
+	if ferr != nil {
+		if errors.Is(ferr, kerr.UnknownTopicOrPartition) || errors.Is(ferr, kerr.UnknownTopicID) {
+			return nil, sqlerr.New(sqlerr.UndefinedObject, "kafka topic %q partition %d: %v", r.c.topic, r.part, ferr)
+		}
+		return nil, sqlerr.New(sqlerr.ConnectionException, "kafka topic %q partition %d: %v", r.c.topic, r.part, ferr)
+	}
+	r.buf = r.buf[:0]
+	fs.EachRecord(func(rec *kgo.Record) { r.buf = append(r.buf, rec) })
+	if len(r.buf) == 0 {
+		// The client retries an unreachable broker quietly: idle for a
+		// while, make sure the broker and the topic are there, so a
+		// broker that is down fails the job (RESTARTING, with the cause).
+		if time.Since(r.checked) >= healthEvery {
+			if _, err := topicPartitions(r.c.brokers, r.c.topic); err != nil {
+				return nil, err
+			}
+			r.checked = time.Now()
+		}
+		return nil, nil
+	}
+	r.checked = time.Now()
+	if r.bls == nil {
+		r.bls = make([]array.Builder, len(r.c.ts))
+		for i, t := range r.c.ts {
+			r.bls[i] = types.NewBuilder(mem, t)
+		}
+	}
+	n := 0
+	for _, rec := range r.buf {
+		r.pos = Position(rec.Offset + 2)
+		if rec.Attrs.IsControl() {
+			continue
+		}
+		if err := r.decode(rec); err != nil {
+			se := sqlerr.As(err)
+			r.bad = append(r.bad, BadMessage{Split: int(r.part), Offset: uint64(rec.Offset), Code: se.Code, Err: se.Msg, Raw: string(rec.Value)})
+			// The builders may hold part of the bad row: rebuild them
+			// from the good rows decoded so far.
+			r.dropPartial(n)
+			continue
+		}
+		n++
+	}
+	cols := make([]arrow.Array, len(r.bls))
+	for i, b := range r.bls {
+		cols[i] = b.NewArray()
+	}
+	rec := array.NewRecordBatch(r.c.schema, cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, nil
+}
+
+// dropPartial truncates every builder to n values, dropping a half-appended row.
+func (r *kafkaReader) dropPartial(n int) {
+	for i, b := range r.bls {
+		if b.Len() == n {
+			continue
+		}
+		a := b.NewArray()
+		t := r.c.ts[i]
+		for k := 0; k < n; k++ {
+			types.AppendDatum(b, types.DatumAt(a, k, t), t)
+		}
+		a.Release()
+	}
+}
+
+// TakeBad returns the messages left out since the last call.
+func (r *kafkaReader) TakeBad() []BadMessage {
+	b := r.bad
+	r.bad = nil
+	return b
+}
+
+// decode appends one message's row.
+func (r *kafkaReader) decode(rec *kgo.Record) error {
+	var vals []string // csv fields
+	if r.c.payload > 0 {
+		if r.c.csv {
+			r.csvRd.Reset(rec.Value)
+			cr := csv.NewReader(&r.csvRd)
+			cr.FieldsPerRecord = -1
+			f, err := cr.Read()
+			if err != nil && !errors.Is(err, io.EOF) {
+				return sqlerr.New(sqlerr.BadCopyFileFormat, "malformed csv: %v", err)
+			}
+			if len(f) != r.c.payload {
+				return sqlerr.New(sqlerr.BadCopyFileFormat, "csv message has %d fields, the source %d", len(f), r.c.payload)
+			}
+			vals = f
+		} else {
+			clear(r.fields)
+			if r.fields == nil {
+				r.fields = map[string]json.RawMessage{}
+			}
+			if err := json.Unmarshal(rec.Value, &r.fields); err != nil {
+				return sqlerr.New(sqlerr.InvalidTextRep, "malformed json message: %v", err)
+			}
+		}
+	}
+	next := 0
+	for i, c := range r.c.cols {
+		b, t := r.bls[i], r.c.ts[i]
+		var d types.Datum
+		switch c.meta {
+		case "key":
+			if rec.Key == nil {
+				d = types.Null
+			} else {
+				d = types.Str(string(rec.Key))
+			}
+		case "partition":
+			d = types.Int(int64(rec.Partition))
+		case "offset":
+			d = types.Int(rec.Offset)
+		case "timestamp":
+			d = types.Int(rec.Timestamp.UnixMicro())
+		default:
+			var err error
+			if r.c.csv {
+				d, err = csvDatum(vals[next], t)
+				next++
+			} else {
+				d, err = jsonDatum(r.fields[c.name], t)
+			}
+			if err != nil {
+				return sqlerr.New(sqlerr.As(err).Code, "column %q: %s", c.name, sqlerr.As(err).Msg)
+			}
+		}
+		types.AppendDatum(b, d, t)
+	}
+	return nil
+}
+
+func csvDatum(s string, t types.T) (types.Datum, error) {
+	if s == "" {
+		return types.Null, nil
+	}
+	return types.ParseText(s, t)
+}
+
+// jsonDatum converts one JSON member to t: a string or a number is read in
+// t's text syntax, true/false as a boolean, null (or a missing member) as
+// NULL; an object or array is kept as its JSON text in a text column.
+func jsonDatum(raw json.RawMessage, t types.T) (types.Datum, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return types.Null, nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return types.Null, sqlerr.New(sqlerr.InvalidTextRep, "%v", err)
+		}
+		return types.ParseText(s, t)
+	case '{', '[':
+		if t.Kind == types.Text {
+			return types.ParseText(string(raw), t)
+		}
+		return types.Null, sqlerr.New(sqlerr.InvalidTextRep, "a JSON %s cannot be %s", map[byte]string{'{': "object", '[': "array"}[raw[0]], t)
+	case 't', 'f':
+		if t.Kind == types.Bool || t.Kind == types.Text {
+			return types.ParseText(string(raw), t)
+		}
+		return types.Null, sqlerr.New(sqlerr.InvalidTextRep, "a JSON boolean cannot be %s", t)
+	}
+	if t.Kind == types.Timestamp {
+		// A number in a timestamp column is epoch milliseconds.
+		ms, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil {
+			return types.Null, sqlerr.New(sqlerr.InvalidTextRep, "invalid timestamp %s", raw)
+		}
+		return types.Int(ms * 1000), nil
+	}
+	return types.ParseText(string(raw), t)
+}
+
+// BadMessage is a message a reader could not decode and left out.
+type BadMessage struct {
+	Split  int
+	Offset uint64 // the system's own offset of the message
+	Code   string
+	Err    string
+	Raw    string
+}
+
+func (b BadMessage) String() string {
+	return fmt.Sprintf("partition %d, offset %d: %s", b.Split, b.Offset, b.Err)
+}
+
+// BadReporter is a Reader that leaves out messages it cannot decode: the
+// job fails naming the first one, or records each under job.error_policy
+// = 'skip'.
+type BadReporter interface {
+	TakeBad() []BadMessage
+}

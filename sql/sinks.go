@@ -1,0 +1,224 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/sql/parse"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Sinks (CREATE SINK name FROM view WITH (connector = 'kafka', ...)) send
+// a view's changes to an external system. Each runs beside the view's job
+// and reads its changelog (see exec/kafkasink.go for the exactly-once
+// protocol); the view writes its changelog for as long as a sink reads it.
+
+// sinkSet holds the engine's sinks.
+type sinkSet struct {
+	sync.Mutex
+	defs    map[string]*storage.SinkDef
+	running map[string]*exec.KafkaSink
+}
+
+// loadSinks reads the sinks' catalog entries and marks their views as
+// consumed (so their jobs write changelogs). Called by Open before jobs start.
+func (e *Engine) loadSinks() error {
+	defs, err := e.db.LoadSinks()
+	if err != nil {
+		return err
+	}
+	e.sinks.defs = map[string]*storage.SinkDef{}
+	e.sinks.running = map[string]*exec.KafkaSink{}
+	for _, d := range defs {
+		e.sinks.defs[d.Name] = d
+		e.mu.consumed[d.View] = true
+	}
+	return nil
+}
+
+// startSinks starts every stored sink.
+func (e *Engine) startSinks() {
+	e.sinks.Lock()
+	defer e.sinks.Unlock()
+	for _, d := range e.sinks.defs {
+		if err := e.startSinkLocked(d); err != nil {
+			e.log.Error("sink did not start", "sink", d.Name, "err", err)
+		}
+	}
+}
+
+func (e *Engine) startSinkLocked(d *storage.SinkDef) error {
+	view, ok := e.Table(d.View)
+	if !ok {
+		return sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", d.View)
+	}
+	var keys []int
+	if plan, err := e.planView(view); err == nil {
+		keys = exec.SinkKeyCols(view, plan)
+	}
+	s, err := exec.StartKafkaSink(e.db, exec.SinkSpec{Def: d, View: view, KeyCols: keys, AtLeastOnce: d.Options["__mode"] == "at_least_once"})
+	if err != nil {
+		return err
+	}
+	e.sinks.running[d.Name] = s
+	return nil
+}
+
+// stopSinks stops every running sink (Close).
+func (e *Engine) stopSinks() {
+	e.sinks.Lock()
+	defer e.sinks.Unlock()
+	for n, s := range e.sinks.running {
+		s.Stop()
+		delete(e.sinks.running, n)
+	}
+}
+
+// createSink validates and stores a sink, then starts it.
+func (e *Engine) createSink(ctx context.Context, n *parse.CreateSink, owner string) (*Result, error) {
+	view, err := e.viewDef(n.From)
+	if err != nil {
+		return nil, err
+	}
+	e.sinks.Lock()
+	_, dup := e.sinks.defs[n.Name]
+	e.sinks.Unlock()
+	if dup {
+		if n.IfNotExists {
+			return &Result{Tag: "CREATE SINK", Notices: []string{fmt.Sprintf("sink %q already exists, skipping", n.Name)}}, nil
+		}
+		return nil, sqlerr.New(sqlerr.DuplicateObject, "sink %q already exists", n.Name)
+	}
+	plan, err := e.planView(view)
+	if err != nil {
+		return nil, err
+	}
+	opts := map[string]string{}
+	for k, v := range n.With {
+		if strings.HasPrefix(k, "__") {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized option %q for a kafka sink", k)
+		}
+		opts[k] = v
+	}
+	if err := exec.CheckKafkaSink(opts, view, plan); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	opts["__mode"] = e.settingLocked("checkpoint.mode")
+	e.mu.Unlock()
+	// The view writes its changelog from now on; the sink starts from a
+	// snapshot of the view's rows and follows the changelog from there.
+	if err := e.ensureChangelog(ctx, view.Name); err != nil {
+		return nil, err
+	}
+	d := &storage.SinkDef{Name: n.Name, View: view.Name, Options: opts, Owner: owner}
+	e.sinks.Lock()
+	defer e.sinks.Unlock()
+	if _, dup := e.sinks.defs[n.Name]; dup {
+		return nil, sqlerr.New(sqlerr.DuplicateObject, "sink %q already exists", n.Name)
+	}
+	b := e.db.NewBatch()
+	d.ID = e.db.NewID(b)
+	storage.PutSink(b, d)
+	if err := e.db.Commit(b, true); err != nil {
+		return nil, err
+	}
+	e.sinks.defs[d.Name] = d
+	if err := e.startSinkLocked(d); err != nil {
+		return nil, err
+	}
+	return &Result{Tag: "CREATE SINK"}, nil
+}
+
+// dropSink stops a sink and removes it.
+func (e *Engine) dropSink(n *parse.DropSink) (*Result, error) {
+	e.sinks.Lock()
+	defer e.sinks.Unlock()
+	d, ok := e.sinks.defs[n.Name]
+	if !ok {
+		if n.IfExists {
+			return &Result{Tag: "DROP SINK", Notices: []string{fmt.Sprintf("sink %q does not exist, skipping", n.Name)}}, nil
+		}
+		return nil, sqlerr.New(sqlerr.UndefinedObject, "sink %q does not exist", n.Name)
+	}
+	if s := e.sinks.running[n.Name]; s != nil {
+		s.Stop()
+		delete(e.sinks.running, n.Name)
+	}
+	var viewID uint64
+	if v, ok := e.Table(d.View); ok {
+		viewID = v.ID
+	}
+	b := e.db.NewBatch()
+	storage.DeleteSink(b, d, viewID)
+	if err := e.db.Commit(b, true); err != nil {
+		return nil, err
+	}
+	delete(e.sinks.defs, n.Name)
+	return &Result{Tag: "DROP SINK"}, nil
+}
+
+// sinksOn names the sinks that read view (DROP MATERIALIZED VIEW refuses
+// while there are any).
+func (e *Engine) sinksOn(view string) []string {
+	e.sinks.Lock()
+	defer e.sinks.Unlock()
+	var out []string
+	for n, d := range e.sinks.defs {
+		if d.View == view {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// showSinks lists the sinks: name, view, connector, topic, format, mode,
+// state, committed changelog position, records sent since startup, last error.
+func (e *Engine) showSinks() *table {
+	t := &table{cols: []Column{{"name", types.TText}, {"view", types.TText}, {"connector", types.TText},
+		{"topic", types.TText}, {"format", types.TText}, {"mode", types.TText}, {"state", types.TText},
+		{"position", types.TInt64}, {"sent", types.TInt64}, {"last_error", types.TText}}}
+	e.sinks.Lock()
+	defer e.sinks.Unlock()
+	names := make([]string, 0, len(e.sinks.defs))
+	for n := range e.sinks.defs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		d := e.sinks.defs[n]
+		opt := func(k string) string {
+			for ok, v := range d.Options {
+				if strings.EqualFold(ok, k) {
+					return v
+				}
+			}
+			return ""
+		}
+		format := opt("format")
+		if format == "" {
+			format = "upsert-json"
+		}
+		mode := "exactly_once"
+		if d.Options["__mode"] == "at_least_once" {
+			mode = "at_least_once"
+		}
+		state, pos, sent, lastErr := "STOPPED", types.Null, types.Int(0), types.Null
+		if s := e.sinks.running[n]; s != nil {
+			st := s.Status()
+			state, pos, sent = st.State, types.Int(int64(st.Position)), types.Int(st.Sent)
+			if st.LastErr != "" {
+				lastErr = str(st.LastErr)
+			}
+		}
+		t.add(str(d.Name), str(d.View), str(opt("connector")), str(opt("topic")), str(format), str(mode), str(state), pos, sent, lastErr)
+	}
+	return t
+}
