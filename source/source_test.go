@@ -177,7 +177,8 @@ func TestOptions(t *testing.T) {
 		{map[string]string{"connector": "nexmark", "nexmark.table": "bid", "nexmark.events": "-1"}, sqlerr.InvalidParameterValue},
 		{map[string]string{"connector": "nexmark", "nexmark.table": "bid", "nexmark.rat": "1"}, sqlerr.InvalidParameterValue},
 		{map[string]string{"connector": "datagen", "fields.price.kind": "sequence", "fields.price.start": "1"}, sqlerr.InvalidParameterValue},
-		{map[string]string{"connector": "pulsar"}, sqlerr.FeatureNotSupported},
+		{map[string]string{"connector": "pulsar"}, sqlerr.InvalidParameterValue},
+		{map[string]string{"connector": "file"}, sqlerr.FeatureNotSupported},
 		{map[string]string{"connector": "kafka"}, sqlerr.InvalidParameterValue}, // topic is required
 	} {
 		_, err := New([]Column{{"price", types.TInt64}}, tc.opts)
