@@ -21,6 +21,9 @@ type Barrier struct {
 	// before the barrier was injected, so the epoch covers all input
 	// acknowledged before it (CHECKPOINT; reads that must see every write).
 	CatchUp bool
+	// Savepoint marks a savepoint's round: memory-backend jobs then also
+	// write their state where the savepoint's copy of Pebble holds it.
+	Savepoint bool
 	// Cut is where the barrier sits in each log partition the round's jobs
 	// read (storage.DB.MarkCut): a durable job's source passes it on at
 	// exactly that offset, so every view is at the same input position at
@@ -64,6 +67,8 @@ type JobSpec struct {
 	// state no longer fits its cache the bound is halved (epochFull).
 	MaxEpochGroups int64
 	EpochFull      func()
+	// State is the job's state backend (statebackend.go).
+	State StateOptions
 }
 
 // EpochGroups is the bound on an epoch's changed groups for a job whose
@@ -133,6 +138,7 @@ type Job struct {
 	// stateful is the number of stateful operator instances, which share
 	// the state cache evenly.
 	stateful int
+	hold     holdState // a memory job's epochs until a checkpoint (statebackend.go)
 }
 
 // cacheShare is each stateful instance's share of the state cache.
@@ -220,6 +226,7 @@ func (j *Job) Stop() {
 // may have the barrier and others not, which no later barrier can align:
 // the job fails and restarts from its last committed epoch.
 func (j *Job) InjectBarrier(ctx context.Context, b *Barrier) error {
+	j.noteBarrier(b)
 	for _, c := range j.barriers {
 		select {
 		case c <- b:
@@ -257,7 +264,7 @@ func (j *Job) AwaitBarrier(ctx context.Context, epoch uint64) (*storage.Batch, e
 			if a.epoch != epoch {
 				continue
 			}
-			return a.w, nil
+			return j.holdForCheckpoint(epoch, a.w)
 		case <-j.failed:
 			return nil, j.err
 		case <-j.ctx.Done():
@@ -365,7 +372,7 @@ func (j *Job) StateBytes() int64 {
 // epoch on and returns that epoch: once the job has committed it, every
 // change after a snapshot of the view is in the changelog.
 func (j *Job) EnableChangelog() (fromEpoch uint64) {
-	n := j.committed.Load()
+	n := max(j.committed.Load(), j.ackedEpoch())
 	j.changelog.Store(true)
 	// The sink may already hold barrier n+1; it reads the flag at the
 	// barrier after, so epochs from n+3 on are written; n+2 commits them all.
@@ -376,7 +383,7 @@ func (j *Job) EnableChangelog() (fromEpoch uint64) {
 func (j *Job) CommittedEpoch() uint64 { return j.committed.Load() }
 
 // Committed tells the job that epoch's changes are in the database.
-func (j *Job) Committed(epoch uint64) { j.committed.Store(epoch) }
+func (j *Job) Committed(epoch uint64) { j.committed.Store(j.committedAs(epoch)) }
 
 func (j *Job) send(out chan msg, m msg) error {
 	select {

@@ -24,6 +24,10 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	j := &Job{spec: spec, g: g, db: db, ctx: ctx, cancel: cancel,
 		acks: make(chan ack, 1), failed: make(chan struct{})}
 	j.changelog.Store(spec.Changelog)
+	if err := j.useStateBackend(); err != nil {
+		cancel()
+		return nil, err
+	}
 	started := false
 	defer func() {
 		if !started {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	"strconv"
@@ -190,6 +191,11 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if n.FromSavepoint != "" && !n.OrReplace {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "FROM SAVEPOINT needs CREATE OR REPLACE MATERIALIZED VIEW")
 	}
+	jobOpts, rest, err := splitJobOptions(n.With)
+	if err != nil {
+		return nil, err
+	}
+	n.With = rest
 	if len(n.With) > 0 && n.FromSavepoint == "" {
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "materialized view options apply to CREATE OR REPLACE ... FROM SAVEPOINT (allow_non_restored_state)")
 	}
@@ -206,6 +212,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	}
 	def := &storage.TableDef{Name: n.Name, Kind: storage.KindView, SQL: n.Query.SQL,
 		Options: sourceOptions(sourcesOf(plan)), Owner: owner}
+	maps.Copy(def.Options, jobOpts)
 	seen := map[string]bool{}
 	for _, c := range plan.Schema() {
 		if seen[c.Name] {

@@ -16,7 +16,7 @@ import (
 
 // jobSpecLocked describes the job of a view under the current settings.
 func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSpec {
-	return exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
+	spec := exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
 		AtLeastOnce:     e.settingLocked("checkpoint.mode") == "at_least_once",
 		SkipErrors:      e.settingLocked("job.error_policy") == "skip",
 		Changelog:       len(e.dependentsLocked(def.Name)) > 0 || e.mu.consumed[def.Name],
@@ -24,6 +24,8 @@ func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSp
 		MaxEpochGroups:  exec.EpochGroups(e.cache),
 		EpochFull:       e.pokeCoordinator,
 		Now:             time.Now().UnixMicro()}
+	e.applyJobOptionsLocked(def, &spec)
+	return spec
 }
 
 // pokeCoordinator asks for the next epoch now (a job's epoch is full).

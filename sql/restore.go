@@ -70,6 +70,11 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 		if !ok {
 			return nil, sqlerr.New(sqlerr.UndefinedObject, "%s does not cover materialized view %q", what, v)
 		}
+		if n.Savepoint == "" {
+			if err := refuseMemoryCheckpoint(snap.db, jm.ID, v, n.Checkpoint); err != nil {
+				return nil, err
+			}
+		}
 		plan, err := e.planView(def)
 		if err != nil {
 			return nil, err
@@ -200,6 +205,9 @@ func (e *Engine) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error)
 func (e *Engine) startJob(ctx context.Context, n *parse.StartJob) (*Result, error) {
 	def, err := e.viewDef(n.View)
 	if err != nil {
+		return nil, err
+	}
+	if def, err = e.startJobOptions(n, def); err != nil {
 		return nil, err
 	}
 	if n.Savepoint != "" {
@@ -335,15 +343,23 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 
 // alterView is ALTER MATERIALIZED VIEW v SET (restart.* = ...): per-job
 // restart settings, validated like the database-wide ones.
-func (e *Engine) alterView(n *parse.AlterView) (*Result, error) {
+func (e *Engine) alterView(ctx context.Context, n *parse.AlterView) (*Result, error) {
 	if _, err := e.viewDef(n.Name); err != nil {
 		return nil, err
 	}
-	vals := map[string]string{}
+	vals, jobVals := map[string]string{}, map[string]string{}
 	for k, v := range n.Options {
 		k = strings.ToLower(k)
+		if jobOptionKeys[k] {
+			nv, err := validateJobOption(k, v)
+			if err != nil {
+				return nil, err
+			}
+			jobVals[k] = nv
+			continue
+		}
 		if !strings.HasPrefix(k, "restart.") {
-			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized materialized view option %q (allowed: restart.*)", k)
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized materialized view option %q (allowed: restart.*, state.backend, state.memory_limit, parallelism)", k)
 		}
 		nv, err := validateSetting(k, v)
 		if err != nil {
@@ -371,6 +387,11 @@ func (e *Engine) alterView(n *parse.AlterView) (*Result, error) {
 	}
 	if je := e.mu.jobs[n.Name]; je != nil {
 		je.backoff = nil // the next failure uses the new strategy
+	}
+	e.mu.Unlock()
+	defer e.mu.Lock()
+	if err := e.alterJobOptions(ctx, n.Name, jobVals); err != nil {
+		return nil, err
 	}
 	return &Result{Tag: "ALTER MATERIALIZED VIEW"}, nil
 }

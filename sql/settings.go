@@ -33,6 +33,7 @@ var dbSettings = map[string]settingDef{
 	"checkpoint.dir":                {"", anyValue},
 	"checkpoint.dirs":               {"", anyValue},
 	"state.backend":                 {"pebble", oneOf("pebble", "memory")},
+	"state.memory_limit":            {"0", memoryLimit},
 	"restart.strategy":              {"fixed-delay", oneOf("fixed-delay", "failure-rate", "exponential-delay", "none")},
 	"restart.attempts":              {"2147483647", intRange(0, 2147483647)},
 	"restart.delay":                 {"1s", duration},

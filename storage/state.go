@@ -27,6 +27,8 @@ type Batch struct {
 	singles []*pebble.Batch // more such writes, from absorbed batches
 	runs    []*Run
 	appends []pendingAppend
+	// memSnaps asks the commit to snapshot memory-backend jobs (memstate.go).
+	memSnaps []memSnapReq
 }
 
 // pendingAppend is a log block to append when the epoch commits.
@@ -62,10 +64,11 @@ func (b *Batch) Absorb(o *Batch) {
 	if !o.b.Empty() {
 		singles = append(singles, o.b)
 	}
-	runs, appends := o.runs, o.appends
-	o.b, o.singles, o.runs, o.appends = nil, nil, nil, nil
+	runs, appends, snaps := o.runs, o.appends, o.memSnaps
+	o.b, o.singles, o.runs, o.appends, o.memSnaps = nil, nil, nil, nil, nil
 	o.mu.Unlock()
 	b.mu.Lock()
+	b.memSnaps = append(b.memSnaps, snaps...)
 	b.singles = append(b.singles, singles...)
 	b.runs = append(b.runs, runs...)
 	b.appends = append(b.appends, appends...)
@@ -170,8 +173,10 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 		l.addSet(committedCutKey, encodeCut(cut))
 	}
 	var appends []pendingAppend
+	var mc memCommit
 	for _, b := range batches {
 		b.mu.Lock()
+		db.routeMemStateLocked(b, &mc)
 		err := l.addBatch(b.b)
 		for _, s := range b.singles {
 			if err == nil {
@@ -190,6 +195,14 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 	}
 	if meta != nil {
 		l.addSet(binary.BigEndian.AppendUint64([]byte("k/"), id), meta)
+	}
+	var pre *pebble.Batch
+	if len(mc.runs) > 0 || len(mc.snaps) > 0 {
+		pre = db.pdb.NewBatch()
+		if err := db.applyMemWrites(&mc, &l, pre); err != nil {
+			db.memCommitted(&mc, err)
+			return err
+		}
 	}
 	// Changelog blocks get their offsets under their partitions' locks,
 	// held until the commit is applied so offsets stay in order.
@@ -220,10 +233,19 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 		c.next += blockRows(a.block)
 	}
 	all, err := l.build(db.pdb)
+	if err == nil && pre != nil && !pre.Empty() {
+		// Range deletions first: the writes after them survive them.
+		if err = pre.Apply(all, nil); err == nil {
+			all = pre
+		}
+	}
 	if err == nil {
 		err = db.Commit(all, sync)
 	} else {
 		err = sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	if pre != nil {
+		db.memCommitted(&mc, err)
 	}
 	if err == nil && cut != nil {
 		db.setCommittedCut(cut)
@@ -292,6 +314,9 @@ func (db *DB) ViewSnapshot(view uint64) (Snapshot, uint64, error) {
 
 // GetState returns an operator's committed state for key, or nil.
 func (db *DB) GetState(job uint64, op uint32, key []byte) ([]byte, error) {
+	if m := db.memOf(job); m != nil {
+		return m.get(op, key), nil
+	}
 	v, ok, err := db.get(stateKey(job, op, key))
 	if !ok {
 		return nil, err
@@ -301,6 +326,9 @@ func (db *DB) GetState(job uint64, op uint32, key []byte) ([]byte, error) {
 
 // ScanState calls fn with every state entry of an operator (key without prefix).
 func (db *DB) ScanState(job uint64, op uint32, fn func(key, val []byte) error) error {
+	if m := db.memOf(job); m != nil {
+		return m.scan(op, nil, fn)
+	}
 	prefix := stateKey(job, op, nil)
 	return db.scanPrefix(db.pdb, prefix, func(k, v []byte) error { return fn(k[len(prefix):], v) })
 }
@@ -309,6 +337,9 @@ func (db *DB) ScanState(job uint64, op uint32, fn func(key, val []byte) error) e
 // start with prefix (keys without the operator's prefix): an operator reads
 // back a group of its state it evicted from memory.
 func (db *DB) ScanStatePrefix(job uint64, op uint32, prefix []byte, fn func(key, val []byte) error) error {
+	if m := db.memOf(job); m != nil {
+		return m.scan(op, prefix, fn)
+	}
 	base := stateKey(job, op, nil)
 	return db.scanPrefix(db.pdb, stateKey(job, op, prefix), func(k, v []byte) error { return fn(k[len(base):], v) })
 }
@@ -324,7 +355,7 @@ func (db *DB) ScanView(r Reader, view uint64, fn func(key, row []byte) error) er
 
 // DeleteJobData adds to b the removal of a job's state, offsets and view rows.
 func DeleteJobData(b *pebble.Batch, job uint64) {
-	for _, p := range []string{"s/", "o/", "v/", "e/"} {
+	for _, p := range []string{"s/", "o/", "v/", "e/", "x/"} {
 		start := binary.BigEndian.AppendUint64([]byte(p), job)
 		b.DeleteRange(start, prefixEnd(start), nil)
 	}
