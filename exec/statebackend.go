@@ -112,7 +112,7 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 	if h.pending == nil {
 		h.pending = j.db.NewEpochBatch()
 	}
-	h.pending.Absorb(w)
+	h.pending.AbsorbEpoch(w)
 	if !kind.checkpoint {
 		return j.db.NewEpochBatch(), nil
 	}

@@ -414,3 +414,36 @@ func (db *DB) HasMemSnapshot(job uint64) bool {
 	p, err := db.loadPointer(job)
 	return err == nil && p != nil
 }
+
+// AbsorbEpoch moves the writes of a later epoch o into b (a memory job's
+// epochs held until a checkpoint). The writes of different epochs may touch
+// the same keys, so they lose their place in key order: each epoch's single
+// writes and runs become unordered runs, which CommitEpochAt applies in the
+// order of their epochs rather than of their keys.
+func (b *Batch) AbsorbEpoch(o *Batch) {
+	if o == nil || o == b {
+		return
+	}
+	b.unorder()
+	o.unorder()
+	b.Absorb(o)
+}
+
+// unorder turns b's writes into unordered runs, in the order they apply.
+func (b *Batch) unorder() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var runs []*Run
+	for _, s := range b.singles {
+		runs = append(runs, &Run{b: s})
+	}
+	if b.b != nil && !b.b.Empty() {
+		runs = append(runs, &Run{b: b.b})
+		b.b = b.db.pdb.NewBatch()
+	}
+	for _, r := range b.runs {
+		r.ordered = false
+		runs = append(runs, r)
+	}
+	b.singles, b.runs = nil, runs
+}
