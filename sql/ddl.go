@@ -153,6 +153,9 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 	}
 	var gone []string
 	for _, t := range drop {
+		if t.Kind == storage.KindView {
+			e.db.DropMemoryState(t.ID)
+		}
 		delete(e.mu.tables, t.Name)
 		gone = append(gone, t.Name)
 	}

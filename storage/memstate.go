@@ -447,3 +447,10 @@ func (b *Batch) unorder() {
 	}
 	b.singles, b.runs = nil, runs
 }
+
+// DropMemoryState forgets a dropped job's map and removes its snapshot
+// files (its pointer went with DeleteJobData).
+func (db *DB) DropMemoryState(job uint64) {
+	db.ForgetMemoryState(job)
+	db.removeMemSnapshots(job, nil)
+}
