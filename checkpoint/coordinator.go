@@ -348,7 +348,8 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	c.mu.Unlock()
 
 	rec := Record{ID: id, Epoch: epoch, Status: InProgress, Trigger: trigger, StartedAt: time.Now()}
-	b := &exec.Barrier{Epoch: epoch, Checkpoint: trigger != "", CatchUp: trigger == "manual" || trigger == "savepoint"}
+	b := &exec.Barrier{Epoch: epoch, Checkpoint: trigger != "", CatchUp: trigger == "manual" || trigger == "savepoint",
+		Savepoint: trigger == "savepoint"}
 	wctx := ctx
 	if cfg.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -22,6 +22,9 @@ type Barrier struct {
 	// before the barrier was injected, so the epoch covers all input
 	// acknowledged before it (CHECKPOINT; reads that must see every write).
 	CatchUp bool
+	// Savepoint marks a savepoint's round: memory-backend jobs then also
+	// write their state where the savepoint's copy of Pebble holds it.
+	Savepoint bool
 	// Cut is where the barrier sits in each log partition the round's jobs
 	// read (storage.DB.MarkCut): a durable job's source passes it on at
 	// exactly that offset, so every view is at the same input position at
@@ -75,6 +78,8 @@ type JobSpec struct {
 	// root emits each window's row once, when the watermark closes it,
 	// and nothing before (CheckEmitOnWindowClose).
 	OnWindowClose bool
+	// State is the job's state backend (statebackend.go).
+	State StateOptions
 }
 
 // EpochGroups is the bound on an epoch's changed groups for a job whose
@@ -113,7 +118,7 @@ type Job struct {
 
 	barriers []chan *Barrier // one per source partition, of every source
 	acks     chan ack
-	late     []*storage.Batch // epochs whose round gave up waiting for them (AwaitBarrier)
+	late     *storage.Batch // epochs whose round gave up waiting for them (AwaitBarrier)
 	failed   chan struct{}
 	failOnce sync.Once
 	err      error
@@ -150,6 +155,7 @@ type Job struct {
 	// watermark.go).
 	watermark atomic.Int64
 	lateRows  atomic.Int64
+	hold      holdState // a memory job's epochs until a checkpoint (statebackend.go)
 }
 
 // cacheShare is each stateful instance's share of the state cache.
@@ -239,6 +245,7 @@ func (j *Job) Stop() {
 // may have the barrier and others not, which no later barrier can align:
 // the job fails and restarts from its last committed epoch.
 func (j *Job) InjectBarrier(ctx context.Context, b *Barrier) error {
+	j.noteBarrier(b)
 	for _, c := range j.barriers {
 		select {
 		case c <- b:
@@ -273,24 +280,29 @@ func (j *Job) TryInjectBarrier(b *Barrier) {
 // An earlier epoch's acknowledgement can arrive here when the round that
 // waited for it gave up (checkpoint.timeout): the job already holds that
 // epoch's changes in memory and its later offsets assume them, so its
-// writes commit with this epoch, ahead of its own (storage.Batch.After),
-// never dropped.
+// writes commit with this epoch, ahead of its own (storage.Batch.AbsorbEpoch
+// keeps their order), never dropped.
 func (j *Job) AwaitBarrier(ctx context.Context, epoch uint64) (*storage.Batch, error) {
 	for {
 		select {
 		case a := <-j.acks:
 			if a.epoch < epoch {
-				j.late = append(j.late, a.w)
+				if j.late == nil {
+					j.late = a.w
+				} else {
+					j.late.AbsorbEpoch(a.w)
+				}
 				continue
 			}
 			if a.epoch != epoch {
 				continue
 			}
+			w := a.w
 			if j.late != nil {
-				a.w.After(j.late)
-				j.late = nil
+				j.late.AbsorbEpoch(w)
+				w, j.late = j.late, nil
 			}
-			return a.w, nil
+			return j.holdForCheckpoint(epoch, w)
 		case <-j.failed:
 			return nil, j.err
 		case <-j.ctx.Done():
@@ -398,7 +410,7 @@ func (j *Job) StateBytes() int64 {
 // epoch on and returns that epoch: once the job has committed it, every
 // change after a snapshot of the view is in the changelog.
 func (j *Job) EnableChangelog() (fromEpoch uint64) {
-	n := j.committed.Load()
+	n := max(j.committed.Load(), j.ackedEpoch())
 	j.changelog.Store(true)
 	// The sink may already hold barrier n+1; it reads the flag at the
 	// barrier after, so epochs from n+3 on are written; n+2 commits them all.
@@ -409,7 +421,7 @@ func (j *Job) EnableChangelog() (fromEpoch uint64) {
 func (j *Job) CommittedEpoch() uint64 { return j.committed.Load() }
 
 // Committed tells the job that epoch's changes are in the database.
-func (j *Job) Committed(epoch uint64) { j.committed.Store(epoch) }
+func (j *Job) Committed(epoch uint64) { j.committed.Store(j.committedAs(epoch)) }
 
 func (j *Job) send(out chan msg, m msg) error {
 	select {

@@ -25,6 +25,10 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		acks: make(chan ack, 1), failed: make(chan struct{})}
 	j.changelog.Store(spec.Changelog)
 	j.watermark.Store(NoWatermark)
+	if err := j.useStateBackend(); err != nil {
+		cancel()
+		return nil, err
+	}
 	started := false
 	defer func() {
 		if !started {

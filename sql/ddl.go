@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	"strconv"
@@ -159,6 +160,9 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 	}
 	var gone []string
 	for _, t := range drop {
+		if t.Kind == storage.KindView {
+			e.db.DropMemoryState(t.ID)
+		}
 		delete(e.mu.tables, t.Name)
 		gone = append(gone, t.Name)
 	}
@@ -201,8 +205,13 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if err != nil {
 		return nil, err
 	}
+	jobOpts, rest, err := splitJobOptions(n.With)
+	if err != nil {
+		return nil, err
+	}
+	n.With = rest
 	if len(n.With) > 0 && n.FromSavepoint == "" {
-		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "materialized view options are state.ttl, and allow_non_restored_state with CREATE OR REPLACE ... FROM SAVEPOINT")
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "materialized view options are state.ttl, state.backend, state.memory_limit, parallelism, and allow_non_restored_state with CREATE OR REPLACE ... FROM SAVEPOINT")
 	}
 	plan, err := (&bind.Binder{Cat: e, View: true}).BindQuery(rs)
 	if err != nil {
@@ -225,6 +234,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if ttl != "" {
 		def.Options["state.ttl"] = ttl
 	}
+	maps.Copy(def.Options, jobOpts)
 	seen := map[string]bool{}
 	for _, c := range plan.Schema() {
 		if seen[c.Name] {

@@ -17,7 +17,7 @@ import (
 
 // jobSpecLocked describes the job of a view under the current settings.
 func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSpec {
-	return exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
+	spec := exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
 		AtLeastOnce:     e.settingLocked("checkpoint.mode") == "at_least_once",
 		SkipErrors:      e.settingLocked("job.error_policy") == "skip",
 		Changelog:       len(e.dependentsLocked(def.Name)) > 0 || e.mu.consumed[def.Name],
@@ -28,6 +28,8 @@ func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSp
 		IdleTimeout:     durationOf(e.settingLocked("stream.idle_timeout")),
 		OnWindowClose:   emitsOnWindowClose(def.SQL),
 		Now:             time.Now().UnixMicro()}
+	e.applyJobOptionsLocked(def, &spec)
+	return spec
 }
 
 // durationOf is a duration setting's value; "off": 0.

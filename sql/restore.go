@@ -73,6 +73,11 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 		if !ok {
 			return nil, sqlerr.New(sqlerr.UndefinedObject, "%s does not cover materialized view %q", what, v)
 		}
+		if n.Savepoint == "" {
+			if err := refuseMemoryCheckpoint(snap.db, jm.ID, v, n.Checkpoint); err != nil {
+				return nil, err
+			}
+		}
 		plan, err := e.planView(def)
 		if err != nil {
 			return nil, err
@@ -203,6 +208,9 @@ func (e *Engine) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error)
 func (e *Engine) startJob(ctx context.Context, n *parse.StartJob) (*Result, error) {
 	def, err := e.viewDef(n.View)
 	if err != nil {
+		return nil, err
+	}
+	if def, err = e.startJobOptions(n, def); err != nil {
 		return nil, err
 	}
 	if n.Savepoint != "" {
@@ -341,15 +349,23 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 
 // alterView is ALTER MATERIALIZED VIEW v SET (restart.* = ...): per-job
 // restart settings, validated like the database-wide ones.
-func (e *Engine) alterView(n *parse.AlterView) (*Result, error) {
+func (e *Engine) alterView(ctx context.Context, n *parse.AlterView) (*Result, error) {
 	if _, err := e.viewDef(n.Name); err != nil {
 		return nil, err
 	}
-	vals := map[string]string{}
+	vals, jobVals := map[string]string{}, map[string]string{}
 	for k, v := range n.Options {
 		k = strings.ToLower(k)
+		if jobOptionKeys[k] {
+			nv, err := validateJobOption(k, v)
+			if err != nil {
+				return nil, err
+			}
+			jobVals[k] = nv
+			continue
+		}
 		if !strings.HasPrefix(k, "restart.") && k != "state.ttl" {
-			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized materialized view option %q (allowed: restart.*, state.ttl)", k)
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized materialized view option %q (allowed: restart.*, state.ttl, state.backend, state.memory_limit, parallelism)", k)
 		}
 		nv, err := validateSetting(k, v)
 		if err != nil {
@@ -380,6 +396,11 @@ func (e *Engine) alterView(n *parse.AlterView) (*Result, error) {
 	}
 	if _, ok := vals["state.ttl"]; ok {
 		e.applyStateTTLLocked()
+	}
+	e.mu.Unlock()
+	defer e.mu.Lock()
+	if err := e.alterJobOptions(ctx, n.Name, jobVals); err != nil {
+		return nil, err
 	}
 	return &Result{Tag: "ALTER MATERIALIZED VIEW"}, nil
 }

@@ -307,7 +307,7 @@ func (s *Session) dispatch(ctx context.Context, st *Stmt, params []types.Datum) 
 	case *parse.StartJob:
 		return s.e.startJob(ctx, n)
 	case *parse.AlterView:
-		return s.e.alterView(n)
+		return s.e.alterView(ctx, n)
 	case *parse.CreateRole:
 		return s.e.createRole(n)
 	case *parse.AlterRole:

@@ -35,6 +35,7 @@ var dbSettings = map[string]settingDef{
 	"checkpoint.storage":            {"", storageURL},
 	"savepoint.storage":             {"", storageURL},
 	"state.backend":                 {"pebble", oneOf("pebble", "memory")},
+	"state.memory_limit":            {"0", memoryLimit},
 	"restart.strategy":              {"fixed-delay", oneOf("fixed-delay", "failure-rate", "exponential-delay", "none")},
 	"restart.attempts":              {"2147483647", intRange(0, 2147483647)},
 	"restart.delay":                 {"1s", duration},

@@ -155,7 +155,7 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			}
 			return t, nil
 		case "jobs":
-			return e.showJobs(), nil
+			return e.addJobColumns(e.showJobs()), nil
 		case "job errors":
 			return e.showJobErrors()
 		case "checkpoints":

@@ -67,6 +67,10 @@ type DB struct {
 	// appendsMu keeps a barrier cut from falling inside a transaction's
 	// appends to several partitions (CommitAppends holds it shared,
 	// MarkCut exclusively).
+	// mem holds the state of jobs on the memory backend (memstate.go).
+	memMu sync.RWMutex
+	mem   map[uint64]*memState
+
 	appendsMu sync.RWMutex
 }
 

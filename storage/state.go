@@ -27,20 +27,8 @@ type Batch struct {
 	singles []*pebble.Batch // more such writes, from absorbed batches
 	runs    []*Run
 	appends []pendingAppend
-	// prior holds, oldest first, the batches of earlier epochs of the same
-	// job that were never committed (a round gave up waiting for them):
-	// they commit with this one, before it (After).
-	prior []*Batch
-}
-
-// After makes the earlier epochs' batches commit with b, ahead of it, so a
-// key written in several of them ends with b's value. A job's epochs write
-// the same keys, so they cannot simply be merged (CommitEpoch orders one
-// epoch's writes by key, not by time).
-func (b *Batch) After(earlier []*Batch) {
-	b.mu.Lock()
-	b.prior = append(earlier[:len(earlier):len(earlier)], b.prior...)
-	b.mu.Unlock()
+	// memSnaps asks the commit to snapshot memory-backend jobs (memstate.go).
+	memSnaps []memSnapReq
 }
 
 // pendingAppend is a log block to append when the epoch commits.
@@ -76,10 +64,11 @@ func (b *Batch) Absorb(o *Batch) {
 	if !o.b.Empty() {
 		singles = append(singles, o.b)
 	}
-	runs, appends := o.runs, o.appends
-	o.b, o.singles, o.runs, o.appends = nil, nil, nil, nil
+	runs, appends, snaps := o.runs, o.appends, o.memSnaps
+	o.b, o.singles, o.runs, o.appends, o.memSnaps = nil, nil, nil, nil, nil
 	o.mu.Unlock()
 	b.mu.Lock()
+	b.memSnaps = append(b.memSnaps, snaps...)
 	b.singles = append(b.singles, singles...)
 	b.runs = append(b.runs, runs...)
 	b.appends = append(b.appends, appends...)
@@ -152,9 +141,6 @@ func (b *Batch) Count() uint32 {
 	for _, r := range b.runs {
 		n += r.b.Count()
 	}
-	for _, p := range b.prior {
-		n += p.Count()
-	}
 	return n
 }
 
@@ -169,9 +155,6 @@ func (b *Batch) Len() int {
 	for _, r := range b.runs {
 		n += r.b.Len()
 	}
-	for _, p := range b.prior {
-		n += p.Len()
-	}
 	return n
 }
 
@@ -185,44 +168,41 @@ func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) e
 // cut is committed with the epoch (nil: left as it was), so a reader's
 // snapshot holds the views and the stream positions they are at together.
 func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool, cut Cut) error {
-	// Layers: the earlier epochs some batches carry (Batch.prior), oldest
-	// first, then this epoch's batches. Each layer is laid out in key order
-	// on its own and the layers apply in order, so later writes win.
-	var layers [][]*Batch
-	for _, b := range batches {
-		for i, p := range b.prior {
-			for len(layers) <= i {
-				layers = append(layers, nil)
-			}
-			layers[i] = append(layers[i], p)
-		}
-	}
-	var appends []pendingAppend
-	var prior *pebble.Batch
-	for _, layer := range layers {
-		var pl layout
-		if err := db.layOut(&pl, layer, &appends); err != nil {
-			return err
-		}
-		built, err := pl.build(db.pdb)
-		if err != nil {
-			return sqlerr.Wrap(sqlerr.IOError, err)
-		}
-		if prior == nil {
-			prior = built
-		} else if err := prior.Apply(built, nil); err != nil {
-			return sqlerr.Wrap(sqlerr.IOError, err)
-		}
-	}
 	var l layout
 	if cut != nil {
 		l.addSet(committedCutKey, encodeCut(cut))
 	}
-	if err := db.layOut(&l, batches, &appends); err != nil {
-		return err
+	var appends []pendingAppend
+	var mc memCommit
+	for _, b := range batches {
+		b.mu.Lock()
+		db.routeMemStateLocked(b, &mc)
+		err := l.addBatch(b.b)
+		for _, s := range b.singles {
+			if err == nil {
+				err = l.addBatch(s)
+			}
+		}
+		for _, r := range b.runs {
+			l.addRun(r)
+		}
+		b.b, b.singles, b.runs = db.pdb.NewBatch(), nil, nil // the Batch may not be reused
+		appends = append(appends, b.appends...)
+		b.mu.Unlock()
+		if err != nil {
+			return sqlerr.Wrap(sqlerr.IOError, err)
+		}
 	}
 	if meta != nil {
 		l.addSet(binary.BigEndian.AppendUint64([]byte("k/"), id), meta)
+	}
+	var pre *pebble.Batch
+	if len(mc.runs) > 0 || len(mc.snaps) > 0 {
+		pre = db.pdb.NewBatch()
+		if err := db.applyMemWrites(&mc, &l, pre); err != nil {
+			db.memCommitted(&mc, err)
+			return err
+		}
 	}
 	// Changelog blocks get their offsets under their partitions' locks,
 	// held until the commit is applied so offsets stay in order.
@@ -253,15 +233,19 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 		c.next += blockRows(a.block)
 	}
 	all, err := l.build(db.pdb)
-	if err == nil && prior != nil {
-		if err = prior.Apply(all, nil); err == nil {
-			all = prior
+	if err == nil && pre != nil && !pre.Empty() {
+		// Range deletions first: the writes after them survive them.
+		if err = pre.Apply(all, nil); err == nil {
+			all = pre
 		}
 	}
 	if err == nil {
 		err = db.Commit(all, sync)
 	} else {
 		err = sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	if pre != nil {
+		db.memCommitted(&mc, err)
 	}
 	if err == nil && cut != nil {
 		db.setCommittedCut(cut)
@@ -275,30 +259,6 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 		c.pl.mu.Unlock()
 	}
 	return err
-}
-
-// layOut adds the batches' writes to l and their log appends to appends;
-// the batches may not be used afterwards.
-func (db *DB) layOut(l *layout, batches []*Batch, appends *[]pendingAppend) error {
-	for _, b := range batches {
-		b.mu.Lock()
-		err := l.addBatch(b.b)
-		for _, s := range b.singles {
-			if err == nil {
-				err = l.addBatch(s)
-			}
-		}
-		for _, r := range b.runs {
-			l.addRun(r)
-		}
-		b.b, b.singles, b.runs, b.prior = db.pdb.NewBatch(), nil, nil, nil // the Batch may not be reused
-		*appends = append(*appends, b.appends...)
-		b.mu.Unlock()
-		if err != nil {
-			return sqlerr.Wrap(sqlerr.IOError, err)
-		}
-	}
-	return nil
 }
 
 // LoadOffset returns a job's committed offset in a stream partition; ok is
@@ -354,6 +314,9 @@ func (db *DB) ViewSnapshot(view uint64) (Snapshot, uint64, error) {
 
 // GetState returns an operator's committed state for key, or nil.
 func (db *DB) GetState(job uint64, op uint32, key []byte) ([]byte, error) {
+	if m := db.memOf(job); m != nil {
+		return m.get(op, key), nil
+	}
 	v, ok, err := db.get(stateKey(job, op, key))
 	if !ok {
 		return nil, err
@@ -363,6 +326,9 @@ func (db *DB) GetState(job uint64, op uint32, key []byte) ([]byte, error) {
 
 // ScanState calls fn with every state entry of an operator (key without prefix).
 func (db *DB) ScanState(job uint64, op uint32, fn func(key, val []byte) error) error {
+	if m := db.memOf(job); m != nil {
+		return m.scan(op, nil, fn)
+	}
 	prefix := stateKey(job, op, nil)
 	return db.scanPrefix(db.pdb, prefix, func(k, v []byte) error { return fn(k[len(prefix):], v) })
 }
@@ -371,6 +337,9 @@ func (db *DB) ScanState(job uint64, op uint32, fn func(key, val []byte) error) e
 // start with prefix (keys without the operator's prefix): an operator reads
 // back a group of its state it evicted from memory.
 func (db *DB) ScanStatePrefix(job uint64, op uint32, prefix []byte, fn func(key, val []byte) error) error {
+	if m := db.memOf(job); m != nil {
+		return m.scan(op, prefix, fn)
+	}
 	base := stateKey(job, op, nil)
 	return db.scanPrefix(db.pdb, stateKey(job, op, prefix), func(k, v []byte) error { return fn(k[len(base):], v) })
 }
@@ -386,7 +355,7 @@ func (db *DB) ScanView(r Reader, view uint64, fn func(key, row []byte) error) er
 
 // DeleteJobData adds to b the removal of a job's state, offsets and view rows.
 func DeleteJobData(b *pebble.Batch, job uint64) {
-	for _, p := range []string{"s/", "o/", "v/", "e/"} {
+	for _, p := range []string{"s/", "o/", "v/", "e/", "x/"} {
 		start := binary.BigEndian.AppendUint64([]byte(p), job)
 		b.DeleteRange(start, prefixEnd(start), nil)
 	}

@@ -160,8 +160,11 @@ type Restore struct {
 // StopJob is STOP JOB view [WITH SAVEPOINT name].
 type StopJob struct{ View, Savepoint string }
 
-// StartJob is START JOB view [FROM SAVEPOINT name].
-type StartJob struct{ View, Savepoint string }
+// StartJob is START JOB view [FROM SAVEPOINT name] [WITH (k = v, ...)].
+type StartJob struct {
+	View, Savepoint string
+	Options         map[string]string
+}
 
 // AlterView is ALTER MATERIALIZED VIEW name SET (k = v, ...).
 type AlterView struct {

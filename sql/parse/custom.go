@@ -523,6 +523,11 @@ func (p *parser) createView(orReplace bool) (*CreateView, error) {
 	if cv.Name, err = p.relName(); err != nil {
 		return nil, err
 	}
+	if p.accept("with") { // PostgreSQL's place for storage parameters
+		if cv.With, err = p.options(); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.expect("as"); err != nil {
 		return nil, err
 	}

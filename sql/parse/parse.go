@@ -121,8 +121,7 @@ func (p *parser) statement() (Statement, error) {
 		v, sp, err := p.jobSavepoint("with")
 		return &StopJob{View: v, Savepoint: sp}, err
 	case first.is("start") && p.accept("job"):
-		v, sp, err := p.jobSavepoint("from")
-		return &StartJob{View: v, Savepoint: sp}, err
+		return p.startJob()
 	case first.is("alter") && p.accept("materialized", "view"):
 		a := &AlterView{}
 		if a.Name, err = p.name(); err != nil {

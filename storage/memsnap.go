@@ -1,0 +1,310 @@
+package storage
+
+// Snapshot files of the memory state backend: a job's state entries, one
+// Arrow IPC file per operator and range of 16 key groups (an entry's first
+// key byte is its key group), each file a sequence of record batches of two
+// binary columns, key and value, in key order. The pointer (x/<job>) lists
+// the files with their sizes and SHA-256; a file that is missing or does
+// not match is refused with XX001.
+//
+// WriteStateFile and ReadStateFile do the encoding on an io.Writer / from
+// bytes, apart from where the files live, so a checkpoint store can carry
+// them elsewhere.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"iter"
+	"slices"
+	"strings"
+
+	"github.com/RaduBerinde/btreemap"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// KeyGroupsPerFile is the width of a snapshot file's key group range.
+const KeyGroupsPerFile = 16
+
+// memStateDir is the data directory's subdirectory of memory snapshots.
+const memStateDir = "memstate"
+
+// memPointer is a job's committed memory snapshot.
+type memPointer struct {
+	// Epoch numbers the job's snapshots: one more than the newest
+	// snapshot directory of the job when it was written.
+	Epoch uint64
+	Dir   string // relative to the data directory
+	Files []StateFile
+}
+
+// StateFile describes one snapshot file.
+type StateFile struct {
+	Name       string
+	Op         uint32
+	KGLo, KGHi int // key groups [KGLo, KGHi]
+	Rows       int64
+	Bytes      int64
+	SHA256     string
+}
+
+var stateSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "key", Type: arrow.BinaryTypes.Binary},
+	{Name: "value", Type: arrow.BinaryTypes.Binary},
+}, nil)
+
+// StateEntry is one state entry.
+type StateEntry struct{ Key, Val []byte }
+
+// WriteStateFile writes entries (in key order) to w as an Arrow IPC file
+// in batches of at most 4 MB of keys and values.
+func WriteStateFile(w io.Writer, next func() (StateEntry, bool)) (rows int64, err error) {
+	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(stateSchema), ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		return 0, err
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, stateSchema)
+	defer b.Release()
+	kb, vb := b.Field(0).(*array.BinaryBuilder), b.Field(1).(*array.BinaryBuilder)
+	size := 0
+	flush := func() error {
+		if kb.Len() == 0 {
+			return nil
+		}
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		size = 0
+		return fw.Write(rec)
+	}
+	for {
+		e, ok := next()
+		if !ok {
+			break
+		}
+		kb.Append(e.Key)
+		vb.Append(e.Val)
+		rows++
+		if size += len(e.Key) + len(e.Val); size >= 4<<20 {
+			if err := flush(); err != nil {
+				return rows, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return rows, err
+	}
+	return rows, fw.Close()
+}
+
+// ReadStateFile calls fn with every entry of an encoded state file.
+func ReadStateFile(data []byte, fn func(key, val []byte) error) error {
+	fr, err := ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		return sqlerr.New(sqlerr.DataCorrupted, "state file: %v", err)
+	}
+	defer fr.Close()
+	if !fr.Schema().Equal(stateSchema) {
+		return sqlerr.New(sqlerr.DataCorrupted, "state file: unexpected schema %v", fr.Schema())
+	}
+	for i := 0; i < fr.NumRecords(); i++ {
+		rec, err := fr.RecordBatch(i)
+		if err != nil {
+			return sqlerr.New(sqlerr.DataCorrupted, "state file: %v", err)
+		}
+		ks, vs := rec.Column(0).(*array.Binary), rec.Column(1).(*array.Binary)
+		for r := 0; r < int(rec.NumRows()); r++ {
+			if err := fn(ks.Value(r), vs.Value(r)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeMemSnapshot writes m's entries as the job's next snapshot and syncs
+// them; it returns the pointer to commit.
+func (db *DB) writeMemSnapshot(job uint64, m *memState) (*memPointer, error) {
+	epoch := uint64(1)
+	if names, err := db.fs.List(db.fs.PathJoin(db.dir, memStateDir, fmt.Sprintf("%016x", job))); err == nil {
+		for _, n := range names {
+			var e uint64
+			if _, err := fmt.Sscanf(n, "%x", &e); err == nil && len(n) == 16 {
+				epoch = max(epoch, e+1)
+			}
+		}
+	}
+	rel := db.fs.PathJoin(memStateDir, fmt.Sprintf("%016x", job), fmt.Sprintf("%016x", epoch))
+	dir := db.fs.PathJoin(db.dir, rel)
+	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	p := &memPointer{Epoch: epoch, Dir: rel}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ops := make([]uint32, 0, len(m.ops))
+	for op := range m.ops {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	for _, op := range ops {
+		t := m.ops[op]
+		for lo := 0; lo < 256; lo += KeyGroupsPerFile {
+			from := btreemap.GE(string([]byte{byte(lo)}))
+			to := btreemap.Max[string]()
+			if lo+KeyGroupsPerFile < 256 {
+				to = btreemap.LT(string([]byte{byte(lo + KeyGroupsPerFile)}))
+			}
+			next, stop := iterPull(t, from, to)
+			if _, _, ok := peekFirst(t, from, to); !ok {
+				stop()
+				continue
+			}
+			sf := StateFile{Name: fmt.Sprintf("op%d-kg%d-%d.arrow", op, lo, lo+KeyGroupsPerFile-1), Op: op,
+				KGLo: lo, KGHi: lo + KeyGroupsPerFile - 1}
+			err := db.writeSynced(db.fs.PathJoin(dir, sf.Name), func(w io.Writer) error {
+				var err error
+				sf.Rows, err = WriteStateFile(w, next)
+				return err
+			}, &sf)
+			stop()
+			if err != nil {
+				return nil, err
+			}
+			p.Files = append(p.Files, sf)
+		}
+	}
+	if d, err := db.fs.OpenDir(dir); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return nil, sqlerr.Wrap(sqlerr.IOError, err)
+		}
+	}
+	return p, nil
+}
+
+func peekFirst(t *btreemap.BTreeMap[string, []byte], from btreemap.LowerBound[string], to btreemap.UpperBound[string]) (string, []byte, bool) {
+	for k, v := range t.Ascend(from, to) {
+		return k, v, true
+	}
+	return "", nil, false
+}
+
+// iterPull returns the entries of t in [from, to) one at a time.
+func iterPull(t *btreemap.BTreeMap[string, []byte], from btreemap.LowerBound[string], to btreemap.UpperBound[string]) (func() (StateEntry, bool), func()) {
+	var kb []byte
+	next, stop := iter.Pull2(t.Ascend(from, to))
+	return func() (StateEntry, bool) {
+		k, v, ok := next()
+		if !ok {
+			return StateEntry{}, false
+		}
+		kb = append(kb[:0], k...)
+		return StateEntry{Key: kb, Val: v}, true
+	}, stop
+}
+
+// writeSynced creates path, writes it through fn, syncs it, and records
+// its size and checksum in sf.
+func (db *DB) writeSynced(path string, fn func(io.Writer) error, sf *StateFile) error {
+	f, err := db.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	h := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(f, h)}
+	err = fn(cw)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	sf.Bytes, sf.SHA256 = cw.n, hex.EncodeToString(h.Sum(nil))
+	return nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// readMemSnapshot verifies and reads the files of p, calling fn with every
+// entry (key and val are only valid during the call).
+func (db *DB) readMemSnapshot(job uint64, p *memPointer, fn func(op uint32, key, val []byte)) error {
+	for _, sf := range p.Files {
+		path := db.fs.PathJoin(db.dir, p.Dir, sf.Name)
+		f, err := db.fs.Open(path)
+		if err != nil {
+			return sqlerr.New(sqlerr.DataCorrupted, "memory state snapshot of job %d: file %s is missing: %v", job, sf.Name, err)
+		}
+		data, err := io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			return sqlerr.Wrap(sqlerr.IOError, err)
+		}
+		sum := sha256.Sum256(data)
+		if int64(len(data)) != sf.Bytes || hex.EncodeToString(sum[:]) != sf.SHA256 {
+			return sqlerr.New(sqlerr.DataCorrupted, "memory state snapshot of job %d: file %s does not match its checksum", job, sf.Name)
+		}
+		err = ReadStateFile(data, func(k, v []byte) error {
+			if len(k) == 0 || int(k[0]) < sf.KGLo || int(k[0]) > sf.KGHi {
+				return sqlerr.New(sqlerr.DataCorrupted, "memory state snapshot of job %d: key outside the file's key groups", job)
+			}
+			fn(sf.Op, k, v)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeMemSnapshots removes job's snapshot directories other than keep's
+// and the newest older one (a commit of keep's pointer that was not synced
+// may be lost with the machine, and its predecessor is then the job's);
+// keep nil removes them all.
+func (db *DB) removeMemSnapshots(job uint64, keep *memPointer) {
+	jdir := db.fs.PathJoin(db.dir, memStateDir, fmt.Sprintf("%016x", job))
+	names, err := db.fs.List(jdir)
+	if err != nil {
+		return
+	}
+	slices.Sort(names)
+	cur := ""
+	if keep != nil {
+		cur = fmt.Sprintf("%016x", keep.Epoch)
+	}
+	prev := ""
+	for _, n := range names {
+		if cur != "" && strings.Compare(n, cur) < 0 {
+			prev = n
+		}
+	}
+	for _, n := range names {
+		if n == cur || n == prev {
+			continue
+		}
+		_ = db.fs.RemoveAll(db.fs.PathJoin(jdir, n))
+	}
+	if keep == nil {
+		_ = db.fs.RemoveAll(jdir)
+	}
+}

@@ -1,0 +1,456 @@
+package storage
+
+// The memory state backend (state.backend = 'memory').
+//
+// A job on it keeps its operators' state entries — the same keys and
+// values as the s/ range of the Pebble backend — in an ordered map on the
+// heap instead of in Pebble. Operators do not see the difference: they
+// write Runs and read through GetState/ScanState/ScanStatePrefix, and the
+// DB routes a memory job's s/ keys to its map (routeMemState) when an epoch
+// commits. So no s/ key of such a job reaches Pebble per epoch.
+//
+// Instead, a commit that carries the job's checkpoint (Batch.SnapshotMemState)
+// writes a full snapshot of the map — an Arrow IPC file per operator and
+// range of 16 key groups (memsnap.go) — under memstate/ in the data
+// directory, synced before the commit, and commits a pointer to it (x/<job>)
+// with the job's offsets and view rows. The job hands its epochs to the
+// coordinator only at checkpoints (exec: holdForCheckpoint), so the job's
+// offsets, view rows, changelog and snapshot pointer in Pebble always
+// describe one checkpoint: after kill -9 the job resumes from there.
+//
+// The canonical, backend-independent form of a job's state is its list of
+// (key, value) entries. A savepoint round materializes a memory job's map
+// into its s/ range (the savepoint is then self-contained and restores into
+// either backend); the next commit of the job removes that range again.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"strings"
+	"sync"
+
+	"github.com/RaduBerinde/btreemap"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// memState is one memory-backend job's operator state.
+type memState struct {
+	mu  sync.RWMutex
+	ops map[uint32]*btreemap.BTreeMap[string, []byte]
+	// bytes is the size of the entries' keys and values plus per-entry overhead.
+	bytes int64
+	// invalid is set when a commit that applied writes here failed: the
+	// next UseMemoryState reloads the map from the last snapshot.
+	invalid bool
+	// pebbleState is whether the job's s/ range in Pebble may hold entries
+	// (state from the Pebble backend, or a savepoint's materialized copy);
+	// the job's next snapshot commit deletes it.
+	pebbleState bool
+	// epoch is that of the snapshot the map equals (0: none, the map came
+	// from the s/ range).
+	epoch uint64
+}
+
+// memEntryOverhead approximates a map entry's cost beyond its key and
+// value: the btree slot, the string and slice headers.
+const memEntryOverhead = 64
+
+func newMemState() *memState { return &memState{ops: map[uint32]*btreemap.BTreeMap[string, []byte]{}} }
+
+func (m *memState) tree(op uint32) *btreemap.BTreeMap[string, []byte] {
+	t := m.ops[op]
+	if t == nil {
+		t = btreemap.New[string, []byte](32, strings.Compare)
+		m.ops[op] = t
+	}
+	return t
+}
+
+// putLocked stores a copy of key and val.
+func (m *memState) putLocked(op uint32, key, val []byte) {
+	_, old, replaced := m.tree(op).ReplaceOrInsert(string(key), bytes.Clone(val))
+	if replaced {
+		m.bytes += int64(len(val) - len(old))
+		return
+	}
+	m.bytes += int64(len(key)+len(val)) + memEntryOverhead
+}
+
+func (m *memState) deleteLocked(op uint32, key []byte) {
+	t := m.ops[op]
+	if t == nil {
+		return
+	}
+	if k, v, ok := t.Delete(string(key)); ok {
+		m.bytes -= int64(len(k)+len(v)) + memEntryOverhead
+	}
+}
+
+func (m *memState) get(op uint32, key []byte) []byte {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	t := m.ops[op]
+	if t == nil {
+		return nil
+	}
+	_, v, ok := t.Get(string(key))
+	if !ok {
+		return nil
+	}
+	return bytes.Clone(v)
+}
+
+// scan calls fn with op's entries whose keys start with prefix, in key order.
+// fn must not keep key or val, nor write state.
+func (m *memState) scan(op uint32, prefix []byte, fn func(key, val []byte) error) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	t := m.ops[op]
+	if t == nil {
+		return nil
+	}
+	lo := btreemap.Min[string]()
+	hi := btreemap.Max[string]()
+	if len(prefix) > 0 {
+		lo = btreemap.GE(string(prefix))
+		if end := prefixEnd(prefix); len(end) > 0 {
+			hi = btreemap.LT(string(end))
+		}
+	}
+	var kb []byte
+	for k, v := range t.Ascend(lo, hi) {
+		kb = append(kb[:0], k...)
+		if err := fn(kb, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// memOf returns job's memory state, or nil if the job is on the Pebble backend.
+func (db *DB) memOf(job uint64) *memState {
+	db.memMu.RLock()
+	defer db.memMu.RUnlock()
+	return db.mem[job]
+}
+
+// MemStateBytes is the size of a memory-backend job's state map (0 for a
+// job on the Pebble backend).
+func (db *DB) MemStateBytes(job uint64) int64 {
+	m := db.memOf(job)
+	if m == nil {
+		return 0
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.bytes
+}
+
+func memPointerKey(job uint64) []byte { return binary.BigEndian.AppendUint64([]byte("x/"), job) }
+
+// loadPointer returns the job's committed snapshot pointer, if any.
+func (db *DB) loadPointer(job uint64) (*memPointer, error) {
+	v, ok, err := db.get(memPointerKey(job))
+	if err != nil || !ok {
+		return nil, err
+	}
+	var p memPointer
+	if err := json.Unmarshal(v, &p); err != nil {
+		return nil, sqlerr.New(sqlerr.DataCorrupted, "memory state pointer of job %d: %v", job, err)
+	}
+	return &p, nil
+}
+
+// UseMemoryState puts job on the memory backend before its operators load
+// their state: its map is loaded from its last snapshot or, if it has none
+// (a new job, a job that ran on the Pebble backend, a restored savepoint),
+// from its s/ range. A map already loaded and still valid is kept: it
+// equals the last commit, which is where a restarted job resumes, as long
+// as that commit's pointer is still the job's (a restore removes it).
+func (db *DB) UseMemoryState(job uint64) error {
+	db.memMu.Lock()
+	if db.mem == nil {
+		db.mem = map[uint64]*memState{}
+	}
+	old := db.mem[job]
+	delete(db.mem, job)
+	db.memMu.Unlock()
+	p, err := db.loadPointer(job)
+	if err != nil {
+		return err
+	}
+	if old != nil && p != nil {
+		old.mu.RLock()
+		keep := !old.invalid && old.epoch == p.Epoch
+		old.mu.RUnlock()
+		if keep {
+			db.memMu.Lock()
+			db.mem[job] = old
+			db.memMu.Unlock()
+			return nil
+		}
+	}
+	m := newMemState()
+	if p != nil {
+		m.epoch = p.Epoch
+		err = db.readMemSnapshot(job, p, func(op uint32, key, val []byte) { m.putLocked(op, key, val) })
+	} else {
+		err = db.scanPrefix(db.pdb, binary.BigEndian.AppendUint64([]byte("s/"), job), func(k, v []byte) error {
+			if len(k) < 14 {
+				return sqlerr.New(sqlerr.DataCorrupted, "malformed state key")
+			}
+			m.putLocked(binary.BigEndian.Uint32(k[10:]), k[14:], v)
+			m.pebbleState = true
+			return nil
+		})
+	}
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		// Any s/ entries are the state; none may mean a new job.
+		m.pebbleState = true
+	}
+	db.memMu.Lock()
+	db.mem[job] = m
+	db.memMu.Unlock()
+	return nil
+}
+
+// UsePebbleState puts job on the Pebble backend. If the job last ran on
+// the memory backend, its snapshot becomes its s/ range (the snapshot, not
+// whatever s/ holds, is its state) and the pointer is removed, in one
+// synced commit.
+func (db *DB) UsePebbleState(job uint64) error {
+	db.memMu.Lock()
+	delete(db.mem, job)
+	db.memMu.Unlock()
+	p, err := db.loadPointer(job)
+	if err != nil || p == nil {
+		return err
+	}
+	b := db.pdb.NewBatch()
+	start := binary.BigEndian.AppendUint64([]byte("s/"), job)
+	if err := b.DeleteRange(start, prefixEnd(start), nil); err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	err = db.readMemSnapshot(job, p, func(op uint32, key, val []byte) {
+		_ = b.Set(stateKey(job, op, key), val, nil)
+	})
+	if err != nil {
+		return err
+	}
+	_ = b.Delete(memPointerKey(job), nil)
+	if err := db.Commit(b, true); err != nil {
+		return err
+	}
+	db.removeMemSnapshots(job, nil)
+	return nil
+}
+
+// ForgetMemoryState drops a job's map (the job was dropped, or its data
+// was replaced by a restore: the next UseMemoryState reads it again).
+func (db *DB) ForgetMemoryState(job uint64) {
+	db.memMu.Lock()
+	delete(db.mem, job)
+	db.memMu.Unlock()
+}
+
+// SnapshotMemState marks b as the batch that commits job's checkpoint on
+// the memory backend: the commit writes a full snapshot of the job's map
+// and its pointer. materialize also writes the map into the job's s/ range
+// (a savepoint: the Pebble checkpoint it exports then holds the state).
+func (b *Batch) SnapshotMemState(job uint64, materialize bool) {
+	b.mu.Lock()
+	b.memSnaps = append(b.memSnaps, memSnapReq{job, materialize})
+	b.mu.Unlock()
+}
+
+type memSnapReq struct {
+	job         uint64
+	materialize bool
+}
+
+// memCommit is what CommitEpochAt does for memory-backend jobs.
+type memCommit struct {
+	runs  []*pebble.Batch // runs of memory jobs' state writes
+	snaps []memSnapReq
+	// touched lists the maps the runs write, to invalidate if the commit fails.
+	touched  map[*memState]bool
+	pointers map[uint64]*memPointer
+}
+
+// routeMemState takes the runs of memory jobs' state out of b (b.mu held):
+// an operator's run holds only its own state keys.
+func (db *DB) routeMemStateLocked(b *Batch, mc *memCommit) {
+	mc.snaps = append(mc.snaps, b.memSnaps...)
+	b.memSnaps = nil
+	db.memMu.RLock()
+	n := len(db.mem)
+	db.memMu.RUnlock()
+	if n == 0 {
+		return
+	}
+	kept := b.runs[:0]
+	for _, r := range b.runs {
+		if job, ok := stateJob(r.first); ok && db.memOf(job) != nil {
+			mc.runs = append(mc.runs, r.b)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	for i := len(kept); i < len(b.runs); i++ {
+		b.runs[i] = nil
+	}
+	b.runs = kept
+}
+
+// stateJob returns the job of state key k.
+func stateJob(k []byte) (uint64, bool) {
+	if len(k) < 14 || k[0] != 's' || k[1] != '/' {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[2:]), true
+}
+
+// applyMemWrites applies the routed runs to their maps, then writes the
+// requested snapshots and adds their pointers (and, for savepoints, the
+// materialized entries) to l; pre receives range deletions that must
+// precede l's writes. Called before the Pebble commit; on its failure the
+// caller invalidates the touched maps.
+func (db *DB) applyMemWrites(mc *memCommit, l *layout, pre *pebble.Batch) error {
+	mc.touched = map[*memState]bool{}
+	for _, rb := range mc.runs {
+		r := rb.Reader()
+		for {
+			kind, k, v, ok, err := r.Next()
+			if err != nil {
+				return sqlerr.Wrap(sqlerr.IOError, err)
+			}
+			if !ok {
+				break
+			}
+			job, isState := stateJob(k)
+			m := db.memOf(job)
+			if !isState || m == nil {
+				// Not expected in an operator's run; keep it in Pebble.
+				l.addSet(bytes.Clone(k), bytes.Clone(v))
+				if kind == pebble.InternalKeyKindDelete {
+					l.segs[len(l.segs)-1].kind = kind
+				}
+				continue
+			}
+			mc.touched[m] = true
+			op := binary.BigEndian.Uint32(k[10:])
+			m.mu.Lock()
+			if kind == pebble.InternalKeyKindDelete {
+				m.deleteLocked(op, k[14:])
+			} else {
+				m.putLocked(op, k[14:], v)
+			}
+			m.mu.Unlock()
+		}
+	}
+	mc.pointers = map[uint64]*memPointer{}
+	for _, s := range mc.snaps {
+		m := db.memOf(s.job)
+		if m == nil {
+			continue
+		}
+		mc.touched[m] = true
+		p, err := db.writeMemSnapshot(s.job, m)
+		if err != nil {
+			return err
+		}
+		mc.pointers[s.job] = p
+		m.mu.Lock()
+		m.epoch = p.Epoch
+		m.mu.Unlock()
+		v, _ := json.Marshal(p)
+		l.addSet(memPointerKey(s.job), v)
+		start := binary.BigEndian.AppendUint64([]byte("s/"), s.job)
+		m.mu.Lock()
+		if m.pebbleState || s.materialize {
+			if err := pre.DeleteRange(start, prefixEnd(start), nil); err != nil {
+				m.mu.Unlock()
+				return sqlerr.Wrap(sqlerr.IOError, err)
+			}
+			m.pebbleState = false
+		}
+		if s.materialize {
+			for op, t := range m.ops {
+				for k, v := range t.Ascend(btreemap.Min[string](), btreemap.Max[string]()) {
+					l.addSet(stateKey(s.job, op, []byte(k)), v)
+				}
+			}
+			m.pebbleState = true
+		}
+		m.mu.Unlock()
+	}
+	return nil
+}
+
+// memCommitted finishes a commit: on failure the touched maps are no longer
+// the committed state; on success old snapshots are removed.
+func (db *DB) memCommitted(mc *memCommit, err error) {
+	if err != nil {
+		for m := range mc.touched {
+			m.mu.Lock()
+			m.invalid = true
+			m.mu.Unlock()
+		}
+		return
+	}
+	for job, p := range mc.pointers {
+		db.removeMemSnapshots(job, p)
+	}
+}
+
+// HasMemSnapshot reports whether job's state is in memory-backend snapshot
+// files (a pointer x/<job>) rather than in its s/ range.
+func (db *DB) HasMemSnapshot(job uint64) bool {
+	p, err := db.loadPointer(job)
+	return err == nil && p != nil
+}
+
+// AbsorbEpoch moves the writes of a later epoch o into b (a memory job's
+// epochs held until a checkpoint). The writes of different epochs may touch
+// the same keys, so they lose their place in key order: each epoch's single
+// writes and runs become unordered runs, which CommitEpochAt applies in the
+// order of their epochs rather than of their keys.
+func (b *Batch) AbsorbEpoch(o *Batch) {
+	if o == nil || o == b {
+		return
+	}
+	b.unorder()
+	o.unorder()
+	b.Absorb(o)
+}
+
+// unorder turns b's writes into unordered runs, in the order they apply.
+func (b *Batch) unorder() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var runs []*Run
+	for _, s := range b.singles {
+		runs = append(runs, &Run{b: s})
+	}
+	if b.b != nil && !b.b.Empty() {
+		runs = append(runs, &Run{b: b.b})
+		b.b = b.db.pdb.NewBatch()
+	}
+	for _, r := range b.runs {
+		r.ordered = false
+		runs = append(runs, r)
+	}
+	b.singles, b.runs = nil, runs
+}
+
+// DropMemoryState forgets a dropped job's map and removes its snapshot
+// files (its pointer went with DeleteJobData).
+func (db *DB) DropMemoryState(job uint64) {
+	db.ForgetMemoryState(job)
+	db.removeMemSnapshots(job, nil)
+}
