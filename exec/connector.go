@@ -89,6 +89,13 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		return err
 	}
 	defer r.Close()
+	// Opening resolves a new split's start (scan.startup.mode): from then
+	// on that is where the split is, even before its first row, or
+	// catching up to its end (CHECKPOINT, savepoints) would wait forever
+	// on an empty partition.
+	if pos := uint64(r.Position()); pos > s.offsets[part].Load() {
+		s.offsets[part].Store(pos)
+	}
 	done := false // a bounded split ended
 	// read reads one batch; it reports whether rows may be waiting.
 	read := func() (bool, error) {
@@ -113,6 +120,9 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 			}
 		}
 		if rec == nil {
+			// Nothing decoded, but the reader may have moved (past a
+			// transaction's control records, or skipped bad messages).
+			s.offsets[part].Store(uint64(r.Position()))
 			return false, nil
 		}
 		n := rec.NumRows()
