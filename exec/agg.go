@@ -133,15 +133,8 @@ func (a *aggOp) evict(limit int64, committed, current uint64) int {
 		if !a.live[g] || a.isDirty[g] || a.lastSave[g] > committed || a.touched[g] >= current {
 			continue
 		}
-		a.bytes -= groupBytes + a.gt.keyBytes(g) + int64(len(a.lastOut[g]))
 		a.evicted.add(a.gt.hashes[g])
-		a.gt.remove(g)
-		for _, acc := range a.accs {
-			acc.reset(g)
-		}
-		a.count.reset(g)
-		a.lastOut[g] = ""
-		a.live[g] = false
+		a.dropGroup(g)
 		a.spilled = true
 		evicted++
 	}

@@ -196,17 +196,24 @@ func (a *aggOp) markClosing(wm int64) {
 // deleted with the epoch that closed them).
 func (a *aggOp) forgetClosing() {
 	for _, g := range a.closing {
-		a.bytes -= groupBytes + a.gt.keyBytes(g) + int64(len(a.lastOut[g]))
-		a.gt.remove(g)
-		for _, acc := range a.accs {
-			acc.reset(g)
-		}
-		a.count.reset(g)
-		a.lastOut[g] = ""
-		a.live[g] = false
+		a.dropGroup(g)
 		a.isClosing[g] = false
 	}
 	a.closing = a.closing[:0]
+}
+
+// dropGroup frees group g's memory: its key, accumulators and last output
+// (eviction, whose state stays in the state table, and closed windows,
+// whose state went with the epoch that closed them).
+func (a *aggOp) dropGroup(g int32) {
+	a.bytes -= groupBytes + a.gt.keyBytes(g) + int64(len(a.lastOut[g]))
+	a.gt.remove(g)
+	for _, acc := range a.accs {
+		acc.reset(g)
+	}
+	a.count.reset(g)
+	a.lastOut[g] = ""
+	a.live[g] = false
 }
 
 // CheckEmitOnWindowClose refuses EMIT ON WINDOW CLOSE for a view whose rows
