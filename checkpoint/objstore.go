@@ -161,16 +161,9 @@ func (r *Remote) Download(ctx context.Context, prefix, dir string) (*Manifest, e
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	data, _ := json.MarshalIndent(m, "", "  ")
-	if err := writeFileSync(filepath.Join(tmp, "manifest.json"), data); err != nil {
-		os.RemoveAll(tmp)
-		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+	if err := publish(tmp, dir, m); err != nil {
+		return nil, err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		os.RemoveAll(tmp)
-		return nil, sqlerr.Wrap(sqlerr.IOError, err)
-	}
-	syncDir(filepath.Dir(dir))
 	return m, nil
 }
 

@@ -172,17 +172,26 @@ func Seal(tmp, dir string, m Manifest) (*Manifest, error) {
 		return nil, sqlerr.Wrap(sqlerr.IOError, err)
 	}
 	m.Files = files
-	data, _ := json.MarshalIndent(&m, "", "  ")
+	if err := publish(tmp, dir, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// publish writes m into the snapshot built in tmp and renames it to dir,
+// so dir appears whole or not at all; on failure tmp is removed.
+func publish(tmp, dir string, m *Manifest) error {
+	data, _ := json.MarshalIndent(m, "", "  ")
 	if err := writeFileSync(filepath.Join(tmp, "manifest.json"), data); err != nil {
 		os.RemoveAll(tmp)
-		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		os.RemoveAll(tmp)
-		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
 	syncDir(filepath.Dir(dir))
-	return &m, nil
+	return nil
 }
 
 func sumFiles(root string) ([]FileSum, error) {
