@@ -76,8 +76,7 @@ func (db *DB) ReleaseCut(epoch uint64) {
 		if n := len(pl.marks); n > 0 {
 			pl.marks = slices.DeleteFunc(pl.marks, func(m cutMark) bool { return m.epoch <= epoch })
 			if len(pl.marks) < n {
-				close(pl.notify)
-				pl.notify = make(chan struct{})
+				pl.wake()
 			}
 		}
 		pl.mu.Unlock()

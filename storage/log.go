@@ -51,6 +51,22 @@ type partitionLog struct {
 	marks  []cutMark // barrier positions of the rounds in flight (cut.go)
 }
 
+// wake tells everyone waiting on the partition (readers at its end,
+// writers held back by a cut) that it changed. pl.mu must be held.
+func (pl *partitionLog) wake() {
+	close(pl.notify)
+	pl.notify = make(chan struct{})
+}
+
+// advance makes offsets below next visible and wakes the waiters, if next
+// moved. pl.mu must be held.
+func (pl *partitionLog) advance(next uint64) {
+	if next != pl.next {
+		pl.next = next
+		pl.wake()
+	}
+}
+
 func logPrefix(table uint64, part uint32) []byte {
 	k := make([]byte, 0, 22)
 	k = append(k, "l/"...)
@@ -259,11 +275,7 @@ func (db *DB) AppendLog(table uint64, part uint32, recs []arrow.RecordBatch) (ui
 		pl.mu.Unlock()
 		return 0, sqlerr.Wrap(sqlerr.IOError, err)
 	}
-	if off != first {
-		pl.next = off
-		close(pl.notify)
-		pl.notify = make(chan struct{})
-	}
+	pl.advance(off)
 	pl.mu.Unlock()
 	err = b.SyncWait()
 	b.Close()

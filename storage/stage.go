@@ -226,11 +226,7 @@ func (s *Stage) Publish(part uint32) (uint64, error) {
 		s.abort()
 		return 0, sqlerr.Wrap(sqlerr.IOError, err)
 	}
-	if off != first {
-		pl.next = off
-		close(pl.notify)
-		pl.notify = make(chan struct{})
-	}
+	pl.advance(off)
 	pl.mu.Unlock()
 	if err := b.SyncWait(); err != nil {
 		return 0, sqlerr.Wrap(sqlerr.IOError, err)

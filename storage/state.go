@@ -251,10 +251,8 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 		db.setCommittedCut(cut)
 	}
 	for _, c := range order {
-		if err == nil && c.next != c.pl.next {
-			c.pl.next = c.next
-			close(c.pl.notify)
-			c.pl.notify = make(chan struct{})
+		if err == nil {
+			c.pl.advance(c.next)
 		}
 		c.pl.mu.Unlock()
 	}

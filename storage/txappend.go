@@ -102,10 +102,8 @@ func (db *DB) CommitAppends(apps []TxAppend) (err error) {
 		}
 	}
 	for i, pl := range pls {
-		if err == nil && ends[i] != pl.next {
-			pl.next = ends[i]
-			close(pl.notify)
-			pl.notify = make(chan struct{})
+		if err == nil {
+			pl.advance(ends[i])
 		}
 		pl.mu.Unlock()
 	}
