@@ -307,6 +307,8 @@ func planInputs(p Plan) []Plan {
 		return []Plan{n.In}
 	case *HashAgg:
 		return []Plan{n.In}
+	case *SessionAgg:
+		return []Plan{n.In}
 	case *HashJoin:
 		return []Plan{n.Left, n.Right}
 	case *Sort:

@@ -26,6 +26,7 @@ const (
 	nRank
 	nUnion
 	nTemporal // a temporal filter (temporal.go)
+	nSession  // a session window aggregate (session.go)
 )
 
 // gnode is a node of a job's graph.
@@ -40,6 +41,7 @@ type gnode struct {
 	join      *HashJoin
 	rank      *rankSpec
 	temporal  *temporalSpec
+	session   *SessionAgg
 	ins       []*gedge // inputs (a join: left, right)
 	outs      []*gedge // a source's consumers (every other node has one)
 	par       int      // parallel instances
@@ -67,7 +69,7 @@ type graph struct {
 // stateful says the graph has a stateful operator.
 func (g *graph) stateful() bool {
 	for _, n := range g.nodes {
-		if n.kind == nAgg || n.kind == nJoin || n.kind == nRank || n.kind == nTemporal {
+		if n.kind == nAgg || n.kind == nJoin || n.kind == nRank || n.kind == nTemporal || n.kind == nSession {
 			return true
 		}
 	}
@@ -103,7 +105,7 @@ func compile(p Plan, parallelism int) (*graph, error) {
 	// plan keeps its ids as long as its shape is kept (one aggregate: 0).
 	var op uint32
 	for _, n := range g.nodes {
-		if n.kind == nAgg || n.kind == nJoin || n.kind == nRank || n.kind == nTemporal {
+		if n.kind == nAgg || n.kind == nJoin || n.kind == nRank || n.kind == nTemporal || n.kind == nSession {
 			n.op = op
 			op++
 		}
@@ -215,6 +217,8 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 		}
 		g.retracts = true // groups change: update_before/update_after
 		return c.add(g), nil
+	case *SessionAgg:
+		return c.sessionNode(n)
 	case *HashJoin:
 		if err := refuseNow(append(append([]expr.Expr{n.Residual}, n.LeftKeys...), n.RightKeys...)...); err != nil {
 			return nil, err
@@ -489,6 +493,28 @@ func StateOperators(p Plan) (map[string]string, error) {
 				b.WriteString(tr(k))
 			}
 			b.WriteString(")")
+		case nSession:
+			name = "session"
+			tr := in(0)
+			b.WriteString("keys(")
+			for i, k := range n.session.Keys {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%s %s", tr(k), k.Type())
+			}
+			fmt.Fprintf(&b, ") time(%s) gap(%d) aggs(", tr(n.session.Time), n.session.Gap)
+			for i, a := range n.session.Aggs {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				fn := [...]string{"count(*)", "count", "sum", "avg", "min", "max", "array_agg"}[a.Kind]
+				if a.Arg != nil {
+					fn += "(" + tr(a.Arg) + " " + a.Arg.Type().String() + ")"
+				}
+				b.WriteString(fn + " -> " + a.T.String())
+			}
+			b.WriteString(")")
 		case nTemporal:
 			name = "temporal"
 			fmt.Fprintf(&b, "rows(%s) deadline(%s) inclusive(%v)", typeList(n.ins[0].from.outTypes(n.ins[0])), in(0)(n.temporal.Deadline), n.temporal.Inclusive)
@@ -510,6 +536,8 @@ func (n *gnode) outTypes(e *gedge) []types.T {
 		return columnTypes(n.src)
 	case nAgg:
 		return n.agg.Types()
+	case nSession:
+		return n.session.Types()
 	case nJoin:
 		return n.join.Types()
 	case nRank:
@@ -631,4 +659,33 @@ func Sources(p Plan) ([]*storage.TableDef, error) {
 		out = append(out, s.src)
 	}
 	return out, nil
+}
+
+// sessionNode compiles a session window aggregate, partitioned by its keys.
+// Its input must only insert rows: a retraction would have to split a
+// session, which merged partial results cannot do.
+func (c *compiler) sessionNode(n *SessionAgg) (*gnode, error) {
+	if err := refuseNow(append([]expr.Expr{n.Time}, n.Keys...)...); err != nil {
+		return nil, err
+	}
+	for _, a := range n.Aggs {
+		if err := refuseNow(a.Arg); err != nil {
+			return nil, err
+		}
+	}
+	if err := CheckSessionAggs(n.Aggs); err != nil {
+		return nil, err
+	}
+	g := &gnode{kind: nSession, session: n, par: 1, retracts: true}
+	if len(n.Keys) > 0 {
+		g.par = c.par
+	}
+	if err := c.input(g, 0, n.In, n.Keys); err != nil {
+		return nil, err
+	}
+	if g.ins[0].from.retracts {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported,
+			"SESSION windows in a continuous query need an input that only inserts rows (a stream, or a join or filter of streams); this one retracts rows (a view, an aggregate, an outer join), and a retraction would have to split a session")
+	}
+	return c.add(g), nil
 }

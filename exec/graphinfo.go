@@ -3,6 +3,7 @@ package exec
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // OperatorInfo describes one node of a running job's graph, for monitoring
@@ -48,6 +49,9 @@ func (j *Job) Graph() []OperatorInfo {
 		case nRank:
 			op.Kind, op.StateOp = "rank", int(n.op)
 			op.Detail = rankDetail(n.rank)
+		case nSession:
+			op.Kind, op.StateOp = "session", int(n.op)
+			op.Detail = sessionDetail(n.session)
 		case nTemporal:
 			op.Kind, op.StateOp = "temporal", int(n.op)
 			op.Detail = n.temporal.Bound
@@ -100,6 +104,14 @@ func aggDetail(a *HashAgg) string {
 		by = fmt.Sprintf("by %d key(s)", len(a.Keys))
 	}
 	return by + ": " + strings.Join(fns, ", ")
+}
+
+func sessionDetail(s *SessionAgg) string {
+	fns := make([]string, 0, len(s.Aggs))
+	for _, a := range s.Aggs {
+		fns = append(fns, aggNames[a.Kind])
+	}
+	return fmt.Sprintf("gap %s, by %d key(s): %s", time.Duration(s.Gap)*time.Microsecond, len(s.Keys), strings.Join(fns, ", "))
 }
 
 var joinNames = map[JoinKind]string{JoinInner: "inner", JoinLeft: "left", JoinRight: "right", JoinFull: "full", JoinSemi: "semi", JoinAnti: "anti"}

@@ -246,6 +246,8 @@ func StreamsRead(p Plan) []*storage.TableDef {
 			visit(p.In)
 		case *HashAgg:
 			visit(p.In)
+		case *SessionAgg:
+			visit(p.In)
 		case *HashJoin:
 			visit(p.Left)
 			visit(p.Right)

@@ -128,6 +128,8 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 		})
 	case *HashAgg:
 		return runAgg(ctx, p, emit)
+	case *SessionAgg:
+		return runSession(ctx, p, emit)
 	case *HashJoin:
 		return runJoin(ctx, p, emit)
 	case *Sort:

@@ -123,7 +123,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		switch n.kind {
 		case nAgg:
 			nagg += n.par
-		case nJoin, nRank, nTemporal:
+		case nJoin, nRank, nTemporal, nSession:
 			nops += n.par
 		}
 	}
@@ -204,6 +204,17 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 					if spec.Reemit && root {
 						op.reemitAll()
 					}
+				}
+				ins, o := inputs[n][i], outlets[out][i]
+				at := opSlot
+				opSlot++
+				starts = append(starts, func() { j.goRun(func() error { return j.runOp(at, op, ins, o) }) })
+			}
+		case nSession:
+			for i := 0; i < n.par; i++ {
+				op, err := j.newSessionNode(n, i, outlets[out][i], root)
+				if err != nil {
+					return nil, err
 				}
 				ins, o := inputs[n][i], outlets[out][i]
 				at := opSlot

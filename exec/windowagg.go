@@ -224,7 +224,9 @@ func CheckEmitOnWindowClose(p Plan) error {
 	if err != nil {
 		return err
 	}
-	if g.root.from.kind != nAgg || windowCloseOf(g.root.from.agg) == nil {
+	if g.root.from.kind == nSession {
+		// Sessions close by the watermark.
+	} else if g.root.from.kind != nAgg || windowCloseOf(g.root.from.agg) == nil {
 		return sqlerr.New(sqlerr.FeatureNotSupported,
 			"EMIT ON WINDOW CLOSE needs a view grouped by a window: GROUP BY window_start/window_end of TUMBLE, HOP or CUMULATE, or GROUP BY TUMBLE(ts, size)")
 	}

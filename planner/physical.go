@@ -98,6 +98,14 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 			}
 			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: a.Arg, T: a.T})
 		}
+		if w := n.Window; w != nil && w.Kind == "session" {
+			// GROUP BY keys, SESSION(ts, gap): the binder put the session's
+			// start and end last among the grouping expressions.
+			if err := exec.CheckSessionAggs(agg.Aggs); err != nil {
+				return nil, err
+			}
+			return &exec.SessionAgg{In: in, Keys: n.GroupBy[:len(n.GroupBy)-2], Time: w.TimeOf, Gap: w.Gap, Aggs: agg.Aggs}, nil
+		}
 		return agg, nil
 	case *Join:
 		return physicalJoin(n, snaps)
@@ -448,6 +456,13 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 			aggs = append(aggs, aggString(a))
 		}
 		line("HashAggregate keys=[%s] aggs=[%s]", exprList(p.Keys), strings.Join(aggs, ", "))
+		explain(b, p.In, depth+1)
+	case *exec.SessionAgg:
+		var aggs []string
+		for _, a := range p.Aggs {
+			aggs = append(aggs, aggString(a))
+		}
+		line("SessionAggregate keys=[%s] time=%s gap=%dus aggs=[%s]", exprList(p.Keys), p.Time, p.Gap, strings.Join(aggs, ", "))
 		explain(b, p.In, depth+1)
 	case *exec.HashJoin:
 		kind := JoinKindName(p.Kind)

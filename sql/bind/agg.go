@@ -18,6 +18,7 @@ type aggState struct {
 	groupKey []string // group[i].String(), to recognise a grouped expression
 	aggs     []planner.AggCall
 	aggKey   []string
+	window   *groupWindow // GROUP BY SESSION(...) or HOP(...) (groupwin.go)
 }
 
 // matchGroup reports whether n, bound against the Aggregate's input, is one

@@ -204,11 +204,33 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "ROLLUP is not supported")
 			}
 			for _, g := range s.GroupBy.Items {
+				if f, ok := isGroupWindow(g.Expr); ok {
+					if agg.window != nil {
+						return nil, sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY takes at most one SESSION or HOP window")
+					}
+					w, err := b.bindGroupWindow(base, f)
+					if err != nil {
+						return nil, err
+					}
+					agg.window = w
+					if w.kind == "hop" {
+						if in, err = b.addGroupWindow(agg, w, in); err != nil {
+							return nil, err
+						}
+					}
+					continue
+				}
 				e, err := b.bindGroupItem(base, items, g.Expr)
 				if err != nil {
 					return nil, err
 				}
 				agg.addGroup(e)
+			}
+			if w := agg.window; w != nil && w.kind == "session" {
+				// The session's start and end come last (planner).
+				if in, err = b.addGroupWindow(agg, w, in); err != nil {
+					return nil, err
+				}
 			}
 		}
 		c = &ectx{sc: sc, agg: agg}
@@ -294,7 +316,11 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 	}
 
 	if c.agg != nil {
-		in = &planner.Aggregate{Input: in, GroupBy: c.agg.group, Aggs: c.agg.aggs, Cols: c.agg.columns()}
+		a := &planner.Aggregate{Input: in, GroupBy: c.agg.group, Aggs: c.agg.aggs, Cols: c.agg.columns()}
+		if w := c.agg.window; w != nil && w.kind == "session" {
+			a.Window = &planner.Window{Kind: "session", TimeOf: w.ts, Gap: w.gap}
+		}
+		in = a
 		if having != nil {
 			in = &planner.Filter{Input: in, Pred: having}
 		}

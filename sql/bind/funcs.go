@@ -390,6 +390,9 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 	if e, ok, err := b.sessionFunc(c, n); ok {
 		return e, err
 	}
+	if e, ok, err := b.windowGroupFunc(c, n); ok {
+		return e, err
+	}
 	name := n.FnName.L
 	switch name {
 	case "pg_array_subquery":

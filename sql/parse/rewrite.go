@@ -284,6 +284,11 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = -1
 					i = end - 1
 					continue
+				case t.Val == "session" && next.isOp("(") && !(i > from && (toks[i-1].is("from") || toks[i-1].is("join") || toks[i-1].isOp("."))):
+					// Flink's group window GROUP BY SESSION(ts, gap): SESSION
+					// is a keyword of TiDB's grammar (sql/bind groupwin.go).
+					prim = r.emit("pg_session_window", i, space)
+					continue
 				case (t.Val == "tumble" || t.Val == "hop" || t.Val == "cumulate") && next.isOp("(") && i > from && (toks[i-1].is("from") || toks[i-1].is("join")):
 					end, err := r.windowTable(i, to, space)
 					if err != nil {

@@ -1,0 +1,217 @@
+package bind
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/planner"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Flink's group windows: GROUP BY [keys,] SESSION(ts, gap) with
+// SESSION_START/SESSION_END, and GROUP BY [keys,] HOP(ts, slide, size)
+// with HOP_START/HOP_END, in the select list (TUMBLE's are in funcs.go).
+//
+// SESSION adds two grouping expressions, the session's start and end,
+// always last, and marks the Aggregate a session window (the planner makes
+// it a session aggregate, exec/session.go). HOP makes the Aggregate's
+// input a UNION ALL with one branch per window a row is in, each adding the
+// window's start and end as two columns (as the HOP table function does,
+// sql/parse windowTable), and groups by them. The _START/_END functions
+// must repeat the GROUP BY call's arguments: anything else is 42803, as a
+// column not grouped by is.
+
+// sessionGroupName is SESSION( as the dialect layer passes it on (SESSION
+// is a keyword of TiDB's grammar).
+const sessionGroupName = "pg_session_window"
+
+// groupWindow is the group window of a SELECT.
+type groupWindow struct {
+	kind        string // "session" or "hop"
+	ts          expr.Expr
+	gap         int64 // session
+	slide, size int64 // hop
+	key         string
+	start, end  int // their grouping expressions' positions (hop; session: the last two)
+}
+
+// isGroupWindow says GROUP BY item n is SESSION(...) or HOP(...).
+func isGroupWindow(n ast.ExprNode) (*ast.FuncCallExpr, bool) {
+	f, ok := n.(*ast.FuncCallExpr)
+	if !ok {
+		return nil, false
+	}
+	return f, f.FnName.L == sessionGroupName || f.FnName.L == "hop"
+}
+
+// bindGroupWindow binds GROUP BY SESSION(ts, gap) or HOP(ts, slide, size).
+func (b *Binder) bindGroupWindow(c *ectx, f *ast.FuncCallExpr) (*groupWindow, error) {
+	in := c.inputCtx("aggregate functions are not allowed in GROUP BY")
+	if f.FnName.L == sessionGroupName {
+		if len(f.Args) != 2 {
+			return nil, sqlerr.New(sqlerr.SyntaxError, "SESSION takes (time column, gap)")
+		}
+		ts, us, err := b.windowArgs(in, "SESSION", f.Args[0], f.Args[1:])
+		if err != nil {
+			return nil, err
+		}
+		w := &groupWindow{kind: "session", ts: ts, gap: us[0]}
+		w.key = windowKey("session", ts, us)
+		return w, nil
+	}
+	if len(f.Args) != 3 {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "HOP takes (time column, slide, size)")
+	}
+	ts, us, err := b.windowArgs(in, "HOP", f.Args[0], f.Args[1:])
+	if err != nil {
+		return nil, err
+	}
+	slide, size := us[0], us[1]
+	if size%slide != 0 {
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "HOP slide must divide its size")
+	}
+	if size/slide > maxHopWindows {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "HOP puts each row in %d windows; at most %d are supported", size/slide, maxHopWindows)
+	}
+	return &groupWindow{kind: "hop", ts: ts, slide: slide, size: size, key: windowKey("hop", ts, us)}, nil
+}
+
+// maxHopWindows bounds size/slide, as the HOP table function does.
+const maxHopWindows = 64
+
+// windowArgs binds a group window's time column and its constant,
+// positive, fixed-length intervals (µs).
+func (b *Binder) windowArgs(c *ectx, what string, tsArg ast.ExprNode, ivArgs []ast.ExprNode) (expr.Expr, []int64, error) {
+	ts, err := b.bindExpr(c, tsArg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if k := ts.Type().Kind; k != types.Timestamp {
+		return nil, nil, sqlerr.New(sqlerr.DatatypeMismatch, "%s's time column must be of type timestamp, not %s", what, typeName(ts.Type()))
+	}
+	us := make([]int64, len(ivArgs))
+	for i, a := range ivArgs {
+		e, err := b.bindExpr(c, a)
+		if err != nil {
+			return nil, nil, err
+		}
+		if e.Type().Kind != types.Interval {
+			if e, err = b.coerce(e, types.TInterval); err != nil || e.Type().Kind != types.Interval {
+				return nil, nil, sqlerr.New(sqlerr.DatatypeMismatch, "%s's sizes must be intervals, not %s", what, typeName(e.Type()))
+			}
+		}
+		if !expr.IsConst(e) {
+			return nil, nil, sqlerr.New(sqlerr.InvalidParameterValue, "%s's sizes must be constant intervals", what)
+		}
+		d, err := expr.EvalConst(&expr.Ctx{}, e)
+		if err != nil {
+			return nil, nil, err
+		}
+		if d.Null || d.IV.Months != 0 {
+			return nil, nil, sqlerr.New(sqlerr.InvalidParameterValue, "%s's sizes must be fixed-length intervals (no months or years)", what)
+		}
+		if us[i] = types.IntervalMicros(d.IV); us[i] <= 0 {
+			return nil, nil, sqlerr.New(sqlerr.InvalidParameterValue, "%s's sizes must be positive", what)
+		}
+	}
+	return ts, us, nil
+}
+
+func windowKey(kind string, ts expr.Expr, us []int64) string {
+	var b strings.Builder
+	b.WriteString(kind + "(" + ts.String())
+	for _, u := range us {
+		b.WriteString(", " + strconv.FormatInt(u, 10) + "us")
+	}
+	return b.String() + ")"
+}
+
+func intervalConst(us int64) *expr.Const {
+	return &expr.Const{D: types.Datum{IV: arrow.MonthDayNanoInterval{Nanoseconds: us * 1000}}, T: types.TInterval}
+}
+
+// addGroupWindow adds the window's grouping expressions (session: after
+// every other, so call it last) and, for HOP, turns in into one branch
+// per window a row is in.
+func (b *Binder) addGroupWindow(agg *aggState, w *groupWindow, in planner.Node) (planner.Node, error) {
+	if w.kind == "session" {
+		gap := intervalConst(w.gap)
+		agg.group = append(agg.group, call("session_start", types.TTimestamp, w.ts, gap), call("session_end", types.TTimestamp, w.ts, gap))
+		agg.groupKey = append(agg.groupKey, "\x00session_start", "\x00session_end")
+		w.start, w.end = len(agg.group)-2, len(agg.group)-1
+		return in, nil
+	}
+	cols := in.Schema()
+	n := len(cols)
+	outCols := append(append([]planner.Column(nil), cols...),
+		planner.Column{Name: "window_start", T: types.TTimestamp}, planner.Column{Name: "window_end", T: types.TTimestamp})
+	var branches []planner.Node
+	last := call("tumble_start", types.TTimestamp, w.ts, intervalConst(w.slide))
+	for i := int64(0); i < w.size/w.slide; i++ {
+		start, err := b.arithOp("-", last, intervalConst(i*w.slide))
+		if err != nil {
+			return nil, err
+		}
+		end, err := b.arithOp("+", start, intervalConst(w.size))
+		if err != nil {
+			return nil, err
+		}
+		exprs := make([]expr.Expr, 0, n+2)
+		for c, col := range cols {
+			exprs = append(exprs, &expr.ColRef{Idx: c, T: col.T, Name: col.Name})
+		}
+		exprs = append(exprs, start, end)
+		branches = append(branches, &planner.Project{Input: in, Exprs: exprs, Cols: outCols})
+	}
+	var out planner.Node = branches[0]
+	if len(branches) > 1 {
+		out = &planner.UnionAll{Inputs: branches, Cols: outCols}
+	}
+	w.start = len(agg.group)
+	agg.addGroup(&expr.ColRef{Idx: n, T: types.TTimestamp, Name: "window_start"})
+	w.end = len(agg.group)
+	agg.addGroup(&expr.ColRef{Idx: n + 1, T: types.TTimestamp, Name: "window_end"})
+	return out, nil
+}
+
+// windowGroupFunc binds SESSION_START/SESSION_END/HOP_START/HOP_END (and
+// refuses SESSION(...) outside GROUP BY); ok is false for other functions.
+func (b *Binder) windowGroupFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, bool, error) {
+	name := n.FnName.L
+	var kind string
+	var end bool
+	switch name {
+	case sessionGroupName:
+		return nil, true, sqlerr.New(sqlerr.GroupingError, "SESSION(...) is allowed only in GROUP BY")
+	case "session_start", "session_end":
+		kind, end = "session", name == "session_end"
+	case "hop_start", "hop_end":
+		kind, end = "hop", name == "hop_end"
+	default:
+		return nil, false, nil
+	}
+	upper := strings.ToUpper(name)
+	if c.agg == nil || c.agg.window == nil || c.agg.window.kind != kind {
+		return nil, true, sqlerr.New(sqlerr.GroupingError, "%s is allowed only in the select list, HAVING or ORDER BY of a query with GROUP BY %s(...)", upper, strings.ToUpper(kind))
+	}
+	w := c.agg.window
+	if len(n.Args) < 1 {
+		return nil, true, sqlerr.New(sqlerr.GroupingError, "%s must repeat the arguments of GROUP BY %s(...)", upper, strings.ToUpper(kind))
+	}
+	ts, us, err := b.windowArgs(c.inputCtx("aggregate function calls are not allowed in "+upper), upper, n.Args[0], n.Args[1:])
+	if err != nil {
+		return nil, true, err
+	}
+	if windowKey(kind, ts, us) != w.key {
+		return nil, true, sqlerr.New(sqlerr.GroupingError, "%s(%s) does not match GROUP BY %s", upper, strings.TrimPrefix(windowKey(kind, ts, us), kind+"("), w.key)
+	}
+	idx := w.start
+	if end {
+		idx = w.end
+	}
+	return &expr.ColRef{Idx: idx, T: types.TTimestamp, Name: name}, true, nil
+}

@@ -1,0 +1,138 @@
+package sqllogic
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SESSION windows (issue 12): GROUP BY keys, SESSION(ts, gap) with
+// SESSION_START/SESSION_END, in batch queries and views; sessions merge
+// when a row bridges them (the view retracts both rows and inserts the
+// merged one), close by the watermark (their state goes, later rows that
+// would fall into them are late), EMIT ON WINDOW CLOSE emits each once.
+
+const sessionQuery = `SELECT bidder, count(*) AS n, sum(price)::bigint AS p,
+    SESSION_START(ts, INTERVAL '10' SECOND) AS s, SESSION_END(ts, INTERVAL '10' SECOND) AS e
+  FROM bid GROUP BY bidder, SESSION(ts, INTERVAL '10' SECOND)`
+
+func TestSessionWindows(t *testing.T) {
+	dir := t.TempDir()
+	srv := StartServer(t, dir)
+	c := srv.Conn(t)
+	execAll(t, c,
+		"CREATE TABLE bid (bidder BIGINT, price BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '20' SECOND)",
+		"CREATE MATERIALIZED VIEW s AS "+sessionQuery,
+		"CREATE MATERIALIZED VIEW se AS "+sessionQuery+" EMIT ON WINDOW CLOSE",
+		// Every change of s's changelog, applied: must equal s.
+		"CREATE MATERIALIZED VIEW slog AS SELECT bidder, n, s, e FROM s",
+		"INSERT INTO bid VALUES (1, 10, '2026-01-01 00:00:00'), (1, 20, '2026-01-01 00:00:05'), (2, 1, '2026-01-01 00:00:02')",
+		"INSERT INTO bid VALUES (1, 30, '2026-01-01 00:00:22')",
+		"CHECKPOINT")
+	want := "1 1 30 2026-01-01 00:00:22 2026-01-01 00:00:32\n" +
+		"1 2 30 2026-01-01 00:00:00 2026-01-01 00:00:15\n" +
+		"2 1 1 2026-01-01 00:00:02 2026-01-01 00:00:12"
+	if got := rowsOf(t, c, sessionQuery); got != want {
+		t.Fatalf("batch query:\n%s\nwant\n%s", got, want)
+	}
+	waitSorted(t, c, "SELECT * FROM s", want)
+	// 00:00:13 bridges [00:00:00, 00:00:15) and [00:00:22, 00:00:32).
+	execAll(t, c, "INSERT INTO bid VALUES (1, 40, '2026-01-01 00:00:13')", "CHECKPOINT")
+	want = "1 4 100 2026-01-01 00:00:00 2026-01-01 00:00:32\n" +
+		"2 1 1 2026-01-01 00:00:02 2026-01-01 00:00:12"
+	if got := rowsOf(t, c, sessionQuery); got != want {
+		t.Fatalf("batch query after a bridging row:\n%s\nwant\n%s", got, want)
+	}
+	waitSorted(t, c, "SELECT * FROM s", want)
+	execAll(t, c, "CHECKPOINT")
+	waitSorted(t, c, "SELECT * FROM slog", rowsOf(t, c, "SELECT bidder, n, s, e FROM s"))
+	if got := rowsOf(t, c, "SELECT * FROM se"); got != "" {
+		t.Fatalf("se has rows before any session closed:\n%s", got)
+	}
+
+	// Watermark 00:00:40 closes every session so far.
+	execAll(t, c, "INSERT INTO bid VALUES (3, 5, '2026-01-01 00:01:00')", "CHECKPOINT")
+	waitWatermark(t, c, "se", ts("2026-01-01 00:00:40"))
+	waitSorted(t, c, "SELECT * FROM se", want)
+	// 00:00:10 would start a session of bidder 1 ending at 00:00:20,
+	// before the watermark: late. 00:00:39 is behind the watermark too,
+	// but its session ends at 00:00:49: it counts.
+	execAll(t, c, "INSERT INTO bid VALUES (1, 1000, '2026-01-01 00:00:10')",
+		"INSERT INTO bid VALUES (3, 7, '2026-01-01 00:00:39')", "CHECKPOINT")
+	waitLateRows(t, c, "s", 1)
+	waitLateRows(t, c, "se", 1)
+	want3 := "3 1 5 2026-01-01 00:01:00 2026-01-01 00:01:10\n3 1 7 2026-01-01 00:00:39 2026-01-01 00:00:49"
+	waitSorted(t, c, "SELECT * FROM s", want+"\n"+want3)
+
+	// kill -9: closed sessions stay closed, open ones go on.
+	srv.Kill9()
+	srv.Restart(t)
+	c = srv.Conn(t)
+	execAll(t, c, "INSERT INTO bid VALUES (1, 2000, '2026-01-01 00:00:11')",
+		"INSERT INTO bid VALUES (3, 1, '2026-01-01 00:01:05')", "CHECKPOINT")
+	waitLateRows(t, c, "s", 2)
+	want3 = "3 1 7 2026-01-01 00:00:39 2026-01-01 00:00:49\n3 2 6 2026-01-01 00:01:00 2026-01-01 00:01:15"
+	waitSorted(t, c, "SELECT * FROM s", want+"\n"+want3)
+	// The late rows are in the stream, so the batch query has them.
+	execAll(t, c, "INSERT INTO bid VALUES (3, 1, '2026-01-01 00:02:00')", "CHECKPOINT")
+	waitWatermark(t, c, "se", ts("2026-01-01 00:01:40"))
+	waitSorted(t, c, "SELECT * FROM se", want+"\n"+want3)
+	execAll(t, c, "CHECKPOINT")
+	waitSorted(t, c, "SELECT * FROM slog", rowsOf(t, c, "SELECT bidder, n, s, e FROM s"))
+}
+
+func TestSessionWindowErrors(t *testing.T) {
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	execAll(t, c,
+		"CREATE TABLE bid (bidder BIGINT, price BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)",
+		"CREATE MATERIALIZED VIEW agg AS SELECT bidder, max(ts) AS ts FROM bid GROUP BY bidder")
+	for q, code := range map[string]string{
+		"SELECT count(*) FROM bid GROUP BY SESSION(ts, INTERVAL '0' SECOND)":                                                          "22023",
+		"SELECT count(*) FROM bid GROUP BY SESSION(ts, INTERVAL '-1' SECOND)":                                                         "22023",
+		"SELECT count(*) FROM bid GROUP BY SESSION(ts, INTERVAL '1' MONTH)":                                                           "22023",
+		"SELECT count(*) FROM bid GROUP BY SESSION(ts, ts - ts)":                                                                      "22023",
+		"SELECT count(*) FROM bid GROUP BY SESSION(ts, 10)":                                                                           "42804",
+		"SELECT count(*) FROM bid GROUP BY SESSION(price, INTERVAL '1' SECOND)":                                                       "42804",
+		"SELECT SESSION_START(ts, INTERVAL '2' SECOND), count(*) FROM bid GROUP BY SESSION(ts, INTERVAL '1' SECOND)":                  "42803",
+		"SELECT SESSION_END(ts, INTERVAL '1' SECOND) FROM bid":                                                                        "42803",
+		"SELECT SESSION_START(ts, INTERVAL '1' SECOND), count(*) FROM bid GROUP BY HOP(ts, INTERVAL '1' SECOND, INTERVAL '2' SECOND)": "42803",
+		"SELECT count(*) FROM bid WHERE SESSION(ts, INTERVAL '1' SECOND) IS NULL":                                                     "42803",
+		"SELECT count(DISTINCT price) FROM bid GROUP BY SESSION(ts, INTERVAL '1' SECOND)":                                             "0A000",
+		"CREATE MATERIALIZED VIEW v1 AS SELECT count(*) FROM bid GROUP BY SESSION(ts, INTERVAL '0' SECOND)":                           "22023",
+		"CREATE MATERIALIZED VIEW v2 AS SELECT bidder, count(*) FROM agg GROUP BY bidder, SESSION(ts, INTERVAL '1' SECOND)":           "0A000",
+		"CREATE MATERIALIZED VIEW v3 AS SELECT count(DISTINCT price) FROM bid GROUP BY SESSION(ts, INTERVAL '1' SECOND)":              "0A000",
+	} {
+		_, err := c.Exec(context.Background(), q)
+		if err == nil || !strings.Contains(err.Error(), code) {
+			t.Errorf("%s: %v, want %s", q, err, code)
+		}
+	}
+	if got := rowsOf(t, c, "SELECT count(*) FROM streamdb_jobs"); got != "1" {
+		t.Fatalf("%s jobs after refused statements, want 1 (agg)", got)
+	}
+	// The server still answers.
+	execAll(t, c, "INSERT INTO bid VALUES (1, 1, '2026-01-01 00:00:00')")
+	if got := rowsOf(t, c, "SELECT count(*) FROM bid GROUP BY SESSION(ts, INTERVAL '1' SECOND)"); got != "1" {
+		t.Fatalf("count: %s", got)
+	}
+}
+
+// waitSorted polls q until its rows (rowsOf) are want.
+func waitSorted(t *testing.T, c *pgx.Conn, q, want string) {
+	t.Helper()
+	start := time.Now()
+	for {
+		got := rowsOf(t, c, q)
+		if got == want {
+			return
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%s:\n%s\nwant\n%s", q, got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
