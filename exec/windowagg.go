@@ -84,6 +84,22 @@ func windowBound(p Plan, e expr.Expr) (int64, bool) {
 			if len(e.Args) == 2 {
 				return intervalConst(e.Args[1])
 			}
+		case "-":
+			// A hopping window's start: its end minus its size.
+			if len(e.Args) != 2 {
+				break
+			}
+			size, ok := intervalConst(e.Args[1])
+			if !ok {
+				break
+			}
+			if f, ok := e.Args[0].(*expr.Func); ok && f.Name == "+" && len(f.Args) == 2 {
+				if s, ok := intervalConst(f.Args[1]); ok && s == size {
+					if off, ok := windowBound(p, f); ok && off == 0 {
+						return size, true
+					}
+				}
+			}
 		case "+":
 			// A hopping or cumulating window's end: its start (the row's
 			// last tumbling window's start, maybe minus some slides) plus

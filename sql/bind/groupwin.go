@@ -152,11 +152,17 @@ func (b *Binder) addGroupWindow(agg *aggState, w *groupWindow, in planner.Node) 
 	var branches []planner.Node
 	last := call("tumble_start", types.TTimestamp, w.ts, intervalConst(w.slide))
 	for i := int64(0); i < w.size/w.slide; i++ {
-		start, err := b.arithOp("-", last, intervalConst(i*w.slide))
+		// As the HOP table function: window_end = the row's last
+		// window's start - i slides + size, window_start = window_end - size.
+		s0, err := b.arithOp("-", last, intervalConst(i*w.slide))
 		if err != nil {
 			return nil, err
 		}
-		end, err := b.arithOp("+", start, intervalConst(w.size))
+		end, err := b.arithOp("+", s0, intervalConst(w.size))
+		if err != nil {
+			return nil, err
+		}
+		start, err := b.arithOp("-", end, intervalConst(w.size))
 		if err != nil {
 			return nil, err
 		}
@@ -165,7 +171,12 @@ func (b *Binder) addGroupWindow(agg *aggState, w *groupWindow, in planner.Node) 
 			exprs = append(exprs, &expr.ColRef{Idx: c, T: col.T, Name: col.Name})
 		}
 		exprs = append(exprs, start, end)
-		branches = append(branches, &planner.Project{Input: in, Exprs: exprs, Cols: outCols})
+		var src planner.Node = in
+		if i > 0 {
+			// A row without a time is in one window (NULL bounds), not n.
+			src = &planner.Filter{Input: in, Pred: &expr.Func{Name: "is_not_null", Args: []expr.Expr{w.ts}, T: types.TBool}}
+		}
+		branches = append(branches, &planner.Project{Input: src, Exprs: exprs, Cols: outCols})
 	}
 	var out planner.Node = branches[0]
 	if len(branches) > 1 {

@@ -673,9 +673,14 @@ func (r *rewriter) windowTable(i, to int, space bool) (end int, err error) {
 				r.emit("union all", i, true)
 			}
 			if kind == "hop" {
-				// window_start = the row's last window's start - w slides.
-				startExpr := fmt.Sprintf("tumble_start(%s, pg_interval('%d microseconds')) - pg_interval('%d microseconds')", col, small, w*small)
-				r.emit("select *, "+startExpr+" as window_start, "+startExpr+" + pg_interval('"+strconv.FormatInt(big, 10)+" microseconds') as window_end from "+tbl, i, true)
+				// window_end = the row's last window's start - w slides +
+				// size; window_start = window_end - size, written so: the
+				// window's end is then known from its start
+				// (exec/windowagg.go), and a view grouped by window_start
+				// alone closes.
+				size := "pg_interval('" + strconv.FormatInt(big, 10) + " microseconds')"
+				endExpr := fmt.Sprintf("tumble_start(%s, pg_interval('%d microseconds')) - pg_interval('%d microseconds') + %s", col, small, w*small, size)
+				r.emit("select *, "+endExpr+" - "+size+" as window_start, "+endExpr+" as window_end from "+tbl, i, true)
 				if w > 0 {
 					r.emit("where "+col+" is not null", i, true)
 				}
