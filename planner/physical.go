@@ -80,6 +80,12 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, e := range n.Exprs {
+			if hasSessionBound(e) {
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported,
+					"the window_start and window_end of SESSION(table, time column, gap) exist only grouped: GROUP BY [keys,] window_start, window_end")
+			}
+		}
 		return &exec.Project{In: in, Exprs: n.Exprs}, nil
 	case *Aggregate:
 		in, err := Physical(n.Input, snaps)
@@ -559,4 +565,24 @@ func colTypes(cs []Column) []typesT {
 		ts[i] = c.T
 	}
 	return ts
+}
+
+// hasSessionBound says e computes a session's bound row by row: the
+// placeholders of SESSION(table, ...) in FROM left where the binder could
+// not make them a session window (sql/bind groupwin.go).
+func hasSessionBound(e expr.Expr) bool {
+	switch e := e.(type) {
+	case *expr.Func:
+		if e.Name == "session_start" || e.Name == "session_end" {
+			return true
+		}
+		for _, a := range e.Args {
+			if hasSessionBound(a) {
+				return true
+			}
+		}
+	case *expr.Cast:
+		return hasSessionBound(e.E)
+	}
+	return false
 }

@@ -224,6 +224,20 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 				if err != nil {
 					return nil, err
 				}
+				if agg.window != nil && agg.window.tvf[0] != "" && (e.String() == agg.window.tvf[0] || e.String() == agg.window.tvf[1]) {
+					continue // SESSION(table, ...)'s window_start/window_end
+				}
+				tw, err := sessionTVF(in, e)
+				if err != nil {
+					return nil, err
+				}
+				if tw != nil {
+					if agg.window != nil {
+						return nil, sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY takes at most one SESSION or HOP window")
+					}
+					agg.window = tw
+					continue
+				}
 				agg.addGroup(e)
 			}
 			if w := agg.window; w != nil && w.kind == "session" {

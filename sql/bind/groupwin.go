@@ -37,6 +37,9 @@ type groupWindow struct {
 	slide, size int64 // hop
 	key         string
 	start, end  int // their grouping expressions' positions (hop; session: the last two)
+	// tvf, for SESSION(table, ts, gap) in FROM: its window_start and
+	// window_end columns, which then stand for the session's bounds.
+	tvf [2]string
 }
 
 // isGroupWindow says GROUP BY item n is SESSION(...) or HOP(...).
@@ -141,7 +144,11 @@ func (b *Binder) addGroupWindow(agg *aggState, w *groupWindow, in planner.Node) 
 	if w.kind == "session" {
 		gap := intervalConst(w.gap)
 		agg.group = append(agg.group, call("session_start", types.TTimestamp, w.ts, gap), call("session_end", types.TTimestamp, w.ts, gap))
-		agg.groupKey = append(agg.groupKey, "\x00session_start", "\x00session_end")
+		if w.tvf[0] != "" {
+			agg.groupKey = append(agg.groupKey, w.tvf[0], w.tvf[1])
+		} else {
+			agg.groupKey = append(agg.groupKey, "\x00session_start", "\x00session_end")
+		}
 		w.start, w.end = len(agg.group)-2, len(agg.group)-1
 		return in, nil
 	}
@@ -198,6 +205,14 @@ func (b *Binder) windowGroupFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, bool,
 	switch name {
 	case sessionGroupName:
 		return nil, true, sqlerr.New(sqlerr.GroupingError, "SESSION(...) is allowed only in GROUP BY")
+	case "pg_session_start", "pg_session_end":
+		// SESSION(table, ts, gap) in FROM (sql/parse windowTable): its
+		// window_start and window_end, known once grouped (sessionTVF).
+		ts, us, err := b.windowArgs(c.inputCtx("aggregate functions are not allowed in SESSION"), "SESSION", n.Args[0], n.Args[1:])
+		if err != nil {
+			return nil, true, err
+		}
+		return call(strings.TrimPrefix(name, "pg_"), types.TTimestamp, ts, intervalConst(us[0])), true, nil
 	case "session_start", "session_end":
 		kind, end = "session", name == "session_end"
 	case "hop_start", "hop_end":
@@ -225,4 +240,107 @@ func (b *Binder) windowGroupFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, bool,
 		idx = w.end
 	}
 	return &expr.ColRef{Idx: idx, T: types.TTimestamp, Name: name}, true, nil
+}
+
+// sessionTVF recognises a grouping expression e that is the window_start
+// or window_end column of SESSION(table, ts, gap) in FROM (the dialect
+// layer made it a derived table computing pg_session_start/_end, bound to
+// placeholders). It returns the session window, whose placeholders it
+// takes out of the derived table (a session is known only once grouped),
+// with start/end naming the two columns as grouping keys.
+func sessionTVF(in planner.Node, e expr.Expr) (*groupWindow, error) {
+	ref, ok := e.(*expr.ColRef)
+	if !ok {
+		return nil, nil
+	}
+	var preds []expr.Expr
+	node := in
+	for {
+		f, ok := node.(*planner.Filter)
+		if !ok {
+			break
+		}
+		preds = append(preds, f.Pred)
+		node = f.Input
+	}
+	p, ok := node.(*planner.Project)
+	if !ok || ref.Idx >= len(p.Exprs) {
+		return nil, nil
+	}
+	f, ok := p.Exprs[ref.Idx].(*expr.Func)
+	if !ok || f.Name != "session_start" && f.Name != "session_end" {
+		return nil, nil
+	}
+	tsIn, _ := f.Args[0].(*expr.ColRef)
+	ks, ke, kt := -1, -1, -1
+	for k, x := range p.Exprs {
+		switch x := x.(type) {
+		case *expr.Func:
+			if (x.Name == "session_start" || x.Name == "session_end") && x.String() != "" {
+				if x.Args[0].String() != f.Args[0].String() || x.Args[1].String() != f.Args[1].String() {
+					continue
+				}
+				if x.Name == "session_start" {
+					ks = k
+				} else {
+					ke = k
+				}
+			}
+		case *expr.ColRef:
+			if tsIn != nil && x.Idx == tsIn.Idx && kt < 0 {
+				kt = k
+			}
+		}
+	}
+	if ks < 0 || ke < 0 || kt < 0 {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SESSION(table, time column, gap) needs the table's columns and window_start, window_end as it makes them")
+	}
+	used := map[int]bool{}
+	for _, pr := range preds {
+		colRefsOf(pr, used)
+	}
+	if used[ks] || used[ke] {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "a session's window_start and window_end are known only after grouping: filter on them in HAVING, not WHERE")
+	}
+	d := f.Args[1].(*expr.Const).D
+	w := &groupWindow{kind: "session", ts: &expr.ColRef{Idx: kt, T: types.TTimestamp, Name: p.Cols[kt].Name}, gap: types.IntervalMicros(d.IV)}
+	w.key = windowKey("session", w.ts, []int64{w.gap})
+	// The columns as the select list names them (qualified as e is).
+	prefix := strings.TrimSuffix(ref.String(), p.Cols[ref.Idx].Name)
+	w.tvf = [2]string{prefix + p.Cols[ks].Name, prefix + p.Cols[ke].Name}
+	// The placeholders are not computed per row.
+	null := &expr.Const{D: types.Null, T: types.TTimestamp}
+	p.Exprs[ks], p.Exprs[ke] = null, null
+	return w, nil
+}
+
+// colRefsOf marks the columns e reads; an expression it does not know
+// marks every column (-1 too), so callers stay on the safe side.
+func colRefsOf(e expr.Expr, used map[int]bool) {
+	switch e := e.(type) {
+	case nil, *expr.Const, *expr.Param:
+	case *expr.ColRef:
+		used[e.Idx] = true
+	case *expr.Cast:
+		colRefsOf(e.E, used)
+	case *expr.Func:
+		for _, a := range e.Args {
+			colRefsOf(a, used)
+		}
+	case *expr.Case:
+		for _, w := range e.Whens {
+			colRefsOf(w.Cond, used)
+			colRefsOf(w.Then, used)
+		}
+		colRefsOf(e.Else, used)
+	case *expr.InList:
+		colRefsOf(e.E, used)
+		for _, a := range e.List {
+			colRefsOf(a, used)
+		}
+	default:
+		for i := -1; i < 1<<12; i++ {
+			used[i] = true
+		}
+	}
 }

@@ -289,7 +289,7 @@ func (r *rewriter) rewrite(from, to int) error {
 					// is a keyword of TiDB's grammar (sql/bind groupwin.go).
 					prim = r.emit("pg_session_window", i, space)
 					continue
-				case (t.Val == "tumble" || t.Val == "hop" || t.Val == "cumulate") && next.isOp("(") && i > from && (toks[i-1].is("from") || toks[i-1].is("join")):
+				case (t.Val == "tumble" || t.Val == "hop" || t.Val == "cumulate" || t.Val == "session") && next.isOp("(") && i > from && (toks[i-1].is("from") || toks[i-1].is("join")):
 					end, err := r.windowTable(i, to, space)
 					if err != nil {
 						return err
@@ -619,7 +619,7 @@ func (r *rewriter) windowTable(i, to int, space bool) (end int, err error) {
 		k++
 	}
 	want := 2
-	if kind == "tumble" {
+	if kind == "tumble" || kind == "session" {
 		want = 1
 	}
 	if len(args) != want {
@@ -628,6 +628,8 @@ func (r *rewriter) windowTable(i, to int, space bool) (end int, err error) {
 			return 0, p.notSupported(toks[i], "TUMBLE(table, time column, size) takes no offset")
 		case "hop":
 			return 0, p.positioned(sqlerr.New(sqlerr.SyntaxError, "HOP takes (table, time column, slide, size)"), toks[i])
+		case "session":
+			return 0, p.positioned(sqlerr.New(sqlerr.SyntaxError, "SESSION takes (table, time column, gap)"), toks[i])
 		default:
 			return 0, p.positioned(sqlerr.New(sqlerr.SyntaxError, "CUMULATE takes (table, time column, step, max size)"), toks[i])
 		}
@@ -636,7 +638,15 @@ func (r *rewriter) windowTable(i, to int, space bool) (end int, err error) {
 	join := func(ps []piece) {
 		r.out = append(r.out, ps...)
 	}
-	if kind == "tumble" {
+	if kind == "session" {
+		// Sessions are per key: the GROUP BY keys beside window_start and
+		// window_end (sql/bind groupwin.go).
+		r.emit("(select *, pg_session_start("+col+",", i, space)
+		join(args[0])
+		r.emit(") as window_start, pg_session_end("+col+",", i, false)
+		join(args[0])
+		r.emit(") as window_end from "+tbl+")", i, false)
+	} else if kind == "tumble" {
 		if us, ok, err := p.windowMicros(argTok[0], k); err != nil {
 			return 0, err
 		} else if ok && us <= 0 {

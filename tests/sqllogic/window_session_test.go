@@ -136,3 +136,46 @@ func waitSorted(t *testing.T, c *pgx.Conn, q, want string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestSessionTableFunction: SESSION(table, ts, gap) in FROM, partitioned
+// by the GROUP BY keys beside window_start and window_end, is the group
+// window's session.
+func TestSessionTableFunction(t *testing.T) {
+	srv := StartServer(t, t.TempDir())
+	c := srv.Conn(t)
+	tvf := `SELECT bidder, window_start, window_end, count(*) AS n, sum(price)::bigint AS p
+	  FROM SESSION(bid, ts, INTERVAL '10' SECOND) WHERE price > 0 GROUP BY bidder, window_start, window_end`
+	group := `SELECT bidder, SESSION_START(ts, INTERVAL '10' SECOND), SESSION_END(ts, INTERVAL '10' SECOND), count(*), sum(price)::bigint
+	  FROM bid WHERE price > 0 GROUP BY bidder, SESSION(ts, INTERVAL '10' SECOND)`
+	execAll(t, c,
+		"CREATE TABLE bid (bidder BIGINT, price BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)",
+		"CREATE MATERIALIZED VIEW st AS "+tvf,
+		"CREATE MATERIALIZED VIEW ste AS "+tvf+" EMIT ON WINDOW CLOSE",
+		"INSERT INTO bid VALUES (1, 1, '2026-01-01 00:00:00'), (1, 2, '2026-01-01 00:00:08'), (2, 3, '2026-01-01 00:00:01'), (1, 0, '2026-01-01 00:00:30')",
+		"INSERT INTO bid VALUES (1, 4, '2026-01-01 00:00:25'), (2, 5, '2026-01-01 00:00:40')",
+		"CHECKPOINT")
+	want := "1 2026-01-01 00:00:00 2026-01-01 00:00:18 2 3\n1 2026-01-01 00:00:25 2026-01-01 00:00:35 1 4\n" +
+		"2 2026-01-01 00:00:01 2026-01-01 00:00:11 1 3\n2 2026-01-01 00:00:40 2026-01-01 00:00:50 1 5"
+	if got := rowsOf(t, c, tvf); got != want {
+		t.Fatalf("SESSION table function:\n%s\nwant\n%s", got, want)
+	}
+	if got := rowsOf(t, c, group); got != want {
+		t.Fatalf("GROUP BY SESSION:\n%s\nwant\n%s", got, want)
+	}
+	waitSorted(t, c, "SELECT * FROM st", want)
+	// Watermark 00:00:35: the first three sessions closed.
+	waitWatermark(t, c, "ste", ts("2026-01-01 00:00:35"))
+	waitSorted(t, c, "SELECT * FROM ste", "1 2026-01-01 00:00:00 2026-01-01 00:00:18 2 3\n1 2026-01-01 00:00:25 2026-01-01 00:00:35 1 4\n"+
+		"2 2026-01-01 00:00:01 2026-01-01 00:00:11 1 3")
+	for q, code := range map[string]string{
+		"SELECT * FROM SESSION(bid, ts, INTERVAL '10' SECOND)":                                                                    "0A000",
+		"SELECT count(*) FROM SESSION(bid, ts, INTERVAL '10' SECOND) WHERE window_end > now() GROUP BY window_start, window_end": "0A000",
+		"SELECT count(*) FROM SESSION(bid, ts, INTERVAL '0' SECOND) GROUP BY window_start, window_end":                          "22023",
+		"SELECT count(*) FROM SESSION(bid, price, INTERVAL '1' SECOND) GROUP BY window_start, window_end":                       "42804",
+	} {
+		_, err := c.Exec(context.Background(), q)
+		if err == nil || !strings.Contains(err.Error(), code) {
+			t.Errorf("%s: %v, want %s", q, err, code)
+		}
+	}
+}
