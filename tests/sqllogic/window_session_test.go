@@ -168,10 +168,10 @@ func TestSessionTableFunction(t *testing.T) {
 	waitSorted(t, c, "SELECT * FROM ste", "1 2026-01-01 00:00:00 2026-01-01 00:00:18 2 3\n1 2026-01-01 00:00:25 2026-01-01 00:00:35 1 4\n"+
 		"2 2026-01-01 00:00:01 2026-01-01 00:00:11 1 3")
 	for q, code := range map[string]string{
-		"SELECT * FROM SESSION(bid, ts, INTERVAL '10' SECOND)":                                                                    "0A000",
+		"SELECT * FROM SESSION(bid, ts, INTERVAL '10' SECOND)":                                                                   "0A000",
 		"SELECT count(*) FROM SESSION(bid, ts, INTERVAL '10' SECOND) WHERE window_end > now() GROUP BY window_start, window_end": "0A000",
-		"SELECT count(*) FROM SESSION(bid, ts, INTERVAL '0' SECOND) GROUP BY window_start, window_end":                          "22023",
-		"SELECT count(*) FROM SESSION(bid, price, INTERVAL '1' SECOND) GROUP BY window_start, window_end":                       "42804",
+		"SELECT count(*) FROM SESSION(bid, ts, INTERVAL '0' SECOND) GROUP BY window_start, window_end":                           "22023",
+		"SELECT count(*) FROM SESSION(bid, price, INTERVAL '1' SECOND) GROUP BY window_start, window_end":                        "42804",
 	} {
 		_, err := c.Exec(context.Background(), q)
 		if err == nil || !strings.Contains(err.Error(), code) {
