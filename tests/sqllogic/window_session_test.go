@@ -19,11 +19,18 @@ const sessionQuery = `SELECT bidder, count(*) AS n, sum(price)::bigint AS p,
     SESSION_START(ts, INTERVAL '10' SECOND) AS s, SESSION_END(ts, INTERVAL '10' SECOND) AS e
   FROM bid GROUP BY bidder, SESSION(ts, INTERVAL '10' SECOND)`
 
-func TestSessionWindows(t *testing.T) {
+func TestSessionWindows(t *testing.T) { sessionWindows(t, "pebble") }
+
+// TestSessionWindowsMemoryBackend: the same on the memory state backend,
+// whose state is the snapshot of each checkpoint.
+func TestSessionWindowsMemoryBackend(t *testing.T) { sessionWindows(t, "memory") }
+
+func sessionWindows(t *testing.T, backend string) {
 	dir := t.TempDir()
 	srv := StartServer(t, dir)
 	c := srv.Conn(t)
 	execAll(t, c,
+		"SET state.backend = '"+backend+"'",
 		"CREATE TABLE bid (bidder BIGINT, price BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '20' SECOND)",
 		"CREATE MATERIALIZED VIEW s AS "+sessionQuery,
 		"CREATE MATERIALIZED VIEW se AS "+sessionQuery+" EMIT ON WINDOW CLOSE",
