@@ -2,7 +2,9 @@ package sqllogic
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,4 +187,93 @@ func TestSessionTableFunction(t *testing.T) {
 			t.Errorf("%s: %v, want %s", q, err, code)
 		}
 	}
+}
+
+// TestSessionWindowsCrash: session views under load across kill -9. The
+// default view equals its batch query afterwards; the EMIT ON WINDOW CLOSE
+// view holds exactly the sessions its watermark closed, each once, and
+// its changelog (read by a view over it) took inserts only.
+func TestSessionWindowsCrash(t *testing.T) {
+	dir := t.TempDir()
+	srv := StartServer(t, dir)
+	c := srv.Conn(t)
+	ctx := context.Background()
+	q := `SELECT k, count(*) AS n, sum(v)::bigint AS s, SESSION_START(ts, INTERVAL '2' SECOND) AS ws,
+	    SESSION_END(ts, INTERVAL '2' SECOND) AS we FROM ev GROUP BY k, SESSION(ts, INTERVAL '2' SECOND)`
+	execAll(t, c,
+		"SET checkpoint.interval = '200ms'",
+		"CREATE TABLE ev (k BIGINT, v BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)",
+		"CREATE MATERIALIZED VIEW sv AS "+q,
+		"CREATE MATERIALIZED VIEW se AS "+q+" EMIT ON WINDOW CLOSE",
+		"CREATE MATERIALIZED VIEW selog AS SELECT k, ws, n FROM se",
+	)
+	base := ts("2026-01-01 00:00:00")
+	// Batch b covers event seconds [5b, 5b+5): each of 4 keys has a row
+	// every 300 ms except in a pause of 2.4 s (a gap: a new session)
+	// placed by key and batch, so sessions span batches and end inside
+	// them.
+	insert := func(c *pgx.Conn, b int) error {
+		var vals []string
+		for k := 0; k < 4; k++ {
+			pause := (b*7 + k*3) % 10 // in 500 ms steps
+			for ms := 0; ms < 5000; ms += 300 {
+				if ms >= pause*500 && ms < pause*500+2400 {
+					continue
+				}
+				at := base.Add(time.Duration(b*5000+ms) * time.Millisecond)
+				vals = append(vals, fmt.Sprintf("(%d, %d, '%s')", k, b*10+k, at.Format("2006-01-02 15:04:05.000")))
+			}
+		}
+		_, err := c.Exec(ctx, "INSERT INTO ev VALUES "+strings.Join(vals, ", "))
+		return err
+	}
+	var inserted atomic.Int64
+	loadDone := make(chan struct{})
+	go func() {
+		defer close(loadDone)
+		for b := 0; b < 40; b++ {
+			if insert(c, b) != nil {
+				return
+			}
+			inserted.Add(1)
+		}
+	}()
+	for start := time.Now(); inserted.Load() < 8 && time.Since(start) < time.Minute; {
+		time.Sleep(20 * time.Millisecond)
+	}
+	srv.Kill9()
+	<-loadDone
+	srv.Restart(t)
+	c = srv.Conn(t)
+	var maxTS time.Time
+	if err := c.QueryRow(ctx, "SELECT max(ts) FROM ev").Scan(&maxTS); err != nil {
+		t.Fatal(err)
+	}
+	batch := int(maxTS.Sub(base)/time.Second)/5 + 1
+	t.Logf("killed after %d acknowledged batches; %d committed", inserted.Load(), batch)
+	for ; batch < 40; batch++ {
+		if err := insert(c, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	execAll(t, c, "CHECKPOINT", "CHECKPOINT")
+	waitSorted(t, c, "SELECT * FROM sv", rowsOf(t, c, q))
+	wm, ok := jobWatermark(t, c, "se")
+	if !ok {
+		t.Fatal("se has no watermark")
+	}
+	closed := rowsOf(t, c, "SELECT * FROM ("+q+") AS t WHERE we <= '"+wm.Format("2006-01-02 15:04:05.999999")+"'")
+	waitSorted(t, c, "SELECT * FROM se", closed)
+	execAll(t, c, "CHECKPOINT")
+	waitSorted(t, c, "SELECT k, ws, n FROM selog", rowsOf(t, c, "SELECT k, ws, n FROM se"))
+	if dup := rowsOf(t, c, "SELECT k, ws, count(*) FROM selog GROUP BY k, ws HAVING count(*) > 1"); dup != "" {
+		t.Fatalf("sessions emitted more than once:\n%s", dup)
+	}
+	for _, v := range []string{"sv", "se"} {
+		if n := lateRows(t, c, v); n != 0 {
+			t.Fatalf("%s: %d late rows over rows in time order", v, n)
+		}
+	}
+	t.Logf("%d sessions, %d closed at watermark %s", strings.Count(rowsOf(t, c, "SELECT * FROM sv"), "\n")+1,
+		strings.Count(closed, "\n")+1, wm.Format(time.DateTime))
 }
