@@ -1,9 +1,9 @@
 package exec
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"slices"
+	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -232,11 +232,12 @@ func (o *sessionOp) fold(ectx *expr.Ctx, rec arrow.RecordBatch) error {
 		t := ts.Value(i)
 		kid := kids[i]
 		list := o.byKey[kid]
-		// The sessions the row reaches: end > t and start < t + gap. Rows
-		// mostly come in time order, so look from the last session back.
+		// The sessions the row reaches: end > t and start < t + gap (ends
+		// rise with starts). Rows mostly come in time order: the last
+		// session first.
 		lo := len(list)
-		for lo > 0 && list[lo-1].last+gap > t {
-			lo--
+		if lo > 0 && list[lo-1].last+gap > t {
+			lo = sort.Search(len(list), func(j int) bool { return list[j].last+gap > t })
 		}
 		hi := lo
 		for hi < len(list) && list[hi].start < t+gap {
@@ -253,7 +254,7 @@ func (o *sessionOp) fold(ectx *expr.Ctx, rec arrow.RecordBatch) error {
 			o.kid[g] = kid
 			o.bytes += sessionBytes
 			list = slices.Insert(list, lo, session{start: t, last: t, gid: g})
-			heap.Push(&o.ends, endItem{end: t + gap, gid: g, gen: o.gen[g]})
+			o.ends.push(endItem{end: t + gap, gid: g, gen: o.gen[g]})
 			gids[i] = g
 		case 1:
 			s := &list[lo]
@@ -379,13 +380,13 @@ func (o *sessionOp) advance(_ *expr.Ctx, wm Watermark) (int64, error) {
 	}
 	o.closing = o.closing[:0]
 	for o.ends.Len() > 0 && o.ends.items[0].end <= o.wm {
-		it := heap.Pop(&o.ends).(endItem)
+		it := o.ends.pop()
 		if !o.alive[it.gid] || o.gen[it.gid] != it.gen {
 			continue // merged or freed since
 		}
 		_, s := o.sessionOf(it.gid)
 		if end := s.last + o.spec.Gap; end > o.wm {
-			heap.Push(&o.ends, endItem{end: end, gid: it.gid, gen: it.gen}) // grew since
+			o.ends.push(endItem{end: end, gid: it.gid, gen: it.gen}) // grew since
 			continue
 		}
 		o.closing = append(o.closing, it.gid)
@@ -603,8 +604,6 @@ func runSession(ctx *Ctx, p *SessionAgg, emit func(arrow.RecordBatch) error) err
 	return nil
 }
 
-func initEndHeap(h *endHeap) { heap.Init(h) }
-
 type endItem struct {
 	end int64
 	gid int32
@@ -612,15 +611,58 @@ type endItem struct {
 }
 
 // endHeap is a min-heap of sessions by end; an entry may be stale (the
-// session grew, merged or closed since): advance checks.
+// session grew, merged or closed since): advance checks. Its own sift
+// functions keep a push free of boxing.
 type endHeap struct{ items []endItem }
 
-func (h *endHeap) Len() int           { return len(h.items) }
-func (h *endHeap) Less(i, j int) bool { return h.items[i].end < h.items[j].end }
-func (h *endHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *endHeap) Push(x any)         { h.items = append(h.items, x.(endItem)) }
-func (h *endHeap) Pop() any {
-	it := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
+func (h *endHeap) Len() int { return len(h.items) }
+
+func (h *endHeap) push(it endItem) {
+	h.items = append(h.items, it)
+	h.up(len(h.items) - 1)
+}
+
+func (h *endHeap) pop() endItem {
+	it := h.items[0]
+	n := len(h.items) - 1
+	h.items[0] = h.items[n]
+	h.items = h.items[:n]
+	h.down(0)
 	return it
+}
+
+func (h *endHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if h.items[p].end <= h.items[i].end {
+			return
+		}
+		h.items[p], h.items[i] = h.items[i], h.items[p]
+		i = p
+	}
+}
+
+func (h *endHeap) down(i int) {
+	n := len(h.items)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			return
+		}
+		if c+1 < n && h.items[c+1].end < h.items[c].end {
+			c++
+		}
+		if h.items[i].end <= h.items[c].end {
+			return
+		}
+		h.items[i], h.items[c] = h.items[c], h.items[i]
+		i = c
+	}
+}
+
+// init orders items appended without push.
+func (h *endHeap) init() {
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }

@@ -77,9 +77,8 @@ func (o *sessionOp) save(w *storage.Batch) {
 		r.DeleteState(job, o.id, k)
 	}
 	var key, val []byte
-	closed := map[int32]bool{}
 	for _, g := range o.closing {
-		closed[g] = true
+		o.isDirty[g] = false // written below as deleted, not saved
 		if o.saved[g] {
 			key = o.stateKey(key[:0], o.kid[g], o.savedAt[g])
 			r.DeleteState(job, o.id, key)
@@ -87,8 +86,8 @@ func (o *sessionOp) save(w *storage.Batch) {
 		}
 	}
 	for _, g := range o.dirty {
-		if !o.alive[g] || closed[g] {
-			continue
+		if !o.alive[g] || !o.isDirty[g] {
+			continue // merged away, or closed
 		}
 		_, s := o.sessionOf(g)
 		if o.saved[g] && o.savedAt[g] != s.start {
@@ -174,7 +173,7 @@ func (o *sessionOp) load(inst, par int) error {
 	if err != nil {
 		return err
 	}
-	initEndHeap(&o.ends)
+	o.ends.init()
 	if o.eowc {
 		return nil
 	}

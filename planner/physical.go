@@ -110,6 +110,10 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 			if err := exec.CheckSessionAggs(agg.Aggs); err != nil {
 				return nil, err
 			}
+			k := len(n.GroupBy)
+			if k < 2 || !isFunc(n.GroupBy[k-2], "session_start") || !isFunc(n.GroupBy[k-1], "session_end") {
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SESSION windows with correlated subqueries are not supported")
+			}
 			return &exec.SessionAgg{In: in, Keys: n.GroupBy[:len(n.GroupBy)-2], Time: w.TimeOf, Gap: w.Gap, Aggs: agg.Aggs}, nil
 		}
 		return agg, nil
@@ -585,4 +589,9 @@ func hasSessionBound(e expr.Expr) bool {
 		return hasSessionBound(e.E)
 	}
 	return false
+}
+
+func isFunc(e expr.Expr, name string) bool {
+	f, ok := e.(*expr.Func)
+	return ok && f.Name == name
 }
