@@ -3,6 +3,8 @@ package sqllogic
 import (
 	"context"
 	"fmt"
+	osexec "os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -276,4 +278,73 @@ func TestSessionWindowsCrash(t *testing.T) {
 	}
 	t.Logf("%d sessions, %d closed at watermark %s", strings.Count(rowsOf(t, c, "SELECT * FROM sv"), "\n")+1,
 		strings.Count(closed, "\n")+1, wm.Format(time.DateTime))
+}
+
+// TestSessionPsql: a psql user watches a session view with EMIT CHANGES:
+// a bridging row shows as the update of the first session it joins and
+// the delete of the second, and the EMIT ON WINDOW CLOSE view appends each closed session
+// once; SHOW JOBS counts the late row.
+func TestSessionPsql(t *testing.T) {
+	psql, err := osexec.LookPath("psql")
+	if err != nil {
+		t.Skip("psql not installed")
+	}
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	q := `SELECT k, count(*) AS n, SESSION_START(ts, INTERVAL '10' SECOND) AS ws, SESSION_END(ts, INTERVAL '10' SECOND) AS we
+	  FROM ev GROUP BY k, SESSION(ts, INTERVAL '10' SECOND)`
+	execAll(t, c,
+		"CREATE TABLE ev (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '15' SECOND)",
+		"CREATE MATERIALIZED VIEW sv AS "+q,
+		"CREATE MATERIALIZED VIEW se AS "+q+" EMIT ON WINDOW CLOSE")
+	cmd, lines := psqlCopyOut(t, psql, srv, "COPY (SELECT k, n, ws, we FROM sv EMIT CHANGES) TO STDOUT")
+	defer cmd.Process.Kill()
+	cmdE, linesE := psqlCopyOut(t, psql, srv, "COPY (SELECT k, n, ws, we FROM se EMIT CHANGES) TO STDOUT")
+	defer cmdE.Process.Kill()
+	for start := time.Now(); changeStreams(t, c) != 2; {
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("the change streams did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	expect := func(lines <-chan string, want ...string) {
+		t.Helper()
+		var got []string
+		for range want {
+			select {
+			case l := <-lines:
+				got = append(got, l)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("psql printed %q; want %q", got, want)
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("psql printed %q, want %q", got, want)
+		}
+	}
+	execAll(t, c, "INSERT INTO ev VALUES (1, '2026-01-01 00:00:00'), (1, '2026-01-01 00:00:15')")
+	expect(lines, "1\t1\t2026-01-01 00:00:00\t2026-01-01 00:00:10\tinsert", "1\t1\t2026-01-01 00:00:15\t2026-01-01 00:00:25\tinsert")
+	execAll(t, c, "INSERT INTO ev VALUES (1, '2026-01-01 00:00:07')")
+	// The first session takes the second: updated, the second deleted.
+	expect(lines, "1\t1\t2026-01-01 00:00:00\t2026-01-01 00:00:10\tupdate_before", "1\t1\t2026-01-01 00:00:15\t2026-01-01 00:00:25\tdelete",
+		"1\t3\t2026-01-01 00:00:00\t2026-01-01 00:00:25\tupdate_after")
+	// Watermark 00:00:25 closes it; 00:00:01 of key 2 is late.
+	execAll(t, c, "INSERT INTO ev VALUES (2, '2026-01-01 00:00:40')")
+	expect(linesE, "1\t3\t2026-01-01 00:00:00\t2026-01-01 00:00:25\tinsert")
+	execAll(t, c, "INSERT INTO ev VALUES (2, '2026-01-01 00:00:01')")
+	waitLateRows(t, c, "sv", 1)
+	host, port, _ := strings.Cut(srv.Addr(), ":")
+	out, err := osexec.Command(psql, "-X", "-A", "-t", "-h", host, "-p", port, "-U", "streamdb", "streamdb", "-c", "SHOW JOBS").CombinedOutput()
+	if err != nil {
+		t.Fatalf("psql SHOW JOBS: %v\n%s", err, out)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		// ... watermark | late_rows | ...
+		if strings.HasPrefix(l, "sv|") && !strings.Contains(l, "|2026-01-01 00:00:25|1|") {
+			t.Fatalf("SHOW JOBS: %s: want watermark 2026-01-01 00:00:25 and 1 late row", l)
+		}
+	}
+	t.Logf("SHOW JOBS:\n%s", out)
 }
