@@ -236,3 +236,13 @@ func (e *Engine) startJobOptions(n *parse.StartJob, def *storage.TableDef) (*sto
 	}
 	return e.mu.tables[n.View], nil
 }
+
+// StateEntries counts the committed operator state entries of a view's
+// job (storage.DB.StateEntries), for benchmarks of state boundedness.
+func (e *Engine) StateEntries(view string) (int64, error) {
+	def, err := e.viewDef(view)
+	if err != nil {
+		return 0, err
+	}
+	return e.db.StateEntries(def.ID)
+}

@@ -454,3 +454,24 @@ func (db *DB) DropMemoryState(job uint64) {
 	db.ForgetMemoryState(job)
 	db.removeMemSnapshots(job, nil)
 }
+
+// StateEntries counts job's committed operator state entries: those of its
+// map on the memory backend, of its s/ range on Pebble. It reads them all,
+// so it is for tests and benchmarks (the boundedness run), not hot paths.
+func (db *DB) StateEntries(job uint64) (int64, error) {
+	if m := db.memOf(job); m != nil {
+		m.mu.RLock()
+		defer m.mu.RUnlock()
+		var n int64
+		for _, t := range m.ops {
+			n += int64(t.Len())
+		}
+		return n, nil
+	}
+	var n int64
+	err := db.scanPrefix(db.pdb, binary.BigEndian.AppendUint64([]byte("s/"), job), func(k, v []byte) error {
+		n++
+		return nil
+	})
+	return n, err
+}
