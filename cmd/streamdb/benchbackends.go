@@ -322,7 +322,7 @@ func benchWindow(args []string) error {
 				buf.WriteByte('\t')
 				buf.WriteString(strconv.Itoa(i % 100))
 				buf.WriteByte('\t')
-				buf.Write(time.UnixMicro(base + int64(i)**step).UTC().AppendFormat(nil, "2006-01-02 15:04:05.999999"))
+				buf.Write(time.UnixMicro(base+int64(i)**step).UTC().AppendFormat(nil, "2006-01-02 15:04:05.999999"))
 				buf.WriteByte('\n')
 			}
 		}); err != nil {
