@@ -93,13 +93,9 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 	}
 	h := &j.hold
 	h.lastAck.Store(epoch)
-	if lim := j.spec.State.MemoryLimit; lim > 0 {
-		if used := j.StateBytes() + j.db.MemStateBytes(j.spec.ID); used > lim {
-			err := sqlerr.New(sqlerr.OutOfMemory, "job %s: state of %s exceeds state.memory_limit (%s) on the memory backend",
-				j.spec.Name, FormatMemory(used), FormatMemory(lim))
-			j.fail(err)
-			return nil, err
-		}
+	if err := j.checkMemoryLimit(); err != nil {
+		j.fail(err)
+		return nil, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -146,3 +142,29 @@ func (j *Job) StateBackend() string {
 
 // Parallelism is the number of instances of each of the job's stateful operators.
 func (j *Job) Parallelism() int { return max(1, j.spec.Parallelism) }
+
+// memoryLimited reports whether the job's state has a bound to check.
+func (j *Job) memoryLimited() bool {
+	return j.spec.State.memory() && j.spec.State.MemoryLimit > 0 && j.durable()
+}
+
+// checkMemoryLimit fails with 53200 if the job's state (its operators'
+// accounted bytes plus its state map) exceeds state.memory_limit. Besides
+// each barrier, operators call it after every input batch (sizedOp), so
+// one epoch cannot carry the state far past the limit: the overshoot is at
+// most one batch's growth. It reads a few atomics and the map's size.
+func (j *Job) checkMemoryLimit() error {
+	if !j.memoryLimited() {
+		return nil
+	}
+	lim := j.spec.State.MemoryLimit
+	if used := j.StateBytes() + j.db.MemStateBytes(j.spec.ID); used > lim {
+		return sqlerr.New(sqlerr.OutOfMemory, "job %s: state of %s exceeds state.memory_limit (%s) on the memory backend",
+			j.spec.Name, FormatMemory(used), FormatMemory(lim))
+	}
+	return nil
+}
+
+// sizedOp is an operator that can report its state's size between
+// barriers (into the job's opBytes), for checkMemoryLimit.
+type sizedOp interface{ reportBytes() }
