@@ -286,10 +286,10 @@ func (db *DB) readMemSnapshot(job uint64, p *memPointer, fn func(op uint32, key,
 	return nil
 }
 
-// removeMemSnapshots removes job's snapshot directories other than keep's
-// and the newest older one (a commit of keep's pointer that was not synced
+// removeMemSnapshots removes job's snapshot directories older than keep's
+// but the newest of them (a commit of keep's pointer that was not synced
 // may be lost with the machine, and its predecessor is then the job's);
-// keep nil removes them all.
+// newer ones may be being written. keep nil removes them all.
 func (db *DB) removeMemSnapshots(job uint64, keep *memPointer) {
 	jdir := db.fs.PathJoin(db.dir, memStateDir, fmt.Sprintf("%016x", job))
 	names, err := db.fs.List(jdir)
@@ -308,7 +308,7 @@ func (db *DB) removeMemSnapshots(job uint64, keep *memPointer) {
 		}
 	}
 	for _, n := range names {
-		if n == cur || n == prev {
+		if n == cur || n == prev || cur != "" && n > cur {
 			continue
 		}
 		_ = db.fs.RemoveAll(db.fs.PathJoin(jdir, n))
@@ -428,4 +428,24 @@ func (db *DB) MaterializeMemSnapshot(b *pebble.Batch, from *DB, src, dst uint64)
 		err = setErr
 	}
 	return true, err
+}
+
+// removeMemSnapshotsAfter removes job's snapshot directories newer than
+// p's (all of them if p is nil and the job has no committed snapshot):
+// written, never committed. Only while no snapshot of the job is written.
+func (db *DB) removeMemSnapshotsAfter(job uint64, p *memPointer) {
+	jdir := db.fs.PathJoin(db.dir, memStateDir, fmt.Sprintf("%016x", job))
+	names, err := db.fs.List(jdir)
+	if err != nil {
+		return
+	}
+	cur := ""
+	if p != nil {
+		cur = fmt.Sprintf("%016x", p.Epoch)
+	}
+	for _, n := range names {
+		if n > cur {
+			_ = db.fs.RemoveAll(db.fs.PathJoin(jdir, n))
+		}
+	}
 }
