@@ -148,8 +148,13 @@ func (e *Engine) checkpointStatement(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Only an upload is waited for: a local export (checksums) completes
+	// on its own, and readers of the checkpoint wait for it.
 	e.exports.Lock()
-	done := e.exports.pending[rec.ID]
+	var done chan struct{}
+	if e.exports.uploading[rec.ID] {
+		done = e.exports.pending[rec.ID]
+	}
 	e.exports.Unlock()
 	if done != nil {
 		select {
