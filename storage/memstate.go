@@ -299,7 +299,9 @@ func (db *DB) ApplyMemState(job uint64, b *Batch) error {
 	}
 	b.runs = kept
 	b.mu.Unlock()
-	var keep []*Run
+	var keep *Run // writes of other keys found in those runs (not expected)
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, rb := range mine {
 		r := rb.Reader()
 		for {
@@ -312,30 +314,28 @@ func (db *DB) ApplyMemState(job uint64, b *Batch) error {
 			}
 			if j, isState := stateJob(k); !isState || j != job {
 				// Not expected in an operator's run; keep it for Pebble.
-				nr := b.NewRun()
-				nr.ordered = false
-				if kind == pebble.InternalKeyKindDelete {
-					_ = nr.b.Delete(k, nil)
-				} else {
-					_ = nr.b.Set(k, v, nil)
+				if keep == nil {
+					keep = b.NewRun()
+					keep.ordered = false
 				}
-				nr.first = bytes.Clone(k)
-				keep = append(keep, nr)
+				if kind == pebble.InternalKeyKindDelete {
+					_ = keep.b.Delete(k, nil)
+				} else {
+					_ = keep.b.Set(k, v, nil)
+				}
 				continue
 			}
 			op := binary.BigEndian.Uint32(k[10:])
-			m.mu.Lock()
 			if kind == pebble.InternalKeyKindDelete {
 				m.deleteLocked(op, k[14:])
 			} else {
 				m.putLocked(op, k[14:], v)
 			}
-			m.mu.Unlock()
 		}
 	}
-	if len(keep) > 0 {
+	if keep != nil {
 		b.mu.Lock()
-		b.runs = append(b.runs, keep...)
+		b.runs = append(b.runs, keep)
 		b.mu.Unlock()
 	}
 	return nil
