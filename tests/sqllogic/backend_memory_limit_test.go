@@ -89,4 +89,9 @@ func TestMemoryBackendAsyncSnapshots(t *testing.T) {
 	if err := c.QueryRow(ctx, `SELECT count(*) FROM streamdb_checkpoints WHERE "trigger" = 'periodic' AND status = 'COMPLETED'`).Scan(&periodic); err != nil || periodic == 0 {
 		t.Errorf("completed periodic checkpoints: %d (%v)", periodic, err)
 	}
+	// Under GOFLAGS=-race the server is a race build: the background
+	// writer reads the clone while the job writes the map.
+	if strings.Contains(srv.Output(), "DATA RACE") {
+		t.Error("the server reported a data race")
+	}
 }
