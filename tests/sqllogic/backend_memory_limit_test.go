@@ -73,7 +73,7 @@ func TestMemoryBackendAsyncSnapshots(t *testing.T) {
 			return pairsEqual(queryPairs(t, c, "SELECT k, s FROM m"), queryPairs(t, c, "SELECT k, sum(v) FROM t GROUP BY k"))
 		})
 	}
-	for round := 0; round < 3; round++ {
+	for round := 0; round < 2; round++ {
 		for i := 0; i < 5; i++ {
 			insert(400)
 			time.Sleep(300 * time.Millisecond) // spread over periodic checkpoints
