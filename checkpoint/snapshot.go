@@ -23,6 +23,7 @@ import (
 //
 //	manifest.json   format version, what it covers, and a SHA-256 per file
 //	db/             a Pebble checkpoint of the whole database at the cut
+//	db/memstate/    the snapshot files of memory-backend jobs at the cut
 //
 // Pebble's checkpoints hard-link the immutable table files, so a snapshot
 // costs only what changed since the last one, and it stays valid when every
@@ -157,6 +158,13 @@ func Capture(db *storage.DB, dir string, flush bool) (string, error) {
 	if err := db.Pebble().Checkpoint(filepath.Join(tmp, "db"), pebble.WithFlushedWAL()); err != nil {
 		os.RemoveAll(tmp)
 		return "", sqlerr.Wrap(sqlerr.IOError, fmt.Errorf("snapshot: %w", err))
+	}
+	// The state of memory-backend jobs is in their snapshot files, which
+	// the checkpoint's pointers name: they go with it (and so are
+	// checksummed, uploaded, downloaded and restored with it).
+	if err := db.LinkMemSnapshots(filepath.Join(tmp, "db")); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
 	}
 	return tmp, nil
 }

@@ -39,6 +39,12 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 			if err != nil {
 				return err
 			}
+			if j.memoryLimited() {
+				j.stateBytes[inst].Store(op.bytes)
+				if err := j.checkMemoryLimit(); err != nil {
+					return err
+				}
+			}
 			j.dirty[inst].Store(int64(len(op.dirty)))
 			j.inflight.Add(-n)
 			continue

@@ -434,9 +434,14 @@ func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if w != nil {
 		o.evict(o.j.committed.Load())
 	}
+	o.reportBytes()
+	return nil
+}
+
+// reportBytes adds the change of the join's state size to the job's opBytes.
+func (o *joinOp) reportBytes() {
 	o.j.opBytes.Add(o.bytes - o.reported)
 	o.reported = o.bytes
-	return nil
 }
 
 // evict drops groups whose state is committed (at or before epoch

@@ -246,9 +246,14 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if w != nil {
 		o.evict(o.j.committed.Load())
 	}
+	o.reportBytes()
+	return nil
+}
+
+// reportBytes adds the change of the operator's state size to the job's opBytes.
+func (o *rankOp) reportBytes() {
 	o.j.opBytes.Add(o.bytes - o.reported)
 	o.reported = o.bytes
-	return nil
 }
 
 // evict drops partitions whose state is committed (at or before epoch

@@ -316,6 +316,12 @@ func (j *Job) runOp(slot int, op operator, ins []chan msg, out *outlet) error {
 			if err := op.push(ectx, m.c, m.in); err != nil {
 				return err
 			}
+			if so, ok := op.(sizedOp); ok && j.memoryLimited() {
+				so.reportBytes()
+				if err := j.checkMemoryLimit(); err != nil {
+					return err
+				}
+			}
 			if slot >= 0 {
 				j.dirty[slot].Add(n)
 			}

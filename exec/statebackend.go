@@ -43,10 +43,13 @@ func (o StateOptions) memory() bool { return o.Backend == BackendMemory }
 
 // holdState is a memory job's epochs not yet handed to the coordinator.
 type holdState struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// pending holds the writes (all but state: ApplyMemState) of the
+	// epochs after the last snapshot taken.
 	pending *storage.Batch
-	// kinds records, per injected epoch, whether it is a checkpoint and
-	// whether a savepoint.
+	// writing is the snapshot being written in the background, if any.
+	writing *asyncSnap
+	// kinds records, per injected epoch, what kind of round it ends.
 	kinds map[uint64]barrierKind
 	// released is the last epoch handed over with a checkpoint; lastAck
 	// the last epoch the sink passed.
@@ -54,7 +57,20 @@ type holdState struct {
 	lastAck  atomic.Uint64
 }
 
-type barrierKind struct{ checkpoint, savepoint bool }
+// barrierKind: a checkpoint, a savepoint; sync for a round whose caller
+// waits for the job's state to be committed (CHECKPOINT, savepoints).
+type barrierKind struct{ checkpoint, savepoint, sync bool }
+
+// asyncSnap is a snapshot of a memory job's map at a periodic checkpoint
+// epoch, written by a goroutine of the job; batch holds the writes of the
+// epochs up to it, committed with its pointer once it is durable.
+type asyncSnap struct {
+	epoch uint64
+	batch *storage.Batch
+	done  chan struct{}
+	snap  *storage.MemSnapshot
+	err   error
+}
 
 // useStateBackend puts the job's state where its backend keeps it; called
 // before the operators load their state.
@@ -78,28 +94,42 @@ func (j *Job) noteBarrier(b *Barrier) {
 	if h.kinds == nil {
 		h.kinds = map[uint64]barrierKind{}
 	}
-	h.kinds[b.Epoch] = barrierKind{b.Checkpoint, b.Savepoint}
+	h.kinds[b.Epoch] = barrierKind{b.Checkpoint, b.Savepoint, b.CatchUp}
 	h.mu.Unlock()
 }
 
 // holdForCheckpoint returns what the coordinator commits for epoch, whose
-// writes are w: w itself on the Pebble backend. A memory job keeps its
-// epochs' writes until a checkpoint's epoch and then hands them over
-// together, asking the commit to snapshot its state; in between it hands
-// over an empty batch. It fails the job if its state outgrew its limit.
+// writes are w: w itself on the Pebble backend. A memory job applies its
+// state writes to its map at once (storage.DB.ApplyMemState) and keeps the
+// rest of its epochs' writes (view rows, changelog, offsets) until a
+// snapshot of the map that covers them is durable, so that its view rows
+// and offsets in Pebble always match a committed snapshot:
+//
+//   - at a periodic checkpoint, it takes a copy-on-write clone of the map
+//     and writes it in the background (Flink's asynchronous heap snapshot):
+//     the round does not wait for it. The held epochs are handed over, with
+//     the snapshot's pointer, in the first round after the files are synced.
+//     If the previous snapshot is still being written, this checkpoint
+//     takes none for the job: its epochs wait for the next one.
+//   - at a CHECKPOINT or savepoint round the caller waits for the job's
+//     state, so the snapshot is written in the round's commit, as before
+//     (after the background one, if any, is done).
+//
+// In between it hands over an empty batch. It fails the job if its state
+// outgrew its limit or a snapshot could not be written.
 func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch, error) {
 	if !j.spec.State.memory() || !j.durable() {
 		return w, nil
 	}
 	h := &j.hold
 	h.lastAck.Store(epoch)
-	if lim := j.spec.State.MemoryLimit; lim > 0 {
-		if used := j.StateBytes() + j.db.MemStateBytes(j.spec.ID); used > lim {
-			err := sqlerr.New(sqlerr.OutOfMemory, "job %s: state of %s exceeds state.memory_limit (%s) on the memory backend",
-				j.spec.Name, FormatMemory(used), FormatMemory(lim))
-			j.fail(err)
-			return nil, err
-		}
+	if err := j.checkMemoryLimit(); err != nil {
+		j.fail(err)
+		return nil, err
+	}
+	if err := j.db.ApplyMemState(j.spec.ID, w); err != nil {
+		j.fail(err)
+		return nil, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -113,13 +143,53 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 		h.pending = j.db.NewEpochBatch()
 	}
 	h.pending.AbsorbEpoch(w)
-	if !kind.checkpoint {
-		return j.db.NewEpochBatch(), nil
+	out := j.db.NewEpochBatch()
+	if a := h.writing; a != nil {
+		ready := false
+		select {
+		case <-a.done:
+			ready = true
+		default:
+		}
+		if !ready && kind.checkpoint && kind.sync {
+			<-a.done // a background write runs on a job goroutine: it ends
+			ready = true
+		}
+		if ready {
+			h.writing = nil
+			if a.err != nil {
+				j.fail(a.err)
+				return nil, a.err
+			}
+			out = a.batch
+			if !(kind.checkpoint && kind.sync) { // else superseded below
+				out.CommitMemSnapshot(j.spec.ID, a.snap)
+				h.released.Store(a.epoch)
+			}
+		}
 	}
-	out := h.pending
-	h.pending = nil
-	out.SnapshotMemState(j.spec.ID, kind.savepoint)
-	h.released.Store(epoch)
+	if !kind.checkpoint {
+		return out, nil
+	}
+	if kind.sync {
+		out.AbsorbEpoch(h.pending)
+		h.pending = nil
+		out.SnapshotMemState(j.spec.ID, kind.savepoint)
+		h.released.Store(epoch)
+		return out, nil
+	}
+	if h.writing == nil {
+		clone := j.db.CloneMemState(j.spec.ID)
+		a := &asyncSnap{epoch: epoch, batch: h.pending, done: make(chan struct{})}
+		h.pending = nil
+		h.writing = a
+		j.wg.Add(1)
+		go func() {
+			defer j.wg.Done()
+			defer close(a.done)
+			a.snap, a.err = clone.Write()
+		}()
+	}
 	return out, nil
 }
 
@@ -146,3 +216,29 @@ func (j *Job) StateBackend() string {
 
 // Parallelism is the number of instances of each of the job's stateful operators.
 func (j *Job) Parallelism() int { return max(1, j.spec.Parallelism) }
+
+// memoryLimited reports whether the job's state has a bound to check.
+func (j *Job) memoryLimited() bool {
+	return j.spec.State.memory() && j.spec.State.MemoryLimit > 0 && j.durable()
+}
+
+// checkMemoryLimit fails with 53200 if the job's state (its operators'
+// accounted bytes plus its state map) exceeds state.memory_limit. Besides
+// each barrier, operators call it after every input batch (sizedOp), so
+// one epoch cannot carry the state far past the limit: the overshoot is at
+// most one batch's growth. It reads a few atomics and the map's size.
+func (j *Job) checkMemoryLimit() error {
+	if !j.memoryLimited() {
+		return nil
+	}
+	lim := j.spec.State.MemoryLimit
+	if used := j.StateBytes() + j.db.MemStateBytes(j.spec.ID); used > lim {
+		return sqlerr.New(sqlerr.OutOfMemory, "job %s: state of %s exceeds state.memory_limit (%s) on the memory backend",
+			j.spec.Name, FormatMemory(used), FormatMemory(lim))
+	}
+	return nil
+}
+
+// sizedOp is an operator that can report its state's size between
+// barriers (into the job's opBytes), for checkMemoryLimit.
+type sizedOp interface{ reportBytes() }

@@ -73,11 +73,6 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 		if !ok {
 			return nil, sqlerr.New(sqlerr.UndefinedObject, "%s does not cover materialized view %q", what, v)
 		}
-		if n.Savepoint == "" {
-			if err := refuseMemoryCheckpoint(snap.db, jm.ID, v, n.Checkpoint); err != nil {
-				return nil, err
-			}
-		}
 		plan, err := e.planView(def)
 		if err != nil {
 			return nil, err
@@ -133,6 +128,11 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 		}
 		if err := e.db.CopyJobData(b, snap.db, r.jm.ID, r.def.ID, true); err != nil {
 			return nil, err
+		}
+		if n.Savepoint == "" {
+			if err := restoreMemoryState(e.db, b, snap.db, r.jm.ID, r.def.ID); err != nil {
+				return nil, err
+			}
 		}
 		// A restored job runs again, so a stopped view is no longer
 		// stopped: its catalog entry changes in the same batch. (A stopped

@@ -156,6 +156,9 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 	}
 	e.exports.pending[rec.ID] = done
 	e.exports.offsets[rec.ID] = offs
+	if rem != nil || remErr != nil {
+		e.exports.noteUploadLocked(rec.ID)
+	}
 	e.exports.Unlock()
 	e.exports.wg.Add(1)
 	go func() {
@@ -167,7 +170,11 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 			e.coord.NoteExportFailure(man.CheckpointID, err)
 			e.log.Error("retained checkpoint export failed", "checkpoint", man.CheckpointID, "err", err)
 		} else if rem != nil || remErr != nil {
-			e.uploadCheckpoint(rem, remErr, dir, sealed)
+			if err := e.uploadCheckpoint(rem, remErr, dir, sealed); err != nil {
+				e.exports.Lock()
+				e.exports.failed[man.CheckpointID] = err
+				e.exports.Unlock()
+			}
 		}
 		// It takes no engine lock, so code holding e.mu may wait for it.
 		all := checkpoint.List(root)
@@ -182,6 +189,7 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 		e.exports.Lock()
 		delete(e.exports.pending, man.CheckpointID)
 		delete(e.exports.offsets, man.CheckpointID)
+		delete(e.exports.uploading, man.CheckpointID)
 		e.exports.Unlock()
 		close(done)
 	}()
@@ -192,7 +200,7 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 // storage. A failed upload fails the checkpoint (FailUpload; the jobs'
 // committed data is untouched) and drops its local copy, so what SHOW
 // CHECKPOINTS calls retained is in checkpoint storage.
-func (e *Engine) uploadCheckpoint(rem *checkpoint.Remote, remErr error, dir string, m *checkpoint.Manifest) {
+func (e *Engine) uploadCheckpoint(rem *checkpoint.Remote, remErr error, dir string, m *checkpoint.Manifest) error {
 	start := time.Now()
 	err := remErr
 	var st checkpoint.UploadStats
@@ -204,11 +212,12 @@ func (e *Engine) uploadCheckpoint(rem *checkpoint.Remote, remErr error, dir stri
 		e.closeSnapshot(dir)
 		os.RemoveAll(dir)
 		e.log.Error("checkpoint upload failed", "checkpoint", m.CheckpointID, "err", err)
-		return
+		return err
 	}
 	e.log.Info("checkpoint uploaded", "checkpoint", m.CheckpointID, "storage", rem.Store.URL(),
 		"files", st.Files, "uploaded_files", st.Uploaded, "uploaded_bytes", st.Bytes, "size", st.Total,
 		"duration", time.Since(start))
+	return nil
 }
 
 // pruneRemote deletes the checkpoints in checkpoint storage beyond the
@@ -235,6 +244,11 @@ type exportState struct {
 	offsets map[uint64][]storage.Offset // of each pending export; they pin the logs as its manifest will
 	seal    sync.Mutex                  // one export checksums at a time
 	wg      sync.WaitGroup
+	// uploading holds the pending exports that upload to checkpoint
+	// storage, failed the upload errors (of the last few) for CHECKPOINT
+	// to report (sql/snapshots.go).
+	uploading map[uint64]bool
+	failed    map[uint64]error
 }
 
 // waitExport waits until checkpoint id (or, for id 0, every checkpoint)

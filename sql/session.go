@@ -272,10 +272,7 @@ func (s *Session) dispatch(ctx context.Context, st *Stmt, params []types.Datum) 
 		if err := s.e.catchUp(ctx); err != nil {
 			return nil, err
 		}
-		if _, err := s.e.coord.Trigger(ctx, "manual", nil); err != nil {
-			return nil, err
-		}
-		return &Result{Tag: "CHECKPOINT"}, nil
+		return s.e.checkpointStatement(ctx)
 	case *parse.Declare:
 		return s.declare(ctx, n)
 	case *parse.Fetch:

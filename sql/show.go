@@ -162,8 +162,11 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			t := &table{cols: []Column{{"id", types.TInt64}, {"status", types.TText}, {"trigger", types.TText},
 				{"started_at", types.TTimestamp}, {"duration_ms", types.TInt64}, {"alignment_ms", types.TInt64},
 				{"state_size", types.TInt64}, {"delta_size", types.TInt64}, {"jobs", types.TText}, {"error", types.TText}}}
-			e.waitExport(0) // an export's failure is part of its record
+			uploading := e.waitLocalExports() // an export's failure is part of its record
 			for _, r := range e.coord.History() {
+				if uploading[r.ID] && r.Status == checkpoint.Completed {
+					r.Status = checkpoint.InProgress // complete once in checkpoint storage
+				}
 				errD := types.Null
 				if r.Error != "" {
 					errD = str(r.Error)

@@ -133,3 +133,79 @@ func (e *Engine) Snapshot(a planner.AsOf, view string) (storage.Reader, uint64, 
 	}
 	return s.db.Pebble(), jm.ID, nil
 }
+
+// checkpointStatement runs CHECKPOINT: a checkpoint round, then, when it
+// is uploaded to checkpoint storage, the wait for its upload. A checkpoint
+// is complete once it is where it must outlive the machine, so a failed
+// upload fails the statement with the upload's error (58030 io_error), the
+// checkpoint is FAILED in SHOW CHECKPOINTS, and the jobs' data is untouched.
+// Canceling the statement stops the wait, not the upload.
+func (e *Engine) checkpointStatement(ctx context.Context) (*Result, error) {
+	if err := e.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	rec, err := e.coord.Trigger(ctx, "manual", nil)
+	if err != nil {
+		return nil, err
+	}
+	// Only an upload is waited for: a local export (checksums) completes
+	// on its own, and readers of the checkpoint wait for it.
+	e.exports.Lock()
+	var done chan struct{}
+	if e.exports.uploading[rec.ID] {
+		done = e.exports.pending[rec.ID]
+	}
+	e.exports.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request (checkpoint %d is still being uploaded)", rec.ID)
+		}
+	}
+	e.exports.Lock()
+	uerr := e.exports.failed[rec.ID]
+	delete(e.exports.failed, rec.ID)
+	e.exports.Unlock()
+	if uerr != nil {
+		return nil, sqlerr.New(sqlerr.IOError, "checkpoint %d was committed but its upload to checkpoint storage failed: %v", rec.ID, uerr)
+	}
+	return &Result{Tag: "CHECKPOINT"}, nil
+}
+
+// noteUploadLocked records that export id uploads to checkpoint storage
+// (e.exports held), and forgets upload errors no CHECKPOINT collected.
+func (x *exportState) noteUploadLocked(id uint64) {
+	if x.uploading == nil {
+		x.uploading = map[uint64]bool{}
+		x.failed = map[uint64]error{}
+	}
+	x.uploading[id] = true
+	for fid := range x.failed {
+		if fid+100 < id {
+			delete(x.failed, fid)
+		}
+	}
+}
+
+// waitLocalExports waits for the pending exports that do not upload (they
+// only checksum local files) and returns the ids of those that do: SHOW
+// CHECKPOINTS lists them as IN_PROGRESS instead of waiting for a slow
+// checkpoint storage.
+func (e *Engine) waitLocalExports() map[uint64]bool {
+	e.exports.Lock()
+	var chans []chan struct{}
+	uploading := map[uint64]bool{}
+	for id, c := range e.exports.pending {
+		if e.exports.uploading[id] {
+			uploading[id] = true
+		} else {
+			chans = append(chans, c)
+		}
+	}
+	e.exports.Unlock()
+	for _, c := range chans {
+		<-c
+	}
+	return uploading
+}

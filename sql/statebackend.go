@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -201,14 +202,15 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// refuseMemoryCheckpoint refuses RESTORE FROM CHECKPOINT of a job that was
-// on the memory backend then: its state is in the snapshot files of the
-// data directory, which a checkpoint's copy of the database does not hold.
-func refuseMemoryCheckpoint(snap *storage.DB, job uint64, view string, id uint64) error {
-	if snap.HasMemSnapshot(job) {
-		return sqlerr.New(sqlerr.FeatureNotSupported, "checkpoint %d holds materialized view %q on the memory state backend, whose state it does not contain; restore it from a savepoint", id, view)
-	}
-	return nil
+// restoreMemoryState adds to b, for RESTORE FROM CHECKPOINT, the state of
+// a job that was on the memory backend at the checkpoint: the checkpoint
+// holds its snapshot files (checkpoint.Capture), which become the job's s/
+// range, the canonical form either backend loads when the job starts (its
+// pointer is gone with the rest of its old data). A missing or altered file
+// is refused with XX001 before anything changes.
+func restoreMemoryState(db *storage.DB, b *pebble.Batch, snap *storage.DB, src, dst uint64) error {
+	_, err := db.MaterializeMemSnapshot(b, snap, src, dst)
+	return err
 }
 
 // startJobOptions validates and stores the options of START JOB ... WITH
@@ -233,4 +235,14 @@ func (e *Engine) startJobOptions(n *parse.StartJob, def *storage.TableDef) (*sto
 		return nil, err
 	}
 	return e.mu.tables[n.View], nil
+}
+
+// StateEntries counts the committed operator state entries of a view's
+// job (storage.DB.StateEntries), for benchmarks of state boundedness.
+func (e *Engine) StateEntries(view string) (int64, error) {
+	def, err := e.viewDef(view)
+	if err != nil {
+		return 0, err
+	}
+	return e.db.StateEntries(def.ID)
 }

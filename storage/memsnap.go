@@ -14,10 +14,14 @@ package storage
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"iter"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -26,6 +30,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/sqlerr"
 )
@@ -248,9 +253,13 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // readMemSnapshot verifies and reads the files of p, calling fn with every
 // entry (key and val are only valid during the call).
 func (db *DB) readMemSnapshot(job uint64, p *memPointer, fn func(op uint32, key, val []byte)) error {
+	fsys := db.fs
+	if fsys == nil { // a read-only snapshot database
+		fsys = vfs.Default
+	}
 	for _, sf := range p.Files {
-		path := db.fs.PathJoin(db.dir, p.Dir, sf.Name)
-		f, err := db.fs.Open(path)
+		path := fsys.PathJoin(db.dir, p.Dir, sf.Name)
+		f, err := fsys.Open(path)
 		if err != nil {
 			return sqlerr.New(sqlerr.DataCorrupted, "memory state snapshot of job %d: file %s is missing: %v", job, sf.Name, err)
 		}
@@ -277,10 +286,10 @@ func (db *DB) readMemSnapshot(job uint64, p *memPointer, fn func(op uint32, key,
 	return nil
 }
 
-// removeMemSnapshots removes job's snapshot directories other than keep's
-// and the newest older one (a commit of keep's pointer that was not synced
+// removeMemSnapshots removes job's snapshot directories older than keep's
+// but the newest of them (a commit of keep's pointer that was not synced
 // may be lost with the machine, and its predecessor is then the job's);
-// keep nil removes them all.
+// newer ones may be being written. keep nil removes them all.
 func (db *DB) removeMemSnapshots(job uint64, keep *memPointer) {
 	jdir := db.fs.PathJoin(db.dir, memStateDir, fmt.Sprintf("%016x", job))
 	names, err := db.fs.List(jdir)
@@ -299,12 +308,144 @@ func (db *DB) removeMemSnapshots(job uint64, keep *memPointer) {
 		}
 	}
 	for _, n := range names {
-		if n == cur || n == prev {
+		if n == cur || n == prev || cur != "" && n > cur {
 			continue
 		}
 		_ = db.fs.RemoveAll(db.fs.PathJoin(jdir, n))
 	}
 	if keep == nil {
 		_ = db.fs.RemoveAll(jdir)
+	}
+}
+
+// memPointers returns every job's committed snapshot pointer.
+func (db *DB) memPointers() (map[uint64]*memPointer, error) {
+	out := map[uint64]*memPointer{}
+	err := db.scanPrefix(db.pdb, []byte("x/"), func(k, v []byte) error {
+		if len(k) != 10 {
+			return nil
+		}
+		var p memPointer
+		if err := json.Unmarshal(v, &p); err != nil {
+			return sqlerr.New(sqlerr.DataCorrupted, "memory state pointer %x: %v", k, err)
+		}
+		out[binary.BigEndian.Uint64(k[2:])] = &p
+		return nil
+	})
+	return out, err
+}
+
+// MemSnapshotBytes is the size of the memory-backend jobs' committed
+// snapshot files (what a checkpoint of their state holds).
+func (db *DB) MemSnapshotBytes() int64 {
+	ps, err := db.memPointers()
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, p := range ps {
+		for _, f := range p.Files {
+			n += f.Bytes
+		}
+	}
+	return n
+}
+
+// LinkMemSnapshots puts the snapshot files of every committed pointer
+// into dst (the data directory of a Pebble checkpoint taken at the same
+// cut), at the same relative paths, so the checkpoint is a self-contained
+// data directory: opened, downloaded or restored, its pointers find their
+// files. Files are hard-linked (they are never modified), else copied.
+// It must run at the cut, before a later commit may remove them.
+func (db *DB) LinkMemSnapshots(dst string) error {
+	ps, err := db.memPointers()
+	if err != nil {
+		return err
+	}
+	for job, p := range ps {
+		to := filepath.Join(dst, filepath.FromSlash(p.Dir))
+		if err := os.MkdirAll(to, 0o755); err != nil {
+			return sqlerr.Wrap(sqlerr.IOError, err)
+		}
+		for _, f := range p.Files {
+			src := filepath.Join(db.dir, filepath.FromSlash(p.Dir), f.Name)
+			dp := filepath.Join(to, f.Name)
+			if err := os.Link(src, dp); err == nil {
+				continue
+			}
+			if err := copyFile(src, dp); err != nil {
+				return sqlerr.New(sqlerr.DataCorrupted, "memory state snapshot of job %d: file %s: %v", job, f.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// MaterializeMemSnapshot adds to b the state entries of job src's memory
+// snapshot in from (a checkpoint's database, whose files it holds) as job
+// dst's s/ range, after checking every file (XX001 if one is missing or
+// altered). The canonical form, as a savepoint holds it: the job loads it
+// on either backend. It reports whether from had a snapshot of src.
+func (db *DB) MaterializeMemSnapshot(b *pebble.Batch, from *DB, src, dst uint64) (bool, error) {
+	p, err := from.loadPointer(src)
+	if err != nil || p == nil {
+		return false, err
+	}
+	// What the checkpoint's s/ range held of the job is replaced (a
+	// savepoint round leaves the same entries there).
+	start := binary.BigEndian.AppendUint64([]byte("s/"), dst)
+	if err := b.DeleteRange(start, prefixEnd(start), nil); err != nil {
+		return false, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	var setErr error
+	err = from.readMemSnapshot(src, p, func(op uint32, key, val []byte) {
+		if setErr == nil {
+			setErr = b.Set(stateKey(dst, op, key), val, nil)
+		}
+	})
+	if err == nil {
+		err = setErr
+	}
+	return true, err
+}
+
+// removeMemSnapshotsAfter removes job's snapshot directories newer than
+// p's (all of them if p is nil and the job has no committed snapshot):
+// written, never committed. Only while no snapshot of the job is written.
+func (db *DB) removeMemSnapshotsAfter(job uint64, p *memPointer) {
+	jdir := db.fs.PathJoin(db.dir, memStateDir, fmt.Sprintf("%016x", job))
+	names, err := db.fs.List(jdir)
+	if err != nil {
+		return
+	}
+	cur := ""
+	if p != nil {
+		cur = fmt.Sprintf("%016x", p.Epoch)
+	}
+	for _, n := range names {
+		if n > cur {
+			_ = db.fs.RemoveAll(db.fs.PathJoin(jdir, n))
+		}
 	}
 }

@@ -166,32 +166,22 @@ func (db *DB) loadPointer(job uint64) (*memPointer, error) {
 // UseMemoryState puts job on the memory backend before its operators load
 // their state: its map is loaded from its last snapshot or, if it has none
 // (a new job, a job that ran on the Pebble backend, a restored savepoint),
-// from its s/ range. A map already loaded and still valid is kept: it
-// equals the last commit, which is where a restarted job resumes, as long
-// as that commit's pointer is still the job's (a restore removes it).
+// from its s/ range. A map already loaded is not kept: the running job
+// applied its epochs to it ahead of their commit (ApplyMemState).
 func (db *DB) UseMemoryState(job uint64) error {
 	db.memMu.Lock()
 	if db.mem == nil {
 		db.mem = map[uint64]*memState{}
 	}
-	old := db.mem[job]
 	delete(db.mem, job)
 	db.memMu.Unlock()
 	p, err := db.loadPointer(job)
 	if err != nil {
 		return err
 	}
-	if old != nil && p != nil {
-		old.mu.RLock()
-		keep := !old.invalid && old.epoch == p.Epoch
-		old.mu.RUnlock()
-		if keep {
-			db.memMu.Lock()
-			db.mem[job] = old
-			db.memMu.Unlock()
-			return nil
-		}
-	}
+	// A snapshot written after the last committed one never became the
+	// job's (a crash, a stop while it was written): remove it.
+	db.removeMemSnapshotsAfter(job, p)
 	m := newMemState()
 	if p != nil {
 		m.epoch = p.Epoch
@@ -264,13 +254,138 @@ func (db *DB) ForgetMemoryState(job uint64) {
 // (a savepoint: the Pebble checkpoint it exports then holds the state).
 func (b *Batch) SnapshotMemState(job uint64, materialize bool) {
 	b.mu.Lock()
-	b.memSnaps = append(b.memSnaps, memSnapReq{job, materialize})
+	b.memSnaps = append(b.memSnaps, memSnapReq{job: job, materialize: materialize})
 	b.mu.Unlock()
 }
 
 type memSnapReq struct {
 	job         uint64
 	materialize bool
+	ready       *memPointer // written already (MemClone.Write): commit only
+}
+
+// CommitMemSnapshot marks b as the batch that commits job's snapshot p,
+// written in the background (MemClone.Write), as the job's state: its
+// pointer is committed with b, and the job's older snapshots go after.
+func (b *Batch) CommitMemSnapshot(job uint64, p *MemSnapshot) {
+	b.mu.Lock()
+	b.memSnaps = append(b.memSnaps, memSnapReq{job: job, ready: p.p})
+	b.mu.Unlock()
+}
+
+// ApplyMemState applies the state writes of memory job job in b to the
+// job's map now, and takes them out of b: the map then holds the state as
+// of b's epoch, ahead of b's commit, so that a snapshot of it can be
+// written while the epoch waits (exec holds a memory job's epochs until
+// their snapshot is durable). A job restarting reloads the map from its
+// last committed snapshot, so running ahead is never seen.
+func (db *DB) ApplyMemState(job uint64, b *Batch) error {
+	m := db.memOf(job)
+	if m == nil || b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	var mine []*pebble.Batch
+	kept := b.runs[:0]
+	for _, r := range b.runs {
+		if j, ok := stateJob(r.first); ok && j == job {
+			mine = append(mine, r.b)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	for i := len(kept); i < len(b.runs); i++ {
+		b.runs[i] = nil
+	}
+	b.runs = kept
+	b.mu.Unlock()
+	var keep *Run // writes of other keys found in those runs (not expected)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, rb := range mine {
+		r := rb.Reader()
+		for {
+			kind, k, v, ok, err := r.Next()
+			if err != nil {
+				return sqlerr.Wrap(sqlerr.IOError, err)
+			}
+			if !ok {
+				break
+			}
+			if j, isState := stateJob(k); !isState || j != job {
+				// Not expected in an operator's run; keep it for Pebble.
+				if keep == nil {
+					keep = b.NewRun()
+					keep.ordered = false
+				}
+				if kind == pebble.InternalKeyKindDelete {
+					_ = keep.b.Delete(k, nil)
+				} else {
+					_ = keep.b.Set(k, v, nil)
+				}
+				continue
+			}
+			op := binary.BigEndian.Uint32(k[10:])
+			if kind == pebble.InternalKeyKindDelete {
+				m.deleteLocked(op, k[14:])
+			} else {
+				m.putLocked(op, k[14:], v)
+			}
+		}
+	}
+	if keep != nil {
+		b.mu.Lock()
+		b.runs = append(b.runs, keep)
+		b.mu.Unlock()
+	}
+	return nil
+}
+
+// MemClone is a copy-on-write copy of a memory job's map, taken at a
+// checkpoint barrier, to write as a snapshot in the background while the
+// job goes on changing its map.
+type MemClone struct {
+	db  *DB
+	job uint64
+	m   *memState
+}
+
+// MemSnapshot is a snapshot written by MemClone.Write, not committed yet.
+type MemSnapshot struct {
+	p *memPointer
+	// Bytes is the size of its files.
+	Bytes int64
+}
+
+// CloneMemState returns a lazy copy of job's map (nil if the job is not on
+// the memory backend). Cloning marks the map's nodes shared: the job's
+// next writes copy the nodes they change, the clone's reads copy nothing.
+func (db *DB) CloneMemState(job uint64) *MemClone {
+	m := db.memOf(job)
+	if m == nil {
+		return nil
+	}
+	c := newMemState()
+	m.mu.Lock()
+	for op, t := range m.ops {
+		c.ops[op] = t.Clone()
+	}
+	c.bytes = m.bytes
+	m.mu.Unlock()
+	return &MemClone{db: db, job: job, m: c}
+}
+
+// Write writes the clone as the job's next snapshot and syncs it.
+func (c *MemClone) Write() (*MemSnapshot, error) {
+	p, err := c.db.writeMemSnapshot(c.job, c.m)
+	if err != nil {
+		return nil, err
+	}
+	s := &MemSnapshot{p: p}
+	for _, f := range p.Files {
+		s.Bytes += f.Bytes
+	}
+	return s, nil
 }
 
 // memCommit is what CommitEpochAt does for memory-backend jobs.
@@ -360,9 +475,12 @@ func (db *DB) applyMemWrites(mc *memCommit, l *layout, pre *pebble.Batch) error 
 			continue
 		}
 		mc.touched[m] = true
-		p, err := db.writeMemSnapshot(s.job, m)
-		if err != nil {
-			return err
+		p := s.ready
+		if p == nil {
+			var err error
+			if p, err = db.writeMemSnapshot(s.job, m); err != nil {
+				return err
+			}
 		}
 		mc.pointers[s.job] = p
 		m.mu.Lock()
@@ -453,4 +571,25 @@ func (b *Batch) unorder() {
 func (db *DB) DropMemoryState(job uint64) {
 	db.ForgetMemoryState(job)
 	db.removeMemSnapshots(job, nil)
+}
+
+// StateEntries counts job's committed operator state entries: those of its
+// map on the memory backend, of its s/ range on Pebble. It reads them all,
+// so it is for tests and benchmarks (the boundedness run), not hot paths.
+func (db *DB) StateEntries(job uint64) (int64, error) {
+	if m := db.memOf(job); m != nil {
+		m.mu.RLock()
+		defer m.mu.RUnlock()
+		var n int64
+		for _, t := range m.ops {
+			n += int64(t.Len())
+		}
+		return n, nil
+	}
+	var n int64
+	err := db.scanPrefix(db.pdb, binary.BigEndian.AppendUint64([]byte("s/"), job), func(k, v []byte) error {
+		n++
+		return nil
+	})
+	return n, err
 }

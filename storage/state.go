@@ -444,7 +444,8 @@ func (db *DB) JobErrors() ([]JobError, error) {
 	return out, err
 }
 
-// StateSize estimates the bytes on disk of all operator state and view rows.
+// StateSize estimates the bytes on disk of all operator state and view rows,
+// memory-backend snapshot files included.
 func (db *DB) StateSize() int64 {
 	var n uint64
 	for _, p := range []string{"s/", "v/"} {
@@ -452,5 +453,5 @@ func (db *DB) StateSize() int64 {
 			n += u
 		}
 	}
-	return int64(n)
+	return int64(n) + db.MemSnapshotBytes()
 }

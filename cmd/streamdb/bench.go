@@ -25,6 +25,12 @@ func bench(args []string) error {
 	if len(args) > 0 && args[0] == "nexmark" {
 		return benchNexmark(args[1:])
 	}
+	if len(args) > 0 && args[0] == "backends" {
+		return benchBackends(args[1:])
+	}
+	if len(args) > 0 && args[0] == "window" {
+		return benchWindow(args[1:])
+	}
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	rows := fs.Int("rows", 10_000_000, "rows to ingest")
 	keys := fs.Int("keys", 1000, "distinct group keys")

@@ -26,8 +26,12 @@ import (
 type fakeS3 struct {
 	ts       *httptest.Server
 	failPuts atomic.Bool
-	mu       sync.Mutex
-	puts     []string // keys of successful PUTs, in order
+	// gate, when set, holds every PUT until it is closed (a slow upload);
+	// held counts the PUTs waiting on it.
+	gate atomic.Pointer[chan struct{}]
+	held atomic.Int64
+	mu   sync.Mutex
+	puts []string // keys of successful PUTs, in order
 }
 
 func newFakeS3(t *testing.T, bucket string) *fakeS3 {
@@ -40,6 +44,11 @@ func newFakeS3(t *testing.T, bucket string) *fakeS3 {
 	h := gofakes3.New(be).Server()
 	f.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPut {
+			if g := f.gate.Load(); g != nil {
+				f.held.Add(1)
+				<-*g
+				f.held.Add(-1)
+			}
 			if f.failPuts.Load() {
 				http.Error(w, "injected upload failure", http.StatusServiceUnavailable)
 				return
@@ -102,8 +111,9 @@ func noPeriodicConf(t *testing.T) string {
 	return conf
 }
 
-// lastCheckpoint waits for every export and upload (reading
-// streamdb_checkpoints does) and returns the newest checkpoint's id and status.
+// lastCheckpoint returns the newest checkpoint's id and status (reading
+// streamdb_checkpoints waits for local exports; CHECKPOINT waits for its
+// own upload, and a periodic checkpoint being uploaded is IN_PROGRESS).
 func lastCheckpoint(t *testing.T, c *pgx.Conn) (int64, string, string) {
 	t.Helper()
 	var id int64
@@ -311,7 +321,9 @@ func TestCkstoreUploadFaultAndLocations(t *testing.T) {
 		t.Fatalf("checkpoint %d: %s %s", id, st, e)
 	}
 	s3.failPuts.Store(true)
-	execAll(t, c, "INSERT INTO t VALUES (1, 3)", "CHECKPOINT")
+	execAll(t, c, "INSERT INTO t VALUES (1, 3)")
+	_, err := c.Exec(ctx, "CHECKPOINT")
+	wantErr(t, "CHECKPOINT during an upload fault", err, "58030", "upload")
 	failed, st, e := lastCheckpoint(t, c)
 	if st != "FAILED" || !strings.Contains(e, "upload") {
 		t.Errorf("checkpoint %d during an upload fault: %s %q, want FAILED by the upload", failed, st, e)
@@ -319,7 +331,7 @@ func TestCkstoreUploadFaultAndLocations(t *testing.T) {
 	if _, err := s3.remote(t, url+"/ck").ReadManifest(ctx, checkpoint.CheckpointKey(uint64(failed))); err == nil {
 		t.Errorf("failed checkpoint %d has a manifest in S3", failed)
 	}
-	_, err := c.Exec(ctx, "CREATE SAVEPOINT during_fault")
+	_, err = c.Exec(ctx, "CREATE SAVEPOINT during_fault")
 	wantErr(t, "CREATE SAVEPOINT during an upload fault", err, "58030", "upload")
 	// The job keeps its data and goes on.
 	execAll(t, c, "INSERT INTO t VALUES (2, 4)")
