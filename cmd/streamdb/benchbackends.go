@@ -46,12 +46,6 @@ func benchBackends(args []string) error {
 			if *queries == "" || !containsName(strings.Split(*queries, ","), q.Name) {
 				continue
 			}
-			if q.Name == "q5" {
-				// The HOP rewrite loses the table name that qualifies
-				// columns in q5's text ("missing FROM-clause entry for
-				// table bid"): run it unqualified, as q5*.
-				q.Name, q.SQL = "q5u", strings.ReplaceAll(q.SQL, "bid.auction", "auction")
-			}
 			if err := backendNexmark(be, q, *events); err != nil {
 				fmt.Printf("%-7s %-8s failed: %v\n", be, q.Name, err)
 			}

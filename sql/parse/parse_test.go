@@ -475,7 +475,7 @@ func TestQueryText(t *testing.T) {
 			`select ts + pg_interval('5 second') from "T"`},
 		{"select window_start from tumble(bids, ts, interval '10' second) group by 1",
 			"select window_start from tumble(bids, ts, interval '10' second) group by 1",
-			`select window_start from (select *, tumble_start("ts",pg_interval('10 second')) as window_start, tumble_end("ts",pg_interval('10 second')) as window_end from "bids") as "tumble" group by 1`},
+			`select window_start from (select *, tumble_start("ts",pg_interval('10 second')) as window_start, tumble_end("ts",pg_interval('10 second')) as window_end from "bids") as "bids" group by 1`},
 		{"select (regexp_match(url, '(&|^)channel_id=([^&]*)'))[2] from bid", "select (regexp_match(url, '(&|^)channel_id=([^&]*)'))[2] from bid",
 			"select pg_subscript((regexp_match(url, '(&|^)channel_id=([^&]*)')),2) from bid"},
 		{"select regexp_match(url, 'a[b]')[2]::int, a[i + 1], 'x[1]' from t", "select regexp_match(url, 'a[b]')[2]::int, a[i + 1], 'x[1]' from t",

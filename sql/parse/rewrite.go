@@ -538,7 +538,8 @@ func (r *rewriter) rewrite(from, to int) error {
 // windowTable rewrites the window table function at token i, TUMBLE(tbl,
 // ts, size), HOP(tbl, ts, slide, size) or CUMULATE(tbl, ts, step, max),
 // into a subquery adding window_start and window_end to tbl's columns (the
-// alias, the function's name, only if the user gives none), and returns
+// alias, tbl's own name as in RisingWave, only if the user gives none, so
+// HOP(bid, ...) keeps bid.auction valid), and returns
 // the token after it. TUMBLE becomes
 //
 //	(SELECT *, tumble_start(ts, size) AS window_start,
@@ -568,6 +569,7 @@ func (r *rewriter) windowTable(i, to int, space bool) (end int, err error) {
 	if err != nil {
 		return 0, err
 	}
+	alias := tbl
 	if k+1 < to && toks[k].isOp(".") {
 		k++
 		rest, err := name()
@@ -575,6 +577,7 @@ func (r *rewriter) windowTable(i, to int, space bool) (end int, err error) {
 			return 0, err
 		}
 		tbl += "." + rest
+		alias = rest
 	}
 	if k >= to || !toks[k].isOp(",") {
 		return 0, p.syntaxError(toks[min(k, to)])
@@ -710,7 +713,7 @@ func (r *rewriter) windowTable(i, to int, space bool) (end int, err error) {
 	if end < to && (toks[end].is("as") || toks[end].Kind == tQIdent || toks[end].Kind == tIdent && !notFuncKeywords[toks[end].Val] && !clauseKeywords[toks[end].Val]) {
 		return end, nil // the user's alias follows
 	}
-	r.emit(`as "`+kind+`"`, i, true)
+	r.emit("as "+alias, i, true)
 	return end, nil
 }
 
