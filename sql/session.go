@@ -29,6 +29,9 @@ type Session struct {
 	prepared map[string]*Stmt
 	// pid is the process id the client was given (pg_backend_pid()).
 	pid int64
+	// proto are the connection's protocol-level named statements
+	// (prepare.go); nil for a session without a connection.
+	proto ProtocolStatements
 }
 
 // SetBackendPID records the process id of the session's BackendKeyData.
@@ -105,6 +108,7 @@ func (s *Session) Close() {
 func (s *Session) PrepareAll(ctx context.Context, query string) ([]*Stmt, error) {
 	stmts, err := parse.ParseAll(query)
 	if err != nil {
+		s.failBlock()
 		return nil, err
 	}
 	if len(stmts) == 0 {
@@ -129,7 +133,12 @@ func markCopy(out *Stmt, st parse.Statement) {
 }
 
 // Prepare parses and describes one statement (extended protocol).
-func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32) (*Stmt, error) {
+func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32) (st *Stmt, err error) {
+	defer func() {
+		if err != nil {
+			s.failBlock()
+		}
+	}()
 	stmts, err := parse.ParseAll(query)
 	if err != nil {
 		return nil, err
@@ -140,7 +149,10 @@ func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32)
 	if len(stmts) > 1 {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "cannot insert multiple commands into a prepared statement")
 	}
-	st := &Stmt{SQL: query, impl: stmts[0], extended: true}
+	st = &Stmt{SQL: query, impl: stmts[0], extended: true}
+	if err := s.checkFailedBlock(st); err != nil {
+		return nil, err
+	}
 	markCopy(st, stmts[0])
 	params := make([]types.T, len(paramOIDs))
 	for i, oid := range paramOIDs {
@@ -291,6 +303,9 @@ func (s *Session) dispatch(ctx context.Context, st *Stmt, params []types.Datum) 
 			return s.deallocate(n.Deallocate)
 		}
 		s.prepared = nil
+		if s.proto != nil {
+			s.proto.DropAll()
+		}
 		for name := range s.cursors {
 			s.closeCursor(&parse.CloseCursor{Cursor: name})
 		}

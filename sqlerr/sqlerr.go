@@ -64,6 +64,7 @@ const (
 	InvalidTxState          = "25000"
 	ActiveSQLTransaction    = "25001"
 	NoActiveSQLTransaction  = "25P01"
+	InvalidSavepointSpec    = "3B001"
 	UndefinedParameter      = "42P02"
 	InvalidTableDefinition  = "42P16"
 	InvalidObjectDefinition = "42P17"
