@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -138,6 +139,7 @@ type colOut struct {
 	iv    []arrow.MonthDayNanoInterval
 	bits  []byte
 	str   *strOut
+	lst   *array.ListBuilder // text[]
 }
 
 func newColOut(mem memory.Allocator, t types.T, n int) *colOut {
@@ -154,6 +156,8 @@ func newColOut(mem memory.Allocator, t types.T, n int) *colOut {
 		o.buf, o.dec = fixedBuf[decimal128.Num](mem, n)
 	case types.PhysInterval:
 		o.buf, o.iv = fixedBuf[arrow.MonthDayNanoInterval](mem, n)
+	case types.PhysList:
+		o.lst = array.NewListBuilder(mem, arrow.BinaryTypes.String)
 	default:
 		o.str = newStrOut(n, 0)
 	}
@@ -166,6 +170,9 @@ func (o *colOut) set(i int, d types.Datum) {
 		o.nulls++
 		if o.str != nil {
 			o.str.end()
+		}
+		if o.lst != nil {
+			o.lst.AppendNull()
 		}
 		switch {
 		case o.i64 != nil:
@@ -181,6 +188,8 @@ func (o *colOut) set(i int, d types.Datum) {
 	}
 	o.valid[i>>3] |= 1 << (i & 7)
 	switch {
+	case o.lst != nil:
+		types.AppendDatum(o.lst, d, o.t)
 	case o.str != nil:
 		o.str.data = append(o.str.data, d.S...)
 		o.str.end()
@@ -204,9 +213,16 @@ func (o *colOut) release() {
 	if o.buf != nil {
 		o.buf.Release()
 	}
+	if o.lst != nil {
+		o.lst.Release()
+	}
 }
 
 func (o *colOut) finish(mem memory.Allocator, n int) vec {
+	if o.lst != nil {
+		defer o.release()
+		return vec{arr: o.lst.NewArray(), t: o.t}
+	}
 	if o.str != nil {
 		return vec{arr: o.str.finish(mem, o.t, o.vbuf, o.nulls), t: o.t}
 	}

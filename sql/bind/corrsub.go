@@ -120,6 +120,9 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 			Cols: []planner.Column{{Name: "array", T: types.TTextArray}}}
 	default:
 		agg, cond, err := b.decorrelate(nO, s, sel, sub.array)
+		if err == errNeedsDomain {
+			agg, cond, err = b.decorrelateDomain(in, nO, s, sel, sub.array)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -171,8 +174,7 @@ func (b *Binder) decorrelate(nO int, s *subquery, sel expr.Expr, array bool) (*p
 		rest = append(rest, e)
 	}
 	if len(innerKeys) == 0 {
-		return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported,
-			"correlated subqueries used as values need an equality between an expression of the subquery and one of the outer query")
+		return nil, nil, errNeedsDomain
 	}
 	// An outer column equated with a subquery expression of its type can
 	// be replaced by that expression inside the subquery.
@@ -201,8 +203,7 @@ func (b *Binder) decorrelate(nO int, s *subquery, sel expr.Expr, array bool) (*p
 				return c
 			})
 			if o, _ := sides(e); o {
-				return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported,
-					"correlated subqueries used as values are supported only when the outer query's columns appear in equalities with the subquery or in conditions on the outer query alone")
+				return nil, nil, errNeedsDomain
 			}
 		}
 		filter = andExpr(filter, shiftCols(e, -nO))
