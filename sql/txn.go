@@ -85,13 +85,13 @@ const txMemBytes = copyStageBytes
 type stmtClass uint8
 
 const (
-	classOther   stmtClass = iota // session state: SHOW, SET of a session setting, cursors' FETCH/CLOSE
-	classTxBegin                  // BEGIN / START TRANSACTION
-	classTxEnd                    // COMMIT / ROLLBACK
-	classWrite                    // INSERT, COPY FROM
-	classRead                     // SELECT, COPY TO, DECLARE
-	classDDL                      // not transactional
-	classTxSavepoint              // SAVEPOINT, RELEASE, ROLLBACK TO
+	classOther       stmtClass = iota // session state: SHOW, SET of a session setting, cursors' FETCH/CLOSE
+	classTxBegin                      // BEGIN / START TRANSACTION
+	classTxEnd                        // COMMIT / ROLLBACK
+	classWrite                        // INSERT, COPY FROM
+	classRead                         // SELECT, COPY TO, DECLARE
+	classDDL                          // not transactional
+	classTxSavepoint                  // SAVEPOINT, RELEASE, ROLLBACK TO
 )
 
 // classify places a statement in a stmtClass; for classDDL it also gives
