@@ -32,6 +32,9 @@ type Session struct {
 	// proto are the connection's protocol-level named statements
 	// (prepare.go); nil for a session without a connection.
 	proto ProtocolStatements
+	// paramChanges are the ParameterStatus changes set_config made in
+	// the running statement (setconfig.go).
+	paramChanges map[string]string
 }
 
 // SetBackendPID records the process id of the session's BackendKeyData.
@@ -233,6 +236,11 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 		return res, err
 	}
 	res, err = s.dispatch(ctx, st, params)
+	if err != nil {
+		s.paramChanges = nil
+	} else {
+		s.takeParamChanges(res)
+	}
 	if d, ok := st.impl.(*parse.Declare); ok && err == nil && s.txn != nil {
 		s.txn.cursors = append(s.txn.cursors, txCursor{name: d.Cursor, hold: d.Hold})
 	}

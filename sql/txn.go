@@ -58,6 +58,9 @@ type txn struct {
 	cursors []txCursor
 	// savepoints of the block, oldest first (sql/txsavepoint.go).
 	savepoints []txSavepoint
+	// local are the settings SET LOCAL changed, with their values before
+	// (sql/setconfig.go); COMMIT restores them.
+	local map[string]localVar
 }
 
 // txCursor is a cursor declared in a transaction.
@@ -191,13 +194,15 @@ func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error
 			return s.rollback(), nil
 		}
 		err := s.commit()
+		res := &Result{Tag: "COMMIT"}
 		if t.explicit {
 			s.closeCursors(t, false)
+			s.restoreLocals(t, res)
 		}
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Tag: "COMMIT"}, nil
+		return res, nil
 	case classTxSavepoint:
 		return s.txSavepointStmt(st.impl.(*parse.TxSavepoint))
 	}

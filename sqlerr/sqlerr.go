@@ -30,6 +30,7 @@ const (
 	NumericOutOfRange       = "22003"
 	DivisionByZero          = "22012"
 	InvalidParameterValue   = "22023"
+	NullValueNotAllowed     = "22004"
 	InvalidDatetimeFormat   = "22007"
 	DatetimeFieldOverflow   = "22008"
 	StringDataRightTrunc    = "22001"

@@ -106,6 +106,12 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = singleValueKernel(e.T), 2, 2
 	case "array_or_empty":
 		k = arrayOrEmptyKernel(e.T)
+	case "array_ctor":
+		k, lo, hi = arrayCtorKernel(e.T), 0, math.MaxInt
+	case "array_cat":
+		k, lo, hi = arrayCatKernel(e.T), 2, 2
+	case "array_upper", "array_lower", "array_length":
+		k, lo, hi = arrayDimKernel(e.Name, e.T), 2, 2
 	case "varchar_assign": // Text → VARCHAR(n) as an assignment (INSERT) cast
 		k = varcharAssignKernel(e.T)
 	default:

@@ -524,7 +524,7 @@ func outputName(n ast.ExprNode) string {
 			}
 		case "pg_interval":
 			return "interval"
-		case "pg_array_subquery":
+		case "pg_array_subquery", "pg_array_ctor":
 			return "array"
 		case "pg_extract":
 			return "extract"

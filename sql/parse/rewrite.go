@@ -52,6 +52,8 @@ type frame struct {
 	// arraySub marks the parenthesis of ARRAY(subquery), emitted as
 	// pg_array_subquery((subquery)).
 	arraySub bool
+	// arrayCtor marks the "[" of ARRAY[a, b], emitted as pg_array_ctor(a, b).
+	arrayCtor bool
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -158,6 +160,7 @@ func (p *parser) query(from, to int) (*Query, error) {
 //	VALUES (1, 'a'), (2, 'b')            → SELECT 1 AS column1, 'a' AS column2 UNION ALL SELECT 2, 'b'
 //	                                       (as a query or a subquery, not INSERT's VALUES)
 //	a[k], f(x)[k], (expr)[k]             → pg_subscript(a, k) ...
+//	ARRAY[a, b]                          → pg_array_ctor(a, b)
 //	x = ANY (array), x = SOME (array)    → x member of (array) (not for a subquery)
 //	(subquery) [AS] t(a, b), tbl [AS] t(a, b)
 //	                                     → ... "t<AliasColumnSep>a<AliasColumnSep>b" (alias)
@@ -215,6 +218,12 @@ func (r *rewriter) rewrite(from, to int) error {
 					}
 					prim = r.emit("pg_interval("+quote(text)+")", i, space)
 					i = p.i - 1
+					continue
+				case t.Val == "array" && next.isOp("["):
+					k := r.emit("pg_array_ctor(", i, space)
+					stack = append(stack, frame{start: k, open: k, arrayCtor: true})
+					prim = -1
+					i++
 					continue
 				case t.Val == "array" && next.isOp("(") && i+2 < to && toks[i+2].is("select"):
 					k := r.emit("pg_array_subquery((", i, space)
@@ -407,7 +416,7 @@ func (r *rewriter) rewrite(from, to int) error {
 				stack = append(stack, frame{start: start, open: k, call: wasCallable && prim >= 0})
 				prim = -1
 			case ")":
-				if len(stack) == 0 || stack[len(stack)-1].cast || stack[len(stack)-1].subscript {
+				if len(stack) == 0 || stack[len(stack)-1].cast || stack[len(stack)-1].subscript || stack[len(stack)-1].arrayCtor {
 					return p.syntaxError(t)
 				}
 				if row := stack[len(stack)-1].row; row != nil {
@@ -487,7 +496,7 @@ func (r *rewriter) rewrite(from, to int) error {
 				stack = append(stack, frame{start: prim, subscript: true})
 				prim = -1
 			case "]":
-				if len(stack) == 0 || !stack[len(stack)-1].subscript {
+				if len(stack) == 0 || !stack[len(stack)-1].subscript && !stack[len(stack)-1].arrayCtor {
 					return p.syntaxError(t)
 				}
 				r.emit(")", i, false)
