@@ -742,6 +742,9 @@ func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, err
 		}
 		return scan, newScope(scan.Cols), nil
 	case *ast.SelectStmt, *ast.SetOprStmt:
+		if f := srfCall(src); f != nil {
+			return b.bindSRF(f, alias, names)
+		}
 		if alias == "" {
 			return nil, nil, sqlerr.New(sqlerr.SyntaxError, "subquery in FROM must have an alias")
 		}

@@ -54,6 +54,8 @@ type frame struct {
 	arraySub bool
 	// arrayCtor marks the "[" of ARRAY[a, b], emitted as pg_array_ctor(a, b).
 	arrayCtor bool
+	// srf names the set-returning function of a FROM item (srf.go).
+	srf string
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -161,6 +163,7 @@ func (p *parser) query(from, to int) (*Query, error) {
 //	                                       (as a query or a subquery, not INSERT's VALUES)
 //	a[k], f(x)[k], (expr)[k]             → pg_subscript(a, k) ...
 //	ARRAY[a, b]                          → pg_array_ctor(a, b)
+//	FROM generate_series(a, b) s         → FROM (select pg_srf_generate_series(a, b)) s (srf.go)
 //	x = ANY (array), x = SOME (array)    → x member of (array) (not for a subquery)
 //	(subquery) [AS] t(a, b), tbl [AS] t(a, b)
 //	                                     → ... "t<AliasColumnSep>a<AliasColumnSep>b" (alias)
@@ -218,6 +221,11 @@ func (r *rewriter) rewrite(from, to int) error {
 					}
 					prim = r.emit("pg_interval("+quote(text)+")", i, space)
 					i = p.i - 1
+					continue
+				case r.srfStart(i, from):
+					stack = append(stack, r.emitSRF(i, from, space))
+					prim = -1
+					i++
 					continue
 				case t.Val == "array" && next.isOp("["):
 					k := r.emit("pg_array_ctor(", i, space)
@@ -448,6 +456,8 @@ func (r *rewriter) rewrite(from, to int) error {
 				}
 				if f.arraySub {
 					r.emit("))", i, space)
+				} else if f.srf != "" {
+					r.emit(r.srfAlias(f.srf, i, to), i, space)
 				} else {
 					r.emit(")", i, space)
 				}

@@ -300,10 +300,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		`class="plot-svg throughput"`, `class="plot-svg lag"`, `class="plot-svg state"`, `class="series"`, // plots with lines
 		`class="plot-svg checkpoints"`, `class="cp-bar"`, // the checkpoint history
 		`class="plot-svg wmlag"`, "2026-01-01 00:00:11", // per10s: event-time lag plot and its watermark
-		"late rows (1 in all)", // per10s's late row
+		"late rows (1 in all)",              // per10s's late row
 		"no watermark: its streams have no", // wc and named have no event time
-		"before_upgrade", // savepoints
-		"live · updated", // the poll worked
+		"before_upgrade",                    // savepoints
+		"live · updated",                    // the poll worked
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered dashboard has no %s", want)
