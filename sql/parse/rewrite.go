@@ -56,6 +56,9 @@ type frame struct {
 	arrayCtor bool
 	// srf names the set-returning function of a FROM item (srf.go).
 	srf string
+	// stringAgg marks the arguments of string_agg(x, d), emitted as
+	// group_concat(x separator d) (srf.go).
+	stringAgg bool
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -221,6 +224,12 @@ func (r *rewriter) rewrite(from, to int) error {
 					}
 					prim = r.emit("pg_interval("+quote(text)+")", i, space)
 					i = p.i - 1
+					continue
+				case stringAggStart(toks, i):
+					k := r.emit("group_concat(", i, space)
+					stack = append(stack, frame{start: k, open: k, call: true, stringAgg: true})
+					prim = -1
+					i++
 					continue
 				case r.srfStart(i, from):
 					stack = append(stack, r.emitSRF(i, from, space))
@@ -534,6 +543,11 @@ func (r *rewriter) rewrite(from, to int) error {
 					if err := r.valuesColumn(stack[len(stack)-1].row, i); err != nil {
 						return err
 					}
+				}
+				if len(stack) > 0 && stack[len(stack)-1].stringAgg {
+					r.emit("separator", i, true)
+					prim = -1
+					continue
 				}
 				r.emit(",", i, space)
 				if o := order(); o.item >= 0 {

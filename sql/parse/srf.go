@@ -97,3 +97,12 @@ func (r *rewriter) srfAlias(fn string, i, to int) string {
 // clauseWords may follow a FROM item but are not aliases.
 var clauseWords = map[string]bool{"left": true, "right": true, "full": true, "inner": true, "cross": true,
 	"natural": true, "group": true, "order": true, "window": true, "fetch": true, "for": true}
+
+// string_agg(x, delimiter) is written as TiDB's
+// group_concat(x separator delimiter) (the delimiter must be a string
+// literal there); the binder gives it string_agg's meaning
+// (sql/bind/stringagg.go). stringAggStart reports whether toks[i] starts
+// such a call.
+func stringAggStart(toks []token, i int) bool {
+	return toks[i].is("string_agg") && i+1 < len(toks) && toks[i+1].isOp("(")
+}

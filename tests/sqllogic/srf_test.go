@@ -86,3 +86,34 @@ func TestSetReturningFunctionsInFrom(t *testing.T) {
 		wantCode(t, q.sql, err, q.code)
 	}
 }
+
+// TestStringAgg: string_agg(text, delimiter) skips NULLs, is NULL for no
+// values, works per group, and is refused in a materialized view.
+func TestStringAgg(t *testing.T) {
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	ctx := context.Background()
+	check := func(q, want string) {
+		t.Helper()
+		if got := orderedRows(t, c, q); got != want {
+			t.Errorf("%s:\n got %q\nwant %q", q, got, want)
+		}
+	}
+	check("SELECT string_agg(x, ', ') FROM (VALUES ('a'), (NULL), ('c')) AS v(x)", "a, c")
+	check("SELECT k, string_agg(x, '-') FROM (VALUES (1, 'a'), (1, 'b'), (2, NULL)) AS v(k, x) GROUP BY k ORDER BY k", "1 a-b\n2 <nil>")
+	check("SELECT string_agg(g::text, ',') FROM generate_series(1, 5) g", "1,2,3,4,5")
+	check("SELECT string_agg(x, ',') FROM (VALUES ('a')) AS v(x) WHERE false", "<nil>")
+	rows, err := c.Query(ctx, "SELECT string_agg('a', 'b')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name := rows.FieldDescriptions()[0].Name; name != "string_agg" {
+		t.Errorf("column %q, want string_agg", name)
+	}
+	rows.Close()
+	execAll(t, c, "CREATE TABLE words (w TEXT)")
+	_, err = c.Exec(ctx, "CREATE MATERIALIZED VIEW v AS SELECT string_agg(w, ',') FROM words")
+	wantCode(t, "string_agg in a view", err, "0A000")
+	_, err = c.Exec(ctx, "SELECT string_agg(1, ',')")
+	wantCode(t, "string_agg of an integer", err, "42883")
+}
