@@ -82,6 +82,7 @@ type Cast struct {
 //	"array_ctor"                 Text... → TextArray: ARRAY[a, b] (arrayfuncs.go)
 //	"array_cat"                  TextArray, TextArray → TextArray: a || b
 //	"array_upper", "array_lower", "array_length"  TextArray, Int32 → Int32
+//	"json_build_object"          (Text, any)... → Text: a JSON object (jsonfuncs.go)
 type Func struct {
 	Name string
 	Args []Expr

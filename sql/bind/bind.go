@@ -69,6 +69,9 @@ type Binder struct {
 	scalars map[*ast.SubqueryExpr]scalarRef
 	// viewDepth counts the plain views being expanded (views.go).
 	viewDepth int
+	// valueSubquery is set while a subquery used as a value is bound: its
+	// select list may use the outer query's columns (corrdomain.go).
+	valueSubquery bool
 }
 
 // BindQuery binds a SELECT, a set operation (UNION [ALL]) or a parenthesized query.

@@ -37,9 +37,19 @@ var errNeedsDomain = errors.New("correlated subquery needs its outer values' dom
 // no rows there, NULL or '{}'.
 func (b *Binder) decorrelateDomain(in planner.Node, nO int, s *subquery, sel expr.Expr, array bool) (*planner.Aggregate, expr.Expr, error) {
 	var outer []int
-	walkCols(s.corr, func(c *expr.ColRef) {
-		if c.Idx < nO && !slices.Contains(outer, c.Idx) {
-			outer = append(outer, c.Idx)
+	if s.corr != nil {
+		walkCols(s.corr, func(c *expr.ColRef) {
+			if c.Idx < nO && !slices.Contains(outer, c.Idx) {
+				outer = append(outer, c.Idx)
+			}
+		})
+	}
+	// The select list numbers the subquery's columns first, then the
+	// outer query's (selOuter).
+	nI := len(s.right.Schema())
+	walkCols(sel, func(c *expr.ColRef) {
+		if c.Idx >= nI && !slices.Contains(outer, c.Idx-nI) {
+			outer = append(outer, c.Idx-nI)
 		}
 	})
 	slices.Sort(outer)
@@ -62,27 +72,47 @@ func (b *Binder) decorrelateDomain(in planner.Node, nO int, s *subquery, sel exp
 		domain.Cols = append(domain.Cols, planner.Column{Name: inCols[oc].Name, T: g.Type()})
 		at[oc] = i
 	}
-	cond := mapCols(s.corr, func(c *expr.ColRef) expr.Expr {
+	// outerRef reads outer column o from the domain row.
+	outerRef := func(c *expr.ColRef, o int) expr.Expr {
 		r := *c
-		if c.Idx >= nO {
-			r.Idx = c.Idx - nO + k
-			return &r
-		}
-		r.Idx = at[c.Idx]
+		r.Idx = at[o]
 		if c.T.Kind == types.TextArray {
 			r.T = types.TText
 			return &expr.Cast{E: &r, T: c.T}
 		}
 		return &r
-	})
+	}
+	var cond expr.Expr
+	if s.corr != nil {
+		cond = mapCols(s.corr, func(c *expr.ColRef) expr.Expr {
+			if c.Idx >= nO {
+				r := *c
+				r.Idx = c.Idx - nO + k
+				return &r
+			}
+			return outerRef(c, c.Idx)
+		})
+	}
 	cross := &planner.Join{Left: domain, Right: s.right, Kind: planner.InnerJoin, On: cond,
 		Cols: append(append([]planner.Column(nil), domain.Cols...), s.right.Schema()...)}
 	var input planner.Node = cross
-	sel = shiftCols(sel, k)
+	// toCross renumbers an expression over the subquery's columns (then
+	// the outer query's) for the cross join.
+	toCross := func(e expr.Expr) expr.Expr {
+		return mapCols(e, func(c *expr.ColRef) expr.Expr {
+			if c.Idx >= nI {
+				return outerRef(c, c.Idx-nI)
+			}
+			r := *c
+			r.Idx += k
+			return &r
+		})
+	}
+	sel = toCross(sel)
 	if array && len(s.order) > 0 {
 		keys := make([]planner.SortKey, len(s.order))
 		for i, o := range s.order {
-			keys[i] = planner.SortKey{E: shiftCols(o.E, k), Desc: o.Desc, NullsFirst: o.NullsFirst}
+			keys[i] = planner.SortKey{E: toCross(o.E), Desc: o.Desc, NullsFirst: o.NullsFirst}
 		}
 		// array_agg takes the rows in the order they come.
 		input = &planner.Sort{Input: input, Keys: keys}

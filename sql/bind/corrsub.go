@@ -87,14 +87,16 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 	if sub.array {
 		what = "ARRAY(subquery)"
 	}
+	b.valueSubquery = true
 	s, err := b.bindSubquery(sc, sub.q.Query, true, what)
+	b.valueSubquery = false
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case b.View && sub.array:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "ARRAY(subquery) is not supported in a materialized view")
-	case b.View && s.corr != nil:
+	case b.View && (s.corr != nil || s.selOuter):
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "correlated subqueries used as values are not supported in a materialized view")
 	}
 	if b.scalars == nil {
@@ -112,9 +114,9 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 	var on expr.Expr
 	kind := planner.InnerJoin
 	switch {
-	case s.corr == nil && !sub.array:
+	case s.corr == nil && !s.selOuter && !sub.array:
 		right = &planner.SingleRow{Input: s.right}
-	case s.corr == nil:
+	case s.corr == nil && !s.selOuter:
 		right = &planner.Aggregate{Input: s.right,
 			Aggs: []planner.AggCall{{Func: planner.AggArrayAgg, Arg: sel, T: types.TTextArray}},
 			Cols: []planner.Column{{Name: "array", T: types.TTextArray}}}
@@ -154,6 +156,9 @@ func (b *Binder) decorrelate(nO int, s *subquery, sel expr.Expr, array bool) (*p
 			}
 		})
 		return
+	}
+	if s.selOuter {
+		return nil, nil, errNeedsDomain
 	}
 	var innerKeys, outerKeys, rest []expr.Expr
 	var residual expr.Expr

@@ -54,8 +54,18 @@ func TestCorrelatedSubqueryDomain(t *testing.T) {
 	}
 	_, err := c.Exec(ctx, `SELECT (SELECT v.w FROM (VALUES ('a'), ('b')) AS v(w) WHERE v.w > o.m) FROM (VALUES ('')) AS o(m)`)
 	wantCode(t, "two rows from a correlated subquery", err, "21000")
-	// psql 15's policy query of \d name.
 	execAll(t, c, "CREATE TABLE words (word TEXT)")
+	// What SQLAlchemy's get_columns reads besides: json_build_object (as
+	// text), pg_get_serial_sequence (no sequences: NULL), the empty
+	// pg_sequence and pg_enum, pg_type_is_visible.
+	if got, want := rows(`SELECT json_build_object('a', 1, 'b', 'x"y', 'c', true, 'd', NULL::text), pg_get_serial_sequence('words', 'word'),
+			(SELECT count(*) FROM pg_catalog.pg_sequence), (SELECT count(*) FROM pg_catalog.pg_enum), pg_type_is_visible(25)`),
+		`{"a" : 1, "b" : "x\"y", "c" : true, "d" : null} <nil> 0 0 true`; got != want {
+		t.Errorf("driver functions:\n got %s\nwant %s", got, want)
+	}
+	_, err = c.Exec(ctx, "SELECT json_build_object('a')")
+	wantCode(t, "json_build_object with an odd argument count", err, "22023")
+	// psql 15's policy query of \d name.
 	if got := rows(`SELECT pol.polname, pol.polpermissive,
   CASE WHEN pol.polroles = '{0}' THEN NULL ELSE pg_catalog.array_to_string(array(select rolname from pg_catalog.pg_roles where oid = any (pol.polroles) order by 1),',') END,
   pg_catalog.pg_get_expr(pol.polqual, pol.polrelid),

@@ -61,6 +61,10 @@ func TestCorrelatedSubqueryDifferential(t *testing.T) {
 		"SELECT k, ARRAY(SELECT x FROM cs_c c WHERE c.k > p.k ORDER BY x) FROM cs_p p",
 		"SELECT g, ARRAY(SELECT x FROM cs_c c WHERE c.g BETWEEN p.g AND p.g + 10 ORDER BY x DESC) FROM cs_p p",
 		"SELECT k, (SELECT x FROM cs_c c WHERE c.g > p.g AND c.g <= p.g + 9) FROM cs_p p",
+		// The outer query's columns in the select list (SQLAlchemy's
+		// get_columns has json_build_object over both sides).
+		"SELECT k, (SELECT p.s || c.x FROM cs_c c WHERE c.k = p.k AND c.g <> 11) FROM cs_p p",
+		"SELECT k, ARRAY(SELECT c.x || p.g::text FROM cs_c c WHERE c.g >= p.g ORDER BY 1 DESC) FROM cs_p p",
 	} {
 		want, err := queryRows(ref, q)
 		if err != nil {
