@@ -151,6 +151,12 @@ type Sample struct {
 	OutRate    float64 `json:"out_rate"`
 	Lag        int64   `json:"lag"`
 	StateBytes int64   `json:"state_bytes"`
+	// Watermark is the job's event-time watermark (Unix milliseconds) and
+	// WatermarkLag the sample's time minus it, in seconds: how far event
+	// time trails the wall clock. Both absent while the job has none.
+	Watermark    int64    `json:"watermark,omitempty"`
+	WatermarkLag *float64 `json:"wm_lag_s,omitempty"`
+	LateRows     int64    `json:"late_rows"`
 }
 
 // rateWindow is how many sample periods a rate is averaged over.
@@ -175,7 +181,12 @@ func (r *ring) add(now time.Time, jobs []sql.JobStatus) {
 	seen := make(map[string]bool, len(jobs))
 	for _, j := range jobs {
 		seen[j.Name] = true
-		s := Sample{T: now.UnixMilli(), RowsIn: j.RowsIn, RowsOut: j.RowsOut, Lag: j.Lag, StateBytes: j.StateBytes}
+		s := Sample{T: now.UnixMilli(), RowsIn: j.RowsIn, RowsOut: j.RowsOut, Lag: j.Lag, StateBytes: j.StateBytes, LateRows: j.LateRows}
+		if j.Watermark != nil {
+			s.Watermark = j.Watermark.UnixMilli()
+			lag := now.Sub(*j.Watermark).Seconds()
+			s.WatermarkLag = &lag
+		}
 		old := r.jobs[j.Name]
 		if k := len(old); k > 0 {
 			// Rates over up to rateWindow samples: inserts come in bursts, and a

@@ -158,6 +158,8 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 			w.Funcs = append(w.Funcs, wf)
 		}
 		return w, nil
+	case *FuncScan:
+		return &exec.FuncScan{Func: n.Func, Args: n.Args, T: n.Col.T}, nil
 	case *SingleRow:
 		in, err := Physical(n.Input, snaps)
 		if err != nil {
@@ -454,6 +456,8 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 		line("ViewScan %s", p.View.Name)
 	case *exec.Values:
 		line("Values rows=%d", len(p.Rows))
+	case *exec.FuncScan:
+		line("FunctionScan %s(%s)", p.Func, exprList(p.Args))
 	case *exec.Filter:
 		line("Filter %s", p.Pred)
 		explain(b, p.In, depth+1)

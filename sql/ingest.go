@@ -672,8 +672,11 @@ func (c *copyIn) doneInTx() (string, error) {
 		if err := c.stageRecs(); err != nil {
 			return "", err
 		}
-		c.tx.addStage(c.t, c.stage)
+		st := c.stage
 		c.stage = nil
+		if err := c.tx.addStage(c.e.db, c.t, st); err != nil {
+			return "", err
+		}
 	} else if err := c.tx.addRecs(c.e.db, c.t, c.recs); err != nil {
 		return "", err
 	}

@@ -179,6 +179,11 @@ func (e *Engine) relations() []relation {
 			kind = "m"
 		case storage.KindPlainView:
 			kind = "v"
+		case storage.KindSource:
+			// A source's rows come from outside through its connector:
+			// PostgreSQL's foreign table ('f'), which \d lists as such
+			// and \dt, pg_tables and table reflection leave out.
+			kind = "f"
 		}
 		user = append(user, relation{oid: oidFirstUser + int64(t.ID), ns: oidPublicNS, name: t.Name, kind: kind, def: t})
 	}
@@ -545,8 +550,11 @@ func (e catGen) isTables() *table {
 		"user_defined_type_schema", "user_defined_type_name", "is_insertable_into", "is_typed", "commit_action")}
 	for _, r := range e.relations() {
 		typ, ins := "BASE TABLE", "YES"
-		if r.kind == "m" || r.kind == "v" {
+		switch r.kind {
+		case "m", "v":
 			typ, ins = "VIEW", "NO"
+		case "f":
+			typ, ins = "FOREIGN", "NO"
 		}
 		if r.def.Kind == storage.KindSystem {
 			ins = "NO"

@@ -29,6 +29,8 @@ func init() {
 		"pg_inherits":              catGen.pgInherits,
 		"pg_trigger":               catGen.pgTrigger,
 		"pg_rewrite":               catGen.pgRewrite,
+		"pg_sequence":              catGen.pgSequence,
+		"pg_enum":                  catGen.pgEnum,
 	} {
 		pgTables[name] = gen
 	}
@@ -130,4 +132,18 @@ func relOptions(r relation, jobs map[string]jobFacts) types.Datum {
 		return types.Null
 	}
 	return types.Datum{A: &types.Array{Elems: opts}}
+}
+
+// pgSequence is empty: streamdb has no sequences (SQLAlchemy's
+// get_columns reads it for identity columns).
+func (e catGen) pgSequence() *table {
+	return &table{cols: catCols(catCol{"seqrelid", tOID}, catCol{"seqtypid", tOID}, catCol{"seqstart", types.TInt64},
+		catCol{"seqincrement", types.TInt64}, catCol{"seqmax", types.TInt64}, catCol{"seqmin", types.TInt64},
+		catCol{"seqcache", types.TInt64}, catCol{"seqcycle", tBool})}
+}
+
+// pgEnum is empty: streamdb has no enum types.
+func (e catGen) pgEnum() *table {
+	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"enumtypid", tOID}, catCol{"enumsortorder", types.TFloat32},
+		catCol{"enumlabel", tName})}
 }

@@ -11,15 +11,35 @@ import (
 )
 
 // SQL-level prepared statements (PREPARE, EXECUTE, DEALLOCATE) are the
-// session's, by name. They are apart from the extended protocol's named
-// statements, which wire/ keeps: DEALLOCATE does not reach those (drivers
-// close them with the protocol's Close message).
+// session's, by name. The extended protocol's named statements are
+// wire/'s, but PostgreSQL has one namespace for both: PREPARE of a name
+// the protocol uses (and a Parse of a PREPARE'd name) is 42P05, and
+// DEALLOCATE name | ALL and DISCARD ALL drop protocol statements too, which
+// pgx and pgjdbc rely on.
+
+// ProtocolStatements are the connection's named statements of the
+// extended protocol (the unnamed one is not among them).
+type ProtocolStatements interface {
+	Has(name string) bool
+	Drop(name string)
+	DropAll()
+}
+
+// SetProtocolStatements gives the session its connection's protocol
+// statements.
+func (s *Session) SetProtocolStatements(p ProtocolStatements) { s.proto = p }
+
+// HasPrepared reports whether PREPARE made a statement of that name.
+func (s *Session) HasPrepared(name string) bool {
+	_, ok := s.prepared[name]
+	return ok
+}
 
 // prepare runs PREPARE: the statement is described now (its parameter
 // types: given, else inferred as the extended protocol does) and bound
 // again at each EXECUTE, so it sees the catalog as it is then.
 func (s *Session) prepare(n *parse.Prepare) (*Result, error) {
-	if _, dup := s.prepared[n.Name]; dup {
+	if _, dup := s.prepared[n.Name]; dup || s.proto != nil && s.proto.Has(n.Name) {
 		return nil, sqlerr.New(sqlerr.DuplicatePreparedStmt, "prepared statement %q already exists", n.Name)
 	}
 	switch n.Stmt.(type) {
@@ -130,7 +150,14 @@ func (s *Session) evalArgs(ctx context.Context, args []string, ts []types.T) ([]
 func (s *Session) deallocate(name string) (*Result, error) {
 	if name == "all" {
 		s.prepared = nil
+		if s.proto != nil {
+			s.proto.DropAll()
+		}
 		return &Result{Tag: "DEALLOCATE ALL"}, nil
+	}
+	if s.proto != nil && s.proto.Has(name) {
+		s.proto.Drop(name)
+		return &Result{Tag: "DEALLOCATE"}, nil
 	}
 	if _, err := s.lookupPrepared(name); err != nil {
 		return nil, err

@@ -29,6 +29,12 @@ type Session struct {
 	prepared map[string]*Stmt
 	// pid is the process id the client was given (pg_backend_pid()).
 	pid int64
+	// proto are the connection's protocol-level named statements
+	// (prepare.go); nil for a session without a connection.
+	proto ProtocolStatements
+	// paramChanges are the ParameterStatus changes set_config made in
+	// the running statement (setconfig.go).
+	paramChanges map[string]string
 }
 
 // SetBackendPID records the process id of the session's BackendKeyData.
@@ -105,6 +111,7 @@ func (s *Session) Close() {
 func (s *Session) PrepareAll(ctx context.Context, query string) ([]*Stmt, error) {
 	stmts, err := parse.ParseAll(query)
 	if err != nil {
+		s.failBlock()
 		return nil, err
 	}
 	if len(stmts) == 0 {
@@ -129,7 +136,12 @@ func markCopy(out *Stmt, st parse.Statement) {
 }
 
 // Prepare parses and describes one statement (extended protocol).
-func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32) (*Stmt, error) {
+func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32) (st *Stmt, err error) {
+	defer func() {
+		if err != nil {
+			s.failBlock()
+		}
+	}()
 	stmts, err := parse.ParseAll(query)
 	if err != nil {
 		return nil, err
@@ -140,7 +152,10 @@ func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32)
 	if len(stmts) > 1 {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "cannot insert multiple commands into a prepared statement")
 	}
-	st := &Stmt{SQL: query, impl: stmts[0], extended: true}
+	st = &Stmt{SQL: query, impl: stmts[0], extended: true}
+	if err := s.checkFailedBlock(st); err != nil {
+		return nil, err
+	}
 	markCopy(st, stmts[0])
 	params := make([]types.T, len(paramOIDs))
 	for i, oid := range paramOIDs {
@@ -221,6 +236,11 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 		return res, err
 	}
 	res, err = s.dispatch(ctx, st, params)
+	if err != nil {
+		s.paramChanges = nil
+	} else {
+		s.takeParamChanges(res)
+	}
 	if d, ok := st.impl.(*parse.Declare); ok && err == nil && s.txn != nil {
 		s.txn.cursors = append(s.txn.cursors, txCursor{name: d.Cursor, hold: d.Hold})
 	}
@@ -288,6 +308,9 @@ func (s *Session) dispatch(ctx context.Context, st *Stmt, params []types.Datum) 
 			return s.deallocate(n.Deallocate)
 		}
 		s.prepared = nil
+		if s.proto != nil {
+			s.proto.DropAll()
+		}
 		for name := range s.cursors {
 			s.closeCursor(&parse.CloseCursor{Cursor: name})
 		}

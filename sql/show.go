@@ -332,6 +332,11 @@ func (e *Engine) showJobErrors() (*table, error) {
 }
 
 func (s *Session) execSet(n *parse.Set) (*Result, error) {
+	if n.Local {
+		if res, done := s.setLocal(n); done {
+			return res, nil
+		}
+	}
 	name := strings.ToLower(n.Name)
 	if _, ok := serverSettings[name]; ok {
 		return nil, errRestartOnly(name)

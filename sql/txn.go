@@ -56,6 +56,11 @@ type txn struct {
 	// (Outside a block, where PostgreSQL refuses DECLARE without WITH HOLD,
 	// streamdb's cursors live until CLOSE.)
 	cursors []txCursor
+	// savepoints of the block, oldest first (sql/txsavepoint.go).
+	savepoints []txSavepoint
+	// local are the settings SET LOCAL changed, with their values before
+	// (sql/setconfig.go); COMMIT restores them.
+	local map[string]localVar
 }
 
 // txCursor is a cursor declared in a transaction.
@@ -83,12 +88,13 @@ const txMemBytes = copyStageBytes
 type stmtClass uint8
 
 const (
-	classOther   stmtClass = iota // session state: SHOW, SET of a session setting, cursors' FETCH/CLOSE
-	classTxBegin                  // BEGIN / START TRANSACTION
-	classTxEnd                    // COMMIT / ROLLBACK
-	classWrite                    // INSERT, COPY FROM
-	classRead                     // SELECT, COPY TO, DECLARE
-	classDDL                      // not transactional
+	classOther       stmtClass = iota // session state: SHOW, SET of a session setting, cursors' FETCH/CLOSE
+	classTxBegin                      // BEGIN / START TRANSACTION
+	classTxEnd                        // COMMIT / ROLLBACK
+	classWrite                        // INSERT, COPY FROM
+	classRead                         // SELECT, COPY TO, DECLARE
+	classDDL                          // not transactional
+	classTxSavepoint                  // SAVEPOINT, RELEASE, ROLLBACK TO
 )
 
 // classify places a statement in a stmtClass; for classDDL it also gives
@@ -139,6 +145,8 @@ func (s *Session) classify(st *Stmt) (stmtClass, string) {
 		return classOther, ""
 	case *parse.Execute:
 		return s.executeClass(n)
+	case *parse.TxSavepoint:
+		return classTxSavepoint, ""
 	case *parse.CreateView:
 		return classDDL, "CREATE MATERIALIZED VIEW"
 	case *parse.CreatePlainView:
@@ -168,10 +176,7 @@ func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error
 			s.txn = t
 		}
 		t.explicit = true
-		t.vars = make(map[string]string, len(s.vars))
-		for k, v := range s.vars {
-			t.vars[k] = v
-		}
+		t.vars = copyVars(s.vars)
 		return &Result{Tag: "BEGIN"}, nil
 	case classTxEnd:
 		rollback := false
@@ -189,19 +194,23 @@ func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error
 			return s.rollback(), nil
 		}
 		err := s.commit()
+		res := &Result{Tag: "COMMIT"}
 		if t.explicit {
 			s.closeCursors(t, false)
+			s.restoreLocals(t, res)
 		}
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Tag: "COMMIT"}, nil
+		return res, nil
+	case classTxSavepoint:
+		return s.txSavepointStmt(st.impl.(*parse.TxSavepoint))
 	}
 	if t == nil {
 		return nil, nil
 	}
 	if t.failed {
-		return nil, sqlerr.New(sqlerr.InFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block")
+		return nil, errInFailedTxn()
 	}
 	switch class {
 	case classDDL:
@@ -260,18 +269,22 @@ func (s *Session) Sync(failed bool) error {
 }
 
 // fail handles an error inside a transaction: an explicit block is failed
-// until ROLLBACK, an implicit transaction ends. Either way its writes are
-// dropped.
+// until ROLLBACK (or ROLLBACK TO a savepoint), an implicit transaction
+// ends. Its writes are dropped, unless the block has savepoints to return
+// to.
 func (s *Session) fail() {
 	t := s.txn
 	if t == nil {
 		return
 	}
-	t.discard()
 	if t.explicit {
 		t.failed = true
+		if len(t.savepoints) == 0 {
+			t.discard()
+		}
 		return
 	}
+	t.discard()
 	s.txn = nil
 }
 
@@ -314,24 +327,30 @@ func (s *Session) rollback() *Result {
 	s.closeCursors(t, true)
 	res := &Result{Tag: "ROLLBACK"}
 	if t.vars != nil {
-		for k, v := range t.vars {
-			if s.vars[k] != v {
-				s.vars[k] = v
-				if report, ok := reportedParams[k]; ok {
-					if res.ParamChanges == nil {
-						res.ParamChanges = map[string]string{}
-					}
-					res.ParamChanges[report] = v
+		s.restoreVars(t.vars, res)
+	}
+	return res
+}
+
+// restoreVars sets the session's settings back to vars, reporting the
+// changed ones in res.
+func (s *Session) restoreVars(vars map[string]string, res *Result) {
+	for k, v := range vars {
+		if s.vars[k] != v {
+			s.vars[k] = v
+			if report, ok := reportedParams[k]; ok {
+				if res.ParamChanges == nil {
+					res.ParamChanges = map[string]string{}
 				}
-			}
-		}
-		for k := range s.vars {
-			if _, ok := t.vars[k]; !ok {
-				delete(s.vars, k)
+				res.ParamChanges[report] = v
 			}
 		}
 	}
-	return res
+	for k := range s.vars {
+		if _, ok := vars[k]; !ok {
+			delete(s.vars, k)
+		}
+	}
 }
 
 // closeCursors closes the cursors declared in t that are still open: all
@@ -388,34 +407,71 @@ func (t *txn) addRecs(db *storage.DB, def *storage.TableDef, recs []arrow.Record
 	if t.mem <= txMemBytes {
 		return nil
 	}
-	for _, w := range t.writes {
-		if len(w.recs) == 0 {
-			continue
-		}
-		st, err := db.NewStage(w.t.ID)
-		if err != nil {
+	for wi := range t.writes {
+		if err := t.stageWrites(db, wi); err != nil {
 			return err
 		}
-		w.stages = append(w.stages, st)
-		for i, r := range w.recs {
-			err := st.Add(r)
-			r.Release()
-			w.recs[i] = nil
-			if err != nil {
-				w.recs = w.recs[i+1:]
-				return err
-			}
-		}
-		w.recs = nil
 	}
 	t.mem = 0
 	return nil
 }
 
-// addStage hands a staged COPY to the transaction.
-func (t *txn) addStage(def *storage.TableDef, st *storage.Stage) {
+// stageWrites moves the in-memory batches of writes wi into stages, one
+// per stretch between savepoint marks so that every mark stays a boundary.
+func (t *txn) stageWrites(db *storage.DB, wi int) error {
+	w := t.writes[wi]
+	n := len(w.recs)
+	if n == 0 {
+		return nil
+	}
+	cuts := t.stageCuts(wi, n)
+	first := len(w.stages)
+	for _, r := range w.recs {
+		t.mem -= recordBytes(r)
+	}
+	from := 0
+	for _, to := range append(cuts, n) {
+		st, err := db.NewStage(w.t.ID)
+		if err != nil {
+			return err
+		}
+		w.stages = append(w.stages, st)
+		for i := from; i < to; i++ {
+			err := st.Add(w.recs[i])
+			w.recs[i].Release()
+			w.recs[i] = nil
+			if err != nil {
+				for _, r := range w.recs[i+1:] {
+					r.Release()
+				}
+				w.recs = nil
+				return err
+			}
+		}
+		from = to
+	}
+	w.recs = nil
+	t.staged(wi, n, first, cuts)
+	return nil
+}
+
+// addStage hands a staged COPY to the transaction. The in-memory batches
+// before it are staged first when a savepoint lies among them, so that a
+// savepoint's mark (batches, then stages) stays a prefix of the writes.
+func (t *txn) addStage(db *storage.DB, def *storage.TableDef, st *storage.Stage) error {
 	w := t.table(def)
+	if len(t.savepoints) > 0 && len(w.recs) > 0 {
+		for wi := range t.writes {
+			if t.writes[wi] == w {
+				if err := t.stageWrites(db, wi); err != nil {
+					st.Abort()
+					return err
+				}
+			}
+		}
+	}
 	w.stages = append(w.stages, st)
+	return nil
 }
 
 // recordBytes is the memory of r's buffers.

@@ -216,6 +216,7 @@ func (c *conn) startSession(m *pgproto3.StartupMessage) bool {
 	c.be.Send(&pgproto3.AuthenticationOk{})
 	sess := c.srv.eng.NewSession(user, database)
 	sess.SetBackendPID(c.pid)
+	sess.SetProtocolStatements(protoStmts{c})
 	status, err := c.configure(sess, m.Parameters)
 	if err != nil {
 		sess.Close()

@@ -139,6 +139,10 @@ func (s *fakeSession) Sync(bool) error { return nil }
 
 func (s *fakeSession) SetBackendPID(uint32) {}
 
+func (s *fakeSession) SetProtocolStatements(sql.ProtocolStatements) {}
+
+func (s *fakeSession) HasPrepared(string) bool { return false }
+
 func (s *fakeSession) TxStatus() byte {
 	if s.tx == 0 {
 		return 'I'

@@ -56,7 +56,7 @@ func (c *conn) extended(msg pgproto3.FrontendMessage) (err error) {
 func (c *conn) parse(m *pgproto3.Parse) error {
 	if m.Name == "" {
 		delete(c.stmts, "")
-	} else if _, ok := c.stmts[m.Name]; ok {
+	} else if _, ok := c.stmts[m.Name]; ok || c.sess.HasPrepared(m.Name) {
 		return sqlerr.New(sqlerr.DuplicatePreparedStmt, "prepared statement %q already exists", m.Name)
 	}
 	// OIDs streamdb does not know are left for the engine to infer.
@@ -429,4 +429,24 @@ func (c *conn) sendDataRows(src *rowSource, end int) error {
 		return nil
 	}
 	return c.writeRaw(out)
+}
+
+// protoStmts is the connection's named statements as the session sees
+// them: SQL DEALLOCATE drops them (sql.ProtocolStatements). The session
+// calls it from the connection's own goroutine, while a statement runs.
+type protoStmts struct{ c *conn }
+
+func (p protoStmts) Has(name string) bool {
+	_, ok := p.c.stmts[name]
+	return ok && name != ""
+}
+
+func (p protoStmts) Drop(name string) { delete(p.c.stmts, name) }
+
+func (p protoStmts) DropAll() {
+	for name := range p.c.stmts {
+		if name != "" {
+			delete(p.c.stmts, name)
+		}
+	}
 }

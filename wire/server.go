@@ -87,6 +87,13 @@ type Session interface {
 	// SetBackendPID gives the session the process id the client gets in
 	// BackendKeyData (pg_backend_pid()).
 	SetBackendPID(pid uint32)
+	// SetProtocolStatements gives the session the connection's named
+	// statements of the extended protocol, which share PostgreSQL's one
+	// namespace with SQL-level PREPARE (DEALLOCATE reaches them).
+	SetProtocolStatements(p sql.ProtocolStatements)
+	// HasPrepared reports whether SQL-level PREPARE made a statement of
+	// that name (a Parse of the same name is 42P05).
+	HasPrepared(name string) bool
 	// TxStatus is the ReadyForQuery status: 'I' idle, 'T' in a transaction
 	// block, 'E' in a failed transaction block.
 	TxStatus() byte

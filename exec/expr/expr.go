@@ -79,6 +79,10 @@ type Cast struct {
 //	"subscript"                  TextArray, Int64 (1-based) → Text
 //	"single_value"               Int64 n, T v → v; 21000 where n > 1 (decorrelated scalar subquery)
 //	"array_or_empty"             TextArray → TextArray; NULL becomes {} (ARRAY(subquery))
+//	"array_ctor"                 Text... → TextArray: ARRAY[a, b] (arrayfuncs.go)
+//	"array_cat"                  TextArray, TextArray → TextArray: a || b
+//	"array_upper", "array_lower", "array_length"  TextArray, Int32 → Int32
+//	"json_build_object"          (Text, any)... → Text: a JSON object (jsonfuncs.go)
 type Func struct {
 	Name string
 	Args []Expr

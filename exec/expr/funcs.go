@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -105,6 +106,14 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = singleValueKernel(e.T), 2, 2
 	case "array_or_empty":
 		k = arrayOrEmptyKernel(e.T)
+	case "array_ctor":
+		k, lo, hi = arrayCtorKernel(e.T), 0, math.MaxInt
+	case "array_cat":
+		k, lo, hi = arrayCatKernel(e.T), 2, 2
+	case "array_upper", "array_lower", "array_length":
+		k, lo, hi = arrayDimKernel(e.Name, e.T), 2, 2
+	case "json_build_object":
+		k, lo, hi = jsonBuildObjectKernel(e.T, argTypes(e.Args)), 0, math.MaxInt
 	case "varchar_assign": // Text → VARCHAR(n) as an assignment (INSERT) cast
 		k = varcharAssignKernel(e.T)
 	default:
@@ -138,6 +147,7 @@ type colOut struct {
 	iv    []arrow.MonthDayNanoInterval
 	bits  []byte
 	str   *strOut
+	lst   *array.ListBuilder // text[]
 }
 
 func newColOut(mem memory.Allocator, t types.T, n int) *colOut {
@@ -154,6 +164,8 @@ func newColOut(mem memory.Allocator, t types.T, n int) *colOut {
 		o.buf, o.dec = fixedBuf[decimal128.Num](mem, n)
 	case types.PhysInterval:
 		o.buf, o.iv = fixedBuf[arrow.MonthDayNanoInterval](mem, n)
+	case types.PhysList:
+		o.lst = array.NewListBuilder(mem, arrow.BinaryTypes.String)
 	default:
 		o.str = newStrOut(n, 0)
 	}
@@ -166,6 +178,9 @@ func (o *colOut) set(i int, d types.Datum) {
 		o.nulls++
 		if o.str != nil {
 			o.str.end()
+		}
+		if o.lst != nil {
+			o.lst.AppendNull()
 		}
 		switch {
 		case o.i64 != nil:
@@ -181,6 +196,8 @@ func (o *colOut) set(i int, d types.Datum) {
 	}
 	o.valid[i>>3] |= 1 << (i & 7)
 	switch {
+	case o.lst != nil:
+		types.AppendDatum(o.lst, d, o.t)
 	case o.str != nil:
 		o.str.data = append(o.str.data, d.S...)
 		o.str.end()
@@ -204,9 +221,16 @@ func (o *colOut) release() {
 	if o.buf != nil {
 		o.buf.Release()
 	}
+	if o.lst != nil {
+		o.lst.Release()
+	}
 }
 
 func (o *colOut) finish(mem memory.Allocator, n int) vec {
+	if o.lst != nil {
+		defer o.release()
+		return vec{arr: o.lst.NewArray(), t: o.t}
+	}
 	if o.str != nil {
 		return vec{arr: o.str.finish(mem, o.t, o.vbuf, o.nulls), t: o.t}
 	}

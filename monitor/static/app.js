@@ -3,7 +3,7 @@
 "use strict";
 
 const SVGNS = "http://www.w3.org/2000/svg";
-const COLORS = { in: "#2f6fde", out: "#14a38b", lag: "#e39b1b", state: "#8a5cd6", dur: "#2f6fde", size: "#14a38b", bad: "#d6453d" };
+const COLORS = { in: "#2f6fde", out: "#14a38b", lag: "#e39b1b", state: "#8a5cd6", wm: "#0f8fa8", dur: "#2f6fde", size: "#14a38b", bad: "#d6453d" };
 const KIND_COLORS = { source: "#2f6fde", aggregate: "#8a5cd6", join: "#e3721b", rank: "#c2469b", union: "#5f7a8c", sink: "#14a38b" };
 
 function esc(s) {
@@ -29,6 +29,24 @@ function fmtMs(v) {
   if (v == null || isNaN(v)) return "–";
   if (v >= 1000) return (v / 1000).toFixed(v >= 10000 ? 0 : 2) + " s";
   return (v >= 10 ? v.toFixed(0) : v.toFixed(1)) + " ms";
+}
+// fmtSecs formats a duration in seconds (event-time lag can be days).
+function fmtSecs(v) {
+  if (v == null || isNaN(v)) return "–";
+  const a = Math.abs(v);
+  if (a >= 86400) return (v / 86400).toFixed(a >= 864000 ? 0 : 1) + " d";
+  if (a >= 3600) return (v / 3600).toFixed(a >= 36000 ? 0 : 1) + " h";
+  if (a >= 60) return (v / 60).toFixed(a >= 600 ? 0 : 1) + " min";
+  return (a >= 10 || Number.isInteger(v) ? v.toFixed(0) : v.toFixed(1)) + " s";
+}
+// fmtStamp shows an event time (UTC, as streamdb's timestamps are).
+function fmtStamp(ms) {
+  return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+}
+// wmValue is a watermark as a stat's value: time of day, the date below.
+function wmValue(ms) {
+  const s = fmtStamp(ms);
+  return `${esc(s.slice(11))}<div class="sub">${esc(s.slice(0, 10))}</div>`;
 }
 function fmtTime(ms) {
   const d = new Date(ms);
@@ -93,6 +111,16 @@ function timePlot(series, t0, t1, fmt, cls) {
     el("path", { d, fill: "none", stroke: s.color, "stroke-width": 1.8, "stroke-linejoin": "round", class: "series" }, svg);
   });
   return svg;
+}
+
+// markLate draws a red tick at the bottom of a timePlot (same geometry)
+// at each time late rows were dropped.
+function markLate(svg, times, t0, t1) {
+  const W = 360, H = 130, L = 46, R = 8, B = 20;
+  const x = t => L + (W - L - R) * (t - t0) / Math.max(1, t1 - t0);
+  for (const t of times) {
+    el("line", { x1: x(t), x2: x(t), y1: H - B - 10, y2: H - B, stroke: COLORS.bad, "stroke-width": 2, class: "late-mark" }, svg);
+  }
 }
 
 function legend(items) {
@@ -198,6 +226,8 @@ function renderJobs(st) {
         ${stat("rows out", fmtNum(j.rows_out))}
         ${stat("in / s", fmtNum(last.in_rate || 0))}
         ${stat("lag (rows)", fmtNum(j.lag))}
+        ${stat("watermark", j.watermark ? wmValue(Date.parse(j.watermark)) : "none", j.watermark ? "event time the job has completed: " + fmtStamp(Date.parse(j.watermark)) : "no event time: its streams have no WATERMARK FOR")}
+        ${stat("late rows", fmtNum(j.late_rows || 0), "rows its windows dropped as late (behind the watermark on arrival)")}
         ${stat("state", fmtBytes(j.state_bytes), j.evicted ? j.evicted + " groups evicted" : "")}
         ${stat("epoch", fmtNum(j.epoch))}
         ${stat("checkpoint", j.last_checkpoint ? "#" + j.last_checkpoint : "none")}
@@ -209,6 +239,7 @@ function renderJobs(st) {
         <div class="plots">
           <div class="plot plot-throughput"><div class="plot-title">Throughput <span class="muted">rows/s</span></div></div>
           <div class="plot plot-lag"><div class="plot-title">Lag <span class="muted">rows behind its sources</span></div></div>
+          <div class="plot plot-wm"><div class="plot-title">Event-time lag <span class="muted">wall clock − watermark, and late rows</span></div></div>
           <div class="plot plot-state"><div class="plot-title">State <span class="muted">in memory</span></div></div>
         </div>
       </div>`;
@@ -220,7 +251,20 @@ function renderJobs(st) {
     tp.insertAdjacentHTML("beforeend", legend([["in", COLORS.in], ["out (changes)", COLORS.out]]));
     const lp = div.querySelector(".plot-lag");
     lp.appendChild(timePlot([{ color: COLORS.lag, points: pts(s => s.lag) }], t0, t1, fmtNum, "plot-svg lag"));
-    lp.insertAdjacentHTML("beforeend", '<div class="legend"><span>watermark: not tracked yet (no event time)</span></div>');
+    const wp = div.querySelector(".plot-wm");
+    if (samples.some(s => s.wm_lag_s !== undefined)) {
+      // Event-time lag in seconds; late rows dropped per sample period as
+      // a second series (its own scale would hide either, so late rows are
+      // marked below the line as red ticks).
+      wp.appendChild(timePlot([{ color: COLORS.wm, points: samples.filter(s => s.wm_lag_s !== undefined).map(s => [s.t, s.wm_lag_s]) }],
+        t0, t1, fmtSecs, "plot-svg wmlag"));
+      const lateAt = [];
+      for (let i = 1; i < samples.length; i++) if ((samples[i].late_rows || 0) > (samples[i - 1].late_rows || 0)) lateAt.push(samples[i].t);
+      markLate(wp.querySelector("svg"), lateAt, t0, t1);
+      wp.insertAdjacentHTML("beforeend", legend([["event-time lag", COLORS.wm], [`late rows (${fmtNum(j.late_rows || 0)} in all)`, COLORS.bad]]));
+    } else {
+      wp.insertAdjacentHTML("beforeend", '<p class="muted wm-none">no watermark: its streams have no <code>WATERMARK FOR</code></p>');
+    }
     const sp = div.querySelector(".plot-state");
     sp.appendChild(timePlot([{ color: COLORS.state, points: pts(s => s.state_bytes) }], t0, t1, fmtBytes, "plot-svg state"));
     box.appendChild(div);

@@ -77,6 +77,9 @@ func (b *Binder) bindAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, error) {
 		}
 		return nil, sqlerr.New(sqlerr.GroupingError, "%s", msg)
 	}
+	if name == "group_concat" { // string_agg, as the parser writes it
+		return b.bindStringAgg(c, n)
+	}
 	call := planner.AggCall{Func: planner.AggFunc(name), Distinct: n.Distinct}
 	var arg expr.Expr
 	switch name {

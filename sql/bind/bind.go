@@ -69,6 +69,9 @@ type Binder struct {
 	scalars map[*ast.SubqueryExpr]scalarRef
 	// viewDepth counts the plain views being expanded (views.go).
 	viewDepth int
+	// valueSubquery is set while a subquery used as a value is bound: its
+	// select list may use the outer query's columns (corrdomain.go).
+	valueSubquery bool
 }
 
 // BindQuery binds a SELECT, a set operation (UNION [ALL]) or a parenthesized query.
@@ -782,6 +785,9 @@ func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, err
 		}
 		return scan, newScope(scan.Cols), nil
 	case *ast.SelectStmt, *ast.SetOprStmt:
+		if f := srfCall(src); f != nil {
+			return b.bindSRF(f, alias, names)
+		}
 		if alias == "" {
 			return nil, nil, sqlerr.New(sqlerr.SyntaxError, "subquery in FROM must have an alias")
 		}

@@ -87,14 +87,16 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 	if sub.array {
 		what = "ARRAY(subquery)"
 	}
+	b.valueSubquery = true
 	s, err := b.bindSubquery(sc, sub.q.Query, true, what)
+	b.valueSubquery = false
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case b.View && sub.array:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "ARRAY(subquery) is not supported in a materialized view")
-	case b.View && s.corr != nil:
+	case b.View && (s.corr != nil || s.selOuter):
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "correlated subqueries used as values are not supported in a materialized view")
 	}
 	if b.scalars == nil {
@@ -112,14 +114,17 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 	var on expr.Expr
 	kind := planner.InnerJoin
 	switch {
-	case s.corr == nil && !sub.array:
+	case s.corr == nil && !s.selOuter && !sub.array:
 		right = &planner.SingleRow{Input: s.right}
-	case s.corr == nil:
+	case s.corr == nil && !s.selOuter:
 		right = &planner.Aggregate{Input: s.right,
 			Aggs: []planner.AggCall{{Func: planner.AggArrayAgg, Arg: sel, T: types.TTextArray}},
 			Cols: []planner.Column{{Name: "array", T: types.TTextArray}}}
 	default:
 		agg, cond, err := b.decorrelate(nO, s, sel, sub.array)
+		if err == errNeedsDomain {
+			agg, cond, err = b.decorrelateDomain(in, nO, s, sel, sub.array)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -152,6 +157,9 @@ func (b *Binder) decorrelate(nO int, s *subquery, sel expr.Expr, array bool) (*p
 		})
 		return
 	}
+	if s.selOuter {
+		return nil, nil, errNeedsDomain
+	}
 	var innerKeys, outerKeys, rest []expr.Expr
 	var residual expr.Expr
 	for _, e := range splitAndExpr(s.corr) {
@@ -171,8 +179,7 @@ func (b *Binder) decorrelate(nO int, s *subquery, sel expr.Expr, array bool) (*p
 		rest = append(rest, e)
 	}
 	if len(innerKeys) == 0 {
-		return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported,
-			"correlated subqueries used as values need an equality between an expression of the subquery and one of the outer query")
+		return nil, nil, errNeedsDomain
 	}
 	// An outer column equated with a subquery expression of its type can
 	// be replaced by that expression inside the subquery.
@@ -201,8 +208,7 @@ func (b *Binder) decorrelate(nO int, s *subquery, sel expr.Expr, array bool) (*p
 				return c
 			})
 			if o, _ := sides(e); o {
-				return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported,
-					"correlated subqueries used as values are supported only when the outer query's columns appear in equalities with the subquery or in conditions on the outer query alone")
+				return nil, nil, errNeedsDomain
 			}
 		}
 		filter = andExpr(filter, shiftCols(e, -nO))

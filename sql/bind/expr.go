@@ -494,7 +494,11 @@ func outputName(n ast.ExprNode) string {
 		}
 		return n.Name.Name.O
 	case *ast.AggregateFuncExpr:
-		return strings.ToLower(n.F)
+		if f := strings.ToLower(n.F); f != "group_concat" {
+			return f
+		}
+		return "string_agg" // as the parser writes it
+
 	case *ast.WindowFuncExpr:
 		return strings.ToLower(n.Name)
 	case *ast.CaseExpr:
@@ -524,7 +528,7 @@ func outputName(n ast.ExprNode) string {
 			}
 		case "pg_interval":
 			return "interval"
-		case "pg_array_subquery":
+		case "pg_array_subquery", "pg_array_ctor":
 			return "array"
 		case "pg_extract":
 			return "extract"

@@ -341,6 +341,9 @@ func (b *Binder) likeOp(op string, l, r expr.Expr) (expr.Expr, error) {
 // concatOp is text || text; one side may be any non-text type, which is
 // converted to its text form (PostgreSQL's textanycat).
 func (b *Binder) concatOp(l, r expr.Expr) (expr.Expr, error) {
+	if e, ok, err := b.arrayConcat(l, r); ok {
+		return e, err
+	}
 	lt, rt := l.Type(), r.Type()
 	if lt.Kind != types.Text && lt.Kind != types.Unknown && rt.Kind != types.Text && rt.Kind != types.Unknown {
 		return nil, noOperator("||", l, r)
@@ -391,6 +394,15 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 		return e, err
 	}
 	if e, ok, err := b.windowGroupFunc(c, n); ok {
+		return e, err
+	}
+	if e, ok, err := b.arrayFunc(c, n); ok {
+		return e, err
+	}
+	if e, ok, err := b.setConfigFunc(c, n); ok {
+		return e, err
+	}
+	if e, ok, err := b.driverFunc(c, n); ok {
 		return e, err
 	}
 	name := n.FnName.L

@@ -157,7 +157,7 @@ func (b *Binder) pgFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err
 			return nil, true, err
 		}
 		return null, true, nil
-	case "pg_get_userbyid", "format_type", "pg_get_viewdef", "pg_table_is_visible":
+	case "pg_get_userbyid", "format_type", "pg_get_viewdef", "pg_table_is_visible", "pg_type_is_visible":
 		if pc == nil {
 			return nil, false, nil
 		}
@@ -166,9 +166,10 @@ func (b *Binder) pgFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err
 		if err != nil {
 			return nil, true, err
 		}
-		what := map[string]string{"pg_get_userbyid": "roles", "format_type": "types", "pg_get_viewdef": "views", "pg_table_is_visible": "visible"}[n.FnName.L]
+		what := map[string]string{"pg_get_userbyid": "roles", "format_type": "types", "pg_get_viewdef": "views", "pg_table_is_visible": "visible",
+			"pg_type_is_visible": "types"}[n.FnName.L]
 		m := pc.PgLookup(what)
-		if what == "visible" {
+		if what == "visible" || n.FnName.L == "pg_type_is_visible" { // every type is in pg_catalog, on the search path
 			e, err := b.lookup(as[0], m)
 			if err != nil {
 				return nil, true, err

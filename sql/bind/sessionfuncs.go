@@ -23,6 +23,9 @@ type SessionInfo interface {
 	RolePrivilege(role string, t *storage.TableDef, priv string) (has, roleOK bool)
 	// RoleSuperuser reports whether role is a superuser; roleOK as above.
 	RoleSuperuser(role string) (super, roleOK bool)
+	// SetConfig applies set_config(name, value, local) as SET [LOCAL]
+	// and returns the setting's new value (sql/setconfig.go).
+	SetConfig(name, value string, local bool) (string, error)
 }
 
 // tablePrivileges are the privilege names has_table_privilege takes.

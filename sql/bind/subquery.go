@@ -132,11 +132,18 @@ type subquery struct {
 	// order is a correlated subquery's ORDER BY over right's columns (with
 	// wantCol; ARRAY(subquery) honours it).
 	order []planner.SortKey
+	// selOuter says sel also uses the outer query's columns, numbered
+	// after right's (a subquery used as a value only: corrdomain.go).
+	selOuter bool
 }
 
 // bindSubquery binds q nested in the query of scope sc; wantCol asks for
 // its one output column.
 func (b *Binder) bindSubquery(sc *scope, q ast.ResultSetNode, wantCol bool, what string) (*subquery, error) {
+	// Only this subquery may use outer columns in its select list, not
+	// the ones nested in it.
+	valueSub := b.valueSubquery
+	b.valueSubquery = false
 	// Uncorrelated: the subquery binds on its own.
 	refs := b.outerRefs
 	prev := b.outer
@@ -247,7 +254,10 @@ func (b *Binder) bindSubquery(sc *scope, q ast.ResultSetNode, wantCol bool, what
 				return nil, err
 			}
 			if b.outerRefs != refs {
-				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "subqueries whose select list uses columns of the outer query are not supported")
+				if !valueSub || refersBeyond(e, nI+nO) {
+					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "subqueries whose select list uses columns of the outer query are not supported")
+				}
+				out.selOuter = true
 			}
 			if out.sel, err = b.coerce(e, types.TText); err != nil {
 				return nil, err

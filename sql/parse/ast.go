@@ -124,6 +124,8 @@ type Set struct {
 	Name    string
 	Value   string
 	Default bool
+	// Local is SET LOCAL: until the end of the transaction block.
+	Local bool
 }
 
 // Show is SHOW name | SHOW ALL (Name "all").

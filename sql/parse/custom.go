@@ -355,6 +355,9 @@ func (p *parser) columnDef() (ColumnDef, error) {
 	if col.Type, err = p.typeName(); err != nil {
 		return col, err
 	}
+	if col.Type.Kind == types.TextArray {
+		return col, p.notSupported(p.toks[p.i-1], "columns of type text[] are not supported")
+	}
 	for {
 		t := p.at()
 		switch {
@@ -751,10 +754,16 @@ func (p *parser) copyOptions(opts map[string]string) error {
 }
 
 // set parses SET; the cursor is after SET.
-func (p *parser) set() (*Set, error) {
+func (p *parser) set() (s *Set, err error) {
+	local := false
+	defer func() {
+		if s != nil {
+			s.Local = local
+		}
+	}()
 	if !p.accept("session", "characteristics") {
 		if !p.accept("session") {
-			p.accept("local")
+			local = p.accept("local")
 		}
 	} else {
 		// SET SESSION CHARACTERISTICS AS TRANSACTION mode [, ...]
@@ -797,8 +806,7 @@ func (p *parser) set() (*Set, error) {
 		}
 		return &Set{Name: "search_path", Value: v}, p.end()
 	}
-	s := &Set{}
-	var err error
+	s = &Set{}
 	if s.Name, err = p.name(); err != nil {
 		return nil, err
 	}

@@ -174,8 +174,10 @@ func (p *parser) statement() (Statement, error) {
 			return nil, err
 		}
 		return &Discard{Deallocate: n}, p.end()
-	case first.is("savepoint") || first.is("release") || first.is("rollback") && p.at().is("to"):
-		return nil, p.notSupported(first, "savepoints inside transactions are not supported")
+	case first.is("savepoint"):
+		return p.txSavepoint(TxSavepointSet)
+	case first.is("release"):
+		return p.txSavepoint(TxSavepointRelease)
 	case first.is("begin") || first.is("start") && p.at().is("transaction"):
 		return p.transaction("START TRANSACTION", "work", "transaction")
 	case first.is("commit") || first.is("end"):
@@ -223,8 +225,8 @@ func (p *parser) transaction(canonical string, noise ...string) (Statement, erro
 			break
 		}
 	}
-	if canonical == "ROLLBACK" && p.at().is("to") {
-		return nil, p.notSupported(p.toks[0], "savepoints inside transactions are not supported")
+	if canonical == "ROLLBACK" && p.accept("to") {
+		return p.txSavepoint(TxSavepointRollback)
 	}
 	if canonical == "START TRANSACTION" && p.at().Kind != tEOF {
 		if _, err := p.words(); err != nil {

@@ -52,6 +52,13 @@ type frame struct {
 	// arraySub marks the parenthesis of ARRAY(subquery), emitted as
 	// pg_array_subquery((subquery)).
 	arraySub bool
+	// arrayCtor marks the "[" of ARRAY[a, b], emitted as pg_array_ctor(a, b).
+	arrayCtor bool
+	// srf names the set-returning function of a FROM item (srf.go).
+	srf string
+	// stringAgg marks the arguments of string_agg(x, d), emitted as
+	// group_concat(x separator d) (srf.go).
+	stringAgg bool
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -158,6 +165,8 @@ func (p *parser) query(from, to int) (*Query, error) {
 //	VALUES (1, 'a'), (2, 'b')            → SELECT 1 AS column1, 'a' AS column2 UNION ALL SELECT 2, 'b'
 //	                                       (as a query or a subquery, not INSERT's VALUES)
 //	a[k], f(x)[k], (expr)[k]             → pg_subscript(a, k) ...
+//	ARRAY[a, b]                          → pg_array_ctor(a, b)
+//	FROM generate_series(a, b) s         → FROM (select pg_srf_generate_series(a, b)) s (srf.go)
 //	x = ANY (array), x = SOME (array)    → x member of (array) (not for a subquery)
 //	(subquery) [AS] t(a, b), tbl [AS] t(a, b)
 //	                                     → ... "t<AliasColumnSep>a<AliasColumnSep>b" (alias)
@@ -215,6 +224,23 @@ func (r *rewriter) rewrite(from, to int) error {
 					}
 					prim = r.emit("pg_interval("+quote(text)+")", i, space)
 					i = p.i - 1
+					continue
+				case stringAggStart(toks, i):
+					k := r.emit("group_concat(", i, space)
+					stack = append(stack, frame{start: k, open: k, call: true, stringAgg: true})
+					prim = -1
+					i++
+					continue
+				case r.srfStart(i, from):
+					stack = append(stack, r.emitSRF(i, from, space))
+					prim = -1
+					i++
+					continue
+				case t.Val == "array" && next.isOp("["):
+					k := r.emit("pg_array_ctor(", i, space)
+					stack = append(stack, frame{start: k, open: k, arrayCtor: true})
+					prim = -1
+					i++
 					continue
 				case t.Val == "array" && next.isOp("(") && i+2 < to && toks[i+2].is("select"):
 					k := r.emit("pg_array_subquery((", i, space)
@@ -412,7 +438,7 @@ func (r *rewriter) rewrite(from, to int) error {
 				stack = append(stack, frame{start: start, open: k, call: wasCallable && prim >= 0})
 				prim = -1
 			case ")":
-				if len(stack) == 0 || stack[len(stack)-1].cast || stack[len(stack)-1].subscript {
+				if len(stack) == 0 || stack[len(stack)-1].cast || stack[len(stack)-1].subscript || stack[len(stack)-1].arrayCtor {
 					return p.syntaxError(t)
 				}
 				if row := stack[len(stack)-1].row; row != nil {
@@ -444,6 +470,8 @@ func (r *rewriter) rewrite(from, to int) error {
 				}
 				if f.arraySub {
 					r.emit("))", i, space)
+				} else if f.srf != "" {
+					r.emit(r.srfAlias(f.srf, i, to), i, space)
 				} else {
 					r.emit(")", i, space)
 				}
@@ -492,7 +520,7 @@ func (r *rewriter) rewrite(from, to int) error {
 				stack = append(stack, frame{start: prim, subscript: true})
 				prim = -1
 			case "]":
-				if len(stack) == 0 || !stack[len(stack)-1].subscript {
+				if len(stack) == 0 || !stack[len(stack)-1].subscript && !stack[len(stack)-1].arrayCtor {
 					return p.syntaxError(t)
 				}
 				r.emit(")", i, false)
@@ -520,6 +548,11 @@ func (r *rewriter) rewrite(from, to int) error {
 					if err := r.valuesColumn(stack[len(stack)-1].row, i); err != nil {
 						return err
 					}
+				}
+				if len(stack) > 0 && stack[len(stack)-1].stringAgg {
+					r.emit("separator", i, true)
+					prim = -1
+					continue
 				}
 				r.emit(",", i, space)
 				if o := order(); o.item >= 0 {

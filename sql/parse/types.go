@@ -13,6 +13,21 @@ import (
 // parenthesized modifiers, e.g. [10 2] for numeric(10,2). An unknown name
 // is 42704, bad modifiers 22023.
 func TypeFromName(name string, mods []int) (types.T, error) {
+	if elem, ok := strings.CutSuffix(name, "[]"); ok {
+		// text[] is the one array type (types/array.go); varchar[] and
+		// name[] are text[] as their elements are text.
+		if elem == "name" {
+			return types.TTextArray, nil
+		}
+		e, err := TypeFromName(elem, mods)
+		if err != nil {
+			return e, err
+		}
+		if e.Kind != types.Text {
+			return e, sqlerr.New(sqlerr.FeatureNotSupported, "type %s[] is not supported: text[] is the only array type", elem)
+		}
+		return types.TTextArray, nil
+	}
 	var t types.T
 	maxMods := 0
 	switch name {
@@ -173,7 +188,13 @@ func (p *parser) typeName() (types.T, error) {
 		words = append(words, p.at().Val, "time", "zone")
 		p.i += 3
 	}
-	t, err := TypeFromName(strings.Join(words, " "), mods)
+	name := strings.Join(words, " ")
+	if p.at().isOp("[") && p.peek(1).isOp("]") {
+		// An array type, name[] (one dimension).
+		p.i += 2
+		name += "[]"
+	}
+	t, err := TypeFromName(name, mods)
 	if err != nil {
 		return t, p.positioned(err, first)
 	}

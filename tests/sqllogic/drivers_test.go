@@ -66,6 +66,8 @@ psycopg2 attributes [('word', 'character varying(20)'), ('c', 'bigint')]
 sqlalchemy tables ['words']
 sqlalchemy views ['word_counts']
 sqlalchemy schemas ['information_schema', 'public']
+sqlalchemy columns words [('word', 'VARCHAR(20)', True, None), ('n', 'BIGINT', True, None), ('price', 'NUMERIC(10, 2)', True, None), ('small', 'INTEGER', True, None), ('ts', 'TIMESTAMP', True, None)]
+sqlalchemy columns word_counts [('word', 'VARCHAR(20)', True, None), ('c', 'BIGINT', True, None)]
 `
 	if got := stdout.String(); got != want {
 		t.Errorf("introspect.py printed:\n%s\nwant:\n%s\nstderr:\n%s", got, want, stderr.String())

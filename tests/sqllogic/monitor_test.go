@@ -271,12 +271,21 @@ func TestDashboardInBrowser(t *testing.T) {
 		"CREATE MATERIALIZED VIEW wc AS SELECT w, count(*) AS c FROM words WHERE n > 0 GROUP BY w",
 		"CREATE MATERIALIZED VIEW named AS SELECT words.w, colors.hex FROM words JOIN colors ON words.w = colors.w",
 		"INSERT INTO colors VALUES ('red', '#f00'), ('green', '#0f0'), ('blue', '#00f')",
+		// Event time: a watermark and a late row (00:00:04 arrives after
+		// the window [00:00:00, 00:00:10) closed at watermark 00:00:11).
+		"CREATE TABLE clicks (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)",
+		`CREATE MATERIALIZED VIEW per10s AS SELECT window_start, count(*) AS n
+		   FROM TUMBLE(clicks, ts, INTERVAL '10' SECOND) GROUP BY window_start`,
+		"INSERT INTO clicks VALUES (1, '2026-01-01 00:00:01'), (2, '2026-01-01 00:00:13')",
 	} {
 		if _, err := c.Exec(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	copyWords(t, c, 900)
+	waitWatermark(t, c, "per10s", ts("2026-01-01 00:00:11"))
+	execAll(t, c, "INSERT INTO clicks VALUES (3, '2026-01-01 00:00:04')")
+	waitLateRows(t, c, "per10s", 1)
 	if _, err := c.Exec(ctx, "CHECKPOINT"); err != nil {
 		t.Fatal(err)
 	}
@@ -290,8 +299,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		`class="opgraph"`, `class="op op-source"`, `class="op op-aggregate"`, `class="op op-join"`, `class="op op-sink"`, // operator graphs
 		`class="plot-svg throughput"`, `class="plot-svg lag"`, `class="plot-svg state"`, `class="series"`, // plots with lines
 		`class="plot-svg checkpoints"`, `class="cp-bar"`, // the checkpoint history
-		"before_upgrade", // savepoints
-		"live · updated", // the poll worked
+		`class="plot-svg wmlag"`, "2026-01-01 00:00:11", // per10s: event-time lag plot and its watermark
+		"late rows (1 in all)",              // per10s's late row
+		"no watermark: its streams have no", // wc and named have no event time
+		"before_upgrade",                    // savepoints
+		"live · updated",                    // the poll worked
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered dashboard has no %s", want)
@@ -304,7 +316,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if p := os.Getenv("STREAMDB_DASHBOARD_SCREENSHOT"); p != "" {
 		shot = p // to look at it
 	}
-	chromium(t, bin, url, "--screenshot="+shot, "--window-size=1400,1000", "--hide-scrollbars")
+	chromium(t, bin, url, "--screenshot="+shot, "--window-size=1400,1900", "--hide-scrollbars")
 	png, err := os.ReadFile(shot)
 	if err != nil {
 		t.Fatal(err)

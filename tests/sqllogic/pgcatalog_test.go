@@ -35,7 +35,9 @@ func TestPsqlCatalogCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &psqlTarget{host: host, port: port}
-	setup := catalogSchema + ";\nCREATE VIEW long_words AS SELECT word, n FROM words WHERE n > 1;\nCREATE ROLE alice;\nCREATE ROLE bob LOGIN;\n"
+	setup := catalogSchema + ";\nCREATE VIEW long_words AS SELECT word, n FROM words WHERE n > 1;\nCREATE ROLE alice;\nCREATE ROLE bob LOGIN;\n" +
+		// A source is a foreign table: \d and \dE list it, \dt does not.
+		"CREATE SOURCE bids (auction BIGINT, price BIGINT) WITH (connector = 'nexmark', nexmark.table = 'bid', nexmark.events = '10');\n"
 	if res := p.run(t, setup, "-v", "ON_ERROR_STOP=1", "-q"); res.code != 0 {
 		t.Fatalf("schema: exit %d: %s", res.code, res.stderr)
 	}
@@ -50,6 +52,7 @@ func TestPsqlCatalogCommands(t *testing.T) {
 		{"dt", `\dt`},
 		{"dm", `\dm`},
 		{"dv", `\dv`},
+		{"dE", `\dE`},
 		// \d of a plain view runs to its end; \d of a stream or a
 		// materialized view stops at pg_policy's correlated ARRAY(subquery).
 		{"d_view", `\d long_words`},

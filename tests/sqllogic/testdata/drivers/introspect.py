@@ -28,3 +28,6 @@ insp = inspect(engine)
 print("sqlalchemy tables", insp.get_table_names())
 print("sqlalchemy views", insp.get_view_names())
 print("sqlalchemy schemas", insp.get_schema_names())
+for rel in ("words", "word_counts"):
+    print("sqlalchemy columns", rel,
+          [(c["name"], str(c["type"]), c["nullable"], c["default"]) for c in insp.get_columns(rel)])

@@ -1,0 +1,86 @@
+package expr
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/streamdb/streamdb/types"
+)
+
+// Functions over text[] (the one array type), with PostgreSQL's results:
+//
+//	array_ctor(a, b, ...)   ARRAY[a, b, ...]: NULL arguments are NULL elements
+//	array_cat(x, y)         x || y: a NULL side is the other array
+//	array_upper(x, d)       the last index of dimension d: n, NULL for {} or d <> 1
+//	array_lower(x, d)       1, NULL for {} or d <> 1
+//	array_length(x, d)      n, NULL for {} or d <> 1
+
+// arrayCtorKernel builds one array per row from the arguments' values.
+func arrayCtorKernel(t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		lb := array.NewListBuilder(c.mem(), arrow.BinaryTypes.String)
+		defer lb.Release()
+		vb := lb.ValueBuilder().(*array.StringBuilder)
+		for i := 0; i < n; i++ {
+			lb.Append(true)
+			for _, a := range args {
+				if d := datumOf(a, i); d.Null {
+					vb.AppendNull()
+				} else {
+					vb.Append(d.S)
+				}
+			}
+		}
+		return vec{arr: lb.NewArray(), t: t}, nil
+	}
+}
+
+// arrayCatKernel concatenates two arrays per row.
+func arrayCatKernel(t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		lb := array.NewListBuilder(c.mem(), arrow.BinaryTypes.String)
+		defer lb.Release()
+		for i := 0; i < n; i++ {
+			x, y := datumOf(args[0], i), datumOf(args[1], i)
+			switch {
+			case x.Null && y.Null:
+				lb.AppendNull()
+			case x.Null:
+				types.AppendDatum(lb, y, t)
+			case y.Null:
+				types.AppendDatum(lb, x, t)
+			default:
+				out := &types.Array{Elems: append(append([]string(nil), x.A.Elems...), y.A.Elems...)}
+				if x.A.Null != nil || y.A.Null != nil {
+					out.Null = make([]bool, len(out.Elems))
+					for j := range x.A.Elems {
+						out.Null[j] = x.A.IsNull(j)
+					}
+					for j := range y.A.Elems {
+						out.Null[len(x.A.Elems)+j] = y.A.IsNull(j)
+					}
+				}
+				types.AppendDatum(lb, types.Datum{A: out}, t)
+			}
+		}
+		return vec{arr: lb.NewArray(), t: t}, nil
+	}
+}
+
+// arrayDimKernel is array_upper, array_lower and array_length.
+func arrayDimKernel(name string, t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			a := datumOf(args[0], i).A
+			k := int64(len(a.Elems))
+			if datumOf(args[1], i).I != 1 || k == 0 {
+				return types.Null, nil
+			}
+			switch name {
+			case "array_lower":
+				return types.Int(1), nil
+			}
+			return types.Int(k), nil // array_upper and array_length
+		})
+	}
+}

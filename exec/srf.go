@@ -1,0 +1,148 @@
+package exec
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// FuncScan is a set-returning function in FROM: its arguments are
+// evaluated once (constants and parameters: FROM items see no other
+// columns), and its rows come in batches of srfBatch.
+//
+//	generate_series(start, stop [, step])  integers (the arguments' type),
+//	                                       step 1 by default, 0 is 22023
+//	generate_series(start, stop, step)     timestamps by an interval step
+//	unnest(array)                          the elements of a text[]
+//
+// A NULL argument gives no rows, as in PostgreSQL.
+type FuncScan struct {
+	Func string
+	Args []expr.Expr
+	T    types.T
+}
+
+func (p *FuncScan) Types() []types.T { return []types.T{p.T} }
+
+// srfBatch is the number of rows per batch a FuncScan emits.
+const srfBatch = 64 << 10
+
+func runFuncScan(ctx *Ctx, p *FuncScan, emit func(arrow.RecordBatch) error) error {
+	args := make([]types.Datum, len(p.Args))
+	for i, e := range p.Args {
+		d, err := expr.EvalConst(ctx.Expr, e)
+		if err != nil {
+			return err
+		}
+		if d.Null {
+			return nil
+		}
+		args[i] = d
+	}
+	ts := p.Types()
+	switch p.Func {
+	case "unnest":
+		a := args[0].A
+		b := array.NewStringBuilder(ctx.alloc())
+		defer b.Release()
+		for i, s := range a.Elems {
+			if a.IsNull(i) {
+				b.AppendNull()
+			} else {
+				b.Append(s)
+			}
+			if b.Len() == srfBatch || i == len(a.Elems)-1 {
+				if err := ctx.check(); err != nil {
+					return err
+				}
+				n := b.Len()
+				if err := emit(newRecord(ts, []arrow.Array{b.NewArray()}, n)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	case "generate_series":
+		if p.T.Kind == types.Timestamp {
+			return seriesTimestamps(ctx, ts, args, emit)
+		}
+		return seriesInts(ctx, ts, args, emit)
+	}
+	return sqlerr.New(sqlerr.Internal, "exec: unknown set-returning function %s", p.Func)
+}
+
+func seriesInts(ctx *Ctx, ts []types.T, args []types.Datum, emit func(arrow.RecordBatch) error) error {
+	start, stop, step := args[0].I, args[1].I, int64(1)
+	if len(args) == 3 {
+		step = args[2].I
+	}
+	if step == 0 {
+		return sqlerr.New(sqlerr.InvalidParameterValue, "step size cannot equal zero")
+	}
+	out := make([]int64, 0, srfBatch)
+	flush := func() error {
+		if len(out) == 0 {
+			return nil
+		}
+		if err := ctx.check(); err != nil {
+			return err
+		}
+		b := types.NewBuilder(ctx.alloc(), ts[0])
+		defer b.Release()
+		for _, v := range out {
+			types.AppendDatum(b, types.Int(v), ts[0])
+		}
+		n := len(out)
+		out = out[:0]
+		return emit(newRecord(ts, []arrow.Array{b.NewArray()}, n))
+	}
+	for v := start; step > 0 && v <= stop || step < 0 && v >= stop; {
+		out = append(out, v)
+		if len(out) == srfBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		next := v + step
+		if (step > 0) != (next > v) { // past the type's range: the series ends
+			break
+		}
+		v = next
+	}
+	return flush()
+}
+
+func seriesTimestamps(ctx *Ctx, ts []types.T, args []types.Datum, emit func(arrow.RecordBatch) error) error {
+	start, stop, step := args[0].I, args[1].I, args[2].IV
+	if step == (arrow.MonthDayNanoInterval{}) {
+		return sqlerr.New(sqlerr.InvalidParameterValue, "step size cannot equal zero")
+	}
+	// The direction is the step's at the start (PostgreSQL compares the
+	// interval with zero the same way: months as 30 days).
+	up := types.AddInterval(start, step) > start
+	b := types.NewBuilder(ctx.alloc(), ts[0])
+	defer b.Release()
+	// Each term is the previous one plus step, as PostgreSQL computes it
+	// (so Jan 31 + 1 month + 1 month is Mar 28).
+	for v, prev := start, start; ; prev, v = v, types.AddInterval(v, step) {
+		if up && v > stop || !up && v < stop || v != start && (up && v <= prev || !up && v >= prev) {
+			break // past stop, or a step that does not move this way here
+		}
+		types.AppendDatum(b, types.Int(v), ts[0])
+		if b.Len() == srfBatch {
+			if err := ctx.check(); err != nil {
+				return err
+			}
+			if err := emit(newRecord(ts, []arrow.Array{b.NewArray()}, srfBatch)); err != nil {
+				return err
+			}
+		}
+	}
+	if n := b.Len(); n > 0 {
+		return emit(newRecord(ts, []arrow.Array{b.NewArray()}, n))
+	}
+	return nil
+}
