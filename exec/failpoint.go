@@ -16,7 +16,8 @@ import (
 //	STREAMDB_FAILPOINTS="view:stage:count[:panic][,...]"
 //
 // makes the given stage (source, agg) of the named view's job fail on its
-// next count batches — with an error (SQLSTATE XX000), or a panic — and then
+// next count batches (the job name "query" with stage "run": the next count
+// batch queries) — with an error (SQLSTATE XX000), or a panic — and then
 // never again in this process, so restarts recover.
 var failpoints struct {
 	once  sync.Once

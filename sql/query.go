@@ -62,6 +62,16 @@ func (e *Engine) runQuery(ctx context.Context, plan planner.Node, ectx *expr.Ctx
 	go func() {
 		defer close(r.done)
 		defer snap.Close()
+		defer budget.Close()
+		// A bug in an operator fails this statement with XX000, as a panic
+		// on the connection's own goroutine does (wire), instead of taking
+		// the server down: the query runs on a goroutine of its own.
+		defer func() {
+			if p := recover(); p != nil {
+				e.log.Error("panic while running a query", "panic", p, "stack", string(debug.Stack()))
+				r.err = sqlerr.New(sqlerr.Internal, "internal error: %v", p)
+			}
+		}()
 		r.err = exec.Run(&exec.Ctx{Context: pctx, DB: e.db, Expr: ectx, Mem: budget, Snap: snap}, phys, func(rec arrow.RecordBatch) error {
 			if rec.NumRows() == 0 {
 				rec.Release()
@@ -75,7 +85,6 @@ func (e *Engine) runQuery(ctx context.Context, plan planner.Node, ectx *expr.Ctx
 				return exec.ContextError(pctx)
 			}
 		})
-		budget.Close()
 	}()
 	select {
 	case rec := <-r.ch:
