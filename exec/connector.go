@@ -58,6 +58,17 @@ func (j *Job) openConnector(s *jobSource) error {
 	return nil
 }
 
+// SourceGrown reports whether a job failed because a source's system has
+// more splits than its catalog entry (a Kafka topic gained partitions):
+// the source's name and its new split count.
+func SourceGrown(err error) (name string, splits int, ok bool) {
+	var g *source.SplitsGrown
+	if !errors.As(err, &g) {
+		return "", 0, false
+	}
+	return g.Source, g.Splits, true
+}
+
 // runAnySource runs one partition of a stream, view or connector source.
 func (j *Job) runAnySource(s *jobSource, part uint32, barriers chan *Barrier, outs []*outlet) error {
 	if s.conn != nil {
@@ -107,6 +118,10 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		if errors.Is(err, source.EOF) {
 			done = true
 			return false, nil
+		}
+		var grown *source.SplitsGrown
+		if errors.As(err, &grown) {
+			grown.Source = s.n.src.Name
 		}
 		if err != nil {
 			return false, err

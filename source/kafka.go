@@ -32,11 +32,23 @@ import (
 //	scan.startup.mode              earliest (default), latest or timestamp
 //	scan.startup.timestamp         with timestamp: epoch milliseconds or a
 //	                               timestamp literal
-//	kafka.splits                   splits to keep, at least the topic's
+//	kafka.splits                   splits to reserve, at least the topic's
 //	                               partitions when the source is created
 //	                               (default: exactly those): partitions the
 //	                               topic gains later, up to this count, are
-//	                               read as they appear
+//	                               read as they appear, without a restart
+//	scan.topic-partition-discovery.interval
+//	                               how often a running job looks for
+//	                               partitions beyond the source's splits
+//	                               (default 2s; 0 turns it off): finding
+//	                               some, its reader fails with SplitsGrown
+//	                               and the runtime raises the source's
+//	                               split count and restarts the job
+//	properties.group.id            a consumer group the source commits
+//	                               each split's offsets to once the
+//	                               checkpoint holding them completes
+//	                               (informational: positions always come
+//	                               from the checkpoint)
 //
 // Declared columns named _kafka_key (text), _kafka_partition (integer),
 // _kafka_offset (bigint) and _kafka_timestamp (timestamp) hold the
@@ -44,7 +56,10 @@ import (
 // the member of that name; csv: the next field, in declared order).
 //
 // A position is the partition's next offset plus one: 0 is "not started",
-// where the startup mode decides. Readers read committed data only
+// where the startup mode decides, except for a split the topic did not
+// have when the source was created: a new partition is read from its
+// earliest offset whatever the mode (Flink's partition discovery does the
+// same), so nothing written to it before it was found is missed. Readers read committed data only
 // (read_committed) and see control records, so a position reaches the
 // partition's last stable offset and a checkpoint's catch-up ends.
 type kafka struct {
@@ -54,7 +69,12 @@ type kafka struct {
 	mode    string // earliest, latest, timestamp
 	tsMS    int64
 	splits  int
-	cols    []kafkaCol
+	// created is the topic's partition count when the source was
+	// created: splits from it on are new partitions, read from earliest.
+	created  int
+	discover time.Duration
+	group    string
+	cols     []kafkaCol
 	ts      []types.T
 	payload int // columns read from the message
 	schema  *arrow.Schema
@@ -70,6 +90,31 @@ type kafkaCol struct {
 // source its split count (storage.TableDef.Partitions), so opening it does
 // not ask the broker; CREATE SOURCE leaves it out and asks.
 const kafkaSplitsKey = "__splits"
+
+// KafkaCreatedKey is the catalog option that keeps the topic's partition
+// count when the source was created (StoredOptions).
+const KafkaCreatedKey = "__created_splits"
+
+// SplitsGrown is what a running Kafka reader fails with when the topic has
+// more partitions than the source has splits. The runtime raises the
+// source's split count in the catalog (durably) and restarts the job from
+// its last committed state with the new splits; they have no position, so
+// they start at the new partitions' earliest offsets.
+type SplitsGrown struct {
+	Source string // the source's name, set by the runtime
+	Topic  string
+	Splits int // the topic's partition count now
+}
+
+func (e *SplitsGrown) Error() string {
+	return fmt.Sprintf("kafka topic %q of source %s has grown to %d partitions", e.Topic, e.Source, e.Splits)
+}
+
+// StoredOptions are options CREATE SOURCE keeps in the catalog beside the
+// user's: the topic's partition count at creation.
+func (c *kafka) StoredOptions() map[string]string {
+	return map[string]string{KafkaCreatedKey: strconv.Itoa(c.created)}
+}
 
 func newKafka(cols []Column, o *options) (Connector, error) {
 	c := &kafka{}
@@ -153,12 +198,29 @@ func newKafka(cols []Column, o *options) (Connector, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.discover = 2 * time.Second
+	if v, ok := o.take("scan.topic_partition_discovery.interval"); ok {
+		if c.discover, err = parseInterval(v); err != nil {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"scan.topic-partition-discovery.interval\" must be a duration like '5s' or milliseconds, not %q", v)
+		}
+	}
+	if g, ok := o.take("properties.group.id"); ok {
+		if c.group = strings.TrimSpace(g); c.group == "" {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"properties.group.id\" must not be empty")
+		}
+	}
+	created, hasCreated := o.take(KafkaCreatedKey)
 	if v, ok := o.take(kafkaSplitsKey); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return nil, sqlerr.New(sqlerr.Internal, "stored kafka source has %q splits", v)
 		}
-		c.splits = n
+		c.splits, c.created = n, n
+		if hasCreated {
+			if m, err := strconv.Atoi(created); err == nil && m >= 0 {
+				c.created = min(m, n)
+			}
+		}
 		return c, nil
 	}
 	// CREATE SOURCE: the topic must exist now; it fixes the split count.
@@ -166,8 +228,21 @@ func newKafka(cols []Column, o *options) (Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.splits = max(parts, int(splits))
+	c.splits, c.created = max(parts, int(splits)), parts
 	return c, nil
+}
+
+// parseInterval reads a duration ('5s', '500ms') or plain milliseconds.
+func parseInterval(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms >= 0 {
+		return time.Duration(ms) * time.Millisecond, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, errors.New("bad duration")
+	}
+	return d, nil
 }
 
 // ParseBrokers splits properties.bootstrap.servers and checks each is host:port.
@@ -326,7 +401,12 @@ func (c *kafka) End(split int) (Position, bool) {
 // so the job restarts under its strategy. A split beyond the topic's
 // current partitions waits for the partition to appear.
 func (c *kafka) Open(split int, pos Position, paced bool) (Reader, error) {
-	r := &kafkaReader{c: c, part: int32(split), pos: pos}
+	r := &kafkaReader{c: c, part: int32(split), pos: pos, discovered: time.Now()}
+	if paced && split == 0 {
+		// One reader per job looks for new partitions; a batch query's
+		// readers never do.
+		r.discover = c.discover
+	}
 	if err := r.start(); err != nil {
 		return nil, err
 	}
@@ -341,7 +421,11 @@ type kafkaReader struct {
 	// checked is when a split beyond the topic's partitions last looked
 	// for its partition.
 	checked time.Time
-	bad     []BadMessage
+	// discover is how often this reader looks for partitions beyond the
+	// source's splits (0: never); discovered is when it last did.
+	discover   time.Duration
+	discovered time.Time
+	bad        []BadMessage
 	bls     []array.Builder
 	buf     []*kgo.Record
 	fields  map[string]json.RawMessage
@@ -365,10 +449,13 @@ func (r *kafkaReader) start() error {
 	}
 	if r.pos == 0 {
 		ts := int64(-2)
-		switch r.c.mode {
-		case "latest":
+		switch {
+		case int(r.part) >= r.c.created:
+			// A partition the topic gained after the source was
+			// created: all of it is new.
+		case r.c.mode == "latest":
 			ts = -1
-		case "timestamp":
+		case r.c.mode == "timestamp":
 			ts = r.c.tsMS
 		}
 		off, err := listOffset(admin, r.c.topic, r.part, ts)
@@ -413,6 +500,17 @@ const pollWait = 20 * time.Millisecond
 // Read decodes up to max messages. A message that does not decode is left
 // out and reported by TakeBad; the position moves past it either way.
 func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, error) {
+	if r.discover > 0 && time.Since(r.discovered) >= r.discover {
+		// Before polling, so nothing read is dropped by the failure.
+		n, err := topicPartitions(r.c.brokers, r.c.topic)
+		if err != nil {
+			return nil, err
+		}
+		r.discovered, r.checked = time.Now(), time.Now()
+		if n > r.c.splits {
+			return nil, &SplitsGrown{Topic: r.c.topic, Splits: n}
+		}
+	}
 	if r.cl == nil {
 		if time.Since(r.checked) < time.Second {
 			return nil, nil
