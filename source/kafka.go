@@ -75,9 +75,9 @@ type kafka struct {
 	discover time.Duration
 	group    string
 	cols     []kafkaCol
-	ts      []types.T
-	payload int // columns read from the message
-	schema  *arrow.Schema
+	ts       []types.T
+	payload  int // columns read from the message
+	schema   *arrow.Schema
 }
 
 type kafkaCol struct {
@@ -426,10 +426,10 @@ type kafkaReader struct {
 	discover   time.Duration
 	discovered time.Time
 	bad        []BadMessage
-	bls     []array.Builder
-	buf     []*kgo.Record
-	fields  map[string]json.RawMessage
-	csvRd   bytes.Reader
+	bls        []array.Builder
+	buf        []*kgo.Record
+	fields     map[string]json.RawMessage
+	csvRd      bytes.Reader
 }
 
 // start resolves a new split's position and starts consuming, unless its
