@@ -413,6 +413,14 @@ func (c *kafka) Open(split int, pos Position, paced bool) (Reader, error) {
 	return r, nil
 }
 
+// Committer is a Reader that reports a split's position to its system
+// once the checkpoint holding it has completed (Kafka: a consumer group's
+// committed offset), for monitoring only: the runtime never reads it back.
+// CommitPosition must not block.
+type Committer interface {
+	CommitPosition(pos Position)
+}
+
 type kafkaReader struct {
 	c    *kafka
 	part int32
@@ -426,6 +434,12 @@ type kafkaReader struct {
 	discover   time.Duration
 	discovered time.Time
 	bad        []BadMessage
+	// commit holds the position the group commit goroutine sends next.
+	commit struct {
+		sync.Mutex
+		next Position
+		busy bool
+	}
 	bls        []array.Builder
 	buf        []*kgo.Record
 	fields     map[string]json.RawMessage
@@ -487,6 +501,99 @@ func (r *kafkaReader) Close() error {
 	}
 	r.bls = nil
 	return nil
+}
+
+// CommitPosition commits pos to the source's consumer group
+// (properties.group.id), in the background; a commit still under way
+// makes this one wait and only the newest waiting position is sent.
+// Failures are ignored: the group is informational only.
+func (r *kafkaReader) CommitPosition(pos Position) {
+	if r.c.group == "" || pos == 0 {
+		return
+	}
+	r.commit.Lock()
+	r.commit.next = pos
+	busy := r.commit.busy
+	r.commit.busy = true
+	r.commit.Unlock()
+	if !busy {
+		go r.commitLoop()
+	}
+}
+
+func (r *kafkaReader) commitLoop() {
+	var last Position
+	for {
+		r.commit.Lock()
+		pos := r.commit.next
+		if pos == last {
+			r.commit.busy = false
+			r.commit.Unlock()
+			return
+		}
+		r.commit.Unlock()
+		if err := commitGroupOffset(r.c.brokers, r.c.group, r.c.topic, r.part, int64(pos)-1); err == nil {
+			last = pos
+		} else {
+			r.commit.Lock()
+			r.commit.busy = false
+			r.commit.Unlock()
+			return // the next checkpoint tries again
+		}
+	}
+}
+
+// commitGroupOffset commits offset (the next one to read) of a partition
+// to group as a simple (generation -1) commit: streamdb is no member.
+func commitGroupOffset(brokers []string, group, topic string, part int32, offset int64) error {
+	cl, err := Admin(brokers)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	// v10 names the topic by its id.
+	if rt.TopicID, err = topicID(ctx, cl, topic); err != nil {
+		return err
+	}
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch = part, offset, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// topicID asks the brokers for topic's id.
+func topicID(ctx context.Context, cl *kgo.Client, topic string) ([16]byte, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return [16]byte{}, err
+	}
+	for _, rt := range resp.Topics {
+		if rt.Topic != nil && *rt.Topic == topic {
+			return rt.TopicID, kerr.ErrorForCode(rt.ErrorCode)
+		}
+	}
+	return [16]byte{}, kerr.UnknownTopicOrPartition
 }
 
 // healthEvery is how long a reader that reads nothing waits before it
