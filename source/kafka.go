@@ -440,10 +440,10 @@ type kafkaReader struct {
 		next Position
 		busy bool
 	}
-	bls        []array.Builder
-	buf        []*kgo.Record
-	fields     map[string]json.RawMessage
-	csvRd      bytes.Reader
+	bls    []array.Builder
+	buf    []*kgo.Record
+	fields map[string]json.RawMessage
+	csvRd  bytes.Reader
 }
 
 // start resolves a new split's position and starts consuming, unless its
