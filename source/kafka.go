@@ -1,13 +1,9 @@
 package source
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -440,10 +436,9 @@ type kafkaReader struct {
 		next Position
 		busy bool
 	}
-	bls    []array.Builder
-	buf    []*kgo.Record
-	fields map[string]json.RawMessage
-	csvRd  bytes.Reader
+	bls  []array.Builder
+	buf  []*kgo.Record
+	scan *msgScanner
 }
 
 // start resolves a new split's position and starts consuming, unless its
@@ -659,6 +654,12 @@ func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, er
 		return nil, nil
 	}
 	r.checked = time.Now()
+	return r.decodeBatch(mem, r.buf), nil
+}
+
+// decodeBatch decodes recs into one batch; messages that do not decode
+// are left out and kept for TakeBad. The position moves past every one.
+func (r *kafkaReader) decodeBatch(mem memory.Allocator, recs []*kgo.Record) arrow.RecordBatch {
 	if r.bls == nil {
 		r.bls = make([]array.Builder, len(r.c.ts))
 		for i, t := range r.c.ts {
@@ -666,7 +667,7 @@ func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, er
 		}
 	}
 	n := 0
-	for _, rec := range r.buf {
+	for _, rec := range recs {
 		r.pos = Position(rec.Offset + 2)
 		if rec.Attrs.IsControl() {
 			continue
@@ -689,7 +690,7 @@ func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, er
 	for _, c := range cols {
 		c.Release()
 	}
-	return rec, nil
+	return rec
 }
 
 // dropPartial truncates every builder to n values, dropping a half-appended row.
@@ -716,106 +717,44 @@ func (r *kafkaReader) TakeBad() []BadMessage {
 
 // decode appends one message's row.
 func (r *kafkaReader) decode(rec *kgo.Record) error {
-	var vals []string // csv fields
+	if r.scan == nil {
+		r.scan = newMsgScanner(r.c)
+	}
 	if r.c.payload > 0 {
+		var err error
 		if r.c.csv {
-			r.csvRd.Reset(rec.Value)
-			cr := csv.NewReader(&r.csvRd)
-			cr.FieldsPerRecord = -1
-			f, err := cr.Read()
-			if err != nil && !errors.Is(err, io.EOF) {
-				return sqlerr.New(sqlerr.BadCopyFileFormat, "malformed csv: %v", err)
-			}
-			if len(f) != r.c.payload {
-				return sqlerr.New(sqlerr.BadCopyFileFormat, "csv message has %d fields, the source %d", len(f), r.c.payload)
-			}
-			vals = f
+			err = r.scan.scanCSV(rec.Value, r.c.payload)
 		} else {
-			clear(r.fields)
-			if r.fields == nil {
-				r.fields = map[string]json.RawMessage{}
-			}
-			if err := json.Unmarshal(rec.Value, &r.fields); err != nil {
-				return sqlerr.New(sqlerr.InvalidTextRep, "malformed json message: %v", err)
-			}
+			err = r.scan.scanJSON(rec.Value)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	next := 0
 	for i, c := range r.c.cols {
-		b, t := r.bls[i], r.c.ts[i]
-		var d types.Datum
+		b := r.bls[i]
 		switch c.meta {
 		case "key":
 			if rec.Key == nil {
-				d = types.Null
+				b.AppendNull()
 			} else {
-				d = types.Str(string(rec.Key))
+				b.(*array.StringBuilder).BinaryBuilder.Append(rec.Key)
 			}
 		case "partition":
-			d = types.Int(int64(rec.Partition))
+			b.(*array.Int64Builder).Append(int64(rec.Partition))
 		case "offset":
-			d = types.Int(rec.Offset)
+			b.(*array.Int64Builder).Append(rec.Offset)
 		case "timestamp":
-			d = types.Int(rec.Timestamp.UnixMicro())
+			b.(*array.Int64Builder).Append(rec.Timestamp.UnixMicro())
 		default:
-			var err error
-			if r.c.csv {
-				d, err = csvDatum(vals[next], t)
-				next++
-			} else {
-				d, err = jsonDatum(r.fields[c.name], t)
-			}
-			if err != nil {
+			if err := r.scan.appendSpan(b, r.c.ts[i], rec.Value, r.scan.spans[next], r.c.csv); err != nil {
 				return sqlerr.New(sqlerr.As(err).Code, "column %q: %s", c.name, sqlerr.As(err).Msg)
 			}
+			next++
 		}
-		types.AppendDatum(b, d, t)
 	}
 	return nil
-}
-
-func csvDatum(s string, t types.T) (types.Datum, error) {
-	if s == "" {
-		return types.Null, nil
-	}
-	return types.ParseText(s, t)
-}
-
-// jsonDatum converts one JSON member to t: a string or a number is read in
-// t's text syntax, true/false as a boolean, null (or a missing member) as
-// NULL; an object or array is kept as its JSON text in a text column.
-func jsonDatum(raw json.RawMessage, t types.T) (types.Datum, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return types.Null, nil
-	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return types.Null, sqlerr.New(sqlerr.InvalidTextRep, "%v", err)
-		}
-		return types.ParseText(s, t)
-	case '{', '[':
-		if t.Kind == types.Text {
-			return types.ParseText(string(raw), t)
-		}
-		return types.Null, sqlerr.New(sqlerr.InvalidTextRep, "a JSON %s cannot be %s", map[byte]string{'{': "object", '[': "array"}[raw[0]], t)
-	case 't', 'f':
-		if t.Kind == types.Bool || t.Kind == types.Text {
-			return types.ParseText(string(raw), t)
-		}
-		return types.Null, sqlerr.New(sqlerr.InvalidTextRep, "a JSON boolean cannot be %s", t)
-	}
-	if t.Kind == types.Timestamp {
-		// A number in a timestamp column is epoch milliseconds.
-		ms, err := strconv.ParseInt(string(raw), 10, 64)
-		if err != nil {
-			return types.Null, sqlerr.New(sqlerr.InvalidTextRep, "invalid timestamp %s", raw)
-		}
-		return types.Int(ms * 1000), nil
-	}
-	return types.ParseText(string(raw), t)
 }
 
 // BadMessage is a message a reader could not decode and left out.
