@@ -539,12 +539,15 @@ type sinkEncoder struct {
 	recs      []*kgo.Record
 	before    []byte // debezium: a pending update_before row
 	buf       []byte
+	names     [][]byte // each column's name as a JSON string
 }
 
 func newSinkEncoder(name, gen, format string, view *storage.TableDef, keyCols []int) *sinkEncoder {
 	e := &sinkEncoder{name: name, gen: gen, format: format, view: view, keyCols: keyCols}
 	for _, c := range view.Columns {
 		e.ts = append(e.ts, c.Type)
+		name, _ := json.Marshal(c.Name)
+		e.names = append(e.names, name)
 	}
 	if len(e.keyCols) == 0 {
 		for i := range view.Columns {
@@ -652,8 +655,7 @@ func (e *sinkEncoder) object(rec arrow.RecordBatch, i int, cols []int) []byte {
 			b = append(b, ',')
 		}
 		first = false
-		name, _ := json.Marshal(e.view.Columns[c].Name)
-		b = append(append(b, name...), ':')
+		b = append(append(b, e.names[c]...), ':')
 		b = appendJSONDatum(b, types.DatumAt(rec.Column(c), i, e.ts[c]), e.ts[c])
 	}
 	if cols == nil {
