@@ -451,12 +451,27 @@ const (
 // view's rows: an upsert (debezium: c or u) for each row that is missing
 // or different, a tombstone (debezium: d) for each key the view no longer
 // has. A format 'json' topic cannot take rows back: the sink goes on from
-// the changelog's end at the restore, so the rows the restored view reads
-// again are sent again (as Flink's sinks do when a job is restored). The
+// where its previous generation got to, so the changes that generation
+// had not sent are sent and the rows the restored view reads again are
+// sent again (as Flink's sinks do when a job is restored). The
 // transaction's records carry the new generation, so a crash before its
 // commit redoes this, and one after it finds the position.
 func (s *KafkaSink) resync(ctx context.Context, cl *kgo.Client, gen string) (uint64, error) {
 	if s.o.format == "json" {
+		// Where the previous generation got to (its last transaction in
+		// the topic, else the stored position), so the changes it had
+		// not sent yet are not skipped; else where the restore began.
+		prev := ""
+		if g, err := strconv.Atoi(gen); err == nil && g > 1 {
+			prev = strconv.Itoa(g - 1)
+		}
+		pos, found, err := source.LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name, prev)
+		if err != nil || found {
+			return pos, err
+		}
+		if pos, ok, err := s.db.LoadOffset(s.spec.Def.ID, s.spec.View.ID, 0); err != nil || ok {
+			return pos, err
+		}
 		from, err := strconv.ParseUint(s.spec.Def.Options[SinkFromOption], 10, 64)
 		if err != nil {
 			return 0, sqlerr.New(sqlerr.DataCorrupted, "sink %s: no changelog position for generation %s", s.spec.Def.Name, gen)
