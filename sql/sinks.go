@@ -289,3 +289,15 @@ func (e *Engine) restartSinks(old, next []*storage.SinkDef) {
 		}
 	}
 }
+
+// refuseReplaceUnderSink refuses CREATE OR REPLACE of a materialized view
+// a sink reads (2BP01), as DROP does: the sink encodes the view's columns
+// and key, which the new query may not have. e.mu is not held.
+func (e *Engine) refuseReplaceUnderSink(view string) error {
+	if sinks := e.sinksOn(view); len(sinks) > 0 {
+		return &sqlerr.Error{Code: sqlerr.DependentObjectsExist,
+			Msg:  fmt.Sprintf("cannot replace materialized view %s because sink %s reads it", view, sinks[0]),
+			Hint: "Drop the sink first, or restore the view without replacing it (RESTORE, START JOB ... FROM SAVEPOINT)."}
+	}
+	return nil
+}

@@ -241,6 +241,11 @@ func TestKafkaRestoreSink(t *testing.T) {
 			t.Errorf("row %s is %d times in the json topic after START JOB FROM SAVEPOINT", off, n)
 		}
 	}
+	// Replacing a view a sink reads is refused, as dropping it is.
+	_, err = c.Exec(context.Background(), "CREATE OR REPLACE MATERIALIZED VIEW per_user AS SELECT user_id, count(*) + 1 AS n FROM clicks GROUP BY user_id")
+	wantCode(t, "CREATE OR REPLACE under a sink", err, "2BP01")
+	_, err = c.Exec(context.Background(), "CREATE OR REPLACE MATERIALIZED VIEW per_user AS SELECT user_id, count(*) AS n FROM clicks GROUP BY user_id FROM SAVEPOINT sp2")
+	wantCode(t, "CREATE OR REPLACE ... FROM SAVEPOINT under a sink", err, "2BP01")
 	rows, err := plainRows(c, "SHOW SINKS")
 	if err != nil {
 		t.Fatal(err)
