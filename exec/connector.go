@@ -58,6 +58,17 @@ func (j *Job) openConnector(s *jobSource) error {
 	return nil
 }
 
+// SourceGrown reports whether a job failed because a source's system has
+// more splits than its catalog entry (a Kafka topic gained partitions):
+// the source's name and its new split count.
+func SourceGrown(err error) (name string, splits int, ok bool) {
+	var g *source.SplitsGrown
+	if !errors.As(err, &g) {
+		return "", 0, false
+	}
+	return g.Source, g.Splits, true
+}
+
 // runAnySource runs one partition of a stream, view or connector source.
 func (j *Job) runAnySource(s *jobSource, part uint32, barriers chan *Barrier, outs []*outlet) error {
 	if s.conn != nil {
@@ -97,6 +108,26 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		s.offsets[part].Store(pos)
 	}
 	done := false // a bounded split ended
+	// A reader that reports its position to its system (a Kafka consumer
+	// group) does so once the epoch of a checkpoint barrier has
+	// committed: the positions of checkpoints waiting for that.
+	committer, _ := r.(source.Committer)
+	type pendingCommit struct{ epoch, pos uint64 }
+	var pending []pendingCommit
+	commitDone := func() {
+		if len(pending) == 0 {
+			return
+		}
+		committed := j.CommittedEpoch()
+		k := 0
+		for k < len(pending) && pending[k].epoch <= committed {
+			k++
+		}
+		if k > 0 {
+			committer.CommitPosition(source.Position(pending[k-1].pos))
+			pending = append(pending[:0], pending[k:]...)
+		}
+	}
 	// read reads one batch; it reports whether rows may be waiting.
 	read := func() (bool, error) {
 		if done {
@@ -107,6 +138,10 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		if errors.Is(err, source.EOF) {
 			done = true
 			return false, nil
+		}
+		var grown *source.SplitsGrown
+		if errors.As(err, &grown) {
+			grown.Source = s.n.src.Name
 		}
 		if err != nil {
 			return false, err
@@ -154,6 +189,9 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		m := msg{barrier: b, w: w}
 		if j.durable() {
 			w.SetOffset(j.spec.ID, s.n.src.ID, part, uint64(r.Position()))
+			if b.Checkpoint && committer != nil {
+				pending = append(pending, pendingCommit{b.Epoch, uint64(r.Position())})
+			}
 			s.wm[part].mark(&m, j.spec.ID, s.n.src.ID, part, w)
 		} else {
 			s.wm[part].mark(&m, j.spec.ID, s.n.src.ID, part, nil)
@@ -178,6 +216,7 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 			return nil
 		default:
 		}
+		commitDone()
 		if j.epochFull() {
 			if done, err := j.awaitRoomInEpoch(barriers, onBarrier); err != nil || done {
 				return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -275,11 +276,19 @@ func (s *KafkaSink) runOnce(ctx context.Context) error {
 			return sqlerr.New(sqlerr.ConnectionException, "kafka sink %s: init transactional id %s: %v", s.spec.Def.Name, s.TransactionalID(), err)
 		}
 	}
-	pos, found, err := source.LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name)
+	gen := s.spec.Def.Options[SinkGenOption]
+	pos, found, err := source.LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name, gen)
 	if err != nil {
 		return err
 	}
 	view := s.spec.View
+	if !found && gen != "" {
+		// The first start after a RESTORE of the view: start over.
+		if pos, err = s.resync(ctx, cl, gen); err != nil {
+			return err
+		}
+		found = true
+	}
 	if !found {
 		stored, ok, err := s.db.LoadOffset(s.spec.Def.ID, view.ID, 0)
 		if err != nil {
@@ -297,7 +306,7 @@ func (s *KafkaSink) runOnce(ctx context.Context) error {
 		}
 	}
 	s.setPosition(pos)
-	enc := newSinkEncoder(s.spec.Def.Name, s.o.format, view, s.spec.KeyCols)
+	enc := newSinkEncoder(s.spec.Def.Name, gen, s.o.format, view, s.spec.KeyCols)
 	for {
 		start, end, changed, err := s.db.LogBounds(view.ID, 0)
 		if err != nil {
@@ -406,7 +415,7 @@ func (s *KafkaSink) sendSnapshot(ctx context.Context, cl *kgo.Client) (uint64, e
 		return 0, err
 	}
 	defer snap.Close()
-	enc := newSinkEncoder(s.spec.Def.Name, s.o.format, s.spec.View, s.spec.KeyCols)
+	enc := newSinkEncoder(s.spec.Def.Name, "", s.o.format, s.spec.View, s.spec.KeyCols)
 	enc.reset(end)
 	ectx := &Ctx{Context: ctx, DB: s.db, Snap: snap}
 	err = scanView(ectx, &ScanView{View: s.spec.View, Snap: snap}, func(rec arrow.RecordBatch) error {
@@ -422,22 +431,138 @@ func (s *KafkaSink) sendSnapshot(ctx context.Context, cl *kgo.Client) (uint64, e
 	return end, nil
 }
 
-// sinkEncoder turns changelog blocks into Kafka records.
-type sinkEncoder struct {
-	name, format string
-	view         *storage.TableDef
-	keyCols      []int
-	ts           []types.T
-	headers      []kgo.RecordHeader
-	recs         []*kgo.Record
-	before       []byte // debezium: a pending update_before row
-	buf          []byte
+// SinkGenOption and SinkFromOption are a sink's catalog options that
+// RESTORE of its view sets: the sink's generation (its records carry it in
+// a streamdb.gen header; a position is looked for only among the records
+// of the current generation) and the view's changelog end when the
+// restore was committed.
+const (
+	SinkGenOption  = "__gen"
+	SinkFromOption = "__from"
+)
+
+// resync starts a sink over after RESTORE of its view (or of a view it
+// depends on): the view's changes before the restore belong to an
+// abandoned timeline, so, as a rebuilt dependent view does, the sink
+// starts from a snapshot of the restored view. For upsert-json and
+// debezium-json it sends, in one transaction ending at the snapshot's
+// changelog position, the compensating changes that take what a reader of
+// the topic has (every committed record of this sink, SinkState) to the
+// view's rows: an upsert (debezium: c or u) for each row that is missing
+// or different, a tombstone (debezium: d) for each key the view no longer
+// has. A format 'json' topic cannot take rows back: the sink goes on from
+// where its previous generation got to, so the changes that generation
+// had not sent are sent and the rows the restored view reads again are
+// sent again (as Flink's sinks do when a job is restored). The
+// transaction's records carry the new generation, so a crash before its
+// commit redoes this, and one after it finds the position.
+func (s *KafkaSink) resync(ctx context.Context, cl *kgo.Client, gen string) (uint64, error) {
+	if s.o.format == "json" {
+		// Where the previous generation got to (its last transaction in
+		// the topic, else the stored position), so the changes it had
+		// not sent yet are not skipped; else where the restore began.
+		prev := ""
+		if g, err := strconv.Atoi(gen); err == nil && g > 1 {
+			prev = strconv.Itoa(g - 1)
+		}
+		pos, found, err := source.LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name, prev)
+		if err != nil || found {
+			return pos, err
+		}
+		if pos, ok, err := s.db.LoadOffset(s.spec.Def.ID, s.spec.View.ID, 0); err != nil || ok {
+			return pos, err
+		}
+		from, err := strconv.ParseUint(s.spec.Def.Options[SinkFromOption], 10, 64)
+		if err != nil {
+			return 0, sqlerr.New(sqlerr.DataCorrupted, "sink %s: no changelog position for generation %s", s.spec.Def.Name, gen)
+		}
+		return from, nil
+	}
+	have, err := source.SinkState(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name)
+	if err != nil {
+		return 0, err
+	}
+	snap, end, err := s.db.ViewSnapshot(s.spec.View.ID)
+	if err != nil {
+		return 0, err
+	}
+	defer snap.Close()
+	enc := newSinkEncoder(s.spec.Def.Name, gen, s.o.format, s.spec.View, s.spec.KeyCols)
+	enc.reset(end)
+	debez := s.o.format == "debezium-json"
+	// after is a debezium record's row (nil: a delete).
+	after := func(v []byte) []byte {
+		var ev struct {
+			After json.RawMessage `json:"after"`
+		}
+		if json.Unmarshal(v, &ev) != nil || string(ev.After) == "null" {
+			return nil
+		}
+		return ev.After
+	}
+	ectx := &Ctx{Context: ctx, DB: s.db, Snap: snap}
+	err = scanView(ectx, &ScanView{View: s.spec.View, Snap: snap}, func(rec arrow.RecordBatch) error {
+		defer rec.Release()
+		for i := 0; i < int(rec.NumRows()); i++ {
+			key, row := enc.object(rec, i, enc.keyCols), enc.object(rec, i, nil)
+			old, had := have[string(key)]
+			delete(have, string(key))
+			if !debez {
+				if !had || string(old) != string(row) {
+					enc.emit(key, row)
+				}
+				continue
+			}
+			switch prev := after(old); {
+			case !had || prev == nil:
+				enc.emit(key, debezium(nil, row, "c"))
+			case string(prev) != string(row):
+				enc.emit(key, debezium(prev, row, "u"))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	keys := make([]string, 0, len(have))
+	for k := range have {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !debez {
+			enc.emit([]byte(k), nil)
+		} else if prev := after(have[k]); prev != nil {
+			enc.emit([]byte(k), debezium(prev, nil, "d"))
+		}
+	}
+	if err := s.commit(ctx, cl, enc.recs); err != nil {
+		return 0, err
+	}
+	return end, nil
 }
 
-func newSinkEncoder(name, format string, view *storage.TableDef, keyCols []int) *sinkEncoder {
-	e := &sinkEncoder{name: name, format: format, view: view, keyCols: keyCols}
+// sinkEncoder turns changelog blocks into Kafka records.
+type sinkEncoder struct {
+	name, gen string
+	format    string
+	view      *storage.TableDef
+	keyCols   []int
+	ts        []types.T
+	headers   []kgo.RecordHeader
+	recs      []*kgo.Record
+	before    []byte // debezium: a pending update_before row
+	buf       []byte
+	names     [][]byte // each column's name as a JSON string
+}
+
+func newSinkEncoder(name, gen, format string, view *storage.TableDef, keyCols []int) *sinkEncoder {
+	e := &sinkEncoder{name: name, gen: gen, format: format, view: view, keyCols: keyCols}
 	for _, c := range view.Columns {
 		e.ts = append(e.ts, c.Type)
+		name, _ := json.Marshal(c.Name)
+		e.names = append(e.names, name)
 	}
 	if len(e.keyCols) == 0 {
 		for i := range view.Columns {
@@ -453,6 +578,9 @@ func (e *sinkEncoder) reset(to uint64) {
 	e.before = nil
 	e.headers = []kgo.RecordHeader{{Key: "streamdb.sink", Value: []byte(e.name)},
 		{Key: "streamdb.pos", Value: []byte(strconv.FormatUint(to, 10))}}
+	if e.gen != "" {
+		e.headers = append(e.headers, kgo.RecordHeader{Key: "streamdb.gen", Value: []byte(e.gen)})
+	}
 }
 
 // add encodes a changelog block: the view's columns, then the op.
@@ -542,8 +670,7 @@ func (e *sinkEncoder) object(rec arrow.RecordBatch, i int, cols []int) []byte {
 			b = append(b, ',')
 		}
 		first = false
-		name, _ := json.Marshal(e.view.Columns[c].Name)
-		b = append(append(b, name...), ':')
+		b = append(append(b, e.names[c]...), ':')
 		b = appendJSONDatum(b, types.DatumAt(rec.Column(c), i, e.ts[c]), e.ts[c])
 	}
 	if cols == nil {

@@ -1,13 +1,9 @@
 package source
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,11 +28,23 @@ import (
 //	scan.startup.mode              earliest (default), latest or timestamp
 //	scan.startup.timestamp         with timestamp: epoch milliseconds or a
 //	                               timestamp literal
-//	kafka.splits                   splits to keep, at least the topic's
+//	kafka.splits                   splits to reserve, at least the topic's
 //	                               partitions when the source is created
 //	                               (default: exactly those): partitions the
 //	                               topic gains later, up to this count, are
-//	                               read as they appear
+//	                               read as they appear, without a restart
+//	scan.topic-partition-discovery.interval
+//	                               how often a running job looks for
+//	                               partitions beyond the source's splits
+//	                               (default 2s; 0 turns it off): finding
+//	                               some, its reader fails with SplitsGrown
+//	                               and the runtime raises the source's
+//	                               split count and restarts the job
+//	properties.group.id            a consumer group the source commits
+//	                               each split's offsets to once the
+//	                               checkpoint holding them completes
+//	                               (informational: positions always come
+//	                               from the checkpoint)
 //
 // Declared columns named _kafka_key (text), _kafka_partition (integer),
 // _kafka_offset (bigint) and _kafka_timestamp (timestamp) hold the
@@ -44,7 +52,10 @@ import (
 // the member of that name; csv: the next field, in declared order).
 //
 // A position is the partition's next offset plus one: 0 is "not started",
-// where the startup mode decides. Readers read committed data only
+// where the startup mode decides, except for a split the topic did not
+// have when the source was created: a new partition is read from its
+// earliest offset whatever the mode (Flink's partition discovery does the
+// same), so nothing written to it before it was found is missed. Readers read committed data only
 // (read_committed) and see control records, so a position reaches the
 // partition's last stable offset and a checkpoint's catch-up ends.
 type kafka struct {
@@ -54,10 +65,15 @@ type kafka struct {
 	mode    string // earliest, latest, timestamp
 	tsMS    int64
 	splits  int
-	cols    []kafkaCol
-	ts      []types.T
-	payload int // columns read from the message
-	schema  *arrow.Schema
+	// created is the topic's partition count when the source was
+	// created: splits from it on are new partitions, read from earliest.
+	created  int
+	discover time.Duration
+	group    string
+	cols     []kafkaCol
+	ts       []types.T
+	payload  int // columns read from the message
+	schema   *arrow.Schema
 }
 
 type kafkaCol struct {
@@ -70,6 +86,31 @@ type kafkaCol struct {
 // source its split count (storage.TableDef.Partitions), so opening it does
 // not ask the broker; CREATE SOURCE leaves it out and asks.
 const kafkaSplitsKey = "__splits"
+
+// KafkaCreatedKey is the catalog option that keeps the topic's partition
+// count when the source was created (StoredOptions).
+const KafkaCreatedKey = "__created_splits"
+
+// SplitsGrown is what a running Kafka reader fails with when the topic has
+// more partitions than the source has splits. The runtime raises the
+// source's split count in the catalog (durably) and restarts the job from
+// its last committed state with the new splits; they have no position, so
+// they start at the new partitions' earliest offsets.
+type SplitsGrown struct {
+	Source string // the source's name, set by the runtime
+	Topic  string
+	Splits int // the topic's partition count now
+}
+
+func (e *SplitsGrown) Error() string {
+	return fmt.Sprintf("kafka topic %q of source %s has grown to %d partitions", e.Topic, e.Source, e.Splits)
+}
+
+// StoredOptions are options CREATE SOURCE keeps in the catalog beside the
+// user's: the topic's partition count at creation.
+func (c *kafka) StoredOptions() map[string]string {
+	return map[string]string{KafkaCreatedKey: strconv.Itoa(c.created)}
+}
 
 func newKafka(cols []Column, o *options) (Connector, error) {
 	c := &kafka{}
@@ -153,12 +194,29 @@ func newKafka(cols []Column, o *options) (Connector, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.discover = 2 * time.Second
+	if v, ok := o.take("scan.topic_partition_discovery.interval"); ok {
+		if c.discover, err = parseInterval(v); err != nil {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"scan.topic-partition-discovery.interval\" must be a duration like '5s' or milliseconds, not %q", v)
+		}
+	}
+	if g, ok := o.take("properties.group.id"); ok {
+		if c.group = strings.TrimSpace(g); c.group == "" {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"properties.group.id\" must not be empty")
+		}
+	}
+	created, hasCreated := o.take(KafkaCreatedKey)
 	if v, ok := o.take(kafkaSplitsKey); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return nil, sqlerr.New(sqlerr.Internal, "stored kafka source has %q splits", v)
 		}
-		c.splits = n
+		c.splits, c.created = n, n
+		if hasCreated {
+			if m, err := strconv.Atoi(created); err == nil && m >= 0 {
+				c.created = min(m, n)
+			}
+		}
 		return c, nil
 	}
 	// CREATE SOURCE: the topic must exist now; it fixes the split count.
@@ -166,8 +224,21 @@ func newKafka(cols []Column, o *options) (Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.splits = max(parts, int(splits))
+	c.splits, c.created = max(parts, int(splits)), parts
 	return c, nil
+}
+
+// parseInterval reads a duration ('5s', '500ms') or plain milliseconds.
+func parseInterval(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms >= 0 {
+		return time.Duration(ms) * time.Millisecond, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, errors.New("bad duration")
+	}
+	return d, nil
 }
 
 // ParseBrokers splits properties.bootstrap.servers and checks each is host:port.
@@ -326,11 +397,24 @@ func (c *kafka) End(split int) (Position, bool) {
 // so the job restarts under its strategy. A split beyond the topic's
 // current partitions waits for the partition to appear.
 func (c *kafka) Open(split int, pos Position, paced bool) (Reader, error) {
-	r := &kafkaReader{c: c, part: int32(split), pos: pos}
+	r := &kafkaReader{c: c, part: int32(split), pos: pos, discovered: time.Now()}
+	if paced && split == 0 {
+		// One reader per job looks for new partitions; a batch query's
+		// readers never do.
+		r.discover = c.discover
+	}
 	if err := r.start(); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// Committer is a Reader that reports a split's position to its system
+// once the checkpoint holding it has completed (Kafka: a consumer group's
+// committed offset), for monitoring only: the runtime never reads it back.
+// CommitPosition must not block.
+type Committer interface {
+	CommitPosition(pos Position)
 }
 
 type kafkaReader struct {
@@ -341,11 +425,20 @@ type kafkaReader struct {
 	// checked is when a split beyond the topic's partitions last looked
 	// for its partition.
 	checked time.Time
-	bad     []BadMessage
-	bls     []array.Builder
-	buf     []*kgo.Record
-	fields  map[string]json.RawMessage
-	csvRd   bytes.Reader
+	// discover is how often this reader looks for partitions beyond the
+	// source's splits (0: never); discovered is when it last did.
+	discover   time.Duration
+	discovered time.Time
+	bad        []BadMessage
+	// commit holds the position the group commit goroutine sends next.
+	commit struct {
+		sync.Mutex
+		next Position
+		busy bool
+	}
+	bls  []array.Builder
+	buf  []*kgo.Record
+	scan *msgScanner
 }
 
 // start resolves a new split's position and starts consuming, unless its
@@ -365,10 +458,13 @@ func (r *kafkaReader) start() error {
 	}
 	if r.pos == 0 {
 		ts := int64(-2)
-		switch r.c.mode {
-		case "latest":
+		switch {
+		case int(r.part) >= r.c.created:
+			// A partition the topic gained after the source was
+			// created: all of it is new.
+		case r.c.mode == "latest":
 			ts = -1
-		case "timestamp":
+		case r.c.mode == "timestamp":
 			ts = r.c.tsMS
 		}
 		off, err := listOffset(admin, r.c.topic, r.part, ts)
@@ -402,6 +498,99 @@ func (r *kafkaReader) Close() error {
 	return nil
 }
 
+// CommitPosition commits pos to the source's consumer group
+// (properties.group.id), in the background; a commit still under way
+// makes this one wait and only the newest waiting position is sent.
+// Failures are ignored: the group is informational only.
+func (r *kafkaReader) CommitPosition(pos Position) {
+	if r.c.group == "" || pos == 0 {
+		return
+	}
+	r.commit.Lock()
+	r.commit.next = pos
+	busy := r.commit.busy
+	r.commit.busy = true
+	r.commit.Unlock()
+	if !busy {
+		go r.commitLoop()
+	}
+}
+
+func (r *kafkaReader) commitLoop() {
+	var last Position
+	for {
+		r.commit.Lock()
+		pos := r.commit.next
+		if pos == last {
+			r.commit.busy = false
+			r.commit.Unlock()
+			return
+		}
+		r.commit.Unlock()
+		if err := commitGroupOffset(r.c.brokers, r.c.group, r.c.topic, r.part, int64(pos)-1); err == nil {
+			last = pos
+		} else {
+			r.commit.Lock()
+			r.commit.busy = false
+			r.commit.Unlock()
+			return // the next checkpoint tries again
+		}
+	}
+}
+
+// commitGroupOffset commits offset (the next one to read) of a partition
+// to group as a simple (generation -1) commit: streamdb is no member.
+func commitGroupOffset(brokers []string, group, topic string, part int32, offset int64) error {
+	cl, err := Admin(brokers)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	// v10 names the topic by its id.
+	if rt.TopicID, err = topicID(ctx, cl, topic); err != nil {
+		return err
+	}
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch = part, offset, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// topicID asks the brokers for topic's id.
+func topicID(ctx context.Context, cl *kgo.Client, topic string) ([16]byte, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return [16]byte{}, err
+	}
+	for _, rt := range resp.Topics {
+		if rt.Topic != nil && *rt.Topic == topic {
+			return rt.TopicID, kerr.ErrorForCode(rt.ErrorCode)
+		}
+	}
+	return [16]byte{}, kerr.UnknownTopicOrPartition
+}
+
 // healthEvery is how long a reader that reads nothing waits before it
 // asks the broker whether the topic is still there.
 const healthEvery = 3 * time.Second
@@ -413,6 +602,17 @@ const pollWait = 20 * time.Millisecond
 // Read decodes up to max messages. A message that does not decode is left
 // out and reported by TakeBad; the position moves past it either way.
 func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, error) {
+	if r.discover > 0 && time.Since(r.discovered) >= r.discover {
+		// Before polling, so nothing read is dropped by the failure.
+		n, err := topicPartitions(r.c.brokers, r.c.topic)
+		if err != nil {
+			return nil, err
+		}
+		r.discovered, r.checked = time.Now(), time.Now()
+		if n > r.c.splits {
+			return nil, &SplitsGrown{Topic: r.c.topic, Splits: n}
+		}
+	}
 	if r.cl == nil {
 		if time.Since(r.checked) < time.Second {
 			return nil, nil
@@ -454,6 +654,12 @@ func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, er
 		return nil, nil
 	}
 	r.checked = time.Now()
+	return r.decodeBatch(mem, r.buf), nil
+}
+
+// decodeBatch decodes recs into one batch; messages that do not decode
+// are left out and kept for TakeBad. The position moves past every one.
+func (r *kafkaReader) decodeBatch(mem memory.Allocator, recs []*kgo.Record) arrow.RecordBatch {
 	if r.bls == nil {
 		r.bls = make([]array.Builder, len(r.c.ts))
 		for i, t := range r.c.ts {
@@ -461,7 +667,7 @@ func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, er
 		}
 	}
 	n := 0
-	for _, rec := range r.buf {
+	for _, rec := range recs {
 		r.pos = Position(rec.Offset + 2)
 		if rec.Attrs.IsControl() {
 			continue
@@ -484,7 +690,7 @@ func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, er
 	for _, c := range cols {
 		c.Release()
 	}
-	return rec, nil
+	return rec
 }
 
 // dropPartial truncates every builder to n values, dropping a half-appended row.
@@ -511,106 +717,44 @@ func (r *kafkaReader) TakeBad() []BadMessage {
 
 // decode appends one message's row.
 func (r *kafkaReader) decode(rec *kgo.Record) error {
-	var vals []string // csv fields
+	if r.scan == nil {
+		r.scan = newMsgScanner(r.c)
+	}
 	if r.c.payload > 0 {
+		var err error
 		if r.c.csv {
-			r.csvRd.Reset(rec.Value)
-			cr := csv.NewReader(&r.csvRd)
-			cr.FieldsPerRecord = -1
-			f, err := cr.Read()
-			if err != nil && !errors.Is(err, io.EOF) {
-				return sqlerr.New(sqlerr.BadCopyFileFormat, "malformed csv: %v", err)
-			}
-			if len(f) != r.c.payload {
-				return sqlerr.New(sqlerr.BadCopyFileFormat, "csv message has %d fields, the source %d", len(f), r.c.payload)
-			}
-			vals = f
+			err = r.scan.scanCSV(rec.Value, r.c.payload)
 		} else {
-			clear(r.fields)
-			if r.fields == nil {
-				r.fields = map[string]json.RawMessage{}
-			}
-			if err := json.Unmarshal(rec.Value, &r.fields); err != nil {
-				return sqlerr.New(sqlerr.InvalidTextRep, "malformed json message: %v", err)
-			}
+			err = r.scan.scanJSON(rec.Value)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	next := 0
 	for i, c := range r.c.cols {
-		b, t := r.bls[i], r.c.ts[i]
-		var d types.Datum
+		b := r.bls[i]
 		switch c.meta {
 		case "key":
 			if rec.Key == nil {
-				d = types.Null
+				b.AppendNull()
 			} else {
-				d = types.Str(string(rec.Key))
+				b.(*array.StringBuilder).BinaryBuilder.Append(rec.Key)
 			}
 		case "partition":
-			d = types.Int(int64(rec.Partition))
+			b.(*array.Int64Builder).Append(int64(rec.Partition))
 		case "offset":
-			d = types.Int(rec.Offset)
+			b.(*array.Int64Builder).Append(rec.Offset)
 		case "timestamp":
-			d = types.Int(rec.Timestamp.UnixMicro())
+			b.(*array.Int64Builder).Append(rec.Timestamp.UnixMicro())
 		default:
-			var err error
-			if r.c.csv {
-				d, err = csvDatum(vals[next], t)
-				next++
-			} else {
-				d, err = jsonDatum(r.fields[c.name], t)
-			}
-			if err != nil {
+			if err := r.scan.appendSpan(b, r.c.ts[i], rec.Value, r.scan.spans[next], r.c.csv); err != nil {
 				return sqlerr.New(sqlerr.As(err).Code, "column %q: %s", c.name, sqlerr.As(err).Msg)
 			}
+			next++
 		}
-		types.AppendDatum(b, d, t)
 	}
 	return nil
-}
-
-func csvDatum(s string, t types.T) (types.Datum, error) {
-	if s == "" {
-		return types.Null, nil
-	}
-	return types.ParseText(s, t)
-}
-
-// jsonDatum converts one JSON member to t: a string or a number is read in
-// t's text syntax, true/false as a boolean, null (or a missing member) as
-// NULL; an object or array is kept as its JSON text in a text column.
-func jsonDatum(raw json.RawMessage, t types.T) (types.Datum, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return types.Null, nil
-	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return types.Null, sqlerr.New(sqlerr.InvalidTextRep, "%v", err)
-		}
-		return types.ParseText(s, t)
-	case '{', '[':
-		if t.Kind == types.Text {
-			return types.ParseText(string(raw), t)
-		}
-		return types.Null, sqlerr.New(sqlerr.InvalidTextRep, "a JSON %s cannot be %s", map[byte]string{'{': "object", '[': "array"}[raw[0]], t)
-	case 't', 'f':
-		if t.Kind == types.Bool || t.Kind == types.Text {
-			return types.ParseText(string(raw), t)
-		}
-		return types.Null, sqlerr.New(sqlerr.InvalidTextRep, "a JSON boolean cannot be %s", t)
-	}
-	if t.Kind == types.Timestamp {
-		// A number in a timestamp column is epoch milliseconds.
-		ms, err := strconv.ParseInt(string(raw), 10, 64)
-		if err != nil {
-			return types.Null, sqlerr.New(sqlerr.InvalidTextRep, "invalid timestamp %s", raw)
-		}
-		return types.Int(ms * 1000), nil
-	}
-	return types.ParseText(string(raw), t)
 }
 
 // BadMessage is a message a reader could not decode and left out.

@@ -48,7 +48,9 @@ type Position uint64
 
 // Connector is one source's connection to its system.
 type Connector interface {
-	// Splits is the number of splits; it does not change for a source.
+	// Splits is the number of splits. It is fixed for a Connector; a
+	// Kafka source whose topic gains partitions grows through its catalog
+	// entry and a job restart (SplitsGrown), never in place.
 	Splits() int
 	// Bounded reports whether the splits end (Read returns io.EOF).
 	Bounded() bool

@@ -250,6 +250,11 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if err := e.ensureChangelogs(ctx, sourcesOf(plan)); err != nil {
 		return nil, err
 	}
+	if n.OrReplace {
+		if err := e.refuseReplaceUnderSink(n.Name); err != nil {
+			return nil, err
+		}
+	}
 	if n.FromSavepoint != "" {
 		return e.replaceView(ctx, n, def, phys)
 	}

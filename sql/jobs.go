@@ -127,6 +127,18 @@ func (e *Engine) supervise(ctx context.Context) {
 // onFailureLocked records a job's failure and decides what happens next.
 func (e *Engine) onFailureLocked(name string, j *jobEntry, now time.Time) {
 	err := j.job.Err()
+	if src, splits, ok := exec.SourceGrown(err); ok {
+		// Not a failure: a source gained splits. Raise its split count
+		// and restart now, outside the restart strategy.
+		gerr := e.growSourceLocked(src, splits)
+		if gerr == nil {
+			go j.job.Stop()
+			j.state, j.next = exec.JobRestarting, now
+			e.restartEvents.add(RestartEvent{Job: name, At: now, Cause: err.Error(), Action: "restart with the new splits"})
+			return
+		}
+		err = gerr // the catalog write failed: a failure like any other
+	}
 	se := sqlerr.As(err)
 	j.lastErr = se.Code + ": " + se.Msg
 	if se.Detail != "" {

@@ -145,6 +145,15 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 			jobs[i].def = &nd
 		}
 	}
+	// Sinks of the restored and rebuilt views start over in a new
+	// generation (nextSinkGenerationsLocked); they start again after the jobs.
+	affected := map[string]bool{}
+	for _, r := range jobs {
+		affected[r.def.Name] = true
+	}
+	sinks := e.stopSinksOf(affected)
+	var newSinks []*storage.SinkDef
+	defer func() { e.restartSinks(sinks, newSinks) }()
 	// Stop the jobs, commit the rewind, start them again; if the commit
 	// fails the old jobs resume on their own, untouched, state.
 	e.mu.Lock()
@@ -154,7 +163,13 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 			je.job.Stop()
 		}
 	}
-	commitErr := e.db.Commit(b, true)
+	nextSinks, commitErr := e.nextSinkGenerationsLocked(b, sinks)
+	if commitErr == nil {
+		commitErr = e.db.Commit(b, true)
+	}
+	if commitErr == nil {
+		newSinks = nextSinks
+	}
 	for _, r := range jobs {
 		def := r.def
 		if commitErr != nil {

@@ -3,10 +3,13 @@ package sql
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -221,4 +224,80 @@ func (e *Engine) showSinks() *table {
 		t.add(str(d.Name), str(d.View), str(opt("connector")), str(opt("topic")), str(format), str(mode), str(state), pos, sent, lastErr)
 	}
 	return t
+}
+
+// stopSinksOf stops the running sinks that read one of views and returns
+// their catalog entries (RESTORE).
+func (e *Engine) stopSinksOf(views map[string]bool) []*storage.SinkDef {
+	e.sinks.Lock()
+	defer e.sinks.Unlock()
+	var out []*storage.SinkDef
+	for n, d := range e.sinks.defs {
+		if !views[d.View] {
+			continue
+		}
+		if s := e.sinks.running[n]; s != nil {
+			s.Stop()
+			delete(e.sinks.running, n)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// nextSinkGenerationsLocked adds to b, for each sink, its catalog entry in
+// the next generation: RESTORE of its view abandons the timeline the sink
+// followed, so the sink starts over from the restored view (exec's
+// KafkaSink.resync), with records marked by the new generation. The entry
+// also keeps the view's changelog end now, where the restored job's
+// changes will start (a 'json' sink goes on from there). The jobs are
+// stopped; e.mu is held.
+func (e *Engine) nextSinkGenerationsLocked(b *pebble.Batch, sinks []*storage.SinkDef) ([]*storage.SinkDef, error) {
+	var out []*storage.SinkDef
+	for _, d := range sinks {
+		view := e.mu.tables[d.View]
+		if view == nil {
+			continue
+		}
+		_, end, _, err := e.db.LogBounds(view.ID, 0)
+		if err != nil {
+			return nil, err
+		}
+		gen, _ := strconv.Atoi(d.Options[exec.SinkGenOption])
+		nd := *d
+		nd.Options = maps.Clone(d.Options)
+		nd.Options[exec.SinkGenOption] = strconv.Itoa(gen + 1)
+		nd.Options[exec.SinkFromOption] = strconv.FormatUint(end, 10)
+		storage.PutSink(b, &nd)
+		out = append(out, &nd)
+	}
+	return out, nil
+}
+
+// restartSinks starts sinks again after a RESTORE: in their next generation
+// (next) if it committed, else as they were (old).
+func (e *Engine) restartSinks(old, next []*storage.SinkDef) {
+	if next == nil {
+		next = old
+	}
+	e.sinks.Lock()
+	defer e.sinks.Unlock()
+	for _, d := range next {
+		e.sinks.defs[d.Name] = d
+		if err := e.startSinkLocked(d); err != nil {
+			e.log.Error("sink did not start", "sink", d.Name, "err", err)
+		}
+	}
+}
+
+// refuseReplaceUnderSink refuses CREATE OR REPLACE of a materialized view
+// a sink reads (2BP01), as DROP does: the sink encodes the view's columns
+// and key, which the new query may not have. e.mu is not held.
+func (e *Engine) refuseReplaceUnderSink(view string) error {
+	if sinks := e.sinksOn(view); len(sinks) > 0 {
+		return &sqlerr.Error{Code: sqlerr.DependentObjectsExist,
+			Msg:  fmt.Sprintf("cannot replace materialized view %s because sink %s reads it", view, sinks[0]),
+			Hint: "Drop the sink first, or restore the view without replacing it (RESTORE, START JOB ... FROM SAVEPOINT)."}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -34,6 +35,9 @@ func (e *Engine) createSource(n *parse.CreateSource, owner string) (*Result, err
 		return nil, err
 	}
 	t.Partitions = conn.Splits()
+	if so, ok := conn.(interface{ StoredOptions() map[string]string }); ok {
+		maps.Copy(t.Options, so.StoredOptions())
+	}
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
 	e.mu.Lock()
@@ -58,7 +62,7 @@ func (e *Engine) showSources() *table {
 	for _, d := range e.sortedTables(storage.KindSource) {
 		var opts []string
 		for k, v := range d.Options {
-			if k != "connector" {
+			if k != "connector" && !strings.HasPrefix(k, "__") {
 				opts = append(opts, fmt.Sprintf("%s = '%s'", k, strings.ReplaceAll(v, "'", "''")))
 			}
 		}
@@ -70,4 +74,29 @@ func (e *Engine) showSources() *table {
 		t.add(str(d.Name), str(d.Options["connector"]), types.Int(int64(max(1, d.Partitions))), bounded, str(strings.Join(opts, ", ")))
 	}
 	return t
+}
+
+// growSourceLocked raises a source's split count to splits, durably, when
+// a job found its system has more (a Kafka topic gained partitions; see
+// exec.SourceGrown). Jobs that read the source then restart with the new
+// splits, which have no position and so start at their beginning. A
+// smaller count (another job grew it first) changes nothing. e.mu is held.
+func (e *Engine) growSourceLocked(name string, splits int) error {
+	def := e.mu.tables[name]
+	if def == nil || def.Kind != storage.KindSource {
+		return sqlerr.New(sqlerr.UndefinedTable, "source %q does not exist", name)
+	}
+	if def.Partitions >= splits {
+		return nil
+	}
+	nd := *def
+	nd.Partitions = splits
+	b := e.db.NewBatch()
+	storage.PutTable(b, &nd)
+	if err := e.db.Commit(b, true); err != nil {
+		return err
+	}
+	e.mu.tables[name] = &nd
+	e.log.Info("source grew", "source", name, "splits", splits)
+	return nil
 }
