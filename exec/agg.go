@@ -59,6 +59,7 @@ type aggOp struct {
 	win       *windowClose
 	closing   []int32
 	isClosing []bool
+	late      *lateLog // rows dropped as late, under job.late_rows = 'record'
 }
 
 // groupBytes is the estimated fixed memory of one group in the table and

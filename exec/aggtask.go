@@ -47,6 +47,7 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 		// changes go out now, their state is deleted with this epoch.
 		op.markClosing(al.Watermark().At)
 		m.late += late
+		m.lateRows = mergeLate(m.lateRows, op.late.take())
 		late = 0
 		if j.spec.View != nil {
 			// Changed groups in state-key order: the state writes and the

@@ -146,6 +146,9 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				op := newAggOp(n.agg, n.ins[0].from.retracts)
 				op.id = n.op
 				op.win = windowCloseOf(n.agg)
+				if op.win != nil {
+					op.late = j.newLateLog("window aggregate", n.op, n.agg.In.Types())
+				}
 				// A view without readers needs no old rows (changesOf).
 				op.outValid = !root || spec.View == nil || spec.Changelog
 				if j.durable() {
