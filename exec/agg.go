@@ -60,6 +60,9 @@ type aggOp struct {
 	closing   []int32
 	isClosing []bool
 	late      *lateLog // rows dropped as late, under job.late_rows = 'record'
+	// evictedWins indexes the evicted groups of a window aggregate by
+	// window, so they close too (lateevict.go).
+	evictedWins evictedWindows
 }
 
 // groupBytes is the estimated fixed memory of one group in the table and
@@ -135,6 +138,7 @@ func (a *aggOp) evict(limit int64, committed, current uint64) int {
 			continue
 		}
 		a.evicted.add(a.gt.hashes[g])
+		a.noteEvicted(g)
 		a.dropGroup(g)
 		a.spilled = true
 		evicted++

@@ -45,6 +45,9 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 		}
 		// Windows the watermark has passed close: their groups' last
 		// changes go out now, their state is deleted with this epoch.
+		if err := op.loadClosingEvicted(al.Watermark().At); err != nil {
+			return err
+		}
 		op.markClosing(al.Watermark().At)
 		m.late += late
 		m.lateRows = mergeLate(m.lateRows, op.late.take())
@@ -129,6 +132,15 @@ func (j *Job) saveState(w *storage.Batch, op *aggOp) {
 		}
 		for i, vb := range bags {
 			if vb == nil {
+				continue
+			}
+			if op.isClosing[k.ref] {
+				// A closed window's group goes with all its values: those
+				// it holds and those that left it since the last save.
+				vb.allValues(k.ref, func(v []byte) {
+					aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
+					r.DeleteState(j.spec.ID, op.id, aux)
+				})
 				continue
 			}
 			vb.saveValues(k.ref, func(v []byte, n int64) {
@@ -397,6 +409,7 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 			// The rest stays in the state table until its keys come.
 			op.spilled = true
 			op.evicted.add(hashDatums(ds, op.keyTs))
+			op.noteEvictedKey(ds)
 			return nil
 		}
 		var g int32
