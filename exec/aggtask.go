@@ -1,8 +1,10 @@
 package exec
 
 import (
+	"container/heap"
 	"encoding/binary"
 	"slices"
+	"time"
 
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -49,6 +51,10 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 			return err
 		}
 		op.markClosing(al.Watermark().At)
+		// Idle groups expire (state.ttl): closed without a row.
+		if err := op.expireIdle(time.Now().UnixMicro(), j.spec.StateTTL.micros()); err != nil {
+			return err
+		}
 		m.late += late
 		m.lateRows = mergeLate(m.lateRows, op.late.take())
 		late = 0
@@ -239,7 +245,7 @@ func prepareSave(op *aggOp, epoch uint64) {
 			for _, acc := range op.accs {
 				buf = acc.encode(buf, g)
 			}
-			return buf
+			return op.ttl.appendIdle(buf, g)
 		})
 	}
 	ks.sort()
@@ -282,6 +288,11 @@ func decodeGroup(op *aggOp, g int32, val []byte) error {
 		n, k := binary.Uvarint(val)
 		if k <= 0 || uint64(len(val)-k) != n {
 			return errCorruptState
+		}
+		// The idle clock (state.ttl), or the row state written long
+		// ago carried, skipped.
+		if at, ok := decodeIdle(val[k:]); ok {
+			op.ttl.idle[g] = at
 		}
 	}
 	for _, acc := range op.accs {
@@ -335,6 +346,7 @@ func restoreOut(op *aggOp, gids []int32) error {
 // keys come (op.load).
 func (j *Job) loadState(op *aggOp, inst, par int) error {
 	limit := j.cacheShare()
+	ttl := j.spec.StateTTL.micros()
 	bags := op.valueBags()
 	for _, vb := range bags {
 		if vb != nil {
@@ -410,6 +422,9 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 			op.spilled = true
 			op.evicted.add(hashDatums(ds, op.keyTs))
 			op.noteEvictedKey(ds)
+			if ttl > 0 && op.usesTTL() {
+				heap.Push(&op.ttl.evicted, idleItem[[]types.Datum]{at: peekIdle(val), g: ds})
+			}
 			return nil
 		}
 		var g int32

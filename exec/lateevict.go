@@ -79,6 +79,18 @@ func (a *aggOp) loadClosingEvicted(wm int64) error {
 	if len(keys) == 0 {
 		return nil
 	}
+	_, err := a.bringBack(keys)
+	return err
+}
+
+// bringBack looks up the groups of keys as rows of those keys would:
+// those not in memory are read from the state table (created, through the
+// evicted filter). It returns the groups it read back; keys the state
+// table no longer has leave no group.
+func (a *aggOp) bringBack(keys [][]types.Datum) ([]int32, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
 	cols := make([]arrow.Array, len(a.keyTs))
 	defer releaseAll(cols)
 	for c, t := range a.keyTs {
@@ -91,17 +103,20 @@ func (a *aggOp) loadClosingEvicted(wm int64) error {
 	}
 	gids := make([]int32, len(keys))
 	if a.gt.lookup(cols, len(keys), gids, true) == 0 {
-		return nil // all in memory already
+		return nil, nil // all in memory already
 	}
 	created := slices.Clone(a.gt.created)
 	a.grow()
 	if err := a.created(); err != nil {
-		return err
+		return nil, err
 	}
+	back := created[:0]
 	for _, g := range created {
 		if a.count.n[g] <= 0 {
 			a.dropGroup(g) // not in the state table (any more)
+			continue
 		}
+		back = append(back, g)
 	}
-	return nil
+	return back, nil
 }
