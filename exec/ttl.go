@@ -182,10 +182,10 @@ func (o *joinOp) expire(g *joinGroup) {
 
 // aggTTL is an aggregate's expiry bookkeeping.
 type aggTTL struct {
-	on      bool      // the TTL was on at the last barrier
-	idle    []int64   // per group id: idle clock (µs); 0: none yet
-	gen     []uint32  // per group id: bumped when a new group takes the id
-	queued  []bool    // per group id: in queue
+	on      bool     // the TTL was on at the last barrier
+	idle    []int64  // per group id: idle clock (µs); 0: none yet
+	gen     []uint32 // per group id: bumped when a new group takes the id
+	queued  []bool   // per group id: in queue
 	queue   idleHeap[aggIdle]
 	evicted idleHeap[[]types.Datum] // keys of evicted groups
 	expired int64
