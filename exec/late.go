@@ -113,3 +113,14 @@ func (j *Job) recordLateRows(w *storage.Batch, rows []storage.LateRow, epoch uin
 	}
 	w.PutLateRows(j.spec.ID, rows, from, max(from, to))
 }
+
+// watermarkKeeper is an operator run by runOp that drops late rows
+// (eventTimed): runOp resumes its input watermark after a restart and
+// checkpoints it at each barrier, as runAgg does for window aggregates,
+// and carries its recorded late rows with the barrier.
+type watermarkKeeper interface {
+	eventTimed
+	keepsWatermark() bool
+	opID() uint32
+	takeLate() []storage.LateRow
+}

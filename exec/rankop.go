@@ -50,6 +50,15 @@ type rankOp struct {
 	budget   int64
 	spilled  bool
 	evicted  evictedFilter
+
+	// Top-N per window (lateranks.go): wm is the watermark of the last
+	// barrier, late the rows dropped since, evictedWins the evicted
+	// partitions' keys by window bound, freed the partitions freed.
+	wm          int64
+	late        int64
+	lateLog     *lateLog
+	evictedWins map[int64][]string
+	freed       int64
 }
 
 // rankRowBytes estimates the memory of a map entry besides its encoding.
@@ -93,11 +102,15 @@ type rankPart struct {
 	// the added rows give the output; a retraction reads the rows back.
 	thin  bool
 	delta map[string]int64
+	// bound is the partition's window bound (top-N per window), decoded
+	// from its key once (boundSet).
+	bound               int64
+	boundNull, boundSet bool
 }
 
 func newRankOp(j *Job, n *gnode) *rankOp {
 	o := &rankOp{j: j, spec: n.rank, op: n.op, parts: map[string]*rankPart{},
-		dirty: map[string]struct{}{}}
+		dirty: map[string]struct{}{}, wm: NoWatermark}
 	o.inTs = n.ins[0].from.outTypes(n.ins[0])
 	o.outTs = o.inTs
 	if n.rank.window != nil {
@@ -125,6 +138,9 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 	o.rowEnc.encode(rec.Columns()[:len(o.inTs)], o.inTs, n)
 	var p *rankPart
 	for i := 0; i < n; i++ {
+		if o.isLate(rec, keys, i) {
+			continue
+		}
 		enc := o.rowEnc.rowString(i)
 		if c.Ops != nil {
 			enc = string(o.rowEnc.row(i)) // as in joinOp.push
@@ -225,6 +241,9 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 			return err
 		}
 	}
+	if err := o.freeClosed(ectx); err != nil {
+		return err
+	}
 	if w != nil {
 		for _, d := range o.dirtyRows {
 			d.p.saved = b.Epoch
@@ -276,6 +295,7 @@ func (o *rankOp) evict(committed uint64) {
 		o.bytes -= mapBytes(p.rows) + p.outBytes + rankRowBytes + int64(len(k))
 		delete(o.parts, k)
 		p.gone = true
+		o.noteEvictedPart(p)
 		o.evicted.add(p.hash)
 		o.spilled = true
 		o.j.Evicted.Add(1)
