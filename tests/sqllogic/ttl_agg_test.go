@@ -1,6 +1,9 @@
 package sqllogic
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -72,5 +75,51 @@ func TestStateTTLExpiresAggregateGroups(t *testing.T) {
 	srv.Stop()
 	if n := stateEntries(t, dir, "a"); n != 2 {
 		t.Errorf("%d state entries, want 2", n)
+	}
+}
+
+// TestStateTTLExpiresEvictedGroups: groups evicted to the state table (a
+// 1 MiB state cache against 20,000 groups) expire too: they are read back
+// when due and deleted with their DISTINCT values.
+func TestStateTTLExpiresEvictedGroups(t *testing.T) {
+	dir := t.TempDir()
+	srv := StartServer(t, dir, "--state-cache-mb", "1")
+	c := srv.Conn(t)
+	ctx := context.Background()
+	execAll(t, c, "CREATE TABLE t (k BIGINT, v BIGINT)",
+		"CREATE MATERIALIZED VIEW a AS SELECT k, count(*) AS n, count(DISTINCT v) AS d FROM t GROUP BY k WITH (state.ttl = '3s')")
+	var b strings.Builder
+	for i := 0; i < 40000; i++ {
+		fmt.Fprintf(&b, "%d\t%d\n", i%20000, i%3)
+	}
+	if _, err := c.PgConn().CopyFrom(ctx, strings.NewReader(b.String()), "COPY t FROM STDIN"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for {
+		execAll(t, c, "CHECKPOINT")
+		var evicted int64
+		if err := c.QueryRow(ctx, "SELECT evicted FROM streamdb_jobs WHERE name = 'a'").Scan(&evicted); err != nil {
+			t.Fatal(err)
+		}
+		if evicted > 0 {
+			t.Logf("%d groups evicted after %s", evicted, time.Since(start))
+			break
+		}
+		if time.Since(start) > 60*time.Second {
+			t.Fatalf("no group evicted with a 1 MiB state cache")
+		}
+	}
+	want := rowSet(t, c, "SELECT * FROM a")
+	// Past the TTL every group expires, in memory or evicted; the view
+	// keeps its rows.
+	time.Sleep(4 * time.Second)
+	execAll(t, c, "CHECKPOINT", "CHECKPOINT")
+	if got := rowSet(t, c, "SELECT * FROM a"); got != want {
+		t.Fatalf("the view changed when its groups expired (%d vs %d bytes)", len(got), len(want))
+	}
+	srv.Stop()
+	if n := stateEntries(t, dir, "a"); n != 0 {
+		t.Errorf("%d state entries left after every group idled past the TTL, want 0", n)
 	}
 }
