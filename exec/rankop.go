@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
@@ -59,6 +60,7 @@ type rankOp struct {
 	lateLog     *lateLog
 	evictedWins map[int64][]string
 	freed       int64
+	ttl         rankTTL // state.ttl (ttl.go)
 }
 
 // rankRowBytes estimates the memory of a map entry besides its encoding.
@@ -106,6 +108,10 @@ type rankPart struct {
 	// from its key once (boundSet).
 	bound               int64
 	boundNull, boundSet bool
+	// state.ttl (ttl.go): idle is the time of the last barrier after a
+	// row changed the partition.
+	idle            int64
+	touched, queued bool
 }
 
 func newRankOp(j *Job, n *gnode) *rankOp {
@@ -159,6 +165,7 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 				o.bytes += rankRowBytes + int64(len(p.key))
 			}
 			o.dirty[p.key] = struct{}{}
+			o.touchTTL(p)
 		}
 		s := int64(1)
 		if c.Ops != nil {
@@ -244,6 +251,7 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if err := o.freeClosed(ectx); err != nil {
 		return err
 	}
+	o.expireIdle(time.Now().UnixMicro())
 	if w != nil {
 		for _, d := range o.dirtyRows {
 			d.p.saved = b.Epoch
@@ -339,18 +347,20 @@ func (o *rankOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*rankPar
 	prefix := binary.AppendUvarint([]byte{kg}, uint64(len(key)))
 	prefix = append(prefix, key...)
 	rows := map[string]int64{}
+	var idle int64
 	err := o.j.db.ScanStatePrefix(o.j.spec.ID, o.op, prefix, func(k, v []byte) error {
-		count, _, err := readUvarint(v)
+		count, after, err := readUvarint(v)
 		if err != nil {
 			return err
 		}
 		rows[string(k[len(prefix):])] = int64(count)
+		idle = max(idle, clockOf(after))
 		return nil
 	})
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
-	p := &rankPart{kg: kg, key: key, rows: rows, hash: h}
+	p := &rankPart{kg: kg, key: key, rows: rows, hash: h, idle: idle}
 	if p.out, p.top, err = o.compute(ectx, rows); err != nil {
 		return nil, err
 	}
@@ -430,7 +440,7 @@ func (o *rankOp) writeDirty(w *storage.Batch) error {
 			if count <= 0 {
 				return b
 			}
-			return binary.AppendUvarint(b, uint64(count))
+			return o.appendClock(binary.AppendUvarint(b, uint64(count)), d.p)
 		})
 	}
 	sk.sort()
@@ -658,7 +668,7 @@ func (o *rankOp) load(inst, par int) error {
 		if err != nil || uint64(len(rest)) < klen {
 			return errCorruptState
 		}
-		count, _, err := readUvarint(val)
+		count, after, err := readUvarint(val)
 		if err != nil {
 			return err
 		}
@@ -670,6 +680,7 @@ func (o *rankOp) load(inst, par int) error {
 			o.bytes += rankRowBytes + int64(len(k))
 		}
 		p.rows[string(rest[klen:])] = int64(count)
+		p.idle = max(p.idle, clockOf(after))
 		o.bytes += rankRowBytes + int64(len(rest)) - int64(klen)
 		return nil
 	})

@@ -331,3 +331,104 @@ func (a *aggOp) expireIdle(now, ttl int64) error {
 	}
 	return nil
 }
+
+// state.ttl for top-N partitions (ROW_NUMBER/RANK/DENSE_RANK OVER
+// (PARTITION BY ...)): a partition no row changed for the TTL is expired as
+// a join key is — its rows leave memory and the state table, nothing is
+// emitted, so the view keeps the top rows it had; a later row of its key
+// starts a new partition, whose top rows are inserted beside them.
+// Partitions of a top-N per window are freed by the watermark instead;
+// ORDER BY ... LIMIT has one partition, which never expires. The idle
+// clock rides on the row entries the barrier writes anyway: while the TTL
+// is on, a row's value is its count followed by the clock (8 bytes, µs,
+// big-endian; readers of the count ignore it), and a loaded partition's
+// clock is the latest of its rows'. Partitions evicted to the state table
+// expire when their key comes back and they are read in (reload restores
+// the clock), not before.
+
+// rankTTL is a rank's expiry bookkeeping.
+type rankTTL struct {
+	touched []*rankPart
+	queue   idleHeap[*rankPart]
+	on      bool
+	expired int64
+}
+
+// touchTTL notes that a row changed p in this epoch.
+func (o *rankOp) touchTTL(p *rankPart) {
+	if !p.touched && p.key != "" && o.spec.win == nil {
+		p.touched = true
+		o.ttl.touched = append(o.ttl.touched, p)
+	}
+}
+
+// expireIdle, at a barrier whose changes are out, restarts the idle clock
+// of the partitions changed in the epoch and expires those idle for the
+// TTL: their rows are listed as changed with no count left.
+func (o *rankOp) expireIdle(now int64) {
+	t := &o.ttl
+	ttl := o.j.spec.StateTTL.micros()
+	for _, p := range t.touched {
+		p.touched, p.idle = false, now
+		if ttl > 0 && !p.queued && !p.gone {
+			p.queued = true
+			heap.Push(&t.queue, idleItem[*rankPart]{at: now, g: p})
+		}
+	}
+	clear(t.touched)
+	t.touched = t.touched[:0]
+	if ttl <= 0 || o.spec.win != nil {
+		t.on = false
+		return
+	}
+	if !t.on {
+		t.on = true
+		for k, p := range o.parts {
+			if p.queued || k == "" {
+				continue
+			}
+			if p.idle == 0 {
+				p.idle = now
+			}
+			p.queued = true
+			heap.Push(&t.queue, idleItem[*rankPart]{at: p.idle, g: p})
+		}
+	}
+	for t.queue.Len() > 0 && t.queue.items[0].at+ttl <= now {
+		it := heap.Pop(&t.queue).(idleItem[*rankPart])
+		p := it.g
+		if p.gone {
+			p.queued = false
+			continue // evicted, freed or emptied: a partition of its key is queued anew when it comes
+		}
+		if p.idle > it.at {
+			heap.Push(&t.queue, idleItem[*rankPart]{at: p.idle, g: p})
+			continue
+		}
+		p.queued = false
+		for enc := range p.rows {
+			o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
+		}
+		o.bytes -= mapBytes(p.rows) + p.outBytes + rankRowBytes + int64(len(p.key))
+		delete(o.parts, p.key)
+		p.gone = true
+		t.expired++
+	}
+}
+
+// appendClock ends a row entry's value with the idle clock while the TTL
+// is on.
+func (o *rankOp) appendClock(b []byte, p *rankPart) []byte {
+	if !o.ttl.on {
+		return b
+	}
+	return binary.BigEndian.AppendUint64(b, uint64(p.idle))
+}
+
+// clockOf is the idle clock after a row entry's count (rest), 0 if none.
+func clockOf(rest []byte) int64 {
+	if len(rest) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(rest))
+}
