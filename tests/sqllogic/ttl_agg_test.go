@@ -82,6 +82,9 @@ func TestStateTTLExpiresAggregateGroups(t *testing.T) {
 // 1 MiB state cache against 20,000 groups) expire too: they are read back
 // when due and deleted with their DISTINCT values.
 func TestStateTTLExpiresEvictedGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: spill volumes; run in the plain test step")
+	}
 	dir := t.TempDir()
 	srv := StartServer(t, dir, "--state-cache-mb", "1")
 	c := srv.Conn(t)

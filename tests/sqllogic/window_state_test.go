@@ -56,6 +56,9 @@ func stateEntries(t *testing.T, dir, view string) int {
 // groups) close when the watermark passes their window, and a closed
 // group's count(DISTINCT) values leave the state table with it.
 func TestWindowStateFreedWhenEvicted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: spill volumes; run in the plain test step")
+	}
 	dir := t.TempDir()
 	srv := StartServer(t, dir, "--state-cache-mb", "1")
 	c := srv.Conn(t)
