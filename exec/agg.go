@@ -59,6 +59,11 @@ type aggOp struct {
 	win       *windowClose
 	closing   []int32
 	isClosing []bool
+	late      *lateLog // rows dropped as late, under job.late_rows = 'record'
+	// evictedWins indexes the evicted groups of a window aggregate by
+	// window, so they close too (lateevict.go).
+	evictedWins evictedWindows
+	ttl         aggTTL // state.ttl (ttl.go)
 }
 
 // groupBytes is the estimated fixed memory of one group in the table and
@@ -85,6 +90,7 @@ func (a *aggOp) grow() {
 		acc.grow(n)
 	}
 	a.count.grow(n)
+	a.ttl.grow(n)
 	for len(a.isDirty) < n {
 		a.isDirty = append(a.isDirty, false)
 		a.isClosing = append(a.isClosing, false)
@@ -100,6 +106,7 @@ func (a *aggOp) grow() {
 func (a *aggOp) created() error {
 	for _, g := range a.gt.created {
 		a.live[g] = true
+		a.ttl.created(g)
 		a.bytes += groupBytes + a.gt.keyBytes(g)
 	}
 	if a.spilled && a.load != nil && len(a.gt.created) > 0 {
@@ -134,6 +141,8 @@ func (a *aggOp) evict(limit int64, committed, current uint64) int {
 			continue
 		}
 		a.evicted.add(a.gt.hashes[g])
+		a.noteEvicted(g)
+		a.noteEvictedTTL(g)
 		a.dropGroup(g)
 		a.spilled = true
 		evicted++

@@ -1,8 +1,10 @@
 package exec
 
 import (
+	"container/heap"
 	"encoding/binary"
 	"slices"
+	"time"
 
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -51,8 +53,16 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 		}
 		// Windows the watermark has passed close: their groups' last
 		// changes go out now, their state is deleted with this epoch.
+		if err := op.loadClosingEvicted(al.Watermark().At); err != nil {
+			return err
+		}
 		op.markClosing(al.Watermark().At)
+		// Idle groups expire (state.ttl): closed without a row.
+		if err := op.expireIdle(time.Now().UnixMicro(), j.spec.StateTTL.micros()); err != nil {
+			return err
+		}
 		m.late += late
+		m.lateRows = mergeLate(m.lateRows, op.late.take())
 		late = 0
 		if j.spec.View != nil {
 			// Changed groups in state-key order: the state writes and the
@@ -134,6 +144,15 @@ func (j *Job) saveState(w *storage.Batch, op *aggOp) {
 		}
 		for i, vb := range bags {
 			if vb == nil {
+				continue
+			}
+			if op.isClosing[k.ref] {
+				// A closed window's group goes with all its values: those
+				// it holds and those that left it since the last save.
+				vb.allValues(k.ref, func(v []byte) {
+					aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
+					r.DeleteState(j.spec.ID, op.id, aux)
+				})
 				continue
 			}
 			vb.saveValues(k.ref, func(v []byte, n int64) {
@@ -232,7 +251,7 @@ func prepareSave(op *aggOp, epoch uint64) {
 			for _, acc := range op.accs {
 				buf = acc.encode(buf, g)
 			}
-			return buf
+			return op.ttl.appendIdle(buf, g)
 		})
 	}
 	ks.sort()
@@ -275,6 +294,11 @@ func decodeGroup(op *aggOp, g int32, val []byte) error {
 		n, k := binary.Uvarint(val)
 		if k <= 0 || uint64(len(val)-k) != n {
 			return errCorruptState
+		}
+		// The idle clock (state.ttl), or the row state written long
+		// ago carried, skipped.
+		if at, ok := decodeIdle(val[k:]); ok {
+			op.ttl.idle[g] = at
 		}
 	}
 	for _, acc := range op.accs {
@@ -328,6 +352,7 @@ func restoreOut(op *aggOp, gids []int32) error {
 // keys come (op.load).
 func (j *Job) loadState(op *aggOp, inst, par int) error {
 	limit := j.cacheShare()
+	ttl := j.spec.StateTTL.micros()
 	bags := op.valueBags()
 	for _, vb := range bags {
 		if vb != nil {
@@ -402,6 +427,10 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 			// The rest stays in the state table until its keys come.
 			op.spilled = true
 			op.evicted.add(hashDatums(ds, op.keyTs))
+			op.noteEvictedKey(ds)
+			if ttl > 0 && op.usesTTL() {
+				heap.Push(&op.ttl.evicted, idleItem[[]types.Datum]{at: peekIdle(val), g: ds})
+			}
 			return nil
 		}
 		var g int32

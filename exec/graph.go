@@ -84,7 +84,8 @@ type rankSpec struct {
 	window    *Window
 	partition []expr.Expr
 	order     []SortKey
-	lo, hi    int64 // hi < 0: unbounded
+	lo, hi    int64        // hi < 0: unbounded
+	win       *windowClose // a partition key that bounds windows (top-N per window)
 }
 
 // compile turns a plan into a graph, or refuses it with 0A000 naming what
@@ -255,7 +256,11 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries do not support aggregate functions with OVER yet (ROW_NUMBER, RANK and DENSE_RANK are supported)")
 			}
 		}
-		return c.rank(&rankSpec{window: n, partition: n.PartitionBy, order: n.OrderBy, hi: -1}, n.In, n.PartitionBy)
+		spec := &rankSpec{window: n, partition: n.PartitionBy, order: n.OrderBy, hi: -1}
+		// Top-N per window: a partition key that bounds windows frees the
+		// window's partition by the watermark (lateranks.go).
+		spec.win = rankWindowOf(n.In, n.PartitionBy)
+		return c.rank(spec, n.In, n.PartitionBy)
 	case *SingleRow: // edge passes the ones it can run
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries support scalar subqueries over a global aggregate only (one that always returns one row)")
 	case *Union:

@@ -55,6 +55,9 @@ type JobSpec struct {
 	// SkipErrors is job.error_policy = 'skip': rows that raise a data error
 	// are recorded and skipped instead of failing the job.
 	SkipErrors bool
+	// RecordLate is job.late_rows = 'record': the rows operators drop as
+	// late are recorded in streamdb_late_rows besides being counted.
+	RecordLate bool
 	// Reemit makes the job emit every restored group into the view at its
 	// first barrier (after an upgrade whose view rows are rebuilt from state).
 	Reemit bool

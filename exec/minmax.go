@@ -479,6 +479,25 @@ func (v *valueBags) saveValues(g int32, put func(val []byte, n int64)) {
 	}
 }
 
+// allValues calls fn, in byte order, with every value group g has or had
+// since the last save (the sorted change log's and the group's own): the
+// entries a deleted group may have in the state table.
+func (v *valueBags) allValues(g int32, fn func(val []byte)) {
+	vals := make([]string, 0, len(v.b[g]))
+	for val := range v.b[g] {
+		vals = append(vals, val)
+	}
+	v.saveValues(g, func(val []byte, n int64) {
+		if n <= 0 {
+			vals = append(vals, string(val))
+		}
+	})
+	slices.Sort(vals)
+	for _, val := range vals {
+		fn([]byte(val))
+	}
+}
+
 // clearChanges empties the change log (once every changed group is saved).
 func (v *valueBags) clearChanges() { v.chg, v.arena = v.chg[:0], v.arena[:0] }
 

@@ -25,6 +25,9 @@ type msg struct {
 	// the epoch, carried (like w) to the sink, which counts them.
 	wm   Watermark
 	late int64
+	// lateRows, with a barrier, are the late rows recorded in the epoch
+	// (job.late_rows = 'record', late.go), carried like late.
+	lateRows []storage.LateRow
 }
 
 // ack is a sink's acknowledgement of a barrier, with the epoch's writes.
@@ -140,7 +143,7 @@ func (o *outlet) barrier(m msg) error {
 	for i, out := range o.outs {
 		b := msg{barrier: m.barrier, in: o.in, wm: m.wm}
 		if i == 0 {
-			b.w, b.late = m.w, m.late
+			b.w, b.late, b.lateRows = m.w, m.late, m.lateRows
 		}
 		if err := o.j.send(out, b); err != nil {
 			return err
@@ -161,6 +164,7 @@ type aligner struct {
 	done        <-chan struct{}
 	w           *storage.Batch // writes carried by the barriers of the epoch being aligned
 	late        int64          // late rows carried by them
+	lateRows    []storage.LateRow
 	// wms is each input's watermark as of its last barrier; wm is the
 	// watermark passed on with the last aligned barrier (never lower than
 	// an earlier one).
@@ -236,6 +240,7 @@ func (a *aligner) next() (m msg, ok bool) {
 			}
 		}
 		a.late += m.late
+		a.lateRows = mergeLate(a.lateRows, m.lateRows)
 		a.wms[i] = m.wm
 		if !a.blocked[i] {
 			a.blocked[i] = true
@@ -248,6 +253,7 @@ func (a *aligner) next() (m msg, ok bool) {
 			a.arrived = 0
 			m.w, a.w = a.w, nil
 			m.late, a.late = a.late, 0
+			m.lateRows, a.lateRows = a.lateRows, nil
 			a.stamp(&m)
 			return m, true
 		}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
@@ -50,6 +51,16 @@ type rankOp struct {
 	budget   int64
 	spilled  bool
 	evicted  evictedFilter
+
+	// Top-N per window (lateranks.go): wm is the watermark of the last
+	// barrier, late the rows dropped since, evictedWins the evicted
+	// partitions' keys by window bound, freed the partitions freed.
+	wm          int64
+	late        int64
+	lateLog     *lateLog
+	evictedWins map[int64][]string
+	freed       int64
+	ttl         rankTTL // state.ttl (ttl.go)
 }
 
 // rankRowBytes estimates the memory of a map entry besides its encoding.
@@ -93,11 +104,19 @@ type rankPart struct {
 	// the added rows give the output; a retraction reads the rows back.
 	thin  bool
 	delta map[string]int64
+	// bound is the partition's window bound (top-N per window), decoded
+	// from its key once (boundSet).
+	bound               int64
+	boundNull, boundSet bool
+	// state.ttl (ttl.go): idle is the time of the last barrier after a
+	// row changed the partition.
+	idle            int64
+	touched, queued bool
 }
 
 func newRankOp(j *Job, n *gnode) *rankOp {
 	o := &rankOp{j: j, spec: n.rank, op: n.op, parts: map[string]*rankPart{},
-		dirty: map[string]struct{}{}}
+		dirty: map[string]struct{}{}, wm: NoWatermark}
 	o.inTs = n.ins[0].from.outTypes(n.ins[0])
 	o.outTs = o.inTs
 	if n.rank.window != nil {
@@ -125,6 +144,9 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 	o.rowEnc.encode(rec.Columns()[:len(o.inTs)], o.inTs, n)
 	var p *rankPart
 	for i := 0; i < n; i++ {
+		if o.isLate(rec, keys, i) {
+			continue
+		}
 		enc := o.rowEnc.rowString(i)
 		if c.Ops != nil {
 			enc = string(o.rowEnc.row(i)) // as in joinOp.push
@@ -143,6 +165,7 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 				o.bytes += rankRowBytes + int64(len(p.key))
 			}
 			o.dirty[p.key] = struct{}{}
+			o.touchTTL(p)
 		}
 		s := int64(1)
 		if c.Ops != nil {
@@ -225,6 +248,10 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 			return err
 		}
 	}
+	if err := o.freeClosed(ectx); err != nil {
+		return err
+	}
+	o.expireIdle(time.Now().UnixMicro())
 	if w != nil {
 		for _, d := range o.dirtyRows {
 			d.p.saved = b.Epoch
@@ -281,6 +308,7 @@ func (o *rankOp) evict(committed uint64) {
 		o.bytes -= mapBytes(p.rows) + p.outBytes + rankRowBytes + int64(len(k))
 		delete(o.parts, k)
 		p.gone = true
+		o.noteEvictedPart(p)
 		o.evicted.add(p.hash)
 		o.spilled = true
 		o.j.Evicted.Add(1)
@@ -324,18 +352,20 @@ func (o *rankOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*rankPar
 	prefix := binary.AppendUvarint([]byte{kg}, uint64(len(key)))
 	prefix = append(prefix, key...)
 	rows := map[string]int64{}
+	var idle int64
 	err := o.j.db.ScanStatePrefix(o.j.spec.ID, o.op, prefix, func(k, v []byte) error {
-		count, _, err := readUvarint(v)
+		count, after, err := readUvarint(v)
 		if err != nil {
 			return err
 		}
 		rows[string(k[len(prefix):])] = int64(count)
+		idle = max(idle, clockOf(after))
 		return nil
 	})
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
-	p := &rankPart{kg: kg, key: key, rows: rows, hash: h}
+	p := &rankPart{kg: kg, key: key, rows: rows, hash: h, idle: idle}
 	if p.out, p.top, err = o.compute(ectx, rows); err != nil {
 		return nil, err
 	}
@@ -415,7 +445,7 @@ func (o *rankOp) writeDirty(w *storage.Batch) error {
 			if count <= 0 {
 				return b
 			}
-			return binary.AppendUvarint(b, uint64(count))
+			return o.appendClock(binary.AppendUvarint(b, uint64(count)), d.p)
 		})
 	}
 	sk.sort()
@@ -643,7 +673,7 @@ func (o *rankOp) load(inst, par int) error {
 		if err != nil || uint64(len(rest)) < klen {
 			return errCorruptState
 		}
-		count, _, err := readUvarint(val)
+		count, after, err := readUvarint(val)
 		if err != nil {
 			return err
 		}
@@ -655,6 +685,7 @@ func (o *rankOp) load(inst, par int) error {
 			o.bytes += rankRowBytes + int64(len(k))
 		}
 		p.rows[string(rest[klen:])] = int64(count)
+		p.idle = max(p.idle, clockOf(after))
 		o.bytes += rankRowBytes + int64(len(rest)) - int64(klen)
 		return nil
 	})

@@ -146,6 +146,9 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				op := newAggOp(n.agg, n.ins[0].from.retracts)
 				op.id = n.op
 				op.win = windowCloseOf(n.agg)
+				if op.win != nil {
+					op.late = j.newLateLog("window aggregate", n.op, n.agg.In.Types())
+				}
 				// A view without readers needs no old rows (changesOf).
 				op.outValid = !root || spec.View == nil || spec.Changelog
 				if j.durable() {
@@ -196,6 +199,9 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			for i := 0; i < n.par; i++ {
 				op := newRankOp(j, n)
 				op.out = outlets[out][i]
+				if n.rank.win != nil {
+					op.lateLog = j.newLateLog("top-n", n.op, op.inTs)
+				}
 				if j.durable() {
 					op.budget = j.cacheShare()
 					if err := op.load(i, n.par); err != nil {
@@ -306,6 +312,16 @@ type operator interface {
 func (j *Job) runOp(slot int, op operator, ins []chan msg, out *outlet) error {
 	ectx := j.exprCtx()
 	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
+	wk, keepsWM := op.(watermarkKeeper)
+	if keepsWM = keepsWM && wk.keepsWatermark(); keepsWM {
+		if err := j.resumeWatermark(al, wk.opID()); err != nil {
+			return err
+		}
+		// Rows replayed before the first barrier meet the resumed watermark.
+		if _, err := wk.advance(ectx, al.Watermark()); err != nil {
+			return err
+		}
+	}
 	for {
 		m, ok := al.next()
 		if !ok {
@@ -343,6 +359,10 @@ func (j *Job) runOp(slot int, op operator, ins []chan msg, out *outlet) error {
 		}
 		if err := op.barrier(ectx, m.barrier, w); err != nil {
 			return err
+		}
+		if keepsWM {
+			m.lateRows = mergeLate(m.lateRows, wk.takeLate())
+			j.saveWatermark(w, al, wk.opID())
 		}
 		if w != nil {
 			m = withWrites(m, w)

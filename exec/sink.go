@@ -55,6 +55,7 @@ func (j *Job) runSink(ins []chan msg) error {
 				continue // change streams flush at barriers but commit nothing
 			}
 			j.saveLateRows(w, m.late)
+			j.recordLateRows(w, m.lateRows, m.barrier.Epoch, m.late, j.lateRows.Load())
 			writeLog = j.changelog.Load()
 			j.dirty[len(j.dirty)-1].Store(0)
 			w.Absorb(m.w)

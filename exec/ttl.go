@@ -2,10 +2,12 @@ package exec
 
 import (
 	"container/heap"
+	"encoding/binary"
 	"sync/atomic"
 	"time"
 
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/types"
 )
 
 // state.ttl: the keys of an unwindowed join that no row has touched for
@@ -154,4 +156,279 @@ func (o *joinOp) expire(g *joinGroup) {
 	delete(o.groups, g.key)
 	g.gone = true
 	o.ttl.expired++
+}
+
+// state.ttl for unwindowed aggregates (a window aggregate's groups end by
+// the watermark instead; a global aggregate has one group): a group no row
+// changed for the TTL is expired as a join key is. It is marked closing,
+// so the barrier deletes its state entry and its DISTINCT / min-max value
+// entries (saveState), emits nothing for it (its row is unchanged) and
+// drops it from memory (forgetClosing); the view keeps the row it had. A
+// later row of its key starts a new group, whose row replaces the old one
+// in the view.
+//
+// A group's idle clock is the time of the barrier that saved it last, so
+// it is stored with the group's state entry, which that barrier writes
+// anyway (flushed per epoch, not per row): while the TTL is on, the entry
+// ends with the trailer uvarint(9) 't' <clock: 8 bytes, µs, big-endian>
+// (decodeGroup reads it; versions before it skip a trailer as the row it
+// once held). A restored group resumes its clock; one saved without it
+// (the TTL was off) starts its clock when loaded.
+//
+// Groups evicted to the state table while the TTL is on wait, by key, in a
+// heap of their own; when they are due they are read back (as a row of
+// their key would read them, with their stored clock) and expire if that
+// clock is due too.
+
+// aggTTL is an aggregate's expiry bookkeeping.
+type aggTTL struct {
+	on      bool     // the TTL was on at the last barrier
+	idle    []int64  // per group id: idle clock (µs); 0: none yet
+	gen     []uint32 // per group id: bumped when a new group takes the id
+	queued  []bool   // per group id: in queue
+	queue   idleHeap[aggIdle]
+	evicted idleHeap[[]types.Datum] // keys of evicted groups
+	expired int64
+}
+
+// aggIdle is a queued group: its id, and the id's generation then.
+type aggIdle struct {
+	g   int32
+	gen uint32
+}
+
+// idleTrailer is the length and tag of the idle clock trailer.
+const idleTrailer = 9
+
+func (t *aggTTL) grow(n int) {
+	for len(t.idle) < n {
+		t.idle = append(t.idle, 0)
+		t.gen = append(t.gen, 0)
+		t.queued = append(t.queued, false)
+	}
+}
+
+// created resets the bookkeeping of a group id a new group took.
+func (t *aggTTL) created(g int32) {
+	t.idle[g], t.queued[g] = 0, false
+	t.gen[g]++
+}
+
+// appendIdle ends group g's state entry with its idle clock if the TTL is on.
+func (t *aggTTL) appendIdle(buf []byte, g int32) []byte {
+	if !t.on {
+		return buf
+	}
+	buf = append(buf, idleTrailer, 't')
+	return binary.BigEndian.AppendUint64(buf, uint64(t.idle[g]))
+}
+
+// decodeIdle reads a trailer of a group's state entry: ok if it is the
+// idle clock (rest: after the length).
+func decodeIdle(rest []byte) (int64, bool) {
+	if len(rest) != idleTrailer || rest[0] != 't' {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(rest[1:])), true
+}
+
+// peekIdle is the idle clock at the end of a state entry val, 0 if it has
+// none; a hint only (for a group left in the state table at startup).
+func peekIdle(val []byte) int64 {
+	l := len(val)
+	if l < idleTrailer+1 || val[l-idleTrailer-1] != idleTrailer {
+		return 0
+	}
+	at, _ := decodeIdle(val[l-idleTrailer:])
+	return at
+}
+
+// usesTTL says whether state.ttl applies to the aggregate.
+func (a *aggOp) usesTTL() bool { return a.win == nil && len(a.spec.Keys) > 0 }
+
+// noteEvictedTTL queues evicted group g's key for expiry while the TTL is on.
+func (a *aggOp) noteEvictedTTL(g int32) {
+	t := &a.ttl
+	if !t.on || !a.usesTTL() {
+		return
+	}
+	ds := make([]types.Datum, len(a.keyTs))
+	for c := range ds {
+		ds[c] = a.gt.keyDatum(c, g)
+	}
+	heap.Push(&t.evicted, idleItem[[]types.Datum]{at: t.idle[g], g: ds})
+}
+
+// expireIdle, at a barrier at time now, restarts the idle clock of the
+// groups changed in the epoch and marks closing the groups idle for ttl
+// (0: off). Called after markClosing, before prepareSave.
+func (a *aggOp) expireIdle(now, ttl int64) error {
+	t := &a.ttl
+	if !a.usesTTL() {
+		return nil
+	}
+	for _, g := range a.dirty {
+		t.idle[g] = now
+		if ttl > 0 && !t.queued[g] {
+			t.queued[g] = true
+			heap.Push(&t.queue, idleItem[aggIdle]{at: now, g: aggIdle{g, t.gen[g]}})
+		}
+	}
+	if ttl <= 0 {
+		t.on = false
+		return nil
+	}
+	if !t.on { // turned on: queue every group, its clock starting now if it never ran
+		t.on = true
+		for g := int32(0); int(g) < a.gt.Len(); g++ {
+			if !a.live[g] || t.queued[g] {
+				continue
+			}
+			if t.idle[g] == 0 {
+				t.idle[g] = now
+			}
+			t.queued[g] = true
+			heap.Push(&t.queue, idleItem[aggIdle]{at: t.idle[g], g: aggIdle{g, t.gen[g]}})
+		}
+	}
+	// Evicted groups that are due come back with their stored clocks.
+	var keys [][]types.Datum
+	for t.evicted.Len() > 0 && t.evicted.items[0].at+ttl <= now {
+		keys = append(keys, heap.Pop(&t.evicted).(idleItem[[]types.Datum]).g)
+	}
+	back, err := a.bringBack(keys)
+	if err != nil {
+		return err
+	}
+	for _, g := range back {
+		if t.idle[g] == 0 {
+			t.idle[g] = now
+		}
+		t.queued[g] = true
+		heap.Push(&t.queue, idleItem[aggIdle]{at: t.idle[g], g: aggIdle{g, t.gen[g]}})
+	}
+	for t.queue.Len() > 0 && t.queue.items[0].at+ttl <= now {
+		it := heap.Pop(&t.queue).(idleItem[aggIdle])
+		g := it.g.g
+		if it.g.gen != t.gen[g] || !a.live[g] {
+			continue // left memory: evicted (queued apart), closed or emptied
+		}
+		if t.idle[g] > it.at { // changed since it was queued
+			heap.Push(&t.queue, idleItem[aggIdle]{at: t.idle[g], g: it.g})
+			continue
+		}
+		t.queued[g] = false
+		if a.isClosing[g] {
+			continue
+		}
+		a.closing = append(a.closing, g)
+		a.isClosing[g] = true
+		if !a.isDirty[g] {
+			a.isDirty[g] = true
+			a.dirty = append(a.dirty, g)
+		}
+		t.expired++
+	}
+	return nil
+}
+
+// state.ttl for top-N partitions (ROW_NUMBER/RANK/DENSE_RANK OVER
+// (PARTITION BY ...)): a partition no row changed for the TTL is expired as
+// a join key is — its rows leave memory and the state table, nothing is
+// emitted, so the view keeps the top rows it had; a later row of its key
+// starts a new partition, whose top rows are inserted beside them.
+// Partitions of a top-N per window are freed by the watermark instead;
+// ORDER BY ... LIMIT has one partition, which never expires. The idle
+// clock rides on the row entries the barrier writes anyway: while the TTL
+// is on, a row's value is its count followed by the clock (8 bytes, µs,
+// big-endian; readers of the count ignore it), and a loaded partition's
+// clock is the latest of its rows'. Partitions evicted to the state table
+// expire when their key comes back and they are read in (reload restores
+// the clock), not before.
+
+// rankTTL is a rank's expiry bookkeeping.
+type rankTTL struct {
+	touched []*rankPart
+	queue   idleHeap[*rankPart]
+	on      bool
+	expired int64
+}
+
+// touchTTL notes that a row changed p in this epoch.
+func (o *rankOp) touchTTL(p *rankPart) {
+	if !p.touched && p.key != "" && o.spec.win == nil {
+		p.touched = true
+		o.ttl.touched = append(o.ttl.touched, p)
+	}
+}
+
+// expireIdle, at a barrier whose changes are out, restarts the idle clock
+// of the partitions changed in the epoch and expires those idle for the
+// TTL: their rows are listed as changed with no count left.
+func (o *rankOp) expireIdle(now int64) {
+	t := &o.ttl
+	ttl := o.j.spec.StateTTL.micros()
+	for _, p := range t.touched {
+		p.touched, p.idle = false, now
+		if ttl > 0 && !p.queued && !p.gone {
+			p.queued = true
+			heap.Push(&t.queue, idleItem[*rankPart]{at: now, g: p})
+		}
+	}
+	clear(t.touched)
+	t.touched = t.touched[:0]
+	if ttl <= 0 || o.spec.win != nil {
+		t.on = false
+		return
+	}
+	if !t.on {
+		t.on = true
+		for k, p := range o.parts {
+			if p.queued || k == "" {
+				continue
+			}
+			if p.idle == 0 {
+				p.idle = now
+			}
+			p.queued = true
+			heap.Push(&t.queue, idleItem[*rankPart]{at: p.idle, g: p})
+		}
+	}
+	for t.queue.Len() > 0 && t.queue.items[0].at+ttl <= now {
+		it := heap.Pop(&t.queue).(idleItem[*rankPart])
+		p := it.g
+		if p.gone {
+			p.queued = false
+			continue // evicted, freed or emptied: a partition of its key is queued anew when it comes
+		}
+		if p.idle > it.at {
+			heap.Push(&t.queue, idleItem[*rankPart]{at: p.idle, g: p})
+			continue
+		}
+		p.queued = false
+		for enc := range p.rows {
+			o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
+		}
+		o.bytes -= mapBytes(p.rows) + p.outBytes + rankRowBytes + int64(len(p.key))
+		delete(o.parts, p.key)
+		p.gone = true
+		t.expired++
+	}
+}
+
+// appendClock ends a row entry's value with the idle clock while the TTL
+// is on.
+func (o *rankOp) appendClock(b []byte, p *rankPart) []byte {
+	if !o.ttl.on {
+		return b
+	}
+	return binary.BigEndian.AppendUint64(b, uint64(p.idle))
+}
+
+// clockOf is the idle clock after a row entry's count (rest), 0 if none.
+func clockOf(rest []byte) int64 {
+	if len(rest) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(rest))
 }

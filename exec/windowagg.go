@@ -154,6 +154,7 @@ func (a *aggOp) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm
 	var keep []int
 	for i := 0; i < n; i++ {
 		if vals.IsValid(i) && vals.Value(i)+w.Offset <= wm {
+			a.late.note(rec, i, vals.Value(i)+w.Offset, wm)
 			if keep == nil {
 				keep = make([]int, 0, n)
 				for k := 0; k < i; k++ {

@@ -66,10 +66,20 @@ var Tables = []string{"person", "auction", "bid"}
 // SourceDDL returns the CREATE SOURCE statements of the three tables over
 // events [0, events) of seed, each in splits splits, unpaced.
 func SourceDDL(events int64, seed uint64, splits int) []string {
+	return SourceDDLWatermark(events, seed, splits, "")
+}
+
+// SourceDDLWatermark is SourceDDL with, if delay is not empty, WATERMARK
+// FOR date_time AS date_time - INTERVAL 'delay' on each table.
+func SourceDDLWatermark(events int64, seed uint64, splits int, delay string) []string {
 	var out []string
 	for _, t := range Tables {
+		cols := Columns[t]
+		if delay != "" {
+			cols += fmt.Sprintf(", WATERMARK FOR date_time AS date_time - INTERVAL '%s'", delay)
+		}
 		out = append(out, fmt.Sprintf("CREATE SOURCE %s (%s) WITH (connector = 'nexmark', nexmark.table = '%s', "+
-			"nexmark.events = %d, nexmark.seed = %d, nexmark.split = %d)", t, Columns[t], t, events, seed, splits))
+			"nexmark.events = %d, nexmark.seed = %d, nexmark.split = %d)", t, cols, t, events, seed, splits))
 	}
 	return out
 }

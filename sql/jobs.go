@@ -20,6 +20,7 @@ func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSp
 	spec := exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
 		AtLeastOnce:     e.settingLocked("checkpoint.mode") == "at_least_once",
 		SkipErrors:      e.settingLocked("job.error_policy") == "skip",
+		RecordLate:      e.settingLocked("job.late_rows") == "record",
 		Changelog:       len(e.dependentsLocked(def.Name)) > 0 || e.mu.consumed[def.Name],
 		StateCacheBytes: e.cache,
 		MaxEpochGroups:  exec.EpochGroups(e.cache),

@@ -50,7 +50,7 @@ var dbSettings = map[string]settingDef{
 	"stream.retention":              {"unbounded", durationOrUnbounded},
 	"state.ttl":                     {"off", durationOrOff}, // idle join keys expire (statettl.go)
 	"stream.idle_timeout":           {"off", durationOrOff},
-	"job.late_rows":                 {"drop", lateRowsPolicy},
+	"job.late_rows":                 {"drop", oneOf("drop", "record")},
 }
 
 // Session settings that drivers send; accepted and reported by SHOW.
@@ -212,17 +212,6 @@ func durationOrOff(s string) (string, error) {
 		return "off", nil
 	}
 	return duration(s)
-}
-
-// lateRowsPolicy accepts job.late_rows = 'drop'; 'record' (keeping late
-// rows in a system table) is not implemented yet and is refused rather
-// than ignored.
-func lateRowsPolicy(s string) (string, error) {
-	v, err := oneOf("drop", "record")(s)
-	if err == nil && v == "record" {
-		return "", fmt.Errorf("'record' is not supported yet: late rows are dropped and counted (late_rows in SHOW JOBS)")
-	}
-	return v, err
 }
 
 func durationOrUnbounded(s string) (string, error) {

@@ -158,6 +158,8 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			return e.addJobColumns(e.showJobs()), nil
 		case "job errors":
 			return e.showJobErrors()
+		case "late rows":
+			return e.showLateRows()
 		case "checkpoints":
 			t := &table{cols: []Column{{"id", types.TInt64}, {"status", types.TText}, {"trigger", types.TText},
 				{"started_at", types.TTimestamp}, {"duration_ms", types.TInt64}, {"alignment_ms", types.TInt64},
@@ -529,6 +531,7 @@ var systemTables = map[string]parse.Statement{
 	"streamdb_tables":      &parse.ShowObjects{What: "streams"},
 	"streamdb_settings":    &parse.Show{Name: "all"},
 	"streamdb_job_errors":  &parse.ShowObjects{What: "job errors"},
+	"streamdb_late_rows":   &parse.ShowObjects{What: "late rows"},
 }
 
 func (e *Engine) systemTable(name string) (*storage.TableDef, bool) {

@@ -248,6 +248,29 @@ func TestKeyPrefixesDoNotOverlap(t *testing.T) {
 	if sinks, err := db.LoadSinks(); err != nil || len(sinks) != 1 || sinks[0].Name != "alice" {
 		t.Fatalf("sinks: %v, %v", sinks, err)
 	}
+	// A late row (q/) is not a job error (e/), and goes with its job.
+	eb := db.NewEpochBatch()
+	eb.PutLateRows(9, []LateRow{{Job: "alice", Seq: 1}}, 0, 0)
+	if err := db.CommitEpoch([]*Batch{eb}, 0, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if errs, err := db.JobErrors(); err != nil || len(errs) != 0 {
+		t.Fatalf("job errors after a late row: %v, %v", errs, err)
+	}
+	if late, err := db.LateRows(); err != nil || len(late) != 1 {
+		t.Fatalf("late rows: %v, %v", late, err)
+	}
+	b = db.Pebble().NewBatch()
+	DeleteJobData(b, 9)
+	if err := b.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if late, err := db.LateRows(); err != nil || len(late) != 0 {
+		t.Fatalf("late rows after the job's data went: %v, %v", late, err)
+	}
+	if roles, err := db.LoadRoles(); err != nil || len(roles) != 1 {
+		t.Fatalf("roles after deleting a job's data: %v, %v", roles, err)
+	}
 	b = db.Pebble().NewBatch()
 	DeleteTable(b, &TableDef{Name: "t", ID: 1})
 	if err := b.Commit(nil); err != nil {

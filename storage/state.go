@@ -353,7 +353,7 @@ func (db *DB) ScanView(r Reader, view uint64, fn func(key, row []byte) error) er
 
 // DeleteJobData adds to b the removal of a job's state, offsets and view rows.
 func DeleteJobData(b *pebble.Batch, job uint64) {
-	for _, p := range []string{"s/", "o/", "v/", "e/", "x/"} {
+	for _, p := range []string{"s/", "o/", "v/", "e/", "q/", "x/"} {
 		start := binary.BigEndian.AppendUint64([]byte(p), job)
 		b.DeleteRange(start, prefixEnd(start), nil)
 	}

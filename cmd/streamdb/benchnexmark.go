@@ -37,6 +37,7 @@ func benchNexmark(args []string) error {
 	par := fl.Int("parallelism", 0, "aggregate instances per job (0: cores)")
 	server := fl.String("server", "", "run over the wire against this server (a postgres:// URL) instead of in-process")
 	cpuprofile := fl.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	watermark := fl.String("watermark", "", "declare WATERMARK FOR date_time AS date_time - INTERVAL '<this>' on the sources (e.g. '4 seconds'), so windows close")
 	fl.Parse(args)
 	if *cpuprofile != "" {
 		stop, err := startProfile(*cpuprofile)
@@ -57,7 +58,7 @@ func benchNexmark(args []string) error {
 	fmt.Printf("streamdb bench nexmark: %d events, %d split(s), checkpoint.interval %s, GOMAXPROCS %d\n",
 		*events, *split, *interval, runtime.GOMAXPROCS(0))
 	fmt.Printf("%-5s %12s %14s %10s %9s %10s %8s\n", "query", "events/s", "events/s/core", "view rows", "seconds", "peak RSS", "state")
-	ddl := append([]string{"SET checkpoint.interval = '" + *interval + "'"}, nexmark.SourceDDL(*events, 1, *split)...)
+	ddl := append([]string{"SET checkpoint.interval = '" + *interval + "'"}, nexmark.SourceDDLWatermark(*events, 1, *split, *watermark)...)
 	for _, q := range qs {
 		var err error
 		if *server != "" {
