@@ -1,18 +1,15 @@
 -- Q5, hot items: the auctions with the most bids in each sliding window.
--- RisingWave's text qualifies auction as bid.auction inside the HOP
--- derived tables; streamdb names a window table function's rows after the
--- function (hop) unless aliased, so auction is left unqualified here.
 SELECT AuctionBids.auction, AuctionBids.num FROM (
-    SELECT auction, count(*) AS num, window_start AS starttime
+    SELECT bid.auction, count(*) AS num, window_start AS starttime
     FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND)
-    GROUP BY window_start, auction
+    GROUP BY window_start, bid.auction
 ) AS AuctionBids
 JOIN (
     SELECT max(CountBids.num) AS maxn, CountBids.starttime_c
     FROM (
         SELECT count(*) AS num, window_start AS starttime_c
         FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND)
-        GROUP BY auction, window_start
+        GROUP BY bid.auction, window_start
     ) AS CountBids
     GROUP BY CountBids.starttime_c
 ) AS MaxBids
