@@ -52,6 +52,11 @@ func (b *Binder) decorrelateDomain(in planner.Node, nO int, s *subquery, sel exp
 			outer = append(outer, c.Idx-nI)
 		}
 	})
+	for _, o := range lateralArgs(s.right) {
+		if !slices.Contains(outer, o) {
+			outer = append(outer, o)
+		}
+	}
 	slices.Sort(outer)
 	k := len(outer)
 	inCols := in.Schema()
@@ -93,9 +98,18 @@ func (b *Binder) decorrelateDomain(in planner.Node, nO int, s *subquery, sel exp
 			return outerRef(c, c.Idx)
 		})
 	}
-	cross := &planner.Join{Left: domain, Right: s.right, Kind: planner.InnerJoin, On: cond,
+	var input planner.Node = &planner.Join{Left: domain, Right: s.right, Kind: planner.InnerJoin, On: cond,
 		Cols: append(append([]planner.Column(nil), domain.Cols...), s.right.Schema()...)}
-	var input planner.Node = cross
+	if s.lateral {
+		// The function runs per domain row instead (srflateral.go).
+		r, err := lateralOver(s.right, domain, func(c *expr.ColRef) expr.Expr { return outerRef(c, c.Idx) })
+		if err != nil {
+			return nil, nil, err
+		}
+		if input = r; cond != nil {
+			input = &planner.Filter{Input: r, Pred: cond}
+		}
+	}
 	// toCross renumbers an expression over the subquery's columns (then
 	// the outer query's) for the cross join.
 	toCross := func(e expr.Expr) expr.Expr {

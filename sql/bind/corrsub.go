@@ -96,7 +96,7 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 	switch {
 	case b.View && sub.array:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "ARRAY(subquery) is not supported in a materialized view")
-	case b.View && (s.corr != nil || s.selOuter):
+	case b.View && (s.corr != nil || s.selOuter || s.lateral):
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "correlated subqueries used as values are not supported in a materialized view")
 	}
 	if b.scalars == nil {
@@ -114,9 +114,9 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 	var on expr.Expr
 	kind := planner.InnerJoin
 	switch {
-	case s.corr == nil && !s.selOuter && !sub.array:
+	case s.corr == nil && !s.selOuter && !s.lateral && !sub.array:
 		right = &planner.SingleRow{Input: s.right}
-	case s.corr == nil && !s.selOuter:
+	case s.corr == nil && !s.selOuter && !s.lateral:
 		right = &planner.Aggregate{Input: s.right,
 			Aggs: []planner.AggCall{{Func: planner.AggArrayAgg, Arg: sel, T: types.TTextArray}},
 			Cols: []planner.Column{{Name: "array", T: types.TTextArray}}}
@@ -157,7 +157,7 @@ func (b *Binder) decorrelate(nO int, s *subquery, sel expr.Expr, array bool) (*p
 		})
 		return
 	}
-	if s.selOuter {
+	if s.selOuter || s.lateral {
 		return nil, nil, errNeedsDomain
 	}
 	var innerKeys, outerKeys, rest []expr.Expr

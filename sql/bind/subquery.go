@@ -135,6 +135,9 @@ type subquery struct {
 	// selOuter says sel also uses the outer query's columns, numbered
 	// after right's (a subquery used as a value only: corrdomain.go).
 	selOuter bool
+	// lateral says a set-returning function in right reads the outer
+	// query's columns (srflateral.go).
+	lateral bool
 }
 
 // bindSubquery binds q nested in the query of scope sc; wantCol asks for
@@ -172,15 +175,16 @@ func (b *Binder) bindSubquery(sc *scope, q ast.ResultSetNode, wantCol bool, what
 			"correlated subqueries in %s are supported only as SELECT ... FROM ... WHERE, without GROUP BY, aggregates, window functions, LIMIT or set operations", what)
 	}
 	prev = b.outer
-	b.outer = nil
+	b.outer, b.lateral = nil, sc
+	refs = b.outerRefs
 	right, isc, err := b.bindFrom(s.From.TableRefs)
-	b.outer = prev
+	b.outer, b.lateral = prev, nil
 	if err != nil {
 		return nil, err
 	}
 	isc.outer, isc.outerRefs = sc, &b.outerRefs
 	nI, nO := len(isc.cols), len(sc.cols)
-	out := &subquery{}
+	out := &subquery{lateral: b.outerRefs != refs}
 	var inner expr.Expr
 	if s.Where != nil {
 		for _, n := range splitAnd(s.Where) {

@@ -113,6 +113,24 @@ func TestPsqlDescribeCatalog(t *testing.T) {
 		}
 	})
 
+	t.Run("lateral functions", func(t *testing.T) {
+		// A set-returning function in the FROM of a correlated subquery
+		// reads the enclosing query's columns, as \d+ does with
+		// ARRAY(SELECT 'toast.' || x FROM unnest(tc.reloptions) x).
+		check(`SELECT relname, array_to_string(ARRAY(SELECT 'opt.' || x FROM unnest(c.reloptions) x), ',') FROM pg_class c
+			WHERE relname IN ('long_words', 'words') ORDER BY 1`, "long_words opt.sources=words; words ")
+		check(`SELECT v, array_to_string(ARRAY(SELECT s::text FROM generate_series(1, v) s), ',') FROM (VALUES (0), (2), (3), (2), (NULL)) t(v) ORDER BY 1`,
+			"0 ; 2 1,2; 2 1,2; 3 1,2,3; <nil> ")
+		check(`SELECT v, (SELECT s FROM generate_series(v, v + 1) s WHERE s > v) FROM (VALUES (1), (5)) t(v) ORDER BY 1`, "1 2; 5 6")
+		check(`SELECT v, array_to_string(ARRAY(SELECT relname || ':' || s FROM generate_series(1, v) s, pg_class WHERE relname = 'words'), ',')
+			FROM (VALUES (1), (2)) t(v) ORDER BY 1`, "1 words:1; 2 words:1,words:2")
+		queryErr(t, c, `SELECT v, ARRAY(SELECT relname FROM pg_class, generate_series(1, v) s) FROM (VALUES (1)) t(v)`,
+			"0A000", "supported only as the first FROM item of a subquery used as a value")
+		queryErr(t, c, `SELECT v FROM (VALUES (1)) t(v) WHERE EXISTS (SELECT 1 FROM generate_series(1, v) x)`,
+			"0A000", "(LATERAL) is supported only in a subquery used as a value")
+		queryErr(t, c, `SELECT (SELECT x FROM pg_class c, unnest(c.reloptions) x LIMIT 1)`, "0A000", "from another FROM item (LATERAL) is not supported")
+	})
+
 	t.Run("empty catalogs", func(t *testing.T) {
 		for _, q := range []string{
 			`SELECT count(*) FROM pg_catalog.pg_policy pol WHERE pol.polrelid = 'words'::regclass`,
