@@ -47,11 +47,21 @@ func (b *Binder) decorrelateDomain(in planner.Node, nO int, s *subquery, sel exp
 	// The select list numbers the subquery's columns first, then the
 	// outer query's (selOuter).
 	nI := len(s.right.Schema())
-	walkCols(sel, func(c *expr.ColRef) {
-		if c.Idx >= nI && !slices.Contains(outer, c.Idx-nI) {
-			outer = append(outer, c.Idx-nI)
+	useOuter := func(e expr.Expr) {
+		walkCols(e, func(c *expr.ColRef) {
+			if c.Idx >= nI && !slices.Contains(outer, c.Idx-nI) {
+				outer = append(outer, c.Idx-nI)
+			}
+		})
+	}
+	if s.aggs == nil {
+		useOuter(sel)
+	}
+	for _, a := range s.aggs {
+		if a.Arg != nil {
+			useOuter(a.Arg)
 		}
-	})
+	}
 	for _, o := range lateralArgs(s.right) {
 		if !slices.Contains(outer, o) {
 			outer = append(outer, o)
@@ -122,7 +132,9 @@ func (b *Binder) decorrelateDomain(in planner.Node, nO int, s *subquery, sel exp
 			return &r
 		})
 	}
-	sel = toCross(sel)
+	if s.aggs == nil {
+		sel = toCross(sel)
+	}
 	if array && len(s.order) > 0 {
 		keys := make([]planner.SortKey, len(s.order))
 		for i, o := range s.order {
@@ -146,6 +158,20 @@ func (b *Binder) decorrelateDomain(in planner.Node, nO int, s *subquery, sel exp
 	if array {
 		agg.Aggs = []planner.AggCall{{Func: planner.AggArrayAgg, Arg: sel, T: types.TTextArray}}
 		agg.Cols = append(agg.Cols, planner.Column{Name: "array", T: types.TTextArray})
+		return agg, on, nil
+	}
+	if s.aggs != nil {
+		// One row per domain value: count(*) marks the values that have
+		// rows, then the subquery's aggregates (subqueryagg.go).
+		agg.Aggs = append(agg.Aggs, planner.AggCall{Func: planner.AggCountStar, T: types.TInt64})
+		agg.Cols = append(agg.Cols, planner.Column{Name: "n", T: types.TInt64})
+		for _, a := range s.aggs {
+			if a.Arg != nil {
+				a.Arg = toCross(a.Arg)
+			}
+			agg.Aggs = append(agg.Aggs, a)
+			agg.Cols = append(agg.Cols, planner.Column{Name: "?column?", T: a.T})
+		}
 		return agg, on, nil
 	}
 	if sel.Type().Kind == types.TextArray || sel.Type().Kind == types.Unknown {

@@ -59,6 +59,8 @@ func (r scalarRef) value() expr.Expr {
 	v := r.sc.cols[r.idx]
 	ref := &expr.ColRef{Idx: r.idx, T: v.T, Name: "(subquery)"}
 	switch {
+	case r.post != nil:
+		return r.aggValue()
 	case r.array:
 		return call("array_or_empty", types.TTextArray, ref)
 	case r.cnt >= 0:
@@ -104,6 +106,9 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 	}
 	nO := len(sc.cols)
 	sel := s.sel
+	if sub.array && s.aggs != nil {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "correlated ARRAY(subquery) with aggregates is not supported")
+	}
 	if sub.array {
 		if sel, err = b.arrayElem(sel); err != nil {
 			return nil, err
@@ -133,6 +138,9 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 		if !sub.array {
 			ref.cnt, ref.idx = ref.idx, ref.idx+1
 		}
+		if s.aggs != nil {
+			ref.post, ref.empty = sel, emptyAggValue(sel, s.aggs)
+		}
 	}
 	cols := append([]planner.Column(nil), in.Schema()...)
 	for _, c := range right.Schema() {
@@ -157,7 +165,7 @@ func (b *Binder) decorrelate(nO int, s *subquery, sel expr.Expr, array bool) (*p
 		})
 		return
 	}
-	if s.selOuter || s.lateral {
+	if s.selOuter || s.lateral || s.aggs != nil {
 		return nil, nil, errNeedsDomain
 	}
 	var innerKeys, outerKeys, rest []expr.Expr

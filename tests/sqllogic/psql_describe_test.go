@@ -131,6 +131,30 @@ func TestPsqlDescribeCatalog(t *testing.T) {
 		queryErr(t, c, `SELECT (SELECT x FROM pg_class c, unnest(c.reloptions) x LIMIT 1)`, "0A000", "from another FROM item (LATERAL) is not supported")
 	})
 
+	t.Run("aggregating subqueries", func(t *testing.T) {
+		// A correlated subquery used as a value may aggregate its rows;
+		// an outer value without rows gets the aggregates over no rows.
+		check(`SELECT v, (SELECT string_agg(x, ',') FROM unnest(ARRAY['a','b','c']) x WHERE x <> v) FROM (VALUES ('a'), ('z'), (NULL)) t(v) ORDER BY 1`,
+			"a b,c; z a,b,c; <nil> <nil>")
+		check(`SELECT relname, (SELECT count(*) FROM pg_attribute WHERE attrelid = c.oid AND attnum > 5),
+			(SELECT string_agg(attname, ', ') FROM pg_attribute WHERE attrelid = c.oid AND attnum > 0) FROM pg_class c WHERE relnamespace = 2200 ORDER BY 1`,
+			"long_words 0 word, n; word_counts 0 word, c; words 0 word, n")
+		check(`SELECT v, (SELECT count(*) FROM generate_series(1, v) s), (SELECT sum(s) + 1 FROM generate_series(1, v) s) FROM (VALUES (0), (3)) t(v) ORDER BY 1`,
+			"0 0 <nil>; 3 3 7")
+		// psql's publication query's column list, over int2[] values.
+		check(`SELECT v, (SELECT string_agg(attname, ', ') FROM generate_series(0, array_upper(v::int2[], 1)) s, pg_attribute
+			WHERE attrelid = 'words'::regclass AND attnum = (v::int2[])[s]) FROM (VALUES ('{1,2}'), ('{2}'), (NULL)) t(v) ORDER BY 1`,
+			"{1,2} word, n; {2} n; <nil> <nil>")
+		queryErr(t, c, `SELECT (SELECT count(*) FROM pg_class WHERE oid = c.oid GROUP BY relkind) FROM pg_class c`, "0A000", "without GROUP BY")
+		// PostgreSQL accepts an outer column there (a constant per row).
+		queryErr(t, c, `SELECT (SELECT count(*) + c.oid FROM pg_class WHERE oid = c.oid) FROM pg_class c`, "42803", "must appear in the GROUP BY clause")
+		// AND/OR over an empty input and an all-NULL operand (this crashed
+		// the server).
+		check(`SELECT 1 FROM (SELECT true AS b WHERE false) t WHERE b AND false`, "")
+		check(`SELECT b AND NULL, b OR NULL, NULL OR b, NULL AND b FROM (VALUES (true), (false), (NULL)) t(b)`,
+			"<nil> true true <nil>; false <nil> <nil> false; <nil> <nil> <nil> <nil>")
+	})
+
 	t.Run("empty catalogs", func(t *testing.T) {
 		for _, q := range []string{
 			`SELECT count(*) FROM pg_catalog.pg_policy pol WHERE pol.polrelid = 'words'::regclass`,
