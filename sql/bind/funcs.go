@@ -399,6 +399,9 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 	if e, ok, err := b.arrayFunc(c, n); ok {
 		return e, err
 	}
+	if e, ok, err := b.quoteFunc(c, n); ok {
+		return e, err
+	}
 	if e, ok, err := b.setConfigFunc(c, n); ok {
 		return e, err
 	}

@@ -80,6 +80,9 @@ func (b *Binder) bindSRF(f *ast.FuncCallExpr, alias, names string) (planner.Node
 	if err != nil {
 		return nil, nil, err
 	}
+	if fn == "pg_options_to_table" {
+		return optionsToTable(args[0], lateral, alias, names)
+	}
 	col := planner.Column{Name: fn, T: t, Table: fn}
 	if alias != "" {
 		col.Name, col.Table = alias, alias
@@ -103,7 +106,7 @@ func (b *Binder) srfArgs(fn string, args []expr.Expr) (types.T, error) {
 	}
 	var err error
 	switch fn {
-	case "unnest":
+	case "unnest", "pg_options_to_table":
 		if len(args) != 1 {
 			return types.T{}, noFunc()
 		}

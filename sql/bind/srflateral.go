@@ -51,6 +51,19 @@ func lateralOver(n planner.Node, domain *planner.Aggregate, arg func(*expr.ColRe
 			}
 			return &planner.LateralFuncScan{Input: domain, Func: n.Func, Args: args, Col: n.Col}, nil
 		}
+	case *planner.Project:
+		in, err := lateralOver(n.Input, domain, arg)
+		if err != nil {
+			return nil, err
+		}
+		p := &planner.Project{Input: in, Cols: append(append([]planner.Column(nil), domain.Cols...), n.Cols...)}
+		for i, c := range domain.Cols {
+			p.Exprs = append(p.Exprs, &expr.ColRef{Idx: i, T: c.T, Name: c.Name})
+		}
+		for _, e := range n.Exprs {
+			p.Exprs = append(p.Exprs, shiftCols(e, k))
+		}
+		return p, nil
 	case *planner.Filter:
 		in, err := lateralOver(n.Input, domain, arg)
 		if err != nil {

@@ -63,6 +63,8 @@ func TestPsqlCatalogCommands(t *testing.T) {
 		{"dplus_stream", `\d+ words`},
 		{"dplus_matview", `\d+ word_counts`},
 		{"dplus_view", `\d+ long_words`},
+		// A source: its connector as the server, its WITH options.
+		{"d_source", `\d bids`},
 		{"dS_streamdb", `\dtS streamdb_*`},
 		{"l", `\l`},
 		{"dn", `\dn`},

@@ -155,6 +155,20 @@ func TestPsqlDescribeCatalog(t *testing.T) {
 			"<nil> true true <nil>; false <nil> <nil> false; <nil> <nil> <nil> <nil>")
 	})
 
+	t.Run("foreign table options", func(t *testing.T) {
+		check(`SELECT quote_ident('abc'), quote_ident('Ab"c'), quote_ident('nexmark.table'), quote_ident('_x$1'), quote_ident('1x'),
+			quote_literal('it''s'), quote_literal('a\b'), quote_literal(NULL), quote_literal(5)`,
+			`abc "Ab""c" "nexmark.table" _x$1 "1x" 'it''s' E'a\\b' <nil> '5'`)
+		check(`SELECT option_name, option_value FROM pg_options_to_table(ARRAY['a=b=c', 'x=', 'y']) ORDER BY 1`, "a b=c; x ; y ")
+		check(`SELECT o.option_name FROM pg_catalog.pg_options_to_table(ARRAY['k=v']) AS o`, "k")
+		// Per row of the enclosing query, as psql's FDW options column.
+		check(`SELECT v, array_to_string(ARRAY(SELECT quote_ident(option_name) || ' ' || quote_literal(option_value)
+			FROM pg_options_to_table(v)), ', ') FROM (VALUES (ARRAY['a=1', 'B=x''y']), (NULL)) t(v) ORDER BY 2`,
+			"<nil> ; [a=1 B=x'y] a '1', \"B\" 'x''y'")
+		check(`SELECT count(*) FROM pg_foreign_table`, "0")
+		check(`SELECT fdwname FROM pg_foreign_data_wrapper`, "streamdb")
+	})
+
 	t.Run("empty catalogs", func(t *testing.T) {
 		for _, q := range []string{
 			`SELECT count(*) FROM pg_catalog.pg_policy pol WHERE pol.polrelid = 'words'::regclass`,
