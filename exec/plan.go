@@ -259,6 +259,8 @@ func StreamsRead(p Plan) []*storage.TableDef {
 			visit(p.In)
 		case *SingleRow:
 			visit(p.In)
+		case *LateralFuncScan:
+			visit(p.In)
 		case *Union:
 			for _, in := range p.Ins {
 				visit(in)

@@ -145,6 +145,8 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 		return runSingleRow(ctx, p, emit)
 	case *FuncScan:
 		return runFuncScan(ctx, p, emit)
+	case *LateralFuncScan:
+		return runLateralFuncScan(ctx, p, emit)
 	case *Union:
 		for _, in := range p.Ins {
 			if err := ctx.canceled(); err != nil {

@@ -42,8 +42,13 @@ func runFuncScan(ctx *Ctx, p *FuncScan, emit func(arrow.RecordBatch) error) erro
 		}
 		args[i] = d
 	}
-	ts := p.Types()
-	switch p.Func {
+	return runSRF(ctx, p.Func, p.Types(), args, emit)
+}
+
+// runSRF emits the rows of set-returning function fn (one column of type
+// ts[0]) for arguments that are not NULL.
+func runSRF(ctx *Ctx, fn string, ts []types.T, args []types.Datum, emit func(arrow.RecordBatch) error) error {
+	switch fn {
 	case "unnest":
 		a := args[0].A
 		b := array.NewStringBuilder(ctx.alloc())
@@ -66,12 +71,12 @@ func runFuncScan(ctx *Ctx, p *FuncScan, emit func(arrow.RecordBatch) error) erro
 		}
 		return nil
 	case "generate_series":
-		if p.T.Kind == types.Timestamp {
+		if ts[0].Kind == types.Timestamp {
 			return seriesTimestamps(ctx, ts, args, emit)
 		}
 		return seriesInts(ctx, ts, args, emit)
 	}
-	return sqlerr.New(sqlerr.Internal, "exec: unknown set-returning function %s", p.Func)
+	return sqlerr.New(sqlerr.Internal, "exec: unknown set-returning function %s", fn)
 }
 
 func seriesInts(ctx *Ctx, ts []types.T, args []types.Datum, emit func(arrow.RecordBatch) error) error {

@@ -159,7 +159,16 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		}
 		return w, nil
 	case *FuncScan:
+		if n.Lateral {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s() in FROM with arguments from the enclosing query (LATERAL) is supported only in a subquery used as a value", n.Func)
+		}
 		return &exec.FuncScan{Func: n.Func, Args: n.Args, T: n.Col.T}, nil
+	case *LateralFuncScan:
+		in, err := Physical(n.Input, snaps)
+		if err != nil {
+			return nil, err
+		}
+		return &exec.LateralFuncScan{In: in, Func: n.Func, Args: n.Args, T: n.Col.T}, nil
 	case *SingleRow:
 		in, err := Physical(n.Input, snaps)
 		if err != nil {
@@ -514,6 +523,9 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 		explain(b, p.In, depth+1)
 	case *exec.SingleRow:
 		line("SingleRow")
+		explain(b, p.In, depth+1)
+	case *exec.LateralFuncScan:
+		line("LateralFunctionScan %s(%s)", p.Func, exprList(p.Args))
 		explain(b, p.In, depth+1)
 	case *exec.Union:
 		line("UnionAll")

@@ -47,12 +47,15 @@ type catCol struct {
 }
 
 var (
-	tOID   = types.TInt64
-	tName  = types.TText
-	tBool  = types.TBool
-	tI16   = types.TInt16
-	tI32   = types.TInt32
-	tArr   = types.TTextArray
+	tOID  = types.TInt64
+	tName = types.TText
+	tBool = types.TBool
+	tI16  = types.TInt16
+	tI32  = types.TInt32
+	tArr  = types.TTextArray
+	// tI2Arr is int2vector and int2[] (attribute numbers): psql subscripts
+	// them and compares the elements with attnum.
+	tI2Arr = types.IntArray(types.Int16)
 	tStamp = types.TTimestamp
 )
 
@@ -450,7 +453,7 @@ func (e catGen) pgDescription() *table {
 func (e catGen) pgIndex() *table {
 	return &table{cols: catCols(catCol{"indexrelid", tOID}, catCol{"indrelid", tOID}, catCol{"indnatts", tI16},
 		catCol{"indnkeyatts", tI16}, catCol{"indisunique", tBool}, catCol{"indisprimary", tBool},
-		catCol{"indisvalid", tBool}, catCol{"indkey", tArr}, catCol{"indexprs", types.TText}, catCol{"indpred", types.TText})}
+		catCol{"indisvalid", tBool}, catCol{"indkey", tI2Arr}, catCol{"indexprs", types.TText}, catCol{"indpred", types.TText})}
 }
 
 // pgConstraint is empty: streamdb has no primary, unique, check or foreign
@@ -458,7 +461,7 @@ func (e catGen) pgIndex() *table {
 func (e catGen) pgConstraint() *table {
 	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"conname", tName}, catCol{"connamespace", tOID},
 		catCol{"contype", tName}, catCol{"conrelid", tOID}, catCol{"confrelid", tOID}, catCol{"conindid", tOID},
-		catCol{"conkey", tArr}, catCol{"confkey", tArr})}
+		catCol{"conkey", tI2Arr}, catCol{"confkey", tI2Arr})}
 }
 
 // pgAttrdef is empty: columns have no defaults.

@@ -47,7 +47,7 @@ func (e catGen) pgPolicy() *table {
 func (e catGen) pgStatisticExt() *table {
 	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"stxrelid", tOID}, catCol{"stxname", tName},
 		catCol{"stxnamespace", tOID}, catCol{"stxowner", tOID}, catCol{"stxstattarget", tI32},
-		catCol{"stxkeys", tArr}, catCol{"stxkind", tArr}, catCol{"stxexprs", types.TText})}
+		catCol{"stxkeys", tI2Arr}, catCol{"stxkind", tArr}, catCol{"stxexprs", types.TText})}
 }
 
 // pgPublication and its relations are empty: streamdb has no logical
@@ -60,7 +60,7 @@ func (e catGen) pgPublication() *table {
 
 func (e catGen) pgPublicationRel() *table {
 	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"prpubid", tOID}, catCol{"prrelid", tOID},
-		catCol{"prqual", types.TText}, catCol{"prattrs", tArr})}
+		catCol{"prqual", types.TText}, catCol{"prattrs", tI2Arr})}
 }
 
 func (e catGen) pgPublicationNamespace() *table {

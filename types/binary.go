@@ -74,6 +74,9 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 		buf = binary.BigEndian.AppendUint32(buf, uint32(d.IV.Days))
 		return binary.BigEndian.AppendUint32(buf, uint32(d.IV.Months))
 	case TextArray:
+		if t.Prec != 0 {
+			return appendIntArrayBinary(buf, d.A, t)
+		}
 		return appendTextArrayBinary(buf, d.A)
 	}
 	return append(buf, d.S...)

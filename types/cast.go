@@ -99,6 +99,8 @@ func castDatum(d Datum, from, to T, explicit bool) (Datum, error) {
 		return castFromNumeric(d.D, from, to)
 	}
 	switch {
+	case from.Kind == TextArray && to.Kind == TextArray && to.Prec != from.Prec && to.Prec != 0:
+		return checkArrayElems(d.A, to) // text[] to int2[]
 	case from.Kind == to.Kind:
 		return d, nil
 	case from.Kind == Bool && to.Kind == Int32:

@@ -64,7 +64,10 @@ func ParseText(s string, t T) (Datum, error) {
 		return Datum{IV: iv}, err
 	case TextArray:
 		a, err := ParseTextArray(s)
-		return Datum{A: a}, err
+		if err != nil || t.Prec == 0 {
+			return Datum{A: a}, err
+		}
+		return checkArrayElems(a, t)
 	}
 	return Str(s), nil
 }

@@ -154,6 +154,9 @@ const (
 	OIDInterval    = 1186
 	OIDNumeric     = 1700
 	OIDTextArray   = 1009
+	OIDInt2Array   = 1005
+	OIDInt4Array   = 1007
+	OIDInt8Array   = 1016
 )
 
 // OID returns the PostgreSQL type OID of t.
@@ -185,6 +188,14 @@ func (t T) OID() uint32 {
 	case Interval:
 		return OIDInterval
 	case TextArray:
+		switch Kind(t.Prec) {
+		case Int16:
+			return OIDInt2Array
+		case Int32:
+			return OIDInt4Array
+		case Int64:
+			return OIDInt8Array
+		}
 		return OIDTextArray
 	}
 	return OIDText // untyped literals are sent as text, as PostgreSQL does
@@ -283,6 +294,9 @@ func (t T) String() string {
 	case Interval:
 		return "interval"
 	case TextArray:
+		if t.Prec != 0 {
+			return ArrayElem(t).String() + "[]"
+		}
 		return "text[]"
 	}
 	return "unknown"

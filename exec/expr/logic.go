@@ -25,8 +25,19 @@ func (c *Ctx) logic(or bool, a, b vec, n int) vec {
 	nb := nbytes(n)
 	vbuf, vout := bitBuf(mem, n)
 	xbuf, xout := bitBuf(mem, n)
+	if n == 0 {
+		// An empty batch: a column of no rows may have no value buffer
+		// to read (a constant operand over an empty input crashed here).
+		return vec{arr: finish(arrow.FixedWidthTypes.Boolean, 0, vbuf, 0, xbuf), t: types.TBool}
+	}
 	va, vb := validBits(aa), validBits(ba)
-	xa, xb := boolBits(aa), boolBits(ba)
+	xa, xb := logicBits(aa, nb), logicBits(ba, nb)
+	if aa.DataType().ID() == arrow.NULL {
+		va = xa // all NULL: no validity bitmap, no values
+	}
+	if ba.DataType().ID() == arrow.NULL {
+		vb = xb
+	}
 	for i := 0; i < nb; i++ {
 		VA, VB := byte(0xff), byte(0xff)
 		if va != nil {
@@ -46,6 +57,15 @@ func (c *Ctx) logic(or bool, a, b vec, n int) vec {
 	}
 	nulls := n - bitutil.CountSetBits(vout, 0, n)
 	return vec{arr: finish(arrow.FixedWidthTypes.Boolean, n, vbuf, nulls, xbuf), t: types.TBool}
+}
+
+// logicBits is a boolean column's value bits; a column of no type (all
+// NULL, arrow's Null array) has no value buffer: zeros.
+func logicBits(a arrow.Array, nb int) []byte {
+	if bufs := a.Data().Buffers(); a.DataType().ID() == arrow.NULL || len(bufs) < 2 || bufs[1] == nil {
+		return make([]byte, nb)
+	}
+	return boolBits(a)
 }
 
 func logicKernel(or bool) kernel {

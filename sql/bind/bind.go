@@ -64,6 +64,10 @@ type Binder struct {
 	// names resolved that way, which is how a subquery is found correlated.
 	outer     *scope
 	outerRefs int
+	// lateral is the enclosing query's scope while a correlated
+	// subquery's FROM is bound: its set-returning functions may read it
+	// (srflateral.go).
+	lateral *scope
 	// scalars places the uncorrelated scalar subqueries of the query being
 	// bound (see bindScalarSubqueries).
 	scalars map[*ast.SubqueryExpr]scalarRef
@@ -791,10 +795,10 @@ func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, err
 		if alias == "" {
 			return nil, nil, sqlerr.New(sqlerr.SyntaxError, "subquery in FROM must have an alias")
 		}
-		prev := b.outer // a subquery in FROM does not see the enclosing query (no LATERAL)
-		b.outer = nil
+		prev, prevLat := b.outer, b.lateral // a subquery in FROM does not see the enclosing query (no LATERAL)
+		b.outer, b.lateral = nil, nil
 		p, err := b.bindResultSet(src, false)
-		b.outer = prev
+		b.outer, b.lateral = prev, prevLat
 		if err != nil {
 			return nil, nil, err
 		}

@@ -148,7 +148,7 @@ func TestErrors(t *testing.T) {
 		{"select pg_cast(ts, 'integer') from words", "42846", `cannot cast type timestamp without time zone to integer`},
 		{"select a from t where a in (select a from u) or a = 1", sqlerr.FeatureNotSupported, `EXISTS and IN (subquery) are supported only as conditions of WHERE, joined by AND (not under OR, in the select list or in JOIN ... ON)`},
 		{"select a from t where a in (select t.a from u where u.a = t.a)", sqlerr.FeatureNotSupported, `subqueries whose select list uses columns of the outer query are not supported`},
-		{"select a, (select max(c) from u where u.a = t.a) from t", sqlerr.FeatureNotSupported, `correlated subqueries in a subquery used as a value are supported only as SELECT ... FROM ... WHERE, without GROUP BY, aggregates, window functions, LIMIT or set operations`},
+		{"select a, (select max(c) from u where u.a = t.a group by c) from t", sqlerr.FeatureNotSupported, `correlated subqueries in a subquery used as a value are supported only as SELECT ... FROM ... WHERE, without GROUP BY, aggregates, window functions, LIMIT or set operations`},
 		{"select a, (select c, a from u where u.a = t.a) from t", sqlerr.SyntaxError, `subquery has too many columns`},
 		{"select pg_array_subquery((select a from u where u.a = t.a)) from t", sqlerr.FeatureNotSupported, `ARRAY(subquery) is supported only for a text value, not integer`},
 		{"select count(*), pg_array_subquery((select c from u)) from t", sqlerr.FeatureNotSupported, `ARRAY(subquery) is supported only in WHERE and in the select list of a query without GROUP BY or aggregates`},

@@ -47,11 +47,26 @@ func (b *Binder) decorrelateDomain(in planner.Node, nO int, s *subquery, sel exp
 	// The select list numbers the subquery's columns first, then the
 	// outer query's (selOuter).
 	nI := len(s.right.Schema())
-	walkCols(sel, func(c *expr.ColRef) {
-		if c.Idx >= nI && !slices.Contains(outer, c.Idx-nI) {
-			outer = append(outer, c.Idx-nI)
+	useOuter := func(e expr.Expr) {
+		walkCols(e, func(c *expr.ColRef) {
+			if c.Idx >= nI && !slices.Contains(outer, c.Idx-nI) {
+				outer = append(outer, c.Idx-nI)
+			}
+		})
+	}
+	if s.aggs == nil {
+		useOuter(sel)
+	}
+	for _, a := range s.aggs {
+		if a.Arg != nil {
+			useOuter(a.Arg)
 		}
-	})
+	}
+	for _, o := range lateralArgs(s.right) {
+		if !slices.Contains(outer, o) {
+			outer = append(outer, o)
+		}
+	}
 	slices.Sort(outer)
 	k := len(outer)
 	inCols := in.Schema()
@@ -93,9 +108,18 @@ func (b *Binder) decorrelateDomain(in planner.Node, nO int, s *subquery, sel exp
 			return outerRef(c, c.Idx)
 		})
 	}
-	cross := &planner.Join{Left: domain, Right: s.right, Kind: planner.InnerJoin, On: cond,
+	var input planner.Node = &planner.Join{Left: domain, Right: s.right, Kind: planner.InnerJoin, On: cond,
 		Cols: append(append([]planner.Column(nil), domain.Cols...), s.right.Schema()...)}
-	var input planner.Node = cross
+	if s.lateral {
+		// The function runs per domain row instead (srflateral.go).
+		r, err := lateralOver(s.right, domain, func(c *expr.ColRef) expr.Expr { return outerRef(c, c.Idx) })
+		if err != nil {
+			return nil, nil, err
+		}
+		if input = r; cond != nil {
+			input = &planner.Filter{Input: r, Pred: cond}
+		}
+	}
 	// toCross renumbers an expression over the subquery's columns (then
 	// the outer query's) for the cross join.
 	toCross := func(e expr.Expr) expr.Expr {
@@ -108,7 +132,9 @@ func (b *Binder) decorrelateDomain(in planner.Node, nO int, s *subquery, sel exp
 			return &r
 		})
 	}
-	sel = toCross(sel)
+	if s.aggs == nil {
+		sel = toCross(sel)
+	}
 	if array && len(s.order) > 0 {
 		keys := make([]planner.SortKey, len(s.order))
 		for i, o := range s.order {
@@ -132,6 +158,20 @@ func (b *Binder) decorrelateDomain(in planner.Node, nO int, s *subquery, sel exp
 	if array {
 		agg.Aggs = []planner.AggCall{{Func: planner.AggArrayAgg, Arg: sel, T: types.TTextArray}}
 		agg.Cols = append(agg.Cols, planner.Column{Name: "array", T: types.TTextArray})
+		return agg, on, nil
+	}
+	if s.aggs != nil {
+		// One row per domain value: count(*) marks the values that have
+		// rows, then the subquery's aggregates (subqueryagg.go).
+		agg.Aggs = append(agg.Aggs, planner.AggCall{Func: planner.AggCountStar, T: types.TInt64})
+		agg.Cols = append(agg.Cols, planner.Column{Name: "n", T: types.TInt64})
+		for _, a := range s.aggs {
+			if a.Arg != nil {
+				a.Arg = toCross(a.Arg)
+			}
+			agg.Aggs = append(agg.Aggs, a)
+			agg.Cols = append(agg.Cols, planner.Column{Name: "?column?", T: a.T})
+		}
 		return agg, on, nil
 	}
 	if sel.Type().Kind == types.TextArray || sel.Type().Kind == types.Unknown {

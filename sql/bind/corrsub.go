@@ -59,6 +59,8 @@ func (r scalarRef) value() expr.Expr {
 	v := r.sc.cols[r.idx]
 	ref := &expr.ColRef{Idx: r.idx, T: v.T, Name: "(subquery)"}
 	switch {
+	case r.post != nil:
+		return r.aggValue()
 	case r.array:
 		return call("array_or_empty", types.TTextArray, ref)
 	case r.cnt >= 0:
@@ -96,7 +98,7 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 	switch {
 	case b.View && sub.array:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "ARRAY(subquery) is not supported in a materialized view")
-	case b.View && (s.corr != nil || s.selOuter):
+	case b.View && (s.corr != nil || s.selOuter || s.lateral):
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "correlated subqueries used as values are not supported in a materialized view")
 	}
 	if b.scalars == nil {
@@ -104,6 +106,9 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 	}
 	nO := len(sc.cols)
 	sel := s.sel
+	if sub.array && s.aggs != nil {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "correlated ARRAY(subquery) with aggregates is not supported")
+	}
 	if sub.array {
 		if sel, err = b.arrayElem(sel); err != nil {
 			return nil, err
@@ -114,9 +119,9 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 	var on expr.Expr
 	kind := planner.InnerJoin
 	switch {
-	case s.corr == nil && !s.selOuter && !sub.array:
+	case s.corr == nil && !s.selOuter && !s.lateral && !sub.array:
 		right = &planner.SingleRow{Input: s.right}
-	case s.corr == nil && !s.selOuter:
+	case s.corr == nil && !s.selOuter && !s.lateral:
 		right = &planner.Aggregate{Input: s.right,
 			Aggs: []planner.AggCall{{Func: planner.AggArrayAgg, Arg: sel, T: types.TTextArray}},
 			Cols: []planner.Column{{Name: "array", T: types.TTextArray}}}
@@ -132,6 +137,9 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 		ref.idx = nO + len(agg.GroupBy)
 		if !sub.array {
 			ref.cnt, ref.idx = ref.idx, ref.idx+1
+		}
+		if s.aggs != nil {
+			ref.post, ref.empty = sel, emptyAggValue(sel, s.aggs)
 		}
 	}
 	cols := append([]planner.Column(nil), in.Schema()...)
@@ -157,7 +165,7 @@ func (b *Binder) decorrelate(nO int, s *subquery, sel expr.Expr, array bool) (*p
 		})
 		return
 	}
-	if s.selOuter {
+	if s.selOuter || s.lateral || s.aggs != nil {
 		return nil, nil, errNeedsDomain
 	}
 	var innerKeys, outerKeys, rest []expr.Expr

@@ -399,6 +399,9 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 	if e, ok, err := b.arrayFunc(c, n); ok {
 		return e, err
 	}
+	if e, ok, err := b.quoteFunc(c, n); ok {
+		return e, err
+	}
 	if e, ok, err := b.setConfigFunc(c, n); ok {
 		return e, err
 	}
@@ -673,6 +676,10 @@ func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
 				return nil, err
 			}
 			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "array subscript must have type integer")
+		}
+		if elem := types.ArrayElem(args[0].Type()); elem.Kind != types.Text {
+			// An element of int2[] is a smallint (types/intarray.go).
+			return &expr.Cast{E: call("subscript", types.TText, args...), T: elem}, nil
 		}
 		return call("subscript", types.TText, args...), nil
 	case "count", "sum", "avg", "min", "max":

@@ -38,10 +38,22 @@ func (b *Binder) bindSRF(f *ast.FuncCallExpr, alias, names string) (planner.Node
 	if b.View {
 		return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s() in FROM is not supported in a materialized view", fn)
 	}
+	// Inside a subquery the arguments may read the enclosing query
+	// (srflateral.go): b.outer while the subquery is first bound,
+	// b.lateral while its FROM is bound again as a correlated one.
+	osc := b.outer
+	if osc == nil {
+		osc = b.lateral
+	}
 	prev := b.outer
 	b.outer = nil
 	args := make([]expr.Expr, len(f.Args))
-	c := &ectx{sc: newScope(nil), noAgg: "aggregate functions are not allowed in functions in FROM", noWin: "window functions are not allowed in functions in FROM"}
+	sc := newScope(nil)
+	if osc != nil {
+		sc.outer, sc.outerRefs = osc, &b.outerRefs
+	}
+	refs := b.outerRefs
+	c := &ectx{sc: sc, noAgg: "aggregate functions are not allowed in functions in FROM", noWin: "window functions are not allowed in functions in FROM"}
 	var err error
 	for i, a := range f.Args {
 		if args[i], err = b.bindExpr(c, a); err != nil {
@@ -49,16 +61,27 @@ func (b *Binder) bindSRF(f *ast.FuncCallExpr, alias, names string) (planner.Node
 		}
 	}
 	b.outer = prev
-	if code := sqlerr.Code(err); (code == sqlerr.UndefinedColumn || code == sqlerr.UndefinedTable) && prev != nil {
+	lateral := b.outerRefs != refs
+	if code := sqlerr.Code(err); (code == sqlerr.UndefinedColumn || code == sqlerr.UndefinedTable) && osc != nil {
 		return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported,
-			"%s() in FROM with arguments from another FROM item or the enclosing query (LATERAL) is not supported", fn)
+			"%s() in FROM with arguments from another FROM item (LATERAL) is not supported", fn)
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	if lateral {
+		for _, a := range args {
+			if refersBeyond(a, len(osc.cols)) {
+				return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "subqueries that reference a query two or more levels out are not supported")
+			}
+		}
 	}
 	t, err := b.srfArgs(fn, args)
 	if err != nil {
 		return nil, nil, err
+	}
+	if fn == "pg_options_to_table" {
+		return optionsToTable(args[0], lateral, alias, names)
 	}
 	col := planner.Column{Name: fn, T: t, Table: fn}
 	if alias != "" {
@@ -68,7 +91,7 @@ func (b *Binder) bindSRF(f *ast.FuncCallExpr, alias, names string) (planner.Node
 	if err := renameColumns(alias, cols, names); err != nil {
 		return nil, nil, err
 	}
-	return &planner.FuncScan{Func: fn, Args: args, Col: cols[0]}, newScope(cols), nil
+	return &planner.FuncScan{Func: fn, Args: args, Col: cols[0], Lateral: lateral}, newScope(cols), nil
 }
 
 // srfArgs checks and converts the arguments in place and returns the
@@ -83,7 +106,7 @@ func (b *Binder) srfArgs(fn string, args []expr.Expr) (types.T, error) {
 	}
 	var err error
 	switch fn {
-	case "unnest":
+	case "unnest", "pg_options_to_table":
 		if len(args) != 1 {
 			return types.T{}, noFunc()
 		}

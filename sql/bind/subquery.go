@@ -36,6 +36,10 @@ type scalarRef struct {
 	idx   int
 	cnt   int
 	array bool
+	// post and empty are an aggregating subquery's value over its
+	// aggregates' hidden columns (from idx) and over no rows
+	// (subqueryagg.go).
+	post, empty expr.Expr
 }
 
 // splitAnd lists the conjuncts of a condition.
@@ -135,6 +139,12 @@ type subquery struct {
 	// selOuter says sel also uses the outer query's columns, numbered
 	// after right's (a subquery used as a value only: corrdomain.go).
 	selOuter bool
+	// lateral says a set-returning function in right reads the outer
+	// query's columns (srflateral.go).
+	lateral bool
+	// aggs are the aggregates of a value subquery that aggregates its
+	// rows (subqueryagg.go); sel is then over their results.
+	aggs []planner.AggCall
 }
 
 // bindSubquery binds q nested in the query of scope sc; wantCol asks for
@@ -166,21 +176,25 @@ func (b *Binder) bindSubquery(sc *scope, q ast.ResultSetNode, wantCol bool, what
 	}
 	// Correlated: only SELECT ... FROM ... WHERE, outer columns in WHERE.
 	s, ok := q.(*ast.SelectStmt)
+	// A value subquery may aggregate its rows (subqueryagg.go).
+	aggSel := ok && wantCol && valueSub && s.Fields != nil && len(s.Fields.Fields) == 1 && s.Fields.Fields[0].Expr != nil &&
+		containsAgg(s.Fields.Fields[0].Expr) && s.OrderBy == nil
 	if !ok || s.Kind != ast.SelectStmtKindSelect || s.With != nil || s.From == nil || s.GroupBy != nil ||
-		s.Having != nil || s.Limit != nil || len(s.WindowSpecs) > 0 || hasAggOrWindow(s.Fields) {
+		s.Having != nil || s.Limit != nil || len(s.WindowSpecs) > 0 || hasAggOrWindow(s.Fields) && !aggSel {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported,
 			"correlated subqueries in %s are supported only as SELECT ... FROM ... WHERE, without GROUP BY, aggregates, window functions, LIMIT or set operations", what)
 	}
 	prev = b.outer
-	b.outer = nil
+	b.outer, b.lateral = nil, sc
+	refs = b.outerRefs
 	right, isc, err := b.bindFrom(s.From.TableRefs)
-	b.outer = prev
+	b.outer, b.lateral = prev, nil
 	if err != nil {
 		return nil, err
 	}
 	isc.outer, isc.outerRefs = sc, &b.outerRefs
 	nI, nO := len(isc.cols), len(sc.cols)
-	out := &subquery{}
+	out := &subquery{lateral: b.outerRefs != refs}
 	var inner expr.Expr
 	if s.Where != nil {
 		for _, n := range splitAnd(s.Where) {
@@ -246,6 +260,10 @@ func (b *Binder) bindSubquery(sc *scope, q ast.ResultSetNode, wantCol bool, what
 			}
 			if out.sel == nil {
 				return nil, sqlerr.New(sqlerr.SyntaxError, "subquery has too many columns")
+			}
+		} else if aggSel {
+			if err := b.bindAggSel(out, isc, nO, f[0].Expr); err != nil {
+				return nil, err
 			}
 		} else {
 			refs := b.outerRefs

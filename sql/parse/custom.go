@@ -356,7 +356,7 @@ func (p *parser) columnDef() (ColumnDef, error) {
 		return col, err
 	}
 	if col.Type.Kind == types.TextArray {
-		return col, p.notSupported(p.toks[p.i-1], "columns of type text[] are not supported")
+		return col, p.notSupported(p.toks[p.i-1], "columns of type %s are not supported", col.Type)
 	}
 	for {
 		t := p.at()

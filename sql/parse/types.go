@@ -23,8 +23,11 @@ func TypeFromName(name string, mods []int) (types.T, error) {
 		if err != nil {
 			return e, err
 		}
+		if e.IsInteger() {
+			return types.IntArray(e.Kind), nil // int2[], int4[], int8[] (types/intarray.go)
+		}
 		if e.Kind != types.Text {
-			return e, sqlerr.New(sqlerr.FeatureNotSupported, "type %s[] is not supported: text[] is the only array type", elem)
+			return e, sqlerr.New(sqlerr.FeatureNotSupported, "type %s[] is not supported: text[] and integer arrays are the array types", elem)
 		}
 		return types.TTextArray, nil
 	}

@@ -113,6 +113,62 @@ func TestPsqlDescribeCatalog(t *testing.T) {
 		}
 	})
 
+	t.Run("lateral functions", func(t *testing.T) {
+		// A set-returning function in the FROM of a correlated subquery
+		// reads the enclosing query's columns, as \d+ does with
+		// ARRAY(SELECT 'toast.' || x FROM unnest(tc.reloptions) x).
+		check(`SELECT relname, array_to_string(ARRAY(SELECT 'opt.' || x FROM unnest(c.reloptions) x), ',') FROM pg_class c
+			WHERE relname IN ('long_words', 'words') ORDER BY 1`, "long_words opt.sources=words; words ")
+		check(`SELECT v, array_to_string(ARRAY(SELECT s::text FROM generate_series(1, v) s), ',') FROM (VALUES (0), (2), (3), (2), (NULL)) t(v) ORDER BY 1`,
+			"0 ; 2 1,2; 2 1,2; 3 1,2,3; <nil> ")
+		check(`SELECT v, (SELECT s FROM generate_series(v, v + 1) s WHERE s > v) FROM (VALUES (1), (5)) t(v) ORDER BY 1`, "1 2; 5 6")
+		check(`SELECT v, array_to_string(ARRAY(SELECT relname || ':' || s FROM generate_series(1, v) s, pg_class WHERE relname = 'words'), ',')
+			FROM (VALUES (1), (2)) t(v) ORDER BY 1`, "1 words:1; 2 words:1,words:2")
+		queryErr(t, c, `SELECT v, ARRAY(SELECT relname FROM pg_class, generate_series(1, v) s) FROM (VALUES (1)) t(v)`,
+			"0A000", "supported only as the first FROM item of a subquery used as a value")
+		queryErr(t, c, `SELECT v FROM (VALUES (1)) t(v) WHERE EXISTS (SELECT 1 FROM generate_series(1, v) x)`,
+			"0A000", "(LATERAL) is supported only in a subquery used as a value")
+		queryErr(t, c, `SELECT (SELECT x FROM pg_class c, unnest(c.reloptions) x LIMIT 1)`, "0A000", "from another FROM item (LATERAL) is not supported")
+	})
+
+	t.Run("aggregating subqueries", func(t *testing.T) {
+		// A correlated subquery used as a value may aggregate its rows;
+		// an outer value without rows gets the aggregates over no rows.
+		check(`SELECT v, (SELECT string_agg(x, ',') FROM unnest(ARRAY['a','b','c']) x WHERE x <> v) FROM (VALUES ('a'), ('z'), (NULL)) t(v) ORDER BY 1`,
+			"a b,c; z a,b,c; <nil> <nil>")
+		check(`SELECT relname, (SELECT count(*) FROM pg_attribute WHERE attrelid = c.oid AND attnum > 5),
+			(SELECT string_agg(attname, ', ') FROM pg_attribute WHERE attrelid = c.oid AND attnum > 0) FROM pg_class c WHERE relnamespace = 2200 ORDER BY 1`,
+			"long_words 0 word, n; word_counts 0 word, c; words 0 word, n")
+		check(`SELECT v, (SELECT count(*) FROM generate_series(1, v) s), (SELECT sum(s) + 1 FROM generate_series(1, v) s) FROM (VALUES (0), (3)) t(v) ORDER BY 1`,
+			"0 0 <nil>; 3 3 7")
+		// psql's publication query's column list, over int2[] values.
+		check(`SELECT v, (SELECT string_agg(attname, ', ') FROM generate_series(0, array_upper(v::int2[], 1)) s, pg_attribute
+			WHERE attrelid = 'words'::regclass AND attnum = (v::int2[])[s]) FROM (VALUES ('{1,2}'), ('{2}'), (NULL)) t(v) ORDER BY 1`,
+			"{1,2} word, n; {2} n; <nil> <nil>")
+		queryErr(t, c, `SELECT (SELECT count(*) FROM pg_class WHERE oid = c.oid GROUP BY relkind) FROM pg_class c`, "0A000", "without GROUP BY")
+		// PostgreSQL accepts an outer column there (a constant per row).
+		queryErr(t, c, `SELECT (SELECT count(*) + c.oid FROM pg_class WHERE oid = c.oid) FROM pg_class c`, "42803", "must appear in the GROUP BY clause")
+		// AND/OR over an empty input and an all-NULL operand (this crashed
+		// the server).
+		check(`SELECT 1 FROM (SELECT true AS b WHERE false) t WHERE b AND false`, "")
+		check(`SELECT b AND NULL, b OR NULL, NULL OR b, NULL AND b FROM (VALUES (true), (false), (NULL)) t(b)`,
+			"<nil> true true <nil>; false <nil> <nil> false; <nil> <nil> <nil> <nil>")
+	})
+
+	t.Run("foreign table options", func(t *testing.T) {
+		check(`SELECT quote_ident('abc'), quote_ident('Ab"c'), quote_ident('nexmark.table'), quote_ident('_x$1'), quote_ident('1x'),
+			quote_literal('it''s'), quote_literal('a\b'), quote_literal(NULL), quote_literal(5)`,
+			`abc "Ab""c" "nexmark.table" _x$1 "1x" 'it''s' E'a\\b' <nil> '5'`)
+		check(`SELECT option_name, option_value FROM pg_options_to_table(ARRAY['a=b=c', 'x=', 'y']) ORDER BY 1`, "a b=c; x ; y ")
+		check(`SELECT o.option_name FROM pg_catalog.pg_options_to_table(ARRAY['k=v']) AS o`, "k")
+		// Per row of the enclosing query, as psql's FDW options column.
+		check(`SELECT v, array_to_string(ARRAY(SELECT quote_ident(option_name) || ' ' || quote_literal(option_value)
+			FROM pg_options_to_table(v)), ', ') FROM (VALUES (ARRAY['a=1', 'B=x''y']), (NULL)) t(v) ORDER BY 2`,
+			"<nil> ; [a=1 B=x'y] a '1', \"B\" 'x''y'")
+		check(`SELECT count(*) FROM pg_foreign_table`, "0")
+		check(`SELECT fdwname FROM pg_foreign_data_wrapper`, "streamdb")
+	})
+
 	t.Run("empty catalogs", func(t *testing.T) {
 		for _, q := range []string{
 			`SELECT count(*) FROM pg_catalog.pg_policy pol WHERE pol.polrelid = 'words'::regclass`,

@@ -146,10 +146,27 @@ func TestArrayConstructors(t *testing.T) {
 	if err != nil || len(got) != 2 || len(got[1]) != 2 || got[1][0] != nil || *got[1][1] != "z" {
 		t.Errorf("rows %v %v", got, err)
 	}
+	// Integer arrays (psql casts int2vector columns to int2[]): elements
+	// read as the integer type, a subscript of that type, over the wire
+	// as int2[] in text and binary.
+	var i2 []int16
+	var elem int16
+	var sum int64
+	var i2text string
+	if err := c.QueryRow(ctx, `SELECT '{3, 1,NULL}'::int2[] IS NOT NULL, ('{3,1}'::text[])::int2[], (' {3, -1}'::int2[])[2], (ARRAY['7', '8']::int2[])[1] + 1::bigint,
+		'{ 03,1}'::int2[]::text`).Scan(new(bool), &i2, &elem, &sum, &i2text); err != nil {
+		t.Fatal(err)
+	}
+	if len(i2) != 2 || i2[0] != 3 || i2[1] != 1 || elem != -1 || sum != 8 || i2text != "{3,1}" {
+		t.Errorf("int2[]: %v, [2] = %d, [1] + 1 = %d, text %q", i2, elem, sum, i2text)
+	}
 	for _, q := range []struct{ sql, code string }{
 		{"SELECT ARRAY[1, 2]", "0A000"},
-		{"SELECT '{1}'::int4[]", "0A000"},
+		{"SELECT '{1.5}'::int4[]", "22P02"},
+		{"SELECT '{1,70000}'::int2[]", "22003"},
+		{"SELECT '{1}'::numeric[]", "0A000"},
 		{"CREATE TABLE bad (a text[])", "0A000"},
+		{"CREATE TABLE bad (a int2[])", "0A000"},
 		{"SELECT ARRAY['a') ", "42601"},
 		{"SELECT ARRAY['a'] || 'c'", "22P02"}, // an untyped literal is read as an array, as in PostgreSQL
 	} {
