@@ -18,7 +18,7 @@ import (
 func lateRows(t *testing.T, c *pgx.Conn, job string) int64 {
 	t.Helper()
 	var n int64
-	if err := c.QueryRow(context.Background(), "SELECT late_rows FROM streamdb_jobs WHERE name = $1", job).Scan(&n); err != nil {
+	if err := c.QueryRow(context.Background(), "SELECT coalesce(late_rows, 0) FROM streamdb_jobs WHERE name = $1", job).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
