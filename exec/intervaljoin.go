@@ -18,14 +18,16 @@ import (
 //   - Interval join: the residual has conjuncts bounding one side's
 //     timestamp column by the other's, both ways (a.ts BETWEEN b.ts - X AND
 //     b.ts + Y, or the >= / <= / > / < forms, with constant intervals added
-//     or subtracted). A row of a then only meets rows of b with b.ts <=
+//     or subtracted; a filter right over the join counts as the residual,
+//     as the planner leaves a WHERE over an inner join there). A row of a then only meets rows of b with b.ts <=
 //     a.ts + X, and a row of b rows of a with a.ts <= b.ts + Y. As in
 //     Flink's interval join, a row whose time is behind the watermark W
 //     (t < W) is late, and a row of a is freed once a.ts + X < W (b's once
 //     b.ts + Y < W): every partner it could still meet would be late.
-//   - Window join: a pair of join keys are, through the projections and
-//     filters under each side, the same bound of a window (window_end, or
-//     a tumbling window's start) on both sides. A row is freed once the
+//   - Window join: a pair of join keys are, through the projections,
+//     filters and window aggregates under each side (boundThrough), the
+//     same bound of a window (window_end, or a tumbling window's start) on
+//     both sides. A row is freed once the
 //     watermark reaches its window's end, and a row whose window had ended
 //     then is late; partners share the key, so they share the window.
 //
@@ -57,14 +59,16 @@ type joinTime struct {
 }
 
 // joinTimeOf finds how join n's rows end by watermark; nil if they do not.
-func joinTimeOf(n *HashJoin) *joinTime {
+// preds are the filters right over the join (over its pairs, as its
+// residual): an inner join's pairs that fail them never show either.
+func joinTimeOf(n *HashJoin, preds []expr.Expr) *joinTime {
 	if n.Kind != JoinInner {
 		return nil
 	}
 	if jt := windowJoinOf(n); jt != nil {
 		return jt
 	}
-	return intervalJoinOf(n)
+	return intervalJoinOf(n, preds)
 }
 
 // windowJoinOf: the join key pair that bounds windows on both sides with
@@ -75,8 +79,8 @@ func windowJoinOf(n *HashJoin) *joinTime {
 		if k >= len(n.RightKeys) || !isTime(n.LeftKeys[k].Type()) || !isTime(n.RightKeys[k].Type()) {
 			continue
 		}
-		lo, lok := windowBound(n.Left, n.LeftKeys[k])
-		ro, rok := windowBound(n.Right, n.RightKeys[k])
+		lo, lok := boundThrough(n.Left, n.LeftKeys[k])
+		ro, rok := boundThrough(n.Right, n.RightKeys[k])
 		if !lok || !rok {
 			continue
 		}
@@ -121,9 +125,13 @@ func timeTermOf(e expr.Expr) (timeTerm, bool) {
 
 // intervalJoinOf finds a pair of time columns (one per side) that the
 // residual bounds both ways.
-func intervalJoinOf(n *HashJoin) *joinTime {
-	if n.Residual == nil {
-		return nil
+func intervalJoinOf(n *HashJoin, preds []expr.Expr) *joinTime {
+	var cs []expr.Expr
+	if n.Residual != nil {
+		cs = conjuncts(n.Residual)
+	}
+	for _, p := range preds {
+		cs = append(cs, conjuncts(p)...)
 	}
 	nl := len(n.Left.Types())
 	type pair struct{ l, r int }
@@ -131,7 +139,7 @@ func intervalJoinOf(n *HashJoin) *joinTime {
 	// y[p]: left.t <= right.t + y (a right row's).
 	x, y := map[pair]int64{}, map[pair]int64{}
 	var order []pair
-	for _, c := range conjuncts(n.Residual) {
+	for _, c := range cs {
 		f, ok := c.(*expr.Func)
 		if !ok || len(f.Args) != 2 {
 			continue
