@@ -194,6 +194,10 @@ func intervalJoinOf(n *HashJoin, preds []expr.Expr) *joinTime {
 	return nil
 }
 
+// joinExpiryBytes estimates the memory of an entry of the freeing list
+// (counted in the join's state bytes).
+const joinExpiryBytes = 48
+
 // joinExpiry is a stored row's freeing time.
 type joinExpiry struct {
 	at   int64
@@ -212,6 +216,21 @@ type joinWM struct {
 	minAt   int64 // least at in expiry
 	freed   int64 // rows freed, for tests and SHOW
 	keepBuf []int
+}
+
+// watermarked says whether every source under g has a watermark: a
+// join's watermark is the least of its inputs', so a join with an input
+// without one never frees anything and keeps no freeing list.
+func watermarked(g *gnode) bool {
+	if g.kind == nSource {
+		return g.src.Watermark != nil && !g.changelog
+	}
+	for _, e := range g.ins {
+		if !watermarked(e.from) {
+			return false
+		}
+	}
+	return len(g.ins) > 0
 }
 
 // opID is the join's operator id (runOp checkpoints its watermark).
@@ -318,6 +337,7 @@ func (o *joinOp) noteExpiry(g *joinGroup, side int, enc string, t int64) {
 		o.tw.minAt = at
 	}
 	o.tw.expiry = append(o.tw.expiry, joinExpiry{at: at, g: g, side: side, enc: enc})
+	o.bytes += joinExpiryBytes
 }
 
 // noteLoaded lists a row read from the state table at startup.
@@ -354,6 +374,7 @@ func (o *joinOp) freeByWatermark() {
 		}
 		o.freeRow(e)
 	}
+	o.bytes -= int64(len(o.tw.expiry)-len(kept)) * joinExpiryBytes
 	clear(o.tw.expiry[len(kept):])
 	o.tw.expiry, o.tw.minAt = kept, minAt
 }

@@ -171,7 +171,10 @@ func newJoinOp(j *Job, n *gnode) *joinOp {
 	o.semi = s.Kind == JoinSemi || s.Kind == JoinAnti
 	o.preserve = [2]bool{s.Kind == JoinLeft || s.Kind == JoinFull, s.Kind == JoinRight || s.Kind == JoinFull}
 	o.tw.wm = NoWatermark
-	if o.tw.spec = joinTimeOf(s, n.joinPreds); o.tw.spec != nil {
+	if o.tw.spec = joinTimeOf(s, n.joinPreds); o.tw.spec != nil && !watermarked(n) {
+		o.tw.spec = nil
+	}
+	if o.tw.spec != nil {
 		o.tw.logs[0] = j.newLateLog(o.tw.spec.kind, n.op, o.ts[0])
 		o.tw.logs[1] = j.newLateLog(o.tw.spec.kind, n.op, o.ts[1])
 	}
