@@ -39,6 +39,9 @@ type gnode struct {
 	changelog bool
 	agg       *HashAgg
 	join      *HashJoin
+	// joinPreds: the filters right over a join, over its pairs as its
+	// residual is; they bound an interval join as the residual does.
+	joinPreds []expr.Expr
 	rank      *rankSpec
 	temporal  *temporalSpec
 	session   *SessionAgg
@@ -161,6 +164,15 @@ func (c *compiler) edge(p Plan) (*gedge, error) {
 	e := &gedge{from: from}
 	for i := len(stages) - 1; i >= 0; i-- {
 		e.stages = append(e.stages, stages[i])
+	}
+	if from.kind == nJoin {
+		for i := len(stages) - 1; i >= 0; i-- {
+			f, ok := stages[i].(*Filter)
+			if !ok {
+				break
+			}
+			from.joinPreds = append(from.joinPreds, f.Pred)
+		}
 	}
 	if from.kind == nRank && from.rank.window != nil {
 		from.rank.hi = rankBound(from.rank.window, e.stages)

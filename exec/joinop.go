@@ -61,6 +61,7 @@ type joinOp struct {
 	evicted  evictedFilter
 
 	ttl joinTTL // state.ttl (ttl.go)
+	tw  joinWM  // interval and window joins freed by watermark (intervaljoin.go)
 }
 
 // joinRowBytes and joinGroupBytes estimate the memory of a stored row and
@@ -169,6 +170,14 @@ func newJoinOp(j *Job, n *gnode) *joinOp {
 	o.outTs = s.Types()
 	o.semi = s.Kind == JoinSemi || s.Kind == JoinAnti
 	o.preserve = [2]bool{s.Kind == JoinLeft || s.Kind == JoinFull, s.Kind == JoinRight || s.Kind == JoinFull}
+	o.tw.wm = NoWatermark
+	if o.tw.spec = joinTimeOf(s, n.joinPreds); o.tw.spec != nil && !watermarked(n) {
+		o.tw.spec = nil
+	}
+	if o.tw.spec != nil {
+		o.tw.logs[0] = j.newLateLog(o.tw.spec.kind, n.op, o.ts[0])
+		o.tw.logs[1] = j.newLateLog(o.tw.spec.kind, n.op, o.ts[1])
+	}
 	return o
 }
 
@@ -180,6 +189,12 @@ func (o *joinOp) emitRows(ectx *expr.Ctx) error {
 }
 
 func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
+	if o.tw.spec != nil {
+		var err error
+		if c, err = o.dropLate(ectx, c, side); err != nil {
+			return err
+		}
+	}
 	rec := c.Rec
 	defer rec.Release()
 	if o.buf == nil {
@@ -198,6 +213,10 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 	o.keyCols = keys
 	h := hashColumns(nil, keys, n)
 	keyTs := exprTypes(o.keys[side])
+	var tcol *array.Int64 // event time of the rows, when the watermark frees them
+	if o.tw.spec != nil {
+		tcol = o.timeCol(rec, keys, side)
+	}
 	// Keys and rows are encoded a column at a time; a key is copied into
 	// a string only for a new group, a row shares one string per batch.
 	o.keyEnc.encode(keys, keyTs, n)
@@ -346,6 +365,9 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			at = len(g.rows[side])
 			r = g.insert(side, joinRow{enc: enc, matches: matched})
 			o.bytes += joinRowBytes + int64(len(enc))
+			if tcol != nil && tcol.IsValid(i) {
+				o.noteExpiry(g, side, enc, tcol.Value(i))
+			}
 		} else {
 			r = &g.rows[side][at]
 		}
@@ -415,6 +437,7 @@ func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if err := o.expireIdle(ectx); err != nil {
 		return err
 	}
+	o.freeByWatermark()
 	if w != nil {
 		for _, d := range o.dirty {
 			d.g.saved = b.Epoch
@@ -467,6 +490,7 @@ func (o *joinOp) evict(committed uint64) {
 		o.bytes -= joinGroupBytes + int64(len(g.key))
 		delete(o.groups, k)
 		g.gone, g.evicted = true, true
+		g.rows, g.idx = [2][]joinRow{}, [2]map[string]int32{} // the watermark's entries may keep g
 		o.evicted.add(g.hash)
 		o.spilled = true
 		o.j.Evicted.Add(1)
@@ -600,8 +624,12 @@ func (o *joinOp) load(inst, par int) error {
 			o.groups[k] = g
 			o.bytes += joinGroupBytes + int64(len(k))
 		}
-		g.insert(side, joinRow{enc: string(rest[klen:]), count: int64(count)})
-		o.bytes += joinRowBytes + int64(len(rest)-int(klen))
+		enc := string(rest[klen:])
+		g.insert(side, joinRow{enc: enc, count: int64(count)})
+		o.bytes += joinRowBytes + int64(len(enc))
+		if o.tw.spec != nil {
+			o.noteLoaded(g, side, enc)
+		}
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,413 @@
+package exec
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Interval and window joins freed by watermark.
+//
+// An inner equi-join whose rows can only match partners within a bounded
+// stretch of event time frees its rows once the join's input watermark
+// (the least of its two inputs') has passed every partner a row could
+// still meet, and drops as late the rows that arrive behind it:
+//
+//   - Interval join: the residual has conjuncts bounding one side's
+//     timestamp column by the other's, both ways (a.ts BETWEEN b.ts - X AND
+//     b.ts + Y, or the >= / <= / > / < forms, with constant intervals added
+//     or subtracted; a filter right over the join counts as the residual,
+//     as the planner leaves a WHERE over an inner join there). A row of a then only meets rows of b with b.ts <=
+//     a.ts + X, and a row of b rows of a with a.ts <= b.ts + Y. As in
+//     Flink's interval join, a row whose time is behind the watermark W
+//     (t < W) is late, and a row of a is freed once a.ts + X < W (b's once
+//     b.ts + Y < W): every partner it could still meet would be late.
+//   - Window join: a pair of join keys are, through the projections,
+//     filters and window aggregates under each side (boundThrough), the
+//     same bound of a window (window_end, or a tumbling window's start) on
+//     both sides. A row is freed once the
+//     watermark reaches its window's end, and a row whose window had ended
+//     then is late; partners share the key, so they share the window.
+//
+// Outer, semi and anti joins are not freed (a freed row would have to
+// emit its NULL-padded row or decide its match for good; not done). The
+// compared columns are taken to be event time: a join over other
+// timestamp columns of watermarked streams would drop rows by the wrong
+// clock (documented in DECISIONS.md).
+//
+// A row's freeing time is noted when it enters the join's state (by
+// push, or load after a restart) in a list scanned at barriers whose
+// watermark reached its earliest entry. Freed rows are listed as changed
+// with no count left, so the epoch's batch deletes them from the state
+// table; rows of groups evicted to the state table are deleted there
+// without being read back. The join's input watermark is checkpointed
+// (runOp, watermarkKeeper), so rows replayed after kill -9 meet the
+// watermark they met before.
+
+// joinTime is how a join's rows end by watermark.
+type joinTime struct {
+	kind string // "interval join" or "window join"
+	// window join: key indexes the join keys holding the window bound;
+	// interval join: col[s] is the time column of side s's input.
+	key int
+	col [2]int
+	// A row of side s whose time is t is freed at a watermark W with
+	// t + free[s] <= W, and late if t + late[s] <= W on arrival.
+	free, late [2]int64
+}
+
+// joinTimeOf finds how join n's rows end by watermark; nil if they do not.
+// preds are the filters right over the join (over its pairs, as its
+// residual): an inner join's pairs that fail them never show either.
+func joinTimeOf(n *HashJoin, preds []expr.Expr) *joinTime {
+	if n.Kind != JoinInner {
+		return nil
+	}
+	if jt := windowJoinOf(n); jt != nil {
+		return jt
+	}
+	return intervalJoinOf(n, preds)
+}
+
+// windowJoinOf: the join key pair that bounds windows on both sides with
+// the earliest end.
+func windowJoinOf(n *HashJoin) *joinTime {
+	var best *joinTime
+	for k := range n.LeftKeys {
+		if k >= len(n.RightKeys) || !isTime(n.LeftKeys[k].Type()) || !isTime(n.RightKeys[k].Type()) {
+			continue
+		}
+		lo, lok := boundThrough(n.Left, n.LeftKeys[k])
+		ro, rok := boundThrough(n.Right, n.RightKeys[k])
+		if !lok || !rok {
+			continue
+		}
+		off := max(lo, ro)
+		if best == nil || off < best.free[0] {
+			best = &joinTime{kind: "window join", key: k, free: [2]int64{off, off}, late: [2]int64{off, off}}
+		}
+	}
+	return best
+}
+
+func isTime(t types.T) bool { return t.Kind == types.Timestamp }
+
+// timeTerm is a column of the residual's pairs plus a constant interval.
+type timeTerm struct {
+	col int
+	off int64
+}
+
+func timeTermOf(e expr.Expr) (timeTerm, bool) {
+	switch e := e.(type) {
+	case *expr.ColRef:
+		if isTime(e.T) {
+			return timeTerm{col: e.Idx}, true
+		}
+	case *expr.Func:
+		if len(e.Args) != 2 || e.Name != "+" && e.Name != "-" {
+			break
+		}
+		c, ok := e.Args[0].(*expr.ColRef)
+		iv, ok2 := intervalConst(e.Args[1])
+		if !ok || !ok2 || !isTime(c.T) {
+			break
+		}
+		if e.Name == "-" {
+			iv = -iv
+		}
+		return timeTerm{col: c.Idx, off: iv}, true
+	}
+	return timeTerm{}, false
+}
+
+// intervalJoinOf finds a pair of time columns (one per side) that the
+// residual bounds both ways.
+func intervalJoinOf(n *HashJoin, preds []expr.Expr) *joinTime {
+	var cs []expr.Expr
+	if n.Residual != nil {
+		cs = conjuncts(n.Residual)
+	}
+	for _, p := range preds {
+		cs = append(cs, conjuncts(p)...)
+	}
+	nl := len(n.Left.Types())
+	type pair struct{ l, r int }
+	// x[p]: right.t <= left.t + x (a left row's latest partner);
+	// y[p]: left.t <= right.t + y (a right row's).
+	x, y := map[pair]int64{}, map[pair]int64{}
+	var order []pair
+	for _, c := range cs {
+		f, ok := c.(*expr.Func)
+		if !ok || len(f.Args) != 2 {
+			continue
+		}
+		a, aok := timeTermOf(f.Args[0])
+		b, bok := timeTermOf(f.Args[1])
+		if !aok || !bok {
+			continue
+		}
+		le := false // the conjunct says a <= b (or a < b)
+		switch f.Name {
+		case "<=", "<":
+			le = true
+		case ">=", ">":
+		default:
+			continue
+		}
+		if a.col >= nl {
+			a, b, le = b, a, !le
+		}
+		if a.col >= nl || b.col < nl {
+			continue // both on one side
+		}
+		p := pair{a.col, b.col - nl}
+		if _, seen := x[p]; !seen {
+			if _, seen := y[p]; !seen {
+				order = append(order, p)
+			}
+		}
+		if le {
+			// left.t + a.off <= right.t + b.off
+			v := b.off - a.off
+			if old, ok := y[p]; !ok || v < old {
+				y[p] = v
+			}
+		} else {
+			// right.t + b.off <= left.t + a.off
+			v := a.off - b.off
+			if old, ok := x[p]; !ok || v < old {
+				x[p] = v
+			}
+		}
+	}
+	for _, p := range order {
+		xv, xok := x[p]
+		yv, yok := y[p]
+		if xok && yok {
+			return &joinTime{kind: "interval join", col: [2]int{p.l, p.r},
+				free: [2]int64{xv + 1, yv + 1}, late: [2]int64{1, 1}}
+		}
+	}
+	return nil
+}
+
+// joinExpiryBytes estimates the memory of an entry of the freeing list
+// (counted in the join's state bytes).
+const joinExpiryBytes = 48
+
+// joinExpiry is a stored row's freeing time.
+type joinExpiry struct {
+	at   int64
+	g    *joinGroup
+	side int
+	enc  string
+}
+
+// joinWM is a join's event-time bookkeeping (nil spec: none).
+type joinWM struct {
+	spec    *joinTime
+	wm      int64 // input watermark as of the last barrier
+	late    int64 // rows dropped since the last advance
+	logs    [2]*lateLog
+	expiry  []joinExpiry
+	minAt   int64 // least at in expiry
+	freed   int64 // rows freed, for tests and SHOW
+	keepBuf []int
+}
+
+// watermarked says whether every source under g has a watermark: a
+// join's watermark is the least of its inputs', so a join with an input
+// without one never frees anything and keeps no freeing list.
+func watermarked(g *gnode) bool {
+	if g.kind == nSource {
+		return g.src.Watermark != nil && !g.changelog
+	}
+	for _, e := range g.ins {
+		if !watermarked(e.from) {
+			return false
+		}
+	}
+	return len(g.ins) > 0
+}
+
+// opID is the join's operator id (runOp checkpoints its watermark).
+func (o *joinOp) opID() uint32 { return o.op }
+
+// keepsWatermark says whether the join acts on event time.
+func (o *joinOp) keepsWatermark() bool { return o.tw.spec != nil }
+
+// takeLate returns the late rows noted since the last call.
+func (o *joinOp) takeLate() []storage.LateRow {
+	return mergeLate(o.tw.logs[0].take(), o.tw.logs[1].take())
+}
+
+// advance notes the barrier's watermark: barrier frees the rows it
+// passed, and the next epoch's rows are judged late against it.
+func (o *joinOp) advance(_ *expr.Ctx, wm Watermark) (int64, error) {
+	if o.tw.spec == nil {
+		return 0, nil
+	}
+	o.tw.wm = wm.At
+	late := o.tw.late
+	o.tw.late = 0
+	return late, nil
+}
+
+// timeCol is the column of side's rows (rec) or keys that the join's
+// freeing and lateness read; nil if not an Int64 column.
+func (o *joinOp) timeCol(rec arrow.RecordBatch, keys []arrow.Array, side int) *array.Int64 {
+	var a arrow.Array
+	if o.tw.spec.kind == "window join" {
+		a = keys[o.tw.spec.key]
+	} else {
+		a = rec.Column(o.tw.spec.col[side])
+	}
+	c, _ := a.(*array.Int64)
+	return c
+}
+
+// dropLate removes from c the rows of side behind the watermark (c.Rec
+// is released if a new chunk is returned).
+func (o *joinOp) dropLate(ectx *expr.Ctx, c Chunk, side int) (Chunk, error) {
+	s := o.tw.spec
+	if s == nil || o.tw.wm == NoWatermark {
+		return c, nil
+	}
+	var col *array.Int64
+	if s.kind == "window join" {
+		a, err := expr.Eval(ectx, o.keys[side][s.key], c.Rec)
+		if err != nil {
+			c.Rec.Release()
+			return c, err
+		}
+		defer a.Release()
+		col, _ = a.(*array.Int64)
+	} else {
+		col = o.timeCol(c.Rec, nil, side)
+	}
+	if col == nil {
+		return c, nil
+	}
+	n := col.Len()
+	wm, lateOff := o.tw.wm, s.late[side]
+	var keep []int
+	dropped := false
+	for i := 0; i < n; i++ {
+		if col.IsValid(i) && col.Value(i)+lateOff <= wm {
+			o.tw.late++
+			et := col.Value(i) // the row's time, or its window's end
+			if s.kind == "window join" {
+				et += lateOff
+			}
+			o.tw.logs[side].note(c.Rec, i, et, wm)
+			if !dropped {
+				dropped, keep = true, o.tw.keepBuf[:0]
+				for k := 0; k < i; k++ {
+					keep = append(keep, k)
+				}
+			}
+			continue
+		}
+		if dropped {
+			keep = append(keep, i)
+		}
+	}
+	if !dropped {
+		return c, nil
+	}
+	o.tw.keepBuf = keep
+	out := Chunk{Rec: takeRecord(c.Rec, keep, o.ts[side])}
+	if c.Ops != nil {
+		out.Ops = make([]Op, len(keep))
+		for i, k := range keep {
+			out.Ops[i] = c.Ops[k]
+		}
+	}
+	c.Rec.Release()
+	return out, nil
+}
+
+// noteExpiry lists a row newly stored on side of g, whose time is t.
+func (o *joinOp) noteExpiry(g *joinGroup, side int, enc string, t int64) {
+	at := t + o.tw.spec.free[side]
+	if len(o.tw.expiry) == 0 || at < o.tw.minAt {
+		o.tw.minAt = at
+	}
+	o.tw.expiry = append(o.tw.expiry, joinExpiry{at: at, g: g, side: side, enc: enc})
+	o.bytes += joinExpiryBytes
+}
+
+// noteLoaded lists a row read from the state table at startup.
+func (o *joinOp) noteLoaded(g *joinGroup, side int, enc string) {
+	var d types.Datum
+	if o.tw.spec.kind == "window join" {
+		d = decodeRow(g.key, exprTypes(o.keys[side]))[o.tw.spec.key]
+	} else {
+		d = decodeRow(enc, o.ts[side])[o.tw.spec.col[side]]
+	}
+	if !d.Null {
+		o.noteExpiry(g, side, enc, d.I)
+	}
+}
+
+// freeByWatermark, at a barrier, removes the rows whose every partner the
+// watermark has passed and lists them as changed with no count left, so
+// writeDirty deletes them from the state table. Rows of evicted groups
+// are deleted there without being read back.
+func (o *joinOp) freeByWatermark() {
+	wm := o.tw.wm
+	if o.tw.spec == nil || wm == NoWatermark || len(o.tw.expiry) == 0 || o.tw.minAt > wm {
+		return
+	}
+	kept := o.tw.expiry[:0]
+	minAt := int64(0)
+	for _, e := range o.tw.expiry {
+		if e.at > wm {
+			if len(kept) == 0 || e.at < minAt {
+				minAt = e.at
+			}
+			kept = append(kept, e)
+			continue
+		}
+		o.freeRow(e)
+	}
+	o.bytes -= int64(len(o.tw.expiry)-len(kept)) * joinExpiryBytes
+	clear(o.tw.expiry[len(kept):])
+	o.tw.expiry, o.tw.minAt = kept, minAt
+}
+
+func (o *joinOp) freeRow(e joinExpiry) {
+	g := e.g
+	cur := o.groups[g.key]
+	switch {
+	case cur != nil && (cur == g || g.evicted):
+		// In memory (maybe read back after eviction).
+		i := cur.find(e.side, e.enc)
+		if i < 0 {
+			if g.evicted {
+				o.dirty = append(o.dirty, joinDirty{g: g, side: e.side, enc: e.enc})
+			}
+			return // retracted meanwhile
+		}
+		if !cur.rows[e.side][i].dirty {
+			o.dirty = append(o.dirty, joinDirty{g: cur, side: e.side, enc: e.enc})
+		}
+		cur.remove(e.side, i)
+		o.bytes -= joinRowBytes + int64(len(e.enc))
+		if len(cur.rows[0]) == 0 && len(cur.rows[1]) == 0 {
+			o.bytes -= joinGroupBytes + int64(len(cur.key))
+			delete(o.groups, cur.key)
+			cur.gone = true
+		}
+		o.tw.freed++
+	case cur == nil && g.evicted:
+		// In the state table only: writeDirty finds no group, deletes.
+		o.dirty = append(o.dirty, joinDirty{g: g, side: e.side, enc: e.enc})
+		o.tw.freed++
+	}
+	// Otherwise the row went with its group (retracted, or expired by
+	// state.ttl); a row of the key stored since has an entry of its own.
+}
