@@ -672,6 +672,10 @@ func (e *Engine) PgLookup(what string) map[int64]string {
 		for _, r := range e.relations() {
 			out[r.oid] = r.name
 		}
+	case "relsize":
+		return e.relationSizes(false)
+	case "tablesize":
+		return e.relationSizes(true)
 	case "namespaces":
 		for _, ns := range []int64{oidCatalogNS, oidPublicNS, oidInfoNS} {
 			out[ns] = nsName(ns)
