@@ -95,13 +95,18 @@ func (b *Binder) sizeFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, e
 			return nil, true, err
 		}
 		// Its oid: the relation of that name and kind on the search path.
+		// (information_schema's are not on it: any of that name then).
 		rel = nil
+		visible := pc.PgLookup("visible")
 		for oid, nm := range pc.PgLookup("relnames") {
 			if nm != def.Name {
 				continue
 			}
-			if _, vis := pc.PgLookup("visible")[oid]; vis {
+			_, vis := visible[oid]
+			if rel == nil || vis {
 				rel = &expr.Const{D: types.Int(oid), T: types.TInt64}
+			}
+			if vis {
 				break
 			}
 		}
