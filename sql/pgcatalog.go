@@ -247,6 +247,12 @@ func (e catGen) pgClass() *table {
 			i64(int64(len(r.def.Columns))), i64(0), dFals, dFals, dFals, dFals, dFals, dTrue, str("d"),
 			dFals, zero, null, relOptions(r, jobs), null)
 	}
+	for _, k := range e.viewKeys() {
+		t.add(i64(k.indexOID()), str(k.name()), i64(k.rel.ns), zero, zero, i64(e.ownerOID(k.rel.def)), zero, zero, zero,
+			i64(0), types.Float(-1), i64(0), zero, dFals, dFals, str("p"), str("i"),
+			i64(int64(len(k.attrs))), i64(0), dFals, dFals, dFals, dFals, dFals, dTrue, str("n"),
+			dFals, zero, null, null, null)
+	}
 	return t
 }
 
@@ -449,19 +455,30 @@ func (e catGen) pgDescription() *table {
 	return &table{cols: catCols(catCol{"objoid", tOID}, catCol{"classoid", tOID}, catCol{"objsubid", tI32}, catCol{"description", types.TText})}
 }
 
-// pgIndex is empty: streams and views have no indexes.
+// pgIndex holds the materialized views' primary keys (pgcatalog_keys.go):
+// streamdb has no other indexes.
 func (e catGen) pgIndex() *table {
-	return &table{cols: catCols(catCol{"indexrelid", tOID}, catCol{"indrelid", tOID}, catCol{"indnatts", tI16},
+	t := &table{cols: catCols(catCol{"indexrelid", tOID}, catCol{"indrelid", tOID}, catCol{"indnatts", tI16},
 		catCol{"indnkeyatts", tI16}, catCol{"indisunique", tBool}, catCol{"indisprimary", tBool},
 		catCol{"indisvalid", tBool}, catCol{"indkey", tI2Arr}, catCol{"indexprs", types.TText}, catCol{"indpred", types.TText})}
+	for _, k := range e.viewKeys() {
+		n := i64(int64(len(k.attrs)))
+		t.add(i64(k.indexOID()), i64(k.rel.oid), n, n, dTrue, dTrue, dTrue, k.attrArray(), null, null)
+	}
+	return t
 }
 
-// pgConstraint is empty: streamdb has no primary, unique, check or foreign
-// key constraints.
+// pgConstraint holds the materialized views' primary keys
+// (pgcatalog_keys.go): streamdb has no unique, check or foreign keys.
 func (e catGen) pgConstraint() *table {
-	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"conname", tName}, catCol{"connamespace", tOID},
+	t := &table{cols: catCols(catCol{"oid", tOID}, catCol{"conname", tName}, catCol{"connamespace", tOID},
 		catCol{"contype", tName}, catCol{"conrelid", tOID}, catCol{"confrelid", tOID}, catCol{"conindid", tOID},
 		catCol{"conkey", tI2Arr}, catCol{"confkey", tI2Arr})}
+	for _, k := range e.viewKeys() {
+		t.add(i64(k.constraintOID()), str(k.name()), i64(k.rel.ns), str("p"), i64(k.rel.oid), i64(0), i64(k.indexOID()),
+			k.attrArray(), null)
+	}
+	return t
 }
 
 // pgAttrdef is empty: columns have no defaults.

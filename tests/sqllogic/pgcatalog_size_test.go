@@ -2,6 +2,7 @@ package sqllogic
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -176,5 +177,64 @@ func TestPgSizeFunctions(t *testing.T) {
 	// The server still answers.
 	if v := size(`SELECT pg_indexes_size('words')`); *v != 0 {
 		t.Errorf("pg_indexes_size = %d, want 0", *v)
+	}
+}
+
+// TestPgViewPrimaryKey: a grouping view's group keys are its primary key
+// in pg_index (indisprimary, indkey) and pg_constraint (contype 'p'), as
+// the primary-key queries of drivers join them; a view without a key has
+// none.
+func TestPgViewPrimaryKey(t *testing.T) {
+	srv := StartServer(t, "")
+	ctx := context.Background()
+	c := srv.Conn(t)
+	for _, q := range []string{
+		`CREATE TABLE words (word VARCHAR(20), n BIGINT)`,
+		`CREATE MATERIALIZED VIEW word_counts AS SELECT word, count(*) AS c FROM words GROUP BY word`,
+		`CREATE MATERIALIZED VIEW by_two AS SELECT count(*) AS c, word, n FROM words GROUP BY n, word`,
+		`CREATE MATERIALIZED VIEW big AS SELECT word, n FROM words WHERE n > 1`,
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	text := func(q string) string {
+		t.Helper()
+		rows, err := c.Query(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var out []string
+		for rows.Next() {
+			var a, b, d string
+			if err := rows.Scan(&a, &b, &d); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, a+" "+b+" "+d)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return fmt.Sprint(out)
+	}
+	// pgjdbc's getPrimaryKeys joins, without its _pg_expandarray.
+	got := text(`SELECT ct.relname, a.attname, ci.relname FROM pg_catalog.pg_class ct
+		JOIN pg_catalog.pg_attribute a ON (ct.oid = a.attrelid)
+		JOIN pg_catalog.pg_namespace n ON (ct.relnamespace = n.oid)
+		JOIN pg_catalog.pg_index i ON (a.attrelid = i.indrelid)
+		JOIN pg_catalog.pg_class ci ON (ci.oid = i.indexrelid)
+		WHERE i.indisprimary AND a.attnum = ANY(i.indkey) AND n.nspname = 'public'
+		ORDER BY ct.relname, a.attname`)
+	if want := "[by_two n by_two_pkey by_two word by_two_pkey word_counts word word_counts_pkey]"; got != want {
+		t.Errorf("primary key columns: %s, want %s", got, want)
+	}
+	got = text(`SELECT c.conname, c.contype::text, c.conkey::text FROM pg_catalog.pg_constraint c
+		JOIN pg_catalog.pg_class r ON r.oid = c.conrelid ORDER BY c.conname`)
+	if want := "[by_two_pkey p {3,2} word_counts_pkey p {1}]"; got != want {
+		t.Errorf("pg_constraint: %s, want %s", got, want)
+	}
+	got = text(`SELECT relname, relkind::text, relhasindex::text FROM pg_class WHERE relname LIKE '%_pkey' OR relname = 'big' ORDER BY relname`)
+	if want := "[big m false by_two_pkey i false word_counts_pkey i false]"; got != want {
+		t.Errorf("pg_class: %s, want %s", got, want)
 	}
 }
