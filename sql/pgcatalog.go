@@ -247,12 +247,6 @@ func (e catGen) pgClass() *table {
 			i64(int64(len(r.def.Columns))), i64(0), dFals, dFals, dFals, dFals, dFals, dTrue, str("d"),
 			dFals, zero, null, relOptions(r, jobs), null)
 	}
-	for _, k := range e.viewKeys() {
-		t.add(i64(k.indexOID()), str(k.name()), i64(k.rel.ns), zero, zero, i64(e.ownerOID(k.rel.def)), zero, zero, zero,
-			i64(0), types.Float(-1), i64(0), zero, dFals, dFals, str("p"), str("i"),
-			i64(int64(len(k.attrs))), i64(0), dFals, dFals, dFals, dFals, dFals, dTrue, str("n"),
-			dFals, zero, null, null, null)
-	}
 	return t
 }
 
