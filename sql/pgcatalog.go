@@ -449,19 +449,30 @@ func (e catGen) pgDescription() *table {
 	return &table{cols: catCols(catCol{"objoid", tOID}, catCol{"classoid", tOID}, catCol{"objsubid", tI32}, catCol{"description", types.TText})}
 }
 
-// pgIndex is empty: streams and views have no indexes.
+// pgIndex holds the materialized views' primary keys (pgcatalog_keys.go):
+// streamdb has no other indexes.
 func (e catGen) pgIndex() *table {
-	return &table{cols: catCols(catCol{"indexrelid", tOID}, catCol{"indrelid", tOID}, catCol{"indnatts", tI16},
+	t := &table{cols: catCols(catCol{"indexrelid", tOID}, catCol{"indrelid", tOID}, catCol{"indnatts", tI16},
 		catCol{"indnkeyatts", tI16}, catCol{"indisunique", tBool}, catCol{"indisprimary", tBool},
 		catCol{"indisvalid", tBool}, catCol{"indkey", tI2Arr}, catCol{"indexprs", types.TText}, catCol{"indpred", types.TText})}
+	for _, k := range e.viewKeys() {
+		n := i64(int64(len(k.attrs)))
+		t.add(i64(k.indexOID()), i64(k.rel.oid), n, n, dTrue, dTrue, dTrue, k.attrArray(), null, null)
+	}
+	return t
 }
 
-// pgConstraint is empty: streamdb has no primary, unique, check or foreign
-// key constraints.
+// pgConstraint holds the materialized views' primary keys
+// (pgcatalog_keys.go): streamdb has no unique, check or foreign keys.
 func (e catGen) pgConstraint() *table {
-	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"conname", tName}, catCol{"connamespace", tOID},
+	t := &table{cols: catCols(catCol{"oid", tOID}, catCol{"conname", tName}, catCol{"connamespace", tOID},
 		catCol{"contype", tName}, catCol{"conrelid", tOID}, catCol{"confrelid", tOID}, catCol{"conindid", tOID},
 		catCol{"conkey", tI2Arr}, catCol{"confkey", tI2Arr})}
+	for _, k := range e.viewKeys() {
+		t.add(i64(k.constraintOID()), str(k.name()), i64(k.rel.ns), str("p"), i64(k.rel.oid), i64(0), i64(k.indexOID()),
+			k.attrArray(), null)
+	}
+	return t
 }
 
 // pgAttrdef is empty: columns have no defaults.
@@ -672,6 +683,10 @@ func (e *Engine) PgLookup(what string) map[int64]string {
 		for _, r := range e.relations() {
 			out[r.oid] = r.name
 		}
+	case "relsize":
+		return e.relationSizes(false)
+	case "tablesize":
+		return e.relationSizes(true)
 	case "namespaces":
 		for _, ns := range []int64{oidCatalogNS, oidPublicNS, oidInfoNS} {
 			out[ns] = nsName(ns)

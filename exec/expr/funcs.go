@@ -114,6 +114,8 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = arrayDimKernel(e.Name, e.T), 2, 2
 	case "json_build_object":
 		k, lo, hi = jsonBuildObjectKernel(e.T, argTypes(e.Args)), 0, math.MaxInt
+	case "pg_size_pretty":
+		k = sizePrettyKernel(e.T)
 	case "varchar_assign": // Text → VARCHAR(n) as an assignment (INSERT) cast
 		k = varcharAssignKernel(e.T)
 	default:

@@ -402,6 +402,9 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 	if e, ok, err := b.quoteFunc(c, n); ok {
 		return e, err
 	}
+	if e, ok, err := b.sizeFunc(c, n); ok {
+		return e, err
+	}
 	if e, ok, err := b.setConfigFunc(c, n); ok {
 		return e, err
 	}

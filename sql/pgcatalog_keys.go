@@ -1,0 +1,115 @@
+package sql
+
+import (
+	"strconv"
+
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// A materialized view's primary key, as pg_index and pg_constraint show
+// it: the catalog's key columns, else, for a view over a grouping, the
+// output columns that are its group keys (each exactly once: every group
+// is one row), as Materialize and RisingWave expose a view's unique key.
+// A view without one (a filter over a stream, a join) has no primary key.
+// The key is a pg_index row (indisprimary) and a pg_constraint row
+// (contype 'p', conname <view>_pkey). The index has no pg_class row (yet):
+// one would make it a relation that table listings (pgjdbc's getTables,
+// pg_class scans) show; see DECISIONS.md, catalog part 5.
+
+// Oids of a view's key index and constraint: above the relations'
+// (oidFirstUser + id) and the roles' (oidFirstUser + a 30-bit hash), below
+// 2^32 as PostgreSQL's oids.
+const (
+	oidFirstIndex      = oidFirstUser + 1<<31
+	oidFirstConstraint = oidFirstUser + 1<<31 + 1<<30
+)
+
+// viewKey is a view's primary key: attribute numbers (1-based).
+type viewKey struct {
+	rel   relation
+	attrs []int
+}
+
+// viewKeys lists the primary keys of the materialized views, by name.
+func (e catGen) viewKeys() []viewKey {
+	var out []viewKey
+	for _, r := range e.relations() {
+		if r.def.Kind != storage.KindView {
+			continue
+		}
+		cols := r.def.KeyCols
+		if len(cols) == 0 {
+			plan, err := e.planView(r.def)
+			if err != nil {
+				continue
+			}
+			cols = groupKeyCols(plan)
+		}
+		if len(cols) == 0 {
+			continue
+		}
+		k := viewKey{rel: r}
+		for _, c := range cols {
+			k.attrs = append(k.attrs, c+1)
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// groupKeyCols returns the output columns of a grouping view's plan that
+// are its group keys, one per key in key order, or nil if some key is not
+// in the output.
+func groupKeyCols(p exec.Plan) []int {
+	var proj *exec.Project
+	if pr, ok := p.(*exec.Project); ok {
+		proj, p = pr, pr.In
+	}
+	for {
+		f, ok := p.(*exec.Filter) // HAVING
+		if !ok {
+			break
+		}
+		p = f.In
+	}
+	agg, ok := p.(*exec.HashAgg)
+	if !ok || len(agg.Keys) == 0 {
+		return nil
+	}
+	out := make([]int, len(agg.Keys))
+	if proj == nil {
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	for i := range out {
+		out[i] = -1
+	}
+	for i, x := range proj.Exprs {
+		if c, ok := x.(*expr.ColRef); ok && c.Idx < len(agg.Keys) && out[c.Idx] < 0 {
+			out[c.Idx] = i
+		}
+	}
+	for _, o := range out {
+		if o < 0 {
+			return nil
+		}
+	}
+	return out
+}
+
+func (k viewKey) indexOID() int64      { return oidFirstIndex + int64(k.rel.def.ID) }
+func (k viewKey) constraintOID() int64 { return oidFirstConstraint + int64(k.rel.def.ID) }
+func (k viewKey) name() string         { return k.rel.name + "_pkey" }
+
+func (k viewKey) attrArray() types.Datum {
+	elems := make([]string, len(k.attrs))
+	for i, a := range k.attrs {
+		elems[i] = strconv.Itoa(a)
+	}
+	return types.Datum{A: &types.Array{Elems: elems}}
+}

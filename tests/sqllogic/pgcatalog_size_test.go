@@ -1,0 +1,236 @@
+package sqllogic
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+)
+
+// psqlSize is a pg_size_pretty value in psql's unaligned output: sizes
+// vary from run to run, the goldens hold SIZE.
+var psqlSize = regexp.MustCompile(`\|-?[0-9]+ (bytes|kB|MB|GB|TB|PB)\|`)
+
+// TestPsqlCatalogSizes runs psql 15's \dt+ and \dm+ (which call
+// pg_size_pretty(pg_table_size(c.oid))) and compares them, unaligned and
+// with the sizes normalized, with testdata/psql/<name>.out.
+func TestPsqlCatalogSizes(t *testing.T) {
+	if _, err := exec.LookPath("psql"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("psql is required in CI (install postgresql-client): %v", err)
+		}
+		t.Skip("psql is not installed")
+	}
+	srv := StartServer(t, "")
+	host, port, err := net.SplitHostPort(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &psqlTarget{host: host, port: port}
+	setup := catalogSchema + ";\nINSERT INTO words VALUES ('a', 1, 1.5, 1, '2026-01-01 00:00:00'), ('b', 2, 2.5, 2, '2026-01-01 00:00:01');\n" +
+		"CREATE VIEW long_words AS SELECT word, n FROM words WHERE n > 1;\n"
+	if res := p.run(t, setup, "-v", "ON_ERROR_STOP=1", "-q"); res.code != 0 {
+		t.Fatalf("schema: exit %d: %s", res.code, res.stderr)
+	}
+	for _, c := range []struct{ name, cmd string }{
+		{"dtplus", `\dt+`},
+		{"dmplus", `\dm+`},
+		{"dvplus", `\dv+`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := p.run(t, "", "-A", "-c", c.cmd)
+			if !psqlSize.MatchString(res.stdout) {
+				t.Errorf("psql -c %q: no size in\n%s", c.cmd, res.stdout)
+			}
+			got := psqlSize.ReplaceAllString(res.stdout, "|SIZE|")
+			if res.stderr != "" {
+				got += "stderr:\n" + res.stderr
+			}
+			if res.code != 0 {
+				t.Errorf("psql -c %q: exit %d, stderr %q", c.cmd, res.code, res.stderr)
+			}
+			file := filepath.Join("testdata", "psql", c.name+".out")
+			if *rewrite {
+				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatalf("%v (run with -rewrite to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("psql -c %q:\n%s\nwant (%s):\n%s", c.cmd, got, file, want)
+			}
+		})
+	}
+}
+
+// TestPgSizeFunctions checks the size functions over pgx: a stream's log
+// and a view's rows and state are counted (once Pebble has them on disk:
+// a restart flushes what the WAL replays), unknown relations and forks are
+// refused, and pg_size_pretty formats as PostgreSQL.
+func TestPgSizeFunctions(t *testing.T) {
+	srv := StartServer(t, "")
+	ctx := context.Background()
+	c := srv.Conn(t)
+	exec := func(q string) {
+		t.Helper()
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`CREATE TABLE words (word VARCHAR(20), n BIGINT)`)
+	exec(`CREATE MATERIALIZED VIEW word_counts AS SELECT word, count(*) AS c FROM words GROUP BY word`)
+	exec(`CREATE VIEW plain AS SELECT word FROM words`)
+	exec(`INSERT INTO words SELECT 'w' || (g % 5000)::text, g FROM generate_series(1, 50000) g`)
+	poll(t, time.Minute, "the view to count every row", func() bool {
+		var n *int64
+		if err := c.QueryRow(ctx, `SELECT sum(c) FROM word_counts`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n != nil && *n == 50000
+	})
+	exec(`CHECKPOINT`)
+	srv.Restart(t)
+	c = srv.Conn(t)
+
+	size := func(q string) *int64 {
+		t.Helper()
+		var v *int64
+		if err := c.QueryRow(ctx, q).Scan(&v); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return v
+	}
+	for _, rel := range []string{"words", "word_counts"} {
+		// Background compactions move the estimate: poll until the
+		// readings of one moment agree.
+		var table, byOID, byReg, main, total *int64
+		poll(t, time.Minute, rel+"'s sizes to agree", func() bool {
+			table = size(`SELECT pg_table_size('` + rel + `')`)
+			byOID = size(`SELECT pg_catalog.pg_table_size(c.oid) FROM pg_class c WHERE relname = '` + rel + `'`)
+			byReg = size(`SELECT pg_table_size('` + rel + `'::regclass)`)
+			main = size(`SELECT pg_relation_size('` + rel + `', 'main')`)
+			total = size(`SELECT pg_total_relation_size('` + rel + `')`)
+			return *byOID == *table && *byReg == *table && *total == *table && *main <= *table
+		})
+		t.Logf("%s: table %d, relation %d, total %d bytes", rel, *table, *main, *total)
+		if *table <= 0 || *main <= 0 {
+			t.Errorf("%s: pg_table_size %d, pg_relation_size %d: want the bytes of its rows", rel, *table, *main)
+		}
+		if fsm := size(`SELECT pg_relation_size('` + rel + `', 'fsm')`); *fsm != 0 {
+			t.Errorf("%s: fsm fork %d bytes, want 0", rel, *fsm)
+		}
+	}
+	if v := size(`SELECT pg_table_size('plain')`); *v != 0 {
+		t.Errorf("plain view: %d bytes, want 0", *v)
+	}
+	if v := size(`SELECT pg_table_size(0)`); v != nil {
+		t.Errorf("pg_table_size(0) = %d, want NULL", *v)
+	}
+	var pretty []string
+	rows, err := c.Query(ctx, `SELECT pg_size_pretty(v) FROM (VALUES (0::bigint), (10239), (10240), (20971520), (-1073741824), (NULL)) t(v)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s *string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		if s == nil {
+			pretty = append(pretty, "NULL")
+		} else {
+			pretty = append(pretty, *s)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pretty, []string{"0 bytes", "10239 bytes", "10 kB", "20 MB", "-1024 MB", "NULL"}; !slices.Equal(got, want) {
+		t.Errorf("pg_size_pretty: %q, want %q", got, want)
+	}
+	var s string
+	if err := c.QueryRow(ctx, `SELECT pg_size_pretty(pg_table_size('word_counts'))`).Scan(&s); err != nil || !regexp.MustCompile(`^[0-9]+ (bytes|kB|MB)$`).MatchString(s) {
+		t.Errorf("pg_size_pretty(pg_table_size('word_counts')) = %q, %v", s, err)
+	}
+	for q, want := range map[string]string{
+		`SELECT pg_table_size('nope')`:                                                "42P01",
+		`SELECT pg_table_size('bogus_schema.words')`:                                  "3F000",
+		`SELECT pg_relation_size('words', 'bogus')`:                                   "22023",
+		`SELECT pg_size_pretty('abc'::text)`:                                          "42883",
+		`SELECT pg_table_size(word) FROM words`:                                       "42883",
+		`CREATE MATERIALIZED VIEW s AS SELECT pg_table_size('words') AS b FROM words`: "0A000",
+	} {
+		if got := sqlState(t, c, q); got != want {
+			t.Errorf("%s: SQLSTATE %q, want %q", q, got, want)
+		}
+	}
+	// The server still answers.
+	if v := size(`SELECT pg_indexes_size('words')`); *v != 0 {
+		t.Errorf("pg_indexes_size = %d, want 0", *v)
+	}
+}
+
+// TestPgViewPrimaryKey: a grouping view's group keys are its primary key
+// in pg_index (indisprimary, indkey) and pg_constraint (contype 'p'), as
+// the primary-key queries of drivers join them; a view without a key has
+// none.
+func TestPgViewPrimaryKey(t *testing.T) {
+	srv := StartServer(t, "")
+	ctx := context.Background()
+	c := srv.Conn(t)
+	for _, q := range []string{
+		`CREATE TABLE words (word VARCHAR(20), n BIGINT)`,
+		`CREATE MATERIALIZED VIEW word_counts AS SELECT word, count(*) AS c FROM words GROUP BY word`,
+		`CREATE MATERIALIZED VIEW by_two AS SELECT count(*) AS c, word, n FROM words GROUP BY n, word`,
+		`CREATE MATERIALIZED VIEW big AS SELECT word, n FROM words WHERE n > 1`,
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	text := func(q string) string {
+		t.Helper()
+		rows, err := c.Query(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var out []string
+		for rows.Next() {
+			var a, b, d string
+			if err := rows.Scan(&a, &b, &d); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, a+" "+b+" "+d)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return fmt.Sprint(out)
+	}
+	// pgjdbc's getPrimaryKeys joins, without its _pg_expandarray and the
+	// index's pg_class row.
+	got := text(`SELECT ct.relname, a.attname, i.indnatts::text FROM pg_catalog.pg_class ct
+		JOIN pg_catalog.pg_attribute a ON (ct.oid = a.attrelid)
+		JOIN pg_catalog.pg_namespace n ON (ct.relnamespace = n.oid)
+		JOIN pg_catalog.pg_index i ON (a.attrelid = i.indrelid)
+		WHERE i.indisprimary AND a.attnum = ANY(i.indkey) AND n.nspname = 'public'
+		ORDER BY ct.relname, a.attname`)
+	if want := "[by_two n 2 by_two word 2 word_counts word 1]"; got != want {
+		t.Errorf("primary key columns: %s, want %s", got, want)
+	}
+	got = text(`SELECT c.conname, c.contype::text, c.conkey::text FROM pg_catalog.pg_constraint c
+		JOIN pg_catalog.pg_class r ON r.oid = c.conrelid ORDER BY c.conname`)
+	if want := "[by_two_pkey p {3,2} word_counts_pkey p {1}]"; got != want {
+		t.Errorf("pg_constraint: %s, want %s", got, want)
+	}
+}
