@@ -247,6 +247,12 @@ func (e catGen) pgClass() *table {
 			i64(int64(len(r.def.Columns))), i64(0), dFals, dFals, dFals, dFals, dFals, dTrue, str("d"),
 			dFals, zero, null, relOptions(r, jobs), null)
 	}
+	for _, k := range e.viewKeys() {
+		t.add(i64(k.indexOID()), str(k.name()), i64(k.rel.ns), zero, zero, i64(e.ownerOID(k.rel.def)), zero, zero, zero,
+			i64(0), types.Float(-1), i64(0), zero, dFals, dFals, str("p"), str("i"),
+			i64(int64(len(k.attrs))), i64(0), dFals, dFals, dFals, dFals, dFals, dTrue, str("n"),
+			dFals, zero, null, null, null)
+	}
 	return t
 }
 
@@ -296,6 +302,20 @@ func (e catGen) pgAttribute() *table {
 				coll = 100 // "default"
 			}
 			t.add(i64(r.oid), str(c.Name), i64(int64(c.Type.OID())), i64(-1), i64(l), i64(int64(i+1)), i64(0),
+				i64(-1), i64(typmod(c.Type)), types.Boolean(l > 0 && l <= 8), str(align(l)), str(attStorage(l)), str(""),
+				dFals, dFals, dFals, str(""), str(""), dFals, dTrue, i64(0), i64(coll), null, null, null)
+		}
+	}
+	// A view's key index has one attribute per key column, as PostgreSQL's.
+	for _, k := range e.viewKeys() {
+		for i, a := range k.attrs {
+			c := k.rel.def.Columns[a-1]
+			l := typeLen(c.Type)
+			coll := int64(0)
+			if c.Type.Kind == types.Text {
+				coll = 100
+			}
+			t.add(i64(k.indexOID()), str(c.Name), i64(int64(c.Type.OID())), i64(-1), i64(l), i64(int64(i+1)), i64(0),
 				i64(-1), i64(typmod(c.Type)), types.Boolean(l > 0 && l <= 8), str(align(l)), str(attStorage(l)), str(""),
 				dFals, dFals, dFals, str(""), str(""), dFals, dTrue, i64(0), i64(coll), null, null, null)
 		}

@@ -14,10 +14,9 @@ import (
 // output columns that are its group keys (each exactly once: every group
 // is one row), as Materialize and RisingWave expose a view's unique key.
 // A view without one (a filter over a stream, a join) has no primary key.
-// The key is a pg_index row (indisprimary) and a pg_constraint row
-// (contype 'p', conname <view>_pkey). The index has no pg_class row (yet):
-// one would make it a relation that table listings (pgjdbc's getTables,
-// pg_class scans) show; see DECISIONS.md, catalog part 5.
+// The key is an index named <view>_pkey (pg_class relkind 'i', not in
+// relhasindex: there is nothing psql's \d could say about its storage)
+// and a constraint of that name (contype 'p').
 
 // Oids of a view's key index and constraint: above the relations'
 // (oidFirstUser + id) and the roles' (oidFirstUser + a 30-bit hash), below

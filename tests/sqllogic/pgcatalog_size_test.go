@@ -217,20 +217,24 @@ func TestPgViewPrimaryKey(t *testing.T) {
 		}
 		return fmt.Sprint(out)
 	}
-	// pgjdbc's getPrimaryKeys joins, without its _pg_expandarray and the
-	// index's pg_class row.
-	got := text(`SELECT ct.relname, a.attname, i.indnatts::text FROM pg_catalog.pg_class ct
+	// pgjdbc's getPrimaryKeys joins, without its _pg_expandarray.
+	got := text(`SELECT ct.relname, a.attname, ci.relname FROM pg_catalog.pg_class ct
 		JOIN pg_catalog.pg_attribute a ON (ct.oid = a.attrelid)
 		JOIN pg_catalog.pg_namespace n ON (ct.relnamespace = n.oid)
 		JOIN pg_catalog.pg_index i ON (a.attrelid = i.indrelid)
+		JOIN pg_catalog.pg_class ci ON (ci.oid = i.indexrelid)
 		WHERE i.indisprimary AND a.attnum = ANY(i.indkey) AND n.nspname = 'public'
 		ORDER BY ct.relname, a.attname`)
-	if want := "[by_two n 2 by_two word 2 word_counts word 1]"; got != want {
+	if want := "[by_two n by_two_pkey by_two word by_two_pkey word_counts word word_counts_pkey]"; got != want {
 		t.Errorf("primary key columns: %s, want %s", got, want)
 	}
 	got = text(`SELECT c.conname, c.contype::text, c.conkey::text FROM pg_catalog.pg_constraint c
 		JOIN pg_catalog.pg_class r ON r.oid = c.conrelid ORDER BY c.conname`)
 	if want := "[by_two_pkey p {3,2} word_counts_pkey p {1}]"; got != want {
 		t.Errorf("pg_constraint: %s, want %s", got, want)
+	}
+	got = text(`SELECT relname, relkind::text, relhasindex::text FROM pg_class WHERE relname LIKE '%_pkey' OR relname = 'big' ORDER BY relname`)
+	if want := "[big m false by_two_pkey i false word_counts_pkey i false]"; got != want {
+		t.Errorf("pg_class: %s, want %s", got, want)
 	}
 }

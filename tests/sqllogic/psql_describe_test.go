@@ -92,7 +92,7 @@ func TestPsqlDescribeCatalog(t *testing.T) {
 
 	t.Run("views", func(t *testing.T) {
 		check(`SELECT relname, relkind FROM pg_class WHERE relnamespace = 2200 ORDER BY relname`,
-			"long_words v; word_counts m; words r")
+			"long_words v; word_counts m; word_counts_pkey i; words r")
 		check(`SELECT viewname, definition FROM pg_views`, "long_words  SELECT word, n FROM words WHERE n > 1;")
 		check(`SELECT matviewname FROM pg_matviews`, "word_counts")
 		check(`SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`,
@@ -138,7 +138,7 @@ func TestPsqlDescribeCatalog(t *testing.T) {
 			"a b,c; z a,b,c; <nil> <nil>")
 		check(`SELECT relname, (SELECT count(*) FROM pg_attribute WHERE attrelid = c.oid AND attnum > 5),
 			(SELECT string_agg(attname, ', ') FROM pg_attribute WHERE attrelid = c.oid AND attnum > 0) FROM pg_class c WHERE relnamespace = 2200 ORDER BY 1`,
-			"long_words 0 word, n; word_counts 0 word, c; words 0 word, n")
+			"long_words 0 word, n; word_counts 0 word, c; word_counts_pkey 0 word; words 0 word, n")
 		check(`SELECT v, (SELECT count(*) FROM generate_series(1, v) s), (SELECT sum(s) + 1 FROM generate_series(1, v) s) FROM (VALUES (0), (3)) t(v) ORDER BY 1`,
 			"0 0 <nil>; 3 3 7")
 		// psql's publication query's column list, over int2[] values.

@@ -14,7 +14,7 @@ public class Introspect {
         String url = "jdbc:postgresql://" + args[0] + ":" + args[1] + "/streamdb?user=streamdb&sslmode=disable";
         try (Connection c = DriverManager.getConnection(url)) {
             DatabaseMetaData md = c.getMetaData();
-            try (ResultSet rs = md.getTables(null, "public", "%", null)) {
+            try (ResultSet rs = md.getTables(null, "public", "%", new String[] {"TABLE", "VIEW", "MATERIALIZED VIEW"})) {
                 while (rs.next()) {
                     System.out.println("table " + rs.getString("TABLE_SCHEM") + " " + rs.getString("TABLE_NAME")
                             + " " + rs.getString("TABLE_TYPE"));
