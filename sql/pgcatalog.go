@@ -717,6 +717,9 @@ func (e *Engine) PgLookup(what string) map[int64]string {
 				out[r.oid] = ""
 			}
 		}
+		for _, k := range (catGen{Engine: e}).viewKeys() { // a key index is in its view's schema
+			out[k.indexOID()] = ""
+		}
 	}
 	return out
 }

@@ -54,6 +54,8 @@ func TestPsqlCatalogCommands(t *testing.T) {
 		{"dm", `\dm`},
 		{"dv", `\dv`},
 		{"dE", `\dE`},
+		// A materialized view's key is an index, as a primary key in PostgreSQL.
+		{"di", `\di`},
 		{"d_view", `\d long_words`},
 		// \d of a stream or a materialized view runs psql's publication
 		// query (int2[], a set-returning function and an aggregate in a
