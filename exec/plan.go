@@ -261,6 +261,8 @@ func StreamsRead(p Plan) []*storage.TableDef {
 			visit(p.In)
 		case *LateralFuncScan:
 			visit(p.In)
+		case *ProjectSRF:
+			visit(p.In)
 		case *Union:
 			for _, in := range p.Ins {
 				visit(in)

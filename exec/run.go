@@ -147,6 +147,8 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 		return runFuncScan(ctx, p, emit)
 	case *LateralFuncScan:
 		return runLateralFuncScan(ctx, p, emit)
+	case *ProjectSRF:
+		return runProjectSRF(ctx, p, emit)
 	case *Union:
 		for _, in := range p.Ins {
 			if err := ctx.canceled(); err != nil {

@@ -169,6 +169,16 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 			return nil, err
 		}
 		return &exec.LateralFuncScan{In: in, Func: n.Func, Args: n.Args, T: n.Col.T}, nil
+	case *ProjectSRF:
+		in, err := Physical(n.Input, snaps)
+		if err != nil {
+			return nil, err
+		}
+		p := &exec.ProjectSRF{In: in, Funcs: n.Funcs, Args: n.Args}
+		for _, c := range n.Cols {
+			p.Ts = append(p.Ts, c.T)
+		}
+		return p, nil
 	case *SingleRow:
 		in, err := Physical(n.Input, snaps)
 		if err != nil {
@@ -526,6 +536,13 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 		explain(b, p.In, depth+1)
 	case *exec.LateralFuncScan:
 		line("LateralFunctionScan %s(%s)", p.Func, exprList(p.Args))
+		explain(b, p.In, depth+1)
+	case *exec.ProjectSRF:
+		var fs []string
+		for i, f := range p.Funcs {
+			fs = append(fs, f+"("+exprList(p.Args[i])+")")
+		}
+		line("ProjectSet %s", strings.Join(fs, ", "))
 		explain(b, p.In, depth+1)
 	case *exec.Union:
 		line("UnionAll")

@@ -173,6 +173,11 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 		}
 	}
 
+	// Set-returning functions of the select list (srfselect.go).
+	if in, err = b.bindSelectSRFs(base, s, in); err != nil {
+		return nil, err
+	}
+
 	// Select list, with * expanded.
 	var items []selItem
 	for _, f := range s.Fields.Fields {

@@ -30,6 +30,9 @@ type ectx struct {
 	// it is nil, noWin (if set) is the error message for one.
 	win   *winState
 	noWin string
+	// srf maps a select-list set-returning call to the column of the
+	// ProjectSRF that computes it (srfselect.go).
+	srf map[*ast.FuncCallExpr]int
 }
 
 // inputCtx binds against the Aggregate's input (grouping expressions and
@@ -66,6 +69,10 @@ func (b *Binder) bindExpr(c *ectx, n ast.ExprNode) (expr.Expr, error) {
 	case *ast.UnaryOperationExpr:
 		return b.bindUnary(c, n)
 	case *ast.FuncCallExpr:
+		if i, ok := c.srf[n]; ok {
+			col := c.sc.cols[i]
+			return &expr.ColRef{Idx: i, T: col.T, Name: col.Name}, nil
+		}
 		return b.bindFunc(c, n)
 	case *ast.AggregateFuncExpr:
 		return b.bindAgg(c, n)

@@ -68,6 +68,8 @@ sqlalchemy views ['word_counts']
 sqlalchemy schemas ['information_schema', 'public']
 sqlalchemy columns words [('word', 'VARCHAR(20)', True, None), ('n', 'BIGINT', True, None), ('price', 'NUMERIC(10, 2)', True, None), ('small', 'INTEGER', True, None), ('ts', 'TIMESTAMP', True, None)]
 sqlalchemy columns word_counts [('word', 'VARCHAR(20)', True, None), ('c', 'BIGINT', True, None)]
+sqlalchemy pk words None []
+sqlalchemy pk word_counts word_counts_pkey ['word']
 `
 	if got := stdout.String(); got != want {
 		t.Errorf("introspect.py printed:\n%s\nwant:\n%s\nstderr:\n%s", got, want, stderr.String())

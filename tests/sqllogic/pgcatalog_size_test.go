@@ -237,4 +237,29 @@ func TestPgViewPrimaryKey(t *testing.T) {
 	if want := "[big m false by_two_pkey i false word_counts_pkey i false]"; got != want {
 		t.Errorf("pg_class: %s, want %s", got, want)
 	}
+	// SQLAlchemy's get_pk_constraint: unnest and generate_subscripts in
+	// a select list, in lockstep; the key columns in key order.
+	got = text(`SELECT a.attname, k.ord::text, k.attnum::text FROM pg_attribute a JOIN (
+			SELECT unnest(ix.indkey) attnum, generate_subscripts(ix.indkey, 1) ord
+			FROM pg_index ix WHERE ix.indrelid = 'by_two'::regclass AND ix.indisprimary) k ON a.attnum = k.attnum
+		WHERE a.attrelid = 'by_two'::regclass ORDER BY k.ord`)
+	if want := "[n 1 3 word 2 2]"; got != want {
+		t.Errorf("by_two's key through unnest/generate_subscripts: %s, want %s", got, want)
+	}
+	// Other columns repeat; the shorter function is padded with NULL.
+	got = text(`SELECT a, b, coalesce(s::text, 'null') FROM
+		(SELECT 'x' AS a, unnest(ARRAY['a', 'b', 'c']) AS b, generate_subscripts(ARRAY['p', 'q'], 1) AS s) t`)
+	if want := "[x a 1 x b 2 x c null]"; got != want {
+		t.Errorf("lockstep: %s, want %s", got, want)
+	}
+	for q, want := range map[string]string{
+		`SELECT unnest(1)`:                                                    "42883",
+		`SELECT count(*), unnest(ARRAY['a'])`:                                 "0A000",
+		`SELECT generate_subscripts(ARRAY['a'])`:                              "42883",
+		`CREATE MATERIALIZED VIEW u AS SELECT unnest(ARRAY[word]) FROM words`: "0A000",
+	} {
+		if got := sqlState(t, c, q); got != want {
+			t.Errorf("%s: SQLSTATE %q, want %q", q, got, want)
+		}
+	}
 }

@@ -31,3 +31,6 @@ print("sqlalchemy schemas", insp.get_schema_names())
 for rel in ("words", "word_counts"):
     print("sqlalchemy columns", rel,
           [(c["name"], str(c["type"]), c["nullable"], c["default"]) for c in insp.get_columns(rel)])
+for rel in ("words", "word_counts"):
+    pk = insp.get_pk_constraint(rel)
+    print("sqlalchemy pk", rel, pk["name"], pk["constrained_columns"])
