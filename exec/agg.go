@@ -269,14 +269,12 @@ func (a *aggOp) emitAll(emit func(arrow.RecordBatch) error) error {
 }
 
 // build makes the output rows of groups gids.
-func (a *aggOp) build(gids []int32) (arrow.RecordBatch, error) {
-	cols := make([]arrow.Array, 0, len(a.outTs))
-	for c := range a.keyTs {
-		cols = append(cols, a.gt.buildKeys(a.mem, c, gids))
-	}
-	for i, acc := range a.accs {
-		t := a.spec.Aggs[i].T
-		bl := types.NewBuilder(a.mem, t)
+// appendResults appends to cols one column per aggregate with the results
+// of groups gids; on an error it releases cols.
+func appendResults(mem memory.Allocator, aggs []AggSpec, accs []accum, gids []int32, cols []arrow.Array) ([]arrow.Array, error) {
+	for i, acc := range accs {
+		t := aggs[i].T
+		bl := types.NewBuilder(mem, t)
 		bl.Reserve(len(gids))
 		for _, g := range gids {
 			if c, ok := acc.(interface{ checkResult(int32) error }); ok {
@@ -290,6 +288,18 @@ func (a *aggOp) build(gids []int32) (arrow.RecordBatch, error) {
 		}
 		cols = append(cols, bl.NewArray())
 		bl.Release()
+	}
+	return cols, nil
+}
+
+func (a *aggOp) build(gids []int32) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, 0, len(a.outTs))
+	for c := range a.keyTs {
+		cols = append(cols, a.gt.buildKeys(a.mem, c, gids))
+	}
+	cols, err := appendResults(a.mem, a.spec.Aggs, a.accs, gids, cols)
+	if err != nil {
+		return nil, err
 	}
 	return newRecord(a.outTs, cols, len(gids)), nil
 }

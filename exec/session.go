@@ -418,22 +418,9 @@ func (o *sessionOp) build(gids []int32) (arrow.RecordBatch, error) {
 	cols = append(cols, starts.NewArray(), ends.NewArray())
 	starts.Release()
 	ends.Release()
-	for i, acc := range o.accs {
-		t := o.spec.Aggs[i].T
-		bl := types.NewBuilder(o.mem, t)
-		bl.Reserve(len(gids))
-		for _, g := range gids {
-			if c, ok := acc.(interface{ checkResult(int32) error }); ok {
-				if err := c.checkResult(g); err != nil {
-					bl.Release()
-					releaseAll(cols)
-					return nil, err
-				}
-			}
-			types.AppendDatum(bl, acc.result(g), t)
-		}
-		cols = append(cols, bl.NewArray())
-		bl.Release()
+	cols, err := appendResults(o.mem, o.spec.Aggs, o.accs, gids, cols)
+	if err != nil {
+		return nil, err
 	}
 	return newRecord(o.outTs, cols, len(gids)), nil
 }
