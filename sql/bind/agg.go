@@ -114,6 +114,12 @@ func (b *Binder) bindAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, error) {
 		}
 		call.Arg = arg
 	}
+	return addAggCall(c, call, name), nil
+}
+
+// addAggCall adds call to the aggregates of the query being bound (once)
+// and returns the reference to its result.
+func addAggCall(c *ectx, call planner.AggCall, name string) expr.Expr {
 	key := aggString(call, name)
 	i := 0
 	for ; i < len(c.agg.aggs); i++ {
@@ -125,7 +131,7 @@ func (b *Binder) bindAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, error) {
 		c.agg.aggs = append(c.agg.aggs, call)
 		c.agg.aggKey = append(c.agg.aggKey, key)
 	}
-	return &expr.ColRef{Idx: len(c.agg.group) + i, T: call.T, Name: key}, nil
+	return &expr.ColRef{Idx: len(c.agg.group) + i, T: call.T, Name: key}
 }
 
 func isNonNullConst(n ast.ExprNode) bool {

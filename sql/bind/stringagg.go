@@ -54,20 +54,3 @@ func (b *Binder) bindStringAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, er
 	return &expr.Case{Whens: []expr.When{{Cond: none, Then: &expr.Const{D: types.Null, T: types.TText}}},
 		Else: call("array_to_string", types.TText, arr, sep), T: types.TText}, nil
 }
-
-// addAggCall adds call to the aggregates of the query being bound (once)
-// and returns the reference to its result.
-func addAggCall(c *ectx, call planner.AggCall, name string) expr.Expr {
-	key := aggString(call, name)
-	i := 0
-	for ; i < len(c.agg.aggs); i++ {
-		if c.agg.aggKey[i] == key {
-			break
-		}
-	}
-	if i == len(c.agg.aggs) {
-		c.agg.aggs = append(c.agg.aggs, call)
-		c.agg.aggKey = append(c.agg.aggKey, key)
-	}
-	return &expr.ColRef{Idx: len(c.agg.group) + i, T: call.T, Name: key}
-}
