@@ -202,10 +202,36 @@ func takeArray(a arrow.Array, idx []int, t types.T) arrow.Array {
 
 // takeArrayMem is takeArray allocating from mem.
 func takeArrayMem(mem memory.Allocator, a arrow.Array, idx []int, t types.T) arrow.Array {
+	if arr, ok := a.(*array.Int64); ok && arr.NullN() == 0 {
+		if out := takeInt64s(mem, arr, idx, t); out != nil {
+			return out
+		}
+	}
 	bl := types.NewBuilder(mem, t)
 	defer bl.Release()
 	appendTake(bl, a, idx, t)
 	return bl.NewArray()
+}
+
+// takeInt64s gathers the rows idx of a BIGINT-like array without NULLs
+// straight into a values buffer, with no validity bitmap; nil if idx asks
+// for a NULL (a negative index).
+func takeInt64s(mem memory.Allocator, arr *array.Int64, idx []int, t types.T) arrow.Array {
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(len(idx) * arrow.Int64SizeBytes)
+	out := arrow.Int64Traits.CastFromBytes(buf.Bytes())
+	vs := arr.Int64Values()
+	for x, i := range idx {
+		if i < 0 {
+			buf.Release()
+			return nil
+		}
+		out[x] = vs[i]
+	}
+	data := array.NewData(t.Arrow(), len(idx), []*memory.Buffer{nil, buf}, nil, 0, 0)
+	buf.Release()
+	defer data.Release()
+	return array.MakeFromData(data)
 }
 
 // takeRecord returns the rows idx of rec as a new record of types ts.

@@ -53,6 +53,10 @@ type outlet struct {
 	// fallible, on a source's edge, are the consumer's expressions that can
 	// raise a data error; the source evaluates them to name the bad row.
 	fallible []expr.Expr
+	// Scratch of route, reused from batch to batch (an outlet has one
+	// producer): the rows' key hashes and each instance's row numbers.
+	hash []uint64
+	idx  [][]int
 }
 
 // emit applies the stages to c and routes the result; it owns c.Rec.
@@ -112,8 +116,15 @@ func (o *outlet) route(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 			return err
 		}
 	}
-	h := hashColumns(nil, keys, n)
-	idx := make([][]int, len(o.outs))
+	o.hash = hashColumns(o.hash, keys, n)
+	h := o.hash
+	if len(o.idx) != len(o.outs) {
+		o.idx = make([][]int, len(o.outs))
+	}
+	idx := o.idx
+	for i := range idx {
+		idx[i] = idx[i][:0]
+	}
 	for r := 0; r < n; r++ {
 		inst := instanceOf(keyGroup(h[r]), len(o.outs))
 		idx[inst] = append(idx[inst], r)

@@ -19,6 +19,8 @@ import (
 func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs []*outlet) error {
 	src := s.n.src
 	ectx := j.exprCtx()
+	// A COPY into the stream keeps its blocks in memory for this reader.
+	defer j.db.TailReader(src.ID, part)()
 	// w holds this source's writes of the current epoch (its offset,
 	// skipped rows); it goes on with the barrier.
 	w := j.db.NewEpochBatch()

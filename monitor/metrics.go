@@ -42,6 +42,10 @@ var (
 	pebbleReadAmp         = prometheus.NewDesc("streamdb_pebble_read_amplification", "Pebble's read amplification (L0 sublevels plus non-empty levels).", nil, nil)
 	pebbleWALBytes        = prometheus.NewDesc("streamdb_pebble_wal_bytes", "Bytes of live WAL files.", nil, nil)
 	pebbleBlockCacheBytes = prometheus.NewDesc("streamdb_pebble_block_cache_bytes", "Bytes in Pebble's block cache.", nil, nil)
+
+	tailCacheHits   = prometheus.NewDesc("streamdb_tail_cache_hits_total", "Blocks of a COPY that jobs and queries read from the tail cache (--tail-cache-mb).", nil, nil)
+	tailCacheMisses = prometheus.NewDesc("streamdb_tail_cache_misses_total", "Blocks of a COPY that jobs and queries loaded from Pebble.", nil, nil)
+	tailCacheBytes  = prometheus.NewDesc("streamdb_tail_cache_bytes", "Bytes of COPY blocks the tail cache holds now.", nil, nil)
 )
 
 // metrics is the Prometheus side of a Monitor: a registry of the Go
@@ -218,7 +222,7 @@ func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{jobRowsIn, jobRowsOut, jobLagRows, jobLateRows, jobWatermark, jobLagSeconds, jobStateBytes, jobEvicted, jobEpoch, jobRestarts, jobUp,
 		jobParallelism, jobLastCPSize, connections, pebbleCompactions, pebbleCompactionDebt, pebbleCompacting, pebbleFlushes,
 		pebbleL0Files, pebbleL0Sublevels, pebbleLevelBytes, pebbleMemtables, pebbleMemtableBytes, pebbleDiskBytes,
-		pebbleReadAmp, pebbleWALBytes, pebbleBlockCacheBytes} {
+		pebbleReadAmp, pebbleWALBytes, pebbleBlockCacheBytes, tailCacheHits, tailCacheMisses, tailCacheBytes} {
 		ch <- d
 	}
 }
@@ -261,6 +265,10 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	if m.conns != nil {
 		gauge(connections, float64(m.conns()))
 	}
+	tc := m.eng.TailCacheStats()
+	counter(tailCacheHits, float64(tc.Hits))
+	counter(tailCacheMisses, float64(tc.Misses))
+	gauge(tailCacheBytes, float64(tc.Bytes))
 	pm := m.eng.PebbleMetrics()
 	counter(pebbleCompactions, float64(pm.Compact.Count))
 	gauge(pebbleCompactionDebt, float64(pm.Compact.EstimatedDebt))

@@ -30,7 +30,10 @@ type Config struct {
 	Parallelism int // aggregate instances per job (0: the core count)
 	// StateCacheBytes caps each job's in-memory aggregate state (0: unbounded).
 	StateCacheBytes int64
-	Logger          *slog.Logger
+	// TailCacheBytes bounds the blocks a COPY just wrote that are kept in
+	// memory for the jobs reading them next (0: 32 MiB; negative: none).
+	TailCacheBytes int64
+	Logger         *slog.Logger
 	// Superusers are created, besides BootstrapRole, as superusers that may
 	// log in when the data directory has no roles yet (the OS user, as
 	// initdb does).
@@ -101,7 +104,7 @@ type jobEntry struct {
 // Open opens the database in cfg.DataDir, restarts every view's job from its
 // last committed epoch and starts the checkpoint coordinator.
 func Open(cfg Config) (*Engine, error) {
-	db, err := storage.Open(cfg.DataDir, storage.Options{FS: cfg.FS, Logger: cfg.Logger})
+	db, err := storage.Open(cfg.DataDir, storage.Options{FS: cfg.FS, Logger: cfg.Logger, TailCacheBytes: cfg.TailCacheBytes})
 	if err != nil {
 		return nil, err
 	}

@@ -221,6 +221,7 @@ type copyIn struct {
 	recs    []arrow.RecordBatch    // completed batches not staged
 	kept    int                    // input bytes of recs
 	stage   *storage.Stage         // nil until the COPY outgrows stageAt
+	stager  *stager                // writes batches to stage beside the parsing
 	stageAt int                    // input bytes kept before staging: copyStageBytes
 	sc      recordScanner
 	line    int
@@ -611,22 +612,35 @@ func (c *copyIn) flushBatch() error {
 			return err
 		}
 		c.stage = st
+		c.stager = newStager(st)
 	}
 	return c.stageRecs()
 }
 
-// stageRecs moves the kept batches to the stage.
+// stageRecs hands the kept batches to the stager.
 func (c *copyIn) stageRecs() error {
 	for i, r := range c.recs {
-		err := c.stage.Add(r)
-		r.Release()
 		c.recs[i] = nil
-		if err != nil {
+		if err := c.stager.add(r); err != nil {
+			for _, rest := range c.recs[i+1:] {
+				rest.Release()
+			}
+			c.recs, c.kept = c.recs[:0], 0
 			return err
 		}
 	}
 	c.recs, c.kept = c.recs[:0], 0
 	return nil
+}
+
+// finishStage waits until every batch is in the stage.
+func (c *copyIn) finishStage() error {
+	if err := c.stageRecs(); err != nil {
+		return err
+	}
+	s := c.stager
+	c.stager = nil
+	return s.finish()
 }
 
 func (c *copyIn) Done() (tag string, err error) {
@@ -652,7 +666,7 @@ func (c *copyIn) Done() (tag string, err error) {
 		}
 		return fmt.Sprintf("COPY %d", c.total), nil
 	}
-	if err := c.stageRecs(); err != nil {
+	if err := c.finishStage(); err != nil {
 		return "", err
 	}
 	part, err := c.e.appendPartition(c.t)
@@ -669,7 +683,7 @@ func (c *copyIn) Done() (tag string, err error) {
 // the stage, which the transaction publishes at COMMIT.
 func (c *copyIn) doneInTx() (string, error) {
 	if c.stage != nil {
-		if err := c.stageRecs(); err != nil {
+		if err := c.finishStage(); err != nil {
 			return "", err
 		}
 		st := c.stage
@@ -695,6 +709,10 @@ func (c *copyIn) finishInput() error {
 
 // Abort drops the COPY's rows: the kept batches and anything staged.
 func (c *copyIn) Abort(string) {
+	if c.stager != nil {
+		_ = c.stager.finish()
+		c.stager = nil
+	}
 	if c.stage != nil {
 		c.stage.Abort()
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/storage"
 )
 
 // Read-only views of the engine for monitor/ (/metrics and the dashboard):
@@ -160,3 +161,6 @@ func (e *Engine) OnRound(fn func(checkpoint.Record)) { e.coord.OnRound(fn) }
 
 // PebbleMetrics returns the storage engine's metrics.
 func (e *Engine) PebbleMetrics() *pebble.Metrics { return e.db.Pebble().Metrics() }
+
+// TailCacheStats reports the cache of just-copied blocks (storage.TailStats).
+func (e *Engine) TailCacheStats() storage.TailStats { return e.db.TailStats() }

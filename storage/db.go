@@ -48,6 +48,7 @@ type DB struct {
 	fs    vfs.FS
 	popts *pebble.Options // as Open completed them: sstable writer options for stages
 
+	tail      *tailCache // just-staged COPY blocks for the jobs reading them
 	stageMu   sync.Mutex // serialises the allocation of stage ids
 	stageNext uint64     // next stage id; 0: not read from g/copy yet
 
@@ -82,6 +83,9 @@ type Options struct {
 	CacheBytes int64
 	// Logger receives Pebble's own log lines (nil: they are dropped).
 	Logger *slog.Logger
+	// TailCacheBytes bounds the records of just-staged COPY blocks kept in
+	// memory for the jobs reading them (0: 32 MiB; negative: none).
+	TailCacheBytes int64
 }
 
 // Open opens or creates the database in dir.
@@ -121,7 +125,11 @@ func Open(dir string, o Options) (*DB, error) {
 	sched.opened()
 	wopts := popts.Clone()
 	wopts.EnsureDefaults()
-	db := &DB{pdb: pdb, dir: dir, fs: wopts.FS, popts: wopts}
+	tailBytes := o.TailCacheBytes
+	if tailBytes == 0 {
+		tailBytes = 32 << 20
+	}
+	db := &DB{pdb: pdb, dir: dir, fs: wopts.FS, popts: wopts, tail: newTailCache(tailBytes)}
 	db.mu.logs = make(map[logKey]*partitionLog)
 	if err := db.cleanStages(); err != nil {
 		pdb.Close()
@@ -409,7 +417,7 @@ func OpenReadOnly(dir string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{pdb: pdb, dir: dir}
+	db := &DB{pdb: pdb, dir: dir, tail: newTailCache(0)}
 	db.mu.logs = make(map[logKey]*partitionLog)
 	return db, nil
 }

@@ -356,11 +356,18 @@ func (db *DB) ReadLogAt(r Reader, mem memory.Allocator, table uint64, part uint3
 // with its rows in [from, to).
 func emitBlock(mem memory.Allocator, v []byte, off, from, to uint64,
 	fn func(first uint64, rec arrow.RecordBatch) error) error {
-	n := blockRows(v)
 	rec, err := DecodeBlock(mem, v)
 	if err != nil {
 		return err
 	}
+	return emitRec(rec, off, from, to, fn)
+}
+
+// emitRec calls fn with the rows of rec, whose first row is at offset off,
+// in [from, to). It owns rec.
+func emitRec(rec arrow.RecordBatch, off, from, to uint64,
+	fn func(first uint64, rec arrow.RecordBatch) error) error {
+	n := uint64(rec.NumRows())
 	lo, hi := uint64(0), n
 	if off < from {
 		lo = from - off

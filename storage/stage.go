@@ -152,6 +152,7 @@ func (s *Stage) Add(rec arrow.RecordBatch) error {
 	if err := s.w.Set(stageKey(s.table, s.id, s.rows), v); err != nil {
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
+	s.db.tail.put(s.table, s.id, s.rows, rec)
 	n := blockRows(v)
 	s.rows += n
 	s.blocks = append(s.blocks, uint32(n))
@@ -216,6 +217,9 @@ func (s *Stage) Publish(part uint32) (uint64, error) {
 		s.abort()
 		return 0, err
 	}
+	// Readers may find the blocks in memory from the moment the rows are
+	// visible.
+	s.db.tail.publish(s.table, s.id, part, s.blocks)
 	b := s.db.pdb.NewBatch()
 	defer b.Close()
 	pl.mu.Lock()
@@ -284,6 +288,7 @@ func (s *Stage) Abort() {
 }
 
 func (s *Stage) abort() {
+	s.db.tail.drop(s.table, s.id, s.blocks)
 	if s.w != nil {
 		_ = s.w.Close()
 		_ = s.db.fs.Remove(s.path)
@@ -349,6 +354,22 @@ func (db *DB) StagedKeys() (pending, staged int, err error) {
 func (db *DB) readStaged(r Reader, mem memory.Allocator, table, id, row, off, n, from, to uint64,
 	fn func(first uint64, rec arrow.RecordBatch) error) error {
 	lo, hi := max(from, off)-off+row, min(to, off+n)-off+row // staged rows
+	// Blocks a COPY has just published are in the tail cache; the first
+	// that is not (or a read starting inside a block) is read from Pebble.
+	for lo < hi {
+		rec := db.tail.get(table, id, lo, hi)
+		if rec == nil {
+			break
+		}
+		next := lo + uint64(rec.NumRows())
+		if err := emitRec(rec, off+lo-row, off+lo-row, off+hi-row, fn); err != nil {
+			return err
+		}
+		lo = next
+	}
+	if lo >= hi {
+		return nil
+	}
 	prefix := stagePrefix(table, id)
 	// Every block an iterator steps onto is loaded and decoded (a staged
 	// block is about a megabyte), and the block cache keeps little of them
@@ -374,6 +395,7 @@ func (db *DB) readStaged(r Reader, mem memory.Allocator, table, id, row, off, n,
 			return sqlerr.Wrap(sqlerr.IOError, err)
 		}
 		more = r+blockRows(v) < hi
+		db.tail.miss()
 		// Staged row r is offset off + r - row.
 		return emitBlock(mem, v, off+r-row, off+lo-row, off+hi-row, fn)
 	}

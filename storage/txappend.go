@@ -76,6 +76,11 @@ func (db *DB) CommitAppends(apps []TxAppend) (err error) {
 			return err
 		}
 	}
+	for _, a := range apps {
+		for _, s := range a.Stages {
+			db.tail.publish(s.table, s.id, a.Part, s.blocks)
+		}
+	}
 	b := db.pdb.NewBatch()
 	defer b.Close()
 	db.appendsMu.RLock()

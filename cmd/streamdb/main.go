@@ -56,6 +56,7 @@ func run() error {
 	tlsKey := flag.String("tls-key", "", "TLS key file")
 	parallelism := flag.Int("parallelism", 0, "aggregate instances per job (0: number of cores)")
 	stateCache := flag.Int64("state-cache-mb", 1024, "memory for each job's operator state (aggregate groups, join and rank rows); colder state spills to Pebble (0: unbounded)")
+	tailCache := flag.Int64("tail-cache-mb", 32, "memory for the blocks a COPY just wrote, kept for the jobs that read them next (0: none)")
 	maxConns := flag.Int("max-connections", 100, "maximum number of client connections, the last superuser_reserved_connections (default 3) for superusers")
 	httpAddr := flag.String("http", "127.0.0.1:9187", "address of the HTTP listener: /metrics and the dashboard ('' turns it off)")
 	pprofOn := flag.Bool("pprof", false, "also serve /debug/pprof on the --http listener")
@@ -100,7 +101,7 @@ func run() error {
 		}
 	}
 	eng, err := sql.Open(sql.Config{DataDir: *dataDir, Settings: settings, Parallelism: *parallelism,
-		StateCacheBytes: *stateCache << 20, QueryMemoryBytes: *queryMem << 20, Logger: log, Superusers: osUser(), Password: *password,
+		StateCacheBytes: *stateCache << 20, TailCacheBytes: tailCacheBytes(*tailCache), QueryMemoryBytes: *queryMem << 20, Logger: log, Superusers: osUser(), Password: *password,
 		Storage: storageCfg})
 	if err != nil {
 		return err
@@ -324,4 +325,13 @@ type engine struct{ *sql.Engine }
 
 func (e engine) NewSession(user, database string) wire.Session {
 	return e.Engine.NewSession(user, database)
+}
+
+// tailCacheBytes is --tail-cache-mb as sql.Config wants it (0 there is the
+// default, so no cache is negative).
+func tailCacheBytes(mb int64) int64 {
+	if mb <= 0 {
+		return -1
+	}
+	return mb << 20
 }

@@ -185,8 +185,14 @@ func TestCopyBoundedMemory(t *testing.T) {
 		t.Skip("400 MB over the wire")
 	}
 	const dataBytes = 400 << 20
-	const rssBound = 160 << 20
-	srv := StartServer(t, "")
+	// 160 MB, plus twice (the Go heap grows to twice its live size before
+	// it collects) what COPY's pipelining holds: the blocks the tail cache
+	// keeps for the view's job (--tail-cache-mb, 32 MB by default) and the
+	// stager's queue of up to five batches of at most 2 MB of input each.
+	const tailCache = 32 << 20
+	const copyBatchInput = 2 << 20 // sql.copyBatchBytes
+	const rssBound = 160<<20 + 2*(tailCache+5*copyBatchInput)
+	srv := StartServer(t, "", "--tail-cache-mb", fmt.Sprint(tailCache>>20))
 	pid := srv.cmd.Process.Pid
 	conn := srv.Conn(t)
 	ctx := context.Background()
