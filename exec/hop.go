@@ -34,6 +34,10 @@ type Hop struct {
 	In          Plan
 	TS          expr.Expr // over In: the row's event time (timestamp)
 	Slide, Size int64     // µs; Slide divides Size
+	// Used, if set, marks the columns of In read above the stage (a job
+	// sets it on its edges' stages, pruneHops): the others are NULL in
+	// the output rather than copied once per window.
+	Used []bool
 }
 
 func (p *Hop) Types() []types.T {
@@ -89,6 +93,10 @@ func (p *Hop) expand(ectx *expr.Ctx, mem memory.Allocator, buf *hopBuf, rec arro
 	inTs := p.In.Types()
 	cols := make([]arrow.Array, 0, len(inTs)+2)
 	for c, t := range inTs {
+		if p.Used != nil && !p.Used[c] {
+			cols = append(cols, newNullArrayMem(mem, t, len(src)))
+			continue
+		}
 		cols = append(cols, takeArrayMem(mem, rec.Column(c), src, t))
 	}
 	if !nulls {
@@ -200,4 +208,103 @@ func (h *hopLast) isLast(ts *array.Int64, i int, end int64) bool {
 		return true
 	}
 	return windowStartOf(ts.Value(i), h.Slide)+h.Size == end
+}
+
+// pruneHops marks, on the Hop stages of g's edges into an aggregate, the
+// input columns read above them (Hop.Used), so the columns a window
+// aggregate does not read are not copied once per window. The aggregate
+// reads its keys, its arguments and the row's time for lateness; a job
+// that records late rows (recordLate) keeps every column, which the
+// recorded row shows. Other consumers keep every column.
+func pruneHops(g *graph, recordLate bool) {
+	if recordLate {
+		return
+	}
+	for _, n := range g.nodes {
+		if n.kind != nAgg {
+			continue
+		}
+		e := n.ins[0]
+		need := make([]bool, len(e.from.outTypes(e)))
+		var es []expr.Expr
+		es = append(es, n.agg.Keys...)
+		for _, a := range n.agg.Aggs {
+			es = append(es, a.Arg)
+		}
+		if w := windowCloseOf(n.agg); w != nil && w.Hop != nil {
+			es = append(es, w.Hop.TS)
+		}
+		if !markCols(need, es...) {
+			continue
+		}
+		for i := len(e.stages) - 1; i >= 0 && need != nil; i-- {
+			switch st := e.stages[i].(type) {
+			case *Project:
+				below := make([]bool, len(st.In.Types()))
+				for j, x := range st.Exprs {
+					if need[j] && !markCols(below, x) {
+						below = nil
+						break
+					}
+				}
+				need = below
+			case *Filter:
+				if !markCols(need, st.Pred) {
+					need = nil
+				}
+			case *Hop:
+				nin := len(st.In.Types())
+				below := append([]bool(nil), need[:nin]...)
+				if !markCols(below, st.TS) {
+					need = nil
+					break
+				}
+				pruned := *st
+				pruned.Used = below
+				e.stages[i] = &pruned
+				need = below
+			default:
+				need = nil
+			}
+		}
+	}
+}
+
+// markCols marks in used the columns es read; false if one reads a column
+// out of range or is an expression it does not know.
+func markCols(used []bool, es ...expr.Expr) bool {
+	for _, e := range es {
+		switch e := e.(type) {
+		case nil, *expr.Const, *expr.Param:
+		case *expr.ColRef:
+			if e.Idx < 0 || e.Idx >= len(used) {
+				return false
+			}
+			used[e.Idx] = true
+		case *expr.Cast:
+			if !markCols(used, e.E) {
+				return false
+			}
+		case *expr.Func:
+			if !markCols(used, e.Args...) {
+				return false
+			}
+		case *expr.Case:
+			for _, w := range e.Whens {
+				if !markCols(used, w.Cond, w.Then) {
+					return false
+				}
+			}
+			if !markCols(used, e.Else) {
+				return false
+			}
+		case *expr.InList:
+			if !markCols(used, e.E) || !markCols(used, e.List...) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -164,5 +165,43 @@ func BenchmarkHopExpand(b *testing.B) {
 			b.ReportMetric(float64(batch*batches)*float64(b.N)/s, "rows/s")
 			b.ReportMetric(float64(out)/s, "windowrows/s")
 		})
+	}
+}
+
+// A job's HOP stage under a window aggregate copies only the columns the
+// aggregate reads (keys, arguments, the row's time); recording late rows
+// keeps them all.
+func TestPruneHops(t *testing.T) {
+	bid := &storage.TableDef{ID: 7, Name: "bid", Columns: []storage.ColumnDef{
+		{Name: "auction", Type: types.TInt64}, {Name: "url", Type: types.TText},
+		{Name: "ts", Type: types.TTimestamp}, {Name: "extra", Type: types.TText}}}
+	h := &Hop{In: &ScanStream{Table: bid}, TS: col(2, types.TTimestamp), Slide: 2 * sec, Size: 10 * sec}
+	// SELECT *, window_start, window_end FROM bid, as the table function.
+	star := &Project{In: h, Exprs: []expr.Expr{col(0, types.TInt64), col(1, types.TText), col(2, types.TTimestamp),
+		col(3, types.TText), col(4, types.TTimestamp), col(5, types.TTimestamp)}}
+	agg := &HashAgg{In: star, Keys: []expr.Expr{col(4, types.TTimestamp), col(0, types.TInt64)},
+		Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}}
+	for _, record := range []bool{false, true} {
+		g, err := compile(agg, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pruneHops(g, record)
+		var used []bool
+		for _, n := range g.nodes {
+			if n.kind == nAgg {
+				used = n.ins[0].stages[0].(*Hop).Used
+			}
+		}
+		want := "[true false true false]" // auction, ts
+		if record {
+			want = "[]"
+		}
+		if got := fmt.Sprint(used); got != want {
+			t.Errorf("record %v: used %s, want %s", record, got, want)
+		}
+	}
+	if h.Used != nil {
+		t.Error("the plan's Hop was changed")
 	}
 }

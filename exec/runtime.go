@@ -20,6 +20,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	pruneHops(g, spec.RecordLate)
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &Job{spec: spec, g: g, db: db, ctx: ctx, cancel: cancel,
 		acks: make(chan ack, 1), failed: make(chan struct{})}
