@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -203,5 +204,13 @@ func TestPruneHops(t *testing.T) {
 	}
 	if h.Used != nil {
 		t.Error("the plan's Hop was changed")
+	}
+	// The aggregate's state means windows of bid.ts of these sizes.
+	ops, err := StateOperators(agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ops["aggregate#0"], "keys(hop(bid.ts, 2000000us, 10000000us).window_start timestamp without time zone, bid.auction bigint)"; !strings.Contains(got, want) {
+		t.Errorf("fingerprint %q, want it to contain %q", got, want)
 	}
 }
