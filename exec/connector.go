@@ -328,6 +328,8 @@ func checkBounded(p Plan, limited bool) error {
 		return checkBounded(n.In, limited)
 	case *Project:
 		return checkBounded(n.In, limited)
+	case *Hop:
+		return checkBounded(n.In, limited) // a LIMIT of window rows reads fewer input rows
 	}
 	for _, c := range planInputs(p) {
 		if err := checkBounded(c, false); err != nil {
@@ -343,6 +345,8 @@ func planInputs(p Plan) []Plan {
 	case *Filter:
 		return []Plan{n.In}
 	case *Project:
+		return []Plan{n.In}
+	case *Hop:
 		return []Plan{n.In}
 	case *HashAgg:
 		return []Plan{n.In}

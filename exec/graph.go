@@ -15,7 +15,8 @@ import (
 // join, rank) and unions; the sink is the graph's one consumer outside it.
 // Stateless Filter/Project stages ride on the edges: the producer applies
 // them, then hashes the rows by the consumer's key to pick its instance, so
-// every stateful operator is partitioned by its own key (key groups).
+// every stateful operator is partitioned by its own key (key groups). A
+// HOP expand stage (hop.go) rides on edges likewise.
 
 type nodeKind uint8
 
@@ -56,7 +57,7 @@ type gnode struct {
 // keys (over the staged rows) pick the consumer's instance.
 type gedge struct {
 	from   *gnode
-	stages []Plan // Filter/Project, bottom-up
+	stages []Plan // Filter/Project/Hop, bottom-up
 	keys   []expr.Expr
 	to     *gnode // nil: the sink
 	in     int    // which input of to
@@ -67,6 +68,20 @@ type graph struct {
 	nodes   []*gnode // inputs before their consumers
 	sources []*gnode
 	root    *gedge // into the sink
+}
+
+// byPosition says the rows e carries are a stream's rows, one per source
+// position (the sink keys a view of them by it): no HOP stage copies them.
+func (e *gedge) byPosition() bool {
+	if e.from.kind != nSource || e.from.changelog {
+		return false
+	}
+	for _, st := range e.stages {
+		if _, ok := st.(*Hop); ok {
+			return false
+		}
+	}
+	return true
 }
 
 // stateful says the graph has a stateful operator.
@@ -137,6 +152,13 @@ func (c *compiler) edge(p Plan) (*gedge, error) {
 			continue
 		case *Project:
 			if err := refuseNow(n.Exprs...); err != nil {
+				return nil, err
+			}
+			stages = append(stages, n)
+			p = n.In
+			continue
+		case *Hop:
+			if err := refuseNow(n.TS); err != nil {
 				return nil, err
 			}
 			stages = append(stages, n)
@@ -597,6 +619,11 @@ func traceThrough(x expr.Expr, stages []Plan, from *gnode) string {
 					return sub(p.Exprs[r.Idx], d-1)
 				}
 				return "?"
+			}
+			if h, ok := stages[d].(*Hop); ok && r.Idx >= len(h.In.Types()) {
+				// A window bound means its time column and sizes.
+				bound := [2]string{"window_start", "window_end"}[min(r.Idx-len(h.In.Types()), 1)]
+				return fmt.Sprintf("hop(%s, %dus, %dus).%s", sub(h.TS, d-1), h.Slide, h.Size, bound)
 			}
 		}
 		return fromColumn(from, r.Idx)

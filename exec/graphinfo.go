@@ -83,6 +83,8 @@ func stageNames(stages []Plan) string {
 			names = append(names, "filter")
 		case *Project:
 			names = append(names, "project")
+		case *Hop:
+			names = append(names, "hop")
 		}
 	}
 	return strings.Join(names, ", ")

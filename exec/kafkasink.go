@@ -162,6 +162,8 @@ func AppendOnly(p Plan) bool {
 		return AppendOnly(n.In)
 	case *Project:
 		return AppendOnly(n.In)
+	case *Hop:
+		return AppendOnly(n.In)
 	case *Union:
 		for _, in := range n.Ins {
 			if !AppendOnly(in) {

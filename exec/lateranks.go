@@ -33,7 +33,7 @@ func rankWindowOf(in Plan, partition []expr.Expr) *windowClose {
 		}
 		off, ok := boundThrough(in, k)
 		if ok && (best == nil || off < best.Offset) {
-			best = &windowClose{Key: i, Offset: off}
+			best = &windowClose{Key: i, Offset: off, Hop: hopOfKey(in, k)}
 		}
 	}
 	return best
@@ -84,8 +84,10 @@ func (o *rankOp) advance(_ *expr.Ctx, wm Watermark) (int64, error) {
 }
 
 // isLate reports whether row i, whose partition keys are keys, belongs to
-// a window that had ended at the watermark; if so it counts and notes it.
-func (o *rankOp) isLate(rec arrow.RecordBatch, keys []arrow.Array, i int) bool {
+// a window that had ended at the watermark; if so it counts and notes it,
+// unless it is a HOP row's window other than its last (hopTS: the rows'
+// times, from lateHopTimes), which is dropped silently.
+func (o *rankOp) isLate(rec arrow.RecordBatch, keys []arrow.Array, hopTS *array.Int64, i int) bool {
 	w := o.spec.win
 	if w == nil || o.wm == NoWatermark {
 		return false
@@ -94,9 +96,22 @@ func (o *rankOp) isLate(rec arrow.RecordBatch, keys []arrow.Array, i int) bool {
 	if !ok || col.IsNull(i) || col.Value(i)+w.Offset > o.wm {
 		return false
 	}
-	o.late++
-	o.lateLog.note(rec, i, col.Value(i)+w.Offset, o.wm)
+	end := col.Value(i) + w.Offset
+	if w.Hop == nil || w.Hop.isLast(hopTS, i, end) {
+		o.late++
+		o.lateLog.note(rec, i, end, o.wm)
+	}
 	return true
+}
+
+// lateHopTimes evaluates, when rows can be late and the partitions are
+// HOP windows, the rows' times for isLate (nil otherwise).
+func (o *rankOp) lateHopTimes(ectx *expr.Ctx, rec arrow.RecordBatch) (*array.Int64, error) {
+	w := o.spec.win
+	if w == nil || w.Hop == nil || o.wm == NoWatermark {
+		return nil, nil
+	}
+	return w.Hop.times(ectx, rec)
 }
 
 // boundOf is partition p's window bound (ok false: NULL).

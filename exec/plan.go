@@ -244,6 +244,8 @@ func StreamsRead(p Plan) []*storage.TableDef {
 			visit(p.In)
 		case *Project:
 			visit(p.In)
+		case *Hop:
+			visit(p.In)
 		case *HashAgg:
 			visit(p.In)
 		case *SessionAgg:

@@ -142,9 +142,16 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 	// a string only for a new partition, a row shares one string per batch.
 	o.keyEnc.encode(keys, exprTypes(o.spec.partition), n)
 	o.rowEnc.encode(rec.Columns()[:len(o.inTs)], o.inTs, n)
+	hopTS, err := o.lateHopTimes(ectx, rec)
+	if err != nil {
+		return err
+	}
+	if hopTS != nil {
+		defer hopTS.Release()
+	}
 	var p *rankPart
 	for i := 0; i < n; i++ {
-		if o.isLate(rec, keys, i) {
+		if o.isLate(rec, keys, hopTS, i) {
 			continue
 		}
 		enc := o.rowEnc.rowString(i)

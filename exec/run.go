@@ -129,6 +129,8 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 			}
 			return emit(out)
 		})
+	case *Hop:
+		return runHop(ctx, p, emit)
 	case *HashAgg:
 		return runAgg(ctx, p, emit)
 	case *SessionAgg:

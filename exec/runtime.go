@@ -20,6 +20,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	pruneHops(g, spec.RecordLate)
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &Job{spec: spec, g: g, db: db, ctx: ctx, cancel: cancel,
 		acks: make(chan ack, 1), failed: make(chan struct{})}
@@ -96,7 +97,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		for p := 0; p < e.from.par; p++ {
 			o := &outlet{j: j, stages: stages, keys: e.keys, in: e.in,
 				aggregate: e.to != nil && e.to.kind == nAgg,
-				rowIDs:    e.to == nil && e.from.kind == nSource && !e.from.changelog}
+				rowIDs:    e.to == nil && e.byPosition()}
 			if e.from.kind == nSource {
 				o.fallible = fallibleOf(e.keys...)
 				if e.to != nil && e.to.kind == nAgg {

@@ -21,7 +21,7 @@ func (j *Job) runSink(ins []chan msg) error {
 	// Rows of a stream without a stateful operator are keyed by their
 	// source position; any other rows, which may be retracted, are kept as
 	// a multiset keyed by their content.
-	byPosition := root.from.kind == nSource && !root.from.changelog
+	byPosition := root.byPosition()
 	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
 	var outTs []types.T
 	if v := j.spec.View; v != nil {

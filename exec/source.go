@@ -375,7 +375,7 @@ func typeOfArrow(a arrow.Array) types.T {
 	return types.TUnknown
 }
 
-// applyStages runs Filter/Project stages over rec; with track it also
+// applyStages runs Filter/Project/Hop stages over rec; with track it also
 // returns, for each output row, the index of the input row it came from.
 func applyStages(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, track bool) (arrow.RecordBatch, []int, error) {
 	rec.Retain()
@@ -419,6 +419,21 @@ func applyStages(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, track boo
 			rec.Release()
 			if err != nil {
 				return nil, nil, err
+			}
+			rec = out
+		case *Hop:
+			var buf hopBuf
+			out, src, err := st.expand(ectx, memoryPool, &buf, rec)
+			rec.Release()
+			if err != nil {
+				return nil, nil, err
+			}
+			if track {
+				from := make([]int, len(src))
+				for i, s := range src {
+					from[i] = kept[s]
+				}
+				kept = from
 			}
 			rec = out
 		}

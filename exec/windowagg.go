@@ -31,6 +31,9 @@ import (
 type windowClose struct {
 	Key    int
 	Offset int64
+	// Hop, if the bound is a HOP window's (hop.go), tells a row's last
+	// window from its others: a late row is counted once, by that one.
+	Hop *hopLast
 }
 
 // windowCloseOf finds the group key that bounds an aggregate's windows,
@@ -43,10 +46,18 @@ func windowCloseOf(p *HashAgg) *windowClose {
 		}
 		off, ok := windowBound(p.In, k)
 		if ok && (best == nil || off < best.Offset) {
-			best = &windowClose{Key: i, Offset: off}
+			best = &windowClose{Key: i, Offset: off, Hop: hopOfKey(p.In, k)}
 		}
 	}
 	return best
+}
+
+// hopOfKey is hopRowTime for a key that is a column of p's rows.
+func hopOfKey(p Plan, k expr.Expr) *hopLast {
+	if r, ok := k.(*expr.ColRef); ok {
+		return hopRowTime(p, r.Idx)
+	}
+	return nil
 }
 
 // windowBound reports whether e, over p's rows, is a window's bound, and
@@ -61,6 +72,15 @@ func windowBound(p Plan, e expr.Expr) (int64, bool) {
 			}
 		case *Filter:
 			return windowBound(p.In, e)
+		case *Hop:
+			switch n := len(p.In.Types()); e.Idx {
+			case n:
+				return p.Size, true // window_start
+			case n + 1:
+				return 0, true // window_end
+			default:
+				return windowBound(p.In, e)
+			}
 		case *Union:
 			var off int64
 			for i, in := range p.Ins {
@@ -137,7 +157,10 @@ func intervalConst(e expr.Expr) (int64, bool) {
 
 // dropLate removes from rec (and signs) the rows whose window had closed
 // at watermark wm; it returns the rows kept (rec itself if all are) and
-// how many it dropped. It owns rec.
+// how many late rows it dropped. It owns rec. A HOP window's row is
+// counted (and noted) only if it is its row's last window: the others
+// are dropped silently, the row being late once, when all its windows
+// are closed.
 func (a *aggOp) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm int64) (arrow.RecordBatch, []int8, int64, error) {
 	w := a.win
 	if w == nil || wm == NoWatermark {
@@ -152,9 +175,22 @@ func (a *aggOp) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm
 	vals := col.(*array.Int64)
 	n := vals.Len()
 	var keep []int
+	var hopTS *array.Int64 // evaluated at the first row dropped
+	late := int64(0)
 	for i := 0; i < n; i++ {
 		if vals.IsValid(i) && vals.Value(i)+w.Offset <= wm {
-			a.late.note(rec, i, vals.Value(i)+w.Offset, wm)
+			end := vals.Value(i) + w.Offset
+			if w.Hop != nil && hopTS == nil {
+				if hopTS, err = w.Hop.times(ectx, rec); err != nil {
+					rec.Release()
+					return nil, nil, 0, err
+				}
+				defer hopTS.Release()
+			}
+			if w.Hop == nil || w.Hop.isLast(hopTS, i, end) {
+				late++
+				a.late.note(rec, i, end, wm)
+			}
 			if keep == nil {
 				keep = make([]int, 0, n)
 				for k := 0; k < i; k++ {
@@ -179,7 +215,7 @@ func (a *aggOp) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm
 		}
 		signs = s
 	}
-	return out, signs, int64(n - len(keep)), nil
+	return out, signs, late, nil
 }
 
 // markClosing finds the groups in memory whose window ended at or before

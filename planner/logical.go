@@ -178,6 +178,17 @@ type SingleRow struct {
 	Input Node
 }
 
+// Hop puts each input row in its size/slide hopping windows, one output
+// row per window: Input's columns, then window_start and window_end (Cols).
+// Both HOP(table, ts, slide, size) in FROM and GROUP BY HOP(ts, slide,
+// size) plan as one (exec/hop.go).
+type Hop struct {
+	Input       Node
+	TS          expr.Expr // over Input: the rows' event time
+	Slide, Size int64     // microseconds; Slide divides Size
+	Cols        []Column
+}
+
 // UnionAll concatenates inputs with the same column types.
 type UnionAll struct {
 	Inputs []Node
@@ -193,6 +204,7 @@ func (n *Join) Schema() []Column      { return n.Cols }
 func (n *Sort) Schema() []Column      { return n.Input.Schema() }
 func (n *Limit) Schema() []Column     { return n.Input.Schema() }
 func (n *UnionAll) Schema() []Column  { return n.Cols }
+func (n *Hop) Schema() []Column       { return n.Cols }
 func (n *WindowAgg) Schema() []Column { return n.Cols }
 func (n *SingleRow) Schema() []Column { return n.Input.Schema() }
 
@@ -205,5 +217,6 @@ func (n *Join) Children() []Node      { return []Node{n.Left, n.Right} }
 func (n *Sort) Children() []Node      { return []Node{n.Input} }
 func (n *Limit) Children() []Node     { return []Node{n.Input} }
 func (n *UnionAll) Children() []Node  { return n.Inputs }
+func (n *Hop) Children() []Node       { return []Node{n.Input} }
 func (n *WindowAgg) Children() []Node { return []Node{n.Input} }
 func (n *SingleRow) Children() []Node { return []Node{n.Input} }

@@ -82,6 +82,9 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		}
 		for _, e := range n.Exprs {
 			if hasSessionBound(e) {
+				if hasHopBound(e) {
+					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "pg_hop_start and pg_hop_end are the HOP table function's own: write HOP(table, time column, slide, size) in FROM")
+				}
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported,
 					"the window_start and window_end of SESSION(table, time column, gap) exist only grouped: GROUP BY [keys,] window_start, window_end")
 			}
@@ -185,6 +188,12 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 			return nil, err
 		}
 		return &exec.SingleRow{In: in}, nil
+	case *Hop:
+		in, err := Physical(n.Input, snaps)
+		if err != nil {
+			return nil, err
+		}
+		return &exec.Hop{In: in, TS: n.TS, Slide: n.Slide, Size: n.Size}, nil
 	case *UnionAll:
 		u := &exec.Union{}
 		for _, c := range n.Inputs {
@@ -544,6 +553,9 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 		}
 		line("ProjectSet %s", strings.Join(fs, ", "))
 		explain(b, p.In, depth+1)
+	case *exec.Hop:
+		line("Hop time=%s slide=%dus size=%dus", p.TS, p.Slide, p.Size)
+		explain(b, p.In, depth+1)
 	case *exec.Union:
 		line("UnionAll")
 		for _, in := range p.Ins {
@@ -604,13 +616,32 @@ func colTypes(cs []Column) []typesT {
 	return ts
 }
 
-// hasSessionBound says e computes a session's bound row by row: the
-// placeholders of SESSION(table, ...) in FROM left where the binder could
-// not make them a session window (sql/bind groupwin.go).
+// hasHopBound says e calls a placeholder of HOP(table, ...) in FROM left
+// where the binder could not make it a Hop (sql/bind hopTVF).
+func hasHopBound(e expr.Expr) bool {
+	f, ok := e.(*expr.Func)
+	if !ok {
+		return false
+	}
+	if f.Name == "hop_start" || f.Name == "hop_end" {
+		return true
+	}
+	for _, a := range f.Args {
+		if hasHopBound(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasSessionBound says e computes a session's or a HOP window's bound row
+// by row: the placeholders of SESSION(table, ...) or HOP(table, ...) in
+// FROM left where the binder could not make them a session window or a
+// Hop (sql/bind groupwin.go).
 func hasSessionBound(e expr.Expr) bool {
 	switch e := e.(type) {
 	case *expr.Func:
-		if e.Name == "session_start" || e.Name == "session_end" {
+		if e.Name == "session_start" || e.Name == "session_end" || e.Name == "hop_start" || e.Name == "hop_end" {
 			return true
 		}
 		for _, a := range e.Args {

@@ -353,6 +353,11 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 	}
 	if win != nil && len(win.calls) > 0 {
 		in, exprs = placeWindows(win, in, exprs)
+	} else if c.agg == nil {
+		// HOP(table, ...) in FROM: its window columns come from a Hop.
+		if in, exprs, err = hopTVF(in, exprs); err != nil {
+			return nil, err
+		}
 	}
 	var out planner.Node = &planner.Project{Input: in, Exprs: exprs, Cols: cols}
 	if s.Distinct {

@@ -83,6 +83,8 @@ func format(b *strings.Builder, n planner.Node, depth int) {
 		fmt.Fprintf(b, "Limit offset=%d count=%d", n.Offset, n.Count)
 	case *planner.UnionAll:
 		fmt.Fprintf(b, "UnionAll %s", cols(n.Cols))
+	case *planner.Hop:
+		fmt.Fprintf(b, "Hop time=%s slide=%dus size=%dus %s", n.TS, n.Slide, n.Size, cols(n.Cols))
 	case *planner.WindowAgg:
 		keys := make([]string, len(n.OrderBy))
 		for i, k := range n.OrderBy {

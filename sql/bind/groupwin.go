@@ -1,6 +1,7 @@
 package bind
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,10 +19,10 @@ import (
 //
 // SESSION adds two grouping expressions, the session's start and end,
 // always last, and marks the Aggregate a session window (the planner makes
-// it a session aggregate, exec/session.go). HOP makes the Aggregate's
-// input a UNION ALL with one branch per window a row is in, each adding the
-// window's start and end as two columns (as the HOP table function does,
-// sql/parse windowTable), and groups by them. The _START/_END functions
+// it a session aggregate, exec/session.go). HOP puts a Hop under the
+// Aggregate, which adds each window's start and end as two columns to
+// one copy of the row per window it is in (as the HOP table function
+// does, hopTVF), and groups by them. The _START/_END functions
 // must repeat the GROUP BY call's arguments: anything else is 42803, as a
 // column not grouped by is.
 
@@ -74,17 +75,26 @@ func (b *Binder) bindGroupWindow(c *ectx, f *ast.FuncCallExpr) (*groupWindow, er
 		return nil, err
 	}
 	slide, size := us[0], us[1]
-	if size%slide != 0 {
-		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "HOP slide must divide its size")
-	}
-	if size/slide > maxHopWindows {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "HOP puts each row in %d windows; at most %d are supported", size/slide, maxHopWindows)
+	if err := checkHop(slide, size); err != nil {
+		return nil, err
 	}
 	return &groupWindow{kind: "hop", ts: ts, slide: slide, size: size, key: windowKey("hop", ts, us)}, nil
 }
 
 // maxHopWindows bounds size/slide, as the HOP table function does.
 const maxHopWindows = 64
+
+// checkHop refuses a slide that does not divide the size, or too many
+// windows per row.
+func checkHop(slide, size int64) error {
+	if size%slide != 0 {
+		return sqlerr.New(sqlerr.InvalidParameterValue, "HOP slide must divide its size")
+	}
+	if size/slide > maxHopWindows {
+		return sqlerr.New(sqlerr.FeatureNotSupported, "HOP puts each row in %d windows; at most %d are supported", size/slide, maxHopWindows)
+	}
+	return nil
+}
 
 // windowArgs binds a group window's time column and its constant,
 // positive, fixed-length intervals (µs).
@@ -138,8 +148,7 @@ func intervalConst(us int64) *expr.Const {
 }
 
 // addGroupWindow adds the window's grouping expressions (session: after
-// every other, so call it last) and, for HOP, turns in into one branch
-// per window a row is in.
+// every other, so call it last) and, for HOP, puts a Hop over in.
 func (b *Binder) addGroupWindow(agg *aggState, w *groupWindow, in planner.Node) (planner.Node, error) {
 	if w.kind == "session" {
 		gap := intervalConst(w.gap)
@@ -152,48 +161,67 @@ func (b *Binder) addGroupWindow(agg *aggState, w *groupWindow, in planner.Node) 
 		w.start, w.end = len(agg.group)-2, len(agg.group)-1
 		return in, nil
 	}
-	cols := in.Schema()
-	n := len(cols)
-	outCols := append(append([]planner.Column(nil), cols...),
-		planner.Column{Name: "window_start", T: types.TTimestamp}, planner.Column{Name: "window_end", T: types.TTimestamp})
-	var branches []planner.Node
-	last := call("tumble_start", types.TTimestamp, w.ts, intervalConst(w.slide))
-	for i := int64(0); i < w.size/w.slide; i++ {
-		// As the HOP table function: window_end = the row's last
-		// window's start - i slides + size, window_start = window_end - size.
-		s0, err := b.arithOp("-", last, intervalConst(i*w.slide))
-		if err != nil {
-			return nil, err
-		}
-		end, err := b.arithOp("+", s0, intervalConst(w.size))
-		if err != nil {
-			return nil, err
-		}
-		start, err := b.arithOp("-", end, intervalConst(w.size))
-		if err != nil {
-			return nil, err
-		}
-		exprs := make([]expr.Expr, 0, n+2)
-		for c, col := range cols {
-			exprs = append(exprs, &expr.ColRef{Idx: c, T: col.T, Name: col.Name})
-		}
-		exprs = append(exprs, start, end)
-		var src planner.Node = in
-		if i > 0 {
-			// A row without a time is in one window (NULL bounds), not n.
-			src = &planner.Filter{Input: in, Pred: &expr.Func{Name: "is_not_null", Args: []expr.Expr{w.ts}, T: types.TBool}}
-		}
-		branches = append(branches, &planner.Project{Input: src, Exprs: exprs, Cols: outCols})
-	}
-	var out planner.Node = branches[0]
-	if len(branches) > 1 {
-		out = &planner.UnionAll{Inputs: branches, Cols: outCols}
-	}
+	n := len(in.Schema())
+	out := newHop(in, w.ts, w.slide, w.size)
 	w.start = len(agg.group)
 	agg.addGroup(&expr.ColRef{Idx: n, T: types.TTimestamp, Name: "window_start"})
 	w.end = len(agg.group)
 	agg.addGroup(&expr.ColRef{Idx: n + 1, T: types.TTimestamp, Name: "window_end"})
 	return out, nil
+}
+
+// newHop is a Hop over in: its columns, then window_start, window_end.
+func newHop(in planner.Node, ts expr.Expr, slide, size int64) *planner.Hop {
+	cols := append(append([]planner.Column(nil), in.Schema()...),
+		planner.Column{Name: "window_start", T: types.TTimestamp}, planner.Column{Name: "window_end", T: types.TTimestamp})
+	return &planner.Hop{Input: in, TS: ts, Slide: slide, Size: size, Cols: cols}
+}
+
+// hopTVF makes HOP(table, ts, slide, size) in FROM a Hop. The dialect
+// layer (sql/parse windowTable) made it the derived table SELECT *,
+// pg_hop_start(ts, slide, size) AS window_start, pg_hop_end(ts, slide,
+// size) AS window_end FROM table, whose two calls the binder leaves as
+// hop_start/hop_end placeholders: given the select list exprs over in,
+// hopTVF returns a Hop over in and exprs with the placeholders replaced
+// by its window columns (in's columns keep their positions). With no
+// placeholder it returns in and exprs as they are.
+func hopTVF(in planner.Node, exprs []expr.Expr) (planner.Node, []expr.Expr, error) {
+	var hop *planner.Hop
+	var key string
+	out := exprs
+	for i, e := range exprs {
+		f, ok := e.(*expr.Func)
+		if !ok || f.Name != "hop_start" && f.Name != "hop_end" {
+			continue
+		}
+		slide, _ := intervalOf(f.Args[1])
+		size, _ := intervalOf(f.Args[2])
+		if hop == nil {
+			hop = newHop(in, f.Args[0], slide, size)
+			key = windowKey("hop", f.Args[0], []int64{slide, size})
+			out = slices.Clone(exprs)
+		} else if windowKey("hop", f.Args[0], []int64{slide, size}) != key {
+			return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "one SELECT takes the bounds of one HOP window")
+		}
+		n := len(in.Schema())
+		if f.Name == "hop_end" {
+			n++
+		}
+		out[i] = &expr.ColRef{Idx: n, T: types.TTimestamp, Name: hop.Cols[n].Name}
+	}
+	if hop == nil {
+		return in, exprs, nil
+	}
+	return hop, out, nil
+}
+
+// intervalOf is the µs of a bound interval constant.
+func intervalOf(e expr.Expr) (int64, bool) {
+	c, ok := e.(*expr.Const)
+	if !ok || c.D.Null {
+		return 0, false
+	}
+	return types.IntervalMicros(c.D.IV), true
 }
 
 // windowGroupFunc binds SESSION_START/SESSION_END/HOP_START/HOP_END (and
@@ -213,6 +241,20 @@ func (b *Binder) windowGroupFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, bool,
 			return nil, true, err
 		}
 		return call(strings.TrimPrefix(name, "pg_"), types.TTimestamp, ts, intervalConst(us[0])), true, nil
+	case "pg_hop_start", "pg_hop_end":
+		// HOP(table, ts, slide, size) in FROM (sql/parse windowTable):
+		// placeholders hopTVF makes a Hop's window columns.
+		if len(n.Args) != 3 {
+			return nil, true, sqlerr.New(sqlerr.SyntaxError, "HOP takes (table, time column, slide, size)")
+		}
+		ts, us, err := b.windowArgs(c.inputCtx("aggregate functions are not allowed in HOP"), "HOP", n.Args[0], n.Args[1:])
+		if err != nil {
+			return nil, true, err
+		}
+		if err := checkHop(us[0], us[1]); err != nil {
+			return nil, true, err
+		}
+		return call(strings.TrimPrefix(name, "pg_"), types.TTimestamp, ts, intervalConst(us[0]), intervalConst(us[1])), true, nil
 	case "session_start", "session_end":
 		kind, end = "session", name == "session_end"
 	case "hop_start", "hop_end":

@@ -578,13 +578,18 @@ func (r *rewriter) rewrite(from, to int) error {
 //	(SELECT *, tumble_start(ts, size) AS window_start,
 //	           tumble_end(ts, size) AS window_end FROM tbl)
 //
-// A row is in size/slide hopping windows, and in up to max/step cumulating
-// ones: HOP and CUMULATE become a UNION ALL of one such SELECT per window a
-// row can be in (the i-th hopping window starts i slides before the row's
-// last one; the j-th cumulating window ends j steps after the start of the
-// row's max-sized window, and takes the rows before its end). Their sizes
-// must be fixed-length interval literals, the slide (step) must divide the
-// size (max), and a row is in at most maxWindowsPerRow windows.
+// A row is in size/slide hopping windows: HOP becomes
+//
+//	(SELECT *, pg_hop_start(ts, slide, size) AS window_start,
+//	           pg_hop_end(ts, slide, size) AS window_end FROM tbl)
+//
+// whose placeholders the binder turns into one HOP expand stage (sql/bind
+// hopTVF, exec/hop.go). A row is in up to max/step cumulating windows:
+// CUMULATE becomes a UNION ALL of one TUMBLE-like SELECT per window a row
+// can be in (the j-th cumulating window ends j steps after the start of
+// the row's max-sized window, and takes the rows before its end). Their
+// sizes must be fixed-length interval literals, the slide (step) must
+// divide the size (max), and a row is in at most maxWindowsPerRow windows.
 func (r *rewriter) windowTable(i, to int, space bool) (end int, err error) {
 	p := r.p
 	toks := p.toks
@@ -713,24 +718,22 @@ func (r *rewriter) windowTable(i, to int, space bool) (end int, err error) {
 		if n > maxWindowsPerRow {
 			return 0, p.notSupported(toks[i], "%s puts each row in %d windows; at most %d are supported", strings.ToUpper(kind), n, maxWindowsPerRow)
 		}
+		if kind == "hop" {
+			// One row per window a row is in, made by the binder's Hop
+			// (sql/bind hopTVF) from these placeholders.
+			for _, f := range []string{"(select *, pg_hop_start(", ") as window_start, pg_hop_end("} {
+				r.emit(f+col+",", i, f[0] == '(' && space)
+				join(args[0])
+				r.emit(",", i, false)
+				join(args[1])
+			}
+			r.emit(") as window_end from "+tbl+")", i, false)
+			return r.windowAlias(i, end, to, alias)
+		}
 		r.emit("(", i, space)
 		for w := int64(0); w < n; w++ {
 			if w > 0 {
 				r.emit("union all", i, true)
-			}
-			if kind == "hop" {
-				// window_end = the row's last window's start - w slides +
-				// size; window_start = window_end - size, written so: the
-				// window's end is then known from its start
-				// (exec/windowagg.go), and a view grouped by window_start
-				// alone closes.
-				size := "pg_interval('" + strconv.FormatInt(big, 10) + " microseconds')"
-				endExpr := fmt.Sprintf("tumble_start(%s, pg_interval('%d microseconds')) - pg_interval('%d microseconds') + %s", col, small, w*small, size)
-				r.emit("select *, "+endExpr+" - "+size+" as window_start, "+endExpr+" as window_end from "+tbl, i, true)
-				if w > 0 {
-					r.emit("where "+col+" is not null", i, true)
-				}
-				continue
 			}
 			// window_start = the start of the row's max-sized window; the
 			// window ends w+1 steps after it and holds the rows before that.
@@ -743,6 +746,13 @@ func (r *rewriter) windowTable(i, to int, space bool) (end int, err error) {
 		}
 		r.emit(")", i, false)
 	}
+	return r.windowAlias(i, end, to, alias)
+}
+
+// windowAlias emits the window table function's alias (at token i, ending
+// before token end) unless the user's follows; it returns end.
+func (r *rewriter) windowAlias(i, end, to int, alias string) (int, error) {
+	toks := r.p.toks
 	if end < to && (toks[end].is("as") || toks[end].Kind == tQIdent || toks[end].Kind == tIdent && !notFuncKeywords[toks[end].Val] && !clauseKeywords[toks[end].Val]) {
 		return end, nil // the user's alias follows
 	}

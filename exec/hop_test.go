@@ -1,0 +1,216 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+const sec = int64(1_000_000)
+
+func tsLit(us int64) expr.Expr { return &expr.Const{D: types.Int(us), T: types.TTimestamp} }
+
+// hopInput is (text, timestamp) rows: 00:00:01, 00:00:05 (on a slide
+// boundary), 23:59:58 the day before (negative), and NULL.
+func hopInput() *Values {
+	v := &Values{Ts: []types.T{types.TText, types.TTimestamp}}
+	for _, r := range [][2]expr.Expr{{str("a"), tsLit(1 * sec)}, {str("b"), tsLit(5 * sec)}, {str("c"), tsLit(-2 * sec)}, {str("n"), null(types.TTimestamp)}} {
+		v.Rows = append(v.Rows, []expr.Expr{r[0], r[1]})
+	}
+	return v
+}
+
+func TestHopExpand(t *testing.T) {
+	withChecked(t)
+	h := &Hop{In: hopInput(), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 10 * sec}
+	// Each row in its two windows, the earliest first; NULL in one.
+	want := "a 1970-01-01 00:00:01 1969-12-31 23:59:55 1970-01-01 00:00:05\n" +
+		"a 1970-01-01 00:00:01 1970-01-01 00:00:00 1970-01-01 00:00:10\n" +
+		"b 1970-01-01 00:00:05 1970-01-01 00:00:00 1970-01-01 00:00:10\n" +
+		"b 1970-01-01 00:00:05 1970-01-01 00:00:05 1970-01-01 00:00:15\n" +
+		"c 1969-12-31 23:59:58 1969-12-31 23:59:50 1970-01-01 00:00:00\n" +
+		"c 1969-12-31 23:59:58 1969-12-31 23:59:55 1970-01-01 00:00:05\n" +
+		"n NULL NULL NULL"
+	if got := runText(t, h, true); got != want {
+		t.Fatalf("hop:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// An edge's stages keep, for each window row, the input row it came from
+// (the ops and row ids of a changelog follow it).
+func TestHopStageTracksRows(t *testing.T) {
+	withChecked(t)
+	in := hopInput()
+	var rec arrow.RecordBatch
+	if err := Run(&Ctx{Context: context.Background(), Expr: &expr.Ctx{Mem: memoryPool}}, in, func(r arrow.RecordBatch) error {
+		rec = r
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	h := &Hop{In: in, TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec}
+	// window_end > 00:00:05 keeps two windows of a, three of b, one of c
+	// and none of the NULL row.
+	f := &Filter{In: h, Pred: &expr.Func{Name: ">", Args: []expr.Expr{col(3, types.TTimestamp), tsLit(5 * sec)}, T: types.TBool}}
+	out, kept, err := applyStages(&expr.Ctx{Mem: memoryPool}, []Plan{h, f}, rec, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Release()
+	if got, want := fmt.Sprint(kept), "[0 0 1 1 1 2]"; got != want {
+		t.Fatalf("kept %s, want %s", got, want)
+	}
+	if n := out.NumCols(); n != 4 {
+		t.Fatalf("%d columns, want 4", n)
+	}
+}
+
+// windowCloseOf finds a HOP window under the table function's projection
+// and the row's time beside it, so a late row counts once: only its last
+// window's copy.
+func TestHopLastWindow(t *testing.T) {
+	h := &Hop{In: hopInput(), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec}
+	// SELECT window_end, name, ts FROM HOP(...): the time moves to column 2.
+	p := &Project{In: h, Exprs: []expr.Expr{col(3, types.TTimestamp), col(0, types.TText), col(1, types.TTimestamp)}}
+	agg := &HashAgg{In: p, Keys: []expr.Expr{col(0, types.TTimestamp)}, Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}}
+	w := windowCloseOf(agg)
+	if w == nil || w.Key != 0 || w.Offset != 0 || w.Hop == nil {
+		t.Fatalf("windowCloseOf: %+v", w)
+	}
+	if r, ok := w.Hop.TS.(*expr.ColRef); !ok || r.Idx != 2 {
+		t.Fatalf("row time %v, want column 2", w.Hop.TS)
+	}
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	b.AppendValues([]int64{7 * sec}, nil)
+	b.AppendNull()
+	ts := b.NewInt64Array()
+	defer ts.Release()
+	b.Release()
+	// 00:00:07 is in the windows ending at 00:00:10, 15 and 20; the last
+	// is its own. A row without a time has one window.
+	for end, last := range map[int64]bool{10 * sec: false, 15 * sec: false, 20 * sec: true} {
+		if got := w.Hop.isLast(ts, 0, end); got != last {
+			t.Errorf("window ending %d: last %v", end, got)
+		}
+	}
+	if !w.Hop.isLast(ts, 1, 0) {
+		t.Error("NULL time: not its last window")
+	}
+	// A projection without the time: every window row counts.
+	p2 := &Project{In: h, Exprs: []expr.Expr{col(3, types.TTimestamp)}}
+	agg2 := &HashAgg{In: p2, Keys: []expr.Expr{col(0, types.TTimestamp)}}
+	if w := windowCloseOf(agg2); w == nil || w.Hop != nil {
+		t.Fatalf("without the time: %+v", w)
+	}
+}
+
+// BenchmarkHopExpand expands 64K-row batches of (k BIGINT, ts TIMESTAMP)
+// into their size/slide windows, as an edge stage does: input and output
+// rows per second. docs/BENCHMARKS.md, "HOP expand stage".
+//
+//	go test ./exec/ -run '^$' -bench Hop -benchtime 20x -cpu 1
+func BenchmarkHopExpand(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	r := rand.New(rand.NewPCG(3, 5))
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "ts", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil)
+	const batch, batches = 64 << 10, 16
+	var recs []arrow.RecordBatch
+	for j := 0; j < batches; j++ {
+		kb, tb := array.NewInt64Builder(mem), array.NewInt64Builder(mem)
+		for i := 0; i < batch; i++ {
+			kb.Append(r.Int64N(1000))
+			tb.Append(int64(j*batch+i)*1000 + r.Int64N(1000)) // 1000 rows a second
+		}
+		cols := []arrow.Array{kb.NewArray(), tb.NewArray()}
+		recs = append(recs, array.NewRecordBatch(schema, cols, batch))
+		releaseAll(cols)
+		kb.Release()
+		tb.Release()
+	}
+	defer func() {
+		for _, rec := range recs {
+			rec.Release()
+		}
+	}()
+	in := &Batches{Ts: []types.T{types.TInt64, types.TTimestamp}}
+	ectx := &expr.Ctx{Mem: mem}
+	for _, w := range []int64{2, 5, 10} {
+		h := &Hop{In: in, TS: col(1, types.TTimestamp), Slide: 2 * sec, Size: w * 2 * sec}
+		b.Run(fmt.Sprintf("windows=%d", w), func(b *testing.B) {
+			var buf hopBuf
+			var out int64
+			for b.Loop() {
+				for _, rec := range recs {
+					o, _, err := h.expand(ectx, mem, &buf, rec)
+					if err != nil {
+						b.Fatal(err)
+					}
+					out += o.NumRows()
+					o.Release()
+				}
+			}
+			s := b.Elapsed().Seconds()
+			b.ReportMetric(float64(batch*batches)*float64(b.N)/s, "rows/s")
+			b.ReportMetric(float64(out)/s, "windowrows/s")
+		})
+	}
+}
+
+// A job's HOP stage under a window aggregate copies only the columns the
+// aggregate reads (keys, arguments, the row's time); recording late rows
+// keeps them all.
+func TestPruneHops(t *testing.T) {
+	bid := &storage.TableDef{ID: 7, Name: "bid", Columns: []storage.ColumnDef{
+		{Name: "auction", Type: types.TInt64}, {Name: "url", Type: types.TText},
+		{Name: "ts", Type: types.TTimestamp}, {Name: "extra", Type: types.TText}}}
+	h := &Hop{In: &ScanStream{Table: bid}, TS: col(2, types.TTimestamp), Slide: 2 * sec, Size: 10 * sec}
+	// SELECT *, window_start, window_end FROM bid, as the table function.
+	star := &Project{In: h, Exprs: []expr.Expr{col(0, types.TInt64), col(1, types.TText), col(2, types.TTimestamp),
+		col(3, types.TText), col(4, types.TTimestamp), col(5, types.TTimestamp)}}
+	agg := &HashAgg{In: star, Keys: []expr.Expr{col(4, types.TTimestamp), col(0, types.TInt64)},
+		Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}}
+	for _, record := range []bool{false, true} {
+		g, err := compile(agg, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pruneHops(g, record)
+		var used []bool
+		for _, n := range g.nodes {
+			if n.kind == nAgg {
+				used = n.ins[0].stages[0].(*Hop).Used
+			}
+		}
+		want := "[true false true false]" // auction, ts
+		if record {
+			want = "[]"
+		}
+		if got := fmt.Sprint(used); got != want {
+			t.Errorf("record %v: used %s, want %s", record, got, want)
+		}
+	}
+	if h.Used != nil {
+		t.Error("the plan's Hop was changed")
+	}
+	// The aggregate's state means windows of bid.ts of these sizes.
+	ops, err := StateOperators(agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ops["aggregate#0"], "keys(hop(bid.ts, 2000000us, 10000000us).window_start timestamp without time zone, bid.auction bigint)"; !strings.Contains(got, want) {
+		t.Errorf("fingerprint %q, want it to contain %q", got, want)
+	}
+}
