@@ -100,7 +100,9 @@ func (b *Binder) bindRegex(c *ectx, n *ast.PatternRegexpExpr) (expr.Expr, error)
 // arguments to evaluate; ok is false for any other name. A schema other
 // than pg_catalog on a function name is 3F000.
 func (b *Binder) pgFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err error) {
-	if s := n.Schema.L; s != "" && s != SchemaCatalog {
+	if s := n.Schema.L; s == SchemaInfoSchema && n.FnName.L == "_pg_expandarray" {
+		return nil, false, nil // outside the select list (srfselect.go): no such function
+	} else if s != "" && s != SchemaCatalog {
 		return nil, true, sqlerr.New(sqlerr.InvalidSchemaName, "schema %q does not exist", n.Schema.O)
 	}
 	pc, _ := b.Cat.(PgCatalog)
