@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // psqlSize is a pg_size_pretty value in psql's unaligned output: sizes
@@ -257,6 +260,75 @@ func TestPgViewPrimaryKey(t *testing.T) {
 		`SELECT count(*), unnest(ARRAY['a'])`:                                 "0A000",
 		`SELECT generate_subscripts(ARRAY['a'])`:                              "42883",
 		`CREATE MATERIALIZED VIEW u AS SELECT unnest(ARRAY[word]) FROM words`: "0A000",
+	} {
+		if got := sqlState(t, c, q); got != want {
+			t.Errorf("%s: SQLSTATE %q, want %q", q, got, want)
+		}
+	}
+}
+
+// TestPgViewPrimaryKeyRecords: pgjdbc's getPrimaryKeys query over pgx, and
+// records: information_schema._pg_expandarray's (x, n) in a select list,
+// through a subquery, field selection (expr).field, and a record value
+// sent in binary (pgx asks for record_send) and in text.
+func TestPgViewPrimaryKeyRecords(t *testing.T) {
+	srv := StartServer(t, "")
+	ctx := context.Background()
+	c := srv.Conn(t)
+	for _, q := range []string{
+		`CREATE TABLE words (word VARCHAR(20), n BIGINT)`,
+		`CREATE MATERIALIZED VIEW by_two AS SELECT count(*) AS c, word, n FROM words GROUP BY n, word`,
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	rowsOf := func(q string) string {
+		t.Helper()
+		rows, err := c.Query(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			vs, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, strings.TrimSpace(fmt.Sprintln(vs...)))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return strings.Join(out, "; ")
+	}
+	// pgjdbc 42.5's getPrimaryKeys(null, "public", "by_two"), verbatim.
+	got := rowsOf(`SELECT        result.TABLE_CAT,        result.TABLE_SCHEM,        result.TABLE_NAME,        result.COLUMN_NAME,        result.KEY_SEQ,        result.PK_NAME FROM      (SELECT NULL AS TABLE_CAT, n.nspname AS TABLE_SCHEM,   ct.relname AS TABLE_NAME, a.attname AS COLUMN_NAME,   (information_schema._pg_expandarray(i.indkey)).n AS KEY_SEQ, ci.relname AS PK_NAME,   information_schema._pg_expandarray(i.indkey) AS KEYS, a.attnum AS A_ATTNUM FROM pg_catalog.pg_class ct   JOIN pg_catalog.pg_attribute a ON (ct.oid = a.attrelid)   JOIN pg_catalog.pg_namespace n ON (ct.relnamespace = n.oid)   JOIN pg_catalog.pg_index i ON ( a.attrelid = i.indrelid)   JOIN pg_catalog.pg_class ci ON (ci.oid = i.indexrelid) WHERE true  AND n.nspname = E'public' AND ct.relname = E'by_two' AND i.indisprimary  ) result where  result.A_ATTNUM = (result.KEYS).x  ORDER BY result.table_name, result.pk_name, result.key_seq`)
+	if want := "<nil> public by_two n 1 by_two_pkey; <nil> public by_two word 2 by_two_pkey"; got != want {
+		t.Errorf("getPrimaryKeys: %s, want %s", got, want)
+	}
+	// A record in binary (pgx decodes record_send into its fields) and as
+	// text; fields of a text[] element and of a NULL element.
+	got = rowsOf(`SELECT information_schema._pg_expandarray(indkey) AS k FROM pg_index WHERE indrelid = 'by_two'::regclass`)
+	if want := "[3 1]; [2 2]"; got != want {
+		t.Errorf("records in binary: %s, want %s", got, want)
+	}
+	got = rowsOf(`SELECT (e).x, ((e)).n + 1 AS m, e.q FROM (SELECT information_schema._pg_expandarray(ARRAY['a', NULL, 'c d']) AS e, 'q' AS q) e`)
+	if want := "a 2 q; <nil> 3 q; c d 4 q"; got != want {
+		t.Errorf("fields of text elements: %s, want %s", got, want)
+	}
+	var out string
+	if err := c.QueryRow(ctx, `SELECT information_schema._pg_expandarray(ARRAY['a b', NULL])`, pgx.QueryExecModeSimpleProtocol).Scan(&out); err != nil || out != `("a b",1)` {
+		t.Errorf("a record in text: %q, %v; want (\"a b\",1)", out, err)
+	}
+	for q, want := range map[string]string{
+		`SELECT (indkey).x FROM pg_index`:                                                          "42809",
+		`SELECT (information_schema._pg_expandarray(indkey)).y FROM pg_index`:                     "42703",
+		`SELECT _pg_expandarray(indkey) FROM pg_index`:                                            "42883",
+		`SELECT 1 FROM pg_index WHERE (information_schema._pg_expandarray(indkey)).x = 1`:         "42883",
+		`SELECT coalesce((information_schema._pg_expandarray(indkey)).x, 0) FROM pg_index`:        "0A000",
+		`SELECT CASE WHEN true THEN information_schema._pg_expandarray(indkey) END FROM pg_index`: "0A000",
 	} {
 		if got := sqlState(t, c, q); got != want {
 			t.Errorf("%s: SQLSTATE %q, want %q", q, got, want)
