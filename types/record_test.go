@@ -9,7 +9,7 @@ import (
 )
 
 // TestRecordText checks record_out's quoting against PostgreSQL 15:
-// SELECT ROW(1, NULL, '', 'a b', 'x"y', 'p\q', '(,)', 'ok').
+// SELECT ROW(1, NULL, ”, 'a b', 'x"y', 'p\q', '(,)', 'ok').
 func TestRecordText(t *testing.T) {
 	rt := RecordOf([]RecordField{{"a", TInt32}, {"b", TText}, {"c", TText}, {"d", TText}, {"e", TText},
 		{"f", TText}, {"g", TText}, {"h", TText}})

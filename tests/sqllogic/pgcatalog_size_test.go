@@ -323,7 +323,7 @@ func TestPgViewPrimaryKeyRecords(t *testing.T) {
 		t.Errorf("a record in text: %q, %v; want (\"a b\",1)", out, err)
 	}
 	for q, want := range map[string]string{
-		`SELECT (indkey).x FROM pg_index`:                                                          "42809",
+		`SELECT (indkey).x FROM pg_index`:                                                         "42809",
 		`SELECT (information_schema._pg_expandarray(indkey)).y FROM pg_index`:                     "42703",
 		`SELECT _pg_expandarray(indkey) FROM pg_index`:                                            "42883",
 		`SELECT 1 FROM pg_index WHERE (information_schema._pg_expandarray(indkey)).x = 1`:         "42883",
