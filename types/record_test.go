@@ -8,8 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// TestRecordText checks record_out's quoting against PostgreSQL 15:
-// SELECT ROW(1, NULL, ”, 'a b', 'x"y', 'p\q', '(,)', 'ok').
+// TestRecordText checks record_out's quoting against PostgreSQL 15's
+// output for a row of 1, NULL, the empty string, a b, x"y, p\q, (,) and ok.
 func TestRecordText(t *testing.T) {
 	rt := RecordOf([]RecordField{{"a", TInt32}, {"b", TText}, {"c", TText}, {"d", TText}, {"e", TText},
 		{"f", TText}, {"g", TText}, {"h", TText}})
