@@ -155,6 +155,7 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 	// select list become hidden columns of the FROM input.
 	scalarIn := []ast.Node{s.Where}
 	if s.GroupBy == nil && s.Having == nil && !hasAggOrWindow(s.Fields) {
+		existsAsCount(s.Fields) // EXISTS in the select list (existssel.go)
 		for _, f := range s.Fields.Fields {
 			if f.Expr != nil {
 				scalarIn = append(scalarIn, f.Expr)

@@ -318,12 +318,32 @@ func TestPgViewPrimaryKeyRecords(t *testing.T) {
 	if want := "a 2 q; <nil> 3 q; c d 4 q"; got != want {
 		t.Errorf("fields of text elements: %s, want %s", got, want)
 	}
+	// The key index as pg_get_indexdef and pg_get_constraintdef describe
+	// it (PostgreSQL 15's text for a primary key on (n, word)); the view
+	// has an index (relhasindex), its stream none.
+	got = rowsOf(`SELECT pg_get_indexdef('by_two_pkey'::regclass), pg_get_indexdef('by_two_pkey'::regclass, 0, true),
+		pg_get_indexdef(i.indexrelid, 2, false), pg_get_indexdef(i.indexrelid, 3, true), pg_get_indexdef(1), pg_get_indexdef(1, 1, true),
+		pg_get_constraintdef(c.oid), pg_get_constraintdef(c.oid, true), pg_get_constraintdef(1)
+		FROM pg_index i JOIN pg_constraint c ON c.conindid = i.indexrelid`)
+	if want := "CREATE UNIQUE INDEX by_two_pkey ON public.by_two USING btree (n, word) " +
+		"CREATE UNIQUE INDEX by_two_pkey ON public.by_two USING btree (n, word) word  <nil> <nil> " +
+		"PRIMARY KEY (n, word) PRIMARY KEY (n, word) <nil>"; got != want {
+		t.Errorf("index definition: %s, want %s", got, want)
+	}
+	got = rowsOf(`SELECT relname, relhasindex, EXISTS (SELECT 1 FROM pg_index WHERE indrelid = c.oid),
+		NOT EXISTS (SELECT indexrelid FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)
+		FROM pg_class c WHERE relname IN ('by_two', 'words') ORDER BY 1`)
+	if want := "by_two true true false; words false false true"; got != want {
+		t.Errorf("relhasindex and EXISTS in a select list: %s, want %s", got, want)
+	}
 	var out string
 	if err := c.QueryRow(ctx, `SELECT information_schema._pg_expandarray(ARRAY['a b', NULL])`, pgx.QueryExecModeSimpleProtocol).Scan(&out); err != nil || out != `("a b",1)` {
 		t.Errorf("a record in text: %q, %v; want (\"a b\",1)", out, err)
 	}
 	for q, want := range map[string]string{
 		`SELECT (indkey).x FROM pg_index`:                                                         "42809",
+		`SELECT pg_get_indexdef(indexrelid, 1) FROM pg_index`:                                     "42883",
+		`SELECT pg_get_indexdef(indexrelid, 1, 'x') FROM pg_index`:                                "22P02",
 		`SELECT (information_schema._pg_expandarray(indkey)).y FROM pg_index`:                     "42703",
 		`SELECT _pg_expandarray(indkey) FROM pg_index`:                                            "42883",
 		`SELECT 1 FROM pg_index WHERE (information_schema._pg_expandarray(indkey)).x = 1`:         "42883",
