@@ -161,6 +161,17 @@ func TestPgSizeFunctions(t *testing.T) {
 	if got, want := pretty, []string{"0 bytes", "10239 bytes", "10 kB", "20 MB", "-1024 MB", "NULL"}; !slices.Equal(got, want) {
 		t.Errorf("pg_size_pretty: %q, want %q", got, want)
 	}
+	// pg_size_pretty(numeric), PostgreSQL 15's answers: bytes keep their
+	// fraction (and a NUMERIC(10,2)'s zeros), larger units are whole.
+	var n1, n2, n3, n4, n5 string
+	var n6 *string
+	if err := c.QueryRow(ctx, `SELECT pg_size_pretty(12345.67::numeric), pg_size_pretty(123.45), pg_size_pretty(1.50::numeric(10,2)),
+		pg_size_pretty(-20971519.9), pg_size_pretty(1000000000000000000000::numeric), pg_size_pretty(NULL::numeric)`).Scan(&n1, &n2, &n3, &n4, &n5, &n6); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := []string{n1, n2, n3, n4, n5}, []string{"12 kB", "123.45 bytes", "1.50 bytes", "-20 MB", "888178 PB"}; !slices.Equal(got, want) || n6 != nil {
+		t.Errorf("pg_size_pretty(numeric): %q %v, want %q and NULL", got, n6, want)
+	}
 	var s string
 	if err := c.QueryRow(ctx, `SELECT pg_size_pretty(pg_table_size('word_counts'))`).Scan(&s); err != nil || !regexp.MustCompile(`^[0-9]+ (bytes|kB|MB)$`).MatchString(s) {
 		t.Errorf("pg_size_pretty(pg_table_size('word_counts')) = %q, %v", s, err)
@@ -170,6 +181,7 @@ func TestPgSizeFunctions(t *testing.T) {
 		`SELECT pg_table_size('bogus_schema.words')`:                                  "3F000",
 		`SELECT pg_relation_size('words', 'bogus')`:                                   "22023",
 		`SELECT pg_size_pretty('abc'::text)`:                                          "42883",
+		`SELECT pg_size_pretty(1.5::float8)`:                                          "42883",
 		`SELECT pg_table_size(word) FROM words`:                                       "42883",
 		`CREATE MATERIALIZED VIEW s AS SELECT pg_table_size('words') AS b FROM words`: "0A000",
 	} {
