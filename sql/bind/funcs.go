@@ -91,7 +91,7 @@ func isCompare(op string) bool {
 
 func (b *Binder) compareOp(op string, l, r expr.Expr) (expr.Expr, error) {
 	t, ok := commonType(l.Type(), r.Type())
-	if !ok {
+	if !ok || t.Kind == types.Record { // records are not compared (nor joined on)
 		return nil, noOperator(op, l, r)
 	}
 	var err error

@@ -348,12 +348,22 @@ func TestPgViewPrimaryKeyRecords(t *testing.T) {
 	if want := "by_two true true false; words false false true"; got != want {
 		t.Errorf("relhasindex and EXISTS in a select list: %s, want %s", got, want)
 	}
+	// Records order field by field, a NULL field last (PostgreSQL's btree
+	// record comparison).
+	got = rowsOf(`SELECT min(k), max(k), count(DISTINCT k) FROM (SELECT information_schema._pg_expandarray(ARRAY['b', NULL, 'a']) AS k
+		FROM (VALUES (1), (2)) v) s`)
+	if want := "[a 3] [<nil> 2] 3"; got != want {
+		t.Errorf("min, max, count(DISTINCT) of records: %s, want %s", got, want)
+	}
 	var out string
 	if err := c.QueryRow(ctx, `SELECT information_schema._pg_expandarray(ARRAY['a b', NULL])`, pgx.QueryExecModeSimpleProtocol).Scan(&out); err != nil || out != `("a b",1)` {
 		t.Errorf("a record in text: %q, %v; want (\"a b\",1)", out, err)
 	}
 	for q, want := range map[string]string{
-		`SELECT (indkey).x FROM pg_index`:                                                         "42809",
+		`SELECT (indkey).x FROM pg_index`:                                          "42809",
+		`SELECT DISTINCT information_schema._pg_expandarray(indkey) FROM pg_index`: "0A000",
+		`SELECT a.k FROM (SELECT information_schema._pg_expandarray(indkey) AS k FROM pg_index) a
+			JOIN (SELECT information_schema._pg_expandarray(indkey) AS k FROM pg_index) b ON a.k = b.k`: "42883",
 		`SELECT pg_get_indexdef(indexrelid, 1) FROM pg_index`:                                     "42883",
 		`SELECT pg_get_indexdef(indexrelid, 1, 'x') FROM pg_index`:                                "22P02",
 		`SELECT (information_schema._pg_expandarray(indkey)).y FROM pg_index`:                     "42703",
