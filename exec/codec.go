@@ -54,6 +54,11 @@ func encodeDatum(buf []byte, d types.Datum, t types.T) []byte {
 			buf = append(buf, s...)
 		}
 		return buf
+	case types.PhysStruct: // a record: its fields in order
+		for k, f := range types.RecordFields(t) {
+			buf = encodeDatum(buf, d.R.Fields[k], f.T)
+		}
+		return buf
 	}
 	return buf
 }
@@ -132,6 +137,17 @@ func decodeDatum(buf []byte, t types.T) (types.Datum, []byte, error) {
 		}
 		d.A = a
 		return d, buf, nil
+	case types.PhysStruct:
+		fs := types.RecordFields(t)
+		r := &types.RecordValue{Fields: make([]types.Datum, len(fs))}
+		for k, f := range fs {
+			var err error
+			if r.Fields[k], buf, err = decodeDatum(buf, f.T); err != nil {
+				return d, nil, err
+			}
+		}
+		d.R = r
+		return d, buf, nil
 	}
 	return d, buf, nil
 }
@@ -176,6 +192,21 @@ func compareDatum(a, b types.Datum, t types.T) int {
 			}
 		}
 		return cmp3(len(x.Elems) < len(y.Elems), len(x.Elems) > len(y.Elems))
+	case types.PhysStruct:
+		// Field by field, a NULL field after any value, as PostgreSQL's btree record_cmp.
+		for k, f := range types.RecordFields(t) {
+			x, y := a.R.Fields[k], b.R.Fields[k]
+			switch {
+			case x.Null && y.Null:
+				continue
+			case x.Null || y.Null:
+				return cmp3(y.Null, x.Null)
+			}
+			if c := compareDatum(x, y, f.T); c != 0 {
+				return c
+			}
+		}
+		return 0
 	}
 	return 0
 }

@@ -18,6 +18,8 @@ import (
 //	                                 type of an int2vector/int2[])
 //	generate_subscripts(array, dim)  1..length of dimension 1 (int4);
 //	                                 other dimensions give no rows
+//	_pg_expandarray(array)           a record (x, n) per element: the
+//	                                 element and its index (int4)
 //
 // The input is a catalog-sized relation (the select lists drivers send
 // over pg_index), read whole as LateralFuncScan's.
@@ -115,6 +117,22 @@ func srfValues(fn string, args []types.Datum, t types.T) ([]types.Datum, error) 
 				return nil, err
 			}
 			out[i] = d
+		}
+		return out, nil
+	case "_pg_expandarray":
+		// information_schema._pg_expandarray(array): a record (x, n) per
+		// element, x the element and n its index.
+		xt := types.RecordFields(t)[0].T
+		out := make([]types.Datum, len(a.Elems))
+		for i, s := range a.Elems {
+			x := types.Datum{Null: true}
+			if !a.IsNull(i) {
+				var err error
+				if x, err = types.ParseText(s, xt); err != nil {
+					return nil, err
+				}
+			}
+			out[i] = types.Datum{R: &types.RecordValue{Fields: []types.Datum{x, types.Int(int64(i + 1))}}}
 		}
 		return out, nil
 	case "generate_subscripts":

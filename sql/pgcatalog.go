@@ -241,14 +241,19 @@ func (e catGen) pgClass() *table {
 		catCol{"relacl", tArr}, catCol{"reloptions", tArr}, catCol{"relpartbound", types.TText})}
 	zero := i64(0)
 	jobs := e.jobFacts()
+	keys := e.viewKeys()
+	keyed := map[int64]bool{}
+	for _, k := range keys {
+		keyed[k.rel.oid] = true
+	}
 	for _, r := range e.relations() {
 		t.add(i64(r.oid), str(r.name), i64(r.ns), zero, zero, i64(e.ownerOID(r.def)), zero, zero, zero,
-			i64(0), types.Float(-1), i64(0), zero, dFals, dFals, str("p"), str(r.kind),
+			i64(0), types.Float(-1), i64(0), zero, types.Boolean(keyed[r.oid]), dFals, str("p"), str(r.kind),
 			i64(int64(len(r.def.Columns))), i64(0), dFals, dFals, dFals, dFals, dFals, dTrue, str("d"),
 			dFals, zero, null, relOptions(r, jobs), null)
 	}
-	for _, k := range e.viewKeys() {
-		t.add(i64(k.indexOID()), str(k.name()), i64(k.rel.ns), zero, zero, i64(e.ownerOID(k.rel.def)), zero, zero, zero,
+	for _, k := range keys {
+		t.add(i64(k.indexOID()), str(k.name()), i64(k.rel.ns), zero, zero, i64(e.ownerOID(k.rel.def)), i64(oidBtree), zero, zero,
 			i64(0), types.Float(-1), i64(0), zero, dFals, dFals, str("p"), str("i"),
 			i64(int64(len(k.attrs))), i64(0), dFals, dFals, dFals, dFals, dFals, dTrue, str("n"),
 			dFals, zero, null, null, null)
@@ -451,9 +456,12 @@ func (e catGen) pgAuthMembers() *table {
 		catCol{"grantor", tOID}, catCol{"admin_option", tBool})}
 }
 
-// pgAm is empty: streams and views have no table or index access method.
+// pgAm has btree, the access method the views' key indexes show
+// (pgcatalog_keys.go); streams and views have no table access method.
 func (e catGen) pgAm() *table {
-	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"amname", tName}, catCol{"amhandler", tOID}, catCol{"amtype", tName})}
+	t := &table{cols: catCols(catCol{"oid", tOID}, catCol{"amname", tName}, catCol{"amhandler", tOID}, catCol{"amtype", tName})}
+	t.add(i64(oidBtree), str("btree"), i64(330), str("i")) // PostgreSQL's oids: btree, bthandler
+	return t
 }
 
 // pgProc is empty: streamdb has no user-defined functions, and its
@@ -473,11 +481,19 @@ func (e catGen) pgDescription() *table {
 // streamdb has no other indexes.
 func (e catGen) pgIndex() *table {
 	t := &table{cols: catCols(catCol{"indexrelid", tOID}, catCol{"indrelid", tOID}, catCol{"indnatts", tI16},
-		catCol{"indnkeyatts", tI16}, catCol{"indisunique", tBool}, catCol{"indisprimary", tBool},
-		catCol{"indisvalid", tBool}, catCol{"indkey", tI2Arr}, catCol{"indexprs", types.TText}, catCol{"indpred", types.TText})}
+		catCol{"indnkeyatts", tI16}, catCol{"indisunique", tBool}, catCol{"indnullsnotdistinct", tBool},
+		catCol{"indisprimary", tBool}, catCol{"indisexclusion", tBool}, catCol{"indimmediate", tBool},
+		catCol{"indisclustered", tBool}, catCol{"indisvalid", tBool}, catCol{"indcheckxmin", tBool},
+		catCol{"indisready", tBool}, catCol{"indislive", tBool}, catCol{"indisreplident", tBool},
+		catCol{"indkey", tI2Arr}, catCol{"indoption", tI2Arr}, catCol{"indexprs", types.TText}, catCol{"indpred", types.TText})}
 	for _, k := range e.viewKeys() {
 		n := i64(int64(len(k.attrs)))
-		t.add(i64(k.indexOID()), i64(k.rel.oid), n, n, dTrue, dTrue, dTrue, k.attrArray(), null, null)
+		opts := &types.Array{Elems: make([]string, len(k.attrs))}
+		for i := range opts.Elems {
+			opts.Elems[i] = "0" // ascending, NULLs last
+		}
+		t.add(i64(k.indexOID()), i64(k.rel.oid), n, n, dTrue, dFals, dTrue, dFals, dTrue, dFals, dTrue, dFals,
+			dTrue, dTrue, dFals, k.attrArray(), types.Datum{A: opts}, null, null)
 	}
 	return t
 }
@@ -486,11 +502,12 @@ func (e catGen) pgIndex() *table {
 // (pgcatalog_keys.go): streamdb has no unique, check or foreign keys.
 func (e catGen) pgConstraint() *table {
 	t := &table{cols: catCols(catCol{"oid", tOID}, catCol{"conname", tName}, catCol{"connamespace", tOID},
-		catCol{"contype", tName}, catCol{"conrelid", tOID}, catCol{"confrelid", tOID}, catCol{"conindid", tOID},
+		catCol{"contype", tName}, catCol{"condeferrable", tBool}, catCol{"condeferred", tBool},
+		catCol{"convalidated", tBool}, catCol{"conrelid", tOID}, catCol{"confrelid", tOID}, catCol{"conindid", tOID},
 		catCol{"conkey", tI2Arr}, catCol{"confkey", tI2Arr})}
 	for _, k := range e.viewKeys() {
-		t.add(i64(k.constraintOID()), str(k.name()), i64(k.rel.ns), str("p"), i64(k.rel.oid), i64(0), i64(k.indexOID()),
-			k.attrArray(), null)
+		t.add(i64(k.constraintOID()), str(k.name()), i64(k.rel.ns), str("p"), dFals, dFals, dTrue, i64(k.rel.oid), i64(0),
+			i64(k.indexOID()), k.attrArray(), null)
 	}
 	return t
 }
@@ -699,9 +716,14 @@ func (e *Engine) PgLookup(what string) map[int64]string {
 				}
 			}
 		}
+	case "indexdefs", "indexcols", "constraintdefs":
+		return (catGen{Engine: e}).keyDefs(what)
 	case "relnames":
 		for _, r := range e.relations() {
 			out[r.oid] = r.name
+		}
+		for _, k := range (catGen{Engine: e}).viewKeys() { // 'word_counts_pkey'::regclass
+			out[k.indexOID()] = k.name()
 		}
 	case "relsize":
 		return e.relationSizes(false)

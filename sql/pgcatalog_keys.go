@@ -2,6 +2,7 @@ package sql
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/exec/expr"
@@ -14,9 +15,16 @@ import (
 // output columns that are its group keys (each exactly once: every group
 // is one row), as Materialize and RisingWave expose a view's unique key.
 // A view without one (a filter over a stream, a join) has no primary key.
-// The key is an index named <view>_pkey (pg_class relkind 'i', not in
-// relhasindex: there is nothing psql's \d could say about its storage)
-// and a constraint of that name (contype 'p').
+// The key is an index named <view>_pkey (pg_class relkind 'i')
+// and a constraint of that name (contype 'p'); the view's relhasindex is
+// true, so psql's \d lists it under "Indexes:". Its access method is
+// shown as btree, a PostgreSQL primary key's, which psql and drivers
+// expect (the key is really that of the view's state in Pebble's LSM);
+// pg_get_indexdef and pg_get_constraintdef describe it as PostgreSQL does
+// a primary key's.
+
+// oidBtree is pg_am.oid of btree, as in PostgreSQL.
+const oidBtree = 403
 
 // Oids of a view's key index and constraint: above the relations'
 // (oidFirstUser + id) and the roles' (oidFirstUser + a 30-bit hash), below
@@ -111,4 +119,29 @@ func (k viewKey) attrArray() types.Datum {
 		elems[i] = strconv.Itoa(a)
 	}
 	return types.Datum{A: &types.Array{Elems: elems}}
+}
+
+// keyDefs is PgLookup's "indexdefs" (index oid → pg_get_indexdef's CREATE
+// UNIQUE INDEX ... USING btree (cols)), "indexcols" (index oid → its
+// column names, quoted as identifiers, one per line, for
+// pg_get_indexdef(oid, column, pretty)) and "constraintdefs" (constraint
+// oid → pg_get_constraintdef's PRIMARY KEY (cols)).
+func (e catGen) keyDefs(what string) map[int64]string {
+	out := map[int64]string{}
+	for _, k := range e.viewKeys() {
+		cols := make([]string, len(k.attrs))
+		for i, a := range k.attrs {
+			cols[i] = expr.QuoteIdent(k.rel.def.Columns[a-1].Name)
+		}
+		switch what {
+		case "indexdefs":
+			out[k.indexOID()] = "CREATE UNIQUE INDEX " + expr.QuoteIdent(k.name()) + " ON " + expr.QuoteIdent(nsName(k.rel.ns)) +
+				"." + expr.QuoteIdent(k.rel.name) + " USING btree (" + strings.Join(cols, ", ") + ")"
+		case "indexcols":
+			out[k.indexOID()] = strings.Join(cols, "\n")
+		case "constraintdefs":
+			out[k.constraintOID()] = "PRIMARY KEY (" + strings.Join(cols, ", ") + ")"
+		}
+	}
+	return out
 }

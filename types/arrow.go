@@ -34,6 +34,8 @@ func DatumAt(arr arrow.Array, i int, t T) Datum {
 		return Datum{IV: a.Value(i)}
 	case *array.List:
 		return Datum{A: TextArrayAt(a, i)}
+	case *array.Struct:
+		return recordAt(a, i, t)
 	case *array.Null:
 		return Null
 	}
@@ -66,6 +68,8 @@ func AppendDatum(b array.Builder, d Datum, t T) {
 		bb.Append(d.IV)
 	case *array.ListBuilder:
 		appendTextArray(bb, d.A)
+	case *array.StructBuilder:
+		appendRecord(bb, d, t)
 	case *array.NullBuilder:
 		bb.AppendNull()
 	default:
@@ -146,6 +150,9 @@ func EncodeType(t T) string {
 	if t.Kind == Numeric && t.Prec == 0 && t.Scale != UnconstrainedScale {
 		return "numeric(0," + strconv.Itoa(int(t.Scale)) + ")"
 	}
+	if t.Kind == Record {
+		return recordKey(RecordFields(t))
+	}
 	return t.String()
 }
 
@@ -176,8 +183,17 @@ func DecodeType(s string) (T, bool) {
 		return TInterval, true
 	case "text[]":
 		return TTextArray, true
+	case "smallint[]":
+		return IntArray(Int16), true
+	case "integer[]":
+		return IntArray(Int32), true
+	case "bigint[]":
+		return IntArray(Int64), true
 	case "unknown":
 		return TUnknown, true
+	}
+	if strings.HasPrefix(s, "record(") {
+		return decodeRecordType(s)
 	}
 	if args, ok := strings.CutPrefix(s, "numeric("); ok {
 		p, sc, ok := strings.Cut(strings.TrimSuffix(args, ")"), ",")

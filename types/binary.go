@@ -78,6 +78,8 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 			return appendIntArrayBinary(buf, d.A, t)
 		}
 		return appendTextArrayBinary(buf, d.A)
+	case Record:
+		return appendRecordBinary(buf, d, t)
 	}
 	return append(buf, d.S...)
 }
@@ -220,6 +222,9 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 	}
 	if t.Kind == TextArray {
 		return parseTextArrayBinary(b)
+	}
+	if t.Kind == Record {
+		return Null, errRecordInput()
 	}
 	if err := validUTF8(b); err != nil {
 		return Null, err

@@ -68,6 +68,8 @@ func ParseText(s string, t T) (Datum, error) {
 			return Datum{A: a}, err
 		}
 		return checkArrayElems(a, t)
+	case Record:
+		return Null, errRecordInput()
 	}
 	return Str(s), nil
 }
@@ -101,6 +103,8 @@ func AppendText(buf []byte, d Datum, t T) []byte {
 		return appendInterval(buf, d.IV)
 	case TextArray:
 		return AppendTextArray(buf, d.A)
+	case Record:
+		return appendRecordText(buf, d, t)
 	}
 	return append(buf, d.S...)
 }

@@ -13,6 +13,7 @@
 //	TEXT, VARCHAR(n)                      arrow String
 //	INTERVAL                              arrow MonthDayNanoInterval
 //	TEXT[]                                arrow List<String> (elements may be NULL)
+//	RECORD                                arrow Struct of its fields' layouts (record.go)
 package types
 
 import (
@@ -39,6 +40,7 @@ const (
 	Date
 	Interval
 	TextArray // text[]: one-dimensional, lower bound 1 (see array.go)
+	Record    // an anonymous composite (record.go): Prec indexes its fields
 )
 
 // UnconstrainedScale is the storage scale of NUMERIC without a declared scale.
@@ -92,7 +94,8 @@ const (
 	PhysDecimal
 	PhysString
 	PhysInterval
-	PhysList // List<String>
+	PhysList   // List<String>
+	PhysStruct // Struct of the fields' layouts (records)
 )
 
 // Physical returns t's Arrow layout class.
@@ -112,6 +115,8 @@ func (t T) Physical() Physical {
 		return PhysInterval
 	case TextArray:
 		return PhysList
+	case Record:
+		return PhysStruct
 	}
 	return PhysNull
 }
@@ -133,6 +138,8 @@ func (t T) Arrow() arrow.DataType {
 		return arrow.FixedWidthTypes.MonthDayNanoInterval
 	case PhysList:
 		return arrow.ListOf(arrow.BinaryTypes.String)
+	case PhysStruct:
+		return recordArrow(t)
 	}
 	return arrow.Null
 }
@@ -197,6 +204,8 @@ func (t T) OID() uint32 {
 			return OIDInt8Array
 		}
 		return OIDTextArray
+	case Record:
+		return OIDRecord
 	}
 	return OIDText // untyped literals are sent as text, as PostgreSQL does
 }
@@ -298,6 +307,8 @@ func (t T) String() string {
 			return ArrayElem(t).String() + "[]"
 		}
 		return "text[]"
+	case Record:
+		return "record"
 	}
 	return "unknown"
 }
@@ -305,7 +316,7 @@ func (t T) String() string {
 // Datum is one boxed value of some type T (the type travels beside it).
 // Which field holds the value depends on T.Physical(): PhysBool and
 // PhysInt64 use I (bool as 0/1), PhysFloat64 F, PhysDecimal D (at T.Scale),
-// PhysString S, PhysInterval IV, PhysList A.
+// PhysString S, PhysInterval IV, PhysList A, PhysStruct R.
 type Datum struct {
 	Null bool
 	I    int64
@@ -313,7 +324,8 @@ type Datum struct {
 	S    string
 	D    decimal128.Num
 	IV   arrow.MonthDayNanoInterval
-	A    *Array // a pointer, so Datum stays comparable
+	A    *Array       // a pointer, so Datum stays comparable
+	R    *RecordValue // likewise
 }
 
 // Null is the NULL datum.

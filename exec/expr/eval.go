@@ -382,6 +382,11 @@ func broadcast(mem memory.Allocator, d types.Datum, t types.T, n int) arrow.Arra
 			valid.Release()
 		}
 		return broadcastList(mem, d, n)
+	case types.PhysStruct:
+		if valid != nil {
+			valid.Release()
+		}
+		return broadcastRecord(mem, d, t, n)
 	}
 	// Untyped NULL.
 	if valid != nil {
@@ -418,6 +423,8 @@ func datumAt(a arrow.Array, t types.T, i int) types.Datum {
 		return types.Datum{IV: a.Value(i)}
 	case *array.List:
 		return types.Datum{A: types.TextArrayAt(a, i)}
+	case *array.Struct:
+		return types.DatumAt(a, i, t)
 	}
 	return types.Null
 }

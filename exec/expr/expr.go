@@ -83,6 +83,8 @@ type Cast struct {
 //	"array_cat"                  TextArray, TextArray → TextArray: a || b
 //	"array_upper", "array_lower", "array_length"  TextArray, Int32 → Int32
 //	"json_build_object"          (Text, any)... → Text: a JSON object (jsonfuncs.go)
+//	"quote_ident"                Text → Text: PostgreSQL's quote_ident (quoteident.go)
+//	"field_select"               Record, Int64 constant k → field k's type: (r).field (recordfuncs.go)
 type Func struct {
 	Name string
 	Args []Expr

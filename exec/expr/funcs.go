@@ -116,6 +116,13 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = jsonBuildObjectKernel(e.T, argTypes(e.Args)), 0, math.MaxInt
 	case "pg_size_pretty":
 		k = sizePrettyKernel(e.T)
+		if len(e.Args) == 1 && e.Args[0].Type().Kind == types.Numeric {
+			k = sizePrettyNumericKernel(e.T, e.Args[0].Type())
+		}
+	case "quote_ident":
+		k = quoteIdentKernel
+	case "field_select":
+		k, lo, hi = fieldSelectKernel(e.T), 2, 2
 	case "varchar_assign": // Text → VARCHAR(n) as an assignment (INSERT) cast
 		k = varcharAssignKernel(e.T)
 	default:

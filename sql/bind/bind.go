@@ -155,6 +155,7 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 	// select list become hidden columns of the FROM input.
 	scalarIn := []ast.Node{s.Where}
 	if s.GroupBy == nil && s.Having == nil && !hasAggOrWindow(s.Fields) {
+		existsAsCount(s.Fields) // EXISTS in the select list (existssel.go)
 		for _, f := range s.Fields.Fields {
 			if f.Expr != nil {
 				scalarIn = append(scalarIn, f.Expr)
@@ -342,6 +343,9 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 	}
 
 	if c.agg != nil {
+		if err := noRecordKeys(c.agg.group); err != nil {
+			return nil, err
+		}
 		a := &planner.Aggregate{Input: in, GroupBy: c.agg.group, Aggs: c.agg.aggs, Cols: c.agg.columns()}
 		if w := c.agg.window; w != nil && w.kind == "session" {
 			a.Window = &planner.Window{Kind: "session", TimeOf: w.ts, Gap: w.gap}
@@ -361,7 +365,9 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 	}
 	var out planner.Node = &planner.Project{Input: in, Exprs: exprs, Cols: cols}
 	if s.Distinct {
-		out = distinct(out)
+		if out, err = distinct(out); err != nil {
+			return nil, err
+		}
 	}
 	if len(keys) > 0 {
 		out = &planner.Sort{Input: out, Keys: keys}
@@ -536,13 +542,27 @@ func nullsOrder(o *ast.ByItem) (ast.ExprNode, bool) {
 }
 
 // distinct is SELECT DISTINCT: an Aggregate grouping by every column.
-func distinct(in planner.Node) planner.Node {
+func distinct(in planner.Node) (planner.Node, error) {
 	cols := in.Schema()
 	group := make([]expr.Expr, len(cols))
 	for i, c := range cols {
 		group[i] = &expr.ColRef{Idx: i, T: c.T, Name: c.Name}
 	}
-	return &planner.Aggregate{Input: in, GroupBy: group, Cols: cols}
+	if err := noRecordKeys(group); err != nil {
+		return nil, err
+	}
+	return &planner.Aggregate{Input: in, GroupBy: group, Cols: cols}, nil
+}
+
+// noRecordKeys refuses records (types.Record) as grouping keys: the
+// executor's group tables hold scalar keys only.
+func noRecordKeys(keys []expr.Expr) error {
+	for _, k := range keys {
+		if k.Type().Kind == types.Record {
+			return sqlerr.New(sqlerr.FeatureNotSupported, "grouping by a value of type record is not supported")
+		}
+	}
+	return nil
 }
 
 // trim keeps the first n columns of in.
@@ -730,7 +750,7 @@ func (b *Binder) union(l, r planner.Node, all bool) (planner.Node, error) {
 	}
 	var out planner.Node = &planner.UnionAll{Inputs: inputs, Cols: cols}
 	if !all {
-		out = distinct(out)
+		return distinct(out)
 	}
 	return out, nil
 }

@@ -535,6 +535,12 @@ func outputName(n ast.ExprNode) string {
 			}
 		case "pg_interval":
 			return "interval"
+		case "pg_field": // (expr).field is named after the field
+			if len(n.Args) == 2 {
+				if f, err := castKind(n.Args[1]); err == nil {
+					return f
+				}
+			}
 		case "pg_array_subquery", "pg_array_ctor":
 			return "array"
 		case "pg_extract":

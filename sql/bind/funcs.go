@@ -91,7 +91,7 @@ func isCompare(op string) bool {
 
 func (b *Binder) compareOp(op string, l, r expr.Expr) (expr.Expr, error) {
 	t, ok := commonType(l.Type(), r.Type())
-	if !ok {
+	if !ok || t.Kind == types.Record { // records are not compared (nor joined on)
 		return nil, noOperator(op, l, r)
 	}
 	var err error
@@ -493,6 +493,19 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 			return nil, err
 		}
 		return b.extract("extract", field, src)
+	case "pg_field": // (expr).field, from the dialect layer
+		if len(n.Args) != 2 {
+			break
+		}
+		name, err := castKind(n.Args[1])
+		if err != nil {
+			return nil, err
+		}
+		e, err := b.bindExpr(c, n.Args[0])
+		if err != nil {
+			return nil, err
+		}
+		return fieldSelect(e, name)
 	case "current_timestamp", "localtimestamp":
 		if len(n.Args) == 0 {
 			return call("now", types.TTimestamp), nil
@@ -747,4 +760,18 @@ func (b *Binder) extremum(name string, args []expr.Expr) (expr.Expr, error) {
 		acc = &expr.Case{Whens: []expr.When{{Cond: cond, Then: acc}}, Else: next, T: acc.Type()}
 	}
 	return acc, nil
+}
+
+// fieldSelect is (e).name: a field of a record (types.Record), as
+// PostgreSQL's FieldSelect.
+func fieldSelect(e expr.Expr, name string) (expr.Expr, error) {
+	t := e.Type()
+	if t.Kind != types.Record {
+		return nil, sqlerr.New(sqlerr.WrongObjectType, "column notation .%s applied to type %s, which is not a composite type", name, typeName(t))
+	}
+	k := types.FieldIndex(t, name)
+	if k < 0 {
+		return nil, sqlerr.New(sqlerr.UndefinedColumn, "could not identify column \"%s\" in record data type", name)
+	}
+	return call("field_select", types.RecordFields(t)[k].T, e, &expr.Const{D: types.Int(int64(k)), T: types.TInt64}), nil
 }

@@ -34,10 +34,10 @@ func optionsToTable(opts expr.Expr, lateral bool, alias, names string) (planner.
 
 // quoteFunc binds quote_literal(text) and quote_ident(text); ok is false
 // for other names. quote_literal doubles quotes (and, with a backslash,
-// doubles those and writes E'...', as PostgreSQL); quote_ident quotes a
-// name unless it is lower case letters, digits, _ and $ not starting
-// with a digit (PostgreSQL also quotes keywords; streamdb does not know
-// PostgreSQL's keyword list, so a keyword such as "select" is left bare).
+// doubles those and writes E'...', as PostgreSQL); quote_ident is
+// PostgreSQL's (expr.QuoteIdent: a name other than lower case letters,
+// digits and _ not starting with a digit, or a keyword PostgreSQL 15
+// reserves, is quoted).
 func (b *Binder) quoteFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, bool, error) {
 	name := n.FnName.L
 	if name != "quote_literal" && name != "quote_ident" {
@@ -73,7 +73,5 @@ func (b *Binder) quoteFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, bool, error
 		esc := cat(lit("E'"), call("replace", types.TText, q, lit(`\`), lit(`\\`)), lit("'"))
 		return &expr.Case{Whens: []expr.When{{Cond: call("like", types.TBool, a, lit(`%\\%`)), Then: esc}}, Else: plain, T: types.TText}, true, nil
 	}
-	bare := call("regex_test", types.TBool, a, lit(`^[a-z_][a-z0-9_$]*$`))
-	quoted := cat(lit(`"`), call("replace", types.TText, a, lit(`"`), lit(`""`)), lit(`"`))
-	return &expr.Case{Whens: []expr.When{{Cond: bare, Then: a}}, Else: quoted, T: types.TText}, true, nil
+	return call("quote_ident", types.TText, a), true, nil
 }

@@ -2,6 +2,7 @@ package bind
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
@@ -100,7 +101,9 @@ func (b *Binder) bindRegex(c *ectx, n *ast.PatternRegexpExpr) (expr.Expr, error)
 // arguments to evaluate; ok is false for any other name. A schema other
 // than pg_catalog on a function name is 3F000.
 func (b *Binder) pgFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err error) {
-	if s := n.Schema.L; s != "" && s != SchemaCatalog {
+	if s := n.Schema.L; s == SchemaInfoSchema && n.FnName.L == "_pg_expandarray" {
+		return nil, false, nil // outside the select list (srfselect.go): no such function
+	} else if s != "" && s != SchemaCatalog {
 		return nil, true, sqlerr.New(sqlerr.InvalidSchemaName, "schema %q does not exist", n.Schema.O)
 	}
 	pc, _ := b.Cat.(PgCatalog)
@@ -180,6 +183,35 @@ func (b *Binder) pgFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err
 		if err == nil && what == "types" && len(as) == 2 {
 			e, err = b.withTypmod(as[0], as[1], pc.PgLookup("typmods"), e)
 		}
+		return e, true, err
+	case "pg_get_indexdef", "pg_get_constraintdef":
+		if pc == nil {
+			return nil, false, nil
+		}
+		lo, hi := 1, 3
+		if n.FnName.L == "pg_get_constraintdef" {
+			hi = 2
+		}
+		as, err := args(lo, hi)
+		if err == nil && n.FnName.L == "pg_get_indexdef" && len(as) == 2 {
+			err = noFunction(n.FnName.L, as)
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		if len(as) > 1 { // the last argument is pretty (boolean): names print alike either way
+			if as[len(as)-1], err = b.coerce(as[len(as)-1], types.TBool); err != nil {
+				return nil, true, err
+			}
+			if as[len(as)-1].Type().Kind != types.Bool {
+				return nil, true, noFunction(n.FnName.L, as)
+			}
+		}
+		if n.FnName.L == "pg_get_constraintdef" {
+			e, err := b.lookup(as[0], pc.PgLookup("constraintdefs"))
+			return e, true, err
+		}
+		e, err := b.indexDef(as, pc.PgLookup("indexdefs"), pc.PgLookup("indexcols"))
 		return e, true, err
 	case "array_to_string":
 		as, err := args(2, 2)
@@ -383,6 +415,49 @@ func (b *Binder) reverseLookup(name expr.Expr, m map[int64]string) (expr.Expr, e
 	}
 	if len(c.Whens) == 0 {
 		return &expr.Const{D: types.Null, T: types.TInt64}, nil
+	}
+	return c, nil
+}
+
+// indexDef is pg_get_indexdef(oid) and pg_get_indexdef(oid, column,
+// pretty) over the key indexes' definitions (defs) and column names
+// (cols: one per line): column 0 is the whole definition, column k the
+// k-th column's name, another column the empty string, as PostgreSQL; an
+// oid that is no index gives NULL.
+func (b *Binder) indexDef(as []expr.Expr, defs, cols map[int64]string) (expr.Expr, error) {
+	id, err := b.int64ID(as[0])
+	if err != nil {
+		return nil, err
+	}
+	var col expr.Expr
+	if len(as) == 3 {
+		if col, err = b.int64ID(as[1]); err != nil {
+			return nil, err
+		}
+	}
+	keys := make([]int64, 0, len(defs))
+	for k := range defs {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	eq := func(x expr.Expr, v int64) expr.Expr {
+		return call("=", types.TBool, x, &expr.Const{D: types.Int(v), T: types.TInt64})
+	}
+	text := func(s string) expr.Expr { return &expr.Const{D: types.Str(s), T: types.TText} }
+	c := &expr.Case{T: types.TText}
+	for _, k := range keys {
+		if col == nil {
+			c.Whens = append(c.Whens, expr.When{Cond: eq(id, k), Then: text(defs[k])})
+			continue
+		}
+		c.Whens = append(c.Whens, expr.When{Cond: call("and", types.TBool, eq(id, k), eq(col, 0)), Then: text(defs[k])})
+		for i, name := range strings.Split(cols[k], "\n") {
+			c.Whens = append(c.Whens, expr.When{Cond: call("and", types.TBool, eq(id, k), eq(col, int64(i+1))), Then: text(name)})
+		}
+		c.Whens = append(c.Whens, expr.When{Cond: eq(id, k), Then: text("")})
+	}
+	if len(c.Whens) == 0 {
+		return &expr.Const{D: types.Null, T: types.TText}, nil
 	}
 	return c, nil
 }

@@ -16,8 +16,9 @@ import (
 // relation (an oid, 'name'::regclass or a name literal) and answer the
 // bytes the catalog reports for it when the statement is bound
 // (PgLookup "relsize" and "tablesize": a CASE over the relations, NULL for
-// an oid that is no relation, as PostgreSQL); pg_size_pretty(bigint)
-// formats a byte count.
+// an oid that is no relation, as PostgreSQL); pg_size_pretty(bigint) and
+// pg_size_pretty(numeric) format a byte count (an untyped literal or
+// parameter is taken as bigint, where PostgreSQL finds the call ambiguous).
 
 // sizeFunc binds the size functions; ok is false for any other name.
 func (b *Binder) sizeFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err error) {
@@ -53,7 +54,7 @@ func (b *Binder) sizeFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, e
 			}
 		case types.Int16, types.Int32:
 			a = &expr.Cast{E: a, T: types.TInt64}
-		case types.Int64:
+		case types.Int64, types.Numeric: // pg_size_pretty(bigint), pg_size_pretty(numeric)
 		default:
 			return nil, true, noFunction(name, args)
 		}

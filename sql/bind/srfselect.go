@@ -11,45 +11,91 @@ import (
 	"github.com/streamdb/streamdb/types"
 )
 
-// Set-returning functions in the select list: unnest(array) and
-// generate_subscripts(array, dim), as SQLAlchemy's get_pk_constraint sends
-// them over pg_index.indkey. Each call that is a whole select-list item
-// becomes a column of a ProjectSRF over the FROM input (after WHERE): an
-// input row gives one row per element, its other columns repeated, and
-// several functions run in lockstep (PostgreSQL 10+: the longest sets the
-// row count, the others are padded with NULL). The item then reads that
-// column. Elsewhere in an expression the functions do not exist (42883);
-// with grouping, aggregates or windows, or in a materialized view, they
-// are 0A000.
+// Set-returning functions in the select list: unnest(array),
+// generate_subscripts(array, dim) and information_schema._pg_expandarray(array),
+// as SQLAlchemy's get_pk_constraint and pgjdbc's getPrimaryKeys send them
+// over pg_index.indkey. Each call in a select-list item (the whole item,
+// or inside it, as (_pg_expandarray(k)).n) becomes a column of a
+// ProjectSRF over the FROM input (after WHERE): an input row gives one row
+// per element, its other columns repeated, and several functions run in
+// lockstep (PostgreSQL 10+: the longest sets the row count, the others are
+// padded with NULL). The call then reads that column. Elsewhere (WHERE, a
+// nested query's own clauses) the functions do not exist (42883); inside
+// CASE or COALESCE, with grouping, aggregates or windows, or in a
+// materialized view, they are 0A000.
 
-// selectSRFs lists the select-list items that are set-returning calls.
-func selectSRFs(s *ast.SelectStmt) []*ast.FuncCallExpr {
-	var out []*ast.FuncCallExpr
+// isSelectSRF reports whether n calls a set-returning function of the
+// select list: unnest and generate_subscripts (in pg_catalog, on the
+// search path) or information_schema._pg_expandarray (not on it).
+func isSelectSRF(n *ast.FuncCallExpr) bool {
+	switch n.FnName.L {
+	case "unnest", "generate_subscripts":
+		return n.Schema.L == "" || n.Schema.L == SchemaCatalog
+	case "_pg_expandarray":
+		return n.Schema.L == SchemaInfoSchema
+	}
+	return false
+}
+
+// selectSRFs lists the set-returning calls of the select list, in order,
+// outside nested queries and outside the arguments of another such call.
+func selectSRFs(s *ast.SelectStmt) ([]*ast.FuncCallExpr, error) {
+	v := &srfFinder{}
 	for _, f := range s.Fields.Fields {
-		if f.WildCard != nil {
-			continue
-		}
-		e := f.Expr
-		for {
-			p, ok := e.(*ast.ParenthesesExpr)
-			if !ok {
-				break
-			}
-			e = p.Expr
-		}
-		if fc, ok := e.(*ast.FuncCallExpr); ok && (fc.FnName.L == "unnest" || fc.FnName.L == "generate_subscripts") {
-			out = append(out, fc)
+		if f.WildCard == nil && f.Expr != nil {
+			f.Expr.Accept(v)
 		}
 	}
-	return out
+	return v.calls, v.err
+}
+
+// srfFinder collects set-returning calls; within is the CASE or COALESCE
+// being walked, if any.
+type srfFinder struct {
+	calls  []*ast.FuncCallExpr
+	within []string
+	err    error
+}
+
+func (v *srfFinder) Enter(n ast.Node) (ast.Node, bool) {
+	switch n := n.(type) {
+	case *ast.SubqueryExpr, *ast.SelectStmt, *ast.SetOprStmt:
+		return n, true
+	case *ast.CaseExpr:
+		v.within = append(v.within, "CASE")
+	case *ast.FuncCallExpr:
+		if isSelectSRF(n) {
+			if len(v.within) > 0 && v.err == nil {
+				v.err = sqlerr.New(sqlerr.FeatureNotSupported, "set-returning functions are not allowed in %s", v.within[len(v.within)-1])
+			}
+			v.calls = append(v.calls, n)
+			return n, true
+		}
+		if n.FnName.L == "coalesce" {
+			v.within = append(v.within, "COALESCE")
+		}
+	}
+	return n, false
+}
+
+func (v *srfFinder) Leave(n ast.Node) (ast.Node, bool) {
+	switch n := n.(type) {
+	case *ast.CaseExpr:
+		v.within = v.within[:len(v.within)-1]
+	case *ast.FuncCallExpr:
+		if n.FnName.L == "coalesce" {
+			v.within = v.within[:len(v.within)-1]
+		}
+	}
+	return n, true
 }
 
 // bindSelectSRFs puts the select list's set-returning calls over in and
 // records in c which column each call reads.
 func (b *Binder) bindSelectSRFs(c *ectx, s *ast.SelectStmt, in planner.Node) (planner.Node, error) {
-	calls := selectSRFs(s)
-	if len(calls) == 0 {
-		return in, nil
+	calls, err := selectSRFs(s)
+	if err != nil || len(calls) == 0 {
+		return in, err
 	}
 	fn := calls[0].FnName.L
 	switch {
@@ -89,6 +135,9 @@ func (b *Binder) bindSelectSRFs(c *ectx, s *ast.SelectStmt, in planner.Node) (pl
 // the type of the function's rows.
 func (b *Binder) selectSRFArgs(fn string, args []expr.Expr) (types.T, error) {
 	want := 1
+	if fn == "_pg_expandarray" {
+		fn = "information_schema._pg_expandarray"
+	}
 	if fn == "generate_subscripts" {
 		want = 2
 	}
@@ -111,8 +160,11 @@ func (b *Binder) selectSRFArgs(fn string, args []expr.Expr) (types.T, error) {
 	if args[0].Type().Kind != types.TextArray {
 		return types.T{}, noFunc()
 	}
-	if fn == "unnest" {
+	switch fn {
+	case "unnest":
 		return types.ArrayElem(args[0].Type()), nil
+	case "information_schema._pg_expandarray":
+		return types.RecordOf([]types.RecordField{{Name: "x", T: types.ArrayElem(args[0].Type())}, {Name: "n", T: types.TInt32}}), nil
 	}
 	if args[1], err = b.coerce(args[1], types.TInt32); err != nil {
 		return types.T{}, err

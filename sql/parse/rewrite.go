@@ -165,6 +165,7 @@ func (p *parser) query(from, to int) (*Query, error) {
 //	VALUES (1, 'a'), (2, 'b')            → SELECT 1 AS column1, 'a' AS column2 UNION ALL SELECT 2, 'b'
 //	                                       (as a query or a subquery, not INSERT's VALUES)
 //	a[k], f(x)[k], (expr)[k]             → pg_subscript(a, k) ...
+//	(expr).field, (expr).f1.f2           → pg_field((expr), 'field') ...
 //	ARRAY[a, b]                          → pg_array_ctor(a, b)
 //	FROM generate_series(a, b) s         → FROM (select pg_srf_generate_series(a, b)) s (srf.go)
 //	x = ANY (array), x = SOME (array)    → x member of (array) (not for a subquery)
@@ -176,6 +177,7 @@ func (r *rewriter) rewrite(from, to int) error {
 	var stack []frame
 	prim := -1        // piece where the primary just emitted begins, -1 if the last token ends none
 	callable := false // the last token could name a function
+	field := -1       // the token of the last field selected by (expr).field
 	top := orderList{item: -1}
 	// order is the ORDER BY list at the current parenthesis depth.
 	order := func() *orderList {
@@ -537,6 +539,16 @@ func (r *rewriter) rewrite(from, to int) error {
 				r.emit(t.Val, i, space)
 				prim = -1
 			case ".":
+				if i > from && (toks[i-1].isOp(")") || toks[i-1].isOp("]") || i-1 == field) && prim >= 0 && (next.Kind == tIdent || next.Kind == tQIdent) {
+					// (expr).field → pg_field((expr), 'field'): field
+					// selection from a record (TiDB has none). The call opens
+					// where the primary begins, so (r).a.b selects twice.
+					r.out[prim].pre = "pg_field(" + r.out[prim].pre
+					r.emit(", "+quote(next.Val)+")", i, false)
+					i++
+					field = i
+					continue
+				}
 				r.emit(".", i, space)
 				// keep prim: a qualified name continues
 				continue

@@ -80,7 +80,9 @@ sqlalchemy pk word_counts word_counts_pkey ['word']
 const pgjdbcJar = "/usr/share/java/postgresql.jar"
 
 // TestJDBCMetaData lists the streams, views and columns through pgjdbc's
-// DatabaseMetaData.getTables and getColumns.
+// DatabaseMetaData.getTables and getColumns, and the views' keys through
+// getPrimaryKeys (whose query selects (information_schema._pg_expandarray(i.indkey)).n
+// and (result.KEYS).x: records through a subquery).
 func TestJDBCMetaData(t *testing.T) {
 	java, err := exec.LookPath("java")
 	if _, statErr := os.Stat(pgjdbcJar); err != nil || statErr != nil {
@@ -92,7 +94,9 @@ func TestJDBCMetaData(t *testing.T) {
 	}
 	srv := StartServer(t, "")
 	c := srv.Conn(t)
-	for _, stmt := range strings.Split(catalogSchema, ";\n") {
+	// by_small_word's key (word, small) is not in column order.
+	for _, stmt := range append(strings.Split(catalogSchema, ";\n"),
+		"CREATE MATERIALIZED VIEW by_small_word AS SELECT count(*) AS c, small, word FROM words GROUP BY word, small") {
 		if _, err := c.Exec(context.Background(), stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
@@ -109,7 +113,8 @@ func TestJDBCMetaData(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("Introspect.java: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
-	want := `table public word_counts MATERIALIZED VIEW
+	want := `table public by_small_word MATERIALIZED VIEW
+table public word_counts MATERIALIZED VIEW
 table public words TABLE
 column word_counts 1 word varchar 12 20 YES
 column word_counts 2 c int8 -5 19 YES
@@ -118,6 +123,10 @@ column words 2 n int8 -5 19 YES
 column words 3 price numeric 2 10 YES
 column words 4 small int4 4 10 YES
 column words 5 ts timestamp 93 29 YES
+pk word_counts 1 word word_counts_pkey
+pk by_small_word 1 word by_small_word_pkey
+pk by_small_word 2 small by_small_word_pkey
+pk words none
 `
 	if got := stdout.String(); got != want {
 		t.Errorf("Introspect.java printed:\n%s\nwant:\n%s\nstderr:\n%s", got, want, stderr.String())

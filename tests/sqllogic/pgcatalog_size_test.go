@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // psqlSize is a pg_size_pretty value in psql's unaligned output: sizes
@@ -158,6 +161,17 @@ func TestPgSizeFunctions(t *testing.T) {
 	if got, want := pretty, []string{"0 bytes", "10239 bytes", "10 kB", "20 MB", "-1024 MB", "NULL"}; !slices.Equal(got, want) {
 		t.Errorf("pg_size_pretty: %q, want %q", got, want)
 	}
+	// pg_size_pretty(numeric), PostgreSQL 15's answers: bytes keep their
+	// fraction (and a NUMERIC(10,2)'s zeros), larger units are whole.
+	var n1, n2, n3, n4, n5 string
+	var n6 *string
+	if err := c.QueryRow(ctx, `SELECT pg_size_pretty(12345.67::numeric), pg_size_pretty(123.45), pg_size_pretty(1.50::numeric(10,2)),
+		pg_size_pretty(-20971519.9), pg_size_pretty(1000000000000000000000::numeric), pg_size_pretty(NULL::numeric)`).Scan(&n1, &n2, &n3, &n4, &n5, &n6); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := []string{n1, n2, n3, n4, n5}, []string{"12 kB", "123.45 bytes", "1.50 bytes", "-20 MB", "888178 PB"}; !slices.Equal(got, want) || n6 != nil {
+		t.Errorf("pg_size_pretty(numeric): %q %v, want %q and NULL", got, n6, want)
+	}
 	var s string
 	if err := c.QueryRow(ctx, `SELECT pg_size_pretty(pg_table_size('word_counts'))`).Scan(&s); err != nil || !regexp.MustCompile(`^[0-9]+ (bytes|kB|MB)$`).MatchString(s) {
 		t.Errorf("pg_size_pretty(pg_table_size('word_counts')) = %q, %v", s, err)
@@ -167,6 +181,7 @@ func TestPgSizeFunctions(t *testing.T) {
 		`SELECT pg_table_size('bogus_schema.words')`:                                  "3F000",
 		`SELECT pg_relation_size('words', 'bogus')`:                                   "22023",
 		`SELECT pg_size_pretty('abc'::text)`:                                          "42883",
+		`SELECT pg_size_pretty(1.5::float8)`:                                          "42883",
 		`SELECT pg_table_size(word) FROM words`:                                       "42883",
 		`CREATE MATERIALIZED VIEW s AS SELECT pg_table_size('words') AS b FROM words`: "0A000",
 	} {
@@ -257,6 +272,105 @@ func TestPgViewPrimaryKey(t *testing.T) {
 		`SELECT count(*), unnest(ARRAY['a'])`:                                 "0A000",
 		`SELECT generate_subscripts(ARRAY['a'])`:                              "42883",
 		`CREATE MATERIALIZED VIEW u AS SELECT unnest(ARRAY[word]) FROM words`: "0A000",
+	} {
+		if got := sqlState(t, c, q); got != want {
+			t.Errorf("%s: SQLSTATE %q, want %q", q, got, want)
+		}
+	}
+}
+
+// TestPgViewPrimaryKeyRecords: pgjdbc's getPrimaryKeys query over pgx, and
+// records: information_schema._pg_expandarray's (x, n) in a select list,
+// through a subquery, field selection (expr).field, and a record value
+// sent in binary (pgx asks for record_send) and in text.
+func TestPgViewPrimaryKeyRecords(t *testing.T) {
+	srv := StartServer(t, "")
+	ctx := context.Background()
+	c := srv.Conn(t)
+	for _, q := range []string{
+		`CREATE TABLE words (word VARCHAR(20), n BIGINT)`,
+		`CREATE MATERIALIZED VIEW by_two AS SELECT count(*) AS c, word, n FROM words GROUP BY n, word`,
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	rowsOf := func(q string) string {
+		t.Helper()
+		rows, err := c.Query(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			vs, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, strings.TrimSpace(fmt.Sprintln(vs...)))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return strings.Join(out, "; ")
+	}
+	// pgjdbc 42.5's getPrimaryKeys(null, "public", "by_two"), verbatim.
+	got := rowsOf(`SELECT        result.TABLE_CAT,        result.TABLE_SCHEM,        result.TABLE_NAME,        result.COLUMN_NAME,        result.KEY_SEQ,        result.PK_NAME FROM      (SELECT NULL AS TABLE_CAT, n.nspname AS TABLE_SCHEM,   ct.relname AS TABLE_NAME, a.attname AS COLUMN_NAME,   (information_schema._pg_expandarray(i.indkey)).n AS KEY_SEQ, ci.relname AS PK_NAME,   information_schema._pg_expandarray(i.indkey) AS KEYS, a.attnum AS A_ATTNUM FROM pg_catalog.pg_class ct   JOIN pg_catalog.pg_attribute a ON (ct.oid = a.attrelid)   JOIN pg_catalog.pg_namespace n ON (ct.relnamespace = n.oid)   JOIN pg_catalog.pg_index i ON ( a.attrelid = i.indrelid)   JOIN pg_catalog.pg_class ci ON (ci.oid = i.indexrelid) WHERE true  AND n.nspname = E'public' AND ct.relname = E'by_two' AND i.indisprimary  ) result where  result.A_ATTNUM = (result.KEYS).x  ORDER BY result.table_name, result.pk_name, result.key_seq`)
+	if want := "<nil> public by_two n 1 by_two_pkey; <nil> public by_two word 2 by_two_pkey"; got != want {
+		t.Errorf("getPrimaryKeys: %s, want %s", got, want)
+	}
+	// A record in binary (pgx decodes record_send into its fields) and as
+	// text; fields of a text[] element and of a NULL element.
+	got = rowsOf(`SELECT information_schema._pg_expandarray(indkey) AS k FROM pg_index WHERE indrelid = 'by_two'::regclass`)
+	if want := "[3 1]; [2 2]"; got != want {
+		t.Errorf("records in binary: %s, want %s", got, want)
+	}
+	got = rowsOf(`SELECT (e).x, ((e)).n + 1 AS m, e.q FROM (SELECT information_schema._pg_expandarray(ARRAY['a', NULL, 'c d']) AS e, 'q' AS q) e`)
+	if want := "a 2 q; <nil> 3 q; c d 4 q"; got != want {
+		t.Errorf("fields of text elements: %s, want %s", got, want)
+	}
+	// The key index as pg_get_indexdef and pg_get_constraintdef describe
+	// it (PostgreSQL 15's text for a primary key on (n, word)); the view
+	// has an index (relhasindex), its stream none.
+	got = rowsOf(`SELECT pg_get_indexdef('by_two_pkey'::regclass), pg_get_indexdef('by_two_pkey'::regclass, 0, true),
+		pg_get_indexdef(i.indexrelid, 2, false), pg_get_indexdef(i.indexrelid, 3, true), pg_get_indexdef(1), pg_get_indexdef(1, 1, true),
+		pg_get_constraintdef(c.oid), pg_get_constraintdef(c.oid, true), pg_get_constraintdef(1)
+		FROM pg_index i JOIN pg_constraint c ON c.conindid = i.indexrelid`)
+	if want := "CREATE UNIQUE INDEX by_two_pkey ON public.by_two USING btree (n, word) " +
+		"CREATE UNIQUE INDEX by_two_pkey ON public.by_two USING btree (n, word) word  <nil> <nil> " +
+		"PRIMARY KEY (n, word) PRIMARY KEY (n, word) <nil>"; got != want {
+		t.Errorf("index definition: %s, want %s", got, want)
+	}
+	got = rowsOf(`SELECT relname, relhasindex, EXISTS (SELECT 1 FROM pg_index WHERE indrelid = c.oid),
+		NOT EXISTS (SELECT indexrelid FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)
+		FROM pg_class c WHERE relname IN ('by_two', 'words') ORDER BY 1`)
+	if want := "by_two true true false; words false false true"; got != want {
+		t.Errorf("relhasindex and EXISTS in a select list: %s, want %s", got, want)
+	}
+	// Records order field by field, a NULL field last (PostgreSQL's btree
+	// record comparison).
+	got = rowsOf(`SELECT min(k), max(k), count(DISTINCT k) FROM (SELECT information_schema._pg_expandarray(ARRAY['b', NULL, 'a']) AS k
+		FROM (VALUES (1), (2)) v) s`)
+	if want := "[a 3] [<nil> 2] 3"; got != want {
+		t.Errorf("min, max, count(DISTINCT) of records: %s, want %s", got, want)
+	}
+	var out string
+	if err := c.QueryRow(ctx, `SELECT information_schema._pg_expandarray(ARRAY['a b', NULL])`, pgx.QueryExecModeSimpleProtocol).Scan(&out); err != nil || out != `("a b",1)` {
+		t.Errorf("a record in text: %q, %v; want (\"a b\",1)", out, err)
+	}
+	for q, want := range map[string]string{
+		`SELECT (indkey).x FROM pg_index`:                                          "42809",
+		`SELECT DISTINCT information_schema._pg_expandarray(indkey) FROM pg_index`: "0A000",
+		`SELECT a.k FROM (SELECT information_schema._pg_expandarray(indkey) AS k FROM pg_index) a
+			JOIN (SELECT information_schema._pg_expandarray(indkey) AS k FROM pg_index) b ON a.k = b.k`: "42883",
+		`SELECT pg_get_indexdef(indexrelid, 1) FROM pg_index`:                                     "42883",
+		`SELECT pg_get_indexdef(indexrelid, 1, 'x') FROM pg_index`:                                "22P02",
+		`SELECT (information_schema._pg_expandarray(indkey)).y FROM pg_index`:                     "42703",
+		`SELECT _pg_expandarray(indkey) FROM pg_index`:                                            "42883",
+		`SELECT 1 FROM pg_index WHERE (information_schema._pg_expandarray(indkey)).x = 1`:         "42883",
+		`SELECT coalesce((information_schema._pg_expandarray(indkey)).x, 0) FROM pg_index`:        "0A000",
+		`SELECT CASE WHEN true THEN information_schema._pg_expandarray(indkey) END FROM pg_index`: "0A000",
 	} {
 		if got := sqlState(t, c, q); got != want {
 			t.Errorf("%s: SQLSTATE %q, want %q", q, got, want)

@@ -56,6 +56,11 @@ func TestPsqlCatalogCommands(t *testing.T) {
 		{"dE", `\dE`},
 		// A materialized view's key is an index, as a primary key in PostgreSQL.
 		{"di", `\di`},
+		// \d of the key index (pg_get_indexdef(oid, column, pretty) and an
+		// EXISTS in psql's select list); \d of its view shows it under
+		// "Indexes:" as PostgreSQL 15 prints a primary key.
+		{"d_index", `\d word_counts_pkey`},
+		{"dplus_index", `\d+ word_counts_pkey`},
 		{"d_view", `\d long_words`},
 		// \d of a stream or a materialized view runs psql's publication
 		// query (int2[], a set-returning function and an aggregate in a

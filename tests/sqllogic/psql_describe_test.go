@@ -156,9 +156,12 @@ func TestPsqlDescribeCatalog(t *testing.T) {
 	})
 
 	t.Run("foreign table options", func(t *testing.T) {
+		// PostgreSQL 15 quotes $ and the keywords it reserves (select,
+		// int), not unreserved ones (abort).
 		check(`SELECT quote_ident('abc'), quote_ident('Ab"c'), quote_ident('nexmark.table'), quote_ident('_x$1'), quote_ident('1x'),
-			quote_literal('it''s'), quote_literal('a\b'), quote_literal(NULL), quote_literal(5)`,
-			`abc "Ab""c" "nexmark.table" _x$1 "1x" 'it''s' E'a\\b' <nil> '5'`)
+			quote_literal('it''s'), quote_literal('a\b'), quote_literal(NULL), quote_literal(5),
+			quote_ident('select'), quote_ident('int'), quote_ident('abort'), quote_ident(NULL)`,
+			`abc "Ab""c" "nexmark.table" "_x$1" "1x" 'it''s' E'a\\b' <nil> '5' "select" "int" abort <nil>`)
 		check(`SELECT option_name, option_value FROM pg_options_to_table(ARRAY['a=b=c', 'x=', 'y']) ORDER BY 1`, "a b=c; x ; y ")
 		check(`SELECT o.option_name FROM pg_catalog.pg_options_to_table(ARRAY['k=v']) AS o`, "k")
 		// Per row of the enclosing query, as psql's FDW options column.

@@ -28,6 +28,20 @@ public class Introspect {
                             + " " + rs.getString("IS_NULLABLE"));
                 }
             }
+            // A view's key (its GROUP BY columns, in key order); a stream has none.
+            for (String table : new String[] {"word_counts", "by_small_word", "words"}) {
+                int n = 0;
+                try (ResultSet rs = md.getPrimaryKeys(null, "public", table)) {
+                    while (rs.next()) {
+                        n++;
+                        System.out.println("pk " + rs.getString("TABLE_NAME") + " " + rs.getShort("KEY_SEQ")
+                                + " " + rs.getString("COLUMN_NAME") + " " + rs.getString("PK_NAME"));
+                    }
+                }
+                if (n == 0) {
+                    System.out.println("pk " + table + " none");
+                }
+            }
         }
     }
 }
