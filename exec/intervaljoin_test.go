@@ -44,7 +44,11 @@ func TestJoinTimeOf(t *testing.T) {
 		{"tighter bound wins", JoinInner, fn("and", between, fn("<=", col(3), col(1))), nil, &[2]int64{1, 1e6 + 1}},
 		{"one way only", JoinInner, fn(">=", col(1), fn("-", col(3), sec(2))), nil, nil},
 		{"both columns of one side", JoinInner, fn("and", fn(">=", col(1), col(1)), fn("<=", col(3), col(3))), nil, nil},
-		{"left outer", JoinLeft, between, nil, nil},
+		{"left outer", JoinLeft, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"full outer", JoinFull, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"semi (EXISTS)", JoinSemi, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"anti (NOT EXISTS)", JoinAnti, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"left outer: a filter over it does not bound", JoinLeft, nil, []expr.Expr{between}, nil},
 	}
 	for _, c := range cases {
 		j := &HashJoin{Left: side, Right: side, Kind: c.kind, LeftKeys: []expr.Expr{col(0)}, RightKeys: []expr.Expr{col(0)}, Residual: c.residual}

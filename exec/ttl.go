@@ -17,8 +17,15 @@ import (
 // the last barrier after a row touched it; expiry is checked at barriers,
 // from a heap of keys by that time, so a barrier's work is the keys that
 // expire (and those touched since they were queued, which are queued
-// again), not a scan of the state. Idle clocks are not stored: a restored
-// job starts every key's clock anew.
+// again), not a scan of the state.
+//
+// A key's idle clock is stored with its rows: while the TTL is on, each
+// row entry a barrier writes carries its group's clock (joinValue), and
+// the barrier after a row touched a group writes at least one of the
+// group's rows (stampClocks: the changed row itself, unless the epoch
+// only removed rows), so the latest clock among a group's stored rows is
+// its clock. load and reload take that; a group stored while the TTL was
+// off starts its clock when it is loaded.
 
 // StateTTL is a job's state.ttl; the engine changes it while the job runs
 // (SET state.ttl, ALTER MATERIALIZED VIEW ... SET (state.ttl = ...)).
@@ -69,6 +76,7 @@ func (h *idleHeap[G]) Pop() any {
 // joinTTL is a join's expiry bookkeeping.
 type joinTTL struct {
 	touched []*joinGroup // groups a row touched in the epoch
+	stamp   []*joinGroup // groups whose clock the barrier must write
 	queue   idleHeap[*joinGroup]
 	on      bool // the TTL was set at the last barrier: every group is queued
 	now     func() int64
@@ -96,6 +104,9 @@ func (o *joinOp) expireIdle(ectx *expr.Ctx) error {
 	ttl := o.j.spec.StateTTL.micros()
 	for _, g := range t.touched {
 		g.touched, g.idle = false, now
+		if ttl > 0 && !g.gone {
+			t.stamp = append(t.stamp, g)
+		}
 		if ttl > 0 && !g.queued && !g.gone {
 			g.queued = true
 			heap.Push(&t.queue, idleItem[*joinGroup]{at: now, g: g})
@@ -140,6 +151,31 @@ func (o *joinOp) expireIdle(ectx *expr.Ctx) error {
 		o.expire(g)
 	}
 	return nil
+}
+
+// stampClocks, at a barrier after expiry and freeing, lists a row of each
+// group touched in the epoch as changed if none of its changed rows is
+// left to carry the group's new clock to the state table.
+func (o *joinOp) stampClocks() {
+	t := &o.ttl
+	for _, g := range t.stamp {
+		if g.gone || g.clockRow {
+			g.clockRow = false
+			continue
+		}
+		for side := range g.rows {
+			if len(g.rows[side]) > 0 {
+				r := &g.rows[side][0]
+				if !r.dirty {
+					r.dirty = true
+					o.dirty = append(o.dirty, joinDirty{g: g, side: side, enc: r.enc})
+				}
+				break
+			}
+		}
+	}
+	clear(t.stamp)
+	t.stamp = t.stamp[:0]
 }
 
 // expire drops g's rows without emitting anything.
