@@ -63,3 +63,24 @@ func TestJoinTimeOf(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinValue checks a join row's state value: the count alone (as
+// earlier versions wrote it), with pinned matches, with an idle clock.
+func TestJoinValue(t *testing.T) {
+	for _, c := range [][3]int64{{1, 0, 0}, {3, 2, 0}, {1, 0, 1764000000000000}, {7, 300, 1764000000000001}} {
+		v := appendJoinValue(nil, c[0], c[1], c[2])
+		count, pinned, clock, err := decodeJoinValue(v)
+		if err != nil || [3]int64{count, pinned, clock} != c {
+			t.Errorf("%v: decoded %d, %d, %d, %v", c, count, pinned, clock, err)
+		}
+		if c[1] == 0 && c[2] == 0 && len(v) != 1 {
+			t.Errorf("%v: %x, want the count alone", c, v)
+		}
+	}
+	if _, _, _, err := decodeJoinValue([]byte{1, 't', 0}); err == nil {
+		t.Errorf("a cut clock decoded")
+	}
+	if _, _, _, err := decodeJoinValue([]byte{1, 'x'}); err == nil {
+		t.Errorf("an unknown field decoded")
+	}
+}
