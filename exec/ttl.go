@@ -134,7 +134,7 @@ func (o *joinOp) expireIdle(ectx *expr.Ctx) error {
 	for t.queue.Len() > 0 && t.queue.items[0].at+ttl <= now {
 		it := heap.Pop(&t.queue).(idleItem[*joinGroup])
 		g := it.g
-		if g.idle > it.at && !g.gone { // touched since it was queued
+		if g.idle > it.at && (!g.gone || g.evicted) { // touched since it was queued
 			heap.Push(&t.queue, idleItem[*joinGroup]{at: g.idle, g: g})
 			continue
 		}
@@ -378,9 +378,10 @@ func (a *aggOp) expireIdle(now, ttl int64) error {
 // clock rides on the row entries the barrier writes anyway: while the TTL
 // is on, a row's value is its count followed by the clock (8 bytes, µs,
 // big-endian; readers of the count ignore it), and a loaded partition's
-// clock is the latest of its rows'. Partitions evicted to the state table
-// expire when their key comes back and they are read in (reload restores
-// the clock), not before.
+// clock is the latest of its rows'. A partition evicted to the state table
+// while queued stays queued; when it comes up and its key has not been
+// read back since (evicted lists those), it is read back with its stored
+// clock and expires if that is due too, else it is queued anew.
 
 // rankTTL is a rank's expiry bookkeeping.
 type rankTTL struct {
@@ -388,6 +389,25 @@ type rankTTL struct {
 	queue   idleHeap[*rankPart]
 	on      bool
 	expired int64
+	// evicted holds the queued partitions evicted to the state table by
+	// key, until they or a partition of their key are read back.
+	evicted map[string]*rankPart
+}
+
+// noteEvicted notes that queued partition p went to the state table.
+func (t *rankTTL) noteEvicted(p *rankPart) {
+	if t.evicted == nil {
+		t.evicted = map[string]*rankPart{}
+	}
+	t.evicted[p.key] = p
+}
+
+// noteReloaded notes that the partition of key is read back.
+func (t *rankTTL) noteReloaded(key string) {
+	if p := t.evicted[key]; p != nil {
+		p.reloaded = true
+		delete(t.evicted, key)
+	}
 }
 
 // touchTTL notes that a row changed p in this epoch.
@@ -401,7 +421,7 @@ func (o *rankOp) touchTTL(p *rankPart) {
 // expireIdle, at a barrier whose changes are out, restarts the idle clock
 // of the partitions changed in the epoch and expires those idle for the
 // TTL: their rows are listed as changed with no count left.
-func (o *rankOp) expireIdle(now int64) {
+func (o *rankOp) expireIdle(ectx *expr.Ctx, now int64) error {
 	t := &o.ttl
 	ttl := o.j.spec.StateTTL.micros()
 	for _, p := range t.touched {
@@ -415,7 +435,7 @@ func (o *rankOp) expireIdle(now int64) {
 	t.touched = t.touched[:0]
 	if ttl <= 0 || o.spec.win != nil {
 		t.on = false
-		return
+		return nil
 	}
 	if !t.on {
 		t.on = true
@@ -433,15 +453,29 @@ func (o *rankOp) expireIdle(now int64) {
 	for t.queue.Len() > 0 && t.queue.items[0].at+ttl <= now {
 		it := heap.Pop(&t.queue).(idleItem[*rankPart])
 		p := it.g
-		if p.gone {
+		if p.gone && (!p.evicted || p.reloaded || o.parts[p.key] != nil) {
 			p.queued = false
-			continue // evicted, freed or emptied: a partition of its key is queued anew when it comes
+			continue // freed, emptied or read back: a partition of its key is queued anew when it comes
 		}
 		if p.idle > it.at {
 			heap.Push(&t.queue, idleItem[*rankPart]{at: p.idle, g: p})
 			continue
 		}
 		p.queued = false
+		if p.gone { // evicted: read it back with its stored clock
+			var err error
+			if p, err = o.reload(ectx, p.key, p.kg, p.hash); err != nil || p == nil {
+				return err
+			}
+			if p.idle == 0 {
+				p.idle = it.at // stored while the TTL was off
+			}
+			if p.idle+ttl > now {
+				p.queued = true
+				heap.Push(&t.queue, idleItem[*rankPart]{at: p.idle, g: p})
+				continue
+			}
+		}
 		for enc := range p.rows {
 			o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
 		}
@@ -450,6 +484,7 @@ func (o *rankOp) expireIdle(now int64) {
 		p.gone = true
 		t.expired++
 	}
+	return nil
 }
 
 // appendClock ends a row entry's value with the idle clock while the TTL
