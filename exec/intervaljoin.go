@@ -226,9 +226,6 @@ type joinWM struct {
 	minAt   int64 // least at in expiry
 	freed   int64 // rows freed, for tests and SHOW
 	keepBuf []int
-	// emptied: keys whose group freeing emptied in this barrier (a join
-	// that reads evicted groups back to free them must not read them).
-	emptied map[string]bool
 }
 
 // watermarked says whether every source under g has a watermark: a
@@ -384,7 +381,6 @@ func (o *joinOp) freeByWatermark(ectx *expr.Ctx) error {
 	kept := o.tw.expiry[:0]
 	minAt := int64(0)
 	var freed []joinFreed
-	clear(o.tw.emptied)
 	for _, e := range o.tw.expiry {
 		if e.at > wm {
 			if len(kept) == 0 || e.at < minAt {
@@ -435,9 +431,9 @@ func (o *joinOp) freeRow(ectx *expr.Ctx, e joinExpiry, pins bool) (joinFreed, er
 	g := e.g
 	cur := o.groups[g.key]
 	if cur == nil && g.evicted && pins {
-		if o.tw.emptied[g.key] {
-			// Read back and emptied in this barrier: the state table
-			// still has the rows whose deletion this epoch writes.
+		if !o.readable(g.key) {
+			// Read back and emptied since: the state table still has the
+			// rows whose deletion an epoch not yet committed writes.
 			return joinFreed{}, nil
 		}
 		var err error
@@ -467,15 +463,7 @@ func (o *joinOp) freeRow(ectx *expr.Ctx, e joinExpiry, pins bool) (joinFreed, er
 		cur.clockRow = false
 		o.bytes -= joinRowBytes + int64(len(e.enc))
 		if len(cur.rows[0]) == 0 && len(cur.rows[1]) == 0 {
-			o.bytes -= joinGroupBytes + int64(len(cur.key))
-			delete(o.groups, cur.key)
-			cur.gone = true
-			if pins {
-				if o.tw.emptied == nil {
-					o.tw.emptied = map[string]bool{}
-				}
-				o.tw.emptied[cur.key] = true
-			}
+			o.dropEmpty(cur)
 		}
 		o.tw.freed++
 		return f, nil

@@ -60,6 +60,14 @@ type joinOp struct {
 	budget   int64
 	spilled  bool
 	evicted  evictedFilter
+	// emptied (once spilled): keys whose group left memory emptied (its
+	// rows retracted, freed or expired) in an epoch not yet committed, by
+	// that epoch (0: the current one). That epoch's batch deletes their
+	// rows, so until it commits the state table still has them, and the
+	// key is not read back: its group is known to be empty.
+	emptied    map[string]uint64
+	emptiedNow []string
+	emptiedQ   []emptiedKey
 
 	ttl joinTTL // state.ttl (ttl.go)
 	tw  joinWM  // interval and window joins freed by watermark (intervaljoin.go)
@@ -71,6 +79,11 @@ const (
 	joinRowBytes   = 48
 	joinGroupBytes = 120
 )
+
+type emptiedKey struct {
+	epoch uint64
+	key   string
+}
 
 type joinDirty struct {
 	g    *joinGroup
@@ -248,7 +261,7 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		var g *joinGroup
 		if !isNull(i) {
 			g = o.groups[bytesView(o.keyEnc.row(i))]
-			if g == nil && o.spilled && o.evicted.mayContain(h[i]) {
+			if g == nil && o.spilled && o.evicted.mayContain(h[i]) && o.readable(bytesView(o.keyEnc.row(i))) {
 				var err error
 				if g, err = o.reload(ectx, string(o.keyEnc.row(i)), byte(keyGroup(h[i])), h[i]); err != nil {
 					return err
@@ -389,9 +402,7 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			g.remove(side, at)
 			o.bytes -= joinRowBytes + int64(len(enc))
 			if len(g.rows[0]) == 0 && len(g.rows[1]) == 0 {
-				o.bytes -= joinGroupBytes + int64(len(g.key))
-				delete(o.groups, g.key)
-				g.gone = true
+				o.dropEmpty(g)
 			}
 		}
 		if o.buf.n >= 16<<10 {
@@ -467,10 +478,56 @@ func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	clear(o.dirty)
 	o.dirty = o.dirty[:0]
 	if w != nil {
+		o.settleEmptied(b.Epoch, o.j.committed.Load())
 		o.evict(o.j.committed.Load())
 	}
 	o.reportBytes()
 	return nil
+}
+
+// dropEmpty removes group g, whose rows are all gone, from memory.
+func (o *joinOp) dropEmpty(g *joinGroup) {
+	o.bytes -= joinGroupBytes + int64(len(g.key))
+	delete(o.groups, g.key)
+	g.gone = true
+	if o.spilled {
+		if o.emptied == nil {
+			o.emptied = map[string]uint64{}
+		}
+		o.emptied[g.key] = 0
+		o.emptiedNow = append(o.emptiedNow, g.key)
+	}
+}
+
+// readable says whether key's group may be read back from the state table.
+func (o *joinOp) readable(key string) bool {
+	_, ok := o.emptied[key]
+	return !ok
+}
+
+// settleEmptied, at the barrier of epoch, dates the keys emptied in the
+// epoch and forgets those emptied in epochs committed since.
+func (o *joinOp) settleEmptied(epoch, committed uint64) {
+	for _, k := range o.emptiedNow {
+		if o.emptied[k] == 0 {
+			o.emptied[k] = epoch
+			o.emptiedQ = append(o.emptiedQ, emptiedKey{epoch: epoch, key: k})
+		}
+	}
+	clear(o.emptiedNow)
+	o.emptiedNow = o.emptiedNow[:0]
+	n := 0
+	for ; n < len(o.emptiedQ) && o.emptiedQ[n].epoch <= committed; n++ {
+		e := o.emptiedQ[n]
+		if o.emptied[e.key] == e.epoch {
+			delete(o.emptied, e.key)
+		}
+	}
+	if n > 0 {
+		m := copy(o.emptiedQ, o.emptiedQ[n:])
+		clear(o.emptiedQ[m:])
+		o.emptiedQ = o.emptiedQ[:m]
+	}
 }
 
 // reportBytes adds the change of the join's state size to the job's opBytes.

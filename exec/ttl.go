@@ -140,12 +140,18 @@ func (o *joinOp) expireIdle(ectx *expr.Ctx) error {
 		}
 		g.queued = false
 		if g.gone {
-			if !g.evicted || o.groups[g.key] != nil {
-				continue // emptied, or back in memory under a group of its own
+			if !g.evicted || o.groups[g.key] != nil || !o.readable(g.key) {
+				continue // emptied, or read back since
 			}
 			var err error
 			if g, err = o.reload(ectx, g.key, g.kg, g.hash); err != nil || g == nil {
 				return err
+			}
+			if g.idle > 0 && g.idle+ttl > now {
+				// A later group of the key, stored since with a later clock.
+				g.queued = true
+				heap.Push(&t.queue, idleItem[*joinGroup]{at: g.idle, g: g})
+				continue
 			}
 		}
 		o.expire(g)
@@ -188,9 +194,7 @@ func (o *joinOp) expire(g *joinGroup) {
 			o.bytes -= joinRowBytes + int64(len(r.enc))
 		}
 	}
-	o.bytes -= joinGroupBytes + int64(len(g.key))
-	delete(o.groups, g.key)
-	g.gone = true
+	o.dropEmpty(g)
 	o.ttl.expired++
 }
 
