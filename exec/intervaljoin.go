@@ -39,9 +39,9 @@ import (
 // as soon as its row comes unmatched and retract it at its first match,
 // so freeing emits nothing; what load cannot recompute once partners are
 // gone, the matches they made, is kept and stored as the rows' pinned
-// matches (pinPartners). The compared columns are taken to be event time: a join over other
-// timestamp columns of watermarked streams would drop rows by the wrong
-// clock (documented in DECISIONS.md).
+// matches (pinPartners). The compared columns are taken to be event
+// time: a join over other timestamp columns of watermarked streams would
+// drop rows by the wrong clock (documented in DECISIONS.md).
 //
 // A row's freeing time is noted when it enters the join's state (by
 // push, or load after a restart) in a list scanned at barriers whose

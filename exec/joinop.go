@@ -23,7 +23,7 @@ import (
 // a semi (anti) join emits a left row when its count leaves (reaches) zero.
 //
 // State, per row: key group, side, join key, row -> multiplicity (with
-// the fields joinValue describes), written once per epoch for the rows
+// the fields appendJoinValue describes), written once per epoch for the rows
 // that changed. Match counts are recomputed at load, from the rows in
 // state plus the matches a row keeps of partners freed by the watermark.
 type joinOp struct {

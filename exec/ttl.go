@@ -20,7 +20,7 @@ import (
 // again), not a scan of the state.
 //
 // A key's idle clock is stored with its rows: while the TTL is on, each
-// row entry a barrier writes carries its group's clock (joinValue), and
+// row entry a barrier writes carries its group's clock (appendJoinValue), and
 // the barrier after a row touched a group writes at least one of the
 // group's rows (stampClocks: the changed row itself, unless the epoch
 // only removed rows), so the latest clock among a group's stored rows is
