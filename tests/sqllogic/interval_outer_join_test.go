@@ -20,8 +20,9 @@ import (
 var iojQueries = map[string]string{
 	"oj_left": `SELECT a.k, a.v, b.w, a.ts AS ats, b.ts AS bts FROM a LEFT JOIN b
 		ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '10' SECOND AND b.ts + INTERVAL '1' SECOND`,
+	// Mirrored bounds: here b's rows outlive a's.
 	"oj_right": `SELECT b.k, a.v, b.w, a.ts AS ats, b.ts AS bts FROM a RIGHT JOIN b
-		ON a.k = b.k AND b.ts >= a.ts - INTERVAL '1' SECOND AND b.ts <= a.ts + INTERVAL '10' SECOND`,
+		ON a.k = b.k AND b.ts >= a.ts - INTERVAL '10' SECOND AND b.ts <= a.ts + INTERVAL '1' SECOND`,
 	"oj_full": `SELECT coalesce(a.k, b.k) AS k, a.v, b.w, a.ts AS ats, b.ts AS bts FROM a FULL JOIN b
 		ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '10' SECOND AND b.ts + INTERVAL '1' SECOND`,
 	"oj_semi": `SELECT a.k, a.v, a.ts FROM a WHERE EXISTS (SELECT 1 FROM b
@@ -119,11 +120,13 @@ func TestIntervalJoinOuterFreedByWatermark(t *testing.T) {
 	// Pinned matches. Key 90: a's row at 00:05:01 (the watermark is at
 	// 00:04:59) meets b's row at 00:05:02 (in the BETWEEN views a row of
 	// a is freed 10 s after its time passes the watermark, one of b 1 s
-	// after; oj_right's bounds are the mirror image). The watermark then
-	// moves to 00:05:05: b's row is freed, a's row stays and keeps its
-	// match. After kill -9 a second row of b meets a's row: a's
-	// NULL-padded row is not there to be retracted, and oj_anti has no a
-	// row to retract.
+	// after; in oj_right the other way round). The watermark then moves to
+	// 00:05:05: b's row is freed, a's row stays and keeps its match (in
+	// oj_right a's row is freed and b's keeps it). After kill -9 new rows
+	// of both sides meet the rows left: a's (b's) NULL-padded row is not
+	// there to be retracted (a view does not show a retraction of a row
+	// it does not have, but a change stream would carry it), oj_anti has
+	// no a row to retract, and oj_semi must not emit a's row again.
 	exec("INSERT INTO a VALUES (90, 9000, '2026-01-01 00:05:01')",
 		"INSERT INTO b VALUES (90, 9001, '2026-01-01 00:05:02')",
 		"CHECKPOINT",
@@ -134,11 +137,14 @@ func TestIntervalJoinOuterFreedByWatermark(t *testing.T) {
 	srv.Kill9()
 	srv.Restart(t)
 	c = srv.Conn(t)
-	exec("INSERT INTO b VALUES (90, 9002, '2026-01-01 00:05:07')")
+	exec("INSERT INTO b VALUES (90, 9002, '2026-01-01 00:05:07')", "INSERT INTO a VALUES (90, 9003, '2026-01-01 00:05:08')")
 	check("after kill -9: a new match of a row whose match was freed")
 	for v, want := range map[string]string{
-		"oj_left": "90|9000|9001|2026-01-01 00:05:01|2026-01-01 00:05:02; 90|9000|9002|2026-01-01 00:05:01|2026-01-01 00:05:07",
-		"oj_semi": "90|9000|2026-01-01 00:05:01",
+		"oj_left": "90|9000|9001|2026-01-01 00:05:01|2026-01-01 00:05:02; 90|9000|9002|2026-01-01 00:05:01|2026-01-01 00:05:07; " +
+			"90|9003|9002|2026-01-01 00:05:08|2026-01-01 00:05:07",
+		"oj_right": "90|9000|9001|2026-01-01 00:05:01|2026-01-01 00:05:02; 90|9003|9001|2026-01-01 00:05:08|2026-01-01 00:05:02; " +
+			"90|9003|9002|2026-01-01 00:05:08|2026-01-01 00:05:07",
+		"oj_semi": "90|9000|2026-01-01 00:05:01; 90|9003|2026-01-01 00:05:08",
 		"oj_anti": "",
 	} {
 		if got := rowSet(t, c, "SELECT * FROM "+v+" WHERE k = 90"); got != want {
