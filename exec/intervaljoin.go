@@ -1,6 +1,9 @@
 package exec
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/expr"
@@ -31,11 +34,14 @@ import (
 //     watermark reaches its window's end, and a row whose window had ended
 //     then is late; partners share the key, so they share the window.
 //
-// Outer, semi and anti joins are not freed (a freed row would have to
-// emit its NULL-padded row or decide its match for good; not done). The
-// compared columns are taken to be event time: a join over other
-// timestamp columns of watermarked streams would drop rows by the wrong
-// clock (documented in DECISIONS.md).
+// Outer, semi and anti joins are freed the same way (their ON condition
+// only: see joinTimeOf). They emit a NULL-padded row (an anti join's row)
+// as soon as its row comes unmatched and retract it at its first match,
+// so freeing emits nothing; what load cannot recompute once partners are
+// gone, the matches they made, is kept and stored as the rows' pinned
+// matches (pinPartners). The compared columns are taken to be event
+// time: a join over other timestamp columns of watermarked streams would
+// drop rows by the wrong clock (documented in DECISIONS.md).
 //
 // A row's freeing time is noted when it enters the join's state (by
 // push, or load after a restart) in a list scanned at barriers whose
@@ -61,9 +67,13 @@ type joinTime struct {
 // joinTimeOf finds how join n's rows end by watermark; nil if they do not.
 // preds are the filters right over the join (over its pairs, as its
 // residual): an inner join's pairs that fail them never show either.
+//
+// Outer, semi and anti joins read their residual (the ON condition) only:
+// a filter over an outer join's output also sees its NULL-padded rows,
+// and one over a semi or anti join sees the left columns alone.
 func joinTimeOf(n *HashJoin, preds []expr.Expr) *joinTime {
 	if n.Kind != JoinInner {
-		return nil
+		preds = nil
 	}
 	if jt := windowJoinOf(n); jt != nil {
 		return jt
@@ -356,14 +366,21 @@ func (o *joinOp) noteLoaded(g *joinGroup, side int, enc string) {
 // freeByWatermark, at a barrier, removes the rows whose every partner the
 // watermark has passed and lists them as changed with no count left, so
 // writeDirty deletes them from the state table. Rows of evicted groups
-// are deleted there without being read back.
-func (o *joinOp) freeByWatermark() {
+// are deleted there without being read back, except in joins whose rows
+// count their matches (outer, semi, anti): there the group is read back,
+// and the rows left that a freed row matched keep that match as pinned
+// (stored with them), since load can no longer recompute it. A
+// NULL-padded row (an anti join's row) was emitted when its row came
+// unmatched, and is retracted by a match: freeing a row emits nothing.
+func (o *joinOp) freeByWatermark(ectx *expr.Ctx) error {
 	wm := o.tw.wm
 	if o.tw.spec == nil || wm == NoWatermark || len(o.tw.expiry) == 0 || o.tw.minAt > wm {
-		return
+		return nil
 	}
+	pins := o.semi || o.preserve[0] || o.preserve[1]
 	kept := o.tw.expiry[:0]
 	minAt := int64(0)
+	var freed []joinFreed
 	for _, e := range o.tw.expiry {
 		if e.at > wm {
 			if len(kept) == 0 || e.at < minAt {
@@ -372,16 +389,58 @@ func (o *joinOp) freeByWatermark() {
 			kept = append(kept, e)
 			continue
 		}
-		o.freeRow(e)
+		f, err := o.freeRow(ectx, e, pins)
+		if err != nil {
+			return err
+		}
+		if f.g != nil {
+			freed = append(freed, f)
+		}
 	}
 	o.bytes -= int64(len(o.tw.expiry)-len(kept)) * joinExpiryBytes
 	clear(o.tw.expiry[len(kept):])
 	o.tw.expiry, o.tw.minAt = kept, minAt
+	if len(freed) > 0 {
+		return o.pinPartners(ectx, freed)
+	}
+	return nil
 }
 
-func (o *joinOp) freeRow(e joinExpiry) {
+// joinFreed is a row freed from group g (in memory) whose partners may
+// have to pin its match.
+type joinFreed struct {
+	g     *joinGroup
+	side  int
+	enc   string
+	count int64
+}
+
+// countsMatches says whether side's rows count their matches: the
+// preserved sides of an outer join, the left rows of a semi or anti join.
+func (o *joinOp) countsMatches(side int) bool {
+	if o.semi {
+		return side == 0
+	}
+	return o.preserve[side]
+}
+
+// freeRow frees the row of e; with pins, it returns it if its group is
+// in memory (read back if it was evicted) and the other side counts
+// matches.
+func (o *joinOp) freeRow(ectx *expr.Ctx, e joinExpiry, pins bool) (joinFreed, error) {
 	g := e.g
 	cur := o.groups[g.key]
+	if cur == nil && g.evicted && pins {
+		if !o.readable(g.key) {
+			// Read back and emptied since: the state table still has the
+			// rows whose deletion an epoch not yet committed writes.
+			return joinFreed{}, nil
+		}
+		var err error
+		if cur, err = o.reload(ectx, g.key, g.kg, g.hash); err != nil || cur == nil {
+			return joinFreed{}, err
+		}
+	}
 	switch {
 	case cur != nil && (cur == g || g.evicted):
 		// In memory (maybe read back after eviction).
@@ -390,19 +449,24 @@ func (o *joinOp) freeRow(e joinExpiry) {
 			if g.evicted {
 				o.dirty = append(o.dirty, joinDirty{g: g, side: e.side, enc: e.enc})
 			}
-			return // retracted meanwhile
+			return joinFreed{}, nil // retracted meanwhile
 		}
-		if !cur.rows[e.side][i].dirty {
+		r := &cur.rows[e.side][i]
+		f := joinFreed{side: e.side, enc: e.enc, count: r.count}
+		if pins && o.countsMatches(1-e.side) {
+			f.g = cur
+		}
+		if !r.dirty {
 			o.dirty = append(o.dirty, joinDirty{g: cur, side: e.side, enc: e.enc})
 		}
 		cur.remove(e.side, i)
+		cur.clockRow = false
 		o.bytes -= joinRowBytes + int64(len(e.enc))
 		if len(cur.rows[0]) == 0 && len(cur.rows[1]) == 0 {
-			o.bytes -= joinGroupBytes + int64(len(cur.key))
-			delete(o.groups, cur.key)
-			cur.gone = true
+			o.dropEmpty(cur)
 		}
 		o.tw.freed++
+		return f, nil
 	case cur == nil && g.evicted:
 		// In the state table only: writeDirty finds no group, deletes.
 		o.dirty = append(o.dirty, joinDirty{g: g, side: e.side, enc: e.enc})
@@ -410,4 +474,59 @@ func (o *joinOp) freeRow(e joinExpiry) {
 	}
 	// Otherwise the row went with its group (retracted, or expired by
 	// state.ttl); a row of the key stored since has an entry of its own.
+	return joinFreed{}, nil
+}
+
+// pinPartners adds each freed row's count to the pinned matches of the
+// rows left on the other side of its group that it matched (they count
+// it in their matches already), and lists them as changed, so the pin is
+// stored with them in the epoch that deletes the freed row.
+func (o *joinOp) pinPartners(ectx *expr.Ctx, freed []joinFreed) error {
+	slices.SortFunc(freed, func(a, b joinFreed) int {
+		if a.g != b.g {
+			return strings.Compare(a.g.key, b.g.key)
+		}
+		return a.side - b.side
+	})
+	var encs, qenc []string
+	var pi []int
+	for lo := 0; lo < len(freed); {
+		hi := lo + 1
+		for hi < len(freed) && freed[hi].g == freed[lo].g && freed[hi].side == freed[lo].side {
+			hi++
+		}
+		g, side := freed[lo].g, freed[lo].side
+		part := freed[lo:hi]
+		lo = hi
+		other := 1 - side
+		if g.gone || len(g.rows[other]) == 0 {
+			continue
+		}
+		encs, pi, qenc = encs[:0], pi[:0], qenc[:0]
+		for i, f := range part {
+			encs = append(encs, f.enc)
+			for k := range g.rows[other] {
+				pi, qenc = append(pi, i), append(qenc, g.rows[other][k].enc)
+			}
+		}
+		rec := decodeRecord(o.ts[side], encs)
+		pass, err := o.residual(ectx, rec, side, pi, qenc)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		n := len(g.rows[other])
+		for x := range pi {
+			if pass != nil && !pass[x] {
+				continue
+			}
+			q := &g.rows[other][x%n]
+			q.pinned += part[pi[x]].count
+			if !q.dirty {
+				q.dirty = true
+				o.dirty = append(o.dirty, joinDirty{g: g, side: other, enc: q.enc})
+			}
+		}
+	}
+	return nil
 }

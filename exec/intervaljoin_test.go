@@ -44,7 +44,11 @@ func TestJoinTimeOf(t *testing.T) {
 		{"tighter bound wins", JoinInner, fn("and", between, fn("<=", col(3), col(1))), nil, &[2]int64{1, 1e6 + 1}},
 		{"one way only", JoinInner, fn(">=", col(1), fn("-", col(3), sec(2))), nil, nil},
 		{"both columns of one side", JoinInner, fn("and", fn(">=", col(1), col(1)), fn("<=", col(3), col(3))), nil, nil},
-		{"left outer", JoinLeft, between, nil, nil},
+		{"left outer", JoinLeft, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"full outer", JoinFull, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"semi (EXISTS)", JoinSemi, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"anti (NOT EXISTS)", JoinAnti, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"left outer: a filter over it does not bound", JoinLeft, nil, []expr.Expr{between}, nil},
 	}
 	for _, c := range cases {
 		j := &HashJoin{Left: side, Right: side, Kind: c.kind, LeftKeys: []expr.Expr{col(0)}, RightKeys: []expr.Expr{col(0)}, Residual: c.residual}
@@ -57,5 +61,26 @@ func TestJoinTimeOf(t *testing.T) {
 		case c.want != nil && (jt.kind != "interval join" || jt.free != *c.want || jt.col != [2]int{1, 1} || jt.late != [2]int64{1, 1}):
 			t.Errorf("%s: %+v, want free offsets %v on columns 1, 1", c.name, jt, *c.want)
 		}
+	}
+}
+
+// TestJoinValue checks a join row's state value: the count alone (as
+// earlier versions wrote it), with pinned matches, with an idle clock.
+func TestJoinValue(t *testing.T) {
+	for _, c := range [][3]int64{{1, 0, 0}, {3, 2, 0}, {1, 0, 1764000000000000}, {7, 300, 1764000000000001}} {
+		v := appendJoinValue(nil, c[0], c[1], c[2])
+		count, pinned, clock, err := decodeJoinValue(v)
+		if err != nil || [3]int64{count, pinned, clock} != c {
+			t.Errorf("%v: decoded %d, %d, %d, %v", c, count, pinned, clock, err)
+		}
+		if c[1] == 0 && c[2] == 0 && len(v) != 1 {
+			t.Errorf("%v: %x, want the count alone", c, v)
+		}
+	}
+	if _, _, _, err := decodeJoinValue([]byte{1, 't', 0}); err == nil {
+		t.Errorf("a cut clock decoded")
+	}
+	if _, _, _, err := decodeJoinValue([]byte{1, 'x'}); err == nil {
+		t.Errorf("an unknown field decoded")
 	}
 }

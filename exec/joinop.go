@@ -22,9 +22,10 @@ import (
 // when its first match comes and emitted again when its last one goes, and
 // a semi (anti) join emits a left row when its count leaves (reaches) zero.
 //
-// State, per row: key group, side, join key, row -> multiplicity, written
-// once per epoch for the rows that changed. Match counts are not stored;
-// load recomputes them.
+// State, per row: key group, side, join key, row -> multiplicity (with
+// the fields appendJoinValue describes), written once per epoch for the rows
+// that changed. Match counts are recomputed at load, from the rows in
+// state plus the matches a row keeps of partners freed by the watermark.
 type joinOp struct {
 	j        *Job
 	spec     *HashJoin
@@ -59,6 +60,14 @@ type joinOp struct {
 	budget   int64
 	spilled  bool
 	evicted  evictedFilter
+	// emptied (once spilled): keys whose group left memory emptied (its
+	// rows retracted, freed or expired) in an epoch not yet committed, by
+	// that epoch (0: the current one). That epoch's batch deletes their
+	// rows, so until it commits the state table still has them, and the
+	// key is not read back: its group is known to be empty.
+	emptied    map[string]uint64
+	emptiedNow []string
+	emptiedQ   []emptiedKey
 
 	ttl joinTTL // state.ttl (ttl.go)
 	tw  joinWM  // interval and window joins freed by watermark (intervaljoin.go)
@@ -70,6 +79,11 @@ const (
 	joinRowBytes   = 48
 	joinGroupBytes = 120
 )
+
+type emptiedKey struct {
+	epoch uint64
+	key   string
+}
 
 type joinDirty struct {
 	g    *joinGroup
@@ -98,13 +112,20 @@ type joinGroup struct {
 	// the expiry queue; evicted that it went to the state table.
 	idle                     int64
 	touched, queued, evicted bool
+	// clockRow: a row of the group written at the next barrier (changed
+	// in the epoch, still there) carries its idle clock (stampClocks).
+	clockRow bool
 }
 
 type joinRow struct {
 	enc     string
 	count   int64
 	matches int64
-	dirty   bool // listed in joinOp.dirty
+	// pinned is the part of matches from partners the watermark freed
+	// (outer, semi and anti joins): they are gone from state, so load
+	// cannot recompute it, and it is stored with the row.
+	pinned int64
+	dirty  bool // listed in joinOp.dirty
 }
 
 const joinIndexAt = 16
@@ -240,7 +261,7 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		var g *joinGroup
 		if !isNull(i) {
 			g = o.groups[bytesView(o.keyEnc.row(i))]
-			if g == nil && o.spilled && o.evicted.mayContain(h[i]) {
+			if g == nil && o.spilled && o.evicted.mayContain(h[i]) && o.readable(bytesView(o.keyEnc.row(i))) {
 				var err error
 				if g, err = o.reload(ectx, string(o.keyEnc.row(i)), byte(keyGroup(h[i])), h[i]); err != nil {
 					return err
@@ -372,6 +393,7 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			r = &g.rows[side][at]
 		}
 		r.count += s
+		g.clockRow = r.count > 0
 		if !r.dirty {
 			r.dirty = true
 			o.dirty = append(o.dirty, joinDirty{g: g, side: side, enc: enc})
@@ -380,9 +402,7 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			g.remove(side, at)
 			o.bytes -= joinRowBytes + int64(len(enc))
 			if len(g.rows[0]) == 0 && len(g.rows[1]) == 0 {
-				o.bytes -= joinGroupBytes + int64(len(g.key))
-				delete(o.groups, g.key)
-				g.gone = true
+				o.dropEmpty(g)
 			}
 		}
 		if o.buf.n >= 16<<10 {
@@ -437,7 +457,10 @@ func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if err := o.expireIdle(ectx); err != nil {
 		return err
 	}
-	o.freeByWatermark()
+	if err := o.freeByWatermark(ectx); err != nil {
+		return err
+	}
+	o.stampClocks()
 	if w != nil {
 		for _, d := range o.dirty {
 			d.g.saved = b.Epoch
@@ -455,10 +478,56 @@ func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	clear(o.dirty)
 	o.dirty = o.dirty[:0]
 	if w != nil {
+		o.settleEmptied(b.Epoch, o.j.committed.Load())
 		o.evict(o.j.committed.Load())
 	}
 	o.reportBytes()
 	return nil
+}
+
+// dropEmpty removes group g, whose rows are all gone, from memory.
+func (o *joinOp) dropEmpty(g *joinGroup) {
+	o.bytes -= joinGroupBytes + int64(len(g.key))
+	delete(o.groups, g.key)
+	g.gone = true
+	if o.spilled {
+		if o.emptied == nil {
+			o.emptied = map[string]uint64{}
+		}
+		o.emptied[g.key] = 0
+		o.emptiedNow = append(o.emptiedNow, g.key)
+	}
+}
+
+// readable says whether key's group may be read back from the state table.
+func (o *joinOp) readable(key string) bool {
+	_, ok := o.emptied[key]
+	return !ok
+}
+
+// settleEmptied, at the barrier of epoch, dates the keys emptied in the
+// epoch and forgets those emptied in epochs committed since.
+func (o *joinOp) settleEmptied(epoch, committed uint64) {
+	for _, k := range o.emptiedNow {
+		if o.emptied[k] == 0 {
+			o.emptied[k] = epoch
+			o.emptiedQ = append(o.emptiedQ, emptiedKey{epoch: epoch, key: k})
+		}
+	}
+	clear(o.emptiedNow)
+	o.emptiedNow = o.emptiedNow[:0]
+	n := 0
+	for ; n < len(o.emptiedQ) && o.emptiedQ[n].epoch <= committed; n++ {
+		e := o.emptiedQ[n]
+		if o.emptied[e.key] == e.epoch {
+			delete(o.emptied, e.key)
+		}
+	}
+	if n > 0 {
+		m := copy(o.emptiedQ, o.emptiedQ[n:])
+		clear(o.emptiedQ[m:])
+		o.emptiedQ = o.emptiedQ[:m]
+	}
 }
 
 // reportBytes adds the change of the join's state size to the job's opBytes.
@@ -505,7 +574,7 @@ func (o *joinOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*joinGro
 		prefix := binary.AppendUvarint([]byte{kg, byte(side)}, uint64(len(key)))
 		prefix = append(prefix, key...)
 		err := o.j.db.ScanStatePrefix(o.j.spec.ID, o.op, prefix, func(k, v []byte) error {
-			count, _, err := readUvarint(v)
+			count, pinned, clock, err := decodeJoinValue(v)
 			if err != nil {
 				return err
 			}
@@ -513,8 +582,9 @@ func (o *joinOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*joinGro
 				g = &joinGroup{kg: kg, key: key, hash: h}
 				o.bytes += joinGroupBytes + int64(len(key))
 			}
+			g.idle = max(g.idle, clock)
 			enc := string(k[len(prefix):])
-			g.insert(side, joinRow{enc: enc, count: int64(count)})
+			g.insert(side, joinRow{enc: enc, count: count, matches: pinned, pinned: pinned})
 			o.bytes += joinRowBytes + int64(len(enc))
 			return nil
 		})
@@ -542,9 +612,9 @@ func (o *joinOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*joinGro
 // first 16 bytes as two integers, then by the rest.
 func (o *joinOp) writeDirty(w *storage.Batch) {
 	type ref struct {
-		p0, p1   uint64
-		off, end int
-		count    int64
+		p0, p1               uint64
+		off, end             int
+		count, pinned, clock int64
 	}
 	refs := make([]ref, 0, len(o.dirty))
 	var buf []byte
@@ -553,21 +623,24 @@ func (o *joinOp) writeDirty(w *storage.Batch) {
 		// written the same both times), or its group been made anew
 		// (and under another key group: nullKey's follows its first row).
 		g := d.g
-		var count int64
+		var count, pinned, clock int64
 		if g.gone {
 			g = o.groups[g.key]
 		}
 		if g != nil && g.kg == d.g.kg {
 			if i := g.find(d.side, d.enc); i >= 0 {
-				count = g.rows[d.side][i].count
+				count, pinned = g.rows[d.side][i].count, g.rows[d.side][i].pinned
 				g.rows[d.side][i].dirty = false
+			}
+			if o.ttl.on {
+				clock = g.idle
 			}
 		}
 		off := len(buf)
 		buf = append(buf, d.g.kg, byte(d.side))
 		buf = binary.AppendUvarint(buf, uint64(len(d.g.key)))
 		buf = append(append(buf, d.g.key...), d.enc...)
-		refs = append(refs, ref{off: off, end: len(buf), count: count})
+		refs = append(refs, ref{off: off, end: len(buf), count: count, pinned: pinned, clock: clock})
 	}
 	for i := range refs {
 		r := &refs[i]
@@ -592,13 +665,63 @@ func (o *joinOp) writeDirty(w *storage.Batch) {
 			continue // the same row listed twice
 		}
 		if x.count > 0 {
-			v = binary.AppendUvarint(v[:0], uint64(x.count))
+			v = appendJoinValue(v[:0], x.count, x.pinned, x.clock)
 			r.PutState(o.j.spec.ID, o.op, k, v)
 		} else {
 			r.DeleteState(o.j.spec.ID, o.op, k)
 		}
 	}
 	w.AddRun(r)
+}
+
+// A join row's state value is uvarint(count), then optional fields, each
+// after a tag byte: 'p' uvarint(pinned), the matches the row keeps of
+// partners the watermark freed; 't' and 8 bytes (µs, big-endian), its
+// group's idle clock while state.ttl is on. Earlier versions read the
+// count and ignore the rest.
+const (
+	joinPinnedTag = 'p'
+	joinClockTag  = 't'
+)
+
+// appendJoinValue appends a row's state value (pinned and clock 0: none).
+func appendJoinValue(b []byte, count, pinned, clock int64) []byte {
+	b = binary.AppendUvarint(b, uint64(count))
+	if pinned > 0 {
+		b = binary.AppendUvarint(append(b, joinPinnedTag), uint64(pinned))
+	}
+	if clock > 0 {
+		b = binary.BigEndian.AppendUint64(append(b, joinClockTag), uint64(clock))
+	}
+	return b
+}
+
+// decodeJoinValue reads a row's state value.
+func decodeJoinValue(v []byte) (count, pinned, clock int64, err error) {
+	c, rest, err := readUvarint(v)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	count = int64(c)
+	for len(rest) > 0 {
+		switch rest[0] {
+		case joinPinnedTag:
+			var p uint64
+			if p, rest, err = readUvarint(rest[1:]); err != nil {
+				return 0, 0, 0, err
+			}
+			pinned = int64(p)
+		case joinClockTag:
+			if len(rest) < 9 {
+				return 0, 0, 0, errCorruptState
+			}
+			clock = int64(binary.BigEndian.Uint64(rest[1:9]))
+			rest = rest[9:]
+		default:
+			return 0, 0, 0, errCorruptState
+		}
+	}
+	return count, pinned, clock, nil
 }
 
 // load restores the rows of the key groups instance inst of par owns and
@@ -613,7 +736,7 @@ func (o *joinOp) load(inst, par int) error {
 		if err != nil || uint64(len(rest)) < klen || side > 1 {
 			return errCorruptState
 		}
-		count, _, err := readUvarint(val)
+		count, pinned, clock, err := decodeJoinValue(val)
 		if err != nil {
 			return err
 		}
@@ -624,8 +747,9 @@ func (o *joinOp) load(inst, par int) error {
 			o.groups[k] = g
 			o.bytes += joinGroupBytes + int64(len(k))
 		}
+		g.idle = max(g.idle, clock)
 		enc := string(rest[klen:])
-		g.insert(side, joinRow{enc: enc, count: int64(count)})
+		g.insert(side, joinRow{enc: enc, count: count, matches: pinned, pinned: pinned})
 		o.bytes += joinRowBytes + int64(len(enc))
 		if o.tw.spec != nil {
 			o.noteLoaded(g, side, enc)

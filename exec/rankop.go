@@ -112,6 +112,9 @@ type rankPart struct {
 	// row changed the partition.
 	idle            int64
 	touched, queued bool
+	// evicted: it went to the state table (queued there while the TTL is
+	// on, ttl.go); reloaded: a row of its key has read it back since.
+	evicted, reloaded bool
 }
 
 func newRankOp(j *Job, n *gnode) *rankOp {
@@ -258,7 +261,9 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if err := o.freeClosed(ectx); err != nil {
 		return err
 	}
-	o.expireIdle(time.Now().UnixMicro())
+	if err := o.expireIdle(ectx, time.Now().UnixMicro()); err != nil {
+		return err
+	}
 	if w != nil {
 		for _, d := range o.dirtyRows {
 			d.p.saved = b.Epoch
@@ -314,7 +319,10 @@ func (o *rankOp) evict(committed uint64) {
 		}
 		o.bytes -= mapBytes(p.rows) + p.outBytes + rankRowBytes + int64(len(k))
 		delete(o.parts, k)
-		p.gone = true
+		p.gone, p.evicted = true, true
+		if p.queued {
+			o.ttl.noteEvicted(p)
+		}
 		o.noteEvictedPart(p)
 		o.evicted.add(p.hash)
 		o.spilled = true
@@ -372,6 +380,7 @@ func (o *rankOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*rankPar
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
+	o.ttl.noteReloaded(key)
 	p := &rankPart{kg: kg, key: key, rows: rows, hash: h, idle: idle}
 	if p.out, p.top, err = o.compute(ectx, rows); err != nil {
 		return nil, err

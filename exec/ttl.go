@@ -17,8 +17,15 @@ import (
 // the last barrier after a row touched it; expiry is checked at barriers,
 // from a heap of keys by that time, so a barrier's work is the keys that
 // expire (and those touched since they were queued, which are queued
-// again), not a scan of the state. Idle clocks are not stored: a restored
-// job starts every key's clock anew.
+// again), not a scan of the state.
+//
+// A key's idle clock is stored with its rows: while the TTL is on, each
+// row entry a barrier writes carries its group's clock (appendJoinValue), and
+// the barrier after a row touched a group writes at least one of the
+// group's rows (stampClocks: the changed row itself, unless the epoch
+// only removed rows), so the latest clock among a group's stored rows is
+// its clock. load and reload take that; a group stored while the TTL was
+// off starts its clock when it is loaded.
 
 // StateTTL is a job's state.ttl; the engine changes it while the job runs
 // (SET state.ttl, ALTER MATERIALIZED VIEW ... SET (state.ttl = ...)).
@@ -69,6 +76,7 @@ func (h *idleHeap[G]) Pop() any {
 // joinTTL is a join's expiry bookkeeping.
 type joinTTL struct {
 	touched []*joinGroup // groups a row touched in the epoch
+	stamp   []*joinGroup // groups whose clock the barrier must write
 	queue   idleHeap[*joinGroup]
 	on      bool // the TTL was set at the last barrier: every group is queued
 	now     func() int64
@@ -96,6 +104,9 @@ func (o *joinOp) expireIdle(ectx *expr.Ctx) error {
 	ttl := o.j.spec.StateTTL.micros()
 	for _, g := range t.touched {
 		g.touched, g.idle = false, now
+		if ttl > 0 && !g.gone {
+			t.stamp = append(t.stamp, g)
+		}
 		if ttl > 0 && !g.queued && !g.gone {
 			g.queued = true
 			heap.Push(&t.queue, idleItem[*joinGroup]{at: now, g: g})
@@ -123,23 +134,54 @@ func (o *joinOp) expireIdle(ectx *expr.Ctx) error {
 	for t.queue.Len() > 0 && t.queue.items[0].at+ttl <= now {
 		it := heap.Pop(&t.queue).(idleItem[*joinGroup])
 		g := it.g
-		if g.idle > it.at && !g.gone { // touched since it was queued
+		if g.idle > it.at && (!g.gone || g.evicted) { // touched since it was queued
 			heap.Push(&t.queue, idleItem[*joinGroup]{at: g.idle, g: g})
 			continue
 		}
 		g.queued = false
 		if g.gone {
-			if !g.evicted || o.groups[g.key] != nil {
-				continue // emptied, or back in memory under a group of its own
+			if !g.evicted || o.groups[g.key] != nil || !o.readable(g.key) {
+				continue // emptied, or read back since
 			}
 			var err error
 			if g, err = o.reload(ectx, g.key, g.kg, g.hash); err != nil || g == nil {
 				return err
 			}
+			if g.idle > 0 && g.idle+ttl > now {
+				// A later group of the key, stored since with a later clock.
+				g.queued = true
+				heap.Push(&t.queue, idleItem[*joinGroup]{at: g.idle, g: g})
+				continue
+			}
 		}
 		o.expire(g)
 	}
 	return nil
+}
+
+// stampClocks, at a barrier after expiry and freeing, lists a row of each
+// group touched in the epoch as changed if none of its changed rows is
+// left to carry the group's new clock to the state table.
+func (o *joinOp) stampClocks() {
+	t := &o.ttl
+	for _, g := range t.stamp {
+		if g.gone || g.clockRow {
+			g.clockRow = false
+			continue
+		}
+		for side := range g.rows {
+			if len(g.rows[side]) > 0 {
+				r := &g.rows[side][0]
+				if !r.dirty {
+					r.dirty = true
+					o.dirty = append(o.dirty, joinDirty{g: g, side: side, enc: r.enc})
+				}
+				break
+			}
+		}
+	}
+	clear(t.stamp)
+	t.stamp = t.stamp[:0]
 }
 
 // expire drops g's rows without emitting anything.
@@ -152,9 +194,7 @@ func (o *joinOp) expire(g *joinGroup) {
 			o.bytes -= joinRowBytes + int64(len(r.enc))
 		}
 	}
-	o.bytes -= joinGroupBytes + int64(len(g.key))
-	delete(o.groups, g.key)
-	g.gone = true
+	o.dropEmpty(g)
 	o.ttl.expired++
 }
 
@@ -342,9 +382,10 @@ func (a *aggOp) expireIdle(now, ttl int64) error {
 // clock rides on the row entries the barrier writes anyway: while the TTL
 // is on, a row's value is its count followed by the clock (8 bytes, µs,
 // big-endian; readers of the count ignore it), and a loaded partition's
-// clock is the latest of its rows'. Partitions evicted to the state table
-// expire when their key comes back and they are read in (reload restores
-// the clock), not before.
+// clock is the latest of its rows'. A partition evicted to the state table
+// while queued stays queued; when it comes up and its key has not been
+// read back since (evicted lists those), it is read back with its stored
+// clock and expires if that is due too, else it is queued anew.
 
 // rankTTL is a rank's expiry bookkeeping.
 type rankTTL struct {
@@ -352,6 +393,25 @@ type rankTTL struct {
 	queue   idleHeap[*rankPart]
 	on      bool
 	expired int64
+	// evicted holds the queued partitions evicted to the state table by
+	// key, until they or a partition of their key are read back.
+	evicted map[string]*rankPart
+}
+
+// noteEvicted notes that queued partition p went to the state table.
+func (t *rankTTL) noteEvicted(p *rankPart) {
+	if t.evicted == nil {
+		t.evicted = map[string]*rankPart{}
+	}
+	t.evicted[p.key] = p
+}
+
+// noteReloaded notes that the partition of key is read back.
+func (t *rankTTL) noteReloaded(key string) {
+	if p := t.evicted[key]; p != nil {
+		p.reloaded = true
+		delete(t.evicted, key)
+	}
 }
 
 // touchTTL notes that a row changed p in this epoch.
@@ -365,7 +425,7 @@ func (o *rankOp) touchTTL(p *rankPart) {
 // expireIdle, at a barrier whose changes are out, restarts the idle clock
 // of the partitions changed in the epoch and expires those idle for the
 // TTL: their rows are listed as changed with no count left.
-func (o *rankOp) expireIdle(now int64) {
+func (o *rankOp) expireIdle(ectx *expr.Ctx, now int64) error {
 	t := &o.ttl
 	ttl := o.j.spec.StateTTL.micros()
 	for _, p := range t.touched {
@@ -379,7 +439,7 @@ func (o *rankOp) expireIdle(now int64) {
 	t.touched = t.touched[:0]
 	if ttl <= 0 || o.spec.win != nil {
 		t.on = false
-		return
+		return nil
 	}
 	if !t.on {
 		t.on = true
@@ -397,15 +457,29 @@ func (o *rankOp) expireIdle(now int64) {
 	for t.queue.Len() > 0 && t.queue.items[0].at+ttl <= now {
 		it := heap.Pop(&t.queue).(idleItem[*rankPart])
 		p := it.g
-		if p.gone {
+		if p.gone && (!p.evicted || p.reloaded || o.parts[p.key] != nil) {
 			p.queued = false
-			continue // evicted, freed or emptied: a partition of its key is queued anew when it comes
+			continue // freed, emptied or read back: a partition of its key is queued anew when it comes
 		}
 		if p.idle > it.at {
 			heap.Push(&t.queue, idleItem[*rankPart]{at: p.idle, g: p})
 			continue
 		}
 		p.queued = false
+		if p.gone { // evicted: read it back with its stored clock
+			var err error
+			if p, err = o.reload(ectx, p.key, p.kg, p.hash); err != nil || p == nil {
+				return err
+			}
+			if p.idle == 0 {
+				p.idle = it.at // stored while the TTL was off
+			}
+			if p.idle+ttl > now {
+				p.queued = true
+				heap.Push(&t.queue, idleItem[*rankPart]{at: p.idle, g: p})
+				continue
+			}
+		}
 		for enc := range p.rows {
 			o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
 		}
@@ -414,6 +488,7 @@ func (o *rankOp) expireIdle(now int64) {
 		p.gone = true
 		t.expired++
 	}
+	return nil
 }
 
 // appendClock ends a row entry's value with the idle clock while the TTL
