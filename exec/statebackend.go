@@ -41,6 +41,10 @@ type StateOptions struct {
 
 func (o StateOptions) memory() bool { return o.Backend == BackendMemory }
 
+// memBackend reports whether the job's state is on the memory backend (a
+// view's job: a change stream keeps no state).
+func (j *Job) memBackend() bool { return j.spec.State.memory() && j.durable() }
+
 // holdState is a memory job's epochs not yet handed to the coordinator.
 type holdState struct {
 	mu sync.Mutex
@@ -131,6 +135,9 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 		j.fail(err)
 		return nil, err
 	}
+	// The snapshots the operators that hold their own state took at this
+	// barrier (a checkpoint's): used below if this epoch snapshots.
+	ops := w.TakeOpSnapshots()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	kind := h.kinds[epoch]
@@ -174,12 +181,12 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 	if kind.sync {
 		out.AbsorbEpoch(h.pending)
 		h.pending = nil
-		out.SnapshotMemState(j.spec.ID, kind.savepoint)
+		out.SnapshotMemState(j.spec.ID, kind.savepoint, ops)
 		h.released.Store(epoch)
 		return out, nil
 	}
 	if h.writing == nil {
-		clone := j.db.CloneMemState(j.spec.ID)
+		clone := j.db.CloneMemState(j.spec.ID, ops)
 		a := &asyncSnap{epoch: epoch, batch: h.pending, done: make(chan struct{})}
 		h.pending = nil
 		h.writing = a
@@ -232,7 +239,7 @@ func (j *Job) checkMemoryLimit() error {
 		return nil
 	}
 	lim := j.spec.State.MemoryLimit
-	if used := j.StateBytes() + j.db.MemStateBytes(j.spec.ID); used > lim {
+	if used := j.StateBytes(); used > lim {
 		return sqlerr.New(sqlerr.OutOfMemory, "job %s: state of %s exceeds state.memory_limit (%s) on the memory backend",
 			j.spec.Name, FormatMemory(used), FormatMemory(lim))
 	}
