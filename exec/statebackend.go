@@ -116,8 +116,11 @@ func (j *Job) noteBarrier(b *Barrier) {
 //     If the previous snapshot is still being written, this checkpoint
 //     takes none for the job: its epochs wait for the next one.
 //   - at a CHECKPOINT or savepoint round the caller waits for the job's
-//     state, so the snapshot is written in the round's commit, as before
-//     (after the background one, if any, is done).
+//     state: the snapshot (after the background one, if any, is done) is
+//     written on a job goroutine from the barrier on, and the round's
+//     commit waits for its files (storage.Batch.CommitMemWrite), so the
+//     epoch commits with its snapshot. The job's operators go on; the
+//     round, and so the next epoch of every job, waits.
 //
 // In between it hands over an empty batch. It fails the job if its state
 // outgrew its limit or a snapshot could not be written.
@@ -179,9 +182,21 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 		return out, nil
 	}
 	if kind.sync {
+		// The snapshot is written from here on, on a job goroutine, while
+		// the round goes on aligning the other jobs; its commit waits for
+		// the files.
 		out.AbsorbEpoch(h.pending)
 		h.pending = nil
-		out.SnapshotMemState(j.spec.ID, kind.savepoint, ops)
+		if clone := j.db.CloneMemState(j.spec.ID, ops); clone != nil {
+			w := clone.Start(func(f func()) {
+				j.wg.Add(1)
+				go func() {
+					defer j.wg.Done()
+					f()
+				}()
+			})
+			out.CommitMemWrite(j.spec.ID, w, kind.savepoint)
+		}
 		h.released.Store(epoch)
 		return out, nil
 	}

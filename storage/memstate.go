@@ -347,6 +347,37 @@ type memSnapReq struct {
 	materialize bool
 	ops         []OpSnapshot
 	ready       *memPointer // written already (MemClone.Write): commit only
+	write       *MemWrite   // being written: the commit waits for it
+}
+
+// MemWrite is a snapshot being written in the background for the round
+// that commits it (CHECKPOINT, savepoints: CommitMemWrite).
+type MemWrite struct {
+	c    *MemClone
+	done chan struct{}
+	p    *memPointer
+	err  error
+}
+
+// Start writes the clone on a goroutine that spawn starts (the job's, so
+// that stopping the job waits for it) and returns at once.
+func (c *MemClone) Start(spawn func(func())) *MemWrite {
+	w := &MemWrite{c: c, done: make(chan struct{})}
+	spawn(func() {
+		defer close(w.done)
+		w.p, w.err = c.db.writeMemSnapshot(c.job, c.m, c.ops)
+	})
+	return w
+}
+
+// CommitMemWrite marks b as the batch that commits job's checkpoint on the
+// memory backend with the snapshot w, which is being written: the commit
+// waits until w's files are synced, then commits its pointer. materialize
+// also writes w's entries into the job's s/ range (a savepoint).
+func (b *Batch) CommitMemWrite(job uint64, w *MemWrite, materialize bool) {
+	b.mu.Lock()
+	b.memSnaps = append(b.memSnaps, memSnapReq{job: job, materialize: materialize, write: w})
+	b.mu.Unlock()
 }
 
 // CommitMemSnapshot marks b as the batch that commits job's snapshot p,
@@ -564,7 +595,17 @@ func (db *DB) applyMemWrites(mc *memCommit, l *layout, pre *pebble.Batch) error 
 		}
 		mc.touched[m] = true
 		p := s.ready
-		if p == nil {
+		// What a savepoint materializes: the map and the operators'
+		// snapshots the files are written from.
+		src, ops := m, s.ops
+		switch {
+		case s.write != nil:
+			<-s.write.done
+			if s.write.err != nil {
+				return s.write.err
+			}
+			p, src, ops = s.write.p, s.write.c.m, s.write.c.ops
+		case p == nil:
 			var err error
 			if p, err = db.writeMemSnapshot(s.job, m, s.ops); err != nil {
 				return err
@@ -578,34 +619,42 @@ func (db *DB) applyMemWrites(mc *memCommit, l *layout, pre *pebble.Batch) error 
 		l.addSet(memPointerKey(s.job), v)
 		start := binary.BigEndian.AppendUint64([]byte("s/"), s.job)
 		m.mu.Lock()
-		if m.pebbleState || s.materialize {
+		drop := m.pebbleState || s.materialize
+		m.pebbleState = s.materialize
+		m.mu.Unlock()
+		if drop {
 			if err := pre.DeleteRange(start, prefixEnd(start), nil); err != nil {
-				m.mu.Unlock()
 				return sqlerr.Wrap(sqlerr.IOError, err)
 			}
-			m.pebbleState = false
 		}
 		if s.materialize {
-			own := opsOf(s.ops)
-			for op, t := range m.ops {
-				if own[op] != nil {
-					continue
-				}
-				for k, v := range t.Ascend(btreemap.Min[string](), btreemap.Max[string]()) {
-					l.addSet(stateKey(s.job, op, []byte(k)), v)
-				}
-			}
-			for _, o := range s.ops {
-				for i := range o.Len() {
-					k, v := o.Entry(i)
-					l.addSet(stateKey(s.job, o.Op(), k), v)
-				}
-			}
-			m.pebbleState = true
+			materializeMem(l, s.job, src, ops)
 		}
-		m.mu.Unlock()
 	}
 	return nil
+}
+
+// materializeMem adds job's state, m's entries and the operators'
+// snapshots ops (which replace m's entries of their operators), to l as
+// the job's s/ range.
+func materializeMem(l *layout, job uint64, m *memState, ops []OpSnapshot) {
+	own := opsOf(ops)
+	m.mu.RLock()
+	for op, t := range m.ops {
+		if own[op] != nil {
+			continue
+		}
+		for k, v := range t.Ascend(btreemap.Min[string](), btreemap.Max[string]()) {
+			l.addSet(stateKey(job, op, []byte(k)), v)
+		}
+	}
+	m.mu.RUnlock()
+	for _, o := range ops {
+		for i := range o.Len() {
+			k, v := o.Entry(i)
+			l.addSet(stateKey(job, o.Op(), k), v)
+		}
+	}
 }
 
 // memCommitted finishes a commit: on failure the touched maps are no longer
