@@ -194,25 +194,26 @@ func (op *aggOp) clearValueChanges() {
 	}
 }
 
-// aggSnapshot is an aggregate instance's state at a checkpoint barrier on
-// the memory backend (storage.OpSnapshot): every group's entry and its
-// values' entries, encoded as saveState writes them on Pebble, sorted by
-// key. It is built on the instance's goroutine at the barrier, so it is
-// the barrier's state, and read by the snapshot writer while the instance
-// goes on; nothing of it is kept once the snapshot is written.
-type aggSnapshot struct {
+// stateSnapshot is an operator instance's state at a checkpoint barrier on
+// the memory backend (storage.OpSnapshot): its canonical entries, encoded
+// as the operator writes them on Pebble, sorted by key (snapshotAgg: every
+// group's entry and its values' entries; rankOp.snapshot: every row). It
+// is built on the instance's goroutine at the barrier, so it is the
+// barrier's state, and read by the snapshot writer while the instance goes
+// on; nothing of it is kept once the snapshot is written.
+type stateSnapshot struct {
 	op    uint32
 	epoch uint64
 	ks    sortedKeys
 }
 
-func (s *aggSnapshot) Op() uint32    { return s.op }
-func (s *aggSnapshot) Epoch() uint64 { return s.epoch }
-func (s *aggSnapshot) Len() int      { return len(s.ks.keys) }
+func (s *stateSnapshot) Op() uint32    { return s.op }
+func (s *stateSnapshot) Epoch() uint64 { return s.epoch }
+func (s *stateSnapshot) Len() int      { return len(s.ks.keys) }
 
 // Entry reads the buffer, not sortedKeys.key (its scratch is not the
 // snapshot's to share between goroutines).
-func (s *aggSnapshot) Entry(i int) (key, val []byte) {
+func (s *stateSnapshot) Entry(i int) (key, val []byte) {
 	sp := s.ks.spans[s.ks.keys[i].idx()]
 	return s.ks.buf[sp[0]:sp[1]:sp[1]], s.ks.buf[sp[1]:sp[2]:sp[2]]
 }
@@ -221,8 +222,8 @@ func (s *aggSnapshot) Entry(i int) (key, val []byte) {
 // (prepareSave has run): the groups that are live, not emptied and not
 // closing, as prepareSave encodes them; the one group of a global
 // aggregate once it has state.
-func snapshotAgg(op *aggOp, epoch uint64) *aggSnapshot {
-	s := &aggSnapshot{op: op.id, epoch: epoch}
+func snapshotAgg(op *aggOp, epoch uint64) *stateSnapshot {
+	s := &stateSnapshot{op: op.id, epoch: epoch}
 	bags := op.valueBags()
 	var key, aux, val []byte
 	var vals []string

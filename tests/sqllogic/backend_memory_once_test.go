@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// TestMemoryBackendStateHeldOnce: a GROUP BY view on the memory backend
-// holds its state once, in the aggregate's groups (issue 15): its
+// TestMemoryBackendStateHeldOnce: a GROUP BY view and a top-N view on the
+// memory backend hold their state once, in the aggregate's groups and the
+// top-N's partitions (issue 15): each one's
 // state_bytes in streamdb_jobs (which, on the memory backend, counts the
 // state map too, as state.memory_limit does) is about that of the same
 // view on Pebble, after a restart that loaded it from the snapshot, and
@@ -19,9 +20,12 @@ func TestMemoryBackendStateHeldOnce(t *testing.T) {
 	c := srv.Conn(t)
 	const keys = 20000
 	query := "SELECT k, count(*) AS n, count(DISTINCT v) AS d, sum(v) AS s FROM t GROUP BY k"
+	top := "SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM t) x WHERE rn <= 1"
 	execAll(t, c, "CREATE TABLE t (k BIGINT, v BIGINT)",
 		"CREATE MATERIALIZED VIEW mv WITH (state.backend = 'memory') AS "+query,
-		"CREATE MATERIALIZED VIEW pv WITH (state.backend = 'pebble') AS "+query)
+		"CREATE MATERIALIZED VIEW pv WITH (state.backend = 'pebble') AS "+query,
+		"CREATE MATERIALIZED VIEW mt WITH (state.backend = 'memory') AS "+top,
+		"CREATE MATERIALIZED VIEW pt WITH (state.backend = 'pebble') AS "+top)
 	for from := 0; from < 2*keys; from += 5000 {
 		var vals []string
 		for i := from; i < from+5000; i++ {
@@ -35,6 +39,9 @@ func TestMemoryBackendStateHeldOnce(t *testing.T) {
 		want := queryPairs(t, c, "SELECT k, sum(v) * 1000 + count(DISTINCT v) FROM t GROUP BY k")
 		samePairs(t, what+": memory view", queryPairs(t, c, "SELECT k, s * 1000 + d FROM mv"), want)
 		samePairs(t, what+": pebble view", queryPairs(t, c, "SELECT k, s * 1000 + d FROM pv"), want)
+		want = queryPairs(t, c, "SELECT k, max(v) FROM t GROUP BY k")
+		samePairs(t, what+": memory top-N", queryPairs(t, c, "SELECT k, v FROM mt"), want)
+		samePairs(t, what+": pebble top-N", queryPairs(t, c, "SELECT k, v FROM pt"), want)
 	}
 	check("before restart")
 	if n := snapshotFiles(t, srv.DataDir()); n == 0 {
@@ -52,14 +59,16 @@ func TestMemoryBackendStateHeldOnce(t *testing.T) {
 		}
 		return n
 	}
-	var mem, peb int64
-	poll(t, 2*time.Minute, "both jobs to report their state", func() bool {
-		mem, peb = stateBytes("mv"), stateBytes("pv")
-		return mem >= keys*64 && peb >= keys*64
-	})
-	t.Logf("state_bytes for %d groups: memory backend %d, pebble backend %d", keys, mem, peb)
-	if mem > peb+peb/10 {
-		t.Fatalf("the memory-backend view accounts %d bytes of state, the Pebble one %d: state is held more than once", mem, peb)
+	for _, v := range [][2]string{{"mv", "pv"}, {"mt", "pt"}} {
+		var mem, peb int64
+		poll(t, 2*time.Minute, "both jobs to report their state", func() bool {
+			mem, peb = stateBytes(v[0]), stateBytes(v[1])
+			return mem >= keys*32 && peb >= keys*32
+		})
+		t.Logf("state_bytes of %s for %d keys: memory backend %d, pebble backend %d", v[0], keys, mem, peb)
+		if mem > peb+peb/10 {
+			t.Fatalf("the memory-backend view %s accounts %d bytes of state, the Pebble one %d: state is held more than once", v[0], mem, peb)
+		}
 	}
 	execAll(t, c, "INSERT INTO t VALUES (1, 5), (2, 6), (30000, 1)")
 	check("after more rows")
