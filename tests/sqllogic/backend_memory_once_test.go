@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// TestMemoryBackendStateHeldOnce: a GROUP BY view and a top-N view on the
-// memory backend hold their state once, in the aggregate's groups and the
-// top-N's partitions (issue 15): each one's
+// TestMemoryBackendStateHeldOnce: a GROUP BY view, a top-N view and a join
+// view on the memory backend hold their state once, in the aggregate's
+// groups, the top-N's partitions and the join's groups (issue 15): each one's
 // state_bytes in streamdb_jobs (which, on the memory backend, counts the
 // state map too, as state.memory_limit does) is about that of the same
 // view on Pebble, after a restart that loaded it from the snapshot, and
@@ -25,7 +25,15 @@ func TestMemoryBackendStateHeldOnce(t *testing.T) {
 		"CREATE MATERIALIZED VIEW mv WITH (state.backend = 'memory') AS "+query,
 		"CREATE MATERIALIZED VIEW pv WITH (state.backend = 'pebble') AS "+query,
 		"CREATE MATERIALIZED VIEW mt WITH (state.backend = 'memory') AS "+top,
-		"CREATE MATERIALIZED VIEW pt WITH (state.backend = 'pebble') AS "+top)
+		"CREATE MATERIALIZED VIEW pt WITH (state.backend = 'pebble') AS "+top,
+		"CREATE TABLE u (k BIGINT, w BIGINT)",
+		"CREATE MATERIALIZED VIEW mj WITH (state.backend = 'memory') AS SELECT t.k AS k, t.v AS v, u.w AS w FROM t JOIN u ON t.k = u.k",
+		"CREATE MATERIALIZED VIEW pj WITH (state.backend = 'pebble') AS SELECT t.k AS k, t.v AS v, u.w AS w FROM t JOIN u ON t.k = u.k")
+	var us []string
+	for i := 0; i < keys; i += 2 {
+		us = append(us, fmt.Sprintf("(%d, %d)", i, i%10))
+	}
+	execAll(t, c, "INSERT INTO u VALUES "+strings.Join(us, ", "))
 	for from := 0; from < 2*keys; from += 5000 {
 		var vals []string
 		for i := from; i < from+5000; i++ {
@@ -42,6 +50,9 @@ func TestMemoryBackendStateHeldOnce(t *testing.T) {
 		want = queryPairs(t, c, "SELECT k, max(v) FROM t GROUP BY k")
 		samePairs(t, what+": memory top-N", queryPairs(t, c, "SELECT k, v FROM mt"), want)
 		samePairs(t, what+": pebble top-N", queryPairs(t, c, "SELECT k, v FROM pt"), want)
+		want = queryPairs(t, c, "SELECT t.k, sum(t.v * 100 + u.w) FROM t JOIN u ON t.k = u.k GROUP BY t.k")
+		samePairs(t, what+": memory join", queryPairs(t, c, "SELECT k, sum(v * 100 + w) FROM mj GROUP BY k"), want)
+		samePairs(t, what+": pebble join", queryPairs(t, c, "SELECT k, sum(v * 100 + w) FROM pj GROUP BY k"), want)
 	}
 	check("before restart")
 	if n := snapshotFiles(t, srv.DataDir()); n == 0 {
@@ -59,7 +70,7 @@ func TestMemoryBackendStateHeldOnce(t *testing.T) {
 		}
 		return n
 	}
-	for _, v := range [][2]string{{"mv", "pv"}, {"mt", "pt"}} {
+	for _, v := range [][2]string{{"mv", "pv"}, {"mt", "pt"}, {"mj", "pj"}} {
 		var mem, peb int64
 		poll(t, 2*time.Minute, "both jobs to report their state", func() bool {
 			mem, peb = stateBytes(v[0]), stateBytes(v[1])
@@ -70,6 +81,6 @@ func TestMemoryBackendStateHeldOnce(t *testing.T) {
 			t.Fatalf("the memory-backend view %s accounts %d bytes of state, the Pebble one %d: state is held more than once", v[0], mem, peb)
 		}
 	}
-	execAll(t, c, "INSERT INTO t VALUES (1, 5), (2, 6), (30000, 1)")
+	execAll(t, c, "INSERT INTO t VALUES (1, 5), (2, 6), (30000, 1)", "INSERT INTO u VALUES (30000, 3), (2, 4)")
 	check("after more rows")
 }
