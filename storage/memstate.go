@@ -5,26 +5,28 @@ package storage
 // No s/ key of a job on it reaches Pebble per epoch. Its operator state
 // lives in one of two places:
 //
-//   - An operator that snapshots itself (the aggregate, exec: aggSnapshot)
-//     keeps its state only in its own typed tables. It reads its entries
-//     from the map when the job starts, then takes them out
-//     (ReleaseMemState), writes no state per epoch, and at a checkpoint
-//     barrier hands the epoch's batch an OpSnapshot: its canonical (key,
-//     value) entries as of the barrier, in key order, immutable, which the
-//     snapshot writer reads in place of the map's entries of that operator.
-//   - Any other operator writes Runs and reads through GetState/ScanState/
-//     ScanStatePrefix as on Pebble; the DB routes the job's s/ keys to an
-//     ordered map on the heap (a B-tree per operator), so they are held
-//     there besides the operator's own tables.
+//   - An operator that snapshots itself (exec: the aggregate, top-N,
+//     join, SESSION and temporal filter; stateSnapshot) keeps its state
+//     only in its own typed tables. It reads its entries from the map when
+//     the job starts, then takes them out (ReleaseMemState), writes no
+//     state per epoch, and at a checkpoint barrier hands the epoch's batch
+//     an OpSnapshot: its canonical (key, value) entries as of the barrier,
+//     in key order, immutable, which the snapshot writer reads in place of
+//     the map's entries of that operator.
+//   - Other state (the operators' watermarks) is written in Runs and read
+//     through GetState/ScanState/ScanStatePrefix as on Pebble; the DB
+//     routes the job's s/ keys to an ordered map on the heap (a B-tree per
+//     operator).
 //
-// A commit that carries the job's checkpoint (Batch.SnapshotMemState)
-// writes a full snapshot of the map and the operators' snapshots — an Arrow
-// IPC file per operator and range of 16 key groups (memsnap.go) — under
-// memstate/ in the data directory, synced before the commit, and commits a
-// pointer to it (x/<job>) with the job's offsets and view rows. The job hands its epochs to the
-// coordinator only at checkpoints (exec: holdForCheckpoint), so the job's
-// offsets, view rows, changelog and snapshot pointer in Pebble always
-// describe one checkpoint: after kill -9 the job resumes from there.
+// A commit that carries the job's checkpoint (Batch.SnapshotMemState,
+// CommitMemWrite) writes a full snapshot of the map and the operators'
+// snapshots — an Arrow IPC file per operator and range of 16 key groups
+// (memsnap.go) — under memstate/ in the data directory, synced before the
+// commit, and commits a pointer to it (x/<job>) with the job's offsets and
+// view rows. The job hands its epochs to the coordinator only at
+// checkpoints (exec: holdForCheckpoint), so the job's offsets, view rows,
+// changelog and snapshot pointer in Pebble always describe one checkpoint:
+// after kill -9 the job resumes from there.
 //
 // The canonical, backend-independent form of a job's state is its list of
 // (key, value) entries. A savepoint round materializes a memory job's map
