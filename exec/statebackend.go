@@ -2,14 +2,13 @@ package exec
 
 // State backends (state.backend). On Pebble operators write their changed
 // state into Runs and read it back through storage.DB.GetState/ScanState/
-// ScanStatePrefix. On the memory backend the aggregate, the top-N, the
-// join, SESSION windows and the temporal filter hold their state only in
-// their own tables
-// (memBackend): they load it at startup, then release it from the job's
-// state map (storage.DB.ReleaseMemState), write none per epoch, and at a
-// checkpoint barrier hand the snapshot writer their encoded entries
-// (stateSnapshot, a storage.OpSnapshot); other state (the operators'
-// watermarks) still goes through Runs to the map
+// ScanStatePrefix. On the memory backend (memBackend) the aggregate, the
+// top-N, the join, SESSION windows and the temporal filter hold their
+// state only in their own tables: they load it at startup, then release
+// it from the job's state map (storage.DB.ReleaseMemState), write none per
+// epoch, and at a checkpoint barrier hand the snapshot writer their
+// encoded entries (stateSnapshot, a storage.OpSnapshot); other state (the
+// operators' watermarks) still goes through Runs to the map
 // (storage/memstate.go). What differs here:
 //
 //   - Starting: the job's state is put where its backend keeps it
