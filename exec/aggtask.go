@@ -87,7 +87,16 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 		}
 		if j.spec.View != nil {
 			w := j.db.NewEpochBatch()
-			j.saveState(w, op)
+			if j.memBackend() {
+				// The groups are the state (statebackend.go): nothing is
+				// written per epoch; a checkpoint gets their snapshot.
+				if m.barrier.Checkpoint {
+					w.AddOpSnapshot(snapshotAgg(op, m.barrier.Epoch))
+				}
+				op.clearValueChanges()
+			} else {
+				j.saveState(w, op)
+			}
 			if op.win != nil {
 				j.saveWatermark(w, al, op.id)
 			}
@@ -173,6 +182,84 @@ func (j *Job) saveState(w *storage.Batch, op *aggOp) {
 		}
 	}
 	w.AddRun(r)
+}
+
+// clearValueChanges empties the accumulators' logs of changed values (a
+// memory-backend job saves none).
+func (op *aggOp) clearValueChanges() {
+	for _, vb := range op.valueBags() {
+		if vb != nil {
+			vb.clearChanges()
+		}
+	}
+}
+
+// stateSnapshot is an operator instance's state at a checkpoint barrier on
+// the memory backend (storage.OpSnapshot): its canonical entries, encoded
+// as the operator writes them on Pebble, sorted by key (snapshotAgg: every
+// group's entry and its values' entries; rankOp.snapshot: every row). It
+// is built on the instance's goroutine at the barrier, so it is the
+// barrier's state, and read by the snapshot writer while the instance goes
+// on; nothing of it is kept once the snapshot is written.
+type stateSnapshot struct {
+	op    uint32
+	epoch uint64
+	ks    sortedKeys
+}
+
+func (s *stateSnapshot) Op() uint32    { return s.op }
+func (s *stateSnapshot) Epoch() uint64 { return s.epoch }
+func (s *stateSnapshot) Len() int      { return len(s.ks.keys) }
+
+// Entry reads the buffer, not sortedKeys.key (its scratch is not the
+// snapshot's to share between goroutines).
+func (s *stateSnapshot) Entry(i int) (key, val []byte) {
+	sp := s.ks.spans[s.ks.keys[i].idx()]
+	return s.ks.buf[sp[0]:sp[1]:sp[1]], s.ks.buf[sp[1]:sp[2]:sp[2]]
+}
+
+// snapshotAgg encodes the state of every group op holds after the barrier
+// (prepareSave has run): the groups that are live, not emptied and not
+// closing, as prepareSave encodes them; the one group of a global
+// aggregate once it has state.
+func snapshotAgg(op *aggOp, epoch uint64) *stateSnapshot {
+	s := &stateSnapshot{op: op.id, epoch: epoch}
+	bags := op.valueBags()
+	var key, aux, val []byte
+	var vals []string
+	n := op.gt.Len()
+	for g := int32(0); int(g) < n; g++ {
+		if !op.live[g] || op.isClosing[g] {
+			continue
+		}
+		if len(op.spec.Keys) > 0 && op.count.n[g] <= 0 || len(op.spec.Keys) == 0 && op.lastSave[g] == 0 && !op.restored {
+			continue
+		}
+		key = appendStateKey(op, g, key[:0])
+		val = op.count.encode(val[:0], g)
+		for _, acc := range op.accs {
+			val = acc.encode(val, g)
+		}
+		val = op.ttl.appendIdle(val, g)
+		s.ks.addKV(g, key, val)
+		for i, vb := range bags {
+			if vb == nil || len(vb.b[g]) == 0 {
+				continue
+			}
+			vals = vals[:0]
+			for v := range vb.b[g] {
+				vals = append(vals, v)
+			}
+			slices.Sort(vals)
+			for _, v := range vals {
+				aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
+				val = binary.AppendUvarint(val[:0], uint64(vb.b[g][v]))
+				s.ks.addKV(g, aux, val)
+			}
+		}
+	}
+	s.ks.sort()
+	return s
 }
 
 // valueBags returns, per accumulator, its per-value counts or nil; nil if
@@ -356,7 +443,9 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 	bags := op.valueBags()
 	for _, vb := range bags {
 		if vb != nil {
-			vb.track = true // saveState writes the changed values
+			// saveState writes the changed values (not on the memory
+			// backend: snapshotAgg writes them all at a checkpoint).
+			vb.track = !j.memBackend()
 		}
 	}
 	op.evicted.refill = j.refillEvicted(op, inst, par)
@@ -456,6 +545,10 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 	})
 	if err != nil {
 		return err
+	}
+	if j.memBackend() {
+		// The groups are the state now: the map lets go of them.
+		j.db.ReleaseMemState(j.spec.ID, op.id, func(kg int) bool { return instanceOf(kg, par) == inst })
 	}
 	return restoreOut(op, loaded)
 }

@@ -400,11 +400,18 @@ func (j *Job) epochFull() bool {
 	return n >= limit
 }
 
-// StateBytes estimates the job's operator state in memory.
+// StateBytes estimates the job's operator state in memory: the operators'
+// accounted bytes and, on the memory backend, the state map that holds the
+// entries of operators that do not snapshot themselves.
 func (j *Job) StateBytes() int64 {
 	n := j.opBytes.Load()
 	for i := range j.stateBytes {
 		n += j.stateBytes[i].Load()
+	}
+	if j.memBackend() {
+		// The state map of the operators that do not hold their state
+		// once (storage/memstate.go): what state.memory_limit counts.
+		n += j.db.MemStateBytes(j.spec.ID)
 	}
 	return n
 }

@@ -466,7 +466,12 @@ func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 			d.g.saved = b.Epoch
 		}
 	}
-	if w != nil && len(o.dirty) > 0 {
+	if w != nil && o.j.memBackend() && b.Checkpoint {
+		// The groups are the state (statebackend.go): a checkpoint gets
+		// their snapshot; nothing is written per epoch.
+		w.AddOpSnapshot(o.snapshot(b.Epoch))
+	}
+	if w != nil && len(o.dirty) > 0 && !o.j.memBackend() {
 		o.writeDirty(w)
 	} else {
 		for _, d := range o.dirty {
@@ -724,6 +729,32 @@ func decodeJoinValue(v []byte) (count, pinned, clock int64, err error) {
 	return count, pinned, clock, nil
 }
 
+// snapshot encodes every row of every group as writeDirty writes its
+// entry, sorted by key (memory backend: storage.OpSnapshot; a memory job
+// never evicts, so every group is here).
+func (o *joinOp) snapshot(epoch uint64) *stateSnapshot {
+	s := &stateSnapshot{op: o.op, epoch: epoch}
+	var key, val []byte
+	for _, g := range o.groups {
+		for side := range g.rows {
+			for _, r := range g.rows[side] {
+				if r.count <= 0 {
+					continue
+				}
+				key = binary.AppendUvarint(append(key[:0], g.kg, byte(side)), uint64(len(g.key)))
+				key = append(append(key, g.key...), r.enc...)
+				var clock int64
+				if o.ttl.on {
+					clock = g.idle
+				}
+				s.ks.addKV(0, key, appendJoinValue(val[:0], r.count, r.pinned, clock))
+			}
+		}
+	}
+	s.ks.sort()
+	return s
+}
+
 // load restores the rows of the key groups instance inst of par owns and
 // recomputes their match counts.
 func (o *joinOp) load(inst, par int) error {
@@ -758,6 +789,10 @@ func (o *joinOp) load(inst, par int) error {
 	})
 	if err != nil {
 		return err
+	}
+	if o.j.memBackend() {
+		// The groups are the state now: the map lets go of them.
+		o.j.db.ReleaseMemState(o.j.spec.ID, o.op, func(kg int) bool { return instanceOf(kg, par) == inst })
 	}
 	if !o.semi && !o.preserve[0] && !o.preserve[1] {
 		o.evict(^uint64(0)) // all of it is committed

@@ -269,7 +269,13 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 			d.p.saved = b.Epoch
 		}
 	}
-	if w != nil && len(o.dirtyRows) > 0 {
+	if w != nil && o.j.memBackend() {
+		// The partitions are the state (statebackend.go): nothing is
+		// written per epoch; a checkpoint gets their snapshot.
+		if b.Checkpoint {
+			w.AddOpSnapshot(o.snapshot(b.Epoch))
+		}
+	} else if w != nil && len(o.dirtyRows) > 0 {
 		if err := o.writeDirty(w); err != nil {
 			return err
 		}
@@ -481,6 +487,28 @@ func (o *rankOp) writeDirty(w *storage.Batch) error {
 	}
 	w.AddRun(r)
 	return nil
+}
+
+// snapshot encodes every row of every partition as writeDirty writes its
+// entry, sorted by key (memory backend: storage.OpSnapshot). A memory job
+// never evicts, so no partition is thin. The idle clock (state.ttl) is the
+// partition's on each of its rows; load keeps the largest, as on Pebble.
+func (o *rankOp) snapshot(epoch uint64) *stateSnapshot {
+	s := &stateSnapshot{op: o.op, epoch: epoch}
+	var key, val []byte
+	for _, p := range o.parts {
+		for enc, count := range p.rows {
+			if count <= 0 {
+				continue
+			}
+			key = binary.AppendUvarint(append(key[:0], p.kg), uint64(len(p.key)))
+			key = append(append(key, p.key...), enc...)
+			val = o.appendClock(binary.AppendUvarint(val[:0], uint64(count)), p)
+			s.ks.addKV(0, key, val)
+		}
+	}
+	s.ks.sort()
+	return s
 }
 
 // order evaluates the ORDER BY over rec and returns a three-way comparison
@@ -707,6 +735,10 @@ func (o *rankOp) load(inst, par int) error {
 	})
 	if err != nil {
 		return err
+	}
+	if o.j.memBackend() {
+		// The partitions are the state now: the map lets go of them.
+		o.j.db.ReleaseMemState(o.j.spec.ID, o.op, func(kg int) bool { return instanceOf(kg, par) == inst })
 	}
 	ectx := o.j.exprCtx()
 	var batch []*rankPart

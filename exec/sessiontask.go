@@ -58,11 +58,18 @@ func errSessionRetract() error {
 
 // barrier implements operator: the epoch's changes out, its state written,
 // the closed sessions forgotten.
-func (o *sessionOp) barrier(ectx *expr.Ctx, _ *Barrier, w *storage.Batch) error {
+func (o *sessionOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if err := o.changes(func(c Chunk) error { return o.out.emit(ectx, c, nil) }); err != nil {
 		return err
 	}
-	if w != nil {
+	if w != nil && o.j.memBackend() {
+		// The sessions are the state (statebackend.go): a checkpoint gets
+		// their snapshot; only the watermark is written per epoch.
+		if b.Checkpoint {
+			w.AddOpSnapshot(o.snapshot(b.Epoch))
+		}
+		o.saveWatermark(w)
+	} else if w != nil {
 		o.save(w)
 	}
 	o.finish()
@@ -102,12 +109,48 @@ func (o *sessionOp) save(w *storage.Batch) {
 		r.PutState(job, o.id, key, val)
 		o.saved[g], o.savedAt[g] = true, s.start
 	}
-	if o.wm != o.wmSaved {
-		r.PutState(job, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, o.id),
-			binary.BigEndian.AppendUint64(nil, uint64(o.wm)))
-		o.wmSaved = o.wm
-	}
 	w.AddRun(r)
+	o.saveWatermark(w)
+}
+
+// saveWatermark writes the operator's watermark into w if it moved.
+func (o *sessionOp) saveWatermark(w *storage.Batch) {
+	if o.wm == o.wmSaved {
+		return
+	}
+	r := w.NewRun()
+	r.PutState(o.j.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, o.id),
+		binary.BigEndian.AppendUint64(nil, uint64(o.wm)))
+	o.wmSaved = o.wm
+	w.AddRun(r)
+}
+
+// snapshot encodes every open session as save writes its entry, sorted by
+// key (memory backend: storage.OpSnapshot): the sessions closing at this
+// barrier are gone, those merged away too.
+func (o *sessionOp) snapshot(epoch uint64) *stateSnapshot {
+	s := &stateSnapshot{op: o.id, epoch: epoch}
+	closing := make(map[int32]bool, len(o.closing))
+	for _, g := range o.closing {
+		closing[g] = true
+	}
+	var key, val []byte
+	for kid, list := range o.byKey {
+		for _, ss := range list {
+			g := ss.gid
+			if !o.alive[g] || closing[g] {
+				continue
+			}
+			key = o.stateKey(key[:0], int32(kid), ss.start)
+			val = binary.BigEndian.AppendUint64(val[:0], uint64(ss.last))
+			for _, a := range o.accs {
+				val = a.encode(val, g)
+			}
+			s.ks.addKV(g, key, val)
+		}
+	}
+	s.ks.sort()
+	return s
 }
 
 // load restores the open sessions of the key groups instance inst owns,
@@ -172,6 +215,10 @@ func (o *sessionOp) load(inst, par int) error {
 	})
 	if err != nil {
 		return err
+	}
+	if j.memBackend() {
+		// The sessions are the state now: the map lets go of them.
+		j.db.ReleaseMemState(j.spec.ID, o.id, func(kg int) bool { return instanceOf(kg, par) == inst })
 	}
 	o.ends.init()
 	if o.eowc {

@@ -53,6 +53,20 @@ func (s *sortedKeys) add(ref int32, appendKey, appendVal func([]byte) []byte) {
 	s.spans = append(s.spans, [3]uint32{uint32(start), uint32(mid), uint32(len(s.buf))})
 }
 
+// addKV is add of a key and a value already built.
+func (s *sortedKeys) addKV(ref int32, key, val []byte) {
+	start := len(s.buf)
+	s.buf = append(s.buf, key...)
+	mid := len(s.buf)
+	s.buf = append(s.buf, val...)
+	var p [16]byte
+	copy(p[:], key)
+	n := min(len(key), 17)
+	s.keys = append(s.keys, sortKey{hi: binary.BigEndian.Uint64(p[:8]), lo: binary.BigEndian.Uint64(p[8:]),
+		ref: ref, li: uint32(n)<<idxBits | uint32(len(s.spans))})
+	s.spans = append(s.spans, [3]uint32{uint32(start), uint32(mid), uint32(len(s.buf))})
+}
+
 // val returns the value added with k.
 func (s *sortedKeys) val(k sortKey) []byte {
 	sp := s.spans[k.idx()]

@@ -1,9 +1,15 @@
 package exec
 
-// State backends (state.backend). Operators do not know which one a job
-// uses: they write their changed state into Runs and read it back through
-// storage.DB.GetState/ScanState/ScanStatePrefix, and storage keeps a memory
-// job's entries on the heap (storage/memstate.go). What differs here:
+// State backends (state.backend). On Pebble operators write their changed
+// state into Runs and read it back through storage.DB.GetState/ScanState/
+// ScanStatePrefix. On the memory backend (memBackend) the aggregate, the
+// top-N, the join, SESSION windows and the temporal filter hold their
+// state only in their own tables: they load it at startup, then release
+// it from the job's state map (storage.DB.ReleaseMemState), write none per
+// epoch, and at a checkpoint barrier hand the snapshot writer their
+// encoded entries (stateSnapshot, a storage.OpSnapshot); other state (the
+// operators' watermarks) still goes through Runs to the map
+// (storage/memstate.go). What differs here:
 //
 //   - Starting: the job's state is put where its backend keeps it
 //     (storage.DB.UseMemoryState / UsePebbleState), converting it if the
@@ -40,6 +46,10 @@ type StateOptions struct {
 }
 
 func (o StateOptions) memory() bool { return o.Backend == BackendMemory }
+
+// memBackend reports whether the job's state is on the memory backend (a
+// view's job: a change stream keeps no state).
+func (j *Job) memBackend() bool { return j.spec.State.memory() && j.durable() }
 
 // holdState is a memory job's epochs not yet handed to the coordinator.
 type holdState struct {
@@ -112,8 +122,11 @@ func (j *Job) noteBarrier(b *Barrier) {
 //     If the previous snapshot is still being written, this checkpoint
 //     takes none for the job: its epochs wait for the next one.
 //   - at a CHECKPOINT or savepoint round the caller waits for the job's
-//     state, so the snapshot is written in the round's commit, as before
-//     (after the background one, if any, is done).
+//     state: the snapshot (after the background one, if any, is done) is
+//     written on a job goroutine from the barrier on, and the round's
+//     commit waits for its files (storage.Batch.CommitMemWrite), so the
+//     epoch commits with its snapshot. The job's operators go on; the
+//     round, and so the next epoch of every job, waits.
 //
 // In between it hands over an empty batch. It fails the job if its state
 // outgrew its limit or a snapshot could not be written.
@@ -131,6 +144,9 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 		j.fail(err)
 		return nil, err
 	}
+	// The snapshots the operators that hold their own state took at this
+	// barrier (a checkpoint's): used below if this epoch snapshots.
+	ops := w.TakeOpSnapshots()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	kind := h.kinds[epoch]
@@ -172,14 +188,26 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 		return out, nil
 	}
 	if kind.sync {
+		// The snapshot is written from here on, on a job goroutine, while
+		// the round goes on aligning the other jobs; its commit waits for
+		// the files.
 		out.AbsorbEpoch(h.pending)
 		h.pending = nil
-		out.SnapshotMemState(j.spec.ID, kind.savepoint)
+		if clone := j.db.CloneMemState(j.spec.ID, ops); clone != nil {
+			w := clone.Start(func(f func()) {
+				j.wg.Add(1)
+				go func() {
+					defer j.wg.Done()
+					f()
+				}()
+			})
+			out.CommitMemWrite(j.spec.ID, w, kind.savepoint)
+		}
 		h.released.Store(epoch)
 		return out, nil
 	}
 	if h.writing == nil {
-		clone := j.db.CloneMemState(j.spec.ID)
+		clone := j.db.CloneMemState(j.spec.ID, ops)
 		a := &asyncSnap{epoch: epoch, batch: h.pending, done: make(chan struct{})}
 		h.pending = nil
 		h.writing = a
@@ -232,7 +260,7 @@ func (j *Job) checkMemoryLimit() error {
 		return nil
 	}
 	lim := j.spec.State.MemoryLimit
-	if used := j.StateBytes() + j.db.MemStateBytes(j.spec.ID); used > lim {
+	if used := j.StateBytes(); used > lim {
 		return sqlerr.New(sqlerr.OutOfMemory, "job %s: state of %s exceeds state.memory_limit (%s) on the memory backend",
 			j.spec.Name, FormatMemory(used), FormatMemory(lim))
 	}

@@ -290,7 +290,7 @@ func (o *temporalOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 
 // barrier retracts the rows whose expiry has come and writes the rows
 // that changed in the epoch.
-func (o *temporalOp) barrier(ectx *expr.Ctx, _ *Barrier, w *storage.Batch) error {
+func (o *temporalOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	now := o.now()
 	buf := newRowsOut(o.ts)
 	flush := func() error {
@@ -336,7 +336,13 @@ func (o *temporalOp) barrier(ectx *expr.Ctx, _ *Barrier, w *storage.Batch) error
 	if err := flush(); err != nil {
 		return err
 	}
-	if w != nil && len(o.dirty) > 0 {
+	if w != nil && o.j.memBackend() {
+		// The rows are the state (statebackend.go): a checkpoint gets
+		// their snapshot; nothing is written per epoch.
+		if b.Checkpoint {
+			w.AddOpSnapshot(o.snapshot(b.Epoch))
+		}
+	} else if w != nil && len(o.dirty) > 0 {
 		keys := make([]string, 0, len(o.dirty))
 		for k := range o.dirty {
 			keys = append(keys, k)
@@ -358,8 +364,33 @@ func (o *temporalOp) barrier(ectx *expr.Ctx, _ *Barrier, w *storage.Batch) error
 	return nil
 }
 
+// snapshot encodes every row kept as the barrier writes its entry, sorted
+// by key (memory backend: storage.OpSnapshot).
+func (o *temporalOp) snapshot(epoch uint64) *stateSnapshot {
+	s := &stateSnapshot{op: o.op, epoch: epoch}
+	var val []byte
+	for k, cnt := range o.rows {
+		if cnt > 0 {
+			s.ks.addKV(0, []byte(k), binary.AppendUvarint(val[:0], uint64(cnt)))
+		}
+	}
+	s.ks.sort()
+	return s
+}
+
 // load restores the rows kept (one instance: every key group).
 func (o *temporalOp) load() error {
+	if err := o.loadRows(); err != nil {
+		return err
+	}
+	if o.j.memBackend() {
+		// The rows are the state now: the map lets go of them.
+		o.j.db.ReleaseMemState(o.j.spec.ID, o.op, func(int) bool { return true })
+	}
+	return nil
+}
+
+func (o *temporalOp) loadRows() error {
 	return o.j.db.ScanState(o.j.spec.ID, o.op, func(key, val []byte) error {
 		if len(key) < temporalKeyHead {
 			return errCorruptState

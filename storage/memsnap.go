@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/RaduBerinde/btreemap"
@@ -133,9 +134,10 @@ func ReadStateFile(data []byte, fn func(key, val []byte) error) error {
 	return nil
 }
 
-// writeMemSnapshot writes m's entries as the job's next snapshot and syncs
-// them; it returns the pointer to commit.
-func (db *DB) writeMemSnapshot(job uint64, m *memState) (*memPointer, error) {
+// writeMemSnapshot writes m's entries and the operators' snapshots ops as
+// the job's next snapshot and syncs them; it returns the pointer to commit.
+// An operator with snapshots in ops is written from them alone.
+func (db *DB) writeMemSnapshot(job uint64, m *memState, ops []OpSnapshot) (*memPointer, error) {
 	epoch := uint64(1)
 	if names, err := db.fs.List(db.fs.PathJoin(db.dir, memStateDir, fmt.Sprintf("%016x", job))); err == nil {
 		for _, n := range names {
@@ -153,23 +155,37 @@ func (db *DB) writeMemSnapshot(job uint64, m *memState) (*memPointer, error) {
 	p := &memPointer{Epoch: epoch, Dir: rel}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	ops := make([]uint32, 0, len(m.ops))
+	own := opsOf(ops)
+	ids := make([]uint32, 0, len(m.ops)+len(own))
 	for op := range m.ops {
-		ops = append(ops, op)
+		if own[op] == nil {
+			ids = append(ids, op)
+		}
 	}
-	slices.Sort(ops)
-	for _, op := range ops {
+	for op := range own {
+		ids = append(ids, op)
+	}
+	slices.Sort(ids)
+	for _, op := range ids {
 		t := m.ops[op]
 		for lo := 0; lo < 256; lo += KeyGroupsPerFile {
-			from := btreemap.GE(string([]byte{byte(lo)}))
-			to := btreemap.Max[string]()
-			if lo+KeyGroupsPerFile < 256 {
-				to = btreemap.LT(string([]byte{byte(lo + KeyGroupsPerFile)}))
-			}
-			next, stop := iterPull(t, from, to)
-			if _, _, ok := peekFirst(t, from, to); !ok {
-				stop()
-				continue
+			var next func() (StateEntry, bool)
+			stop := func() {}
+			if snaps := own[op]; snaps != nil {
+				var ok bool
+				if next, ok = mergeRange(snaps, lo, lo+KeyGroupsPerFile); !ok {
+					continue
+				}
+			} else {
+				from := btreemap.GE(string([]byte{byte(lo)}))
+				to := btreemap.Max[string]()
+				if lo+KeyGroupsPerFile < 256 {
+					to = btreemap.LT(string([]byte{byte(lo + KeyGroupsPerFile)}))
+				}
+				if _, _, ok := peekFirst(t, from, to); !ok {
+					continue
+				}
+				next, stop = iterPull(t, from, to)
 			}
 			sf := StateFile{Name: fmt.Sprintf("op%d-kg%d-%d.arrow", op, lo, lo+KeyGroupsPerFile-1), Op: op,
 				KGLo: lo, KGHi: lo + KeyGroupsPerFile - 1}
@@ -193,6 +209,59 @@ func (db *DB) writeMemSnapshot(job uint64, m *memState) (*memPointer, error) {
 		}
 	}
 	return p, nil
+}
+
+// opsOf groups operators' snapshots by operator.
+func opsOf(ops []OpSnapshot) map[uint32][]OpSnapshot {
+	out := map[uint32][]OpSnapshot{}
+	for _, s := range ops {
+		out[s.Op()] = append(out[s.Op()], s)
+	}
+	return out
+}
+
+// mergeRange returns the entries of snaps (each in key order, the
+// instances of one operator) whose key group is in [lo, hi), merged in key
+// order; false if there are none.
+func mergeRange(snaps []OpSnapshot, lo, hi int) (func() (StateEntry, bool), bool) {
+	type cursor struct {
+		s      OpSnapshot
+		i, end int
+	}
+	var cs []cursor
+	for _, s := range snaps {
+		n := s.Len()
+		first := func(kg int) int {
+			return sort.Search(n, func(i int) bool {
+				k, _ := s.Entry(i)
+				return len(k) > 0 && int(k[0]) >= kg
+			})
+		}
+		if c := (cursor{s: s, i: first(lo), end: first(hi)}); c.i < c.end {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) == 0 {
+		return nil, false
+	}
+	return func() (StateEntry, bool) {
+		best := -1
+		var bk []byte
+		for i := range cs {
+			if cs[i].i >= cs[i].end {
+				continue
+			}
+			if k, _ := cs[i].s.Entry(cs[i].i); best < 0 || bytes.Compare(k, bk) < 0 {
+				best, bk = i, k
+			}
+		}
+		if best < 0 {
+			return StateEntry{}, false
+		}
+		k, v := cs[best].s.Entry(cs[best].i)
+		cs[best].i++
+		return StateEntry{Key: k, Val: v}, true
+	}, true
 }
 
 func peekFirst(t *btreemap.BTreeMap[string, []byte], from btreemap.LowerBound[string], to btreemap.UpperBound[string]) (string, []byte, bool) {

@@ -2,21 +2,31 @@ package storage
 
 // The memory state backend (state.backend = 'memory').
 //
-// A job on it keeps its operators' state entries — the same keys and
-// values as the s/ range of the Pebble backend — in an ordered map on the
-// heap instead of in Pebble. Operators do not see the difference: they
-// write Runs and read through GetState/ScanState/ScanStatePrefix, and the
-// DB routes a memory job's s/ keys to its map (routeMemState) when an epoch
-// commits. So no s/ key of such a job reaches Pebble per epoch.
+// No s/ key of a job on it reaches Pebble per epoch. Its operator state
+// lives in one of two places:
 //
-// Instead, a commit that carries the job's checkpoint (Batch.SnapshotMemState)
-// writes a full snapshot of the map — an Arrow IPC file per operator and
-// range of 16 key groups (memsnap.go) — under memstate/ in the data
-// directory, synced before the commit, and commits a pointer to it (x/<job>)
-// with the job's offsets and view rows. The job hands its epochs to the
-// coordinator only at checkpoints (exec: holdForCheckpoint), so the job's
-// offsets, view rows, changelog and snapshot pointer in Pebble always
-// describe one checkpoint: after kill -9 the job resumes from there.
+//   - An operator that snapshots itself (exec: the aggregate, top-N,
+//     join, SESSION and temporal filter; stateSnapshot) keeps its state
+//     only in its own typed tables. It reads its entries from the map when
+//     the job starts, then takes them out (ReleaseMemState), writes no
+//     state per epoch, and at a checkpoint barrier hands the epoch's batch
+//     an OpSnapshot: its canonical (key, value) entries as of the barrier,
+//     in key order, immutable, which the snapshot writer reads in place of
+//     the map's entries of that operator.
+//   - Other state (the operators' watermarks) is written in Runs and read
+//     through GetState/ScanState/ScanStatePrefix as on Pebble; the DB
+//     routes the job's s/ keys to an ordered map on the heap (a B-tree per
+//     operator).
+//
+// A commit that carries the job's checkpoint (Batch.SnapshotMemState,
+// CommitMemWrite) writes a full snapshot of the map and the operators'
+// snapshots — an Arrow IPC file per operator and range of 16 key groups
+// (memsnap.go) — under memstate/ in the data directory, synced before the
+// commit, and commits a pointer to it (x/<job>) with the job's offsets and
+// view rows. The job hands its epochs to the coordinator only at
+// checkpoints (exec: holdForCheckpoint), so the job's offsets, view rows,
+// changelog and snapshot pointer in Pebble always describe one checkpoint:
+// after kill -9 the job resumes from there.
 //
 // The canonical, backend-independent form of a job's state is its list of
 // (key, value) entries. A savepoint round materializes a memory job's map
@@ -127,6 +137,81 @@ func (m *memState) scan(op uint32, prefix []byte, fn func(key, val []byte) error
 		}
 	}
 	return nil
+}
+
+// OpSnapshot is an operator instance's state at a checkpoint barrier, taken
+// by the operator itself (memory backend): its canonical state entries —
+// the keys (after the job and operator) and values the Pebble backend
+// would hold — in key order. It must not change once handed over: the
+// snapshot is written from it in the background while the operator goes
+// on. The instances of one operator hold disjoint key groups.
+type OpSnapshot interface {
+	// Op is the operator id the entries belong to; Epoch the barrier's.
+	Op() uint32
+	Epoch() uint64
+	Len() int
+	// Entry returns the i-th entry; the slices stay valid and unchanged.
+	Entry(i int) (key, val []byte)
+}
+
+// AddOpSnapshot adds an operator's snapshot of its state to b (the writes
+// of the barrier it was taken at).
+func (b *Batch) AddOpSnapshot(s OpSnapshot) {
+	b.mu.Lock()
+	b.opSnaps = append(b.opSnaps, s)
+	b.mu.Unlock()
+}
+
+// TakeOpSnapshots takes the operators' snapshots out of b. If b holds the
+// writes of several epochs (a late acknowledgement), an operator's
+// snapshots from before its newest are dropped.
+func (b *Batch) TakeOpSnapshots() []OpSnapshot {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	all := b.opSnaps
+	b.opSnaps = nil
+	b.mu.Unlock()
+	newest := map[uint32]uint64{}
+	for _, s := range all {
+		newest[s.Op()] = max(newest[s.Op()], s.Epoch())
+	}
+	out := all[:0]
+	for _, s := range all {
+		if s.Epoch() == newest[s.Op()] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ReleaseMemState removes from job's map the entries of operator op whose
+// key group own says an instance holds in its own tables now (it loaded
+// them and snapshots them itself: OpSnapshot), so they are not held twice.
+func (db *DB) ReleaseMemState(job uint64, op uint32, own func(keyGroup int) bool) {
+	m := db.memOf(job)
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.ops[op]
+	if t == nil {
+		return
+	}
+	var keys []string
+	for k := range t.Ascend(btreemap.Min[string](), btreemap.Max[string]()) {
+		if len(k) > 0 && own(int(k[0])) {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		m.deleteLocked(op, []byte(k))
+	}
+	if t.Len() == 0 {
+		delete(m.ops, op)
+	}
 }
 
 // memOf returns job's memory state, or nil if the job is on the Pebble backend.
@@ -250,18 +335,51 @@ func (db *DB) ForgetMemoryState(job uint64) {
 
 // SnapshotMemState marks b as the batch that commits job's checkpoint on
 // the memory backend: the commit writes a full snapshot of the job's map
-// and its pointer. materialize also writes the map into the job's s/ range
-// (a savepoint: the Pebble checkpoint it exports then holds the state).
-func (b *Batch) SnapshotMemState(job uint64, materialize bool) {
+// and of the operators' snapshots ops, and its pointer. materialize also
+// writes them into the job's s/ range (a savepoint: the Pebble checkpoint
+// it exports then holds the state).
+func (b *Batch) SnapshotMemState(job uint64, materialize bool, ops []OpSnapshot) {
 	b.mu.Lock()
-	b.memSnaps = append(b.memSnaps, memSnapReq{job: job, materialize: materialize})
+	b.memSnaps = append(b.memSnaps, memSnapReq{job: job, materialize: materialize, ops: ops})
 	b.mu.Unlock()
 }
 
 type memSnapReq struct {
 	job         uint64
 	materialize bool
+	ops         []OpSnapshot
 	ready       *memPointer // written already (MemClone.Write): commit only
+	write       *MemWrite   // being written: the commit waits for it
+}
+
+// MemWrite is a snapshot being written in the background for the round
+// that commits it (CHECKPOINT, savepoints: CommitMemWrite).
+type MemWrite struct {
+	c    *MemClone
+	done chan struct{}
+	p    *memPointer
+	err  error
+}
+
+// Start writes the clone on a goroutine that spawn starts (the job's, so
+// that stopping the job waits for it) and returns at once.
+func (c *MemClone) Start(spawn func(func())) *MemWrite {
+	w := &MemWrite{c: c, done: make(chan struct{})}
+	spawn(func() {
+		defer close(w.done)
+		w.p, w.err = c.db.writeMemSnapshot(c.job, c.m, c.ops)
+	})
+	return w
+}
+
+// CommitMemWrite marks b as the batch that commits job's checkpoint on the
+// memory backend with the snapshot w, which is being written: the commit
+// waits until w's files are synced, then commits its pointer. materialize
+// also writes w's entries into the job's s/ range (a savepoint).
+func (b *Batch) CommitMemWrite(job uint64, w *MemWrite, materialize bool) {
+	b.mu.Lock()
+	b.memSnaps = append(b.memSnaps, memSnapReq{job: job, materialize: materialize, write: w})
+	b.mu.Unlock()
 }
 
 // CommitMemSnapshot marks b as the batch that commits job's snapshot p,
@@ -348,6 +466,7 @@ type MemClone struct {
 	db  *DB
 	job uint64
 	m   *memState
+	ops []OpSnapshot
 }
 
 // MemSnapshot is a snapshot written by MemClone.Write, not committed yet.
@@ -358,9 +477,10 @@ type MemSnapshot struct {
 }
 
 // CloneMemState returns a lazy copy of job's map (nil if the job is not on
-// the memory backend). Cloning marks the map's nodes shared: the job's
-// next writes copy the nodes they change, the clone's reads copy nothing.
-func (db *DB) CloneMemState(job uint64) *MemClone {
+// the memory backend), to write with the operators' snapshots ops. Cloning
+// marks the map's nodes shared: the job's next writes copy the nodes they
+// change, the clone's reads copy nothing.
+func (db *DB) CloneMemState(job uint64, ops []OpSnapshot) *MemClone {
 	m := db.memOf(job)
 	if m == nil {
 		return nil
@@ -372,12 +492,12 @@ func (db *DB) CloneMemState(job uint64) *MemClone {
 	}
 	c.bytes = m.bytes
 	m.mu.Unlock()
-	return &MemClone{db: db, job: job, m: c}
+	return &MemClone{db: db, job: job, m: c, ops: ops}
 }
 
 // Write writes the clone as the job's next snapshot and syncs it.
 func (c *MemClone) Write() (*MemSnapshot, error) {
-	p, err := c.db.writeMemSnapshot(c.job, c.m)
+	p, err := c.db.writeMemSnapshot(c.job, c.m, c.ops)
 	if err != nil {
 		return nil, err
 	}
@@ -402,6 +522,7 @@ type memCommit struct {
 func (db *DB) routeMemStateLocked(b *Batch, mc *memCommit) {
 	mc.snaps = append(mc.snaps, b.memSnaps...)
 	b.memSnaps = nil
+	b.opSnaps = nil // taken by the job if it snapshots (exec: holdForCheckpoint)
 	db.memMu.RLock()
 	n := len(db.mem)
 	db.memMu.RUnlock()
@@ -476,9 +597,19 @@ func (db *DB) applyMemWrites(mc *memCommit, l *layout, pre *pebble.Batch) error 
 		}
 		mc.touched[m] = true
 		p := s.ready
-		if p == nil {
+		// What a savepoint materializes: the map and the operators'
+		// snapshots the files are written from.
+		src, ops := m, s.ops
+		switch {
+		case s.write != nil:
+			<-s.write.done
+			if s.write.err != nil {
+				return s.write.err
+			}
+			p, src, ops = s.write.p, s.write.c.m, s.write.c.ops
+		case p == nil:
 			var err error
-			if p, err = db.writeMemSnapshot(s.job, m); err != nil {
+			if p, err = db.writeMemSnapshot(s.job, m, s.ops); err != nil {
 				return err
 			}
 		}
@@ -490,24 +621,42 @@ func (db *DB) applyMemWrites(mc *memCommit, l *layout, pre *pebble.Batch) error 
 		l.addSet(memPointerKey(s.job), v)
 		start := binary.BigEndian.AppendUint64([]byte("s/"), s.job)
 		m.mu.Lock()
-		if m.pebbleState || s.materialize {
+		drop := m.pebbleState || s.materialize
+		m.pebbleState = s.materialize
+		m.mu.Unlock()
+		if drop {
 			if err := pre.DeleteRange(start, prefixEnd(start), nil); err != nil {
-				m.mu.Unlock()
 				return sqlerr.Wrap(sqlerr.IOError, err)
 			}
-			m.pebbleState = false
 		}
 		if s.materialize {
-			for op, t := range m.ops {
-				for k, v := range t.Ascend(btreemap.Min[string](), btreemap.Max[string]()) {
-					l.addSet(stateKey(s.job, op, []byte(k)), v)
-				}
-			}
-			m.pebbleState = true
+			materializeMem(l, s.job, src, ops)
 		}
-		m.mu.Unlock()
 	}
 	return nil
+}
+
+// materializeMem adds job's state, m's entries and the operators'
+// snapshots ops (which replace m's entries of their operators), to l as
+// the job's s/ range.
+func materializeMem(l *layout, job uint64, m *memState, ops []OpSnapshot) {
+	own := opsOf(ops)
+	m.mu.RLock()
+	for op, t := range m.ops {
+		if own[op] != nil {
+			continue
+		}
+		for k, v := range t.Ascend(btreemap.Min[string](), btreemap.Max[string]()) {
+			l.addSet(stateKey(job, op, []byte(k)), v)
+		}
+	}
+	m.mu.RUnlock()
+	for _, o := range ops {
+		for i := range o.Len() {
+			k, v := o.Entry(i)
+			l.addSet(stateKey(job, o.Op(), k), v)
+		}
+	}
 }
 
 // memCommitted finishes a commit: on failure the touched maps are no longer
@@ -574,10 +723,20 @@ func (db *DB) DropMemoryState(job uint64) {
 }
 
 // StateEntries counts job's committed operator state entries: those of its
-// map on the memory backend, of its s/ range on Pebble. It reads them all,
-// so it is for tests and benchmarks (the boundedness run), not hot paths.
+// last committed snapshot (else of its map) on the memory backend, of its
+// s/ range on Pebble. It reads them all, so it is for tests and benchmarks
+// (the boundedness run), not hot paths.
 func (db *DB) StateEntries(job uint64) (int64, error) {
 	if m := db.memOf(job); m != nil {
+		if p, err := db.loadPointer(job); err != nil || p != nil {
+			var n int64
+			if p != nil {
+				for _, f := range p.Files {
+					n += f.Rows
+				}
+			}
+			return n, err
+		}
 		m.mu.RLock()
 		defer m.mu.RUnlock()
 		var n int64

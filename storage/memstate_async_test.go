@@ -38,7 +38,7 @@ func TestMemStateAsyncSnapshot(t *testing.T) {
 		return b
 	}
 	held := epoch(0, 0, 2000)
-	clone := db.CloneMemState(job)
+	clone := db.CloneMemState(job, nil)
 	done := make(chan *MemSnapshot)
 	go func() {
 		s, err := clone.Write()
@@ -61,7 +61,7 @@ func TestMemStateAsyncSnapshot(t *testing.T) {
 		t.Fatalf("%d s/ keys in Pebble (%v), want none", n, err)
 	}
 	// Another snapshot written but never committed (a crash, a stop).
-	if _, err := db.CloneMemState(job).Write(); err != nil {
+	if _, err := db.CloneMemState(job, nil).Write(); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.UseMemoryState(job); err != nil { // a restart: reload

@@ -44,7 +44,7 @@ func TestMemStateRoundTrip(t *testing.T) {
 		b.AddRun(r)
 		b.SetOffset(job, 1, 0, uint64(epoch))
 		if epoch == 2 {
-			b.SnapshotMemState(job, false)
+			b.SnapshotMemState(job, false, nil)
 		}
 		if err := db.CommitEpoch([]*Batch{b}, 0, nil, true); err != nil {
 			t.Fatal(err)
@@ -90,7 +90,7 @@ func TestMemStateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := db.NewEpochBatch()
-	b.SnapshotMemState(job, false)
+	b.SnapshotMemState(job, false, nil)
 	if err := db.CommitEpoch([]*Batch{b}, 0, nil, true); err != nil {
 		t.Fatal(err)
 	}

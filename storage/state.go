@@ -29,6 +29,9 @@ type Batch struct {
 	appends []pendingAppend
 	// memSnaps asks the commit to snapshot memory-backend jobs (memstate.go).
 	memSnaps []memSnapReq
+	// opSnaps are operators' own snapshots of their state at the epoch's
+	// barrier (memory backend, memstate.go: OpSnapshot).
+	opSnaps []OpSnapshot
 }
 
 // pendingAppend is a log block to append when the epoch commits.
@@ -64,11 +67,12 @@ func (b *Batch) Absorb(o *Batch) {
 	if !o.b.Empty() {
 		singles = append(singles, o.b)
 	}
-	runs, appends, snaps := o.runs, o.appends, o.memSnaps
-	o.b, o.singles, o.runs, o.appends, o.memSnaps = nil, nil, nil, nil, nil
+	runs, appends, snaps, opSnaps := o.runs, o.appends, o.memSnaps, o.opSnaps
+	o.b, o.singles, o.runs, o.appends, o.memSnaps, o.opSnaps = nil, nil, nil, nil, nil, nil
 	o.mu.Unlock()
 	b.mu.Lock()
 	b.memSnaps = append(b.memSnaps, snaps...)
+	b.opSnaps = append(b.opSnaps, opSnaps...)
 	b.singles = append(b.singles, singles...)
 	b.runs = append(b.runs, runs...)
 	b.appends = append(b.appends, appends...)

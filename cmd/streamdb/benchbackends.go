@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -228,6 +229,23 @@ func backendGroupBy(be string, rows, keys, steady int) error {
 	fmt.Printf("%-7s groupby  %d rows, %d keys: view complete in %v (%.0f rows/s); steady CHECKPOINT p50 %v, max %v; peak RSS %.0f MB\n",
 		be, rows, keys, complete.Round(time.Millisecond), float64(rows)/complete.Seconds(),
 		ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond), peakRSSMB())
+	// What the job holds once the view is complete and idle: the live heap
+	// and RSS after a collection that returns freed memory to the system,
+	// and the job's accounted state (streamdb_jobs.state_bytes).
+	// Periodic checkpoints stop first, so no snapshot is being taken.
+	if err := b.exec("SET checkpoint.interval = '1h'", "CHECKPOINT"); err != nil {
+		return err
+	}
+	sb, err := scalarAny(context.Background(), b.run, "SELECT state_bytes FROM streamdb_jobs WHERE name = 'v'")
+	if err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // a periodic round in flight ends
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Printf("%-7s groupby  idle, after GC: heap in use %.0f MB, RSS %.0f MB, state_bytes %v\n",
+		be, float64(ms.HeapInuse)/(1<<20), rssMB(), sb)
 	return b.printCheckpoints(be, "groupby")
 }
 

@@ -1,0 +1,129 @@
+package exec
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/streamdb/streamdb/storage"
+)
+
+// stateOf lists op's entries in the state table as "key=value" in hex.
+func stateOf(t *testing.T, j *Job, op uint32) []string {
+	t.Helper()
+	var out []string
+	if err := j.db.ScanState(j.spec.ID, op, func(k, v []byte) error {
+		out = append(out, fmt.Sprintf("%x=%x", k, v))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func snapshotEntries(s storage.OpSnapshot) []string {
+	var out []string
+	for i := range s.Len() {
+		k, v := s.Entry(i)
+		out = append(out, fmt.Sprintf("%x=%x", k, v))
+	}
+	return out
+}
+
+// TestAggSnapshotIsCanonical: the memory backend's snapshot of an
+// aggregate, built from its groups alone (snapshotAgg), is entry for entry
+// what the Pebble backend holds in the state table after the same epochs —
+// groups and their values (count(DISTINCT), min/max under retraction),
+// emptied groups gone — so a savepoint is one format for both backends.
+func TestAggSnapshotIsCanonical(t *testing.T) {
+	j := valueJob(t)
+	op := restoredOp(t, j)
+	var rows [][2]int64
+	for k := range int64(300) {
+		for v := range int64(k % 7) {
+			rows = append(rows, [2]int64{k, v}, [2]int64{k, v * 3})
+		}
+	}
+	pushSigned(t, op, rows, 1)
+	saveEpoch(t, j, op, 1)
+	// Groups lose values, one empties (its entries go), one gains.
+	pushSigned(t, op, [][2]int64{{5, 0}, {5, 0}, {6, 3}, {8, 0}, {8, 0}, {8, 1}, {8, 3}}, -1)
+	pushSigned(t, op, [][2]int64{{1000, 42}, {9, 99}}, 1)
+	saveEpoch(t, j, op, 2)
+	want := stateOf(t, j, op.id)
+	s := snapshotAgg(op, 2)
+	got := snapshotEntries(s)
+	if len(got) != len(want) {
+		t.Fatalf("snapshot has %d entries, the state table %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("entry %d: snapshot %s, state table %s", i, got[i], want[i])
+		}
+	}
+	for i := 1; i < s.Len(); i++ {
+		a, _ := s.Entry(i - 1)
+		b, _ := s.Entry(i)
+		if bytes.Compare(a, b) >= 0 {
+			t.Fatalf("entries %d and %d out of key order", i-1, i)
+		}
+	}
+	// The snapshot does not change with the operator afterwards.
+	pushSigned(t, op, [][2]int64{{1, 0}, {2, 0}}, -1)
+	prepareSave(op, 3)
+	if after := snapshotEntries(s); fmt.Sprint(after) != fmt.Sprint(got) {
+		t.Fatal("the snapshot changed with the operator")
+	}
+}
+
+// TestMemoryBackendHoldsAggregateOnce: on the memory backend an aggregate
+// that loaded its groups takes them out of the job's state map, so its
+// state is held once (in its groups), and a snapshot written from the
+// aggregate's own entries restores the same groups.
+func TestMemoryBackendHoldsAggregateOnce(t *testing.T) {
+	j := valueJob(t)
+	op := restoredOp(t, j)
+	var rows [][2]int64
+	for k := range int64(2000) {
+		rows = append(rows, [2]int64{k, k % 5}, [2]int64{k, 7})
+	}
+	pushSigned(t, op, rows, 1)
+	saveEpoch(t, j, op, 1)
+	want := groupRows(t, op)
+
+	// The job moves to the memory backend: its state table is loaded into
+	// the map, the aggregate loads its groups from there and releases them.
+	j.spec.State = StateOptions{Backend: BackendMemory}
+	if err := j.db.UseMemoryState(j.spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := j.db.MemStateBytes(j.spec.ID); n == 0 {
+		t.Fatal("the state map is empty before the aggregate loaded")
+	}
+	op2 := restoredOp(t, j)
+	if got := groupRows(t, op2); got != want {
+		t.Fatal("groups loaded on the memory backend differ")
+	}
+	if n := j.db.MemStateBytes(j.spec.ID); n != 0 {
+		t.Fatalf("the state map still holds %d bytes after the aggregate loaded its groups", n)
+	}
+	// A snapshot from the aggregate's own entries, committed, then read
+	// back by a restarted job.
+	w := j.db.NewEpochBatch()
+	w.SnapshotMemState(j.spec.ID, false, []storage.OpSnapshot{snapshotAgg(op2, 2)})
+	if err := j.db.CommitEpoch([]*storage.Batch{w}, 2, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if !j.db.HasMemSnapshot(j.spec.ID) {
+		t.Fatal("no snapshot committed")
+	}
+	if n, err := j.db.StateEntries(j.spec.ID); err != nil || n != 2000*(1+4*2) {
+		t.Fatalf("snapshot holds %d entries (%v), want %d", n, err, 2000*9)
+	}
+	if err := j.db.UseMemoryState(j.spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := groupRows(t, restoredOp(t, j)); got != want {
+		t.Fatal("groups restored from the snapshot differ")
+	}
+}
