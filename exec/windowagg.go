@@ -31,8 +31,9 @@ import (
 type windowClose struct {
 	Key    int
 	Offset int64
-	// Hop, if the bound is a HOP window's (hop.go), tells a row's last
-	// window from its others: a late row is counted once, by that one.
+	// Hop, if the bound is a HOP or CUMULATE window's (hop.go), tells a
+	// row's last window from its others: a late row is counted once, by
+	// that one.
 	Hop *hopLast
 }
 
@@ -175,17 +176,17 @@ func (a *aggOp) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm
 	vals := col.(*array.Int64)
 	n := vals.Len()
 	var keep []int
-	var hopTS *array.Int64 // evaluated at the first row dropped
+	var hopTS hopRows // evaluated at the first row dropped
 	late := int64(0)
 	for i := 0; i < n; i++ {
 		if vals.IsValid(i) && vals.Value(i)+w.Offset <= wm {
 			end := vals.Value(i) + w.Offset
-			if w.Hop != nil && hopTS == nil {
+			if w.Hop != nil && hopTS.ts == nil {
 				if hopTS, err = w.Hop.times(ectx, rec); err != nil {
 					rec.Release()
 					return nil, nil, 0, err
 				}
-				defer hopTS.Release()
+				defer hopTS.release()
 			}
 			if w.Hop == nil || w.Hop.isLast(hopTS, i, end) {
 				late++
