@@ -30,6 +30,9 @@ func TestLateRowsCumulate(t *testing.T) {
 		`CREATE MATERIALIZED VIEW cumtop AS SELECT window_start, window_end, k FROM (
 		   SELECT window_start, window_end, k, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY k DESC) AS rn
 		   FROM `+cum+`) x WHERE rn <= 1`,
+		// Each window once, when it closes.
+		`CREATE MATERIALIZED VIEW cumclose AS SELECT window_start, window_end, count(*) AS n, sum(k)::bigint AS s
+		   FROM `+cum+` GROUP BY window_start, window_end EMIT ON WINDOW CLOSE`,
 		"INSERT INTO bid VALUES (1, '2026-01-01 00:00:01'), (2, '2026-01-01 00:00:06')",
 		"INSERT INTO bid VALUES (3, '2026-01-01 00:00:24')",
 	)
@@ -38,7 +41,7 @@ func TestLateRowsCumulate(t *testing.T) {
 	if !strings.Contains(plan, "Cumulate") || strings.Contains(plan, "Union") || strings.Count(plan, "StreamScan") != 1 {
 		t.Fatalf("EXPLAIN:\n%s", plan)
 	}
-	views := []string{"cum", "cumstart", "cumtop"}
+	views := []string{"cum", "cumstart", "cumtop", "cumclose"}
 	for _, v := range views {
 		waitWatermark(t, c, v, ts("2026-01-01 00:00:22"))
 	}
@@ -61,6 +64,8 @@ func TestLateRowsCumulate(t *testing.T) {
 		"2026-01-01 00:00:15 2026-01-01 00:00:30 2 203",
 	}, "\n")
 	waitSorted(t, c, "SELECT * FROM cum", wantCum)
+	closed := strings.Join(strings.Split(wantCum, "\n")[:3], "\n")
+	waitSorted(t, c, "SELECT * FROM cumclose", closed)
 	// The group of start 00:00:15 is open until 00:00:30: all three of
 	// 00:00:17's copies are in it.
 	waitSorted(t, c, "SELECT * FROM cumstart", "2026-01-01 00:00:00 5 7\n2026-01-01 00:00:15 5 606")
@@ -119,6 +124,11 @@ func TestLateRowsCumulate(t *testing.T) {
 			t.Fatalf("%s: %d rows in streamdb_late_rows, want 2", v, n)
 		}
 	}
+	// The watermark passes 00:00:30: the open windows close, each emitted
+	// once with the partly late rows in it.
+	waitSorted(t, c, "SELECT * FROM cumclose", closed)
+	execAll(t, c, "INSERT INTO bid VALUES (5, '2026-01-01 00:00:42')", "CHECKPOINT")
+	waitSorted(t, c, "SELECT * FROM cumclose", wantCum)
 }
 
 // Window joins of two HOP or two CUMULATE table functions on their
