@@ -13,13 +13,15 @@ import (
 // Window aggregates: an aggregate one of whose group keys is a window's
 // bound closes its groups by the watermark.
 //
-// The window table functions (TUMBLE, HOP, CUMULATE in FROM) and the group
-// window GROUP BY TUMBLE(ts, size) compute window_start and window_end with
-// tumble_start/tumble_end (sql/parse windowTable). windowCloseOf finds,
-// through the projections, filters and unions under the aggregate, a group
-// key that is a window's end (tumble_end(ts, size); tumble_start(...) [-
-// interval] + interval) or a tumbling window's start (tumble_start(ts,
-// size): its end is size later). A group whose window end is at or before
+// TUMBLE in FROM and the group window GROUP BY TUMBLE(ts, size) compute
+// window_start and window_end with tumble_start/tumble_end (sql/parse
+// windowTable); HOP and CUMULATE in FROM and GROUP BY HOP(...) add them
+// in an expand stage (hop.go). windowCloseOf finds, through the
+// projections, filters and unions under the aggregate, a group key that
+// is a window's end (tumble_end(ts, size); tumble_start(...) [- interval]
+// + interval; a Hop's window_end) or a window's start (tumble_start(ts,
+// size): its end is size later; a Hop's window_start: size or max size
+// later). A group whose window end is at or before
 // the watermark is closed: its final row is in the view, its state is
 // deleted in the same epoch, and a row that would fall into it afterwards
 // (its window end at or before the watermark on arrival) is late, dropped
