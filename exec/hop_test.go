@@ -115,8 +115,8 @@ func TestHopLastWindow(t *testing.T) {
 }
 
 // BenchmarkHopExpand expands 64K-row batches of (k BIGINT, ts TIMESTAMP)
-// into their size/slide windows, as an edge stage does: input and output
-// rows per second. docs/BENCHMARKS.md, "HOP expand stage".
+// into their size/slide windows (and CUMULATE windows), as an edge stage
+// does: input and output rows per second. docs/BENCHMARKS.md, "HOP expand stage".
 //
 //	go test ./exec/ -run '^$' -bench Hop -benchtime 20x -cpu 1
 func BenchmarkHopExpand(b *testing.B) {
@@ -147,9 +147,19 @@ func BenchmarkHopExpand(b *testing.B) {
 	}()
 	in := &Batches{Ts: []types.T{types.TInt64, types.TTimestamp}}
 	ectx := &expr.Ctx{Mem: mem}
+	type hopCase struct {
+		name string
+		h    *Hop
+	}
+	var cases []hopCase
 	for _, w := range []int64{2, 5, 10} {
-		h := &Hop{In: in, TS: col(1, types.TTimestamp), Slide: 2 * sec, Size: w * 2 * sec}
-		b.Run(fmt.Sprintf("windows=%d", w), func(b *testing.B) {
+		cases = append(cases, hopCase{fmt.Sprintf("windows=%d", w), &Hop{In: in, TS: col(1, types.TTimestamp), Slide: 2 * sec, Size: w * 2 * sec}})
+	}
+	// CUMULATE, step 2 s, max 10 steps: 5.5 windows a row on average.
+	cases = append(cases, hopCase{"cumulate=10", &Hop{In: in, TS: col(1, types.TTimestamp), Slide: 2 * sec, Size: 20 * sec, Cumulate: true}})
+	for _, hc := range cases {
+		h := hc.h
+		b.Run(hc.name, func(b *testing.B) {
 			var buf hopBuf
 			var out int64
 			for b.Loop() {
