@@ -623,7 +623,7 @@ func traceThrough(x expr.Expr, stages []Plan, from *gnode) string {
 			if h, ok := stages[d].(*Hop); ok && r.Idx >= len(h.In.Types()) {
 				// A window bound means its time column and sizes.
 				bound := [2]string{"window_start", "window_end"}[min(r.Idx-len(h.In.Types()), 1)]
-				return fmt.Sprintf("hop(%s, %dus, %dus).%s", sub(h.TS, d-1), h.Slide, h.Size, bound)
+				return fmt.Sprintf("%s(%s, %dus, %dus).%s", h.name(), sub(h.TS, d-1), h.Slide, h.Size, bound)
 			}
 		}
 		return fromColumn(from, r.Idx)

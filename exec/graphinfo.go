@@ -78,13 +78,13 @@ func (j *Job) Graph() []OperatorInfo {
 func stageNames(stages []Plan) string {
 	var names []string
 	for _, s := range stages {
-		switch s.(type) {
+		switch s := s.(type) {
 		case *Filter:
 			names = append(names, "filter")
 		case *Project:
 			names = append(names, "project")
 		case *Hop:
-			names = append(names, "hop")
+			names = append(names, s.name())
 		}
 	}
 	return strings.Join(names, ", ")

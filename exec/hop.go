@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"strings"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -9,31 +11,38 @@ import (
 	"github.com/streamdb/streamdb/types"
 )
 
-// Hopping windows: the HOP expand stage.
+// Hopping and cumulating windows: the HOP/CUMULATE expand stage.
 //
 // HOP(table, ts, slide, size) in FROM and GROUP BY HOP(ts, slide, size)
 // plan as one Hop over the input (planner): each input row becomes
 // size/slide output rows, its columns followed by window_start and
 // window_end of one of the windows it is in, the earliest first. The
 // row's last window (the greatest end) starts at tumble_start(ts, slide);
-// the k-th before it starts k slides earlier. A row whose time is NULL is
-// in one window with NULL bounds. The stage is stateless: in a job it
-// rides on an edge like a projection, so watermarks and barriers pass
-// through it unchanged.
+// the k-th before it starts k slides earlier. CUMULATE(table, ts, step,
+// max) in FROM plans as a Hop with Cumulate set (Slide the step, Size the
+// max size): a row's windows all start at s = tumble_start(ts, max) and
+// end at s + k*step for each k with s + k*step > ts and k*step <= max,
+// the earliest first; its last window is the max-sized one. A row whose
+// time is NULL is in one window with NULL bounds. The stage is stateless:
+// in a job it rides on an edge like a projection, so watermarks and
+// barriers pass through it unchanged.
 //
 // Lateness is judged downstream (the window aggregate, a top-N per
-// window) per window row, by the window's end; a row is late only when
-// its last window is closed, so only that copy is counted and recorded
-// (hopRowTime gives the consumer the row's time to tell it apart), and
-// the copies for windows already closed while a later one is open are
-// dropped silently: the row updates the open windows only.
+// window, a window join) per window row, by the window's end; a row is
+// late only when its last window is closed, so only that copy is counted
+// and recorded (hopRowTime gives the consumer the row's time to tell it
+// apart), and the copies for windows already closed while a later one is
+// open are dropped silently: the row updates the open windows only.
 
-// Hop expands each row of In into its hopping windows; output: In's
-// columns, window_start, window_end.
+// Hop expands each row of In into its hopping (or cumulating) windows;
+// output: In's columns, window_start, window_end.
 type Hop struct {
 	In          Plan
 	TS          expr.Expr // over In: the row's event time (timestamp)
 	Slide, Size int64     // µs; Slide divides Size
+	// Cumulate makes the windows CUMULATE's: Slide is the step, Size the
+	// max size.
+	Cumulate bool
 	// Used, if set, marks the columns of In read above the stage (a job
 	// sets it on its edges' stages, pruneHops): the others are NULL in
 	// the output rather than copied once per window.
@@ -44,8 +53,17 @@ func (p *Hop) Types() []types.T {
 	return append(append([]types.T(nil), p.In.Types()...), types.TTimestamp, types.TTimestamp)
 }
 
-// windows is how many windows a row with a time is in.
+// windows is how many windows a row with a time is in (at most, for
+// CUMULATE).
 func (p *Hop) windows() int { return int(p.Size / p.Slide) }
+
+// name is the table function's.
+func (p *Hop) name() string {
+	if p.Cumulate {
+		return "cumulate"
+	}
+	return "hop"
+}
 
 // hopBuf is the scratch of expand, reused from batch to batch.
 type hopBuf struct {
@@ -65,7 +83,7 @@ func (p *Hop) expand(ectx *expr.Ctx, mem memory.Allocator, buf *hopBuf, rec arro
 	defer col.Release()
 	ts, ok := col.(*array.Int64)
 	if !ok {
-		return nil, nil, sqlerr.New(sqlerr.Internal, "exec: HOP's time column is %s, not a timestamp", col.DataType())
+		return nil, nil, sqlerr.New(sqlerr.Internal, "exec: %s's time column is %s, not a timestamp", strings.ToUpper(p.name()), col.DataType())
 	}
 	n := int(rec.NumRows())
 	w := p.windows()
@@ -78,6 +96,17 @@ func (p *Hop) expand(ectx *expr.Ctx, mem memory.Allocator, buf *hopBuf, rec arro
 			start = append(start, 0)
 			end = append(end, 0)
 			valid = append(valid, false)
+			continue
+		}
+		if p.Cumulate {
+			// [s, s + k*step) for k from the first end after ts to max.
+			s := windowStartOf(vals[i], p.Size)
+			for e := s + ((vals[i]-s)/p.Slide+1)*p.Slide; e <= s+p.Size; e += p.Slide {
+				src = append(src, i)
+				start = append(start, s)
+				end = append(end, e)
+				valid = append(valid, true)
+			}
 			continue
 		}
 		first := windowStartOf(vals[i], p.Slide) - int64(w-1)*p.Slide
@@ -147,6 +176,25 @@ func runHop(ctx *Ctx, p *Hop, emit func(arrow.RecordBatch) error) error {
 type hopLast struct {
 	TS          expr.Expr // the row's time, over the consumer's input
 	Slide, Size int64
+	Cumulate    bool
+	// End, for a CUMULATE bound that is window_start (all of a row's
+	// windows share it), is the window row's window_end over the
+	// consumer's input; nil if it cannot be followed, and then every
+	// copy of a late row counts.
+	End expr.Expr
+}
+
+// hopRows are a batch's row times (and window ends, hopLast.End) for
+// isLast; release them after use.
+type hopRows struct{ ts, end *array.Int64 }
+
+func (r hopRows) release() {
+	if r.ts != nil {
+		r.ts.Release()
+	}
+	if r.end != nil {
+		r.end.Release()
+	}
 }
 
 // hopRowTime finds the Hop whose window_start or window_end is column col
@@ -158,7 +206,11 @@ func hopRowTime(p Plan, col int) *hopLast {
 	case *Hop:
 		n := len(p.In.Types())
 		if col == n || col == n+1 {
-			return &hopLast{TS: p.TS, Slide: p.Slide, Size: p.Size}
+			h := &hopLast{TS: p.TS, Slide: p.Slide, Size: p.Size, Cumulate: p.Cumulate}
+			if p.Cumulate && col == n {
+				h.End = &expr.ColRef{Idx: n + 1, T: types.TTimestamp, Name: "window_end"}
+			}
+			return h
 		}
 	case *Filter:
 		return hopRowTime(p.In, col)
@@ -178,36 +230,74 @@ func hopRowTime(p Plan, col int) *hopLast {
 		if !ok {
 			return nil
 		}
-		for j, e := range p.Exprs {
-			if c, ok := e.(*expr.ColRef); ok && c.Idx == tr.Idx {
-				return &hopLast{TS: &expr.ColRef{Idx: j, T: tr.T, Name: tr.Name}, Slide: h.Slide, Size: h.Size}
-			}
+		ts := projectedCol(p, tr)
+		if ts == nil {
+			return nil
+		}
+		out := &hopLast{TS: ts, Slide: h.Slide, Size: h.Size, Cumulate: h.Cumulate}
+		if er, ok := h.End.(*expr.ColRef); ok {
+			out.End = projectedCol(p, er)
+		}
+		return out
+	}
+	return nil
+}
+
+// projectedCol is the column of p's output that is column r of its input
+// (nil if p drops it).
+func projectedCol(p *Project, r *expr.ColRef) expr.Expr {
+	for j, e := range p.Exprs {
+		if c, ok := e.(*expr.ColRef); ok && c.Idx == r.Idx {
+			return &expr.ColRef{Idx: j, T: r.T, Name: r.Name}
 		}
 	}
 	return nil
 }
 
-// times evaluates the rows' times over rec; the caller releases them.
-func (h *hopLast) times(ectx *expr.Ctx, rec arrow.RecordBatch) (*array.Int64, error) {
-	col, err := expr.Eval(ectx, h.TS, rec)
-	if err != nil {
-		return nil, err
+// times evaluates the rows' times (and window ends) over rec; the caller
+// releases them.
+func (h *hopLast) times(ectx *expr.Ctx, rec arrow.RecordBatch) (hopRows, error) {
+	var r hopRows
+	for _, x := range []struct {
+		e   expr.Expr
+		dst **array.Int64
+	}{{h.TS, &r.ts}, {h.End, &r.end}} {
+		if x.e == nil {
+			continue
+		}
+		col, err := expr.Eval(ectx, x.e, rec)
+		if err != nil {
+			r.release()
+			return hopRows{}, err
+		}
+		a, ok := col.(*array.Int64)
+		if !ok {
+			col.Release()
+			r.release()
+			return hopRows{}, sqlerr.New(sqlerr.Internal, "exec: a window's time column is %s, not a timestamp", col.DataType())
+		}
+		*x.dst = a
 	}
-	ts, ok := col.(*array.Int64)
-	if !ok {
-		col.Release()
-		return nil, sqlerr.New(sqlerr.Internal, "exec: HOP's time column is %s, not a timestamp", col.DataType())
-	}
-	return ts, nil
+	return r, nil
 }
 
-// isLast says whether the window row ending at end, of a row whose time
-// is ts[i], is the row's last window.
-func (h *hopLast) isLast(ts *array.Int64, i int, end int64) bool {
-	if ts == nil || ts.IsNull(i) {
+// isLast says whether the window row ending at end (for a CUMULATE bound
+// on window_start, at the row's window_end instead), of a row whose time
+// is r.ts[i], is the row's last window.
+func (h *hopLast) isLast(r hopRows, i int, end int64) bool {
+	if r.ts == nil || r.ts.IsNull(i) {
 		return true
 	}
-	return windowStartOf(ts.Value(i), h.Slide)+h.Size == end
+	if h.Cumulate {
+		if h.End != nil {
+			if r.end == nil || r.end.IsNull(i) {
+				return true
+			}
+			end = r.end.Value(i)
+		}
+		return windowStartOf(r.ts.Value(i), h.Size)+h.Size == end
+	}
+	return windowStartOf(r.ts.Value(i), h.Slide)+h.Size == end
 }
 
 // pruneHops marks, on the Hop stages of g's edges into an aggregate, the
@@ -232,7 +322,7 @@ func pruneHops(g *graph, recordLate bool) {
 			es = append(es, a.Arg)
 		}
 		if w := windowCloseOf(n.agg); w != nil && w.Hop != nil {
-			es = append(es, w.Hop.TS)
+			es = append(es, w.Hop.TS, w.Hop.End)
 		}
 		if !markCols(need, es...) {
 			continue

@@ -99,11 +99,11 @@ func TestHopLastWindow(t *testing.T) {
 	// 00:00:07 is in the windows ending at 00:00:10, 15 and 20; the last
 	// is its own. A row without a time has one window.
 	for end, last := range map[int64]bool{10 * sec: false, 15 * sec: false, 20 * sec: true} {
-		if got := w.Hop.isLast(ts, 0, end); got != last {
+		if got := w.Hop.isLast(hopRows{ts: ts}, 0, end); got != last {
 			t.Errorf("window ending %d: last %v", end, got)
 		}
 	}
-	if !w.Hop.isLast(ts, 1, 0) {
+	if !w.Hop.isLast(hopRows{ts: ts}, 1, 0) {
 		t.Error("NULL time: not its last window")
 	}
 	// A projection without the time: every window row counts.
@@ -115,8 +115,8 @@ func TestHopLastWindow(t *testing.T) {
 }
 
 // BenchmarkHopExpand expands 64K-row batches of (k BIGINT, ts TIMESTAMP)
-// into their size/slide windows, as an edge stage does: input and output
-// rows per second. docs/BENCHMARKS.md, "HOP expand stage".
+// into their size/slide windows (and CUMULATE windows), as an edge stage
+// does: input and output rows per second. docs/BENCHMARKS.md, "HOP expand stage".
 //
 //	go test ./exec/ -run '^$' -bench Hop -benchtime 20x -cpu 1
 func BenchmarkHopExpand(b *testing.B) {
@@ -147,9 +147,19 @@ func BenchmarkHopExpand(b *testing.B) {
 	}()
 	in := &Batches{Ts: []types.T{types.TInt64, types.TTimestamp}}
 	ectx := &expr.Ctx{Mem: mem}
+	type hopCase struct {
+		name string
+		h    *Hop
+	}
+	var cases []hopCase
 	for _, w := range []int64{2, 5, 10} {
-		h := &Hop{In: in, TS: col(1, types.TTimestamp), Slide: 2 * sec, Size: w * 2 * sec}
-		b.Run(fmt.Sprintf("windows=%d", w), func(b *testing.B) {
+		cases = append(cases, hopCase{fmt.Sprintf("windows=%d", w), &Hop{In: in, TS: col(1, types.TTimestamp), Slide: 2 * sec, Size: w * 2 * sec}})
+	}
+	// CUMULATE, step 2 s, max 10 steps: 5.5 windows a row on average.
+	cases = append(cases, hopCase{"cumulate=10", &Hop{In: in, TS: col(1, types.TTimestamp), Slide: 2 * sec, Size: 20 * sec, Cumulate: true}})
+	for _, hc := range cases {
+		h := hc.h
+		b.Run(hc.name, func(b *testing.B) {
 			var buf hopBuf
 			var out int64
 			for b.Loop() {
@@ -212,5 +222,65 @@ func TestPruneHops(t *testing.T) {
 	}
 	if got, want := ops["aggregate#0"], "keys(hop(bid.ts, 2000000us, 10000000us).window_start timestamp without time zone, bid.auction bigint)"; !strings.Contains(got, want) {
 		t.Errorf("fingerprint %q, want it to contain %q", got, want)
+	}
+}
+
+// CUMULATE(step 5 s, max 15 s): each row in the windows of its max-sized
+// window's start that end after it, the earliest first; NULL in one.
+func TestCumulateExpand(t *testing.T) {
+	withChecked(t)
+	h := &Hop{In: hopInput(), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec, Cumulate: true}
+	want := "a 1970-01-01 00:00:01 1970-01-01 00:00:00 1970-01-01 00:00:05\n" +
+		"a 1970-01-01 00:00:01 1970-01-01 00:00:00 1970-01-01 00:00:10\n" +
+		"a 1970-01-01 00:00:01 1970-01-01 00:00:00 1970-01-01 00:00:15\n" +
+		"b 1970-01-01 00:00:05 1970-01-01 00:00:00 1970-01-01 00:00:10\n" +
+		"b 1970-01-01 00:00:05 1970-01-01 00:00:00 1970-01-01 00:00:15\n" +
+		"c 1969-12-31 23:59:58 1969-12-31 23:59:45 1970-01-01 00:00:00\n" +
+		"n NULL NULL NULL"
+	if got := runText(t, h, true); got != want {
+		t.Fatalf("cumulate:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A CUMULATE row's last window is its max-sized one, whether the
+// aggregate's bound is window_end or window_start (all of a row's windows
+// share the start: the row's window_end tells them apart).
+func TestCumulateLastWindow(t *testing.T) {
+	h := &Hop{In: hopInput(), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec, Cumulate: true}
+	ints := func(vs ...int64) *array.Int64 {
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		defer b.Release()
+		b.AppendValues(vs, nil)
+		return b.NewInt64Array()
+	}
+	ts := ints(7*sec, 7*sec)
+	defer ts.Release()
+	// SELECT window_end, window_start, ts FROM CUMULATE(...) grouped by
+	// window_end: 00:00:07 is in [0, 10) and [0, 15); the last is [0, 15).
+	p := &Project{In: h, Exprs: []expr.Expr{col(3, types.TTimestamp), col(2, types.TTimestamp), col(1, types.TTimestamp)}}
+	w := windowCloseOf(&HashAgg{In: p, Keys: []expr.Expr{col(0, types.TTimestamp)}})
+	if w == nil || w.Offset != 0 || w.Hop == nil || !w.Hop.Cumulate || w.Hop.End != nil {
+		t.Fatalf("by window_end: %+v", w)
+	}
+	for end, last := range map[int64]bool{10 * sec: false, 15 * sec: true} {
+		if got := w.Hop.isLast(hopRows{ts: ts}, 0, end); got != last {
+			t.Errorf("by window_end: window ending %d: last %v", end, got)
+		}
+	}
+	// Grouped by window_start alone: the window closes at start + max and
+	// the row's window_end (column 0) picks its last copy.
+	w = windowCloseOf(&HashAgg{In: p, Keys: []expr.Expr{col(1, types.TTimestamp)}})
+	if w == nil || w.Offset != 15*sec || w.Hop == nil {
+		t.Fatalf("by window_start: %+v", w)
+	}
+	if r, ok := w.Hop.End.(*expr.ColRef); !ok || r.Idx != 0 {
+		t.Fatalf("by window_start: window_end %v, want column 0", w.Hop.End)
+	}
+	ends := ints(10*sec, 15*sec)
+	defer ends.Release()
+	for i, last := range []bool{false, true} {
+		if got := w.Hop.isLast(hopRows{ts: ts, end: ends}, i, 15*sec); got != last {
+			t.Errorf("by window_start: copy %d: last %v", i, got)
+		}
 	}
 }

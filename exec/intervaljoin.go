@@ -62,6 +62,12 @@ type joinTime struct {
 	// A row of side s whose time is t is freed at a watermark W with
 	// t + free[s] <= W, and late if t + late[s] <= W on arrival.
 	free, late [2]int64
+	// window join: own[s] is how long after the key side s's window ends
+	// (late[s] is the greater of both sides'), and hop[s], if side s's
+	// windows are a HOP or CUMULATE stage's, tells a row's last window from
+	// its others, so a row late for all its windows counts once.
+	own [2]int64
+	hop [2]*hopLast
 }
 
 // joinTimeOf finds how join n's rows end by watermark; nil if they do not.
@@ -96,7 +102,8 @@ func windowJoinOf(n *HashJoin) *joinTime {
 		}
 		off := max(lo, ro)
 		if best == nil || off < best.free[0] {
-			best = &joinTime{kind: "window join", key: k, free: [2]int64{off, off}, late: [2]int64{off, off}}
+			best = &joinTime{kind: "window join", key: k, free: [2]int64{off, off}, late: [2]int64{off, off},
+				own: [2]int64{lo, ro}, hop: [2]*hopLast{hopOfKey(n.Left, n.LeftKeys[k]), hopOfKey(n.Right, n.RightKeys[k])}}
 		}
 	}
 	return best
@@ -305,14 +312,31 @@ func (o *joinOp) dropLate(ectx *expr.Ctx, c Chunk, side int) (Chunk, error) {
 	wm, lateOff := o.tw.wm, s.late[side]
 	var keep []int
 	dropped := false
+	var hopTS hopRows // evaluated at the first row dropped
 	for i := 0; i < n; i++ {
 		if col.IsValid(i) && col.Value(i)+lateOff <= wm {
-			o.tw.late++
 			et := col.Value(i) // the row's time, or its window's end
 			if s.kind == "window join" {
-				et += lateOff
+				et += s.own[side]
 			}
-			o.tw.logs[side].note(c.Rec, i, et, wm)
+			// A HOP or CUMULATE row is late once: by its last window's
+			// copy; the copies for its other windows are dropped silently.
+			last := true
+			if h := s.hop[side]; h != nil {
+				if hopTS.ts == nil {
+					var err error
+					if hopTS, err = h.times(ectx, c.Rec); err != nil {
+						c.Rec.Release()
+						return c, err
+					}
+					defer hopTS.release()
+				}
+				last = h.isLast(hopTS, i, et)
+			}
+			if last {
+				o.tw.late++
+				o.tw.logs[side].note(c.Rec, i, et, wm)
+			}
 			if !dropped {
 				dropped, keep = true, o.tw.keepBuf[:0]
 				for k := 0; k < i; k++ {

@@ -87,7 +87,7 @@ func (o *rankOp) advance(_ *expr.Ctx, wm Watermark) (int64, error) {
 // a window that had ended at the watermark; if so it counts and notes it,
 // unless it is a HOP row's window other than its last (hopTS: the rows'
 // times, from lateHopTimes), which is dropped silently.
-func (o *rankOp) isLate(rec arrow.RecordBatch, keys []arrow.Array, hopTS *array.Int64, i int) bool {
+func (o *rankOp) isLate(rec arrow.RecordBatch, keys []arrow.Array, hopTS hopRows, i int) bool {
 	w := o.spec.win
 	if w == nil || o.wm == NoWatermark {
 		return false
@@ -106,10 +106,10 @@ func (o *rankOp) isLate(rec arrow.RecordBatch, keys []arrow.Array, hopTS *array.
 
 // lateHopTimes evaluates, when rows can be late and the partitions are
 // HOP windows, the rows' times for isLate (nil otherwise).
-func (o *rankOp) lateHopTimes(ectx *expr.Ctx, rec arrow.RecordBatch) (*array.Int64, error) {
+func (o *rankOp) lateHopTimes(ectx *expr.Ctx, rec arrow.RecordBatch) (hopRows, error) {
 	w := o.spec.win
 	if w == nil || w.Hop == nil || o.wm == NoWatermark {
-		return nil, nil
+		return hopRows{}, nil
 	}
 	return w.Hop.times(ectx, rec)
 }

@@ -149,9 +149,7 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 	if err != nil {
 		return err
 	}
-	if hopTS != nil {
-		defer hopTS.Release()
-	}
+	defer hopTS.release()
 	var p *rankPart
 	for i := 0; i < n; i++ {
 		if o.isLate(rec, keys, hopTS, i) {

@@ -13,13 +13,15 @@ import (
 // Window aggregates: an aggregate one of whose group keys is a window's
 // bound closes its groups by the watermark.
 //
-// The window table functions (TUMBLE, HOP, CUMULATE in FROM) and the group
-// window GROUP BY TUMBLE(ts, size) compute window_start and window_end with
-// tumble_start/tumble_end (sql/parse windowTable). windowCloseOf finds,
-// through the projections, filters and unions under the aggregate, a group
-// key that is a window's end (tumble_end(ts, size); tumble_start(...) [-
-// interval] + interval) or a tumbling window's start (tumble_start(ts,
-// size): its end is size later). A group whose window end is at or before
+// TUMBLE in FROM and the group window GROUP BY TUMBLE(ts, size) compute
+// window_start and window_end with tumble_start/tumble_end (sql/parse
+// windowTable); HOP and CUMULATE in FROM and GROUP BY HOP(...) add them
+// in an expand stage (hop.go). windowCloseOf finds, through the
+// projections, filters and unions under the aggregate, a group key that
+// is a window's end (tumble_end(ts, size); tumble_start(...) [- interval]
+// + interval; a Hop's window_end) or a window's start (tumble_start(ts,
+// size): its end is size later; a Hop's window_start: size or max size
+// later). A group whose window end is at or before
 // the watermark is closed: its final row is in the view, its state is
 // deleted in the same epoch, and a row that would fall into it afterwards
 // (its window end at or before the watermark on arrival) is late, dropped
@@ -31,8 +33,9 @@ import (
 type windowClose struct {
 	Key    int
 	Offset int64
-	// Hop, if the bound is a HOP window's (hop.go), tells a row's last
-	// window from its others: a late row is counted once, by that one.
+	// Hop, if the bound is a HOP or CUMULATE window's (hop.go), tells a
+	// row's last window from its others: a late row is counted once, by
+	// that one.
 	Hop *hopLast
 }
 
@@ -175,17 +178,17 @@ func (a *aggOp) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm
 	vals := col.(*array.Int64)
 	n := vals.Len()
 	var keep []int
-	var hopTS *array.Int64 // evaluated at the first row dropped
+	var hopTS hopRows // evaluated at the first row dropped
 	late := int64(0)
 	for i := 0; i < n; i++ {
 		if vals.IsValid(i) && vals.Value(i)+w.Offset <= wm {
 			end := vals.Value(i) + w.Offset
-			if w.Hop != nil && hopTS == nil {
+			if w.Hop != nil && hopTS.ts == nil {
 				if hopTS, err = w.Hop.times(ectx, rec); err != nil {
 					rec.Release()
 					return nil, nil, 0, err
 				}
-				defer hopTS.Release()
+				defer hopTS.release()
 			}
 			if w.Hop == nil || w.Hop.isLast(hopTS, i, end) {
 				late++

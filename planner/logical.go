@@ -178,15 +178,19 @@ type SingleRow struct {
 	Input Node
 }
 
-// Hop puts each input row in its size/slide hopping windows, one output
-// row per window: Input's columns, then window_start and window_end (Cols).
-// Both HOP(table, ts, slide, size) in FROM and GROUP BY HOP(ts, slide,
-// size) plan as one (exec/hop.go).
+// Hop puts each input row in its size/slide hopping windows (or its
+// cumulating windows), one output row per window: Input's columns, then
+// window_start and window_end (Cols). HOP(table, ts, slide, size) in
+// FROM, GROUP BY HOP(ts, slide, size) and CUMULATE(table, ts, step, max)
+// in FROM plan as one (exec/hop.go).
 type Hop struct {
 	Input       Node
 	TS          expr.Expr // over Input: the rows' event time
 	Slide, Size int64     // microseconds; Slide divides Size
-	Cols        []Column
+	// Cumulate makes the windows CUMULATE(table, ts, step, max)'s: Slide
+	// is the step, Size the max size.
+	Cumulate bool
+	Cols     []Column
 }
 
 // UnionAll concatenates inputs with the same column types.

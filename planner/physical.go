@@ -82,8 +82,9 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		}
 		for _, e := range n.Exprs {
 			if hasSessionBound(e) {
-				if hasHopBound(e) {
-					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "pg_hop_start and pg_hop_end are the HOP table function's own: write HOP(table, time column, slide, size) in FROM")
+				if kind := hopBoundKind(e); kind != "" {
+					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "pg_%[1]s_start and pg_%[1]s_end are the %[2]s table function's own: write %[2]s(table, time column, %[3]s) in FROM",
+						kind, strings.ToUpper(kind), map[string]string{"hop": "slide, size", "cumulate": "step, max size"}[kind])
 				}
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported,
 					"the window_start and window_end of SESSION(table, time column, gap) exist only grouped: GROUP BY [keys,] window_start, window_end")
@@ -193,7 +194,7 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &exec.Hop{In: in, TS: n.TS, Slide: n.Slide, Size: n.Size}, nil
+		return &exec.Hop{In: in, TS: n.TS, Slide: n.Slide, Size: n.Size, Cumulate: n.Cumulate}, nil
 	case *UnionAll:
 		u := &exec.Union{}
 		for _, c := range n.Inputs {
@@ -554,7 +555,11 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 		line("ProjectSet %s", strings.Join(fs, ", "))
 		explain(b, p.In, depth+1)
 	case *exec.Hop:
-		line("Hop time=%s slide=%dus size=%dus", p.TS, p.Slide, p.Size)
+		if p.Cumulate {
+			line("Cumulate time=%s step=%dus max=%dus", p.TS, p.Slide, p.Size)
+		} else {
+			line("Hop time=%s slide=%dus size=%dus", p.TS, p.Slide, p.Size)
+		}
 		explain(b, p.In, depth+1)
 	case *exec.Union:
 		line("UnionAll")
@@ -616,32 +621,40 @@ func colTypes(cs []Column) []typesT {
 	return ts
 }
 
-// hasHopBound says e calls a placeholder of HOP(table, ...) in FROM left
-// where the binder could not make it a Hop (sql/bind hopTVF).
-func hasHopBound(e expr.Expr) bool {
+// hopBoundKind says whether e calls a placeholder of HOP(table, ...) or
+// CUMULATE(table, ...) in FROM left where the binder could not make it a
+// Hop (sql/bind hopTVF): "hop", "cumulate", or "" if not.
+func hopBoundKind(e expr.Expr) string {
+	if c, ok := e.(*expr.Cast); ok {
+		return hopBoundKind(c.E)
+	}
 	f, ok := e.(*expr.Func)
 	if !ok {
-		return false
+		return ""
 	}
-	if f.Name == "hop_start" || f.Name == "hop_end" {
-		return true
+	switch f.Name {
+	case "hop_start", "hop_end":
+		return "hop"
+	case "cumulate_start", "cumulate_end":
+		return "cumulate"
 	}
 	for _, a := range f.Args {
-		if hasHopBound(a) {
-			return true
+		if k := hopBoundKind(a); k != "" {
+			return k
 		}
 	}
-	return false
+	return ""
 }
 
-// hasSessionBound says e computes a session's or a HOP window's bound row
-// by row: the placeholders of SESSION(table, ...) or HOP(table, ...) in
-// FROM left where the binder could not make them a session window or a
-// Hop (sql/bind groupwin.go).
+// hasSessionBound says e computes a session's or a HOP or CUMULATE
+// window's bound row by row: the placeholders of SESSION(table, ...),
+// HOP(table, ...) or CUMULATE(table, ...) in FROM left where the binder
+// could not make them a session window or a Hop (sql/bind groupwin.go).
 func hasSessionBound(e expr.Expr) bool {
 	switch e := e.(type) {
 	case *expr.Func:
-		if e.Name == "session_start" || e.Name == "session_end" || e.Name == "hop_start" || e.Name == "hop_end" {
+		switch e.Name {
+		case "session_start", "session_end", "hop_start", "hop_end", "cumulate_start", "cumulate_end":
 			return true
 		}
 		for _, a := range e.Args {

@@ -84,7 +84,11 @@ func format(b *strings.Builder, n planner.Node, depth int) {
 	case *planner.UnionAll:
 		fmt.Fprintf(b, "UnionAll %s", cols(n.Cols))
 	case *planner.Hop:
-		fmt.Fprintf(b, "Hop time=%s slide=%dus size=%dus %s", n.TS, n.Slide, n.Size, cols(n.Cols))
+		if n.Cumulate {
+			fmt.Fprintf(b, "Cumulate time=%s step=%dus max=%dus %s", n.TS, n.Slide, n.Size, cols(n.Cols))
+		} else {
+			fmt.Fprintf(b, "Hop time=%s slide=%dus size=%dus %s", n.TS, n.Slide, n.Size, cols(n.Cols))
+		}
 	case *planner.WindowAgg:
 		keys := make([]string, len(n.OrderBy))
 		for i, k := range n.OrderBy {

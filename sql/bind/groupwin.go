@@ -162,7 +162,7 @@ func (b *Binder) addGroupWindow(agg *aggState, w *groupWindow, in planner.Node) 
 		return in, nil
 	}
 	n := len(in.Schema())
-	out := newHop(in, w.ts, w.slide, w.size)
+	out := newHop(in, w.ts, w.slide, w.size, false)
 	w.start = len(agg.group)
 	agg.addGroup(&expr.ColRef{Idx: n, T: types.TTimestamp, Name: "window_start"})
 	w.end = len(agg.group)
@@ -170,41 +170,48 @@ func (b *Binder) addGroupWindow(agg *aggState, w *groupWindow, in planner.Node) 
 	return out, nil
 }
 
-// newHop is a Hop over in: its columns, then window_start, window_end.
-func newHop(in planner.Node, ts expr.Expr, slide, size int64) *planner.Hop {
+// newHop is a Hop over in (a CUMULATE one with cumulate: slide is the
+// step, size the max size): its columns, then window_start, window_end.
+func newHop(in planner.Node, ts expr.Expr, slide, size int64, cumulate bool) *planner.Hop {
 	cols := append(append([]planner.Column(nil), in.Schema()...),
 		planner.Column{Name: "window_start", T: types.TTimestamp}, planner.Column{Name: "window_end", T: types.TTimestamp})
-	return &planner.Hop{Input: in, TS: ts, Slide: slide, Size: size, Cols: cols}
+	return &planner.Hop{Input: in, TS: ts, Slide: slide, Size: size, Cumulate: cumulate, Cols: cols}
 }
 
-// hopTVF makes HOP(table, ts, slide, size) in FROM a Hop. The dialect
-// layer (sql/parse windowTable) made it the derived table SELECT *,
-// pg_hop_start(ts, slide, size) AS window_start, pg_hop_end(ts, slide,
-// size) AS window_end FROM table, whose two calls the binder leaves as
-// hop_start/hop_end placeholders: given the select list exprs over in,
-// hopTVF returns a Hop over in and exprs with the placeholders replaced
-// by its window columns (in's columns keep their positions). With no
-// placeholder it returns in and exprs as they are.
+// hopTVF makes HOP(table, ts, slide, size) or CUMULATE(table, ts, step,
+// max) in FROM a Hop. The dialect layer (sql/parse windowTable) made it
+// the derived table SELECT *, pg_hop_start(ts, slide, size) AS
+// window_start, pg_hop_end(ts, slide, size) AS window_end FROM table
+// (pg_cumulate_start/_end for CUMULATE), whose two calls the binder
+// leaves as hop_start/hop_end (cumulate_start/cumulate_end) placeholders:
+// given the select list exprs over in, hopTVF returns a Hop over in and
+// exprs with the placeholders replaced by its window columns (in's
+// columns keep their positions). With no placeholder it returns in and
+// exprs as they are.
 func hopTVF(in planner.Node, exprs []expr.Expr) (planner.Node, []expr.Expr, error) {
 	var hop *planner.Hop
 	var key string
 	out := exprs
 	for i, e := range exprs {
 		f, ok := e.(*expr.Func)
-		if !ok || f.Name != "hop_start" && f.Name != "hop_end" {
+		if !ok {
+			continue
+		}
+		kind, bound, ok := strings.Cut(f.Name, "_")
+		if !ok || kind != "hop" && kind != "cumulate" || bound != "start" && bound != "end" {
 			continue
 		}
 		slide, _ := intervalOf(f.Args[1])
 		size, _ := intervalOf(f.Args[2])
 		if hop == nil {
-			hop = newHop(in, f.Args[0], slide, size)
-			key = windowKey("hop", f.Args[0], []int64{slide, size})
+			hop = newHop(in, f.Args[0], slide, size, kind == "cumulate")
+			key = windowKey(kind, f.Args[0], []int64{slide, size})
 			out = slices.Clone(exprs)
-		} else if windowKey("hop", f.Args[0], []int64{slide, size}) != key {
-			return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "one SELECT takes the bounds of one HOP window")
+		} else if windowKey(kind, f.Args[0], []int64{slide, size}) != key {
+			return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "one SELECT takes the bounds of one HOP or CUMULATE window")
 		}
 		n := len(in.Schema())
-		if f.Name == "hop_end" {
+		if bound == "end" {
 			n++
 		}
 		out[i] = &expr.ColRef{Idx: n, T: types.TTimestamp, Name: hop.Cols[n].Name}
@@ -253,6 +260,23 @@ func (b *Binder) windowGroupFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, bool,
 		}
 		if err := checkHop(us[0], us[1]); err != nil {
 			return nil, true, err
+		}
+		return call(strings.TrimPrefix(name, "pg_"), types.TTimestamp, ts, intervalConst(us[0]), intervalConst(us[1])), true, nil
+	case "pg_cumulate_start", "pg_cumulate_end":
+		// CUMULATE(table, ts, step, max) in FROM (sql/parse windowTable):
+		// placeholders hopTVF makes a CUMULATE Hop's window columns.
+		if len(n.Args) != 3 {
+			return nil, true, sqlerr.New(sqlerr.SyntaxError, "CUMULATE takes (table, time column, step, max size)")
+		}
+		ts, us, err := b.windowArgs(c.inputCtx("aggregate functions are not allowed in CUMULATE"), "CUMULATE", n.Args[0], n.Args[1:])
+		if err != nil {
+			return nil, true, err
+		}
+		if us[1]%us[0] != 0 {
+			return nil, true, sqlerr.New(sqlerr.InvalidParameterValue, "CUMULATE step must divide its max size")
+		}
+		if us[1]/us[0] > maxHopWindows {
+			return nil, true, sqlerr.New(sqlerr.FeatureNotSupported, "CUMULATE puts each row in up to %d windows; at most %d are supported", us[1]/us[0], maxHopWindows)
 		}
 		return call(strings.TrimPrefix(name, "pg_"), types.TTimestamp, ts, intervalConst(us[0]), intervalConst(us[1])), true, nil
 	case "session_start", "session_end":

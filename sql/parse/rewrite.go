@@ -1,7 +1,6 @@
 package parse
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -590,18 +589,17 @@ func (r *rewriter) rewrite(from, to int) error {
 //	(SELECT *, tumble_start(ts, size) AS window_start,
 //	           tumble_end(ts, size) AS window_end FROM tbl)
 //
-// A row is in size/slide hopping windows: HOP becomes
+// A row is in size/slide hopping windows, and in up to max/step
+// cumulating ones: HOP becomes
 //
 //	(SELECT *, pg_hop_start(ts, slide, size) AS window_start,
 //	           pg_hop_end(ts, slide, size) AS window_end FROM tbl)
 //
-// whose placeholders the binder turns into one HOP expand stage (sql/bind
-// hopTVF, exec/hop.go). A row is in up to max/step cumulating windows:
-// CUMULATE becomes a UNION ALL of one TUMBLE-like SELECT per window a row
-// can be in (the j-th cumulating window ends j steps after the start of
-// the row's max-sized window, and takes the rows before its end). Their
-// sizes must be fixed-length interval literals, the slide (step) must
-// divide the size (max), and a row is in at most maxWindowsPerRow windows.
+// and CUMULATE the same with pg_cumulate_start/pg_cumulate_end, whose
+// placeholders the binder turns into one expand stage (sql/bind hopTVF,
+// exec/hop.go). Their sizes must be fixed-length interval literals, the
+// slide (step) must divide the size (max), and a row is in at most
+// maxWindowsPerRow windows.
 func (r *rewriter) windowTable(i, to int, space bool) (end int, err error) {
 	p := r.p
 	toks := p.toks
@@ -730,33 +728,15 @@ func (r *rewriter) windowTable(i, to int, space bool) (end int, err error) {
 		if n > maxWindowsPerRow {
 			return 0, p.notSupported(toks[i], "%s puts each row in %d windows; at most %d are supported", strings.ToUpper(kind), n, maxWindowsPerRow)
 		}
-		if kind == "hop" {
-			// One row per window a row is in, made by the binder's Hop
-			// (sql/bind hopTVF) from these placeholders.
-			for _, f := range []string{"(select *, pg_hop_start(", ") as window_start, pg_hop_end("} {
-				r.emit(f+col+",", i, f[0] == '(' && space)
-				join(args[0])
-				r.emit(",", i, false)
-				join(args[1])
-			}
-			r.emit(") as window_end from "+tbl+")", i, false)
-			return r.windowAlias(i, end, to, alias)
+		// One row per window a row is in, made by the binder's Hop
+		// (sql/bind hopTVF) from these placeholders.
+		for _, f := range []string{"(select *, pg_" + kind + "_start(", ") as window_start, pg_" + kind + "_end("} {
+			r.emit(f+col+",", i, f[0] == '(' && space)
+			join(args[0])
+			r.emit(",", i, false)
+			join(args[1])
 		}
-		r.emit("(", i, space)
-		for w := int64(0); w < n; w++ {
-			if w > 0 {
-				r.emit("union all", i, true)
-			}
-			// window_start = the start of the row's max-sized window; the
-			// window ends w+1 steps after it and holds the rows before that.
-			startExpr := fmt.Sprintf("tumble_start(%s, pg_interval('%d microseconds'))", col, big)
-			endExpr := fmt.Sprintf("%s + pg_interval('%d microseconds')", startExpr, (w+1)*small)
-			r.emit("select *, "+startExpr+" as window_start, "+endExpr+" as window_end from "+tbl, i, true)
-			if w < n-1 {
-				r.emit("where "+col+" < "+endExpr, i, true)
-			}
-		}
-		r.emit(")", i, false)
+		r.emit(") as window_end from "+tbl+")", i, false)
 	}
 	return r.windowAlias(i, end, to, alias)
 }
@@ -772,8 +752,8 @@ func (r *rewriter) windowAlias(i, end, to int, alias string) (int, error) {
 	return end, nil
 }
 
-// maxWindowsPerRow bounds size/slide (HOP) and max/step (CUMULATE): each
-// window a row can be in is a branch of a UNION ALL.
+// maxWindowsPerRow bounds size/slide (HOP) and max/step (CUMULATE): the
+// rows a row becomes.
 const maxWindowsPerRow = 64
 
 func errWindowSize(what string) error {
