@@ -161,12 +161,26 @@ func runHop(ctx *Ctx, p *Hop, emit func(arrow.RecordBatch) error) error {
 			rec.Release()
 			return err
 		}
-		out, _, err := p.expand(ctx.Expr, ctx.alloc(), &buf, rec)
-		rec.Release()
-		if err != nil {
-			return err
+		defer rec.Release()
+		n := int(rec.NumRows())
+		step := expandStep([]Plan{p})
+		for lo := 0; lo < n; lo += step {
+			part := rec
+			if step < n {
+				part = rec.NewSlice(int64(lo), int64(min(n, lo+step)))
+			}
+			out, _, err := p.expand(ctx.Expr, ctx.alloc(), &buf, part)
+			if step < n {
+				part.Release()
+			}
+			if err != nil {
+				return err
+			}
+			if err := emit(out); err != nil {
+				return err
+			}
 		}
-		return emit(out)
+		return nil
 	})
 }
 

@@ -284,3 +284,46 @@ func TestCumulateLastWindow(t *testing.T) {
 		}
 	}
 }
+
+// A batch that a HOP would expand past expandBatchRows is cut first: no
+// output batch outgrows the bound, and no row is lost.
+func TestHopOutputBatchesBounded(t *testing.T) {
+	withChecked(t)
+	const n, windows = 50_000, 10
+	kb, tb := array.NewInt64Builder(memoryPool), array.NewInt64Builder(memoryPool)
+	defer kb.Release()
+	defer tb.Release()
+	for i := 0; i < n; i++ {
+		kb.Append(int64(i % 7))
+		tb.Append(int64(i) * sec / 100)
+	}
+	ts := []types.T{types.TInt64, types.TTimestamp}
+	in := &Batches{Recs: []arrow.RecordBatch{newRecord(ts, []arrow.Array{kb.NewArray(), tb.NewArray()}, n)}, Ts: ts}
+	defer in.Recs[0].Release()
+	for _, cumulate := range []bool{false, true} {
+		h := &Hop{In: in, TS: col(1, types.TTimestamp), Slide: sec, Size: windows * sec, Cumulate: cumulate}
+		in.Recs[0].Retain() // Run takes one reference
+		rows, batches, largest := 0, 0, 0
+		err := Run(&Ctx{Context: context.Background(), Expr: &expr.Ctx{Mem: memoryPool}}, h, func(r arrow.RecordBatch) error {
+			defer r.Release()
+			rows += int(r.NumRows())
+			batches++
+			largest = max(largest, int(r.NumRows()))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := n * windows
+		if cumulate {
+			want = 0 // a row at offset o of its max window is in the windows ending after it
+			for i := 0; i < n; i++ {
+				want += windows - int(int64(i)*sec/100%(windows*sec)/sec)
+			}
+		}
+		if rows != want || largest > expandBatchRows {
+			t.Fatalf("cumulate=%v: %d rows in %d batches, the largest %d; want %d rows, batches of at most %d",
+				cumulate, rows, batches, largest, want, expandBatchRows)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"math"
 	"reflect"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -59,8 +60,54 @@ type outlet struct {
 	idx  [][]int
 }
 
-// emit applies the stages to c and routes the result; it owns c.Rec.
+// emit applies the stages to c and routes the result; it owns c.Rec. A
+// batch that a HOP or CUMULATE stage would expand past expandBatchRows is
+// cut first, so no batch grows by the windows' fan-out.
 func (o *outlet) emit(ectx *expr.Ctx, c Chunk, ids []uint64) error {
+	n := int(c.Rec.NumRows())
+	if step := expandStep(o.stages); step < n {
+		defer c.Rec.Release()
+		for lo := 0; lo < n; lo += step {
+			hi := min(n, lo+step)
+			part := Chunk{Rec: c.Rec.NewSlice(int64(lo), int64(hi))}
+			if c.Ops != nil {
+				part.Ops = c.Ops[lo:hi]
+			}
+			if c.Groups != nil {
+				part.Groups = c.Groups[lo:hi]
+			}
+			var sub []uint64
+			if ids != nil {
+				sub = ids[lo:hi]
+			}
+			if err := o.emitOne(ectx, part, sub); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return o.emitOne(ectx, c, ids)
+}
+
+// expandBatchRows bounds the rows a window expand stage makes of one batch.
+const expandBatchRows = 64 << 10
+
+// expandStep is the most input rows per batch that the stages' window
+// expansion keeps within expandBatchRows (all of them without one).
+func expandStep(stages []Plan) int {
+	fan := 1
+	for _, st := range stages {
+		if h, ok := st.(*Hop); ok {
+			fan *= max(1, h.windows())
+		}
+	}
+	if fan == 1 {
+		return math.MaxInt
+	}
+	return max(1, expandBatchRows/fan)
+}
+
+func (o *outlet) emitOne(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 	if len(o.stages) > 0 {
 		out, kept, err := applyStages(ectx, o.stages, c.Rec, c.Ops != nil || ids != nil)
 		c.Rec.Release()
