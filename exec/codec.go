@@ -233,8 +233,14 @@ func takeArray(a arrow.Array, idx []int, t types.T) arrow.Array {
 
 // takeArrayMem is takeArray allocating from mem.
 func takeArrayMem(mem memory.Allocator, a arrow.Array, idx []int, t types.T) arrow.Array {
+	return takeArrayInts(mem, mem, a, idx, t)
+}
+
+// takeArrayInts is takeArrayMem gathering a BIGINT-like column without
+// NULLs from ints (which may be a recycler: takeInt64s writes every byte).
+func takeArrayInts(mem, ints memory.Allocator, a arrow.Array, idx []int, t types.T) arrow.Array {
 	if arr, ok := a.(*array.Int64); ok && arr.NullN() == 0 {
-		if out := takeInt64s(mem, arr, idx, t); out != nil {
+		if out := takeInt64s(ints, arr, idx, t); out != nil {
 			return out
 		}
 	}
@@ -263,6 +269,16 @@ func takeInt64s(mem memory.Allocator, arr *array.Int64, idx []int, t types.T) ar
 	buf.Release()
 	defer data.Release()
 	return array.MakeFromData(data)
+}
+
+// takeSplit is takeRecord for a batch split between an aggregate's
+// instances: its BIGINT columns without NULLs come from splitPool.
+func takeSplit(rec arrow.RecordBatch, idx []int, ts []types.T) arrow.RecordBatch {
+	cols := make([]arrow.Array, len(ts))
+	for c := range ts {
+		cols[c] = takeArrayInts(memoryPool, splitPool, rec.Column(c), idx, ts[c])
+	}
+	return newRecord(ts, cols, len(idx))
 }
 
 // takeRecord returns the rows idx of rec as a new record of types ts.

@@ -188,7 +188,11 @@ func (o *outlet) route(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 				sub[x] = c.Ops[r]
 			}
 		}
-		if err := o.j.send(o.outs[i], msg{c: Chunk{Rec: takeRecord(out, rows, ts), Ops: sub}, in: o.in}); err != nil {
+		take := takeRecord
+		if o.aggregate {
+			take = takeSplit
+		}
+		if err := o.j.send(o.outs[i], msg{c: Chunk{Rec: take(out, rows, ts), Ops: sub}, in: o.in}); err != nil {
 			return err
 		}
 	}

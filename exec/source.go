@@ -211,7 +211,9 @@ func (j *Job) route(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part uint32,
 		defer rec.Release()
 	}
 	for _, o := range outs {
-		out, kept, err := j.transform(ectx, s, o, w, part, first, rec)
+		// Rows are followed through the stages only for what needs them:
+		// row ids and a changelog's ops.
+		out, kept, err := j.transform(ectx, s, o, w, part, first, rec, o.rowIDs || inOps != nil)
 		if err != nil {
 			return err
 		}
@@ -233,8 +235,8 @@ func (j *Job) route(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part uint32,
 // rows that raise it: with job.error_policy = 'skip' it records each in the
 // epoch's error log and goes on without them; otherwise the job fails with
 // the first one's stream offset.
-func (j *Job) transform(ectx *expr.Ctx, s *jobSource, o *outlet, w *storage.Batch, part uint32, first uint64, rec arrow.RecordBatch) (arrow.RecordBatch, []int, error) {
-	out, kept, err := o.tryStages(ectx, rec)
+func (j *Job) transform(ectx *expr.Ctx, s *jobSource, o *outlet, w *storage.Batch, part uint32, first uint64, rec arrow.RecordBatch, track bool) (arrow.RecordBatch, []int, error) {
+	out, kept, err := o.tryStages(ectx, rec, track)
 	if err == nil || !isDataError(err) {
 		return out, kept, err
 	}
@@ -242,7 +244,7 @@ func (j *Job) transform(ectx *expr.Ctx, s *jobSource, o *outlet, w *storage.Batc
 	good := make([]int, 0, n)
 	for i := 0; i < n; i++ {
 		one := rec.NewSlice(int64(i), int64(i+1))
-		res, _, e := o.tryStages(ectx, one)
+		res, _, e := o.tryStages(ectx, one, false)
 		one.Release()
 		if res != nil {
 			res.Release()
@@ -262,7 +264,7 @@ func (j *Job) transform(ectx *expr.Ctx, s *jobSource, o *outlet, w *storage.Batc
 	}
 	sub := takeRecord(rec, good, exprTypes(plannedExprs(rec)))
 	defer sub.Release()
-	out, kept, err = o.tryStages(ectx, sub)
+	out, kept, err = o.tryStages(ectx, sub, track)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -275,8 +277,8 @@ func (j *Job) transform(ectx *expr.Ctx, s *jobSource, o *outlet, w *storage.Batc
 // tryStages runs the edge's stages and also evaluates the consumer's
 // expressions that can raise errors (its keys, an aggregate's arguments),
 // so a bad row is caught here, with its stream offset.
-func (o *outlet) tryStages(ectx *expr.Ctx, rec arrow.RecordBatch) (arrow.RecordBatch, []int, error) {
-	out, kept, err := applyStages(ectx, o.stages, rec, true)
+func (o *outlet) tryStages(ectx *expr.Ctx, rec arrow.RecordBatch, track bool) (arrow.RecordBatch, []int, error) {
+	out, kept, err := applyStages(ectx, o.stages, rec, track)
 	if err != nil {
 		return out, kept, err
 	}
