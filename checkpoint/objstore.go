@@ -224,7 +224,7 @@ func (r *Remote) downloadFiles(ctx context.Context, prefix, dst string, m *Manif
 			return sqlerr.Wrap(sqlerr.IOError, err)
 		}
 		h := sha256.New()
-		n, err := io.Copy(io.MultiWriter(out, h), rc)
+		n, err := io.Copy(io.MultiWriter(h, out), rc) // hash first: see storage.writeSynced
 		rc.Close()
 		if err == nil {
 			err = out.Sync()

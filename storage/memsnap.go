@@ -293,7 +293,10 @@ func (db *DB) writeSynced(path string, fn func(io.Writer) error, sf *StateFile) 
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
 	h := sha256.New()
-	cw := &countWriter{w: io.MultiWriter(f, h)}
+	// The hash sees each write first: a file may change the buffer it was
+	// given once it has written it (Pebble's MemFS does in race builds, to
+	// catch callers that reuse it).
+	cw := &countWriter{w: io.MultiWriter(h, f)}
 	err = fn(cw)
 	if err == nil {
 		err = f.Sync()
