@@ -12,6 +12,7 @@ package storage
 // them elsewhere.
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -293,11 +294,17 @@ func (db *DB) writeSynced(path string, fn func(io.Writer) error, sf *StateFile) 
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
 	h := sha256.New()
-	// The hash sees each write first: a file may change the buffer it was
-	// given once it has written it (Pebble's MemFS does in race builds, to
-	// catch callers that reuse it).
-	cw := &countWriter{w: io.MultiWriter(h, f)}
+	// A file may change a buffer it was given once it has written it
+	// (Pebble's MemFS does in race builds, to catch callers that reuse
+	// one), and Arrow's IPC writer writes package-level bytes (its magic,
+	// its padding): so the hash sees each write first, and small writes go
+	// through a buffer of our own.
+	bw := bufio.NewWriterSize(f, 64<<10)
+	cw := &countWriter{w: io.MultiWriter(h, bw)}
 	err = fn(cw)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil {
 		err = f.Sync()
 	}
