@@ -98,3 +98,111 @@ func (b *Binder) trimFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 	}
 	return b.resolveFunc(fn, args)
 }
+
+// PostgreSQL and MySQL rank these operators differently. PostgreSQL: * / %
+// above + - above every other operator (& | # << >> and prefix ~, all one
+// level, left-associative). MySQL, whose grammar TiDB has: ~ and ^ above
+// * / %, then + -, then << >>, then &, then |. So when an unparenthesized
+// chain of them holds a bitwise operator, the binder regroups the chain by
+// PostgreSQL's levels: 4 | 1 & 2 is (4 | 1) & 2, 2 * 3 # 1 is (2 * 3) # 1,
+// ~5 + 1 is ~(5 + 1). Parentheses (kept in TiDB's tree) end a chain.
+
+// chainTok is an operand (leaf) or an operator (op: "~" is the prefix one).
+type chainTok struct {
+	op   string
+	leaf ast.ExprNode
+}
+
+// chainOp is the PostgreSQL name of a chain's binary operator.
+func chainOp(op opcode.Op) (string, bool) {
+	if s, ok := bitOps[op]; ok {
+		return s, true
+	}
+	switch op {
+	case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.Mod:
+		return binOps[op], true
+	}
+	return "", false
+}
+
+// flattenChain appends the tokens of n's chain to toks, in source order,
+// and reports whether it holds a bitwise operator.
+func flattenChain(n ast.ExprNode, toks []chainTok) ([]chainTok, bool) {
+	switch x := n.(type) {
+	case *ast.BinaryOperationExpr:
+		if op, ok := chainOp(x.Op); ok {
+			toks, lb := flattenChain(x.L, toks)
+			toks = append(toks, chainTok{op: op})
+			toks, rb := flattenChain(x.R, toks)
+			_, bit := bitOps[x.Op]
+			return toks, lb || rb || bit
+		}
+	case *ast.UnaryOperationExpr:
+		if x.Op == opcode.BitNeg {
+			toks, _ = flattenChain(x.V, append(toks, chainTok{op: "~"}))
+			return toks, true
+		}
+	}
+	return append(toks, chainTok{leaf: n}), false
+}
+
+// pgPrec is PostgreSQL's precedence level of a binary chain operator.
+func pgPrec(op string) int {
+	switch op {
+	case "*", "/", "%":
+		return 3
+	case "+", "-":
+		return 2
+	}
+	return 1
+}
+
+// chainBinder binds a flattened chain by precedence climbing.
+type chainBinder struct {
+	b    *Binder
+	c    *ectx
+	toks []chainTok
+	i    int
+}
+
+func (p *chainBinder) expr(minPrec int) (expr.Expr, error) {
+	var left expr.Expr
+	var err error
+	t := p.toks[p.i]
+	p.i++
+	if t.op == "~" {
+		// A prefix operator of the lowest level takes the tighter ones
+		// after it: ~a + b is ~(a + b), ~a & b is (~a) & b.
+		e, err := p.expr(2)
+		if err != nil {
+			return nil, err
+		}
+		if left, err = p.b.bitNot(e); err != nil {
+			return nil, err
+		}
+	} else if left, err = p.b.bindExpr(p.c, t.leaf); err != nil {
+		return nil, err
+	}
+	for p.i < len(p.toks) {
+		op := p.toks[p.i].op
+		prec := pgPrec(op)
+		if prec < minPrec {
+			break
+		}
+		p.i++
+		right, err := p.expr(prec + 1)
+		if err != nil {
+			return nil, err
+		}
+		switch op {
+		case "&", "|", "#", "<<", ">>":
+			left, err = p.b.bitOp(op, left, right)
+		default:
+			left, err = p.b.binaryOp(op, left, right)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return left, nil
+}

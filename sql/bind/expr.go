@@ -312,12 +312,12 @@ var binOps = map[opcode.Op]string{
 }
 
 func (b *Binder) bindBinary(c *ectx, n *ast.BinaryOperationExpr) (expr.Expr, error) {
-	if op, ok := bitOps[n.Op]; ok {
-		l, r, err := b.bindPair(c, n.L, n.R)
-		if err != nil {
-			return nil, err
+	if _, ok := chainOp(n.Op); ok {
+		if toks, bit := flattenChain(n, nil); bit {
+			// Regrouped by PostgreSQL's precedence (bitwise.go).
+			p := &chainBinder{b: b, c: c, toks: toks}
+			return p.expr(0)
 		}
-		return b.bitOp(op, l, r)
 	}
 	op, ok := binOps[n.Op]
 	if !ok {
