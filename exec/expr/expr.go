@@ -54,6 +54,8 @@ type Cast struct {
 //	                              Timestamp±Interval, Date±Int64 (days), Timestamp-Timestamp → Interval,
 //	                              Interval±Interval, Interval*Float64
 //	"neg"                         unary minus
+//	"&","|","#"                  both Int64-physical integers of T; "bitnot" (~) one (bitwise.go)
+//	"<<",">>"                    integer of T, integer shift count (bitwise.go)
 //	"=","<>","<","<=",">",">="   both operands the same T.Physical()
 //	"and","or","not"             Bool (three-valued logic)
 //	"is_null","is_not_null"      any; never NULL
@@ -69,6 +71,7 @@ type Cast struct {
 //	"extract"                    Text field, Timestamp/Date/Interval → Numeric (PostgreSQL 14+)
 //	"tumble_start","tumble_end"  Timestamp, Interval → Timestamp
 //	"replace"                    Text, Text, Text
+//	"btrim","ltrim","rtrim"      Text, Text (characters to remove) → Text
 //	"split_part"                 Text, Text, Int64
 //	"to_char"                    Timestamp, Text (template) → Text
 //	"regexp_match"               Text, Text [, Text flags] → TextArray

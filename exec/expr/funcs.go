@@ -47,6 +47,10 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = arithKernel(e.Name[0], e.T), 2, 2
 	case "neg":
 		k = negKernel(e.T)
+	case "&", "|", "#", "<<", ">>":
+		k, lo, hi = bitKernel(e.Name, e.T), 2, 2
+	case "bitnot":
+		k = bitNotKernel(e.T)
 	case "=", "<>", "<", "<=", ">", ">=":
 		op, _ := cmpOpOf(e.Name)
 		k, lo, hi = cmpKernel(op), 2, 2
@@ -86,6 +90,8 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = tumbleKernel(e.Name == "tumble_end", e.T), 2, 2
 	case "replace":
 		k, lo, hi = replaceKernel(e.T), 3, 3
+	case "btrim", "ltrim", "rtrim":
+		k, lo, hi = trimKernel(e.Name, e.T), 2, 2
 	case "split_part":
 		k, lo, hi = splitPartKernel(e.T), 3, 3
 	case "to_char":

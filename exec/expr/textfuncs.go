@@ -511,3 +511,25 @@ func broadcastList(mem memory.Allocator, d types.Datum, n int) arrow.Array {
 	}
 	return lb.NewArray()
 }
+
+// trimKernel is PostgreSQL's btrim, ltrim or rtrim (name) of (s, chars):
+// s without the leading and/or trailing characters (code points, not a
+// substring) that occur in chars. TRIM([BOTH|LEADING|TRAILING] [chars]
+// FROM s) binds to these.
+func trimKernel(name string, t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		s, chars := strColOf(args[0]), strColOf(args[1])
+		return c.strMap(t, args, n, func(dst []byte, i int) ([]byte, error) {
+			v, set := s.at(i), chars.at(i)
+			switch name {
+			case "ltrim":
+				v = strings.TrimLeft(v, set)
+			case "rtrim":
+				v = strings.TrimRight(v, set)
+			default:
+				v = strings.Trim(v, set)
+			}
+			return append(dst, v...), nil
+		})
+	}
+}

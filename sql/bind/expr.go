@@ -312,6 +312,13 @@ var binOps = map[opcode.Op]string{
 }
 
 func (b *Binder) bindBinary(c *ectx, n *ast.BinaryOperationExpr) (expr.Expr, error) {
+	if _, ok := chainOp(n.Op); ok {
+		if toks, bit := flattenChain(n, nil); bit {
+			// Regrouped by PostgreSQL's precedence (bitwise.go).
+			p := &chainBinder{b: b, c: c, toks: toks}
+			return p.expr(0)
+		}
+	}
 	op, ok := binOps[n.Op]
 	if !ok {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "syntax error at or near %q", n.Op.String())
@@ -349,6 +356,12 @@ func (b *Binder) bindUnary(c *ectx, n *ast.UnaryOperationExpr) (expr.Expr, error
 			return &expr.Const{D: types.Datum{D: k.D.D.Negate()}, T: k.T}, nil
 		}
 		return b.negate(e)
+	case opcode.BitNeg:
+		e, err := b.bindExpr(c, n.V)
+		if err != nil {
+			return nil, err
+		}
+		return b.bitNot(e)
 	case opcode.Not, opcode.Not2:
 		e, err := b.bindBool(c, n.V, "NOT")
 		if err != nil {

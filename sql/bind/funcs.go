@@ -413,6 +413,8 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 	}
 	name := n.FnName.L
 	switch name {
+	case "trim":
+		return b.trimFunc(c, n)
 	case "pg_array_subquery":
 		if sub := arraySubquery(n); sub != nil {
 			if ref, ok := b.scalars[sub]; ok && ref.sc == c.sc && c.agg == nil {
@@ -649,6 +651,13 @@ func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
 		// select list (as in Flink's group windows); see also tumble_end.
 		if n == 2 && arg(0, types.TTimestamp) && arg(1, types.TInterval) {
 			return call("tumble_start", types.TTimestamp, args...), nil
+		}
+	case "btrim", "ltrim", "rtrim":
+		if n == 1 && arg(0, types.TText) {
+			return call(name, types.TText, args[0], &expr.Const{D: types.Str(" "), T: types.TText}), nil
+		}
+		if n == 2 && arg(0, types.TText) && arg(1, types.TText) {
+			return call(name, types.TText, args...), nil
 		}
 	case "replace":
 		if n == 3 && arg(0, types.TText) && arg(1, types.TText) && arg(2, types.TText) {

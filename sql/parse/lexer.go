@@ -154,9 +154,10 @@ var twoCharOps = []string{"::", "||", "<>", "!=", "<=", ">=", "=>"}
 var regexOps = []string{"!~*", "!~", "~*"}
 
 // oneCharOps are the single-character operators and punctuation. Characters
-// MySQL gives another meaning (# comments, ? markers, @ variables,
-// backquotes, lone !) are deliberately absent, so they are syntax errors.
-const oneCharOps = "+-*/%^<>=()[],.;:|&~"
+// MySQL gives another meaning (? markers, @ variables, backquotes, lone !)
+// are deliberately absent, so they are syntax errors; # is PostgreSQL's
+// xor, which the dialect layer rewrites (it is no comment here).
+const oneCharOps = "+-*/%^<>=()[],.;:|&~#"
 
 func (l *lexer) next() (token, error) {
 	start := l.pos

@@ -165,6 +165,7 @@ var golden = []struct{ in, want string }{
 	{"select a from t fetch next row only", "query: SELECT `a` FROM `t` LIMIT 0,1"},
 	{"select a from t limit -1 offset -2", "query: SELECT `a` FROM `t` LIMIT 18446744073709551614,18446744073709551615"},
 	{"select a from t limit 99999999999999999999", "error 22003 at 23: bigint out of range"},
+	{"select 2 ^ 3", "error 0A000 at 10: operator ^ is not supported"},
 	{"select a from t limit 1.5", "error 0A000 at 23: LIMIT and OFFSET must be integer constants"},
 	{"select a from t fetch first 2 rows with ties", "error 0A000 at 36: FETCH FIRST ... WITH TIES is not supported"},
 	{"create table bad (a int,)", "error 42601 at 25: syntax error at or near \")\""},
@@ -190,8 +191,8 @@ var golden = []struct{ in, want string }{
 		"error 42601 at 8: unterminated /* comment at or near \"/* unterminated\""},
 	{"select 123abc",
 		"error 42601 at 8: trailing junk after numeric literal at or near \"123abc\""},
-	{"select a # b from t",
-		"error 42601 at 10: syntax error at or near \"#\""},
+	{"select a # b from t", // PostgreSQL's xor, not a MySQL comment
+		"query: SELECT `a`^`b` FROM `t`"},
 	{"select `x` from t",
 		"error 42601 at 8: syntax error at or near \"`\""},
 	{"select ? from t",
@@ -482,6 +483,8 @@ func TestQueryText(t *testing.T) {
 			`select window_start from (select *, tumble_start("ts",pg_interval('10 second')) as window_start, tumble_end("ts",pg_interval('10 second')) as window_end from "bids") as "bids" group by 1`},
 		{"select (regexp_match(url, '(&|^)channel_id=([^&]*)'))[2] from bid", "select (regexp_match(url, '(&|^)channel_id=([^&]*)'))[2] from bid",
 			"select pg_subscript((regexp_match(url, '(&|^)channel_id=([^&]*)')),2) from bid"},
+		// # is PostgreSQL's xor (TiDB's ^), never a comment; a prefix ~ stays.
+		{"select a # b, ~a, '#' from t", "select a # b, ~a, '#' from t", "select a ^ b, ~a, '#' from t"},
 		{"select regexp_match(url, 'a[b]')[2]::int, a[i + 1], 'x[1]' from t", "select regexp_match(url, 'a[b]')[2]::int, a[i + 1], 'x[1]' from t",
 			"select pg_cast(pg_subscript(regexp_match(url, 'a[b]'),2), 'integer'), pg_subscript(a,i + 1), 'x[1]' from t"},
 		{`select (information_schema._pg_expandarray(i.indkey)).n, (r.keys)."X", ((r.k).a).b, (r).a.b, (a[1]).f::int from t where (t.r).x = 1`,

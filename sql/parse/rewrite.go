@@ -537,6 +537,13 @@ func (r *rewriter) rewrite(from, to int) error {
 				}
 				r.emit(t.Val, i, space)
 				prim = -1
+			case "#":
+				// PostgreSQL's integer xor is TiDB's ^; PostgreSQL's ^
+				// (exponentiation) has no counterpart and is refused.
+				r.emit("^", i, space)
+				prim = -1
+			case "^":
+				return p.notSupported(t, "operator ^ is not supported")
 			case ".":
 				if i > from && (toks[i-1].isOp(")") || toks[i-1].isOp("]") || i-1 == field) && prim >= 0 && (next.Kind == tIdent || next.Kind == tQIdent) {
 					// (expr).field → pg_field((expr), 'field'): field

@@ -82,7 +82,8 @@ const pgjdbcJar = "/usr/share/java/postgresql.jar"
 // TestJDBCMetaData lists the streams, views and columns through pgjdbc's
 // DatabaseMetaData.getTables and getColumns, and the views' keys through
 // getPrimaryKeys (whose query selects (information_schema._pg_expandarray(i.indkey)).n
-// and (result.KEYS).x: records through a subquery).
+// and (result.KEYS).x: records through a subquery), and the same keys as
+// indexes through getIndexInfo (trim(both '"' from ...), indoption[k] & 1::smallint).
 func TestJDBCMetaData(t *testing.T) {
 	java, err := exec.LookPath("java")
 	if _, statErr := os.Stat(pgjdbcJar); err != nil || statErr != nil {
@@ -127,6 +128,10 @@ pk word_counts 1 word word_counts_pkey
 pk by_small_word 1 word by_small_word_pkey
 pk by_small_word 2 small by_small_word_pkey
 pk words none
+index word_counts word_counts_pkey false 3 1 word A
+index by_small_word by_small_word_pkey false 3 1 word A
+index by_small_word by_small_word_pkey false 3 2 small A
+index words none
 `
 	if got := stdout.String(); got != want {
 		t.Errorf("Introspect.java printed:\n%s\nwant:\n%s\nstderr:\n%s", got, want, stderr.String())

@@ -42,6 +42,22 @@ public class Introspect {
                     System.out.println("pk " + table + " none");
                 }
             }
+            // The same key as an index (unique and approximate both false: every index).
+            for (String table : new String[] {"word_counts", "by_small_word", "words"}) {
+                int n = 0;
+                try (ResultSet rs = md.getIndexInfo(null, "public", table, false, false)) {
+                    while (rs.next()) {
+                        n++;
+                        System.out.println("index " + rs.getString("TABLE_NAME") + " " + rs.getString("INDEX_NAME")
+                                + " " + rs.getBoolean("NON_UNIQUE") + " " + rs.getShort("TYPE")
+                                + " " + rs.getShort("ORDINAL_POSITION") + " " + rs.getString("COLUMN_NAME")
+                                + " " + rs.getString("ASC_OR_DESC"));
+                    }
+                }
+                if (n == 0) {
+                    System.out.println("index " + table + " none");
+                }
+            }
         }
     }
 }
