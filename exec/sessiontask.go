@@ -65,7 +65,7 @@ func (o *sessionOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error 
 	if w != nil && o.j.memBackend() {
 		// The sessions are the state (statebackend.go): a checkpoint gets
 		// their snapshot; only the watermark is written per epoch.
-		if b.Checkpoint {
+		if b.snapshots() {
 			w.AddOpSnapshot(o.snapshot(b.Epoch))
 		}
 		o.saveWatermark(w)

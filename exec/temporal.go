@@ -339,7 +339,7 @@ func (o *temporalOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error
 	if w != nil && o.j.memBackend() {
 		// The rows are the state (statebackend.go): a checkpoint gets
 		// their snapshot; nothing is written per epoch.
-		if b.Checkpoint {
+		if b.snapshots() {
 			w.AddOpSnapshot(o.snapshot(b.Epoch))
 		}
 	} else if w != nil && len(o.dirty) > 0 {
