@@ -208,3 +208,37 @@ func churn(t *testing.T, j *Job, push func(Chunk, int) error, barrier func(*Barr
 	}
 	t.Logf("%d of %d checkpoints reused the last snapshot", reused, checkpoints)
 }
+
+// BenchmarkSnapshotAgg: a full encode of an aggregate's 100K groups (two
+// values each for its count(DISTINCT) and min/max), against handing over
+// the last snapshot when nothing changed (docs/BENCHMARKS.md).
+//
+//	go test ./exec -run '^$' -bench BenchmarkSnapshotAgg -benchtime 20x
+func BenchmarkSnapshotAgg(b *testing.B) {
+	j := valueJob(b)
+	op := newAggOp(valueSpec(), true)
+	op.id = 7
+	if err := j.loadState(op, 0, 1); err != nil {
+		b.Fatal(err)
+	}
+	var rows [][2]int64
+	for k := range int64(100_000) {
+		rows = append(rows, [2]int64{k, 1}, [2]int64{k, 2})
+	}
+	pushSigned(b, op, rows, 1)
+	prepareSave(op, 1)
+	op.snap.note(true)
+	encode := func(e uint64) *stateSnapshot { return snapshotAgg(op, e) }
+	b.Run("full", func(b *testing.B) {
+		for b.Loop() {
+			snapshotAgg(op, 2)
+		}
+	})
+	b.Run("unchanged", func(b *testing.B) {
+		op.snap.take(op.id, 2, op.ttl.on, encode)
+		for b.Loop() {
+			op.snap.note(false)
+			op.snap.take(op.id, 3, op.ttl.on, encode)
+		}
+	})
+}
