@@ -12,6 +12,8 @@ import (
 // end; in a job it emits, at each barrier, the changes of the groups touched
 // since the last one (update_before/update_after, insert, delete).
 type aggOp struct {
+	// snap is the last snapshot, kept while nothing changes (memory backend).
+	snap snapReuse
 	spec *HashAgg
 	id   uint32 // the operator id its state is stored under
 	// restored says some group's state was loaded from the state table.

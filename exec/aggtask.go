@@ -68,6 +68,7 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 			// Changed groups in state-key order: the state writes and the
 			// view rows (keyed alike) then reach storage sorted.
 			prepareSave(op, m.barrier.Epoch)
+			op.snap.note(len(op.dirty) > 0)
 		}
 		// Old rows (update_before, deletes' values) are only needed by a
 		// changelog or a change stream. The changelog flag only ever turns
@@ -90,8 +91,8 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 			if j.memBackend() {
 				// The groups are the state (statebackend.go): nothing is
 				// written per epoch; a checkpoint gets their snapshot.
-				if m.barrier.Checkpoint {
-					w.AddOpSnapshot(snapshotAgg(op, m.barrier.Epoch))
+				if m.barrier.snapshots() {
+					w.AddOpSnapshot(op.snap.take(op.id, m.barrier.Epoch, op.ttl.on, func(e uint64) *stateSnapshot { return snapshotAgg(op, e) }))
 				}
 				op.clearValueChanges()
 			} else {

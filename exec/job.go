@@ -25,6 +25,11 @@ type Barrier struct {
 	// Savepoint marks a savepoint's round: memory-backend jobs then also
 	// write their state where the savepoint's copy of Pebble holds it.
 	Savepoint bool
+	// NoSnapshot, on a memory-backend job's periodic checkpoint barrier,
+	// tells its operators to take no snapshot: the job's previous one is
+	// still being written, so this checkpoint writes none (noteBarrier
+	// decides it once per job and barrier, so all instances agree).
+	NoSnapshot bool
 	// Cut is where the barrier sits in each log partition the round's jobs
 	// read (storage.DB.MarkCut): a durable job's source passes it on at
 	// exactly that offset, so every view is at the same input position at
@@ -248,7 +253,7 @@ func (j *Job) Stop() {
 // may have the barrier and others not, which no later barrier can align:
 // the job fails and restarts from its last committed epoch.
 func (j *Job) InjectBarrier(ctx context.Context, b *Barrier) error {
-	j.noteBarrier(b)
+	b = j.noteBarrier(b)
 	for _, c := range j.barriers {
 		select {
 		case c <- b:

@@ -27,6 +27,8 @@ import (
 // that changed. Match counts are recomputed at load, from the rows in
 // state plus the matches a row keeps of partners freed by the watermark.
 type joinOp struct {
+	// snap is the last snapshot, kept while nothing changes (memory backend).
+	snap     snapReuse
 	j        *Job
 	spec     *HashJoin
 	op       uint32
@@ -466,10 +468,12 @@ func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 			d.g.saved = b.Epoch
 		}
 	}
-	if w != nil && o.j.memBackend() && b.Checkpoint {
+	o.snap.note(len(o.dirty) > 0)
+	if w != nil && o.j.memBackend() && b.snapshots() {
 		// The groups are the state (statebackend.go): a checkpoint gets
-		// their snapshot; nothing is written per epoch.
-		w.AddOpSnapshot(o.snapshot(b.Epoch))
+		// their snapshot (the last one again if nothing changed since);
+		// nothing is written per epoch.
+		w.AddOpSnapshot(o.snap.take(o.op, b.Epoch, o.ttl.on, o.snapshot))
 	}
 	if w != nil && len(o.dirty) > 0 && !o.j.memBackend() {
 		o.writeDirty(w)

@@ -27,6 +27,8 @@ import (
 // once per epoch for the rows that changed; what was emitted is recomputed
 // at load.
 type rankOp struct {
+	// snap is the last snapshot, kept while nothing changes (memory backend).
+	snap  snapReuse
 	j     *Job
 	spec  *rankSpec
 	op    uint32
@@ -259,9 +261,11 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if err := o.freeClosed(ectx); err != nil {
 		return err
 	}
+	touched := len(o.ttl.touched) > 0 // their idle clocks restart
 	if err := o.expireIdle(ectx, time.Now().UnixMicro()); err != nil {
 		return err
 	}
+	o.snap.note(len(o.dirtyRows) > 0 || touched)
 	if w != nil {
 		for _, d := range o.dirtyRows {
 			d.p.saved = b.Epoch
@@ -270,8 +274,8 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if w != nil && o.j.memBackend() {
 		// The partitions are the state (statebackend.go): nothing is
 		// written per epoch; a checkpoint gets their snapshot.
-		if b.Checkpoint {
-			w.AddOpSnapshot(o.snapshot(b.Epoch))
+		if b.snapshots() {
+			w.AddOpSnapshot(o.snap.take(o.op, b.Epoch, o.ttl.on, o.snapshot))
 		}
 	} else if w != nil && len(o.dirtyRows) > 0 {
 		if err := o.writeDirty(w); err != nil {

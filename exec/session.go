@@ -79,6 +79,8 @@ type session struct {
 // sessionOp is a session window aggregate: one instance of a job's session
 // node, or a batch query's.
 type sessionOp struct {
+	// snap is the last snapshot, kept while nothing changes (memory backend).
+	snap  snapReuse
 	spec  *SessionAgg
 	keyTs []types.T
 	outTs []types.T

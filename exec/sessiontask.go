@@ -65,8 +65,9 @@ func (o *sessionOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error 
 	if w != nil && o.j.memBackend() {
 		// The sessions are the state (statebackend.go): a checkpoint gets
 		// their snapshot; only the watermark is written per epoch.
-		if b.Checkpoint {
-			w.AddOpSnapshot(o.snapshot(b.Epoch))
+		o.snap.note(len(o.dirty) > 0 || len(o.closing) > 0 || len(o.del) > 0)
+		if b.snapshots() {
+			w.AddOpSnapshot(o.snap.take(o.id, b.Epoch, false, o.snapshot))
 		}
 		o.saveWatermark(w)
 	} else if w != nil {

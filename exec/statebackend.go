@@ -69,7 +69,10 @@ type holdState struct {
 
 // barrierKind: a checkpoint, a savepoint; sync for a round whose caller
 // waits for the job's state to be committed (CHECKPOINT, savepoints).
-type barrierKind struct{ checkpoint, savepoint, sync bool }
+// skip: a periodic checkpoint taken while the previous snapshot was still
+// being written (Barrier.NoSnapshot): its operators took none, so it
+// writes none.
+type barrierKind struct{ checkpoint, savepoint, sync, skip bool }
 
 // asyncSnap is a snapshot of a memory job's map at a periodic checkpoint
 // epoch, written by a goroutine of the job; batch holds the writes of the
@@ -94,18 +97,75 @@ func (j *Job) useStateBackend() error {
 	return j.db.UsePebbleState(j.spec.ID)
 }
 
-// noteBarrier records what kind of round barrier b ends.
-func (j *Job) noteBarrier(b *Barrier) {
+// noteBarrier records what kind of round barrier b ends and returns the
+// barrier to inject: for a memory job's periodic checkpoint taken while its
+// previous snapshot is still being written, a copy of b with NoSnapshot
+// set (b is shared by the round's jobs), so that no operator encodes a
+// snapshot that would be dropped. Decided here, once per job and barrier,
+// so every instance of every operator agrees, and holdForCheckpoint then
+// starts no write for the epoch even if the previous one has ended since.
+func (j *Job) noteBarrier(b *Barrier) *Barrier {
 	if !j.spec.State.memory() {
-		return
+		return b
 	}
 	h := &j.hold
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.kinds == nil {
 		h.kinds = map[uint64]barrierKind{}
 	}
-	h.kinds[b.Epoch] = barrierKind{b.Checkpoint, b.Savepoint, b.CatchUp}
-	h.mu.Unlock()
+	skip := false
+	if a := h.writing; a != nil && b.Checkpoint && !b.CatchUp && j.durable() {
+		select {
+		case <-a.done:
+		default:
+			skip = true
+		}
+	}
+	h.kinds[b.Epoch] = barrierKind{b.Checkpoint, b.Savepoint, b.CatchUp, skip}
+	if skip {
+		c := *b
+		c.NoSnapshot = true
+		b = &c
+	}
+	return b
+}
+
+// snapshots reports whether the operators of a memory job take their
+// snapshot at barrier b.
+func (b *Barrier) snapshots() bool { return b.Checkpoint && !b.NoSnapshot }
+
+// snapReuse is an operator instance's last snapshot on the memory backend,
+// kept while its state does not change, so that a checkpoint with nothing
+// new hands it over again instead of encoding it all. It is dropped as soon
+// as the state changes (note), so the encoded copy is held beside the
+// tables only while they are unchanged.
+type snapReuse struct {
+	last    *stateSnapshot
+	changed bool
+	ttlOn   bool // the TTL was on when last was encoded (entries carry clocks)
+}
+
+// note records, at every barrier, whether the instance's state changed in
+// the epoch (its dirty set, complete as Pebble writes it, before it is
+// cleared).
+func (r *snapReuse) note(changed bool) {
+	if changed {
+		r.changed, r.last = true, nil
+	}
+}
+
+// take returns the instance's snapshot for epoch: the last one's entries
+// when nothing changed since and the TTL is as it was, else encode's.
+func (r *snapReuse) take(op uint32, epoch uint64, ttlOn bool, encode func(uint64) *stateSnapshot) *stateSnapshot {
+	if r.last != nil && !r.changed && r.ttlOn == ttlOn {
+		s := &stateSnapshot{op: op, epoch: epoch, ks: r.last.ks}
+		r.last = s
+		return s
+	}
+	s := encode(epoch)
+	r.last, r.changed, r.ttlOn = s, false, ttlOn
+	return s
 }
 
 // holdForCheckpoint returns what the coordinator commits for epoch, whose
@@ -206,7 +266,7 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 		h.released.Store(epoch)
 		return out, nil
 	}
-	if h.writing == nil {
+	if h.writing == nil && !kind.skip {
 		clone := j.db.CloneMemState(j.spec.ID, ops)
 		a := &asyncSnap{epoch: epoch, batch: h.pending, done: make(chan struct{})}
 		h.pending = nil

@@ -180,6 +180,8 @@ func temporalConjunct(cj expr.Expr) (*temporalSpec, error) {
 // it keeps is in memory; it is restored at load, and rows that expired
 // while the job was down are retracted at the first barrier.
 type temporalOp struct {
+	// snap is the last snapshot, kept while nothing changes (memory backend).
+	snap  snapReuse
 	j     *Job
 	op    uint32
 	spec  *temporalSpec
@@ -339,8 +341,9 @@ func (o *temporalOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error
 	if w != nil && o.j.memBackend() {
 		// The rows are the state (statebackend.go): a checkpoint gets
 		// their snapshot; nothing is written per epoch.
-		if b.Checkpoint {
-			w.AddOpSnapshot(o.snapshot(b.Epoch))
+		o.snap.note(len(o.dirty) > 0)
+		if b.snapshots() {
+			w.AddOpSnapshot(o.snap.take(o.op, b.Epoch, false, o.snapshot))
 		}
 	} else if w != nil && len(o.dirty) > 0 {
 		keys := make([]string, 0, len(o.dirty))
