@@ -90,6 +90,15 @@ func (e *Engine) runQuery(ctx context.Context, plan planner.Node, ectx *expr.Ctx
 	case rec := <-r.ch:
 		r.first = rec
 	case <-r.done:
+		// The producer may have queued batches before it failed: those
+		// rows are sent first and the error after them, as Next does (a
+		// select with both ready picks either).
+		select {
+		case rec := <-r.ch:
+			r.first = rec
+			return r, nil
+		default:
+		}
 		if r.err != nil {
 			err := r.err
 			r.Close()
