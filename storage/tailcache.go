@@ -158,8 +158,8 @@ func (c *tailCache) drop(table, stage uint64, blocks []uint32) {
 }
 
 // get returns the published block of stage that starts at staged row row,
-// retained, or nil. whole says the caller reads it to its end: that is
-// one of the reads its readers owe.
+// retained, or nil. A read that reaches the block's end (row + its rows <=
+// upTo) is one of the reads its readers owe.
 func (c *tailCache) get(table, stage, row, upTo uint64) arrow.RecordBatch {
 	if c.limit <= 0 {
 		return nil
