@@ -213,10 +213,12 @@ type copyIn struct {
 	cols    []int
 	opts    copyOpts
 	ts      []types.T
-	bls     []array.Builder
-	ints    []*array.Int64Builder  // per column: its builder if BIGINT (the fast path), else nil
+	bls     []array.Builder        // per column: its builder, or nil if BIGINT
+	ints    []*intCol              // per column: its values if BIGINT, else nil
 	strs    []*array.StringBuilder // per column: its builder if TEXT/VARCHAR (the fast path), else nil
+	fast    bool                   // every column is BIGINT or unlimited TEXT: fastLines may parse
 	rows    int                    // rows in the builders
+	capRows int                    // row capacity of the BIGINT columns
 	bytes   int                    // input bytes of those rows
 	recs    []arrow.RecordBatch    // completed batches not staged
 	kept    int                    // input bytes of recs
@@ -249,19 +251,23 @@ const copyStageBytes = 8 << 20
 func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyIn {
 	c := &copyIn{e: e, t: t, cols: cols, opts: opts, stageAt: copyStageBytes}
 	c.sc = recordScanner{csv: opts.csv, quote: opts.quote, escape: opts.escape}
+	c.fast = len(cols) == len(t.Columns)
 	for _, col := range t.Columns {
-		bl := types.NewBuilder(exec.Allocator(), col.Type)
-		ib, _ := bl.(*array.Int64Builder)
-		if col.Type.Kind != types.Int64 {
-			ib = nil
+		c.ts = append(c.ts, col.Type)
+		if col.Type.Kind == types.Int64 {
+			c.bls = append(c.bls, nil)
+			c.ints = append(c.ints, &intCol{})
+			c.strs = append(c.strs, nil)
+			continue
 		}
+		bl := types.NewBuilder(exec.Allocator(), col.Type)
 		sb, _ := bl.(*array.StringBuilder)
 		if col.Type.Kind != types.Text {
 			sb = nil
 		}
-		c.ts = append(c.ts, col.Type)
+		c.fast = c.fast && sb != nil && col.Type.Prec <= 0
 		c.bls = append(c.bls, bl)
-		c.ints = append(c.ints, ib)
+		c.ints = append(c.ints, nil)
 		c.strs = append(c.strs, sb)
 	}
 	return c
@@ -271,6 +277,17 @@ func (c *copyIn) NumColumns() int { return len(c.cols) }
 
 func (c *copyIn) Write(data []byte) error {
 	for len(data) > 0 && !c.ended {
+		// At a record's start (nothing carried over from the last chunk,
+		// and never the header), plain lines take the fast path.
+		if c.fast && len(c.sc.carry) == 0 && (c.line > 0 || !c.opts.header) {
+			n, err := c.fastLines(data)
+			if err != nil {
+				return err
+			}
+			if data = data[n:]; len(data) == 0 {
+				return nil
+			}
+		}
 		i := c.sc.end(data)
 		if i < 0 {
 			c.sc.keep(data)
@@ -318,17 +335,16 @@ func (c *copyIn) addLine(line []byte) error {
 		}
 		return c.lineErr(sqlerr.BadCopyFileFormat, "extra data after last expected column")
 	}
+	if c.rows == c.capRows {
+		c.growRows()
+	}
 	for fi, col := range c.cols {
 		f := c.fields[fi]
-		if ib := c.ints[col]; ib != nil && f != nil {
-			if v, ok := parseInt64(f); ok {
-				if ib.Len() < ib.Cap() {
-					ib.UnsafeAppend(v) // Append's capacity check is not inlined
-				} else {
-					ib.Append(v)
-				}
-				continue
+		if ic := c.ints[col]; ic != nil {
+			if err := c.setInt(ic, col, f); err != nil {
+				return err
 			}
+			continue
 		}
 		bl, t := c.bls[col], c.ts[col]
 		if sb := c.strs[col]; sb != nil && f != nil && (t.Prec <= 0 || len(f) <= int(t.Prec)) {
@@ -358,25 +374,64 @@ func (c *copyIn) addLine(line []byte) error {
 				if c.t.Columns[i].NotNull {
 					return c.lineErr(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.t.Columns[i].Name, c.t.Name)
 				}
-				c.bls[i].AppendNull()
+				if ic := c.ints[i]; ic != nil {
+					ic.vals[c.rows] = 0
+					ic.nulls = append(ic.nulls, int32(c.rows))
+				} else {
+					c.bls[i].AppendNull()
+				}
 			}
 		}
 	}
 	c.rows++
 	c.bytes += len(line) + 1
-	if c.rows == copyBatchRows || c.bytes >= copyBatchBytes {
-		n := c.rows
-		if err := c.flushBatch(); err != nil {
-			return err
+	return c.rowDone()
+}
+
+// setInt parses field f (nil for NULL) of BIGINT column col into the
+// current row.
+func (c *copyIn) setInt(ic *intCol, col int, f []byte) error {
+	if f == nil {
+		if c.t.Columns[col].NotNull {
+			return c.lineErr(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.t.Columns[col].Name, c.t.Name)
 		}
-		// The next batch is likely as long as this one: size the builders
-		// for it now. Left to grow by doubling from empty, as NewArray
-		// leaves them, they copied each batch's values about once more
-		// (6-10 % of a COPY's CPU, docs/BENCHMARKS.md "First run").
-		for _, b := range c.bls {
+		ic.vals[c.rows] = 0
+		ic.nulls = append(ic.nulls, int32(c.rows))
+		return nil
+	}
+	v, ok := parseInt64(f)
+	if !ok {
+		d, err := types.ParseText(string(f), c.ts[col])
+		if err != nil {
+			se := sqlerr.As(err)
+			return &sqlerr.Error{Code: se.Code, Msg: se.Msg,
+				Detail: fmt.Sprintf("COPY %s, line %d, column %s: %q", c.t.Name, c.line, c.t.Columns[col].Name, f)}
+		}
+		v = d.I
+	}
+	ic.vals[c.rows] = v
+	return nil
+}
+
+// rowDone completes the batch when a row has filled it.
+func (c *copyIn) rowDone() error {
+	if c.rows < copyBatchRows && c.bytes < copyBatchBytes {
+		return nil
+	}
+	n := c.rows
+	if err := c.flushBatch(); err != nil {
+		return err
+	}
+	// The next batch is likely as long as this one: size the columns for
+	// it now. Left to grow by doubling from empty, they copied each
+	// batch's values about once more (6-10 % of a COPY's CPU,
+	// docs/BENCHMARKS.md "First run").
+	for _, b := range c.bls {
+		if b != nil {
 			b.Reserve(n)
 		}
 	}
+	c.reserveRows(n)
 	return nil
 }
 
@@ -597,8 +652,13 @@ func (c *copyIn) flushBatch() error {
 	}
 	cols := make([]arrow.Array, len(c.bls))
 	for i, b := range c.bls {
-		cols[i] = b.NewArray()
+		if ic := c.ints[i]; ic != nil {
+			cols[i] = ic.finish(c.ts[i].Arrow(), c.rows)
+		} else {
+			cols[i] = b.NewArray()
+		}
 	}
+	c.capRows = 0
 	c.recs = append(c.recs, newRecord(c.ts, cols, c.rows))
 	c.total += int64(c.rows)
 	c.kept += c.bytes
@@ -727,7 +787,9 @@ func (c *copyIn) release() {
 	}
 	c.recs = nil
 	for _, b := range c.bls {
-		b.Release()
+		if b != nil {
+			b.Release()
+		}
 	}
 	c.bls = nil
 }

@@ -174,6 +174,9 @@ func (s *Stage) create() error {
 	if err != nil {
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
+	// Written back as it goes, as Pebble's own sstables are, so that the
+	// sync when the COPY ends finds little left to write.
+	f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{BytesPerSync: s.db.popts.BytesPerSync})
 	// The row-oriented format: the columnar one copies each value into its
 	// block several times, which for blocks of megabytes (a 100 MB row is
 	// one) cost more than the rest of staging.

@@ -1,0 +1,155 @@
+package sql
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// intCol is a BIGINT column of the COPY batch being parsed: its values,
+// written in place by row index, and the rows that are NULL. The validity
+// bitmap is made only when the batch is completed, and only if a row is
+// NULL, so parsing a value is one store.
+type intCol struct {
+	vals  []int64 // len is the batch's row capacity (copyIn.capRows)
+	nulls []int32 // rows of the batch that are NULL (their value is 0)
+}
+
+// finish returns the first n values as an array of type t and starts the
+// column's next batch with no capacity.
+func (ic *intCol) finish(t arrow.DataType, n int) arrow.Array {
+	var valid *memory.Buffer
+	if len(ic.nulls) > 0 {
+		bm := make([]byte, bitutil.BytesForBits(int64(n)))
+		bitutil.SetBitsTo(bm, 0, int64(n), true)
+		for _, r := range ic.nulls {
+			bitutil.ClearBit(bm, int(r))
+		}
+		valid = memory.NewBufferBytes(bm)
+	}
+	vals := memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(ic.vals[:n:n]))
+	data := array.NewData(t, n, []*memory.Buffer{valid, vals}, nil, len(ic.nulls), 0)
+	a := array.MakeFromData(data)
+	data.Release()
+	ic.vals, ic.nulls = nil, ic.nulls[:0]
+	return a
+}
+
+// minCopyRows is the row capacity of a COPY's first batch; it doubles up
+// to copyBatchRows.
+const minCopyRows = 1024
+
+// growRows makes room for at least one more row in every BIGINT column.
+func (c *copyIn) growRows() {
+	n := min(max(2*c.capRows, minCopyRows), copyBatchRows)
+	c.reserveRows(n)
+}
+
+// reserveRows sets the BIGINT columns' row capacity to n (at least the rows
+// already parsed), keeping their values.
+func (c *copyIn) reserveRows(n int) {
+	n = max(n, c.rows+1)
+	for _, ic := range c.ints {
+		if ic != nil {
+			vals := make([]int64, n)
+			copy(vals, ic.vals[:c.rows])
+			ic.vals = vals
+		}
+	}
+	c.capRows = n
+}
+
+// fastLines parses the whole lines at the start of data that need none of
+// the general path's work, and returns the bytes it consumed. A line is
+// taken when every field is a plain decimal of at most 18 digits (a BIGINT
+// column) or bytes with no backslash (text format) or quote (CSV) that are
+// not the NULL string (a TEXT column of unlimited length), fields are
+// separated by the delimiter, and the line ends in a bare newline. The
+// first line that is anything else, or that the chunk cuts, is left to the
+// general path (addLine), which parses it from its start: so every line is
+// parsed by exactly one of the two, with the same result.
+//
+// BIGINT values are written straight into their column; TEXT fields are
+// appended once the whole line is known to be taken.
+func (c *copyIn) fastLines(data []byte) (int, error) {
+	d := c.opts.delim
+	special := byte('\\') // text format: an escape, \N or \.
+	if c.opts.csv {
+		special = c.opts.quote
+	}
+	null := c.opts.null
+	last := len(c.cols) - 1
+	if cap(c.fields) < len(c.cols) {
+		c.fields = make([][]byte, len(c.cols))
+	}
+	c.fields = c.fields[:len(c.cols)] // TEXT fields of the line; BIGINT ones go straight to their column
+	done := 0
+	for done < len(data) && data[done] != '\\' { // \. may end the data
+		if c.rows == c.capRows {
+			c.growRows()
+		}
+		row := c.rows
+		p := done
+		for fi, col := range c.cols {
+			end := d
+			if fi == last {
+				end = '\n'
+			}
+			if ic := c.ints[col]; ic != nil {
+				neg := p < len(data) && data[p] == '-'
+				if neg {
+					p++
+				}
+				start := p
+				var v int64
+				for p < len(data) {
+					x := data[p] - '0'
+					if x > 9 {
+						break
+					}
+					v = v*10 + int64(x)
+					p++
+				}
+				if p == start || p-start > 18 || p == len(data) || data[p] != end {
+					return done, nil
+				}
+				if neg {
+					v = -v
+				}
+				ic.vals[row] = v
+				p++
+				continue
+			}
+			start := p
+			for p < len(data) {
+				if ch := data[p]; ch == d || ch == '\n' || ch == special {
+					break
+				}
+				p++
+			}
+			if p == len(data) || data[p] != end {
+				return done, nil
+			}
+			f := data[start:p:p]
+			if len(f) == len(null) && string(f) == null || fi == last && len(f) > 0 && f[len(f)-1] == '\r' {
+				return done, nil
+			}
+			c.fields[fi] = f
+			p++
+		}
+		for fi, col := range c.cols {
+			if sb := c.strs[col]; sb != nil {
+				sb.BinaryBuilder.Append(c.fields[fi])
+			}
+		}
+		c.line++
+		c.rows++
+		c.bytes += p - done
+		done = p
+		if err := c.rowDone(); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
