@@ -162,25 +162,13 @@ func runHop(ctx *Ctx, p *Hop, emit func(arrow.RecordBatch) error) error {
 			return err
 		}
 		defer rec.Release()
-		n := int(rec.NumRows())
-		step := expandStep([]Plan{p})
-		for lo := 0; lo < n; lo += step {
-			part := rec
-			if step < n {
-				part = rec.NewSlice(int64(lo), int64(min(n, lo+step)))
-			}
+		return cutForExpand([]Plan{p}, rec, func(part arrow.RecordBatch, _, _ int) error {
 			out, _, err := p.expand(ctx.Expr, ctx.alloc(), &buf, part)
-			if step < n {
-				part.Release()
-			}
 			if err != nil {
 				return err
 			}
-			if err := emit(out); err != nil {
-				return err
-			}
-		}
-		return nil
+			return emit(out)
+		})
 	})
 }
 

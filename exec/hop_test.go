@@ -285,20 +285,26 @@ func TestCumulateLastWindow(t *testing.T) {
 	}
 }
 
+// timedRows is n rows of (k BIGINT, ts TIMESTAMP): row i has k = i % keys
+// and a time 10 ms after row i-1's.
+func timedRows(n, keys int) arrow.RecordBatch {
+	kb, tb := array.NewInt64Builder(memoryPool), array.NewInt64Builder(memoryPool)
+	defer kb.Release()
+	defer tb.Release()
+	for i := 0; i < n; i++ {
+		kb.Append(int64(i % keys))
+		tb.Append(int64(i) * sec / 100)
+	}
+	return newRecord([]types.T{types.TInt64, types.TTimestamp}, []arrow.Array{kb.NewArray(), tb.NewArray()}, n)
+}
+
 // A batch that a HOP would expand past expandBatchRows is cut first: no
 // output batch outgrows the bound, and no row is lost.
 func TestHopOutputBatchesBounded(t *testing.T) {
 	withChecked(t)
 	const n, windows = 50_000, 10
-	kb, tb := array.NewInt64Builder(memoryPool), array.NewInt64Builder(memoryPool)
-	defer kb.Release()
-	defer tb.Release()
-	for i := 0; i < n; i++ {
-		kb.Append(int64(i % 7))
-		tb.Append(int64(i) * sec / 100)
-	}
 	ts := []types.T{types.TInt64, types.TTimestamp}
-	in := &Batches{Recs: []arrow.RecordBatch{newRecord(ts, []arrow.Array{kb.NewArray(), tb.NewArray()}, n)}, Ts: ts}
+	in := &Batches{Recs: []arrow.RecordBatch{timedRows(n, 7)}, Ts: ts}
 	defer in.Recs[0].Release()
 	for _, cumulate := range []bool{false, true} {
 		h := &Hop{In: in, TS: col(1, types.TTimestamp), Slide: sec, Size: windows * sec, Cumulate: cumulate}
@@ -325,5 +331,49 @@ func TestHopOutputBatchesBounded(t *testing.T) {
 			t.Fatalf("cumulate=%v: %d rows in %d batches, the largest %d; want %d rows, batches of at most %d",
 				cumulate, rows, batches, largest, want, expandBatchRows)
 		}
+	}
+}
+
+// An outlet whose stages expand a batch past expandBatchRows cuts it
+// first, as runHop does: no batch it sends outgrows the bound, and every
+// window row keeps its source row's op and row position.
+func TestOutletCutsExpandingBatches(t *testing.T) {
+	withChecked(t)
+	const n, windows = 20_000, 10
+	ops := make([]Op, n)
+	ids := make([]uint64, n)
+	for i := 0; i < n; i++ {
+		if i%3 == 0 {
+			ops[i] = OpDelete
+		}
+		ids[i] = uint64(1000 + i)
+	}
+	ts := []types.T{types.TInt64, types.TTimestamp}
+	rec := timedRows(n, n)
+	h := &Hop{In: &Batches{Ts: ts}, TS: col(1, types.TTimestamp), Slide: sec, Size: windows * sec}
+	ch := make(chan msg, n*windows/expandBatchRows+8)
+	o := &outlet{j: &Job{ctx: context.Background()}, stages: []Plan{h}, outs: []chan msg{ch}, rowIDs: true}
+	if err := o.emit(&expr.Ctx{Mem: memoryPool}, Chunk{Rec: rec, Ops: ops}, ids); err != nil {
+		t.Fatal(err)
+	}
+	close(ch)
+	rows, batches, largest := 0, 0, 0
+	for m := range ch {
+		k := m.c.Rec.Column(0).(*array.Int64)
+		r := int(m.c.Rec.NumRows())
+		rows += r
+		batches++
+		largest = max(largest, r)
+		for i := 0; i < r; i++ {
+			src := k.Value(i)
+			if m.c.Ops[i] != ops[src] || m.rowIDs[i] != ids[src] {
+				t.Fatalf("row of source row %d: op %v, position %d; want %v, %d", src, m.c.Ops[i], m.rowIDs[i], ops[src], ids[src])
+			}
+		}
+		m.c.Rec.Release()
+	}
+	if rows != n*windows || batches < 2 || largest > expandBatchRows {
+		t.Fatalf("%d rows in %d batches, the largest %d; want %d rows in batches of at most %d",
+			rows, batches, largest, n*windows, expandBatchRows)
 	}
 }

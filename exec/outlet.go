@@ -64,29 +64,22 @@ type outlet struct {
 // batch that a HOP or CUMULATE stage would expand past expandBatchRows is
 // cut first, so no batch grows by the windows' fan-out.
 func (o *outlet) emit(ectx *expr.Ctx, c Chunk, ids []uint64) error {
-	n := int(c.Rec.NumRows())
-	if step := expandStep(o.stages); step < n {
-		defer c.Rec.Release()
-		for lo := 0; lo < n; lo += step {
-			hi := min(n, lo+step)
-			part := Chunk{Rec: c.Rec.NewSlice(int64(lo), int64(hi))}
-			if c.Ops != nil {
-				part.Ops = c.Ops[lo:hi]
-			}
-			if c.Groups != nil {
-				part.Groups = c.Groups[lo:hi]
-			}
-			var sub []uint64
-			if ids != nil {
-				sub = ids[lo:hi]
-			}
-			if err := o.emitOne(ectx, part, sub); err != nil {
-				return err
-			}
+	defer c.Rec.Release()
+	return cutForExpand(o.stages, c.Rec, func(rec arrow.RecordBatch, lo, hi int) error {
+		rec.Retain() // emitOne owns the part it is given
+		part := Chunk{Rec: rec}
+		if c.Ops != nil {
+			part.Ops = c.Ops[lo:hi]
 		}
-		return nil
-	}
-	return o.emitOne(ectx, c, ids)
+		if c.Groups != nil {
+			part.Groups = c.Groups[lo:hi]
+		}
+		var sub []uint64
+		if ids != nil {
+			sub = ids[lo:hi]
+		}
+		return o.emitOne(ectx, part, sub)
+	})
 }
 
 // expandBatchRows bounds the rows a window expand stage makes of one batch.
@@ -105,6 +98,32 @@ func expandStep(stages []Plan) int {
 		return math.MaxInt
 	}
 	return max(1, expandBatchRows/fan)
+}
+
+// cutForExpand calls f, in order, with rec's rows [lo, hi) in parts that
+// the stages' window expansion keeps within expandBatchRows: rec itself
+// when it needs no cut, slices of it otherwise, and nothing when it has
+// no rows. The caller keeps rec; f borrows part (Retain to keep it) and
+// the first error f returns ends the cut.
+func cutForExpand(stages []Plan, rec arrow.RecordBatch, f func(part arrow.RecordBatch, lo, hi int) error) error {
+	n := int(rec.NumRows())
+	step := expandStep(stages)
+	if step >= n {
+		if n == 0 {
+			return nil
+		}
+		return f(rec, 0, n)
+	}
+	for lo := 0; lo < n; lo += step {
+		hi := min(n, lo+step)
+		part := rec.NewSlice(int64(lo), int64(hi))
+		err := f(part, lo, hi)
+		part.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (o *outlet) emitOne(ectx *expr.Ctx, c Chunk, ids []uint64) error {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Interval and window joins freed by watermark (issue 12): an inner join
@@ -53,115 +55,161 @@ func ijStep(t *testing.T, exec func(...string), s int) {
 	exec("INSERT INTO a VALUES "+a.String(), "INSERT INTO b VALUES "+b.String())
 }
 
-func TestIntervalJoinFreedByWatermark(t *testing.T) {
+// ijRig is the setup the interval-join tests over tables a and b share:
+// both tables with a watermark 1 s behind, a view per query, and checks
+// that each view equals its batch query and that the watermark frees
+// its rows.
+type ijRig struct {
+	t       *testing.T
+	dir     string
+	srv     *Server
+	c       *pgx.Conn
+	queries map[string]string
+	// conds maps a view to the condition that leaves out its late rows in
+	// both the view and its batch query; by default " WHERE k <> 99".
+	conds map[string]string
+}
+
+// newIJRig starts a server, runs pre, creates a and b and a view per
+// query.
+func newIJRig(t *testing.T, queries map[string]string, pre ...string) *ijRig {
 	dir := t.TempDir()
 	srv := StartServer(t, dir)
-	c := srv.Conn(t)
-	ctx := context.Background()
-	exec := func(stmts ...string) { t.Helper(); execAll(t, c, stmts...) }
-	exec("SET job.late_rows = 'record'",
-		"CREATE TABLE a (k BIGINT, v BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)",
+	r := &ijRig{t: t, dir: dir, srv: srv, c: srv.Conn(t), queries: queries}
+	r.exec(pre...)
+	r.exec("CREATE TABLE a (k BIGINT, v BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)",
 		"CREATE TABLE b (k BIGINT, w BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)")
-	for v, q := range ijQueries {
-		exec("CREATE MATERIALIZED VIEW " + v + " AS " + q)
+	for v, q := range queries {
+		r.exec("CREATE MATERIALIZED VIEW " + v + " AS " + q)
 	}
+	return r
+}
+
+func (r *ijRig) exec(stmts ...string) { r.t.Helper(); execAll(r.t, r.c, stmts...) }
+
+// check commits a checkpoint and compares every view with its batch
+// query, bar the late rows.
+func (r *ijRig) check(when string) {
+	t := r.t
+	t.Helper()
+	r.exec("CHECKPOINT")
+	for v, q := range r.queries {
+		cond, ok := r.conds[v]
+		if !ok {
+			cond = " WHERE k <> 99"
+		}
+		got := rowSet(t, r.c, "SELECT * FROM "+v+cond)
+		want := rowSet(t, r.c, "SELECT * FROM ("+q+") AS t"+cond)
+		if got != want {
+			t.Fatalf("%s: %s differs from its batch query: %s", when, v, setDiff(got, want))
+		}
+		if strings.Count(got, "; ")+1 < 8 {
+			t.Fatalf("%s: %s has too few rows to show anything", when, v)
+		}
+	}
+}
+
+// steps runs steps 0 to n-1, checking the views after every tenth and
+// that no view's state grows past twice what it held after step 9.
+func (r *ijRig) steps(n int, step func(*testing.T, func(...string), int)) {
+	t := r.t
+	t.Helper()
+	first := map[string]int64{}
+	for s := 0; s < n; s++ {
+		step(t, r.exec, s)
+		if s%10 != 9 {
+			continue
+		}
+		r.check(fmt.Sprintf("step %d", s))
+		for v := range r.queries {
+			var n int64
+			if err := r.c.QueryRow(context.Background(), "SELECT state_bytes FROM streamdb_jobs WHERE name = $1", v).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if s == 9 {
+				first[v] = n
+			}
+			t.Logf("after step %d: %s holds %d bytes", s, v, n)
+			if n > 2*first[v] {
+				t.Errorf("step %d: %s holds %d bytes, %d after step 9: rows are not freed", s, v, n, first[v])
+			}
+		}
+	}
+}
+
+// kill9 kills the server with kill -9 and restarts it.
+func (r *ijRig) kill9() {
+	r.srv.Kill9()
+	r.srv.Restart(r.t)
+	r.c = r.srv.Conn(r.t)
+}
+
+// stopAndCountState stops the server and checks that no view keeps more
+// than max state entries after what steps describes.
+func (r *ijRig) stopAndCountState(steps string, max int) {
+	t := r.t
+	t.Helper()
+	r.srv.Stop()
+	for v := range r.queries {
+		n := stateEntries(t, r.dir, v)
+		t.Logf("%s: %d state entries after %s", v, n, steps)
+		if n > max {
+			t.Errorf("%s: %d state entries after %s, want at most %d", v, n, steps, max)
+		}
+	}
+}
+
+func TestIntervalJoinFreedByWatermark(t *testing.T) {
+	r := newIJRig(t, ijQueries, "SET job.late_rows = 'record'")
 	// Rows of key 99 are late: the view never has them, the batch query
 	// does (in ij_q7 the late row tops the first window in the batch
 	// query, not in the view, which keeps its row).
-	check := func(when string) {
-		t.Helper()
-		exec("CHECKPOINT")
-		for v, q := range ijQueries {
-			cond := " WHERE k <> 99"
-			if v == "ij_q7" {
-				cond = " WHERE ts >= '2026-01-01 00:00:10'"
-			}
-			got := rowSet(t, c, "SELECT * FROM "+v+cond)
-			want := rowSet(t, c, "SELECT * FROM ("+q+") AS t"+cond)
-			if got != want {
-				t.Fatalf("%s: %s differs from its batch query: %s", when, v, setDiff(got, want))
-			}
-			if strings.Count(got, "; ")+1 < 8 {
-				t.Fatalf("%s: %s has too few rows to show anything", when, v)
-			}
-		}
-	}
-	stateBytes := func(v string) int64 {
-		var n int64
-		if err := c.QueryRow(ctx, "SELECT state_bytes FROM streamdb_jobs WHERE name = $1", v).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	first := map[string]int64{}
-	for s := 0; s < 30; s++ {
-		ijStep(t, exec, s)
-		if s%10 == 9 {
-			check(fmt.Sprintf("step %d", s))
-			for v := range ijQueries {
-				n := stateBytes(v)
-				if s == 9 {
-					first[v] = n
-				}
-				t.Logf("after step %d: %s holds %d bytes", s, v, n)
-				if n > 2*first[v] {
-					t.Errorf("step %d: %s holds %d bytes, %d after step 9: rows are not freed", s, v, n, first[v])
-				}
-			}
-		}
-	}
+	r.conds = map[string]string{"ij_q7": " WHERE ts >= '2026-01-01 00:00:10'"}
+	r.steps(30, ijStep)
 	// A late pair (both rows behind the watermark, in a closed window):
 	// they would join, the views stay as they are.
 	late := func(v, w int) {
 		t.Helper()
-		exec(fmt.Sprintf("INSERT INTO a VALUES (99, %d, '2026-01-01 00:00:01')", v),
+		r.exec(fmt.Sprintf("INSERT INTO a VALUES (99, %d, '2026-01-01 00:00:01')", v),
 			fmt.Sprintf("INSERT INTO b VALUES (99, %d, '2026-01-01 00:00:01.5')", w))
 	}
 	late(100001, 1) // a would top its window (ij_q7)
-	exec("CHECKPOINT")
+	r.exec("CHECKPOINT")
 	for v := range ijQueries {
-		waitLateRows(t, c, v, 2)
+		waitLateRows(t, r.c, v, 2)
 	}
-	check("after a late pair")
+	r.check("after a late pair")
 	for v, q := range ijQueries {
-		if rowSet(t, c, "SELECT * FROM ("+q+") AS t WHERE k = 99") == "" {
+		if rowSet(t, r.c, "SELECT * FROM ("+q+") AS t WHERE k = 99") == "" {
 			t.Fatalf("%s: the late pair does not join in the batch query: the test shows nothing", v)
 		}
 	}
-	if got := rowSet(t, c, "SELECT * FROM ij_q7 WHERE ts < '2026-01-01 00:00:10'"); got != "3|23|2026-01-01 00:00:09.2" {
+	if got := rowSet(t, r.c, "SELECT * FROM ij_q7 WHERE ts < '2026-01-01 00:00:10'"); got != "3|23|2026-01-01 00:00:09.2" {
 		t.Fatalf("ij_q7's first window changed: %s", got)
 	}
+	ctx := context.Background()
 	var op string
-	if err := c.QueryRow(ctx, "SELECT operator FROM streamdb_late_rows WHERE job = 'ij_between' LIMIT 1").Scan(&op); err != nil || !strings.HasPrefix(op, "interval join") {
+	if err := r.c.QueryRow(ctx, "SELECT operator FROM streamdb_late_rows WHERE job = 'ij_between' LIMIT 1").Scan(&op); err != nil || !strings.HasPrefix(op, "interval join") {
 		t.Fatalf("ij_between's late row's operator: %q, %v", op, err)
 	}
-	if err := c.QueryRow(ctx, "SELECT operator FROM streamdb_late_rows WHERE job = 'wj_tumble' LIMIT 1").Scan(&op); err != nil || !strings.HasPrefix(op, "window join") {
+	if err := r.c.QueryRow(ctx, "SELECT operator FROM streamdb_late_rows WHERE job = 'wj_tumble' LIMIT 1").Scan(&op); err != nil || !strings.HasPrefix(op, "window join") {
 		t.Fatalf("wj_tumble's late row's operator: %q, %v", op, err)
 	}
 	// kill -9 with rows not yet committed: replayed rows meet the same
 	// watermark, restored rows are freed when their time comes.
-	ijStep(t, exec, 30)
+	ijStep(t, r.exec, 30)
 	late(100002, 2)
-	srv.Kill9()
-	srv.Restart(t)
-	c = srv.Conn(t)
+	r.kill9()
 	late(100003, 3)
 	for s := 31; s < 40; s++ {
-		ijStep(t, exec, s)
+		ijStep(t, r.exec, s)
 	}
 	for v := range ijQueries {
-		waitLateRows(t, c, v, 6)
+		waitLateRows(t, r.c, v, 6)
 	}
-	check("after kill -9")
-	srv.Stop()
+	r.check("after kill -9")
 	// Left: the rows of the last step or two, not forty steps' 1,920.
-	for v := range ijQueries {
-		n := stateEntries(t, dir, v)
-		t.Logf("%s: %d state entries after 40 steps of 48 rows", v, n)
-		if n > 100 {
-			t.Errorf("%s: %d state entries after 40 steps of 48 rows, want at most 100", v, n)
-		}
-	}
+	r.stopAndCountState("40 steps of 48 rows", 100)
 }
 
 // setDiff shows the rows only in got and only in want (rowSet forms).

@@ -1,7 +1,6 @@
 package sqllogic
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -57,65 +56,18 @@ func iojStep(t *testing.T, exec func(...string), s int) {
 }
 
 func TestIntervalJoinOuterFreedByWatermark(t *testing.T) {
-	dir := t.TempDir()
-	srv := StartServer(t, dir)
-	c := srv.Conn(t)
-	ctx := context.Background()
-	exec := func(stmts ...string) { t.Helper(); execAll(t, c, stmts...) }
-	exec("CREATE TABLE a (k BIGINT, v BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)",
-		"CREATE TABLE b (k BIGINT, w BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)")
-	for v, q := range iojQueries {
-		exec("CREATE MATERIALIZED VIEW " + v + " AS " + q)
-	}
+	r := newIJRig(t, iojQueries)
 	// Rows of keys 90-99 are late, or meet rows that were freed: the
 	// view has what the batch query has, bar the late rows (key 99).
-	check := func(when string) {
-		t.Helper()
-		exec("CHECKPOINT")
-		for v, q := range iojQueries {
-			cond := " WHERE k <> 99"
-			got := rowSet(t, c, "SELECT * FROM "+v+cond)
-			want := rowSet(t, c, "SELECT * FROM ("+q+") AS t"+cond)
-			if got != want {
-				t.Fatalf("%s: %s differs from its batch query: %s", when, v, setDiff(got, want))
-			}
-			if strings.Count(got, "; ")+1 < 8 {
-				t.Fatalf("%s: %s has too few rows to show anything", when, v)
-			}
-		}
-	}
-	stateBytes := func(v string) int64 {
-		var n int64
-		if err := c.QueryRow(ctx, "SELECT state_bytes FROM streamdb_jobs WHERE name = $1", v).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	first := map[string]int64{}
-	for s := 0; s < 30; s++ {
-		iojStep(t, exec, s)
-		if s%10 == 9 {
-			check(fmt.Sprintf("step %d", s))
-			for v := range iojQueries {
-				n := stateBytes(v)
-				if s == 9 {
-					first[v] = n
-				}
-				t.Logf("after step %d: %s holds %d bytes", s, v, n)
-				if n > 2*first[v] {
-					t.Errorf("step %d: %s holds %d bytes, %d after step 9: rows are not freed", s, v, n, first[v])
-				}
-			}
-		}
-	}
+	r.steps(30, iojStep)
 	// A late pair (both rows behind the watermark, 00:04:59): dropped and
 	// counted; the batch query has its pair, the views do not.
-	exec("INSERT INTO a VALUES (99, 1, '2026-01-01 00:00:01')", "INSERT INTO b VALUES (99, 2, '2026-01-01 00:00:01.5')")
-	exec("CHECKPOINT")
+	r.exec("INSERT INTO a VALUES (99, 1, '2026-01-01 00:00:01')", "INSERT INTO b VALUES (99, 2, '2026-01-01 00:00:01.5')")
+	r.exec("CHECKPOINT")
 	for v := range iojQueries {
-		waitLateRows(t, c, v, 2)
+		waitLateRows(t, r.c, v, 2)
 	}
-	check("after a late pair")
+	r.check("after a late pair")
 
 	// Pinned matches. Key 90: a's row at 00:05:01 (the watermark is at
 	// 00:04:59) meets b's row at 00:05:02 (in the BETWEEN views a row of
@@ -127,18 +79,16 @@ func TestIntervalJoinOuterFreedByWatermark(t *testing.T) {
 	// there to be retracted (a view does not show a retraction of a row
 	// it does not have, but a change stream would carry it), oj_anti has
 	// no a row to retract, and oj_semi must not emit a's row again.
-	exec("INSERT INTO a VALUES (90, 9000, '2026-01-01 00:05:01')",
+	r.exec("INSERT INTO a VALUES (90, 9000, '2026-01-01 00:05:01')",
 		"INSERT INTO b VALUES (90, 9001, '2026-01-01 00:05:02')",
 		"CHECKPOINT",
 		"INSERT INTO a VALUES (91, 0, '2026-01-01 00:05:06')",
 		"INSERT INTO b VALUES (91, 0, '2026-01-01 00:05:06')",
 		"CHECKPOINT", "CHECKPOINT")
-	check("after key 90's partner was freed")
-	srv.Kill9()
-	srv.Restart(t)
-	c = srv.Conn(t)
-	exec("INSERT INTO b VALUES (90, 9002, '2026-01-01 00:05:07')", "INSERT INTO a VALUES (90, 9003, '2026-01-01 00:05:08')")
-	check("after kill -9: a new match of a row whose match was freed")
+	r.check("after key 90's partner was freed")
+	r.kill9()
+	r.exec("INSERT INTO b VALUES (90, 9002, '2026-01-01 00:05:07')", "INSERT INTO a VALUES (90, 9003, '2026-01-01 00:05:08')")
+	r.check("after kill -9: a new match of a row whose match was freed")
 	for v, want := range map[string]string{
 		"oj_left": "90|9000|9001|2026-01-01 00:05:01|2026-01-01 00:05:02; 90|9000|9002|2026-01-01 00:05:01|2026-01-01 00:05:07; " +
 			"90|9003|9002|2026-01-01 00:05:08|2026-01-01 00:05:07",
@@ -147,26 +97,17 @@ func TestIntervalJoinOuterFreedByWatermark(t *testing.T) {
 		"oj_semi": "90|9000|2026-01-01 00:05:01; 90|9003|2026-01-01 00:05:08",
 		"oj_anti": "",
 	} {
-		if got := rowSet(t, c, "SELECT * FROM "+v+" WHERE k = 90"); got != want {
+		if got := rowSet(t, r.c, "SELECT * FROM "+v+" WHERE k = 90"); got != want {
 			t.Fatalf("%s: key 90 = %q, want %q", v, got, want)
 		}
 	}
 	// kill -9 with rows not yet committed, then more steps.
-	iojStep(t, exec, 31)
-	srv.Kill9()
-	srv.Restart(t)
-	c = srv.Conn(t)
+	iojStep(t, r.exec, 31)
+	r.kill9()
 	for s := 32; s < 40; s++ {
-		iojStep(t, exec, s)
+		iojStep(t, r.exec, s)
 	}
-	check("after a second kill -9")
-	srv.Stop()
+	r.check("after a second kill -9")
 	// Left: the rows of the last step or two, not forty steps' 1,440.
-	for v := range iojQueries {
-		n := stateEntries(t, dir, v)
-		t.Logf("%s: %d state entries after 40 steps of 36 rows", v, n)
-		if n > 100 {
-			t.Errorf("%s: %d state entries after 40 steps of 36 rows, want at most 100", v, n)
-		}
-	}
+	r.stopAndCountState("40 steps of 36 rows", 100)
 }

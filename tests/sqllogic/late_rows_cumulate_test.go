@@ -13,12 +13,8 @@ import (
 // row once the same way. Across kill -9.
 
 func TestLateRowsCumulate(t *testing.T) {
-	srv := StartServer(t, t.TempDir())
-	c := srv.Conn(t)
 	const cum = "CUMULATE(bid, ts, INTERVAL '5' SECOND, INTERVAL '15' SECOND)"
-	execAll(t, c,
-		"CREATE TABLE bid (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)",
-		"SET job.late_rows = 'record'",
+	l := newLateBid(t, cum, "Cumulate", []string{"cum", "cumstart", "cumtop", "cumclose"}, "2026-01-01 00:00:22",
 		// Up to three windows per row, all starting at the row's 15 s
 		// window's start, ending 5, 10 and 15 s after it.
 		`CREATE MATERIALIZED VIEW cum AS SELECT window_start, window_end, count(*) AS n, sum(k)::bigint AS s
@@ -36,26 +32,14 @@ func TestLateRowsCumulate(t *testing.T) {
 		"INSERT INTO bid VALUES (1, '2026-01-01 00:00:01'), (2, '2026-01-01 00:00:06')",
 		"INSERT INTO bid VALUES (3, '2026-01-01 00:00:24')",
 	)
-	// One read of the stream: no UNION ALL of a branch per window.
-	plan := rowsOf(t, c, "EXPLAIN SELECT * FROM "+cum)
-	if !strings.Contains(plan, "Cumulate") || strings.Contains(plan, "Union") || strings.Count(plan, "StreamScan") != 1 {
-		t.Fatalf("EXPLAIN:\n%s", plan)
-	}
-	views := []string{"cum", "cumstart", "cumtop", "cumclose"}
-	for _, v := range views {
-		waitWatermark(t, c, v, ts("2026-01-01 00:00:22"))
-	}
 	// Windows ending at or before 00:00:22 are closed: [0, 5), [0, 10),
 	// [0, 15), [15, 20). 00:00:03 is in [0, 5), [0, 10), [0, 15): all
 	// closed, late once. 00:00:17 is in [15, 20) (closed), [15, 25) and
 	// [15, 30) (open): it updates the open ones and is not late.
-	execAll(t, c,
+	l.late(1,
 		"INSERT INTO bid VALUES (100, '2026-01-01 00:00:03')",
-		"INSERT INTO bid VALUES (200, '2026-01-01 00:00:17')",
-		"CHECKPOINT")
-	for _, v := range views {
-		waitLateRows(t, c, v, 1)
-	}
+		"INSERT INTO bid VALUES (200, '2026-01-01 00:00:17')")
+	c := l.c
 	wantCum := strings.Join([]string{
 		"2026-01-01 00:00:00 2026-01-01 00:00:05 1 1",
 		"2026-01-01 00:00:00 2026-01-01 00:00:10 2 3",
@@ -79,16 +63,8 @@ func TestLateRowsCumulate(t *testing.T) {
 	waitSorted(t, c, "SELECT * FROM cumtop", wantTop)
 	// Another epoch changes nothing: counted once, recorded once, by the
 	// row's max-sized window.
-	execAll(t, c, "CHECKPOINT")
-	recorded := "(100, 2026-01-01 00:00:03, 2026-01-01 00:00:00, 2026-01-01 00:00:15) 2026-01-01 00:00:15 2026-01-01 00:00:22"
-	for _, v := range views {
-		if n := showJobsLate(t, c, v); n != 1 {
-			t.Fatalf("%s: SHOW JOBS late_rows %d, want 1", v, n)
-		}
-		if got := rowsOf(t, c, "SELECT row_text, event_time, watermark FROM streamdb_late_rows WHERE job = '"+v+"'"); got != recorded {
-			t.Fatalf("%s: streamdb_late_rows:\n%s\nwant\n%s", v, got, recorded)
-		}
-	}
+	l.recordedOnce("(100, 2026-01-01 00:00:03, 2026-01-01 00:00:00, 2026-01-01 00:00:15) 2026-01-01 00:00:15 2026-01-01 00:00:22",
+		l.views...)
 	// A batch query has no lateness: every row is in all its windows.
 	batch := rowsOf(t, c, "SELECT window_start, window_end, count(*), sum(k)::bigint FROM "+cum+" GROUP BY 1, 2")
 	wantBatch := strings.Join([]string{
@@ -105,25 +81,16 @@ func TestLateRowsCumulate(t *testing.T) {
 
 	// kill -9: the closed windows stay closed and the count is kept; a
 	// row partly late is still not counted, a wholly late one once.
-	srv.Kill9()
-	srv.Restart(t)
-	c = srv.Conn(t)
-	execAll(t, c,
+	l.kill9()
+	l.late(2,
 		"INSERT INTO bid VALUES (1000, '2026-01-01 00:00:18')",
-		"INSERT INTO bid VALUES (7, '2026-01-01 00:00:12')",
-		"CHECKPOINT")
-	for _, v := range views {
-		waitLateRows(t, c, v, 2)
-	}
+		"INSERT INTO bid VALUES (7, '2026-01-01 00:00:12')")
+	c = l.c
 	wantCum = strings.ReplaceAll(wantCum, "2 203", "3 1203")
 	waitSorted(t, c, "SELECT * FROM cum", wantCum)
 	waitSorted(t, c, "SELECT * FROM cumstart", "2026-01-01 00:00:00 5 7\n2026-01-01 00:00:15 8 3606")
 	waitSorted(t, c, "SELECT * FROM cumtop", strings.NewReplacer(":25 200", ":25 1000", ":30 200", ":30 1000").Replace(wantTop))
-	for _, v := range views {
-		if n := lateRowCount(t, c, v); n != 2 {
-			t.Fatalf("%s: %d rows in streamdb_late_rows, want 2", v, n)
-		}
-	}
+	l.lateRowCounts(2)
 	// The watermark passes 00:00:30: the open windows close, each emitted
 	// once with the partly late rows in it.
 	waitSorted(t, c, "SELECT * FROM cumclose", closed)

@@ -11,9 +11,9 @@ import (
 )
 
 // Windows against PostgreSQL 15 (issue 12): TUMBLE, HOP and SESSION batch
-// queries, in both syntaxes, give the rows PostgreSQL gives for the same
-// windows written with date_bin, generate_series and a gaps-and-islands
-// query; their views equal their batch queries, and Nexmark q11 (SESSION)
+// queries, in both syntaxes, and CUMULATE ones (a table function only)
+// give the rows PostgreSQL gives for the same windows written with
+// date_bin, generate_series and a gaps-and-islands query; their views equal their batch queries, and Nexmark q11 (SESSION)
 // runs as a view across kill -9 under load. An EMIT ON WINDOW CLOSE q11
 // holds each closed session exactly once.
 
@@ -42,6 +42,11 @@ func windowPGCases() []windowPGCase {
 	  FROM bid, LATERAL generate_series(date_bin('2 seconds', date_time, '1970-01-01') - INTERVAL '8' SECOND,
 	                                    date_bin('2 seconds', date_time, '1970-01-01'), INTERVAL '2' SECOND) AS ws
 	  GROUP BY 1, 2, 3`
+	// A CUMULATE row is in the windows starting at its max-sized window's
+	// start and ending at each step after the row, up to the max size:
+	// the join against that list of window ends.
+	const cumWindows = `FROM bid, LATERAL generate_series(date_bin('2 seconds', date_time, '1970-01-01') + INTERVAL '2' SECOND,
+	                                    date_bin('10 seconds', date_time, '1970-01-01') + INTERVAL '10' SECOND, INTERVAL '2' SECOND) AS we`
 	tumblePG := `SELECT auction, date_bin('1 second', date_time, '1970-01-01'),
 	    date_bin('1 second', date_time, '1970-01-01') + INTERVAL '1' SECOND, count(*), sum(price)
 	  FROM bid GROUP BY 1, 2, 3`
@@ -60,6 +65,13 @@ func windowPGCases() []windowPGCase {
 		{"w_hop_group", `SELECT auction, HOP_START(date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND),
 		    HOP_END(date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND), count(*), max(price)
 		  FROM bid GROUP BY auction, HOP(date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND)`, hopPG},
+		{"w_cumulate_tvf", `SELECT auction, window_start, window_end, count(*), max(price)
+		  FROM CUMULATE(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end`,
+			`SELECT auction, date_bin('10 seconds', date_time, '1970-01-01'), we, count(*), max(price) ` + cumWindows + ` GROUP BY 1, 2, 3`},
+		// Grouped by the start alone: all of a row's copies in one group.
+		{"w_cumulate_start", `SELECT auction, window_start, count(*), sum(price)
+		  FROM CUMULATE(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND) GROUP BY auction, window_start`,
+			`SELECT auction, date_bin('10 seconds', date_time, '1970-01-01'), count(*), sum(price) ` + cumWindows + ` GROUP BY 1, 2`},
 		{"w_tumble_tvf", `SELECT auction, window_start, window_end, count(*), sum(price)
 		  FROM TUMBLE(bid, date_time, INTERVAL '1' SECOND) GROUP BY auction, window_start, window_end`, tumblePG},
 		{"w_tumble_group", `SELECT auction, TUMBLE_START(date_time, INTERVAL '1' SECOND), TUMBLE_END(date_time, INTERVAL '1' SECOND),
