@@ -11,7 +11,9 @@ import (
 //
 //	a ~ b    → a regexp b            a !~ b   → a not regexp b
 //	a ~* b   → a regexp '(?i)' || b  a !~* b  → a not regexp '(?i)' || b
-//	a OPERATOR(pg_catalog.~) b       → as a ~ b (any of the four, and = <> < <= > >=)
+//	a ~~ b   → a like b              a !~~ b  → a not like b
+//	a ~~* b  → a ilike b             a !~~* b → a not ilike b
+//	a OPERATOR(pg_catalog.~) b       → as a ~ b (any of the eight, and = <> < <= > >=)
 //	a COLLATE pg_catalog.default, a COLLATE "C"  → a
 //
 // TiDB's REGEXP has comparison precedence, as PostgreSQL's ~ has in the
@@ -30,6 +32,12 @@ func (r *rewriter) regexOp(op string, i int, space bool) error {
 		"!~":  "not regexp",
 		"~*":  "regexp '(?i)' ||",
 		"!~*": "not regexp '(?i)' ||",
+		// PostgreSQL's names of LIKE, NOT LIKE, ILIKE and NOT ILIKE (the
+		// operators LIKE is written with in its catalog and in EXPLAIN).
+		"~~":   "like",
+		"!~~":  "not like",
+		"~~*":  "ilike",
+		"!~~*": "not ilike",
 	}[op]
 	r.emit(text, i, true)
 	return nil
@@ -51,7 +59,7 @@ func (r *rewriter) operatorCall(i, to int, space bool) (end int, err error) {
 		return 0, p.syntaxError(toks[min(j, to)])
 	}
 	switch op := toks[j].Val; op {
-	case "~", "!~", "~*", "!~*":
+	case "~", "!~", "~*", "!~*", "~~", "!~~", "~~*", "!~~*":
 		if err := r.regexOp(op, j, space); err != nil {
 			return 0, err
 		}

@@ -527,6 +527,15 @@ func (r *rewriter) rewrite(from, to int) error {
 				r.emit(")", i, false)
 				prim = stack[len(stack)-1].start
 				stack = stack[:len(stack)-1]
+			case "~~", "!~~", "~~*", "!~~*":
+				if prim < 0 {
+					// PostgreSQL has no prefix LIKE operator (~~5 is not ~(~5)).
+					return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: %s with no left operand", t.Val), t)
+				}
+				if err := r.regexOp(t.Val, i, space); err != nil {
+					return err
+				}
+				prim = -1
 			case "~", "!~", "~*", "!~*":
 				if t.Val != "~" || prim >= 0 {
 					if err := r.regexOp(t.Val, i, space); err != nil {
