@@ -65,6 +65,8 @@ func (r *rewriter) operatorCall(i, to int, space bool) (end int, err error) {
 		}
 	case "=", "<>", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "||":
 		r.emit(op, j, true)
+	case "^":
+		r.emit("div", j, true) // as a bare ^ (rewrite.go)
 	default:
 		return 0, p.notSupported(toks[j], "operator %s is not supported", op)
 	}

@@ -425,7 +425,8 @@ func (r *rewriter) rewrite(from, to int) error {
 				start = prim // a.b: the primary began at a
 			}
 			text := t.Val
-			if t.Kind == tQIdent {
+			if t.Kind == tQIdent || t.Val == "div" {
+				// div is an identifier in PostgreSQL and TiDB's spelling of ^.
 				text = quoteIdent(t.Val)
 			}
 			k := r.emit(text, i, space)
@@ -558,12 +559,16 @@ func (r *rewriter) rewrite(from, to int) error {
 				r.emit(t.Val, i, space)
 				prim = -1
 			case "#":
-				// PostgreSQL's integer xor is TiDB's ^; PostgreSQL's ^
-				// (exponentiation) has no counterpart and is refused.
+				// PostgreSQL's integer xor is TiDB's ^.
 				r.emit("^", i, space)
 				prim = -1
 			case "^":
-				return p.notSupported(t, "operator ^ is not supported")
+				// PostgreSQL's exponentiation is TiDB's DIV, an operator
+				// PostgreSQL lacks (a column named div is quoted), which has
+				// the multiplicative level and left associativity; the binder
+				// gives it its PostgreSQL level (sql/bind chainOp, powerOp).
+				r.emit("div", i, true)
+				prim = -1
 			case ".":
 				if i > from && (toks[i-1].isOp(")") || toks[i-1].isOp("]") || i-1 == field) && prim >= 0 && (next.Kind == tIdent || next.Kind == tQIdent) {
 					// (expr).field → pg_field((expr), 'field'): field
