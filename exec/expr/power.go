@@ -3,6 +3,7 @@ package expr
 import (
 	"math"
 	"math/big"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
@@ -123,7 +124,7 @@ func floatPow(x, y float64) (float64, error) {
 		}
 		return 0, nil
 	}
-	r := math.Pow(x, y)
+	r := correctPow(x, y)
 	switch {
 	case math.IsInf(r, 0):
 		return 0, errFloatOverflow()
@@ -131,6 +132,40 @@ func floatPow(x, y float64) (float64, error) {
 		return 0, errFloatUnderflow()
 	}
 	return r, nil
+}
+
+// correctPow is x^y for finite x and y (x < 0 only with an integer y)
+// rounded once to the nearest double, as glibc's pow (which PostgreSQL
+// calls) gives it: Go's math.Pow is off by many units in the last place
+// for some inputs (1.0001 ^ 10000). Where math.Pow rounds only once (y of
+// 1, 2, -1, 0.5, x of 0 or ±1) it is used; otherwise the power is computed
+// as exp(y·ln|x|) in 128-bit floats. An infinite or zero result reports
+// overflow or underflow to the caller.
+func correctPow(x, y float64) float64 {
+	switch {
+	case y == 0 || y == 1 || y == 2 || y == -1 || y == 0.5 || x == 0 || x == 1 || x == -1:
+		return math.Pow(x, y)
+	}
+	neg := x < 0 && math.Abs(y) < 1<<53 && int64(y)&1 == 1
+	ax := math.Abs(x)
+	// log2 of the result, roughly: beyond the double range without the
+	// exact work (and without exponents the series cannot reach).
+	switch lg := y * math.Log2(ax); {
+	case lg > 1100 && neg:
+		return math.Inf(-1)
+	case lg > 1100:
+		return math.Inf(1)
+	case lg < -1200:
+		return 0
+	}
+	const prec = 128
+	fx := new(big.Float).SetPrec(prec).SetFloat64(ax)
+	fy := new(big.Float).SetPrec(prec).SetFloat64(y)
+	r, _ := bigExp(fy.Mul(fy, bigLn(fx, prec)), prec).Float64()
+	if neg {
+		r = -r
+	}
+	return r
 }
 
 // maxExactPowDigits bounds the digits of base^|n| computed exactly; beyond
@@ -223,17 +258,33 @@ func roundFloat(f *big.Float) *big.Int {
 	return i
 }
 
-// bigLn is ln(x) for x > 0: x = m·2^e with m in [0.5, 1), ln m by the
-// series 2·atanh((m-1)/(m+1)).
+// bigLn is ln(x) for x > 0: x = m·2^e with m in [1/√2, √2), ln m by the
+// series 2·atanh((m-1)/(m+1)), whose ratio is then at most 0.03.
 func bigLn(x *big.Float, prec uint) *big.Float {
 	m := new(big.Float).SetPrec(prec)
-	e := x.MantExp(m)
+	e := x.MantExp(m) // m in [0.5, 1)
+	if m.Cmp(big.NewFloat(math.Sqrt2/2)) < 0 {
+		m.SetMantExp(m, 1)
+		e--
+	}
 	r := lnSeries(m, prec)
 	if e != 0 {
-		ln2 := lnSeries(new(big.Float).SetPrec(prec).SetInt64(2), prec)
-		r.Add(r, ln2.Mul(ln2, new(big.Float).SetPrec(prec).SetInt64(int64(e))))
+		r.Add(r, new(big.Float).SetPrec(prec).Mul(ln2(prec), new(big.Float).SetPrec(prec).SetInt64(int64(e))))
 	}
 	return r
+}
+
+// ln2Cache holds ln 2 at the precisions asked for (two in practice).
+var ln2Cache sync.Map // uint → *big.Float
+
+// ln2 returns ln 2 at precision prec; the caller must not change it.
+func ln2(prec uint) *big.Float {
+	if v, ok := ln2Cache.Load(prec); ok {
+		return v.(*big.Float)
+	}
+	v := lnSeries(new(big.Float).SetPrec(prec).SetInt64(2), prec)
+	ln2Cache.Store(prec, v)
+	return v
 }
 
 // lnSeries is ln(m) = 2·Σ z^(2k+1)/(2k+1), z = (m-1)/(m+1), for m near 1.
@@ -244,34 +295,44 @@ func lnSeries(m *big.Float, prec uint) *big.Float {
 	z2 := new(big.Float).SetPrec(prec).Mul(z, z)
 	sum := new(big.Float).SetPrec(prec).Set(z)
 	term := new(big.Float).SetPrec(prec).Set(z)
-	t := new(big.Float).SetPrec(prec)
+	t, d := new(big.Float).SetPrec(prec), new(big.Float).SetPrec(prec)
 	for k := int64(1); term.Sign() != 0; k++ {
 		term.Mul(term, z2)
-		t.Quo(term, new(big.Float).SetPrec(prec).SetInt64(2*k+1))
+		t.Quo(term, d.SetInt64(2*k+1))
 		if t.Sign() == 0 || t.MantExp(nil)-sum.MantExp(nil) < -int(prec) {
 			break
 		}
 		sum.Add(sum, t)
 	}
-	return sum.Mul(sum, new(big.Float).SetPrec(prec).SetInt64(2))
+	return sum.SetMantExp(sum, 1)
 }
 
-// bigExp is e^y: y = k·ln2 + r with |r| <= ln2/2, e^r by its Taylor series.
+// expHalvings is how often exp's reduced argument is halved before its
+// Taylor series (and the sum squared after).
+const expHalvings = 8
+
+// bigExp is e^y: y = k·ln2 + r with |r| <= ln2/2, e^r = (e^(r/2^8))^(2^8),
+// e^(r/2^8) by its Taylor series.
 func bigExp(y *big.Float, prec uint) *big.Float {
-	ln2 := lnSeries(new(big.Float).SetPrec(prec).SetInt64(2), prec)
-	kf := new(big.Float).SetPrec(prec).Quo(y, ln2)
+	l2 := ln2(prec)
+	kf := new(big.Float).SetPrec(prec).Quo(y, l2)
 	k := roundFloat(kf)
-	r := new(big.Float).SetPrec(prec).Mul(ln2, new(big.Float).SetPrec(prec).SetInt(k))
+	r := new(big.Float).SetPrec(prec).Mul(l2, new(big.Float).SetPrec(prec).SetInt(k))
 	r.Sub(y, r)
+	r.SetMantExp(r, -expHalvings)
 	sum := new(big.Float).SetPrec(prec).SetInt64(1)
 	term := new(big.Float).SetPrec(prec).SetInt64(1)
+	d := new(big.Float).SetPrec(prec)
 	for i := int64(1); ; i++ {
 		term.Mul(term, r)
-		term.Quo(term, new(big.Float).SetPrec(prec).SetInt64(i))
+		term.Quo(term, d.SetInt64(i))
 		if term.Sign() == 0 || term.MantExp(nil) < -int(prec)-4 {
 			break
 		}
 		sum.Add(sum, term)
+	}
+	for range expHalvings {
+		sum.Mul(sum, sum)
 	}
 	return sum.SetMantExp(sum, int(k.Int64()))
 }

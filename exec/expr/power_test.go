@@ -66,7 +66,11 @@ func TestFloatPow(t *testing.T) {
 		{-1, inf, 1, ""}, {0.5, inf, 0, ""}, {2, -inf, 0, ""}, {inf, -1, 0, ""},
 		{-inf, 3, -inf, ""}, {-inf, 2, inf, ""}, {0, -1, 0, sqlerr.InvalidArgumentForPower},
 		{-8, 1.0 / 3, 0, sqlerr.InvalidArgumentForPower}, {1e200, 2, 0, sqlerr.NumericOutOfRange},
-		{1e-200, 2, 0, sqlerr.NumericOutOfRange},
+		{1e-200, 2, 0, sqlerr.NumericOutOfRange}, {-1e200, 3, 0, sqlerr.NumericOutOfRange},
+		// glibc's (correctly rounded) results, as PostgreSQL 15 printed them.
+		{1.0001, 10000, 2.7181459268249255, ""}, {2, 1023.5, 1.2711610061536464e+308, ""},
+		{1.5, 0.3, 1.1293469354568555, ""}, {7.25, -2.5, 0.007065696577485921, ""},
+		{-3, 3, -27, ""}, {-1.5, -3, -0.2962962962962963, ""},
 	} {
 		got, err := floatPow(c.x, c.y)
 		if c.code != "" {
