@@ -29,6 +29,7 @@ const (
 	InvalidTextRep          = "22P02"
 	NumericOutOfRange       = "22003"
 	DivisionByZero          = "22012"
+	InvalidArgumentForPower = "2201F"
 	InvalidParameterValue   = "22023"
 	NullValueNotAllowed     = "22004"
 	InvalidDatetimeFormat   = "22007"

@@ -72,6 +72,8 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = substrKernel(e.T), 2, 3
 	case "concat":
 		k, lo, hi = concatKernel(e.T), 0, math.MaxInt
+	case "power":
+		k, lo, hi = powerKernel(e.T), 2, 2
 	case "abs":
 		k = absKernel(e.T)
 	case "round":

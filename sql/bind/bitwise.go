@@ -105,7 +105,10 @@ func (b *Binder) trimFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 // * / %, then + -, then << >>, then &, then |. So when an unparenthesized
 // chain of them holds a bitwise operator, the binder regroups the chain by
 // PostgreSQL's levels: 4 | 1 & 2 is (4 | 1) & 2, 2 * 3 # 1 is (2 * 3) # 1,
-// ~5 + 1 is ~(5 + 1). Parentheses (kept in TiDB's tree) end a chain.
+// ~5 + 1 is ~(5 + 1). PostgreSQL's ^ (exponentiation, left-associative,
+// above * / %), which reaches the binder as TiDB's DIV, is regrouped the
+// same way: 2 * 3 ^ 2 is 2 * (3 ^ 2). Parentheses (kept in TiDB's tree)
+// end a chain.
 
 // chainTok is an operand (leaf) or an operator (op: "~" is the prefix one).
 type chainTok struct {
@@ -121,6 +124,8 @@ func chainOp(op opcode.Op) (string, bool) {
 	switch op {
 	case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div, opcode.Mod:
 		return binOps[op], true
+	case opcode.IntDiv:
+		return "^", true // the dialect layer's spelling of PostgreSQL's ^ (TiDB's DIV)
 	}
 	return "", false
 }
@@ -135,7 +140,7 @@ func flattenChain(n ast.ExprNode, toks []chainTok) ([]chainTok, bool) {
 			toks = append(toks, chainTok{op: op})
 			toks, rb := flattenChain(x.R, toks)
 			_, bit := bitOps[x.Op]
-			return toks, lb || rb || bit
+			return toks, lb || rb || bit || x.Op == opcode.IntDiv
 		}
 	case *ast.UnaryOperationExpr:
 		if x.Op == opcode.BitNeg {
@@ -149,6 +154,8 @@ func flattenChain(n ast.ExprNode, toks []chainTok) ([]chainTok, bool) {
 // pgPrec is PostgreSQL's precedence level of a binary chain operator.
 func pgPrec(op string) int {
 	switch op {
+	case "^":
+		return 4
 	case "*", "/", "%":
 		return 3
 	case "+", "-":
@@ -197,6 +204,8 @@ func (p *chainBinder) expr(minPrec int) (expr.Expr, error) {
 		switch op {
 		case "&", "|", "#", "<<", ">>":
 			left, err = p.b.bitOp(op, left, right)
+		case "^":
+			left, err = p.b.powerOp(left, right)
 		default:
 			left, err = p.b.binaryOp(op, left, right)
 		}

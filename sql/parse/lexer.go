@@ -149,9 +149,11 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // twoCharOps are the multi-character operators; anything else is one byte.
 var twoCharOps = []string{"::", "||", "<>", "!=", "<=", ">=", "=>"}
 
-// regexOps are PostgreSQL's regular expression match operators, longest
-// first (a lone ~ is a oneCharOp; the dialect layer tells its binary use).
-var regexOps = []string{"!~*", "!~", "~*"}
+// regexOps are PostgreSQL's regular expression match operators and its
+// LIKE operators (~~ !~~ ~~* !~~*), longest first, so ~~ is one token as in
+// PostgreSQL's scanner (~~5 is no double bitwise NOT there either); a lone ~
+// is a oneCharOp and the dialect layer tells its binary use.
+var regexOps = []string{"!~~*", "!~~", "~~*", "!~*", "~~", "!~", "~*"}
 
 // oneCharOps are the single-character operators and punctuation. Characters
 // MySQL gives another meaning (? markers, @ variables, backquotes, lone !)

@@ -165,7 +165,10 @@ var golden = []struct{ in, want string }{
 	{"select a from t fetch next row only", "query: SELECT `a` FROM `t` LIMIT 0,1"},
 	{"select a from t limit -1 offset -2", "query: SELECT `a` FROM `t` LIMIT 18446744073709551614,18446744073709551615"},
 	{"select a from t limit 99999999999999999999", "error 22003 at 23: bigint out of range"},
-	{"select 2 ^ 3", "error 0A000 at 10: operator ^ is not supported"},
+	{"select trim('a', 'b' from 'c')", "error 42601 at 22: syntax error at or near \"from\""},
+	{"select trim(both from , 'x')", "error 42601 at 23: syntax error at or near \",\""},
+	{"select trim(both 'x' from 'a', )", "error 42601 at 32: syntax error at or near \")\""},
+	{"select ~~ 'a'", "error 42883 at 8: operator does not exist: ~~ with no left operand"},
 	{"select a from t limit 1.5", "error 0A000 at 23: LIMIT and OFFSET must be integer constants"},
 	{"select a from t fetch first 2 rows with ties", "error 0A000 at 36: FETCH FIRST ... WITH TIES is not supported"},
 	{"create table bad (a int,)", "error 42601 at 25: syntax error at or near \")\""},
@@ -485,6 +488,17 @@ func TestQueryText(t *testing.T) {
 			"select pg_subscript((regexp_match(url, '(&|^)channel_id=([^&]*)')),2) from bid"},
 		// # is PostgreSQL's xor (TiDB's ^), never a comment; a prefix ~ stays.
 		{"select a # b, ~a, '#' from t", "select a # b, ~a, '#' from t", "select a ^ b, ~a, '#' from t"},
+		// ~~ and its kin are LIKE's operator names, one token each (~~a is no double NOT).
+		{"select a ~~ 'x%', a !~~ b, a~~*'X', a !~~* 'y', ~ ~a, a ~ 'r' from t", "select a ~~ 'x%', a !~~ b, a~~*'X', a !~~* 'y', ~ ~a, a ~ 'r' from t",
+			"select a like 'x%', a not like b, a ilike'X', a not ilike 'y', ~ ~a, a regexp 'r' from t"},
+		// TRIM with a comma, as PostgreSQL's grammar reads it; without one TiDB parses TRIM.
+		{"select trim(both from s, 'x'), trim(leading 'x' from s, 'y'), trim(trailing s, f(a, b))::text, trim(both 'x' from s) from t",
+			"select trim(both from s, 'x'), trim(leading 'x' from s, 'y'), trim(trailing s, f(a, b))::text, trim(both 'x' from s) from t",
+			"select btrim(s,'x'), ltrim(s,'y','x'), pg_cast(rtrim(s,f(a, b)), 'text'), trim(both 'x' from s) from t"},
+		// ^ is TiDB's DIV (the binder gives it PostgreSQL's level); a column div is quoted.
+		{"select 2 ^ 3 ^ -x, div, a operator(pg_catalog.^) 2 from t", "select 2 ^ 3 ^ -x, div, a operator(pg_catalog.^) 2 from t",
+			`select 2 div 3 div -x, "div", a div 2 from t`},
+		{"select a operator(pg_catalog.~~) 'x' from t", "select a operator(pg_catalog.~~) 'x' from t", "select a like 'x' from t"},
 		{"select regexp_match(url, 'a[b]')[2]::int, a[i + 1], 'x[1]' from t", "select regexp_match(url, 'a[b]')[2]::int, a[i + 1], 'x[1]' from t",
 			"select pg_cast(pg_subscript(regexp_match(url, 'a[b]'),2), 'integer'), pg_subscript(a,i + 1), 'x[1]' from t"},
 		{`select (information_schema._pg_expandarray(i.indkey)).n, (r.keys)."X", ((r.k).a).b, (r).a.b, (a[1]).f::int from t where (t.r).x = 1`,

@@ -11,7 +11,9 @@ import (
 //
 //	a ~ b    → a regexp b            a !~ b   → a not regexp b
 //	a ~* b   → a regexp '(?i)' || b  a !~* b  → a not regexp '(?i)' || b
-//	a OPERATOR(pg_catalog.~) b       → as a ~ b (any of the four, and = <> < <= > >=)
+//	a ~~ b   → a like b              a !~~ b  → a not like b
+//	a ~~* b  → a ilike b             a !~~* b → a not ilike b
+//	a OPERATOR(pg_catalog.~) b       → as a ~ b (any of the eight, and = <> < <= > >=)
 //	a COLLATE pg_catalog.default, a COLLATE "C"  → a
 //
 // TiDB's REGEXP has comparison precedence, as PostgreSQL's ~ has in the
@@ -30,6 +32,12 @@ func (r *rewriter) regexOp(op string, i int, space bool) error {
 		"!~":  "not regexp",
 		"~*":  "regexp '(?i)' ||",
 		"!~*": "not regexp '(?i)' ||",
+		// PostgreSQL's names of LIKE, NOT LIKE, ILIKE and NOT ILIKE (the
+		// operators LIKE is written with in its catalog and in EXPLAIN).
+		"~~":   "like",
+		"!~~":  "not like",
+		"~~*":  "ilike",
+		"!~~*": "not ilike",
 	}[op]
 	r.emit(text, i, true)
 	return nil
@@ -51,12 +59,14 @@ func (r *rewriter) operatorCall(i, to int, space bool) (end int, err error) {
 		return 0, p.syntaxError(toks[min(j, to)])
 	}
 	switch op := toks[j].Val; op {
-	case "~", "!~", "~*", "!~*":
+	case "~", "!~", "~*", "!~*", "~~", "!~~", "~~*", "!~~*":
 		if err := r.regexOp(op, j, space); err != nil {
 			return 0, err
 		}
 	case "=", "<>", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "||":
 		r.emit(op, j, true)
+	case "^":
+		r.emit("div", j, true) // as a bare ^ (rewrite.go)
 	default:
 		return 0, p.notSupported(toks[j], "operator %s is not supported", op)
 	}
@@ -157,4 +167,90 @@ func (p *parser) relNameList() ([]string, error) {
 		}
 		p.i++
 	}
+}
+
+// trimList rewrites TRIM with a comma at token i, the forms of PostgreSQL
+// 15's grammar that TiDB's lacks:
+//
+//	TRIM([BOTH|LEADING|TRAILING] chars FROM s, more...)  → btrim(s, more..., chars)
+//	TRIM([BOTH|LEADING|TRAILING] [FROM] s, more...)      → btrim(s, more...)
+//
+// (ltrim for LEADING, rtrim for TRAILING), which is what PostgreSQL makes
+// of them: the list after FROM, then the characters, as the arguments of
+// the function (so TRIM(FROM s, 'x') is btrim(s, 'x') and three arguments
+// are 42883, as there). ok is false when the parentheses hold no comma at
+// their top level: TiDB parses those forms and the binder reads them
+// (sql/bind trimFunc). end is the token after ")".
+func (r *rewriter) trimList(i, to int, space bool) (end int, ok bool, err error) {
+	p := r.p
+	toks := p.toks
+	// The closing parenthesis, the top-level FROM and commas.
+	from, depth, close := -1, 0, -1
+	var commas []int
+scan:
+	for k := i + 2; k < to; k++ {
+		switch t := toks[k]; {
+		case t.isOp("(") || t.isOp("["):
+			depth++
+		case t.isOp(")") && depth == 0:
+			close = k
+			break scan
+		case t.isOp(")") || t.isOp("]"):
+			depth--
+		case depth == 0 && t.isOp(","):
+			commas = append(commas, k)
+		case depth == 0 && t.is("from") && from < 0:
+			from = k
+		}
+	}
+	if close < 0 || len(commas) == 0 {
+		return 0, false, nil
+	}
+	fn := "btrim"
+	k := i + 2
+	switch {
+	case toks[k].is("both"):
+		k++
+	case toks[k].is("leading"):
+		fn, k = "ltrim", k+1
+	case toks[k].is("trailing"):
+		fn, k = "rtrim", k+1
+	}
+	listFrom := k
+	var chars [2]int // the characters' tokens, if any
+	if from >= 0 {
+		if commas[0] < from {
+			return 0, true, p.syntaxError(toks[from]) // TRIM(a, b FROM c)
+		}
+		chars = [2]int{k, from}
+		listFrom = from + 1
+	}
+	// The arguments: the list's items split at its commas, then the characters.
+	var args [][2]int
+	for _, c := range append(commas, close) {
+		if c == listFrom {
+			return 0, true, p.syntaxError(toks[c])
+		}
+		args = append(args, [2]int{listFrom, c})
+		listFrom = c + 1
+	}
+	if chars[1] > chars[0] {
+		args = append(args, chars)
+	}
+	r.emit(fn+"(", i, space)
+	for n, a := range args {
+		if n > 0 {
+			r.emit(",", a[0], false)
+		}
+		arg := &rewriter{p: p}
+		if err := arg.rewrite(a[0], a[1]); err != nil {
+			return 0, true, err
+		}
+		if len(arg.out) == 0 || arg.emits || arg.eowc {
+			return 0, true, p.syntaxError(toks[a[0]])
+		}
+		r.out = append(r.out, arg.out...)
+	}
+	r.emit(")", close, false)
+	return close + 1, true, nil
 }

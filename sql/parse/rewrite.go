@@ -316,6 +316,17 @@ func (r *rewriter) rewrite(from, to int) error {
 					// is a keyword of TiDB's grammar (sql/bind groupwin.go).
 					prim = r.emit("pg_session_window", i, space)
 					continue
+				case t.Val == "trim" && next.isOp("(") && !(i > from && toks[i-1].isOp(".")):
+					start := len(r.out)
+					end, ok, err := r.trimList(i, to, space)
+					if err != nil {
+						return err
+					}
+					if ok {
+						prim = start
+						i = end - 1
+						continue
+					}
 				case (t.Val == "tumble" || t.Val == "hop" || t.Val == "cumulate" || t.Val == "session") && next.isOp("(") && i > from && (toks[i-1].is("from") || toks[i-1].is("join")):
 					end, err := r.windowTable(i, to, space)
 					if err != nil {
@@ -414,7 +425,8 @@ func (r *rewriter) rewrite(from, to int) error {
 				start = prim // a.b: the primary began at a
 			}
 			text := t.Val
-			if t.Kind == tQIdent {
+			if t.Kind == tQIdent || t.Val == "div" {
+				// div is an identifier in PostgreSQL and TiDB's spelling of ^.
 				text = quoteIdent(t.Val)
 			}
 			k := r.emit(text, i, space)
@@ -527,6 +539,15 @@ func (r *rewriter) rewrite(from, to int) error {
 				r.emit(")", i, false)
 				prim = stack[len(stack)-1].start
 				stack = stack[:len(stack)-1]
+			case "~~", "!~~", "~~*", "!~~*":
+				if prim < 0 {
+					// PostgreSQL has no prefix LIKE operator (~~5 is not ~(~5)).
+					return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: %s with no left operand", t.Val), t)
+				}
+				if err := r.regexOp(t.Val, i, space); err != nil {
+					return err
+				}
+				prim = -1
 			case "~", "!~", "~*", "!~*":
 				if t.Val != "~" || prim >= 0 {
 					if err := r.regexOp(t.Val, i, space); err != nil {
@@ -538,12 +559,16 @@ func (r *rewriter) rewrite(from, to int) error {
 				r.emit(t.Val, i, space)
 				prim = -1
 			case "#":
-				// PostgreSQL's integer xor is TiDB's ^; PostgreSQL's ^
-				// (exponentiation) has no counterpart and is refused.
+				// PostgreSQL's integer xor is TiDB's ^.
 				r.emit("^", i, space)
 				prim = -1
 			case "^":
-				return p.notSupported(t, "operator ^ is not supported")
+				// PostgreSQL's exponentiation is TiDB's DIV, an operator
+				// PostgreSQL lacks (a column named div is quoted), which has
+				// the multiplicative level and left associativity; the binder
+				// gives it its PostgreSQL level (sql/bind chainOp, powerOp).
+				r.emit("div", i, true)
+				prim = -1
 			case ".":
 				if i > from && (toks[i-1].isOp(")") || toks[i-1].isOp("]") || i-1 == field) && prim >= 0 && (next.Kind == tIdent || next.Kind == tQIdent) {
 					// (expr).field → pg_field((expr), 'field'): field
