@@ -182,6 +182,7 @@ func backendGroupBy(be string, rows, keys, steady int) error {
 		"CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS c, sum(v) AS s FROM t GROUP BY k"); err != nil {
 		return err
 	}
+	noteResetPeakRSS()
 	start := time.Now()
 	const batch = 500_000
 	for done := 0; done < rows; done += batch {
@@ -270,6 +271,7 @@ func backendNexmark(be string, q nexmark.Query, events int64) error {
 	if err := b.exec(ddl...); err != nil {
 		return err
 	}
+	noteResetPeakRSS()
 	start := time.Now()
 	if err := b.exec("CREATE MATERIALIZED VIEW "+q.Name+" AS "+q.SQL, "CHECKPOINT"); err != nil {
 		return err
@@ -367,19 +369,4 @@ func benchWindow(args []string) error {
 	wall := time.Since(start)
 	fmt.Printf("%d rows in %v: %.0f rows/s end to end\n", *events, wall.Round(time.Millisecond), float64(*events)/wall.Seconds())
 	return b.printCheckpoints(*be, "window")
-}
-
-// rssMB is the process's resident set size now (/proc/self/status).
-func rssMB() float64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }
