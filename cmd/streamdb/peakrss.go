@@ -57,13 +57,16 @@ func procStatusKB(field string) (float64, bool) {
 	return 0, false
 }
 
-// noteResetPeakRSS resets the peak before a case and, the first time the
-// reset fails, says that the figures are the process's peak so far.
-func noteResetPeakRSS() {
+// noteResetPeakRSS resets the peak before a case and returns the RSS it
+// starts from (what earlier cases left resident counts in the case's
+// peak); the first time the reset fails, it says that the figures are the
+// process's peak so far.
+func noteResetPeakRSS() float64 {
 	if err := resetPeakRSS(); err != nil && !peakResetWarned {
 		peakResetWarned = true
 		fmt.Fprintf(os.Stderr, "peak RSS cannot be reset (%v): each figure is the process's peak so far\n", err)
 	}
+	return rssMB()
 }
 
 var peakResetWarned bool
