@@ -222,9 +222,24 @@ func (s *stateSnapshot) Entry(i int) (key, val []byte) {
 // snapshotAgg encodes the state of every group op holds after the barrier
 // (prepareSave has run): the groups that are live, not emptied and not
 // closing, as prepareSave encodes them; the one group of a global
-// aggregate once it has state.
+// aggregate once it has state. A first pass adds up the entries' lengths,
+// so the snapshot's buffers are allocated once at their size (grown by
+// append, they ended up to a quarter larger than their contents and were
+// held twice while the last growth copied them).
 func snapshotAgg(op *aggOp, epoch uint64) *stateSnapshot {
 	s := &stateSnapshot{op: op.id, epoch: epoch}
+	var n, size int
+	eachAggEntry(op, false, func(_ int32, key, val []byte) { n, size = n+1, size+len(key)+len(val) })
+	s.ks.reserve(n, size)
+	eachAggEntry(op, true, s.ks.addKV)
+	s.ks.sort()
+	return s
+}
+
+// eachAggEntry calls f with each state entry of snapshotAgg, unsorted:
+// every group's, then its values' (valueBags; in value order if ordered,
+// which sizing does not need). key and val are valid until f returns.
+func eachAggEntry(op *aggOp, ordered bool, f func(g int32, key, val []byte)) {
 	bags := op.valueBags()
 	var key, aux, val []byte
 	var vals []string
@@ -242,7 +257,7 @@ func snapshotAgg(op *aggOp, epoch uint64) *stateSnapshot {
 			val = acc.encode(val, g)
 		}
 		val = op.ttl.appendIdle(val, g)
-		s.ks.addKV(g, key, val)
+		f(g, key, val)
 		for i, vb := range bags {
 			if vb == nil || len(vb.b[g]) == 0 {
 				continue
@@ -251,16 +266,16 @@ func snapshotAgg(op *aggOp, epoch uint64) *stateSnapshot {
 			for v := range vb.b[g] {
 				vals = append(vals, v)
 			}
-			slices.Sort(vals)
+			if ordered {
+				slices.Sort(vals)
+			}
 			for _, v := range vals {
 				aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
 				val = binary.AppendUvarint(val[:0], uint64(vb.b[g][v]))
-				s.ks.addKV(g, aux, val)
+				f(g, aux, val)
 			}
 		}
 	}
-	s.ks.sort()
-	return s
 }
 
 // valueBags returns, per accumulator, its per-value counts or nil; nil if

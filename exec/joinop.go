@@ -736,25 +736,43 @@ func decodeJoinValue(v []byte) (count, pinned, clock int64, err error) {
 // snapshot encodes every row of every group as writeDirty writes its
 // entry, sorted by key (memory backend: storage.OpSnapshot; a memory job
 // never evicts, so every group is here).
+//
+// It sizes the snapshot's buffers first (a pass that adds up the entries'
+// lengths), so they are allocated once: grown by append, the buffers of a
+// large join's snapshot ended up to a quarter larger than their contents
+// and, while the last growth copied them, were held twice.
 func (o *joinOp) snapshot(epoch uint64) *stateSnapshot {
 	s := &stateSnapshot{op: o.op, epoch: epoch}
 	var key, val []byte
-	for _, g := range o.groups {
-		for side := range g.rows {
-			for _, r := range g.rows[side] {
-				if r.count <= 0 {
-					continue
+	each := func(f func(g *joinGroup, side int, r *joinRow)) {
+		for _, g := range o.groups {
+			for side := range g.rows {
+				for i := range g.rows[side] {
+					if r := &g.rows[side][i]; r.count > 0 {
+						f(g, side, r)
+					}
 				}
-				key = binary.AppendUvarint(append(key[:0], g.kg, byte(side)), uint64(len(g.key)))
-				key = append(append(key, g.key...), r.enc...)
-				var clock int64
-				if o.ttl.on {
-					clock = g.idle
-				}
-				s.ks.addKV(0, key, appendJoinValue(val[:0], r.count, r.pinned, clock))
 			}
 		}
 	}
+	clockOf := func(g *joinGroup) int64 {
+		if o.ttl.on {
+			return g.idle
+		}
+		return 0
+	}
+	var n, size int
+	each(func(g *joinGroup, side int, r *joinRow) {
+		n++
+		size += 2 + uvarintLen(uint64(len(g.key))) + len(g.key) + len(r.enc) +
+			len(appendJoinValue(val[:0], r.count, r.pinned, clockOf(g)))
+	})
+	s.ks.reserve(n, size)
+	each(func(g *joinGroup, side int, r *joinRow) {
+		key = binary.AppendUvarint(append(key[:0], g.kg, byte(side)), uint64(len(g.key)))
+		key = append(append(key, g.key...), r.enc...)
+		s.ks.addKV(0, key, appendJoinValue(val[:0], r.count, r.pinned, clockOf(g)))
+	})
 	s.ks.sort()
 	return s
 }

@@ -35,6 +35,14 @@ func (k sortKey) idx() uint32 { return k.li & (1<<idxBits - 1) }
 
 func (s *sortedKeys) reset() { s.buf, s.spans, s.keys = s.buf[:0], s.spans[:0], s.keys[:0] }
 
+// reserve makes room for n more entries of size more bytes of keys and
+// values in all, so that adding them allocates nothing.
+func (s *sortedKeys) reserve(n, size int) {
+	s.buf = slices.Grow(s.buf, size)
+	s.spans = slices.Grow(s.spans, n)
+	s.keys = slices.Grow(s.keys, n)
+}
+
 // add appends the key appendKey builds, then the value appendVal builds
 // (nil: none), onto the buffer.
 func (s *sortedKeys) add(ref int32, appendKey, appendVal func([]byte) []byte) {

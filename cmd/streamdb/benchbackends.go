@@ -182,6 +182,7 @@ func backendGroupBy(be string, rows, keys, steady int) error {
 		"CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS c, sum(v) AS s FROM t GROUP BY k"); err != nil {
 		return err
 	}
+	rss0 := noteResetPeakRSS()
 	start := time.Now()
 	const batch = 500_000
 	for done := 0; done < rows; done += batch {
@@ -226,9 +227,9 @@ func backendGroupBy(be string, rows, keys, steady int) error {
 		ds = append(ds, time.Since(t0))
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	fmt.Printf("%-7s groupby  %d rows, %d keys: view complete in %v (%.0f rows/s); steady CHECKPOINT p50 %v, max %v; peak RSS %.0f MB\n",
+	fmt.Printf("%-7s groupby  %d rows, %d keys: view complete in %v (%.0f rows/s); steady CHECKPOINT p50 %v, max %v; peak RSS %.0f MB (%.0f MB at the start)\n",
 		be, rows, keys, complete.Round(time.Millisecond), float64(rows)/complete.Seconds(),
-		ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond), peakRSSMB())
+		ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond), peakRSSMB(), rss0)
 	// What the job holds once the view is complete and idle: the live heap
 	// and RSS after a collection that returns freed memory to the system,
 	// and the job's accounted state (streamdb_jobs.state_bytes).
@@ -270,6 +271,7 @@ func backendNexmark(be string, q nexmark.Query, events int64) error {
 	if err := b.exec(ddl...); err != nil {
 		return err
 	}
+	rss0 := noteResetPeakRSS()
 	start := time.Now()
 	if err := b.exec("CREATE MATERIALIZED VIEW "+q.Name+" AS "+q.SQL, "CHECKPOINT"); err != nil {
 		return err
@@ -279,8 +281,8 @@ func backendNexmark(be string, q nexmark.Query, events int64) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%-7s %-8s %d events in %v: %.0f events/s, %d view rows; peak RSS %.0f MB\n",
-		be, q.Name, events, wall.Round(time.Millisecond), float64(events)/wall.Seconds(), n, peakRSSMB())
+	fmt.Printf("%-7s %-8s %d events in %v: %.0f events/s, %d view rows; peak RSS %.0f MB (%.0f MB at the start)\n",
+		be, q.Name, events, wall.Round(time.Millisecond), float64(events)/wall.Seconds(), n, peakRSSMB(), rss0)
 	return b.printCheckpoints(be, q.Name)
 }
 
@@ -367,19 +369,4 @@ func benchWindow(args []string) error {
 	wall := time.Since(start)
 	fmt.Printf("%d rows in %v: %.0f rows/s end to end\n", *events, wall.Round(time.Millisecond), float64(*events)/wall.Seconds())
 	return b.printCheckpoints(*be, "window")
-}
-
-// rssMB is the process's resident set size now (/proc/self/status).
-func rssMB() float64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }

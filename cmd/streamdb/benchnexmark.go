@@ -22,10 +22,10 @@ import (
 // sources over --events events of the nexmark connector, the query as a
 // materialized view, and runs CHECKPOINT, which returns once the view's
 // job has read every event. It prints events/s, events/s per core (events
-// over the process's CPU time), the view's rows, the process's peak RSS
-// and the data directory's size. With --server it does the same over the
-// wire against a running server, one query at a time (--queries), where
-// the server's CPU time is not visible.
+// over the process's CPU time), the view's rows, the peak RSS during the
+// query (resetPeakRSS) and the data directory's size. With --server it
+// does the same over the wire against a running server, one query at a
+// time (--queries), where the server's CPU time is not visible.
 //
 //	streamdb bench nexmark [--events N] [--queries q0,q1,...] [--checkpoint-interval 1s] [--split 1] [--server URL] [--cpuprofile FILE]
 func benchNexmark(args []string) error {
@@ -88,12 +88,6 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func peakRSSMB() float64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return float64(ru.Maxrss) / 1024 // kilobytes on Linux
-}
-
 func dirSize(dir string) int64 {
 	var n int64
 	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
@@ -138,6 +132,7 @@ func nexmarkInProcess(q nexmark.Query, ddl []string, events int64, par int) erro
 			return fmt.Errorf("%s: %w", d, err)
 		}
 	}
+	noteResetPeakRSS()
 	cpu0, start := cpuTime(), time.Now()
 	if _, err := run("CREATE MATERIALIZED VIEW " + q.Name + " AS " + q.SQL); err != nil {
 		return err
