@@ -53,3 +53,37 @@ func TestSortedKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestSortedKeysShrink: the buffers an epoch of many keys grew are kept
+// while later epochs use a good part of them, and dropped after an epoch
+// that used under a quarter, so one large epoch (a big COPY) does not pin
+// its buffers for the job's life.
+func TestSortedKeysShrink(t *testing.T) {
+	var s sortedKeys
+	fill := func(n int) {
+		s.reset()
+		for i := range n {
+			s.add(int32(i), func(b []byte) []byte { return fmt.Appendf(b, "key%08d", i) }, nil)
+		}
+		s.sort()
+	}
+	fill(100_000)
+	big := cap(s.keys)
+	fill(40_000) // over a quarter: kept
+	if cap(s.keys) != big {
+		t.Fatalf("capacity %d after an epoch of 40000 keys, want %d kept", cap(s.keys), big)
+	}
+	fill(1000) // reset sees 40000 of big: still kept
+	if cap(s.keys) != big {
+		t.Fatalf("capacity %d after an epoch of 1000 keys, want %d kept", cap(s.keys), big)
+	}
+	fill(1000) // reset sees 1000 of big: dropped
+	if cap(s.keys) >= big/4 || cap(s.buf) >= 1000*11*4 {
+		t.Fatalf("capacity %d keys, %d bytes after small epochs: the large epoch's buffers are still held", cap(s.keys), cap(s.buf))
+	}
+	fill(3000)
+	fill(10) // small buffers are always kept
+	if cap(s.keys) < 3000 {
+		t.Fatalf("capacity %d: buffers under keepKeys were dropped", cap(s.keys))
+	}
+}
