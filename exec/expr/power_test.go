@@ -1,7 +1,9 @@
 package expr
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -85,5 +87,55 @@ func TestFloatPow(t *testing.T) {
 	}
 	if got, _ := floatPow(nan, 2); !math.IsNaN(got) {
 		t.Errorf("NaN ^ 2 = %g, want NaN", got)
+	}
+}
+
+// TestDDPowInt: the double-double integer power gives what the 128-bit
+// exp·ln path gives, for bases across the range, signs and exponents up to
+// 2^31 (and refuses, for the exact path, where it would leave its range).
+func TestDDPowInt(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	var taken, refused int
+	for range 20000 {
+		x := math.Ldexp(1+r.Float64(), r.IntN(40)-20)
+		if r.IntN(3) == 0 {
+			x = 1 + (r.Float64()-0.5)*1e-4 // near 1: large exponents stay in range
+		}
+		if r.IntN(2) == 0 {
+			x = -x
+		}
+		n := int64(r.IntN(60)) - 30
+		if r.IntN(4) == 0 {
+			n = r.Int64N(1<<31) - 1<<30
+		}
+		if n == 0 || n == 1 || n == 2 || n == -1 {
+			continue
+		}
+		got, ok := ddPowInt(x, n)
+		if !ok {
+			refused++
+			continue
+		}
+		taken++
+		if want := bigPow(x, float64(n)); got != want {
+			t.Fatalf("%v ^ %d: double-double %v, 128-bit path %v", x, n, got, want)
+		}
+	}
+	t.Logf("%d powers compared, %d left to the exact path", taken, refused)
+	if taken < 10000 {
+		t.Fatalf("only %d powers taken by ddPowInt", taken)
+	}
+}
+
+func BenchmarkFloatPow(b *testing.B) {
+	for _, y := range []float64{3, 10000, -7, 2.5} {
+		b.Run(fmt.Sprint(y), func(b *testing.B) {
+			x := 1.0001
+			for b.Loop() {
+				if _, err := floatPow(x, y); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
