@@ -155,13 +155,13 @@ func literal(v ast.ValueExpr) (expr.Expr, error) {
 		if x <= math.MaxInt64 {
 			return intConst(int64(x)), nil
 		}
-		return numericConst(strconv.FormatUint(x, 10))
-	case float64:
-		return numericConst(strconv.FormatFloat(x, 'f', -1, 64))
+		return numericConst(strconv.FormatUint(x, 10), false)
+	case float64: // written with an exponent (1e-200)
+		return numericConst(strconv.FormatFloat(x, 'f', -1, 64), true)
 	case string:
 		return &expr.Const{D: types.Str(x), T: types.TUnknown}, nil
 	case fmt.Stringer: // the parser driver's decimal
-		return numericConst(x.String())
+		return numericConst(x.String(), false)
 	}
 	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "literals of this kind are not supported")
 }
@@ -174,14 +174,27 @@ func intConst(v int64) *expr.Const {
 }
 
 // numericConst is a numeric literal whose scale is the digits written after
-// the point.
-func numericConst(s string) (expr.Expr, error) {
+// the point (s in plain decimal; exp: it was written with an exponent).
+//
+// PostgreSQL's numeric holds any literal exactly; ours has 38 digits. A
+// literal too small for them (it would round to zero: 1e-39, 1e-200) or,
+// written with an exponent, too large (1.5e300) is typed double precision
+// instead, so that 1e-200::float8 is 1e-200 and not 0 or an error. A
+// literal of more than 38 integer digits written out in full is still
+// refused (22003): as a double it would silently lose digits.
+func numericConst(s string, exp bool) (expr.Expr, error) {
 	scale := int32(0)
 	if i := strings.IndexByte(s, '.'); i >= 0 {
 		scale = int32(len(s) - i - 1)
 	}
 	t := numType(scale)
 	n, err := decimal128.FromString(s, 38, t.Scale)
+	if err == nil && (n != (decimal128.Num{}) || strings.Trim(s, "0.") == "") {
+		return &expr.Const{D: types.Datum{D: n}, T: t}, nil
+	}
+	if f, ferr := strconv.ParseFloat(s, 64); ferr == nil && f != 0 && (err == nil || exp) {
+		return &expr.Const{D: types.Float(f), T: types.TFloat64}, nil
+	}
 	if err != nil {
 		return nil, sqlerr.New(sqlerr.NumericOutOfRange, "numeric literal %s is out of range", s)
 	}
