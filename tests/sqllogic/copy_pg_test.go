@@ -24,6 +24,11 @@ import (
 // 19-digit integers (its general path), so both paths are compared with
 // the oracle on the wire.
 func TestCopyParsePG(t *testing.T) {
+	if testing.Short() {
+		// The parse runs on the connection's goroutine alone; the race
+		// run (-short) has the other COPY tests.
+		t.Skip("-short: PostgreSQL and 100K rows")
+	}
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)
