@@ -340,45 +340,42 @@ func (c *copyIn) addLine(line []byte) error {
 	}
 	for fi, col := range c.cols {
 		f := c.fields[fi]
-		if ic := c.ints[col]; ic != nil {
-			if err := c.setInt(ic, col, f); err != nil {
+		if f == nil {
+			if err := c.appendNull(col); err != nil {
 				return err
 			}
 			continue
 		}
+		if ic := c.ints[col]; ic != nil {
+			v, ok := parseInt64(f)
+			if !ok {
+				d, err := types.ParseText(string(f), c.ts[col])
+				if err != nil {
+					return c.fieldErr(err, col, f)
+				}
+				v = d.I
+			}
+			ic.vals[c.rows] = v
+			continue
+		}
 		bl, t := c.bls[col], c.ts[col]
-		if sb := c.strs[col]; sb != nil && f != nil && (t.Prec <= 0 || len(f) <= int(t.Prec)) {
+		if sb := c.strs[col]; sb != nil && (t.Prec <= 0 || len(f) <= int(t.Prec)) {
 			// Within any length limit: the bytes as they are, with no
 			// string made of them (types.ParseText would only check it).
 			sb.BinaryBuilder.Append(f)
 			continue
 		}
-		if f == nil {
-			if c.t.Columns[col].NotNull {
-				return c.lineErr(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.t.Columns[col].Name, c.t.Name)
-			}
-			bl.AppendNull()
-			continue
-		}
 		d, err := types.ParseText(string(f), t)
 		if err != nil {
-			se := sqlerr.As(err)
-			return &sqlerr.Error{Code: se.Code, Msg: se.Msg,
-				Detail: fmt.Sprintf("COPY %s, line %d, column %s: %q", c.t.Name, c.line, c.t.Columns[col].Name, f)}
+			return c.fieldErr(err, col, f)
 		}
 		types.AppendDatum(bl, d, t)
 	}
 	if len(c.cols) < len(c.t.Columns) {
 		for i := range c.t.Columns {
 			if !contains(c.cols, i) {
-				if c.t.Columns[i].NotNull {
-					return c.lineErr(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.t.Columns[i].Name, c.t.Name)
-				}
-				if ic := c.ints[i]; ic != nil {
-					ic.vals[c.rows] = 0
-					ic.nulls = append(ic.nulls, int32(c.rows))
-				} else {
-					c.bls[i].AppendNull()
+				if err := c.appendNull(i); err != nil {
+					return err
 				}
 			}
 		}
@@ -388,29 +385,27 @@ func (c *copyIn) addLine(line []byte) error {
 	return c.rowDone()
 }
 
-// setInt parses field f (nil for NULL) of BIGINT column col into the
-// current row.
-func (c *copyIn) setInt(ic *intCol, col int, f []byte) error {
-	if f == nil {
-		if c.t.Columns[col].NotNull {
-			return c.lineErr(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.t.Columns[col].Name, c.t.Name)
-		}
+// appendNull makes column col NULL in the current row, unless it is NOT
+// NULL.
+func (c *copyIn) appendNull(col int) error {
+	if c.t.Columns[col].NotNull {
+		return c.lineErr(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.t.Columns[col].Name, c.t.Name)
+	}
+	if ic := c.ints[col]; ic != nil {
 		ic.vals[c.rows] = 0
 		ic.nulls = append(ic.nulls, int32(c.rows))
-		return nil
+	} else {
+		c.bls[col].AppendNull()
 	}
-	v, ok := parseInt64(f)
-	if !ok {
-		d, err := types.ParseText(string(f), c.ts[col])
-		if err != nil {
-			se := sqlerr.As(err)
-			return &sqlerr.Error{Code: se.Code, Msg: se.Msg,
-				Detail: fmt.Sprintf("COPY %s, line %d, column %s: %q", c.t.Name, c.line, c.t.Columns[col].Name, f)}
-		}
-		v = d.I
-	}
-	ic.vals[c.rows] = v
 	return nil
+}
+
+// fieldErr is err, from parsing field f of column col, naming the line
+// and column as PostgreSQL's COPY does.
+func (c *copyIn) fieldErr(err error, col int, f []byte) error {
+	se := sqlerr.As(err)
+	return &sqlerr.Error{Code: se.Code, Msg: se.Msg,
+		Detail: fmt.Sprintf("COPY %s, line %d, column %s: %q", c.t.Name, c.line, c.t.Columns[col].Name, f)}
 }
 
 // rowDone completes the batch when a row has filled it.
