@@ -2,12 +2,9 @@ package sqllogic
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -37,21 +34,6 @@ func (r *keyRowsReader) Read(p []byte) (int, error) {
 	n := copy(p, r.unread)
 	r.unread = r.unread[n:]
 	return n, nil
-}
-
-// vmHWM returns the peak resident set size of process pid in bytes.
-func vmHWM(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmHWM")
 }
 
 // TestCopyBoundedMemoryMemoryBackend: a large COPY into a table under a

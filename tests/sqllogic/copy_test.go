@@ -160,18 +160,24 @@ func (h *hookReader) Read(p []byte) (int, error) {
 }
 
 // vmRSS returns the resident set size of process pid in bytes.
-func vmRSS(pid int) (int64, error) {
+func vmRSS(pid int) (int64, error) { return procStatusBytes(pid, "VmRSS") }
+
+// vmHWM returns the peak resident set size of process pid in bytes.
+func vmHWM(pid int) (int64, error) { return procStatusBytes(pid, "VmHWM") }
+
+// procStatusBytes reads field (a size in kB) of /proc/pid/status, in bytes.
+func procStatusBytes(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmRSS:" {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == field+":" {
 			kb, err := strconv.ParseInt(f[1], 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, errors.New("no VmRSS")
+	return 0, errors.New("no " + field + " in /proc/" + strconv.Itoa(pid) + "/status")
 }
 
 // TestCopyBoundedMemory: a 400 MB COPY keeps the server's resident memory
