@@ -23,11 +23,9 @@ func (b *Binder) arrayFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, 
 	if s := n.Schema.L; s != "" && s != SchemaCatalog {
 		return nil, true, sqlerr.New(sqlerr.InvalidSchemaName, "schema %q does not exist", n.Schema.O)
 	}
-	args := make([]expr.Expr, len(n.Args))
-	for i, a := range n.Args {
-		if args[i], err = b.bindExpr(c, a); err != nil {
-			return nil, true, err
-		}
+	args, err := b.bindArgs(c, n.Args)
+	if err != nil {
+		return nil, true, err
 	}
 	if name == "pg_array_ctor" {
 		for i, a := range args {

@@ -526,14 +526,23 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 		}
 		return b.concatOp(l, r)
 	}
-	args := make([]expr.Expr, len(n.Args))
-	for i, a := range n.Args {
+	args, err := b.bindArgs(c, n.Args)
+	if err != nil {
+		return nil, err
+	}
+	return b.resolveFunc(name, args)
+}
+
+// bindArgs binds a call's arguments, in order.
+func (b *Binder) bindArgs(c *ectx, nodes []ast.ExprNode) ([]expr.Expr, error) {
+	args := make([]expr.Expr, len(nodes))
+	for i, a := range nodes {
 		var err error
 		if args[i], err = b.bindExpr(c, a); err != nil {
 			return nil, err
 		}
 	}
-	return b.resolveFunc(name, args)
+	return args, nil
 }
 
 // resolveFunc picks the signature of a built-in function for bound arguments.

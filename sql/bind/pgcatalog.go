@@ -113,13 +113,7 @@ func (b *Binder) pgFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err
 		if len(n.Args) < lo || len(n.Args) > hi {
 			return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", n.FnName.L, len(n.Args))
 		}
-		out := make([]expr.Expr, len(n.Args))
-		for i, a := range n.Args {
-			if out[i], err = b.bindExpr(c, a); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		return b.bindArgs(c, n.Args)
 	}
 	switch n.FnName.L {
 	case "version":

@@ -14,11 +14,9 @@ func (b *Binder) powFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, er
 	if name != "power" && name != "pow" {
 		return nil, false, nil
 	}
-	args := make([]expr.Expr, len(n.Args))
-	for i, a := range n.Args {
-		if args[i], err = b.bindExpr(c, a); err != nil {
-			return nil, true, err
-		}
+	args, err := b.bindArgs(c, n.Args)
+	if err != nil {
+		return nil, true, err
 	}
 	if len(args) != 2 {
 		return nil, true, noFunction(name, args)
@@ -96,11 +94,9 @@ func (b *Binder) pgTypeofFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok boo
 	if n.FnName.L != "pg_typeof" {
 		return nil, false, nil
 	}
-	args := make([]expr.Expr, len(n.Args))
-	for i, a := range n.Args {
-		if args[i], err = b.bindExpr(c, a); err != nil {
-			return nil, true, err
-		}
+	args, err := b.bindArgs(c, n.Args)
+	if err != nil {
+		return nil, true, err
 	}
 	if len(args) != 1 {
 		return nil, true, noFunction(n.FnName.L, args)

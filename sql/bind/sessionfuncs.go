@@ -55,11 +55,9 @@ func (b *Binder) sessionFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool
 	if b.View {
 		return nil, true, sqlerr.New(sqlerr.FeatureNotSupported, "%s() is not supported in a materialized view", name)
 	}
-	args := make([]expr.Expr, len(n.Args))
-	for i, a := range n.Args {
-		if args[i], err = b.bindExpr(c, a); err != nil {
-			return nil, true, err
-		}
+	args, err := b.bindArgs(c, n.Args)
+	if err != nil {
+		return nil, true, err
 	}
 	if b.Session == nil {
 		return &expr.Const{D: types.Null, T: t}, true, nil

@@ -39,11 +39,9 @@ func (b *Binder) sizeFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, e
 	if len(n.Args) < lo || len(n.Args) > hi {
 		return nil, true, sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", name, len(n.Args))
 	}
-	args := make([]expr.Expr, len(n.Args))
-	for i, a := range n.Args {
-		if args[i], err = b.bindExpr(c, a); err != nil {
-			return nil, true, err
-		}
+	args, err := b.bindArgs(c, n.Args)
+	if err != nil {
+		return nil, true, err
 	}
 	if name == "pg_size_pretty" {
 		a := args[0]
