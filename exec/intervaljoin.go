@@ -39,9 +39,14 @@ import (
 // as soon as its row comes unmatched and retract it at its first match,
 // so freeing emits nothing; what load cannot recompute once partners are
 // gone, the matches they made, is kept and stored as the rows' pinned
-// matches (pinPartners). The compared columns are taken to be event
-// time: a join over other timestamp columns of watermarked streams would
-// drop rows by the wrong clock (documented in DECISIONS.md).
+// matches (pinPartners).
+//
+// Each side's time is judged by its own watermark (eventtime.go): the
+// WATERMARK FOR column it comes from, plus or minus a fixed interval
+// (W + shift). A side whose time has none (another timestamp column, a
+// computed one) never has late rows, and the other side's rows are
+// never freed, since a partner can come at any time; with neither, the
+// join is a plain join.
 //
 // A row's freeing time is noted when it enters the join's state (by
 // push, or load after a restart) in a list scanned at barriers whose
@@ -60,8 +65,15 @@ type joinTime struct {
 	key int
 	col [2]int
 	// A row of side s whose time is t is freed at a watermark W with
-	// t + free[s] <= W, and late if t + late[s] <= W on arrival.
-	free, late [2]int64
+	// t + free[s] <= W if frees[s], and late if t + late[s] <= W on
+	// arrival if lates[s]. A side whose time no watermark bounds
+	// (eventtime.go) has no late rows, and the other side's rows are
+	// never freed: a partner can come at any time.
+	free, late   [2]int64
+	frees, lates [2]bool
+	// shift[s]: side s's time is its watermark column plus shift[s] µs
+	// (the watermark a late row of it met, as recorded, is W + shift[s]).
+	shift [2]int64
 	// window join: own[s] is how long after the key side s's window ends
 	// (late[s] is the greater of both sides'), and hop[s], if side s's
 	// windows are a HOP or CUMULATE stage's, tells a row's last window from
@@ -91,19 +103,39 @@ func joinTimeOf(n *HashJoin, preds []expr.Expr) *joinTime {
 // the earliest end.
 func windowJoinOf(n *HashJoin) *joinTime {
 	var best *joinTime
+	bestSides, bestAt := 0, int64(0)
 	for k := range n.LeftKeys {
 		if k >= len(n.RightKeys) || !isTime(n.LeftKeys[k].Type()) || !isTime(n.RightKeys[k].Type()) {
 			continue
 		}
-		lo, lok := boundThrough(n.Left, n.LeftKeys[k])
-		ro, rok := boundThrough(n.Right, n.RightKeys[k])
-		if !lok || !rok {
+		lo, lt, lok := boundThrough(n.Left, n.LeftKeys[k])
+		ro, rt, rok := boundThrough(n.Right, n.RightKeys[k])
+		if !lok || !rok || !lt.ok && !rt.ok {
 			continue
 		}
-		off := max(lo, ro)
-		if best == nil || off < best.free[0] {
-			best = &joinTime{kind: "window join", key: k, free: [2]int64{off, off}, late: [2]int64{off, off},
-				own: [2]int64{lo, ro}, hop: [2]*hopLast{hopOfKey(n.Left, n.LeftKeys[k]), hopOfKey(n.Right, n.RightKeys[k])}}
+		jt := &joinTime{kind: "window join", key: k, own: [2]int64{lo, ro}, shift: [2]int64{lt.shift, rt.shift},
+			hop: [2]*hopLast{hopOfKey(n.Left, n.LeftKeys[k]), hopOfKey(n.Right, n.RightKeys[k])}}
+		// A window of side s is closed once the watermark reaches
+		// closes[s] after its bound.
+		closes := [2]int64{lo - lt.shift, ro - rt.shift}
+		sides, at := 1, closes[0]
+		switch {
+		case lt.ok && rt.ok:
+			// Both sides close a window at the later of their closes, so
+			// a row is freed exactly when its partners become late.
+			sides, at = 2, max(closes[0], closes[1])
+			jt.free, jt.late = [2]int64{at, at}, [2]int64{at, at}
+			jt.frees, jt.lates = [2]bool{true, true}, [2]bool{true, true}
+		case lt.ok:
+			jt.late[0], jt.free[1] = at, at
+			jt.lates[0], jt.frees[1] = true, true
+		default:
+			at = closes[1]
+			jt.late[1], jt.free[0] = at, at
+			jt.lates[1], jt.frees[0] = true, true
+		}
+		if best == nil || sides > bestSides || sides == bestSides && at < bestAt {
+			best, bestSides, bestAt = jt, sides, at
 		}
 	}
 	return best
@@ -203,10 +235,28 @@ func intervalJoinOf(n *HashJoin, preds []expr.Expr) *joinTime {
 	for _, p := range order {
 		xv, xok := x[p]
 		yv, yok := y[p]
-		if xok && yok {
-			return &joinTime{kind: "interval join", col: [2]int{p.l, p.r},
-				free: [2]int64{xv + 1, yv + 1}, late: [2]int64{1, 1}}
+		if !xok || !yok {
+			continue
 		}
+		lt, rt := traceColumn(n.Left, p.l), traceColumn(n.Right, p.r)
+		if !lt.ok && !rt.ok {
+			continue
+		}
+		// A row of side s is late when its time is behind its own
+		// watermark, W + shift[s]; a left row's partners (right.t <=
+		// left.t + x) are all late once left.t + x is behind the right
+		// side's, a right row's (left.t <= right.t + y) once right.t + y
+		// is behind the left side's.
+		jt := &joinTime{kind: "interval join", col: [2]int{p.l, p.r}, shift: [2]int64{lt.shift, rt.shift}}
+		if lt.ok {
+			jt.late[0], jt.lates[0] = 1-lt.shift, true
+			jt.free[1], jt.frees[1] = yv+jt.late[0], true
+		}
+		if rt.ok {
+			jt.late[1], jt.lates[1] = 1-rt.shift, true
+			jt.free[0], jt.frees[0] = xv+jt.late[1], true
+		}
+		return jt
 	}
 	return nil
 }
@@ -290,7 +340,7 @@ func (o *joinOp) timeCol(rec arrow.RecordBatch, keys []arrow.Array, side int) *a
 // is released if a new chunk is returned).
 func (o *joinOp) dropLate(ectx *expr.Ctx, c Chunk, side int) (Chunk, error) {
 	s := o.tw.spec
-	if s == nil || o.tw.wm == NoWatermark {
+	if s == nil || o.tw.wm == NoWatermark || !s.lates[side] {
 		return c, nil
 	}
 	var col *array.Int64
@@ -335,7 +385,7 @@ func (o *joinOp) dropLate(ectx *expr.Ctx, c Chunk, side int) (Chunk, error) {
 			}
 			if last {
 				o.tw.late++
-				o.tw.logs[side].note(c.Rec, i, et, wm)
+				o.tw.logs[side].note(c.Rec, i, et, wm+s.shift[side])
 			}
 			if !dropped {
 				dropped, keep = true, o.tw.keepBuf[:0]
@@ -366,6 +416,9 @@ func (o *joinOp) dropLate(ectx *expr.Ctx, c Chunk, side int) (Chunk, error) {
 
 // noteExpiry lists a row newly stored on side of g, whose time is t.
 func (o *joinOp) noteExpiry(g *joinGroup, side int, enc string, t int64) {
+	if !o.tw.spec.frees[side] {
+		return // a partner can come at any time
+	}
 	at := t + o.tw.spec.free[side]
 	if len(o.tw.expiry) == 0 || at < o.tw.minAt {
 		o.tw.minAt = at

@@ -68,7 +68,7 @@ func (a *aggOp) loadClosingEvicted(wm int64) error {
 	var keys [][]types.Datum
 	open := ew.bounds[:0]
 	for _, b := range ew.bounds {
-		if b+a.win.Offset > wm {
+		if !a.win.closed(b, wm) {
 			open = append(open, b)
 			continue
 		}

@@ -24,16 +24,21 @@ import (
 // as before a restart.
 
 // rankWindowOf finds the partition key of a rank over in that bounds
-// windows, preferring the earliest end; nil if none does.
+// windows over a time a watermark bounds, preferring the earliest close;
+// nil if none does (the rank then keeps every window).
 func rankWindowOf(in Plan, partition []expr.Expr) *windowClose {
 	var best *windowClose
 	for i, k := range partition {
 		if k.Type().Kind != types.Timestamp {
 			continue
 		}
-		off, ok := boundThrough(in, k)
-		if ok && (best == nil || off < best.Offset) {
-			best = &windowClose{Key: i, Offset: off, Hop: hopOfKey(in, k)}
+		off, t, ok := boundThrough(in, k)
+		if !ok || !t.ok {
+			continue
+		}
+		w := &windowClose{Key: i, Offset: off, Shift: t.shift, Hop: hopOfKey(in, k)}
+		if best == nil || w.closeAt(0) < best.closeAt(0) {
+			best = w
 		}
 	}
 	return best
@@ -42,7 +47,7 @@ func rankWindowOf(in Plan, partition []expr.Expr) *windowClose {
 // boundThrough is windowBound that also looks through aggregates (a
 // top-N over a window aggregate's rows partitions by its group keys) and
 // the projections and filters over them.
-func boundThrough(p Plan, e expr.Expr) (int64, bool) {
+func boundThrough(p Plan, e expr.Expr) (int64, timeTrace, bool) {
 	if c, ok := e.(*expr.ColRef); ok {
 		switch p := p.(type) {
 		case *Project:
@@ -55,7 +60,7 @@ func boundThrough(p Plan, e expr.Expr) (int64, bool) {
 			if c.Idx < len(p.Keys) {
 				return boundThrough(p.In, p.Keys[c.Idx])
 			}
-			return 0, false
+			return 0, timeTrace{}, false
 		}
 	}
 	return windowBound(p, e)
@@ -93,13 +98,13 @@ func (o *rankOp) isLate(rec arrow.RecordBatch, keys []arrow.Array, hopTS hopRows
 		return false
 	}
 	col, ok := keys[w.Key].(*array.Int64)
-	if !ok || col.IsNull(i) || col.Value(i)+w.Offset > o.wm {
+	if !ok || col.IsNull(i) || !w.closed(col.Value(i), o.wm) {
 		return false
 	}
 	end := col.Value(i) + w.Offset
 	if w.Hop == nil || w.Hop.isLast(hopTS, i, end) {
 		o.late++
-		o.lateLog.note(rec, i, end, o.wm)
+		o.lateLog.note(rec, i, end, o.wm+w.Shift)
 	}
 	return true
 }
@@ -147,7 +152,7 @@ func (o *rankOp) freeClosed(ectx *expr.Ctx) error {
 		return nil
 	}
 	for b, keys := range o.evictedWins {
-		if b+w.Offset > o.wm {
+		if !w.closed(b, o.wm) {
 			continue
 		}
 		delete(o.evictedWins, b)
@@ -163,7 +168,7 @@ func (o *rankOp) freeClosed(ectx *expr.Ctx) error {
 	}
 	for k, p := range o.parts {
 		b, ok := o.boundOf(p)
-		if !ok || b+w.Offset > o.wm {
+		if !ok || !w.closed(b, o.wm) {
 			continue
 		}
 		for enc := range p.rows {

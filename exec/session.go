@@ -107,8 +107,13 @@ type sessionOp struct {
 
 	ends    endHeap // open sessions by end (lazily updated)
 	closing []int32
-	wm      int64 // watermark as of the last barrier
+	wm      int64 // watermark of the sessions' time as of the last barrier
 	wmSaved int64
+	// timed says a watermark bounds the sessions' time: it is that
+	// watermark's column plus shift µs (eventtime.go). Without one,
+	// sessions never close and no row is late.
+	timed bool
+	shift int64
 	late    int64
 	eowc    bool
 
@@ -377,8 +382,8 @@ func (o *sessionOp) sessionOf(g int32) (int, *session) {
 // (closing, in end order). It returns the rows dropped as late since the
 // last call.
 func (o *sessionOp) advance(_ *expr.Ctx, wm Watermark) (int64, error) {
-	if wm.At != NoWatermark && wm.At > o.wm {
-		o.wm = wm.At
+	if o.timed && wm.At != NoWatermark && wm.At+o.shift > o.wm {
+		o.wm = wm.At + o.shift
 	}
 	o.closing = o.closing[:0]
 	for o.ends.Len() > 0 && o.ends.items[0].end <= o.wm {

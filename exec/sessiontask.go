@@ -25,6 +25,7 @@ import (
 func (j *Job) newSessionNode(n *gnode, inst int, out *outlet, root bool) (*sessionOp, error) {
 	o := newSessionOp(n.session)
 	o.j, o.id, o.out = j, n.op, out
+	o.shift, o.timed = timeBound(n.session.In, n.session.Time)
 	o.eowc = root && j.spec.OnWindowClose
 	if j.durable() {
 		if err := o.load(inst, n.par); err != nil {
@@ -158,7 +159,7 @@ func (o *sessionOp) snapshot(epoch uint64) *stateSnapshot {
 // and the operator's watermark.
 func (o *sessionOp) load(inst, par int) error {
 	j := o.j
-	if !j.fresh {
+	if !j.fresh && o.timed {
 		v, err := j.db.GetState(j.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, o.id))
 		if err != nil {
 			return err

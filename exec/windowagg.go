@@ -29,30 +29,58 @@ import (
 // reach a closed group.
 
 // windowClose is how an aggregate's groups close: group key Key is a
-// window bound, the window ending Offset µs after it.
+// window bound, the window ending Offset µs after it; the window's time
+// is its stream's watermark column plus Shift µs, so the window is closed
+// once its end is at or before the watermark plus Shift (eventtime.go).
 type windowClose struct {
 	Key    int
 	Offset int64
+	Shift  int64
 	// Hop, if the bound is a HOP or CUMULATE window's (hop.go), tells a
 	// row's last window from its others: a late row is counted once, by
 	// that one.
 	Hop *hopLast
 }
 
-// windowCloseOf finds the group key that bounds an aggregate's windows,
-// preferring a window end; nil if none does.
+// closed says whether the window of bound b is closed at watermark wm.
+func (w *windowClose) closed(b, wm int64) bool { return b+w.Offset-w.Shift <= wm }
+
+// closeAt is the watermark at which a window of bound b closes.
+func (w *windowClose) closeAt(b int64) int64 { return b + w.Offset - w.Shift }
+
+// windowCloseOf finds the group key that bounds an aggregate's windows
+// over a time a watermark bounds, preferring the earliest close; nil if
+// none does (the aggregate is then a plain grouping that never drops a
+// row). why, when nil is returned for a key that is a window's bound, is
+// why no watermark bounds that window's time.
 func windowCloseOf(p *HashAgg) *windowClose {
+	w, _ := windowCloseWhy(p)
+	return w
+}
+
+func windowCloseWhy(p *HashAgg) (*windowClose, *timeTrace) {
 	var best *windowClose
+	var why *timeTrace
 	for i, k := range p.Keys {
 		if k.Type().Kind != types.Timestamp {
 			continue
 		}
-		off, ok := windowBound(p.In, k)
-		if ok && (best == nil || off < best.Offset) {
-			best = &windowClose{Key: i, Offset: off, Hop: hopOfKey(p.In, k)}
+		off, t, ok := windowBound(p.In, k)
+		if !ok {
+			continue
+		}
+		if !t.ok {
+			if why == nil {
+				why = &t
+			}
+			continue
+		}
+		w := &windowClose{Key: i, Offset: off, Shift: t.shift, Hop: hopOfKey(p.In, k)}
+		if best == nil || w.closeAt(0) < best.closeAt(0) {
+			best = w
 		}
 	}
-	return best
+	return best, why
 }
 
 // hopOfKey is hopRowTime for a key that is a column of p's rows.
@@ -63,9 +91,10 @@ func hopOfKey(p Plan, k expr.Expr) *hopLast {
 	return nil
 }
 
-// windowBound reports whether e, over p's rows, is a window's bound, and
-// how long after it the window ends.
-func windowBound(p Plan, e expr.Expr) (int64, bool) {
+// windowBound reports whether e, over p's rows, is a window's bound (ok),
+// how long after it the window ends, and where the window's time comes
+// from (t.ok: a watermark bounds it).
+func windowBound(p Plan, e expr.Expr) (off int64, t timeTrace, ok bool) {
 	switch e := e.(type) {
 	case *expr.ColRef:
 		switch p := p.(type) {
@@ -78,75 +107,83 @@ func windowBound(p Plan, e expr.Expr) (int64, bool) {
 		case *Hop:
 			switch n := len(p.In.Types()); e.Idx {
 			case n:
-				return p.Size, true // window_start
+				return p.Size, traceTime(p.In, p.TS), true // window_start
 			case n + 1:
-				return 0, true // window_end
+				return 0, traceTime(p.In, p.TS), true // window_end
 			default:
 				return windowBound(p.In, e)
 			}
 		case *Union:
-			var off int64
+			// Every branch a window of the same length; closed when every
+			// branch's watermark has passed it.
 			for i, in := range p.Ins {
-				o, ok := windowBound(in, e)
-				if !ok || i > 0 && o != off {
-					return 0, false
+				o, bt, bok := windowBound(in, e)
+				if !bok || i > 0 && o != off {
+					return 0, timeTrace{}, false
+				}
+				if i == 0 || t.ok && (!bt.ok || bt.shift < t.shift) {
+					t = bt
 				}
 				off = o
 			}
-			return off, len(p.Ins) > 0
+			return off, t, len(p.Ins) > 0
 		}
 	case *expr.Func:
-		switch e.Name {
-		case "tumble_end":
-			if len(e.Args) == 2 {
-				if _, ok := intervalConst(e.Args[1]); ok {
-					return 0, true
+		if off, ts, ok := windowOfFunc(e); ok {
+			return off, traceTime(p, ts), true
+		}
+	}
+	return 0, timeTrace{}, false
+}
+
+// windowOfFunc reads e as a window's bound computed from a row's time ts:
+// the window ends off µs after it.
+func windowOfFunc(e *expr.Func) (off int64, ts expr.Expr, ok bool) {
+	if len(e.Args) != 2 {
+		return 0, nil, false
+	}
+	switch e.Name {
+	case "tumble_end":
+		if _, ok := intervalConst(e.Args[1]); ok {
+			return 0, e.Args[0], true
+		}
+	case "tumble_start":
+		if size, ok := intervalConst(e.Args[1]); ok {
+			return size, e.Args[0], true
+		}
+	case "-":
+		// A hopping window's start: its end minus its size.
+		size, ok := intervalConst(e.Args[1])
+		if !ok {
+			break
+		}
+		if f, ok := e.Args[0].(*expr.Func); ok && f.Name == "+" && len(f.Args) == 2 {
+			if s, ok := intervalConst(f.Args[1]); ok && s == size {
+				if o, ts, ok := windowOfFunc(f); ok && o == 0 {
+					return size, ts, true
 				}
 			}
-		case "tumble_start":
-			if len(e.Args) == 2 {
-				return intervalConst(e.Args[1])
+		}
+	case "+":
+		// A hopping or cumulating window's end: its start (the row's
+		// last tumbling window's start, maybe minus some slides) plus
+		// its size.
+		if _, ok := intervalConst(e.Args[1]); !ok {
+			break
+		}
+		start := e.Args[0]
+		if f, ok := start.(*expr.Func); ok && f.Name == "-" && len(f.Args) == 2 {
+			if _, ok := intervalConst(f.Args[1]); ok {
+				start = f.Args[0]
 			}
-		case "-":
-			// A hopping window's start: its end minus its size.
-			if len(e.Args) != 2 {
-				break
-			}
-			size, ok := intervalConst(e.Args[1])
-			if !ok {
-				break
-			}
-			if f, ok := e.Args[0].(*expr.Func); ok && f.Name == "+" && len(f.Args) == 2 {
-				if s, ok := intervalConst(f.Args[1]); ok && s == size {
-					if off, ok := windowBound(p, f); ok && off == 0 {
-						return size, true
-					}
-				}
-			}
-		case "+":
-			// A hopping or cumulating window's end: its start (the row's
-			// last tumbling window's start, maybe minus some slides) plus
-			// its size.
-			if len(e.Args) != 2 {
-				break
-			}
-			if _, ok := intervalConst(e.Args[1]); !ok {
-				break
-			}
-			start := e.Args[0]
-			if f, ok := start.(*expr.Func); ok && f.Name == "-" && len(f.Args) == 2 {
-				if _, ok := intervalConst(f.Args[1]); ok {
-					start = f.Args[0]
-				}
-			}
-			if f, ok := start.(*expr.Func); ok && f.Name == "tumble_start" && len(f.Args) == 2 {
-				if _, ok := intervalConst(f.Args[1]); ok {
-					return 0, true
-				}
+		}
+		if f, ok := start.(*expr.Func); ok && f.Name == "tumble_start" && len(f.Args) == 2 {
+			if _, ok := intervalConst(f.Args[1]); ok {
+				return 0, f.Args[0], true
 			}
 		}
 	}
-	return 0, false
+	return 0, nil, false
 }
 
 // intervalConst is e's length in µs if e is a fixed-length interval constant.
@@ -181,7 +218,7 @@ func (a *aggOp) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm
 	var hopTS hopRows // evaluated at the first row dropped
 	late := int64(0)
 	for i := 0; i < n; i++ {
-		if vals.IsValid(i) && vals.Value(i)+w.Offset <= wm {
+		if vals.IsValid(i) && w.closed(vals.Value(i), wm) {
 			end := vals.Value(i) + w.Offset
 			if w.Hop != nil && hopTS.ts == nil {
 				if hopTS, err = w.Hop.times(ectx, rec); err != nil {
@@ -192,7 +229,7 @@ func (a *aggOp) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm
 			}
 			if w.Hop == nil || w.Hop.isLast(hopTS, i, end) {
 				late++
-				a.late.note(rec, i, end, wm)
+				a.late.note(rec, i, end, wm+w.Shift)
 			}
 			if keep == nil {
 				keep = make([]int, 0, n)
@@ -236,7 +273,7 @@ func (a *aggOp) markClosing(wm int64) {
 			continue
 		}
 		d := a.gt.keyDatum(w.Key, gid)
-		if d.Null || d.I+w.Offset > wm {
+		if d.Null || !w.closed(d.I, wm) {
 			continue
 		}
 		a.closing = append(a.closing, gid)
@@ -280,9 +317,22 @@ func CheckEmitOnWindowClose(p Plan) error {
 	if err != nil {
 		return err
 	}
-	if g.root.from.kind == nSession {
-		// Sessions close by the watermark.
-	} else if g.root.from.kind != nAgg || windowCloseOf(g.root.from.agg) == nil {
+	switch root := g.root.from; {
+	case root.kind == nSession:
+		// Sessions close by the watermark of their time.
+		if t := traceTime(root.session.In, root.session.Time); !t.ok {
+			return errNeedsWatermark("EMIT ON WINDOW CLOSE", t)
+		}
+	case root.kind == nAgg:
+		w, why := windowCloseWhy(root.agg)
+		if w != nil {
+			break
+		}
+		if why != nil {
+			return errNeedsWatermark("EMIT ON WINDOW CLOSE", *why)
+		}
+		fallthrough
+	default:
 		return sqlerr.New(sqlerr.FeatureNotSupported,
 			"EMIT ON WINDOW CLOSE needs a view grouped by a window: GROUP BY window_start/window_end of TUMBLE, HOP or CUMULATE, or GROUP BY TUMBLE(ts, size)")
 	}
