@@ -79,7 +79,7 @@ func TestHopStageTracksRows(t *testing.T) {
 // and the row's time beside it, so a late row counts once: only its last
 // window's copy.
 func TestHopLastWindow(t *testing.T) {
-	h := &Hop{In: hopInput(), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec}
+	h := &Hop{In: wmStream("s", 1, types.TText, types.TTimestamp), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec}
 	// SELECT window_end, name, ts FROM HOP(...): the time moves to column 2.
 	p := &Project{In: h, Exprs: []expr.Expr{col(3, types.TTimestamp), col(0, types.TText), col(1, types.TTimestamp)}}
 	agg := &HashAgg{In: p, Keys: []expr.Expr{col(0, types.TTimestamp)}, Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}}
@@ -246,7 +246,7 @@ func TestCumulateExpand(t *testing.T) {
 // aggregate's bound is window_end or window_start (all of a row's windows
 // share the start: the row's window_end tells them apart).
 func TestCumulateLastWindow(t *testing.T) {
-	h := &Hop{In: hopInput(), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec, Cumulate: true}
+	h := &Hop{In: wmStream("s", 1, types.TText, types.TTimestamp), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec, Cumulate: true}
 	ints := func(vs ...int64) *array.Int64 {
 		b := array.NewInt64Builder(memory.DefaultAllocator)
 		defer b.Release()

@@ -11,7 +11,7 @@ import (
 // TestJoinTimeOf checks which join conditions make an interval join and
 // the bounds read from them.
 func TestJoinTimeOf(t *testing.T) {
-	side := &Values{Ts: []types.T{types.TInt64, types.TTimestamp}} // k, ts
+	side := wmStream("s", 1, types.TInt64, types.TTimestamp) // k, ts
 	col := func(i int) expr.Expr {
 		ts := types.TTimestamp
 		if i%2 == 0 {
@@ -61,6 +61,21 @@ func TestJoinTimeOf(t *testing.T) {
 		case c.want != nil && (jt.kind != "interval join" || jt.free != *c.want || jt.col != [2]int{1, 1} || jt.late != [2]int64{1, 1}):
 			t.Errorf("%s: %+v, want free offsets %v on columns 1, 1", c.name, jt, *c.want)
 		}
+	}
+
+	// Each side by its own time's watermark: none on the right (not its
+	// WATERMARK FOR column), the left's shifted by - 2 s.
+	plain := wmStream("p", -1, types.TInt64, types.TTimestamp)
+	left := &Project{In: side, Exprs: []expr.Expr{col(0), fn("-", col(1), sec(2))}}
+	j := &HashJoin{Left: left, Right: plain, Kind: JoinInner, LeftKeys: []expr.Expr{col(0)}, RightKeys: []expr.Expr{col(0)}, Residual: between}
+	jt := joinTimeOf(j, nil)
+	if jt == nil || jt.lates != [2]bool{true, false} || jt.frees != [2]bool{false, true} ||
+		jt.late[0] != 2e6+1 || jt.free[1] != 1e6+2e6+1 || jt.shift[0] != -2e6 {
+		t.Errorf("left shifted, right without a watermark: %+v", jt)
+	}
+	j.Left = plain
+	if jt := joinTimeOf(j, nil); jt != nil {
+		t.Errorf("neither side with a watermark: %+v", jt)
 	}
 }
 

@@ -114,8 +114,8 @@ type sessionOp struct {
 	// sessions never close and no row is late.
 	timed bool
 	shift int64
-	late    int64
-	eowc    bool
+	late  int64
+	eowc  bool
 
 	kids, gids []int32
 	keyBuf     []byte

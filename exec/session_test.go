@@ -161,6 +161,7 @@ func TestSessionClose(t *testing.T) {
 	const gap = 10
 	o := newSessionOp(sessionSpec(gap))
 	o.eowc = true
+	o.timed = true // its time is a WATERMARK FOR column (newSessionNode)
 	ectx := &expr.Ctx{Mem: memoryPool}
 	var out []string
 	emit := func(c Chunk) error {

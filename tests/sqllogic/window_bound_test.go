@@ -130,10 +130,10 @@ func TestHopCumulateSessionOverNonWatermarkColumn(t *testing.T) {
 	c := srv.Conn(t)
 	execAll(t, c, evShip)
 	views := map[string]string{
-		"hop":  "SELECT window_start, window_end, count(*) AS n FROM HOP(ev, ship, INTERVAL '5' SECOND, INTERVAL '10' SECOND) GROUP BY window_start, window_end",
-		"hopg": "SELECT HOP_START(ship, INTERVAL '5' SECOND, INTERVAL '10' SECOND) AS s, count(*) AS n FROM ev GROUP BY HOP(ship, INTERVAL '5' SECOND, INTERVAL '10' SECOND)",
-		"cum":  "SELECT window_start, window_end, count(*) AS n FROM CUMULATE(ev, ship, INTERVAL '5' SECOND, INTERVAL '10' SECOND) GROUP BY window_start, window_end",
-		"sess": "SELECT SESSION_START(ship, INTERVAL '10' SECOND) AS s, SESSION_END(ship, INTERVAL '10' SECOND) AS e, count(*) AS n FROM ev GROUP BY SESSION(ship, INTERVAL '10' SECOND)",
+		"hop":   "SELECT window_start, window_end, count(*) AS n FROM HOP(ev, ship, INTERVAL '5' SECOND, INTERVAL '10' SECOND) GROUP BY window_start, window_end",
+		"hopg":  "SELECT HOP_START(ship, INTERVAL '5' SECOND, INTERVAL '10' SECOND) AS s, count(*) AS n FROM ev GROUP BY HOP(ship, INTERVAL '5' SECOND, INTERVAL '10' SECOND)",
+		"cum":   "SELECT window_start, window_end, count(*) AS n FROM CUMULATE(ev, ship, INTERVAL '5' SECOND, INTERVAL '10' SECOND) GROUP BY window_start, window_end",
+		"sess":  "SELECT SESSION_START(ship, INTERVAL '10' SECOND) AS s, SESSION_END(ship, INTERVAL '10' SECOND) AS e, count(*) AS n FROM ev GROUP BY SESSION(ship, INTERVAL '10' SECOND)",
 		"sesst": "SELECT k % 2 AS p, window_start, window_end, count(*) AS n FROM SESSION(ev, ship, INTERVAL '10' SECOND) GROUP BY k % 2, window_start, window_end",
 	}
 	createViews(t, c, views)
