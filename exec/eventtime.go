@@ -23,7 +23,9 @@ import (
 // column, a column computed from one (other than ± a fixed interval), a
 // column read from a materialized view's changelog, from a join's output
 // (a pair appears when its later row comes, however old the other's
-// time), an aggregate's or a window function's. An operator over such a
+// time), an aggregate's (but the key that closes a window aggregate's
+// groups, whose rows come while their window is open) or a window
+// function's. An operator over such a
 // time never closes and never drops a row: a window aggregate is a plain
 // grouping (its view equals the batch query), a top-N per window keeps
 // every window, a session window never ends, an interval or window join
@@ -132,6 +134,14 @@ func traceColumn(p Plan, i int) timeTrace {
 			}
 		}
 		return out
+	case *HashAgg:
+		// A window aggregate's rows for a window come until the barrier
+		// whose watermark closes it, and the operators after it judge
+		// them by the watermark before that one: its closing key is
+		// ahead of that watermark (Nexmark q7 joins it with its stream).
+		if w := windowCloseOf(p); w != nil && i == w.Key {
+			return timeTrace{ok: true, shift: w.Shift - w.Offset + 1}
+		}
 	case *HashJoin:
 		return unbounded("%s has no watermark: it is read through a join, whose rows come when their later side does", traceColumnName(p, i))
 	}

@@ -71,3 +71,27 @@ func TestTraceTime(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceTimeWindowAggregate: a window aggregate's closing key is ahead
+// of the watermark its rows meet downstream; its other columns are not.
+func TestTraceTimeWindowAggregate(t *testing.T) {
+	s := wmStream("s", 1, types.TInt64, types.TTimestamp)
+	size := secs(10)
+	end := &expr.Func{Name: "tumble_end", Args: []expr.Expr{col(1, types.TTimestamp), size}, T: types.TTimestamp}
+	start := &expr.Func{Name: "tumble_start", Args: []expr.Expr{col(1, types.TTimestamp), size}, T: types.TTimestamp}
+	agg := &HashAgg{In: s, Keys: []expr.Expr{end}, Aggs: []AggSpec{{Kind: AggMax, Arg: col(1, types.TTimestamp), T: types.TTimestamp}}}
+	if tr := traceColumn(agg, 0); !tr.ok || tr.shift != 1 {
+		t.Errorf("window_end: %+v, want shift 1", tr)
+	}
+	if tr := traceColumn(agg, 1); tr.ok {
+		t.Errorf("max(ts): %+v, want no bound", tr)
+	}
+	agg.Keys = []expr.Expr{start}
+	if tr := traceColumn(agg, 0); !tr.ok || tr.shift != 1-10e6 {
+		t.Errorf("window_start: %+v, want shift 1 - 10 s", tr)
+	}
+	plain := wmStream("p", -1, types.TInt64, types.TTimestamp)
+	if tr := traceColumn(&HashAgg{In: plain, Keys: []expr.Expr{end}}, 0); tr.ok {
+		t.Errorf("window over a stream without a watermark: %+v", tr)
+	}
+}
