@@ -1,7 +1,7 @@
 package sqllogic
 
 import (
-	"strings"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -19,19 +19,23 @@ import (
 // first 10-second window, ts (the watermark column) moving forward.
 func shipRows(t *testing.T, c *pgx.Conn, table string) {
 	t.Helper()
-	for i, s := range []string{"10", "20", "30", "40", "50"} {
-		execAll(t, c, "INSERT INTO "+table+" VALUES ("+string(rune('1'+i))+", '2026-01-01 00:00:"+s+"', '2026-01-01 00:00:0"+string(rune('1'+i))+"')",
+	for i := 1; i <= 5; i++ {
+		execAll(t, c, fmt.Sprintf("INSERT INTO %s VALUES (%d, '2026-01-01 00:00:%d0', '2026-01-01 00:00:0%d')", table, i, i, i),
 			"CHECKPOINT")
 	}
 }
 
 // sameAsBatch checks each view against its query, run as a batch query
-// over the same input, after a checkpoint; want is the late rows each
+// over the same input (or against oracle[view], the query over the rows
+// but its late ones), after a checkpoint; late is the late rows each
 // view's job must have counted.
-func sameAsBatch(t *testing.T, c *pgx.Conn, views map[string]string, late map[string]int64) {
+func sameAsBatch(t *testing.T, c *pgx.Conn, views, oracle map[string]string, late map[string]int64) {
 	t.Helper()
 	execAll(t, c, "CHECKPOINT")
 	for v, q := range views {
+		if o := oracle[v]; o != "" {
+			q = o
+		}
 		if got, want := rowSet(t, c, "SELECT * FROM "+v), rowSet(t, c, q); got != want {
 			t.Errorf("%s differs from its batch query:\n%s\nwant\n%s", v, got, want)
 		}
@@ -74,10 +78,9 @@ func TestTumbleOverNonWatermarkColumn(t *testing.T) {
 	// The watermark is 00:00:49: a row at ts 00:00:05 is late for the
 	// control's closed window [00:00:00, 00:00:10), and for no other view.
 	execAll(t, c, "INSERT INTO ev VALUES (6, '2026-01-01 00:00:05', '2026-01-01 00:00:06')")
-	late := map[string]int64{"control": 1}
-	// The control's batch query without the late row.
-	views["control"] = "SELECT window_start, count(*) AS n FROM (SELECT *, tumble_start(t, INTERVAL '10' SECOND) AS window_start FROM evt WHERE k <> 6) AS x GROUP BY window_start"
-	sameAsBatch(t, c, views, late)
+	sameAsBatch(t, c, views, map[string]string{
+		"control": "SELECT tumble_start(t, INTERVAL '10' SECOND), count(*) FROM evt WHERE k <> 6 GROUP BY 1",
+	}, map[string]int64{"control": 1})
 	if got := rowsOf(t, c, "SELECT n FROM w"); got != "6" {
 		t.Fatalf("w: %s, want 6", got)
 	}
@@ -110,16 +113,14 @@ func TestWindowShiftedBound(t *testing.T) {
 		"INSERT INTO ev VALUES (4, '2026-01-01 02:00:11')", "CHECKPOINT",
 		// Behind it: late. At it: in the next window, kept.
 		"INSERT INTO ev VALUES (5, '2026-01-01 02:00:09.999999'), (6, '2026-01-01 02:00:10')")
-	late := map[string]int64{}
-	for v, q := range views {
-		late[v] = 1
-		// The batch query without the late row.
-		views[v] = strings.Replace(strings.Replace(q, "FROM ev ", "FROM (SELECT * FROM ev WHERE k <> 5) AS ev ", 1),
-			"FROM TUMBLE(evm,", "FROM TUMBLE((SELECT * FROM evm WHERE k <> 5),", 1)
-	}
-	views["minus"] = "SELECT window_start, count(*) AS n FROM (SELECT *, tumble_start(t, INTERVAL '10' SECOND) AS window_start FROM evm WHERE k <> 5) AS x GROUP BY window_start"
-	views["hopm"] = "SELECT tumble_end(t, INTERVAL '10' SECOND) AS window_end, count(*) AS n FROM evm WHERE k <> 5 GROUP BY 1"
-	sameAsBatch(t, c, views, late)
+	// Each is the batch query over the rows but the late one.
+	starts := "SELECT tumble_start(t, INTERVAL '10' SECOND), count(*) FROM evm WHERE k <> 5 GROUP BY 1"
+	sameAsBatch(t, c, views, map[string]string{
+		"minus":  starts,
+		"minusg": starts,
+		"plusg":  "SELECT tumble_start(ts + INTERVAL '1' HOUR, INTERVAL '10' SECOND), count(*) FROM ev WHERE k <> 5 GROUP BY 1",
+		"hopm":   "SELECT tumble_end(t, INTERVAL '10' SECOND), count(*) FROM evm WHERE k <> 5 GROUP BY 1",
+	}, map[string]int64{"minus": 1, "minusg": 1, "plusg": 1, "hopm": 1})
 	if got := rowsOf(t, c, "SELECT n FROM minus"); got != "2\n3" {
 		t.Fatalf("minus: %s, want 2 and 3", got)
 	}
@@ -138,7 +139,7 @@ func TestHopCumulateSessionOverNonWatermarkColumn(t *testing.T) {
 	}
 	createViews(t, c, views)
 	shipRows(t, c, "ev")
-	sameAsBatch(t, c, views, nil)
+	sameAsBatch(t, c, views, nil, nil)
 }
 
 // EMIT ON WINDOW CLOSE needs windows that close: over a column without a
@@ -172,6 +173,7 @@ func TestEmitOnWindowCloseNeedsWatermarkColumn(t *testing.T) {
 	waitSorted(t, c, "SELECT * FROM e", "2026-01-01 00:00:00 1")
 }
 
+// Interval and window joins judge each side by its own time's watermark.
 func TestIntervalJoinTimeWatermarks(t *testing.T) {
 	srv := StartServer(t, "")
 	c := srv.Conn(t)
@@ -188,6 +190,10 @@ func TestIntervalJoinTimeWatermarks(t *testing.T) {
 		// Through a view renaming ship to ts.
 		"renamed": `SELECT a.ts AS l, bs.ts AS r FROM a JOIN (SELECT k, ship AS ts FROM b) AS bs
 		   ON a.k = bs.k AND a.ts BETWEEN bs.ts - INTERVAL '5' SECOND AND bs.ts + INTERVAL '5' SECOND`,
+		// A window join over windows of ship: a plain join.
+		"wjship": `SELECT x.window_start, x.ts AS l, y.ts AS r
+		   FROM TUMBLE(a, ship, INTERVAL '10' SECOND) AS x JOIN TUMBLE(b, ship, INTERVAL '10' SECOND) AS y
+		   ON x.k = y.k AND x.window_start = y.window_start AND x.window_end = y.window_end`,
 		// Both own theirs: an interval join freeing and dropping by them.
 		"owned": `SELECT a.ts AS l, b.ts AS r FROM a JOIN b
 		   ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts + INTERVAL '5' SECOND`,
@@ -203,10 +209,10 @@ func TestIntervalJoinTimeWatermarks(t *testing.T) {
 		"INSERT INTO a VALUES (1, '2026-01-01 00:01:05', '2026-01-01 00:00:06')", "CHECKPOINT",
 		// Late for "owned" only: b.ts 00:00:12 is behind the watermark.
 		"INSERT INTO b VALUES (1, '2026-01-01 00:00:12', '2026-01-01 00:00:07')")
-	late := map[string]int64{"owned": 1}
-	views["owned"] = `SELECT a.ts AS l, b.ts AS r FROM a JOIN (SELECT * FROM b WHERE ts <> '2026-01-01 00:00:12') AS b
-		   ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts + INTERVAL '5' SECOND`
-	sameAsBatch(t, c, views, late)
+	sameAsBatch(t, c, views, map[string]string{
+		"owned": `SELECT a.ts, b.ts FROM a JOIN (SELECT * FROM b WHERE ts <> '2026-01-01 00:00:12') AS b
+		   ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts + INTERVAL '5' SECOND`,
+	}, map[string]int64{"owned": 1})
 	if n := count(t, c, "SELECT count(*) FROM neither"); n != 11 {
 		t.Fatalf("neither: %d pairs, want 11", n)
 	}
@@ -227,5 +233,5 @@ func TestTopNPerWindowOverNonWatermarkColumn(t *testing.T) {
 	}
 	createViews(t, c, views)
 	shipRows(t, c, "ev")
-	sameAsBatch(t, c, views, nil)
+	sameAsBatch(t, c, views, nil, nil)
 }
