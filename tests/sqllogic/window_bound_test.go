@@ -47,6 +47,18 @@ func sameAsBatch(t *testing.T, c *pgx.Conn, views, oracle map[string]string, lat
 
 const evShip = "CREATE TABLE ev (k BIGINT, ts TIMESTAMP, ship TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)"
 
+// shipViewsAsBatch creates views over ev, inserts the issue's rows and
+// checks the views against their batch queries: none drops a row.
+func shipViewsAsBatch(t *testing.T, views map[string]string) {
+	t.Helper()
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	execAll(t, c, evShip)
+	createViews(t, c, views)
+	shipRows(t, c, "ev")
+	sameAsBatch(t, c, views, nil, nil)
+}
+
 // createViews creates each view as its query.
 func createViews(t *testing.T, c *pgx.Conn, views map[string]string) {
 	t.Helper()
@@ -127,19 +139,13 @@ func TestWindowShiftedBound(t *testing.T) {
 }
 
 func TestHopCumulateSessionOverNonWatermarkColumn(t *testing.T) {
-	srv := StartServer(t, "")
-	c := srv.Conn(t)
-	execAll(t, c, evShip)
-	views := map[string]string{
+	shipViewsAsBatch(t, map[string]string{
 		"hop":   "SELECT window_start, window_end, count(*) AS n FROM HOP(ev, ship, INTERVAL '5' SECOND, INTERVAL '10' SECOND) GROUP BY window_start, window_end",
 		"hopg":  "SELECT HOP_START(ship, INTERVAL '5' SECOND, INTERVAL '10' SECOND) AS s, count(*) AS n FROM ev GROUP BY HOP(ship, INTERVAL '5' SECOND, INTERVAL '10' SECOND)",
 		"cum":   "SELECT window_start, window_end, count(*) AS n FROM CUMULATE(ev, ship, INTERVAL '5' SECOND, INTERVAL '10' SECOND) GROUP BY window_start, window_end",
 		"sess":  "SELECT SESSION_START(ship, INTERVAL '10' SECOND) AS s, SESSION_END(ship, INTERVAL '10' SECOND) AS e, count(*) AS n FROM ev GROUP BY SESSION(ship, INTERVAL '10' SECOND)",
 		"sesst": "SELECT k % 2 AS p, window_start, window_end, count(*) AS n FROM SESSION(ev, ship, INTERVAL '10' SECOND) GROUP BY k % 2, window_start, window_end",
-	}
-	createViews(t, c, views)
-	shipRows(t, c, "ev")
-	sameAsBatch(t, c, views, nil, nil)
+	})
 }
 
 // EMIT ON WINDOW CLOSE needs windows that close: over a column without a
@@ -219,10 +225,7 @@ func TestIntervalJoinTimeWatermarks(t *testing.T) {
 }
 
 func TestTopNPerWindowOverNonWatermarkColumn(t *testing.T) {
-	srv := StartServer(t, "")
-	c := srv.Conn(t)
-	execAll(t, c, evShip)
-	views := map[string]string{
+	shipViewsAsBatch(t, map[string]string{
 		"toprows": `SELECT * FROM (SELECT window_start, k,
 		    ROW_NUMBER() OVER (PARTITION BY window_start ORDER BY k DESC) AS rn
 		    FROM TUMBLE(ev, ship, INTERVAL '10' SECOND)) AS t WHERE rn <= 2`,
@@ -230,8 +233,5 @@ func TestTopNPerWindowOverNonWatermarkColumn(t *testing.T) {
 		    RANK() OVER (PARTITION BY window_start ORDER BY n DESC, k) AS r
 		    FROM (SELECT window_start, k % 2 AS k, count(*) AS n
 		          FROM TUMBLE(ev, ship, INTERVAL '10' SECOND) GROUP BY window_start, k % 2) AS c) AS t WHERE r <= 1`,
-	}
-	createViews(t, c, views)
-	shipRows(t, c, "ev")
-	sameAsBatch(t, c, views, nil, nil)
+	})
 }
