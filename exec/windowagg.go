@@ -21,12 +21,15 @@ import (
 // is a window's end (tumble_end(ts, size); tumble_start(...) [- interval]
 // + interval; a Hop's window_end) or a window's start (tumble_start(ts,
 // size): its end is size later; a Hop's window_start: size or max size
-// later). A group whose window end is at or before
-// the watermark is closed: its final row is in the view, its state is
-// deleted in the same epoch, and a row that would fall into it afterwards
-// (its window end at or before the watermark on arrival) is late, dropped
-// and counted. The same test on both sides makes closing exact: no row can
-// reach a closed group.
+// later), whose row time ts a watermark bounds (eventtime.go: the
+// WATERMARK FOR column, or it plus or minus a fixed interval d, whose
+// watermark is the job's plus d). A group whose window end is at or
+// before that watermark is closed: its final row is in the view, its
+// state is deleted in the same epoch, and a row that would fall into it
+// afterwards (its window end at or before the watermark on arrival) is
+// late, dropped and counted. The same test on both sides makes closing
+// exact: no row can reach a closed group. A window over a time no
+// watermark bounds never closes: the aggregate is a plain grouping.
 
 // windowClose is how an aggregate's groups close: group key Key is a
 // window bound, the window ending Offset µs after it; the window's time
@@ -51,13 +54,14 @@ func (w *windowClose) closeAt(b int64) int64 { return b + w.Offset - w.Shift }
 // windowCloseOf finds the group key that bounds an aggregate's windows
 // over a time a watermark bounds, preferring the earliest close; nil if
 // none does (the aggregate is then a plain grouping that never drops a
-// row). why, when nil is returned for a key that is a window's bound, is
-// why no watermark bounds that window's time.
+// row).
 func windowCloseOf(p *HashAgg) *windowClose {
 	w, _ := windowCloseWhy(p)
 	return w
 }
 
+// windowCloseWhy is windowCloseOf and, when that is nil but a key is a
+// window's bound, why no watermark bounds that window's time.
 func windowCloseWhy(p *HashAgg) (*windowClose, *timeTrace) {
 	var best *windowClose
 	var why *timeTrace
