@@ -12,7 +12,8 @@ import (
 // (PARTITION BY ... ORDER BY ...) bounded by an outer filter) one of whose
 // partition keys is a window's bound — through the projections, filters
 // and aggregates under it, a window end or a tumbling window's start, as
-// windowBound finds them for window aggregates — frees a window's
+// windowBound finds them for window aggregates, over a time a watermark
+// bounds (eventtime.go) — frees a window's
 // partition once the watermark passes the window's end: at that barrier
 // the partition's last changes are emitted, then its rows are deleted from
 // the state table and memory, and nothing more is emitted for it (the view

@@ -28,7 +28,9 @@ import (
 // DISTINCT are supported. A batch query runs the same operator over its
 // whole input, so batch and view agree by construction.
 //
-// In a job, a session closes when the watermark reaches its end: the view
+// In a job, a session closes when the watermark of its time (eventtime.go:
+// its WATERMARK FOR column, maybe shifted by a fixed interval; a time
+// without one never closes a session) reaches its end: the view
 // keeps its last row (EMIT ON WINDOW CLOSE: the row is inserted then), its
 // state is deleted in the same epoch, and a row behind the watermark that
 // would start a session already ended (time + gap <= watermark) is late:
