@@ -335,19 +335,16 @@ func (c *Coordinator) History() []Record {
 // is committed: for the jobs that acked, what their commit holds (never
 // older than before: a job restarted on the memory backend holds its
 // predecessor's rows until its first checkpoint); for the jobs that are
-// running but did not ack, or are failing or restarting, what they held.
+// running but did not ack, or are failing or restarting, what they held
+// (0 if they never committed: their rows hold no epoch yet).
 func (c *Coordinator) held(epoch uint64, acked []Task) map[uint64]uint64 {
 	prev := c.db.HeldEpochs()
 	out := map[uint64]uint64{}
 	for _, t := range c.reg.Tasks() {
-		if e, ok := prev[t.ViewID()]; ok {
-			out[t.ViewID()] = e
-		}
+		out[t.ViewID()] = prev[t.ViewID()] // 0: its rows hold no epoch yet
 	}
 	for _, id := range c.reg.Behind() {
-		if e, ok := prev[id]; ok {
-			out[id] = e
-		}
+		out[id] = prev[id]
 	}
 	for _, t := range acked {
 		out[t.ViewID()] = max(out[t.ViewID()], t.HoldsAfter(epoch))
