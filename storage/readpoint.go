@@ -26,7 +26,7 @@ import (
 // newest epoch every view agrees on; and at most maxReadPoints.
 
 // maxReadPoints bounds the points kept (each a Pebble snapshot).
-const maxReadPoints = 256
+const maxReadPoints = 64
 
 type readPoint struct {
 	epoch      uint64
