@@ -51,32 +51,11 @@ func oneEpochAcrossBackends(t *testing.T, explicit bool) {
 	acked.Store(1)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		w := srv.Conn(t)
-		defer w.Close(ctx)
-		for i := 1; !stop.Load(); i++ {
-			if _, err := w.Exec(ctx, fmt.Sprintf("INSERT INTO s VALUES (%d), (%d)", i, -i)); err != nil {
-				errs <- fmt.Errorf("INSERT: %w", err)
-				return
-			}
-			acked.Add(2)
-		}
-	}()
+	repeatExec(t, srv, &wg, &stop, errs, func(i int) string {
+		return fmt.Sprintf("INSERT INTO s VALUES (%d), (%d)", i, -i)
+	}, func() { acked.Add(2) })
 	if explicit {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cc := srv.Conn(t)
-			defer cc.Close(ctx)
-			for !stop.Load() {
-				if _, err := cc.Exec(ctx, "CHECKPOINT"); err != nil {
-					errs <- fmt.Errorf("CHECKPOINT: %w", err)
-					return
-				}
-			}
-		}()
+		repeatExec(t, srv, &wg, &stop, errs, func(int) string { return "CHECKPOINT" }, nil)
 	}
 	reads := 40
 	if testing.Short() {
@@ -120,6 +99,29 @@ func oneEpochAcrossBackends(t *testing.T, explicit bool) {
 	if err := c.QueryRow(ctx, oneEpochRead).Scan(&sn, &pn, &mn); err != nil || sn != acked.Load() || pn != sn || mn != sn {
 		t.Fatalf("at the end: stream %d, pebble view %d, memory view %d, want %d each (%v)", sn, pn, mn, acked.Load(), err)
 	}
+}
+
+// repeatExec runs the statement q(i), for i = 1, 2, ..., on a connection of
+// its own until stop is set, calling after (if set) after each; it sends its
+// first error to errs and stops.
+func repeatExec(t *testing.T, srv *Server, wg *sync.WaitGroup, stop *atomic.Bool, errs chan<- error, q func(int) string, after func()) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ctx := context.Background()
+		cc := srv.Conn(t)
+		defer cc.Close(ctx)
+		for i := 1; !stop.Load(); i++ {
+			sql := q(i)
+			if _, err := cc.Exec(ctx, sql); err != nil {
+				errs <- fmt.Errorf("%s: %w", sql, err)
+				return
+			}
+			if after != nil {
+				after()
+			}
+		}
+	}()
 }
 
 // TestFailedJobNeverMixesEpochs: the job of view pf fails its first four
