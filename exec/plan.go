@@ -278,35 +278,7 @@ func ReadStreamsFrom(p Plan, r storage.Reader, from func(table uint64) bool) {
 // walkPlan calls fn with p and every plan below it.
 func walkPlan(p Plan, fn func(Plan)) {
 	fn(p)
-	switch p := p.(type) {
-	case *Filter:
-		walkPlan(p.In, fn)
-	case *Project:
-		walkPlan(p.In, fn)
-	case *Hop:
-		walkPlan(p.In, fn)
-	case *HashAgg:
-		walkPlan(p.In, fn)
-	case *SessionAgg:
-		walkPlan(p.In, fn)
-	case *HashJoin:
-		walkPlan(p.Left, fn)
-		walkPlan(p.Right, fn)
-	case *Sort:
-		walkPlan(p.In, fn)
-	case *Limit:
-		walkPlan(p.In, fn)
-	case *Window:
-		walkPlan(p.In, fn)
-	case *SingleRow:
-		walkPlan(p.In, fn)
-	case *LateralFuncScan:
-		walkPlan(p.In, fn)
-	case *ProjectSRF:
-		walkPlan(p.In, fn)
-	case *Union:
-		for _, in := range p.Ins {
-			walkPlan(in, fn)
-		}
+	for _, in := range planInputs(p) {
+		walkPlan(in, fn)
 	}
 }
