@@ -31,6 +31,11 @@ type Task interface {
 	AwaitBarrier(ctx context.Context, epoch uint64) (*storage.Batch, error)
 	// Committed tells the job its changes up to epoch are in the database.
 	Committed(epoch uint64)
+	// ViewID is the view the job maintains; HoldsAfter the epoch its rows
+	// hold once its changes up to epoch are committed (an earlier one on
+	// the memory backend, whose epochs wait for a durable snapshot).
+	ViewID() uint64
+	HoldsAfter(epoch uint64) uint64
 	// LogParts lists the log partitions the job reads; each round marks its
 	// barrier's place in them (storage.DB.MarkCut).
 	LogParts() []storage.LogPart
@@ -42,6 +47,9 @@ type Registry interface {
 	// Lock and Unlock keep the set of jobs fixed during a round.
 	Lock()
 	Unlock()
+	// Behind lists the views whose jobs are failing or restarting: their
+	// rows stay at the last epoch those jobs committed.
+	Behind() []uint64
 	// FailAll fails every running job (they restart per their strategy)
 	// when more consecutive checkpoints failed than checkpoint.tolerable_failures.
 	FailAll(err error)
@@ -323,6 +331,27 @@ func (c *Coordinator) History() []Record {
 	return append([]Record(nil), c.mu.history...)
 }
 
+// held is, per view job, the epoch its rows hold once the round of epoch
+// is committed: for the jobs that acked, what their commit holds (never
+// older than before: a job restarted on the memory backend holds its
+// predecessor's rows until its first checkpoint); for the jobs that are
+// running but did not ack, or are failing or restarting, what they held
+// (0 if they never committed: their rows hold no epoch yet).
+func (c *Coordinator) held(epoch uint64, acked []Task) map[uint64]uint64 {
+	prev := c.db.HeldEpochs()
+	out := map[uint64]uint64{}
+	for _, t := range c.reg.Tasks() {
+		out[t.ViewID()] = prev[t.ViewID()] // 0: its rows hold no epoch yet
+	}
+	for _, id := range c.reg.Behind() {
+		out[id] = prev[id]
+	}
+	for _, t := range acked {
+		out[t.ViewID()] = max(out[t.ViewID()], t.HoldsAfter(epoch))
+	}
+	return out
+}
+
 // round runs one barrier round; trigger "" is a plain epoch.
 func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Record) error) (Record, error) {
 	cfg := c.config()
@@ -333,7 +362,11 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 		// Nothing runs, so there is nothing to checkpoint; no stream is
 		// behind a view, so reads are no longer held at the last cut.
 		if last, _, err := c.db.LastCut(); err == nil && len(last) > 0 {
-			_ = c.db.CommitEpochAt(nil, 0, nil, false, storage.Cut{})
+			c.mu.Lock()
+			c.mu.epoch++
+			epoch := c.mu.epoch
+			c.mu.Unlock()
+			_ = c.db.CommitEpochAt(nil, 0, nil, false, storage.Cut{}, &storage.ReadPoint{Epoch: epoch, Held: c.held(0, nil)})
 		}
 		return Record{}, nil
 	}
@@ -421,7 +454,8 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	if cut == nil {
 		cut = storage.Cut{}
 	}
-	if err := c.db.CommitEpochAt(batches, id, meta, trigger != "" && rec.Status == Completed, cut); err == nil {
+	rp := &storage.ReadPoint{Epoch: epoch, Checkpoint: trigger != "", Cut: cut, Held: c.held(epoch, acked)}
+	if err := c.db.CommitEpochAt(batches, id, meta, trigger != "" && rec.Status == Completed, cut, rp); err == nil {
 		for _, t := range acked {
 			t.Committed(epoch)
 		}

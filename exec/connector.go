@@ -362,6 +362,10 @@ func planInputs(p Plan) []Plan {
 		return []Plan{n.In}
 	case *SingleRow:
 		return []Plan{n.In}
+	case *LateralFuncScan:
+		return []Plan{n.In}
+	case *ProjectSRF:
+		return []Plan{n.In}
 	case *Union:
 		return n.Ins
 	}

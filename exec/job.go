@@ -435,6 +435,13 @@ func (j *Job) EnableChangelog() (fromEpoch uint64) {
 // CommittedEpoch is the last epoch whose commit included this job.
 func (j *Job) CommittedEpoch() uint64 { return j.committed.Load() }
 
+// ViewID is the id of the view the job maintains.
+func (j *Job) ViewID() uint64 { return j.spec.ID }
+
+// HoldsAfter is the epoch the view's rows hold once the job's changes up to
+// epoch are committed (Committed(epoch) then records it).
+func (j *Job) HoldsAfter(epoch uint64) uint64 { return j.committedAs(epoch) }
+
 // Committed tells the job that epoch's changes are in the database.
 func (j *Job) Committed(epoch uint64) { j.committed.Store(j.committedAs(epoch)) }
 

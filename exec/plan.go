@@ -31,6 +31,7 @@ type Plan interface {
 // ScanStream reads a stream's log (all partitions, in offset order per partition).
 type ScanStream struct {
 	Table *storage.TableDef
+	Snap  storage.Reader // nil: the statement's snapshot
 }
 
 // ScanView reads a materialized view's rows at the last completed checkpoint
@@ -232,45 +233,52 @@ func exprTypes(es []expr.Expr) []types.T {
 func StreamsRead(p Plan) []*storage.TableDef {
 	var out []*storage.TableDef
 	seen := map[uint64]bool{}
-	var visit func(Plan)
-	visit = func(p Plan) {
-		switch p := p.(type) {
-		case *ScanStream:
-			if !seen[p.Table.ID] {
-				seen[p.Table.ID] = true
-				out = append(out, p.Table)
-			}
-		case *Filter:
-			visit(p.In)
-		case *Project:
-			visit(p.In)
-		case *Hop:
-			visit(p.In)
-		case *HashAgg:
-			visit(p.In)
-		case *SessionAgg:
-			visit(p.In)
-		case *HashJoin:
-			visit(p.Left)
-			visit(p.Right)
-		case *Sort:
-			visit(p.In)
-		case *Limit:
-			visit(p.In)
-		case *Window:
-			visit(p.In)
-		case *SingleRow:
-			visit(p.In)
-		case *LateralFuncScan:
-			visit(p.In)
-		case *ProjectSRF:
-			visit(p.In)
-		case *Union:
-			for _, in := range p.Ins {
-				visit(in)
-			}
+	for _, s := range streamScans(p) {
+		if !seen[s.Table.ID] {
+			seen[s.Table.ID] = true
+			out = append(out, s.Table)
 		}
 	}
-	visit(p)
 	return out
+}
+
+// streamScans returns the plan's stream scans.
+func streamScans(p Plan) []*ScanStream {
+	var out []*ScanStream
+	walkPlan(p, func(p Plan) {
+		if s, ok := p.(*ScanStream); ok {
+			out = append(out, s)
+		}
+	})
+	return out
+}
+
+// ViewScans returns the plan's scans of views at the statement's snapshot
+// (not AS OF one of their own).
+func ViewScans(p Plan) []*ScanView {
+	var out []*ScanView
+	walkPlan(p, func(p Plan) {
+		if s, ok := p.(*ScanView); ok && s.Snap == nil {
+			out = append(out, s)
+		}
+	})
+	return out
+}
+
+// ReadStreamsFrom makes the plan read the streams for which from says so
+// from r rather than from the statement's snapshot.
+func ReadStreamsFrom(p Plan, r storage.Reader, from func(table uint64) bool) {
+	for _, s := range streamScans(p) {
+		if from(s.Table.ID) {
+			s.Snap = r
+		}
+	}
+}
+
+// walkPlan calls fn with p and every plan below it.
+func walkPlan(p Plan, fn func(Plan)) {
+	fn(p)
+	for _, in := range planInputs(p) {
+		walkPlan(in, fn)
+	}
 }

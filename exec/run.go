@@ -83,7 +83,7 @@ func ContextError(c context.Context) error {
 func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 	switch p := p.(type) {
 	case *ScanStream:
-		return scanStream(ctx, p.Table, emit)
+		return scanStream(ctx, p, emit)
 	case *ScanView:
 		return scanView(ctx, p, emit)
 	case *Values:
@@ -179,7 +179,11 @@ func project(ctx *expr.Ctx, exprs []expr.Expr, ts []types.T, rec arrow.RecordBat
 	return newRecord(ts, cols, int(rec.NumRows())), nil
 }
 
-func scanStream(ctx *Ctx, t *storage.TableDef, emit func(arrow.RecordBatch) error) error {
+func scanStream(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error) error {
+	t, snap := p.Table, p.Snap
+	if snap == nil {
+		snap = ctx.Snap
+	}
 	if t.Kind == storage.KindSource {
 		return scanConnector(ctx, t, emit)
 	}
@@ -188,12 +192,12 @@ func scanStream(ctx *Ctx, t *storage.TableDef, emit func(arrow.RecordBatch) erro
 		if err != nil {
 			return err
 		}
-		if ctx.Snap != nil {
+		if snap != nil {
 			// The statement reads the stream where the views it may read
 			// with it are: at the committed cut, if a running job reads
 			// the stream, else everything its snapshot holds.
 			end = math.MaxUint64
-			cut, err := ctx.DB.CommittedCut(ctx.Snap)
+			cut, err := ctx.DB.CommittedCut(snap)
 			if err != nil {
 				return err
 			}
@@ -201,7 +205,7 @@ func scanStream(ctx *Ctx, t *storage.TableDef, emit func(arrow.RecordBatch) erro
 				end = c
 			}
 		}
-		if err := ctx.DB.ReadLogAt(ctx.Snap, ctx.alloc(), t.ID, uint32(part), start, end, func(_ uint64, rec arrow.RecordBatch) error {
+		if err := ctx.DB.ReadLogAt(snap, ctx.alloc(), t.ID, uint32(part), start, end, func(_ uint64, rec arrow.RecordBatch) error {
 			if err := ctx.check(); err != nil {
 				rec.Release()
 				return err

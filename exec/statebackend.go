@@ -18,7 +18,9 @@ package exec
 //     only at checkpoints (holdForCheckpoint), with a request to snapshot
 //     its state in the same commit, so its view rows, changelog and offsets
 //     in Pebble always match a snapshot. Its views therefore advance at
-//     each checkpoint, as a Flink two-phase-commit sink does.
+//     each checkpoint, as a Flink two-phase-commit sink does; HoldsAfter
+//     tells the coordinator which epoch they hold, so that a statement
+//     reads them with the rest at one epoch (storage/readpoint.go).
 //   - Memory: the state may not grow beyond State.MemoryLimit; past it the
 //     job fails with 53200 and its restart strategy applies.
 //   - Memory jobs never evict state to Pebble (StateCacheBytes is 0).

@@ -259,6 +259,21 @@ func (r *registry) Tasks() []checkpoint.Task {
 	return out
 }
 
+func (r *registry) Behind() []uint64 {
+	e := (*Engine)(r)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []uint64
+	for n, j := range e.mu.jobs {
+		if j.state == exec.JobRestarting || j.state == exec.JobFailed {
+			if def := e.mu.tables[n]; def != nil {
+				out = append(out, def.ID)
+			}
+		}
+	}
+	return out
+}
+
 func (r *registry) FailAll(err error) {
 	e := (*Engine)(r)
 	e.mu.Lock()

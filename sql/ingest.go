@@ -37,11 +37,11 @@ func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.No
 	defer budget.Close()
 	ectx.Mem = budget.Allocator()
 	var n int64
-	if err := e.awaitCut(ctx, phys); err != nil {
+	snap, release, err := e.readSnapshot(ctx, phys)
+	if err != nil {
 		return 0, err
 	}
-	snap := e.db.Snapshot()
-	defer snap.Close()
+	defer release()
 	err = exec.Run(&exec.Ctx{Context: ctx, DB: e.db, Expr: ectx, Mem: budget, Snap: snap}, phys, func(r arrow.RecordBatch) error {
 		if err := checkNotNull(t, r, 0); err != nil {
 			r.Release()

@@ -41,7 +41,11 @@ func (e *Engine) runQuery(ctx context.Context, plan planner.Node, ectx *expr.Ctx
 	if err != nil {
 		return nil, err
 	}
-	if err := e.awaitCut(ctx, phys); err != nil {
+	// The statement reads one committed epoch of everything: a snapshot
+	// taken now (a cursor's or portal's at DECLARE or Execute) and held
+	// until the plan has run (readSnapshot).
+	snap, release, err := e.readSnapshot(ctx, phys)
+	if err != nil {
 		return nil, err
 	}
 	base := ctx
@@ -55,13 +59,9 @@ func (e *Engine) runQuery(ctx context.Context, plan planner.Node, ectx *expr.Ctx
 	budget := exec.NewBudget(workMem, e.queryMem)
 	ectx.Mem = budget.Allocator()
 	r := &streamRows{ch: make(chan arrow.RecordBatch, queuedBatches), done: make(chan struct{}), cancel: cancel, budget: budget}
-	// The statement reads one committed epoch of everything: a snapshot
-	// taken now (a cursor's or portal's at DECLARE or Execute) and held
-	// until the plan has run.
-	snap := e.db.Snapshot()
 	go func() {
 		defer close(r.done)
-		defer snap.Close()
+		defer release()
 		defer budget.Close()
 		// A bug in an operator fails this statement with XX000, as a panic
 		// on the connection's own goroutine does (wire), instead of taking

@@ -169,6 +169,7 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 	}
 	if commitErr == nil {
 		newSinks = nextSinks
+		e.db.DropReadPoints() // they show the views as they were
 	}
 	for _, r := range jobs {
 		def := r.def
@@ -355,6 +356,7 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 		}
 		return nil, err
 	}
+	e.db.DropReadPoints() // they show the view as it was
 	e.mu.tables[n.Name] = def
 	if err := e.startViewJobLocked(def, plan, true); err != nil {
 		return nil, err

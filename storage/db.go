@@ -65,6 +65,11 @@ type DB struct {
 		loaded    bool
 		commit    chan struct{} // closed when the next cut commits
 	}
+	// reads holds the read points of the last rounds (readpoint.go).
+	reads struct {
+		sync.Mutex
+		p readPoints
+	}
 	// appendsMu keeps a barrier cut from falling inside a transaction's
 	// appends to several partitions (CommitAppends holds it shared,
 	// MarkCut exclusively).
@@ -161,7 +166,10 @@ type deleteNoRecycle struct {
 type needsContents struct{ pebble.ArchiveCleaner }
 
 // Close closes the database cleanly.
-func (db *DB) Close() error { return db.pdb.Close() }
+func (db *DB) Close() error {
+	db.DropReadPoints()
+	return db.pdb.Close()
+}
 
 // Dir is the directory the database lives in.
 func (db *DB) Dir() string { return db.dir }

@@ -165,13 +165,15 @@ func (b *Batch) Len() int {
 // CommitEpoch commits the batches of every job, plus meta (a checkpoint
 // record, may be nil under key k/<id>), atomically; sync makes it durable.
 func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) error {
-	return db.CommitEpochAt(batches, id, meta, sync, nil)
+	return db.CommitEpochAt(batches, id, meta, sync, nil, nil)
 }
 
 // CommitEpochAt is CommitEpoch for a round whose barrier sat at cut: the
 // cut is committed with the epoch (nil: left as it was), so a reader's
 // snapshot holds the views and the stream positions they are at together.
-func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool, cut Cut) error {
+// rp, if set, is the round's read point (readpoint.go), recorded before the
+// cut is published, so a statement that waited for the cut finds it.
+func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool, cut Cut, rp *ReadPoint) error {
 	var l layout
 	if cut != nil {
 		l.addSet(committedCutKey, encodeCut(cut))
@@ -250,6 +252,9 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 	}
 	if pre != nil {
 		db.memCommitted(&mc, err)
+	}
+	if err == nil && rp != nil {
+		db.addReadPoint(rp)
 	}
 	if err == nil && cut != nil {
 		db.setCommittedCut(cut)

@@ -40,19 +40,8 @@ func TestEpochOwnership(t *testing.T) {
 	ctx := context.Background()
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	var barrierErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		cc := srv.Conn(t)
-		defer cc.Close(ctx)
-		for !stop.Load() {
-			if _, err := cc.Exec(ctx, "CHECKPOINT"); err != nil {
-				barrierErr = err
-				return
-			}
-		}
-	}()
+	barrierErr := make(chan error, 1)
+	repeatExec(t, srv, &wg, &stop, barrierErr, func(int) string { return "CHECKPOINT" }, nil)
 	const reps, rowsPer = 120, 500
 	next := int64(0)
 	for rep := 0; rep < reps; rep++ {
@@ -70,8 +59,9 @@ func TestEpochOwnership(t *testing.T) {
 	}
 	stop.Store(true)
 	wg.Wait()
-	if barrierErr != nil {
-		t.Fatalf("CHECKPOINT: %v", barrierErr)
+	close(barrierErr)
+	if err := <-barrierErr; err != nil {
+		t.Fatal(err)
 	}
 	checkEpochViews(t, c, "at the end")
 }
