@@ -41,7 +41,8 @@ import (
 // gone, the matches they made, is kept and stored as the rows' pinned
 // matches (pinPartners). The compared columns are taken to be event
 // time: a join over other timestamp columns of watermarked streams would
-// drop rows by the wrong clock (documented in DECISIONS.md).
+// drop rows by the wrong clock (documented in
+// docs/decisions/2026-12-02-late-rows-and-state-freed-by-watermark.md).
 //
 // A row's freeing time is noted when it enters the join's state (by
 // push, or load after a restart) in a list scanned at barriers whose
