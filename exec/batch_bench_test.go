@@ -13,8 +13,8 @@ import (
 
 // Batch queries through Run, as the server runs them (with a memory budget
 // and a cancelable context): a hash aggregate, a hash join and a sort over
-// prebuilt batches of (k BIGINT, v BIGINT). docs/BENCHMARKS.md, "Memory
-// accounting in batch queries".
+// prebuilt batches of (k BIGINT, v BIGINT).
+// docs/benchmarks/2026-12-01-memory-accounting-batch-queries.md.
 //
 //	go test ./exec/ -run '^$' -bench BenchmarkBatch -benchtime 3x -cpu 1
 

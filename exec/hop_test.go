@@ -116,7 +116,8 @@ func TestHopLastWindow(t *testing.T) {
 
 // BenchmarkHopExpand expands 64K-row batches of (k BIGINT, ts TIMESTAMP)
 // into their size/slide windows (and CUMULATE windows), as an edge stage
-// does: input and output rows per second. docs/BENCHMARKS.md, "HOP expand stage".
+// does: input and output rows per second.
+// docs/benchmarks/2026-12-02-hop-expand-stage.md.
 //
 //	go test ./exec/ -run '^$' -bench Hop -benchtime 20x -cpu 1
 func BenchmarkHopExpand(b *testing.B) {

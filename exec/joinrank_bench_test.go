@@ -18,7 +18,7 @@ import (
 // (k BIGINT, v BIGINT), row i with k = i mod keys and v a permutation of
 // the rows: a view instance's work, push and barrier (its output goes to a
 // goroutine that releases it, its state into an epoch batch that is
-// dropped). docs/BENCHMARKS.md, "Joins and top-N".
+// dropped). docs/benchmarks/2026-12-01-joins-and-top-n.md.
 //
 //	go test ./exec/ -run '^$' -bench 'BenchmarkJoinOp|BenchmarkRankOp' -benchtime 3x -cpu 1
 

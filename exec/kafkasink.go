@@ -30,7 +30,7 @@ import (
 // its transactional id (the broker aborts a transaction left open), reads
 // the position of its last committed transaction back from the topic and
 // goes on from there: changes up to it were committed once, changes after
-// it are sent again in a new transaction. See docs/DECISIONS.md.
+// it are sent again in a new transaction. See docs/decisions/2026-12-01-kafka-source-and-exactly-once-sink.md.
 
 // SinkSpec describes a running sink.
 type SinkSpec struct {

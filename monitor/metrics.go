@@ -12,7 +12,7 @@ import (
 	"github.com/streamdb/streamdb/sql"
 )
 
-// Metric names: docs/MONITORING.md lists them all.
+// Metric names: docs/reference/monitoring.md lists them all.
 var (
 	jobRowsIn      = prometheus.NewDesc("streamdb_job_rows_in_total", "Rows the job has read from its sources since it (re)started.", []string{"job", "kind"}, nil)
 	jobRowsOut     = prometheus.NewDesc("streamdb_job_rows_out_total", "Change rows the job has delivered to its sink since it (re)started.", []string{"job", "kind"}, nil)

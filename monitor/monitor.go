@@ -7,7 +7,7 @@
 // and counts statements through wire.Metrics; nothing below sql is
 // reached directly except Pebble's metrics type. A sampler keeps one sample
 // of every job per second for the last ten minutes, which the dashboard
-// plots; see docs/MONITORING.md for what is served.
+// plots; see docs/reference/monitoring.md for what is served.
 package monitor
 
 import (

@@ -24,7 +24,7 @@ import (
 	"github.com/streamdb/streamdb/types"
 )
 
-// Fault tests of the engine in process (docs/FAULTS.md):
+// Fault tests of the engine in process (docs/design/fault-tests.md):
 //
 //   - TestFaultPowerLoss: Pebble's crash-cloning memory filesystem, a power
 //     cut at a random write or sync of the commit path, over 200 seeds.

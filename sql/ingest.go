@@ -420,7 +420,7 @@ func (c *copyIn) rowDone() error {
 	// The next batch is likely as long as this one: size the columns for
 	// it now. Left to grow by doubling from empty, they copied each
 	// batch's values about once more (6-10 % of a COPY's CPU,
-	// docs/BENCHMARKS.md "First run").
+	// docs/benchmarks/2026-12-01-first-run.md).
 	for _, b := range c.bls {
 		if b != nil {
 			b.Reserve(n)

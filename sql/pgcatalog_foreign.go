@@ -7,8 +7,9 @@ import (
 	"github.com/streamdb/streamdb/types"
 )
 
-// Sources are foreign tables (relkind 'f', see DECISIONS.md): psql's
-// \d source reads their server and options here. Each connector
+// Sources are foreign tables (relkind 'f', see
+// docs/decisions/2026-12-02-transaction-savepoints-set-config-srfs.md):
+// psql's \d source reads their server and options here. Each connector
 // (nexmark, kafka, ...) is a foreign server of that name, of the foreign
 // data wrapper "streamdb"; a source's options are its WITH options
 // ("name=value", by name), which \d prints as "FDW options".

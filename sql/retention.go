@@ -19,7 +19,7 @@ import (
 //   - a running change stream's read position.
 // A view's changelog is read only by the jobs downstream of it, so it is
 // kept only down to the oldest of those positions, whatever the setting.
-// See docs/DECISIONS.md.
+// See docs/decisions/2026-11-30-stream-log-retention.md.
 
 // truncateGap is the least time between two truncations after periodic
 // checkpoints; manual checkpoints always truncate.

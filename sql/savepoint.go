@@ -116,7 +116,7 @@ func (e *Engine) createSavepoint(ctx context.Context, name string, views []strin
 // Pebble's live WAL (the memtables' backlog, ingest included) and hashes
 // it, which at a 1 s interval costs a noticeable share of a busy server,
 // and most right after a start, when a backlog is replayed or loaded;
-// manual checkpoints are always exported. See docs/DECISIONS.md.
+// manual checkpoints are always exported. See docs/decisions/2026-11-30-periodic-checkpoint-export-every-10s.md.
 const periodicExportGap = 10 * time.Second
 
 // exportCheckpoint keeps a completed checkpoint as a retained snapshot and

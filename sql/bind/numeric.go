@@ -24,7 +24,7 @@ import (
 // MaxNumericPrecision, which no value can overflow): its values print with
 // exactly s digits. Where the scale is not known (an unconstrained NUMERIC
 // column, a float cast to numeric) the type stays unconstrained (Prec 0)
-// and values print with trailing zeros trimmed. docs/DECISIONS.md lists
+// and values print with trailing zeros trimmed. docs/decisions/2026-11-30-numeric-display-scale.md lists
 // where this differs from PostgreSQL.
 
 // maxStaticScale bounds a computed display scale: each digit of scale is a

@@ -47,7 +47,8 @@ func powerOperands(l, r types.T) *types.T {
 
 // powerOp binds l ^ r: double precision ^ double precision, or numeric ^
 // numeric whose display scale is PostgreSQL's for an integer exponent,
-// max(16, the base's) (NUMERIC_MIN_SIG_DIGITS; DECISIONS.md "^").
+// max(16, the base's) (NUMERIC_MIN_SIG_DIGITS;
+// docs/decisions/2026-12-02-pg-typeof-power-like-trim-comma.md).
 func (b *Binder) powerOp(l, r expr.Expr) (expr.Expr, error) {
 	pt := powerOperands(l.Type(), r.Type())
 	if pt == nil {
@@ -89,7 +90,8 @@ func (b *Binder) powerOp(l, r expr.Expr) (expr.Expr, error) {
 // PostgreSQL prints a regtype (no type modifier: numeric, character
 // varying; an untyped literal or NULL is unknown). The type is known when
 // the statement is bound, so the call is a constant of type text (streamdb
-// has no regtype; DECISIONS.md "pg_typeof"). ok is false for other names.
+// has no regtype; docs/decisions/2026-12-02-pg-typeof-power-like-trim-comma.md).
+// ok is false for other names.
 func (b *Binder) pgTypeofFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err error) {
 	if n.FnName.L != "pg_typeof" {
 		return nil, false, nil

@@ -1,6 +1,7 @@
 // Package lint holds tests of the code base itself: imports run one way
-// (wire → sql → planner → exec → storage, checkpoint driving exec), and
-// every package has a package comment.
+// (wire → sql → planner → exec → storage, checkpoint driving exec), every
+// package has a package comment, and docs/reference/settings.md lists
+// every setting and flag the code registers.
 package lint
 
 import (

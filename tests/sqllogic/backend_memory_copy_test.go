@@ -40,9 +40,9 @@ func (r *keyRowsReader) Read(p []byte) (int, error) {
 // GROUP BY view of 300K groups on the memory backend keeps the server's
 // peak RSS (VmHWM, from its start to the view being complete) within what
 // the state and the COPY's stated buffers account for. A figure of about
-// 1 GB for such a COPY (BENCHMARKS.md, "State backends") was the harness
-// reporting an earlier run's peak, not this backend's: see BENCHMARKS.md,
-// "Memory backend: peak RSS of a large COPY".
+// 1 GB for such a COPY (docs/benchmarks/2026-12-02-state-backends-pebble-vs-memory.md)
+// was the harness reporting an earlier run's peak, not this backend's: see
+// docs/benchmarks/2026-12-02-memory-backend-peak-rss-of-copy.md.
 func TestCopyBoundedMemoryMemoryBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("6M rows over the wire into a 300K-group view")

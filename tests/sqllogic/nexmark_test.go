@@ -26,7 +26,7 @@ type nexmarkQuery struct {
 	// display scale in PostgreSQL depends on its magnitude
 	// (select_div_scale: avg of values near 3e7 prints 12 digits);
 	// streamdb's is 16 whatever the magnitude, a difference listed in
-	// docs/DECISIONS.md ("NUMERIC display scale").
+	// docs/decisions/2026-11-30-numeric-display-scale.md.
 	quotientDigits int
 }
 
