@@ -210,8 +210,6 @@ func compareDatum(a, b types.Datum, t types.T) int {
 	return 0
 }
 
-
-
 func cmp3(less, greater bool) int {
 	switch {
 	case less:
