@@ -217,7 +217,16 @@ func (b *Binder) param(idx int) expr.Expr {
 	for len(b.Params) <= idx {
 		b.Params = append(b.Params, types.TUnknown)
 	}
-	return &expr.Param{Idx: idx, T: b.Params[idx]}
+	p := &expr.Param{Idx: idx, T: b.Params[idx]}
+	if t := p.T; t.Kind == types.Numeric && t.Prec == 0 && idx < len(b.ParamValues) && !b.ParamValues[idx].Null {
+		// A numeric parameter's value is known when the statement runs
+		// (it is bound for each execution): as PostgreSQL's value carries
+		// its display scale, $1 - d with $1 = 1 has d's scale, not an
+		// unconstrained one that prints trimmed (48601.512 for 48601.5120).
+		// The value's trailing fraction zeros are lost (1.50 counts as 1.5).
+		return &expr.Cast{E: p, T: numType(types.DisplayScale(b.ParamValues[idx].D, t.Scale))}
+	}
+	return p
 }
 
 func (b *Binder) bindColumn(c *ectx, cn *ast.ColumnName) (expr.Expr, error) {

@@ -1,11 +1,14 @@
 package sqllogic
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestNumericScalePG checks the display scale of NUMERIC results against
@@ -112,6 +115,41 @@ func TestNumericScalePG(t *testing.T) {
 			d.checkNorm(c, round, func(s string) string { return s })
 		}
 	}
+	// A numeric parameter (a driver's bound 1 in p * (1 - d)) is a value
+	// with a display scale, as a literal is: through the extended
+	// protocol, typed by the client (1700) or inferred (0), and through
+	// PREPARE/EXECUTE, whose numeric(p,s) parameter types lose the typmod.
+	for _, q := range []string{
+		"SELECT g, sum(p * ($1 - d)) FROM ns GROUP BY g",
+		"SELECT p * ($1 - d), $1 + q, $1 FROM ns",
+	} {
+		for _, arg := range []string{"1", "2.5", "-0.125"} {
+			for _, oid := range []uint32{1700, 0} {
+				want := paramRows(t, d.pg, q, arg, oid)
+				got := paramRows(t, d.sdb, q, arg, oid)
+				if diff := diffRows(got, want); diff != "" {
+					t.Errorf("%s with $1 = %s (type oid %d):\n%s", q, arg, oid, diff)
+				}
+			}
+		}
+	}
+	for _, c := range []*pgx.Conn{d.sdb, d.pg} {
+		d.mustExec(c, "either", "PREPARE nsq(numeric, numeric(10,3)) AS SELECT g, sum(p * ($1 - d)), sum($2 * p), min($2) FROM ns GROUP BY g")
+	}
+	for _, args := range []string{"1, 2.5", "1.5, 0.001", "-2, 7"} {
+		d.checkNorm(&diffCase{sql: "EXECUTE nsq(" + args + ")"}, 2, func(s string) string { return s })
+	}
+}
+
+// paramRows runs q with $1 = arg (text format, parameter type oid) and
+// returns its rows as queryRows does.
+func paramRows(t *testing.T, c *pgx.Conn, q, arg string, oid uint32) []string {
+	t.Helper()
+	res := c.PgConn().ExecParams(context.Background(), q, [][]byte{[]byte(arg)}, []uint32{oid}, nil, nil).Read()
+	if res.Err != nil {
+		t.Fatalf("%s with $1 = %s: %v", q, arg, res.Err)
+	}
+	return rowLines(res.Rows)
 }
 
 func pow10(n int) int {
