@@ -583,6 +583,12 @@ func outputName(n ast.ExprNode) string {
 			return "array"
 		case "pg_extract":
 			return "extract"
+		case "pg_subscript": // a[k] is named after a
+			if len(n.Args) > 0 {
+				return outputName(n.Args[0])
+			}
+		case "json_memberof": // x = ANY (array), as the parser writes it
+			return "?column?"
 		case "concat":
 			if isPipes(n) {
 				return "?column?"

@@ -448,6 +448,10 @@ func (r *rewriter) rewrite(from, to int) error {
 			switch t.Val {
 			case ";":
 				return p.syntaxError(t)
+			case "<=>":
+				// MySQL's null-safe equality, which the rewrite itself
+				// writes for IS NOT DISTINCT FROM; PostgreSQL has no such operator.
+				return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: <=>"), t)
 			case "(":
 				k := r.emit("(", i, space)
 				start := k
@@ -478,6 +482,9 @@ func (r *rewriter) rewrite(from, to int) error {
 					// The function's name as the user wrote it: the piece
 					// emitted may be an internal one (group_concat(, pg_cast().
 					if fn := toks[r.out[f.start].tok].Val; !filterAggregates[fn] {
+						if fn == "array_agg" { // it keeps NULLs, so CASE WHEN cannot filter it
+							return p.notSupported(next, "FILTER is not supported with array_agg")
+						}
 						return p.positioned(sqlerr.New(sqlerr.WrongObjectType, "FILTER specified, but %s is not an aggregate function", fn), next)
 					}
 					end, err := r.filterClause(f.open, i, to, f.stringAgg)
