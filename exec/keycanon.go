@@ -12,7 +12,7 @@ import (
 // Equality-based operators (hash aggregates and DISTINCT, joins, top-N and
 // window partitions, exchanges, COUNT(DISTINCT)) key on a value's bytes
 // and hash. For most types equal values have equal bytes; for two they do
-// not, and such a key column is replaced by one of representatives before
+// not, and the values of such a key column are replaced by representatives before
 // it is hashed, compared or encoded:
 //
 //	interval  types.CanonInterval: '24:00:00' and '1 day' both key as '1 day'
@@ -34,47 +34,51 @@ func canonKey(ctx *expr.Ctx, a arrow.Array) arrow.Array {
 	}
 	switch arr := a.(type) {
 	case *array.MonthDayNanoInterval:
-		vs := arr.MonthDayNanoIntervalValues()
-		i := 0
-		for ; i < len(vs) && (arr.IsNull(i) || types.IsCanonInterval(vs[i])); i++ {
-		}
-		if i == len(vs) {
-			return a
-		}
-		b := array.NewMonthDayNanoIntervalBuilder(memoryPool)
-		defer b.Release()
-		b.Reserve(len(vs))
-		for i, v := range vs {
-			if arr.IsNull(i) {
-				b.AppendNull()
-				continue
-			}
-			c, _ := types.CanonInterval(v)
-			b.UnsafeAppend(c)
-		}
-		return replaced(a, b.NewArray())
+		return canonValues(arr, arr.MonthDayNanoIntervalValues(), func() *array.MonthDayNanoIntervalBuilder { return array.NewMonthDayNanoIntervalBuilder(memoryPool) },
+			types.IsCanonInterval, func(v arrow.MonthDayNanoInterval) arrow.MonthDayNanoInterval {
+				c, _ := types.CanonInterval(v)
+				return c
+			})
 	case *array.Float64:
-		vs := arr.Float64Values()
-		i := 0
-		for ; i < len(vs) && !needsCanonFloat(vs[i]); i++ {
-		}
-		if i == len(vs) {
-			return a
-		}
-		b := array.NewFloat64Builder(memoryPool)
-		defer b.Release()
-		b.Reserve(len(vs))
-		for i, f := range vs {
-			if arr.IsNull(i) {
-				b.AppendNull()
-				continue
-			}
-			b.UnsafeAppend(canonFloat(f))
-		}
-		return replaced(a, b.NewArray())
+		return canonValues(arr, arr.Float64Values(), func() *array.Float64Builder { return array.NewFloat64Builder(memoryPool) }, isCanonFloat, canonFloat)
 	}
 	return a
 }
+
+// canonValues returns a (values vs) with every non-NULL value v replaced by
+// canon(v), built with a builder from newB, or a itself when every value
+// is canonical (the common case, which allocates nothing).
+func canonValues[T any, B interface {
+	Reserve(int)
+	AppendNull()
+	UnsafeAppend(T)
+	NewArray() arrow.Array
+	Release()
+}](a arrow.Array, vs []T, newB func() B, isCanon func(T) bool, canon func(T) T) arrow.Array {
+	i := 0
+	for ; i < len(vs) && (a.IsNull(i) || isCanon(vs[i])); i++ {
+	}
+	if i == len(vs) {
+		return a
+	}
+	b := newB()
+	defer b.Release()
+	b.Reserve(len(vs))
+	for i, v := range vs {
+		if a.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		b.UnsafeAppend(canon(v))
+	}
+	return replaced(a, b.NewArray())
+}
+
+func isCanonFloat(f float64) bool {
+	return f == f && (f != 0 || !math.Signbit(f)) || math.Float64bits(f) == canonNaN
+}
+
+var canonNaN = math.Float64bits(math.NaN())
 
 // canonKeys applies canonKey to each key column, in place.
 func canonKeys(ctx *expr.Ctx, keys []arrow.Array) {
@@ -87,12 +91,6 @@ func replaced(old, new arrow.Array) arrow.Array {
 	old.Release()
 	return new
 }
-
-func needsCanonFloat(f float64) bool {
-	return f != f && math.Float64bits(f) != canonNaN || f == 0 && math.Signbit(f)
-}
-
-var canonNaN = math.Float64bits(math.NaN())
 
 func canonFloat(f float64) float64 {
 	switch {
