@@ -167,6 +167,7 @@ func (a *aggOp) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track b
 		}
 		keys[i] = arr
 	}
+	canonKeys(ctx, keys)
 	if cap(a.gids) < n {
 		a.gids = make([]int32, n)
 	}
@@ -187,6 +188,9 @@ func (a *aggOp) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track b
 			var err error
 			if arg, err = expr.Eval(ctx, s.Arg, rec); err != nil {
 				return err
+			}
+			if s.Distinct { // DISTINCT's values are keys too
+				arg = canonKey(ctx, arg)
 			}
 		}
 		err := a.accs[i].update(gids, arg, signs)

@@ -174,8 +174,7 @@ func compareDatum(a, b types.Datum, t types.T) int {
 	case types.PhysString:
 		return strings.Compare(a.S, b.S)
 	case types.PhysInterval:
-		x, y := intervalKey(a.IV), intervalKey(b.IV)
-		return cmp3(x < y, x > y)
+		return types.IntervalSpan(a.IV).Cmp(types.IntervalSpan(b.IV))
 	case types.PhysList:
 		// Element by element, a NULL element after any value; then the shorter first.
 		x, y := a.A, b.A
@@ -209,11 +208,6 @@ func compareDatum(a, b types.Datum, t types.T) int {
 		return 0
 	}
 	return 0
-}
-
-// intervalKey is an interval's total length with 30-day months, as PostgreSQL compares them.
-func intervalKey(v arrow.MonthDayNanoInterval) float64 {
-	return (float64(v.Months)*30+float64(v.Days))*86400e9 + float64(v.Nanoseconds)
 }
 
 func cmp3(less, greater bool) int {

@@ -460,7 +460,10 @@ func (j *Job) send(out chan msg, m msg) error {
 // durable says the job maintains a view (it writes state and offsets).
 func (j *Job) durable() bool { return j.spec.View != nil }
 
-func (j *Job) exprCtx() *expr.Ctx { return &expr.Ctx{Mem: memoryPool, Now: j.spec.Now} }
+func (j *Job) exprCtx() *expr.Ctx {
+	raw := j.spec.View != nil && j.spec.View.KeyFormat < storage.KeyFormatCanonical
+	return &expr.Ctx{Mem: memoryPool, Now: j.spec.Now, RawKeys: raw}
+}
 
 // KeyGroups is the fixed number of key groups group keys hash into; a key
 // group is the unit of state that moves between parallel instances.

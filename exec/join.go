@@ -44,6 +44,7 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 				return err
 			}
 		}
+		canonKeys(ctx.Expr, keys)
 		gt = newGroupTable(exprTypes(p.RightKeys))
 		gids := make([]int32, nr)
 		gt.lookup(keys, nr, gids, true)
@@ -127,6 +128,7 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 					return err
 				}
 			}
+			canonKeys(ctx.Expr, keys)
 			gids := make([]int32, n)
 			gt.lookup(keys, n, gids, false)
 			for l := 0; l < n; l++ {

@@ -233,6 +233,7 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		}
 		keys = append(keys, a)
 	}
+	canonKeys(ectx, keys)
 	o.keyCols = keys
 	h := hashColumns(nil, keys, n)
 	keyTs := exprTypes(o.keys[side])

@@ -182,6 +182,7 @@ func (o *outlet) route(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 			return err
 		}
 	}
+	canonKeys(ectx, keys)
 	o.hash = hashColumns(o.hash, keys, n)
 	h := o.hash
 	if len(o.idx) != len(o.outs) {

@@ -142,6 +142,7 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 			return err
 		}
 	}
+	canonKeys(ectx, keys)
 	h := hashColumns(nil, keys, n)
 	// Keys and rows are encoded a column at a time; a key is copied into
 	// a string only for a new partition, a row shares one string per batch.

@@ -202,6 +202,7 @@ func (o *sessionOp) fold(ectx *expr.Ctx, rec arrow.RecordBatch) error {
 		}
 		keys[i] = arr
 	}
+	canonKeys(ectx, keys)
 	if cap(o.kids) < n {
 		o.kids, o.gids = make([]int32, n), make([]int32, n)
 	}

@@ -40,6 +40,7 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 				return err
 			}
 		}
+		canonKeys(ctx.Expr, keys)
 		gt := newGroupTable(exprTypes(p.PartitionBy))
 		gt.lookup(keys, n, pids, true)
 		parts = gt.Len()

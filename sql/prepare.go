@@ -52,6 +52,13 @@ func (s *Session) prepare(n *parse.Prepare) (*Result, error) {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "PREPARE of COPY FROM STDIN is not supported")
 	}
 	st := &Stmt{SQL: n.SQL, impl: n.Stmt, ParamTypes: append([]types.T(nil), n.Types...)}
+	for i, t := range st.ParamTypes {
+		if t.Kind == types.Numeric {
+			// PostgreSQL's parameters have no type modifier: PREPARE
+			// q(numeric(10,3)) takes 2.5 as 2.5, not 2.500.
+			st.ParamTypes[i] = types.TNumeric
+		}
+	}
 	markCopy(st, n.Stmt)
 	if err := s.describe(st); err != nil {
 		return nil, err
@@ -126,7 +133,8 @@ func (s *Session) evalArgs(ctx context.Context, args []string, ts []types.T) ([]
 	if len(stmts) != 1 || !ok {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "EXECUTE arguments must be expressions")
 	}
-	res, err := s.execQuery(ctx, &Stmt{}, q, nil)
+	var st Stmt
+	res, err := s.execQuery(ctx, &st, q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +149,20 @@ func (s *Session) evalArgs(ctx context.Context, args []string, ts []types.T) ([]
 	defer rec.Release()
 	out := make([]types.Datum, len(args))
 	for i := range out {
-		out[i] = types.DatumAt(rec.Column(i), 0, ts[i])
+		// The cast's result type may be narrower than the parameter's:
+		// CAST(1 AS numeric) is numeric at scale 0, a numeric parameter is
+		// held at the unconstrained scale.
+		from := ts[i]
+		if i < len(st.Columns) {
+			from = st.Columns[i].T
+		}
+		d := types.DatumAt(rec.Column(i), 0, from)
+		if from != ts[i] {
+			if d, err = types.CastDatum(d, from, ts[i]); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = d
 	}
 	return out, nil
 }

@@ -46,6 +46,11 @@ type TableDef struct {
 	KeyCols []int  `json:",omitempty"`
 	// Options holds per-object settings (e.g. a view's restart.* keys).
 	Options map[string]string `json:",omitempty"`
+	// KeyFormat is how a view's state keys hold interval and float values:
+	// 0 (views created before KeyFormatCanonical) as they were, which can
+	// split equal values across keys; KeyFormatCanonical as the one
+	// representative of their equality class (exec/keycanon.go).
+	KeyFormat int `json:",omitempty"`
 	// Owner is the role that created the object; "" (entries written before
 	// roles existed) means the bootstrap superuser.
 	Owner string `json:",omitempty"`
@@ -53,6 +58,9 @@ type TableDef struct {
 	// (PrivSelect, PrivInsert), sorted.
 	Grants map[string][]string `json:",omitempty"`
 }
+
+// KeyFormatCanonical is the TableDef.KeyFormat of views created now.
+const KeyFormatCanonical = 1
 
 // Privileges that GRANT gives on a stream or view.
 const (

@@ -562,6 +562,18 @@ func decRescale(x decimal128.Num, from, to int32) (decimal128.Num, error) {
 	return types.Rescale(x, from, to)
 }
 
+// decTruncate is decRescale dropping digits toward zero instead of rounding.
+func decTruncate(x decimal128.Num, from, to int32) (decimal128.Num, error) {
+	if to >= from {
+		return types.Rescale(x, from, to)
+	}
+	if from-to > types.MaxNumericPrecision {
+		return decimal128.Num{}, nil
+	}
+	q, _ := x.Div(decimal128.GetScaleMultiplier(int(from - to)))
+	return q, nil
+}
+
 // ---- float and numeric helpers shared with funcs ----
 
 func decIsInt64(x decimal128.Num) (int64, bool) {

@@ -264,15 +264,8 @@ func decCmp(x decimal128.Num, sx int32, y decimal128.Num, sy int32) int {
 	return bx.Cmp(by)
 }
 
-var nanosPerDay = decimal128.FromI64(86400 * 1e9)
-
 // intervalCmp orders intervals as PostgreSQL does: by their span with a
 // month counted as 30 days.
 func intervalCmp(x, y arrow.MonthDayNanoInterval) int {
-	return intervalSpan(x).Cmp(intervalSpan(y))
-}
-
-func intervalSpan(v arrow.MonthDayNanoInterval) decimal128.Num {
-	days := int64(v.Months)*30 + int64(v.Days)
-	return decimal128.FromI64(days).Mul(nanosPerDay).Add(decimal128.FromI64(v.Nanoseconds))
+	return types.IntervalSpan(x).Cmp(types.IntervalSpan(y))
 }

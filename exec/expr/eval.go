@@ -29,6 +29,10 @@ type Ctx struct {
 	Mem    memory.Allocator
 	Params []types.Datum
 	Now    int64 // transaction timestamp, µs since 1970 (now())
+	// RawKeys keeps interval and float key columns as they are instead of
+	// their representatives (exec/keycanon.go): the job of a view whose
+	// state was keyed that way (storage.TableDef.KeyFormat 0).
+	RawKeys bool
 }
 
 func (c *Ctx) mem() memory.Allocator {

@@ -63,7 +63,7 @@ type Cast struct {
 //	"like","ilike"               Text, Text (pattern; may be a column)
 //	"||"                         Text, Text
 //	"lower","upper","length","substr"(2 or 3 args; ints Int64),"concat"(any number; NULLs skipped),
-//	"abs","round"(1 or 2 args),"floor","ceil"
+//	"abs","round","trunc"(1 or 2 args),"floor","ceil"
 //	"power"                      Float64, Float64 or Numeric, Numeric (PostgreSQL's ^)
 //	"coalesce"                   all args of T
 //	"nullif"                     both args of T

@@ -76,8 +76,8 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = powerKernel(e.T), 2, 2
 	case "abs":
 		k = absKernel(e.T)
-	case "round":
-		k, hi = roundKernel(e.T), 2
+	case "round", "trunc":
+		k, hi = roundKernel(e.T, e.Name == "trunc"), 2
 	case "floor", "ceil":
 		k = floorKernel(e.Name == "ceil", e.T)
 	case "coalesce":
@@ -366,7 +366,13 @@ func (c *Ctx) floatMap(t types.T, a vec, n int, f func(float64) float64) vec {
 
 // roundKernel is round(x) and round(x, digits). Floats round half to even
 // (rint), numerics half away from zero, as in PostgreSQL.
-func roundKernel(t types.T) kernel {
+// roundKernel is round(x [, d]) or, with trunc, trunc(x [, d]), which
+// drops the digits past d instead of rounding them half away from zero.
+func roundKernel(t types.T, trunc bool) kernel {
+	rescale, whole := decRescale, math.RoundToEven
+	if trunc {
+		rescale, whole = decTruncate, math.Trunc
+	}
 	return func(c *Ctx, args []vec, n int) (vec, error) {
 		a := args[0]
 		switch a.t.Physical() {
@@ -381,7 +387,7 @@ func roundKernel(t types.T) kernel {
 					return types.Int(x), nil
 				}
 				d = max(d, -38)
-				r, err := decRescale(decimal128.FromI64(x), 0, int32(d))
+				r, err := rescale(decimal128.FromI64(x), 0, int32(d))
 				if err == nil {
 					r, err = decRescale(r, int32(d), 0)
 				}
@@ -393,7 +399,7 @@ func roundKernel(t types.T) kernel {
 			})
 		case types.PhysFloat64:
 			if len(args) == 1 {
-				return c.floatMap(t, a, n, math.RoundToEven), nil
+				return c.floatMap(t, a, n, whole), nil
 			}
 			return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
 				p := math.Pow10(int(intAt(args[1], i)))
@@ -410,14 +416,18 @@ func roundKernel(t types.T) kernel {
 					return types.Datum{D: r}, err
 				}
 				d = max(d, -38)
-				r, err := decRescale(decAt(a, i), a.t.Scale, int32(d))
+				r, err := rescale(decAt(a, i), a.t.Scale, int32(d))
 				if err == nil {
 					r, err = decRescale(r, int32(d), t.Scale)
 				}
 				return types.Datum{D: r}, err
 			})
 		}
-		return vec{}, sqlerr.New(sqlerr.UndefinedFunction, "function round(%s) does not exist", a.t)
+		name := "round"
+		if trunc {
+			name = "trunc"
+		}
+		return vec{}, sqlerr.New(sqlerr.UndefinedFunction, "function %s(%s) does not exist", name, a.t)
 	}
 }
 

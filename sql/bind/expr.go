@@ -217,7 +217,16 @@ func (b *Binder) param(idx int) expr.Expr {
 	for len(b.Params) <= idx {
 		b.Params = append(b.Params, types.TUnknown)
 	}
-	return &expr.Param{Idx: idx, T: b.Params[idx]}
+	p := &expr.Param{Idx: idx, T: b.Params[idx]}
+	if t := p.T; t.Kind == types.Numeric && t.Prec == 0 && idx < len(b.ParamValues) && !b.ParamValues[idx].Null {
+		// A numeric parameter's value is known when the statement runs
+		// (it is bound for each execution): as PostgreSQL's value carries
+		// its display scale, $1 - d with $1 = 1 has d's scale, not an
+		// unconstrained one that prints trimmed (48601.512 for 48601.5120).
+		// The value's trailing fraction zeros are lost (1.50 counts as 1.5).
+		return &expr.Cast{E: p, T: numType(types.DisplayScale(b.ParamValues[idx].D, t.Scale))}
+	}
+	return p
 }
 
 func (b *Binder) bindColumn(c *ectx, cn *ast.ColumnName) (expr.Expr, error) {
@@ -331,6 +340,9 @@ func (b *Binder) bindBinary(c *ectx, n *ast.BinaryOperationExpr) (expr.Expr, err
 			p := &chainBinder{b: b, c: c, toks: toks}
 			return p.expr(0)
 		}
+	}
+	if n.Op == opcode.NullEQ {
+		return b.bindNotDistinct(c, n)
 	}
 	op, ok := binOps[n.Op]
 	if !ok {
@@ -571,6 +583,12 @@ func outputName(n ast.ExprNode) string {
 			return "array"
 		case "pg_extract":
 			return "extract"
+		case "pg_subscript": // a[k] is named after a
+			if len(n.Args) > 0 {
+				return outputName(n.Args[0])
+			}
+		case "json_memberof": // x = ANY (array), as the parser writes it
+			return "?column?"
 		case "concat":
 			if isPipes(n) {
 				return "?column?"
@@ -583,4 +601,64 @@ func outputName(n ast.ExprNode) string {
 		}
 	}
 	return "?column?"
+}
+
+// distinctMarker is the call sql/parse writes IS DISTINCT FROM with:
+// a <=> pg_is_distinct_from() <=> b.
+const distinctMarker = "pg_is_distinct_from"
+
+// bindNotDistinct binds <=>, which sql/parse writes for a IS NOT DISTINCT
+// FROM b, and a IS DISTINCT FROM b written as (a <=> marker) <=> b:
+//
+//	CASE WHEN a IS NULL THEN b IS NULL WHEN b IS NULL THEN false ELSE a = b END
+//
+// (negated for IS DISTINCT FROM), with = over the operands' common type, so
+// it is true, false, never NULL. The operands are evaluated more than once.
+func (b *Binder) bindNotDistinct(c *ectx, n *ast.BinaryOperationExpr) (expr.Expr, error) {
+	left, negate := n.L, false
+	if in, ok := left.(*ast.BinaryOperationExpr); ok && in.Op == opcode.NullEQ {
+		if f, ok := in.R.(*ast.FuncCallExpr); ok && f.FnName.L == distinctMarker && len(f.Args) == 0 {
+			left, negate = in.L, true
+		}
+	}
+	if f, ok := left.(*ast.FuncCallExpr); ok && f.FnName.L == distinctMarker {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "syntax error at or near \"DISTINCT\"")
+	}
+	l, r, err := b.bindPair(c, left, n.R)
+	if err != nil {
+		return nil, err
+	}
+	eq, err := b.binaryOp("=", l, r)
+	if err != nil {
+		return nil, err
+	}
+	isNull := func(e expr.Expr) (expr.Expr, error) {
+		e, err := b.coerce(e, types.TText) // an untyped NULL or literal
+		if err != nil {
+			return nil, err
+		}
+		return &expr.Func{Name: "is_null", Args: []expr.Expr{e}, T: types.TBool}, nil
+	}
+	ln, err := isNull(l)
+	if err != nil {
+		return nil, err
+	}
+	rn, err := isNull(r)
+	if err != nil {
+		return nil, err
+	}
+	boolConst := func(v bool) expr.Expr {
+		d := types.Int(0)
+		if v {
+			d = types.Int(1)
+		}
+		return &expr.Const{D: d, T: types.TBool}
+	}
+	var bothNull expr.Expr = rn
+	if negate {
+		bothNull = &expr.Func{Name: "not", Args: []expr.Expr{rn}, T: types.TBool}
+		eq = &expr.Func{Name: "not", Args: []expr.Expr{eq}, T: types.TBool}
+	}
+	return &expr.Case{Whens: []expr.When{{Cond: ln, Then: bothNull}, {Cond: rn, Then: boolConst(negate)}},
+		Else: eq, T: types.TBool}, nil
 }

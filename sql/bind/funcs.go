@@ -602,11 +602,11 @@ func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
 				return call(name, t, args...), nil
 			}
 		}
-	case "round", "floor", "ceil", "ceiling":
+	case "round", "trunc", "floor", "ceil", "ceiling":
 		if name == "ceiling" {
 			name = "ceil"
 		}
-		if n == 2 && name == "round" {
+		if n == 2 && (name == "round" || name == "trunc") {
 			if args[0].Type().Kind != types.Numeric && !arg(0, types.TNumeric) || !arg(1, types.TInt64) {
 				break
 			}

@@ -104,6 +104,9 @@ func (b *Binder) bindWindowFunc(c *ectx, n *ast.WindowFuncExpr) (expr.Expr, erro
 		}
 		fn.Kind, fn.Agg, fn.T = planner.WinAgg, call, call.T
 	default:
+		if name == "group_concat" {
+			name = "string_agg" // as the parser writes it
+		}
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported,
 			"window function %s is not supported (supported: row_number, rank, dense_rank, count, sum, avg, min, max)", name)
 	}

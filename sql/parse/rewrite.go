@@ -346,8 +346,14 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = -1
 					i += 3
 					continue
-				case t.Val == "is" && next.is("distinct"):
-					return p.notSupported(t, "IS DISTINCT FROM is not supported, use NOT (a IS NOT DISTINCT FROM b)")
+				case t.Val == "is" && next.is("distinct") && i+2 < to && toks[i+2].is("from"):
+					// a IS DISTINCT FROM b: a <=> pg_is_distinct_from() <=> b,
+					// which TiDB groups ((a <=> m) <=> b) with the precedence
+					// of the form above; the binder reads it as NOT (a <=> b).
+					r.emit("<=> "+distinctMarker+"() <=>", i, space)
+					prim = -1
+					i += 2
+					continue
 				case t.Val == "extract" && next.isOp("(") && i+3 < to &&
 					(toks[i+2].Kind == tIdent || toks[i+2].Kind == tString) && toks[i+3].is("from"):
 					// EXTRACT(field FROM x): TiDB knows only MySQL's units
@@ -442,6 +448,10 @@ func (r *rewriter) rewrite(from, to int) error {
 			switch t.Val {
 			case ";":
 				return p.syntaxError(t)
+			case "<=>":
+				// MySQL's null-safe equality, which the rewrite itself
+				// writes for IS NOT DISTINCT FROM; PostgreSQL has no such operator.
+				return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: <=>"), t)
 			case "(":
 				k := r.emit("(", i, space)
 				start := k
@@ -469,10 +479,15 @@ func (r *rewriter) rewrite(from, to int) error {
 				}
 				f := stack[len(stack)-1]
 				if f.call && next.is("filter") && i+3 < to && toks[i+2].isOp("(") && toks[i+3].is("where") {
-					if fn := r.out[f.start].text; !filterAggregates[fn] {
+					// The function's name as the user wrote it: the piece
+					// emitted may be an internal one (group_concat(, pg_cast().
+					if fn := toks[r.out[f.start].tok].Val; !filterAggregates[fn] {
+						if fn == "array_agg" { // it keeps NULLs, so CASE WHEN cannot filter it
+							return p.notSupported(next, "FILTER is not supported with array_agg")
+						}
 						return p.positioned(sqlerr.New(sqlerr.WrongObjectType, "FILTER specified, but %s is not an aggregate function", fn), next)
 					}
-					end, err := r.filterClause(f.open, i, to)
+					end, err := r.filterClause(f.open, i, to, f.stringAgg)
 					if err != nil {
 						return err
 					}
@@ -837,14 +852,21 @@ var clauseKeywords = map[string]bool{"group": true, "window": true, "left": true
 	"inner": true, "cross": true, "natural": true, "order": true, "emit": true}
 
 // filterAggregates are the aggregates FILTER (WHERE ...) applies to.
-var filterAggregates = map[string]bool{"count": true, "sum": true, "avg": true, "min": true, "max": true}
+var filterAggregates = map[string]bool{"count": true, "sum": true, "avg": true, "min": true, "max": true,
+	"string_agg": true}
+
+// distinctMarker is the function IS DISTINCT FROM is written with (see
+// rewrite); sql/bind recognises it only between two <=>.
+const distinctMarker = "pg_is_distinct_from"
 
 // filterClause rewrites an aggregate's FILTER (WHERE cond): the arguments
 // emitted after the piece open (the call's "(") become CASE WHEN cond
 // THEN args END (after a DISTINCT, and 1 for count's *), which every
 // aggregate streamdb has treats alike, as they all skip NULLs. close is
 // the call's ")" token; it returns the token after the FILTER clause.
-func (r *rewriter) filterClause(open, close, to int) (end int, err error) {
+// For string_agg (stringAgg: emitted as group_concat(x separator d)) only
+// x is conditional: the delimiter stays.
+func (r *rewriter) filterClause(open, close, to int, stringAgg bool) (end int, err error) {
 	p := r.p
 	toks := p.toks
 	condFrom, depth := close+4, 0
@@ -880,12 +902,24 @@ func (r *rewriter) filterClause(open, close, to int) (end int, err error) {
 	if len(args) == 1 && args[0].text == "*" {
 		args[0].text = "1"
 	}
+	var rest []piece // what follows the conditional argument
+	if stringAgg {
+		// The last separator is this call's: one inside x belongs to a
+		// nested call, and the delimiter after it is a literal.
+		for k := len(args) - 1; k > 0; k-- {
+			if args[k].text == "separator" {
+				args, rest = args[:k], args[k:]
+				break
+			}
+		}
+	}
 	args[0].space = true
 	r.emit("case when", close+1, true)
 	r.out = append(r.out, sub.out...)
 	r.emit("then", close+1, true)
 	r.out = append(r.out, args...)
 	r.emit("end", close+1, true)
+	r.out = append(r.out, rest...)
 	r.emit(")", close, false)
 	return end + 1, nil
 }

@@ -270,8 +270,13 @@ func queryRows(c *pgx.Conn, sql string) ([]string, error) {
 	if res.Err != nil {
 		return nil, res.Err
 	}
-	lines := make([]string, len(res.Rows))
-	for i, r := range res.Rows {
+	return rowLines(res.Rows), nil
+}
+
+// rowLines renders text-format rows as queryRows returns them.
+func rowLines(rows [][][]byte) []string {
+	lines := make([]string, len(rows))
+	for i, r := range rows {
 		vals := make([]string, len(r))
 		for j, v := range r {
 			if v == nil {
@@ -282,7 +287,7 @@ func queryRows(c *pgx.Conn, sql string) ([]string, error) {
 		}
 		lines[i] = strings.Join(vals, " | ")
 	}
-	return lines, nil
+	return lines
 }
 
 // diffRows compares two multisets of rows and describes the difference, ""
