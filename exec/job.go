@@ -163,7 +163,9 @@ type Job struct {
 	// watermark.go).
 	watermark atomic.Int64
 	lateRows  atomic.Int64
-	hold      holdState // a memory job's epochs until a checkpoint (statebackend.go)
+	// errSeq numbers the rows skipped after an operator (rowerrors.go).
+	errSeq atomic.Uint64
+	hold   holdState // a memory job's epochs until a checkpoint (statebackend.go)
 }
 
 // cacheShare is each stateful instance's share of the state cache.

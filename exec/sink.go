@@ -77,7 +77,19 @@ func (j *Job) runSink(ins []chan msg) error {
 			j.RowsOut.Add(n)
 			continue
 		}
+		nk := len(agg.Keys)
+		keyTs := exprTypes(agg.Keys)
+		viewKey := func(r int) []byte {
+			key = append(key[:0], m.c.Groups[r])
+			for c := 0; c < nk; c++ {
+				key = encodeDatum(key, types.DatumAt(rec.Column(c), r, keyTs[c]), keyTs[c])
+			}
+			return key
+		}
 		out, kept, err := applyStages(ectx, root.stages, rec, true)
+		if err != nil && isDataError(err) && j.spec.View != nil {
+			out, kept, err = j.groupStagesSkipping(ectx, root.stages, rec, m.c.Ops, viewKey, w)
+		}
 		if err != nil {
 			rec.Release()
 			return err
@@ -96,8 +108,6 @@ func (j *Job) runSink(ins []chan msg) error {
 		// encoded group key), and an instance emits its changes in that
 		// order, so each chunk's writes are one sorted run.
 		run := w.NewRun()
-		nk := len(agg.Keys)
-		keyTs := exprTypes(agg.Keys)
 		// survived[r] is input row r's output row, or -1 if HAVING dropped it.
 		survived = survived[:0]
 		for r := 0; r < int(rec.NumRows()); r++ {
@@ -111,10 +121,7 @@ func (j *Job) runSink(ins []chan msg) error {
 			if op == OpUpdateBefore {
 				continue
 			}
-			key = append(key[:0], m.c.Groups[r])
-			for c := 0; c < nk; c++ {
-				key = encodeDatum(key, types.DatumAt(rec.Column(c), r, keyTs[c]), keyTs[c])
-			}
+			key = viewKey(r)
 			if i := survived[r]; i >= 0 && op != OpDelete {
 				row = encodeRow(row[:0], out, int(i), outTs)
 				run.PutViewRow(j.spec.View.ID, key, row)

@@ -195,6 +195,26 @@ func (e *Engine) addJobColumns(t *table) *table {
 	return t
 }
 
+// addErrorRows appends to SHOW JOBS how many rows each view's job skipped
+// because an expression failed on them (streamdb_job_errors holds them).
+func (e *Engine) addErrorRows(t *table) (*table, error) {
+	counts, err := e.db.JobErrorCounts()
+	if err != nil {
+		return nil, err
+	}
+	t.cols = append(t.cols, Column{"error_rows", types.TInt64})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, r := range t.rows {
+		n := types.Int(0)
+		if def := e.mu.tables[r[0].S]; def != nil && e.mu.jobs[r[0].S] != nil {
+			n = types.Int(counts[def.ID])
+		}
+		t.rows[i] = append(r, n)
+	}
+	return t, nil
+}
+
 func orDefault(s, d string) string {
 	if s == "" {
 		return d
