@@ -36,6 +36,19 @@ func (j *Job) runSink(ins []chan msg) error {
 	// of the epoch's barrier carries it away, and a new one takes its place.
 	w := j.db.NewEpochBatch()
 	var rs rowSink
+	// wrote accounts n bytes of view writes to the epoch (job.memory_limit):
+	// at half the limit it asks for the next barrier now, once an epoch.
+	askedBarrier := false
+	wrote := func(n int) error {
+		if j.spec.MemoryLimit <= 0 || j.spec.View == nil {
+			return nil
+		}
+		if b := j.epochBytes.Add(int64(n)); b > j.spec.MemoryLimit/2 && !askedBarrier && j.spec.EpochFull != nil {
+			askedBarrier = true
+			j.spec.EpochFull()
+		}
+		return j.checkMemoryLimit()
+	}
 	if j.spec.View != nil && agg == nil && !byPosition {
 		// Rows that are never retracted (a join or union of streams) are
 		// appended under a sequence number; others are a counted multiset.
@@ -59,6 +72,8 @@ func (j *Job) runSink(ins []chan msg) error {
 			writeLog = j.changelog.Load()
 			j.dirty[len(j.dirty)-1].Store(0)
 			w.Absorb(m.w)
+			j.epochBytes.Store(0)
+			askedBarrier = false
 			select {
 			case j.acks <- ack{m.barrier.Epoch, w}:
 			case <-j.ctx.Done():
@@ -71,6 +86,9 @@ func (j *Job) runSink(ins []chan msg) error {
 		if agg == nil {
 			n := rec.NumRows()
 			if err := j.sinkRows(w, m, outTs, &rs, writeLog); err != nil {
+				return err
+			}
+			if err := wrote(runSize(&rs, int(n))); err != nil {
 				return err
 			}
 			j.dirty[len(j.dirty)-1].Add(n)
@@ -129,8 +147,13 @@ func (j *Job) runSink(ins []chan msg) error {
 				run.DeleteViewRow(j.spec.View.ID, key)
 			}
 		}
+		size := run.Len()
 		w.AddRun(run)
 		rec.Release()
+		if err := wrote(size); err != nil {
+			out.Release()
+			return err
+		}
 		if writeLog {
 			err = j.appendChangelog(w, Chunk{Rec: out, Ops: ops})
 		}

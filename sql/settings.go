@@ -51,6 +51,7 @@ var dbSettings = map[string]settingDef{
 	"state.ttl":                     {"off", durationOrOff}, // idle join keys expire (statettl.go)
 	"stream.idle_timeout":           {"off", durationOrOff},
 	"job.late_rows":                 {"drop", oneOf("drop", "record")},
+	"job.memory_limit":              {"auto", jobMemoryLimit},
 }
 
 // Session settings that drivers send; accepted and reported by SHOW.

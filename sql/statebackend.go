@@ -71,6 +71,24 @@ func memoryLimit(s string) (string, error) {
 	return exec.FormatMemory(n), nil
 }
 
+// jobMemoryLimit checks job.memory_limit: auto (a quarter of physical
+// memory, at least twice the state cache), 0 (no limit) or a memory value.
+func jobMemoryLimit(s string) (string, error) {
+	if strings.EqualFold(strings.TrimSpace(s), "auto") {
+		return "auto", nil
+	}
+	return memoryLimit(s)
+}
+
+// jobMemoryBytes is a job.memory_limit value in bytes (0: no limit) for
+// jobs whose state cache is cacheBytes.
+func jobMemoryBytes(s string, cacheBytes int64) int64 {
+	if s == "auto" {
+		return max(physicalMemory()/4, 2*cacheBytes)
+	}
+	return memoryLimitBytes(s)
+}
+
 // memoryLimitBytes is a state.memory_limit value in bytes.
 func memoryLimitBytes(s string) int64 {
 	if s == "0" || s == "" {
