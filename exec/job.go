@@ -174,7 +174,7 @@ type Job struct {
 	// epochBytes is the size of the view rows the sink has written in
 	// the current epoch, not yet committed (job.memory_limit).
 	epochBytes atomic.Int64
-	hold   holdState // a memory job's epochs until a checkpoint (statebackend.go)
+	hold       holdState // a memory job's epochs until a checkpoint (statebackend.go)
 }
 
 // cacheShare is each stateful instance's share of the state cache.

@@ -316,14 +316,7 @@ func sinkEqualities(n Node, ps []expr.Expr) (Node, []expr.Expr) {
 		in, back := sinkEqualities(n.Input, ps)
 		return &Filter{Input: in, Pred: n.Pred}, back
 	case *Project:
-		var through, back []expr.Expr
-		for _, p := range ps {
-			if q, ok := throughProject(p, n.Exprs); ok {
-				through = append(through, q)
-			} else {
-				back = append(back, p)
-			}
-		}
+		through, back := splitWhere(ps, func(p expr.Expr) (expr.Expr, bool) { return throughProject(p, n.Exprs) })
 		np := *n
 		np.Input = sinkOrFilter(n.Input, through)
 		return &np, back
@@ -333,20 +326,28 @@ func sinkEqualities(n Node, ps []expr.Expr) (Node, []expr.Expr) {
 		case InnerJoin:
 			return equiKeysIntoJoin(n, ps), nil
 		case SemiJoin, AntiJoin, LeftJoin:
-			var left, back []expr.Expr
-			for _, p := range ps {
-				if n.Kind != LeftJoin || side(p, nl) == sideLeft {
-					left = append(left, p)
-				} else {
-					back = append(back, p)
-				}
-			}
+			left, back := splitWhere(ps, func(p expr.Expr) (expr.Expr, bool) {
+				return p, n.Kind != LeftJoin || side(p, nl) == sideLeft
+			})
 			nj := *n
 			nj.Left = sinkOrFilter(n.Left, left)
 			return &nj, back
 		}
 	}
 	return n, ps
+}
+
+// splitWhere returns the ps that move, as move rewrites them, and those
+// that stay.
+func splitWhere(ps []expr.Expr, move func(expr.Expr) (expr.Expr, bool)) (moved, stay []expr.Expr) {
+	for _, p := range ps {
+		if q, ok := move(p); ok {
+			moved = append(moved, q)
+		} else {
+			stay = append(stay, p)
+		}
+	}
+	return moved, stay
 }
 
 // sinkOrFilter places ps in n, under a filter if they go no deeper.
