@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -98,4 +99,26 @@ func jobErrors(t *testing.T, c *pgx.Conn) []string {
 		t.Fatal(err)
 	}
 	return rows
+}
+
+// Under job.error_policy = 'fail' a row failing after an aggregate or a
+// join fails the job naming the row (the default restart strategy would
+// meet it again; 'none' leaves the job FAILED).
+func TestErrorRowsFailPolicy(t *testing.T) {
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	execAll(t, c, "SET job.error_policy = 'fail'", "SET restart.strategy = 'none'",
+		"CREATE TABLE t (k BIGINT, x BIGINT)", "CREATE TABLE u (k BIGINT, y BIGINT)",
+		"CREATE MATERIALIZED VIEW agg_ratio AS SELECT k, 10 / sum(x) AS r FROM t GROUP BY k",
+		"CREATE MATERIALIZED VIEW join_ratio AS SELECT t.k, 10 / (t.x - u.y) AS r FROM t JOIN u ON t.k = u.k",
+		"INSERT INTO u VALUES (1, 0)", "INSERT INTO t VALUES (1, 0)")
+	for view, row := range map[string]string{"agg_ratio": "group row (1, 0)", "join_ratio": "row (1, 0, 1, 0)"} {
+		r := waitState(t, c, view, "FAILED", time.Minute)
+		if !strings.HasPrefix(r.lastErr, "22012: division by zero") || !strings.Contains(r.lastErr, "view "+view+", "+row) {
+			t.Errorf("%s: last_error %q, want 22012 naming the view and %s", view, r.lastErr, row)
+		}
+	}
+	if n := len(jobErrors(t, c)); n != 0 {
+		t.Errorf("streamdb_job_errors has %d rows under 'fail'", n)
+	}
 }
