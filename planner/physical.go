@@ -267,13 +267,13 @@ func physicalJoin(n *Join, snaps Snapshots) (exec.Plan, error) {
 }
 
 // sinkWhereEqualities moves the conjuncts of f's predicate that equate
-// two columns as deep into its input as they go (sinkEqualities), and
+// two expressions over columns (columnEquality) as deep into its input as they go (sinkEqualities), and
 // returns the rewritten input with the conjuncts left for the filter above
 // it, in their order (nil: none). `FROM a, b WHERE a.k = b.k` is bound as
 // a cross join under a filter, also with IN/EXISTS/NOT IN subqueries or a
 // scalar subquery in between, and would otherwise pair every row of a with
-// every row of b. Only plain column equalities move; other conjuncts
-// (temporal filters among them) stay where they were written.
+// every row of b. Only those equalities move; other conjuncts (temporal
+// filters among them) stay where they were written.
 func sinkWhereEqualities(f *Filter) (Node, expr.Expr) {
 	cs := conjuncts(f.Pred)
 	var eqs []expr.Expr
@@ -400,28 +400,42 @@ func throughProject(p expr.Expr, exprs []expr.Expr) (expr.Expr, bool) {
 	return q, ok
 }
 
-// columnEquality matches `x = y` where x and y are columns (possibly cast).
+// columnEquality matches `x = y` where x and y are expressions over
+// columns that can be join keys: columns, possibly cast, or arithmetic
+// (+ - *), || and lower/upper over them and constants, each side with a
+// column. Other functions (now(), random(), ...) keep a conjunct where it
+// was written.
 func columnEquality(e expr.Expr) (x, y expr.Expr, ok bool) {
 	f, isFunc := e.(*expr.Func)
 	if !isFunc || f.Name != "=" || len(f.Args) != 2 {
 		return nil, nil, false
 	}
-	isCol := func(e expr.Expr) bool {
-		for {
-			switch c := e.(type) {
-			case *expr.ColRef:
-				return true
-			case *expr.Cast:
-				e = c.E
-			default:
-				return false
-			}
-		}
-	}
-	if !isCol(f.Args[0]) || !isCol(f.Args[1]) {
+	if !keyExpr(f.Args[0]) || !keyExpr(f.Args[1]) || side(f.Args[0], 0) == sideNone || side(f.Args[1], 0) == sideNone {
 		return nil, nil, false
 	}
 	return f.Args[0], f.Args[1], true
+}
+
+// keyExpr reports whether e is built of columns, constants, casts and the
+// operators columnEquality allows.
+func keyExpr(e expr.Expr) bool {
+	switch e := e.(type) {
+	case *expr.ColRef, *expr.Const:
+		return true
+	case *expr.Cast:
+		return keyExpr(e.E)
+	case *expr.Func:
+		switch e.Name {
+		case "+", "-", "*", "||", "lower", "upper":
+			for _, a := range e.Args {
+				if !keyExpr(a) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // and joins conjuncts with AND (nil for none).

@@ -50,6 +50,10 @@ var commaJoinCases = []commaJoinCase{
 	{name: "cj_three_table_cond", sql: `SELECT o.ok, l.q, c.region FROM orders o, lineitem l, cust c
 		WHERE o.ok = l.ok AND c.ck = o.cust AND o.v + l.q > c.region * 10`,
 		keys: []string{"HashJoin Inner left=[o.ok] right=[l.ok]", "HashJoin Inner left=[o.cust] right=[c.ck]"}},
+	// Expressions over one table's columns are keys too.
+	{name: "cj_expr_keys", sql: `SELECT o.ok, l.q FROM orders o, lineitem l
+		WHERE o.ok + 1 = l.ok + 1 AND l.part IN (SELECT pk FROM part WHERE kind > 1)`,
+		keys: []string{"HashJoin Inner left=[CAST((CAST(o.ok AS bigint) + 1) AS integer)]"}},
 	{name: "cj_agg", sql: `SELECT c.region, count(*) AS n, sum(l.q) AS q FROM cust c, orders o, lineitem l
 		WHERE c.ck = o.cust AND o.ok = l.ok AND l.part IN (SELECT pk FROM part WHERE kind <> 0)
 		GROUP BY c.region`,
