@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"encoding/json"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -447,6 +448,23 @@ func (db *DB) JobErrorCounts() (map[uint64]int64, error) {
 		return nil
 	})
 	return out, err
+}
+
+// JobErrorCount returns how many skipped rows job has recorded, counting
+// at most max (a scan of the keys only).
+func (db *DB) JobErrorCount(job uint64, max int64) (int64, error) {
+	var n int64
+	stop := errors.New("enough")
+	err := db.scanPrefix(db.pdb, binary.BigEndian.AppendUint64([]byte("e/"), job), func(_, _ []byte) error {
+		if n++; n >= max {
+			return stop
+		}
+		return nil
+	})
+	if err == stop {
+		err = nil
+	}
+	return n, err
 }
 
 // JobErrors returns every recorded skipped row, by job then position.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // A row whose expression fails (10 / x with x = 0) must not block its view
@@ -71,6 +72,11 @@ func TestErrorRowsDefault(t *testing.T) {
 	if strings.Join(errs, "\n") != strings.Join(want, "\n") {
 		t.Errorf("streamdb_job_errors:\n%s\nwant:\n%s", strings.Join(errs, "\n"), strings.Join(want, "\n"))
 	}
+	// A read of the view says so.
+	notes := noticesOf(t, srv, "SELECT * FROM join_ratio")
+	if len(notes) != 1 || !strings.Contains(notes[0], `materialized view "join_ratio" left out 2 rows`) {
+		t.Errorf("notices of a read of join_ratio: %q", notes)
+	}
 
 	// Group 1 computes again; group 2's value now fails: its row goes.
 	execAll(t, c, "INSERT INTO t VALUES (1, 4), (2, -5)")
@@ -121,4 +127,30 @@ func TestErrorRowsFailPolicy(t *testing.T) {
 	if n := len(jobErrors(t, c)); n != 0 {
 		t.Errorf("streamdb_job_errors has %d rows under 'fail'", n)
 	}
+}
+
+// noticesOf runs q on a connection of its own and returns the notices it got.
+func noticesOf(t *testing.T, srv *Server, q string) []string {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(srv.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notes = append(notes, n.Message) }
+	ctx := context.Background()
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return notes
 }
