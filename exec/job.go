@@ -88,6 +88,12 @@ type JobSpec struct {
 	OnWindowClose bool
 	// State is the job's state backend (statebackend.go).
 	State StateOptions
+	// MemoryLimit is job.memory_limit: past this many bytes of operator
+	// state in memory plus the view writes of the epoch not yet committed
+	// the job fails with 53200 (0: no limit). At half of it the sink asks
+	// for the next barrier early (EpochFull), so an epoch's writes commit
+	// before they reach it.
+	MemoryLimit int64
 }
 
 // EpochGroups is the bound on an epoch's changed groups for a job whose
@@ -163,7 +169,12 @@ type Job struct {
 	// watermark.go).
 	watermark atomic.Int64
 	lateRows  atomic.Int64
-	hold      holdState // a memory job's epochs until a checkpoint (statebackend.go)
+	// errSeq numbers the rows skipped after an operator (rowerrors.go).
+	errSeq atomic.Uint64
+	// epochBytes is the size of the view rows the sink has written in
+	// the current epoch, not yet committed (job.memory_limit).
+	epochBytes atomic.Int64
+	hold       holdState // a memory job's epochs until a checkpoint (statebackend.go)
 }
 
 // cacheShare is each stateful instance's share of the state cache.

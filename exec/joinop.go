@@ -211,6 +211,12 @@ func (o *joinOp) emitRows(ectx *expr.Ctx) error {
 	return o.out.emit(ectx, o.buf.chunk(), nil)
 }
 
+// maxJoinCandidates bounds the pairs of rows a join considers at once:
+// a batch whose rows have more (many rows of the other side per key, all
+// of them in a join without keys) is joined a part at a time, so memory
+// follows the part, not the batch times the other side.
+const maxJoinCandidates = 64 << 10
+
 func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 	if o.tw.spec != nil {
 		var err error
@@ -218,6 +224,31 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			return err
 		}
 	}
+	defer c.Rec.Release()
+	n := int(c.Rec.NumRows())
+	for lo := 0; lo < n; {
+		part := c
+		if lo == 0 {
+			c.Rec.Retain()
+		} else {
+			part.Rec = c.Rec.NewSlice(int64(lo), int64(n))
+			if c.Ops != nil {
+				part.Ops = c.Ops[lo:]
+			}
+		}
+		done, err := o.pushRows(ectx, part, side)
+		if err != nil {
+			return err
+		}
+		lo += done
+	}
+	return nil
+}
+
+// pushRows joins the first rows of c, as many as keep the candidate pairs
+// within maxJoinCandidates (at least one), and returns how many; it owns
+// c.Rec.
+func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 	rec := c.Rec
 	defer rec.Release()
 	if o.buf == nil {
@@ -229,7 +260,7 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 	for _, k := range o.keys[side] {
 		a, err := expr.Eval(ectx, k, rec)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		keys = append(keys, a)
 	}
@@ -267,7 +298,7 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			if g == nil && o.spilled && o.evicted.mayContain(h[i]) && o.readable(bytesView(o.keyEnc.row(i))) {
 				var err error
 				if g, err = o.reload(ectx, string(o.keyEnc.row(i)), byte(keyGroup(h[i])), h[i]); err != nil {
-					return err
+					return 0, err
 				}
 			}
 		}
@@ -279,13 +310,16 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 			q := &g.rows[other][k] // the other side's rows do not move in this push
 			pi, qenc, qrow = append(pi, i), append(qenc, q.enc), append(qrow, q)
 		}
+		if len(pi) >= maxJoinCandidates {
+			n = i + 1 // the rest of the batch is another part
+		}
 	}
 	o.pi, o.qenc, o.qrow, o.rowGroups = pi, qenc, qrow, groups
 	defer clear(groups)
 	defer func() { clear(o.qenc[:len(qenc)]); clear(o.qrow[:len(qrow)]) }()
 	pass, err := o.residual(ectx, rec, side, pi, qenc)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	ci := 0
 	for i := 0; i < n; i++ {
@@ -410,11 +444,11 @@ func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
 		}
 		if o.buf.n >= 16<<10 {
 			if err := o.emitRows(ectx); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
-	return o.emitRows(ectx)
+	return n, o.emitRows(ectx)
 }
 
 // residual evaluates the join's residual condition over the candidate

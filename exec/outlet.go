@@ -58,6 +58,9 @@ type outlet struct {
 	// producer): the rows' key hashes and each instance's row numbers.
 	hash []uint64
 	idx  [][]int
+	// errs are the rows skipped in the current epoch because an
+	// expression of the stages failed on them (rowerrors.go).
+	errs []storage.JobError
 }
 
 // emit applies the stages to c and routes the result; it owns c.Rec. A
@@ -129,6 +132,9 @@ func cutForExpand(stages []Plan, rec arrow.RecordBatch, f func(part arrow.Record
 func (o *outlet) emitOne(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 	if len(o.stages) > 0 {
 		out, kept, err := applyStages(ectx, o.stages, c.Rec, c.Ops != nil || ids != nil)
+		if err != nil && isDataError(err) && o.j.spec.View != nil {
+			out, kept, err = o.outputStagesSkipping(ectx, c.Rec, c.Ops)
+		}
 		c.Rec.Release()
 		if err != nil {
 			return err
@@ -222,6 +228,7 @@ func (o *outlet) route(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 // barrier sends m's barrier to every consumer instance; the epoch's writes
 // travel with the first.
 func (o *outlet) barrier(m msg) error {
+	o.recordOutputErrors(m)
 	for i, out := range o.outs {
 		b := msg{barrier: m.barrier, in: o.in, wm: m.wm}
 		if i == 0 {

@@ -36,6 +36,19 @@ func (j *Job) runSink(ins []chan msg) error {
 	// of the epoch's barrier carries it away, and a new one takes its place.
 	w := j.db.NewEpochBatch()
 	var rs rowSink
+	// wrote accounts n bytes of view writes to the epoch (job.memory_limit):
+	// at half the limit it asks for the next barrier now, once an epoch.
+	askedBarrier := false
+	wrote := func(n int) error {
+		if j.spec.MemoryLimit <= 0 || j.spec.View == nil {
+			return nil
+		}
+		if b := j.epochBytes.Add(int64(n)); b > j.spec.MemoryLimit/2 && !askedBarrier && j.spec.EpochFull != nil {
+			askedBarrier = true
+			j.spec.EpochFull()
+		}
+		return j.checkMemoryLimit()
+	}
 	if j.spec.View != nil && agg == nil && !byPosition {
 		// Rows that are never retracted (a join or union of streams) are
 		// appended under a sequence number; others are a counted multiset.
@@ -59,6 +72,8 @@ func (j *Job) runSink(ins []chan msg) error {
 			writeLog = j.changelog.Load()
 			j.dirty[len(j.dirty)-1].Store(0)
 			w.Absorb(m.w)
+			j.epochBytes.Store(0)
+			askedBarrier = false
 			select {
 			case j.acks <- ack{m.barrier.Epoch, w}:
 			case <-j.ctx.Done():
@@ -73,11 +88,26 @@ func (j *Job) runSink(ins []chan msg) error {
 			if err := j.sinkRows(w, m, outTs, &rs, writeLog); err != nil {
 				return err
 			}
+			if err := wrote(runSize(&rs, int(n))); err != nil {
+				return err
+			}
 			j.dirty[len(j.dirty)-1].Add(n)
 			j.RowsOut.Add(n)
 			continue
 		}
+		nk := len(agg.Keys)
+		keyTs := exprTypes(agg.Keys)
+		viewKey := func(r int) []byte {
+			key = append(key[:0], m.c.Groups[r])
+			for c := 0; c < nk; c++ {
+				key = encodeDatum(key, types.DatumAt(rec.Column(c), r, keyTs[c]), keyTs[c])
+			}
+			return key
+		}
 		out, kept, err := applyStages(ectx, root.stages, rec, true)
+		if err != nil && isDataError(err) && j.spec.View != nil {
+			out, kept, err = j.groupStagesSkipping(ectx, root.stages, rec, m.c.Ops, viewKey, w)
+		}
 		if err != nil {
 			rec.Release()
 			return err
@@ -96,8 +126,6 @@ func (j *Job) runSink(ins []chan msg) error {
 		// encoded group key), and an instance emits its changes in that
 		// order, so each chunk's writes are one sorted run.
 		run := w.NewRun()
-		nk := len(agg.Keys)
-		keyTs := exprTypes(agg.Keys)
 		// survived[r] is input row r's output row, or -1 if HAVING dropped it.
 		survived = survived[:0]
 		for r := 0; r < int(rec.NumRows()); r++ {
@@ -111,10 +139,7 @@ func (j *Job) runSink(ins []chan msg) error {
 			if op == OpUpdateBefore {
 				continue
 			}
-			key = append(key[:0], m.c.Groups[r])
-			for c := 0; c < nk; c++ {
-				key = encodeDatum(key, types.DatumAt(rec.Column(c), r, keyTs[c]), keyTs[c])
-			}
+			key = viewKey(r)
 			if i := survived[r]; i >= 0 && op != OpDelete {
 				row = encodeRow(row[:0], out, int(i), outTs)
 				run.PutViewRow(j.spec.View.ID, key, row)
@@ -122,8 +147,13 @@ func (j *Job) runSink(ins []chan msg) error {
 				run.DeleteViewRow(j.spec.View.ID, key)
 			}
 		}
+		size := run.Len()
 		w.AddRun(run)
 		rec.Release()
+		if err := wrote(size); err != nil {
+			out.Release()
+			return err
+		}
 		if writeLog {
 			err = j.appendChangelog(w, Chunk{Rec: out, Ops: ops})
 		}

@@ -240,27 +240,25 @@ func (j *Job) transform(ectx *expr.Ctx, s *jobSource, o *outlet, w *storage.Batc
 	if err == nil || !isDataError(err) {
 		return out, kept, err
 	}
-	n := int(rec.NumRows())
-	good := make([]int, 0, n)
-	for i := 0; i < n; i++ {
-		one := rec.NewSlice(int64(i), int64(i+1))
+	good, err := eachRowAlone(rec, func(one arrow.RecordBatch) error {
 		res, _, e := o.tryStages(ectx, one, false)
-		one.Release()
 		if res != nil {
 			res.Release()
 		}
-		if e == nil {
-			good = append(good, i)
-			continue
-		}
+		return e
+	}, func(i int, e error) error {
 		se := sqlerr.As(e)
 		off := first + uint64(i)
 		if !j.spec.SkipErrors {
-			return nil, nil, &sqlerr.Error{Code: se.Code, Msg: se.Msg,
+			return &sqlerr.Error{Code: se.Code, Msg: se.Msg,
 				Detail: fmt.Sprintf("stream %s, partition %d, offset %d: row %s", s.n.src.Name, part, off, rowText(rec, i))}
 		}
 		w.PutJobError(j.spec.ID, storage.JobError{Job: j.spec.Name, Stream: s.n.src.Name,
 			Partition: part, Offset: off, Code: se.Code, Message: se.Msg, Row: rowText(rec, i), At: time.Now().UTC()})
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	sub := takeRecord(rec, good, exprTypes(plannedExprs(rec)))
 	defer sub.Release()

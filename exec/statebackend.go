@@ -26,6 +26,7 @@ package exec
 //   - Memory jobs never evict state to Pebble (StateCacheBytes is 0).
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -307,24 +308,33 @@ func (j *Job) StateBackend() string {
 // Parallelism is the number of instances of each of the job's stateful operators.
 func (j *Job) Parallelism() int { return max(1, j.spec.Parallelism) }
 
-// memoryLimited reports whether the job's state has a bound to check.
+// memoryLimited reports whether the job's memory has a bound to check:
+// state.memory_limit on the memory backend, job.memory_limit on either.
 func (j *Job) memoryLimited() bool {
-	return j.spec.State.memory() && j.spec.State.MemoryLimit > 0 && j.durable()
+	return j.durable() && (j.spec.State.memory() && j.spec.State.MemoryLimit > 0 || j.spec.MemoryLimit > 0)
 }
 
 // checkMemoryLimit fails with 53200 if the job's state (its operators'
-// accounted bytes plus its state map) exceeds state.memory_limit. Besides
-// each barrier, operators call it after every input batch (sizedOp), so
-// one epoch cannot carry the state far past the limit: the overshoot is at
-// most one batch's growth. It reads a few atomics and the map's size.
+// accounted bytes plus its state map) exceeds state.memory_limit on the
+// memory backend, or if that state plus the epoch's uncommitted view
+// writes exceed job.memory_limit. Besides each barrier, operators call it
+// after every input batch (sizedOp) and the sink after every chunk, so one
+// epoch cannot carry the job far past the limit: the overshoot is at most
+// one batch's growth. It reads a few atomics and the map's size.
 func (j *Job) checkMemoryLimit() error {
 	if !j.memoryLimited() {
 		return nil
 	}
-	lim := j.spec.State.MemoryLimit
-	if used := j.StateBytes(); used > lim {
+	state := j.StateBytes()
+	if lim := j.spec.State.MemoryLimit; j.spec.State.memory() && lim > 0 && state > lim {
 		return sqlerr.New(sqlerr.OutOfMemory, "job %s: state of %s exceeds state.memory_limit (%s) on the memory backend",
-			j.spec.Name, FormatMemory(used), FormatMemory(lim))
+			j.spec.Name, FormatMemory(state), FormatMemory(lim))
+	}
+	if lim, writes := j.spec.MemoryLimit, j.epochBytes.Load(); lim > 0 && state+writes > lim {
+		return &sqlerr.Error{Code: sqlerr.OutOfMemory,
+			Msg: fmt.Sprintf("view %s: its job needs more than job.memory_limit (%s)", j.spec.Name, FormatMemory(lim)),
+			Detail: fmt.Sprintf("%s of operator state in memory and %s of view rows not yet committed; "+
+				"a join without equality keys (a cross join) pairs every row of one input with every row of the other", FormatMemory(state), FormatMemory(writes))}
 	}
 	return nil
 }

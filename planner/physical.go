@@ -61,14 +61,9 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		}
 		return &exec.Values{Rows: n.Rows, Ts: ts}, nil
 	case *Filter:
-		input, pred := n.Input, n.Pred
-		if j, ok := input.(*Join); ok && j.Kind == InnerJoin {
-			var rest []expr.Expr
-			input, rest = equiKeysIntoJoin(j, conjuncts(pred))
-			if len(rest) == 0 {
-				return Physical(input, snaps)
-			}
-			pred = and(rest)
+		input, pred := sinkWhereEqualities(n)
+		if pred == nil {
+			return Physical(input, snaps)
 		}
 		in, err := Physical(input, snaps)
 		if err != nil {
@@ -122,6 +117,11 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		}
 		return agg, nil
 	case *Join:
+		if n.Kind == InnerJoin {
+			if r := reorderInnerJoins(n); r != Node(n) {
+				return Physical(r, snaps)
+			}
+		}
 		return physicalJoin(n, snaps)
 	case *Sort:
 		in, err := Physical(n.Input, snaps)
@@ -266,83 +266,176 @@ func physicalJoin(n *Join, snaps Snapshots) (exec.Plan, error) {
 	return j, nil
 }
 
-// equiKeysIntoJoin moves the conjuncts of a WHERE over the inner join j
-// that equate a column of one input with a column of the other into the ON
-// of the inner join they belong to (j, or an inner join below it), where
-// physicalJoin makes them hash keys: `FROM a, b WHERE a.k = b.k` is parsed
-// as a cross join under a filter, and would otherwise pair every row of a
-// with every row of b. For inner joins WHERE p and ON p are the same. Only
-// plain column equalities move; other conjuncts (temporal filters among
-// them) stay above the join and are returned.
-func equiKeysIntoJoin(j *Join, preds []expr.Expr) (*Join, []expr.Expr) {
-	nl := len(j.Left.Schema())
-	var on, rest, left, right []expr.Expr
-	for _, c := range preds {
-		a, b, ok := columnEquality(c)
-		if !ok {
-			rest = append(rest, c)
-			continue
-		}
-		switch sa, sb := side(a, nl), side(b, nl); {
-		case sa != sb:
-			on = append(on, c)
-		case sa == sideLeft:
-			left = append(left, c)
-		default:
-			right = append(right, shift(c, -nl))
+// sinkWhereEqualities moves the conjuncts of f's predicate that equate
+// two expressions over columns (columnEquality) as deep into its input as they go (sinkEqualities), and
+// returns the rewritten input with the conjuncts left for the filter above
+// it, in their order (nil: none). `FROM a, b WHERE a.k = b.k` is bound as
+// a cross join under a filter, also with IN/EXISTS/NOT IN subqueries or a
+// scalar subquery in between, and would otherwise pair every row of a with
+// every row of b. Only those equalities move; other conjuncts (temporal
+// filters among them) stay where they were written.
+func sinkWhereEqualities(f *Filter) (Node, expr.Expr) {
+	cs := conjuncts(f.Pred)
+	var eqs []expr.Expr
+	for _, c := range cs {
+		if _, _, ok := columnEquality(c); ok {
+			eqs = append(eqs, c)
 		}
 	}
-	if len(on) == 0 && len(left) == 0 && len(right) == 0 {
-		return j, rest
+	if len(eqs) == 0 {
+		return f.Input, f.Pred
+	}
+	input, back := sinkEqualities(f.Input, eqs)
+	kept := make(map[expr.Expr]bool, len(back))
+	for _, c := range back {
+		kept[c] = true
+	}
+	var rest []expr.Expr
+	for _, c := range cs {
+		if _, _, ok := columnEquality(c); !ok || kept[c] {
+			rest = append(rest, c)
+		}
+	}
+	return input, and(rest)
+}
+
+// sinkEqualities places the column equalities ps (over n's columns) as
+// deep in n as they can go: through filters, projections of columns, the
+// left input of semi and anti joins (whose output is that input's rows)
+// and of left joins, down to the inner join whose two inputs they connect,
+// where they join its ON and physicalJoin makes them hash keys; one that
+// equates two columns of one input goes on into that input. For these
+// nodes a predicate above and below are the same. It returns n rewritten
+// and the equalities it could not place (unchanged), which belong above n.
+func sinkEqualities(n Node, ps []expr.Expr) (Node, []expr.Expr) {
+	if len(ps) == 0 {
+		return n, nil
+	}
+	switch n := n.(type) {
+	case *Filter:
+		in, back := sinkEqualities(n.Input, ps)
+		return &Filter{Input: in, Pred: n.Pred}, back
+	case *Project:
+		through, back := splitWhere(ps, func(p expr.Expr) (expr.Expr, bool) { return throughProject(p, n.Exprs) })
+		np := *n
+		np.Input = sinkOrFilter(n.Input, through)
+		return &np, back
+	case *Join:
+		nl := len(n.Left.Schema())
+		switch n.Kind {
+		case InnerJoin:
+			return equiKeysIntoJoin(n, ps), nil
+		case SemiJoin, AntiJoin, LeftJoin:
+			left, back := splitWhere(ps, func(p expr.Expr) (expr.Expr, bool) {
+				return p, n.Kind != LeftJoin || side(p, nl) == sideLeft
+			})
+			nj := *n
+			nj.Left = sinkOrFilter(n.Left, left)
+			return &nj, back
+		}
+	}
+	return n, ps
+}
+
+// splitWhere returns the ps that move, as move rewrites them, and those
+// that stay.
+func splitWhere(ps []expr.Expr, move func(expr.Expr) (expr.Expr, bool)) (moved, stay []expr.Expr) {
+	for _, p := range ps {
+		if q, ok := move(p); ok {
+			moved = append(moved, q)
+		} else {
+			stay = append(stay, p)
+		}
+	}
+	return moved, stay
+}
+
+// sinkOrFilter places ps in n, under a filter if they go no deeper.
+func sinkOrFilter(n Node, ps []expr.Expr) Node {
+	n, back := sinkEqualities(n, ps)
+	if len(back) > 0 {
+		return &Filter{Input: n, Pred: and(back)}
+	}
+	return n
+}
+
+// equiKeysIntoJoin adds the column equalities ps (over the inner join j's
+// columns) to j: those between its inputs to its ON, those within one input
+// into that input (sinkOrFilter).
+func equiKeysIntoJoin(j *Join, ps []expr.Expr) *Join {
+	nl := len(j.Left.Schema())
+	var on, left, right []expr.Expr
+	for _, c := range ps {
+		switch side(c, nl) {
+		case sideLeft:
+			left = append(left, c)
+		case sideRight:
+			right = append(right, shift(c, -nl))
+		default:
+			on = append(on, c)
+		}
 	}
 	nj := *j
-	pushDown := func(child Node, ps []expr.Expr, d int) Node {
-		if len(ps) == 0 {
-			return child
-		}
-		if cj, ok := child.(*Join); ok && cj.Kind == InnerJoin {
-			moved, back := equiKeysIntoJoin(cj, ps)
-			for _, c := range back { // none: they are all column equalities
-				on = append(on, shift(c, d))
-			}
-			return moved
-		}
-		for _, c := range ps {
-			on = append(on, shift(c, d))
-		}
-		return child
-	}
-	nj.Left = pushDown(j.Left, left, 0)
-	nj.Right = pushDown(j.Right, right, nl)
+	nj.Left = sinkOrFilter(j.Left, left)
+	nj.Right = sinkOrFilter(j.Right, right)
 	if j.On != nil {
 		on = append([]expr.Expr{j.On}, on...)
 	}
 	nj.On = and(on)
-	return &nj, rest
+	return &nj
 }
 
-// columnEquality matches `x = y` where x and y are columns (possibly cast).
+// throughProject rewrites the column equality p over a projection's
+// output to one over its input, if both columns are projected columns.
+func throughProject(p expr.Expr, exprs []expr.Expr) (expr.Expr, bool) {
+	ok := true
+	q := mapCols(p, func(i int) int {
+		c, isCol := exprs[i].(*expr.ColRef)
+		if !isCol {
+			ok = false
+			return i
+		}
+		return c.Idx
+	})
+	return q, ok
+}
+
+// columnEquality matches `x = y` where x and y are expressions over
+// columns that can be join keys: columns, possibly cast, or arithmetic
+// (+ - *), || and lower/upper over them and constants, each side with a
+// column. Other functions (now(), random(), ...) keep a conjunct where it
+// was written.
 func columnEquality(e expr.Expr) (x, y expr.Expr, ok bool) {
 	f, isFunc := e.(*expr.Func)
 	if !isFunc || f.Name != "=" || len(f.Args) != 2 {
 		return nil, nil, false
 	}
-	isCol := func(e expr.Expr) bool {
-		for {
-			switch c := e.(type) {
-			case *expr.ColRef:
-				return true
-			case *expr.Cast:
-				e = c.E
-			default:
-				return false
-			}
-		}
-	}
-	if !isCol(f.Args[0]) || !isCol(f.Args[1]) {
+	if !keyExpr(f.Args[0]) || !keyExpr(f.Args[1]) || side(f.Args[0], 0) == sideNone || side(f.Args[1], 0) == sideNone {
 		return nil, nil, false
 	}
 	return f.Args[0], f.Args[1], true
+}
+
+// keyExpr reports whether e is built of columns, constants, casts and the
+// operators columnEquality allows.
+func keyExpr(e expr.Expr) bool {
+	switch e := e.(type) {
+	case *expr.ColRef, *expr.Const:
+		return true
+	case *expr.Cast:
+		return keyExpr(e.E)
+	case *expr.Func:
+		switch e.Name {
+		case "+", "-", "*", "||", "lower", "upper":
+			for _, a := range e.Args {
+				if !keyExpr(a) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // and joins conjuncts with AND (nil for none).
@@ -436,32 +529,37 @@ func walk(e expr.Expr, fn func(expr.Expr)) {
 
 // shift returns e with every column index moved by d.
 func shift(e expr.Expr, d int) expr.Expr {
+	return mapCols(e, func(i int) int { return i + d })
+}
+
+// mapCols returns e with every column index i replaced by to(i).
+func mapCols(e expr.Expr, to func(int) int) expr.Expr {
 	switch e := e.(type) {
 	case *expr.ColRef:
 		c := *e
-		c.Idx += d
+		c.Idx = to(c.Idx)
 		return &c
 	case *expr.Cast:
-		return &expr.Cast{E: shift(e.E, d), T: e.T}
+		return &expr.Cast{E: mapCols(e.E, to), T: e.T}
 	case *expr.Func:
 		f := &expr.Func{Name: e.Name, T: e.T, Args: make([]expr.Expr, len(e.Args))}
 		for i, a := range e.Args {
-			f.Args[i] = shift(a, d)
+			f.Args[i] = mapCols(a, to)
 		}
 		return f
 	case *expr.Case:
 		c := &expr.Case{T: e.T}
 		for _, w := range e.Whens {
-			c.Whens = append(c.Whens, expr.When{Cond: shift(w.Cond, d), Then: shift(w.Then, d)})
+			c.Whens = append(c.Whens, expr.When{Cond: mapCols(w.Cond, to), Then: mapCols(w.Then, to)})
 		}
 		if e.Else != nil {
-			c.Else = shift(e.Else, d)
+			c.Else = mapCols(e.Else, to)
 		}
 		return c
 	case *expr.InList:
-		in := &expr.InList{E: shift(e.E, d), Not: e.Not}
+		in := &expr.InList{E: mapCols(e.E, to), Not: e.Not}
 		for _, x := range e.List {
-			in.List = append(in.List, shift(x, d))
+			in.List = append(in.List, mapCols(x, to))
 		}
 		return in
 	}

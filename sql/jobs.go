@@ -21,6 +21,7 @@ func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSp
 		AtLeastOnce:     e.settingLocked("checkpoint.mode") == "at_least_once",
 		SkipErrors:      e.settingLocked("job.error_policy") == "skip",
 		RecordLate:      e.settingLocked("job.late_rows") == "record",
+		MemoryLimit:     jobMemoryBytes(e.settingLocked("job.memory_limit"), e.cache),
 		Changelog:       len(e.dependentsLocked(def.Name)) > 0 || e.mu.consumed[def.Name],
 		StateCacheBytes: e.cache,
 		MaxEpochGroups:  exec.EpochGroups(e.cache),

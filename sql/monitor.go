@@ -33,6 +33,9 @@ type JobStatus struct {
 	// LateRows counts the rows its windows dropped as late.
 	Watermark *time.Time `json:"watermark,omitempty"`
 	LateRows  int64      `json:"late_rows"`
+	// ErrorRows counts the rows whose expressions failed, recorded in
+	// streamdb_job_errors under job.error_policy = 'skip'.
+	ErrorRows int64 `json:"error_rows"`
 	// LastCheckpoint is the last completed checkpoint covering the job (0: none).
 	LastCheckpoint uint64              `json:"last_checkpoint"`
 	NextRestart    *time.Time          `json:"next_restart,omitempty"`
@@ -104,6 +107,7 @@ func (e *Engine) Jobs() []JobStatus {
 		}
 	}
 	var out []JobStatus
+	errRows, _ := e.db.JobErrorCounts() // nil on a read error: no counts
 	e.mu.Lock()
 	names := make([]string, 0, len(e.mu.jobs))
 	for n := range e.mu.jobs {
@@ -115,7 +119,7 @@ func (e *Engine) Jobs() []JobStatus {
 		s := JobStatus{Name: n, Kind: "view", State: string(je.state), Restarts: je.restarts,
 			LastCheckpoint: lastCP[n], LastError: je.lastErr}
 		if def := e.mu.tables[n]; def != nil {
-			s.SQL = def.SQL
+			s.SQL, s.ErrorRows = def.SQL, errRows[def.ID]
 		}
 		if je.job != nil {
 			fill(&s, je.job)

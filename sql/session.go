@@ -388,7 +388,7 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Tag: "SELECT", Rows: rows}, nil
+		return &Result{Tag: "SELECT", Rows: rows, Notices: s.e.viewNotices(plan)}, nil
 	case *ast.InsertStmt:
 		target, src, err := b.BindInsert(n)
 		if err != nil {

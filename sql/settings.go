@@ -46,11 +46,12 @@ var dbSettings = map[string]settingDef{
 	"restart.multiplier":            {"2.0", floatMin(1)},
 	"restart.jitter":                {"0.1", floatRange(0, 1)},
 	"restart.reset_after":           {"1h", positiveDuration},
-	"job.error_policy":              {"fail", oneOf("fail", "skip")},
+	"job.error_policy":              {"skip", oneOf("skip", "fail")},
 	"stream.retention":              {"unbounded", durationOrUnbounded},
 	"state.ttl":                     {"off", durationOrOff}, // idle join keys expire (statettl.go)
 	"stream.idle_timeout":           {"off", durationOrOff},
 	"job.late_rows":                 {"drop", oneOf("drop", "record")},
+	"job.memory_limit":              {"auto", jobMemoryLimit},
 }
 
 // Session settings that drivers send; accepted and reported by SHOW.

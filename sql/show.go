@@ -155,7 +155,7 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			}
 			return t, nil
 		case "jobs":
-			return e.addJobColumns(e.showJobs()), nil
+			return e.addErrorRows(e.addJobColumns(e.showJobs()))
 		case "job errors":
 			return e.showJobErrors()
 		case "late rows":
@@ -327,7 +327,11 @@ func (e *Engine) showJobErrors() (*table, error) {
 		return nil, err
 	}
 	for _, je := range errs {
-		t.add(str(je.Job), str(je.Stream), types.Int(int64(je.Partition)), types.Int(int64(je.Offset)),
+		stream, part, off := str(je.Stream), types.Int(int64(je.Partition)), types.Int(int64(je.Offset))
+		if je.Stream == "" { // a group's row: no position in a stream
+			stream, part, off = types.Null, types.Null, types.Null
+		}
+		t.add(str(je.Job), stream, part, off,
 			str(je.Code), str(je.Message), str(je.Row), types.Int(je.At.UnixMicro()))
 	}
 	return t, nil

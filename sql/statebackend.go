@@ -71,6 +71,24 @@ func memoryLimit(s string) (string, error) {
 	return exec.FormatMemory(n), nil
 }
 
+// jobMemoryLimit checks job.memory_limit: auto (a quarter of physical
+// memory, at least twice the state cache), 0 (no limit) or a memory value.
+func jobMemoryLimit(s string) (string, error) {
+	if strings.EqualFold(strings.TrimSpace(s), "auto") {
+		return "auto", nil
+	}
+	return memoryLimit(s)
+}
+
+// jobMemoryBytes is a job.memory_limit value in bytes (0: no limit) for
+// jobs whose state cache is cacheBytes.
+func jobMemoryBytes(s string, cacheBytes int64) int64 {
+	if s == "auto" {
+		return max(physicalMemory()/4, 2*cacheBytes)
+	}
+	return memoryLimitBytes(s)
+}
+
 // memoryLimitBytes is a state.memory_limit value in bytes.
 func memoryLimitBytes(s string) int64 {
 	if s == "0" || s == "" {
@@ -193,6 +211,26 @@ func (e *Engine) addJobColumns(t *table) *table {
 		t.rows[i] = append(r, par, backend)
 	}
 	return t
+}
+
+// addErrorRows appends to SHOW JOBS how many rows each view's job skipped
+// because an expression failed on them (streamdb_job_errors holds them).
+func (e *Engine) addErrorRows(t *table) (*table, error) {
+	counts, err := e.db.JobErrorCounts()
+	if err != nil {
+		return nil, err
+	}
+	t.cols = append(t.cols, Column{"error_rows", types.TInt64})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, r := range t.rows {
+		n := types.Int(0)
+		if def := e.mu.tables[r[0].S]; def != nil && e.mu.jobs[r[0].S] != nil {
+			n = types.Int(counts[def.ID])
+		}
+		t.rows[i] = append(r, n)
+	}
+	return t, nil
 }
 
 func orDefault(s, d string) string {

@@ -28,6 +28,9 @@ func (b *Batch) NewRunSized(size int) *Run {
 	return &Run{b: b.db.pdb.NewBatchWithSize(size), ordered: true}
 }
 
+// Len is the size of the run's encoded writes in bytes.
+func (r *Run) Len() int { return r.b.Len() }
+
 // AddRun adds r's writes to the batch; r must not be used afterwards.
 func (b *Batch) AddRun(r *Run) {
 	if r.b.Empty() {

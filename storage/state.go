@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"encoding/json"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -412,7 +413,9 @@ func (db *DB) DeleteRecords(ids []uint64) error {
 	return db.Commit(b, false)
 }
 
-// JobError is a row a job skipped under job.error_policy = 'skip'.
+// JobError is a row a job skipped under job.error_policy = 'skip' (the
+// default). Stream is empty for a group's row of an aggregate, whose
+// record is keyed by the group (exec.GroupErrorPartition).
 type JobError struct {
 	Job       string
 	Stream    string
@@ -437,6 +440,36 @@ func (b *Batch) PutJobError(job uint64, e JobError) {
 	b.mu.Lock()
 	b.b.Set(jobErrorKey(job, e.Partition, e.Offset), v, nil)
 	b.mu.Unlock()
+}
+
+// JobErrorCounts returns how many skipped rows each job has recorded, by
+// job ID (a scan of the keys only).
+func (db *DB) JobErrorCounts() (map[uint64]int64, error) {
+	out := map[uint64]int64{}
+	err := db.scanPrefix(db.pdb, []byte("e/"), func(k, _ []byte) error {
+		if len(k) >= 10 {
+			out[binary.BigEndian.Uint64(k[2:10])]++
+		}
+		return nil
+	})
+	return out, err
+}
+
+// JobErrorCount returns how many skipped rows job has recorded, counting
+// at most max (a scan of the keys only).
+func (db *DB) JobErrorCount(job uint64, max int64) (int64, error) {
+	var n int64
+	stop := errors.New("enough")
+	err := db.scanPrefix(db.pdb, binary.BigEndian.AppendUint64([]byte("e/"), job), func(_, _ []byte) error {
+		if n++; n >= max {
+			return stop
+		}
+		return nil
+	})
+	if err == stop {
+		err = nil
+	}
+	return n, err
 }
 
 // JobErrors returns every recorded skipped row, by job then position.
