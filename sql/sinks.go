@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -19,14 +20,15 @@ import (
 
 // Sinks (CREATE SINK name FROM view WITH (connector = 'kafka', ...)) send
 // a view's changes to an external system. Each runs beside the view's job
-// and reads its changelog (see exec/kafkasink.go for the exactly-once
-// protocol); the view writes its changelog for as long as a sink reads it.
+// and reads its changelog; checkpoints drive its two-phase commit (see
+// exec/twophase.go); the view writes its changelog for as long as a sink
+// reads it.
 
 // sinkSet holds the engine's sinks.
 type sinkSet struct {
 	sync.Mutex
 	defs    map[string]*storage.SinkDef
-	running map[string]*exec.KafkaSink
+	running map[string]*exec.SinkRunner
 }
 
 // loadSinks reads the sinks' catalog entries and marks their views as
@@ -37,7 +39,7 @@ func (e *Engine) loadSinks() error {
 		return err
 	}
 	e.sinks.defs = map[string]*storage.SinkDef{}
-	e.sinks.running = map[string]*exec.KafkaSink{}
+	e.sinks.running = map[string]*exec.SinkRunner{}
 	for _, d := range defs {
 		e.sinks.defs[d.Name] = d
 		e.mu.consumed[d.View] = true
@@ -71,6 +73,24 @@ func (e *Engine) startSinkLocked(d *storage.SinkDef) error {
 	}
 	e.sinks.running[d.Name] = s
 	return nil
+}
+
+// Committers lists the running sinks, which each checkpoint prepares and
+// commits (two-phase commit; exec.SinkRunner).
+func (r *registry) Committers() []checkpoint.Committer {
+	e := (*Engine)(r)
+	e.sinks.Lock()
+	defer e.sinks.Unlock()
+	names := make([]string, 0, len(e.sinks.running))
+	for n := range e.sinks.running {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]checkpoint.Committer, len(names))
+	for i, n := range names {
+		out[i] = e.sinks.running[n]
+	}
+	return out
 }
 
 // stopSinks stops every running sink (Close).
