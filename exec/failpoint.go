@@ -17,9 +17,9 @@ import (
 //
 // makes the given stage (source, agg) of the named view's job fail on its
 // next count batches (the job name "query" with stage "run": the next count
-// batch queries) — with an error (SQLSTATE XX000), a panic, or kill, which
-// sends the process SIGKILL (a crash at exactly that point) — and then
-// never again in this process, so restarts recover. A sink (the job name
+// batch queries) — with an error (SQLSTATE XX000) or a panic — and then
+// never again in this process, so restarts recover. Kill sends the process
+// SIGKILL (a crash at exactly that point) at the count-th pass instead. A sink (the job name
 // is the sink's) has the stages of its two-phase commit (twophase.go):
 // sink_durable (its checkpoint is synced, nothing sent yet), sink_precommit
 // (a transaction written, not committed), sink_postcommit (committed, not
@@ -68,7 +68,7 @@ func failpoint(job, stage string) error {
 	}
 	kind := failpoints.kind[key]
 	failpoints.mu.Unlock()
-	if n <= 0 {
+	if n <= 0 || kind == "kill" && n > 1 {
 		return nil
 	}
 	switch kind {

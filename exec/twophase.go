@@ -183,7 +183,7 @@ func (r *SinkRunner) PrepareCommit(checkpoint uint64, b *storage.Batch) {
 		r.mu.prepID, r.mu.prepTo = checkpoint, end
 		c.From, c.To = r.mu.pos, end
 	}
-	b.PutSinkCommit(r.id, c)
+	b.PutSinkCommit(r.id, r.view.ID, c)
 }
 
 // CheckpointDurable is phase two: the checkpoint that stored the sink's
@@ -271,28 +271,31 @@ func (r *SinkRunner) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ok = ok && rec.Gen == r.gen && !rec.Snapshot
-	if !found && r.gen == "" {
-		stored, sok, err := r.db.LoadOffset(r.id, r.view.ID, 0)
-		if err != nil {
+	ok = ok && rec.Gen == r.gen
+	if !found && !ok && r.gen == "" {
+		// A sink from before two-phase commits: its stored position.
+		if pos, found, err = r.db.LoadOffset(r.id, r.view.ID, 0); err != nil {
 			return err
 		}
-		pos, found = stored, sok
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
-	case found && ok && rec.To < pos:
+	case found && ok && !rec.Snapshot && rec.To < pos:
 		return sqlerr.New(sqlerr.DataCorrupted, "sink %s: the topic holds changes up to position %d of %s, past the last durable checkpoint's %d",
 			r.name, pos, r.view.Name, rec.To)
 	case found:
 		r.mu.phase, r.mu.pos, r.mu.durable = sinkFollowing, pos, pos
-		if ok {
+		if ok && !rec.Snapshot {
 			r.mu.durable = rec.To
 		}
+	case ok && !rec.Snapshot:
+		// The sink's transactions so far held no records.
+		r.mu.phase, r.mu.pos, r.mu.durable = sinkFollowing, rec.From, rec.To
 	default:
-		// A new sink, or the first start after RESTORE of its view: from
-		// a snapshot of the view (after RESTORE, as compensating changes).
+		// A new sink (or its snapshot not sent yet), or the first start
+		// after RESTORE of its view: from a snapshot of the view (after
+		// RESTORE, as compensating changes).
 		r.mu.phase, r.mu.resync = sinkNeedsSnapshot, r.gen != ""
 	}
 	r.mu.status.Position, r.mu.status.State, r.mu.status.LastErr = r.mu.pos, "RUNNING", ""
@@ -371,6 +374,12 @@ func (r *SinkRunner) send(ctx context.Context, t *SinkTxn) error {
 // after-image (they are adjacent in a changelog, and a checkpoint's end
 // never falls between them), so a debezium "u" keeps its before.
 func (r *SinkRunner) txnEnd(pos, durable uint64) (uint64, error) {
+	if start, _, _, err := r.db.LogBounds(r.view.ID, 0); err != nil || pos < start {
+		if err == nil {
+			err = sqlerr.New(sqlerr.DataCorrupted, "sink %s: the changelog of %s starts at %d, past the sink's position %d", r.name, r.view.Name, start, pos)
+		}
+		return 0, err
+	}
 	to := min(durable, pos+sinkTxnRows())
 	for to < durable {
 		var last Op

@@ -53,11 +53,18 @@ type SinkCommit struct {
 func sinkCommitKey(sink uint64) []byte { return binary.BigEndian.AppendUint64([]byte("b/"), sink) }
 
 // PutSinkCommit adds a sink's prepared commit to b, which the checkpoint
-// commits (synced) with the checkpoint record.
-func (b *Batch) PutSinkCommit(sink uint64, c SinkCommit) {
+// commits (synced) with the checkpoint record, and the sink's position in
+// view's changelog, which keeps retention from dropping what it will send
+// (From; a snapshot's changes start at To).
+func (b *Batch) PutSinkCommit(sink, view uint64, c SinkCommit) {
 	v, _ := json.Marshal(c)
+	pin := c.From
+	if c.Snapshot {
+		pin = c.To
+	}
 	b.mu.Lock()
 	b.b.Set(sinkCommitKey(sink), v, nil)
+	b.b.Set(offsetKey(sink, view, 0), binary.BigEndian.AppendUint64(nil, pin), nil)
 	b.mu.Unlock()
 }
 
