@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,11 +82,7 @@ func (r *registry) Committers() []checkpoint.Committer {
 	e := (*Engine)(r)
 	e.sinks.Lock()
 	defer e.sinks.Unlock()
-	names := make([]string, 0, len(e.sinks.running))
-	for n := range e.sinks.running {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(e.sinks.running))
 	out := make([]checkpoint.Committer, len(names))
 	for i, n := range names {
 		out[i] = e.sinks.running[n]
