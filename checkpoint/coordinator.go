@@ -350,7 +350,7 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	if trigger != "" {
 		sinks = c.reg.Committers()
 	}
-	if len(tasks) == 0 && len(sinks) == 0 && (trigger == "" || trigger == "periodic") {
+	if len(tasks) == 0 && (trigger == "" || trigger == "periodic") {
 		// Nothing runs, so there is nothing to checkpoint; no stream is
 		// behind a view, so reads are no longer held at the last cut.
 		if last, _, err := c.db.LastCut(); err == nil && len(last) > 0 {

@@ -158,6 +158,10 @@ func (e *Engine) createSink(ctx context.Context, n *parse.CreateSink, owner stri
 
 // dropSink stops a sink and removes it.
 func (e *Engine) dropSink(n *parse.DropSink) (*Result, error) {
+	// No round runs meanwhile: one that prepared the sink's commit
+	// would write its keys back after they are deleted.
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
 	e.sinks.Lock()
 	defer e.sinks.Unlock()
 	d, ok := e.sinks.defs[n.Name]
