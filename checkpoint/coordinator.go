@@ -41,9 +41,26 @@ type Task interface {
 	LogParts() []storage.LogPart
 }
 
+// Committer is the runtime's side of an exactly-once sink's two-phase
+// commit (exec.TwoPhaseSink, driven by exec.SinkRunner). At a checkpoint's
+// barrier, after every job has acknowledged, the coordinator asks each
+// committer to prepare: it adds to the checkpoint's batch the transaction
+// it will commit (storage.SinkCommit), covering only changes already in
+// the database, which the checkpoint's synced commit makes durable. Once
+// that commit is synced the coordinator calls CheckpointDurable, and the
+// sink commits its transaction outside; if the commit fails,
+// CheckpointAborted. Plain epochs, committed without fsync, never prepare.
+type Committer interface {
+	PrepareCommit(checkpoint uint64, b *storage.Batch)
+	CheckpointDurable(checkpoint uint64)
+	CheckpointAborted(checkpoint uint64)
+}
+
 // Registry lists the durable jobs a barrier must cover.
 type Registry interface {
 	Tasks() []Task
+	// Committers lists the exactly-once sinks a checkpoint prepares.
+	Committers() []Committer
 	// Lock and Unlock keep the set of jobs fixed during a round.
 	Lock()
 	Unlock()
@@ -358,6 +375,10 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	c.reg.Lock()
 	defer c.reg.Unlock()
 	tasks := c.reg.Tasks()
+	var sinks []Committer
+	if trigger != "" {
+		sinks = c.reg.Committers()
+	}
 	if len(tasks) == 0 && (trigger == "" || trigger == "periodic") {
 		// Nothing runs, so there is nothing to checkpoint; no stream is
 		// behind a view, so reads are no longer held at the last cut.
@@ -455,15 +476,36 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 		cut = storage.Cut{}
 	}
 	rp := &storage.ReadPoint{Epoch: epoch, Checkpoint: trigger != "", Cut: cut, Held: c.held(epoch, acked)}
-	if err := c.db.CommitEpochAt(batches, id, meta, trigger != "" && rec.Status == Completed, cut, rp); err == nil {
+	durable := trigger != "" && rec.Status == Completed
+	if durable && len(sinks) > 0 {
+		// Phase one of the sinks' two-phase commit: their transactions
+		// go into this checkpoint's synced batch.
+		sb := c.db.NewEpochBatch()
+		for _, s := range sinks {
+			s.PrepareCommit(id, sb)
+		}
+		batches = append(batches, sb)
+	}
+	if err := c.db.CommitEpochAt(batches, id, meta, durable, cut, rp); err == nil {
 		for _, t := range acked {
 			t.Committed(epoch)
+		}
+		if durable {
+			// Phase two: the checkpoint is durable, the sinks commit.
+			for _, s := range sinks {
+				s.CheckpointDurable(id)
+			}
 		}
 		if trigger != "" {
 			rec.StateSize = c.db.StateSize()
 			c.db.MaybeFlush()
 		}
 	} else {
+		if durable {
+			for _, s := range sinks {
+				s.CheckpointAborted(id)
+			}
+		}
 		rec.Status, rec.Error = Failed, err.Error()
 		// The jobs hold this epoch's changes only in memory now; restart them
 		// from the last commit so stored state and memory cannot diverge.

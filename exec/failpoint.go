@@ -13,12 +13,18 @@ import (
 // read once from the environment variable STREAMDB_FAILPOINTS and cannot be
 // set from SQL:
 //
-//	STREAMDB_FAILPOINTS="view:stage:count[:panic][,...]"
+//	STREAMDB_FAILPOINTS="view:stage:count[:panic|:kill][,...]"
 //
 // makes the given stage (source, agg) of the named view's job fail on its
 // next count batches (the job name "query" with stage "run": the next count
-// batch queries) — with an error (SQLSTATE XX000), or a panic — and then
-// never again in this process, so restarts recover.
+// batch queries) — with an error (SQLSTATE XX000) or a panic — and then
+// never again in this process, so restarts recover. Kill sends the process
+// SIGKILL (a crash at exactly that point) at the count-th pass instead. A sink (the job name
+// is the sink's) has the stages of its two-phase commit (twophase.go):
+// sink_durable (its checkpoint is synced, nothing sent yet), sink_precommit
+// (a transaction written, not committed), sink_postcommit (committed, not
+// yet noted) and sink_recover (the earlier incarnation fenced, nothing
+// committed again yet).
 var failpoints struct {
 	once  sync.Once
 	armed bool // set once at load; read-only after
@@ -62,11 +68,17 @@ func failpoint(job, stage string) error {
 	}
 	kind := failpoints.kind[key]
 	failpoints.mu.Unlock()
-	if n <= 0 {
+	if n <= 0 || kind == "kill" && n > 1 {
 		return nil
 	}
-	if kind == "panic" {
+	switch kind {
+	case "panic":
 		panic("failpoint " + key)
+	case "kill":
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = p.Kill()
+			select {} // SIGKILL is not handled: the process ends here
+		}
 	}
 	return sqlerr.New(sqlerr.Internal, "failpoint %s: injected failure", key)
 }

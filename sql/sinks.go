@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -19,14 +21,15 @@ import (
 
 // Sinks (CREATE SINK name FROM view WITH (connector = 'kafka', ...)) send
 // a view's changes to an external system. Each runs beside the view's job
-// and reads its changelog (see exec/kafkasink.go for the exactly-once
-// protocol); the view writes its changelog for as long as a sink reads it.
+// and reads its changelog; checkpoints drive its two-phase commit (see
+// exec/twophase.go); the view writes its changelog for as long as a sink
+// reads it.
 
 // sinkSet holds the engine's sinks.
 type sinkSet struct {
 	sync.Mutex
 	defs    map[string]*storage.SinkDef
-	running map[string]*exec.KafkaSink
+	running map[string]*exec.SinkRunner
 }
 
 // loadSinks reads the sinks' catalog entries and marks their views as
@@ -37,7 +40,7 @@ func (e *Engine) loadSinks() error {
 		return err
 	}
 	e.sinks.defs = map[string]*storage.SinkDef{}
-	e.sinks.running = map[string]*exec.KafkaSink{}
+	e.sinks.running = map[string]*exec.SinkRunner{}
 	for _, d := range defs {
 		e.sinks.defs[d.Name] = d
 		e.mu.consumed[d.View] = true
@@ -71,6 +74,20 @@ func (e *Engine) startSinkLocked(d *storage.SinkDef) error {
 	}
 	e.sinks.running[d.Name] = s
 	return nil
+}
+
+// Committers lists the running sinks, which each checkpoint prepares and
+// commits (two-phase commit; exec.SinkRunner).
+func (r *registry) Committers() []checkpoint.Committer {
+	e := (*Engine)(r)
+	e.sinks.Lock()
+	defer e.sinks.Unlock()
+	names := slices.Sorted(maps.Keys(e.sinks.running))
+	out := make([]checkpoint.Committer, len(names))
+	for i, n := range names {
+		out[i] = e.sinks.running[n]
+	}
+	return out
 }
 
 // stopSinks stops every running sink (Close).
@@ -141,6 +158,10 @@ func (e *Engine) createSink(ctx context.Context, n *parse.CreateSink, owner stri
 
 // dropSink stops a sink and removes it.
 func (e *Engine) dropSink(n *parse.DropSink) (*Result, error) {
+	// No round runs meanwhile: one that prepared the sink's commit
+	// would write its keys back after they are deleted.
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
 	e.sinks.Lock()
 	defer e.sinks.Unlock()
 	d, ok := e.sinks.defs[n.Name]

@@ -109,8 +109,12 @@ func Open(dir string, o Options) (*DB, error) {
 	// those bursts and still stops runaway growth (CockroachDB, relying on
 	// admission control instead, uses 1000). MaxManifestFileSize keeps
 	// the MANIFEST that each retained-checkpoint export copies small.
+	fs := o.FS
+	if fs == nil && os.Getenv("STREAMDB_LOSE_UNSYNCED_WAL") == "1" {
+		fs = loseUnsyncedWAL(vfs.Default) // crash tests only
+	}
 	popts := &pebble.Options{
-		FS:                          o.FS,
+		FS:                          fs,
 		Cache:                       cache,
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,

@@ -28,10 +28,57 @@ func PutSink(b *pebble.Batch, d *SinkDef) {
 	b.Set(sinkKey(d.Name), v, nil)
 }
 
-// DeleteSink removes a sink's catalog entry and its position in b.
+// DeleteSink removes a sink's catalog entry, its position and its
+// prepared commit in b.
 func DeleteSink(b *pebble.Batch, d *SinkDef, view uint64) {
 	b.Delete(sinkKey(d.Name), nil)
 	b.Delete(offsetKey(d.ID, view, 0), nil)
+	b.Delete(sinkCommitKey(d.ID), nil)
+}
+
+// SinkCommit is what a checkpoint stores for an exactly-once sink at its
+// barrier (exec.TwoPhaseSink): the transaction the sink commits once the
+// checkpoint is durable. It carries the view's changes [From, To) — or,
+// Snapshot, the view's rows at changelog position To — of the sink's
+// generation Gen. Recovery reads it back (LoadSinkCommit): the changes up
+// to To are durable, so what the external system lacks of them is
+// committed again; anything past To was never committed and is aborted.
+type SinkCommit struct {
+	Checkpoint uint64
+	Gen        string `json:",omitempty"`
+	From, To   uint64
+	Snapshot   bool `json:",omitempty"`
+}
+
+func sinkCommitKey(sink uint64) []byte { return binary.BigEndian.AppendUint64([]byte("b/"), sink) }
+
+// PutSinkCommit adds a sink's prepared commit to b, which the checkpoint
+// commits (synced) with the checkpoint record, and the sink's position in
+// view's changelog, which keeps retention from dropping what it will send
+// (From; a snapshot's changes start at To).
+func (b *Batch) PutSinkCommit(sink, view uint64, c SinkCommit) {
+	v, _ := json.Marshal(c)
+	pin := c.From
+	if c.Snapshot {
+		pin = c.To
+	}
+	b.mu.Lock()
+	b.b.Set(sinkCommitKey(sink), v, nil)
+	b.b.Set(offsetKey(sink, view, 0), binary.BigEndian.AppendUint64(nil, pin), nil)
+	b.mu.Unlock()
+}
+
+// LoadSinkCommit returns the sink's commit the last durable checkpoint
+// stored (ok false: none).
+func (db *DB) LoadSinkCommit(sink uint64) (c SinkCommit, ok bool, err error) {
+	v, ok, err := db.get(sinkCommitKey(sink))
+	if err != nil || !ok {
+		return c, false, err
+	}
+	if err := json.Unmarshal(v, &c); err != nil {
+		return c, false, sqlerr.New(sqlerr.DataCorrupted, "sink %d: prepared commit: %v", sink, err)
+	}
+	return c, true, nil
 }
 
 // LoadSinks returns every sink's catalog entry.
@@ -49,8 +96,8 @@ func (db *DB) LoadSinks() ([]*SinkDef, error) {
 }
 
 // PutSinkPosition records a sink's committed position in its view's
-// changelog (not synced: the position the sink writes to Kafka is the
-// truth; this one pins the changelog and travels in checkpoints).
+// changelog (not synced: the position the sink writes to Kafka and the
+// sink's prepared commit are the truth; this one pins the changelog).
 func (db *DB) PutSinkPosition(sink, view uint64, pos uint64) error {
 	b := db.pdb.NewBatch()
 	defer b.Close()

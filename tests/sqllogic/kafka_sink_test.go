@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -355,4 +357,162 @@ func parseListOffsets(resp kmsg.Response, p int32) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("partition %d not in the answer", p)
+}
+
+// debeziumReplay applies a debezium-json topic (c, u, d) to a map from key
+// to row and fails the test at the first record that does not follow from
+// what came before: a "c" for a key that has a row, a "u" or "d" whose
+// before is not the key's row (a change skipped or sent twice, or an
+// update that lost its before-image). It returns the rows and the number
+// of updates.
+func debeziumReplay(t testing.TB, recs []sinkRecord) (map[string]string, int) {
+	t.Helper()
+	state := map[string]string{}
+	updates := 0
+	for i, r := range recs {
+		var ev struct {
+			Before, After json.RawMessage
+			Op            string
+		}
+		if err := json.Unmarshal([]byte(r.value), &ev); err != nil {
+			t.Fatalf("record %d %q: %v", i, r.value, err)
+		}
+		before, had := state[r.key]
+		switch ev.Op {
+		case "c":
+			if had {
+				t.Fatalf("record %d: create of key %s, which has %s: a change was sent twice", i, r.key, before)
+			}
+		case "u", "d":
+			if !had || string(ev.Before) != before {
+				t.Fatalf("record %d: %s of key %s with before %s, but the key has %q: a change was skipped, doubled or lost its before-image",
+					i, ev.Op, r.key, ev.Before, before)
+			}
+			updates += map[string]int{"u": 1}[ev.Op]
+		default:
+			t.Fatalf("record %d: op %q", i, ev.Op)
+		}
+		if ev.Op == "d" {
+			delete(state, r.key)
+		} else {
+			state[r.key] = string(ev.After)
+		}
+	}
+	return state, updates
+}
+
+// TestKafkaSinkFailpoints kills the real binary (SIGKILL from a failpoint)
+// at each step of a sink's two-phase commit, with the unsynced tail of
+// Pebble's WAL lost at the kill as on a power loss
+// (STREAMDB_LOSE_UNSYNCED_WAL) and a sink transaction limit of 3 changelog
+// rows (STREAMDB_SINK_TXN_ROWS), so most updates straddle it:
+//   - sink_postcommit: after a Kafka commit, with later epochs not synced;
+//   - sink_durable: after a checkpoint's sync, before anything is sent;
+//   - sink_precommit: a transaction written, not committed;
+//   - sink_recover: during recovery after the first crash.
+//
+// The view reads a Kafka source, so only checkpoints sync the WAL. Then,
+// with more records after the restart, a read_committed consumer of the
+// debezium topic sees every change once, each update with its
+// before-image, and both topics end equal to the view, which equals the
+// counts of what was produced.
+func TestKafkaSinkFailpoints(t *testing.T) {
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"STREAMDB_LOSE_UNSYNCED_WAL=1", "STREAMDB_SINK_TXN_ROWS=3"}
+	for _, tc := range []struct{ stage, recover string }{
+		{"sink_postcommit:25", ""},
+		{"sink_durable:3", ""},
+		{"sink_precommit:25", ""},
+		{"sink_postcommit:25", "sink_recover:1"},
+	} {
+		name := strings.Split(tc.stage, ":")[0]
+		if tc.recover != "" {
+			name = "sink_recover"
+		}
+		t.Run(name, func(t *testing.T) {
+			_, addr := startKafka(t, 1, "clicks", "up", "dbz")
+			cl := kafkaClient(t, addr)
+			fp := fmt.Sprintf("STREAMDB_FAILPOINTS=up_out:%[1]s:kill,dbz_out:%[1]s:kill", tc.stage)
+			srv := startServer(t, bin, append([]string{fp}, base...), "")
+			c := srv.Conn(t)
+			with := func(topic, format string) string {
+				return fmt.Sprintf("WITH (connector = 'kafka', topic = '%s', properties.bootstrap.servers = '%s', format = '%s')", topic, addr, format)
+			}
+			// A Kafka source: nothing but checkpoints syncs the WAL, so
+			// the epochs between them are lost at the kill.
+			execAll(t, c, "SET checkpoint.interval = '500ms'",
+				fmt.Sprintf(`CREATE SOURCE clicks (user_id BIGINT) WITH (connector = 'kafka', topic = 'clicks',
+				  properties.bootstrap.servers = '%s')`, addr),
+				"CREATE MATERIALIZED VIEW per_user AS SELECT user_id, count(*) AS n FROM clicks GROUP BY user_id",
+				"CREATE SINK up_out FROM per_user "+with("up", "upsert-json"),
+				"CREATE SINK dbz_out FROM per_user "+with("dbz", "debezium-json"))
+			// want is the oracle: the view's rows from what was produced.
+			want := map[string]string{}
+			counts := map[int]int{}
+			row := 0
+			send := func(n int) {
+				var vals []string
+				for i := 0; i < n; i++ {
+					u := (row * 7) % 13
+					vals = append(vals, fmt.Sprintf(`{"user_id": %d}`, u))
+					counts[u]++
+					want[fmt.Sprintf(`{"user_id":%d}`, u)] = fmt.Sprintf(`{"user_id":%d,"n":%d}`, u, counts[u])
+					row++
+				}
+				produce(t, cl, "clicks", vals, nil)
+			}
+			// Feed the source until the failpoint kills the server (bounded).
+			for deadline := time.Now().Add(time.Minute); srv.running() && time.Now().Before(deadline); {
+				send(10)
+				time.Sleep(20 * time.Millisecond)
+			}
+			if srv.running() {
+				t.Fatalf("failpoint %s did not kill streamdb", tc.stage)
+			}
+			if tc.recover != "" {
+				// The next process is killed while its sinks recover.
+				cmd := exec.Command(bin, "--listen", srv.Addr(), "--data-dir", srv.DataDir())
+				cmd.Env = append(append(os.Environ(), base...),
+					fmt.Sprintf("STREAMDB_FAILPOINTS=up_out:%[1]s:kill,dbz_out:%[1]s:kill", tc.recover))
+				done := make(chan error, 1)
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				go func() { done <- cmd.Wait() }()
+				select {
+				case err := <-done:
+					if !strings.Contains(fmt.Sprint(err), "killed") {
+						t.Fatalf("streamdb ended with %v during recovery, want killed by the failpoint", err)
+					}
+				case <-time.After(time.Minute):
+					_ = cmd.Process.Kill()
+					t.Fatal("failpoint sink_recover did not kill streamdb")
+				}
+			}
+			srv.env = base
+			srv.Restart(t)
+			c = srv.Conn(t)
+			send(50)
+			start := time.Now()
+			for {
+				view := viewAsUpsert(t, c, "SELECT user_id, n FROM per_user")
+				dbz, updates := debeziumReplay(t, readTopic(t, addr, "dbz"))
+				d1, d2, d3 := sameMap(view, want), sameMap(upsertState(readTopic(t, addr, "up")), view), sameMap(dbz, view)
+				if d1 == "" && d2 == "" && d3 == "" {
+					if updates == 0 {
+						t.Fatal("no update reached the debezium topic")
+					}
+					t.Logf("after %v: %d keys, %d rows, %d updates, each change once", time.Since(start).Round(time.Millisecond), len(view), row, updates)
+					return
+				}
+				if time.Since(start) > time.Minute {
+					t.Fatalf("view vs what was produced:\n%s\nupsert topic vs view:\n%s\ndebezium topic vs view:\n%s", d1, d2, d3)
+				}
+				execAll(t, c, "CHECKPOINT")
+			}
+		})
+	}
 }
