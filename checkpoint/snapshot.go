@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -151,11 +150,11 @@ func Capture(db *storage.DB, dir string, flush bool) (string, error) {
 	tmp := dir + ".tmp"
 	os.RemoveAll(tmp)
 	if flush {
-		if err := db.Pebble().Flush(); err != nil {
+		if err := db.Flush(); err != nil {
 			return "", sqlerr.Wrap(sqlerr.IOError, fmt.Errorf("snapshot: flush: %w", err))
 		}
 	}
-	if err := db.Pebble().Checkpoint(filepath.Join(tmp, "db"), pebble.WithFlushedWAL()); err != nil {
+	if err := db.CheckpointTo(filepath.Join(tmp, "db")); err != nil {
 		os.RemoveAll(tmp)
 		return "", sqlerr.Wrap(sqlerr.IOError, fmt.Errorf("snapshot: %w", err))
 	}

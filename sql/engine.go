@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/storage"
@@ -42,7 +41,7 @@ type Config struct {
 	Password string
 	// FS is the filesystem of the database (nil: the OS); tests pass
 	// Pebble's crash-simulating or fault-injecting filesystems.
-	FS vfs.FS
+	FS storage.FS
 	// QueryMemoryBytes caps the memory of all running batch queries together
 	// (0: the config file's query.memory_mb, else a quarter of physical memory).
 	QueryMemoryBytes int64

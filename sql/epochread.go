@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
@@ -115,7 +114,7 @@ func (e *Engine) readByRunningViews() map[uint64]bool {
 // view it reads keeps every epoch from it because its job is failing or
 // restarting, or because it waits for a checkpoint that nothing will take,
 // the statement fails with 55000 rather than wait or mix epochs.
-func (e *Engine) readSnapshot(ctx context.Context, p exec.Plan) (*pebble.Snapshot, func(), error) {
+func (e *Engine) readSnapshot(ctx context.Context, p exec.Plan) (storage.Reader, func(), error) {
 	ends, err := e.awaitCut(ctx, p)
 	if err != nil {
 		return nil, nil, err
@@ -127,7 +126,7 @@ func (e *Engine) readSnapshot(ctx context.Context, p exec.Plan) (*pebble.Snapsho
 			ids = append(ids, s.View.ID)
 		}
 	}
-	fresh := func() (*pebble.Snapshot, func(), error) {
+	fresh := func() (storage.Reader, func(), error) {
 		snap := e.db.Snapshot()
 		return snap, func() { snap.Close() }, nil
 	}

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/storage"
@@ -164,7 +163,7 @@ func (e *Engine) Savepoints() []SavepointInfo {
 func (e *Engine) OnRound(fn func(checkpoint.Record)) { e.coord.OnRound(fn) }
 
 // PebbleMetrics returns the storage engine's metrics.
-func (e *Engine) PebbleMetrics() *pebble.Metrics { return e.db.Pebble().Metrics() }
+func (e *Engine) PebbleMetrics() *storage.EngineMetrics { return e.db.EngineMetrics() }
 
 // TailCacheStats reports the cache of just-copied blocks (storage.TailStats).
 func (e *Engine) TailCacheStats() storage.TailStats { return e.db.TailStats() }

@@ -20,7 +20,7 @@ import (
 func (e *Engine) idRangeUsage(prefix string, id uint64) int64 {
 	lo := binary.BigEndian.AppendUint64([]byte(prefix), id)
 	hi := binary.BigEndian.AppendUint64([]byte(prefix), id+1)
-	u, err := e.db.Pebble().EstimateDiskUsage(lo, hi)
+	u, err := e.db.EstimateDiskUsage(lo, hi)
 	if err != nil {
 		return 0
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
@@ -273,7 +272,7 @@ func (e *Engine) stopSinksOf(views map[string]bool) []*storage.SinkDef {
 // also keeps the view's changelog end now, where the restored job's
 // changes will start (a 'json' sink goes on from there). The jobs are
 // stopped; e.mu is held.
-func (e *Engine) nextSinkGenerationsLocked(b *pebble.Batch, sinks []*storage.SinkDef) ([]*storage.SinkDef, error) {
+func (e *Engine) nextSinkGenerationsLocked(b *storage.WriteBatch, sinks []*storage.SinkDef) ([]*storage.SinkDef, error) {
 	var out []*storage.SinkDef
 	for _, d := range sinks {
 		view := e.mu.tables[d.View]

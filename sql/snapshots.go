@@ -131,7 +131,7 @@ func (e *Engine) Snapshot(a planner.AsOf, view string) (storage.Reader, uint64, 
 	if def, ok := e.Table(view); ok && def.SQL != jm.SQL {
 		return nil, 0, sqlerr.New(sqlerr.ObjectNotInPrereqState, "materialized view %q was replaced after %s was taken; its rows there have another shape", view, what)
 	}
-	return s.db.Pebble(), jm.ID, nil
+	return s.db.Reader(), jm.ID, nil
 }
 
 // checkpointStatement runs CHECKPOINT: a checkpoint round, then, when it

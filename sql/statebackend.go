@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -246,7 +245,7 @@ func orDefault(s, d string) string {
 // range, the canonical form either backend loads when the job starts (its
 // pointer is gone with the rest of its old data). A missing or altered file
 // is refused with XX001 before anything changes.
-func restoreMemoryState(db *storage.DB, b *pebble.Batch, snap *storage.DB, src, dst uint64) error {
+func restoreMemoryState(db *storage.DB, b *storage.WriteBatch, snap *storage.DB, src, dst uint64) error {
 	_, err := db.MaterializeMemSnapshot(b, snap, src, dst)
 	return err
 }

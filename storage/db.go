@@ -178,7 +178,8 @@ func (db *DB) Close() error {
 // Dir is the directory the database lives in.
 func (db *DB) Dir() string { return db.dir }
 
-// Pebble exposes the underlying database to checkpoint/ (exports, snapshots).
+// Pebble exposes the underlying database to tests that inspect or force
+// the engine directly; code outside storage/ uses DB's methods (engine.go).
 func (db *DB) Pebble() *pebble.DB { return db.pdb }
 
 // pebbleLogger routes Pebble's log lines to log (nil: drops them).
@@ -244,7 +245,7 @@ func (db *DB) NewID(b *pebble.Batch) uint64 {
 }
 
 // NewBatch returns an empty write batch.
-func (db *DB) NewBatch() *pebble.Batch { return db.pdb.NewBatch() }
+func (db *DB) NewBatch() *WriteBatch { return db.pdb.NewBatch() }
 
 // Commit applies b; sync makes it durable before returning.
 func (db *DB) Commit(b *pebble.Batch, sync bool) error {
@@ -421,7 +422,7 @@ type Reader interface {
 }
 
 // Snapshot returns a consistent read view of the database; close it when done.
-func (db *DB) Snapshot() *pebble.Snapshot { return db.pdb.NewSnapshot() }
+func (db *DB) Snapshot() Snapshot { return db.pdb.NewSnapshot() }
 
 // OpenReadOnly opens a database (e.g. an exported snapshot) for reading only.
 func OpenReadOnly(dir string) (*DB, error) {

@@ -103,3 +103,29 @@ func TestPackageComments(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyStorageImportsPebble holds the storage seam: the engine is
+// Pebble, and only storage/ names it; the rest use storage's types and
+// DB's methods (storage/engine.go). Tests may reach into the engine.
+func TestOnlyStorageImportsPebble(t *testing.T) {
+	fset := token.NewFileSet()
+	for pkg, files := range packages(t) {
+		if pkg == "storage" || strings.HasPrefix(pkg, "storage/") {
+			continue
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range af.Imports {
+				if p := strings.Trim(imp.Path.Value, `"`); strings.HasPrefix(p, "github.com/cockroachdb/pebble") {
+					t.Errorf("%s imports %s: only storage/ imports the storage engine", f, p)
+				}
+			}
+		}
+	}
+}
