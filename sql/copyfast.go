@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"unicode/utf8"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
@@ -60,12 +62,28 @@ func (c *copyIn) reserveRows(n int) {
 	c.capRows = n
 }
 
+// fastStops is the table of the bytes that stop fastLines' scan of a TEXT
+// field: the delimiter, newline, the backslash (text format) or quote
+// (CSV), carriage return, NUL and every byte of a multi-byte UTF-8
+// character (checked there).
+func fastStops(delim, special byte) *[256]bool {
+	var t [256]bool
+	for _, b := range []byte{delim, '\n', special, '\r', 0} {
+		t[b] = true
+	}
+	for b := 0x80; b < 0x100; b++ {
+		t[b] = true
+	}
+	return &t
+}
+
 // fastLines parses the whole lines at the start of data that need none of
 // the general path's work, and returns the bytes it consumed. A line is
 // taken when every field is a plain decimal of at most 18 digits (a BIGINT
-// column) or bytes with no backslash (text format) or quote (CSV) that are
-// not the NULL string (a TEXT column of unlimited length), fields are
-// separated by the delimiter, and the line ends in a bare newline. The
+// column) or valid UTF-8 with no backslash (text format) or quote (CSV),
+// carriage return or NUL that is not the NULL string (a TEXT column of
+// unlimited length), fields are separated by the delimiter, and the line
+// ends in a bare newline (which fixes the COPY's line ends as newlines). The
 // first line that is anything else, or that the chunk cuts, is left to the
 // general path (addLine), which parses it from its start: so every line is
 // parsed by exactly one of the two, with the same result.
@@ -74,10 +92,7 @@ func (c *copyIn) reserveRows(n int) {
 // appended once the whole line is known to be taken.
 func (c *copyIn) fastLines(data []byte) (int, error) {
 	d := c.opts.delim
-	special := byte('\\') // text format: an escape, \N or \.
-	if c.opts.csv {
-		special = c.opts.quote
-	}
+	stop := c.stops
 	null := c.opts.null
 	last := len(c.cols) - 1
 	if cap(c.fields) < len(c.cols) {
@@ -123,16 +138,27 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 			}
 			start := p
 			for p < len(data) {
-				if ch := data[p]; ch == d || ch == '\n' || ch == special {
+				if !stop[data[p]] {
+					p++
+					continue
+				}
+				if data[p] < utf8.RuneSelf {
 					break
 				}
-				p++
+				// A character of valid UTF-8 is taken whole; anything
+				// else (an error, or a character the chunk cuts) is the
+				// general path's.
+				r, n := utf8.DecodeRune(data[p:])
+				if r == utf8.RuneError && n <= 1 {
+					return done, nil
+				}
+				p += n
 			}
 			if p == len(data) || data[p] != end {
 				return done, nil
 			}
 			f := data[start:p:p]
-			if len(f) == len(null) && string(f) == null || fi == last && len(f) > 0 && f[len(f)-1] == '\r' {
+			if len(f) == len(null) && string(f) == null {
 				return done, nil
 			}
 			c.fields[fi] = f
@@ -143,6 +169,7 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 				sb.BinaryBuilder.Append(c.fields[fi])
 			}
 		}
+		c.eol = eolNL
 		c.line++
 		c.rows++
 		c.bytes += p - done

@@ -111,7 +111,8 @@ func TestCopyChunking(t *testing.T) {
 		in   string
 		want [][]any
 	}{
-		{csv, "a,\"b,\nc\"\r\n\"x\"\"y\",\n\"\",z", [][]any{{"a", "b,\nc"}, {`x"y`, nil}, {"", "z"}}},
+		{csv, "a,\"b,\nc\"\r\n\"x\"\"y\",\r\n\"\",z", [][]any{{"a", "b,\nc"}, {`x"y`, nil}, {"", "z"}}},
+		{csv, "a,\"b\rc\"\rx,y\r", [][]any{{"a", "b\rc"}, {"x", "y"}}},
 		{map[string]string{"format": "csv", "header": "true"}, "h1,h2\n1,2\n", [][]any{{"1", "2"}}},
 		{map[string]string{"format": "csv", "null": "NA"}, "NA,\"NA\"\n,x\n", [][]any{{nil, "NA"}, {"", "x"}}},
 		{map[string]string{"format": "csv", "escape": `\`}, "\"a\\\"b\\\\\",\"\n\"\n", [][]any{{`a"b\`, "\n"}}},
