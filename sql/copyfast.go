@@ -64,14 +64,10 @@ func (c *copyIn) reserveRows(n int) {
 
 // fastStops is the table of the bytes that stop fastLines' scan of a TEXT
 // field: the delimiter, newline, the backslash (text format) or quote
-// (CSV), carriage return, NUL and every byte of a multi-byte UTF-8
-// character (checked there).
+// (CSV), carriage return and NUL.
 func fastStops(delim, special byte) *[256]bool {
 	var t [256]bool
 	for _, b := range []byte{delim, '\n', special, '\r', 0} {
-		t[b] = true
-	}
-	for b := 0x80; b < 0x100; b++ {
 		t[b] = true
 	}
 	return &t
@@ -137,28 +133,20 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 				continue
 			}
 			start := p
+			var high byte // the OR of the field's bytes: >= 0x80 if not ASCII
 			for p < len(data) {
-				if !stop[data[p]] {
-					p++
-					continue
-				}
-				if data[p] < utf8.RuneSelf {
+				ch := data[p]
+				if stop[ch] {
 					break
 				}
-				// A character of valid UTF-8 is taken whole; anything
-				// else (an error, or a character the chunk cuts) is the
-				// general path's.
-				r, n := utf8.DecodeRune(data[p:])
-				if r == utf8.RuneError && n <= 1 {
-					return done, nil
-				}
-				p += n
+				high |= ch
+				p++
 			}
 			if p == len(data) || data[p] != end {
 				return done, nil
 			}
 			f := data[start:p:p]
-			if len(f) == len(null) && string(f) == null {
+			if len(f) == len(null) && string(f) == null || high >= utf8.RuneSelf && !utf8.Valid(f) {
 				return done, nil
 			}
 			c.fields[fi] = f
