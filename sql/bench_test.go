@@ -38,12 +38,18 @@ func copyText(rows, keys int) (data []byte, chunks [][]byte) {
 		data = strconv.AppendInt(data, r.Int64N(1_000_000), 10)
 		data = append(data, '\n')
 	}
+	return data, chunked(data)
+}
+
+// chunked cuts data into copyBenchChunk pieces that split lines anywhere,
+// as the wire delivers them.
+func chunked(data []byte) (chunks [][]byte) {
 	for rest := data; len(rest) > 0; {
 		n := min(copyBenchChunk, len(rest))
 		chunks = append(chunks, rest[:n])
 		rest = rest[n:]
 	}
-	return data, chunks
+	return chunks
 }
 
 var benchTable = &storage.TableDef{ID: 1, Name: "t", Kind: storage.KindStream, Partitions: 1,
@@ -70,12 +76,7 @@ func copyWords(rows int, accented bool) (data []byte, chunks [][]byte) {
 		}
 		data = append(data, '\n')
 	}
-	for rest := data; len(rest) > 0; {
-		n := min(copyBenchChunk, len(rest))
-		chunks = append(chunks, rest[:n])
-		rest = rest[n:]
-	}
-	return data, chunks
+	return data, chunked(data)
 }
 
 // BenchmarkCopyParse is copyIn's parsing into Arrow batches, without the

@@ -192,17 +192,8 @@ func TestTextInputPG(t *testing.T) {
 			t.Errorf("%s: streamdb: %s %q, PostgreSQL: %s %q", tc.name, se.Code, se.Message, pe.Code, pe.Message)
 		}
 	}
-	q := "SELECT a, b FROM tin"
-	want, err := queryRows(pgc, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := queryRows(sdb, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := diffRows(got, want); d != "" {
+	if d := diffWithPG(t, sdb, pgc, "SELECT a, b FROM tin"); d != "" {
 		t.Errorf("stored rows differ from PostgreSQL's\n%s", d)
 	}
-	t.Logf("%d cases, %d rows stored", len(cases), len(want))
+	t.Logf("%d cases", len(cases))
 }
