@@ -214,7 +214,7 @@ func (l *lexer) quoted(start int, escapes bool) (token, error) {
 	var b strings.Builder
 	made := false // an escape made a byte that is not ASCII, or NUL
 	var high rune // the first half of a UTF-16 surrogate pair, written \uD8xx
-	l.pos++ // opening quote
+	l.pos++       // opening quote
 	for {
 		if l.pos >= len(l.src) {
 			return token{}, l.errAt(start, "unterminated quoted string at or near %q", l.src[start:])
