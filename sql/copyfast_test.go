@@ -304,6 +304,7 @@ func FuzzCopyFastPath(f *testing.F) {
 	f.Add([]byte("1\tx\t2\n3\ta\rb\t4\n"), uint8(6), false)
 	f.Add([]byte("1,x,2\r\n3,\"a\rb\",4\r\n5,y,6\n"), uint8(7), true)
 	f.Add([]byte("1\tx\t2\r3\ty\t4\r"), uint8(1), false)
+	f.Add([]byte("1\tx\\\ny\t2\n3\tz\\\\\t4\n"), uint8(2), false)
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8, csv bool) {
 		o := map[string]string{}
 		if csv {

@@ -120,6 +120,7 @@ func TestCopyChunking(t *testing.T) {
 		{csv, "1,2\n\\.\n3,4\n", [][]any{{"1", "2"}}},
 		{map[string]string{}, "a\\tb\t\\N\nc\td", [][]any{{"a\tb", nil}, {"c", "d"}}},
 		{map[string]string{}, "1\t2\r\n\\.\r\n", [][]any{{"1", "2"}}},
+		{map[string]string{}, "a\\\nb\tc\\\\\nd\t\\\\\\\ne\n", [][]any{{"a\nb", `c\`}, {"d", "\\\ne"}}},
 	} {
 		opts := mustOpts(t, tc.opts)
 		for n := 1; n <= len(tc.in); n++ {
