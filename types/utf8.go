@@ -49,7 +49,7 @@ func invalidText(b []byte) error {
 		}
 		fmt.Fprintf(&hex, "0x%02x", c)
 	}
-	return sqlerr.New(sqlerr.CharacterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\": %s", hex.String())
+	return sqlerr.New(sqlerr.CharNotInRepertoire, "invalid byte sequence for encoding \"UTF8\": %s", hex.String())
 }
 
 // utf8SeqLen is the length of the sequence a UTF-8 lead byte announces,
