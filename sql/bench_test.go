@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,26 +38,63 @@ func copyText(rows, keys int) (data []byte, chunks [][]byte) {
 		data = strconv.AppendInt(data, r.Int64N(1_000_000), 10)
 		data = append(data, '\n')
 	}
+	return data, chunked(data)
+}
+
+// chunked cuts data into copyBenchChunk pieces that split lines anywhere,
+// as the wire delivers them.
+func chunked(data []byte) (chunks [][]byte) {
 	for rest := data; len(rest) > 0; {
 		n := min(copyBenchChunk, len(rest))
 		chunks = append(chunks, rest[:n])
 		rest = rest[n:]
 	}
-	return data, chunks
+	return chunks
 }
 
 var benchTable = &storage.TableDef{ID: 1, Name: "t", Kind: storage.KindStream, Partitions: 1,
 	Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "v", Type: types.TInt64}}}
 
-// BenchmarkCopyParse is copyIn's parsing into Arrow batches, without the log append.
+// benchTextTable has a TEXT column, whose values the fast path checks
+// for valid UTF-8.
+var benchTextTable = &storage.TableDef{ID: 1, Name: "t", Kind: storage.KindStream, Partitions: 1,
+	Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "v", Type: types.TText}}}
+
+// copyWords is copyText with the second column a word of 4-12 letters:
+// ASCII, or, if accented, one in three letters é.
+func copyWords(rows int, accented bool) (data []byte, chunks [][]byte) {
+	r := rand.New(rand.NewPCG(5, 9))
+	for i := 0; i < rows; i++ {
+		data = strconv.AppendInt(data, r.Int64N(1000), 10)
+		data = append(data, '\t')
+		for n := 4 + r.IntN(9); n > 0; n-- {
+			if accented && n%3 == 0 {
+				data = append(data, "é"...)
+			} else {
+				data = append(data, byte('a'+r.IntN(26)))
+			}
+		}
+		data = append(data, '\n')
+	}
+	return data, chunked(data)
+}
+
+// BenchmarkCopyParse is copyIn's parsing into Arrow batches, without the
+// log append: two BIGINT columns in text and CSV format, and a BIGINT and
+// a TEXT column of ASCII or accented words in text format.
 func BenchmarkCopyParse(b *testing.B) {
-	for _, format := range []string{"text", "csv"} {
+	for _, format := range []string{"text", "csv", "text-words", "text-accented"} {
 		b.Run(format, func(b *testing.B) {
-			opts, err := copyOptions(map[string]string{"format": format})
+			opts, err := copyOptions(map[string]string{"format": strings.TrimSuffix(strings.TrimSuffix(format, "-words"), "-accented")})
 			if err != nil {
 				b.Fatal(err)
 			}
 			data, chunks := copyText(copyBenchRows, 1000)
+			table := benchTable
+			if format != "text" && format != "csv" {
+				data, chunks = copyWords(copyBenchRows, format == "text-accented")
+				table = benchTextTable
+			}
 			if format == "csv" {
 				for i, ch := range data {
 					if ch == '\t' {
@@ -66,7 +104,7 @@ func BenchmarkCopyParse(b *testing.B) {
 			}
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
-				c := newCopyIn(nil, benchTable, []int{0, 1}, opts)
+				c := newCopyIn(nil, table, []int{0, 1}, opts)
 				c.stageAt = math.MaxInt // parsing only: keep every batch
 				for _, ch := range chunks {
 					if err := c.Write(ch); err != nil {

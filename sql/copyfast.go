@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"unicode/utf8"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
@@ -60,12 +62,24 @@ func (c *copyIn) reserveRows(n int) {
 	c.capRows = n
 }
 
+// fastStops is the table of the bytes that stop fastLines' scan of a TEXT
+// field: the delimiter, newline, the backslash (text format) or quote
+// (CSV), carriage return and NUL.
+func fastStops(delim, special byte) *[256]bool {
+	var t [256]bool
+	for _, b := range []byte{delim, '\n', special, '\r', 0} {
+		t[b] = true
+	}
+	return &t
+}
+
 // fastLines parses the whole lines at the start of data that need none of
 // the general path's work, and returns the bytes it consumed. A line is
 // taken when every field is a plain decimal of at most 18 digits (a BIGINT
-// column) or bytes with no backslash (text format) or quote (CSV) that are
-// not the NULL string (a TEXT column of unlimited length), fields are
-// separated by the delimiter, and the line ends in a bare newline. The
+// column) or valid UTF-8 with no backslash (text format) or quote (CSV),
+// carriage return or NUL that is not the NULL string (a TEXT column of
+// unlimited length), fields are separated by the delimiter, and the line
+// ends in a bare newline (which fixes the COPY's line ends as newlines). The
 // first line that is anything else, or that the chunk cuts, is left to the
 // general path (addLine), which parses it from its start: so every line is
 // parsed by exactly one of the two, with the same result.
@@ -74,10 +88,7 @@ func (c *copyIn) reserveRows(n int) {
 // appended once the whole line is known to be taken.
 func (c *copyIn) fastLines(data []byte) (int, error) {
 	d := c.opts.delim
-	special := byte('\\') // text format: an escape, \N or \.
-	if c.opts.csv {
-		special = c.opts.quote
-	}
+	stop := c.stops
 	null := c.opts.null
 	last := len(c.cols) - 1
 	if cap(c.fields) < len(c.cols) {
@@ -122,17 +133,20 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 				continue
 			}
 			start := p
+			var high byte // the OR of the field's bytes: >= 0x80 if not ASCII
 			for p < len(data) {
-				if ch := data[p]; ch == d || ch == '\n' || ch == special {
+				ch := data[p]
+				if stop[ch] {
 					break
 				}
+				high |= ch
 				p++
 			}
 			if p == len(data) || data[p] != end {
 				return done, nil
 			}
 			f := data[start:p:p]
-			if len(f) == len(null) && string(f) == null || fi == last && len(f) > 0 && f[len(f)-1] == '\r' {
+			if len(f) == len(null) && string(f) == null || high >= utf8.RuneSelf && !utf8.Valid(f) {
 				return done, nil
 			}
 			c.fields[fi] = f
@@ -143,6 +157,7 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 				sb.BinaryBuilder.Append(c.fields[fi])
 			}
 		}
+		c.eol = eolNL
 		c.line++
 		c.rows++
 		c.bytes += p - done

@@ -296,6 +296,15 @@ func FuzzCopyFastPath(f *testing.F) {
 	f.Add(randomCopyLines(r, false, 5), uint8(7), false)
 	f.Add(randomCopyLines(r, true, 5), uint8(3), true)
 	f.Add([]byte("1\tx\t2\n\\.\n3\ty\t4\n"), uint8(5), false)
+	// Multi-byte characters cut by chunks, invalid UTF-8, NUL and
+	// carriage returns: what the fast path leaves to the general one.
+	f.Add([]byte("1\t\xc3\xa9t\xc3\xa9\t2\n3\t\xe2\x82\xac\t4\n5\tab\xffcd\t6\n"), uint8(2), false)
+	f.Add([]byte("1,\xf0\x9f\x98\x80,2\n3,\xed\xa0\x80,4\n"), uint8(4), true)
+	f.Add([]byte("1\tx\x00y\t2\n"), uint8(3), false)
+	f.Add([]byte("1\tx\t2\n3\ta\rb\t4\n"), uint8(6), false)
+	f.Add([]byte("1,x,2\r\n3,\"a\rb\",4\r\n5,y,6\n"), uint8(7), true)
+	f.Add([]byte("1\tx\t2\r3\ty\t4\r"), uint8(1), false)
+	f.Add([]byte("1\tx\\\ny\t2\n3\tz\\\\\t4\n"), uint8(2), false)
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8, csv bool) {
 		o := map[string]string{}
 		if csv {

@@ -3,7 +3,8 @@ package sql
 import "bytes"
 
 // recordScanner frames COPY data, which arrives in chunks of any size, into
-// records (lines; in CSV a quoted field may hold newlines). Its state — the
+// records (lines; in CSV a quoted field may hold newlines, in text format a
+// newline after a backslash is data). Its state — the
 // CSV quote state and, for a record cut by a chunk's end, the bytes seen so
 // far — carries over from one chunk to the next, so every input byte is
 // scanned for framing once and copied at most once (into carry, and only if
@@ -28,9 +29,17 @@ const maxKeptCarry = 1 << 20
 // first. The scan resumes where the previous call stopped.
 func (s *recordScanner) end(data []byte) int {
 	if !s.csv {
-		i := bytes.IndexByte(data, '\n')
-		s.count(data, i)
-		return i
+		for from := 0; ; {
+			i := bytes.IndexByte(data[from:], '\n')
+			s.count(data[from:], i)
+			if i < 0 {
+				return -1
+			}
+			if i += from; !s.escaped(data, i) {
+				return i
+			}
+			from = i + 1
+		}
 	}
 	nl := -2 // index of the next newline at or after i: -2 unknown, -1 none
 	for i := 0; i < len(data); {
@@ -80,6 +89,23 @@ func (s *recordScanner) end(data []byte) int {
 		s.inQuote = true
 	}
 	return -1
+}
+
+// escaped reports whether the text-format newline at data[i] is data: a
+// backslash escapes the byte after it, so the newline is escaped when an
+// odd number of backslashes stand right before it (in data, and before
+// that at the end of the record carried from earlier chunks).
+func (s *recordScanner) escaped(data []byte, i int) bool {
+	n := 0
+	for j := i - 1; j >= 0 && data[j] == '\\'; j-- {
+		n++
+	}
+	if n == i {
+		for j := len(s.carry) - 1; j >= 0 && s.carry[j] == '\\'; j-- {
+			n++
+		}
+	}
+	return n%2 == 1
 }
 
 // count adds to scanned the bytes IndexByte examined to return i in b.

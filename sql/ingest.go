@@ -217,6 +217,8 @@ type copyIn struct {
 	ints    []*intCol              // per column: its values if BIGINT, else nil
 	strs    []*array.StringBuilder // per column: its builder if TEXT/VARCHAR (the fast path), else nil
 	fast    bool                   // every column is BIGINT or unlimited TEXT: fastLines may parse
+	stops   *[256]bool             // the bytes that stop fastLines' scan of a TEXT field
+	eol     int                    // how lines end (eolUnknown until the first line's end)
 	rows    int                    // rows in the builders
 	capRows int                    // row capacity of the BIGINT columns
 	bytes   int                    // input bytes of those rows
@@ -251,6 +253,11 @@ const copyStageBytes = 8 << 20
 func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyIn {
 	c := &copyIn{e: e, t: t, cols: cols, opts: opts, stageAt: copyStageBytes}
 	c.sc = recordScanner{csv: opts.csv, quote: opts.quote, escape: opts.escape}
+	special := byte('\\') // text format: an escape, \N or \.
+	if opts.csv {
+		special = opts.quote
+	}
+	c.stops = fastStops(opts.delim, special)
 	c.fast = len(cols) == len(t.Columns)
 	for _, col := range t.Columns {
 		c.ts = append(c.ts, col.Type)
@@ -279,7 +286,7 @@ func (c *copyIn) Write(data []byte) error {
 	for len(data) > 0 && !c.ended {
 		// At a record's start (nothing carried over from the last chunk,
 		// and never the header), plain lines take the fast path.
-		if c.fast && len(c.sc.carry) == 0 && (c.line > 0 || !c.opts.header) {
+		if c.fast && len(c.sc.carry) == 0 && (c.line > 0 || !c.opts.header) && c.eol <= eolNL {
 			n, err := c.fastLines(data)
 			if err != nil {
 				return err
@@ -299,7 +306,7 @@ func (c *copyIn) Write(data []byte) error {
 			c.sc.keep(line)
 			line = c.sc.carry
 		}
-		err := c.addLine(line)
+		err := c.addRecord(line, true)
 		c.sc.reset()
 		if err != nil {
 			return err
@@ -308,14 +315,118 @@ func (c *copyIn) Write(data []byte) error {
 	return nil // data after \. is ignored, as PostgreSQL does
 }
 
+// How the lines of a COPY end. As in PostgreSQL, the first line's end
+// fixes it for the whole COPY: a newline, a carriage return and newline,
+// or a carriage return alone. A line end of another kind in the data is
+// an error (text format: a carriage return or newline in a value is
+// written \r or \n; CSV: in a quoted field).
+const (
+	eolUnknown = iota
+	eolNL
+	eolCRNL
+	eolCR
+)
+
+// addRecord parses rec, the bytes up to a newline outside CSV quotes (nl)
+// or up to the end of the data, as one line or, once lines end in a
+// carriage return, as several.
+func (c *copyIn) addRecord(rec []byte, nl bool) error {
+	for !c.ended {
+		k := -1
+		if bytes.IndexByte(rec, '\r') >= 0 {
+			k = c.lineCR(rec)
+		}
+		switch {
+		case k < 0:
+			if nl {
+				if c.eol == eolUnknown {
+					c.eol = eolNL
+				} else if c.eol != eolNL {
+					return c.eolErr('\n')
+				}
+			}
+			return c.addLine(rec)
+		case k == len(rec)-1 && nl && c.eol != eolCR:
+			if c.eol == eolUnknown {
+				c.eol = eolCRNL
+			} else if c.eol != eolCRNL {
+				return c.eolErr('\r')
+			}
+			return c.addLine(rec[:k])
+		}
+		// A carriage return alone ends the line.
+		if c.eol == eolUnknown {
+			c.eol = eolCR
+		} else if c.eol != eolCR {
+			return c.eolErr('\r')
+		}
+		if err := c.addLine(rec[:k]); err != nil {
+			return err
+		}
+		if rec = rec[k+1:]; len(rec) == 0 && !nl {
+			return nil
+		}
+	}
+	return nil
+}
+
+// lineCR is the index of the first carriage return in rec that is a line
+// end: not escaped by a backslash (text format) nor inside quotes (CSV);
+// -1 if there is none.
+func (c *copyIn) lineCR(rec []byte) int {
+	inQuote := false
+	q, e := c.opts.quote, c.opts.escape
+	for i := 0; i < len(rec); i++ {
+		switch ch := rec[i]; {
+		case !c.opts.csv:
+			if ch == '\\' {
+				i++
+			} else if ch == '\r' {
+				return i
+			}
+		case inQuote:
+			if ch == e && e != q && i+1 < len(rec) {
+				i++
+			} else if ch == q {
+				inQuote = false
+			}
+		case ch == q:
+			inQuote = true
+		case ch == '\r':
+			return i
+		}
+	}
+	return -1
+}
+
+// eolErr is PostgreSQL's error for a line end (ch: '\r' or '\n') of the
+// kind the COPY's lines do not end with, found in the next line.
+func (c *copyIn) eolErr(ch byte) error {
+	c.line++
+	what, text, csv := "carriage return", `"\r"`, "quoted CSV field"
+	if ch == '\n' {
+		what, text = "newline", `"\n"`
+	}
+	err := c.lineErr(sqlerr.BadCopyFileFormat, "literal %s found in data", what).(*sqlerr.Error)
+	err.Hint = "Use " + text + " to represent " + what + "."
+	if c.opts.csv {
+		err.Msg = "unquoted " + what + " found in data"
+		err.Hint = "Use " + csv + " to represent " + what + "."
+	}
+	return err
+}
+
+// addLine parses one line, without its line end.
 func (c *copyIn) addLine(line []byte) error {
 	c.line++
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
 	if string(line) == `\.` {
 		c.ended = true
 		return nil
+	}
+	// Every line is valid UTF-8 with no NUL, the header too (PostgreSQL
+	// checks each line as it reads it, before its fields).
+	if err := types.CheckText(line); err != nil {
+		return c.textErr(err)
 	}
 	if c.line == 1 && c.opts.header {
 		return nil
@@ -439,6 +550,12 @@ func contains(xs []int, x int) bool {
 	return false
 }
 
+// textErr is err, from types.CheckText, naming the line.
+func (c *copyIn) textErr(err error) error {
+	se := sqlerr.As(err)
+	return c.lineErr(se.Code, "%s", se.Msg)
+}
+
 func (c *copyIn) lineErr(code, format string, args ...any) error {
 	return &sqlerr.Error{Code: code, Msg: fmt.Sprintf(format, args...), Detail: fmt.Sprintf("COPY %s, line %d", c.t.Name, c.line)}
 }
@@ -482,7 +599,9 @@ func (c *copyIn) splitText(line []byte) error {
 	for i := 0; i < len(line); i++ {
 		switch line[i] {
 		case d:
-			c.fields = append(c.fields, c.textField(line[start:i], esc))
+			if err := c.textField(line[start:i], esc); err != nil {
+				return err
+			}
 			start, esc = i+1, false
 		case '\\':
 			// The next byte is data, even a delimiter or a backslash.
@@ -490,18 +609,24 @@ func (c *copyIn) splitText(line []byte) error {
 			i++
 		}
 	}
-	c.fields = append(c.fields, c.textField(line[start:], esc))
-	return nil
+	return c.textField(line[start:], esc)
 }
 
-func (c *copyIn) textField(raw []byte, esc bool) []byte {
+// textField appends a text-format field to c.fields: nil for the NULL
+// string, else its bytes with escapes resolved, which must again be valid
+// UTF-8 with no NUL (\xff or \000 make bytes the line's check did not see).
+func (c *copyIn) textField(raw []byte, esc bool) error {
+	f := raw
 	if len(raw) == len(c.opts.null) && string(raw) == c.opts.null {
-		return nil
+		f = nil
+	} else if esc {
+		f = unescapeText(raw)
+		if err := types.CheckText(f); err != nil {
+			return c.textErr(err)
+		}
 	}
-	if !esc {
-		return raw
-	}
-	return unescapeText(raw)
+	c.fields = append(c.fields, f)
+	return nil
 }
 
 // unescapeText resolves the backslash escapes of a text-format field.
@@ -757,7 +882,7 @@ func (c *copyIn) finishInput() error {
 	if len(c.sc.carry) == 0 || c.ended {
 		return nil
 	}
-	err := c.addLine(c.sc.carry)
+	err := c.addRecord(c.sc.carry, false)
 	c.sc.reset()
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -111,13 +112,15 @@ func TestCopyChunking(t *testing.T) {
 		in   string
 		want [][]any
 	}{
-		{csv, "a,\"b,\nc\"\r\n\"x\"\"y\",\n\"\",z", [][]any{{"a", "b,\nc"}, {`x"y`, nil}, {"", "z"}}},
+		{csv, "a,\"b,\nc\"\r\n\"x\"\"y\",\r\n\"\",z", [][]any{{"a", "b,\nc"}, {`x"y`, nil}, {"", "z"}}},
+		{csv, "a,\"b\rc\"\rx,y\r", [][]any{{"a", "b\rc"}, {"x", "y"}}},
 		{map[string]string{"format": "csv", "header": "true"}, "h1,h2\n1,2\n", [][]any{{"1", "2"}}},
 		{map[string]string{"format": "csv", "null": "NA"}, "NA,\"NA\"\n,x\n", [][]any{{nil, "NA"}, {"", "x"}}},
 		{map[string]string{"format": "csv", "escape": `\`}, "\"a\\\"b\\\\\",\"\n\"\n", [][]any{{`a"b\`, "\n"}}},
 		{csv, "1,2\n\\.\n3,4\n", [][]any{{"1", "2"}}},
 		{map[string]string{}, "a\\tb\t\\N\nc\td", [][]any{{"a\tb", nil}, {"c", "d"}}},
 		{map[string]string{}, "1\t2\r\n\\.\r\n", [][]any{{"1", "2"}}},
+		{map[string]string{}, "a\\\nb\tc\\\\\nd\t\\\\\\\ne\n", [][]any{{"a\nb", `c\`}, {"d", "\\\ne"}}},
 	} {
 		opts := mustOpts(t, tc.opts)
 		for n := 1; n <= len(tc.in); n++ {
@@ -220,6 +223,41 @@ func BenchmarkCopySingleLine(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestCopyTextChecks: invalid UTF-8, NUL and line ends of another kind
+// than the first line's are PostgreSQL's errors whatever the chunking
+// (TestTextInputPG compares them with PostgreSQL over the wire).
+func TestCopyTextChecks(t *testing.T) {
+	text, csv := map[string]string{}, map[string]string{"format": "csv"}
+	for _, tc := range []struct {
+		opts map[string]string
+		in   string
+		want string // the error's code and message
+	}{
+		{text, "a\tb\nab\xffcd\tx\n", `22021 invalid byte sequence for encoding "UTF8": 0xff`},
+		{text, "a\t\xe2\x82", `22021 invalid byte sequence for encoding "UTF8": 0xe2 0x82`},
+		{text, "a\t\xe2\x82x\n", `22021 invalid byte sequence for encoding "UTF8": 0xe2 0x82 0x78`},
+		{text, "a\t\xed\xa0\x80\n", `22021 invalid byte sequence for encoding "UTF8": 0xed 0xa0 0x80`},
+		{text, "a\tb\x00c\n", `22021 invalid byte sequence for encoding "UTF8": 0x00`},
+		{text, "a\tb\\000c\n", `22021 invalid byte sequence for encoding "UTF8": 0x00`},
+		{text, "a\tb\\xc3\n", `22021 invalid byte sequence for encoding "UTF8": 0xc3`},
+		{csv, "a,\"\xc0\xaf\"\n", `22021 invalid byte sequence for encoding "UTF8": 0xc0 0xaf`},
+		{text, "a\tb\nc\rd\te\n", "22P04 literal carriage return found in data"},
+		{text, "a\tb\r\nc\td\n", "22P04 literal newline found in data"},
+		{text, "a\tb\rc\td\n", "22P04 literal newline found in data"},
+		{csv, "a,b\nc\rd,e\n", "22P04 unquoted carriage return found in data"},
+		{csv, "a,b\r\nc,d\n", "22P04 unquoted newline found in data"},
+	} {
+		opts := mustOpts(t, tc.opts)
+		for n := 1; n <= len(tc.in); n++ {
+			_, _, err := parseChunks(t, opts, 2, []byte(tc.in), n)
+			se := sqlerr.As(err)
+			if err == nil || se.Code+" "+se.Msg != tc.want {
+				t.Fatalf("%q in chunks of %d: %v, want %s", tc.in, n, err, tc.want)
+			}
 		}
 	}
 }

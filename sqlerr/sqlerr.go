@@ -36,6 +36,7 @@ const (
 	DatetimeFieldOverflow   = "22008"
 	StringDataRightTrunc    = "22001"
 	BadCopyFileFormat       = "22P04"
+	CharNotInRepertoire     = "22021"
 	NotNullViolation        = "23502"
 	DependentObjectsExist   = "2BP01"
 	WrongObjectType         = "42809"

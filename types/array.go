@@ -255,7 +255,7 @@ func parseTextArrayBinary(b []byte) (Datum, error) {
 		if int64(l) > int64(len(b)) {
 			return bad()
 		}
-		if err := validUTF8(b[:l]); err != nil {
+		if err := CheckText(b[:l]); err != nil {
 			return Null, err
 		}
 		a.Elems[i] = string(b[:l])

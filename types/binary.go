@@ -226,7 +226,7 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 	if t.Kind == Record {
 		return Null, errRecordInput()
 	}
-	if err := validUTF8(b); err != nil {
+	if err := CheckText(b); err != nil {
 		return Null, err
 	}
 	s, err := fitVarchar(string(b), t, false)

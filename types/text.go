@@ -5,7 +5,6 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -399,13 +398,6 @@ func fitVarchar(s string, t T, explicit bool) (string, error) {
 		n++
 	}
 	return s, nil
-}
-
-func validUTF8(b []byte) error {
-	if utf8.Valid(b) {
-		return nil
-	}
-	return sqlerr.New("22021", "invalid byte sequence for encoding \"UTF8\"")
 }
 
 // --- timestamps and dates ---

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/streamdb/streamdb/sql"
 	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
 )
 
 // serverVersion is reported as server_version; clients parse the leading
@@ -387,6 +388,10 @@ func (c *conn) simpleQuery(query string) {
 	delete(c.stmts, "")
 	c.closePortal("")
 	if !c.sync(false) {
+		return
+	}
+	if err := types.CheckString(query); err != nil {
+		c.sendError(err)
 		return
 	}
 

@@ -54,6 +54,9 @@ func (c *conn) extended(msg pgproto3.FrontendMessage) (err error) {
 }
 
 func (c *conn) parse(m *pgproto3.Parse) error {
+	if err := types.CheckString(m.Query); err != nil {
+		return err
+	}
 	if m.Name == "" {
 		delete(c.stmts, "")
 	} else if _, ok := c.stmts[m.Name]; ok || c.sess.HasPrepared(m.Name) {
@@ -138,8 +141,17 @@ func decodeParams(st *sql.Stmt, formats []int16, values [][]byte) ([]types.Datum
 			continue
 		}
 		t := st.ParamTypes[i]
+		f := formatAt(formats, i)
+		// Text enters the server valid UTF-8 with no NUL: every parameter
+		// in text format here, text in binary format in types.ParseBinary
+		// (as PostgreSQL's textrecv checks it).
+		if f == formatText || t.Kind == types.Unknown {
+			if err := types.CheckText(v); err != nil {
+				return nil, err
+			}
+		}
 		var err error
-		switch f := formatAt(formats, i); {
+		switch {
 		case f == formatText || t.Kind == types.Unknown:
 			// An untyped parameter's binary form is its text.
 			params[i], err = types.ParseText(string(v), t)

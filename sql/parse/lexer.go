@@ -2,9 +2,11 @@ package parse
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
 )
 
 // tokKind classifies a token.
@@ -210,7 +212,9 @@ func (l *lexer) next() (token, error) {
 // or, if escapes, an E'..' string, which also has backslash escapes. l.pos is at the opening quote.
 func (l *lexer) quoted(start int, escapes bool) (token, error) {
 	var b strings.Builder
-	l.pos++ // opening quote
+	made := false // an escape made a byte that is not ASCII, or NUL
+	var high rune // the first half of a UTF-16 surrogate pair, written \uD8xx
+	l.pos++       // opening quote
 	for {
 		if l.pos >= len(l.src) {
 			return token{}, l.errAt(start, "unterminated quoted string at or near %q", l.src[start:])
@@ -220,15 +224,81 @@ func (l *lexer) quoted(start int, escapes bool) (token, error) {
 		case c == '\'' && l.pos+1 < len(l.src) && l.src[l.pos+1] == '\'':
 			b.WriteByte('\'')
 			l.pos += 2
+		case high != 0 && !(c == '\\' && l.pos+1 < len(l.src) && (l.src[l.pos+1] == 'u' || l.src[l.pos+1] == 'U')):
+			return token{}, l.errAt(l.pos, "invalid Unicode surrogate pair at or near \"%s\"", l.nearAt(l.pos))
 		case c == '\'':
 			l.pos++
-			return token{Kind: tString, Val: b.String(), Pos: start, End: l.pos}, nil
+			val := b.String()
+			if made {
+				// As PostgreSQL does: the bytes escapes made are checked
+				// as the text they now are part of.
+				if err := types.CheckString(val); err != nil {
+					return token{}, err
+				}
+			}
+			return token{Kind: tString, Val: val, Pos: start, End: l.pos}, nil
 		case c == '\\' && escapes:
 			if l.pos+1 >= len(l.src) {
 				return token{}, l.errAt(start, "unterminated quoted string at or near %q", l.src[start:])
 			}
 			l.pos += 2
 			switch e := l.src[l.pos-1]; e {
+			case 'x', '0', '1', '2', '3', '4', '5', '6', '7':
+				// \xh[h] in hex, \o[o[o]] in octal: one byte.
+				base, n, from := 16, 2, l.pos
+				if e != 'x' {
+					base, n, from = 8, 3, l.pos-1
+				}
+				end := from
+				for end < len(l.src) && end < from+n && digitVal(l.src[end]) < base {
+					end++
+				}
+				if end == from { // \x with no hex digit: an x
+					b.WriteByte(e)
+					continue
+				}
+				v := 0
+				for _, d := range []byte(l.src[from:end]) {
+					v = v*base + digitVal(d)
+				}
+				l.pos = end
+				if byte(v) == 0 || v >= 0x80 {
+					made = true
+				}
+				b.WriteByte(byte(v))
+			case 'u', 'U':
+				esc := l.pos - 2
+				n := 4
+				if e == 'U' {
+					n = 8
+				}
+				if l.pos+n > len(l.src) || strings.IndexFunc(l.src[l.pos:l.pos+n], func(r rune) bool { return r > 0x7f || digitVal(byte(r)) >= 16 }) >= 0 {
+					err := sqlerr.New("22025", "invalid Unicode escape") // invalid_escape_sequence
+					err.Hint = `Unicode escapes must be \uXXXX or \UXXXXXXXX.`
+					err.Position = charPos(l.src, esc)
+					return token{}, err
+				}
+				r := rune(0)
+				for _, d := range []byte(l.src[l.pos : l.pos+n]) {
+					r = r<<4 | rune(digitVal(d))
+				}
+				l.pos += n
+				switch {
+				case high != 0:
+					if r < 0xdc00 || r > 0xdfff {
+						return token{}, l.errAt(esc, "invalid Unicode surrogate pair at or near \"%s\"", l.src[esc:l.pos])
+					}
+					r = 0x10000 + (high-0xd800)<<10 + (r - 0xdc00)
+					high = 0
+				case r >= 0xd800 && r <= 0xdbff:
+					high = r
+					continue
+				case r >= 0xdc00 && r <= 0xdfff:
+					return token{}, l.errAt(esc, "invalid Unicode surrogate pair at or near \"%s\"", l.src[esc:l.pos])
+				case r == 0 || r > unicode.MaxRune:
+					return token{}, l.errAt(esc, "invalid Unicode escape value at or near \"%s\"", l.src[esc:l.pos])
+				}
+				b.WriteRune(r)
 			case 'n':
 				b.WriteByte('\n')
 			case 't':
@@ -247,6 +317,25 @@ func (l *lexer) quoted(start int, escapes bool) (token, error) {
 			l.pos++
 		}
 	}
+}
+
+// digitVal is the value of the hex digit c, or 16 if it is none.
+func digitVal(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return 16
+}
+
+// nearAt is the text a syntax error at off names: the character there.
+func (l *lexer) nearAt(off int) string {
+	_, n := utf8.DecodeRuneInString(l.src[off:])
+	return l.src[off : off+n]
 }
 
 // quotedIdent lexes "..." with "" for a double quote.

@@ -109,16 +109,7 @@ func TestCopyParsePG(t *testing.T) {
 				t.Fatalf("%s: %s: %s, want %d rows", c.name, side.name, tag, rows)
 			}
 		}
-		q := "SELECT a, b, c FROM " + table
-		want, err := queryRows(pgc, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := queryRows(sdb, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := diffRows(got, want); d != "" {
+		if d := diffWithPG(t, sdb, pgc, "SELECT a, b, c FROM "+table); d != "" {
 			t.Errorf("%s: COPY %s parsed differently from PostgreSQL\n%s", c.name, c.opts, d)
 		}
 	}

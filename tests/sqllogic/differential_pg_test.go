@@ -290,6 +290,21 @@ func rowLines(rows [][][]byte) []string {
 	return lines
 }
 
+// diffWithPG runs q on streamdb and on PostgreSQL and describes how
+// streamdb's rows differ from PostgreSQL's, "" when they are equal.
+func diffWithPG(t testing.TB, sdb, pgc *pgx.Conn, q string) string {
+	t.Helper()
+	want, err := queryRows(pgc, q)
+	if err != nil {
+		t.Fatalf("PostgreSQL: %s: %v", q, err)
+	}
+	got, err := queryRows(sdb, q)
+	if err != nil {
+		t.Fatalf("streamdb: %s: %v", q, err)
+	}
+	return diffRows(got, want)
+}
+
 // diffRows compares two multisets of rows and describes the difference, ""
 // when they are equal.
 func diffRows(got, want []string) string {

@@ -191,11 +191,25 @@ func TestSessionTableFunction(t *testing.T) {
 	}
 }
 
-// TestSessionWindowsCrash: session views under load across kill -9. The
-// default view equals its batch query afterwards; the EMIT ON WINDOW CLOSE
-// view holds exactly the sessions its watermark closed, each once, and
-// its changelog (read by a view over it) took inserts only.
+// sessionPG is the sessions of TestSessionWindowsCrash's query computed by
+// PostgreSQL 15 without session windows: a row more than the gap (2 s)
+// after its key's previous row starts a new session (gaps and islands),
+// which ends the gap after its last row.
+const sessionPG = `SELECT k, count(*) AS n, sum(v)::bigint AS s, min(ts) AS ws, max(ts) + INTERVAL '2' SECOND AS we
+  FROM (SELECT k, v, ts, sum(brk) OVER (PARTITION BY k ORDER BY ts ROWS UNBOUNDED PRECEDING) AS sid
+        FROM (SELECT k, v, ts, CASE WHEN ts - lag(ts) OVER (PARTITION BY k ORDER BY ts) < INTERVAL '2' SECOND
+                THEN 0 ELSE 1 END AS brk FROM ev) a) b
+  GROUP BY k, sid`
+
+// TestSessionWindowsCrash: session views under load across kill -9.
+// Afterwards the rows the stream holds are copied to PostgreSQL 15, the
+// oracle: the default view and the batch query equal its gaps-and-islands
+// sessions (sessionPG); the EMIT ON WINDOW CLOSE view holds exactly those
+// its watermark closed, each once, and its changelog (read by a view over
+// it) took inserts only.
 func TestSessionWindowsCrash(t *testing.T) {
+	pg := StartPG(t)
+	pgc := pg.Conn(t)
 	dir := t.TempDir()
 	srv := StartServer(t, dir)
 	c := srv.Conn(t)
@@ -259,13 +273,35 @@ func TestSessionWindowsCrash(t *testing.T) {
 		}
 	}
 	execAll(t, c, "CHECKPOINT", "CHECKPOINT")
-	waitSorted(t, c, "SELECT * FROM sv", rowsOf(t, c, q))
+	mustExec(t, pgc, "PostgreSQL", "CREATE TABLE ev (k BIGINT, v BIGINT, ts TIMESTAMP)")
+	rows, err := c.Query(ctx, "SELECT k, v, ts FROM ev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evRows, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]any, error) { return r.Values() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgc.CopyFrom(ctx, pgx.Identifier{"ev"}, []string{"k", "v", "ts"}, pgx.CopyFromRows(evRows)); err != nil {
+		t.Fatal(err)
+	}
+	want, err := queryRows(pgc, sessionPG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := queryRows(c, q); err != nil || diffRows(got, want) != "" {
+		t.Fatalf("the batch query differs from PostgreSQL's sessions (%v)\n%s", err, diffRows(got, want))
+	}
+	waitPGRows(t, c, "SELECT * FROM sv", want)
 	wm, ok := jobWatermark(t, c, "se")
 	if !ok {
 		t.Fatal("se has no watermark")
 	}
-	closed := rowsOf(t, c, "SELECT * FROM ("+q+") AS t WHERE we <= '"+wm.Format("2006-01-02 15:04:05.999999")+"'")
-	waitSorted(t, c, "SELECT * FROM se", closed)
+	closed, err := queryRows(pgc, "SELECT * FROM ("+sessionPG+") AS t WHERE we <= '"+wm.Format("2006-01-02 15:04:05.999999")+"'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPGRows(t, c, "SELECT * FROM se", closed)
 	execAll(t, c, "CHECKPOINT")
 	waitSorted(t, c, "SELECT k, ws, n FROM selog", rowsOf(t, c, "SELECT k, ws, n FROM se"))
 	if dup := rowsOf(t, c, "SELECT k, ws, count(*) FROM selog GROUP BY k, ws HAVING count(*) > 1"); dup != "" {
@@ -276,8 +312,27 @@ func TestSessionWindowsCrash(t *testing.T) {
 			t.Fatalf("%s: %d late rows over rows in time order", v, n)
 		}
 	}
-	t.Logf("%d sessions, %d closed at watermark %s", strings.Count(rowsOf(t, c, "SELECT * FROM sv"), "\n")+1,
-		strings.Count(closed, "\n")+1, wm.Format(time.DateTime))
+	t.Logf("%d rows, %d sessions, %d closed at watermark %s", len(evRows), len(want), len(closed), wm.Format(time.DateTime))
+}
+
+// waitPGRows polls q until its rows (queryRows) are want, PostgreSQL's.
+func waitPGRows(t *testing.T, c *pgx.Conn, q string, want []string) {
+	t.Helper()
+	start := time.Now()
+	for {
+		got, err := queryRows(c, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		d := diffRows(got, want)
+		if d == "" {
+			return
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%s differs from PostgreSQL's sessions\n%s", q, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // TestSessionPsql: a psql user watches a session view with EMIT CHANGES:
