@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/connector/kafka"
 	"github.com/streamdb/streamdb/exec/expr"
-	"github.com/streamdb/streamdb/source"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -61,7 +61,7 @@ func CheckKafkaSink(opts map[string]string, view *storage.TableDef, viewPlan Pla
 	if o.format == "json" && !AppendOnly(viewPlan) {
 		return sqlerr.New(sqlerr.FeatureNotSupported, "format 'json' needs an append-only view, and %q updates or deletes rows: use format 'upsert-json' or 'debezium-json'", view.Name)
 	}
-	_, err = source.TopicPartitions(o.brokers, o.topic)
+	_, err = kafka.TopicPartitions(o.brokers, o.topic)
 	return err
 }
 
@@ -92,7 +92,7 @@ func parseKafkaSinkOpts(opts map[string]string) (kafkaSinkOpts, error) {
 		return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"properties.bootstrap.servers\" is required for a kafka sink")
 	}
 	var err error
-	if o.brokers, err = source.ParseBrokers(servers); err != nil {
+	if o.brokers, err = kafka.ParseBrokers(servers); err != nil {
 		return o, err
 	}
 	f, _ := get("format")
@@ -227,7 +227,7 @@ func (s *kafkaSink) Recover(ctx context.Context) (uint64, bool, error) {
 			return 0, false, sqlerr.New(sqlerr.ConnectionException, "kafka sink %s: init transactional id %s: %v", s.spec.Def.Name, s.TransactionalID(), err)
 		}
 	}
-	pos, found, err := source.LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name, s.gen)
+	pos, found, err := kafka.LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name, s.gen)
 	if err != nil || found || s.gen == "" || s.o.format != "json" {
 		return pos, found, err
 	}
@@ -237,7 +237,7 @@ func (s *kafkaSink) Recover(ctx context.Context) (uint64, bool, error) {
 
 // Check makes sure the broker and the topic are there.
 func (s *kafkaSink) Check(context.Context) error {
-	_, err := source.TopicPartitions(s.o.brokers, s.o.topic)
+	_, err := kafka.TopicPartitions(s.o.brokers, s.o.topic)
 	return err
 }
 
@@ -367,7 +367,7 @@ func (s *kafkaSink) jsonResume(ctx context.Context) (uint64, error) {
 	if g, err := strconv.Atoi(s.gen); err == nil && g > 1 {
 		prev = strconv.Itoa(g - 1)
 	}
-	pos, found, err := source.LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name, prev)
+	pos, found, err := kafka.LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name, prev)
 	if err != nil || found {
 		return pos, err
 	}
@@ -384,7 +384,7 @@ func (s *kafkaSink) jsonResume(ctx context.Context) (uint64, error) {
 // resync encodes into enc the changes that take the topic's state to the
 // rows of the view in snap.
 func (s *kafkaSink) resync(ctx context.Context, enc *sinkEncoder, snap storage.Snapshot) error {
-	have, err := source.SinkState(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name)
+	have, err := kafka.SinkState(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name)
 	if err != nil {
 		return err
 	}

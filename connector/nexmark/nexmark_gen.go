@@ -1,6 +1,7 @@
-package source
+package nexmark
 
 import (
+	"github.com/streamdb/streamdb/connector"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -65,9 +66,6 @@ const (
 	nxItemNameLength       = 20
 	nxDescriptionMaxLength = 40
 )
-
-// NexmarkBaseTime is the event time of event 0.
-var NexmarkBaseTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 var (
 	nxHotChannels = []string{"Google", "Facebook", "Baidu", "Apple"}
@@ -141,7 +139,7 @@ func NewGenerator(seed uint64) *Generator {
 func (g *Generator) Event(n int64, ev *Event, buf []byte) []byte {
 	g.pcg.Seed(g.seed, uint64(n))
 	ev.Kind = KindOf(n)
-	ev.DateTime = NexmarkBaseTime.UnixMicro() + n*nxInterEventDelayUS
+	ev.DateTime = connector.BaseTime.UnixMicro() + n*nxInterEventDelayUS
 	switch ev.Kind {
 	case KindPerson:
 		return g.person(n, ev, buf)
