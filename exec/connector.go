@@ -19,10 +19,7 @@ import (
 // Connector opens the connector of a source's catalog entry (CREATE
 // SOURCE): its declared columns and WITH options.
 func Connector(t *storage.TableDef) (connector.Connector, error) {
-	cols := make([]connector.Column, len(t.Columns))
-	for i, c := range t.Columns {
-		cols[i] = connector.Column{Name: c.Name, Type: c.Type}
-	}
+	cols := connectorColumns(t)
 	opts := t.Options
 	if t.Partitions > 0 {
 		// A stored source's split count: a connector that would ask its
@@ -34,6 +31,15 @@ func Connector(t *storage.TableDef) (connector.Connector, error) {
 		opts[connector.SplitsKey] = strconv.Itoa(t.Partitions)
 	}
 	return connector.New(cols, opts)
+}
+
+// connectorColumns are a catalog entry's columns as connectors see them.
+func connectorColumns(t *storage.TableDef) []connector.Column {
+	cols := make([]connector.Column, len(t.Columns))
+	for i, c := range t.Columns {
+		cols[i] = connector.Column{Name: c.Name, Type: c.Type}
+	}
+	return cols
 }
 
 // openConnector positions each split of a connector source at the job's
