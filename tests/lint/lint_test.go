@@ -1,5 +1,6 @@
 // Package lint holds tests of the code base itself: imports run one way
-// (wire → sql → planner → exec → storage, checkpoint driving exec), every
+// (wire → sql → planner → exec → storage, checkpoint driving exec;
+// connectors import neither the runtime nor one another), every
 // package has a package comment, and docs/reference/settings.md lists
 // every setting and flag the code registers.
 package lint
@@ -17,10 +18,13 @@ const module = "github.com/streamdb/streamdb/"
 
 // forbidden lists, per package prefix, the packages it must not import.
 var forbidden = map[string][]string{
-	"storage":    {"exec", "planner", "sql", "wire", "checkpoint", "monitor"},
-	"types":      {"storage", "exec", "planner", "sql", "wire", "checkpoint", "monitor"},
-	"sqlerr":     {"types", "storage", "exec", "planner", "sql", "wire", "checkpoint", "monitor"},
-	"exec":       {"planner", "sql", "wire", "checkpoint", "monitor"},
+	"storage": {"exec", "planner", "sql", "wire", "checkpoint", "monitor"},
+	"types":   {"storage", "exec", "planner", "sql", "wire", "checkpoint", "monitor"},
+	"sqlerr":  {"types", "storage", "exec", "planner", "sql", "wire", "checkpoint", "monitor"},
+	"exec":    {"planner", "sql", "wire", "checkpoint", "monitor"},
+	// connectors talk to external systems, not to the runtime (which
+	// imports them); TestConnectorsStandAlone holds the rest of their rule.
+	"connector":  {"storage", "exec", "planner", "sql", "wire", "checkpoint", "monitor"},
 	"planner":    {"sql", "wire", "checkpoint", "monitor"},
 	"checkpoint": {"planner", "sql", "wire", "monitor"},
 	"sql":        {"wire", "monitor"},
@@ -100,6 +104,38 @@ func TestPackageComments(t *testing.T) {
 		}
 		if hasCode && !documented {
 			t.Errorf("package %s has no package comment", pkg)
+		}
+	}
+}
+
+// connectorImports are the packages of this module a connector may
+// import: its contract and storage-free helpers.
+var connectorImports = map[string]bool{"connector": true, "types": true, "sqlerr": true}
+
+// TestConnectorsStandAlone holds the connector seam: a connector package
+// (connector/ and its subpackages, one per external system) imports from
+// this module only the contract (connector), types and sqlerr, so no
+// connector imports another nor the runtime; exec and sql import them.
+func TestConnectorsStandAlone(t *testing.T) {
+	fset := token.NewFileSet()
+	for pkg, files := range packages(t) {
+		if pkg != "connector" && !strings.HasPrefix(pkg, "connector/") {
+			continue
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range af.Imports {
+				p := strings.Trim(imp.Path.Value, `"`)
+				if strings.HasPrefix(p, module) && !connectorImports[strings.TrimPrefix(p, module)] {
+					t.Errorf("%s imports %s: a connector imports only connector, types and sqlerr from this module", f, p)
+				}
+			}
 		}
 	}
 }
