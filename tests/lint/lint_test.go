@@ -56,11 +56,12 @@ func packages(t *testing.T) map[string][]string {
 	return out
 }
 
-func TestImportsRunOneWay(t *testing.T) {
+// eachImport calls fn with each import of each non-test file of the
+// module's packages.
+func eachImport(t *testing.T, fn func(pkg, file, path string)) {
+	t.Helper()
 	fset := token.NewFileSet()
 	for pkg, files := range packages(t) {
-		top := strings.Split(pkg, "/")[0]
-		bad := forbidden[top]
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") {
 				continue
@@ -70,19 +71,24 @@ func TestImportsRunOneWay(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, imp := range af.Imports {
-				p := strings.Trim(imp.Path.Value, `"`)
-				if !strings.HasPrefix(p, module) {
-					continue
-				}
-				target := strings.Split(strings.TrimPrefix(p, module), "/")[0]
-				for _, b := range bad {
-					if target == b {
-						t.Errorf("%s imports %s: imports must run wire → sql → planner → exec → storage", f, p)
-					}
-				}
+				fn(pkg, f, strings.Trim(imp.Path.Value, `"`))
 			}
 		}
 	}
+}
+
+func TestImportsRunOneWay(t *testing.T) {
+	eachImport(t, func(pkg, f, p string) {
+		if !strings.HasPrefix(p, module) {
+			return
+		}
+		target := strings.Split(strings.TrimPrefix(p, module), "/")[0]
+		for _, b := range forbidden[strings.Split(pkg, "/")[0]] {
+			if target == b {
+				t.Errorf("%s imports %s: imports must run wire → sql → planner → exec → storage", f, p)
+			}
+		}
+	})
 }
 
 func TestPackageComments(t *testing.T) {
@@ -117,51 +123,23 @@ var connectorImports = map[string]bool{"connector": true, "types": true, "sqlerr
 // this module only the contract (connector), types and sqlerr, so no
 // connector imports another nor the runtime; exec and sql import them.
 func TestConnectorsStandAlone(t *testing.T) {
-	fset := token.NewFileSet()
-	for pkg, files := range packages(t) {
+	eachImport(t, func(pkg, f, p string) {
 		if pkg != "connector" && !strings.HasPrefix(pkg, "connector/") {
-			continue
+			return
 		}
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range af.Imports {
-				p := strings.Trim(imp.Path.Value, `"`)
-				if strings.HasPrefix(p, module) && !connectorImports[strings.TrimPrefix(p, module)] {
-					t.Errorf("%s imports %s: a connector imports only connector, types and sqlerr from this module", f, p)
-				}
-			}
+		if strings.HasPrefix(p, module) && !connectorImports[strings.TrimPrefix(p, module)] {
+			t.Errorf("%s imports %s: a connector imports only connector, types and sqlerr from this module", f, p)
 		}
-	}
+	})
 }
 
 // TestOnlyStorageImportsPebble holds the storage seam: the engine is
 // Pebble, and only storage/ names it; the rest use storage's types and
 // DB's methods (storage/engine.go). Tests may reach into the engine.
 func TestOnlyStorageImportsPebble(t *testing.T) {
-	fset := token.NewFileSet()
-	for pkg, files := range packages(t) {
-		if pkg == "storage" || strings.HasPrefix(pkg, "storage/") {
-			continue
+	eachImport(t, func(pkg, f, p string) {
+		if pkg != "storage" && !strings.HasPrefix(pkg, "storage/") && strings.HasPrefix(p, "github.com/cockroachdb/pebble") {
+			t.Errorf("%s imports %s: only storage/ imports the storage engine", f, p)
 		}
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range af.Imports {
-				if p := strings.Trim(imp.Path.Value, `"`); strings.HasPrefix(p, "github.com/cockroachdb/pebble") {
-					t.Errorf("%s imports %s: only storage/ imports the storage engine", f, p)
-				}
-			}
-		}
-	}
+	})
 }
