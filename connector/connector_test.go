@@ -67,7 +67,7 @@ func rowString(rec arrow.RecordBatch, i int) string {
 	return s
 }
 
-func bidColumns() []connector.Column { return nexmark.NexmarkColumns[nexmark.KindBid] }
+func bidColumns() []connector.Column { return nexmark.Columns[nexmark.KindBid] }
 
 // TestNexmarkResume: a split reopened at any position reads exactly the
 // rows after it, and the splits of a source together hold the events of

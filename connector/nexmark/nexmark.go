@@ -16,9 +16,9 @@ import (
 	"github.com/streamdb/streamdb/types"
 )
 
-// NexmarkColumns are the columns of each Nexmark table, RisingWave's
+// Columns are the columns of each Nexmark table, RisingWave's
 // schema (snake_case), in EventKind order.
-var NexmarkColumns = [][]connector.Column{
+var Columns = [][]connector.Column{
 	{{Name: "id", Type: types.TInt64}, {Name: "name", Type: types.TText}, {Name: "email_address", Type: types.TText}, {Name: "credit_card", Type: types.TText},
 		{Name: "city", Type: types.TText}, {Name: "state", Type: types.TText}, {Name: "date_time", Type: types.TTimestamp}, {Name: "extra", Type: types.TText}},
 	{{Name: "id", Type: types.TInt64}, {Name: "item_name", Type: types.TText}, {Name: "description", Type: types.TText}, {Name: "initial_bid", Type: types.TInt64},
@@ -33,7 +33,7 @@ var NexmarkColumns = [][]connector.Column{
 // its position is how many of them were passed, whatever their table.
 type nexmark struct {
 	kind   EventKind
-	fields []int // the NexmarkColumns index of each declared column
+	fields []int // the Columns index of each declared column
 	ts     []types.T
 	events int64 // 0: unbounded
 	rate   float64
@@ -51,7 +51,7 @@ func newNexmark(cols []connector.Column, o *connector.Options) (connector.Connec
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"nexmark.table\" is required (person, auction or bid)")
 	}
 	found := false
-	for k, name := range NexmarkTables {
+	for k, name := range Tables {
 		if strings.EqualFold(t, name) {
 			c.kind, found = EventKind(k), true
 		}
@@ -78,7 +78,7 @@ func newNexmark(cols []connector.Column, o *connector.Options) (connector.Connec
 		return nil, err
 	}
 	c.seed = uint64(seed)
-	schema := NexmarkColumns[c.kind]
+	schema := Columns[c.kind]
 	for _, col := range cols {
 		idx := -1
 		for i, s := range schema {
@@ -87,11 +87,11 @@ func newNexmark(cols []connector.Column, o *connector.Options) (connector.Connec
 			}
 		}
 		if idx < 0 {
-			return nil, sqlerr.New(sqlerr.UndefinedColumn, "nexmark table %s has no column %q", NexmarkTables[c.kind], col.Name)
+			return nil, sqlerr.New(sqlerr.UndefinedColumn, "nexmark table %s has no column %q", Tables[c.kind], col.Name)
 		}
 		if !connector.SameKind(col.Type, schema[idx].Type.Kind) {
 			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "column %q of nexmark table %s is %s, not %s",
-				col.Name, NexmarkTables[c.kind], schema[idx].Type, col.Type)
+				col.Name, Tables[c.kind], schema[idx].Type, col.Type)
 		}
 		c.fields = append(c.fields, idx)
 		c.ts = append(c.ts, col.Type)

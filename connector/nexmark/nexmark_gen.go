@@ -84,8 +84,8 @@ const (
 	KindBid
 )
 
-// NexmarkTables names the tables in EventKind order.
-var NexmarkTables = []string{"person", "auction", "bid"}
+// Tables names the tables in EventKind order.
+var Tables = []string{"person", "auction", "bid"}
 
 // KindOf is the kind of event n.
 func KindOf(n int64) EventKind {
@@ -316,7 +316,7 @@ func appendTS(b []byte, us int64) []byte {
 }
 
 // AppendText appends event n as a row of COPY's text format for its
-// table's columns (NexmarkColumns order) and returns its kind. The
+// table's columns (Columns order) and returns its kind. The
 // generator's values hold no tab, newline or backslash.
 func (g *Generator) AppendText(dst []byte, n int64) (EventKind, []byte) {
 	var ev Event
