@@ -42,7 +42,7 @@ type Task interface {
 }
 
 // Committer is the runtime's side of an exactly-once sink's two-phase
-// commit (exec.TwoPhaseSink, driven by exec.SinkRunner). At a checkpoint's
+// commit (connector.TwoPhaseSink, driven by exec.SinkRunner). At a checkpoint's
 // barrier, after every job has acknowledged, the coordinator asks each
 // committer to prepare: it adds to the checkpoint's batch the transaction
 // it will commit (storage.SinkCommit), covering only changes already in

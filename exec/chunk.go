@@ -3,40 +3,21 @@ package exec
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/connector"
 )
 
 type arrowBuilder = array.Builder
 
-// Op is a row's change kind in a change stream.
-type Op int8
+// Op is a row's change kind in a change stream (the sink contract's, as a
+// changelog's op column is what sinks read).
+type Op = connector.Op
 
 const (
-	OpInsert Op = iota
-	OpDelete
-	OpUpdateBefore
-	OpUpdateAfter
+	OpInsert       = connector.OpInsert
+	OpDelete       = connector.OpDelete
+	OpUpdateBefore = connector.OpUpdateBefore
+	OpUpdateAfter  = connector.OpUpdateAfter
 )
-
-// String returns the op as shown in a change stream's op column.
-func (o Op) String() string {
-	switch o {
-	case OpDelete:
-		return "delete"
-	case OpUpdateBefore:
-		return "update_before"
-	case OpUpdateAfter:
-		return "update_after"
-	}
-	return "insert"
-}
-
-// Sign is +1 for rows added and -1 for rows retracted.
-func (o Op) Sign() int8 {
-	if o == OpDelete || o == OpUpdateBefore {
-		return -1
-	}
-	return 1
-}
 
 // Chunk is a batch of rows with an optional change op per row (nil: all inserts).
 type Chunk struct {

@@ -7,18 +7,19 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/streamdb/streamdb/source"
+	"github.com/streamdb/streamdb/connector"
+	// The source connectors register themselves (connector.Register).
+	_ "github.com/streamdb/streamdb/connector/datagen"
+	_ "github.com/streamdb/streamdb/connector/kafka"
+	_ "github.com/streamdb/streamdb/connector/nexmark"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
 
 // Connector opens the connector of a source's catalog entry (CREATE
 // SOURCE): its declared columns and WITH options.
-func Connector(t *storage.TableDef) (source.Connector, error) {
-	cols := make([]source.Column, len(t.Columns))
-	for i, c := range t.Columns {
-		cols[i] = source.Column{Name: c.Name, Type: c.Type}
-	}
+func Connector(t *storage.TableDef) (connector.Connector, error) {
+	cols := connectorColumns(t)
 	opts := t.Options
 	if t.Partitions > 0 {
 		// A stored source's split count: a connector that would ask its
@@ -27,9 +28,18 @@ func Connector(t *storage.TableDef) (source.Connector, error) {
 		for k, v := range t.Options {
 			opts[k] = v
 		}
-		opts["__splits"] = strconv.Itoa(t.Partitions)
+		opts[connector.SplitsKey] = strconv.Itoa(t.Partitions)
 	}
-	return source.New(cols, opts)
+	return connector.New(cols, opts)
+}
+
+// connectorColumns are a catalog entry's columns as connectors see them.
+func connectorColumns(t *storage.TableDef) []connector.Column {
+	cols := make([]connector.Column, len(t.Columns))
+	for i, c := range t.Columns {
+		cols[i] = connector.Column{Name: c.Name, Type: c.Type}
+	}
+	return cols
 }
 
 // openConnector positions each split of a connector source at the job's
@@ -62,7 +72,7 @@ func (j *Job) openConnector(s *jobSource) error {
 // more splits than its catalog entry (a Kafka topic gained partitions):
 // the source's name and its new split count.
 func SourceGrown(err error) (name string, splits int, ok bool) {
-	var g *source.SplitsGrown
+	var g *connector.SplitsGrown
 	if !errors.As(err, &g) {
 		return "", 0, false
 	}
@@ -95,7 +105,7 @@ const connectorBatch = 4096
 func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, outs []*outlet) error {
 	ectx := j.exprCtx()
 	w := j.db.NewEpochBatch()
-	r, err := s.conn.Open(int(part), source.Position(s.offsets[part].Load()), true)
+	r, err := s.conn.Open(int(part), connector.Position(s.offsets[part].Load()), true)
 	if err != nil {
 		return err
 	}
@@ -111,7 +121,7 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 	// A reader that reports its position to its system (a Kafka consumer
 	// group) does so once the epoch of a checkpoint barrier has
 	// committed: the positions of checkpoints waiting for that.
-	committer, _ := r.(source.Committer)
+	committer, _ := r.(connector.Committer)
 	type pendingCommit struct{ epoch, pos uint64 }
 	var pending []pendingCommit
 	commitDone := func() {
@@ -124,7 +134,7 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 			k++
 		}
 		if k > 0 {
-			committer.CommitPosition(source.Position(pending[k-1].pos))
+			committer.CommitPosition(connector.Position(pending[k-1].pos))
 			pending = append(pending[:0], pending[k:]...)
 		}
 	}
@@ -135,18 +145,18 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		}
 		first := uint64(r.Position())
 		rec, err := r.Read(memoryPool, connectorBatch)
-		if errors.Is(err, source.EOF) {
+		if errors.Is(err, connector.EOF) {
 			done = true
 			return false, nil
 		}
-		var grown *source.SplitsGrown
+		var grown *connector.SplitsGrown
 		if errors.As(err, &grown) {
 			grown.Source = s.n.src.Name
 		}
 		if err != nil {
 			return false, err
 		}
-		if br, ok := r.(source.BadReporter); ok {
+		if br, ok := r.(connector.BadReporter); ok {
 			if err := j.badMessages(s, w, br.TakeBad()); err != nil {
 				if rec != nil {
 					rec.Release()
@@ -265,7 +275,7 @@ func scanConnector(ctx *Ctx, t *storage.TableDef, emit func(arrow.RecordBatch) e
 	return nil
 }
 
-func scanSplit(ctx *Ctx, conn source.Connector, split int, emit func(arrow.RecordBatch) error) error {
+func scanSplit(ctx *Ctx, conn connector.Connector, split int, emit func(arrow.RecordBatch) error) error {
 	r, err := conn.Open(split, 0, false)
 	if err != nil {
 		return err
@@ -276,7 +286,7 @@ func scanSplit(ctx *Ctx, conn source.Connector, split int, emit func(arrow.Recor
 			return err
 		}
 		rec, err := r.Read(ctx.alloc(), connectorBatch)
-		if errors.Is(err, source.EOF) {
+		if errors.Is(err, connector.EOF) {
 			return nil
 		}
 		if err != nil {
@@ -384,7 +394,7 @@ func (s *jobSource) connEnd(p int) uint64 {
 // badMessages applies job.error_policy to messages a connector could not
 // decode: the job fails naming the first one's split and offset, or each
 // is recorded (streamdb_job_errors) with the epoch and skipped.
-func (j *Job) badMessages(s *jobSource, w *storage.Batch, bad []source.BadMessage) error {
+func (j *Job) badMessages(s *jobSource, w *storage.Batch, bad []connector.BadMessage) error {
 	for _, b := range bad {
 		if !j.spec.SkipErrors {
 			return &sqlerr.Error{Code: b.Code, Msg: b.Err,

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/exec/expr"
-	"github.com/streamdb/streamdb/source"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -189,7 +189,7 @@ type jobSource struct {
 	snap storage.Snapshot
 	// conn is a connector source's connection (CREATE SOURCE); its split
 	// positions are the offsets.
-	conn source.Connector
+	conn connector.Connector
 	// wm is each partition's event time (watermark.go).
 	wm []*partWatermark
 }

@@ -8,71 +8,21 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
 
-// An exactly-once sink is a two-phase commit between streamdb's
-// checkpoints and a transactional external system, as Flink's
-// TwoPhaseCommittingSink is: a sink sends only changes that a durable
-// (synced) checkpoint covers, never the epochs committed between
-// checkpoints without fsync, which a crash can lose. Its steps:
-//
-//   - prepare, at a checkpoint's barrier (SinkRunner.PrepareCommit, called
-//     by checkpoint.Coordinator): the sink fixes the transaction it will
-//     commit — the view's changes from its committed position to the
-//     changelog's end now, or a snapshot of the view — and the checkpoint
-//     stores it (storage.SinkCommit) in its synced batch;
-//   - commit, once that checkpoint is durable (CheckpointDurable): the
-//     sink writes the transaction (TwoPhaseSink.Write; at most
-//     sinkTxnRows changelog rows each, never splitting an update's
-//     before- and after-image) and commits it (TwoPhaseSink.Commit);
-//   - recover, after a crash or an error (TwoPhaseSink.Recover, then the
-//     stored SinkCommit): the external system aborts what the sink left
-//     uncommitted, and the sink commits again what the last durable
-//     checkpoint's SinkCommit covers and the external system lacks. The
-//     position of the view's changelog, which may run ahead of what is
-//     durable, never decides anything.
-//
-// Kafka cannot resume a transaction another producer session prepared
-// (that takes KIP-939), so "commit again" writes the covered changes in a
-// new transaction; they are the same records, as the changes up to the
-// checkpoint's position are durable. See
+// The runtime's half of an exactly-once sink (the contract and the
+// connector's half, connector.TwoPhaseSink, are in connector/sink.go): a
+// SinkRunner prepares a sink's transaction at a checkpoint's barrier
+// (PrepareCommit, called by checkpoint.Coordinator), has the connector
+// write and commit it once that checkpoint is durable (CheckpointDurable),
+// at most sinkTxnRows changelog rows each, and recovers after a crash or
+// an error from what the connector finds in the external system and the
+// last durable checkpoint's storage.SinkCommit. See
 // docs/decisions/2026-12-06-sink-two-phase-commit.md.
-
-// TwoPhaseSink is the connector's half of an exactly-once sink; SinkRunner
-// is the runtime's half and drives it. Its methods are called from one
-// goroutine.
-type TwoPhaseSink interface {
-	// Recover connects and fences the sink's earlier incarnation, so that
-	// the external system aborts any transaction it left open, and
-	// returns the changelog position the sink's last committed
-	// transaction ended at (found false: the external system has none of
-	// the sink's current generation).
-	Recover(ctx context.Context) (pos uint64, found bool, err error)
-	// Write writes one transaction, not yet visible to readers, and
-	// returns how many records it holds.
-	Write(ctx context.Context, t *SinkTxn) (int, error)
-	// Commit makes the written transaction visible.
-	Commit(ctx context.Context) error
-	// Check reports whether the external system is reachable (the
-	// runner calls it while idle, so an outage shows in SHOW SINKS).
-	Check(ctx context.Context) error
-	// Close releases the connection; an uncommitted transaction is left
-	// to the next Recover to abort.
-	Close()
-}
-
-// SinkTxn is one transaction of a sink: the view's changes [From, To) of
-// its changelog or, Snap set, the view's rows as of changelog position To
-// (Resync: as the changes that take what the external system holds to
-// them, after RESTORE of the view).
-type SinkTxn struct {
-	From, To uint64
-	Snap     storage.Snapshot
-	Resync   bool
-}
 
 // SinkStatus is what SHOW SINKS shows of a running sink.
 type SinkStatus struct {
@@ -98,7 +48,7 @@ type preparedSnap struct {
 	end        uint64
 }
 
-// SinkRunner runs a TwoPhaseSink: it implements checkpoint.Committer for
+// SinkRunner runs a connector.TwoPhaseSink: it implements checkpoint.Committer for
 // the checkpoint coordinator, and sends what durable checkpoints cover on
 // its own goroutine, retrying (with the cause in its status) while the
 // external system is unreachable.
@@ -108,7 +58,7 @@ type SinkRunner struct {
 	id     uint64 // the sink's id (storage.SinkDef.ID)
 	view   *storage.TableDef
 	gen    string
-	conn   TwoPhaseSink
+	conn   connector.TwoPhaseSink
 	cancel context.CancelFunc
 	done   chan struct{}
 	wake   chan struct{}
@@ -129,9 +79,9 @@ type SinkRunner struct {
 }
 
 // StartSinkRunner starts driving conn for sink def over view.
-func StartSinkRunner(db *storage.DB, def *storage.SinkDef, view *storage.TableDef, conn TwoPhaseSink) *SinkRunner {
+func StartSinkRunner(db *storage.DB, def *storage.SinkDef, view *storage.TableDef, conn connector.TwoPhaseSink) *SinkRunner {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &SinkRunner{db: db, name: def.Name, id: def.ID, view: view, gen: def.Options[SinkGenOption], conn: conn,
+	r := &SinkRunner{db: db, name: def.Name, id: def.ID, view: view, gen: def.Options[connector.SinkGenOption], conn: conn,
 		cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	r.mu.status.State = "RUNNING"
 	go r.run(ctx)
@@ -312,7 +262,7 @@ func (r *SinkRunner) runOnce(ctx context.Context) error {
 		r.mu.Unlock()
 		switch {
 		case snap != nil:
-			err := r.send(ctx, &SinkTxn{To: snap.end, Snap: snap.snap, Resync: resync})
+			err := r.send(ctx, r.snapshotTxn(snap, resync))
 			r.mu.Lock()
 			r.releaseSnapLocked(&r.mu.snapReady)
 			if err == nil {
@@ -327,7 +277,7 @@ func (r *SinkRunner) runOnce(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := r.send(ctx, &SinkTxn{From: pos, To: to}); err != nil {
+			if err := r.send(ctx, r.changesTxn(pos, to)); err != nil {
 				return err
 			}
 		default:
@@ -344,8 +294,31 @@ func (r *SinkRunner) runOnce(ctx context.Context) error {
 	}
 }
 
+// snapshotTxn is the transaction of a prepared snapshot of the view.
+func (r *SinkRunner) snapshotTxn(p *preparedSnap, resync bool) *connector.SinkTxn {
+	rows := func(ctx context.Context, fn func(arrow.RecordBatch) error) error {
+		ectx := &Ctx{Context: ctx, DB: r.db, Snap: p.snap}
+		return scanView(ectx, &ScanView{View: r.view, Snap: p.snap}, func(rec arrow.RecordBatch) error {
+			defer rec.Release()
+			return fn(rec)
+		})
+	}
+	return &connector.SinkTxn{To: p.end, Snapshot: true, Resync: resync, Rows: rows}
+}
+
+// changesTxn is the transaction of the view's changes [from, to).
+func (r *SinkRunner) changesTxn(from, to uint64) *connector.SinkTxn {
+	rows := func(_ context.Context, fn func(arrow.RecordBatch) error) error {
+		return r.db.ReadLog(memoryPool, r.view.ID, 0, from, to, func(_ uint64, rec arrow.RecordBatch) error {
+			defer rec.Release()
+			return fn(rec)
+		})
+	}
+	return &connector.SinkTxn{From: from, To: to, Rows: rows}
+}
+
 // send writes and commits one transaction, then notes its end.
-func (r *SinkRunner) send(ctx context.Context, t *SinkTxn) error {
+func (r *SinkRunner) send(ctx context.Context, t *connector.SinkTxn) error {
 	n, err := r.conn.Write(ctx, t)
 	if err != nil {
 		return err

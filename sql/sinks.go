@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/streamdb/streamdb/checkpoint"
+	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -283,11 +284,11 @@ func (e *Engine) nextSinkGenerationsLocked(b *storage.WriteBatch, sinks []*stora
 		if err != nil {
 			return nil, err
 		}
-		gen, _ := strconv.Atoi(d.Options[exec.SinkGenOption])
+		gen, _ := strconv.Atoi(d.Options[connector.SinkGenOption])
 		nd := *d
 		nd.Options = maps.Clone(d.Options)
-		nd.Options[exec.SinkGenOption] = strconv.Itoa(gen + 1)
-		nd.Options[exec.SinkFromOption] = strconv.FormatUint(end, 10)
+		nd.Options[connector.SinkGenOption] = strconv.Itoa(gen + 1)
+		nd.Options[connector.SinkFromOption] = strconv.FormatUint(end, 10)
 		storage.PutSink(b, &nd)
 		out = append(out, &nd)
 	}

@@ -37,7 +37,7 @@ func DeleteSink(b *pebble.Batch, d *SinkDef, view uint64) {
 }
 
 // SinkCommit is what a checkpoint stores for an exactly-once sink at its
-// barrier (exec.TwoPhaseSink): the transaction the sink commits once the
+// barrier (connector.TwoPhaseSink): the transaction the sink commits once the
 // checkpoint is durable. It carries the view's changes [From, To) — or,
 // Snapshot, the view's rows at changelog position To — of the sink's
 // generation Gen. Recovery reads it back (LoadSinkCommit): the changes up

@@ -1,5 +1,6 @@
 // Package lint holds tests of the code base itself: imports run one way
-// (wire → sql → planner → exec → storage, checkpoint driving exec), every
+// (wire → sql → planner → exec → storage, checkpoint driving exec;
+// connectors import neither the runtime nor one another), every
 // package has a package comment, and docs/reference/settings.md lists
 // every setting and flag the code registers.
 package lint
@@ -17,10 +18,13 @@ const module = "github.com/streamdb/streamdb/"
 
 // forbidden lists, per package prefix, the packages it must not import.
 var forbidden = map[string][]string{
-	"storage":    {"exec", "planner", "sql", "wire", "checkpoint", "monitor"},
-	"types":      {"storage", "exec", "planner", "sql", "wire", "checkpoint", "monitor"},
-	"sqlerr":     {"types", "storage", "exec", "planner", "sql", "wire", "checkpoint", "monitor"},
-	"exec":       {"planner", "sql", "wire", "checkpoint", "monitor"},
+	"storage": {"exec", "planner", "sql", "wire", "checkpoint", "monitor"},
+	"types":   {"storage", "exec", "planner", "sql", "wire", "checkpoint", "monitor"},
+	"sqlerr":  {"types", "storage", "exec", "planner", "sql", "wire", "checkpoint", "monitor"},
+	"exec":    {"planner", "sql", "wire", "checkpoint", "monitor"},
+	// connectors talk to external systems, not to the runtime (which
+	// imports them); TestConnectorsStandAlone holds the rest of their rule.
+	"connector":  {"storage", "exec", "planner", "sql", "wire", "checkpoint", "monitor"},
 	"planner":    {"sql", "wire", "checkpoint", "monitor"},
 	"checkpoint": {"planner", "sql", "wire", "monitor"},
 	"sql":        {"wire", "monitor"},
@@ -52,11 +56,12 @@ func packages(t *testing.T) map[string][]string {
 	return out
 }
 
-func TestImportsRunOneWay(t *testing.T) {
+// eachImport calls fn with each import of each non-test file of the
+// module's packages.
+func eachImport(t *testing.T, fn func(pkg, file, path string)) {
+	t.Helper()
 	fset := token.NewFileSet()
 	for pkg, files := range packages(t) {
-		top := strings.Split(pkg, "/")[0]
-		bad := forbidden[top]
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") {
 				continue
@@ -66,19 +71,24 @@ func TestImportsRunOneWay(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, imp := range af.Imports {
-				p := strings.Trim(imp.Path.Value, `"`)
-				if !strings.HasPrefix(p, module) {
-					continue
-				}
-				target := strings.Split(strings.TrimPrefix(p, module), "/")[0]
-				for _, b := range bad {
-					if target == b {
-						t.Errorf("%s imports %s: imports must run wire → sql → planner → exec → storage", f, p)
-					}
-				}
+				fn(pkg, f, strings.Trim(imp.Path.Value, `"`))
 			}
 		}
 	}
+}
+
+func TestImportsRunOneWay(t *testing.T) {
+	eachImport(t, func(pkg, f, p string) {
+		if !strings.HasPrefix(p, module) {
+			return
+		}
+		target := strings.Split(strings.TrimPrefix(p, module), "/")[0]
+		for _, b := range forbidden[strings.Split(pkg, "/")[0]] {
+			if target == b {
+				t.Errorf("%s imports %s: imports must run wire → sql → planner → exec → storage", f, p)
+			}
+		}
+	})
 }
 
 func TestPackageComments(t *testing.T) {
@@ -104,28 +114,32 @@ func TestPackageComments(t *testing.T) {
 	}
 }
 
+// connectorImports are the packages of this module a connector may
+// import: its contract and storage-free helpers.
+var connectorImports = map[string]bool{"connector": true, "types": true, "sqlerr": true}
+
+// TestConnectorsStandAlone holds the connector seam: a connector package
+// (connector/ and its subpackages, one per external system) imports from
+// this module only the contract (connector), types and sqlerr, so no
+// connector imports another nor the runtime; exec and sql import them.
+func TestConnectorsStandAlone(t *testing.T) {
+	eachImport(t, func(pkg, f, p string) {
+		if pkg != "connector" && !strings.HasPrefix(pkg, "connector/") {
+			return
+		}
+		if strings.HasPrefix(p, module) && !connectorImports[strings.TrimPrefix(p, module)] {
+			t.Errorf("%s imports %s: a connector imports only connector, types and sqlerr from this module", f, p)
+		}
+	})
+}
+
 // TestOnlyStorageImportsPebble holds the storage seam: the engine is
 // Pebble, and only storage/ names it; the rest use storage's types and
 // DB's methods (storage/engine.go). Tests may reach into the engine.
 func TestOnlyStorageImportsPebble(t *testing.T) {
-	fset := token.NewFileSet()
-	for pkg, files := range packages(t) {
-		if pkg == "storage" || strings.HasPrefix(pkg, "storage/") {
-			continue
+	eachImport(t, func(pkg, f, p string) {
+		if pkg != "storage" && !strings.HasPrefix(pkg, "storage/") && strings.HasPrefix(p, "github.com/cockroachdb/pebble") {
+			t.Errorf("%s imports %s: only storage/ imports the storage engine", f, p)
 		}
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range af.Imports {
-				if p := strings.Trim(imp.Path.Value, `"`); strings.HasPrefix(p, "github.com/cockroachdb/pebble") {
-					t.Errorf("%s imports %s: only storage/ imports the storage engine", f, p)
-				}
-			}
-		}
-	}
+	})
 }

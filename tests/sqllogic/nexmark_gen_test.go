@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/streamdb/streamdb/source"
+	"github.com/streamdb/streamdb/connector/nexmark"
 )
 
 // The Nexmark events of the tests are those of streamdb's nexmark
-// connector: source.Generator, the one implementation (see its comment for
+// connector: nexmark.Generator, the one implementation (see its comment for
 // the reference it follows and where it deviates). Here they are rendered
 // in COPY text format for the RisingWave schema of the person, auction and
 // bid tables (nexmarkDDL), for PostgreSQL and for streamdb's streams.
@@ -28,11 +28,11 @@ var nexmarkDDL = []string{
 
 // nexmarkGen renders Nexmark events in order.
 type nexmarkGen struct {
-	g    *source.Generator
+	g    *nexmark.Generator
 	next int64 // number of the next event
 }
 
-func newNexmarkGen(seed uint64) *nexmarkGen { return &nexmarkGen{g: source.NewGenerator(seed)} }
+func newNexmarkGen(seed uint64) *nexmarkGen { return &nexmarkGen{g: nexmark.NewGenerator(seed)} }
 
 // nexmarkRows holds events rendered as COPY text rows, one string per table.
 type nexmarkRows struct {
@@ -46,14 +46,14 @@ func (g *nexmarkGen) events(n int) *nexmarkRows {
 	r := &nexmarkRows{}
 	var buf []byte
 	for i := 0; i < n; i++ {
-		var kind source.EventKind
+		var kind nexmark.EventKind
 		kind, buf = g.g.AppendText(buf[:0], g.next)
 		g.next++
 		switch kind {
-		case source.KindPerson:
+		case nexmark.KindPerson:
 			r.person.Write(buf)
 			r.persons++
-		case source.KindAuction:
+		case nexmark.KindAuction:
 			r.auction.Write(buf)
 			r.auctions++
 		default:
@@ -106,7 +106,7 @@ func TestNexmarkGen(t *testing.T) {
 		last = at
 	}
 	// Event 4999 alone (the last bid) equals its rendering in order.
-	_, alone := source.NewGenerator(7).AppendText(nil, 4999)
+	_, alone := nexmark.NewGenerator(7).AppendText(nil, 4999)
 	if string(alone) != bids[len(bids)-1]+"\n" {
 		t.Fatalf("event 4999 alone:\n%s\nin order:\n%s", alone, bids[len(bids)-1])
 	}

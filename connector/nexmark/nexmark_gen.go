@@ -1,6 +1,7 @@
-package source
+package nexmark
 
 import (
+	"github.com/streamdb/streamdb/connector"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -66,9 +67,6 @@ const (
 	nxDescriptionMaxLength = 40
 )
 
-// NexmarkBaseTime is the event time of event 0.
-var NexmarkBaseTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
 var (
 	nxHotChannels = []string{"Google", "Facebook", "Baidu", "Apple"}
 	nxFirstNames  = []string{"Peter", "Paul", "Luke", "John", "Saul", "Vicky", "Kate", "Julie", "Sarah", "Deiter", "Walter"}
@@ -86,8 +84,8 @@ const (
 	KindBid
 )
 
-// NexmarkTables names the tables in EventKind order.
-var NexmarkTables = []string{"person", "auction", "bid"}
+// Tables names the tables in EventKind order.
+var Tables = []string{"person", "auction", "bid"}
 
 // KindOf is the kind of event n.
 func KindOf(n int64) EventKind {
@@ -141,7 +139,7 @@ func NewGenerator(seed uint64) *Generator {
 func (g *Generator) Event(n int64, ev *Event, buf []byte) []byte {
 	g.pcg.Seed(g.seed, uint64(n))
 	ev.Kind = KindOf(n)
-	ev.DateTime = NexmarkBaseTime.UnixMicro() + n*nxInterEventDelayUS
+	ev.DateTime = connector.BaseTime.UnixMicro() + n*nxInterEventDelayUS
 	switch ev.Kind {
 	case KindPerson:
 		return g.person(n, ev, buf)
@@ -318,7 +316,7 @@ func appendTS(b []byte, us int64) []byte {
 }
 
 // AppendText appends event n as a row of COPY's text format for its
-// table's columns (NexmarkColumns order) and returns its kind. The
+// table's columns (Columns order) and returns its kind. The
 // generator's values hold no tab, newline or backslash.
 func (g *Generator) AppendText(dst []byte, n int64) (EventKind, []byte) {
 	var ev Event

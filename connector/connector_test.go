@@ -1,8 +1,12 @@
-package source
+package connector_test
 
 import (
 	"errors"
 	"fmt"
+	"github.com/streamdb/streamdb/connector"
+	_ "github.com/streamdb/streamdb/connector/datagen"
+	_ "github.com/streamdb/streamdb/connector/kafka"
+	"github.com/streamdb/streamdb/connector/nexmark"
 	"sort"
 	"testing"
 
@@ -15,7 +19,7 @@ import (
 
 // readAll reads split from pos to its end in batches of at most batch
 // events and renders each row as text.
-func readAll(t *testing.T, mem memory.Allocator, c Connector, split int, pos Position, batch int) []string {
+func readAll(t *testing.T, mem memory.Allocator, c connector.Connector, split int, pos connector.Position, batch int) []string {
 	t.Helper()
 	r, err := c.Open(split, pos, false)
 	if err != nil {
@@ -25,7 +29,7 @@ func readAll(t *testing.T, mem memory.Allocator, c Connector, split int, pos Pos
 	var rows []string
 	for {
 		rec, err := r.Read(mem, batch)
-		if errors.Is(err, EOF) {
+		if errors.Is(err, connector.EOF) {
 			return rows
 		}
 		if err != nil {
@@ -63,7 +67,7 @@ func rowString(rec arrow.RecordBatch, i int) string {
 	return s
 }
 
-func bidColumns() []Column { return NexmarkColumns[KindBid] }
+func bidColumns() []connector.Column { return nexmark.Columns[nexmark.KindBid] }
 
 // TestNexmarkResume: a split reopened at any position reads exactly the
 // rows after it, and the splits of a source together hold the events of
@@ -71,7 +75,7 @@ func bidColumns() []Column { return NexmarkColumns[KindBid] }
 func TestNexmarkResume(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	one, err := New(bidColumns(), map[string]string{"connector": "nexmark", "nexmark.table": "bid", "nexmark.events": "3000", "nexmark.seed": "5"})
+	one, err := connector.New(bidColumns(), map[string]string{"connector": "nexmark", "nexmark.table": "bid", "nexmark.events": "3000", "nexmark.seed": "5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +91,14 @@ func TestNexmarkResume(t *testing.T) {
 	tail := readAll(t, mem, one, 0, 1234, 100)
 	skipped := 0
 	for n := int64(0); n < 1234; n++ {
-		if KindOf(n) == KindBid {
+		if nexmark.KindOf(n) == nexmark.KindBid {
 			skipped++
 		}
 	}
 	if fmt.Sprint(tail) != fmt.Sprint(all[skipped:]) {
 		t.Fatalf("resumed at 1234: %d rows, want the last %d", len(tail), len(all)-skipped)
 	}
-	three, err := New(bidColumns(), map[string]string{"connector": "nexmark", "nexmark.table": "bid", "nexmark.events": "3000", "nexmark.seed": "5", "nexmark.split": "3"})
+	three, err := connector.New(bidColumns(), map[string]string{"connector": "nexmark", "nexmark.table": "bid", "nexmark.events": "3000", "nexmark.seed": "5", "nexmark.split": "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,8 +123,8 @@ func TestNexmarkResume(t *testing.T) {
 func TestDatagen(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	cols := []Column{{"id", types.TInt64}, {"sensor", types.TInt32}, {"v", types.TFloat64}, {"s", types.TText}, {"ok", types.TBool}}
-	c, err := New(cols, map[string]string{"connector": "datagen", "rows-per-second": "0", "fields.id.kind": "sequence",
+	cols := []connector.Column{{"id", types.TInt64}, {"sensor", types.TInt32}, {"v", types.TFloat64}, {"s", types.TText}, {"ok", types.TBool}}
+	c, err := connector.New(cols, map[string]string{"connector": "datagen", "rows-per-second": "0", "fields.id.kind": "sequence",
 		"fields.id.start": "1", "fields.id.end": "500", "fields.sensor.min": "3", "fields.sensor.max": "7",
 		"fields.v.min": "-1", "fields.v.max": "1", "fields.s.length": "4", "fields.ok.null_rate": "0.25"})
 	if err != nil {
@@ -138,7 +142,7 @@ func TestDatagen(t *testing.T) {
 	var first []string
 	for {
 		rec, err := r.Read(mem, 128)
-		if errors.Is(err, EOF) {
+		if errors.Is(err, connector.EOF) {
 			break
 		}
 		if err != nil {
@@ -181,7 +185,7 @@ func TestOptions(t *testing.T) {
 		{map[string]string{"connector": "file"}, sqlerr.FeatureNotSupported},
 		{map[string]string{"connector": "kafka"}, sqlerr.InvalidParameterValue}, // topic is required
 	} {
-		_, err := New([]Column{{"price", types.TInt64}}, tc.opts)
+		_, err := connector.New([]connector.Column{{"price", types.TInt64}}, tc.opts)
 		if sqlerr.Code(err) != tc.code {
 			t.Errorf("%v: %v, want %s", tc.opts, err, tc.code)
 		}

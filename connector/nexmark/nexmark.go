@@ -1,8 +1,12 @@
-package source
+// Package nexmark is the Nexmark benchmark's event generator as a source
+// connector (connector = 'nexmark'): the person, auction and bid tables of
+// one deterministic event stream (nexmark_gen.go). The queries' texts are
+// in the top-level nexmark package.
+package nexmark
 
 import (
+	"github.com/streamdb/streamdb/connector"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -12,16 +16,16 @@ import (
 	"github.com/streamdb/streamdb/types"
 )
 
-// NexmarkColumns are the columns of each Nexmark table, RisingWave's
+// Columns are the columns of each Nexmark table, RisingWave's
 // schema (snake_case), in EventKind order.
-var NexmarkColumns = [][]Column{
-	{{"id", types.TInt64}, {"name", types.TText}, {"email_address", types.TText}, {"credit_card", types.TText},
-		{"city", types.TText}, {"state", types.TText}, {"date_time", types.TTimestamp}, {"extra", types.TText}},
-	{{"id", types.TInt64}, {"item_name", types.TText}, {"description", types.TText}, {"initial_bid", types.TInt64},
-		{"reserve", types.TInt64}, {"date_time", types.TTimestamp}, {"expires", types.TTimestamp},
-		{"seller", types.TInt64}, {"category", types.TInt64}, {"extra", types.TText}},
-	{{"auction", types.TInt64}, {"bidder", types.TInt64}, {"price", types.TInt64}, {"channel", types.TText},
-		{"url", types.TText}, {"date_time", types.TTimestamp}, {"extra", types.TText}},
+var Columns = [][]connector.Column{
+	{{Name: "id", Type: types.TInt64}, {Name: "name", Type: types.TText}, {Name: "email_address", Type: types.TText}, {Name: "credit_card", Type: types.TText},
+		{Name: "city", Type: types.TText}, {Name: "state", Type: types.TText}, {Name: "date_time", Type: types.TTimestamp}, {Name: "extra", Type: types.TText}},
+	{{Name: "id", Type: types.TInt64}, {Name: "item_name", Type: types.TText}, {Name: "description", Type: types.TText}, {Name: "initial_bid", Type: types.TInt64},
+		{Name: "reserve", Type: types.TInt64}, {Name: "date_time", Type: types.TTimestamp}, {Name: "expires", Type: types.TTimestamp},
+		{Name: "seller", Type: types.TInt64}, {Name: "category", Type: types.TInt64}, {Name: "extra", Type: types.TText}},
+	{{Name: "auction", Type: types.TInt64}, {Name: "bidder", Type: types.TInt64}, {Name: "price", Type: types.TInt64}, {Name: "channel", Type: types.TText},
+		{Name: "url", Type: types.TText}, {Name: "date_time", Type: types.TTimestamp}, {Name: "extra", Type: types.TText}},
 }
 
 // nexmark is the connector of one Nexmark table. Split i of k holds the
@@ -29,7 +33,7 @@ var NexmarkColumns = [][]Column{
 // its position is how many of them were passed, whatever their table.
 type nexmark struct {
 	kind   EventKind
-	fields []int // the NexmarkColumns index of each declared column
+	fields []int // the Columns index of each declared column
 	ts     []types.T
 	events int64 // 0: unbounded
 	rate   float64
@@ -38,14 +42,16 @@ type nexmark struct {
 	schema *arrow.Schema
 }
 
-func newNexmark(cols []Column, o *options) (Connector, error) {
+func init() { connector.Register("nexmark", newNexmark) }
+
+func newNexmark(cols []connector.Column, o *connector.Options) (connector.Connector, error) {
 	c := &nexmark{}
-	t, ok := o.take("nexmark.table")
+	t, ok := o.Take("nexmark.table")
 	if !ok {
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"nexmark.table\" is required (person, auction or bid)")
 	}
 	found := false
-	for k, name := range NexmarkTables {
+	for k, name := range Tables {
 		if strings.EqualFold(t, name) {
 			c.kind, found = EventKind(k), true
 		}
@@ -54,25 +60,25 @@ func newNexmark(cols []Column, o *options) (Connector, error) {
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"nexmark.table\" must be person, auction or bid, not %q", t)
 	}
 	var err error
-	if c.events, err = o.int("nexmark.events", 0, 0, math.MaxInt64); err != nil {
+	if c.events, err = o.Int("nexmark.events", 0, 0, math.MaxInt64); err != nil {
 		return nil, err
 	}
-	rate, err := o.int("nexmark.rate", 0, 0, math.MaxInt64)
+	rate, err := o.Int("nexmark.rate", 0, 0, math.MaxInt64)
 	if err != nil {
 		return nil, err
 	}
 	c.rate = float64(rate)
-	split, err := o.int("nexmark.split", 1, 1, 256)
+	split, err := o.Int("nexmark.split", 1, 1, 256)
 	if err != nil {
 		return nil, err
 	}
 	c.splits = int(split)
-	seed, err := o.int("nexmark.seed", 0, 0, math.MaxInt64)
+	seed, err := o.Int("nexmark.seed", 0, 0, math.MaxInt64)
 	if err != nil {
 		return nil, err
 	}
 	c.seed = uint64(seed)
-	schema := NexmarkColumns[c.kind]
+	schema := Columns[c.kind]
 	for _, col := range cols {
 		idx := -1
 		for i, s := range schema {
@@ -81,16 +87,16 @@ func newNexmark(cols []Column, o *options) (Connector, error) {
 			}
 		}
 		if idx < 0 {
-			return nil, sqlerr.New(sqlerr.UndefinedColumn, "nexmark table %s has no column %q", NexmarkTables[c.kind], col.Name)
+			return nil, sqlerr.New(sqlerr.UndefinedColumn, "nexmark table %s has no column %q", Tables[c.kind], col.Name)
 		}
-		if !sameKind(col.Type, schema[idx].Type.Kind) {
+		if !connector.SameKind(col.Type, schema[idx].Type.Kind) {
 			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "column %q of nexmark table %s is %s, not %s",
-				col.Name, NexmarkTables[c.kind], schema[idx].Type, col.Type)
+				col.Name, Tables[c.kind], schema[idx].Type, col.Type)
 		}
 		c.fields = append(c.fields, idx)
 		c.ts = append(c.ts, col.Type)
 	}
-	c.schema = schemaOf(c.ts)
+	c.schema = connector.SchemaOf(c.ts)
 	return c, nil
 }
 
@@ -98,19 +104,19 @@ func (c *nexmark) Splits() int   { return c.splits }
 func (c *nexmark) Bounded() bool { return c.events > 0 }
 
 // End is the count of the split's events (rows) below the bound.
-func (c *nexmark) End(split int) (Position, bool) {
+func (c *nexmark) End(split int) (connector.Position, bool) {
 	if c.events == 0 || c.rate > 0 {
 		return 0, false
 	}
-	return Position((c.events - int64(split) + int64(c.splits) - 1) / int64(c.splits)), true
+	return connector.Position((c.events - int64(split) + int64(c.splits) - 1) / int64(c.splits)), true
 }
 
-func (c *nexmark) Open(split int, pos Position, paced bool) (Reader, error) {
+func (c *nexmark) Open(split int, pos connector.Position, paced bool) (connector.Reader, error) {
 	if split < 0 || split >= c.splits {
 		return nil, sqlerr.New(sqlerr.Internal, "nexmark: split %d of %d", split, c.splits)
 	}
 	return &nexmarkReader{c: c, split: int64(split), pos: int64(pos), gen: NewGenerator(c.seed),
-		thr: newThrottle(c.rate/float64(c.splits), paced)}, nil
+		thr: connector.NewThrottle(c.rate/float64(c.splits), paced)}, nil
 }
 
 type nexmarkReader struct {
@@ -118,13 +124,13 @@ type nexmarkReader struct {
 	split int64
 	pos   int64 // events of this split passed
 	gen   *Generator
-	thr   *throttle
+	thr   *connector.Throttle
 	ev    Event
 	buf   []byte
 	bls   []array.Builder
 }
 
-func (r *nexmarkReader) Position() Position { return Position(r.pos) }
+func (r *nexmarkReader) Position() connector.Position { return connector.Position(r.pos) }
 func (r *nexmarkReader) Close() error {
 	for _, b := range r.bls {
 		b.Release()
@@ -141,9 +147,9 @@ func (r *nexmarkReader) event(p int64) int64 { return r.split + p*int64(r.c.spli
 // the source's table.
 func (r *nexmarkReader) Read(mem memory.Allocator, maxRows int) (arrow.RecordBatch, error) {
 	if r.c.events > 0 && r.event(r.pos) >= r.c.events {
-		return nil, EOF
+		return nil, connector.EOF
 	}
-	n := r.thr.allow(maxRows)
+	n := r.thr.Allow(maxRows)
 	if r.c.events > 0 {
 		left := (r.c.events - r.event(r.pos) + int64(r.c.splits) - 1) / int64(r.c.splits)
 		n = int(min(int64(n), left))
@@ -167,12 +173,12 @@ func (r *nexmarkReader) Read(mem memory.Allocator, maxRows int) (arrow.RecordBat
 		rows++
 	}
 	r.pos += int64(n)
-	r.thr.took(n)
+	r.thr.Took(n)
 	cols := make([]arrow.Array, len(r.bls))
 	for i, b := range r.bls {
 		cols[i] = b.NewArray()
 	}
-	return newBatch(r.c.schema, cols, rows), nil
+	return connector.NewBatch(r.c.schema, cols, rows), nil
 }
 
 // appendRow appends r.ev's declared columns.
@@ -184,85 +190,62 @@ func (r *nexmarkReader) appendRow() {
 		case KindPerson:
 			switch f {
 			case 0:
-				appendInt(b, ev.ID)
+				connector.AppendInt(b, ev.ID)
 			case 1:
-				appendBytes(b, ev.Name)
+				connector.AppendBytes(b, ev.Name)
 			case 2:
-				appendBytes(b, ev.Email)
+				connector.AppendBytes(b, ev.Email)
 			case 3:
-				appendBytes(b, ev.CreditCard)
+				connector.AppendBytes(b, ev.CreditCard)
 			case 4:
-				appendBytes(b, ev.City)
+				connector.AppendBytes(b, ev.City)
 			case 5:
-				appendBytes(b, ev.State)
+				connector.AppendBytes(b, ev.State)
 			case 6:
-				appendInt(b, ev.DateTime)
+				connector.AppendInt(b, ev.DateTime)
 			case 7:
-				appendBytes(b, ev.Extra)
+				connector.AppendBytes(b, ev.Extra)
 			}
 		case KindAuction:
 			switch f {
 			case 0:
-				appendInt(b, ev.ID)
+				connector.AppendInt(b, ev.ID)
 			case 1:
-				appendBytes(b, ev.ItemName)
+				connector.AppendBytes(b, ev.ItemName)
 			case 2:
-				appendBytes(b, ev.Description)
+				connector.AppendBytes(b, ev.Description)
 			case 3:
-				appendInt(b, ev.InitialBid)
+				connector.AppendInt(b, ev.InitialBid)
 			case 4:
-				appendInt(b, ev.Reserve)
+				connector.AppendInt(b, ev.Reserve)
 			case 5:
-				appendInt(b, ev.DateTime)
+				connector.AppendInt(b, ev.DateTime)
 			case 6:
-				appendInt(b, ev.Expires)
+				connector.AppendInt(b, ev.Expires)
 			case 7:
-				appendInt(b, ev.Seller)
+				connector.AppendInt(b, ev.Seller)
 			case 8:
-				appendInt(b, ev.Category)
+				connector.AppendInt(b, ev.Category)
 			case 9:
-				appendBytes(b, ev.Extra)
+				connector.AppendBytes(b, ev.Extra)
 			}
 		default:
 			switch f {
 			case 0:
-				appendInt(b, ev.Auction)
+				connector.AppendInt(b, ev.Auction)
 			case 1:
-				appendInt(b, ev.Bidder)
+				connector.AppendInt(b, ev.Bidder)
 			case 2:
-				appendInt(b, ev.Price)
+				connector.AppendInt(b, ev.Price)
 			case 3:
-				appendBytes(b, ev.Channel)
+				connector.AppendBytes(b, ev.Channel)
 			case 4:
-				appendBytes(b, ev.URL)
+				connector.AppendBytes(b, ev.URL)
 			case 5:
-				appendInt(b, ev.DateTime)
+				connector.AppendInt(b, ev.DateTime)
 			case 6:
-				appendBytes(b, ev.Extra)
+				connector.AppendBytes(b, ev.Extra)
 			}
 		}
 	}
-}
-
-func appendInt(b array.Builder, v int64) { b.(*array.Int64Builder).Append(v) }
-
-func appendBytes(b array.Builder, v []byte) { b.(*array.StringBuilder).BinaryBuilder.Append(v) }
-
-// schemaOf is the schema of a source's batches: columns c0, c1, ... of
-// types ts.
-func schemaOf(ts []types.T) *arrow.Schema {
-	names := make([]string, len(ts))
-	for i := range names {
-		names[i] = "c" + strconv.Itoa(i)
-	}
-	return types.Schema(names, ts)
-}
-
-// newBatch makes a record of cols (which it takes over).
-func newBatch(schema *arrow.Schema, cols []arrow.Array, n int) arrow.RecordBatch {
-	rec := array.NewRecordBatch(schema, cols, int64(n))
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec
 }

@@ -1,8 +1,14 @@
-// Package source is streamdb's connector interface: the external systems
-// and generators that jobs read directly, without copying their rows into
-// a stream log (CREATE SOURCE ... WITH (connector = ...)).
+// Package connector is the contract between streamdb's runtime and the
+// external systems and generators it reads and writes: sources that jobs
+// read directly (CREATE SOURCE ... WITH (connector = ...)) and sinks that
+// views' changes are written to (CREATE SINK). Each system's source,
+// sink, formats and admin code live side by side in a subpackage
+// (connector/kafka, connector/nexmark, connector/datagen) that registers
+// its source under its name (Register) and imports only this package,
+// types, sqlerr, storage-free helpers and its client libraries: never the
+// runtime (exec, storage, checkpoint), nor another connector.
 //
-// The contract, written for a real external system (Kafka is next):
+// The source contract, written for a real external system (Kafka):
 //
 //  1. A Connector is made once per CREATE SOURCE from its declared columns
 //     and WITH options (New); it validates both then, so a source that
@@ -22,9 +28,13 @@
 //  5. A bounded connector's splits end; Read then returns io.EOF. A batch
 //     SELECT reads a bounded source's whole content and an unbounded one
 //     only under a LIMIT.
-package source
+//
+// The sink contract is a two-phase commit (sink.go): TwoPhaseSink is the
+// connector's half, which the runtime (exec.SinkRunner) drives.
+package connector
 
 import (
+	"fmt"
 	"io"
 	"sort"
 	"strconv"
@@ -77,63 +87,130 @@ type Reader interface {
 	Close() error
 }
 
+// BaseTime is the event time generators start at: nexmark's event 0,
+// datagen's row 0.
+var BaseTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // EOF is returned by Read when a bounded split has no more rows.
 var EOF = io.EOF
+
+// Factory makes a source's connector from its declared columns and its
+// WITH options; it takes (Options.Take) the options it knows.
+type Factory func(cols []Column, o *Options) (Connector, error)
+
+var factories = map[string]Factory{}
+
+// Register makes name (lower case) a source connector; a connector
+// package calls it from its init.
+func Register(name string, f Factory) {
+	if _, dup := factories[name]; dup {
+		panic("connector " + name + " registered twice")
+	}
+	factories[name] = f
+}
+
+// SplitsKey is the option under which the runtime hands a stored source
+// its split count (storage.TableDef.Partitions), so opening it does not
+// ask its system (kafka); CREATE SOURCE leaves it out and asks.
+const SplitsKey = "__splits"
 
 // New validates a source's columns and options and returns its connector.
 // Bad options get 22023 naming the option; columns the connector cannot
 // produce are refused with 42703 or 42804.
 func New(cols []Column, opts map[string]string) (Connector, error) {
 	o := newOptions(opts)
-	name, ok := o.take("connector")
+	name, ok := o.Take("connector")
 	if !ok {
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"connector\" is required (nexmark, datagen or kafka)")
 	}
-	var (
-		c   Connector
-		err error
-	)
-	switch strings.ToLower(name) {
-	case "nexmark":
-		c, err = newNexmark(cols, o)
-	case "datagen":
-		c, err = newDatagen(cols, o)
-	case "kafka":
-		c, err = newKafka(cols, o)
-	case "file":
+	f, ok := factories[strings.ToLower(name)]
+	switch {
+	case strings.EqualFold(name, "file"):
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "connector %q is not supported yet", name)
-	default:
+	case !ok:
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"connector\": unknown connector %q (nexmark, datagen or kafka)", name)
 	}
+	c, err := f(cols, o)
 	if err != nil {
 		return nil, err
 	}
-	o.take(kafkaSplitsKey) // the stored split count: only kafka reads it
+	o.Take(SplitsKey) // the stored split count: only kafka reads it
 	if err := o.unused(name); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// options are a source's WITH options; a connector takes the ones it
+// SplitsGrown is what a running reader fails with when its system has
+// more splits (a Kafka topic more partitions) than the source has splits. The runtime raises the
+// source's split count in the catalog (durably) and restarts the job from
+// its last committed state with the new splits; they have no position, so
+// they start at the new partitions' earliest offsets.
+type SplitsGrown struct {
+	Source string // the source's name, set by the runtime
+	Topic  string
+	Splits int // the topic's partition count now
+}
+
+func (e *SplitsGrown) Error() string {
+	return fmt.Sprintf("kafka topic %q of source %s has grown to %d partitions", e.Topic, e.Source, e.Splits)
+}
+
+// Committer is a Reader that reports a split's position to its system
+// once the checkpoint holding it has completed (Kafka: a consumer group's
+// committed offset), for monitoring only: the runtime never reads it back.
+// CommitPosition must not block.
+type Committer interface {
+	CommitPosition(pos Position)
+}
+
+// BadMessage is a message a reader could not decode and left out.
+type BadMessage struct {
+	Split  int
+	Offset uint64 // the system's own offset of the message
+	Code   string
+	Err    string
+	Raw    string
+}
+
+func (b BadMessage) String() string {
+	return fmt.Sprintf("partition %d, offset %d: %s", b.Split, b.Offset, b.Err)
+}
+
+// BadReporter is a Reader that leaves out messages it cannot decode: the
+// job fails naming the first one, or records each under job.error_policy
+// = 'skip'.
+type BadReporter interface {
+	TakeBad() []BadMessage
+}
+
+// Options are a source's WITH options; a connector takes the ones it
 // knows, and any left over are refused. Keys are case-insensitive and
 // '-' (Flink's spelling) is the same as '_'.
-type options struct {
+type Options struct {
 	m    map[string]string
 	used map[string]bool
 }
 
-func normKey(k string) string { return strings.ReplaceAll(strings.ToLower(k), "-", "_") }
+// NormKey is an option key as Options holds it: lower case, '-' as '_'.
+func NormKey(k string) string { return strings.ReplaceAll(strings.ToLower(k), "-", "_") }
 
-func newOptions(m map[string]string) *options {
-	o := &options{m: map[string]string{}, used: map[string]bool{}}
+func newOptions(m map[string]string) *Options {
+	o := &Options{m: map[string]string{}, used: map[string]bool{}}
 	for k, v := range m {
-		o.m[normKey(k)] = v
+		o.m[NormKey(k)] = v
 	}
 	return o
 }
 
-func (o *options) take(k string) (string, bool) {
+// Has reports whether option k is given, without taking it.
+func (o *Options) Has(k string) bool {
+	_, ok := o.m[k]
+	return ok
+}
+
+// Take takes option k.
+func (o *Options) Take(k string) (string, bool) {
 	v, ok := o.m[k]
 	if ok {
 		o.used[k] = true
@@ -141,9 +218,9 @@ func (o *options) take(k string) (string, bool) {
 	return v, ok
 }
 
-// int takes an integer option in [lo, hi], def if absent.
-func (o *options) int(k string, def, lo, hi int64) (int64, error) {
-	v, ok := o.take(k)
+// Int takes an integer option in [lo, hi], def if absent.
+func (o *Options) Int(k string, def, lo, hi int64) (int64, error) {
+	v, ok := o.Take(k)
 	if !ok {
 		return def, nil
 	}
@@ -154,8 +231,9 @@ func (o *options) int(k string, def, lo, hi int64) (int64, error) {
 	return n, nil
 }
 
-func (o *options) float(k string) (float64, bool, error) {
-	v, ok := o.take(k)
+// Float takes a number option (false: absent).
+func (o *Options) Float(k string) (float64, bool, error) {
+	v, ok := o.Take(k)
 	if !ok {
 		return 0, false, nil
 	}
@@ -167,7 +245,7 @@ func (o *options) float(k string) (float64, bool, error) {
 }
 
 // unused refuses the options no one took.
-func (o *options) unused(connector string) error {
+func (o *Options) unused(connector string) error {
 	var left []string
 	for k := range o.m {
 		if !o.used[k] {
@@ -181,24 +259,24 @@ func (o *options) unused(connector string) error {
 	return sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized option %q for connector %q", left[0], connector)
 }
 
-// throttle keeps a reader at or below a rate (rows per second; 0: no
+// Throttle keeps a reader at or below a rate (rows per second; 0: no
 // limit), counted from when the reader was opened.
-type throttle struct {
+type Throttle struct {
 	rate  float64
 	start time.Time
 	sent  int64
 }
 
-// newThrottle returns the throttle of a reader (nil: not paced).
-func newThrottle(rate float64, paced bool) *throttle {
+// NewThrottle returns the throttle of a reader (nil: not paced).
+func NewThrottle(rate float64, paced bool) *Throttle {
 	if !paced {
 		return nil
 	}
-	return &throttle{rate: rate, start: time.Now()}
+	return &Throttle{rate: rate, start: time.Now()}
 }
 
-// allow returns how many of want rows may go now.
-func (t *throttle) allow(want int) int {
+// Allow returns how many of want rows may go now.
+func (t *Throttle) Allow(want int) int {
 	if t == nil || t.rate <= 0 {
 		return want
 	}
@@ -210,12 +288,13 @@ func (t *throttle) allow(want int) int {
 	return int(n)
 }
 
-func (t *throttle) took(n int) {
+// Took counts n rows sent.
+func (t *Throttle) Took(n int) {
 	if t != nil {
 		t.sent += int64(n)
 	}
 }
 
-// sameKind reports whether a declared type can hold a connector column of
+// SameKind reports whether a declared type can hold a connector column of
 // kind want (VARCHAR(n) and TEXT are both text; integer widths must match).
-func sameKind(declared types.T, want types.Kind) bool { return declared.Kind == want }
+func SameKind(declared types.T, want types.Kind) bool { return declared.Kind == want }

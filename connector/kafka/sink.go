@@ -1,4 +1,4 @@
-package exec
+package kafka
 
 import (
 	"context"
@@ -11,18 +11,17 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/streamdb/streamdb/exec/expr"
-	"github.com/streamdb/streamdb/source"
+	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/sqlerr"
-	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // A Kafka sink (CREATE SINK ... WITH (connector = 'kafka')) writes a
-// view's changes to a topic. It is a TwoPhaseSink (twophase.go): it sends
-// only the changes a durable checkpoint covers, in Kafka transactions
-// committed after that checkpoint is synced. Each transaction carries, in
+// view's changes to a topic. It is a connector.TwoPhaseSink, which the
+// runtime (exec.SinkRunner) drives: it sends only the changes a durable
+// checkpoint covers, in Kafka transactions committed after that
+// checkpoint is synced. Each transaction carries, in
 // every record's headers, the changelog position it ends at (streamdb.pos)
 // and the sink's name (streamdb.sink), so the commit of the records and of
 // the sink's position are one atomic act in Kafka. After a crash the sink
@@ -32,37 +31,11 @@ import (
 // to the end of what the last durable checkpoint prepared. See
 // docs/decisions/2026-12-06-sink-two-phase-commit.md.
 
-// SinkSpec describes a running sink.
-type SinkSpec struct {
-	Def  *storage.SinkDef
-	View *storage.TableDef
-	// KeyCols are the view's key columns (SinkKeyCols; none: the row).
-	KeyCols []int
-	// AtLeastOnce writes without transactions (checkpoint.mode =
-	// 'at_least_once' when the sink was created).
-	AtLeastOnce bool
-}
-
 // kafkaSinkOpts are a Kafka sink's WITH options, validated.
 type kafkaSinkOpts struct {
 	topic   string
 	brokers []string
 	format  string // upsert-json, debezium-json, json
-}
-
-// CheckKafkaSink validates a sink's WITH options against its view (22023
-// for a bad option, 0A000 for format 'json' over a view that retracts) and
-// that the topic exists (42704) on reachable brokers (08000).
-func CheckKafkaSink(opts map[string]string, view *storage.TableDef, viewPlan Plan) error {
-	o, err := parseKafkaSinkOpts(opts)
-	if err != nil {
-		return err
-	}
-	if o.format == "json" && !AppendOnly(viewPlan) {
-		return sqlerr.New(sqlerr.FeatureNotSupported, "format 'json' needs an append-only view, and %q updates or deletes rows: use format 'upsert-json' or 'debezium-json'", view.Name)
-	}
-	_, err = source.TopicPartitions(o.brokers, o.topic)
-	return err
 }
 
 func parseKafkaSinkOpts(opts map[string]string) (kafkaSinkOpts, error) {
@@ -92,7 +65,7 @@ func parseKafkaSinkOpts(opts map[string]string) (kafkaSinkOpts, error) {
 		return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"properties.bootstrap.servers\" is required for a kafka sink")
 	}
 	var err error
-	if o.brokers, err = source.ParseBrokers(servers); err != nil {
+	if o.brokers, err = ParseBrokers(servers); err != nil {
 		return o, err
 	}
 	f, _ := get("format")
@@ -111,94 +84,44 @@ func parseKafkaSinkOpts(opts map[string]string) (kafkaSinkOpts, error) {
 	return o, nil
 }
 
-// SinkKeyCols returns the view's key columns for a sink's record keys:
-// the catalog's key, else, for a view over a grouping, its output columns
-// that are the group keys; none (the whole row) otherwise.
-func SinkKeyCols(view *storage.TableDef, p Plan) []int {
-	if len(view.KeyCols) > 0 {
-		return view.KeyCols
+// CheckSink validates a sink's WITH options against its view (22023 for
+// a bad option, 0A000 for format 'json' over a view that is not
+// append-only) and that the topic exists (42704) on reachable brokers
+// (08000).
+func CheckSink(opts map[string]string, view string, appendOnly bool) error {
+	o, err := parseKafkaSinkOpts(opts)
+	if err != nil {
+		return err
 	}
-	var proj *Project
-	if pr, ok := p.(*Project); ok {
-		proj, p = pr, pr.In
+	if o.format == "json" && !appendOnly {
+		return sqlerr.New(sqlerr.FeatureNotSupported, "format 'json' needs an append-only view, and %q updates or deletes rows: use format 'upsert-json' or 'debezium-json'", view)
 	}
-	for {
-		f, ok := p.(*Filter) // HAVING
-		if !ok {
-			break
-		}
-		p = f.In
-	}
-	agg, ok := p.(*HashAgg)
-	if !ok || len(agg.Keys) == 0 {
-		return nil
-	}
-	if proj == nil {
-		out := make([]int, len(agg.Keys))
-		for i := range out {
-			out[i] = i
-		}
-		return out
-	}
-	var out []int
-	for i, e := range proj.Exprs {
-		if c, ok := e.(*expr.ColRef); ok && c.Idx < len(agg.Keys) {
-			out = append(out, i)
-		}
-	}
-	if len(out) < len(agg.Keys) {
-		return nil // a group key not in the output: the whole row is the key
-	}
-	return out
+	_, err = TopicPartitions(o.brokers, o.topic)
+	return err
 }
 
-// AppendOnly reports whether a view's plan only ever inserts rows: scans of
-// streams and sources under filters, projections and unions.
-func AppendOnly(p Plan) bool {
-	switch n := p.(type) {
-	case *ScanStream:
-		return n.Table.Kind == storage.KindStream || n.Table.Kind == storage.KindSource
-	case *Filter:
-		return AppendOnly(n.In)
-	case *Project:
-		return AppendOnly(n.In)
-	case *Hop:
-		return AppendOnly(n.In)
-	case *Union:
-		for _, in := range n.Ins {
-			if !AppendOnly(in) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// kafkaSink is the Kafka connector of a sink (a TwoPhaseSink).
+// kafkaSink is the Kafka connector of a sink.
 type kafkaSink struct {
-	db   *storage.DB
-	spec SinkSpec
+	spec connector.SinkSpec
 	o    kafkaSinkOpts
 	gen  string
 	cl   *kgo.Client
 	open bool // a transaction (or, at least once, records) is written
 }
 
-// StartKafkaSink starts a sink; it runs until Stop.
-func StartKafkaSink(db *storage.DB, spec SinkSpec) (*SinkRunner, error) {
-	o, err := parseKafkaSinkOpts(spec.Def.Options)
+// NewSink makes the Kafka connector of a sink, which the runtime drives.
+func NewSink(spec connector.SinkSpec) (connector.TwoPhaseSink, error) {
+	o, err := parseKafkaSinkOpts(spec.Options)
 	if err != nil {
 		return nil, err
 	}
-	k := &kafkaSink{db: db, spec: spec, o: o, gen: spec.Def.Options[SinkGenOption]}
-	return StartSinkRunner(db, spec.Def, spec.View, k), nil
+	return &kafkaSink{spec: spec, o: o, gen: spec.Options[connector.SinkGenOption]}, nil
 }
 
 // TransactionalID is the sink's transactional id: stable per sink and
 // split (a changelog has one partition, so one split).
 func (s *kafkaSink) TransactionalID() string {
-	return fmt.Sprintf("streamdb-sink-%s-%d-0", s.spec.Def.Name, s.spec.Def.ID)
+	return fmt.Sprintf("streamdb-sink-%s-%d-0", s.spec.Name, s.spec.ID)
 }
 
 // Recover connects, inits the transactional id (the broker aborts a
@@ -224,10 +147,10 @@ func (s *kafkaSink) Recover(ctx context.Context) (uint64, bool, error) {
 		_, _, err := cl.ProducerID(ictx)
 		cancel()
 		if err != nil {
-			return 0, false, sqlerr.New(sqlerr.ConnectionException, "kafka sink %s: init transactional id %s: %v", s.spec.Def.Name, s.TransactionalID(), err)
+			return 0, false, sqlerr.New(sqlerr.ConnectionException, "kafka sink %s: init transactional id %s: %v", s.spec.Name, s.TransactionalID(), err)
 		}
 	}
-	pos, found, err := source.LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name, s.gen)
+	pos, found, err := LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Name, s.gen)
 	if err != nil || found || s.gen == "" || s.o.format != "json" {
 		return pos, found, err
 	}
@@ -237,7 +160,7 @@ func (s *kafkaSink) Recover(ctx context.Context) (uint64, bool, error) {
 
 // Check makes sure the broker and the topic are there.
 func (s *kafkaSink) Check(context.Context) error {
-	_, err := source.TopicPartitions(s.o.brokers, s.o.topic)
+	_, err := TopicPartitions(s.o.brokers, s.o.topic)
 	return err
 }
 
@@ -251,24 +174,17 @@ func (s *kafkaSink) Close() {
 
 // Write encodes t and produces its records in a transaction, which every
 // record's headers tie to the changelog position t ends at.
-func (s *kafkaSink) Write(ctx context.Context, t *SinkTxn) (int, error) {
-	enc := newSinkEncoder(s.spec.Def.Name, s.gen, s.o.format, s.spec.View, s.spec.KeyCols)
+func (s *kafkaSink) Write(ctx context.Context, t *connector.SinkTxn) (int, error) {
+	enc := newSinkEncoder(s.spec.Name, s.gen, s.o.format, s.spec.View, s.spec.Columns, s.spec.KeyCols)
 	enc.reset(t.To)
 	var err error
 	switch {
-	case t.Snap != nil && t.Resync:
-		err = s.resync(ctx, enc, t.Snap)
-	case t.Snap != nil:
-		ectx := &Ctx{Context: ctx, DB: s.db, Snap: t.Snap}
-		err = scanView(ectx, &ScanView{View: s.spec.View, Snap: t.Snap}, func(rec arrow.RecordBatch) error {
-			defer rec.Release()
-			return enc.addRows(rec, nil)
-		})
+	case t.Snapshot && t.Resync:
+		err = s.resync(ctx, enc, t)
+	case t.Snapshot:
+		err = t.Rows(ctx, func(rec arrow.RecordBatch) error { return enc.addRows(rec, nil) })
 	default:
-		err = s.db.ReadLog(memoryPool, s.spec.View.ID, 0, t.From, t.To, func(_ uint64, rec arrow.RecordBatch) error {
-			defer rec.Release()
-			return enc.add(rec)
-		})
+		err = t.Rows(ctx, enc.add)
 	}
 	if err != nil {
 		return 0, err
@@ -281,7 +197,7 @@ func (s *kafkaSink) produce(ctx context.Context, recs []*kgo.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	name := s.spec.Def.Name
+	name := s.spec.Name
 	if !s.spec.AtLeastOnce {
 		if err := s.cl.BeginTransaction(); err != nil {
 			return sqlerr.New(sqlerr.ConnectionException, "kafka sink %s: begin transaction: %v", name, err)
@@ -326,20 +242,10 @@ func (s *kafkaSink) Commit(context.Context) error {
 		return nil
 	}
 	if err := s.cl.EndTransaction(context.Background(), kgo.TryCommit); err != nil {
-		return sqlerr.New(sqlerr.ConnectionException, "kafka sink %s: commit: %v", s.spec.Def.Name, err)
+		return sqlerr.New(sqlerr.ConnectionException, "kafka sink %s: commit: %v", s.spec.Name, err)
 	}
 	return nil
 }
-
-// SinkGenOption and SinkFromOption are a sink's catalog options that
-// RESTORE of its view sets: the sink's generation (its records carry it in
-// a streamdb.gen header; a position is looked for only among the records
-// of the current generation) and the view's changelog end when the
-// restore was committed.
-const (
-	SinkGenOption  = "__gen"
-	SinkFromOption = "__from"
-)
 
 // After RESTORE of its view (or of a view it depends on) a sink starts
 // over: the view's changes before the restore belong to an abandoned
@@ -367,24 +273,24 @@ func (s *kafkaSink) jsonResume(ctx context.Context) (uint64, error) {
 	if g, err := strconv.Atoi(s.gen); err == nil && g > 1 {
 		prev = strconv.Itoa(g - 1)
 	}
-	pos, found, err := source.LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name, prev)
+	pos, found, err := LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Name, prev)
 	if err != nil || found {
 		return pos, err
 	}
-	if pos, ok, err := s.db.LoadOffset(s.spec.Def.ID, s.spec.View.ID, 0); err != nil || ok {
+	if pos, ok, err := s.spec.StoredPosition(); err != nil || ok {
 		return pos, err
 	}
-	from, err := strconv.ParseUint(s.spec.Def.Options[SinkFromOption], 10, 64)
+	from, err := strconv.ParseUint(s.spec.Options[connector.SinkFromOption], 10, 64)
 	if err != nil {
-		return 0, sqlerr.New(sqlerr.DataCorrupted, "sink %s: no changelog position for generation %s", s.spec.Def.Name, s.gen)
+		return 0, sqlerr.New(sqlerr.DataCorrupted, "sink %s: no changelog position for generation %s", s.spec.Name, s.gen)
 	}
 	return from, nil
 }
 
 // resync encodes into enc the changes that take the topic's state to the
-// rows of the view in snap.
-func (s *kafkaSink) resync(ctx context.Context, enc *sinkEncoder, snap storage.Snapshot) error {
-	have, err := source.SinkState(ctx, s.o.brokers, s.o.topic, s.spec.Def.Name)
+// rows of the view in t's snapshot.
+func (s *kafkaSink) resync(ctx context.Context, enc *sinkEncoder, t *connector.SinkTxn) error {
+	have, err := SinkState(ctx, s.o.brokers, s.o.topic, s.spec.Name)
 	if err != nil {
 		return err
 	}
@@ -399,9 +305,7 @@ func (s *kafkaSink) resync(ctx context.Context, enc *sinkEncoder, snap storage.S
 		}
 		return ev.After
 	}
-	ectx := &Ctx{Context: ctx, DB: s.db, Snap: snap}
-	err = scanView(ectx, &ScanView{View: s.spec.View, Snap: snap}, func(rec arrow.RecordBatch) error {
-		defer rec.Release()
+	err = t.Rows(ctx, func(rec arrow.RecordBatch) error {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			key, row := enc.object(rec, i, enc.keyCols), enc.object(rec, i, nil)
 			old, had := have[string(key)]
@@ -443,7 +347,7 @@ func (s *kafkaSink) resync(ctx context.Context, enc *sinkEncoder, snap storage.S
 type sinkEncoder struct {
 	name, gen string
 	format    string
-	view      *storage.TableDef
+	view      string
 	keyCols   []int
 	ts        []types.T
 	headers   []kgo.RecordHeader
@@ -453,15 +357,15 @@ type sinkEncoder struct {
 	names     [][]byte // each column's name as a JSON string
 }
 
-func newSinkEncoder(name, gen, format string, view *storage.TableDef, keyCols []int) *sinkEncoder {
+func newSinkEncoder(name, gen, format, view string, cols []connector.Column, keyCols []int) *sinkEncoder {
 	e := &sinkEncoder{name: name, gen: gen, format: format, view: view, keyCols: keyCols}
-	for _, c := range view.Columns {
+	for _, c := range cols {
 		e.ts = append(e.ts, c.Type)
 		name, _ := json.Marshal(c.Name)
 		e.names = append(e.names, name)
 	}
 	if len(e.keyCols) == 0 {
-		for i := range view.Columns {
+		for i := range cols {
 			e.keyCols = append(e.keyCols, i)
 		}
 	}
@@ -483,17 +387,17 @@ func (e *sinkEncoder) reset(to uint64) {
 func (e *sinkEncoder) add(rec arrow.RecordBatch) error {
 	n := int(rec.NumRows())
 	opCol := rec.Column(int(rec.NumCols()) - 1)
-	ops := make([]Op, n)
+	ops := make([]connector.Op, n)
 	for i := 0; i < n; i++ {
-		ops[i] = Op(types.DatumAt(opCol, i, types.TInt64).I)
+		ops[i] = connector.Op(types.DatumAt(opCol, i, types.TInt64).I)
 	}
 	return e.addRows(rec, ops)
 }
 
-func (e *sinkEncoder) addRows(rec arrow.RecordBatch, ops []Op) error {
+func (e *sinkEncoder) addRows(rec arrow.RecordBatch, ops []connector.Op) error {
 	n := int(rec.NumRows())
 	for i := 0; i < n; i++ {
-		op := OpInsert
+		op := connector.OpInsert
 		if ops != nil {
 			op = ops[i]
 		}
@@ -501,13 +405,13 @@ func (e *sinkEncoder) addRows(rec arrow.RecordBatch, ops []Op) error {
 		switch e.format {
 		case "json":
 			if op.Sign() < 0 {
-				return sqlerr.New(sqlerr.FeatureNotSupported, "sink %s: format 'json' got a retraction from view %s", e.name, e.view.Name)
+				return sqlerr.New(sqlerr.FeatureNotSupported, "sink %s: format 'json' got a retraction from view %s", e.name, e.view)
 			}
 			e.emit(nil, e.object(rec, i, nil))
 		case "upsert-json":
 			switch op {
-			case OpUpdateBefore:
-			case OpDelete:
+			case connector.OpUpdateBefore:
+			case connector.OpDelete:
 				e.emit(key, nil)
 			default:
 				e.emit(key, e.object(rec, i, nil))
@@ -515,19 +419,19 @@ func (e *sinkEncoder) addRows(rec arrow.RecordBatch, ops []Op) error {
 		case "debezium-json":
 			row := e.object(rec, i, nil)
 			switch op {
-			case OpUpdateBefore:
+			case connector.OpUpdateBefore:
 				if e.before != nil {
 					e.emit(key, debezium(e.before, nil, "d"))
 				}
 				e.before = row
-			case OpUpdateAfter:
+			case connector.OpUpdateAfter:
 				if e.before != nil {
 					e.emit(key, debezium(e.before, row, "u"))
 					e.before = nil
 				} else {
 					e.emit(key, debezium(nil, row, "c"))
 				}
-			case OpDelete:
+			case connector.OpDelete:
 				e.emit(key, debezium(row, nil, "d"))
 			default:
 				e.emit(key, debezium(nil, row, "c"))

@@ -1,6 +1,10 @@
-package source
+// Package datagen is the datagen source connector (connector =
+// 'datagen'): random or sequence values for the declared columns, as
+// Flink's datagen.
+package datagen
 
 import (
+	"github.com/streamdb/streamdb/connector"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -56,9 +60,11 @@ type dgField struct {
 	maxPastUS  int64
 }
 
-func newDatagen(cols []Column, o *options) (Connector, error) {
+func init() { connector.Register("datagen", newDatagen) }
+
+func newDatagen(cols []connector.Column, o *connector.Options) (connector.Connector, error) {
 	c := &datagen{}
-	rate, err := o.int("rows_per_second", 10000, 0, math.MaxInt64)
+	rate, err := o.Int("rows_per_second", 10000, 0, math.MaxInt64)
 	if err != nil {
 		return nil, err
 	}
@@ -67,15 +73,15 @@ func newDatagen(cols []Column, o *options) (Connector, error) {
 	if rate > 0 {
 		c.stepUS = max(1, 1_000_000/rate)
 	}
-	if c.rows, err = o.int("number_of_rows", 0, 1, math.MaxInt64); err != nil {
+	if c.rows, err = o.Int("number_of_rows", 0, 1, math.MaxInt64); err != nil {
 		return nil, err
 	}
-	split, err := o.int("datagen.split", 1, 1, 256)
+	split, err := o.Int("datagen.split", 1, 1, 256)
 	if err != nil {
 		return nil, err
 	}
 	c.splits = int(split)
-	seed, err := o.int("datagen.seed", 0, 0, math.MaxInt64)
+	seed, err := o.Int("datagen.seed", 0, 0, math.MaxInt64)
 	if err != nil {
 		return nil, err
 	}
@@ -94,19 +100,19 @@ func newDatagen(cols []Column, o *options) (Connector, error) {
 		c.cols = append(c.cols, f)
 		c.ts = append(c.ts, col.Type)
 	}
-	c.schema = schemaOf(c.ts)
+	c.schema = connector.SchemaOf(c.ts)
 	return c, nil
 }
 
-func datagenField(col Column, o *options) (dgField, error) {
+func datagenField(col connector.Column, o *connector.Options) (dgField, error) {
 	f := dgField{t: col.Type, length: 100}
-	key := func(k string) string { return "fields." + normKey(col.Name) + "." + k }
+	key := func(k string) string { return "fields." + connector.NormKey(col.Name) + "." + k }
 	switch col.Type.Kind {
 	case types.Bool, types.Int16, types.Int32, types.Int64, types.Float32, types.Float64, types.Text, types.Timestamp:
 	default:
 		return f, sqlerr.New(sqlerr.FeatureNotSupported, "datagen cannot generate column %q of type %s", col.Name, col.Type)
 	}
-	kind, _ := o.take(key("kind"))
+	kind, _ := o.Take(key("kind"))
 	switch kind {
 	case "", "random":
 	case "sequence":
@@ -129,25 +135,25 @@ func datagenField(col Column, o *options) (dgField, error) {
 			return f, sqlerr.New(sqlerr.InvalidParameterValue, "option %q: a sequence field must be an integer or text column, and %q is %s", key("kind"), col.Name, col.Type)
 		}
 		for _, k := range []string{"start", "end"} {
-			if _, ok := o.m[key(k)]; !ok {
+			if !o.Has(key(k)) {
 				return f, sqlerr.New(sqlerr.InvalidParameterValue, "option %q is required for a sequence field", key(k))
 			}
 		}
-		if f.start, err = o.int(key("start"), 0, lo, hi); err != nil {
+		if f.start, err = o.Int(key("start"), 0, lo, hi); err != nil {
 			return f, err
 		}
-		if f.end, err = o.int(key("end"), 0, f.start, hi); err != nil {
+		if f.end, err = o.Int(key("end"), 0, f.start, hi); err != nil {
 			return f, err
 		}
 	} else {
 		if col.Type.IsFloat() {
 			f.fmin, f.fmax = 0, 1
-			if v, ok, err := o.float(key("min")); err != nil {
+			if v, ok, err := o.Float(key("min")); err != nil {
 				return f, err
 			} else if ok {
 				f.fmin = v
 			}
-			if v, ok, err := o.float(key("max")); err != nil {
+			if v, ok, err := o.Float(key("max")); err != nil {
 				return f, err
 			} else if ok {
 				f.fmax = v
@@ -156,29 +162,29 @@ func datagenField(col Column, o *options) (dgField, error) {
 				return f, sqlerr.New(sqlerr.InvalidParameterValue, "option %q must not be below %q", key("max"), key("min"))
 			}
 		} else if col.Type.IsInteger() {
-			if f.imin, err = o.int(key("min"), lo, lo, hi); err != nil {
+			if f.imin, err = o.Int(key("min"), lo, lo, hi); err != nil {
 				return f, err
 			}
-			if f.imax, err = o.int(key("max"), hi, f.imin, hi); err != nil {
+			if f.imax, err = o.Int(key("max"), hi, f.imin, hi); err != nil {
 				return f, err
 			}
 		}
 		if col.Type.Kind == types.Text {
-			l, err := o.int(key("length"), 100, 1, 1<<20)
+			l, err := o.Int(key("length"), 100, 1, 1<<20)
 			if err != nil {
 				return f, err
 			}
 			f.length = int(l)
 		}
 		if col.Type.Kind == types.Timestamp {
-			ms, err := o.int(key("max_past"), 0, 0, math.MaxInt64/1000)
+			ms, err := o.Int(key("max_past"), 0, 0, math.MaxInt64/1000)
 			if err != nil {
 				return f, err
 			}
 			f.maxPastUS = ms * 1000
 		}
 	}
-	if v, ok, err := o.float(key("null_rate")); err != nil {
+	if v, ok, err := o.Float(key("null_rate")); err != nil {
 		return f, err
 	} else if ok {
 		if v < 0 || v > 1 {
@@ -193,20 +199,20 @@ func (c *datagen) Splits() int   { return c.splits }
 func (c *datagen) Bounded() bool { return c.rows > 0 }
 
 // End is the count of the split's events (rows) below the bound.
-func (c *datagen) End(split int) (Position, bool) {
+func (c *datagen) End(split int) (connector.Position, bool) {
 	if c.rows == 0 || c.rate > 0 {
 		return 0, false
 	}
-	return Position((c.rows - int64(split) + int64(c.splits) - 1) / int64(c.splits)), true
+	return connector.Position((c.rows - int64(split) + int64(c.splits) - 1) / int64(c.splits)), true
 }
 
-func (c *datagen) Open(split int, pos Position, paced bool) (Reader, error) {
+func (c *datagen) Open(split int, pos connector.Position, paced bool) (connector.Reader, error) {
 	if split < 0 || split >= c.splits {
 		return nil, sqlerr.New(sqlerr.Internal, "datagen: split %d of %d", split, c.splits)
 	}
 	pcg := rand.NewPCG(c.seed, 0)
 	return &datagenReader{c: c, split: int64(split), pos: int64(pos), pcg: pcg, rng: rand.New(pcg),
-		thr: newThrottle(c.rate/float64(c.splits), paced)}, nil
+		thr: connector.NewThrottle(c.rate/float64(c.splits), paced)}, nil
 }
 
 type datagenReader struct {
@@ -215,12 +221,12 @@ type datagenReader struct {
 	pos   int64
 	pcg   *rand.PCG
 	rng   *rand.Rand
-	thr   *throttle
+	thr   *connector.Throttle
 	bls   []array.Builder
 	buf   []byte
 }
 
-func (r *datagenReader) Position() Position { return Position(r.pos) }
+func (r *datagenReader) Position() connector.Position { return connector.Position(r.pos) }
 func (r *datagenReader) Close() error {
 	for _, b := range r.bls {
 		b.Release()
@@ -233,9 +239,9 @@ func (r *datagenReader) row(p int64) int64 { return r.split + p*int64(r.c.splits
 
 func (r *datagenReader) Read(mem memory.Allocator, maxRows int) (arrow.RecordBatch, error) {
 	if r.c.rows > 0 && r.row(r.pos) >= r.c.rows {
-		return nil, EOF
+		return nil, connector.EOF
 	}
-	n := r.thr.allow(maxRows)
+	n := r.thr.Allow(maxRows)
 	if r.c.rows > 0 {
 		left := (r.c.rows - r.row(r.pos) + int64(r.c.splits) - 1) / int64(r.c.splits)
 		n = int(min(int64(n), left))
@@ -256,12 +262,12 @@ func (r *datagenReader) Read(mem memory.Allocator, maxRows int) (arrow.RecordBat
 		}
 	}
 	r.pos += int64(n)
-	r.thr.took(n)
+	r.thr.Took(n)
 	cols := make([]arrow.Array, len(r.bls))
 	for i, b := range r.bls {
 		cols[i] = b.NewArray()
 	}
-	return newBatch(r.c.schema, cols, n), nil
+	return connector.NewBatch(r.c.schema, cols, n), nil
 }
 
 // value appends column f's value of row to b, drawing from r.rng (seeded
@@ -275,9 +281,9 @@ func (r *datagenReader) value(f *dgField, b array.Builder, row int64) {
 		v := f.start + row
 		if f.t.Kind == types.Text {
 			r.buf = strconv.AppendInt(r.buf[:0], v, 10)
-			appendBytes(b, r.buf)
+			connector.AppendBytes(b, r.buf)
 		} else {
-			appendInt(b, v)
+			connector.AppendInt(b, v)
 		}
 		return
 	}
@@ -292,7 +298,7 @@ func (r *datagenReader) value(f *dgField, b array.Builder, row int64) {
 		} else {
 			v = f.imin + int64(r.rng.Uint64N(span+1))
 		}
-		appendInt(b, v)
+		connector.AppendInt(b, v)
 	case types.Float32, types.Float64:
 		b.(*array.Float64Builder).Append(f.fmin + r.rng.Float64()*(f.fmax-f.fmin))
 	case types.Text:
@@ -300,12 +306,12 @@ func (r *datagenReader) value(f *dgField, b array.Builder, row int64) {
 		for i := 0; i < f.length; i++ {
 			r.buf = append(r.buf, "0123456789abcdef"[r.rng.IntN(16)])
 		}
-		appendBytes(b, r.buf)
+		connector.AppendBytes(b, r.buf)
 	case types.Timestamp:
-		t := NexmarkBaseTime.UnixMicro() + row*r.c.stepUS
+		t := connector.BaseTime.UnixMicro() + row*r.c.stepUS
 		if f.maxPastUS > 0 {
 			t -= r.rng.Int64N(f.maxPastUS + 1)
 		}
-		appendInt(b, t)
+		connector.AppendInt(b, t)
 	}
 }

@@ -1,6 +1,7 @@
-package source
+package kafka
 
 import (
+	"github.com/streamdb/streamdb/connector"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 // columns must have their types, without asking a broker (a stored
 // source's split count is given).
 func TestKafkaOptions(t *testing.T) {
-	cols := []Column{{Name: "v", Type: types.TInt64}}
+	cols := []connector.Column{{Name: "v", Type: types.TInt64}}
 	base := map[string]string{"connector": "kafka", "topic": "t", "properties.bootstrap.servers": "127.0.0.1:9092", "__splits": "3"}
 	with := func(kv ...string) map[string]string {
 		m := map[string]string{}
@@ -30,13 +31,13 @@ func TestKafkaOptions(t *testing.T) {
 		}
 		return m
 	}
-	c, err := New(cols, base)
+	c, err := connector.New(cols, base)
 	if err != nil || c.Splits() != 3 || c.Bounded() {
 		t.Fatalf("New: %v, %v", c, err)
 	}
 	for _, tc := range []struct {
 		opts      map[string]string
-		cols      []Column
+		cols      []connector.Column
 		code, msg string
 	}{
 		{with("topic", ""), cols, sqlerr.InvalidParameterValue, "topic"},
@@ -48,16 +49,16 @@ func TestKafkaOptions(t *testing.T) {
 		{with("group.id", "g"), cols, sqlerr.InvalidParameterValue, "group.id"},
 		{with("properties.group.id", " "), cols, sqlerr.InvalidParameterValue, "group.id"},
 		{with("scan.topic-partition-discovery.interval", "soon"), cols, sqlerr.InvalidParameterValue, "discovery"},
-		{base, []Column{{Name: "_kafka_offset", Type: types.TText}}, sqlerr.DatatypeMismatch, "_kafka_offset"},
-		{base, []Column{{Name: "_kafka_other", Type: types.TText}}, sqlerr.UndefinedColumn, "_kafka_other"},
+		{base, []connector.Column{{Name: "_kafka_offset", Type: types.TText}}, sqlerr.DatatypeMismatch, "_kafka_offset"},
+		{base, []connector.Column{{Name: "_kafka_other", Type: types.TText}}, sqlerr.UndefinedColumn, "_kafka_other"},
 	} {
-		_, err := New(tc.cols, tc.opts)
+		_, err := connector.New(tc.cols, tc.opts)
 		se := sqlerr.As(err)
 		if err == nil || se.Code != tc.code || !strings.Contains(se.Msg, tc.msg) {
 			t.Errorf("%v %v: got %v, want %s naming %q", tc.opts, tc.cols, err, tc.code, tc.msg)
 		}
 	}
-	if _, err := New(cols, with("scan.startup.mode", "timestamp", "scan.startup.timestamp", "2026-01-01 00:00:00")); err != nil {
+	if _, err := connector.New(cols, with("scan.startup.mode", "timestamp", "scan.startup.timestamp", "2026-01-01 00:00:00")); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -66,7 +67,7 @@ func TestKafkaOptions(t *testing.T) {
 // value as text ("NULL"), or "error".
 func decodeOne(t *testing.T, format, raw string, typ types.T) string {
 	t.Helper()
-	r := decodeReader(t, format, []Column{{Name: "v", Type: typ}})
+	r := decodeReader(t, format, []connector.Column{{Name: "v", Type: typ}})
 	rec := r.decodeBatch(memory.DefaultAllocator, []*kgo.Record{{Value: []byte(raw)}})
 	defer rec.Release()
 	if bad := r.TakeBad(); len(bad) > 0 {
@@ -157,7 +158,7 @@ func TestKafkaDecodeCSV(t *testing.T) {
 			t.Errorf("%q: got %q, want %q", tc.raw, got, tc.want)
 		}
 	}
-	r := decodeReader(t, "csv", []Column{{Name: "a", Type: types.TInt64}, {Name: "b", Type: types.TText}})
+	r := decodeReader(t, "csv", []connector.Column{{Name: "a", Type: types.TInt64}, {Name: "b", Type: types.TText}})
 	rec := r.decodeBatch(memory.DefaultAllocator, []*kgo.Record{{Value: []byte("1,")}, {Value: []byte(",x")}, {Value: []byte("z,x")}})
 	defer rec.Release()
 	if rec.NumRows() != 2 || !rec.Column(1).IsNull(0) || !rec.Column(0).IsNull(1) || len(r.TakeBad()) != 1 {

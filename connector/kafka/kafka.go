@@ -1,9 +1,14 @@
-package source
+// Package kafka is streamdb's Kafka connector: the source that reads a
+// topic (kafka.go; its message formats, json and csv, in kafka_decode.go),
+// the exactly-once sink that writes a view's changes to a topic in
+// transactions, and the admin code both use (kafka_sinkpos.go reads a
+// sink's committed position and records back from its topic).
+package kafka
 
 import (
 	"context"
 	"errors"
-	"fmt"
+	"github.com/streamdb/streamdb/connector"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,29 +87,9 @@ type kafkaCol struct {
 	t    types.T
 }
 
-// kafkaSplitsKey is the option under which the runtime hands a stored
-// source its split count (storage.TableDef.Partitions), so opening it does
-// not ask the broker; CREATE SOURCE leaves it out and asks.
-const kafkaSplitsKey = "__splits"
-
 // KafkaCreatedKey is the catalog option that keeps the topic's partition
 // count when the source was created (StoredOptions).
 const KafkaCreatedKey = "__created_splits"
-
-// SplitsGrown is what a running Kafka reader fails with when the topic has
-// more partitions than the source has splits. The runtime raises the
-// source's split count in the catalog (durably) and restarts the job from
-// its last committed state with the new splits; they have no position, so
-// they start at the new partitions' earliest offsets.
-type SplitsGrown struct {
-	Source string // the source's name, set by the runtime
-	Topic  string
-	Splits int // the topic's partition count now
-}
-
-func (e *SplitsGrown) Error() string {
-	return fmt.Sprintf("kafka topic %q of source %s has grown to %d partitions", e.Topic, e.Source, e.Splits)
-}
 
 // StoredOptions are options CREATE SOURCE keeps in the catalog beside the
 // user's: the topic's partition count at creation.
@@ -112,13 +97,15 @@ func (c *kafka) StoredOptions() map[string]string {
 	return map[string]string{KafkaCreatedKey: strconv.Itoa(c.created)}
 }
 
-func newKafka(cols []Column, o *options) (Connector, error) {
+func init() { connector.Register("kafka", newKafka) }
+
+func newKafka(cols []connector.Column, o *connector.Options) (connector.Connector, error) {
 	c := &kafka{}
 	var ok bool
-	if c.topic, ok = o.take("topic"); !ok || strings.TrimSpace(c.topic) == "" {
+	if c.topic, ok = o.Take("topic"); !ok || strings.TrimSpace(c.topic) == "" {
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"topic\" is required for connector \"kafka\"")
 	}
-	servers, ok := o.take("properties.bootstrap.servers")
+	servers, ok := o.Take("properties.bootstrap.servers")
 	if !ok || strings.TrimSpace(servers) == "" {
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"properties.bootstrap.servers\" is required for connector \"kafka\"")
 	}
@@ -126,7 +113,7 @@ func newKafka(cols []Column, o *options) (Connector, error) {
 	if c.brokers, err = ParseBrokers(servers); err != nil {
 		return nil, err
 	}
-	format, _ := o.take("format")
+	format, _ := o.Take("format")
 	switch strings.ToLower(strings.TrimSpace(format)) {
 	case "", "json":
 	case "csv":
@@ -134,9 +121,9 @@ func newKafka(cols []Column, o *options) (Connector, error) {
 	default:
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"format\" must be json or csv for a kafka source, not %q", format)
 	}
-	mode, _ := o.take("scan.startup.mode")
+	mode, _ := o.Take("scan.startup.mode")
 	c.mode = strings.ToLower(strings.TrimSpace(mode))
-	tsOpt, hasTS := o.take("scan.startup.timestamp")
+	tsOpt, hasTS := o.Take("scan.startup.timestamp")
 	switch c.mode {
 	case "", "earliest", "earliest-offset":
 		c.mode = "earliest"
@@ -189,24 +176,24 @@ func newKafka(cols []Column, o *options) (Connector, error) {
 		c.cols = append(c.cols, kc)
 		c.ts = append(c.ts, col.Type)
 	}
-	c.schema = schemaOf(c.ts)
-	splits, err := o.int("kafka.splits", 0, 1, 4096)
+	c.schema = connector.SchemaOf(c.ts)
+	splits, err := o.Int("kafka.splits", 0, 1, 4096)
 	if err != nil {
 		return nil, err
 	}
 	c.discover = 2 * time.Second
-	if v, ok := o.take("scan.topic_partition_discovery.interval"); ok {
+	if v, ok := o.Take("scan.topic_partition_discovery.interval"); ok {
 		if c.discover, err = parseInterval(v); err != nil {
 			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"scan.topic-partition-discovery.interval\" must be a duration like '5s' or milliseconds, not %q", v)
 		}
 	}
-	if g, ok := o.take("properties.group.id"); ok {
+	if g, ok := o.Take("properties.group.id"); ok {
 		if c.group = strings.TrimSpace(g); c.group == "" {
 			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"properties.group.id\" must not be empty")
 		}
 	}
-	created, hasCreated := o.take(KafkaCreatedKey)
-	if v, ok := o.take(kafkaSplitsKey); ok {
+	created, hasCreated := o.Take(KafkaCreatedKey)
+	if v, ok := o.Take(connector.SplitsKey); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return nil, sqlerr.New(sqlerr.Internal, "stored kafka source has %q splits", v)
@@ -380,7 +367,7 @@ func (c *kafka) Bounded() bool { return false }
 
 // End is the partition's last stable offset (as a position), if the broker
 // answers; a partition that does not exist yet has none.
-func (c *kafka) End(split int) (Position, bool) {
+func (c *kafka) End(split int) (connector.Position, bool) {
 	cl, err := Admin(c.brokers)
 	if err != nil {
 		return 0, false
@@ -389,14 +376,14 @@ func (c *kafka) End(split int) (Position, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return Position(off + 1), true
+	return connector.Position(off + 1), true
 }
 
 // Open starts a reader of partition split at pos (0: by the startup mode).
 // It fails (08000, 42704) if the broker is unreachable or the topic gone,
 // so the job restarts under its strategy. A split beyond the topic's
 // current partitions waits for the partition to appear.
-func (c *kafka) Open(split int, pos Position, paced bool) (Reader, error) {
+func (c *kafka) Open(split int, pos connector.Position, paced bool) (connector.Reader, error) {
 	r := &kafkaReader{c: c, part: int32(split), pos: pos, discovered: time.Now()}
 	if paced && split == 0 {
 		// One reader per job looks for new partitions; a batch query's
@@ -409,18 +396,10 @@ func (c *kafka) Open(split int, pos Position, paced bool) (Reader, error) {
 	return r, nil
 }
 
-// Committer is a Reader that reports a split's position to its system
-// once the checkpoint holding it has completed (Kafka: a consumer group's
-// committed offset), for monitoring only: the runtime never reads it back.
-// CommitPosition must not block.
-type Committer interface {
-	CommitPosition(pos Position)
-}
-
 type kafkaReader struct {
 	c    *kafka
 	part int32
-	pos  Position
+	pos  connector.Position
 	cl   *kgo.Client
 	// checked is when a split beyond the topic's partitions last looked
 	// for its partition.
@@ -429,11 +408,11 @@ type kafkaReader struct {
 	// source's splits (0: never); discovered is when it last did.
 	discover   time.Duration
 	discovered time.Time
-	bad        []BadMessage
+	bad        []connector.BadMessage
 	// commit holds the position the group commit goroutine sends next.
 	commit struct {
 		sync.Mutex
-		next Position
+		next connector.Position
 		busy bool
 	}
 	bls  []array.Builder
@@ -471,7 +450,7 @@ func (r *kafkaReader) start() error {
 		if err != nil {
 			return err
 		}
-		r.pos = Position(off + 1)
+		r.pos = connector.Position(off + 1)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(r.c.brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{r.c.topic: {r.part: kgo.NewOffset().At(int64(r.pos) - 1)}}),
@@ -485,7 +464,7 @@ func (r *kafkaReader) start() error {
 	return nil
 }
 
-func (r *kafkaReader) Position() Position { return r.pos }
+func (r *kafkaReader) Position() connector.Position { return r.pos }
 
 func (r *kafkaReader) Close() error {
 	if r.cl != nil {
@@ -502,7 +481,7 @@ func (r *kafkaReader) Close() error {
 // (properties.group.id), in the background; a commit still under way
 // makes this one wait and only the newest waiting position is sent.
 // Failures are ignored: the group is informational only.
-func (r *kafkaReader) CommitPosition(pos Position) {
+func (r *kafkaReader) CommitPosition(pos connector.Position) {
 	if r.c.group == "" || pos == 0 {
 		return
 	}
@@ -517,7 +496,7 @@ func (r *kafkaReader) CommitPosition(pos Position) {
 }
 
 func (r *kafkaReader) commitLoop() {
-	var last Position
+	var last connector.Position
 	for {
 		r.commit.Lock()
 		pos := r.commit.next
@@ -610,7 +589,7 @@ func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, er
 		}
 		r.discovered, r.checked = time.Now(), time.Now()
 		if n > r.c.splits {
-			return nil, &SplitsGrown{Topic: r.c.topic, Splits: n}
+			return nil, &connector.SplitsGrown{Topic: r.c.topic, Splits: n}
 		}
 	}
 	if r.cl == nil {
@@ -668,13 +647,13 @@ func (r *kafkaReader) decodeBatch(mem memory.Allocator, recs []*kgo.Record) arro
 	}
 	n := 0
 	for _, rec := range recs {
-		r.pos = Position(rec.Offset + 2)
+		r.pos = connector.Position(rec.Offset + 2)
 		if rec.Attrs.IsControl() {
 			continue
 		}
 		if err := r.decode(rec); err != nil {
 			se := sqlerr.As(err)
-			r.bad = append(r.bad, BadMessage{Split: int(r.part), Offset: uint64(rec.Offset), Code: se.Code, Err: se.Msg, Raw: string(rec.Value)})
+			r.bad = append(r.bad, connector.BadMessage{Split: int(r.part), Offset: uint64(rec.Offset), Code: se.Code, Err: se.Msg, Raw: string(rec.Value)})
 			// The builders may hold part of the bad row: rebuild them
 			// from the good rows decoded so far.
 			r.dropPartial(n)
@@ -709,7 +688,7 @@ func (r *kafkaReader) dropPartial(n int) {
 }
 
 // TakeBad returns the messages left out since the last call.
-func (r *kafkaReader) TakeBad() []BadMessage {
+func (r *kafkaReader) TakeBad() []connector.BadMessage {
 	b := r.bad
 	r.bad = nil
 	return b
@@ -755,24 +734,4 @@ func (r *kafkaReader) decode(rec *kgo.Record) error {
 		}
 	}
 	return nil
-}
-
-// BadMessage is a message a reader could not decode and left out.
-type BadMessage struct {
-	Split  int
-	Offset uint64 // the system's own offset of the message
-	Code   string
-	Err    string
-	Raw    string
-}
-
-func (b BadMessage) String() string {
-	return fmt.Sprintf("partition %d, offset %d: %s", b.Split, b.Offset, b.Err)
-}
-
-// BadReporter is a Reader that leaves out messages it cannot decode: the
-// job fails naming the first one, or records each under job.error_policy
-// = 'skip'.
-type BadReporter interface {
-	TakeBad() []BadMessage
 }

@@ -1,7 +1,8 @@
-package source
+package kafka
 
 import (
 	"fmt"
+	"github.com/streamdb/streamdb/connector"
 	"testing"
 	"time"
 
@@ -12,9 +13,9 @@ import (
 
 // decodeReader is a reader of a stored source (no broker is asked) that
 // only decodes.
-func decodeReader(tb testing.TB, format string, cols []Column) *kafkaReader {
+func decodeReader(tb testing.TB, format string, cols []connector.Column) *kafkaReader {
 	tb.Helper()
-	c, err := New(cols, map[string]string{"connector": "kafka", "topic": "t", "properties.bootstrap.servers": "127.0.0.1:9092",
+	c, err := connector.New(cols, map[string]string{"connector": "kafka", "topic": "t", "properties.bootstrap.servers": "127.0.0.1:9092",
 		"__splits": "1", "format": format})
 	if err != nil {
 		tb.Fatal(err)
@@ -22,7 +23,7 @@ func decodeReader(tb testing.TB, format string, cols []Column) *kafkaReader {
 	return &kafkaReader{c: c.(*kafka)}
 }
 
-var benchCols = []Column{{Name: "user_id", Type: types.TInt64}, {Name: "url", Type: types.TText},
+var benchCols = []connector.Column{{Name: "user_id", Type: types.TInt64}, {Name: "url", Type: types.TText},
 	{Name: "ts", Type: types.TTimestamp}, {Name: "price", Type: types.TFloat64}, {Name: "_kafka_offset", Type: types.TInt64}}
 
 func benchRecords(format string, n int) []*kgo.Record {
