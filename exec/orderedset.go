@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -133,3 +134,16 @@ func (a *orderedSetAcc) decode(buf []byte, g int32) ([]byte, error) {
 }
 
 func (a *orderedSetAcc) values() *valueBags { return &a.bags }
+
+// orderedSetTrace is what an ordered-set aggregate adds to its operator's
+// description (StateOperators): its fraction and direction, "" for others.
+func orderedSetTrace(a AggSpec) string {
+	s := ""
+	if a.Kind == AggPercentileCont || a.Kind == AggPercentileDisc {
+		s = fmt.Sprintf(" %g", a.Frac)
+	}
+	if a.Desc {
+		s += " desc"
+	}
+	return s
+}

@@ -29,7 +29,7 @@ func (r *rewriter) withinGroup(f frame, close, to int) (end int, err error) {
 	toks := p.toks
 	fn := toks[r.out[f.start].tok].Val
 	if !orderedSetAggs[fn] {
-		return 0, p.positioned(sqlerr.New(sqlerr.WrongObjectType, "%s is not an ordered-set aggregate, so it cannot have WITHIN GROUP", fn), toks[close+1])
+		return 0, p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "function %s ... WITHIN GROUP does not exist: %s is not an ordered-set aggregate", fn, fn), toks[close+1])
 	}
 	open := close + 3
 	if open+2 >= to || !toks[open].isOp("(") || !toks[open+1].is("order") || !toks[open+2].is("by") {
@@ -76,7 +76,7 @@ func (r *rewriter) withinGroup(f frame, close, to int) (end int, err error) {
 	}
 	if after := end + 1; after < to && (toks[after].is("over") || toks[after].is("filter")) {
 		if toks[after].is("over") {
-			return 0, p.positioned(sqlerr.New(sqlerr.WrongObjectType, "OVER is not supported for ordered-set aggregate %s", fn), toks[after])
+			return 0, p.notSupported(toks[after], "OVER is not supported for ordered-set aggregate %s", fn)
 		}
 		return 0, p.notSupported(toks[after], "FILTER is not supported with ordered-set aggregate %s", fn)
 	}

@@ -26,9 +26,9 @@ func TestWithinGroup(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ in, code, msg string }{
-		{"select count(v) within group (order by v) from t", sqlerr.WrongObjectType, "count is not an ordered-set aggregate, so it cannot have WITHIN GROUP"},
+		{"select count(v) within group (order by v) from t", sqlerr.UndefinedFunction, "function count ... WITHIN GROUP does not exist: count is not an ordered-set aggregate"},
 		{"select percentile_cont(0.5) within group (order by a, b) from t", sqlerr.UndefinedFunction, "function percentile_cont with 2 ORDER BY expressions does not exist: it takes one"},
-		{"select mode() within group (order by v) over () from t", sqlerr.WrongObjectType, "OVER is not supported for ordered-set aggregate mode"},
+		{"select mode() within group (order by v) over () from t", sqlerr.FeatureNotSupported, "OVER is not supported for ordered-set aggregate mode"},
 		{"select mode() within group (order by v) filter (where v > 0) from t", sqlerr.FeatureNotSupported, "FILTER is not supported with ordered-set aggregate mode"},
 		{"select mode() within group (v) from t", sqlerr.SyntaxError, `syntax error at or near "v"`},
 		{"select mode() within group (order by) from t", sqlerr.SyntaxError, `syntax error at or near ")"`},

@@ -48,7 +48,7 @@ var osCases = []osCase{
 	{sdb: "SELECT count(*) AS n, sum(x) AS s FROM (SELECT i::double AS x FROM os WHERE f > 0) WHERE x > 3",
 		pg: "SELECT count(*) AS n, sum(x) AS s FROM (SELECT i::double precision AS x FROM os WHERE f > 0) AS q WHERE x > 3", view: true},
 	{sdb: "SELECT * FROM (SELECT k, CAST(i AS DOUBLE) / 2 AS h FROM os) , (SELECT 1 AS one) WHERE h < 2",
-		pg: "SELECT * FROM (SELECT k, CAST(i AS DOUBLE PRECISION) / 2 AS h FROM os) AS a, (SELECT 1 AS one) AS b WHERE h < 2", view: true},
+		pg: "SELECT * FROM (SELECT k, CAST(i AS DOUBLE PRECISION) / 2 AS h FROM os) AS a, (SELECT 1 AS one) AS b WHERE h < 2"},
 	{sdb: "SELECT * FROM (SELECT 1 AS a)", pg: "SELECT * FROM (SELECT 1 AS a) AS x"},
 }
 
