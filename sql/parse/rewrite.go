@@ -480,26 +480,23 @@ func (r *rewriter) rewrite(from, to int) error {
 					continue
 				}
 				f := stack[len(stack)-1]
-				if f.call && next.is("within") && i+2 < to && toks[i+2].is("group") {
-					end, err := r.withinGroup(f, i, to) // withingroup.go
-					if err != nil {
-						return err
-					}
-					prim = f.start
-					stack = stack[:len(stack)-1]
-					i = end - 1
-					continue
-				}
-				if f.call && next.is("filter") && i+3 < to && toks[i+2].isOp("(") && toks[i+3].is("where") {
-					// The function's name as the user wrote it: the piece
-					// emitted may be an internal one (group_concat(, pg_cast().
-					if fn := toks[r.out[f.start].tok].Val; !filterAggregates[fn] {
-						if fn == "array_agg" { // it keeps NULLs, so CASE WHEN cannot filter it
-							return p.notSupported(next, "FILTER is not supported with array_agg")
+				within := next.is("within") && i+2 < to && toks[i+2].is("group")
+				if f.call && (within || next.is("filter") && i+3 < to && toks[i+2].isOp("(") && toks[i+3].is("where")) {
+					var end int
+					var err error
+					if within {
+						end, err = r.withinGroup(f, i, to) // withingroup.go
+					} else {
+						// The function's name as the user wrote it: the piece
+						// emitted may be an internal one (group_concat(, pg_cast().
+						if fn := toks[r.out[f.start].tok].Val; !filterAggregates[fn] {
+							if fn == "array_agg" { // it keeps NULLs, so CASE WHEN cannot filter it
+								return p.notSupported(next, "FILTER is not supported with array_agg")
+							}
+							return p.positioned(sqlerr.New(sqlerr.WrongObjectType, "FILTER specified, but %s is not an aggregate function", fn), next)
 						}
-						return p.positioned(sqlerr.New(sqlerr.WrongObjectType, "FILTER specified, but %s is not an aggregate function", fn), next)
+						end, err = r.filterClause(f.open, i, to, f.stringAgg)
 					}
-					end, err := r.filterClause(f.open, i, to, f.stringAgg)
 					if err != nil {
 						return err
 					}

@@ -169,6 +169,12 @@ func TestOrderedSetPG(t *testing.T) {
 		t.Errorf("column names %s, PostgreSQL's %s", got, want)
 	}
 
+	// Plans print the aggregate as written.
+	plan := rowSet(t, sdb, "EXPLAIN SELECT k, percentile_disc(0.25) WITHIN GROUP (ORDER BY f DESC) FROM os GROUP BY k")
+	if !strings.Contains(plan, "percentile_disc(0.25) WITHIN GROUP (ORDER BY") || !strings.Contains(plan, "DESC)") {
+		t.Errorf("EXPLAIN does not show percentile_disc(0.25) WITHIN GROUP (ORDER BY ... DESC):\n%s", plan)
+	}
+
 	// Errors: the SQLSTATE PostgreSQL gives, and messages that name the
 	// aggregate (never the internal function it is rewritten to).
 	for _, e := range []struct{ sql, code string }{
