@@ -208,5 +208,12 @@ func TestOrderedSetPG(t *testing.T) {
 			t.Errorf("%s: message %q names the internal rewrite", e.sql, se.Message)
 		}
 	}
-	execAll(t, sdb, "SELECT 1") // the server is still up
+	// A batch query's memory budget counts the values kept.
+	execAll(t, sdb, "SET work_mem = 1024")
+	_, err := sdb.Exec(context.Background(), "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY g) FROM generate_series(1, 200000) AS s(g)")
+	var me *pgconn.PgError
+	if !errors.As(err, &me) || me.Code != "53200" {
+		t.Errorf("percentile_cont over 200000 values with work_mem = 1MB: %v, want 53200", err)
+	}
+	execAll(t, sdb, "RESET work_mem", "SELECT 1") // the server is still up
 }
