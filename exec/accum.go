@@ -50,6 +50,8 @@ func newAccum(s AggSpec, retract bool) accum {
 		a = &minMaxAcc{max: s.Kind == AggMax, t: argT, retract: retract}
 	case AggArrayAgg:
 		a = &arrayAggAcc{}
+	case AggPercentileCont, AggPercentileDisc, AggMode:
+		a = &orderedSetAcc{spec: s, t: argT}
 	}
 	if s.Distinct {
 		a = &distinctAcc{inner: a, t: argT}

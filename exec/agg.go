@@ -242,11 +242,15 @@ func runAgg(ctx *Ctx, p *HashAgg, emit func(arrow.RecordBatch) error) error {
 }
 
 // distinctBytes estimates the memory of the values count(DISTINCT ...)
-// and its kin have seen (map entries of a group id and an encoded value).
+// and its kin, and the ordered-set aggregates, have seen (map entries of
+// a group id and an encoded value).
 func (a *aggOp) distinctBytes() int64 {
 	var n int64
 	for _, acc := range a.accs {
-		if d, ok := acc.(*distinctAcc); ok {
+		switch d := acc.(type) {
+		case *distinctAcc:
+			n += d.bags.bytes
+		case *orderedSetAcc:
 			n += d.bags.bytes
 		}
 	}

@@ -501,10 +501,11 @@ func StateOperators(p Plan) (map[string]string, error) {
 				if i > 0 {
 					b.WriteString(", ")
 				}
-				fn := [...]string{"count(*)", "count", "sum", "avg", "min", "max"}[a.Kind]
+				fn := aggNames[a.Kind]
 				if a.Distinct {
 					fn += " distinct"
 				}
+				fn += orderedSetTrace(a)
 				if a.Arg != nil {
 					fn += "(" + tr(a.Arg) + " " + a.Arg.Type().String() + ")"
 				}
@@ -547,7 +548,7 @@ func StateOperators(p Plan) (map[string]string, error) {
 				if i > 0 {
 					b.WriteString(", ")
 				}
-				fn := [...]string{"count(*)", "count", "sum", "avg", "min", "max", "array_agg"}[a.Kind]
+				fn := aggNames[a.Kind]
 				if a.Arg != nil {
 					fn += "(" + tr(a.Arg) + " " + a.Arg.Type().String() + ")"
 				}

@@ -90,7 +90,8 @@ func stageNames(stages []Plan) string {
 	return strings.Join(names, ", ")
 }
 
-var aggNames = map[AggKind]string{AggCountStar: "count(*)", AggCount: "count", AggSum: "sum", AggAvg: "avg", AggMin: "min", AggMax: "max", AggArrayAgg: "array_agg"}
+var aggNames = map[AggKind]string{AggCountStar: "count(*)", AggCount: "count", AggSum: "sum", AggAvg: "avg", AggMin: "min", AggMax: "max", AggArrayAgg: "array_agg",
+	AggPercentileCont: "percentile_cont", AggPercentileDisc: "percentile_disc", AggMode: "mode"}
 
 func aggDetail(a *HashAgg) string {
 	fns := make([]string, 0, len(a.Aggs))

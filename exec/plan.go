@@ -77,6 +77,11 @@ const (
 	AggMin
 	AggMax
 	AggArrayAgg // text → text[]
+	// The ordered-set aggregates (WITHIN GROUP (ORDER BY Arg)), with
+	// AggSpec's Frac and Desc (orderedset.go).
+	AggPercentileCont
+	AggPercentileDisc
+	AggMode
 )
 
 // AggSpec is one aggregate over an argument expression (nil for count(*)).
@@ -85,6 +90,11 @@ type AggSpec struct {
 	Distinct bool
 	Arg      expr.Expr
 	T        types.T // result type
+	// Frac is percentile_cont/disc's fraction, in [0, 1] (NaN: NULL, so
+	// the result is NULL); Desc orders an ordered-set aggregate's values
+	// descending.
+	Frac float64
+	Desc bool
 }
 
 // HashAgg groups by Keys and computes Aggs; output is keys then aggregates.

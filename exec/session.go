@@ -64,7 +64,7 @@ func (p *SessionAgg) Types() []types.T {
 // CheckSessionAggs refuses the aggregates a session window cannot merge.
 func CheckSessionAggs(aggs []AggSpec) error {
 	for _, a := range aggs {
-		if a.Distinct || a.Kind == AggArrayAgg {
+		if a.Distinct || a.Kind >= AggArrayAgg {
 			return sqlerr.New(sqlerr.FeatureNotSupported,
 				"SESSION windows support count, sum, avg, min and max without DISTINCT (their partial results merge when sessions do)")
 		}

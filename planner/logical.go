@@ -68,6 +68,10 @@ const (
 	AggMin       AggFunc = "min"
 	AggMax       AggFunc = "max"
 	AggArrayAgg  AggFunc = "array_agg" // text → text[] (ARRAY(subquery))
+	// The ordered-set aggregates: Arg is the ORDER BY expression.
+	AggPercentileCont AggFunc = "percentile_cont" // double precision or interval → the same
+	AggPercentileDisc AggFunc = "percentile_disc"
+	AggMode           AggFunc = "mode"
 )
 
 // AggCall is one aggregate. Arg is nil for count(*). Result types follow
@@ -79,6 +83,9 @@ type AggCall struct {
 	Distinct bool
 	Arg      expr.Expr
 	T        types.T
+	// Frac and Desc are an ordered-set aggregate's (exec.AggSpec's).
+	Frac float64
+	Desc bool
 }
 
 // Aggregate groups its input. Output columns: one per GroupBy expression,

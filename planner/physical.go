@@ -101,7 +101,7 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 			if a.Arg != nil && a.Arg.Type().Kind == types.TextArray && a.Func != AggCount {
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "aggregates over text[] are not supported")
 			}
-			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: a.Arg, T: a.T})
+			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: a.Arg, T: a.T, Frac: a.Frac, Desc: a.Desc})
 		}
 		if w := n.Window; w != nil && w.Kind == "session" {
 			// GROUP BY keys, SESSION(ts, gap): the binder put the session's
@@ -223,6 +223,12 @@ func aggKind(f AggFunc) exec.AggKind {
 		return exec.AggMin
 	case AggArrayAgg:
 		return exec.AggArrayAgg
+	case AggPercentileCont:
+		return exec.AggPercentileCont
+	case AggPercentileDisc:
+		return exec.AggPercentileDisc
+	case AggMode:
+		return exec.AggMode
 	}
 	return exec.AggMax
 }
@@ -668,7 +674,20 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 }
 
 func aggString(a exec.AggSpec) string {
-	name := [...]string{"count(*)", "count", "sum", "avg", "min", "max"}[a.Kind]
+	name := [...]string{"count(*)", "count", "sum", "avg", "min", "max", "array_agg", "percentile_cont", "percentile_disc", "mode"}[a.Kind]
+	switch a.Kind {
+	case exec.AggPercentileCont, exec.AggPercentileDisc:
+		name = fmt.Sprintf("%s(%g)", name, a.Frac)
+	case exec.AggMode:
+		name += "()"
+	}
+	if a.Kind >= exec.AggPercentileCont {
+		dir := ""
+		if a.Desc {
+			dir = " DESC"
+		}
+		return name + " WITHIN GROUP (ORDER BY " + a.Arg.String() + dir + ")"
+	}
 	if a.Arg != nil {
 		d := ""
 		if a.Distinct {

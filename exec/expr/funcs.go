@@ -644,7 +644,7 @@ func (c *Ctx) temporalArith(op byte, t types.T, a, b vec, n int) (vec, error) {
 				}
 				k = 1 / k
 			}
-			return types.Datum{IV: intervalMul(ivAt(a, i), k)}, nil
+			return types.Datum{IV: IntervalMul(ivAt(a, i), k)}, nil
 		}
 	case pa == types.PhysFloat64 && pb == types.PhysInterval && op == '*':
 		return c.temporalArith(op, t, b, a, n)
@@ -654,10 +654,10 @@ func (c *Ctx) temporalArith(op byte, t types.T, a, b vec, n int) (vec, error) {
 	return c.rowwise(t, n, args, f)
 }
 
-// intervalMul scales an interval as PostgreSQL's interval_mul does:
+// IntervalMul scales an interval as PostgreSQL's interval_mul does:
 // fractional months spill into days (30 per month), fractional days into
 // time (24 hours per day).
-func intervalMul(v arrow.MonthDayNanoInterval, k float64) arrow.MonthDayNanoInterval {
+func IntervalMul(v arrow.MonthDayNanoInterval, k float64) arrow.MonthDayNanoInterval {
 	m := float64(v.Months) * k
 	d := float64(v.Days)*k + (m-math.Trunc(m))*30
 	ns := float64(v.Nanoseconds)*k + (d-math.Trunc(d))*86400e9

@@ -80,6 +80,9 @@ func (b *Binder) bindAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, error) {
 	if name == "group_concat" { // string_agg, as the parser writes it
 		return b.bindStringAgg(c, n)
 	}
+	if call, fn, ok := withinGroup(n); ok {
+		return b.bindOrderedSet(c, call, fn)
+	}
 	call := planner.AggCall{Func: planner.AggFunc(name), Distinct: n.Distinct}
 	var arg expr.Expr
 	switch name {

@@ -822,9 +822,9 @@ func (b *Binder) bindTableSource(ts *ast.TableSource) (planner.Node, *scope, err
 		if f := srfCall(src); f != nil {
 			return b.bindSRF(f, alias, names)
 		}
-		if alias == "" {
-			return nil, nil, sqlerr.New(sqlerr.SyntaxError, "subquery in FROM must have an alias")
-		}
+		// Without an alias (PostgreSQL 16, Flink, RisingWave) the
+		// subquery's columns have no table name: they resolve unqualified
+		// only, and no made-up name reaches plans, output or errors.
 		prev, prevLat := b.outer, b.lateral // a subquery in FROM does not see the enclosing query (no LATERAL)
 		b.outer, b.lateral = nil, nil
 		p, err := b.bindResultSet(src, false)

@@ -539,6 +539,9 @@ func outputName(n ast.ExprNode) string {
 		}
 		return n.Name.Name.O
 	case *ast.AggregateFuncExpr:
+		if _, fn, ok := withinGroup(n); ok {
+			return fn
+		}
 		if f := strings.ToLower(n.F); f != "group_concat" {
 			return f
 		}

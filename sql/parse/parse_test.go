@@ -587,7 +587,7 @@ func TestParseTypeName(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"bigint", "bigint"}, {"int8", "bigint"}, {"INT", "integer"}, {"int4", "integer"},
 		{"smallint", "smallint"}, {"bool", "boolean"}, {"float4", "real"}, {"float", "double precision"},
-		{"float(10)", "real"}, {"double precision", "double precision"}, {"numeric", "numeric"},
+		{"float(10)", "real"}, {"double precision", "double precision"}, {"DOUBLE", "double precision"}, {"numeric", "numeric"},
 		{"numeric(10,2)", "numeric(10,2)"}, {"decimal(5)", "numeric(5,0)"}, {"varchar", "text"},
 		{"varchar(5)", "character varying(5)"}, {"character varying(7)", "character varying(7)"},
 		{"timestamp without time zone", "timestamp without time zone"}, {"timestamptz", "timestamp without time zone"},
@@ -605,7 +605,7 @@ func TestParseTypeName(t *testing.T) {
 	}
 	for _, c := range []struct{ in, code string }{
 		{"foo", sqlerr.UndefinedObject}, {"int(3)", sqlerr.SyntaxError}, {"numeric(2,5)", sqlerr.InvalidParameterValue},
-		{"double", sqlerr.SyntaxError}, {"bigint x", sqlerr.SyntaxError}, {"", sqlerr.SyntaxError},
+		{"double(5)", sqlerr.SyntaxError}, {"bigint x", sqlerr.SyntaxError}, {"", sqlerr.SyntaxError},
 	} {
 		if _, err := ParseTypeName(c.in); sqlerr.Code(err) != c.code {
 			t.Errorf("ParseTypeName(%q): error %v (%s), want %s", c.in, err, sqlerr.Code(err), c.code)

@@ -161,6 +161,8 @@ func (p *parser) query(from, to int) (*Query, error) {
 //	OFFSET 2 [ROWS], LIMIT ALL / NULL / -1, FETCH FIRST n ROWS ONLY
 //	                                     → LIMIT count OFFSET skip (limitClause)
 //	count(*) FILTER (WHERE c)            → count(CASE WHEN c THEN 1 END) (filterClause)
+//	percentile_cont(f) WITHIN GROUP (ORDER BY x)
+//	                                     → max(pg_within_group('percentile_cont', x, 0, f)) (withinGroup)
 //	VALUES (1, 'a'), (2, 'b')            → SELECT 1 AS column1, 'a' AS column2 UNION ALL SELECT 2, 'b'
 //	                                       (as a query or a subquery, not INSERT's VALUES)
 //	a[k], f(x)[k], (expr)[k]             → pg_subscript(a, k) ...
@@ -478,16 +480,23 @@ func (r *rewriter) rewrite(from, to int) error {
 					continue
 				}
 				f := stack[len(stack)-1]
-				if f.call && next.is("filter") && i+3 < to && toks[i+2].isOp("(") && toks[i+3].is("where") {
-					// The function's name as the user wrote it: the piece
-					// emitted may be an internal one (group_concat(, pg_cast().
-					if fn := toks[r.out[f.start].tok].Val; !filterAggregates[fn] {
-						if fn == "array_agg" { // it keeps NULLs, so CASE WHEN cannot filter it
-							return p.notSupported(next, "FILTER is not supported with array_agg")
+				within := next.is("within") && i+2 < to && toks[i+2].is("group")
+				if f.call && (within || next.is("filter") && i+3 < to && toks[i+2].isOp("(") && toks[i+3].is("where")) {
+					var end int
+					var err error
+					if within {
+						end, err = r.withinGroup(f, i, to) // withingroup.go
+					} else {
+						// The function's name as the user wrote it: the piece
+						// emitted may be an internal one (group_concat(, pg_cast().
+						if fn := toks[r.out[f.start].tok].Val; !filterAggregates[fn] {
+							if fn == "array_agg" { // it keeps NULLs, so CASE WHEN cannot filter it
+								return p.notSupported(next, "FILTER is not supported with array_agg")
+							}
+							return p.positioned(sqlerr.New(sqlerr.WrongObjectType, "FILTER specified, but %s is not an aggregate function", fn), next)
 						}
-						return p.positioned(sqlerr.New(sqlerr.WrongObjectType, "FILTER specified, but %s is not an aggregate function", fn), next)
+						end, err = r.filterClause(f.open, i, to, f.stringAgg)
 					}
-					end, err := r.filterClause(f.open, i, to, f.stringAgg)
 					if err != nil {
 						return err
 					}

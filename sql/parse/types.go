@@ -150,9 +150,10 @@ func (p *parser) typeName() (types.T, error) {
 	}
 	switch first.Val {
 	case "double":
-		if !word("precision") {
-			return types.T{}, p.syntaxError(p.at())
-		}
+		// DOUBLE alone, as Flink, RisingWave and MySQL write it, is
+		// double precision (and is named so everywhere after).
+		word("precision")
+		words = []string{"double", "precision"}
 	case "character", "char":
 		if !word("varying") {
 			// character(n) is blank-padded in PostgreSQL; streamdb has no such type.

@@ -1,0 +1,149 @@
+package exec
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// orderedSetAcc is percentile_cont, percentile_disc or mode WITHIN GROUP
+// (ORDER BY x), as PostgreSQL 15 computes them. Each group keeps its
+// multiset of non-NULL values in valueBags, the state min/max under
+// retraction and DISTINCT keep: a retracted row removes one copy of its
+// value, and a barrier writes only the (group, value) counts that changed
+// (aggtask.go). The result is computed from the group's sorted values when
+// it is asked for (once per changed group and epoch in a view).
+type orderedSetAcc struct {
+	spec AggSpec
+	t    types.T // the ORDER BY expression's type
+	bags valueBags
+	buf  []byte
+	// vs is scratch: a group's distinct values with their counts, sorted.
+	vs []osValue
+}
+
+type osValue struct {
+	d types.Datum
+	n int64
+}
+
+func (a *orderedSetAcc) grow(n int) { a.bags.grow(n) }
+
+func (a *orderedSetAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
+	for i, g := range gids {
+		if arg.IsNull(i) {
+			continue
+		}
+		a.buf = encodeDatum(a.buf[:0], types.DatumAt(arg, i, a.t), a.t)
+		a.bags.add(g, a.buf, sign(signs, i))
+	}
+	return nil
+}
+
+// sorted fills a.vs with group g's values in the aggregate's order and
+// returns how many rows they stand for.
+func (a *orderedSetAcc) sorted(g int32) int64 {
+	a.vs = a.vs[:0]
+	var rows int64
+	for k, n := range a.bags.b[g] {
+		d, _, err := decodeDatum([]byte(k), a.t)
+		if err != nil || n <= 0 {
+			continue
+		}
+		a.vs = append(a.vs, osValue{d, n})
+		rows += n
+	}
+	slices.SortFunc(a.vs, func(x, y osValue) int {
+		c := compareDatum(x.d, y.d, a.t)
+		if a.spec.Desc {
+			return -c
+		}
+		return c
+	})
+	return rows
+}
+
+// at returns the value at 0-based row r of the sorted values.
+func (a *orderedSetAcc) at(r int64) types.Datum {
+	for _, v := range a.vs {
+		if r < v.n {
+			return v.d
+		}
+		r -= v.n
+	}
+	return a.vs[len(a.vs)-1].d
+}
+
+func (a *orderedSetAcc) result(g int32) types.Datum {
+	if a.spec.Kind != AggMode && math.IsNaN(a.spec.Frac) { // a NULL fraction
+		return types.Null
+	}
+	rows := a.sorted(g)
+	if rows == 0 {
+		return types.Null
+	}
+	frac := a.spec.Frac
+	switch a.spec.Kind {
+	case AggPercentileDisc:
+		// PostgreSQL's percentile_disc_final: the first row whose
+		// position (1-based) reaches frac * rows.
+		r := int64(math.Ceil(frac * float64(rows)))
+		return a.at(max(r, 1) - 1)
+	case AggPercentileCont:
+		// percentile_cont_final_common: interpolate between the rows
+		// around frac * (rows - 1).
+		pos := frac * float64(rows-1)
+		first, second := int64(math.Floor(pos)), int64(math.Ceil(pos))
+		lo := a.at(first)
+		if second == first {
+			return lo
+		}
+		hi, p := a.at(second), pos-float64(first)
+		if a.t.Physical() == types.PhysInterval {
+			// interval_lerp: lo + (hi - lo) * p, field by field.
+			diff := arrow.MonthDayNanoInterval{Months: hi.IV.Months - lo.IV.Months, Days: hi.IV.Days - lo.IV.Days,
+				Nanoseconds: hi.IV.Nanoseconds - lo.IV.Nanoseconds}
+			m := expr.IntervalMul(diff, p)
+			return types.Datum{IV: arrow.MonthDayNanoInterval{Months: lo.IV.Months + m.Months, Days: lo.IV.Days + m.Days,
+				Nanoseconds: lo.IV.Nanoseconds + m.Nanoseconds}}
+		}
+		return types.Datum{F: lo.F + (hi.F-lo.F)*p} // float8_lerp
+	}
+	// mode: the most frequent value, the first in sort order on a tie.
+	best := 0
+	for i, v := range a.vs {
+		if v.n > a.vs[best].n {
+			best = i
+		}
+	}
+	return a.vs[best].d
+}
+
+func (a *orderedSetAcc) reset(g int32) { a.bags.reset(g) }
+
+// encode writes an empty inline value list: the values are state entries
+// of their own (saveValues), as for min/max and DISTINCT.
+func (a *orderedSetAcc) encode(buf []byte, g int32) []byte { return appendUvarint(buf, 0) }
+
+func (a *orderedSetAcc) decode(buf []byte, g int32) ([]byte, error) {
+	return a.bags.decodeInline(buf, g)
+}
+
+func (a *orderedSetAcc) values() *valueBags { return &a.bags }
+
+// orderedSetTrace is what an ordered-set aggregate adds to its operator's
+// description (StateOperators): its fraction and direction, "" for others.
+func orderedSetTrace(a AggSpec) string {
+	s := ""
+	if a.Kind == AggPercentileCont || a.Kind == AggPercentileDisc {
+		s = fmt.Sprintf(" %g", a.Frac)
+	}
+	if a.Desc {
+		s += " desc"
+	}
+	return s
+}
