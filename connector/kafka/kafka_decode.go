@@ -482,7 +482,13 @@ func (s *msgScanner) appendSpan(bl array.Builder, t types.T, b []byte, sp span, 
 			return nil
 		}
 	case types.Text:
-		if t.Prec == 0 && utf8.Valid(v) {
+		// Text from a message is held to the rules of text from a client
+		// (valid UTF-8, no NUL: 22021), so a bad message is a bad row
+		// under job.error_policy, not a stored value PostgreSQL refuses.
+		if err := types.CheckText(v); err != nil {
+			return err
+		}
+		if t.Prec == 0 {
 			bl.(*array.StringBuilder).BinaryBuilder.Append(v)
 			return nil
 		}

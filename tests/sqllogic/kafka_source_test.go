@@ -303,3 +303,20 @@ func mustRows(t testing.TB, c *pgx.Conn, q string) []string {
 	}
 	return rows
 }
+
+// TestKafkaSourceText: text from a message is held to the rules of text
+// from a client (valid UTF-8, no NUL; 22021), so a message carrying bytes
+// PostgreSQL refuses is a bad row under job.error_policy, recorded, not a
+// stored value.
+func TestKafkaSourceText(t *testing.T) {
+	_, addr := startKafka(t, 1, "texts")
+	srv := StartServer(t, "")
+	c := srv.Conn(t)
+	produce(t, kafkaClient(t, addr), "texts", []string{`{"s": "ok"}`, `{"s": "a\u0000b"}`, "{\"s\": \"ab\xffcd\"}", `{"s": "é"}`, "{\"s\": \"\xed\xa0\x80\"}"}, nil)
+	execAll(t, c, "SET job.error_policy = 'skip'",
+		"CREATE SOURCE texts (s TEXT) WITH (connector = 'kafka', topic = 'texts', properties.bootstrap.servers = '"+addr+"')",
+		"CREATE MATERIALIZED VIEW tv AS SELECT s, length(s) AS n FROM texts")
+	waitQuery(t, c, "SELECT s, n FROM tv ORDER BY s", "ok 2\né 1")
+	waitQuery(t, c, "SELECT row_offset, error_code FROM streamdb_job_errors WHERE job = 'tv' ORDER BY row_offset",
+		"1 22021\n2 22021\n4 22021")
+}
