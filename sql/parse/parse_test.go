@@ -194,6 +194,13 @@ var golden = []struct{ in, want string }{
 		"error 42601 at 8: unterminated /* comment at or near \"/* unterminated\""},
 	{"select 123abc",
 		"error 42601 at 8: trailing junk after numeric literal at or near \"123abc\""},
+	// PostgreSQL's scanner reads ^- and #+ as one operator, which does not exist.
+	{"select 2^-1",
+		"error 42883 at 9: operator does not exist: ^-"},
+	{"select a#+b, 1 from t",
+		"error 42883 at 9: operator does not exist: #+"},
+	{"select 2^--c\n3, 2 ^ -1",
+		"query: SELECT 2 DIV 3,2 DIV -1"},
 	{"select a # b from t", // PostgreSQL's xor, not a MySQL comment
 		"query: SELECT `a`^`b` FROM `t`"},
 	{"select `x` from t",
@@ -502,6 +509,14 @@ func TestQueryText(t *testing.T) {
 		// ^ is TiDB's DIV (the binder gives it PostgreSQL's level); a column div is quoted.
 		{"select 2 ^ 3 ^ -x, div, a operator(pg_catalog.^) 2 from t", "select 2 ^ 3 ^ -x, div, a operator(pg_catalog.^) 2 from t",
 			`select 2 div 3 div -x, "div", a div 2 from t`},
+		// ^ written without spaces: the div it becomes is never glued to
+		// its operands (2^3 once read as 2 AS div3); strings, comments
+		// and quoted identifiers keep their ^.
+		{`select 2^3, (2^3), 5^2+1, -2^2, 2^3^2, 2*3^2, a^b, x^(y), '2^3', E'2^3' "a^b" from t -- x^y`,
+			`select 2^3, (2^3), 5^2+1, -2^2, 2^3^2, 2*3^2, a^b, x^(y), '2^3', E'2^3' "a^b" from t`,
+			`select 2 div 3, (2 div 3), 5 div 2+1, -2 div 2, 2 div 3 div 2, 2*3 div 2, a div b, x div(y), '2^3', '2^3' "a^b" from t`},
+		{"select a~b, a~~b, a!~*b, 2^/* c */3 from t", "select a~b, a~~b, a!~*b, 2^/* c */3 from t",
+			"select a regexp b, a like b, a not regexp '(?i)' ||b, 2 div 3 from t"},
 		{"select a operator(pg_catalog.~~) 'x' from t", "select a operator(pg_catalog.~~) 'x' from t", "select a like 'x' from t"},
 		{"select regexp_match(url, 'a[b]')[2]::int, a[i + 1], 'x[1]' from t", "select regexp_match(url, 'a[b]')[2]::int, a[i + 1], 'x[1]' from t",
 			"select pg_cast(pg_subscript(regexp_match(url, 'a[b]'),2), 'integer'), pg_subscript(a,i + 1), 'x[1]' from t"},
