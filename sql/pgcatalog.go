@@ -119,6 +119,7 @@ func isPgTableName(name string) bool {
 type catGen struct {
 	*Engine
 	colsOnly bool
+	sess     *Session // whose settings pg_settings lists
 }
 
 func (e catGen) relations() []relation {
@@ -525,7 +526,11 @@ func (e catGen) pgCollation() *table {
 		catCol{"collcollate", types.TText}, catCol{"collctype", types.TText})}
 }
 
-// pgSettings lists the database settings, as SHOW ALL does.
+// noShowAll are the settings PostgreSQL keeps out of pg_settings
+// (GUC_NO_SHOW_ALL): SHOW names them one at a time only.
+var noShowAll = map[string]bool{"is_superuser": true, "session_characteristics": true}
+
+// pgSettings lists the settings, as SHOW ALL does in the session reading it.
 func (e catGen) pgSettings() *table {
 	t := &table{cols: catCols(catCol{"name", types.TText}, catCol{"setting", types.TText}, catCol{"unit", types.TText},
 		catCol{"category", types.TText}, catCol{"short_desc", types.TText}, catCol{"context", types.TText},
@@ -533,11 +538,14 @@ func (e catGen) pgSettings() *table {
 	if e.colsOnly {
 		return t
 	}
-	all, err := e.NewSession("", "").showTable(&parse.Show{Name: "all"})
+	all, err := e.sess.showTable(&parse.Show{Name: "all"})
 	if err != nil {
 		return t
 	}
 	for _, r := range all.rows {
+		if noShowAll[r[0].S] {
+			continue
+		}
 		t.add(r[0], r[1], null, str("streamdb"), r[2], str("user"), str("string"), str("default"))
 	}
 	return t
