@@ -153,10 +153,10 @@ type copyOpts struct {
 	// headerMatch: the header line must name the columns copied, in order
 	// (HEADER MATCH, COPY FROM only).
 	headerMatch bool
-	delim  byte
-	null   string
-	quote  byte
-	escape byte
+	delim       byte
+	null        string
+	quote       byte
+	escape      byte
 }
 
 func copyOptions(o map[string]string) (copyOpts, error) {

@@ -103,7 +103,7 @@ var golden = []struct{ in, want string }{
 	{"select t.a::text, 'x'::date, $1::int8, 1.5::real from t",
 		"query: SELECT PG_CAST(`t`.`a`, _UTF8MB4'text'),PG_CAST(_UTF8MB4'x', _UTF8MB4'date'),PG_CAST(`$1`, _UTF8MB4'bigint'),PG_CAST(1.5, _UTF8MB4'real') FROM `t`"},
 	{"select x::timestamp without time zone, x::timestamptz from t",
-		"query: SELECT PG_CAST(`x`, _UTF8MB4'timestamp without time zone'),PG_CAST(`x`, _UTF8MB4'timestamp without time zone') FROM `t`"},
+		"query: SELECT PG_CAST(`x`, _UTF8MB4'timestamp without time zone'),PG_CAST(`x`, _UTF8MB4'timestamp with time zone') FROM `t`"},
 	{"select cast(a as bigint), cast((a+1) as text) from t",
 		"query: SELECT PG_CAST(`a`, _UTF8MB4'bigint'),PG_CAST((`a`+1), _UTF8MB4'text') FROM `t`"},
 	{"select cast(a as int)::text from t",
@@ -276,7 +276,7 @@ var golden = []struct{ in, want string }{
 	{"CREATE TABLE words (word VARCHAR, n BIGINT, ts TIMESTAMP)",
 		"{Name:words IfNotExists:false Columns:[{Name:word Type:text NotNull:false} {Name:n Type:bigint NotNull:false} {Name:ts Type:timestamp without time zone NotNull:false}] WatermarkCol: WatermarkUS:0 WatermarkSQL: With:map[] SQL:}"},
 	{"create table if not exists \"T\" (a int not null primary key, b text null, \"C\" numeric(10,2), d double precision, e varchar(20), f character varying(3), g timestamp without time zone, h timestamptz, i date, j interval, k bool, l int2, m real, n float, o decimal)",
-		"{Name:T IfNotExists:true Columns:[{Name:a Type:integer NotNull:true} {Name:b Type:text NotNull:false} {Name:C Type:numeric(10,2) NotNull:false} {Name:d Type:double precision NotNull:false} {Name:e Type:character varying(20) NotNull:false} {Name:f Type:character varying(3) NotNull:false} {Name:g Type:timestamp without time zone NotNull:false} {Name:h Type:timestamp without time zone NotNull:false} {Name:i Type:date NotNull:false} {Name:j Type:interval NotNull:false} {Name:k Type:boolean NotNull:false} {Name:l Type:smallint NotNull:false} {Name:m Type:real NotNull:false} {Name:n Type:double precision NotNull:false} {Name:o Type:numeric NotNull:false}] WatermarkCol: WatermarkUS:0 WatermarkSQL: With:map[] SQL:}"},
+		"{Name:T IfNotExists:true Columns:[{Name:a Type:integer NotNull:true} {Name:b Type:text NotNull:false} {Name:C Type:numeric(10,2) NotNull:false} {Name:d Type:double precision NotNull:false} {Name:e Type:character varying(20) NotNull:false} {Name:f Type:character varying(3) NotNull:false} {Name:g Type:timestamp without time zone NotNull:false} {Name:h Type:timestamp with time zone NotNull:false} {Name:i Type:date NotNull:false} {Name:j Type:interval NotNull:false} {Name:k Type:boolean NotNull:false} {Name:l Type:smallint NotNull:false} {Name:m Type:real NotNull:false} {Name:n Type:double precision NotNull:false} {Name:o Type:numeric NotNull:false}] WatermarkCol: WatermarkUS:0 WatermarkSQL: With:map[] SQL:}"},
 	{"CREATE TABLE bids (auction BIGINT, price BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)",
 		"{Name:bids IfNotExists:false Columns:[{Name:auction Type:bigint NotNull:false} {Name:price Type:bigint NotNull:false} {Name:ts Type:timestamp without time zone NotNull:false}] WatermarkCol:ts WatermarkUS:5000000 WatermarkSQL:WATERMARK FOR ts AS ts - INTERVAL '5' SECOND With:map[] SQL:}"},
 	{"create table b (ts timestamp, watermark for ts as ts - interval '5 seconds') with (partitions = 4, retention = '1d')",
@@ -605,8 +605,8 @@ func TestParseTypeName(t *testing.T) {
 		{"float(10)", "real"}, {"double precision", "double precision"}, {"numeric", "numeric"},
 		{"numeric(10,2)", "numeric(10,2)"}, {"decimal(5)", "numeric(5,0)"}, {"varchar", "text"},
 		{"varchar(5)", "character varying(5)"}, {"character varying(7)", "character varying(7)"},
-		{"timestamp without time zone", "timestamp without time zone"}, {"timestamptz", "timestamp without time zone"},
-		{"timestamp(3) with time zone", "timestamp without time zone"}, {"date", "date"}, {"interval", "interval"},
+		{"timestamp without time zone", "timestamp without time zone"}, {"timestamptz", "timestamp with time zone"},
+		{"timestamp(3) with time zone", "timestamp with time zone"}, {"date", "date"}, {"interval", "interval"},
 	}
 	for _, c := range cases {
 		typ, err := ParseTypeName(c.in)

@@ -1022,7 +1022,7 @@ func (r *rewriter) nullsOrder(item int, first bool, tok int) error {
 // typeLiteralStart are the words that can begin a type name in a typed
 // literal (DATE '2026-01-31', BOOLEAN 'true', double precision '1.5').
 var typeLiteralStart = map[string]bool{
-	"date": true, "timestamp": true, "boolean": true, "bool": true, "text": true, "varchar": true,
+	"date": true, "timestamp": true, "timestamptz": true, "boolean": true, "bool": true, "text": true, "varchar": true,
 	"character": true, "int": true, "integer": true, "int2": true, "int4": true, "int8": true,
 	"smallint": true, "bigint": true, "numeric": true, "decimal": true, "real": true, "float": true,
 	"float4": true, "float8": true, "double": true,
