@@ -39,7 +39,7 @@ const (
 // catalogTypes are the types pg_type lists: every column type streamdb has.
 var catalogTypes = []types.T{types.TBool, types.TInt16, types.TInt32, types.TInt64, types.TFloat32,
 	types.TFloat64, types.TNumeric, types.TText, {Kind: types.Text, Prec: 1}, types.TTimestamp,
-	types.TDate, types.TInterval, types.TTextArray}
+	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray}
 
 type catCol struct {
 	name string
@@ -369,7 +369,7 @@ func (e catGen) pgType() *table {
 			}
 		}
 		t.add(i64(int64(ty.OID())), str(bind.PgTypeName(ty)), i64(oidCatalogNS), i64(roleOID(BootstrapRole)), i64(l),
-			types.Boolean(l > 0 && l <= 8), str("b"), str(cat), types.Boolean(cat == "S" && ty.Prec == 0 || ty.Kind == types.Float64 || ty.Kind == types.Bool),
+			types.Boolean(l > 0 && l <= 8), str("b"), str(cat), types.Boolean(cat == "S" && ty.Prec == 0 || ty.Kind == types.Float64 || ty.Kind == types.Bool || ty.TZ),
 			dTrue, str(","), i64(0), i64(elem), i64(arr), dFals, i64(0), i64(-1), i64(0), i64(coll), null)
 	}
 	return t

@@ -141,6 +141,8 @@ func TestTimestamptzPG(t *testing.T) {
 		"SELECT id, t, p, t::text, t::timestamp, p::timestamptz, t::date FROM tz",
 		"SELECT id, t + interval '90 minutes', date_trunc('hour', t), extract(epoch FROM t), to_char(t, 'YYYY-MM-DD HH24:MI') FROM tz WHERE t > '2000-01-01 00:00+14' AND t < 'infinity'",
 		"SELECT count(*), min(t), max(t) FROM tz WHERE t <> p",
+		"SELECT t FROM tz UNION SELECT p FROM tz",
+		"SELECT id, coalesce(t, p), CASE WHEN id % 2 = 0 THEN t ELSE p END FROM tz",
 	} {
 		want, err := queryRows(pgc, q)
 		if err != nil {
