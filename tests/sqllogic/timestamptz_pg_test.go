@@ -137,6 +137,24 @@ func TestTimestamptzPG(t *testing.T) {
 			}
 		}
 	}
+	// Binary parameters and results: pgx sends a time.Time as UTC microseconds.
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 7, 1, 12, 30, 0, 0, paris)
+	var back [2]time.Time
+	for i, conn := range []*pgx.Conn{sdb, pgc} {
+		if _, err := conn.Exec(ctx, "INSERT INTO tz VALUES (-1, $1, NULL)", at); err != nil {
+			t.Fatalf("binary parameter: %v", err)
+		}
+		if err := conn.QueryRow(ctx, "SELECT t FROM tz WHERE id = -1").Scan(&back[i]); err != nil {
+			t.Fatalf("binary result: %v", err)
+		}
+	}
+	if !back[0].Equal(at) || !back[1].Equal(at) {
+		t.Errorf("binary round trip of %v: streamdb %v, PostgreSQL %v", at, back[0], back[1])
+	}
 	for _, q := range []string{
 		"SELECT id, t, p, t::text, t::timestamp, p::timestamptz, t::date FROM tz",
 		"SELECT id, t + interval '90 minutes', date_trunc('hour', t), extract(epoch FROM t), to_char(t, 'YYYY-MM-DD HH24:MI') FROM tz WHERE t > '2000-01-01 00:00+14' AND t < 'infinity'",
