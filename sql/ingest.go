@@ -328,13 +328,7 @@ func (c *copyIn) addLine(line []byte) error {
 		}
 		return nil
 	}
-	var err error
-	if c.opts.csv {
-		err = c.splitCSV(line)
-	} else {
-		err = c.splitText(line)
-	}
-	if err != nil {
+	if err := c.split(line); err != nil {
 		return err
 	}
 	if len(c.fields) != len(c.cols) {
@@ -447,16 +441,18 @@ func contains(xs []int, x int) bool {
 	return false
 }
 
+// split splits line into c.fields in the COPY's format.
+func (c *copyIn) split(line []byte) error {
+	if c.opts.csv {
+		return c.splitCSV(line)
+	}
+	return c.splitText(line)
+}
+
 // matchHeader checks the header line of HEADER MATCH: its fields must be
 // the names of the columns copied, in order, as in PostgreSQL 15.
 func (c *copyIn) matchHeader(line []byte) error {
-	var err error
-	if c.opts.csv {
-		err = c.splitCSV(line)
-	} else {
-		err = c.splitText(line)
-	}
-	if err != nil {
+	if err := c.split(line); err != nil {
 		return err
 	}
 	if len(c.fields) != len(c.cols) {

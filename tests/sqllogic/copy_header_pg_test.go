@@ -65,16 +65,5 @@ func TestCopyHeaderPG(t *testing.T) {
 			t.Errorf("%s %q:\n streamdb   %s\n PostgreSQL %s", c.copy, c.data, res[1], res[0])
 		}
 	}
-	q := `SELECT a, "B c", d FROM hm`
-	want, err := queryRows(pgc, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := queryRows(sdb, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := diffRows(got, want); d != "" {
-		t.Errorf("rows differ from PostgreSQL\n%s", d)
-	}
+	sameRowsAsPG(t, sdb, pgc, `SELECT a, "B c", d FROM hm`)
 }

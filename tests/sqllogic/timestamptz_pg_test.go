@@ -162,17 +162,24 @@ func TestTimestamptzPG(t *testing.T) {
 		"SELECT t FROM tz UNION SELECT p FROM tz",
 		"SELECT id, coalesce(t, p), CASE WHEN id % 2 = 0 THEN t ELSE p END FROM tz",
 	} {
-		want, err := queryRows(pgc, q)
-		if err != nil {
-			t.Fatalf("PostgreSQL: %s: %v", q, err)
-		}
-		got, err := queryRows(sdb, q)
-		if err != nil {
-			t.Fatalf("streamdb: %s: %v", q, err)
-		}
-		if d := diffRows(got, want); d != "" {
-			t.Errorf("%s: rows differ from PostgreSQL\n%s", q, d)
-		}
+		sameRowsAsPG(t, sdb, pgc, q)
+	}
+}
+
+// sameRowsAsPG checks that q gives the same rows (as text, in any order)
+// on streamdb as on PostgreSQL.
+func sameRowsAsPG(t *testing.T, sdb, pg *pgx.Conn, q string) {
+	t.Helper()
+	want, err := queryRows(pg, q)
+	if err != nil {
+		t.Fatalf("PostgreSQL: %s: %v", q, err)
+	}
+	got, err := queryRows(sdb, q)
+	if err != nil {
+		t.Fatalf("streamdb: %s: %v", q, err)
+	}
+	if d := diffRows(got, want); d != "" {
+		t.Errorf("%s: rows differ from PostgreSQL\n%s", q, d)
 	}
 }
 
