@@ -23,8 +23,10 @@ import (
 // trims trailing fraction zeros instead of keeping the input's own scale
 // (PostgreSQL prints 1.50::numeric as 1.50, streamdb as 1.5). Intervals hold
 // whole microseconds, as PostgreSQL's do. 'now', 'today' and friends are not
-// accepted as timestamp input; time zone suffixes are accepted and ignored,
-// as PostgreSQL does for timestamp without time zone.
+// accepted as timestamp input. A zone after a date/time (an offset, UTC,
+// a tz database region) is applied for timestamp with time zone and
+// ignored for timestamp without, as PostgreSQL does; zone abbreviations
+// (CET, PST) are refused (zoneOffset).
 
 // Special timestamp and date values, with PostgreSQL's representation of
 // infinity (the extremes of the stored integer).
