@@ -110,6 +110,9 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 			}
 			q = stmts[0].(*parse.Query)
 		}
+		if opts.headerMatch {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, `cannot use "match" with HEADER in COPY TO`)
+		}
 		if opts.csv || opts.header {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "COPY TO supports the text format only")
 		}
@@ -147,10 +150,13 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 type copyOpts struct {
 	csv    bool
 	header bool
-	delim  byte
-	null   string
-	quote  byte
-	escape byte
+	// headerMatch: the header line must name the columns copied, in order
+	// (HEADER MATCH, COPY FROM only).
+	headerMatch bool
+	delim       byte
+	null        string
+	quote       byte
+	escape      byte
 }
 
 func copyOptions(o map[string]string) (copyOpts, error) {
@@ -169,11 +175,13 @@ func copyOptions(o map[string]string) (copyOpts, error) {
 		case "format":
 		case "header":
 			switch strings.ToLower(v) {
-			case "", "true", "on", "1", "match":
+			case "", "true", "on", "1":
 				c.header = true
+			case "match":
+				c.header, c.headerMatch = true, true
 			case "false", "off", "0":
 			default:
-				return c, sqlerr.New(sqlerr.SyntaxError, "header requires a Boolean value")
+				return c, sqlerr.New(sqlerr.SyntaxError, `header requires a Boolean value or "match"`)
 			}
 		case "delimiter":
 			if len(v) != 1 {
@@ -195,9 +203,6 @@ func copyOptions(o map[string]string) (copyOpts, error) {
 		default:
 			return c, sqlerr.New(sqlerr.SyntaxError, "option %q not recognized", k)
 		}
-	}
-	if c.header && !c.csv {
-		return c, sqlerr.New(sqlerr.FeatureNotSupported, "COPY HEADER available only in CSV mode")
 	}
 	return c, nil
 }
@@ -429,15 +434,12 @@ func (c *copyIn) addLine(line []byte) error {
 		return c.textErr(err)
 	}
 	if c.line == 1 && c.opts.header {
+		if c.opts.headerMatch {
+			return c.matchHeader(line)
+		}
 		return nil
 	}
-	var err error
-	if c.opts.csv {
-		err = c.splitCSV(line)
-	} else {
-		err = c.splitText(line)
-	}
-	if err != nil {
+	if err := c.split(line); err != nil {
 		return err
 	}
 	if len(c.fields) != len(c.cols) {
@@ -554,6 +556,35 @@ func contains(xs []int, x int) bool {
 func (c *copyIn) textErr(err error) error {
 	se := sqlerr.As(err)
 	return c.lineErr(se.Code, "%s", se.Msg)
+}
+
+// split splits line into c.fields in the COPY's format.
+func (c *copyIn) split(line []byte) error {
+	if c.opts.csv {
+		return c.splitCSV(line)
+	}
+	return c.splitText(line)
+}
+
+// matchHeader checks the header line of HEADER MATCH: its fields must be
+// the names of the columns copied, in order, as in PostgreSQL 15.
+func (c *copyIn) matchHeader(line []byte) error {
+	if err := c.split(line); err != nil {
+		return err
+	}
+	if len(c.fields) != len(c.cols) {
+		return c.lineErr(sqlerr.BadCopyFileFormat, "wrong number of fields in header line: got %d, expected %d", len(c.fields), len(c.cols))
+	}
+	for i, col := range c.cols {
+		name := c.t.Columns[col].Name
+		switch f := c.fields[i]; {
+		case f == nil:
+			return c.lineErr(sqlerr.BadCopyFileFormat, `column name mismatch in header line field %d: got null value ("%s"), expected "%s"`, i+1, c.opts.null, name)
+		case string(f) != name:
+			return c.lineErr(sqlerr.BadCopyFileFormat, `column name mismatch in header line field %d: got "%s", expected "%s"`, i+1, f, name)
+		}
+	}
+	return nil
 }
 
 func (c *copyIn) lineErr(code, format string, args ...any) error {

@@ -39,7 +39,7 @@ const (
 // catalogTypes are the types pg_type lists: every column type streamdb has.
 var catalogTypes = []types.T{types.TBool, types.TInt16, types.TInt32, types.TInt64, types.TFloat32,
 	types.TFloat64, types.TNumeric, types.TText, {Kind: types.Text, Prec: 1}, types.TTimestamp,
-	types.TDate, types.TInterval, types.TTextArray}
+	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray}
 
 type catCol struct {
 	name string
@@ -119,6 +119,7 @@ func isPgTableName(name string) bool {
 type catGen struct {
 	*Engine
 	colsOnly bool
+	sess     *Session // whose settings pg_settings lists
 }
 
 func (e catGen) relations() []relation {
@@ -368,7 +369,7 @@ func (e catGen) pgType() *table {
 			}
 		}
 		t.add(i64(int64(ty.OID())), str(bind.PgTypeName(ty)), i64(oidCatalogNS), i64(roleOID(BootstrapRole)), i64(l),
-			types.Boolean(l > 0 && l <= 8), str("b"), str(cat), types.Boolean(cat == "S" && ty.Prec == 0 || ty.Kind == types.Float64 || ty.Kind == types.Bool),
+			types.Boolean(l > 0 && l <= 8), str("b"), str(cat), types.Boolean(cat == "S" && ty.Prec == 0 || ty.Kind == types.Float64 || ty.Kind == types.Bool || ty.TZ),
 			dTrue, str(","), i64(0), i64(elem), i64(arr), dFals, i64(0), i64(-1), i64(0), i64(coll), null)
 	}
 	return t
@@ -525,7 +526,11 @@ func (e catGen) pgCollation() *table {
 		catCol{"collcollate", types.TText}, catCol{"collctype", types.TText})}
 }
 
-// pgSettings lists the database settings, as SHOW ALL does.
+// noShowAll are the settings PostgreSQL keeps out of pg_settings
+// (GUC_NO_SHOW_ALL): SHOW names them one at a time only.
+var noShowAll = map[string]bool{"is_superuser": true, "session_characteristics": true}
+
+// pgSettings lists the settings, as SHOW ALL does in the session reading it.
 func (e catGen) pgSettings() *table {
 	t := &table{cols: catCols(catCol{"name", types.TText}, catCol{"setting", types.TText}, catCol{"unit", types.TText},
 		catCol{"category", types.TText}, catCol{"short_desc", types.TText}, catCol{"context", types.TText},
@@ -533,11 +538,14 @@ func (e catGen) pgSettings() *table {
 	if e.colsOnly {
 		return t
 	}
-	all, err := e.NewSession("", "").showTable(&parse.Show{Name: "all"})
+	all, err := e.sess.showTable(&parse.Show{Name: "all"})
 	if err != nil {
 		return t
 	}
 	for _, r := range all.rows {
+		if noShowAll[r[0].S] {
+			continue
+		}
 		t.add(r[0], r[1], null, str("streamdb"), r[2], str("user"), str("string"), str("default"))
 	}
 	return t

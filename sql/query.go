@@ -36,8 +36,8 @@ const freeOSAbove = 64 << 20
 // It waits for the first batch (or the end), so that an error before any
 // row is returned here rather than after the row description. workMem is
 // the query's budget in bytes (<= 0: none).
-func (e *Engine) runQuery(ctx context.Context, plan planner.Node, ectx *expr.Ctx, workMem int64) (Rows, error) {
-	phys, err := planner.Physical(plan, e)
+func (e *Engine) runQuery(ctx context.Context, plan planner.Node, snaps planner.Snapshots, ectx *expr.Ctx, workMem int64) (Rows, error) {
+	phys, err := planner.Physical(plan, snaps)
 	if err != nil {
 		return nil, err
 	}

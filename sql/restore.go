@@ -14,6 +14,7 @@ import (
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
 )
 
 // Rewinding and pausing jobs: RESTORE, STOP JOB, START JOB, and view
@@ -288,7 +289,13 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 		if k != "allow_non_restored_state" {
 			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized materialized view option %q (allowed: allow_non_restored_state)", k)
 		}
-		allow = v == "true" || v == "on" || v == "1"
+		b, err := types.ParseText(v, types.TBool)
+		if err != nil {
+			// PostgreSQL's boolean parameters: on/off, true/false, yes/no,
+			// 1/0 and unique prefixes; anything else is refused.
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "invalid value for parameter %q: %q", k, v)
+		}
+		allow = b.I != 0
 	}
 	dir, err := e.savepointDir(n.FromSavepoint)
 	if err != nil {

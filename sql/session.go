@@ -384,7 +384,7 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 			}
 			return &Result{Tag: "SELECT", Rows: rows}, nil
 		}
-		rows, err := s.e.runQuery(ctx, plan, s.exprCtx(params), s.workMem())
+		rows, err := s.e.runQuery(ctx, plan, sessionSnapshots{s.e, s}, s.exprCtx(params), s.workMem())
 		if err != nil {
 			return nil, err
 		}
@@ -408,7 +408,7 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 		if err != nil {
 			return nil, err
 		}
-		phys, err := planner.Physical(plan, s.e)
+		phys, err := planner.Physical(plan, sessionSnapshots{s.e, s})
 		if err != nil {
 			return nil, err
 		}

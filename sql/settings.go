@@ -139,6 +139,23 @@ var serverSettings = map[string]settingDef{
 var readOnly = map[string]bool{"server_version": true, "server_version_num": true, "server_encoding": true, "integer_datetimes": true, "max_identifier_length": true,
 	"is_superuser": true}
 
+// ownedPrefix reports whether prefix is the first part of a setting
+// streamdb defines (checkpoint.interval, stream.retention, query.memory_mb,
+// ...): SET of a name under it that is not one of them is 42602, as
+// PostgreSQL refuses unknown names under a loaded extension's reserved
+// prefix, rather than a custom session variable a typo would silently set.
+func ownedPrefix(prefix string) bool {
+	if p, _, _ := strings.Cut(queryMemoryKey, "."); prefix == p {
+		return true
+	}
+	for name := range dbSettings {
+		if p, _, _ := strings.Cut(name, "."); prefix == p {
+			return true
+		}
+	}
+	return false
+}
+
 func validateSetting(name, value string) (string, error) {
 	d, ok := dbSettings[name]
 	if !ok {

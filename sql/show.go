@@ -358,8 +358,13 @@ func (s *Session) execSet(n *parse.Set) (*Result, error) {
 	}
 	if _, ok := sessionDefaults[name]; !ok {
 		prefix, _, dotted := strings.Cut(name, ".")
-		if !dotted || prefix == "checkpoint" || prefix == "barrier" || prefix == "restart" || prefix == "state" || prefix == "job" {
+		if !dotted {
 			return nil, sqlerr.New(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", n.Name)
+		}
+		if ownedPrefix(prefix) {
+			// PostgreSQL 15's answer for a loaded extension's reserved prefix.
+			return nil, &sqlerr.Error{Code: sqlerr.InvalidName, Msg: fmt.Sprintf("invalid configuration parameter name %q", n.Name),
+				Detail: fmt.Sprintf("%q is a reserved prefix.", prefix)}
 		}
 	}
 	v := n.Value
@@ -561,18 +566,35 @@ func systemDef(name string, cols []Column) *storage.TableDef {
 	return def
 }
 
-// SystemRows implements planner.Snapshots.
+// SystemRows implements planner.Snapshots: the settings in pg_settings
+// and streamdb_settings are a new session's.
 func (e *Engine) SystemRows(name string) (arrow.RecordBatch, error) {
+	return e.systemRows(name, e.NewSession("", ""))
+}
+
+// sessionSnapshots is planner.Snapshots for a session's statement: its
+// pg_settings and streamdb_settings show the session's own settings (its
+// is_superuser, what it SET), as SHOW does and PostgreSQL's pg_settings.
+type sessionSnapshots struct {
+	*Engine
+	s *Session
+}
+
+func (x sessionSnapshots) SystemRows(name string) (arrow.RecordBatch, error) {
+	return x.systemRows(name, x.s)
+}
+
+func (e *Engine) systemRows(name string, s *Session) (arrow.RecordBatch, error) {
 	var t *table
 	if gen, ok := pgTables[name]; ok {
-		t = gen(catGen{Engine: e})
+		t = gen(catGen{Engine: e, sess: s})
 	} else {
 		show, ok := systemTables[name]
 		if !ok {
 			return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", name)
 		}
 		var err error
-		if t, err = e.NewSession("", "").showTable(show); err != nil {
+		if t, err = s.showTable(show); err != nil {
 			return nil, err
 		}
 	}

@@ -177,6 +177,8 @@ func DecodeType(s string) (T, bool) {
 		return TText, true
 	case "timestamp without time zone":
 		return TTimestamp, true
+	case "timestamp with time zone":
+		return TTimestampTZ, true
 	case "date":
 		return TDate, true
 	case "interval":

@@ -253,6 +253,9 @@ func CommonType(a, b T) (T, bool) {
 	case a.Kind == Text && b.Kind == Text:
 		return TText, true
 	case (a.Kind == Date || a.Kind == Timestamp) && (b.Kind == Date || b.Kind == Timestamp):
+		if a.TZ || b.TZ {
+			return TTimestampTZ, true // PostgreSQL prefers timestamptz
+		}
 		return TTimestamp, true
 	}
 	return T{}, false

@@ -1,10 +1,14 @@
 package types
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
+	_ "time/tzdata" // zone names resolve on hosts without /usr/share/zoneinfo
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -18,8 +22,10 @@ import (
 // trims trailing fraction zeros instead of keeping the input's own scale
 // (PostgreSQL prints 1.50::numeric as 1.50, streamdb as 1.5). Intervals hold
 // whole microseconds, as PostgreSQL's do. 'now', 'today' and friends are not
-// accepted as timestamp input; time zone suffixes are accepted and ignored,
-// as PostgreSQL does for timestamp without time zone.
+// accepted as timestamp input. A zone after a date/time (an offset, UTC,
+// a tz database region) is applied for timestamp with time zone and
+// ignored for timestamp without, as PostgreSQL does; zone abbreviations
+// (CET, PST) are refused (zoneOffset).
 
 // Special timestamp and date values, with PostgreSQL's representation of
 // infinity (the extremes of the stored integer).
@@ -53,7 +59,7 @@ func ParseText(s string, t T) (Datum, error) {
 		v, err := fitVarchar(s, t, false)
 		return Str(v), err
 	case Timestamp:
-		v, err := parseTimestamp(s)
+		v, err := parseTimestamp(s, t)
 		return Int(v), err
 	case Date:
 		v, err := parseDate(s)
@@ -95,7 +101,7 @@ func AppendText(buf []byte, d Datum, t T) []byte {
 		n, _ := Rescale(d.D, t.Scale, ds) // exact: only zeros are dropped
 		return AppendNumeric(buf, n, ds)
 	case Timestamp:
-		return appendTimestamp(buf, d.I)
+		return appendTimestamp(buf, d.I, t.TZ)
 	case Date:
 		return appendDate(buf, d.I)
 	case Interval:
@@ -441,47 +447,109 @@ func (p *dtScanner) spaces() bool {
 	return p.i > start
 }
 
+// dtZone is the time zone a date/time input names: a numeric offset
+// (+02, -05:30, +0530, Z) or a name (UTC, Europe/Paris), which
+// zoneOffset resolves at the local time it qualifies.
+type dtZone struct {
+	set  bool
+	off  int64  // seconds east of UTC, when name is ""
+	name string // as written
+}
+
+// zone reads the zone after a date/time, if any; BC and AD are no zones.
+func (p *dtScanner) zone() (z dtZone, e dtErr) {
+	if p.i >= len(p.s) {
+		return z, dtOK
+	}
+	switch c := p.s[p.i]; {
+	case c == '+' || c == '-':
+		p.i++
+		v, n, ok := p.digits(4)
+		if !ok {
+			return z, dtSyntax
+		}
+		h, m, sec := v, int64(0), int64(0)
+		if n > 2 {
+			h, m = v/100, v%100
+		}
+		if p.eat(':') {
+			if n > 2 {
+				return z, dtSyntax
+			}
+			m, _, _ = p.digits(2) // +02: is +02, as in PostgreSQL
+			if p.eat(':') {
+				if sec, _, ok = p.digits(2); !ok {
+					return z, dtSyntax
+				}
+			}
+		}
+		if h > 15 || m > 59 || sec > 59 {
+			return z, dtZoneRange
+		}
+		z.set, z.off = true, h*3600+m*60+sec
+		if c == '-' {
+			z.off = -z.off
+		}
+		return z, dtOK
+	case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		start := p.i
+		for p.i < len(p.s) && !isSpace(p.s[p.i]) {
+			p.i++
+		}
+		word := p.s[start:p.i]
+		if l := strings.ToLower(word); l == "bc" || l == "ad" {
+			p.i = start // the era, read by the caller
+			return z, dtOK
+		}
+		z.set, z.name = true, word
+		return z, dtOK
+	}
+	return z, dtOK
+}
+
 type dtErr uint8
 
 const (
 	dtOK dtErr = iota
 	dtSyntax
 	dtRange
+	dtZoneRange // a numeric offset past 15:59:59
 )
 
-// parseDateTime parses 'Y-M-D[( |T)H:M[:S[.frac]]][tz][ BC|AD]' into days
-// since 1970-01-01 and microseconds into the day.
-func parseDateTime(s string) (days, usec int64, e dtErr) {
+// parseDateTime parses 'Y-M-D[( |T)H:M[:S[.frac]]][ zone][ BC|AD]' into days
+// since 1970-01-01 and microseconds into the day, and the zone written, if
+// any (timestamptz applies it, timestamp and date ignore it).
+func parseDateTime(s string) (days, usec int64, z dtZone, e dtErr) {
 	p := dtScanner{s: trimSpace(s)}
 	year, n, ok := p.digits(9)
 	if !ok || n < 1 || !p.eat('-') {
-		return 0, 0, dtSyntax
+		return 0, 0, z, dtSyntax
 	}
 	month, _, ok := p.digits(2)
 	if !ok || !p.eat('-') {
-		return 0, 0, dtSyntax
+		return 0, 0, z, dtSyntax
 	}
 	day, _, ok := p.digits(2)
 	if !ok {
-		return 0, 0, dtSyntax
+		return 0, 0, z, dtSyntax
 	}
 	var hour, min, sec, fsec int64
 	sep := p.eat('T') || p.eat('t')
 	sp := p.spaces()
 	if p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
 		if !sep && !sp {
-			return 0, 0, dtSyntax
+			return 0, 0, z, dtSyntax
 		}
 		hour, _, _ = p.digits(2)
 		if !p.eat(':') {
-			return 0, 0, dtSyntax
+			return 0, 0, z, dtSyntax
 		}
 		if min, _, ok = p.digits(2); !ok {
-			return 0, 0, dtSyntax
+			return 0, 0, z, dtSyntax
 		}
 		if p.eat(':') {
 			if sec, _, ok = p.digits(2); !ok {
-				return 0, 0, dtSyntax
+				return 0, 0, z, dtSyntax
 			}
 			if p.eat('.') {
 				start := p.i
@@ -495,22 +563,12 @@ func parseDateTime(s string) (days, usec int64, e dtErr) {
 				}
 			}
 		}
-		p.spaces()
-		// A time zone is accepted and ignored for timestamp without time zone.
-		if p.eat('Z') || p.eat('z') {
-		} else if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
-			p.i++
-			if _, _, ok := p.digits(4); !ok {
-				return 0, 0, dtSyntax
-			}
-			if p.eat(':') {
-				if _, _, ok := p.digits(2); !ok {
-					return 0, 0, dtSyntax
-				}
-			}
-		}
 	} else if sep {
-		return 0, 0, dtSyntax
+		return 0, 0, z, dtSyntax
+	}
+	p.spaces()
+	if z, e = p.zone(); e != dtOK {
+		return 0, 0, z, e
 	}
 	p.spaces()
 	bc := false
@@ -520,18 +578,18 @@ func parseDateTime(s string) (days, usec int64, e dtErr) {
 			bc = true
 		case "ad":
 		default:
-			return 0, 0, dtSyntax
+			return 0, 0, z, dtSyntax
 		}
 	}
 	if year == 0 || month < 1 || month > 12 || day < 1 || day > int64(daysIn(yearOf(year, bc), int(month))) {
-		return 0, 0, dtRange
+		return 0, 0, z, dtRange
 	}
 	if hour > 24 || min > 59 || sec > 60 || (hour == 24 && (min > 0 || sec > 0 || fsec > 0)) {
-		return 0, 0, dtRange
+		return 0, 0, z, dtRange
 	}
 	days = daysFromCivil(yearOf(year, bc), int(month), int(day))
 	usec = hour*usPerHour + min*usPerMin + sec*usPerSec + fsec
-	return days, usec, dtOK
+	return days, usec, z, dtOK
 }
 
 // yearOf maps a year as written (with its era) to the astronomical year (1 BC is 0).
@@ -555,13 +613,19 @@ func specialDateTime(s string) (int8, bool) {
 }
 
 func dtError(e dtErr, s, typ string) error {
-	if e == dtRange {
+	switch e {
+	case dtRange:
 		return sqlerr.New(sqlerr.DatetimeFieldOverflow, "date/time field value out of range: %s", quote(s))
+	case dtZoneRange:
+		return sqlerr.New("22009", "time zone displacement out of range: %s", quote(s))
 	}
 	return sqlerr.New(sqlerr.InvalidDatetimeFormat, "invalid input syntax for type %s: %s", typ, quote(s))
 }
 
-func parseTimestamp(s string) (int64, error) {
+// parseTimestamp parses timestamp input; for timestamptz (t.TZ) the zone
+// written is applied (none: the session's, UTC), for timestamp it is
+// ignored, as PostgreSQL does.
+func parseTimestamp(s string, t T) (int64, error) {
 	if sp, ok := specialDateTime(s); ok {
 		switch sp {
 		case 1:
@@ -571,14 +635,22 @@ func parseTimestamp(s string) (int64, error) {
 		}
 		return 0, nil
 	}
-	days, usec, e := parseDateTime(s)
+	typ := "timestamp"
+	if t.TZ {
+		typ = "timestamp with time zone"
+	}
+	days, usec, z, e := parseDateTime(s)
 	if e != dtOK {
-		return 0, dtError(e, s, "timestamp")
+		return 0, dtError(e, s, typ)
 	}
 	if days > math.MaxInt64/usPerDay-1 || days < math.MinInt64/usPerDay+1 {
 		return 0, sqlerr.New(sqlerr.DatetimeFieldOverflow, "timestamp out of range: %s", quote(s))
 	}
-	return days*usPerDay + usec, nil
+	off, err := zoneOffset(z, days, usec, s, typ)
+	if err != nil || !t.TZ {
+		return days*usPerDay + usec, err
+	}
+	return days*usPerDay + usec - off*usPerSec, nil
 }
 
 func parseDate(s string) (int64, error) {
@@ -591,9 +663,12 @@ func parseDate(s string) (int64, error) {
 		}
 		return 0, nil
 	}
-	days, _, e := parseDateTime(s)
+	days, usec, z, e := parseDateTime(s)
 	if e != dtOK {
 		return 0, dtError(e, s, "date")
+	}
+	if _, err := zoneOffset(z, days, usec, s, "date"); err != nil {
+		return 0, err
 	}
 	return days, nil
 }
@@ -635,7 +710,9 @@ func appendDate(buf []byte, days int64) []byte {
 	return buf
 }
 
-func appendTimestamp(buf []byte, ts int64) []byte {
+// appendTimestamp formats ts; tz adds timestamptz's offset, +00 (the
+// session's TimeZone is UTC).
+func appendTimestamp(buf []byte, ts int64, tz bool) []byte {
 	switch ts {
 	case TimestampInfinity:
 		return append(buf, "infinity"...)
@@ -651,6 +728,9 @@ func appendTimestamp(buf []byte, ts int64) []byte {
 	buf = append0(buf, t/usPerMin%60, 2)
 	buf = append(buf, ':')
 	buf = appendSecFrac(buf, t/usPerSec%60, t%usPerSec)
+	if tz {
+		buf = append(buf, "+00"...)
+	}
 	if bc {
 		buf = append(buf, " BC"...)
 	}
@@ -1138,4 +1218,77 @@ func parseISOInterval(s, v string) (arrow.MonthDayNanoInterval, error) {
 		return iv, errIntervalRange()
 	}
 	return iv, nil
+}
+
+// zoneOffset returns the offset in seconds east of UTC of the zone z at
+// the local date and time it qualifies (days, usec): a numeric offset as
+// written; UTC, GMT, Z and their kin 0; a region name of the tz database
+// (Europe/Paris, matched without regard to case, as PostgreSQL does) its
+// offset then, daylight saving included. A region PostgreSQL does not know
+// either is 22023, as there; an abbreviation (CET, PST) is refused with
+// 22007, since PostgreSQL's abbreviations are fixed offsets that differ
+// from the tz database's zones of the same name.
+func zoneOffset(z dtZone, days, usec int64, s, typ string) (int64, error) {
+	if !z.set || z.name == "" {
+		return z.off, nil
+	}
+	switch strings.ToLower(z.name) {
+	case "z", "utc", "gmt", "ut", "uct", "zulu", "etc/utc", "etc/gmt", "etc/uct", "etc/zulu", "universal", "etc/universal":
+		return 0, nil
+	}
+	if !strings.Contains(z.name, "/") {
+		return 0, &sqlerr.Error{Code: sqlerr.InvalidDatetimeFormat,
+			Msg:    fmt.Sprintf("invalid input syntax for type %s: %s", typ, quote(s)),
+			Detail: fmt.Sprintf("The time zone abbreviation %q is not supported.", z.name),
+			Hint:   "Write a numeric offset (+02, -05:30) or a region name (Europe/Paris)."}
+	}
+	loc, ok := loadZone(z.name)
+	if !ok {
+		return 0, sqlerr.New(sqlerr.InvalidParameterValue, "time zone %q not recognized", strings.ToLower(z.name))
+	}
+	// The local time as if it were UTC, and the offsets in effect a day
+	// before and after it: around a transition, one or both (or neither)
+	// of them turn it into an instant whose offset is that offset.
+	local := days*86400 + usec/usPerSec
+	at := func(unix int64) int64 { _, off := time.Unix(unix, 0).In(loc).Zone(); return int64(off) }
+	before, after := at(local-86400), at(local+86400)
+	okBefore, okAfter := at(local-before) == before, at(local-after) == after
+	switch {
+	case okBefore && okAfter:
+		// Ambiguous (a fall-back transition): PostgreSQL takes the later
+		// offset's reading, as does a single offset.
+		return after, nil
+	case okAfter:
+		return after, nil
+	}
+	// Valid before only, or a nonexistent local time (a spring-forward
+	// gap), which PostgreSQL reads with the offset before the transition.
+	return before, nil
+}
+
+// zones caches loadZone's locations by name as written.
+var zones sync.Map
+
+// loadZone finds a tz database zone by name, as written or in the
+// database's capitalization (europe/paris is Europe/Paris).
+func loadZone(name string) (*time.Location, bool) {
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), true
+	}
+	b := []byte(strings.ToLower(name))
+	up := true
+	for i, c := range b {
+		if up && c >= 'a' && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+		up = c == '/' || c == '_' || c == '-'
+	}
+	canon := strings.NewReplacer("Gmt", "GMT", "Utc", "UTC", "Uct", "UCT").Replace(string(b))
+	for _, n := range []string{name, canon} {
+		if loc, err := time.LoadLocation(n); err == nil {
+			zones.Store(name, loc)
+			return loc, true
+		}
+	}
+	return nil, false
 }

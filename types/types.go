@@ -49,6 +49,10 @@ const UnconstrainedScale = 16
 // T is a SQL type with its modifiers.
 type T struct {
 	Kind Kind
+	// TZ marks TIMESTAMP WITH TIME ZONE (timestamptz): the same UTC
+	// microseconds, its input's zone applied, printed with the session's
+	// offset (+00: TimeZone is UTC only).
+	TZ bool `json:",omitempty"`
 	// Prec and Scale are NUMERIC's precision and scale; Prec 0 means unconstrained.
 	// For Text, Prec is VARCHAR's length limit (0: none).
 	Prec, Scale int32
@@ -66,9 +70,11 @@ var (
 	TNumeric   = T{Kind: Numeric, Scale: UnconstrainedScale}
 	TText      = T{Kind: Text}
 	TTimestamp = T{Kind: Timestamp}
-	TDate      = T{Kind: Date}
-	TInterval  = T{Kind: Interval}
-	TTextArray = T{Kind: TextArray}
+	// TTimestampTZ is timestamp with time zone.
+	TTimestampTZ = T{Kind: Timestamp, TZ: true}
+	TDate        = T{Kind: Date}
+	TInterval    = T{Kind: Interval}
+	TTextArray   = T{Kind: TextArray}
 )
 
 // NumericOf returns NUMERIC(prec, scale).
@@ -189,6 +195,9 @@ func (t T) OID() uint32 {
 		}
 		return OIDText
 	case Timestamp:
+		if t.TZ {
+			return OIDTimestampTZ
+		}
 		return OIDTimestamp
 	case Date:
 		return OIDDate
@@ -229,8 +238,10 @@ func FromOID(oid uint32) (T, bool) {
 		return TNumeric, true
 	case OIDText, OIDVarchar:
 		return TText, true
-	case OIDTimestamp, OIDTimestampTZ:
+	case OIDTimestamp:
 		return TTimestamp, true
+	case OIDTimestampTZ:
+		return TTimestampTZ, true
 	case OIDDate:
 		return TDate, true
 	case OIDInterval:
@@ -297,6 +308,9 @@ func (t T) String() string {
 		}
 		return "text"
 	case Timestamp:
+		if t.TZ {
+			return "timestamp with time zone"
+		}
 		return "timestamp without time zone"
 	case Date:
 		return "date"

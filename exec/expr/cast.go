@@ -71,6 +71,9 @@ func (c *Ctx) cast(a vec, from, to types.T, n int) (vec, error) {
 	if widens && (from.Kind == types.Text || (from.Kind == types.Numeric && from.Scale == to.Scale)) {
 		return same()
 	}
+	if from.Kind == types.Timestamp && to.Kind == types.Timestamp {
+		return same() // timestamp <-> timestamptz: the session's TimeZone is UTC
+	}
 	mem := c.mem()
 	fp, tp := from.Physical(), to.Physical()
 	switch {

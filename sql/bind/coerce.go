@@ -77,6 +77,9 @@ func pgTypeName(t types.T) string {
 		}
 		return "text"
 	case types.Timestamp:
+		if t.TZ {
+			return "timestamptz"
+		}
 		return "timestamp"
 	case types.Date:
 		return "date"

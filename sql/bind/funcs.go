@@ -143,9 +143,9 @@ func (b *Binder) arithOp(op string, l, r expr.Expr) (expr.Expr, error) {
 	lk, rk := lt.Kind, rt.Kind
 	switch {
 	case lk == types.Timestamp && rk == types.Interval && (op == "+" || op == "-"):
-		return call(op, types.TTimestamp, l, r), nil
+		return call(op, lt, l, r), nil // timestamptz stays timestamptz
 	case lk == types.Interval && rk == types.Timestamp && op == "+":
-		return call(op, types.TTimestamp, r, l), nil
+		return call(op, rt, r, l), nil
 	case lk == types.Date && rk == types.Interval && (op == "+" || op == "-"):
 		return call(op, types.TTimestamp, &expr.Cast{E: l, T: types.TTimestamp}, r), nil
 	case lk == types.Interval && rk == types.Date && op == "+":
@@ -649,8 +649,12 @@ func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
 			return call("now", types.TTimestamp), nil
 		}
 	case "date_trunc":
-		if n == 2 && arg(0, types.TText) && arg(1, types.TTimestamp) {
-			return call(name, types.TTimestamp, args...), nil
+		ts := types.TTimestamp
+		if n == 2 && args[1].Type().TZ {
+			ts = types.TTimestampTZ // date_trunc(text, timestamptz) is timestamptz
+		}
+		if n == 2 && arg(0, types.TText) && arg(1, ts) {
+			return call(name, ts, args...), nil
 		}
 	case "date_part":
 		if n == 2 && arg(0, types.TText) {

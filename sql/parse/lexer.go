@@ -200,6 +200,16 @@ func (l *lexer) next() (token, error) {
 			return token{Kind: tOp, Val: op, Pos: start, End: l.pos}, nil
 		}
 	}
+	if c == '^' || c == '#' {
+		// PostgreSQL's scanner reads a run of operator characters as one
+		// operator and keeps a trailing + or - when the run has a ^ or #:
+		// 2^-1 is the operator ^-, which does not exist (2 ^ -1 is 0.5).
+		if n := pgOpRun(l.src[start:]); n > 1 {
+			e := sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: %s", l.src[start:start+n])
+			e.Position = charPos(l.src, start)
+			return token{}, e
+		}
+	}
 	if strings.IndexByte(oneCharOps, c) >= 0 {
 		l.pos++
 		return token{Kind: tOp, Val: string(c), Pos: start, End: l.pos}, nil
@@ -425,4 +435,17 @@ func (l *lexer) dollar(start int) (token, error) {
 	}
 	l.pos = body + i + len(delim)
 	return token{Kind: tString, Val: l.src[body : body+i], Pos: start, End: l.pos}, nil
+}
+
+// pgOpRun returns the length of the operator PostgreSQL's scanner reads at
+// the start of s: operator characters up to a comment's -- or /*.
+func pgOpRun(s string) int {
+	n := 0
+	for n < len(s) && strings.IndexByte("+-*/<>=~!@#%^&|`?", s[n]) >= 0 {
+		if n > 0 && (strings.HasPrefix(s[n:], "--") || strings.HasPrefix(s[n:], "/*")) {
+			break
+		}
+		n++
+	}
+	return n
 }

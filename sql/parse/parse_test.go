@@ -103,7 +103,7 @@ var golden = []struct{ in, want string }{
 	{"select t.a::text, 'x'::date, $1::int8, 1.5::real from t",
 		"query: SELECT PG_CAST(`t`.`a`, _UTF8MB4'text'),PG_CAST(_UTF8MB4'x', _UTF8MB4'date'),PG_CAST(`$1`, _UTF8MB4'bigint'),PG_CAST(1.5, _UTF8MB4'real') FROM `t`"},
 	{"select x::timestamp without time zone, x::timestamptz from t",
-		"query: SELECT PG_CAST(`x`, _UTF8MB4'timestamp without time zone'),PG_CAST(`x`, _UTF8MB4'timestamp without time zone') FROM `t`"},
+		"query: SELECT PG_CAST(`x`, _UTF8MB4'timestamp without time zone'),PG_CAST(`x`, _UTF8MB4'timestamp with time zone') FROM `t`"},
 	{"select cast(a as bigint), cast((a+1) as text) from t",
 		"query: SELECT PG_CAST(`a`, _UTF8MB4'bigint'),PG_CAST((`a`+1), _UTF8MB4'text') FROM `t`"},
 	{"select cast(a as int)::text from t",
@@ -194,6 +194,13 @@ var golden = []struct{ in, want string }{
 		"error 42601 at 8: unterminated /* comment at or near \"/* unterminated\""},
 	{"select 123abc",
 		"error 42601 at 8: trailing junk after numeric literal at or near \"123abc\""},
+	// PostgreSQL's scanner reads ^- and #+ as one operator, which does not exist.
+	{"select 2^-1",
+		"error 42883 at 9: operator does not exist: ^-"},
+	{"select a#+b, 1 from t",
+		"error 42883 at 9: operator does not exist: #+"},
+	{"select 2^--c\n3, 2 ^ -1",
+		"query: SELECT 2 DIV 3,2 DIV -1"},
 	{"select a # b from t", // PostgreSQL's xor, not a MySQL comment
 		"query: SELECT `a`^`b` FROM `t`"},
 	{"select `x` from t",
@@ -269,7 +276,7 @@ var golden = []struct{ in, want string }{
 	{"CREATE TABLE words (word VARCHAR, n BIGINT, ts TIMESTAMP)",
 		"{Name:words IfNotExists:false Columns:[{Name:word Type:text NotNull:false} {Name:n Type:bigint NotNull:false} {Name:ts Type:timestamp without time zone NotNull:false}] WatermarkCol: WatermarkUS:0 WatermarkSQL: With:map[] SQL:}"},
 	{"create table if not exists \"T\" (a int not null primary key, b text null, \"C\" numeric(10,2), d double precision, e varchar(20), f character varying(3), g timestamp without time zone, h timestamptz, i date, j interval, k bool, l int2, m real, n float, o decimal)",
-		"{Name:T IfNotExists:true Columns:[{Name:a Type:integer NotNull:true} {Name:b Type:text NotNull:false} {Name:C Type:numeric(10,2) NotNull:false} {Name:d Type:double precision NotNull:false} {Name:e Type:character varying(20) NotNull:false} {Name:f Type:character varying(3) NotNull:false} {Name:g Type:timestamp without time zone NotNull:false} {Name:h Type:timestamp without time zone NotNull:false} {Name:i Type:date NotNull:false} {Name:j Type:interval NotNull:false} {Name:k Type:boolean NotNull:false} {Name:l Type:smallint NotNull:false} {Name:m Type:real NotNull:false} {Name:n Type:double precision NotNull:false} {Name:o Type:numeric NotNull:false}] WatermarkCol: WatermarkUS:0 WatermarkSQL: With:map[] SQL:}"},
+		"{Name:T IfNotExists:true Columns:[{Name:a Type:integer NotNull:true} {Name:b Type:text NotNull:false} {Name:C Type:numeric(10,2) NotNull:false} {Name:d Type:double precision NotNull:false} {Name:e Type:character varying(20) NotNull:false} {Name:f Type:character varying(3) NotNull:false} {Name:g Type:timestamp without time zone NotNull:false} {Name:h Type:timestamp with time zone NotNull:false} {Name:i Type:date NotNull:false} {Name:j Type:interval NotNull:false} {Name:k Type:boolean NotNull:false} {Name:l Type:smallint NotNull:false} {Name:m Type:real NotNull:false} {Name:n Type:double precision NotNull:false} {Name:o Type:numeric NotNull:false}] WatermarkCol: WatermarkUS:0 WatermarkSQL: With:map[] SQL:}"},
 	{"CREATE TABLE bids (auction BIGINT, price BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)",
 		"{Name:bids IfNotExists:false Columns:[{Name:auction Type:bigint NotNull:false} {Name:price Type:bigint NotNull:false} {Name:ts Type:timestamp without time zone NotNull:false}] WatermarkCol:ts WatermarkUS:5000000 WatermarkSQL:WATERMARK FOR ts AS ts - INTERVAL '5' SECOND With:map[] SQL:}"},
 	{"create table b (ts timestamp, watermark for ts as ts - interval '5 seconds') with (partitions = 4, retention = '1d')",
@@ -502,6 +509,14 @@ func TestQueryText(t *testing.T) {
 		// ^ is TiDB's DIV (the binder gives it PostgreSQL's level); a column div is quoted.
 		{"select 2 ^ 3 ^ -x, div, a operator(pg_catalog.^) 2 from t", "select 2 ^ 3 ^ -x, div, a operator(pg_catalog.^) 2 from t",
 			`select 2 div 3 div -x, "div", a div 2 from t`},
+		// ^ written without spaces: the div it becomes is never glued to
+		// its operands (2^3 once read as 2 AS div3); strings, comments
+		// and quoted identifiers keep their ^.
+		{`select 2^3, (2^3), 5^2+1, -2^2, 2^3^2, 2*3^2, a^b, x^(y), '2^3', E'2^3' "a^b" from t -- x^y`,
+			`select 2^3, (2^3), 5^2+1, -2^2, 2^3^2, 2*3^2, a^b, x^(y), '2^3', E'2^3' "a^b" from t`,
+			`select 2 div 3, (2 div 3), 5 div 2+1, -2 div 2, 2 div 3 div 2, 2*3 div 2, a div b, x div(y), '2^3', '2^3' "a^b" from t`},
+		{"select a~b, a~~b, a!~*b, 2^/* c */3 from t", "select a~b, a~~b, a!~*b, 2^/* c */3 from t",
+			"select a regexp b, a like b, a not regexp '(?i)' ||b, 2 div 3 from t"},
 		{"select a operator(pg_catalog.~~) 'x' from t", "select a operator(pg_catalog.~~) 'x' from t", "select a like 'x' from t"},
 		{"select regexp_match(url, 'a[b]')[2]::int, a[i + 1], 'x[1]' from t", "select regexp_match(url, 'a[b]')[2]::int, a[i + 1], 'x[1]' from t",
 			"select pg_cast(pg_subscript(regexp_match(url, 'a[b]'),2), 'integer'), pg_subscript(a,i + 1), 'x[1]' from t"},
@@ -590,8 +605,8 @@ func TestParseTypeName(t *testing.T) {
 		{"float(10)", "real"}, {"double precision", "double precision"}, {"DOUBLE", "double precision"}, {"numeric", "numeric"},
 		{"numeric(10,2)", "numeric(10,2)"}, {"decimal(5)", "numeric(5,0)"}, {"varchar", "text"},
 		{"varchar(5)", "character varying(5)"}, {"character varying(7)", "character varying(7)"},
-		{"timestamp without time zone", "timestamp without time zone"}, {"timestamptz", "timestamp without time zone"},
-		{"timestamp(3) with time zone", "timestamp without time zone"}, {"date", "date"}, {"interval", "interval"},
+		{"timestamp without time zone", "timestamp without time zone"}, {"timestamptz", "timestamp with time zone"},
+		{"timestamp(3) with time zone", "timestamp with time zone"}, {"date", "date"}, {"interval", "interval"},
 	}
 	for _, c := range cases {
 		typ, err := ParseTypeName(c.in)

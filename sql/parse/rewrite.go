@@ -100,6 +100,17 @@ func quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
+// wordJoin reports whether text written right after out would run into
+// its last word: a word the rewrite puts in an operator's place (div for
+// ^, regexp for ~) next to an operand written without spaces, as in 2^3,
+// or two tokens PostgreSQL's scanner splits and TiDB's would not (0x1f is
+// 0 AS x1f in PostgreSQL 15, a hexadecimal literal in TiDB).
+func wordJoin(out, text string) bool {
+	return out != "" && text != "" && isWordByte(out[len(out)-1]) && isWordByte(text[0])
+}
+
+func isWordByte(c byte) bool { return isIdentStart(c) || isDigit(c) }
+
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // query rewrites toks[from:to] for TiDB, parses the result and returns the
@@ -117,7 +128,7 @@ func (p *parser) query(from, to int) (*Query, error) {
 	b.Grow(p.toks[to-1].End - p.toks[from].Pos + 16*len(r.out)/10)
 	starts := make([]int, len(r.out))
 	for k, pc := range r.out {
-		if pc.space && k > 0 {
+		if k > 0 && (pc.space || wordJoin(b.String(), pc.pre+pc.text)) {
 			b.WriteByte(' ')
 		}
 		starts[k] = b.Len()
@@ -1020,7 +1031,7 @@ func (r *rewriter) nullsOrder(item int, first bool, tok int) error {
 // typeLiteralStart are the words that can begin a type name in a typed
 // literal (DATE '2026-01-31', BOOLEAN 'true', double precision '1.5').
 var typeLiteralStart = map[string]bool{
-	"date": true, "timestamp": true, "boolean": true, "bool": true, "text": true, "varchar": true,
+	"date": true, "timestamp": true, "timestamptz": true, "boolean": true, "bool": true, "text": true, "varchar": true,
 	"character": true, "int": true, "integer": true, "int2": true, "int4": true, "int8": true,
 	"smallint": true, "bigint": true, "numeric": true, "decimal": true, "real": true, "float": true,
 	"float4": true, "float8": true, "double": true,

@@ -85,9 +85,12 @@ func TypeFromName(name string, mods []int) (types.T, error) {
 			}
 			t.Prec = int32(mods[0])
 		}
-	case "timestamp", "timestamp without time zone", "timestamptz", "timestamp with time zone":
-		// timestamptz is stored and shown as timestamp; the precision modifier is accepted and ignored.
+	case "timestamp", "timestamp without time zone":
+		// The precision modifier is accepted and ignored.
 		t = types.TTimestamp
+		maxMods = 1
+	case "timestamptz", "timestamp with time zone":
+		t = types.TTimestampTZ
 		maxMods = 1
 	case "date":
 		t = types.TDate
