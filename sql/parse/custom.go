@@ -235,24 +235,7 @@ func (p *parser) createTable() (*CreateTable, error) {
 				return nil, err
 			}
 		case t.is("primary") && p.peek(1).is("key"):
-			p.i += 2
-			if err := p.expectOp("("); err != nil {
-				return nil, err
-			}
-			cols, err := p.nameList()
-			if err != nil {
-				return nil, err
-			}
-			if err := p.expectOp(")"); err != nil {
-				return nil, err
-			}
-			for _, c := range cols { // PRIMARY KEY implies NOT NULL; the key itself is not enforced
-				for k := range ct.Columns {
-					if ct.Columns[k].Name == c {
-						ct.Columns[k].NotNull = true
-					}
-				}
-			}
+			return nil, p.primaryKey(t)
 		case t.is("constraint") || t.is("unique") || t.is("check") || t.is("foreign") || t.is("exclude"):
 			return nil, p.notSupported(t, "table constraints other than PRIMARY KEY are not supported")
 		default:
@@ -345,7 +328,14 @@ func (p *parser) dropSink() (Statement, error) {
 	return n, p.end()
 }
 
-// columnDef parses name type [NOT NULL | NULL | PRIMARY KEY]...
+// primaryKey refuses a PRIMARY KEY: a table is an append-only stream, so
+// a key could be neither enforced (23505) nor used by UPDATE or DELETE,
+// and a key accepted and ignored would let duplicates in unseen.
+func (p *parser) primaryKey(t token) error {
+	return p.notSupported(t, "PRIMARY KEY is not supported yet: a table is an append-only stream, which cannot enforce a key (declare the table without it)")
+}
+
+// columnDef parses name type [NOT NULL | NULL]...
 func (p *parser) columnDef() (ColumnDef, error) {
 	var col ColumnDef
 	var err error
@@ -365,8 +355,8 @@ func (p *parser) columnDef() (ColumnDef, error) {
 			col.NotNull = true
 		case p.accept("null"):
 			col.NotNull = false
-		case p.accept("primary", "key"):
-			col.NotNull = true
+		case t.is("primary") && p.peek(1).is("key"):
+			return col, p.primaryKey(t)
 		case t.is("default") || t.is("unique") || t.is("check") || t.is("references") ||
 			t.is("generated") || t.is("collate") || t.is("constraint"):
 			return col, p.notSupported(t, "column option %s is not supported", strings.ToUpper(t.Val))
