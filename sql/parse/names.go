@@ -49,7 +49,7 @@ var (
 		"or": true, "not": true, "from": true, "join": true, "into": true, "update": true, "table": true,
 		"when": true, "then": true, "else": true, "having": true, "distinct": true, "on": true, "case": true,
 		"=": true, "<>": true, "!=": true, "<": true, ">": true, "<=": true, ">=": true, "+": true, "-": true,
-		"*": true, "/": true, "%": true, "||": true, "using": true, "exists": true, "view": true}
+		"*": true, "/": true, "%": true, "||": true, "using": true, "exists": true, "view": true, "set": true}
 	nameAfter = map[string]bool{",": true, ")": true, "from": true, "as": true, "where": true, "group": true,
 		"order": true, "having": true, "limit": true, "offset": true, "union": true, "except": true,
 		"intersect": true, "asc": true, "desc": true, "and": true, "or": true, "is": true, "in": true,
