@@ -236,7 +236,8 @@ func (p *parser) createTable() (*CreateTable, error) {
 			}
 		case t.is("primary") && p.peek(1).is("key"):
 			return nil, p.primaryKey(t)
-		case t.is("constraint") || t.is("unique") || t.is("check") || t.is("foreign") || t.is("exclude"):
+		case t.is("constraint") || t.is("unique") || t.is("check") || t.is("foreign") ||
+			t.is("exclude") && (p.peek(1).isOp("(") || p.peek(1).is("using")): // else a column named exclude
 			return nil, p.notSupported(t, "table constraints other than PRIMARY KEY are not supported")
 		default:
 			col, err := p.columnDef()

@@ -290,7 +290,7 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = -1
 					i += 3
 					continue
-				case t.Val == "as" && next.Kind == tIdent && !next.is("of"):
+				case t.Val == "as" && next.Kind == tIdent:
 					// An alias is never a keyword in PostgreSQL after AS, but many
 					// names (rows, stored, trigger, ...) are reserved in TiDB's grammar.
 					r.emit("as", i, space)
@@ -324,7 +324,7 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = -1
 					i = end - 1
 					continue
-				case t.Val == "session" && next.isOp("(") && !(i > from && (toks[i-1].is("from") || toks[i-1].is("join") || toks[i-1].isOp("."))):
+				case t.Val == "session" && next.isOp("(") && !(i > from && (toks[i-1].is("from") || toks[i-1].is("join") || toks[i-1].is("into") || toks[i-1].isOp("."))):
 					// Flink's group window GROUP BY SESSION(ts, gap): SESSION
 					// is a keyword of TiDB's grammar (sql/bind groupwin.go).
 					prim = r.emit("pg_session_window", i, space)
@@ -444,8 +444,10 @@ func (r *rewriter) rewrite(from, to int) error {
 				start = prim // a.b: the primary began at a
 			}
 			text := t.Val
-			if t.Kind == tQIdent || t.Val == "div" {
-				// div is an identifier in PostgreSQL and TiDB's spelling of ^.
+			quoted := t.Kind == tQIdent || t.Val == "div" || isName(toks, i, from, to)
+			if quoted {
+				// div is an identifier in PostgreSQL and TiDB's spelling of ^;
+				// names TiDB reserves are quoted (names.go).
 				text = quoteIdent(t.Val)
 			}
 			k := r.emit(text, i, space)
@@ -453,7 +455,7 @@ func (r *rewriter) rewrite(from, to int) error {
 				start = k
 			}
 			prim = start
-			callable = t.Kind == tQIdent || !notFuncKeywords[t.Val]
+			callable = quoted || !notFuncKeywords[t.Val]
 			if !callable {
 				prim = -1 // a keyword such as SELECT ends no primary
 			}
