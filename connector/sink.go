@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/types"
 )
 
 // An exactly-once sink is a two-phase commit between streamdb's
@@ -72,36 +73,16 @@ type SinkTxn struct {
 	Rows func(ctx context.Context, fn func(arrow.RecordBatch) error) error
 }
 
-// Op is a row's change kind in a change stream (a changelog's op column).
-type Op int8
+// Op is a row's change kind in a change stream (a changelog's op column);
+// types defines it so the operator contract (exec/op) shares it.
+type Op = types.ChangeOp
 
 const (
-	OpInsert Op = iota
-	OpDelete
-	OpUpdateBefore
-	OpUpdateAfter
+	OpInsert       = types.ChangeInsert
+	OpDelete       = types.ChangeDelete
+	OpUpdateBefore = types.ChangeUpdateBefore
+	OpUpdateAfter  = types.ChangeUpdateAfter
 )
-
-// String returns the op as shown in a change stream's op column.
-func (o Op) String() string {
-	switch o {
-	case OpDelete:
-		return "delete"
-	case OpUpdateBefore:
-		return "update_before"
-	case OpUpdateAfter:
-		return "update_after"
-	}
-	return "insert"
-}
-
-// Sign is +1 for rows added and -1 for rows retracted.
-func (o Op) Sign() int8 {
-	if o == OpDelete || o == OpUpdateBefore {
-		return -1
-	}
-	return 1
-}
 
 // SinkSpec is what a sink connector is made from: the sink, the view it
 // writes and the runtime's stored position.

@@ -91,7 +91,7 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 			if j.memBackend() {
 				// The groups are the state (statebackend.go): nothing is
 				// written per epoch; a checkpoint gets their snapshot.
-				if m.barrier.snapshots() {
+				if m.barrier.Snapshots() {
 					w.AddOpSnapshot(op.snap.take(op.id, m.barrier.Epoch, op.ttl.on, func(e uint64) *stateSnapshot { return snapshotAgg(op, e) }))
 				}
 				op.clearValueChanges()

@@ -115,7 +115,7 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 			for len(rows) > 0 {
 				n := min(len(rows), 64<<10)
 				rec := kvRecord(rows[:n])
-				if err := op.push(ectx, Chunk{Rec: rec}, side); err != nil {
+				if err := op.Push(ectx, Chunk{Rec: rec}, side); err != nil {
 					b.Fatal(err)
 				}
 				rows = rows[n:]
@@ -130,7 +130,7 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 		barrier = func() {
 			opStart = threadCPU()
 			w := db.NewEpochBatch()
-			if err := op.barrier(ectx, &Barrier{Epoch: epoch}, w); err != nil {
+			if err := op.Barrier(ectx, &Barrier{Epoch: epoch}, w); err != nil {
 				b.Fatal(err)
 			}
 			commit(w)

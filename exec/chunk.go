@@ -1,9 +1,9 @@
 package exec
 
 import (
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/connector"
+	"github.com/streamdb/streamdb/exec/op"
 )
 
 type arrowBuilder = array.Builder
@@ -19,23 +19,6 @@ const (
 	OpUpdateAfter  = connector.OpUpdateAfter
 )
 
-// Chunk is a batch of rows with an optional change op per row (nil: all inserts).
-type Chunk struct {
-	Rec arrow.RecordBatch
-	Ops []Op
-	// Groups holds each row's key group, for an aggregate's changes (the
-	// sink keys view rows by it); nil otherwise.
-	Groups []uint8
-}
-
-// Signs returns the rows' signs, or nil if all are inserts.
-func (c Chunk) Signs() []int8 {
-	if c.Ops == nil {
-		return nil
-	}
-	s := make([]int8, len(c.Ops))
-	for i, o := range c.Ops {
-		s[i] = o.Sign()
-	}
-	return s
-}
+// Chunk is a batch of rows with an optional change op per row (the
+// operator contract's, exec/op).
+type Chunk = op.Chunk

@@ -313,7 +313,7 @@ func (o *joinOp) takeLate() []storage.LateRow {
 
 // advance notes the barrier's watermark: barrier frees the rows it
 // passed, and the next epoch's rows are judged late against it.
-func (o *joinOp) advance(_ *expr.Ctx, wm Watermark) (int64, error) {
+func (o *joinOp) AdvanceWatermark(_ *expr.Ctx, wm Watermark) (int64, error) {
 	if o.tw.spec == nil {
 		return 0, nil
 	}

@@ -10,32 +10,14 @@ import (
 
 	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
 
-// Barrier marks the end of an epoch in every stream of a job.
-type Barrier struct {
-	Epoch      uint64
-	Checkpoint bool
-	// CatchUp makes each source read everything written to its stream
-	// before the barrier was injected, so the epoch covers all input
-	// acknowledged before it (CHECKPOINT; reads that must see every write).
-	CatchUp bool
-	// Savepoint marks a savepoint's round: memory-backend jobs then also
-	// write their state where the savepoint's copy of Pebble holds it.
-	Savepoint bool
-	// NoSnapshot, on a memory-backend job's periodic checkpoint barrier,
-	// tells its operators to take no snapshot: the job's previous one is
-	// still being written, so this checkpoint writes none (noteBarrier
-	// decides it once per job and barrier, so all instances agree).
-	NoSnapshot bool
-	// Cut is where the barrier sits in each log partition the round's jobs
-	// read (storage.DB.MarkCut): a durable job's source passes it on at
-	// exactly that offset, so every view is at the same input position at
-	// every epoch. Nil for a change stream's barrier.
-	Cut storage.Cut
-}
+// Barrier marks the end of an epoch in every stream of a job (the
+// operator contract's, exec/op).
+type Barrier = op.Barrier
 
 // JobSpec describes a continuous query to run.
 type JobSpec struct {

@@ -217,7 +217,7 @@ func (o *joinOp) emitRows(ectx *expr.Ctx) error {
 // follows the part, not the batch times the other side.
 const maxJoinCandidates = 64 << 10
 
-func (o *joinOp) push(ectx *expr.Ctx, c Chunk, side int) error {
+func (o *joinOp) Push(ectx *expr.Ctx, c Chunk, side int) error {
 	if o.tw.spec != nil {
 		var err error
 		if c, err = o.dropLate(ectx, c, side); err != nil {
@@ -490,7 +490,7 @@ func (o *joinOp) residual(ectx *expr.Ctx, rec arrow.RecordBatch, side int, pi []
 }
 
 // barrier writes the rows that changed in the epoch.
-func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
+func (o *joinOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if err := o.expireIdle(ectx); err != nil {
 		return err
 	}
@@ -504,7 +504,7 @@ func (o *joinOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 		}
 	}
 	o.snap.note(len(o.dirty) > 0)
-	if w != nil && o.j.memBackend() && b.snapshots() {
+	if w != nil && o.j.memBackend() && b.Snapshots() {
 		// The groups are the state (statebackend.go): a checkpoint gets
 		// their snapshot (the last one again if nothing changed since);
 		// nothing is written per epoch.

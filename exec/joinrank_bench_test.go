@@ -91,12 +91,12 @@ func BenchmarkJoinOp(b *testing.B) {
 				for i := range left {
 					for side, recs := range [][]arrow.RecordBatch{left, right} {
 						recs[i].Retain()
-						if err := op.push(ectx, Chunk{Rec: recs[i]}, side); err != nil {
+						if err := op.Push(ectx, Chunk{Rec: recs[i]}, side); err != nil {
 							b.Fatal(err)
 						}
 					}
 					if i%8 == 7 || i == len(left)-1 {
-						if err := op.barrier(ectx, &Barrier{}, j.db.NewEpochBatch()); err != nil {
+						if err := op.Barrier(ectx, &Barrier{}, j.db.NewEpochBatch()); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -139,11 +139,11 @@ func BenchmarkRankOp(b *testing.B) {
 				ectx := j.exprCtx()
 				for i, r := range recs {
 					r.Retain()
-					if err := op.push(ectx, Chunk{Rec: r}, 0); err != nil {
+					if err := op.Push(ectx, Chunk{Rec: r}, 0); err != nil {
 						b.Fatal(err)
 					}
 					if i%8 == 7 || i == len(recs)-1 {
-						if err := op.barrier(ectx, &Barrier{}, j.db.NewEpochBatch()); err != nil {
+						if err := op.Barrier(ectx, &Barrier{}, j.db.NewEpochBatch()); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -79,7 +79,7 @@ func (o *rankOp) takeLate() []storage.LateRow { return o.lateLog.take() }
 // advance notes the watermark of the barrier being aligned: partitions
 // whose window it passes are freed by barrier, after their last changes,
 // and the next epoch's rows are judged late against it.
-func (o *rankOp) advance(_ *expr.Ctx, wm Watermark) (int64, error) {
+func (o *rankOp) AdvanceWatermark(_ *expr.Ctx, wm Watermark) (int64, error) {
 	if o.spec.win == nil {
 		return 0, nil
 	}

@@ -1,18 +1,32 @@
-// Package exec runs physical plans: operators over Arrow record batches.
-// The same operators serve batch queries (run to the end of their input)
-// and continuous jobs (run forever, flushing at every barrier).
+// Package exec runs physical plans over Arrow record batches, in two
+// ways:
 //
-// Contract:
-//  1. Every edge carries one message type, Msg: a data Chunk, a Barrier or a
-//     watermark. Chunks carry an optional change op per row.
-//  2. An operator implements Push (one chunk in, zero or more out). Flush is
-//     optional: blocking and stateful operators emit there — at the end of
-//     a batch query (final) or at each barrier of a job. The runtime, not the
-//     operator, aligns barriers and forwards them.
+//   - A batch query (Run, run.go) walks the plan tree: each node runs its
+//     input to the end with a callback of its own and passes every batch
+//     it makes to its parent's emit callback, which owns it.
+//   - A continuous query (StartJob, runtime.go) is compiled into a graph
+//     (graph.go) of sources, stateful nodes partitioned by their keys, and
+//     one sink, connected by channels; stateless steps run inside the
+//     edges (outlet.go). Every edge carries one message type: a data
+//     Chunk, or a Barrier that ends an epoch and carries the watermark.
+//
+// Contract of a job (the operator side is package exec/op):
+//  1. The runtime, not the operator, aligns barriers across inputs
+//     (aligner, watermark.go) and forwards them with the epoch's writes.
+//  2. Joins, top-N, session windows, temporal filters and union run
+//     through op.Operator (runOp): Push for each chunk; at each aligned
+//     barrier AdvanceWatermark (op.WatermarkHandler) if they act on event
+//     time, then Barrier, which emits the epoch's changes and writes its
+//     state into the epoch's batch. Aggregates (runAgg, aggtask.go),
+//     sources (source.go, connector.go) and the sink (sink.go) run loops
+//     of their own, for epoch bounds, offsets and the view's rows.
 //  3. Ownership: Push takes ownership of the chunk's record; an operator
-//     releases what it does not pass on. Emit takes ownership likewise.
+//     releases what it does not pass on. An outlet's emit takes ownership
+//     likewise.
 //  4. Operators never import Pebble: state is reached through storage's
-//     state table API and written once per epoch.
+//     state API (ScanState, Batch runs) and written once per epoch, or, on
+//     the memory backend, handed over as a snapshot at checkpoints
+//     (statebackend.go).
 package exec
 
 import (

@@ -130,7 +130,7 @@ func newRankOp(j *Job, n *gnode) *rankOp {
 	return o
 }
 
-func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
+func (o *rankOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 	rec := c.Rec
 	defer rec.Release()
 	n := int(rec.NumRows())
@@ -206,7 +206,7 @@ func (o *rankOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 
 // barrier emits, for each partition that changed, the difference between
 // its new top rows and those it emitted, and writes the changed rows.
-func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
+func (o *rankOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	keys := make([]string, 0, len(o.dirty))
 	for k := range o.dirty {
 		keys = append(keys, k)
@@ -275,7 +275,7 @@ func (o *rankOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if w != nil && o.j.memBackend() {
 		// The partitions are the state (statebackend.go): nothing is
 		// written per epoch; a checkpoint gets their snapshot.
-		if b.snapshots() {
+		if b.Snapshots() {
 			w.AddOpSnapshot(o.snap.take(o.op, b.Epoch, o.ttl.on, o.snapshot))
 		}
 	} else if w != nil && len(o.dirtyRows) > 0 {

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -295,31 +296,23 @@ func (j *Job) openSource(n *gnode) (*jobSource, error) {
 	return s, nil
 }
 
-// operator is one instance of a stateful node other than the aggregate
-// (which has its own loop for epoch bounds and eviction). The runtime
-// aligns its inputs' barriers; the operator sees chunks and aligned
-// barriers only.
-type operator interface {
-	// push takes a chunk from input in (it owns c.Rec) and may emit rows.
-	push(ectx *expr.Ctx, c Chunk, in int) error
-	// barrier emits the epoch's changes and, for a durable job, writes the
-	// state that changed in the epoch into w.
-	barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error
-}
-
-// runOp runs one operator instance: chunks to push, aligned barriers to
-// barrier, whose writes then travel on with the barrier. The rows it takes
+// runOp runs one instance of a stateful node other than the aggregate
+// (which has its own loop for epoch bounds and eviction) through the
+// operator contract, op.Operator: the runtime aligns its inputs' barriers;
+// chunks go to Push, and at each aligned barrier the input watermark goes
+// to AdvanceWatermark (op.WatermarkHandler) and the barrier to Barrier,
+// whose writes then travel on with the barrier. The rows it takes
 // in an epoch count towards the epoch's bound (j.dirty[slot]; -1: none).
-func (j *Job) runOp(slot int, op operator, ins []chan msg, out *outlet) error {
+func (j *Job) runOp(slot int, o op.Operator, ins []chan msg, out *outlet) error {
 	ectx := j.exprCtx()
 	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
-	wk, keepsWM := op.(watermarkKeeper)
+	wk, keepsWM := o.(watermarkKeeper)
 	if keepsWM = keepsWM && wk.keepsWatermark(); keepsWM {
 		if err := j.resumeWatermark(al, wk.opID()); err != nil {
 			return err
 		}
 		// Rows replayed before the first barrier meet the resumed watermark.
-		if _, err := wk.advance(ectx, al.Watermark()); err != nil {
+		if _, err := wk.AdvanceWatermark(ectx, al.Watermark()); err != nil {
 			return err
 		}
 	}
@@ -330,10 +323,10 @@ func (j *Job) runOp(slot int, op operator, ins []chan msg, out *outlet) error {
 		}
 		if m.barrier == nil {
 			n := m.c.Rec.NumRows()
-			if err := op.push(ectx, m.c, m.in); err != nil {
+			if err := o.Push(ectx, m.c, m.in); err != nil {
 				return err
 			}
-			if so, ok := op.(sizedOp); ok && j.memoryLimited() {
+			if so, ok := o.(sizedOp); ok && j.memoryLimited() {
 				so.reportBytes()
 				if err := j.checkMemoryLimit(); err != nil {
 					return err
@@ -347,8 +340,8 @@ func (j *Job) runOp(slot int, op operator, ins []chan msg, out *outlet) error {
 		if slot >= 0 {
 			j.dirty[slot].Store(0)
 		}
-		if et, ok := op.(eventTimed); ok {
-			late, err := et.advance(ectx, al.Watermark())
+		if et, ok := o.(op.WatermarkHandler); ok {
+			late, err := et.AdvanceWatermark(ectx, al.Watermark())
 			if err != nil {
 				return err
 			}
@@ -358,7 +351,7 @@ func (j *Job) runOp(slot int, op operator, ins []chan msg, out *outlet) error {
 		if j.durable() {
 			w = j.db.NewEpochBatch()
 		}
-		if err := op.barrier(ectx, m.barrier, w); err != nil {
+		if err := o.Barrier(ectx, m.barrier, w); err != nil {
 			return err
 		}
 		if keepsWM {
@@ -377,5 +370,5 @@ func (j *Job) runOp(slot int, op operator, ins []chan msg, out *outlet) error {
 // unionOp passes every input's rows on (UNION ALL).
 type unionOp struct{ out *outlet }
 
-func (u unionOp) push(ectx *expr.Ctx, c Chunk, _ int) error         { return u.out.emit(ectx, c, nil) }
-func (u unionOp) barrier(*expr.Ctx, *Barrier, *storage.Batch) error { return nil }
+func (u unionOp) Push(ectx *expr.Ctx, c Chunk, _ int) error         { return u.out.emit(ectx, c, nil) }
+func (u unionOp) Barrier(*expr.Ctx, *Barrier, *storage.Batch) error { return nil }

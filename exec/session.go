@@ -384,7 +384,7 @@ func (o *sessionOp) sessionOf(g int32) (int, *session) {
 // advance takes the watermark of a barrier: the sessions it reached close
 // (closing, in end order). It returns the rows dropped as late since the
 // last call.
-func (o *sessionOp) advance(_ *expr.Ctx, wm Watermark) (int64, error) {
+func (o *sessionOp) AdvanceWatermark(_ *expr.Ctx, wm Watermark) (int64, error) {
 	if o.timed && wm.At != NoWatermark && wm.At+o.shift > o.wm {
 		o.wm = wm.At + o.shift
 	}

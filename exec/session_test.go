@@ -128,7 +128,7 @@ func TestSessionMerge(t *testing.T) {
 			}
 			rec.Release()
 			fed += n
-			if _, err := o.advance(ectx, Watermark{At: NoWatermark}); err != nil {
+			if _, err := o.AdvanceWatermark(ectx, Watermark{At: NoWatermark}); err != nil {
 				t.Fatal(err)
 			}
 			if err := o.changes(emit); err != nil {
@@ -181,7 +181,7 @@ func TestSessionClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec.Release()
-		late, err := o.advance(ectx, Watermark{At: wm})
+		late, err := o.AdvanceWatermark(ectx, Watermark{At: wm})
 		if err != nil {
 			t.Fatal(err)
 		}

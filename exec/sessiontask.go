@@ -43,7 +43,7 @@ func (j *Job) newSessionNode(n *gnode, inst int, out *outlet, root bool) (*sessi
 }
 
 // push implements operator: the rows join their sessions.
-func (o *sessionOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
+func (o *sessionOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 	defer c.Rec.Release()
 	for _, op := range c.Ops {
 		if op.Sign() < 0 {
@@ -59,7 +59,7 @@ func errSessionRetract() error {
 
 // barrier implements operator: the epoch's changes out, its state written,
 // the closed sessions forgotten.
-func (o *sessionOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
+func (o *sessionOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if err := o.changes(func(c Chunk) error { return o.out.emit(ectx, c, nil) }); err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (o *sessionOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error 
 		// The sessions are the state (statebackend.go): a checkpoint gets
 		// their snapshot; only the watermark is written per epoch.
 		o.snap.note(len(o.dirty) > 0 || len(o.closing) > 0 || len(o.del) > 0)
-		if b.snapshots() {
+		if b.Snapshots() {
 			w.AddOpSnapshot(o.snap.take(o.id, b.Epoch, false, o.snapshot))
 		}
 		o.saveWatermark(w)

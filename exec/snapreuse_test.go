@@ -145,8 +145,8 @@ func TestRankJoinSnapshotReuse(t *testing.T) {
 		op := newRankOp(j, &gnode{kind: nRank, rank: spec, ins: []*gedge{in}})
 		op.out = out
 		ectx := j.exprCtx()
-		churn(t, j, func(c Chunk, _ int) error { return op.push(ectx, c, 0) },
-			func(b *Barrier, w *storage.Batch) error { return op.barrier(ectx, b, w) }, op.snapshot, 1)
+		churn(t, j, func(c Chunk, _ int) error { return op.Push(ectx, c, 0) },
+			func(b *Barrier, w *storage.Batch) error { return op.Barrier(ectx, b, w) }, op.snapshot, 1)
 	})
 	t.Run("join", func(t *testing.T) {
 		j, out := memOpJob(t)
@@ -157,8 +157,8 @@ func TestRankJoinSnapshotReuse(t *testing.T) {
 		op := newJoinOp(j, &gnode{kind: nJoin, join: spec})
 		op.out = out
 		ectx := j.exprCtx()
-		churn(t, j, func(c Chunk, side int) error { return op.push(ectx, c, side) },
-			func(b *Barrier, w *storage.Batch) error { return op.barrier(ectx, b, w) }, op.snapshot, 2)
+		churn(t, j, func(c Chunk, side int) error { return op.Push(ectx, c, side) },
+			func(b *Barrier, w *storage.Batch) error { return op.Barrier(ectx, b, w) }, op.snapshot, 2)
 	})
 }
 
@@ -254,22 +254,22 @@ func TestNoSnapshotWhileWriting(t *testing.T) {
 	j.hold.writing = a
 	round := &Barrier{Epoch: 2, Checkpoint: true}
 	b := j.noteBarrier(round)
-	if !b.NoSnapshot || b.snapshots() || round.NoSnapshot || b.Epoch != 2 || !j.hold.kinds[2].skip {
+	if !b.NoSnapshot || b.Snapshots() || round.NoSnapshot || b.Epoch != 2 || !j.hold.kinds[2].skip {
 		t.Fatalf("periodic barrier during a write: NoSnapshot %v (round's %v), kind %+v", b.NoSnapshot, round.NoSnapshot, j.hold.kinds[2])
 	}
-	if b := j.noteBarrier(&Barrier{Epoch: 3, Checkpoint: true, CatchUp: true}); !b.snapshots() || j.hold.kinds[3].skip {
+	if b := j.noteBarrier(&Barrier{Epoch: 3, Checkpoint: true, CatchUp: true}); !b.Snapshots() || j.hold.kinds[3].skip {
 		t.Fatal("a CHECKPOINT's barrier skipped the snapshot")
 	}
-	if b := j.noteBarrier(&Barrier{Epoch: 4}); b.snapshots() || j.hold.kinds[4].skip {
+	if b := j.noteBarrier(&Barrier{Epoch: 4}); b.Snapshots() || j.hold.kinds[4].skip {
 		t.Fatal("a barrier that is no checkpoint snapshots or skips")
 	}
 	close(a.done)
-	if b := j.noteBarrier(&Barrier{Epoch: 5, Checkpoint: true}); !b.snapshots() || j.hold.kinds[5].skip {
+	if b := j.noteBarrier(&Barrier{Epoch: 5, Checkpoint: true}); !b.Snapshots() || j.hold.kinds[5].skip {
 		t.Fatal("a periodic barrier after the write ended skipped the snapshot")
 	}
 	j.spec.State = StateOptions{}
 	j.hold.writing = &asyncSnap{done: make(chan struct{})}
-	if b := j.noteBarrier(&Barrier{Epoch: 6, Checkpoint: true}); !b.snapshots() {
+	if b := j.noteBarrier(&Barrier{Epoch: 6, Checkpoint: true}); !b.Snapshots() {
 		t.Fatal("a Pebble job's barrier skipped")
 	}
 }

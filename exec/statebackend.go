@@ -134,10 +134,6 @@ func (j *Job) noteBarrier(b *Barrier) *Barrier {
 	return b
 }
 
-// snapshots reports whether the operators of a memory job take their
-// snapshot at barrier b.
-func (b *Barrier) snapshots() bool { return b.Checkpoint && !b.NoSnapshot }
-
 // snapReuse is an operator instance's last snapshot on the memory backend,
 // kept while its state does not change, so that a checkpoint with nothing
 // new hands it over again instead of encoding it all. It is dropped as soon

@@ -217,7 +217,7 @@ func temporalExpiry(key string) int64 {
 	return int64(binary.BigEndian.Uint64([]byte(key[1:temporalKeyHead])) ^ 1<<63)
 }
 
-func (o *temporalOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
+func (o *temporalOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 	rec := c.Rec
 	defer rec.Release()
 	n := int(rec.NumRows())
@@ -292,7 +292,7 @@ func (o *temporalOp) push(ectx *expr.Ctx, c Chunk, _ int) error {
 
 // barrier retracts the rows whose expiry has come and writes the rows
 // that changed in the epoch.
-func (o *temporalOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
+func (o *temporalOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	now := o.now()
 	buf := newRowsOut(o.ts)
 	flush := func() error {
@@ -342,7 +342,7 @@ func (o *temporalOp) barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error
 		// The rows are the state (statebackend.go): a checkpoint gets
 		// their snapshot; nothing is written per epoch.
 		o.snap.note(len(o.dirty) > 0)
-		if b.snapshots() {
+		if b.Snapshots() {
 			w.AddOpSnapshot(o.snap.take(o.op, b.Epoch, false, o.snapshot))
 		}
 	} else if w != nil && len(o.dirty) > 0 {

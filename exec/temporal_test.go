@@ -99,28 +99,28 @@ func TestTemporalOp(t *testing.T) {
 		return strings.Join(out, ", ")
 	}
 	// Row 1 is out at 150, row 2 at 300, row 3 is already out (deadline 100).
-	if err := o.push(ectx, rows(nil, 1, 150, 2, 300, 3, 100), 0); err != nil {
+	if err := o.Push(ectx, rows(nil, 1, 150, 2, 300, 3, 100), 0); err != nil {
 		t.Fatal(err)
 	}
 	if g := got(); g != "insert 1, insert 2" {
 		t.Fatalf("push: %s", g)
 	}
 	clock = 200
-	if err := o.barrier(ectx, &Barrier{}, nil); err != nil {
+	if err := o.Barrier(ectx, &Barrier{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if g := got(); g != "delete 1" {
 		t.Fatalf("barrier at 200: %s", g)
 	}
 	// Retracting row 1 (gone) passes nothing; row 2 (kept) passes.
-	if err := o.push(ectx, rows([]Op{OpDelete, OpDelete}, 1, 150, 2, 300), 0); err != nil {
+	if err := o.Push(ectx, rows([]Op{OpDelete, OpDelete}, 1, 150, 2, 300), 0); err != nil {
 		t.Fatal(err)
 	}
 	if g := got(); g != "delete 2" {
 		t.Fatalf("retractions: %s", g)
 	}
 	clock = 400
-	if err := o.barrier(ectx, &Barrier{}, nil); err != nil {
+	if err := o.Barrier(ectx, &Barrier{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if g := got(); g != "" || len(o.rows) != 0 {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -37,26 +37,17 @@ import (
 // (under the reserved operator id jobStateOp), so a restored job resumes
 // with the watermark it had at its checkpoint.
 
-// eventTimed is implemented by operators that act on event time (window
-// aggregates, interval and window joins, top-N per window): runOp calls
-// advance at each aligned barrier, before barrier, with the input
-// watermark as of that barrier. The operator closes what the watermark
-// passed and returns how many rows it dropped as late since the last call
-// (rows of the epoch whose window had closed at the previous watermark);
-// the count travels to the sink with the barrier.
-type eventTimed interface {
-	advance(ectx *expr.Ctx, wm Watermark) (late int64, err error)
-}
+// eventTimed is the contract's op.WatermarkHandler: window aggregates,
+// interval and window joins and top-N per window act on event time.
+type eventTimed = op.WatermarkHandler
 
 // NoWatermark is the watermark of a stream without event time, and of a
 // job before its first row.
-const NoWatermark int64 = math.MinInt64
+const NoWatermark = op.NoWatermark
 
-// Watermark is an input's watermark as an operator sees it at a barrier.
-type Watermark struct {
-	At   int64 // event time, µs; NoWatermark if none
-	Idle bool  // every input behind it was idle
-}
+// Watermark is an input's watermark as an operator sees it at a barrier
+// (the operator contract's, exec/op).
+type Watermark = op.Watermark
 
 // jobStateOp is the operator id under which a job keeps its own state:
 // source partitions' event time and its late-row count.

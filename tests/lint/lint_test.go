@@ -1,6 +1,7 @@
 // Package lint holds tests of the code base itself: imports run one way
 // (wire → sql → planner → exec → storage, checkpoint driving exec;
-// connectors import neither the runtime nor one another), every
+// connectors import neither the runtime nor one another; the operator
+// contract exec/op and the operator families import no runtime), every
 // package has a package comment, and docs/reference/settings.md lists
 // every setting and flag the code registers.
 package lint
@@ -140,6 +141,54 @@ func TestOnlyStorageImportsPebble(t *testing.T) {
 	eachImport(t, func(pkg, f, p string) {
 		if pkg != "storage" && !strings.HasPrefix(pkg, "storage/") && strings.HasPrefix(p, "github.com/cockroachdb/pebble") {
 			t.Errorf("%s imports %s: only storage/ imports the storage engine", f, p)
+		}
+	})
+}
+
+// opContractImports are the packages of this module the operator contract
+// (exec/op) may import: it sits below the runtime and the operator
+// families, beside expressions and storage.
+var opContractImports = map[string]bool{"storage": true, "types": true, "exec/expr": true, "sqlerr": true}
+
+// operatorFamilies are the packages, one per operator family, that the
+// runtime (exec) drives through exec/op. A family imports the contract
+// (and exec/expr, storage, types), never the runtime, a connector or
+// another family. Families not yet split out of exec are listed too, so
+// the rule holds from the day each moves.
+var operatorFamilies = []string{"exec/join", "exec/rank", "exec/session", "exec/temporal", "exec/hop", "exec/agg"}
+
+// TestOperatorContractStandsAlone holds the operator seam (exec/op's
+// package comment): the contract imports from this module only storage,
+// types, exec/expr and sqlerr; an operator family imports neither exec
+// (the runtime), nor a connector, nor another family.
+func TestOperatorContractStandsAlone(t *testing.T) {
+	family := func(pkg string) string {
+		for _, f := range operatorFamilies {
+			if pkg == f || strings.HasPrefix(pkg, f+"/") {
+				return f
+			}
+		}
+		return ""
+	}
+	eachImport(t, func(pkg, f, p string) {
+		if !strings.HasPrefix(p, module) {
+			return
+		}
+		target := strings.TrimPrefix(p, module)
+		if pkg == "exec/op" && !opContractImports[target] {
+			t.Errorf("%s imports %s: exec/op imports only storage, types, exec/expr and sqlerr from this module", f, p)
+		}
+		fam := family(pkg)
+		if fam == "" {
+			return
+		}
+		switch tf := family(target); {
+		case target == "exec":
+			t.Errorf("%s imports %s: an operator family does not import the runtime", f, p)
+		case target == "connector" || strings.HasPrefix(target, "connector/"):
+			t.Errorf("%s imports %s: an operator family imports no connector", f, p)
+		case tf != "" && tf != fam:
+			t.Errorf("%s imports %s: an operator family imports no other family", f, p)
 		}
 	})
 }
