@@ -91,7 +91,7 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 	case parse.ObjPlainView:
 		tag, want = "DROP VIEW", storage.KindPlainView
 	case parse.ObjSavepoint:
-		return e.dropSavepoint(n.Names, n.IfExists)
+		return e.sup.dropSavepoint(n.Names, n.IfExists)
 	case parse.ObjSource:
 		tag, want = "DROP SOURCE", storage.KindSource
 	}
@@ -167,7 +167,7 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 		gone = append(gone, t.Name)
 	}
 	if e.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
-		e.deleteCheckpointsOfLocked(gone)
+		e.sup.deleteCheckpointsOfLocked(gone)
 	}
 	return &Result{Tag: tag, Notices: notices}, nil
 }
@@ -247,7 +247,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 		}
 		def.Columns = append(def.Columns, storage.ColumnDef{Name: c.Name, Type: t})
 	}
-	if err := e.ensureChangelogs(ctx, sourcesOf(plan)); err != nil {
+	if err := e.sup.ensureChangelogs(ctx, sourcesOf(plan)); err != nil {
 		return nil, err
 	}
 	if n.OrReplace {
@@ -280,7 +280,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 				return nil, err
 			}
 			e.mu.tables[def.Name] = def
-			if err := e.startViewJobLocked(def, phys, false); err != nil {
+			if err := e.sup.startViewJobLocked(def, phys, false); err != nil {
 				return nil, err
 			}
 			return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil
@@ -290,7 +290,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if err := e.addTableLocked(def); err != nil {
 		return nil, err
 	}
-	if err := e.startViewJobLocked(def, phys, false); err != nil {
+	if err := e.sup.startViewJobLocked(def, phys, false); err != nil {
 		return nil, err
 	}
 	return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil
@@ -345,7 +345,7 @@ func (e *Engine) changeStream(ctx context.Context, plan planner.Node) (Rows, err
 	if err != nil {
 		return nil, err
 	}
-	if err := e.ensureChangelogs(ctx, sourcesOf(plan)); err != nil {
+	if err := e.sup.ensureChangelogs(ctx, sourcesOf(plan)); err != nil {
 		return nil, err
 	}
 	out := make(chan exec.Chunk, 4)

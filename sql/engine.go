@@ -52,6 +52,9 @@ type Config struct {
 
 // Engine is one database. It is safe for concurrent use by many sessions.
 type Engine struct {
+	// sup runs jobs, restarts, checkpoints, savepoints, restore and
+	// retention (supervisor.go).
+	sup        *supervisor
 	db         *storage.DB
 	log        *slog.Logger
 	coord      *checkpoint.Coordinator
@@ -109,6 +112,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{db: db, log: cfg.Logger, par: cfg.Parallelism, cache: cfg.StateCacheBytes, done: make(chan struct{}),
 		lastExport: time.Now()} // the export gap counts from the start (periodicExportGap)
+	e.sup = &supervisor{e}
 	e.remotes.cfg = cfg.Storage
 	if e.log == nil {
 		e.log = slog.Default()
@@ -197,7 +201,7 @@ func Open(cfg Config) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
-	e.coord.OnCompleted(e.afterCheckpoint)
+	e.coord.OnCompleted(e.sup.afterCheckpoint)
 	e.coord.OnRetained(e.retainedCheckpoints)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -209,7 +213,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.supervised = make(chan struct{})
 	go func() {
 		defer close(e.supervised)
-		e.supervise(ctx)
+		e.sup.supervise(ctx)
 	}()
 	return e, nil
 }

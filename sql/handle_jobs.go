@@ -10,15 +10,15 @@ import (
 // The jobs family: CHECKPOINT and STOP/START JOB (jobs.go).
 func init() {
 	on(func(s *Session, ctx context.Context, _ *Stmt, _ *parse.Checkpoint, _ []types.Datum) (*Result, error) {
-		if err := s.e.catchUp(ctx); err != nil {
+		if err := s.e.sup.catchUp(ctx); err != nil {
 			return nil, err
 		}
-		return s.e.checkpointStatement(ctx)
+		return s.e.sup.checkpointStatement(ctx)
 	})
 	on(func(s *Session, ctx context.Context, _ *Stmt, n *parse.StopJob, _ []types.Datum) (*Result, error) {
-		return s.e.stopJob(ctx, n)
+		return s.e.sup.stopJob(ctx, n)
 	})
 	on(func(s *Session, ctx context.Context, _ *Stmt, n *parse.StartJob, _ []types.Datum) (*Result, error) {
-		return s.e.startJob(ctx, n)
+		return s.e.sup.startJob(ctx, n)
 	})
 }

@@ -12,12 +12,12 @@ import (
 // SAVEPOINT statement is txsavepoint.go's.
 func init() {
 	on(func(s *Session, ctx context.Context, _ *Stmt, n *parse.CreateSavepoint, _ []types.Datum) (*Result, error) {
-		if _, err := s.e.createSavepoint(ctx, n.Name, n.Views); err != nil {
+		if _, err := s.e.sup.createSavepoint(ctx, n.Name, n.Views); err != nil {
 			return nil, err
 		}
 		return &Result{Tag: "CREATE SAVEPOINT"}, nil
 	})
 	on(func(s *Session, ctx context.Context, _ *Stmt, n *parse.Restore, _ []types.Datum) (*Result, error) {
-		return s.e.restore(ctx, n)
+		return s.e.sup.restore(ctx, n)
 	})
 }

@@ -127,7 +127,7 @@ func (e *Engine) Jobs() []JobStatus {
 			next := je.next
 			s.NextRestart = &next
 		}
-		if cfg, err := e.restartConfigLocked(e.mu.tables[n]); err == nil {
+		if cfg, err := e.sup.restartConfigLocked(e.mu.tables[n]); err == nil {
 			s.Strategy = cfg.String()
 		}
 		out = append(out, s)

@@ -21,7 +21,7 @@ import (
 // upgrades (CREATE OR REPLACE ... FROM SAVEPOINT, ALTER).
 
 // restore rewinds views to a snapshot: their state, offsets and rows.
-func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error) {
+func (e *supervisor) restore(ctx context.Context, n *parse.Restore) (*Result, error) {
 	if n.Savepoint == "" {
 		e.waitExport(n.Checkpoint)
 	}
@@ -191,7 +191,7 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 	return &Result{Tag: "RESTORE"}, nil
 }
 
-func (e *Engine) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error) {
+func (e *supervisor) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error) {
 	def, err := e.viewDef(n.View)
 	if err != nil {
 		return nil, err
@@ -222,7 +222,7 @@ func (e *Engine) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error)
 	return &Result{Tag: "STOP JOB"}, nil
 }
 
-func (e *Engine) startJob(ctx context.Context, n *parse.StartJob) (*Result, error) {
+func (e *supervisor) startJob(ctx context.Context, n *parse.StartJob) (*Result, error) {
 	def, err := e.viewDef(n.View)
 	if err != nil {
 		return nil, err
@@ -261,7 +261,7 @@ func (e *Engine) startJob(ctx context.Context, n *parse.StartJob) (*Result, erro
 }
 
 // persistOptionLocked stores a view option ("" deletes it) in the catalog.
-func (e *Engine) persistOptionLocked(def *storage.TableDef, k, v string) error {
+func (e *supervisor) persistOptionLocked(def *storage.TableDef, k, v string) error {
 	nd := *def
 	nd.Options = map[string]string{}
 	for ok, ov := range def.Options {
@@ -359,13 +359,13 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 	if err := e.db.Commit(b, true); err != nil {
 		// Nothing changed: bring the old job back.
 		if oldPlan, perr := e.planView(old); perr == nil {
-			_ = e.startViewJobLocked(old, oldPlan, false)
+			_ = e.sup.startViewJobLocked(old, oldPlan, false)
 		}
 		return nil, err
 	}
 	e.db.DropReadPoints() // they show the view as it was
 	e.mu.tables[n.Name] = def
-	if err := e.startViewJobLocked(def, plan, true); err != nil {
+	if err := e.sup.startViewJobLocked(def, plan, true); err != nil {
 		return nil, err
 	}
 	return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil
@@ -407,11 +407,11 @@ func (e *Engine) alterView(ctx context.Context, n *parse.AlterView) (*Result, er
 		trial.Options = map[string]string{}
 	}
 	maps.Copy(trial.Options, vals)
-	if _, err := e.restartConfigLocked(&trial); err != nil {
+	if _, err := e.sup.restartConfigLocked(&trial); err != nil {
 		return nil, err
 	}
 	for k, v := range vals {
-		if err := e.persistOptionLocked(e.mu.tables[n.Name], k, v); err != nil {
+		if err := e.sup.persistOptionLocked(e.mu.tables[n.Name], k, v); err != nil {
 			return nil, err
 		}
 	}

@@ -370,7 +370,7 @@ func (e *Engine) setSetting(name, value string, reset bool) error {
 			e.mu.Lock()
 			old, had := e.mu.settings[name]
 			e.mu.settings[name] = value
-			_, err := e.restartConfigLocked(nil)
+			_, err := e.sup.restartConfigLocked(nil)
 			if had {
 				e.mu.settings[name] = old
 			} else {

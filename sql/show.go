@@ -164,7 +164,7 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			t := &table{cols: []Column{{"id", types.TInt64}, {"status", types.TText}, {"trigger", types.TText},
 				{"started_at", types.TTimestamp}, {"duration_ms", types.TInt64}, {"alignment_ms", types.TInt64},
 				{"state_size", types.TInt64}, {"delta_size", types.TInt64}, {"jobs", types.TText}, {"error", types.TText}}}
-			uploading := e.waitLocalExports() // an export's failure is part of its record
+			uploading := e.sup.waitLocalExports() // an export's failure is part of its record
 			for _, r := range e.coord.History() {
 				if uploading[r.ID] && r.Status == checkpoint.Completed {
 					r.Status = checkpoint.InProgress // complete once in checkpoint storage
@@ -179,7 +179,7 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			}
 			return t, nil
 		case "savepoints":
-			return e.showSavepoints(), nil
+			return e.sup.showSavepoints(), nil
 		case "roles":
 			return e.showRoles(), nil
 		case "sources":
@@ -300,7 +300,7 @@ func (e *Engine) showJobs() *table {
 			cp = types.Int(id)
 		}
 		strategy := ""
-		if cfg, err := e.restartConfigLocked(e.mu.tables[n]); err == nil {
+		if cfg, err := e.sup.restartConfigLocked(e.mu.tables[n]); err == nil {
 			strategy = cfg.String()
 		}
 		t.add(str(n), str(string(j.state)), types.Int(int64(j.restarts)), types.Int(rows), types.Int(lag),

@@ -134,7 +134,7 @@ func (e *Engine) createSink(ctx context.Context, n *parse.CreateSink, owner stri
 	e.mu.Unlock()
 	// The view writes its changelog from now on; the sink starts from a
 	// snapshot of the view's rows and follows the changelog from there.
-	if err := e.ensureChangelog(ctx, view.Name); err != nil {
+	if err := e.sup.ensureChangelog(ctx, view.Name); err != nil {
 		return nil, err
 	}
 	d := &storage.SinkDef{Name: n.Name, View: view.Name, Options: opts, Owner: owner}

@@ -132,7 +132,7 @@ func (e *Engine) alterJobOptions(ctx context.Context, name string, vals map[stri
 	running := je != nil && je.job != nil && je.state == exec.JobRunning
 	e.mu.Unlock()
 	if running {
-		if err := e.catchUp(ctx); err != nil {
+		if err := e.sup.catchUp(ctx); err != nil {
 			return err
 		}
 		if _, err := e.coord.Trigger(ctx, "manual", nil); err != nil {
@@ -166,13 +166,13 @@ func (e *Engine) alterJobOptions(ctx context.Context, name string, vals map[stri
 	storage.PutTable(b, &nd)
 	if err := e.db.Commit(b, true); err != nil {
 		if running {
-			_ = e.startViewJobLocked(def, plan, false)
+			_ = e.sup.startViewJobLocked(def, plan, false)
 		}
 		return err
 	}
 	e.mu.tables[name] = &nd
 	if running {
-		return e.startViewJobLocked(&nd, plan, false)
+		return e.sup.startViewJobLocked(&nd, plan, false)
 	}
 	return nil
 }
@@ -180,7 +180,7 @@ func (e *Engine) alterJobOptions(ctx context.Context, name string, vals map[stri
 // setViewOptionsLocked stores job options given with START JOB ... WITH.
 func (e *Engine) setViewOptionsLocked(name string, vals map[string]string) error {
 	for k, v := range vals {
-		if err := e.persistOptionLocked(e.mu.tables[name], k, v); err != nil {
+		if err := e.sup.persistOptionLocked(e.mu.tables[name], k, v); err != nil {
 			return err
 		}
 	}
@@ -202,7 +202,7 @@ func (e *Engine) addJobColumns(t *table) *table {
 				if je.job != nil {
 					spec = je.job.Spec()
 				} else {
-					spec = e.jobSpecLocked(def, nil)
+					spec = e.sup.jobSpecLocked(def, nil)
 				}
 				par, backend = types.Int(int64(max(1, spec.Parallelism))), str(orDefault(spec.State.Backend, exec.BackendPebble))
 			}
