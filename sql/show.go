@@ -545,7 +545,7 @@ var systemTables = map[string]parse.Statement{
 
 func (e *Engine) systemTable(name string) (*storage.TableDef, bool) {
 	if gen, ok := pgTables[name]; ok {
-		return systemDef(name, gen(catGen{Engine: e, colsOnly: true}).cols), true
+		return systemDef(name, gen(catGen{catalogReader: e, colsOnly: true}).cols), true
 	}
 	show, ok := systemTables[name]
 	if !ok {
@@ -587,7 +587,7 @@ func (x sessionSnapshots) SystemRows(name string) (arrow.RecordBatch, error) {
 func (e *Engine) systemRows(name string, s *Session) (arrow.RecordBatch, error) {
 	var t *table
 	if gen, ok := pgTables[name]; ok {
-		t = gen(catGen{Engine: e, sess: s})
+		t = gen(catGen{catalogReader: e, sess: s})
 	} else {
 		show, ok := systemTables[name]
 		if !ok {
