@@ -166,7 +166,7 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 		delete(e.mu.tables, t.Name)
 		gone = append(gone, t.Name)
 	}
-	if e.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
+	if e.conf.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
 		e.sup.deleteCheckpointsOfLocked(gone)
 	}
 	return &Result{Tag: tag, Notices: notices}, nil

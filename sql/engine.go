@@ -54,7 +54,10 @@ type Config struct {
 type Engine struct {
 	// sup runs jobs, restarts, checkpoints, savepoints, restore and
 	// retention (supervisor.go).
-	sup        *supervisor
+	sup *supervisor
+	// conf holds the database settings and storage locations
+	// (settingsstore.go).
+	conf       *settingsStore
 	db         *storage.DB
 	log        *slog.Logger
 	coord      *checkpoint.Coordinator
@@ -113,6 +116,7 @@ func Open(cfg Config) (*Engine, error) {
 	e := &Engine{db: db, log: cfg.Logger, par: cfg.Parallelism, cache: cfg.StateCacheBytes, done: make(chan struct{}),
 		lastExport: time.Now()} // the export gap counts from the start (periodicExportGap)
 	e.sup = &supervisor{e}
+	e.conf = &settingsStore{e}
 	e.remotes.cfg = cfg.Storage
 	if e.log == nil {
 		e.log = slog.Default()
@@ -148,7 +152,7 @@ func Open(cfg Config) (*Engine, error) {
 	// A checkpoint.dir stored by an older build (which let SQL choose any
 	// path) is dropped unless the configuration allows it.
 	if d, ok := e.mu.settings["checkpoint.dir"]; ok {
-		if err := e.checkLocationLocked(d); err != nil {
+		if err := e.conf.checkLocationLocked(d); err != nil {
 			e.log.Warn("ignoring the stored checkpoint.dir: not a configured storage location", "dir", d)
 			if err := db.PutSetting("checkpoint.dir", "", true); err != nil {
 				db.Close()
@@ -159,7 +163,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	for _, k := range []string{"checkpoint.storage", "savepoint.storage"} {
 		if d, ok := e.mu.settings[k]; ok {
-			if err := e.checkStorageLocked(k, d); err != nil {
+			if err := e.conf.checkStorageLocked(k, d); err != nil {
 				e.log.Warn("ignoring the stored "+k+": not an allowed storage location", "url", d)
 				if err := db.PutSetting(k, "", true); err != nil {
 					db.Close()
@@ -196,13 +200,13 @@ func Open(cfg Config) (*Engine, error) {
 			e.mu.jobs[t.Name] = &jobEntry{state: exec.JobStarting}
 		}
 	}
-	e.coord, err = checkpoint.New(db, (*registry)(e), e.checkpointConfig)
+	e.coord, err = checkpoint.New(db, (*registry)(e), e.conf.checkpointConfig)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	e.coord.OnCompleted(e.sup.afterCheckpoint)
-	e.coord.OnRetained(e.retainedCheckpoints)
+	e.coord.OnRetained(e.conf.retainedCheckpoints)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	go func() {

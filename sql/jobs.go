@@ -18,16 +18,16 @@ import (
 // jobSpecLocked describes the job of a view under the current settings.
 func (e *supervisor) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSpec {
 	spec := exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
-		AtLeastOnce:     e.settingLocked("checkpoint.mode") == "at_least_once",
-		SkipErrors:      e.settingLocked("job.error_policy") == "skip",
-		RecordLate:      e.settingLocked("job.late_rows") == "record",
-		MemoryLimit:     jobMemoryBytes(e.settingLocked("job.memory_limit"), e.cache),
+		AtLeastOnce:     e.conf.settingLocked("checkpoint.mode") == "at_least_once",
+		SkipErrors:      e.conf.settingLocked("job.error_policy") == "skip",
+		RecordLate:      e.conf.settingLocked("job.late_rows") == "record",
+		MemoryLimit:     jobMemoryBytes(e.conf.settingLocked("job.memory_limit"), e.cache),
 		Changelog:       len(e.dependentsLocked(def.Name)) > 0 || e.mu.consumed[def.Name],
 		StateCacheBytes: e.cache,
 		MaxEpochGroups:  exec.EpochGroups(e.cache),
 		EpochFull:       e.pokeCoordinator,
 		StateTTL:        exec.NewStateTTL(e.viewTTLLocked(def)),
-		IdleTimeout:     durationOf(e.settingLocked("stream.idle_timeout")),
+		IdleTimeout:     durationOf(e.conf.settingLocked("stream.idle_timeout")),
 		OnWindowClose:   emitsOnWindowClose(def.SQL),
 		Now:             time.Now().UnixMicro()}
 	e.applyJobOptionsLocked(def, &spec)
@@ -184,7 +184,7 @@ func (e *supervisor) restartConfigLocked(def *storage.TableDef) (checkpoint.Rest
 		v, ok := e.mu.fileConf[k]
 		return v, ok
 	}
-	if _, set := get("strategy"); !set && e.settingLocked("checkpoint.interval") == "off" {
+	if _, set := get("strategy"); !set && e.conf.settingLocked("checkpoint.interval") == "off" {
 		return checkpoint.DefaultRestartConfig(false), nil
 	}
 	return checkpoint.ParseRestartConfig(get)

@@ -38,7 +38,7 @@ func (e *supervisor) restore(ctx context.Context, n *parse.Restore) (*Result, er
 			return nil, err
 		}
 	}
-	if err := e.fetchSnapshot(ctx, dir); err != nil {
+	if err := e.conf.fetchSnapshot(ctx, dir); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(dir); err != nil {
@@ -216,7 +216,7 @@ func (e *supervisor) stopJob(ctx context.Context, n *parse.StopJob) (*Result, er
 	if err := e.persistOptionLocked(def, "stopped", "true"); err != nil {
 		return nil, err
 	}
-	if n.Savepoint == "" && e.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
+	if n.Savepoint == "" && e.conf.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
 		e.deleteCheckpointsOfLocked([]string{n.View})
 	}
 	return &Result{Tag: "STOP JOB"}, nil
@@ -301,7 +301,7 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 	if err != nil {
 		return nil, err
 	}
-	if err := e.fetchSnapshot(ctx, dir); err != nil {
+	if err := e.conf.fetchSnapshot(ctx, dir); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(dir); err != nil {

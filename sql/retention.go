@@ -115,7 +115,7 @@ func (e *supervisor) truncateLogs(now time.Time) error {
 		}
 	}
 
-	retention := e.setting("stream.retention")
+	retention := e.conf.setting("stream.retention")
 	unbounded := retention == "unbounded"
 	keep, _ := checkpoint.ParseDuration(retention) // validated when set; unused if unbounded
 	for _, t := range tables {

@@ -66,7 +66,7 @@ func (e *supervisor) createSavepoint(ctx context.Context, name string, views []s
 	if _, err := os.Stat(dir); err == nil {
 		return nil, sqlerr.New(sqlerr.DuplicateObject, "savepoint %q already exists", name)
 	}
-	if rem, err := e.remote("savepoint"); err != nil {
+	if rem, err := e.conf.remote("savepoint"); err != nil {
 		return nil, err
 	} else if rem != nil {
 		if _, err := rem.ReadManifest(ctx, checkpoint.SavepointKey(name)); err == nil {
@@ -98,7 +98,7 @@ func (e *supervisor) createSavepoint(ctx context.Context, name string, views []s
 	}
 	// The savepoint is complete on local disk; with savepoint storage it
 	// exists only once uploaded, so a failed upload fails the statement.
-	if rem, err := e.remote("savepoint"); err != nil || rem != nil {
+	if rem, err := e.conf.remote("savepoint"); err != nil || rem != nil {
 		if err == nil {
 			_, err = rem.Upload(ctx, dir, checkpoint.SavepointKey(name), man)
 		}
@@ -143,10 +143,10 @@ func (e *supervisor) exportCheckpoint(rec *checkpoint.Record) error {
 	// new ones, so it runs after the round, one export at a time; readers of
 	// this checkpoint (AS OF, RESTORE, SHOW CHECKPOINTS) wait for it. So
 	// does the upload to checkpoint storage, if set.
-	rem, remErr := e.remote("checkpoint")
+	rem, remErr := e.conf.remote("checkpoint")
 	man := checkpoint.Manifest{Kind: "checkpoint", Name: fmt.Sprintf("chk-%d", rec.ID),
 		CheckpointID: rec.ID, Epoch: rec.Epoch, CreatedAt: rec.StartedAt, Jobs: jobs, Offsets: offs}
-	keep := e.checkpointConfig().Retained
+	keep := e.conf.checkpointConfig().Retained
 	root := filepath.Join(e.snapshotRoot(), "checkpoints")
 	done := make(chan struct{})
 	e.exports.Lock()
@@ -292,7 +292,7 @@ func (e *supervisor) deleteCheckpointsOfLocked(views []string) {
 		}
 	}
 	if len(remote) > 0 {
-		if rem, err := e.remoteLocked("checkpoint"); err == nil && rem != nil {
+		if rem, err := e.conf.remoteLocked("checkpoint"); err == nil && rem != nil {
 			if err := rem.Delete(context.Background(), remote...); err != nil {
 				e.log.Warn("deleting checkpoints from checkpoint storage failed", "err", err)
 			}
@@ -308,7 +308,7 @@ func (e *supervisor) dropSavepoint(names []string, ifExists bool) (*Result, erro
 		if err != nil {
 			return nil, err
 		}
-		rem, err := e.remote("savepoint")
+		rem, err := e.conf.remote("savepoint")
 		if err != nil {
 			return nil, err
 		}
@@ -348,7 +348,7 @@ func (e *supervisor) showSavepoints() *table {
 	t := &table{cols: []Column{{"name", types.TText}, {"views", types.TText}, {"checkpoint_id", types.TInt64},
 		{"created_at", types.TTimestamp}, {"size", types.TInt64}}}
 	all := checkpoint.List(filepath.Join(e.snapshotRoot(), "savepoints"))
-	if rem, err := e.remote("savepoint"); err == nil && rem != nil {
+	if rem, err := e.conf.remote("savepoint"); err == nil && rem != nil {
 		// Savepoints in savepoint storage that are not on this machine
 		// (a server restored with --restore-from) are listed too.
 		local := map[string]bool{}

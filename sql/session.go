@@ -46,7 +46,7 @@ func (e *Engine) NewSession(user, database string) *Session {
 		s.vars[k] = v
 	}
 	for k := range serverSettings {
-		s.vars[k] = e.setting(k) // for SHOW; execSet refuses to change them
+		s.vars[k] = e.conf.setting(k) // for SHOW; execSet refuses to change them
 	}
 	s.setSuperuserVar()
 	return s

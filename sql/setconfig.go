@@ -98,7 +98,7 @@ func (i sessionInfo) SetConfig(name, value string, local bool) (string, error) {
 		s.paramChanges[k] = v
 	}
 	if isDB {
-		return s.e.setting(name), nil
+		return s.e.conf.setting(name), nil
 	}
 	return s.vars[name], nil
 }

@@ -93,7 +93,7 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 		if name == "all" {
 			t := &table{cols: textCols("name", "setting", "description")}
 			for _, k := range allDBSettings() {
-				t.add(str(k), str(e.setting(k)), str("database setting"))
+				t.add(str(k), str(e.conf.setting(k)), str("database setting"))
 			}
 			var keys []string
 			for k := range s.vars {
@@ -107,7 +107,7 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 		}
 		t := &table{cols: textCols(n.Name)}
 		if _, ok := dbSettings[name]; ok {
-			t.add(str(e.setting(name)))
+			t.add(str(e.conf.setting(name)))
 			return t, nil
 		}
 		if v, ok := s.vars[name]; ok {
@@ -348,7 +348,7 @@ func (s *Session) execSet(n *parse.Set) (*Result, error) {
 		return nil, errRestartOnly(name)
 	}
 	if _, ok := dbSettings[name]; ok {
-		if err := s.e.setSetting(name, n.Value, n.Default); err != nil {
+		if err := s.e.conf.setSetting(name, n.Value, n.Default); err != nil {
 			return nil, err
 		}
 		return &Result{Tag: "SET"}, nil
@@ -423,7 +423,7 @@ func (s *Session) execReset(n *parse.Reset) (*Result, error) {
 		return &Result{Tag: "RESET"}, nil
 	}
 	if _, ok := dbSettings[name]; ok {
-		if err := s.e.setSetting(name, "", true); err != nil {
+		if err := s.e.conf.setSetting(name, "", true); err != nil {
 			return nil, err
 		}
 		return &Result{Tag: "RESET"}, nil

@@ -130,7 +130,7 @@ func (e *Engine) createSink(ctx context.Context, n *parse.CreateSink, owner stri
 		return nil, err
 	}
 	e.mu.Lock()
-	opts["__mode"] = e.settingLocked("checkpoint.mode")
+	opts["__mode"] = e.conf.settingLocked("checkpoint.mode")
 	e.mu.Unlock()
 	// The view writes its changelog from now on; the sink starts from a
 	// snapshot of the view's rows and follows the changelog from there.

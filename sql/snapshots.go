@@ -23,7 +23,7 @@ func (e *Engine) snapshotRoot() string {
 }
 
 func (e *Engine) snapshotRootLocked() string {
-	d := strings.TrimPrefix(e.settingLocked("checkpoint.dir"), "file://")
+	d := strings.TrimPrefix(e.conf.settingLocked("checkpoint.dir"), "file://")
 	if d == "" {
 		return e.db.Dir()
 	}
@@ -114,7 +114,7 @@ func (e *Engine) Snapshot(a planner.AsOf, view string) (storage.Reader, uint64, 
 		}
 		what = fmt.Sprintf("savepoint %q", a.Savepoint)
 	}
-	if err := e.fetchSnapshot(context.Background(), dir); err != nil {
+	if err := e.conf.fetchSnapshot(context.Background(), dir); err != nil {
 		return nil, 0, err
 	}
 	if _, err := os.Stat(dir); err != nil {

@@ -104,7 +104,7 @@ func (e *Engine) applyJobOptionsLocked(def *storage.TableDef, spec *exec.JobSpec
 		if v, ok := def.Options[k]; ok {
 			return v
 		}
-		return e.settingLocked(k)
+		return e.conf.settingLocked(k)
 	}
 	spec.State = exec.StateOptions{Backend: opt("state.backend"), MemoryLimit: memoryLimitBytes(opt("state.memory_limit"))}
 	if spec.State.Backend == exec.BackendMemory {

@@ -17,7 +17,7 @@ import (
 func (e *Engine) viewTTLLocked(def *storage.TableDef) time.Duration {
 	v := def.Options["state.ttl"]
 	if v == "" {
-		v = e.settingLocked("state.ttl")
+		v = e.conf.settingLocked("state.ttl")
 	}
 	if v == "off" {
 		return 0
