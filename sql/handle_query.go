@@ -31,14 +31,14 @@ func init() {
 		return s.closeCursor(n)
 	})
 	on(func(s *Session, _ context.Context, _ *Stmt, n *parse.Prepare, _ []types.Datum) (*Result, error) {
-		return s.prepare(n)
+		return (sessionPrepared{s}).prepare(n)
 	})
 	on(func(s *Session, ctx context.Context, st *Stmt, n *parse.Execute, _ []types.Datum) (*Result, error) {
-		return s.execute(ctx, st, n)
+		return (sessionPrepared{s}).execute(ctx, st, n)
 	})
 	on(func(s *Session, _ context.Context, _ *Stmt, n *parse.Discard, _ []types.Datum) (*Result, error) {
 		if n.Deallocate != "" {
-			return s.deallocate(n.Deallocate)
+			return (sessionPrepared{s}).deallocate(n.Deallocate)
 		}
 		s.prepared = nil
 		if s.proto != nil {

@@ -48,7 +48,7 @@ func (e *Engine) NewSession(user, database string) *Session {
 	for k := range serverSettings {
 		s.vars[k] = e.conf.setting(k) // for SHOW; execSet refuses to change them
 	}
-	s.setSuperuserVar()
+	(sessionAuth{s}).setSuperuserVar()
 	return s
 }
 
@@ -195,7 +195,7 @@ func (s *Session) describe(st *Stmt) error {
 		}
 		st.ParamTypes = b.Params
 	case *parse.Execute:
-		return s.describeExecute(st, n)
+		return (sessionPrepared{s}).describeExecute(st, n)
 	case *parse.Show, *parse.ShowObjects, *parse.ShowCreate, *parse.Fetch:
 		// Columns are known once executed; describe by executing nothing.
 		cols, err := s.showColumns(st.impl.(parse.Statement))

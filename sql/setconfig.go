@@ -70,7 +70,7 @@ func (i sessionInfo) SetConfig(name, value string, local bool) (string, error) {
 	if isDB && inBlock {
 		return "", sqlerr.New(sqlerr.ActiveSQLTransaction, "SET %s cannot run inside a transaction block", name)
 	}
-	if err := s.authorizeSet(name); err != nil {
+	if err := (sessionAuth{s}).authorizeSet(name); err != nil {
 		return "", err
 	}
 	n := &parse.Set{Name: name, Value: value, Local: local && inBlock}

@@ -419,7 +419,7 @@ func (s *Session) execReset(n *parse.Reset) (*Result, error) {
 		for k, v := range sessionDefaults {
 			s.vars[k] = v
 		}
-		s.setSuperuserVar()
+		(sessionAuth{s}).setSuperuserVar()
 		return &Result{Tag: "RESET"}, nil
 	}
 	if _, ok := dbSettings[name]; ok {

@@ -144,7 +144,7 @@ func (s *Session) classify(st *Stmt) (stmtClass, string) {
 	case *parse.Prepare:
 		return classOther, ""
 	case *parse.Execute:
-		return s.executeClass(n)
+		return (sessionPrepared{s}).executeClass(n)
 	case *parse.TxSavepoint:
 		return classTxSavepoint, ""
 	case *parse.CreateView:

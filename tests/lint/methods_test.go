@@ -21,7 +21,7 @@ const maxMethods = 30
 
 var methodCeilings = map[string]int{
 	"Engine":  95,
-	"Session": 57,
+	"Session": 41,
 	"catGen":  41,
 }
 
