@@ -97,7 +97,7 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 	}
 	if n.Kind == parse.ObjView {
 		for _, name := range n.Names {
-			if sinks := e.sinksOn(name); len(sinks) > 0 {
+			if sinks := e.sinkMgr.sinksOn(name); len(sinks) > 0 {
 				return nil, sqlerr.New(sqlerr.DependentObjectsExist, "cannot drop materialized view %q because sink %q reads it", name, sinks[0])
 			}
 		}
@@ -251,7 +251,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 		return nil, err
 	}
 	if n.OrReplace {
-		if err := e.refuseReplaceUnderSink(n.Name); err != nil {
+		if err := e.sinkMgr.refuseReplaceUnderSink(n.Name); err != nil {
 			return nil, err
 		}
 	}

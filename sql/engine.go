@@ -57,7 +57,11 @@ type Engine struct {
 	sup *supervisor
 	// conf holds the database settings and storage locations
 	// (settingsstore.go).
-	conf       *settingsStore
+	conf *settingsStore
+	// roleStore runs the role statements (roles.go), sinkMgr the sinks
+	// (sinks.go).
+	roleStore  *roleStore
+	sinkMgr    *sinkManager
 	db         *storage.DB
 	log        *slog.Logger
 	coord      *checkpoint.Coordinator
@@ -117,6 +121,8 @@ func Open(cfg Config) (*Engine, error) {
 		lastExport: time.Now()} // the export gap counts from the start (periodicExportGap)
 	e.sup = &supervisor{e}
 	e.conf = &settingsStore{e}
+	e.roleStore = &roleStore{e}
+	e.sinkMgr = &sinkManager{e}
 	e.remotes.cfg = cfg.Storage
 	if e.log == nil {
 		e.log = slog.Default()
@@ -181,11 +187,11 @@ func Open(cfg Config) (*Engine, error) {
 	for _, t := range defs {
 		e.mu.tables[t.Name] = t
 	}
-	if err := e.loadRolesLocked(cfg.Superusers, cfg.Password); err != nil {
+	if err := e.roleStore.loadRolesLocked(cfg.Superusers, cfg.Password); err != nil {
 		db.Close()
 		return nil, err
 	}
-	if err := e.loadSinks(); err != nil {
+	if err := e.sinkMgr.loadSinks(); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -213,7 +219,7 @@ func Open(cfg Config) (*Engine, error) {
 		defer close(e.done)
 		e.coord.Run(ctx)
 	}()
-	e.startSinks()
+	e.sinkMgr.startSinks()
 	e.supervised = make(chan struct{})
 	go func() {
 		defer close(e.supervised)
@@ -225,7 +231,7 @@ func Open(cfg Config) (*Engine, error) {
 // Close stops the coordinator and every job (taking no new checkpoint) and
 // closes the database cleanly.
 func (e *Engine) Close() error {
-	e.stopSinks()
+	e.sinkMgr.stopSinks()
 	e.cancel()
 	<-e.done
 	<-e.supervised

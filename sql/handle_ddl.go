@@ -17,10 +17,10 @@ func init() {
 		return s.e.createSource(n, s.user)
 	})
 	on(func(s *Session, ctx context.Context, _ *Stmt, n *parse.CreateSink, _ []types.Datum) (*Result, error) {
-		return s.e.createSink(ctx, n, s.user)
+		return s.e.sinkMgr.createSink(ctx, n, s.user)
 	})
 	on(func(s *Session, _ context.Context, _ *Stmt, n *parse.DropSink, _ []types.Datum) (*Result, error) {
-		return s.e.dropSink(n)
+		return s.e.sinkMgr.dropSink(n)
 	})
 	on(func(s *Session, ctx context.Context, _ *Stmt, n *parse.CreateView, _ []types.Datum) (*Result, error) {
 		return s.e.createView(ctx, n, s.user)

@@ -10,15 +10,15 @@ import (
 // The roles family: CREATE/ALTER/DROP ROLE and GRANT (roles.go).
 func init() {
 	on(func(s *Session, _ context.Context, _ *Stmt, n *parse.CreateRole, _ []types.Datum) (*Result, error) {
-		return s.e.createRole(n)
+		return s.e.roleStore.createRole(n)
 	})
 	on(func(s *Session, _ context.Context, _ *Stmt, n *parse.AlterRole, _ []types.Datum) (*Result, error) {
-		return s.e.alterRole(n, s.user)
+		return s.e.roleStore.alterRole(n, s.user)
 	})
 	on(func(s *Session, _ context.Context, _ *Stmt, n *parse.DropRole, _ []types.Datum) (*Result, error) {
-		return s.e.dropRole(n, s.user)
+		return s.e.roleStore.dropRole(n, s.user)
 	})
 	on(func(s *Session, _ context.Context, _ *Stmt, n *parse.Grant, _ []types.Datum) (*Result, error) {
-		return s.e.grant(n)
+		return s.e.roleStore.grant(n)
 	})
 }

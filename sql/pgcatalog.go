@@ -208,7 +208,7 @@ func (e *Engine) ownerOID(t *storage.TableDef) int64 {
 	if t.Kind == storage.KindSystem {
 		return roleOID(BootstrapRole)
 	}
-	return roleOID(e.ownerOf(t))
+	return roleOID(e.roleStore.ownerOf(t))
 }
 
 func nsName(ns int64) string {
@@ -568,7 +568,7 @@ func (e *Engine) ownerName(t *storage.TableDef) string {
 	if t.Kind == storage.KindSystem {
 		return BootstrapRole
 	}
-	return e.ownerOf(t)
+	return e.roleStore.ownerOf(t)
 }
 
 // pgViews lists the plain views (CREATE VIEW); materialized views are in

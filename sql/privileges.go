@@ -69,7 +69,7 @@ func (s sessionAuth) may(t *storage.TableDef, priv string) bool {
 	if t.Kind == storage.KindSystem {
 		return priv == storage.PrivSelect
 	}
-	return s.e.ownerOf(t) == s.user || t.Has(s.user, priv) || t.Has(publicRole, priv)
+	return s.e.roleStore.ownerOf(t) == s.user || t.Has(s.user, priv) || t.Has(publicRole, priv)
 }
 
 func (s sessionAuth) need(t *storage.TableDef, priv string) error {
@@ -81,7 +81,7 @@ func (s sessionAuth) need(t *storage.TableDef, priv string) error {
 
 // mustOwn is PostgreSQL's ownership check (DROP, GRANT, CREATE OR REPLACE).
 func (s sessionAuth) mustOwn(t *storage.TableDef) error {
-	if t.Kind == storage.KindSystem || s.e.ownerOf(t) != s.user {
+	if t.Kind == storage.KindSystem || s.e.roleStore.ownerOf(t) != s.user {
 		return sqlerr.New(sqlerr.InsufficientPrivilege, "must be owner of %s %s", kindWord(t), t.Name)
 	}
 	return nil
@@ -157,7 +157,7 @@ func (s sessionAuth) authorize(st *Stmt) error {
 		return sqlerr.New(sqlerr.InsufficientPrivilege, "permission denied to drop role")
 	case *parse.Grant:
 		for _, name := range n.Tables {
-			if t, ok := s.e.Table(name); ok && t.Kind != storage.KindSystem && s.e.ownerOf(t) != s.user {
+			if t, ok := s.e.Table(name); ok && t.Kind != storage.KindSystem && s.e.roleStore.ownerOf(t) != s.user {
 				return permissionDenied(t)
 			}
 		}
@@ -247,7 +247,7 @@ func (i sessionInfo) RolePrivilege(role string, t *storage.TableDef, priv string
 	case t.Kind == storage.KindSystem:
 		return priv == storage.PrivSelect, true
 	}
-	return e.ownerOf(t) == role || t.Has(role, priv) || t.Has(publicRole, priv), true
+	return e.roleStore.ownerOf(t) == role || t.Has(role, priv) || t.Has(publicRole, priv), true
 }
 
 func (i sessionInfo) RoleSuperuser(role string) (super, roleOK bool) {

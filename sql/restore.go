@@ -152,9 +152,9 @@ func (e *supervisor) restore(ctx context.Context, n *parse.Restore) (*Result, er
 	for _, r := range jobs {
 		affected[r.def.Name] = true
 	}
-	sinks := e.stopSinksOf(affected)
+	sinks := e.sinkMgr.stopSinksOf(affected)
 	var newSinks []*storage.SinkDef
-	defer func() { e.restartSinks(sinks, newSinks) }()
+	defer func() { e.sinkMgr.restartSinks(sinks, newSinks) }()
 	// Stop the jobs, commit the rewind, start them again; if the commit
 	// fails the old jobs resume on their own, untouched, state.
 	e.mu.Lock()
@@ -164,7 +164,7 @@ func (e *supervisor) restore(ctx context.Context, n *parse.Restore) (*Result, er
 			je.job.Stop()
 		}
 	}
-	nextSinks, commitErr := e.nextSinkGenerationsLocked(b, sinks)
+	nextSinks, commitErr := e.sinkMgr.nextSinkGenerationsLocked(b, sinks)
 	if commitErr == nil {
 		commitErr = e.db.Commit(b, true)
 	}

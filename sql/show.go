@@ -181,11 +181,11 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 		case "savepoints":
 			return e.sup.showSavepoints(), nil
 		case "roles":
-			return e.showRoles(), nil
+			return e.roleStore.showRoles(), nil
 		case "sources":
 			return e.showSources(), nil
 		case "sinks":
-			return e.showSinks(), nil
+			return e.sinkMgr.showSinks(), nil
 		}
 	case *parse.ShowCreate:
 		d, ok := e.Table(n.Name)
