@@ -60,8 +60,12 @@ type Engine struct {
 	conf *settingsStore
 	// roleStore runs the role statements (roles.go), sinkMgr the sinks
 	// (sinks.go).
-	roleStore  *roleStore
-	sinkMgr    *sinkManager
+	roleStore *roleStore
+	sinkMgr   *sinkManager
+	// jobOpts applies per-view job options (statebackend.go,
+	// statettl.go), snapStore opens AS OF snapshots (snapshots.go).
+	jobOpts    *jobOptions
+	snapStore  *snapshotStore
 	db         *storage.DB
 	log        *slog.Logger
 	coord      *checkpoint.Coordinator
@@ -123,6 +127,8 @@ func Open(cfg Config) (*Engine, error) {
 	e.conf = &settingsStore{e}
 	e.roleStore = &roleStore{e}
 	e.sinkMgr = &sinkManager{e}
+	e.jobOpts = &jobOptions{e}
+	e.snapStore = &snapshotStore{e}
 	e.remotes.cfg = cfg.Storage
 	if e.log == nil {
 		e.log = slog.Default()
@@ -245,7 +251,7 @@ func (e *Engine) Close() error {
 		}
 	}
 	e.mu.Unlock()
-	e.closeAllSnapshots()
+	e.snapStore.closeAllSnapshots()
 	return e.db.Close()
 }
 

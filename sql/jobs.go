@@ -26,11 +26,11 @@ func (e *supervisor) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.J
 		StateCacheBytes: e.cache,
 		MaxEpochGroups:  exec.EpochGroups(e.cache),
 		EpochFull:       e.pokeCoordinator,
-		StateTTL:        exec.NewStateTTL(e.viewTTLLocked(def)),
+		StateTTL:        exec.NewStateTTL(e.jobOpts.viewTTLLocked(def)),
 		IdleTimeout:     durationOf(e.conf.settingLocked("stream.idle_timeout")),
 		OnWindowClose:   emitsOnWindowClose(def.SQL),
 		Now:             time.Now().UnixMicro()}
-	e.applyJobOptionsLocked(def, &spec)
+	e.jobOpts.applyJobOptionsLocked(def, &spec)
 	return spec
 }
 

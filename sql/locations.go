@@ -182,7 +182,7 @@ func (e *settingsStore) fetchSnapshot(ctx context.Context, dir string) error {
 // retainedCheckpoints are the ids of the retained checkpoints and of the
 // savepoints' checkpoints, whose records SHOW CHECKPOINTS keeps.
 func (e *settingsStore) retainedCheckpoints() map[uint64]bool {
-	root := e.snapshotRoot()
+	root := e.snapStore.snapshotRoot()
 	out := map[uint64]bool{}
 	ents, _ := os.ReadDir(filepath.Join(root, "checkpoints"))
 	for _, d := range ents {

@@ -25,10 +25,10 @@ func (e *supervisor) restore(ctx context.Context, n *parse.Restore) (*Result, er
 	if n.Savepoint == "" {
 		e.waitExport(n.Checkpoint)
 	}
-	dir, what := e.checkpointDir(n.Checkpoint), fmt.Sprintf("checkpoint %d", n.Checkpoint)
+	dir, what := e.snapStore.checkpointDir(n.Checkpoint), fmt.Sprintf("checkpoint %d", n.Checkpoint)
 	if n.Savepoint != "" {
 		var err error
-		if dir, err = e.savepointDir(n.Savepoint); err != nil {
+		if dir, err = e.snapStore.savepointDir(n.Savepoint); err != nil {
 			return nil, err
 		}
 		what = fmt.Sprintf("savepoint %q", n.Savepoint)
@@ -44,8 +44,8 @@ func (e *supervisor) restore(ctx context.Context, n *parse.Restore) (*Result, er
 	if _, err := os.Stat(dir); err != nil {
 		return nil, sqlerr.New(sqlerr.UndefinedObject, "%s does not exist", what)
 	}
-	e.closeSnapshot(dir) // re-verify: the files may have changed on disk
-	snap, err := e.openSnapshot(dir)
+	e.snapStore.closeSnapshot(dir) // re-verify: the files may have changed on disk
+	snap, err := e.snapStore.openSnapshot(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +227,7 @@ func (e *supervisor) startJob(ctx context.Context, n *parse.StartJob) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	if def, err = e.startJobOptions(n, def); err != nil {
+	if def, err = e.jobOpts.startJobOptions(n, def); err != nil {
 		return nil, err
 	}
 	if n.Savepoint != "" {
@@ -297,7 +297,7 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 		}
 		allow = b.I != 0
 	}
-	dir, err := e.savepointDir(n.FromSavepoint)
+	dir, err := e.snapStore.savepointDir(n.FromSavepoint)
 	if err != nil {
 		return nil, err
 	}
@@ -307,8 +307,8 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 	if _, err := os.Stat(dir); err != nil {
 		return nil, sqlerr.New(sqlerr.UndefinedObject, "savepoint %q does not exist", n.FromSavepoint)
 	}
-	e.closeSnapshot(dir)
-	snap, err := e.openSnapshot(dir)
+	e.snapStore.closeSnapshot(dir)
+	snap, err := e.snapStore.openSnapshot(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -419,11 +419,11 @@ func (e *Engine) alterView(ctx context.Context, n *parse.AlterView) (*Result, er
 		je.backoff = nil // the next failure uses the new strategy
 	}
 	if _, ok := vals["state.ttl"]; ok {
-		e.applyStateTTLLocked()
+		e.jobOpts.applyStateTTLLocked()
 	}
 	e.mu.Unlock()
 	defer e.mu.Lock()
-	if err := e.alterJobOptions(ctx, n.Name, jobVals); err != nil {
+	if err := e.jobOpts.alterJobOptions(ctx, n.Name, jobVals); err != nil {
 		return nil, err
 	}
 	return &Result{Tag: "ALTER MATERIALIZED VIEW"}, nil

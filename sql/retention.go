@@ -66,7 +66,7 @@ func (e *supervisor) truncateLogs(now time.Time) error {
 		pin(o.Table, o.Part, o.Off)
 		committed[storage.Offset{Job: o.Job, Table: o.Table, Part: o.Part}] = true
 	}
-	root := e.snapshotRoot()
+	root := e.snapStore.snapshotRoot()
 	for _, kind := range []string{"checkpoints", "savepoints"} {
 		for _, m := range checkpoint.List(filepath.Join(root, kind)) {
 			if m.FormatVersion < 2 {

@@ -59,7 +59,7 @@ func (e *supervisor) jobManifests(names []string) ([]checkpoint.JobManifest, err
 }
 
 func (e *supervisor) createSavepoint(ctx context.Context, name string, views []string) (*checkpoint.Manifest, error) {
-	dir, err := e.savepointDir(name)
+	dir, err := e.snapStore.savepointDir(name)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (e *supervisor) createSavepoint(ctx context.Context, name string, views []s
 			_, err = rem.Upload(ctx, dir, checkpoint.SavepointKey(name), man)
 		}
 		if err != nil {
-			e.closeSnapshot(dir)
+			e.snapStore.closeSnapshot(dir)
 			os.RemoveAll(dir)
 			return nil, err
 		}
@@ -134,7 +134,7 @@ func (e *supervisor) exportCheckpoint(rec *checkpoint.Record) error {
 	if err != nil {
 		return err
 	}
-	dir := e.checkpointDir(rec.ID)
+	dir := e.snapStore.checkpointDir(rec.ID)
 	tmp, err := checkpoint.Capture(e.db, dir, rec.Trigger != "periodic")
 	if err != nil {
 		return err
@@ -147,7 +147,7 @@ func (e *supervisor) exportCheckpoint(rec *checkpoint.Record) error {
 	man := checkpoint.Manifest{Kind: "checkpoint", Name: fmt.Sprintf("chk-%d", rec.ID),
 		CheckpointID: rec.ID, Epoch: rec.Epoch, CreatedAt: rec.StartedAt, Jobs: jobs, Offsets: offs}
 	keep := e.conf.checkpointConfig().Retained
-	root := filepath.Join(e.snapshotRoot(), "checkpoints")
+	root := filepath.Join(e.snapStore.snapshotRoot(), "checkpoints")
 	done := make(chan struct{})
 	e.exports.Lock()
 	if e.exports.pending == nil {
@@ -180,7 +180,7 @@ func (e *supervisor) exportCheckpoint(rec *checkpoint.Record) error {
 		all := checkpoint.List(root)
 		for i := 0; i < len(all)-keep; i++ {
 			old := filepath.Join(root, fmt.Sprintf("chk-%d", all[i].CheckpointID))
-			e.closeSnapshot(old)
+			e.snapStore.closeSnapshot(old)
 			os.RemoveAll(old)
 		}
 		if rem != nil {
@@ -209,7 +209,7 @@ func (e *supervisor) uploadCheckpoint(rem *checkpoint.Remote, remErr error, dir 
 	}
 	if err != nil {
 		e.coord.FailUpload(m.CheckpointID, err)
-		e.closeSnapshot(dir)
+		e.snapStore.closeSnapshot(dir)
 		os.RemoveAll(dir)
 		e.log.Error("checkpoint upload failed", "checkpoint", m.CheckpointID, "err", err)
 		return err
@@ -277,7 +277,7 @@ func (e *supervisor) deleteCheckpointsOfLocked(views []string) {
 	for _, v := range views {
 		gone[v] = true
 	}
-	root := filepath.Join(e.snapshotRootLocked(), "checkpoints")
+	root := filepath.Join(e.snapStore.snapshotRootLocked(), "checkpoints")
 	var remote []string
 	for _, m := range checkpoint.List(root) {
 		only := len(m.Jobs) > 0
@@ -286,7 +286,7 @@ func (e *supervisor) deleteCheckpointsOfLocked(views []string) {
 		}
 		if only {
 			dir := filepath.Join(root, fmt.Sprintf("chk-%d", m.CheckpointID))
-			e.closeSnapshot(dir)
+			e.snapStore.closeSnapshot(dir)
 			os.RemoveAll(dir)
 			remote = append(remote, checkpoint.CheckpointKey(m.CheckpointID))
 		}
@@ -304,7 +304,7 @@ func (e *supervisor) dropSavepoint(names []string, ifExists bool) (*Result, erro
 	ctx := context.Background()
 	var notices []string
 	for _, n := range names {
-		dir, err := e.savepointDir(n)
+		dir, err := e.snapStore.savepointDir(n)
 		if err != nil {
 			return nil, err
 		}
@@ -336,7 +336,7 @@ func (e *supervisor) dropSavepoint(names []string, ifExists bool) (*Result, erro
 			}
 			return nil, sqlerr.New(sqlerr.UndefinedObject, "savepoint %q does not exist", n)
 		}
-		e.closeSnapshot(dir)
+		e.snapStore.closeSnapshot(dir)
 		if err := os.RemoveAll(dir); err != nil {
 			return nil, sqlerr.Wrap(sqlerr.IOError, err)
 		}
@@ -347,7 +347,7 @@ func (e *supervisor) dropSavepoint(names []string, ifExists bool) (*Result, erro
 func (e *supervisor) showSavepoints() *table {
 	t := &table{cols: []Column{{"name", types.TText}, {"views", types.TText}, {"checkpoint_id", types.TInt64},
 		{"created_at", types.TTimestamp}, {"size", types.TInt64}}}
-	all := checkpoint.List(filepath.Join(e.snapshotRoot(), "savepoints"))
+	all := checkpoint.List(filepath.Join(e.snapStore.snapshotRoot(), "savepoints"))
 	if rem, err := e.conf.remote("savepoint"); err == nil && rem != nil {
 		// Savepoints in savepoint storage that are not on this machine
 		// (a server restored with --restore-from) are listed too.

@@ -410,7 +410,7 @@ func (e *settingsStore) setSetting(name, value string, reset bool) error {
 		e.mu.settings[name] = value
 	}
 	if name == "state.ttl" {
-		e.applyStateTTLLocked()
+		e.jobOpts.applyStateTTLLocked()
 	}
 	e.mu.Unlock()
 	return nil

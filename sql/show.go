@@ -155,7 +155,7 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			}
 			return t, nil
 		case "jobs":
-			return e.addErrorRows(e.addJobColumns(e.showJobs()))
+			return e.jobOpts.addErrorRows(e.jobOpts.addJobColumns(e.showJobs()))
 		case "job errors":
 			return e.showJobErrors()
 		case "late rows":
