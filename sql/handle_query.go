@@ -22,13 +22,13 @@ func init() {
 		return s.execQuery(ctx, st, n, params)
 	})
 	on(func(s *Session, ctx context.Context, _ *Stmt, n *parse.Declare, _ []types.Datum) (*Result, error) {
-		return s.declare(ctx, n)
+		return (sessionCursors{s}).declare(ctx, n)
 	})
 	on(func(s *Session, ctx context.Context, st *Stmt, n *parse.Fetch, _ []types.Datum) (*Result, error) {
-		return s.fetch(ctx, st, n)
+		return (sessionCursors{s}).fetch(ctx, st, n)
 	})
 	on(func(s *Session, _ context.Context, _ *Stmt, n *parse.CloseCursor, _ []types.Datum) (*Result, error) {
-		return s.closeCursor(n)
+		return (sessionCursors{s}).closeCursor(n)
 	})
 	on(func(s *Session, _ context.Context, _ *Stmt, n *parse.Prepare, _ []types.Datum) (*Result, error) {
 		return (sessionPrepared{s}).prepare(n)
@@ -45,7 +45,7 @@ func init() {
 			s.proto.DropAll()
 		}
 		for name := range s.cursors {
-			s.closeCursor(&parse.CloseCursor{Cursor: name})
+			(sessionCursors{s}).closeCursor(&parse.CloseCursor{Cursor: name})
 		}
 		return &Result{Tag: "DISCARD ALL"}, nil
 	})
@@ -110,7 +110,7 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 		return s.e.drop(d)
 	case *ast.ShowStmt:
 		if n.Tp == ast.ShowTables {
-			return s.execShow(st, &parse.ShowObjects{What: "tables"})
+			return (sessionShow{s}).execShow(st, &parse.ShowObjects{What: "tables"})
 		}
 	case *ast.SetStmt:
 		for _, v := range n.Variables {
@@ -118,7 +118,7 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 			if ve, ok := v.Value.(ast.ValueExpr); ok {
 				val = fmt.Sprint(ve.GetValue())
 			}
-			if _, err := s.execSet(&parse.Set{Name: strings.ToLower(v.Name), Value: val}); err != nil {
+			if _, err := (sessionSettings{s}).execSet(&parse.Set{Name: strings.ToLower(v.Name), Value: val}); err != nil {
 				return nil, err
 			}
 		}

@@ -11,9 +11,9 @@ import (
 // handle_show.go's.
 func init() {
 	on(func(s *Session, _ context.Context, _ *Stmt, n *parse.Set, _ []types.Datum) (*Result, error) {
-		return s.execSet(n)
+		return (sessionSettings{s}).execSet(n)
 	})
 	on(func(s *Session, _ context.Context, _ *Stmt, n *parse.Reset, _ []types.Datum) (*Result, error) {
-		return s.execReset(n)
+		return (sessionSettings{s}).execReset(n)
 	})
 }

@@ -11,12 +11,12 @@ import (
 // (show.go).
 func init() {
 	on(func(s *Session, _ context.Context, st *Stmt, n *parse.Show, _ []types.Datum) (*Result, error) {
-		return s.execShow(st, n)
+		return (sessionShow{s}).execShow(st, n)
 	})
 	on(func(s *Session, _ context.Context, st *Stmt, n *parse.ShowObjects, _ []types.Datum) (*Result, error) {
-		return s.execShow(st, n)
+		return (sessionShow{s}).execShow(st, n)
 	})
 	on(func(s *Session, _ context.Context, st *Stmt, n *parse.ShowCreate, _ []types.Datum) (*Result, error) {
-		return s.execShow(st, n)
+		return (sessionShow{s}).execShow(st, n)
 	})
 }

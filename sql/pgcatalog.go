@@ -539,7 +539,7 @@ func (e catGen) pgSettings() *table {
 	if e.colsOnly {
 		return t
 	}
-	all, err := e.sess.showTable(&parse.Show{Name: "all"})
+	all, err := (sessionShow{e.sess}).showTable(&parse.Show{Name: "all"})
 	if err != nil {
 		return t
 	}

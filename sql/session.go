@@ -67,7 +67,7 @@ func (s *Session) SetParameter(name, value string) (map[string]string, error) {
 		return nil, sqlerr.New(sqlerr.CantChangeRuntimeParam,
 			"parameter %q is a database setting and cannot be set when connecting; use SET", name)
 	}
-	res, err := s.execSet(&parse.Set{Name: name, Value: value})
+	res, err := (sessionSettings{s}).execSet(&parse.Set{Name: name, Value: value})
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (s *Session) describe(st *Stmt) error {
 		return (sessionPrepared{s}).describeExecute(st, n)
 	case *parse.Show, *parse.ShowObjects, *parse.ShowCreate, *parse.Fetch:
 		// Columns are known once executed; describe by executing nothing.
-		cols, err := s.showColumns(st.impl.(parse.Statement))
+		cols, err := (sessionShow{s}).showColumns(st.impl.(parse.Statement))
 		if err != nil {
 			return err
 		}
@@ -238,7 +238,7 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 	if err != nil {
 		s.paramChanges = nil
 	} else {
-		s.takeParamChanges(res)
+		(sessionSettings{s}).takeParamChanges(res)
 	}
 	if d, ok := st.impl.(*parse.Declare); ok && err == nil && s.txn != nil {
 		s.txn.cursors = append(s.txn.cursors, txCursor{name: d.Cursor, hold: d.Hold})

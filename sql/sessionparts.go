@@ -12,3 +12,20 @@ type sessionAuth struct {
 type sessionPrepared struct {
 	*Session
 }
+
+// sessionSettings is a session's SET and RESET, SET LOCAL and the
+// parameter changes reported to the client (show.go, setconfig.go).
+type sessionSettings struct {
+	*Session
+}
+
+// sessionCursors is a session's cursors: DECLARE, FETCH and CLOSE
+// (show.go).
+type sessionCursors struct {
+	*Session
+}
+
+// sessionShow is a session's SHOW statements and their columns (show.go).
+type sessionShow struct {
+	*Session
+}

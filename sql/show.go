@@ -58,7 +58,7 @@ func textCols(names ...string) []Column {
 
 func str(s string) types.Datum { return types.Str(s) }
 
-func (s *Session) showColumns(n parse.Statement) ([]Column, error) {
+func (s sessionShow) showColumns(n parse.Statement) ([]Column, error) {
 	if f, ok := n.(*parse.Fetch); ok {
 		c := s.cursors[f.Cursor]
 		if c == nil {
@@ -73,7 +73,7 @@ func (s *Session) showColumns(n parse.Statement) ([]Column, error) {
 	return t.cols, nil
 }
 
-func (s *Session) execShow(st *Stmt, n parse.Statement) (*Result, error) {
+func (s sessionShow) execShow(st *Stmt, n parse.Statement) (*Result, error) {
 	t, err := s.showTable(n)
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func (s *Session) execShow(st *Stmt, n parse.Statement) (*Result, error) {
 	return t.result(st, tag), nil
 }
 
-func (s *Session) showTable(n parse.Statement) (*table, error) {
+func (s sessionShow) showTable(n parse.Statement) (*table, error) {
 	e := s.e
 	switch n := n.(type) {
 	case *parse.Show:
@@ -337,7 +337,7 @@ func (e *Engine) showJobErrors() (*table, error) {
 	return t, nil
 }
 
-func (s *Session) execSet(n *parse.Set) (*Result, error) {
+func (s sessionSettings) execSet(n *parse.Set) (*Result, error) {
 	if n.Local {
 		if res, done := s.setLocal(n); done {
 			return res, nil
@@ -413,13 +413,13 @@ func (s *Session) execSet(n *parse.Set) (*Result, error) {
 var reportedParams = map[string]string{"client_encoding": "client_encoding", "datestyle": "DateStyle", "timezone": "TimeZone",
 	"application_name": "application_name", "intervalstyle": "IntervalStyle", "standard_conforming_strings": "standard_conforming_strings"}
 
-func (s *Session) execReset(n *parse.Reset) (*Result, error) {
+func (s sessionSettings) execReset(n *parse.Reset) (*Result, error) {
 	name := strings.ToLower(n.Name)
 	if name == "all" {
 		for k, v := range sessionDefaults {
 			s.vars[k] = v
 		}
-		(sessionAuth{s}).setSuperuserVar()
+		(sessionAuth{s.Session}).setSuperuserVar()
 		return &Result{Tag: "RESET"}, nil
 	}
 	if _, ok := dbSettings[name]; ok {
@@ -442,7 +442,7 @@ type cursor struct {
 	live    bool              // a change stream (EMIT CHANGES): FETCH returns what has arrived
 }
 
-func (s *Session) declare(ctx context.Context, n *parse.Declare) (*Result, error) {
+func (s sessionCursors) declare(ctx context.Context, n *parse.Declare) (*Result, error) {
 	if _, ok := s.cursors[n.Cursor]; ok {
 		return nil, sqlerr.New(sqlerr.DuplicateCursor, "cursor %q already exists", n.Cursor)
 	}
@@ -459,7 +459,7 @@ func (s *Session) declare(ctx context.Context, n *parse.Declare) (*Result, error
 	return &Result{Tag: "DECLARE CURSOR"}, nil
 }
 
-func (s *Session) fetch(ctx context.Context, st *Stmt, n *parse.Fetch) (*Result, error) {
+func (s sessionCursors) fetch(ctx context.Context, st *Stmt, n *parse.Fetch) (*Result, error) {
 	c := s.cursors[n.Cursor]
 	if c == nil {
 		return nil, sqlerr.New(sqlerr.InvalidCursorName, "cursor %q does not exist", n.Cursor)
@@ -510,7 +510,7 @@ func (s *Session) fetch(ctx context.Context, st *Stmt, n *parse.Fetch) (*Result,
 	return &Result{Tag: fmt.Sprintf("FETCH %d", got), Rows: &sliceRows{recs: out}}, nil
 }
 
-func (s *Session) closeCursor(n *parse.CloseCursor) (*Result, error) {
+func (s sessionCursors) closeCursor(n *parse.CloseCursor) (*Result, error) {
 	if n.Cursor == "" {
 		for name, c := range s.cursors {
 			c.rows.Close()
@@ -551,7 +551,7 @@ func (e *Engine) systemTable(name string) (*storage.TableDef, bool) {
 	if !ok {
 		return nil, false
 	}
-	t, err := e.NewSession("", "").showTable(show)
+	t, err := (sessionShow{e.NewSession("", "")}).showTable(show)
 	if err != nil {
 		return nil, false
 	}
@@ -594,7 +594,7 @@ func (e *Engine) systemRows(name string, s *Session) (arrow.RecordBatch, error) 
 			return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", name)
 		}
 		var err error
-		if t, err = s.showTable(show); err != nil {
+		if t, err = (sessionShow{s}).showTable(show); err != nil {
 			return nil, err
 		}
 	}
