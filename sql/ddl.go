@@ -91,13 +91,13 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 	case parse.ObjPlainView:
 		tag, want = "DROP VIEW", storage.KindPlainView
 	case parse.ObjSavepoint:
-		return e.dropSavepoint(n.Names, n.IfExists)
+		return e.sup.dropSavepoint(n.Names, n.IfExists)
 	case parse.ObjSource:
 		tag, want = "DROP SOURCE", storage.KindSource
 	}
 	if n.Kind == parse.ObjView {
 		for _, name := range n.Names {
-			if sinks := e.sinksOn(name); len(sinks) > 0 {
+			if sinks := e.sinkMgr.sinksOn(name); len(sinks) > 0 {
 				return nil, sqlerr.New(sqlerr.DependentObjectsExist, "cannot drop materialized view %q because sink %q reads it", name, sinks[0])
 			}
 		}
@@ -166,8 +166,8 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 		delete(e.mu.tables, t.Name)
 		gone = append(gone, t.Name)
 	}
-	if e.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
-		e.deleteCheckpointsOfLocked(gone)
+	if e.conf.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
+		e.sup.deleteCheckpointsOfLocked(gone)
 	}
 	return &Result{Tag: tag, Notices: notices}, nil
 }
@@ -247,11 +247,11 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 		}
 		def.Columns = append(def.Columns, storage.ColumnDef{Name: c.Name, Type: t})
 	}
-	if err := e.ensureChangelogs(ctx, sourcesOf(plan)); err != nil {
+	if err := e.sup.ensureChangelogs(ctx, sourcesOf(plan)); err != nil {
 		return nil, err
 	}
 	if n.OrReplace {
-		if err := e.refuseReplaceUnderSink(n.Name); err != nil {
+		if err := e.sinkMgr.refuseReplaceUnderSink(n.Name); err != nil {
 			return nil, err
 		}
 	}
@@ -280,7 +280,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 				return nil, err
 			}
 			e.mu.tables[def.Name] = def
-			if err := e.startViewJobLocked(def, phys, false); err != nil {
+			if err := e.sup.startViewJobLocked(def, phys, false); err != nil {
 				return nil, err
 			}
 			return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil
@@ -290,7 +290,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if err := e.addTableLocked(def); err != nil {
 		return nil, err
 	}
-	if err := e.startViewJobLocked(def, phys, false); err != nil {
+	if err := e.sup.startViewJobLocked(def, phys, false); err != nil {
 		return nil, err
 	}
 	return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil
@@ -345,7 +345,7 @@ func (e *Engine) changeStream(ctx context.Context, plan planner.Node) (Rows, err
 	if err != nil {
 		return nil, err
 	}
-	if err := e.ensureChangelogs(ctx, sourcesOf(plan)); err != nil {
+	if err := e.sup.ensureChangelogs(ctx, sourcesOf(plan)); err != nil {
 		return nil, err
 	}
 	out := make(chan exec.Chunk, 4)

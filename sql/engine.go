@@ -52,6 +52,20 @@ type Config struct {
 
 // Engine is one database. It is safe for concurrent use by many sessions.
 type Engine struct {
+	// sup runs jobs, restarts, checkpoints, savepoints, restore and
+	// retention (supervisor.go).
+	sup *supervisor
+	// conf holds the database settings and storage locations
+	// (settingsstore.go).
+	conf *settingsStore
+	// roleStore runs the role statements (roles.go), sinkMgr the sinks
+	// (sinks.go).
+	roleStore *roleStore
+	sinkMgr   *sinkManager
+	// jobOpts applies per-view job options (statebackend.go,
+	// statettl.go), snapStore opens AS OF snapshots (snapshots.go).
+	jobOpts    *jobOptions
+	snapStore  *snapshotStore
 	db         *storage.DB
 	log        *slog.Logger
 	coord      *checkpoint.Coordinator
@@ -109,6 +123,12 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{db: db, log: cfg.Logger, par: cfg.Parallelism, cache: cfg.StateCacheBytes, done: make(chan struct{}),
 		lastExport: time.Now()} // the export gap counts from the start (periodicExportGap)
+	e.sup = &supervisor{e}
+	e.conf = &settingsStore{e}
+	e.roleStore = &roleStore{e}
+	e.sinkMgr = &sinkManager{e}
+	e.jobOpts = &jobOptions{e}
+	e.snapStore = &snapshotStore{e}
 	e.remotes.cfg = cfg.Storage
 	if e.log == nil {
 		e.log = slog.Default()
@@ -144,7 +164,7 @@ func Open(cfg Config) (*Engine, error) {
 	// A checkpoint.dir stored by an older build (which let SQL choose any
 	// path) is dropped unless the configuration allows it.
 	if d, ok := e.mu.settings["checkpoint.dir"]; ok {
-		if err := e.checkLocationLocked(d); err != nil {
+		if err := e.conf.checkLocationLocked(d); err != nil {
 			e.log.Warn("ignoring the stored checkpoint.dir: not a configured storage location", "dir", d)
 			if err := db.PutSetting("checkpoint.dir", "", true); err != nil {
 				db.Close()
@@ -155,7 +175,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	for _, k := range []string{"checkpoint.storage", "savepoint.storage"} {
 		if d, ok := e.mu.settings[k]; ok {
-			if err := e.checkStorageLocked(k, d); err != nil {
+			if err := e.conf.checkStorageLocked(k, d); err != nil {
 				e.log.Warn("ignoring the stored "+k+": not an allowed storage location", "url", d)
 				if err := db.PutSetting(k, "", true); err != nil {
 					db.Close()
@@ -173,11 +193,11 @@ func Open(cfg Config) (*Engine, error) {
 	for _, t := range defs {
 		e.mu.tables[t.Name] = t
 	}
-	if err := e.loadRolesLocked(cfg.Superusers, cfg.Password); err != nil {
+	if err := e.roleStore.loadRolesLocked(cfg.Superusers, cfg.Password); err != nil {
 		db.Close()
 		return nil, err
 	}
-	if err := e.loadSinks(); err != nil {
+	if err := e.sinkMgr.loadSinks(); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -192,24 +212,24 @@ func Open(cfg Config) (*Engine, error) {
 			e.mu.jobs[t.Name] = &jobEntry{state: exec.JobStarting}
 		}
 	}
-	e.coord, err = checkpoint.New(db, (*registry)(e), e.checkpointConfig)
+	e.coord, err = checkpoint.New(db, (*registry)(e), e.conf.checkpointConfig)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	e.coord.OnCompleted(e.afterCheckpoint)
-	e.coord.OnRetained(e.retainedCheckpoints)
+	e.coord.OnCompleted(e.sup.afterCheckpoint)
+	e.coord.OnRetained(e.conf.retainedCheckpoints)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	go func() {
 		defer close(e.done)
 		e.coord.Run(ctx)
 	}()
-	e.startSinks()
+	e.sinkMgr.startSinks()
 	e.supervised = make(chan struct{})
 	go func() {
 		defer close(e.supervised)
-		e.supervise(ctx)
+		e.sup.supervise(ctx)
 	}()
 	return e, nil
 }
@@ -217,7 +237,7 @@ func Open(cfg Config) (*Engine, error) {
 // Close stops the coordinator and every job (taking no new checkpoint) and
 // closes the database cleanly.
 func (e *Engine) Close() error {
-	e.stopSinks()
+	e.sinkMgr.stopSinks()
 	e.cancel()
 	<-e.done
 	<-e.supervised
@@ -231,7 +251,7 @@ func (e *Engine) Close() error {
 		}
 	}
 	e.mu.Unlock()
-	e.closeAllSnapshots()
+	e.snapStore.closeAllSnapshots()
 	return e.db.Close()
 }
 

@@ -179,7 +179,7 @@ func (e *Engine) behindError(lagging []uint64) error {
 	if len(lagging) == 0 {
 		return nil
 	}
-	periodic := e.setting("checkpoint.interval") != "off"
+	periodic := e.conf.setting("checkpoint.interval") != "off"
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for name, j := range e.mu.jobs {

@@ -16,21 +16,21 @@ import (
 // strategy, catching up before a checkpoint or savepoint, changelogs.
 
 // jobSpecLocked describes the job of a view under the current settings.
-func (e *Engine) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSpec {
+func (e *supervisor) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSpec {
 	spec := exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
-		AtLeastOnce:     e.settingLocked("checkpoint.mode") == "at_least_once",
-		SkipErrors:      e.settingLocked("job.error_policy") == "skip",
-		RecordLate:      e.settingLocked("job.late_rows") == "record",
-		MemoryLimit:     jobMemoryBytes(e.settingLocked("job.memory_limit"), e.cache),
+		AtLeastOnce:     e.conf.settingLocked("checkpoint.mode") == "at_least_once",
+		SkipErrors:      e.conf.settingLocked("job.error_policy") == "skip",
+		RecordLate:      e.conf.settingLocked("job.late_rows") == "record",
+		MemoryLimit:     jobMemoryBytes(e.conf.settingLocked("job.memory_limit"), e.cache),
 		Changelog:       len(e.dependentsLocked(def.Name)) > 0 || e.mu.consumed[def.Name],
 		StateCacheBytes: e.cache,
 		MaxEpochGroups:  exec.EpochGroups(e.cache),
 		EpochFull:       e.pokeCoordinator,
-		StateTTL:        exec.NewStateTTL(e.viewTTLLocked(def)),
-		IdleTimeout:     durationOf(e.settingLocked("stream.idle_timeout")),
+		StateTTL:        exec.NewStateTTL(e.jobOpts.viewTTLLocked(def)),
+		IdleTimeout:     durationOf(e.conf.settingLocked("stream.idle_timeout")),
 		OnWindowClose:   emitsOnWindowClose(def.SQL),
 		Now:             time.Now().UnixMicro()}
-	e.applyJobOptionsLocked(def, &spec)
+	e.jobOpts.applyJobOptionsLocked(def, &spec)
 	return spec
 }
 
@@ -44,7 +44,7 @@ func durationOf(v string) time.Duration {
 }
 
 // pokeCoordinator asks for the next epoch now (a job's epoch is full).
-func (e *Engine) pokeCoordinator() {
+func (e *supervisor) pokeCoordinator() {
 	if c := e.coord; c != nil {
 		c.Poke()
 	}
@@ -52,7 +52,7 @@ func (e *Engine) pokeCoordinator() {
 
 // startViewJob starts (or resumes) the job maintaining a view. Called
 // before the engine serves.
-func (e *Engine) startViewJob(def *storage.TableDef) error {
+func (e *supervisor) startViewJob(def *storage.TableDef) error {
 	plan, err := e.planView(def)
 	if err != nil {
 		return err
@@ -61,7 +61,7 @@ func (e *Engine) startViewJob(def *storage.TableDef) error {
 }
 
 // startViewJobLocked starts a view's job from its plan; e.mu may be held.
-func (e *Engine) startViewJobLocked(def *storage.TableDef, plan exec.Plan, reemit bool) error {
+func (e *supervisor) startViewJobLocked(def *storage.TableDef, plan exec.Plan, reemit bool) error {
 	spec := e.jobSpecLocked(def, plan)
 	spec.Reemit = reemit
 	j, err := exec.StartJob(e.db, spec)
@@ -73,7 +73,7 @@ func (e *Engine) startViewJobLocked(def *storage.TableDef, plan exec.Plan, reemi
 }
 
 // ensureChangelogs makes every view among names write its changelog.
-func (e *Engine) ensureChangelogs(ctx context.Context, names []string) error {
+func (e *supervisor) ensureChangelogs(ctx context.Context, names []string) error {
 	for _, name := range names {
 		if src, ok := e.Table(name); ok && src.Kind == storage.KindView {
 			if err := e.ensureChangelog(ctx, src.Name); err != nil {
@@ -86,7 +86,7 @@ func (e *Engine) ensureChangelogs(ctx context.Context, names []string) error {
 
 // supervise applies each failed job's restart strategy: it schedules a
 // restart from the last committed epoch (RESTARTING) or gives up (FAILED).
-func (e *Engine) supervise(ctx context.Context) {
+func (e *supervisor) supervise(ctx context.Context) {
 	e.startPending(ctx)
 	t := time.NewTicker(checkpoint.EpochInterval)
 	defer t.Stop()
@@ -127,7 +127,7 @@ func (e *Engine) supervise(ctx context.Context) {
 }
 
 // onFailureLocked records a job's failure and decides what happens next.
-func (e *Engine) onFailureLocked(name string, j *jobEntry, now time.Time) {
+func (e *supervisor) onFailureLocked(name string, j *jobEntry, now time.Time) {
 	err := j.job.Err()
 	if src, splits, ok := exec.SourceGrown(err); ok {
 		// Not a failure: a source gained splits. Raise its split count
@@ -170,7 +170,7 @@ func (e *Engine) onFailureLocked(name string, j *jobEntry, now time.Time) {
 // restartConfigLocked is a view's restart strategy: its own restart.*
 // options, else the database settings, else the default (fixed-delay with
 // unbounded attempts when checkpoints are on, none when they are off).
-func (e *Engine) restartConfigLocked(def *storage.TableDef) (checkpoint.RestartConfig, error) {
+func (e *supervisor) restartConfigLocked(def *storage.TableDef) (checkpoint.RestartConfig, error) {
 	get := func(key string) (string, bool) {
 		k := "restart." + key
 		if def != nil {
@@ -184,14 +184,14 @@ func (e *Engine) restartConfigLocked(def *storage.TableDef) (checkpoint.RestartC
 		v, ok := e.mu.fileConf[k]
 		return v, ok
 	}
-	if _, set := get("strategy"); !set && e.settingLocked("checkpoint.interval") == "off" {
+	if _, set := get("strategy"); !set && e.conf.settingLocked("checkpoint.interval") == "off" {
 		return checkpoint.DefaultRestartConfig(false), nil
 	}
 	return checkpoint.ParseRestartConfig(get)
 }
 
 // restartJob starts a RESTARTING job again from its last committed state.
-func (e *Engine) restartJob(name string) {
+func (e *supervisor) restartJob(name string) {
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
 	e.mu.Lock()
@@ -224,7 +224,7 @@ func (e *Engine) restartJob(name string) {
 // CHECKPOINT and CREATE SAVEPOINT call it first, so the round they trigger
 // (whose barriers still catch up the last few rows) does not spend a long
 // backlog inside checkpoint.timeout.
-func (e *Engine) catchUp(ctx context.Context) error {
+func (e *supervisor) catchUp(ctx context.Context) error {
 	// Jobs still loading their state after a restart come first.
 	for e.starting() {
 		select {
@@ -269,7 +269,7 @@ func (e *Engine) catchUp(ctx context.Context) error {
 }
 
 // startPending starts the jobs of the views found at Open, one by one.
-func (e *Engine) startPending(ctx context.Context) {
+func (e *supervisor) startPending(ctx context.Context) {
 	e.mu.Lock()
 	var names []string
 	for n, j := range e.mu.jobs {
@@ -316,7 +316,7 @@ func (e *Engine) startPending(ctx context.Context) {
 	}
 }
 
-func (e *Engine) starting() bool {
+func (e *supervisor) starting() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, j := range e.mu.jobs {
@@ -330,7 +330,7 @@ func (e *Engine) starting() bool {
 // ensureChangelog makes the job of view write its changelog before a new
 // consumer (a view or a change stream over it) snapshots it: it waits until
 // every later change is sure to be in the changelog.
-func (e *Engine) ensureChangelog(ctx context.Context, view string) error {
+func (e *supervisor) ensureChangelog(ctx context.Context, view string) error {
 	e.mu.Lock()
 	e.mu.consumed[view] = true
 	je := e.mu.jobs[view]

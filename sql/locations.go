@@ -59,7 +59,7 @@ func storageURL(v string) (string, error) {
 }
 
 // allowedStorageLocked returns the locations checkpoint storage may use.
-func (e *Engine) allowedStorageLocked() []objstore.Location {
+func (e *settingsStore) allowedStorageLocked() []objstore.Location {
 	var out []objstore.Location
 	add := func(u string) {
 		if l, err := objstore.Parse(u); err == nil {
@@ -80,7 +80,7 @@ func (e *Engine) allowedStorageLocked() []objstore.Location {
 
 // checkStorageLocked refuses a checkpoint storage URL that is invalid
 // (22023) or outside every allowed location (42501).
-func (e *Engine) checkStorageLocked(name, value string) error {
+func (e *settingsStore) checkStorageLocked(name, value string) error {
 	if strings.TrimSpace(value) == "" {
 		return nil
 	}
@@ -105,13 +105,13 @@ func (e *Engine) checkStorageLocked(name, value string) error {
 
 // remote returns the checkpoint storage for "checkpoint" or "savepoint"
 // snapshots (savepoint.storage, else checkpoint.storage), nil if none.
-func (e *Engine) remote(kind string) (*checkpoint.Remote, error) {
+func (e *settingsStore) remote(kind string) (*checkpoint.Remote, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.remoteLocked(kind)
 }
 
-func (e *Engine) remoteLocked(kind string) (*checkpoint.Remote, error) {
+func (e *settingsStore) remoteLocked(kind string) (*checkpoint.Remote, error) {
 	u := e.settingLocked(kind + ".storage")
 	if u == "" {
 		u = e.settingLocked("checkpoint.storage")
@@ -144,7 +144,7 @@ func (e *Engine) remoteLocked(kind string) (*checkpoint.Remote, error) {
 // savepoint) is on local disk: if it is not, it is downloaded from
 // checkpoint storage, checked against its manifest (XX001). Without a copy
 // anywhere it does nothing and the caller reports 42704.
-func (e *Engine) fetchSnapshot(ctx context.Context, dir string) error {
+func (e *settingsStore) fetchSnapshot(ctx context.Context, dir string) error {
 	if _, err := os.Stat(dir); err == nil {
 		return nil
 	}
@@ -181,8 +181,8 @@ func (e *Engine) fetchSnapshot(ctx context.Context, dir string) error {
 
 // retainedCheckpoints are the ids of the retained checkpoints and of the
 // savepoints' checkpoints, whose records SHOW CHECKPOINTS keeps.
-func (e *Engine) retainedCheckpoints() map[uint64]bool {
-	root := e.snapshotRoot()
+func (e *settingsStore) retainedCheckpoints() map[uint64]bool {
+	root := e.snapStore.snapshotRoot()
 	out := map[uint64]bool{}
 	ents, _ := os.ReadDir(filepath.Join(root, "checkpoints"))
 	for _, d := range ents {
@@ -201,7 +201,7 @@ var fileOnly = map[string]bool{"checkpoint.dirs": true}
 
 // allowedLocationsLocked returns the configured storage locations, cleaned
 // and absolute: "" stands for the data directory.
-func (e *Engine) allowedLocationsLocked() []string {
+func (e *settingsStore) allowedLocationsLocked() []string {
 	out := []string{""}
 	if d := e.mu.fileConf["checkpoint.dir"]; d != "" {
 		out = append(out, cleanLocation(d))
@@ -229,7 +229,7 @@ func cleanLocation(d string) string {
 
 // checkLocationLocked refuses a checkpoint.dir the configuration does not
 // allow.
-func (e *Engine) checkLocationLocked(value string) error {
+func (e *settingsStore) checkLocationLocked(value string) error {
 	want := cleanLocation(value)
 	allowed := e.allowedLocationsLocked()
 	for _, a := range allowed {

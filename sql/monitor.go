@@ -127,7 +127,7 @@ func (e *Engine) Jobs() []JobStatus {
 			next := je.next
 			s.NextRestart = &next
 		}
-		if cfg, err := e.restartConfigLocked(e.mu.tables[n]); err == nil {
+		if cfg, err := e.sup.restartConfigLocked(e.mu.tables[n]); err == nil {
 			s.Strategy = cfg.String()
 		}
 		out = append(out, s)
@@ -149,7 +149,7 @@ func (e *Engine) Checkpoints() []checkpoint.Record { return e.coord.History() }
 // Savepoints lists the savepoints, oldest first.
 func (e *Engine) Savepoints() []SavepointInfo {
 	var out []SavepointInfo
-	for _, m := range checkpoint.List(filepath.Join(e.snapshotRoot(), "savepoints")) {
+	for _, m := range checkpoint.List(filepath.Join(e.snapStore.snapshotRoot(), "savepoints")) {
 		sp := SavepointInfo{Name: m.Name, CheckpointID: m.CheckpointID, CreatedAt: m.CreatedAt, Size: m.Size()}
 		for _, j := range m.Jobs {
 			sp.Views = append(sp.Views, j.Name)

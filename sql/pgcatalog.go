@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/bind"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/storage"
@@ -117,7 +118,7 @@ func isPgTableName(name string) bool {
 // is how the binder learns them, and which keeps pg_class from reading
 // pg_class's rows to list its own columns) or its rows too.
 type catGen struct {
-	*Engine
+	catalogReader
 	colsOnly bool
 	sess     *Session // whose settings pg_settings lists
 }
@@ -126,14 +127,14 @@ func (e catGen) relations() []relation {
 	if e.colsOnly {
 		return nil
 	}
-	return e.Engine.relations()
+	return e.catalogReader.relations()
 }
 
 func (e catGen) roleDefs() []storage.RoleDef {
 	if e.colsOnly {
 		return nil
 	}
-	return e.Engine.roleDefs()
+	return e.catalogReader.roleDefs()
 }
 
 // relation is one row of pg_class.
@@ -207,7 +208,7 @@ func (e *Engine) ownerOID(t *storage.TableDef) int64 {
 	if t.Kind == storage.KindSystem {
 		return roleOID(BootstrapRole)
 	}
-	return roleOID(e.ownerOf(t))
+	return roleOID(e.roleStore.ownerOf(t))
 }
 
 func nsName(ns int64) string {
@@ -538,7 +539,7 @@ func (e catGen) pgSettings() *table {
 	if e.colsOnly {
 		return t
 	}
-	all, err := e.sess.showTable(&parse.Show{Name: "all"})
+	all, err := (sessionShow{e.sess}).showTable(&parse.Show{Name: "all"})
 	if err != nil {
 		return t
 	}
@@ -567,7 +568,7 @@ func (e *Engine) ownerName(t *storage.TableDef) string {
 	if t.Kind == storage.KindSystem {
 		return BootstrapRole
 	}
-	return e.ownerOf(t)
+	return e.roleStore.ownerOf(t)
 }
 
 // pgViews lists the plain views (CREATE VIEW); materialized views are in
@@ -725,12 +726,12 @@ func (e *Engine) PgLookup(what string) map[int64]string {
 			}
 		}
 	case "indexdefs", "indexcols", "constraintdefs":
-		return (catGen{Engine: e}).keyDefs(what)
+		return (catGen{catalogReader: e}).keyDefs(what)
 	case "relnames":
 		for _, r := range e.relations() {
 			out[r.oid] = r.name
 		}
-		for _, k := range (catGen{Engine: e}).viewKeys() { // 'word_counts_pkey'::regclass
+		for _, k := range (catGen{catalogReader: e}).viewKeys() { // 'word_counts_pkey'::regclass
 			out[k.indexOID()] = k.name()
 		}
 	case "relsize":
@@ -747,7 +748,7 @@ func (e *Engine) PgLookup(what string) map[int64]string {
 				out[r.oid] = ""
 			}
 		}
-		for _, k := range (catGen{Engine: e}).viewKeys() { // a key index is in its view's schema
+		for _, k := range (catGen{catalogReader: e}).viewKeys() { // a key index is in its view's schema
 			out[k.indexOID()] = ""
 		}
 	}
@@ -762,3 +763,14 @@ func (c *recordingCatalog) PgLookup(what string) map[int64]string { return c.e.P
 
 // DatabaseName implements bind.PgCatalog.
 func (c *recordingCatalog) DatabaseName() string { return c.e.DatabaseName() }
+
+// catalogReader is what the pg_catalog and information_schema builders
+// (catGen) read the catalog through.
+type catalogReader interface {
+	relations() []relation
+	roleDefs() []storage.RoleDef
+	ownerOID(t *storage.TableDef) int64
+	ownerName(t *storage.TableDef) string
+	planView(def *storage.TableDef) (exec.Plan, error)
+	showJobs() *table
+}

@@ -38,7 +38,7 @@ func (s *Session) HasPrepared(name string) bool {
 // prepare runs PREPARE: the statement is described now (its parameter
 // types: given, else inferred as the extended protocol does) and bound
 // again at each EXECUTE, so it sees the catalog as it is then.
-func (s *Session) prepare(n *parse.Prepare) (*Result, error) {
+func (s sessionPrepared) prepare(n *parse.Prepare) (*Result, error) {
 	if _, dup := s.prepared[n.Name]; dup || s.proto != nil && s.proto.Has(n.Name) {
 		return nil, sqlerr.New(sqlerr.DuplicatePreparedStmt, "prepared statement %q already exists", n.Name)
 	}
@@ -71,7 +71,7 @@ func (s *Session) prepare(n *parse.Prepare) (*Result, error) {
 }
 
 // lookupPrepared finds a prepared statement (26000 if none).
-func (s *Session) lookupPrepared(name string) (*Stmt, error) {
+func (s sessionPrepared) lookupPrepared(name string) (*Stmt, error) {
 	st, ok := s.prepared[name]
 	if !ok {
 		return nil, sqlerr.New(sqlerr.InvalidSQLStatementName, "prepared statement %q does not exist", name)
@@ -80,7 +80,7 @@ func (s *Session) lookupPrepared(name string) (*Stmt, error) {
 }
 
 // describeExecute gives EXECUTE the result columns of its statement.
-func (s *Session) describeExecute(st *Stmt, n *parse.Execute) error {
+func (s sessionPrepared) describeExecute(st *Stmt, n *parse.Execute) error {
 	p, err := s.lookupPrepared(n.Name)
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ func (s *Session) describeExecute(st *Stmt, n *parse.Execute) error {
 
 // execute runs EXECUTE: the arguments are evaluated as one SELECT of each
 // cast to its parameter's type, then the statement runs with them.
-func (s *Session) execute(ctx context.Context, st *Stmt, n *parse.Execute) (*Result, error) {
+func (s sessionPrepared) execute(ctx context.Context, st *Stmt, n *parse.Execute) (*Result, error) {
 	p, err := s.lookupPrepared(n.Name)
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func (s *Session) execute(ctx context.Context, st *Stmt, n *parse.Execute) (*Res
 }
 
 // evalArgs evaluates EXECUTE's arguments as the parameters' types.
-func (s *Session) evalArgs(ctx context.Context, args []string, ts []types.T) ([]types.Datum, error) {
+func (s sessionPrepared) evalArgs(ctx context.Context, args []string, ts []types.T) ([]types.Datum, error) {
 	if len(args) == 0 {
 		return nil, nil
 	}
@@ -168,7 +168,7 @@ func (s *Session) evalArgs(ctx context.Context, args []string, ts []types.T) ([]
 }
 
 // deallocate runs DEALLOCATE [PREPARE] name | ALL.
-func (s *Session) deallocate(name string) (*Result, error) {
+func (s sessionPrepared) deallocate(name string) (*Result, error) {
 	if name == "all" {
 		s.prepared = nil
 		if s.proto != nil {
@@ -188,7 +188,7 @@ func (s *Session) deallocate(name string) (*Result, error) {
 }
 
 // executeClass places EXECUTE in a transaction as the statement it runs.
-func (s *Session) executeClass(n *parse.Execute) (stmtClass, string) {
+func (s sessionPrepared) executeClass(n *parse.Execute) (stmtClass, string) {
 	p, err := s.lookupPrepared(n.Name)
 	if err != nil {
 		return classOther, "" // the error comes when it runs

@@ -24,17 +24,17 @@ import (
 
 // superuser reports whether the session's role is a superuser now (a role
 // dropped during the session has no rights).
-func (s *Session) superuser() bool {
+func (s sessionAuth) superuser() bool {
 	_, _, su, ok := s.e.Role(s.user)
 	return ok && su
 }
 
 // Superuser reports whether the session's role is a superuser; the wire
 // server keeps superuser_reserved_connections for them.
-func (s *Session) Superuser() bool { return s.superuser() }
+func (s *Session) Superuser() bool { return (sessionAuth{s}).superuser() }
 
 // setSuperuserVar sets the is_superuser session setting from the role.
-func (s *Session) setSuperuserVar() {
+func (s sessionAuth) setSuperuserVar() {
 	s.vars["is_superuser"] = "off"
 	if s.superuser() {
 		s.vars["is_superuser"] = "on"
@@ -65,14 +65,14 @@ func mustBeSuperuser(what string) error {
 }
 
 // may reports whether the (non-superuser) session holds priv on t.
-func (s *Session) may(t *storage.TableDef, priv string) bool {
+func (s sessionAuth) may(t *storage.TableDef, priv string) bool {
 	if t.Kind == storage.KindSystem {
 		return priv == storage.PrivSelect
 	}
-	return s.e.ownerOf(t) == s.user || t.Has(s.user, priv) || t.Has(publicRole, priv)
+	return s.e.roleStore.ownerOf(t) == s.user || t.Has(s.user, priv) || t.Has(publicRole, priv)
 }
 
-func (s *Session) need(t *storage.TableDef, priv string) error {
+func (s sessionAuth) need(t *storage.TableDef, priv string) error {
 	if !s.may(t, priv) {
 		return permissionDenied(t)
 	}
@@ -80,8 +80,8 @@ func (s *Session) need(t *storage.TableDef, priv string) error {
 }
 
 // mustOwn is PostgreSQL's ownership check (DROP, GRANT, CREATE OR REPLACE).
-func (s *Session) mustOwn(t *storage.TableDef) error {
-	if t.Kind == storage.KindSystem || s.e.ownerOf(t) != s.user {
+func (s sessionAuth) mustOwn(t *storage.TableDef) error {
+	if t.Kind == storage.KindSystem || s.e.roleStore.ownerOf(t) != s.user {
 		return sqlerr.New(sqlerr.InsufficientPrivilege, "must be owner of %s %s", kindWord(t), t.Name)
 	}
 	return nil
@@ -90,7 +90,7 @@ func (s *Session) mustOwn(t *storage.TableDef) error {
 // authorize checks that the session may run st. Statements it does not
 // refuse are checked no further here; errors that are not about privileges
 // (unknown tables, bad queries) are left for execution to report.
-func (s *Session) authorize(st *Stmt) error {
+func (s sessionAuth) authorize(st *Stmt) error {
 	if s.superuser() {
 		return nil
 	}
@@ -157,7 +157,7 @@ func (s *Session) authorize(st *Stmt) error {
 		return sqlerr.New(sqlerr.InsufficientPrivilege, "permission denied to drop role")
 	case *parse.Grant:
 		for _, name := range n.Tables {
-			if t, ok := s.e.Table(name); ok && t.Kind != storage.KindSystem && s.e.ownerOf(t) != s.user {
+			if t, ok := s.e.Table(name); ok && t.Kind != storage.KindSystem && s.e.roleStore.ownerOf(t) != s.user {
 				return permissionDenied(t)
 			}
 		}
@@ -165,14 +165,14 @@ func (s *Session) authorize(st *Stmt) error {
 	return nil
 }
 
-func (s *Session) authorizeSet(name string) error {
+func (s sessionAuth) authorizeSet(name string) error {
 	if _, ok := dbSettings[strings.ToLower(name)]; ok {
 		return sqlerr.New(sqlerr.InsufficientPrivilege, "permission denied to set parameter %q", name)
 	}
 	return nil
 }
 
-func (s *Session) authorizeDrop(names []string) error {
+func (s sessionAuth) authorizeDrop(names []string) error {
 	for _, name := range names {
 		if t, ok := s.e.Table(name); ok {
 			if err := s.mustOwn(t); err != nil {
@@ -184,7 +184,7 @@ func (s *Session) authorizeDrop(names []string) error {
 }
 
 // authorizeQuery binds q to learn the relations it reads (and writes).
-func (s *Session) authorizeQuery(st *Stmt, q *parse.Query) error {
+func (s sessionAuth) authorizeQuery(st *Stmt, q *parse.Query) error {
 	cat := &recordingCatalog{e: s.e}
 	b := &bind.Binder{Cat: cat, Params: append([]types.T(nil), st.ParamTypes...)}
 	node := q.Node
@@ -247,7 +247,7 @@ func (i sessionInfo) RolePrivilege(role string, t *storage.TableDef, priv string
 	case t.Kind == storage.KindSystem:
 		return priv == storage.PrivSelect, true
 	}
-	return e.ownerOf(t) == role || t.Has(role, priv) || t.Has(publicRole, priv), true
+	return e.roleStore.ownerOf(t) == role || t.Has(role, priv) || t.Has(publicRole, priv), true
 }
 
 func (i sessionInfo) RoleSuperuser(role string) (super, roleOK bool) {

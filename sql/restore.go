@@ -21,14 +21,14 @@ import (
 // upgrades (CREATE OR REPLACE ... FROM SAVEPOINT, ALTER).
 
 // restore rewinds views to a snapshot: their state, offsets and rows.
-func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error) {
+func (e *supervisor) restore(ctx context.Context, n *parse.Restore) (*Result, error) {
 	if n.Savepoint == "" {
 		e.waitExport(n.Checkpoint)
 	}
-	dir, what := e.checkpointDir(n.Checkpoint), fmt.Sprintf("checkpoint %d", n.Checkpoint)
+	dir, what := e.snapStore.checkpointDir(n.Checkpoint), fmt.Sprintf("checkpoint %d", n.Checkpoint)
 	if n.Savepoint != "" {
 		var err error
-		if dir, err = e.savepointDir(n.Savepoint); err != nil {
+		if dir, err = e.snapStore.savepointDir(n.Savepoint); err != nil {
 			return nil, err
 		}
 		what = fmt.Sprintf("savepoint %q", n.Savepoint)
@@ -38,14 +38,14 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 			return nil, err
 		}
 	}
-	if err := e.fetchSnapshot(ctx, dir); err != nil {
+	if err := e.conf.fetchSnapshot(ctx, dir); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(dir); err != nil {
 		return nil, sqlerr.New(sqlerr.UndefinedObject, "%s does not exist", what)
 	}
-	e.closeSnapshot(dir) // re-verify: the files may have changed on disk
-	snap, err := e.openSnapshot(dir)
+	e.snapStore.closeSnapshot(dir) // re-verify: the files may have changed on disk
+	snap, err := e.snapStore.openSnapshot(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -152,9 +152,9 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 	for _, r := range jobs {
 		affected[r.def.Name] = true
 	}
-	sinks := e.stopSinksOf(affected)
+	sinks := e.sinkMgr.stopSinksOf(affected)
 	var newSinks []*storage.SinkDef
-	defer func() { e.restartSinks(sinks, newSinks) }()
+	defer func() { e.sinkMgr.restartSinks(sinks, newSinks) }()
 	// Stop the jobs, commit the rewind, start them again; if the commit
 	// fails the old jobs resume on their own, untouched, state.
 	e.mu.Lock()
@@ -164,7 +164,7 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 			je.job.Stop()
 		}
 	}
-	nextSinks, commitErr := e.nextSinkGenerationsLocked(b, sinks)
+	nextSinks, commitErr := e.sinkMgr.nextSinkGenerationsLocked(b, sinks)
 	if commitErr == nil {
 		commitErr = e.db.Commit(b, true)
 	}
@@ -191,7 +191,7 @@ func (e *Engine) restore(ctx context.Context, n *parse.Restore) (*Result, error)
 	return &Result{Tag: "RESTORE"}, nil
 }
 
-func (e *Engine) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error) {
+func (e *supervisor) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error) {
 	def, err := e.viewDef(n.View)
 	if err != nil {
 		return nil, err
@@ -216,18 +216,18 @@ func (e *Engine) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error)
 	if err := e.persistOptionLocked(def, "stopped", "true"); err != nil {
 		return nil, err
 	}
-	if n.Savepoint == "" && e.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
+	if n.Savepoint == "" && e.conf.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
 		e.deleteCheckpointsOfLocked([]string{n.View})
 	}
 	return &Result{Tag: "STOP JOB"}, nil
 }
 
-func (e *Engine) startJob(ctx context.Context, n *parse.StartJob) (*Result, error) {
+func (e *supervisor) startJob(ctx context.Context, n *parse.StartJob) (*Result, error) {
 	def, err := e.viewDef(n.View)
 	if err != nil {
 		return nil, err
 	}
-	if def, err = e.startJobOptions(n, def); err != nil {
+	if def, err = e.jobOpts.startJobOptions(n, def); err != nil {
 		return nil, err
 	}
 	if n.Savepoint != "" {
@@ -261,7 +261,7 @@ func (e *Engine) startJob(ctx context.Context, n *parse.StartJob) (*Result, erro
 }
 
 // persistOptionLocked stores a view option ("" deletes it) in the catalog.
-func (e *Engine) persistOptionLocked(def *storage.TableDef, k, v string) error {
+func (e *supervisor) persistOptionLocked(def *storage.TableDef, k, v string) error {
 	nd := *def
 	nd.Options = map[string]string{}
 	for ok, ov := range def.Options {
@@ -297,18 +297,18 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 		}
 		allow = b.I != 0
 	}
-	dir, err := e.savepointDir(n.FromSavepoint)
+	dir, err := e.snapStore.savepointDir(n.FromSavepoint)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.fetchSnapshot(ctx, dir); err != nil {
+	if err := e.conf.fetchSnapshot(ctx, dir); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(dir); err != nil {
 		return nil, sqlerr.New(sqlerr.UndefinedObject, "savepoint %q does not exist", n.FromSavepoint)
 	}
-	e.closeSnapshot(dir)
-	snap, err := e.openSnapshot(dir)
+	e.snapStore.closeSnapshot(dir)
+	snap, err := e.snapStore.openSnapshot(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -359,13 +359,13 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 	if err := e.db.Commit(b, true); err != nil {
 		// Nothing changed: bring the old job back.
 		if oldPlan, perr := e.planView(old); perr == nil {
-			_ = e.startViewJobLocked(old, oldPlan, false)
+			_ = e.sup.startViewJobLocked(old, oldPlan, false)
 		}
 		return nil, err
 	}
 	e.db.DropReadPoints() // they show the view as it was
 	e.mu.tables[n.Name] = def
-	if err := e.startViewJobLocked(def, plan, true); err != nil {
+	if err := e.sup.startViewJobLocked(def, plan, true); err != nil {
 		return nil, err
 	}
 	return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil
@@ -407,11 +407,11 @@ func (e *Engine) alterView(ctx context.Context, n *parse.AlterView) (*Result, er
 		trial.Options = map[string]string{}
 	}
 	maps.Copy(trial.Options, vals)
-	if _, err := e.restartConfigLocked(&trial); err != nil {
+	if _, err := e.sup.restartConfigLocked(&trial); err != nil {
 		return nil, err
 	}
 	for k, v := range vals {
-		if err := e.persistOptionLocked(e.mu.tables[n.Name], k, v); err != nil {
+		if err := e.sup.persistOptionLocked(e.mu.tables[n.Name], k, v); err != nil {
 			return nil, err
 		}
 	}
@@ -419,11 +419,11 @@ func (e *Engine) alterView(ctx context.Context, n *parse.AlterView) (*Result, er
 		je.backoff = nil // the next failure uses the new strategy
 	}
 	if _, ok := vals["state.ttl"]; ok {
-		e.applyStateTTLLocked()
+		e.jobOpts.applyStateTTLLocked()
 	}
 	e.mu.Unlock()
 	defer e.mu.Lock()
-	if err := e.alterJobOptions(ctx, n.Name, jobVals); err != nil {
+	if err := e.jobOpts.alterJobOptions(ctx, n.Name, jobVals); err != nil {
 		return nil, err
 	}
 	return &Result{Tag: "ALTER MATERIALIZED VIEW"}, nil

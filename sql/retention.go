@@ -27,7 +27,7 @@ const truncateGap = 10 * time.Second
 
 // afterCheckpoint runs in the round of every completed checkpoint (not
 // savepoints): it exports the checkpoint, then truncates the logs.
-func (e *Engine) afterCheckpoint(rec *checkpoint.Record) error {
+func (e *supervisor) afterCheckpoint(rec *checkpoint.Record) error {
 	err := e.exportCheckpoint(rec)
 	if rec.Trigger != "periodic" || time.Since(e.lastTruncate) >= truncateGap {
 		e.lastTruncate = time.Now()
@@ -46,7 +46,7 @@ type logPart struct {
 // truncateLogs removes what retention allows. It runs while the round
 // holds roundMu, so no job starts, stops or commits meanwhile; it holds
 // the change streams' lock so none starts either.
-func (e *Engine) truncateLogs(now time.Time) error {
+func (e *supervisor) truncateLogs(now time.Time) error {
 	e.transient.Lock()
 	defer e.transient.Unlock()
 
@@ -66,7 +66,7 @@ func (e *Engine) truncateLogs(now time.Time) error {
 		pin(o.Table, o.Part, o.Off)
 		committed[storage.Offset{Job: o.Job, Table: o.Table, Part: o.Part}] = true
 	}
-	root := e.snapshotRoot()
+	root := e.snapStore.snapshotRoot()
 	for _, kind := range []string{"checkpoints", "savepoints"} {
 		for _, m := range checkpoint.List(filepath.Join(root, kind)) {
 			if m.FormatVersion < 2 {
@@ -115,7 +115,7 @@ func (e *Engine) truncateLogs(now time.Time) error {
 		}
 	}
 
-	retention := e.setting("stream.retention")
+	retention := e.conf.setting("stream.retention")
 	unbounded := retention == "unbounded"
 	keep, _ := checkpoint.ParseDuration(retention) // validated when set; unused if unbounded
 	for _, t := range tables {

@@ -35,7 +35,7 @@ const scramIterations = 4096
 
 // loadRolesLocked reads the roles and creates the bootstrap superusers if
 // there are none; password, if set, becomes BootstrapRole's password.
-func (e *Engine) loadRolesLocked(bootstrap []string, password string) error {
+func (e *roleStore) loadRolesLocked(bootstrap []string, password string) error {
 	defs, err := e.db.LoadRoles()
 	if err != nil {
 		return err
@@ -224,7 +224,7 @@ func checkRoleName(name string) error {
 	return nil
 }
 
-func (e *Engine) createRole(n *parse.CreateRole) (*Result, error) {
+func (e *roleStore) createRole(n *parse.CreateRole) (*Result, error) {
 	if err := checkRoleName(n.Name); err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func notices(n string) []string {
 	return []string{n}
 }
 
-func (e *Engine) putRoleLocked(r *storage.RoleDef) error {
+func (e *roleStore) putRoleLocked(r *storage.RoleDef) error {
 	b := e.db.NewBatch()
 	storage.PutRole(b, r)
 	if err := e.db.Commit(b, true); err != nil {
@@ -269,7 +269,7 @@ func (e *Engine) putRoleLocked(r *storage.RoleDef) error {
 
 // alterRole is ALTER ROLE; the session (of role current) has checked the
 // caller's rights.
-func (e *Engine) alterRole(n *parse.AlterRole, current string) (*Result, error) {
+func (e *roleStore) alterRole(n *parse.AlterRole, current string) (*Result, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	old := e.mu.roles[n.Name]
@@ -308,7 +308,7 @@ func (e *Engine) alterRole(n *parse.AlterRole, current string) (*Result, error) 
 // renameRoleLocked renames a role and rewrites the owner and grants of its
 // objects in the same batch. The password stays: a SCRAM verifier does not
 // depend on the name (PostgreSQL clears only MD5 ones).
-func (e *Engine) renameRoleLocked(old *storage.RoleDef, to string) (*Result, error) {
+func (e *roleStore) renameRoleLocked(old *storage.RoleDef, to string) (*Result, error) {
 	if err := checkRoleName(to); err != nil {
 		return nil, err
 	}
@@ -369,7 +369,7 @@ func copyGrants(g map[string][]string) map[string][]string {
 
 // dropRole is DROP ROLE. Like PostgreSQL it refuses to drop a role that owns
 // objects or holds privileges on them, and the bootstrap superuser.
-func (e *Engine) dropRole(n *parse.DropRole, current string) (*Result, error) {
+func (e *roleStore) dropRole(n *parse.DropRole, current string) (*Result, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var drop, skipped []string
@@ -411,7 +411,7 @@ func (e *Engine) dropRole(n *parse.DropRole, current string) (*Result, error) {
 }
 
 // roleDependentsLocked lists, as PostgreSQL's DETAIL does, what refers to role.
-func (e *Engine) roleDependentsLocked(role string) []string {
+func (e *roleStore) roleDependentsLocked(role string) []string {
 	var out []string
 	for _, t := range e.mu.tables {
 		if t.Kind == storage.KindSystem {
@@ -430,7 +430,7 @@ func (e *Engine) roleDependentsLocked(role string) []string {
 
 // ownerOf is t's owner; objects made before roles existed belong to the
 // bootstrap superuser.
-func (e *Engine) ownerOf(t *storage.TableDef) string {
+func (e *roleStore) ownerOf(t *storage.TableDef) string {
 	if t.Owner == "" {
 		return BootstrapRole
 	}
@@ -452,7 +452,7 @@ func kindWord(t *storage.TableDef) string {
 
 // grant is GRANT/REVOKE; the session has checked that the caller owns the
 // objects (or is a superuser).
-func (e *Engine) grant(n *parse.Grant) (*Result, error) {
+func (e *roleStore) grant(n *parse.Grant) (*Result, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, role := range n.Roles {
@@ -524,7 +524,7 @@ func applyPrivileges(have, privs []string, revoke bool, kind storage.TableKind) 
 }
 
 // showRoles is SHOW ROLES.
-func (e *Engine) showRoles() *table {
+func (e *roleStore) showRoles() *table {
 	t := &table{cols: []Column{{"name", types.TText}, {"superuser", types.TBool}, {"login", types.TBool},
 		{"password", types.TBool}}}
 	e.mu.Lock()

@@ -33,7 +33,7 @@ type openSnap struct {
 }
 
 // jobManifests describes the named views (all running views if none).
-func (e *Engine) jobManifests(names []string) ([]checkpoint.JobManifest, error) {
+func (e *supervisor) jobManifests(names []string) ([]checkpoint.JobManifest, error) {
 	if len(names) == 0 {
 		for _, d := range e.sortedTables(storage.KindView) {
 			names = append(names, d.Name)
@@ -58,15 +58,15 @@ func (e *Engine) jobManifests(names []string) ([]checkpoint.JobManifest, error) 
 	return out, nil
 }
 
-func (e *Engine) createSavepoint(ctx context.Context, name string, views []string) (*checkpoint.Manifest, error) {
-	dir, err := e.savepointDir(name)
+func (e *supervisor) createSavepoint(ctx context.Context, name string, views []string) (*checkpoint.Manifest, error) {
+	dir, err := e.snapStore.savepointDir(name)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(dir); err == nil {
 		return nil, sqlerr.New(sqlerr.DuplicateObject, "savepoint %q already exists", name)
 	}
-	if rem, err := e.remote("savepoint"); err != nil {
+	if rem, err := e.conf.remote("savepoint"); err != nil {
 		return nil, err
 	} else if rem != nil {
 		if _, err := rem.ReadManifest(ctx, checkpoint.SavepointKey(name)); err == nil {
@@ -98,12 +98,12 @@ func (e *Engine) createSavepoint(ctx context.Context, name string, views []strin
 	}
 	// The savepoint is complete on local disk; with savepoint storage it
 	// exists only once uploaded, so a failed upload fails the statement.
-	if rem, err := e.remote("savepoint"); err != nil || rem != nil {
+	if rem, err := e.conf.remote("savepoint"); err != nil || rem != nil {
 		if err == nil {
 			_, err = rem.Upload(ctx, dir, checkpoint.SavepointKey(name), man)
 		}
 		if err != nil {
-			e.closeSnapshot(dir)
+			e.snapStore.closeSnapshot(dir)
 			os.RemoveAll(dir)
 			return nil, err
 		}
@@ -121,7 +121,7 @@ const periodicExportGap = 10 * time.Second
 
 // exportCheckpoint keeps a completed checkpoint as a retained snapshot and
 // deletes the oldest beyond checkpoint.retained. Runs inside the round.
-func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
+func (e *supervisor) exportCheckpoint(rec *checkpoint.Record) error {
 	if rec.Trigger == "periodic" && time.Since(e.lastExport) < periodicExportGap {
 		return nil
 	}
@@ -134,7 +134,7 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 	if err != nil {
 		return err
 	}
-	dir := e.checkpointDir(rec.ID)
+	dir := e.snapStore.checkpointDir(rec.ID)
 	tmp, err := checkpoint.Capture(e.db, dir, rec.Trigger != "periodic")
 	if err != nil {
 		return err
@@ -143,11 +143,11 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 	// new ones, so it runs after the round, one export at a time; readers of
 	// this checkpoint (AS OF, RESTORE, SHOW CHECKPOINTS) wait for it. So
 	// does the upload to checkpoint storage, if set.
-	rem, remErr := e.remote("checkpoint")
+	rem, remErr := e.conf.remote("checkpoint")
 	man := checkpoint.Manifest{Kind: "checkpoint", Name: fmt.Sprintf("chk-%d", rec.ID),
 		CheckpointID: rec.ID, Epoch: rec.Epoch, CreatedAt: rec.StartedAt, Jobs: jobs, Offsets: offs}
-	keep := e.checkpointConfig().Retained
-	root := filepath.Join(e.snapshotRoot(), "checkpoints")
+	keep := e.conf.checkpointConfig().Retained
+	root := filepath.Join(e.snapStore.snapshotRoot(), "checkpoints")
 	done := make(chan struct{})
 	e.exports.Lock()
 	if e.exports.pending == nil {
@@ -180,7 +180,7 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 		all := checkpoint.List(root)
 		for i := 0; i < len(all)-keep; i++ {
 			old := filepath.Join(root, fmt.Sprintf("chk-%d", all[i].CheckpointID))
-			e.closeSnapshot(old)
+			e.snapStore.closeSnapshot(old)
 			os.RemoveAll(old)
 		}
 		if rem != nil {
@@ -200,7 +200,7 @@ func (e *Engine) exportCheckpoint(rec *checkpoint.Record) error {
 // storage. A failed upload fails the checkpoint (FailUpload; the jobs'
 // committed data is untouched) and drops its local copy, so what SHOW
 // CHECKPOINTS calls retained is in checkpoint storage.
-func (e *Engine) uploadCheckpoint(rem *checkpoint.Remote, remErr error, dir string, m *checkpoint.Manifest) error {
+func (e *supervisor) uploadCheckpoint(rem *checkpoint.Remote, remErr error, dir string, m *checkpoint.Manifest) error {
 	start := time.Now()
 	err := remErr
 	var st checkpoint.UploadStats
@@ -209,7 +209,7 @@ func (e *Engine) uploadCheckpoint(rem *checkpoint.Remote, remErr error, dir stri
 	}
 	if err != nil {
 		e.coord.FailUpload(m.CheckpointID, err)
-		e.closeSnapshot(dir)
+		e.snapStore.closeSnapshot(dir)
 		os.RemoveAll(dir)
 		e.log.Error("checkpoint upload failed", "checkpoint", m.CheckpointID, "err", err)
 		return err
@@ -222,7 +222,7 @@ func (e *Engine) uploadCheckpoint(rem *checkpoint.Remote, remErr error, dir stri
 
 // pruneRemote deletes the checkpoints in checkpoint storage beyond the
 // newest keep, then the files no snapshot there references.
-func (e *Engine) pruneRemote(rem *checkpoint.Remote, keep int) {
+func (e *supervisor) pruneRemote(rem *checkpoint.Remote, keep int) {
 	ctx := context.Background()
 	all, err := rem.Manifests(ctx, "checkpoints")
 	if err != nil || len(all) <= keep {
@@ -253,7 +253,7 @@ type exportState struct {
 
 // waitExport waits until checkpoint id (or, for id 0, every checkpoint)
 // that is being exported is complete.
-func (e *Engine) waitExport(id uint64) {
+func (e *supervisor) waitExport(id uint64) {
 	e.exports.Lock()
 	var chans []chan struct{}
 	for pid, c := range e.exports.pending {
@@ -271,13 +271,13 @@ func (e *Engine) waitExport(id uint64) {
 // given (dropped or stopped) views: checkpoint.cleanup = 'delete_on_cancellation'.
 // Checkpoints are database-wide, so one that also covers another view
 // stays. Called with e.mu held.
-func (e *Engine) deleteCheckpointsOfLocked(views []string) {
+func (e *supervisor) deleteCheckpointsOfLocked(views []string) {
 	e.waitExport(0)
 	gone := map[string]bool{}
 	for _, v := range views {
 		gone[v] = true
 	}
-	root := filepath.Join(e.snapshotRootLocked(), "checkpoints")
+	root := filepath.Join(e.snapStore.snapshotRootLocked(), "checkpoints")
 	var remote []string
 	for _, m := range checkpoint.List(root) {
 		only := len(m.Jobs) > 0
@@ -286,13 +286,13 @@ func (e *Engine) deleteCheckpointsOfLocked(views []string) {
 		}
 		if only {
 			dir := filepath.Join(root, fmt.Sprintf("chk-%d", m.CheckpointID))
-			e.closeSnapshot(dir)
+			e.snapStore.closeSnapshot(dir)
 			os.RemoveAll(dir)
 			remote = append(remote, checkpoint.CheckpointKey(m.CheckpointID))
 		}
 	}
 	if len(remote) > 0 {
-		if rem, err := e.remoteLocked("checkpoint"); err == nil && rem != nil {
+		if rem, err := e.conf.remoteLocked("checkpoint"); err == nil && rem != nil {
 			if err := rem.Delete(context.Background(), remote...); err != nil {
 				e.log.Warn("deleting checkpoints from checkpoint storage failed", "err", err)
 			}
@@ -300,15 +300,15 @@ func (e *Engine) deleteCheckpointsOfLocked(views []string) {
 	}
 }
 
-func (e *Engine) dropSavepoint(names []string, ifExists bool) (*Result, error) {
+func (e *supervisor) dropSavepoint(names []string, ifExists bool) (*Result, error) {
 	ctx := context.Background()
 	var notices []string
 	for _, n := range names {
-		dir, err := e.savepointDir(n)
+		dir, err := e.snapStore.savepointDir(n)
 		if err != nil {
 			return nil, err
 		}
-		rem, err := e.remote("savepoint")
+		rem, err := e.conf.remote("savepoint")
 		if err != nil {
 			return nil, err
 		}
@@ -336,7 +336,7 @@ func (e *Engine) dropSavepoint(names []string, ifExists bool) (*Result, error) {
 			}
 			return nil, sqlerr.New(sqlerr.UndefinedObject, "savepoint %q does not exist", n)
 		}
-		e.closeSnapshot(dir)
+		e.snapStore.closeSnapshot(dir)
 		if err := os.RemoveAll(dir); err != nil {
 			return nil, sqlerr.Wrap(sqlerr.IOError, err)
 		}
@@ -344,11 +344,11 @@ func (e *Engine) dropSavepoint(names []string, ifExists bool) (*Result, error) {
 	return &Result{Tag: "DROP SAVEPOINT", Notices: notices}, nil
 }
 
-func (e *Engine) showSavepoints() *table {
+func (e *supervisor) showSavepoints() *table {
 	t := &table{cols: []Column{{"name", types.TText}, {"views", types.TText}, {"checkpoint_id", types.TInt64},
 		{"created_at", types.TTimestamp}, {"size", types.TInt64}}}
-	all := checkpoint.List(filepath.Join(e.snapshotRoot(), "savepoints"))
-	if rem, err := e.remote("savepoint"); err == nil && rem != nil {
+	all := checkpoint.List(filepath.Join(e.snapStore.snapshotRoot(), "savepoints"))
+	if rem, err := e.conf.remote("savepoint"); err == nil && rem != nil {
 		// Savepoints in savepoint storage that are not on this machine
 		// (a server restored with --restore-from) are listed too.
 		local := map[string]bool{}

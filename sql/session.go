@@ -2,7 +2,6 @@ package sql
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -47,9 +46,9 @@ func (e *Engine) NewSession(user, database string) *Session {
 		s.vars[k] = v
 	}
 	for k := range serverSettings {
-		s.vars[k] = e.setting(k) // for SHOW; execSet refuses to change them
+		s.vars[k] = e.conf.setting(k) // for SHOW; execSet refuses to change them
 	}
-	s.setSuperuserVar()
+	(sessionAuth{s}).setSuperuserVar()
 	return s
 }
 
@@ -68,7 +67,7 @@ func (s *Session) SetParameter(name, value string) (map[string]string, error) {
 		return nil, sqlerr.New(sqlerr.CantChangeRuntimeParam,
 			"parameter %q is a database setting and cannot be set when connecting; use SET", name)
 	}
-	res, err := s.execSet(&parse.Set{Name: name, Value: value})
+	res, err := (sessionSettings{s}).execSet(&parse.Set{Name: name, Value: value})
 	if err != nil {
 		return nil, err
 	}
@@ -196,10 +195,10 @@ func (s *Session) describe(st *Stmt) error {
 		}
 		st.ParamTypes = b.Params
 	case *parse.Execute:
-		return s.describeExecute(st, n)
+		return (sessionPrepared{s}).describeExecute(st, n)
 	case *parse.Show, *parse.ShowObjects, *parse.ShowCreate, *parse.Fetch:
 		// Columns are known once executed; describe by executing nothing.
-		cols, err := s.showColumns(st.impl.(parse.Statement))
+		cols, err := (sessionShow{s}).showColumns(st.impl.(parse.Statement))
 		if err != nil {
 			return err
 		}
@@ -239,7 +238,7 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 	if err != nil {
 		s.paramChanges = nil
 	} else {
-		s.takeParamChanges(res)
+		(sessionSettings{s}).takeParamChanges(res)
 	}
 	if d, ok := st.impl.(*parse.Declare); ok && err == nil && s.txn != nil {
 		s.txn.cursors = append(s.txn.cursors, txCursor{name: d.Cursor, hold: d.Hold})
@@ -256,88 +255,6 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 		res.Rows = &txRows{Rows: res.Rows, s: s}
 	}
 	return res, s.afterStatement(st, nil)
-}
-
-// dispatch runs a statement after the transaction rules let it.
-func (s *Session) dispatch(ctx context.Context, st *Stmt, params []types.Datum) (*Result, error) {
-	if err := s.authorize(st); err != nil {
-		return nil, err
-	}
-	switch n := st.impl.(type) {
-	case *parse.Query:
-		return s.execQuery(ctx, st, n, params)
-	case *parse.CreateTable:
-		return s.e.createTable(n, s.user)
-	case *parse.CreateSource:
-		return s.e.createSource(n, s.user)
-	case *parse.CreateSink:
-		return s.e.createSink(ctx, n, s.user)
-	case *parse.DropSink:
-		return s.e.dropSink(n)
-	case *parse.CreateView:
-		return s.e.createView(ctx, n, s.user)
-	case *parse.CreatePlainView:
-		return s.e.createPlainView(n, s.user)
-	case *parse.Drop:
-		return s.e.drop(n)
-	case *parse.Copy:
-		return s.execCopy(ctx, st, n)
-	case *parse.Set:
-		return s.execSet(n)
-	case *parse.Reset:
-		return s.execReset(n)
-	case *parse.Show, *parse.ShowObjects, *parse.ShowCreate:
-		return s.execShow(st, st.impl.(parse.Statement))
-	case *parse.Checkpoint:
-		if err := s.e.catchUp(ctx); err != nil {
-			return nil, err
-		}
-		return s.e.checkpointStatement(ctx)
-	case *parse.Declare:
-		return s.declare(ctx, n)
-	case *parse.Fetch:
-		return s.fetch(ctx, st, n)
-	case *parse.CloseCursor:
-		return s.closeCursor(n)
-	case *parse.Prepare:
-		return s.prepare(n)
-	case *parse.Execute:
-		return s.execute(ctx, st, n)
-	case *parse.Discard:
-		if n.Deallocate != "" {
-			return s.deallocate(n.Deallocate)
-		}
-		s.prepared = nil
-		if s.proto != nil {
-			s.proto.DropAll()
-		}
-		for name := range s.cursors {
-			s.closeCursor(&parse.CloseCursor{Cursor: name})
-		}
-		return &Result{Tag: "DISCARD ALL"}, nil
-	case *parse.CreateSavepoint:
-		if _, err := s.e.createSavepoint(ctx, n.Name, n.Views); err != nil {
-			return nil, err
-		}
-		return &Result{Tag: "CREATE SAVEPOINT"}, nil
-	case *parse.Restore:
-		return s.e.restore(ctx, n)
-	case *parse.StopJob:
-		return s.e.stopJob(ctx, n)
-	case *parse.StartJob:
-		return s.e.startJob(ctx, n)
-	case *parse.AlterView:
-		return s.e.alterView(ctx, n)
-	case *parse.CreateRole:
-		return s.e.createRole(n)
-	case *parse.AlterRole:
-		return s.e.alterRole(n, s.user)
-	case *parse.DropRole:
-		return s.e.dropRole(n, s.user)
-	case *parse.Grant:
-		return s.e.grant(n)
-	}
-	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s is not supported", statementWords(st))
 }
 
 // statementWords names a statement for a message by its leading keywords
@@ -362,80 +279,4 @@ func statementWords(st *Stmt) string {
 
 func (s *Session) exprCtx(params []types.Datum) *expr.Ctx {
 	return &expr.Ctx{Mem: exec.Allocator(), Params: params, Now: time.Now().UnixMicro()}
-}
-
-func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, params []types.Datum) (*Result, error) {
-	if q.EmitOnWindowClose {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "EMIT ON WINDOW CLOSE is only supported in CREATE MATERIALIZED VIEW")
-	}
-	b := &bind.Binder{Cat: s.e, Params: append([]types.T(nil), st.ParamTypes...), User: s.user, LimitParams: q.LimitParams, ParamValues: append([]types.Datum{}, params...), Session: sessionInfo{s}}
-	switch n := q.Node.(type) {
-	case ast.ResultSetNode:
-		plan, err := b.BindQuery(n)
-		if err != nil {
-			return nil, err
-		}
-		st.Columns = columnsOf(plan)
-		if q.EmitChanges {
-			st.Columns = append(st.Columns, Column{Name: "op", T: types.TText})
-			rows, err := s.e.changeStream(ctx, plan)
-			if err != nil {
-				return nil, err
-			}
-			return &Result{Tag: "SELECT", Rows: rows}, nil
-		}
-		rows, err := s.e.runQuery(ctx, plan, sessionSnapshots{s.e, s}, s.exprCtx(params), s.workMem())
-		if err != nil {
-			return nil, err
-		}
-		return &Result{Tag: "SELECT", Rows: rows, Notices: s.e.viewNotices(plan)}, nil
-	case *ast.InsertStmt:
-		target, src, err := b.BindInsert(n)
-		if err != nil {
-			return nil, err
-		}
-		count, err := s.e.insert(ctx, target, src, s.exprCtx(params), s.workMem(), s.txn)
-		if err != nil {
-			return nil, err
-		}
-		return &Result{Tag: fmt.Sprintf("INSERT 0 %d", count)}, nil
-	case *ast.ExplainStmt:
-		rs, ok := n.Stmt.(ast.ResultSetNode)
-		if !ok {
-			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "EXPLAIN supports queries only")
-		}
-		plan, err := b.BindQuery(rs)
-		if err != nil {
-			return nil, err
-		}
-		phys, err := planner.Physical(plan, sessionSnapshots{s.e, s})
-		if err != nil {
-			return nil, err
-		}
-		st.Columns = []Column{{Name: "QUERY PLAN", T: types.TText}}
-		lines := strings.Split(strings.TrimRight(planner.Explain(phys), "\n"), "\n")
-		return &Result{Tag: "EXPLAIN", Rows: textRows(lines)}, nil
-	case *ast.DropTableStmt:
-		d := &parse.Drop{Kind: parse.ObjTable, IfExists: n.IfExists}
-		for _, t := range n.Tables {
-			d.Names = append(d.Names, t.Name.L)
-		}
-		return s.e.drop(d)
-	case *ast.ShowStmt:
-		if n.Tp == ast.ShowTables {
-			return s.execShow(st, &parse.ShowObjects{What: "tables"})
-		}
-	case *ast.SetStmt:
-		for _, v := range n.Variables {
-			val := ""
-			if ve, ok := v.Value.(ast.ValueExpr); ok {
-				val = fmt.Sprint(ve.GetValue())
-			}
-			if _, err := s.execSet(&parse.Set{Name: strings.ToLower(v.Name), Value: val}); err != nil {
-				return nil, err
-			}
-		}
-		return &Result{Tag: "SET"}, nil
-	}
-	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "statement not supported: %s", q.SQL)
 }

@@ -29,7 +29,7 @@ type localVar struct {
 
 // setLocal applies SET LOCAL's rules before execSet; done says the
 // statement is finished (outside a block).
-func (s *Session) setLocal(n *parse.Set) (res *Result, done bool) {
+func (s sessionSettings) setLocal(n *parse.Set) (res *Result, done bool) {
 	t := s.txn
 	if t == nil || !t.explicit {
 		return &Result{Tag: "SET", Notices: []string{"SET LOCAL can only be used in transaction blocks"}}, true
@@ -46,7 +46,7 @@ func (s *Session) setLocal(n *parse.Set) (res *Result, done bool) {
 }
 
 // restoreLocals undoes the block's SET LOCALs at COMMIT.
-func (s *Session) restoreLocals(t *txn, res *Result) {
+func (s sessionSettings) restoreLocals(t *txn, res *Result) {
 	if len(t.local) == 0 {
 		return
 	}
@@ -70,7 +70,7 @@ func (i sessionInfo) SetConfig(name, value string, local bool) (string, error) {
 	if isDB && inBlock {
 		return "", sqlerr.New(sqlerr.ActiveSQLTransaction, "SET %s cannot run inside a transaction block", name)
 	}
-	if err := s.authorizeSet(name); err != nil {
+	if err := (sessionAuth{s}).authorizeSet(name); err != nil {
 		return "", err
 	}
 	n := &parse.Set{Name: name, Value: value, Local: local && inBlock}
@@ -80,14 +80,14 @@ func (i sessionInfo) SetConfig(name, value string, local bool) (string, error) {
 		if isDB {
 			return "", sqlerr.New(sqlerr.FeatureNotSupported, "set_config of database setting %q with is_local is not supported outside a transaction block", name)
 		}
-		if _, err := s.execSet(n); err != nil {
+		if _, err := (sessionSettings{s}).execSet(n); err != nil {
 			return "", err
 		}
 		v := s.vars[name]
 		s.vars = before
 		return v, nil
 	}
-	res, err := s.execSet(n)
+	res, err := (sessionSettings{s}).execSet(n)
 	if err != nil {
 		return "", err
 	}
@@ -98,14 +98,14 @@ func (i sessionInfo) SetConfig(name, value string, local bool) (string, error) {
 		s.paramChanges[k] = v
 	}
 	if isDB {
-		return s.e.setting(name), nil
+		return s.e.conf.setting(name), nil
 	}
 	return s.vars[name], nil
 }
 
 // takeParamChanges adds the ParameterStatus changes set_config made while
 // the statement was bound to its result.
-func (s *Session) takeParamChanges(res *Result) {
+func (s sessionSettings) takeParamChanges(res *Result) {
 	if res == nil || len(s.paramChanges) == 0 {
 		return
 	}

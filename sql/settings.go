@@ -244,13 +244,13 @@ func durationOrUnbounded(s string) (string, error) {
 
 // setting returns a database setting's effective value: SET, else the
 // config file, else the default.
-func (e *Engine) setting(name string) string {
+func (e *settingsStore) setting(name string) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.settingLocked(name)
 }
 
-func (e *Engine) settingLocked(name string) string {
+func (e *settingsStore) settingLocked(name string) string {
 	if v, ok := e.mu.settings[name]; ok {
 		return v
 	}
@@ -268,8 +268,8 @@ func (e *Engine) settingLocked(name string) string {
 // superuser_reserved_connections, for the wire server to enforce. As in
 // PostgreSQL the reserved slots must leave at least one for everybody else.
 func (e *Engine) ConnectionLimits() (maxConns, reserved int, err error) {
-	maxConns, _ = strconv.Atoi(e.setting("max_connections"))
-	reserved, _ = strconv.Atoi(e.setting("superuser_reserved_connections"))
+	maxConns, _ = strconv.Atoi(e.conf.setting("max_connections"))
+	reserved, _ = strconv.Atoi(e.conf.setting("superuser_reserved_connections"))
 	if reserved >= maxConns {
 		return 0, 0, sqlerr.New(sqlerr.InvalidParameterValue,
 			"superuser_reserved_connections (%d) must be less than max_connections (%d)", reserved, maxConns)
@@ -355,7 +355,7 @@ func millisSetting(v string) time.Duration {
 	return 0
 }
 
-func (e *Engine) setSetting(name, value string, reset bool) error {
+func (e *settingsStore) setSetting(name, value string, reset bool) error {
 	if fileOnly[name] {
 		return sqlerr.New(sqlerr.CantChangeRuntimeParam, "parameter %q can only be set in the server's config file", name)
 	}
@@ -370,7 +370,7 @@ func (e *Engine) setSetting(name, value string, reset bool) error {
 			e.mu.Lock()
 			old, had := e.mu.settings[name]
 			e.mu.settings[name] = value
-			_, err := e.restartConfigLocked(nil)
+			_, err := e.sup.restartConfigLocked(nil)
 			if had {
 				e.mu.settings[name] = old
 			} else {
@@ -410,13 +410,13 @@ func (e *Engine) setSetting(name, value string, reset bool) error {
 		e.mu.settings[name] = value
 	}
 	if name == "state.ttl" {
-		e.applyStateTTLLocked()
+		e.jobOpts.applyStateTTLLocked()
 	}
 	e.mu.Unlock()
 	return nil
 }
 
-func (e *Engine) durationSetting(name string) time.Duration {
+func (e *settingsStore) durationSetting(name string) time.Duration {
 	v := e.setting(name)
 	if v == "off" {
 		return 0
@@ -425,7 +425,7 @@ func (e *Engine) durationSetting(name string) time.Duration {
 	return d
 }
 
-func (e *Engine) checkpointConfig() checkpoint.Config {
+func (e *settingsStore) checkpointConfig() checkpoint.Config {
 	ret, _ := strconv.Atoi(e.setting("checkpoint.retained"))
 	tol, _ := strconv.Atoi(e.setting("checkpoint.tolerable_failures"))
 	return checkpoint.Config{

@@ -58,7 +58,7 @@ func textCols(names ...string) []Column {
 
 func str(s string) types.Datum { return types.Str(s) }
 
-func (s *Session) showColumns(n parse.Statement) ([]Column, error) {
+func (s sessionShow) showColumns(n parse.Statement) ([]Column, error) {
 	if f, ok := n.(*parse.Fetch); ok {
 		c := s.cursors[f.Cursor]
 		if c == nil {
@@ -73,7 +73,7 @@ func (s *Session) showColumns(n parse.Statement) ([]Column, error) {
 	return t.cols, nil
 }
 
-func (s *Session) execShow(st *Stmt, n parse.Statement) (*Result, error) {
+func (s sessionShow) execShow(st *Stmt, n parse.Statement) (*Result, error) {
 	t, err := s.showTable(n)
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func (s *Session) execShow(st *Stmt, n parse.Statement) (*Result, error) {
 	return t.result(st, tag), nil
 }
 
-func (s *Session) showTable(n parse.Statement) (*table, error) {
+func (s sessionShow) showTable(n parse.Statement) (*table, error) {
 	e := s.e
 	switch n := n.(type) {
 	case *parse.Show:
@@ -93,7 +93,7 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 		if name == "all" {
 			t := &table{cols: textCols("name", "setting", "description")}
 			for _, k := range allDBSettings() {
-				t.add(str(k), str(e.setting(k)), str("database setting"))
+				t.add(str(k), str(e.conf.setting(k)), str("database setting"))
 			}
 			var keys []string
 			for k := range s.vars {
@@ -107,7 +107,7 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 		}
 		t := &table{cols: textCols(n.Name)}
 		if _, ok := dbSettings[name]; ok {
-			t.add(str(e.setting(name)))
+			t.add(str(e.conf.setting(name)))
 			return t, nil
 		}
 		if v, ok := s.vars[name]; ok {
@@ -155,7 +155,7 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			}
 			return t, nil
 		case "jobs":
-			return e.addErrorRows(e.addJobColumns(e.showJobs()))
+			return e.jobOpts.addErrorRows(e.jobOpts.addJobColumns(e.showJobs()))
 		case "job errors":
 			return e.showJobErrors()
 		case "late rows":
@@ -164,7 +164,7 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			t := &table{cols: []Column{{"id", types.TInt64}, {"status", types.TText}, {"trigger", types.TText},
 				{"started_at", types.TTimestamp}, {"duration_ms", types.TInt64}, {"alignment_ms", types.TInt64},
 				{"state_size", types.TInt64}, {"delta_size", types.TInt64}, {"jobs", types.TText}, {"error", types.TText}}}
-			uploading := e.waitLocalExports() // an export's failure is part of its record
+			uploading := e.sup.waitLocalExports() // an export's failure is part of its record
 			for _, r := range e.coord.History() {
 				if uploading[r.ID] && r.Status == checkpoint.Completed {
 					r.Status = checkpoint.InProgress // complete once in checkpoint storage
@@ -179,13 +179,13 @@ func (s *Session) showTable(n parse.Statement) (*table, error) {
 			}
 			return t, nil
 		case "savepoints":
-			return e.showSavepoints(), nil
+			return e.sup.showSavepoints(), nil
 		case "roles":
-			return e.showRoles(), nil
+			return e.roleStore.showRoles(), nil
 		case "sources":
 			return e.showSources(), nil
 		case "sinks":
-			return e.showSinks(), nil
+			return e.sinkMgr.showSinks(), nil
 		}
 	case *parse.ShowCreate:
 		d, ok := e.Table(n.Name)
@@ -300,7 +300,7 @@ func (e *Engine) showJobs() *table {
 			cp = types.Int(id)
 		}
 		strategy := ""
-		if cfg, err := e.restartConfigLocked(e.mu.tables[n]); err == nil {
+		if cfg, err := e.sup.restartConfigLocked(e.mu.tables[n]); err == nil {
 			strategy = cfg.String()
 		}
 		t.add(str(n), str(string(j.state)), types.Int(int64(j.restarts)), types.Int(rows), types.Int(lag),
@@ -337,7 +337,7 @@ func (e *Engine) showJobErrors() (*table, error) {
 	return t, nil
 }
 
-func (s *Session) execSet(n *parse.Set) (*Result, error) {
+func (s sessionSettings) execSet(n *parse.Set) (*Result, error) {
 	if n.Local {
 		if res, done := s.setLocal(n); done {
 			return res, nil
@@ -348,7 +348,7 @@ func (s *Session) execSet(n *parse.Set) (*Result, error) {
 		return nil, errRestartOnly(name)
 	}
 	if _, ok := dbSettings[name]; ok {
-		if err := s.e.setSetting(name, n.Value, n.Default); err != nil {
+		if err := s.e.conf.setSetting(name, n.Value, n.Default); err != nil {
 			return nil, err
 		}
 		return &Result{Tag: "SET"}, nil
@@ -413,17 +413,17 @@ func (s *Session) execSet(n *parse.Set) (*Result, error) {
 var reportedParams = map[string]string{"client_encoding": "client_encoding", "datestyle": "DateStyle", "timezone": "TimeZone",
 	"application_name": "application_name", "intervalstyle": "IntervalStyle", "standard_conforming_strings": "standard_conforming_strings"}
 
-func (s *Session) execReset(n *parse.Reset) (*Result, error) {
+func (s sessionSettings) execReset(n *parse.Reset) (*Result, error) {
 	name := strings.ToLower(n.Name)
 	if name == "all" {
 		for k, v := range sessionDefaults {
 			s.vars[k] = v
 		}
-		s.setSuperuserVar()
+		(sessionAuth{s.Session}).setSuperuserVar()
 		return &Result{Tag: "RESET"}, nil
 	}
 	if _, ok := dbSettings[name]; ok {
-		if err := s.e.setSetting(name, "", true); err != nil {
+		if err := s.e.conf.setSetting(name, "", true); err != nil {
 			return nil, err
 		}
 		return &Result{Tag: "RESET"}, nil
@@ -442,7 +442,7 @@ type cursor struct {
 	live    bool              // a change stream (EMIT CHANGES): FETCH returns what has arrived
 }
 
-func (s *Session) declare(ctx context.Context, n *parse.Declare) (*Result, error) {
+func (s sessionCursors) declare(ctx context.Context, n *parse.Declare) (*Result, error) {
 	if _, ok := s.cursors[n.Cursor]; ok {
 		return nil, sqlerr.New(sqlerr.DuplicateCursor, "cursor %q already exists", n.Cursor)
 	}
@@ -459,7 +459,7 @@ func (s *Session) declare(ctx context.Context, n *parse.Declare) (*Result, error
 	return &Result{Tag: "DECLARE CURSOR"}, nil
 }
 
-func (s *Session) fetch(ctx context.Context, st *Stmt, n *parse.Fetch) (*Result, error) {
+func (s sessionCursors) fetch(ctx context.Context, st *Stmt, n *parse.Fetch) (*Result, error) {
 	c := s.cursors[n.Cursor]
 	if c == nil {
 		return nil, sqlerr.New(sqlerr.InvalidCursorName, "cursor %q does not exist", n.Cursor)
@@ -510,7 +510,7 @@ func (s *Session) fetch(ctx context.Context, st *Stmt, n *parse.Fetch) (*Result,
 	return &Result{Tag: fmt.Sprintf("FETCH %d", got), Rows: &sliceRows{recs: out}}, nil
 }
 
-func (s *Session) closeCursor(n *parse.CloseCursor) (*Result, error) {
+func (s sessionCursors) closeCursor(n *parse.CloseCursor) (*Result, error) {
 	if n.Cursor == "" {
 		for name, c := range s.cursors {
 			c.rows.Close()
@@ -545,13 +545,13 @@ var systemTables = map[string]parse.Statement{
 
 func (e *Engine) systemTable(name string) (*storage.TableDef, bool) {
 	if gen, ok := pgTables[name]; ok {
-		return systemDef(name, gen(catGen{Engine: e, colsOnly: true}).cols), true
+		return systemDef(name, gen(catGen{catalogReader: e, colsOnly: true}).cols), true
 	}
 	show, ok := systemTables[name]
 	if !ok {
 		return nil, false
 	}
-	t, err := e.NewSession("", "").showTable(show)
+	t, err := (sessionShow{e.NewSession("", "")}).showTable(show)
 	if err != nil {
 		return nil, false
 	}
@@ -587,14 +587,14 @@ func (x sessionSnapshots) SystemRows(name string) (arrow.RecordBatch, error) {
 func (e *Engine) systemRows(name string, s *Session) (arrow.RecordBatch, error) {
 	var t *table
 	if gen, ok := pgTables[name]; ok {
-		t = gen(catGen{Engine: e, sess: s})
+		t = gen(catGen{catalogReader: e, sess: s})
 	} else {
 		show, ok := systemTables[name]
 		if !ok {
 			return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", name)
 		}
 		var err error
-		if t, err = s.showTable(show); err != nil {
+		if t, err = (sessionShow{s}).showTable(show); err != nil {
 			return nil, err
 		}
 	}

@@ -34,7 +34,7 @@ type sinkSet struct {
 
 // loadSinks reads the sinks' catalog entries and marks their views as
 // consumed (so their jobs write changelogs). Called by Open before jobs start.
-func (e *Engine) loadSinks() error {
+func (e *sinkManager) loadSinks() error {
 	defs, err := e.db.LoadSinks()
 	if err != nil {
 		return err
@@ -49,7 +49,7 @@ func (e *Engine) loadSinks() error {
 }
 
 // startSinks starts every stored sink.
-func (e *Engine) startSinks() {
+func (e *sinkManager) startSinks() {
 	e.sinks.Lock()
 	defer e.sinks.Unlock()
 	for _, d := range e.sinks.defs {
@@ -59,7 +59,7 @@ func (e *Engine) startSinks() {
 	}
 }
 
-func (e *Engine) startSinkLocked(d *storage.SinkDef) error {
+func (e *sinkManager) startSinkLocked(d *storage.SinkDef) error {
 	view, ok := e.Table(d.View)
 	if !ok {
 		return sqlerr.New(sqlerr.UndefinedTable, "materialized view %q does not exist", d.View)
@@ -91,7 +91,7 @@ func (r *registry) Committers() []checkpoint.Committer {
 }
 
 // stopSinks stops every running sink (Close).
-func (e *Engine) stopSinks() {
+func (e *sinkManager) stopSinks() {
 	e.sinks.Lock()
 	defer e.sinks.Unlock()
 	for n, s := range e.sinks.running {
@@ -101,7 +101,7 @@ func (e *Engine) stopSinks() {
 }
 
 // createSink validates and stores a sink, then starts it.
-func (e *Engine) createSink(ctx context.Context, n *parse.CreateSink, owner string) (*Result, error) {
+func (e *sinkManager) createSink(ctx context.Context, n *parse.CreateSink, owner string) (*Result, error) {
 	view, err := e.viewDef(n.From)
 	if err != nil {
 		return nil, err
@@ -130,11 +130,11 @@ func (e *Engine) createSink(ctx context.Context, n *parse.CreateSink, owner stri
 		return nil, err
 	}
 	e.mu.Lock()
-	opts["__mode"] = e.settingLocked("checkpoint.mode")
+	opts["__mode"] = e.conf.settingLocked("checkpoint.mode")
 	e.mu.Unlock()
 	// The view writes its changelog from now on; the sink starts from a
 	// snapshot of the view's rows and follows the changelog from there.
-	if err := e.ensureChangelog(ctx, view.Name); err != nil {
+	if err := e.sup.ensureChangelog(ctx, view.Name); err != nil {
 		return nil, err
 	}
 	d := &storage.SinkDef{Name: n.Name, View: view.Name, Options: opts, Owner: owner}
@@ -157,7 +157,7 @@ func (e *Engine) createSink(ctx context.Context, n *parse.CreateSink, owner stri
 }
 
 // dropSink stops a sink and removes it.
-func (e *Engine) dropSink(n *parse.DropSink) (*Result, error) {
+func (e *sinkManager) dropSink(n *parse.DropSink) (*Result, error) {
 	// No round runs meanwhile: one that prepared the sink's commit
 	// would write its keys back after they are deleted.
 	e.roundMu.Lock()
@@ -190,7 +190,7 @@ func (e *Engine) dropSink(n *parse.DropSink) (*Result, error) {
 
 // sinksOn names the sinks that read view (DROP MATERIALIZED VIEW refuses
 // while there are any).
-func (e *Engine) sinksOn(view string) []string {
+func (e *sinkManager) sinksOn(view string) []string {
 	e.sinks.Lock()
 	defer e.sinks.Unlock()
 	var out []string
@@ -205,7 +205,7 @@ func (e *Engine) sinksOn(view string) []string {
 
 // showSinks lists the sinks: name, view, connector, topic, format, mode,
 // state, committed changelog position, records sent since startup, last error.
-func (e *Engine) showSinks() *table {
+func (e *sinkManager) showSinks() *table {
 	t := &table{cols: []Column{{"name", types.TText}, {"view", types.TText}, {"connector", types.TText},
 		{"topic", types.TText}, {"format", types.TText}, {"mode", types.TText}, {"state", types.TText},
 		{"position", types.TInt64}, {"sent", types.TInt64}, {"last_error", types.TText}}}
@@ -249,7 +249,7 @@ func (e *Engine) showSinks() *table {
 
 // stopSinksOf stops the running sinks that read one of views and returns
 // their catalog entries (RESTORE).
-func (e *Engine) stopSinksOf(views map[string]bool) []*storage.SinkDef {
+func (e *sinkManager) stopSinksOf(views map[string]bool) []*storage.SinkDef {
 	e.sinks.Lock()
 	defer e.sinks.Unlock()
 	var out []*storage.SinkDef
@@ -273,7 +273,7 @@ func (e *Engine) stopSinksOf(views map[string]bool) []*storage.SinkDef {
 // also keeps the view's changelog end now, where the restored job's
 // changes will start (a 'json' sink goes on from there). The jobs are
 // stopped; e.mu is held.
-func (e *Engine) nextSinkGenerationsLocked(b *storage.WriteBatch, sinks []*storage.SinkDef) ([]*storage.SinkDef, error) {
+func (e *sinkManager) nextSinkGenerationsLocked(b *storage.WriteBatch, sinks []*storage.SinkDef) ([]*storage.SinkDef, error) {
 	var out []*storage.SinkDef
 	for _, d := range sinks {
 		view := e.mu.tables[d.View]
@@ -297,7 +297,7 @@ func (e *Engine) nextSinkGenerationsLocked(b *storage.WriteBatch, sinks []*stora
 
 // restartSinks starts sinks again after a RESTORE: in their next generation
 // (next) if it committed, else as they were (old).
-func (e *Engine) restartSinks(old, next []*storage.SinkDef) {
+func (e *sinkManager) restartSinks(old, next []*storage.SinkDef) {
 	if next == nil {
 		next = old
 	}
@@ -314,7 +314,7 @@ func (e *Engine) restartSinks(old, next []*storage.SinkDef) {
 // refuseReplaceUnderSink refuses CREATE OR REPLACE of a materialized view
 // a sink reads (2BP01), as DROP does: the sink encodes the view's columns
 // and key, which the new query may not have. e.mu is not held.
-func (e *Engine) refuseReplaceUnderSink(view string) error {
+func (e *sinkManager) refuseReplaceUnderSink(view string) error {
 	if sinks := e.sinksOn(view); len(sinks) > 0 {
 		return &sqlerr.Error{Code: sqlerr.DependentObjectsExist,
 			Msg:  fmt.Sprintf("cannot replace materialized view %s because sink %s reads it", view, sinks[0]),

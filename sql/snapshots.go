@@ -16,14 +16,14 @@ import (
 // Snapshots: where checkpoints and savepoints live on disk, and the open
 // read-only copies AS OF reads go through.
 
-func (e *Engine) snapshotRoot() string {
+func (e *snapshotStore) snapshotRoot() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.snapshotRootLocked()
 }
 
-func (e *Engine) snapshotRootLocked() string {
-	d := strings.TrimPrefix(e.settingLocked("checkpoint.dir"), "file://")
+func (e *snapshotStore) snapshotRootLocked() string {
+	d := strings.TrimPrefix(e.conf.settingLocked("checkpoint.dir"), "file://")
 	if d == "" {
 		return e.db.Dir()
 	}
@@ -35,7 +35,7 @@ func (e *Engine) snapshotRootLocked() string {
 // (what an unquoted identifier folds to); anything else, such as "../x",
 // "a/b" or "/abs" in a quoted identifier, is refused with 42602 before any
 // path is built.
-func (e *Engine) savepointDir(name string) (string, error) {
+func (e *snapshotStore) savepointDir(name string) (string, error) {
 	if err := checkSavepointName(name); err != nil {
 		return "", err
 	}
@@ -61,11 +61,11 @@ func checkSavepointName(name string) error {
 		Hint:   "Use an unquoted name such as before_upgrade."}
 }
 
-func (e *Engine) checkpointDir(id uint64) string {
+func (e *snapshotStore) checkpointDir(id uint64) string {
 	return filepath.Join(e.snapshotRoot(), "checkpoints", fmt.Sprintf("chk-%d", id))
 }
 
-func (e *Engine) openSnapshot(dir string) (*openSnap, error) {
+func (e *snapshotStore) openSnapshot(dir string) (*openSnap, error) {
 	e.snaps.Lock()
 	defer e.snaps.Unlock()
 	if s, ok := e.snaps.m[dir]; ok {
@@ -83,7 +83,7 @@ func (e *Engine) openSnapshot(dir string) (*openSnap, error) {
 	return s, nil
 }
 
-func (e *Engine) closeSnapshot(dir string) {
+func (e *snapshotStore) closeSnapshot(dir string) {
 	e.snaps.Lock()
 	defer e.snaps.Unlock()
 	if s, ok := e.snaps.m[dir]; ok {
@@ -92,7 +92,7 @@ func (e *Engine) closeSnapshot(dir string) {
 	}
 }
 
-func (e *Engine) closeAllSnapshots() {
+func (e *snapshotStore) closeAllSnapshots() {
 	e.snaps.Lock()
 	defer e.snaps.Unlock()
 	for dir, s := range e.snaps.m {
@@ -104,23 +104,23 @@ func (e *Engine) closeAllSnapshots() {
 // Snapshot implements planner.Snapshots.
 func (e *Engine) Snapshot(a planner.AsOf, view string) (storage.Reader, uint64, error) {
 	if a.Savepoint == "" {
-		e.waitExport(a.Checkpoint)
+		e.sup.waitExport(a.Checkpoint)
 	}
-	dir, what := e.checkpointDir(a.Checkpoint), fmt.Sprintf("checkpoint %d", a.Checkpoint)
+	dir, what := e.snapStore.checkpointDir(a.Checkpoint), fmt.Sprintf("checkpoint %d", a.Checkpoint)
 	if a.Savepoint != "" {
 		var err error
-		if dir, err = e.savepointDir(a.Savepoint); err != nil {
+		if dir, err = e.snapStore.savepointDir(a.Savepoint); err != nil {
 			return nil, 0, err
 		}
 		what = fmt.Sprintf("savepoint %q", a.Savepoint)
 	}
-	if err := e.fetchSnapshot(context.Background(), dir); err != nil {
+	if err := e.conf.fetchSnapshot(context.Background(), dir); err != nil {
 		return nil, 0, err
 	}
 	if _, err := os.Stat(dir); err != nil {
 		return nil, 0, sqlerr.New(sqlerr.UndefinedObject, "%s does not exist", what)
 	}
-	s, err := e.openSnapshot(dir)
+	s, err := e.snapStore.openSnapshot(dir)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -140,7 +140,7 @@ func (e *Engine) Snapshot(a planner.AsOf, view string) (storage.Reader, uint64, 
 // upload fails the statement with the upload's error (58030 io_error), the
 // checkpoint is FAILED in SHOW CHECKPOINTS, and the jobs' data is untouched.
 // Canceling the statement stops the wait, not the upload.
-func (e *Engine) checkpointStatement(ctx context.Context) (*Result, error) {
+func (e *supervisor) checkpointStatement(ctx context.Context) (*Result, error) {
 	if err := e.catchUp(ctx); err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func (x *exportState) noteUploadLocked(id uint64) {
 // only checksum local files) and returns the ids of those that do: SHOW
 // CHECKPOINTS lists them as IN_PROGRESS instead of waiting for a slow
 // checkpoint storage.
-func (e *Engine) waitLocalExports() map[uint64]bool {
+func (e *supervisor) waitLocalExports() map[uint64]bool {
 	e.exports.Lock()
 	var chans []chan struct{}
 	uploading := map[uint64]bool{}

@@ -99,12 +99,12 @@ func memoryLimitBytes(s string) int64 {
 
 // applyJobOptionsLocked sets spec's backend, memory limit and parallelism
 // from the view's options or the database settings.
-func (e *Engine) applyJobOptionsLocked(def *storage.TableDef, spec *exec.JobSpec) {
+func (e *jobOptions) applyJobOptionsLocked(def *storage.TableDef, spec *exec.JobSpec) {
 	opt := func(k string) string {
 		if v, ok := def.Options[k]; ok {
 			return v
 		}
-		return e.settingLocked(k)
+		return e.conf.settingLocked(k)
 	}
 	spec.State = exec.StateOptions{Backend: opt("state.backend"), MemoryLimit: memoryLimitBytes(opt("state.memory_limit"))}
 	if spec.State.Backend == exec.BackendMemory {
@@ -123,7 +123,7 @@ func (e *Engine) applyJobOptionsLocked(def *storage.TableDef, spec *exec.JobSpec
 // stores the options and starts it again; the restarted job converts its
 // state to the new backend and redistributes its key groups over the new
 // parallelism.
-func (e *Engine) alterJobOptions(ctx context.Context, name string, vals map[string]string) error {
+func (e *jobOptions) alterJobOptions(ctx context.Context, name string, vals map[string]string) error {
 	if len(vals) == 0 {
 		return nil
 	}
@@ -132,7 +132,7 @@ func (e *Engine) alterJobOptions(ctx context.Context, name string, vals map[stri
 	running := je != nil && je.job != nil && je.state == exec.JobRunning
 	e.mu.Unlock()
 	if running {
-		if err := e.catchUp(ctx); err != nil {
+		if err := e.sup.catchUp(ctx); err != nil {
 			return err
 		}
 		if _, err := e.coord.Trigger(ctx, "manual", nil); err != nil {
@@ -166,21 +166,21 @@ func (e *Engine) alterJobOptions(ctx context.Context, name string, vals map[stri
 	storage.PutTable(b, &nd)
 	if err := e.db.Commit(b, true); err != nil {
 		if running {
-			_ = e.startViewJobLocked(def, plan, false)
+			_ = e.sup.startViewJobLocked(def, plan, false)
 		}
 		return err
 	}
 	e.mu.tables[name] = &nd
 	if running {
-		return e.startViewJobLocked(&nd, plan, false)
+		return e.sup.startViewJobLocked(&nd, plan, false)
 	}
 	return nil
 }
 
 // setViewOptionsLocked stores job options given with START JOB ... WITH.
-func (e *Engine) setViewOptionsLocked(name string, vals map[string]string) error {
+func (e *jobOptions) setViewOptionsLocked(name string, vals map[string]string) error {
 	for k, v := range vals {
-		if err := e.persistOptionLocked(e.mu.tables[name], k, v); err != nil {
+		if err := e.sup.persistOptionLocked(e.mu.tables[name], k, v); err != nil {
 			return err
 		}
 	}
@@ -189,7 +189,7 @@ func (e *Engine) setViewOptionsLocked(name string, vals map[string]string) error
 
 // addJobColumns appends each job's parallelism and state backend to SHOW
 // JOBS (a change stream: NULL).
-func (e *Engine) addJobColumns(t *table) *table {
+func (e *jobOptions) addJobColumns(t *table) *table {
 	t.cols = append(t.cols, Column{"parallelism", types.TInt64}, Column{"state_backend", types.TText})
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -202,7 +202,7 @@ func (e *Engine) addJobColumns(t *table) *table {
 				if je.job != nil {
 					spec = je.job.Spec()
 				} else {
-					spec = e.jobSpecLocked(def, nil)
+					spec = e.sup.jobSpecLocked(def, nil)
 				}
 				par, backend = types.Int(int64(max(1, spec.Parallelism))), str(orDefault(spec.State.Backend, exec.BackendPebble))
 			}
@@ -214,7 +214,7 @@ func (e *Engine) addJobColumns(t *table) *table {
 
 // addErrorRows appends to SHOW JOBS how many rows each view's job skipped
 // because an expression failed on them (streamdb_job_errors holds them).
-func (e *Engine) addErrorRows(t *table) (*table, error) {
+func (e *jobOptions) addErrorRows(t *table) (*table, error) {
 	counts, err := e.db.JobErrorCounts()
 	if err != nil {
 		return nil, err
@@ -252,7 +252,7 @@ func restoreMemoryState(db *storage.DB, b *storage.WriteBatch, snap *storage.DB,
 
 // startJobOptions validates and stores the options of START JOB ... WITH
 // (...) before the job starts; it returns the view's updated entry.
-func (e *Engine) startJobOptions(n *parse.StartJob, def *storage.TableDef) (*storage.TableDef, error) {
+func (e *jobOptions) startJobOptions(n *parse.StartJob, def *storage.TableDef) (*storage.TableDef, error) {
 	opts, rest, err := splitJobOptions(n.Options)
 	if err != nil {
 		return nil, err

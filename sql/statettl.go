@@ -14,10 +14,10 @@ import (
 // change at their next barrier (exec.StateTTL).
 
 // viewTTLLocked is the state.ttl that applies to a view's job (0: none).
-func (e *Engine) viewTTLLocked(def *storage.TableDef) time.Duration {
+func (e *jobOptions) viewTTLLocked(def *storage.TableDef) time.Duration {
 	v := def.Options["state.ttl"]
 	if v == "" {
-		v = e.settingLocked("state.ttl")
+		v = e.conf.settingLocked("state.ttl")
 	}
 	if v == "off" {
 		return 0
@@ -27,7 +27,7 @@ func (e *Engine) viewTTLLocked(def *storage.TableDef) time.Duration {
 }
 
 // applyStateTTLLocked gives every running view job its state.ttl anew.
-func (e *Engine) applyStateTTLLocked() {
+func (e *jobOptions) applyStateTTLLocked() {
 	for name, je := range e.mu.jobs {
 		def := e.mu.tables[name]
 		if je.job == nil || je.job.StateTTL() == nil || def == nil {

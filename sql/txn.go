@@ -144,7 +144,7 @@ func (s *Session) classify(st *Stmt) (stmtClass, string) {
 	case *parse.Prepare:
 		return classOther, ""
 	case *parse.Execute:
-		return s.executeClass(n)
+		return (sessionPrepared{s}).executeClass(n)
 	case *parse.TxSavepoint:
 		return classTxSavepoint, ""
 	case *parse.CreateView:
@@ -197,7 +197,7 @@ func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error
 		res := &Result{Tag: "COMMIT"}
 		if t.explicit {
 			s.closeCursors(t, false)
-			s.restoreLocals(t, res)
+			(sessionSettings{s}).restoreLocals(t, res)
 		}
 		if err != nil {
 			return nil, err
@@ -362,7 +362,7 @@ func (s *Session) closeCursors(t *txn, all bool) {
 	}
 	for name, h := range hold {
 		if _, ok := s.cursors[name]; ok && (all || !h) {
-			s.closeCursor(&parse.CloseCursor{Cursor: name})
+			(sessionCursors{s}).closeCursor(&parse.CloseCursor{Cursor: name})
 		}
 	}
 }
