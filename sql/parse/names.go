@@ -87,6 +87,9 @@ func isName(toks []token, i, from, to int) bool {
 	if (prev.is("on") || prev.is("do")) && (w == "delete" || w == "update") {
 		return false // ON DELETE SET NULL, DO UPDATE SET
 	}
+	if prev.is("not") && w == "between" {
+		return false // x NOT BETWEEN -1 AND 3
+	}
 	before := (prev.Kind == tIdent || prev.Kind == tOp) && nameBefore[prev.Val]
 	after := next.Kind == tEOF || (next.Kind == tIdent || next.Kind == tOp) && nameAfter[next.Val]
 	switch {

@@ -15,6 +15,8 @@ func TestNames(t *testing.T) {
 		{"select 1 revoke, of.of, t.key from revoke as of, t", `select 1 "revoke", "of".of, t.key from "revoke" as "of", t`},
 		{"select replace(a, 'x', 'y'), interval '1' day from t where key in (select key from values_t)",
 			`select replace(a, 'x', 'y'), pg_interval('1 day') from t where "key" in (select "key" from values_t)`},
+		{"select k from t where k not between -1 and 3 or not (k not between (1) and -2)",
+			`select k from t where k not between -1 and 3 or not (k not between (1) and -2)`},
 	}
 	for _, c := range cases {
 		stmts, err := ParseAll(c.in)

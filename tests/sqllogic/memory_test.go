@@ -282,7 +282,7 @@ func TestMemoryCancel(t *testing.T) {
 	ctx := context.Background()
 	for _, q := range []string{
 		"SELECT count(*) FROM t a, t b, t c",
-		"SELECT a.k, b.k, a.s FROM t a, t b ORDER BY a.s DESC, b.k LIMIT 5",
+		"SELECT a.k, b.k, a.s FROM t a, t b, t c ORDER BY a.s DESC, b.k LIMIT 5", // 8e9 rows: never done before the cancel
 		"SELECT count(*) FROM (SELECT a.k FROM t a, t b) l JOIN (SELECT c.k FROM t c, t d) r ON l.k = r.k",
 	} {
 		done := make(chan error, 1)
