@@ -163,8 +163,8 @@ func TestAvroDecode(t *testing.T) {
 	rows, bad := decodeAvro(t, c, map[int32]string{1: avroV1},
 		frame(t, 1, avroV1, v1(1, "/a")),
 		frame(t, 1, avroV1, v1(2, nil)),
-		[]byte("{\"json\": 1}"),              // no magic byte
-		frame(t, 1, avroV1, v1(3, "/c"))[:9], // truncated
+		[]byte("{\"json\": 1}"),                     // no magic byte
+		frame(t, 1, avroV1, v1(3, "/c"))[:9],        // truncated
 		append(frame(t, 1, avroV1, v1(4, "/d")), 0), // a byte after the record
 		frame(t, 9, avroV1, v1(5, "/e")),            // an unknown writer: no program
 		frame(t, 1, avroV1, v1(6, "é")),
@@ -187,7 +187,7 @@ func TestAvroDecode(t *testing.T) {
 		{Name: "kind", Type: types.TText}, {Name: "region", Type: types.TText}, {Name: "ts", Type: types.TTimestamp}})
 	v2 := map[string]any{"tags": []string{"a", "b"}, "user_id": 7, "url": "/x",
 		"attrs": map[string]any{"k1": map[string]any{"x": 1.0, "f": [3]byte{1, 2, 3}}, "k2": map[string]any{"x": 2.0, "f": [3]byte{}}},
-		"n": 8, "score": 2.25, "ok": false, "kind": "SHARE", "ts": ts, "day": day}
+		"n":     8, "score": 2.25, "ok": false, "kind": "SHARE", "ts": ts, "day": day}
 	rows, bad = decodeAvro(t, c, map[int32]string{1: avroV1, 2: avroV2},
 		frame(t, 2, avroV2, v2), frame(t, 1, avroV1, v1(1, "/a")))
 	want = []string{"7|8|2.25|SHARE|eu|2026-03-04 05:06:07.89", "1|7|1.5|BUY|us|2026-03-04 05:06:07.89"}

@@ -90,8 +90,8 @@ type kafka struct {
 	reader     *avro.RecordSchema
 	fields     []string
 	derived    []connector.Column
-	payload  int // columns read from the message
-	schema   *arrow.Schema
+	payload    int // columns read from the message
+	schema     *arrow.Schema
 }
 
 type kafkaCol struct {
