@@ -35,7 +35,8 @@ import (
 type kafkaSinkOpts struct {
 	topic   string
 	brokers []string
-	format  string // upsert-json, debezium-json, json
+	format  string // upsert-json, debezium-json, json, avro, upsert-avro
+	reg     *registry // the avro formats' schema registry
 }
 
 func parseKafkaSinkOpts(opts map[string]string) (kafkaSinkOpts, error) {
@@ -74,9 +75,21 @@ func parseKafkaSinkOpts(opts map[string]string) (kafkaSinkOpts, error) {
 		o.format = "upsert-json"
 	case "upsert-json", "debezium-json", "json":
 	case "avro", "upsert-avro", "debezium-avro":
-		return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"format\": the kafka sink does not write %q yet (only the kafka source reads avro); use upsert-json, debezium-json or json", f)
+		if _, err := avroSinkFormat(o.format); err != nil {
+			return o, err
+		}
+		u, ok := get("schema.registry")
+		if !ok {
+			u, ok = get("schema.registry.url")
+		}
+		if !ok {
+			return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"schema.registry\" is required with format %q", o.format)
+		}
+		if o.reg, err = schemaRegistry(u); err != nil {
+			return o, err
+		}
 	default:
-		return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"format\" must be upsert-json, debezium-json or json, not %q", f)
+		return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"format\" must be upsert-json, debezium-json, json, avro or upsert-avro, not %q", f)
 	}
 	for k := range opts {
 		if !seen[k] && !strings.HasPrefix(k, "__") {
@@ -95,8 +108,13 @@ func CheckSink(opts map[string]string, view string, appendOnly bool) error {
 	if err != nil {
 		return err
 	}
-	if o.format == "json" && !appendOnly {
-		return sqlerr.New(sqlerr.FeatureNotSupported, "format 'json' needs an append-only view, and %q updates or deletes rows: use format 'upsert-json' or 'debezium-json'", view)
+	if (o.format == "json" || o.format == "avro") && !appendOnly {
+		return sqlerr.New(sqlerr.FeatureNotSupported, "format '%s' needs an append-only view, and %q updates or deletes rows: use format 'upsert-%s'", o.format, view, o.format)
+	}
+	if o.reg != nil {
+		if err := checkSinkRegistry(o.reg); err != nil {
+			return err
+		}
 	}
 	_, err = TopicPartitions(o.brokers, o.topic)
 	return err
@@ -109,6 +127,8 @@ type kafkaSink struct {
 	gen  string
 	cl   *kgo.Client
 	open bool // a transaction (or, at least once, records) is written
+	// avroVal, avroKey: the registered schema ids (avro formats).
+	avroVal, avroKey int32
 }
 
 // NewSink makes the Kafka connector of a sink, which the runtime drives.
@@ -153,7 +173,7 @@ func (s *kafkaSink) Recover(ctx context.Context) (uint64, bool, error) {
 		}
 	}
 	pos, found, err := LastSinkPosition(ctx, s.o.brokers, s.o.topic, s.spec.Name, s.gen)
-	if err != nil || found || s.gen == "" || s.o.format != "json" {
+	if err != nil || found || s.gen == "" || (s.o.format != "json" && s.o.format != "avro") {
 		return pos, found, err
 	}
 	pos, err = s.jsonResume(ctx)
@@ -178,6 +198,12 @@ func (s *kafkaSink) Close() {
 // record's headers tie to the changelog position t ends at.
 func (s *kafkaSink) Write(ctx context.Context, t *connector.SinkTxn) (int, error) {
 	enc := newSinkEncoder(s.spec.Name, s.gen, s.o.format, s.spec.View, s.spec.Columns, s.spec.KeyCols)
+	if s.o.reg != nil {
+		if err := s.registerSinkSchemas(); err != nil {
+			return 0, err
+		}
+		enc.avroVal, enc.avroKey = s.avroVal, s.avroKey
+	}
 	enc.reset(t.To)
 	var err error
 	switch {
@@ -191,6 +217,7 @@ func (s *kafkaSink) Write(ctx context.Context, t *connector.SinkTxn) (int, error
 	if err != nil {
 		return 0, err
 	}
+	enc.flush()
 	return len(enc.recs), s.produce(ctx, enc.recs)
 }
 
@@ -309,7 +336,7 @@ func (s *kafkaSink) resync(ctx context.Context, enc *sinkEncoder, t *connector.S
 	}
 	err = t.Rows(ctx, func(rec arrow.RecordBatch) error {
 		for i := 0; i < int(rec.NumRows()); i++ {
-			key, row := enc.object(rec, i, enc.keyCols), enc.object(rec, i, nil)
+			key, row := enc.keyOf(rec, i), enc.rowOf(rec, i)
 			old, had := have[string(key)]
 			delete(have, string(key))
 			if !debez {
@@ -357,6 +384,33 @@ type sinkEncoder struct {
 	before    []byte // debezium: a pending update_before row
 	buf       []byte
 	names     [][]byte // each column's name as a JSON string
+	// avroVal, avroKey: the avro formats' registered schema ids.
+	avroVal, avroKey int32
+	// beforeKey: upsert-avro's pending update_before key.
+	beforeKey []byte
+}
+
+// flush ends a transaction's records: a pending update_before is a delete.
+func (e *sinkEncoder) flush() {
+	if e.beforeKey != nil {
+		e.emit(e.beforeKey, nil)
+		e.beforeKey = nil
+	}
+}
+
+// keyOf and rowOf encode row i's key and whole row in the sink's format.
+func (e *sinkEncoder) keyOf(rec arrow.RecordBatch, i int) []byte {
+	if e.avroVal != 0 {
+		return e.avroRow(rec, i, e.keyCols, e.avroKey)
+	}
+	return e.object(rec, i, e.keyCols)
+}
+
+func (e *sinkEncoder) rowOf(rec arrow.RecordBatch, i int) []byte {
+	if e.avroVal != 0 {
+		return e.avroRow(rec, i, nil, e.avroVal)
+	}
+	return e.object(rec, i, nil)
 }
 
 func newSinkEncoder(name, gen, format, view string, cols []connector.Column, keyCols []int) *sinkEncoder {
@@ -377,7 +431,7 @@ func newSinkEncoder(name, gen, format, view string, cols []connector.Column, key
 // reset starts a transaction's records, which end at changelog position to.
 func (e *sinkEncoder) reset(to uint64) {
 	e.recs = e.recs[:0]
-	e.before = nil
+	e.before, e.beforeKey = nil, nil
 	e.headers = []kgo.RecordHeader{{Key: "streamdb.sink", Value: []byte(e.name)},
 		{Key: "streamdb.pos", Value: []byte(strconv.FormatUint(to, 10))}}
 	if e.gen != "" {
@@ -402,6 +456,32 @@ func (e *sinkEncoder) addRows(rec arrow.RecordBatch, ops []connector.Op) error {
 		op := connector.OpInsert
 		if ops != nil {
 			op = ops[i]
+		}
+		switch e.format {
+		case "avro":
+			if op.Sign() < 0 {
+				return sqlerr.New(sqlerr.FeatureNotSupported, "sink %s: format 'avro' got a retraction from view %s", e.name, e.view)
+			}
+			e.emit(nil, e.rowOf(rec, i))
+			continue
+		case "upsert-avro":
+			// An update's before with no after for its key (a group a
+			// HAVING or a filter over an aggregate no longer passes) is a
+			// delete.
+			key := e.keyOf(rec, i)
+			if e.beforeKey != nil && (op != connector.OpUpdateAfter || string(e.beforeKey) != string(key)) {
+				e.emit(e.beforeKey, nil)
+			}
+			e.beforeKey = nil
+			switch op {
+			case connector.OpUpdateBefore:
+				e.beforeKey = key
+			case connector.OpDelete:
+				e.emit(key, nil)
+			default:
+				e.emit(key, e.rowOf(rec, i))
+			}
+			continue
 		}
 		key := e.object(rec, i, e.keyCols)
 		switch e.format {
