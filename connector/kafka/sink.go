@@ -35,7 +35,7 @@ import (
 type kafkaSinkOpts struct {
 	topic   string
 	brokers []string
-	format  string // upsert-json, debezium-json, json, avro, upsert-avro
+	format  string    // upsert-json, debezium-json, json, avro, upsert-avro
 	reg     *registry // the avro formats' schema registry
 }
 
