@@ -386,7 +386,7 @@ type sinkEncoder struct {
 	names     [][]byte // each column's name as a JSON string
 	// avroVal, avroKey: the avro formats' registered schema ids.
 	avroVal, avroKey int32
-	// beforeKey: upsert-avro's pending update_before key.
+	// beforeKey: an upsert format's pending update_before key.
 	beforeKey []byte
 }
 
@@ -464,7 +464,7 @@ func (e *sinkEncoder) addRows(rec arrow.RecordBatch, ops []connector.Op) error {
 			}
 			e.emit(nil, e.rowOf(rec, i))
 			continue
-		case "upsert-avro":
+		case "upsert-avro", "upsert-json":
 			// An update's before with no after for its key (a group a
 			// HAVING or a filter over an aggregate no longer passes) is a
 			// delete.
@@ -490,14 +490,6 @@ func (e *sinkEncoder) addRows(rec arrow.RecordBatch, ops []connector.Op) error {
 				return sqlerr.New(sqlerr.FeatureNotSupported, "sink %s: format 'json' got a retraction from view %s", e.name, e.view)
 			}
 			e.emit(nil, e.object(rec, i, nil))
-		case "upsert-json":
-			switch op {
-			case connector.OpUpdateBefore:
-			case connector.OpDelete:
-				e.emit(key, nil)
-			default:
-				e.emit(key, e.object(rec, i, nil))
-			}
 		case "debezium-json":
 			row := e.object(rec, i, nil)
 			switch op {
