@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hamba/avro/v2"
 	"github.com/streamdb/streamdb/connector"
@@ -237,5 +239,84 @@ func TestAvroDecodeAllocs(t *testing.T) {
 	// nothing else may.
 	if b-a > float64(len(big))/20 {
 		t.Fatalf("allocations grow with records: %v for 10, %v for %d", a, b, len(big))
+	}
+}
+
+// TestAvroSinkEncode: rows the sink encodes decode with hamba/avro against
+// the schema it derives, and through the source's decoder back to the
+// same values.
+func TestAvroSinkEncode(t *testing.T) {
+	cols := []connector.Column{{Name: "b", Type: types.TBool}, {Name: "i", Type: types.TInt32}, {Name: "l", Type: types.TInt64},
+		{Name: "f", Type: types.TFloat32}, {Name: "d", Type: types.TFloat64}, {Name: "s", Type: types.TText},
+		{Name: "ts", Type: types.TTimestamp}, {Name: "day", Type: types.TDate}, {Name: "num x", Type: types.TNumeric}}
+	texts := [][]string{
+		{"t", "-7", "9000000000", "1.5", "-2.25", "héllo", "2026-03-04 05:06:07.123456", "2026-03-04", "12.345"},
+		{"NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL"},
+	}
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	ts := make([]types.T, len(cols))
+	arrs := make([]arrow.Array, len(cols))
+	for j, c := range cols {
+		ts[j] = c.Type
+		b := types.NewBuilder(mem, c.Type)
+		for _, row := range texts {
+			if row[j] == "NULL" {
+				b.AppendNull()
+				continue
+			}
+			d, err := types.ParseText(row[j], c.Type)
+			if err != nil {
+				t.Fatal(err)
+			}
+			types.AppendDatum(b, d, c.Type)
+		}
+		arrs[j] = b.NewArray()
+		b.Release()
+	}
+	rec := array.NewRecordBatch(connector.SchemaOf(ts), arrs, int64(len(texts)))
+	for _, a := range arrs {
+		a.Release()
+	}
+	defer rec.Release()
+
+	schema := sinkAvroSchema("v 1", cols, nil)
+	if !strings.Contains(schema, `"name":"num_x"`) || !strings.Contains(schema, `"name":"v_1"`) {
+		t.Fatalf("names: %s", schema)
+	}
+	e := newSinkEncoder("s", "", "avro", "v", cols, nil)
+	e.avroVal = 4
+	sc, err := avro.ParseWithCache(schema, "", &avro.SchemaCache{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back [][]byte
+	for i := range texts {
+		msg := e.rowOf(rec, i)
+		var m map[string]any
+		if err := avro.Unmarshal(sc, msg[5:], &m); err != nil {
+			t.Fatalf("row %d: %v", i, err)
+		}
+		for k, v := range m {
+			if (i == 1) != (v == nil) {
+				t.Errorf("row %d: %s = %v", i, k, v)
+			}
+		}
+		if i == 0 && (m["num_x"] != "12.345" || m["s"] != "héllo" || m["l"] != int64(9000000000)) {
+			t.Errorf("row 0: %v", m)
+		}
+		back = append(back, msg)
+	}
+	// Through the source's decoder, with the sink's schema as the reader
+	// (num_x, a string, left out by the column list).
+	k, err := connector.New(cols[:8], map[string]string{"connector": "kafka", "topic": "t", "properties.bootstrap.servers": "127.0.0.1:9092",
+		"__splits": "1", "format": "avro", "schema.registry": "http://127.0.0.1:1", avroSchemaKey: schema, avroSchemaIDKey: "4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, bad := decodeAvro(t, k.(*kafka), map[int32]string{4: schema}, back...)
+	want := []string{strings.Join(texts[0][:8], "|"), strings.Join(texts[1][:8], "|")}
+	if len(bad) != 0 || strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant:\n%s\nbad %v", strings.Join(rows, "\n"), strings.Join(want, "\n"), bad)
 	}
 }
