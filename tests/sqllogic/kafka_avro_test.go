@@ -31,6 +31,10 @@ const clickV2 = `{"type": "record", "name": "Click", "namespace": "shop", "field
 	{"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["VIEW", "BUY", "SHARE"]}},
 	{"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}`
 
+// clickV3 adds a field to clickV2.
+var clickV3 = strings.Replace(clickV2, `{"name": "amount"`, `{"name": "app", "type": "string", "default": "web"},
+	{"name": "amount"`, 1)
+
 // avroFeed produces Avro clicks and keeps the same rows in a plain table
 // (the oracle): the view over the Avro source must equal the batch query
 // over the table.
@@ -47,7 +51,7 @@ type avroFeed struct {
 // and inserts the rows the source must read into the oracle table.
 func (f *avroFeed) produce(c *pgx.Conn, v, n int) {
 	f.t.Helper()
-	schema := map[int]string{1: clickV1, 2: clickV2}[v]
+	schema := map[int]string{1: clickV1, 2: clickV2, 3: clickV3}[v]
 	id, err := f.reg.Register("clicks-value", schema)
 	if err != nil {
 		f.t.Fatal(err)
@@ -56,7 +60,7 @@ func (f *avroFeed) produce(c *pgx.Conn, v, n int) {
 	var rows []string
 	for i := f.next; i < f.next+n; i++ {
 		kinds := []string{"VIEW", "BUY"}
-		if v == 2 {
+		if v >= 2 {
 			kinds = append(kinds, "SHARE")
 		}
 		m := map[string]any{"user_id": int64(i % 10), "n": i % 5, "amount": float64(i%13) * 0.5,
@@ -67,6 +71,9 @@ func (f *avroFeed) produce(c *pgx.Conn, v, n int) {
 			url = fmt.Sprintf("'/p/%d'", i%7)
 		} else {
 			m["device"] = "ios"
+		}
+		if v == 3 {
+			m["app"] = "shop"
 		}
 		b, err := schemareg.Encode(id, schema, m)
 		if err != nil {
@@ -217,6 +224,22 @@ func TestKafkaAvroSource(t *testing.T) {
 	waitQuery(t, c, "SELECT device, n FROM devices ORDER BY device", strings.Join(want, "\n"))
 	_, err = c.Exec(ctx, "SELECT url FROM clicks2 LIMIT 1")
 	wantCode(t, "url in v2", err, "42703")
+
+	// The registry goes away while a new writer schema must be fetched:
+	// the job is RESTARTING with the cause (08000) and goes on, losing
+	// nothing, when the registry is back.
+	execAll(t, c, "SET restart.strategy = 'fixed-delay'", "SET restart.attempts = 10000", "SET restart.delay = '500ms'")
+	if _, err := reg.Register("clicks-value", clickV3); err != nil {
+		t.Fatal(err)
+	}
+	reg.SetDown(true)
+	f.produce(c, 3, 40)
+	r := waitState(t, c, "clicks_by_user", "RESTARTING", 2*time.Minute)
+	if !strings.Contains(r.lastErr, "schema registry") {
+		t.Fatalf("restarting without the registry's cause: %q", r.lastErr)
+	}
+	reg.SetDown(false)
+	sameAsOracle(t, c)
 }
 
 // TestKafkaAvroSink: sinks in format 'upsert-avro' (a GROUP BY view) and
