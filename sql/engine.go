@@ -52,6 +52,14 @@ type Config struct {
 
 // Engine is one database. It is safe for concurrent use by many sessions.
 type Engine struct {
+	// The read-side facets (engineparts.go), embedded so their methods
+	// are the engine's.
+	catalogSource
+	sysTables
+	streamJobs
+	epochCut
+	engineStatus
+
 	// sup runs jobs, restarts, checkpoints, savepoints, restore and
 	// retention (supervisor.go).
 	sup *supervisor
@@ -123,12 +131,17 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{db: db, log: cfg.Logger, par: cfg.Parallelism, cache: cfg.StateCacheBytes, done: make(chan struct{}),
 		lastExport: time.Now()} // the export gap counts from the start (periodicExportGap)
-	e.sup = &supervisor{e}
+	e.sup = &supervisor{Engine: e, savepointStore: savepointStore{e}}
 	e.conf = &settingsStore{e}
 	e.roleStore = &roleStore{e}
 	e.sinkMgr = &sinkManager{e}
 	e.jobOpts = &jobOptions{e}
 	e.snapStore = &snapshotStore{e}
+	e.catalogSource = catalogSource{e}
+	e.sysTables = sysTables{e}
+	e.streamJobs = streamJobs{e}
+	e.epochCut = epochCut{e}
+	e.engineStatus = engineStatus{e}
 	e.remotes.cfg = cfg.Storage
 	if e.log == nil {
 		e.log = slog.Default()

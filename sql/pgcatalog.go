@@ -174,7 +174,7 @@ func systemNames() []string {
 
 // relations lists every relation: the system tables, then the streams and
 // views in name order.
-func (e *Engine) relations() []relation {
+func (e catalogSource) relations() []relation {
 	var out []relation
 	for i, n := range systemNames() {
 		def, ok := e.systemTable(n)
@@ -217,7 +217,7 @@ func roleOID(name string) int64 {
 	return int64(oidFirstUser) + int64(h.Sum32()%(1<<30))
 }
 
-func (e *Engine) ownerOID(t *storage.TableDef) int64 {
+func (e catalogSource) ownerOID(t *storage.TableDef) int64 {
 	if t.Kind == storage.KindSystem {
 		return roleOID(BootstrapRole)
 	}
@@ -419,7 +419,7 @@ func (e catGen) pgDatabase() *table {
 	return t
 }
 
-func (e *Engine) roleDefs() []storage.RoleDef {
+func (e catalogSource) roleDefs() []storage.RoleDef {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := make([]storage.RoleDef, 0, len(e.mu.roles))
@@ -501,7 +501,7 @@ func (e catGen) pgTablesView() *table {
 	return t
 }
 
-func (e *Engine) ownerName(t *storage.TableDef) string {
+func (e catalogSource) ownerName(t *storage.TableDef) string {
 	if t.Kind == storage.KindSystem {
 		return BootstrapRole
 	}
@@ -542,7 +542,7 @@ func viewDef(t *storage.TableDef) string {
 }
 
 // PgLookup implements bind.PgCatalog.
-func (e *Engine) PgLookup(what string) map[int64]string {
+func (e catalogSource) PgLookup(what string) map[int64]string {
 	out := map[int64]string{}
 	switch what {
 	case "roles":
@@ -602,7 +602,7 @@ func (e *Engine) PgLookup(what string) map[int64]string {
 }
 
 // DatabaseName implements bind.PgCatalog.
-func (e *Engine) DatabaseName() string { return databaseName }
+func (e catalogSource) DatabaseName() string { return databaseName }
 
 // PgLookup implements bind.PgCatalog for the binder that authorizes a query.
 func (c *recordingCatalog) PgLookup(what string) map[int64]string { return c.e.PgLookup(what) }
