@@ -110,7 +110,7 @@ func (s *Session) Close() {
 func (s *Session) PrepareAll(ctx context.Context, query string) ([]*Stmt, error) {
 	stmts, err := parse.ParseAll(query)
 	if err != nil {
-		s.failBlock()
+		(sessionTxBlock{s}).failBlock()
 		return nil, err
 	}
 	if len(stmts) == 0 {
@@ -138,7 +138,7 @@ func markCopy(out *Stmt, st parse.Statement) {
 func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32) (st *Stmt, err error) {
 	defer func() {
 		if err != nil {
-			s.failBlock()
+			(sessionTxBlock{s}).failBlock()
 		}
 	}()
 	stmts, err := parse.ParseAll(query)
@@ -152,7 +152,7 @@ func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32)
 		return nil, sqlerr.New(sqlerr.SyntaxError, "cannot insert multiple commands into a prepared statement")
 	}
 	st = &Stmt{SQL: query, impl: stmts[0], extended: true}
-	if err := s.checkFailedBlock(st); err != nil {
+	if err := (sessionTxBlock{s}).checkFailedBlock(st); err != nil {
 		return nil, err
 	}
 	markCopy(st, stmts[0])

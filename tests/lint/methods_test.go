@@ -24,7 +24,7 @@ const maxMethods = 30
 var methodCeilings = map[string]int{
 	"Engine":     27,
 	"catGen":     19,
-	"Session":    30,
+	"Session":    27,
 	"copyIn":     27,
 	"supervisor": 19,
 }
