@@ -1,9 +1,9 @@
 package sql
 
 // supervisor runs the engine's jobs apart from its SQL sessions: it starts
-// view jobs, restarts failed ones under their restart strategy (jobs.go),
-// runs RESTORE and STOP/START JOB (restore.go) and applies retention after
-// each checkpoint (retention.go). Its savepointStore takes checkpoints and
+// view jobs, restarts failed ones under their restart strategy, runs
+// STOP/START JOB (jobs.go) and RESTORE (restore.go) and applies retention
+// after each checkpoint (retention.go). Its savepointStore takes checkpoints and
 // savepoints and exports them (savepoint.go, snapshots.go).
 //
 // It shares the engine's state (the catalog, the job table, e.mu): the
