@@ -473,9 +473,7 @@ func (o *sessionOp) changes(emit func(Chunk) error) error {
 	var ops []Op
 	var buf []byte
 	for _, old := range o.gone {
-		out.appendSide(0, o.outTs, nil, -1, old)
-		out.ops = append(out.ops, OpDelete)
-		out.n++
+		out.AddStored(old, OpDelete)
 	}
 	for i, g := range live {
 		buf = encodeRow(buf[:0], cur, i, o.outTs)
@@ -484,9 +482,7 @@ func (o *sessionOp) changes(emit func(Chunk) error) error {
 			continue
 		}
 		if old != "" {
-			out.appendSide(0, o.outTs, nil, -1, old)
-			out.ops = append(out.ops, OpUpdateBefore)
-			out.n++
+			out.AddStored(old, OpUpdateBefore)
 			ops = append(ops, OpUpdateAfter)
 		} else {
 			ops = append(ops, OpInsert)
@@ -495,14 +491,12 @@ func (o *sessionOp) changes(emit func(Chunk) error) error {
 		o.bytes += int64(len(buf) - len(old))
 		o.lastOut[g] = string(buf)
 	}
-	if out.n > 0 {
-		if err := emit(out.chunk()); err != nil {
+	if out.N > 0 {
+		if err := emit(out.Chunk()); err != nil {
 			return err
 		}
 	} else {
-		for _, b := range out.bls {
-			b.Release()
-		}
+		out.Release()
 	}
 	if len(take) == 0 {
 		return nil

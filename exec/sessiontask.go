@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -66,9 +67,9 @@ func (o *sessionOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error 
 	if w != nil && o.j.memBackend() {
 		// The sessions are the state (statebackend.go): a checkpoint gets
 		// their snapshot; only the watermark is written per epoch.
-		o.snap.note(len(o.dirty) > 0 || len(o.closing) > 0 || len(o.del) > 0)
+		o.snap.Note(len(o.dirty) > 0 || len(o.closing) > 0 || len(o.del) > 0)
 		if b.Snapshots() {
-			w.AddOpSnapshot(o.snap.take(o.id, b.Epoch, false, o.snapshot))
+			w.AddOpSnapshot(o.snap.Take(o.id, b.Epoch, false, o.snapshot))
 		}
 		o.saveWatermark(w)
 	} else if w != nil {
@@ -131,7 +132,7 @@ func (o *sessionOp) saveWatermark(w *storage.Batch) {
 // key (memory backend: storage.OpSnapshot): the sessions closing at this
 // barrier are gone, those merged away too.
 func (o *sessionOp) snapshot(epoch uint64) *stateSnapshot {
-	s := &stateSnapshot{op: o.id, epoch: epoch}
+	s := opkit.NewSnapshot(o.id, epoch)
 	closing := make(map[int32]bool, len(o.closing))
 	for _, g := range o.closing {
 		closing[g] = true
@@ -148,10 +149,10 @@ func (o *sessionOp) snapshot(epoch uint64) *stateSnapshot {
 			for _, a := range o.accs {
 				val = a.encode(val, g)
 			}
-			s.ks.addKV(g, key, val)
+			s.Entries.AddKV(g, key, val)
 		}
 	}
-	s.ks.sort()
+	s.Entries.Sort()
 	return s
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -231,7 +232,7 @@ func (o *temporalOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 		return nil
 	}
 	now := o.now()
-	o.enc.encode(rec.Columns()[:len(o.ts)], o.ts, n)
+	o.enc.Encode(rec.Columns()[:len(o.ts)], o.ts, n)
 	// The kept rows' keys share one buffer, made a string once.
 	o.keys = o.keys[:0]
 	ends := make([]int, n)
@@ -243,7 +244,7 @@ func (o *temporalOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 				exps[i]++
 			}
 			if exps[i] > now {
-				o.keys = appendTemporalKey(o.keys, exps[i], o.enc.row(i))
+				o.keys = appendTemporalKey(o.keys, exps[i], o.enc.Row(i))
 			}
 		}
 		ends[i] = len(o.keys)
@@ -296,20 +297,18 @@ func (o *temporalOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error
 	now := o.now()
 	buf := newRowsOut(o.ts)
 	flush := func() error {
-		if buf.n == 0 {
+		if buf.N == 0 {
 			return nil
 		}
-		return o.out.emit(ectx, buf.chunk(), nil)
+		return o.out.emit(ectx, buf.Chunk(), nil)
 	}
 	if o.reemit {
 		o.reemit = false
 		for key, cnt := range o.rows {
 			for ; cnt > 0; cnt-- {
-				buf.appendSide(0, o.ts, nil, -1, key[temporalKeyHead:])
-				buf.ops = append(buf.ops, OpInsert)
-				buf.n++
+				buf.AddStored(key[temporalKeyHead:], OpInsert)
 			}
-			if buf.n >= 4096 {
+			if buf.N >= 4096 {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -325,11 +324,9 @@ func (o *temporalOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error
 		delete(o.rows, it.key)
 		o.dirty[it.key] = struct{}{}
 		for ; cnt > 0; cnt-- {
-			buf.appendSide(0, o.ts, nil, -1, it.key[temporalKeyHead:])
-			buf.ops = append(buf.ops, OpDelete)
-			buf.n++
+			buf.AddStored(it.key[temporalKeyHead:], OpDelete)
 		}
-		if buf.n >= 4096 {
+		if buf.N >= 4096 {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -341,9 +338,9 @@ func (o *temporalOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error
 	if w != nil && o.j.memBackend() {
 		// The rows are the state (statebackend.go): a checkpoint gets
 		// their snapshot; nothing is written per epoch.
-		o.snap.note(len(o.dirty) > 0)
+		o.snap.Note(len(o.dirty) > 0)
 		if b.Snapshots() {
-			w.AddOpSnapshot(o.snap.take(o.op, b.Epoch, false, o.snapshot))
+			w.AddOpSnapshot(o.snap.Take(o.op, b.Epoch, false, o.snapshot))
 		}
 	} else if w != nil && len(o.dirty) > 0 {
 		keys := make([]string, 0, len(o.dirty))
@@ -370,14 +367,14 @@ func (o *temporalOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error
 // snapshot encodes every row kept as the barrier writes its entry, sorted
 // by key (memory backend: storage.OpSnapshot).
 func (o *temporalOp) snapshot(epoch uint64) *stateSnapshot {
-	s := &stateSnapshot{op: o.op, epoch: epoch}
+	s := opkit.NewSnapshot(o.op, epoch)
 	var val []byte
 	for k, cnt := range o.rows {
 		if cnt > 0 {
-			s.ks.addKV(0, []byte(k), binary.AppendUvarint(val[:0], uint64(cnt)))
+			s.Entries.AddKV(0, []byte(k), binary.AppendUvarint(val[:0], uint64(cnt)))
 		}
 	}
-	s.ks.sort()
+	s.Entries.Sort()
 	return s
 }
 
