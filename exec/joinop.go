@@ -29,7 +29,7 @@ import (
 // state plus the matches a row keeps of partners freed by the watermark.
 type joinOp struct {
 	// snap is the last snapshot, kept while nothing changes (memory backend).
-	snap     snapReuse
+	st       opkit.State // its state, whichever backend holds it
 	j        *Job
 	spec     *HashJoin
 	op       uint32
@@ -188,7 +188,7 @@ type joinRef struct {
 
 func newJoinOp(j *Job, n *gnode) *joinOp {
 	s := n.join
-	o := &joinOp{j: j, spec: s, op: n.op, groups: map[string]*joinGroup{}}
+	o := &joinOp{j: j, spec: s, op: n.op, groups: map[string]*joinGroup{}, st: j.opState(n.op, 0, 1)}
 	o.ts = [2][]types.T{s.Left.Types(), s.Right.Types()}
 	o.keys = [2][]expr.Expr{s.LeftKeys, s.RightKeys}
 	o.outTs = s.Types()
@@ -504,16 +504,11 @@ func (o *joinOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 			d.g.saved = b.Epoch
 		}
 	}
-	o.snap.Note(len(o.dirty) > 0)
-	if w != nil && o.j.memBackend() && b.Snapshots() {
-		// The groups are the state (statebackend.go): a checkpoint gets
-		// their snapshot (the last one again if nothing changed since);
-		// nothing is written per epoch.
-		w.AddOpSnapshot(o.snap.Take(o.op, b.Epoch, o.ttl.on, o.snapshot))
+	wrote, err := o.st.Commit(w, b, len(o.dirty) > 0, o.ttl.on, o.writeDirty, o.snapshot)
+	if err != nil {
+		return err
 	}
-	if w != nil && len(o.dirty) > 0 && !o.j.memBackend() {
-		o.writeDirty(w)
-	} else {
+	if !wrote { // writeDirty clears the rows' flags as it writes them
 		for _, d := range o.dirty {
 			if i := d.g.find(d.side, d.enc); i >= 0 {
 				d.g.rows[d.side][i].dirty = false
@@ -618,7 +613,7 @@ func (o *joinOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*joinGro
 	for side := 0; side < 2; side++ {
 		prefix := binary.AppendUvarint([]byte{kg, byte(side)}, uint64(len(key)))
 		prefix = append(prefix, key...)
-		err := o.j.db.ScanStatePrefix(o.j.spec.ID, o.op, prefix, func(k, v []byte) error {
+		err := o.st.ScanPrefix(prefix, func(k, v []byte) error {
 			count, pinned, clock, err := decodeJoinValue(v)
 			if err != nil {
 				return err
@@ -655,7 +650,7 @@ func (o *joinOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*joinGro
 // writeDirty writes the state of the rows changed in the epoch as one
 // sorted run. The keys are built into one buffer and sorted by their
 // first 16 bytes as two integers, then by the rest.
-func (o *joinOp) writeDirty(w *storage.Batch) {
+func (o *joinOp) writeDirty(st *opkit.Writer) error {
 	type ref struct {
 		p0, p1               uint64
 		off, end             int
@@ -702,7 +697,7 @@ func (o *joinOp) writeDirty(w *storage.Batch) {
 		}
 		return bytes.Compare(buf[a.off:a.end], buf[b.off:b.end])
 	})
-	r := w.NewRunSized(len(buf) + len(refs)*(14+8+16))
+	st.Reserve(len(buf) + len(refs)*(14+8+16))
 	var v []byte
 	for i, x := range refs {
 		k := buf[x.off:x.end]
@@ -711,12 +706,12 @@ func (o *joinOp) writeDirty(w *storage.Batch) {
 		}
 		if x.count > 0 {
 			v = appendJoinValue(v[:0], x.count, x.pinned, x.clock)
-			r.PutState(o.j.spec.ID, o.op, k, v)
+			st.Put(k, v)
 		} else {
-			r.DeleteState(o.j.spec.ID, o.op, k)
+			st.Delete(k)
 		}
 	}
-	w.AddRun(r)
+	return nil
 }
 
 // A join row's state value is uvarint(count), then optional fields, each
@@ -816,7 +811,8 @@ func (o *joinOp) snapshot(epoch uint64) *stateSnapshot {
 // load restores the rows of the key groups instance inst of par owns and
 // recomputes their match counts.
 func (o *joinOp) load(inst, par int) error {
-	err := o.j.db.ScanState(o.j.spec.ID, o.op, func(key, val []byte) error {
+	o.st = o.j.opState(o.op, inst, par)
+	err := o.st.Scan(func(key, val []byte) error {
 		if len(key) < 3 || instanceOf(int(key[0]), par) != inst {
 			return nil
 		}
@@ -848,10 +844,7 @@ func (o *joinOp) load(inst, par int) error {
 	if err != nil {
 		return err
 	}
-	if o.j.memBackend() {
-		// The groups are the state now: the map lets go of them.
-		o.j.db.ReleaseMemState(o.j.spec.ID, o.op, func(kg int) bool { return instanceOf(kg, par) == inst })
-	}
+	o.st.Loaded()
 	if !o.semi && !o.preserve[0] && !o.preserve[1] {
 		o.evict(^uint64(0)) // all of it is committed
 		return nil          // inner joins never read match counts

@@ -29,7 +29,7 @@ import (
 // at load.
 type rankOp struct {
 	// snap is the last snapshot, kept while nothing changes (memory backend).
-	snap  snapReuse
+	st    opkit.State // its state, whichever backend holds it
 	j     *Job
 	spec  *rankSpec
 	op    uint32
@@ -122,7 +122,7 @@ type rankPart struct {
 
 func newRankOp(j *Job, n *gnode) *rankOp {
 	o := &rankOp{j: j, spec: n.rank, op: n.op, parts: map[string]*rankPart{},
-		dirty: map[string]struct{}{}, wm: NoWatermark}
+		dirty: map[string]struct{}{}, wm: NoWatermark, st: j.opState(n.op, 0, 1)}
 	o.inTs = n.ins[0].from.outTypes(n.ins[0])
 	o.outTs = o.inTs
 	if n.rank.window != nil {
@@ -267,22 +267,13 @@ func (o *rankOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if err := o.expireIdle(ectx, time.Now().UnixMicro()); err != nil {
 		return err
 	}
-	o.snap.Note(len(o.dirtyRows) > 0 || touched)
 	if w != nil {
 		for _, d := range o.dirtyRows {
 			d.p.saved = b.Epoch
 		}
 	}
-	if w != nil && o.j.memBackend() {
-		// The partitions are the state (statebackend.go): nothing is
-		// written per epoch; a checkpoint gets their snapshot.
-		if b.Snapshots() {
-			w.AddOpSnapshot(o.snap.Take(o.op, b.Epoch, o.ttl.on, o.snapshot))
-		}
-	} else if w != nil && len(o.dirtyRows) > 0 {
-		if err := o.writeDirty(w); err != nil {
-			return err
-		}
+	if _, err := o.st.Commit(w, b, len(o.dirtyRows) > 0 || touched, o.ttl.on, o.writeDirty, o.snapshot); err != nil {
+		return err
 	}
 	for _, d := range o.dirtyRows {
 		if d.p.thin && len(d.p.delta) > 0 {
@@ -346,7 +337,7 @@ func (o *rankOp) thinRows(p *rankPart) (map[string]int64, error) {
 	prefix := binary.AppendUvarint([]byte{p.kg}, uint64(len(p.key)))
 	prefix = append(prefix, p.key...)
 	rows := map[string]int64{}
-	err := o.j.db.ScanStatePrefix(o.j.spec.ID, o.op, prefix, func(k, v []byte) error {
+	err := o.st.ScanPrefix(prefix, func(k, v []byte) error {
 		count, _, err := readUvarint(v)
 		rows[string(k[len(prefix):])] = int64(count)
 		return err
@@ -363,7 +354,7 @@ func (o *rankOp) thinRows(p *rankPart) (map[string]int64, error) {
 func (o *rankOp) storedCount(p *rankPart, enc string) (int64, error) {
 	key := binary.AppendUvarint([]byte{p.kg}, uint64(len(p.key)))
 	key = append(append(key, p.key...), enc...)
-	v, err := o.j.db.GetState(o.j.spec.ID, o.op, key)
+	v, err := o.st.Get(key)
 	if err != nil || v == nil {
 		return 0, err
 	}
@@ -378,7 +369,7 @@ func (o *rankOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*rankPar
 	prefix = append(prefix, key...)
 	rows := map[string]int64{}
 	var idle int64
-	err := o.j.db.ScanStatePrefix(o.j.spec.ID, o.op, prefix, func(k, v []byte) error {
+	err := o.st.ScanPrefix(prefix, func(k, v []byte) error {
 		count, after, err := readUvarint(v)
 		if err != nil {
 			return err
@@ -440,7 +431,10 @@ func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankRes
 
 // writeDirty writes the state of the rows changed in the epoch as one
 // sorted run (sortedKeys: keys sorted by a 16-byte integer prefix).
-func (o *rankOp) writeDirty(w *storage.Batch) error {
+func (o *rankOp) writeDirty(x *opkit.Writer) error {
+	if len(o.dirtyRows) == 0 {
+		return nil
+	}
 	sk := &o.sk
 	sk.Reset()
 	for i, d := range o.dirtyRows {
@@ -471,7 +465,6 @@ func (o *rankOp) writeDirty(w *storage.Batch) error {
 		})
 	}
 	sk.Sort()
-	r := w.NewRun()
 	var prev []byte
 	for i, k := range sk.Keys {
 		key := sk.Key(k)
@@ -480,12 +473,11 @@ func (o *rankOp) writeDirty(w *storage.Batch) error {
 		}
 		prev = append(prev[:0], key...)
 		if v := sk.Val(k); len(v) > 0 {
-			r.PutState(o.j.spec.ID, o.op, key, v)
+			x.Put(key, v)
 		} else {
-			r.DeleteState(o.j.spec.ID, o.op, key)
+			x.Delete(key)
 		}
 	}
-	w.AddRun(r)
 	return nil
 }
 
@@ -709,7 +701,8 @@ func (o *rankOp) reemitAll() {
 // load restores the rows of the key groups instance inst of par owns and
 // recomputes what each partition emitted.
 func (o *rankOp) load(inst, par int) error {
-	err := o.j.db.ScanState(o.j.spec.ID, o.op, func(key, val []byte) error {
+	o.st = o.j.opState(o.op, inst, par)
+	err := o.st.Scan(func(key, val []byte) error {
 		if len(key) < 2 || instanceOf(int(key[0]), par) != inst {
 			return nil
 		}
@@ -736,10 +729,7 @@ func (o *rankOp) load(inst, par int) error {
 	if err != nil {
 		return err
 	}
-	if o.j.memBackend() {
-		// The partitions are the state now: the map lets go of them.
-		o.j.db.ReleaseMemState(o.j.spec.ID, o.op, func(kg int) bool { return instanceOf(kg, par) == inst })
-	}
+	o.st.Loaded()
 	ectx := o.j.exprCtx()
 	var batch []*rankPart
 	var inputs []map[string]int64

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -81,8 +82,8 @@ type session struct {
 // sessionOp is a session window aggregate: one instance of a job's session
 // node, or a batch query's.
 type sessionOp struct {
-	// snap is the last snapshot, kept while nothing changes (memory backend).
-	snap  snapReuse
+	// st is a job's instance's state, whichever backend holds it.
+	st    opkit.State
 	spec  *SessionAgg
 	keyTs []types.T
 	outTs []types.T

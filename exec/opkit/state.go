@@ -83,8 +83,16 @@ type Snapshot struct {
 	Entries SortedKeys
 }
 
-// NewSnapshot returns an empty snapshot of operator op at epoch.
+// NewSnapshot returns an empty snapshot of operator op at epoch. An
+// operator behind a State may give op 0: the State names its operator
+// (ForOp) before it hands the snapshot on.
 func NewSnapshot(op uint32, epoch uint64) *Snapshot { return &Snapshot{op: op, epoch: epoch} }
+
+// ForOp sets the operator s belongs to and returns s.
+func (s *Snapshot) ForOp(op uint32) *Snapshot {
+	s.op = op
+	return s
+}
 
 func (s *Snapshot) Op() uint32    { return s.op }
 func (s *Snapshot) Epoch() uint64 { return s.epoch }
