@@ -15,7 +15,8 @@ import (
 func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool) error {
 	ectx := j.exprCtx()
 	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
-	var late int64 // rows dropped as late in the epoch
+	var late int64   // rows dropped as late in the epoch
+	var changed bool // the epoch changed the state (prepareSave's dirty set)
 	if op.win != nil {
 		if err := j.resumeWatermark(al, op.id); err != nil {
 			return err
@@ -69,7 +70,7 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 			// Changed groups in state-key order: the state writes and the
 			// view rows (keyed alike) then reach storage sorted.
 			prepareSave(op, m.barrier.Epoch)
-			op.snap.Note(len(op.dirty) > 0)
+			changed = len(op.dirty) > 0
 		}
 		// Old rows (update_before, deletes' values) are only needed by a
 		// changelog or a change stream. The changelog flag only ever turns
@@ -89,15 +90,14 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 		}
 		if j.spec.View != nil {
 			w := j.db.NewEpochBatch()
-			if j.memBackend() {
-				// The groups are the state (statebackend.go): nothing is
-				// written per epoch; a checkpoint gets their snapshot.
-				if m.barrier.Snapshots() {
-					w.AddOpSnapshot(op.snap.Take(op.id, m.barrier.Epoch, op.ttl.on, func(e uint64) *stateSnapshot { return snapshotAgg(op, e) }))
-				}
-				op.clearValueChanges()
-			} else {
-				j.saveState(w, op)
+			wrote, err := op.st.Commit(w, m.barrier, changed, op.ttl.on,
+				func(x *opkit.Writer) error { j.writeState(x, op); return nil },
+				func(e uint64) *stateSnapshot { return snapshotAgg(op, e) })
+			if err != nil {
+				return err
+			}
+			if !wrote {
+				op.clearValueChanges() // a snapshot holds every value: no log to keep
 			}
 			if op.win != nil {
 				j.saveWatermark(w, al, op.id)
@@ -136,8 +136,14 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 // entries sort right after their group's and before the next group's, and
 // only the values whose count changed are written (a count of 0 deletes).
 func (j *Job) saveState(w *storage.Batch, op *aggOp) {
+	x := opkit.NewWriter(w, j.spec.ID, op.id)
+	j.writeState(x, op)
+	x.Close()
+}
+
+// writeState writes op's changed groups and values through x (saveState).
+func (j *Job) writeState(r *opkit.Writer, op *aggOp) {
 	ks := &op.saveKeys
-	r := w.NewRun()
 	bags := op.valueBags()
 	for _, vb := range bags {
 		if vb != nil {
@@ -149,9 +155,9 @@ func (j *Job) saveState(w *storage.Batch, op *aggOp) {
 	for _, k := range ks.Keys {
 		key := ks.Key(k)
 		if v := ks.Val(k); len(v) > 0 {
-			r.PutState(j.spec.ID, op.id, key, v)
+			r.Put(key, v)
 		} else {
-			r.DeleteState(j.spec.ID, op.id, key)
+			r.Delete(key)
 		}
 		for i, vb := range bags {
 			if vb == nil {
@@ -162,18 +168,18 @@ func (j *Job) saveState(w *storage.Batch, op *aggOp) {
 				// it holds and those that left it since the last save.
 				vb.allValues(k.Ref, func(v []byte) {
 					aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
-					r.DeleteState(j.spec.ID, op.id, aux)
+					r.Delete(aux)
 				})
 				continue
 			}
 			vb.saveValues(k.Ref, func(v []byte, n int64) {
 				aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
 				if n <= 0 {
-					r.DeleteState(j.spec.ID, op.id, aux)
+					r.Delete(aux)
 					return
 				}
 				val = binary.AppendUvarint(val[:0], uint64(n))
-				r.PutState(j.spec.ID, op.id, aux, val)
+				r.Put(aux, val)
 			})
 		}
 	}
@@ -183,7 +189,6 @@ func (j *Job) saveState(w *storage.Batch, op *aggOp) {
 			vb.clearChanges()
 		}
 	}
-	w.AddRun(r)
 }
 
 // clearValueChanges empties the accumulators' logs of changed values (a
@@ -431,6 +436,7 @@ func restoreOut(op *aggOp, gids []int32) error {
 // the instance's share of the state cache; the rest are read when their
 // keys come (op.load).
 func (j *Job) loadState(op *aggOp, inst, par int) error {
+	op.st = j.opState(op.id, inst, par)
 	limit := j.cacheShare()
 	ttl := j.spec.StateTTL.micros()
 	bags := op.valueBags()
@@ -539,9 +545,6 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 	if err != nil {
 		return err
 	}
-	if j.memBackend() {
-		// The groups are the state now: the map lets go of them.
-		j.db.ReleaseMemState(j.spec.ID, op.id, func(kg int) bool { return instanceOf(kg, par) == inst })
-	}
+	op.st.Loaded()
 	return restoreOut(op, loaded)
 }
