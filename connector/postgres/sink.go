@@ -124,34 +124,47 @@ func (s *pgSink) buildSQL() {
 	if s.o.typ != typeUpsert {
 		return
 	}
-	var keys, match, sets []string
+	var keys, keyMatch, rowMatch, sets, sel []string
 	isKey := map[int]bool{}
 	for _, k := range t.keys {
 		keys = append(keys, t.cols[k])
-		match = append(match, "t."+t.cols[k]+" IS NOT DISTINCT FROM s."+t.cols[k])
+		keyMatch = append(keyMatch, "t."+t.cols[k]+" IS NOT DISTINCT FROM s."+t.cols[k])
 		isKey[k] = true
 	}
 	for i, c := range t.cols {
+		rowMatch = append(rowMatch, "t."+c+" IS NOT DISTINCT FROM s."+c)
+		sel = append(sel, "s."+c)
 		if !isKey[i] {
 			sets = append(sets, c+" = EXCLUDED."+c)
 		}
 	}
 	k := strings.Join(keys, ", ")
-	// The last change of each key in the transaction decides.
-	last := "(SELECT DISTINCT ON (" + k + ") * FROM " + stageTable + " ORDER BY " + k + ", __seq DESC) s"
-	on := strings.Join(match, " AND ")
-	s.sql.del = "DELETE FROM " + t.name + " t USING " + last + " WHERE s.__op = 0 AND " + on
+	// A transaction's net change per row: each row's inserts less its
+	// deletes (an update's before-image is a delete), so the result does
+	// not hang on the order of a key's changes (a top-N may insert a
+	// rank's new row before it deletes the old one).
+	net := "(SELECT " + cols + ", sum(CASE WHEN __op = 1 THEN 1 ELSE -1 END) AS __n, max(__seq) AS __seq FROM " + stageTable +
+		" GROUP BY " + cols + ") s"
+	// A row deleted goes only if the table still holds it as it was: a
+	// row of its key the same transaction (or an earlier one) wrote stays.
+	s.sql.del = "DELETE FROM " + t.name + " t USING " + net + " WHERE s.__n < 0 AND " + strings.Join(rowMatch, " AND ")
 	conflict := "DO NOTHING"
 	if len(sets) > 0 {
 		conflict = "DO UPDATE SET " + strings.Join(sets, ", ")
 	}
-	var sel []string
-	for _, c := range t.cols {
-		sel = append(sel, "s."+c)
+	s.sql.upsert = "INSERT INTO " + t.name + " (" + cols + ") SELECT DISTINCT ON (" + strings.Join(keysOf("s.", keys), ", ") + ") " +
+		strings.Join(sel, ", ") + " FROM " + net + " WHERE s.__n > 0 ORDER BY " + strings.Join(keysOf("s.", keys), ", ") +
+		", s.__seq DESC ON CONFLICT (" + k + ") " + conflict
+	s.sql.resyncDel = "DELETE FROM " + t.name + " t WHERE NOT EXISTS (SELECT 1 FROM " + stageTable + " s WHERE " +
+		strings.Join(keyMatch, " AND ") + ")"
+}
+
+func keysOf(prefix string, keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = prefix + k
 	}
-	s.sql.upsert = "INSERT INTO " + t.name + " (" + cols + ") SELECT " + strings.Join(sel, ", ") + " FROM " + last +
-		" WHERE s.__op = 1 ON CONFLICT (" + k + ") " + conflict
-	s.sql.resyncDel = "DELETE FROM " + t.name + " t WHERE NOT EXISTS (SELECT 1 FROM " + stageTable + " s WHERE " + on + ")"
+	return out
 }
 
 // Write writes t in a new PostgreSQL transaction, with the sink's
