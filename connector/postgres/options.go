@@ -20,8 +20,10 @@
 //     redoes only what is missing: nothing lost, nothing twice.
 //  3. append COPYs the view's inserts straight into the table. upsert
 //     COPYs the changes into a temporary staging table (with their order
-//     and kind), then, per key, applies the last change: DELETE for a
-//     delete, INSERT ... ON CONFLICT (key) DO UPDATE for an upsert.
+//     and kind), then applies the transaction's net change per row:
+//     DELETE of the rows it removed (where the table still holds them as
+//     they were), INSERT ... ON CONFLICT (key) DO UPDATE of the rows it
+//     added, the latest per key.
 //  4. A lost connection is an error of the transaction in flight; the
 //     runtime retries from Recover, and the progress row says what
 //     committed.
