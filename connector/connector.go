@@ -75,6 +75,14 @@ type Connector interface {
 	Open(split int, pos Position, paced bool) (Reader, error)
 }
 
+// ColumnDeriver is a Connector that can name its columns itself (a Kafka
+// source with format 'avro': the fields of its registered schema). CREATE
+// SOURCE without a column list stores these; a connector made with no
+// columns that has none to derive leaves the list empty.
+type ColumnDeriver interface {
+	DerivedColumns() []Column
+}
+
 // Reader reads one split.
 type Reader interface {
 	// Read returns the next rows, at most max of them, as a batch of the

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -17,9 +18,6 @@ import (
 // validates the declared columns and the WITH options now, so a stored
 // source always opens; the source's splits are its partitions.
 func (e *Engine) createSource(n *parse.CreateSource, owner string) (*Result, error) {
-	if len(n.Columns) == 0 {
-		return nil, sqlerr.New(sqlerr.SyntaxError, "a source needs at least one column")
-	}
 	t := &storage.TableDef{Name: n.Name, Kind: storage.KindSource, Owner: owner, Options: map[string]string{}}
 	for _, c := range n.Columns {
 		t.Columns = append(t.Columns, storage.ColumnDef{Name: c.Name, Type: c.Type, NotNull: c.NotNull})
@@ -33,6 +31,18 @@ func (e *Engine) createSource(n *parse.CreateSource, owner string) (*Result, err
 	conn, err := exec.Connector(t)
 	if err != nil {
 		return nil, err
+	}
+	if len(n.Columns) == 0 {
+		// No column list: the connector's own (a Kafka source's
+		// registered Avro schema), if it has any.
+		if d, ok := conn.(connector.ColumnDeriver); ok {
+			for _, c := range d.DerivedColumns() {
+				t.Columns = append(t.Columns, storage.ColumnDef{Name: c.Name, Type: c.Type})
+			}
+		}
+		if len(t.Columns) == 0 {
+			return nil, sqlerr.New(sqlerr.SyntaxError, "a source needs at least one column")
+		}
 	}
 	t.Partitions = conn.Splits()
 	if so, ok := conn.(interface{ StoredOptions() map[string]string }); ok {

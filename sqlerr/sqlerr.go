@@ -27,6 +27,7 @@ const (
 	WindowingError          = "42P20"
 	CardinalityViolation    = "21000"
 	InvalidTextRep          = "22P02"
+	InvalidBinaryRep        = "22P03"
 	NumericOutOfRange       = "22003"
 	DivisionByZero          = "22012"
 	InvalidArgumentForPower = "2201F"

@@ -73,6 +73,8 @@ func parseKafkaSinkOpts(opts map[string]string) (kafkaSinkOpts, error) {
 	case "":
 		o.format = "upsert-json"
 	case "upsert-json", "debezium-json", "json":
+	case "avro", "upsert-avro", "debezium-avro":
+		return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"format\": the kafka sink does not write %q yet (only the kafka source reads avro); use upsert-json, debezium-json or json", f)
 	default:
 		return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"format\" must be upsert-json, debezium-json or json, not %q", f)
 	}

@@ -287,6 +287,18 @@ func (p *parser) createTable() (*CreateTable, error) {
 // createSource parses CREATE SOURCE; the cursor is after SOURCE. Its form
 // is CREATE TABLE's, and a source needs its WITH options.
 func (p *parser) createSource() (*CreateSource, error) {
+	// CREATE SOURCE name WITH (...): no column list, the connector derives
+	// the columns (a Kafka source's registered Avro schema).
+	start := p.i
+	ifNot := p.accept("if", "not", "exists")
+	if name, err := p.relName(); err == nil && p.accept("with") {
+		opts, err := p.options()
+		if err != nil {
+			return nil, err
+		}
+		return &CreateSource{CreateTable: CreateTable{Name: name, IfNotExists: ifNot, With: opts}}, nil
+	}
+	p.i = start
 	ct, err := p.createTable()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,703 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/hamba/avro/v2"
+	"github.com/streamdb/streamdb/connector"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Avro messages in the Confluent wire format: a zero byte, the writer
+// schema's registry id (4 bytes, big-endian), then the record in Avro's
+// binary encoding. The source keeps one reader schema (the subject's latest
+// when the source was created, stored in the catalog so a restart reads the
+// same columns); each writer schema id met is fetched once, resolved
+// against the reader schema by Avro's rules (fields matched by name, a
+// reader field the writer lacks takes its default, a writer field the
+// reader lacks is skipped, int -> long -> float -> double and string <->
+// bytes promote) and compiled into an avroProg that decodes a record's
+// bytes straight into the batch's Arrow builders. hamba/avro parses the
+// schemas; the binary decoding is ours, so nothing is allocated per record.
+
+// Catalog options that keep the reader schema (StoredOptions).
+const (
+	avroSchemaKey   = "__avro_schema"
+	avroSchemaIDKey = "__avro_schema_id"
+)
+
+// parseAvro parses a schema on its own, so two versions of one named
+// record never meet in hamba's process-wide cache.
+func parseAvro(s string) (avro.Schema, error) {
+	return avro.ParseWithCache(s, "", &avro.SchemaCache{})
+}
+
+// readerRecord parses a reader schema, which must be a record.
+func readerRecord(s string) (*avro.RecordSchema, error) {
+	sc, err := parseAvro(s)
+	if err != nil {
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "invalid avro schema: %v", err)
+	}
+	rec, ok := deref(sc).(*avro.RecordSchema)
+	if !ok {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "the avro schema is a %s, not a record", sc.Type())
+	}
+	return rec, nil
+}
+
+func deref(s avro.Schema) avro.Schema {
+	if r, ok := s.(*avro.RefSchema); ok {
+		return r.Schema()
+	}
+	return s
+}
+
+func logicalOf(s avro.Schema) avro.LogicalType {
+	if l, ok := s.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
+		return l.Logical().Type()
+	}
+	return ""
+}
+
+// avroSQLType is the SQL type of a reader field's schema: a primitive, an
+// enum (text) or a union of null and one of those (nullable, as every SQL
+// column is). ok false for what a column cannot hold (records, arrays,
+// maps, fixed, bytes, decimals, wider unions).
+func avroSQLType(s avro.Schema) (types.T, bool) {
+	if u, ok := s.(*avro.UnionSchema); ok {
+		if !u.Nullable() || len(u.Types()) != 2 {
+			return types.T{}, false
+		}
+		_, i := u.Indices()
+		s = u.Types()[i]
+	}
+	s = deref(s)
+	switch s.Type() {
+	case avro.Boolean:
+		return types.TBool, true
+	case avro.Int:
+		switch logicalOf(s) {
+		case "":
+			return types.TInt32, true
+		case avro.Date:
+			return types.TDate, true
+		}
+	case avro.Long:
+		switch logicalOf(s) {
+		case "":
+			return types.TInt64, true
+		case avro.TimestampMillis, avro.TimestampMicros, avro.LocalTimestampMillis, avro.LocalTimestampMicros:
+			return types.TTimestamp, true
+		}
+	case avro.Float:
+		return types.TFloat32, true
+	case avro.Double:
+		return types.TFloat64, true
+	case avro.String, avro.Enum:
+		return types.TText, true
+	}
+	return types.T{}, false
+}
+
+// avroColumns are the columns of a reader schema, in field order.
+func avroColumns(rec *avro.RecordSchema) ([]connector.Column, error) {
+	var cols []connector.Column
+	for _, f := range rec.Fields() {
+		t, ok := avroSQLType(f.Type())
+		if !ok {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "avro field %q of type %s has no column type; name the columns to read in CREATE SOURCE to leave it out", f.Name(), f.Type())
+		}
+		cols = append(cols, connector.Column{Name: f.Name(), Type: t})
+	}
+	return cols, nil
+}
+
+// readerField finds the reader field of a declared column: the same name,
+// else the same name in another case.
+func readerField(rec *avro.RecordSchema, name string) *avro.Field {
+	var fold *avro.Field
+	for _, f := range rec.Fields() {
+		if f.Name() == name {
+			return f
+		}
+		if fold == nil && strings.EqualFold(f.Name(), name) {
+			fold = f
+		}
+	}
+	return fold
+}
+
+// checkAvroColumn checks a declared column against its reader field: it
+// must exist (42703) and its type hold the field's (42804: the field's
+// own type, or a wider integer or float).
+func checkAvroColumn(rec *avro.RecordSchema, col connector.Column) (string, error) {
+	f := readerField(rec, col.Name)
+	if f == nil {
+		return "", sqlerr.New(sqlerr.UndefinedColumn, "column %q is no field of the source's avro schema %s", col.Name, rec.FullName())
+	}
+	ft, ok := avroSQLType(f.Type())
+	if !ok {
+		return "", sqlerr.New(sqlerr.FeatureNotSupported, "avro field %q of type %s cannot be read into a column", f.Name(), f.Type())
+	}
+	want, got := ft.Kind, col.Type.Kind
+	fits := want == got || want == types.Int32 && got == types.Int64 || want == types.Float32 && got == types.Float64
+	if !fits {
+		return "", sqlerr.New(sqlerr.DatatypeMismatch, "column %q is %s, but avro field %q is %s (%s)", col.Name, col.Type, f.Name(), ft, f.Type())
+	}
+	return f.Name(), nil
+}
+
+// avNode is a compiled writer schema node: how to skip a value, or read
+// one into a column.
+type avNode struct {
+	kind avro.Type
+	mul  int64 // an int or long read into a timestamp: microseconds per unit
+	size int   // fixed
+	syms []string
+	kids []*avNode // union branches, record fields, array items, map values
+	// conv: for a union read into a column, whether each branch converts
+	// to the column's type (a branch that does not is a bad record).
+	conv []bool
+}
+
+// compileSkip compiles a writer schema for skipping; memo closes cycles of
+// recursive records.
+func compileSkip(s avro.Schema, memo map[avro.Schema]*avNode) *avNode {
+	s = deref(s)
+	if n, ok := memo[s]; ok {
+		return n
+	}
+	n := &avNode{kind: s.Type()}
+	memo[s] = n
+	switch x := s.(type) {
+	case *avro.RecordSchema:
+		for _, f := range x.Fields() {
+			n.kids = append(n.kids, compileSkip(f.Type(), memo))
+		}
+	case *avro.UnionSchema:
+		for _, t := range x.Types() {
+			n.kids = append(n.kids, compileSkip(t, memo))
+		}
+	case *avro.ArraySchema:
+		n.kids = []*avNode{compileSkip(x.Items(), memo)}
+	case *avro.MapSchema:
+		n.kids = []*avNode{compileSkip(x.Values(), memo)}
+	case *avro.FixedSchema:
+		n.size = x.Size()
+	case *avro.EnumSchema:
+		n.syms = x.Symbols()
+	}
+	return n
+}
+
+// compileRead compiles a writer field's schema for reading into a column
+// of type t; ok false if no value of it converts.
+func compileRead(s avro.Schema, t types.T) (*avNode, bool) {
+	if u, isU := deref(s).(*avro.UnionSchema); isU {
+		n := &avNode{kind: avro.Union}
+		any := false
+		for _, b := range u.Types() {
+			k, ok := compileRead(b, t)
+			if !ok {
+				k = compileSkip(b, map[avro.Schema]*avNode{})
+			}
+			n.kids = append(n.kids, k)
+			n.conv = append(n.conv, ok)
+			any = any || (ok && k.kind != avro.Null)
+		}
+		return n, any
+	}
+	s = deref(s)
+	n := &avNode{kind: s.Type(), mul: 1}
+	lt := logicalOf(s)
+	k := t.Kind
+	switch s.Type() {
+	case avro.Null:
+		return n, true
+	case avro.Boolean:
+		return n, k == types.Bool
+	case avro.Int:
+		if lt == avro.Date {
+			return n, k == types.Date
+		}
+		return n, lt == "" && (k == types.Int32 || k == types.Int64 || k == types.Float32 || k == types.Float64)
+	case avro.Long:
+		switch lt {
+		case avro.TimestampMillis, avro.LocalTimestampMillis:
+			n.mul = 1000
+			return n, k == types.Timestamp
+		case avro.TimestampMicros, avro.LocalTimestampMicros:
+			return n, k == types.Timestamp
+		}
+		return n, lt == "" && (k == types.Int64 || k == types.Float32 || k == types.Float64)
+	case avro.Float:
+		return n, k == types.Float32 || k == types.Float64
+	case avro.Double:
+		return n, k == types.Float64
+	case avro.String, avro.Bytes:
+		return n, k == types.Text && lt == ""
+	case avro.Enum:
+		n.syms = s.(*avro.EnumSchema).Symbols()
+		return n, k == types.Text
+	}
+	return n, false
+}
+
+// avroProg decodes records of one writer schema into a source's builders.
+type avroProg struct {
+	steps    []avStep // the writer's fields, in order
+	defaults []avDefault
+	err      error // the writer schema cannot be read with the reader's: every record is bad
+}
+
+type avStep struct {
+	n   *avNode
+	col int // the builder, -1 to skip the field
+	t   types.T
+}
+
+type avDefault struct {
+	col int
+	d   types.Datum
+	t   types.T
+}
+
+// compileProg resolves writer against the reader schema for the source's
+// payload columns (cols[i].meta == "", read from reader field names[i]).
+func compileProg(writerJSON string, id int32, cols []kafkaCol, fields []string, reader *avro.RecordSchema) *avroProg {
+	p := &avroProg{}
+	ws, err := parseAvro(writerJSON)
+	if err != nil {
+		p.err = sqlerr.New(sqlerr.InvalidBinaryRep, "writer schema id %d does not parse: %v", id, err)
+		return p
+	}
+	wrec, ok := deref(ws).(*avro.RecordSchema)
+	if !ok {
+		p.err = sqlerr.New(sqlerr.InvalidBinaryRep, "writer schema id %d is a %s, not a record", id, ws.Type())
+		return p
+	}
+	if wrec.FullName() != reader.FullName() {
+		p.err = sqlerr.New(sqlerr.InvalidBinaryRep, "writer schema id %d is record %s, the source reads %s", id, wrec.FullName(), reader.FullName())
+		return p
+	}
+	colOf := map[string]int{}
+	for i, c := range cols {
+		if c.meta == "" {
+			colOf[fields[i]] = i
+		}
+	}
+	seen := map[int]bool{}
+	memo := map[avro.Schema]*avNode{}
+	for _, wf := range wrec.Fields() {
+		i, read := colOf[wf.Name()]
+		if !read {
+			p.steps = append(p.steps, avStep{n: compileSkip(wf.Type(), memo), col: -1})
+			continue
+		}
+		n, ok := compileRead(wf.Type(), cols[i].t)
+		if !ok {
+			p.err = sqlerr.New(sqlerr.InvalidBinaryRep, "writer schema id %d: field %q of type %s cannot be read as column %q %s", id, wf.Name(), wf.Type(), cols[i].name, cols[i].t)
+			return p
+		}
+		seen[i] = true
+		p.steps = append(p.steps, avStep{n: n, col: i, t: cols[i].t})
+	}
+	for i, c := range cols {
+		if c.meta != "" || seen[i] {
+			continue
+		}
+		rf := readerField(reader, fields[i])
+		if rf == nil || !rf.HasDefault() {
+			p.err = sqlerr.New(sqlerr.InvalidBinaryRep, "writer schema id %d has no field %q and the reader schema gives it no default", id, fields[i])
+			return p
+		}
+		d, err := defaultDatum(rf.Default(), c.t)
+		if err != nil {
+			p.err = sqlerr.New(sqlerr.InvalidBinaryRep, "field %q: %v", fields[i], err)
+			return p
+		}
+		p.defaults = append(p.defaults, avDefault{col: i, d: d, t: c.t})
+	}
+	return p
+}
+
+// defaultDatum converts a reader field's default (as hamba parsed it).
+func defaultDatum(v any, t types.T) (types.Datum, error) {
+	if v == nil {
+		return types.Null, nil
+	}
+	var d types.Datum
+	switch x := v.(type) {
+	case bool:
+		d = types.Boolean(x)
+	case int:
+		d = types.Int(int64(x))
+	case int32:
+		d = types.Int(int64(x))
+	case int64:
+		d = types.Int(x)
+	case float32:
+		d = types.Float(float64(x))
+	case float64:
+		d = types.Float(x)
+		if t.Physical() == types.PhysInt64 {
+			d = types.Int(int64(x))
+		}
+	case string:
+		d = types.Str(x)
+	default:
+		return types.Null, sqlerr.New(sqlerr.FeatureNotSupported, "default %v of type %T", v, v)
+	}
+	switch t.Physical() {
+	case types.PhysFloat64:
+		if d.F == 0 && d.I != 0 {
+			d = types.Float(float64(d.I))
+		}
+	case types.PhysInt64:
+		if t.Kind == types.Timestamp && d.I != 0 {
+			d = types.Int(d.I * 1000) // the default of a timestamp-millis field
+		}
+	}
+	return d, nil
+}
+
+// avDec reads one record's Avro binary encoding.
+type avDec struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+func errAvro(format string, args ...any) error {
+	return sqlerr.New(sqlerr.InvalidBinaryRep, "malformed avro record: "+format, args...)
+}
+
+func (d *avDec) long() (int64, error) {
+	var u uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		if d.i >= len(d.b) {
+			return 0, errAvro("truncated at byte %d", d.i)
+		}
+		c := d.b[d.i]
+		d.i++
+		u |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return int64(u>>1) ^ -int64(u&1), nil
+		}
+	}
+	return 0, errAvro("varint too long at byte %d", d.i)
+}
+
+func (d *avDec) take(n int64) ([]byte, error) {
+	if n < 0 || n > int64(len(d.b)-d.i) {
+		return nil, errAvro("length %d at byte %d past the end", n, d.i)
+	}
+	b := d.b[d.i : d.i+int(n)]
+	d.i += int(n)
+	return b, nil
+}
+
+func (d *avDec) bytes() ([]byte, error) {
+	n, err := d.long()
+	if err != nil {
+		return nil, err
+	}
+	return d.take(n)
+}
+
+// maxAvroDepth bounds nested values (records in arrays in records...).
+const maxAvroDepth = 200
+
+// skip reads past a value of n.
+func (d *avDec) skip(n *avNode) error {
+	switch n.kind {
+	case avro.Null:
+	case avro.Boolean:
+		_, err := d.take(1)
+		return err
+	case avro.Int, avro.Long, avro.Enum:
+		_, err := d.long()
+		return err
+	case avro.Float:
+		_, err := d.take(4)
+		return err
+	case avro.Double:
+		_, err := d.take(8)
+		return err
+	case avro.String, avro.Bytes:
+		_, err := d.bytes()
+		return err
+	case avro.Fixed:
+		_, err := d.take(int64(n.size))
+		return err
+	case avro.Union:
+		k, err := d.long()
+		if err != nil {
+			return err
+		}
+		if k < 0 || k >= int64(len(n.kids)) {
+			return errAvro("union branch %d of %d", k, len(n.kids))
+		}
+		return d.skip(n.kids[k])
+	case avro.Record:
+		if d.depth++; d.depth > maxAvroDepth {
+			return errAvro("nested too deep")
+		}
+		for _, k := range n.kids {
+			if err := d.skip(k); err != nil {
+				return err
+			}
+		}
+		d.depth--
+	case avro.Array, avro.Map:
+		if d.depth++; d.depth > maxAvroDepth {
+			return errAvro("nested too deep")
+		}
+		for {
+			cnt, err := d.long()
+			if err != nil {
+				return err
+			}
+			if cnt == 0 {
+				break
+			}
+			if cnt < 0 { // a block with its size: jump over it
+				size, err := d.long()
+				if err != nil {
+					return err
+				}
+				if _, err := d.take(size); err != nil {
+					return err
+				}
+				continue
+			}
+			if cnt > int64(len(d.b)-d.i) {
+				return errAvro("block of %d items past the end", cnt)
+			}
+			for ; cnt > 0; cnt-- {
+				if n.kind == avro.Map {
+					if _, err := d.bytes(); err != nil {
+						return err
+					}
+				}
+				if err := d.skip(n.kids[0]); err != nil {
+					return err
+				}
+			}
+		}
+		d.depth--
+	default:
+		return errAvro("cannot skip a %s", n.kind)
+	}
+	return nil
+}
+
+// value reads a value of n into builder bl of column type t (compileRead
+// checked that it converts).
+func (d *avDec) value(n *avNode, bl array.Builder, t types.T) error {
+	switch n.kind {
+	case avro.Null:
+		bl.AppendNull()
+	case avro.Boolean:
+		b, err := d.take(1)
+		if err != nil {
+			return err
+		}
+		if b[0] > 1 {
+			return errAvro("boolean byte %d", b[0])
+		}
+		bl.(*array.BooleanBuilder).Append(b[0] == 1)
+	case avro.Int, avro.Long:
+		v, err := d.long()
+		if err != nil {
+			return err
+		}
+		if n.kind == avro.Int && (v < math.MinInt32 || v > math.MaxInt32) {
+			return errAvro("int %d out of range", v)
+		}
+		if t.Physical() == types.PhysFloat64 {
+			bl.(*array.Float64Builder).Append(float64(v))
+			return nil
+		}
+		if n.mul != 1 {
+			if v > math.MaxInt64/n.mul || v < math.MinInt64/n.mul {
+				return sqlerr.New(sqlerr.DatetimeFieldOverflow, "timestamp out of range: %d", v)
+			}
+			v *= n.mul
+		}
+		bl.(*array.Int64Builder).Append(v)
+	case avro.Float:
+		b, err := d.take(4)
+		if err != nil {
+			return err
+		}
+		bl.(*array.Float64Builder).Append(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))))
+	case avro.Double:
+		b, err := d.take(8)
+		if err != nil {
+			return err
+		}
+		bl.(*array.Float64Builder).Append(math.Float64frombits(binary.LittleEndian.Uint64(b)))
+	case avro.String, avro.Bytes:
+		b, err := d.bytes()
+		if err != nil {
+			return err
+		}
+		return appendText(bl, t, b)
+	case avro.Enum:
+		k, err := d.long()
+		if err != nil {
+			return err
+		}
+		if k < 0 || k >= int64(len(n.syms)) {
+			return errAvro("enum symbol %d of %d", k, len(n.syms))
+		}
+		sb := bl.(*array.StringBuilder)
+		if t.Prec == 0 {
+			sb.Append(n.syms[k])
+			return nil
+		}
+		return appendText(bl, t, []byte(n.syms[k]))
+	case avro.Union:
+		k, err := d.long()
+		if err != nil {
+			return err
+		}
+		if k < 0 || k >= int64(len(n.kids)) {
+			return errAvro("union branch %d of %d", k, len(n.kids))
+		}
+		if !n.conv[k] {
+			return sqlerr.New(sqlerr.InvalidBinaryRep, "union branch %d (%s) cannot be %s", k, n.kids[k].kind, t)
+		}
+		return d.value(n.kids[k], bl, t)
+	default:
+		return errAvro("cannot read a %s", n.kind)
+	}
+	return nil
+}
+
+// appendText appends a string, held to the rules of text from a client
+// (valid UTF-8, no NUL: 22021) and to a VARCHAR(n)'s length.
+func appendText(bl array.Builder, t types.T, b []byte) error {
+	if err := types.CheckText(b); err != nil {
+		return err
+	}
+	if t.Prec == 0 {
+		bl.(*array.StringBuilder).BinaryBuilder.Append(b)
+		return nil
+	}
+	d, err := types.ParseText(string(b), t)
+	if err != nil {
+		return err
+	}
+	types.AppendDatum(bl, d, t)
+	return nil
+}
+
+// decode decodes one record body into the builders: every payload column
+// gets one value (the writer's or the reader's default).
+func (p *avroProg) decode(body []byte, bls []array.Builder) error {
+	if p == nil {
+		return sqlerr.New(sqlerr.Internal, "avro writer schema not resolved")
+	}
+	if p.err != nil {
+		return p.err
+	}
+	d := avDec{b: body}
+	for _, s := range p.steps {
+		var err error
+		if s.col < 0 {
+			err = d.skip(s.n)
+		} else {
+			err = d.value(s.n, bls[s.col], s.t)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if d.i != len(d.b) {
+		return errAvro("%d bytes after the record", len(d.b)-d.i)
+	}
+	for _, df := range p.defaults {
+		types.AppendDatum(bls[df.col], df.d, df.t)
+	}
+	return nil
+}
+
+// avroHeader splits a message in the Confluent wire format into its
+// schema id and record body.
+func avroHeader(v []byte) (int32, []byte, error) {
+	if v == nil {
+		return 0, nil, sqlerr.New(sqlerr.InvalidBinaryRep, "message has no value (a tombstone)")
+	}
+	if len(v) < 5 || v[0] != 0 {
+		return 0, nil, sqlerr.New(sqlerr.InvalidBinaryRep, "message is not in the schema registry's wire format (magic byte 0 and a 4-byte schema id)")
+	}
+	return int32(binary.BigEndian.Uint32(v[1:5])), v[5:], nil
+}
+
+// avroSubject is the registry subject of a topic's value schema
+// (Confluent's TopicNameStrategy).
+func avroSubject(topic string) string { return topic + "-value" }
+
+// fetchReader makes the subject's latest schema the source's reader
+// schema (CREATE SOURCE) and returns its columns.
+func (c *kafka) fetchReader(regURL string) ([]connector.Column, error) {
+	reg, err := schemaRegistry(regURL)
+	if err != nil {
+		return nil, err
+	}
+	ss, err := reg.latest(avroSubject(c.topic))
+	if err != nil {
+		return nil, err
+	}
+	rec, err := readerRecord(ss.Schema)
+	if err != nil {
+		return nil, err
+	}
+	c.reg, c.readerJSON, c.readerID, c.reader = reg, ss.Schema, ss.ID, rec
+	return avroColumns(rec)
+}
+
+// setupAvro takes the reader schema (the stored one, or the registry's
+// latest at CREATE SOURCE) and finds each payload column's reader field.
+func (c *kafka) setupAvro(cols []connector.Column, regURL, stored, storedID string, hasStored bool) ([]connector.Column, error) {
+	if c.reg == nil {
+		reg, err := schemaRegistry(regURL)
+		if err != nil {
+			return nil, err
+		}
+		c.reg = reg
+	}
+	switch {
+	case c.reader != nil:
+	case hasStored:
+		rec, err := readerRecord(stored)
+		if err != nil {
+			return nil, sqlerr.New(sqlerr.Internal, "stored avro schema of kafka source: %s", sqlerr.As(err).Msg)
+		}
+		id, _ := strconv.Atoi(storedID)
+		c.reader, c.readerJSON, c.readerID = rec, stored, int32(id)
+	default:
+		if _, err := c.fetchReader(regURL); err != nil {
+			return nil, err
+		}
+	}
+	c.fields = make([]string, len(c.cols))
+	for i, col := range c.cols {
+		if col.meta != "" {
+			continue
+		}
+		name, err := checkAvroColumn(c.reader, connector.Column{Name: col.name, Type: col.t})
+		if err != nil {
+			return nil, err
+		}
+		c.fields[i] = name
+	}
+	return cols, nil
+}
