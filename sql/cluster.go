@@ -89,7 +89,7 @@ func (s sessionCluster) gate(ctx context.Context, st *Stmt, params []types.Datum
 		return res, err, true
 	case *parse.CreateSink, *parse.DropSink:
 		return nil, notDistributed(statementWords(st), "every node would export its own copy of the view"), true
-	case *parse.Show, *parse.ShowCreate:
+	case *parse.Show, *parse.ShowCreate, *parse.Discard:
 		return nil, nil, false
 	case *parse.ShowObjects:
 		switch n.What {
