@@ -48,6 +48,8 @@ type Config struct {
 	// Storage is where checkpoint.storage and savepoint.storage may point
 	// and how S3 is reached (locations.go).
 	Storage StorageConfig
+	// Cluster, if set, puts the engine in cluster mode (cluster.go).
+	Cluster Cluster
 }
 
 // Engine is one database. It is safe for concurrent use by many sessions.
@@ -86,6 +88,7 @@ type Engine struct {
 	rr         atomic.Uint32 // round-robin partition choice for inserts
 	streams    atomic.Uint64 // change streams started
 	sinks      sinkSet       // CREATE SINK (sinks.go)
+	cluster    Cluster       // nil on a single node (cluster.go)
 
 	snaps         openSnaps
 	restartEvents restartLog // job failures and restarts (monitor.go)
@@ -130,7 +133,7 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{db: db, log: cfg.Logger, par: cfg.Parallelism, cache: cfg.StateCacheBytes, done: make(chan struct{}),
-		lastExport: time.Now()} // the export gap counts from the start (periodicExportGap)
+		lastExport: time.Now(), cluster: cfg.Cluster} // the export gap counts from the start (periodicExportGap)
 	e.sup = &supervisor{Engine: e, savepointStore: savepointStore{e}}
 	e.conf = &settingsStore{e}
 	e.roleStore = &roleStore{e}

@@ -24,6 +24,9 @@ type Session struct {
 	cursors map[string]*cursor
 	// txn is the transaction in progress (txn.go), nil outside one.
 	txn *txn
+	// clusterApply marks a session that applies the cluster's catalog log
+	// (ApplyDDL): its DDL runs here and is not sent to the log again.
+	clusterApply bool
 	// prepared are the statements of SQL-level PREPARE (prepare.go).
 	prepared map[string]*Stmt
 	// pid is the process id the client was given (pg_backend_pid()).

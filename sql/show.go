@@ -186,6 +186,8 @@ func (s sessionShow) showTable(n parse.Statement) (*table, error) {
 			return e.showSources(), nil
 		case "sinks":
 			return e.sinkMgr.showSinks(), nil
+		case "cluster":
+			return s.showCluster()
 		}
 	case *parse.ShowCreate:
 		d, ok := e.Table(n.Name)

@@ -31,6 +31,8 @@ var forbidden = map[string][]string{
 	"planner":    {"sql", "wire", "checkpoint", "monitor"},
 	"checkpoint": {"planner", "sql", "wire", "monitor"},
 	"sql":        {"wire", "monitor"},
+	// cluster is etcd membership and the catalog log; cmd/streamdb joins it to sql.
+	"cluster": {"storage", "exec", "planner", "sql", "wire", "checkpoint", "monitor"},
 	// monitor sits beside wire: it reads sql and counts through wire's hook.
 	"wire": {"monitor"},
 }
