@@ -115,8 +115,6 @@ func (a *countAcc) decode(buf []byte, gid int32) ([]byte, error) {
 	return buf[k:], nil
 }
 
-var errCorruptState = sqlerr.New(sqlerr.DataCorrupted, "corrupt aggregate state")
-
 // --- sum/avg over integers: a 128-bit sum so sum(bigint) cannot overflow ---
 
 type sumIntAcc struct {

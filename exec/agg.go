@@ -5,6 +5,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -12,8 +13,9 @@ import (
 // end; in a job it emits, at each barrier, the changes of the groups touched
 // since the last one (update_before/update_after, insert, delete).
 type aggOp struct {
-	// snap is the last snapshot, kept while nothing changes (memory backend).
-	snap snapReuse
+	// st is a job's instance's state, whichever backend holds it (nil in
+	// a batch query).
+	st   opkit.State
 	spec *HashAgg
 	id   uint32 // the operator id its state is stored under
 	// restored says some group's state was loaded from the state table.

@@ -145,13 +145,14 @@ func TestAggSnapshotAllocatedOnce(t *testing.T) {
 	saveEpoch(t, j, op, 1)
 	s := snapshotAgg(op, 1)
 	const page = 8 << 10
+	fp := s.Entries.Footprint()
 	for _, b := range []struct {
 		name          string
 		len, cap, esz int
 	}{
-		{"buf", len(s.ks.buf), cap(s.ks.buf), 1},
-		{"spans", len(s.ks.spans), cap(s.ks.spans), 12},
-		{"keys", len(s.ks.keys), cap(s.ks.keys), 32},
+		{"buf", fp[0][0], fp[0][1], 1},
+		{"spans", fp[1][0], fp[1][1], 12},
+		{"keys", fp[2][0], fp[2][1], 32},
 	} {
 		t.Logf("%s: %d of %d bytes used", b.name, b.len*b.esz, b.cap*b.esz)
 		if b.len == 0 || (b.cap-b.len)*b.esz > max(page, b.len*b.esz/64) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -14,7 +15,8 @@ import (
 func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool) error {
 	ectx := j.exprCtx()
 	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
-	var late int64 // rows dropped as late in the epoch
+	var late int64   // rows dropped as late in the epoch
+	var changed bool // the epoch changed the state (prepareSave's dirty set)
 	if op.win != nil {
 		if err := j.resumeWatermark(al, op.id); err != nil {
 			return err
@@ -68,7 +70,7 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 			// Changed groups in state-key order: the state writes and the
 			// view rows (keyed alike) then reach storage sorted.
 			prepareSave(op, m.barrier.Epoch)
-			op.snap.note(len(op.dirty) > 0)
+			changed = len(op.dirty) > 0
 		}
 		// Old rows (update_before, deletes' values) are only needed by a
 		// changelog or a change stream. The changelog flag only ever turns
@@ -88,15 +90,14 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 		}
 		if j.spec.View != nil {
 			w := j.db.NewEpochBatch()
-			if j.memBackend() {
-				// The groups are the state (statebackend.go): nothing is
-				// written per epoch; a checkpoint gets their snapshot.
-				if m.barrier.Snapshots() {
-					w.AddOpSnapshot(op.snap.take(op.id, m.barrier.Epoch, op.ttl.on, func(e uint64) *stateSnapshot { return snapshotAgg(op, e) }))
-				}
-				op.clearValueChanges()
-			} else {
-				j.saveState(w, op)
+			wrote, err := op.st.Commit(w, m.barrier, changed, op.ttl.on,
+				func(x *opkit.Writer) error { j.writeState(x, op); return nil },
+				func(e uint64) *stateSnapshot { return snapshotAgg(op, e) })
+			if err != nil {
+				return err
+			}
+			if !wrote {
+				op.clearValueChanges() // a snapshot holds every value: no log to keep
 			}
 			if op.win != nil {
 				j.saveWatermark(w, al, op.id)
@@ -135,8 +136,14 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 // entries sort right after their group's and before the next group's, and
 // only the values whose count changed are written (a count of 0 deletes).
 func (j *Job) saveState(w *storage.Batch, op *aggOp) {
+	x := opkit.NewWriter(w, j.spec.ID, op.id)
+	j.writeState(x, op)
+	x.Close()
+}
+
+// writeState writes op's changed groups and values through x (saveState).
+func (j *Job) writeState(r *opkit.Writer, op *aggOp) {
 	ks := &op.saveKeys
-	r := w.NewRun()
 	bags := op.valueBags()
 	for _, vb := range bags {
 		if vb != nil {
@@ -145,34 +152,34 @@ func (j *Job) saveState(w *storage.Batch, op *aggOp) {
 	}
 	var aux []byte
 	var val []byte
-	for _, k := range ks.keys {
-		key := ks.key(k)
-		if v := ks.val(k); len(v) > 0 {
-			r.PutState(j.spec.ID, op.id, key, v)
+	for _, k := range ks.Keys {
+		key := ks.Key(k)
+		if v := ks.Val(k); len(v) > 0 {
+			r.Put(key, v)
 		} else {
-			r.DeleteState(j.spec.ID, op.id, key)
+			r.Delete(key)
 		}
 		for i, vb := range bags {
 			if vb == nil {
 				continue
 			}
-			if op.isClosing[k.ref] {
+			if op.isClosing[k.Ref] {
 				// A closed window's group goes with all its values: those
 				// it holds and those that left it since the last save.
-				vb.allValues(k.ref, func(v []byte) {
+				vb.allValues(k.Ref, func(v []byte) {
 					aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
-					r.DeleteState(j.spec.ID, op.id, aux)
+					r.Delete(aux)
 				})
 				continue
 			}
-			vb.saveValues(k.ref, func(v []byte, n int64) {
+			vb.saveValues(k.Ref, func(v []byte, n int64) {
 				aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
 				if n <= 0 {
-					r.DeleteState(j.spec.ID, op.id, aux)
+					r.Delete(aux)
 					return
 				}
 				val = binary.AppendUvarint(val[:0], uint64(n))
-				r.PutState(j.spec.ID, op.id, aux, val)
+				r.Put(aux, val)
 			})
 		}
 	}
@@ -182,7 +189,6 @@ func (j *Job) saveState(w *storage.Batch, op *aggOp) {
 			vb.clearChanges()
 		}
 	}
-	w.AddRun(r)
 }
 
 // clearValueChanges empties the accumulators' logs of changed values (a
@@ -195,30 +201,6 @@ func (op *aggOp) clearValueChanges() {
 	}
 }
 
-// stateSnapshot is an operator instance's state at a checkpoint barrier on
-// the memory backend (storage.OpSnapshot): its canonical entries, encoded
-// as the operator writes them on Pebble, sorted by key (snapshotAgg: every
-// group's entry and its values' entries; rankOp.snapshot: every row). It
-// is built on the instance's goroutine at the barrier, so it is the
-// barrier's state, and read by the snapshot writer while the instance goes
-// on; nothing of it is kept once the snapshot is written.
-type stateSnapshot struct {
-	op    uint32
-	epoch uint64
-	ks    sortedKeys
-}
-
-func (s *stateSnapshot) Op() uint32    { return s.op }
-func (s *stateSnapshot) Epoch() uint64 { return s.epoch }
-func (s *stateSnapshot) Len() int      { return len(s.ks.keys) }
-
-// Entry reads the buffer, not sortedKeys.key (its scratch is not the
-// snapshot's to share between goroutines).
-func (s *stateSnapshot) Entry(i int) (key, val []byte) {
-	sp := s.ks.spans[s.ks.keys[i].idx()]
-	return s.ks.buf[sp[0]:sp[1]:sp[1]], s.ks.buf[sp[1]:sp[2]:sp[2]]
-}
-
 // snapshotAgg encodes the state of every group op holds after the barrier
 // (prepareSave has run): the groups that are live, not emptied and not
 // closing, as prepareSave encodes them; the one group of a global
@@ -227,12 +209,12 @@ func (s *stateSnapshot) Entry(i int) (key, val []byte) {
 // append, they ended up to a quarter larger than their contents and were
 // held twice while the last growth copied them).
 func snapshotAgg(op *aggOp, epoch uint64) *stateSnapshot {
-	s := &stateSnapshot{op: op.id, epoch: epoch}
+	s := opkit.NewSnapshot(op.id, epoch)
 	var n, size int
 	eachAggEntry(op, false, func(_ int32, key, val []byte) { n, size = n+1, size+len(key)+len(val) })
-	s.ks.reserve(n, size)
-	eachAggEntry(op, true, s.ks.addKV)
-	s.ks.sort()
+	s.Entries.Reserve(n, size)
+	eachAggEntry(op, true, s.Entries.AddKV)
+	s.Entries.Sort()
 	return s
 }
 
@@ -343,10 +325,10 @@ func (j *Job) refillEvicted(op *aggOp, inst, par int) func(add func(uint64)) err
 func prepareSave(op *aggOp, epoch uint64) {
 	slices.Sort(op.dirty)
 	ks := &op.saveKeys
-	ks.reset()
+	ks.Reset()
 	for _, g := range op.dirty {
 		op.lastSave[g] = epoch
-		ks.add(g, func(buf []byte) []byte { return appendStateKey(op, g, buf) }, func(buf []byte) []byte {
+		ks.Add(g, func(buf []byte) []byte { return appendStateKey(op, g, buf) }, func(buf []byte) []byte {
 			if op.count.n[g] <= 0 && len(op.spec.Keys) > 0 || op.isClosing[g] {
 				return buf // emptied, or its window closed: deleted
 			}
@@ -357,12 +339,12 @@ func prepareSave(op *aggOp, epoch uint64) {
 			return op.ttl.appendIdle(buf, g)
 		})
 	}
-	ks.sort()
+	ks.Sort()
 	op.byID = append(op.byID[:0], op.dirty...)
 	op.perm = op.perm[:0]
-	for i, k := range ks.keys {
-		op.dirty[i] = k.ref
-		op.perm = append(op.perm, int(k.idx()))
+	for i, k := range ks.Keys {
+		op.dirty[i] = k.Ref
+		op.perm = append(op.perm, int(k.Idx()))
 	}
 }
 
@@ -454,6 +436,7 @@ func restoreOut(op *aggOp, gids []int32) error {
 // the instance's share of the state cache; the rest are read when their
 // keys come (op.load).
 func (j *Job) loadState(op *aggOp, inst, par int) error {
+	op.st = j.opState(op.id, inst, par)
 	limit := j.cacheShare()
 	ttl := j.spec.StateTTL.micros()
 	bags := op.valueBags()
@@ -562,9 +545,6 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 	if err != nil {
 		return err
 	}
-	if j.memBackend() {
-		// The groups are the state now: the map lets go of them.
-		j.db.ReleaseMemState(j.spec.ID, op.id, func(kg int) bool { return instanceOf(kg, par) == inst })
-	}
+	op.st.Loaded()
 	return restoreOut(op, loaded)
 }

@@ -1,268 +1,44 @@
 package exec
 
 import (
-	"encoding/binary"
-	"math"
-	"strconv"
-	"strings"
-
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
 )
 
-// memoryPool is the allocator of operator-internal arrays.
-var memoryPool memory.Allocator = memory.NewGoAllocator()
+// The encodings and record helpers live in exec/opkit, shared with the
+// operator families; these forward to them under the names exec has
+// always used (the ones that allocate do so from memoryPool).
 
-// encodeDatum appends d's self-delimiting encoding (used for state keys,
-// state values and view rows). Equal values encode equally.
-func encodeDatum(buf []byte, d types.Datum, t types.T) []byte {
-	if d.Null {
-		return append(buf, 0)
-	}
-	buf = append(buf, 1)
-	switch t.Physical() {
-	case types.PhysBool, types.PhysInt64:
-		return binary.BigEndian.AppendUint64(buf, uint64(d.I)^(1<<63))
-	case types.PhysFloat64:
-		f := d.F
-		if f == 0 {
-			f = 0
-		}
-		return binary.BigEndian.AppendUint64(buf, math.Float64bits(f))
-	case types.PhysDecimal:
-		buf = binary.BigEndian.AppendUint64(buf, uint64(d.D.HighBits()))
-		return binary.BigEndian.AppendUint64(buf, d.D.LowBits())
-	case types.PhysString:
-		buf = binary.AppendUvarint(buf, uint64(len(d.S)))
-		return append(buf, d.S...)
-	case types.PhysInterval:
-		buf = binary.BigEndian.AppendUint32(buf, uint32(d.IV.Months))
-		buf = binary.BigEndian.AppendUint32(buf, uint32(d.IV.Days))
-		return binary.BigEndian.AppendUint64(buf, uint64(d.IV.Nanoseconds))
-	case types.PhysList: // text[]: the element count, then each element as a nullable string
-		buf = binary.AppendUvarint(buf, uint64(len(d.A.Elems)))
-		for i, s := range d.A.Elems {
-			if d.A.IsNull(i) {
-				buf = append(buf, 0)
-				continue
-			}
-			buf = append(buf, 1)
-			buf = binary.AppendUvarint(buf, uint64(len(s)))
-			buf = append(buf, s...)
-		}
-		return buf
-	case types.PhysStruct: // a record: its fields in order
-		for k, f := range types.RecordFields(t) {
-			buf = encodeDatum(buf, d.R.Fields[k], f.T)
-		}
-		return buf
-	}
-	return buf
-}
+// memoryPool is the allocator of operator-internal arrays.
+var memoryPool memory.Allocator = opkit.Mem
+
+var errCorruptState = opkit.ErrCorruptState
+
+func encodeDatum(buf []byte, d types.Datum, t types.T) []byte { return opkit.EncodeDatum(buf, d, t) }
 
 func decodeDatum(buf []byte, t types.T) (types.Datum, []byte, error) {
-	if len(buf) == 0 {
-		return types.Null, nil, errCorruptState
-	}
-	if buf[0] == 0 {
-		return types.Null, buf[1:], nil
-	}
-	buf = buf[1:]
-	var d types.Datum
-	need := func(n int) bool { return len(buf) >= n }
-	switch t.Physical() {
-	case types.PhysBool, types.PhysInt64:
-		if !need(8) {
-			return d, nil, errCorruptState
-		}
-		d.I = int64(binary.BigEndian.Uint64(buf) ^ (1 << 63))
-		return d, buf[8:], nil
-	case types.PhysFloat64:
-		if !need(8) {
-			return d, nil, errCorruptState
-		}
-		d.F = math.Float64frombits(binary.BigEndian.Uint64(buf))
-		return d, buf[8:], nil
-	case types.PhysDecimal:
-		if !need(16) {
-			return d, nil, errCorruptState
-		}
-		d.D = decimal128.New(int64(binary.BigEndian.Uint64(buf)), binary.BigEndian.Uint64(buf[8:]))
-		return d, buf[16:], nil
-	case types.PhysString:
-		n, k := binary.Uvarint(buf)
-		if k <= 0 || uint64(len(buf)-k) < n {
-			return d, nil, errCorruptState
-		}
-		d.S = string(buf[k : k+int(n)])
-		return d, buf[k+int(n):], nil
-	case types.PhysInterval:
-		if !need(16) {
-			return d, nil, errCorruptState
-		}
-		d.IV = arrow.MonthDayNanoInterval{
-			Months:      int32(binary.BigEndian.Uint32(buf)),
-			Days:        int32(binary.BigEndian.Uint32(buf[4:])),
-			Nanoseconds: int64(binary.BigEndian.Uint64(buf[8:])),
-		}
-		return d, buf[16:], nil
-	case types.PhysList:
-		n, k := binary.Uvarint(buf)
-		if k <= 0 || uint64(len(buf)-k) < n {
-			return d, nil, errCorruptState
-		}
-		buf = buf[k:]
-		a := &types.Array{Elems: make([]string, n)}
-		for i := range a.Elems {
-			if len(buf) == 0 {
-				return d, nil, errCorruptState
-			}
-			if buf[0] == 0 {
-				if a.Null == nil {
-					a.Null = make([]bool, n)
-				}
-				a.Null[i] = true
-				buf = buf[1:]
-				continue
-			}
-			m, k := binary.Uvarint(buf[1:])
-			if k <= 0 || uint64(len(buf)-1-k) < m {
-				return d, nil, errCorruptState
-			}
-			a.Elems[i] = string(buf[1+k : 1+k+int(m)])
-			buf = buf[1+k+int(m):]
-		}
-		d.A = a
-		return d, buf, nil
-	case types.PhysStruct:
-		fs := types.RecordFields(t)
-		r := &types.RecordValue{Fields: make([]types.Datum, len(fs))}
-		for k, f := range fs {
-			var err error
-			if r.Fields[k], buf, err = decodeDatum(buf, f.T); err != nil {
-				return d, nil, err
-			}
-		}
-		d.R = r
-		return d, buf, nil
-	}
-	return d, buf, nil
+	return opkit.DecodeDatum(buf, t)
 }
 
-func appendUvarint(buf []byte, v uint64) []byte { return binary.AppendUvarint(buf, v) }
+func appendUvarint(buf []byte, v uint64) []byte { return opkit.AppendUvarint(buf, v) }
 
-func readUvarint(buf []byte) (uint64, []byte, error) {
-	v, k := binary.Uvarint(buf)
-	if k <= 0 {
-		return 0, nil, errCorruptState
-	}
-	return v, buf[k:], nil
-}
+func readUvarint(buf []byte) (uint64, []byte, error) { return opkit.ReadUvarint(buf) }
 
-// compareDatum orders non-NULL values of type t as PostgreSQL does.
-func compareDatum(a, b types.Datum, t types.T) int {
-	switch t.Physical() {
-	case types.PhysBool, types.PhysInt64:
-		return cmp3(a.I < b.I, a.I > b.I)
-	case types.PhysFloat64:
-		return cmp3(floatLess(a.F, b.F), floatLess(b.F, a.F))
-	case types.PhysDecimal:
-		return a.D.Cmp(b.D)
-	case types.PhysString:
-		return strings.Compare(a.S, b.S)
-	case types.PhysInterval:
-		return types.IntervalSpan(a.IV).Cmp(types.IntervalSpan(b.IV))
-	case types.PhysList:
-		// Element by element, a NULL element after any value; then the shorter first.
-		x, y := a.A, b.A
-		for i := 0; i < len(x.Elems) && i < len(y.Elems); i++ {
-			xn, yn := x.IsNull(i), y.IsNull(i)
-			switch {
-			case xn && yn:
-				continue
-			case xn || yn:
-				return cmp3(yn, xn)
-			}
-			if c := strings.Compare(x.Elems[i], y.Elems[i]); c != 0 {
-				return c
-			}
-		}
-		return cmp3(len(x.Elems) < len(y.Elems), len(x.Elems) > len(y.Elems))
-	case types.PhysStruct:
-		// Field by field, a NULL field after any value, as PostgreSQL's btree record_cmp.
-		for k, f := range types.RecordFields(t) {
-			x, y := a.R.Fields[k], b.R.Fields[k]
-			switch {
-			case x.Null && y.Null:
-				continue
-			case x.Null || y.Null:
-				return cmp3(y.Null, x.Null)
-			}
-			if c := compareDatum(x, y, f.T); c != 0 {
-				return c
-			}
-		}
-		return 0
-	}
-	return 0
-}
+func compareDatum(a, b types.Datum, t types.T) int { return opkit.CompareDatum(a, b, t) }
 
-func cmp3(less, greater bool) int {
-	switch {
-	case less:
-		return -1
-	case greater:
-		return 1
-	}
-	return 0
-}
+func cmp3(less, greater bool) int { return opkit.Cmp3(less, greater) }
+
+func floatLess(x, y float64) bool { return opkit.FloatLess(x, y) }
 
 // takeArray returns the rows idx of a (idx -1 gives NULL).
 func takeArray(a arrow.Array, idx []int, t types.T) arrow.Array {
-	return takeArrayMem(memoryPool, a, idx, t)
+	return opkit.TakeArrayMem(memoryPool, a, idx, t)
 }
 
-// takeArrayMem is takeArray allocating from mem.
 func takeArrayMem(mem memory.Allocator, a arrow.Array, idx []int, t types.T) arrow.Array {
-	return takeArrayInts(mem, mem, a, idx, t)
-}
-
-// takeArrayInts is takeArrayMem gathering a BIGINT-like column without
-// NULLs from ints (which may be a recycler: takeInt64s writes every byte).
-func takeArrayInts(mem, ints memory.Allocator, a arrow.Array, idx []int, t types.T) arrow.Array {
-	if arr, ok := a.(*array.Int64); ok && arr.NullN() == 0 {
-		if out := takeInt64s(ints, arr, idx, t); out != nil {
-			return out
-		}
-	}
-	bl := types.NewBuilder(mem, t)
-	defer bl.Release()
-	appendTake(bl, a, idx, t)
-	return bl.NewArray()
-}
-
-// takeInt64s gathers the rows idx of a BIGINT-like array without NULLs
-// straight into a values buffer, with no validity bitmap; nil if idx asks
-// for a NULL (a negative index).
-func takeInt64s(mem memory.Allocator, arr *array.Int64, idx []int, t types.T) arrow.Array {
-	buf := memory.NewResizableBuffer(mem)
-	buf.Resize(len(idx) * arrow.Int64SizeBytes)
-	out := arrow.Int64Traits.CastFromBytes(buf.Bytes())
-	vs := arr.Int64Values()
-	for x, i := range idx {
-		if i < 0 {
-			buf.Release()
-			return nil
-		}
-		out[x] = vs[i]
-	}
-	data := array.NewData(t.Arrow(), len(idx), []*memory.Buffer{nil, buf}, nil, 0, 0)
-	buf.Release()
-	defer data.Release()
-	return array.MakeFromData(data)
+	return opkit.TakeArrayMem(mem, a, idx, t)
 }
 
 // takeSplit is takeRecord for a batch split between an aggregate's
@@ -270,56 +46,32 @@ func takeInt64s(mem memory.Allocator, arr *array.Int64, idx []int, t types.T) ar
 func takeSplit(rec arrow.RecordBatch, idx []int, ts []types.T) arrow.RecordBatch {
 	cols := make([]arrow.Array, len(ts))
 	for c := range ts {
-		cols[c] = takeArrayInts(memoryPool, splitPool, rec.Column(c), idx, ts[c])
+		cols[c] = opkit.TakeArrayInts(memoryPool, splitPool, rec.Column(c), idx, ts[c])
 	}
 	return newRecord(ts, cols, len(idx))
 }
 
 // takeRecord returns the rows idx of rec as a new record of types ts.
 func takeRecord(rec arrow.RecordBatch, idx []int, ts []types.T) arrow.RecordBatch {
-	return takeRecordMem(memoryPool, rec, idx, ts)
+	return opkit.TakeRecordMem(memoryPool, rec, idx, ts)
 }
 
-// takeRecordMem is takeRecord allocating from mem.
 func takeRecordMem(mem memory.Allocator, rec arrow.RecordBatch, idx []int, ts []types.T) arrow.RecordBatch {
-	cols := make([]arrow.Array, len(ts))
-	for c := range ts {
-		cols[c] = takeArrayMem(mem, rec.Column(c), idx, ts[c])
-	}
-	return newRecord(ts, cols, len(idx))
+	return opkit.TakeRecordMem(mem, rec, idx, ts)
 }
 
 // newRecord makes a record of the given columns, taking ownership of them.
 func newRecord(ts []types.T, cols []arrow.Array, n int) arrow.RecordBatch {
-	rec := array.NewRecordBatch(schemaFor(ts), cols, int64(n))
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec
+	return opkit.NewRecord(ts, cols, n)
 }
-
-// schemaFor returns an Arrow schema for columns of types ts, named c0, c1, ...
-func schemaFor(ts []types.T) *arrow.Schema {
-	fs := make([]arrow.Field, len(ts))
-	for i, t := range ts {
-		fs[i] = arrow.Field{Name: colName(i), Type: t.Arrow(), Nullable: true}
-	}
-	return arrow.NewSchema(fs, nil)
-}
-
-func colName(i int) string { return "c" + strconv.Itoa(i) }
 
 type typesT = types.T
 
 // newNullArray returns n NULLs of type t.
-func newNullArray(t types.T, n int) arrow.Array { return newNullArrayMem(memoryPool, t, n) }
+func newNullArray(t types.T, n int) arrow.Array { return opkit.NewNullArrayMem(memoryPool, t, n) }
 
-// newNullArrayMem is newNullArray allocating from mem.
 func newNullArrayMem(mem memory.Allocator, t types.T, n int) arrow.Array {
-	bl := types.NewBuilder(mem, t)
-	defer bl.Release()
-	bl.AppendNulls(n)
-	return bl.NewArray()
+	return opkit.NewNullArrayMem(mem, t, n)
 }
 
 // Allocator is the allocator batches in exec are made with.

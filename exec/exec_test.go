@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -17,10 +18,10 @@ import (
 // the test if anything is left allocated at the end.
 func withChecked(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	old := memoryPool
-	memoryPool = mem
+	old, oldKit := memoryPool, opkit.Mem
+	memoryPool, opkit.Mem = mem, mem
 	t.Cleanup(func() {
-		memoryPool = old
+		memoryPool, opkit.Mem = old, oldKit
 		mem.AssertSize(t, 0)
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -28,7 +29,7 @@ import (
 // state plus the matches a row keeps of partners freed by the watermark.
 type joinOp struct {
 	// snap is the last snapshot, kept while nothing changes (memory backend).
-	snap     snapReuse
+	st       opkit.State // its state, whichever backend holds it
 	j        *Job
 	spec     *HashJoin
 	op       uint32
@@ -187,7 +188,7 @@ type joinRef struct {
 
 func newJoinOp(j *Job, n *gnode) *joinOp {
 	s := n.join
-	o := &joinOp{j: j, spec: s, op: n.op, groups: map[string]*joinGroup{}}
+	o := &joinOp{j: j, spec: s, op: n.op, groups: map[string]*joinGroup{}, st: j.opState(n.op, 0, 1)}
 	o.ts = [2][]types.T{s.Left.Types(), s.Right.Types()}
 	o.keys = [2][]expr.Expr{s.LeftKeys, s.RightKeys}
 	o.outTs = s.Types()
@@ -205,10 +206,10 @@ func newJoinOp(j *Job, n *gnode) *joinOp {
 }
 
 func (o *joinOp) emitRows(ectx *expr.Ctx) error {
-	if o.buf == nil || o.buf.n == 0 {
+	if o.buf == nil || o.buf.N == 0 {
 		return nil
 	}
-	return o.out.emit(ectx, o.buf.chunk(), nil)
+	return o.out.emit(ectx, o.buf.Chunk(), nil)
 }
 
 // maxJoinCandidates bounds the pairs of rows a join considers at once:
@@ -274,8 +275,8 @@ func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 	}
 	// Keys and rows are encoded a column at a time; a key is copied into
 	// a string only for a new group, a row shares one string per batch.
-	o.keyEnc.encode(keys, keyTs, n)
-	o.rowEnc.encode(rec.Columns()[:len(o.ts[side])], o.ts[side], n)
+	o.keyEnc.Encode(keys, keyTs, n)
+	o.rowEnc.Encode(rec.Columns()[:len(o.ts[side])], o.ts[side], n)
 	var null []bool
 	for _, k := range keys {
 		if k.NullN() > 0 {
@@ -294,10 +295,10 @@ func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 	for i := 0; i < n; i++ {
 		var g *joinGroup
 		if !isNull(i) {
-			g = o.groups[bytesView(o.keyEnc.row(i))]
-			if g == nil && o.spilled && o.evicted.mayContain(h[i]) && o.readable(bytesView(o.keyEnc.row(i))) {
+			g = o.groups[bytesView(o.keyEnc.Row(i))]
+			if g == nil && o.spilled && o.evicted.mayContain(h[i]) && o.readable(bytesView(o.keyEnc.Row(i))) {
 				var err error
-				if g, err = o.reload(ectx, string(o.keyEnc.row(i)), byte(keyGroup(h[i])), h[i]); err != nil {
+				if g, err = o.reload(ectx, string(o.keyEnc.Row(i)), byte(keyGroup(h[i])), h[i]); err != nil {
 					return 0, err
 				}
 			}
@@ -327,11 +328,11 @@ func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 		if c.Ops != nil {
 			s = int64(c.Ops[i].Sign())
 		}
-		enc := o.rowEnc.rowString(i)
+		enc := o.rowEnc.RowString(i)
 		if c.Ops != nil {
 			// Rows that may go again get their own copy, so a row kept
 			// does not keep its batch's other rows alive.
-			enc = string(o.rowEnc.row(i))
+			enc = string(o.rowEnc.Row(i))
 		}
 		key := ""
 		if isNull(i) {
@@ -342,7 +343,7 @@ func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 			if !keep {
 				continue
 			}
-			o.buf.add(o, s, rec, i, side, "")
+			o.addSide(o.buf, s, rec, i, side, "")
 			key = nullKey
 		}
 		var matched int64
@@ -354,7 +355,7 @@ func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 			matched += q.count
 			if !o.semi {
 				for range q.count {
-					o.buf.addPair(o, s, rec, i, side, qenc[ci])
+					o.buf.AddPair(&o.ts, s, rec, i, side, qenc[ci])
 				}
 			}
 			if !o.semi && !o.preserve[other] {
@@ -377,7 +378,7 @@ func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 					sign = -sign
 				}
 				for k := int64(0); sign != 0 && k < q.count; k++ {
-					o.buf.add(o, sign, nil, -1, other, qenc[ci])
+					o.addSide(o.buf, sign, nil, -1, other, qenc[ci])
 				}
 			case !o.semi && o.preserve[other]:
 				sign := int64(0)
@@ -387,7 +388,7 @@ func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 					sign = 1 // and comes back
 				}
 				for k := int64(0); sign != 0 && k < q.count; k++ {
-					o.buf.add(o, sign, nil, -1, other, qenc[ci])
+					o.addSide(o.buf, sign, nil, -1, other, qenc[ci])
 				}
 			}
 		}
@@ -395,10 +396,10 @@ func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 		case isNull(i):
 		case o.semi && side == 0:
 			if (o.spec.Kind == JoinSemi) == (matched > 0) {
-				o.buf.add(o, s, rec, i, side, "")
+				o.addSide(o.buf, s, rec, i, side, "")
 			}
 		case !o.semi && o.preserve[side] && matched == 0:
-			o.buf.add(o, s, rec, i, side, "")
+			o.addSide(o.buf, s, rec, i, side, "")
 		}
 		g := groups[i]
 		switch {
@@ -406,11 +407,11 @@ func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 			g = o.groups[nullKey]
 		case g == nil || g.gone:
 			// Made or removed by an earlier row of this batch.
-			g = o.groups[bytesView(o.keyEnc.row(i))]
+			g = o.groups[bytesView(o.keyEnc.Row(i))]
 		}
 		if g == nil {
 			if key == "" {
-				key = string(o.keyEnc.row(i))
+				key = string(o.keyEnc.Row(i))
 			}
 			g = &joinGroup{kg: byte(keyGroup(h[i])), key: key, hash: h[i]}
 			o.groups[key] = g
@@ -442,7 +443,7 @@ func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 				o.dropEmpty(g)
 			}
 		}
-		if o.buf.n >= 16<<10 {
+		if o.buf.N >= 16<<10 {
 			if err := o.emitRows(ectx); err != nil {
 				return 0, err
 			}
@@ -503,16 +504,11 @@ func (o *joinOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 			d.g.saved = b.Epoch
 		}
 	}
-	o.snap.note(len(o.dirty) > 0)
-	if w != nil && o.j.memBackend() && b.Snapshots() {
-		// The groups are the state (statebackend.go): a checkpoint gets
-		// their snapshot (the last one again if nothing changed since);
-		// nothing is written per epoch.
-		w.AddOpSnapshot(o.snap.take(o.op, b.Epoch, o.ttl.on, o.snapshot))
+	wrote, err := o.st.Commit(w, b, len(o.dirty) > 0, o.ttl.on, o.writeDirty, o.snapshot)
+	if err != nil {
+		return err
 	}
-	if w != nil && len(o.dirty) > 0 && !o.j.memBackend() {
-		o.writeDirty(w)
-	} else {
+	if !wrote { // writeDirty clears the rows' flags as it writes them
 		for _, d := range o.dirty {
 			if i := d.g.find(d.side, d.enc); i >= 0 {
 				d.g.rows[d.side][i].dirty = false
@@ -617,7 +613,7 @@ func (o *joinOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*joinGro
 	for side := 0; side < 2; side++ {
 		prefix := binary.AppendUvarint([]byte{kg, byte(side)}, uint64(len(key)))
 		prefix = append(prefix, key...)
-		err := o.j.db.ScanStatePrefix(o.j.spec.ID, o.op, prefix, func(k, v []byte) error {
+		err := o.st.ScanPrefix(prefix, func(k, v []byte) error {
 			count, pinned, clock, err := decodeJoinValue(v)
 			if err != nil {
 				return err
@@ -654,7 +650,7 @@ func (o *joinOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*joinGro
 // writeDirty writes the state of the rows changed in the epoch as one
 // sorted run. The keys are built into one buffer and sorted by their
 // first 16 bytes as two integers, then by the rest.
-func (o *joinOp) writeDirty(w *storage.Batch) {
+func (o *joinOp) writeDirty(st *opkit.Writer) error {
 	type ref struct {
 		p0, p1               uint64
 		off, end             int
@@ -701,7 +697,7 @@ func (o *joinOp) writeDirty(w *storage.Batch) {
 		}
 		return bytes.Compare(buf[a.off:a.end], buf[b.off:b.end])
 	})
-	r := w.NewRunSized(len(buf) + len(refs)*(14+8+16))
+	st.Reserve(len(buf) + len(refs)*(14+8+16))
 	var v []byte
 	for i, x := range refs {
 		k := buf[x.off:x.end]
@@ -710,12 +706,12 @@ func (o *joinOp) writeDirty(w *storage.Batch) {
 		}
 		if x.count > 0 {
 			v = appendJoinValue(v[:0], x.count, x.pinned, x.clock)
-			r.PutState(o.j.spec.ID, o.op, k, v)
+			st.Put(k, v)
 		} else {
-			r.DeleteState(o.j.spec.ID, o.op, k)
+			st.Delete(k)
 		}
 	}
-	w.AddRun(r)
+	return nil
 }
 
 // A join row's state value is uvarint(count), then optional fields, each
@@ -777,7 +773,7 @@ func decodeJoinValue(v []byte) (count, pinned, clock int64, err error) {
 // large join's snapshot ended up to a quarter larger than their contents
 // and, while the last growth copied them, were held twice.
 func (o *joinOp) snapshot(epoch uint64) *stateSnapshot {
-	s := &stateSnapshot{op: o.op, epoch: epoch}
+	s := opkit.NewSnapshot(o.op, epoch)
 	var key, val []byte
 	each := func(f func(g *joinGroup, side int, r *joinRow)) {
 		for _, g := range o.groups {
@@ -802,20 +798,21 @@ func (o *joinOp) snapshot(epoch uint64) *stateSnapshot {
 		size += 2 + uvarintLen(uint64(len(g.key))) + len(g.key) + len(r.enc) +
 			len(appendJoinValue(val[:0], r.count, r.pinned, clockOf(g)))
 	})
-	s.ks.reserve(n, size)
+	s.Entries.Reserve(n, size)
 	each(func(g *joinGroup, side int, r *joinRow) {
 		key = binary.AppendUvarint(append(key[:0], g.kg, byte(side)), uint64(len(g.key)))
 		key = append(append(key, g.key...), r.enc...)
-		s.ks.addKV(0, key, appendJoinValue(val[:0], r.count, r.pinned, clockOf(g)))
+		s.Entries.AddKV(0, key, appendJoinValue(val[:0], r.count, r.pinned, clockOf(g)))
 	})
-	s.ks.sort()
+	s.Entries.Sort()
 	return s
 }
 
 // load restores the rows of the key groups instance inst of par owns and
 // recomputes their match counts.
 func (o *joinOp) load(inst, par int) error {
-	err := o.j.db.ScanState(o.j.spec.ID, o.op, func(key, val []byte) error {
+	o.st = o.j.opState(o.op, inst, par)
+	err := o.st.Scan(func(key, val []byte) error {
 		if len(key) < 3 || instanceOf(int(key[0]), par) != inst {
 			return nil
 		}
@@ -847,10 +844,7 @@ func (o *joinOp) load(inst, par int) error {
 	if err != nil {
 		return err
 	}
-	if o.j.memBackend() {
-		// The groups are the state now: the map lets go of them.
-		o.j.db.ReleaseMemState(o.j.spec.ID, o.op, func(kg int) bool { return instanceOf(kg, par) == inst })
-	}
+	o.st.Loaded()
 	if !o.semi && !o.preserve[0] && !o.preserve[1] {
 		o.evict(^uint64(0)) // all of it is committed
 		return nil          // inner joins never read match counts
@@ -930,10 +924,9 @@ func (o *joinOp) reemitAll(ectx *expr.Ctx) error {
 		if !o.semi {
 			err := o.pairs(ectx, g, func(l, r *joinRow, lenc, renc string) {
 				for range l.count * r.count {
-					o.buf.appendSide(0, o.ts[0], nil, -1, lenc)
-					o.buf.appendSide(len(o.ts[0]), o.ts[1], nil, -1, renc)
-					o.buf.ops = append(o.buf.ops, OpInsert)
-					o.buf.n++
+					o.buf.AppendSide(0, o.ts[0], nil, -1, lenc)
+					o.buf.AppendSide(len(o.ts[0]), o.ts[1], nil, -1, renc)
+					o.buf.AddOp(OpInsert)
 				}
 			})
 			if err != nil {
@@ -951,11 +944,11 @@ func (o *joinOp) reemitAll(ectx *expr.Ctx) error {
 					emit = r.matches == 0
 				}
 				for k := int64(0); emit && k < r.count; k++ {
-					o.buf.add(o, 1, nil, -1, side, enc)
+					o.addSide(o.buf, 1, nil, -1, side, enc)
 				}
 			}
 		}
-		if o.buf.n >= 16<<10 {
+		if o.buf.N >= 16<<10 {
 			if err := o.emitRows(ectx); err != nil {
 				return err
 			}
@@ -964,153 +957,17 @@ func (o *joinOp) reemitAll(ectx *expr.Ctx) error {
 	return o.emitRows(ectx)
 }
 
-// rowsOut collects output rows of a join (or rank) with their ops, each
-// side's columns taken from an input record, decoded from a stored row, or
-// NULL.
-type rowsOut struct {
-	ts  []types.T
-	bls []arrowBuilder
-	ops []Op
-	n   int
-	// decs decodes stored rows into the builders from a column offset.
-	decs map[int]*rowDecoder
-	// Pairs of a join (addPair) wait here and are appended a column at a
-	// time: the probe side's by index from its batch, the stored side's
-	// decoded. Anything else appended first flushes them, keeping order.
-	pend struct {
-		o    *joinOp
-		rec  arrow.RecordBatch
-		side int
-		idx  []int
-		encs []string
-	}
-}
-
-func newRowsOut(ts []types.T) *rowsOut {
-	o := &rowsOut{ts: ts}
-	o.reset()
-	return o
-}
-
-func (r *rowsOut) reset() {
-	r.bls = make([]arrowBuilder, len(r.ts))
-	for i, t := range r.ts {
-		r.bls[i] = types.NewBuilder(memoryPool, t)
-	}
-	r.ops, r.n = nil, 0
-	r.decs = map[int]*rowDecoder{}
-}
-
-// chunk returns the rows collected so far and starts anew.
-func (r *rowsOut) chunk() Chunk {
-	r.flushPairs()
-	cols := make([]arrow.Array, len(r.bls))
-	for i, b := range r.bls {
-		cols[i] = b.NewArray()
-		b.Release()
-	}
-	c := Chunk{Rec: newRecord(r.ts, cols, r.n), Ops: r.ops}
-	r.reset()
-	return c
-}
-
-func opOf(sign int64) Op {
-	if sign < 0 {
-		return OpDelete
-	}
-	return OpInsert
-}
-
-// appendSide appends one side's columns at column offset from: row i of
-// rec, or the stored row enc, or NULLs (i < 0 and enc == "").
-func (r *rowsOut) appendSide(from int, ts []types.T, rec arrow.RecordBatch, i int, enc string) {
-	r.flushPairs()
-	switch {
-	case i >= 0:
-		for c, t := range ts {
-			types.AppendDatum(r.bls[from+c], types.DatumAt(rec.Column(c), i, t), t)
-		}
-	case enc != "":
-		d := r.decs[from]
-		if d == nil {
-			d = newRowDecoder(ts, r.bls[from:from+len(ts)])
-			r.decs[from] = d
-		}
-		d.appendRow(enc)
-	default:
-		for c := range ts {
-			r.bls[from+c].AppendNull()
-		}
-	}
-}
-
-// add appends a row of one side alone: NULL-padded for an outer join, the
-// left row for a semi or anti join.
-func (r *rowsOut) add(o *joinOp, sign int64, rec arrow.RecordBatch, i, side int, enc string) {
+// addSide appends a row of one side alone to r: NULL-padded for an outer
+// join, the left row for a semi or anti join.
+func (o *joinOp) addSide(r *rowsOut, sign int64, rec arrow.RecordBatch, i, side int, enc string) {
 	if o.semi {
-		r.appendSide(0, o.ts[0], rec, i, enc)
+		r.AppendSide(0, o.ts[0], rec, i, enc)
 	} else if side == 0 {
-		r.appendSide(0, o.ts[0], rec, i, enc)
-		r.appendSide(len(o.ts[0]), o.ts[1], nil, -1, "")
+		r.AppendSide(0, o.ts[0], rec, i, enc)
+		r.AppendSide(len(o.ts[0]), o.ts[1], nil, -1, "")
 	} else {
-		r.appendSide(0, o.ts[0], nil, -1, "")
-		r.appendSide(len(o.ts[0]), o.ts[1], rec, i, enc)
+		r.AppendSide(0, o.ts[0], nil, -1, "")
+		r.AppendSide(len(o.ts[0]), o.ts[1], rec, i, enc)
 	}
-	r.ops = append(r.ops, opOf(sign))
-	r.n++
-}
-
-// addPair appends row i of rec (on side) joined with the stored row enc.
-func (r *rowsOut) addPair(o *joinOp, sign int64, rec arrow.RecordBatch, i, side int, enc string) {
-	p := &r.pend
-	if len(p.idx) > 0 && (p.rec != rec || p.side != side) {
-		r.flushPairs()
-	}
-	p.o, p.rec, p.side = o, rec, side
-	p.idx = append(p.idx, i)
-	p.encs = append(p.encs, enc)
-	r.ops = append(r.ops, opOf(sign))
-	r.n++
-}
-
-// flushPairs appends the waiting pairs to the builders.
-func (r *rowsOut) flushPairs() {
-	p := &r.pend
-	if len(p.idx) == 0 {
-		return
-	}
-	ts := p.o.ts
-	probe, stored := 0, len(ts[0]) // column offsets of the two sides
-	if p.side == 1 {
-		probe, stored = stored, probe
-	}
-	for c, t := range ts[p.side] {
-		appendTake(r.bls[probe+c], p.rec.Column(c), p.idx, t)
-	}
-	sts := ts[1-p.side]
-	d := newRowDecoder(sts, r.bls[stored:stored+len(sts)])
-	for _, enc := range p.encs {
-		d.appendRow(enc)
-	}
-	clear(p.encs)
-	p.o, p.rec, p.idx, p.encs = nil, nil, p.idx[:0], p.encs[:0]
-}
-
-// decodeRecord builds a record from encoded rows (encodeRow).
-func decodeRecord(ts []types.T, encs []string) arrow.RecordBatch {
-	bls := make([]arrowBuilder, len(ts))
-	for i, t := range ts {
-		bls[i] = types.NewBuilder(memoryPool, t)
-		bls[i].Reserve(len(encs))
-	}
-	d := newRowDecoder(ts, bls)
-	for _, enc := range encs {
-		d.appendRow(enc)
-	}
-	cols := make([]arrow.Array, len(ts))
-	for i, b := range bls {
-		cols[i] = b.NewArray()
-		b.Release()
-	}
-	return newRecord(ts, cols, len(encs))
+	r.AddOp(opkit.OpOf(sign))
 }

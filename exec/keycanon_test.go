@@ -40,11 +40,11 @@ func TestCanonKey(t *testing.T) {
 			t.Errorf("raw %v: a NULL key is no longer NULL", raw)
 		}
 		var enc rowEncoder
-		enc.encode(keys[1:], []typesT{types.TFloat64}, 4)
-		if nan := string(enc.row(2)) == string(enc.row(3)); nan == raw {
+		enc.Encode(keys[1:], []typesT{types.TFloat64}, 4)
+		if nan := string(enc.Row(2)) == string(enc.Row(3)); nan == raw {
 			t.Errorf("raw %v: the two NaNs encode alike: %v", raw, nan)
 		}
-		if string(enc.row(0)) != string(enc.row(1)) {
+		if string(enc.Row(0)) != string(enc.Row(1)) {
 			t.Errorf("raw %v: -0 and 0 encode differently", raw)
 		}
 		releaseAll(keys)

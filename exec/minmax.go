@@ -111,17 +111,6 @@ func (a *minMaxAcc) addValue(g int32, d types.Datum) {
 	}
 }
 
-// floatLess orders floats as PostgreSQL does: NaN above everything.
-func floatLess(x, y float64) bool {
-	if x != x {
-		return false
-	}
-	if y != y {
-		return true
-	}
-	return x < y
-}
-
 func (a *minMaxAcc) get(g int32) types.Datum {
 	if !a.has[g] {
 		return types.Null

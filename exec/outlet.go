@@ -85,6 +85,9 @@ func (o *outlet) emit(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 	})
 }
 
+// Emit implements op.Outlet: an operator's rows enter the edge.
+func (o *outlet) Emit(ectx *expr.Ctx, c Chunk) error { return o.emit(ectx, c, nil) }
+
 // expandBatchRows bounds the rows a window expand stage makes of one batch.
 const expandBatchRows = 64 << 10
 

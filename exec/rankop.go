@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -28,7 +29,7 @@ import (
 // at load.
 type rankOp struct {
 	// snap is the last snapshot, kept while nothing changes (memory backend).
-	snap  snapReuse
+	st    opkit.State // its state, whichever backend holds it
 	j     *Job
 	spec  *rankSpec
 	op    uint32
@@ -121,7 +122,7 @@ type rankPart struct {
 
 func newRankOp(j *Job, n *gnode) *rankOp {
 	o := &rankOp{j: j, spec: n.rank, op: n.op, parts: map[string]*rankPart{},
-		dirty: map[string]struct{}{}, wm: NoWatermark}
+		dirty: map[string]struct{}{}, wm: NoWatermark, st: j.opState(n.op, 0, 1)}
 	o.inTs = n.ins[0].from.outTypes(n.ins[0])
 	o.outTs = o.inTs
 	if n.rank.window != nil {
@@ -146,8 +147,8 @@ func (o *rankOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 	h := hashColumns(nil, keys, n)
 	// Keys and rows are encoded a column at a time; a key is copied into
 	// a string only for a new partition, a row shares one string per batch.
-	o.keyEnc.encode(keys, exprTypes(o.spec.partition), n)
-	o.rowEnc.encode(rec.Columns()[:len(o.inTs)], o.inTs, n)
+	o.keyEnc.Encode(keys, exprTypes(o.spec.partition), n)
+	o.rowEnc.Encode(rec.Columns()[:len(o.inTs)], o.inTs, n)
 	hopTS, err := o.lateHopTimes(ectx, rec)
 	if err != nil {
 		return err
@@ -158,11 +159,11 @@ func (o *rankOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 		if o.isLate(rec, keys, hopTS, i) {
 			continue
 		}
-		enc := o.rowEnc.rowString(i)
+		enc := o.rowEnc.RowString(i)
 		if c.Ops != nil {
-			enc = string(o.rowEnc.row(i)) // as in joinOp.push
+			enc = string(o.rowEnc.Row(i)) // as in joinOp.push
 		}
-		if key := o.keyEnc.row(i); p == nil || p.gone || p.key != bytesView(key) {
+		if key := o.keyEnc.Row(i); p == nil || p.gone || p.key != bytesView(key) {
 			p = o.parts[bytesView(key)]
 			if p == nil && o.spilled && len(key) > 0 && o.evicted.mayContain(h[i]) {
 				var err error
@@ -254,8 +255,8 @@ func (o *rankOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 		batch, inputs, size = batch[:0], inputs[:0], 0
 	}
 	clear(o.dirty)
-	if buf.n > 0 {
-		if err := o.out.emit(ectx, buf.chunk(), nil); err != nil {
+	if buf.N > 0 {
+		if err := o.out.emit(ectx, buf.Chunk(), nil); err != nil {
 			return err
 		}
 	}
@@ -266,22 +267,13 @@ func (o *rankOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if err := o.expireIdle(ectx, time.Now().UnixMicro()); err != nil {
 		return err
 	}
-	o.snap.note(len(o.dirtyRows) > 0 || touched)
 	if w != nil {
 		for _, d := range o.dirtyRows {
 			d.p.saved = b.Epoch
 		}
 	}
-	if w != nil && o.j.memBackend() {
-		// The partitions are the state (statebackend.go): nothing is
-		// written per epoch; a checkpoint gets their snapshot.
-		if b.Snapshots() {
-			w.AddOpSnapshot(o.snap.take(o.op, b.Epoch, o.ttl.on, o.snapshot))
-		}
-	} else if w != nil && len(o.dirtyRows) > 0 {
-		if err := o.writeDirty(w); err != nil {
-			return err
-		}
+	if _, err := o.st.Commit(w, b, len(o.dirtyRows) > 0 || touched, o.ttl.on, o.writeDirty, o.snapshot); err != nil {
+		return err
 	}
 	for _, d := range o.dirtyRows {
 		if d.p.thin && len(d.p.delta) > 0 {
@@ -345,7 +337,7 @@ func (o *rankOp) thinRows(p *rankPart) (map[string]int64, error) {
 	prefix := binary.AppendUvarint([]byte{p.kg}, uint64(len(p.key)))
 	prefix = append(prefix, p.key...)
 	rows := map[string]int64{}
-	err := o.j.db.ScanStatePrefix(o.j.spec.ID, o.op, prefix, func(k, v []byte) error {
+	err := o.st.ScanPrefix(prefix, func(k, v []byte) error {
 		count, _, err := readUvarint(v)
 		rows[string(k[len(prefix):])] = int64(count)
 		return err
@@ -362,7 +354,7 @@ func (o *rankOp) thinRows(p *rankPart) (map[string]int64, error) {
 func (o *rankOp) storedCount(p *rankPart, enc string) (int64, error) {
 	key := binary.AppendUvarint([]byte{p.kg}, uint64(len(p.key)))
 	key = append(append(key, p.key...), enc...)
-	v, err := o.j.db.GetState(o.j.spec.ID, o.op, key)
+	v, err := o.st.Get(key)
 	if err != nil || v == nil {
 		return 0, err
 	}
@@ -377,7 +369,7 @@ func (o *rankOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*rankPar
 	prefix = append(prefix, key...)
 	rows := map[string]int64{}
 	var idle int64
-	err := o.j.db.ScanStatePrefix(o.j.spec.ID, o.op, prefix, func(k, v []byte) error {
+	err := o.st.ScanPrefix(prefix, func(k, v []byte) error {
 		count, after, err := readUvarint(v)
 		if err != nil {
 			return err
@@ -412,16 +404,12 @@ func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankRes
 	p.top, p.added, p.full = top, p.added[:0], false
 	for enc, c := range p.out {
 		for d := next[enc]; d < c; d++ {
-			buf.appendSide(0, o.outTs, nil, -1, enc)
-			buf.ops = append(buf.ops, OpDelete)
-			buf.n++
+			buf.AddStored(enc, OpDelete)
 		}
 	}
 	for enc, c := range next {
 		for d := p.out[enc]; d < c; d++ {
-			buf.appendSide(0, o.outTs, nil, -1, enc)
-			buf.ops = append(buf.ops, OpInsert)
-			buf.n++
+			buf.AddStored(enc, OpInsert)
 		}
 	}
 	p.out = next
@@ -433,8 +421,8 @@ func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankRes
 		p.gone = true
 		o.bytes -= p.outBytes + rankRowBytes + int64(len(p.key))
 	}
-	if buf.n >= 16<<10 {
-		if err := o.out.emit(ectx, buf.chunk(), nil); err != nil {
+	if buf.N >= 16<<10 {
+		if err := o.out.emit(ectx, buf.Chunk(), nil); err != nil {
 			return err
 		}
 	}
@@ -443,9 +431,12 @@ func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankRes
 
 // writeDirty writes the state of the rows changed in the epoch as one
 // sorted run (sortedKeys: keys sorted by a 16-byte integer prefix).
-func (o *rankOp) writeDirty(w *storage.Batch) error {
+func (o *rankOp) writeDirty(x *opkit.Writer) error {
+	if len(o.dirtyRows) == 0 {
+		return nil
+	}
 	sk := &o.sk
-	sk.reset()
+	sk.Reset()
 	for i, d := range o.dirtyRows {
 		p := d.p
 		if p.gone { // its partition emptied; it may have come back
@@ -463,7 +454,7 @@ func (o *rankOp) writeDirty(w *storage.Batch) error {
 		} else if p != nil {
 			count = p.rows[d.enc]
 		}
-		sk.add(int32(i), func(b []byte) []byte {
+		sk.Add(int32(i), func(b []byte) []byte {
 			b = binary.AppendUvarint(append(b, d.p.kg), uint64(len(d.p.key)))
 			return append(append(b, d.p.key...), d.enc...)
 		}, func(b []byte) []byte {
@@ -473,22 +464,20 @@ func (o *rankOp) writeDirty(w *storage.Batch) error {
 			return o.appendClock(binary.AppendUvarint(b, uint64(count)), d.p)
 		})
 	}
-	sk.sort()
-	r := w.NewRun()
+	sk.Sort()
 	var prev []byte
-	for i, k := range sk.keys {
-		key := sk.key(k)
+	for i, k := range sk.Keys {
+		key := sk.Key(k)
 		if i > 0 && bytes.Equal(key, prev) {
 			continue // the same row listed twice: written the same
 		}
 		prev = append(prev[:0], key...)
-		if v := sk.val(k); len(v) > 0 {
-			r.PutState(o.j.spec.ID, o.op, key, v)
+		if v := sk.Val(k); len(v) > 0 {
+			x.Put(key, v)
 		} else {
-			r.DeleteState(o.j.spec.ID, o.op, key)
+			x.Delete(key)
 		}
 	}
-	w.AddRun(r)
 	return nil
 }
 
@@ -497,7 +486,7 @@ func (o *rankOp) writeDirty(w *storage.Batch) error {
 // never evicts, so no partition is thin. The idle clock (state.ttl) is the
 // partition's on each of its rows; load keeps the largest, as on Pebble.
 func (o *rankOp) snapshot(epoch uint64) *stateSnapshot {
-	s := &stateSnapshot{op: o.op, epoch: epoch}
+	s := opkit.NewSnapshot(o.op, epoch)
 	var key, val []byte
 	for _, p := range o.parts {
 		for enc, count := range p.rows {
@@ -507,10 +496,10 @@ func (o *rankOp) snapshot(epoch uint64) *stateSnapshot {
 			key = binary.AppendUvarint(append(key[:0], p.kg), uint64(len(p.key)))
 			key = append(append(key, p.key...), enc...)
 			val = o.appendClock(binary.AppendUvarint(val[:0], uint64(count)), p)
-			s.ks.addKV(0, key, val)
+			s.Entries.AddKV(0, key, val)
 		}
 	}
-	s.ks.sort()
+	s.Entries.Sort()
 	return s
 }
 
@@ -712,7 +701,8 @@ func (o *rankOp) reemitAll() {
 // load restores the rows of the key groups instance inst of par owns and
 // recomputes what each partition emitted.
 func (o *rankOp) load(inst, par int) error {
-	err := o.j.db.ScanState(o.j.spec.ID, o.op, func(key, val []byte) error {
+	o.st = o.j.opState(o.op, inst, par)
+	err := o.st.Scan(func(key, val []byte) error {
 		if len(key) < 2 || instanceOf(int(key[0]), par) != inst {
 			return nil
 		}
@@ -739,10 +729,7 @@ func (o *rankOp) load(inst, par int) error {
 	if err != nil {
 		return err
 	}
-	if o.j.memBackend() {
-		// The partitions are the state now: the map lets go of them.
-		o.j.db.ReleaseMemState(o.j.spec.ID, o.op, func(kg int) bool { return instanceOf(kg, par) == inst })
-	}
+	o.st.Loaded()
 	ectx := o.j.exprCtx()
 	var batch []*rankPart
 	var inputs []map[string]int64

@@ -52,14 +52,14 @@ func TestRowEncoder(t *testing.T) {
 	rec := newRecord(ts, cols, n)
 	defer rec.Release()
 	var e rowEncoder
-	e.encode(rec.Columns(), ts, n)
+	e.Encode(rec.Columns(), ts, n)
 	encs := make([]string, n)
 	for i := 0; i < n; i++ {
 		want := encodeRow(nil, rec, i, ts)
-		if string(e.row(i)) != string(want) || e.rowString(i) != string(want) {
-			t.Fatalf("row %d: got %x, want %x", i, e.row(i), want)
+		if string(e.Row(i)) != string(want) || e.RowString(i) != string(want) {
+			t.Fatalf("row %d: got %x, want %x", i, e.Row(i), want)
 		}
-		encs[i] = e.rowString(i)
+		encs[i] = e.RowString(i)
 	}
 	back := decodeRecord(ts, encs)
 	defer back.Release()

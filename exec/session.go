@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -81,8 +82,8 @@ type session struct {
 // sessionOp is a session window aggregate: one instance of a job's session
 // node, or a batch query's.
 type sessionOp struct {
-	// snap is the last snapshot, kept while nothing changes (memory backend).
-	snap  snapReuse
+	// st is a job's instance's state, whichever backend holds it.
+	st    opkit.State
 	spec  *SessionAgg
 	keyTs []types.T
 	outTs []types.T
@@ -473,9 +474,7 @@ func (o *sessionOp) changes(emit func(Chunk) error) error {
 	var ops []Op
 	var buf []byte
 	for _, old := range o.gone {
-		out.appendSide(0, o.outTs, nil, -1, old)
-		out.ops = append(out.ops, OpDelete)
-		out.n++
+		out.AddStored(old, OpDelete)
 	}
 	for i, g := range live {
 		buf = encodeRow(buf[:0], cur, i, o.outTs)
@@ -484,9 +483,7 @@ func (o *sessionOp) changes(emit func(Chunk) error) error {
 			continue
 		}
 		if old != "" {
-			out.appendSide(0, o.outTs, nil, -1, old)
-			out.ops = append(out.ops, OpUpdateBefore)
-			out.n++
+			out.AddStored(old, OpUpdateBefore)
 			ops = append(ops, OpUpdateAfter)
 		} else {
 			ops = append(ops, OpInsert)
@@ -495,14 +492,12 @@ func (o *sessionOp) changes(emit func(Chunk) error) error {
 		o.bytes += int64(len(buf) - len(old))
 		o.lastOut[g] = string(buf)
 	}
-	if out.n > 0 {
-		if err := emit(out.chunk()); err != nil {
+	if out.N > 0 {
+		if err := emit(out.Chunk()); err != nil {
 			return err
 		}
 	} else {
-		for _, b := range out.bls {
-			b.Release()
-		}
+		out.Release()
 	}
 	if len(take) == 0 {
 		return nil

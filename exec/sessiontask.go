@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -25,6 +26,7 @@ import (
 func (j *Job) newSessionNode(n *gnode, inst int, out *outlet, root bool) (*sessionOp, error) {
 	o := newSessionOp(n.session)
 	o.j, o.id, o.out = j, n.op, out
+	o.st = j.opState(n.op, inst, n.par)
 	o.shift, o.timed = timeBound(n.session.In, n.session.Time)
 	o.eowc = root && j.spec.OnWindowClose
 	if j.durable() {
@@ -63,34 +65,30 @@ func (o *sessionOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error 
 	if err := o.changes(func(c Chunk) error { return o.out.emit(ectx, c, nil) }); err != nil {
 		return err
 	}
-	if w != nil && o.j.memBackend() {
-		// The sessions are the state (statebackend.go): a checkpoint gets
-		// their snapshot; only the watermark is written per epoch.
-		o.snap.note(len(o.dirty) > 0 || len(o.closing) > 0 || len(o.del) > 0)
-		if b.Snapshots() {
-			w.AddOpSnapshot(o.snap.take(o.id, b.Epoch, false, o.snapshot))
-		}
+	changed := len(o.dirty) > 0 || len(o.closing) > 0 || len(o.del) > 0
+	if _, err := o.st.Commit(w, b, changed, false, o.save, o.snapshot); err != nil {
+		return err
+	}
+	if w != nil {
+		// The watermark is the job's state, not the operator's: written
+		// through the epoch's batch on either backend.
 		o.saveWatermark(w)
-	} else if w != nil {
-		o.save(w)
 	}
 	o.finish()
 	return nil
 }
 
 // save writes the epoch's state changes into w.
-func (o *sessionOp) save(w *storage.Batch) {
-	job := o.j.spec.ID
-	r := w.NewRun()
+func (o *sessionOp) save(x *opkit.Writer) error {
 	for _, k := range o.del {
-		r.DeleteState(job, o.id, k)
+		x.Delete(k)
 	}
 	var key, val []byte
 	for _, g := range o.closing {
 		o.isDirty[g] = false // written below as deleted, not saved
 		if o.saved[g] {
 			key = o.stateKey(key[:0], o.kid[g], o.savedAt[g])
-			r.DeleteState(job, o.id, key)
+			x.Delete(key)
 			o.saved[g] = false
 		}
 	}
@@ -101,18 +99,17 @@ func (o *sessionOp) save(w *storage.Batch) {
 		_, s := o.sessionOf(g)
 		if o.saved[g] && o.savedAt[g] != s.start {
 			key = o.stateKey(key[:0], o.kid[g], o.savedAt[g])
-			r.DeleteState(job, o.id, key)
+			x.Delete(key)
 		}
 		key = o.stateKey(key[:0], o.kid[g], s.start)
 		val = binary.BigEndian.AppendUint64(val[:0], uint64(s.last))
 		for _, a := range o.accs {
 			val = a.encode(val, g)
 		}
-		r.PutState(job, o.id, key, val)
+		x.Put(key, val)
 		o.saved[g], o.savedAt[g] = true, s.start
 	}
-	w.AddRun(r)
-	o.saveWatermark(w)
+	return nil
 }
 
 // saveWatermark writes the operator's watermark into w if it moved.
@@ -131,7 +128,7 @@ func (o *sessionOp) saveWatermark(w *storage.Batch) {
 // key (memory backend: storage.OpSnapshot): the sessions closing at this
 // barrier are gone, those merged away too.
 func (o *sessionOp) snapshot(epoch uint64) *stateSnapshot {
-	s := &stateSnapshot{op: o.id, epoch: epoch}
+	s := opkit.NewSnapshot(o.id, epoch)
 	closing := make(map[int32]bool, len(o.closing))
 	for _, g := range o.closing {
 		closing[g] = true
@@ -148,10 +145,10 @@ func (o *sessionOp) snapshot(epoch uint64) *stateSnapshot {
 			for _, a := range o.accs {
 				val = a.encode(val, g)
 			}
-			s.ks.addKV(g, key, val)
+			s.Entries.AddKV(g, key, val)
 		}
 	}
-	s.ks.sort()
+	s.Entries.Sort()
 	return s
 }
 
@@ -172,7 +169,7 @@ func (o *sessionOp) load(inst, par int) error {
 	var prev []byte // the last key's partition key
 	kid := int32(0)
 	ds := make([]types.Datum, len(o.keyTs))
-	err := j.db.ScanState(j.spec.ID, o.id, func(key, val []byte) error {
+	err := o.st.Scan(func(key, val []byte) error {
 		if len(key) < 9 || len(val) < 8 {
 			return errCorruptState
 		}
@@ -218,10 +215,7 @@ func (o *sessionOp) load(inst, par int) error {
 	if err != nil {
 		return err
 	}
-	if j.memBackend() {
-		// The sessions are the state now: the map lets go of them.
-		j.db.ReleaseMemState(j.spec.ID, o.id, func(kg int) bool { return instanceOf(kg, par) == inst })
-	}
+	o.st.Loaded()
 	o.ends.init()
 	if o.eowc {
 		return nil

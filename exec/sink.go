@@ -225,14 +225,14 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 		return j.emitOut(Chunk{Rec: rec, Ops: m.c.Ops})
 	}
 	n := int(rec.NumRows())
-	rs.enc.encode(rec.Columns()[:len(outTs)], outTs, n)
+	rs.enc.Encode(rec.Columns()[:len(outTs)], outTs, n)
 	switch {
 	case !rs.active:
 		// Rows keyed by their stream position, ascending: one sorted run.
 		run := b.NewRunSized(runSize(rs, n))
 		for i := 0; i < n; i++ {
 			rs.key = binary.BigEndian.AppendUint64(rs.key[:0], m.rowIDs[i])
-			run.PutViewRow(j.spec.View.ID, rs.key, rs.enc.row(i))
+			run.PutViewRow(j.spec.View.ID, rs.key, rs.enc.Row(i))
 		}
 		b.AddRun(run)
 	case rs.bag == nil:
@@ -243,13 +243,13 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 			}
 			rs.key = binary.BigEndian.AppendUint64(rs.key[:0], rs.next)
 			rs.next++
-			run.PutViewRow(j.spec.View.ID, rs.key, rs.enc.row(i))
+			run.PutViewRow(j.spec.View.ID, rs.key, rs.enc.Row(i))
 		}
 		b.AddRun(run)
 	default:
 		bag := rs.bag
 		for i := 0; i < n; i++ {
-			row := rs.enc.row(i)
+			row := rs.enc.Row(i)
 			sign := int64(1)
 			if m.c.Ops != nil {
 				sign = int64(m.c.Ops[i].Sign())
@@ -322,4 +322,4 @@ func (j *Job) emitOut(c Chunk) error {
 
 // runSize estimates the bytes of a run of the n rows rs.enc holds, keyed by
 // 8-byte positions: each write is its key and row plus Pebble's framing.
-func runSize(rs *rowSink, n int) int { return len(rs.enc.buf) + n*(8+10+16) }
+func runSize(rs *rowSink, n int) int { return rs.enc.Size() + n*(8+10+16) }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/storage"
@@ -47,7 +46,7 @@ func (c *snapChurn) epoch() (ins, del [][2]int64) {
 }
 
 func sameBuf(a, b *stateSnapshot) bool {
-	return len(a.ks.buf) > 0 && unsafe.SliceData(a.ks.buf) == unsafe.SliceData(b.ks.buf)
+	return a.Entries.SharesBuf(&b.Entries)
 }
 
 // checkSnap fails unless got holds exactly full's entries.
@@ -69,6 +68,7 @@ func TestAggSnapshotReuse(t *testing.T) {
 	op := restoredOp(t, j)
 	c := newSnapChurn(7)
 	var last *stateSnapshot
+	var snap snapReuse // as the memory backend's State keeps it (opstate.go)
 	reused := 0
 	for e := uint64(1); e <= 200; e++ {
 		ins, del := c.epoch()
@@ -78,11 +78,11 @@ func TestAggSnapshotReuse(t *testing.T) {
 		if len(del) > 0 {
 			pushSigned(t, op, del, -1)
 		}
-		// As the aggregate's barrier on the memory backend (aggtask.go).
+		// As the aggregate's barrier on the memory backend (aggtask.go, opstate.go).
 		prepareSave(op, e)
-		op.snap.note(len(op.dirty) > 0)
+		snap.Note(len(op.dirty) > 0)
 		if e%3 != 0 { // a checkpoint every third epoch: changes accumulate
-			s := op.snap.take(op.id, e, op.ttl.on, func(e uint64) *stateSnapshot { return snapshotAgg(op, e) })
+			s := snap.Take(op.id, e, op.ttl.on, func(e uint64) *stateSnapshot { return snapshotAgg(op, e) })
 			checkSnap(t, e, s, snapshotAgg(op, e))
 			if last != nil && sameBuf(s, last) {
 				reused++
@@ -227,7 +227,8 @@ func BenchmarkSnapshotAgg(b *testing.B) {
 	}
 	pushSigned(b, op, rows, 1)
 	prepareSave(op, 1)
-	op.snap.note(true)
+	var snap snapReuse
+	snap.Note(true)
 	encode := func(e uint64) *stateSnapshot { return snapshotAgg(op, e) }
 	b.Run("full", func(b *testing.B) {
 		for b.Loop() {
@@ -235,10 +236,10 @@ func BenchmarkSnapshotAgg(b *testing.B) {
 		}
 	})
 	b.Run("unchanged", func(b *testing.B) {
-		op.snap.take(op.id, 2, op.ttl.on, encode)
+		snap.Take(op.id, 2, op.ttl.on, encode)
 		for b.Loop() {
-			op.snap.note(false)
-			op.snap.take(op.id, 3, op.ttl.on, encode)
+			snap.Note(false)
+			snap.Take(op.id, 3, op.ttl.on, encode)
 		}
 	})
 }

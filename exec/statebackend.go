@@ -134,39 +134,6 @@ func (j *Job) noteBarrier(b *Barrier) *Barrier {
 	return b
 }
 
-// snapReuse is an operator instance's last snapshot on the memory backend,
-// kept while its state does not change, so that a checkpoint with nothing
-// new hands it over again instead of encoding it all. It is dropped as soon
-// as the state changes (note), so the encoded copy is held beside the
-// tables only while they are unchanged.
-type snapReuse struct {
-	last    *stateSnapshot
-	changed bool
-	ttlOn   bool // the TTL was on when last was encoded (entries carry clocks)
-}
-
-// note records, at every barrier, whether the instance's state changed in
-// the epoch (its dirty set, complete as Pebble writes it, before it is
-// cleared).
-func (r *snapReuse) note(changed bool) {
-	if changed {
-		r.changed, r.last = true, nil
-	}
-}
-
-// take returns the instance's snapshot for epoch: the last one's entries
-// when nothing changed since and the TTL is as it was, else encode's.
-func (r *snapReuse) take(op uint32, epoch uint64, ttlOn bool, encode func(uint64) *stateSnapshot) *stateSnapshot {
-	if r.last != nil && !r.changed && r.ttlOn == ttlOn {
-		s := &stateSnapshot{op: op, epoch: epoch, ks: r.last.ks}
-		r.last = s
-		return s
-	}
-	s := encode(epoch)
-	r.last, r.changed, r.ttlOn = s, false, ttlOn
-	return s
-}
-
 // holdForCheckpoint returns what the coordinator commits for epoch, whose
 // writes are w: w itself on the Pebble backend. A memory job applies its
 // state writes to its map at once (storage.DB.ApplyMemState) and keeps the

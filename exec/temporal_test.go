@@ -1,9 +1,7 @@
 package exec
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -58,73 +56,6 @@ func TestSplitTemporal(t *testing.T) {
 		if got := spec.Deadline.String(); !strings.HasPrefix(got, tc.deadline) || spec.Inclusive != tc.inclusive || (rest != nil) != tc.rest {
 			t.Errorf("%s: deadline %s inclusive %v rest %v; want %s... %v %v", tc.pred, got, spec.Inclusive, rest, tc.deadline, tc.inclusive, tc.rest)
 		}
-	}
-}
-
-// TestTemporalOp drives the node with a clock of its own: rows pass while
-// their deadline is ahead, leave at the first barrier past it, and a
-// retraction passes only for a row still kept.
-func TestTemporalOp(t *testing.T) {
-	ts := []types.T{types.TInt64, types.TTimestamp}
-	col := &expr.ColRef{Idx: 1, T: types.TTimestamp}
-	in := &gedge{from: &gnode{kind: nSource}, stages: []Plan{&Batches{Ts: ts}}}
-	n := &gnode{kind: nTemporal, temporal: &temporalSpec{Deadline: col}, ins: []*gedge{in}}
-	ch := make(chan msg, 64)
-	j := &Job{ctx: context.Background()}
-	o := newTemporalOp(j, n)
-	o.out = &outlet{j: j, outs: []chan msg{ch}}
-	clock := int64(100)
-	o.now = func() int64 { return clock }
-	ectx := &expr.Ctx{Mem: memoryPool}
-	rows := func(ops []Op, vals ...int64) Chunk {
-		var cols [][]types.Datum
-		for i := 0; i < len(vals); i += 2 {
-			cols = append(cols, []types.Datum{types.Int(vals[i]), types.Int(vals[i+1])})
-		}
-		return Chunk{Rec: decodeRecord(ts, encodeRows(ts, cols)), Ops: ops}
-	}
-	got := func() string {
-		var out []string
-		for len(ch) > 0 {
-			m := <-ch
-			for i := 0; i < int(m.c.Rec.NumRows()); i++ {
-				op := OpInsert
-				if m.c.Ops != nil {
-					op = m.c.Ops[i]
-				}
-				out = append(out, fmt.Sprintf("%s %d", op, types.DatumAt(m.c.Rec.Column(0), i, types.TInt64).I))
-			}
-			m.c.Rec.Release()
-		}
-		return strings.Join(out, ", ")
-	}
-	// Row 1 is out at 150, row 2 at 300, row 3 is already out (deadline 100).
-	if err := o.Push(ectx, rows(nil, 1, 150, 2, 300, 3, 100), 0); err != nil {
-		t.Fatal(err)
-	}
-	if g := got(); g != "insert 1, insert 2" {
-		t.Fatalf("push: %s", g)
-	}
-	clock = 200
-	if err := o.Barrier(ectx, &Barrier{}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if g := got(); g != "delete 1" {
-		t.Fatalf("barrier at 200: %s", g)
-	}
-	// Retracting row 1 (gone) passes nothing; row 2 (kept) passes.
-	if err := o.Push(ectx, rows([]Op{OpDelete, OpDelete}, 1, 150, 2, 300), 0); err != nil {
-		t.Fatal(err)
-	}
-	if g := got(); g != "delete 2" {
-		t.Fatalf("retractions: %s", g)
-	}
-	clock = 400
-	if err := o.Barrier(ectx, &Barrier{}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if g := got(); g != "" || len(o.rows) != 0 {
-		t.Fatalf("barrier at 400: %q, %d rows kept", g, len(o.rows))
 	}
 }
 

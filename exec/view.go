@@ -10,13 +10,6 @@ import (
 // position, and over a changelog the row itself. The value is the row, each
 // column encodeDatum'd, followed for the last kind by its multiplicity.
 
-func encodeRow(buf []byte, rec arrow.RecordBatch, i int, ts []types.T) []byte {
-	for c, t := range ts {
-		buf = encodeDatum(buf, types.DatumAt(rec.Column(c), i, t), t)
-	}
-	return buf
-}
-
 func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 	ts := p.Types()
 	const chunk = 16 << 10

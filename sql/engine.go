@@ -48,10 +48,20 @@ type Config struct {
 	// Storage is where checkpoint.storage and savepoint.storage may point
 	// and how S3 is reached (locations.go).
 	Storage StorageConfig
+	// Cluster, if set, puts the engine in cluster mode (cluster.go).
+	Cluster Cluster
 }
 
 // Engine is one database. It is safe for concurrent use by many sessions.
 type Engine struct {
+	// The read-side facets (engineparts.go), embedded so their methods
+	// are the engine's.
+	catalogSource
+	sysTables
+	streamJobs
+	epochCut
+	engineStatus
+
 	// sup runs jobs, restarts, checkpoints, savepoints, restore and
 	// retention (supervisor.go).
 	sup *supervisor
@@ -78,6 +88,7 @@ type Engine struct {
 	rr         atomic.Uint32 // round-robin partition choice for inserts
 	streams    atomic.Uint64 // change streams started
 	sinks      sinkSet       // CREATE SINK (sinks.go)
+	cluster    Cluster       // nil on a single node (cluster.go)
 
 	snaps         openSnaps
 	restartEvents restartLog // job failures and restarts (monitor.go)
@@ -122,13 +133,18 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{db: db, log: cfg.Logger, par: cfg.Parallelism, cache: cfg.StateCacheBytes, done: make(chan struct{}),
-		lastExport: time.Now()} // the export gap counts from the start (periodicExportGap)
-	e.sup = &supervisor{e}
+		lastExport: time.Now(), cluster: cfg.Cluster} // the export gap counts from the start (periodicExportGap)
+	e.sup = &supervisor{Engine: e, savepointStore: savepointStore{e}}
 	e.conf = &settingsStore{e}
 	e.roleStore = &roleStore{e}
 	e.sinkMgr = &sinkManager{e}
 	e.jobOpts = &jobOptions{e}
 	e.snapStore = &snapshotStore{e}
+	e.catalogSource = catalogSource{e}
+	e.sysTables = sysTables{e}
+	e.streamJobs = streamJobs{e}
+	e.epochCut = epochCut{e}
+	e.engineStatus = engineStatus{e}
 	e.remotes.cfg = cfg.Storage
 	if e.log == nil {
 		e.log = slog.Default()

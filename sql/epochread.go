@@ -19,7 +19,7 @@ import (
 // read does (Materialize's choice). Streams no running job reads are read
 // whole and never waited for; a statement over views only never waits.
 // It returns the ends it waited for in the partitions the cut covers.
-func (e *Engine) awaitCut(ctx context.Context, p exec.Plan) (storage.Cut, error) {
+func (e epochCut) awaitCut(ctx context.Context, p exec.Plan) (storage.Cut, error) {
 	streams := exec.StreamsRead(p)
 	if len(streams) == 0 {
 		return nil, nil
@@ -81,7 +81,7 @@ func (e *Engine) awaitCut(ctx context.Context, p exec.Plan) (storage.Cut, error)
 // readByRunningViews returns the ids of the logs that running views read
 // directly (a view just created is in no committed cut yet: its streams
 // wait for the first round that includes it).
-func (e *Engine) readByRunningViews() map[uint64]bool {
+func (e epochCut) readByRunningViews() map[uint64]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := map[uint64]bool{}
@@ -114,7 +114,7 @@ func (e *Engine) readByRunningViews() map[uint64]bool {
 // view it reads keeps every epoch from it because its job is failing or
 // restarting, or because it waits for a checkpoint that nothing will take,
 // the statement fails with 55000 rather than wait or mix epochs.
-func (e *Engine) readSnapshot(ctx context.Context, p exec.Plan) (storage.Reader, func(), error) {
+func (e epochCut) readSnapshot(ctx context.Context, p exec.Plan) (storage.Reader, func(), error) {
 	ends, err := e.awaitCut(ctx, p)
 	if err != nil {
 		return nil, nil, err
@@ -175,7 +175,7 @@ func (e *Engine) readSnapshot(ctx context.Context, p exec.Plan) (storage.Reader,
 // behindError is the error for a statement that reads views lagging the
 // others if nothing will bring them level: a job failing or restarting, or
 // a memory-backend job with no periodic checkpoint. Nil if they will be.
-func (e *Engine) behindError(lagging []uint64) error {
+func (e epochCut) behindError(lagging []uint64) error {
 	if len(lagging) == 0 {
 		return nil
 	}

@@ -41,6 +41,11 @@ func (s *Session) dispatch(ctx context.Context, st *Stmt, params []types.Datum) 
 	if err := (sessionAuth{s}).authorize(st); err != nil {
 		return nil, err
 	}
+	if s.e.cluster != nil && !s.clusterApply {
+		if res, err, done := (sessionCluster{s}).gate(ctx, st, params); done || err != nil {
+			return res, err
+		}
+	}
 	if h, ok := handlers[reflect.TypeOf(st.impl)]; ok {
 		return h(s, ctx, st, params)
 	}

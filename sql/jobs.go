@@ -13,7 +13,8 @@ import (
 )
 
 // Job supervision: starting view jobs, restarting failed ones by their
-// strategy, catching up before a checkpoint or savepoint, changelogs.
+// strategy, catching up before a checkpoint or savepoint, changelogs, and
+// STOP JOB / START JOB.
 
 // jobSpecLocked describes the job of a view under the current settings.
 func (e *supervisor) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSpec {
@@ -359,4 +360,94 @@ func emitsOnWindowClose(sql string) bool {
 	}
 	q, ok := stmts[0].(*parse.Query)
 	return ok && q.EmitOnWindowClose
+}
+
+func (e *supervisor) stopJob(ctx context.Context, n *parse.StopJob) (*Result, error) {
+	def, err := e.viewDef(n.View)
+	if err != nil {
+		return nil, err
+	}
+	if n.Savepoint != "" {
+		if _, err := e.createSavepoint(ctx, n.Savepoint, []string{n.View}); err != nil {
+			return nil, err
+		}
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	je := e.mu.jobs[n.View]
+	if je == nil || je.state == exec.JobStopped {
+		return nil, sqlerr.New(sqlerr.ObjectNotInPrereqState, "job %q is already stopped", n.View)
+	}
+	if je.job != nil {
+		je.job.Stop()
+	}
+	je.state = exec.JobStopped
+	if err := e.persistOptionLocked(def, "stopped", "true"); err != nil {
+		return nil, err
+	}
+	if n.Savepoint == "" && e.conf.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
+		e.deleteCheckpointsOfLocked([]string{n.View})
+	}
+	return &Result{Tag: "STOP JOB"}, nil
+}
+
+func (e *supervisor) startJob(ctx context.Context, n *parse.StartJob) (*Result, error) {
+	def, err := e.viewDef(n.View)
+	if err != nil {
+		return nil, err
+	}
+	if def, err = e.jobOpts.startJobOptions(n, def); err != nil {
+		return nil, err
+	}
+	if n.Savepoint != "" {
+		if _, err := e.restore(ctx, &parse.Restore{View: n.View, Savepoint: n.Savepoint}); err != nil {
+			return nil, err
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return &Result{Tag: "START JOB"}, e.persistOptionLocked(def, "stopped", "")
+	}
+	plan, err := e.planView(def)
+	if err != nil {
+		return nil, err
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if je := e.mu.jobs[n.View]; je != nil && je.state == exec.JobRunning {
+		return nil, sqlerr.New(sqlerr.ObjectNotInPrereqState, "job %q is already running", n.View)
+	} else if je != nil && je.job != nil {
+		je.job.Stop()
+	}
+	if err := e.persistOptionLocked(def, "stopped", ""); err != nil {
+		return nil, err
+	}
+	if err := e.startViewJobLocked(def, plan, false); err != nil {
+		return nil, err
+	}
+	return &Result{Tag: "START JOB"}, nil
+}
+
+// persistOptionLocked stores a view option ("" deletes it) in the catalog.
+func (e *supervisor) persistOptionLocked(def *storage.TableDef, k, v string) error {
+	nd := *def
+	nd.Options = map[string]string{}
+	for ok, ov := range def.Options {
+		nd.Options[ok] = ov
+	}
+	if v == "" {
+		delete(nd.Options, k)
+	} else {
+		nd.Options[k] = v
+	}
+	b := e.db.NewBatch()
+	storage.PutTable(b, &nd)
+	if err := e.db.Commit(b, true); err != nil {
+		return err
+	}
+	e.mu.tables[def.Name] = &nd
+	return nil
 }

@@ -9,7 +9,7 @@ import (
 // job, oldest first. event_time is the time the operator judged the row by
 // (a window aggregate: the end of the row's window; a join: the row's
 // time), lateness how far the watermark it met was past it.
-func (e *Engine) showLateRows() (*table, error) {
+func (e sysTables) showLateRows() (*table, error) {
 	t := &table{cols: []Column{{"job", types.TText}, {"operator", types.TText}, {"row_text", types.TText},
 		{"event_time", types.TTimestamp}, {"watermark", types.TTimestamp}, {"lateness", types.TInterval},
 		{"epoch", types.TInt64}, {"seq", types.TInt64}}}

@@ -79,14 +79,14 @@ func (l *restartLog) add(ev RestartEvent) {
 }
 
 // RestartEvents returns the job failures since the server started, oldest first.
-func (e *Engine) RestartEvents() []RestartEvent {
+func (e engineStatus) RestartEvents() []RestartEvent {
 	e.restartEvents.mu.Lock()
 	defer e.restartEvents.mu.Unlock()
 	return append([]RestartEvent(nil), e.restartEvents.events...)
 }
 
 // Jobs returns every job: the views' jobs by name, then change streams.
-func (e *Engine) Jobs() []JobStatus {
+func (e engineStatus) Jobs() []JobStatus {
 	lastCP := map[string]uint64{}
 	for _, r := range e.coord.History() {
 		if r.Status == checkpoint.Completed {
@@ -144,10 +144,10 @@ func (e *Engine) Jobs() []JobStatus {
 }
 
 // Checkpoints returns the checkpoint records, oldest first.
-func (e *Engine) Checkpoints() []checkpoint.Record { return e.coord.History() }
+func (e engineStatus) Checkpoints() []checkpoint.Record { return e.coord.History() }
 
 // Savepoints lists the savepoints, oldest first.
-func (e *Engine) Savepoints() []SavepointInfo {
+func (e engineStatus) Savepoints() []SavepointInfo {
 	var out []SavepointInfo
 	for _, m := range checkpoint.List(filepath.Join(e.snapStore.snapshotRoot(), "savepoints")) {
 		sp := SavepointInfo{Name: m.Name, CheckpointID: m.CheckpointID, CreatedAt: m.CreatedAt, Size: m.Size()}
@@ -160,10 +160,10 @@ func (e *Engine) Savepoints() []SavepointInfo {
 }
 
 // OnRound makes fn see every barrier round as it ends (checkpoint.Coordinator.OnRound).
-func (e *Engine) OnRound(fn func(checkpoint.Record)) { e.coord.OnRound(fn) }
+func (e engineStatus) OnRound(fn func(checkpoint.Record)) { e.coord.OnRound(fn) }
 
 // PebbleMetrics returns the storage engine's metrics.
-func (e *Engine) PebbleMetrics() *storage.EngineMetrics { return e.db.EngineMetrics() }
+func (e engineStatus) PebbleMetrics() *storage.EngineMetrics { return e.db.EngineMetrics() }
 
 // TailCacheStats reports the cache of just-copied blocks (storage.TailStats).
-func (e *Engine) TailCacheStats() storage.TailStats { return e.db.TailStats() }
+func (e engineStatus) TailCacheStats() storage.TailStats { return e.db.TailStats() }

@@ -82,29 +82,20 @@ var pgTables map[string]func(catGen) *table
 
 func init() {
 	pgTables = map[string]func(catGen) *table{
-		"pg_namespace":                catGen.pgNamespace,
-		"pg_class":                    catGen.pgClass,
-		"pg_attribute":                catGen.pgAttribute,
-		"pg_type":                     catGen.pgType,
-		"pg_database":                 catGen.pgDatabase,
-		"pg_roles":                    catGen.pgRoles,
-		"pg_user":                     catGen.pgUser,
-		"pg_auth_members":             catGen.pgAuthMembers,
-		"pg_am":                       catGen.pgAm,
-		"pg_proc":                     catGen.pgProc,
-		"pg_description":              catGen.pgDescription,
-		"pg_index":                    catGen.pgIndex,
-		"pg_constraint":               catGen.pgConstraint,
-		"pg_attrdef":                  catGen.pgAttrdef,
-		"pg_collation":                catGen.pgCollation,
-		"pg_settings":                 catGen.pgSettings,
-		"pg_tables":                   catGen.pgTablesView,
-		"pg_views":                    catGen.pgViews,
-		"pg_matviews":                 catGen.pgMatviews,
-		"information_schema.tables":   catGen.isTables,
-		"information_schema.columns":  catGen.isColumns,
-		"information_schema.schemata": catGen.isSchemata,
-		"information_schema.views":    catGen.isViews,
+		"pg_namespace":   catGen.pgNamespace,
+		"pg_class":       catGen.pgClass,
+		"pg_attribute":   catGen.pgAttribute,
+		"pg_type":        catGen.pgType,
+		"pg_database":    catGen.pgDatabase,
+		"pg_am":          catGen.pgAm,
+		"pg_proc":        catGen.pgProc,
+		"pg_description": catGen.pgDescription,
+		"pg_attrdef":     catGen.pgAttrdef,
+		"pg_collation":   catGen.pgCollation,
+		"pg_settings":    catGen.pgSettings,
+		"pg_tables":      catGen.pgTablesView,
+		"pg_views":       catGen.pgViews,
+		"pg_matviews":    catGen.pgMatviews,
 	}
 }
 
@@ -121,6 +112,28 @@ type catGen struct {
 	catalogReader
 	colsOnly bool
 	sess     *Session // whose settings pg_settings lists
+}
+
+// The catalog tables come in families, each a type wrapping catGen with
+// its generators in a file of its own: information_schema
+// (infoSchemaGen, pgcatalog_infoschema.go), roles (roleGen,
+// pgcatalog_roles.go), the views' keys (keyGen, pgcatalog_keys.go), what
+// psql's \d reads and streamdb has none of (describeGen,
+// pgcatalog_describe.go) and the sources as foreign tables (foreignGen,
+// pgcatalog_foreign.go). catGen keeps pg_class, pg_attribute, pg_type and
+// the tables that list every relation.
+type (
+	infoSchemaGen struct{ catGen }
+	roleGen       struct{ catGen }
+	keyGen        struct{ catGen }
+	describeGen   struct{ catGen }
+	foreignGen    struct{ catGen }
+)
+
+// facet adapts a generator of one of catGen's families to pgTables' form:
+// facet(roleGen.pgRoles) is a func(catGen) *table.
+func facet[F ~struct{ catGen }](gen func(F) *table) func(catGen) *table {
+	return func(g catGen) *table { return gen(F{g}) }
 }
 
 func (e catGen) relations() []relation {
@@ -161,7 +174,7 @@ func systemNames() []string {
 
 // relations lists every relation: the system tables, then the streams and
 // views in name order.
-func (e *Engine) relations() []relation {
+func (e catalogSource) relations() []relation {
 	var out []relation
 	for i, n := range systemNames() {
 		def, ok := e.systemTable(n)
@@ -204,7 +217,7 @@ func roleOID(name string) int64 {
 	return int64(oidFirstUser) + int64(h.Sum32()%(1<<30))
 }
 
-func (e *Engine) ownerOID(t *storage.TableDef) int64 {
+func (e catalogSource) ownerOID(t *storage.TableDef) int64 {
 	if t.Kind == storage.KindSystem {
 		return roleOID(BootstrapRole)
 	}
@@ -406,7 +419,7 @@ func (e catGen) pgDatabase() *table {
 	return t
 }
 
-func (e *Engine) roleDefs() []storage.RoleDef {
+func (e catalogSource) roleDefs() []storage.RoleDef {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := make([]storage.RoleDef, 0, len(e.mu.roles))
@@ -415,47 +428,6 @@ func (e *Engine) roleDefs() []storage.RoleDef {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-func (e catGen) pgRoles() *table {
-	t := &table{cols: catCols(catCol{"rolname", tName}, catCol{"rolsuper", tBool}, catCol{"rolinherit", tBool},
-		catCol{"rolcreaterole", tBool}, catCol{"rolcreatedb", tBool}, catCol{"rolcanlogin", tBool},
-		catCol{"rolreplication", tBool}, catCol{"rolconnlimit", tI32}, catCol{"rolpassword", types.TText},
-		catCol{"rolvaliduntil", tStamp}, catCol{"rolbypassrls", tBool}, catCol{"rolconfig", tArr}, catCol{"oid", tOID})}
-	for _, r := range e.roleDefs() {
-		pw := null
-		if r.Verifier != "" {
-			pw = str("********")
-		}
-		su := types.Boolean(r.Superuser)
-		t.add(str(r.Name), su, dTrue, su, su, types.Boolean(r.Login), dFals, i64(-1), pw, null, su, null, i64(roleOID(r.Name)))
-	}
-	return t
-}
-
-func (e catGen) pgUser() *table {
-	t := &table{cols: catCols(catCol{"usename", tName}, catCol{"usesysid", tOID}, catCol{"usecreatedb", tBool},
-		catCol{"usesuper", tBool}, catCol{"userepl", tBool}, catCol{"usebypassrls", tBool},
-		catCol{"passwd", types.TText}, catCol{"valuntil", tStamp}, catCol{"useconfig", tArr})}
-	for _, r := range e.roleDefs() {
-		if !r.Login {
-			continue
-		}
-		pw := null
-		if r.Verifier != "" {
-			pw = str("********")
-		}
-		su := types.Boolean(r.Superuser)
-		t.add(str(r.Name), i64(roleOID(r.Name)), su, su, dFals, su, pw, null, null)
-	}
-	return t
-}
-
-// pgAuthMembers is empty: streamdb's roles have no membership (GRANT role
-// TO role is not supported).
-func (e catGen) pgAuthMembers() *table {
-	return &table{cols: catCols(catCol{"roleid", tOID}, catCol{"member", tOID},
-		catCol{"grantor", tOID}, catCol{"admin_option", tBool})}
 }
 
 // pgAm has btree, the access method the views' key indexes show
@@ -477,41 +449,6 @@ func (e catGen) pgProc() *table {
 // pgDescription is empty: streamdb has no COMMENT ON.
 func (e catGen) pgDescription() *table {
 	return &table{cols: catCols(catCol{"objoid", tOID}, catCol{"classoid", tOID}, catCol{"objsubid", tI32}, catCol{"description", types.TText})}
-}
-
-// pgIndex holds the materialized views' primary keys (pgcatalog_keys.go):
-// streamdb has no other indexes.
-func (e catGen) pgIndex() *table {
-	t := &table{cols: catCols(catCol{"indexrelid", tOID}, catCol{"indrelid", tOID}, catCol{"indnatts", tI16},
-		catCol{"indnkeyatts", tI16}, catCol{"indisunique", tBool}, catCol{"indnullsnotdistinct", tBool},
-		catCol{"indisprimary", tBool}, catCol{"indisexclusion", tBool}, catCol{"indimmediate", tBool},
-		catCol{"indisclustered", tBool}, catCol{"indisvalid", tBool}, catCol{"indcheckxmin", tBool},
-		catCol{"indisready", tBool}, catCol{"indislive", tBool}, catCol{"indisreplident", tBool},
-		catCol{"indkey", tI2Arr}, catCol{"indoption", tI2Arr}, catCol{"indexprs", types.TText}, catCol{"indpred", types.TText})}
-	for _, k := range e.viewKeys() {
-		n := i64(int64(len(k.attrs)))
-		opts := &types.Array{Elems: make([]string, len(k.attrs))}
-		for i := range opts.Elems {
-			opts.Elems[i] = "0" // ascending, NULLs last
-		}
-		t.add(i64(k.indexOID()), i64(k.rel.oid), n, n, dTrue, dFals, dTrue, dFals, dTrue, dFals, dTrue, dFals,
-			dTrue, dTrue, dFals, k.attrArray(), types.Datum{A: opts}, null, null)
-	}
-	return t
-}
-
-// pgConstraint holds the materialized views' primary keys
-// (pgcatalog_keys.go): streamdb has no unique, check or foreign keys.
-func (e catGen) pgConstraint() *table {
-	t := &table{cols: catCols(catCol{"oid", tOID}, catCol{"conname", tName}, catCol{"connamespace", tOID},
-		catCol{"contype", tName}, catCol{"condeferrable", tBool}, catCol{"condeferred", tBool},
-		catCol{"convalidated", tBool}, catCol{"conrelid", tOID}, catCol{"confrelid", tOID}, catCol{"conindid", tOID},
-		catCol{"conkey", tI2Arr}, catCol{"confkey", tI2Arr})}
-	for _, k := range e.viewKeys() {
-		t.add(i64(k.constraintOID()), str(k.name()), i64(k.rel.ns), str("p"), dFals, dFals, dTrue, i64(k.rel.oid), i64(0),
-			i64(k.indexOID()), k.attrArray(), null)
-	}
-	return t
 }
 
 // pgAttrdef is empty: columns have no defaults.
@@ -564,7 +501,7 @@ func (e catGen) pgTablesView() *table {
 	return t
 }
 
-func (e *Engine) ownerName(t *storage.TableDef) string {
+func (e catalogSource) ownerName(t *storage.TableDef) string {
 	if t.Kind == storage.KindSystem {
 		return BootstrapRole
 	}
@@ -604,99 +541,8 @@ func viewDef(t *storage.TableDef) string {
 	return " " + strings.TrimSuffix(q, ";") + ";"
 }
 
-func (e catGen) isTables() *table {
-	t := &table{cols: textCols("table_catalog", "table_schema", "table_name", "table_type",
-		"self_referencing_column_name", "reference_generation", "user_defined_type_catalog",
-		"user_defined_type_schema", "user_defined_type_name", "is_insertable_into", "is_typed", "commit_action")}
-	for _, r := range e.relations() {
-		typ, ins := "BASE TABLE", "YES"
-		switch r.kind {
-		case "m", "v":
-			typ, ins = "VIEW", "NO"
-		case "f":
-			typ, ins = "FOREIGN", "NO"
-		}
-		if r.def.Kind == storage.KindSystem {
-			ins = "NO"
-		}
-		t.add(str(databaseName), str(nsName(r.ns)), str(r.name), str(typ), null, null, null, null, null, str(ins), str("NO"), null)
-	}
-	return t
-}
-
-func (e catGen) isColumns() *table {
-	t := &table{cols: []Column{{"table_catalog", types.TText}, {"table_schema", types.TText}, {"table_name", types.TText},
-		{"column_name", types.TText}, {"ordinal_position", types.TInt32}, {"column_default", types.TText},
-		{"is_nullable", types.TText}, {"data_type", types.TText}, {"character_maximum_length", types.TInt32},
-		{"numeric_precision", types.TInt32}, {"numeric_scale", types.TInt32}, {"datetime_precision", types.TInt32},
-		{"udt_catalog", types.TText}, {"udt_schema", types.TText}, {"udt_name", types.TText},
-		{"is_identity", types.TText}, {"is_generated", types.TText}, {"is_updatable", types.TText}}}
-	for _, r := range e.relations() {
-		for i, c := range r.def.Columns {
-			maxLen, prec, scale, dtPrec := null, null, null, null
-			switch c.Type.Kind {
-			case types.Text:
-				if c.Type.Prec > 0 {
-					maxLen = i64(int64(c.Type.Prec))
-				}
-			case types.Int16:
-				prec, scale = i64(16), i64(0)
-			case types.Int32:
-				prec, scale = i64(32), i64(0)
-			case types.Int64:
-				prec, scale = i64(64), i64(0)
-			case types.Float32:
-				prec = i64(24)
-			case types.Float64:
-				prec = i64(53)
-			case types.Numeric:
-				if c.Type.Prec > 0 {
-					prec, scale = i64(int64(c.Type.Prec)), i64(int64(c.Type.Scale))
-				}
-			case types.Timestamp:
-				dtPrec = i64(6)
-			case types.Date:
-				dtPrec = i64(0)
-			}
-			dataType := bind.FormatTypeName(c.Type)
-			if c.Type.Kind == types.TextArray {
-				dataType = "ARRAY"
-			}
-			upd := "YES"
-			if r.kind != "r" || r.def.Kind == storage.KindSystem {
-				upd = "NO"
-			}
-			t.add(str(databaseName), str(nsName(r.ns)), str(r.name), str(c.Name), i64(int64(i+1)), null, str("YES"),
-				str(dataType), maxLen, prec, scale, dtPrec, str(databaseName), str(bind.SchemaCatalog),
-				str(bind.PgTypeName(c.Type)), str("NO"), str("NEVER"), str(upd))
-		}
-	}
-	return t
-}
-
-func (e catGen) isSchemata() *table {
-	t := &table{cols: textCols("catalog_name", "schema_name", "schema_owner", "default_character_set_catalog",
-		"default_character_set_schema", "default_character_set_name", "sql_path")}
-	for _, ns := range []string{bind.SchemaInfoSchema, bind.SchemaCatalog, bind.SchemaPublic} {
-		t.add(str(databaseName), str(ns), str(BootstrapRole), null, null, null, null)
-	}
-	return t
-}
-
-func (e catGen) isViews() *table {
-	t := &table{cols: textCols("table_catalog", "table_schema", "table_name", "view_definition", "check_option",
-		"is_updatable", "is_insertable_into", "is_trigger_updatable", "is_trigger_deletable", "is_trigger_insertable_into")}
-	for _, r := range e.relations() {
-		if r.kind == "m" || r.kind == "v" {
-			t.add(str(databaseName), str(bind.SchemaPublic), str(r.name), str(viewDef(r.def)), str("NONE"),
-				str("NO"), str("NO"), str("NO"), str("NO"), str("NO"))
-		}
-	}
-	return t
-}
-
 // PgLookup implements bind.PgCatalog.
-func (e *Engine) PgLookup(what string) map[int64]string {
+func (e catalogSource) PgLookup(what string) map[int64]string {
 	out := map[int64]string{}
 	switch what {
 	case "roles":
@@ -756,7 +602,7 @@ func (e *Engine) PgLookup(what string) map[int64]string {
 }
 
 // DatabaseName implements bind.PgCatalog.
-func (e *Engine) DatabaseName() string { return databaseName }
+func (e catalogSource) DatabaseName() string { return databaseName }
 
 // PgLookup implements bind.PgCatalog for the binder that authorizes a query.
 func (c *recordingCatalog) PgLookup(what string) map[int64]string { return c.e.PgLookup(what) }

@@ -21,30 +21,30 @@ import (
 
 func init() {
 	for name, gen := range map[string]func(catGen) *table{
-		"pg_policy":                catGen.pgPolicy,
-		"pg_statistic_ext":         catGen.pgStatisticExt,
-		"pg_publication":           catGen.pgPublication,
-		"pg_publication_rel":       catGen.pgPublicationRel,
-		"pg_publication_namespace": catGen.pgPublicationNamespace,
-		"pg_inherits":              catGen.pgInherits,
-		"pg_trigger":               catGen.pgTrigger,
-		"pg_rewrite":               catGen.pgRewrite,
-		"pg_sequence":              catGen.pgSequence,
-		"pg_enum":                  catGen.pgEnum,
+		"pg_policy":                facet(describeGen.pgPolicy),
+		"pg_statistic_ext":         facet(describeGen.pgStatisticExt),
+		"pg_publication":           facet(describeGen.pgPublication),
+		"pg_publication_rel":       facet(describeGen.pgPublicationRel),
+		"pg_publication_namespace": facet(describeGen.pgPublicationNamespace),
+		"pg_inherits":              facet(describeGen.pgInherits),
+		"pg_trigger":               facet(describeGen.pgTrigger),
+		"pg_rewrite":               facet(describeGen.pgRewrite),
+		"pg_sequence":              facet(describeGen.pgSequence),
+		"pg_enum":                  facet(describeGen.pgEnum),
 	} {
 		pgTables[name] = gen
 	}
 }
 
 // pgPolicy is empty: streamdb has no row-level security.
-func (e catGen) pgPolicy() *table {
+func (e describeGen) pgPolicy() *table {
 	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"polname", tName}, catCol{"polrelid", tOID},
 		catCol{"polcmd", tName}, catCol{"polpermissive", tBool}, catCol{"polroles", tArr},
 		catCol{"polqual", types.TText}, catCol{"polwithcheck", types.TText})}
 }
 
 // pgStatisticExt is empty: there are no CREATE STATISTICS objects.
-func (e catGen) pgStatisticExt() *table {
+func (e describeGen) pgStatisticExt() *table {
 	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"stxrelid", tOID}, catCol{"stxname", tName},
 		catCol{"stxnamespace", tOID}, catCol{"stxowner", tOID}, catCol{"stxstattarget", tI32},
 		catCol{"stxkeys", tI2Arr}, catCol{"stxkind", tArr}, catCol{"stxexprs", types.TText})}
@@ -52,29 +52,29 @@ func (e catGen) pgStatisticExt() *table {
 
 // pgPublication and its relations are empty: streamdb has no logical
 // replication publications.
-func (e catGen) pgPublication() *table {
+func (e describeGen) pgPublication() *table {
 	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"pubname", tName}, catCol{"pubowner", tOID},
 		catCol{"puballtables", tBool}, catCol{"pubinsert", tBool}, catCol{"pubupdate", tBool},
 		catCol{"pubdelete", tBool}, catCol{"pubtruncate", tBool}, catCol{"pubviaroot", tBool})}
 }
 
-func (e catGen) pgPublicationRel() *table {
+func (e describeGen) pgPublicationRel() *table {
 	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"prpubid", tOID}, catCol{"prrelid", tOID},
 		catCol{"prqual", types.TText}, catCol{"prattrs", tI2Arr})}
 }
 
-func (e catGen) pgPublicationNamespace() *table {
+func (e describeGen) pgPublicationNamespace() *table {
 	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"pnpubid", tOID}, catCol{"pnnspid", tOID})}
 }
 
 // pgInherits is empty: streams have no inheritance or partitions.
-func (e catGen) pgInherits() *table {
+func (e describeGen) pgInherits() *table {
 	return &table{cols: catCols(catCol{"inhrelid", tOID}, catCol{"inhparent", tOID}, catCol{"inhseqno", tI32},
 		catCol{"inhdetachpending", tBool})}
 }
 
 // pgTrigger is empty: streamdb has no triggers.
-func (e catGen) pgTrigger() *table {
+func (e describeGen) pgTrigger() *table {
 	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"tgrelid", tOID}, catCol{"tgparentid", tOID},
 		catCol{"tgname", tName}, catCol{"tgfoid", tOID}, catCol{"tgtype", tI16}, catCol{"tgenabled", tName},
 		catCol{"tgisinternal", tBool}, catCol{"tgconstraint", tOID})}
@@ -82,7 +82,7 @@ func (e catGen) pgTrigger() *table {
 
 // pgRewrite is empty: views are not rules here (pg_get_viewdef reads the
 // stored query).
-func (e catGen) pgRewrite() *table {
+func (e describeGen) pgRewrite() *table {
 	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"rulename", tName}, catCol{"ev_class", tOID},
 		catCol{"ev_type", tName}, catCol{"ev_enabled", tName}, catCol{"is_instead", tBool})}
 }
@@ -136,14 +136,14 @@ func relOptions(r relation, jobs map[string]jobFacts) types.Datum {
 
 // pgSequence is empty: streamdb has no sequences (SQLAlchemy's
 // get_columns reads it for identity columns).
-func (e catGen) pgSequence() *table {
+func (e describeGen) pgSequence() *table {
 	return &table{cols: catCols(catCol{"seqrelid", tOID}, catCol{"seqtypid", tOID}, catCol{"seqstart", types.TInt64},
 		catCol{"seqincrement", types.TInt64}, catCol{"seqmax", types.TInt64}, catCol{"seqmin", types.TInt64},
 		catCol{"seqcache", types.TInt64}, catCol{"seqcycle", tBool})}
 }
 
 // pgEnum is empty: streamdb has no enum types.
-func (e catGen) pgEnum() *table {
+func (e describeGen) pgEnum() *table {
 	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"enumtypid", tOID}, catCol{"enumsortorder", types.TFloat32},
 		catCol{"enumlabel", tName})}
 }

@@ -15,9 +15,9 @@ import (
 // ("name=value", by name), which \d prints as "FDW options".
 
 func init() {
-	pgTables["pg_foreign_table"] = catGen.pgForeignTable
-	pgTables["pg_foreign_server"] = catGen.pgForeignServer
-	pgTables["pg_foreign_data_wrapper"] = catGen.pgForeignDataWrapper
+	pgTables["pg_foreign_table"] = facet(foreignGen.pgForeignTable)
+	pgTables["pg_foreign_server"] = facet(foreignGen.pgForeignServer)
+	pgTables["pg_foreign_data_wrapper"] = facet(foreignGen.pgForeignDataWrapper)
 }
 
 // oidStreamdbFDW is the one foreign data wrapper's oid.
@@ -42,7 +42,7 @@ func foreignTableOptions(t *storage.TableDef) types.Datum {
 	return types.Datum{A: &types.Array{Elems: opts}}
 }
 
-func (e catGen) pgForeignTable() *table {
+func (e foreignGen) pgForeignTable() *table {
 	t := &table{cols: catCols(catCol{"ftrelid", tOID}, catCol{"ftserver", tOID}, catCol{"ftoptions", tArr})}
 	for _, r := range e.relations() {
 		if r.kind == "f" {
@@ -52,7 +52,7 @@ func (e catGen) pgForeignTable() *table {
 	return t
 }
 
-func (e catGen) pgForeignServer() *table {
+func (e foreignGen) pgForeignServer() *table {
 	t := &table{cols: catCols(catCol{"oid", tOID}, catCol{"srvname", tName}, catCol{"srvowner", tOID},
 		catCol{"srvfdw", tOID}, catCol{"srvtype", types.TText}, catCol{"srvversion", types.TText},
 		catCol{"srvacl", tArr}, catCol{"srvoptions", tArr})}
@@ -72,7 +72,7 @@ func (e catGen) pgForeignServer() *table {
 	return t
 }
 
-func (e catGen) pgForeignDataWrapper() *table {
+func (e foreignGen) pgForeignDataWrapper() *table {
 	t := &table{cols: catCols(catCol{"oid", tOID}, catCol{"fdwname", tName}, catCol{"fdwowner", tOID},
 		catCol{"fdwhandler", tOID}, catCol{"fdwvalidator", tOID}, catCol{"fdwacl", tArr}, catCol{"fdwoptions", tArr})}
 	if !e.colsOnly {

@@ -26,6 +26,11 @@ import (
 // oidBtree is pg_am.oid of btree, as in PostgreSQL.
 const oidBtree = 403
 
+func init() {
+	pgTables["pg_index"] = facet(keyGen.pgIndex)
+	pgTables["pg_constraint"] = facet(keyGen.pgConstraint)
+}
+
 // Oids of a view's key index and constraint: above the relations'
 // (oidFirstUser + id) and the roles' (oidFirstUser + a 30-bit hash), below
 // 2^32 as PostgreSQL's oids.
@@ -144,4 +149,39 @@ func (e catGen) keyDefs(what string) map[int64]string {
 		}
 	}
 	return out
+}
+
+// pgIndex holds the materialized views' primary keys (pgcatalog_keys.go):
+// streamdb has no other indexes.
+func (e keyGen) pgIndex() *table {
+	t := &table{cols: catCols(catCol{"indexrelid", tOID}, catCol{"indrelid", tOID}, catCol{"indnatts", tI16},
+		catCol{"indnkeyatts", tI16}, catCol{"indisunique", tBool}, catCol{"indnullsnotdistinct", tBool},
+		catCol{"indisprimary", tBool}, catCol{"indisexclusion", tBool}, catCol{"indimmediate", tBool},
+		catCol{"indisclustered", tBool}, catCol{"indisvalid", tBool}, catCol{"indcheckxmin", tBool},
+		catCol{"indisready", tBool}, catCol{"indislive", tBool}, catCol{"indisreplident", tBool},
+		catCol{"indkey", tI2Arr}, catCol{"indoption", tI2Arr}, catCol{"indexprs", types.TText}, catCol{"indpred", types.TText})}
+	for _, k := range e.viewKeys() {
+		n := i64(int64(len(k.attrs)))
+		opts := &types.Array{Elems: make([]string, len(k.attrs))}
+		for i := range opts.Elems {
+			opts.Elems[i] = "0" // ascending, NULLs last
+		}
+		t.add(i64(k.indexOID()), i64(k.rel.oid), n, n, dTrue, dFals, dTrue, dFals, dTrue, dFals, dTrue, dFals,
+			dTrue, dTrue, dFals, k.attrArray(), types.Datum{A: opts}, null, null)
+	}
+	return t
+}
+
+// pgConstraint holds the materialized views' primary keys
+// (pgcatalog_keys.go): streamdb has no unique, check or foreign keys.
+func (e keyGen) pgConstraint() *table {
+	t := &table{cols: catCols(catCol{"oid", tOID}, catCol{"conname", tName}, catCol{"connamespace", tOID},
+		catCol{"contype", tName}, catCol{"condeferrable", tBool}, catCol{"condeferred", tBool},
+		catCol{"convalidated", tBool}, catCol{"conrelid", tOID}, catCol{"confrelid", tOID}, catCol{"conindid", tOID},
+		catCol{"conkey", tI2Arr}, catCol{"confkey", tI2Arr})}
+	for _, k := range e.viewKeys() {
+		t.add(i64(k.constraintOID()), str(k.name()), i64(k.rel.ns), str("p"), dFals, dFals, dTrue, i64(k.rel.oid), i64(0),
+			i64(k.indexOID()), k.attrArray(), null)
+	}
+	return t
 }

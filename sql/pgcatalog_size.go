@@ -17,7 +17,7 @@ import (
 
 // idRangeUsage is Pebble's disk usage estimate of the keys that start
 // with prefix and the big-endian id (ids never reach 2^64-1).
-func (e *Engine) idRangeUsage(prefix string, id uint64) int64 {
+func (e catalogSource) idRangeUsage(prefix string, id uint64) int64 {
 	lo := binary.BigEndian.AppendUint64([]byte(prefix), id)
 	hi := binary.BigEndian.AppendUint64([]byte(prefix), id+1)
 	u, err := e.db.EstimateDiskUsage(lo, hi)
@@ -31,7 +31,7 @@ func (e *Engine) idRangeUsage(prefix string, id uint64) int64 {
 // pg_relation_size) or its bytes with its job state (pg_table_size and
 // pg_total_relation_size: streamdb has no indexes or TOAST), as decimal
 // text (the PgLookup form).
-func (e *Engine) relationSizes(withState bool) map[int64]string {
+func (e catalogSource) relationSizes(withState bool) map[int64]string {
 	out := map[int64]string{}
 	for _, r := range e.relations() {
 		var n int64

@@ -36,7 +36,7 @@ type changeStreams struct {
 // startTransient starts a change stream's job. It holds the change
 // streams' lock while the job takes its start offsets, so log truncation
 // (which holds it too) sees the job's positions or runs before it starts.
-func (e *Engine) startTransient(spec exec.JobSpec) (*exec.Job, error) {
+func (e streamJobs) startTransient(spec exec.JobSpec) (*exec.Job, error) {
 	e.transient.Lock()
 	defer e.transient.Unlock()
 	j, err := exec.StartJob(e.db, spec)
@@ -50,14 +50,14 @@ func (e *Engine) startTransient(spec exec.JobSpec) (*exec.Job, error) {
 	return j, nil
 }
 
-func (e *Engine) removeTransient(j *exec.Job) {
+func (e streamJobs) removeTransient(j *exec.Job) {
 	e.transient.Lock()
 	delete(e.transient.jobs, j)
 	e.transient.Unlock()
 	j.Stop()
 }
 
-func (e *Engine) tickTransient(epoch uint64) {
+func (e streamJobs) tickTransient(epoch uint64) {
 	e.transient.Lock()
 	defer e.transient.Unlock()
 	for j := range e.transient.jobs {
@@ -66,7 +66,7 @@ func (e *Engine) tickTransient(epoch uint64) {
 }
 
 // transientJobs returns the running change streams.
-func (e *Engine) transientJobs() []*exec.Job {
+func (e streamJobs) transientJobs() []*exec.Job {
 	e.transient.Lock()
 	defer e.transient.Unlock()
 	out := make([]*exec.Job, 0, len(e.transient.jobs))

@@ -33,7 +33,7 @@ type openSnap struct {
 }
 
 // jobManifests describes the named views (all running views if none).
-func (e *supervisor) jobManifests(names []string) ([]checkpoint.JobManifest, error) {
+func (e savepointStore) jobManifests(names []string) ([]checkpoint.JobManifest, error) {
 	if len(names) == 0 {
 		for _, d := range e.sortedTables(storage.KindView) {
 			names = append(names, d.Name)
@@ -58,7 +58,7 @@ func (e *supervisor) jobManifests(names []string) ([]checkpoint.JobManifest, err
 	return out, nil
 }
 
-func (e *supervisor) createSavepoint(ctx context.Context, name string, views []string) (*checkpoint.Manifest, error) {
+func (e savepointStore) createSavepoint(ctx context.Context, name string, views []string) (*checkpoint.Manifest, error) {
 	dir, err := e.snapStore.savepointDir(name)
 	if err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func (e *supervisor) createSavepoint(ctx context.Context, name string, views []s
 	if err != nil {
 		return nil, err
 	}
-	if err := e.catchUp(ctx); err != nil {
+	if err := e.sup.catchUp(ctx); err != nil {
 		return nil, err
 	}
 	var man *checkpoint.Manifest
@@ -121,7 +121,7 @@ const periodicExportGap = 10 * time.Second
 
 // exportCheckpoint keeps a completed checkpoint as a retained snapshot and
 // deletes the oldest beyond checkpoint.retained. Runs inside the round.
-func (e *supervisor) exportCheckpoint(rec *checkpoint.Record) error {
+func (e savepointStore) exportCheckpoint(rec *checkpoint.Record) error {
 	if rec.Trigger == "periodic" && time.Since(e.lastExport) < periodicExportGap {
 		return nil
 	}
@@ -200,7 +200,7 @@ func (e *supervisor) exportCheckpoint(rec *checkpoint.Record) error {
 // storage. A failed upload fails the checkpoint (FailUpload; the jobs'
 // committed data is untouched) and drops its local copy, so what SHOW
 // CHECKPOINTS calls retained is in checkpoint storage.
-func (e *supervisor) uploadCheckpoint(rem *checkpoint.Remote, remErr error, dir string, m *checkpoint.Manifest) error {
+func (e savepointStore) uploadCheckpoint(rem *checkpoint.Remote, remErr error, dir string, m *checkpoint.Manifest) error {
 	start := time.Now()
 	err := remErr
 	var st checkpoint.UploadStats
@@ -222,7 +222,7 @@ func (e *supervisor) uploadCheckpoint(rem *checkpoint.Remote, remErr error, dir 
 
 // pruneRemote deletes the checkpoints in checkpoint storage beyond the
 // newest keep, then the files no snapshot there references.
-func (e *supervisor) pruneRemote(rem *checkpoint.Remote, keep int) {
+func (e savepointStore) pruneRemote(rem *checkpoint.Remote, keep int) {
 	ctx := context.Background()
 	all, err := rem.Manifests(ctx, "checkpoints")
 	if err != nil || len(all) <= keep {
@@ -253,7 +253,7 @@ type exportState struct {
 
 // waitExport waits until checkpoint id (or, for id 0, every checkpoint)
 // that is being exported is complete.
-func (e *supervisor) waitExport(id uint64) {
+func (e savepointStore) waitExport(id uint64) {
 	e.exports.Lock()
 	var chans []chan struct{}
 	for pid, c := range e.exports.pending {
@@ -271,7 +271,7 @@ func (e *supervisor) waitExport(id uint64) {
 // given (dropped or stopped) views: checkpoint.cleanup = 'delete_on_cancellation'.
 // Checkpoints are database-wide, so one that also covers another view
 // stays. Called with e.mu held.
-func (e *supervisor) deleteCheckpointsOfLocked(views []string) {
+func (e savepointStore) deleteCheckpointsOfLocked(views []string) {
 	e.waitExport(0)
 	gone := map[string]bool{}
 	for _, v := range views {
@@ -300,7 +300,7 @@ func (e *supervisor) deleteCheckpointsOfLocked(views []string) {
 	}
 }
 
-func (e *supervisor) dropSavepoint(names []string, ifExists bool) (*Result, error) {
+func (e savepointStore) dropSavepoint(names []string, ifExists bool) (*Result, error) {
 	ctx := context.Background()
 	var notices []string
 	for _, n := range names {
@@ -344,7 +344,7 @@ func (e *supervisor) dropSavepoint(names []string, ifExists bool) (*Result, erro
 	return &Result{Tag: "DROP SAVEPOINT", Notices: notices}, nil
 }
 
-func (e *supervisor) showSavepoints() *table {
+func (e savepointStore) showSavepoints() *table {
 	t := &table{cols: []Column{{"name", types.TText}, {"views", types.TText}, {"checkpoint_id", types.TInt64},
 		{"created_at", types.TTimestamp}, {"size", types.TInt64}}}
 	all := checkpoint.List(filepath.Join(e.snapStore.snapshotRoot(), "savepoints"))

@@ -24,6 +24,9 @@ type Session struct {
 	cursors map[string]*cursor
 	// txn is the transaction in progress (txn.go), nil outside one.
 	txn *txn
+	// clusterApply marks a session that applies the cluster's catalog log
+	// (ApplyDDL): its DDL runs here and is not sent to the log again.
+	clusterApply bool
 	// prepared are the statements of SQL-level PREPARE (prepare.go).
 	prepared map[string]*Stmt
 	// pid is the process id the client was given (pg_backend_pid()).
@@ -110,7 +113,7 @@ func (s *Session) Close() {
 func (s *Session) PrepareAll(ctx context.Context, query string) ([]*Stmt, error) {
 	stmts, err := parse.ParseAll(query)
 	if err != nil {
-		s.failBlock()
+		(sessionTxBlock{s}).failBlock()
 		return nil, err
 	}
 	if len(stmts) == 0 {
@@ -138,7 +141,7 @@ func markCopy(out *Stmt, st parse.Statement) {
 func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32) (st *Stmt, err error) {
 	defer func() {
 		if err != nil {
-			s.failBlock()
+			(sessionTxBlock{s}).failBlock()
 		}
 	}()
 	stmts, err := parse.ParseAll(query)
@@ -152,7 +155,7 @@ func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32)
 		return nil, sqlerr.New(sqlerr.SyntaxError, "cannot insert multiple commands into a prepared statement")
 	}
 	st = &Stmt{SQL: query, impl: stmts[0], extended: true}
-	if err := s.checkFailedBlock(st); err != nil {
+	if err := (sessionTxBlock{s}).checkFailedBlock(st); err != nil {
 		return nil, err
 	}
 	markCopy(st, stmts[0])

@@ -29,3 +29,12 @@ type sessionCursors struct {
 type sessionShow struct {
 	*Session
 }
+
+// sessionTxBlock is a transaction block's savepoints (SAVEPOINT, RELEASE,
+// ROLLBACK TO) and its failed state: failing the block on an error before
+// a statement runs, refusing statements in a failed block
+// (txsavepoint.go). The transaction rules themselves are the session's
+// (txn.go).
+type sessionTxBlock struct {
+	*Session
+}

@@ -186,6 +186,8 @@ func (s sessionShow) showTable(n parse.Statement) (*table, error) {
 			return e.showSources(), nil
 		case "sinks":
 			return e.sinkMgr.showSinks(), nil
+		case "cluster":
+			return s.showCluster()
 		}
 	case *parse.ShowCreate:
 		d, ok := e.Table(n.Name)
@@ -212,7 +214,7 @@ func showWords(n parse.Statement) string {
 	return "this SHOW statement"
 }
 
-func (e *Engine) sortedTables(kind storage.TableKind) []*storage.TableDef {
+func (e catalogSource) sortedTables(kind storage.TableKind) []*storage.TableDef {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []*storage.TableDef
@@ -247,7 +249,7 @@ func createStatement(t *storage.TableDef) string {
 	return s
 }
 
-func (e *Engine) showJobs() *table {
+func (e sysTables) showJobs() *table {
 	t := &table{cols: []Column{{"name", types.TText}, {"state", types.TText}, {"restarts", types.TInt64},
 		{"rows_in", types.TInt64}, {"lag", types.TInt64}, {"state_bytes", types.TInt64}, {"evicted", types.TInt64},
 		{"last_checkpoint", types.TInt64},
@@ -318,7 +320,7 @@ func watermarkDatum(j *exec.Job) types.Datum {
 	return types.Null
 }
 
-func (e *Engine) showJobErrors() (*table, error) {
+func (e sysTables) showJobErrors() (*table, error) {
 	t := &table{cols: []Column{{"job", types.TText}, {"stream", types.TText}, {"partition_id", types.TInt64},
 		{"row_offset", types.TInt64}, {"error_code", types.TText}, {"message", types.TText}, {"row_text", types.TText},
 		{"at", types.TTimestamp}}}
@@ -543,7 +545,7 @@ var systemTables = map[string]parse.Statement{
 	"streamdb_late_rows":   &parse.ShowObjects{What: "late rows"},
 }
 
-func (e *Engine) systemTable(name string) (*storage.TableDef, bool) {
+func (e sysTables) systemTable(name string) (*storage.TableDef, bool) {
 	if gen, ok := pgTables[name]; ok {
 		return systemDef(name, gen(catGen{catalogReader: e, colsOnly: true}).cols), true
 	}
@@ -568,7 +570,7 @@ func systemDef(name string, cols []Column) *storage.TableDef {
 
 // SystemRows implements planner.Snapshots: the settings in pg_settings
 // and streamdb_settings are a new session's.
-func (e *Engine) SystemRows(name string) (arrow.RecordBatch, error) {
+func (e sysTables) SystemRows(name string) (arrow.RecordBatch, error) {
 	return e.systemRows(name, e.NewSession("", ""))
 }
 
@@ -584,7 +586,7 @@ func (x sessionSnapshots) SystemRows(name string) (arrow.RecordBatch, error) {
 	return x.systemRows(name, x.s)
 }
 
-func (e *Engine) systemRows(name string, s *Session) (arrow.RecordBatch, error) {
+func (e sysTables) systemRows(name string, s *Session) (arrow.RecordBatch, error) {
 	var t *table
 	if gen, ok := pgTables[name]; ok {
 		t = gen(catGen{catalogReader: e, sess: s})

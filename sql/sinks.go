@@ -68,7 +68,7 @@ func (e *sinkManager) startSinkLocked(d *storage.SinkDef) error {
 	if plan, err := e.planView(view); err == nil {
 		keys = exec.SinkKeyCols(view, plan)
 	}
-	s, err := exec.StartKafkaSink(e.db, exec.SinkSpec{Def: d, View: view, KeyCols: keys, AtLeastOnce: d.Options["__mode"] == "at_least_once"})
+	s, err := exec.StartSink(e.db, exec.SinkSpec{Def: d, View: view, KeyCols: keys, AtLeastOnce: d.Options["__mode"] == "at_least_once"})
 	if err != nil {
 		return err
 	}
@@ -122,11 +122,11 @@ func (e *sinkManager) createSink(ctx context.Context, n *parse.CreateSink, owner
 	opts := map[string]string{}
 	for k, v := range n.With {
 		if strings.HasPrefix(k, "__") {
-			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized option %q for a kafka sink", k)
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized option %q for a sink", k)
 		}
 		opts[k] = v
 	}
-	if err := exec.CheckKafkaSink(opts, view, plan); err != nil {
+	if err := exec.CheckSink(ctx, opts, view, plan); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
@@ -226,8 +226,10 @@ func (e *sinkManager) showSinks() *table {
 			}
 			return ""
 		}
-		format := opt("format")
-		if format == "" {
+		topic, format := opt("topic"), opt("format")
+		if strings.EqualFold(opt("connector"), "postgres") {
+			topic, format = opt("table.name"), opt("type") // the target table; append or upsert
+		} else if format == "" {
 			format = "upsert-json"
 		}
 		mode := "exactly_once"
@@ -242,7 +244,7 @@ func (e *sinkManager) showSinks() *table {
 				lastErr = str(st.LastErr)
 			}
 		}
-		t.add(str(d.Name), str(d.View), str(opt("connector")), str(opt("topic")), str(format), str(mode), str(state), pos, sent, lastErr)
+		t.add(str(d.Name), str(d.View), str(opt("connector")), str(topic), str(format), str(mode), str(state), pos, sent, lastErr)
 	}
 	return t
 }

@@ -140,8 +140,8 @@ func (e *Engine) Snapshot(a planner.AsOf, view string) (storage.Reader, uint64, 
 // upload fails the statement with the upload's error (58030 io_error), the
 // checkpoint is FAILED in SHOW CHECKPOINTS, and the jobs' data is untouched.
 // Canceling the statement stops the wait, not the upload.
-func (e *supervisor) checkpointStatement(ctx context.Context) (*Result, error) {
-	if err := e.catchUp(ctx); err != nil {
+func (e savepointStore) checkpointStatement(ctx context.Context) (*Result, error) {
+	if err := e.sup.catchUp(ctx); err != nil {
 		return nil, err
 	}
 	rec, err := e.coord.Trigger(ctx, "manual", nil)
@@ -192,7 +192,7 @@ func (x *exportState) noteUploadLocked(id uint64) {
 // only checksum local files) and returns the ids of those that do: SHOW
 // CHECKPOINTS lists them as IN_PROGRESS instead of waiting for a slow
 // checkpoint storage.
-func (e *supervisor) waitLocalExports() map[uint64]bool {
+func (e savepointStore) waitLocalExports() map[uint64]bool {
 	e.exports.Lock()
 	var chans []chan struct{}
 	uploading := map[uint64]bool{}

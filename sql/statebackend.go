@@ -276,7 +276,7 @@ func (e *jobOptions) startJobOptions(n *parse.StartJob, def *storage.TableDef) (
 
 // StateEntries counts the committed operator state entries of a view's
 // job (storage.DB.StateEntries), for benchmarks of state boundedness.
-func (e *Engine) StateEntries(view string) (int64, error) {
+func (e engineStatus) StateEntries(view string) (int64, error) {
 	def, err := e.viewDef(view)
 	if err != nil {
 		return 0, err

@@ -204,7 +204,7 @@ func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error
 		}
 		return res, nil
 	case classTxSavepoint:
-		return s.txSavepointStmt(st.impl.(*parse.TxSavepoint))
+		return (sessionTxBlock{s}).txSavepointStmt(st.impl.(*parse.TxSavepoint))
 	}
 	if t == nil {
 		return nil, nil

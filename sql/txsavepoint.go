@@ -30,7 +30,7 @@ type txMark struct{ recs, stages int }
 
 // txSavepointStmt runs a savepoint statement; beforeStatement has checked
 // that it is inside a block.
-func (s *Session) txSavepointStmt(n *parse.TxSavepoint) (*Result, error) {
+func (s sessionTxBlock) txSavepointStmt(n *parse.TxSavepoint) (*Result, error) {
 	t := s.txn
 	if t == nil || !t.explicit {
 		what := map[parse.TxSavepointOp]string{parse.TxSavepointSet: "SAVEPOINT",
@@ -156,7 +156,7 @@ func errInFailedTxn() error {
 // statement runs (a syntax error, a Parse message that does not bind), as
 // PostgreSQL does for any error in a block. Implicit transactions end at
 // ReadyForQuery or Sync anyway.
-func (s *Session) failBlock() {
+func (s sessionTxBlock) failBlock() {
 	if s.txn != nil && s.txn.explicit {
 		s.fail()
 	}
@@ -164,7 +164,7 @@ func (s *Session) failBlock() {
 
 // checkFailedBlock refuses to prepare st in a failed block unless it ends
 // the block or rolls back to a savepoint (PostgreSQL checks this at Parse).
-func (s *Session) checkFailedBlock(st *Stmt) error {
+func (s sessionTxBlock) checkFailedBlock(st *Stmt) error {
 	if s.txn == nil || !s.txn.failed {
 		return nil
 	}

@@ -3,6 +3,7 @@
 //
 //	streamdb [--listen 127.0.0.1:5433] [--data-dir ./streamdb-data] [--config FILE] [--log-level info] [--max-connections 100]
 //	         [--http 127.0.0.1:9187] [--pprof] [--allow-storage URL]... [--restore-from URL]
+//	         [--cluster-etcd URL --node-id ID [--peer-listen ADDR] [--cluster-name NAME] [--cluster-lease-ttl 10s]]
 //	streamdb bench [--rows N] [--keys K] [--interval 1s]   (in-process benchmark)
 //	streamdb bench nexmark [--events N] [--queries q0,q1,...] [--checkpoint-interval 1s] [--server URL]
 package main
@@ -64,6 +65,12 @@ func run() error {
 	flag.Var(&allowStorage, "allow-storage", "a location (file:///path or s3://bucket/prefix) SET checkpoint.storage may point into; repeatable (the data directory is always allowed)")
 	restoreFrom := flag.String("restore-from", "", "fill an empty --data-dir from checkpoint storage: s3://bucket/prefix (its newest checkpoint), .../chk-N or .../savepoints/NAME (or file:///...)")
 	queryMem := flag.Int64("query-memory-mb", 0, "memory of all running batch queries together; one that would pass it fails with 53200 (0: query.memory_mb of --config, else a quarter of physical memory)")
+	var cl clusterFlags
+	flag.StringVar(&cl.etcd, "cluster-etcd", "", "cluster mode: etcd client URLs, separated by commas ('' is a single-node server)")
+	flag.StringVar(&cl.nodeID, "node-id", "", "cluster mode: this node's id, unique in the cluster")
+	flag.StringVar(&cl.peerListen, "peer-listen", "", "cluster mode: address this node listens on for its peers")
+	flag.StringVar(&cl.name, "cluster-name", "default", "cluster mode: the cluster's name (its key prefix in etcd)")
+	flag.DurationVar(&cl.leaseTTL, "cluster-lease-ttl", 10*time.Second, "cluster mode: TTL of the node's membership lease in etcd")
 	flag.Parse()
 
 	var level slog.Level
@@ -81,6 +88,11 @@ func run() error {
 			settings["max_connections"] = strconv.Itoa(*maxConns)
 		}
 	})
+	given := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if err := cl.fromConfig(settings, given); err != nil {
+		return err
+	}
 	if err := wire.CheckExposure(*listen, hba); err != nil {
 		return err
 	}
@@ -100,9 +112,15 @@ func run() error {
 				"snapshot", m.Name, "checkpoint", m.CheckpointID, "epoch", m.Epoch, "bytes", m.Size())
 		}
 	}
-	eng, err := sql.Open(sql.Config{DataDir: *dataDir, Settings: settings, Parallelism: *parallelism,
+	sqlCfg := sql.Config{DataDir: *dataDir, Settings: settings, Parallelism: *parallelism,
 		StateCacheBytes: *stateCache << 20, TailCacheBytes: tailCacheBytes(*tailCache), QueryMemoryBytes: *queryMem << 20, Logger: log, Superusers: osUser(), Password: *password,
-		Storage: storageCfg})
+		Storage: storageCfg}
+	var ce *clusterEngine
+	if cl.etcd != "" {
+		ce = &clusterEngine{}
+		sqlCfg.Cluster = ce
+	}
+	eng, err := sql.Open(sqlCfg)
 	if err != nil {
 		return err
 	}
@@ -142,6 +160,23 @@ func run() error {
 		eng.Close()
 		return err
 	}
+	var lost <-chan struct{} // the cluster lease, in cluster mode
+	leaseLost := false
+	if ce != nil {
+		node, pl, err := joinCluster(cl, ce, eng, l.Addr().String(), *dataDir, log)
+		if err != nil {
+			_ = l.Close()
+			eng.Close()
+			return err
+		}
+		lost = node.Done()
+		defer func() {
+			_ = node.Close()
+			if pl != nil {
+				_ = pl.Close()
+			}
+		}()
+	}
 	srv := wire.New(cfg, engine{eng})
 	abs, _ := filepath.Abs(*dataDir)
 	fmt.Printf("streamdb listening on %s (data in %s)\n", l.Addr(), abs)
@@ -172,6 +207,11 @@ func run() error {
 		if err != nil {
 			log.Error("server stopped", "err", err)
 		}
+	case <-lost:
+		// A node that is no longer a member must not go on serving as one
+		// (its view of the catalog and the membership may be stale).
+		log.Error("shutting down: the cluster lease is lost")
+		leaseLost = true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -179,7 +219,13 @@ func run() error {
 	if mon != nil {
 		_ = mon.Close()
 	}
-	return eng.Close()
+	if err := eng.Close(); err != nil {
+		return err
+	}
+	if leaseLost {
+		return fmt.Errorf("the cluster lease was lost: restart the node to rejoin")
+	}
+	return nil
 }
 
 // loadConfig reads database settings from a TOML file: either flat dotted

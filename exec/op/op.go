@@ -102,6 +102,15 @@ type Operator interface {
 	Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error
 }
 
+// Outlet takes an operator instance's output. The runtime gives each
+// instance one: today the local edge to the next node (its stateless
+// stages, then routing each row to the instance that owns its key group);
+// a network exchange can stand in for it without the operator knowing.
+type Outlet interface {
+	// Emit takes ownership of c.Rec.
+	Emit(ectx *expr.Ctx, c Chunk) error
+}
+
 // WatermarkHandler is implemented by operators that act on event time
 // (window aggregates, interval and window joins, top-N per window): the
 // runtime calls AdvanceWatermark at each aligned barrier, before Barrier,

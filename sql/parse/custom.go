@@ -873,6 +873,7 @@ var showObjects = []struct {
 	{[]string{"roles"}, "roles"},
 	{[]string{"sources"}, "sources"},
 	{[]string{"sinks"}, "sinks"},
+	{[]string{"cluster"}, "cluster"},
 }
 
 // show parses SHOW; the cursor is after SHOW.

@@ -1,7 +1,8 @@
 // Package lint holds tests of the code base itself: imports run one way
 // (wire → sql → planner → exec → storage, checkpoint driving exec;
 // connectors import neither the runtime nor one another; the operator
-// contract exec/op and the operator families import no runtime), every
+// contract exec/op, its kit exec/opkit and the operator families import
+// no runtime), every
 // package has a package comment, and docs/reference/settings.md lists
 // every setting and flag the code registers; no type of package sql
 // grows past its method ceiling (methods_test.go).
@@ -30,6 +31,8 @@ var forbidden = map[string][]string{
 	"planner":    {"sql", "wire", "checkpoint", "monitor"},
 	"checkpoint": {"planner", "sql", "wire", "monitor"},
 	"sql":        {"wire", "monitor"},
+	// cluster is etcd membership and the catalog log; cmd/streamdb joins it to sql.
+	"cluster": {"storage", "exec", "planner", "sql", "wire", "checkpoint", "monitor"},
 	// monitor sits beside wire: it reads sql and counts through wire's hook.
 	"wire": {"monitor"},
 }
@@ -151,6 +154,16 @@ func TestOnlyStorageImportsPebble(t *testing.T) {
 // families, beside expressions and storage.
 var opContractImports = map[string]bool{"storage": true, "types": true, "exec/expr": true, "sqlerr": true}
 
+// opKitImports are the packages of this module exec/opkit (what operators
+// share beneath the contract) may import: the contract and what it may.
+var opKitImports = map[string]bool{"exec/op": true, "storage": true, "types": true, "exec/expr": true, "sqlerr": true}
+
+// familyImports are the packages of this module an operator family may
+// import (besides its own subpackages): the contract, the kit, and
+// expressions, storage's state API, types and errors. Everything else (the
+// runtime, the planner, connectors, another family) is out of bounds.
+var familyImports = map[string]bool{"exec/op": true, "exec/opkit": true, "exec/expr": true, "storage": true, "types": true, "sqlerr": true}
+
 // operatorFamilies are the packages, one per operator family, that the
 // runtime (exec) drives through exec/op. A family imports the contract
 // (and exec/expr, storage, types), never the runtime, a connector or
@@ -160,8 +173,9 @@ var operatorFamilies = []string{"exec/join", "exec/rank", "exec/session", "exec/
 
 // TestOperatorContractStandsAlone holds the operator seam (exec/op's
 // package comment): the contract imports from this module only storage,
-// types, exec/expr and sqlerr; an operator family imports neither exec
-// (the runtime), nor a connector, nor another family.
+// types, exec/expr and sqlerr; exec/opkit only those and the contract; an
+// operator family only the contract, the kit and what they import, so
+// never exec (the runtime), a connector, the planner or another family.
 func TestOperatorContractStandsAlone(t *testing.T) {
 	family := func(pkg string) string {
 		for _, f := range operatorFamilies {
@@ -179,6 +193,9 @@ func TestOperatorContractStandsAlone(t *testing.T) {
 		if pkg == "exec/op" && !opContractImports[target] {
 			t.Errorf("%s imports %s: exec/op imports only storage, types, exec/expr and sqlerr from this module", f, p)
 		}
+		if pkg == "exec/opkit" && !opKitImports[target] {
+			t.Errorf("%s imports %s: exec/opkit imports only exec/op, exec/expr, storage, types and sqlerr from this module", f, p)
+		}
 		fam := family(pkg)
 		if fam == "" {
 			return
@@ -190,6 +207,8 @@ func TestOperatorContractStandsAlone(t *testing.T) {
 			t.Errorf("%s imports %s: an operator family imports no connector", f, p)
 		case tf != "" && tf != fam:
 			t.Errorf("%s imports %s: an operator family imports no other family", f, p)
+		case tf == "" && !familyImports[target]:
+			t.Errorf("%s imports %s: an operator family imports only exec/op, exec/opkit, exec/expr, storage, types and sqlerr from this module", f, p)
 		}
 	})
 }

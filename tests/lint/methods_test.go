@@ -14,14 +14,19 @@ import (
 // goal (issue 28) is about 30 for every type: a type with more mixes
 // concerns that belong apart (statement handlers by family in
 // handle_<family>.go, the job lifecycle on supervisor, the catalog tables
-// behind catalogReader). The types still above it have a ceiling of their
-// own, today's count, so they can only shrink; lower it when a type loses
-// methods.
+// behind catalogReader). The largest types have a ceiling of their own,
+// today's count, so they can only shrink; lower it when a type loses
+// methods. A type that needs more than its ceiling gets a new concern of
+// its own: Engine's facets (engineparts.go), the supervisor's
+// savepointStore, catGen's table families (pgcatalog.go) show how.
 const maxMethods = 30
 
 var methodCeilings = map[string]int{
-	"Engine": 58,
-	"catGen": 41,
+	"Engine":     27,
+	"catGen":     19,
+	"Session":    27,
+	"copyIn":     27,
+	"supervisor": 19,
 }
 
 // TestSQLTypesStaySmall fails when a type of package sql declares more
@@ -43,7 +48,7 @@ func TestSQLTypesStaySmall(t *testing.T) {
 		}
 	}
 	for name, limit := range methodCeilings {
-		if counts[name] < limit && limit > maxMethods {
+		if counts[name] < limit {
 			t.Logf("sql.%s is down to %d methods: lower its ceiling from %d", name, counts[name], limit)
 		}
 	}

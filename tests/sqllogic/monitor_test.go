@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Observability (issue #16): /metrics parsed with Prometheus's own text
@@ -42,7 +43,7 @@ func scrape(t *testing.T, httpAddr string) map[string]*dto.MetricFamily {
 	if code != http.StatusOK {
 		t.Fatalf("/metrics: HTTP %d: %s", code, body)
 	}
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.LegacyValidation)
 	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("/metrics does not parse: %v\n%s", err, body)

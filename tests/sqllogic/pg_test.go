@@ -33,6 +33,12 @@ func pgBinDir() string {
 type PG struct {
 	addr string
 	out  *outputLog
+	// launch makes the server's command; srv runs it (nil: stopped) until
+	// exited is closed, with waitErr.
+	launch  func() *exec.Cmd
+	srv     *exec.Cmd
+	exited  chan struct{}
+	waitErr error
 }
 
 // ConnString returns a connection URL for the cluster's superuser.
@@ -124,35 +130,38 @@ func StartPG(t testing.TB) *PG {
 	}
 	_, port, _ := net.SplitHostPort(addr)
 	p := &PG{addr: addr, out: &outputLog{}}
-	srv := command("postgres", "-D", data, "-p", port, "-k", sock,
-		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
-		"-c", "full_page_writes=off", "-c", "max_connections=20", "-c", "timezone=UTC")
+	p.launch = func() *exec.Cmd {
+		return command("postgres", "-D", data, "-p", port, "-k", sock,
+			"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
+			"-c", "full_page_writes=off", "-c", "max_connections=20", "-c", "timezone=UTC")
+	}
+	t.Cleanup(func() {
+		p.Stop(t)
+		if t.Failed() {
+			t.Logf("postgres output:\n%s", p.out.tail(16<<10))
+		}
+	})
+	p.Start(t)
+	return p
+}
+
+// Start starts the server (again, after Stop) and waits until it accepts
+// connections.
+func (p *PG) Start(t testing.TB) {
+	t.Helper()
+	srv := p.launch()
 	srv.Stdout, srv.Stderr = p.out, p.out
 	if err := srv.Start(); err != nil {
 		t.Fatalf("start postgres: %v", err)
 	}
 	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = srv.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		// SIGINT is PostgreSQL's fast shutdown.
-		_ = srv.Process.Signal(syscall.SIGINT)
-		select {
-		case <-exited:
-		case <-time.After(StopTimeout):
-			_ = srv.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("postgres output:\n%s", p.out.tail(16<<10))
-		}
-	})
-
+	p.srv, p.exited = srv, exited
+	go func() { p.waitErr = srv.Wait(); close(exited) }()
 	deadline := time.Now().Add(StartupTimeout)
 	for {
 		select {
 		case <-exited:
-			t.Fatalf("postgres exited before accepting connections (%s):\n%s", exitStatus(waitErr), p.out.tail(16<<10))
+			t.Fatalf("postgres exited before accepting connections (%s):\n%s", exitStatus(p.waitErr), p.out.tail(16<<10))
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -160,11 +169,29 @@ func StartPG(t testing.TB) *PG {
 		cancel()
 		if err == nil {
 			conn.Close(context.Background())
-			return p
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("postgres did not accept connections on %s within %v: %v\n%s", addr, StartupTimeout, err, p.out.tail(16<<10))
+			t.Fatalf("postgres did not accept connections on %s within %v: %v\n%s", p.addr, StartupTimeout, err, p.out.tail(16<<10))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Stop shuts the server down (fast shutdown: sessions are cut) and waits
+// for it; Start starts it again on the same address and data.
+func (p *PG) Stop(t testing.TB) {
+	t.Helper()
+	if p.srv == nil {
+		return
+	}
+	// SIGINT is PostgreSQL's fast shutdown.
+	_ = p.srv.Process.Signal(syscall.SIGINT)
+	select {
+	case <-p.exited:
+	case <-time.After(StopTimeout):
+		_ = p.srv.Process.Kill()
+		<-p.exited
+	}
+	p.srv = nil
 }

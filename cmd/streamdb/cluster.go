@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/streamdb/streamdb/cluster"
+	"github.com/streamdb/streamdb/sql"
+)
+
+// clusterFlags are the cluster-mode options: the flags, else the config
+// file's [cluster] section (etcd, node_id, peer_listen, name, lease_ttl).
+type clusterFlags struct {
+	etcd, nodeID, peerListen, name string
+	leaseTTL                       time.Duration
+}
+
+// fromConfig takes the cluster.* keys out of the config file's settings
+// (they are the server's, not database settings) where no flag set them.
+func (c *clusterFlags) fromConfig(settings map[string]string, given map[string]bool) error {
+	for k, v := range settings {
+		if !strings.HasPrefix(k, "cluster.") {
+			continue
+		}
+		delete(settings, k)
+		switch k {
+		case "cluster.etcd":
+			if !given["cluster-etcd"] {
+				c.etcd = v
+			}
+		case "cluster.node_id":
+			if !given["node-id"] {
+				c.nodeID = v
+			}
+		case "cluster.peer_listen":
+			if !given["peer-listen"] {
+				c.peerListen = v
+			}
+		case "cluster.name":
+			if !given["cluster-name"] {
+				c.name = v
+			}
+		case "cluster.lease_ttl":
+			if !given["cluster-lease-ttl"] {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return fmt.Errorf("--config: cluster.lease_ttl: %w", err)
+				}
+				c.leaseTTL = d
+			}
+		default:
+			return fmt.Errorf("--config: unknown key %q (cluster.etcd, cluster.node_id, cluster.peer_listen, cluster.name, cluster.lease_ttl)", k)
+		}
+	}
+	if c.etcd == "" {
+		if c.nodeID != "" || c.peerListen != "" {
+			return fmt.Errorf("--node-id and --peer-listen need --cluster-etcd")
+		}
+		return nil
+	}
+	if c.nodeID == "" {
+		return fmt.Errorf("--cluster-etcd needs --node-id")
+	}
+	if c.leaseTTL < time.Second {
+		return fmt.Errorf("--cluster-lease-ttl %s: at least 1s", c.leaseTTL)
+	}
+	return nil
+}
+
+// clusterEngine is sql.Cluster over a cluster.Node. The node is set after
+// sql.Open (joining applies the catalog log to the engine), before any
+// session exists.
+type clusterEngine struct {
+	node *cluster.Node
+}
+
+func (c *clusterEngine) SubmitDDL(ctx context.Context, user, text string) (*sql.Result, error) {
+	res, err := c.node.Submit(ctx, user, text)
+	if err != nil {
+		return nil, err
+	}
+	r, _ := res.(*sql.Result)
+	if r == nil {
+		r = &sql.Result{}
+	}
+	return r, nil
+}
+
+func (c *clusterEngine) Members(ctx context.Context) ([]sql.ClusterMember, error) {
+	ms, err := c.node.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sql.ClusterMember, len(ms))
+	for i, m := range ms {
+		out[i] = sql.ClusterMember{ID: m.ID, PGAddr: m.PGAddr, PeerAddr: m.PeerAddr, State: m.State,
+			LeaseExpiry: m.LeaseExpiry, Coordinator: m.Coordinator}
+	}
+	return out, nil
+}
+
+// joinCluster joins eng's node to the cluster: it applies the catalog log
+// and serves the peer listener (for now GET /peer/health, which says the
+// node is up and how far it applied the log).
+func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dataDir string, log *slog.Logger) (*cluster.Node, net.Listener, error) {
+	var pl net.Listener
+	peerAddr := ""
+	if c.peerListen != "" {
+		l, err := net.Listen("tcp", c.peerListen)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--peer-listen: %w", err)
+		}
+		pl, peerAddr = l, l.Addr().String()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	node, err := cluster.Join(ctx, cluster.Config{Endpoints: strings.Split(c.etcd, ","), Cluster: c.name, NodeID: c.nodeID,
+		PGAddr: pgAddr, PeerAddr: peerAddr, LeaseTTL: c.leaseTTL, AppliedFile: filepath.Join(dataDir, "cluster-applied"),
+		Logger: log, Apply: func(ctx context.Context, e cluster.Entry) (any, error) {
+			return sql.ApplyDDL(ctx, eng, e.User, e.Text)
+		}})
+	if err != nil {
+		if pl != nil {
+			_ = pl.Close()
+		}
+		return nil, nil, err
+	}
+	ce.node = node
+	if pl != nil {
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /peer/health", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprintf(w, "node %s applied %d coordinator %t\n", c.nodeID, node.Applied(), node.IsCoordinator())
+		})
+		go func() { _ = (&http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}).Serve(pl) }()
+	}
+	log.Info("joined the cluster", "cluster", c.name, "node", c.nodeID, "etcd", c.etcd, "peer", peerAddr, "applied", node.Applied())
+	return node, pl, nil
+}

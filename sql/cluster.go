@@ -1,0 +1,193 @@
+package sql
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/streamdb/streamdb/sql/bind"
+	"github.com/streamdb/streamdb/sql/parse"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Cluster mode, first slice (docs/design/cluster.md): every node keeps the
+// same catalog, and nothing else is shared yet. A session's statement is
+// one of three kinds:
+//
+//   - catalog DDL (CREATE/DROP of tables, sources, materialized and plain
+//     views) goes to the cluster's catalog log and is applied, in log
+//     order, on every node, this one included (ApplyDDL);
+//   - statements whose answer is the same on every node run here: catalog
+//     reads (SHOW TABLES, \d, pg_catalog, information_schema, SHOW CREATE),
+//     queries over no relation, session settings, SHOW CLUSTER;
+//   - everything else would act on this node's data or state alone (INSERT
+//     and COPY into a stream whose log is not shared, reads of streams and
+//     views, checkpoints, savepoints, jobs, roles, database settings, sinks)
+//     and is refused with 0A000 rather than answered for one node.
+
+// Cluster is cluster mode as the engine needs it; cmd/streamdb implements
+// it over package cluster. Nil in Config means a single-node server.
+type Cluster interface {
+	// SubmitDDL appends one DDL statement to the catalog log and returns
+	// once this node has applied it, with ApplyDDL's outcome here.
+	SubmitDDL(ctx context.Context, user, text string) (*Result, error)
+	// Members lists the cluster's live nodes.
+	Members(ctx context.Context) ([]ClusterMember, error)
+}
+
+// ClusterMember is one row of SHOW CLUSTER.
+type ClusterMember struct {
+	ID, PGAddr, PeerAddr, State string
+	LeaseExpiry                 time.Time
+	Coordinator                 bool
+}
+
+// ApplyDDL runs one entry of the cluster's catalog log on e as user: a
+// single DDL statement, executed as a session would but without going back
+// to the log.
+func ApplyDDL(ctx context.Context, e *Engine, user, text string) (*Result, error) {
+	s := e.NewSession(user, BootstrapRole)
+	defer s.Close()
+	s.clusterApply = true
+	if _, _, _, ok := e.Role(user); !ok {
+		return nil, sqlerr.New(sqlerr.InvalidAuthorization, "role %q does not exist on this node", user)
+	}
+	stmts, err := s.PrepareAll(ctx, text)
+	if err != nil {
+		return nil, err
+	}
+	if len(stmts) != 1 || stmts[0].Empty {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "a catalog log entry must hold one statement")
+	}
+	return s.Execute(ctx, stmts[0], nil)
+}
+
+// sessionCluster is a session's side of cluster mode.
+type sessionCluster struct{ *Session }
+
+// gate decides what cluster mode does with st (see the top of this file);
+// done is false when st runs here as on a single node.
+func (s sessionCluster) gate(ctx context.Context, st *Stmt, params []types.Datum) (res *Result, err error, done bool) {
+	switch n := st.impl.(type) {
+	case *parse.CreateTable, *parse.CreateSource, *parse.CreatePlainView:
+		res, err = s.submit(ctx, st, params)
+		return res, err, true
+	case *parse.CreateView:
+		if n.FromSavepoint != "" {
+			return nil, notDistributed("CREATE MATERIALIZED VIEW ... FROM SAVEPOINT", "savepoints are per node"), true
+		}
+		res, err = s.submit(ctx, st, params)
+		return res, err, true
+	case *parse.Drop:
+		if n.Kind == parse.ObjSavepoint {
+			return nil, notDistributed("DROP SAVEPOINT", "savepoints are per node"), true
+		}
+		res, err = s.submit(ctx, st, params)
+		return res, err, true
+	case *parse.CreateSink, *parse.DropSink:
+		return nil, notDistributed(statementWords(st), "every node would export its own copy of the view"), true
+	case *parse.Show, *parse.ShowCreate, *parse.Discard:
+		return nil, nil, false
+	case *parse.ShowObjects:
+		switch n.What {
+		case "cluster", "tables", "materialized views", "sources", "sinks", "roles":
+			return nil, nil, false
+		}
+		return nil, notDistributed("SHOW "+strings.ToUpper(n.What), "it would list this node's state alone"), true
+	case *parse.Set:
+		return nil, s.sessionSetting(n.Name), false
+	case *parse.Reset:
+		return nil, s.sessionSetting(n.Name), false
+	case *parse.Query:
+		return s.gateQuery(ctx, st, n, params)
+	}
+	return nil, notDistributed(statementWords(st), "it would act on this node alone"), true
+}
+
+func (s sessionCluster) gateQuery(ctx context.Context, st *Stmt, q *parse.Query, params []types.Datum) (*Result, error, bool) {
+	switch n := q.Node.(type) {
+	case *ast.DropTableStmt:
+		res, err := s.submit(ctx, st, params)
+		return res, err, true
+	case *ast.ShowStmt:
+		return nil, nil, false
+	case *ast.SetStmt:
+		for _, v := range n.Variables {
+			if err := s.sessionSetting(v.Name); err != nil {
+				return nil, err, true
+			}
+		}
+		return nil, nil, false
+	case ast.ResultSetNode:
+		if err := s.localRead(st, n); err != nil {
+			return nil, err, true
+		}
+		return nil, nil, false
+	}
+	return nil, notDistributed(statementWords(st), "it would act on this node alone"), true
+}
+
+// localRead refuses a query that reads a stream, a source, a view or a
+// node's runtime tables (streamdb_*): their rows differ from node to node.
+func (s sessionCluster) localRead(st *Stmt, n ast.ResultSetNode) error {
+	cat := &recordingCatalog{e: s.e}
+	b := &bind.Binder{Cat: cat, Params: append([]types.T(nil), st.ParamTypes...), User: s.user, Session: sessionInfo{s.Session}}
+	if _, err := b.BindQuery(n); err != nil {
+		return nil // execution reports it, as on one node
+	}
+	for _, t := range cat.seen {
+		if t.Kind != storage.KindSystem || strings.HasPrefix(t.Name, "streamdb_") {
+			return &sqlerr.Error{Code: sqlerr.FeatureNotSupported,
+				Msg:    "reading " + kindWord(t) + " " + t.Name + " is not supported in cluster mode yet",
+				Detail: "Each node holds only its own rows: a read would answer for one node. Cluster mode shares the catalog only (docs/design/cluster.md).",
+				Hint:   "Catalog reads (\\d, SHOW TABLES, pg_catalog, information_schema) and SHOW CLUSTER work on every node."}
+		}
+	}
+	return nil
+}
+
+func (s sessionCluster) sessionSetting(name string) error {
+	if _, ok := dbSettings[strings.ToLower(name)]; ok {
+		return notDistributed("SET "+name, "database settings are per node")
+	}
+	return nil
+}
+
+// submit sends st's text to the catalog log.
+func (s sessionCluster) submit(ctx context.Context, st *Stmt, params []types.Datum) (*Result, error) {
+	if st.group != nil || len(params) > 0 {
+		return nil, &sqlerr.Error{Code: sqlerr.FeatureNotSupported,
+			Msg:  statementWords(st) + " must be sent alone in cluster mode",
+			Hint: "Send each DDL statement in a query of its own, without parameters."}
+	}
+	return s.e.cluster.SubmitDDL(ctx, s.user, st.SQL)
+}
+
+func notDistributed(what, why string) error {
+	return &sqlerr.Error{Code: sqlerr.FeatureNotSupported,
+		Msg:    what + " is not supported in cluster mode yet",
+		Detail: "Cluster mode shares the catalog only, and " + why + " (docs/design/cluster.md).",
+		Hint:   "Run it on a server started without --cluster-etcd."}
+}
+
+// showCluster is SHOW CLUSTER.
+func (s sessionShow) showCluster() (*table, error) {
+	if s.e.cluster == nil {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SHOW CLUSTER needs cluster mode: start the server with --cluster-etcd")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ms, err := s.e.cluster.Members(ctx)
+	if err != nil {
+		return nil, sqlerr.Wrap("58000", err) // system_error: etcd did not answer
+	}
+	t := &table{cols: []Column{{"node_id", types.TText}, {"pg_address", types.TText}, {"peer_address", types.TText},
+		{"state", types.TText}, {"lease_expires_at", types.TTimestamp}, {"coordinator", types.TBool}}}
+	for _, m := range ms {
+		t.add(str(m.ID), str(m.PGAddr), str(m.PeerAddr), str(m.State), types.Int(m.LeaseExpiry.UTC().UnixMicro()), types.Boolean(m.Coordinator))
+	}
+	return t, nil
+}
