@@ -386,6 +386,7 @@ func (n *Node) coordinate(leaderKey string, rev int64) error {
 		}
 		kvs := resp.Kvs
 		sort.Slice(kvs, func(i, j int) bool { return kvs[i].CreateRevision < kvs[j].CreateRevision })
+		again := false
 		for _, kv := range kvs {
 			var r request
 			if err := json.Unmarshal(kv.Value, &r); err != nil {
@@ -409,9 +410,13 @@ func (n *Node) coordinate(leaderKey string, rev int64) error {
 				if last, err = n.lastSeq(ctx); err != nil {
 					return err
 				}
+				again = true
 				break
 			}
 			last++
+		}
+		if again {
+			continue
 		}
 		// Wait for the next request (or the end of leadership).
 		wctx, cancel := context.WithCancel(ctx)
