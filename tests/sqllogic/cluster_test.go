@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -114,7 +115,8 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 }
 
 // TestClusterCatalog starts an embedded etcd and three streamdb processes
-// in cluster mode: DDL run on any node is applied on every node (each
+// in cluster mode (the third configured by the config file's [cluster]
+// section): DDL run on any node is applied on every node (each
 // node's pg_catalog equals the creating node's, and \d in psql lists it),
 // SHOW CLUSTER on every node lists the three nodes with the coordinator
 // etcd's election names, statements that would answer for one node are
@@ -138,9 +140,18 @@ func TestClusterCatalog(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := fmt.Sprintf("n%d", i+1)
-		nodes[i] = &clusterNode{id: id, peer: peer, srv: StartServer(t, "", "--http", "",
-			"--cluster-etcd", ep, "--node-id", id, "--peer-listen", peer, "--cluster-name", "e2e",
-			"--cluster-lease-ttl", ttl.String())}
+		args := []string{"--http", "", "--cluster-etcd", ep, "--node-id", id, "--peer-listen", peer,
+			"--cluster-name", "e2e", "--cluster-lease-ttl", ttl.String()}
+		if i == 2 { // the config file's [cluster] section instead of the flags
+			cfg := filepath.Join(t.TempDir(), "streamdb.toml")
+			toml := fmt.Sprintf("[cluster]\netcd = %q\nnode_id = %q\npeer_listen = %q\nname = \"e2e\"\nlease_ttl = %q\n",
+				ep, id, peer, ttl.String())
+			if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args = []string{"--http", "", "--config", cfg}
+		}
+		nodes[i] = &clusterNode{id: id, peer: peer, srv: StartServer(t, "", args...)}
 	}
 	conns := make([]*pgx.Conn, 3)
 	for i, n := range nodes {
