@@ -535,6 +535,9 @@ func (n *Node) applyKV(ctx context.Context, v []byte) error {
 		return fmt.Errorf("cluster: catalog entry %d arrived before %d", e.Seq, next)
 	}
 	res, err := n.cfg.Apply(ctx, e)
+	if ctx.Err() != nil {
+		return ctx.Err() // stopped, perhaps halfway: apply it again next time
+	}
 	if err != nil && e.Node != n.cfg.NodeID {
 		n.log.Warn("cluster: a catalog entry failed here as on the node that made it", "seq", e.Seq, "node", e.Node, "err", err)
 	}

@@ -162,6 +162,7 @@ func run() error {
 	}
 	var lost <-chan struct{} // the cluster lease, in cluster mode
 	leaseLost := false
+	leaveCluster := func() {} // before the engine closes: no catalog entry is applied while it does
 	if ce != nil {
 		node, pl, err := joinCluster(cl, ce, eng, l.Addr().String(), *dataDir, log)
 		if err != nil {
@@ -170,12 +171,12 @@ func run() error {
 			return err
 		}
 		lost = node.Done()
-		defer func() {
+		leaveCluster = func() {
 			_ = node.Close()
 			if pl != nil {
 				_ = pl.Close()
 			}
-		}()
+		}
 	}
 	srv := wire.New(cfg, engine{eng})
 	abs, _ := filepath.Abs(*dataDir)
@@ -216,6 +217,7 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(ctx)
+	leaveCluster()
 	if mon != nil {
 		_ = mon.Close()
 	}
