@@ -364,6 +364,14 @@ func TestClusterCatalog(t *testing.T) {
 	if strings.Join(ids, ",") != "n1,n2,n3" {
 		t.Fatalf("SHOW CLUSTER after the rejoin: %v", ids)
 	}
+
+	// A node stopped with SIGTERM exits 0 and leaves at once: it revokes
+	// its lease instead of letting it expire.
+	back.Close(ctx)
+	nodes[ci].srv.Stop()
+	if rows := showCluster(t, survivor); len(rows) != 2 {
+		t.Fatalf("SHOW CLUSTER right after %s stopped: %+v, want the two others", coord, rows)
+	}
 }
 
 // TestShowClusterSingleNode: without --cluster-etcd, SHOW CLUSTER is
