@@ -386,6 +386,7 @@ func (n *Node) coordinate(leaderKey string, rev int64) error {
 		}
 		kvs := resp.Kvs
 		sort.Slice(kvs, func(i, j int) bool { return kvs[i].CreateRevision < kvs[j].CreateRevision })
+		again := false
 		for _, kv := range kvs {
 			var r request
 			if err := json.Unmarshal(kv.Value, &r); err != nil {
@@ -409,9 +410,13 @@ func (n *Node) coordinate(leaderKey string, rev int64) error {
 				if last, err = n.lastSeq(ctx); err != nil {
 					return err
 				}
+				again = true
 				break
 			}
 			last++
+		}
+		if again {
+			continue
 		}
 		// Wait for the next request (or the end of leadership).
 		wctx, cancel := context.WithCancel(ctx)
@@ -530,6 +535,9 @@ func (n *Node) applyKV(ctx context.Context, v []byte) error {
 		return fmt.Errorf("cluster: catalog entry %d arrived before %d", e.Seq, next)
 	}
 	res, err := n.cfg.Apply(ctx, e)
+	if ctx.Err() != nil {
+		return ctx.Err() // stopped, perhaps halfway: apply it again next time
+	}
 	if err != nil && e.Node != n.cfg.NodeID {
 		n.log.Warn("cluster: a catalog entry failed here as on the node that made it", "seq", e.Seq, "node", e.Node, "err", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/streamdb/streamdb/cluster"
 	"github.com/streamdb/streamdb/sql"
+	"github.com/streamdb/streamdb/sqlerr"
 )
 
 // clusterFlags are the cluster-mode options: the flags, else the config
@@ -80,10 +82,22 @@ type clusterEngine struct {
 	node *cluster.Node
 }
 
+// ddlTimeout bounds how long a DDL statement waits for the coordinator to
+// log it and this node to apply it (no coordinator, etcd unreachable).
+const ddlTimeout = 30 * time.Second
+
 func (c *clusterEngine) SubmitDDL(ctx context.Context, user, text string) (*sql.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, ddlTimeout)
+	defer cancel()
 	res, err := c.node.Submit(ctx, user, text)
-	if err != nil {
-		return nil, err
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return nil, &sqlerr.Error{Code: sqlerr.QueryCanceled, Msg: "canceling statement: the cluster's catalog log did not apply it in time",
+			Detail: "The statement may still be applied on every node; check with \\d before running it again."}
+	case errors.Is(err, cluster.ErrNotMember):
+		return nil, sqlerr.Wrap(sqlerr.ConnectionException, err)
+	case err != nil: // the statement's own error, else etcd's (58000 system_error)
+		return nil, sqlerr.Wrap("58000", err)
 	}
 	r, _ := res.(*sql.Result)
 	if r == nil {

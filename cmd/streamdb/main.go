@@ -65,13 +65,13 @@ func run() error {
 	flag.Var(&allowStorage, "allow-storage", "a location (file:///path or s3://bucket/prefix) SET checkpoint.storage may point into; repeatable (the data directory is always allowed)")
 	restoreFrom := flag.String("restore-from", "", "fill an empty --data-dir from checkpoint storage: s3://bucket/prefix (its newest checkpoint), .../chk-N or .../savepoints/NAME (or file:///...)")
 	queryMem := flag.Int64("query-memory-mb", 0, "memory of all running batch queries together; one that would pass it fails with 53200 (0: query.memory_mb of --config, else a quarter of physical memory)")
-	var cl clusterFlags
-	flag.StringVar(&cl.etcd, "cluster-etcd", "", "cluster mode: etcd client URLs, separated by commas ('' is a single-node server)")
-	flag.StringVar(&cl.nodeID, "node-id", "", "cluster mode: this node's id, unique in the cluster")
-	flag.StringVar(&cl.peerListen, "peer-listen", "", "cluster mode: address this node listens on for its peers")
-	flag.StringVar(&cl.name, "cluster-name", "default", "cluster mode: the cluster's name (its key prefix in etcd)")
-	flag.DurationVar(&cl.leaseTTL, "cluster-lease-ttl", 10*time.Second, "cluster mode: TTL of the node's membership lease in etcd")
+	clusterEtcd := flag.String("cluster-etcd", "", "cluster mode: etcd client URLs, separated by commas ('' is a single-node server)")
+	nodeID := flag.String("node-id", "", "cluster mode: this node's id, unique in the cluster")
+	peerListen := flag.String("peer-listen", "", "cluster mode: address this node listens on for its peers")
+	clusterName := flag.String("cluster-name", "default", "cluster mode: the cluster's name (its key prefix in etcd)")
+	leaseTTL := flag.Duration("cluster-lease-ttl", 10*time.Second, "cluster mode: TTL of the node's membership lease in etcd")
 	flag.Parse()
+	cl := clusterFlags{etcd: *clusterEtcd, nodeID: *nodeID, peerListen: *peerListen, name: *clusterName, leaseTTL: *leaseTTL}
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -162,6 +162,7 @@ func run() error {
 	}
 	var lost <-chan struct{} // the cluster lease, in cluster mode
 	leaseLost := false
+	leaveCluster := func() {} // before the engine closes: no catalog entry is applied while it does
 	if ce != nil {
 		node, pl, err := joinCluster(cl, ce, eng, l.Addr().String(), *dataDir, log)
 		if err != nil {
@@ -170,12 +171,12 @@ func run() error {
 			return err
 		}
 		lost = node.Done()
-		defer func() {
+		leaveCluster = func() {
 			_ = node.Close()
 			if pl != nil {
 				_ = pl.Close()
 			}
-		}()
+		}
 	}
 	srv := wire.New(cfg, engine{eng})
 	abs, _ := filepath.Abs(*dataDir)
@@ -216,6 +217,7 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(ctx)
+	leaveCluster()
 	if mon != nil {
 		_ = mon.Close()
 	}

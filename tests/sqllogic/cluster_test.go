@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -114,7 +115,8 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 }
 
 // TestClusterCatalog starts an embedded etcd and three streamdb processes
-// in cluster mode: DDL run on any node is applied on every node (each
+// in cluster mode (the third configured by the config file's [cluster]
+// section): DDL run on any node is applied on every node (each
 // node's pg_catalog equals the creating node's, and \d in psql lists it),
 // SHOW CLUSTER on every node lists the three nodes with the coordinator
 // etcd's election names, statements that would answer for one node are
@@ -138,9 +140,18 @@ func TestClusterCatalog(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := fmt.Sprintf("n%d", i+1)
-		nodes[i] = &clusterNode{id: id, peer: peer, srv: StartServer(t, "", "--http", "",
-			"--cluster-etcd", ep, "--node-id", id, "--peer-listen", peer, "--cluster-name", "e2e",
-			"--cluster-lease-ttl", ttl.String())}
+		args := []string{"--http", "", "--cluster-etcd", ep, "--node-id", id, "--peer-listen", peer,
+			"--cluster-name", "e2e", "--cluster-lease-ttl", ttl.String()}
+		if i == 2 { // the config file's [cluster] section instead of the flags
+			cfg := filepath.Join(t.TempDir(), "streamdb.toml")
+			toml := fmt.Sprintf("[cluster]\netcd = %q\nnode_id = %q\npeer_listen = %q\nname = \"e2e\"\nlease_ttl = %q\n",
+				ep, id, peer, ttl.String())
+			if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args = []string{"--http", "", "--config", cfg}
+		}
+		nodes[i] = &clusterNode{id: id, peer: peer, srv: StartServer(t, "", args...)}
 	}
 	conns := make([]*pgx.Conn, 3)
 	for i, n := range nodes {
@@ -352,5 +363,32 @@ func TestClusterCatalog(t *testing.T) {
 	sort.Strings(ids)
 	if strings.Join(ids, ",") != "n1,n2,n3" {
 		t.Fatalf("SHOW CLUSTER after the rejoin: %v", ids)
+	}
+
+	// A node stopped with SIGTERM exits 0 and leaves at once: it revokes
+	// its lease instead of letting it expire.
+	back.Close(ctx)
+	nodes[ci].srv.Stop()
+	if rows := showCluster(t, survivor); len(rows) != 2 {
+		t.Fatalf("SHOW CLUSTER right after %s stopped: %+v, want the two others", coord, rows)
+	}
+}
+
+// TestShowClusterSingleNode: without --cluster-etcd, SHOW CLUSTER is
+// refused and DDL, INSERT and reads work as they always did.
+func TestShowClusterSingleNode(t *testing.T) {
+	conn := StartServer(t, "", "--http", "").Conn(t)
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, "SHOW CLUSTER"); sqlstate(err) != "0A000" || !strings.Contains(err.Error(), "--cluster-etcd") {
+		t.Fatalf("SHOW CLUSTER on a single node: %v, want 0A000 naming --cluster-etcd", err)
+	}
+	for _, q := range []string{"CREATE TABLE w (x BIGINT)", "INSERT INTO w VALUES (1), (2)"} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM w").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("count: %d %v, want 2", n, err)
 	}
 }
