@@ -78,6 +78,7 @@ type Engine struct {
 	rr         atomic.Uint32 // round-robin partition choice for inserts
 	streams    atomic.Uint64 // change streams started
 	sinks      sinkSet       // CREATE SINK (sinks.go)
+	keyed      keyedLocks    // writes to tables with a primary key (handle_dml.go)
 
 	snaps         openSnaps
 	restartEvents restartLog // job failures and restarts (monitor.go)
