@@ -105,6 +105,9 @@ func init() {
 		"information_schema.columns":  catGen.isColumns,
 		"information_schema.schemata": catGen.isSchemata,
 		"information_schema.views":    catGen.isViews,
+
+		"information_schema.table_constraints": catGen.isTableConstraints,
+		"information_schema.key_column_usage":  catGen.isKeyColumnUsage,
 	}
 }
 
@@ -310,7 +313,7 @@ func (e catGen) pgAttribute() *table {
 			}
 			t.add(i64(r.oid), str(c.Name), i64(int64(c.Type.OID())), i64(-1), i64(l), i64(int64(i+1)), i64(0),
 				i64(-1), i64(typmod(c.Type)), types.Boolean(l > 0 && l <= 8), str(align(l)), str(attStorage(l)), str(""),
-				dFals, dFals, dFals, str(""), str(""), dFals, dTrue, i64(0), i64(coll), null, null, null)
+				types.Boolean(c.NotNull), dFals, dFals, str(""), str(""), dFals, dTrue, i64(0), i64(coll), null, null, null)
 		}
 	}
 	// A view's key index has one attribute per key column, as PostgreSQL's.
@@ -666,7 +669,11 @@ func (e catGen) isColumns() *table {
 			if r.kind != "r" || r.def.Kind == storage.KindSystem {
 				upd = "NO"
 			}
-			t.add(str(databaseName), str(nsName(r.ns)), str(r.name), str(c.Name), i64(int64(i+1)), null, str("YES"),
+			nullable := "YES"
+			if c.NotNull {
+				nullable = "NO"
+			}
+			t.add(str(databaseName), str(nsName(r.ns)), str(r.name), str(c.Name), i64(int64(i+1)), null, str(nullable),
 				str(dataType), maxLen, prec, scale, dtPrec, str(databaseName), str(bind.SchemaCatalog),
 				str(bind.PgTypeName(c.Type)), str("NO"), str("NEVER"), str(upd))
 		}
