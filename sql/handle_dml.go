@@ -28,6 +28,9 @@ import (
 // and in an implicit transaction (a multi-statement query, the extended
 // protocol before Sync) the rows buffered before it are appended first.
 
+// sessionDML runs the writes of keyed tables for a session.
+type sessionDML struct{ s *Session }
+
 // keyedLocks serialises the writes to each keyed table.
 type keyedLocks struct {
 	mu    sync.Mutex
@@ -77,7 +80,8 @@ func noKey(what string, t *storage.TableDef) error {
 }
 
 // keyedTx applies the transaction rules to a write of a keyed table.
-func (s *Session) keyedTx(what string) error {
+func (d sessionDML) keyedTx(what string) error {
+	s := d.s
 	t := s.txn
 	if t == nil {
 		return nil
@@ -91,7 +95,8 @@ func (s *Session) keyedTx(what string) error {
 // keyedRun runs a DML statement's plan over the live database (the
 // table's write lock is held, so its rows are the latest) and returns its
 // rows as one record of types ts.
-func (s *Session) keyedRun(ctx context.Context, node planner.Node, ectx *expr.Ctx, ts []types.T) (arrow.RecordBatch, error) {
+func (d sessionDML) keyedRun(ctx context.Context, node planner.Node, ectx *expr.Ctx, ts []types.T) (arrow.RecordBatch, error) {
+	s := d.s
 	phys, err := planner.Physical(node, s.e)
 	if err != nil {
 		return nil, err
@@ -117,8 +122,9 @@ func (s *Session) keyedRun(ctx context.Context, node planner.Node, ectx *expr.Ct
 
 // keyedWrite locks t, checks it is still the table, nets its log and
 // appends the changes write computes.
-func (s *Session) keyedWrite(ctx context.Context, t *storage.TableDef, ectx *expr.Ctx,
+func (d sessionDML) keyedWrite(ctx context.Context, t *storage.TableDef, ectx *expr.Ctx,
 	write func(k *exec.KeyedRows) (*exec.Changes, error)) error {
+	s := d.s
 	unlock := s.e.keyed.lock(t.ID)
 	defer unlock()
 	if cur, ok := s.e.Table(t.Name); !ok || cur.ID != t.ID {
@@ -139,7 +145,8 @@ func (s *Session) keyedWrite(ctx context.Context, t *storage.TableDef, ectx *exp
 
 // execKeyedInsert runs an INSERT into a keyed table, or an INSERT with ON
 // CONFLICT; ok is false for any other INSERT.
-func (s *Session) execKeyedInsert(ctx context.Context, b *bind.Binder, q *parse.Query, n *ast.InsertStmt, params []types.Datum) (res *Result, ok bool, err error) {
+func (d sessionDML) execKeyedInsert(ctx context.Context, b *bind.Binder, q *parse.Query, n *ast.InsertStmt, params []types.Datum) (res *Result, ok bool, err error) {
+	s := d.s
 	def, err := b.InsertTable(n)
 	if err != nil {
 		return nil, false, nil // BindInsert reports it
@@ -169,12 +176,12 @@ func (s *Session) execKeyedInsert(ctx context.Context, b *bind.Binder, q *parse.
 	if err != nil {
 		return nil, true, err
 	}
-	if err := s.keyedTx("INSERT"); err != nil {
+	if err := d.keyedTx("INSERT"); err != nil {
 		return nil, true, err
 	}
 	ectx := s.exprCtx(params)
 	ts := columnTypesOf(def)
-	rows, err := s.keyedRun(ctx, src, ectx, ts)
+	rows, err := d.keyedRun(ctx, src, ectx, ts)
 	if err != nil {
 		return nil, true, err
 	}
@@ -183,7 +190,7 @@ func (s *Session) execKeyedInsert(ctx context.Context, b *bind.Binder, q *parse.
 		return nil, true, err
 	}
 	var count int64
-	err = s.keyedWrite(ctx, def, ectx, func(k *exec.KeyedRows) (*exec.Changes, error) {
+	err = d.keyedWrite(ctx, def, ectx, func(k *exec.KeyedRows) (*exec.Changes, error) {
 		ch, c, err := k.Insert(rows, on, func(pairs arrow.RecordBatch) (arrow.RecordBatch, []bool, error) {
 			return conflictRows(ectx, cu, pairs, ts)
 		})
@@ -255,7 +262,8 @@ func columnTypesOf(t *storage.TableDef) []types.T {
 }
 
 // execUpdate runs UPDATE on a keyed table.
-func (s *Session) execUpdate(ctx context.Context, b *bind.Binder, n *ast.UpdateStmt, params []types.Datum) (*Result, error) {
+func (d sessionDML) execUpdate(ctx context.Context, b *bind.Binder, n *ast.UpdateStmt, params []types.Datum) (*Result, error) {
+	s := d.s
 	def, node, err := b.BindUpdate(n)
 	if err != nil {
 		return nil, err
@@ -263,14 +271,14 @@ func (s *Session) execUpdate(ctx context.Context, b *bind.Binder, n *ast.UpdateS
 	if !exec.Keyed(def) {
 		return nil, noKey("UPDATE", def)
 	}
-	if err := s.keyedTx("UPDATE"); err != nil {
+	if err := d.keyedTx("UPDATE"); err != nil {
 		return nil, err
 	}
 	ectx := s.exprCtx(params)
 	ts := columnTypesOf(def)
 	var count int64
-	err = s.keyedWrite(ctx, def, ectx, func(k *exec.KeyedRows) (*exec.Changes, error) {
-		rows, err := s.keyedRun(ctx, node, ectx, append(slices.Clone(ts), ts...))
+	err = d.keyedWrite(ctx, def, ectx, func(k *exec.KeyedRows) (*exec.Changes, error) {
+		rows, err := d.keyedRun(ctx, node, ectx, append(slices.Clone(ts), ts...))
 		if err != nil {
 			return nil, err
 		}
@@ -292,7 +300,8 @@ func (s *Session) execUpdate(ctx context.Context, b *bind.Binder, n *ast.UpdateS
 }
 
 // execDelete runs DELETE on a keyed table.
-func (s *Session) execDelete(ctx context.Context, b *bind.Binder, n *ast.DeleteStmt, params []types.Datum) (*Result, error) {
+func (d sessionDML) execDelete(ctx context.Context, b *bind.Binder, n *ast.DeleteStmt, params []types.Datum) (*Result, error) {
+	s := d.s
 	def, node, err := b.BindDelete(n)
 	if err != nil {
 		return nil, err
@@ -300,14 +309,14 @@ func (s *Session) execDelete(ctx context.Context, b *bind.Binder, n *ast.DeleteS
 	if !exec.Keyed(def) {
 		return nil, noKey("DELETE", def)
 	}
-	if err := s.keyedTx("DELETE"); err != nil {
+	if err := d.keyedTx("DELETE"); err != nil {
 		return nil, err
 	}
 	ectx := s.exprCtx(params)
 	ts := columnTypesOf(def)
 	var count int64
-	err = s.keyedWrite(ctx, def, ectx, func(k *exec.KeyedRows) (*exec.Changes, error) {
-		rows, err := s.keyedRun(ctx, node, ectx, ts)
+	err = d.keyedWrite(ctx, def, ectx, func(k *exec.KeyedRows) (*exec.Changes, error) {
+		rows, err := d.keyedRun(ctx, node, ectx, ts)
 		if err != nil {
 			return nil, err
 		}

@@ -106,8 +106,8 @@ func init() {
 		"information_schema.schemata": catGen.isSchemata,
 		"information_schema.views":    catGen.isViews,
 
-		"information_schema.table_constraints": catGen.isTableConstraints,
-		"information_schema.key_column_usage":  catGen.isKeyColumnUsage,
+		"information_schema.table_constraints": isTableConstraints,
+		"information_schema.key_column_usage":  isKeyColumnUsage,
 	}
 }
 

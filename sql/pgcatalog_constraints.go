@@ -9,7 +9,7 @@ import (
 // declared PRIMARY KEY and a view's derived key, as SQLAlchemy, pgjdbc
 // and schema tools read them.
 
-func (e catGen) isTableConstraints() *table {
+func isTableConstraints(e catGen) *table {
 	t := &table{cols: textCols("constraint_catalog", "constraint_schema", "constraint_name", "table_catalog",
 		"table_schema", "table_name", "constraint_type", "is_deferrable", "initially_deferred", "enforced", "nulls_distinct")}
 	for _, k := range e.viewKeys() {
@@ -20,7 +20,7 @@ func (e catGen) isTableConstraints() *table {
 	return t
 }
 
-func (e catGen) isKeyColumnUsage() *table {
+func isKeyColumnUsage(e catGen) *table {
 	t := &table{cols: []Column{{"constraint_catalog", types.TText}, {"constraint_schema", types.TText},
 		{"constraint_name", types.TText}, {"table_catalog", types.TText}, {"table_schema", types.TText},
 		{"table_name", types.TText}, {"column_name", types.TText}, {"ordinal_position", types.TInt32},

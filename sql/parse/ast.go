@@ -57,7 +57,6 @@ type CreateTable struct {
 	SQL          string
 	// PrimaryKey names the key's columns (dml.go); nil: an append-only stream.
 	PrimaryKey []string
-	keyTok     token
 }
 
 // CreateSink is CREATE SINK [IF NOT EXISTS] name FROM view WITH (k = v, ...).

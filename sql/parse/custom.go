@@ -16,6 +16,8 @@ type parser struct {
 	src  string
 	toks []token
 	i    int
+	// keyTok is the PRIMARY of CREATE TABLE's key, for errors (dml.go).
+	keyTok token
 }
 
 func (p *parser) at() token { return p.peek(0) }
@@ -305,7 +307,7 @@ func (p *parser) createSource() (*CreateSource, error) {
 		return nil, p.positioned(sqlerr.New(sqlerr.InvalidParameterValue, "CREATE SOURCE needs WITH (connector = ...)"), p.at())
 	}
 	if ct.PrimaryKey != nil {
-		return nil, p.notSupported(ct.keyTok, "a source cannot have a PRIMARY KEY: its rows come from its connector, which cannot enforce a key (declare a table with the key and insert into it)")
+		return nil, p.notSupported(p.keyTok, "a source cannot have a PRIMARY KEY: its rows come from its connector, which cannot enforce a key (declare a table with the key and insert into it)")
 	}
 	return &CreateSource{CreateTable: *ct}, nil
 }

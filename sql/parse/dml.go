@@ -46,7 +46,7 @@ func (p *parser) tableKey(ct *CreateTable) error {
 			break
 		}
 	}
-	ct.keyTok = t
+	p.keyTok = t
 	return p.expectOp(")")
 }
 
@@ -55,7 +55,7 @@ func (p *parser) columnKey(ct *CreateTable, col ColumnDef, t token) error {
 	if ct.PrimaryKey != nil {
 		return p.positioned(sqlerr.New(sqlerr.InvalidTableDefinition, "multiple primary keys for table %q are not allowed", ct.Name), t)
 	}
-	ct.PrimaryKey, ct.keyTok = []string{col.Name}, t
+	ct.PrimaryKey, p.keyTok = []string{col.Name}, t
 	return nil
 }
 
@@ -70,11 +70,11 @@ func (p *parser) checkKey(ct *CreateTable) error {
 			}
 		}
 		if !found {
-			return p.positioned(sqlerr.New(sqlerr.UndefinedColumn, "column %q named in key does not exist", k), ct.keyTok)
+			return p.positioned(sqlerr.New(sqlerr.UndefinedColumn, "column %q named in key does not exist", k), p.keyTok)
 		}
 	}
 	if ct.PrimaryKey != nil && ct.WatermarkCol != "" {
-		return p.notSupported(ct.keyTok, "a table with a PRIMARY KEY cannot have a WATERMARK: its rows change, and event time needs rows that only arrive")
+		return p.notSupported(p.keyTok, "a table with a PRIMARY KEY cannot have a WATERMARK: its rows change, and event time needs rows that only arrive")
 	}
 	return nil
 }
