@@ -330,3 +330,29 @@ func (d sessionDML) execDelete(ctx context.Context, b *bind.Binder, n *ast.Delet
 	}
 	return &Result{Tag: fmt.Sprintf("DELETE %d", count)}, nil
 }
+
+// describeDML binds an UPDATE or DELETE to learn its parameters' types.
+func describeDML(b *bind.Binder, n ast.StmtNode) error {
+	var err error
+	switch q := n.(type) {
+	case *ast.UpdateStmt:
+		_, _, err = b.BindUpdate(q)
+	case *ast.DeleteStmt:
+		_, _, err = b.BindDelete(q)
+	}
+	return err
+}
+
+// describeConflict binds an INSERT's ON CONFLICT DO UPDATE, for its
+// parameters' types.
+func describeConflict(b *bind.Binder, q *parse.Query, n *ast.InsertStmt) error {
+	if q.OnConflict == nil || q.OnConflict.Update == nil {
+		return nil
+	}
+	def, err := b.InsertTable(n)
+	if err != nil {
+		return err
+	}
+	_, err = b.BindConflictUpdate(def, q.OnConflict.Update)
+	return err
+}

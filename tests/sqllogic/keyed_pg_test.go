@@ -160,6 +160,27 @@ func TestKeyedTablesPG(t *testing.T) {
 			}
 		}
 	}
+	// The same with parameters (the extended protocol's typed $n).
+	for _, p := range []struct {
+		sql  string
+		args []any
+	}{
+		{"INSERT INTO kt VALUES ($1, $2, $3, $4) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v + $5", []any{3, 1, 10, "p", 7}},
+		{"INSERT INTO kt VALUES ($1, $2, $3, $4) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v + $5", []any{3, 2, 11, "q", 1}},
+		{"UPDATE kt SET v = v * $1, s = $3 WHERE k < $2", []any{2, 10, "w"}},
+		{"DELETE FROM kt WHERE k = $1 OR v > $2", []any{4, 150}},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, serr := sdb.Exec(ctx, p.sql, p.args...)
+		_, perr := pgc.Exec(ctx, p.sql, p.args...)
+		cancel()
+		if got, want := errText(serr), errText(perr); got != want {
+			t.Fatalf("%s %v\n  streamdb:   %q\n  PostgreSQL: %q", p.sql, p.args, got, want)
+		}
+		if diff := diffWithPG(t, sdb, pgc, "SELECT * FROM kt"); diff != "" {
+			t.Fatalf("after %s %v, kt differs:\n%s", p.sql, p.args, diff)
+		}
+	}
 	if failed == 0 || failed > steps/2 {
 		t.Errorf("%d of %d statements failed on both: the generator should make some, not most, fail", failed, steps)
 	}
