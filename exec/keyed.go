@@ -453,3 +453,12 @@ func (k *KeyedRows) Types() []types.T { return k.ts }
 func RecordOf(ts []types.T, cols []arrow.Array, n int) arrow.RecordBatch {
 	return newRecord(ts, cols, n)
 }
+
+// NewKeyedRowsFrom returns a copy of k, for a statement that may fail.
+func NewKeyedRowsFrom(k *KeyedRows) *KeyedRows {
+	c := NewKeyedRows(k.ectx, k.t)
+	for key, row := range k.rows {
+		c.rows[key] = row
+	}
+	return c
+}
