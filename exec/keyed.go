@@ -38,6 +38,10 @@ type KeyedRows struct {
 	ts   []types.T
 	ectx *expr.Ctx
 	rows map[string]string // key encoding → the row's encoding (rowEncoder)
+	// own makes k copy the strings it keeps: a KeyedRows kept across
+	// statements would otherwise pin every batch buffer a live row
+	// shares (rowEncoder.rowString).
+	own  bool
 	renc rowEncoder
 	kenc rowEncoder
 }
@@ -50,12 +54,34 @@ func NewKeyedRows(ectx *expr.Ctx, t *storage.TableDef) *KeyedRows {
 // Len is the number of rows.
 func (k *KeyedRows) Len() int { return len(k.rows) }
 
-// ReadKeyed nets t's whole log as the live database holds it now. The
-// caller holds the table's write lock, so nothing is appended meanwhile.
-func ReadKeyed(ctx *Ctx, t *storage.TableDef) (*KeyedRows, error) {
-	k := NewKeyedRows(ctx.Expr, t)
-	err := k.readLog(ctx, nil)
-	return k, err
+// CachedKeyedRows returns the rows of t to keep across statements (they
+// own their memory), at log offset 0: CatchUp fills them.
+func CachedKeyedRows(t *storage.TableDef) *KeyedRows {
+	k := NewKeyedRows(nil, t)
+	k.own = true
+	return k
+}
+
+// CatchUp nets t's log from offset from (k holds the rows below it) to
+// the live end, which it returns. The caller holds the table's write lock,
+// so nothing is appended meanwhile.
+func (k *KeyedRows) CatchUp(ctx *Ctx, from uint64) (uint64, error) {
+	start, end, _, err := ctx.DB.LogBounds(k.t.ID, 0)
+	if err != nil {
+		return 0, err
+	}
+	if from < start {
+		from = start
+	}
+	if from >= end {
+		return end, nil
+	}
+	err = ctx.DB.ReadLog(memoryPool, k.t.ID, 0, from, end, func(_ uint64, rec arrow.RecordBatch) error {
+		defer rec.Release()
+		k.Apply(rec)
+		return nil
+	})
+	return end, err
 }
 
 // readLog applies t's log up to the end snap sees (nil: the live end).
@@ -132,6 +158,14 @@ func (k *KeyedRows) cols(rec arrow.RecordBatch) []arrow.Array {
 	return cols
 }
 
+// put sets key's row.
+func (k *KeyedRows) put(key, row string) {
+	if k.own {
+		key, row = strings.Clone(key), strings.Clone(row)
+	}
+	k.rows[key] = row
+}
+
 // Apply nets a log block (the table's columns, then the op) into k.
 func (k *KeyedRows) Apply(rec arrow.RecordBatch) {
 	n := int(rec.NumRows())
@@ -141,7 +175,7 @@ func (k *KeyedRows) Apply(rec arrow.RecordBatch) {
 	ops := rec.Column(len(k.ts)).(*array.Int64).Int64Values()
 	for i, key := range keys {
 		if Op(ops[i]).Sign() > 0 {
-			k.rows[key] = k.renc.rowString(i)
+			k.put(key, k.renc.rowString(i))
 		} else {
 			delete(k.rows, key)
 		}
@@ -263,7 +297,7 @@ func (k *KeyedRows) Insert(rec arrow.RecordBatch, on Conflict, update ConflictUp
 		old, ok := k.rows[key]
 		if !ok {
 			enc := renc.rowString(i)
-			k.rows[key] = enc
+			k.put(key, enc)
 			touched[key] = true
 			inserted[i] = true
 			ch.add(enc, OpInsert)
@@ -332,7 +366,7 @@ func (k *KeyedRows) Insert(rec arrow.RecordBatch, on Conflict, update ConflictUp
 		out.add(existing[p], OpUpdateBefore)
 		enc := nenc.rowString(p)
 		out.add(enc, OpUpdateAfter)
-		k.rows[keys[i]] = enc
+		k.put(keys[i], enc)
 		count++
 	}
 	return out, count, nil
@@ -361,7 +395,7 @@ func (k *KeyedRows) Update(olds, news arrow.RecordBatch) (*Changes, error) {
 		if _, ok := k.rows[key]; ok {
 			return nil, k.duplicate(ncols, i)
 		}
-		k.rows[key] = nenc.rowString(i)
+		k.put(key, nenc.rowString(i))
 	}
 	if same {
 		for i := range okeys {

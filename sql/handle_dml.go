@@ -21,9 +21,10 @@ import (
 
 // Writes to tables with a primary key (changelog tables, exec/keyed.go):
 // INSERT (with ON CONFLICT), UPDATE and DELETE. Each statement takes the
-// table's write lock, nets the table's log into its rows, computes its
-// changes (checking the key) and appends them as one durable block, so a
-// statement is atomic and statements on one table are serial. The
+// table's write lock, brings the table's rows (kept in memory between
+// writes, netted from the log at the first) up to the log's end, computes
+// its changes (checking the key) and appends them as one durable block, so
+// a statement is atomic and statements on one table are serial. The
 // statement commits by itself: inside a transaction block it is refused,
 // and in an implicit transaction (a multi-statement query, the extended
 // protocol before Sync) the rows buffered before it are appended first.
@@ -31,25 +32,36 @@ import (
 // sessionDML runs the writes of keyed tables for a session.
 type sessionDML struct{ s *Session }
 
-// keyedLocks serialises the writes to each keyed table.
+// keyedLocks serialises the writes to each keyed table and keeps the
+// table's rows between them.
 type keyedLocks struct {
-	mu    sync.Mutex
-	locks map[uint64]*sync.Mutex
+	mu     sync.Mutex
+	tables map[uint64]*keyedState
 }
 
-func (l *keyedLocks) lock(table uint64) func() {
+// keyedState is a keyed table's write lock and, under it, its rows as of
+// log offset off (rows nil: not loaded, or dropped after a failed write,
+// which may have changed them).
+type keyedState struct {
+	mu   sync.Mutex
+	rows *exec.KeyedRows
+	off  uint64
+}
+
+// lock returns the table's state, locked.
+func (l *keyedLocks) lock(table uint64) *keyedState {
 	l.mu.Lock()
-	if l.locks == nil {
-		l.locks = map[uint64]*sync.Mutex{}
+	if l.tables == nil {
+		l.tables = map[uint64]*keyedState{}
 	}
-	m := l.locks[table]
-	if m == nil {
-		m = &sync.Mutex{}
-		l.locks[table] = m
+	st := l.tables[table]
+	if st == nil {
+		st = &keyedState{}
+		l.tables[table] = st
 	}
 	l.mu.Unlock()
-	m.Lock()
-	return m.Unlock
+	st.mu.Lock()
+	return st
 }
 
 // keyedTable makes t a changelog table keyed by the columns key (none:
@@ -125,22 +137,43 @@ func (d sessionDML) keyedRun(ctx context.Context, node planner.Node, ectx *expr.
 func (d sessionDML) keyedWrite(ctx context.Context, t *storage.TableDef, ectx *expr.Ctx,
 	write func(k *exec.KeyedRows) (*exec.Changes, error)) error {
 	s := d.s
-	unlock := s.e.keyed.lock(t.ID)
-	defer unlock()
+	st := s.e.keyed.lock(t.ID)
+	defer st.mu.Unlock()
 	if cur, ok := s.e.Table(t.Name); !ok || cur.ID != t.ID {
 		return sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", t.Name)
 	}
-	k, err := exec.ReadKeyed(&exec.Ctx{Context: ctx, DB: s.e.db, Expr: ectx}, t)
+	if st.rows == nil {
+		st.rows, st.off = exec.CachedKeyedRows(t), 0
+	}
+	// Only this lock's holders append to the log; catching up covers the
+	// rows a failed append may still have made durable.
+	off, err := st.rows.CatchUp(&exec.Ctx{Context: ctx, DB: s.e.db, Expr: ectx}, st.off)
 	if err != nil {
+		st.rows = nil
 		return err
 	}
-	ch, err := write(k)
+	st.off = off
+	ch, err := write(st.rows)
 	if err != nil || ch.Len() == 0 {
+		if err != nil {
+			st.rows = nil
+		}
 		return err
 	}
-	rec := k.ChangesRecord(ch)
+	rec := st.rows.ChangesRecord(ch)
 	defer rec.Release()
-	return s.e.appendRows(t, []arrow.RecordBatch{rec})
+	if err := s.e.appendRows(t, []arrow.RecordBatch{rec}); err != nil {
+		st.rows = nil
+		return err
+	}
+	// The rows now hold the statement's changes: they are at the log's end.
+	_, end, _, err := s.e.db.LogBounds(t.ID, 0)
+	if err != nil {
+		st.rows = nil
+		return err
+	}
+	st.off = end
+	return nil
 }
 
 // execKeyedInsert runs an INSERT into a keyed table, or an INSERT with ON
