@@ -496,3 +496,13 @@ func NewKeyedRowsFrom(k *KeyedRows) *KeyedRows {
 	}
 	return c
 }
+
+// UseKeyedRows makes p's scans of k's table read k (the rows of a write
+// that holds the table's lock) instead of netting its log.
+func UseKeyedRows(p Plan, k *KeyedRows) {
+	for _, s := range streamScans(p) {
+		if s.Table.ID == k.t.ID {
+			s.Rows = k
+		}
+	}
+}

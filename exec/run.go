@@ -188,6 +188,9 @@ func scanStream(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error) err
 		return scanConnector(ctx, t, emit)
 	}
 	if Keyed(t) {
+		if p.Rows != nil {
+			return emit(p.Rows.Record(ctx.alloc()))
+		}
 		return scanKeyed(ctx, t, snap, emit)
 	}
 	for part := 0; part < max(1, t.Partitions); part++ {

@@ -107,11 +107,16 @@ func (d sessionDML) keyedTx(what string) error {
 // keyedRun runs a DML statement's plan over the live database (the
 // table's write lock is held, so its rows are the latest) and returns its
 // rows as one record of types ts.
-func (d sessionDML) keyedRun(ctx context.Context, node planner.Node, ectx *expr.Ctx, ts []types.T) (arrow.RecordBatch, error) {
+// With k (the table's rows under its lock), the plan's scans of the table
+// read them.
+func (d sessionDML) keyedRun(ctx context.Context, node planner.Node, ectx *expr.Ctx, ts []types.T, k *exec.KeyedRows) (arrow.RecordBatch, error) {
 	s := d.s
 	phys, err := planner.Physical(node, s.e)
 	if err != nil {
 		return nil, err
+	}
+	if k != nil {
+		exec.UseKeyedRows(phys, k)
 	}
 	budget := exec.NewBudget(s.workMem(), s.e.queryMem)
 	defer budget.Close()
@@ -214,7 +219,7 @@ func (d sessionDML) execKeyedInsert(ctx context.Context, b *bind.Binder, q *pars
 	}
 	ectx := s.exprCtx(params)
 	ts := columnTypesOf(def)
-	rows, err := d.keyedRun(ctx, src, ectx, ts)
+	rows, err := d.keyedRun(ctx, src, ectx, ts, nil)
 	if err != nil {
 		return nil, true, err
 	}
@@ -311,7 +316,7 @@ func (d sessionDML) execUpdate(ctx context.Context, b *bind.Binder, n *ast.Updat
 	ts := columnTypesOf(def)
 	var count int64
 	err = d.keyedWrite(ctx, def, ectx, func(k *exec.KeyedRows) (*exec.Changes, error) {
-		rows, err := d.keyedRun(ctx, node, ectx, append(slices.Clone(ts), ts...))
+		rows, err := d.keyedRun(ctx, node, ectx, append(slices.Clone(ts), ts...), k)
 		if err != nil {
 			return nil, err
 		}
@@ -349,7 +354,7 @@ func (d sessionDML) execDelete(ctx context.Context, b *bind.Binder, n *ast.Delet
 	ts := columnTypesOf(def)
 	var count int64
 	err = d.keyedWrite(ctx, def, ectx, func(k *exec.KeyedRows) (*exec.Changes, error) {
-		rows, err := d.keyedRun(ctx, node, ectx, ts)
+		rows, err := d.keyedRun(ctx, node, ectx, ts, k)
 		if err != nil {
 			return nil, err
 		}
