@@ -226,7 +226,7 @@ func (c *compiler) input(to *gnode, in int, p Plan, keys []expr.Expr) error {
 func (c *compiler) node(p Plan) (*gnode, error) {
 	switch n := p.(type) {
 	case *ScanStream:
-		return c.source(n.Table, false), nil
+		return c.source(n.Table, Keyed(n.Table)), nil // a keyed table's log is a changelog
 	case *ScanView:
 		if n.Snap != nil {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries cannot read AS OF snapshots")

@@ -46,6 +46,9 @@ type Plan interface {
 type ScanStream struct {
 	Table *storage.TableDef
 	Snap  storage.Reader // nil: the statement's snapshot
+	// Rows, for a keyed table, are its rows as a write holding its lock
+	// has them (UseKeyedRows); nil: net the log.
+	Rows *KeyedRows
 }
 
 // ScanView reads a materialized view's rows at the last completed checkpoint

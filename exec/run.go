@@ -187,6 +187,12 @@ func scanStream(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error) err
 	if t.Kind == storage.KindSource {
 		return scanConnector(ctx, t, emit)
 	}
+	if Keyed(t) {
+		if p.Rows != nil {
+			return emit(p.Rows.Record(ctx.alloc()))
+		}
+		return scanKeyed(ctx, t, snap, emit)
+	}
 	for part := 0; part < max(1, t.Partitions); part++ {
 		start, end, _, err := ctx.DB.LogBounds(t.ID, uint32(part))
 		if err != nil {

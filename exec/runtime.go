@@ -282,7 +282,7 @@ func (j *Job) openSource(n *gnode) (*jobSource, error) {
 			}
 			off, resumed = max(off, committed), ok
 		}
-		if n.changelog && !resumed {
+		if n.changelog && !resumed && n.src.Kind == storage.KindView {
 			// A new consumer of a view starts from a snapshot of its rows
 			// and follows its changelog from the same instant.
 			snap, end, err := j.db.ViewSnapshot(n.src.ID)

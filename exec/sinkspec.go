@@ -87,7 +87,7 @@ func SinkKeyCols(view *storage.TableDef, p Plan) []int {
 func AppendOnly(p Plan) bool {
 	switch n := p.(type) {
 	case *ScanStream:
-		return n.Table.Kind == storage.KindStream || n.Table.Kind == storage.KindSource
+		return n.Table.Kind == storage.KindStream && !Keyed(n.Table) || n.Table.Kind == storage.KindSource
 	case *Filter:
 		return AppendOnly(n.In)
 	case *Project:

@@ -584,7 +584,11 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 	line := func(format string, args ...any) { fmt.Fprintf(b, pad+format+"\n", args...) }
 	switch p := p.(type) {
 	case *exec.ScanStream:
-		line("StreamScan %s", p.Table.Name)
+		if exec.Keyed(p.Table) {
+			line("ChangelogScan %s", p.Table.Name) // a table with a primary key: its rows retract
+		} else {
+			line("StreamScan %s", p.Table.Name)
+		}
 	case *exec.ScanView:
 		line("ViewScan %s", p.View.Name)
 	case *exec.Values:

@@ -55,6 +55,9 @@ func (e *Engine) createTable(n *parse.CreateTable, owner string) (*Result, error
 			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "unrecognized table option %q (allowed: partitions)", k)
 		}
 	}
+	if err := keyedTable(t, n.PrimaryKey); err != nil {
+		return nil, err
+	}
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
 	e.mu.Lock()

@@ -89,6 +89,7 @@ type Engine struct {
 	streams    atomic.Uint64 // change streams started
 	sinks      sinkSet       // CREATE SINK (sinks.go)
 	cluster    Cluster       // nil on a single node (cluster.go)
+	keyed      keyedLocks    // writes to tables with a primary key (handle_dml.go)
 
 	snaps         openSnaps
 	restartEvents restartLog // job failures and restarts (monitor.go)

@@ -76,7 +76,14 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 			return nil, err
 		}
 		return &Result{Tag: "SELECT", Rows: rows, Notices: s.e.viewNotices(plan)}, nil
+	case *ast.UpdateStmt:
+		return (sessionDML{s}).execUpdate(ctx, b, n, params)
+	case *ast.DeleteStmt:
+		return (sessionDML{s}).execDelete(ctx, b, n, params)
 	case *ast.InsertStmt:
+		if res, ok, err := (sessionDML{s}).execKeyedInsert(ctx, b, q, n, params); ok {
+			return res, err
+		}
 		target, src, err := b.BindInsert(n)
 		if err != nil {
 			return nil, err

@@ -126,6 +126,9 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 		}
 		return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", n.Table)
 	}
+	if exec.Keyed(t) {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "COPY FROM into table %q is not supported: it has a PRIMARY KEY (use INSERT, with ON CONFLICT to upsert)", n.Table)
+	}
 	cols := make([]int, 0, len(t.Columns))
 	if len(n.Columns) == 0 {
 		for i := range t.Columns {

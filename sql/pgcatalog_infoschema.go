@@ -14,6 +14,8 @@ func init() {
 	pgTables["information_schema.columns"] = facet(infoSchemaGen.isColumns)
 	pgTables["information_schema.schemata"] = facet(infoSchemaGen.isSchemata)
 	pgTables["information_schema.views"] = facet(infoSchemaGen.isViews)
+	pgTables["information_schema.table_constraints"] = isTableConstraints
+	pgTables["information_schema.key_column_usage"] = isKeyColumnUsage
 }
 
 func (e infoSchemaGen) isTables() *table {
@@ -78,7 +80,11 @@ func (e infoSchemaGen) isColumns() *table {
 			if r.kind != "r" || r.def.Kind == storage.KindSystem {
 				upd = "NO"
 			}
-			t.add(str(databaseName), str(nsName(r.ns)), str(r.name), str(c.Name), i64(int64(i+1)), null, str("YES"),
+			nullable := "YES"
+			if c.NotNull {
+				nullable = "NO"
+			}
+			t.add(str(databaseName), str(nsName(r.ns)), str(r.name), str(c.Name), i64(int64(i+1)), null, str(nullable),
 				str(dataType), maxLen, prec, scale, dtPrec, str(databaseName), str(bind.SchemaCatalog),
 				str(bind.PgTypeName(c.Type)), str("NO"), str("NEVER"), str(upd))
 		}

@@ -49,7 +49,7 @@ type viewKey struct {
 func (e catGen) viewKeys() []viewKey {
 	var out []viewKey
 	for _, r := range e.relations() {
-		if r.def.Kind != storage.KindView {
+		if r.def.Kind != storage.KindView && !exec.Keyed(r.def) { // a table's PRIMARY KEY, or a view's
 			continue
 		}
 		cols := r.def.KeyCols

@@ -205,6 +205,20 @@ func (s sessionAuth) authorizeQuery(st *Stmt, q *parse.Query) error {
 			return err
 		}
 		cat.seen = cat.seen[1:]
+	case *ast.UpdateStmt, *ast.DeleteStmt:
+		// No UPDATE or DELETE privileges yet: INSERT's covers them.
+		var err error
+		if up, ok := n.(*ast.UpdateStmt); ok {
+			_, _, err = b.BindUpdate(up)
+		} else {
+			_, _, err = b.BindDelete(n.(*ast.DeleteStmt))
+		}
+		if err != nil || len(cat.seen) == 0 {
+			return nil
+		}
+		if err := s.need(cat.seen[0], storage.PrivInsert); err != nil {
+			return err
+		}
 	case *ast.DropTableStmt:
 		var names []string
 		for _, t := range n.Tables {

@@ -193,6 +193,13 @@ func (s *Session) describe(st *Stmt) error {
 			if _, _, err := b.BindInsert(q); err != nil {
 				return err
 			}
+			if err := describeConflict(b, n, q); err != nil {
+				return err
+			}
+		case *ast.UpdateStmt, *ast.DeleteStmt:
+			if err := describeDML(b, q); err != nil {
+				return err
+			}
 		case *ast.ExplainStmt:
 			st.Columns = []Column{{Name: "QUERY PLAN", T: types.TText}}
 		}

@@ -107,7 +107,7 @@ func (s *Session) classify(st *Stmt) (stmtClass, string) {
 			return classTxBegin, ""
 		case *ast.CommitStmt, *ast.RollbackStmt:
 			return classTxEnd, ""
-		case *ast.InsertStmt:
+		case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt:
 			return classWrite, ""
 		case ast.ResultSetNode:
 			return classRead, ""

@@ -33,6 +33,8 @@ type Query struct {
 	// (TiDB's ParamMarkerExpr.Offset) to the index of the parameter $N it
 	// stands for: LIMIT $1 / OFFSET $2, where TiDB takes no expression.
 	LimitParams map[int]int
+	// OnConflict is an INSERT's ON CONFLICT clause (dml.go), nil if none.
+	OnConflict *OnConflict
 }
 
 // ColumnDef is a column in CREATE TABLE.
@@ -53,6 +55,8 @@ type CreateTable struct {
 	WatermarkSQL string
 	With         map[string]string
 	SQL          string
+	// PrimaryKey names the key's columns (dml.go); nil: an append-only stream.
+	PrimaryKey []string
 }
 
 // CreateSink is CREATE SINK [IF NOT EXISTS] name FROM view WITH (k = v, ...).

@@ -16,6 +16,8 @@ type parser struct {
 	src  string
 	toks []token
 	i    int
+	// keyTok is the PRIMARY of CREATE TABLE's key, for errors (dml.go).
+	keyTok token
 }
 
 func (p *parser) at() token { return p.peek(0) }
@@ -235,14 +237,21 @@ func (p *parser) createTable() (*CreateTable, error) {
 				return nil, err
 			}
 		case t.is("primary") && p.peek(1).is("key"):
-			return nil, p.primaryKey(t)
+			if err := p.tableKey(ct); err != nil {
+				return nil, err
+			}
 		case t.is("constraint") || t.is("unique") || t.is("check") || t.is("foreign") ||
 			t.is("exclude") && (p.peek(1).isOp("(") || p.peek(1).is("using")): // else a column named exclude
 			return nil, p.notSupported(t, "table constraints other than PRIMARY KEY are not supported")
 		default:
-			col, err := p.columnDef()
+			col, keyTok, err := p.columnDef()
 			if err != nil {
 				return nil, err
+			}
+			if keyTok.Kind != tEOF {
+				if err := p.columnKey(ct, col, keyTok); err != nil {
+					return nil, err
+				}
 			}
 			for _, c := range ct.Columns {
 				if c.Name == col.Name {
@@ -281,6 +290,9 @@ func (p *parser) createTable() (*CreateTable, error) {
 			return nil, p.positioned(sqlerr.New(sqlerr.UndefinedColumn, "column %q named in WATERMARK does not exist", ct.WatermarkCol), wmTok)
 		}
 	}
+	if err := p.checkKey(ct); err != nil {
+		return nil, err
+	}
 	return ct, nil
 }
 
@@ -305,6 +317,9 @@ func (p *parser) createSource() (*CreateSource, error) {
 	}
 	if ct.With == nil {
 		return nil, p.positioned(sqlerr.New(sqlerr.InvalidParameterValue, "CREATE SOURCE needs WITH (connector = ...)"), p.at())
+	}
+	if ct.PrimaryKey != nil {
+		return nil, p.notSupported(p.keyTok, "a source cannot have a PRIMARY KEY: its rows come from its connector, which cannot enforce a key (declare a table with the key and insert into it)")
 	}
 	return &CreateSource{CreateTable: *ct}, nil
 }
@@ -341,15 +356,15 @@ func (p *parser) dropSink() (Statement, error) {
 	return n, p.end()
 }
 
-// primaryKey refuses a PRIMARY KEY: a table is an append-only stream, so
-// a key could be neither enforced (23505) nor used by UPDATE or DELETE,
-// and a key accepted and ignored would let duplicates in unseen.
-func (p *parser) primaryKey(t token) error {
-	return p.notSupported(t, "PRIMARY KEY is not supported yet: a table is an append-only stream, which cannot enforce a key (declare the table without it)")
+// columnDef parses name type [NOT NULL | NULL | PRIMARY KEY]...; keyTok
+// is the PRIMARY of a column key (Kind tEOF if none).
+func (p *parser) columnDef() (col ColumnDef, keyTok token, err error) {
+	keyTok.Kind = tEOF
+	col, err = p.columnDefKey(&keyTok)
+	return col, keyTok, err
 }
 
-// columnDef parses name type [NOT NULL | NULL]...
-func (p *parser) columnDef() (ColumnDef, error) {
+func (p *parser) columnDefKey(keyTok *token) (ColumnDef, error) {
 	var col ColumnDef
 	var err error
 	if col.Name, err = p.ident(); err != nil {
@@ -369,7 +384,12 @@ func (p *parser) columnDef() (ColumnDef, error) {
 		case p.accept("null"):
 			col.NotNull = false
 		case t.is("primary") && p.peek(1).is("key"):
-			return col, p.primaryKey(t)
+			if keyTok.Kind != tEOF {
+				return col, p.positioned(sqlerr.New(sqlerr.InvalidTableDefinition, "multiple primary keys for table are not allowed"), t)
+			}
+			*keyTok = t
+			col.NotNull = true
+			p.i += 2
 		case t.is("default") || t.is("unique") || t.is("check") || t.is("references") ||
 			t.is("generated") || t.is("collate") || t.is("constraint"):
 			return col, p.notSupported(t, "column option %s is not supported", strings.ToUpper(t.Val))

@@ -208,6 +208,9 @@ func (p *parser) stmtText() string {
 
 // tidb hands the whole statement to the TiDB path.
 func (p *parser) tidb() (Statement, error) {
+	if at := p.onConflictAt(); at >= 0 {
+		return p.insertOnConflict(at)
+	}
 	q, err := p.query(0, len(p.toks)-1)
 	if err != nil {
 		return nil, err
