@@ -215,6 +215,12 @@ var golden = []struct{ in, want string }{
 		"error 42601 at 25: syntax error at or near \"to\""},
 	{"select a is not distinct from b from t",
 		"query: SELECT `a`<=>`b` FROM `t`"},
+	{"select a <=> b from t", // MySQL's null-safe =, lexed as <= and >
+		"error 42883 at 10: operator does not exist: <=>"},
+	{"select a <= b, a<=b from t",
+		"query: SELECT `a`<=`b`,`a`<=`b` FROM `t`"},
+	{"select stddev(x), variance(x), std(x), group_concat(x), t.stddev(x) from t", // TiDB would read stddev_pop, var_pop
+		"query: SELECT STDDEV(`x`),VARIANCE(`x`),STD(`x`),GROUP_CONCAT(`x`),`t`.`stddev`(`x`) FROM `t`"},
 	{"select a is distinct from b from t",
 		"query: SELECT `a`<=>PG_IS_DISTINCT_FROM()<=>`b` FROM `t`"},
 	{"select string_agg(x, ',') filter (where x > 'a') from t",

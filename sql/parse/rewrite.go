@@ -444,7 +444,7 @@ func (r *rewriter) rewrite(from, to int) error {
 				start = prim // a.b: the primary began at a
 			}
 			text := t.Val
-			quoted := t.Kind == tQIdent || t.Val == "div" || isName(toks, i, from, to)
+			quoted := t.Kind == tQIdent || t.Val == "div" || isName(toks, i, from, to) || renamedAggregate(toks, i, to)
 			if quoted {
 				// div is an identifier in PostgreSQL and TiDB's spelling of ^;
 				// names TiDB reserves are quoted (names.go).
@@ -463,10 +463,6 @@ func (r *rewriter) rewrite(from, to int) error {
 			switch t.Val {
 			case ";":
 				return p.syntaxError(t)
-			case "<=>":
-				// MySQL's null-safe equality, which the rewrite itself
-				// writes for IS NOT DISTINCT FROM; PostgreSQL has no such operator.
-				return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: <=>"), t)
 			case "(":
 				k := r.emit("(", i, space)
 				start := k
@@ -640,6 +636,11 @@ func (r *rewriter) rewrite(from, to int) error {
 				}
 				prim = -1
 			default:
+				if nullSafeEq(toks, i, to) {
+					// MySQL's null-safe equality, which the rewrite itself
+					// writes for IS NOT DISTINCT FROM; PostgreSQL has no such operator.
+					return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: <=>"), t)
+				}
 				r.emit(t.Val, i, space)
 				prim = -1
 			}
@@ -1269,4 +1270,22 @@ func tidbErrOffset(text string, err error) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// nullSafeEq reports whether toks[i] and the next token are MySQL's
+// <=> written together: the lexer has no <=> (PostgreSQL reads it as one
+// operator, which does not exist), so it arrives as <= and an adjacent >.
+func nullSafeEq(toks []token, i, to int) bool {
+	return toks[i].isOp("<=") && i+1 < to && toks[i+1].isOp(">") && toks[i+1].Pos == toks[i].End
+}
+
+// renamedAggregates are aggregates TiDB's grammar reads under another name
+// (stddev and std as stddev_pop, variance as var_pop, MySQL's group_concat,
+// which string_agg is written as): called by the user, they are quoted, so
+// TiDB reads an ordinary call and errors name what the user wrote.
+// PostgreSQL's stddev and variance are the sample forms, not MySQL's.
+var renamedAggregates = map[string]bool{"std": true, "stddev": true, "variance": true, "group_concat": true}
+
+func renamedAggregate(toks []token, i, to int) bool {
+	return renamedAggregates[toks[i].Val] && i+1 < to && toks[i+1].isOp("(") && (i == 0 || !toks[i-1].isOp("."))
 }
