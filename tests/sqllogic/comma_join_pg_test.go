@@ -57,6 +57,11 @@ var commaJoinCases = []commaJoinCase{
 	{name: "cj_expr_keys", sql: `SELECT o.ok, l.q FROM orders o, lineitem l
 		WHERE o.ok + 1 = l.ok + 1 AND l.part IN (SELECT pk FROM part WHERE kind > 1)`,
 		keys: []string{"HashJoin Inner left=[CAST((CAST(o.ok AS bigint) + 1) AS integer)]"}},
+	// Any expression a row determines is a key, as in PostgreSQL (coalesce,
+	// CASE, abs were filters over a cross join).
+	{name: "cj_func_keys", sql: `SELECT o.ok, l.q FROM orders o, lineitem l
+		WHERE o.ok = coalesce(l.ok, 0) AND o.v = CASE WHEN l.q > 4 THEN abs(l.q - 100) - 50 ELSE l.q END`,
+		keys: []string{"HashJoin Inner left=[o.ok, o.v] right=[coalesce(l.ok, 0), CASE WHEN"}},
 	// A correlated value subquery is decorrelated over the distinct outer
 	// values, an aggregate over a copy of the FROM input: that copy must be
 	// keyed too (TPC-H q17 and q2 shapes), not o x l.
