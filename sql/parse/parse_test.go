@@ -225,6 +225,12 @@ var golden = []struct{ in, want string }{
 		"query: SELECT `a`<=>PG_IS_DISTINCT_FROM()<=>`b` FROM `t`"},
 	{"select string_agg(x, ',') filter (where x > 'a') from t",
 		"query: SELECT GROUP_CONCAT(CASE WHEN `x`>_UTF8MB4'a' THEN `x` END SEPARATOR ',') FROM `t`"},
+	{"select string_agg(x) from t", // group_concat would take it, with ',' between
+		"error 42883 at 20: function string_agg with 1 argument does not exist"},
+	{"select string_agg() from t",
+		"error 42883 at 19: function string_agg() does not exist"},
+	{"select string_agg(x, ',' order by x) from t",
+		"error 0A000 at 26: string_agg with DISTINCT or ORDER BY is not supported"},
 	{"select lower(x) filter (where true) from t",
 		"error 42809 at 17: FILTER specified, but lower is not an aggregate function"},
 	{"Select A, \"B\" FROM T",

@@ -58,6 +58,8 @@ type frame struct {
 	// stringAgg marks the arguments of string_agg(x, d), emitted as
 	// group_concat(x separator d) (srf.go).
 	stringAgg bool
+	// sepSeen: the delimiter argument of string_agg has begun.
+	sepSeen bool
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -475,6 +477,9 @@ func (r *rewriter) rewrite(from, to int) error {
 				if len(stack) == 0 || stack[len(stack)-1].cast || stack[len(stack)-1].subscript || stack[len(stack)-1].arrayCtor {
 					return p.syntaxError(t)
 				}
+				if err := p.stringAggArgs(stack[len(stack)-1], toks, r.out[stack[len(stack)-1].open].tok+1, i); err != nil {
+					return err
+				}
 				if row := stack[len(stack)-1].row; row != nil {
 					stack = stack[:len(stack)-1]
 					prim = -1
@@ -626,6 +631,7 @@ func (r *rewriter) rewrite(from, to int) error {
 					}
 				}
 				if len(stack) > 0 && stack[len(stack)-1].stringAgg {
+					stack[len(stack)-1].sepSeen = true
 					r.emit("separator", i, true)
 					prim = -1
 					continue
@@ -1288,4 +1294,33 @@ var renamedAggregates = map[string]bool{"std": true, "stddev": true, "variance":
 
 func renamedAggregate(toks []token, i, to int) bool {
 	return renamedAggregates[toks[i].Val] && i+1 < to && toks[i+1].isOp("(") && (i == 0 || !toks[i-1].isOp("."))
+}
+
+// stringAggArgs refuses, at the ) closing f, a string_agg call that
+// TiDB's group_concat would take with a meaning PostgreSQL's string_agg
+// does not have: one argument (group_concat's default delimiter is ',').
+// ORDER BY inside the call is refused too (group_concat wants it before
+// the delimiter).
+func (p *parser) stringAggArgs(f frame, toks []token, open, close int) error {
+	if !f.stringAgg {
+		return nil
+	}
+	depth := 0
+	for j := open + 1; j < close; j++ {
+		switch {
+		case toks[j].isOp("("):
+			depth++
+		case toks[j].isOp(")"):
+			depth--
+		case depth == 0 && toks[j].is("order") && j+1 < close && toks[j+1].is("by"):
+			return p.notSupported(toks[j], "string_agg with DISTINCT or ORDER BY is not supported")
+		}
+	}
+	switch {
+	case close == open+1:
+		return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "function string_agg() does not exist"), toks[close])
+	case !f.sepSeen:
+		return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "function string_agg with 1 argument does not exist"), toks[close])
+	}
+	return nil
 }
