@@ -288,6 +288,11 @@ func sinkWhereEqualities(f *Filter) (Node, expr.Expr) {
 			eqs = append(eqs, c)
 		}
 	}
+	// Equalities an OR implies go down too; the OR stays here, and an
+	// implied equality that finds no join is dropped (orkeys.go).
+	for _, c := range cs {
+		eqs = append(eqs, impliedEqualities(c)...)
+	}
 	if len(eqs) == 0 {
 		return f.Input, f.Pred
 	}

@@ -62,6 +62,13 @@ var commaJoinCases = []commaJoinCase{
 	{name: "cj_func_keys", sql: `SELECT o.ok, l.q FROM orders o, lineitem l
 		WHERE o.ok = coalesce(l.ok, 0) AND o.v = CASE WHEN l.q > 4 THEN abs(l.q - 100) - 50 ELSE l.q END`,
 		keys: []string{"HashJoin Inner left=[o.ok, o.v] right=[coalesce(l.ok, 0), CASE WHEN"}},
+	// Equalities common to every arm of an OR are keys (TPC-H q19's shape;
+	// PostgreSQL factors them out of the OR).
+	{name: "cj_or_common", sql: `SELECT o.ok, l.q, p.kind FROM orders o, lineitem l, part p
+		WHERE (l.part = p.pk AND o.ok = l.ok AND p.kind = 1 AND l.q < 5)
+		   OR (p.pk = l.part AND l.ok = o.ok AND p.kind = 2 AND l.q >= 5)
+		   OR (o.ok = l.ok AND l.part = p.pk AND o.v > 45)`,
+		keys: []string{"right=[l.ok]", "right=[p.pk]"}},
 	// A correlated value subquery is decorrelated over the distinct outer
 	// values, an aggregate over a copy of the FROM input: that copy must be
 	// keyed too (TPC-H q17 and q2 shapes), not o x l.
