@@ -943,9 +943,11 @@ func (r *rewriter) filterClause(open, close, to int, stringAgg bool) (end int, e
 		}
 	}
 	args[0].space = true
-	r.emit("case when", close+1, true)
+	// pg_filter(cond) binds cond as a boolean whose errors name FILTER
+	// (sql/bind), not the CASE it is written as.
+	r.emit("case when pg_filter(", close+1, true)
 	r.out = append(r.out, sub.out...)
-	r.emit("then", close+1, true)
+	r.emit(") then", close+1, true)
 	r.out = append(r.out, args...)
 	r.emit("end", close+1, true)
 	r.out = append(r.out, rest...)
