@@ -217,6 +217,14 @@ var golden = []struct{ in, want string }{
 		"query: SELECT `a`<=>`b` FROM `t`"},
 	{"select a <=> b from t", // MySQL's null-safe =, lexed as <= and >
 		"error 42883 at 10: operator does not exist: <=>"},
+	{"select 'a' regexp 'b'", // MySQL's operators: PostgreSQL reads an alias, then fails
+		"error 42601 at 19: syntax error at or near \"'b'\""},
+	{"select a rlike b from t",
+		"error 42601 at 16: syntax error at or near \"b\""},
+	{"select 3 mod 2, mod(3, 2) from t",
+		"error 42601 at 14: syntax error at or near \"2\""},
+	{"select mod(3, 2), x mod, t.mod, regexp from t where mod = 1",
+		"query: SELECT 3%2,`x` AS `mod`,`t`.`mod`,`regexp` FROM `t` WHERE `mod`=1"},
 	{"select a <= b, a<=b from t",
 		"query: SELECT `a`<=`b`,`a`<=`b` FROM `t`"},
 	{"select stddev(x), variance(x), std(x), group_concat(x), t.stddev(x) from t", // TiDB would read stddev_pop, var_pop

@@ -241,6 +241,8 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = r.emit("pg_interval("+quote(text)+")", i, space)
 					i = p.i - 1
 					continue
+				case mysqlInfix(toks, i, from, to):
+					return p.syntaxError(next) // as PostgreSQL: a REGEXP b is an alias, then a stray operand
 				case stringAggStart(toks, i):
 					k := r.emit("group_concat(", i, space)
 					stack = append(stack, frame{start: k, open: k, call: true, stringAgg: true})
@@ -1325,4 +1327,22 @@ func (p *parser) stringAggArgs(f frame, toks []token, open, close int) error {
 		return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "function string_agg with 1 argument does not exist"), toks[close])
 	}
 	return nil
+}
+
+// mysqlInfix reports whether the word at token i is one of MySQL's infix
+// operators (a REGEXP b, a RLIKE b, a MOD b) standing between two
+// operands, which TiDB would read as the operator. PostgreSQL has none of
+// them (it reads the word as an alias and fails at the operand after it);
+// mod(a, b) and the words as names are left alone.
+func mysqlInfix(toks []token, i, from, to int) bool {
+	w := toks[i].Val
+	if w != "regexp" && w != "rlike" && w != "mod" || i == from || i+1 >= to {
+		return false
+	}
+	prev, next := toks[i-1], toks[i+1]
+	operandEnd := prev.Kind == tNumber || prev.Kind == tString || prev.Kind == tQIdent || prev.Kind == tParam ||
+		prev.isOp(")") || prev.Kind == tIdent && !pgReserved[prev.Val]
+	operandStart := next.Kind == tNumber || next.Kind == tString || next.Kind == tQIdent || next.Kind == tParam ||
+		next.Kind == tIdent && !pgReserved[next.Val]
+	return operandEnd && operandStart
 }
