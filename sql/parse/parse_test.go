@@ -217,6 +217,10 @@ var golden = []struct{ in, want string }{
 		"query: SELECT `a`<=>`b` FROM `t`"},
 	{"select a <=> b from t", // MySQL's null-safe =, lexed as <= and >
 		"error 42883 at 10: operator does not exist: <=>"},
+	{"select x'41', 1", // a bit string in PostgreSQL, a number in MySQL
+		"error 0A000 at 8: bit string literals (B'...', X'...') are not supported"},
+	{"select B'101'",
+		"error 0A000 at 8: bit string literals (B'...', X'...') are not supported"},
 	{"select 'a' regexp 'b'", // MySQL's operators: PostgreSQL reads an alias, then fails
 		"error 42601 at 19: syntax error at or near \"'b'\""},
 	{"select a rlike b from t",

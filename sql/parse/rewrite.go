@@ -241,6 +241,9 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = r.emit("pg_interval("+quote(text)+")", i, space)
 					i = p.i - 1
 					continue
+				case (t.Val == "x" || t.Val == "b") && next.Kind == tString && next.Pos == t.End:
+					// PostgreSQL's bit strings, which TiDB reads as MySQL's numbers.
+					return p.notSupported(t, "bit string literals (B'...', X'...') are not supported")
 				case mysqlInfix(toks, i, from, to):
 					return p.syntaxError(next) // as PostgreSQL: a REGEXP b is an alias, then a stray operand
 				case stringAggStart(toks, i):
