@@ -96,17 +96,41 @@ func (j *Job) failingRow(se *sqlerr.Error, what string, record func(storage.JobE
 
 // groupStagesSkipping is stagesSkippingRows over an aggregate's changes at
 // the view's sink: a change whose stages fail leaves its group without a
-// view row. keyOf returns change r's view key.
-func (j *Job) groupStagesSkipping(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, ops []Op, keyOf func(r int) []byte, w *storage.Batch) (arrow.RecordBatch, []int, error) {
+// view row. keyOf returns change r's view key; failed gets the record's
+// offset of each group recorded, failedNow[r] is set for each change r
+// recorded.
+func (j *Job) groupStagesSkipping(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, ops []Op, keyOf func(r int) []byte, w *storage.Batch, failed map[uint64]bool, failedNow []bool) (arrow.RecordBatch, []int, error) {
 	return stagesSkippingRows(ectx, stages, rec, ops, func(i int, se *sqlerr.Error) error {
 		row := rowText(rec, i)
 		return j.failingRow(se, "group row "+row, func(e storage.JobError) {
-			h := fnv.New64a()
-			h.Write(keyOf(i))
-			e.Partition, e.Offset, e.Row = GroupErrorPartition, h.Sum64(), row
+			e.Partition, e.Offset, e.Row = GroupErrorPartition, groupErrorOffset(keyOf(i)), row
+			failed[e.Offset] = true
+			failedNow[i] = true
 			w.PutJobError(j.spec.ID, e)
 		})
 	})
+}
+
+// groupErrorOffset is the offset of the record of the group whose view key
+// is key.
+func groupErrorOffset(key []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(key)
+	return h.Sum64()
+}
+
+// groupComputes drops the record of the group whose view key is key, if
+// failed says it has one: its row computes again (or HAVING drops it, or
+// the group is gone), so it is no longer left out of the view (and no longer counted in SHOW
+// JOBS' error_rows or a read's notice).
+func (j *Job) groupComputes(key []byte, w *storage.Batch, failed map[uint64]bool) {
+	if len(failed) == 0 {
+		return
+	}
+	if off := groupErrorOffset(key); failed[off] {
+		delete(failed, off)
+		w.DeleteJobError(j.spec.ID, GroupErrorPartition, off)
+	}
 }
 
 // outputStagesSkipping is stagesSkippingRows over an operator's output on

@@ -3,6 +3,7 @@ package exec
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/storage"
@@ -31,6 +32,7 @@ func (j *Job) runSink(ins []chan msg) error {
 	}
 	var key, row []byte
 	var survived []int32
+	var failedNow []bool // the changes of the chunk whose group row failed
 	writeLog := j.changelog.Load()
 	// w holds the sink's writes of the current epoch; the acknowledgement
 	// of the epoch's barrier carries it away, and a new one takes its place.
@@ -48,6 +50,15 @@ func (j *Job) runSink(ins []chan msg) error {
 			j.spec.EpochFull()
 		}
 		return j.checkMemoryLimit()
+	}
+	// groupErrs holds the record offsets of the groups left out of the view
+	// because their row failed (job.error_policy = 'skip'; rowerrors.go).
+	var groupErrs map[uint64]bool
+	if j.spec.View != nil && agg != nil {
+		var err error
+		if groupErrs, err = j.db.JobErrorOffsets(j.spec.ID, GroupErrorPartition); err != nil {
+			return err
+		}
 	}
 	if j.spec.View != nil && agg == nil && !byPosition {
 		// Rows that are never retracted (a join or union of streams) are
@@ -105,8 +116,11 @@ func (j *Job) runSink(ins []chan msg) error {
 			return key
 		}
 		out, kept, err := applyStages(ectx, root.stages, rec, true)
+		failedNow = failedNow[:0]
 		if err != nil && isDataError(err) && j.spec.View != nil {
-			out, kept, err = j.groupStagesSkipping(ectx, root.stages, rec, m.c.Ops, viewKey, w)
+			failedNow = slices.Grow(failedNow[:0], int(rec.NumRows()))[:rec.NumRows()]
+			clear(failedNow)
+			out, kept, err = j.groupStagesSkipping(ectx, root.stages, rec, m.c.Ops, viewKey, w, groupErrs, failedNow)
 		}
 		if err != nil {
 			rec.Release()
@@ -140,11 +154,15 @@ func (j *Job) runSink(ins []chan msg) error {
 				continue
 			}
 			key = viewKey(r)
-			if i := survived[r]; i >= 0 && op != OpDelete {
+			i := survived[r]
+			if i >= 0 && op != OpDelete {
 				row = encodeRow(row[:0], out, int(i), outTs)
 				run.PutViewRow(j.spec.View.ID, key, row)
 			} else {
 				run.DeleteViewRow(j.spec.View.ID, key)
+			}
+			if len(groupErrs) > 0 && (len(failedNow) == 0 || !failedNow[r]) {
+				j.groupComputes(key, w, groupErrs)
 			}
 		}
 		size := run.Len()

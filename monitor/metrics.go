@@ -21,7 +21,7 @@ var (
 	jobWatermark   = prometheus.NewDesc("streamdb_job_watermark_seconds", "The job's event-time watermark, Unix seconds (no series until it has one).", []string{"job"}, nil)
 	jobLagSeconds  = prometheus.NewDesc("streamdb_job_lag_seconds", "Event-time lag of the job: wall-clock time minus its watermark (no series until it has one).", []string{"job"}, nil)
 	jobLateRows    = prometheus.NewDesc("streamdb_job_late_rows_total", "Rows the job's windows dropped as late (behind the watermark on arrival).", []string{"job", "kind"}, nil)
-	jobErrorRows   = prometheus.NewDesc("streamdb_job_error_rows_total", "Rows whose expressions failed, skipped and recorded in streamdb_job_errors (job.error_policy = 'skip').", []string{"job", "kind"}, nil)
+	jobErrorRows   = prometheus.NewDesc("streamdb_job_error_rows", "Rows left out of the view because an expression failed on them, as recorded in streamdb_job_errors (job.error_policy = 'skip'); a group's record goes when its value computes again.", []string{"job", "kind"}, nil)
 	jobEvicted     = prometheus.NewDesc("streamdb_job_evicted_groups", "Groups evicted from memory to the state table (as of the last barrier).", []string{"job", "kind"}, nil)
 	jobEpoch       = prometheus.NewDesc("streamdb_job_committed_epoch", "The last epoch the job committed.", []string{"job", "kind"}, nil)
 	jobRestarts    = prometheus.NewDesc("streamdb_job_restarts_total", "Restarts of the job since the server started.", []string{"job", "kind"}, nil)
@@ -249,7 +249,7 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		gauge(jobStateBytes, float64(j.StateBytes), j.Name, j.Kind)
 		gauge(jobEvicted, float64(j.Evicted), j.Name, j.Kind)
 		counter(jobLateRows, float64(j.LateRows), j.Name, j.Kind)
-		counter(jobErrorRows, float64(j.ErrorRows), j.Name, j.Kind)
+		gauge(jobErrorRows, float64(j.ErrorRows), j.Name, j.Kind)
 		if j.Watermark != nil {
 			gauge(jobWatermark, float64(j.Watermark.UnixMicro())/1e6, j.Name)
 			gauge(jobLagSeconds, time.Since(*j.Watermark).Seconds(), j.Name)

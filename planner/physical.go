@@ -288,6 +288,11 @@ func sinkWhereEqualities(f *Filter) (Node, expr.Expr) {
 			eqs = append(eqs, c)
 		}
 	}
+	// Equalities an OR implies go down too; the OR stays here, and an
+	// implied equality that finds no join is dropped (orkeys.go).
+	for _, c := range cs {
+		eqs = append(eqs, impliedEqualities(c)...)
+	}
 	if len(eqs) == 0 {
 		return f.Input, f.Pred
 	}
@@ -407,10 +412,10 @@ func throughProject(p expr.Expr, exprs []expr.Expr) (expr.Expr, bool) {
 }
 
 // columnEquality matches `x = y` where x and y are expressions over
-// columns that can be join keys: columns, possibly cast, or arithmetic
-// (+ - *), || and lower/upper over them and constants, each side with a
-// column. Other functions (now(), random(), ...) keep a conjunct where it
-// was written.
+// columns that can be join keys: columns, constants, casts, CASE and
+// functions over them, each side with a column. Functions whose value is
+// not fixed by their arguments (now()) or that may fail (notKeyFuncs) keep
+// a conjunct where it was written.
 func columnEquality(e expr.Expr) (x, y expr.Expr, ok bool) {
 	f, isFunc := e.(*expr.Func)
 	if !isFunc || f.Name != "=" || len(f.Args) != 2 {
@@ -422,24 +427,49 @@ func columnEquality(e expr.Expr) (x, y expr.Expr, ok bool) {
 	return f.Args[0], f.Args[1], true
 }
 
-// keyExpr reports whether e is built of columns, constants, casts and the
-// operators columnEquality allows.
+// notKeyFuncs are the functions whose value a row does not determine, and
+// those that fail on some operands (division by zero): a key is evaluated
+// for every row of its input, before conditions written beside it such as
+// l.q <> 0 in WHERE l.q <> 0 AND o.k = 10 / l.q.
+var notKeyFuncs = map[string]bool{"now": true, "random": true, "clock_timestamp": true, "gen_random_uuid": true,
+	"/": true, "%": true, "mod": true, "div": true, "power": true, "single_value": true}
+
+// keyExpr reports whether e's value is determined by the columns it reads
+// (PostgreSQL hashes any such expression: o.k = coalesce(l.k, 0) and
+// o.s = substr(l.s, 1, 2) are hash joins there).
 func keyExpr(e expr.Expr) bool {
 	switch e := e.(type) {
-	case *expr.ColRef, *expr.Const:
+	case *expr.ColRef, *expr.Const, *expr.Param:
 		return true
 	case *expr.Cast:
 		return keyExpr(e.E)
 	case *expr.Func:
-		switch e.Name {
-		case "+", "-", "*", "||", "lower", "upper":
-			for _, a := range e.Args {
-				if !keyExpr(a) {
-					return false
-				}
-			}
-			return true
+		if notKeyFuncs[e.Name] {
+			return false
 		}
+		for _, a := range e.Args {
+			if !keyExpr(a) {
+				return false
+			}
+		}
+		return true
+	case *expr.Case:
+		for _, w := range e.Whens {
+			if !keyExpr(w.Cond) || !keyExpr(w.Then) {
+				return false
+			}
+		}
+		return e.Else == nil || keyExpr(e.Else)
+	case *expr.InList:
+		if !keyExpr(e.E) {
+			return false
+		}
+		for _, a := range e.List {
+			if !keyExpr(a) {
+				return false
+			}
+		}
+		return true
 	}
 	return false
 }

@@ -442,6 +442,27 @@ func (b *Batch) PutJobError(job uint64, e JobError) {
 	b.mu.Unlock()
 }
 
+// DeleteJobError removes the record at (part, off) of job: a group whose
+// row computes again is no longer left out.
+func (b *Batch) DeleteJobError(job uint64, part uint32, off uint64) {
+	b.mu.Lock()
+	b.b.Delete(jobErrorKey(job, part, off), nil)
+	b.mu.Unlock()
+}
+
+// JobErrorOffsets returns the offsets of job's records in partition part.
+func (db *DB) JobErrorOffsets(job uint64, part uint32) (map[uint64]bool, error) {
+	out := map[uint64]bool{}
+	prefix := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64([]byte("e/"), job), part)
+	err := db.scanPrefix(db.pdb, prefix, func(k, _ []byte) error {
+		if len(k) == len(prefix)+8 {
+			out[binary.BigEndian.Uint64(k[len(prefix):])] = true
+		}
+		return nil
+	})
+	return out, err
+}
+
 // JobErrorCounts returns how many skipped rows each job has recorded, by
 // job ID (a scan of the keys only).
 func (db *DB) JobErrorCounts() (map[uint64]int64, error) {

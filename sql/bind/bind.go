@@ -162,14 +162,17 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 			}
 		}
 	}
-	var err error
+	wc := base.inputCtx("aggregate functions are not allowed in WHERE")
+	wc.noWin = "window functions are not allowed in WHERE"
+	in, where, err := b.filterBeforeValueSubqueries(wc, in, s.Where, scalarIn) // wherefirst.go
+	if err != nil {
+		return nil, err
+	}
 	if in, err = b.bindScalarSubqueries(sc, in, scalarIn...); err != nil {
 		return nil, err
 	}
-	if s.Where != nil {
-		wc := base.inputCtx("aggregate functions are not allowed in WHERE")
-		wc.noWin = "window functions are not allowed in WHERE"
-		if in, err = b.bindWhere(wc, in, s.Where); err != nil {
+	if where != nil {
+		if in, err = b.bindWhere(wc, in, where); err != nil {
 			return nil, err
 		}
 	}

@@ -448,6 +448,11 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 			break
 		}
 		return b.binaryOp("+", start, size)
+	case "pg_filter": // FILTER (WHERE cond), from the dialect layer: CASE WHEN pg_filter(cond) ...
+		if len(n.Args) != 1 {
+			break
+		}
+		return b.bindBool(c, n.Args[0], "FILTER")
 	case "pg_cast":
 		if len(n.Args) != 2 {
 			break

@@ -58,6 +58,8 @@ type frame struct {
 	// stringAgg marks the arguments of string_agg(x, d), emitted as
 	// group_concat(x separator d) (srf.go).
 	stringAgg bool
+	// sepSeen: the delimiter argument of string_agg has begun.
+	sepSeen bool
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -239,6 +241,11 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = r.emit("pg_interval("+quote(text)+")", i, space)
 					i = p.i - 1
 					continue
+				case (t.Val == "x" || t.Val == "b") && next.Kind == tString && next.Pos == t.End:
+					// PostgreSQL's bit strings, which TiDB reads as MySQL's numbers.
+					return p.notSupported(t, "bit string literals (B'...', X'...') are not supported")
+				case mysqlInfix(toks, i, from, to):
+					return p.syntaxError(next) // as PostgreSQL: a REGEXP b is an alias, then a stray operand
 				case stringAggStart(toks, i):
 					k := r.emit("group_concat(", i, space)
 					stack = append(stack, frame{start: k, open: k, call: true, stringAgg: true})
@@ -444,7 +451,7 @@ func (r *rewriter) rewrite(from, to int) error {
 				start = prim // a.b: the primary began at a
 			}
 			text := t.Val
-			quoted := t.Kind == tQIdent || t.Val == "div" || isName(toks, i, from, to)
+			quoted := t.Kind == tQIdent || t.Val == "div" || isName(toks, i, from, to) || renamedAggregate(toks, i, to)
 			if quoted {
 				// div is an identifier in PostgreSQL and TiDB's spelling of ^;
 				// names TiDB reserves are quoted (names.go).
@@ -463,10 +470,6 @@ func (r *rewriter) rewrite(from, to int) error {
 			switch t.Val {
 			case ";":
 				return p.syntaxError(t)
-			case "<=>":
-				// MySQL's null-safe equality, which the rewrite itself
-				// writes for IS NOT DISTINCT FROM; PostgreSQL has no such operator.
-				return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: <=>"), t)
 			case "(":
 				k := r.emit("(", i, space)
 				start := k
@@ -478,6 +481,9 @@ func (r *rewriter) rewrite(from, to int) error {
 			case ")":
 				if len(stack) == 0 || stack[len(stack)-1].cast || stack[len(stack)-1].subscript || stack[len(stack)-1].arrayCtor {
 					return p.syntaxError(t)
+				}
+				if err := p.stringAggArgs(stack[len(stack)-1], toks, r.out[stack[len(stack)-1].open].tok+1, i); err != nil {
+					return err
 				}
 				if row := stack[len(stack)-1].row; row != nil {
 					stack = stack[:len(stack)-1]
@@ -630,6 +636,7 @@ func (r *rewriter) rewrite(from, to int) error {
 					}
 				}
 				if len(stack) > 0 && stack[len(stack)-1].stringAgg {
+					stack[len(stack)-1].sepSeen = true
 					r.emit("separator", i, true)
 					prim = -1
 					continue
@@ -640,6 +647,11 @@ func (r *rewriter) rewrite(from, to int) error {
 				}
 				prim = -1
 			default:
+				if nullSafeEq(toks, i, to) {
+					// MySQL's null-safe equality, which the rewrite itself
+					// writes for IS NOT DISTINCT FROM; PostgreSQL has no such operator.
+					return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: <=>"), t)
+				}
 				r.emit(t.Val, i, space)
 				prim = -1
 			}
@@ -936,9 +948,11 @@ func (r *rewriter) filterClause(open, close, to int, stringAgg bool) (end int, e
 		}
 	}
 	args[0].space = true
-	r.emit("case when", close+1, true)
+	// pg_filter(cond) binds cond as a boolean whose errors name FILTER
+	// (sql/bind), not the CASE it is written as.
+	r.emit("case when pg_filter(", close+1, true)
 	r.out = append(r.out, sub.out...)
-	r.emit("then", close+1, true)
+	r.emit(") then", close+1, true)
 	r.out = append(r.out, args...)
 	r.emit("end", close+1, true)
 	r.out = append(r.out, rest...)
@@ -1269,4 +1283,69 @@ func tidbErrOffset(text string, err error) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// nullSafeEq reports whether toks[i] and the next token are MySQL's
+// <=> written together: the lexer has no <=> (PostgreSQL reads it as one
+// operator, which does not exist), so it arrives as <= and an adjacent >.
+func nullSafeEq(toks []token, i, to int) bool {
+	return toks[i].isOp("<=") && i+1 < to && toks[i+1].isOp(">") && toks[i+1].Pos == toks[i].End
+}
+
+// renamedAggregates are aggregates TiDB's grammar reads under another name
+// (stddev and std as stddev_pop, variance as var_pop, MySQL's group_concat,
+// which string_agg is written as): called by the user, they are quoted, so
+// TiDB reads an ordinary call and errors name what the user wrote.
+// PostgreSQL's stddev and variance are the sample forms, not MySQL's.
+var renamedAggregates = map[string]bool{"std": true, "stddev": true, "variance": true, "group_concat": true}
+
+func renamedAggregate(toks []token, i, to int) bool {
+	return renamedAggregates[toks[i].Val] && i+1 < to && toks[i+1].isOp("(") && (i == 0 || !toks[i-1].isOp("."))
+}
+
+// stringAggArgs refuses, at the ) closing f, a string_agg call that
+// TiDB's group_concat would take with a meaning PostgreSQL's string_agg
+// does not have: one argument (group_concat's default delimiter is ',').
+// ORDER BY inside the call is refused too (group_concat wants it before
+// the delimiter).
+func (p *parser) stringAggArgs(f frame, toks []token, open, close int) error {
+	if !f.stringAgg {
+		return nil
+	}
+	depth := 0
+	for j := open + 1; j < close; j++ {
+		switch {
+		case toks[j].isOp("("):
+			depth++
+		case toks[j].isOp(")"):
+			depth--
+		case depth == 0 && toks[j].is("order") && j+1 < close && toks[j+1].is("by"):
+			return p.notSupported(toks[j], "string_agg with DISTINCT or ORDER BY is not supported")
+		}
+	}
+	switch {
+	case close == open+1:
+		return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "function string_agg() does not exist"), toks[close])
+	case !f.sepSeen:
+		return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "function string_agg with 1 argument does not exist"), toks[close])
+	}
+	return nil
+}
+
+// mysqlInfix reports whether the word at token i is one of MySQL's infix
+// operators (a REGEXP b, a RLIKE b, a MOD b) standing between two
+// operands, which TiDB would read as the operator. PostgreSQL has none of
+// them (it reads the word as an alias and fails at the operand after it);
+// mod(a, b) and the words as names are left alone.
+func mysqlInfix(toks []token, i, from, to int) bool {
+	w := toks[i].Val
+	if w != "regexp" && w != "rlike" && w != "mod" || i == from || i+1 >= to {
+		return false
+	}
+	prev, next := toks[i-1], toks[i+1]
+	operandEnd := prev.Kind == tNumber || prev.Kind == tString || prev.Kind == tQIdent || prev.Kind == tParam ||
+		prev.isOp(")") || prev.Kind == tIdent && !pgReserved[prev.Val]
+	operandStart := next.Kind == tNumber || next.Kind == tString || next.Kind == tQIdent || next.Kind == tParam ||
+		next.Kind == tIdent && !pgReserved[next.Val]
+	return operandEnd && operandStart
 }
