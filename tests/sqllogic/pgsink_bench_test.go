@@ -97,7 +97,7 @@ func benchPostgresSink(b *testing.B, view, table, typ, probe string, want func(i
 		benchCopy(b, c, "ev", data)
 		for {
 			var got string
-			if err := pg.QueryRow(context.Background(), probe+"::text").Scan(&got); err == nil && got == want(n) {
+			if err := pg.QueryRow(context.Background(), "SELECT ("+probe+")::text").Scan(&got); err == nil && got == want(n) {
 				break
 			}
 			if time.Since(start) > 10*time.Minute {
