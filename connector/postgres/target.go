@@ -104,7 +104,7 @@ func describe(ctx context.Context, conn *pgx.Conn, o opts, view string, cols []c
 		return nil, opError("read the columns of "+o.table, err)
 	}
 	type col struct {
-		num      int16
+		num       int16
 		typ, typ0 string
 	}
 	have := map[string]col{}
