@@ -206,6 +206,8 @@ func (p *chainBinder) expr(minPrec int) (expr.Expr, error) {
 			left, err = p.b.bitOp(op, left, right)
 		case "^":
 			left, err = p.b.powerOp(left, right)
+		case "->", "->>", "#>", "#>>", "@>", "<@", "?", "?|", "?&":
+			left, err = p.b.jsonOp(op, left, right)
 		default:
 			left, err = p.b.binaryOp(op, left, right)
 		}

@@ -336,8 +336,9 @@ var binOps = map[opcode.Op]string{
 func (b *Binder) bindBinary(c *ectx, n *ast.BinaryOperationExpr) (expr.Expr, error) {
 	if _, ok := chainOp(n.Op); ok {
 		if toks, bit := flattenChain(n, nil); bit {
-			// Regrouped by PostgreSQL's precedence (bitwise.go).
-			p := &chainBinder{b: b, c: c, toks: toks}
+			// Regrouped by PostgreSQL's precedence (bitwise.go), json
+			// operators included (jsonops.go).
+			p := &chainBinder{b: b, c: c, toks: collapseJSONOps(toks)}
 			return p.expr(0)
 		}
 	}

@@ -595,6 +595,11 @@ func (r *rewriter) rewrite(from, to int) error {
 				}
 				r.emit(t.Val, i, space)
 				prim = -1
+			case "->", "->>", "#>", "#>>", "@>", "<@", "?", "?|", "?&":
+				if err := r.jsonOp(t, i, prim); err != nil {
+					return err
+				}
+				prim = -1
 			case "#":
 				// PostgreSQL's integer xor is TiDB's ^.
 				r.emit("^", i, space)
