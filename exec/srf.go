@@ -70,6 +70,17 @@ func runSRF(ctx *Ctx, fn string, ts []types.T, args []types.Datum, emit func(arr
 			}
 		}
 		return nil
+	case "jsonb_array_elements", "jsonb_array_elements_text":
+		rows, err := types.JSONRows(fn, args[0].S)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		b := array.NewStringBuilder(ctx.alloc())
+		defer b.Release()
+		for _, d := range rows {
+			types.AppendDatum(b, d, ts[0])
+		}
+		return emit(newRecord(ts, []arrow.Array{b.NewArray()}, len(rows)))
 	case "generate_series":
 		if ts[0].Kind == types.Timestamp {
 			return seriesTimestamps(ctx, ts, args, emit)

@@ -848,3 +848,42 @@ func canCastJSON(from, to T) bool {
 	}
 	return false
 }
+
+// JSONRows lists the rows of a jsonb set-returning function over the
+// canonical text s: jsonb_array_elements[_text] give the elements (jsonb,
+// or text as ->> gives it), jsonb_each[_text] (key, value) records.
+func JSONRows(fn, s string) ([]Datum, error) {
+	v := MustJSONB(s)
+	text := strings.HasSuffix(fn, "_text")
+	val := func(e *JSONValue) Datum {
+		if !text {
+			return Str(JSONBText(e))
+		}
+		if t, ok := JSONText(e, true); ok {
+			return Str(t)
+		}
+		return Null
+	}
+	if strings.HasPrefix(fn, "jsonb_each") {
+		if v.Kind != JObject {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "cannot call %s on a non-object", fn)
+		}
+		out := make([]Datum, len(v.Keys))
+		for i, k := range v.Keys {
+			out[i] = Datum{R: &RecordValue{Fields: []Datum{Str(k), val(v.Elems[i])}}}
+		}
+		return out, nil
+	}
+	switch v.Kind {
+	case JArray:
+	case JObject:
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "cannot extract elements from an object")
+	default:
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "cannot extract elements from a scalar")
+	}
+	out := make([]Datum, len(v.Elems))
+	for i, e := range v.Elems {
+		out[i] = val(e)
+	}
+	return out, nil
+}

@@ -370,6 +370,9 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 		}
 	}
 	if len(keys) > 0 {
+		if err := sortable(keys); err != nil {
+			return nil, err
+		}
 		out = &planner.Sort{Input: out, Keys: keys}
 	}
 	if len(exprs) > len(items) {
@@ -711,6 +714,9 @@ func (b *Binder) bindSetOpr(list *ast.SetOprSelectList, order *ast.OrderByClause
 					"invalid UNION/INTERSECT/EXCEPT ORDER BY clause: only result column names can be used")
 			}
 			keys = append(keys, sortKey(idx, cols[idx], o.Desc, nullsFirst))
+		}
+		if err := sortable(keys); err != nil {
+			return nil, err
 		}
 		acc = &planner.Sort{Input: acc, Keys: keys}
 	}

@@ -3,6 +3,7 @@ package bind
 import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/planner"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
@@ -43,14 +44,6 @@ func jsonOpMarker(n ast.ExprNode) (string, bool) {
 	}
 	s, ok := v.GetValue().(string)
 	return s, ok
-}
-
-func isJSONOp(op string) bool {
-	switch op {
-	case "->", "->>", "#>", "#>>", "@>", "<@", "?", "?|", "?&":
-		return true
-	}
-	return false
 }
 
 func isJSONType(t types.T) bool { return t.Kind == types.JSON || t.Kind == types.JSONB }
@@ -204,4 +197,36 @@ func (b *Binder) jsonFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, e
 		}
 	}
 	return call(name, types.TJSONB, args...), true, nil
+}
+
+// jsonSRFType is the row type of a jsonb set-returning function: the
+// elements of jsonb_array_elements[_text], the (key, value) records of
+// jsonb_each[_text] (in the select list only). ok is false for other names.
+func jsonSRFType(fn string) (types.T, bool) {
+	switch fn {
+	case "jsonb_array_elements":
+		return types.TJSONB, true
+	case "jsonb_array_elements_text":
+		return types.TText, true
+	case "jsonb_each":
+		return types.RecordOf([]types.RecordField{{Name: "key", T: types.TText}, {Name: "value", T: types.TJSONB}}), true
+	case "jsonb_each_text":
+		return types.RecordOf([]types.RecordField{{Name: "key", T: types.TText}, {Name: "value", T: types.TText}}), true
+	}
+	return types.T{}, false
+}
+
+// sortable refuses ORDER BY a json or jsonb value: json has no ordering
+// in PostgreSQL (42883) and streamdb does not implement jsonb's (0A000),
+// which differs from its text's.
+func sortable(keys []planner.SortKey) error {
+	for _, k := range keys {
+		switch k.E.Type().Kind {
+		case types.JSON:
+			return sqlerr.New(sqlerr.UndefinedFunction, "could not identify an ordering operator for type json")
+		case types.JSONB:
+			return sqlerr.New(sqlerr.FeatureNotSupported, "ORDER BY a jsonb value is not supported: streamdb does not implement jsonb's ordering")
+		}
+	}
+	return nil
 }
