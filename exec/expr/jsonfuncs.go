@@ -152,6 +152,12 @@ func jsonGetKernel(op string, t types.T, ts []types.T) kernel {
 				}
 			case kt.Kind == types.Text || kt.Kind == types.Unknown:
 				v = v.Field(k.S)
+			case jsonb && v.Kind != types.JArray && v.Kind != types.JObject:
+				// A jsonb scalar is a one-element array to -> (PostgreSQL
+				// stores it so): '"a"'::jsonb -> 0 and -> -1 are "a".
+				if k.I != 0 && k.I != -1 {
+					v = nil
+				}
 			default:
 				v = v.Index(k.I)
 			}
