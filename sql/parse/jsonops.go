@@ -1,7 +1,5 @@
 package parse
 
-import "github.com/streamdb/streamdb/sqlerr"
-
 // JSONOpMarker is the function the dialect layer writes for PostgreSQL's
 // json operators, which TiDB's grammar lacks:
 //
@@ -17,7 +15,7 @@ const JSONOpMarker = "pg_jsonop"
 // jsonOp emits the json operator at token i; prim < 0 means it has no left operand.
 func (r *rewriter) jsonOp(t token, i, prim int) error {
 	if prim < 0 {
-		return r.p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: %s with no left operand", t.Val), t)
+		return r.p.syntaxError(t) // streamdb has no prefix json operators
 	}
 	r.emit("div "+JSONOpMarker+"("+quote(t.Val)+") div", i, true)
 	return nil
