@@ -89,6 +89,10 @@ func jsonKernel(e *Func) (k kernel, lo, hi int, ok bool) {
 		return jsonInfoKernel(e.Name, e.T, ts[0]), 1, 1, true
 	case "to_jsonb":
 		return toJSONBKernel(e.T, ts[0]), 1, 1, true
+	case "jsonb_agg_final":
+		return jsonbAggFinalKernel(e.T, false), 1, 1, true
+	case "jsonb_object_agg_final":
+		return jsonbAggFinalKernel(e.T, true), 2, 2, true
 	case "jsonb_build_object", "jsonb_build_array":
 		return jsonbBuildKernel(e.Name == "jsonb_build_object", e.T, ts), 0, math.MaxInt, true
 	}
@@ -270,5 +274,39 @@ func jsonbBuildKernel(object bool, t types.T, ts []types.T) kernel {
 			o.set(i, types.Str(types.JSONBText(out)))
 		}
 		return o.finish(c.mem(), n), nil
+	}
+}
+
+// jsonbAggFinalKernel finishes jsonb_agg (an array of the values' jsonb
+// texts, a NULL element being null) and jsonb_object_agg (keys and values
+// side by side; a NULL key is 22023) from their array_aggs (sql/bind jsonagg.go).
+func jsonbAggFinalKernel(t types.T, object bool) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			vals := datumOf(args[len(args)-1], i).A
+			out := &types.JSONValue{Kind: types.JArray}
+			var keys *types.Array
+			if object {
+				out.Kind = types.JObject
+				keys = datumOf(args[0], i).A
+			}
+			for j, s := range vals.Elems {
+				if object {
+					if keys.IsNull(j) {
+						return types.Null, sqlerr.New(sqlerr.InvalidParameterValue, "field name must not be null")
+					}
+					out.Keys = append(out.Keys, keys.Elems[j])
+				}
+				v := &types.JSONValue{Kind: types.JNull}
+				if !vals.IsNull(j) {
+					v = types.MustJSONB(s)
+				}
+				out.Elems = append(out.Elems, v)
+			}
+			if object {
+				types.SortJSONKeys(out)
+			}
+			return types.Str(types.JSONBText(out)), nil
+		})
 	}
 }

@@ -543,10 +543,16 @@ func outputName(n ast.ExprNode) string {
 		if _, fn, ok := withinGroup(n); ok {
 			return fn
 		}
-		if f := strings.ToLower(n.F); f != "group_concat" {
+		switch f := strings.ToLower(n.F); f {
+		case "group_concat":
+			return "string_agg" // as the parser writes it
+		case "json_arrayagg":
+			return "jsonb_agg"
+		case "json_objectagg":
+			return "jsonb_object_agg"
+		default:
 			return f
 		}
-		return "string_agg" // as the parser writes it
 
 	case *ast.WindowFuncExpr:
 		return strings.ToLower(n.Name)

@@ -20,3 +20,8 @@ func (r *rewriter) jsonOp(t token, i, prim int) error {
 	r.emit("div "+JSONOpMarker+"("+quote(t.Val)+") div", i, true)
 	return nil
 }
+
+// jsonAggNames are PostgreSQL's json aggregates and the names TiDB's
+// grammar parses as aggregates of the same shape, which the binder reads
+// back (sql/bind jsonagg.go).
+var jsonAggNames = map[string]string{"jsonb_agg": "json_arrayagg", "jsonb_object_agg": "json_objectagg"}

@@ -444,6 +444,9 @@ func (r *rewriter) rewrite(from, to int) error {
 				start = prim // a.b: the primary began at a
 			}
 			text := t.Val
+			if agg, ok := jsonAggNames[t.Val]; ok && t.Kind == tIdent && next.isOp("(") {
+				text = agg // jsonops.go
+			}
 			quoted := t.Kind == tQIdent || t.Val == "div" || isName(toks, i, from, to)
 			if quoted {
 				// div is an identifier in PostgreSQL and TiDB's spelling of ^;
