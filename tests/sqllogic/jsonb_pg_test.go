@@ -3,6 +3,7 @@ package sqllogic
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -21,7 +23,8 @@ import (
 // jsonb_array_length, to_jsonb, jsonb_build_object/array, the
 // set-returning functions, GROUP BY payload->>'k') and materialized views
 // over the stream must print the same rows; jsonb in the binary result
-// format and the RowDescription type OIDs must be byte-identical; bad
+// format and the RowDescription type OIDs must be byte-identical, as
+// must rows inserted with binary json and jsonb parameters; bad
 // input and unknown operators get PostgreSQL's SQLSTATEs. Last, a kill -9
 // and restart: the views keep their state and go on with new rows.
 //
@@ -145,6 +148,29 @@ func TestJSONBPG(t *testing.T) {
 	}
 	jsonbBinaryAndOIDs(t, d)
 	jsonbErrors(t, d)
+	// Parameters in the binary format (pgx sends json and jsonb so: jsonb
+	// with its version byte), through the extended protocol.
+	for i, r := range gen(5) {
+		for _, c := range []*pgx.Conn{d.sdb, d.pg} {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			var payload map[string]any
+			if err := json.Unmarshal([]byte(r[0]), &payload); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Exec(ctx, "INSERT INTO ev VALUES ($1, $2, $3)", 1000+i, payload, json.RawMessage(r[1])); err != nil {
+				t.Fatalf("INSERT with json parameters: %v", err)
+			}
+			// The binary format itself, whatever pgx prefers.
+			res := c.PgConn().ExecParams(ctx, "INSERT INTO ev VALUES ($1, $2, $3)",
+				[][]byte{[]byte(fmt.Sprint(2000 + i)), append([]byte{1}, r[0]...), []byte(r[1])},
+				[]uint32{23, 3802, 114}, []int16{0, 1, 1}, nil).Read()
+			if res.Err != nil {
+				t.Fatalf("INSERT with binary json parameters: %v", res.Err)
+			}
+			cancel()
+		}
+	}
+	checkAll(2)
 
 	// kill -9: the views come back from their checkpointed state and take new rows.
 	srv.Kill9()
