@@ -887,3 +887,87 @@ func JSONRows(fn, s string) ([]Datum, error) {
 	}
 	return out, nil
 }
+
+// JSONBField finds key k (escaped: AppendJSONString's form) at the top
+// level of canonical jsonb text s without parsing it: the value's
+// canonical text, ok false when s is not an object or lacks the key.
+func JSONBField(s, k string) (string, bool) {
+	if len(s) < 2 || s[0] != '{' || s == "{}" {
+		return "", false
+	}
+	i := 1
+	for i < len(s) {
+		kend := skipJSONString(s, i)
+		key := s[i:kend]
+		i = kend + 2 // ": "
+		vend := skipJSONValue(s, i)
+		if key == k {
+			return s[i:vend], true
+		}
+		if vend >= len(s) || s[vend] == '}' {
+			return "", false
+		}
+		i = vend + 2 // ", "
+	}
+	return "", false
+}
+
+// skipJSONString returns the index after the string starting at s[i] == '"'.
+func skipJSONString(s string, i int) int {
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(s)
+}
+
+// skipJSONValue returns the index after the canonical value starting at s[i].
+func skipJSONValue(s string, i int) int {
+	if i >= len(s) {
+		return len(s)
+	}
+	switch s[i] {
+	case '"':
+		return skipJSONString(s, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(s); j++ {
+			switch s[j] {
+			case '"':
+				j = skipJSONString(s, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(s)
+	}
+	j := i
+	for j < len(s) && s[j] != ',' && s[j] != '}' && s[j] != ']' {
+		j++
+	}
+	return j
+}
+
+// JSONBFieldText is ->>'s result for the canonical value text v: a
+// string's value, NULL (ok false) for null, the text otherwise.
+func JSONBFieldText(v string) (string, bool) {
+	switch {
+	case v == "null":
+		return "", false
+	case len(v) > 0 && v[0] == '"':
+		if !strings.ContainsRune(v, '\\') {
+			return v[1 : len(v)-1], true
+		}
+		return MustJSONB(v).Str, true
+	}
+	return v, true
+}

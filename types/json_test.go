@@ -25,3 +25,32 @@ func TestCanonJSONB(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONBField checks the scanning lookup against the parsed one.
+func TestJSONBField(t *testing.T) {
+	docs := []string{`{"a": 1, "b": [1, {"a": "}"}], "c": "x\"y", "aa": {"b": null}, "\"q": true}`, `[1, 2]`, `"a"`, `{}`, `{"": 0}`}
+	for _, d := range docs {
+		s, err := CanonJSONB(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := MustJSONB(s)
+		for _, k := range []string{"a", "b", "c", "aa", `"q`, "", "zz"} {
+			want, wantOK := "", false
+			if f := v.Field(k); f != nil {
+				want, wantOK = JSONBText(f), true
+			}
+			got, ok := JSONBField(s, string(AppendJSONString(nil, k)))
+			if got != want || ok != wantOK {
+				t.Errorf("%s -> %q: got %q %v, want %q %v", s, k, got, ok, want, wantOK)
+			}
+			if ok {
+				wt, wok := JSONText(v.Field(k), true)
+				gt, gok := JSONBFieldText(got)
+				if gt != wt || gok != wok {
+					t.Errorf("%s ->> %q: got %q %v, want %q %v", s, k, gt, gok, wt, wok)
+				}
+			}
+		}
+	}
+}

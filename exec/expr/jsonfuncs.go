@@ -131,6 +131,9 @@ func jsonOut(v *types.JSONValue, t types.T, jsonb bool) types.Datum {
 func jsonGetKernel(op string, t types.T, ts []types.T) kernel {
 	jt, kt := ts[0], ts[1]
 	jsonb := jt.Kind == types.JSONB
+	if jsonb && (op == "->" || op == "->>") && (kt.Kind == types.Text || kt.Kind == types.Unknown) {
+		return jsonbFieldKernel(op == "->>", t)
+	}
 	return func(c *Ctx, args []vec, n int) (vec, error) {
 		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
 			v, err := parseJSONArg(datumOf(args[0], i).S, jt)
@@ -307,6 +310,34 @@ func jsonbAggFinalKernel(t types.T, object bool) kernel {
 				types.SortJSONKeys(out)
 			}
 			return types.Str(types.JSONBText(out)), nil
+		})
+	}
+}
+
+// jsonbFieldKernel is jsonb -> text and ->> text, the accesses views over
+// events make most: the key is found by scanning the canonical text
+// (types.JSONBField), without building the value.
+func jsonbFieldKernel(text bool, t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		var key []byte // the escaped key, made once for a constant key
+		if args[1].scalar() && !args[1].d.Null {
+			key = types.AppendJSONString(nil, args[1].d.S)
+		}
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			k := key
+			if k == nil {
+				k = types.AppendJSONString(nil, datumOf(args[1], i).S)
+			}
+			v, ok := types.JSONBField(datumOf(args[0], i).S, unsafeString(k))
+			if !ok {
+				return types.Null, nil
+			}
+			if text {
+				if v, ok = types.JSONBFieldText(v); !ok {
+					return types.Null, nil
+				}
+			}
+			return types.Str(v), nil
 		})
 	}
 }
