@@ -201,7 +201,7 @@ func (b *Binder) jsonFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, e
 
 // jsonSRFType is the row type of a jsonb set-returning function: the
 // elements of jsonb_array_elements[_text], the (key, value) records of
-// jsonb_each[_text] (in the select list only). ok is false for other names.
+// jsonb_each[_text]. ok is false for other names.
 func jsonSRFType(fn string) (types.T, bool) {
 	switch fn {
 	case "jsonb_array_elements":
@@ -229,4 +229,29 @@ func sortable(keys []planner.SortKey) error {
 		}
 	}
 	return nil
+}
+
+// jsonbEachTable is jsonb_each[_text](j) in FROM: the function's records
+// (a FuncScan of one record column) split into the columns key and value.
+func jsonbEachTable(fn string, args []expr.Expr, t types.T, lateral bool, alias, names string) (planner.Node, *scope, error) {
+	table := fn
+	if alias != "" {
+		table = alias
+	}
+	fs := &planner.FuncScan{Func: fn, Args: args, Col: planner.Column{Name: fn, T: t}, Lateral: lateral}
+	rec := &expr.ColRef{Idx: 0, T: t, Name: fn}
+	var exprs []expr.Expr
+	var cols []planner.Column
+	for _, f := range types.RecordFields(t) {
+		e, err := fieldSelect(rec, f.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		exprs = append(exprs, e)
+		cols = append(cols, planner.Column{Name: f.Name, T: f.T, Table: table})
+	}
+	if err := renameColumns(alias, cols, names); err != nil {
+		return nil, nil, err
+	}
+	return &planner.Project{Input: fs, Exprs: exprs, Cols: cols}, newScope(cols), nil
 }

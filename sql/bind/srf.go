@@ -83,6 +83,9 @@ func (b *Binder) bindSRF(f *ast.FuncCallExpr, alias, names string) (planner.Node
 	if fn == "pg_options_to_table" {
 		return optionsToTable(args[0], lateral, alias, names)
 	}
+	if t.Kind == types.Record {
+		return jsonbEachTable(fn, args, t, lateral, alias, names)
+	}
 	col := planner.Column{Name: fn, T: t, Table: fn}
 	if alias != "" {
 		col.Name, col.Table = alias, alias
@@ -108,7 +111,7 @@ func (b *Binder) srfArgs(fn string, args []expr.Expr) (types.T, error) {
 		return sqlerr.New(sqlerr.UndefinedFunction, "function %s(%s) does not exist", fn, strings.Join(ts, ", "))
 	}
 	var err error
-	if t, ok := jsonSRFType(fn); ok && t.Kind != types.Record {
+	if t, ok := jsonSRFType(fn); ok {
 		if len(args) != 1 {
 			return types.T{}, noFunc()
 		}
