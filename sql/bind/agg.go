@@ -164,7 +164,7 @@ func aggType(name string, arg expr.Expr) (types.T, error) {
 	case "count":
 		return types.TInt64, nil
 	case "min", "max":
-		if t.Kind != types.Bool {
+		if t.Kind != types.Bool && t.Kind != types.JSON && t.Kind != types.JSONB {
 			return t, nil
 		}
 	case "sum":

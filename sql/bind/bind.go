@@ -561,8 +561,11 @@ func distinct(in planner.Node) (planner.Node, error) {
 // executor's group tables hold scalar keys only.
 func noRecordKeys(keys []expr.Expr) error {
 	for _, k := range keys {
-		if k.Type().Kind == types.Record {
+		switch k.Type().Kind {
+		case types.Record:
 			return sqlerr.New(sqlerr.FeatureNotSupported, "grouping by a value of type record is not supported")
+		case types.JSON: // PostgreSQL's json has no = (jsonb has)
+			return sqlerr.New(sqlerr.UndefinedFunction, "could not identify an equality operator for type json")
 		}
 	}
 	return nil

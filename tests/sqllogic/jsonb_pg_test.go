@@ -340,6 +340,10 @@ func jsonbErrors(t *testing.T, d *diffRun) {
 		`SELECT '{"n":1}'::jsonb->5::bigint`,
 		`SELECT '{"n":1}'::jsonb #> 'a'`,
 		`SELECT '[1]'::jsonb < '[2]'::jsonb`,
+		`SELECT min(payload) FROM ev`,
+		`SELECT max(raw) FROM ev`,
+		`SELECT raw, count(*) FROM ev GROUP BY raw`,
+		`SELECT DISTINCT raw FROM ev`,
 		`SELECT '{"a":1}'::jsonb @> '{}'::jsonb -> 'a'`, // one level, left to right: (j @> j) -> 'a'
 	} {
 		_, perr := queryRows(d.pg, q)
