@@ -813,9 +813,9 @@ func castJSON(d Datum, from, to T, explicit bool) (Datum, error) {
 		return d, nil
 	case from.Kind == JSONB && (to.IsNumeric() || to.Kind == Bool):
 		v := MustJSONB(d.S)
-		want, kind := "numeric", JNumber
+		kind := JNumber
 		if to.Kind == Bool {
-			want, kind = "boolean", JBool
+			kind = JBool
 		}
 		if v.Kind != kind {
 			return Null, sqlerr.New(sqlerr.InvalidParameterValue, "cannot cast jsonb %s to type %s", v.Kind.TypeName(), to.String())
@@ -823,7 +823,6 @@ func castJSON(d Datum, from, to T, explicit bool) (Datum, error) {
 		if kind == JBool {
 			return Boolean(v.Bool), nil
 		}
-		_ = want
 		if to.IsFloat() {
 			return ParseText(v.Str, to)
 		}
