@@ -17,6 +17,8 @@ import (
 //	                                       step 1 by default, 0 is 22023
 //	generate_series(start, stop, step)     timestamps by an interval step
 //	unnest(array)                          the elements of a text[]
+//	jsonb_array_elements[_text](j)         the elements of a jsonb array
+//	jsonb_each[_text](j)                   (key, value) records of a jsonb object
 //
 // A NULL argument gives no rows, as in PostgreSQL.
 type FuncScan struct {
@@ -70,6 +72,17 @@ func runSRF(ctx *Ctx, fn string, ts []types.T, args []types.Datum, emit func(arr
 			}
 		}
 		return nil
+	case "jsonb_array_elements", "jsonb_array_elements_text", "jsonb_each", "jsonb_each_text":
+		rows, err := types.JSONRows(fn, args[0].S)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		b := types.NewBuilder(ctx.alloc(), ts[0])
+		defer b.Release()
+		for _, d := range rows {
+			types.AppendDatum(b, d, ts[0])
+		}
+		return emit(newRecord(ts, []arrow.Array{b.NewArray()}, len(rows)))
 	case "generate_series":
 		if ts[0].Kind == types.Timestamp {
 			return seriesTimestamps(ctx, ts, args, emit)

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"strings"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
@@ -100,6 +102,9 @@ func runProjectSRF(ctx *Ctx, p *ProjectSRF, emit func(arrow.RecordBatch) error) 
 
 // srfValues lists the rows of one select-list function for one input row.
 func srfValues(fn string, args []types.Datum, t types.T) ([]types.Datum, error) {
+	if len(args) == 1 && !args[0].Null && strings.HasPrefix(fn, "jsonb_") {
+		return types.JSONRows(fn, args[0].S)
+	}
 	if len(args) == 0 || args[0].Null || args[0].A == nil {
 		return nil, nil
 	}

@@ -185,6 +185,10 @@ func DecodeType(s string) (T, bool) {
 		return TInterval, true
 	case "text[]":
 		return TTextArray, true
+	case "json":
+		return TJSON, true
+	case "jsonb":
+		return TJSONB, true
 	case "smallint[]":
 		return IntArray(Int16), true
 	case "integer[]":

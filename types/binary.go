@@ -19,6 +19,8 @@ import (
 //	timestamp   int64 microseconds since 2000-01-01 00:00:00
 //	date        int32 days since 2000-01-01
 //	interval    int64 microseconds, int32 days, int32 months
+//	json        the text
+//	jsonb       a version byte (1), then the text
 
 // pgEpochDays is 2000-01-01, PostgreSQL's epoch, in days since 1970-01-01.
 const pgEpochDays = 10957
@@ -80,6 +82,8 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 		return appendTextArrayBinary(buf, d.A)
 	case Record:
 		return appendRecordBinary(buf, d, t)
+	case JSONB:
+		buf = append(buf, 1) // jsonb_send: version 1, then the text
 	}
 	return append(buf, d.S...)
 }
@@ -225,6 +229,18 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 	}
 	if t.Kind == Record {
 		return Null, errRecordInput()
+	}
+	if t.Kind == JSONB {
+		if len(b) == 0 || b[0] != 1 {
+			return Null, sqlerr.New("22P03", "unsupported jsonb version number %d", int(append(b, 0)[0]))
+		}
+		b = b[1:]
+	}
+	if err := CheckText(b); err != nil {
+		return Null, err
+	}
+	if t.Kind == JSON || t.Kind == JSONB {
+		return parseJSONDatum(string(b), t)
 	}
 	if err := CheckText(b); err != nil {
 		return Null, err

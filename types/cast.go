@@ -16,6 +16,9 @@ import (
 
 // CanCast reports whether PostgreSQL allows an explicit cast from from to to.
 func CanCast(from, to T) bool {
+	if from.Kind == JSON || from.Kind == JSONB || to.Kind == JSON || to.Kind == JSONB {
+		return canCastJSON(from, to)
+	}
 	switch {
 	case from.Kind == to.Kind,
 		from.Kind == Unknown, from.Kind == Text, to.Kind == Text,
@@ -71,6 +74,9 @@ func checkIntRange(v int64, k Kind) (Datum, error) {
 func castDatum(d Datum, from, to T, explicit bool) (Datum, error) {
 	if d.Null {
 		return Null, nil
+	}
+	if (from.Kind == JSON || from.Kind == JSONB || to.Kind == JSON || to.Kind == JSONB) && from != to {
+		return castJSON(d, from, to, explicit)
 	}
 	if to.Kind == Text {
 		s := d.S

@@ -75,6 +75,8 @@ func ParseText(s string, t T) (Datum, error) {
 		return checkArrayElems(a, t)
 	case Record:
 		return Null, errRecordInput()
+	case JSON, JSONB:
+		return parseJSONDatum(s, t)
 	}
 	return Str(s), nil
 }
@@ -116,7 +118,7 @@ func AppendText(buf []byte, d Datum, t T) []byte {
 
 // TextOf returns d's PostgreSQL text output.
 func TextOf(d Datum, t T) string {
-	if t.Kind == Text || t.Kind == Unknown {
+	if t.Kind == Text || t.Kind == Unknown || t.Kind == JSON || t.Kind == JSONB {
 		return d.S
 	}
 	var tmp [64]byte

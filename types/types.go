@@ -13,6 +13,7 @@
 //	TEXT, VARCHAR(n)                      arrow String
 //	INTERVAL                              arrow MonthDayNanoInterval
 //	TEXT[]                                arrow List<String> (elements may be NULL)
+//	JSON, JSONB                           arrow String: json's text as written, jsonb's canonical text (json.go)
 //	RECORD                                arrow Struct of its fields' layouts (record.go)
 package types
 
@@ -41,6 +42,8 @@ const (
 	Interval
 	TextArray // text[]: one-dimensional, lower bound 1 (see array.go)
 	Record    // an anonymous composite (record.go): Prec indexes its fields
+	JSON      // json: its input text, validated (json.go)
+	JSONB     // jsonb: its canonical text (json.go)
 )
 
 // UnconstrainedScale is the storage scale of NUMERIC without a declared scale.
@@ -75,6 +78,8 @@ var (
 	TDate        = T{Kind: Date}
 	TInterval    = T{Kind: Interval}
 	TTextArray   = T{Kind: TextArray}
+	TJSON        = T{Kind: JSON}
+	TJSONB       = T{Kind: JSONB}
 )
 
 // NumericOf returns NUMERIC(prec, scale).
@@ -115,7 +120,7 @@ func (t T) Physical() Physical {
 		return PhysFloat64
 	case Numeric:
 		return PhysDecimal
-	case Text:
+	case Text, JSON, JSONB:
 		return PhysString
 	case Interval:
 		return PhysInterval
@@ -170,6 +175,8 @@ const (
 	OIDInt2Array   = 1005
 	OIDInt4Array   = 1007
 	OIDInt8Array   = 1016
+	OIDJSON        = 114
+	OIDJSONB       = 3802
 )
 
 // OID returns the PostgreSQL type OID of t.
@@ -215,6 +222,10 @@ func (t T) OID() uint32 {
 		return OIDTextArray
 	case Record:
 		return OIDRecord
+	case JSON:
+		return OIDJSON
+	case JSONB:
+		return OIDJSONB
 	}
 	return OIDText // untyped literals are sent as text, as PostgreSQL does
 }
@@ -248,6 +259,10 @@ func FromOID(oid uint32) (T, bool) {
 		return TInterval, true
 	case OIDTextArray:
 		return TTextArray, true
+	case OIDJSON:
+		return TJSON, true
+	case OIDJSONB:
+		return TJSONB, true
 	case 0, OIDUnknown:
 		return TUnknown, true
 	}
@@ -323,6 +338,10 @@ func (t T) String() string {
 		return "text[]"
 	case Record:
 		return "record"
+	case JSON:
+		return "json"
+	case JSONB:
+		return "jsonb"
 	}
 	return "unknown"
 }

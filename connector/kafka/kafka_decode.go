@@ -416,11 +416,29 @@ func (s *msgScanner) text(b []byte, sp span, csv bool) ([]byte, error) {
 // appendSpan appends the value of span sp of message b to builder bl of
 // type t. JSON: a string or a number in t's text syntax, true/false a
 // boolean, null or absent NULL, an object or array its JSON text in a
-// text column, a number in a timestamp column epoch milliseconds. CSV: a
+// text column, a number in a timestamp column epoch milliseconds, any
+// value but null its JSON in a json or jsonb column. CSV: a
 // field in t's text syntax, empty NULL.
 func (s *msgScanner) appendSpan(bl array.Builder, t types.T, b []byte, sp span, csv bool) error {
 	if sp.kind == 0 || sp.kind == 'z' || (csv && sp.from == sp.to) {
 		bl.AppendNull()
+		return nil
+	}
+	if !csv && (t.Kind == types.JSON || t.Kind == types.JSONB) {
+		// The member's JSON itself (a string with its quotes): the
+		// column's input function canonicalises jsonb.
+		raw := b[sp.from:sp.to]
+		if sp.kind == 's' {
+			raw = b[sp.from-1 : sp.to+1]
+		}
+		if err := types.CheckText(raw); err != nil {
+			return err
+		}
+		d, err := types.ParseText(string(raw), t)
+		if err != nil {
+			return err
+		}
+		types.AppendDatum(bl, d, t)
 		return nil
 	}
 	if !csv {

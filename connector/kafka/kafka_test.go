@@ -117,6 +117,12 @@ func TestKafkaDecodeJSON(t *testing.T) {
 		{`01`, types.TInt64, "error"},
 		{`[1,,2]`, types.TText, "error"},
 		{`"abc`, types.TText, "error"},
+		{`{"b": [1, 2.50], "a": "x\u00e9", "a": 1}`, types.TJSONB, `{"a": 1, "b": [1, 2.50]}`},
+		{`{"b":  1}`, types.TJSON, `{"b":  1}`},
+		{`"s\"t"`, types.TJSONB, `"s\"t"`},
+		{`1e2`, types.TJSONB, `100`},
+		{`true`, types.TJSONB, `true`},
+		{`null`, types.TJSONB, "NULL"},
 	} {
 		msg := `{"other": {"x": [1, "}"]}, "v": ` + tc.raw + `}`
 		if tc.raw == "" {

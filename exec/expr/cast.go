@@ -265,6 +265,16 @@ func (c *Ctx) cast(a vec, from, to types.T, n int) (vec, error) {
 			return types.Boolean(int64s(a.arr)[i] != 0), nil
 		})
 
+	case from.Kind == types.JSON || from.Kind == types.JSONB || to.Kind == types.JSON || to.Kind == types.JSONB:
+		if from.Kind == types.JSONB && to.Kind == types.JSON || to.Kind == types.Text && to.Prec == 0 {
+			return same() // the text is the value
+		}
+		if fp == types.PhysString {
+			s := a.arr.(*array.String)
+			return c.rowwise(to, n, []vec{a}, func(i int) (types.Datum, error) {
+				return types.CastDatum(types.Str(s.Value(i)), from, to)
+			})
+		}
 	case tp == types.PhysString:
 		return c.castToText(a, from, to, n)
 

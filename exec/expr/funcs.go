@@ -134,7 +134,10 @@ func kernelFor(e *Func) (kernel, error) {
 	case "varchar_assign": // Text → VARCHAR(n) as an assignment (INSERT) cast
 		k = varcharAssignKernel(e.T)
 	default:
-		return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s does not exist", e.Name)
+		var ok bool
+		if k, lo, hi, ok = jsonKernel(e); !ok {
+			return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s does not exist", e.Name)
+		}
 	}
 	return k, nargs(lo, hi)
 }

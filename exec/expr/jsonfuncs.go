@@ -2,6 +2,9 @@ package expr
 
 import (
 	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
@@ -65,4 +68,276 @@ func argTypes(args []Expr) []types.T {
 		ts[i] = a.Type()
 	}
 	return ts
+}
+
+// ---- json and jsonb (types/json.go) ----
+//
+// A jsonb value is held as its canonical text and parsed per row where an
+// operator needs its structure; json values keep their text as written,
+// so -> on json returns the element's text as written, as PostgreSQL's does.
+
+// jsonKernel picks the kernel of a json operator or function; ok is false
+// for other names.
+func jsonKernel(e *Func) (k kernel, lo, hi int, ok bool) {
+	ts := argTypes(e.Args)
+	switch e.Name {
+	case "->", "->>", "#>", "#>>":
+		return jsonGetKernel(e.Name, e.T, ts), 2, 2, true
+	case "@>", "<@", "?", "?|", "?&", "jsonb_eq":
+		return jsonPredKernel(e.Name), 2, 2, true
+	case "jsonb_typeof", "json_typeof", "jsonb_array_length":
+		return jsonInfoKernel(e.Name, e.T, ts[0]), 1, 1, true
+	case "to_jsonb":
+		return toJSONBKernel(e.T, ts[0]), 1, 1, true
+	case "jsonb_agg_final":
+		return jsonbAggFinalKernel(e.T, false), 1, 1, true
+	case "jsonb_object_agg_final":
+		return jsonbAggFinalKernel(e.T, true), 2, 2, true
+	case "jsonb_build_object", "jsonb_build_array":
+		return jsonbBuildKernel(e.Name == "jsonb_build_object", e.T, ts), 0, math.MaxInt, true
+	}
+	return nil, 0, 0, false
+}
+
+// parseJSONArg parses a json (keepRaw) or jsonb column value.
+func parseJSONArg(s string, t types.T) (*types.JSONValue, error) {
+	if t.Kind == types.JSON {
+		return types.ParseJSON(s, false)
+	}
+	return types.MustJSONB(s), nil
+}
+
+// jsonOut is v as a value of t (json: as written; jsonb: canonical; text: ->>'s text).
+func jsonOut(v *types.JSONValue, t types.T, jsonb bool) types.Datum {
+	if v == nil {
+		return types.Null
+	}
+	switch t.Kind {
+	case types.Text:
+		s, ok := types.JSONText(v, jsonb)
+		if !ok {
+			return types.Null
+		}
+		if !jsonb && v.Kind == types.JString && strings.Contains(v.Str, `\u0000`) {
+			return types.Null // unreachable in practice: see jsonGetKernel
+		}
+		return types.Str(s)
+	case types.JSON:
+		return types.Str(v.Raw)
+	}
+	return types.Str(types.JSONBText(v))
+}
+
+func jsonGetKernel(op string, t types.T, ts []types.T) kernel {
+	jt, kt := ts[0], ts[1]
+	jsonb := jt.Kind == types.JSONB
+	if jsonb && (op == "->" || op == "->>") && (kt.Kind == types.Text || kt.Kind == types.Unknown) {
+		return jsonbFieldKernel(op == "->>", t)
+	}
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			v, err := parseJSONArg(datumOf(args[0], i).S, jt)
+			if err != nil {
+				return types.Null, err
+			}
+			k := datumOf(args[1], i)
+			switch {
+			case op == "#>" || op == "#>>":
+				for j, p := range k.A.Elems {
+					if v == nil || k.A.IsNull(j) {
+						return types.Null, nil
+					}
+					if v.Kind == types.JArray {
+						idx, err := strconv.ParseInt(strings.TrimSpace(p), 10, 32)
+						if err != nil {
+							return types.Null, nil
+						}
+						v = v.Index(idx)
+					} else {
+						v = v.Field(p)
+					}
+				}
+			case kt.Kind == types.Text || kt.Kind == types.Unknown:
+				v = v.Field(k.S)
+			case jsonb && v.Kind != types.JArray && v.Kind != types.JObject:
+				// A jsonb scalar is a one-element array to -> (PostgreSQL
+				// stores it so): '"a"'::jsonb -> 0 and -> -1 are "a".
+				if k.I != 0 && k.I != -1 {
+					v = nil
+				}
+			default:
+				v = v.Index(k.I)
+			}
+			if v != nil && !jsonb && t.Kind == types.Text && v.Kind == types.JString {
+				if _, err := types.ParseJSON(v.Raw, true); err != nil {
+					return types.Null, err // \u0000 cannot become text
+				}
+			}
+			return jsonOut(v, t, jsonb), nil
+		})
+	}
+}
+
+func jsonPredKernel(op string) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		return c.rowwise(types.TBool, n, args, func(i int) (types.Datum, error) {
+			a := datumOf(args[0], i).S
+			r := datumOf(args[1], i)
+			if op == "jsonb_eq" && a == r.S {
+				return types.Boolean(true), nil
+			}
+			v := types.MustJSONB(a)
+			switch op {
+			case "jsonb_eq":
+				return types.Boolean(types.JSONEqual(v, types.MustJSONB(r.S))), nil
+			case "@>":
+				return types.Boolean(types.JSONContains(v, types.MustJSONB(r.S))), nil
+			case "<@":
+				return types.Boolean(types.JSONContains(types.MustJSONB(r.S), v)), nil
+			case "?":
+				return types.Boolean(types.JSONExists(v, r.S)), nil
+			}
+			any := op == "?|"
+			for j, k := range r.A.Elems {
+				if r.A.IsNull(j) {
+					continue // NULL keys are skipped, as PostgreSQL does
+				}
+				if types.JSONExists(v, k) == any {
+					return types.Boolean(any), nil
+				}
+			}
+			return types.Boolean(!any), nil
+		})
+	}
+}
+
+func jsonInfoKernel(name string, t, jt types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			v, err := parseJSONArg(datumOf(args[0], i).S, jt)
+			if err != nil {
+				return types.Null, err
+			}
+			if name != "jsonb_array_length" {
+				return types.Str(v.Kind.TypeName()), nil
+			}
+			switch v.Kind {
+			case types.JArray:
+				return types.Int(int64(len(v.Elems))), nil
+			case types.JObject:
+				return types.Null, sqlerr.New(sqlerr.InvalidParameterValue, "cannot get array length of a non-array")
+			}
+			return types.Null, sqlerr.New(sqlerr.InvalidParameterValue, "cannot get array length of a scalar")
+		})
+	}
+}
+
+func toJSONBKernel(t, at types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			v, err := types.JSONBOf(datumOf(args[0], i), at)
+			if err != nil {
+				return types.Null, err
+			}
+			return types.Str(types.JSONBText(v)), nil
+		})
+	}
+}
+
+// jsonbBuildKernel is jsonb_build_object(k, v, ...) or jsonb_build_array(v, ...):
+// NULL values are json nulls; a NULL key is 22004.
+func jsonbBuildKernel(object bool, t types.T, ts []types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		o := newColOut(c.mem(), t, n)
+		for i := 0; i < n; i++ {
+			out := &types.JSONValue{Kind: types.JArray}
+			if object {
+				out.Kind = types.JObject
+			}
+			for k := 0; k < len(args); k++ {
+				if object && k%2 == 0 {
+					key := datumOf(args[k], i)
+					if key.Null {
+						o.release()
+						return vec{}, sqlerr.New(sqlerr.InvalidParameterValue, "argument %d: key must not be null", k+1)
+					}
+					out.Keys = append(out.Keys, types.TextOf(key, ts[k]))
+					continue
+				}
+				v, err := types.JSONBOf(datumOf(args[k], i), ts[k])
+				if err != nil {
+					o.release()
+					return vec{}, err
+				}
+				out.Elems = append(out.Elems, v)
+			}
+			if object {
+				types.SortJSONKeys(out)
+			}
+			o.set(i, types.Str(types.JSONBText(out)))
+		}
+		return o.finish(c.mem(), n), nil
+	}
+}
+
+// jsonbAggFinalKernel finishes jsonb_agg (an array of the values' jsonb
+// texts, a NULL element being null) and jsonb_object_agg (keys and values
+// side by side; a NULL key is 22023) from their array_aggs (sql/bind jsonagg.go).
+func jsonbAggFinalKernel(t types.T, object bool) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			vals := datumOf(args[len(args)-1], i).A
+			out := &types.JSONValue{Kind: types.JArray}
+			var keys *types.Array
+			if object {
+				out.Kind = types.JObject
+				keys = datumOf(args[0], i).A
+			}
+			for j, s := range vals.Elems {
+				if object {
+					if keys.IsNull(j) {
+						return types.Null, sqlerr.New(sqlerr.InvalidParameterValue, "field name must not be null")
+					}
+					out.Keys = append(out.Keys, keys.Elems[j])
+				}
+				v := &types.JSONValue{Kind: types.JNull}
+				if !vals.IsNull(j) {
+					v = types.MustJSONB(s)
+				}
+				out.Elems = append(out.Elems, v)
+			}
+			if object {
+				types.SortJSONKeys(out)
+			}
+			return types.Str(types.JSONBText(out)), nil
+		})
+	}
+}
+
+// jsonbFieldKernel is jsonb -> text and ->> text, the accesses views over
+// events make most: the key is found by scanning the canonical text
+// (types.JSONBField), without building the value.
+func jsonbFieldKernel(text bool, t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		var key []byte // the escaped key, made once for a constant key
+		if args[1].scalar() && !args[1].d.Null {
+			key = types.AppendJSONString(nil, args[1].d.S)
+		}
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			k := key
+			if k == nil {
+				k = types.AppendJSONString(nil, datumOf(args[1], i).S)
+			}
+			v, ok := types.JSONBField(datumOf(args[0], i).S, unsafeString(k))
+			if !ok {
+				return types.Null, nil
+			}
+			if text {
+				if v, ok = types.JSONBFieldText(v); !ok {
+					return types.Null, nil
+				}
+			}
+			return types.Str(v), nil
+		})
+	}
 }

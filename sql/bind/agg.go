@@ -80,6 +80,9 @@ func (b *Binder) bindAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, error) {
 	if name == "group_concat" { // string_agg, as the parser writes it
 		return b.bindStringAgg(c, n)
 	}
+	if name == "json_arrayagg" || name == "json_objectagg" { // jsonb_agg, jsonb_object_agg
+		return b.bindJSONAgg(c, n, name == "json_objectagg")
+	}
 	if call, fn, ok := withinGroup(n); ok {
 		return b.bindOrderedSet(c, call, fn)
 	}
@@ -161,7 +164,7 @@ func aggType(name string, arg expr.Expr) (types.T, error) {
 	case "count":
 		return types.TInt64, nil
 	case "min", "max":
-		if t.Kind != types.Bool {
+		if t.Kind != types.Bool && t.Kind != types.JSON && t.Kind != types.JSONB {
 			return t, nil
 		}
 	case "sum":

@@ -373,6 +373,9 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 		}
 	}
 	if len(keys) > 0 {
+		if err := sortable(keys); err != nil {
+			return nil, err
+		}
 		out = &planner.Sort{Input: out, Keys: keys}
 	}
 	if len(exprs) > len(items) {
@@ -561,8 +564,11 @@ func distinct(in planner.Node) (planner.Node, error) {
 // executor's group tables hold scalar keys only.
 func noRecordKeys(keys []expr.Expr) error {
 	for _, k := range keys {
-		if k.Type().Kind == types.Record {
+		switch k.Type().Kind {
+		case types.Record:
 			return sqlerr.New(sqlerr.FeatureNotSupported, "grouping by a value of type record is not supported")
+		case types.JSON: // PostgreSQL's json has no = (jsonb has)
+			return sqlerr.New(sqlerr.UndefinedFunction, "could not identify an equality operator for type json")
 		}
 	}
 	return nil
@@ -714,6 +720,9 @@ func (b *Binder) bindSetOpr(list *ast.SetOprSelectList, order *ast.OrderByClause
 					"invalid UNION/INTERSECT/EXCEPT ORDER BY clause: only result column names can be used")
 			}
 			keys = append(keys, sortKey(idx, cols[idx], o.Desc, nullsFirst))
+		}
+		if err := sortable(keys); err != nil {
+			return nil, err
 		}
 		acc = &planner.Sort{Input: acc, Keys: keys}
 	}

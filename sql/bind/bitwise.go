@@ -142,6 +142,15 @@ func flattenChain(n ast.ExprNode, toks []chainTok) ([]chainTok, bool) {
 			_, bit := bitOps[x.Op]
 			return toks, lb || rb || bit || x.Op == opcode.IntDiv
 		}
+	case *ast.FuncCallExpr:
+		// PostgreSQL's || is of the level of the json and bitwise
+		// operators; TiDB's (PIPES_AS_CONCAT) binds tighter than all of them.
+		if isPipes(x) {
+			toks, lb := flattenChain(x.Args[0], toks)
+			toks = append(toks, chainTok{op: "||"})
+			toks, rb := flattenChain(x.Args[1], toks)
+			return toks, lb || rb
+		}
 	case *ast.UnaryOperationExpr:
 		if x.Op == opcode.BitNeg {
 			toks, _ = flattenChain(x.V, append(toks, chainTok{op: "~"}))
@@ -206,6 +215,10 @@ func (p *chainBinder) expr(minPrec int) (expr.Expr, error) {
 			left, err = p.b.bitOp(op, left, right)
 		case "^":
 			left, err = p.b.powerOp(left, right)
+		case "->", "->>", "#>", "#>>", "@>", "<@", "?", "?|", "?&":
+			left, err = p.b.jsonOp(op, left, right)
+		case "||":
+			left, err = p.b.concatOp(left, right)
 		default:
 			left, err = p.b.binaryOp(op, left, right)
 		}

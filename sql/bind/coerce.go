@@ -85,6 +85,10 @@ func pgTypeName(t types.T) string {
 		return "date"
 	case types.Interval:
 		return "interval"
+	case types.JSON:
+		return "json"
+	case types.JSONB:
+		return "jsonb"
 	}
 	return "?column?"
 }

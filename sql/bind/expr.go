@@ -336,8 +336,9 @@ var binOps = map[opcode.Op]string{
 func (b *Binder) bindBinary(c *ectx, n *ast.BinaryOperationExpr) (expr.Expr, error) {
 	if _, ok := chainOp(n.Op); ok {
 		if toks, bit := flattenChain(n, nil); bit {
-			// Regrouped by PostgreSQL's precedence (bitwise.go).
-			p := &chainBinder{b: b, c: c, toks: toks}
+			// Regrouped by PostgreSQL's precedence (bitwise.go), json
+			// operators included (jsonops.go).
+			p := &chainBinder{b: b, c: c, toks: collapseJSONOps(toks)}
 			return p.expr(0)
 		}
 	}
@@ -542,10 +543,16 @@ func outputName(n ast.ExprNode) string {
 		if _, fn, ok := withinGroup(n); ok {
 			return fn
 		}
-		if f := strings.ToLower(n.F); f != "group_concat" {
+		switch f := strings.ToLower(n.F); f {
+		case "group_concat":
+			return "string_agg" // as the parser writes it
+		case "json_arrayagg":
+			return "jsonb_agg"
+		case "json_objectagg":
+			return "jsonb_object_agg"
+		default:
 			return f
 		}
-		return "string_agg" // as the parser writes it
 
 	case *ast.WindowFuncExpr:
 		return strings.ToLower(n.Name)

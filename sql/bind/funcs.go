@@ -90,6 +90,9 @@ func isCompare(op string) bool {
 }
 
 func (b *Binder) compareOp(op string, l, r expr.Expr) (expr.Expr, error) {
+	if isJSONType(l.Type()) || isJSONType(r.Type()) {
+		return b.jsonCompare(op, l, r)
+	}
 	t, ok := commonType(l.Type(), r.Type())
 	if !ok || t.Kind == types.Record { // records are not compared (nor joined on)
 		return nil, noOperator(op, l, r)
@@ -409,6 +412,9 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 		return e, err
 	}
 	if e, ok, err := b.driverFunc(c, n); ok {
+		return e, err
+	}
+	if e, ok, err := b.jsonFunc(c, n); ok {
 		return e, err
 	}
 	if e, ok, err := b.pgTypeofFunc(c, n); ok {

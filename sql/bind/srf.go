@@ -83,9 +83,15 @@ func (b *Binder) bindSRF(f *ast.FuncCallExpr, alias, names string) (planner.Node
 	if fn == "pg_options_to_table" {
 		return optionsToTable(args[0], lateral, alias, names)
 	}
+	if t.Kind == types.Record {
+		return jsonbEachTable(fn, args, t, lateral, alias, names)
+	}
 	col := planner.Column{Name: fn, T: t, Table: fn}
 	if alias != "" {
 		col.Name, col.Table = alias, alias
+	}
+	if _, ok := jsonSRFType(fn); ok {
+		col.Name = "value" // the function's OUT parameter names its column
 	}
 	cols := []planner.Column{col}
 	if err := renameColumns(alias, cols, names); err != nil {
@@ -105,6 +111,18 @@ func (b *Binder) srfArgs(fn string, args []expr.Expr) (types.T, error) {
 		return sqlerr.New(sqlerr.UndefinedFunction, "function %s(%s) does not exist", fn, strings.Join(ts, ", "))
 	}
 	var err error
+	if t, ok := jsonSRFType(fn); ok {
+		if len(args) != 1 {
+			return types.T{}, noFunc()
+		}
+		if args[0], err = b.coerce(args[0], types.TJSONB); err != nil {
+			return types.T{}, err
+		}
+		if args[0].Type().Kind != types.JSONB {
+			return types.T{}, noFunc()
+		}
+		return t, nil
+	}
 	switch fn {
 	case "unnest", "pg_options_to_table":
 		if len(args) != 1 {

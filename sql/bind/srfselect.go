@@ -29,7 +29,7 @@ import (
 // search path) or information_schema._pg_expandarray (not on it).
 func isSelectSRF(n *ast.FuncCallExpr) bool {
 	switch n.FnName.L {
-	case "unnest", "generate_subscripts":
+	case "unnest", "generate_subscripts", "jsonb_array_elements", "jsonb_array_elements_text", "jsonb_each", "jsonb_each_text":
 		return n.Schema.L == "" || n.Schema.L == SchemaCatalog
 	case "_pg_expandarray":
 		return n.Schema.L == SchemaInfoSchema
@@ -150,6 +150,16 @@ func (b *Binder) selectSRFArgs(fn string, args []expr.Expr) (types.T, error) {
 	}
 	if len(args) != want {
 		return types.T{}, noFunc()
+	}
+	if t, ok := jsonSRFType(fn); ok {
+		var err error
+		if args[0], err = b.coerce(args[0], types.TJSONB); err != nil {
+			return types.T{}, err
+		}
+		if args[0].Type().Kind != types.JSONB {
+			return types.T{}, noFunc()
+		}
+		return t, nil
 	}
 	var err error
 	if args[0].Type().Kind != types.TextArray {

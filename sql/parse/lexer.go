@@ -151,6 +151,10 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // twoCharOps are the multi-character operators; anything else is one byte.
 var twoCharOps = []string{"::", "||", "<>", "!=", "<=", ">=", "=>"}
 
+// jsonOps are PostgreSQL's json and jsonb operators, longest first
+// (sql/parse jsonops.go rewrites them).
+var jsonOps = []string{"->>", "#>>", "->", "#>", "@>", "<@", "?|", "?&", "?"}
+
 // regexOps are PostgreSQL's regular expression match operators and its
 // LIKE operators (~~ !~~ ~~* !~~*), longest first, so ~~ is one token as in
 // PostgreSQL's scanner (~~5 is no double bitwise NOT there either); a lone ~
@@ -189,6 +193,12 @@ func (l *lexer) next() (token, error) {
 		return l.dollar(start)
 	}
 	for _, op := range regexOps {
+		if strings.HasPrefix(l.src[start:], op) {
+			l.pos += len(op)
+			return token{Kind: tOp, Val: op, Pos: start, End: l.pos}, nil
+		}
+	}
+	for _, op := range jsonOps {
 		if strings.HasPrefix(l.src[start:], op) {
 			l.pos += len(op)
 			return token{Kind: tOp, Val: op, Pos: start, End: l.pos}, nil

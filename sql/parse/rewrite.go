@@ -451,6 +451,9 @@ func (r *rewriter) rewrite(from, to int) error {
 				start = prim // a.b: the primary began at a
 			}
 			text := t.Val
+			if agg, ok := jsonAggNames[t.Val]; ok && t.Kind == tIdent && next.isOp("(") {
+				text = agg // jsonops.go
+			}
 			quoted := t.Kind == tQIdent || t.Val == "div" || isName(toks, i, from, to) || renamedAggregate(toks, i, to)
 			if quoted {
 				// div is an identifier in PostgreSQL and TiDB's spelling of ^;
@@ -600,6 +603,11 @@ func (r *rewriter) rewrite(from, to int) error {
 					continue
 				}
 				r.emit(t.Val, i, space)
+				prim = -1
+			case "->", "->>", "#>", "#>>", "@>", "<@", "?", "?|", "?&":
+				if err := r.jsonOp(t, i, prim); err != nil {
+					return err
+				}
 				prim = -1
 			case "#":
 				// PostgreSQL's integer xor is TiDB's ^.

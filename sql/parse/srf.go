@@ -13,7 +13,8 @@ package parse
 // (after FROM, JOIN, or a comma of a FROM list).
 
 // srfNames are the set-returning functions streamdb has.
-var srfNames = map[string]bool{"generate_series": true, "unnest": true, "pg_options_to_table": true}
+var srfNames = map[string]bool{"generate_series": true, "unnest": true, "pg_options_to_table": true,
+	"jsonb_array_elements": true, "jsonb_array_elements_text": true, "jsonb_each": true, "jsonb_each_text": true}
 
 // srfStart reports whether toks[i], a function name followed by "(", is a
 // set-returning function starting a FROM item (its schema, if any, was

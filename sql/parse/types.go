@@ -27,6 +27,9 @@ func TypeFromName(name string, mods []int) (types.T, error) {
 			return types.IntArray(e.Kind), nil // int2[], int4[], int8[] (types/intarray.go)
 		}
 		if e.Kind != types.Text {
+			if e.Kind == types.JSON || e.Kind == types.JSONB {
+				return e, sqlerr.New(sqlerr.FeatureNotSupported, "type %s[] is not supported: text[] and integer arrays are the array types", elem)
+			}
 			return e, sqlerr.New(sqlerr.FeatureNotSupported, "type %s[] is not supported: text[] and integer arrays are the array types", elem)
 		}
 		return types.TTextArray, nil
@@ -96,6 +99,10 @@ func TypeFromName(name string, mods []int) (types.T, error) {
 		t = types.TDate
 	case "interval":
 		t = types.TInterval
+	case "json":
+		t = types.TJSON
+	case "jsonb":
+		t = types.TJSONB
 	default:
 		return t, sqlerr.New(sqlerr.UndefinedObject, "type %q does not exist", name)
 	}

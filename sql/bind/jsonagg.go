@@ -1,0 +1,66 @@
+package bind
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/planner"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// bindJSONAgg binds jsonb_agg(x) and jsonb_object_agg(k, v), which the
+// parser writes as TiDB's json_arrayagg and json_objectagg. As string_agg
+// (stringagg.go), each is composed of aggregates the engine has:
+//
+//	jsonb_agg(x)           → jsonb_agg_final(array_agg(to_jsonb(x)::text))
+//	jsonb_object_agg(k, v) → jsonb_object_agg_final(array_agg(k::text), array_agg(to_jsonb(v)::text))
+//
+// with NULL for a group without rows (a NULL x or v is a json null; a
+// NULL key is 22023). The elements come in the order the rows reach the
+// aggregate, as in PostgreSQL without ORDER BY. array_agg cannot retract,
+// so a materialized view refuses them (0A000); DISTINCT and ORDER BY
+// inside are not supported.
+func (b *Binder) bindJSONAgg(c *ectx, n *ast.AggregateFuncExpr, object bool) (expr.Expr, error) {
+	name, want := "jsonb_agg", 1
+	if object {
+		name, want = "jsonb_object_agg", 2
+	}
+	if b.View {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s is not supported in a materialized view", name)
+	}
+	if n.Distinct || n.Order != nil {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s with DISTINCT or ORDER BY is not supported", name)
+	}
+	if len(n.Args) != want {
+		return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", name, len(n.Args))
+	}
+	ic := c.inputCtx("aggregate function calls cannot be nested")
+	args := make([]expr.Expr, len(n.Args))
+	for i, a := range n.Args {
+		var err error
+		if args[i], err = b.bindExpr(ic, a); err != nil {
+			return nil, err
+		}
+		if args[i], err = b.coerce(args[i], types.TText); err != nil {
+			return nil, err
+		}
+		if args[i].Type().Kind == types.Record {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s of a record is not supported", name)
+		}
+	}
+	asText := func(e expr.Expr) expr.Expr { return &expr.Cast{E: e, T: types.TText} }
+	vals := asText(call("to_jsonb", types.TJSONB, args[len(args)-1]))
+	cnt := addAggCall(c, planner.AggCall{Func: planner.AggCountStar, T: types.TInt64}, "count_star")
+	varr := addAggCall(c, planner.AggCall{Func: planner.AggArrayAgg, Arg: vals, T: types.TTextArray}, "array_agg")
+	final := call("jsonb_agg_final", types.TJSONB, varr)
+	if object {
+		karr := addAggCall(c, planner.AggCall{Func: planner.AggArrayAgg, Arg: asText(args[0]), T: types.TTextArray}, "array_agg")
+		final = call("jsonb_object_agg_final", types.TJSONB, karr, varr)
+	}
+	none, err := b.binaryOp("=", cnt, &expr.Const{D: types.Int(0), T: types.TInt64})
+	if err != nil {
+		return nil, err
+	}
+	return &expr.Case{Whens: []expr.When{{Cond: none, Then: &expr.Const{D: types.Null, T: types.TJSONB}}},
+		Else: final, T: types.TJSONB}, nil
+}

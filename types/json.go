@@ -1,0 +1,972 @@
+package types
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// JSON and JSONB values (kinds JSON and JSONB, arrow String).
+//
+// A json column holds its input text as written (PostgreSQL's json keeps
+// it verbatim, once validated). A jsonb column holds the value's canonical
+// text, exactly what PostgreSQL 15's jsonb_out prints for it: object keys
+// sorted by length, then bytewise, the last of duplicate keys kept,
+// ", " and ": " as separators, strings with escapes resolved and re-escaped
+// as escape_json does, numbers as numeric_out prints them (so 1.0 stays 1.0
+// and 1e2 becomes 100). Equal canonical texts are equal jsonb values, so
+// hashing, grouping and joining work on the text; the reverse fails only
+// for numbers of different scales (1.0 and 1), which = on jsonb treats as
+// equal (JSONEqual) and GROUP BY keeps apart (docs/decisions).
+
+// JSONKind is the type of one JSON value.
+type JSONKind uint8
+
+// The JSON value types, in PostgreSQL's jsonb_typeof names.
+const (
+	JNull JSONKind = iota
+	JString
+	JNumber
+	JBool
+	JArray
+	JObject
+)
+
+// TypeName is jsonb_typeof's name for k.
+func (k JSONKind) TypeName() string {
+	return [...]string{"null", "string", "number", "boolean", "array", "object"}[k]
+}
+
+// JSONValue is a parsed JSON value.
+type JSONValue struct {
+	Kind JSONKind
+	// Str is a string's decoded text or a number's canonical numeric text.
+	Str  string
+	Bool bool
+	// Elems are an array's elements or an object's values (beside Keys).
+	Elems []*JSONValue
+	// Keys are an object's keys: sorted and unique for jsonb, as written for json.
+	Keys []string
+	// Raw is the value's text as written (json only).
+	Raw string
+}
+
+// Field returns the value of object key k, or nil. For jsonb the keys are
+// unique; for json the last one wins, as json's -> returns.
+func (v *JSONValue) Field(k string) *JSONValue {
+	if v.Kind != JObject {
+		return nil
+	}
+	for i := len(v.Keys) - 1; i >= 0; i-- {
+		if v.Keys[i] == k {
+			return v.Elems[i]
+		}
+	}
+	return nil
+}
+
+// Index returns array element i (negative: from the end), or nil.
+func (v *JSONValue) Index(i int64) *JSONValue {
+	if v.Kind != JArray {
+		return nil
+	}
+	if i < 0 {
+		i += int64(len(v.Elems))
+	}
+	if i < 0 || i >= int64(len(v.Elems)) {
+		return nil
+	}
+	return v.Elems[i]
+}
+
+// maxJSONDepth bounds nesting, as PostgreSQL's stack depth check does.
+const maxJSONDepth = 6400
+
+type jsonParser struct {
+	src   string
+	pos   int
+	jsonb bool // resolve \u0000 as an error, sort keys
+	depth int
+}
+
+func errJSON(detail string) error {
+	return &sqlerr.Error{Code: sqlerr.InvalidTextRep, Msg: "invalid input syntax for type json", Detail: detail}
+}
+
+// ParseJSON parses s as PostgreSQL's json input does. For jsonb, object
+// keys are sorted and deduplicated (the last value kept) and \u0000 is
+// refused (22P05); for json, each value keeps its Raw text.
+func ParseJSON(s string, jsonb bool) (*JSONValue, error) {
+	p := &jsonParser{src: s, jsonb: jsonb}
+	p.space()
+	if p.pos == len(s) {
+		return nil, errJSON("The input string ended unexpectedly.")
+	}
+	v, err := p.value()
+	if err != nil {
+		return nil, err
+	}
+	p.space()
+	if p.pos < len(s) {
+		return nil, errJSON("Expected end of input, but found " + strconv.Quote(p.token()) + ".")
+	}
+	return v, nil
+}
+
+func (p *jsonParser) space() {
+	for p.pos < len(p.src) {
+		switch p.src[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+// token is the text of the bad token at pos, for messages.
+func (p *jsonParser) token() string {
+	end := p.pos
+	for end < len(p.src) && isJSONIdent(p.src[end]) {
+		end++
+	}
+	if end == p.pos && end < len(p.src) {
+		_, n := utf8.DecodeRuneInString(p.src[end:])
+		end += n
+	}
+	return p.src[p.pos:end]
+}
+
+func isJSONIdent(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
+}
+
+func (p *jsonParser) value() (*JSONValue, error) {
+	if p.pos >= len(p.src) {
+		return nil, errJSON("The input string ended unexpectedly.")
+	}
+	start := p.pos
+	var v *JSONValue
+	var err error
+	switch c := p.src[p.pos]; {
+	case c == '{':
+		v, err = p.object()
+	case c == '[':
+		v, err = p.array()
+	case c == '"':
+		var s string
+		s, err = p.str()
+		v = &JSONValue{Kind: JString, Str: s}
+	case c == '-' || c >= '0' && c <= '9':
+		v, err = p.number()
+	default:
+		tok := p.token()
+		switch tok {
+		case "true", "false":
+			v = &JSONValue{Kind: JBool, Bool: tok == "true"}
+		case "null":
+			v = &JSONValue{Kind: JNull}
+		default:
+			return nil, errJSON("Token " + strconv.Quote(tok) + " is invalid.")
+		}
+		p.pos += len(tok)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !p.jsonb {
+		v.Raw = p.src[start:p.pos]
+	}
+	return v, nil
+}
+
+func (p *jsonParser) enter() error {
+	p.depth++
+	if p.depth > maxJSONDepth {
+		return &sqlerr.Error{Code: "54001", Msg: "stack depth limit exceeded"}
+	}
+	return nil
+}
+
+func (p *jsonParser) array() (*JSONValue, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { p.depth-- }()
+	p.pos++
+	v := &JSONValue{Kind: JArray}
+	p.space()
+	if p.pos < len(p.src) && p.src[p.pos] == ']' {
+		p.pos++
+		return v, nil
+	}
+	for {
+		p.space()
+		e, err := p.value()
+		if err != nil {
+			return nil, err
+		}
+		v.Elems = append(v.Elems, e)
+		p.space()
+		if p.pos >= len(p.src) {
+			return nil, errJSON("The input string ended unexpectedly.")
+		}
+		switch p.src[p.pos] {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			return v, nil
+		default:
+			return nil, errJSON("Expected \",\" or \"]\", but found " + strconv.Quote(p.token()) + ".")
+		}
+	}
+}
+
+func (p *jsonParser) object() (*JSONValue, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { p.depth-- }()
+	p.pos++
+	v := &JSONValue{Kind: JObject}
+	p.space()
+	if p.pos < len(p.src) && p.src[p.pos] == '}' {
+		p.pos++
+		return v, nil
+	}
+	for {
+		p.space()
+		if p.pos >= len(p.src) {
+			return nil, errJSON("The input string ended unexpectedly.")
+		}
+		if p.src[p.pos] != '"' {
+			return nil, errJSON("Expected string, but found " + strconv.Quote(p.token()) + ".")
+		}
+		k, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		p.space()
+		if p.pos >= len(p.src) {
+			return nil, errJSON("The input string ended unexpectedly.")
+		}
+		if p.src[p.pos] != ':' {
+			return nil, errJSON("Expected \":\", but found " + strconv.Quote(p.token()) + ".")
+		}
+		p.pos++
+		p.space()
+		e, err := p.value()
+		if err != nil {
+			return nil, err
+		}
+		v.Keys = append(v.Keys, k)
+		v.Elems = append(v.Elems, e)
+		p.space()
+		if p.pos >= len(p.src) {
+			return nil, errJSON("The input string ended unexpectedly.")
+		}
+		switch p.src[p.pos] {
+		case ',':
+			p.pos++
+		case '}':
+			p.pos++
+			if p.jsonb {
+				SortJSONKeys(v)
+			}
+			return v, nil
+		default:
+			return nil, errJSON("Expected \",\" or \"}\", but found " + strconv.Quote(p.token()) + ".")
+		}
+	}
+}
+
+// SortJSONKeys puts an object's keys in jsonb's order (length, then
+// bytes) and keeps the last value of a duplicated key.
+func SortJSONKeys(v *JSONValue) {
+	idx := make([]int, len(v.Keys))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return jsonKeyLess(v.Keys[idx[a]], v.Keys[idx[b]]) })
+	keys := make([]string, 0, len(idx))
+	elems := make([]*JSONValue, 0, len(idx))
+	for n, i := range idx {
+		if n+1 < len(idx) && v.Keys[idx[n+1]] == v.Keys[i] {
+			continue // a later duplicate follows: it wins
+		}
+		keys = append(keys, v.Keys[i])
+		elems = append(elems, v.Elems[i])
+	}
+	v.Keys, v.Elems = keys, elems
+}
+
+func jsonKeyLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+func (p *jsonParser) str() (string, error) {
+	p.pos++ // opening quote
+	var b []byte
+	start := p.pos
+	for {
+		if p.pos >= len(p.src) {
+			return "", errJSON("The input string ended unexpectedly.")
+		}
+		c := p.src[p.pos]
+		switch {
+		case c == '"':
+			s := p.src[start:p.pos]
+			if b != nil {
+				s = string(append(b, s...))
+			}
+			p.pos++
+			return s, nil
+		case c < 0x20:
+			return "", errJSON("Character with value 0x" + strconv.FormatInt(int64(c)+0x100, 16)[1:] + " must be escaped.")
+		case c == '\\':
+			b = append(b, p.src[start:p.pos]...)
+			if p.pos+1 >= len(p.src) {
+				return "", errJSON("The input string ended unexpectedly.")
+			}
+			e := p.src[p.pos+1]
+			p.pos += 2
+			switch e {
+			case '"', '\\', '/':
+				b = append(b, e)
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r, err := p.hex4()
+				if err != nil {
+					return "", err
+				}
+				if utf16.IsSurrogate(r) {
+					if r >= 0xDC00 {
+						return "", errJSON("Unicode low surrogate must follow a high surrogate.")
+					}
+					if !strings.HasPrefix(p.src[p.pos:], `\u`) {
+						return "", errJSON("Unicode low surrogate must follow a high surrogate.")
+					}
+					p.pos += 2
+					lo, err := p.hex4()
+					if err != nil {
+						return "", err
+					}
+					if lo < 0xDC00 || lo > 0xDFFF {
+						return "", errJSON("Unicode low surrogate must follow a high surrogate.")
+					}
+					r = utf16.DecodeRune(r, lo)
+				}
+				if r == 0 {
+					if p.jsonb {
+						return "", &sqlerr.Error{Code: "22P05", Msg: "unsupported Unicode escape sequence", Detail: "\\u0000 cannot be converted to text."}
+					}
+					b = append(b, `\u0000`...) // json keeps its text; only jsonb resolves escapes
+				} else {
+					b = utf8.AppendRune(b, r)
+				}
+			default:
+				return "", errJSON("Escape sequence \"\\" + string(e) + "\" is invalid.")
+			}
+			start = p.pos
+		default:
+			p.pos++
+		}
+	}
+}
+
+func (p *jsonParser) hex4() (rune, error) {
+	if p.pos+4 > len(p.src) {
+		return 0, errJSON("\"\\u\" must be followed by four hexadecimal digits.")
+	}
+	v, err := strconv.ParseUint(p.src[p.pos:p.pos+4], 16, 32)
+	if err != nil {
+		return 0, errJSON("\"\\u\" must be followed by four hexadecimal digits.")
+	}
+	p.pos += 4
+	return rune(v), nil
+}
+
+func (p *jsonParser) number() (*JSONValue, error) {
+	s := p.src
+	i := p.pos
+	if s[i] == '-' {
+		i++
+	}
+	bad := func() (*JSONValue, error) {
+		end := i
+		for end < len(s) && isJSONIdent(s[end]) || end < len(s) && (s[end] == '.' || s[end] == '-' || s[end] == '+') {
+			end++
+		}
+		return nil, errJSON("Token " + strconv.Quote(s[p.pos:max(end, p.pos+1)]) + " is invalid.")
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	default:
+		return bad()
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+			return bad()
+		}
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+			return bad()
+		}
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(s) && isJSONIdent(s[i]) {
+		return bad()
+	}
+	tok := s[p.pos:i]
+	p.pos = i
+	c, err := canonNumber(tok)
+	if err != nil {
+		return nil, err
+	}
+	return &JSONValue{Kind: JNumber, Str: c}, nil
+}
+
+// canonNumber is numeric_out(numeric_in(tok)) for a valid JSON number:
+// the value with max(0, fraction digits - exponent) fraction digits, no
+// exponent, no sign on zero.
+func canonNumber(tok string) (string, error) {
+	neg := false
+	if tok[0] == '-' {
+		neg, tok = true, tok[1:]
+	}
+	mant, exp := tok, 0
+	if k := strings.IndexAny(tok, "eE"); k >= 0 {
+		mant = tok[:k]
+		e, err := strconv.Atoi(tok[k+1:])
+		if err != nil || e > 1000 || e < -1000 {
+			return "", sqlerr.New(sqlerr.NumericOutOfRange, "value overflows numeric format")
+		}
+		exp = e
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	if exp == 0 && !neg {
+		return mant, nil // the common case: already canonical
+	}
+	digits := intPart + frac
+	point := len(intPart) + exp // digits before the decimal point
+	scale := max(0, len(frac)-exp)
+	var b strings.Builder
+	if point <= 0 {
+		b.WriteByte('0')
+	} else {
+		ip := digits
+		if point < len(digits) {
+			ip = digits[:point]
+		}
+		for k := len(digits); k < point; k++ {
+			ip += "0"
+		}
+		ip = strings.TrimLeft(ip, "0")
+		if ip == "" {
+			ip = "0"
+		}
+		b.WriteString(ip)
+	}
+	if scale > 0 {
+		b.WriteByte('.')
+		for k := 0; k < scale; k++ {
+			idx := point + k
+			if idx >= 0 && idx < len(digits) {
+				b.WriteByte(digits[idx])
+			} else {
+				b.WriteByte('0')
+			}
+		}
+	}
+	out := b.String()
+	if neg && strings.Trim(out, "0.") != "" {
+		out = "-" + out
+	}
+	return out, nil
+}
+
+// AppendJSONB appends v's canonical (jsonb_out) text.
+func AppendJSONB(buf []byte, v *JSONValue) []byte {
+	switch v.Kind {
+	case JNull:
+		return append(buf, "null"...)
+	case JBool:
+		if v.Bool {
+			return append(buf, "true"...)
+		}
+		return append(buf, "false"...)
+	case JNumber:
+		return append(buf, v.Str...)
+	case JString:
+		return AppendJSONString(buf, v.Str)
+	case JArray:
+		buf = append(buf, '[')
+		for i, e := range v.Elems {
+			if i > 0 {
+				buf = append(buf, ", "...)
+			}
+			buf = AppendJSONB(buf, e)
+		}
+		return append(buf, ']')
+	}
+	buf = append(buf, '{')
+	for i, k := range v.Keys {
+		if i > 0 {
+			buf = append(buf, ", "...)
+		}
+		buf = AppendJSONString(buf, k)
+		buf = append(buf, ": "...)
+		buf = AppendJSONB(buf, v.Elems[i])
+	}
+	return append(buf, '}')
+}
+
+// AppendJSONString appends s quoted as PostgreSQL's escape_json does.
+func AppendJSONString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '"':
+			buf = append(buf, `\"`...)
+		case '\\':
+			buf = append(buf, `\\`...)
+		case '\b':
+			buf = append(buf, `\b`...)
+		case '\f':
+			buf = append(buf, `\f`...)
+		case '\n':
+			buf = append(buf, `\n`...)
+		case '\r':
+			buf = append(buf, `\r`...)
+		case '\t':
+			buf = append(buf, `\t`...)
+		default:
+			if c < 0x20 {
+				buf = append(buf, `\u00`...)
+				buf = append(buf, "0123456789abcdef"[c>>4], "0123456789abcdef"[c&15])
+			} else {
+				buf = append(buf, c)
+			}
+		}
+	}
+	return append(buf, '"')
+}
+
+// JSONBText returns v's canonical text.
+func JSONBText(v *JSONValue) string { return string(AppendJSONB(nil, v)) }
+
+// CanonJSONB parses s and returns its canonical jsonb text.
+func CanonJSONB(s string) (string, error) {
+	v, err := ParseJSON(s, true)
+	if err != nil {
+		return "", err
+	}
+	return JSONBText(v), nil
+}
+
+// MustJSONB parses canonical jsonb text held in a column (it was checked on the way in).
+func MustJSONB(s string) *JSONValue {
+	v, err := ParseJSON(s, true)
+	if err != nil {
+		return &JSONValue{Kind: JNull}
+	}
+	return v
+}
+
+// JSONText is ->>'s text of v: a string's value, NULL for null (ok
+// false), the canonical text otherwise (json: as written).
+func JSONText(v *JSONValue, jsonb bool) (string, bool) {
+	switch v.Kind {
+	case JNull:
+		return "", false
+	case JString:
+		return v.Str, true
+	}
+	if !jsonb {
+		return v.Raw, true
+	}
+	return JSONBText(v), true
+}
+
+// normNumber drops trailing fraction zeros, so numerically equal canonical numbers compare equal.
+func normNumber(s string) string {
+	if strings.IndexByte(s, '.') < 0 {
+		return s
+	}
+	s = strings.TrimRight(s, "0")
+	s = strings.TrimSuffix(s, ".")
+	if s == "-0" {
+		return "0"
+	}
+	return s
+}
+
+// JSONEqual is jsonb's =: numbers compare by value.
+func JSONEqual(a, b *JSONValue) bool {
+	if a.Kind != b.Kind {
+		return false
+	}
+	switch a.Kind {
+	case JNull:
+		return true
+	case JBool:
+		return a.Bool == b.Bool
+	case JString:
+		return a.Str == b.Str
+	case JNumber:
+		return normNumber(a.Str) == normNumber(b.Str)
+	}
+	if len(a.Elems) != len(b.Elems) {
+		return false
+	}
+	for i := range a.Elems {
+		if a.Kind == JObject && a.Keys[i] != b.Keys[i] {
+			return false
+		}
+		if !JSONEqual(a.Elems[i], b.Elems[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// JSONContains is a @> b.
+func JSONContains(a, b *JSONValue) bool {
+	if a.Kind == JArray && b.Kind != JArray && b.Kind != JObject {
+		// A top-level array contains a scalar it holds.
+		return jsonArrayContains(a, &JSONValue{Kind: JArray, Elems: []*JSONValue{b}})
+	}
+	return jsonContains(a, b)
+}
+
+func jsonContains(a, b *JSONValue) bool {
+	if a.Kind != b.Kind {
+		return false
+	}
+	switch a.Kind {
+	case JObject:
+		for i, k := range b.Keys {
+			av := a.Field(k)
+			if av == nil || !jsonContains(av, b.Elems[i]) {
+				return false
+			}
+		}
+		return true
+	case JArray:
+		return jsonArrayContains(a, b)
+	}
+	return JSONEqual(a, b)
+}
+
+func jsonArrayContains(a, b *JSONValue) bool {
+	for _, be := range b.Elems {
+		found := false
+		for _, ae := range a.Elems {
+			if jsonContains(ae, be) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// JSONExists is jsonb's ?: k is a key of the object, a string element of
+// the array, or the string itself.
+func JSONExists(v *JSONValue, k string) bool {
+	switch v.Kind {
+	case JObject:
+		return v.Field(k) != nil
+	case JArray:
+		for _, e := range v.Elems {
+			if e.Kind == JString && e.Str == k {
+				return true
+			}
+		}
+		return false
+	case JString:
+		return v.Str == k
+	}
+	return false
+}
+
+// parseJSONDatum is the input function of json and jsonb.
+func parseJSONDatum(s string, t T) (Datum, error) {
+	if t.Kind == JSON {
+		if _, err := ParseJSON(s, false); err != nil {
+			return Null, err
+		}
+		return Str(s), nil
+	}
+	c, err := CanonJSONB(s)
+	return Str(c), err
+}
+
+// JSONBOf converts d of type t to a jsonb value as to_jsonb does.
+func JSONBOf(d Datum, t T) (*JSONValue, error) {
+	if d.Null {
+		return &JSONValue{Kind: JNull}, nil
+	}
+	switch {
+	case t.Kind == JSONB:
+		return MustJSONB(d.S), nil
+	case t.Kind == JSON:
+		return ParseJSON(d.S, true)
+	case t.Kind == Bool:
+		return &JSONValue{Kind: JBool, Bool: d.I != 0}, nil
+	case t.IsNumeric():
+		s := TextOf(d, t)
+		switch s {
+		case "NaN", "Infinity", "-Infinity":
+			return &JSONValue{Kind: JString, Str: s}, nil
+		}
+		c, err := canonNumber(s)
+		if err != nil {
+			return nil, err
+		}
+		return &JSONValue{Kind: JNumber, Str: c}, nil
+	case t.Kind == Timestamp || t.Kind == Date:
+		s := TextOf(d, t)
+		if t.Kind == Timestamp && len(s) > 10 && s[10] == ' ' && !isInfiniteTS(d.I) {
+			s = s[:10] + "T" + s[11:]
+			if t.TZ && strings.HasSuffix(s, "+00") {
+				s += ":00"
+			}
+		}
+		return &JSONValue{Kind: JString, Str: s}, nil
+	case t.Kind == TextArray:
+		out := &JSONValue{Kind: JArray}
+		et := ArrayElem(t)
+		for i, e := range d.A.Elems {
+			if d.A.IsNull(i) {
+				out.Elems = append(out.Elems, &JSONValue{Kind: JNull})
+				continue
+			}
+			ed, err := ParseText(e, et)
+			if err != nil {
+				return nil, err
+			}
+			ev, err := JSONBOf(ed, et)
+			if err != nil {
+				return nil, err
+			}
+			out.Elems = append(out.Elems, ev)
+		}
+		return out, nil
+	case t.Kind == Record:
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "to_jsonb of a record is not supported")
+	}
+	return &JSONValue{Kind: JString, Str: TextOf(d, t)}, nil
+}
+
+// castJSON converts between json/jsonb and other types (d not NULL):
+// from text by the input function, to text by the output, jsonb to
+// numbers and boolean when it holds one (22023 otherwise).
+func castJSON(d Datum, from, to T, explicit bool) (Datum, error) {
+	switch {
+	case from.Kind == Text || from.Kind == Unknown:
+		return parseJSONDatum(d.S, to)
+	case to.Kind == Text:
+		s, err := fitVarchar(d.S, to, explicit)
+		return Str(s), err
+	case from.Kind == JSON && to.Kind == JSONB:
+		c, err := CanonJSONB(d.S)
+		return Str(c), err
+	case from.Kind == JSONB && to.Kind == JSON, from.Kind == to.Kind:
+		return d, nil
+	case from.Kind == JSONB && (to.IsNumeric() || to.Kind == Bool):
+		v := MustJSONB(d.S)
+		kind := JNumber
+		if to.Kind == Bool {
+			kind = JBool
+		}
+		if v.Kind != kind {
+			return Null, sqlerr.New(sqlerr.InvalidParameterValue, "cannot cast jsonb %s to type %s", v.Kind.TypeName(), to.String())
+		}
+		if kind == JBool {
+			return Boolean(v.Bool), nil
+		}
+		if to.IsFloat() {
+			return ParseText(v.Str, to)
+		}
+		n, err := ParseText(v.Str, TNumeric)
+		if err != nil {
+			return Null, err
+		}
+		return CastDatum(n, TNumeric, to)
+	}
+	return Null, errCannotCast(from, to)
+}
+
+// canCastJSON is CanCast for pairs with a json type.
+func canCastJSON(from, to T) bool {
+	switch {
+	case from.Kind == Text || from.Kind == Unknown || to.Kind == Text:
+		return true
+	case (from.Kind == JSON || from.Kind == JSONB) && (to.Kind == JSON || to.Kind == JSONB):
+		return true
+	case from.Kind == JSONB && (to.IsNumeric() || to.Kind == Bool):
+		return true
+	}
+	return false
+}
+
+// JSONRows lists the rows of a jsonb set-returning function over the
+// canonical text s: jsonb_array_elements[_text] give the elements (jsonb,
+// or text as ->> gives it), jsonb_each[_text] (key, value) records.
+func JSONRows(fn, s string) ([]Datum, error) {
+	v := MustJSONB(s)
+	text := strings.HasSuffix(fn, "_text")
+	val := func(e *JSONValue) Datum {
+		if !text {
+			return Str(JSONBText(e))
+		}
+		if t, ok := JSONText(e, true); ok {
+			return Str(t)
+		}
+		return Null
+	}
+	if strings.HasPrefix(fn, "jsonb_each") {
+		if v.Kind != JObject {
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "cannot call %s on a non-object", fn)
+		}
+		out := make([]Datum, len(v.Keys))
+		for i, k := range v.Keys {
+			out[i] = Datum{R: &RecordValue{Fields: []Datum{Str(k), val(v.Elems[i])}}}
+		}
+		return out, nil
+	}
+	switch v.Kind {
+	case JArray:
+	case JObject:
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "cannot extract elements from an object")
+	default:
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "cannot extract elements from a scalar")
+	}
+	out := make([]Datum, len(v.Elems))
+	for i, e := range v.Elems {
+		out[i] = val(e)
+	}
+	return out, nil
+}
+
+// JSONBField finds key k (escaped: AppendJSONString's form) at the top
+// level of canonical jsonb text s without parsing it: the value's
+// canonical text, ok false when s is not an object or lacks the key.
+func JSONBField(s, k string) (string, bool) {
+	if len(s) < 2 || s[0] != '{' || s == "{}" {
+		return "", false
+	}
+	i := 1
+	for i < len(s) {
+		kend := skipJSONString(s, i)
+		key := s[i:kend]
+		i = kend + 2 // ": "
+		vend := skipJSONValue(s, i)
+		if key == k {
+			return s[i:vend], true
+		}
+		if vend >= len(s) || s[vend] == '}' {
+			return "", false
+		}
+		i = vend + 2 // ", "
+	}
+	return "", false
+}
+
+// skipJSONString returns the index after the string starting at s[i] == '"'.
+func skipJSONString(s string, i int) int {
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(s)
+}
+
+// skipJSONValue returns the index after the canonical value starting at s[i].
+func skipJSONValue(s string, i int) int {
+	if i >= len(s) {
+		return len(s)
+	}
+	switch s[i] {
+	case '"':
+		return skipJSONString(s, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(s); j++ {
+			switch s[j] {
+			case '"':
+				j = skipJSONString(s, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(s)
+	}
+	j := i
+	for j < len(s) && s[j] != ',' && s[j] != '}' && s[j] != ']' {
+		j++
+	}
+	return j
+}
+
+// JSONBFieldText is ->>'s result for the canonical value text v: a
+// string's value, NULL (ok false) for null, the text otherwise.
+func JSONBFieldText(v string) (string, bool) {
+	switch {
+	case v == "null":
+		return "", false
+	case len(v) > 0 && v[0] == '"':
+		if !strings.ContainsRune(v, '\\') {
+			return v[1 : len(v)-1], true
+		}
+		return MustJSONB(v).Str, true
+	}
+	return v, true
+}
