@@ -10,23 +10,27 @@
 //     edges (outlet.go). Every edge carries one message type: a data
 //     Chunk, or a Barrier that ends an epoch and carries the watermark.
 //
-// Contract of a job (the operator side is package exec/op):
+// Contract of a job (the operator side is package exec/op, what operators
+// share beneath it exec/opkit; an operator family may live in a package of
+// its own, as exec/temporal does, importing neither exec nor another
+// family):
 //  1. The runtime, not the operator, aligns barriers across inputs
 //     (aligner, watermark.go) and forwards them with the epoch's writes.
 //  2. Joins, top-N, session windows, temporal filters and union run
 //     through op.Operator (runOp): Push for each chunk; at each aligned
 //     barrier AdvanceWatermark (op.WatermarkHandler) if they act on event
-//     time, then Barrier, which emits the epoch's changes and writes its
+//     time, then Barrier, which emits the epoch's changes and commits its
 //     state into the epoch's batch. Aggregates (runAgg, aggtask.go),
 //     sources (source.go, connector.go) and the sink (sink.go) run loops
 //     of their own, for epoch bounds, offsets and the view's rows.
 //  3. Ownership: Push takes ownership of the chunk's record; an operator
-//     releases what it does not pass on. An outlet's emit takes ownership
-//     likewise.
-//  4. Operators never import Pebble: state is reached through storage's
-//     state API (ScanState, Batch runs) and written once per epoch, or, on
-//     the memory backend, handed over as a snapshot at checkpoints
-//     (statebackend.go).
+//     releases what it does not pass on. An outlet (op.Outlet, outlet.go)
+//     takes ownership of what it is given likewise.
+//  4. Operators never import Pebble nor ask which backend holds their
+//     state: each instance gets an opkit.State (opstate.go) to scan and
+//     get its entries and, at each barrier, to commit the epoch's changes,
+//     which the Pebble backend writes and the memory backend replaces by
+//     a snapshot at checkpoints (statebackend.go).
 package exec
 
 import (

@@ -1,15 +1,16 @@
 package exec
 
-// State backends (state.backend). On Pebble operators write their changed
-// state into Runs and read it back through storage.DB.GetState/ScanState/
-// ScanStatePrefix. On the memory backend (memBackend) the aggregate, the
-// top-N, the join, SESSION windows and the temporal filter hold their
-// state only in their own tables: they load it at startup, then release
-// it from the job's state map (storage.DB.ReleaseMemState), write none per
-// epoch, and at a checkpoint barrier hand the snapshot writer their
-// encoded entries (stateSnapshot, a storage.OpSnapshot); other state (the
-// operators' watermarks) still goes through Runs to the map
-// (storage/memstate.go). What differs here:
+// State backends (state.backend). Operators see neither: each instance
+// reaches its state through an opkit.State (opstate.go). On Pebble it
+// writes the changed entries into Runs at every barrier and reads them
+// back through storage.DB.GetState/ScanState/ScanStatePrefix. On the
+// memory backend (memBackend) the aggregate, the top-N, the join, SESSION
+// windows and the temporal filter hold their state only in their own
+// tables: once loaded, the State releases it from the job's state map
+// (storage.DB.ReleaseMemState), writes none per epoch, and at a checkpoint
+// barrier hands the snapshot writer their encoded entries (opkit.Snapshot,
+// a storage.OpSnapshot); other state (the operators' watermarks) still
+// goes through Runs to the map (storage/memstate.go). What differs here:
 //
 //   - Starting: the job's state is put where its backend keeps it
 //     (storage.DB.UseMemoryState / UsePebbleState), converting it if the

@@ -19,8 +19,10 @@
 //     batch it is given; the runtime commits that batch with the epoch.
 //  4. Ownership: Push takes ownership of the chunk's record; an operator
 //     releases what it does not pass on.
-//  5. Operators never see Pebble: state is reached through storage's state
-//     table API.
+//  5. Operators never see Pebble nor the backend: an instance's state is
+//     reached through the opkit.State the runtime gives it (exec/opkit).
+//  6. An operator emits through the Outlet it is given, so the runtime may
+//     put a local edge or a network exchange behind it.
 package op
 
 import (
