@@ -2,7 +2,6 @@ package exec
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -88,21 +87,9 @@ func (k *KeyedRows) CatchUp(ctx *Ctx, from uint64) (uint64, error) {
 func (k *KeyedRows) readLog(ctx *Ctx, snap storage.Reader) error {
 	t := k.t
 	for part := 0; part < max(1, t.Partitions); part++ {
-		start, end, _, err := ctx.DB.LogBounds(t.ID, uint32(part))
+		start, end, err := readRange(ctx, t, part, snap)
 		if err != nil {
 			return err
-		}
-		if snap != nil {
-			// As scanStream: at the committed cut if a running job reads
-			// the table, else everything the snapshot holds.
-			end = math.MaxUint64
-			cut, err := ctx.DB.CommittedCut(snap)
-			if err != nil {
-				return err
-			}
-			if c, ok := cut[storage.LogPart{Table: t.ID, Part: uint32(part)}]; ok {
-				end = c
-			}
 		}
 		if err := ctx.DB.ReadLogAt(snap, memoryPool, t.ID, uint32(part), start, end, func(_ uint64, rec arrow.RecordBatch) error {
 			defer rec.Release()

@@ -179,6 +179,26 @@ func project(ctx *expr.Ctx, exprs []expr.Expr, ts []types.T, rec arrow.RecordBat
 	return newRecord(ts, cols, int(rec.NumRows())), nil
 }
 
+// readRange is the part of t's log a statement reads: up to the live end
+// without a snapshot; with one, where the views it may read with it are: at
+// the committed cut if a running job reads the stream, else everything the
+// snapshot holds.
+func readRange(ctx *Ctx, t *storage.TableDef, part int, snap storage.Reader) (start, end uint64, err error) {
+	start, end, _, err = ctx.DB.LogBounds(t.ID, uint32(part))
+	if err != nil || snap == nil {
+		return start, end, err
+	}
+	cut, err := ctx.DB.CommittedCut(snap)
+	if err != nil {
+		return 0, 0, err
+	}
+	end = math.MaxUint64
+	if c, ok := cut[storage.LogPart{Table: t.ID, Part: uint32(part)}]; ok {
+		end = c
+	}
+	return start, end, nil
+}
+
 func scanStream(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error) error {
 	t, snap := p.Table, p.Snap
 	if snap == nil {
@@ -194,22 +214,9 @@ func scanStream(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error) err
 		return scanKeyed(ctx, t, snap, emit)
 	}
 	for part := 0; part < max(1, t.Partitions); part++ {
-		start, end, _, err := ctx.DB.LogBounds(t.ID, uint32(part))
+		start, end, err := readRange(ctx, t, part, snap)
 		if err != nil {
 			return err
-		}
-		if snap != nil {
-			// The statement reads the stream where the views it may read
-			// with it are: at the committed cut, if a running job reads
-			// the stream, else everything its snapshot holds.
-			end = math.MaxUint64
-			cut, err := ctx.DB.CommittedCut(snap)
-			if err != nil {
-				return err
-			}
-			if c, ok := cut[storage.LogPart{Table: t.ID, Part: uint32(part)}]; ok {
-				end = c
-			}
 		}
 		if err := ctx.DB.ReadLogAt(snap, ctx.alloc(), t.ID, uint32(part), start, end, func(_ uint64, rec arrow.RecordBatch) error {
 			if err := ctx.check(); err != nil {
