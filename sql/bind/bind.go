@@ -932,6 +932,9 @@ func (b *Binder) bindJoin(j *ast.Join) (planner.Node, *scope, error) {
 	if j.Right == nil {
 		return b.bindFrom(j.Left)
 	}
+	if isAsofJoin(j) {
+		return b.bindAsofJoin(j) // asof.go
+	}
 	// The dialect layer writes FULL [OUTER] JOIN ... ON as TiDB's
 	// STRAIGHT_JOIN ... ON, which PostgreSQL has no use for otherwise.
 	full := j.StraightJoin

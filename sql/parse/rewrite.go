@@ -31,6 +31,8 @@ type rewriter struct {
 	emits bool // EMIT CHANGES was seen
 	eowc  bool // EMIT ON WINDOW CLOSE was seen
 	full  bool // a FULL JOIN was seen
+	// asofOn holds the parenthesis depths of ASOF joins awaiting their ON (asof.go).
+	asofOn []int
 }
 
 // frame is an open parenthesis: start is the piece where the primary it
@@ -123,6 +125,9 @@ func (p *parser) query(from, to int) (*Query, error) {
 	}
 	r := &rewriter{p: p, out: make([]piece, 0, to-from)}
 	if err := r.rewrite(from, to); err != nil {
+		return nil, err
+	}
+	if err := r.asofDone(to); err != nil {
 		return nil, err
 	}
 	q := &Query{SQL: p.src[p.toks[from].Pos:p.toks[to-1].End], EmitChanges: r.emits, EmitOnWindowClose: r.eowc}
@@ -229,6 +234,14 @@ func (r *rewriter) rewrite(from, to int) error {
 		case tQIdent, tIdent:
 			if t.Kind == tIdent {
 				switch {
+				case r.asofWord(i, from, to, len(stack)):
+					end, err := r.asofJoin(i, to, len(stack), space)
+					if err != nil {
+						return err
+					}
+					prim = -1
+					i = end - 1
+					continue
 				case t.Val == "interval" && (next.Kind == tString || next.Kind == tNumber):
 					p.i = i + 1
 					text, err := p.intervalLiteral()
