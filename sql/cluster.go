@@ -153,7 +153,7 @@ func (s sessionCluster) localRead(st *Stmt, n ast.ResultSetNode) ([]*storage.Tab
 	var views []*storage.TableDef
 	for _, t := range cat.seen {
 		if t.Kind == storage.KindView {
-			why := s.e.perNodeInput(t)
+			why := (clusterJobs{s.e}).perNodeInput(t)
 			if why == "" {
 				views = append(views, t)
 				continue

@@ -18,9 +18,12 @@ import (
 // that runs them: here if it is this node, else forwarded to it over the
 // peer listener (Cluster.Forward, ServeForward there).
 
+// clusterJobs is the engine's side of job assignment.
+type clusterJobs struct{ *Engine }
+
 // ClusterJobs names the jobs the cluster's coordinator assigns: every
-// materialized view of the catalog.
-func (e *Engine) ClusterJobs() []string {
+// materialized view of e's catalog.
+func ClusterJobs(e *Engine) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []string
@@ -35,7 +38,7 @@ func (e *Engine) ClusterJobs() []string {
 
 // runsHere says whether this node runs view's job: always on a single
 // node; in cluster mode when the assignment says so.
-func (e *supervisor) runsHere(view string) bool {
+func (e clusterJobs) runsHere(view string) bool {
 	if e.cluster == nil {
 		return true
 	}
@@ -43,10 +46,10 @@ func (e *supervisor) runsHere(view string) bool {
 	return self
 }
 
-// SetOwnedJobs makes this node run exactly the jobs in mine: it starts the
-// ones on standby (from this node's last committed epoch of the view, or
-// from scratch) and stops, to standby, the ones assigned elsewhere.
-func (e *Engine) SetOwnedJobs(mine map[string]bool) {
+// SetOwnedJobs makes e run exactly the jobs in mine: it starts the ones
+// on standby (from this node's last committed epoch of the view, or from
+// scratch) and stops, to standby, the ones assigned elsewhere.
+func SetOwnedJobs(e *Engine, mine map[string]bool) {
 	e.mu.Lock()
 	var start, stop []string
 	for n, je := range e.mu.jobs {
@@ -84,7 +87,7 @@ func (e *Engine) SetOwnedJobs(mine map[string]bool) {
 		e.mu.Lock()
 		if e.mu.jobs[n] == je {
 			if err == nil {
-				err = e.sup.runViewJobLocked(def, plan, false)
+				err = runViewJobLocked(e.sup, def, plan, false)
 			}
 			if err != nil {
 				e.log.Error("cluster: assigned job did not start", "view", n, "err", err)
@@ -103,7 +106,7 @@ func (e *Engine) SetOwnedJobs(mine map[string]bool) {
 // same rows wherever it runs (datagen, nexmark, kafka) qualify. Streams
 // hold each node's own INSERTs; a view over a view reads that view's
 // changelog on its own node, which another node may run.
-func (e *Engine) perNodeInput(view *storage.TableDef) string {
+func (e clusterJobs) perNodeInput(view *storage.TableDef) string {
 	for _, name := range viewSources(view) {
 		t, ok := e.Table(name)
 		switch {
@@ -115,7 +118,11 @@ func (e *Engine) perNodeInput(view *storage.TableDef) string {
 			return "it reads materialized view " + name + ", whose job may run on another node"
 		case t.Kind == storage.KindSource:
 			switch strings.ToLower(sourceConnector(t)) {
-			case "datagen", "nexmark", "kafka":
+			case "datagen", "nexmark":
+			case "kafka":
+				if strings.HasPrefix(strings.ToLower(t.Options["scan.startup.mode"]), "latest") {
+					return "source " + name + " starts at the end of its topic when its job starts, and a job moved to another node starts again there"
+				}
 			default:
 				return "source " + name + " reads connector " + sourceConnector(t) + " on the node that runs the job"
 			}

@@ -64,15 +64,15 @@ func (e *supervisor) startViewJob(def *storage.TableDef) error {
 // startViewJobLocked starts a view's job from its plan; e.mu may be held.
 // In cluster mode a job another node runs is left on standby.
 func (e *supervisor) startViewJobLocked(def *storage.TableDef, plan exec.Plan, reemit bool) error {
-	if !e.runsHere(def.Name) {
+	if !(clusterJobs{e.Engine}).runsHere(def.Name) {
 		e.mu.jobs[def.Name] = &jobEntry{state: exec.JobStopped, standby: true}
 		return nil
 	}
-	return e.runViewJobLocked(def, plan, reemit)
+	return runViewJobLocked(e, def, plan, reemit)
 }
 
 // runViewJobLocked starts a view's job from its plan, here.
-func (e *supervisor) runViewJobLocked(def *storage.TableDef, plan exec.Plan, reemit bool) error {
+func runViewJobLocked(e *supervisor, def *storage.TableDef, plan exec.Plan, reemit bool) error {
 	spec := e.jobSpecLocked(def, plan)
 	spec.Reemit = reemit
 	j, err := exec.StartJob(e.db, spec)
@@ -213,7 +213,7 @@ func (e *supervisor) restartJob(name string) {
 		return
 	}
 	je.job.Stop()
-	if !e.runsHere(name) {
+	if !(clusterJobs{e.Engine}).runsHere(name) {
 		e.mu.Lock()
 		e.mu.jobs[name] = &jobEntry{state: exec.JobStopped, standby: true}
 		e.mu.Unlock()
@@ -306,7 +306,7 @@ func (e *supervisor) startPending(ctx context.Context) {
 		if def == nil || je == nil || je.state != exec.JobStarting {
 			continue
 		}
-		if !e.runsHere(n) {
+		if !(clusterJobs{e.Engine}).runsHere(n) {
 			e.mu.Lock()
 			if e.mu.jobs[n] == je {
 				e.mu.jobs[n] = &jobEntry{state: exec.JobStopped, standby: true}

@@ -143,7 +143,8 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 		Logger: log, Apply: func(ctx context.Context, e cluster.Entry) (any, error) {
 			return sql.ApplyDDL(ctx, eng, e.User, e.Text)
 		},
-		Jobs: eng.ClusterJobs, OnAssign: eng.SetOwnedJobs})
+		Jobs:     func() []string { return sql.ClusterJobs(eng) },
+		OnAssign: func(mine map[string]bool) { sql.SetOwnedJobs(eng, mine) }})
 	if err != nil {
 		if pl != nil {
 			_ = pl.Close()
