@@ -118,6 +118,13 @@ func TestClusterJobs(t *testing.T) {
 		}
 	}
 	readAll([]int{0, 1, 2}, "before the kill")
+	// Only the owner started the job (each start is logged by the node).
+	for _, n := range nodes {
+		ran := strings.Contains(n.srv.Output(), `running the job assigned here" view=per_channel`)
+		if ran != (n.id == owner) {
+			t.Errorf("%s started per_channel's job: %t; the owner is %s", n.id, ran, owner)
+		}
+	}
 	t.Logf("per_channel runs on %s; %d rows read alike on every node", owner, len(want))
 
 	// Views over streams, or reads mixing them, stay refused.
