@@ -107,10 +107,12 @@ func TestClusterJobs(t *testing.T) {
 		t.Helper()
 		for _, i := range live {
 			var got []string
+			var logged time.Time
 			waitUntil(t, 60*time.Second, fmt.Sprintf("%s: per_channel on %s to equal the batch query", what, nodes[i].id), func() bool {
 				got, err = clusterRows(conns[i], "SELECT * FROM per_channel")
 				ok := err == nil && strings.Join(got, "\n") == strings.Join(want, "\n")
-				if !ok && time.Now().Second()%10 == 0 {
+				if !ok && time.Since(logged) > 5*time.Second {
+					logged = time.Now()
 					t.Logf("%s on %s: %d rows, %v", what, nodes[i].id, len(got), err)
 				}
 				return ok
