@@ -156,7 +156,8 @@ func (s sessionCluster) readViews(ctx context.Context, st *Stmt, views []*storag
 	}
 	if s.clusterForwarded {
 		return nil, &sqlerr.Error{Code: "40001",
-			Msg: "the job of " + views[0].Name + " moved to node " + owner + " while the read was forwarded; retry"}, true
+			Msg:    "the read was forwarded here, but by this node's assignment the job of " + views[0].Name + " runs on node " + owner,
+			Detail: "The nodes read the assignment a quarter second apart: it is moving.", Hint: "Retry the read."}, true
 	}
 	if len(params) > 0 {
 		return nil, notDistributed("a read of a view run by another node with parameters",
