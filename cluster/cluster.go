@@ -22,7 +22,10 @@
 //     at most one entry even across a change of coordinator. Every node
 //     applies entries in seq order, first catching up from the last seq it
 //     applied (kept in a file beside its data) and then by watch.
-//  4. Submit returns once this node has applied the entry made of its
+//  5. Jobs: jobs/<view> holds the node that runs the view's job, written
+//     by the coordinator only (fenced); a dead node's jobs move to live
+//     nodes (jobs.go).
+//  6. Submit returns once this node has applied the entry made of its
 //     request, with that application's result; the other nodes apply the
 //     same entry to the same catalog, so they reach the same result.
 package cluster
@@ -64,8 +67,14 @@ type Config struct {
 	// seq order, once per entry (again after a crash between applying and
 	// recording the seq). Its result goes back to the Submit that made the
 	// entry when that Submit was on this node.
-	Apply  func(ctx context.Context, e Entry) (any, error)
-	Logger *slog.Logger
+	Apply func(ctx context.Context, e Entry) (any, error)
+	// Jobs names the jobs the coordinator must assign (the materialized
+	// views of this node's catalog); nil assigns none.
+	Jobs func() []string
+	// OnAssign gets the set of jobs assigned to this node, every time the
+	// node reads the assignment (jobs.go).
+	OnAssign func(mine map[string]bool)
+	Logger   *slog.Logger
 }
 
 // Entry is one record of the catalog log.
@@ -124,6 +133,7 @@ type Node struct {
 		sync.Mutex
 		waiters map[string]chan outcome
 	}
+	assign assignments
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -199,7 +209,8 @@ func (n *Node) join(ctx context.Context) error {
 		return err
 	}
 	n.elec = concurrency.NewElection(sess, n.prefix+"election/")
-	n.wg.Add(3)
+	n.wg.Add(4)
+	go n.followAssignments()
 	go n.follow(rev)
 	go n.campaign()
 	go n.watchLease()
@@ -337,7 +348,13 @@ func (n *Node) campaign() {
 		}
 		n.coordinator.Store(true)
 		n.log.Info("cluster: this node is the coordinator", "node", n.cfg.NodeID, "rev", n.elec.Rev())
+		actx, stop := context.WithCancel(n.ctx)
+		var aw sync.WaitGroup
+		aw.Add(1)
+		go func() { defer aw.Done(); n.assignLoop(actx, n.elec.Key(), n.elec.Rev()) }()
 		err := n.coordinate(n.elec.Key(), n.elec.Rev())
+		stop()
+		aw.Wait()
 		n.coordinator.Store(false)
 		if n.ctx.Err() != nil {
 			return

@@ -124,6 +124,8 @@ type jobEntry struct {
 	backoff  *checkpoint.Backoff // made at the first failure
 	next     time.Time           // when a RESTARTING job starts again
 	started  time.Time
+	// standby: cluster mode, another node runs this view's job (clusterjobs.go).
+	standby bool
 }
 
 // Open opens the database in cfg.DataDir, restarts every view's job from its

@@ -62,7 +62,17 @@ func (e *supervisor) startViewJob(def *storage.TableDef) error {
 }
 
 // startViewJobLocked starts a view's job from its plan; e.mu may be held.
+// In cluster mode a job another node runs is left on standby.
 func (e *supervisor) startViewJobLocked(def *storage.TableDef, plan exec.Plan, reemit bool) error {
+	if !(clusterJobs{e.Engine}).runsHere(def.Name) {
+		e.mu.jobs[def.Name] = &jobEntry{state: exec.JobStopped, standby: true}
+		return nil
+	}
+	return runViewJobLocked(e, def, plan, reemit)
+}
+
+// runViewJobLocked starts a view's job from its plan, here.
+func runViewJobLocked(e *supervisor, def *storage.TableDef, plan exec.Plan, reemit bool) error {
 	spec := e.jobSpecLocked(def, plan)
 	spec.Reemit = reemit
 	j, err := exec.StartJob(e.db, spec)
@@ -203,6 +213,12 @@ func (e *supervisor) restartJob(name string) {
 		return
 	}
 	je.job.Stop()
+	if !(clusterJobs{e.Engine}).runsHere(name) {
+		e.mu.Lock()
+		e.mu.jobs[name] = &jobEntry{state: exec.JobStopped, standby: true}
+		e.mu.Unlock()
+		return
+	}
 	plan, err := e.planView(def)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -288,6 +304,14 @@ func (e *supervisor) startPending(ctx context.Context) {
 		def, je := e.mu.tables[n], e.mu.jobs[n]
 		e.mu.Unlock()
 		if def == nil || je == nil || je.state != exec.JobStarting {
+			continue
+		}
+		if !(clusterJobs{e.Engine}).runsHere(n) {
+			e.mu.Lock()
+			if e.mu.jobs[n] == je {
+				e.mu.jobs[n] = &jobEntry{state: exec.JobStopped, standby: true}
+			}
+			e.mu.Unlock()
 			continue
 		}
 		// Load the state with no lock held: sessions keep working meanwhile.

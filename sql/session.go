@@ -27,6 +27,9 @@ type Session struct {
 	// clusterApply marks a session that applies the cluster's catalog log
 	// (ApplyDDL): its DDL runs here and is not sent to the log again.
 	clusterApply bool
+	// clusterForwarded marks a session that answers a read another node
+	// forwarded here (clusterjobs.go): it never forwards again.
+	clusterForwarded bool
 	// prepared are the statements of SQL-level PREPARE (prepare.go).
 	prepared map[string]*Stmt
 	// pid is the process id the client was given (pg_backend_pid()).

@@ -116,6 +116,10 @@ func (c *clusterEngine) Members(ctx context.Context) ([]sql.ClusterMember, error
 		out[i] = sql.ClusterMember{ID: m.ID, PGAddr: m.PGAddr, PeerAddr: m.PeerAddr, State: m.State,
 			LeaseExpiry: m.LeaseExpiry, Coordinator: m.Coordinator}
 	}
+	jobs := c.node.JobsOf()
+	for i := range out {
+		out[i].Jobs = jobs[out[i].ID]
+	}
 	return out, nil
 }
 
@@ -138,7 +142,9 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 		PGAddr: pgAddr, PeerAddr: peerAddr, LeaseTTL: c.leaseTTL, AppliedFile: filepath.Join(dataDir, "cluster-applied"),
 		Logger: log, Apply: func(ctx context.Context, e cluster.Entry) (any, error) {
 			return sql.ApplyDDL(ctx, eng, e.User, e.Text)
-		}})
+		},
+		Jobs:     func() []string { return sql.ClusterJobs(eng) },
+		OnAssign: func(mine map[string]bool) { sql.SetOwnedJobs(eng, mine) }})
 	if err != nil {
 		if pl != nil {
 			_ = pl.Close()
@@ -151,6 +157,7 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 		mux.HandleFunc("GET /peer/health", func(w http.ResponseWriter, _ *http.Request) {
 			fmt.Fprintf(w, "node %s applied %d coordinator %t\n", c.nodeID, node.Applied(), node.IsCoordinator())
 		})
+		mux.HandleFunc("POST /peer/query", serveForward(eng))
 		go func() { _ = (&http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}).Serve(pl) }()
 	}
 	log.Info("joined the cluster", "cluster", c.name, "node", c.nodeID, "etcd", c.etcd, "peer", peerAddr, "applied", node.Applied())

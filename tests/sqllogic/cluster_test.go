@@ -31,6 +31,7 @@ type clusterRow struct {
 	id, pg, peer, state string
 	expires             time.Time
 	coordinator         bool
+	jobs                string // the views whose jobs the node runs, comma-separated
 }
 
 func showCluster(t *testing.T, conn *pgx.Conn) []clusterRow {
@@ -42,7 +43,7 @@ func showCluster(t *testing.T, conn *pgx.Conn) []clusterRow {
 	var out []clusterRow
 	for rows.Next() {
 		var r clusterRow
-		if err := rows.Scan(&r.id, &r.pg, &r.peer, &r.state, &r.expires, &r.coordinator); err != nil {
+		if err := rows.Scan(&r.id, &r.pg, &r.peer, &r.state, &r.expires, &r.coordinator, &r.jobs); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, r)
