@@ -113,14 +113,17 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 			return err
 		}
 		var col arrow.Array
-		if f.Kind == WinAgg {
-			col, err = windowAgg(ctx, f, rec, idx, pids, spids, peer, parts, len(p.OrderBy) > 0)
-			if err != nil {
-				releaseAll(cols)
-				return err
-			}
-		} else {
+		switch {
+		case f.Kind == WinAgg:
+			col, err = windowAgg(ctx, f, rec, idx, pids, spids, peer, parts, len(p.OrderBy) > 0 && !f.Frame.WholePartition())
+		case f.Kind >= WinLag:
+			col, err = windowValue(ctx, f, rec, idx, spids, peer)
+		default:
 			col = windowRank(f.Kind, spids, peer)
+		}
+		if err != nil {
+			releaseAll(cols)
+			return err
 		}
 		cols = append(cols, col)
 	}
