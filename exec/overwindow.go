@@ -5,6 +5,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
 )
 
 // FrameBoundKind is one end of a window frame.
@@ -189,4 +190,89 @@ func windowValue(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids
 	}
 	defer both.Release()
 	return takeArrayMem(ctx.alloc(), both, src, f.T), nil
+}
+
+// Aggregate frames: frameRunning is ROWS UNBOUNDED PRECEDING to CURRENT ROW
+// (the running fold, one row at a time); frameSliding is a ROWS frame with
+// both ends bounded (N PRECEDING, CURRENT ROW, N FOLLOWING), folded afresh
+// for every row. The binder refuses aggregates over any other frame but
+// the default and the whole partition.
+func frameRunning(f WindowFrame) bool {
+	return f.Rows && f.Start.Kind == BoundUnboundedPreceding && f.End.Kind == BoundCurrentRow
+}
+
+func frameSliding(f WindowFrame) bool {
+	bounded := func(b FrameBound) bool {
+		return b.Kind == BoundPreceding || b.Kind == BoundCurrentRow || b.Kind == BoundFollowing
+	}
+	return f.Rows && bounded(f.Start) && bounded(f.End)
+}
+
+// windowAggSliding computes an aggregate over a bounded ROWS frame: every
+// sorted row is its own group of the accumulator, fed the rows of its
+// frame, so the work is the sum of the frames' sizes (at most n times the
+// frame's width).
+func windowAggSliding(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids []int32) (arrow.Array, error) {
+	n := len(idx)
+	acc := newAccum(f.Agg, false)
+	acc.grow(n)
+	var sorted arrow.Array
+	if f.Agg.Arg != nil {
+		arg, err := expr.Eval(ctx.Expr, f.Agg.Arg, rec)
+		if err != nil {
+			return nil, err
+		}
+		sorted = takeArray(arg, idx, f.Agg.Arg.Type())
+		arg.Release()
+		defer sorted.Release()
+	}
+	share := ctx.heap()
+	defer share.release()
+	share.set(int64(n) * 64)
+	if err := ctx.check(); err != nil {
+		return nil, err
+	}
+	check, _ := acc.(interface{ checkResult(int32) error })
+	bl := types.NewBuilder(ctx.alloc(), f.T)
+	defer bl.Release()
+	bl.Reserve(n)
+	var gids []int32
+	stop := ctx.stopper()
+	for ps := 0; ps < n; {
+		pe := ps + 1
+		for pe < n && spids[pe] == spids[ps] {
+			pe++
+		}
+		for k := ps; k < pe; k++ {
+			if stop.stopped() {
+				return nil, ctx.canceled()
+			}
+			lo, hi := f.Frame.bounds(k, ps, pe, k, k+1)
+			if lo < hi {
+				gids = gids[:0]
+				for range hi - lo {
+					gids = append(gids, int32(k))
+				}
+				var part arrow.Array
+				if sorted != nil {
+					part = array.NewSlice(sorted, int64(lo), int64(hi))
+				}
+				err := acc.update(gids, part, nil)
+				if part != nil {
+					part.Release()
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+			if check != nil {
+				if err := check.checkResult(int32(k)); err != nil {
+					return nil, err
+				}
+			}
+			types.AppendDatum(bl, acc.result(int32(k)), f.T)
+		}
+		ps = pe
+	}
+	return bl.NewArray(), nil
 }

@@ -114,6 +114,10 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 		}
 		var col arrow.Array
 		switch {
+		case f.Kind == WinAgg && frameSliding(f.Frame):
+			col, err = windowAggSliding(ctx, f, rec, idx, spids)
+		case f.Kind == WinAgg && frameRunning(f.Frame):
+			col, err = windowAgg(ctx, f, rec, idx, pids, spids, make([]bool, n), parts, true) // every row its own peer group
 		case f.Kind == WinAgg:
 			col, err = windowAgg(ctx, f, rec, idx, pids, spids, peer, parts, len(p.OrderBy) > 0 && !f.Frame.WholePartition())
 		case f.Kind >= WinLag:

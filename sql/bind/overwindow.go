@@ -135,9 +135,10 @@ func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc) err
 	case s == planner.BoundFollowing && (e == planner.BoundPreceding || e == planner.BoundCurrentRow):
 		return sqlerr.New(sqlerr.WindowingError, "frame starting from following row cannot have preceding rows")
 	}
-	if fn.Kind == planner.WinAgg && !fr.WholePartition() && (fr.Rows || fr != planner.DefaultFrame) {
+	if fn.Kind == planner.WinAgg && !aggFrame(fr) {
 		return sqlerr.New(sqlerr.FeatureNotSupported,
-			"aggregate functions OVER a frame other than the default or UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING are not supported yet")
+			"aggregate functions OVER this frame are not supported yet (supported: the default, UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING, "+
+				"ROWS UNBOUNDED PRECEDING to CURRENT ROW, and ROWS frames between n PRECEDING, CURRENT ROW and n FOLLOWING)")
 	}
 	fn.Frame = fr
 	return nil
@@ -174,3 +175,18 @@ func (b *Binder) frameBound(c *ectx, fb ast.FrameBound, rows bool, what string) 
 // valueFuncName names the value functions in plans.
 var valueFuncName = map[planner.WinFuncKind]string{planner.WinLag: "lag", planner.WinLead: "lead",
 	planner.WinFirstValue: "first_value", planner.WinLastValue: "last_value", planner.WinNthValue: "nth_value"}
+
+// aggFrame reports whether the window aggregates compute frame f (see
+// exec's windowAgg and windowAggSliding).
+func aggFrame(f planner.WinFrame) bool {
+	bounded := func(b planner.FrameBound) bool {
+		return b.Kind == planner.BoundPreceding || b.Kind == planner.BoundCurrentRow || b.Kind == planner.BoundFollowing
+	}
+	switch {
+	case f.WholePartition() || f == planner.DefaultFrame:
+		return true
+	case !f.Rows:
+		return false
+	}
+	return f.Start.Kind == planner.BoundUnboundedPreceding && f.End.Kind == planner.BoundCurrentRow || bounded(f.Start) && bounded(f.End)
+}
