@@ -289,6 +289,9 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 			if f.Kind == WinAgg {
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries do not support aggregate functions with OVER yet (ROW_NUMBER, RANK and DENSE_RANK are supported)")
 			}
+			if f.Kind >= WinLag {
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries do not support lag, lead, first_value, last_value and nth_value yet (ROW_NUMBER, RANK and DENSE_RANK are supported)")
+			}
 		}
 		spec := &rankSpec{window: n, partition: n.PartitionBy, order: n.OrderBy, hi: -1}
 		// Top-N per window: a partition key that bounds windows frees the

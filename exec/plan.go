@@ -181,6 +181,12 @@ const (
 	// without ORDER BY; with ORDER BY, PostgreSQL's default frame (RANGE
 	// UNBOUNDED PRECEDING to the current row and its peers).
 	WinAgg
+	// Value functions (overwindow.go): Arg at another row of the partition.
+	WinLag
+	WinLead
+	WinFirstValue
+	WinLastValue
+	WinNthValue
 )
 
 // WindowFunc is one window function; T is its result type.
@@ -188,6 +194,16 @@ type WindowFunc struct {
 	Kind WindowFuncKind
 	Agg  AggSpec // WinAgg only
 	T    types.T
+	// Value functions: Arg is the value (of type T); N is lag's and lead's
+	// offset (NNull: a NULL offset) or nth_value's position; Default
+	// (lag, lead; nil for NULL) is the value, of type T, when the offset row
+	// is outside the partition. Frame is the frame of first_value,
+	// last_value, nth_value and WinAgg.
+	Arg     expr.Expr
+	N       int64
+	NNull   bool
+	Default expr.Expr
+	Frame   WindowFrame
 }
 
 // Window computes window functions over the partitions of its input. The

@@ -113,14 +113,21 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 			return err
 		}
 		var col arrow.Array
-		if f.Kind == WinAgg {
-			col, err = windowAgg(ctx, f, rec, idx, pids, spids, peer, parts, len(p.OrderBy) > 0)
-			if err != nil {
-				releaseAll(cols)
-				return err
-			}
-		} else {
+		switch {
+		case f.Kind == WinAgg && frameSliding(f.Frame):
+			col, err = windowAggSliding(ctx, f, rec, idx, spids)
+		case f.Kind == WinAgg && frameRunning(f.Frame):
+			col, err = windowAgg(ctx, f, rec, idx, pids, spids, make([]bool, n), parts, true) // every row its own peer group
+		case f.Kind == WinAgg:
+			col, err = windowAgg(ctx, f, rec, idx, pids, spids, peer, parts, len(p.OrderBy) > 0 && !f.Frame.WholePartition())
+		case f.Kind >= WinLag:
+			col, err = windowValue(ctx, f, rec, idx, spids, peer)
+		default:
 			col = windowRank(f.Kind, spids, peer)
+		}
+		if err != nil {
+			releaseAll(cols)
+			return err
 		}
 		cols = append(cols, col)
 	}

@@ -160,13 +160,24 @@ const (
 	WinRank
 	WinDenseRank
 	WinAgg // Agg over the frame: the partition, or up to the current row's peers with ORDER BY
+	WinLag
+	WinLead
+	WinFirstValue
+	WinLastValue
+	WinNthValue
 )
 
-// WinFunc is one window function call.
+// WinFunc is one window function call. The value functions' fields are
+// exec.WindowFunc's (see there).
 type WinFunc struct {
-	Kind WinFuncKind
-	Agg  AggCall // WinAgg only
-	T    types.T
+	Kind    WinFuncKind
+	Agg     AggCall // WinAgg only
+	T       types.T
+	Arg     expr.Expr
+	N       int64
+	NNull   bool
+	Default expr.Expr
+	Frame   WinFrame
 }
 
 // WindowAgg computes window functions sharing one OVER clause. Output

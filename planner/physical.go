@@ -154,7 +154,7 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 			w.OrderBy = append(w.OrderBy, exec.SortKey{E: k.E, Desc: k.Desc, NullsFirst: k.NullsFirst})
 		}
 		for _, f := range n.Funcs {
-			wf := exec.WindowFunc{Kind: exec.WindowFuncKind(f.Kind), T: f.T}
+			wf := exec.WindowFunc{Kind: exec.WindowFuncKind(f.Kind), T: f.T, Arg: f.Arg, N: f.N, NNull: f.NNull, Default: f.Default, Frame: f.Frame}
 			if f.Kind == WinAgg {
 				a := f.Agg
 				wf.Agg = exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: a.Arg, T: a.T}
@@ -740,8 +740,10 @@ func winFuncString(f exec.WindowFunc) string {
 		return "rank()"
 	case exec.WinDenseRank:
 		return "dense_rank()"
+	case exec.WinAgg:
+		return aggString(f.Agg) + frameString(f.Frame)
 	}
-	return aggString(f.Agg)
+	return valueFuncString(f)
 }
 
 func sortKeyList(ks []exec.SortKey) string {

@@ -106,6 +106,8 @@ func format(b *strings.Builder, n planner.Node, depth int) {
 				funcs[i] = "rank()"
 			case planner.WinDenseRank:
 				funcs[i] = "dense_rank()"
+			case planner.WinLag, planner.WinLead, planner.WinFirstValue, planner.WinLastValue, planner.WinNthValue:
+				funcs[i] = valueFuncName[f.Kind] + "(" + f.Arg.String() + ")"
 			default:
 				arg := "*"
 				if f.Agg.Arg != nil {

@@ -58,8 +58,6 @@ func (b *Binder) bindWindowFunc(c *ectx, n *ast.WindowFuncExpr) (expr.Expr, erro
 	switch {
 	case spec.Name.O != "" || spec.Ref.O != "":
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "named windows (WINDOW w AS ..., OVER w) are not supported; write the window in OVER (...)")
-	case spec.Frame != nil:
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "window frame clauses (ROWS/RANGE/GROUPS ...) are not supported; only the default frame is")
 	case n.IgnoreNull || n.FromLast:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "IGNORE NULLS and FROM LAST are not supported")
 	}
@@ -103,12 +101,19 @@ func (b *Binder) bindWindowFunc(c *ectx, n *ast.WindowFuncExpr) (expr.Expr, erro
 			call.Arg = arg
 		}
 		fn.Kind, fn.Agg, fn.T = planner.WinAgg, call, call.T
+	case "lag", "lead", "first_value", "last_value", "nth_value":
+		if err := b.bindValueFunc(&ac, name, n, &fn); err != nil {
+			return nil, err
+		}
 	default:
 		if name == "group_concat" {
 			name = "string_agg" // as the parser writes it
 		}
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported,
-			"window function %s is not supported (supported: row_number, rank, dense_rank, count, sum, avg, min, max)", name)
+			"window function %s is not supported (supported: row_number, rank, dense_rank, count, sum, avg, min, max, lag, lead, first_value, last_value, nth_value)", name)
+	}
+	if err := b.bindFrame(&ac, spec.Frame, &fn); err != nil {
+		return nil, err
 	}
 
 	var ws winSpec
@@ -153,6 +158,9 @@ func (b *Binder) bindWindowFunc(c *ectx, n *ast.WindowFuncExpr) (expr.Expr, erro
 		w.specs = append(w.specs, ws)
 	}
 	callKey := fmt.Sprintf("%s(%v) over %d", name, fn.Agg.Arg, si)
+	if fn.Kind >= planner.WinAgg {
+		callKey = fmt.Sprintf("%s(%v %v %v %v %d %v):%s over %d", name, fn.Agg.Arg, fn.Arg, fn.Default, fn.NNull, fn.N, fn.Frame, fn.T, si)
+	}
 	k := len(w.calls)
 	for i, wc := range w.calls {
 		if wc.key == callKey {

@@ -257,6 +257,11 @@ func (r *rewriter) rewrite(from, to int) error {
 				case (t.Val == "x" || t.Val == "b") && next.Kind == tString && next.Pos == t.End:
 					// PostgreSQL's bit strings, which TiDB reads as MySQL's numbers.
 					return p.notSupported(t, "bit string literals (B'...', X'...') are not supported")
+				case (t.Val == "preceding" || t.Val == "following") && frameOffsetError(toks, i, from) != nil:
+					return p.positioned(frameOffsetError(toks, i, from), t)
+				case windowOffsetArg(toks, i, to) >= 0:
+					k := windowOffsetArg(toks, i, to)
+					return p.notSupported(toks[k], "the second argument of %s must be an unsigned integer literal (write lead(x, n) for lag(x, -n))", t.Val)
 				case mysqlInfix(toks, i, from, to):
 					return p.syntaxError(next) // as PostgreSQL: a REGEXP b is an alias, then a stray operand
 				case stringAggStart(toks, i):

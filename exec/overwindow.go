@@ -1,0 +1,278 @@
+package exec
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// FrameBoundKind is one end of a window frame.
+type FrameBoundKind uint8
+
+const (
+	BoundUnboundedPreceding FrameBoundKind = iota
+	BoundPreceding                         // N PRECEDING
+	BoundCurrentRow
+	BoundFollowing // N FOLLOWING
+	BoundUnboundedFollowing
+)
+
+// FrameBound is a frame start or end; N is the offset of BoundPreceding
+// and BoundFollowing.
+type FrameBound struct {
+	Kind FrameBoundKind
+	N    int64
+}
+
+// WindowFrame is a window function's frame: ROWS counts rows from the
+// current one; RANGE (Rows false) has only unbounded ends and CURRENT ROW,
+// which in RANGE mode includes the current row's peers (offsets in RANGE
+// mode are refused by the binder). DefaultFrame is PostgreSQL's default.
+type WindowFrame struct {
+	Rows       bool
+	Start, End FrameBound
+}
+
+// DefaultFrame is RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW: with
+// ORDER BY up to the current row's last peer, without it the partition.
+var DefaultFrame = WindowFrame{Start: FrameBound{Kind: BoundUnboundedPreceding}, End: FrameBound{Kind: BoundCurrentRow}}
+
+// WholePartition reports whether the frame is every row of the partition.
+func (f WindowFrame) WholePartition() bool {
+	return f.Start.Kind == BoundUnboundedPreceding && f.End.Kind == BoundUnboundedFollowing
+}
+
+// bounds returns the frame [lo, hi) of the sorted row k, in the partition
+// [ps, pe) and the peer group [gs, ge); empty when hi <= lo.
+func (f WindowFrame) bounds(k, ps, pe, gs, ge int) (lo, hi int) {
+	back := func(n int64) int { // k-n, not before ps
+		if n > int64(k-ps) {
+			return ps
+		}
+		return k - int(n)
+	}
+	fwd := func(n int64) int { // k+n, not after pe
+		if n > int64(pe-k) {
+			return pe
+		}
+		return k + int(n)
+	}
+	switch f.Start.Kind {
+	case BoundUnboundedPreceding:
+		lo = ps
+	case BoundPreceding:
+		lo = back(f.Start.N)
+	case BoundCurrentRow:
+		lo = k
+		if !f.Rows {
+			lo = gs
+		}
+	case BoundFollowing:
+		lo = fwd(f.Start.N)
+	default:
+		lo = pe
+	}
+	switch f.End.Kind {
+	case BoundUnboundedPreceding:
+		hi = ps
+	case BoundPreceding:
+		hi = back(f.End.N) + 1
+		if f.End.N > int64(k-ps) {
+			hi = ps
+		}
+	case BoundCurrentRow:
+		hi = k + 1
+		if !f.Rows {
+			hi = ge
+		}
+	case BoundFollowing:
+		hi = fwd(f.End.N)
+		if hi < pe {
+			hi++
+		}
+	default:
+		hi = pe
+	}
+	return lo, hi
+}
+
+// windowValue computes lag, lead, first_value, last_value or nth_value
+// over the rows sorted by idx (partition, then ORDER BY): for every sorted
+// row it picks the input row whose Arg is its value (-1 for NULL), or marks
+// that lag/lead's default applies, then takes the values in one pass.
+func windowValue(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids []int32, peer []bool) (arrow.Array, error) {
+	n := len(idx)
+	if f.Kind == WinNthValue && f.N <= 0 && !f.NNull {
+		return nil, sqlerr.New("22016", "argument of nth_value must be greater than zero")
+	}
+	arg, err := expr.Eval(ctx.Expr, f.Arg, rec)
+	if err != nil {
+		return nil, err
+	}
+	defer arg.Release()
+	src := make([]int, n)
+	useDef := f.Default != nil && !f.NNull
+	rows := int(rec.NumRows())
+	share := ctx.heap()
+	defer share.release()
+	share.set(int64(n) * 8)
+	if err := ctx.check(); err != nil {
+		return nil, err
+	}
+	for ps := 0; ps < n; {
+		pe := ps + 1
+		for pe < n && spids[pe] == spids[ps] {
+			pe++
+		}
+		for gs := ps; gs < pe; {
+			ge := gs + 1
+			for ge < pe && peer[ge] {
+				ge++
+			}
+			for k := gs; k < ge; k++ {
+				j := -1
+				switch f.Kind {
+				case WinLag, WinLead:
+					off := f.N
+					if f.Kind == WinLead {
+						off = -off
+					}
+					switch {
+					case f.NNull:
+					case off >= 0 && off <= int64(k-ps):
+						j = k - int(off)
+					case off < 0 && -off < int64(pe-k):
+						j = k - int(off)
+					case useDef:
+						src[k] = rows + idx[k] // the default at the current row
+						continue
+					}
+				default:
+					lo, hi := f.Frame.bounds(k, ps, pe, gs, ge)
+					switch f.Kind {
+					case WinFirstValue:
+						if lo < hi {
+							j = lo
+						}
+					case WinLastValue:
+						if lo < hi {
+							j = hi - 1
+						}
+					default: // nth_value
+						if !f.NNull && f.N <= int64(hi-lo) {
+							j = lo + int(f.N) - 1
+						}
+					}
+				}
+				if j >= 0 {
+					j = idx[j]
+				}
+				src[k] = j
+			}
+			gs = ge
+		}
+		ps = pe
+	}
+	if !useDef {
+		return takeArrayMem(ctx.alloc(), arg, src, f.T), nil
+	}
+	def, err := expr.Eval(ctx.Expr, f.Default, rec)
+	if err != nil {
+		return nil, err
+	}
+	defer def.Release()
+	// Values then defaults, so src indexes both (rows+i is row i's default).
+	both, err := array.Concatenate([]arrow.Array{arg, def}, ctx.alloc())
+	if err != nil {
+		return nil, err
+	}
+	defer both.Release()
+	return takeArrayMem(ctx.alloc(), both, src, f.T), nil
+}
+
+// Aggregate frames: frameRunning is ROWS UNBOUNDED PRECEDING to CURRENT ROW
+// (the running fold, one row at a time); frameSliding is a ROWS frame with
+// both ends bounded (N PRECEDING, CURRENT ROW, N FOLLOWING), folded afresh
+// for every row. The binder refuses aggregates over any other frame but
+// the default and the whole partition.
+func frameRunning(f WindowFrame) bool {
+	return f.Rows && f.Start.Kind == BoundUnboundedPreceding && f.End.Kind == BoundCurrentRow
+}
+
+func frameSliding(f WindowFrame) bool {
+	bounded := func(b FrameBound) bool {
+		return b.Kind == BoundPreceding || b.Kind == BoundCurrentRow || b.Kind == BoundFollowing
+	}
+	return f.Rows && bounded(f.Start) && bounded(f.End)
+}
+
+// windowAggSliding computes an aggregate over a bounded ROWS frame: every
+// sorted row is its own group of the accumulator, fed the rows of its
+// frame, so the work is the sum of the frames' sizes (at most n times the
+// frame's width).
+func windowAggSliding(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids []int32) (arrow.Array, error) {
+	n := len(idx)
+	acc := newAccum(f.Agg, false)
+	acc.grow(n)
+	var sorted arrow.Array
+	if f.Agg.Arg != nil {
+		arg, err := expr.Eval(ctx.Expr, f.Agg.Arg, rec)
+		if err != nil {
+			return nil, err
+		}
+		sorted = takeArray(arg, idx, f.Agg.Arg.Type())
+		arg.Release()
+		defer sorted.Release()
+	}
+	share := ctx.heap()
+	defer share.release()
+	share.set(int64(n) * 64)
+	if err := ctx.check(); err != nil {
+		return nil, err
+	}
+	check, _ := acc.(interface{ checkResult(int32) error })
+	bl := types.NewBuilder(ctx.alloc(), f.T)
+	defer bl.Release()
+	bl.Reserve(n)
+	var gids []int32
+	stop := ctx.stopper()
+	for ps := 0; ps < n; {
+		pe := ps + 1
+		for pe < n && spids[pe] == spids[ps] {
+			pe++
+		}
+		for k := ps; k < pe; k++ {
+			if stop.stopped() {
+				return nil, ctx.canceled()
+			}
+			lo, hi := f.Frame.bounds(k, ps, pe, k, k+1)
+			if lo < hi {
+				gids = gids[:0]
+				for range hi - lo {
+					gids = append(gids, int32(k))
+				}
+				var part arrow.Array
+				if sorted != nil {
+					part = array.NewSlice(sorted, int64(lo), int64(hi))
+				}
+				err := acc.update(gids, part, nil)
+				if part != nil {
+					part.Release()
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+			if check != nil {
+				if err := check.checkResult(int32(k)); err != nil {
+					return nil, err
+				}
+			}
+			types.AppendDatum(bl, acc.result(int32(k)), f.T)
+		}
+		ps = pe
+	}
+	return bl.NewArray(), nil
+}

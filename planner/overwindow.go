@@ -1,0 +1,75 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/streamdb/streamdb/exec"
+)
+
+// WinFrame is a window function's frame (exec.WindowFrame).
+type WinFrame = exec.WindowFrame
+
+// valueFuncString prints lag, lead, first_value, last_value or nth_value
+// as written, with a frame that is not the default.
+func valueFuncString(f exec.WindowFunc) string {
+	name := map[exec.WindowFuncKind]string{exec.WinLag: "lag", exec.WinLead: "lead", exec.WinFirstValue: "first_value",
+		exec.WinLastValue: "last_value", exec.WinNthValue: "nth_value"}[f.Kind]
+	args := []string{f.Arg.String()}
+	switch f.Kind {
+	case exec.WinLag, exec.WinLead:
+		n := fmt.Sprint(f.N)
+		if f.NNull {
+			n = "NULL"
+		}
+		args = append(args, n)
+		if f.Default != nil {
+			args = append(args, f.Default.String())
+		}
+		return name + "(" + strings.Join(args, ", ") + ")"
+	case exec.WinNthValue:
+		args = append(args, fmt.Sprint(f.N))
+	}
+	return name + "(" + strings.Join(args, ", ") + ")" + frameString(f.Frame)
+}
+
+// frameString is " ROWS BETWEEN ... AND ..." for a frame that is not the
+// default, else "".
+func frameString(f exec.WindowFrame) string {
+	if f == exec.DefaultFrame {
+		return ""
+	}
+	bound := func(b exec.FrameBound) string {
+		switch b.Kind {
+		case exec.BoundUnboundedPreceding:
+			return "UNBOUNDED PRECEDING"
+		case exec.BoundPreceding:
+			return fmt.Sprintf("%d PRECEDING", b.N)
+		case exec.BoundCurrentRow:
+			return "CURRENT ROW"
+		case exec.BoundFollowing:
+			return fmt.Sprintf("%d FOLLOWING", b.N)
+		}
+		return "UNBOUNDED FOLLOWING"
+	}
+	mode := "RANGE"
+	if f.Rows {
+		mode = "ROWS"
+	}
+	return " " + mode + " BETWEEN " + bound(f.Start) + " AND " + bound(f.End)
+}
+
+// DefaultFrame is exec.DefaultFrame: RANGE UNBOUNDED PRECEDING to CURRENT ROW.
+var DefaultFrame = exec.DefaultFrame
+
+// Frame bound kinds (exec.FrameBoundKind).
+const (
+	BoundUnboundedPreceding = exec.BoundUnboundedPreceding
+	BoundPreceding          = exec.BoundPreceding
+	BoundCurrentRow         = exec.BoundCurrentRow
+	BoundFollowing          = exec.BoundFollowing
+	BoundUnboundedFollowing = exec.BoundUnboundedFollowing
+)
+
+// FrameBound is exec.FrameBound.
+type FrameBound = exec.FrameBound

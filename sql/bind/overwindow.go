@@ -1,0 +1,192 @@
+package bind
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/planner"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// valueFuncs are the window functions that return their argument at
+// another row: lag/lead by an offset from the current row, the others at a
+// position in the frame.
+var valueFuncs = map[string]planner.WinFuncKind{"lag": planner.WinLag, "lead": planner.WinLead,
+	"first_value": planner.WinFirstValue, "last_value": planner.WinLastValue, "nth_value": planner.WinNthValue}
+
+// bindValueFunc binds lag(x [, offset [, default]]), lead(...),
+// first_value(x), last_value(x) and nth_value(x, n) into fn. The offset and
+// n must be integer constants (PostgreSQL also takes an expression per
+// row: refused). The default and x meet at their common type, as
+// PostgreSQL's anycompatible arguments do.
+func (b *Binder) bindValueFunc(c *ectx, name string, n *ast.WindowFuncExpr, fn *planner.WinFunc) error {
+	fn.Kind = valueFuncs[name]
+	lo, hi := 1, 1
+	switch fn.Kind {
+	case planner.WinLag, planner.WinLead:
+		hi = 3
+	case planner.WinNthValue:
+		lo, hi = 2, 2
+	}
+	if len(n.Args) < lo || len(n.Args) > hi || n.Distinct {
+		return sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", name, len(n.Args))
+	}
+	arg, err := b.bindExpr(c, n.Args[0])
+	if err != nil {
+		return err
+	}
+	args := []expr.Expr{arg}
+	if len(n.Args) == 3 {
+		def, err := b.bindExpr(c, n.Args[2])
+		if err != nil {
+			return err
+		}
+		args = append(args, def)
+	}
+	t, err := b.unify(args, strings.ToUpper(name))
+	if err != nil {
+		return sqlerr.New(sqlerr.UndefinedFunction, "function %s(%s, integer, %s) does not exist", name, typeName(args[0].Type()), typeName(args[1].Type()))
+	}
+	for i := range args {
+		if args[i], err = b.castTo(args[i], t); err != nil {
+			return err
+		}
+	}
+	fn.Arg, fn.T = args[0], t
+	if len(args) == 2 {
+		fn.Default = args[1]
+	}
+	if fn.Kind == planner.WinLag || fn.Kind == planner.WinLead {
+		fn.N = 1
+	}
+	if len(n.Args) >= 2 {
+		what := "the offset of " + name
+		if fn.Kind == planner.WinNthValue {
+			what = "the position of nth_value"
+		}
+		v, null, err := b.windowInt(c, n.Args[1], what)
+		if err != nil {
+			return err
+		}
+		fn.N, fn.NNull = v, null
+	}
+	return nil
+}
+
+// windowInt reads an integer constant argument of a window function or
+// frame (NULL reports null).
+func (b *Binder) windowInt(c *ectx, n ast.ExprNode, what string) (v int64, null bool, err error) {
+	e, err := b.bindExpr(c, n)
+	if err != nil {
+		return 0, false, err
+	}
+	if e, err = b.coerce(e, types.TInt64); err != nil {
+		return 0, false, err
+	}
+	k, ok := e.(*expr.Const)
+	if ok && k.D.Null {
+		return 0, true, nil
+	}
+	switch e.Type().Kind {
+	case types.Int16, types.Int32, types.Int64:
+		if ok {
+			return k.D.I, false, nil
+		}
+		return 0, false, sqlerr.New(sqlerr.FeatureNotSupported, "%s must be a constant (an expression per row is not supported)", what)
+	}
+	return 0, false, sqlerr.New(sqlerr.DatatypeMismatch, "%s must be type integer, not type %s", what, typeName(e.Type()))
+}
+
+// bindFrame binds a frame clause (nil: the default frame) with
+// PostgreSQL's checks. ROWS frames take any bounds; RANGE frames only
+// UNBOUNDED and CURRENT ROW (an offset is refused, 0A000); GROUPS is
+// refused. Aggregates take only the frames the running and whole-partition
+// folds compute: the default and UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING.
+func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc) error {
+	fn.Frame = planner.DefaultFrame
+	if f == nil {
+		return nil
+	}
+	var fr planner.WinFrame
+	switch f.Type {
+	case ast.Rows:
+		fr.Rows = true
+	case ast.Ranges:
+	default:
+		return sqlerr.New(sqlerr.FeatureNotSupported, "GROUPS frames are not supported (ROWS and RANGE are)")
+	}
+	var err error
+	if fr.Start, err = b.frameBound(c, f.Extent.Start, fr.Rows, "starting"); err != nil {
+		return err
+	}
+	if fr.End, err = b.frameBound(c, f.Extent.End, fr.Rows, "ending"); err != nil {
+		return err
+	}
+	s, e := fr.Start.Kind, fr.End.Kind
+	switch {
+	case s == planner.BoundUnboundedFollowing:
+		return sqlerr.New(sqlerr.WindowingError, "frame start cannot be UNBOUNDED FOLLOWING")
+	case e == planner.BoundUnboundedPreceding:
+		return sqlerr.New(sqlerr.WindowingError, "frame end cannot be UNBOUNDED PRECEDING")
+	case s == planner.BoundCurrentRow && e == planner.BoundPreceding:
+		return sqlerr.New(sqlerr.WindowingError, "frame starting from current row cannot have preceding rows")
+	case s == planner.BoundFollowing && (e == planner.BoundPreceding || e == planner.BoundCurrentRow):
+		return sqlerr.New(sqlerr.WindowingError, "frame starting from following row cannot have preceding rows")
+	}
+	if fn.Kind == planner.WinAgg && !aggFrame(fr) {
+		return sqlerr.New(sqlerr.FeatureNotSupported,
+			"aggregate functions OVER this frame are not supported yet (supported: the default, UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING, "+
+				"ROWS UNBOUNDED PRECEDING to CURRENT ROW, and ROWS frames between n PRECEDING, CURRENT ROW and n FOLLOWING)")
+	}
+	fn.Frame = fr
+	return nil
+}
+
+// frameBound binds one end of a frame.
+func (b *Binder) frameBound(c *ectx, fb ast.FrameBound, rows bool, what string) (planner.FrameBound, error) {
+	switch {
+	case fb.Type == ast.CurrentRow:
+		return planner.FrameBound{Kind: planner.BoundCurrentRow}, nil
+	case fb.UnBounded && fb.Type == ast.Preceding:
+		return planner.FrameBound{Kind: planner.BoundUnboundedPreceding}, nil
+	case fb.UnBounded:
+		return planner.FrameBound{Kind: planner.BoundUnboundedFollowing}, nil
+	case !rows:
+		return planner.FrameBound{}, sqlerr.New(sqlerr.FeatureNotSupported, "RANGE frames with an offset PRECEDING or FOLLOWING are not supported yet (ROWS frames are)")
+	}
+	v, null, err := b.windowInt(c, fb.Expr, "the frame "+what+" offset")
+	switch {
+	case err != nil:
+		return planner.FrameBound{}, err
+	case null:
+		return planner.FrameBound{}, sqlerr.New(sqlerr.NullValueNotAllowed, "frame %s offset must not be null", what)
+	case v < 0:
+		return planner.FrameBound{}, sqlerr.New("22013", "frame %s offset must not be negative", what)
+	}
+	k := planner.BoundPreceding
+	if fb.Type == ast.Following {
+		k = planner.BoundFollowing
+	}
+	return planner.FrameBound{Kind: k, N: v}, nil
+}
+
+// valueFuncName names the value functions in plans.
+var valueFuncName = map[planner.WinFuncKind]string{planner.WinLag: "lag", planner.WinLead: "lead",
+	planner.WinFirstValue: "first_value", planner.WinLastValue: "last_value", planner.WinNthValue: "nth_value"}
+
+// aggFrame reports whether the window aggregates compute frame f (see
+// exec's windowAgg and windowAggSliding).
+func aggFrame(f planner.WinFrame) bool {
+	bounded := func(b planner.FrameBound) bool {
+		return b.Kind == planner.BoundPreceding || b.Kind == planner.BoundCurrentRow || b.Kind == planner.BoundFollowing
+	}
+	switch {
+	case f.WholePartition() || f == planner.DefaultFrame:
+		return true
+	case !f.Rows:
+		return false
+	}
+	return f.Start.Kind == planner.BoundUnboundedPreceding && f.End.Kind == planner.BoundCurrentRow || bounded(f.Start) && bounded(f.End)
+}
