@@ -90,6 +90,7 @@ type Engine struct {
 	sinks      sinkSet       // CREATE SINK (sinks.go)
 	cluster    Cluster       // nil on a single node (cluster.go)
 	keyed      keyedLocks    // writes to tables with a primary key (handle_dml.go)
+	cdc        cdcIngest     // PostgreSQL CDC sources' ingesters (cdc.go)
 
 	snaps         openSnaps
 	restartEvents restartLog // job failures and restarts (monitor.go)
@@ -243,6 +244,11 @@ func Open(cfg Config) (*Engine, error) {
 		e.coord.Run(ctx)
 	}()
 	e.sinkMgr.startSinks()
+	for _, t := range e.mu.tables {
+		if isCDC(t) {
+			e.startCDC(t)
+		}
+	}
 	e.supervised = make(chan struct{})
 	go func() {
 		defer close(e.supervised)
@@ -254,6 +260,7 @@ func Open(cfg Config) (*Engine, error) {
 // Close stops the coordinator and every job (taking no new checkpoint) and
 // closes the database cleanly.
 func (e *Engine) Close() error {
+	e.stopAllCDC()
 	e.sinkMgr.stopSinks()
 	e.cancel()
 	<-e.done

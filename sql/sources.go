@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/streamdb/streamdb/connector"
+	"github.com/streamdb/streamdb/connector/pgcdc"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -18,6 +19,9 @@ import (
 // validates the declared columns and the WITH options now, so a stored
 // source always opens; the source's splits are its partitions.
 func (e *Engine) createSource(n *parse.CreateSource, owner string) (*Result, error) {
+	if strings.EqualFold(n.With["connector"], pgcdc.Name) {
+		return e.createCDCSource(n, owner)
+	}
 	t := &storage.TableDef{Name: n.Name, Kind: storage.KindSource, Owner: owner, Options: map[string]string{}}
 	for _, c := range n.Columns {
 		t.Columns = append(t.Columns, storage.ColumnDef{Name: c.Name, Type: c.Type, NotNull: c.NotNull})
