@@ -132,8 +132,9 @@ func upstreamErr(err error) error {
 
 // UpCol is a column of the upstream table.
 type UpCol struct {
-	Name string
-	OID  uint32
+	Name   string
+	OID    uint32
+	Typmod int32 // atttypmod: numeric's precision and scale, varchar's length
 }
 
 // Table is what streamdb keeps of the upstream table.
@@ -148,7 +149,7 @@ type Table struct {
 func (t *Table) EncodeUpstream() string {
 	parts := make([]string, len(t.Upstream))
 	for i, u := range t.Upstream {
-		parts[i] = u.Name + ":" + strconv.FormatUint(uint64(u.OID), 10)
+		parts[i] = fmt.Sprintf("%s:%d:%d", u.Name, u.OID, u.Typmod)
 	}
 	return strings.Join(parts, ",")
 }
@@ -159,14 +160,16 @@ func TableFrom(cols []connector.Column, key []int, upstream string) (*Table, err
 	t := &Table{Cols: cols, Key: key}
 	for _, p := range strings.Split(upstream, ",") {
 		i := strings.LastIndexByte(p, ':')
-		if i < 0 {
+		j := strings.LastIndexByte(p[:max(i, 0)], ':')
+		if j < 0 {
 			return nil, sqlerr.New(sqlerr.Internal, "stored upstream columns %q are malformed", upstream)
 		}
-		oid, err := strconv.ParseUint(p[i+1:], 10, 32)
-		if err != nil {
+		oid, err1 := strconv.ParseUint(p[j+1:i], 10, 32)
+		mod, err2 := strconv.ParseInt(p[i+1:], 10, 32)
+		if err1 != nil || err2 != nil {
 			return nil, sqlerr.New(sqlerr.Internal, "stored upstream columns %q are malformed", upstream)
 		}
-		t.Upstream = append(t.Upstream, UpCol{p[:i], uint32(oid)})
+		t.Upstream = append(t.Upstream, UpCol{p[:j], uint32(oid), int32(mod)})
 	}
 	for _, c := range cols {
 		j := t.upIndex(c.Name)
@@ -188,8 +191,22 @@ func (t *Table) upIndex(name string) int {
 }
 
 // typeOf maps a PostgreSQL type to streamdb's.
-func typeOf(oid uint32) (types.T, bool) {
+func typeOf(oid uint32, typmod int32) (types.T, bool) {
 	switch oid {
+	case 1700:
+		if typmod < 4 {
+			return types.TNumeric, true
+		}
+		prec, scale := (typmod-4)>>16, (typmod-4)&0xffff
+		if prec > 38 || scale > prec {
+			return types.T{}, false
+		}
+		return types.NumericOf(prec, scale), true
+	case 1043:
+		if typmod > 4 {
+			return types.T{Kind: types.Text, Prec: typmod - 4}, true
+		}
+		return types.TText, true
 	case 16:
 		return types.TBool, true
 	case 21:
@@ -202,9 +219,7 @@ func typeOf(oid uint32) (types.T, bool) {
 		return types.TFloat32, true
 	case 701:
 		return types.TFloat64, true
-	case 1700:
-		return types.TNumeric, true
-	case 25, 1043:
+	case 25:
 		return types.TText, true
 	case 1114:
 		return types.TTimestamp, true
@@ -262,7 +277,7 @@ func Describe(ctx context.Context, c *Config, declared []connector.Column) (*Tab
 		return nil, sqlerr.New(sqlerr.UndefinedTable, "upstream PostgreSQL: relation \"%s.%s\" does not exist", c.Schema, c.Table)
 	}
 	relid := string(rows[0][0])
-	rows, err = one(`SELECT a.attname, a.atttypid::text, coalesce(a.attnum = ANY (i.indkey), false)
+	rows, err = one(`SELECT a.attname, a.atttypid::text, a.atttypmod::text, coalesce(a.attnum = ANY (i.indkey), false)
 		FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
 		WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, relid)
 	if err != nil {
@@ -272,8 +287,9 @@ func Describe(ctx context.Context, c *Config, declared []connector.Column) (*Tab
 	var pk []string
 	for _, r := range rows {
 		oid, _ := strconv.ParseUint(string(r[1]), 10, 32)
-		t.Upstream = append(t.Upstream, UpCol{string(r[0]), uint32(oid)})
-		if string(r[2]) == "t" {
+		mod, _ := strconv.ParseInt(string(r[2]), 10, 32)
+		t.Upstream = append(t.Upstream, UpCol{string(r[0]), uint32(oid), int32(mod)})
+		if string(r[3]) == "t" {
 			pk = append(pk, string(r[0]))
 		}
 	}
@@ -313,13 +329,13 @@ func Describe(ctx context.Context, c *Config, declared []connector.Column) (*Tab
 		if j < 0 {
 			return nil, sqlerr.New(sqlerr.UndefinedColumn, "column %q does not exist in upstream table \"%s.%s\"", n, c.Schema, c.Table)
 		}
-		ty, ok := typeOf(t.Upstream[j].OID)
+		ty, ok := typeOf(t.Upstream[j].OID, t.Upstream[j].Typmod)
 		if !ok {
 			return nil, &sqlerr.Error{Code: sqlerr.FeatureNotSupported,
 				Msg:  fmt.Sprintf("column %q of upstream table \"%s.%s\" has a type (oid %d) connector %s does not read", n, c.Schema, c.Table, t.Upstream[j].OID, Name),
 				Hint: "Leave the column out with a column list."}
 		}
-		if len(declared) > 0 && declared[i].Type != ty {
+		if len(declared) > 0 && declared[i].Type.Kind != ty.Kind || len(declared) > 0 && declared[i].Type.TZ != ty.TZ {
 			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "column %q is %s upstream, declared %s", n, ty, declared[i].Type)
 		}
 		t.Cols = append(t.Cols, connector.Column{Name: n, Type: ty})

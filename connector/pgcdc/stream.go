@@ -403,7 +403,7 @@ func (s *Stream) checkRelation(m *pglogrepl.RelationMessage) error {
 	var now []string
 	for j, c := range m.Columns {
 		now = append(now, fmt.Sprintf("%s (oid %d)", c.Name, c.DataType))
-		if same && (c.Name != s.t.Upstream[j].Name || c.DataType != s.t.Upstream[j].OID) {
+		if same && (c.Name != s.t.Upstream[j].Name || c.DataType != s.t.Upstream[j].OID || c.TypeModifier != s.t.Upstream[j].Typmod) {
 			same = false
 		}
 	}
