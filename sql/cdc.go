@@ -37,6 +37,7 @@ func isCDC(t *storage.TableDef) bool {
 
 // cdcIngest runs the CDC sources' ingesters.
 type cdcIngest struct {
+	e    *Engine
 	mu   sync.Mutex
 	runs map[uint64]*cdcRun
 	wg   sync.WaitGroup
@@ -46,6 +47,7 @@ type cdcIngest struct {
 type cdcRun struct {
 	name     string
 	cancel   context.CancelFunc
+	done     chan struct{} // closed when the ingester has returned
 	rows     atomic.Int64
 	restarts atomic.Int64
 	mu       sync.Mutex
@@ -67,8 +69,7 @@ func (r *cdcRun) set(state exec.JobState, err error) {
 }
 
 // start runs t's ingester.
-func (e *Engine) startCDC(t *storage.TableDef) {
-	c := &e.cdc
+func (c *cdcIngest) start(t *storage.TableDef) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.runs == nil {
@@ -78,30 +79,31 @@ func (e *Engine) startCDC(t *storage.TableDef) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &cdcRun{name: t.Name, cancel: cancel, state: exec.JobRunning}
+	r := &cdcRun{name: t.Name, cancel: cancel, state: exec.JobRunning, done: make(chan struct{})}
 	c.runs[t.ID] = r
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		e.runCDC(ctx, t, r)
+		defer close(r.done)
+		c.run(ctx, t, r)
 	}()
 }
 
-// stopCDC stops t's ingester (if running) and waits for it.
-func (e *Engine) stopCDC(id uint64) {
-	c := &e.cdc
+// stop stops t's ingester (if running) and waits for it, so that it
+// appends nothing more.
+func (c *cdcIngest) stop(id uint64) {
 	c.mu.Lock()
 	r := c.runs[id]
 	delete(c.runs, id)
 	c.mu.Unlock()
 	if r != nil {
 		r.cancel()
+		<-r.done
 	}
 }
 
-// stopAllCDC stops every ingester and waits for them (Close).
-func (e *Engine) stopAllCDC() {
-	c := &e.cdc
+// stopAll stops every ingester and waits for them (Close).
+func (c *cdcIngest) stopAll() {
 	c.mu.Lock()
 	for id, r := range c.runs {
 		r.cancel()
@@ -111,12 +113,13 @@ func (e *Engine) stopAllCDC() {
 	c.wg.Wait()
 }
 
-// runCDC ingests until ctx ends, restarting after failures with a growing
+// run ingests until ctx ends, restarting after failures with a growing
 // delay; a schema change upstream fails the source for good.
-func (e *Engine) runCDC(ctx context.Context, t *storage.TableDef, r *cdcRun) {
+func (c *cdcIngest) run(ctx context.Context, t *storage.TableDef, r *cdcRun) {
+	e := c.e
 	delay := 500 * time.Millisecond
 	for ctx.Err() == nil {
-		err := e.ingestCDC(ctx, t, r)
+		err := c.ingest(ctx, t, r)
 		if ctx.Err() != nil {
 			return
 		}
@@ -151,8 +154,9 @@ func cdcTable(t *storage.TableDef) (*pgcdc.Config, *pgcdc.Table, error) {
 	return cfg, tbl, err
 }
 
-// ingestCDC streams from the stored LSN until an error.
-func (e *Engine) ingestCDC(ctx context.Context, t *storage.TableDef, r *cdcRun) error {
+// ingest streams from the stored LSN until an error.
+func (c *cdcIngest) ingest(ctx context.Context, t *storage.TableDef, r *cdcRun) error {
+	e := c.e
 	cfg, tbl, err := cdcTable(t)
 	if err != nil {
 		return &pgcdc.SchemaChanged{Msg: err.Error()}
@@ -179,7 +183,7 @@ func (e *Engine) ingestCDC(ctx context.Context, t *storage.TableDef, r *cdcRun) 
 		if rec == nil && time.Since(stored) < time.Second {
 			continue // nothing of the table: its LSN is stored with a later one
 		}
-		n, err := e.applyCDC(ctx, t, rec, end)
+		n, err := c.apply(ctx, t, rec, end)
 		if err != nil {
 			return err
 		}
@@ -189,9 +193,10 @@ func (e *Engine) ingestCDC(ctx context.Context, t *storage.TableDef, r *cdcRun) 
 	}
 }
 
-// applyCDC appends one upstream transaction's changes to t's log with its
+// apply appends one upstream transaction's changes to t's log with its
 // end LSN, durably, and returns the count of changes.
-func (e *Engine) applyCDC(ctx context.Context, t *storage.TableDef, rec arrow.RecordBatch, end uint64) (int64, error) {
+func (c *cdcIngest) apply(ctx context.Context, t *storage.TableDef, rec arrow.RecordBatch, end uint64) (int64, error) {
+	e := c.e
 	st := e.keyed.lock(t.ID)
 	defer st.mu.Unlock()
 	if rec != nil {
@@ -229,11 +234,12 @@ func (e *Engine) applyCDC(ctx context.Context, t *storage.TableDef, rec arrow.Re
 	return n, nil
 }
 
-// createCDCSource makes a PostgreSQL CDC source: it checks the upstream
+// create makes a PostgreSQL CDC source: it checks the upstream
 // table, creates the replication slot, copies the snapshot the slot
 // exported into the source's log with the slot's consistent point, and
 // starts the ingester.
-func (e *Engine) createCDCSource(n *parse.CreateSource, owner string) (*Result, error) {
+func (c *cdcIngest) create(n *parse.CreateSource, owner string) (*Result, error) {
+	e := c.e
 	if n.WatermarkCol != "" {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "connector %s does not take a WATERMARK: its rows are updated and deleted", pgcdc.Name)
 	}
@@ -318,13 +324,14 @@ func (e *Engine) createCDCSource(n *parse.CreateSource, owner string) (*Result, 
 		// snapshot, and DROP SOURCE removes it.
 		return nil, err
 	}
-	e.startCDC(t)
+	c.start(t)
 	return &Result{Tag: "CREATE SOURCE"}, nil
 }
 
-// dropCDC stops a dropped CDC source's ingester and drops its slot.
-func (e *Engine) dropCDC(t *storage.TableDef) {
-	e.stopCDC(t.ID)
+// drop stops a dropped CDC source's ingester and drops its slot.
+func (c *cdcIngest) drop(t *storage.TableDef) {
+	e := c.e
+	c.stop(t.ID)
 	_ = e.db.DeleteSourcePos(t.ID)
 	cfg, err := pgcdc.ParseOptions(t.Options)
 	if err != nil {
@@ -345,9 +352,8 @@ func (e *Engine) dropCDC(t *storage.TableDef) {
 	}()
 }
 
-// cdcJobRows adds the CDC sources' ingesters to SHOW JOBS.
-func (e *Engine) cdcJobRows(t *table) {
-	c := &e.cdc
+// jobRows adds the CDC sources' ingesters to SHOW JOBS.
+func (c *cdcIngest) jobRows(t *table) {
 	c.mu.Lock()
 	runs := make([]*cdcRun, 0, len(c.runs))
 	for _, r := range c.runs {

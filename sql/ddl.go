@@ -174,7 +174,7 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 		delete(e.mu.tables, t.Name)
 		gone = append(gone, t.Name)
 		if isCDC(t) {
-			e.dropCDC(t)
+			e.cdc.drop(t)
 		}
 	}
 	if e.conf.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {

@@ -144,6 +144,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.snapStore = &snapshotStore{e}
 	e.catalogSource = catalogSource{e}
 	e.sysTables = sysTables{e}
+	e.cdc.e = e
 	e.streamJobs = streamJobs{e}
 	e.epochCut = epochCut{e}
 	e.engineStatus = engineStatus{e}
@@ -246,7 +247,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.sinkMgr.startSinks()
 	for _, t := range e.mu.tables {
 		if isCDC(t) {
-			e.startCDC(t)
+			e.cdc.start(t)
 		}
 	}
 	e.supervised = make(chan struct{})
@@ -260,7 +261,7 @@ func Open(cfg Config) (*Engine, error) {
 // Close stops the coordinator and every job (taking no new checkpoint) and
 // closes the database cleanly.
 func (e *Engine) Close() error {
-	e.stopAllCDC()
+	e.cdc.stopAll()
 	e.sinkMgr.stopSinks()
 	e.cancel()
 	<-e.done

@@ -20,7 +20,7 @@ import (
 // source always opens; the source's splits are its partitions.
 func (e *Engine) createSource(n *parse.CreateSource, owner string) (*Result, error) {
 	if strings.EqualFold(n.With["connector"], pgcdc.Name) {
-		return e.createCDCSource(n, owner)
+		return e.cdc.create(n, owner)
 	}
 	t := &storage.TableDef{Name: n.Name, Kind: storage.KindSource, Owner: owner, Options: map[string]string{}}
 	for _, c := range n.Columns {

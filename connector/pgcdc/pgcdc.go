@@ -30,9 +30,9 @@ const Name = "postgres-cdc"
 
 // Config is a CDC source's WITH options.
 type Config struct {
-	Host, Port, User, Password     string
-	Database, Schema, Table        string
-	Slot, Publication              string
+	Host, Port, User, Password string
+	Database, Schema, Table    string
+	Slot, Publication          string
 }
 
 // UpstreamKey is the option under which the runtime keeps the upstream
