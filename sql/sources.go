@@ -73,16 +73,28 @@ func (e *Engine) createSource(n *parse.CreateSource, owner string) (*Result, err
 func (e *Engine) showSources() *table {
 	t := &table{cols: []Column{{"name", types.TText}, {"connector", types.TText}, {"splits", types.TInt64},
 		{"bounded", types.TBool}, {"options", types.TText}}}
-	for _, d := range e.sortedTables(storage.KindSource) {
+	defs := e.sortedTables(storage.KindSource)
+	for _, d := range e.sortedTables(storage.KindStream) {
+		if isCDC(d) {
+			defs = append(defs, d)
+		}
+	}
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	for _, d := range defs {
 		var opts []string
 		for k, v := range d.Options {
+			if isCDC(d) && strings.EqualFold(k, "password") {
+				v = "********"
+			}
 			if k != "connector" && !strings.HasPrefix(k, "__") {
 				opts = append(opts, fmt.Sprintf("%s = '%s'", k, strings.ReplaceAll(v, "'", "''")))
 			}
 		}
 		sort.Strings(opts)
 		bounded := types.Null
-		if conn, err := exec.Connector(d); err == nil {
+		if isCDC(d) {
+			bounded = types.Boolean(false)
+		} else if conn, err := exec.Connector(d); err == nil {
 			bounded = types.Boolean(conn.Bounded())
 		}
 		t.add(str(d.Name), str(d.Options["connector"]), types.Int(int64(max(1, d.Partitions))), bounded, str(strings.Join(opts, ", ")))

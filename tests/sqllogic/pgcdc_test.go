@@ -208,6 +208,10 @@ func TestPostgresCDC(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
+	if rows := sortedRows(t, c, "SHOW SOURCES"); len(rows) != 1 || !strings.HasPrefix(rows[0], "orders_cdc postgres-cdc 1 f ") ||
+		!strings.Contains(rows[0], "password = '********'") || strings.Contains(rows[0], "secret") {
+		t.Fatalf("SHOW SOURCES: %v", rows)
+	}
 	waitTargetEquals(t, pg, c, fmt.Sprintf(cdcViewQ, "orders"), "SELECT * FROM per_cust", fmt.Sprintf(cdcViewQ, "orders_cdc"))
 	waitTargetEquals(t, pg, c, "SELECT * FROM orders", "SELECT * FROM orders_cdc")
 	// Changes to other tables of the publication are not the source's.
