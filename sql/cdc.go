@@ -183,8 +183,14 @@ func (c *cdcIngest) ingest(ctx context.Context, t *storage.TableDef, r *cdcRun) 
 		if rec == nil && time.Since(stored) < time.Second {
 			continue // nothing of the table: its LSN is stored with a later one
 		}
+		if err := exec.Failpoint(t.Name, "cdc_received"); err != nil {
+			return err
+		}
 		n, err := c.apply(ctx, t, rec, end)
 		if err != nil {
+			return err
+		}
+		if err := exec.Failpoint(t.Name, "cdc_stored"); err != nil {
 			return err
 		}
 		r.rows.Add(n)

@@ -299,12 +299,11 @@ func TestPostgresCDCKill9(t *testing.T) {
 	}
 	execAll(t, pg, cdcOrders, "INSERT INTO orders VALUES "+strings.Join(vals, ", "),
 		"GRANT SELECT ON orders TO repl", "CREATE PUBLICATION pub FOR TABLE orders")
-	srv := StartServer(t, "")
-	c := srv.Conn(t)
-	execAll(t, c, "SET checkpoint.interval = '200ms'",
-		"CREATE SOURCE orders_cdc "+cdcWith(p, "repl", "secret", "orders", "orders_slot", "pub"),
-		"CREATE MATERIALIZED VIEW per_cust AS "+fmt.Sprintf(cdcViewQ, "orders_cdc"))
-	// Upstream load runs throughout; streamdb is killed five times.
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Upstream load runs throughout.
 	var stop atomic.Bool
 	loaded := make(chan error, 1)
 	loadPG := p.Conn(t)
@@ -315,6 +314,29 @@ func TestPostgresCDCKill9(t *testing.T) {
 		}
 		loaded <- err
 	}()
+	// Two processes die at failpoints: right after a transaction was read
+	// from the slot, before it is stored (the restart must read it again:
+	// nothing lost), and right after it was stored, before the slot hears
+	// of it (the restart gets it again and must skip it: nothing twice).
+	dir := ""
+	var srv *Server
+	for i, fp := range []string{"orders_cdc:cdc_received:20:kill", "orders_cdc:cdc_stored:20:kill"} {
+		srv = startServer(t, bin, []string{"STREAMDB_FAILPOINTS=" + fp}, dir)
+		dir = srv.DataDir()
+		if i == 0 {
+			execAll(t, srv.Conn(t), "SET checkpoint.interval = '200ms'",
+				"CREATE SOURCE orders_cdc "+cdcWith(p, "repl", "secret", "orders", "orders_slot", "pub"),
+				"CREATE MATERIALIZED VIEW per_cust AS "+fmt.Sprintf(cdcViewQ, "orders_cdc"))
+		}
+		for deadline := time.Now().Add(60 * time.Second); srv.running() && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if srv.running() {
+			t.Fatalf("failpoint %s did not kill streamdb", fp)
+		}
+	}
+	// Then kill -9 at moments the test picks, five times.
+	srv = StartServer(t, dir)
 	for round := 0; round < 5; round++ {
 		time.Sleep(time.Duration(500+300*round) * time.Millisecond)
 		srv.Kill9()
@@ -326,7 +348,7 @@ func TestPostgresCDCKill9(t *testing.T) {
 	if err := <-loaded; err != nil {
 		t.Fatal(err)
 	}
-	c = srv.Conn(t)
+	c := srv.Conn(t)
 	waitTargetEquals(t, pg, c, fmt.Sprintf(cdcViewQ, "orders"), "SELECT * FROM per_cust", fmt.Sprintf(cdcViewQ, "orders_cdc"))
 	waitTargetEquals(t, pg, c, "SELECT * FROM orders", "SELECT * FROM orders_cdc")
 }
