@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/streamdb/streamdb/connector/pgcdc"
 	"github.com/streamdb/streamdb/sql/bind"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -78,7 +79,13 @@ type sessionCluster struct{ *Session }
 // done is false when st runs here as on a single node.
 func (s sessionCluster) gate(ctx context.Context, st *Stmt, params []types.Datum) (res *Result, err error, done bool) {
 	switch n := st.impl.(type) {
-	case *parse.CreateTable, *parse.CreateSource, *parse.CreatePlainView:
+	case *parse.CreateSource:
+		if strings.EqualFold(n.With["connector"], pgcdc.Name) {
+			return nil, notDistributed("CREATE SOURCE ... WITH (connector = 'postgres-cdc')", "a replication slot streams to one node"), true
+		}
+		res, err = s.submit(ctx, st, params)
+		return res, err, true
+	case *parse.CreateTable, *parse.CreatePlainView:
 		res, err = s.submit(ctx, st, params)
 		return res, err, true
 	case *parse.CreateView:

@@ -113,7 +113,12 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 	var notices []string
 	for _, name := range n.Names {
 		t, ok := e.mu.tables[name]
-		if !ok || t.Kind != want {
+		if ok && isCDC(t) {
+			// A CDC source is stored as a keyed table: DROP SOURCE drops it.
+			if n.Kind != parse.ObjSource {
+				return nil, sqlerr.New(sqlerr.WrongObjectType, "%q is not a %s (it is a source: DROP SOURCE)", name, n.Kind)
+			}
+		} else if !ok || t.Kind != want {
 			if ok {
 				return nil, sqlerr.New(sqlerr.WrongObjectType, "%q is not a %s", name, n.Kind)
 			}
@@ -168,6 +173,9 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 		}
 		delete(e.mu.tables, t.Name)
 		gone = append(gone, t.Name)
+		if isCDC(t) {
+			e.cdc.drop(t)
+		}
 	}
 	if e.conf.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
 		e.sup.deleteCheckpointsOfLocked(gone)

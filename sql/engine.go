@@ -90,6 +90,7 @@ type Engine struct {
 	sinks      sinkSet       // CREATE SINK (sinks.go)
 	cluster    Cluster       // nil on a single node (cluster.go)
 	keyed      keyedLocks    // writes to tables with a primary key (handle_dml.go)
+	cdc        cdcIngest     // PostgreSQL CDC sources' ingesters (cdc.go)
 
 	snaps         openSnaps
 	restartEvents restartLog // job failures and restarts (monitor.go)
@@ -145,6 +146,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.snapStore = &snapshotStore{e}
 	e.catalogSource = catalogSource{e}
 	e.sysTables = sysTables{e}
+	e.cdc.e = e
 	e.streamJobs = streamJobs{e}
 	e.epochCut = epochCut{e}
 	e.engineStatus = engineStatus{e}
@@ -245,6 +247,11 @@ func Open(cfg Config) (*Engine, error) {
 		e.coord.Run(ctx)
 	}()
 	e.sinkMgr.startSinks()
+	for _, t := range e.mu.tables {
+		if isCDC(t) {
+			e.cdc.start(t)
+		}
+	}
 	e.supervised = make(chan struct{})
 	go func() {
 		defer close(e.supervised)
@@ -256,6 +263,7 @@ func Open(cfg Config) (*Engine, error) {
 // Close stops the coordinator and every job (taking no new checkpoint) and
 // closes the database cleanly.
 func (e *Engine) Close() error {
+	e.cdc.stopAll()
 	e.sinkMgr.stopSinks()
 	e.cancel()
 	<-e.done

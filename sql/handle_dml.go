@@ -147,6 +147,9 @@ func (d sessionDML) keyedWrite(ctx context.Context, t *storage.TableDef, ectx *e
 	if cur, ok := s.e.Table(t.Name); !ok || cur.ID != t.ID {
 		return sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", t.Name)
 	}
+	if isCDC(t) {
+		return sqlerr.New(sqlerr.WrongObjectType, "cannot change source %q: its rows come from upstream PostgreSQL", t.Name)
+	}
 	if st.rows == nil {
 		st.rows, st.off = exec.CachedKeyedRows(t), 0
 	}

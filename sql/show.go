@@ -266,6 +266,7 @@ func (e sysTables) showJobs() *table {
 	streams := e.transientJobs()
 	sort.Slice(streams, func(i, k int) bool { return streams[i].Name() < streams[k].Name() })
 	defer func() {
+		e.cdc.jobRows(t)
 		for _, j := range streams {
 			t.add(str(j.Name()), str(string(exec.JobRunning)), types.Int(0), types.Int(j.RowsIn.Load()),
 				types.Int(j.Lag()), types.Int(j.StateBytes()), types.Int(0), types.Null, types.Null, str("none (change stream)"), types.Null,

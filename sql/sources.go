@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/streamdb/streamdb/connector"
+	"github.com/streamdb/streamdb/connector/pgcdc"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -18,6 +19,9 @@ import (
 // validates the declared columns and the WITH options now, so a stored
 // source always opens; the source's splits are its partitions.
 func (e *Engine) createSource(n *parse.CreateSource, owner string) (*Result, error) {
+	if strings.EqualFold(n.With["connector"], pgcdc.Name) {
+		return e.cdc.create(n, owner)
+	}
 	t := &storage.TableDef{Name: n.Name, Kind: storage.KindSource, Owner: owner, Options: map[string]string{}}
 	for _, c := range n.Columns {
 		t.Columns = append(t.Columns, storage.ColumnDef{Name: c.Name, Type: c.Type, NotNull: c.NotNull})
@@ -69,16 +73,28 @@ func (e *Engine) createSource(n *parse.CreateSource, owner string) (*Result, err
 func (e *Engine) showSources() *table {
 	t := &table{cols: []Column{{"name", types.TText}, {"connector", types.TText}, {"splits", types.TInt64},
 		{"bounded", types.TBool}, {"options", types.TText}}}
-	for _, d := range e.sortedTables(storage.KindSource) {
+	defs := e.sortedTables(storage.KindSource)
+	for _, d := range e.sortedTables(storage.KindStream) {
+		if isCDC(d) {
+			defs = append(defs, d)
+		}
+	}
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	for _, d := range defs {
 		var opts []string
 		for k, v := range d.Options {
+			if isCDC(d) && strings.EqualFold(k, "password") {
+				v = "********"
+			}
 			if k != "connector" && !strings.HasPrefix(k, "__") {
 				opts = append(opts, fmt.Sprintf("%s = '%s'", k, strings.ReplaceAll(v, "'", "''")))
 			}
 		}
 		sort.Strings(opts)
 		bounded := types.Null
-		if conn, err := exec.Connector(d); err == nil {
+		if isCDC(d) {
+			bounded = types.Boolean(false)
+		} else if conn, err := exec.Connector(d); err == nil {
 			bounded = types.Boolean(conn.Bounded())
 		}
 		t.add(str(d.Name), str(d.Options["connector"]), types.Int(int64(max(1, d.Partitions))), bounded, str(strings.Join(opts, ", ")))

@@ -248,6 +248,10 @@ func (m *blockMessages) Release() {
 // stream and returns the first offset once they are durable. All blocks
 // commit atomically, and concurrent appends share fsyncs.
 func (db *DB) AppendLog(table uint64, part uint32, recs []arrow.RecordBatch) (uint64, error) {
+	return db.appendLog(table, part, recs, nil, nil)
+}
+
+func (db *DB) appendLog(table uint64, part uint32, recs []arrow.RecordBatch, key, val []byte) (uint64, error) {
 	blocks := make([][]byte, 0, len(recs))
 	for _, r := range recs {
 		if r.NumRows() == 0 {
@@ -270,6 +274,9 @@ func (db *DB) AppendLog(table uint64, part uint32, recs []arrow.RecordBatch) (ui
 	for _, v := range blocks {
 		b.Set(logBlockKey(table, part, off), v, nil)
 		off += blockRows(v)
+	}
+	if key != nil {
+		b.Set(key, val, nil)
 	}
 	if err := db.pdb.ApplyNoSyncWait(b, pebble.Sync); err != nil {
 		pl.mu.Unlock()

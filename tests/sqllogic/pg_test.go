@@ -65,6 +65,13 @@ func (p *PG) Conn(t testing.TB) *pgx.Conn {
 // postgres OS user, since postgres refuses to run as root.
 func StartPG(t testing.TB) *PG {
 	t.Helper()
+	return StartPGConf(t)
+}
+
+// StartPGConf is StartPG with extra server settings, each "name=value"
+// (passed as -c; e.g. wal_level=logical for logical replication).
+func StartPGConf(t testing.TB, conf ...string) *PG {
+	t.Helper()
 	bin := pgBinDir()
 	for _, name := range []string{"initdb", "postgres"} {
 		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
@@ -131,9 +138,10 @@ func StartPG(t testing.TB) *PG {
 	_, port, _ := net.SplitHostPort(addr)
 	p := &PG{addr: addr, out: &outputLog{}}
 	p.launch = func() *exec.Cmd {
-		return command("postgres", "-D", data, "-p", port, "-k", sock,
+		args := []string{"-D", data, "-p", port, "-k", sock,
 			"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
-			"-c", "full_page_writes=off", "-c", "max_connections=20", "-c", "timezone=UTC")
+			"-c", "full_page_writes=off", "-c", "max_connections=20", "-c", "timezone=UTC"}
+		return command("postgres", append(args, confArgs(conf)...)...)
 	}
 	t.Cleanup(func() {
 		p.Stop(t)
@@ -143,6 +151,14 @@ func StartPG(t testing.TB) *PG {
 	})
 	p.Start(t)
 	return p
+}
+
+func confArgs(conf []string) []string {
+	var out []string
+	for _, c := range conf {
+		out = append(out, "-c", c)
+	}
+	return out
 }
 
 // Start starts the server (again, after Stop) and waits until it accepts

@@ -1,0 +1,40 @@
+package storage
+
+import (
+	"encoding/binary"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// A CDC source's position upstream (a PostgreSQL LSN) is stored with the
+// log blocks that carry the changes up to it, in one synced batch: the
+// log and the position never disagree, whatever moment the process dies.
+
+func sourcePosKey(table uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte("cdcpos/"), table)
+}
+
+// AppendLogAt is AppendLog that also records pos as the table's upstream
+// position, atomically with the blocks (recs may be empty).
+func (db *DB) AppendLogAt(table uint64, part uint32, recs []arrow.RecordBatch, pos uint64) (uint64, error) {
+	return db.appendLog(table, part, recs, sourcePosKey(table), binary.BigEndian.AppendUint64(nil, pos))
+}
+
+// SourcePos returns the table's upstream position (ok false: none stored).
+func (db *DB) SourcePos(table uint64) (uint64, bool, error) {
+	v, ok, err := db.get(sourcePosKey(table))
+	if err != nil || !ok || len(v) != 8 {
+		return 0, false, err
+	}
+	return binary.BigEndian.Uint64(v), true, nil
+}
+
+// DeleteSourcePos forgets the table's upstream position.
+func (db *DB) DeleteSourcePos(table uint64) error {
+	if err := db.pdb.Delete(sourcePosKey(table), pebble.Sync); err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	return nil
+}
