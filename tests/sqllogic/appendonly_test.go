@@ -28,6 +28,11 @@ var appendOnlyViews = map[string]string{
 		ROW_NUMBER() OVER (PARTITION BY a.id ORDER BY b.price DESC, b.ts) AS rn
 		FROM auction a JOIN bid b ON a.id = b.auction) AS t WHERE rn <= 1`,
 	"extremes": `SELECT auction, min(price), max(price), count(*) FROM bid GROUP BY auction`,
+	// Many ties at the bound: RANK and DENSE_RANK keep every tied row (this
+	// state grows with its output, so only its rows are checked).
+	"ties": `SELECT * FROM (SELECT auction, price, price % 40 AS p,
+		RANK() OVER (PARTITION BY auction ORDER BY price % 40 DESC) AS r,
+		DENSE_RANK() OVER (PARTITION BY auction ORDER BY price % 40 DESC) AS d FROM bid) AS t WHERE d <= 2`,
 }
 
 func TestAppendOnlyTopNBounded(t *testing.T) {
