@@ -453,6 +453,18 @@ func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankRes
 // the top can never return to it) and lists for writeDirty the rows whose
 // count differs from the old top's, which is what the state table holds.
 func (o *rankOp) keepTop(p *rankPart, top map[string]int64) {
+	listed := len(o.dirtyRows)
+	defer func() {
+		// state.ttl: a partition's idle clock is stored with its rows and a
+		// row touched it, so one of its rows carries the new clock (ttl.go)
+		// even when its top did not change.
+		if len(o.dirtyRows) == listed && p.touched && o.j.spec.StateTTL.micros() > 0 {
+			for enc := range top {
+				o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
+				break
+			}
+		}
+	}()
 	for enc, c := range p.top {
 		if top[enc] != c {
 			o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})

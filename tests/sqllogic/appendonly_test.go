@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Append-only inference (issue 31): over a stream that only inserts rows,
@@ -153,5 +154,36 @@ func TestAppendOnlyTopNRetracts(t *testing.T) {
 				t.Fatalf("round %d: %s differs from its batch query:\n%s\nwant\n%s", round, name, got, want)
 			}
 		}
+	}
+}
+
+// TestAppendOnlyTopNClockStored: with state.ttl, a row that does not enter
+// its partition's top (so the pruned state does not keep it) still
+// restarts the partition's idle clock, and the clock is stored: after a
+// kill -9 the partition is not expired by the clock of its older rows.
+func TestAppendOnlyTopNClockStored(t *testing.T) {
+	srv := StartServer(t, t.TempDir())
+	c := srv.Conn(t)
+	q := `SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM t) AS x WHERE rn <= 1`
+	execAll(t, c, "CREATE TABLE t (k BIGINT, v BIGINT) APPEND ONLY",
+		"CREATE MATERIALIZED VIEW top AS "+q+" WITH (state.ttl = '8s')",
+		"INSERT INTO t VALUES (1, 10)", "CHECKPOINT")
+	t0 := time.Now()
+	time.Sleep(5 * time.Second)
+	execAll(t, c, "INSERT INTO t VALUES (1, 3)", "CHECKPOINT") // below the top: dropped, but it touched key 1
+	srv.Kill9()
+	srv.Restart(t)
+	c = srv.Conn(t)
+	if d := time.Until(t0.Add(10 * time.Second)); d > 0 {
+		time.Sleep(d)
+	}
+	if time.Since(t0) > 12*time.Second {
+		t.Skipf("the restart took until %s after the first row: the test cannot tell the clocks apart", time.Since(t0))
+	}
+	// 10 s after key 1's first row, 5 s after its last: not expired, so a
+	// row below its top changes nothing (expired, it would be a new top).
+	execAll(t, c, "CHECKPOINT", "INSERT INTO t VALUES (1, 2)", "CHECKPOINT")
+	if got, want := rowSet(t, c, "SELECT * FROM top"), rowSet(t, c, q); got != want || got != "1|10" {
+		t.Fatalf("top = %q, batch %q: key 1's partition expired by the clock of its first row", got, want)
 	}
 }
