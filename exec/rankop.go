@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -64,6 +65,12 @@ type rankOp struct {
 	evictedWins map[int64][]string
 	freed       int64
 	ttl         rankTTL // state.ttl (ttl.go)
+
+	// appendOnly: the input never retracts (AppendOnly; the graph's
+	// retracts flag), so a row that falls out of a partition's top can
+	// never come back into it (every rank only grows as rows are added)
+	// and is dropped at the barrier: the state is each partition's top.
+	appendOnly bool
 }
 
 // rankRowBytes estimates the memory of a map entry besides its encoding.
@@ -122,7 +129,8 @@ type rankPart struct {
 
 func newRankOp(j *Job, n *gnode) *rankOp {
 	o := &rankOp{j: j, spec: n.rank, op: n.op, parts: map[string]*rankPart{},
-		dirty: map[string]struct{}{}, wm: NoWatermark, st: j.opState(n.op, 0, 1)}
+		dirty: map[string]struct{}{}, wm: NoWatermark, st: j.opState(n.op, 0, 1),
+		appendOnly: !n.ins[0].from.retracts && n.rank.hi >= 0}
 	o.inTs = n.ins[0].from.outTypes(n.ins[0])
 	o.outTs = o.inTs
 	if n.rank.window != nil {
@@ -185,6 +193,8 @@ func (o *rankOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 		}
 		if s > 0 {
 			p.added = append(p.added, enc)
+		} else if o.appendOnly {
+			return errRetractAppendOnly
 		} else {
 			p.full = true
 		}
@@ -200,10 +210,15 @@ func (o *rankOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 			delete(rows, enc)
 			o.bytes -= rankRowBytes + int64(len(enc))
 		}
-		o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
+		if !o.appendOnly { // append-only: applyResult lists what changed in the top
+			o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
+		}
 	}
 	return nil
 }
+
+// errRetractAppendOnly: the inference that the input only inserts was wrong.
+var errRetractAppendOnly = sqlerr.New(sqlerr.Internal, "exec: a retraction reached a top-N whose input was inferred append-only")
 
 // barrier emits, for each partition that changed, the difference between
 // its new top rows and those it emitted, and writes the changed rows.
@@ -310,8 +325,9 @@ func (o *rankOp) evict(committed uint64) {
 			continue
 		}
 		if k == "" {
-			// The one partition of ORDER BY ... LIMIT: keep its top only.
-			if o.spec.hi >= 0 && int64(len(p.rows)) > 4*o.spec.hi+rankPreselectMin {
+			// The one partition of ORDER BY ... LIMIT: keep its top only
+			// (an append-only input's partition holds only its top).
+			if !o.appendOnly && o.spec.hi >= 0 && int64(len(p.rows)) > 4*o.spec.hi+rankPreselectMin {
 				o.bytes -= mapBytes(p.rows)
 				p.rows, p.thin, p.delta = nil, true, map[string]int64{}
 				o.spilled = true
@@ -389,6 +405,7 @@ func (o *rankOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*rankPar
 	p.outBytes = mapBytes(p.out) + mapBytes(p.top)
 	o.bytes += mapBytes(rows) + p.outBytes + rankRowBytes + int64(len(key))
 	o.parts[key] = p
+	o.pruneLoaded(p)
 	return p, nil
 }
 
@@ -401,6 +418,9 @@ func (o *rankOp) keyHash(key string) uint64 { return encodedKeyHash(key, exprTyp
 func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankResult) error {
 	p := o.parts[k]
 	next, top := res.out, res.top
+	if o.appendOnly {
+		o.keepTop(p, top)
+	}
 	p.top, p.added, p.full = top, p.added[:0], false
 	for enc, c := range p.out {
 		for d := next[enc]; d < c; d++ {
@@ -427,6 +447,62 @@ func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankRes
 		}
 	}
 	return nil
+}
+
+// keepTop makes an append-only partition's rows its new top (a row out of
+// the top can never return to it) and lists for writeDirty the rows whose
+// count differs from the old top's, which is what the state table holds.
+func (o *rankOp) keepTop(p *rankPart, top map[string]int64) {
+	listed := len(o.dirtyRows)
+	defer func() {
+		// state.ttl: a partition's idle clock is stored with its rows and a
+		// row touched it, so one of its rows carries the new clock (ttl.go)
+		// even when its top did not change.
+		if len(o.dirtyRows) == listed && p.touched && o.j.spec.StateTTL.micros() > 0 {
+			for enc := range top {
+				o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
+				break
+			}
+		}
+	}()
+	for enc, c := range p.top {
+		if top[enc] != c {
+			o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
+		}
+	}
+	for enc, c := range top {
+		if p.top[enc] != c {
+			o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
+		}
+	}
+	for enc, c := range p.rows {
+		if t := top[enc]; t == 0 {
+			delete(p.rows, enc)
+			o.bytes -= rankRowBytes + int64(len(enc))
+		} else if t != c {
+			p.rows[enc] = t
+		}
+	}
+}
+
+// pruneLoaded drops the rows of an append-only partition read back from the
+// state table that are not in its top (state written before the input was
+// known to be append-only), deleting them at the next barrier.
+func (o *rankOp) pruneLoaded(p *rankPart) {
+	if !o.appendOnly {
+		return
+	}
+	for enc, c := range p.rows {
+		if t := p.top[enc]; t != c {
+			o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
+			if t == 0 {
+				delete(p.rows, enc)
+				o.bytes -= rankRowBytes + int64(len(enc))
+			} else {
+				p.rows[enc] = t
+			}
+		}
+	}
 }
 
 // writeDirty writes the state of the rows changed in the epoch as one
@@ -748,6 +824,7 @@ func (o *rankOp) load(inst, par int) error {
 			p.out, p.top = results[i].out, results[i].top
 			p.outBytes = mapBytes(p.out) + mapBytes(p.top)
 			o.bytes += p.outBytes
+			o.pruneLoaded(p)
 		}
 		batch, inputs, size = batch[:0], inputs[:0], 0
 	}

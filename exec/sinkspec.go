@@ -82,18 +82,26 @@ func SinkKeyCols(view *storage.TableDef, p Plan) []int {
 	return out
 }
 
-// AppendOnly reports whether a view's plan only ever inserts rows: scans of
-// streams and sources under filters, projections and unions.
+// AppendOnly reports whether a plan's output only ever inserts rows, as a
+// continuous query runs it (compile's retracts flags, graph.go): scans of
+// streams without a key and of sources, under filters without now(),
+// projections, HOP and ORDER BY without a limit; inner joins and unions of
+// append-only inputs. Aggregates, top-N, outer joins, temporal filters and
+// reads of views retract.
 func AppendOnly(p Plan) bool {
 	switch n := p.(type) {
 	case *ScanStream:
 		return n.Table.Kind == storage.KindStream && !Keyed(n.Table) || n.Table.Kind == storage.KindSource
 	case *Filter:
-		return AppendOnly(n.In)
+		return !hasNow(n.Pred) && AppendOnly(n.In)
 	case *Project:
 		return AppendOnly(n.In)
 	case *Hop:
 		return AppendOnly(n.In)
+	case *Sort:
+		return n.Limit < 0 && AppendOnly(n.In)
+	case *HashJoin:
+		return n.Kind == JoinInner && AppendOnly(n.Left) && AppendOnly(n.Right)
 	case *Union:
 		for _, in := range n.Ins {
 			if !AppendOnly(in) {

@@ -141,7 +141,7 @@ func TestRankJoinSnapshotReuse(t *testing.T) {
 		w := &Window{In: &Batches{Ts: ts}, PartitionBy: []expr.Expr{k}, OrderBy: []SortKey{{E: v, Desc: true}},
 			Funcs: []WindowFunc{{Kind: WinRowNumber, T: types.TInt64}}}
 		spec := &rankSpec{window: w, partition: w.PartitionBy, order: w.OrderBy, hi: 3}
-		in := &gedge{from: &gnode{kind: nSource}, stages: []Plan{&Batches{Ts: ts}}}
+		in := &gedge{from: &gnode{kind: nSource, retracts: true}, stages: []Plan{&Batches{Ts: ts}}}
 		op := newRankOp(j, &gnode{kind: nRank, rank: spec, ins: []*gedge{in}})
 		op.out = out
 		ectx := j.exprCtx()

@@ -636,7 +636,7 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 		for _, a := range p.Aggs {
 			aggs = append(aggs, aggString(a))
 		}
-		line("HashAggregate keys=[%s] aggs=[%s]", exprList(p.Keys), strings.Join(aggs, ", "))
+		line("HashAggregate keys=[%s] aggs=[%s]%s", exprList(p.Keys), strings.Join(aggs, ", "), appendOnlyInput(p.In))
 		explain(b, p.In, depth+1)
 	case *exec.SessionAgg:
 		var aggs []string
@@ -651,7 +651,7 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 		if p.Residual != nil {
 			res = " residual=" + p.Residual.String()
 		}
-		line("HashJoin %s left=[%s] right=[%s]%s", kind, exprList(p.LeftKeys), exprList(p.RightKeys), res)
+		line("HashJoin %s left=[%s] right=[%s]%s%s", kind, exprList(p.LeftKeys), exprList(p.RightKeys), res, appendOnlySides(p))
 		explain(b, p.Left, depth+1)
 		explain(b, p.Right, depth+1)
 	case *exec.Sort:
@@ -664,7 +664,7 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 			keys = append(keys, s)
 		}
 		if p.Limit >= 0 {
-			line("TopN %d [%s]", p.Limit, strings.Join(keys, ", "))
+			line("TopN %d [%s]%s", p.Limit, strings.Join(keys, ", "), appendOnlyInput(p.In))
 		} else {
 			line("Sort [%s]", strings.Join(keys, ", "))
 		}
@@ -677,7 +677,7 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 		for _, f := range p.Funcs {
 			funcs = append(funcs, winFuncString(f))
 		}
-		line("Window partition=[%s] order=[%s] funcs=[%s]", exprList(p.PartitionBy), sortKeyList(p.OrderBy), strings.Join(funcs, ", "))
+		line("Window partition=[%s] order=[%s] funcs=[%s]%s", exprList(p.PartitionBy), sortKeyList(p.OrderBy), strings.Join(funcs, ", "), appendOnlyInput(p.In))
 		explain(b, p.In, depth+1)
 	case *exec.SingleRow:
 		line("SingleRow")
@@ -705,6 +705,30 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 			explain(b, in, depth+1)
 		}
 	}
+}
+
+// appendOnlyInput marks a stateful operator whose input only inserts rows
+// (exec.AppendOnly): run continuously, a top-N keeps only each partition's
+// top rows and min/max only each group's extreme.
+func appendOnlyInput(in exec.Plan) string {
+	if exec.AppendOnly(in) {
+		return " input=append-only"
+	}
+	return ""
+}
+
+// appendOnlySides marks the sides of a join that only insert rows.
+func appendOnlySides(j *exec.HashJoin) string {
+	l, r := exec.AppendOnly(j.Left), exec.AppendOnly(j.Right)
+	switch {
+	case l && r:
+		return " append-only=left,right"
+	case l:
+		return " append-only=left"
+	case r:
+		return " append-only=right"
+	}
+	return ""
 }
 
 func aggString(a exec.AggSpec) string {

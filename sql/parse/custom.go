@@ -270,10 +270,19 @@ func (p *parser) createTable() (*CreateTable, error) {
 	if err := p.expectOp(")"); err != nil {
 		return nil, err
 	}
+	// APPEND ONLY (as RisingWave has it) declares what a table without a
+	// key already is, so nothing needs to remember it; with a key the
+	// table would be a changelog, so the two together are refused.
+	aoTok := p.at()
+	appendOnly := p.accept("append", "only")
 	if p.accept("with") {
 		if ct.With, err = p.options(); err != nil {
 			return nil, err
 		}
+	}
+	if appendOnly && ct.PrimaryKey != nil {
+		return nil, p.positioned(sqlerr.New(sqlerr.InvalidTableDefinition,
+			"an APPEND ONLY table cannot have a PRIMARY KEY: a key makes it a changelog table, whose rows UPDATE and DELETE change"), aoTok)
 	}
 	if ct.WatermarkCol != "" {
 		found := false
