@@ -40,7 +40,7 @@ const (
 // catalogTypes are the types pg_type lists: every column type streamdb has.
 var catalogTypes = []types.T{types.TBool, types.TInt16, types.TInt32, types.TInt64, types.TFloat32,
 	types.TFloat64, types.TNumeric, types.TText, {Kind: types.Text, Prec: 1}, types.TTimestamp,
-	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray, types.TJSON, types.TJSONB}
+	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray, types.TJSON, types.TJSONB, types.TUUID}
 
 type catCol struct {
 	name string
@@ -299,7 +299,7 @@ func typeLen(t types.T) int64 {
 		return 4
 	case types.Int64, types.Float64, types.Timestamp:
 		return 8
-	case types.Interval:
+	case types.Interval, types.UUID:
 		return 16
 	}
 	return -1

@@ -189,6 +189,8 @@ func DecodeType(s string) (T, bool) {
 		return TJSON, true
 	case "jsonb":
 		return TJSONB, true
+	case "uuid":
+		return TUUID, true
 	case "smallint[]":
 		return IntArray(Int16), true
 	case "integer[]":

@@ -21,6 +21,7 @@ import (
 //	interval    int64 microseconds, int32 days, int32 months
 //	json        the text
 //	jsonb       a version byte (1), then the text
+//	uuid        the 16 bytes
 
 // pgEpochDays is 2000-01-01, PostgreSQL's epoch, in days since 1970-01-01.
 const pgEpochDays = 10957
@@ -82,6 +83,8 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 		return appendTextArrayBinary(buf, d.A)
 	case Record:
 		return appendRecordBinary(buf, d, t)
+	case UUID:
+		return appendUUIDBinary(buf, d.S)
 	case JSONB:
 		buf = append(buf, 1) // jsonb_send: version 1, then the text
 	}
@@ -229,6 +232,9 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 	}
 	if t.Kind == Record {
 		return Null, errRecordInput()
+	}
+	if t.Kind == UUID {
+		return parseUUIDBinary(b)
 	}
 	if t.Kind == JSONB {
 		if len(b) == 0 || b[0] != 1 {

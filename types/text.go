@@ -77,6 +77,8 @@ func ParseText(s string, t T) (Datum, error) {
 		return Null, errRecordInput()
 	case JSON, JSONB:
 		return parseJSONDatum(s, t)
+	case UUID:
+		return parseUUID(s)
 	}
 	return Str(s), nil
 }
@@ -118,7 +120,7 @@ func AppendText(buf []byte, d Datum, t T) []byte {
 
 // TextOf returns d's PostgreSQL text output.
 func TextOf(d Datum, t T) string {
-	if t.Kind == Text || t.Kind == Unknown || t.Kind == JSON || t.Kind == JSONB {
+	if t.Kind == Text || t.Kind == Unknown || t.Kind == JSON || t.Kind == JSONB || t.Kind == UUID {
 		return d.S
 	}
 	var tmp [64]byte

@@ -14,6 +14,7 @@
 //	INTERVAL                              arrow MonthDayNanoInterval
 //	TEXT[]                                arrow List<String> (elements may be NULL)
 //	JSON, JSONB                           arrow String: json's text as written, jsonb's canonical text (json.go)
+//	UUID                                  arrow String: the canonical text (uuid.go)
 //	RECORD                                arrow Struct of its fields' layouts (record.go)
 package types
 
@@ -44,6 +45,7 @@ const (
 	Record    // an anonymous composite (record.go): Prec indexes its fields
 	JSON      // json: its input text, validated (json.go)
 	JSONB     // jsonb: its canonical text (json.go)
+	UUID      // uuid: its canonical lowercase text (uuid.go)
 )
 
 // UnconstrainedScale is the storage scale of NUMERIC without a declared scale.
@@ -80,6 +82,7 @@ var (
 	TTextArray   = T{Kind: TextArray}
 	TJSON        = T{Kind: JSON}
 	TJSONB       = T{Kind: JSONB}
+	TUUID        = T{Kind: UUID}
 )
 
 // NumericOf returns NUMERIC(prec, scale).
@@ -120,7 +123,7 @@ func (t T) Physical() Physical {
 		return PhysFloat64
 	case Numeric:
 		return PhysDecimal
-	case Text, JSON, JSONB:
+	case Text, JSON, JSONB, UUID:
 		return PhysString
 	case Interval:
 		return PhysInterval
@@ -177,6 +180,7 @@ const (
 	OIDInt8Array   = 1016
 	OIDJSON        = 114
 	OIDJSONB       = 3802
+	OIDUUID        = 2950
 )
 
 // OID returns the PostgreSQL type OID of t.
@@ -226,6 +230,8 @@ func (t T) OID() uint32 {
 		return OIDJSON
 	case JSONB:
 		return OIDJSONB
+	case UUID:
+		return OIDUUID
 	}
 	return OIDText // untyped literals are sent as text, as PostgreSQL does
 }
@@ -263,6 +269,8 @@ func FromOID(oid uint32) (T, bool) {
 		return TJSON, true
 	case OIDJSONB:
 		return TJSONB, true
+	case OIDUUID:
+		return TUUID, true
 	case 0, OIDUnknown:
 		return TUnknown, true
 	}
@@ -280,7 +288,7 @@ func (t T) Size() int16 {
 		return 4
 	case Int64, Float64, Timestamp:
 		return 8
-	case Interval:
+	case Interval, UUID:
 		return 16
 	}
 	return -1
@@ -342,6 +350,8 @@ func (t T) String() string {
 		return "json"
 	case JSONB:
 		return "jsonb"
+	case UUID:
+		return "uuid"
 	}
 	return "unknown"
 }

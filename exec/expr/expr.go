@@ -68,6 +68,7 @@ type Cast struct {
 //	"coalesce"                   all args of T
 //	"nullif"                     both args of T
 //	"now"                        no args; Ctx.Now
+//	"gen_random_uuid"            no args; a random UUID per row (volatile)
 //	"date_trunc"                 Text unit, Timestamp (or Date cast to Timestamp)
 //	"extract"                    Text field, Timestamp/Date/Interval → Numeric (PostgreSQL 14+)
 //	"tumble_start","tumble_end"  Timestamp, Interval → Timestamp

@@ -89,6 +89,8 @@ func pgTypeName(t types.T) string {
 		return "json"
 	case types.JSONB:
 		return "jsonb"
+	case types.UUID:
+		return "uuid"
 	}
 	return "?column?"
 }

@@ -103,6 +103,8 @@ func TypeFromName(name string, mods []int) (types.T, error) {
 		t = types.TJSON
 	case "jsonb":
 		t = types.TJSONB
+	case "uuid":
+		t = types.TUUID
 	default:
 		return t, sqlerr.New(sqlerr.UndefinedObject, "type %q does not exist", name)
 	}
