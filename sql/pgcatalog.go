@@ -40,7 +40,7 @@ const (
 // catalogTypes are the types pg_type lists: every column type streamdb has.
 var catalogTypes = []types.T{types.TBool, types.TInt16, types.TInt32, types.TInt64, types.TFloat32,
 	types.TFloat64, types.TNumeric, types.TText, {Kind: types.Text, Prec: 1}, types.TTimestamp,
-	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray, types.TJSON, types.TJSONB, types.TUUID}
+	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray, types.TJSON, types.TJSONB, types.TUUID, types.TBytea}
 
 type catCol struct {
 	name string

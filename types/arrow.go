@@ -191,6 +191,8 @@ func DecodeType(s string) (T, bool) {
 		return TJSONB, true
 	case "uuid":
 		return TUUID, true
+	case "bytea":
+		return TBytea, true
 	case "smallint[]":
 		return IntArray(Int16), true
 	case "integer[]":

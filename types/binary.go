@@ -22,6 +22,7 @@ import (
 //	json        the text
 //	jsonb       a version byte (1), then the text
 //	uuid        the 16 bytes
+//	bytea       the bytes
 
 // pgEpochDays is 2000-01-01, PostgreSQL's epoch, in days since 1970-01-01.
 const pgEpochDays = 10957
@@ -235,6 +236,9 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 	}
 	if t.Kind == UUID {
 		return parseUUIDBinary(b)
+	}
+	if t.Kind == Bytea {
+		return Str(string(b)), nil
 	}
 	if t.Kind == JSONB {
 		if len(b) == 0 || b[0] != 1 {

@@ -79,6 +79,8 @@ func ParseText(s string, t T) (Datum, error) {
 		return parseJSONDatum(s, t)
 	case UUID:
 		return parseUUID(s)
+	case Bytea:
+		return parseBytea(s)
 	}
 	return Str(s), nil
 }
@@ -114,6 +116,8 @@ func AppendText(buf []byte, d Datum, t T) []byte {
 		return AppendTextArray(buf, d.A)
 	case Record:
 		return appendRecordText(buf, d, t)
+	case Bytea:
+		return appendByteaHex(buf, d.S)
 	}
 	return append(buf, d.S...)
 }

@@ -15,6 +15,7 @@
 //	TEXT[]                                arrow List<String> (elements may be NULL)
 //	JSON, JSONB                           arrow String: json's text as written, jsonb's canonical text (json.go)
 //	UUID                                  arrow String: the canonical text (uuid.go)
+//	BYTEA                                 arrow String: the bytes (bytea.go)
 //	RECORD                                arrow Struct of its fields' layouts (record.go)
 package types
 
@@ -46,6 +47,7 @@ const (
 	JSON      // json: its input text, validated (json.go)
 	JSONB     // jsonb: its canonical text (json.go)
 	UUID      // uuid: its canonical lowercase text (uuid.go)
+	Bytea     // bytea: its bytes (bytea.go)
 )
 
 // UnconstrainedScale is the storage scale of NUMERIC without a declared scale.
@@ -83,6 +85,7 @@ var (
 	TJSON        = T{Kind: JSON}
 	TJSONB       = T{Kind: JSONB}
 	TUUID        = T{Kind: UUID}
+	TBytea       = T{Kind: Bytea}
 )
 
 // NumericOf returns NUMERIC(prec, scale).
@@ -123,7 +126,7 @@ func (t T) Physical() Physical {
 		return PhysFloat64
 	case Numeric:
 		return PhysDecimal
-	case Text, JSON, JSONB, UUID:
+	case Text, JSON, JSONB, UUID, Bytea:
 		return PhysString
 	case Interval:
 		return PhysInterval
@@ -181,6 +184,7 @@ const (
 	OIDJSON        = 114
 	OIDJSONB       = 3802
 	OIDUUID        = 2950
+	OIDBytea       = 17
 )
 
 // OID returns the PostgreSQL type OID of t.
@@ -232,6 +236,8 @@ func (t T) OID() uint32 {
 		return OIDJSONB
 	case UUID:
 		return OIDUUID
+	case Bytea:
+		return OIDBytea
 	}
 	return OIDText // untyped literals are sent as text, as PostgreSQL does
 }
@@ -271,6 +277,8 @@ func FromOID(oid uint32) (T, bool) {
 		return TJSONB, true
 	case OIDUUID:
 		return TUUID, true
+	case OIDBytea:
+		return TBytea, true
 	case 0, OIDUnknown:
 		return TUnknown, true
 	}
@@ -352,6 +360,8 @@ func (t T) String() string {
 		return "jsonb"
 	case UUID:
 		return "uuid"
+	case Bytea:
+		return "bytea"
 	}
 	return "unknown"
 }

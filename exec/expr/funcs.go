@@ -75,6 +75,8 @@ func kernelFor(e *Func) (kernel, error) {
 		k = lowerKernel(e.Name == "upper", e.T)
 	case "length":
 		k = lengthKernel
+	case "octet_length":
+		k = octetLengthKernel
 	case "substr":
 		k, lo, hi = substrKernel(e.T), 2, 3
 	case "concat":

@@ -164,7 +164,7 @@ func aggType(name string, arg expr.Expr) (types.T, error) {
 	case "count":
 		return types.TInt64, nil
 	case "min", "max":
-		if t.Kind != types.Bool && t.Kind != types.JSON && t.Kind != types.JSONB && t.Kind != types.UUID { // PostgreSQL 15 has no min(uuid)
+		if t.Kind != types.Bool && t.Kind != types.JSON && t.Kind != types.JSONB && t.Kind != types.UUID && t.Kind != types.Bytea { // PostgreSQL 15 has no min(uuid), min(bytea)
 			return t, nil
 		}
 	case "sum":

@@ -91,6 +91,8 @@ func pgTypeName(t types.T) string {
 		return "jsonb"
 	case types.UUID:
 		return "uuid"
+	case types.Bytea:
+		return "bytea"
 	}
 	return "?column?"
 }

@@ -105,6 +105,8 @@ func TypeFromName(name string, mods []int) (types.T, error) {
 		t = types.TJSONB
 	case "uuid":
 		t = types.TUUID
+	case "bytea":
+		t = types.TBytea
 	default:
 		return t, sqlerr.New(sqlerr.UndefinedObject, "type %q does not exist", name)
 	}
