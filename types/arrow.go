@@ -193,6 +193,8 @@ func DecodeType(s string) (T, bool) {
 		return TUUID, true
 	case "bytea":
 		return TBytea, true
+	case "time without time zone":
+		return TTime, true
 	case "smallint[]":
 		return IntArray(Int16), true
 	case "integer[]":

@@ -81,6 +81,9 @@ func ParseText(s string, t T) (Datum, error) {
 		return parseUUID(s)
 	case Bytea:
 		return parseBytea(s)
+	case Time:
+		v, err := parseTime(s)
+		return Int(v), err
 	}
 	return Str(s), nil
 }
@@ -118,6 +121,8 @@ func AppendText(buf []byte, d Datum, t T) []byte {
 		return appendRecordText(buf, d, t)
 	case Bytea:
 		return appendByteaHex(buf, d.S)
+	case Time:
+		return appendTime(buf, d.I)
 	}
 	return append(buf, d.S...)
 }

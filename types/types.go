@@ -16,6 +16,7 @@
 //	JSON, JSONB                           arrow String: json's text as written, jsonb's canonical text (json.go)
 //	UUID                                  arrow String: the canonical text (uuid.go)
 //	BYTEA                                 arrow String: the bytes (bytea.go)
+//	TIME                                  arrow Int64: microseconds since midnight (timeofday.go)
 //	RECORD                                arrow Struct of its fields' layouts (record.go)
 package types
 
@@ -48,6 +49,7 @@ const (
 	JSONB     // jsonb: its canonical text (json.go)
 	UUID      // uuid: its canonical lowercase text (uuid.go)
 	Bytea     // bytea: its bytes (bytea.go)
+	Time      // time without time zone: microseconds since midnight (timeofday.go)
 )
 
 // UnconstrainedScale is the storage scale of NUMERIC without a declared scale.
@@ -86,6 +88,7 @@ var (
 	TJSONB       = T{Kind: JSONB}
 	TUUID        = T{Kind: UUID}
 	TBytea       = T{Kind: Bytea}
+	TTime        = T{Kind: Time}
 )
 
 // NumericOf returns NUMERIC(prec, scale).
@@ -120,7 +123,7 @@ func (t T) Physical() Physical {
 	switch t.Kind {
 	case Bool:
 		return PhysBool
-	case Int16, Int32, Int64, Timestamp, Date:
+	case Int16, Int32, Int64, Timestamp, Date, Time:
 		return PhysInt64
 	case Float32, Float64:
 		return PhysFloat64
@@ -185,6 +188,7 @@ const (
 	OIDJSONB       = 3802
 	OIDUUID        = 2950
 	OIDBytea       = 17
+	OIDTime        = 1083
 )
 
 // OID returns the PostgreSQL type OID of t.
@@ -238,6 +242,8 @@ func (t T) OID() uint32 {
 		return OIDUUID
 	case Bytea:
 		return OIDBytea
+	case Time:
+		return OIDTime
 	}
 	return OIDText // untyped literals are sent as text, as PostgreSQL does
 }
@@ -279,6 +285,8 @@ func FromOID(oid uint32) (T, bool) {
 		return TUUID, true
 	case OIDBytea:
 		return TBytea, true
+	case OIDTime:
+		return TTime, true
 	case 0, OIDUnknown:
 		return TUnknown, true
 	}
@@ -294,7 +302,7 @@ func (t T) Size() int16 {
 		return 2
 	case Int32, Float32, Date:
 		return 4
-	case Int64, Float64, Timestamp:
+	case Int64, Float64, Timestamp, Time:
 		return 8
 	case Interval, UUID:
 		return 16
@@ -362,6 +370,8 @@ func (t T) String() string {
 		return "uuid"
 	case Bytea:
 		return "bytea"
+	case Time:
+		return "time without time zone"
 	}
 	return "unknown"
 }

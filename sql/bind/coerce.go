@@ -93,6 +93,8 @@ func pgTypeName(t types.T) string {
 		return "uuid"
 	case types.Bytea:
 		return "bytea"
+	case types.Time:
+		return "time"
 	}
 	return "?column?"
 }

@@ -144,6 +144,9 @@ func (b *Binder) arithOp(op string, l, r expr.Expr) (expr.Expr, error) {
 		}
 	}
 	lk, rk := lt.Kind, rt.Kind
+	if lk == types.Time || rk == types.Time {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "arithmetic on time is not supported")
+	}
 	switch {
 	case lk == types.Timestamp && rk == types.Interval && (op == "+" || op == "-"):
 		return call(op, lt, l, r), nil // timestamptz stays timestamptz
