@@ -80,6 +80,7 @@ func TestTypesPG(t *testing.T) {
 		"SELECT '\\x0A0b'::bytea, '\\x 0a 0B	'::bytea, 'a\\\\b\\001\\377'::bytea, ''::bytea, 'café'::bytea, '\\x'::bytea::text, 'ab'::text::bytea",
 		"SELECT b::varchar(4), b::text::bytea = b FROM ty",
 		"SELECT id, tm, tm::text, tm::interval, tm::varchar(5) FROM ty",
+		"SELECT TIME '04:05:06', time without time zone '1:2', uuid 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', bytea '\\x01ff', CAST('12:00' AS time)",
 		"SELECT tm, count(*) FROM ty GROUP BY tm",
 		"SELECT min(tm), max(tm), count(DISTINCT tm) FROM ty",
 		"SELECT count(*) FROM ty x, ty y WHERE x.tm < y.tm",
