@@ -40,7 +40,7 @@ const (
 // catalogTypes are the types pg_type lists: every column type streamdb has.
 var catalogTypes = []types.T{types.TBool, types.TInt16, types.TInt32, types.TInt64, types.TFloat32,
 	types.TFloat64, types.TNumeric, types.TText, {Kind: types.Text, Prec: 1}, types.TTimestamp,
-	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray, types.TJSON, types.TJSONB}
+	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray, types.TJSON, types.TJSONB, types.TUUID, types.TBytea, types.TTime}
 
 type catCol struct {
 	name string
@@ -297,9 +297,9 @@ func typeLen(t types.T) int64 {
 		return 2
 	case types.Int32, types.Float32, types.Date:
 		return 4
-	case types.Int64, types.Float64, types.Timestamp:
+	case types.Int64, types.Float64, types.Timestamp, types.Time:
 		return 8
-	case types.Interval:
+	case types.Interval, types.UUID:
 		return 16
 	}
 	return -1
@@ -398,7 +398,7 @@ func typeCategory(t types.T) string {
 		return "N"
 	case t.Kind == types.Text:
 		return "S"
-	case t.Kind == types.Timestamp || t.Kind == types.Date:
+	case t.Kind == types.Timestamp || t.Kind == types.Date || t.Kind == types.Time:
 		return "D"
 	case t.Kind == types.Interval:
 		return "T"

@@ -189,6 +189,12 @@ func DecodeType(s string) (T, bool) {
 		return TJSON, true
 	case "jsonb":
 		return TJSONB, true
+	case "uuid":
+		return TUUID, true
+	case "bytea":
+		return TBytea, true
+	case "time without time zone":
+		return TTime, true
 	case "smallint[]":
 		return IntArray(Int16), true
 	case "integer[]":

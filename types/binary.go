@@ -21,6 +21,9 @@ import (
 //	interval    int64 microseconds, int32 days, int32 months
 //	json        the text
 //	jsonb       a version byte (1), then the text
+//	uuid        the 16 bytes
+//	bytea       the bytes
+//	time        int64 microseconds since midnight
 
 // pgEpochDays is 2000-01-01, PostgreSQL's epoch, in days since 1970-01-01.
 const pgEpochDays = 10957
@@ -46,7 +49,7 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 		return binary.BigEndian.AppendUint16(buf, uint16(d.I))
 	case Int32:
 		return binary.BigEndian.AppendUint32(buf, uint32(d.I))
-	case Int64:
+	case Int64, Time:
 		return binary.BigEndian.AppendUint64(buf, uint64(d.I))
 	case Float32:
 		return binary.BigEndian.AppendUint32(buf, math.Float32bits(float32(d.F)))
@@ -82,6 +85,8 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 		return appendTextArrayBinary(buf, d.A)
 	case Record:
 		return appendRecordBinary(buf, d, t)
+	case UUID:
+		return appendUUIDBinary(buf, d.S)
 	case JSONB:
 		buf = append(buf, 1) // jsonb_send: version 1, then the text
 	}
@@ -172,7 +177,7 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 		want = 2
 	case Int32, Float32, Date:
 		want = 4
-	case Int64, Float64, Timestamp:
+	case Int64, Float64, Timestamp, Time:
 		want = 8
 	case Interval:
 		want = 16
@@ -189,6 +194,12 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 		return Int(int64(int32(binary.BigEndian.Uint32(b)))), nil
 	case Int64:
 		return Int(int64(binary.BigEndian.Uint64(b))), nil
+	case Time: // time_recv checks the range
+		v := int64(binary.BigEndian.Uint64(b))
+		if v < 0 || v > usPerDayTime {
+			return Null, sqlerr.New(sqlerr.DatetimeFieldOverflow, "time out of range")
+		}
+		return Int(v), nil
 	case Float32:
 		return Float(float64(math.Float32frombits(binary.BigEndian.Uint32(b)))), nil
 	case Float64:
@@ -229,6 +240,12 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 	}
 	if t.Kind == Record {
 		return Null, errRecordInput()
+	}
+	if t.Kind == UUID {
+		return parseUUIDBinary(b)
+	}
+	if t.Kind == Bytea {
+		return Str(string(b)), nil
 	}
 	if t.Kind == JSONB {
 		if len(b) == 0 || b[0] != 1 {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
 	"github.com/streamdb/streamdb/sqlerr"
@@ -27,7 +28,11 @@ func CanCast(from, to T) bool {
 	}
 	switch from.Kind {
 	case Timestamp:
-		return to.Kind == Date
+		return to.Kind == Date || to.Kind == Time
+	case Time:
+		return to.Kind == Interval
+	case Interval:
+		return to.Kind == Time
 	case Date:
 		return to.Kind == Timestamp
 	case Bool:
@@ -119,6 +124,19 @@ func castDatum(d Datum, from, to T, explicit bool) (Datum, error) {
 			return Int(DateNegInfinity), nil
 		}
 		return Int(floorDiv64(d.I, usPerDay)), nil
+	case from.Kind == Timestamp && to.Kind == Time:
+		if isInfiniteTS(d.I) {
+			return Null, nil // timestamp_time: an infinite timestamp has no time
+		}
+		return Int(d.I - floorDiv64(d.I, usPerDay)*usPerDay), nil
+	case from.Kind == Time && to.Kind == Interval:
+		return Datum{IV: arrow.MonthDayNanoInterval{Nanoseconds: d.I * 1000}}, nil
+	case from.Kind == Interval && to.Kind == Time: // the time part, modulo a day
+		us := d.IV.Nanoseconds / 1000 % usPerDay
+		if us < 0 {
+			us += usPerDay
+		}
+		return Int(us), nil
 	case from.Kind == Date && to.Kind == Timestamp:
 		switch {
 		case d.I >= DateInfinity:

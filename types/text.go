@@ -77,6 +77,13 @@ func ParseText(s string, t T) (Datum, error) {
 		return Null, errRecordInput()
 	case JSON, JSONB:
 		return parseJSONDatum(s, t)
+	case UUID:
+		return parseUUID(s)
+	case Bytea:
+		return parseBytea(s)
+	case Time:
+		v, err := parseTime(s)
+		return Int(v), err
 	}
 	return Str(s), nil
 }
@@ -112,13 +119,17 @@ func AppendText(buf []byte, d Datum, t T) []byte {
 		return AppendTextArray(buf, d.A)
 	case Record:
 		return appendRecordText(buf, d, t)
+	case Bytea:
+		return appendByteaHex(buf, d.S)
+	case Time:
+		return appendTime(buf, d.I)
 	}
 	return append(buf, d.S...)
 }
 
 // TextOf returns d's PostgreSQL text output.
 func TextOf(d Datum, t T) string {
-	if t.Kind == Text || t.Kind == Unknown || t.Kind == JSON || t.Kind == JSONB {
+	if t.Kind == Text || t.Kind == Unknown || t.Kind == JSON || t.Kind == JSONB || t.Kind == UUID {
 		return d.S
 	}
 	var tmp [64]byte

@@ -14,6 +14,9 @@
 //	INTERVAL                              arrow MonthDayNanoInterval
 //	TEXT[]                                arrow List<String> (elements may be NULL)
 //	JSON, JSONB                           arrow String: json's text as written, jsonb's canonical text (json.go)
+//	UUID                                  arrow String: the canonical text (uuid.go)
+//	BYTEA                                 arrow String: the bytes (bytea.go)
+//	TIME                                  arrow Int64: microseconds since midnight (timeofday.go)
 //	RECORD                                arrow Struct of its fields' layouts (record.go)
 package types
 
@@ -44,6 +47,9 @@ const (
 	Record    // an anonymous composite (record.go): Prec indexes its fields
 	JSON      // json: its input text, validated (json.go)
 	JSONB     // jsonb: its canonical text (json.go)
+	UUID      // uuid: its canonical lowercase text (uuid.go)
+	Bytea     // bytea: its bytes (bytea.go)
+	Time      // time without time zone: microseconds since midnight (timeofday.go)
 )
 
 // UnconstrainedScale is the storage scale of NUMERIC without a declared scale.
@@ -80,6 +86,9 @@ var (
 	TTextArray   = T{Kind: TextArray}
 	TJSON        = T{Kind: JSON}
 	TJSONB       = T{Kind: JSONB}
+	TUUID        = T{Kind: UUID}
+	TBytea       = T{Kind: Bytea}
+	TTime        = T{Kind: Time}
 )
 
 // NumericOf returns NUMERIC(prec, scale).
@@ -114,13 +123,13 @@ func (t T) Physical() Physical {
 	switch t.Kind {
 	case Bool:
 		return PhysBool
-	case Int16, Int32, Int64, Timestamp, Date:
+	case Int16, Int32, Int64, Timestamp, Date, Time:
 		return PhysInt64
 	case Float32, Float64:
 		return PhysFloat64
 	case Numeric:
 		return PhysDecimal
-	case Text, JSON, JSONB:
+	case Text, JSON, JSONB, UUID, Bytea:
 		return PhysString
 	case Interval:
 		return PhysInterval
@@ -177,6 +186,9 @@ const (
 	OIDInt8Array   = 1016
 	OIDJSON        = 114
 	OIDJSONB       = 3802
+	OIDUUID        = 2950
+	OIDBytea       = 17
+	OIDTime        = 1083
 )
 
 // OID returns the PostgreSQL type OID of t.
@@ -226,6 +238,12 @@ func (t T) OID() uint32 {
 		return OIDJSON
 	case JSONB:
 		return OIDJSONB
+	case UUID:
+		return OIDUUID
+	case Bytea:
+		return OIDBytea
+	case Time:
+		return OIDTime
 	}
 	return OIDText // untyped literals are sent as text, as PostgreSQL does
 }
@@ -263,6 +281,12 @@ func FromOID(oid uint32) (T, bool) {
 		return TJSON, true
 	case OIDJSONB:
 		return TJSONB, true
+	case OIDUUID:
+		return TUUID, true
+	case OIDBytea:
+		return TBytea, true
+	case OIDTime:
+		return TTime, true
 	case 0, OIDUnknown:
 		return TUnknown, true
 	}
@@ -278,9 +302,9 @@ func (t T) Size() int16 {
 		return 2
 	case Int32, Float32, Date:
 		return 4
-	case Int64, Float64, Timestamp:
+	case Int64, Float64, Timestamp, Time:
 		return 8
-	case Interval:
+	case Interval, UUID:
 		return 16
 	}
 	return -1
@@ -342,6 +366,12 @@ func (t T) String() string {
 		return "json"
 	case JSONB:
 		return "jsonb"
+	case UUID:
+		return "uuid"
+	case Bytea:
+		return "bytea"
+	case Time:
+		return "time without time zone"
 	}
 	return "unknown"
 }

@@ -275,6 +275,15 @@ func (c *Ctx) cast(a vec, from, to types.T, n int) (vec, error) {
 				return types.CastDatum(types.Str(s.Value(i)), from, to)
 			})
 		}
+	case from.Kind == types.Bytea && tp == types.PhysString: // byteaout's hex
+		return c.rowwise(to, n, []vec{a}, func(i int) (types.Datum, error) {
+			return types.CastDatum(datumAt(a.arr, from, i), from, to)
+		})
+	case (to.Kind == types.UUID || to.Kind == types.Bytea) && fp == types.PhysString: // text to uuid or bytea: their input functions
+		s := a.arr.(*array.String)
+		return c.rowwise(to, n, []vec{a}, func(i int) (types.Datum, error) {
+			return types.ParseText(s.Value(i), to)
+		})
 	case tp == types.PhysString:
 		return c.castToText(a, from, to, n)
 

@@ -61,13 +61,15 @@ type Cast struct {
 //	"is_null","is_not_null"      any; never NULL
 //	"is_true","is_false", "is_not_true", "is_not_false"  Bool; never NULL
 //	"like","ilike"               Text, Text (pattern; may be a column)
-//	"||"                         Text, Text
+//	"||"                         Text, Text (or Bytea, Bytea: the bytes)
+//	"octet_length"               Text or Bytea → bytes
 //	"lower","upper","length","substr"(2 or 3 args; ints Int64),"concat"(any number; NULLs skipped),
 //	"abs","round","trunc"(1 or 2 args),"floor","ceil"
 //	"power"                      Float64, Float64 or Numeric, Numeric (PostgreSQL's ^)
 //	"coalesce"                   all args of T
 //	"nullif"                     both args of T
 //	"now"                        no args; Ctx.Now
+//	"gen_random_uuid"            no args; a random UUID per row (volatile)
 //	"date_trunc"                 Text unit, Timestamp (or Date cast to Timestamp)
 //	"extract"                    Text field, Timestamp/Date/Interval → Numeric (PostgreSQL 14+)
 //	"tumble_start","tumble_end"  Timestamp, Interval → Timestamp

@@ -17,6 +17,13 @@ func (c *Ctx) evalFunc(e *Func, b *batch) (vec, error) {
 	switch {
 	case e.Name == "now":
 		return scalarVec(types.Int(c.Now), e.T), nil
+	case e.Name == "gen_random_uuid": // volatile: a value per row
+		out := newStrOut(b.n, b.n*36)
+		for i := 0; i < b.n; i++ {
+			out.data = append(out.data, types.RandomUUID()...)
+			out.end()
+		}
+		return vec{arr: out.finish(c.mem(), e.T, nil, 0), t: e.T}, nil
 	case (e.Name == "and" || e.Name == "or") && len(e.Args) == 2 && mayFail(e.Args[1]):
 		return c.evalShortCircuit(e.Name == "or", e.Args[0], e.Args[1], b)
 	}
@@ -68,6 +75,8 @@ func kernelFor(e *Func) (kernel, error) {
 		k = lowerKernel(e.Name == "upper", e.T)
 	case "length":
 		k = lengthKernel
+	case "octet_length":
+		k = octetLengthKernel
 	case "substr":
 		k, lo, hi = substrKernel(e.T), 2, 3
 	case "concat":

@@ -137,6 +137,18 @@ func lengthKernel(c *Ctx, args []vec, n int) (vec, error) {
 	return vec{arr: finish(arrow.PrimitiveTypes.Int64, n, valid, nulls, buf), t: types.TInt64}, nil
 }
 
+// octetLengthKernel is octet_length (and length of bytea): bytes, not characters.
+func octetLengthKernel(c *Ctx, args []vec, n int) (vec, error) {
+	mem := c.mem()
+	valid, nulls := validity(mem, n, args[0])
+	buf, out := fixedBuf[int64](mem, n)
+	s := args[0].arr.(*array.String)
+	for i := range out {
+		out[i] = int64(len(s.Value(i)))
+	}
+	return vec{arr: finish(arrow.PrimitiveTypes.Int64, n, valid, nulls, buf), t: types.TInt64}, nil
+}
+
 // substrKernel is substr(s, start [, count]) with 1-based character
 // positions; start may be before the string and count must not be negative.
 func substrKernel(t types.T) kernel {

@@ -160,11 +160,15 @@ func aggString(c planner.AggCall, name string) string {
 // aggType is the result type of an aggregate, as in PostgreSQL.
 func aggType(name string, arg expr.Expr) (types.T, error) {
 	t := arg.Type()
+	if t.Kind == types.Time && (name == "sum" || name == "avg") {
+		// PostgreSQL casts time to interval implicitly here; streamdb does not.
+		return t, sqlerr.New(sqlerr.FeatureNotSupported, "%s(time) is not supported: cast the argument to interval", name)
+	}
 	switch name {
 	case "count":
 		return types.TInt64, nil
 	case "min", "max":
-		if t.Kind != types.Bool && t.Kind != types.JSON && t.Kind != types.JSONB {
+		if t.Kind != types.Bool && t.Kind != types.JSON && t.Kind != types.JSONB && t.Kind != types.UUID && t.Kind != types.Bytea { // PostgreSQL 15 has no min(uuid), min(bytea)
 			return t, nil
 		}
 	case "sum":

@@ -89,6 +89,12 @@ func pgTypeName(t types.T) string {
 		return "json"
 	case types.JSONB:
 		return "jsonb"
+	case types.UUID:
+		return "uuid"
+	case types.Bytea:
+		return "bytea"
+	case types.Time:
+		return "time"
 	}
 	return "?column?"
 }

@@ -144,6 +144,9 @@ func (b *Binder) arithOp(op string, l, r expr.Expr) (expr.Expr, error) {
 		}
 	}
 	lk, rk := lt.Kind, rt.Kind
+	if lk == types.Time || rk == types.Time {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "arithmetic on time is not supported")
+	}
 	switch {
 	case lk == types.Timestamp && rk == types.Interval && (op == "+" || op == "-"):
 		return call(op, lt, l, r), nil // timestamptz stays timestamptz
@@ -325,6 +328,9 @@ func (b *Binder) negate(e expr.Expr) (expr.Expr, error) {
 
 func (b *Binder) likeOp(op string, l, r expr.Expr) (expr.Expr, error) {
 	var err error
+	if l.Type().Kind == types.Bytea {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s on bytea is not supported", strings.ToUpper(op))
+	}
 	if l, err = b.coerce(l, types.TText); err != nil {
 		return nil, err
 	}
@@ -348,6 +354,17 @@ func (b *Binder) concatOp(l, r expr.Expr) (expr.Expr, error) {
 		return e, err
 	}
 	lt, rt := l.Type(), r.Type()
+	if lt.Kind == types.Bytea && (rt.Kind == types.Bytea || rt.Kind == types.Unknown) ||
+		rt.Kind == types.Bytea && lt.Kind == types.Unknown { // byteacat
+		var err error
+		if l, err = b.coerce(l, types.TBytea); err != nil {
+			return nil, err
+		}
+		if r, err = b.coerce(r, types.TBytea); err != nil {
+			return nil, err
+		}
+		return call("||", types.TBytea, l, r), nil
+	}
 	if lt.Kind != types.Text && lt.Kind != types.Unknown && rt.Kind != types.Text && rt.Kind != types.Unknown {
 		return nil, noOperator("||", l, r)
 	}
@@ -584,7 +601,14 @@ func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
 		if n == 1 && arg(0, types.TText) {
 			return call(name, types.TText, args...), nil
 		}
+	case "octet_length":
+		if n == 1 && (args[0].Type().Kind == types.Bytea || arg(0, types.TText)) {
+			return call("octet_length", types.TInt32, args...), nil
+		}
 	case "length", "char_length", "character_length":
+		if n == 1 && name == "length" && args[0].Type().Kind == types.Bytea {
+			return call("octet_length", types.TInt32, args...), nil // length(bytea) counts bytes
+		}
 		if n == 1 && arg(0, types.TText) {
 			return call("length", types.TInt32, args...), nil
 		}
@@ -658,6 +682,13 @@ func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
 	case "now":
 		if n == 0 {
 			return call("now", types.TTimestamp), nil
+		}
+	case "gen_random_uuid":
+		if n == 0 {
+			if b.View { // a replay after a restart would draw other values
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "gen_random_uuid() is not supported in a materialized view")
+			}
+			return call(name, types.TUUID), nil
 		}
 	case "date_trunc":
 		ts := types.TTimestamp

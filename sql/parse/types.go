@@ -103,6 +103,18 @@ func TypeFromName(name string, mods []int) (types.T, error) {
 		t = types.TJSON
 	case "jsonb":
 		t = types.TJSONB
+	case "uuid":
+		t = types.TUUID
+	case "bytea":
+		t = types.TBytea
+	case "timetz", "time with time zone":
+		return t, sqlerr.New(sqlerr.FeatureNotSupported, "type time with time zone is not supported")
+	case "time", "time without time zone":
+		t = types.TTime
+		maxMods = 1
+		if len(mods) == 1 && mods[0] < 6 { // time(p) rounds to p digits; only microseconds are kept
+			return t, sqlerr.New(sqlerr.FeatureNotSupported, "type time(%d) is not supported: use time (microseconds)", mods[0])
+		}
 	default:
 		return t, sqlerr.New(sqlerr.UndefinedObject, "type %q does not exist", name)
 	}
@@ -198,7 +210,7 @@ func (p *parser) typeName() (types.T, error) {
 			break
 		}
 	}
-	if first.Val == "timestamp" && (p.at().is("with") || p.at().is("without")) && p.peek(1).is("time") && p.peek(2).is("zone") {
+	if (first.Val == "timestamp" || first.Val == "time") && (p.at().is("with") || p.at().is("without")) && p.peek(1).is("time") && p.peek(2).is("zone") {
 		words = append(words, p.at().Val, "time", "zone")
 		p.i += 3
 	}
