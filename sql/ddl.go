@@ -286,6 +286,9 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 			if err := e.sup.startViewJobLocked(def, phys, false); err != nil {
 				return nil, err
 			}
+			if err := (backfills{e}).noteLocked(def.Name, def); err != nil {
+				return nil, err
+			}
 			return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil
 		}
 		return nil, sqlerr.New(sqlerr.DuplicateTable, "relation %q already exists", n.Name)
@@ -294,6 +297,9 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 		return nil, err
 	}
 	if err := e.sup.startViewJobLocked(def, phys, false); err != nil {
+		return nil, err
+	}
+	if err := (backfills{e}).noteLocked(def.Name, def); err != nil {
 		return nil, err
 	}
 	return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil

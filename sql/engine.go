@@ -124,6 +124,7 @@ type jobEntry struct {
 	backoff  *checkpoint.Backoff // made at the first failure
 	next     time.Time           // when a RESTARTING job starts again
 	started  time.Time
+	backfill *backfill // until the new view is current (backfill.go)
 }
 
 // Open opens the database in cfg.DataDir, restarts every view's job from its
