@@ -190,7 +190,7 @@ func (b backfills) progressLocked(je *jobEntry) (done, total int64, ok bool) {
 }
 
 // backgroundDDL reports whether the session asked for background DDL.
-func (s *Session) backgroundDDL() bool {
+func backgroundDDL(s *Session) bool {
 	return s.vars["background_ddl"] == "on"
 }
 

@@ -24,7 +24,7 @@ func init() {
 	})
 	on(func(s *Session, ctx context.Context, _ *Stmt, n *parse.CreateView, _ []types.Datum) (*Result, error) {
 		res, err := s.e.createView(ctx, n, s.user)
-		if err != nil || s.backgroundDDL() || len(res.Notices) > 0 {
+		if err != nil || backgroundDDL(s) || len(res.Notices) > 0 {
 			return res, err
 		}
 		return res, (backfills{s.e}).await(ctx, n.Name)
