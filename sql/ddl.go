@@ -33,6 +33,9 @@ func (e *Engine) createTable(n *parse.CreateTable, owner string) (*Result, error
 		seen[c.Name] = true
 		t.Columns = append(t.Columns, storage.ColumnDef{Name: c.Name, Type: c.Type, NotNull: c.NotNull})
 	}
+	if err := columnDefaults(e, t, n.Columns); err != nil {
+		return nil, err
+	}
 	if n.WatermarkCol != "" {
 		i := t.Column(n.WatermarkCol)
 		if i < 0 {
