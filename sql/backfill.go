@@ -20,7 +20,7 @@ import (
 // cancel request (57014); the job then goes on. With background_ddl on,
 // CREATE returns at once and the first read of the view waits instead.
 // SHOW JOBS reports the rows read of the rows to backfill while it runs.
-// See docs/decisions/2026-12-06-create-waits-for-backfill.md.
+// See docs/decisions/2026-12-06-backfill-wait-and-column-defaults.md.
 
 // backfill is the position a new view's job must commit to be current
 // with what was acknowledged before its CREATE.
