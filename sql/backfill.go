@@ -29,6 +29,11 @@ type backfill struct {
 	parts  []storage.LogPart
 	start  []uint64 // oldest retained offset when the job started
 	end    []uint64 // end of the log when the job started
+	// snapshot: the job reads a view, whose rows it takes from a
+	// snapshot emitted before its first barrier; the backfill also
+	// needs a commit after epoch.
+	snapshot bool
+	epoch    uint64
 }
 
 // backfills tracks the views whose backfill has not completed.
@@ -41,7 +46,12 @@ func (b backfills) noteLocked(name string, def *storage.TableDef) error {
 	if je == nil || je.job == nil {
 		return nil
 	}
-	bf := &backfill{viewID: def.ID}
+	bf := &backfill{viewID: def.ID, epoch: je.job.CommittedEpoch()}
+	for _, src := range viewSources(def) {
+		if t := b.mu.tables[src]; t != nil && t.Kind == storage.KindView {
+			bf.snapshot = true
+		}
+	}
 	for _, lp := range je.job.LogParts() {
 		start, end, _, err := b.db.LogBounds(lp.Table, lp.Part)
 		if err != nil {
@@ -54,14 +64,18 @@ func (b backfills) noteLocked(name string, def *storage.TableDef) error {
 		bf.start = append(bf.start, start)
 		bf.end = append(bf.end, end)
 	}
-	if len(bf.parts) > 0 {
+	if len(bf.parts) > 0 || bf.snapshot {
 		je.backfill = bf
 	}
 	return nil
 }
 
-// done reports whether the view's committed offsets reach the target.
-func (b backfills) done(bf *backfill) (bool, error) {
+// done reports whether the view's committed offsets reach the target
+// (and, over a view, whether job has committed since it started).
+func (b backfills) done(bf *backfill, job *exec.Job) (bool, error) {
+	if bf.snapshot && (job == nil || job.CommittedEpoch() <= bf.epoch) {
+		return false, nil
+	}
 	for i, lp := range bf.parts {
 		off, ok, err := b.db.LoadOffset(bf.viewID, lp.Table, lp.Part)
 		if err != nil {
@@ -87,8 +101,9 @@ func (b backfills) await(ctx context.Context, name string) error {
 		var bf *backfill
 		var state exec.JobState
 		var lastErr string
+		var job *exec.Job
 		if je != nil {
-			bf, state, lastErr = je.backfill, je.state, je.lastErr
+			bf, state, lastErr, job = je.backfill, je.state, je.lastErr, je.job
 		}
 		b.mu.Unlock()
 		if je == nil {
@@ -104,7 +119,7 @@ func (b backfills) await(ctx context.Context, name string) error {
 			}
 			return err
 		}
-		ok, err := b.done(bf)
+		ok, err := b.done(bf, job)
 		if err != nil {
 			return err
 		}
@@ -170,7 +185,7 @@ func (b backfills) progressLocked(je *jobEntry) (done, total int64, ok bool) {
 	if bf == nil || je.job == nil {
 		return 0, 0, false
 	}
-	if fin, err := b.done(bf); err == nil && fin {
+	if fin, err := b.done(bf, je.job); err == nil && fin {
 		je.backfill = nil
 		return 0, 0, false
 	}

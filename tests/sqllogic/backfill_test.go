@@ -87,6 +87,10 @@ func TestCreateViewWaitsForBackfill(t *testing.T) {
 	execAll(t, c, "CREATE MATERIALIZED VIEW m1b AS SELECT a % 10000 AS k, count(*) AS n FROM s GROUP BY a % 10000")
 	bfSame(t, c, "grouped view", "SELECT k, n FROM m1b ORDER BY k", "SELECT a % 10000, count(*) FROM s GROUP BY a % 10000 ORDER BY 1")
 
+	// A view over a view: its CREATE waits for the changelog it reads.
+	execAll(t, c, "CREATE MATERIALIZED VIEW m1c AS SELECT sum(n) AS total, count(*) AS groups FROM m1b")
+	bfSame(t, c, "view over a view", "SELECT total::bigint, groups FROM m1c", "SELECT count(*), count(DISTINCT a % 10000) FROM s")
+
 	// A view on the memory backend: its rows are what its last checkpoint
 	// committed, and CREATE waits for that too.
 	execAll(t, c, "CREATE MATERIALIZED VIEW m1m WITH (state.backend = 'memory') AS SELECT a % 100 AS k, sum(c) AS sc FROM s GROUP BY a % 100")
@@ -106,11 +110,24 @@ func TestCreateViewWaitsForBackfill(t *testing.T) {
 
 	// A cancel request ends the wait the same way.
 	c2 := srv.Conn(t)
+	// Cancel requests go until the CREATE returns (one sent before the
+	// statement starts is ignored, as in PostgreSQL).
+	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
-		time.Sleep(20 * time.Millisecond)
-		_ = c.PgConn().CancelRequest(context.Background())
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Millisecond):
+			}
+			_ = c.PgConn().CancelRequest(context.Background())
+		}
 	}()
 	_, err = c.Exec(ctx, "CREATE MATERIALIZED VIEW m4 AS SELECT a % 777 AS k, count(*) AS n, min(c) AS lo FROM s GROUP BY a % 777")
+	close(stop)
+	<-stopped
+	time.Sleep(100 * time.Millisecond) // let a last cancel request land while c is idle
 	if bfState(err) != "57014" {
 		t.Fatalf("CREATE then a cancel request: %v, want 57014", err)
 	}
