@@ -91,8 +91,10 @@ func (b backfills) done(bf *backfill, job *exec.Job) (bool, error) {
 // await waits until the backfill of the view name (if any) has completed,
 // asking for barrier rounds meanwhile. It fails with 57014 when ctx ends
 // (statement_timeout or a cancel request), leaving the job running, and
-// with 55000 if the job fails or the view is dropped.
-func (b backfills) await(ctx context.Context, name string) error {
+// with 55000 if the job fails (restarting, failed or stopped) or the view
+// is dropped. A read (read true) of a view whose job is not running reads
+// it as it stands instead, as reads of such views do.
+func (b backfills) await(ctx context.Context, name string, read bool) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -112,7 +114,13 @@ func (b backfills) await(ctx context.Context, name string) error {
 		if bf == nil {
 			return nil
 		}
-		if state == exec.JobFailed || state == exec.JobStopped {
+		if read && state != exec.JobRunning && state != exec.JobStarting {
+			return nil // read as it stands, with the NOTICE a read of a failing job gets
+		}
+		if state == exec.JobFailed || state == exec.JobStopped || state == exec.JobRestarting {
+			// A job that failed on the backlog may fail again at each
+			// restart: end the wait rather than hold the statement until
+			// statement_timeout. The view stays; SHOW JOBS says why.
 			err := sqlerr.New(sqlerr.ObjectNotInPrereqState, "materialized view %q did not finish its backfill: its job is %s", name, state)
 			if lastErr != "" {
 				err.Hint = lastErr
@@ -168,7 +176,7 @@ func (b backfills) awaitViews(ctx context.Context, ids []uint64) error {
 	}
 	b.mu.Unlock()
 	for _, n := range names {
-		if err := b.await(ctx, n); err != nil {
+		if err := b.await(ctx, n, true); err != nil {
 			return err
 		}
 	}

@@ -27,7 +27,7 @@ func init() {
 		if err != nil || backgroundDDL(s) || len(res.Notices) > 0 {
 			return res, err
 		}
-		return res, (backfills{s.e}).await(ctx, n.Name)
+		return res, (backfills{s.e}).await(ctx, n.Name, false)
 	})
 	on(func(s *Session, _ context.Context, _ *Stmt, n *parse.CreatePlainView, _ []types.Datum) (*Result, error) {
 		return s.e.createPlainView(n, s.user)
