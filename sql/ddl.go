@@ -33,6 +33,9 @@ func (e *Engine) createTable(n *parse.CreateTable, owner string) (*Result, error
 		seen[c.Name] = true
 		t.Columns = append(t.Columns, storage.ColumnDef{Name: c.Name, Type: c.Type, NotNull: c.NotNull})
 	}
+	if err := columnDefaults(e, t, n.Columns); err != nil {
+		return nil, err
+	}
 	if n.WatermarkCol != "" {
 		i := t.Column(n.WatermarkCol)
 		if i < 0 {
@@ -294,6 +297,9 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 			if err := e.sup.startViewJobLocked(def, phys, false); err != nil {
 				return nil, err
 			}
+			if err := (backfills{e}).noteLocked(def.Name, def); err != nil {
+				return nil, err
+			}
 			return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil
 		}
 		return nil, sqlerr.New(sqlerr.DuplicateTable, "relation %q already exists", n.Name)
@@ -302,6 +308,9 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 		return nil, err
 	}
 	if err := e.sup.startViewJobLocked(def, phys, false); err != nil {
+		return nil, err
+	}
+	if err := (backfills{e}).noteLocked(def.Name, def); err != nil {
 		return nil, err
 	}
 	return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil

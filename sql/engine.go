@@ -125,6 +125,7 @@ type jobEntry struct {
 	backoff  *checkpoint.Backoff // made at the first failure
 	next     time.Time           // when a RESTARTING job starts again
 	started  time.Time
+	backfill *backfill // until the new view is current (backfill.go)
 	// standby: cluster mode, another node runs this view's job (clusterjobs.go).
 	standby bool
 }

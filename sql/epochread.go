@@ -115,16 +115,19 @@ func (e epochCut) readByRunningViews() map[uint64]bool {
 // restarting, or because it waits for a checkpoint that nothing will take,
 // the statement fails with 55000 rather than wait or mix epochs.
 func (e epochCut) readSnapshot(ctx context.Context, p exec.Plan) (storage.Reader, func(), error) {
-	ends, err := e.awaitCut(ctx, p)
-	if err != nil {
-		return nil, nil, err
-	}
 	scans := exec.ViewScans(p)
 	var ids []uint64
 	for _, s := range scans {
 		if !slices.Contains(ids, s.View.ID) {
 			ids = append(ids, s.View.ID)
 		}
+	}
+	if err := (backfills{e.Engine}).awaitViews(ctx, ids); err != nil {
+		return nil, nil, err
+	}
+	ends, err := e.awaitCut(ctx, p)
+	if err != nil {
+		return nil, nil, err
 	}
 	fresh := func() (storage.Reader, func(), error) {
 		snap := e.db.Snapshot()

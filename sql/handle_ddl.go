@@ -23,7 +23,11 @@ func init() {
 		return s.e.sinkMgr.dropSink(n)
 	})
 	on(func(s *Session, ctx context.Context, _ *Stmt, n *parse.CreateView, _ []types.Datum) (*Result, error) {
-		return s.e.createView(ctx, n, s.user)
+		res, err := s.e.createView(ctx, n, s.user)
+		if err != nil || backgroundDDL(s) || len(res.Notices) > 0 {
+			return res, err
+		}
+		return res, (backfills{s.e}).await(ctx, n.Name, false)
 	})
 	on(func(s *Session, _ context.Context, _ *Stmt, n *parse.CreatePlainView, _ []types.Datum) (*Result, error) {
 		return s.e.createPlainView(n, s.user)

@@ -143,8 +143,13 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 			cols = append(cols, i)
 		}
 	}
+	defs, err := copyDefaults(s.e, t, cols)
+	if err != nil {
+		return nil, err
+	}
 	c := newCopyIn(s.e, t, cols, opts)
 	c.tx = s.txn
+	c.defs = defs
 	return &Result{CopyIn: c}, nil
 }
 
@@ -244,6 +249,9 @@ type copyIn struct {
 	// tx is the transaction the COPY is part of: Done hands it the rows
 	// instead of appending them.
 	tx *txn
+	// defs are the defaults of the columns the column list leaves out
+	// (coldefaults.go); nil if none has one.
+	defs []types.Datum
 }
 
 // copyBatchRows and copyBatchBytes bound a batch: by rows, and by input
@@ -490,7 +498,7 @@ func (c *copyIn) addLine(line []byte) error {
 	if len(c.cols) < len(c.t.Columns) {
 		for i := range c.t.Columns {
 			if !contains(c.cols, i) {
-				if err := c.appendNull(i); err != nil {
+				if err := appendMissing(c, i); err != nil {
 					return err
 				}
 			}

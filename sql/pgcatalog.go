@@ -323,7 +323,7 @@ func (e catGen) pgAttribute() *table {
 			}
 			t.add(i64(r.oid), str(c.Name), i64(int64(c.Type.OID())), i64(-1), i64(l), i64(int64(i+1)), i64(0),
 				i64(-1), i64(typmod(c.Type)), types.Boolean(l > 0 && l <= 8), str(align(l)), str(attStorage(l)), str(""),
-				types.Boolean(c.NotNull), dFals, dFals, str(""), str(""), dFals, dTrue, i64(0), i64(coll), null, null, null)
+				types.Boolean(c.NotNull), types.Boolean(c.Default != ""), dFals, str(""), str(""), dFals, dTrue, i64(0), i64(coll), null, null, null)
 		}
 	}
 	// A view's key index has one attribute per key column, as PostgreSQL's.
@@ -453,7 +453,9 @@ func (e catGen) pgDescription() *table {
 
 // pgAttrdef is empty: columns have no defaults.
 func (e catGen) pgAttrdef() *table {
-	return &table{cols: catCols(catCol{"oid", tOID}, catCol{"adrelid", tOID}, catCol{"adnum", tI16}, catCol{"adbin", types.TText})}
+	t := &table{cols: catCols(catCol{"oid", tOID}, catCol{"adrelid", tOID}, catCol{"adnum", tI16}, catCol{"adbin", types.TText})}
+	attrdefRows(t, e.relations())
+	return t
 }
 
 // pgCollation is empty: text compares bytewise (collation C) and columns

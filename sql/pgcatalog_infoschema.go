@@ -84,7 +84,11 @@ func (e infoSchemaGen) isColumns() *table {
 			if c.NotNull {
 				nullable = "NO"
 			}
-			t.add(str(databaseName), str(nsName(r.ns)), str(r.name), str(c.Name), i64(int64(i+1)), null, str(nullable),
+			colDefault := null
+			if c.Default != "" {
+				colDefault = str(c.Default)
+			}
+			t.add(str(databaseName), str(nsName(r.ns)), str(r.name), str(c.Name), i64(int64(i+1)), colDefault, str(nullable),
 				str(dataType), maxLen, prec, scale, dtPrec, str(databaseName), str(bind.SchemaCatalog),
 				str(bind.PgTypeName(c.Type)), str("NO"), str("NEVER"), str(upd))
 		}

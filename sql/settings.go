@@ -83,12 +83,14 @@ var sessionDefaults = map[string]string{
 	"transaction_read_only":               "off",
 	"is_superuser":                        "on",
 	"work_mem":                            "1GB", // one batch query's operator memory (query.go)
+	"background_ddl":                      "off", // CREATE MATERIALIZED VIEW returns before its backfill (backfill.go)
 }
 
 // sessionChecks validate session settings when SET; each returns the
 // normalized value, or an error that is the message's hint.
 var sessionChecks = map[string]func(string) (string, error){
-	"work_mem": memorySetting,
+	"work_mem":       memorySetting,
+	"background_ddl": boolSetting,
 }
 
 // memorySetting accepts a PostgreSQL memory value: an integer with a unit

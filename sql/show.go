@@ -254,7 +254,8 @@ func (e sysTables) showJobs() *table {
 		{"rows_in", types.TInt64}, {"lag", types.TInt64}, {"state_bytes", types.TInt64}, {"evicted", types.TInt64},
 		{"last_checkpoint", types.TInt64},
 		{"next_restart", types.TTimestamp}, {"strategy", types.TText}, {"last_error", types.TText},
-		{"watermark", types.TTimestamp}, {"late_rows", types.TInt64}}}
+		{"watermark", types.TTimestamp}, {"late_rows", types.TInt64},
+		{"backfill_done", types.TInt64}, {"backfill_total", types.TInt64}}}
 	lastCP := map[string]int64{}
 	for _, r := range e.coord.History() {
 		if r.Status == checkpoint.Completed {
@@ -270,7 +271,7 @@ func (e sysTables) showJobs() *table {
 		for _, j := range streams {
 			t.add(str(j.Name()), str(string(exec.JobRunning)), types.Int(0), types.Int(j.RowsIn.Load()),
 				types.Int(j.Lag()), types.Int(j.StateBytes()), types.Int(0), types.Null, types.Null, str("none (change stream)"), types.Null,
-				watermarkDatum(j), types.Int(j.LateRows()))
+				watermarkDatum(j), types.Int(j.LateRows()), types.Null, types.Null)
 		}
 	}()
 	e.mu.Lock()
@@ -306,9 +307,13 @@ func (e sysTables) showJobs() *table {
 		if cfg, err := e.sup.restartConfigLocked(e.mu.tables[n]); err == nil {
 			strategy = cfg.String()
 		}
+		bfDone, bfTotal := types.Null, types.Null
+		if d, tot, ok := (backfills{e.Engine}).progressLocked(j); ok {
+			bfDone, bfTotal = types.Int(d), types.Int(tot)
+		}
 		t.add(str(n), str(string(j.state)), types.Int(int64(j.restarts)), types.Int(rows), types.Int(lag),
 			types.Int(state), types.Int(evicted), cp,
-			next, str(strategy), orNull(j.lastErr), wm, late)
+			next, str(strategy), orNull(j.lastErr), wm, late, bfDone, bfTotal)
 	}
 	return t
 }

@@ -7,6 +7,9 @@ type ColumnDef struct {
 	Name    string
 	Type    types.T
 	NotNull bool
+	// Default is the column's DEFAULT expression as PostgreSQL prints it
+	// (pg_attrdef); "" for none.
+	Default string `json:",omitempty"`
 }
 
 // Watermark is a table's WATERMARK FOR clause: Column is the event-time

@@ -57,6 +57,10 @@ func (b *Binder) BindInsert(n *ast.InsertStmt) (*storage.TableDef, planner.Node,
 	for i, c := range def.Columns {
 		cols[i] = planner.Column{Name: c.Name, T: c.Type}
 	}
+	defaults, err := b.DefaultExprs(def)
+	if err != nil {
+		return nil, nil, err
+	}
 
 	var plan planner.Node
 	if n.Select != nil {
@@ -82,7 +86,7 @@ func (b *Binder) BindInsert(n *ast.InsertStmt) (*storage.TableDef, planner.Node,
 		for i, c := range in {
 			values[i] = &expr.ColRef{Idx: i, T: c.T, Name: c.Name}
 		}
-		row, err := b.assignRow(def, target, values)
+		row, err := b.assignRow(def, target, values, defaults)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -103,6 +107,9 @@ func (b *Binder) BindInsert(n *ast.InsertStmt) (*storage.TableDef, planner.Node,
 			for i, v := range list {
 				if _, isDefault := v.(*ast.DefaultExpr); isDefault {
 					values[i] = &expr.Const{D: types.Null, T: types.TUnknown}
+					if i < len(target) && defaults != nil && defaults[target[i]] != nil {
+						values[i] = defaults[target[i]]
+					}
 					continue
 				}
 				var err error
@@ -110,7 +117,7 @@ func (b *Binder) BindInsert(n *ast.InsertStmt) (*storage.TableDef, planner.Node,
 					return nil, nil, err
 				}
 			}
-			row, err := b.assignRow(def, target, values)
+			row, err := b.assignRow(def, target, values, defaults)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -147,8 +154,9 @@ func checkArity(values, targets int, explicit bool) error {
 }
 
 // assignRow builds one full-width row: values[i] goes to column target[i],
-// converted with assignment casts; other columns are NULL.
-func (b *Binder) assignRow(def *storage.TableDef, target []int, values []expr.Expr) ([]expr.Expr, error) {
+// converted with assignment casts; other columns take their default
+// (defaults[i], nil for none: NULL).
+func (b *Binder) assignRow(def *storage.TableDef, target []int, values []expr.Expr, defaults []expr.Expr) ([]expr.Expr, error) {
 	row := make([]expr.Expr, len(def.Columns))
 	for i, v := range values {
 		col := def.Columns[target[i]]
@@ -159,6 +167,9 @@ func (b *Binder) assignRow(def *storage.TableDef, target []int, values []expr.Ex
 		row[target[i]] = e
 	}
 	for i, c := range def.Columns {
+		if row[i] == nil && defaults != nil && defaults[i] != nil {
+			row[i] = defaults[i]
+		}
 		if row[i] == nil {
 			if c.NotNull {
 				return nil, notNull(c, def.Name)

@@ -146,7 +146,14 @@ func (b *Binder) pgFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err
 		}
 		e, err := b.lookup(as[0], map[int64]string{6: "UTF8"})
 		return e, true, err
-	case "obj_description", "col_description", "shobj_description", "pg_get_expr",
+	case "pg_get_expr":
+		// pg_attrdef.adbin holds the default's text (sql/coldefaults.go).
+		as, err := args(2, 3)
+		if err != nil {
+			return nil, true, err
+		}
+		return &expr.Cast{E: as[0], T: types.TText}, true, nil
+	case "obj_description", "col_description", "shobj_description",
 		"pg_get_function_result", "pg_get_function_arguments":
 		// streamdb has no comments, column defaults or user-defined
 		// functions: these describe nothing that exists, which is NULL.

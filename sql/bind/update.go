@@ -99,7 +99,12 @@ func (b *Binder) assignments(c *ectx, def *storage.TableDef, alias string, list 
 		}
 		col := def.Columns[i]
 		var v expr.Expr
-		if _, isDefault := a.Expr.(*ast.DefaultExpr); isDefault {
+		if _, isDefault := a.Expr.(*ast.DefaultExpr); isDefault && col.Default != "" {
+			var err error
+			if v, _, _, err = b.ColumnDefault(col.Default, col, def.Name); err != nil {
+				return nil, err
+			}
+		} else if isDefault {
 			if col.NotNull {
 				return nil, notNull(col, def.Name)
 			}

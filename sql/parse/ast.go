@@ -42,6 +42,7 @@ type ColumnDef struct {
 	Name    string
 	Type    types.T
 	NotNull bool
+	Default string // DEFAULT's expression as written; "" for none (defaults.go)
 }
 
 // CreateTable is CREATE TABLE [IF NOT EXISTS] name (cols..., [WATERMARK FOR c AS c - INTERVAL ...]) [WITH (k = v, ...)].

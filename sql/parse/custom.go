@@ -327,6 +327,9 @@ func (p *parser) createSource() (*CreateSource, error) {
 	if ct.With == nil {
 		return nil, p.positioned(sqlerr.New(sqlerr.InvalidParameterValue, "CREATE SOURCE needs WITH (connector = ...)"), p.at())
 	}
+	if err := p.sourceDefaults(ct); err != nil {
+		return nil, err
+	}
 	if ct.PrimaryKey != nil {
 		return nil, p.notSupported(p.keyTok, "a source cannot have a PRIMARY KEY: its rows come from its connector, which cannot enforce a key (declare a table with the key and insert into it)")
 	}
@@ -399,7 +402,11 @@ func (p *parser) columnDefKey(keyTok *token) (ColumnDef, error) {
 			*keyTok = t
 			col.NotNull = true
 			p.i += 2
-		case t.is("default") || t.is("unique") || t.is("check") || t.is("references") ||
+		case t.is("default"):
+			if err := p.columnDefault(&col); err != nil {
+				return col, err
+			}
+		case t.is("unique") || t.is("check") || t.is("references") ||
 			t.is("generated") || t.is("collate") || t.is("constraint"):
 			return col, p.notSupported(t, "column option %s is not supported", strings.ToUpper(t.Val))
 		default:

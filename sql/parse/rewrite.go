@@ -254,6 +254,10 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = r.emit("pg_interval("+quote(text)+")", i, space)
 					i = p.i - 1
 					continue
+				case r.defaultValues(i, space):
+					prim = -1
+					i++
+					continue
 				case (t.Val == "x" || t.Val == "b") && next.Kind == tString && next.Pos == t.End:
 					// PostgreSQL's bit strings, which TiDB reads as MySQL's numbers.
 					return p.notSupported(t, "bit string literals (B'...', X'...') are not supported")
