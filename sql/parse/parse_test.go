@@ -325,7 +325,7 @@ var golden = []struct{ in, want string }{
 	{"create table b (a int primary key, b int, primary key (b))",
 		"error 42P16 at 43: multiple primary keys for table \"b\" are not allowed"},
 	{"create table b (a int, ts timestamp) append only with (partitions = 2)",
-		"{Name:b IfNotExists:false Columns:[{Name:a Type:integer NotNull:false} {Name:ts Type:timestamp without time zone NotNull:false}] WatermarkCol: WatermarkUS:0 WatermarkSQL: With:map[partitions:2] SQL: PrimaryKey:[]}"},
+		"{Name:b IfNotExists:false Columns:[{Name:a Type:integer NotNull:false Default:} {Name:ts Type:timestamp without time zone NotNull:false Default:}] WatermarkCol: WatermarkUS:0 WatermarkSQL: With:map[partitions:2] SQL: PrimaryKey:[]}"},
 	{"create table b (a int primary key) APPEND ONLY",
 		"error 42P16 at 36: an APPEND ONLY table cannot have a PRIMARY KEY: a key makes it a changelog table, whose rows UPDATE and DELETE change"},
 	{"create table b (a int) append",
