@@ -121,6 +121,11 @@ func (b backfills) await(ctx context.Context, name string, read bool) error {
 			// A job that failed on the backlog may fail again at each
 			// restart: end the wait rather than hold the statement until
 			// statement_timeout. The view stays; SHOW JOBS says why.
+			// The job's own cause, with its SQLSTATE (53200 for a job
+			// over its memory limit), says more than 55000 would.
+			if code, msg, ok := strings.Cut(lastErr, ": "); ok && len(code) == 5 && state == exec.JobFailed {
+				return sqlerr.New(code, "materialized view %q did not finish its backfill: its job is %s after %s", name, state, msg)
+			}
 			err := sqlerr.New(sqlerr.ObjectNotInPrereqState, "materialized view %q did not finish its backfill: its job is %s", name, state)
 			if lastErr != "" {
 				err.Hint = lastErr

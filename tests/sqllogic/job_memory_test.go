@@ -38,8 +38,13 @@ func TestJobMemoryLimitCrossJoin(t *testing.T) {
 	// 6.25M pairs, about 200MB of view rows in the epoch of one COPY.
 	// (restart.strategy 'none': it stays FAILED; the default restarts it,
 	// to fail again in the same bounded memory.)
-	execAll(t, c, "SET restart.strategy = 'none'",
-		"CREATE MATERIALIZED VIEW crossed AS SELECT ca.k AS a, cb.k AS b FROM ca, cb")
+	// CREATE waits for the backfill, so it is CREATE that reports the
+	// job's failure, with the job's own SQLSTATE; the view stays, FAILED.
+	execAll(t, c, "SET restart.strategy = 'none'")
+	if _, err := c.Exec(ctx, "CREATE MATERIALIZED VIEW crossed AS SELECT ca.k AS a, cb.k AS b FROM ca, cb"); sqlstate(err) != "53200" ||
+		!strings.Contains(err.Error(), `materialized view "crossed" did not finish its backfill`) {
+		t.Fatalf("CREATE of the cross join view: %v, want 53200 saying the backfill did not finish", err)
+	}
 	var r jobRow
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		r = job(t, c, "crossed")
