@@ -261,7 +261,20 @@ func jsonEvent(rng *rand.Rand) string {
 // RowDescription of json and jsonb columns and expressions.
 func jsonbBinaryAndOIDs(t *testing.T, d *diffRun) {
 	t.Helper()
-	q := "SELECT id, payload, raw, payload->'tags', raw->'user', payload->>'user' FROM ev ORDER BY id"
+	binaryAndCatalogsMatchPG(t, d,
+		"SELECT id, payload, raw, payload->'tags', raw->'user', payload->>'user' FROM ev ORDER BY id",
+		// The catalogs name the column types as PostgreSQL does.
+		"SELECT attname, format_type(atttypid, atttypmod), atttypid FROM pg_attribute WHERE attrelid = 'ev'::regclass AND attnum > 0",
+		"SELECT column_name, data_type, udt_name FROM information_schema.columns WHERE table_name = 'ev'",
+		"SELECT oid, typname, typlen FROM pg_type WHERE typname IN ('json', 'jsonb')")
+}
+
+// binaryAndCatalogsMatchPG runs q on both servers asking for binary
+// results: the RowDescription's type oids and sizes and every value's
+// bytes must equal PostgreSQL's; then each catalog query must give
+// PostgreSQL's rows.
+func binaryAndCatalogsMatchPG(t *testing.T, d *diffRun, q string, catalogs ...string) {
+	t.Helper()
 	run := func(c *pgconn.PgConn) (*pgconn.Result, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -291,12 +304,7 @@ func jsonbBinaryAndOIDs(t *testing.T, d *diffRun) {
 			}
 		}
 	}
-	// The catalogs name the column types as PostgreSQL does.
-	for _, cat := range []string{
-		"SELECT attname, format_type(atttypid, atttypmod), atttypid FROM pg_attribute WHERE attrelid = 'ev'::regclass AND attnum > 0",
-		"SELECT column_name, data_type, udt_name FROM information_schema.columns WHERE table_name = 'ev'",
-		"SELECT oid, typname, typlen FROM pg_type WHERE typname IN ('json', 'jsonb')",
-	} {
+	for _, cat := range catalogs {
 		if diff := diffWithPG(t, d.sdb, d.pg, cat); diff != "" {
 			t.Errorf("catalog %s:\n%s", cat, diff)
 		}

@@ -1,7 +1,6 @@
 package sqllogic
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -311,45 +310,11 @@ func byteaInput(rng *rand.Rand, b string) string {
 // RowDescription and the catalogs' names of the types.
 func typesBinaryAndOIDs(t *testing.T, d *diffRun) {
 	t.Helper()
-	q := "SELECT id, u, gen_random_uuid() IS NOT NULL, b, b || '\\xfe', length(b), tm, max(tm) OVER () FROM ty ORDER BY id"
-	run := func(c *pgconn.PgConn) (*pgconn.Result, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		r := c.ExecParams(ctx, q, nil, nil, nil, []int16{1}).Read()
-		return r, r.Err
-	}
-	want, err := run(d.pg.PgConn())
-	if err != nil {
-		t.Fatalf("PostgreSQL: %v", err)
-	}
-	got, err := run(d.sdb.PgConn())
-	if err != nil {
-		t.Fatalf("streamdb binary results: %v", err)
-	}
-	for i, f := range want.FieldDescriptions {
-		if g := got.FieldDescriptions[i]; g.DataTypeOID != f.DataTypeOID || g.DataTypeSize != f.DataTypeSize {
-			t.Errorf("column %d: type oid %d size %d, PostgreSQL %d size %d", i, g.DataTypeOID, g.DataTypeSize, f.DataTypeOID, f.DataTypeSize)
-		}
-	}
-	if len(got.Rows) != len(want.Rows) {
-		t.Fatalf("binary results: %d rows, PostgreSQL %d", len(got.Rows), len(want.Rows))
-	}
-	for i := range want.Rows {
-		for j := range want.Rows[i] {
-			if !bytes.Equal(got.Rows[i][j], want.Rows[i][j]) {
-				t.Errorf("binary row %d column %d: %q, PostgreSQL %q", i, j, got.Rows[i][j], want.Rows[i][j])
-			}
-		}
-	}
-	for _, cat := range []string{
+	binaryAndCatalogsMatchPG(t, d,
+		"SELECT id, u, gen_random_uuid() IS NOT NULL, b, b || '\\xfe', length(b), tm, max(tm) OVER () FROM ty ORDER BY id",
 		"SELECT attname, format_type(atttypid, atttypmod), atttypid FROM pg_attribute WHERE attrelid = 'ty'::regclass AND attnum > 0",
 		"SELECT column_name, data_type, udt_name FROM information_schema.columns WHERE table_name = 'ty'",
-		"SELECT oid, typname, typlen FROM pg_type WHERE typname IN ('uuid', 'bytea', 'time')",
-	} {
-		if diff := diffWithPG(t, d.sdb, d.pg, cat); diff != "" {
-			t.Errorf("catalog %s:\n%s", cat, diff)
-		}
-	}
+		"SELECT oid, typname, typlen FROM pg_type WHERE typname IN ('uuid', 'bytea', 'time')")
 }
 
 // typesErrors runs statements that PostgreSQL refuses, or whose outcome
