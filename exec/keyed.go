@@ -249,6 +249,19 @@ func (k *KeyedRows) ChangesRecord(c *Changes) arrow.RecordBatch {
 	return newRecord(append(slices.Clone(k.ts), types.TInt64), cols, c.Len())
 }
 
+// Written returns the rows c leaves in the table (its inserts and the
+// new images of its updates), in c's order: what RETURNING reports for an
+// INSERT, with or without ON CONFLICT DO UPDATE.
+func (k *KeyedRows) Written(c *Changes) arrow.RecordBatch {
+	var encs []string
+	for i, op := range c.ops {
+		if op == OpInsert || op == OpUpdateAfter {
+			encs = append(encs, c.encs[i])
+		}
+	}
+	return decodeRows(memoryPool, k.ts, encs)
+}
+
 // duplicate is PostgreSQL's 23505 for row i of cols.
 func (k *KeyedRows) duplicate(cols []arrow.Array, i int) error {
 	names := make([]string, len(k.t.KeyCols))

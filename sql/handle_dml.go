@@ -186,7 +186,7 @@ func (d sessionDML) keyedWrite(ctx context.Context, t *storage.TableDef, ectx *e
 
 // execKeyedInsert runs an INSERT into a keyed table, or an INSERT with ON
 // CONFLICT; ok is false for any other INSERT.
-func (d sessionDML) execKeyedInsert(ctx context.Context, b *bind.Binder, q *parse.Query, n *ast.InsertStmt, params []types.Datum) (res *Result, ok bool, err error) {
+func (d sessionDML) execKeyedInsert(ctx context.Context, st *Stmt, b *bind.Binder, q *parse.Query, n *ast.InsertStmt, params []types.Datum) (res *Result, ok bool, err error) {
 	s := d.s
 	def, err := b.InsertTable(n)
 	if err != nil {
@@ -217,6 +217,11 @@ func (d sessionDML) execKeyedInsert(ctx context.Context, b *bind.Binder, q *pars
 	if err != nil {
 		return nil, true, err
 	}
+	ret, err := bindReturning(b, st, q, def, "")
+	if err != nil {
+		return nil, true, err
+	}
+	defer ret.drop()
 	if err := d.keyedTx("INSERT"); err != nil {
 		return nil, true, err
 	}
@@ -236,12 +241,17 @@ func (d sessionDML) execKeyedInsert(ctx context.Context, b *bind.Binder, q *pars
 			return conflictRows(ectx, cu, pairs, ts)
 		})
 		count = c
+		if err == nil && ret != nil {
+			w := k.Written(ch)
+			defer w.Release()
+			err = ret.add(ectx, w)
+		}
 		return ch, err
 	})
 	if err != nil {
 		return nil, true, err
 	}
-	return &Result{Tag: fmt.Sprintf("INSERT 0 %d", count)}, true, nil
+	return ret.result(fmt.Sprintf("INSERT 0 %d", count)), true, nil
 }
 
 // conflictRows evaluates DO UPDATE over pairs (existing row, proposed row).
@@ -303,7 +313,7 @@ func columnTypesOf(t *storage.TableDef) []types.T {
 }
 
 // execUpdate runs UPDATE on a keyed table.
-func (d sessionDML) execUpdate(ctx context.Context, b *bind.Binder, n *ast.UpdateStmt, params []types.Datum) (*Result, error) {
+func (d sessionDML) execUpdate(ctx context.Context, st *Stmt, b *bind.Binder, q *parse.Query, n *ast.UpdateStmt, params []types.Datum) (*Result, error) {
 	s := d.s
 	def, node, err := b.BindUpdate(n)
 	if err != nil {
@@ -312,6 +322,11 @@ func (d sessionDML) execUpdate(ctx context.Context, b *bind.Binder, n *ast.Updat
 	if !exec.Keyed(def) {
 		return nil, noKey("UPDATE", def)
 	}
+	ret, err := bindReturning(b, st, q, def, bind.DMLAlias(n.TableRefs))
+	if err != nil {
+		return nil, err
+	}
+	defer ret.drop()
 	if err := d.keyedTx("UPDATE"); err != nil {
 		return nil, err
 	}
@@ -332,16 +347,19 @@ func (d sessionDML) execUpdate(ctx context.Context, b *bind.Binder, n *ast.Updat
 			return nil, err
 		}
 		count = rows.NumRows()
+		if err := ret.add(ectx, news); err != nil {
+			return nil, err
+		}
 		return k.Update(olds, news)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Tag: fmt.Sprintf("UPDATE %d", count)}, nil
+	return ret.result(fmt.Sprintf("UPDATE %d", count)), nil
 }
 
 // execDelete runs DELETE on a keyed table.
-func (d sessionDML) execDelete(ctx context.Context, b *bind.Binder, n *ast.DeleteStmt, params []types.Datum) (*Result, error) {
+func (d sessionDML) execDelete(ctx context.Context, st *Stmt, b *bind.Binder, q *parse.Query, n *ast.DeleteStmt, params []types.Datum) (*Result, error) {
 	s := d.s
 	def, node, err := b.BindDelete(n)
 	if err != nil {
@@ -350,6 +368,11 @@ func (d sessionDML) execDelete(ctx context.Context, b *bind.Binder, n *ast.Delet
 	if !exec.Keyed(def) {
 		return nil, noKey("DELETE", def)
 	}
+	ret, err := bindReturning(b, st, q, def, bind.DMLAlias(n.TableRefs))
+	if err != nil {
+		return nil, err
+	}
+	defer ret.drop()
 	if err := d.keyedTx("DELETE"); err != nil {
 		return nil, err
 	}
@@ -364,12 +387,12 @@ func (d sessionDML) execDelete(ctx context.Context, b *bind.Binder, n *ast.Delet
 		defer rows.Release()
 		ch := k.Delete(rows)
 		count = int64(ch.Len())
-		return ch, nil
+		return ch, ret.add(ectx, rows)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Tag: fmt.Sprintf("DELETE %d", count)}, nil
+	return ret.result(fmt.Sprintf("DELETE %d", count)), nil
 }
 
 // describeDML binds an UPDATE or DELETE to learn its parameters' types.
@@ -396,4 +419,34 @@ func describeConflict(b *bind.Binder, q *parse.Query, n *ast.InsertStmt) error {
 	}
 	_, err = b.BindConflictUpdate(def, q.OnConflict.Update)
 	return err
+}
+
+// keyedCopy is COPY FROM into a table with a primary key: one INSERT of
+// all the COPY's rows, so a key already in the table or twice in the data
+// fails the whole COPY with 23505 (PostgreSQL's COPY has no ON CONFLICT).
+type keyedCopy struct{ d sessionDML }
+
+// write checks and appends the COPY's rows (recs, released here) and
+// returns the command tag.
+func (kc *keyedCopy) write(t *storage.TableDef, ts []types.T, recs []arrow.RecordBatch) (string, error) {
+	rows, err := exec.ConcatRecords(recs, ts)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Release()
+	if err := checkNotNull(t, rows, 0); err != nil {
+		return "", err
+	}
+	ctx := context.Background()
+	ectx := kc.d.s.exprCtx(nil)
+	var count int64
+	err = kc.d.keyedWrite(ctx, t, ectx, func(k *exec.KeyedRows) (*exec.Changes, error) {
+		ch, n, err := k.Insert(rows, exec.ConflictError, nil)
+		count = n
+		return ch, err
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("COPY %d", count), nil
 }

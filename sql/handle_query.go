@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/streamdb/streamdb/planner"
 	"github.com/streamdb/streamdb/sql/bind"
@@ -77,22 +78,28 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 		}
 		return &Result{Tag: "SELECT", Rows: rows, Notices: s.e.viewNotices(plan)}, nil
 	case *ast.UpdateStmt:
-		return (sessionDML{s}).execUpdate(ctx, b, n, params)
+		return (sessionDML{s}).execUpdate(ctx, st, b, q, n, params)
 	case *ast.DeleteStmt:
-		return (sessionDML{s}).execDelete(ctx, b, n, params)
+		return (sessionDML{s}).execDelete(ctx, st, b, q, n, params)
 	case *ast.InsertStmt:
-		if res, ok, err := (sessionDML{s}).execKeyedInsert(ctx, b, q, n, params); ok {
+		if res, ok, err := (sessionDML{s}).execKeyedInsert(ctx, st, b, q, n, params); ok {
 			return res, err
 		}
 		target, src, err := b.BindInsert(n)
 		if err != nil {
 			return nil, err
 		}
-		count, err := s.e.insert(ctx, target, src, s.exprCtx(params), s.workMem(), s.txn)
+		ret, err := bindReturning(b, st, q, target, "")
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Tag: fmt.Sprintf("INSERT 0 %d", count)}, nil
+		defer ret.drop()
+		ectx := s.exprCtx(params)
+		count, err := s.e.insert(ctx, target, src, ectx, s.workMem(), s.txn, func(r arrow.RecordBatch) error { return ret.add(ectx, r) })
+		if err != nil {
+			return nil, err
+		}
+		return ret.result(fmt.Sprintf("INSERT 0 %d", count)), nil
 	case *ast.ExplainStmt:
 		rs, ok := n.Stmt.(ast.ResultSetNode)
 		if !ok {

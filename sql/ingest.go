@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -22,7 +23,7 @@ import (
 // them to the stream's log as one atomic, durable write.
 // The rows collected count against a budget of workMem bytes (<= 0: none).
 // Inside a transaction (tx not nil) the rows are buffered in it instead.
-func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.Node, ectx *expr.Ctx, workMem int64, tx *txn) (int64, error) {
+func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.Node, ectx *expr.Ctx, workMem int64, tx *txn, seen func(arrow.RecordBatch) error) (int64, error) {
 	phys, err := planner.Physical(src, e)
 	if err != nil {
 		return 0, err
@@ -49,7 +50,7 @@ func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.No
 		}
 		n += r.NumRows()
 		recs = append(recs, r)
-		return nil
+		return seen(r)
 	})
 	if err != nil {
 		return 0, err
@@ -126,8 +127,13 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 		}
 		return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", n.Table)
 	}
+	var kc *keyedCopy
 	if exec.Keyed(t) {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "COPY FROM into table %q is not supported: it has a PRIMARY KEY (use INSERT, with ON CONFLICT to upsert)", n.Table)
+		d := sessionDML{s}
+		if err := d.keyedTx("COPY FROM"); err != nil {
+			return nil, err
+		}
+		kc = &keyedCopy{d: d}
 	}
 	cols := make([]int, 0, len(t.Columns))
 	if len(n.Columns) == 0 {
@@ -150,6 +156,11 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 	c := newCopyIn(s.e, t, cols, opts)
 	c.tx = s.txn
 	c.defs = defs
+	if kc != nil {
+		// The rows go through the table's key check as one statement:
+		// kept in memory (the table's rows are too), never staged.
+		c.keyed, c.tx, c.stageAt = kc, nil, math.MaxInt
+	}
 	return &Result{CopyIn: c}, nil
 }
 
@@ -252,6 +263,9 @@ type copyIn struct {
 	// defs are the defaults of the columns the column list leaves out
 	// (coldefaults.go); nil if none has one.
 	defs []types.Datum
+	// keyed writes the rows of a COPY into a table with a primary key
+	// (nil for an append-only table).
+	keyed *keyedCopy
 }
 
 // copyBatchRows and copyBatchBytes bound a batch: by rows, and by input
@@ -878,6 +892,11 @@ func (c *copyIn) Done() (tag string, err error) {
 	}
 	if err := c.flushBatch(); err != nil {
 		return "", err
+	}
+	if c.keyed != nil {
+		recs := c.recs
+		c.recs = nil
+		return c.keyed.write(c.t, c.ts, recs)
 	}
 	if c.tx != nil {
 		return c.doneInTx()

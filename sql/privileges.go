@@ -2,6 +2,7 @@ package sql
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -15,7 +16,10 @@ import (
 // Privileges, as in PostgreSQL: a superuser may do anything. Any other role
 // may create streams and views (it owns them), read what it owns or was
 // granted SELECT on, insert (INSERT, COPY FROM) into streams it owns or was
-// granted INSERT on, drop and grant on what it owns. A query needs SELECT
+// granted INSERT on, UPDATE and DELETE (keyed tables) what it owns or was
+// granted UPDATE or DELETE on (plus SELECT when the statement reads the
+// table's columns, and UPDATE for INSERT ... ON CONFLICT DO UPDATE), drop
+// and grant on what it owns. A query needs SELECT
 // on every relation it names, including those in subqueries; a view's own
 // definition is not rechecked (it runs with its owner's rights, checked
 // when the view was created). Database settings, checkpoints, savepoints,
@@ -201,23 +205,46 @@ func (s sessionAuth) authorizeQuery(st *Stmt, q *parse.Query) error {
 			return nil
 		}
 		// The binder looks up the target first.
-		if err := s.need(cat.seen[0], storage.PrivInsert); err != nil {
+		target := cat.seen[0]
+		if err := s.need(target, storage.PrivInsert); err != nil {
 			return err
 		}
 		cat.seen = cat.seen[1:]
+		if q.Returning != nil {
+			cat.seen = append(cat.seen, target) // RETURNING reads the rows
+		}
+		if oc := q.OnConflict; oc != nil {
+			if oc.Update != nil {
+				if err := s.need(target, storage.PrivUpdate); err != nil {
+					return err
+				}
+			}
+			if oc.Cols != nil {
+				// The conflict target's columns are read (DO UPDATE must
+				// name them), so SELECT is needed too, as in PostgreSQL.
+				cat.seen = append(cat.seen, target)
+			}
+		}
 	case *ast.UpdateStmt, *ast.DeleteStmt:
-		// No UPDATE or DELETE privileges yet: INSERT's covers them.
 		var err error
+		priv := storage.PrivUpdate
 		if up, ok := n.(*ast.UpdateStmt); ok {
 			_, _, err = b.BindUpdate(up)
 		} else {
+			priv = storage.PrivDelete
 			_, _, err = b.BindDelete(n.(*ast.DeleteStmt))
 		}
 		if err != nil || len(cat.seen) == 0 {
 			return nil
 		}
-		if err := s.need(cat.seen[0], storage.PrivInsert); err != nil {
+		// The binder looks up the target first; SELECT on it is needed
+		// only when the statement reads its columns, as in PostgreSQL.
+		target := cat.seen[0]
+		if err := s.need(target, priv); err != nil {
 			return err
+		}
+		if !readsColumns(n) && q.Returning == nil {
+			cat.seen = slices.DeleteFunc(cat.seen, func(t *storage.TableDef) bool { return t.ID == target.ID })
 		}
 	case *ast.DropTableStmt:
 		var names []string
@@ -271,3 +298,37 @@ func (i sessionInfo) RoleSuperuser(role string) (super, roleOK bool) {
 	_, _, su, ok := i.s.e.Role(role)
 	return su, ok
 }
+
+// readsColumns reports whether the UPDATE or DELETE n reads a column:
+// PostgreSQL then needs SELECT on the table besides UPDATE or DELETE. A
+// column inside a subquery counts too, which may ask for SELECT where
+// PostgreSQL, knowing the column is another table's, would not.
+func readsColumns(n ast.Node) bool {
+	v := &columnFinder{}
+	switch n := n.(type) {
+	case *ast.UpdateStmt:
+		for _, a := range n.List {
+			a.Expr.Accept(v)
+		}
+		if n.Where != nil {
+			n.Where.Accept(v)
+		}
+	case *ast.DeleteStmt:
+		if n.Where != nil {
+			n.Where.Accept(v)
+		}
+	}
+	return v.found
+}
+
+// columnFinder looks for a column reference.
+type columnFinder struct{ found bool }
+
+func (v *columnFinder) Enter(n ast.Node) (ast.Node, bool) {
+	if _, ok := n.(*ast.ColumnNameExpr); ok {
+		v.found = true
+	}
+	return n, v.found
+}
+
+func (v *columnFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -468,10 +469,10 @@ func (e *roleStore) grant(n *parse.Grant) (*Result, error) {
 			b.Close()
 			return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", name)
 		}
-		if !n.Revoke && t.Kind == storage.KindView && onlyInsert(n.Privileges) {
+		if !n.Revoke && t.Kind == storage.KindView && onlyWrites(n.Privileges) {
 			// PostgreSQL allows it; streamdb's views cannot be written, so say so.
 			b.Close()
-			return nil, sqlerr.New(sqlerr.WrongObjectType, "cannot grant INSERT on materialized view %q: views cannot be written", name)
+			return nil, sqlerr.New(sqlerr.WrongObjectType, "cannot grant %s on materialized view %q: views cannot be written", strings.Join(n.Privileges, ", "), name)
 		}
 		nt := *t
 		nt.Grants = copyGrants(t.Grants)
@@ -499,7 +500,8 @@ func (e *roleStore) grant(n *parse.Grant) (*Result, error) {
 	return &Result{Tag: "GRANT"}, nil
 }
 
-func onlyInsert(privs []string) bool { return len(privs) == 1 && privs[0] == storage.PrivInsert }
+// onlyWrites reports whether privs has no SELECT: nothing a view can take.
+func onlyWrites(privs []string) bool { return !slices.Contains(privs, storage.PrivSelect) }
 
 // applyPrivileges adds (or removes) privs to have; views only take SELECT.
 func applyPrivileges(have, privs []string, revoke bool, kind storage.TableKind) []string {
@@ -508,7 +510,7 @@ func applyPrivileges(have, privs []string, revoke bool, kind storage.TableKind) 
 		set[p] = true
 	}
 	for _, p := range privs {
-		if kind == storage.KindView && p == storage.PrivInsert {
+		if kind == storage.KindView && p != storage.PrivSelect {
 			continue
 		}
 		set[p] = !revoke

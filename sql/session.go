@@ -199,8 +199,14 @@ func (s *Session) describe(st *Stmt) error {
 			if err := describeConflict(b, n, q); err != nil {
 				return err
 			}
+			if err := describeReturning(b, st, n); err != nil {
+				return err
+			}
 		case *ast.UpdateStmt, *ast.DeleteStmt:
 			if err := describeDML(b, q); err != nil {
+				return err
+			}
+			if err := describeReturning(b, st, n); err != nil {
 				return err
 			}
 		case *ast.ExplainStmt:

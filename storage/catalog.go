@@ -58,7 +58,7 @@ type TableDef struct {
 	// roles existed) means the bootstrap superuser.
 	Owner string `json:",omitempty"`
 	// Grants maps a role to the privileges granted to it on the object
-	// (PrivSelect, PrivInsert), sorted.
+	// (PrivSelect, PrivInsert, PrivUpdate, PrivDelete), sorted.
 	Grants map[string][]string `json:",omitempty"`
 }
 
@@ -69,6 +69,8 @@ const KeyFormatCanonical = 1
 const (
 	PrivSelect = "SELECT"
 	PrivInsert = "INSERT"
+	PrivUpdate = "UPDATE" // UPDATE and ON CONFLICT DO UPDATE of a keyed table
+	PrivDelete = "DELETE" // DELETE from a keyed table
 )
 
 // Has reports whether role was granted priv on t.

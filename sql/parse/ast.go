@@ -35,6 +35,9 @@ type Query struct {
 	LimitParams map[int]int
 	// OnConflict is an INSERT's ON CONFLICT clause (dml.go), nil if none.
 	OnConflict *OnConflict
+	// Returning is an INSERT, UPDATE or DELETE's RETURNING list, parsed
+	// as SELECT <list> (dml.go); nil if none.
+	Returning *ast.SelectStmt
 }
 
 // ColumnDef is a column in CREATE TABLE.

@@ -99,6 +99,64 @@ func (p *parser) onConflictAt() int {
 	return -1
 }
 
+// returningAt returns the index of a top-level RETURNING in an INSERT,
+// UPDATE or DELETE, or -1.
+func (p *parser) returningAt() int {
+	if f := p.toks[0]; !f.is("insert") && !f.is("update") && !f.is("delete") {
+		return -1
+	}
+	depth := 0
+	for i, t := range p.toks {
+		switch {
+		case t.isOp("("):
+			depth++
+		case t.isOp(")"):
+			depth--
+		case depth == 0 && t.is("returning"):
+			return i
+		}
+	}
+	return -1
+}
+
+// dmlReturning parses an INSERT, UPDATE or DELETE whose RETURNING starts
+// at toks[at]: the statement before it as usual (ON CONFLICT included),
+// the list after it as the select list of SELECT <list>.
+func (p *parser) dmlReturning(at int) (Statement, error) {
+	last := len(p.toks) - 2 // the statement's last token (the final one is the end)
+	if at >= last {
+		return nil, p.syntaxError(p.toks[at+1])
+	}
+	sts, err := ParseAll(p.src[p.toks[0].Pos:p.toks[at].Pos])
+	if err != nil {
+		return nil, err
+	}
+	q, ok := onlyQuery(sts)
+	if !ok {
+		return nil, p.syntaxError(p.toks[at])
+	}
+	switch q.Node.(type) {
+	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt:
+	default:
+		return nil, p.syntaxError(p.toks[at])
+	}
+	sel, err := ParseAll("SELECT " + p.src[p.toks[at+1].Pos:p.toks[last].End])
+	if err != nil {
+		return nil, err
+	}
+	sq, ok := onlyQuery(sel)
+	if !ok {
+		return nil, p.syntaxError(p.toks[at+1])
+	}
+	ss, ok := sq.Node.(*ast.SelectStmt)
+	if !ok || ss.From != nil || ss.Where != nil || ss.GroupBy != nil || ss.Having != nil || ss.OrderBy != nil || ss.Limit != nil || ss.Distinct {
+		return nil, p.syntaxError(p.toks[at+1])
+	}
+	q.SQL = p.stmtText()
+	q.Returning = ss
+	return q, nil
+}
+
 // insertOnConflict parses an INSERT whose ON CONFLICT starts at toks[at].
 func (p *parser) insertOnConflict(at int) (Statement, error) {
 	q, err := p.query(0, at)

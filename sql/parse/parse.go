@@ -208,6 +208,9 @@ func (p *parser) stmtText() string {
 
 // tidb hands the whole statement to the TiDB path.
 func (p *parser) tidb() (Statement, error) {
+	if at := p.returningAt(); at >= 0 {
+		return p.dmlReturning(at)
+	}
 	if at := p.onConflictAt(); at >= 0 {
 		return p.insertOnConflict(at)
 	}

@@ -38,7 +38,7 @@ type DropRole struct {
 
 // Grant is GRANT privileges ON [TABLE] names TO roles, or with Revoke set
 // REVOKE privileges ON [TABLE] names FROM roles. Privileges are upper case
-// (SELECT, INSERT); ALL [PRIVILEGES] gives both. The role "public" stands
+// (SELECT, INSERT, UPDATE, DELETE); ALL [PRIVILEGES] gives the four. The role "public" stands
 // for every role.
 type Grant struct {
 	Revoke     bool
@@ -179,15 +179,15 @@ func (p *parser) grant(revoke bool) (*Grant, error) {
 	}
 	if p.accept("all") {
 		p.accept("privileges")
-		g.Privileges = []string{"INSERT", "SELECT"}
+		g.Privileges = []string{"DELETE", "INSERT", "SELECT", "UPDATE"}
 	} else {
 		for {
 			t := p.at()
 			switch {
-			case t.is("select"), t.is("insert"):
+			case t.is("select"), t.is("insert"), t.is("update"), t.is("delete"):
 				g.Privileges = append(g.Privileges, strings.ToUpper(t.Val))
-			case t.is("update"), t.is("delete"), t.is("truncate"), t.is("references"), t.is("trigger"):
-				return nil, p.notSupported(t, "privilege %s is not supported: streams are append-only (SELECT and INSERT can be granted)", strings.ToUpper(t.Val))
+			case t.is("truncate"), t.is("references"), t.is("trigger"):
+				return nil, p.notSupported(t, "privilege %s is not supported (SELECT, INSERT, UPDATE and DELETE can be granted)", strings.ToUpper(t.Val))
 			default:
 				return nil, p.syntaxError(t)
 			}
