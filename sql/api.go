@@ -35,6 +35,9 @@ type Stmt struct {
 	Columns []Column
 	// CopyIn is set for COPY ... FROM STDIN, CopyOut for COPY ... TO STDOUT.
 	CopyIn, CopyOut bool
+	// CopyBinary is set for COPY ... TO STDOUT in PostgreSQL's binary
+	// format (FORMAT binary): wire/ sends the rows in it.
+	CopyBinary bool
 	// Empty is set for an empty query string (EmptyQueryResponse).
 	Empty bool
 
@@ -68,7 +71,8 @@ type Result struct {
 	Notices []string
 }
 
-// CopyIn receives the data of COPY ... FROM STDIN.
+// CopyIn receives the data of COPY ... FROM STDIN. One that also has
+// Binary() returning true takes PostgreSQL's binary COPY format.
 type CopyIn interface {
 	// NumColumns is reported in CopyInResponse.
 	NumColumns() int

@@ -114,10 +114,13 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 		if opts.headerMatch {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, `cannot use "match" with HEADER in COPY TO`)
 		}
-		if opts.csv || opts.header {
-			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "COPY TO supports the text format only")
+		if opts.csv {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "COPY TO supports the text and binary formats only")
 		}
-		st.CopyOut = true
+		if opts.header {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "COPY TO does not support HEADER")
+		}
+		st.CopyOut, st.CopyBinary = true, opts.binary
 		return s.execQuery(ctx, st, q, nil)
 	}
 	t, ok := s.e.Table(n.Table)
@@ -161,6 +164,9 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 		// kept in memory (the table's rows are too), never staged.
 		c.keyed, c.tx, c.stageAt = kc, nil, math.MaxInt
 	}
+	if opts.binary {
+		return &Result{CopyIn: &copyBinaryIn{c: c}}, nil
+	}
 	return &Result{CopyIn: c}, nil
 }
 
@@ -168,6 +174,7 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 
 type copyOpts struct {
 	csv    bool
+	binary bool // PostgreSQL's binary format (copybinary.go)
 	header bool
 	// headerMatch: the header line must name the columns copied, in order
 	// (HEADER MATCH, COPY FROM only).
@@ -185,8 +192,21 @@ func copyOptions(o map[string]string) (copyOpts, error) {
 		case "csv":
 			c.csv, c.delim, c.null = true, ',', ""
 		case "text":
+		case "binary":
+			c.binary = true
 		default:
-			return c, sqlerr.New(sqlerr.FeatureNotSupported, "COPY format %q not supported (text, csv)", f)
+			return c, sqlerr.New(sqlerr.FeatureNotSupported, "COPY format %q not supported (text, csv, binary)", f)
+		}
+	}
+	if c.binary {
+		for _, k := range []string{"delimiter", "null", "header"} {
+			if _, ok := o[k]; ok {
+				code := sqlerr.SyntaxError
+				if k == "header" {
+					code = sqlerr.FeatureNotSupported // as PostgreSQL 15
+				}
+				return c, sqlerr.New(code, "cannot specify %s in BINARY mode", strings.ToUpper(k))
+			}
 		}
 	}
 	for k, v := range o {

@@ -466,7 +466,7 @@ func (c *conn) runSimple(st *sql.Stmt) (err error) {
 		}
 		c.complete(res, tag)
 	case res.Rows != nil && st.CopyOut:
-		n, err := c.copyOut(ctx, st.Columns, res.Rows)
+		n, err := c.copyOut(ctx, st, res.Rows)
 		if err != nil {
 			return err
 		}

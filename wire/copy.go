@@ -24,10 +24,17 @@ import (
 // mid-COPY: it sets a read deadline in the past, which Receive returns as
 // an error with the partial message kept, so the connection goes on.
 func (c *conn) copyIn(ctx context.Context, ci sql.CopyIn) (tag string, err error) {
-	c.be.Send(&pgproto3.CopyInResponse{
+	resp := &pgproto3.CopyInResponse{
 		OverallFormat:     formatText,
 		ColumnFormatCodes: make([]uint16, ci.NumColumns()),
-	})
+	}
+	if b, ok := ci.(interface{ Binary() bool }); ok && b.Binary() {
+		resp.OverallFormat = formatBinary
+		for i := range resp.ColumnFormatCodes {
+			resp.ColumnFormatCodes[i] = formatBinary
+		}
+	}
+	c.be.Send(resp)
 	c.flush()
 	interrupted := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
@@ -91,13 +98,28 @@ func msgType(msg pgproto3.FrontendMessage) byte {
 }
 
 // copyOut runs COPY TO STDOUT: CopyOutResponse, one CopyData per row in
-// PostgreSQL's text COPY format, CopyDone. Each batch is written as it
-// arrives, so a live stream shows up in psql at once.
-func (c *conn) copyOut(ctx context.Context, cols []sql.Column, rows sql.Rows) (n int64, err error) {
-	c.be.Send(&pgproto3.CopyOutResponse{
+// PostgreSQL's text COPY format (or its binary one: the file's header
+// before the first row, its trailer after the last), CopyDone. Each batch
+// is written as it arrives, so a live stream shows up in psql at once.
+func (c *conn) copyOut(ctx context.Context, st *sql.Stmt, rows sql.Rows) (n int64, err error) {
+	cols := st.Columns
+	resp := &pgproto3.CopyOutResponse{
 		OverallFormat:     formatText,
 		ColumnFormatCodes: make([]uint16, len(cols)),
-	})
+	}
+	send := c.sendCopyRows
+	if st.CopyBinary {
+		resp.OverallFormat = formatBinary
+		for i := range resp.ColumnFormatCodes {
+			resp.ColumnFormatCodes[i] = formatBinary
+		}
+		send = c.sendCopyBinaryRows
+		c.be.Send(resp)
+		// The header: signature, no flags, no extension.
+		c.be.Send(&pgproto3.CopyData{Data: append([]byte("PGCOPY\n\xff\r\n\x00"), 0, 0, 0, 0, 0, 0, 0, 0)})
+	} else {
+		c.be.Send(resp)
+	}
 	for {
 		b, err := rows.Next(ctx)
 		if err != nil {
@@ -110,15 +132,55 @@ func (c *conn) copyOut(ctx context.Context, cols []sql.Column, rows sql.Rows) (n
 			b.Release()
 			return n, sqlerr.New(sqlerr.Internal, "batch has %d columns, expected %d", b.NumCols(), len(cols))
 		}
-		err = c.sendCopyRows(b.Columns(), cols, int(b.NumRows()))
+		err = send(b.Columns(), cols, int(b.NumRows()))
 		n += b.NumRows()
 		b.Release()
 		if err != nil {
 			return n, err
 		}
 	}
+	if st.CopyBinary {
+		c.be.Send(&pgproto3.CopyData{Data: []byte{0xff, 0xff}})
+	}
 	c.be.Send(&pgproto3.CopyDone{})
 	return n, nil
+}
+
+// sendCopyBinaryRows writes nrows rows of arrs as CopyData messages in
+// the binary COPY format: a field count, then each field's length (-1 for
+// NULL) and binary send form.
+func (c *conn) sendCopyBinaryRows(arrs []arrow.Array, cols []sql.Column, nrows int) error {
+	out := c.out[:0]
+	for i := range nrows {
+		start := len(out)
+		out = append(out, 'd', 0, 0, 0, 0)
+		out = binary.BigEndian.AppendUint16(out, uint16(len(cols)))
+		for j, col := range cols {
+			arr := arrs[j]
+			if arr.IsNull(i) {
+				out = binary.BigEndian.AppendUint32(out, 0xffffffff)
+				continue
+			}
+			at := len(out)
+			out = append(out, 0, 0, 0, 0)
+			out = types.AppendBinary(out, types.DatumAt(arr, i, col.T), col.T)
+			binary.BigEndian.PutUint32(out[at:], uint32(len(out)-at-4))
+		}
+		binary.BigEndian.PutUint32(out[start+1:], uint32(len(out)-start-1))
+		if len(out) >= flushSize {
+			if err := c.writeRaw(out); err != nil {
+				return err
+			}
+			out = out[:0]
+		}
+	}
+	if cap(out) <= 4*flushSize {
+		c.out = out[:0]
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return c.writeRaw(out)
 }
 
 // sendCopyRows writes nrows rows of arrs as CopyData messages.

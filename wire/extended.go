@@ -291,7 +291,7 @@ func (c *conn) execute(m *pgproto3.Execute) (err error) {
 			return nil
 		case res.Rows != nil && p.stmt.CopyOut:
 			p.done = true
-			n, err := c.copyOut(ctx, p.stmt.Columns, res.Rows)
+			n, err := c.copyOut(ctx, p.stmt, res.Rows)
 			res.Rows.Close()
 			if err != nil {
 				return err
