@@ -2,8 +2,8 @@ package exec
 
 import (
 	"bytes"
-	"context"
 	"container/heap"
+	"context"
 	"encoding/binary"
 	"maps"
 	"slices"
