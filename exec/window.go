@@ -131,15 +131,24 @@ func windowColumns(ctx *Ctx, p *Window, rec arrow.RecordBatch, idx []int, pids, 
 		}
 		var err error
 		var col arrow.Array
+		frame := frameFunc(f.Frame.bounds)
+		if f.Frame.RangeOffset() {
+			if frame, err = rangeFrame(ctx, f.Frame, p.OrderBy[0], rec, idx, spids, peer); err != nil {
+				releaseAll(cols)
+				return nil, err
+			}
+		}
 		switch {
+		case f.Kind == WinAgg && f.Frame.RangeOffset():
+			col, err = windowAggSliding(ctx, f, rec, idx, spids, func(k, ps, pe, _, _ int) (int, int) { return frame(k, ps, pe, 0, 0) })
 		case f.Kind == WinAgg && frameSliding(f.Frame):
-			col, err = windowAggSliding(ctx, f, rec, idx, spids)
+			col, err = windowAggSliding(ctx, f, rec, idx, spids, frame)
 		case f.Kind == WinAgg && frameRunning(f.Frame):
 			col, err = windowAgg(ctx, f, rec, idx, pids, spids, make([]bool, n), parts, true) // every row its own peer group
 		case f.Kind == WinAgg:
 			col, err = windowAgg(ctx, f, rec, idx, pids, spids, peer, parts, len(p.OrderBy) > 0 && !f.Frame.WholePartition())
 		case f.Kind >= WinLag:
-			col, err = windowValue(ctx, f, rec, idx, spids, peer)
+			col, err = windowValue(ctx, f, rec, idx, spids, peer, frame)
 		default:
 			col = windowRank(f.Kind, spids, peer)
 		}

@@ -40,6 +40,12 @@ var owvQueries = []string{
 		"avg(f) OVER (" + owvPart + " ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS e, " +
 		"sum(v) OVER (" + owvPart + " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS h, " +
 		"count(*) OVER (PARTITION BY g ORDER BY o) AS i, avg(v) OVER (PARTITION BY g) AS j FROM owk",
+	// RANGE frames with offsets: an interval over a timestamp, an integer
+	// over the order column (ties and NULLs), DESC.
+	"SELECT id, sum(v) OVER (PARTITION BY g ORDER BY ts RANGE BETWEEN INTERVAL '10' MINUTE PRECEDING AND CURRENT ROW) AS a, " +
+		"count(*) OVER (PARTITION BY g ORDER BY o RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS b, " +
+		"max(s) OVER (PARTITION BY g ORDER BY ts DESC RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) AS c, " +
+		"first_value(o) OVER (PARTITION BY g ORDER BY o RANGE 2 PRECEDING) AS d FROM owk",
 	// Nexmark q6's shape: the average of each seller's last 10 closing
 	// prices, over an aggregate (a higher bid retracts the auction's old
 	// price) of a join.
@@ -50,7 +56,8 @@ var owvQueries = []string{
 
 // TestOverWindowViewPG checks materialized views with OVER window
 // functions (lag, lead, first_value, last_value, nth_value, ranks as
-// outputs, aggregates over ROWS frames and the default frame) against
+// outputs, aggregates over ROWS frames, RANGE frames with integer and
+// interval offsets and the default frame) against
 // PostgreSQL 15 running the same SELECT, over a keyed table changed by
 // INSERT, UPDATE (of the value, the partition and the order column) and
 // DELETE, and over an aggregate of a join (Nexmark q6's shape), on both
@@ -59,7 +66,7 @@ func TestOverWindowViewPG(t *testing.T) {
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)
-	ddl := []string{"CREATE TABLE owk (id INT PRIMARY KEY, g INT, o INT, v BIGINT, f DOUBLE PRECISION, s TEXT)",
+	ddl := []string{"CREATE TABLE owk (id INT PRIMARY KEY, g INT, o INT, v BIGINT, f DOUBLE PRECISION, s TEXT, ts TIMESTAMP)",
 		"CREATE TABLE owauc (id BIGINT, seller INT)", "CREATE TABLE owbid (auction BIGINT, price BIGINT)"}
 	execAll(t, sdb, ddl...)
 	execAll(t, pgc, ddl...)
@@ -84,8 +91,9 @@ func TestOverWindowViewPG(t *testing.T) {
 		var vals, aucs, bids []string
 		for range rows {
 			id++
-			vals = append(vals, fmt.Sprintf("(%d, %s, %s, %s, %s, %s)", id, null(fmt.Sprint(r.IntN(5))), null(fmt.Sprint(r.IntN(9))),
-				null(fmt.Sprint(r.IntN(200)-50)), null(fmt.Sprint(float64(r.IntN(40))/4)), null(fmt.Sprintf("'s%d'", r.IntN(30)))))
+			vals = append(vals, fmt.Sprintf("(%d, %s, %s, %s, %s, %s, %s)", id, null(fmt.Sprint(r.IntN(5))), null(fmt.Sprint(r.IntN(9))),
+				null(fmt.Sprint(r.IntN(200)-50)), null(fmt.Sprint(float64(r.IntN(40))/4)), null(fmt.Sprintf("'s%d'", r.IntN(30))),
+				null(fmt.Sprintf("'2026-01-01 %02d:%02d:00'", r.IntN(3), r.IntN(60)))))
 			if r.IntN(3) == 0 {
 				auction++
 				aucs = append(aucs, fmt.Sprintf("(%d, %d)", auction, r.IntN(4)))
