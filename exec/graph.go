@@ -286,11 +286,8 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 		return c.rank(&rankSpec{order: n.Keys, lo: 0, hi: n.Limit}, n.In, nil)
 	case *Window:
 		for _, f := range n.Funcs {
-			if f.Kind == WinAgg {
-				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries do not support aggregate functions with OVER yet (ROW_NUMBER, RANK and DENSE_RANK are supported)")
-			}
-			if f.Kind >= WinLag {
-				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries do not support lag, lead, first_value, last_value and nth_value yet (ROW_NUMBER, RANK and DENSE_RANK are supported)")
+			if err := refuseNow(f.Arg, f.Default, f.Agg.Arg); err != nil {
+				return nil, err
 			}
 		}
 		spec := &rankSpec{window: n, partition: n.PartitionBy, order: n.OrderBy, hi: -1}
@@ -392,7 +389,7 @@ func planName(p Plan) string {
 // its first function's value (rn <= 10, rn < 4, rn = 1), so the node only
 // emits the rows that can pass it. The filter itself stays in place.
 func rankBound(w *Window, stages []Plan) int64 {
-	if len(w.Funcs) != 1 {
+	if len(w.Funcs) != 1 || !rankFuncsOnly(w) {
 		return -1
 	}
 	col := len(w.In.Types()) // the function's column

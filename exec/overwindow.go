@@ -24,6 +24,9 @@ const (
 type FrameBound struct {
 	Kind FrameBoundKind
 	N    int64
+	// Off is a RANGE frame's offset (rangeframe.go): I for an integer
+	// ORDER BY key, F for a floating-point one, IV for a timestamp.
+	Off types.Datum
 }
 
 // WindowFrame is a window function's frame: ROWS counts rows from the
@@ -43,6 +46,9 @@ var DefaultFrame = WindowFrame{Start: FrameBound{Kind: BoundUnboundedPreceding},
 func (f WindowFrame) WholePartition() bool {
 	return f.Start.Kind == BoundUnboundedPreceding && f.End.Kind == BoundUnboundedFollowing
 }
+
+// frameFunc returns the frame [lo, hi) of the sorted row k, as bounds.
+type frameFunc func(k, ps, pe, gs, ge int) (lo, hi int)
 
 // bounds returns the frame [lo, hi) of the sorted row k, in the partition
 // [ps, pe) and the peer group [gs, ge); empty when hi <= lo.
@@ -102,7 +108,7 @@ func (f WindowFrame) bounds(k, ps, pe, gs, ge int) (lo, hi int) {
 // over the rows sorted by idx (partition, then ORDER BY): for every sorted
 // row it picks the input row whose Arg is its value (-1 for NULL), or marks
 // that lag/lead's default applies, then takes the values in one pass.
-func windowValue(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids []int32, peer []bool) (arrow.Array, error) {
+func windowValue(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids []int32, peer []bool, frame frameFunc) (arrow.Array, error) {
 	n := len(idx)
 	if f.Kind == WinNthValue && f.N <= 0 && !f.NNull {
 		return nil, sqlerr.New("22016", "argument of nth_value must be greater than zero")
@@ -150,7 +156,7 @@ func windowValue(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids
 						continue
 					}
 				default:
-					lo, hi := f.Frame.bounds(k, ps, pe, gs, ge)
+					lo, hi := frame(k, ps, pe, gs, ge)
 					switch f.Kind {
 					case WinFirstValue:
 						if lo < hi {
@@ -212,7 +218,7 @@ func frameSliding(f WindowFrame) bool {
 // sorted row is its own group of the accumulator, fed the rows of its
 // frame, so the work is the sum of the frames' sizes (at most n times the
 // frame's width).
-func windowAggSliding(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids []int32) (arrow.Array, error) {
+func windowAggSliding(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids []int32, frame frameFunc) (arrow.Array, error) {
 	n := len(idx)
 	acc := newAccum(f.Agg, false)
 	acc.grow(n)
@@ -247,7 +253,7 @@ func windowAggSliding(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, 
 			if stop.stopped() {
 				return nil, ctx.canceled()
 			}
-			lo, hi := f.Frame.bounds(k, ps, pe, k, k+1)
+			lo, hi := frame(k, ps, pe, k, k+1)
 			if lo < hi {
 				gids = gids[:0]
 				for range hi - lo {

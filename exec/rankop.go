@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"container/heap"
+	"context"
 	"encoding/binary"
 	"maps"
 	"slices"
@@ -653,6 +654,8 @@ func (o *rankOp) computeMany(ectx *expr.Ctx, inputs []map[string]int64) ([]rankR
 		all[i] = i
 	}
 	var buf []byte
+	w := o.spec.window
+	values := w != nil && !rankFuncsOnly(w)
 	for x := range inputs {
 		out, top := map[string]int64{}, map[string]int64{}
 		results[x] = rankResult{out, top}
@@ -661,7 +664,9 @@ func (o *rankOp) computeMany(ectx *expr.Ctx, inputs []map[string]int64) ([]rankR
 			continue
 		}
 		sort.SliceStable(idx, func(a, b int) bool { return cmp(idx[a], idx[b]) < 0 })
-		w := o.spec.window
+		if values {
+			continue // windowRows, once every partition is sorted
+		}
 		if w == nil {
 			hi := int64(len(idx))
 			if o.spec.hi >= 0 {
@@ -702,7 +707,62 @@ func (o *rankOp) computeMany(ectx *expr.Ctx, inputs []map[string]int64) ([]rankR
 			top[encs[r]]++
 		}
 	}
+	if values {
+		if err := o.windowRows(ectx, rec, encs, all, bounds, cmp, results); err != nil {
+			return nil, err
+		}
+	}
 	return results, nil
+}
+
+// rankFuncsOnly says every function of w is row_number, rank or
+// dense_rank, which computeMany computes in its walk of the order (and
+// whose values only grow along it, so a bound on the first stops it).
+func rankFuncsOnly(w *Window) bool {
+	for _, f := range w.Funcs {
+		if f.Kind != WinRowNumber && f.Kind != WinRank && f.Kind != WinDenseRank {
+			return false
+		}
+	}
+	return true
+}
+
+// windowRows computes the output rows of partitions whose window has value
+// functions (lag, lead, first_value, last_value, nth_value) or aggregates
+// OVER a frame: the batch kernels (windowColumns) run over the rows of all
+// of them, sorted partition by partition (idx[bounds[x]:bounds[x+1]] are
+// partition x's rows of rec in their order, ties by encoding), and each
+// row's output is its input encoding followed by its functions' values.
+func (o *rankOp) windowRows(ectx *expr.Ctx, rec arrow.RecordBatch, encs []string, idx, bounds []int, cmp func(a, b int) int, results []rankResult) error {
+	n := len(idx)
+	pids := make([]int32, n)
+	spids := make([]int32, n)
+	peer := make([]bool, n)
+	for x := 0; x+1 < len(bounds); x++ {
+		for k := bounds[x]; k < bounds[x+1]; k++ {
+			spids[k] = int32(x)
+			pids[idx[k]] = int32(x)
+			peer[k] = k > bounds[x] && cmp(idx[k-1], idx[k]) == 0
+		}
+	}
+	w := o.spec.window
+	ctx := &Ctx{Context: context.Background(), Expr: ectx}
+	cols, err := windowColumns(ctx, w, rec, idx, pids, spids, peer, len(bounds)-1)
+	if err != nil {
+		return err
+	}
+	defer releaseAll(cols)
+	fts := w.Types()[len(o.inTs):]
+	var enc rowEncoder
+	enc.Encode(cols, fts, n)
+	var buf []byte
+	for k, r := range idx {
+		buf = append(append(buf[:0], encs[r]...), enc.Row(k)...)
+		res := results[spids[k]]
+		res.out[string(buf)]++
+		res.top[encs[r]]++
+	}
+	return nil
 }
 
 // rankPreselectMin: below 4*hi plus this many rows, compute sorts them all

@@ -107,31 +107,58 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 	for c, t := range inTs {
 		cols = append(cols, takeArrayMem(ctx.alloc(), rec.Column(c), idx, t))
 	}
+	fcols, err := windowColumns(ctx, p, rec, idx, pids, spids, peer, parts)
+	if err != nil {
+		releaseAll(cols)
+		return err
+	}
+	return emit(newRecord(p.Types(), append(cols, fcols...), n))
+}
+
+// windowColumns computes p's functions over rec's rows sorted by idx
+// (partition, then ORDER BY): pids[i] is row i's partition (of parts),
+// spids[k] the k-th sorted row's, peer[k] whether that row is a peer of
+// the one before it. The columns are in sorted order. Batch queries
+// (runWindow) and the rank node of a view (rankop.go, over the rows of the
+// partitions that changed) share it.
+func windowColumns(ctx *Ctx, p *Window, rec arrow.RecordBatch, idx []int, pids, spids []int32, peer []bool, parts int) ([]arrow.Array, error) {
+	n := len(idx)
+	var cols []arrow.Array
 	for _, f := range p.Funcs {
 		if err := ctx.check(); err != nil {
 			releaseAll(cols)
-			return err
+			return nil, err
 		}
+		var err error
 		var col arrow.Array
+		frame := frameFunc(f.Frame.bounds)
+		if f.Frame.RangeOffset() {
+			if frame, err = rangeFrame(ctx, f.Frame, p.OrderBy[0], rec, idx, spids, peer); err != nil {
+				releaseAll(cols)
+				return nil, err
+			}
+		}
 		switch {
+		case f.Kind == WinAgg && f.Frame.RangeOffset():
+			col, err = windowAggSliding(ctx, f, rec, idx, spids, func(k, ps, pe, _, _ int) (int, int) { return frame(k, ps, pe, 0, 0) })
 		case f.Kind == WinAgg && frameSliding(f.Frame):
-			col, err = windowAggSliding(ctx, f, rec, idx, spids)
+			col, err = windowAggSliding(ctx, f, rec, idx, spids, frame)
 		case f.Kind == WinAgg && frameRunning(f.Frame):
 			col, err = windowAgg(ctx, f, rec, idx, pids, spids, make([]bool, n), parts, true) // every row its own peer group
 		case f.Kind == WinAgg:
 			col, err = windowAgg(ctx, f, rec, idx, pids, spids, peer, parts, len(p.OrderBy) > 0 && !f.Frame.WholePartition())
 		case f.Kind >= WinLag:
-			col, err = windowValue(ctx, f, rec, idx, spids, peer)
+			col, err = windowValue(ctx, f, rec, idx, spids, peer, frame)
 		default:
 			col = windowRank(f.Kind, spids, peer)
 		}
 		if err != nil {
 			releaseAll(cols)
-			return err
+			return nil, err
 		}
 		cols = append(cols, col)
 	}
-	return emit(newRecord(p.Types(), cols, n))
+	return cols, nil
 }
 
 // windowRank computes row_number, rank or dense_rank over the sorted rows.

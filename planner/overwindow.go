@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/types"
+
 	"github.com/streamdb/streamdb/exec"
 )
 
@@ -43,12 +46,17 @@ func frameString(f exec.WindowFrame) string {
 		switch b.Kind {
 		case exec.BoundUnboundedPreceding:
 			return "UNBOUNDED PRECEDING"
-		case exec.BoundPreceding:
-			return fmt.Sprintf("%d PRECEDING", b.N)
+		case exec.BoundPreceding, exec.BoundFollowing:
+			n := fmt.Sprint(b.N)
+			if !f.Rows {
+				n = rangeOffsetString(b.Off)
+			}
+			if b.Kind == exec.BoundPreceding {
+				return n + " PRECEDING"
+			}
+			return n + " FOLLOWING"
 		case exec.BoundCurrentRow:
 			return "CURRENT ROW"
-		case exec.BoundFollowing:
-			return fmt.Sprintf("%d FOLLOWING", b.N)
 		}
 		return "UNBOUNDED FOLLOWING"
 	}
@@ -73,3 +81,15 @@ const (
 
 // FrameBound is exec.FrameBound.
 type FrameBound = exec.FrameBound
+
+// rangeOffsetString prints a RANGE frame's offset (an integer, a float or
+// an interval, as exec.FrameBound.Off holds it).
+func rangeOffsetString(d types.Datum) string {
+	switch {
+	case d.IV != (arrow.MonthDayNanoInterval{}):
+		return "'" + types.TextOf(d, types.TInterval) + "'::interval"
+	case d.F != 0:
+		return fmt.Sprint(d.F)
+	}
+	return fmt.Sprint(d.I)
+}

@@ -1,6 +1,8 @@
 package bind
 
 import (
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -100,11 +102,10 @@ func (b *Binder) windowInt(c *ectx, n ast.ExprNode, what string) (v int64, null 
 }
 
 // bindFrame binds a frame clause (nil: the default frame) with
-// PostgreSQL's checks. ROWS frames take any bounds; RANGE frames only
-// UNBOUNDED and CURRENT ROW (an offset is refused, 0A000); GROUPS is
-// refused. Aggregates take only the frames the running and whole-partition
+// PostgreSQL's checks. ROWS frames take any bounds; RANGE frames take an
+// offset over one ORDER BY key (rangeBound); GROUPS is refused. Aggregates take only the frames the running and whole-partition
 // folds compute: the default and UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING.
-func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc) error {
+func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc, order []planner.SortKey) error {
 	fn.Frame = planner.DefaultFrame
 	if f == nil {
 		return nil
@@ -118,10 +119,10 @@ func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc) err
 		return sqlerr.New(sqlerr.FeatureNotSupported, "GROUPS frames are not supported (ROWS and RANGE are)")
 	}
 	var err error
-	if fr.Start, err = b.frameBound(c, f.Extent.Start, fr.Rows, "starting"); err != nil {
+	if fr.Start, err = b.frameBound(c, f.Extent.Start, fr.Rows, "starting", order); err != nil {
 		return err
 	}
-	if fr.End, err = b.frameBound(c, f.Extent.End, fr.Rows, "ending"); err != nil {
+	if fr.End, err = b.frameBound(c, f.Extent.End, fr.Rows, "ending", order); err != nil {
 		return err
 	}
 	s, e := fr.Start.Kind, fr.End.Kind
@@ -145,7 +146,7 @@ func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc) err
 }
 
 // frameBound binds one end of a frame.
-func (b *Binder) frameBound(c *ectx, fb ast.FrameBound, rows bool, what string) (planner.FrameBound, error) {
+func (b *Binder) frameBound(c *ectx, fb ast.FrameBound, rows bool, what string, order []planner.SortKey) (planner.FrameBound, error) {
 	switch {
 	case fb.Type == ast.CurrentRow:
 		return planner.FrameBound{Kind: planner.BoundCurrentRow}, nil
@@ -154,7 +155,7 @@ func (b *Binder) frameBound(c *ectx, fb ast.FrameBound, rows bool, what string) 
 	case fb.UnBounded:
 		return planner.FrameBound{Kind: planner.BoundUnboundedFollowing}, nil
 	case !rows:
-		return planner.FrameBound{}, sqlerr.New(sqlerr.FeatureNotSupported, "RANGE frames with an offset PRECEDING or FOLLOWING are not supported yet (ROWS frames are)")
+		return b.rangeBound(c, fb, what, order)
 	}
 	v, null, err := b.windowInt(c, fb.Expr, "the frame "+what+" offset")
 	switch {
@@ -183,10 +184,98 @@ func aggFrame(f planner.WinFrame) bool {
 		return b.Kind == planner.BoundPreceding || b.Kind == planner.BoundCurrentRow || b.Kind == planner.BoundFollowing
 	}
 	switch {
-	case f.WholePartition() || f == planner.DefaultFrame:
+	case f.WholePartition() || f == planner.DefaultFrame || f.RangeOffset():
 		return true
 	case !f.Rows:
 		return false
 	}
 	return f.Start.Kind == planner.BoundUnboundedPreceding && f.End.Kind == planner.BoundCurrentRow || bounded(f.Start) && bounded(f.End)
+}
+
+// rangeBound binds n PRECEDING or n FOLLOWING of a RANGE frame: one ORDER
+// BY key (42P20 otherwise, as PostgreSQL), of an integer type with an
+// integer offset, a floating-point type with a numeric offset, or
+// timestamp with an interval offset (INTERVAL '1' HOUR). PostgreSQL also
+// takes numeric, date, time and timestamptz keys: refused with 0A000.
+func (b *Binder) rangeBound(c *ectx, fb ast.FrameBound, what string, order []planner.SortKey) (planner.FrameBound, error) {
+	if len(order) != 1 {
+		return planner.FrameBound{}, sqlerr.New(sqlerr.WindowingError, "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
+	}
+	kt := order[0].E.Type()
+	var off expr.Expr
+	if fb.Unit != ast.TimeUnitInvalid {
+		// The dialect layer writes every interval literal before PRECEDING
+		// or FOLLOWING as INTERVAL 'text' MICROSECOND (TiDB's grammar
+		// takes no other expression there): text is the whole interval.
+		v, ok := fb.Expr.(ast.ValueExpr)
+		s, isStr := "", false
+		if ok {
+			switch x := v.GetValue().(type) {
+			case string:
+				s, isStr = x, true
+			case int64:
+				s, isStr = strconv.FormatInt(x, 10), true
+			}
+		}
+		if !isStr {
+			return planner.FrameBound{}, sqlerr.New(sqlerr.FeatureNotSupported, "the frame %s offset must be a constant", what)
+		}
+		d, err := types.ParseText(s, types.TInterval)
+		if err != nil {
+			return planner.FrameBound{}, err
+		}
+		off = &expr.Const{D: d, T: types.TInterval}
+	} else {
+		var err error
+		if off, err = b.bindExpr(c, fb.Expr); err != nil {
+			return planner.FrameBound{}, err
+		}
+	}
+	if !expr.IsConst(off) {
+		return planner.FrameBound{}, sqlerr.New(sqlerr.FeatureNotSupported, "the frame %s offset must be a constant (an expression per row is not supported)", what)
+	}
+	ok := false
+	ot := off.Type().Kind
+	var want types.T
+	switch kt.Kind {
+	case types.Int16, types.Int32, types.Int64:
+		ok, want = ot == types.Int16 || ot == types.Int32 || ot == types.Int64, types.TInt64
+	case types.Float32, types.Float64:
+		ok, want = ot == types.Int16 || ot == types.Int32 || ot == types.Int64 || ot == types.Numeric || ot == types.Float32 || ot == types.Float64, types.TFloat64
+	case types.Timestamp:
+		ok, want = ot == types.Interval, types.TInterval
+	default:
+		return planner.FrameBound{}, sqlerr.New(sqlerr.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s (supported: integer types, double precision, real, timestamp)", typeName(kt))
+	}
+	if !ok {
+		return planner.FrameBound{}, sqlerr.New(sqlerr.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s and offset type %s", typeName(kt), typeName(off.Type()))
+	}
+	off, err := b.castTo(off, want)
+	if err != nil {
+		return planner.FrameBound{}, err
+	}
+	d, err := expr.EvalConst(&expr.Ctx{}, off)
+	if err != nil {
+		return planner.FrameBound{}, err
+	}
+	neg := false
+	switch want.Kind {
+	case types.Int64:
+		neg = d.I < 0
+	case types.Float64:
+		neg = d.F < 0 || math.IsNaN(d.F)
+	default:
+		neg = types.IntervalMicros(d.IV) < 0
+	}
+	switch {
+	case d.Null:
+		return planner.FrameBound{}, sqlerr.New(sqlerr.NullValueNotAllowed, "frame %s offset must not be null", what)
+	case neg:
+		return planner.FrameBound{}, sqlerr.New("22013", "invalid preceding or following size in window function")
+	}
+	k := planner.BoundPreceding
+	if fb.Type == ast.Following {
+		k = planner.BoundFollowing
+	}
+	return planner.FrameBound{Kind: k, Off: d}, nil
 }

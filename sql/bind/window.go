@@ -112,9 +112,6 @@ func (b *Binder) bindWindowFunc(c *ectx, n *ast.WindowFuncExpr) (expr.Expr, erro
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported,
 			"window function %s is not supported (supported: row_number, rank, dense_rank, count, sum, avg, min, max, lag, lead, first_value, last_value, nth_value)", name)
 	}
-	if err := b.bindFrame(&ac, spec.Frame, &fn); err != nil {
-		return nil, err
-	}
 
 	var ws winSpec
 	var key strings.Builder
@@ -144,6 +141,9 @@ func (b *Binder) bindWindowFunc(c *ectx, n *ast.WindowFuncExpr) (expr.Expr, erro
 			ws.orderBy = append(ws.orderBy, planner.SortKey{E: e, Desc: o.Desc, NullsFirst: nullsFirst})
 			fmt.Fprintf(&key, "o %s:%s %v %v;", e, e.Type(), o.Desc, nullsFirst)
 		}
+	}
+	if err := b.bindFrame(&ac, spec.Frame, &fn, ws.orderBy); err != nil {
+		return nil, err
 	}
 	ws.key = key.String()
 	w := c.win

@@ -251,7 +251,14 @@ func (r *rewriter) rewrite(from, to int) error {
 					if p.i > to {
 						return p.syntaxError(toks[to])
 					}
-					prim = r.emit("pg_interval("+quote(text)+")", i, space)
+					if p.i <= to && (toks[p.i].is("preceding") || toks[p.i].is("following")) {
+						// A RANGE frame's offset: TiDB's grammar takes only
+						// INTERVAL expr unit there; the binder reads the
+						// string as the whole interval (sql/bind rangeBound).
+						prim = r.emit("interval "+quote(text)+" microsecond", i, space)
+					} else {
+						prim = r.emit("pg_interval("+quote(text)+")", i, space)
+					}
 					i = p.i - 1
 					continue
 				case r.defaultValues(i, space):

@@ -1,0 +1,163 @@
+package exec
+
+import (
+	"math"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// RANGE frames with an offset (RANGE BETWEEN 10 PRECEDING AND CURRENT ROW,
+// RANGE INTERVAL '1' HOUR PRECEDING): a row's frame is the rows of its
+// partition whose ORDER BY value lies within the offset of its own, as
+// PostgreSQL's in_range: for an ascending key, start at the first row
+// whose value is >= v - offset (n PRECEDING) or >= v + offset (n
+// FOLLOWING), end after the last row whose value is <= v - offset or
+// <= v + offset; a descending key mirrors the signs. A row whose key is
+// NULL has its NULL peers as the offset ends of its frame, and no row with
+// a value is within an offset of NULL. The binder allows one ORDER BY key
+// of an integer type (integer offset), a floating-point type (numeric
+// offset) or timestamp (interval offset).
+
+// RangeOffset says f is a RANGE frame with an offset at either end.
+func (f WindowFrame) RangeOffset() bool {
+	off := func(b FrameBound) bool { return b.Kind == BoundPreceding || b.Kind == BoundFollowing }
+	return !f.Rows && (off(f.Start) || off(f.End))
+}
+
+// rangeFrame computes every sorted row's frame under f (a RANGE frame with
+// an offset) over the ORDER BY key key, and returns it as a frameFunc.
+func rangeFrame(ctx *Ctx, f WindowFrame, key SortKey, rec arrow.RecordBatch, idx []int, spids []int32, peer []bool) (frameFunc, error) {
+	col, err := expr.Eval(ctx.Expr, key.E, rec)
+	if err != nil {
+		return nil, err
+	}
+	defer col.Release()
+	n := len(idx)
+	null := make([]bool, n)
+	ints := make([]int64, n)
+	var floats []float64
+	float := key.E.Type().Physical() == types.PhysFloat64
+	if float {
+		floats = make([]float64, n)
+	}
+	for k, r := range idx {
+		if col.IsNull(r) {
+			null[k] = true
+			continue
+		}
+		switch a := col.(type) {
+		case *array.Int64:
+			ints[k] = a.Value(r)
+		case *array.Int32:
+			ints[k] = int64(a.Value(r))
+		case *array.Int16:
+			ints[k] = int64(a.Value(r))
+		case *array.Float64:
+			floats[k] = a.Value(r)
+		case *array.Float32:
+			floats[k] = float64(a.Value(r))
+		default:
+			d := types.DatumAt(col, r, key.E.Type())
+			ints[k] = d.I
+		}
+	}
+	// before(j, k, b) says row j's value is before the target of bound b
+	// at row k in the sort order; after likewise.
+	target := func(k int, b FrameBound) (int64, float64) {
+		sub := (b.Kind == BoundPreceding) != key.Desc // move down the values
+		if float {
+			if sub {
+				return 0, floats[k] - b.Off.F
+			}
+			return 0, floats[k] + b.Off.F
+		}
+		if key.E.Type().Kind == types.Timestamp {
+			iv := b.Off.IV
+			if sub {
+				iv = arrow.MonthDayNanoInterval{Months: -iv.Months, Days: -iv.Days, Nanoseconds: -iv.Nanoseconds}
+			}
+			return types.AddInterval(ints[k], iv), 0
+		}
+		v, o := ints[k], b.Off.I
+		if sub {
+			if v < math.MinInt64+o {
+				return math.MinInt64, 0
+			}
+			return v - o, 0
+		}
+		if v > math.MaxInt64-o {
+			return math.MaxInt64, 0
+		}
+		return v + o, 0
+	}
+	cmp := func(j int, ti int64, tf float64) int { // row j's value against the target, in sort order
+		c := 0
+		if float {
+			switch {
+			case floats[j] < tf:
+				c = -1
+			case floats[j] > tf:
+				c = 1
+			}
+		} else {
+			switch {
+			case ints[j] < ti:
+				c = -1
+			case ints[j] > ti:
+				c = 1
+			}
+		}
+		if key.Desc {
+			c = -c
+		}
+		return c
+	}
+	lo, hi := make([]int, n), make([]int, n)
+	for ps := 0; ps < n; {
+		pe := ps + 1
+		for pe < n && spids[pe] == spids[ps] {
+			pe++
+		}
+		// The partition's rows with a value: [vs, ve); NULLs sort at one end.
+		vs, ve := ps, pe
+		for vs < pe && null[vs] {
+			vs++
+		}
+		for ve > vs && null[ve-1] {
+			ve--
+		}
+		for gs := ps; gs < pe; {
+			ge := gs + 1
+			for ge < pe && peer[ge] {
+				ge++
+			}
+			for k := gs; k < ge; k++ {
+				lo[k], hi[k] = f.bounds(k, ps, pe, gs, ge)
+				if null[k] {
+					if f.Start.Kind == BoundPreceding || f.Start.Kind == BoundFollowing {
+						lo[k] = gs
+					}
+					if f.End.Kind == BoundPreceding || f.End.Kind == BoundFollowing {
+						hi[k] = ge
+					}
+					continue
+				}
+				if b := f.Start; b.Kind == BoundPreceding || b.Kind == BoundFollowing {
+					ti, tf := target(k, b)
+					lo[k] = vs + sort.Search(ve-vs, func(i int) bool { return cmp(vs+i, ti, tf) >= 0 })
+				}
+				if b := f.End; b.Kind == BoundPreceding || b.Kind == BoundFollowing {
+					ti, tf := target(k, b)
+					hi[k] = vs + sort.Search(ve-vs, func(i int) bool { return cmp(vs+i, ti, tf) > 0 })
+				}
+			}
+			gs = ge
+		}
+		ps = pe
+	}
+	return func(k, _, _, _, _ int) (int, int) { return lo[k], hi[k] }, nil
+}
