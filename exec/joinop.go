@@ -72,9 +72,9 @@ type joinOp struct {
 	emptiedNow []string
 	emptiedQ   []emptiedKey
 
-	ttl joinTTL // state.ttl (ttl.go)
+	ttl joinTTL    // state.ttl (ttl.go)
 	lk  lookupJoin // a lookup join's left rows waiting for the barrier (lookupjoin.go)
-	tw  joinWM  // interval and window joins freed by watermark (intervaljoin.go)
+	tw  joinWM     // interval and window joins freed by watermark (intervaljoin.go)
 }
 
 // joinRowBytes and joinGroupBytes estimate the memory of a stored row and
