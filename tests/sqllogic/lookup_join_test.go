@@ -90,6 +90,23 @@ func TestLookupJoin(t *testing.T) {
 	lookupWant(t, c, "SELECT * FROM v WHERE id >= 7",
 		"'7' | '3' | 'c'", "'8' | '1' | 'a2'", "'9' | '3' | 'c2'", "'10' | '1' | 'a2'")
 
+	// A view made over existing rows joins them with the tables as they
+	// are (its backfill's barrier), as the batch query does; lookup joins
+	// chain.
+	chain := `SELECT o.id, d.name, e.label FROM orders o
+		   JOIN dim FOR SYSTEM_TIME AS OF PROCTIME() d ON o.k = d.k
+		   LEFT JOIN dim3 FOR SYSTEM_TIME AS OF PROCTIME() e ON e.k = o.k`
+	lookupExec(t, c, "CREATE TABLE dim3 (k BIGINT PRIMARY KEY, label VARCHAR)", "INSERT INTO dim3 VALUES (1, 'one'), (3, 'three')",
+		"CREATE MATERIALIZED VIEW chain AS "+chain, "CHECKPOINT")
+	want, err := queryRows(c, chain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 7 {
+		t.Errorf("the batch query gave %d rows, want 7: %v", len(want), want)
+	}
+	lookupWant(t, c, "SELECT * FROM chain", want...)
+
 	plan, err := queryRows(c, `EXPLAIN SELECT o.id, d.name FROM orders o
 		   LEFT JOIN dim FOR SYSTEM_TIME AS OF PROCTIME() d ON o.k = d.k`)
 	if err != nil {
