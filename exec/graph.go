@@ -265,8 +265,17 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 		if err := c.input(g, 0, n.Left, n.LeftKeys); err != nil {
 			return nil, err
 		}
+		if n.Lookup && g.ins[0].from.retracts {
+			return nil, errLookupRetracts
+		}
 		if err := c.input(g, 1, n.Right, n.RightKeys); err != nil {
 			return nil, err
+		}
+		if n.Lookup {
+			// Left rows only come, and a change of the right side emits
+			// nothing: the output only inserts (lookupjoin.go).
+			g.retracts = false
+			return c.add(g), nil
 		}
 		if n.Kind != JoinInner {
 			g.retracts = true // a NULL-padded row is retracted when its first match comes
@@ -514,6 +523,9 @@ func StateOperators(p Plan) (map[string]string, error) {
 			b.WriteString(")")
 		case nJoin:
 			name = "join"
+			if n.join.Lookup {
+				name = "lookup join"
+			}
 			fmt.Fprintf(&b, "kind %d left(%s) right(%s) keys(", n.join.Kind, typeList(n.join.Left.Types()), typeList(n.join.Right.Types()))
 			for i := range n.join.LeftKeys {
 				if i > 0 {

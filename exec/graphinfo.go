@@ -120,6 +120,9 @@ func sessionDetail(s *SessionAgg) string {
 var joinNames = map[JoinKind]string{JoinInner: "inner", JoinLeft: "left", JoinRight: "right", JoinFull: "full", JoinSemi: "semi", JoinAnti: "anti"}
 
 func joinDetail(h *HashJoin) string {
+	if h.Lookup {
+		return fmt.Sprintf("%s lookup on %d key(s)", joinNames[h.Kind], len(h.LeftKeys))
+	}
 	if len(h.LeftKeys) == 0 {
 		return joinNames[h.Kind] + ", nested loop"
 	}

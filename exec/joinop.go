@@ -72,8 +72,9 @@ type joinOp struct {
 	emptiedNow []string
 	emptiedQ   []emptiedKey
 
-	ttl joinTTL // state.ttl (ttl.go)
-	tw  joinWM  // interval and window joins freed by watermark (intervaljoin.go)
+	ttl joinTTL    // state.ttl (ttl.go)
+	lk  lookupJoin // a lookup join's left rows waiting for the barrier (lookupjoin.go)
+	tw  joinWM     // interval and window joins freed by watermark (intervaljoin.go)
 }
 
 // joinRowBytes and joinGroupBytes estimate the memory of a stored row and
@@ -195,7 +196,8 @@ func newJoinOp(j *Job, n *gnode) *joinOp {
 	o.semi = s.Kind == JoinSemi || s.Kind == JoinAnti
 	o.preserve = [2]bool{s.Kind == JoinLeft || s.Kind == JoinFull, s.Kind == JoinRight || s.Kind == JoinFull}
 	o.tw.wm = NoWatermark
-	if o.tw.spec = joinTimeOf(s, n.joinPreds); o.tw.spec != nil && !watermarked(n) {
+	o.lk.on = s.Lookup
+	if o.tw.spec = joinTimeOf(s, n.joinPreds); o.tw.spec != nil && (!watermarked(n) || o.lk.on) {
 		o.tw.spec = nil
 	}
 	if o.tw.spec != nil {
@@ -219,12 +221,21 @@ func (o *joinOp) emitRows(ectx *expr.Ctx) error {
 const maxJoinCandidates = 64 << 10
 
 func (o *joinOp) Push(ectx *expr.Ctx, c Chunk, side int) error {
+	if o.lk.on && side == 0 {
+		o.lk.hold(o, c)
+		return nil
+	}
 	if o.tw.spec != nil {
 		var err error
 		if c, err = o.dropLate(ectx, c, side); err != nil {
 			return err
 		}
 	}
+	return o.pushParts(ectx, c, side)
+}
+
+// pushParts joins the rows of c (owning its record), a part at a time.
+func (o *joinOp) pushParts(ectx *expr.Ctx, c Chunk, side int) error {
 	defer c.Rec.Release()
 	n := int(c.Rec.NumRows())
 	for lo := 0; lo < n; {
@@ -401,6 +412,15 @@ func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 		case !o.semi && o.preserve[side] && matched == 0:
 			o.addSide(o.buf, s, rec, i, side, "")
 		}
+		if o.lk.on && side == 0 {
+			// A lookup join keeps no left row: it is joined once.
+			if o.buf.N >= 16<<10 {
+				if err := o.emitRows(ectx); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		}
 		g := groups[i]
 		switch {
 		case key == nullKey:
@@ -492,7 +512,11 @@ func (o *joinOp) residual(ectx *expr.Ctx, rec arrow.RecordBatch, side int, pi []
 
 // barrier writes the rows that changed in the epoch.
 func (o *joinOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
-	if err := o.expireIdle(ectx); err != nil {
+	if o.lk.on {
+		if err := o.lk.flush(ectx, o); err != nil {
+			return err
+		}
+	} else if err := o.expireIdle(ectx); err != nil {
 		return err
 	}
 	if err := o.freeByWatermark(ectx); err != nil {

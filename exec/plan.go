@@ -148,6 +148,15 @@ type HashJoin struct {
 	Kind                JoinKind
 	LeftKeys, RightKeys []expr.Expr
 	Residual            expr.Expr
+	// Lookup makes it a temporal (lookup) join, FOR SYSTEM_TIME AS OF
+	// PROCTIME(), inner or left, whose right side is a keyed table's
+	// changelog. A batch query runs it as any join (over the table's
+	// current rows). A continuous query keeps only the right side's rows
+	// in state; each left row (the left side only inserts) is joined with
+	// the right rows the job has read by the barrier that ends its epoch,
+	// and a later change of the right side changes nothing already
+	// emitted (lookupjoin.go).
+	Lookup bool
 }
 
 // SortKey is one sort term over the input's columns.

@@ -50,6 +50,8 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			j.fresh = true
 		case g.root.from.kind == nSource || g.root.from.kind == nUnion:
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "a view whose rows come partly from its streams directly and partly from state cannot be upgraded from a savepoint")
+		case g.root.from.kind == nJoin && g.root.from.join.Lookup:
+			return nil, errLookupReemit
 		}
 	}
 	for _, n := range g.sources {

@@ -86,8 +86,8 @@ func SinkKeyCols(view *storage.TableDef, p Plan) []int {
 // continuous query runs it (compile's retracts flags, graph.go): scans of
 // streams without a key and of sources, under filters without now(),
 // projections, HOP and ORDER BY without a limit; inner joins and unions of
-// append-only inputs. Aggregates, top-N, outer joins, temporal filters and
-// reads of views retract.
+// append-only inputs; lookup joins of an append-only left side. Aggregates,
+// top-N, outer joins, temporal filters and reads of views retract.
 func AppendOnly(p Plan) bool {
 	switch n := p.(type) {
 	case *ScanStream:
@@ -101,6 +101,9 @@ func AppendOnly(p Plan) bool {
 	case *Sort:
 		return n.Limit < 0 && AppendOnly(n.In)
 	case *HashJoin:
+		if n.Lookup {
+			return (n.Kind == JoinInner || n.Kind == JoinLeft) && AppendOnly(n.Left)
+		}
 		return n.Kind == JoinInner && AppendOnly(n.Left) && AppendOnly(n.Right)
 	case *Union:
 		for _, in := range n.Ins {

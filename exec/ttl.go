@@ -85,6 +85,9 @@ type joinTTL struct {
 
 // touch notes that a row touched g in this epoch.
 func (o *joinOp) touch(g *joinGroup) {
+	if o.lk.on {
+		return // a lookup join's right rows never expire (lookupjoin.go)
+	}
 	if !g.touched {
 		g.touched = true
 		o.ttl.touched = append(o.ttl.touched, g)

@@ -130,6 +130,10 @@ type Join struct {
 	Kind        JoinKind
 	On          expr.Expr // nil: cross join
 	Cols        []Column
+	// Lookup marks a temporal (lookup) join, FOR SYSTEM_TIME AS OF
+	// PROCTIME() (exec.HashJoin.Lookup): an inner or left join whose right
+	// side is a keyed table. Join reordering keeps it as written.
+	Lookup bool
 }
 
 // SortKey is one ORDER BY term.

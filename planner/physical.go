@@ -117,7 +117,7 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		}
 		return agg, nil
 	case *Join:
-		if n.Kind == InnerJoin {
+		if n.Kind == InnerJoin && !n.Lookup {
 			if r := reorderInnerJoins(n); r != Node(n) {
 				return Physical(r, snaps)
 			}
@@ -243,7 +243,7 @@ func physicalJoin(n *Join, snaps Snapshots) (exec.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &exec.HashJoin{Left: l, Right: r, Kind: joinKinds[n.Kind]}
+	j := &exec.HashJoin{Left: l, Right: r, Kind: joinKinds[n.Kind], Lookup: n.Lookup}
 	nl := len(n.Left.Schema())
 	var residual []expr.Expr
 	for _, c := range conjuncts(n.On) {
@@ -651,7 +651,13 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 		if p.Residual != nil {
 			res = " residual=" + p.Residual.String()
 		}
-		line("HashJoin %s left=[%s] right=[%s]%s%s", kind, exprList(p.LeftKeys), exprList(p.RightKeys), res, appendOnlySides(p))
+		if p.Lookup {
+			// Batch queries run it as the hash join it is over the table's
+			// current rows; views run the lookup (exec.HashJoin.Lookup).
+			line("LookupJoin %s left=[%s] right=[%s]%s%s", kind, exprList(p.LeftKeys), exprList(p.RightKeys), res, appendOnlySides(p))
+		} else {
+			line("HashJoin %s left=[%s] right=[%s]%s%s", kind, exprList(p.LeftKeys), exprList(p.RightKeys), res, appendOnlySides(p))
+		}
 		explain(b, p.Left, depth+1)
 		explain(b, p.Right, depth+1)
 	case *exec.Sort:

@@ -935,6 +935,9 @@ func (b *Binder) bindJoin(j *ast.Join) (planner.Node, *scope, error) {
 	if isAsofJoin(j) {
 		return b.bindAsofJoin(j) // asof.go
 	}
+	if isLookupJoin(j) {
+		return b.bindLookupJoin(j) // lookup.go
+	}
 	// The dialect layer writes FULL [OUTER] JOIN ... ON as TiDB's
 	// STRAIGHT_JOIN ... ON, which PostgreSQL has no use for otherwise.
 	full := j.StraightJoin

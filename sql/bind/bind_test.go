@@ -42,6 +42,8 @@ func testCatalog() fakeCatalog {
 	add("u", storage.KindStream, col("a", types.TInt32), col("c", types.TText))
 	add("wc", storage.KindView, col("word", types.TText), col("cnt", types.TInt64))
 	add("nn", storage.KindStream, storage.ColumnDef{Name: "id", Type: types.TInt64, NotNull: true}, col("v", types.TText))
+	add("kd", storage.KindStream, storage.ColumnDef{Name: "k", Type: types.TInt32, NotNull: true}, col("v", types.TText))
+	c["kd"].KeyCols = []int{0}
 	return c
 }
 

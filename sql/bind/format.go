@@ -60,6 +60,9 @@ func format(b *strings.Builder, n planner.Node, depth int) {
 		fmt.Fprintf(b, "Aggregate group=[%s] aggs=[%s]", exprs(n.GroupBy), strings.Join(aggs, ", "))
 	case *planner.Join:
 		kind := [...]string{"inner", "left", "right", "full", "semi", "anti"}[n.Kind]
+		if n.Lookup {
+			kind += " lookup"
+		}
 		if n.On == nil {
 			fmt.Fprintf(b, "Join %s", kind)
 		} else {

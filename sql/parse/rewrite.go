@@ -33,6 +33,8 @@ type rewriter struct {
 	full  bool // a FULL JOIN was seen
 	// asofOn holds the parenthesis depths of ASOF joins awaiting their ON (asof.go).
 	asofOn []int
+	// lookupOn holds the depths of lookup joins awaiting their ON (lookup.go).
+	lookupOn []int
 }
 
 // frame is an open parenthesis: start is the piece where the primary it
@@ -128,6 +130,9 @@ func (p *parser) query(from, to int) (*Query, error) {
 		return nil, err
 	}
 	if err := r.asofDone(to); err != nil {
+		return nil, err
+	}
+	if err := r.lookupDone(to); err != nil {
 		return nil, err
 	}
 	q := &Query{SQL: p.src[p.toks[from].Pos:p.toks[to-1].End], EmitChanges: r.emits, EmitOnWindowClose: r.eowc}
@@ -234,6 +239,14 @@ func (r *rewriter) rewrite(from, to int) error {
 		case tQIdent, tIdent:
 			if t.Kind == tIdent {
 				switch {
+				case r.lookupWord(i, to, len(stack)):
+					end, err := r.lookupJoin(i, to, len(stack), space)
+					if err != nil {
+						return err
+					}
+					prim = -1
+					i = end - 1
+					continue
 				case r.asofWord(i, from, to, len(stack)):
 					end, err := r.asofJoin(i, to, len(stack), space)
 					if err != nil {
