@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -70,6 +71,9 @@ func (e *Engine) appendRows(t *storage.TableDef, recs []arrow.RecordBatch) error
 	part, err := e.appendPartition(t)
 	if err != nil {
 		return err
+	}
+	if e.streamLog != nil && logTopic(t) != "" {
+		return produceRows(e, t, recs) // cluster mode: the shared log
 	}
 	_, err = e.db.AppendLog(t.ID, part, recs)
 	return err
@@ -148,6 +152,9 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 		return nil, err
 	}
 	c := newCopyIn(s.e, t, cols, opts)
+	if logTopic(t) != "" && s.e.streamLog != nil {
+		c.stageAt = math.MaxInt // cluster mode: Done produces the kept batches
+	}
 	c.tx = s.txn
 	c.defs = defs
 	return &Result{CopyIn: c}, nil
