@@ -209,9 +209,9 @@ func readCatalog(e *Engine) bind.Catalog {
 
 // gateStreamWrite decides, in cluster mode, about an INSERT or COPY FROM
 // into table name: nil if its rows go to the shared log, else why not
-// (0A000). An INSERT's rows must come from no relation but (for a column
-// default's sake) the target: INSERT ... SELECT from other relations is
-// refused for now.
+// (0A000). An INSERT's rows must come from no relation: INSERT ... SELECT
+// from relations is refused for now (it would bind them to this node's
+// own, empty, logs).
 func gateStreamWrite(s sessionCluster, st *Stmt, what, name string, n ast.Node) error {
 	t, ok := s.e.Table(name)
 	if !ok || t.Kind != storage.KindStream {
@@ -230,11 +230,11 @@ func gateStreamWrite(s sessionCluster, st *Stmt, what, name string, n ast.Node) 
 	if ins, ok := n.(*ast.InsertStmt); ok && ins.Select != nil {
 		cat := &recordingCatalog{e: s.e}
 		b := &bind.Binder{Cat: cat, Params: append([]types.T(nil), st.ParamTypes...), User: s.user, Session: sessionInfo{s.Session}}
-		if _, _, err := b.BindInsert(ins); err != nil {
+		if _, err := b.BindQuery(ins.Select); err != nil {
 			return nil // execution reports it
 		}
 		for _, r := range cat.seen {
-			if r.Name != t.Name && r.Kind != storage.KindSystem {
+			if r.Kind != storage.KindSystem {
 				return notDistributed("INSERT ... SELECT from "+r.Name, "an INSERT in cluster mode takes rows from VALUES or expressions only")
 			}
 		}
