@@ -223,6 +223,7 @@ func TestClusterStreamLog(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var werrMu sync.Mutex
 	var werr error
 	writer := func(i int, w func(*pgx.Conn, int) error, size int) {
 		defer wg.Done()
@@ -233,7 +234,9 @@ func TestClusterStreamLog(t *testing.T) {
 			default:
 			}
 			if err := w(wconns[i], size); err != nil {
+				werrMu.Lock()
 				werr = fmt.Errorf("writer on %s: %w", nodes[i].id, err)
+				werrMu.Unlock()
 				return
 			}
 		}
