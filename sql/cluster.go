@@ -59,6 +59,7 @@ func ApplyDDL(ctx context.Context, e *Engine, user, text string) (*Result, error
 	s := e.NewSession(user, BootstrapRole)
 	defer s.Close()
 	s.clusterApply = true
+	noteApplying(ctx, e)
 	if _, _, _, ok := e.Role(user); !ok {
 		return nil, sqlerr.New(sqlerr.InvalidAuthorization, "role %q does not exist on this node", user)
 	}
@@ -102,6 +103,11 @@ func (s sessionCluster) gate(ctx context.Context, st *Stmt, params []types.Datum
 		return res, err, true
 	case *parse.CreateSink, *parse.DropSink:
 		return nil, notDistributed(statementWords(st), "every node would export its own copy of the view"), true
+	case *parse.Copy:
+		if err := gateCopy(s, st, n); err != nil {
+			return nil, err, true
+		}
+		return nil, nil, false
 	case *parse.Show, *parse.ShowCreate, *parse.Discard:
 		return nil, nil, false
 	case *parse.ShowObjects:
@@ -127,6 +133,13 @@ func (s sessionCluster) gateQuery(ctx context.Context, st *Stmt, q *parse.Query,
 		return res, err, true
 	case *ast.ShowStmt:
 		return nil, nil, false
+	case *ast.InsertStmt:
+		if tn, ok := insertTargetName(n); ok {
+			if err := gateStreamWrite(s, st, "INSERT", tn, n); err != nil {
+				return nil, err, true
+			}
+			return nil, nil, false
+		}
 	case *ast.SetStmt:
 		for _, v := range n.Variables {
 			if err := s.sessionSetting(v.Name); err != nil {
@@ -169,6 +182,9 @@ func (s sessionCluster) localRead(st *Stmt, n ast.ResultSetNode) ([]*storage.Tab
 				Msg:    "reading materialized view " + t.Name + " is not supported in cluster mode yet",
 				Detail: "Its input differs from node to node: " + why + " (docs/design/cluster.md).",
 				Hint:   "Materialized views over sources (datagen, nexmark, kafka) are readable on every node."}
+		}
+		if logTopic(t) != "" {
+			continue // read from its topic (clusterstream.go)
 		}
 		if t.Kind != storage.KindSystem || strings.HasPrefix(t.Name, "streamdb_") {
 			return nil, &sqlerr.Error{Code: sqlerr.FeatureNotSupported,

@@ -112,6 +112,8 @@ func (e clusterJobs) perNodeInput(view *storage.TableDef) string {
 		switch {
 		case !ok:
 			return name + " is missing"
+		case logTopic(t) != "":
+			// Its topic in the shared log (clusterstream.go).
 		case t.Kind == storage.KindStream:
 			return name + " is a stream, and each node holds its own INSERTs"
 		case t.Kind == storage.KindView:

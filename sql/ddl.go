@@ -61,6 +61,9 @@ func (e *Engine) createTable(n *parse.CreateTable, owner string) (*Result, error
 	if err := keyedTable(t, n.PrimaryKey); err != nil {
 		return nil, err
 	}
+	if err := streamLogCreate(e, t); err != nil {
+		return nil, err
+	}
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
 	e.mu.Lock()
@@ -180,6 +183,7 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 			e.cdc.drop(t)
 		}
 	}
+	streamLogDropped(e, drop)
 	if e.conf.settingLocked("checkpoint.cleanup") == "delete_on_cancellation" {
 		e.sup.deleteCheckpointsOfLocked(gone)
 	}
@@ -200,7 +204,7 @@ func (e *Engine) planView(def *storage.TableDef) (exec.Plan, error) {
 	if !ok {
 		return nil, sqlerr.New(sqlerr.Internal, "view %s: stored query is not a query", def.Name)
 	}
-	plan, err := (&bind.Binder{Cat: e, View: true}).BindQuery(rs)
+	plan, err := (&bind.Binder{Cat: viewCatalog(e), View: true}).BindQuery(rs)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +231,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if len(n.With) > 0 && n.FromSavepoint == "" {
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "materialized view options are state.ttl, state.backend, state.memory_limit, parallelism, and allow_non_restored_state with CREATE OR REPLACE ... FROM SAVEPOINT")
 	}
-	plan, err := (&bind.Binder{Cat: e, View: true}).BindQuery(rs)
+	plan, err := (&bind.Binder{Cat: viewCatalog(e), View: true}).BindQuery(rs)
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,8 @@ type Config struct {
 	Storage StorageConfig
 	// Cluster, if set, puts the engine in cluster mode (cluster.go).
 	Cluster Cluster
+	// StreamLog, with Cluster, keeps streams in Kafka (clusterstream.go).
+	StreamLog *StreamLogConfig
 }
 
 // Engine is one database. It is safe for concurrent use by many sessions.
@@ -89,6 +91,7 @@ type Engine struct {
 	streams    atomic.Uint64 // change streams started
 	sinks      sinkSet       // CREATE SINK (sinks.go)
 	cluster    Cluster       // nil on a single node (cluster.go)
+	streamLog  *streamLog    // nil unless cluster mode with Kafka (clusterstream.go)
 	keyed      keyedLocks    // writes to tables with a primary key (handle_dml.go)
 	cdc        cdcIngest     // PostgreSQL CDC sources' ingesters (cdc.go)
 
@@ -138,7 +141,10 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{db: db, log: cfg.Logger, par: cfg.Parallelism, cache: cfg.StateCacheBytes, done: make(chan struct{}),
-		lastExport: time.Now(), cluster: cfg.Cluster} // the export gap counts from the start (periodicExportGap)
+		lastExport: time.Now(), cluster: cfg.Cluster}
+	if cfg.Cluster != nil {
+		e.streamLog = newStreamLog(cfg.StreamLog)
+	} // the export gap counts from the start (periodicExportGap)
 	e.sup = &supervisor{Engine: e, savepointStore: savepointStore{e}}
 	e.conf = &settingsStore{e}
 	e.roleStore = &roleStore{e}

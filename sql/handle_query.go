@@ -59,6 +59,7 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 	b := &bind.Binder{Cat: s.e, Params: append([]types.T(nil), st.ParamTypes...), User: s.user, LimitParams: q.LimitParams, ParamValues: append([]types.Datum{}, params...), Session: sessionInfo{s}}
 	switch n := q.Node.(type) {
 	case ast.ResultSetNode:
+		b.Cat = readCatalog(s.e)
 		plan, err := b.BindQuery(n)
 		if err != nil {
 			return nil, err
@@ -105,6 +106,7 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 		if !ok {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "EXPLAIN supports queries only")
 		}
+		b.Cat = readCatalog(s.e)
 		plan, err := b.BindQuery(rs)
 		if err != nil {
 			return nil, err

@@ -72,6 +72,9 @@ func (e *Engine) appendRows(t *storage.TableDef, recs []arrow.RecordBatch) error
 	if err != nil {
 		return err
 	}
+	if e.streamLog != nil && logTopic(t) != "" {
+		return produceRows(e, t, recs) // cluster mode: the shared log
+	}
 	_, err = e.db.AppendLog(t.ID, part, recs)
 	return err
 }
@@ -157,6 +160,9 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 		return nil, err
 	}
 	c := newCopyIn(s.e, t, cols, opts)
+	if logTopic(t) != "" && s.e.streamLog != nil {
+		c.stageAt = math.MaxInt // cluster mode: Done produces the kept batches
+	}
 	c.tx = s.txn
 	c.defs = defs
 	if kc != nil {

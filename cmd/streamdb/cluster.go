@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/streamdb/streamdb/cluster"
+	"github.com/streamdb/streamdb/connector/kafka"
 	"github.com/streamdb/streamdb/sql"
 	"github.com/streamdb/streamdb/sqlerr"
 )
@@ -21,6 +22,7 @@ import (
 type clusterFlags struct {
 	etcd, nodeID, peerListen, name string
 	leaseTTL                       time.Duration
+	kafka                          string // the shared stream log's brokers (clusterstream.go in sql)
 }
 
 // fromConfig takes the cluster.* keys out of the config file's settings
@@ -48,6 +50,10 @@ func (c *clusterFlags) fromConfig(settings map[string]string, given map[string]b
 			if !given["cluster-name"] {
 				c.name = v
 			}
+		case "cluster.kafka":
+			if !given["cluster-kafka"] {
+				c.kafka = v
+			}
 		case "cluster.lease_ttl":
 			if !given["cluster-lease-ttl"] {
 				d, err := time.ParseDuration(v)
@@ -57,12 +63,12 @@ func (c *clusterFlags) fromConfig(settings map[string]string, given map[string]b
 				c.leaseTTL = d
 			}
 		default:
-			return fmt.Errorf("--config: unknown key %q (cluster.etcd, cluster.node_id, cluster.peer_listen, cluster.name, cluster.lease_ttl)", k)
+			return fmt.Errorf("--config: unknown key %q (cluster.etcd, cluster.node_id, cluster.peer_listen, cluster.name, cluster.lease_ttl, cluster.kafka)", k)
 		}
 	}
 	if c.etcd == "" {
-		if c.nodeID != "" || c.peerListen != "" {
-			return fmt.Errorf("--node-id and --peer-listen need --cluster-etcd")
+		if c.nodeID != "" || c.peerListen != "" || c.kafka != "" {
+			return fmt.Errorf("--node-id, --peer-listen and --cluster-kafka need --cluster-etcd")
 		}
 		return nil
 	}
@@ -141,7 +147,7 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 	node, err := cluster.Join(ctx, cluster.Config{Endpoints: strings.Split(c.etcd, ","), Cluster: c.name, NodeID: c.nodeID,
 		PGAddr: pgAddr, PeerAddr: peerAddr, LeaseTTL: c.leaseTTL, AppliedFile: filepath.Join(dataDir, "cluster-applied"),
 		Logger: log, Apply: func(ctx context.Context, e cluster.Entry) (any, error) {
-			return sql.ApplyDDL(ctx, eng, e.User, e.Text)
+			return sql.ApplyDDL(sql.WithLogSeq(ctx, e.Seq), eng, e.User, e.Text)
 		},
 		Jobs:     func() []string { return sql.ClusterJobs(eng) },
 		OnAssign: func(mine map[string]bool) { sql.SetOwnedJobs(eng, mine) }})
@@ -162,4 +168,16 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 	}
 	log.Info("joined the cluster", "cluster", c.name, "node", c.nodeID, "etcd", c.etcd, "peer", peerAddr, "applied", node.Applied())
 	return node, pl, nil
+}
+
+// streamLogConfig is the shared stream log of --cluster-kafka (nil: none).
+func streamLogConfig(c clusterFlags) (*sql.StreamLogConfig, error) {
+	if c.kafka == "" {
+		return nil, nil
+	}
+	brokers, err := kafka.ParseBrokers(c.kafka)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-kafka: %w", err)
+	}
+	return &sql.StreamLogConfig{Brokers: brokers, Cluster: c.name, Node: c.nodeID}, nil
 }

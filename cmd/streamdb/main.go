@@ -3,7 +3,7 @@
 //
 //	streamdb [--listen 127.0.0.1:5433] [--data-dir ./streamdb-data] [--config FILE] [--log-level info] [--max-connections 100]
 //	         [--http 127.0.0.1:9187] [--pprof] [--allow-storage URL]... [--restore-from URL]
-//	         [--cluster-etcd URL --node-id ID [--peer-listen ADDR] [--cluster-name NAME] [--cluster-lease-ttl 10s]]
+//	         [--cluster-etcd URL --node-id ID [--peer-listen ADDR] [--cluster-name NAME] [--cluster-lease-ttl 10s] [--cluster-kafka HOST:PORT]]
 //	streamdb bench [--rows N] [--keys K] [--interval 1s]   (in-process benchmark)
 //	streamdb bench nexmark [--events N] [--queries q0,q1,...] [--checkpoint-interval 1s] [--server URL]
 package main
@@ -70,8 +70,9 @@ func run() error {
 	peerListen := flag.String("peer-listen", "", "cluster mode: address this node listens on for its peers")
 	clusterName := flag.String("cluster-name", "default", "cluster mode: the cluster's name (its key prefix in etcd)")
 	leaseTTL := flag.Duration("cluster-lease-ttl", 10*time.Second, "cluster mode: TTL of the node's membership lease in etcd")
+	clusterKafka := flag.String("cluster-kafka", "", "cluster mode: Kafka bootstrap servers (host:port, separated by commas) that hold the log of every stream ('' : INSERT and COPY are refused)")
 	flag.Parse()
-	cl := clusterFlags{etcd: *clusterEtcd, nodeID: *nodeID, peerListen: *peerListen, name: *clusterName, leaseTTL: *leaseTTL}
+	cl := clusterFlags{etcd: *clusterEtcd, nodeID: *nodeID, peerListen: *peerListen, name: *clusterName, leaseTTL: *leaseTTL, kafka: *clusterKafka}
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -119,6 +120,9 @@ func run() error {
 	if cl.etcd != "" {
 		ce = &clusterEngine{}
 		sqlCfg.Cluster = ce
+		if sqlCfg.StreamLog, err = streamLogConfig(cl); err != nil {
+			return err
+		}
 	}
 	eng, err := sql.Open(sqlCfg)
 	if err != nil {

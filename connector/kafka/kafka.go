@@ -49,6 +49,10 @@ import (
 //	                               some, its reader fails with SplitsGrown
 //	                               and the runtime raises the source's
 //	                               split count and restarts the job
+//	scan.bounded.mode              unbounded (default) or latest-offset:
+//	                               a batch read stops at each partition's
+//	                               last stable offset when it opens it
+//	                               (cluster mode reads streams this way)
 //	properties.group.id            a consumer group the source commits
 //	                               each split's offsets to once the
 //	                               checkpoint holding them completes
@@ -77,6 +81,7 @@ type kafka struct {
 	// created is the topic's partition count when the source was
 	// created: splits from it on are new partitions, read from earliest.
 	created  int
+	bounded  bool // scan.bounded.mode = latest-offset
 	discover time.Duration
 	group    string
 	cols     []kafkaCol
@@ -238,6 +243,15 @@ func newKafka(cols []connector.Column, o *connector.Options) (connector.Connecto
 	if v, ok := o.Take("scan.topic_partition_discovery.interval"); ok {
 		if c.discover, err = parseInterval(v); err != nil {
 			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"scan.topic-partition-discovery.interval\" must be a duration like '5s' or milliseconds, not %q", v)
+		}
+	}
+	if v, ok := o.Take("scan.bounded.mode"); ok {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "unbounded":
+		case "latest-offset":
+			c.bounded = true
+		default:
+			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"scan.bounded.mode\" must be unbounded or latest-offset, not %q", v)
 		}
 	}
 	if g, ok := o.Take("properties.group.id"); ok {
@@ -416,7 +430,7 @@ func listOffset(cl *kgo.Client, topic string, part int32, ts int64) (int64, erro
 }
 
 func (c *kafka) Splits() int   { return c.splits }
-func (c *kafka) Bounded() bool { return false }
+func (c *kafka) Bounded() bool { return c.bounded }
 
 // End is the partition's last stable offset (as a position), if the broker
 // answers; a partition that does not exist yet has none.
@@ -443,6 +457,22 @@ func (c *kafka) Open(split int, pos connector.Position, paced bool) (connector.R
 		// readers never do.
 		r.discover = c.discover
 	}
+	if c.bounded {
+		// The end is where the partition's committed data ends now.
+		admin, err := Admin(c.brokers)
+		if err != nil {
+			return nil, err
+		}
+		if n, err := topicPartitions(c.brokers, c.topic); err != nil {
+			return nil, err
+		} else if split < n {
+			off, err := listOffset(admin, c.topic, int32(split), -1)
+			if err != nil {
+				return nil, err
+			}
+			r.end = connector.Position(off + 1)
+		}
+	}
 	if err := r.start(); err != nil {
 		return nil, err
 	}
@@ -468,6 +498,9 @@ type kafkaReader struct {
 		next connector.Position
 		busy bool
 	}
+	// end is, with scan.bounded.mode = latest-offset, the position
+	// where the split ends (0: a partition that did not exist).
+	end  connector.Position
 	bls  []array.Builder
 	buf  []*kgo.Record
 	scan *msgScanner
@@ -636,6 +669,9 @@ const pollWait = 20 * time.Millisecond
 // Read decodes up to max messages. A message that does not decode is left
 // out and reported by TakeBad; the position moves past it either way.
 func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, error) {
+	if r.c.bounded && (r.end == 0 || r.pos >= r.end) {
+		return nil, connector.EOF
+	}
 	if r.discover > 0 && time.Since(r.discovered) >= r.discover {
 		// Before polling, so nothing read is dropped by the failure.
 		n, err := topicPartitions(r.c.brokers, r.c.topic)
@@ -674,7 +710,18 @@ func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, er
 		return nil, sqlerr.New(sqlerr.ConnectionException, "kafka topic %q partition %d: %v", r.c.topic, r.part, ferr)
 	}
 	r.buf = r.buf[:0]
-	fs.EachRecord(func(rec *kgo.Record) { r.buf = append(r.buf, rec) })
+	past := false // a record at or past a bounded split's end
+	fs.EachRecord(func(rec *kgo.Record) {
+		if r.c.bounded && connector.Position(rec.Offset+1) >= r.end {
+			past = true
+			return
+		}
+		r.buf = append(r.buf, rec)
+	})
+	if past {
+		// Everything before the end has been read by the time this batch is.
+		defer func() { r.pos = r.end }()
+	}
 	if len(r.buf) == 0 {
 		// The client retries an unreachable broker quietly: idle for a
 		// while, make sure the broker and the topic are there, so a
