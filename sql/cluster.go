@@ -108,6 +108,12 @@ func (s sessionCluster) gate(ctx context.Context, st *Stmt, params []types.Datum
 		switch n.What {
 		case "cluster", "tables", "materialized views", "sources", "sinks", "roles":
 			return nil, nil, false
+		case "jobs":
+			if s.clusterForwarded {
+				return nil, nil, false // this node's own jobs (clustercheckpoint.go)
+			}
+			res, err = showClusterJobs(ctx, s, st)
+			return res, err, true
 		}
 		return nil, notDistributed("SHOW "+strings.ToUpper(n.What), "it would list this node's state alone"), true
 	case *parse.Set:

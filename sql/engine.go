@@ -89,6 +89,7 @@ type Engine struct {
 	streams    atomic.Uint64 // change streams started
 	sinks      sinkSet       // CREATE SINK (sinks.go)
 	cluster    Cluster       // nil on a single node (cluster.go)
+	ckShare    clusterCkpt   // shared checkpoints in cluster mode (clustercheckpoint.go)
 	keyed      keyedLocks    // writes to tables with a primary key (handle_dml.go)
 	cdc        cdcIngest     // PostgreSQL CDC sources' ingesters (cdc.go)
 
