@@ -232,7 +232,7 @@ func publishClusterPointers(e *Engine, rem *checkpoint.Remote, m *checkpoint.Man
 	}
 }
 
-// addClusterColumns appends to SHOW JOBS the node that runs each job (''
+// addClusterColumns appends to SHOW JOBS the node that runs each job (”
 // on a single node) and, in cluster mode, the checkpoint its run was
 // restored from: restored_from (storage URL and snapshot) and
 // restored_epoch, NULL when it started from this node's own state. In
