@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/streamdb/streamdb/cluster/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // clusterJobRow is one row of SHOW JOBS, read by column name.
@@ -135,7 +136,8 @@ func startDebianEtcd(t *testing.T, bin string) string {
 			t.Logf("etcd output:\n%s", out.tail(16<<10))
 		}
 	})
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second})
+	// A quiet client: it logs every refused dial while etcd starts.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
