@@ -25,12 +25,12 @@
 //  5. Jobs: jobs/<view> holds the node that runs the view's job, written
 //     by the coordinator only (fenced); a dead node's jobs move to live
 //     nodes (jobs.go).
-//  7. Checkpoint pointers: ckpt/<view> names the last committed checkpoint
-//     of the view's job in checkpoint storage, written by the job's owner
-//     fenced by its assignment (checkpoints.go).
 //  6. Submit returns once this node has applied the entry made of its
 //     request, with that application's result; the other nodes apply the
 //     same entry to the same catalog, so they reach the same result.
+//  7. Checkpoint pointers: ckpt/<view> names the last committed checkpoint
+//     of the view's job in checkpoint storage, written by the job's owner
+//     fenced by its assignment (checkpoints.go).
 package cluster
 
 import (
