@@ -28,6 +28,9 @@
 //  6. Submit returns once this node has applied the entry made of its
 //     request, with that application's result; the other nodes apply the
 //     same entry to the same catalog, so they reach the same result.
+//  7. Checkpoint pointers: ckpt/<view> names the last committed checkpoint
+//     of the view's job in checkpoint storage, written by the job's owner
+//     fenced by its assignment (checkpoints.go).
 package cluster
 
 import (

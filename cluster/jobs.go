@@ -28,6 +28,9 @@ const assignPoll = 250 * time.Millisecond
 type assignments struct {
 	mu    sync.Mutex
 	owner map[string]string // view -> node, as last read from etcd
+	// rev and create are jobs/<view>'s mod and create revisions, as last
+	// read (checkpoints.go fences pointer writes with them).
+	rev, create map[string]int64
 }
 
 // Owner is the node that runs view's job, as this node last read the
@@ -72,19 +75,20 @@ func (n *Node) JobsOf() map[string][]string {
 	return out
 }
 
-// readAssignments reads jobs/ whole: view -> (node, mod revision).
-func (n *Node) readAssignments(ctx context.Context) (map[string]string, map[string]int64, error) {
+// readAssignments reads jobs/ whole: view -> (node, mod revision,
+// create revision).
+func (n *Node) readAssignments(ctx context.Context) (map[string]string, map[string]int64, map[string]int64, error) {
 	pfx := n.prefix + "jobs/"
 	resp, err := n.cli.Get(ctx, pfx, clientv3.WithPrefix())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	owner, rev := map[string]string{}, map[string]int64{}
+	owner, rev, create := map[string]string{}, map[string]int64{}, map[string]int64{}
 	for _, kv := range resp.Kvs {
 		v := strings.TrimPrefix(string(kv.Key), pfx)
-		owner[v], rev[v] = string(kv.Value), kv.ModRevision
+		owner[v], rev[v], create[v] = string(kv.Value), kv.ModRevision, kv.CreateRevision
 	}
-	return owner, rev, nil
+	return owner, rev, create, nil
 }
 
 // followAssignments reads the assignment every assignPoll and gives this
@@ -95,11 +99,11 @@ func (n *Node) followAssignments() {
 	defer t.Stop()
 	for {
 		ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
-		owner, _, err := n.readAssignments(ctx)
+		owner, rev, create, err := n.readAssignments(ctx)
 		cancel()
 		if err == nil {
 			n.assign.mu.Lock()
-			n.assign.owner = owner
+			n.assign.owner, n.assign.rev, n.assign.create = owner, rev, create
 			n.assign.mu.Unlock()
 			if n.cfg.OnAssign != nil {
 				mine := map[string]bool{}
@@ -155,7 +159,7 @@ func (n *Node) reassign(ctx context.Context, leaderKey string, rev int64) error 
 	if len(load) == 0 {
 		return nil
 	}
-	owner, modRev, err := n.readAssignments(ctx)
+	owner, modRev, _, err := n.readAssignments(ctx)
 	if err != nil {
 		return err
 	}
@@ -167,7 +171,7 @@ func (n *Node) reassign(ctx context.Context, leaderKey string, rev int64) error 
 		key := n.prefix + "jobs/" + v
 		if !want[v] {
 			if _, err := n.fenced(ctx, leaderKey, rev, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", modRev[v])},
-				clientv3.OpDelete(key)); err != nil {
+				clientv3.OpDelete(key), n.dropPointerOp(v)); err != nil {
 				return err
 			}
 			continue

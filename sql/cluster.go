@@ -27,7 +27,9 @@ import (
 //   - everything else would act on this node's data or state alone (INSERT
 //     and COPY into a stream whose log is not shared, reads of streams and
 //     views, checkpoints, savepoints, jobs, roles, database settings, sinks)
-//     and is refused with 0A000 rather than answered for one node.
+//     and is refused with 0A000 rather than answered for one node; later
+//     slices answer some of them for the cluster (reads of views,
+//     clusterjobs.go; SHOW JOBS, clustercheckpoint.go).
 
 // Cluster is cluster mode as the engine needs it; cmd/streamdb implements
 // it over package cluster. Nil in Config means a single-node server.
@@ -114,6 +116,12 @@ func (s sessionCluster) gate(ctx context.Context, st *Stmt, params []types.Datum
 		switch n.What {
 		case "cluster", "tables", "materialized views", "sources", "sinks", "roles":
 			return nil, nil, false
+		case "jobs":
+			if s.clusterForwarded {
+				return nil, nil, false // this node's own jobs (clustercheckpoint.go)
+			}
+			res, err = showClusterJobs(ctx, s, st)
+			return res, err, true
 		}
 		return nil, notDistributed("SHOW "+strings.ToUpper(n.What), "it would list this node's state alone"), true
 	case *parse.Set:

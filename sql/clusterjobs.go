@@ -70,6 +70,7 @@ func SetOwnedJobs(e *Engine, mine map[string]bool) {
 				je.job.Stop()
 			}
 			e.mu.jobs[n] = &jobEntry{state: exec.JobStopped, standby: true}
+			noteClusterStop(e, n)
 			e.log.Info("cluster: job moved to another node", "view", n)
 		}
 		e.mu.Unlock()
@@ -83,17 +84,30 @@ func SetOwnedJobs(e *Engine, mine map[string]bool) {
 			continue
 		}
 		plan, err := e.planView(def)
+		var from *CheckpointPointer
+		if err == nil {
+			// From the last checkpoint another node committed, if any
+			// (clustercheckpoint.go); on failure the job stays on standby
+			// and the next pass tries again.
+			if from, err = restoreClusterJob(e, def, plan); err != nil {
+				e.log.Error("cluster: restoring the assigned job from its checkpoint failed", "view", n, "err", err)
+				continue
+			}
+		}
 		e.roundMu.Lock()
 		e.mu.Lock()
 		if e.mu.jobs[n] == je {
 			if err == nil {
 				err = runViewJobLocked(e.sup, def, plan, false)
 			}
+			if err == nil {
+				noteClusterStart(e, n, from)
+			}
 			if err != nil {
 				e.log.Error("cluster: assigned job did not start", "view", n, "err", err)
 				e.mu.jobs[n] = &jobEntry{state: exec.JobFailed, lastErr: err.Error()}
 			} else {
-				e.log.Info("cluster: running the job assigned here", "view", n)
+				e.log.Info("cluster: running the job assigned here", "view", n, "restored_from", restoredWhat(from))
 			}
 		}
 		e.mu.Unlock()

@@ -92,6 +92,7 @@ type Engine struct {
 	sinks      sinkSet       // CREATE SINK (sinks.go)
 	cluster    Cluster       // nil on a single node (cluster.go)
 	streamLog  *streamLog    // nil unless cluster mode with Kafka (clusterstream.go)
+	ckShare    clusterCkpt   // shared checkpoints in cluster mode (clustercheckpoint.go)
 	keyed      keyedLocks    // writes to tables with a primary key (handle_dml.go)
 	cdc        cdcIngest     // PostgreSQL CDC sources' ingesters (cdc.go)
 

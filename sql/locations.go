@@ -117,6 +117,9 @@ func (e *settingsStore) remoteLocked(kind string) (*checkpoint.Remote, error) {
 		u = e.settingLocked("checkpoint.storage")
 	}
 	if u == "" {
+		u = clusterStorageURL(e.Engine) // cluster mode's shared storage (clustercheckpoint.go)
+	}
+	if u == "" {
 		return nil, nil
 	}
 	e.remotes.Lock()

@@ -217,6 +217,7 @@ func (e savepointStore) uploadCheckpoint(rem *checkpoint.Remote, remErr error, d
 	e.log.Info("checkpoint uploaded", "checkpoint", m.CheckpointID, "storage", rem.Store.URL(),
 		"files", st.Files, "uploaded_files", st.Uploaded, "uploaded_bytes", st.Bytes, "size", st.Total,
 		"duration", time.Since(start))
+	publishClusterPointers(e.Engine, rem, m)
 	return nil
 }
 

@@ -155,7 +155,11 @@ func (s sessionShow) showTable(n parse.Statement) (*table, error) {
 			}
 			return t, nil
 		case "jobs":
-			return e.jobOpts.addErrorRows(e.jobOpts.addJobColumns(e.showJobs()))
+			t, err := e.jobOpts.addErrorRows(e.jobOpts.addJobColumns(e.showJobs()))
+			if err != nil {
+				return nil, err
+			}
+			return addClusterColumns(s.e, t), nil
 		case "job errors":
 			return e.showJobErrors()
 		case "late rows":

@@ -23,6 +23,7 @@ type clusterFlags struct {
 	etcd, nodeID, peerListen, name string
 	leaseTTL                       time.Duration
 	kafka                          string // the shared stream log's brokers (clusterstream.go in sql)
+	storage                        string // --cluster-storage (clusterckpt.go)
 }
 
 // fromConfig takes the cluster.* keys out of the config file's settings
@@ -62,13 +63,17 @@ func (c *clusterFlags) fromConfig(settings map[string]string, given map[string]b
 				}
 				c.leaseTTL = d
 			}
+		case "cluster.storage":
+			if !given["cluster-storage"] {
+				c.storage = v
+			}
 		default:
-			return fmt.Errorf("--config: unknown key %q (cluster.etcd, cluster.node_id, cluster.peer_listen, cluster.name, cluster.lease_ttl, cluster.kafka)", k)
+			return fmt.Errorf("--config: unknown key %q (cluster.etcd, cluster.node_id, cluster.peer_listen, cluster.name, cluster.lease_ttl, cluster.kafka, cluster.storage)", k)
 		}
 	}
 	if c.etcd == "" {
-		if c.nodeID != "" || c.peerListen != "" || c.kafka != "" {
-			return fmt.Errorf("--node-id, --peer-listen and --cluster-kafka need --cluster-etcd")
+		if c.nodeID != "" || c.peerListen != "" || c.kafka != "" || c.storage != "" {
+			return fmt.Errorf("--node-id, --peer-listen, --cluster-kafka and --cluster-storage need --cluster-etcd")
 		}
 		return nil
 	}
@@ -78,14 +83,15 @@ func (c *clusterFlags) fromConfig(settings map[string]string, given map[string]b
 	if c.leaseTTL < time.Second {
 		return fmt.Errorf("--cluster-lease-ttl %s: at least 1s", c.leaseTTL)
 	}
-	return nil
+	return c.checkStorage()
 }
 
 // clusterEngine is sql.Cluster over a cluster.Node. The node is set after
 // sql.Open (joining applies the catalog log to the engine), before any
 // session exists.
 type clusterEngine struct {
-	node *cluster.Node
+	node    *cluster.Node
+	storage string // the cluster's checkpoint storage root ("" for none)
 }
 
 // ddlTimeout bounds how long a DDL statement waits for the coordinator to

@@ -3,7 +3,7 @@
 //
 //	streamdb [--listen 127.0.0.1:5433] [--data-dir ./streamdb-data] [--config FILE] [--log-level info] [--max-connections 100]
 //	         [--http 127.0.0.1:9187] [--pprof] [--allow-storage URL]... [--restore-from URL]
-//	         [--cluster-etcd URL --node-id ID [--peer-listen ADDR] [--cluster-name NAME] [--cluster-lease-ttl 10s] [--cluster-kafka HOST:PORT]]
+//	         [--cluster-etcd URL --node-id ID [--peer-listen ADDR] [--cluster-name NAME] [--cluster-lease-ttl 10s] [--cluster-kafka HOST:PORT] [--cluster-storage s3://bucket/prefix]]
 //	streamdb bench [--rows N] [--keys K] [--interval 1s]   (in-process benchmark)
 //	streamdb bench nexmark [--events N] [--queries q0,q1,...] [--checkpoint-interval 1s] [--server URL]
 package main
@@ -71,8 +71,10 @@ func run() error {
 	clusterName := flag.String("cluster-name", "default", "cluster mode: the cluster's name (its key prefix in etcd)")
 	leaseTTL := flag.Duration("cluster-lease-ttl", 10*time.Second, "cluster mode: TTL of the node's membership lease in etcd")
 	clusterKafka := flag.String("cluster-kafka", "", "cluster mode: Kafka bootstrap servers (host:port, separated by commas) that hold the log of every stream ('' : INSERT and COPY are refused)")
+	clusterStorage := flag.String("cluster-storage", "", "cluster mode: s3://bucket/prefix (or file:///path) where every node uploads its checkpoints, under nodes/<node id>, so a job moved to another node restores from them")
 	flag.Parse()
-	cl := clusterFlags{etcd: *clusterEtcd, nodeID: *nodeID, peerListen: *peerListen, name: *clusterName, leaseTTL: *leaseTTL, kafka: *clusterKafka}
+	cl := clusterFlags{etcd: *clusterEtcd, nodeID: *nodeID, peerListen: *peerListen, name: *clusterName, leaseTTL: *leaseTTL,
+		kafka: *clusterKafka, storage: *clusterStorage}
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -118,7 +120,7 @@ func run() error {
 		Storage: storageCfg}
 	var ce *clusterEngine
 	if cl.etcd != "" {
-		ce = &clusterEngine{}
+		ce = &clusterEngine{storage: cl.storage}
 		sqlCfg.Cluster = ce
 		if sqlCfg.StreamLog, err = streamLogConfig(cl); err != nil {
 			return err

@@ -259,7 +259,7 @@ func TestClusterCatalog(t *testing.T) {
 		"SELECT * FROM words",
 		"SELECT * FROM word_counts",
 		"SELECT count(*) FROM clicks",
-		"SHOW JOBS",
+		"SHOW CHECKPOINTS",
 		"CHECKPOINT",
 		"SET checkpoint.interval = '5s'",
 		"CREATE SINK s FROM word_counts WITH (connector = 'kafka', topic = 'x')",

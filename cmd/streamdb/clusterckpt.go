@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/streamdb/streamdb/cluster"
+	"github.com/streamdb/streamdb/objstore"
+	"github.com/streamdb/streamdb/sql"
+)
+
+// Shared checkpoints (sql/clustercheckpoint.go): clusterEngine implements
+// sql.ClusterCheckpoints over the node's checkpoint pointers in etcd
+// (cluster/checkpoints.go) and the --cluster-storage root, under which
+// each node's checkpoints go to nodes/<node id>.
+
+// checkStorage validates --cluster-storage (cluster.storage).
+func (c *clusterFlags) checkStorage() error {
+	if c.storage == "" {
+		return nil
+	}
+	l, err := objstore.Parse(c.storage)
+	if err != nil {
+		return fmt.Errorf("--cluster-storage: %w", err)
+	}
+	c.storage = l.String()
+	return nil
+}
+
+func (c *clusterEngine) NodeID() string {
+	if c.node == nil {
+		return ""
+	}
+	return c.node.ID()
+}
+
+func (c *clusterEngine) Storage(node string) string {
+	if c.storage == "" || node == "" {
+		return ""
+	}
+	l, err := objstore.Parse(c.storage)
+	if err != nil {
+		return "" // checked at startup
+	}
+	return l.Join("nodes/" + node).String()
+}
+
+func (c *clusterEngine) Claim(view string) (sql.ClusterClaim, bool) {
+	if c.node == nil {
+		return sql.ClusterClaim{}, false
+	}
+	mod, create, ok := c.node.Assignment(view)
+	return sql.ClusterClaim{ModRev: mod, CreateRev: create}, ok
+}
+
+func (c *clusterEngine) CommitPointer(ctx context.Context, view string, claim sql.ClusterClaim, p sql.CheckpointPointer) error {
+	err := c.node.CommitPointer(ctx, view, cluster.Pointer{AssignRev: claim.ModRev, JobCreateRev: claim.CreateRev,
+		CheckpointID: p.CheckpointID, Epoch: p.Epoch, Storage: p.Storage, Manifest: p.Manifest, JobID: p.JobID})
+	if errors.Is(err, cluster.ErrFenced) {
+		return fmt.Errorf("%w: %v", sql.ErrPointerFenced, err)
+	}
+	return err
+}
+
+func (c *clusterEngine) ReadPointer(ctx context.Context, view string) (*sql.CheckpointPointer, error) {
+	p, err := c.node.ReadPointer(ctx, view)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	return &sql.CheckpointPointer{Node: p.Node, CheckpointID: p.CheckpointID, Epoch: p.Epoch, Storage: p.Storage,
+		Manifest: p.Manifest, JobID: p.JobID}, nil
+}
