@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
@@ -50,9 +51,24 @@ func avroFieldType(t types.T) any {
 	case types.Float64:
 		return "double"
 	case types.Timestamp:
-		return map[string]string{"type": "long", "logicalType": "timestamp-micros"}
+		if t.TZ {
+			return map[string]string{"type": "long", "logicalType": "timestamp-micros"}
+		}
+		return map[string]string{"type": "long", "logicalType": "local-timestamp-micros"}
 	case types.Date:
 		return map[string]string{"type": "int", "logicalType": "date"}
+	case types.Time:
+		return map[string]string{"type": "long", "logicalType": "time-micros"}
+	case types.Numeric:
+		p := t.Prec
+		if p <= 0 {
+			p = types.MaxNumericPrecision
+		}
+		return map[string]any{"type": "bytes", "logicalType": "decimal", "precision": p, "scale": t.Scale}
+	case types.Bytea:
+		return "bytes"
+	case types.UUID:
+		return map[string]string{"type": "string", "logicalType": "uuid"}
 	}
 	return "string"
 }
@@ -141,8 +157,13 @@ func appendAvroDatum(b []byte, a arrow.Array, i int, t types.T) []byte {
 			return append(b, 1)
 		}
 		return append(b, 0)
-	case types.Int16, types.Int32, types.Int64, types.Timestamp, types.Date:
+	case types.Int16, types.Int32, types.Int64, types.Timestamp, types.Date, types.Time:
 		return appendAvroLong(b, a.(*array.Int64).Value(i))
+	case types.Numeric:
+		return appendAvroDecimal(b, a.(*array.Decimal128).Value(i))
+	case types.Bytea, types.UUID, types.JSON, types.JSONB:
+		s := a.(*array.String).Value(i)
+		return append(appendAvroLong(b, int64(len(s))), s...)
 	case types.Float32:
 		return binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(a.(*array.Float64).Value(i))))
 	case types.Float64:
@@ -171,4 +192,17 @@ func avroSinkFormat(f string) (bool, error) {
 		return true, sqlerr.New(sqlerr.InvalidParameterValue, "option \"format\": the kafka sink does not write %q yet; use avro, upsert-avro, upsert-json, debezium-json or json", f)
 	}
 	return strings.HasSuffix(f, "-avro"), nil
+}
+
+// appendAvroDecimal writes a decimal's unscaled value as Avro bytes: its
+// shortest two's-complement big-endian form.
+func appendAvroDecimal(b []byte, n decimal128.Num) []byte {
+	var buf [16]byte
+	binary.BigEndian.PutUint64(buf[:8], uint64(n.HighBits()))
+	binary.BigEndian.PutUint64(buf[8:], n.LowBits())
+	i := 0
+	for i < 15 && (buf[i] == 0 && buf[i+1]&0x80 == 0 || buf[i] == 0xff && buf[i+1]&0x80 != 0) {
+		i++
+	}
+	return append(appendAvroLong(b, int64(16-i)), buf[i:]...)
 }
