@@ -357,6 +357,12 @@ func compileProg(writerJSON string, id int32, cols []kafkaCol, fields []string, 
 		p.err = sqlerr.New(sqlerr.InvalidBinaryRep, "writer schema id %d is a %s, not a record", id, ws.Type())
 		return p
 	}
+	return compileRec(wrec, id, cols, fields, reader)
+}
+
+// compileRec is compileProg of a parsed writer record.
+func compileRec(wrec *avro.RecordSchema, id int32, cols []kafkaCol, fields []string, reader *avro.RecordSchema) *avroProg {
+	p := &avroProg{}
 	if wrec.FullName() != reader.FullName() {
 		p.err = sqlerr.New(sqlerr.InvalidBinaryRep, "writer schema id %d is record %s, the source reads %s", id, wrec.FullName(), reader.FullName())
 		return p
