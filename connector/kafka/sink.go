@@ -506,7 +506,7 @@ func (e *sinkEncoder) addRows(rec arrow.RecordBatch, ops []connector.Op) error {
 			// An update's before with no after for its key is a delete.
 			if e.before != nil && (op != connector.OpUpdateAfter || string(e.beforeKey) != string(key)) {
 				e.emit(e.beforeKey, e.debezium(e.before, nil, "d"))
-				e.before = nil
+				e.before, e.beforeKey = nil, nil
 			}
 			switch op {
 			case connector.OpUpdateBefore:
@@ -514,7 +514,7 @@ func (e *sinkEncoder) addRows(rec arrow.RecordBatch, ops []connector.Op) error {
 			case connector.OpUpdateAfter:
 				if e.before != nil {
 					e.emit(key, e.debezium(e.before, row, "u"))
-					e.before = nil
+					e.before, e.beforeKey = nil, nil
 				} else {
 					e.emit(key, e.debezium(nil, row, "c"))
 				}
