@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/connector"
+	"github.com/streamdb/streamdb/connector/kafka"
 	"github.com/streamdb/streamdb/connector/pgcdc"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
@@ -30,9 +31,11 @@ import (
 // LSN, so kill -9 loses and doubles nothing; jobs read the log as they
 // read any keyed table, with checkpointed offsets into it.
 
-// isCDC reports whether t is a PostgreSQL CDC source.
+// isCDC reports whether t is a source stored as a keyed table its
+// ingester writes: a PostgreSQL CDC source, or a Kafka changelog source
+// (upsert-avro, debezium-avro; kafkacl.go).
 func isCDC(t *storage.TableDef) bool {
-	return t != nil && t.Kind == storage.KindStream && strings.EqualFold(t.Options["connector"], pgcdc.Name)
+	return t != nil && t.Kind == storage.KindStream && (strings.EqualFold(t.Options["connector"], pgcdc.Name) || kafka.IsChangelog(t.Options))
 }
 
 // cdcIngest runs the CDC sources' ingesters.
@@ -50,6 +53,7 @@ type cdcRun struct {
 	done     chan struct{} // closed when the ingester has returned
 	rows     atomic.Int64
 	restarts atomic.Int64
+	bad      atomic.Int64 // messages a kafka changelog source skipped
 	mu       sync.Mutex
 	state    exec.JobState
 	err      string
@@ -124,9 +128,10 @@ func (c *cdcIngest) run(ctx context.Context, t *storage.TableDef, r *cdcRun) {
 			return
 		}
 		var sc *pgcdc.SchemaChanged
-		if errors.As(err, &sc) {
+		var kf *kafka.Failed
+		if errors.As(err, &sc) || errors.As(err, &kf) {
 			e.log.Error("cdc source failed", "source", t.Name, "err", err)
-			r.set(exec.JobFailed, sqlerr.New(sqlerr.ObjectNotInPrereqState, "%s", sc.Msg))
+			r.set(exec.JobFailed, sqlerr.New(sqlerr.ObjectNotInPrereqState, "%s", err.Error()))
 			return
 		}
 		e.log.Warn("cdc source restarting", "source", t.Name, "err", err)
@@ -157,6 +162,9 @@ func cdcTable(t *storage.TableDef) (*pgcdc.Config, *pgcdc.Table, error) {
 // ingest streams from the stored LSN until an error.
 func (c *cdcIngest) ingest(ctx context.Context, t *storage.TableDef, r *cdcRun) error {
 	e := c.e
+	if kafka.IsChangelog(t.Options) {
+		return c.ingestKafka(ctx, t, r)
+	}
 	cfg, tbl, err := cdcTable(t)
 	if err != nil {
 		return &pgcdc.SchemaChanged{Msg: err.Error()}
@@ -186,7 +194,10 @@ func (c *cdcIngest) ingest(ctx context.Context, t *storage.TableDef, r *cdcRun) 
 		if err := exec.Failpoint(t.Name, "cdc_received"); err != nil {
 			return err
 		}
-		n, err := c.apply(ctx, t, rec, end)
+		n, err := c.apply(ctx, t, rec, func(blocks []arrow.RecordBatch) error {
+			_, err := e.db.AppendLogAt(t.ID, 0, blocks, end)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -200,8 +211,9 @@ func (c *cdcIngest) ingest(ctx context.Context, t *storage.TableDef, r *cdcRun) 
 }
 
 // apply appends one upstream transaction's changes to t's log with its
-// end LSN, durably, and returns the count of changes.
-func (c *cdcIngest) apply(ctx context.Context, t *storage.TableDef, rec arrow.RecordBatch, end uint64) (int64, error) {
+// upstream position (store appends the blocks and the position in one
+// synced batch), durably, and returns the count of changes.
+func (c *cdcIngest) apply(ctx context.Context, t *storage.TableDef, rec arrow.RecordBatch, store func([]arrow.RecordBatch) error) (int64, error) {
 	e := c.e
 	st := e.keyed.lock(t.ID)
 	defer st.mu.Unlock()
@@ -227,7 +239,7 @@ func (c *cdcIngest) apply(ctx context.Context, t *storage.TableDef, rec arrow.Re
 			n = int64(ch.Len())
 		}
 	}
-	if _, err := e.db.AppendLogAt(t.ID, 0, blocks, end); err != nil {
+	if err := store(blocks); err != nil {
 		st.rows = nil
 		return 0, err
 	}
@@ -339,6 +351,9 @@ func (c *cdcIngest) drop(t *storage.TableDef) {
 	e := c.e
 	c.stop(t.ID)
 	_ = e.db.DeleteSourcePos(t.ID)
+	if kafka.IsChangelog(t.Options) {
+		return
+	}
 	cfg, err := pgcdc.ParseOptions(t.Options)
 	if err != nil {
 		return

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/streamdb/streamdb/connector/kafka"
 	"github.com/streamdb/streamdb/connector/pgcdc"
 	"github.com/streamdb/streamdb/sql/bind"
 	"github.com/streamdb/streamdb/sql/parse"
@@ -85,6 +86,9 @@ func (s sessionCluster) gate(ctx context.Context, st *Stmt, params []types.Datum
 	case *parse.CreateSource:
 		if strings.EqualFold(n.With["connector"], pgcdc.Name) {
 			return nil, notDistributed("CREATE SOURCE ... WITH (connector = 'postgres-cdc')", "a replication slot streams to one node"), true
+		}
+		if kafka.IsChangelog(n.With) {
+			return nil, notDistributed("CREATE SOURCE ... WITH (format = '"+n.With["format"]+"')", "a changelog source is a keyed table one node's ingester writes"), true
 		}
 		res, err = s.submit(ctx, st, params)
 		return res, err, true

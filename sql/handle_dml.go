@@ -148,7 +148,7 @@ func (d sessionDML) keyedWrite(ctx context.Context, t *storage.TableDef, ectx *e
 		return sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", t.Name)
 	}
 	if isCDC(t) {
-		return sqlerr.New(sqlerr.WrongObjectType, "cannot change source %q: its rows come from upstream PostgreSQL", t.Name)
+		return sqlerr.New(sqlerr.WrongObjectType, "cannot change source %q: its rows come from upstream (its connector)", t.Name)
 	}
 	if st.rows == nil {
 		st.rows, st.off = exec.CachedKeyedRows(t), 0

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/streamdb/streamdb/connector"
+	"github.com/streamdb/streamdb/connector/kafka"
 	"github.com/streamdb/streamdb/connector/pgcdc"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
@@ -21,6 +22,9 @@ import (
 func (e *Engine) createSource(n *parse.CreateSource, owner string) (*Result, error) {
 	if strings.EqualFold(n.With["connector"], pgcdc.Name) {
 		return e.cdc.create(n, owner)
+	}
+	if kafka.IsChangelog(n.With) {
+		return e.cdc.createKafkaChangelog(n, owner)
 	}
 	t := &storage.TableDef{Name: n.Name, Kind: storage.KindSource, Owner: owner, Options: map[string]string{}}
 	for _, c := range n.Columns {

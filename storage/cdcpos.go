@@ -31,10 +31,32 @@ func (db *DB) SourcePos(table uint64) (uint64, bool, error) {
 	return binary.BigEndian.Uint64(v), true, nil
 }
 
-// DeleteSourcePos forgets the table's upstream position.
+// DeleteSourcePos forgets the table's upstream position (either form).
 func (db *DB) DeleteSourcePos(table uint64) error {
-	if err := db.pdb.Delete(sourcePosKey(table), pebble.Sync); err != nil {
-		return sqlerr.Wrap(sqlerr.IOError, err)
+	for _, k := range [][]byte{sourcePosKey(table), sourcePosBytesKey(table)} {
+		if err := db.pdb.Delete(k, pebble.Sync); err != nil {
+			return sqlerr.Wrap(sqlerr.IOError, err)
+		}
 	}
 	return nil
+}
+
+// A source with several upstream positions (a Kafka changelog source:
+// one offset per partition) stores them as one opaque value.
+func sourcePosBytesKey(table uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte("srcposb/"), table)
+}
+
+// AppendLogAtBytes is AppendLogAt with an opaque position.
+func (db *DB) AppendLogAtBytes(table uint64, part uint32, recs []arrow.RecordBatch, pos []byte) (uint64, error) {
+	return db.appendLog(table, part, recs, sourcePosBytesKey(table), pos)
+}
+
+// SourcePosBytes returns the table's opaque upstream position (nil: none).
+func (db *DB) SourcePosBytes(table uint64) ([]byte, error) {
+	v, ok, err := db.get(sourcePosBytesKey(table))
+	if err != nil || !ok {
+		return nil, err
+	}
+	return append([]byte(nil), v...), nil
 }

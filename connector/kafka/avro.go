@@ -2,11 +2,13 @@ package kafka
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/hamba/avro/v2"
 	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -64,10 +66,21 @@ func logicalOf(s avro.Schema) avro.LogicalType {
 	return ""
 }
 
-// avroSQLType is the SQL type of a reader field's schema: a primitive, an
-// enum (text) or a union of null and one of those (nullable, as every SQL
-// column is). ok false for what a column cannot hold (records, arrays,
-// maps, fixed, bytes, decimals, wider unions).
+// decimalOf is a decimal logical type's precision and scale.
+func decimalOf(s avro.Schema) (int, int) {
+	if l, ok := s.(avro.LogicalTypeSchema); ok {
+		if d, ok := l.Logical().(*avro.DecimalLogicalSchema); ok {
+			return d.Precision(), d.Scale()
+		}
+	}
+	return 0, 0
+}
+
+// avroSQLType is the SQL type of a reader field's schema: a primitive,
+// a logical type, an enum (text), a record, array or map (jsonb), or a
+// union of null and one of those (nullable, as every SQL column is). ok
+// false for what a column cannot hold (wider unions, decimals wider than
+// 38 digits, durations).
 func avroSQLType(s avro.Schema) (types.T, bool) {
 	if u, ok := s.(*avro.UnionSchema); ok {
 		if !u.Nullable() || len(u.Types()) != 2 {
@@ -77,29 +90,52 @@ func avroSQLType(s avro.Schema) (types.T, bool) {
 		s = u.Types()[i]
 	}
 	s = deref(s)
+	lt := logicalOf(s)
 	switch s.Type() {
 	case avro.Boolean:
 		return types.TBool, true
 	case avro.Int:
-		switch logicalOf(s) {
+		switch lt {
 		case "":
 			return types.TInt32, true
 		case avro.Date:
 			return types.TDate, true
+		case avro.TimeMillis:
+			return types.TTime, true
 		}
 	case avro.Long:
-		switch logicalOf(s) {
+		switch lt {
 		case "":
 			return types.TInt64, true
-		case avro.TimestampMillis, avro.TimestampMicros, avro.LocalTimestampMillis, avro.LocalTimestampMicros:
+		case avro.TimeMicros:
+			return types.TTime, true
+		case avro.TimestampMillis, avro.TimestampMicros:
+			return types.TTimestampTZ, true
+		case avro.LocalTimestampMillis, avro.LocalTimestampMicros:
 			return types.TTimestamp, true
 		}
 	case avro.Float:
 		return types.TFloat32, true
 	case avro.Double:
 		return types.TFloat64, true
-	case avro.String, avro.Enum:
+	case avro.String:
+		if lt == avro.UUID {
+			return types.TUUID, true
+		}
 		return types.TText, true
+	case avro.Enum:
+		return types.TText, true
+	case avro.Bytes, avro.Fixed:
+		switch lt {
+		case "":
+			return types.TBytea, true
+		case avro.Decimal:
+			if p, sc := decimalOf(s); p <= types.MaxNumericPrecision && sc <= p {
+				return types.NumericOf(int32(p), int32(sc)), true
+			}
+		}
+	case avro.Record, avro.Array, avro.Map:
+		return types.TJSONB, true
 	}
 	return types.T{}, false
 }
@@ -144,39 +180,68 @@ func checkAvroColumn(rec *avro.RecordSchema, col connector.Column) (string, erro
 	if !ok {
 		return "", sqlerr.New(sqlerr.FeatureNotSupported, "avro field %q of type %s cannot be read into a column", f.Name(), f.Type())
 	}
-	want, got := ft.Kind, col.Type.Kind
-	fits := want == got || want == types.Int32 && got == types.Int64 || want == types.Float32 && got == types.Float64
-	if !fits {
+	if !avroFits(ft, col.Type) {
 		return "", sqlerr.New(sqlerr.DatatypeMismatch, "column %q is %s, but avro field %q is %s (%s)", col.Name, col.Type, f.Name(), ft, f.Type())
 	}
 	return f.Name(), nil
 }
 
-// avNode is a compiled writer schema node: how to skip a value, or read
-// one into a column.
+// avroFits reports whether a column of type got can hold the values of a
+// field of SQL type want: the same type (a numeric of another scale
+// rounds), a wider integer or float, text for a uuid or an enum, json or
+// text for jsonb, a timestamp with or without time zone for either.
+func avroFits(want, got types.T) bool {
+	w, g := want.Kind, got.Kind
+	switch {
+	case w == g:
+		return true
+	case w == types.Int32 && g == types.Int64, w == types.Float32 && g == types.Float64:
+		return true
+	case w == types.UUID && g == types.Text:
+		return true
+	case w == types.JSONB && (g == types.JSON || g == types.Text):
+		return true
+	}
+	return false
+}
+
+// avNode is a compiled writer schema node: how to skip a value, read one
+// into a column, or write it as JSON (a record, array or map read into a
+// jsonb column).
 type avNode struct {
-	kind avro.Type
-	mul  int64 // an int or long read into a timestamp: microseconds per unit
-	size int   // fixed
-	syms []string
-	kids []*avNode // union branches, record fields, array items, map values
+	kind  avro.Type
+	lt    avro.LogicalType
+	mul   int64 // an int or long read into a timestamp or time: microseconds per unit
+	size  int   // fixed
+	scale int32 // decimal
+	syms  []string
+	names []string  // record fields
+	kids  []*avNode // union branches, record fields, array items, map values
 	// conv: for a union read into a column, whether each branch converts
 	// to the column's type (a branch that does not is a bad record).
 	conv []bool
 }
 
-// compileSkip compiles a writer schema for skipping; memo closes cycles of
-// recursive records.
+// compileSkip compiles a writer schema for skipping or writing as JSON;
+// memo closes cycles of recursive records.
 func compileSkip(s avro.Schema, memo map[avro.Schema]*avNode) *avNode {
 	s = deref(s)
 	if n, ok := memo[s]; ok {
 		return n
 	}
-	n := &avNode{kind: s.Type()}
+	n := &avNode{kind: s.Type(), lt: logicalOf(s), mul: 1}
 	memo[s] = n
+	switch n.lt {
+	case avro.Decimal:
+		_, sc := decimalOf(s)
+		n.scale = int32(sc)
+	case avro.TimeMillis, avro.TimestampMillis, avro.LocalTimestampMillis:
+		n.mul = 1000
+	}
 	switch x := s.(type) {
 	case *avro.RecordSchema:
 		for _, f := range x.Fields() {
+			n.names = append(n.names, f.Name())
 			n.kids = append(n.kids, compileSkip(f.Type(), memo))
 		}
 	case *avro.UnionSchema:
@@ -212,38 +277,48 @@ func compileRead(s avro.Schema, t types.T) (*avNode, bool) {
 		}
 		return n, any
 	}
-	s = deref(s)
-	n := &avNode{kind: s.Type(), mul: 1}
-	lt := logicalOf(s)
+	n := compileSkip(s, map[avro.Schema]*avNode{})
+	lt := n.lt
 	k := t.Kind
-	switch s.Type() {
+	switch n.kind {
 	case avro.Null:
 		return n, true
 	case avro.Boolean:
 		return n, k == types.Bool
 	case avro.Int:
-		if lt == avro.Date {
+		switch lt {
+		case avro.Date:
 			return n, k == types.Date
+		case avro.TimeMillis:
+			return n, k == types.Time
 		}
 		return n, lt == "" && (k == types.Int32 || k == types.Int64 || k == types.Float32 || k == types.Float64)
 	case avro.Long:
 		switch lt {
-		case avro.TimestampMillis, avro.LocalTimestampMillis:
-			n.mul = 1000
+		case avro.TimestampMillis, avro.LocalTimestampMillis, avro.TimestampMicros, avro.LocalTimestampMicros:
 			return n, k == types.Timestamp
-		case avro.TimestampMicros, avro.LocalTimestampMicros:
-			return n, k == types.Timestamp
+		case avro.TimeMicros:
+			return n, k == types.Time
 		}
 		return n, lt == "" && (k == types.Int64 || k == types.Float32 || k == types.Float64)
 	case avro.Float:
 		return n, k == types.Float32 || k == types.Float64
 	case avro.Double:
 		return n, k == types.Float64
-	case avro.String, avro.Bytes:
-		return n, k == types.Text && lt == ""
+	case avro.String:
+		if lt == avro.UUID {
+			return n, k == types.UUID || k == types.Text
+		}
+		return n, k == types.Text || k == types.Bytea
+	case avro.Bytes, avro.Fixed:
+		if lt == avro.Decimal {
+			return n, k == types.Numeric
+		}
+		return n, lt == "" && (k == types.Bytea || k == types.Text && n.kind == avro.Bytes)
 	case avro.Enum:
-		n.syms = s.(*avro.EnumSchema).Symbols()
 		return n, k == types.Text
+	case avro.Record, avro.Array, avro.Map:
+		return n, k == types.JSONB || k == types.JSON || k == types.Text
 	}
 	return n, false
 }
@@ -253,6 +328,7 @@ type avroProg struct {
 	steps    []avStep // the writer's fields, in order
 	defaults []avDefault
 	err      error // the writer schema cannot be read with the reader's: every record is bad
+	dec      avDec
 }
 
 type avStep struct {
@@ -281,6 +357,12 @@ func compileProg(writerJSON string, id int32, cols []kafkaCol, fields []string, 
 		p.err = sqlerr.New(sqlerr.InvalidBinaryRep, "writer schema id %d is a %s, not a record", id, ws.Type())
 		return p
 	}
+	return compileRec(wrec, id, cols, fields, reader)
+}
+
+// compileRec is compileProg of a parsed writer record.
+func compileRec(wrec *avro.RecordSchema, id int32, cols []kafkaCol, fields []string, reader *avro.RecordSchema) *avroProg {
+	p := &avroProg{}
 	if wrec.FullName() != reader.FullName() {
 		p.err = sqlerr.New(sqlerr.InvalidBinaryRep, "writer schema id %d is record %s, the source reads %s", id, wrec.FullName(), reader.FullName())
 		return p
@@ -350,6 +432,8 @@ func defaultDatum(v any, t types.T) (types.Datum, error) {
 		}
 	case string:
 		d = types.Str(x)
+	case []byte:
+		d = types.Str(string(x))
 	default:
 		return types.Null, sqlerr.New(sqlerr.FeatureNotSupported, "default %v of type %T", v, v)
 	}
@@ -371,6 +455,7 @@ type avDec struct {
 	b     []byte
 	i     int
 	depth int
+	js    []byte // a value written as JSON
 }
 
 func errAvro(format string, args ...any) error {
@@ -530,6 +615,9 @@ func (d *avDec) value(n *avNode, bl array.Builder, t types.T) error {
 			}
 			v *= n.mul
 		}
+		if t.Kind == types.Time && (v < 0 || v > 24*3600*1000000) {
+			return sqlerr.New(sqlerr.DatetimeFieldOverflow, "time out of range: %d microseconds", v)
+		}
 		bl.(*array.Int64Builder).Append(v)
 	case avro.Float:
 		b, err := d.take(4)
@@ -543,12 +631,46 @@ func (d *avDec) value(n *avNode, bl array.Builder, t types.T) error {
 			return err
 		}
 		bl.(*array.Float64Builder).Append(math.Float64frombits(binary.LittleEndian.Uint64(b)))
-	case avro.String, avro.Bytes:
-		b, err := d.bytes()
+	case avro.String, avro.Bytes, avro.Fixed:
+		var b []byte
+		var err error
+		if n.kind == avro.Fixed {
+			b, err = d.take(int64(n.size))
+		} else {
+			b, err = d.bytes()
+		}
 		if err != nil {
 			return err
 		}
+		switch {
+		case n.lt == avro.Decimal:
+			return appendDecimal(bl, b, n.scale, t)
+		case t.Kind == types.Bytea:
+			bl.(*array.StringBuilder).BinaryBuilder.Append(b)
+			return nil
+		case t.Kind == types.UUID:
+			u, err := types.ParseText(string(b), types.TUUID)
+			if err != nil {
+				return err
+			}
+			types.AppendDatum(bl, u, t)
+			return nil
+		}
 		return appendText(bl, t, b)
+	case avro.Record, avro.Array, avro.Map:
+		var err error
+		if d.js, err = d.json(n, d.js[:0]); err != nil {
+			return err
+		}
+		if t.Kind != types.JSONB {
+			bl.(*array.StringBuilder).BinaryBuilder.Append(d.js)
+			return nil
+		}
+		j, err := types.CanonJSONB(string(d.js))
+		if err != nil {
+			return err
+		}
+		bl.(*array.StringBuilder).Append(j)
 	case avro.Enum:
 		k, err := d.long()
 		if err != nil {
@@ -608,7 +730,8 @@ func (p *avroProg) decode(body []byte, bls []array.Builder) error {
 	if p.err != nil {
 		return p.err
 	}
-	d := avDec{b: body}
+	d := &p.dec
+	d.b, d.i, d.depth = body, 0, 0
 	for _, s := range p.steps {
 		var err error
 		if s.col < 0 {
@@ -700,4 +823,219 @@ func (c *kafka) setupAvro(cols []connector.Column, regURL, stored, storedID stri
 		c.fields[i] = name
 	}
 	return cols, nil
+}
+
+// decimalNum reads a decimal's two's-complement big-endian unscaled value.
+func decimalNum(b []byte) (decimal128.Num, error) {
+	var buf [16]byte
+	neg := len(b) > 0 && b[0]&0x80 != 0
+	if neg {
+		for i := range buf {
+			buf[i] = 0xff
+		}
+	}
+	if len(b) > 16 {
+		// Only sign extension may stand before the last 16 bytes.
+		for _, c := range b[:len(b)-16] {
+			if neg && c != 0xff || !neg && c != 0 {
+				return decimal128.Num{}, sqlerr.New(sqlerr.NumericOutOfRange, "avro decimal of %d bytes out of range", len(b))
+			}
+		}
+		b = b[len(b)-16:]
+		if (b[0]&0x80 != 0) != neg {
+			return decimal128.Num{}, sqlerr.New(sqlerr.NumericOutOfRange, "avro decimal out of range")
+		}
+	}
+	copy(buf[16-len(b):], b)
+	return decimal128.New(int64(binary.BigEndian.Uint64(buf[:8])), binary.BigEndian.Uint64(buf[8:])), nil
+}
+
+// appendDecimal appends an avro decimal of the given scale to a NUMERIC
+// column, rounded to its scale and held to its precision (22003).
+func appendDecimal(bl array.Builder, b []byte, scale int32, t types.T) error {
+	n, err := decimalNum(b)
+	if err != nil {
+		return err
+	}
+	if n, err = types.Rescale(n, scale, t.Scale); err != nil {
+		return err
+	}
+	if err := types.NumericFit(n, t); err != nil {
+		return err
+	}
+	bl.(*array.Decimal128Builder).Append(n)
+	return nil
+}
+
+// json writes a value of n as JSON (a record, array or map read into a
+// jsonb column): logical types as their SQL text (decimals as numbers),
+// bytes and fixed as bytea's hex text.
+func (d *avDec) json(n *avNode, b []byte) ([]byte, error) {
+	switch n.kind {
+	case avro.Null:
+		return append(b, "null"...), nil
+	case avro.Boolean:
+		v, err := d.take(1)
+		if err != nil {
+			return b, err
+		}
+		if v[0] > 1 {
+			return b, errAvro("boolean byte %d", v[0])
+		}
+		return strconv.AppendBool(b, v[0] == 1), nil
+	case avro.Int, avro.Long:
+		v, err := d.long()
+		if err != nil {
+			return b, err
+		}
+		var t types.T
+		switch n.lt {
+		case avro.Date:
+			t = types.TDate
+		case avro.TimeMillis, avro.TimeMicros:
+			t = types.TTime
+		case avro.TimestampMillis, avro.TimestampMicros:
+			t = types.TTimestampTZ
+		case avro.LocalTimestampMillis, avro.LocalTimestampMicros:
+			t = types.TTimestamp
+		default:
+			return strconv.AppendInt(b, v, 10), nil
+		}
+		if v > math.MaxInt64/n.mul || v < math.MinInt64/n.mul {
+			return b, sqlerr.New(sqlerr.DatetimeFieldOverflow, "timestamp out of range: %d", v)
+		}
+		b = append(b, '"')
+		return append(types.AppendText(b, types.Int(v*n.mul), t), '"'), nil
+	case avro.Float, avro.Double:
+		var f float64
+		if n.kind == avro.Float {
+			v, err := d.take(4)
+			if err != nil {
+				return b, err
+			}
+			f = float64(math.Float32frombits(binary.LittleEndian.Uint32(v)))
+		} else {
+			v, err := d.take(8)
+			if err != nil {
+				return b, err
+			}
+			f = math.Float64frombits(binary.LittleEndian.Uint64(v))
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return append(b, `"`+strconv.FormatFloat(f, 'g', -1, 64)+`"`...), nil
+		}
+		return strconv.AppendFloat(b, f, 'g', -1, 64), nil
+	case avro.String, avro.Bytes, avro.Fixed:
+		var v []byte
+		var err error
+		if n.kind == avro.Fixed {
+			v, err = d.take(int64(n.size))
+		} else {
+			v, err = d.bytes()
+		}
+		if err != nil {
+			return b, err
+		}
+		switch {
+		case n.lt == avro.Decimal:
+			num, err := decimalNum(v)
+			if err != nil {
+				return b, err
+			}
+			return types.AppendNumeric(b, num, n.scale), nil
+		case n.kind == avro.String:
+			if err := types.CheckText(v); err != nil {
+				return b, err
+			}
+			return types.AppendJSONString(b, string(v)), nil
+		}
+		b = append(b, `"\\x`...)
+		b = hex.AppendEncode(b, v)
+		return append(b, '"'), nil
+	case avro.Enum:
+		k, err := d.long()
+		if err != nil {
+			return b, err
+		}
+		if k < 0 || k >= int64(len(n.syms)) {
+			return b, errAvro("enum symbol %d of %d", k, len(n.syms))
+		}
+		return types.AppendJSONString(b, n.syms[k]), nil
+	case avro.Union:
+		k, err := d.long()
+		if err != nil {
+			return b, err
+		}
+		if k < 0 || k >= int64(len(n.kids)) {
+			return b, errAvro("union branch %d of %d", k, len(n.kids))
+		}
+		return d.json(n.kids[k], b)
+	case avro.Record:
+		if d.depth++; d.depth > maxAvroDepth {
+			return b, errAvro("nested too deep")
+		}
+		b = append(b, '{')
+		for i, k := range n.kids {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(types.AppendJSONString(b, n.names[i]), ':')
+			var err error
+			if b, err = d.json(k, b); err != nil {
+				return b, err
+			}
+		}
+		d.depth--
+		return append(b, '}'), nil
+	case avro.Array, avro.Map:
+		if d.depth++; d.depth > maxAvroDepth {
+			return b, errAvro("nested too deep")
+		}
+		open, close := byte('['), byte(']')
+		if n.kind == avro.Map {
+			open, close = '{', '}'
+		}
+		b = append(b, open)
+		first := true
+		for {
+			cnt, err := d.long()
+			if err != nil {
+				return b, err
+			}
+			if cnt == 0 {
+				break
+			}
+			if cnt < 0 { // a block with its size
+				cnt = -cnt
+				if _, err := d.long(); err != nil {
+					return b, err
+				}
+			}
+			if cnt > int64(len(d.b)-d.i) {
+				return b, errAvro("block of %d items past the end", cnt)
+			}
+			for ; cnt > 0; cnt-- {
+				if !first {
+					b = append(b, ',')
+				}
+				first = false
+				if n.kind == avro.Map {
+					k, err := d.bytes()
+					if err != nil {
+						return b, err
+					}
+					if err := types.CheckText(k); err != nil {
+						return b, err
+					}
+					b = append(types.AppendJSONString(b, string(k)), ':')
+				}
+				if b, err = d.json(n.kids[0], b); err != nil {
+					return b, err
+				}
+			}
+		}
+		d.depth--
+		return append(b, close), nil
+	}
+	return b, errAvro("cannot read a %s", n.kind)
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/hamba/avro/v2"
 	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
@@ -50,15 +52,30 @@ func avroFieldType(t types.T) any {
 	case types.Float64:
 		return "double"
 	case types.Timestamp:
-		return map[string]string{"type": "long", "logicalType": "timestamp-micros"}
+		if t.TZ {
+			return map[string]string{"type": "long", "logicalType": "timestamp-micros"}
+		}
+		return map[string]string{"type": "long", "logicalType": "local-timestamp-micros"}
 	case types.Date:
 		return map[string]string{"type": "int", "logicalType": "date"}
+	case types.Time:
+		return map[string]string{"type": "long", "logicalType": "time-micros"}
+	case types.Numeric:
+		p := t.Prec
+		if p <= 0 {
+			p = types.MaxNumericPrecision
+		}
+		return map[string]any{"type": "bytes", "logicalType": "decimal", "precision": p, "scale": t.Scale}
+	case types.Bytea:
+		return "bytes"
+	case types.UUID:
+		return map[string]string{"type": "string", "logicalType": "uuid"}
 	}
 	return "string"
 }
 
-// sinkAvroSchema is the record schema of cols (nil: all) of a view.
-func sinkAvroSchema(name string, cols []connector.Column, which []int) string {
+// sinkAvroRecord is the record schema of cols (nil: all) of a view.
+func sinkAvroRecord(name string, cols []connector.Column, which []int) map[string]any {
 	type field struct {
 		Name    string `json:"name"`
 		Type    any    `json:"type"`
@@ -77,7 +94,25 @@ func sinkAvroSchema(name string, cols []connector.Column, which []int) string {
 			add(cols[i])
 		}
 	}
-	b, _ := json.Marshal(map[string]any{"type": "record", "name": avroName(name), "namespace": "streamdb", "fields": fs})
+	return map[string]any{"type": "record", "name": avroName(name), "namespace": "streamdb", "fields": fs}
+}
+
+// sinkAvroSchema is sinkAvroRecord as JSON.
+func sinkAvroSchema(name string, cols []connector.Column, which []int) string {
+	b, _ := json.Marshal(sinkAvroRecord(name, cols, which))
+	return string(b)
+}
+
+// sinkEnvelopeSchema is a debezium-avro sink's value schema: Debezium's
+// envelope of the view's row record, with before, after and op.
+func sinkEnvelopeSchema(name string, cols []connector.Column) string {
+	row := sinkAvroRecord(name, cols, nil)
+	env := map[string]any{"type": "record", "name": avroName(name) + "_envelope", "namespace": "streamdb", "fields": []any{
+		map[string]any{"name": "before", "type": []any{"null", row}, "default": nil},
+		map[string]any{"name": "after", "type": []any{"null", "streamdb." + avroName(name)}, "default": nil},
+		map[string]any{"name": "op", "type": "string"},
+	}}
+	b, _ := json.Marshal(env)
 	return string(b)
 }
 
@@ -87,11 +122,20 @@ func (s *kafkaSink) registerSinkSchemas() error {
 	if s.avroVal != 0 {
 		return nil
 	}
-	val, err := s.o.reg.register(s.o.topic+"-value", sinkAvroSchema(s.spec.View, s.spec.Columns, nil))
+	valSchema := sinkAvroSchema(s.spec.View, s.spec.Columns, nil)
+	if s.o.format == FormatDebeziumAvro {
+		valSchema = sinkEnvelopeSchema(s.spec.View, s.spec.Columns)
+		rec, err := parseAvro(sinkAvroSchema(s.spec.View, s.spec.Columns, nil))
+		if err != nil {
+			return sqlerr.New(sqlerr.Internal, "sink %s: row schema: %v", s.spec.Name, err)
+		}
+		s.rowSkip = compileSkip(rec, map[avro.Schema]*avNode{})
+	}
+	val, err := s.o.reg.register(s.o.topic+"-value", valSchema)
 	if err != nil {
 		return err
 	}
-	if s.o.format == "upsert-avro" {
+	if s.o.format != "avro" {
 		keys := s.spec.KeyCols
 		if len(keys) == 0 {
 			keys = make([]int, len(s.spec.Columns))
@@ -105,6 +149,52 @@ func (s *kafkaSink) registerSinkSchemas() error {
 	}
 	s.avroVal = val
 	return nil
+}
+
+// avroBody encodes row i's columns as the fields of an Avro record.
+func (e *sinkEncoder) avroBody(rec arrow.RecordBatch, i int) []byte {
+	var b []byte
+	for c := range e.ts {
+		b = appendAvroDatum(b, rec.Column(c), i, e.ts[c])
+	}
+	return b
+}
+
+// debeziumAvro frames a debezium-avro envelope: the before and after
+// records (avroBody; nil: null) and the op.
+func (e *sinkEncoder) debeziumAvro(before, after []byte, op string) []byte {
+	b := make([]byte, 5, 8+len(before)+len(after))
+	binary.BigEndian.PutUint32(b[1:], uint32(e.avroVal))
+	for _, r := range [][]byte{before, after} {
+		if r == nil {
+			b = append(b, 0)
+		} else {
+			b = append(append(b, 2), r...)
+		}
+	}
+	b = appendAvroLong(b, int64(len(op)))
+	return append(b, op...)
+}
+
+// avroAfter is the after record of a debezium-avro envelope v (nil: none
+// or v does not decode); row skips a row record.
+func avroAfter(v []byte, row *avNode) []byte {
+	if len(v) < 5 || row == nil {
+		return nil
+	}
+	d := avDec{b: v[5:]}
+	k, err := d.long()
+	if err != nil || k == 1 && d.skip(row) != nil {
+		return nil
+	}
+	if k, err = d.long(); err != nil || k != 1 {
+		return nil
+	}
+	start := d.i
+	if d.skip(row) != nil {
+		return nil
+	}
+	return v[5+start : 5+d.i]
 }
 
 // avroRow encodes row i's columns cols (nil: all) as an Avro record in the
@@ -141,8 +231,13 @@ func appendAvroDatum(b []byte, a arrow.Array, i int, t types.T) []byte {
 			return append(b, 1)
 		}
 		return append(b, 0)
-	case types.Int16, types.Int32, types.Int64, types.Timestamp, types.Date:
+	case types.Int16, types.Int32, types.Int64, types.Timestamp, types.Date, types.Time:
 		return appendAvroLong(b, a.(*array.Int64).Value(i))
+	case types.Numeric:
+		return appendAvroDecimal(b, a.(*array.Decimal128).Value(i))
+	case types.Bytea, types.UUID, types.JSON, types.JSONB:
+		s := a.(*array.String).Value(i)
+		return append(appendAvroLong(b, int64(len(s))), s...)
 	case types.Float32:
 		return binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(a.(*array.Float64).Value(i))))
 	case types.Float64:
@@ -165,10 +260,21 @@ func checkSinkRegistry(r *registry) error {
 // and refuses those not written yet.
 func avroSinkFormat(f string) (bool, error) {
 	switch f {
-	case "avro", "upsert-avro":
+	case "avro", "upsert-avro", "debezium-avro":
 		return true, nil
-	case "debezium-avro":
-		return true, sqlerr.New(sqlerr.InvalidParameterValue, "option \"format\": the kafka sink does not write %q yet; use avro, upsert-avro, upsert-json, debezium-json or json", f)
 	}
 	return strings.HasSuffix(f, "-avro"), nil
+}
+
+// appendAvroDecimal writes a decimal's unscaled value as Avro bytes: its
+// shortest two's-complement big-endian form.
+func appendAvroDecimal(b []byte, n decimal128.Num) []byte {
+	var buf [16]byte
+	binary.BigEndian.PutUint64(buf[:8], uint64(n.HighBits()))
+	binary.BigEndian.PutUint64(buf[8:], n.LowBits())
+	i := 0
+	for i < 15 && (buf[i] == 0 && buf[i+1]&0x80 == 0 || buf[i] == 0xff && buf[i+1]&0x80 != 0) {
+		i++
+	}
+	return append(appendAvroLong(b, int64(16-i)), buf[i:]...)
 }

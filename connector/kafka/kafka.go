@@ -147,8 +147,9 @@ func newKafka(cols []connector.Column, o *connector.Options) (connector.Connecto
 		c.csv = true
 	case "avro":
 		c.avro = true
-	case "upsert-avro", "debezium-avro":
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "format %q is not supported for a kafka source yet: use format 'avro' (an append-only stream)", format)
+	case FormatUpsertAvro, FormatDebeziumAvro:
+		// Changelog sources are keyed tables their ingester writes (sql).
+		return nil, sqlerr.New(sqlerr.Internal, "a kafka source in format %q is a changelog source, not read by jobs directly", format)
 	default:
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "option \"format\" must be json, csv or avro for a kafka source, not %q", format)
 	}
@@ -815,19 +816,7 @@ func (r *kafkaReader) decodeBatch(mem memory.Allocator, recs []*kgo.Record) arro
 }
 
 // dropPartial truncates every builder to n values, dropping a half-appended row.
-func (r *kafkaReader) dropPartial(n int) {
-	for i, b := range r.bls {
-		if b.Len() == n {
-			continue
-		}
-		a := b.NewArray()
-		t := r.c.ts[i]
-		for k := 0; k < n; k++ {
-			types.AppendDatum(b, types.DatumAt(a, k, t), t)
-		}
-		a.Release()
-	}
-}
+func (r *kafkaReader) dropPartial(n int) { truncateBuilders(r.bls, r.c.ts, n) }
 
 // TakeBad returns the messages left out since the last call.
 func (r *kafkaReader) TakeBad() []connector.BadMessage {

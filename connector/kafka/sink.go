@@ -89,7 +89,7 @@ func parseKafkaSinkOpts(opts map[string]string) (kafkaSinkOpts, error) {
 			return o, err
 		}
 	default:
-		return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"format\" must be upsert-json, debezium-json, json, avro or upsert-avro, not %q", f)
+		return o, sqlerr.New(sqlerr.InvalidParameterValue, "option \"format\" must be upsert-json, debezium-json, json, avro, upsert-avro or debezium-avro, not %q", f)
 	}
 	for k := range opts {
 		if !seen[k] && !strings.HasPrefix(k, "__") {
@@ -129,6 +129,8 @@ type kafkaSink struct {
 	open bool // a transaction (or, at least once, records) is written
 	// avroVal, avroKey: the registered schema ids (avro formats).
 	avroVal, avroKey int32
+	// rowSkip skips a row record in a debezium-avro envelope (resync).
+	rowSkip *avNode
 }
 
 // NewSink makes the Kafka connector of a sink, which the runtime drives.
@@ -323,9 +325,12 @@ func (s *kafkaSink) resync(ctx context.Context, enc *sinkEncoder, t *connector.S
 	if err != nil {
 		return err
 	}
-	debez := s.o.format == "debezium-json"
+	debez := s.o.format == "debezium-json" || s.o.format == FormatDebeziumAvro
 	// after is a debezium record's row (nil: a delete).
 	after := func(v []byte) []byte {
+		if s.o.format == FormatDebeziumAvro {
+			return avroAfter(v, s.rowSkip)
+		}
 		var ev struct {
 			After json.RawMessage `json:"after"`
 		}
@@ -337,6 +342,9 @@ func (s *kafkaSink) resync(ctx context.Context, enc *sinkEncoder, t *connector.S
 	err = t.Rows(ctx, func(rec arrow.RecordBatch) error {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			key, row := enc.keyOf(rec, i), enc.rowOf(rec, i)
+			if debez {
+				row = enc.debeziumRow(rec, i)
+			}
 			old, had := have[string(key)]
 			delete(have, string(key))
 			if !debez {
@@ -347,9 +355,9 @@ func (s *kafkaSink) resync(ctx context.Context, enc *sinkEncoder, t *connector.S
 			}
 			switch prev := after(old); {
 			case !had || prev == nil:
-				enc.emit(key, debezium(nil, row, "c"))
+				enc.emit(key, enc.debezium(nil, row, "c"))
 			case string(prev) != string(row):
-				enc.emit(key, debezium(prev, row, "u"))
+				enc.emit(key, enc.debezium(prev, row, "u"))
 			}
 		}
 		return nil
@@ -366,7 +374,7 @@ func (s *kafkaSink) resync(ctx context.Context, enc *sinkEncoder, t *connector.S
 		if !debez {
 			enc.emit([]byte(k), nil)
 		} else if prev := after(have[k]); prev != nil {
-			enc.emit([]byte(k), debezium(prev, nil, "d"))
+			enc.emit([]byte(k), enc.debezium(prev, nil, "d"))
 		}
 	}
 	return nil
@@ -392,6 +400,10 @@ type sinkEncoder struct {
 
 // flush ends a transaction's records: a pending update_before is a delete.
 func (e *sinkEncoder) flush() {
+	if e.before != nil {
+		e.emit(e.beforeKey, e.debezium(e.before, nil, "d"))
+		e.before, e.beforeKey = nil, nil
+	}
 	if e.beforeKey != nil {
 		e.emit(e.beforeKey, nil)
 		e.beforeKey = nil
@@ -483,36 +495,53 @@ func (e *sinkEncoder) addRows(rec arrow.RecordBatch, ops []connector.Op) error {
 			}
 			continue
 		}
-		key := e.object(rec, i, e.keyCols)
 		switch e.format {
 		case "json":
 			if op.Sign() < 0 {
 				return sqlerr.New(sqlerr.FeatureNotSupported, "sink %s: format 'json' got a retraction from view %s", e.name, e.view)
 			}
 			e.emit(nil, e.object(rec, i, nil))
-		case "debezium-json":
-			row := e.object(rec, i, nil)
+		case "debezium-json", "debezium-avro":
+			key, row := e.keyOf(rec, i), e.debeziumRow(rec, i)
+			// An update's before with no after for its key is a delete.
+			if e.before != nil && (op != connector.OpUpdateAfter || string(e.beforeKey) != string(key)) {
+				e.emit(e.beforeKey, e.debezium(e.before, nil, "d"))
+				e.before, e.beforeKey = nil, nil
+			}
 			switch op {
 			case connector.OpUpdateBefore:
-				if e.before != nil {
-					e.emit(key, debezium(e.before, nil, "d"))
-				}
-				e.before = row
+				e.before, e.beforeKey = row, key
 			case connector.OpUpdateAfter:
 				if e.before != nil {
-					e.emit(key, debezium(e.before, row, "u"))
-					e.before = nil
+					e.emit(key, e.debezium(e.before, row, "u"))
+					e.before, e.beforeKey = nil, nil
 				} else {
-					e.emit(key, debezium(nil, row, "c"))
+					e.emit(key, e.debezium(nil, row, "c"))
 				}
 			case connector.OpDelete:
-				e.emit(key, debezium(row, nil, "d"))
+				e.emit(key, e.debezium(row, nil, "d"))
 			default:
-				e.emit(key, debezium(nil, row, "c"))
+				e.emit(key, e.debezium(nil, row, "c"))
 			}
 		}
 	}
 	return nil
+}
+
+// debeziumRow is row i as a debezium envelope's before or after.
+func (e *sinkEncoder) debeziumRow(rec arrow.RecordBatch, i int) []byte {
+	if e.avroVal != 0 {
+		return e.avroBody(rec, i)
+	}
+	return e.object(rec, i, nil)
+}
+
+// debezium frames an envelope in the sink's format.
+func (e *sinkEncoder) debezium(before, after []byte, op string) []byte {
+	if e.avroVal != 0 {
+		return e.debeziumAvro(before, after, op)
+	}
+	return debezium(before, after, op)
 }
 
 func debezium(before, after []byte, op string) []byte {
