@@ -61,6 +61,20 @@ func (x indexDDL) create(n *parse.CreateIndex, auth sessionAuth) (*Result, error
 	if e.cluster != nil {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "CREATE INDEX is not supported in cluster mode")
 	}
+	// The view's plan is made before the locks (binding reads the
+	// catalog); an index does not change it.
+	var plan exec.Plan
+	if def, ok := e.Table(n.Table); ok && def.Kind == storage.KindView {
+		if !auth.superuser() {
+			if err := auth.mustOwn(def); err != nil {
+				return nil, err
+			}
+		}
+		var err error
+		if plan, err = e.planView(def); err != nil {
+			return nil, err
+		}
+	}
 	e.roundMu.Lock()
 	defer e.roundMu.Unlock()
 	e.mu.Lock()
@@ -71,13 +85,8 @@ func (x indexDDL) create(n *parse.CreateIndex, auth sessionAuth) (*Result, error
 		return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", n.Table)
 	case def.Kind == storage.KindStream || def.Kind == storage.KindSource:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "CREATE INDEX on %s %q is not supported: index a materialized view over it", kindWord(def), n.Table)
-	case def.Kind != storage.KindView:
+	case def.Kind != storage.KindView || plan == nil:
 		return nil, sqlerr.New(sqlerr.WrongObjectType, "cannot create index on relation %q", n.Table)
-	}
-	if !auth.superuser() {
-		if err := auth.mustOwn(def); err != nil {
-			return nil, err
-		}
 	}
 	ix := storage.IndexDef{Name: n.Name}
 	for _, c := range n.Cols {
@@ -100,7 +109,7 @@ func (x indexDDL) create(n *parse.CreateIndex, auth sessionAuth) (*Result, error
 	}
 	nd := *def
 	nd.Indexes = append(slices.Clip(def.Indexes), ix)
-	err := x.rebuildLocked(def, &nd, func(b *storage.WriteBatch) error {
+	err := x.rebuildLocked(def, &nd, plan, func(b *storage.WriteBatch) error {
 		nd.Indexes[len(nd.Indexes)-1].ID = e.db.NewID(b)
 		return exec.BuildIndex(e.db, def.ID, b, &nd, &nd.Indexes[len(nd.Indexes)-1])
 	})
@@ -122,40 +131,61 @@ func (x indexDDL) defaultNameLocked(table string, cols []string) string {
 }
 
 func (x indexDDL) drop(n *parse.DropIndex, auth sessionAuth) (*Result, error) {
-	e := x.e
-	e.roundMu.Lock()
-	defer e.roundMu.Unlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	var notices []string
 	for _, name := range n.Names {
-		def, i := x.findIndexLocked(name)
-		if def == nil {
-			if t, ok := e.mu.tables[name]; ok {
-				return nil, sqlerr.New(sqlerr.WrongObjectType, "%q is not an index (it is a %s)", name, kindWord(t))
-			}
-			if n.IfExists {
-				notices = append(notices, fmt.Sprintf("index %q does not exist, skipping", name))
-				continue
-			}
-			return nil, sqlerr.New(sqlerr.UndefinedObject, "index %q does not exist", name)
+		res, err := x.dropOne(name, n.IfExists, auth)
+		if err != nil {
+			return nil, err
 		}
+		notices = append(notices, res...)
+	}
+	return &Result{Tag: "DROP INDEX", Notices: notices}, nil
+}
+
+func (x indexDDL) dropOne(name string, ifExists bool, auth sessionAuth) ([]string, error) {
+	e := x.e
+	e.mu.Lock()
+	def, _ := x.findIndexLocked(name)
+	e.mu.Unlock()
+	var plan exec.Plan
+	if def != nil {
 		if !auth.superuser() {
 			if err := auth.mustOwn(def); err != nil {
 				return nil, err
 			}
 		}
+		var err error
+		if plan, err = e.planView(def); err != nil {
+			return nil, err
+		}
+	}
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var notices []string
+	{
+		def, i := x.findIndexLocked(name)
+		if def == nil {
+			if t, ok := e.mu.tables[name]; ok {
+				return nil, sqlerr.New(sqlerr.WrongObjectType, "%q is not an index (it is a %s)", name, kindWord(t))
+			}
+			if ifExists {
+				return []string{fmt.Sprintf("index %q does not exist, skipping", name)}, nil
+			}
+			return nil, sqlerr.New(sqlerr.UndefinedObject, "index %q does not exist", name)
+		}
 		nd := *def
 		nd.Indexes = slices.Delete(slices.Clone(def.Indexes), i, i+1)
 		id := def.Indexes[i].ID
-		if err := x.rebuildLocked(def, &nd, func(b *storage.WriteBatch) error {
+		if err := x.rebuildLocked(def, &nd, plan, func(b *storage.WriteBatch) error {
 			storage.DeleteIndex(b, def.ID, id)
 			return nil
 		}); err != nil {
 			return nil, err
 		}
 	}
-	return &Result{Tag: "DROP INDEX", Notices: notices}, nil
+	return notices, nil
 }
 
 // rebuildLocked replaces view def by nd: it stops the view's job (at its
@@ -163,7 +193,7 @@ func (x indexDDL) drop(n *parse.DropIndex, auth sessionAuth) (*Result, error) {
 // change's writes with nd's catalog entry in one synced batch, and starts
 // the job again on nd if it was running. If the commit fails the old job
 // starts again on the old definition.
-func (x indexDDL) rebuildLocked(def, nd *storage.TableDef, change func(*storage.WriteBatch) error) error {
+func (x indexDDL) rebuildLocked(def, nd *storage.TableDef, plan exec.Plan, change func(*storage.WriteBatch) error) error {
 	e := x.e
 	je := e.mu.jobs[def.Name]
 	running := je != nil && je.state == exec.JobRunning && je.job != nil
@@ -183,11 +213,7 @@ func (x indexDDL) rebuildLocked(def, nd *storage.TableDef, change func(*storage.
 		e.mu.tables[def.Name] = nd
 	}
 	if running {
-		plan, perr := e.planView(start)
-		if perr == nil {
-			perr = runViewJobLocked(e.sup, start, plan, false)
-		}
-		if err == nil {
+		if perr := runViewJobLocked(e.sup, start, plan, false); err == nil {
 			err = perr
 		}
 	}
