@@ -198,13 +198,13 @@ func TestViewIndexPG(t *testing.T) {
 	}
 
 	for q, want := range map[string]string{
-		"SELECT * FROM iagg WHERE k = 3":                   "IndexScan iagg using iagg_k: (k = 3)",
-		"SELECT * FROM iagg WHERE s = 's1' AND k > 2":      "IndexScan iagg using iagg_s_k: (s = 's1') AND (k > 2)",
-		"SELECT * FROM iagg WHERE k BETWEEN 2 AND 4":       "IndexScan iagg using iagg_k: (k >= 2) AND (k <= 4)",
+		"SELECT * FROM iagg WHERE k = 3":                    "IndexScan iagg using iagg_k: (iagg.k = 3)",
+		"SELECT * FROM iagg WHERE s = 's1' AND k > 2":       "IndexScan iagg using iagg_s_k: (iagg.s = 's1') AND (iagg.k > 2)",
+		"SELECT * FROM iagg WHERE k BETWEEN 2 AND 4":        "IndexScan iagg using iagg_k: (iagg.k >= 2) AND (iagg.k <= 4)",
 		"SELECT * FROM irows WHERE k IN (1, 2) AND s = 'a'": "IndexScan irows using irows_k_s_idx:",
-		"SELECT * FROM ilog WHERE v = $1":                  "IndexScan ilog using ilog_v: (v = $1)",
-		"SELECT * FROM irows WHERE s = 's1'":               "ViewScan irows",
-		"SELECT * FROM iagg WHERE k + 1 = 3":               "ViewScan iagg",
+		"SELECT * FROM ilog WHERE v = $1":                   "IndexScan ilog using ilog_v: (ilog.v = $1)",
+		"SELECT * FROM irows WHERE s = 's1'":                "ViewScan irows",
+		"SELECT * FROM iagg WHERE k + 1 = 3":                "ViewScan iagg",
 	} {
 		if plan := indexExplain(t, sdb, q); !strings.Contains(plan, want) {
 			t.Errorf("EXPLAIN %s lacks %q:\n%s", q, want, plan)
