@@ -79,7 +79,8 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 		// is injected after that, so every epoch it reads has them.
 		// An aggregate inside the graph always sends them: its consumer
 		// retracts what it took from the group before.
-		before := !root || j.spec.View == nil || j.changelog.Load()
+		// A view's indexes need them too, to remove a changed row's entries.
+		before := !root || j.spec.View == nil || j.changelog.Load() || len(j.spec.View.Indexes) > 0
 		emit := func(c Chunk) error { return out.emit(ectx, c, nil) }
 		if root && j.spec.OnWindowClose && op.win != nil {
 			if err := op.closedRows(emit); err != nil {

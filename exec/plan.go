@@ -60,6 +60,8 @@ type ScanStream struct {
 type ScanView struct {
 	View *storage.TableDef
 	Snap storage.Reader // nil: the live database
+	// Index, if set, reads only the rows an index lookup finds (index.go).
+	Index *IndexLookup
 }
 
 // Batches yields record batches computed in advance (system tables).

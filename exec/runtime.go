@@ -154,7 +154,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 					op.late = j.newLateLog("window aggregate", n.op, n.agg.In.Types())
 				}
 				// A view without readers needs no old rows (changesOf).
-				op.outValid = !root || spec.View == nil || spec.Changelog
+				op.outValid = !root || spec.View == nil || spec.Changelog || len(spec.View.Indexes) > 0
 				if j.durable() {
 					if err := j.loadState(op, i, n.par); err != nil {
 						return nil, err

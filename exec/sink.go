@@ -38,6 +38,8 @@ func (j *Job) runSink(ins []chan msg) error {
 	// of the epoch's barrier carries it away, and a new one takes its place.
 	w := j.db.NewEpochBatch()
 	var rs rowSink
+	ixw := newIndexWriter(j.spec.View)
+	rs.ixw = ixw
 	// wrote accounts n bytes of view writes to the epoch (job.memory_limit):
 	// at half the limit it asks for the next barrier now, once an epoch.
 	askedBarrier := false
@@ -148,16 +150,28 @@ func (j *Job) runSink(ins []chan msg) error {
 		for i, k := range kept {
 			survived[k] = int32(i)
 		}
+		// Index entries go to a run of their own, in change order: an
+		// update's old entry is removed before its new one is written.
+		var irun *storage.Run
+		if ixw != nil {
+			irun = w.NewRun()
+		}
 		for r := 0; r < int(rec.NumRows()); r++ {
 			op := m.c.Ops[r]
+			i := survived[r]
+			if irun != nil && i >= 0 && (op == OpUpdateBefore || op == OpDelete) {
+				ixw.del(irun, out.Columns(), int(i), viewKey(r))
+			}
 			if op == OpUpdateBefore {
 				continue
 			}
 			key = viewKey(r)
-			i := survived[r]
 			if i >= 0 && op != OpDelete {
 				row = encodeRow(row[:0], out, int(i), outTs)
 				run.PutViewRow(j.spec.View.ID, key, row)
+				if irun != nil {
+					ixw.put(irun, out.Columns(), int(i), key, row)
+				}
 			} else {
 				run.DeleteViewRow(j.spec.View.ID, key)
 			}
@@ -167,6 +181,10 @@ func (j *Job) runSink(ins []chan msg) error {
 		}
 		size := run.Len()
 		w.AddRun(run)
+		if irun != nil {
+			size += irun.Len()
+			w.AddRun(irun)
+		}
 		rec.Release()
 		if err := wrote(size); err != nil {
 			out.Release()
@@ -198,6 +216,7 @@ type rowSink struct {
 	key    []byte
 	val    []byte
 	active bool
+	ixw    *indexWriter // the view's indexes, if any
 }
 
 const appendSeqBase = 1 << 63
@@ -233,6 +252,21 @@ func (rs *rowSink) load(j *Job, appendOnly bool) error {
 	return nil
 }
 
+// indexRun returns a run for the index entries of a chunk (nil: no indexes).
+func (rs *rowSink) indexRun(b *storage.Batch) *storage.Run {
+	if rs.ixw == nil {
+		return nil
+	}
+	return b.NewRun()
+}
+
+// addRun adds r (nil: none) to b.
+func addRun(b *storage.Batch, r *storage.Run) {
+	if r != nil {
+		b.AddRun(r)
+	}
+}
+
 // sinkRows applies the rows of a view without aggregation. Rows from a
 // stream are keyed by their source position; other rows go to rs.
 func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, writeLog bool) error {
@@ -248,13 +282,19 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 	case !rs.active:
 		// Rows keyed by their stream position, ascending: one sorted run.
 		run := b.NewRunSized(runSize(rs, n))
+		irun := rs.indexRun(b)
 		for i := 0; i < n; i++ {
 			rs.key = binary.BigEndian.AppendUint64(rs.key[:0], m.rowIDs[i])
 			run.PutViewRow(j.spec.View.ID, rs.key, rs.enc.Row(i))
+			if irun != nil {
+				rs.ixw.put(irun, rec.Columns(), i, rs.key, rs.enc.Row(i))
+			}
 		}
 		b.AddRun(run)
+		addRun(b, irun)
 	case rs.bag == nil:
 		run := b.NewRunSized(runSize(rs, n))
+		irun := rs.indexRun(b)
 		for i := 0; i < n; i++ {
 			if m.c.Ops != nil && m.c.Ops[i].Sign() < 0 {
 				return fmt.Errorf("exec: a retraction reached the append-only rows of view %d", j.spec.View.ID)
@@ -262,10 +302,20 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 			rs.key = binary.BigEndian.AppendUint64(rs.key[:0], rs.next)
 			rs.next++
 			run.PutViewRow(j.spec.View.ID, rs.key, rs.enc.Row(i))
+			if irun != nil {
+				rs.ixw.put(irun, rec.Columns(), i, rs.key, rs.enc.Row(i))
+			}
 		}
 		b.AddRun(run)
+		addRun(b, irun)
 	default:
 		bag := rs.bag
+		// Single writes: a row may come and go in several chunks of an
+		// epoch, and single writes to one key keep their order.
+		var irun indexSink
+		if rs.ixw != nil {
+			irun = b
+		}
 		for i := 0; i < n; i++ {
 			row := rs.enc.Row(i)
 			sign := int64(1)
@@ -280,6 +330,9 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 					delete(bag, bytesView(row))
 				}
 				b.DeleteViewRow(j.spec.View.ID, row)
+				if irun != nil {
+					rs.ixw.del(irun, rec.Columns(), i, row)
+				}
 			default:
 				// A copy, not bytesView: assigning to a string key stores
 				// the key given, and a row's own copy pins no other rows.
@@ -288,6 +341,9 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 			if c > 0 {
 				rs.val = binary.AppendUvarint(append(rs.val[:0], row...), uint64(c))
 				b.PutViewRow(j.spec.View.ID, row, rs.val)
+				if irun != nil {
+					rs.ixw.put(irun, rec.Columns(), i, row, rs.val)
+				}
 			}
 		}
 	}

@@ -39,7 +39,7 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 	if r == nil {
 		r = ctx.Snap
 	}
-	err := ctx.DB.ScanView(r, p.View.ID, func(_, row []byte) error {
+	visit := func(_, row []byte) error {
 		start := row
 		for c, t := range ts {
 			d, rest, err := decodeDatum(row, t)
@@ -73,9 +73,21 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 			return flush()
 		}
 		return nil
-	})
+	}
+	if p.Index == nil {
+		if err := ctx.DB.ScanView(r, p.View.ID, visit); err != nil {
+			return err
+		}
+		return flush()
+	}
+	rs, err := p.Index.ranges(ctx.Expr, ts)
 	if err != nil {
 		return err
+	}
+	for _, kr := range rs {
+		if err := ctx.DB.ScanIndex(r, p.View.ID, p.Index.Index.ID, kr.lo, kr.hi, visit); err != nil {
+			return err
+		}
 	}
 	return flush()
 }

@@ -65,6 +65,11 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		if pred == nil {
 			return Physical(input, snaps)
 		}
+		if s, ok := input.(*Scan); ok && readsIndexes(snaps) {
+			if l := chooseIndex(s, pred); l != nil {
+				return &exec.Filter{In: &exec.ScanView{View: s.Table, Index: l}, Pred: pred}, nil
+			}
+		}
 		in, err := Physical(input, snaps)
 		if err != nil {
 			return nil, err
@@ -620,7 +625,11 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 			line("StreamScan %s", p.Table.Name)
 		}
 	case *exec.ScanView:
-		line("ViewScan %s", p.View.Name)
+		if p.Index != nil {
+			line("IndexScan %s using %s: %s", p.View.Name, p.Index.Index.Name, p.Index.Desc)
+		} else {
+			line("ViewScan %s", p.View.Name)
+		}
 	case *exec.Values:
 		line("Values rows=%d", len(p.Rows))
 	case *exec.FuncScan:

@@ -256,7 +256,7 @@ func (e catGen) pgClass() *table {
 		catCol{"relacl", tArr}, catCol{"reloptions", tArr}, catCol{"relpartbound", types.TText})}
 	zero := i64(0)
 	jobs := e.jobFacts()
-	keys := e.viewKeys()
+	keys := allIndexes(e)
 	keyed := map[int64]bool{}
 	for _, k := range keys {
 		keyed[k.rel.oid] = true
@@ -327,7 +327,7 @@ func (e catGen) pgAttribute() *table {
 		}
 	}
 	// A view's key index has one attribute per key column, as PostgreSQL's.
-	for _, k := range e.viewKeys() {
+	for _, k := range allIndexes(e) {
 		for i, a := range k.attrs {
 			c := k.rel.def.Columns[a-1]
 			l := typeLen(c.Type)
@@ -579,7 +579,7 @@ func (e catalogSource) PgLookup(what string) map[int64]string {
 		for _, r := range e.relations() {
 			out[r.oid] = r.name
 		}
-		for _, k := range (catGen{catalogReader: e}).viewKeys() { // 'word_counts_pkey'::regclass
+		for _, k := range allIndexes(catGen{catalogReader: e}) { // 'word_counts_pkey'::regclass
 			out[k.indexOID()] = k.name()
 		}
 	case "relsize":
@@ -596,7 +596,7 @@ func (e catalogSource) PgLookup(what string) map[int64]string {
 				out[r.oid] = ""
 			}
 		}
-		for _, k := range (catGen{catalogReader: e}).viewKeys() { // a key index is in its view's schema
+		for _, k := range allIndexes(catGen{catalogReader: e}) { // a key index is in its view's schema
 			out[k.indexOID()] = ""
 		}
 	}

@@ -29,6 +29,19 @@ const oidBtree = 403
 func init() {
 	pgTables["pg_index"] = facet(keyGen.pgIndex)
 	pgTables["pg_constraint"] = facet(keyGen.pgConstraint)
+	pgTables["pg_indexes"] = facet(pgIndexesView)
+}
+
+// pgIndexesView is the pg_indexes view: every index of pg_index with the
+// definition pg_get_indexdef gives.
+func pgIndexesView(e keyGen) *table {
+	t := &table{cols: catCols(catCol{"schemaname", tName}, catCol{"tablename", tName}, catCol{"indexname", tName},
+		catCol{"tablespace", tName}, catCol{"indexdef", types.TText})}
+	defs := e.keyDefs("indexdefs")
+	for _, k := range allIndexes(e.catGen) {
+		t.add(str(nsName(k.rel.ns)), str(k.rel.name), str(k.name()), null, str(defs[k.indexOID()]))
+	}
+	return t
 }
 
 // Oids of a view's key index and constraint: above the relations'
@@ -43,6 +56,25 @@ const (
 type viewKey struct {
 	rel   relation
 	attrs []int
+	ix    *storage.IndexDef // a CREATE INDEX index (not unique); nil: the primary key
+}
+
+// allIndexes lists the primary keys and then the indexes made by CREATE
+// INDEX (sql/index.go), which pg_class, pg_index and psql's \d show
+// alike; pg_constraint has only the keys.
+func allIndexes(e catGen) []viewKey {
+	out := e.viewKeys()
+	for _, r := range e.relations() {
+		for i := range r.def.Indexes {
+			ix := &r.def.Indexes[i]
+			k := viewKey{rel: r, ix: ix}
+			for _, c := range ix.Cols {
+				k.attrs = append(k.attrs, c+1)
+			}
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // viewKeys lists the primary keys of the materialized views, by name.
@@ -114,9 +146,23 @@ func groupKeyCols(p exec.Plan) []int {
 	return out
 }
 
-func (k viewKey) indexOID() int64      { return oidFirstIndex + int64(k.rel.def.ID) }
 func (k viewKey) constraintOID() int64 { return oidFirstConstraint + int64(k.rel.def.ID) }
-func (k viewKey) name() string         { return k.rel.name + "_pkey" }
+
+// indexOID is the key's index oid; an index's catalog id comes from the
+// relations' id sequence, so the two never collide.
+func (k viewKey) indexOID() int64 {
+	if k.ix != nil {
+		return oidFirstIndex + int64(k.ix.ID)
+	}
+	return oidFirstIndex + int64(k.rel.def.ID)
+}
+
+func (k viewKey) name() string {
+	if k.ix != nil {
+		return k.ix.Name
+	}
+	return k.rel.name + "_pkey"
+}
 
 func (k viewKey) attrArray() types.Datum {
 	elems := make([]string, len(k.attrs))
@@ -133,26 +179,34 @@ func (k viewKey) attrArray() types.Datum {
 // oid → pg_get_constraintdef's PRIMARY KEY (cols)).
 func (e catGen) keyDefs(what string) map[int64]string {
 	out := map[int64]string{}
-	for _, k := range e.viewKeys() {
+	for _, k := range allIndexes(e) {
 		cols := make([]string, len(k.attrs))
 		for i, a := range k.attrs {
 			cols[i] = expr.QuoteIdent(k.rel.def.Columns[a-1].Name)
 		}
 		switch what {
 		case "indexdefs":
+			if k.ix != nil {
+				out[k.indexOID()] = "CREATE INDEX " + expr.QuoteIdent(k.name()) + " ON " + expr.QuoteIdent(nsName(k.rel.ns)) +
+					"." + expr.QuoteIdent(k.rel.name) + " USING btree (" + strings.Join(cols, ", ") + ")"
+				continue
+			}
 			out[k.indexOID()] = "CREATE UNIQUE INDEX " + expr.QuoteIdent(k.name()) + " ON " + expr.QuoteIdent(nsName(k.rel.ns)) +
 				"." + expr.QuoteIdent(k.rel.name) + " USING btree (" + strings.Join(cols, ", ") + ")"
 		case "indexcols":
 			out[k.indexOID()] = strings.Join(cols, "\n")
 		case "constraintdefs":
+			if k.ix != nil {
+				continue
+			}
 			out[k.constraintOID()] = "PRIMARY KEY (" + strings.Join(cols, ", ") + ")"
 		}
 	}
 	return out
 }
 
-// pgIndex holds the materialized views' primary keys (pgcatalog_keys.go):
-// streamdb has no other indexes.
+// pgIndex holds the materialized views' primary keys (pgcatalog_keys.go)
+// and the indexes CREATE INDEX made.
 func (e keyGen) pgIndex() *table {
 	t := &table{cols: catCols(catCol{"indexrelid", tOID}, catCol{"indrelid", tOID}, catCol{"indnatts", tI16},
 		catCol{"indnkeyatts", tI16}, catCol{"indisunique", tBool}, catCol{"indnullsnotdistinct", tBool},
@@ -160,13 +214,14 @@ func (e keyGen) pgIndex() *table {
 		catCol{"indisclustered", tBool}, catCol{"indisvalid", tBool}, catCol{"indcheckxmin", tBool},
 		catCol{"indisready", tBool}, catCol{"indislive", tBool}, catCol{"indisreplident", tBool},
 		catCol{"indkey", tI2Arr}, catCol{"indoption", tI2Arr}, catCol{"indexprs", types.TText}, catCol{"indpred", types.TText})}
-	for _, k := range e.viewKeys() {
+	for _, k := range allIndexes(e.catGen) {
 		n := i64(int64(len(k.attrs)))
+		key := types.Boolean(k.ix == nil)
 		opts := &types.Array{Elems: make([]string, len(k.attrs))}
 		for i := range opts.Elems {
 			opts.Elems[i] = "0" // ascending, NULLs last
 		}
-		t.add(i64(k.indexOID()), i64(k.rel.oid), n, n, dTrue, dFals, dTrue, dFals, dTrue, dFals, dTrue, dFals,
+		t.add(i64(k.indexOID()), i64(k.rel.oid), n, n, key, dFals, key, dFals, dTrue, dFals, dTrue, dFals,
 			dTrue, dTrue, dFals, k.attrArray(), types.Datum{A: opts}, null, null)
 	}
 	return t

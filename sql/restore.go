@@ -130,6 +130,15 @@ func (e *supervisor) restore(ctx context.Context, n *parse.Restore) (*Result, er
 		if err := e.db.CopyJobData(b, snap.db, r.jm.ID, r.def.ID, true); err != nil {
 			return nil, err
 		}
+		// The view's indexes are rebuilt from the restored rows: the
+		// snapshot may predate one of them.
+		for k := range r.def.Indexes {
+			ix := &r.def.Indexes[k]
+			storage.DeleteIndex(b, r.def.ID, ix.ID)
+			if err := exec.BuildIndex(snap.db, r.jm.ID, b, r.def, ix); err != nil {
+				return nil, err
+			}
+		}
 		if n.Savepoint == "" {
 			if err := restoreMemoryState(e.db, b, snap.db, r.jm.ID, r.def.ID); err != nil {
 				return nil, err

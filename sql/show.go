@@ -592,6 +592,10 @@ type sessionSnapshots struct {
 	s *Session
 }
 
+// IndexReads implements planner.IndexReader: a session's queries read
+// views through their indexes.
+func (x sessionSnapshots) IndexReads() bool { return true }
+
 func (x sessionSnapshots) SystemRows(name string) (arrow.RecordBatch, error) {
 	return x.systemRows(name, x.s)
 }

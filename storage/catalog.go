@@ -60,6 +60,9 @@ type TableDef struct {
 	// Grants maps a role to the privileges granted to it on the object
 	// (PrivSelect, PrivInsert, PrivUpdate, PrivDelete), sorted.
 	Grants map[string][]string `json:",omitempty"`
+	// Indexes are the secondary indexes of a materialized view (CREATE
+	// INDEX), in creation order (index.go).
+	Indexes []IndexDef `json:",omitempty"`
 }
 
 // KeyFormatCanonical is the TableDef.KeyFormat of views created now.

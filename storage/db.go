@@ -293,7 +293,7 @@ func DeleteTable(b *pebble.Batch, t *TableDef) {
 	// A COPY's p/ mark stays: if the COPY is still staging, it goes on
 	// writing under z/ until it fails to publish and aborts, or a crash
 	// leaves the mark for Open to clean up after.
-	for _, p := range [][]byte{[]byte("l/"), []byte("v/"), []byte("z/"), []byte("r/")} {
+	for _, p := range [][]byte{[]byte("l/"), []byte("v/"), []byte("i/"), []byte("z/"), []byte("r/")} {
 		start := append(append([]byte(nil), p...), id...)
 		b.DeleteRange(start, prefixEnd(start), nil)
 	}
@@ -441,7 +441,7 @@ func (db *DB) CopyJobData(b *pebble.Batch, from *DB, src, dst uint64, views bool
 	DeleteJobData(b, dst)
 	prefixes := []string{"s/", "o/"}
 	if views {
-		prefixes = append(prefixes, "v/")
+		prefixes = append(prefixes, "v/", "i/")
 	}
 	for _, p := range prefixes {
 		sp := append([]byte(p), idBytes(src)...)

@@ -363,7 +363,7 @@ func (db *DB) ScanView(r Reader, view uint64, fn func(key, row []byte) error) er
 
 // DeleteJobData adds to b the removal of a job's state, offsets and view rows.
 func DeleteJobData(b *pebble.Batch, job uint64) {
-	for _, p := range []string{"s/", "o/", "v/", "e/", "q/", "x/"} {
+	for _, p := range []string{"s/", "o/", "v/", "i/", "e/", "q/", "x/"} {
 		start := binary.BigEndian.AppendUint64([]byte(p), job)
 		b.DeleteRange(start, prefixEnd(start), nil)
 	}
@@ -511,7 +511,7 @@ func (db *DB) JobErrors() ([]JobError, error) {
 // memory-backend snapshot files included.
 func (db *DB) StateSize() int64 {
 	var n uint64
-	for _, p := range []string{"s/", "v/"} {
+	for _, p := range []string{"s/", "v/", "i/"} {
 		if u, err := db.pdb.EstimateDiskUsage([]byte(p), prefixEnd([]byte(p))); err == nil {
 			n += u
 		}

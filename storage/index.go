@@ -1,0 +1,114 @@
+package storage
+
+import (
+	"encoding/binary"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/streamdb/streamdb/sqlerr"
+)
+
+// A secondary index of a materialized view (CREATE INDEX) is kept beside
+// the view's rows, written in the same epoch batch as they are, so a
+// snapshot holds the index and the rows at one committed epoch. An entry's
+// key is i/<view id><index id><index key><row key>, where the index key
+// is the row's index columns in an order-preserving encoding (exec) and
+// the row key is the view row's own key; its value is the view row's value
+// (a covering index, as RisingWave's default). Entries of a view live and
+// die with its rows: dropping, restoring or copying a view's data covers
+// them (DeleteTable, DeleteJobData, CopyJobData).
+
+// IndexDef is a secondary index of a view: its name, a catalog id, and the
+// indexed columns (indexes into the view's Columns), in key order.
+type IndexDef struct {
+	Name string
+	ID   uint64
+	Cols []int
+}
+
+func indexPrefix(view, index uint64) []byte {
+	k := make([]byte, 0, 18)
+	k = append(k, "i/"...)
+	k = binary.BigEndian.AppendUint64(k, view)
+	return binary.BigEndian.AppendUint64(k, index)
+}
+
+func appendIndexKey(k []byte, view, index uint64, key []byte) []byte {
+	k = append(k, "i/"...)
+	k = binary.BigEndian.AppendUint64(k, view)
+	k = binary.BigEndian.AppendUint64(k, index)
+	return append(k, key...)
+}
+
+// PutIndexEntry stores an index entry (key: index key then row key).
+func (r *Run) PutIndexEntry(view, index uint64, key, row []byte) {
+	r.key = appendIndexKey(r.key[:0], view, index, key)
+	r.note(r.key)
+	r.b.Set(r.key, row, nil)
+}
+
+// DeleteIndexEntry removes an index entry.
+func (r *Run) DeleteIndexEntry(view, index uint64, key []byte) {
+	r.key = appendIndexKey(r.key[:0], view, index, key)
+	r.note(r.key)
+	r.b.Delete(r.key, nil)
+}
+
+// PutIndexEntry adds an index entry to a catalog batch (CREATE INDEX's build).
+func PutIndexEntry(b *pebble.Batch, view, index uint64, key, row []byte) error {
+	return b.Set(appendIndexKey(nil, view, index, key), row, nil)
+}
+
+// DeleteIndex adds the removal of every entry of an index to b.
+func DeleteIndex(b *pebble.Batch, view, index uint64) {
+	start := indexPrefix(view, index)
+	b.DeleteRange(start, prefixEnd(start), nil)
+}
+
+// ScanIndex calls fn with the entries of an index whose keys (index key
+// then row key) are in [lo, hi) as seen by r (nil: live); a nil hi is the
+// index's end.
+func (db *DB) ScanIndex(r Reader, view, index uint64, lo, hi []byte, fn func(key, row []byte) error) error {
+	if r == nil {
+		r = db.pdb
+	}
+	prefix := indexPrefix(view, index)
+	lower := append(append([]byte(nil), prefix...), lo...)
+	upper := prefixEnd(prefix)
+	if hi != nil {
+		upper = append(append([]byte(nil), prefix...), hi...)
+	}
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return sqlerr.Wrap(sqlerr.IOError, err)
+		}
+		if err := fn(it.Key()[len(prefix):], v); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	return nil
+}
+
+// PutIndexEntry stores an index entry as a single write of the epoch
+// batch: single writes to one key keep their order whatever their runs.
+func (b *Batch) PutIndexEntry(view, index uint64, key, row []byte) {
+	b.mu.Lock()
+	b.b.Set(appendIndexKey(nil, view, index, key), row, nil)
+	b.mu.Unlock()
+}
+
+// DeleteIndexEntry removes an index entry as a single write.
+func (b *Batch) DeleteIndexEntry(view, index uint64, key []byte) {
+	b.mu.Lock()
+	b.b.Delete(appendIndexKey(nil, view, index, key), nil)
+	b.mu.Unlock()
+}
