@@ -107,18 +107,18 @@ func (c *conn) copyOut(ctx context.Context, st *sql.Stmt, rows sql.Rows) (n int6
 		OverallFormat:     formatText,
 		ColumnFormatCodes: make([]uint16, len(cols)),
 	}
-	send := c.sendCopyRows
+	appendRow := c.appendCopyTextRow
 	if st.CopyBinary {
 		resp.OverallFormat = formatBinary
 		for i := range resp.ColumnFormatCodes {
 			resp.ColumnFormatCodes[i] = formatBinary
 		}
-		send = c.sendCopyBinaryRows
-		c.be.Send(resp)
+		appendRow = appendCopyBinaryRow
+	}
+	c.be.Send(resp)
+	if st.CopyBinary {
 		// The header: signature, no flags, no extension.
 		c.be.Send(&pgproto3.CopyData{Data: append([]byte("PGCOPY\n\xff\r\n\x00"), 0, 0, 0, 0, 0, 0, 0, 0)})
-	} else {
-		c.be.Send(resp)
 	}
 	for {
 		b, err := rows.Next(ctx)
@@ -132,7 +132,7 @@ func (c *conn) copyOut(ctx context.Context, st *sql.Stmt, rows sql.Rows) (n int6
 			b.Release()
 			return n, sqlerr.New(sqlerr.Internal, "batch has %d columns, expected %d", b.NumCols(), len(cols))
 		}
-		err = send(b.Columns(), cols, int(b.NumRows()))
+		err = c.sendCopyRows(b.Columns(), cols, int(b.NumRows()), appendRow)
 		n += b.NumRows()
 		b.Release()
 		if err != nil {
@@ -146,26 +146,15 @@ func (c *conn) copyOut(ctx context.Context, st *sql.Stmt, rows sql.Rows) (n int6
 	return n, nil
 }
 
-// sendCopyBinaryRows writes nrows rows of arrs as CopyData messages in
-// the binary COPY format: a field count, then each field's length (-1 for
-// NULL) and binary send form.
-func (c *conn) sendCopyBinaryRows(arrs []arrow.Array, cols []sql.Column, nrows int) error {
+// sendCopyRows writes nrows rows of arrs as CopyData messages, one a
+// row, each row's payload appended by appendRow.
+func (c *conn) sendCopyRows(arrs []arrow.Array, cols []sql.Column, nrows int,
+	appendRow func(out []byte, arrs []arrow.Array, cols []sql.Column, i int) []byte) error {
 	out := c.out[:0]
 	for i := range nrows {
 		start := len(out)
 		out = append(out, 'd', 0, 0, 0, 0)
-		out = binary.BigEndian.AppendUint16(out, uint16(len(cols)))
-		for j, col := range cols {
-			arr := arrs[j]
-			if arr.IsNull(i) {
-				out = binary.BigEndian.AppendUint32(out, 0xffffffff)
-				continue
-			}
-			at := len(out)
-			out = append(out, 0, 0, 0, 0)
-			out = types.AppendBinary(out, types.DatumAt(arr, i, col.T), col.T)
-			binary.BigEndian.PutUint32(out[at:], uint32(len(out)-at-4))
-		}
+		out = appendRow(out, arrs, cols, i)
 		binary.BigEndian.PutUint32(out[start+1:], uint32(len(out)-start-1))
 		if len(out) >= flushSize {
 			if err := c.writeRaw(out); err != nil {
@@ -183,40 +172,39 @@ func (c *conn) sendCopyBinaryRows(arrs []arrow.Array, cols []sql.Column, nrows i
 	return c.writeRaw(out)
 }
 
-// sendCopyRows writes nrows rows of arrs as CopyData messages.
-func (c *conn) sendCopyRows(arrs []arrow.Array, cols []sql.Column, nrows int) error {
-	out := c.out[:0]
-	for i := range nrows {
-		start := len(out)
-		out = append(out, 'd', 0, 0, 0, 0)
-		for j, col := range cols {
-			if j > 0 {
-				out = append(out, '\t')
-			}
-			arr := arrs[j]
-			if arr.IsNull(i) {
-				out = append(out, `\N`...)
-				continue
-			}
-			c.scratch = types.AppendText(c.scratch[:0], types.DatumAt(arr, i, col.T), col.T)
-			out = appendCopyEscaped(out, c.scratch)
+// appendCopyTextRow appends row i in PostgreSQL's text COPY format.
+func (c *conn) appendCopyTextRow(out []byte, arrs []arrow.Array, cols []sql.Column, i int) []byte {
+	for j, col := range cols {
+		if j > 0 {
+			out = append(out, '\t')
 		}
-		out = append(out, '\n')
-		binary.BigEndian.PutUint32(out[start+1:], uint32(len(out)-start-1))
-		if len(out) >= flushSize {
-			if err := c.writeRaw(out); err != nil {
-				return err
-			}
-			out = out[:0]
+		arr := arrs[j]
+		if arr.IsNull(i) {
+			out = append(out, `\N`...)
+			continue
 		}
+		c.scratch = types.AppendText(c.scratch[:0], types.DatumAt(arr, i, col.T), col.T)
+		out = appendCopyEscaped(out, c.scratch)
 	}
-	if cap(out) <= 4*flushSize {
-		c.out = out[:0]
+	return append(out, '\n')
+}
+
+// appendCopyBinaryRow appends row i in the binary COPY format: a field
+// count, then each field's length (-1 for NULL) and binary send form.
+func appendCopyBinaryRow(out []byte, arrs []arrow.Array, cols []sql.Column, i int) []byte {
+	out = binary.BigEndian.AppendUint16(out, uint16(len(cols)))
+	for j, col := range cols {
+		arr := arrs[j]
+		if arr.IsNull(i) {
+			out = binary.BigEndian.AppendUint32(out, 0xffffffff)
+			continue
+		}
+		at := len(out)
+		out = append(out, 0, 0, 0, 0)
+		out = types.AppendBinary(out, types.DatumAt(arr, i, col.T), col.T)
+		binary.BigEndian.PutUint32(out[at:], uint32(len(out)-at-4))
 	}
-	if len(out) == 0 {
-		return nil
-	}
-	return c.writeRaw(out)
+	return out
 }
 
 // appendCopyEscaped appends v escaped for text COPY: backslash, the tab

@@ -85,18 +85,7 @@ func (p *parser) onConflictAt() int {
 	if !p.toks[0].is("insert") {
 		return -1
 	}
-	depth := 0
-	for i, t := range p.toks {
-		switch {
-		case t.isOp("("):
-			depth++
-		case t.isOp(")"):
-			depth--
-		case depth == 0 && t.is("on") && i+1 < len(p.toks) && p.toks[i+1].is("conflict"):
-			return i
-		}
-	}
-	return -1
+	return p.topLevelAt(func(i int) bool { return p.toks[i].is("on") && i+1 < len(p.toks) && p.toks[i+1].is("conflict") })
 }
 
 // returningAt returns the index of a top-level RETURNING in an INSERT,
@@ -105,6 +94,12 @@ func (p *parser) returningAt() int {
 	if f := p.toks[0]; !f.is("insert") && !f.is("update") && !f.is("delete") {
 		return -1
 	}
+	return p.topLevelAt(func(i int) bool { return p.toks[i].is("returning") })
+}
+
+// topLevelAt returns the index of the first token outside parentheses
+// for which match is true, or -1.
+func (p *parser) topLevelAt(match func(i int) bool) int {
 	depth := 0
 	for i, t := range p.toks {
 		switch {
@@ -112,7 +107,7 @@ func (p *parser) returningAt() int {
 			depth++
 		case t.isOp(")"):
 			depth--
-		case depth == 0 && t.is("returning"):
+		case depth == 0 && match(i):
 			return i
 		}
 	}
