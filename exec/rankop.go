@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"maps"
 	"slices"
+	"strings"
 	"sort"
 	"time"
 
@@ -420,7 +421,9 @@ func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankRes
 	next, top := res.out, res.top
 	if o.appendOnly {
 		o.keepTop(p, top)
+		ownNewTop(p, top, next)
 	}
+	clear(p.added) // the batch strings they share must not stay reachable
 	p.top, p.added, p.full = top, p.added[:0], false
 	for enc, c := range p.out {
 		for d := next[enc]; d < c; d++ {
@@ -481,6 +484,34 @@ func (o *rankOp) keepTop(p *rankPart, top map[string]int64) {
 			o.bytes -= rankRowBytes + int64(len(enc))
 		} else if t != c {
 			p.rows[enc] = t
+		}
+	}
+}
+
+// ownNewTop gives the rows that entered an append-only partition's top
+// their own strings (in top, the partition's rows and its output): the
+// encodings Push stored share one string per input batch, and a row kept
+// in the top for good would keep its whole batch alive, so the memory of
+// the kept rows' batches would follow the input rather than the top.
+func ownNewTop(p *rankPart, top, next map[string]int64) {
+	var fresh []string
+	for enc := range top {
+		if _, ok := p.top[enc]; !ok {
+			fresh = append(fresh, enc)
+		}
+	}
+	for _, enc := range fresh {
+		own := strings.Clone(enc)
+		c := top[enc]
+		delete(top, enc) // an equal key's update would keep the old string
+		top[own] = c
+		if c, ok := p.rows[enc]; ok {
+			delete(p.rows, enc)
+			p.rows[own] = c
+		}
+		if c, ok := next[enc]; ok {
+			delete(next, enc)
+			next[own] = c
 		}
 	}
 }

@@ -147,6 +147,9 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 	if err != nil {
 		return nil, err
 	}
+	if err := s.e.queryMem.Process().Admit("COPY " + t.Name + " FROM STDIN"); err != nil {
+		return nil, err
+	}
 	c := newCopyIn(s.e, t, cols, opts)
 	c.tx = s.txn
 	c.defs = defs
