@@ -3,10 +3,10 @@ package exec
 import (
 	"fmt"
 	"runtime"
-	"sync/atomic"
-	"time"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
+	"time"
 
 	"github.com/streamdb/streamdb/sqlerr"
 )

@@ -6,8 +6,8 @@ import (
 	"encoding/binary"
 	"maps"
 	"slices"
-	"strings"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"

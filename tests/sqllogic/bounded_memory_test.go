@@ -102,7 +102,7 @@ func TestMemoryLimitRefusesNewWork(t *testing.T) {
 	inserted := 0
 	var refused error
 	for i := 0; i < 100 && refused == nil; i++ {
-		_, err := c.Exec(ctx, "INSERT INTO t SELECT g, g::text || '" + pad + "' FROM generate_series($1::bigint, $2::bigint) AS g",
+		_, err := c.Exec(ctx, "INSERT INTO t SELECT g, g::text || '"+pad+"' FROM generate_series($1::bigint, $2::bigint) AS g",
 			i*batch, (i+1)*batch-1)
 		switch {
 		case err == nil:
