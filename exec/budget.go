@@ -24,6 +24,7 @@ import (
 type MemPool struct {
 	cap  int64 // bytes; <= 0: no cap
 	used atomic.Int64
+	proc *ProcessMemory // --memory-limit (procmem.go); nil: none
 }
 
 // NewMemPool returns a pool capped at capBytes (<= 0: unlimited).
@@ -78,6 +79,11 @@ func (b *Budget) Check() error {
 	used := b.Used()
 	if used > b.peak.Load() {
 		b.peak.Store(used)
+	}
+	if used > queryAllowance && b.pool != nil && b.pool.proc != nil && !b.closed {
+		if err := b.pool.proc.Admit("a query holding " + roughMemory(used)); err != nil {
+			return err
+		}
 	}
 	if b.limit > 0 && used > b.limit {
 		return &sqlerr.Error{Code: sqlerr.OutOfMemory, Msg: "out of memory",

@@ -340,9 +340,12 @@ func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 			s = int64(c.Ops[i].Sign())
 		}
 		enc := o.rowEnc.RowString(i)
-		if c.Ops != nil {
+		if c.Ops != nil || o.spilled {
 			// Rows that may go again get their own copy, so a row kept
-			// does not keep its batch's other rows alive.
+			// does not keep its batch's other rows alive; so do all rows
+			// once the state spills, or the rows left in memory would keep
+			// the batches of the evicted ones (their memory would follow
+			// the input, not the cache).
 			enc = string(o.rowEnc.Row(i))
 		}
 		key := ""

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -76,6 +77,13 @@ type rankOp struct {
 
 // rankRowBytes estimates the memory of a map entry besides its encoding.
 const rankRowBytes = 48
+
+// rankPartBytes estimates a partition's memory besides its rows: the
+// struct and its three maps (rows, out, top), which cost a table group of
+// eight slots each however few rows they hold (a top-1 partition's maps
+// hold one row each; counting them as 48 bytes left the rank operator of
+// q9 at 2.5 times its share of the state cache, never evicting).
+const rankPartBytes = 160 + 3*256
 
 func mapBytes(m map[string]int64) int64 {
 	var n int64
@@ -183,7 +191,7 @@ func (o *rankOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 			if p == nil {
 				p = &rankPart{kg: byte(keyGroup(h[i])), key: string(key), rows: map[string]int64{}, out: map[string]int64{}, top: map[string]int64{}, hash: h[i]}
 				o.parts[p.key] = p
-				o.bytes += rankRowBytes + int64(len(p.key))
+				o.bytes += rankPartBytes + int64(len(p.key))
 			}
 			o.dirty[p.key] = struct{}{}
 			o.touchTTL(p)
@@ -335,7 +343,7 @@ func (o *rankOp) evict(committed uint64) {
 			}
 			continue
 		}
-		o.bytes -= mapBytes(p.rows) + p.outBytes + rankRowBytes + int64(len(k))
+		o.bytes -= mapBytes(p.rows) + p.outBytes + rankPartBytes + int64(len(k))
 		delete(o.parts, k)
 		p.gone, p.evicted = true, true
 		if p.queued {
@@ -404,7 +412,7 @@ func (o *rankOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*rankPar
 		return nil, err
 	}
 	p.outBytes = mapBytes(p.out) + mapBytes(p.top)
-	o.bytes += mapBytes(rows) + p.outBytes + rankRowBytes + int64(len(key))
+	o.bytes += mapBytes(rows) + p.outBytes + rankPartBytes + int64(len(key))
 	o.parts[key] = p
 	o.pruneLoaded(p)
 	return p, nil
@@ -421,7 +429,9 @@ func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankRes
 	next, top := res.out, res.top
 	if o.appendOnly {
 		o.keepTop(p, top)
+		ownNewTop(p, top, next)
 	}
+	clear(p.added) // the batch strings they share must not stay reachable
 	p.top, p.added, p.full = top, p.added[:0], false
 	for enc, c := range p.out {
 		for d := next[enc]; d < c; d++ {
@@ -440,7 +450,7 @@ func (o *rankOp) applyResult(ectx *expr.Ctx, buf *rowsOut, k string, res rankRes
 	if len(p.rows) == 0 && !p.thin {
 		delete(o.parts, k)
 		p.gone = true
-		o.bytes -= p.outBytes + rankRowBytes + int64(len(p.key))
+		o.bytes -= p.outBytes + rankPartBytes + int64(len(p.key))
 	}
 	if buf.N >= 16<<10 {
 		if err := o.out.emit(ectx, buf.Chunk(), nil); err != nil {
@@ -482,6 +492,34 @@ func (o *rankOp) keepTop(p *rankPart, top map[string]int64) {
 			o.bytes -= rankRowBytes + int64(len(enc))
 		} else if t != c {
 			p.rows[enc] = t
+		}
+	}
+}
+
+// ownNewTop gives the rows that entered an append-only partition's top
+// their own strings (in top, the partition's rows and its output): the
+// encodings Push stored share one string per input batch, and a row kept
+// in the top for good would keep its whole batch alive, so the memory of
+// the kept rows' batches would follow the input rather than the top.
+func ownNewTop(p *rankPart, top, next map[string]int64) {
+	var fresh []string
+	for enc := range top {
+		if _, ok := p.top[enc]; !ok {
+			fresh = append(fresh, enc)
+		}
+	}
+	for _, enc := range fresh {
+		own := strings.Clone(enc)
+		c := top[enc]
+		delete(top, enc) // an equal key's update would keep the old string
+		top[own] = c
+		if c, ok := p.rows[enc]; ok {
+			delete(p.rows, enc)
+			p.rows[own] = c
+		}
+		if c, ok := next[enc]; ok {
+			delete(next, enc)
+			next[own] = c
 		}
 	}
 }

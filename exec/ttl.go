@@ -486,7 +486,7 @@ func (o *rankOp) expireIdle(ectx *expr.Ctx, now int64) error {
 		for enc := range p.rows {
 			o.dirtyRows = append(o.dirtyRows, rankDirty{p: p, enc: enc})
 		}
-		o.bytes -= mapBytes(p.rows) + p.outBytes + rankRowBytes + int64(len(p.key))
+		o.bytes -= mapBytes(p.rows) + p.outBytes + rankPartBytes + int64(len(p.key))
 		delete(o.parts, p.key)
 		p.gone = true
 		t.expired++

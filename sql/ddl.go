@@ -242,6 +242,9 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if err := exec.Check(phys); err != nil {
 		return nil, err
 	}
+	if err := e.queryMem.Process().Admit("CREATE MATERIALIZED VIEW " + n.Name); err != nil {
+		return nil, err
+	}
 	if n.Query.EmitOnWindowClose {
 		if err := exec.CheckEmitOnWindowClose(phys); err != nil {
 			return nil, err

@@ -42,6 +42,11 @@ type Config struct {
 	// FS is the filesystem of the database (nil: the OS); tests pass
 	// Pebble's crash-simulating or fault-injecting filesystems.
 	FS storage.FS
+	// Memory is the split of --memory-limit (exec.SplitMemoryLimit; zero:
+	// no process limit): it sizes Pebble's cache and memtables, the batch
+	// queries' pool when QueryMemoryBytes is 0, job.memory_limit = 'auto',
+	// and admits new work (views, COPY, batch queries) against the live heap.
+	Memory exec.MemorySplit
 	// QueryMemoryBytes caps the memory of all running batch queries together
 	// (0: the config file's query.memory_mb, else a quarter of physical memory).
 	QueryMemoryBytes int64
@@ -86,6 +91,7 @@ type Engine struct {
 	supervised chan struct{} // closed when supervise has returned
 	par        int
 	cache      int64         // StateCacheBytes per job
+	goHeap     int64         // the Go heap's share of --memory-limit (0: no limit)
 	queryMem   *exec.MemPool // the memory of running batch queries (query.go)
 	rr         atomic.Uint32 // round-robin partition choice for inserts
 	streams    atomic.Uint64 // change streams started
@@ -137,7 +143,8 @@ type jobEntry struct {
 // Open opens the database in cfg.DataDir, restarts every view's job from its
 // last committed epoch and starts the checkpoint coordinator.
 func Open(cfg Config) (*Engine, error) {
-	db, err := storage.Open(cfg.DataDir, storage.Options{FS: cfg.FS, Logger: cfg.Logger, TailCacheBytes: cfg.TailCacheBytes})
+	db, err := storage.Open(cfg.DataDir, storage.Options{FS: cfg.FS, Logger: cfg.Logger, TailCacheBytes: cfg.TailCacheBytes,
+		CacheBytes: cfg.Memory.BlockCache, MemTableBytes: cfg.Memory.MemTable})
 	if err != nil {
 		return nil, err
 	}
@@ -169,12 +176,20 @@ func Open(cfg Config) (*Engine, error) {
 	e.mu.jobs = map[string]*jobEntry{}
 	e.mu.consumed = map[string]bool{}
 	e.mu.fileConf = map[string]string{}
-	memCap, err := queryMemoryCap(cfg.QueryMemoryBytes, cfg.Settings)
+	qm := cfg.QueryMemoryBytes
+	if _, inFile := cfg.Settings[queryMemoryKey]; qm == 0 && !inFile && cfg.Memory.Limit > 0 {
+		qm = cfg.Memory.QueryMemory
+	}
+	memCap, err := queryMemoryCap(qm, cfg.Settings)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	e.queryMem = exec.NewMemPool(memCap)
+	if cfg.Memory.Limit > 0 {
+		e.goHeap = cfg.Memory.GoHeap
+		e.queryMem.SetProcess(exec.NewProcessMemory(cfg.Memory))
+	}
 	for k, v := range cfg.Settings {
 		k = strings.ToLower(k)
 		if k == queryMemoryKey {

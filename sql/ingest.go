@@ -159,6 +159,9 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 	if err != nil {
 		return nil, err
 	}
+	if err := s.e.queryMem.Process().Admit("COPY " + t.Name + " FROM STDIN"); err != nil {
+		return nil, err
+	}
 	c := newCopyIn(s.e, t, cols, opts)
 	if logTopic(t) != "" && s.e.streamLog != nil {
 		c.stageAt = math.MaxInt // cluster mode: Done produces the kept batches

@@ -22,7 +22,7 @@ func (e *supervisor) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.J
 		AtLeastOnce:     e.conf.settingLocked("checkpoint.mode") == "at_least_once",
 		SkipErrors:      e.conf.settingLocked("job.error_policy") == "skip",
 		RecordLate:      e.conf.settingLocked("job.late_rows") == "record",
-		MemoryLimit:     jobMemoryBytes(e.conf.settingLocked("job.memory_limit"), e.cache),
+		MemoryLimit:     jobMemoryBytes(e.conf.settingLocked("job.memory_limit"), e.cache, e.goHeap),
 		Changelog:       len(e.dependentsLocked(def.Name)) > 0 || e.mu.consumed[def.Name],
 		StateCacheBytes: e.cache,
 		MaxEpochGroups:  exec.EpochGroups(e.cache),

@@ -80,9 +80,15 @@ func jobMemoryLimit(s string) (string, error) {
 }
 
 // jobMemoryBytes is a job.memory_limit value in bytes (0: no limit) for
-// jobs whose state cache is cacheBytes.
-func jobMemoryBytes(s string, cacheBytes int64) int64 {
+// jobs whose state cache is cacheBytes, in a process whose Go heap may
+// hold goHeap bytes (--memory-limit; 0: no limit): 'auto' is then half of
+// that heap (at least twice the cache) rather than a quarter of physical
+// memory.
+func jobMemoryBytes(s string, cacheBytes, goHeap int64) int64 {
 	if s == "auto" {
+		if goHeap > 0 {
+			return max(goHeap/2, 2*cacheBytes)
+		}
 		return max(physicalMemory()/4, 2*cacheBytes)
 	}
 	return memoryLimitBytes(s)

@@ -86,6 +86,9 @@ type Options struct {
 	FS vfs.FS
 	// CacheBytes is Pebble's block cache size (0: 64 MiB).
 	CacheBytes int64
+	// MemTableBytes is the size of one of Pebble's memtables (0: 64 MiB);
+	// at most four are held before writes stop.
+	MemTableBytes int64
 	// Logger receives Pebble's own log lines (nil: they are dropped).
 	Logger *slog.Logger
 	// TailCacheBytes bounds the records of just-staged COPY blocks kept in
@@ -101,6 +104,10 @@ func Open(dir string, o Options) (*DB, error) {
 	}
 	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref()
+	memTable := o.MemTableBytes
+	if memTable == 0 {
+		memTable = 64 << 20
+	}
 	// L0StopWritesThreshold: epochs of changes to keys spread by key group
 	// make every flushed table overlap the whole state, so L0 deepens while
 	// the one compaction thread catches up; at Pebble's usual 12–24
@@ -116,7 +123,7 @@ func Open(dir string, o Options) (*DB, error) {
 	popts := &pebble.Options{
 		FS:                          fs,
 		Cache:                       cache,
-		MemTableSize:                64 << 20,
+		MemTableSize:                uint64(memTable),
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       64,

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/nexmark"
 	"github.com/streamdb/streamdb/sql"
 )
@@ -33,12 +35,27 @@ func benchNexmark(args []string) error {
 	events := fl.Int64("events", 1_000_000, "events to generate (persons, auctions and bids together)")
 	queries := fl.String("queries", "", "comma-separated queries to run (default: all of nexmark/queries)")
 	interval := fl.String("checkpoint-interval", "1s", "checkpoint.interval")
-	split := fl.Int("split", 1, "splits of each source (nexmark.split)")
+	splits := fl.Int("split", 1, "splits of each source (nexmark.split)")
 	par := fl.Int("parallelism", 0, "aggregate instances per job (0: cores)")
 	server := fl.String("server", "", "run over the wire against this server (a postgres:// URL) instead of in-process")
 	cpuprofile := fl.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	watermark := fl.String("watermark", "", "declare WATERMARK FOR date_time AS date_time - INTERVAL '<this>' on the sources (e.g. '4 seconds'), so windows close")
+	cacheMB := fl.Int64("state-cache-mb", 1024, "each job's operator state cache, as the server's --state-cache-mb (0: unbounded)")
+	memLimit := fl.String("memory-limit", "", "the process's memory limit, as the server's --memory-limit (sizes the state cache unless --state-cache-mb is given)")
+	memprofile := fl.String("memprofile", "", "write a heap profile of each query, after its CHECKPOINT and a GC, to this prefix + the query's name")
 	fl.Parse(args)
+	split, err := memoryLimitConfig(*memLimit, map[string]string{})
+	if err != nil {
+		return err
+	}
+	cacheGiven := false
+	fl.Visit(func(f *flag.Flag) { cacheGiven = cacheGiven || f.Name == "state-cache-mb" })
+	if split.Limit > 0 { // sql.Open sets Go's soft limit and admits work against it
+		if !cacheGiven {
+			*cacheMB = split.StateCache >> 20
+		}
+	}
+	cfg := nexmarkConfig{par: *par, cache: *cacheMB << 20, mem: split, memprofile: *memprofile}
 	if *cpuprofile != "" {
 		stop, err := startProfile(*cpuprofile)
 		if err != nil {
@@ -55,16 +72,15 @@ func benchNexmark(args []string) error {
 	if len(qs) == 0 {
 		return fmt.Errorf("--queries %q names no query of nexmark/queries", *queries)
 	}
-	fmt.Printf("streamdb bench nexmark: %d events, %d split(s), checkpoint.interval %s, GOMAXPROCS %d\n",
-		*events, *split, *interval, runtime.GOMAXPROCS(0))
-	fmt.Printf("%-5s %12s %14s %10s %9s %10s %8s\n", "query", "events/s", "events/s/core", "view rows", "seconds", "peak RSS", "state")
-	ddl := append([]string{"SET checkpoint.interval = '" + *interval + "'"}, nexmark.SourceDDLWatermark(*events, 1, *split, *watermark)...)
+	fmt.Printf("streamdb bench nexmark: %d events, %d split(s), checkpoint.interval %s, GOMAXPROCS %d, state cache %d MB, memory limit %s\n",
+		*events, *splits, *interval, runtime.GOMAXPROCS(0), *cacheMB, orNone(*memLimit))
+	fmt.Printf("%-5s %12s %14s %10s %9s %10s %8s %10s\n", "query", "events/s", "events/s/core", "view rows", "seconds", "peak RSS", "state", "live heap")
+	ddl := append([]string{"SET checkpoint.interval = '" + *interval + "'"}, nexmark.SourceDDLWatermark(*events, 1, *splits, *watermark)...)
 	for _, q := range qs {
-		var err error
 		if *server != "" {
 			err = nexmarkOverWire(*server, q, ddl, *events)
 		} else {
-			err = nexmarkInProcess(q, ddl, *events, *par)
+			err = nexmarkInProcess(q, ddl, *events, cfg)
 		}
 		if err != nil {
 			fmt.Printf("%-5s not supported: %v\n", q.Name, err)
@@ -101,13 +117,41 @@ func dirSize(dir string) int64 {
 	return n
 }
 
-func nexmarkInProcess(q nexmark.Query, ddl []string, events int64, par int) error {
+// nexmarkConfig is how the in-process engine of bench nexmark is set up.
+type nexmarkConfig struct {
+	par        int
+	cache      int64 // state cache per job, bytes
+	mem        exec.MemorySplit
+	memprofile string
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// liveHeapMB collects garbage and returns the live heap in MB; with a
+// profile prefix it also writes the heap profile of the query there.
+func liveHeapMB(profile string) float64 {
+	runtime.GC()
+	if profile != "" {
+		if f, err := os.Create(profile); err == nil {
+			pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+	}
+	return float64(exec.LiveHeap()) / (1 << 20)
+}
+
+func nexmarkInProcess(q nexmark.Query, ddl []string, events int64, nc nexmarkConfig) error {
 	dir, err := os.MkdirTemp("", "streamdb-nexmark-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	eng, err := sql.Open(sql.Config{DataDir: dir, Parallelism: par})
+	eng, err := sql.Open(sql.Config{DataDir: dir, Parallelism: nc.par, StateCacheBytes: nc.cache, Memory: nc.mem})
 	if err != nil {
 		return err
 	}
@@ -145,8 +189,13 @@ func nexmarkInProcess(q nexmark.Query, ddl []string, events int64, par int) erro
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%-5s %12.0f %14.0f %10d %9.2f %8.0fMB %6.0fMB\n", q.Name, float64(events)/wall.Seconds(),
-		float64(events)/cpu.Seconds(), rows, wall.Seconds(), peakRSSMB(), float64(dirSize(dir))/(1<<20))
+	peak := peakRSSMB()
+	prof := ""
+	if nc.memprofile != "" {
+		prof = nc.memprofile + q.Name
+	}
+	fmt.Printf("%-5s %12.0f %14.0f %10d %9.2f %8.0fMB %6.0fMB %8.0fMB\n", q.Name, float64(events)/wall.Seconds(),
+		float64(events)/cpu.Seconds(), rows, wall.Seconds(), peak, float64(dirSize(dir))/(1<<20), liveHeapMB(prof))
 	return nil
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/streamdb/streamdb/checkpoint"
+	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/monitor"
 	"github.com/streamdb/streamdb/objstore"
 	"github.com/streamdb/streamdb/sql"
@@ -64,6 +65,7 @@ func run() error {
 	var allowStorage listFlag
 	flag.Var(&allowStorage, "allow-storage", "a location (file:///path or s3://bucket/prefix) SET checkpoint.storage may point into; repeatable (the data directory is always allowed)")
 	restoreFrom := flag.String("restore-from", "", "fill an empty --data-dir from checkpoint storage: s3://bucket/prefix (its newest checkpoint), .../chk-N or .../savepoints/NAME (or file:///...)")
+	memLimit := flag.String("memory-limit", "", "memory of the whole process (BYTES, NMB or NGB): Go's soft limit, Pebble's cache and memtables and each job's state cache are sized from it, and new work is refused with 53200 while the live heap is past its share ('' : memory_limit of --config, else none)")
 	queryMem := flag.Int64("query-memory-mb", 0, "memory of all running batch queries together; one that would pass it fails with 53200 (0: query.memory_mb of --config, else a quarter of physical memory)")
 	clusterEtcd := flag.String("cluster-etcd", "", "cluster mode: etcd client URLs, separated by commas ('' is a single-node server)")
 	nodeID := flag.String("node-id", "", "cluster mode: this node's id, unique in the cluster")
@@ -103,6 +105,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	memSplit, err := memoryLimitConfig(*memLimit, settings)
+	if err != nil {
+		return err
+	}
+	if memSplit.Limit > 0 && !given["state-cache-mb"] {
+		*stateCache = memSplit.StateCache >> 20
+	}
 	if *restoreFrom != "" {
 		m, err := checkpoint.RestoreDB(context.Background(), *restoreFrom, *dataDir, storageCfg.S3)
 		if err != nil {
@@ -117,7 +126,11 @@ func run() error {
 	}
 	sqlCfg := sql.Config{DataDir: *dataDir, Settings: settings, Parallelism: *parallelism,
 		StateCacheBytes: *stateCache << 20, TailCacheBytes: tailCacheBytes(*tailCache), QueryMemoryBytes: *queryMem << 20, Logger: log, Superusers: osUser(), Password: *password,
-		Storage: storageCfg}
+		Storage: storageCfg, Memory: memSplit}
+	if memSplit.Limit > 0 {
+		log.Info("memory limit", "limit", exec.FormatMemory(memSplit.Limit), "go_heap", memSplit.GoHeap>>20, "block_cache_mb", memSplit.BlockCache>>20,
+			"memtable_mb", memSplit.MemTable>>20, "state_cache_mb", *stateCache, "query_memory_mb", memSplit.QueryMemory>>20)
+	}
 	var ce *clusterEngine
 	if cl.etcd != "" {
 		ce = &clusterEngine{storage: cl.storage}
