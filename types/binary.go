@@ -80,7 +80,7 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 		return binary.BigEndian.AppendUint32(buf, uint32(d.IV.Months))
 	case TextArray:
 		if t.Prec != 0 {
-			return appendIntArrayBinary(buf, d.A, t)
+			return appendElemArrayBinary(buf, d.A, t)
 		}
 		return appendTextArrayBinary(buf, d.A)
 	case Record:
@@ -236,7 +236,7 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 		}}, nil
 	}
 	if t.Kind == TextArray {
-		return parseTextArrayBinary(b)
+		return parseTextArrayBinary(b, t)
 	}
 	if t.Kind == Record {
 		return Null, errRecordInput()

@@ -48,8 +48,8 @@ type frame struct {
 	// arguments (for FILTER).
 	open int
 	call bool
-	// subscript marks the "[" of a[k].
-	subscript bool
+	// subscript marks the "[" of a[k]; slice its ":" (a[j:k]).
+	subscript, slice bool
 	// arraySub marks the parenthesis of ARRAY(subquery), emitted as
 	// pg_array_subquery((subquery)).
 	arraySub bool
@@ -599,6 +599,23 @@ func (r *rewriter) rewrite(from, to int) error {
 				r.out[prim].pre = "pg_subscript(" + r.out[prim].pre
 				r.emit(",", i, false)
 				stack = append(stack, frame{start: prim, subscript: true})
+				prim = -1
+				if next.isOp(":") { // a[:k]: from the first element
+					r.emit(" 1", i, false)
+				}
+			case ":":
+				// a[j:k] → pg_slice(a, j, k); an omitted bound is the
+				// array's own (1, or any index past its end).
+				f := len(stack) - 1
+				if f < 0 || !stack[f].subscript || stack[f].slice {
+					return p.syntaxError(t)
+				}
+				stack[f].slice = true
+				r.out[stack[f].start].pre = strings.Replace(r.out[stack[f].start].pre, "pg_subscript(", "pg_slice(", 1)
+				r.emit(",", i, false)
+				if next.isOp("]") {
+					r.emit(" 2147483647", i, false)
+				}
 				prim = -1
 			case "]":
 				if len(stack) == 0 || !stack[len(stack)-1].subscript && !stack[len(stack)-1].arrayCtor {
