@@ -1344,7 +1344,10 @@ func nullSafeEq(toks []token, i, to int) bool {
 // which string_agg is written as): called by the user, they are quoted, so
 // TiDB reads an ordinary call and errors name what the user wrote.
 // PostgreSQL's stddev and variance are the sample forms, not MySQL's.
-var renamedAggregates = map[string]bool{"std": true, "stddev": true, "variance": true, "group_concat": true}
+// bit_xor is what array_agg is written as (jsonAggNames); cardinality(a),
+// a word TiDB reserves, is quoted likewise.
+var renamedAggregates = map[string]bool{"std": true, "stddev": true, "variance": true, "group_concat": true, "bit_xor": true,
+	"cardinality": true}
 
 func renamedAggregate(toks []token, i, to int) bool {
 	return renamedAggregates[toks[i].Val] && i+1 < to && toks[i+1].isOp("(") && (i == 0 || !toks[i-1].isOp("."))
