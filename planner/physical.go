@@ -252,6 +252,12 @@ func physicalJoin(n *Join, snaps Snapshots) (exec.Plan, error) {
 		f, ok := c.(*expr.Func)
 		if ok && f.Name == "=" && len(f.Args) == 2 {
 			a, b := f.Args[0], f.Args[1]
+			if a.Type().Kind == types.TextArray {
+				// Arrays join on their text keys, equal exactly when the
+				// arrays are (the join tables hold scalar keys).
+				a = &expr.Func{Name: "array_key", Args: []expr.Expr{a}, T: types.TText}
+				b = &expr.Func{Name: "array_key", Args: []expr.Expr{b}, T: types.TText}
+			}
 			sa, sb := side(a, nl), side(b, nl)
 			if sa == sideLeft && sb == sideRight {
 				j.LeftKeys, j.RightKeys = append(j.LeftKeys, a), append(j.RightKeys, shift(b, -nl))

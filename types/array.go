@@ -178,12 +178,7 @@ func appendTextArrayBinary(buf []byte, a *Array) []byte {
 		buf = binary.BigEndian.AppendUint32(buf, 0)
 		return binary.BigEndian.AppendUint32(buf, OIDText)
 	}
-	hasNull := uint32(0)
-	for i := range a.Elems {
-		if a.IsNull(i) {
-			hasNull = 1
-		}
-	}
+	hasNull := arrayHasNullFlag(a)
 	buf = binary.BigEndian.AppendUint32(buf, 1)
 	buf = binary.BigEndian.AppendUint32(buf, hasNull)
 	buf = binary.BigEndian.AppendUint32(buf, OIDText)

@@ -197,12 +197,7 @@ func ArrayKey(a *Array, t T) string {
 // non-text element type (elements checked by checkArrayElems, so they parse).
 func appendElemArrayBinary(buf []byte, a *Array, t T) []byte {
 	elem := ArrayElem(t)
-	hasNull := uint32(0)
-	for i := range a.Elems {
-		if a.IsNull(i) {
-			hasNull = 1
-		}
-	}
+	hasNull := arrayHasNullFlag(a)
 	ndim := uint32(1)
 	if len(a.Elems) == 0 {
 		ndim, hasNull = 0, 0
@@ -227,4 +222,16 @@ func appendElemArrayBinary(buf []byte, a *Array, t T) []byte {
 		binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
 	}
 	return buf
+}
+
+// arrayHasNullFlag is array_send's has-nulls flag: set when an element
+// is NULL. (PostgreSQL also sets it for a slice of an array with NULLs
+// that has none itself, as it keeps the null bitmap; streamdb does not.)
+func arrayHasNullFlag(a *Array) uint32 {
+	for i := range a.Elems {
+		if a.IsNull(i) {
+			return 1
+		}
+	}
+	return 0
 }

@@ -85,23 +85,39 @@ func (b *Binder) arrayArg(e expr.Expr, fn string) (expr.Expr, error) {
 	return e, nil
 }
 
-// arrayConcat binds || when a side is an array: text[] || text[] (an
-// untyped literal side read as an array) concatenates, text[] || text
-// appends and text || text[] prepends; ok is false when neither side is
-// an array.
+// arrayConcat binds || when a side is an array: an array || an array of
+// the same type (an untyped literal side read as one) concatenates, an
+// array || its element type appends and the element || the array
+// prepends; ok is false when neither side is an array.
 func (b *Binder) arrayConcat(l, r expr.Expr) (e expr.Expr, ok bool, err error) {
 	la, ra := l.Type().Kind == types.TextArray, r.Type().Kind == types.TextArray
 	if !la && !ra {
 		return nil, false, nil
 	}
+	at := l.Type()
+	if !la {
+		at = r.Type()
+	}
+	elem := types.ArrayElem(at)
 	side := func(x expr.Expr) (expr.Expr, error) {
-		switch x.Type().Kind {
-		case types.TextArray:
+		switch t := x.Type(); {
+		case t.Kind == types.TextArray:
+			if t != at {
+				return nil, noOperator("||", l, r)
+			}
 			return x, nil
-		case types.Unknown:
-			return b.castTo(x, types.TTextArray)
-		case types.Text:
-			return call("array_ctor", types.TTextArray, x), nil
+		case t.Kind == types.Unknown:
+			return b.castTo(x, at)
+		case t.Kind == elem.Kind || elem.IsInteger() && t.IsInteger() || elem.IsFloat() && t.IsNumeric():
+			if t != elem {
+				if x, err = b.castTo(x, elem); err != nil {
+					return nil, err
+				}
+			}
+			if elem.Kind != types.Text {
+				x = call("elem_out", types.TText, x)
+			}
+			return call("array_ctor", at, x), nil
 		}
 		return nil, noOperator("||", l, r)
 	}
@@ -111,7 +127,7 @@ func (b *Binder) arrayConcat(l, r expr.Expr) (e expr.Expr, ok bool, err error) {
 	if r, err = side(r); err != nil {
 		return nil, true, err
 	}
-	return call("array_cat", types.TTextArray, l, r), true, nil
+	return call("array_cat", at, l, r), true, nil
 }
 
 // arrayCtor binds ARRAY[a, b, ...]: the elements' common type (text if
