@@ -98,7 +98,7 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		agg := &exec.HashAgg{In: in, Keys: keys}
 		for _, a := range n.Aggs {
 			if a.Arg != nil && a.Arg.Type().Kind == types.TextArray && a.Func != AggCount {
-				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "aggregates over text[] are not supported")
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "aggregates other than count over arrays are not supported")
 			}
 			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: a.Arg, T: a.T, Frac: a.Frac, Desc: a.Desc})
 		}
