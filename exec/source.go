@@ -371,6 +371,8 @@ func typeOfArrow(a arrow.Array) types.T {
 		return types.TText
 	case *arrow.MonthDayNanoIntervalType:
 		return types.TInterval
+	case *arrow.ListType: // an array: List<String> whatever its element type
+		return types.TTextArray
 	}
 	return types.TUnknown
 }

@@ -96,15 +96,14 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, k := range n.GroupBy {
-			if k.Type().Kind == types.TextArray {
-				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "grouping by a value of type text[] is not supported")
-			}
+		keys, back := arrayGroupKeys(n.GroupBy)
+		if back != nil && n.Window != nil {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "grouping by an array in a SESSION window is not supported")
 		}
-		agg := &exec.HashAgg{In: in, Keys: n.GroupBy}
+		agg := &exec.HashAgg{In: in, Keys: keys}
 		for _, a := range n.Aggs {
 			if a.Arg != nil && a.Arg.Type().Kind == types.TextArray && a.Func != AggCount {
-				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "aggregates over text[] are not supported")
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "aggregates other than count over arrays are not supported")
 			}
 			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: a.Arg, T: a.T, Frac: a.Frac, Desc: a.Desc})
 		}
@@ -119,6 +118,9 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SESSION windows with correlated subqueries are not supported")
 			}
 			return &exec.SessionAgg{In: in, Keys: n.GroupBy[:len(n.GroupBy)-2], Time: w.TimeOf, Gap: w.Gap, Aggs: agg.Aggs}, nil
+		}
+		if back != nil {
+			return &exec.Project{In: agg, Exprs: back(n.Cols)}, nil
 		}
 		return agg, nil
 	case *Join:
@@ -255,6 +257,12 @@ func physicalJoin(n *Join, snaps Snapshots) (exec.Plan, error) {
 		f, ok := c.(*expr.Func)
 		if ok && f.Name == "=" && len(f.Args) == 2 {
 			a, b := f.Args[0], f.Args[1]
+			if a.Type().Kind == types.TextArray {
+				// Arrays join on their text keys, equal exactly when the
+				// arrays are (the join tables hold scalar keys).
+				a = &expr.Func{Name: "array_key", Args: []expr.Expr{a}, T: types.TText}
+				b = &expr.Func{Name: "array_key", Args: []expr.Expr{b}, T: types.TText}
+			}
 			sa, sb := side(a, nl), side(b, nl)
 			if sa == sideLeft && sb == sideRight {
 				j.LeftKeys, j.RightKeys = append(j.LeftKeys, a), append(j.RightKeys, shift(b, -nl))
@@ -863,4 +871,37 @@ func hasSessionBound(e expr.Expr) bool {
 func isFunc(e expr.Expr, name string) bool {
 	f, ok := e.(*expr.Func)
 	return ok && f.Name == name
+}
+
+// arrayGroupKeys replaces each array among keys by its text key
+// (array_key: equal exactly when the arrays are equal), as the group
+// tables hold scalar keys. back, nil when no key is an array, returns the
+// projection over the aggregate's output (cols: the keys, then the
+// aggregates) that turns those keys back into arrays.
+func arrayGroupKeys(keys []expr.Expr) (out []expr.Expr, back func(cols []Column) []expr.Expr) {
+	out = keys
+	for i, k := range keys {
+		if k.Type().Kind != types.TextArray {
+			continue
+		}
+		if back == nil {
+			out = append([]expr.Expr(nil), keys...)
+			back = func(cols []Column) []expr.Expr {
+				ps := make([]expr.Expr, 0, len(cols))
+				for j, k := range keys {
+					if k.Type().Kind == types.TextArray {
+						ps = append(ps, &expr.Cast{E: &expr.ColRef{Idx: j, T: types.TText}, T: k.Type()})
+						continue
+					}
+					ps = append(ps, &expr.ColRef{Idx: j, T: k.Type()})
+				}
+				for j := len(keys); j < len(cols); j++ {
+					ps = append(ps, &expr.ColRef{Idx: j, T: cols[j].T, Name: cols[j].Name})
+				}
+				return ps
+			}
+		}
+		out[i] = &expr.Func{Name: "array_key", Args: []expr.Expr{k}, T: types.TText}
+	}
+	return out, back
 }

@@ -40,7 +40,10 @@ const (
 // catalogTypes are the types pg_type lists: every column type streamdb has.
 var catalogTypes = []types.T{types.TBool, types.TInt16, types.TInt32, types.TInt64, types.TFloat32,
 	types.TFloat64, types.TNumeric, types.TText, {Kind: types.Text, Prec: 1}, types.TTimestamp,
-	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray, types.TJSON, types.TJSONB, types.TUUID, types.TBytea, types.TTime}
+	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray, types.TJSON, types.TJSONB, types.TUUID, types.TBytea, types.TTime,
+	types.ArrayOf(types.Bool), types.ArrayOf(types.Int16), types.ArrayOf(types.Int32), types.ArrayOf(types.Int64),
+	types.ArrayOf(types.Float32), types.ArrayOf(types.Float64), types.ArrayOf(types.Date), types.ArrayOf(types.Timestamp),
+	types.ArrayOf(types.UUID)}
 
 type catCol struct {
 	name string
@@ -374,13 +377,12 @@ func (e catGen) pgType() *table {
 		elem, arr, coll := int64(0), int64(0), int64(0)
 		cat := typeCategory(ty)
 		if ty.Kind == types.TextArray {
-			elem = types.OIDText
+			elem = int64(types.ArrayElem(ty).OID())
+		} else if ty.Kind != types.Text || ty.Prec == 0 {
+			arr = int64(types.ArrayOIDOf(ty))
 		}
 		if ty.Kind == types.Text {
 			coll = 100
-			if ty.Prec == 0 {
-				arr = types.OIDTextArray
-			}
 		}
 		t.add(i64(int64(ty.OID())), str(bind.PgTypeName(ty)), i64(oidCatalogNS), i64(roleOID(BootstrapRole)), i64(l),
 			types.Boolean(l > 0 && l <= 8), str("b"), str(cat), types.Boolean(cat == "S" && ty.Prec == 0 || ty.Kind == types.Float64 || ty.Kind == types.Bool || ty.TZ),

@@ -178,12 +178,7 @@ func appendTextArrayBinary(buf []byte, a *Array) []byte {
 		buf = binary.BigEndian.AppendUint32(buf, 0)
 		return binary.BigEndian.AppendUint32(buf, OIDText)
 	}
-	hasNull := uint32(0)
-	for i := range a.Elems {
-		if a.IsNull(i) {
-			hasNull = 1
-		}
-	}
+	hasNull := arrayHasNullFlag(a)
 	buf = binary.BigEndian.AppendUint32(buf, 1)
 	buf = binary.BigEndian.AppendUint32(buf, hasNull)
 	buf = binary.BigEndian.AppendUint32(buf, OIDText)
@@ -203,8 +198,9 @@ func appendTextArrayBinary(buf []byte, a *Array) []byte {
 // parseTextArrayBinary reads array_recv's layout of a one-dimensional
 // text[] (elements typed text, varchar or name), as drivers send an array
 // parameter in binary.
-func parseTextArrayBinary(b []byte) (Datum, error) {
-	bad := func() (Datum, error) { return Null, errBinary(TTextArray) }
+func parseTextArrayBinary(b []byte, t T) (Datum, error) {
+	bad := func() (Datum, error) { return Null, errBinary(t) }
+	elemT := ArrayElem(t)
 	u32 := func() (uint32, bool) {
 		if len(b) < 4 {
 			return 0, false
@@ -219,10 +215,12 @@ func parseTextArrayBinary(b []byte) (Datum, error) {
 	if !ok1 || !ok2 || !ok3 {
 		return bad()
 	}
-	switch elem {
-	case OIDText, 1043, 19:
+	switch {
+	case elemT.Kind == Text && (elem == OIDText || elem == 1043 || elem == 19):
+	case elemT.Kind != Text && elem == elemT.OID():
 	default:
-		return Null, sqlerr.New(sqlerr.DatatypeMismatch, "binary data has array element type %d instead of text", elem)
+		return Null, sqlerr.New(sqlerr.DatatypeMismatch, "binary data has array element type %d (%s) instead of expected %d (%s)",
+			elem, oidName(elem), elemT.OID(), elemT)
 	}
 	switch ndim {
 	case 0:
@@ -255,6 +253,15 @@ func parseTextArrayBinary(b []byte) (Datum, error) {
 		if int64(l) > int64(len(b)) {
 			return bad()
 		}
+		if elemT.Kind != Text {
+			d, err := ParseBinary(b[:l], elemT)
+			if err != nil {
+				return Null, err
+			}
+			a.Elems[i] = TextOf(d, elemT)
+			b = b[l:]
+			continue
+		}
 		if err := CheckText(b[:l]); err != nil {
 			return Null, err
 		}
@@ -265,4 +272,13 @@ func parseTextArrayBinary(b []byte) (Datum, error) {
 		return bad()
 	}
 	return Datum{A: a}, nil
+}
+
+// oidName is the name of a type OID for messages ("unknown" if streamdb
+// has no such type).
+func oidName(oid uint32) string {
+	if t, ok := FromOID(oid); ok {
+		return t.String()
+	}
+	return "unknown"
 }

@@ -195,14 +195,14 @@ func DecodeType(s string) (T, bool) {
 		return TBytea, true
 	case "time without time zone":
 		return TTime, true
-	case "smallint[]":
-		return IntArray(Int16), true
-	case "integer[]":
-		return IntArray(Int32), true
-	case "bigint[]":
-		return IntArray(Int64), true
 	case "unknown":
 		return TUnknown, true
+	}
+	if elem, ok := strings.CutSuffix(s, "[]"); ok {
+		if e, ok := DecodeType(elem); ok && ArrayElemOK(e) {
+			return ArrayOf(e.Kind), true
+		}
+		return T{}, false
 	}
 	if strings.HasPrefix(s, "record(") {
 		return decodeRecordType(s)

@@ -52,8 +52,14 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 	case Int64, Time:
 		return binary.BigEndian.AppendUint64(buf, uint64(d.I))
 	case Float32:
+		if d.F != d.F { // PostgreSQL's NaN: the quiet NaN with no payload
+			return binary.BigEndian.AppendUint32(buf, 0x7fc00000)
+		}
 		return binary.BigEndian.AppendUint32(buf, math.Float32bits(float32(d.F)))
 	case Float64:
+		if d.F != d.F {
+			return binary.BigEndian.AppendUint64(buf, 0x7ff8000000000000)
+		}
 		return binary.BigEndian.AppendUint64(buf, math.Float64bits(d.F))
 	case Numeric:
 		return appendNumericBinary(buf, d, t)
@@ -80,7 +86,7 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 		return binary.BigEndian.AppendUint32(buf, uint32(d.IV.Months))
 	case TextArray:
 		if t.Prec != 0 {
-			return appendIntArrayBinary(buf, d.A, t)
+			return appendElemArrayBinary(buf, d.A, t)
 		}
 		return appendTextArrayBinary(buf, d.A)
 	case Record:
@@ -236,7 +242,7 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 		}}, nil
 	}
 	if t.Kind == TextArray {
-		return parseTextArrayBinary(b)
+		return parseTextArrayBinary(b, t)
 	}
 	if t.Kind == Record {
 		return Null, errRecordInput()

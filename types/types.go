@@ -223,15 +223,7 @@ func (t T) OID() uint32 {
 	case Interval:
 		return OIDInterval
 	case TextArray:
-		switch Kind(t.Prec) {
-		case Int16:
-			return OIDInt2Array
-		case Int32:
-			return OIDInt4Array
-		case Int64:
-			return OIDInt8Array
-		}
-		return OIDTextArray
+		return arrayOIDs[ArrayElem(t).Kind]
 	case Record:
 		return OIDRecord
 	case JSON:
@@ -290,7 +282,7 @@ func FromOID(oid uint32) (T, bool) {
 	case 0, OIDUnknown:
 		return TUnknown, true
 	}
-	return T{}, false
+	return arrayFromOID(oid)
 }
 
 // Size is the pg_type.typlen reported in RowDescription (-1 for variable length).

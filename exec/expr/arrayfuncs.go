@@ -14,6 +14,10 @@ import (
 //	array_upper(x, d)       the last index of dimension d: n, NULL for {} or d <> 1
 //	array_lower(x, d)       1, NULL for {} or d <> 1
 //	array_length(x, d)      n, NULL for {} or d <> 1
+//	array_slice(x, j, k)    x[j:k]: elements j to k (1-based, clamped), {} when none
+//	cardinality(x)          the number of elements
+//	array_key(x)            Text: equal exactly for arrays PostgreSQL finds equal (grouping)
+//	elem_out(v)             Text: v's output text, as an array element holds it
 
 // arrayCtorKernel builds one array per row from the arguments' values.
 func arrayCtorKernel(t types.T) kernel {
@@ -81,6 +85,53 @@ func arrayDimKernel(name string, t types.T) kernel {
 				return types.Int(1), nil
 			}
 			return types.Int(k), nil // array_upper and array_length
+		})
+	}
+}
+
+// arraySliceKernel is x[j:k].
+func arraySliceKernel(t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			a := datumOf(args[0], i).A
+			j, k := datumOf(args[1], i).I, datumOf(args[2], i).I
+			j = max(j, 1)
+			k = min(k, int64(len(a.Elems)))
+			out := &types.Array{}
+			if j <= k {
+				out.Elems = a.Elems[j-1 : k]
+				if a.Null != nil {
+					out.Null = a.Null[j-1 : k]
+				}
+			}
+			return types.Datum{A: out}, nil
+		})
+	}
+}
+
+// cardinalityKernel is cardinality(x).
+func cardinalityKernel(t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			return types.Int(int64(len(datumOf(args[0], i).A.Elems))), nil
+		})
+	}
+}
+
+// arrayKeyKernel is array_key(x).
+func arrayKeyKernel(t, at types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			return types.Str(types.ArrayKey(datumOf(args[0], i).A, at)), nil
+		})
+	}
+}
+
+// elemOutKernel is elem_out(v).
+func elemOutKernel(t, vt types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			return types.Str(types.TextOf(datumOf(args[0], i), vt)), nil
 		})
 	}
 }

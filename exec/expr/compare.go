@@ -119,6 +119,15 @@ func (c *Ctx) compare(op cmpOp, a, b vec, n int) (vec, error) {
 		}
 	case types.PhysInterval:
 		cmpRows(op, n, out, func(i int) int { return intervalCmp(ivAt(a, i), ivAt(b, i)) })
+	case types.PhysList:
+		if types.ArrayElem(a.t) != types.ArrayElem(b.t) {
+			buf.Release()
+			if valid != nil {
+				valid.Release()
+			}
+			return vec{}, sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: %s %s %s", a.t, opName(op), b.t)
+		}
+		cmpRows(op, n, out, func(i int) int { return types.CompareArrays(listAt(a, i), listAt(b, i), a.t) })
 	default:
 		buf.Release()
 		if valid != nil {
@@ -268,4 +277,12 @@ func decCmp(x decimal128.Num, sx int32, y decimal128.Num, sy int32) int {
 // month counted as 30 days.
 func intervalCmp(x, y arrow.MonthDayNanoInterval) int {
 	return types.IntervalSpan(x).Cmp(types.IntervalSpan(y))
+}
+
+// listAt is row i of an array vector (not NULL).
+func listAt(v vec, i int) *types.Array {
+	if v.scalar() {
+		return v.d.A
+	}
+	return types.TextArrayAt(v.arr.(*array.List), i)
 }

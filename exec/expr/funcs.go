@@ -129,6 +129,14 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = arrayCatKernel(e.T), 2, 2
 	case "array_upper", "array_lower", "array_length":
 		k, lo, hi = arrayDimKernel(e.Name, e.T), 2, 2
+	case "array_slice":
+		k, lo, hi = arraySliceKernel(e.T), 3, 3
+	case "cardinality":
+		k = cardinalityKernel(e.T)
+	case "array_key":
+		k = arrayKeyKernel(e.T, argTypes(e.Args)[0])
+	case "elem_out":
+		k = elemOutKernel(e.T, argTypes(e.Args)[0])
 	case "json_build_object":
 		k, lo, hi = jsonBuildObjectKernel(e.T, argTypes(e.Args)), 0, math.MaxInt
 	case "pg_size_pretty":

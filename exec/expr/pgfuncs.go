@@ -80,7 +80,7 @@ func arrayToStringKernel(t types.T) kernel {
 // is NULL or has a NULL element, otherwise false.
 func arrayContainsKernel(c *Ctx, args []vec, n int) (vec, error) {
 	x, a := args[0], args[1]
-	if x.scalar() && x.d.Null || a.scalar() && a.d.Null {
+	if a.scalar() && a.d.Null {
 		return scalarVec(types.Null, types.TBool), nil
 	}
 	mem := c.mem()
@@ -88,11 +88,24 @@ func arrayContainsKernel(c *Ctx, args []vec, n int) (vec, error) {
 	defer lst.Release()
 	offs := lst.Offsets()[lst.Data().Offset():]
 	elems := lst.ListValues().(*array.String)
-	s := strColOf(x)
+	xNull := x.scalar() && x.d.Null
+	var s strCol
+	if !xNull {
+		s = strColOf(x)
+	}
 	out := newColOut(mem, types.TBool, n)
 	for i := 0; i < n; i++ {
-		if s.arr != nil && s.arr.IsNull(i) || lst.IsNull(i) {
+		if lst.IsNull(i) {
 			out.set(i, types.Null)
+			continue
+		}
+		if xNull || s.arr != nil && s.arr.IsNull(i) {
+			// NULL = ANY('{}') is false: there is no element to compare.
+			if offs[i] == offs[i+1] {
+				out.set(i, types.Boolean(false))
+			} else {
+				out.set(i, types.Null)
+			}
 			continue
 		}
 		v, sawNull, found := s.at(i), false, false

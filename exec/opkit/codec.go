@@ -177,21 +177,7 @@ func CompareDatum(a, b types.Datum, t types.T) int {
 	case types.PhysInterval:
 		return types.IntervalSpan(a.IV).Cmp(types.IntervalSpan(b.IV))
 	case types.PhysList:
-		// Element by element, a NULL element after any value; then the shorter first.
-		x, y := a.A, b.A
-		for i := 0; i < len(x.Elems) && i < len(y.Elems); i++ {
-			xn, yn := x.IsNull(i), y.IsNull(i)
-			switch {
-			case xn && yn:
-				continue
-			case xn || yn:
-				return Cmp3(yn, xn)
-			}
-			if c := strings.Compare(x.Elems[i], y.Elems[i]); c != 0 {
-				return c
-			}
-		}
-		return Cmp3(len(x.Elems) < len(y.Elems), len(x.Elems) > len(y.Elems))
+		return types.CompareArrays(a.A, b.A, t)
 	case types.PhysStruct:
 		// Field by field, a NULL field after any value, as PostgreSQL's btree record_cmp.
 		for k, f := range types.RecordFields(t) {

@@ -83,6 +83,9 @@ func (b *Binder) bindAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, error) {
 	if name == "json_arrayagg" || name == "json_objectagg" { // jsonb_agg, jsonb_object_agg
 		return b.bindJSONAgg(c, n, name == "json_objectagg")
 	}
+	if name == "bit_xor" { // array_agg, as the parser writes it
+		return b.bindArrayAgg(c, n)
+	}
 	if call, fn, ok := withinGroup(n); ok {
 		return b.bindOrderedSet(c, call, fn)
 	}

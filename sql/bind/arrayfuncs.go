@@ -7,16 +7,18 @@ import (
 	"github.com/streamdb/streamdb/types"
 )
 
-// Array constructors and functions. text[] is the one array type, so
-// ARRAY[...] takes text elements (and untyped literals); other element
-// types are 0A000 rather than silently text. The parser writes
-// ARRAY[a, b] as pg_array_ctor(a, b).
+// Array constructors and functions. Arrays are text[] values whose
+// elements are the element type's text (types/elemarray.go): ARRAY[...]
+// takes the elements' common type (text when all are untyped literals)
+// and builds a text[] that a cast makes the typed array, so each element
+// is written as its type's output. The parser writes ARRAY[a, b] as
+// pg_array_ctor(a, b) and a[j:k] as pg_slice(a, j, k).
 
 // arrayFunc binds the array functions; ok is false for other names.
 func (b *Binder) arrayFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err error) {
 	name := n.FnName.L
 	switch name {
-	case "pg_array_ctor", "array_upper", "array_lower", "array_length":
+	case "pg_array_ctor", "array_upper", "array_lower", "array_length", "pg_slice", "cardinality":
 	default:
 		return nil, false, nil
 	}
@@ -27,17 +29,34 @@ func (b *Binder) arrayFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, 
 	if err != nil {
 		return nil, true, err
 	}
-	if name == "pg_array_ctor" {
-		for i, a := range args {
-			if args[i], err = b.coerce(a, types.TText); err != nil {
+	switch name {
+	case "pg_array_ctor":
+		e, err := b.arrayCtor(args)
+		return e, true, err
+	case "pg_slice":
+		if len(args) != 3 {
+			return nil, true, sqlerr.New(sqlerr.SyntaxError, "syntax error at or near \":\"")
+		}
+		if t := args[0].Type(); t.Kind != types.TextArray {
+			return nil, true, sqlerr.New(sqlerr.DatatypeMismatch, "cannot subscript type %s because it does not support subscripting", typeName(t))
+		}
+		for i := 1; i < 3; i++ {
+			if args[i], err = b.coerce(args[i], types.TInt64); err != nil {
 				return nil, true, err
 			}
-			if k := args[i].Type().Kind; k != types.Text {
-				return nil, true, sqlerr.New(sqlerr.FeatureNotSupported,
-					"ARRAY[...] of %s is not supported: text[] is the only array type (cast the elements to text)", typeName(args[i].Type()))
+			if !args[i].Type().IsInteger() {
+				return nil, true, sqlerr.New(sqlerr.DatatypeMismatch, "array subscript must have type integer")
 			}
 		}
-		return call("array_ctor", types.TTextArray, args...), true, nil
+		return call("array_slice", args[0].Type(), args...), true, nil
+	case "cardinality":
+		if len(args) != 1 {
+			return nil, true, sqlerr.New(sqlerr.UndefinedFunction, "function cardinality with %d arguments does not exist", len(args))
+		}
+		if args[0], err = b.arrayArg(args[0], name); err != nil {
+			return nil, true, err
+		}
+		return call("cardinality", types.TInt32, args...), true, nil
 	}
 	if len(args) != 2 {
 		return nil, true, sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", name, len(args))
@@ -66,23 +85,39 @@ func (b *Binder) arrayArg(e expr.Expr, fn string) (expr.Expr, error) {
 	return e, nil
 }
 
-// arrayConcat binds || when a side is an array: text[] || text[] (an
-// untyped literal side read as an array) concatenates, text[] || text
-// appends and text || text[] prepends; ok is false when neither side is
-// an array.
+// arrayConcat binds || when a side is an array: an array || an array of
+// the same type (an untyped literal side read as one) concatenates, an
+// array || its element type appends and the element || the array
+// prepends; ok is false when neither side is an array.
 func (b *Binder) arrayConcat(l, r expr.Expr) (e expr.Expr, ok bool, err error) {
 	la, ra := l.Type().Kind == types.TextArray, r.Type().Kind == types.TextArray
 	if !la && !ra {
 		return nil, false, nil
 	}
+	at := l.Type()
+	if !la {
+		at = r.Type()
+	}
+	elem := types.ArrayElem(at)
 	side := func(x expr.Expr) (expr.Expr, error) {
-		switch x.Type().Kind {
-		case types.TextArray:
+		switch t := x.Type(); {
+		case t.Kind == types.TextArray:
+			if t != at {
+				return nil, noOperator("||", l, r)
+			}
 			return x, nil
-		case types.Unknown:
-			return b.castTo(x, types.TTextArray)
-		case types.Text:
-			return call("array_ctor", types.TTextArray, x), nil
+		case t.Kind == types.Unknown:
+			return b.castTo(x, at)
+		case t.Kind == elem.Kind || elem.IsInteger() && t.IsInteger() || elem.IsFloat() && t.IsNumeric():
+			if t != elem {
+				if x, err = b.castTo(x, elem); err != nil {
+					return nil, err
+				}
+			}
+			if elem.Kind != types.Text {
+				x = call("elem_out", types.TText, x)
+			}
+			return call("array_ctor", at, x), nil
 		}
 		return nil, noOperator("||", l, r)
 	}
@@ -92,5 +127,52 @@ func (b *Binder) arrayConcat(l, r expr.Expr) (e expr.Expr, ok bool, err error) {
 	if r, err = side(r); err != nil {
 		return nil, true, err
 	}
-	return call("array_cat", types.TTextArray, l, r), true, nil
+	return call("array_cat", at, l, r), true, nil
+}
+
+// arrayCtor binds ARRAY[a, b, ...]: the elements' common type (text if
+// every element is an untyped literal or there are none), each element
+// converted to it, the array of it.
+func (b *Binder) arrayCtor(args []expr.Expr) (expr.Expr, error) {
+	elem, have := types.TText, false
+	for _, a := range args {
+		t := a.Type()
+		if t.Kind == types.Unknown {
+			continue
+		}
+		if !have {
+			elem, have = t, true
+			continue
+		}
+		c, ok := types.CommonType(elem, t)
+		if !ok {
+			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "ARRAY types %s and %s cannot be matched", typeName(elem), typeName(t))
+		}
+		elem = c
+	}
+	if elem.Kind == types.TextArray {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "multidimensional arrays are not supported")
+	}
+	if !types.ArrayElemOK(elem) {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported,
+			"ARRAY[...] of %s is not supported: the array types are those of boolean, the integer and float types, text, date, timestamp and uuid", typeName(elem))
+	}
+	if elem.Kind == types.Text {
+		elem = types.TText // varchar(n)[] is text[]
+	}
+	var err error
+	for i, a := range args {
+		if args[i], err = b.coerce(a, elem); err != nil {
+			return nil, err
+		}
+		if args[i].Type() != elem {
+			if args[i], err = b.castTo(args[i], elem); err != nil {
+				return nil, err
+			}
+		}
+		if elem.Kind != types.Text {
+			args[i] = call("elem_out", types.TText, args[i])
+		}
+	}
+	return call("array_ctor", types.ArrayOf(elem.Kind), args...), nil
 }

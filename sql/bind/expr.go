@@ -550,6 +550,8 @@ func outputName(n ast.ExprNode) string {
 			return "jsonb_agg"
 		case "json_objectagg":
 			return "jsonb_object_agg"
+		case "bit_xor":
+			return "array_agg"
 		default:
 			return f
 		}

@@ -371,7 +371,7 @@ func (b *Binder) lookup(id expr.Expr, m map[int64]string) (expr.Expr, error) {
 // PgTypeName is pg_type.typname of t (int8, varchar, ...).
 func PgTypeName(t types.T) string {
 	if t.Kind == types.TextArray {
-		return "_text"
+		return "_" + pgTypeName(types.ArrayElem(t))
 	}
 	return pgTypeName(t)
 }
@@ -380,7 +380,7 @@ func PgTypeName(t types.T) string {
 // (character varying, numeric, text[], ...).
 func FormatTypeName(t types.T) string {
 	if t.Kind == types.TextArray {
-		return "text[]"
+		return typeName(types.ArrayElem(t)) + "[]"
 	}
 	return typeName(t)
 }

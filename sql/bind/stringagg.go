@@ -54,3 +54,39 @@ func (b *Binder) bindStringAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, er
 	return &expr.Case{Whens: []expr.When{{Cond: none, Then: &expr.Const{D: types.Null, T: types.TText}}},
 		Else: call("array_to_string", types.TText, arr, sep), T: types.TText}, nil
 }
+
+// bindArrayAgg binds array_agg(x), which the parser writes as TiDB's
+// bit_xor(x): the group's values (NULLs kept) in the order they reach the
+// aggregate, as an array of x's type. The aggregate collects each value's
+// output text (an element of the array type). It cannot retract, so a
+// materialized view refuses it (0A000); DISTINCT and ORDER BY inside are
+// not supported.
+func (b *Binder) bindArrayAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, error) {
+	if b.View {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "array_agg is not supported in a materialized view")
+	}
+	if n.Distinct || n.Order != nil {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "array_agg with DISTINCT or ORDER BY is not supported")
+	}
+	if len(n.Args) != 1 {
+		return nil, sqlerr.New(sqlerr.UndefinedFunction, "function array_agg with %d arguments does not exist", len(n.Args))
+	}
+	arg, err := b.bindExpr(c.inputCtx("aggregate function calls cannot be nested"), n.Args[0])
+	if err != nil {
+		return nil, err
+	}
+	if arg, err = b.coerce(arg, types.TText); err != nil {
+		return nil, err
+	}
+	t := arg.Type()
+	if t.Kind == types.TextArray {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "array_agg of an array (a multidimensional array) is not supported")
+	}
+	if !types.ArrayElemOK(t) {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "array_agg of %s is not supported", typeName(t))
+	}
+	if t.Kind != types.Text {
+		arg = call("elem_out", types.TText, arg)
+	}
+	return addAggCall(c, planner.AggCall{Func: planner.AggArrayAgg, Arg: arg, T: types.ArrayOf(t.Kind)}, "array_agg"), nil
+}

@@ -385,9 +385,6 @@ func (p *parser) columnDefKey(keyTok *token) (ColumnDef, error) {
 	if col.Type, err = p.typeName(); err != nil {
 		return col, err
 	}
-	if col.Type.Kind == types.TextArray {
-		return col, p.notSupported(p.toks[p.i-1], "columns of type %s are not supported", col.Type)
-	}
 	for {
 		t := p.at()
 		switch {

@@ -24,4 +24,6 @@ func (r *rewriter) jsonOp(t token, i, prim int) error {
 // jsonAggNames are PostgreSQL's json aggregates and the names TiDB's
 // grammar parses as aggregates of the same shape, which the binder reads
 // back (sql/bind jsonagg.go).
-var jsonAggNames = map[string]string{"jsonb_agg": "json_arrayagg", "jsonb_object_agg": "json_objectagg"}
+// array_agg is read as TiDB's bit_xor (a user's bit_xor is quoted:
+// renamedAggregates).
+var jsonAggNames = map[string]string{"jsonb_agg": "json_arrayagg", "jsonb_object_agg": "json_objectagg", "array_agg": "bit_xor"}

@@ -50,8 +50,8 @@ type frame struct {
 	// arguments (for FILTER).
 	open int
 	call bool
-	// subscript marks the "[" of a[k].
-	subscript bool
+	// subscript marks the "[" of a[k]; slice its ":" (a[j:k]).
+	subscript, slice bool
 	// arraySub marks the parenthesis of ARRAY(subquery), emitted as
 	// pg_array_subquery((subquery)).
 	arraySub bool
@@ -619,6 +619,23 @@ func (r *rewriter) rewrite(from, to int) error {
 				r.out[prim].pre = "pg_subscript(" + r.out[prim].pre
 				r.emit(",", i, false)
 				stack = append(stack, frame{start: prim, subscript: true})
+				prim = -1
+				if next.isOp(":") { // a[:k]: from the first element
+					r.emit(" 1", i, false)
+				}
+			case ":":
+				// a[j:k] → pg_slice(a, j, k); an omitted bound is the
+				// array's own (1, or any index past its end).
+				f := len(stack) - 1
+				if f < 0 || !stack[f].subscript || stack[f].slice {
+					return p.syntaxError(t)
+				}
+				stack[f].slice = true
+				r.out[stack[f].start].pre = strings.Replace(r.out[stack[f].start].pre, "pg_subscript(", "pg_slice(", 1)
+				r.emit(",", i, false)
+				if next.isOp("]") {
+					r.emit(" 2147483647", i, false)
+				}
 				prim = -1
 			case "]":
 				if len(stack) == 0 || !stack[len(stack)-1].subscript && !stack[len(stack)-1].arrayCtor {
@@ -1347,7 +1364,10 @@ func nullSafeEq(toks []token, i, to int) bool {
 // which string_agg is written as): called by the user, they are quoted, so
 // TiDB reads an ordinary call and errors name what the user wrote.
 // PostgreSQL's stddev and variance are the sample forms, not MySQL's.
-var renamedAggregates = map[string]bool{"std": true, "stddev": true, "variance": true, "group_concat": true}
+// bit_xor is what array_agg is written as (jsonAggNames); cardinality(a),
+// a word TiDB reserves, is quoted likewise.
+var renamedAggregates = map[string]bool{"std": true, "stddev": true, "variance": true, "group_concat": true, "bit_xor": true,
+	"cardinality": true}
 
 func renamedAggregate(toks []token, i, to int) bool {
 	return renamedAggregates[toks[i].Val] && i+1 < to && toks[i+1].isOp("(") && (i == 0 || !toks[i-1].isOp("."))

@@ -23,16 +23,10 @@ func TypeFromName(name string, mods []int) (types.T, error) {
 		if err != nil {
 			return e, err
 		}
-		if e.IsInteger() {
-			return types.IntArray(e.Kind), nil // int2[], int4[], int8[] (types/intarray.go)
+		if !types.ArrayElemOK(e) {
+			return e, sqlerr.New(sqlerr.FeatureNotSupported, "type %s[] is not supported: the array types are those of boolean, the integer and float types, text, varchar, date, timestamp and uuid", elem)
 		}
-		if e.Kind != types.Text {
-			if e.Kind == types.JSON || e.Kind == types.JSONB {
-				return e, sqlerr.New(sqlerr.FeatureNotSupported, "type %s[] is not supported: text[] and integer arrays are the array types", elem)
-			}
-			return e, sqlerr.New(sqlerr.FeatureNotSupported, "type %s[] is not supported: text[] and integer arrays are the array types", elem)
-		}
-		return types.TTextArray, nil
+		return types.ArrayOf(e.Kind), nil
 	}
 	var t types.T
 	maxMods := 0

@@ -1,0 +1,237 @@
+package types
+
+import (
+	"encoding/binary"
+	"strings"
+)
+
+// Arrays of the scalar types (int4[], float8[], boolean[], ...) are text[]
+// values whose elements are the element type's canonical text:
+// T{Kind: TextArray, Prec: int32(Int32)} is int4[] (ArrayOf). Prec 0 is
+// text[]. Every write (text input, a cast, the binary format, ARRAY[...])
+// checks each element as the element type's input does (22P02, 22003, ...)
+// and writes it as that type's output does, so equal values have equal
+// text except -0 and 0 of the float types (ArrayKey folds those). Ordering
+// compares elements as the element type (CompareArrays).
+
+// ArrayOf is the array type of element kind k (Text: text[]).
+func ArrayOf(k Kind) T {
+	if k == Text {
+		return TTextArray
+	}
+	return T{Kind: TextArray, Prec: int32(k)}
+}
+
+// IntArray is the array type of integer kind k.
+func IntArray(k Kind) T { return ArrayOf(k) }
+
+// ArrayElemOK reports whether arrays of t exist (ArrayOf(t.Kind)).
+func ArrayElemOK(t T) bool {
+	switch t.Kind {
+	case Bool, Int16, Int32, Int64, Float32, Float64, Date, UUID:
+		return true
+	case Text:
+		return true // varchar(n)[] is text[]
+	case Timestamp:
+		return !t.TZ
+	}
+	return false
+}
+
+// ArrayElem is the element type of an array type.
+func ArrayElem(t T) T {
+	if t.Kind == TextArray && t.Prec != 0 {
+		return T{Kind: Kind(t.Prec)}
+	}
+	return TText
+}
+
+// arrayOIDs maps an element kind to its array type's OID.
+var arrayOIDs = map[Kind]uint32{
+	Bool: 1000, Int16: OIDInt2Array, Int32: OIDInt4Array, Int64: OIDInt8Array, Text: OIDTextArray,
+	Float32: 1021, Float64: 1022, Date: 1182, Timestamp: 1115, UUID: 2951,
+}
+
+// ArrayOIDOf returns the OID of the array type whose elements are t (0: none).
+func ArrayOIDOf(t T) uint32 {
+	if !ArrayElemOK(t) {
+		return 0
+	}
+	return arrayOIDs[t.Kind]
+}
+
+// arrayFromOID returns the array type of an array OID.
+func arrayFromOID(oid uint32) (T, bool) {
+	if oid == 1015 || oid == 1003 { // varchar[], name[]
+		return TTextArray, true
+	}
+	for k, o := range arrayOIDs {
+		if o == oid {
+			return ArrayOf(k), true
+		}
+	}
+	return T{}, false
+}
+
+// checkArrayElems returns a with each element read as t's element type.
+func checkArrayElems(a *Array, t T) (Datum, error) {
+	elem := ArrayElem(t)
+	if a == nil || elem.Kind == Text {
+		return Datum{A: a}, nil
+	}
+	out := &Array{Elems: make([]string, len(a.Elems)), Null: a.Null}
+	var buf []byte
+	for i, s := range a.Elems {
+		if a.IsNull(i) {
+			continue
+		}
+		d, err := ParseText(s, elem)
+		if err != nil {
+			return Null, err
+		}
+		buf = AppendText(buf[:0], d, elem)
+		out.Elems[i] = string(buf)
+	}
+	return Datum{A: out}, nil
+}
+
+// ArrayElemDatum reads element s of an array of t (written by checkArrayElems).
+func ArrayElemDatum(s string, t T) Datum {
+	elem := ArrayElem(t)
+	if elem.Kind == Text {
+		return Str(s)
+	}
+	d, _ := ParseText(s, elem)
+	return d
+}
+
+// CompareArrays orders two arrays of t as PostgreSQL's btree array_cmp:
+// element by element (a NULL element after any value), then the shorter first.
+func CompareArrays(x, y *Array, t T) int {
+	elem := ArrayElem(t)
+	for i := 0; i < len(x.Elems) && i < len(y.Elems); i++ {
+		xn, yn := x.IsNull(i), y.IsNull(i)
+		switch {
+		case xn && yn:
+			continue
+		case xn:
+			return 1
+		case yn:
+			return -1
+		}
+		if c := compareElems(x.Elems[i], y.Elems[i], elem); c != 0 {
+			return c
+		}
+	}
+	return cmpInt(len(x.Elems), len(y.Elems))
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func compareElems(x, y string, elem T) int {
+	switch elem.Physical() {
+	case PhysString:
+		return strings.Compare(x, y)
+	case PhysFloat64:
+		a, _ := ParseText(x, elem)
+		b, _ := ParseText(y, elem)
+		an, bn := a.F != a.F, b.F != b.F // NaN above everything, equal to itself
+		switch {
+		case an || bn:
+			return cmpInt(b2i(an), b2i(bn))
+		case a.F < b.F:
+			return -1
+		case a.F > b.F:
+			return 1
+		}
+		return 0
+	}
+	a, _ := ParseText(x, elem)
+	b, _ := ParseText(y, elem)
+	switch {
+	case a.I < b.I:
+		return -1
+	case a.I > b.I:
+		return 1
+	}
+	return 0
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ArrayKey returns a text that is equal for two arrays of t exactly when
+// PostgreSQL's = finds them equal: array_out's text, with float elements
+// -0 written 0. Grouping by an array groups by this key.
+func ArrayKey(a *Array, t T) string {
+	if k := ArrayElem(t).Kind; k == Float32 || k == Float64 {
+		var c *Array
+		for i, s := range a.Elems {
+			if s == "-0" && !a.IsNull(i) {
+				if c == nil {
+					c = &Array{Elems: append([]string(nil), a.Elems...), Null: a.Null}
+				}
+				c.Elems[i] = "0"
+			}
+		}
+		if c != nil {
+			a = c
+		}
+	}
+	return string(AppendTextArray(nil, a))
+}
+
+// appendElemArrayBinary writes array_send's layout of an array of a
+// non-text element type (elements checked by checkArrayElems, so they parse).
+func appendElemArrayBinary(buf []byte, a *Array, t T) []byte {
+	elem := ArrayElem(t)
+	hasNull := arrayHasNullFlag(a)
+	ndim := uint32(1)
+	if len(a.Elems) == 0 {
+		ndim, hasNull = 0, 0
+	}
+	buf = binary.BigEndian.AppendUint32(buf, ndim)
+	buf = binary.BigEndian.AppendUint32(buf, hasNull)
+	buf = binary.BigEndian.AppendUint32(buf, elem.OID())
+	if ndim == 0 {
+		return buf
+	}
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(a.Elems)))
+	buf = binary.BigEndian.AppendUint32(buf, 1)
+	for i, s := range a.Elems {
+		if a.IsNull(i) {
+			buf = binary.BigEndian.AppendUint32(buf, 0xFFFFFFFF)
+			continue
+		}
+		d, _ := ParseText(s, elem)
+		at := len(buf)
+		buf = binary.BigEndian.AppendUint32(buf, 0)
+		buf = AppendBinary(buf, d, elem)
+		binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
+	}
+	return buf
+}
+
+// arrayHasNullFlag is array_send's has-nulls flag: set when an element
+// is NULL. (PostgreSQL also sets it for a slice of an array with NULLs
+// that has none itself, as it keeps the null bitmap; streamdb does not.)
+func arrayHasNullFlag(a *Array) uint32 {
+	for i := range a.Elems {
+		if a.IsNull(i) {
+			return 1
+		}
+	}
+	return 0
+}
