@@ -23,8 +23,11 @@ import (
 //
 // Admission: once the live heap (what the last collection found
 // reachable) passes the Go heap's share, new work is refused with 53200:
-// CREATE MATERIALIZED VIEW, COPY FROM, and batch queries that hold more
-// than queryAllowance bytes at one of their budget checks. Running jobs
+// CREATE MATERIALIZED VIEW, COPY FROM (at its start, and every few MB of
+// input when it keeps its rows in memory: sql's admitKeptCopy), and batch
+// queries that hold more than queryAllowance bytes at one of their budget
+// checks; never INSERT ... VALUES. The live heap is the Go heap only:
+// Pebble's C memory, stacks and garbage are outside it. Running jobs
 // keep going: their state caches are bounded and evict to Pebble.
 
 // MemorySplit is how a process memory limit is divided.
