@@ -120,7 +120,7 @@ func (p *ProcessMemory) Admit(what string) error {
 	}
 	return &sqlerr.Error{Code: sqlerr.OutOfMemory, Msg: "out of memory: " + what + " refused",
 		Detail: fmt.Sprintf("The server's live heap is %s, past the %s that --memory-limit %s leaves to it; running views go on, new work waits.",
-			roughMemory(live), roughMemory(p.bound), FormatMemory(p.limit)),
+			tenthsMB(live), tenthsMB(p.bound), FormatMemory(p.limit)),
 		Hint: "Retry when views have caught up or been dropped, or start the server with a larger --memory-limit."}
 }
 
@@ -135,3 +135,7 @@ func (p *MemPool) Process() *ProcessMemory {
 	}
 	return p.proc
 }
+
+// tenthsMB renders n bytes in MB to a tenth, so a live heap just past the
+// bound does not read as equal to it.
+func tenthsMB(n int64) string { return fmt.Sprintf("%.1fMB", float64(n)/(1<<20)) }
