@@ -23,8 +23,11 @@ import (
 //
 // Admission: once the live heap (what the last collection found
 // reachable) passes the Go heap's share, new work is refused with 53200:
-// CREATE MATERIALIZED VIEW, COPY FROM, and batch queries that hold more
-// than queryAllowance bytes at one of their budget checks. Running jobs
+// CREATE MATERIALIZED VIEW, COPY FROM (at its start, and every few MB of
+// input when it keeps its rows in memory: sql's admitKeptCopy), and batch
+// queries that hold more than queryAllowance bytes at one of their budget
+// checks; never INSERT ... VALUES. The live heap is the Go heap only:
+// Pebble's C memory, stacks and garbage are outside it. Running jobs
 // keep going: their state caches are bounded and evict to Pebble.
 
 // MemorySplit is how a process memory limit is divided.
@@ -117,7 +120,7 @@ func (p *ProcessMemory) Admit(what string) error {
 	}
 	return &sqlerr.Error{Code: sqlerr.OutOfMemory, Msg: "out of memory: " + what + " refused",
 		Detail: fmt.Sprintf("The server's live heap is %s, past the %s that --memory-limit %s leaves to it; running views go on, new work waits.",
-			roughMemory(live), roughMemory(p.bound), FormatMemory(p.limit)),
+			tenthsMB(live), tenthsMB(p.bound), FormatMemory(p.limit)),
 		Hint: "Retry when views have caught up or been dropped, or start the server with a larger --memory-limit."}
 }
 
@@ -132,3 +135,7 @@ func (p *MemPool) Process() *ProcessMemory {
 	}
 	return p.proc
 }
+
+// tenthsMB renders n bytes in MB to a tenth, so a live heap just past the
+// bound does not read as equal to it.
+func tenthsMB(n int64) string { return fmt.Sprintf("%.1fMB", float64(n)/(1<<20)) }

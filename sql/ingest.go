@@ -867,6 +867,11 @@ func (c *copyIn) flushBatch() error {
 	c.recs = append(c.recs, newRecord(c.ts, cols, c.rows))
 	c.total += int64(c.rows)
 	c.kept += c.bytes
+	if c.stage == nil && c.stageAt == math.MaxInt {
+		if err := admitKeptCopy(c.e.queryMem.Process(), c.t.Name, c.kept-c.bytes, c.kept); err != nil {
+			return err
+		}
+	}
 	c.rows, c.bytes = 0, 0
 	if c.stage == nil && c.kept < c.stageAt {
 		return nil
@@ -880,6 +885,23 @@ func (c *copyIn) flushBatch() error {
 		c.stager = newStager(st)
 	}
 	return c.stageRecs()
+}
+
+// copyAdmitStep is how much input a COPY that keeps its rows in memory (a
+// keyed table's, or any in cluster mode) reads between two admission
+// checks against --memory-limit.
+const copyAdmitStep = 4 << 20
+
+// admitKeptCopy checks --memory-limit (pm; nil: none) again each time a
+// COPY that keeps its rows in memory passes another copyAdmitStep bytes of
+// input (kept went from before to after): the check when it started cannot
+// see what the COPY itself builds up, so one large COPY is refused (and
+// keeps nothing) once the live heap is past its share.
+func admitKeptCopy(pm *exec.ProcessMemory, table string, before, after int) error {
+	if pm == nil || before/copyAdmitStep == after/copyAdmitStep {
+		return nil
+	}
+	return pm.Admit(fmt.Sprintf("COPY %s FROM STDIN (after %dMB of its input)", table, after>>20))
 }
 
 // stageRecs hands the kept batches to the stager.
