@@ -19,7 +19,7 @@ import (
 // char column must print the same rows, blank-padded; the binary result
 // format must match; an over-long value must fail with 22001 on both; and
 // information_schema, format_type, pg_type and psql's \d must name the
-// type alike.
+// type alike, before and after a kill -9 and restart.
 func TestCharPG(t *testing.T) {
 	pg := StartPG(t)
 	srv := StartServer(t, "")
@@ -154,4 +154,26 @@ func TestCharPG(t *testing.T) {
 	sameRowsAsPG(t, sdb, pgc, "SELECT oid, typname, typlen, typcategory FROM pg_type WHERE typname = 'bpchar'")
 	sameRowsAsPG(t, sdb, pgc, psqlDescribeColumns("ch"))
 	sameRowsAsPG(t, sdb, pgc, "SELECT pg_typeof(a)::text, pg_typeof(a::text)::text FROM ch WHERE id = 1")
+
+	// kill -9 and restart: the table keeps its type and rows, the view its
+	// groups, and both go on with a new row.
+	srv.Kill9()
+	srv.Restart(t)
+	sdb = srv.Conn(t)
+	for _, c := range []*pgx.Conn{pgc, sdb} {
+		mustExec(t, c, "", "INSERT INTO ch VALUES (13, 'ab   ', 'new', 'n', 'n', 'n')")
+	}
+	mustExec(t, sdb, "streamdb", "CHECKPOINT")
+	sameRowsAsPG(t, sdb, pgc, "SELECT id, a, b, c, d, v FROM ch")
+	sameRowsAsPG(t, sdb, pgc, psqlDescribeColumns("ch"))
+	want, err = queryRows(pgc, "SELECT a, count(*) AS n, max(b) AS mb FROM ch GROUP BY a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = queryRows(sdb, "SELECT * FROM chv"); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffRows(got, want); d != "" {
+		t.Errorf("view chv after restart:\n%s", d)
+	}
 }
