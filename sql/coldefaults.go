@@ -83,7 +83,7 @@ func defaultText(text string, ex expr.Expr, t types.T) (string, error) {
 		}
 		name := bind.FormatTypeName(t)
 		if t.Kind == types.Text && t.Prec > 0 {
-			name = "character varying"
+			name = bind.FormatTypeName(t)
 		}
 		return quoteLiteral(types.TextOf(d, t)) + "::" + name, nil
 	}

@@ -526,7 +526,7 @@ func (c *copyIn) addLine(line []byte) error {
 			continue
 		}
 		bl, t := c.bls[col], c.ts[col]
-		if sb := c.strs[col]; sb != nil && (t.Prec <= 0 || len(f) <= int(t.Prec)) {
+		if sb := c.strs[col]; sb != nil && !t.Pad && (t.Prec <= 0 || len(f) <= int(t.Prec)) {
 			// Within any length limit: the bytes as they are, with no
 			// string made of them (types.ParseText would only check it).
 			sb.BinaryBuilder.Append(f)

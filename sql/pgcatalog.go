@@ -39,7 +39,7 @@ const (
 
 // catalogTypes are the types pg_type lists: every column type streamdb has.
 var catalogTypes = []types.T{types.TBool, types.TInt16, types.TInt32, types.TInt64, types.TFloat32,
-	types.TFloat64, types.TNumeric, types.TText, {Kind: types.Text, Prec: 1}, types.TTimestamp,
+	types.TFloat64, types.TNumeric, types.TText, {Kind: types.Text, Prec: 1}, types.CharOf(1), types.TTimestamp,
 	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray, types.TJSON, types.TJSONB, types.TUUID, types.TBytea, types.TTime,
 	types.ArrayOf(types.Bool), types.ArrayOf(types.Int16), types.ArrayOf(types.Int32), types.ArrayOf(types.Int64),
 	types.ArrayOf(types.Float32), types.ArrayOf(types.Float64), types.ArrayOf(types.Date), types.ArrayOf(types.Timestamp),
@@ -556,7 +556,7 @@ func (e catalogSource) PgLookup(what string) map[int64]string {
 	case "types":
 		for _, t := range catalogTypes {
 			if t.Kind == types.Text && t.Prec > 0 {
-				out[int64(t.OID())] = "character varying"
+				out[int64(t.OID())] = bind.FormatTypeName(t)
 				continue
 			}
 			out[int64(t.OID())] = bind.FormatTypeName(t)

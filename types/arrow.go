@@ -221,5 +221,11 @@ func DecodeType(s string) (T, bool) {
 			return T{Kind: Text, Prec: int32(n)}, true
 		}
 	}
+	if args, ok := strings.CutPrefix(s, "character("); ok && strings.HasSuffix(args, ")") {
+		n, err := strconv.ParseInt(strings.TrimSuffix(args, ")"), 10, 32)
+		if err == nil && n > 0 && n <= math.MaxInt32 {
+			return CharOf(int32(n)), true
+		}
+	}
 	return T{}, false
 }

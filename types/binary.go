@@ -95,6 +95,10 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 		return appendUUIDBinary(buf, d.S)
 	case JSONB:
 		buf = append(buf, 1) // jsonb_send: version 1, then the text
+	case Text:
+		if t.Pad { // bpcharsend is textsend of the padded value
+			return AppendPadded(buf, d.S, t)
+		}
 	}
 	return append(buf, d.S...)
 }

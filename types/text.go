@@ -8,7 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	_ "time/tzdata" // zone names resolve on hosts without /usr/share/zoneinfo
+	_ "time/tzdata"
+	"unicode/utf8" // zone names resolve on hosts without /usr/share/zoneinfo
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -123,13 +124,31 @@ func AppendText(buf []byte, d Datum, t T) []byte {
 		return appendByteaHex(buf, d.S)
 	case Time:
 		return appendTime(buf, d.I)
+	case Text:
+		if t.Pad {
+			return AppendPadded(buf, d.S, t)
+		}
 	}
 	return append(buf, d.S...)
 }
 
+// AppendPadded appends s, a CHARACTER(n) value as stored (without
+// trailing spaces), blank-padded to n characters: its output form.
+func AppendPadded(buf []byte, s string, t T) []byte {
+	buf = append(buf, s...)
+	k := len(s)
+	if k < int(t.Prec) {
+		k = utf8.RuneCountInString(s)
+	}
+	for ; k < int(t.Prec); k++ {
+		buf = append(buf, ' ')
+	}
+	return buf
+}
+
 // TextOf returns d's PostgreSQL text output.
 func TextOf(d Datum, t T) string {
-	if t.Kind == Text || t.Kind == Unknown || t.Kind == JSON || t.Kind == JSONB || t.Kind == UUID {
+	if t.Kind == Text && !t.Pad || t.Kind == Unknown || t.Kind == JSON || t.Kind == JSONB || t.Kind == UUID {
 		return d.S
 	}
 	var tmp [64]byte
@@ -401,8 +420,12 @@ func isFloatTie(s []byte, f float64, bitSize int) bool {
 
 // fitVarchar applies VARCHAR(n)'s length limit. Input (and assignment)
 // rejects longer values unless the excess is all spaces; an explicit cast
-// truncates.
+// truncates. CHARACTER(n) (t.Pad) keeps its values without trailing
+// spaces (they are padding, restored on output).
 func fitVarchar(s string, t T, explicit bool) (string, error) {
+	if t.Pad {
+		s = strings.TrimRight(s, " ")
+	}
 	if t.Prec <= 0 || len(s) <= int(t.Prec) {
 		return s, nil
 	}
@@ -410,6 +433,9 @@ func fitVarchar(s string, t T, explicit bool) (string, error) {
 	for i := range s {
 		if n == int(t.Prec) {
 			if explicit || strings.TrimLeft(s[i:], " ") == "" {
+				if t.Pad {
+					return strings.TrimRight(s[:i], " "), nil
+				}
 				return s[:i], nil
 			}
 			return "", sqlerr.New(sqlerr.StringDataRightTrunc, "value too long for type %s", t)

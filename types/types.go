@@ -65,6 +65,11 @@ type T struct {
 	// Prec and Scale are NUMERIC's precision and scale; Prec 0 means unconstrained.
 	// For Text, Prec is VARCHAR's length limit (0: none).
 	Prec, Scale int32
+	// Pad marks CHARACTER(n) (bpchar), a Text with Prec n: values are
+	// stored without trailing spaces, so comparison, grouping, length and
+	// casts to text ignore them as PostgreSQL does, and are blank-padded
+	// to n characters on output (text, binary, COPY).
+	Pad bool `json:",omitempty"`
 }
 
 // Common types.
@@ -90,6 +95,9 @@ var (
 	TBytea       = T{Kind: Bytea}
 	TTime        = T{Kind: Time}
 )
+
+// CharOf returns CHARACTER(n).
+func CharOf(n int32) T { return T{Kind: Text, Prec: n, Pad: true} }
 
 // NumericOf returns NUMERIC(prec, scale).
 func NumericOf(prec, scale int32) T { return T{Kind: Numeric, Prec: prec, Scale: scale} }
@@ -175,6 +183,7 @@ const (
 	OIDFloat8      = 701
 	OIDUnknown     = 705
 	OIDVarchar     = 1043
+	OIDBpchar      = 1042
 	OIDDate        = 1082
 	OIDTimestamp   = 1114
 	OIDTimestampTZ = 1184
@@ -209,6 +218,9 @@ func (t T) OID() uint32 {
 	case Numeric:
 		return OIDNumeric
 	case Text:
+		if t.Pad {
+			return OIDBpchar
+		}
 		if t.Prec > 0 {
 			return OIDVarchar
 		}
@@ -257,7 +269,7 @@ func FromOID(oid uint32) (T, bool) {
 		return TFloat64, true
 	case OIDNumeric:
 		return TNumeric, true
-	case OIDText, OIDVarchar:
+	case OIDText, OIDVarchar, OIDBpchar:
 		return TText, true
 	case OIDTimestamp:
 		return TTimestamp, true
@@ -334,6 +346,12 @@ func (t T) String() string {
 		}
 		return "numeric"
 	case Text:
+		if t.Pad && t.Prec > 0 {
+			return fmt.Sprintf("character(%d)", t.Prec)
+		}
+		if t.Pad {
+			return "bpchar"
+		}
 		if t.Prec > 0 {
 			return fmt.Sprintf("character varying(%d)", t.Prec)
 		}

@@ -330,6 +330,11 @@ func (c *Ctx) castToText(a vec, from, to types.T, n int) (vec, error) {
 			if limit > 0 {
 				out.data = truncRunes(out.data, start, limit)
 			}
+			if to.Pad { // character(n) keeps no trailing spaces (types.T.Pad)
+				for len(out.data) > start && out.data[len(out.data)-1] == ' ' {
+					out.data = out.data[:len(out.data)-1]
+				}
+			}
 		}
 		out.end()
 	}

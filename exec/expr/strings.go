@@ -396,6 +396,7 @@ func varcharAssignKernel(t types.T) kernel {
 			for i := 0; i < n && fits; i++ {
 				v := s.Value(i)
 				fits = len(v) <= limit || s.IsNull(i) || utf8.RuneCountInString(v) <= limit
+				fits = fits && !(t.Pad && strings.HasSuffix(v, " "))
 			}
 			if fits {
 				a.arr.Retain()

@@ -47,6 +47,8 @@ func typeName(t types.T) string {
 	switch {
 	case t.Kind == types.Numeric:
 		return "numeric"
+	case t.Pad:
+		return "character"
 	case t.Kind == types.Text && t.Prec > 0:
 		return "character varying"
 	}
@@ -72,6 +74,9 @@ func pgTypeName(t types.T) string {
 	case types.Numeric:
 		return "numeric"
 	case types.Text:
+		if t.Pad {
+			return "bpchar"
+		}
 		if t.Prec > 0 {
 			return "varchar"
 		}

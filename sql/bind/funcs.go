@@ -65,10 +65,11 @@ func (b *Binder) binaryOp(op string, l, r expr.Expr) (expr.Expr, error) {
 // unknownPeer is the type an unknown operand of op takes next to a peer of
 // type t (timestamp - '1 hour' reads the literal as an interval).
 func unknownPeer(op string, t types.T) types.T {
-	// Modifiers do not apply: word = 'x' compares as text, x = '1.234' as numeric.
+	// Modifiers do not apply: word = 'x' compares as text, x = '1.234' as numeric;
+	// next to character(n) the literal is bpchar, its trailing spaces dropped.
 	switch t.Kind {
 	case types.Text:
-		t = types.TText
+		t = types.T{Kind: types.Text, Pad: t.Pad}
 	case types.Numeric:
 		t = types.TNumeric
 	}

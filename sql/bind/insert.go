@@ -214,7 +214,7 @@ func (b *Binder) assign(v expr.Expr, col storage.ColumnDef, table string) (expr.
 func (b *Binder) assignCast(v expr.Expr, t types.T) (expr.Expr, error) {
 	from := v.Type()
 	if t.Kind != types.Text || t.Prec <= 0 || from.Kind == types.Unknown ||
-		from.Kind == types.Text && from.Prec > 0 && from.Prec <= t.Prec {
+		from.Kind == types.Text && from.Prec > 0 && from.Prec <= t.Prec && from.Pad == t.Pad {
 		return b.castTo(v, t)
 	}
 	e, err := b.castTo(v, types.TText)

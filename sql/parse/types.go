@@ -73,6 +73,22 @@ func TypeFromName(name string, mods []int) (types.T, error) {
 		}
 	case "text":
 		t = types.TText
+	case "character", "bpchar":
+		// character without a length is character(1); bpchar without one
+		// keeps its trailing spaces in PostgreSQL, which streamdb's
+		// trimmed storage cannot (docs/decisions/2026-12-06-char.md).
+		if len(mods) == 0 && name == "bpchar" {
+			return t, sqlerr.New(sqlerr.FeatureNotSupported, "type bpchar without a length is not supported, use character(n) or text")
+		}
+		maxMods = 1
+		n := 1
+		if len(mods) == 1 {
+			if mods[0] < 1 {
+				return t, sqlerr.New(sqlerr.InvalidParameterValue, "length for type char must be at least 1")
+			}
+			n = mods[0]
+		}
+		t = types.CharOf(int32(n))
 	case "varchar", "character varying":
 		t = types.TText
 		maxMods = 1
@@ -171,10 +187,7 @@ func (p *parser) typeName() (types.T, error) {
 		word("precision")
 		words = []string{"double", "precision"}
 	case "character", "char":
-		if !word("varying") {
-			// character(n) is blank-padded in PostgreSQL; streamdb has no such type.
-			return types.T{}, p.positioned(sqlerr.New(sqlerr.FeatureNotSupported, "type %s is not supported, use varchar or text", first.Val), first)
-		}
+		word("varying")
 		words[0] = "character"
 	}
 	var mods []int
