@@ -90,6 +90,9 @@ func readPointer(t *testing.T, cli *clientv3.Client, cluster, view string) *ckpt
 // TestClusterCheckpoints runs the shared-checkpoint scenario on an
 // embedded etcd.
 func TestClusterCheckpoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: three-node failover scenario")
+	}
 	clusterCheckpointScenario(t, etcdtest.Start(t))
 }
 
@@ -97,6 +100,9 @@ func TestClusterCheckpoints(t *testing.T) {
 // server binary (package etcd-server, /usr/bin/etcd) instead of the
 // embedded one; .ci/run installs it, and with CI set its absence fails.
 func TestClusterCheckpointsDebianEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: three-node failover scenario")
+	}
 	const bin = "/usr/bin/etcd"
 	if _, err := os.Stat(bin); err != nil {
 		if os.Getenv("CI") != "" {

@@ -77,6 +77,9 @@ func insertSQL(rows []string) string {
 // the view over reads the topic from its start, and once the writers stop
 // the view equals the batch query over every acknowledged row, each once.
 func TestClusterStreamLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: three-node load and failover scenario")
+	}
 	const ttl = 2 * time.Second
 	ep := etcdtest.Start(t)
 	_, kafkaAddr := startKafka(t, 1)
