@@ -868,7 +868,7 @@ func (c *copyIn) flushBatch() error {
 	c.total += int64(c.rows)
 	c.kept += c.bytes
 	if c.stage == nil && c.stageAt == math.MaxInt {
-		if err := admitKeptCopy(c.e.queryMem.Process(), c.t.Name, c.kept-c.bytes, c.kept); err != nil {
+		if err := admitKeptCopy(processMemory(c.e), c.t.Name, c.kept-c.bytes, c.kept); err != nil {
 			return err
 		}
 	}
@@ -891,6 +891,15 @@ func (c *copyIn) flushBatch() error {
 // keyed table's, or any in cluster mode) reads between two admission
 // checks against --memory-limit.
 const copyAdmitStep = 4 << 20
+
+// processMemory is e's process memory account; nil without an engine (a
+// COPY parsed on its own, as the parser's tests do) or without a limit.
+func processMemory(e *Engine) *exec.ProcessMemory {
+	if e == nil {
+		return nil
+	}
+	return e.queryMem.Process()
+}
 
 // admitKeptCopy checks --memory-limit (pm; nil: none) again each time a
 // COPY that keeps its rows in memory passes another copyAdmitStep bytes of
