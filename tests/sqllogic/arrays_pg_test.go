@@ -24,6 +24,9 @@ import (
 // pgx's binary array parameters. Last, a kill -9 and restart: the views
 // keep their state and go on with new rows.
 func TestArraysPG(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a differential volume test of types and statements, run in the plain step")
+	}
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	d := &diffRun{t: t, sdb: srv.Conn(t), pg: pg.Conn(t), strict: true, logged: map[string]bool{}}

@@ -21,6 +21,9 @@ import (
 // information_schema, format_type, pg_type and psql's \d must name the
 // type alike, before and after a kill -9 and restart.
 func TestCharPG(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a differential volume test of types and statements, run in the plain step")
+	}
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

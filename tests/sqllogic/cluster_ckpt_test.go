@@ -88,13 +88,21 @@ func readPointer(t *testing.T, cli *clientv3.Client, cluster, view string) *ckpt
 }
 
 // TestClusterCheckpoints runs the shared-checkpoint scenario on an
-// embedded etcd.
+// embedded etcd where Debian's etcd is not installed; where it is (CI),
+// TestClusterCheckpointsDebianEtcd runs the same scenario on it, and the
+// other cluster tests cover the embedded etcd.
 func TestClusterCheckpoints(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: three-node failover scenario")
 	}
+	if _, err := os.Stat(debianEtcd); err == nil {
+		t.Skipf("%s exists: TestClusterCheckpointsDebianEtcd runs this scenario on it", debianEtcd)
+	}
 	clusterCheckpointScenario(t, etcdtest.Start(t))
 }
+
+// debianEtcd is the etcd server binary of Debian's etcd-server package.
+const debianEtcd = "/usr/bin/etcd"
 
 // TestClusterCheckpointsDebianEtcd runs the same scenario on Debian's etcd
 // server binary (package etcd-server, /usr/bin/etcd) instead of the
@@ -103,7 +111,7 @@ func TestClusterCheckpointsDebianEtcd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: three-node failover scenario")
 	}
-	const bin = "/usr/bin/etcd"
+	bin := debianEtcd
 	if _, err := os.Stat(bin); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("%s: %v (Debian package etcd-server)", bin, err)

@@ -39,6 +39,9 @@ const typedSchema = `{"type": "record", "name": "Typed", "namespace": "lt", "fie
 // columns equal to the same values written as SQL literals; an Avro sink
 // of them read back by a source gives the same rows.
 func TestKafkaAvroLogicalTypes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a differential volume test of types and statements, run in the plain step")
+	}
 	_, addr := startKafka(t, 1, "typed", "typed_out")
 	reg := schemareg.Start()
 	defer reg.Close()

@@ -13,6 +13,9 @@ import (
 // outcome (success or the same SQLSTATE) on both servers, and the table
 // ends the same.
 func TestKeyedPrivilegesPG(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a differential volume test of types and statements, run in the plain step")
+	}
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

@@ -72,6 +72,12 @@ func StartPG(t testing.TB) *PG {
 // (passed as -c; e.g. wal_level=logical for logical replication).
 func StartPGConf(t testing.TB, conf ...string) *PG {
 	t.Helper()
+	if testing.Short() {
+		// The race pass of .ci/run runs -short against a race build of the
+		// server; the tests that need PostgreSQL (as the oracle or as a
+		// connector's other end) ran in its plain step on the same code.
+		t.Skip("-short: tests that need PostgreSQL run in the plain step")
+	}
 	bin := pgBinDir()
 	for _, name := range []string{"initdb", "postgres"} {
 		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
