@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/streamdb/streamdb/cluster"
@@ -90,8 +91,8 @@ func (c *clusterFlags) fromConfig(settings map[string]string, given map[string]b
 // sql.Open (joining applies the catalog log to the engine), before any
 // session exists.
 type clusterEngine struct {
-	node    *cluster.Node
-	storage string // the cluster's checkpoint storage root ("" for none)
+	node    atomic.Pointer[cluster.Node] // set once Join returns; its callbacks may run before
+	storage string                       // the cluster's checkpoint storage root ("" for none)
 }
 
 // ddlTimeout bounds how long a DDL statement waits for the coordinator to
@@ -101,7 +102,7 @@ const ddlTimeout = 30 * time.Second
 func (c *clusterEngine) SubmitDDL(ctx context.Context, user, text string) (*sql.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, ddlTimeout)
 	defer cancel()
-	res, err := c.node.Submit(ctx, user, text)
+	res, err := c.node.Load().Submit(ctx, user, text)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return nil, &sqlerr.Error{Code: sqlerr.QueryCanceled, Msg: "canceling statement: the cluster's catalog log did not apply it in time",
@@ -119,7 +120,7 @@ func (c *clusterEngine) SubmitDDL(ctx context.Context, user, text string) (*sql.
 }
 
 func (c *clusterEngine) Members(ctx context.Context) ([]sql.ClusterMember, error) {
-	ms, err := c.node.Members(ctx)
+	ms, err := c.node.Load().Members(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +129,7 @@ func (c *clusterEngine) Members(ctx context.Context) ([]sql.ClusterMember, error
 		out[i] = sql.ClusterMember{ID: m.ID, PGAddr: m.PGAddr, PeerAddr: m.PeerAddr, State: m.State,
 			LeaseExpiry: m.LeaseExpiry, Coordinator: m.Coordinator}
 	}
-	jobs := c.node.JobsOf()
+	jobs := c.node.Load().JobsOf()
 	for i := range out {
 		out[i].Jobs = jobs[out[i].ID]
 	}
@@ -163,7 +164,7 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 		}
 		return nil, nil, err
 	}
-	ce.node = node
+	ce.node.Store(node)
 	if pl != nil {
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /peer/health", func(w http.ResponseWriter, _ *http.Request) {

@@ -29,10 +29,10 @@ func (c *clusterFlags) checkStorage() error {
 }
 
 func (c *clusterEngine) NodeID() string {
-	if c.node == nil {
+	if c.node.Load() == nil {
 		return ""
 	}
-	return c.node.ID()
+	return c.node.Load().ID()
 }
 
 func (c *clusterEngine) Storage(node string) string {
@@ -47,15 +47,15 @@ func (c *clusterEngine) Storage(node string) string {
 }
 
 func (c *clusterEngine) Claim(view string) (sql.ClusterClaim, bool) {
-	if c.node == nil {
+	if c.node.Load() == nil {
 		return sql.ClusterClaim{}, false
 	}
-	mod, create, ok := c.node.Assignment(view)
+	mod, create, ok := c.node.Load().Assignment(view)
 	return sql.ClusterClaim{ModRev: mod, CreateRev: create}, ok
 }
 
 func (c *clusterEngine) CommitPointer(ctx context.Context, view string, claim sql.ClusterClaim, p sql.CheckpointPointer) error {
-	err := c.node.CommitPointer(ctx, view, cluster.Pointer{AssignRev: claim.ModRev, JobCreateRev: claim.CreateRev,
+	err := c.node.Load().CommitPointer(ctx, view, cluster.Pointer{AssignRev: claim.ModRev, JobCreateRev: claim.CreateRev,
 		CheckpointID: p.CheckpointID, Epoch: p.Epoch, Storage: p.Storage, Manifest: p.Manifest, JobID: p.JobID})
 	if errors.Is(err, cluster.ErrFenced) {
 		return fmt.Errorf("%w: %v", sql.ErrPointerFenced, err)
@@ -64,7 +64,7 @@ func (c *clusterEngine) CommitPointer(ctx context.Context, view string, claim sq
 }
 
 func (c *clusterEngine) ReadPointer(ctx context.Context, view string) (*sql.CheckpointPointer, error) {
-	p, err := c.node.ReadPointer(ctx, view)
+	p, err := c.node.Load().ReadPointer(ctx, view)
 	if err != nil || p == nil {
 		return nil, err
 	}

@@ -37,16 +37,16 @@ const forwardTimeout = 10 * time.Second
 var peerClient = &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: forwardTimeout}}
 
 func (c *clusterEngine) Owner(view string) (string, bool) {
-	if c.node == nil {
+	if c.node.Load() == nil {
 		return "", false
 	}
-	id, ok := c.node.Owner(view)
-	return id, ok && id == c.node.ID()
+	id, ok := c.node.Load().Owner(view)
+	return id, ok && id == c.node.Load().ID()
 }
 
 func (c *clusterEngine) Forward(ctx context.Context, node, user, text string) (sql.Rows, error) {
 	actx, cancel := context.WithTimeout(ctx, forwardTimeout)
-	peer, err := c.node.PeerAddr(actx, node)
+	peer, err := c.node.Load().PeerAddr(actx, node)
 	cancel()
 	if err == nil && peer == "" {
 		err = fmt.Errorf("node %s has no peer listener (--peer-listen)", node)
