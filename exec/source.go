@@ -423,6 +423,20 @@ func applyStages(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, track boo
 				return nil, nil, err
 			}
 			rec = out
+		case *LateralFuncScan:
+			out, src, err := st.expand(ectx, memoryPool, rec)
+			rec.Release()
+			if err != nil {
+				return nil, nil, err
+			}
+			if track {
+				from := make([]int, len(src))
+				for i, s := range src {
+					from[i] = kept[s]
+				}
+				kept = from
+			}
+			rec = out
 		case *Hop:
 			var buf hopBuf
 			out, src, err := st.expand(ectx, memoryPool, &buf, rec)

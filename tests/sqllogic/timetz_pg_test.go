@@ -253,6 +253,11 @@ func timetzInput(rng *rand.Rand, us, east int64) string {
 		tm = strings.TrimSuffix(tm, "+05:30")
 	}
 	tm = strings.TrimSpace(tm)
+	if c := tm[len(tm)-1]; c >= 'A' {
+		// After AM/PM a space: PostgreSQL reads "AM-01" as a POSIX zone
+		// spec (its sign inverted, AM dropped); streamdb reads AM and -01.
+		tm += " "
+	}
 	if east == 0 {
 		switch rng.IntN(4) {
 		case 0:
