@@ -9,6 +9,7 @@ import (
 	"github.com/streamdb/streamdb/planner"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
 )
 
 // unnest of a column of an earlier FROM item: FROM t, unnest(t.a) AS u(x)
@@ -48,10 +49,10 @@ func (b *Binder) bindLateralUnnest(j *ast.Join, left planner.Node, ls *scope) (p
 		return nil, nil, false, nil
 	}
 	args := []expr.Expr{arg}
-	t, err := b.srfArgs("unnest", args)
-	if err != nil {
+	if _, err := b.srfArgs("unnest", args); err != nil {
 		return nil, nil, true, err
 	}
+	t := types.ArrayElem(args[0].Type()) // the element type, as PostgreSQL's anyarray unnest
 	alias, names, _ := strings.Cut(ts.AsName.O, parse.AliasColumnSep)
 	col, err := srfColumn("unnest", t, alias, names)
 	if err != nil {
