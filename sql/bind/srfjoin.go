@@ -18,16 +18,17 @@ import (
 // element of its array, no row for a NULL or empty array, as the cross
 // join with a lateral function gives. It is stateless, so a materialized
 // view runs it as a stage beside filters and projections (a retracted row
-// retracts its elements). Only unnest with one argument, joined by a comma
-// or CROSS JOIN, reads the left side; other functions keep binding as
-// FROM items that see no other FROM item.
+// retracts its elements). Only unnest with one argument, joined by a comma,
+// CROSS JOIN or an inner JOIN ... ON (the condition filters the rows),
+// reads the left side; LEFT JOIN LATERAL is 0A000; other functions keep
+// binding as FROM items that see no other FROM item.
 
 // bindLateralUnnest binds j as a LateralFuncScan when its right side is
 // unnest(x) and x reads columns of left (scope ls); ok is false when it is
 // not such a join (the caller binds it as any other).
 func (b *Binder) bindLateralUnnest(j *ast.Join, left planner.Node, ls *scope) (planner.Node, *scope, bool, error) {
 	ts, isTS := j.Right.(*ast.TableSource)
-	if !isTS || j.On != nil || len(j.Using) > 0 || j.NaturalJoin || j.StraightJoin || j.Tp != ast.CrossJoin {
+	if !isTS || len(j.Using) > 0 || j.NaturalJoin {
 		return nil, nil, false, nil
 	}
 	f := srfCall(ts.Source)
@@ -48,6 +49,10 @@ func (b *Binder) bindLateralUnnest(j *ast.Join, left planner.Node, ls *scope) (p
 	if !reads {
 		return nil, nil, false, nil
 	}
+	if j.Tp != ast.CrossJoin || j.StraightJoin {
+		return nil, nil, true, sqlerr.New(sqlerr.FeatureNotSupported,
+			"unnest() over a column of another FROM item is supported only in a comma, CROSS or inner join, not an outer join")
+	}
 	args := []expr.Expr{arg}
 	if _, err := b.srfArgs("unnest", args); err != nil {
 		return nil, nil, true, err
@@ -66,5 +71,14 @@ func (b *Binder) bindLateralUnnest(j *ast.Join, left planner.Node, ls *scope) (p
 	sc := &scope{}
 	sc.cols = append(append(sc.cols, ls.cols...), scopeCol{Column: col})
 	sc.star = append(append(sc.star, ls.star...), len(ls.cols))
-	return &planner.LateralFuncScan{Input: left, Func: "unnest", Args: args, Col: col}, sc, true, nil
+	var out planner.Node = &planner.LateralFuncScan{Input: left, Func: "unnest", Args: args, Col: col}
+	if j.On != nil { // JOIN LATERAL unnest(t.a) AS x ON cond: the rows that pass cond
+		pred, err := b.bindBool(&ectx{sc: sc, noAgg: "aggregate functions are not allowed in JOIN conditions",
+			noWin: "window functions are not allowed in JOIN conditions"}, j.On.Expr, "JOIN/ON")
+		if err != nil {
+			return nil, nil, true, err
+		}
+		out = &planner.Filter{Input: out, Pred: pred}
+	}
+	return out, sc, true, nil
 }
