@@ -67,7 +67,7 @@ func (e infoSchemaGen) isColumns() *table {
 				if c.Type.Prec > 0 {
 					prec, scale = i64(int64(c.Type.Prec)), i64(int64(c.Type.Scale))
 				}
-			case types.Timestamp:
+			case types.Timestamp, types.Time, types.TimeTZ:
 				dtPrec = i64(6)
 			case types.Date:
 				dtPrec = i64(0)
