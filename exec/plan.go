@@ -270,13 +270,7 @@ func columnTypes(t *storage.TableDef) []types.T {
 	return ts
 }
 
-func exprTypes(es []expr.Expr) []types.T {
-	ts := make([]types.T, len(es))
-	for i, e := range es {
-		ts[i] = e.Type()
-	}
-	return ts
-}
+func exprTypes(es []expr.Expr) []types.T { return expr.Types(es) }
 
 // StreamsRead returns the streams a batch plan scans (each once).
 func StreamsRead(p Plan) []*storage.TableDef {

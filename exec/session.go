@@ -26,14 +26,7 @@ type SessionAgg struct {
 	Aggs []AggSpec
 }
 
-func (p *SessionAgg) Types() []types.T {
-	ts := exprTypes(p.Keys)
-	ts = append(ts, types.TTimestamp, types.TTimestamp)
-	for _, a := range p.Aggs {
-		ts = append(ts, a.T)
-	}
-	return ts
-}
+func (p *SessionAgg) Types() []types.T { return sessionSpec(p).Types() }
 
 // CheckSessionAggs refuses the aggregates a session window cannot merge.
 func CheckSessionAggs(aggs []AggSpec) error { return session.CheckAggs(aggs) }

@@ -65,18 +65,10 @@ type Spec struct {
 
 // Types are the output columns' types.
 func (p *Spec) Types() []types.T {
-	ts := exprTypes(p.Keys)
+	ts := expr.Types(p.Keys)
 	ts = append(ts, types.TTimestamp, types.TTimestamp)
 	for _, a := range p.Aggs {
 		ts = append(ts, a.T)
-	}
-	return ts
-}
-
-func exprTypes(es []expr.Expr) []types.T {
-	ts := make([]types.T, len(es))
-	for i, e := range es {
-		ts[i] = e.Type()
 	}
 	return ts
 }
@@ -181,7 +173,7 @@ func NewNode(spec *Spec, n Node) *Op {
 }
 
 func newOp(spec *Spec) *Op {
-	o := &Op{spec: spec, keyTs: exprTypes(spec.Keys), outTs: spec.Types(), mem: opkit.Mem, wm: op.NoWatermark, wmSaved: op.NoWatermark}
+	o := &Op{spec: spec, keyTs: expr.Types(spec.Keys), outTs: spec.Types(), mem: opkit.Mem, wm: op.NoWatermark, wmSaved: op.NoWatermark}
 	o.gt = accum.NewGroupTable(o.keyTs)
 	for _, s := range spec.Aggs {
 		o.accs = append(o.accs, accum.New(s, false))
