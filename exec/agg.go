@@ -4,6 +4,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
@@ -24,8 +25,8 @@ type aggOp struct {
 	outTs    []types.T
 	mem      memory.Allocator // of the output rows
 	gt       *groupTable
-	accs     []accum
-	count    *countAcc // rows per group, to know when a group empties under retraction
+	accs     []accum.Accum
+	count    *accum.CountAcc // rows per group, to know when a group empties under retraction
 	gids     []int32
 
 	dirty   []int32
@@ -76,13 +77,13 @@ const groupBytes = 160
 
 // newAggOp makes a hash aggregate; retract says its input may retract rows.
 func newAggOp(spec *HashAgg, retract bool) *aggOp {
-	a := &aggOp{spec: spec, keyTs: exprTypes(spec.Keys), outTs: spec.Types(), mem: memoryPool, count: &countAcc{star: true}, outValid: true}
+	a := &aggOp{spec: spec, keyTs: exprTypes(spec.Keys), outTs: spec.Types(), mem: memoryPool, count: accum.NewCountStar(), outValid: true}
 	a.gt = newGroupTable(a.keyTs)
 	for _, s := range spec.Aggs {
 		a.accs = append(a.accs, newAccum(s, retract))
 	}
 	if len(spec.Keys) == 0 {
-		a.gt.insertDatums(nil) // the one group of a global aggregate always exists
+		a.gt.InsertDatums(nil) // the one group of a global aggregate always exists
 		a.grow()
 	}
 	return a
@@ -91,9 +92,9 @@ func newAggOp(spec *HashAgg, retract bool) *aggOp {
 func (a *aggOp) grow() {
 	n := a.gt.Len()
 	for _, acc := range a.accs {
-		acc.grow(n)
+		acc.Grow(n)
 	}
-	a.count.grow(n)
+	a.count.Grow(n)
 	a.ttl.grow(n)
 	for len(a.isDirty) < n {
 		a.isDirty = append(a.isDirty, false)
@@ -108,15 +109,15 @@ func (a *aggOp) grow() {
 // created accounts for the groups the last lookup made and loads their
 // state if it may be in the state table.
 func (a *aggOp) created() error {
-	for _, g := range a.gt.created {
+	for _, g := range a.gt.Created {
 		a.live[g] = true
 		a.ttl.created(g)
-		a.bytes += groupBytes + a.gt.keyBytes(g)
+		a.bytes += groupBytes + a.gt.KeyBytes(g)
 	}
-	if a.spilled && a.load != nil && len(a.gt.created) > 0 {
-		maybe := a.gt.created[:0:0]
-		for _, g := range a.gt.created {
-			if a.evicted.mayContain(a.gt.hashes[g]) {
+	if a.spilled && a.load != nil && len(a.gt.Created) > 0 {
+		maybe := a.gt.Created[:0:0]
+		for _, g := range a.gt.Created {
+			if a.evicted.mayContain(a.gt.Hashes[g]) {
 				maybe = append(maybe, g)
 			}
 		}
@@ -144,7 +145,7 @@ func (a *aggOp) evict(limit int64, committed, current uint64) int {
 		if !a.live[g] || a.isDirty[g] || a.lastSave[g] > committed || a.touched[g] >= current {
 			continue
 		}
-		a.evicted.add(a.gt.hashes[g])
+		a.evicted.add(a.gt.Hashes[g])
 		a.noteEvicted(g)
 		a.noteEvictedTTL(g)
 		a.dropGroup(g)
@@ -178,7 +179,7 @@ func (a *aggOp) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track b
 		for i := range gids {
 			gids[i] = 0
 		}
-	} else if a.gt.lookup(keys, n, gids, true) > 0 {
+	} else if a.gt.Lookup(keys, n, gids, true) > 0 {
 		a.grow()
 		if err := a.created(); err != nil {
 			return err
@@ -192,10 +193,10 @@ func (a *aggOp) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track b
 				return err
 			}
 			if s.Distinct { // DISTINCT's values are keys too
-				arg = canonKey(ctx, arg)
+				arg = accum.CanonKey(ctx, arg)
 			}
 		}
-		err := a.accs[i].update(gids, arg, signs)
+		err := a.accs[i].Update(gids, arg, signs)
 		if arg != nil {
 			arg.Release()
 		}
@@ -203,7 +204,7 @@ func (a *aggOp) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track b
 			return err
 		}
 	}
-	_ = a.count.update(gids, nil, signs)
+	_ = a.count.Update(gids, nil, signs)
 	if track {
 		for _, g := range gids {
 			if !a.isDirty[g] {
@@ -229,7 +230,7 @@ func runAgg(ctx *Ctx, p *HashAgg, emit func(arrow.RecordBatch) error) error {
 		if err := agg.push(ctx.Expr, rec, nil, false); err != nil {
 			return err
 		}
-		share.set(agg.bytes + agg.gt.approxBytes() + agg.distinctBytes())
+		share.set(agg.bytes + agg.gt.ApproxBytes() + agg.distinctBytes())
 		return ctx.check()
 	}); err != nil {
 		return err
@@ -249,12 +250,7 @@ func runAgg(ctx *Ctx, p *HashAgg, emit func(arrow.RecordBatch) error) error {
 func (a *aggOp) distinctBytes() int64 {
 	var n int64
 	for _, acc := range a.accs {
-		switch d := acc.(type) {
-		case *distinctAcc:
-			n += d.bags.bytes
-		case *orderedSetAcc:
-			n += d.bags.bytes
-		}
+		n += accum.ValueBytes(acc)
 	}
 	return n
 }
@@ -283,31 +279,14 @@ func (a *aggOp) emitAll(emit func(arrow.RecordBatch) error) error {
 // build makes the output rows of groups gids.
 // appendResults appends to cols one column per aggregate with the results
 // of groups gids; on an error it releases cols.
-func appendResults(mem memory.Allocator, aggs []AggSpec, accs []accum, gids []int32, cols []arrow.Array) ([]arrow.Array, error) {
-	for i, acc := range accs {
-		t := aggs[i].T
-		bl := types.NewBuilder(mem, t)
-		bl.Reserve(len(gids))
-		for _, g := range gids {
-			if c, ok := acc.(interface{ checkResult(int32) error }); ok {
-				if err := c.checkResult(g); err != nil {
-					bl.Release()
-					releaseAll(cols)
-					return nil, err
-				}
-			}
-			types.AppendDatum(bl, acc.result(g), t)
-		}
-		cols = append(cols, bl.NewArray())
-		bl.Release()
-	}
-	return cols, nil
+func appendResults(mem memory.Allocator, aggs []AggSpec, accs []accum.Accum, gids []int32, cols []arrow.Array) ([]arrow.Array, error) {
+	return accum.AppendResults(mem, aggs, accs, gids, cols)
 }
 
 func (a *aggOp) build(gids []int32) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, 0, len(a.outTs))
 	for c := range a.keyTs {
-		cols = append(cols, a.gt.buildKeys(a.mem, c, gids))
+		cols = append(cols, a.gt.BuildKeys(a.mem, c, gids))
 	}
 	cols, err := appendResults(a.mem, a.spec.Aggs, a.accs, gids, cols)
 	if err != nil {
@@ -355,7 +334,7 @@ func (a *aggOp) changesOf(before bool, emit func(Chunk) error) error {
 	emitRow := func(src int, op Op, g int32) {
 		take = append(take, src)
 		ops = append(ops, op)
-		groups = append(groups, uint8(keyGroup(a.gt.hashes[g])))
+		groups = append(groups, uint8(keyGroup(a.gt.Hashes[g])))
 	}
 	emitOld := func(old string, op Op, g int32) {
 		if bls == nil {
@@ -374,7 +353,7 @@ func (a *aggOp) changesOf(before bool, emit func(Chunk) error) error {
 	for i, g := range a.dirty {
 		a.isDirty[g] = false
 		buf = encodeRow(buf[:0], cur, i, a.outTs)
-		alive := a.count.n[g] > 0 || len(a.spec.Keys) == 0
+		alive := a.count.N(g) > 0 || len(a.spec.Keys) == 0
 		old := a.lastOut[g]
 		switch {
 		case alive && old == string(buf):
@@ -444,10 +423,10 @@ func (a *aggOp) newRows(emit func(Chunk) error) error {
 	for i, g := range ids {
 		a.isDirty[g] = false
 		ops[i] = OpUpdateAfter
-		if a.count.n[g] <= 0 && len(a.spec.Keys) > 0 {
+		if a.count.N(g) <= 0 && len(a.spec.Keys) > 0 {
 			ops[i] = OpDelete
 		}
-		groups[i] = uint8(keyGroup(a.gt.hashes[g]))
+		groups[i] = uint8(keyGroup(a.gt.Hashes[g]))
 	}
 	a.dirty, a.byID = a.dirty[:0], a.byID[:0]
 	if perm != nil {
@@ -486,20 +465,14 @@ func decodeRow(enc string, ts []types.T) []types.Datum {
 	return out
 }
 
-func releaseAll(as []arrow.Array) {
-	for _, a := range as {
-		if a != nil {
-			a.Release()
-		}
-	}
-}
+func releaseAll(as []arrow.Array) { opkit.ReleaseAll(as) }
 
 // reemitAll forgets what was emitted and marks every live group changed, so
 // the next changes() emits each as an insert.
 func (a *aggOp) reemitAll() {
 	for g := 0; g < a.gt.Len(); g++ {
 		a.lastOut[g] = ""
-		if (a.count.n[g] > 0 || len(a.spec.Keys) == 0) && !a.isDirty[g] {
+		if (a.count.N(int32(g)) > 0 || len(a.spec.Keys) == 0) && !a.isDirty[g] {
 			a.isDirty[g] = true
 			a.dirty = append(a.dirty, int32(g))
 		}

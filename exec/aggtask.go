@@ -3,6 +3,7 @@ package exec
 import (
 	"container/heap"
 	"encoding/binary"
+	"github.com/streamdb/streamdb/exec/accum"
 	"slices"
 	"time"
 
@@ -148,7 +149,7 @@ func (j *Job) writeState(r *opkit.Writer, op *aggOp) {
 	bags := op.valueBags()
 	for _, vb := range bags {
 		if vb != nil {
-			vb.sortChanges()
+			vb.SortChanges()
 		}
 	}
 	var aux []byte
@@ -167,13 +168,13 @@ func (j *Job) writeState(r *opkit.Writer, op *aggOp) {
 			if op.isClosing[k.Ref] {
 				// A closed window's group goes with all its values: those
 				// it holds and those that left it since the last save.
-				vb.allValues(k.Ref, func(v []byte) {
+				vb.AllValues(k.Ref, func(v []byte) {
 					aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
 					r.Delete(aux)
 				})
 				continue
 			}
-			vb.saveValues(k.Ref, func(v []byte, n int64) {
+			vb.SaveValues(k.Ref, func(v []byte, n int64) {
 				aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
 				if n <= 0 {
 					r.Delete(aux)
@@ -187,7 +188,7 @@ func (j *Job) writeState(r *opkit.Writer, op *aggOp) {
 	// Every group with changed values was changed, so saved above.
 	for _, vb := range bags {
 		if vb != nil {
-			vb.clearChanges()
+			vb.ClearChanges()
 		}
 	}
 }
@@ -197,7 +198,7 @@ func (j *Job) writeState(r *opkit.Writer, op *aggOp) {
 func (op *aggOp) clearValueChanges() {
 	for _, vb := range op.valueBags() {
 		if vb != nil {
-			vb.clearChanges()
+			vb.ClearChanges()
 		}
 	}
 }
@@ -231,22 +232,22 @@ func eachAggEntry(op *aggOp, ordered bool, f func(g int32, key, val []byte)) {
 		if !op.live[g] || op.isClosing[g] {
 			continue
 		}
-		if len(op.spec.Keys) > 0 && op.count.n[g] <= 0 || len(op.spec.Keys) == 0 && op.lastSave[g] == 0 && !op.restored {
+		if len(op.spec.Keys) > 0 && op.count.N(g) <= 0 || len(op.spec.Keys) == 0 && op.lastSave[g] == 0 && !op.restored {
 			continue
 		}
 		key = appendStateKey(op, g, key[:0])
-		val = op.count.encode(val[:0], g)
+		val = op.count.Encode(val[:0], g)
 		for _, acc := range op.accs {
-			val = acc.encode(val, g)
+			val = acc.Encode(val, g)
 		}
 		val = op.ttl.appendIdle(val, g)
 		f(g, key, val)
 		for i, vb := range bags {
-			if vb == nil || len(vb.b[g]) == 0 {
+			if vb == nil || len(vb.B[g]) == 0 {
 				continue
 			}
 			vals = vals[:0]
-			for v := range vb.b[g] {
+			for v := range vb.B[g] {
 				vals = append(vals, v)
 			}
 			if ordered {
@@ -254,7 +255,7 @@ func eachAggEntry(op *aggOp, ordered bool, f func(g int32, key, val []byte)) {
 			}
 			for _, v := range vals {
 				aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
-				val = binary.AppendUvarint(val[:0], uint64(vb.b[g][v]))
+				val = binary.AppendUvarint(val[:0], uint64(vb.B[g][v]))
 				f(g, aux, val)
 			}
 		}
@@ -263,12 +264,12 @@ func eachAggEntry(op *aggOp, ordered bool, f func(g int32, key, val []byte)) {
 
 // valueBags returns, per accumulator, its per-value counts or nil; nil if
 // no accumulator keeps any.
-func (op *aggOp) valueBags() []*valueBags {
-	var out []*valueBags
+func (op *aggOp) valueBags() []*accum.ValueBags {
+	var out []*accum.ValueBags
 	for i, acc := range op.accs {
-		if vb := valuesOf(acc); vb != nil {
+		if vb := accum.ValuesOf(acc); vb != nil {
 			if out == nil {
-				out = make([]*valueBags, len(op.accs))
+				out = make([]*accum.ValueBags, len(op.accs))
 			}
 			out[i] = vb
 		}
@@ -278,7 +279,7 @@ func (op *aggOp) valueBags() []*valueBags {
 
 // loadValue restores one value entry (rest: the key after the group's
 // key) of group g.
-func loadValue(op *aggOp, bags []*valueBags, g int32, rest, val []byte) error {
+func loadValue(op *aggOp, bags []*accum.ValueBags, g int32, rest, val []byte) error {
 	if len(rest) < 2 {
 		return errCorruptState
 	}
@@ -287,7 +288,7 @@ func loadValue(op *aggOp, bags []*valueBags, g int32, rest, val []byte) error {
 	if i >= len(bags) || bags[i] == nil || k <= 0 || k != len(val) {
 		return errCorruptState
 	}
-	bags[i].loadValue(g, rest[2:], int64(n))
+	bags[i].LoadValue(g, rest[2:], int64(n))
 	return nil
 }
 
@@ -330,12 +331,12 @@ func prepareSave(op *aggOp, epoch uint64) {
 	for _, g := range op.dirty {
 		op.lastSave[g] = epoch
 		ks.Add(g, func(buf []byte) []byte { return appendStateKey(op, g, buf) }, func(buf []byte) []byte {
-			if op.count.n[g] <= 0 && len(op.spec.Keys) > 0 || op.isClosing[g] {
+			if op.count.N(g) <= 0 && len(op.spec.Keys) > 0 || op.isClosing[g] {
 				return buf // emptied, or its window closed: deleted
 			}
-			buf = op.count.encode(buf, g)
+			buf = op.count.Encode(buf, g)
 			for _, acc := range op.accs {
-				buf = acc.encode(buf, g)
+				buf = acc.Encode(buf, g)
 			}
 			return op.ttl.appendIdle(buf, g)
 		})
@@ -354,9 +355,9 @@ func prepareSave(op *aggOp, epoch uint64) {
 func stateKeyOf(op *aggOp, g int32, buf []byte) []byte { return appendStateKey(op, g, buf[:0]) }
 
 func appendStateKey(op *aggOp, g int32, buf []byte) []byte {
-	buf = append(buf, byte(keyGroup(op.gt.hashes[g])))
+	buf = append(buf, byte(keyGroup(op.gt.Hashes[g])))
 	for c, t := range op.keyTs {
-		buf = encodeDatum(buf, op.gt.keyDatum(c, g), t)
+		buf = encodeDatum(buf, op.gt.KeyDatum(c, g), t)
 	}
 	return buf
 }
@@ -368,11 +369,11 @@ func appendStateKey(op *aggOp, g int32, buf []byte) []byte {
 // row after the accumulators; it is skipped.)
 func decodeGroup(op *aggOp, g int32, val []byte) error {
 	var err error
-	if val, err = op.count.decode(val, g); err != nil {
+	if val, err = op.count.Decode(val, g); err != nil {
 		return err
 	}
 	for _, acc := range op.accs {
-		if val, err = acc.decode(val, g); err != nil {
+		if val, err = acc.Decode(val, g); err != nil {
 			return err
 		}
 	}
@@ -388,10 +389,10 @@ func decodeGroup(op *aggOp, g int32, val []byte) error {
 		}
 	}
 	for _, acc := range op.accs {
-		if vb := valuesOf(acc); vb != nil && vb.legacy {
+		if vb := accum.ValuesOf(acc); vb != nil && vb.Legacy {
 			// Values stored inline, the old way: the next barrier saves
 			// the group, moving them to entries of their own.
-			vb.legacy = false
+			vb.Legacy = false
 			if !op.isDirty[g] {
 				op.isDirty[g] = true
 				op.dirty = append(op.dirty, g)
@@ -410,7 +411,7 @@ func restoreOut(op *aggOp, gids []int32) error {
 	}
 	alive := gids[:0:0]
 	for _, g := range gids {
-		if op.count.n[g] > 0 || len(op.spec.Keys) == 0 {
+		if op.count.N(g) > 0 || len(op.spec.Keys) == 0 {
 			alive = append(alive, g)
 		}
 	}
@@ -445,7 +446,7 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 		if vb != nil {
 			// saveState writes the changed values (not on the memory
 			// backend: snapshotAgg writes them all at a checkpoint).
-			vb.track = !j.memBackend()
+			vb.Track = !j.memBackend()
 		}
 	}
 	op.evicted.refill = j.refillEvicted(op, inst, par)
@@ -524,10 +525,10 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 		}
 		var g int32
 		if len(op.keyTs) > 0 {
-			g = op.gt.insertDatums(ds)
+			g = op.gt.InsertDatums(ds)
 			op.grow()
 			op.live[g] = true
-			op.bytes += groupBytes + op.gt.keyBytes(g)
+			op.bytes += groupBytes + op.gt.KeyBytes(g)
 		}
 		if err := decodeGroup(op, g, val); err != nil {
 			return err

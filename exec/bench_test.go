@@ -114,7 +114,7 @@ func BenchmarkGroupLookup(b *testing.B) {
 			for b.Loop() {
 				g := newGroupTable([]types.T{types.TInt64})
 				for _, r := range recs {
-					g.lookup([]arrow.Array{r.Column(0)}, int(r.NumRows()), gids, true)
+					g.Lookup([]arrow.Array{r.Column(0)}, int(r.NumRows()), gids, true)
 				}
 			}
 			b.ReportMetric(float64(aggBenchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")

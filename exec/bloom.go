@@ -1,5 +1,7 @@
 package exec
 
+import "github.com/streamdb/streamdb/exec/accum"
+
 // evictedFilter is a Bloom filter over the hashes of groups whose state
 // lives only in the state table (evicted, or not loaded at startup). A new
 // group whose hash it has never seen needs no read of the state table: a
@@ -105,5 +107,5 @@ const filterProbes = 4
 // table's slot (h's low bits).
 func (f *evictedFilter) block(h uint64) ([]uint64, uint64) {
 	i := (h >> 32) % uint64(len(f.bits)/8) * 8
-	return f.bits[i : i+8 : i+8], mix(h, 0x9e3779b97f4a7c15)
+	return f.bits[i : i+8 : i+8], accum.Mix(h, 0x9e3779b97f4a7c15)
 }

@@ -1,6 +1,10 @@
 package exec
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/streamdb/streamdb/exec/accum"
+)
 
 // TestEvictedFilter: no false negatives, and the false-positive rate at
 // 10M evicted groups (the 10M-key view's case) stays near the documented 4 %.
@@ -11,17 +15,17 @@ func TestEvictedFilter(t *testing.T) {
 	}
 	const n = 10_000_000
 	for i := range uint64(n) {
-		f.add(mix(i, 12345))
+		f.add(accum.Mix(i, 12345))
 	}
 	for i := range uint64(n) {
-		if !f.mayContain(mix(i, 12345)) {
+		if !f.mayContain(accum.Mix(i, 12345)) {
 			t.Fatalf("false negative for member %d", i)
 		}
 	}
 	fp := 0
 	const probes = 200_000
 	for i := range uint64(probes) {
-		if f.mayContain(mix(i+1<<40, 12345)) {
+		if f.mayContain(accum.Mix(i+1<<40, 12345)) {
 			fp++
 		}
 	}
@@ -40,7 +44,7 @@ func TestEvictedFilterRebuild(t *testing.T) {
 	f := evictedFilter{size: 1 << 20}
 	const window = 50_000
 	lo, hi := uint64(0), uint64(0) // the evicted set: hashes of ids [lo, hi)
-	h := func(i uint64) uint64 { return mix(i, 777) }
+	h := func(i uint64) uint64 { return accum.Mix(i, 777) }
 	f.refill = func(add func(uint64)) error {
 		for i := lo; i < hi; i++ {
 			add(h(i))

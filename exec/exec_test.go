@@ -233,10 +233,10 @@ func TestHashDatumsMatchesColumns(t *testing.T) {
 	// And a table loaded from datums finds the same keys from arrays.
 	g := newGroupTable(ts)
 	for _, r := range rows {
-		g.insertDatums(r)
+		g.InsertDatums(r)
 	}
 	gids := make([]int32, len(rows))
-	if created := g.lookup(arrs, len(rows), gids, false); created != 0 {
+	if created := g.Lookup(arrs, len(rows), gids, false); created != 0 {
 		t.Fatalf("lookup created %d groups", created)
 	}
 	for i, gid := range gids {

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"github.com/streamdb/streamdb/exec/accum"
 	"strings"
 
 	"github.com/streamdb/streamdb/exec/expr"
@@ -525,7 +526,7 @@ func StateOperators(p Plan) (map[string]string, error) {
 				if a.Distinct {
 					fn += " distinct"
 				}
-				fn += orderedSetTrace(a)
+				fn += accum.OrderedSetTrace(a)
 				if a.Arg != nil {
 					fn += "(" + tr(a.Arg) + " " + a.Arg.Type().String() + ")"
 				}

@@ -1,17 +1,17 @@
 package exec
 
 import (
-	"strings"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/hop"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
 
-// Hopping and cumulating windows: the HOP/CUMULATE expand stage.
+// Hopping and cumulating windows: the HOP/CUMULATE expand stage (the
+// stage itself is exec/hop).
 //
 // HOP(table, ts, slide, size) in FROM and GROUP BY HOP(ts, slide, size)
 // plan as one Hop over the input (planner): each input row becomes
@@ -55,103 +55,30 @@ func (p *Hop) Types() []types.T {
 
 // windows is how many windows a row with a time is in (at most, for
 // CUMULATE).
-func (p *Hop) windows() int { return int(p.Size / p.Slide) }
+func (p *Hop) windows() int { return hop.Windows(p.Size, p.Slide) }
 
 // name is the table function's.
-func (p *Hop) name() string {
-	if p.Cumulate {
-		return "cumulate"
-	}
-	return "hop"
-}
+func (p *Hop) name() string { return hop.Name(p.Cumulate) }
 
 // hopBuf is the scratch of expand, reused from batch to batch.
-type hopBuf struct {
-	src        []int
-	start, end []int64
-	valid      []bool
+type hopBuf = hop.Buf
+
+// spec is the expand stage's spec (exec/hop).
+func (p *Hop) spec() hop.Spec {
+	return hop.Spec{In: p.In.Types(), TS: p.TS, Slide: p.Slide, Size: p.Size, Cumulate: p.Cumulate, Used: p.Used}
 }
 
 // expand returns rec's rows expanded into their windows and, for each
 // output row, the index of the input row it came from (valid until the
 // next call). It does not take ownership of rec.
 func (p *Hop) expand(ectx *expr.Ctx, mem memory.Allocator, buf *hopBuf, rec arrow.RecordBatch) (arrow.RecordBatch, []int, error) {
-	col, err := expr.Eval(ectx, p.TS, rec)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer col.Release()
-	ts, ok := col.(*array.Int64)
-	if !ok {
-		return nil, nil, sqlerr.New(sqlerr.Internal, "exec: %s's time column is %s, not a timestamp", strings.ToUpper(p.name()), col.DataType())
-	}
-	n := int(rec.NumRows())
-	w := p.windows()
-	src, start, end, valid := buf.src[:0], buf.start[:0], buf.end[:0], buf.valid[:0]
-	vals := ts.Int64Values()
-	nulls := ts.NullN() > 0
-	for i := 0; i < n; i++ {
-		if nulls && ts.IsNull(i) {
-			src = append(src, i)
-			start = append(start, 0)
-			end = append(end, 0)
-			valid = append(valid, false)
-			continue
-		}
-		if p.Cumulate {
-			// [s, s + k*step) for k from the first end after ts to max.
-			s := windowStartOf(vals[i], p.Size)
-			for e := s + ((vals[i]-s)/p.Slide+1)*p.Slide; e <= s+p.Size; e += p.Slide {
-				src = append(src, i)
-				start = append(start, s)
-				end = append(end, e)
-				valid = append(valid, true)
-			}
-			continue
-		}
-		first := windowStartOf(vals[i], p.Slide) - int64(w-1)*p.Slide
-		for k := 0; k < w; k++ {
-			s := first + int64(k)*p.Slide
-			src = append(src, i)
-			start = append(start, s)
-			end = append(end, s+p.Size)
-			valid = append(valid, true)
-		}
-	}
-	buf.src, buf.start, buf.end, buf.valid = src, start, end, valid
-	inTs := p.In.Types()
-	cols := make([]arrow.Array, 0, len(inTs)+2)
-	for c, t := range inTs {
-		if p.Used != nil && !p.Used[c] {
-			cols = append(cols, newNullArrayMem(mem, t, len(src)))
-			continue
-		}
-		cols = append(cols, takeArrayMem(mem, rec.Column(c), src, t))
-	}
-	if !nulls {
-		valid = nil
-	}
-	cols = append(cols, int64Array(mem, start, valid), int64Array(mem, end, valid))
-	return newRecord(p.Types(), cols, len(src)), src, nil
-}
-
-// int64Array builds an Int64 array of vs (valid nil: no NULLs).
-func int64Array(mem memory.Allocator, vs []int64, valid []bool) arrow.Array {
-	b := array.NewInt64Builder(mem)
-	defer b.Release()
-	b.AppendValues(vs, valid)
-	return b.NewArray()
+	s := p.spec()
+	return s.Expand(ectx, mem, buf, rec)
 }
 
 // windowStartOf is the start of the tumbling window of size w holding ts
 // (tumble_start, rounding toward minus infinity).
-func windowStartOf(ts, w int64) int64 {
-	s := ts - ts%w
-	if ts%w < 0 {
-		s -= w
-	}
-	return s
-}
+func windowStartOf(ts, w int64) int64 { return hop.WindowStart(ts, w) }
 
 // runHop expands the batches of a batch query.
 func runHop(ctx *Ctx, p *Hop, emit func(arrow.RecordBatch) error) error {

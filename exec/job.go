@@ -458,9 +458,9 @@ func (j *Job) exprCtx() *expr.Ctx {
 	return &expr.Ctx{Mem: memoryPool, Now: j.spec.Now, RawKeys: raw}
 }
 
-// KeyGroups is the fixed number of key groups group keys hash into; a key
-// group is the unit of state that moves between parallel instances.
-const KeyGroups = 128
+// KeyGroups is the fixed number of key groups group keys hash into
+// (exec/op).
+const KeyGroups = op.KeyGroups
 
-func keyGroup(h uint64) int    { return int(h % KeyGroups) }
-func instanceOf(kg, n int) int { return kg * n / KeyGroups }
+func keyGroup(h uint64) int    { return op.KeyGroup(h) }
+func instanceOf(kg, n int) int { return op.InstanceOf(kg, n) }

@@ -47,7 +47,7 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 		canonKeys(ctx.Expr, keys)
 		gt = newGroupTable(exprTypes(p.RightKeys))
 		gids := make([]int32, nr)
-		gt.lookup(keys, nr, gids, true)
+		gt.Lookup(keys, nr, gids, true)
 		head = make([]int, gt.Len())
 		for i := range head {
 			head[i] = -1
@@ -60,7 +60,7 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 			next[r] = head[gids[r]]
 			head[gids[r]] = r
 		}
-		share.set(gt.approxBytes() + 8*int64(len(head)+len(next)))
+		share.set(gt.ApproxBytes() + 8*int64(len(head)+len(next)))
 	}
 	var rightMatched []bool
 	if p.Kind == JoinRight || p.Kind == JoinFull {
@@ -130,7 +130,7 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 			}
 			canonKeys(ctx.Expr, keys)
 			gids := make([]int32, n)
-			gt.lookup(keys, n, gids, false)
+			gt.Lookup(keys, n, gids, false)
 			for l := 0; l < n; l++ {
 				if gids[l] < 0 || anyNull(keys, l) {
 					continue

@@ -37,7 +37,7 @@ func (a *aggOp) noteEvicted(g int32) {
 	}
 	ds := make([]types.Datum, len(a.keyTs))
 	for c := range ds {
-		ds[c] = a.gt.keyDatum(c, g)
+		ds[c] = a.gt.KeyDatum(c, g)
 	}
 	a.noteEvictedKey(ds)
 }
@@ -102,17 +102,17 @@ func (a *aggOp) bringBack(keys [][]types.Datum) ([]int32, error) {
 		bld.Release()
 	}
 	gids := make([]int32, len(keys))
-	if a.gt.lookup(cols, len(keys), gids, true) == 0 {
+	if a.gt.Lookup(cols, len(keys), gids, true) == 0 {
 		return nil, nil // all in memory already
 	}
-	created := slices.Clone(a.gt.created)
+	created := slices.Clone(a.gt.Created)
 	a.grow()
 	if err := a.created(); err != nil {
 		return nil, err
 	}
 	back := created[:0]
 	for _, g := range created {
-		if a.count.n[g] <= 0 {
+		if a.count.N(g) <= 0 {
 			a.dropGroup(g) // not in the state table (any more)
 			continue
 		}

@@ -221,7 +221,7 @@ func frameSliding(f WindowFrame) bool {
 func windowAggSliding(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids []int32, frame frameFunc) (arrow.Array, error) {
 	n := len(idx)
 	acc := newAccum(f.Agg, false)
-	acc.grow(n)
+	acc.Grow(n)
 	var sorted arrow.Array
 	if f.Agg.Arg != nil {
 		arg, err := expr.Eval(ctx.Expr, f.Agg.Arg, rec)
@@ -238,7 +238,7 @@ func windowAggSliding(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, 
 	if err := ctx.check(); err != nil {
 		return nil, err
 	}
-	check, _ := acc.(interface{ checkResult(int32) error })
+	check, _ := acc.(interface{ CheckResult(int32) error })
 	bl := types.NewBuilder(ctx.alloc(), f.T)
 	defer bl.Release()
 	bl.Reserve(n)
@@ -263,7 +263,7 @@ func windowAggSliding(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, 
 				if sorted != nil {
 					part = array.NewSlice(sorted, int64(lo), int64(hi))
 				}
-				err := acc.update(gids, part, nil)
+				err := acc.Update(gids, part, nil)
 				if part != nil {
 					part.Release()
 				}
@@ -272,11 +272,11 @@ func windowAggSliding(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, 
 				}
 			}
 			if check != nil {
-				if err := check.checkResult(int32(k)); err != nil {
+				if err := check.CheckResult(int32(k)); err != nil {
 					return nil, err
 				}
 			}
-			types.AppendDatum(bl, acc.result(int32(k)), f.T)
+			types.AppendDatum(bl, acc.Result(int32(k)), f.T)
 		}
 		ps = pe
 	}

@@ -35,6 +35,7 @@ package exec
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -89,36 +90,26 @@ type Project struct {
 	Exprs []expr.Expr
 }
 
-// AggKind is an aggregate function.
-type AggKind uint8
-
-const (
-	AggCountStar AggKind = iota
-	AggCount
-	AggSum
-	AggAvg
-	AggMin
-	AggMax
-	AggArrayAgg // text → text[]
-	// The ordered-set aggregates (WITHIN GROUP (ORDER BY Arg)), with
-	// AggSpec's Frac and Desc (orderedset.go).
-	AggPercentileCont
-	AggPercentileDisc
-	AggMode
+// AggKind is an aggregate function; AggSpec is one aggregate over an
+// argument expression (nil for count(*)). Both live with the accumulators
+// (exec/accum).
+type (
+	AggKind = accum.Kind
+	AggSpec = accum.Spec
 )
 
-// AggSpec is one aggregate over an argument expression (nil for count(*)).
-type AggSpec struct {
-	Kind     AggKind
-	Distinct bool
-	Arg      expr.Expr
-	T        types.T // result type
-	// Frac is percentile_cont/disc's fraction, in [0, 1] (NaN: NULL, so
-	// the result is NULL); Desc orders an ordered-set aggregate's values
-	// descending.
-	Frac float64
-	Desc bool
-}
+const (
+	AggCountStar      = accum.CountStar
+	AggCount          = accum.Count
+	AggSum            = accum.Sum
+	AggAvg            = accum.Avg
+	AggMin            = accum.Min
+	AggMax            = accum.Max
+	AggArrayAgg       = accum.ArrayAgg
+	AggPercentileCont = accum.PercentileCont
+	AggPercentileDisc = accum.PercentileDisc
+	AggMode           = accum.Mode
+)
 
 // HashAgg groups by Keys and computes Aggs; output is keys then aggregates.
 type HashAgg struct {
@@ -279,13 +270,7 @@ func columnTypes(t *storage.TableDef) []types.T {
 	return ts
 }
 
-func exprTypes(es []expr.Expr) []types.T {
-	ts := make([]types.T, len(es))
-	for i, e := range es {
-		ts[i] = e.Type()
-	}
-	return ts
-}
+func exprTypes(es []expr.Expr) []types.T { return expr.Types(es) }
 
 // StreamsRead returns the streams a batch plan scans (each once).
 func StreamsRead(p Plan) []*storage.TableDef {

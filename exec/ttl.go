@@ -297,7 +297,7 @@ func (a *aggOp) noteEvictedTTL(g int32) {
 	}
 	ds := make([]types.Datum, len(a.keyTs))
 	for c := range ds {
-		ds[c] = a.gt.keyDatum(c, g)
+		ds[c] = a.gt.KeyDatum(c, g)
 	}
 	heap.Push(&t.evicted, idleItem[[]types.Datum]{at: t.idle[g], g: ds})
 }

@@ -78,7 +78,7 @@ func groupRows(t testing.TB, op *aggOp) string {
 	t.Helper()
 	var gids []int32
 	for g := range int32(op.gt.Len()) {
-		if op.live[g] && op.count.n[g] > 0 {
+		if op.live[g] && op.count.N(g) > 0 {
 			gids = append(gids, g)
 		}
 	}
@@ -292,7 +292,7 @@ func TestMinMaxUnderChurn(t *testing.T) {
 			rows := [][2]int64{{g, 0}}
 			rec := kvRecord(rows)
 			gids := make([]int32, 1)
-			op.gt.lookup([]arrow.Array{rec.Column(0)}, 1, gids, false)
+			op.gt.Lookup([]arrow.Array{rec.Column(0)}, 1, gids, false)
 			rec.Release()
 			want := "NULL NULL"
 			if len(bag[g]) > 0 {
@@ -304,7 +304,7 @@ func TestMinMaxUnderChurn(t *testing.T) {
 			}
 			got := "NULL NULL"
 			if gids[0] >= 0 {
-				mn, mx := op.accs[0].result(gids[0]), op.accs[1].result(gids[0])
+				mn, mx := op.accs[0].Result(gids[0]), op.accs[1].Result(gids[0])
 				if !mn.Null {
 					got = fmt.Sprintf("%d %d", mn.I, mx.I)
 				}

@@ -42,7 +42,7 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 		}
 		canonKeys(ctx.Expr, keys)
 		gt := newGroupTable(exprTypes(p.PartitionBy))
-		gt.lookup(keys, n, pids, true)
+		gt.Lookup(keys, n, pids, true)
 		parts = gt.Len()
 	}
 	okeys := make([]arrow.Array, len(p.OrderBy))
@@ -190,7 +190,7 @@ func windowRank(kind WindowFuncKind, spids []int32, peer []bool) arrow.Array {
 // windowAgg computes an aggregate over each row's frame, in sorted order.
 func windowAgg(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, pids, spids []int32, peer []bool, parts int, ordered bool) (arrow.Array, error) {
 	acc := newAccum(f.Agg, false)
-	acc.grow(parts)
+	acc.Grow(parts)
 	var arg arrow.Array
 	if f.Agg.Arg != nil {
 		var err error
@@ -199,21 +199,21 @@ func windowAgg(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, pids, s
 		}
 		defer arg.Release()
 	}
-	check, _ := acc.(interface{ checkResult(int32) error })
+	check, _ := acc.(interface{ CheckResult(int32) error })
 	result := func(g int32) (types.Datum, error) {
 		if check != nil {
-			if err := check.checkResult(g); err != nil {
+			if err := check.CheckResult(g); err != nil {
 				return types.Datum{}, err
 			}
 		}
-		return acc.result(g), nil
+		return acc.Result(g), nil
 	}
 	n := len(idx)
 	bl := types.NewBuilder(ctx.alloc(), f.T)
 	defer bl.Release()
 	bl.Reserve(n)
 	if !ordered {
-		if err := acc.update(pids, arg, nil); err != nil {
+		if err := acc.Update(pids, arg, nil); err != nil {
 			return nil, err
 		}
 		// One result per partition, then one per row.
@@ -244,7 +244,7 @@ func windowAgg(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, pids, s
 		if sorted != nil {
 			part = array.NewSlice(sorted, int64(lo), int64(hi))
 		}
-		err := acc.update(spids[lo:hi], part, nil)
+		err := acc.Update(spids[lo:hi], part, nil)
 		if part != nil {
 			part.Release()
 		}

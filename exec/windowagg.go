@@ -276,7 +276,7 @@ func (a *aggOp) markClosing(wm int64) {
 		if !a.live[gid] {
 			continue
 		}
-		d := a.gt.keyDatum(w.Key, gid)
+		d := a.gt.KeyDatum(w.Key, gid)
 		if d.Null || !w.closed(d.I, wm) {
 			continue
 		}
@@ -303,12 +303,12 @@ func (a *aggOp) forgetClosing() {
 // (eviction, whose state stays in the state table, and closed windows,
 // whose state went with the epoch that closed them).
 func (a *aggOp) dropGroup(g int32) {
-	a.bytes -= groupBytes + a.gt.keyBytes(g) + int64(len(a.lastOut[g]))
-	a.gt.remove(g)
+	a.bytes -= groupBytes + a.gt.KeyBytes(g) + int64(len(a.lastOut[g]))
+	a.gt.Remove(g)
 	for _, acc := range a.accs {
-		acc.reset(g)
+		acc.Reset(g)
 	}
-	a.count.reset(g)
+	a.count.Reset(g)
 	a.lastOut[g] = ""
 	a.live[g] = false
 }
@@ -364,7 +364,7 @@ func (a *aggOp) closedRows(emit func(Chunk) error) error {
 	ids := slices.Clone(a.closing)
 	k := a.win.Key
 	slices.SortFunc(ids, func(x, y int32) int {
-		dx, dy := a.gt.keyDatum(k, x), a.gt.keyDatum(k, y)
+		dx, dy := a.gt.KeyDatum(k, x), a.gt.KeyDatum(k, y)
 		switch {
 		case dx.I < dy.I:
 			return -1
@@ -380,7 +380,7 @@ func (a *aggOp) closedRows(emit func(Chunk) error) error {
 	groups := make([]uint8, len(ids))
 	ops := make([]Op, len(ids))
 	for i, g := range ids {
-		groups[i] = uint8(keyGroup(a.gt.hashes[g]))
+		groups[i] = uint8(keyGroup(a.gt.Hashes[g]))
 		ops[i] = OpInsert
 	}
 	return emit(Chunk{Rec: rec, Ops: ops, Groups: groups})

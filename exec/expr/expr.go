@@ -198,3 +198,12 @@ func isInfix(name string) bool {
 	}
 	return false
 }
+
+// Types returns the result types of es.
+func Types(es []Expr) []types.T {
+	ts := make([]types.T, len(es))
+	for i, e := range es {
+		ts[i] = e.Type()
+	}
+	return ts
+}

@@ -122,3 +122,14 @@ type Outlet interface {
 type WatermarkHandler interface {
 	AdvanceWatermark(ectx *expr.Ctx, wm Watermark) (late int64, err error)
 }
+
+// KeyGroups is the fixed number of key groups keys hash into; a key group
+// is the unit of state that moves between parallel instances. An
+// operator's state key starts with its key group.
+const KeyGroups = 128
+
+// KeyGroup is the key group of a key of hash h.
+func KeyGroup(h uint64) int { return int(h % KeyGroups) }
+
+// InstanceOf is the instance, of n, that owns key group kg.
+func InstanceOf(kg, n int) int { return kg * n / KeyGroups }

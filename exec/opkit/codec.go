@@ -319,3 +319,12 @@ func EncodeRow(buf []byte, rec arrow.RecordBatch, i int, ts []types.T) []byte {
 	}
 	return buf
 }
+
+// ReleaseAll releases the non-nil arrays of as.
+func ReleaseAll(as []arrow.Array) {
+	for _, a := range as {
+		if a != nil {
+			a.Release()
+		}
+	}
+}

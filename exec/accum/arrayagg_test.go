@@ -1,4 +1,4 @@
-package exec
+package accum
 
 import (
 	"testing"
@@ -18,12 +18,12 @@ func TestArrayAggAcc(t *testing.T) {
 	arg := b.NewArray()
 	defer arg.Release()
 	a := &arrayAggAcc{}
-	a.grow(3)
-	if err := a.update([]int32{0, 0, 1, 0}, arg, nil); err != nil {
+	a.Grow(3)
+	if err := a.Update([]int32{0, 0, 1, 0}, arg, nil); err != nil {
 		t.Fatal(err)
 	}
 	render := func(acc *arrayAggAcc, g int32) string {
-		d := acc.result(g)
+		d := acc.Result(g)
 		if d.Null {
 			return "NULL"
 		}
@@ -36,9 +36,9 @@ func TestArrayAggAcc(t *testing.T) {
 		}
 	}
 	back := &arrayAggAcc{}
-	back.grow(3)
+	back.Grow(3)
 	for g := int32(0); g < 3; g++ {
-		rest, err := back.decode(a.encode(nil, g), g)
+		rest, err := back.Decode(a.Encode(nil, g), g)
 		if err != nil || len(rest) != 0 {
 			t.Fatalf("decode group %d: %v, %d bytes left", g, err, len(rest))
 		}
@@ -46,11 +46,11 @@ func TestArrayAggAcc(t *testing.T) {
 			t.Errorf("decoded group %d: %s, want %s", g, got, want[g])
 		}
 	}
-	a.reset(0)
+	a.Reset(0)
 	if got := render(a, 0); got != "NULL" {
 		t.Errorf("after reset: %s", got)
 	}
-	err := a.update([]int32{1, 1, 1, 1}, arg, []int8{1, 1, -1, 1})
+	err := a.Update([]int32{1, 1, 1, 1}, arg, []int8{1, 1, -1, 1})
 	if sqlerr.Code(err) != sqlerr.FeatureNotSupported {
 		t.Errorf("retraction: %v, want 0A000", err)
 	}

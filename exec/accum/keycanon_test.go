@@ -1,6 +1,7 @@
-package exec
+package accum
 
 import (
+	"github.com/streamdb/streamdb/exec/opkit"
 	"math"
 	"testing"
 
@@ -15,12 +16,12 @@ import (
 // the old way (RawKeys) keeps the values as they are.
 func TestCanonKey(t *testing.T) {
 	build := func() []arrow.Array {
-		ib := array.NewMonthDayNanoIntervalBuilder(memoryPool)
+		ib := array.NewMonthDayNanoIntervalBuilder(opkit.Mem)
 		defer ib.Release()
 		ib.Append(arrow.MonthDayNanoInterval{Nanoseconds: 86400e9})
 		ib.Append(arrow.MonthDayNanoInterval{Days: 1})
 		ib.AppendNull()
-		fb := array.NewFloat64Builder(memoryPool)
+		fb := array.NewFloat64Builder(opkit.Mem)
 		defer fb.Release()
 		fb.Append(math.Copysign(0, -1))
 		fb.Append(0)
@@ -31,22 +32,24 @@ func TestCanonKey(t *testing.T) {
 	}
 	for _, raw := range []bool{false, true} {
 		keys := build()
-		canonKeys(&expr.Ctx{RawKeys: raw}, keys)
-		h := hashColumns(nil, keys[:1], 3)
+		CanonKeys(&expr.Ctx{RawKeys: raw}, keys)
+		h := HashColumns(nil, keys[:1], 3)
 		if (h[0] == h[1]) == raw {
 			t.Errorf("raw %v: hashes of 24:00:00 and 1 day equal: %v", raw, h[0] == h[1])
 		}
 		if !keys[0].IsNull(2) || !keys[1].IsNull(4) {
 			t.Errorf("raw %v: a NULL key is no longer NULL", raw)
 		}
-		var enc rowEncoder
-		enc.Encode(keys[1:], []typesT{types.TFloat64}, 4)
+		var enc opkit.RowEncoder
+		enc.Encode(keys[1:], []types.T{types.TFloat64}, 4)
 		if nan := string(enc.Row(2)) == string(enc.Row(3)); nan == raw {
 			t.Errorf("raw %v: the two NaNs encode alike: %v", raw, nan)
 		}
 		if string(enc.Row(0)) != string(enc.Row(1)) {
 			t.Errorf("raw %v: -0 and 0 encode differently", raw)
 		}
-		releaseAll(keys)
+		for _, k := range keys {
+			k.Release()
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package exec
+package session
 
 import (
 	"fmt"
@@ -9,7 +9,11 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/op"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -19,25 +23,25 @@ type sessionRow struct {
 	null         bool
 }
 
-func sessionSpec(gap int64) *SessionAgg {
-	return &SessionAgg{
+func sessionSpec(gap int64) *Spec {
+	return &Spec{
 		Keys: []expr.Expr{col(0, types.TInt64)},
 		Time: col(1, types.TTimestamp),
 		Gap:  gap,
-		Aggs: []AggSpec{
-			{Kind: AggCountStar, T: types.TInt64},
-			{Kind: AggSum, Arg: col(2, types.TInt64), T: types.TNumeric},
-			{Kind: AggMin, Arg: col(2, types.TInt64), T: types.TInt64},
-			{Kind: AggMax, Arg: col(2, types.TInt64), T: types.TInt64},
+		Aggs: []accum.Spec{
+			{Kind: accum.CountStar, T: types.TInt64},
+			{Kind: accum.Sum, Arg: col(2, types.TInt64), T: types.TNumeric},
+			{Kind: accum.Min, Arg: col(2, types.TInt64), T: types.TInt64},
+			{Kind: accum.Max, Arg: col(2, types.TInt64), T: types.TInt64},
 		},
 	}
 }
 
 func sessionRecord(rows []sessionRow) arrow.RecordBatch {
 	ts := []types.T{types.TInt64, types.TTimestamp, types.TInt64}
-	bls := make([]arrowBuilder, 3)
+	bls := make([]array.Builder, 3)
 	for i, t := range ts {
-		bls[i] = types.NewBuilder(memoryPool, t)
+		bls[i] = types.NewBuilder(opkit.Mem, t)
 	}
 	for _, r := range rows {
 		types.AppendDatum(bls[0], types.Int(r.k), ts[0])
@@ -53,7 +57,7 @@ func sessionRecord(rows []sessionRow) arrow.RecordBatch {
 		cols[i] = b.NewArray()
 		b.Release()
 	}
-	return newRecord(ts, cols, len(rows))
+	return opkit.NewRecord(ts, cols, len(rows))
 }
 
 // bruteSessions computes the sessions by sorting each key's rows by time.
@@ -110,10 +114,10 @@ func TestSessionMerge(t *testing.T) {
 		for i := 0; i < 200; i++ {
 			rows = append(rows, sessionRow{k: rng.Int63n(4), ts: rng.Int63n(300), price: rng.Int63n(100) - 20, null: rng.Intn(50) == 0})
 		}
-		o := newSessionOp(sessionSpec(gap))
-		ectx := &expr.Ctx{Mem: memoryPool}
+		o := newOp(sessionSpec(gap))
+		ectx := &expr.Ctx{Mem: opkit.Mem}
 		view := map[string]int{}
-		emit := func(c Chunk) error {
+		emit := func(c op.Chunk) error {
 			defer c.Rec.Release()
 			for i := 0; i < int(c.Rec.NumRows()); i++ {
 				view[sessionText(c.Rec, i, o.outTs)] += int(c.Ops[i].Sign())
@@ -123,12 +127,12 @@ func TestSessionMerge(t *testing.T) {
 		for fed := 0; fed < len(rows); {
 			n := min(len(rows)-fed, 1+rng.Intn(30))
 			rec := sessionRecord(rows[fed : fed+n])
-			if err := o.fold(ectx, rec); err != nil {
+			if err := o.Fold(ectx, rec); err != nil {
 				t.Fatal(err)
 			}
 			rec.Release()
 			fed += n
-			if _, err := o.AdvanceWatermark(ectx, Watermark{At: NoWatermark}); err != nil {
+			if _, err := o.AdvanceWatermark(ectx, op.Watermark{At: op.NoWatermark}); err != nil {
 				t.Fatal(err)
 			}
 			if err := o.changes(emit); err != nil {
@@ -159,15 +163,15 @@ func TestSessionMerge(t *testing.T) {
 // session is emitted once.
 func TestSessionClose(t *testing.T) {
 	const gap = 10
-	o := newSessionOp(sessionSpec(gap))
+	o := newOp(sessionSpec(gap))
 	o.eowc = true
-	o.timed = true // its time is a WATERMARK FOR column (newSessionNode)
-	ectx := &expr.Ctx{Mem: memoryPool}
+	o.timed = true // its time is a WATERMARK FOR column (Node.Timed)
+	ectx := &expr.Ctx{Mem: opkit.Mem}
 	var out []string
-	emit := func(c Chunk) error {
+	emit := func(c op.Chunk) error {
 		defer c.Rec.Release()
 		for i := 0; i < int(c.Rec.NumRows()); i++ {
-			if c.Ops[i] != OpInsert {
+			if c.Ops[i] != types.ChangeInsert {
 				t.Fatalf("eowc emitted %v", c.Ops[i])
 			}
 			out = append(out, sessionText(c.Rec, i, o.outTs))
@@ -177,11 +181,11 @@ func TestSessionClose(t *testing.T) {
 	step := func(rows []sessionRow, wm int64) int64 {
 		t.Helper()
 		rec := sessionRecord(rows)
-		if err := o.fold(ectx, rec); err != nil {
+		if err := o.Fold(ectx, rec); err != nil {
 			t.Fatal(err)
 		}
 		rec.Release()
-		late, err := o.AdvanceWatermark(ectx, Watermark{At: wm})
+		late, err := o.AdvanceWatermark(ectx, op.Watermark{At: wm})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,8 +204,8 @@ func TestSessionClose(t *testing.T) {
 	if want := []string{"1 0 15 2 3 1 2"}; !slices.Equal(out, want) {
 		t.Fatalf("closed: %v, want %v", out, want)
 	}
-	if o.gt.Len()-len(o.gt.free) != 1 || len(o.all()) != 1 {
-		t.Fatalf("%d keys and %d sessions in memory after closing, want 1 and 1", o.gt.Len()-len(o.gt.free), len(o.all()))
+	if o.gt.Len()-len(o.gt.Free) != 1 || len(o.All()) != 1 {
+		t.Fatalf("%d keys and %d sessions in memory after closing, want 1 and 1", o.gt.Len()-len(o.gt.Free), len(o.All()))
 	}
 	// 4 (ends 14 <= 15) is late; 21 joins key 2's [30, 40); 10, behind
 	// the watermark, reaches no session but its own ends at 20: kept.
@@ -214,7 +218,9 @@ func TestSessionClose(t *testing.T) {
 	if !slices.Equal(out, want) {
 		t.Fatalf("closed: %v, want %v", out, want)
 	}
-	if len(o.all()) != 0 || o.ends.Len() != 0 {
-		t.Fatalf("%d sessions and %d heap entries left", len(o.all()), o.ends.Len())
+	if len(o.All()) != 0 || o.ends.Len() != 0 {
+		t.Fatalf("%d sessions and %d heap entries left", len(o.All()), o.ends.Len())
 	}
 }
+
+func col(i int, t types.T) *expr.ColRef { return &expr.ColRef{Idx: i, T: t} }

@@ -1,7 +1,8 @@
-package exec
+package accum
 
 import (
 	"bytes"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -12,7 +13,7 @@ import (
 // minMaxAcc keeps the current extreme per group. Under retraction it also
 // keeps each group's multiset of values so a retracted extreme can be
 // replaced by the next one; the multiset is stored value by value
-// (valueBags), so an epoch writes only the values that changed.
+// (ValueBags), so an epoch writes only the values that changed.
 type minMaxAcc struct {
 	max bool
 	t   types.T
@@ -25,14 +26,14 @@ type minMaxAcc struct {
 	ds      []types.Datum
 	// bags counts each value (encoded) of each group: every group if
 	// retract, else only groups that have seen a retraction.
-	bags valueBags
+	bags ValueBags
 	// heaps[g] orders group g's values, best first, once its extreme has
 	// been retracted (recompute); nil before.
 	heaps []*valHeap
 	buf   []byte
 }
 
-func (a *minMaxAcc) grow(n int) {
+func (a *minMaxAcc) Grow(n int) {
 	for len(a.has) < n {
 		a.has = append(a.has, false)
 		switch a.t.Physical() {
@@ -44,16 +45,16 @@ func (a *minMaxAcc) grow(n int) {
 			a.ds = append(a.ds, types.Datum{})
 		}
 	}
-	a.bags.grow(n)
+	a.bags.Grow(n)
 	for len(a.heaps) < n {
 		a.heaps = append(a.heaps, nil)
 	}
 }
 
 // bagged says group g keeps its multiset of values.
-func (a *minMaxAcc) bagged(g int32) bool { return a.retract || a.bags.b[g] != nil }
+func (a *minMaxAcc) bagged(g int32) bool { return a.retract || a.bags.B[g] != nil }
 
-func (a *minMaxAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
+func (a *minMaxAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
 	if signs != nil {
 		return a.updateBag(gids, arg, signs)
 	}
@@ -77,7 +78,7 @@ func (a *minMaxAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
 				continue
 			}
 			v := vs[i]
-			if !a.has[g] || (a.max && floatLess(a.flts[g], v)) || (!a.max && floatLess(v, a.flts[g])) {
+			if !a.has[g] || (a.max && opkit.FloatLess(a.flts[g], v)) || (!a.max && opkit.FloatLess(v, a.flts[g])) {
 				a.flts[g], a.has[g] = v, true
 			}
 		}
@@ -101,9 +102,9 @@ func (a *minMaxAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
 // addValue adds a copy of d to group g's values; a new value goes into the
 // group's heap, if it has one.
 func (a *minMaxAcc) addValue(g int32, d types.Datum) {
-	a.buf = encodeDatum(a.buf[:0], d, a.t)
+	a.buf = opkit.EncodeDatum(a.buf[:0], d, a.t)
 	if before, _ := a.bags.add(g, a.buf, 1); before == 0 && a.heaps[g] != nil {
-		if h := a.heaps[g]; len(h.ds) > 2*len(a.bags.b[g])+16 {
+		if h := a.heaps[g]; len(h.ds) > 2*len(a.bags.B[g])+16 {
 			a.heaps[g] = nil // mostly stale: rebuilt when next needed
 		} else {
 			h.push(a, d, string(a.buf))
@@ -141,7 +142,7 @@ func (a *minMaxAcc) offer(g int32, d types.Datum) {
 		a.set(g, d)
 		return
 	}
-	c := compareDatum(d, a.get(g), a.t)
+	c := opkit.CompareDatum(d, a.get(g), a.t)
 	if (a.max && c > 0) || (!a.max && c < 0) {
 		a.set(g, d)
 	}
@@ -155,7 +156,7 @@ func (a *minMaxAcc) updateBag(gids []int32, arg arrow.Array, signs []int8) error
 		if !a.bagged(g) {
 			// The first retraction of a group that kept only its extreme:
 			// from here on it keeps its values, starting with that one.
-			a.bags.b[g] = map[string]int64{}
+			a.bags.B[g] = map[string]int64{}
 			if a.has[g] {
 				a.addValue(g, a.get(g))
 			}
@@ -166,8 +167,8 @@ func (a *minMaxAcc) updateBag(gids []int32, arg arrow.Array, signs []int8) error
 			a.offer(g, d)
 			continue
 		}
-		a.buf = encodeDatum(a.buf[:0], d, a.t)
-		if _, after := a.bags.add(g, a.buf, -1); after <= 0 && a.has[g] && compareDatum(d, a.get(g), a.t) == 0 {
+		a.buf = opkit.EncodeDatum(a.buf[:0], d, a.t)
+		if _, after := a.bags.add(g, a.buf, -1); after <= 0 && a.has[g] && opkit.CompareDatum(d, a.get(g), a.t) == 0 {
 			a.recompute(g)
 		}
 	}
@@ -180,12 +181,12 @@ func (a *minMaxAcc) updateBag(gids []int32, arg arrow.Array, signs []int8) error
 // group's values the first time, and rebuilt when stale entries outnumber
 // live ones; otherwise a retracted extreme costs O(log n), no scan.
 func (a *minMaxAcc) recompute(g int32) {
-	m := a.bags.b[g]
+	m := a.bags.B[g]
 	h := a.heaps[g]
 	if h == nil || len(h.ds) > 2*len(m)+16 {
 		h = &valHeap{ds: make([]types.Datum, 0, len(m)), keys: make([]string, 0, len(m))}
 		for k := range m {
-			d, _, err := decodeDatum([]byte(k), a.t)
+			d, _, err := opkit.DecodeDatum([]byte(k), a.t)
 			if err == nil {
 				h.ds, h.keys = append(h.ds, d), append(h.keys, k)
 			}
@@ -211,7 +212,7 @@ type valHeap struct {
 }
 
 func (h *valHeap) better(a *minMaxAcc, i, j int) bool {
-	c := compareDatum(h.ds[i], h.ds[j], a.t)
+	c := opkit.CompareDatum(h.ds[i], h.ds[j], a.t)
 	return (a.max && c > 0) || (!a.max && c < 0)
 }
 
@@ -262,24 +263,24 @@ func (h *valHeap) down(a *minMaxAcc, i int) {
 	}
 }
 
-func (a *minMaxAcc) result(g int32) types.Datum { return a.get(g) }
+func (a *minMaxAcc) Result(g int32) types.Datum { return a.get(g) }
 
-func (a *minMaxAcc) reset(g int32) {
+func (a *minMaxAcc) Reset(g int32) {
 	a.has[g] = false
-	a.bags.reset(g)
+	a.bags.Reset(g)
 	a.heaps[g] = nil
 }
 
 // encode writes the extreme and an empty inline multiset: the values are
 // separate state entries (saveValues). State written before they were
 // carried the multiset inline; decode still reads it.
-func (a *minMaxAcc) encode(buf []byte, g int32) []byte {
-	buf = encodeDatum(buf, a.get(g), a.t)
-	return appendUvarint(buf, 0)
+func (a *minMaxAcc) Encode(buf []byte, g int32) []byte {
+	buf = opkit.EncodeDatum(buf, a.get(g), a.t)
+	return opkit.AppendUvarint(buf, 0)
 }
 
-func (a *minMaxAcc) decode(buf []byte, g int32) ([]byte, error) {
-	d, buf, err := decodeDatum(buf, a.t)
+func (a *minMaxAcc) Decode(buf []byte, g int32) ([]byte, error) {
+	d, buf, err := opkit.DecodeDatum(buf, a.t)
 	if err != nil {
 		return nil, err
 	}
@@ -287,34 +288,34 @@ func (a *minMaxAcc) decode(buf []byte, g int32) ([]byte, error) {
 	return a.bags.decodeInline(buf, g)
 }
 
-func (a *minMaxAcc) values() *valueBags { return &a.bags }
+func (a *minMaxAcc) values() *ValueBags { return &a.bags }
 
 // distinctAcc feeds its inner aggregate each value once per group, counting
 // duplicates so retractions remove a value only when its last copy goes.
-// The counts are kept per group and stored value by value (valueBags): a
+// The counts are kept per group and stored value by value (ValueBags): a
 // barrier's work is the changed (group, value) pairs, not every value.
 type distinctAcc struct {
-	inner accum
+	inner Accum
 	t     types.T
-	bags  valueBags
+	bags  ValueBags
 	idx   []int
 	sg    []int32
 	ss    []int8
 	buf   []byte
 }
 
-func (a *distinctAcc) grow(n int) {
-	a.inner.grow(n)
-	a.bags.grow(n)
+func (a *distinctAcc) Grow(n int) {
+	a.inner.Grow(n)
+	a.bags.Grow(n)
 }
 
-func (a *distinctAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
+func (a *distinctAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
 	a.idx, a.sg, a.ss = a.idx[:0], a.sg[:0], a.ss[:0]
 	for i, g := range gids {
 		if arg.IsNull(i) {
 			continue
 		}
-		a.buf = encodeDatum(a.buf[:0], types.DatumAt(arg, i, a.t), a.t)
+		a.buf = opkit.EncodeDatum(a.buf[:0], types.DatumAt(arg, i, a.t), a.t)
 		s := sign(signs, i)
 		before, after := a.bags.add(g, a.buf, s)
 		if (before <= 0) != (after <= 0) {
@@ -324,64 +325,64 @@ func (a *distinctAcc) update(gids []int32, arg arrow.Array, signs []int8) error 
 	if len(a.idx) == 0 {
 		return nil
 	}
-	sub := takeArray(arg, a.idx, a.t)
+	sub := opkit.TakeArrayMem(opkit.Mem, arg, a.idx, a.t)
 	defer sub.Release()
 	ss := a.ss
 	if signs == nil {
 		ss = nil
 	}
-	return a.inner.update(a.sg, sub, ss)
+	return a.inner.Update(a.sg, sub, ss)
 }
 
-func (a *distinctAcc) result(g int32) types.Datum { return a.inner.result(g) }
+func (a *distinctAcc) Result(g int32) types.Datum { return a.inner.Result(g) }
 
-func (a *distinctAcc) reset(g int32) {
-	a.inner.reset(g)
-	a.bags.reset(g)
+func (a *distinctAcc) Reset(g int32) {
+	a.inner.Reset(g)
+	a.bags.Reset(g)
 }
 
 // encode writes the inner state and an empty inline value list: the values
 // are separate state entries (saveValues). State written before they were
 // carried the values inline; decode still reads it.
-func (a *distinctAcc) encode(buf []byte, g int32) []byte {
-	buf = a.inner.encode(buf, g)
-	return appendUvarint(buf, 0)
+func (a *distinctAcc) Encode(buf []byte, g int32) []byte {
+	buf = a.inner.Encode(buf, g)
+	return opkit.AppendUvarint(buf, 0)
 }
 
-func (a *distinctAcc) decode(buf []byte, g int32) ([]byte, error) {
-	buf, err := a.inner.decode(buf, g)
+func (a *distinctAcc) Decode(buf []byte, g int32) ([]byte, error) {
+	buf, err := a.inner.Decode(buf, g)
 	if err != nil {
 		return nil, err
 	}
 	return a.bags.decodeInline(buf, g)
 }
 
-func (a *distinctAcc) values() *valueBags { return &a.bags }
+func (a *distinctAcc) values() *ValueBags { return &a.bags }
 
-// valuesOf returns the per-value counts acc keeps, or nil.
-func valuesOf(acc accum) *valueBags {
-	if v, ok := acc.(interface{ values() *valueBags }); ok {
+// ValuesOf returns the per-value counts acc keeps, or nil.
+func ValuesOf(acc Accum) *ValueBags {
+	if v, ok := acc.(interface{ values() *ValueBags }); ok {
 		return v.values()
 	}
 	return nil
 }
 
-// valueBags is a multiset of values per group: each value (encoded with
-// encodeDatum) with its count. In a view job (track) it also logs the
+// ValueBags is a multiset of values per group: each value (encoded with
+// opkit.EncodeDatum) with its count. In a view job (Track) it also logs the
 // values whose count changed since the last save, so a barrier writes one
 // state entry per changed (group, value) pair: the group's key, the
-// accumulator, the value -> the count (aggtask.go, saveState). The log is
+// accumulator, the value -> the count (the aggregate operator's state). The log is
 // flat (no allocation per change but the values' bytes, in one arena).
-type valueBags struct {
-	b     []map[string]int64 // per group; nil: empty
-	track bool
+type ValueBags struct {
+	B     []map[string]int64 // per group; nil: empty
+	Track bool
 	chg   []valueChange
 	arena []byte
-	// legacy is set when a group's entry carried its values inline.
-	legacy bool
-	// bytes estimates the memory of the values held (a batch query's
+	// Legacy is set when a group's entry carried its values inline.
+	Legacy bool
+	// Bytes estimates the memory of the values held (a batch query's
 	// budget reads it).
-	bytes int64
+	Bytes int64
 }
 
 // valueEntryBytes is a map entry's overhead beside the value's bytes.
@@ -395,16 +396,16 @@ type valueChange struct {
 	cnt    int64
 }
 
-func (v *valueBags) grow(n int) {
-	for len(v.b) < n {
-		v.b = append(v.b, nil)
+func (v *ValueBags) Grow(n int) {
+	for len(v.B) < n {
+		v.B = append(v.B, nil)
 	}
 }
 
 // add adds d copies of value val to group g and returns its count before
 // and after; a count that reaches zero is dropped.
-func (v *valueBags) add(g int32, val []byte, d int64) (before, after int64) {
-	m := v.b[g]
+func (v *ValueBags) add(g int32, val []byte, d int64) (before, after int64) {
+	m := v.B[g]
 	before = m[string(val)]
 	after = before + d
 	switch {
@@ -413,15 +414,15 @@ func (v *valueBags) add(g int32, val []byte, d int64) (before, after int64) {
 	case after > 0:
 		if m == nil {
 			m = map[string]int64{}
-			v.b[g] = m
+			v.B[g] = m
 		}
 		m[string(val)] = after
-		v.bytes += int64(len(val)) + valueEntryBytes
+		v.Bytes += int64(len(val)) + valueEntryBytes
 	case before > 0:
 		delete(m, string(val))
-		v.bytes -= int64(len(val)) + valueEntryBytes
+		v.Bytes -= int64(len(val)) + valueEntryBytes
 	}
-	if v.track && before != after {
+	if v.Track && before != after {
 		v.chg = append(v.chg, valueChange{g: g, off: uint32(len(v.arena)), n: uint32(len(val)), cnt: max(after, 0)})
 		v.arena = append(v.arena, val...)
 	}
@@ -430,19 +431,19 @@ func (v *valueBags) add(g int32, val []byte, d int64) (before, after int64) {
 
 // reset empties group g (its id is reused by another group). Only a group
 // with no unsaved changes is reset (evicted).
-func (v *valueBags) reset(g int32) {
-	for val := range v.b[g] {
-		v.bytes -= int64(len(val)) + valueEntryBytes
+func (v *ValueBags) Reset(g int32) {
+	for val := range v.B[g] {
+		v.Bytes -= int64(len(val)) + valueEntryBytes
 	}
-	v.b[g] = nil
+	v.B[g] = nil
 }
 
-func (v *valueBags) val(c valueChange) []byte { return v.arena[c.off : c.off+c.n] }
+func (v *ValueBags) val(c valueChange) []byte { return v.arena[c.off : c.off+c.n] }
 
 // sortChanges orders the change log by group and value and keeps the last
 // change of each (group, value), whose count is the current one (no read
 // of the groups' maps: at a barrier they are cold); saveValues then reads it.
-func (v *valueBags) sortChanges() {
+func (v *ValueBags) SortChanges() {
 	slices.SortStableFunc(v.chg, func(a, b valueChange) int {
 		if a.g != b.g {
 			return int(a.g) - int(b.g)
@@ -461,7 +462,7 @@ func (v *valueBags) sortChanges() {
 
 // saveValues calls put with each value of group g in the sorted change log
 // (sortChanges), in byte order, with its count (0: gone).
-func (v *valueBags) saveValues(g int32, put func(val []byte, n int64)) {
+func (v *ValueBags) SaveValues(g int32, put func(val []byte, n int64)) {
 	i, _ := slices.BinarySearchFunc(v.chg, g, func(c valueChange, g int32) int { return int(c.g) - int(g) })
 	for ; i < len(v.chg) && v.chg[i].g == g; i++ {
 		put(v.val(v.chg[i]), v.chg[i].cnt)
@@ -471,12 +472,12 @@ func (v *valueBags) saveValues(g int32, put func(val []byte, n int64)) {
 // allValues calls fn, in byte order, with every value group g has or had
 // since the last save (the sorted change log's and the group's own): the
 // entries a deleted group may have in the state table.
-func (v *valueBags) allValues(g int32, fn func(val []byte)) {
-	vals := make([]string, 0, len(v.b[g]))
-	for val := range v.b[g] {
+func (v *ValueBags) AllValues(g int32, fn func(val []byte)) {
+	vals := make([]string, 0, len(v.B[g]))
+	for val := range v.B[g] {
 		vals = append(vals, val)
 	}
-	v.saveValues(g, func(val []byte, n int64) {
+	v.SaveValues(g, func(val []byte, n int64) {
 		if n <= 0 {
 			vals = append(vals, string(val))
 		}
@@ -488,17 +489,17 @@ func (v *valueBags) allValues(g int32, fn func(val []byte)) {
 }
 
 // clearChanges empties the change log (once every changed group is saved).
-func (v *valueBags) clearChanges() { v.chg, v.arena = v.chg[:0], v.arena[:0] }
+func (v *ValueBags) ClearChanges() { v.chg, v.arena = v.chg[:0], v.arena[:0] }
 
 // loadValue restores value val's count in group g from its state entry.
-func (v *valueBags) loadValue(g int32, val []byte, n int64) {
-	if v.b[g] == nil {
-		v.b[g] = map[string]int64{}
+func (v *ValueBags) LoadValue(g int32, val []byte, n int64) {
+	if v.B[g] == nil {
+		v.B[g] = map[string]int64{}
 	}
-	if _, ok := v.b[g][string(val)]; !ok {
-		v.bytes += int64(len(val)) + valueEntryBytes
+	if _, ok := v.B[g][string(val)]; !ok {
+		v.Bytes += int64(len(val)) + valueEntryBytes
 	}
-	v.b[g][string(val)] = n
+	v.B[g][string(val)] = n
 }
 
 // decodeInline reads the values a group's state entry carries inline:
@@ -506,24 +507,36 @@ func (v *valueBags) loadValue(g int32, val []byte, n int64) {
 // before values were stored apart. Those are logged as changed and legacy
 // is set, so the group is saved at the next barrier (decodeGroup) with its
 // values as entries of their own.
-func (v *valueBags) decodeInline(buf []byte, g int32) ([]byte, error) {
-	n, buf, err := readUvarint(buf)
+func (v *ValueBags) decodeInline(buf []byte, g int32) ([]byte, error) {
+	n, buf, err := opkit.ReadUvarint(buf)
 	if err != nil {
 		return nil, err
 	}
 	if n > 0 {
-		v.legacy = true
+		v.Legacy = true
 	}
 	for ; n > 0; n-- {
 		var l, c uint64
-		if l, buf, err = readUvarint(buf); err != nil || uint64(len(buf)) < l {
-			return nil, errCorruptState
+		if l, buf, err = opkit.ReadUvarint(buf); err != nil || uint64(len(buf)) < l {
+			return nil, opkit.ErrCorruptState
 		}
 		val := buf[:l]
-		if c, buf, err = readUvarint(buf[l:]); err != nil {
+		if c, buf, err = opkit.ReadUvarint(buf[l:]); err != nil {
 			return nil, err
 		}
 		v.add(g, val, int64(c))
 	}
 	return buf, nil
+}
+
+// ValueBytes estimates the memory of the values a count(DISTINCT ...) (and
+// its kin) or an ordered-set aggregate has seen; 0 for other accumulators.
+func ValueBytes(acc Accum) int64 {
+	switch d := acc.(type) {
+	case *distinctAcc:
+		return d.bags.Bytes
+	case *orderedSetAcc:
+		return d.bags.Bytes
+	}
+	return 0
 }

@@ -1,4 +1,4 @@
-package exec
+package accum
 
 import (
 	"encoding/binary"
@@ -16,13 +16,13 @@ type arrayAggAcc struct {
 	vals []*types.Array
 }
 
-func (a *arrayAggAcc) grow(n int) {
+func (a *arrayAggAcc) Grow(n int) {
 	for len(a.vals) < n {
 		a.vals = append(a.vals, nil)
 	}
 }
 
-func (a *arrayAggAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
+func (a *arrayAggAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
 	s, ok := arg.(*array.String)
 	if !ok {
 		return sqlerr.New(sqlerr.FeatureNotSupported, "array_agg is supported only for text")
@@ -52,18 +52,18 @@ func (a *arrayAggAcc) update(gids []int32, arg arrow.Array, signs []int8) error 
 	return nil
 }
 
-func (a *arrayAggAcc) result(gid int32) types.Datum {
+func (a *arrayAggAcc) Result(gid int32) types.Datum {
 	if a.vals[gid] == nil {
 		return types.Null
 	}
 	return types.Datum{A: a.vals[gid]}
 }
 
-func (a *arrayAggAcc) reset(gid int32) { a.vals[gid] = nil }
+func (a *arrayAggAcc) Reset(gid int32) { a.vals[gid] = nil }
 
 // encode writes the element count+1 (0: no rows), then per element a NULL
 // flag byte and the length-prefixed text.
-func (a *arrayAggAcc) encode(buf []byte, gid int32) []byte {
+func (a *arrayAggAcc) Encode(buf []byte, gid int32) []byte {
 	v := a.vals[gid]
 	if v == nil {
 		return binary.AppendUvarint(buf, 0)
@@ -81,7 +81,7 @@ func (a *arrayAggAcc) encode(buf []byte, gid int32) []byte {
 	return buf
 }
 
-func (a *arrayAggAcc) decode(buf []byte, gid int32) ([]byte, error) {
+func (a *arrayAggAcc) Decode(buf []byte, gid int32) ([]byte, error) {
 	bad := sqlerr.New(sqlerr.Internal, "corrupt array_agg state")
 	n, k := binary.Uvarint(buf)
 	if k <= 0 {

@@ -1,6 +1,7 @@
-package exec
+package accum
 
 import (
+	"github.com/streamdb/streamdb/exec/opkit"
 	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -26,21 +27,21 @@ import (
 // Views created before this (storage.TableDef.KeyFormat 0) have state
 // keyed by the raw values; their jobs run with ctx.RawKeys and keep it.
 
-// canonKey returns a with its values replaced by their representatives,
+// CanonKey returns a with its values replaced by their representatives,
 // or a itself (most columns: nothing to replace). A replaced a is released.
-func canonKey(ctx *expr.Ctx, a arrow.Array) arrow.Array {
+func CanonKey(ctx *expr.Ctx, a arrow.Array) arrow.Array {
 	if ctx != nil && ctx.RawKeys {
 		return a
 	}
 	switch arr := a.(type) {
 	case *array.MonthDayNanoInterval:
-		return canonValues(arr, arr.MonthDayNanoIntervalValues(), func() *array.MonthDayNanoIntervalBuilder { return array.NewMonthDayNanoIntervalBuilder(memoryPool) },
+		return canonValues(arr, arr.MonthDayNanoIntervalValues(), func() *array.MonthDayNanoIntervalBuilder { return array.NewMonthDayNanoIntervalBuilder(opkit.Mem) },
 			types.IsCanonInterval, func(v arrow.MonthDayNanoInterval) arrow.MonthDayNanoInterval {
 				c, _ := types.CanonInterval(v)
 				return c
 			})
 	case *array.Float64:
-		return canonValues(arr, arr.Float64Values(), func() *array.Float64Builder { return array.NewFloat64Builder(memoryPool) }, isCanonFloat, canonFloat)
+		return canonValues(arr, arr.Float64Values(), func() *array.Float64Builder { return array.NewFloat64Builder(opkit.Mem) }, isCanonFloat, canonFloat)
 	}
 	return a
 }
@@ -80,10 +81,10 @@ func isCanonFloat(f float64) bool {
 
 var canonNaN = math.Float64bits(math.NaN())
 
-// canonKeys applies canonKey to each key column, in place.
-func canonKeys(ctx *expr.Ctx, keys []arrow.Array) {
+// CanonKeys applies CanonKey to each key column, in place.
+func CanonKeys(ctx *expr.Ctx, keys []arrow.Array) {
 	for i, k := range keys {
-		keys[i] = canonKey(ctx, k)
+		keys[i] = CanonKey(ctx, k)
 	}
 }
 

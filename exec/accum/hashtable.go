@@ -1,4 +1,4 @@
-package exec
+package accum
 
 import (
 	"math"
@@ -11,19 +11,19 @@ import (
 	"github.com/streamdb/streamdb/types"
 )
 
-// groupTable maps key tuples to dense group ids. Keys are stored
+// GroupTable maps key tuples to dense group ids. Keys are stored
 // column-wise in typed slices; lookups hash a whole batch column-at-a-time,
 // then probe an open-addressing table of group ids.
-type groupTable struct {
+type GroupTable struct {
 	cols   []keyCol
-	hashes []uint64 // per group
+	Hashes []uint64 // per group
 	slots  []slot   // open addressing; gid 0 is empty
 	mask   uint64
 
-	// free holds the ids of evicted groups, reused before new ones.
-	free []int32
-	// created lists the groups the last lookup created.
-	created []int32
+	// Free holds the ids of evicted groups, reused before new ones.
+	Free []int32
+	// Created lists the groups the last lookup created.
+	Created []int32
 
 	// scratch, reused across batches
 	h []uint64
@@ -49,8 +49,8 @@ type keyCol struct {
 	nulls []bool
 }
 
-func newGroupTable(ts []types.T) *groupTable {
-	g := &groupTable{cols: make([]keyCol, len(ts)), slots: make([]slot, 1024), mask: 1023}
+func NewGroupTable(ts []types.T) *GroupTable {
+	g := &GroupTable{cols: make([]keyCol, len(ts)), slots: make([]slot, 1024), mask: 1023}
 	for i, t := range ts {
 		g.cols[i].t = t
 	}
@@ -58,17 +58,17 @@ func newGroupTable(ts []types.T) *groupTable {
 }
 
 // Len is the number of groups.
-func (g *groupTable) Len() int { return len(g.hashes) }
+func (g *GroupTable) Len() int { return len(g.Hashes) }
 
 const hashSeed = 0x9e3779b97f4a7c15
 
-func mix(h, v uint64) uint64 {
+func Mix(h, v uint64) uint64 {
 	hi, lo := bits.Mul64(h^v, 0xbf58476d1ce4e5b9)
 	return hi ^ lo
 }
 
-// hashColumns computes one hash per row over the key arrays.
-func hashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
+// HashColumns computes one hash per row over the key arrays.
+func HashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
 	if cap(h) < n {
 		h = make([]uint64, n)
 	}
@@ -87,7 +87,7 @@ func hashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
 		case *array.Int64:
 			vs := a.Int64Values()
 			for i := range h {
-				h[i] = mix(h[i], uint64(vs[i]))
+				h[i] = Mix(h[i], uint64(vs[i]))
 			}
 		case *array.Float64:
 			vs := a.Float64Values()
@@ -99,7 +99,7 @@ func hashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
 				if f != f {
 					f = math.NaN()
 				}
-				h[i] = mix(h[i], math.Float64bits(f))
+				h[i] = Mix(h[i], math.Float64bits(f))
 			}
 		case *array.Boolean:
 			for i := range h {
@@ -107,27 +107,27 @@ func hashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
 				if a.Value(i) {
 					v = 1
 				}
-				h[i] = mix(h[i], v)
+				h[i] = Mix(h[i], v)
 			}
 		case *array.String:
 			for i := range h {
-				h[i] = mix(h[i], strHash(a.Value(i)))
+				h[i] = Mix(h[i], strHash(a.Value(i)))
 			}
 		case *array.Decimal128:
 			vs := a.Values()
 			for i := range h {
-				h[i] = mix(mix(h[i], uint64(vs[i].HighBits())), vs[i].LowBits())
+				h[i] = Mix(Mix(h[i], uint64(vs[i].HighBits())), vs[i].LowBits())
 			}
 		case *array.MonthDayNanoInterval:
 			vs := a.MonthDayNanoIntervalValues()
 			for i := range h {
-				h[i] = mix(mix(h[i], uint64(vs[i].Months)<<32|uint64(uint32(vs[i].Days))), uint64(vs[i].Nanoseconds))
+				h[i] = Mix(Mix(h[i], uint64(vs[i].Months)<<32|uint64(uint32(vs[i].Days))), uint64(vs[i].Nanoseconds))
 			}
 		}
 		if nulls {
 			for i := range h {
 				if a.IsNull(i) {
-					h[i] = mix(prev[i], nullHash)
+					h[i] = Mix(prev[i], nullHash)
 				}
 			}
 		}
@@ -137,20 +137,20 @@ func hashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
 
 const nullHash = 0x5bd1e995
 
-// hashDatums hashes one row of boxed key values exactly as hashColumns
+// HashDatums hashes one row of boxed key values exactly as HashColumns
 // hashes the same values in arrays.
-func hashDatums(ds []types.Datum, ts []types.T) uint64 {
+func HashDatums(ds []types.Datum, ts []types.T) uint64 {
 	h := uint64(hashSeed)
 	for i, d := range ds {
 		if d.Null {
-			h = mix(h, nullHash)
+			h = Mix(h, nullHash)
 			continue
 		}
 		switch ts[i].Physical() {
 		case types.PhysInt64:
-			h = mix(h, uint64(d.I))
+			h = Mix(h, uint64(d.I))
 		case types.PhysBool:
-			h = mix(h, uint64(d.I&1))
+			h = Mix(h, uint64(d.I&1))
 		case types.PhysFloat64:
 			f := d.F
 			if f == 0 {
@@ -159,20 +159,20 @@ func hashDatums(ds []types.Datum, ts []types.T) uint64 {
 			if f != f {
 				f = math.NaN()
 			}
-			h = mix(h, math.Float64bits(f))
+			h = Mix(h, math.Float64bits(f))
 		case types.PhysString:
-			h = mix(h, strHash(d.S))
+			h = Mix(h, strHash(d.S))
 		case types.PhysDecimal:
-			h = mix(mix(h, uint64(d.D.HighBits())), d.D.LowBits())
+			h = Mix(Mix(h, uint64(d.D.HighBits())), d.D.LowBits())
 		case types.PhysInterval:
-			h = mix(mix(h, uint64(d.IV.Months)<<32|uint64(uint32(d.IV.Days))), uint64(d.IV.Nanoseconds))
+			h = Mix(Mix(h, uint64(d.IV.Months)<<32|uint64(uint32(d.IV.Days))), uint64(d.IV.Nanoseconds))
 		}
 	}
 	return h
 }
 
 func strHash(s string) uint64 {
-	// FNV-1a over 8-byte words is enough here; mix() finishes it.
+	// FNV-1a over 8-byte words is enough here; Mix() finishes it.
 	h := uint64(14695981039346656037)
 	for len(s) >= 8 {
 		v := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
@@ -188,9 +188,9 @@ func strHash(s string) uint64 {
 
 // lookup fills gids with the group of each row; rows whose key is new get a
 // new group if insert, else -1. It returns the number of new groups.
-func (g *groupTable) lookup(keys []arrow.Array, n int, gids []int32, insert bool) int {
-	g.h = hashColumns(g.h, keys, n)
-	g.created = g.created[:0]
+func (g *GroupTable) Lookup(keys []arrow.Array, n int, gids []int32, insert bool) int {
+	g.h = HashColumns(g.h, keys, n)
+	g.Created = g.Created[:0]
 	created := 0
 	single := len(keys) == 1 && keys[0].NullN() == 0
 	var ints []int64
@@ -211,22 +211,22 @@ func (g *groupTable) lookup(keys []arrow.Array, n int, gids []int32, insert bool
 					break
 				}
 				var gid int32
-				if n := len(g.free); n > 0 {
-					gid = g.free[n-1]
-					g.free = g.free[:n-1]
-					g.hashes[gid] = h
+				if n := len(g.Free); n > 0 {
+					gid = g.Free[n-1]
+					g.Free = g.Free[:n-1]
+					g.Hashes[gid] = h
 					g.setKey(gid, keys, i)
 				} else {
-					gid = int32(len(g.hashes))
-					g.hashes = append(g.hashes, h)
+					gid = int32(len(g.Hashes))
+					g.Hashes = append(g.Hashes, h)
 					g.appendKey(keys, i)
 				}
 				g.slots[pos] = slot{tag: tag, gid: gid + 1}
 				gids[i] = gid
-				g.created = append(g.created, gid)
+				g.Created = append(g.Created, gid)
 				created++
-				if uint64(len(g.hashes))*2 > g.mask {
-					g.grow()
+				if uint64(len(g.Hashes))*2 > g.mask {
+					g.Grow()
 				}
 				break
 			}
@@ -238,7 +238,7 @@ func (g *groupTable) lookup(keys []arrow.Array, n int, gids []int32, insert bool
 						gids[i] = gid
 						break
 					}
-				} else if g.hashes[gid] == h && g.equal(gid, keys, i) {
+				} else if g.Hashes[gid] == h && g.equal(gid, keys, i) {
 					gids[i] = gid
 					break
 				}
@@ -249,17 +249,17 @@ func (g *groupTable) lookup(keys []arrow.Array, n int, gids []int32, insert bool
 	return created
 }
 
-func (g *groupTable) grow() {
+func (g *GroupTable) Grow() {
 	n := len(g.slots) * 2
 	g.slots = make([]slot, n)
 	g.mask = uint64(n - 1)
-	for gid, h := range g.hashes {
+	for gid, h := range g.Hashes {
 		g.place(h, int32(gid))
 	}
 }
 
 // place puts group gid, of hash h, in the first free slot from its home.
-func (g *groupTable) place(h uint64, gid int32) {
+func (g *GroupTable) place(h uint64, gid int32) {
 	pos := h & g.mask
 	for g.slots[pos].gid != 0 {
 		pos = (pos + 1) & g.mask
@@ -269,8 +269,8 @@ func (g *groupTable) place(h uint64, gid int32) {
 
 // remove takes group gid out of the table (backward-shift deletion, so
 // probe chains stay intact) and frees its id for reuse.
-func (g *groupTable) remove(gid int32) {
-	hole := g.hashes[gid] & g.mask
+func (g *GroupTable) Remove(gid int32) {
+	hole := g.Hashes[gid] & g.mask
 	for g.slots[hole].gid != gid+1 {
 		hole = (hole + 1) & g.mask
 	}
@@ -289,17 +289,17 @@ func (g *groupTable) remove(gid int32) {
 			g.cols[c].strs[gid] = ""
 		}
 	}
-	g.free = append(g.free, gid)
+	g.Free = append(g.Free, gid)
 }
 
 // approxBytes estimates the table's memory without walking its groups:
 // slots, hashes and the fixed-width key slots (string contents excluded).
-func (g *groupTable) approxBytes() int64 {
+func (g *GroupTable) ApproxBytes() int64 {
 	return 8*int64(len(g.slots)) + int64(g.Len())*(8+24*int64(len(g.cols)))
 }
 
 // keyBytes is the memory of group gid's key strings.
-func (g *groupTable) keyBytes(gid int32) int64 {
+func (g *GroupTable) KeyBytes(gid int32) int64 {
 	var n int64
 	for c := range g.cols {
 		if g.cols[c].strs != nil {
@@ -310,7 +310,7 @@ func (g *groupTable) keyBytes(gid int32) int64 {
 }
 
 // setKey writes row i's key into the reused group id gid.
-func (g *groupTable) setKey(gid int32, keys []arrow.Array, i int) {
+func (g *GroupTable) setKey(gid int32, keys []arrow.Array, i int) {
 	g.appendKey(keys, i)
 	for c := range g.cols {
 		kc := &g.cols[c]
@@ -338,7 +338,7 @@ func moveLast[T any](s []T, to int32) []T {
 	return s[:last]
 }
 
-func (g *groupTable) appendKey(keys []arrow.Array, i int) {
+func (g *GroupTable) appendKey(keys []arrow.Array, i int) {
 	for c, a := range keys {
 		kc := &g.cols[c]
 		null := a.IsNull(i)
@@ -374,7 +374,7 @@ func (g *groupTable) appendKey(keys []arrow.Array, i int) {
 	}
 }
 
-func (g *groupTable) equal(gid int32, keys []arrow.Array, i int) bool {
+func (g *GroupTable) equal(gid int32, keys []arrow.Array, i int) bool {
 	for c, a := range keys {
 		kc := &g.cols[c]
 		null := a.IsNull(i)
@@ -416,7 +416,7 @@ func (g *groupTable) equal(gid int32, keys []arrow.Array, i int) bool {
 }
 
 // keyDatum returns group gid's value of key column c.
-func (g *groupTable) keyDatum(c int, gid int32) types.Datum {
+func (g *GroupTable) KeyDatum(c int, gid int32) types.Datum {
 	kc := &g.cols[c]
 	if kc.nulls[gid] {
 		return types.Null
@@ -438,31 +438,31 @@ func (g *groupTable) keyDatum(c int, gid int32) types.Datum {
 
 // insertDatums adds a group from boxed key values that are not in the
 // table yet (used when loading state, whose keys are unique).
-func (g *groupTable) insertDatums(ds []types.Datum) int32 {
+func (g *GroupTable) InsertDatums(ds []types.Datum) int32 {
 	ts := make([]types.T, len(g.cols))
 	for i := range g.cols {
 		ts[i] = g.cols[i].t
 	}
-	h := hashDatums(ds, ts)
+	h := HashDatums(ds, ts)
 	var gid int32
-	if n := len(g.free); n > 0 {
-		gid = g.free[n-1]
-		g.free = g.free[:n-1]
-		g.hashes[gid] = h
+	if n := len(g.Free); n > 0 {
+		gid = g.Free[n-1]
+		g.Free = g.Free[:n-1]
+		g.Hashes[gid] = h
 		g.setKeyDatums(gid, ds)
 	} else {
-		gid = int32(len(g.hashes))
-		g.hashes = append(g.hashes, h)
+		gid = int32(len(g.Hashes))
+		g.Hashes = append(g.Hashes, h)
 		g.appendKeyDatums(ds)
 	}
 	g.place(h, gid)
-	if uint64(len(g.hashes))*2 > g.mask {
-		g.grow()
+	if uint64(len(g.Hashes))*2 > g.mask {
+		g.Grow()
 	}
 	return gid
 }
 
-func (g *groupTable) appendKeyDatums(ds []types.Datum) {
+func (g *GroupTable) appendKeyDatums(ds []types.Datum) {
 	for c, d := range ds {
 		kc := &g.cols[c]
 		kc.nulls = append(kc.nulls, d.Null)
@@ -483,7 +483,7 @@ func (g *groupTable) appendKeyDatums(ds []types.Datum) {
 	}
 }
 
-func (g *groupTable) setKeyDatums(gid int32, ds []types.Datum) {
+func (g *GroupTable) setKeyDatums(gid int32, ds []types.Datum) {
 	for c, d := range ds {
 		kc := &g.cols[c]
 		kc.nulls[gid] = d.Null
@@ -505,7 +505,7 @@ func (g *groupTable) setKeyDatums(gid int32, ds []types.Datum) {
 }
 
 // buildKeys builds the key column c for groups gids, allocating from mem.
-func (g *groupTable) buildKeys(mem memory.Allocator, c int, gids []int32) arrow.Array {
+func (g *GroupTable) BuildKeys(mem memory.Allocator, c int, gids []int32) arrow.Array {
 	kc := &g.cols[c]
 	bl := types.NewBuilder(mem, kc.t)
 	defer bl.Release()
@@ -521,7 +521,7 @@ func (g *groupTable) buildKeys(mem memory.Allocator, c int, gids []int32) arrow.
 		}
 	default:
 		for _, gid := range gids {
-			types.AppendDatum(bl, g.keyDatum(c, gid), kc.t)
+			types.AppendDatum(bl, g.KeyDatum(c, gid), kc.t)
 		}
 	}
 	return bl.NewArray()

@@ -1,7 +1,8 @@
-package exec
+package accum
 
 import (
 	"fmt"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"math"
 	"slices"
 
@@ -12,15 +13,15 @@ import (
 
 // orderedSetAcc is percentile_cont, percentile_disc or mode WITHIN GROUP
 // (ORDER BY x), as PostgreSQL 15 computes them. Each group keeps its
-// multiset of non-NULL values in valueBags, the state min/max under
+// multiset of non-NULL values in ValueBags, the state min/max under
 // retraction and DISTINCT keep: a retracted row removes one copy of its
 // value, and a barrier writes only the (group, value) counts that changed
-// (aggtask.go). The result is computed from the group's sorted values when
+// (the aggregate operator's state). The result is computed from the group's sorted values when
 // it is asked for (once per changed group and epoch in a view).
 type orderedSetAcc struct {
-	spec AggSpec
+	spec Spec
 	t    types.T // the ORDER BY expression's type
-	bags valueBags
+	bags ValueBags
 	buf  []byte
 	// vs is scratch: a group's distinct values with their counts, sorted.
 	vs []osValue
@@ -31,14 +32,14 @@ type osValue struct {
 	n int64
 }
 
-func (a *orderedSetAcc) grow(n int) { a.bags.grow(n) }
+func (a *orderedSetAcc) Grow(n int) { a.bags.Grow(n) }
 
-func (a *orderedSetAcc) update(gids []int32, arg arrow.Array, signs []int8) error {
+func (a *orderedSetAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
 	for i, g := range gids {
 		if arg.IsNull(i) {
 			continue
 		}
-		a.buf = encodeDatum(a.buf[:0], types.DatumAt(arg, i, a.t), a.t)
+		a.buf = opkit.EncodeDatum(a.buf[:0], types.DatumAt(arg, i, a.t), a.t)
 		a.bags.add(g, a.buf, sign(signs, i))
 	}
 	return nil
@@ -49,8 +50,8 @@ func (a *orderedSetAcc) update(gids []int32, arg arrow.Array, signs []int8) erro
 func (a *orderedSetAcc) sorted(g int32) int64 {
 	a.vs = a.vs[:0]
 	var rows int64
-	for k, n := range a.bags.b[g] {
-		d, _, err := decodeDatum([]byte(k), a.t)
+	for k, n := range a.bags.B[g] {
+		d, _, err := opkit.DecodeDatum([]byte(k), a.t)
 		if err != nil || n <= 0 {
 			continue
 		}
@@ -58,7 +59,7 @@ func (a *orderedSetAcc) sorted(g int32) int64 {
 		rows += n
 	}
 	slices.SortFunc(a.vs, func(x, y osValue) int {
-		c := compareDatum(x.d, y.d, a.t)
+		c := opkit.CompareDatum(x.d, y.d, a.t)
 		if a.spec.Desc {
 			return -c
 		}
@@ -78,8 +79,8 @@ func (a *orderedSetAcc) at(r int64) types.Datum {
 	return a.vs[len(a.vs)-1].d
 }
 
-func (a *orderedSetAcc) result(g int32) types.Datum {
-	if a.spec.Kind != AggMode && math.IsNaN(a.spec.Frac) { // a NULL fraction
+func (a *orderedSetAcc) Result(g int32) types.Datum {
+	if a.spec.Kind != Mode && math.IsNaN(a.spec.Frac) { // a NULL fraction
 		return types.Null
 	}
 	rows := a.sorted(g)
@@ -88,12 +89,12 @@ func (a *orderedSetAcc) result(g int32) types.Datum {
 	}
 	frac := a.spec.Frac
 	switch a.spec.Kind {
-	case AggPercentileDisc:
+	case PercentileDisc:
 		// PostgreSQL's percentile_disc_final: the first row whose
 		// position (1-based) reaches frac * rows.
 		r := int64(math.Ceil(frac * float64(rows)))
 		return a.at(max(r, 1) - 1)
-	case AggPercentileCont:
+	case PercentileCont:
 		// percentile_cont_final_common: interpolate between the rows
 		// around frac * (rows - 1).
 		pos := frac * float64(rows-1)
@@ -123,23 +124,23 @@ func (a *orderedSetAcc) result(g int32) types.Datum {
 	return a.vs[best].d
 }
 
-func (a *orderedSetAcc) reset(g int32) { a.bags.reset(g) }
+func (a *orderedSetAcc) Reset(g int32) { a.bags.Reset(g) }
 
 // encode writes an empty inline value list: the values are state entries
 // of their own (saveValues), as for min/max and DISTINCT.
-func (a *orderedSetAcc) encode(buf []byte, g int32) []byte { return appendUvarint(buf, 0) }
+func (a *orderedSetAcc) Encode(buf []byte, g int32) []byte { return opkit.AppendUvarint(buf, 0) }
 
-func (a *orderedSetAcc) decode(buf []byte, g int32) ([]byte, error) {
+func (a *orderedSetAcc) Decode(buf []byte, g int32) ([]byte, error) {
 	return a.bags.decodeInline(buf, g)
 }
 
-func (a *orderedSetAcc) values() *valueBags { return &a.bags }
+func (a *orderedSetAcc) values() *ValueBags { return &a.bags }
 
-// orderedSetTrace is what an ordered-set aggregate adds to its operator's
+// OrderedSetTrace is what an ordered-set aggregate adds to its operator's
 // description (StateOperators): its fraction and direction, "" for others.
-func orderedSetTrace(a AggSpec) string {
+func OrderedSetTrace(a Spec) string {
 	s := ""
-	if a.Kind == AggPercentileCont || a.Kind == AggPercentileDisc {
+	if a.Kind == PercentileCont || a.Kind == PercentileDisc {
 		s = fmt.Sprintf(" %g", a.Frac)
 	}
 	if a.Desc {

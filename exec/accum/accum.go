@@ -1,0 +1,453 @@
+package accum
+
+import (
+	"encoding/binary"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/exec/opkit"
+	"math"
+	"math/big"
+	"math/bits"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Accum is the state of one aggregate for every group. update folds a batch
+// in with a typed loop; signs (nil: all +1) are -1 for retracted rows.
+type Accum interface {
+	Grow(n int)
+	Update(gids []int32, arg arrow.Array, signs []int8) error
+	Result(gid int32) types.Datum
+	Encode(buf []byte, gid int32) []byte
+	Decode(buf []byte, gid int32) ([]byte, error)
+	// reset clears group gid for reuse by another group.
+	Reset(gid int32)
+}
+
+// New makes the accumulator of s; retract says the input may retract rows.
+func New(s Spec, retract bool) Accum {
+	var argT types.T
+	if s.Arg != nil {
+		argT = s.Arg.Type()
+	}
+	var a Accum
+	switch s.Kind {
+	case CountStar, Count:
+		a = &CountAcc{star: s.Kind == CountStar}
+	case Sum, Avg:
+		switch argT.Physical() {
+		case types.PhysInt64:
+			a = &sumIntAcc{avg: s.Kind == Avg, out: s.T}
+		case types.PhysFloat64:
+			a = &sumFloatAcc{avg: s.Kind == Avg}
+		case types.PhysDecimal:
+			a = &sumDecAcc{avg: s.Kind == Avg, in: argT, out: s.T}
+		case types.PhysInterval:
+			a = &sumIntervalAcc{avg: s.Kind == Avg}
+		}
+	case Min, Max:
+		a = &minMaxAcc{max: s.Kind == Max, t: argT, retract: retract}
+	case ArrayAgg:
+		a = &arrayAggAcc{}
+	case PercentileCont, PercentileDisc, Mode:
+		a = &orderedSetAcc{spec: s, t: argT}
+	}
+	if s.Distinct {
+		a = &distinctAcc{inner: a, t: argT}
+	}
+	return a
+}
+
+func sign(signs []int8, i int) int64 {
+	if signs == nil {
+		return 1
+	}
+	return int64(signs[i])
+}
+
+// --- count ---
+
+type CountAcc struct {
+	star bool
+	n    []int64
+}
+
+func (a *CountAcc) Grow(n int) {
+	for len(a.n) < n {
+		a.n = append(a.n, 0)
+	}
+}
+
+func (a *CountAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
+	n := a.n
+	if a.star || arg.NullN() == 0 {
+		if signs == nil {
+			for _, g := range gids {
+				n[g]++
+			}
+		} else {
+			for i, g := range gids {
+				n[g] += int64(signs[i])
+			}
+		}
+		return nil
+	}
+	for i, g := range gids {
+		if arg.IsValid(i) {
+			n[g] += sign(signs, i)
+		}
+	}
+	return nil
+}
+
+// NewCountStar returns a count(*) accumulator (an aggregate keeps one to
+// know when a group empties under retraction).
+func NewCountStar() *CountAcc { return &CountAcc{star: true} }
+
+// N is group gid's count.
+func (a *CountAcc) N(gid int32) int64 { return a.n[gid] }
+
+func (a *CountAcc) Result(gid int32) types.Datum { return types.Int(a.n[gid]) }
+func (a *CountAcc) Reset(gid int32)              { a.n[gid] = 0 }
+func (a *CountAcc) Encode(buf []byte, gid int32) []byte {
+	return binary.AppendVarint(buf, a.n[gid])
+}
+func (a *CountAcc) Decode(buf []byte, gid int32) ([]byte, error) {
+	v, k := binary.Varint(buf)
+	if k <= 0 {
+		return nil, opkit.ErrCorruptState
+	}
+	a.n[gid] = v
+	return buf[k:], nil
+}
+
+// --- sum/avg over integers: a 128-bit sum so sum(bigint) cannot overflow ---
+
+type sumIntAcc struct {
+	avg bool
+	out types.T
+	hi  []int64
+	lo  []uint64
+	n   []int64
+}
+
+func (a *sumIntAcc) Grow(n int) {
+	for len(a.n) < n {
+		a.hi, a.lo, a.n = append(a.hi, 0), append(a.lo, 0), append(a.n, 0)
+	}
+}
+
+func (a *sumIntAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
+	vs := arg.(*array.Int64).Int64Values()
+	hi, lo, n := a.hi, a.lo, a.n
+	noNulls := arg.NullN() == 0
+	for i, g := range gids {
+		if !noNulls && arg.IsNull(i) {
+			continue
+		}
+		v := vs[i]
+		s := sign(signs, i)
+		if s < 0 {
+			v = -v // -MinInt64 wraps; handled as adding the two's complement below
+		}
+		var c uint64
+		lo[g], c = bits.Add64(lo[g], uint64(v), 0)
+		hi[g] += (v >> 63) + int64(c)
+		n[g] += s
+	}
+	return nil
+}
+
+func (a *sumIntAcc) Result(gid int32) types.Datum {
+	if a.n[gid] == 0 {
+		return types.Null
+	}
+	sum := decimal128.New(a.hi[gid], a.lo[gid])
+	switch {
+	case a.avg:
+		return types.Datum{D: divDecimal(sum, 0, a.n[gid], a.out.Scale)}
+	case a.out.Kind == types.Numeric && a.out.Scale == 0:
+		return types.Datum{D: sum}
+	case a.out.Kind == types.Numeric:
+		return types.Datum{D: divDecimal(sum, 0, 1, a.out.Scale)}
+	}
+	return types.Int(int64(a.lo[gid])) // bigint result: range checked in checkResult
+}
+
+func (a *sumIntAcc) Reset(gid int32) { a.hi[gid], a.lo[gid], a.n[gid] = 0, 0, 0 }
+
+func (a *sumIntAcc) CheckResult(gid int32) error {
+	if a.avg || a.out.Kind == types.Numeric || a.n[gid] == 0 {
+		return nil
+	}
+	lo := int64(a.lo[gid])
+	if (a.hi[gid] == 0 && lo >= 0) || (a.hi[gid] == -1 && lo < 0) {
+		return nil
+	}
+	return sqlerr.New(sqlerr.NumericOutOfRange, "bigint out of range")
+}
+
+func (a *sumIntAcc) Encode(buf []byte, gid int32) []byte {
+	buf = binary.AppendVarint(buf, a.hi[gid])
+	buf = binary.AppendUvarint(buf, a.lo[gid])
+	return binary.AppendVarint(buf, a.n[gid])
+}
+
+func (a *sumIntAcc) Decode(buf []byte, gid int32) ([]byte, error) {
+	var k int
+	if a.hi[gid], k = binary.Varint(buf); k <= 0 {
+		return nil, opkit.ErrCorruptState
+	}
+	buf = buf[k:]
+	if a.lo[gid], k = binary.Uvarint(buf); k <= 0 {
+		return nil, opkit.ErrCorruptState
+	}
+	buf = buf[k:]
+	if a.n[gid], k = binary.Varint(buf); k <= 0 {
+		return nil, opkit.ErrCorruptState
+	}
+	return buf[k:], nil
+}
+
+// divDecimal returns num/den (num at scale ns) at scale out, rounding half away from zero.
+func divDecimal(num decimal128.Num, ns int32, den int64, out int32) decimal128.Num {
+	n := num.BigInt()
+	shift := int64(out - ns)
+	d := big.NewInt(den)
+	if shift >= 0 {
+		n.Mul(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(shift), nil))
+	} else {
+		d.Mul(d, new(big.Int).Exp(big.NewInt(10), big.NewInt(-shift), nil))
+	}
+	neg := (n.Sign() < 0) != (d.Sign() < 0)
+	n.Abs(n)
+	d.Abs(d)
+	q, r := new(big.Int).QuoRem(n, d, new(big.Int))
+	if r.Mul(r, big.NewInt(2)).Cmp(d) >= 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if neg {
+		q.Neg(q)
+	}
+	return decimal128.FromBigInt(q)
+}
+
+// --- sum/avg over floats ---
+
+type sumFloatAcc struct {
+	avg bool
+	s   []float64
+	n   []int64
+}
+
+func (a *sumFloatAcc) Grow(n int) {
+	for len(a.n) < n {
+		a.s, a.n = append(a.s, 0), append(a.n, 0)
+	}
+}
+
+func (a *sumFloatAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
+	vs := arg.(*array.Float64).Float64Values()
+	noNulls := arg.NullN() == 0
+	for i, g := range gids {
+		if !noNulls && arg.IsNull(i) {
+			continue
+		}
+		s := sign(signs, i)
+		a.s[g] += float64(s) * vs[i]
+		a.n[g] += s
+	}
+	return nil
+}
+
+func (a *sumFloatAcc) Result(gid int32) types.Datum {
+	if a.n[gid] == 0 {
+		return types.Null
+	}
+	if a.avg {
+		return types.Float(a.s[gid] / float64(a.n[gid]))
+	}
+	return types.Float(a.s[gid])
+}
+
+func (a *sumFloatAcc) Reset(gid int32) { a.s[gid], a.n[gid] = 0, 0 }
+
+func (a *sumFloatAcc) Encode(buf []byte, gid int32) []byte {
+	buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(a.s[gid]))
+	return binary.AppendVarint(buf, a.n[gid])
+}
+
+func (a *sumFloatAcc) Decode(buf []byte, gid int32) ([]byte, error) {
+	if len(buf) < 8 {
+		return nil, opkit.ErrCorruptState
+	}
+	a.s[gid] = math.Float64frombits(binary.BigEndian.Uint64(buf))
+	v, k := binary.Varint(buf[8:])
+	if k <= 0 {
+		return nil, opkit.ErrCorruptState
+	}
+	a.n[gid] = v
+	return buf[8+k:], nil
+}
+
+// --- sum/avg over numeric ---
+
+type sumDecAcc struct {
+	avg     bool
+	in, out types.T
+	s       []decimal128.Num
+	n       []int64
+}
+
+func (a *sumDecAcc) Grow(n int) {
+	for len(a.n) < n {
+		a.s, a.n = append(a.s, decimal128.Num{}), append(a.n, 0)
+	}
+}
+
+func (a *sumDecAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
+	vs := arg.(*array.Decimal128).Values()
+	noNulls := arg.NullN() == 0
+	for i, g := range gids {
+		if !noNulls && arg.IsNull(i) {
+			continue
+		}
+		s := sign(signs, i)
+		if s > 0 {
+			a.s[g] = a.s[g].Add(vs[i])
+		} else {
+			a.s[g] = a.s[g].Sub(vs[i])
+		}
+		a.n[g] += s
+	}
+	return nil
+}
+
+func (a *sumDecAcc) Result(gid int32) types.Datum {
+	if a.n[gid] == 0 {
+		return types.Null
+	}
+	if a.avg {
+		return types.Datum{D: divDecimal(a.s[gid], a.in.Scale, a.n[gid], a.out.Scale)}
+	}
+	if a.out.Scale != a.in.Scale {
+		return types.Datum{D: divDecimal(a.s[gid], a.in.Scale, 1, a.out.Scale)}
+	}
+	return types.Datum{D: a.s[gid]}
+}
+
+func (a *sumDecAcc) Reset(gid int32) { a.s[gid], a.n[gid] = decimal128.Num{}, 0 }
+
+func (a *sumDecAcc) Encode(buf []byte, gid int32) []byte {
+	buf = binary.BigEndian.AppendUint64(buf, uint64(a.s[gid].HighBits()))
+	buf = binary.BigEndian.AppendUint64(buf, a.s[gid].LowBits())
+	return binary.AppendVarint(buf, a.n[gid])
+}
+
+func (a *sumDecAcc) Decode(buf []byte, gid int32) ([]byte, error) {
+	if len(buf) < 16 {
+		return nil, opkit.ErrCorruptState
+	}
+	a.s[gid] = decimal128.New(int64(binary.BigEndian.Uint64(buf)), binary.BigEndian.Uint64(buf[8:]))
+	v, k := binary.Varint(buf[16:])
+	if k <= 0 {
+		return nil, opkit.ErrCorruptState
+	}
+	a.n[gid] = v
+	return buf[16+k:], nil
+}
+
+// --- sum/avg over intervals ---
+
+type sumIntervalAcc struct {
+	avg bool
+	s   []arrow.MonthDayNanoInterval
+	n   []int64
+}
+
+func (a *sumIntervalAcc) Grow(n int) {
+	for len(a.n) < n {
+		a.s, a.n = append(a.s, arrow.MonthDayNanoInterval{}), append(a.n, 0)
+	}
+}
+
+func (a *sumIntervalAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
+	vs := arg.(*array.MonthDayNanoInterval).MonthDayNanoIntervalValues()
+	for i, g := range gids {
+		if arg.IsNull(i) {
+			continue
+		}
+		s := sign(signs, i)
+		a.s[g].Months += int32(s) * vs[i].Months
+		a.s[g].Days += int32(s) * vs[i].Days
+		a.s[g].Nanoseconds += s * vs[i].Nanoseconds
+		a.n[g] += s
+	}
+	return nil
+}
+
+func (a *sumIntervalAcc) Result(gid int32) types.Datum {
+	if a.n[gid] == 0 {
+		return types.Null
+	}
+	v := a.s[gid]
+	if a.avg {
+		n := a.n[gid]
+		// PostgreSQL cascades the fractional months and days down.
+		months := float64(v.Months) / float64(n)
+		days := float64(v.Days)/float64(n) + (months-math.Trunc(months))*30
+		nanos := float64(v.Nanoseconds)/float64(n) + (days-math.Trunc(days))*86400e9
+		v = arrow.MonthDayNanoInterval{Months: int32(months), Days: int32(days), Nanoseconds: int64(math.Round(nanos/1000)) * 1000}
+	}
+	return types.Datum{IV: v}
+}
+
+func (a *sumIntervalAcc) Reset(gid int32) { a.s[gid], a.n[gid] = arrow.MonthDayNanoInterval{}, 0 }
+
+func (a *sumIntervalAcc) Encode(buf []byte, gid int32) []byte {
+	v := a.s[gid]
+	buf = binary.AppendVarint(buf, int64(v.Months))
+	buf = binary.AppendVarint(buf, int64(v.Days))
+	buf = binary.AppendVarint(buf, v.Nanoseconds)
+	return binary.AppendVarint(buf, a.n[gid])
+}
+
+func (a *sumIntervalAcc) Decode(buf []byte, gid int32) ([]byte, error) {
+	var vals [4]int64
+	for i := range vals {
+		v, k := binary.Varint(buf)
+		if k <= 0 {
+			return nil, opkit.ErrCorruptState
+		}
+		vals[i], buf = v, buf[k:]
+	}
+	a.s[gid] = arrow.MonthDayNanoInterval{Months: int32(vals[0]), Days: int32(vals[1]), Nanoseconds: vals[2]}
+	a.n[gid] = vals[3]
+	return buf, nil
+}
+
+// AppendResults appends to cols one column per aggregate with the results
+// of groups gids; on an error it releases cols.
+func AppendResults(mem memory.Allocator, aggs []Spec, accs []Accum, gids []int32, cols []arrow.Array) ([]arrow.Array, error) {
+	for i, acc := range accs {
+		t := aggs[i].T
+		bl := types.NewBuilder(mem, t)
+		bl.Reserve(len(gids))
+		for _, g := range gids {
+			if c, ok := acc.(interface{ CheckResult(int32) error }); ok {
+				if err := c.CheckResult(g); err != nil {
+					bl.Release()
+					opkit.ReleaseAll(cols)
+					return nil, err
+				}
+			}
+			types.AppendDatum(bl, acc.Result(g), t)
+		}
+		cols = append(cols, bl.NewArray())
+		bl.Release()
+	}
+	return cols, nil
+}
