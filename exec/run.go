@@ -136,6 +136,9 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 	case *SessionAgg:
 		return runSession(ctx, p, emit)
 	case *HashJoin:
+		if p.Versioned != nil {
+			return runVersioned(ctx, p, emit)
+		}
 		return runJoin(ctx, p, emit)
 	case *Sort:
 		return runSort(ctx, p, emit)
@@ -208,6 +211,9 @@ func scanStream(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error) err
 		return scanConnector(ctx, t, emit)
 	}
 	if Keyed(t) {
+		if p.History {
+			return scanKeyedHistory(ctx, t, snap, emit)
+		}
 		if p.Rows != nil {
 			return emit(p.Rows.Record(ctx.alloc()))
 		}
