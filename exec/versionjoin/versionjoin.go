@@ -118,7 +118,7 @@ const (
 )
 
 func appendTS(b []byte, ts int64) []byte { return binary.BigEndian.AppendUint64(b, uint64(ts)^1<<63) }
-func readTS(b []byte) int64             { return int64(binary.BigEndian.Uint64(b) ^ 1<<63) }
+func readTS(b []byte) int64              { return int64(binary.BigEndian.Uint64(b) ^ 1<<63) }
 
 func versionKey(key string, ts int64) string {
 	b := make([]byte, 0, 2+binary.MaxVarintLen64+len(key)+8)
