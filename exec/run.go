@@ -219,6 +219,12 @@ func scanStream(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error) err
 		}
 		return scanKeyed(ctx, t, snap, emit)
 	}
+	return readLogBlocks(ctx, t, snap, emit)
+}
+
+// readLogBlocks passes each block of t's log as of snap to emit, which
+// owns it: every partition, in offset order per partition.
+func readLogBlocks(ctx *Ctx, t *storage.TableDef, snap storage.Reader, emit func(arrow.RecordBatch) error) error {
 	for part := 0; part < max(1, t.Partitions); part++ {
 		start, end, err := readRange(ctx, t, part, snap)
 		if err != nil {

@@ -59,33 +59,20 @@ func (e emitOutlet) Emit(_ *expr.Ctx, c op.Chunk) error { return e(c.Rec) }
 // in log order per partition: the table's versions.
 func scanKeyedHistory(ctx *Ctx, t *storage.TableDef, snap storage.Reader, emit func(arrow.RecordBatch) error) error {
 	ts := columnTypes(t)
-	for part := 0; part < max(1, t.Partitions); part++ {
-		start, end, err := readRange(ctx, t, part, snap)
-		if err != nil {
-			return err
+	return readLogBlocks(ctx, t, snap, func(rec arrow.RecordBatch) error {
+		rec, ops := splitOps(rec)
+		defer rec.Release()
+		var keep []int
+		for i, o := range ops {
+			if o.Sign() > 0 {
+				keep = append(keep, i)
+			}
 		}
-		if err := ctx.DB.ReadLogAt(snap, ctx.alloc(), t.ID, uint32(part), start, end, func(_ uint64, rec arrow.RecordBatch) error {
-			if err := ctx.check(); err != nil {
-				rec.Release()
-				return err
-			}
-			rec, ops := splitOps(rec)
-			defer rec.Release()
-			var keep []int
-			for i, o := range ops {
-				if o.Sign() > 0 {
-					keep = append(keep, i)
-				}
-			}
-			if len(keep) == 0 {
-				return nil
-			}
-			return emit(takeRecordMem(ctx.alloc(), rec, keep, ts))
-		}); err != nil {
-			return err
+		if len(keep) == 0 {
+			return nil
 		}
-	}
-	return nil
+		return emit(takeRecordMem(ctx.alloc(), rec, keep, ts))
+	})
 }
 
 // errVersionedReemit refuses to rebuild a view's rows from a versioned

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/planner"
 	"github.com/streamdb/streamdb/sql/parse"
@@ -44,46 +43,11 @@ func errVersioned(format string, args ...any) error {
 
 // bindVersionedJoin binds a versioned join (see above).
 func (b *Binder) bindVersionedJoin(j *ast.Join) (planner.Node, *scope, error) {
-	if j.StraightJoin || j.Tp == ast.RightJoin {
-		return nil, nil, errVersioned("RIGHT and FULL joins are not supported (JOIN and LEFT JOIN are)")
-	}
-	if ts, ok := j.Right.(*ast.TableSource); !ok {
-		return nil, nil, errVersioned("the right side must be a table with a PRIMARY KEY and a WATERMARK, not a join")
-	} else if _, ok := ts.Source.(*ast.TableName); !ok {
-		return nil, nil, errVersioned("the right side must be a table with a PRIMARY KEY and a WATERMARK, not a subquery")
-	}
-	var rest, at ast.ExprNode
-	for _, c := range andConjuncts(j.On.Expr, nil) {
-		if isVersionedMarker(c) {
-			at = c.(*ast.FuncCallExpr).Args[0]
-			continue
-		}
-		if contains(c, isVersionedMarker) {
-			return nil, nil, errVersioned("ON must be equalities joined by AND")
-		}
-		if rest == nil {
-			rest = c
-		} else {
-			rest = &ast.BinaryOperationExpr{Op: opcode.LogicAnd, L: rest, R: c}
-		}
-	}
-	if at == nil || rest == nil {
-		return nil, nil, errVersioned("ON must equate the right side's PRIMARY KEY columns with expressions of the left side")
-	}
-	plain := *j
-	plain.On = &ast.OnCondition{Expr: rest}
-	node, sc, err := b.bindJoin(&plain)
+	join, scan, marker, sc, err := b.bindTemporalJoin(j, isVersionedMarker, errVersioned, "a table with a PRIMARY KEY and a WATERMARK")
 	if err != nil {
 		return nil, nil, err
 	}
-	join, ok := node.(*planner.Join)
-	if !ok {
-		return nil, nil, errVersioned("the right side must be a table with a PRIMARY KEY and a WATERMARK")
-	}
-	scan, ok := join.Right.(*planner.Scan)
-	if !ok {
-		return nil, nil, errVersioned("the right side must be a table with a PRIMARY KEY and a WATERMARK, not a view")
-	}
+	at := marker.(*ast.FuncCallExpr).Args[0]
 	def := scan.Table
 	switch {
 	case def.Kind == storage.KindView:
