@@ -104,11 +104,13 @@ func versionedFinish(t *testing.T, sdb, pgc *pgx.Conn, when string) {
 	}
 }
 
-func versionedSetup(t *testing.T, sdb, pgc *pgx.Conn) {
+// versionedSetup creates the tables on both and the views on streamdb,
+// with state on backend.
+func versionedSetup(t *testing.T, sdb, pgc *pgx.Conn, backend string) {
 	lookupExec(t, sdb, versionedPGDDL...)
 	lookupExec(t, pgc, versionedPGOracle...)
 	for i, c := range versionedPGCases {
-		lookupExec(t, sdb, fmt.Sprintf("CREATE MATERIALIZED VIEW vj%d AS %s", i, c.sdb))
+		lookupExec(t, sdb, fmt.Sprintf("CREATE MATERIALIZED VIEW vj%d WITH (state.backend = '%s') AS %s", i, backend, c.sdb))
 	}
 }
 
@@ -120,7 +122,7 @@ func TestVersionedJoinPG(t *testing.T) {
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)
-	versionedSetup(t, sdb, pgc)
+	versionedSetup(t, sdb, pgc, "pebble")
 	g := &versionedGen{rng: rand.New(rand.NewPCG(33, 2)), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	for step := 0; step < 240; step++ {
 		w := g.next()
@@ -157,12 +159,19 @@ func TestVersionedJoinPG(t *testing.T) {
 // TestVersionedJoinKill9 streams the writes with CHECKPOINTs among them
 // and kill -9s the server mid-stream, three times; after the restarts the
 // views equal PostgreSQL's answer over what streamdb made durable:
-// exactly once across the crashes.
+// exactly once across the crashes, with the join's state written per
+// epoch (pebble) or snapshotted at checkpoints (memory).
 func TestVersionedJoinKill9(t *testing.T) {
+	for _, backend := range []string{"pebble", "memory"} {
+		t.Run(backend, func(t *testing.T) { versionedKill9(t, backend) })
+	}
+}
+
+func versionedKill9(t *testing.T, backend string) {
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)
-	versionedSetup(t, sdb, pgc)
+	versionedSetup(t, sdb, pgc, backend)
 	g := &versionedGen{rng: rand.New(rand.NewPCG(33, 9)), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	for round := 0; round < 3; round++ {
 		ws := make([]versionedWrite, 4000)

@@ -36,6 +36,8 @@ func TestVersionedJoin(t *testing.T) {
 		"CREATE MATERIALIZED VIEW lv AS "+versionedLeft,
 		"INSERT INTO rates VALUES ('EUR', 10, '2026-01-01 00:00:00'), ('USD', 1, '2026-01-01 00:00:00')",
 		"INSERT INTO orders VALUES (1, 'EUR', 2, '2026-01-01 00:00:10'), (2, 'USD', 3, '2026-01-01 00:00:12'), (3, 'GBP', 4, '2026-01-01 00:00:13')",
+		// The same order twice: twice in the views.
+		"INSERT INTO orders VALUES (2, 'USD', 3, '2026-01-01 00:00:12')",
 		"UPDATE rates SET rate = 11, ts = '2026-01-01 00:00:20' WHERE cur = 'EUR'",
 		// Out of order, within the 5 s delay: order 4 at :18 comes before
 		// the EUR version at :16 that it must see.
@@ -44,7 +46,7 @@ func TestVersionedJoin(t *testing.T) {
 	)
 	// Watermarks: orders :13 (max :18 - 5), rates :15 (:20 - 5): orders
 	// before :13 are out.
-	lookupWant(t, c, "SELECT * FROM v", "'1' | 'EUR' | '20' | '2026-01-01 00:00:00'", "'2' | 'USD' | '3' | '2026-01-01 00:00:00'")
+	lookupWant(t, c, "SELECT * FROM v", "'1' | 'EUR' | '20' | '2026-01-01 00:00:00'", "'2' | 'USD' | '3' | '2026-01-01 00:00:00'", "'2' | 'USD' | '3' | '2026-01-01 00:00:00'")
 	lookupExec(t, c,
 		"INSERT INTO rates VALUES ('GBP', 7, '2026-01-01 00:00:01')",
 		"UPDATE rates SET rate = 12, ts = '2026-01-01 00:00:16' WHERE cur = 'EUR'",
@@ -53,10 +55,10 @@ func TestVersionedJoin(t *testing.T) {
 		"CHECKPOINT",
 	)
 	lookupWant(t, c, "SELECT * FROM v",
-		"'1' | 'EUR' | '20' | '2026-01-01 00:00:00'", "'2' | 'USD' | '3' | '2026-01-01 00:00:00'",
+		"'1' | 'EUR' | '20' | '2026-01-01 00:00:00'", "'2' | 'USD' | '3' | '2026-01-01 00:00:00'", "'2' | 'USD' | '3' | '2026-01-01 00:00:00'",
 		"'3' | 'GBP' | '28' | '2026-01-01 00:00:01'", "'4' | 'EUR' | '60' | '2026-01-01 00:00:16'")
 	lookupWant(t, c, "SELECT * FROM lv",
-		"'1' | '10' | '2026-01-01 00:00:00'", "'2' | '1' | '2026-01-01 00:00:00'",
+		"'1' | '10' | '2026-01-01 00:00:00'", "'2' | '1' | '2026-01-01 00:00:00'", "'2' | '1' | '2026-01-01 00:00:00'",
 		"'3' | '7' | '2026-01-01 00:00:01'", "'4' | '12' | '2026-01-01 00:00:16'")
 	// Push both watermarks past every order.
 	lookupExec(t, c,
