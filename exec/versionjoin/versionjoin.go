@@ -32,6 +32,7 @@
 package versionjoin
 
 import (
+	"container/heap"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -85,7 +86,8 @@ type Op struct {
 	// probes holds the waiting probe rows by state key (probeKey) with
 	// their multiplicity.
 	probes map[string]int64
-	wm     int64 // the watermark the waiting rows were last compared with
+	due    keyHeap // the keys of probes, smallest (earliest) first
+	wm     int64   // the watermark the waiting rows were last compared with
 	late   int64
 	// dirty holds the state keys changed in the epoch.
 	dirty map[string]struct{}
@@ -248,6 +250,9 @@ func (o *Op) Push(ectx *expr.Ctx, c op.Chunk, in int) error {
 		}
 		buf = appendProbeKey(buf[:0], t, key, o.renc.Row(i))
 		k := string(buf)
+		if o.probes[k] == 0 {
+			heap.Push(&o.due, k)
+		}
 		o.probes[k]++
 		o.dirty[k] = struct{}{}
 	}
@@ -329,15 +334,12 @@ func (o *Op) AdvanceWatermark(ectx *expr.Ctx, wm op.Watermark) (int64, error) {
 // emitUpTo joins and emits the waiting probe rows at or before upTo, in
 // time order; with prune it then drops the versions upTo passed.
 func (o *Op) emitUpTo(ectx *expr.Ctx, upTo int64, prune bool) error {
-	var due []string
-	for k := range o.probes {
-		if ts, _, _, _ := parseProbe(k); ts <= upTo {
-			due = append(due, k)
-		}
-	}
-	slices.Sort(due)
 	out := opkit.NewRowsOut(o.ts)
-	for _, k := range due {
+	for o.due.Len() > 0 {
+		if ts, _, _, _ := parseProbe(o.due[0]); ts > upTo {
+			break
+		}
+		k := heap.Pop(&o.due).(string)
 		ts, key, row, ok := parseProbe(k)
 		if !ok {
 			return opkit.ErrCorruptState
@@ -496,6 +498,7 @@ func (o *Op) Load() error {
 				return err
 			}
 			o.probes[k] = int64(cnt)
+			o.due = append(o.due, k) // keys come in order: a heap already
 		case tagVersion:
 			vk, ts, ok := parseVersion(k)
 			if !ok {
@@ -553,4 +556,18 @@ func Batch(ectx *expr.Ctx, spec Spec, build, probe []arrow.RecordBatch, out op.O
 		return err
 	}
 	return o.emitUpTo(ectx, math.MaxInt64, false)
+}
+
+// keyHeap is a min-heap of probe state keys: they sort by time.
+type keyHeap []string
+
+func (h keyHeap) Len() int           { return len(h) }
+func (h keyHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h keyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *keyHeap) Push(x any)        { *h = append(*h, x.(string)) }
+func (h *keyHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
