@@ -117,6 +117,9 @@ func compile(p Plan, parallelism int) (*graph, error) {
 		return nil, err
 	}
 	g := &graph{nodes: c.nodes, root: root}
+	if err := checkVersionedSides(c.nodes); err != nil {
+		return nil, err
+	}
 	for _, n := range c.nodes {
 		if n.kind == nSource {
 			g.sources = append(g.sources, n)
@@ -271,6 +274,9 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 			return nil, err
 		}
 		g := &gnode{kind: nJoin, join: n, par: 1}
+		if n.Versioned != nil {
+			return c.versioned(g)
+		}
 		if len(n.LeftKeys) > 0 {
 			g.par = c.par
 		}
@@ -537,6 +543,8 @@ func StateOperators(p Plan) (map[string]string, error) {
 			name = "join"
 			if n.join.Lookup {
 				name = "lookup join"
+			} else if v := n.join.Versioned; v != nil {
+				name = fmt.Sprintf("versioned join probe time %d build time %d", v.ProbeTime, v.BuildTime)
 			}
 			fmt.Fprintf(&b, "kind %d left(%s) right(%s) keys(", n.join.Kind, typeList(n.join.Left.Types()), typeList(n.join.Right.Types()))
 			for i := range n.join.LeftKeys {

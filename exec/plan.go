@@ -54,6 +54,10 @@ type ScanStream struct {
 	// Rows, for a keyed table, are its rows as a write holding its lock
 	// has them (UseKeyedRows); nil: net the log.
 	Rows *KeyedRows
+	// History, for a keyed table, reads every row it has inserted or
+	// updated to (its versions) instead of its current rows: the build
+	// side of a versioned join in a batch query.
+	History bool
 }
 
 // ScanView reads a materialized view's rows at the last completed checkpoint
@@ -150,6 +154,16 @@ type HashJoin struct {
 	// and a later change of the right side changes nothing already
 	// emitted (lookupjoin.go).
 	Lookup bool
+	// Versioned makes it an event-time temporal join, FOR SYSTEM_TIME AS
+	// OF l.ts over a keyed table with a WATERMARK (versioned.go): inner or
+	// left, the keys the table's PRIMARY KEY, no residual.
+	Versioned *VersionedJoin
+}
+
+// VersionedJoin is the time columns of a versioned join: ProbeTime of the
+// left side, BuildTime (the table's WATERMARK column) of the right.
+type VersionedJoin struct {
+	ProbeTime, BuildTime int
 }
 
 // SortKey is one sort term over the input's columns.

@@ -136,6 +136,9 @@ func run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 	case *SessionAgg:
 		return runSession(ctx, p, emit)
 	case *HashJoin:
+		if p.Versioned != nil {
+			return runVersioned(ctx, p, emit)
+		}
 		return runJoin(ctx, p, emit)
 	case *Sort:
 		return runSort(ctx, p, emit)
@@ -208,11 +211,20 @@ func scanStream(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error) err
 		return scanConnector(ctx, t, emit)
 	}
 	if Keyed(t) {
+		if p.History {
+			return scanKeyedHistory(ctx, t, snap, emit)
+		}
 		if p.Rows != nil {
 			return emit(p.Rows.Record(ctx.alloc()))
 		}
 		return scanKeyed(ctx, t, snap, emit)
 	}
+	return readLogBlocks(ctx, t, snap, emit)
+}
+
+// readLogBlocks passes each block of t's log as of snap to emit, which
+// owns it: every partition, in offset order per partition.
+func readLogBlocks(ctx *Ctx, t *storage.TableDef, snap storage.Reader, emit func(arrow.RecordBatch) error) error {
 	for part := 0; part < max(1, t.Partitions); part++ {
 		start, end, err := readRange(ctx, t, part, snap)
 		if err != nil {

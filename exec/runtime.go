@@ -61,7 +61,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		}
 		j.srcs = append(j.srcs, s)
 		for p := range s.offsets {
-			pw, err := j.newPartWatermark(n.src, uint32(p), n.changelog)
+			pw, err := j.newPartWatermark(n.src, uint32(p), n.changelog && !versionedSide(n))
 			if err != nil {
 				return nil, err
 			}
@@ -175,6 +175,16 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				starts = append(starts, func() { j.goRun(func() error { return j.runAgg(at, op, ins, o, root) }) })
 			}
 		case nJoin:
+			if n.join.Versioned != nil {
+				op, err := j.versionedOp(n, outlets[out][0], spec.Reemit && root)
+				if err != nil {
+					return nil, err
+				}
+				ins, o, at := inputs[n][0], outlets[out][0], opSlot
+				opSlot++
+				starts = append(starts, func() { j.goRun(func() error { return j.runOp(at, op, ins, o) }) })
+				continue
+			}
 			for i := 0; i < n.par; i++ {
 				op := newJoinOp(j, n)
 				op.out = outlets[out][i]

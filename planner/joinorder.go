@@ -25,7 +25,7 @@ func reorderInnerJoins(j *Join) Node {
 	var flatten func(n Node, off int)
 	flatten = func(n Node, off int) {
 		c, ok := n.(*Join)
-		if !ok || c.Kind != InnerJoin || c.Lookup {
+		if !ok || c.Kind != InnerJoin || c.Lookup || c.Versioned != nil {
 			leaves = append(leaves, n)
 			offs = append(offs, off)
 			return

@@ -4,6 +4,7 @@
 package planner
 
 import (
+	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -134,7 +135,16 @@ type Join struct {
 	// PROCTIME() (exec.HashJoin.Lookup): an inner or left join whose right
 	// side is a keyed table. Join reordering keeps it as written.
 	Lookup bool
+	// Versioned marks an event-time temporal join, FOR SYSTEM_TIME AS OF
+	// l.ts over a keyed table with a WATERMARK (exec.HashJoin.Versioned):
+	// On is the equalities of the table's PRIMARY KEY, nothing else. Join
+	// reordering and predicate moves keep it as written.
+	Versioned *VersionedJoin
 }
+
+// VersionedJoin is a versioned join's time columns: ProbeTime among the
+// left side's, BuildTime (the table's WATERMARK column) among the right's.
+type VersionedJoin = exec.VersionedJoin
 
 // SortKey is one ORDER BY term.
 type SortKey struct {

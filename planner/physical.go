@@ -124,7 +124,7 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		}
 		return agg, nil
 	case *Join:
-		if n.Kind == InnerJoin && !n.Lookup {
+		if n.Kind == InnerJoin && !n.Lookup && n.Versioned == nil {
 			if r := reorderInnerJoins(n); r != Node(n) {
 				return Physical(r, snaps)
 			}
@@ -250,7 +250,15 @@ func physicalJoin(n *Join, snaps Snapshots) (exec.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &exec.HashJoin{Left: l, Right: r, Kind: joinKinds[n.Kind], Lookup: n.Lookup}
+	if n.Versioned != nil {
+		// A batch query's build side is the table's history (its versions).
+		if s, ok := r.(*exec.ScanStream); ok {
+			h := *s
+			h.History = true
+			r = &h
+		}
+	}
+	j := &exec.HashJoin{Left: l, Right: r, Kind: joinKinds[n.Kind], Lookup: n.Lookup, Versioned: n.Versioned}
 	nl := len(n.Left.Schema())
 	var residual []expr.Expr
 	for _, c := range conjuncts(n.On) {
@@ -345,6 +353,9 @@ func sinkEqualities(n Node, ps []expr.Expr) (Node, []expr.Expr) {
 		np.Input = sinkOrFilter(n.Input, through)
 		return &np, back
 	case *Join:
+		if n.Versioned != nil {
+			return n, ps // a filter over its build side would change which version is chosen
+		}
 		nl := len(n.Left.Schema())
 		switch n.Kind {
 		case InnerJoin:
@@ -668,7 +679,9 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 		if p.Residual != nil {
 			res = " residual=" + p.Residual.String()
 		}
-		if p.Lookup {
+		if v := p.Versioned; v != nil {
+			line("VersionedJoin %s left=[%s] right=[%s] time=$%d as of $%d%s", kind, exprList(p.LeftKeys), exprList(p.RightKeys), v.BuildTime, v.ProbeTime, appendOnlySides(p))
+		} else if p.Lookup {
 			// Batch queries run it as the hash join it is over the table's
 			// current rows; views run the lookup (exec.HashJoin.Lookup).
 			line("LookupJoin %s left=[%s] right=[%s]%s%s", kind, exprList(p.LeftKeys), exprList(p.RightKeys), res, appendOnlySides(p))

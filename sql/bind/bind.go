@@ -938,6 +938,9 @@ func (b *Binder) bindJoin(j *ast.Join) (planner.Node, *scope, error) {
 	if isLookupJoin(j) {
 		return b.bindLookupJoin(j) // lookup.go
 	}
+	if isVersionedJoin(j) {
+		return b.bindVersionedJoin(j) // versioned.go
+	}
 	// The dialect layer writes FULL [OUTER] JOIN ... ON as TiDB's
 	// STRAIGHT_JOIN ... ON, which PostgreSQL has no use for otherwise.
 	full := j.StraightJoin

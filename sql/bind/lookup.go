@@ -43,46 +43,9 @@ func errLookup(format string, args ...any) error {
 
 // bindLookupJoin binds a lookup join (see above).
 func (b *Binder) bindLookupJoin(j *ast.Join) (planner.Node, *scope, error) {
-	if j.StraightJoin || j.Tp == ast.RightJoin {
-		return nil, nil, errLookup("RIGHT and FULL joins are not supported (JOIN and LEFT JOIN are)")
-	}
-	if ts, ok := j.Right.(*ast.TableSource); !ok {
-		return nil, nil, errLookup("the right side must be a table with a PRIMARY KEY, not a join")
-	} else if _, ok := ts.Source.(*ast.TableName); !ok {
-		return nil, nil, errLookup("the right side must be a table with a PRIMARY KEY, not a subquery")
-	}
-	var rest ast.ExprNode
-	marker := false
-	for _, c := range andConjuncts(j.On.Expr, nil) {
-		if isLookupMarker(c) {
-			marker = true
-			continue
-		}
-		if contains(c, isLookupMarker) {
-			break
-		}
-		if rest == nil {
-			rest = c
-		} else {
-			rest = &ast.BinaryOperationExpr{Op: opcode.LogicAnd, L: rest, R: c}
-		}
-	}
-	if !marker || rest == nil {
-		return nil, nil, errLookup("ON must be conditions joined by AND (write an OR in parentheses)")
-	}
-	plain := *j
-	plain.On = &ast.OnCondition{Expr: rest}
-	node, sc, err := b.bindJoin(&plain)
+	join, scan, _, sc, err := b.bindTemporalJoin(j, isLookupMarker, errLookup, "a table with a PRIMARY KEY")
 	if err != nil {
 		return nil, nil, err
-	}
-	join, ok := node.(*planner.Join)
-	if !ok {
-		return nil, nil, errLookup("the right side must be a table with a PRIMARY KEY")
-	}
-	scan, ok := join.Right.(*planner.Scan)
-	if !ok {
-		return nil, nil, errLookup("the right side must be a table with a PRIMARY KEY, not a view")
 	}
 	def := scan.Table
 	switch {
@@ -143,4 +106,53 @@ func uncast(e expr.Expr) expr.Expr {
 		}
 		e = c.E
 	}
+}
+
+// bindTemporalJoin binds a temporal join, j with its marker conjunct (one
+// isMarker accepts) taken out of ON: an inner or left join whose right
+// side is a table named directly (a Scan), what it must be. It returns the
+// join, the right side's scan, the marker and the join's scope; errf
+// makes its errors.
+func (b *Binder) bindTemporalJoin(j *ast.Join, isMarker func(ast.Node) bool, errf func(string, ...any) error, what string) (*planner.Join, *planner.Scan, ast.ExprNode, *scope, error) {
+	if j.StraightJoin || j.Tp == ast.RightJoin {
+		return nil, nil, nil, nil, errf("RIGHT and FULL joins are not supported (JOIN and LEFT JOIN are)")
+	}
+	if ts, ok := j.Right.(*ast.TableSource); !ok {
+		return nil, nil, nil, nil, errf("the right side must be %s, not a join", what)
+	} else if _, ok := ts.Source.(*ast.TableName); !ok {
+		return nil, nil, nil, nil, errf("the right side must be %s, not a subquery", what)
+	}
+	var rest, marker ast.ExprNode
+	for _, c := range andConjuncts(j.On.Expr, nil) {
+		if isMarker(c) {
+			marker = c
+			continue
+		}
+		if contains(c, isMarker) {
+			return nil, nil, nil, nil, errf("ON must be conditions joined by AND (write an OR in parentheses)")
+		}
+		if rest == nil {
+			rest = c
+		} else {
+			rest = &ast.BinaryOperationExpr{Op: opcode.LogicAnd, L: rest, R: c}
+		}
+	}
+	if marker == nil || rest == nil {
+		return nil, nil, nil, nil, errf("ON must be conditions joined by AND (write an OR in parentheses)")
+	}
+	plain := *j
+	plain.On = &ast.OnCondition{Expr: rest}
+	node, sc, err := b.bindJoin(&plain)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	join, ok := node.(*planner.Join)
+	if !ok {
+		return nil, nil, nil, nil, errf("the right side must be %s", what)
+	}
+	scan, ok := join.Right.(*planner.Scan)
+	if !ok {
+		return nil, nil, nil, nil, errf("the right side must be %s, not a view", what)
+	}
+	return join, scan, marker, sc, nil
 }

@@ -73,9 +73,10 @@ func (p *parser) checkKey(ct *CreateTable) error {
 			return p.positioned(sqlerr.New(sqlerr.UndefinedColumn, "column %q named in key does not exist", k), p.keyTok)
 		}
 	}
-	if ct.PrimaryKey != nil && ct.WatermarkCol != "" {
-		return p.notSupported(p.keyTok, "a table with a PRIMARY KEY cannot have a WATERMARK: its rows change, and event time needs rows that only arrive")
-	}
+	// A table with a PRIMARY KEY and a WATERMARK is a versioned table: its
+	// watermark reaches only the temporal joins that read it as their
+	// versioned side (exec versioned.go); other readers see its changes
+	// without event time.
 	return nil
 }
 

@@ -1,5 +1,7 @@
 package parse
 
+import "strings"
+
 // Temporal (lookup) joins, Flink's and RisingWave's form:
 //
 //	s [LEFT] JOIN dim FOR SYSTEM_TIME AS OF PROCTIME() [[AS] d] ON s.k = dim.k
@@ -11,11 +13,23 @@ package parse
 //	s JOIN dim ON pg_lookup_join() AND s.k = dim.k
 //
 // The binder (sql/bind lookup.go) finds the marker among the top-level
-// conjuncts of ON and binds the join as a lookup join. The event-time
-// form, FOR SYSTEM_TIME AS OF s.ts, is refused (0A000) here.
+// conjuncts of ON and binds the join as a lookup join.
+//
+// The event-time form (a versioned-table join), FOR SYSTEM_TIME AS OF
+// s.ts with s.ts a column of the left side, is rewritten the same way
+// with the column as the marker's argument:
+//
+//	s JOIN rates r ON pg_versioned_join(s.ts) AND s.k = r.k
+//
+// and bound as a versioned join (sql/bind versioned.go). Only a column
+// reference ([table.]column) may follow AS OF there.
 
 // LookupMarker is the call the dialect layer puts first in a lookup join's ON.
 const LookupMarker = "pg_lookup_join"
+
+// VersionedMarker is the call, with the probe's time column as its one
+// argument, put first in a versioned (event-time temporal) join's ON.
+const VersionedMarker = "pg_versioned_join"
 
 // lookupWord reports whether toks[i] starts a FOR SYSTEM_TIME AS OF
 // clause, or is a word at the depth of a lookup join still waiting for
@@ -51,8 +65,10 @@ func (r *rewriter) lookupJoin(i, to, depth int, space bool) (int, error) {
 		}
 		switch t.Val {
 		case "on":
+			mark := r.lookupMark[len(r.lookupMark)-1]
 			r.lookupOn = r.lookupOn[:len(r.lookupOn)-1]
-			r.emit("on "+LookupMarker+"() and", i, space)
+			r.lookupMark = r.lookupMark[:len(r.lookupMark)-1]
+			r.emit("on "+mark+" and", i, space)
 			return i + 1, nil
 		case "using", "natural":
 			return 0, p.notSupported(t, "a temporal join (FOR SYSTEM_TIME AS OF PROCTIME()) ... USING is not supported; write JOIN ... ON")
@@ -64,11 +80,51 @@ func (r *rewriter) lookupJoin(i, to, depth int, space bool) (int, error) {
 		return 0, p.syntaxError(p.toks[to])
 	}
 	if !(p.toks[j].is("proctime") && j+2 < to && p.toks[j+1].isOp("(") && p.toks[j+2].isOp(")")) {
-		return 0, p.notSupported(p.toks[j],
-			"FOR SYSTEM_TIME AS OF an event time (a versioned-table join) is not supported; FOR SYSTEM_TIME AS OF PROCTIME() (a lookup join of the table's current rows) is")
+		// The event-time form: a [table.]column of the left side.
+		ref, end := columnRef(p.toks, j, to)
+		if ref == "" {
+			return 0, p.notSupported(p.toks[j],
+				"FOR SYSTEM_TIME AS OF takes PROCTIME() (a lookup join) or a time column of the left side, [table.]column (a versioned-table join)")
+		}
+		r.lookupOn = append(r.lookupOn, depth)
+		r.lookupMark = append(r.lookupMark, VersionedMarker+"("+ref+")")
+		return end, nil
 	}
 	r.lookupOn = append(r.lookupOn, depth)
+	r.lookupMark = append(r.lookupMark, LookupMarker+"()")
 	return j + 3, nil
+}
+
+// columnRef reads a column reference, name or name.name, at toks[j:to] and
+// returns its TiDB text and the index after it; "" if there is none. A
+// call or an expression (a "(" or an operator after it) is not one.
+func columnRef(toks []token, j, to int) (string, int) {
+	name := func(t token) string {
+		switch t.Kind {
+		case tIdent:
+			return t.Val
+		case tQIdent:
+			return `"` + strings.ReplaceAll(t.Val, `"`, `""`) + `"`
+		}
+		return ""
+	}
+	ref := name(toks[j])
+	if ref == "" {
+		return "", 0
+	}
+	end := j + 1
+	if end+1 < to && toks[end].isOp(".") {
+		n := name(toks[end+1])
+		if n == "" {
+			return "", 0
+		}
+		ref += "." + n
+		end += 2
+	}
+	if end < to && toks[end].Kind == tOp && !toks[end].isOp(")") && !toks[end].isOp(",") {
+		return "", 0
+	}
+	return ref, end
 }
 
 // lookupDone checks that every lookup join found its ON.

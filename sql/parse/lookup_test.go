@@ -15,6 +15,11 @@ func TestLookupJoinText(t *testing.T) {
 			"select * from s join dim d on pg_lookup_join() and (s.k = d.k)"},
 		{"select * from (select * from s join dim for system_time as of proctime() on s.k = dim.k) x join y on x.k = y.k",
 			"select * from (select * from s join dim on pg_lookup_join() and s.k = dim.k) x join y on x.k = y.k"},
+		// The event-time form: the column goes into the marker.
+		{"select * from o left join rates for system_time as of o.order_time as r on o.c = r.c",
+			"select * from o left join rates as \"r\" on pg_versioned_join(o.order_time) and o.c = r.c"},
+		{"select * from o join rates for system_time as of ts on o.c = rates.c",
+			"select * from o join rates on pg_versioned_join(ts) and o.c = rates.c"},
 		// Inside a literal it is text.
 		{"select 'for system_time as of proctime()'", "select 'for system_time as of proctime()'"},
 	} {
@@ -28,8 +33,12 @@ func TestLookupJoinText(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ in, want string }{
-		{"select * from s join dim for system_time as of s.ts on s.k = dim.k",
-			"error 0A000 at 48: FOR SYSTEM_TIME AS OF an event time (a versioned-table join) is not supported; FOR SYSTEM_TIME AS OF PROCTIME() (a lookup join of the table's current rows) is"},
+		{"select * from s join dim for system_time as of s.ts + interval '1' day on s.k = dim.k",
+			"error 0A000 at 48: FOR SYSTEM_TIME AS OF takes PROCTIME() (a lookup join) or a time column of the left side, [table.]column (a versioned-table join)"},
+		{"select * from s join dim for system_time as of now() on s.k = dim.k",
+			"error 0A000 at 48: FOR SYSTEM_TIME AS OF takes PROCTIME() (a lookup join) or a time column of the left side, [table.]column (a versioned-table join)"},
+		{"select * from s join dim for system_time as of s.ts using (k)",
+			"error 0A000 at 53: a temporal join (FOR SYSTEM_TIME AS OF PROCTIME()) ... USING is not supported; write JOIN ... ON"},
 		{"select * from s join dim for system_time as of proctime() using (k)",
 			"error 0A000 at 59: a temporal join (FOR SYSTEM_TIME AS OF PROCTIME()) ... USING is not supported; write JOIN ... ON"},
 		{"select * from s, dim for system_time as of proctime() where s.k = dim.k",

@@ -35,6 +35,8 @@ type rewriter struct {
 	asofOn []int
 	// lookupOn holds the depths of lookup joins awaiting their ON (lookup.go).
 	lookupOn []int
+	// lookupMark holds, for each, the marker its ON starts with.
+	lookupMark []string
 }
 
 // frame is an open parenthesis: start is the piece where the primary it
