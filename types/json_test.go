@@ -73,7 +73,7 @@ func TestJSONBBinary(t *testing.T) {
 
 // TestJSONBOrder pins jsonb's btree order on cases checked against PostgreSQL 15.
 func TestJSONBOrder(t *testing.T) {
-	asc := []string{`null`, `""`, `"a"`, `"b"`, `-1`, `0`, `1`, `1.5`, `10`, `false`, `true`, `[]`, `[3]`, `[null, 1]`, `[1, 2]`,
+	asc := []string{`[]`, `null`, `""`, `"a"`, `"b"`, `-1`, `0`, `1`, `1.5`, `10`, `false`, `true`, `[3]`, `[null, 1]`, `[1, 2]`,
 		`{}`, `{"b": 1}`, `{"a": 1, "c": 1}`, `{"b": 1, "d": 1}`, `{"aa": 1, "c": 1}`}
 	for i := range asc {
 		for j := range asc {

