@@ -35,18 +35,7 @@ func jsonbBatch(b *testing.B, mem memory.Allocator) arrow.RecordBatch {
 
 func benchJSONB(b *testing.B, e Expr) {
 	mem := memory.NewGoAllocator()
-	in := jsonbBatch(b, mem)
-	defer in.Release()
-	ctx := &Ctx{Mem: mem}
-	b.ResetTimer()
-	for b.Loop() {
-		out, err := Eval(ctx, e, in)
-		if err != nil {
-			b.Fatal(err)
-		}
-		out.Release()
-	}
-	b.ReportMetric(float64(b.N)*benchRows/b.Elapsed().Seconds(), "rows/s")
+	benchEvalOn(b, e, mem, jsonbBatch(b, mem))
 }
 
 func jsonbConst(b *testing.B, s string) *Const {

@@ -44,12 +44,6 @@ func TestJSONBOrderPG(t *testing.T) {
 		`SELECT id, j = '1'::jsonb AS one, j < '{"a": 1}'::jsonb AS lt, j >= '[1, 2]'::jsonb AS ge, j = k AS jk, j > k AS gt FROM jv`,
 		"SELECT k->>'a' AS a, count(*) AS c FROM jv GROUP BY k->>'a'",
 	}
-	var cases []*diffCase
-	for i, q := range views {
-		c := &diffCase{name: fmt.Sprintf("jo%d", i), shape: "jsonb", sql: q}
-		cases = append(cases, c)
-		d.createView(c)
-	}
 	batch := []string{
 		"SELECT id, j, k, j::text, j::json, (j::text)::jsonb = j FROM jv",
 		"SELECT a.id, b.id, a.j = b.j, a.j <> b.j, a.j < b.j, a.j <= b.j, a.j > b.j, a.j >= b.j, a.j @> b.j, a.j <@ b.j FROM jv a, jv b WHERE a.id < b.id",
@@ -74,9 +68,7 @@ func TestJSONBOrderPG(t *testing.T) {
 		"SELECT a.id, b.id FROM jv a JOIN jv b ON a.k = b.k WHERE a.id < b.id",
 		"SELECT id FROM jv WHERE j IN ('1', '[]', '{}', '\"é\"', 'null')",
 	}
-	for i, q := range batch {
-		cases = append(cases, &diffCase{name: fmt.Sprintf("jq%d", i), shape: "jsonb", sql: q, view: viewUnsupported})
-	}
+	cases := d.viewAndBatchCases("jo", "jsonb", views, batch)
 
 	nextID := 0
 	ingest := func(round, n int) {
