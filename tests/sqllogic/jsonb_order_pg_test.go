@@ -21,7 +21,8 @@ import (
 // top-N), jsonb_typeof, the set-returning functions, jsonb_build_object,
 // jsonb_agg, jsonb_object_agg, to_jsonb and the casts; GROUP BY, DISTINCT
 // and joins key on a second column k. The views survive a kill -9 (their
-// state holds the binary values) and go on with new rows.
+// state holds the binary values) and go on with new rows, and two keyed by
+// jsonb are restored from a savepoint and replay.
 //
 // k's values spell each number one way: GROUP BY on a whole jsonb value
 // whose numbers differ only in scale ({"a": 1.0}, {"a": 1}) is one group in
@@ -135,6 +136,15 @@ func TestJSONBOrderPG(t *testing.T) {
 	checkAll(2)
 	ingest(2, 30)
 	checkAll(3)
+	// A savepoint of views keyed by jsonb values, restored after more rows:
+	// the views rewind to it and replay to the query over all input.
+	d.mustExec(d.sdb, "streamdb", "CREATE SAVEPOINT jsp")
+	ingest(3, 20)
+	d.mustExec(d.sdb, "streamdb", "CHECKPOINT")
+	for _, v := range []string{"jov2", "jov3"} {
+		d.mustExec(d.sdb, "streamdb", "RESTORE "+v+" FROM SAVEPOINT jsp")
+	}
+	checkAll(4)
 }
 
 // jsonValue returns a random JSON value as text: nested objects and
