@@ -77,7 +77,8 @@ func (e *gedge) byPosition() bool {
 		return false
 	}
 	for _, st := range e.stages {
-		if _, ok := st.(*Hop); ok {
+		switch st.(type) {
+		case *Hop, *LateralFuncScan:
 			return false
 		}
 	}
@@ -159,6 +160,16 @@ func (c *compiler) edge(p Plan) (*gedge, error) {
 			continue
 		case *Hop:
 			if err := refuseNow(n.TS); err != nil {
+				return nil, err
+			}
+			stages = append(stages, n)
+			p = n.In
+			continue
+		case *LateralFuncScan:
+			if n.Func != "unnest" {
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s() in FROM is not supported in a materialized view", n.Func)
+			}
+			if err := refuseNow(n.Args...); err != nil {
 				return nil, err
 			}
 			stages = append(stages, n)
@@ -632,6 +643,9 @@ func traceThrough(x expr.Expr, stages []Plan, from *gnode) string {
 					return sub(p.Exprs[r.Idx], d-1)
 				}
 				return "?"
+			}
+			if l, ok := stages[d].(*LateralFuncScan); ok && r.Idx >= len(l.In.Types()) {
+				return fmt.Sprintf("%s(%s)", l.Func, sub(l.Args[0], d-1))
 			}
 			if h, ok := stages[d].(*Hop); ok && r.Idx >= len(h.In.Types()) {
 				// A window bound means its time column and sizes.

@@ -85,6 +85,8 @@ func stageNames(stages []Plan) string {
 			names = append(names, "project")
 		case *Hop:
 			names = append(names, s.name())
+		case *LateralFuncScan:
+			names = append(names, s.Func)
 		}
 	}
 	return strings.Join(names, ", ")

@@ -36,7 +36,7 @@ import (
 // IndexableType reports whether a column of type t can be an index column.
 func IndexableType(t types.T) bool {
 	switch t.Kind {
-	case types.Bool, types.Int16, types.Int32, types.Int64, types.Date, types.Time, types.Timestamp,
+	case types.Bool, types.Int16, types.Int32, types.Int64, types.Date, types.Time, types.TimeTZ, types.Timestamp,
 		types.Float32, types.Float64, types.Numeric, types.Text, types.UUID, types.Bytea:
 		return true
 	}

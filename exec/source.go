@@ -377,7 +377,7 @@ func typeOfArrow(a arrow.Array) types.T {
 	return types.TUnknown
 }
 
-// applyStages runs Filter/Project/Hop stages over rec; with track it also
+// applyStages runs Filter/Project/Hop/LateralFuncScan stages over rec; with track it also
 // returns, for each output row, the index of the input row it came from.
 func applyStages(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, track bool) (arrow.RecordBatch, []int, error) {
 	rec.Retain()
@@ -423,9 +423,16 @@ func applyStages(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, track boo
 				return nil, nil, err
 			}
 			rec = out
-		case *Hop:
-			var buf hopBuf
-			out, src, err := st.expand(ectx, memoryPool, &buf, rec)
+		case *LateralFuncScan, *Hop:
+			var out arrow.RecordBatch
+			var src []int
+			var err error
+			if h, ok := st.(*Hop); ok {
+				var buf hopBuf
+				out, src, err = h.expand(ectx, memoryPool, &buf, rec)
+			} else {
+				out, src, err = st.(*LateralFuncScan).expand(ectx, memoryPool, rec)
+			}
 			rec.Release()
 			if err != nil {
 				return nil, nil, err

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/types"
@@ -31,6 +32,13 @@ func runLateralFuncScan(ctx *Ctx, p *LateralFuncScan, emit func(arrow.RecordBatc
 		return err
 	}
 	defer rec.Release()
+	if p.Func == "unnest" {
+		out, _, err := p.expand(ctx.Expr, ctx.alloc(), rec)
+		if err != nil {
+			return err
+		}
+		return emit(out)
+	}
 	argv := make([]arrow.Array, len(p.Args))
 	for i, e := range p.Args {
 		a, err := expr.Eval(ctx.Expr, e, rec)
@@ -76,4 +84,41 @@ func runLateralFuncScan(ctx *Ctx, p *LateralFuncScan, emit func(arrow.RecordBatc
 		}
 	}
 	return nil
+}
+
+// expand runs unnest over the rows of rec as a stateless stage (FROM t,
+// unnest(t.a) AS u(x) in a batch query or a materialized view): each
+// element of a row's array gives an output row, rec's row followed by the
+// element; a NULL or empty array gives none. src holds, for each output
+// row, the input row it came from (a retraction retracts its rows).
+func (p *LateralFuncScan) expand(ectx *expr.Ctx, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, []int, error) {
+	arg, err := expr.Eval(ectx, p.Args[0], rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer arg.Release()
+	at := p.Args[0].Type()
+	vb := types.NewBuilder(mem, p.T)
+	defer vb.Release()
+	var src []int
+	for r := 0; r < int(rec.NumRows()); r++ {
+		vals, err := srfValues(p.Func, []types.Datum{types.DatumAt(arg, r, at)}, p.T)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, v := range vals {
+			src = append(src, r)
+			types.AppendDatum(vb, v, p.T)
+		}
+	}
+	inTs := p.In.Types()
+	out := takeRecordMem(mem, rec, src, inTs)
+	cols := make([]arrow.Array, 0, len(inTs)+1)
+	for _, c := range out.Columns() {
+		c.Retain()
+		cols = append(cols, c)
+	}
+	out.Release()
+	cols = append(cols, vb.NewArray())
+	return newRecord(p.Types(), cols, len(src)), src, nil
 }

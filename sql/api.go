@@ -1,47 +1,21 @@
 package sql
 
-import (
-	"context"
+import "github.com/streamdb/streamdb/sql/api"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/streamdb/streamdb/types"
+// The surface wire/ uses is package api; these names keep the engine's
+// code and its callers reading sql.Stmt, sql.Result.
+type (
+	Column             = api.Column
+	Rows               = api.Rows
+	Stmt               = api.Stmt
+	Result             = api.Result
+	CopyIn             = api.CopyIn
+	ProtocolStatements = api.ProtocolStatements
 )
 
-// This file is the surface wire/ uses. Nothing here knows the wire protocol.
-
-// Column describes one result column.
-type Column struct {
-	Name string
-	T    types.T
-}
-
-// Rows yields a statement's result rows as Arrow record batches.
-type Rows interface {
-	// Next returns the next non-empty batch, or (nil, nil) at the end. The
-	// batch is owned by the caller, who must Release it. For a live change
-	// stream (EMIT CHANGES) Next blocks until rows arrive; it returns a 57014
-	// error when ctx is canceled.
-	Next(ctx context.Context) (arrow.RecordBatch, error)
-	// Close releases the rows; it is safe to call more than once.
-	Close()
-}
-
-// Stmt is a parsed and analysed statement, reusable across executions.
-type Stmt struct {
-	SQL string
-	// ParamTypes are the types of $1..$n (inferred where the client gave none).
-	ParamTypes []types.T
-	// Columns describes the rows the statement returns; nil if it returns none.
-	Columns []Column
-	// CopyIn is set for COPY ... FROM STDIN, CopyOut for COPY ... TO STDOUT.
-	CopyIn, CopyOut bool
-	// CopyBinary is set for COPY ... TO STDOUT in PostgreSQL's binary
-	// format (FORMAT binary): wire/ sends the rows in it.
-	CopyBinary bool
-	// Empty is set for an empty query string (EmptyQueryResponse).
-	Empty bool
-
-	impl any // the engine's plan for the statement
+// stmtPlan is what the engine keeps in a Stmt's Plan.
+type stmtPlan struct {
+	impl any // the parsed statement (a parse.* node)
 	// group is the Query message the statement came in when that held
 	// several (one implicit transaction); last marks its last statement.
 	group *stmtGroup
@@ -51,32 +25,8 @@ type Stmt struct {
 	extended bool
 }
 
-// Result is the outcome of executing a statement.
-type Result struct {
-	// Tag is the CommandComplete tag, e.g. "SELECT 3", "INSERT 0 2". For
-	// statements that return rows, wire/ fills in the row count itself if Tag
-	// is "SELECT" or "COPY" (without a count).
-	Tag string
-	// Rows is set when the statement returns rows (including COPY TO STDOUT,
-	// whose rows wire/ sends as CopyData in text format).
-	Rows Rows
-	// CopyIn is set for COPY ... FROM STDIN: wire/ sends CopyInResponse, feeds
-	// every CopyData payload to Write, then calls Done on CopyDone (which
-	// returns the final tag) or Abort on CopyFail / error.
-	CopyIn CopyIn
-	// ParamChanges lists ParameterStatus values changed by the statement
-	// (e.g. SET client_encoding), to be reported to the client.
-	ParamChanges map[string]string
-	// Notices are sent as NoticeResponse before CommandComplete.
-	Notices []string
-}
+// newStmt makes a statement of sql with the engine's plan p.
+func newStmt(sql string, p stmtPlan) *Stmt { return &Stmt{SQL: sql, Plan: &p} }
 
-// CopyIn receives the data of COPY ... FROM STDIN. One that also has
-// Binary() returning true takes PostgreSQL's binary COPY format.
-type CopyIn interface {
-	// NumColumns is reported in CopyInResponse.
-	NumColumns() int
-	Write(data []byte) error
-	Done() (tag string, err error)
-	Abort(reason string)
-}
+// planOf is the engine's plan of st.
+func planOf(st *Stmt) *stmtPlan { return st.Plan.(*stmtPlan) }

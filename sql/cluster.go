@@ -82,7 +82,7 @@ type sessionCluster struct{ *Session }
 // gate decides what cluster mode does with st (see the top of this file);
 // done is false when st runs here as on a single node.
 func (s sessionCluster) gate(ctx context.Context, st *Stmt, params []types.Datum) (res *Result, err error, done bool) {
-	switch n := st.impl.(type) {
+	switch n := planOf(st).impl.(type) {
 	case *parse.CreateSource:
 		if strings.EqualFold(n.With["connector"], pgcdc.Name) {
 			return nil, notDistributed("CREATE SOURCE ... WITH (connector = 'postgres-cdc')", "a replication slot streams to one node"), true
@@ -217,7 +217,7 @@ func (s sessionCluster) sessionSetting(name string) error {
 
 // submit sends st's text to the catalog log.
 func (s sessionCluster) submit(ctx context.Context, st *Stmt, params []types.Datum) (*Result, error) {
-	if st.group != nil || len(params) > 0 {
+	if planOf(st).group != nil || len(params) > 0 {
 		return nil, &sqlerr.Error{Code: sqlerr.FeatureNotSupported,
 			Msg:  statementWords(st) + " must be sent alone in cluster mode",
 			Hint: "Send each DDL statement in a query of its own, without parameters."}
@@ -243,8 +243,8 @@ func (s sessionShow) showCluster() (*table, error) {
 	if err != nil {
 		return nil, sqlerr.Wrap("58000", err) // system_error: etcd did not answer
 	}
-	t := &table{cols: []Column{{"node_id", types.TText}, {"pg_address", types.TText}, {"peer_address", types.TText},
-		{"state", types.TText}, {"lease_expires_at", types.TTimestamp}, {"coordinator", types.TBool}, {"jobs", types.TText}}}
+	t := &table{cols: []Column{{Name: "node_id", T: types.TText}, {Name: "pg_address", T: types.TText}, {Name: "peer_address", T: types.TText},
+		{Name: "state", T: types.TText}, {Name: "lease_expires_at", T: types.TTimestamp}, {Name: "coordinator", T: types.TBool}, {Name: "jobs", T: types.TText}}}
 	for _, m := range ms {
 		t.add(str(m.ID), str(m.PGAddr), str(m.PeerAddr), str(m.State), types.Int(m.LeaseExpiry.UTC().UnixMicro()), types.Boolean(m.Coordinator),
 			str(strings.Join(m.Jobs, ",")))

@@ -238,7 +238,7 @@ func publishClusterPointers(e *Engine, rem *checkpoint.Remote, m *checkpoint.Man
 // restored_epoch, NULL when it started from this node's own state. In
 // cluster mode the jobs on standby (run by other nodes) are left out.
 func addClusterColumns(e *Engine, t *table) *table {
-	t.cols = append(t.cols, Column{"node", types.TText}, Column{"restored_from", types.TText}, Column{"restored_epoch", types.TInt64})
+	t.cols = append(t.cols, Column{Name: "node", T: types.TText}, Column{Name: "restored_from", T: types.TText}, Column{Name: "restored_epoch", T: types.TInt64})
 	node := ""
 	if cc, ok := e.cluster.(ClusterCheckpoints); ok {
 		node = cc.NodeID()
@@ -281,7 +281,7 @@ func restoredWhat(p *CheckpointPointer) string {
 // and, forwarded to each other live node, its own (a node answers a
 // forwarded SHOW JOBS with its jobs alone), by node id.
 func showClusterJobs(ctx context.Context, s sessionCluster, st *Stmt) (*Result, error) {
-	local, err := sessionShow{s.Session}.showTable(st.impl.(parse.Statement))
+	local, err := sessionShow{s.Session}.showTable(planOf(st).impl.(parse.Statement))
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func on[T parse.Statement](f func(s *Session, ctx context.Context, st *Stmt, n T
 		panic("sql: two handlers for " + t.String())
 	}
 	handlers[t] = func(s *Session, ctx context.Context, st *Stmt, params []types.Datum) (*Result, error) {
-		return f(s, ctx, st, st.impl.(T), params)
+		return f(s, ctx, st, planOf(st).impl.(T), params)
 	}
 }
 
@@ -46,7 +46,7 @@ func (s *Session) dispatch(ctx context.Context, st *Stmt, params []types.Datum) 
 			return res, err
 		}
 	}
-	if h, ok := handlers[reflect.TypeOf(st.impl)]; ok {
+	if h, ok := handlers[reflect.TypeOf(planOf(st).impl)]; ok {
 		return h(s, ctx, st, params)
 	}
 	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s is not supported", statementWords(st))

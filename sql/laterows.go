@@ -10,9 +10,9 @@ import (
 // (a window aggregate: the end of the row's window; a join: the row's
 // time), lateness how far the watermark it met was past it.
 func (e sysTables) showLateRows() (*table, error) {
-	t := &table{cols: []Column{{"job", types.TText}, {"operator", types.TText}, {"row_text", types.TText},
-		{"event_time", types.TTimestamp}, {"watermark", types.TTimestamp}, {"lateness", types.TInterval},
-		{"epoch", types.TInt64}, {"seq", types.TInt64}}}
+	t := &table{cols: []Column{{Name: "job", T: types.TText}, {Name: "operator", T: types.TText}, {Name: "row_text", T: types.TText},
+		{Name: "event_time", T: types.TTimestamp}, {Name: "watermark", T: types.TTimestamp}, {Name: "lateness", T: types.TInterval},
+		{Name: "epoch", T: types.TInt64}, {Name: "seq", T: types.TInt64}}}
 	rows, err := e.db.LateRows()
 	if err != nil {
 		return nil, err

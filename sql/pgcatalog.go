@@ -40,7 +40,7 @@ const (
 // catalogTypes are the types pg_type lists: every column type streamdb has.
 var catalogTypes = []types.T{types.TBool, types.TInt16, types.TInt32, types.TInt64, types.TFloat32,
 	types.TFloat64, types.TNumeric, types.TText, {Kind: types.Text, Prec: 1}, types.CharOf(1), types.TTimestamp,
-	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray, types.TJSON, types.TJSONB, types.TUUID, types.TBytea, types.TTime,
+	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray, types.TJSON, types.TJSONB, types.TUUID, types.TBytea, types.TTime, types.TTimeTZ,
 	types.ArrayOf(types.Bool), types.ArrayOf(types.Int16), types.ArrayOf(types.Int32), types.ArrayOf(types.Int64),
 	types.ArrayOf(types.Float32), types.ArrayOf(types.Float64), types.ArrayOf(types.Date), types.ArrayOf(types.Timestamp),
 	types.ArrayOf(types.UUID)}
@@ -302,6 +302,8 @@ func typeLen(t types.T) int64 {
 		return 4
 	case types.Int64, types.Float64, types.Timestamp, types.Time:
 		return 8
+	case types.TimeTZ:
+		return 12
 	case types.Interval, types.UUID:
 		return 16
 	}
@@ -400,7 +402,7 @@ func typeCategory(t types.T) string {
 		return "N"
 	case t.Kind == types.Text:
 		return "S"
-	case t.Kind == types.Timestamp || t.Kind == types.Date || t.Kind == types.Time:
+	case t.Kind == types.Timestamp || t.Kind == types.Date || t.Kind == types.Time || t.Kind == types.TimeTZ:
 		return "D"
 	case t.Kind == types.Interval:
 		return "T"

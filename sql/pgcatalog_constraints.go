@@ -21,10 +21,10 @@ func isTableConstraints(e catGen) *table {
 }
 
 func isKeyColumnUsage(e catGen) *table {
-	t := &table{cols: []Column{{"constraint_catalog", types.TText}, {"constraint_schema", types.TText},
-		{"constraint_name", types.TText}, {"table_catalog", types.TText}, {"table_schema", types.TText},
-		{"table_name", types.TText}, {"column_name", types.TText}, {"ordinal_position", types.TInt32},
-		{"position_in_unique_constraint", types.TInt32}}}
+	t := &table{cols: []Column{{Name: "constraint_catalog", T: types.TText}, {Name: "constraint_schema", T: types.TText},
+		{Name: "constraint_name", T: types.TText}, {Name: "table_catalog", T: types.TText}, {Name: "table_schema", T: types.TText},
+		{Name: "table_name", T: types.TText}, {Name: "column_name", T: types.TText}, {Name: "ordinal_position", T: types.TInt32},
+		{Name: "position_in_unique_constraint", T: types.TInt32}}}
 	for _, k := range e.viewKeys() {
 		ns := nsName(k.rel.ns)
 		for i, a := range k.attrs {

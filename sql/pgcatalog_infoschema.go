@@ -39,12 +39,12 @@ func (e infoSchemaGen) isTables() *table {
 }
 
 func (e infoSchemaGen) isColumns() *table {
-	t := &table{cols: []Column{{"table_catalog", types.TText}, {"table_schema", types.TText}, {"table_name", types.TText},
-		{"column_name", types.TText}, {"ordinal_position", types.TInt32}, {"column_default", types.TText},
-		{"is_nullable", types.TText}, {"data_type", types.TText}, {"character_maximum_length", types.TInt32},
-		{"numeric_precision", types.TInt32}, {"numeric_scale", types.TInt32}, {"datetime_precision", types.TInt32},
-		{"udt_catalog", types.TText}, {"udt_schema", types.TText}, {"udt_name", types.TText},
-		{"is_identity", types.TText}, {"is_generated", types.TText}, {"is_updatable", types.TText}}}
+	t := &table{cols: []Column{{Name: "table_catalog", T: types.TText}, {Name: "table_schema", T: types.TText}, {Name: "table_name", T: types.TText},
+		{Name: "column_name", T: types.TText}, {Name: "ordinal_position", T: types.TInt32}, {Name: "column_default", T: types.TText},
+		{Name: "is_nullable", T: types.TText}, {Name: "data_type", T: types.TText}, {Name: "character_maximum_length", T: types.TInt32},
+		{Name: "numeric_precision", T: types.TInt32}, {Name: "numeric_scale", T: types.TInt32}, {Name: "datetime_precision", T: types.TInt32},
+		{Name: "udt_catalog", T: types.TText}, {Name: "udt_schema", T: types.TText}, {Name: "udt_name", T: types.TText},
+		{Name: "is_identity", T: types.TText}, {Name: "is_generated", T: types.TText}, {Name: "is_updatable", T: types.TText}}}
 	for _, r := range e.relations() {
 		for i, c := range r.def.Columns {
 			maxLen, prec, scale, dtPrec := null, null, null, null
@@ -67,7 +67,7 @@ func (e infoSchemaGen) isColumns() *table {
 				if c.Type.Prec > 0 {
 					prec, scale = i64(int64(c.Type.Prec)), i64(int64(c.Type.Scale))
 				}
-			case types.Timestamp:
+			case types.Timestamp, types.Time, types.TimeTZ:
 				dtPrec = i64(6)
 			case types.Date:
 				dtPrec = i64(0)

@@ -17,14 +17,6 @@ import (
 // DEALLOCATE name | ALL and DISCARD ALL drop protocol statements too, which
 // pgx and pgjdbc rely on.
 
-// ProtocolStatements are the connection's named statements of the
-// extended protocol (the unnamed one is not among them).
-type ProtocolStatements interface {
-	Has(name string) bool
-	Drop(name string)
-	DropAll()
-}
-
 // SetProtocolStatements gives the session its connection's protocol
 // statements.
 func (s *Session) SetProtocolStatements(p ProtocolStatements) { s.proto = p }
@@ -51,7 +43,8 @@ func (s sessionPrepared) prepare(n *parse.Prepare) (*Result, error) {
 	if c, ok := n.Stmt.(*parse.Copy); ok && c.From {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "PREPARE of COPY FROM STDIN is not supported")
 	}
-	st := &Stmt{SQL: n.SQL, impl: n.Stmt, ParamTypes: append([]types.T(nil), n.Types...)}
+	st := newStmt(n.SQL, stmtPlan{impl: n.Stmt})
+	st.ParamTypes = append([]types.T(nil), n.Types...)
 	for i, t := range st.ParamTypes {
 		if t.Kind == types.Numeric {
 			// PostgreSQL's parameters have no type modifier: PREPARE

@@ -98,7 +98,7 @@ func (s sessionAuth) authorize(st *Stmt) error {
 	if s.superuser() {
 		return nil
 	}
-	switch n := st.impl.(type) {
+	switch n := planOf(st).impl.(type) {
 	case *parse.Query:
 		return s.authorizeQuery(st, n)
 	case *parse.Declare:

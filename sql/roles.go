@@ -1,23 +1,16 @@
 package sql
 
 import (
-	"crypto/hmac"
-	"crypto/pbkdf2"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/streamdb/streamdb/sql/parse"
+	"github.com/streamdb/streamdb/sql/scram"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
-	"github.com/xdg-go/stringprep"
 )
 
 // Roles live in the catalog (storage.RoleDef, keys r/<name>). A data
@@ -32,7 +25,6 @@ const BootstrapRole = "streamdb"
 const publicRole = "public"
 
 // scramIterations is PostgreSQL's default scram_iterations.
-const scramIterations = 4096
 
 // loadRolesLocked reads the roles and creates the bootstrap superusers if
 // there are none; password, if set, becomes BootstrapRole's password.
@@ -64,7 +56,7 @@ func (e *roleStore) loadRolesLocked(bootstrap []string, password string) error {
 			r = &storage.RoleDef{Name: BootstrapRole, Superuser: true, Login: true}
 		}
 		nr := *r
-		nr.Verifier = SCRAMVerifier(password)
+		nr.Verifier = scram.Verifier(password)
 		e.mu.roles[BootstrapRole] = &nr
 		storage.PutRole(b, &nr)
 		changed = true
@@ -105,81 +97,6 @@ func (e *Engine) AnyPassword() bool {
 // that do not exist (stable across restarts).
 func (e *Engine) AuthSecret() ([]byte, error) { return e.db.AuthSecret() }
 
-// SCRAMVerifier returns PostgreSQL's SCRAM-SHA-256 verifier of password,
-// with a random salt: SCRAM-SHA-256$<iter>:<salt>$<StoredKey>:<ServerKey>.
-// The password goes through SASLprep (RFC 4013) as PostgreSQL does; if that
-// fails (prohibited characters, invalid UTF-8), the raw bytes are used.
-func SCRAMVerifier(password string) string {
-	salt := make([]byte, 16)
-	rand.Read(salt)
-	salted, err := pbkdf2.Key(sha256.New, SASLprep(password), salt, scramIterations, sha256.Size)
-	if err != nil {
-		panic(err) // only for FIPS-mode key length limits, which 32 bytes meets
-	}
-	clientKey := hmacSum(salted, "Client Key")
-	storedKey := sha256.Sum256(clientKey)
-	b64 := base64.StdEncoding.EncodeToString
-	return fmt.Sprintf("SCRAM-SHA-256$%d:%s$%s:%s", scramIterations, b64(salt), b64(storedKey[:]),
-		b64(hmacSum(salted, "Server Key")))
-}
-
-// SASLprep normalizes a password as PostgreSQL's pg_saslprep does: ASCII
-// passwords are used as they are, others through the SASLprep profile of
-// stringprep, falling back to the raw bytes when that fails.
-func SASLprep(password string) string {
-	ascii := true
-	for i := 0; i < len(password); i++ {
-		if password[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii || !utf8.ValidString(password) {
-		return password
-	}
-	p, err := stringprep.SASLprep.Prepare(password)
-	if err != nil {
-		return password
-	}
-	return p
-}
-
-func hmacSum(key []byte, msg string) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte(msg))
-	return h.Sum(nil)
-}
-
-// ParseSCRAMVerifier splits a verifier made by SCRAMVerifier (or by
-// PostgreSQL) into its parts; ok is false if v is not one.
-func ParseSCRAMVerifier(v string) (iterations int, salt, storedKey, serverKey []byte, ok bool) {
-	rest, found := strings.CutPrefix(v, "SCRAM-SHA-256$")
-	if !found {
-		return 0, nil, nil, nil, false
-	}
-	iterSalt, keys, found := strings.Cut(rest, "$")
-	if !found {
-		return 0, nil, nil, nil, false
-	}
-	iter, saltB64, found := strings.Cut(iterSalt, ":")
-	stored, server, found2 := strings.Cut(keys, ":")
-	if !found || !found2 {
-		return 0, nil, nil, nil, false
-	}
-	n, err := strconv.Atoi(iter)
-	if err != nil || n < 1 {
-		return 0, nil, nil, nil, false
-	}
-	dec := base64.StdEncoding.DecodeString
-	s, err1 := dec(saltB64)
-	st, err2 := dec(stored)
-	sv, err3 := dec(server)
-	if err1 != nil || err2 != nil || err3 != nil || len(s) == 0 || len(st) != sha256.Size || len(sv) != sha256.Size {
-		return 0, nil, nil, nil, false
-	}
-	return n, s, st, sv, true
-}
-
 // verifierFor turns the PASSWORD of CREATE/ALTER ROLE into what is stored: a
 // ready SCRAM-SHA-256 verifier is kept as it is (as PostgreSQL does for
 // pg_dump's output), anything else is a password. notice is set when an
@@ -194,14 +111,14 @@ func verifierFor(o parse.RoleOptions) (verifier string, set bool, notice string,
 		return "", true, "empty string is not a valid password, clearing password", nil
 	}
 	pw := *o.Password
-	if _, _, _, _, ok := ParseSCRAMVerifier(pw); ok {
+	if _, _, _, _, ok := scram.ParseVerifier(pw); ok {
 		return pw, true, "", nil
 	}
 	if len(pw) == 35 && strings.HasPrefix(pw, "md5") && isHexString(pw[3:]) {
 		return "", false, "", sqlerr.New(sqlerr.FeatureNotSupported,
 			"MD5 password hashes are not supported; give the password or a SCRAM-SHA-256 verifier")
 	}
-	return SCRAMVerifier(pw), true, "", nil
+	return scram.Verifier(pw), true, "", nil
 }
 
 func isHexString(s string) bool {
@@ -527,8 +444,8 @@ func applyPrivileges(have, privs []string, revoke bool, kind storage.TableKind) 
 
 // showRoles is SHOW ROLES.
 func (e *roleStore) showRoles() *table {
-	t := &table{cols: []Column{{"name", types.TText}, {"superuser", types.TBool}, {"login", types.TBool},
-		{"password", types.TBool}}}
+	t := &table{cols: []Column{{Name: "name", T: types.TText}, {Name: "superuser", T: types.TBool}, {Name: "login", T: types.TBool},
+		{Name: "password", T: types.TBool}}}
 	e.mu.Lock()
 	names := make([]string, 0, len(e.mu.roles))
 	for n := range e.mu.roles {

@@ -346,8 +346,8 @@ func (e savepointStore) dropSavepoint(names []string, ifExists bool) (*Result, e
 }
 
 func (e savepointStore) showSavepoints() *table {
-	t := &table{cols: []Column{{"name", types.TText}, {"views", types.TText}, {"checkpoint_id", types.TInt64},
-		{"created_at", types.TTimestamp}, {"size", types.TInt64}}}
+	t := &table{cols: []Column{{Name: "name", T: types.TText}, {Name: "views", T: types.TText}, {Name: "checkpoint_id", T: types.TInt64},
+		{Name: "created_at", T: types.TTimestamp}, {Name: "size", T: types.TInt64}}}
 	all := checkpoint.List(filepath.Join(e.snapStore.snapshotRoot(), "savepoints"))
 	if rem, err := e.conf.remote("savepoint"); err == nil && rem != nil {
 		// Savepoints in savepoint storage that are not on this machine

@@ -128,7 +128,7 @@ func (s *Session) PrepareAll(ctx context.Context, query string) ([]*Stmt, error)
 		g = &stmtGroup{n: len(stmts)}
 	}
 	for i, st := range stmts {
-		out[i] = &Stmt{SQL: query, impl: st, group: g, last: i == len(stmts)-1}
+		out[i] = newStmt(query, stmtPlan{impl: st, group: g, last: i == len(stmts)-1})
 		markCopy(out[i], st)
 	}
 	return out, nil
@@ -157,7 +157,7 @@ func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32)
 	if len(stmts) > 1 {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "cannot insert multiple commands into a prepared statement")
 	}
-	st = &Stmt{SQL: query, impl: stmts[0], extended: true}
+	st = newStmt(query, stmtPlan{impl: stmts[0], extended: true})
 	if err := (sessionTxBlock{s}).checkFailedBlock(st); err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32)
 
 // describe binds a query to learn its parameter and result types.
 func (s *Session) describe(st *Stmt) error {
-	switch n := st.impl.(type) {
+	switch n := planOf(st).impl.(type) {
 	case *parse.Query:
 		b := &bind.Binder{Cat: s.e, Params: st.ParamTypes, User: s.user, LimitParams: n.LimitParams, Session: sessionInfo{s}}
 		switch q := n.Node.(type) {
@@ -217,7 +217,7 @@ func (s *Session) describe(st *Stmt) error {
 		return (sessionPrepared{s}).describeExecute(st, n)
 	case *parse.Show, *parse.ShowObjects, *parse.ShowCreate, *parse.Fetch:
 		// Columns are known once executed; describe by executing nothing.
-		cols, err := (sessionShow{s}).showColumns(st.impl.(parse.Statement))
+		cols, err := (sessionShow{s}).showColumns(planOf(st).impl.(parse.Statement))
 		if err != nil {
 			return err
 		}
@@ -259,7 +259,7 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 	} else {
 		(sessionSettings{s}).takeParamChanges(res)
 	}
-	if d, ok := st.impl.(*parse.Declare); ok && err == nil && s.txn != nil {
+	if d, ok := planOf(st).impl.(*parse.Declare); ok && err == nil && s.txn != nil {
 		s.txn.cursors = append(s.txn.cursors, txCursor{name: d.Cursor, hold: d.Hold})
 	}
 	if err != nil || s.txn == nil {
@@ -280,7 +280,7 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 // as the user wrote them (DELETE, ALTER SYSTEM, ...), never by a Go type.
 func statementWords(st *Stmt) string {
 	text := st.SQL
-	if q, ok := st.impl.(*parse.Query); ok && q.SQL != "" {
+	if q, ok := planOf(st).impl.(*parse.Query); ok && q.SQL != "" {
 		text = q.SQL
 	}
 	var words []string

@@ -132,8 +132,8 @@ func (s sessionShow) showTable(n parse.Statement) (*table, error) {
 		case "streams":
 			// streamdb_tables: each stream's log, appended and retained rows
 			// (retention removes whole blocks from the start; retention.go).
-			t := &table{cols: []Column{{"name", types.TText}, {"partitions", types.TInt64},
-				{"rows_appended", types.TInt64}, {"rows_retained", types.TInt64}}}
+			t := &table{cols: []Column{{Name: "name", T: types.TText}, {Name: "partitions", T: types.TInt64},
+				{Name: "rows_appended", T: types.TInt64}, {Name: "rows_retained", T: types.TInt64}}}
 			for _, d := range e.sortedTables(storage.KindStream) {
 				parts := max(1, d.Partitions)
 				var appended, retained int64
@@ -165,9 +165,9 @@ func (s sessionShow) showTable(n parse.Statement) (*table, error) {
 		case "late rows":
 			return e.showLateRows()
 		case "checkpoints":
-			t := &table{cols: []Column{{"id", types.TInt64}, {"status", types.TText}, {"trigger", types.TText},
-				{"started_at", types.TTimestamp}, {"duration_ms", types.TInt64}, {"alignment_ms", types.TInt64},
-				{"state_size", types.TInt64}, {"delta_size", types.TInt64}, {"jobs", types.TText}, {"error", types.TText}}}
+			t := &table{cols: []Column{{Name: "id", T: types.TInt64}, {Name: "status", T: types.TText}, {Name: "trigger", T: types.TText},
+				{Name: "started_at", T: types.TTimestamp}, {Name: "duration_ms", T: types.TInt64}, {Name: "alignment_ms", T: types.TInt64},
+				{Name: "state_size", T: types.TInt64}, {Name: "delta_size", T: types.TInt64}, {Name: "jobs", T: types.TText}, {Name: "error", T: types.TText}}}
 			uploading := e.sup.waitLocalExports() // an export's failure is part of its record
 			for _, r := range e.coord.History() {
 				if uploading[r.ID] && r.Status == checkpoint.Completed {
@@ -254,12 +254,12 @@ func createStatement(t *storage.TableDef) string {
 }
 
 func (e sysTables) showJobs() *table {
-	t := &table{cols: []Column{{"name", types.TText}, {"state", types.TText}, {"restarts", types.TInt64},
-		{"rows_in", types.TInt64}, {"lag", types.TInt64}, {"state_bytes", types.TInt64}, {"evicted", types.TInt64},
-		{"last_checkpoint", types.TInt64},
-		{"next_restart", types.TTimestamp}, {"strategy", types.TText}, {"last_error", types.TText},
-		{"watermark", types.TTimestamp}, {"late_rows", types.TInt64},
-		{"backfill_done", types.TInt64}, {"backfill_total", types.TInt64}}}
+	t := &table{cols: []Column{{Name: "name", T: types.TText}, {Name: "state", T: types.TText}, {Name: "restarts", T: types.TInt64},
+		{Name: "rows_in", T: types.TInt64}, {Name: "lag", T: types.TInt64}, {Name: "state_bytes", T: types.TInt64}, {Name: "evicted", T: types.TInt64},
+		{Name: "last_checkpoint", T: types.TInt64},
+		{Name: "next_restart", T: types.TTimestamp}, {Name: "strategy", T: types.TText}, {Name: "last_error", T: types.TText},
+		{Name: "watermark", T: types.TTimestamp}, {Name: "late_rows", T: types.TInt64},
+		{Name: "backfill_done", T: types.TInt64}, {Name: "backfill_total", T: types.TInt64}}}
 	lastCP := map[string]int64{}
 	for _, r := range e.coord.History() {
 		if r.Status == checkpoint.Completed {
@@ -331,9 +331,9 @@ func watermarkDatum(j *exec.Job) types.Datum {
 }
 
 func (e sysTables) showJobErrors() (*table, error) {
-	t := &table{cols: []Column{{"job", types.TText}, {"stream", types.TText}, {"partition_id", types.TInt64},
-		{"row_offset", types.TInt64}, {"error_code", types.TText}, {"message", types.TText}, {"row_text", types.TText},
-		{"at", types.TTimestamp}}}
+	t := &table{cols: []Column{{Name: "job", T: types.TText}, {Name: "stream", T: types.TText}, {Name: "partition_id", T: types.TInt64},
+		{Name: "row_offset", T: types.TInt64}, {Name: "error_code", T: types.TText}, {Name: "message", T: types.TText}, {Name: "row_text", T: types.TText},
+		{Name: "at", T: types.TTimestamp}}}
 	errs, err := e.db.JobErrors()
 	if err != nil {
 		return nil, err
@@ -458,7 +458,7 @@ func (s sessionCursors) declare(ctx context.Context, n *parse.Declare) (*Result,
 	if _, ok := s.cursors[n.Cursor]; ok {
 		return nil, sqlerr.New(sqlerr.DuplicateCursor, "cursor %q already exists", n.Cursor)
 	}
-	st := &Stmt{SQL: n.Query.SQL, impl: n.Query}
+	st := newStmt(n.Query.SQL, stmtPlan{impl: n.Query})
 	res, err := s.execQuery(outlivingStatement(ctx), st, n.Query, nil)
 	if err != nil {
 		return nil, err

@@ -206,9 +206,9 @@ func (e *sinkManager) sinksOn(view string) []string {
 // showSinks lists the sinks: name, view, connector, topic, format, mode,
 // state, committed changelog position, records sent since startup, last error.
 func (e *sinkManager) showSinks() *table {
-	t := &table{cols: []Column{{"name", types.TText}, {"view", types.TText}, {"connector", types.TText},
-		{"topic", types.TText}, {"format", types.TText}, {"mode", types.TText}, {"state", types.TText},
-		{"position", types.TInt64}, {"sent", types.TInt64}, {"last_error", types.TText}}}
+	t := &table{cols: []Column{{Name: "name", T: types.TText}, {Name: "view", T: types.TText}, {Name: "connector", T: types.TText},
+		{Name: "topic", T: types.TText}, {Name: "format", T: types.TText}, {Name: "mode", T: types.TText}, {Name: "state", T: types.TText},
+		{Name: "position", T: types.TInt64}, {Name: "sent", T: types.TInt64}, {Name: "last_error", T: types.TText}}}
 	e.sinks.Lock()
 	defer e.sinks.Unlock()
 	names := make([]string, 0, len(e.sinks.defs))

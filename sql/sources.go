@@ -75,8 +75,8 @@ func (e *Engine) createSource(n *parse.CreateSource, owner string) (*Result, err
 // showSources lists the sources: name, connector, splits, whether bounded,
 // and the options as written (connector = ..., sorted).
 func (e *Engine) showSources() *table {
-	t := &table{cols: []Column{{"name", types.TText}, {"connector", types.TText}, {"splits", types.TInt64},
-		{"bounded", types.TBool}, {"options", types.TText}}}
+	t := &table{cols: []Column{{Name: "name", T: types.TText}, {Name: "connector", T: types.TText}, {Name: "splits", T: types.TInt64},
+		{Name: "bounded", T: types.TBool}, {Name: "options", T: types.TText}}}
 	defs := e.sortedTables(storage.KindSource)
 	for _, d := range e.sortedTables(storage.KindStream) {
 		if isCDC(d) {

@@ -196,7 +196,7 @@ func (e *jobOptions) setViewOptionsLocked(name string, vals map[string]string) e
 // addJobColumns appends each job's parallelism and state backend to SHOW
 // JOBS (a change stream: NULL).
 func (e *jobOptions) addJobColumns(t *table) *table {
-	t.cols = append(t.cols, Column{"parallelism", types.TInt64}, Column{"state_backend", types.TText})
+	t.cols = append(t.cols, Column{Name: "parallelism", T: types.TInt64}, Column{Name: "state_backend", T: types.TText})
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for i, r := range t.rows {
@@ -225,7 +225,7 @@ func (e *jobOptions) addErrorRows(t *table) (*table, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.cols = append(t.cols, Column{"error_rows", types.TInt64})
+	t.cols = append(t.cols, Column{Name: "error_rows", T: types.TInt64})
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for i, r := range t.rows {

@@ -100,7 +100,7 @@ const (
 // classify places a statement in a stmtClass; for classDDL it also gives
 // the statement's name for the 25001 message.
 func (s *Session) classify(st *Stmt) (stmtClass, string) {
-	switch n := st.impl.(type) {
+	switch n := planOf(st).impl.(type) {
 	case *parse.Query:
 		switch q := n.Node.(type) {
 		case *ast.BeginStmt:
@@ -162,8 +162,8 @@ func (s *Session) classify(st *Stmt) (stmtClass, string) {
 // itself (BEGIN, COMMIT, ROLLBACK), already executed.
 func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error) {
 	class, name := s.classify(st)
-	if (st.group != nil || st.extended) && s.txn == nil && class != classTxEnd {
-		s.txn = &txn{group: st.group}
+	if (planOf(st).group != nil || planOf(st).extended) && s.txn == nil && class != classTxEnd {
+		s.txn = &txn{group: planOf(st).group}
 	}
 	t := s.txn
 	switch class {
@@ -180,7 +180,7 @@ func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error
 		return &Result{Tag: "BEGIN"}, nil
 	case classTxEnd:
 		rollback := false
-		if q, ok := st.impl.(*parse.Query); ok {
+		if q, ok := planOf(st).impl.(*parse.Query); ok {
 			_, rollback = q.Node.(*ast.RollbackStmt)
 		}
 		if t == nil {
@@ -204,7 +204,7 @@ func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error
 		}
 		return res, nil
 	case classTxSavepoint:
-		return (sessionTxBlock{s}).txSavepointStmt(st.impl.(*parse.TxSavepoint))
+		return (sessionTxBlock{s}).txSavepointStmt(planOf(st).impl.(*parse.TxSavepoint))
 	}
 	if t == nil {
 		return nil, nil
@@ -243,7 +243,7 @@ func (s *Session) afterStatement(st *Stmt, err error) error {
 		s.fail()
 		return err
 	}
-	if !t.explicit && t.group != nil && st.group == t.group && st.last {
+	if !t.explicit && t.group != nil && planOf(st).group == t.group && planOf(st).last {
 		if err := s.commit(); err != nil {
 			return err
 		}

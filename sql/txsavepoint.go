@@ -172,7 +172,7 @@ func (s sessionTxBlock) checkFailedBlock(st *Stmt) error {
 	case classTxEnd:
 		return nil
 	case classTxSavepoint:
-		if st.impl.(*parse.TxSavepoint).Op == parse.TxSavepointRollback {
+		if planOf(st).impl.(*parse.TxSavepoint).Op == parse.TxSavepointRollback {
 			return nil
 		}
 	}

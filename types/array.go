@@ -94,7 +94,8 @@ func needsArrayQuote(s string) bool {
 }
 
 // ParseTextArray reads array_in's text form of a one-dimensional text[]
-// ('{a,"b c",NULL}'); other forms fail with 22P02.
+// ('{a,"b c",NULL}'); a multidimensional one ('{{1,2},{3,4}}') is 0A000,
+// other forms fail with 22P02.
 func ParseTextArray(s string) (*Array, error) {
 	bad := func() error {
 		return sqlerr.New(sqlerr.InvalidTextRep, "malformed array literal: %s", quote(s))
@@ -104,6 +105,9 @@ func ParseTextArray(s string) (*Array, error) {
 		return nil, bad()
 	}
 	p = p[1 : len(p)-1]
+	if q := trimSpace(p); q != "" && q[0] == '{' {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "multidimensional arrays are not supported: %s", quote(s))
+	}
 	out := &Array{}
 	if trimSpace(p) == "" {
 		return out, nil

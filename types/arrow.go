@@ -195,6 +195,8 @@ func DecodeType(s string) (T, bool) {
 		return TBytea, true
 	case "time without time zone":
 		return TTime, true
+	case "time with time zone":
+		return TTimeTZ, true
 	case "unknown":
 		return TUnknown, true
 	}

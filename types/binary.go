@@ -24,6 +24,7 @@ import (
 //	uuid        the 16 bytes
 //	bytea       the bytes
 //	time        int64 microseconds since midnight
+//	timetz      int64 microseconds since midnight, int32 zone in seconds west of UTC
 
 // pgEpochDays is 2000-01-01, PostgreSQL's epoch, in days since 1970-01-01.
 const pgEpochDays = 10957
@@ -51,6 +52,10 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 		return binary.BigEndian.AppendUint32(buf, uint32(d.I))
 	case Int64, Time:
 		return binary.BigEndian.AppendUint64(buf, uint64(d.I))
+	case TimeTZ:
+		us, west := UnpackTimeTZ(d.I)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(us))
+		return binary.BigEndian.AppendUint32(buf, uint32(int32(west)))
 	case Float32:
 		if d.F != d.F { // PostgreSQL's NaN: the quiet NaN with no payload
 			return binary.BigEndian.AppendUint32(buf, 0x7fc00000)
@@ -189,6 +194,8 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 		want = 4
 	case Int64, Float64, Timestamp, Time:
 		want = 8
+	case TimeTZ:
+		want = 12
 	case Interval:
 		want = 16
 	}
@@ -204,6 +211,8 @@ func ParseBinary(b []byte, t T) (Datum, error) {
 		return Int(int64(int32(binary.BigEndian.Uint32(b)))), nil
 	case Int64:
 		return Int(int64(binary.BigEndian.Uint64(b))), nil
+	case TimeTZ:
+		return parseTimeTZBinary(int64(binary.BigEndian.Uint64(b)), int64(int32(binary.BigEndian.Uint32(b[8:]))))
 	case Time: // time_recv checks the range
 		v := int64(binary.BigEndian.Uint64(b))
 		if v < 0 || v > usPerDayTime {

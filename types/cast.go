@@ -28,9 +28,11 @@ func CanCast(from, to T) bool {
 	}
 	switch from.Kind {
 	case Timestamp:
-		return to.Kind == Date || to.Kind == Time
+		return to.Kind == Date || to.Kind == Time || to.Kind == TimeTZ && from.TZ
 	case Time:
-		return to.Kind == Interval
+		return to.Kind == Interval || to.Kind == TimeTZ
+	case TimeTZ:
+		return to.Kind == Time
 	case Interval:
 		return to.Kind == Time
 	case Date:
@@ -129,6 +131,16 @@ func castDatum(d Datum, from, to T, explicit bool) (Datum, error) {
 			return Null, nil // timestamp_time: an infinite timestamp has no time
 		}
 		return Int(d.I - floorDiv64(d.I, usPerDay)*usPerDay), nil
+	case from.Kind == Timestamp && to.Kind == TimeTZ: // timestamptz_timetz at the session's zone, UTC
+		if isInfiniteTS(d.I) {
+			return Null, nil
+		}
+		return Int(PackTimeTZ(d.I-floorDiv64(d.I, usPerDay)*usPerDay, 0)), nil
+	case from.Kind == Time && to.Kind == TimeTZ: // time_timetz: the session's zone, UTC
+		return Int(PackTimeTZ(d.I, 0)), nil
+	case from.Kind == TimeTZ && to.Kind == Time: // timetz_time: the local time, its zone dropped
+		us, _ := UnpackTimeTZ(d.I)
+		return Int(us), nil
 	case from.Kind == Time && to.Kind == Interval:
 		return Datum{IV: arrow.MonthDayNanoInterval{Nanoseconds: d.I * 1000}}, nil
 	case from.Kind == Interval && to.Kind == Time: // the time part, modulo a day
@@ -281,6 +293,8 @@ func CommonType(a, b T) (T, bool) {
 			return TTimestampTZ, true // PostgreSQL prefers timestamptz
 		}
 		return TTimestamp, true
+	case a.Kind == Time && b.Kind == TimeTZ || a.Kind == TimeTZ && b.Kind == Time:
+		return TTimeTZ, true // time casts implicitly to timetz
 	}
 	return T{}, false
 }

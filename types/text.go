@@ -85,6 +85,8 @@ func ParseText(s string, t T) (Datum, error) {
 	case Time:
 		v, err := parseTime(s)
 		return Int(v), err
+	case TimeTZ:
+		return parseTimeTZ(s)
 	}
 	return Str(s), nil
 }
@@ -126,6 +128,8 @@ func AppendText(buf []byte, d Datum, t T) []byte {
 		return appendTime(buf, d.I)
 	case JSONB:
 		return AppendJSONBOut(buf, d.S)
+	case TimeTZ:
+		return appendTimeTZ(buf, d.I)
 	case Text:
 		if t.Pad {
 			return AppendPadded(buf, d.S, t)

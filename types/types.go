@@ -17,6 +17,7 @@
 //	UUID                                  arrow String: the canonical text (uuid.go)
 //	BYTEA                                 arrow String: the bytes (bytea.go)
 //	TIME                                  arrow Int64: microseconds since midnight (timeofday.go)
+//	TIMETZ                                arrow Int64: time and zone packed in integer order (timetz.go)
 //	RECORD                                arrow Struct of its fields' layouts (record.go)
 package types
 
@@ -50,6 +51,7 @@ const (
 	UUID      // uuid: its canonical lowercase text (uuid.go)
 	Bytea     // bytea: its bytes (bytea.go)
 	Time      // time without time zone: microseconds since midnight (timeofday.go)
+	TimeTZ    // time with time zone: time and zone packed (timetz.go)
 )
 
 // UnconstrainedScale is the storage scale of NUMERIC without a declared scale.
@@ -94,6 +96,7 @@ var (
 	TUUID        = T{Kind: UUID}
 	TBytea       = T{Kind: Bytea}
 	TTime        = T{Kind: Time}
+	TTimeTZ      = T{Kind: TimeTZ}
 )
 
 // CharOf returns CHARACTER(n).
@@ -131,7 +134,7 @@ func (t T) Physical() Physical {
 	switch t.Kind {
 	case Bool:
 		return PhysBool
-	case Int16, Int32, Int64, Timestamp, Date, Time:
+	case Int16, Int32, Int64, Timestamp, Date, Time, TimeTZ:
 		return PhysInt64
 	case Float32, Float64:
 		return PhysFloat64
@@ -198,6 +201,7 @@ const (
 	OIDUUID        = 2950
 	OIDBytea       = 17
 	OIDTime        = 1083
+	OIDTimeTZ      = 1266
 )
 
 // OID returns the PostgreSQL type OID of t.
@@ -248,6 +252,8 @@ func (t T) OID() uint32 {
 		return OIDBytea
 	case Time:
 		return OIDTime
+	case TimeTZ:
+		return OIDTimeTZ
 	}
 	return OIDText // untyped literals are sent as text, as PostgreSQL does
 }
@@ -291,6 +297,8 @@ func FromOID(oid uint32) (T, bool) {
 		return TBytea, true
 	case OIDTime:
 		return TTime, true
+	case OIDTimeTZ:
+		return TTimeTZ, true
 	case 0, OIDUnknown:
 		return TUnknown, true
 	}
@@ -308,6 +316,8 @@ func (t T) Size() int16 {
 		return 4
 	case Int64, Float64, Timestamp, Time:
 		return 8
+	case TimeTZ:
+		return 12
 	case Interval, UUID:
 		return 16
 	}
@@ -382,6 +392,8 @@ func (t T) String() string {
 		return "bytea"
 	case Time:
 		return "time without time zone"
+	case TimeTZ:
+		return "time with time zone"
 	}
 	return "unknown"
 }

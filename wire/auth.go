@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
-	"github.com/streamdb/streamdb/sql"
+	"github.com/streamdb/streamdb/sql/scram"
 	"github.com/streamdb/streamdb/sqlerr"
 )
 
@@ -24,7 +24,7 @@ type scramSecret struct {
 }
 
 func parseSecret(verifier string) (*scramSecret, bool) {
-	iter, salt, stored, server, ok := sql.ParseSCRAMVerifier(verifier)
+	iter, salt, stored, server, ok := scram.ParseVerifier(verifier)
 	if !ok {
 		return nil, false
 	}

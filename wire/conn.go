@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
-	"github.com/streamdb/streamdb/sql"
+	"github.com/streamdb/streamdb/sql/api"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -42,7 +42,7 @@ type conn struct {
 	rc     syscall.RawConn // raw's descriptor, for the client-gone check; nil if none
 
 	sess    Session
-	stmts   map[string]*sql.Stmt
+	stmts   map[string]*api.Stmt
 	portals map[string]*portal
 	// ignoreTillSync is set by an error in the extended protocol: messages
 	// are discarded until the next Sync.
@@ -66,7 +66,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		srv:     s,
 		raw:     nc,
 		nc:      nc,
-		stmts:   make(map[string]*sql.Stmt),
+		stmts:   make(map[string]*api.Stmt),
 		portals: make(map[string]*portal),
 	}
 	c.be = pgproto3.NewBackend(nc, nc)
@@ -432,7 +432,7 @@ func (c *conn) sync(failed bool) bool {
 	return true
 }
 
-func (c *conn) prepareAll(query string) (stmts []*sql.Stmt, err error) {
+func (c *conn) prepareAll(query string) (stmts []*api.Stmt, err error) {
 	defer c.recoverPanic(&err)
 	ctx, done := c.begin()
 	defer done()
@@ -442,7 +442,7 @@ func (c *conn) prepareAll(query string) (stmts []*sql.Stmt, err error) {
 
 // runSimple executes one statement of a Query message and sends its
 // results in text format.
-func (c *conn) runSimple(st *sql.Stmt) (err error) {
+func (c *conn) runSimple(st *api.Stmt) (err error) {
 	defer c.recoverPanic(&err)
 	if st.Empty {
 		c.be.Send(&pgproto3.EmptyQueryResponse{})
@@ -488,7 +488,7 @@ func (c *conn) runSimple(st *sql.Stmt) (err error) {
 
 // complete sends the end of a statement's results: notices,
 // CommandComplete, then changed parameters.
-func (c *conn) complete(res *sql.Result, tag string) {
+func (c *conn) complete(res *api.Result, tag string) {
 	for _, n := range res.Notices {
 		c.be.Send(noticeResponse(n))
 	}

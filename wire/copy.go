@@ -9,7 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/jackc/pgx/v5/pgproto3"
-	"github.com/streamdb/streamdb/sql"
+	"github.com/streamdb/streamdb/sql/api"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -23,7 +23,7 @@ import (
 // The statement's end (timeout, cancel) interrupts a client that stalls
 // mid-COPY: it sets a read deadline in the past, which Receive returns as
 // an error with the partial message kept, so the connection goes on.
-func (c *conn) copyIn(ctx context.Context, ci sql.CopyIn) (tag string, err error) {
+func (c *conn) copyIn(ctx context.Context, ci api.CopyIn) (tag string, err error) {
 	resp := &pgproto3.CopyInResponse{
 		OverallFormat:     formatText,
 		ColumnFormatCodes: make([]uint16, ci.NumColumns()),
@@ -101,7 +101,7 @@ func msgType(msg pgproto3.FrontendMessage) byte {
 // PostgreSQL's text COPY format (or its binary one: the file's header
 // before the first row, its trailer after the last), CopyDone. Each batch
 // is written as it arrives, so a live stream shows up in psql at once.
-func (c *conn) copyOut(ctx context.Context, st *sql.Stmt, rows sql.Rows) (n int64, err error) {
+func (c *conn) copyOut(ctx context.Context, st *api.Stmt, rows api.Rows) (n int64, err error) {
 	cols := st.Columns
 	resp := &pgproto3.CopyOutResponse{
 		OverallFormat:     formatText,
@@ -148,8 +148,8 @@ func (c *conn) copyOut(ctx context.Context, st *sql.Stmt, rows sql.Rows) (n int6
 
 // sendCopyRows writes nrows rows of arrs as CopyData messages, one a
 // row, each row's payload appended by appendRow.
-func (c *conn) sendCopyRows(arrs []arrow.Array, cols []sql.Column, nrows int,
-	appendRow func(out []byte, arrs []arrow.Array, cols []sql.Column, i int) []byte) error {
+func (c *conn) sendCopyRows(arrs []arrow.Array, cols []api.Column, nrows int,
+	appendRow func(out []byte, arrs []arrow.Array, cols []api.Column, i int) []byte) error {
 	out := c.out[:0]
 	for i := range nrows {
 		start := len(out)
@@ -173,7 +173,7 @@ func (c *conn) sendCopyRows(arrs []arrow.Array, cols []sql.Column, nrows int,
 }
 
 // appendCopyTextRow appends row i in PostgreSQL's text COPY format.
-func (c *conn) appendCopyTextRow(out []byte, arrs []arrow.Array, cols []sql.Column, i int) []byte {
+func (c *conn) appendCopyTextRow(out []byte, arrs []arrow.Array, cols []api.Column, i int) []byte {
 	for j, col := range cols {
 		if j > 0 {
 			out = append(out, '\t')
@@ -191,7 +191,7 @@ func (c *conn) appendCopyTextRow(out []byte, arrs []arrow.Array, cols []sql.Colu
 
 // appendCopyBinaryRow appends row i in the binary COPY format: a field
 // count, then each field's length (-1 for NULL) and binary send form.
-func appendCopyBinaryRow(out []byte, arrs []arrow.Array, cols []sql.Column, i int) []byte {
+func appendCopyBinaryRow(out []byte, arrs []arrow.Array, cols []api.Column, i int) []byte {
 	out = binary.BigEndian.AppendUint16(out, uint16(len(cols)))
 	for j, col := range cols {
 		arr := arrs[j]

@@ -13,7 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/streamdb/streamdb/sql"
+	"github.com/streamdb/streamdb/sql/api"
+	"github.com/streamdb/streamdb/sql/scram"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -47,7 +48,7 @@ type fakeRole struct {
 func loginRole(password string, superuser bool) fakeRole {
 	r := fakeRole{login: true, superuser: superuser}
 	if password != "" {
-		r.verifier = sql.SCRAMVerifier(password)
+		r.verifier = scram.Verifier(password)
 	}
 	return r
 }
@@ -81,8 +82,8 @@ func newFakeEngine() *fakeEngine {
 }
 
 var (
-	colsT      = []sql.Column{{Name: "id", T: types.TInt64}, {Name: "name", T: types.TText}}
-	colsN      = []sql.Column{{Name: "n", T: types.TInt64}}
+	colsT      = []api.Column{{Name: "id", T: types.TInt64}, {Name: "name", T: types.TText}}
+	colsN      = []api.Column{{Name: "n", T: types.TInt64}}
 	paramTypes = []types.T{types.TInt64, types.TText}
 )
 
@@ -139,7 +140,7 @@ func (s *fakeSession) Sync(bool) error { return nil }
 
 func (s *fakeSession) SetBackendPID(uint32) {}
 
-func (s *fakeSession) SetProtocolStatements(sql.ProtocolStatements) {}
+func (s *fakeSession) SetProtocolStatements(api.ProtocolStatements) {}
 
 func (s *fakeSession) HasPrepared(string) bool { return false }
 
@@ -156,8 +157,8 @@ func (s *fakeSession) Close() {
 	s.eng.mu.Unlock()
 }
 
-func (s *fakeSession) PrepareAll(ctx context.Context, query string) ([]*sql.Stmt, error) {
-	var stmts []*sql.Stmt
+func (s *fakeSession) PrepareAll(ctx context.Context, query string) ([]*api.Stmt, error) {
+	var stmts []*api.Stmt
 	for part := range strings.SplitSeq(query, ";") {
 		if strings.TrimSpace(part) == "" {
 			continue
@@ -171,14 +172,14 @@ func (s *fakeSession) PrepareAll(ctx context.Context, query string) ([]*sql.Stmt
 	return stmts, nil
 }
 
-func (s *fakeSession) Prepare(ctx context.Context, query string, paramOIDs []uint32) (*sql.Stmt, error) {
+func (s *fakeSession) Prepare(ctx context.Context, query string, paramOIDs []uint32) (*api.Stmt, error) {
 	q := strings.TrimSpace(query)
-	st := &sql.Stmt{SQL: q}
+	st := &api.Stmt{SQL: q}
 	switch q {
 	case "":
 		st.Empty = true
 	case "SELECT 1", "SELECT panic", "SELECT error":
-		st.Columns = []sql.Column{{Name: "?column?", T: types.TInt64}}
+		st.Columns = []api.Column{{Name: "?column?", T: types.TInt64}}
 	case "SELECT id, name FROM t":
 		st.Columns = colsT
 	case "SELECT $1::int8, $2::text":
@@ -198,19 +199,19 @@ func (s *fakeSession) Prepare(ctx context.Context, query string, paramOIDs []uin
 	return st, nil
 }
 
-func (s *fakeSession) Execute(ctx context.Context, st *sql.Stmt, params []types.Datum) (*sql.Result, error) {
+func (s *fakeSession) Execute(ctx context.Context, st *api.Stmt, params []types.Datum) (*api.Result, error) {
 	e := s.eng
 	switch st.SQL {
 	case "SELECT 1":
-		return &sql.Result{Tag: "SELECT", Rows: e.rows(e.int64Batch(1))}, nil
+		return &api.Result{Tag: "SELECT", Rows: e.rows(e.int64Batch(1))}, nil
 	case "SELECT panic":
 		panic("boom")
 	case "SELECT error":
 		return nil, &sqlerr.Error{Code: sqlerr.DivisionByZero, Msg: "division by zero", Detail: "d", Hint: "h", Position: 8}
 	case "SELECT id, name FROM t":
-		return &sql.Result{Tag: "SELECT", Rows: e.rows(e.tableBatch())}, nil
+		return &api.Result{Tag: "SELECT", Rows: e.rows(e.tableBatch())}, nil
 	case "COPY t TO STDOUT":
-		return &sql.Result{Tag: "COPY", Rows: e.rows(e.tableBatch())}, nil
+		return &api.Result{Tag: "COPY", Rows: e.rows(e.tableBatch())}, nil
 	case "SELECT $1::int8, $2::text":
 		ids, names := []int64{params[0].I}, []*string{strp(params[1].S)}
 		if params[0].Null {
@@ -219,7 +220,7 @@ func (s *fakeSession) Execute(ctx context.Context, st *sql.Stmt, params []types.
 		if params[1].Null {
 			names[0] = nil
 		}
-		return &sql.Result{Tag: "SELECT", Rows: e.rows(e.batch(ids, names))}, nil
+		return &api.Result{Tag: "SELECT", Rows: e.rows(e.batch(ids, names))}, nil
 	case "INSERT INTO t VALUES ($1, $2)":
 		e.mu.Lock()
 		e.ids = append(e.ids, params[0].I)
@@ -229,9 +230,9 @@ func (s *fakeSession) Execute(ctx context.Context, st *sql.Stmt, params []types.
 			e.names = append(e.names, strp(params[1].S))
 		}
 		e.mu.Unlock()
-		return &sql.Result{Tag: "INSERT 0 1"}, nil
+		return &api.Result{Tag: "INSERT 0 1"}, nil
 	case "SELECT series": // 1..10 in batches of 3
-		return &sql.Result{Tag: "SELECT", Rows: e.rows(
+		return &api.Result{Tag: "SELECT", Rows: e.rows(
 			e.int64Batch(1, 2, 3), e.int64Batch(4, 5, 6), e.int64Batch(7, 8, 9), e.int64Batch(10))}, nil
 	case "SELECT sleep": // the engine passes ctx.Err() through
 		if e.started == nil {
@@ -245,17 +246,17 @@ func (s *fakeSession) Execute(ctx context.Context, st *sql.Stmt, params []types.
 		if e.started == nil {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "no streams")
 		}
-		return &sql.Result{Tag: "SELECT", Rows: &streamRows{eng: e, first: e.int64Batch(7)}}, nil
+		return &api.Result{Tag: "SELECT", Rows: &streamRows{eng: e, first: e.int64Batch(7)}}, nil
 	case "COPY t FROM STDIN":
-		return &sql.Result{CopyIn: &fakeCopyIn{eng: e}}, nil
+		return &api.Result{CopyIn: &fakeCopyIn{eng: e}}, nil
 	case "SET x = 1":
-		return &sql.Result{Tag: "SET", ParamChanges: map[string]string{"x": "1"}, Notices: []string{"x is now 1"}}, nil
+		return &api.Result{Tag: "SET", ParamChanges: map[string]string{"x": "1"}, Notices: []string{"x is now 1"}}, nil
 	case "BEGIN":
 		s.tx = 'T'
-		return &sql.Result{Tag: "BEGIN"}, nil
+		return &api.Result{Tag: "BEGIN"}, nil
 	case "COMMIT":
 		s.tx = 'I'
-		return &sql.Result{Tag: "COMMIT"}, nil
+		return &api.Result{Tag: "COMMIT"}, nil
 	}
 	return nil, sqlerr.New(sqlerr.Internal, "unexpected statement %q", st.SQL)
 }

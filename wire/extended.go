@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/jackc/pgx/v5/pgproto3"
-	"github.com/streamdb/streamdb/sql"
+	"github.com/streamdb/streamdb/sql/api"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -24,13 +24,13 @@ const flushSize = 256 << 10
 // portal is a bound statement. It is executed on its first Execute; its
 // rows are then sent over as many Executes as the client's row limits need.
 type portal struct {
-	stmt    *sql.Stmt
+	stmt    *api.Stmt
 	params  []types.Datum
 	formats []int16 // result format per column
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	res    *sql.Result // set by the first Execute
+	res    *api.Result // set by the first Execute
 	src    rowSource   // res.Rows with the read position
 	done   bool        // ran to completion (or failed)
 }
@@ -80,7 +80,7 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 	return nil
 }
 
-func (c *conn) statement(name string) (*sql.Stmt, error) {
+func (c *conn) statement(name string) (*api.Stmt, error) {
 	st, ok := c.stmts[name]
 	if !ok {
 		if name == "" {
@@ -125,7 +125,7 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 
 // decodeParams decodes Bind's parameter values as st.ParamTypes. The values
 // are only read here, so Receive's buffer may be reused afterwards.
-func decodeParams(st *sql.Stmt, formats []int16, values [][]byte) ([]types.Datum, error) {
+func decodeParams(st *api.Stmt, formats []int16, values [][]byte) ([]types.Datum, error) {
 	if len(values) != len(st.ParamTypes) {
 		return nil, sqlerr.New(sqlerr.ProtocolViolation,
 			"bind message supplies %d parameters, but prepared statement requires %d", len(values), len(st.ParamTypes))
@@ -225,7 +225,7 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 
 // describeRows sends RowDescription for a statement that returns rows (not
 // through COPY), NoData otherwise.
-func (c *conn) describeRows(st *sql.Stmt, formats []int16) {
+func (c *conn) describeRows(st *api.Stmt, formats []int16) {
 	if len(st.Columns) == 0 || st.CopyOut || st.CopyIn {
 		c.be.Send(&pgproto3.NoData{})
 		return
@@ -233,7 +233,7 @@ func (c *conn) describeRows(st *sql.Stmt, formats []int16) {
 	c.be.Send(rowDescription(st.Columns, formats))
 }
 
-func rowDescription(cols []sql.Column, formats []int16) *pgproto3.RowDescription {
+func rowDescription(cols []api.Column, formats []int16) *pgproto3.RowDescription {
 	fields := make([]pgproto3.FieldDescription, len(cols))
 	for i, col := range cols {
 		fields[i] = pgproto3.FieldDescription{
@@ -352,8 +352,8 @@ func (c *conn) closePortal(name string) {
 // rowSource is a statement's rows with the read position, kept across the
 // Executes of a portal.
 type rowSource struct {
-	rows    sql.Rows
-	cols    []sql.Column
+	rows    api.Rows
+	cols    []api.Column
 	formats []int16 // nil: all text
 	batch   arrow.RecordBatch
 	off     int // next row of batch to send
@@ -444,7 +444,7 @@ func (c *conn) sendDataRows(src *rowSource, end int) error {
 }
 
 // protoStmts is the connection's named statements as the session sees
-// them: SQL DEALLOCATE drops them (sql.ProtocolStatements). The session
+// them: SQL DEALLOCATE drops them (api.ProtocolStatements). The session
 // calls it from the connection's own goroutine, while a statement runs.
 type protoStmts struct{ c *conn }
 

@@ -46,7 +46,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/streamdb/streamdb/sql"
+	"github.com/streamdb/streamdb/sql/api"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -65,14 +65,14 @@ type Engine interface {
 // goroutine at a time.
 type Session interface {
 	// PrepareAll parses all statements of a simple-protocol Query message.
-	PrepareAll(ctx context.Context, query string) ([]*sql.Stmt, error)
+	PrepareAll(ctx context.Context, query string) ([]*api.Stmt, error)
 	// Prepare parses exactly one statement for the extended protocol's Parse
 	// (an empty string gives Stmt{Empty: true}). paramOIDs may be shorter than
 	// the statement's parameter list; 0 means "infer".
-	Prepare(ctx context.Context, query string, paramOIDs []uint32) (*sql.Stmt, error)
+	Prepare(ctx context.Context, query string, paramOIDs []uint32) (*api.Stmt, error)
 	// Execute runs st with params (one per st.ParamTypes). Rows returned in
 	// the result are read with ctxs derived from the same cancellation.
-	Execute(ctx context.Context, st *sql.Stmt, params []types.Datum) (*sql.Result, error)
+	Execute(ctx context.Context, st *api.Stmt, params []types.Datum) (*api.Result, error)
 	// StatementTimeout is the session's statement_timeout (0: none). Each
 	// statement's context gets a deadline that far from its start.
 	StatementTimeout() time.Duration
@@ -90,7 +90,7 @@ type Session interface {
 	// SetProtocolStatements gives the session the connection's named
 	// statements of the extended protocol, which share PostgreSQL's one
 	// namespace with SQL-level PREPARE (DEALLOCATE reaches them).
-	SetProtocolStatements(p sql.ProtocolStatements)
+	SetProtocolStatements(p api.ProtocolStatements)
 	// HasPrepared reports whether SQL-level PREPARE made a statement of
 	// that name (a Parse of the same name is 42P05).
 	HasPrepared(name string) bool

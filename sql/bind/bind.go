@@ -945,6 +945,9 @@ func (b *Binder) bindJoin(j *ast.Join) (planner.Node, *scope, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if n, sc, ok, err := b.bindLateralUnnest(j, left, ls); ok || err != nil {
+		return n, sc, err // srfjoin.go
+	}
 	right, rs, err := b.bindFrom(j.Right)
 	if err != nil {
 		return nil, nil, err

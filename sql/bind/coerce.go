@@ -100,6 +100,8 @@ func pgTypeName(t types.T) string {
 		return "bytea"
 	case types.Time:
 		return "time"
+	case types.TimeTZ:
+		return "timetz"
 	}
 	return "?column?"
 }

@@ -145,7 +145,7 @@ func (b *Binder) arithOp(op string, l, r expr.Expr) (expr.Expr, error) {
 		}
 	}
 	lk, rk := lt.Kind, rt.Kind
-	if lk == types.Time || rk == types.Time {
+	if lk == types.Time || rk == types.Time || lk == types.TimeTZ || rk == types.TimeTZ {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "arithmetic on time is not supported")
 	}
 	switch {

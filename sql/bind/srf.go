@@ -86,6 +86,16 @@ func (b *Binder) bindSRF(f *ast.FuncCallExpr, alias, names string) (planner.Node
 	if t.Kind == types.Record {
 		return jsonbEachTable(fn, args, t, lateral, alias, names)
 	}
+	col, err := srfColumn(fn, t, alias, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &planner.FuncScan{Func: fn, Args: args, Col: col, Lateral: lateral}, newScope([]planner.Column{col}), nil
+}
+
+// srfColumn names a set-returning function's column as PostgreSQL does:
+// the alias's column list, else the alias, else the function.
+func srfColumn(fn string, t types.T, alias, names string) (planner.Column, error) {
 	col := planner.Column{Name: fn, T: t, Table: fn}
 	if alias != "" {
 		col.Name, col.Table = alias, alias
@@ -94,10 +104,8 @@ func (b *Binder) bindSRF(f *ast.FuncCallExpr, alias, names string) (planner.Node
 		col.Name = "value" // the function's OUT parameter names its column
 	}
 	cols := []planner.Column{col}
-	if err := renameColumns(alias, cols, names); err != nil {
-		return nil, nil, err
-	}
-	return &planner.FuncScan{Func: fn, Args: args, Col: cols[0], Lateral: lateral}, newScope(cols), nil
+	err := renameColumns(alias, cols, names)
+	return cols[0], err
 }
 
 // srfArgs checks and converts the arguments in place and returns the

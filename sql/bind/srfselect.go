@@ -21,8 +21,9 @@ import (
 // lockstep (PostgreSQL 10+: the longest sets the row count, the others are
 // padded with NULL). The call then reads that column. Elsewhere (WHERE, a
 // nested query's own clauses) the functions do not exist (42883); inside
-// CASE or COALESCE, with grouping, aggregates or windows, or in a
-// materialized view, they are 0A000.
+// CASE or COALESCE, or with grouping, aggregates or windows, they are
+// 0A000; so is any in a materialized view but a single unnest, which
+// binds to the LateralFuncScan that unnest in FROM binds to (srfjoin.go).
 
 // isSelectSRF reports whether n calls a set-returning function of the
 // select list: unnest and generate_subscripts (in pg_catalog, on the
@@ -99,7 +100,7 @@ func (b *Binder) bindSelectSRFs(c *ectx, s *ast.SelectStmt, in planner.Node) (pl
 	}
 	fn := calls[0].FnName.L
 	switch {
-	case b.View:
+	case b.View && (len(calls) > 1 || fn != "unnest"):
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s() in the select list is not supported in a materialized view", fn)
 	case s.GroupBy != nil || s.Having != nil || hasAggOrWindow(s.Fields):
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s() in the select list of a query with grouping, aggregates or window functions is not supported", fn)
@@ -127,6 +128,11 @@ func (b *Binder) bindSelectSRFs(c *ectx, s *ast.SelectStmt, in planner.Node) (pl
 		p.Funcs = append(p.Funcs, name)
 		p.Args = append(p.Args, args)
 		p.Cols = append(p.Cols, col)
+	}
+	if b.View {
+		// One unnest: its rows are those of unnest in FROM over the
+		// input, which a view runs as a stateless stage (srfjoin.go).
+		return &planner.LateralFuncScan{Input: in, Func: "unnest", Args: p.Args[0], Col: p.Cols[0]}, nil
 	}
 	return p, nil
 }

@@ -1117,7 +1117,7 @@ var typeLiteralStart = map[string]bool{
 	"date": true, "timestamp": true, "timestamptz": true, "boolean": true, "bool": true, "text": true, "varchar": true,
 	"character": true, "int": true, "integer": true, "int2": true, "int4": true, "int8": true,
 	"smallint": true, "bigint": true, "numeric": true, "decimal": true, "real": true, "float": true,
-	"float4": true, "float8": true, "double": true, "time": true, "uuid": true, "bytea": true,
+	"float4": true, "float8": true, "double": true, "time": true, "timetz": true, "uuid": true, "bytea": true,
 }
 
 // typedLiteral rewrites the typed literal `type 'string'` starting at

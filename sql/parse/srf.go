@@ -1,5 +1,7 @@
 package parse
 
+import "strings"
+
 // Set-returning functions in FROM. TiDB's grammar has no function calls
 // among FROM items, so the dialect layer writes
 //
@@ -10,7 +12,8 @@ package parse
 //
 // and the binder reads such a derived table as the function's rows
 // (sql/bind/srf.go). Only these names, and only where a FROM item starts
-// (after FROM, JOIN, or a comma of a FROM list).
+// (after FROM, JOIN, or a comma of a FROM list; a LATERAL before the
+// name is dropped, as a function in FROM is lateral anyway).
 
 // srfNames are the set-returning functions streamdb has.
 var srfNames = map[string]bool{"generate_series": true, "unnest": true, "pg_options_to_table": true,
@@ -28,6 +31,9 @@ func (r *rewriter) srfStart(i, from int) bool {
 	j := i - 1
 	if j-1 >= from && toks[j].isOp(".") && toks[j-1].is("pg_catalog") {
 		j -= 2
+	}
+	if j > from && toks[j].is("lateral") { // LATERAL: implicit for a function in FROM
+		j--
 	}
 	if j < from {
 		return false
@@ -76,6 +82,10 @@ func (r *rewriter) emitSRF(i, from int, space bool) frame {
 	if i-2 >= from && toks[i-1].isOp(".") && toks[i-2].is("pg_catalog") && len(r.out) >= 2 {
 		space = r.out[len(r.out)-2].space
 		r.out = r.out[:len(r.out)-2]
+	}
+	if n := len(r.out); n > 0 && strings.EqualFold(r.out[n-1].text, "lateral") {
+		space = r.out[n-1].space
+		r.out = r.out[:n-1]
 	}
 	k := r.emit("(select pg_srf_"+toks[i].Val+"(", i, space)
 	return frame{start: k, open: k, srf: toks[i].Val}

@@ -117,13 +117,14 @@ func TypeFromName(name string, mods []int) (types.T, error) {
 		t = types.TUUID
 	case "bytea":
 		t = types.TBytea
-	case "timetz", "time with time zone":
-		return t, sqlerr.New(sqlerr.FeatureNotSupported, "type time with time zone is not supported")
-	case "time", "time without time zone":
+	case "time", "time without time zone", "timetz", "time with time zone":
 		t = types.TTime
+		if name == "timetz" || name == "time with time zone" {
+			t = types.TTimeTZ
+		}
 		maxMods = 1
 		if len(mods) == 1 && mods[0] < 6 { // time(p) rounds to p digits; only microseconds are kept
-			return t, sqlerr.New(sqlerr.FeatureNotSupported, "type time(%d) is not supported: use time (microseconds)", mods[0])
+			return t, sqlerr.New(sqlerr.FeatureNotSupported, "type %s(%d) is not supported: use %s (microseconds)", name, mods[0], name)
 		}
 	default:
 		return t, sqlerr.New(sqlerr.UndefinedObject, "type %q does not exist", name)

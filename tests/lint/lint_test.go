@@ -3,7 +3,8 @@
 // connectors import neither the runtime nor one another; the operator
 // contract exec/op, its kit exec/opkit and the operator families import
 // no runtime), every
-// package has a package comment, and docs/reference/settings.md lists
+// package has a package comment, wire/ sees only the statement surface
+// (sql/api), and docs/reference/settings.md lists
 // every setting and flag the code registers; no type of package sql
 // grows past its method ceiling (methods_test.go).
 package lint
@@ -134,6 +135,29 @@ func TestConnectorsStandAlone(t *testing.T) {
 		}
 		if strings.HasPrefix(p, module) && !connectorImports[strings.TrimPrefix(p, module)] {
 			t.Errorf("%s imports %s: a connector imports only connector, types and sqlerr from this module", f, p)
+		}
+	})
+}
+
+// frontEndImports are the packages of this module the wire protocol may
+// import: the statement surface (sql/api), password verifiers
+// (sql/scram), types and errors. The engine reaches wire/ only through
+// wire.Engine, so the front end and its fuzz tests build without it.
+var frontEndImports = map[string]bool{"sql/api": true, "sql/scram": true, "types": true, "sqlerr": true}
+
+// TestFrontEndSeesOnlyTheStatementSurface holds the wire → sql seam, and
+// keeps sql/api and sql/scram free of the engine.
+func TestFrontEndSeesOnlyTheStatementSurface(t *testing.T) {
+	eachImport(t, func(pkg, f, p string) {
+		if !strings.HasPrefix(p, module) {
+			return
+		}
+		target := strings.TrimPrefix(p, module)
+		switch {
+		case pkg == "wire" && !frontEndImports[target]:
+			t.Errorf("%s imports %s: wire/ imports only sql/api, sql/scram, types and sqlerr from this module", f, p)
+		case (pkg == "sql/api" || pkg == "sql/scram") && target != "types" && target != "sqlerr":
+			t.Errorf("%s imports %s: the statement surface imports only types and sqlerr", f, p)
 		}
 	})
 }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	streamsql "github.com/streamdb/streamdb/sql"
+	"github.com/streamdb/streamdb/sql/scram"
 )
 
 // connAs connects to srv as user with password (sslmode as given).
@@ -329,7 +329,7 @@ func TestRolesPsql(t *testing.T) {
 		t.Errorf("psql as carol with I-X: logged in: %q", out)
 	}
 	// A ready verifier (as pg_dump writes them) is stored as it is.
-	execAll(t, srv.Conn(t), "CREATE USER dave PASSWORD '"+streamsql.SCRAMVerifier("from dump")+"'")
+	execAll(t, srv.Conn(t), "CREATE USER dave PASSWORD '"+scram.Verifier("from dump")+"'")
 	if out, err := runPsql(t, srv, "dave", "from dump", "SELECT 1"); err != nil || out != "1\n" {
 		t.Errorf("psql as dave (verifier given): %v %q", err, out)
 	}
@@ -465,7 +465,7 @@ func TestRolesPostgreSQLVerifiers(t *testing.T) {
 	if err := pc.QueryRow(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = 'frompg'").Scan(&v); err != nil {
 		t.Fatal(err)
 	}
-	ours := streamsql.SCRAMVerifier("pw")
+	ours := scram.Verifier("pw")
 	execAll(t, pc, "CREATE ROLE fromus PASSWORD '"+ours+"'")
 	var same bool
 	if err := pc.QueryRow(ctx, "SELECT rolpassword = $1 FROM pg_authid WHERE rolname = 'fromus'", ours).Scan(&same); err != nil || !same {

@@ -1,4 +1,4 @@
-package sql
+package scram
 
 import (
 	"crypto/hmac"
@@ -28,26 +28,26 @@ func TestSASLprep(t *testing.T) {
 
 // The verifier is PostgreSQL's format, and its keys are those RFC 5802
 // derives from the SASLprepped password and the salt.
-func TestSCRAMVerifier(t *testing.T) {
-	v := SCRAMVerifier("I\u00ADX")
+func TestVerifier(t *testing.T) {
+	v := Verifier("I\u00ADX")
 	if !strings.HasPrefix(v, "SCRAM-SHA-256$4096:") {
 		t.Fatalf("verifier %q", v)
 	}
-	iter, salt, stored, server, ok := ParseSCRAMVerifier(v)
+	iter, salt, stored, server, ok := ParseVerifier(v)
 	if !ok || iter != 4096 || len(salt) != 16 {
 		t.Fatalf("parse %q: %v %d %d", v, ok, iter, len(salt))
 	}
 	salted, _ := pbkdf2.Key(sha256.New, "IX", salt, iter, 32)
-	wantStored := sha256.Sum256(hmacSum(salted, "Client Key"))
-	if !hmac.Equal(stored, wantStored[:]) || !hmac.Equal(server, hmacSum(salted, "Server Key")) {
+	wantStored := sha256.Sum256(HMAC(salted, "Client Key"))
+	if !hmac.Equal(stored, wantStored[:]) || !hmac.Equal(server, HMAC(salted, "Server Key")) {
 		t.Error("keys do not match the normalized password")
 	}
-	if SCRAMVerifier("IX") == SCRAMVerifier("IX") {
+	if Verifier("IX") == Verifier("IX") {
 		t.Error("two verifiers share a salt")
 	}
 	for _, bad := range []string{"", "pw", "SCRAM-SHA-256$4096:c2FsdA==$eA==:eA==", "SCRAM-SHA-256$x:c2FsdA==$" + strings.Repeat("A", 44) + ":" + strings.Repeat("A", 44)} {
-		if _, _, _, _, ok := ParseSCRAMVerifier(bad); ok {
-			t.Errorf("ParseSCRAMVerifier(%q) accepted", bad)
+		if _, _, _, _, ok := ParseVerifier(bad); ok {
+			t.Errorf("ParseVerifier(%q) accepted", bad)
 		}
 	}
 }
