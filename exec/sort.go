@@ -155,6 +155,10 @@ func comparator(a arrow.Array, t types.T, desc, nullsFirst bool) func(i, j int) 
 		vs := arr.Float64Values()
 		base = func(i, j int) int { return cmp3(floatLess(vs[i], vs[j]), floatLess(vs[j], vs[i])) }
 	case *array.String:
+		if t.Kind == types.JSONB {
+			base = func(i, j int) int { return types.JSONBCompare(arr.Value(i), arr.Value(j)) }
+			break
+		}
 		base = func(i, j int) int { return strings.Compare(arr.Value(i), arr.Value(j)) }
 	case *array.Boolean:
 		base = func(i, j int) int {

@@ -99,7 +99,7 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 	case UUID:
 		return appendUUIDBinary(buf, d.S)
 	case JSONB:
-		buf = append(buf, 1) // jsonb_send: version 1, then the text
+		return AppendJSONBOut(append(buf, 1), d.S) // jsonb_send: version 1, then the text
 	case Text:
 		if t.Pad { // bpcharsend is textsend of the padded value
 			return AppendPadded(buf, d.S, t)

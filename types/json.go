@@ -13,15 +13,16 @@ import (
 // JSON and JSONB values (kinds JSON and JSONB, arrow String).
 //
 // A json column holds its input text as written (PostgreSQL's json keeps
-// it verbatim, once validated). A jsonb column holds the value's canonical
-// text, exactly what PostgreSQL 15's jsonb_out prints for it: object keys
+// it verbatim, once validated). A jsonb column holds the value in a binary
+// layout (jsonb.go) that operators read without parsing; its text is
+// exactly what PostgreSQL 15's jsonb_out prints for it: object keys
 // sorted by length, then bytewise, the last of duplicate keys kept,
 // ", " and ": " as separators, strings with escapes resolved and re-escaped
 // as escape_json does, numbers as numeric_out prints them (so 1.0 stays 1.0
-// and 1e2 becomes 100). Equal canonical texts are equal jsonb values, so
-// hashing, grouping and joining work on the text; the reverse fails only
+// and 1e2 becomes 100). Equal encodings are equal jsonb values, so
+// hashing, grouping and joining work on the bytes; the reverse fails only
 // for numbers of different scales (1.0 and 1), which = on jsonb treats as
-// equal (JSONEqual) and GROUP BY keeps apart (docs/decisions).
+// equal (JSONBEqual) and GROUP BY keeps apart (docs/decisions).
 
 // JSONKind is the type of one JSON value.
 type JSONKind uint8
@@ -598,15 +599,6 @@ func CanonJSONB(s string) (string, error) {
 	return JSONBText(v), nil
 }
 
-// MustJSONB parses canonical jsonb text held in a column (it was checked on the way in).
-func MustJSONB(s string) *JSONValue {
-	v, err := ParseJSON(s, true)
-	if err != nil {
-		return &JSONValue{Kind: JNull}
-	}
-	return v
-}
-
 // JSONText is ->>'s text of v: a string's value, NULL for null (ok
 // false), the canonical text otherwise (json: as written).
 func JSONText(v *JSONValue, jsonb bool) (string, bool) {
@@ -622,111 +614,6 @@ func JSONText(v *JSONValue, jsonb bool) (string, bool) {
 	return JSONBText(v), true
 }
 
-// normNumber drops trailing fraction zeros, so numerically equal canonical numbers compare equal.
-func normNumber(s string) string {
-	if strings.IndexByte(s, '.') < 0 {
-		return s
-	}
-	s = strings.TrimRight(s, "0")
-	s = strings.TrimSuffix(s, ".")
-	if s == "-0" {
-		return "0"
-	}
-	return s
-}
-
-// JSONEqual is jsonb's =: numbers compare by value.
-func JSONEqual(a, b *JSONValue) bool {
-	if a.Kind != b.Kind {
-		return false
-	}
-	switch a.Kind {
-	case JNull:
-		return true
-	case JBool:
-		return a.Bool == b.Bool
-	case JString:
-		return a.Str == b.Str
-	case JNumber:
-		return normNumber(a.Str) == normNumber(b.Str)
-	}
-	if len(a.Elems) != len(b.Elems) {
-		return false
-	}
-	for i := range a.Elems {
-		if a.Kind == JObject && a.Keys[i] != b.Keys[i] {
-			return false
-		}
-		if !JSONEqual(a.Elems[i], b.Elems[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// JSONContains is a @> b.
-func JSONContains(a, b *JSONValue) bool {
-	if a.Kind == JArray && b.Kind != JArray && b.Kind != JObject {
-		// A top-level array contains a scalar it holds.
-		return jsonArrayContains(a, &JSONValue{Kind: JArray, Elems: []*JSONValue{b}})
-	}
-	return jsonContains(a, b)
-}
-
-func jsonContains(a, b *JSONValue) bool {
-	if a.Kind != b.Kind {
-		return false
-	}
-	switch a.Kind {
-	case JObject:
-		for i, k := range b.Keys {
-			av := a.Field(k)
-			if av == nil || !jsonContains(av, b.Elems[i]) {
-				return false
-			}
-		}
-		return true
-	case JArray:
-		return jsonArrayContains(a, b)
-	}
-	return JSONEqual(a, b)
-}
-
-func jsonArrayContains(a, b *JSONValue) bool {
-	for _, be := range b.Elems {
-		found := false
-		for _, ae := range a.Elems {
-			if jsonContains(ae, be) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-// JSONExists is jsonb's ?: k is a key of the object, a string element of
-// the array, or the string itself.
-func JSONExists(v *JSONValue, k string) bool {
-	switch v.Kind {
-	case JObject:
-		return v.Field(k) != nil
-	case JArray:
-		for _, e := range v.Elems {
-			if e.Kind == JString && e.Str == k {
-				return true
-			}
-		}
-		return false
-	case JString:
-		return v.Str == k
-	}
-	return false
-}
-
 // parseJSONDatum is the input function of json and jsonb.
 func parseJSONDatum(s string, t T) (Datum, error) {
 	if t.Kind == JSON {
@@ -735,7 +622,7 @@ func parseJSONDatum(s string, t T) (Datum, error) {
 		}
 		return Str(s), nil
 	}
-	c, err := CanonJSONB(s)
+	c, err := EncodeJSONB(s)
 	return Str(c), err
 }
 
@@ -746,7 +633,7 @@ func JSONBOf(d Datum, t T) (*JSONValue, error) {
 	}
 	switch {
 	case t.Kind == JSONB:
-		return MustJSONB(d.S), nil
+		return DecodeJSONB(d.S), nil
 	case t.Kind == JSON:
 		return ParseJSON(d.S, true)
 	case t.Kind == Bool:
@@ -804,29 +691,35 @@ func castJSON(d Datum, from, to T, explicit bool) (Datum, error) {
 	case from.Kind == Text || from.Kind == Unknown:
 		return parseJSONDatum(d.S, to)
 	case to.Kind == Text:
-		s, err := fitVarchar(d.S, to, explicit)
+		s := d.S
+		if from.Kind == JSONB {
+			s = JSONBOut(s)
+		}
+		s, err := fitVarchar(s, to, explicit)
 		return Str(s), err
 	case from.Kind == JSON && to.Kind == JSONB:
-		c, err := CanonJSONB(d.S)
+		c, err := EncodeJSONB(d.S)
 		return Str(c), err
-	case from.Kind == JSONB && to.Kind == JSON, from.Kind == to.Kind:
+	case from.Kind == JSONB && to.Kind == JSON:
+		return Str(JSONBOut(d.S)), nil
+	case from.Kind == to.Kind:
 		return d, nil
 	case from.Kind == JSONB && (to.IsNumeric() || to.Kind == Bool):
-		v := MustJSONB(d.S)
+		b := jbBytes(d.S)
 		kind := JNumber
 		if to.Kind == Bool {
 			kind = JBool
 		}
-		if v.Kind != kind {
-			return Null, sqlerr.New(sqlerr.InvalidParameterValue, "cannot cast jsonb %s to type %s", v.Kind.TypeName(), to.String())
+		if k := jbKind(b); k != kind {
+			return Null, sqlerr.New(sqlerr.InvalidParameterValue, "cannot cast jsonb %s to type %s", k.TypeName(), to.String())
 		}
 		if kind == JBool {
-			return Boolean(v.Bool), nil
+			return Boolean(b[0] == jbTrue), nil
 		}
 		if to.IsFloat() {
-			return ParseText(v.Str, to)
+			return ParseText(b[1:], to)
 		}
-		n, err := ParseText(v.Str, TNumeric)
+		n, err := ParseText(b[1:], TNumeric)
 		if err != nil {
 			return Null, err
 		}
@@ -849,124 +742,40 @@ func canCastJSON(from, to T) bool {
 }
 
 // JSONRows lists the rows of a jsonb set-returning function over the
-// canonical text s: jsonb_array_elements[_text] give the elements (jsonb,
+// jsonb datum s: jsonb_array_elements[_text] give the elements (jsonb,
 // or text as ->> gives it), jsonb_each[_text] (key, value) records.
 func JSONRows(fn, s string) ([]Datum, error) {
-	v := MustJSONB(s)
+	b := jbBytes(s)
 	text := strings.HasSuffix(fn, "_text")
-	val := func(e *JSONValue) Datum {
+	val := func(e string) Datum {
 		if !text {
-			return Str(JSONBText(e))
+			return Str(e)
 		}
-		if t, ok := JSONText(e, true); ok {
+		if t, ok := JSONBAsText(e); ok {
 			return Str(t)
 		}
 		return Null
 	}
 	if strings.HasPrefix(fn, "jsonb_each") {
-		if v.Kind != JObject {
+		if b[0] != jbObject {
 			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "cannot call %s on a non-object", fn)
 		}
-		out := make([]Datum, len(v.Keys))
-		for i, k := range v.Keys {
-			out[i] = Datum{R: &RecordValue{Fields: []Datum{Str(k), val(v.Elems[i])}}}
+		out := make([]Datum, jbCount(b))
+		for i := range out {
+			out[i] = Datum{R: &RecordValue{Fields: []Datum{Str(jbKey(b, i)), val(jbValue(b, i))}}}
 		}
 		return out, nil
 	}
-	switch v.Kind {
-	case JArray:
-	case JObject:
+	switch b[0] {
+	case jbArray:
+	case jbObject:
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "cannot extract elements from an object")
 	default:
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "cannot extract elements from a scalar")
 	}
-	out := make([]Datum, len(v.Elems))
-	for i, e := range v.Elems {
-		out[i] = val(e)
+	out := make([]Datum, jbCount(b))
+	for i := range out {
+		out[i] = val(jbElem(b, i))
 	}
 	return out, nil
-}
-
-// JSONBField finds key k (escaped: AppendJSONString's form) at the top
-// level of canonical jsonb text s without parsing it: the value's
-// canonical text, ok false when s is not an object or lacks the key.
-func JSONBField(s, k string) (string, bool) {
-	if len(s) < 2 || s[0] != '{' || s == "{}" {
-		return "", false
-	}
-	i := 1
-	for i < len(s) {
-		kend := skipJSONString(s, i)
-		key := s[i:kend]
-		i = kend + 2 // ": "
-		vend := skipJSONValue(s, i)
-		if key == k {
-			return s[i:vend], true
-		}
-		if vend >= len(s) || s[vend] == '}' {
-			return "", false
-		}
-		i = vend + 2 // ", "
-	}
-	return "", false
-}
-
-// skipJSONString returns the index after the string starting at s[i] == '"'.
-func skipJSONString(s string, i int) int {
-	for j := i + 1; j < len(s); j++ {
-		switch s[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(s)
-}
-
-// skipJSONValue returns the index after the canonical value starting at s[i].
-func skipJSONValue(s string, i int) int {
-	if i >= len(s) {
-		return len(s)
-	}
-	switch s[i] {
-	case '"':
-		return skipJSONString(s, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(s); j++ {
-			switch s[j] {
-			case '"':
-				j = skipJSONString(s, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(s)
-	}
-	j := i
-	for j < len(s) && s[j] != ',' && s[j] != '}' && s[j] != ']' {
-		j++
-	}
-	return j
-}
-
-// JSONBFieldText is ->>'s result for the canonical value text v: a
-// string's value, NULL (ok false) for null, the text otherwise.
-func JSONBFieldText(v string) (string, bool) {
-	switch {
-	case v == "null":
-		return "", false
-	case len(v) > 0 && v[0] == '"':
-		if !strings.ContainsRune(v, '\\') {
-			return v[1 : len(v)-1], true
-		}
-		return MustJSONB(v).Str, true
-	}
-	return v, true
 }

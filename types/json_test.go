@@ -26,31 +26,67 @@ func TestCanonJSONB(t *testing.T) {
 	}
 }
 
-// TestJSONBField checks the scanning lookup against the parsed one.
-func TestJSONBField(t *testing.T) {
-	docs := []string{`{"a": 1, "b": [1, {"a": "}"}], "c": "x\"y", "aa": {"b": null}, "\"q": true}`, `[1, 2]`, `"a"`, `{}`, `{"": 0}`}
+// TestJSONBBinary checks the binary layout against the parsed tree: the
+// text round trip, lookups by key and index, ->>'s text.
+func TestJSONBBinary(t *testing.T) {
+	docs := []string{`{"a": 1, "b": [1, {"a": "}"}], "c": "x\"y", "aa": {"b": null}, "\"q": true, "zzz": -1.50}`,
+		`[1, 2.0, "é", [], {}, null, false]`, `"a"`, `{}`, `{"": 0}`, `1e2`, `null`}
 	for _, d := range docs {
-		s, err := CanonJSONB(d)
+		s, err := EncodeJSONB(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := MustJSONB(s)
-		for _, k := range []string{"a", "b", "c", "aa", `"q`, "", "zz"} {
-			want, wantOK := "", false
+		want, _ := CanonJSONB(d)
+		if got := JSONBOut(s); got != want {
+			t.Errorf("out %s: got %s, want %s", d, got, want)
+		}
+		if got := JSONBOut(want); got != want { // the earlier format (canonical text) still reads
+			t.Errorf("legacy %s: got %s", want, got)
+		}
+		v, _ := ParseJSON(d, true)
+		for _, k := range []string{"a", "b", "c", "aa", `"q`, "", "zz", "zzz"} {
+			wantV, wantOK := "", false
 			if f := v.Field(k); f != nil {
-				want, wantOK = JSONBText(f), true
+				wantV, wantOK = JSONBText(f), true
 			}
-			got, ok := JSONBField(s, string(AppendJSONString(nil, k)))
-			if got != want || ok != wantOK {
-				t.Errorf("%s -> %q: got %q %v, want %q %v", s, k, got, ok, want, wantOK)
+			got, ok := JSONBGet(s, k)
+			if ok != wantOK || ok && JSONBOut(got) != wantV {
+				t.Errorf("%s -> %q: got %q %v, want %q %v", want, k, got, ok, wantV, wantOK)
 			}
 			if ok {
 				wt, wok := JSONText(v.Field(k), true)
-				gt, gok := JSONBFieldText(got)
+				gt, gok := JSONBAsText(got)
 				if gt != wt || gok != wok {
-					t.Errorf("%s ->> %q: got %q %v, want %q %v", s, k, gt, gok, wt, wok)
+					t.Errorf("%s ->> %q: got %q %v, want %q %v", want, k, gt, gok, wt, wok)
 				}
 			}
 		}
+		for i := int64(-8); i < 8; i++ {
+			f := v.Index(i)
+			got, ok := JSONBIndex(s, i)
+			if v.Kind == JArray && (f != nil) != ok || f != nil && JSONBOut(got) != JSONBText(f) {
+				t.Errorf("%s -> %d: got %q %v", want, i, got, ok)
+			}
+		}
+	}
+}
+
+// TestJSONBOrder pins jsonb's btree order on cases checked against PostgreSQL 15.
+func TestJSONBOrder(t *testing.T) {
+	asc := []string{`[]`, `null`, `""`, `"a"`, `"b"`, `-1`, `0`, `1`, `1.5`, `10`, `false`, `true`, `[3]`, `[null, 1]`, `[1, 2]`,
+		`{}`, `{"b": 1}`, `{"a": 1, "c": 1}`, `{"b": 1, "d": 1}`, `{"aa": 1, "c": 1}`}
+	for i := range asc {
+		for j := range asc {
+			a, _ := EncodeJSONB(asc[i])
+			b, _ := EncodeJSONB(asc[j])
+			if got, want := JSONBCompare(a, b), cmpInt(i, j); got != want {
+				t.Errorf("%s vs %s: got %d, want %d", asc[i], asc[j], got, want)
+			}
+		}
+	}
+	a, _ := EncodeJSONB(`{"a": [1.0, 2]}`)
+	b, _ := EncodeJSONB(`{"a": [1, 2.00]}`)
+	if !JSONBEqual(a, b) || a == b {
+		t.Errorf("1.0 and 1: equal values with different bytes")
 	}
 }

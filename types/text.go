@@ -126,6 +126,8 @@ func AppendText(buf []byte, d Datum, t T) []byte {
 		return appendByteaHex(buf, d.S)
 	case Time:
 		return appendTime(buf, d.I)
+	case JSONB:
+		return AppendJSONBOut(buf, d.S)
 	case TimeTZ:
 		return appendTimeTZ(buf, d.I)
 	case Text:
@@ -152,7 +154,7 @@ func AppendPadded(buf []byte, s string, t T) []byte {
 
 // TextOf returns d's PostgreSQL text output.
 func TextOf(d Datum, t T) string {
-	if t.Kind == Text && !t.Pad || t.Kind == Unknown || t.Kind == JSON || t.Kind == JSONB || t.Kind == UUID {
+	if t.Kind == Text && !t.Pad || t.Kind == Unknown || t.Kind == JSON || t.Kind == UUID {
 		return d.S
 	}
 	var tmp [64]byte

@@ -13,7 +13,7 @@
 //	TEXT, VARCHAR(n)                      arrow String
 //	INTERVAL                              arrow MonthDayNanoInterval
 //	TEXT[]                                arrow List<String> (elements may be NULL)
-//	JSON, JSONB                           arrow String: json's text as written, jsonb's canonical text (json.go)
+//	JSON, JSONB                           arrow String: json's text as written, jsonb's binary layout (jsonb.go)
 //	UUID                                  arrow String: the canonical text (uuid.go)
 //	BYTEA                                 arrow String: the bytes (bytea.go)
 //	TIME                                  arrow Int64: microseconds since midnight (timeofday.go)
@@ -47,7 +47,7 @@ const (
 	TextArray // text[]: one-dimensional, lower bound 1 (see array.go)
 	Record    // an anonymous composite (record.go): Prec indexes its fields
 	JSON      // json: its input text, validated (json.go)
-	JSONB     // jsonb: its canonical text (json.go)
+	JSONB     // jsonb: its binary layout (jsonb.go)
 	UUID      // uuid: its canonical lowercase text (uuid.go)
 	Bytea     // bytea: its bytes (bytea.go)
 	Time      // time without time zone: microseconds since midnight (timeofday.go)

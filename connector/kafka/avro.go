@@ -666,7 +666,7 @@ func (d *avDec) value(n *avNode, bl array.Builder, t types.T) error {
 			bl.(*array.StringBuilder).BinaryBuilder.Append(d.js)
 			return nil
 		}
-		j, err := types.CanonJSONB(string(d.js))
+		j, err := types.EncodeJSONB(string(d.js))
 		if err != nil {
 			return err
 		}

@@ -235,7 +235,7 @@ func appendAvroDatum(b []byte, a arrow.Array, i int, t types.T) []byte {
 		return appendAvroLong(b, a.(*array.Int64).Value(i))
 	case types.Numeric:
 		return appendAvroDecimal(b, a.(*array.Decimal128).Value(i))
-	case types.Bytea, types.UUID, types.JSON, types.JSONB:
+	case types.Bytea, types.UUID, types.JSON:
 		s := a.(*array.String).Value(i)
 		return append(appendAvroLong(b, int64(len(s))), s...)
 	case types.Float32:

@@ -298,15 +298,20 @@ func appendJSONValue(b []byte, a arrow.Array, i int, t types.T) []byte {
 		}
 	case *array.String:
 		switch t.Kind {
-		case types.JSON, types.JSONB:
+		case types.JSON:
 			return append(b, arr.Value(i)...)
+		case types.JSONB:
+			return types.AppendJSONBOut(b, arr.Value(i))
 		case types.Text, types.UUID:
 			return appendJSONString(b, arr.Value(i))
 		}
 	}
 	d := types.DatumAt(a, i, t)
-	if t.Kind == types.JSON || t.Kind == types.JSONB {
+	if t.Kind == types.JSON {
 		return append(b, d.S...)
+	}
+	if t.Kind == types.JSONB {
+		return types.AppendJSONBOut(b, d.S)
 	}
 	var tmp [64]byte
 	return appendJSONString(b, string(types.AppendText(tmp[:0], d, t)))

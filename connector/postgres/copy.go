@@ -83,8 +83,10 @@ func (e *copyEncoder) appendValue(col arrow.Array, i int, t types.T) {
 			return
 		}
 	case *array.String:
-		e.buf = appendEscaped(e.buf, a.Value(i))
-		return
+		if t.Kind != types.JSONB { // jsonb's binary layout: AppendText prints it
+			e.buf = appendEscaped(e.buf, a.Value(i))
+			return
+		}
 	}
 	e.tmp = types.AppendText(e.tmp[:0], types.DatumAt(col, i, t), t)
 	e.buf = appendEscaped(e.buf, e.tmp)

@@ -53,7 +53,11 @@ var (
 
 func benchEval(b *testing.B, e Expr) {
 	mem := memory.NewGoAllocator()
-	in := benchBatch(mem)
+	benchEvalOn(b, e, mem, benchBatch(mem))
+}
+
+// benchEvalOn evaluates e over in (released at the end) in a loop.
+func benchEvalOn(b *testing.B, e Expr, mem memory.Allocator, in arrow.RecordBatch) {
 	defer in.Release()
 	ctx := &Ctx{Mem: mem}
 	b.ResetTimer()

@@ -266,8 +266,8 @@ func (c *Ctx) cast(a vec, from, to types.T, n int) (vec, error) {
 		})
 
 	case from.Kind == types.JSON || from.Kind == types.JSONB || to.Kind == types.JSON || to.Kind == types.JSONB:
-		if from.Kind == types.JSONB && to.Kind == types.JSON || to.Kind == types.Text && to.Prec == 0 {
-			return same() // the text is the value
+		if from.Kind == types.JSON && to.Kind == types.Text && to.Prec == 0 {
+			return same() // json's text is the value (jsonb's binary layout is not: CastDatum prints it)
 		}
 		if fp == types.PhysString {
 			s := a.arr.(*array.String)

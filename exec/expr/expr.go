@@ -146,6 +146,9 @@ func (e *Const) String() string {
 	case types.PhysDecimal:
 		return e.D.D.ToString(e.T.Scale)
 	case types.PhysString:
+		if e.T.Kind == types.JSONB {
+			return "'" + strings.ReplaceAll(types.TextOf(e.D, e.T), "'", "''") + "'::jsonb"
+		}
 		return "'" + strings.ReplaceAll(e.D.S, "'", "''") + "'"
 	case types.PhysInterval:
 		return fmt.Sprintf("interval(%dmon %dd %dns)", e.D.IV.Months, e.D.IV.Days, e.D.IV.Nanoseconds)

@@ -85,6 +85,8 @@ func jsonKernel(e *Func) (k kernel, lo, hi int, ok bool) {
 		return jsonGetKernel(e.Name, e.T, ts), 2, 2, true
 	case "@>", "<@", "?", "?|", "?&", "jsonb_eq":
 		return jsonPredKernel(e.Name), 2, 2, true
+	case "jsonb_lt", "jsonb_le", "jsonb_gt", "jsonb_ge":
+		return jsonCmpKernel(e.Name), 2, 2, true
 	case "jsonb_typeof", "json_typeof", "jsonb_array_length":
 		return jsonInfoKernel(e.Name, e.T, ts[0]), 1, 1, true
 	case "to_jsonb":
@@ -104,7 +106,7 @@ func parseJSONArg(s string, t types.T) (*types.JSONValue, error) {
 	if t.Kind == types.JSON {
 		return types.ParseJSON(s, false)
 	}
-	return types.MustJSONB(s), nil
+	return types.DecodeJSONB(s), nil
 }
 
 // jsonOut is v as a value of t (json: as written; jsonb: canonical; text: ->>'s text).
@@ -125,14 +127,14 @@ func jsonOut(v *types.JSONValue, t types.T, jsonb bool) types.Datum {
 	case types.JSON:
 		return types.Str(v.Raw)
 	}
-	return types.Str(types.JSONBText(v))
+	return types.JSONBDatum(v)
 }
 
 func jsonGetKernel(op string, t types.T, ts []types.T) kernel {
 	jt, kt := ts[0], ts[1]
 	jsonb := jt.Kind == types.JSONB
-	if jsonb && (op == "->" || op == "->>") && (kt.Kind == types.Text || kt.Kind == types.Unknown) {
-		return jsonbFieldKernel(op == "->>", t)
+	if jsonb {
+		return jsonbGetKernel(op, t, kt)
 	}
 	return func(c *Ctx, args []vec, n int) (vec, error) {
 		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
@@ -183,26 +185,22 @@ func jsonPredKernel(op string) kernel {
 		return c.rowwise(types.TBool, n, args, func(i int) (types.Datum, error) {
 			a := datumOf(args[0], i).S
 			r := datumOf(args[1], i)
-			if op == "jsonb_eq" && a == r.S {
-				return types.Boolean(true), nil
-			}
-			v := types.MustJSONB(a)
 			switch op {
 			case "jsonb_eq":
-				return types.Boolean(types.JSONEqual(v, types.MustJSONB(r.S))), nil
+				return types.Boolean(types.JSONBEqual(a, r.S)), nil
 			case "@>":
-				return types.Boolean(types.JSONContains(v, types.MustJSONB(r.S))), nil
+				return types.Boolean(types.JSONBContains(a, r.S)), nil
 			case "<@":
-				return types.Boolean(types.JSONContains(types.MustJSONB(r.S), v)), nil
+				return types.Boolean(types.JSONBContains(r.S, a)), nil
 			case "?":
-				return types.Boolean(types.JSONExists(v, r.S)), nil
+				return types.Boolean(types.JSONBExists(a, r.S)), nil
 			}
 			any := op == "?|"
 			for j, k := range r.A.Elems {
 				if r.A.IsNull(j) {
 					continue // NULL keys are skipped, as PostgreSQL does
 				}
-				if types.JSONExists(v, k) == any {
+				if types.JSONBExists(a, k) == any {
 					return types.Boolean(any), nil
 				}
 			}
@@ -211,9 +209,41 @@ func jsonPredKernel(op string) kernel {
 	}
 }
 
+// jsonCmpKernel is jsonb's <, <=, >, >= (types.JSONBCompare: PostgreSQL's btree order).
+func jsonCmpKernel(name string) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		return c.rowwise(types.TBool, n, args, func(i int) (types.Datum, error) {
+			r := types.JSONBCompare(datumOf(args[0], i).S, datumOf(args[1], i).S)
+			switch name {
+			case "jsonb_lt":
+				return types.Boolean(r < 0), nil
+			case "jsonb_le":
+				return types.Boolean(r <= 0), nil
+			case "jsonb_gt":
+				return types.Boolean(r > 0), nil
+			}
+			return types.Boolean(r >= 0), nil
+		})
+	}
+}
+
 func jsonInfoKernel(name string, t, jt types.T) kernel {
 	return func(c *Ctx, args []vec, n int) (vec, error) {
 		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			if jt.Kind == types.JSONB {
+				s := datumOf(args[0], i).S
+				if name != "jsonb_array_length" {
+					return types.Str(types.JSONBTypeof(s)), nil
+				}
+				l, ok, obj := types.JSONBArrayLen(s)
+				switch {
+				case ok:
+					return types.Int(int64(l)), nil
+				case obj:
+					return types.Null, sqlerr.New(sqlerr.InvalidParameterValue, "cannot get array length of a non-array")
+				}
+				return types.Null, sqlerr.New(sqlerr.InvalidParameterValue, "cannot get array length of a scalar")
+			}
 			v, err := parseJSONArg(datumOf(args[0], i).S, jt)
 			if err != nil {
 				return types.Null, err
@@ -239,7 +269,7 @@ func toJSONBKernel(t, at types.T) kernel {
 			if err != nil {
 				return types.Null, err
 			}
-			return types.Str(types.JSONBText(v)), nil
+			return types.JSONBDatum(v), nil
 		})
 	}
 }
@@ -274,7 +304,7 @@ func jsonbBuildKernel(object bool, t types.T, ts []types.T) kernel {
 			if object {
 				types.SortJSONKeys(out)
 			}
-			o.set(i, types.Str(types.JSONBText(out)))
+			o.set(i, types.JSONBDatum(out))
 		}
 		return o.finish(c.mem(), n), nil
 	}
@@ -302,38 +332,46 @@ func jsonbAggFinalKernel(t types.T, object bool) kernel {
 				}
 				v := &types.JSONValue{Kind: types.JNull}
 				if !vals.IsNull(j) {
-					v = types.MustJSONB(s)
+					var err error
+					if v, err = types.ParseJSON(s, true); err != nil { // to_jsonb's text
+						return types.Null, err
+					}
 				}
 				out.Elems = append(out.Elems, v)
 			}
 			if object {
 				types.SortJSONKeys(out)
 			}
-			return types.Str(types.JSONBText(out)), nil
+			return types.JSONBDatum(out), nil
 		})
 	}
 }
 
-// jsonbFieldKernel is jsonb -> text and ->> text, the accesses views over
-// events make most: the key is found by scanning the canonical text
-// (types.JSONBField), without building the value.
-func jsonbFieldKernel(text bool, t types.T) kernel {
+// jsonbGetKernel is jsonb's -> and ->> (a key or an index) and #> and
+// #>> (a path) on the binary layout: a key is found by binary search, an
+// index directly, and the value is a substring of the row's datum, so ->
+// and ->> of a string, number or scalar copy nothing but the result.
+func jsonbGetKernel(op string, t, kt types.T) kernel {
+	text := op == "->>" || op == "#>>"
 	return func(c *Ctx, args []vec, n int) (vec, error) {
-		var key []byte // the escaped key, made once for a constant key
-		if args[1].scalar() && !args[1].d.Null {
-			key = types.AppendJSONString(nil, args[1].d.S)
-		}
 		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
-			k := key
-			if k == nil {
-				k = types.AppendJSONString(nil, datumOf(args[1], i).S)
+			s := datumOf(args[0], i).S
+			k := datumOf(args[1], i)
+			var v string
+			var ok bool
+			switch {
+			case op == "#>" || op == "#>>":
+				v, ok = types.JSONBPath(s, k.A.Elems, k.A.IsNull)
+			case kt.Kind == types.Text || kt.Kind == types.Unknown:
+				v, ok = types.JSONBGet(s, k.S)
+			default:
+				v, ok = types.JSONBIndex(s, k.I)
 			}
-			v, ok := types.JSONBField(datumOf(args[0], i).S, unsafeString(k))
 			if !ok {
 				return types.Null, nil
 			}
 			if text {
-				if v, ok = types.JSONBFieldText(v); !ok {
+				if v, ok = types.JSONBAsText(v); !ok {
 					return types.Null, nil
 				}
 			}

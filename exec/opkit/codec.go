@@ -173,6 +173,9 @@ func CompareDatum(a, b types.Datum, t types.T) int {
 	case types.PhysDecimal:
 		return a.D.Cmp(b.D)
 	case types.PhysString:
+		if t.Kind == types.JSONB {
+			return types.JSONBCompare(a.S, b.S)
+		}
 		return strings.Compare(a.S, b.S)
 	case types.PhysInterval:
 		return types.IntervalSpan(a.IV).Cmp(types.IntervalSpan(b.IV))

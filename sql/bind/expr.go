@@ -443,6 +443,21 @@ func (b *Binder) bindIn(c *ectx, n *ast.PatternInExpr) (expr.Expr, error) {
 			return nil, err
 		}
 	}
+	if t.Kind == types.JSONB { // jsonb's = is by value (1.0 = 1), not the bytes InList hashes
+		var or expr.Expr
+		for _, e := range all[1:] {
+			eq := call("jsonb_eq", types.TBool, all[0], e)
+			if or == nil {
+				or = eq
+			} else {
+				or = call("or", types.TBool, or, eq)
+			}
+		}
+		if n.Not {
+			or = call("not", types.TBool, or)
+		}
+		return or, nil
+	}
 	return &expr.InList{E: all[0], List: all[1:], Not: n.Not}, nil
 }
 

@@ -119,8 +119,8 @@ func (b *Binder) jsonOp(op string, l, r expr.Expr) (expr.Expr, error) {
 	return call(op, res, l, r), nil
 }
 
-// jsonCompare is = and <> on jsonb (by value: 1.0 = 1); json has no
-// comparison operators, and jsonb's ordering is not implemented (0A000).
+// jsonCompare is the comparison operators on jsonb, in PostgreSQL's btree
+// order (types.JSONBCompare; = by value: 1.0 = 1); json has none.
 func (b *Binder) jsonCompare(op string, l, r expr.Expr) (expr.Expr, error) {
 	if l.Type().Kind != types.JSONB || r.Type().Kind != types.JSONB {
 		return nil, noOperator(op, l, r)
@@ -131,7 +131,10 @@ func (b *Binder) jsonCompare(op string, l, r expr.Expr) (expr.Expr, error) {
 	case "<>":
 		return call("not", types.TBool, call("jsonb_eq", types.TBool, l, r)), nil
 	}
-	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "operator %s on jsonb is not supported: streamdb does not implement jsonb's ordering", op)
+	if name, ok := map[string]string{"<": "jsonb_lt", "<=": "jsonb_le", ">": "jsonb_gt", ">=": "jsonb_ge"}[op]; ok {
+		return call(name, types.TBool, l, r), nil
+	}
+	return nil, noOperator(op, l, r)
 }
 
 // jsonFunc binds the json functions: jsonb_typeof, json_typeof,
@@ -216,16 +219,12 @@ func jsonSRFType(fn string) (types.T, bool) {
 	return types.T{}, false
 }
 
-// sortable refuses ORDER BY a json or jsonb value: json has no ordering
-// in PostgreSQL (42883) and streamdb does not implement jsonb's (0A000),
-// which differs from its text's.
+// sortable refuses ORDER BY a json value: json has no ordering in
+// PostgreSQL (42883). jsonb sorts in its btree order (exec's comparator).
 func sortable(keys []planner.SortKey) error {
 	for _, k := range keys {
-		switch k.E.Type().Kind {
-		case types.JSON:
+		if k.E.Type().Kind == types.JSON {
 			return sqlerr.New(sqlerr.UndefinedFunction, "could not identify an ordering operator for type json")
-		case types.JSONB:
-			return sqlerr.New(sqlerr.FeatureNotSupported, "ORDER BY a jsonb value is not supported: streamdb does not implement jsonb's ordering")
 		}
 	}
 	return nil

@@ -169,6 +169,21 @@ func (d *diffRun) checkNorm(c *diffCase, round int, norm func(string) string) {
 	}
 }
 
+// viewAndBatchCases makes a case of each query: views (named prefix+"v"+i)
+// are created as materialized views too, batch ones run as batch queries only.
+func (d *diffRun) viewAndBatchCases(prefix, shape string, views, batch []string) []*diffCase {
+	var cases []*diffCase
+	for i, q := range views {
+		c := &diffCase{name: fmt.Sprintf("%sv%d", prefix, i), shape: shape, sql: q}
+		cases = append(cases, c)
+		d.createView(c)
+	}
+	for i, q := range batch {
+		cases = append(cases, &diffCase{name: fmt.Sprintf("%sb%d", prefix, i), shape: shape, sql: q, view: viewUnsupported})
+	}
+	return cases
+}
+
 func normAll(rows []string, norm func(string) string) []string {
 	for i := range rows {
 		rows[i] = norm(rows[i])
