@@ -114,6 +114,12 @@ func (s sessionCluster) gate(ctx context.Context, st *Stmt, params []types.Datum
 			return nil, err, true
 		}
 		return nil, nil, false
+	case *parse.Checkpoint:
+		if s.clusterForwarded {
+			return nil, nil, false // this node's jobs (clusterops.go)
+		}
+		res, err = clusterCheckpoint(ctx, s)
+		return res, err, true
 	case *parse.Show, *parse.ShowCreate, *parse.Discard:
 		return nil, nil, false
 	case *parse.ShowObjects:

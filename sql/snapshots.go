@@ -170,6 +170,9 @@ func (e savepointStore) checkpointStatement(ctx context.Context) (*Result, error
 	if uerr != nil {
 		return nil, sqlerr.New(sqlerr.IOError, "checkpoint %d was committed but its upload to checkpoint storage failed: %v", rec.ID, uerr)
 	}
+	if err := clusterPointerErr(e.Engine, rec.ID); err != nil {
+		return nil, err
+	}
 	return &Result{Tag: "CHECKPOINT"}, nil
 }
 

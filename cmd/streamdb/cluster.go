@@ -171,6 +171,7 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 			fmt.Fprintf(w, "node %s applied %d coordinator %t\n", c.nodeID, node.Applied(), node.IsCoordinator())
 		})
 		mux.HandleFunc("POST /peer/query", serveForward(eng))
+		mux.HandleFunc("POST /peer/exec", serveExec(eng))
 		go func() { _ = (&http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}).Serve(pl) }()
 	}
 	log.Info("joined the cluster", "cluster", c.name, "node", c.nodeID, "etcd", c.etcd, "peer", peerAddr, "applied", node.Applied())

@@ -188,3 +188,69 @@ func writePeerError(w http.ResponseWriter, err error) {
 	w.WriteHeader(http.StatusBadRequest)
 	_, _ = w.Write(b)
 }
+
+// execResp is POST /peer/exec's answer to a statement that ran.
+type execResp struct {
+	Tag     string   `json:"tag"`
+	Notices []string `json:"notices,omitempty"`
+}
+
+// execTimeout bounds a statement sent to another node (a CHECKPOINT and
+// its upload, a savepoint's, a restore's download).
+const execTimeout = 5 * time.Minute
+
+var execClient = &http.Client{Timeout: execTimeout}
+
+// Exec runs a statement on node (sql.ServeExec there): CHECKPOINT,
+// savepoints and rebalancing across nodes (sql/clusterops.go).
+func (c *clusterEngine) Exec(ctx context.Context, node, user, text string) (*sql.Result, error) {
+	actx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	peer, err := c.node.Load().PeerAddr(actx, node)
+	cancel()
+	if err == nil && peer == "" {
+		err = fmt.Errorf("node %s has no peer listener (--peer-listen)", node)
+	}
+	if err != nil {
+		return nil, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState, Msg: "cannot reach node " + node + ": " + err.Error(),
+			Hint: "The node is leaving the cluster; retry."}
+	}
+	body, _ := json.Marshal(forwardReq{User: user, SQL: text})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+peer+"/peer/exec", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := execClient.Do(req)
+	if err != nil {
+		return nil, &sqlerr.Error{Code: sqlerr.ConnectionException, Msg: "sending the statement to node " + node + ": " + err.Error(),
+			Hint: "If that node was lost, its jobs move to a live node once its lease expires; retry."}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, decodePeerError(resp.Body, node)
+	}
+	var r execResp
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&r); err != nil {
+		return nil, &sqlerr.Error{Code: sqlerr.ConnectionException, Msg: "the answer of node " + node + ": " + err.Error()}
+	}
+	return &sql.Result{Tag: r.Tag, Notices: r.Notices}, nil
+}
+
+// serveExec answers POST /peer/exec: it runs the statement here, for this
+// node's jobs, and answers with its tag and notices.
+func serveExec(eng *sql.Engine) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req forwardReq
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+			writePeerError(w, &sqlerr.Error{Code: sqlerr.ProtocolViolation, Msg: "malformed statement from a peer: " + err.Error()})
+			return
+		}
+		res, err := sql.ServeExec(r.Context(), eng, req.User, req.SQL)
+		if err != nil {
+			writePeerError(w, err)
+			return
+		}
+		b, _ := json.Marshal(execResp{Tag: res.Tag, Notices: res.Notices})
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}
+}

@@ -68,7 +68,8 @@ type ckptPointer struct {
 	CheckpointID uint64 `json:"checkpoint_id"`
 	Epoch        uint64 `json:"epoch"`
 	Storage      string `json:"storage"`
-	Manifest     string `json:"manifest"`
+	Manifest     string    `json:"manifest"`
+	At           time.Time `json:"at"`
 }
 
 func readPointer(t *testing.T, cli *clientv3.Client, cluster, view string) *ckptPointer {
