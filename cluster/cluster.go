@@ -31,6 +31,9 @@
 //  7. Checkpoint pointers: ckpt/<view> names the last committed checkpoint
 //     of the view's job in checkpoint storage, written by the job's owner
 //     fenced by its assignment (checkpoints.go).
+//  8. Savepoints: savepoints/<name> says where each part of a savepoint
+//     taken across the nodes is in checkpoint storage, written once
+//     (savepoints.go).
 package cluster
 
 import (

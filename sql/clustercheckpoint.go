@@ -126,21 +126,9 @@ func restoreClusterJob(e *Engine, def *storage.TableDef, plan exec.Plan) (*Check
 	if want := cc.Storage(p.Node); p.Storage != want {
 		return nil, sqlerr.New(sqlerr.DataCorrupted, "the checkpoint pointer of %s names storage %s, not node %s's %s", def.Name, p.Storage, p.Node, want)
 	}
-	l, err := objstore.Parse(p.Storage)
-	if err != nil {
-		return nil, err
-	}
-	st, err := objstore.Open(l, e.remotes.cfg.S3)
-	if err != nil {
-		return nil, sqlerr.Wrap(sqlerr.IOError, err)
-	}
 	dir := filepath.Join(e.db.Dir(), "cluster-restore", fmt.Sprintf("%s-chk-%d", p.Node, p.CheckpointID))
-	os.RemoveAll(dir)
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return nil, sqlerr.Wrap(sqlerr.IOError, err)
-	}
 	defer os.RemoveAll(dir)
-	if _, err := checkpoint.NewRemote(st).Download(ctx, p.Manifest, dir); err != nil {
+	if err := downloadClusterSnapshot(ctx, e, p.Storage, p.Manifest, dir); err != nil {
 		return nil, err
 	}
 	snap, err := e.snapStore.openSnapshot(dir)
@@ -170,6 +158,37 @@ func restoreClusterJob(e *Engine, def *storage.TableDef, plan exec.Plan) (*Check
 	}
 	e.db.DropReadPoints() // they show this node's older rows of the view
 	return p, nil
+}
+
+// clusterRemote opens a node's checkpoint storage (url, under the
+// cluster's storage root).
+func clusterRemote(e *Engine, url string) (*checkpoint.Remote, error) {
+	l, err := objstore.Parse(url)
+	if err != nil {
+		return nil, err
+	}
+	st, err := objstore.Open(l, e.remotes.cfg.S3)
+	if err != nil {
+		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	return checkpoint.NewRemote(st), nil
+}
+
+// downloadClusterSnapshot downloads the snapshot under prefix of the
+// checkpoint storage url into dir (replaced), checked against its
+// manifest.
+func downloadClusterSnapshot(ctx context.Context, e *Engine, url, prefix, dir string) error {
+	rem, err := clusterRemote(e, url)
+	if err != nil {
+		return err
+	}
+	e.snapStore.closeSnapshot(dir)
+	os.RemoveAll(dir)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	_, err = rem.Download(ctx, prefix, dir)
+	return err
 }
 
 // noteClusterStart records, with the round lock held, that view's job

@@ -71,3 +71,15 @@ func (c *clusterEngine) ReadPointer(ctx context.Context, view string) (*sql.Chec
 	return &sql.CheckpointPointer{Node: p.Node, CheckpointID: p.CheckpointID, Epoch: p.Epoch, Storage: p.Storage,
 		Manifest: p.Manifest, JobID: p.JobID}, nil
 }
+
+func (c *clusterEngine) PutSavepoint(ctx context.Context, name string, v []byte) (bool, error) {
+	return c.node.Load().PutSavepoint(ctx, name, v)
+}
+
+func (c *clusterEngine) Savepoints(ctx context.Context) (map[string][]byte, error) {
+	return c.node.Load().Savepoints(ctx)
+}
+
+func (c *clusterEngine) DeleteSavepoint(ctx context.Context, name string) (bool, error) {
+	return c.node.Load().DeleteSavepoint(ctx, name)
+}

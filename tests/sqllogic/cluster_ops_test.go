@@ -3,7 +3,6 @@ package sqllogic
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/streamdb/streamdb/cluster/etcdtest"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -129,6 +129,153 @@ func TestClusterCheckpointStatement(t *testing.T) {
 			}
 		}
 	}
-	_ = filepath.Join
-	_ = sort.Strings
+}
+
+// channelTotals is the view per_channel (channel, count, sum of prices)
+// over ledgerRows' lines, as text rows sorted by channel.
+func channelTotals(lines []string) []string {
+	n, sum := map[string]int64{}, map[string]int64{}
+	for _, l := range lines {
+		f := strings.Split(l, "\t")
+		var p int64
+		fmt.Sscan(f[2], &p)
+		n[f[1]]++
+		sum[f[1]] += p
+	}
+	var out []string
+	for ch := range n {
+		out = append(out, fmt.Sprintf("%s %d %d", ch, n[ch], sum[ch]))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// readChannelTotals reads per_channel on conn as channelTotals' rows.
+func readChannelTotals(conn *pgx.Conn) ([]string, error) {
+	rows, err := conn.Query(context.Background(), "SELECT channel, n, s FROM per_channel")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var ch string
+		var n, s int64
+		if err := rows.Scan(&ch, &n, &s); err != nil {
+			return nil, err
+		}
+		out = append(out, fmt.Sprintf("%s %d %d", ch, n, s))
+	}
+	sort.Strings(out)
+	return out, rows.Err()
+}
+
+// kafkaTopicsWith lists the topics whose names start with prefix.
+func kafkaTopicsWith(t *testing.T, addr, prefix string) []string {
+	t.Helper()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(context.Background(), kafkaClient(t, addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tp := range resp.Topics {
+		if tp.Topic != nil && strings.HasPrefix(*tp.Topic, prefix) {
+			out = append(out, *tp.Topic)
+		}
+	}
+	return out
+}
+
+// TestClusterSavepointRestore: two nodes with the shared stream log
+// (Kafka) and shared storage. A savepoint of a view over a table, taken
+// on the node that does not run the view's job, is recorded in etcd with
+// its part in the owner's storage; more rows go in; the owner is killed
+// with kill -9 and the survivor takes the job over. The table's records
+// after the savepoint are deleted from the topic (as retention would), so
+// only a restore can bring the view back to the savepoint: RESTORE FROM
+// SAVEPOINT on the survivor makes the view equal the rows before the
+// savepoint exactly, and rows inserted afterwards are counted once.
+// DROP SAVEPOINT removes the record and the dead node's part.
+func TestClusterSavepointRestore(t *testing.T) {
+	_, kafkaAddr := startKafka(t, 1)
+	c := startOpsCluster(t, "spx", 2, "--cluster-kafka", kafkaAddr)
+	ctx := context.Background()
+	execAll(t, c.conns[0], "CREATE TABLE bids (id BIGINT, channel VARCHAR, price BIGINT, ts TIMESTAMP, note TEXT)",
+		"CREATE MATERIALIZED VIEW per_channel AS SELECT channel, count(*) AS n, sum(price) AS s FROM bids GROUP BY channel")
+	owner := c.owners(t, c.conns[0], "per_channel")["per_channel"]
+	ow := c.index(owner)
+	other := 1 - ow
+	oc := c.conns[other]
+	waitView := func(what string, want []string) {
+		t.Helper()
+		var got []string
+		var err error
+		waitUntil(t, 30*time.Second, what, func() bool {
+			got, err = readChannelTotals(oc)
+			return err == nil && strings.Join(got, ",") == strings.Join(want, ",")
+		})
+	}
+	a := ledgerRows(0, 200)
+	execAll(t, oc, insertSQL(a))
+	waitView("the view to hold the first rows", channelTotals(a))
+
+	if _, err := oc.Exec(ctx, "CREATE SAVEPOINT sp"); err != nil {
+		t.Fatalf("CREATE SAVEPOINT on %s (not the owner %s): %v", c.nodes[other].id, owner, err)
+	}
+	if _, err := c.conns[ow].Exec(ctx, "CREATE SAVEPOINT sp"); sqlstate(err) != "42710" {
+		t.Fatalf("CREATE SAVEPOINT sp again: %v, want 42710", err)
+	}
+	sps, err := queryRows(c.conns[ow], "SHOW SAVEPOINTS")
+	if err != nil || len(sps) != 1 || !strings.HasPrefix(sps[0], "'sp' | 'per_channel' |") {
+		t.Fatalf("SHOW SAVEPOINTS: %v %v", sps, err)
+	}
+	if _, err := c.s3.remote(t, c.storage+"/nodes/"+owner).ReadManifest(ctx, "savepoints/sp"); err != nil {
+		t.Fatalf("the owner's part of sp: %v", err)
+	}
+
+	b := ledgerRows(200, 150)
+	execAll(t, oc, insertSQL(b))
+	waitView("the view to hold every row", channelTotals(append(append([]string(nil), a...), b...)))
+
+	// kill -9 of the owner: the survivor takes the job over.
+	c.nodes[ow].srv.Kill9()
+	waitUntil(t, 30*time.Second, "per_channel running on "+c.nodes[other].id, func() bool {
+		jobs, err := clusterShowJobs(oc)
+		return err == nil && len(jobs) == 1 && jobs[0].node == c.nodes[other].id && jobs[0].state == "RUNNING"
+	})
+	waitView("the survivor's view to hold every row", channelTotals(append(append([]string(nil), a...), b...)))
+
+	// The rows after the savepoint leave the topic: only the savepoint
+	// can bring the view back to the first rows.
+	topics := kafkaTopicsWith(t, kafkaAddr, "streamdb.spx.bids.")
+	if len(topics) != 1 {
+		t.Fatalf("the table's topic: %v", topics)
+	}
+	kafkaDeleteRecords(t, kafkaAddr, topics[0], 0, -1)
+
+	if _, err := oc.Exec(ctx, "RESTORE per_channel FROM SAVEPOINT nosuch"); sqlstate(err) != "42704" {
+		t.Fatalf("RESTORE from a missing savepoint: %v, want 42704", err)
+	}
+	if _, err := oc.Exec(ctx, "RESTORE FROM CHECKPOINT 1"); err == nil {
+		t.Fatalf("RESTORE FROM CHECKPOINT in cluster mode: accepted")
+	}
+	if _, err := oc.Exec(ctx, "RESTORE FROM SAVEPOINT sp"); err != nil {
+		t.Fatalf("RESTORE FROM SAVEPOINT sp on the survivor: %v", err)
+	}
+	waitView("the view to equal the rows before the savepoint", channelTotals(a))
+	cc := ledgerRows(350, 120)
+	execAll(t, oc, insertSQL(cc))
+	waitView("the view to hold the savepoint's rows and the new ones, once", channelTotals(append(append([]string(nil), a...), cc...)))
+
+	// DROP SAVEPOINT: the record and the dead node's part go.
+	execAll(t, oc, "DROP SAVEPOINT sp")
+	if sps, err := queryRows(oc, "SHOW SAVEPOINTS"); err != nil || len(sps) != 0 {
+		t.Fatalf("SHOW SAVEPOINTS after DROP: %v %v", sps, err)
+	}
+	if _, err := c.s3.remote(t, c.storage+"/nodes/"+owner).ReadManifest(ctx, "savepoints/sp"); err == nil {
+		t.Fatalf("the dead owner's part of sp is still in its storage")
+	}
+	if _, err := oc.Exec(ctx, "DROP SAVEPOINT sp"); sqlstate(err) != "42704" {
+		t.Fatalf("DROP SAVEPOINT of a dropped savepoint: %v, want 42704", err)
+	}
 }
