@@ -80,7 +80,12 @@ type Config struct {
 	// OnAssign gets the set of jobs assigned to this node, every time the
 	// node reads the assignment (jobs.go).
 	OnAssign func(mine map[string]bool)
-	Logger   *slog.Logger
+	// Handoff asks node to checkpoint its jobs and commit their pointers
+	// before the coordinator moves job away from it (rebalance.go).
+	Handoff func(ctx context.Context, job, node string) error
+	// RebalanceOnJoin makes the coordinator rebalance when a node joins.
+	RebalanceOnJoin bool
+	Logger          *slog.Logger
 }
 
 // Entry is one record of the catalog log.
@@ -140,6 +145,7 @@ type Node struct {
 		waiters map[string]chan outcome
 	}
 	assign assignments
+	rebal  rebalancer
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -353,6 +359,7 @@ func (n *Node) campaign() {
 			continue
 		}
 		n.coordinator.Store(true)
+		n.rebal.setLead(&leadership{key: n.elec.Key(), rev: n.elec.Rev()})
 		n.log.Info("cluster: this node is the coordinator", "node", n.cfg.NodeID, "rev", n.elec.Rev())
 		actx, stop := context.WithCancel(n.ctx)
 		var aw sync.WaitGroup
@@ -361,6 +368,7 @@ func (n *Node) campaign() {
 		err := n.coordinate(n.elec.Key(), n.elec.Rev())
 		stop()
 		aw.Wait()
+		n.rebal.setLead(nil)
 		n.coordinator.Store(false)
 		if n.ctx.Err() != nil {
 			return

@@ -135,6 +135,9 @@ func (s sessionCluster) gate(ctx context.Context, st *Stmt, params []types.Datum
 			err = notDistributed(statementWords(st), "a node restores one view at a time")
 		}
 		return res, err, true
+	case *parse.AlterCluster:
+		res, err = clusterRebalance(ctx, s)
+		return res, err, true
 	case *parse.Checkpoint:
 		if s.clusterForwarded {
 			return nil, nil, false // this node's jobs (clusterops.go)

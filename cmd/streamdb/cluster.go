@@ -157,7 +157,18 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 			return sql.ApplyDDL(sql.WithLogSeq(ctx, e.Seq), eng, e.User, e.Text)
 		},
 		Jobs:     func() []string { return sql.ClusterJobs(eng) },
-		OnAssign: func(mine map[string]bool) { sql.SetOwnedJobs(eng, mine) }})
+		OnAssign: func(mine map[string]bool) { sql.SetOwnedJobs(eng, mine) },
+		Handoff: func(ctx context.Context, job, node string) error {
+			// The old owner checkpoints (sql/clusterops.go): here, or on its node.
+			var err error
+			if node == c.nodeID {
+				_, err = sql.ServeExec(ctx, eng, sql.BootstrapRole, "CHECKPOINT")
+			} else {
+				_, err = ce.Exec(ctx, node, sql.BootstrapRole, "CHECKPOINT")
+			}
+			return err
+		},
+		RebalanceOnJoin: true})
 	if err != nil {
 		if pl != nil {
 			_ = pl.Close()

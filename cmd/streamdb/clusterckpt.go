@@ -83,3 +83,15 @@ func (c *clusterEngine) Savepoints(ctx context.Context) (map[string][]byte, erro
 func (c *clusterEngine) DeleteSavepoint(ctx context.Context, name string) (bool, error) {
 	return c.node.Load().DeleteSavepoint(ctx, name)
 }
+
+func (c *clusterEngine) Rebalance(ctx context.Context) ([]string, error) {
+	moves, err := c.node.Load().Rebalance(ctx)
+	out := make([]string, len(moves))
+	for i, m := range moves {
+		out[i] = fmt.Sprintf("job %s moved from node %s to node %s", m.Job, m.From, m.To)
+	}
+	if errors.Is(err, cluster.ErrNotCoordinator) {
+		err = sql.ErrNotCoordinator
+	}
+	return out, err
+}

@@ -279,3 +279,142 @@ func TestClusterSavepointRestore(t *testing.T) {
 		t.Fatalf("DROP SAVEPOINT of a dropped savepoint: %v, want 42704", err)
 	}
 }
+
+// jobCounts is the number of jobs SHOW CLUSTER says each node runs.
+func jobCounts(t *testing.T, conn *pgx.Conn) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, r := range showCluster(t, conn) {
+		out[r.id] = 0
+		for _, v := range strings.Split(r.jobs, ",") {
+			if v != "" {
+				out[r.id]++
+			}
+		}
+	}
+	return out
+}
+
+// TestClusterRebalance: two nodes run four views over a rate-limited
+// nexmark source, two each. A third node joins while the source is still
+// being read: the coordinator moves one job to it at a checkpoint (the old
+// owner checkpoints, the new one restores), and every view ends equal to
+// its batch query on a single-node server. Then the views of two nodes
+// are dropped, leaving 2, 0, 0 jobs: ALTER CLUSTER REBALANCE on a node
+// that does not coordinate moves one job (its notice names it), SHOW
+// CLUSTER and SHOW JOBS show the new placement, the moved job was
+// restored from the old owner's checkpoint, and the views still equal
+// their batch queries.
+func TestClusterRebalance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: three-node rebalance scenario")
+	}
+	c := startOpsCluster(t, "rebal", 2)
+	ctx := context.Background()
+	const source = `CREATE SOURCE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, date_time TIMESTAMP)
+	  WITH (connector = 'nexmark', nexmark.table = 'bid', nexmark.events = 150000, nexmark.rate = 15000)`
+	views := map[string]string{
+		"v_channel": "SELECT channel, count(*) AS n, sum(price) AS s FROM bid GROUP BY channel",
+		"v_auction": "SELECT auction % 50 AS a, count(*) AS n, max(price) AS top FROM bid GROUP BY auction % 50",
+		"v_bidder":  "SELECT bidder % 30 AS b, count(*) AS n, min(price) AS low FROM bid GROUP BY bidder % 30",
+		"v_cheap":   "SELECT channel, count(*) AS n FROM bid WHERE price < 1000 GROUP BY channel",
+	}
+	names := []string{"v_auction", "v_bidder", "v_channel", "v_cheap"}
+	execAll(t, c.conns[0], source)
+	for _, v := range names {
+		execAll(t, c.conns[0], "CREATE MATERIALIZED VIEW "+v+" AS "+views[v])
+	}
+	single := StartServer(t, "", "--http", "")
+	sc := single.Conn(t)
+	execAll(t, sc, source)
+	want := map[string][]string{}
+	for _, v := range names {
+		rows, err := clusterRows(sc, views[v])
+		if err != nil || len(rows) == 0 {
+			t.Fatalf("oracle %s: %v %v", v, rows, err)
+		}
+		want[v] = rows
+	}
+	single.Stop()
+	c.owners(t, c.conns[0], names...)
+	if n := jobCounts(t, c.conns[0]); n["n1"] != 2 || n["n2"] != 2 {
+		t.Fatalf("jobs per node: %v, want 2 and 2", n)
+	}
+
+	// A third node joins while the source is read: one job moves to it.
+	k := c.add(t)
+	waitUntil(t, 30*time.Second, "a job moved to n3", func() bool {
+		n := jobCounts(t, c.conns[0])
+		return n["n3"] == 1 && n["n1"]+n["n2"] == 3
+	})
+	equalAll := func(conn *pgx.Conn, vs []string) {
+		t.Helper()
+		for _, v := range vs {
+			var got []string
+			var err error
+			waitUntil(t, 60*time.Second, v+" to equal its batch query", func() bool {
+				got, err = clusterRows(conn, "SELECT * FROM "+v)
+				return err == nil && strings.Join(got, "\n") == strings.Join(want[v], "\n")
+			})
+		}
+	}
+	equalAll(c.conns[k], names)
+
+	// Leave 2, 0, 0 jobs: drop the views of the two less loaded nodes.
+	owners := c.owners(t, c.conns[0], names...)
+	counts := jobCounts(t, c.conns[0])
+	busy := ""
+	for id, n := range counts {
+		if n == 2 {
+			busy = id
+		}
+	}
+	var kept []string
+	for _, v := range names {
+		if owners[v] == busy {
+			kept = append(kept, v)
+		} else {
+			execAll(t, c.conns[0], "DROP MATERIALIZED VIEW "+v)
+		}
+	}
+	waitUntil(t, 10*time.Second, "2, 0, 0 jobs", func() bool {
+		n := jobCounts(t, c.conns[0])
+		return n[busy] == 2 && n["n1"]+n["n2"]+n["n3"] == 2
+	})
+	var coord int
+	for _, r := range showCluster(t, c.conns[0]) {
+		if r.coordinator {
+			coord = c.index(r.id)
+		}
+	}
+	other := (coord + 1) % 3
+	tag, err := c.conns[other].Exec(ctx, "ALTER CLUSTER REBALANCE")
+	if err != nil || tag.String() != "ALTER CLUSTER" {
+		t.Fatalf("ALTER CLUSTER REBALANCE on %s: %v %v", c.nodes[other].id, tag, err)
+	}
+	var moved clusterJobRow
+	waitUntil(t, 30*time.Second, "the jobs spread 1, 1, 0 and the moved one running", func() bool {
+		n := jobCounts(t, c.conns[other])
+		if n[busy] != 1 {
+			return false
+		}
+		jobs, err := clusterShowJobs(c.conns[other])
+		if err != nil || len(jobs) != 2 {
+			return false
+		}
+		for _, j := range jobs {
+			if j.node != busy && j.state == "RUNNING" {
+				moved = j
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(moved.restoredFrom, "/nodes/"+busy+"/checkpoints/chk-") {
+		t.Fatalf("the moved job %+v: want it restored from %s's checkpoint", moved, busy)
+	}
+	if !strings.Contains(c.nodes[coord].srv.out.sinceStart(), `job moved to balance the nodes" job=`+moved.name) {
+		t.Fatalf("the coordinator %s did not log moving %s", c.nodes[coord].id, moved.name)
+	}
+	equalAll(c.conns[other], kept)
+}
