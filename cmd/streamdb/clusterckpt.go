@@ -95,3 +95,8 @@ func (c *clusterEngine) Rebalance(ctx context.Context) ([]string, error) {
 	}
 	return out, err
 }
+
+func (c *clusterEngine) IsCoordinator() bool {
+	n := c.node.Load()
+	return n != nil && n.IsCoordinator()
+}

@@ -64,10 +64,10 @@ func clusterShowJobs(c *pgx.Conn) ([]clusterJobRow, error) {
 
 // ckptPointer is the part of an etcd checkpoint pointer the test reads.
 type ckptPointer struct {
-	Node         string `json:"node"`
-	CheckpointID uint64 `json:"checkpoint_id"`
-	Epoch        uint64 `json:"epoch"`
-	Storage      string `json:"storage"`
+	Node         string    `json:"node"`
+	CheckpointID uint64    `json:"checkpoint_id"`
+	Epoch        uint64    `json:"epoch"`
+	Storage      string    `json:"storage"`
 	Manifest     string    `json:"manifest"`
 	At           time.Time `json:"at"`
 }

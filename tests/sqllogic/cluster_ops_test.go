@@ -418,3 +418,55 @@ func TestClusterRebalance(t *testing.T) {
 	}
 	equalAll(c.conns[other], kept)
 }
+
+// TestClusterMetrics: each node's /metrics has the cluster figures: one
+// coordinator among the nodes, the owner's owned jobs, and on the node
+// that forwarded a read the reads and bytes it relayed.
+func TestClusterMetrics(t *testing.T) {
+	c := startOpsCluster(t, "metrics", 0)
+	var web []string
+	for i := 0; i < 2; i++ {
+		addr, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		web = append(web, addr)
+		c.extra = []string{"--http", addr}
+		c.add(t)
+	}
+	execAll(t, c.conns[0],
+		`CREATE SOURCE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, date_time TIMESTAMP)
+		  WITH (connector = 'nexmark', nexmark.table = 'bid', nexmark.events = 20000)`,
+		"CREATE MATERIALIZED VIEW per_channel AS SELECT channel, count(*) AS n FROM bid GROUP BY channel")
+	owner := c.owners(t, c.conns[0], "per_channel")["per_channel"]
+	ow := c.index(owner)
+	other := 1 - ow
+	var rows []string
+	waitUntil(t, 20*time.Second, "a read of per_channel forwarded to "+owner, func() bool {
+		var err error
+		rows, err = clusterRows(c.conns[other], "SELECT * FROM per_channel")
+		return err == nil && len(rows) > 0
+	})
+	coords := 0.0
+	for i, addr := range web {
+		id := c.nodes[i].id
+		fams := scrape(t, addr)
+		coord, ok := metricValue(fams, "streamdb_cluster_coordinator", "node", id)
+		if !ok {
+			t.Fatalf("/metrics of %s has no streamdb_cluster_coordinator", id)
+		}
+		coords += coord
+		jobs, _ := metricValue(fams, "streamdb_cluster_owned_jobs", "node", id)
+		reads, _ := metricValue(fams, "streamdb_cluster_forwarded_reads_total", "node", id)
+		bytes, _ := metricValue(fams, "streamdb_cluster_forwarded_bytes_total", "node", id)
+		if i == ow && (jobs != 1 || reads != 0) {
+			t.Errorf("the owner %s: owned_jobs %v forwarded_reads %v, want 1 and 0", id, jobs, reads)
+		}
+		if i == other && (jobs != 0 || reads < 1 || bytes <= 0) {
+			t.Errorf("%s, which forwarded the reads: owned_jobs %v forwarded_reads %v bytes %v, want 0, >= 1, > 0", id, jobs, reads, bytes)
+		}
+	}
+	if coords != 1 {
+		t.Errorf("%v coordinators in /metrics, want 1", coords)
+	}
+}
