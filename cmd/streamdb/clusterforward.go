@@ -45,29 +45,9 @@ func (c *clusterEngine) Owner(view string) (string, bool) {
 }
 
 func (c *clusterEngine) Forward(ctx context.Context, node, user, text string) (sql.Rows, error) {
-	actx, cancel := context.WithTimeout(ctx, forwardTimeout)
-	peer, err := c.node.Load().PeerAddr(actx, node)
-	cancel()
-	if err == nil && peer == "" {
-		err = fmt.Errorf("node %s has no peer listener (--peer-listen)", node)
-	}
-	if err != nil {
-		return nil, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState, Msg: "cannot forward the read to node " + node + ": " + err.Error(),
-			Hint: "The node that runs the view's job is being replaced; retry."}
-	}
-	body, _ := json.Marshal(forwardReq{User: user, SQL: text})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+peer+"/peer/query", bytes.NewReader(body))
+	resp, err := c.postPeer(ctx, peerClient, node, "/peer/query", user, text, "forward the read")
 	if err != nil {
 		return nil, err
-	}
-	resp, err := peerClient.Do(req)
-	if err != nil {
-		return nil, &sqlerr.Error{Code: sqlerr.ConnectionException, Msg: "forwarding the read to node " + node + ": " + err.Error(),
-			Hint: "If that node was lost, its jobs move to a live node once its lease expires; retry."}
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		return nil, decodePeerError(resp.Body, node)
 	}
 	rd, err := ipc.NewReader(resp.Body)
 	if err != nil {
@@ -75,6 +55,37 @@ func (c *clusterEngine) Forward(ctx context.Context, node, user, text string) (s
 		return nil, &sqlerr.Error{Code: sqlerr.ConnectionException, Msg: "forwarded read from node " + node + ": " + err.Error()}
 	}
 	return &forwardedRows{node: node, resp: resp, rd: rd}, nil
+}
+
+// postPeer posts a statement to node's peer listener at path and returns
+// its answer if it is 200; else the node's error (or why it could not be
+// reached, what says what for). The caller closes the body.
+func (c *clusterEngine) postPeer(ctx context.Context, client *http.Client, node, path, user, text, what string) (*http.Response, error) {
+	actx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	peer, err := c.node.Load().PeerAddr(actx, node)
+	cancel()
+	if err == nil && peer == "" {
+		err = fmt.Errorf("node %s has no peer listener (--peer-listen)", node)
+	}
+	if err != nil {
+		return nil, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState, Msg: "cannot " + what + " to node " + node + ": " + err.Error(),
+			Hint: "The node is being replaced; retry."}
+	}
+	body, _ := json.Marshal(forwardReq{User: user, SQL: text})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+peer+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, &sqlerr.Error{Code: sqlerr.ConnectionException, Msg: "cannot " + what + " to node " + node + ": " + err.Error(),
+			Hint: "If that node was lost, its jobs move to a live node once its lease expires; retry."}
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, decodePeerError(resp.Body, node)
+	}
+	return resp, nil
 }
 
 func decodePeerError(r io.Reader, node string) error {
@@ -204,30 +215,11 @@ var execClient = &http.Client{Timeout: execTimeout}
 // Exec runs a statement on node (sql.ServeExec there): CHECKPOINT,
 // savepoints and rebalancing across nodes (sql/clusterops.go).
 func (c *clusterEngine) Exec(ctx context.Context, node, user, text string) (*sql.Result, error) {
-	actx, cancel := context.WithTimeout(ctx, forwardTimeout)
-	peer, err := c.node.Load().PeerAddr(actx, node)
-	cancel()
-	if err == nil && peer == "" {
-		err = fmt.Errorf("node %s has no peer listener (--peer-listen)", node)
-	}
-	if err != nil {
-		return nil, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState, Msg: "cannot reach node " + node + ": " + err.Error(),
-			Hint: "The node is leaving the cluster; retry."}
-	}
-	body, _ := json.Marshal(forwardReq{User: user, SQL: text})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+peer+"/peer/exec", bytes.NewReader(body))
+	resp, err := c.postPeer(ctx, execClient, node, "/peer/exec", user, text, "send the statement")
 	if err != nil {
 		return nil, err
 	}
-	resp, err := execClient.Do(req)
-	if err != nil {
-		return nil, &sqlerr.Error{Code: sqlerr.ConnectionException, Msg: "sending the statement to node " + node + ": " + err.Error(),
-			Hint: "If that node was lost, its jobs move to a live node once its lease expires; retry."}
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, decodePeerError(resp.Body, node)
-	}
 	var r execResp
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&r); err != nil {
 		return nil, &sqlerr.Error{Code: sqlerr.ConnectionException, Msg: "the answer of node " + node + ": " + err.Error()}
