@@ -31,6 +31,9 @@
 //  7. Checkpoint pointers: ckpt/<view> names the last committed checkpoint
 //     of the view's job in checkpoint storage, written by the job's owner
 //     fenced by its assignment (checkpoints.go).
+//  8. Savepoints: savepoints/<name> says where each part of a savepoint
+//     taken across the nodes is in checkpoint storage, written once
+//     (savepoints.go).
 package cluster
 
 import (
@@ -77,7 +80,12 @@ type Config struct {
 	// OnAssign gets the set of jobs assigned to this node, every time the
 	// node reads the assignment (jobs.go).
 	OnAssign func(mine map[string]bool)
-	Logger   *slog.Logger
+	// Handoff asks node to checkpoint its jobs and commit their pointers
+	// before the coordinator moves job away from it (rebalance.go).
+	Handoff func(ctx context.Context, job, node string) error
+	// RebalanceOnJoin makes the coordinator rebalance when a node joins.
+	RebalanceOnJoin bool
+	Logger          *slog.Logger
 }
 
 // Entry is one record of the catalog log.
@@ -137,6 +145,7 @@ type Node struct {
 		waiters map[string]chan outcome
 	}
 	assign assignments
+	rebal  rebalancer
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -350,6 +359,7 @@ func (n *Node) campaign() {
 			continue
 		}
 		n.coordinator.Store(true)
+		n.rebal.setLead(&leadership{key: n.elec.Key(), rev: n.elec.Rev()})
 		n.log.Info("cluster: this node is the coordinator", "node", n.cfg.NodeID, "rev", n.elec.Rev())
 		actx, stop := context.WithCancel(n.ctx)
 		var aw sync.WaitGroup
@@ -358,6 +368,7 @@ func (n *Node) campaign() {
 		err := n.coordinate(n.elec.Key(), n.elec.Rev())
 		stop()
 		aw.Wait()
+		n.rebal.setLead(nil)
 		n.coordinator.Store(false)
 		if n.ctx.Err() != nil {
 			return

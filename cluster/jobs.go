@@ -130,9 +130,13 @@ func (n *Node) followAssignments() {
 func (n *Node) assignLoop(ctx context.Context, leaderKey string, rev int64) {
 	t := time.NewTicker(assignPoll)
 	defer t.Stop()
+	var known map[string]bool // the live nodes at the last pass
 	for ctx.Err() == nil {
 		if err := n.reassign(ctx, leaderKey, rev); err != nil && ctx.Err() == nil {
 			n.log.Warn("cluster: job assignment", "err", err)
+		}
+		if n.cfg.RebalanceOnJoin {
+			known = n.rebalanceOnJoin(ctx, known)
 		}
 		select {
 		case <-t.C:
@@ -205,4 +209,28 @@ func (n *Node) reassign(ctx context.Context, leaderKey string, rev int64) error 
 		}
 	}
 	return nil
+}
+
+// rebalanceOnJoin rebalances when a node is live that was not at the last
+// pass (known; nil at the first pass of a leadership, which only records
+// them) and returns the live nodes.
+func (n *Node) rebalanceOnJoin(ctx context.Context, known map[string]bool) map[string]bool {
+	resp, err := n.cli.Get(ctx, n.prefix+"nodes/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return known
+	}
+	live := map[string]bool{}
+	joined := false
+	for _, kv := range resp.Kvs {
+		id := strings.TrimPrefix(string(kv.Key), n.prefix+"nodes/")
+		live[id] = true
+		joined = joined || known != nil && !known[id]
+	}
+	if joined {
+		if _, err := n.Rebalance(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn("cluster: rebalancing after a node joined", "err", err)
+			return known // try again at the next pass
+		}
+	}
+	return live
 }

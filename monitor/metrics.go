@@ -14,21 +14,25 @@ import (
 
 // Metric names: docs/reference/monitoring.md lists them all.
 var (
-	jobRowsIn      = prometheus.NewDesc("streamdb_job_rows_in_total", "Rows the job has read from its sources since it (re)started.", []string{"job", "kind"}, nil)
-	jobRowsOut     = prometheus.NewDesc("streamdb_job_rows_out_total", "Change rows the job has delivered to its sink since it (re)started.", []string{"job", "kind"}, nil)
-	jobLagRows     = prometheus.NewDesc("streamdb_job_lag_rows", "Rows of the job's sources it has not read yet.", []string{"job", "kind"}, nil)
-	jobStateBytes  = prometheus.NewDesc("streamdb_job_state_bytes", "Estimated bytes of the job's operator state in memory.", []string{"job", "kind"}, nil)
-	jobWatermark   = prometheus.NewDesc("streamdb_job_watermark_seconds", "The job's event-time watermark, Unix seconds (no series until it has one).", []string{"job"}, nil)
-	jobLagSeconds  = prometheus.NewDesc("streamdb_job_lag_seconds", "Event-time lag of the job: wall-clock time minus its watermark (no series until it has one).", []string{"job"}, nil)
-	jobLateRows    = prometheus.NewDesc("streamdb_job_late_rows_total", "Rows the job's windows dropped as late (behind the watermark on arrival).", []string{"job", "kind"}, nil)
-	jobErrorRows   = prometheus.NewDesc("streamdb_job_error_rows", "Rows left out of the view because an expression failed on them, as recorded in streamdb_job_errors (job.error_policy = 'skip'); a group's record goes when its value computes again.", []string{"job", "kind"}, nil)
-	jobEvicted     = prometheus.NewDesc("streamdb_job_evicted_groups", "Groups evicted from memory to the state table (as of the last barrier).", []string{"job", "kind"}, nil)
-	jobEpoch       = prometheus.NewDesc("streamdb_job_committed_epoch", "The last epoch the job committed.", []string{"job", "kind"}, nil)
-	jobRestarts    = prometheus.NewDesc("streamdb_job_restarts_total", "Restarts of the job since the server started.", []string{"job", "kind"}, nil)
-	jobUp          = prometheus.NewDesc("streamdb_job_state", "1 for the job's current state (STARTING, RUNNING, RESTARTING, FAILED).", []string{"job", "kind", "state"}, nil)
-	jobParallelism = prometheus.NewDesc("streamdb_job_operator_parallelism", "Instances of each operator of the job's graph.", []string{"job", "operator", "kind"}, nil)
-	jobLastCPSize  = prometheus.NewDesc("streamdb_job_last_checkpoint_size_bytes", "Bytes written by the last completed checkpoint that covered the job (all its jobs together).", []string{"job"}, nil)
-	connections    = prometheus.NewDesc("streamdb_connections", "Client connections open now.", nil, nil)
+	clusterCoordinator    = prometheus.NewDesc("streamdb_cluster_coordinator", "1 while this node is the cluster's coordinator, else 0 (cluster mode only).", []string{"node"}, nil)
+	clusterOwnedJobs      = prometheus.NewDesc("streamdb_cluster_owned_jobs", "Jobs the cluster's assignment gives this node (cluster mode only).", []string{"node"}, nil)
+	clusterForwardedReads = prometheus.NewDesc("streamdb_cluster_forwarded_reads_total", "Reads this node forwarded to the node that runs the views' jobs (cluster mode only).", []string{"node"}, nil)
+	clusterForwardedBytes = prometheus.NewDesc("streamdb_cluster_forwarded_bytes_total", "Bytes of the Arrow batches this node relayed back from forwarded reads (cluster mode only).", []string{"node"}, nil)
+	jobRowsIn             = prometheus.NewDesc("streamdb_job_rows_in_total", "Rows the job has read from its sources since it (re)started.", []string{"job", "kind"}, nil)
+	jobRowsOut            = prometheus.NewDesc("streamdb_job_rows_out_total", "Change rows the job has delivered to its sink since it (re)started.", []string{"job", "kind"}, nil)
+	jobLagRows            = prometheus.NewDesc("streamdb_job_lag_rows", "Rows of the job's sources it has not read yet.", []string{"job", "kind"}, nil)
+	jobStateBytes         = prometheus.NewDesc("streamdb_job_state_bytes", "Estimated bytes of the job's operator state in memory.", []string{"job", "kind"}, nil)
+	jobWatermark          = prometheus.NewDesc("streamdb_job_watermark_seconds", "The job's event-time watermark, Unix seconds (no series until it has one).", []string{"job"}, nil)
+	jobLagSeconds         = prometheus.NewDesc("streamdb_job_lag_seconds", "Event-time lag of the job: wall-clock time minus its watermark (no series until it has one).", []string{"job"}, nil)
+	jobLateRows           = prometheus.NewDesc("streamdb_job_late_rows_total", "Rows the job's windows dropped as late (behind the watermark on arrival).", []string{"job", "kind"}, nil)
+	jobErrorRows          = prometheus.NewDesc("streamdb_job_error_rows", "Rows left out of the view because an expression failed on them, as recorded in streamdb_job_errors (job.error_policy = 'skip'); a group's record goes when its value computes again.", []string{"job", "kind"}, nil)
+	jobEvicted            = prometheus.NewDesc("streamdb_job_evicted_groups", "Groups evicted from memory to the state table (as of the last barrier).", []string{"job", "kind"}, nil)
+	jobEpoch              = prometheus.NewDesc("streamdb_job_committed_epoch", "The last epoch the job committed.", []string{"job", "kind"}, nil)
+	jobRestarts           = prometheus.NewDesc("streamdb_job_restarts_total", "Restarts of the job since the server started.", []string{"job", "kind"}, nil)
+	jobUp                 = prometheus.NewDesc("streamdb_job_state", "1 for the job's current state (STARTING, RUNNING, RESTARTING, FAILED).", []string{"job", "kind", "state"}, nil)
+	jobParallelism        = prometheus.NewDesc("streamdb_job_operator_parallelism", "Instances of each operator of the job's graph.", []string{"job", "operator", "kind"}, nil)
+	jobLastCPSize         = prometheus.NewDesc("streamdb_job_last_checkpoint_size_bytes", "Bytes written by the last completed checkpoint that covered the job (all its jobs together).", []string{"job"}, nil)
+	connections           = prometheus.NewDesc("streamdb_connections", "Client connections open now.", nil, nil)
 
 	pebbleCompactions     = prometheus.NewDesc("streamdb_pebble_compactions_total", "Compactions Pebble has run since the server started.", nil, nil)
 	pebbleCompactionDebt  = prometheus.NewDesc("streamdb_pebble_compaction_debt_bytes", "Pebble's estimate of the bytes compactions must still rewrite.", nil, nil)
@@ -223,13 +227,31 @@ func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{jobRowsIn, jobRowsOut, jobLagRows, jobLateRows, jobErrorRows, jobWatermark, jobLagSeconds, jobStateBytes, jobEvicted, jobEpoch, jobRestarts, jobUp,
 		jobParallelism, jobLastCPSize, connections, pebbleCompactions, pebbleCompactionDebt, pebbleCompacting, pebbleFlushes,
 		pebbleL0Files, pebbleL0Sublevels, pebbleLevelBytes, pebbleMemtables, pebbleMemtableBytes, pebbleDiskBytes,
-		pebbleReadAmp, pebbleWALBytes, pebbleBlockCacheBytes, tailCacheHits, tailCacheMisses, tailCacheBytes} {
+		pebbleReadAmp, pebbleWALBytes, pebbleBlockCacheBytes, tailCacheHits, tailCacheMisses, tailCacheBytes,
+		clusterCoordinator, clusterOwnedJobs, clusterForwardedReads, clusterForwardedBytes} {
 		ch <- d
 	}
 }
 
+// collectCluster adds this node's cluster figures (none on a single node).
+func collectCluster(eng *sql.Engine, ch chan<- prometheus.Metric) {
+	st, ok := sql.ClusterStats(eng)
+	if !ok {
+		return
+	}
+	coord := 0.0
+	if st.Coordinator {
+		coord = 1
+	}
+	ch <- prometheus.MustNewConstMetric(clusterCoordinator, prometheus.GaugeValue, coord, st.Node)
+	ch <- prometheus.MustNewConstMetric(clusterOwnedJobs, prometheus.GaugeValue, float64(st.OwnedJobs), st.Node)
+	ch <- prometheus.MustNewConstMetric(clusterForwardedReads, prometheus.CounterValue, float64(st.ForwardedReads), st.Node)
+	ch <- prometheus.MustNewConstMetric(clusterForwardedBytes, prometheus.CounterValue, float64(st.ForwardedBytes), st.Node)
+}
+
 func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	m := (*metrics)(s)
+	collectCluster(m.eng, ch)
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}

@@ -103,7 +103,11 @@ func (s sessionCluster) gate(ctx context.Context, st *Stmt, params []types.Datum
 		return res, err, true
 	case *parse.Drop:
 		if n.Kind == parse.ObjSavepoint {
-			return nil, notDistributed("DROP SAVEPOINT", "savepoints are per node"), true
+			if s.clusterForwarded {
+				return nil, nil, false // this node's part (clustersavepoint.go)
+			}
+			res, err = clusterDropSavepoint(ctx, s, n)
+			return res, err, true
 		}
 		res, err = s.submit(ctx, st, params)
 		return res, err, true
@@ -114,12 +118,44 @@ func (s sessionCluster) gate(ctx context.Context, st *Stmt, params []types.Datum
 			return nil, err, true
 		}
 		return nil, nil, false
+	case *parse.CreateSavepoint:
+		if s.clusterForwarded {
+			res, err = savepointPartHere(ctx, s.e, n.Name, n.Views)
+		} else {
+			res, err = clusterCreateSavepoint(ctx, s, n)
+		}
+		return res, err, true
+	case *parse.Restore:
+		switch {
+		case !s.clusterForwarded:
+			res, err = clusterRestore(ctx, s, n)
+		case n.View != "" && n.Savepoint != "":
+			res, err = restoreViewHere(ctx, s.e, n.View, n.Savepoint)
+		default:
+			err = notDistributed(statementWords(st), "a node restores one view at a time")
+		}
+		return res, err, true
+	case *parse.AlterCluster:
+		res, err = clusterRebalance(ctx, s)
+		return res, err, true
+	case *parse.Checkpoint:
+		if s.clusterForwarded {
+			return nil, nil, false // this node's jobs (clusterops.go)
+		}
+		res, err = clusterCheckpoint(ctx, s)
+		return res, err, true
 	case *parse.Show, *parse.ShowCreate, *parse.Discard:
 		return nil, nil, false
 	case *parse.ShowObjects:
 		switch n.What {
 		case "cluster", "tables", "materialized views", "sources", "sinks", "roles":
 			return nil, nil, false
+		case "savepoints":
+			if s.clusterForwarded {
+				return nil, nil, false
+			}
+			res, err = clusterShowSavepoints(ctx, s, st)
+			return res, err, true
 		case "jobs":
 			if s.clusterForwarded {
 				return nil, nil, false // this node's own jobs (clustercheckpoint.go)

@@ -70,6 +70,9 @@ var ErrPointerFenced = errors.New("the job's assignment moved on: checkpoint poi
 type clusterCkpt struct {
 	mu      sync.Mutex
 	started map[string]clusterStart
+	// failed holds, by checkpoint id, the first pointer of that checkpoint
+	// that was not committed, for CHECKPOINT to report (clusterPointerErr).
+	failed map[uint64]error
 }
 
 type clusterStart struct {
@@ -123,21 +126,9 @@ func restoreClusterJob(e *Engine, def *storage.TableDef, plan exec.Plan) (*Check
 	if want := cc.Storage(p.Node); p.Storage != want {
 		return nil, sqlerr.New(sqlerr.DataCorrupted, "the checkpoint pointer of %s names storage %s, not node %s's %s", def.Name, p.Storage, p.Node, want)
 	}
-	l, err := objstore.Parse(p.Storage)
-	if err != nil {
-		return nil, err
-	}
-	st, err := objstore.Open(l, e.remotes.cfg.S3)
-	if err != nil {
-		return nil, sqlerr.Wrap(sqlerr.IOError, err)
-	}
 	dir := filepath.Join(e.db.Dir(), "cluster-restore", fmt.Sprintf("%s-chk-%d", p.Node, p.CheckpointID))
-	os.RemoveAll(dir)
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return nil, sqlerr.Wrap(sqlerr.IOError, err)
-	}
 	defer os.RemoveAll(dir)
-	if _, err := checkpoint.NewRemote(st).Download(ctx, p.Manifest, dir); err != nil {
+	if err := downloadClusterSnapshot(ctx, e, p.Storage, p.Manifest, dir); err != nil {
 		return nil, err
 	}
 	snap, err := e.snapStore.openSnapshot(dir)
@@ -167,6 +158,37 @@ func restoreClusterJob(e *Engine, def *storage.TableDef, plan exec.Plan) (*Check
 	}
 	e.db.DropReadPoints() // they show this node's older rows of the view
 	return p, nil
+}
+
+// clusterRemote opens a node's checkpoint storage (url, under the
+// cluster's storage root).
+func clusterRemote(e *Engine, url string) (*checkpoint.Remote, error) {
+	l, err := objstore.Parse(url)
+	if err != nil {
+		return nil, err
+	}
+	st, err := objstore.Open(l, e.remotes.cfg.S3)
+	if err != nil {
+		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	return checkpoint.NewRemote(st), nil
+}
+
+// downloadClusterSnapshot downloads the snapshot under prefix of the
+// checkpoint storage url into dir (replaced), checked against its
+// manifest.
+func downloadClusterSnapshot(ctx context.Context, e *Engine, url, prefix, dir string) error {
+	rem, err := clusterRemote(e, url)
+	if err != nil {
+		return err
+	}
+	e.snapStore.closeSnapshot(dir)
+	os.RemoveAll(dir)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	_, err = rem.Download(ctx, prefix, dir)
+	return err
 }
 
 // noteClusterStart records, with the round lock held, that view's job
@@ -224,12 +246,46 @@ func publishClusterPointers(e *Engine, rem *checkpoint.Remote, m *checkpoint.Man
 		switch {
 		case errors.Is(err, ErrPointerFenced):
 			e.log.Warn("cluster: checkpoint pointer fenced off", "view", jm.Name, "checkpoint", m.CheckpointID, "err", err)
+			err = &sqlerr.Error{Code: "40001", Msg: fmt.Sprintf("the job of %s moved to another node during checkpoint %d: its pointer was fenced off", jm.Name, m.CheckpointID),
+				Hint: "Retry the statement: the node that runs the job now checkpoints it."}
 		case err != nil:
 			e.log.Warn("cluster: checkpoint pointer not written", "view", jm.Name, "checkpoint", m.CheckpointID, "err", err)
+			err = sqlerr.New("58000", "the checkpoint pointer of %s (checkpoint %d) was not committed in etcd: %v", jm.Name, m.CheckpointID, err)
 		default:
 			e.log.Info("cluster: checkpoint committed", "view", jm.Name, "checkpoint", m.CheckpointID, "epoch", m.Epoch)
 		}
+		if err != nil {
+			noteClusterPointerErr(e, m.CheckpointID, err)
+		}
 	}
+}
+
+// noteClusterPointerErr keeps the first pointer error of checkpoint id
+// (and forgets those of checkpoints long past, which no CHECKPOINT waits for).
+func noteClusterPointerErr(e *Engine, id uint64, err error) {
+	e.ckShare.mu.Lock()
+	defer e.ckShare.mu.Unlock()
+	if e.ckShare.failed == nil {
+		e.ckShare.failed = map[uint64]error{}
+	}
+	if _, ok := e.ckShare.failed[id]; !ok {
+		e.ckShare.failed[id] = err
+	}
+	for fid := range e.ckShare.failed {
+		if fid+100 < id {
+			delete(e.ckShare.failed, fid)
+		}
+	}
+}
+
+// clusterPointerErr returns (and forgets) the first pointer of checkpoint
+// id that was not committed; nil when every job's was, or outside cluster mode.
+func clusterPointerErr(e *Engine, id uint64) error {
+	e.ckShare.mu.Lock()
+	defer e.ckShare.mu.Unlock()
+	err := e.ckShare.failed[id]
+	delete(e.ckShare.failed, id)
+	return err
 }
 
 // addClusterColumns appends to SHOW JOBS the node that runs each job (”

@@ -183,7 +183,8 @@ func (s sessionCluster) readViews(ctx context.Context, st *Stmt, views []*storag
 	if err != nil {
 		return nil, err, true
 	}
-	return &Result{Tag: "SELECT", Rows: rows}, nil, true
+	s.e.clusterStat.forwardedReads.Add(1)
+	return &Result{Tag: "SELECT", Rows: &countedRows{Rows: rows, c: &s.e.clusterStat}}, nil, true
 }
 
 // ServeForward runs a read another node forwarded here, as user, and

@@ -99,8 +99,10 @@ type Engine struct {
 	cluster    Cluster       // nil on a single node (cluster.go)
 	streamLog  *streamLog    // nil unless cluster mode with Kafka (clusterstream.go)
 	ckShare    clusterCkpt   // shared checkpoints in cluster mode (clustercheckpoint.go)
-	keyed      keyedLocks    // writes to tables with a primary key (handle_dml.go)
-	cdc        cdcIngest     // PostgreSQL CDC sources' ingesters (cdc.go)
+	// clusterStat counts forwarded reads for /metrics (clustermetrics.go).
+	clusterStat clusterCounters
+	keyed       keyedLocks // writes to tables with a primary key (handle_dml.go)
+	cdc         cdcIngest  // PostgreSQL CDC sources' ingesters (cdc.go)
 
 	snaps         openSnaps
 	restartEvents restartLog // job failures and restarts (monitor.go)

@@ -10,10 +10,7 @@ import (
 // The jobs family: CHECKPOINT and STOP/START JOB (jobs.go).
 func init() {
 	on(func(s *Session, ctx context.Context, _ *Stmt, _ *parse.Checkpoint, _ []types.Datum) (*Result, error) {
-		if err := s.e.sup.catchUp(ctx); err != nil {
-			return nil, err
-		}
-		return s.e.sup.checkpointStatement(ctx)
+		return localCheckpoint(ctx, s.e)
 	})
 	on(func(s *Session, ctx context.Context, _ *Stmt, n *parse.StopJob, _ []types.Datum) (*Result, error) {
 		return s.e.sup.stopJob(ctx, n)

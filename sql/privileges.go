@@ -136,6 +136,8 @@ func (s sessionAuth) authorize(st *Stmt) error {
 		return s.authorizeSet(n.Name)
 	case *parse.Checkpoint:
 		return mustBeSuperuser("do CHECKPOINT")
+	case *parse.AlterCluster:
+		return mustBeSuperuser("rebalance the cluster")
 	case *parse.CreateSink, *parse.DropSink:
 		return mustBeSuperuser("create or drop sinks")
 	case *parse.CreateSavepoint:

@@ -44,6 +44,12 @@ func (e *supervisor) restore(ctx context.Context, n *parse.Restore) (*Result, er
 	if _, err := os.Stat(dir); err != nil {
 		return nil, sqlerr.New(sqlerr.UndefinedObject, "%s does not exist", what)
 	}
+	return restoreFrom(ctx, e, n, dir, what)
+}
+
+// restoreFrom rewinds the views of n (the one named, else every one the
+// snapshot covers) to the snapshot in dir, which is on local disk.
+func restoreFrom(ctx context.Context, e *supervisor, n *parse.Restore, dir, what string) (*Result, error) {
 	e.snapStore.closeSnapshot(dir) // re-verify: the files may have changed on disk
 	snap, err := e.snapStore.openSnapshot(dir)
 	if err != nil {

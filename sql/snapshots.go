@@ -134,16 +134,13 @@ func (e *Engine) Snapshot(a planner.AsOf, view string) (storage.Reader, uint64, 
 	return s.db.Reader(), jm.ID, nil
 }
 
-// checkpointStatement runs CHECKPOINT: a checkpoint round, then, when it
+// checkpointStatement runs CHECKPOINT (after the catch-up, localCheckpoint): a checkpoint round, then, when it
 // is uploaded to checkpoint storage, the wait for its upload. A checkpoint
 // is complete once it is where it must outlive the machine, so a failed
 // upload fails the statement with the upload's error (58030 io_error), the
 // checkpoint is FAILED in SHOW CHECKPOINTS, and the jobs' data is untouched.
 // Canceling the statement stops the wait, not the upload.
 func (e savepointStore) checkpointStatement(ctx context.Context) (*Result, error) {
-	if err := e.sup.catchUp(ctx); err != nil {
-		return nil, err
-	}
 	rec, err := e.coord.Trigger(ctx, "manual", nil)
 	if err != nil {
 		return nil, err
@@ -169,6 +166,9 @@ func (e savepointStore) checkpointStatement(ctx context.Context) (*Result, error
 	e.exports.Unlock()
 	if uerr != nil {
 		return nil, sqlerr.New(sqlerr.IOError, "checkpoint %d was committed but its upload to checkpoint storage failed: %v", rec.ID, uerr)
+	}
+	if err := clusterPointerErr(e.Engine, rec.ID); err != nil {
+		return nil, err
 	}
 	return &Result{Tag: "CHECKPOINT"}, nil
 }

@@ -157,7 +157,18 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 			return sql.ApplyDDL(sql.WithLogSeq(ctx, e.Seq), eng, e.User, e.Text)
 		},
 		Jobs:     func() []string { return sql.ClusterJobs(eng) },
-		OnAssign: func(mine map[string]bool) { sql.SetOwnedJobs(eng, mine) }})
+		OnAssign: func(mine map[string]bool) { sql.SetOwnedJobs(eng, mine) },
+		Handoff: func(ctx context.Context, job, node string) error {
+			// The old owner checkpoints (sql/clusterops.go): here, or on its node.
+			var err error
+			if node == c.nodeID {
+				_, err = sql.ServeExec(ctx, eng, sql.BootstrapRole, "CHECKPOINT")
+			} else {
+				_, err = ce.Exec(ctx, node, sql.BootstrapRole, "CHECKPOINT")
+			}
+			return err
+		},
+		RebalanceOnJoin: true})
 	if err != nil {
 		if pl != nil {
 			_ = pl.Close()
@@ -171,6 +182,7 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 			fmt.Fprintf(w, "node %s applied %d coordinator %t\n", c.nodeID, node.Applied(), node.IsCoordinator())
 		})
 		mux.HandleFunc("POST /peer/query", serveForward(eng))
+		mux.HandleFunc("POST /peer/exec", serveExec(eng))
 		go func() { _ = (&http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}).Serve(pl) }()
 	}
 	log.Info("joined the cluster", "cluster", c.name, "node", c.nodeID, "etcd", c.etcd, "peer", peerAddr, "applied", node.Applied())

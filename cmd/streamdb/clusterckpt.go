@@ -71,3 +71,32 @@ func (c *clusterEngine) ReadPointer(ctx context.Context, view string) (*sql.Chec
 	return &sql.CheckpointPointer{Node: p.Node, CheckpointID: p.CheckpointID, Epoch: p.Epoch, Storage: p.Storage,
 		Manifest: p.Manifest, JobID: p.JobID}, nil
 }
+
+func (c *clusterEngine) PutSavepoint(ctx context.Context, name string, v []byte) (bool, error) {
+	return c.node.Load().PutSavepoint(ctx, name, v)
+}
+
+func (c *clusterEngine) Savepoints(ctx context.Context) (map[string][]byte, error) {
+	return c.node.Load().Savepoints(ctx)
+}
+
+func (c *clusterEngine) DeleteSavepoint(ctx context.Context, name string) (bool, error) {
+	return c.node.Load().DeleteSavepoint(ctx, name)
+}
+
+func (c *clusterEngine) Rebalance(ctx context.Context) ([]string, error) {
+	moves, err := c.node.Load().Rebalance(ctx)
+	out := make([]string, len(moves))
+	for i, m := range moves {
+		out[i] = fmt.Sprintf("job %s moved from node %s to node %s", m.Job, m.From, m.To)
+	}
+	if errors.Is(err, cluster.ErrNotCoordinator) {
+		err = sql.ErrNotCoordinator
+	}
+	return out, err
+}
+
+func (c *clusterEngine) IsCoordinator() bool {
+	n := c.node.Load()
+	return n != nil && n.IsCoordinator()
+}

@@ -45,29 +45,9 @@ func (c *clusterEngine) Owner(view string) (string, bool) {
 }
 
 func (c *clusterEngine) Forward(ctx context.Context, node, user, text string) (sql.Rows, error) {
-	actx, cancel := context.WithTimeout(ctx, forwardTimeout)
-	peer, err := c.node.Load().PeerAddr(actx, node)
-	cancel()
-	if err == nil && peer == "" {
-		err = fmt.Errorf("node %s has no peer listener (--peer-listen)", node)
-	}
-	if err != nil {
-		return nil, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState, Msg: "cannot forward the read to node " + node + ": " + err.Error(),
-			Hint: "The node that runs the view's job is being replaced; retry."}
-	}
-	body, _ := json.Marshal(forwardReq{User: user, SQL: text})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+peer+"/peer/query", bytes.NewReader(body))
+	resp, err := c.postPeer(ctx, peerClient, node, "/peer/query", user, text, "forward the read")
 	if err != nil {
 		return nil, err
-	}
-	resp, err := peerClient.Do(req)
-	if err != nil {
-		return nil, &sqlerr.Error{Code: sqlerr.ConnectionException, Msg: "forwarding the read to node " + node + ": " + err.Error(),
-			Hint: "If that node was lost, its jobs move to a live node once its lease expires; retry."}
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		return nil, decodePeerError(resp.Body, node)
 	}
 	rd, err := ipc.NewReader(resp.Body)
 	if err != nil {
@@ -75,6 +55,37 @@ func (c *clusterEngine) Forward(ctx context.Context, node, user, text string) (s
 		return nil, &sqlerr.Error{Code: sqlerr.ConnectionException, Msg: "forwarded read from node " + node + ": " + err.Error()}
 	}
 	return &forwardedRows{node: node, resp: resp, rd: rd}, nil
+}
+
+// postPeer posts a statement to node's peer listener at path and returns
+// its answer if it is 200; else the node's error (or why it could not be
+// reached, what says what for). The caller closes the body.
+func (c *clusterEngine) postPeer(ctx context.Context, client *http.Client, node, path, user, text, what string) (*http.Response, error) {
+	actx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	peer, err := c.node.Load().PeerAddr(actx, node)
+	cancel()
+	if err == nil && peer == "" {
+		err = fmt.Errorf("node %s has no peer listener (--peer-listen)", node)
+	}
+	if err != nil {
+		return nil, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState, Msg: "cannot " + what + " to node " + node + ": " + err.Error(),
+			Hint: "The node is being replaced; retry."}
+	}
+	body, _ := json.Marshal(forwardReq{User: user, SQL: text})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+peer+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, &sqlerr.Error{Code: sqlerr.ConnectionException, Msg: "cannot " + what + " to node " + node + ": " + err.Error(),
+			Hint: "If that node was lost, its jobs move to a live node once its lease expires; retry."}
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, decodePeerError(resp.Body, node)
+	}
+	return resp, nil
 }
 
 func decodePeerError(r io.Reader, node string) error {
@@ -187,4 +198,51 @@ func writePeerError(w http.ResponseWriter, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
 	_, _ = w.Write(b)
+}
+
+// execResp is POST /peer/exec's answer to a statement that ran.
+type execResp struct {
+	Tag     string   `json:"tag"`
+	Notices []string `json:"notices,omitempty"`
+}
+
+// execTimeout bounds a statement sent to another node (a CHECKPOINT and
+// its upload, a savepoint's, a restore's download).
+const execTimeout = 5 * time.Minute
+
+var execClient = &http.Client{Timeout: execTimeout}
+
+// Exec runs a statement on node (sql.ServeExec there): CHECKPOINT,
+// savepoints and rebalancing across nodes (sql/clusterops.go).
+func (c *clusterEngine) Exec(ctx context.Context, node, user, text string) (*sql.Result, error) {
+	resp, err := c.postPeer(ctx, execClient, node, "/peer/exec", user, text, "send the statement")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r execResp
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&r); err != nil {
+		return nil, &sqlerr.Error{Code: sqlerr.ConnectionException, Msg: "the answer of node " + node + ": " + err.Error()}
+	}
+	return &sql.Result{Tag: r.Tag, Notices: r.Notices}, nil
+}
+
+// serveExec answers POST /peer/exec: it runs the statement here, for this
+// node's jobs, and answers with its tag and notices.
+func serveExec(eng *sql.Engine) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req forwardReq
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+			writePeerError(w, &sqlerr.Error{Code: sqlerr.ProtocolViolation, Msg: "malformed statement from a peer: " + err.Error()})
+			return
+		}
+		res, err := sql.ServeExec(r.Context(), eng, req.User, req.SQL)
+		if err != nil {
+			writePeerError(w, err)
+			return
+		}
+		b, _ := json.Marshal(execResp{Tag: res.Tag, Notices: res.Notices})
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}
 }

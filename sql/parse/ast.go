@@ -154,6 +154,9 @@ type ShowCreate struct {
 // Checkpoint is CHECKPOINT.
 type Checkpoint struct{}
 
+// AlterCluster is ALTER CLUSTER REBALANCE.
+type AlterCluster struct{ Rebalance bool }
+
 // CreateSavepoint is CREATE SAVEPOINT name [FOR view[, view...]].
 type CreateSavepoint struct {
 	Name  string
@@ -217,6 +220,7 @@ func (*ShowObjects) stmt()     {}
 func (*ShowCreate) stmt()      {}
 func (*Checkpoint) stmt()      {}
 func (*CreateSavepoint) stmt() {}
+func (*AlterCluster) stmt()    {}
 func (*Restore) stmt()         {}
 func (*StopJob) stmt()         {}
 func (*StartJob) stmt()        {}

@@ -138,6 +138,11 @@ func (p *parser) statement() (Statement, error) {
 			return nil, err
 		}
 		return a, p.end()
+	case first.is("alter") && p.accept("cluster"):
+		if !p.accept("rebalance") {
+			return nil, p.syntaxError(p.at())
+		}
+		return &AlterCluster{Rebalance: true}, p.end()
 	case first.is("alter") && (p.accept("role") || p.accept("user")):
 		return p.alterRole()
 	case first.is("grant"):

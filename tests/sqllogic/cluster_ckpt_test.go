@@ -64,11 +64,12 @@ func clusterShowJobs(c *pgx.Conn) ([]clusterJobRow, error) {
 
 // ckptPointer is the part of an etcd checkpoint pointer the test reads.
 type ckptPointer struct {
-	Node         string `json:"node"`
-	CheckpointID uint64 `json:"checkpoint_id"`
-	Epoch        uint64 `json:"epoch"`
-	Storage      string `json:"storage"`
-	Manifest     string `json:"manifest"`
+	Node         string    `json:"node"`
+	CheckpointID uint64    `json:"checkpoint_id"`
+	Epoch        uint64    `json:"epoch"`
+	Storage      string    `json:"storage"`
+	Manifest     string    `json:"manifest"`
+	At           time.Time `json:"at"`
 }
 
 func readPointer(t *testing.T, cli *clientv3.Client, cluster, view string) *ckptPointer {
