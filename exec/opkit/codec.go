@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -163,39 +162,9 @@ func ReadUvarint(buf []byte) (uint64, []byte, error) {
 	return v, buf[k:], nil
 }
 
-// CompareDatum orders non-NULL values of type t as PostgreSQL does.
-func CompareDatum(a, b types.Datum, t types.T) int {
-	switch t.Physical() {
-	case types.PhysBool, types.PhysInt64:
-		return Cmp3(a.I < b.I, a.I > b.I)
-	case types.PhysFloat64:
-		return Cmp3(FloatLess(a.F, b.F), FloatLess(b.F, a.F))
-	case types.PhysDecimal:
-		return a.D.Cmp(b.D)
-	case types.PhysString:
-		return strings.Compare(a.S, b.S)
-	case types.PhysInterval:
-		return types.IntervalSpan(a.IV).Cmp(types.IntervalSpan(b.IV))
-	case types.PhysList:
-		return types.CompareArrays(a.A, b.A, t)
-	case types.PhysStruct:
-		// Field by field, a NULL field after any value, as PostgreSQL's btree record_cmp.
-		for k, f := range types.RecordFields(t) {
-			x, y := a.R.Fields[k], b.R.Fields[k]
-			switch {
-			case x.Null && y.Null:
-				continue
-			case x.Null || y.Null:
-				return Cmp3(y.Null, x.Null)
-			}
-			if c := CompareDatum(x, y, f.T); c != 0 {
-				return c
-			}
-		}
-		return 0
-	}
-	return 0
-}
+// CompareDatum orders non-NULL values of type t as PostgreSQL does
+// (types.CompareDatum).
+func CompareDatum(a, b types.Datum, t types.T) int { return types.CompareDatum(a, b, t) }
 
 func Cmp3(less, greater bool) int {
 	switch {

@@ -100,6 +100,11 @@ func pgTypeName(t types.T) string {
 		return "bytea"
 	case types.Time:
 		return "time"
+	case types.Record:
+		if n := types.CompositeName(t); n != "" {
+			return n
+		}
+		return "record"
 	}
 	return "?column?"
 }
