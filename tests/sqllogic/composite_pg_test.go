@@ -60,8 +60,8 @@ func TestCompositePG(t *testing.T) {
 		"SELECT DISTINCT p FROM cp",
 		"SELECT count(*) FROM cp x JOIN cp y ON x.a = y.a",
 		"SELECT count(*) FROM cp x, cp y WHERE x.a < y.a",
-		"SELECT id, a = ROW('b', 2)::addr, a <> '(a,1)', a < ROW('b', NULL)::addr, a >= '(,)'::addr FROM cp",
-		"SELECT id FROM cp WHERE a = ROW('b c', 2)",
+		"SELECT id, a = ROW('b', 2)::addr, a <> '(a,1)'::addr, a < ROW('b', NULL)::addr, a >= '(,)'::addr FROM cp",
+		"SELECT id FROM cp WHERE a = ROW('b c'::text, 2)",
 		"SELECT ROW(1, 'a b'), (2, NULL), ROW('x', 1)::addr, ('y', '3')::addr, '( q ,7)'::addr, '(\"a\\\\b\",)'::addr",
 		"SELECT ROW(1, 2) = ROW(1, 2), ROW(1, NULL) = ROW(1, 2), ROW(1, 2) < ROW(1, 3), ROW(1, NULL) < ROW(2, 0), ROW('1', 2) = ROW(1, 2), ROW(NULL, NULL) IS NULL, ROW(1, NULL) IS NULL, ROW(1, NULL) IS NOT NULL",
 		"SELECT (ROW('x', 5)::addr).zip, ((1, 2.5, 'x')::pt).y",
@@ -92,7 +92,7 @@ func TestCompositePG(t *testing.T) {
 			if rng.IntN(6) != 0 {
 				r.zip = fmt.Sprint(rng.IntN(4))
 			}
-			r.x = []string{"1.5", "-0", "0", "2", "-3.25"}[rng.IntN(5)]
+			r.x = []string{"1.5", "0", "2", "-3.25"}[rng.IntN(4)] // not -0: a record key prints it 0 (the decision record)
 			r.y = []string{"1.50", "2", "0.01", "-7.5"}[rng.IntN(4)]
 			r.tag = []string{"t", "u v", "w"}[rng.IntN(3)]
 			r.tagNull, r.xyNull = rng.IntN(5) == 0, rng.IntN(7) == 0
