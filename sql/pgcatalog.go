@@ -383,6 +383,9 @@ func (e catGen) pgType() *table {
 		catCol{"typdelim", tName}, catCol{"typrelid", tOID}, catCol{"typelem", tOID}, catCol{"typarray", tOID},
 		catCol{"typnotnull", tBool}, catCol{"typbasetype", tOID}, catCol{"typtypmod", tI32},
 		catCol{"typndims", tI32}, catCol{"typcollation", tOID}, catCol{"typdefault", types.TText})}
+	// record, the pseudo-type of ROW(...) values and STRUCT columns.
+	t.add(i64(types.OIDRecord), str("record"), i64(oidCatalogNS), i64(roleOID(BootstrapRole)), i64(-1),
+		dFals, str("p"), str("P"), dFals, dTrue, str(","), i64(0), i64(0), i64(0), dFals, i64(0), i64(-1), i64(0), i64(0), null)
 	for _, ty := range composites() {
 		t.add(i64(int64(ty.OID())), str(types.CompositeName(ty)), i64(oidPublicNS), i64(roleOID(BootstrapRole)), i64(-1),
 			dFals, str("c"), str("C"), dFals, dTrue, str(","), i64(0), i64(0), i64(0), dFals, i64(0), i64(-1), i64(0), i64(0), null)

@@ -268,9 +268,9 @@ func appendRecordKey(buf []byte, d Datum, t T) []byte {
 func CompareDatum(a, b Datum, t T) int {
 	switch t.Physical() {
 	case PhysBool, PhysInt64:
-		return cmp3(a.I < b.I, a.I > b.I)
+		return Cmp3(a.I < b.I, a.I > b.I)
 	case PhysFloat64:
-		return cmp3(floatLess(a.F, b.F), floatLess(b.F, a.F))
+		return Cmp3(FloatLess(a.F, b.F), FloatLess(b.F, a.F))
 	case PhysDecimal:
 		return a.D.Cmp(b.D)
 	case PhysString:
@@ -286,7 +286,7 @@ func CompareDatum(a, b Datum, t T) int {
 			case x.Null && y.Null:
 				continue
 			case x.Null || y.Null:
-				return cmp3(y.Null, x.Null)
+				return Cmp3(y.Null, x.Null)
 			}
 			if c := CompareDatum(x, y, f.T); c != 0 {
 				return c
@@ -296,7 +296,8 @@ func CompareDatum(a, b Datum, t T) int {
 	return 0
 }
 
-func cmp3(less, greater bool) int {
+// Cmp3 is -1 when less, 1 when greater, else 0.
+func Cmp3(less, greater bool) int {
 	switch {
 	case less:
 		return -1
@@ -306,8 +307,8 @@ func cmp3(less, greater bool) int {
 	return 0
 }
 
-// floatLess orders floats with NaN above everything (and equal to itself).
-func floatLess(x, y float64) bool {
+// FloatLess orders floats with NaN above everything (and equal to itself).
+func FloatLess(x, y float64) bool {
 	if x != x {
 		return false
 	}

@@ -166,15 +166,7 @@ func ReadUvarint(buf []byte) (uint64, []byte, error) {
 // (types.CompareDatum).
 func CompareDatum(a, b types.Datum, t types.T) int { return types.CompareDatum(a, b, t) }
 
-func Cmp3(less, greater bool) int {
-	switch {
-	case less:
-		return -1
-	case greater:
-		return 1
-	}
-	return 0
-}
+func Cmp3(less, greater bool) int { return types.Cmp3(less, greater) }
 
 // TakeArray returns the rows idx of a (idx -1 gives NULL).
 func TakeArray(a arrow.Array, idx []int, t types.T) arrow.Array {
@@ -270,15 +262,7 @@ func NewNullArrayMem(mem memory.Allocator, t types.T, n int) arrow.Array {
 var ErrCorruptState = sqlerr.New(sqlerr.DataCorrupted, "corrupt aggregate state")
 
 // FloatLess orders floats as PostgreSQL does: NaN above everything.
-func FloatLess(x, y float64) bool {
-	if x != x {
-		return false
-	}
-	if y != y {
-		return true
-	}
-	return x < y
-}
+func FloatLess(x, y float64) bool { return types.FloatLess(x, y) }
 
 // EncodeRow appends row i of rec, each column EncodeDatum'd (the format of
 // view rows and of operators' stored rows).

@@ -257,7 +257,7 @@ func compositeErrors(t *testing.T, d *diffRun) {
 		"SELECT 'x'::nosuchtype",
 		"CREATE TABLE bad (x nosuchtype)",
 		"SELECT ROW('x', 1, 2)::addr",
-		"SELECT ROW('x')::addr",
+		"SELECT ROW('x', 1, 2, 3)::addr",
 		"SELECT '(x,1,2)'::addr",
 		"SELECT '(x)'::addr",
 		"SELECT 'x,1'::addr",
