@@ -874,8 +874,8 @@ func isFunc(e expr.Expr, name string) bool {
 	return ok && f.Name == name
 }
 
-// arrayGroupKeys replaces each array among keys by its text key
-// (array_key: equal exactly when the arrays are equal), as the group
+// arrayGroupKeys replaces each array or record among keys by its text key
+// (array_key, record_key: equal exactly when the values are equal), as the group
 // tables hold scalar keys. back, nil when no key is an array, returns the
 // projection over the aggregate's output (cols: the keys, then the
 // aggregates) that turns those keys back into arrays.
