@@ -68,6 +68,9 @@ func (e *Engine) createTable(n *parse.CreateTable, owner string) (*Result, error
 	defer e.roundMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if _, ok := types.TypeNamed(n.Name); ok {
+		return nil, typeExists(n.Name)
+	}
 	if _, ok := e.mu.tables[n.Name]; ok {
 		if n.IfNotExists {
 			return &Result{Tag: "CREATE TABLE", Notices: []string{fmt.Sprintf("relation %q already exists, skipping", n.Name)}}, nil
