@@ -625,29 +625,16 @@ func (o *joinOp) evict(committed uint64) {
 	}
 	target := o.budget * 8 / 10
 	if !o.spilled {
-		defer o.ownRows()
+		defer func() {
+			if o.spilled { // the first groups went: own the strings of those kept, once
+				o.ownRows()
+			}
+		}()
 	}
-	evictable := func(k string, g *joinGroup) bool { return g.saved <= committed && k != nullKey }
-	var ages evictAges
-	for k, g := range o.groups {
-		if evictable(k, g) {
-			ages.add(evictAge(o.tick, g.used), o.groupBytes(g))
-		}
-	}
-	cut := ages.cut(o.bytes - target)
-	for k, g := range o.groups {
-		if evictable(k, g) && evictAge(o.tick, g.used) > cut {
-			o.evictGroup(k, g)
-		}
-	}
-	for k, g := range o.groups {
-		if o.bytes <= target {
-			break
-		}
-		if evictable(k, g) && evictAge(o.tick, g.used) == cut {
-			o.evictGroup(k, g)
-		}
-	}
+	evictOldest(o.groups, o.tick, o.bytes-target,
+		func(k string, g *joinGroup) bool { return g.saved <= committed && k != nullKey },
+		func(g *joinGroup) uint64 { return g.used }, o.groupBytes, o.evictGroup,
+		func() bool { return o.bytes <= target })
 }
 
 // ownRows, when the join first spills, gives every row left in memory its

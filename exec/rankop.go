@@ -343,27 +343,11 @@ func (o *rankOp) evict(committed uint64) {
 			o.spilled = true
 		}
 	}
-	evictable := func(k string, p *rankPart) bool { return k != "" && p.saved <= committed && !p.thin }
-	var ages evictAges
-	for k, p := range o.parts {
-		if evictable(k, p) {
-			ages.add(evictAge(o.tick, p.used), o.partBytes(p))
-		}
-	}
-	cut := ages.cut(o.bytes - target)
-	for k, p := range o.parts {
-		if evictable(k, p) && evictAge(o.tick, p.used) > cut {
-			o.evictPart(p)
-		}
-	}
-	for k, p := range o.parts {
-		if o.bytes <= target {
-			break
-		}
-		if evictable(k, p) && evictAge(o.tick, p.used) == cut {
-			o.evictPart(p)
-		}
-	}
+	evictOldest(o.parts, o.tick, o.bytes-target,
+		func(k string, p *rankPart) bool { return k != "" && p.saved <= committed && !p.thin },
+		func(p *rankPart) uint64 { return p.used }, o.partBytes,
+		func(_ string, p *rankPart) { o.evictPart(p) },
+		func() bool { return o.bytes <= target })
 }
 
 // partBytes is the estimated memory of partition p.
