@@ -53,6 +53,9 @@ type ScanStream struct {
 	// Rows, for a keyed table, are its rows as a write holding its lock
 	// has them (UseKeyedRows); nil: net the log.
 	Rows *KeyedRows
+	// Index, if set, reads only the rows a lookup of one of the table's
+	// indexes finds, and the log's rows past its mark (tableindex.go).
+	Index *IndexLookup
 }
 
 // ScanView reads a materialized view's rows at the last completed checkpoint

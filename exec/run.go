@@ -207,6 +207,9 @@ func scanStream(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error) err
 	if t.Kind == storage.KindSource {
 		return scanConnector(ctx, t, emit)
 	}
+	if p.Index != nil && p.Rows == nil {
+		return scanTableIndex(ctx, p, emit)
+	}
 	if Keyed(t) {
 		if p.Rows != nil {
 			return emit(p.Rows.Record(ctx.alloc()))

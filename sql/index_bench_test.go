@@ -49,3 +49,39 @@ func viewRows(b *testing.B, s *Session, view string) int64 {
 	defer rec.Release()
 	return types.DatumAt(rec.Column(0), 0, types.TInt64).I
 }
+
+// BenchmarkTableIndexLookup is a point lookup (WHERE k = <value>) on a
+// 1M-row append-only table and on a 1M-row keyed table, scanned, then
+// through CREATE INDEX on k (docs/benchmarks/2026-12-07-table-index.md).
+//
+//	go test ./sql/ -run '^$' -bench TableIndexLookup -benchtime 10x
+func BenchmarkTableIndexLookup(b *testing.B) {
+	const rows = 1_000_000
+	_, s := openBenchEngine(b, 0)
+	benchExec(b, s, "CREATE TABLE t (k BIGINT, v BIGINT)")
+	benchExec(b, s, "CREATE TABLE tk (id BIGINT PRIMARY KEY, k BIGINT)")
+	_, chunks := copyText(rows, rows)
+	benchCopy(b, s, "t", chunks)
+	// The keyed table: id i, k a permutation of the ids.
+	data := make([]byte, 0, rows*16)
+	for i := 0; i < rows; i++ {
+		data = fmt.Appendf(data, "%d\t%d\n", i, (i*7919)%rows)
+	}
+	benchCopy(b, s, "tk", chunked(data))
+	lookup := func(table string) func(b *testing.B) {
+		return func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				i++
+				benchQuery(b, s, fmt.Sprintf("SELECT * FROM %s WHERE k = %d", table, (i*104729)%rows))
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
+		}
+	}
+	b.Run("stream/scan", lookup("t"))
+	b.Run("keyed/scan", lookup("tk"))
+	benchExec(b, s, "CREATE INDEX t_k ON t (k)")
+	benchExec(b, s, "CREATE INDEX tk_k ON tk (k)")
+	b.Run("stream/index", lookup("t"))
+	b.Run("keyed/index", lookup("tk"))
+}

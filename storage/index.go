@@ -73,7 +73,7 @@ func (db *DB) ScanIndex(r Reader, view, index uint64, lo, hi []byte, fn func(key
 	}
 	prefix := indexPrefix(view, index)
 	lower := append(append([]byte(nil), prefix...), lo...)
-	upper := prefixEnd(prefix)
+	upper := append(append([]byte(nil), prefix...), markByte) // below a table index's mark
 	if hi != nil {
 		upper = append(append([]byte(nil), prefix...), hi...)
 	}
@@ -111,4 +111,59 @@ func (b *Batch) DeleteIndexEntry(view, index uint64, key []byte) {
 	b.mu.Lock()
 	b.b.Delete(appendIndexKey(nil, view, index, key), nil)
 	b.mu.Unlock()
+}
+
+// An index of a table (a stream, keyed or not) is derived from the
+// table's log rather than written with it: its mark records, per
+// partition, the log offset below which every row is in the index, and
+// each catch-up (exec/tableindex.go) indexes the rows from the mark to the
+// log's end and moves the mark in the same batch as their entries. So the
+// entries and the mark always agree, in the live database and in every
+// snapshot, whatever crash interrupts a catch-up; a reader adds the log's
+// rows past the mark its snapshot holds. The mark's key sorts after every
+// entry of the index (index keys begin with 0x00 or 0x01), inside the
+// range DeleteIndex and DeleteTable remove.
+const markByte = 0xff
+
+func indexMarkKey(table, index uint64) []byte {
+	return append(indexPrefix(table, index), markByte)
+}
+
+// IndexMark returns a table index's mark through r (nil: live): the
+// offset of each partition below which the index holds the rows (nil: a
+// new index, none).
+func (db *DB) IndexMark(r Reader, table, index uint64) ([]uint64, error) {
+	if r == nil {
+		r = db.pdb
+	}
+	v, closer, err := r.Get(indexMarkKey(table, index))
+	if err == pebble.ErrNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	defer closer.Close()
+	if len(v)%8 != 0 {
+		return nil, sqlerr.New(sqlerr.DataCorrupted, "index %d of table %d: a mark of %d bytes", index, table, len(v))
+	}
+	out := make([]uint64, len(v)/8)
+	for i := range out {
+		out[i] = binary.BigEndian.Uint64(v[8*i:])
+	}
+	return out, nil
+}
+
+// PutIndexMark adds the write of a table index's mark to b.
+func PutIndexMark(b *pebble.Batch, table, index uint64, offs []uint64) {
+	v := make([]byte, 0, 8*len(offs))
+	for _, o := range offs {
+		v = binary.BigEndian.AppendUint64(v, o)
+	}
+	_ = b.Set(indexMarkKey(table, index), v, nil)
+}
+
+// DeleteIndexEntry adds the removal of an index entry to a batch.
+func DeleteIndexEntry(b *pebble.Batch, table, index uint64, key []byte) error {
+	return b.Delete(appendIndexKey(nil, table, index, key), nil)
 }
