@@ -33,7 +33,7 @@ func TestFromSubqueryWithoutAlias(t *testing.T) {
 		{"SELECT * FROM (SELECT * FROM (SELECT 3 AS z))", "3"},
 		{"SELECT column1 FROM (VALUES (1), (2)) ORDER BY 1", "1|2"},
 		{"SELECT k, v, m FROM t, (SELECT max(v) AS m FROM t) WHERE v = m", "2 20 20"},
-		{"SELECT k FROM (SELECT k FROM t) LEFT JOIN (SELECT k FROM t WHERE v > 6) USING (k) ORDER BY 1", "1|1|1|2"},
+		{"SELECT k FROM (SELECT k FROM t) LEFT JOIN (SELECT k FROM t WHERE v > 6) USING (k) ORDER BY 1", "1|1|2"},
 		{"SELECT * FROM pv ORDER BY k", "1 15|2 20"},
 		{"SELECT * FROM mv ORDER BY k", "1 15 2|2 20 1"},
 	} {
