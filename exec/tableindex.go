@@ -67,8 +67,12 @@ func newTableIndexer(t *storage.TableDef, ix *storage.IndexDef) *tableIndexer {
 	return w
 }
 
-func (w *tableIndexer) cols(rec arrow.RecordBatch) []arrow.Array {
-	cols := make([]arrow.Array, len(w.ts))
+func (w *tableIndexer) cols(rec arrow.RecordBatch) []arrow.Array { return leadCols(rec, len(w.ts)) }
+
+// leadCols returns the first n columns of rec (a table's, before a
+// changelog's op).
+func leadCols(rec arrow.RecordBatch, n int) []arrow.Array {
+	cols := make([]arrow.Array, n)
 	for i := range cols {
 		cols[i] = rec.Column(i)
 	}

@@ -26,17 +26,22 @@ func BenchmarkViewIndexLookup(b *testing.B) {
 			break
 		}
 	}
-	lookup := func(b *testing.B) {
+	b.Run("scan", benchLookups(s, "v", 7919, rows))
+	benchExec(b, s, "CREATE INDEX v_k ON v (k)")
+	b.Run("index", benchLookups(s, "v", 7919, rows))
+}
+
+// benchLookups runs SELECT * FROM rel WHERE k = <value>, the value
+// stepping by step modulo rows.
+func benchLookups(s *Session, rel string, step, rows int) func(b *testing.B) {
+	return func(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			i++
-			benchQuery(b, s, fmt.Sprintf("SELECT * FROM v WHERE k = %d", (i*7919)%rows))
+			benchQuery(b, s, fmt.Sprintf("SELECT * FROM %s WHERE k = %d", rel, (i*step)%rows))
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
 	}
-	b.Run("scan", lookup)
-	benchExec(b, s, "CREATE INDEX v_k ON v (k)")
-	b.Run("index", lookup)
 }
 
 func viewRows(b *testing.B, s *Session, view string) int64 {
@@ -68,20 +73,10 @@ func BenchmarkTableIndexLookup(b *testing.B) {
 		data = fmt.Appendf(data, "%d\t%d\n", i, (i*7919)%rows)
 	}
 	benchCopy(b, s, "tk", chunked(data))
-	lookup := func(table string) func(b *testing.B) {
-		return func(b *testing.B) {
-			i := 0
-			for b.Loop() {
-				i++
-				benchQuery(b, s, fmt.Sprintf("SELECT * FROM %s WHERE k = %d", table, (i*104729)%rows))
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
-		}
-	}
-	b.Run("stream/scan", lookup("t"))
-	b.Run("keyed/scan", lookup("tk"))
+	b.Run("stream/scan", benchLookups(s, "t", 104729, rows))
+	b.Run("keyed/scan", benchLookups(s, "tk", 104729, rows))
 	benchExec(b, s, "CREATE INDEX t_k ON t (k)")
 	benchExec(b, s, "CREATE INDEX tk_k ON tk (k)")
-	b.Run("stream/index", lookup("t"))
-	b.Run("keyed/index", lookup("tk"))
+	b.Run("stream/index", benchLookups(s, "t", 104729, rows))
+	b.Run("keyed/index", benchLookups(s, "tk", 104729, rows))
 }
