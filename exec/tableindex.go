@@ -241,6 +241,14 @@ func scanTableIndex(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error)
 		if starts[part], ends[part], err = readRange(ctx, t, part, snap); err != nil {
 			return err
 		}
+		// A snapshot holds no more of the log than there is now: so an
+		// index caught up to here reads no log at all (a log read seeks,
+		// and decodes, the block before its start).
+		_, live, _, err := ctx.DB.LogBounds(t.ID, uint32(part))
+		if err != nil {
+			return err
+		}
+		ends[part] = min(ends[part], live)
 	}
 	if err := CatchUpTableIndex(ctx, t, l.Index, ends); err != nil {
 		return err

@@ -172,7 +172,11 @@ func (x indexDDL) createOnTable(n *parse.CreateIndex) (*Result, error) {
 		return nil, err
 	}
 	ctx := &exec.Ctx{Context: context.Background(), DB: e.db}
-	if err := exec.CatchUpTableIndex(ctx, &nd, &nd.Indexes[len(nd.Indexes)-1], nil); err != nil {
+	ix = nd.Indexes[len(nd.Indexes)-1]
+	if err := exec.CatchUpTableIndex(ctx, &nd, &ix, nil); err != nil {
+		return nil, err
+	}
+	if err := e.db.CompactIndex(nd.ID, ix.ID); err != nil {
 		return nil, err
 	}
 	return &Result{Tag: "CREATE INDEX"}, nil

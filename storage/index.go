@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"encoding/binary"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -166,4 +167,16 @@ func PutIndexMark(b *pebble.Batch, table, index uint64, offs []uint64) {
 // DeleteIndexEntry adds the removal of an index entry to a batch.
 func DeleteIndexEntry(b *pebble.Batch, table, index uint64, key []byte) error {
 	return b.Delete(appendIndexKey(nil, table, index, key), nil)
+}
+
+// CompactIndex compacts an index's key range after a bulk build: the
+// build's batches each span the whole range (rows come in log order, not
+// key order), so until compactions merge them a lookup seeks every one of
+// their tables.
+func (db *DB) CompactIndex(table, index uint64) error {
+	start := indexPrefix(table, index)
+	if err := db.pdb.Compact(context.Background(), start, prefixEnd(start), true); err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	return nil
 }
