@@ -161,7 +161,8 @@ func CatchUpTableIndex(ctx *Ctx, t *storage.TableDef, ix *storage.IndexDef, upTo
 		if part < len(upTo) {
 			end = min(end, upTo[part])
 		}
-		err = db.ReadLogAt(nil, memoryPool, t.ID, uint32(part), mark[part], end, func(first uint64, rec arrow.RecordBatch) error {
+		from := mark[part]
+		err = db.ReadLogAt(nil, memoryPool, t.ID, uint32(part), from, end, func(first uint64, rec arrow.RecordBatch) error {
 			defer rec.Release()
 			if err := ctx.canceled(); err != nil {
 				return err
@@ -177,6 +178,10 @@ func CatchUpTableIndex(ctx *Ctx, t *storage.TableDef, ix *storage.IndexDef, upTo
 		})
 		if err != nil {
 			return err
+		}
+		// Every row below end has been read, whatever blocks held none.
+		if from < end && mark[part] < end {
+			mark[part], dirty = end, true
 		}
 	}
 	if dirty {
