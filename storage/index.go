@@ -74,7 +74,7 @@ func (db *DB) ScanIndex(r Reader, view, index uint64, lo, hi []byte, fn func(key
 	}
 	prefix := indexPrefix(view, index)
 	lower := append(append([]byte(nil), prefix...), lo...)
-	upper := append(append([]byte(nil), prefix...), markByte) // below a table index's mark
+	upper := prefixEnd(prefix)
 	if hi != nil {
 		upper = append(append([]byte(nil), prefix...), hi...)
 	}
@@ -83,6 +83,9 @@ func (db *DB) ScanIndex(r Reader, view, index uint64, lo, hi []byte, fn func(key
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
+		if len(it.Key()) == len(prefix) {
+			continue // a table index's mark
+		}
 		v, err := it.ValueAndErr()
 		if err != nil {
 			it.Close()
@@ -121,14 +124,14 @@ func (b *Batch) DeleteIndexEntry(view, index uint64, key []byte) {
 // log's end and moves the mark in the same batch as their entries. So the
 // entries and the mark always agree, in the live database and in every
 // snapshot, whatever crash interrupts a catch-up; a reader adds the log's
-// rows past the mark its snapshot holds. The mark's key sorts after every
-// entry of the index (index keys begin with 0x00 or 0x01), inside the
-// range DeleteIndex and DeleteTable remove.
-const markByte = 0xff
-
-func indexMarkKey(table, index uint64) []byte {
-	return append(indexPrefix(table, index), markByte)
-}
+// rows past the mark its snapshot holds. The mark's key is inside
+// the range DeleteIndex and DeleteTable remove.
+//
+// The mark's key is the index's prefix itself, before every entry (not
+// after them: the key after an index's range may be a log block, whose
+// large value would share the mark's data block and be decompressed by
+// every read of the mark).
+func indexMarkKey(table, index uint64) []byte { return indexPrefix(table, index) }
 
 // IndexMark returns a table index's mark through r (nil: live): the
 // offset of each partition below which the index holds the rows (nil: a
