@@ -67,6 +67,9 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		}
 		if s, ok := input.(*Scan); ok && readsIndexes(snaps) {
 			if l := chooseIndex(s, pred); l != nil {
+				if s.Table.Kind == storage.KindStream {
+					return &exec.Filter{In: &exec.ScanStream{Table: s.Table, Index: l}, Pred: pred}, nil
+				}
 				return &exec.Filter{In: &exec.ScanView{View: s.Table, Index: l}, Pred: pred}, nil
 			}
 		}
@@ -639,7 +642,9 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 	line := func(format string, args ...any) { fmt.Fprintf(b, pad+format+"\n", args...) }
 	switch p := p.(type) {
 	case *exec.ScanStream:
-		if exec.Keyed(p.Table) {
+		if p.Index != nil {
+			line("IndexScan %s using %s: %s", p.Table.Name, p.Index.Index.Name, p.Index.Desc)
+		} else if exec.Keyed(p.Table) {
 			line("ChangelogScan %s", p.Table.Name) // a table with a primary key: its rows retract
 		} else {
 			line("StreamScan %s", p.Table.Name)

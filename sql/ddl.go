@@ -172,7 +172,12 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 			storage.DeleteJobData(b, t.ID)
 		}
 	}
-	if err := e.db.Commit(b, true); err != nil {
+	// A table index's catch-up in flight must not write entries after
+	// their removal (exec/tableindex.go).
+	unlock := lockTableIndexes(drop)
+	err := e.db.Commit(b, true)
+	unlock()
+	if err != nil {
 		return nil, err
 	}
 	var gone []string
