@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -262,6 +263,7 @@ func (e *supervisor) catchUp(ctx context.Context) error {
 	for i, j := range jobs {
 		targets[i] = j.LogEnds()
 	}
+	read, moved := readTotal(jobs), time.Now()
 	for {
 		behind := false
 		for i, j := range jobs {
@@ -277,12 +279,38 @@ func (e *supervisor) catchUp(ctx context.Context) error {
 		if !behind {
 			return nil
 		}
+		if n := readTotal(jobs); n != read {
+			read, moved = n, time.Now()
+		} else if time.Since(moved) >= catchUpStall {
+			// A source that cannot reach the end it reported (records
+			// gone, a broker's end that moved back): the round goes on
+			// without the catch-up rather than wait forever.
+			slog.Warn("checkpoint catch-up: no job read anything for a while; checkpointing without reaching the sources' ends", "stalled", catchUpStall)
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// catchUpStall is how long catchUp waits while no job reads anything.
+const catchUpStall = 30 * time.Second
+
+// readTotal sums the offsets jobs have read up to: it grows while any of
+// them reads.
+func readTotal(jobs []*exec.Job) uint64 {
+	var n uint64
+	for _, j := range jobs {
+		for _, s := range j.Positions() {
+			for _, o := range s.Offs {
+				n += o
+			}
+		}
+	}
+	return n
 }
 
 // startPending starts the jobs of the views found at Open, one by one.

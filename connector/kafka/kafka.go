@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"github.com/streamdb/streamdb/connector"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -540,6 +541,8 @@ func (r *kafkaReader) start() error {
 			return err
 		}
 		r.pos = connector.Position(off + 1)
+	} else if err := r.skipLost(admin); err != nil {
+		return err
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(r.c.brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{r.c.topic: {r.part: kgo.NewOffset().At(int64(r.pos) - 1)}}),
@@ -550,6 +553,24 @@ func (r *kafkaReader) start() error {
 	}
 	r.cl = cl
 	r.checked = time.Now()
+	return nil
+}
+
+// skipLost moves the reader past records the broker no longer has
+// (deleted by retention or DeleteRecords below the position it resumes
+// at): they cannot be read, so the split goes on from the log start, as
+// the client does, and its position says so, so a CHECKPOINT's catch-up
+// can see the split reach its end. The server log names the lost range.
+func (r *kafkaReader) skipLost(admin *kgo.Client) error {
+	start, err := listOffset(admin, r.c.topic, r.part, -2)
+	if err != nil {
+		return err
+	}
+	if p := connector.Position(start + 1); p > r.pos {
+		slog.Warn("kafka source: records past the checkpointed offset were deleted before being read; going on from the log start",
+			"topic", r.c.topic, "partition", r.part, "from_offset", int64(r.pos)-1, "log_start_offset", start, "lost", int64(p-r.pos))
+		r.pos = p
+	}
 	return nil
 }
 
@@ -729,6 +750,11 @@ func (r *kafkaReader) Read(mem memory.Allocator, max int) (arrow.RecordBatch, er
 		// broker that is down fails the job (RESTARTING, with the cause).
 		if time.Since(r.checked) >= healthEvery {
 			if _, err := topicPartitions(r.c.brokers, r.c.topic); err != nil {
+				return nil, err
+			}
+			if admin, err := Admin(r.c.brokers); err != nil {
+				return nil, err
+			} else if err := r.skipLost(admin); err != nil {
 				return nil, err
 			}
 			r.checked = time.Now()

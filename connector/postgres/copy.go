@@ -83,7 +83,9 @@ func (e *copyEncoder) appendValue(col arrow.Array, i int, t types.T) {
 			return
 		}
 	case *array.String:
-		if t.Kind != types.JSONB { // jsonb's binary layout: AppendText prints it
+		// Only these hold their text output; bytea (its bytes), jsonb (its
+		// binary layout) and char(n) (unpadded) go through AppendText.
+		if t.Kind == types.Text && !t.Pad || t.Kind == types.JSON || t.Kind == types.UUID {
 			e.buf = appendEscaped(e.buf, a.Value(i))
 			return
 		}

@@ -72,3 +72,21 @@ func TestCopyEncoder(t *testing.T) {
 		t.Fatal("an append sink took a retraction")
 	}
 }
+
+// TestCopyEncoderStoredBytes: bytea (raw bytes in its String column) goes
+// out as its hex text, escaped; char(n) blank-padded.
+func TestCopyEncoderStoredBytes(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	char3 := types.T{Kind: types.Text, Pad: true, Prec: 3}
+	ts := []types.T{types.TBytea, char3}
+	rec := record(t, mem, ts, [][]types.Datum{{types.Str("\x00\xff\\\t\n"), types.Str("a")}})
+	defer rec.Release()
+	e := &copyEncoder{ts: ts, snapshot: true}
+	if err := e.add(rec); err != nil {
+		t.Fatal(err)
+	}
+	if want := "\\\\x00ff5c090a\ta  \n"; string(e.buf) != want {
+		t.Fatalf("got %q, want %q", e.buf, want)
+	}
+}

@@ -233,7 +233,21 @@ func accepts(t types.T, pg string) bool {
 	case types.Interval:
 		return ok("interval")
 	case types.TextArray:
-		return ok("text[]", "character varying[]")
+		if t.Prec == 0 {
+			return ok("text[]", "character varying[]")
+		}
+		elem, isArray := strings.CutSuffix(pg, "[]")
+		return isArray && accepts(types.ArrayElem(t), elem)
+	case types.JSON, types.JSONB:
+		return ok("jsonb", "json")
+	case types.UUID:
+		return ok("uuid")
+	case types.Bytea:
+		return ok("bytea")
+	case types.Time:
+		return ok("time without time zone")
+	case types.TimeTZ:
+		return ok("time with time zone")
 	}
 	return false
 }
