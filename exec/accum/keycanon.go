@@ -12,7 +12,7 @@ import (
 
 // Equality-based operators (hash aggregates and DISTINCT, joins, top-N and
 // window partitions, exchanges, COUNT(DISTINCT)) key on a value's bytes
-// and hash. For most types equal values have equal bytes; for two they do
+// and hash. For most types equal values have equal bytes; for three they do
 // not, and the values of such a key column are replaced by representatives before
 // it is hashed, compared or encoded:
 //
@@ -26,8 +26,9 @@ import (
 // value it saw. NUMERIC needs nothing: a column holds every value at its
 // type's one scale, so 1.0 and 1.00 are the same integer.
 //
-// jsonb is told from the other String columns by the key's type t, so a
-// jsonb key group prints its key form too ('1' for a group of '1.0').
+// jsonb is told from the other String columns by the key's type (the
+// callers pass it), and a jsonb group prints its key form too ('1' for a
+// group of '1.0').
 //
 // Views created before this (storage.TableDef.KeyFormat 0) have state
 // keyed by the raw values; their jobs run with ctx.RawKeys and keep it;
