@@ -137,13 +137,7 @@ func (k *KeyedRows) keys(cols []arrow.Array, n int) []string {
 	return out
 }
 
-func (k *KeyedRows) cols(rec arrow.RecordBatch) []arrow.Array {
-	cols := make([]arrow.Array, len(k.ts))
-	for i := range cols {
-		cols[i] = rec.Column(i)
-	}
-	return cols
-}
+func (k *KeyedRows) cols(rec arrow.RecordBatch) []arrow.Array { return leadCols(rec, len(k.ts)) }
 
 // put sets key's row.
 func (k *KeyedRows) put(key, row string) {

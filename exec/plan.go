@@ -58,6 +58,9 @@ type ScanStream struct {
 	// updated to (its versions) instead of its current rows: the build
 	// side of a versioned join in a batch query.
 	History bool
+	// Index, if set, reads only the rows a lookup of one of the table's
+	// indexes finds, and the log's rows past its mark (tableindex.go).
+	Index *IndexLookup
 }
 
 // ScanView reads a materialized view's rows at the last completed checkpoint

@@ -57,6 +57,9 @@ type rankOp struct {
 	budget   int64
 	spilled  bool
 	evicted  evictedFilter
+	// tick counts the barriers; a partition notes it when a row uses it
+	// (evictage.go: the partitions used longest ago are evicted first).
+	tick uint64
 
 	// Top-N per window (lateranks.go): wm is the watermark of the last
 	// barrier, late the rows dropped since, evictedWins the evicted
@@ -114,9 +117,10 @@ type rankPart struct {
 	full  bool
 	hash  uint64
 	// saved is the epoch whose commit holds the partition's last change;
-	// outBytes the estimated memory of top and out.
-	saved    uint64
-	outBytes int64
+	// used the operator's tick when a row last used it; outBytes the
+	// estimated memory of top and out.
+	saved, used uint64
+	outBytes    int64
 	// thin: the partition's rows are only in the state table (too many to
 	// keep, as in ORDER BY ... LIMIT over a whole stream); delta holds the
 	// changes since the last barrier. While rows are only added, top and
@@ -194,6 +198,7 @@ func (o *rankOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 				o.bytes += rankPartBytes + int64(len(p.key))
 			}
 			o.dirty[p.key] = struct{}{}
+			p.used = o.tick
 			o.touchTTL(p)
 		}
 		s := int64(1)
@@ -310,6 +315,7 @@ func (o *rankOp) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if w != nil {
 		o.evict(o.j.committed.Load())
 	}
+	o.tick++
 	o.reportBytes()
 	return nil
 }
@@ -321,39 +327,47 @@ func (o *rankOp) reportBytes() {
 }
 
 // evict drops partitions whose state is committed (at or before epoch
-// committed) until the estimate is below 80 % of the budget.
+// committed), those used longest ago first (evictage.go), until the
+// estimate is below 80 % of the budget.
 func (o *rankOp) evict(committed uint64) {
 	if o.budget <= 0 || o.bytes <= o.budget {
 		return
 	}
-	for k, p := range o.parts {
-		if o.bytes <= o.budget*8/10 {
-			break
+	target := o.budget * 8 / 10
+	if p := o.parts[""]; p != nil && p.saved <= committed && !p.thin {
+		// The one partition of ORDER BY ... LIMIT: keep its top only
+		// (an append-only input's partition holds only its top).
+		if !o.appendOnly && o.spec.hi >= 0 && int64(len(p.rows)) > 4*o.spec.hi+rankPreselectMin {
+			o.bytes -= mapBytes(p.rows)
+			p.rows, p.thin, p.delta = nil, true, map[string]int64{}
+			o.spilled = true
 		}
-		if p.saved > committed || p.thin {
-			continue
-		}
-		if k == "" {
-			// The one partition of ORDER BY ... LIMIT: keep its top only
-			// (an append-only input's partition holds only its top).
-			if !o.appendOnly && o.spec.hi >= 0 && int64(len(p.rows)) > 4*o.spec.hi+rankPreselectMin {
-				o.bytes -= mapBytes(p.rows)
-				p.rows, p.thin, p.delta = nil, true, map[string]int64{}
-				o.spilled = true
-			}
-			continue
-		}
-		o.bytes -= mapBytes(p.rows) + p.outBytes + rankPartBytes + int64(len(k))
-		delete(o.parts, k)
-		p.gone, p.evicted = true, true
-		if p.queued {
-			o.ttl.noteEvicted(p)
-		}
-		o.noteEvictedPart(p)
-		o.evicted.add(p.hash)
-		o.spilled = true
-		o.j.Evicted.Add(1)
 	}
+	evictOldest(o.parts, o.tick, o.bytes-target,
+		func(k string, p *rankPart) bool { return k != "" && p.saved <= committed && !p.thin },
+		func(p *rankPart) uint64 { return p.used }, o.partBytes,
+		func(_ string, p *rankPart) { o.evictPart(p) },
+		func() bool { return o.bytes <= target })
+}
+
+// partBytes is the estimated memory of partition p.
+func (o *rankOp) partBytes(p *rankPart) int64 {
+	return mapBytes(p.rows) + p.outBytes + rankPartBytes + int64(len(p.key))
+}
+
+// evictPart drops partition p, committed, from memory: its key may be read
+// back from the state table.
+func (o *rankOp) evictPart(p *rankPart) {
+	o.bytes -= o.partBytes(p)
+	delete(o.parts, p.key)
+	p.gone, p.evicted = true, true
+	if p.queued {
+		o.ttl.noteEvicted(p)
+	}
+	o.noteEvictedPart(p)
+	o.evicted.add(p.hash)
+	o.spilled = true
+	o.j.Evicted.Add(1)
 }
 
 // thinRows reads a thin partition's rows back from the state table (the
@@ -407,7 +421,7 @@ func (o *rankOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*rankPar
 		return nil, err
 	}
 	o.ttl.noteReloaded(key)
-	p := &rankPart{kg: kg, key: key, rows: rows, hash: h, idle: idle}
+	p := &rankPart{kg: kg, key: key, rows: rows, hash: h, idle: idle, used: o.tick}
 	if p.out, p.top, err = o.compute(ectx, rows); err != nil {
 		return nil, err
 	}

@@ -210,6 +210,11 @@ func scanStream(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error) err
 	if t.Kind == storage.KindSource {
 		return scanConnector(ctx, t, emit)
 	}
+	// An index finds current rows; a versioned join's build side reads
+	// every version (History), so it scans the log.
+	if p.Index != nil && p.Rows == nil && !p.History {
+		return scanTableIndex(ctx, p, emit)
+	}
 	if Keyed(t) {
 		if p.History {
 			return scanKeyedHistory(ctx, t, snap, emit)

@@ -357,8 +357,10 @@ func plannedExprs(rec arrow.RecordBatch) []expr.Expr {
 }
 
 // typeOfArrow recovers a SQL type that has rec's physical layout.
-func typeOfArrow(a arrow.Array) types.T {
-	switch dt := a.DataType().(type) {
+func typeOfArrow(a arrow.Array) types.T { return typeOfArrowType(a.DataType()) }
+
+func typeOfArrowType(dt arrow.DataType) types.T {
+	switch dt := dt.(type) {
 	case *arrow.BooleanType:
 		return types.TBool
 	case *arrow.Int64Type:
@@ -373,6 +375,12 @@ func typeOfArrow(a arrow.Array) types.T {
 		return types.TInterval
 	case *arrow.ListType: // an array: List<String> whatever its element type
 		return types.TTextArray
+	case *arrow.StructType: // a record: one of its fields' layouts
+		fs := make([]types.RecordField, dt.NumFields())
+		for i, f := range dt.Fields() {
+			fs[i] = types.RecordField{Name: f.Name, T: typeOfArrowType(f.Type)}
+		}
+		return types.RecordOf(fs)
 	}
 	return types.TUnknown
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // Index selection: a filter directly over a materialized view (no AS OF:
-// a snapshot need not hold the index) that compares index columns with
+// a snapshot need not hold the index) or a table that compares index columns with
 // constants or parameters reads the view through the index that matches
 // the longest prefix of its columns by equality (= or IN), plus a range
 // (<, <=, >, >=, BETWEEN) on the column after that prefix. The filter
@@ -36,7 +36,7 @@ type colBound struct {
 
 // chooseIndex returns the lookup a filter with pred over s can make, or nil.
 func chooseIndex(s *Scan, pred expr.Expr) *exec.IndexLookup {
-	if s.Table.Kind != storage.KindView || s.AsOf != (AsOf{}) || len(s.Table.Indexes) == 0 ||
+	if (s.Table.Kind != storage.KindView && s.Table.Kind != storage.KindStream) || s.AsOf != (AsOf{}) || len(s.Table.Indexes) == 0 ||
 		len(s.Cols) != len(s.Table.Columns) {
 		return nil
 	}

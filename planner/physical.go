@@ -67,6 +67,9 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		}
 		if s, ok := input.(*Scan); ok && readsIndexes(snaps) {
 			if l := chooseIndex(s, pred); l != nil {
+				if s.Table.Kind == storage.KindStream {
+					return &exec.Filter{In: &exec.ScanStream{Table: s.Table, Index: l}, Pred: pred}, nil
+				}
 				return &exec.Filter{In: &exec.ScanView{View: s.Table, Index: l}, Pred: pred}, nil
 			}
 		}
@@ -98,7 +101,7 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		}
 		keys, back := arrayGroupKeys(n.GroupBy)
 		if back != nil && n.Window != nil {
-			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "grouping by an array in a SESSION window is not supported")
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "grouping by an array or a record in a SESSION window is not supported")
 		}
 		agg := &exec.HashAgg{In: in, Keys: keys}
 		for _, a := range n.Aggs {
@@ -265,11 +268,12 @@ func physicalJoin(n *Join, snaps Snapshots) (exec.Plan, error) {
 		f, ok := c.(*expr.Func)
 		if ok && f.Name == "=" && len(f.Args) == 2 {
 			a, b := f.Args[0], f.Args[1]
-			if a.Type().Kind == types.TextArray {
-				// Arrays join on their text keys, equal exactly when the
-				// arrays are (the join tables hold scalar keys).
-				a = &expr.Func{Name: "array_key", Args: []expr.Expr{a}, T: types.TText}
-				b = &expr.Func{Name: "array_key", Args: []expr.Expr{b}, T: types.TText}
+			if name := textKeyFunc(a.Type()); name != "" {
+				// Arrays and records join on their text keys, equal
+				// exactly when the values are (the join tables hold
+				// scalar keys).
+				a = &expr.Func{Name: name, Args: []expr.Expr{a}, T: types.TText}
+				b = &expr.Func{Name: name, Args: []expr.Expr{b}, T: types.TText}
 			}
 			sa, sb := side(a, nl), side(b, nl)
 			if sa == sideLeft && sb == sideRight {
@@ -638,7 +642,9 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 	line := func(format string, args ...any) { fmt.Fprintf(b, pad+format+"\n", args...) }
 	switch p := p.(type) {
 	case *exec.ScanStream:
-		if exec.Keyed(p.Table) {
+		if p.Index != nil {
+			line("IndexScan %s using %s: %s", p.Table.Name, p.Index.Index.Name, p.Index.Desc)
+		} else if exec.Keyed(p.Table) {
 			line("ChangelogScan %s", p.Table.Name) // a table with a primary key: its rows retract
 		} else {
 			line("StreamScan %s", p.Table.Name)
@@ -886,15 +892,16 @@ func isFunc(e expr.Expr, name string) bool {
 	return ok && f.Name == name
 }
 
-// arrayGroupKeys replaces each array among keys by its text key
-// (array_key: equal exactly when the arrays are equal), as the group
+// arrayGroupKeys replaces each array or record among keys by its text key
+// (array_key, record_key: equal exactly when the values are equal), as the group
 // tables hold scalar keys. back, nil when no key is an array, returns the
 // projection over the aggregate's output (cols: the keys, then the
 // aggregates) that turns those keys back into arrays.
 func arrayGroupKeys(keys []expr.Expr) (out []expr.Expr, back func(cols []Column) []expr.Expr) {
 	out = keys
 	for i, k := range keys {
-		if k.Type().Kind != types.TextArray {
+		name := textKeyFunc(k.Type())
+		if name == "" {
 			continue
 		}
 		if back == nil {
@@ -902,7 +909,7 @@ func arrayGroupKeys(keys []expr.Expr) (out []expr.Expr, back func(cols []Column)
 			back = func(cols []Column) []expr.Expr {
 				ps := make([]expr.Expr, 0, len(cols))
 				for j, k := range keys {
-					if k.Type().Kind == types.TextArray {
+					if textKeyFunc(k.Type()) != "" {
 						ps = append(ps, &expr.Cast{E: &expr.ColRef{Idx: j, T: types.TText}, T: k.Type()})
 						continue
 					}
@@ -914,7 +921,20 @@ func arrayGroupKeys(keys []expr.Expr) (out []expr.Expr, back func(cols []Column)
 				return ps
 			}
 		}
-		out[i] = &expr.Func{Name: "array_key", Args: []expr.Expr{k}, T: types.TText}
+		out[i] = &expr.Func{Name: name, Args: []expr.Expr{k}, T: types.TText}
 	}
 	return out, back
+}
+
+// textKeyFunc names the function that gives a value of type t the text
+// key grouping and joins use (array_key, record_key); "" for a type the
+// group and join tables hold as it is.
+func textKeyFunc(t types.T) string {
+	switch t.Kind {
+	case types.TextArray:
+		return "array_key"
+	case types.Record:
+		return "record_key"
+	}
+	return ""
 }

@@ -68,6 +68,9 @@ func (e *Engine) createTable(n *parse.CreateTable, owner string) (*Result, error
 	defer e.roundMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if _, ok := types.TypeNamed(n.Name); ok {
+		return nil, typeExists(n.Name)
+	}
 	if _, ok := e.mu.tables[n.Name]; ok {
 		if n.IfNotExists {
 			return &Result{Tag: "CREATE TABLE", Notices: []string{fmt.Sprintf("relation %q already exists, skipping", n.Name)}}, nil
@@ -169,7 +172,12 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 			storage.DeleteJobData(b, t.ID)
 		}
 	}
-	if err := e.db.Commit(b, true); err != nil {
+	// A table index's catch-up in flight must not write entries after
+	// their removal (exec/tableindex.go).
+	unlock := lockTableIndexes(drop)
+	err := e.db.Commit(b, true)
+	unlock()
+	if err != nil {
 		return nil, err
 	}
 	var gone []string

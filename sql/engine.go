@@ -239,6 +239,10 @@ func Open(cfg Config) (*Engine, error) {
 	for _, t := range defs {
 		e.mu.tables[t.Name] = t
 	}
+	if err := loadComposites(db); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if err := e.roleStore.loadRolesLocked(cfg.Superusers, cfg.Password); err != nil {
 		db.Close()
 		return nil, err

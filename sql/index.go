@@ -14,7 +14,8 @@ import (
 )
 
 // CREATE INDEX and DROP INDEX on materialized views (decision record
-// docs/decisions/2026-12-06-view-indexes.md). An index is part of its
+// docs/decisions/2026-12-06-view-indexes.md) and on tables (createOnTable,
+// docs/decisions/2026-12-07-table-indexes.md). An index is part of its
 // view's catalog entry (storage.TableDef.Indexes) and its entries are
 // written by the view's own job in the same epoch batch as the view's rows
 // (exec/index.go), so a read through the index sees the epoch a read of
@@ -63,6 +64,14 @@ func (x indexDDL) create(n *parse.CreateIndex, auth sessionAuth) (*Result, error
 	}
 	// The view's plan is made before the locks (binding reads the
 	// catalog); an index does not change it.
+	if def, ok := e.Table(n.Table); ok && def.Kind == storage.KindStream {
+		if !auth.superuser() {
+			if err := auth.mustOwn(def); err != nil {
+				return nil, err
+			}
+		}
+		return x.createOnTable(n)
+	}
 	var plan exec.Plan
 	if def, ok := e.Table(n.Table); ok && def.Kind == storage.KindView {
 		if !auth.superuser() {
@@ -83,19 +92,38 @@ func (x indexDDL) create(n *parse.CreateIndex, auth sessionAuth) (*Result, error
 	switch {
 	case !ok:
 		return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", n.Table)
-	case def.Kind == storage.KindStream || def.Kind == storage.KindSource:
+	case def.Kind == storage.KindSource:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "CREATE INDEX on %s %q is not supported: index a materialized view over it", kindWord(def), n.Table)
 	case def.Kind != storage.KindView || plan == nil:
 		return nil, sqlerr.New(sqlerr.WrongObjectType, "cannot create index on relation %q", n.Table)
 	}
+	ix, res, err := x.indexDefLocked(def, n)
+	if res != nil || err != nil {
+		return res, err
+	}
+	nd := *def
+	nd.Indexes = append(slices.Clip(def.Indexes), ix)
+	err = x.rebuildLocked(def, &nd, plan, func(b *storage.WriteBatch) error {
+		nd.Indexes[len(nd.Indexes)-1].ID = e.db.NewID(b)
+		return exec.BuildIndex(e.db, def.ID, b, &nd, &nd.Indexes[len(nd.Indexes)-1])
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Tag: "CREATE INDEX"}, nil
+}
+
+// indexDefLocked resolves n's columns in def and names the index; a
+// non-nil Result is IF NOT EXISTS's answer for a name already taken.
+func (x indexDDL) indexDefLocked(def *storage.TableDef, n *parse.CreateIndex) (storage.IndexDef, *Result, error) {
 	ix := storage.IndexDef{Name: n.Name}
 	for _, c := range n.Cols {
 		i := def.Column(c)
 		if i < 0 {
-			return nil, sqlerr.New(sqlerr.UndefinedColumn, "column %q does not exist", c)
+			return ix, nil, sqlerr.New(sqlerr.UndefinedColumn, "column %q does not exist", c)
 		}
 		if t := def.Columns[i].Type; !exec.IndexableType(t) {
-			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "an index on column %q of type %s is not supported", c, t)
+			return ix, nil, sqlerr.New(sqlerr.FeatureNotSupported, "an index on column %q of type %s is not supported", c, t)
 		}
 		ix.Cols = append(ix.Cols, i)
 	}
@@ -103,17 +131,52 @@ func (x indexDDL) create(n *parse.CreateIndex, auth sessionAuth) (*Result, error
 		ix.Name = x.defaultNameLocked(def.Name, n.Cols)
 	} else if x.nameTakenLocked(ix.Name) {
 		if n.IfNotExists {
-			return &Result{Tag: "CREATE INDEX", Notices: []string{fmt.Sprintf("relation %q already exists, skipping", ix.Name)}}, nil
+			return ix, &Result{Tag: "CREATE INDEX", Notices: []string{fmt.Sprintf("relation %q already exists, skipping", ix.Name)}}, nil
 		}
-		return nil, sqlerr.New(sqlerr.DuplicateTable, "relation %q already exists", ix.Name)
+		return ix, nil, sqlerr.New(sqlerr.DuplicateTable, "relation %q already exists", ix.Name)
+	}
+	return ix, nil, nil
+}
+
+// createOnTable adds an index to a table (exec/tableindex.go): its
+// catalog entry commits first, with no entries and no mark, then a
+// catch-up indexes the table's rows. Writes go on meanwhile; a lookup
+// that comes before the build ends waits for it (the catch-ups of an
+// index take turns), and a crash mid-build leaves a mark that the next
+// lookup's catch-up goes on from.
+func (x indexDDL) createOnTable(n *parse.CreateIndex) (*Result, error) {
+	e := x.e
+	e.mu.Lock()
+	def, ok := e.mu.tables[n.Table]
+	if !ok || def.Kind != storage.KindStream {
+		e.mu.Unlock()
+		return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", n.Table)
+	}
+	ix, res, err := x.indexDefLocked(def, n)
+	if res != nil || err != nil {
+		e.mu.Unlock()
+		return res, err
 	}
 	nd := *def
+	b := e.db.NewBatch()
+	ix.ID = e.db.NewID(b)
 	nd.Indexes = append(slices.Clip(def.Indexes), ix)
-	err := x.rebuildLocked(def, &nd, plan, func(b *storage.WriteBatch) error {
-		nd.Indexes[len(nd.Indexes)-1].ID = e.db.NewID(b)
-		return exec.BuildIndex(e.db, def.ID, b, &nd, &nd.Indexes[len(nd.Indexes)-1])
-	})
+	storage.PutTable(b, &nd)
+	err = e.db.Commit(b, true)
+	b.Close()
+	if err == nil {
+		e.mu.tables[def.Name] = &nd
+	}
+	e.mu.Unlock()
 	if err != nil {
+		return nil, err
+	}
+	ctx := &exec.Ctx{Context: context.Background(), DB: e.db}
+	ix = nd.Indexes[len(nd.Indexes)-1]
+	if err := exec.CatchUpTableIndex(ctx, &nd, &ix, nil); err != nil {
+		return nil, err
+	}
+	if err := e.db.CompactIndex(nd.ID, ix.ID); err != nil {
 		return nil, err
 	}
 	return &Result{Tag: "CREATE INDEX"}, nil
@@ -148,6 +211,14 @@ func (x indexDDL) dropOne(name string, ifExists bool, auth sessionAuth) ([]strin
 	def, _ := x.findIndexLocked(name)
 	e.mu.Unlock()
 	var plan exec.Plan
+	if def != nil && def.Kind == storage.KindStream {
+		if !auth.superuser() {
+			if err := auth.mustOwn(def); err != nil {
+				return nil, err
+			}
+		}
+		return x.dropFromTable(name)
+	}
 	if def != nil {
 		if !auth.superuser() {
 			if err := auth.mustOwn(def); err != nil {
@@ -188,6 +259,31 @@ func (x indexDDL) dropOne(name string, ifExists bool, auth sessionAuth) ([]strin
 	return notices, nil
 }
 
+// dropFromTable removes a table's index: its catalog entry, its entries
+// and its mark in one synced batch, with its catch-ups held off.
+func (x indexDDL) dropFromTable(name string) ([]string, error) {
+	e := x.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	def, i := x.findIndexLocked(name)
+	if def == nil || def.Kind != storage.KindStream {
+		return nil, sqlerr.New(sqlerr.UndefinedObject, "index %q does not exist", name)
+	}
+	ix := def.Indexes[i]
+	defer exec.LockTableIndex(ix.ID)()
+	nd := *def
+	nd.Indexes = slices.Delete(slices.Clone(def.Indexes), i, i+1)
+	b := e.db.NewBatch()
+	defer b.Close()
+	storage.DeleteIndex(b, def.ID, ix.ID)
+	storage.PutTable(b, &nd)
+	if err := e.db.Commit(b, true); err != nil {
+		return nil, err
+	}
+	e.mu.tables[def.Name] = &nd
+	return nil, nil
+}
+
 // rebuildLocked replaces view def by nd: it stops the view's job (at its
 // last committed epoch: no round runs while roundMu is held), commits
 // change's writes with nd's catalog entry in one synced batch, and starts
@@ -220,4 +316,23 @@ func (x indexDDL) rebuildLocked(def, nd *storage.TableDef, plan exec.Plan, chang
 	// A job that was restarting keeps its entry: its restart plans from
 	// the catalog, which now has nd (as START JOB does for a stopped one).
 	return err
+}
+
+// lockTableIndexes holds off the catch-ups of the indexes of the tables
+// among defs until the returned function is called.
+func lockTableIndexes(defs []*storage.TableDef) func() {
+	var unlocks []func()
+	for _, t := range defs {
+		if t.Kind != storage.KindStream {
+			continue
+		}
+		for _, ix := range t.Indexes {
+			unlocks = append(unlocks, exec.LockTableIndex(ix.ID))
+		}
+	}
+	return func() {
+		for _, u := range unlocks {
+			u()
+		}
+	}
 }

@@ -287,8 +287,19 @@ func typmod(t types.T) int64 {
 		return int64(t.Prec) + 4
 	case t.Kind == types.Numeric && t.Prec > 0:
 		return int64(t.Prec)<<16 | int64(t.Scale) + 4
+	case types.IsStruct(t):
+		// As PostgreSQL gives an anonymous record's shape a typmod, so
+		// format_type(2249, typmod) names the STRUCT<...> (for this process).
+		return int64(t.Prec)
 	}
 	return -1
+}
+
+// composites are the composite types (CREATE TYPE) in name order.
+func composites() []types.T {
+	cs := types.Composites()
+	sort.Slice(cs, func(i, j int) bool { return types.CompositeName(cs[i]) < types.CompositeName(cs[j]) })
+	return cs
 }
 
 // typeLen is pg_type.typlen of t (-1: variable length).
@@ -374,6 +385,13 @@ func (e catGen) pgType() *table {
 		catCol{"typdelim", tName}, catCol{"typrelid", tOID}, catCol{"typelem", tOID}, catCol{"typarray", tOID},
 		catCol{"typnotnull", tBool}, catCol{"typbasetype", tOID}, catCol{"typtypmod", tI32},
 		catCol{"typndims", tI32}, catCol{"typcollation", tOID}, catCol{"typdefault", types.TText})}
+	// record, the pseudo-type of ROW(...) values and STRUCT columns.
+	t.add(i64(types.OIDRecord), str("record"), i64(oidCatalogNS), i64(roleOID(BootstrapRole)), i64(-1),
+		dFals, str("p"), str("P"), dFals, dTrue, str(","), i64(0), i64(0), i64(0), dFals, i64(0), i64(-1), i64(0), i64(0), null)
+	for _, ty := range composites() {
+		t.add(i64(int64(ty.OID())), str(types.CompositeName(ty)), i64(oidPublicNS), i64(roleOID(BootstrapRole)), i64(-1),
+			dFals, str("c"), str("C"), dFals, dTrue, str(","), i64(0), i64(0), i64(0), dFals, i64(0), i64(-1), i64(0), i64(0), null)
+	}
 	for _, ty := range catalogTypes {
 		l := typeLen(ty)
 		elem, arr, coll := int64(0), int64(0), int64(0)
@@ -556,6 +574,10 @@ func (e catalogSource) PgLookup(what string) map[int64]string {
 			out[roleOID(r.Name)] = r.Name
 		}
 	case "types":
+		out[types.OIDRecord] = "record"
+		for _, t := range composites() {
+			out[int64(t.OID())] = types.CompositeName(t)
+		}
 		for _, t := range catalogTypes {
 			if t.Kind == types.Text && t.Prec > 0 {
 				out[int64(t.OID())] = bind.FormatTypeName(t)

@@ -73,8 +73,12 @@ func (e infoSchemaGen) isColumns() *table {
 				dtPrec = i64(0)
 			}
 			dataType := bind.FormatTypeName(c.Type)
-			if c.Type.Kind == types.TextArray {
+			udtSchema := bind.SchemaCatalog
+			switch {
+			case c.Type.Kind == types.TextArray:
 				dataType = "ARRAY"
+			case types.CompositeName(c.Type) != "":
+				dataType, udtSchema = "USER-DEFINED", "public"
 			}
 			upd := "YES"
 			if r.kind != "r" || r.def.Kind == storage.KindSystem {
@@ -89,7 +93,7 @@ func (e infoSchemaGen) isColumns() *table {
 				colDefault = str(c.Default)
 			}
 			t.add(str(databaseName), str(nsName(r.ns)), str(r.name), str(c.Name), i64(int64(i+1)), colDefault, str(nullable),
-				str(dataType), maxLen, prec, scale, dtPrec, str(databaseName), str(bind.SchemaCatalog),
+				str(dataType), maxLen, prec, scale, dtPrec, str(databaseName), str(udtSchema),
 				str(bind.PgTypeName(c.Type)), str("NO"), str("NEVER"), str(upd))
 		}
 	}

@@ -484,3 +484,22 @@ func (db *DB) MaybeFlush() {
 		_, _ = db.pdb.AsyncFlush()
 	}
 }
+
+// Composite types (CREATE TYPE name AS (...)): each kept under y/name as
+// its types.EncodeType text.
+
+// PutType adds the write of composite type name (its encoded type) to b.
+func PutType(b *pebble.Batch, name, encoded string) { b.Set(append([]byte("y/"), name...), []byte(encoded), nil) }
+
+// DeleteType adds the removal of composite type name to b.
+func DeleteType(b *pebble.Batch, name string) { b.Delete(append([]byte("y/"), name...), nil) }
+
+// LoadTypes returns every composite type's encoded type by name.
+func (db *DB) LoadTypes() (map[string]string, error) {
+	out := map[string]string{}
+	err := db.scanPrefix(db.pdb, []byte("y/"), func(k, v []byte) error {
+		out[string(k[2:])] = string(v)
+		return nil
+	})
+	return out, err
+}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"encoding/binary"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -82,6 +83,9 @@ func (db *DB) ScanIndex(r Reader, view, index uint64, lo, hi []byte, fn func(key
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
+		if len(it.Key()) == len(prefix) {
+			continue // a table index's mark
+		}
 		v, err := it.ValueAndErr()
 		if err != nil {
 			it.Close()
@@ -111,4 +115,71 @@ func (b *Batch) DeleteIndexEntry(view, index uint64, key []byte) {
 	b.mu.Lock()
 	b.b.Delete(appendIndexKey(nil, view, index, key), nil)
 	b.mu.Unlock()
+}
+
+// An index of a table (a stream, keyed or not) is derived from the
+// table's log rather than written with it: its mark records, per
+// partition, the log offset below which every row is in the index, and
+// each catch-up (exec/tableindex.go) indexes the rows from the mark to the
+// log's end and moves the mark in the same batch as their entries. So the
+// entries and the mark always agree, in the live database and in every
+// snapshot, whatever crash interrupts a catch-up; a reader adds the log's
+// rows past the mark its snapshot holds. The mark's key is inside
+// the range DeleteIndex and DeleteTable remove.
+//
+// The mark's key is the index's prefix itself, before every entry (not
+// after them: the key after an index's range may be a log block, whose
+// large value would share the mark's data block and be decompressed by
+// every read of the mark).
+func indexMarkKey(table, index uint64) []byte { return indexPrefix(table, index) }
+
+// IndexMark returns a table index's mark through r (nil: live): the
+// offset of each partition below which the index holds the rows (nil: a
+// new index, none).
+func (db *DB) IndexMark(r Reader, table, index uint64) ([]uint64, error) {
+	if r == nil {
+		r = db.pdb
+	}
+	v, closer, err := r.Get(indexMarkKey(table, index))
+	if err == pebble.ErrNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	defer closer.Close()
+	if len(v)%8 != 0 {
+		return nil, sqlerr.New(sqlerr.DataCorrupted, "index %d of table %d: a mark of %d bytes", index, table, len(v))
+	}
+	out := make([]uint64, len(v)/8)
+	for i := range out {
+		out[i] = binary.BigEndian.Uint64(v[8*i:])
+	}
+	return out, nil
+}
+
+// PutIndexMark adds the write of a table index's mark to b.
+func PutIndexMark(b *pebble.Batch, table, index uint64, offs []uint64) {
+	v := make([]byte, 0, 8*len(offs))
+	for _, o := range offs {
+		v = binary.BigEndian.AppendUint64(v, o)
+	}
+	_ = b.Set(indexMarkKey(table, index), v, nil)
+}
+
+// DeleteIndexEntry adds the removal of an index entry to a batch.
+func DeleteIndexEntry(b *pebble.Batch, table, index uint64, key []byte) error {
+	return b.Delete(appendIndexKey(nil, table, index, key), nil)
+}
+
+// CompactIndex compacts an index's key range after a bulk build: the
+// build's batches each span the whole range (rows come in log order, not
+// key order), so until compactions merge them a lookup seeks every one of
+// their tables.
+func (db *DB) CompactIndex(table, index uint64) error {
+	start := indexPrefix(table, index)
+	if err := db.pdb.Compact(context.Background(), start, prefixEnd(start), true); err != nil {
+		return sqlerr.Wrap(sqlerr.IOError, err)
+	}
+	return nil
 }

@@ -151,7 +151,7 @@ func EncodeType(t T) string {
 		return "numeric(0," + strconv.Itoa(int(t.Scale)) + ")"
 	}
 	if t.Kind == Record {
-		return recordKey(RecordFields(t))
+		return shapeKey(shape(t))
 	}
 	return t.String()
 }
@@ -206,7 +206,7 @@ func DecodeType(s string) (T, bool) {
 		}
 		return T{}, false
 	}
-	if strings.HasPrefix(s, "record(") {
+	if strings.HasPrefix(s, "record(") || strings.HasPrefix(s, "composite ") || strings.HasPrefix(s, "struct ") {
 		return decodeRecordType(s)
 	}
 	if args, ok := strings.CutPrefix(s, "numeric("); ok {

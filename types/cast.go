@@ -85,6 +85,9 @@ func castDatum(d Datum, from, to T, explicit bool) (Datum, error) {
 	if (from.Kind == JSON || from.Kind == JSONB || to.Kind == JSON || to.Kind == JSONB) && from != to {
 		return castJSON(d, from, to, explicit)
 	}
+	if from.Kind == Record && to.Kind == Record && from != to {
+		return castRecord(d, from, to, explicit)
+	}
 	if to.Kind == Text {
 		s := d.S
 		switch from.Kind {

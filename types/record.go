@@ -39,15 +39,35 @@ type RecordValue struct {
 // OIDRecord is pg_type.oid of record.
 const OIDRecord = 2249
 
+// recordShape is one registered record type: its fields and, for a named
+// composite type (CREATE TYPE name AS (...), composite.go), its name and
+// pg_type oid; for a STRUCT<...> column type, struct is set.
+type recordShape struct {
+	fields []RecordField
+	name   string
+	oid    uint32
+	strukt bool
+}
+
 var recordTypes struct {
 	mu     sync.Mutex
-	shapes [][]RecordField // index 0 unused: Prec 0 is a record of unknown shape
+	shapes []recordShape // index 0 unused: Prec 0 is a record of unknown shape
 	byKey  map[string]int32
 }
 
 // RecordOf returns the record type with the given fields.
 func RecordOf(fields []RecordField) T {
-	key := recordKey(fields)
+	return registerShape(recordShape{fields: fields})
+}
+
+// StructOf returns the STRUCT<...> type with the given fields: a record
+// type that prints as struct<name type, ...> (composite.go).
+func StructOf(fields []RecordField) T {
+	return registerShape(recordShape{fields: fields, strukt: true})
+}
+
+func registerShape(sh recordShape) T {
+	key := shapeKey(sh)
 	recordTypes.mu.Lock()
 	defer recordTypes.mu.Unlock()
 	if id, ok := recordTypes.byKey[key]; ok {
@@ -55,26 +75,44 @@ func RecordOf(fields []RecordField) T {
 	}
 	if recordTypes.byKey == nil {
 		recordTypes.byKey = map[string]int32{}
-		recordTypes.shapes = [][]RecordField{nil}
+		recordTypes.shapes = []recordShape{{}}
 	}
 	id := int32(len(recordTypes.shapes))
-	recordTypes.shapes = append(recordTypes.shapes, append([]RecordField(nil), fields...))
+	sh.fields = append([]RecordField(nil), sh.fields...)
+	recordTypes.shapes = append(recordTypes.shapes, sh)
 	recordTypes.byKey[key] = id
 	return T{Kind: Record, Prec: id}
+}
+
+// shape returns t's registered shape (the zero shape for an unknown one).
+func shape(t T) recordShape {
+	if t.Kind != Record {
+		return recordShape{}
+	}
+	recordTypes.mu.Lock()
+	defer recordTypes.mu.Unlock()
+	if t.Prec <= 0 || int(t.Prec) >= len(recordTypes.shapes) {
+		return recordShape{}
+	}
+	return recordTypes.shapes[t.Prec]
+}
+
+// shapeKey is EncodeType's form of a registered shape: recordKey's, after
+// composite "name" oid for a named type, struct for a STRUCT.
+func shapeKey(sh recordShape) string {
+	switch {
+	case sh.name != "":
+		return "composite " + strconv.Quote(sh.name) + " " + strconv.FormatUint(uint64(sh.oid), 10) + " " + recordKey(sh.fields)
+	case sh.strukt:
+		return "struct " + recordKey(sh.fields)
+	}
+	return recordKey(sh.fields)
 }
 
 // RecordFields returns the fields of record type t (nil for another type).
 // The caller must not modify the slice.
 func RecordFields(t T) []RecordField {
-	if t.Kind != Record {
-		return nil
-	}
-	recordTypes.mu.Lock()
-	defer recordTypes.mu.Unlock()
-	if t.Prec <= 0 || int(t.Prec) >= len(recordTypes.shapes) {
-		return nil
-	}
-	return recordTypes.shapes[t.Prec]
+	return shape(t).fields
 }
 
 // FieldIndex returns the index of the field named name in record type t,
@@ -104,18 +142,44 @@ func recordKey(fields []RecordField) string {
 	return b.String()
 }
 
-// decodeRecordType parses recordKey's output.
+// decodeRecordType parses shapeKey's output.
 func decodeRecordType(s string) (T, bool) {
+	var sh recordShape
+	if rest, ok := strings.CutPrefix(s, "composite "); ok {
+		q, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			return T{}, false
+		}
+		sh.name, _ = strconv.Unquote(q)
+		num, tail, ok := strings.Cut(rest[len(q)+1:], " ")
+		oid, err := strconv.ParseUint(num, 10, 32)
+		if !ok || err != nil {
+			return T{}, false
+		}
+		sh.oid, s = uint32(oid), tail
+	} else if rest, ok := strings.CutPrefix(s, "struct "); ok {
+		sh.strukt, s = true, rest
+	}
+	fields, ok := decodeRecordFields(s)
+	if !ok {
+		return T{}, false
+	}
+	sh.fields = fields
+	return registerShape(sh), true
+}
+
+// decodeRecordFields parses recordKey's output.
+func decodeRecordFields(s string) ([]RecordField, bool) {
 	rest, ok := strings.CutPrefix(s, "record(")
 	if !ok || !strings.HasSuffix(rest, ")") {
-		return T{}, false
+		return nil, false
 	}
 	rest = rest[:len(rest)-1]
 	var fields []RecordField
 	for rest != "" {
 		name, err := strconv.QuotedPrefix(rest)
 		if err != nil {
-			return T{}, false
+			return nil, false
 		}
 		unq, _ := strconv.Unquote(name)
 		rest = strings.TrimPrefix(rest[len(name):], " ")
@@ -138,12 +202,12 @@ func decodeRecordType(s string) (T, bool) {
 		}
 		ft, ok := DecodeType(rest[:end])
 		if !ok {
-			return T{}, false
+			return nil, false
 		}
 		fields = append(fields, RecordField{Name: unq, T: ft})
 		rest = strings.TrimPrefix(rest[end:], ", ")
 	}
-	return RecordOf(fields), true
+	return fields, true
 }
 
 // recordArrow is the Arrow layout of record type t.
@@ -181,25 +245,26 @@ func appendRecordText(buf []byte, d Datum, t T) []byte {
 		if k > 0 {
 			buf = append(buf, ',')
 		}
-		v := d.R.Fields[k]
-		if v.Null {
-			continue
+		if v := d.R.Fields[k]; !v.Null {
+			buf = appendRecordField(buf, TextOf(v, f.T))
 		}
-		s := TextOf(v, f.T)
-		if s != "" && !strings.ContainsAny(s, "\"\\(),") && !strings.ContainsFunc(s, func(r rune) bool { return r < 128 && isSpace(byte(r)) }) {
-			buf = append(buf, s...)
-			continue
-		}
-		buf = append(buf, '"')
-		for i := 0; i < len(s); i++ {
-			if s[i] == '"' || s[i] == '\\' {
-				buf = append(buf, s[i])
-			}
-			buf = append(buf, s[i])
-		}
-		buf = append(buf, '"')
 	}
 	return append(buf, ')')
+}
+
+// appendRecordField writes one non-NULL field's text s as record_out does.
+func appendRecordField(buf []byte, s string) []byte {
+	if s != "" && !strings.ContainsAny(s, "\"\\(),") && !strings.ContainsFunc(s, func(r rune) bool { return r < 128 && isSpace(byte(r)) }) {
+		return append(buf, s...)
+	}
+	buf = append(buf, '"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' || s[i] == '\\' {
+			buf = append(buf, s[i])
+		}
+		buf = append(buf, s[i])
+	}
+	return append(buf, '"')
 }
 
 // appendRecordBinary writes record_send's form: int32 field count, then

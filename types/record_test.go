@@ -21,8 +21,12 @@ func TestRecordText(t *testing.T) {
 	if rt.String() != "record" || rt.OID() != OIDRecord {
 		t.Errorf("record type prints %q oid %d", rt.String(), rt.OID())
 	}
-	if _, err := ParseText("(1,2)", rt); err == nil {
-		t.Error("input of an anonymous record was accepted")
+	if _, err := ParseText("(1,2)", T{Kind: Record}); err == nil {
+		t.Error("input of a record of unknown shape was accepted")
+	}
+	back, err := ParseText(want, rt)
+	if err != nil || TextOf(back, rt) != want {
+		t.Errorf("record_in(%s) = %s, %v", want, TextOf(back, rt), err)
 	}
 }
 

@@ -75,7 +75,7 @@ func ParseText(s string, t T) (Datum, error) {
 		}
 		return checkArrayElems(a, t)
 	case Record:
-		return Null, errRecordInput()
+		return parseRecordText(s, t)
 	case JSON, JSONB:
 		return parseJSONDatum(s, t)
 	case UUID:

@@ -241,7 +241,7 @@ func (t T) OID() uint32 {
 	case TextArray:
 		return arrayOIDs[ArrayElem(t).Kind]
 	case Record:
-		return OIDRecord
+		return recordOID(t)
 	case JSON:
 		return OIDJSON
 	case JSONB:
@@ -381,7 +381,7 @@ func (t T) String() string {
 		}
 		return "text[]"
 	case Record:
-		return "record"
+		return recordName(t)
 	case JSON:
 		return "json"
 	case JSONB:

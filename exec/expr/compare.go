@@ -128,6 +128,16 @@ func (c *Ctx) compare(op cmpOp, a, b vec, n int) (vec, error) {
 			return vec{}, sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: %s %s %s", a.t, opName(op), b.t)
 		}
 		cmpRows(op, n, out, func(i int) int { return types.CompareArrays(listAt(a, i), listAt(b, i), a.t) })
+	case types.PhysStruct:
+		// The binder gives both sides one record type (record_eq and
+		// record_cmp compare field by field, NULL fields equal).
+		cmpRows(op, n, out, func(i int) int {
+			x, y := datumOf(a, i), datumOf(b, i)
+			if x.Null || y.Null {
+				return 0 // a NULL row: masked by the validity
+			}
+			return types.CompareDatum(x, y, a.t)
+		})
 	default:
 		buf.Release()
 		if valid != nil {

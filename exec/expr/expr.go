@@ -91,6 +91,9 @@ type Cast struct {
 //	"json_build_object"          (Text, any)... → Text: a JSON object (jsonfuncs.go)
 //	"quote_ident"                Text → Text: PostgreSQL's quote_ident (quoteident.go)
 //	"field_select"               Record, Int64 constant k → field k's type: (r).field (recordfuncs.go)
+//	"row_ctor"                   any... → Record: ROW(a, ...) of the result's shape (recordfuncs.go)
+//	"record_mask"                Record, Record → Record: the first, NULL where the second is
+//	"record_key"                 Record → Text: equal exactly when the records are = (grouping, joins)
 type Func struct {
 	Name string
 	Args []Expr

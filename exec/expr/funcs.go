@@ -148,6 +148,12 @@ func kernelFor(e *Func) (kernel, error) {
 		k = quoteIdentKernel
 	case "field_select":
 		k, lo, hi = fieldSelectKernel(e.T), 2, 2
+	case "row_ctor":
+		k, lo, hi = rowCtorKernel(e.T), 0, math.MaxInt
+	case "record_mask":
+		k, lo, hi = recordMaskKernel(e.T), 2, 2
+	case "record_key":
+		k = recordKeyKernel(e.T, argTypes(e.Args)[0])
 	case "varchar_assign": // Text → VARCHAR(n) as an assignment (INSERT) cast
 		k = varcharAssignKernel(e.T)
 	default:
@@ -184,7 +190,7 @@ type colOut struct {
 	iv    []arrow.MonthDayNanoInterval
 	bits  []byte
 	str   *strOut
-	lst   *array.ListBuilder // text[]
+	lst   array.Builder // text[] and records (types.NewBuilder)
 }
 
 func newColOut(mem memory.Allocator, t types.T, n int) *colOut {
@@ -201,8 +207,8 @@ func newColOut(mem memory.Allocator, t types.T, n int) *colOut {
 		o.buf, o.dec = fixedBuf[decimal128.Num](mem, n)
 	case types.PhysInterval:
 		o.buf, o.iv = fixedBuf[arrow.MonthDayNanoInterval](mem, n)
-	case types.PhysList:
-		o.lst = array.NewListBuilder(mem, arrow.BinaryTypes.String)
+	case types.PhysList, types.PhysStruct:
+		o.lst = types.NewBuilder(mem, t)
 	default:
 		o.str = newStrOut(n, 0)
 	}

@@ -14,6 +14,9 @@ import (
 //
 //	field_select(r, k)   (r).field: field k (an Int64 constant, 0-based) of
 //	                     record r; NULL where r is NULL
+//	row_ctor(a, ...)     ROW(a, ...): a record of the result type's shape
+//	record_mask(r, m)    r, NULL where m is NULL (record casts)
+//	record_key(r)        Text: equal exactly when the records are = (grouping)
 
 // fieldSelectKernel returns the field's child array itself when no record
 // is NULL, else the child with the records' NULLs added to its validity:
@@ -64,4 +67,52 @@ func broadcastRecord(mem memory.Allocator, d types.Datum, t types.T, n int) arro
 		types.AppendDatum(b, d, t)
 	}
 	return b.NewArray()
+}
+
+// rowCtorKernel is row_ctor(a, b, ...): ROW(a, b, ...), a record of type t
+// whose fields are the arguments' columns themselves (no values copied).
+func rowCtorKernel(t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		fs := types.RecordFields(t)
+		if len(fs) != len(args) {
+			return vec{}, sqlerr.New(sqlerr.Internal, "row_ctor: %d fields, %d arguments", len(fs), len(args))
+		}
+		mem := c.mem()
+		children := make([]arrow.ArrayData, len(args))
+		for k, a := range args {
+			col := a.column(mem, n)
+			defer col.Release()
+			children[k] = col.Data()
+		}
+		d := array.NewData(t.Arrow(), n, []*memory.Buffer{nil}, children, 0, 0)
+		defer d.Release()
+		return vec{arr: array.MakeFromData(d), t: t}, nil
+	}
+}
+
+// recordMaskKernel is record_mask(r, m): r, NULL where m is NULL (a cast
+// of a NULL record is NULL, not a record of NULL fields).
+func recordMaskKernel(t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		mem := c.mem()
+		r := args[0].column(mem, n)
+		defer r.Release()
+		m := args[1].column(mem, n)
+		defer m.Release()
+		if m.NullN() == 0 {
+			r.Retain()
+			return vec{arr: r, t: t}, nil
+		}
+		return vec{arr: maskNulls(mem, r, m), t: t}, nil
+	}
+}
+
+// recordKeyKernel is record_key(r): types.RecordKey, the text grouping,
+// DISTINCT and joins use for a record.
+func recordKeyKernel(t, rt types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			return types.Str(types.RecordKey(datumOf(args[0], i), rt)), nil
+		})
+	}
 }

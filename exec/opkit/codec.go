@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -163,52 +162,11 @@ func ReadUvarint(buf []byte) (uint64, []byte, error) {
 	return v, buf[k:], nil
 }
 
-// CompareDatum orders non-NULL values of type t as PostgreSQL does.
-func CompareDatum(a, b types.Datum, t types.T) int {
-	switch t.Physical() {
-	case types.PhysBool, types.PhysInt64:
-		return Cmp3(a.I < b.I, a.I > b.I)
-	case types.PhysFloat64:
-		return Cmp3(FloatLess(a.F, b.F), FloatLess(b.F, a.F))
-	case types.PhysDecimal:
-		return a.D.Cmp(b.D)
-	case types.PhysString:
-		if t.Kind == types.JSONB {
-			return types.JSONBCompare(a.S, b.S)
-		}
-		return strings.Compare(a.S, b.S)
-	case types.PhysInterval:
-		return types.IntervalSpan(a.IV).Cmp(types.IntervalSpan(b.IV))
-	case types.PhysList:
-		return types.CompareArrays(a.A, b.A, t)
-	case types.PhysStruct:
-		// Field by field, a NULL field after any value, as PostgreSQL's btree record_cmp.
-		for k, f := range types.RecordFields(t) {
-			x, y := a.R.Fields[k], b.R.Fields[k]
-			switch {
-			case x.Null && y.Null:
-				continue
-			case x.Null || y.Null:
-				return Cmp3(y.Null, x.Null)
-			}
-			if c := CompareDatum(x, y, f.T); c != 0 {
-				return c
-			}
-		}
-		return 0
-	}
-	return 0
-}
+// CompareDatum orders non-NULL values of type t as PostgreSQL does
+// (types.CompareDatum).
+func CompareDatum(a, b types.Datum, t types.T) int { return types.CompareDatum(a, b, t) }
 
-func Cmp3(less, greater bool) int {
-	switch {
-	case less:
-		return -1
-	case greater:
-		return 1
-	}
-	return 0
-}
+func Cmp3(less, greater bool) int { return types.Cmp3(less, greater) }
 
 // TakeArray returns the rows idx of a (idx -1 gives NULL).
 func TakeArray(a arrow.Array, idx []int, t types.T) arrow.Array {
@@ -304,15 +262,7 @@ func NewNullArrayMem(mem memory.Allocator, t types.T, n int) arrow.Array {
 var ErrCorruptState = sqlerr.New(sqlerr.DataCorrupted, "corrupt aggregate state")
 
 // FloatLess orders floats as PostgreSQL does: NaN above everything.
-func FloatLess(x, y float64) bool {
-	if x != x {
-		return false
-	}
-	if y != y {
-		return true
-	}
-	return x < y
-}
+func FloatLess(x, y float64) bool { return types.FloatLess(x, y) }
 
 // EncodeRow appends row i of rec, each column EncodeDatum'd (the format of
 // view rows and of operators' stored rows).

@@ -59,6 +59,11 @@ type Binder struct {
 	// no session runs the statement (they are then NULL).
 	Session SessionInfo
 
+	// rowArgs holds each ROW(...) constructor's arguments before untyped
+	// literals were made text: two constructors compare pair by pair, each
+	// literal typed by its peer (composite.go).
+	rowArgs map[*expr.Func][]expr.Expr
+
 	// outer is the scope of the query whose subquery is being bound (the
 	// subquery's FROM scope resolves names there too); outerRefs counts
 	// names resolved that way, which is how a subquery is found correlated.
@@ -560,13 +565,11 @@ func distinct(in planner.Node) (planner.Node, error) {
 	return &planner.Aggregate{Input: in, GroupBy: group, Cols: cols}, nil
 }
 
-// noRecordKeys refuses records (types.Record) as grouping keys: the
-// executor's group tables hold scalar keys only.
+// noRecordKeys refuses keys that have no equality: json. (Records group by
+// their text key, planner.textKeys.)
 func noRecordKeys(keys []expr.Expr) error {
 	for _, k := range keys {
 		switch k.Type().Kind {
-		case types.Record:
-			return sqlerr.New(sqlerr.FeatureNotSupported, "grouping by a value of type record is not supported")
 		case types.JSON: // PostgreSQL's json has no = (jsonb has)
 			return sqlerr.New(sqlerr.UndefinedFunction, "could not identify an equality operator for type json")
 		}

@@ -102,6 +102,11 @@ func pgTypeName(t types.T) string {
 		return "time"
 	case types.TimeTZ:
 		return "timetz"
+	case types.Record:
+		if n := types.CompositeName(t); n != "" {
+			return n
+		}
+		return "record"
 	}
 	return "?column?"
 }

@@ -103,6 +103,9 @@ func (b *Binder) bindExpr(c *ectx, n ast.ExprNode) (expr.Expr, error) {
 		if e, err = b.coerce(e, types.TText); err != nil {
 			return nil, err
 		}
+		if e.Type().Kind == types.Record {
+			return recordIsNull(e, n.Not), nil
+		}
 		name := "is_null"
 		if n.Not {
 			name = "is_not_null"
@@ -129,7 +132,7 @@ func (b *Binder) bindExpr(c *ectx, n ast.ExprNode) (expr.Expr, error) {
 	case *ast.WindowFuncExpr:
 		return b.bindWindowFunc(c, n)
 	case *ast.RowExpr:
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "row expressions are not supported")
+		return b.bindRow(c, n)
 	}
 	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "expressions of this kind are not supported")
 }
@@ -263,6 +266,9 @@ func (b *Binder) castTo(e expr.Expr, t types.T) (expr.Expr, error) {
 	from := e.Type()
 	if from == t {
 		return e, nil
+	}
+	if from.Kind == types.Record && t.Kind == types.Record {
+		return b.recordCast(e, t)
 	}
 	switch x := e.(type) {
 	case *expr.Param:

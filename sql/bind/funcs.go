@@ -94,8 +94,11 @@ func (b *Binder) compareOp(op string, l, r expr.Expr) (expr.Expr, error) {
 	if isJSONType(l.Type()) || isJSONType(r.Type()) {
 		return b.jsonCompare(op, l, r)
 	}
+	if l.Type().Kind == types.Record || r.Type().Kind == types.Record {
+		return b.recordCompare(op, l, r)
+	}
 	t, ok := commonType(l.Type(), r.Type())
-	if !ok || t.Kind == types.Record { // records are not compared (nor joined on)
+	if !ok {
 		return nil, noOperator(op, l, r)
 	}
 	var err error
@@ -842,6 +845,9 @@ func fieldSelect(e expr.Expr, name string) (expr.Expr, error) {
 	}
 	k := types.FieldIndex(t, name)
 	if k < 0 {
+		if t.String() != "record" {
+			return nil, sqlerr.New(sqlerr.UndefinedColumn, "column \"%s\" not found in data type %s", name, t)
+		}
 		return nil, sqlerr.New(sqlerr.UndefinedColumn, "could not identify column \"%s\" in record data type", name)
 	}
 	return call("field_select", types.RecordFields(t)[k].T, e, &expr.Const{D: types.Int(int64(k)), T: types.TInt64}), nil

@@ -25,7 +25,7 @@ func (*DropIndex) stmt()   {}
 // 0A000.
 func (p *parser) createIndex() (Statement, error) {
 	if t := p.at(); p.accept("unique") {
-		return nil, p.notSupported(t, "unique indexes are not supported: an index on a materialized view only speeds up reads")
+		return nil, p.notSupported(t, "unique indexes are not supported: an index only speeds up reads (a table's PRIMARY KEY is its unique key)")
 	}
 	if err := p.expect("index"); err != nil {
 		return nil, err

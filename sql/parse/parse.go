@@ -83,6 +83,8 @@ func (p *parser) statement() (Statement, error) {
 			return p.createRole(true)
 		case p.at().is("index") || p.at().is("unique") && p.peek(1).is("index"):
 			return p.createIndex()
+		case p.accept("type"):
+			return p.createType()
 		case p.at().is("temp") || p.at().is("temporary") || p.at().is("unlogged"):
 			return nil, p.notSupported(p.at(), "%s tables are not supported", p.at().Val)
 		default:
@@ -102,6 +104,8 @@ func (p *parser) statement() (Statement, error) {
 			return p.dropSink()
 		case p.accept("index"):
 			return p.dropIndex()
+		case p.accept("type"):
+			return p.dropType()
 		case p.accept("view"):
 			return p.drop(ObjPlainView)
 		case p.accept("role"), p.accept("user"):

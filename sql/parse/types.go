@@ -127,7 +127,10 @@ func TypeFromName(name string, mods []int) (types.T, error) {
 			return t, sqlerr.New(sqlerr.FeatureNotSupported, "type %s(%d) is not supported: use %s (microseconds)", name, mods[0], name)
 		}
 	default:
-		return t, sqlerr.New(sqlerr.UndefinedObject, "type %q does not exist", name)
+		if ct, ok := types.TypeNamed(name); ok && len(mods) == 0 {
+			return ct, nil
+		}
+		return t, sqlerr.New(sqlerr.UndefinedObject, "type \"%s\" does not exist", name)
 	}
 	if len(mods) > maxMods {
 		return t, sqlerr.New(sqlerr.SyntaxError, "invalid type modifier for type %s", name)
@@ -172,6 +175,9 @@ func (p *parser) typeName() (types.T, error) {
 		return types.T{}, p.syntaxError(first)
 	}
 	p.i++
+	if first.Kind == tIdent && first.Val == "struct" && p.at().isOp("<") {
+		return p.structType()
+	}
 	words := []string{first.Val}
 	word := func(kw string) bool {
 		if p.at().is(kw) {

@@ -294,7 +294,6 @@ func TestViewIndexErrors(t *testing.T) {
 		{"CREATE INDEX v_i ON v (a) INCLUDE (b)", "0A000"},
 		{"CREATE INDEX v_j ON v (j)", "0A000"},
 		{"CREATE INDEX CONCURRENTLY v_c ON v (a)", "0A000"},
-		{"CREATE INDEX t_a ON t (a)", "0A000"},
 		{"DROP INDEX nope", "42704"},
 		{"DROP INDEX v", "42809"},
 	} {

@@ -61,7 +61,15 @@ func TestStateSpill(t *testing.T) {
 // state is far larger than the state cache: committed groups are evicted
 // and read back from Pebble when their keys return, across a restart too,
 // and the views stay equal to their batch queries.
-func TestJoinStateSpill(t *testing.T) {
+func TestJoinStateSpill(t *testing.T) { testJoinStateSpill(t, false) }
+
+// TestJoinStateSpillKill9: the same, with the server killed (kill -9) right
+// after a load instead of stopped: the groups evicted (those used longest
+// ago first) and those in memory come back from the last committed epoch,
+// and the source's rows after it are joined again, exactly once.
+func TestJoinStateSpillKill9(t *testing.T) { testJoinStateSpill(t, true) }
+
+func testJoinStateSpill(t *testing.T, kill9 bool) {
 	if testing.Short() {
 		t.Skip("-short: spill volumes; run in the plain test step")
 	}
@@ -114,9 +122,13 @@ func TestJoinStateSpill(t *testing.T) {
 			t.Errorf("view %s with a state cache of 1 MiB: %d bytes held, %d groups evicted; want spilling", name, state, evicted)
 		}
 	}
+	if kill9 {
+		load(3) // killed with this load's epochs in flight
+		srv.Kill9()
+	}
 	srv.Restart(t)
 	c = srv.Conn(t)
-	load(3)
+	load(4)
 	check("after a restart")
 }
 

@@ -1,0 +1,72 @@
+package exec
+
+// What the join and rank operators' state caches evict first.
+//
+// Once an operator's state passes its share of the state cache, it evicts
+// committed entries (join groups, rank partitions) at a barrier until it is
+// below 80 % of the share. It evicts the entries used longest ago first:
+// each entry notes the barrier count (tick) when a row last touched it, and
+// a pass over the entries adds up their bytes by age, in barriers, so the
+// cut between the ages evicted and those kept is found without sorting.
+// Evicting in the map's random order instead evicted the hot entries (the
+// auctions that still get bids) as often as the cold ones, and every row of
+// a hot key then read its whole group back from Pebble.
+
+// evictAgeBuckets is how many ages are told apart; older entries count as
+// the oldest age.
+const evictAgeBuckets = 64
+
+// evictAges adds up the bytes of the evictable entries by age.
+type evictAges struct{ bytes [evictAgeBuckets]int64 }
+
+// evictAge is the age of an entry last used at barrier count used, now
+// that the count is tick.
+func evictAge(tick, used uint64) int {
+	if used >= tick {
+		return 0
+	}
+	return int(min(tick-used, evictAgeBuckets-1))
+}
+
+func (a *evictAges) add(age int, n int64) { a.bytes[age] += n }
+
+// cut returns the youngest age whose entries and all older ones hold at
+// least need bytes (0 when only all of them do): entries older than the cut
+// go, then entries of the cut's age until enough went.
+func (a *evictAges) cut(need int64) int {
+	var sum int64
+	for age := evictAgeBuckets - 1; age > 0; age-- {
+		if sum += a.bytes[age]; sum >= need {
+			return age
+		}
+	}
+	return 0
+}
+
+// evictOldest evicts, with evict, the evictable entries of m that were used
+// longest ago (used: the tick an entry notes; size: its bytes) until need
+// bytes went: every entry older than the cut, then entries of the cut's age
+// until done says enough went.
+func evictOldest[V any](m map[string]V, tick uint64, need int64, evictable func(string, V) bool,
+	used func(V) uint64, size func(V) int64, evict func(string, V), done func() bool) {
+	var ages evictAges
+	for k, v := range m {
+		if evictable(k, v) {
+			ages.add(evictAge(tick, used(v)), size(v))
+		}
+	}
+	cut := ages.cut(need)
+	for k, v := range m {
+		if evictable(k, v) && evictAge(tick, used(v)) > cut {
+			evict(k, v)
+		}
+	}
+	for k, v := range m {
+		if done() {
+			break
+		}
+		if evictable(k, v) && evictAge(tick, used(v)) == cut {
+			evict(k, v)
+		}
+	}
+}
