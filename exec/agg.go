@@ -170,7 +170,7 @@ func (a *aggOp) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track b
 		}
 		keys[i] = arr
 	}
-	canonKeys(ctx, keys)
+	canonKeys(ctx, keys, a.spec.Keys)
 	if cap(a.gids) < n {
 		a.gids = make([]int32, n)
 	}
@@ -193,7 +193,7 @@ func (a *aggOp) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track b
 				return err
 			}
 			if s.Distinct { // DISTINCT's values are keys too
-				arg = accum.CanonKey(ctx, arg)
+				arg = accum.CanonKey(ctx, arg, s.Arg.Type())
 			}
 		}
 		err := a.accs[i].Update(gids, arg, signs)

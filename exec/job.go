@@ -454,8 +454,10 @@ func (j *Job) send(out chan msg, m msg) error {
 func (j *Job) durable() bool { return j.spec.View != nil }
 
 func (j *Job) exprCtx() *expr.Ctx {
-	raw := j.spec.View != nil && j.spec.View.KeyFormat < storage.KeyFormatCanonical
-	return &expr.Ctx{Mem: memoryPool, Now: j.spec.Now, RawKeys: raw}
+	v := j.spec.View
+	raw := v != nil && v.KeyFormat < storage.KeyFormatCanonical
+	rawJSONB := v != nil && v.KeyFormat < storage.KeyFormatJSONB
+	return &expr.Ctx{Mem: memoryPool, Now: j.spec.Now, RawKeys: raw, RawJSONBKeys: rawJSONB}
 }
 
 // KeyGroups is the fixed number of key groups group keys hash into

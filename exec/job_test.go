@@ -238,3 +238,23 @@ func TestLateAckCommitsWithNextEpoch(t *testing.T) {
 		}
 	}
 }
+
+// TestExprCtxKeyFormat: a view's job keys as its state was written: raw
+// intervals and floats below KeyFormatCanonical, raw jsonb below
+// KeyFormatJSONB; a batch query (no view) canonicalises everything.
+func TestExprCtxKeyFormat(t *testing.T) {
+	for _, c := range []struct {
+		view          *storage.TableDef
+		raw, rawJSONB bool
+	}{
+		{nil, false, false},
+		{&storage.TableDef{KeyFormat: 0}, true, true},
+		{&storage.TableDef{KeyFormat: storage.KeyFormatCanonical}, false, true},
+		{&storage.TableDef{KeyFormat: storage.KeyFormatJSONB}, false, false},
+	} {
+		ctx := (&Job{spec: JobSpec{View: c.view}}).exprCtx()
+		if ctx.RawKeys != c.raw || ctx.RawJSONBKeys != c.rawJSONB {
+			t.Errorf("view %+v: RawKeys %v RawJSONBKeys %v, want %v %v", c.view, ctx.RawKeys, ctx.RawJSONBKeys, c.raw, c.rawJSONB)
+		}
+	}
+}

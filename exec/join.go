@@ -44,7 +44,7 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 				return err
 			}
 		}
-		canonKeys(ctx.Expr, keys)
+		canonKeys(ctx.Expr, keys, p.RightKeys)
 		gt = newGroupTable(exprTypes(p.RightKeys))
 		gids := make([]int32, nr)
 		gt.Lookup(keys, nr, gids, true)
@@ -128,7 +128,7 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 					return err
 				}
 			}
-			canonKeys(ctx.Expr, keys)
+			canonKeys(ctx.Expr, keys, p.LeftKeys)
 			gids := make([]int32, n)
 			gt.Lookup(keys, n, gids, false)
 			for l := 0; l < n; l++ {

@@ -285,7 +285,7 @@ func (o *joinOp) pushRows(ectx *expr.Ctx, c Chunk, side int) (int, error) {
 		}
 		keys = append(keys, a)
 	}
-	canonKeys(ectx, keys)
+	canonKeys(ectx, keys, o.keys[side])
 	o.keyCols = keys
 	h := hashColumns(nil, keys, n)
 	keyTs := exprTypes(o.keys[side])

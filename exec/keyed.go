@@ -125,7 +125,7 @@ func (k *KeyedRows) keys(cols []arrow.Array, n int) []string {
 		cols[c].Retain()
 		kc[i], kt[i] = cols[c], k.ts[c]
 	}
-	canonKeys(k.ectx, kc)
+	canonKeysT(k.ectx, kc, kt)
 	k.kenc.Encode(kc, kt, n)
 	out := make([]string, n)
 	for i := range out {

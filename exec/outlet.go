@@ -191,7 +191,7 @@ func (o *outlet) route(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 			return err
 		}
 	}
-	canonKeys(ectx, keys)
+	canonKeys(ectx, keys, o.keys)
 	o.hash = hashColumns(o.hash, keys, n)
 	h := o.hash
 	if len(o.idx) != len(o.outs) {

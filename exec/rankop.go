@@ -164,7 +164,7 @@ func (o *rankOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 			return err
 		}
 	}
-	canonKeys(ectx, keys)
+	canonKeys(ectx, keys, o.spec.partition)
 	h := hashColumns(nil, keys, n)
 	// Keys and rows are encoded a column at a time; a key is copied into
 	// a string only for a new partition, a row shares one string per batch.

@@ -22,7 +22,7 @@ func versionSpec(p *HashJoin) versionjoin.Spec {
 		ProbeTypes: p.Left.Types(), BuildTypes: p.Right.Types(),
 		ProbeKeys: p.LeftKeys, BuildKeys: p.RightKeys,
 		ProbeTime: p.Versioned.ProbeTime, BuildTime: p.Versioned.BuildTime,
-		Canon: canonKeys,
+		Canon: canonKeysT,
 	}
 }
 

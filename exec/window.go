@@ -40,7 +40,7 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 				return err
 			}
 		}
-		canonKeys(ctx.Expr, keys)
+		canonKeys(ctx.Expr, keys, p.PartitionBy)
 		gt := newGroupTable(exprTypes(p.PartitionBy))
 		gt.Lookup(keys, n, pids, true)
 		parts = gt.Len()

@@ -52,7 +52,8 @@ type TableDef struct {
 	// KeyFormat is how a view's state keys hold interval and float values:
 	// 0 (views created before KeyFormatCanonical) as they were, which can
 	// split equal values across keys; KeyFormatCanonical as the one
-	// representative of their equality class (exec/keycanon.go).
+	// representative of their equality class (exec/keycanon.go);
+	// KeyFormatJSONB also jsonb values in their key form (types.JSONBKey).
 	KeyFormat int `json:",omitempty"`
 	// Owner is the role that created the object; "" (entries written before
 	// roles existed) means the bootstrap superuser.
@@ -65,8 +66,12 @@ type TableDef struct {
 	Indexes []IndexDef `json:",omitempty"`
 }
 
-// KeyFormatCanonical is the TableDef.KeyFormat of views created now.
+// KeyFormatCanonical keys intervals and floats by their representatives.
 const KeyFormatCanonical = 1
+
+// KeyFormatJSONB also keys jsonb values by their key form (numbers without
+// trailing fractional zeros): the TableDef.KeyFormat of views created now.
+const KeyFormatJSONB = 2
 
 // Privileges that GRANT gives on a stream or view.
 const (

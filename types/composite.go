@@ -235,7 +235,7 @@ func parseRecordText(s string, t T) (Datum, error) {
 // RecordKey returns a text equal for two records of type t exactly when
 // PostgreSQL's record = finds them equal (NULL fields equal): record_out's
 // form of the fields' keys (float -0 written 0, arrays by ArrayKey, nested
-// records by RecordKey). Grouping, DISTINCT and joins on a record use it.
+// records by RecordKey, jsonb by JSONBKey). Grouping, DISTINCT and joins on a record use it.
 func RecordKey(d Datum, t T) string {
 	return string(appendRecordKey(nil, d, t))
 }
@@ -255,6 +255,9 @@ func appendRecordKey(buf []byte, d Datum, t T) []byte {
 			buf = appendRecordField(buf, ArrayKey(v.A, f.T))
 		case f.T.Kind == Record:
 			buf = appendRecordField(buf, RecordKey(v, f.T))
+		case f.T.Kind == JSONB:
+			k, _ := JSONBKey(v.S)
+			buf = appendRecordField(buf, JSONBOut(k))
 		default:
 			buf = appendRecordField(buf, TextOf(v, f.T))
 		}

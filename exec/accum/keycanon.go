@@ -12,24 +12,41 @@ import (
 
 // Equality-based operators (hash aggregates and DISTINCT, joins, top-N and
 // window partitions, exchanges, COUNT(DISTINCT)) key on a value's bytes
-// and hash. For most types equal values have equal bytes; for two they do
+// and hash. For most types equal values have equal bytes; for three they do
 // not, and the values of such a key column are replaced by representatives before
 // it is hashed, compared or encoded:
 //
 //	interval  types.CanonInterval: '24:00:00' and '1 day' both key as '1 day'
 //	float     every NaN as one NaN (PostgreSQL: NaN = NaN), -0 as 0
+//	jsonb     types.JSONBKey: numbers without trailing fractional zeros,
+//	          at any depth ('{"a": 1.0}' and '{"a": 1}' both key as the latter)
 //
 // So a group's key, and the value a GROUP BY or DISTINCT outputs for it,
 // is the representative ('1 day', 0), where PostgreSQL outputs the first
 // value it saw. NUMERIC needs nothing: a column holds every value at its
 // type's one scale, so 1.0 and 1.00 are the same integer.
 //
+// jsonb is told from the other String columns by the key's type (the
+// callers pass it), and a jsonb group prints its key form too ('1' for a
+// group of '1.0').
+//
 // Views created before this (storage.TableDef.KeyFormat 0) have state
-// keyed by the raw values; their jobs run with ctx.RawKeys and keep it.
+// keyed by the raw values; their jobs run with ctx.RawKeys and keep it;
+// views created before KeyFormatJSONB run with ctx.RawJSONBKeys.
 
-// CanonKey returns a with its values replaced by their representatives,
-// or a itself (most columns: nothing to replace). A replaced a is released.
-func CanonKey(ctx *expr.Ctx, a arrow.Array) arrow.Array {
+// CanonKey returns a (a key column of type t) with its values replaced by
+// their representatives, or a itself (most columns: nothing to replace).
+// A replaced a is released.
+func CanonKey(ctx *expr.Ctx, a arrow.Array, t types.T) arrow.Array {
+	if t.Kind == types.JSONB {
+		if ctx != nil && ctx.RawJSONBKeys {
+			return a
+		}
+		if arr, ok := a.(*array.String); ok {
+			return canonJSONB(arr)
+		}
+		return a
+	}
 	if ctx != nil && ctx.RawKeys {
 		return a
 	}
@@ -81,11 +98,49 @@ func isCanonFloat(f float64) bool {
 
 var canonNaN = math.Float64bits(math.NaN())
 
-// CanonKeys applies CanonKey to each key column, in place.
-func CanonKeys(ctx *expr.Ctx, keys []arrow.Array) {
+// CanonKeys applies CanonKey to each key column (the values of exprs), in
+// place.
+func CanonKeys(ctx *expr.Ctx, keys []arrow.Array, exprs []expr.Expr) {
 	for i, k := range keys {
-		keys[i] = CanonKey(ctx, k)
+		keys[i] = CanonKey(ctx, k, exprs[i].Type())
 	}
+}
+
+// CanonKeysT applies CanonKey to each key column (of type ts[i]), in place.
+func CanonKeysT(ctx *expr.Ctx, keys []arrow.Array, ts []types.T) {
+	for i, k := range keys {
+		keys[i] = CanonKey(ctx, k, ts[i])
+	}
+}
+
+// canonJSONB returns the jsonb column a with its values in key form, or a
+// itself when they all are (checked without allocating).
+func canonJSONB(a *array.String) arrow.Array {
+	n := a.Len()
+	i := 0
+	for ; i < n; i++ {
+		if a.IsNull(i) {
+			continue
+		}
+		if _, ok := types.JSONBKey(a.Value(i)); ok {
+			break
+		}
+	}
+	if i == n {
+		return a
+	}
+	b := array.NewStringBuilder(opkit.Mem)
+	defer b.Release()
+	b.Reserve(n)
+	for i := range n {
+		if a.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		k, _ := types.JSONBKey(a.Value(i))
+		b.Append(k)
+	}
+	return replaced(a, b.NewArray())
 }
 
 func replaced(old, new arrow.Array) arrow.Array {

@@ -33,6 +33,10 @@ type Ctx struct {
 	// their representatives (exec/keycanon.go): the job of a view whose
 	// state was keyed that way (storage.TableDef.KeyFormat 0).
 	RawKeys bool
+	// RawJSONBKeys keeps jsonb key columns as they are instead of their
+	// key form (types.JSONBKey): the job of a view whose state was keyed
+	// that way (storage.TableDef.KeyFormat below KeyFormatJSONB).
+	RawJSONBKeys bool
 }
 
 func (c *Ctx) mem() memory.Allocator {

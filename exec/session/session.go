@@ -242,7 +242,7 @@ func (o *Op) Fold(ectx *expr.Ctx, rec arrow.RecordBatch) error {
 		}
 		keys[i] = arr
 	}
-	accum.CanonKeys(ectx, keys)
+	accum.CanonKeys(ectx, keys, o.spec.Keys)
 	if cap(o.kids) < n {
 		o.kids, o.gids = make([]int32, n), make([]int32, n)
 	}

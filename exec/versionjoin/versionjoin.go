@@ -64,7 +64,7 @@ type Spec struct {
 	ProbeTime, BuildTime int
 	// Canon, if set, makes equal key values encode alike (interval '1 day'
 	// and '24 hours'); it replaces the arrays it is given.
-	Canon func(*expr.Ctx, []arrow.Array)
+	Canon func(*expr.Ctx, []arrow.Array, []types.T)
 }
 
 // version is one version of a key: valid from ts, the build row's encoding.
@@ -193,7 +193,7 @@ func (o *Op) keysOf(ectx *expr.Ctx, keys []expr.Expr, rec arrow.RecordBatch) (va
 		}
 	}
 	if o.spec.Canon != nil {
-		o.spec.Canon(ectx, cols)
+		o.spec.Canon(ectx, cols, kt)
 	}
 	o.kenc.Encode(cols, kt, n)
 	return valid, nil
