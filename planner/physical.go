@@ -108,7 +108,15 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 			if a.Arg != nil && a.Arg.Type().Kind == types.TextArray && a.Func != AggCount {
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "aggregates other than count over arrays are not supported")
 			}
-			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: a.Arg, T: a.T, Frac: a.Frac, Desc: a.Desc})
+			arg := a.Arg
+			if name := ""; a.Distinct && a.Func == AggCount && arg != nil {
+				// count(DISTINCT r) counts r's equality classes: the
+				// text key grouping uses ('24:00:00' = '1 day' in a record).
+				if name = textKeyFunc(arg.Type()); name != "" {
+					arg = &expr.Func{Name: name, Args: []expr.Expr{arg}, T: types.TText}
+				}
+			}
+			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: arg, T: a.T, Frac: a.Frac, Desc: a.Desc})
 		}
 		if w := n.Window; w != nil && w.Kind == "session" {
 			// GROUP BY keys, SESSION(ts, gap): the binder put the session's

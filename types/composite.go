@@ -258,6 +258,11 @@ func appendRecordKey(buf []byte, d Datum, t T) []byte {
 		case f.T.Kind == JSONB:
 			k, _ := JSONBKey(v.S)
 			buf = appendRecordField(buf, JSONBOut(k))
+		case f.T.Kind == Interval:
+			// '24:00:00' = '1 day': the field keys as its equality
+			// class's representative, as a scalar interval key does.
+			c, _ := CanonInterval(v.IV)
+			buf = appendRecordField(buf, TextOf(Datum{IV: c}, f.T))
 		default:
 			buf = appendRecordField(buf, TextOf(v, f.T))
 		}
