@@ -254,7 +254,7 @@ func TestOutputColumns(t *testing.T) {
 		{"select word, count(*), sum(n), avg(n), min(ts), max(word) from words group by word",
 			"word:character varying(20) count:bigint sum:numeric(38,0) avg:numeric(38,16) min:timestamp without time zone max:character varying(20)"},
 		{"select sum(a), sum(sm), sum(f), avg(f), sum(x), count(distinct s) from t", "sum:bigint sum:bigint sum:double precision avg:double precision sum:numeric(38,2) count:bigint"},
-		{"select 1, 1.5, 3000000000, 99999999999999999999, 'x', null, true", "?column?:integer ?column?:numeric(38,1) ?column?:bigint ?column?:numeric(38,0) ?column?:text ?column?:text bool:boolean"},
+		{"select 1, 1.5, 3000000000, 99999999999999999999, 'x', null, true", "?column?:integer ?column?:numeric(38,1) ?column?:bigint ?column?:numeric(38,0) ?column?:text ?column?:text ?column?:boolean"},
 		{"select pg_cast(1, 'int'), pg_cast(a, 'text'), pg_cast('5', 'bigint') as five from t", "int4:integer a:text five:bigint"},
 		{"select a + 1 as b, case when ok then 1 end, lower(s), upper(s) u, length(s), s || 'x' from t",
 			"b:integer case:integer lower:text u:text length:integer ?column?:text"},

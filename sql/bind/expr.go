@@ -552,6 +552,47 @@ func (b *Binder) bindCase(c *ectx, n *ast.CaseExpr) (expr.Expr, error) {
 // outputName is the column name PostgreSQL gives a select-list expression
 // without an alias.
 func outputName(n ast.ExprNode) string {
+	name, _ := figureName(n)
+	return name
+}
+
+// figureName is outputName with the strength PostgreSQL's FigureColname
+// gives the name: 2 for a column, function or other real name, 1 for a
+// type name a cast or CASE supplies, 0 for ?column?. A cast keeps its
+// operand's name only when that is a real one: '1'::int::text is "text",
+// c::int is "c".
+func figureName(n ast.ExprNode) (string, int) {
+	name := figureName1(n)
+	switch n.(type) {
+	case *ast.SubqueryExpr: // its column's name, even ?column?
+		return name, 2
+	case *ast.CaseExpr:
+		return name, 1
+	}
+	if name == "?column?" {
+		return name, 0
+	}
+	if f, ok := n.(*ast.FuncCallExpr); ok && f.FnName.L == "pg_cast" {
+		return name, castStrength(f)
+	}
+	if p, ok := n.(*ast.ParenthesesExpr); ok {
+		return figureName(p.Expr)
+	}
+	return name, 2
+}
+
+// castStrength is the strength of a pg_cast's name: its operand's when
+// that is a real name, else 1 (the type's name).
+func castStrength(f *ast.FuncCallExpr) int {
+	if len(f.Args) == 2 {
+		if _, s := figureName(f.Args[0]); s == 2 {
+			return 2
+		}
+	}
+	return 1
+}
+
+func figureName1(n ast.ExprNode) string {
 	switch n := n.(type) {
 	case *ast.ParenthesesExpr:
 		return outputName(n.Expr)
@@ -581,10 +622,6 @@ func outputName(n ast.ExprNode) string {
 		return strings.ToLower(n.Name)
 	case *ast.CaseExpr:
 		return "case"
-	case ast.ValueExpr:
-		if _, ok := n.GetValue().(int64); ok && n.GetType().GetFlag()&mysql.IsBooleanFlag != 0 {
-			return "bool"
-		}
 	case *ast.SubqueryExpr:
 		// PostgreSQL names (SELECT x ...) after its one column.
 		if s, ok := n.Query.(*ast.SelectStmt); ok && s.Fields != nil && len(s.Fields.Fields) == 1 && s.Fields.Fields[0].WildCard == nil {
@@ -597,7 +634,7 @@ func outputName(n ast.ExprNode) string {
 		switch name := n.FnName.L; name {
 		case "pg_cast":
 			if len(n.Args) == 2 {
-				if inner := outputName(n.Args[0]); inner != "?column?" {
+				if inner, s := figureName(n.Args[0]); s == 2 {
 					return inner
 				}
 				if t, err := castType(n.Args[1]); err == nil {
