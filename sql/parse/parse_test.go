@@ -535,6 +535,10 @@ func TestQueryText(t *testing.T) {
 		{"  select x::int from t ; ", "select x::int from t", "select pg_cast(x, 'integer') from t"},
 		{"select (a+b)::text, cast(c as numeric(10,2))", "select (a+b)::text, cast(c as numeric(10,2))",
 			"select pg_cast((a+b), 'text'), pg_cast(c, 'numeric(10,2)')"},
+		// CASE ... END is a primary: the cast covers the whole CASE, nested ones too.
+		{"select case when a then case b when 1 then 2 end::int end::text, x::int",
+			"select case when a then case b when 1 then 2 end::int end::text, x::int",
+			"select pg_cast(case when a then pg_cast(case b when 1 then 2 end, 'integer') end, 'text'), pg_cast(x, 'integer')"},
 		// PostgreSQL: 'a\b' is a backslash and b; E'c\\d' is c, backslash, d; E'x\qy' is xqy.
 		{`select 'a\b', E'c\\d', E'x\qy', $$it's$$`, `select 'a\b', E'c\\d', E'x\qy', $$it's$$`, `select 'a\\b', 'c\\d', 'xqy', 'it''s'`},
 		{"select * from v as of savepoint s1 emit changes", "select * from v as of savepoint s1 emit changes",

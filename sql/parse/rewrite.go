@@ -204,6 +204,7 @@ func (r *rewriter) rewrite(from, to int) error {
 	prim := -1        // piece where the primary just emitted begins, -1 if the last token ends none
 	callable := false // the last token could name a function
 	field := -1       // the token of the last field selected by (expr).field
+	var cases []int   // the pieces of the CASEs open: CASE ... END is a primary (CASE ... END::text)
 	top := orderList{item: -1}
 	// order is the ORDER BY list at the current parenthesis depth.
 	order := func() *orderList {
@@ -512,6 +513,15 @@ func (r *rewriter) rewrite(from, to int) error {
 			callable = quoted || !notFuncKeywords[t.Val]
 			if !callable {
 				prim = -1 // a keyword such as SELECT ends no primary
+			}
+			if t.Kind == tIdent && !quoted {
+				switch {
+				case t.Val == "case":
+					cases = append(cases, k)
+				case t.Val == "end" && len(cases) > 0:
+					prim = cases[len(cases)-1] // the CASE expression ends here
+					cases = cases[:len(cases)-1]
+				}
 			}
 		case tOp:
 			switch t.Val {

@@ -21,7 +21,7 @@ func TestOutputColumnNamesPG(t *testing.T) {
 	}
 	queries := []string{
 		"SELECT '1'::int::text, 1::int, '2'::bigint, c::int, c::text::int, d::int FROM cn",
-		"SELECT (CASE WHEN c > 0 THEN 1 END)::text, CASE WHEN c > 0 THEN 1 END FROM cn",
+		"SELECT (CASE WHEN c > 0 THEN 1 END)::text, CASE WHEN c > 0 THEN 1 END, CASE WHEN c > 0 THEN c END::text FROM cn",
 		"SELECT true::int, true, (c + 1)::text, (c)::text FROM cn",
 		"SELECT count(*)::int, sum(c)::text, max(c) FROM cn",
 		"SELECT now()::date, length(d)::text, upper(d), ARRAY[1]::text[], ARRAY[c] FROM cn",
