@@ -52,6 +52,9 @@ func runFuncScan(ctx *Ctx, p *FuncScan, emit func(arrow.RecordBatch) error) erro
 func runSRF(ctx *Ctx, fn string, ts []types.T, args []types.Datum, emit func(arrow.RecordBatch) error) error {
 	switch fn {
 	case "unnest":
+		if ts[0].Kind != types.Text {
+			return unnestTyped(ctx, ts, args[0].A, emit)
+		}
 		a := args[0].A
 		b := array.NewStringBuilder(ctx.alloc())
 		defer b.Release()
@@ -90,6 +93,34 @@ func runSRF(ctx *Ctx, fn string, ts []types.T, args []types.Datum, emit func(arr
 		return seriesInts(ctx, ts, args, emit)
 	}
 	return sqlerr.New(sqlerr.Internal, "exec: unknown set-returning function %s", fn)
+}
+
+// unnestTyped emits the elements of a (held as their text) as values of
+// the element type ts[0].
+func unnestTyped(ctx *Ctx, ts []types.T, a *types.Array, emit func(arrow.RecordBatch) error) error {
+	b := types.NewBuilder(ctx.alloc(), ts[0])
+	defer b.Release()
+	for i, s := range a.Elems {
+		if a.IsNull(i) {
+			b.AppendNull()
+		} else {
+			d, err := types.ParseText(s, ts[0])
+			if err != nil {
+				return err
+			}
+			types.AppendDatum(b, d, ts[0])
+		}
+		if b.Len() == srfBatch || i == len(a.Elems)-1 {
+			if err := ctx.check(); err != nil {
+				return err
+			}
+			n := b.Len()
+			if err := emit(newRecord(ts, []arrow.Array{b.NewArray()}, n)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func seriesInts(ctx *Ctx, ts []types.T, args []types.Datum, emit func(arrow.RecordBatch) error) error {

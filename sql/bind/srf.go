@@ -142,6 +142,9 @@ func (b *Binder) srfArgs(fn string, args []expr.Expr) (types.T, error) {
 		if args[0].Type().Kind != types.TextArray {
 			return types.T{}, noFunc()
 		}
+		if fn == "unnest" {
+			return types.ArrayElem(args[0].Type()), nil // PostgreSQL's anyarray unnest: the element type
+		}
 		return types.TText, nil
 	case "generate_series":
 		if len(args) != 2 && len(args) != 3 {

@@ -2,6 +2,7 @@ package sqllogic
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -9,7 +10,8 @@ import (
 )
 
 // TestOutputColumnNamesPG: a select-list expression without an alias is
-// named as PostgreSQL names it (FigureColname): a cast keeps its operand's
+// named (and typed: unnest in FROM gives the element type) as PostgreSQL
+// names it (FigureColname): a cast keeps its operand's
 // name only when that is a column or function name, else it is named
 // after its type ('1'::int::text is "text", c::int is "c").
 func TestOutputColumnNamesPG(t *testing.T) {
@@ -26,6 +28,9 @@ func TestOutputColumnNamesPG(t *testing.T) {
 		"SELECT count(*)::int, sum(c)::text, max(c) FROM cn",
 		"SELECT now()::date, length(d)::text, upper(d), ARRAY[1]::text[], ARRAY[c] FROM cn",
 		"SELECT (SELECT c FROM cn LIMIT 1)::text, (SELECT 1)::text",
+		"SELECT * FROM unnest(ARRAY[1, 2])",
+		"SELECT u FROM unnest(ARRAY['2026-01-02'::date]) AS u",
+		"SELECT x FROM unnest(ARRAY[1.5::float8, NULL]) AS t(x)",
 	}
 	names := func(c *pgx.Conn, q string) string {
 		rows, err := c.Query(context.Background(), q)
@@ -35,7 +40,7 @@ func TestOutputColumnNamesPG(t *testing.T) {
 		defer rows.Close()
 		var out []string
 		for _, f := range rows.FieldDescriptions() {
-			out = append(out, f.Name)
+			out = append(out, fmt.Sprintf("%s:%d", f.Name, f.DataTypeOID))
 		}
 		return strings.Join(out, ",")
 	}
