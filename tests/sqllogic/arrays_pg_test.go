@@ -27,12 +27,7 @@ func TestArraysPG(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: a differential volume test of types and statements, run in the plain step")
 	}
-	pg := StartPG(t)
-	srv := StartServer(t, "")
-	d := &diffRun{t: t, sdb: srv.Conn(t), pg: pg.Conn(t), strict: true, logged: map[string]bool{}}
-	ddl := "CREATE TABLE ar (id INT, g INT, a INT[], b TEXT[], c BIGINT[], f DOUBLE PRECISION[])"
-	d.mustExec(d.sdb, "streamdb", ddl)
-	d.mustExec(d.pg, "PostgreSQL", ddl)
+	d, srv := startStrictDiff(t, "CREATE TABLE ar (id INT, g INT, a INT[], b TEXT[], c BIGINT[], f DOUBLE PRECISION[])")
 	rng := rand.New(rand.NewPCG(30, 12))
 
 	views := []string{
@@ -41,12 +36,6 @@ func TestArraysPG(t *testing.T) {
 		"SELECT g, count(a) AS ca, count(DISTINCT g) AS dg, sum(cardinality(a)) AS s FROM ar GROUP BY g",
 		"SELECT id, a[1] AS a1, a[2:3] AS s, b[2] AS b2, c[:1] AS c1, cardinality(f) AS nf, array_length(b, 1) AS lb FROM ar WHERE 3 = ANY(a) OR 'x' = ANY(b)",
 		"SELECT c, count(*) AS n FROM ar WHERE cardinality(c) < 3 GROUP BY c",
-	}
-	var cases []*diffCase
-	for i, q := range views {
-		c := &diffCase{name: fmt.Sprintf("av%d", i), shape: "arrays", sql: q}
-		cases = append(cases, c)
-		d.createView(c)
 	}
 	batch := []string{
 		"SELECT id, g, a, b, c, f FROM ar",
@@ -74,9 +63,7 @@ func TestArraysPG(t *testing.T) {
 		"SELECT id, a::text, b::text, c::text[], a::bigint[] FROM ar",
 		"SELECT id, a || 9, 0 || a, a || a, b || 'z'::text FROM ar",
 	}
-	for i, q := range batch {
-		cases = append(cases, &diffCase{name: fmt.Sprintf("ab%d", i), shape: "arrays", sql: q, view: viewUnsupported})
-	}
+	cases := d.viewAndBatchCases("a", "arrays", views, batch)
 
 	ints := func(lo, hi int) string {
 		switch rng.IntN(10) {

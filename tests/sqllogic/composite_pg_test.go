@@ -23,17 +23,10 @@ import (
 // same rows, before and after a kill -9 and restart; the binary format of
 // anonymous records, the catalogs and the errors must match.
 func TestCompositePG(t *testing.T) {
-	pg := StartPG(t)
-	srv := StartServer(t, "")
-	d := &diffRun{t: t, sdb: srv.Conn(t), pg: pg.Conn(t), strict: true, logged: map[string]bool{}}
-	for _, ddl := range []string{
+	d, srv := startStrictDiff(t,
 		"CREATE TYPE addr AS (street TEXT, zip INT)",
 		"CREATE TYPE pt AS (x DOUBLE PRECISION, y NUMERIC(6,2), tag VARCHAR(8))",
-		"CREATE TABLE cp (id INT, g INT, a addr, p pt)",
-	} {
-		d.mustExec(d.sdb, "streamdb", ddl)
-		d.mustExec(d.pg, "PostgreSQL", ddl)
-	}
+		"CREATE TABLE cp (id INT, g INT, a addr, p pt)")
 	rng := rand.New(rand.NewPCG(33, 7))
 
 	views := []string{
@@ -43,12 +36,6 @@ func TestCompositePG(t *testing.T) {
 		"SELECT x.id, y.id AS yid, x.a FROM cp x JOIN cp y ON x.a = y.a WHERE x.g = 1",
 		"SELECT id, a, p, (p).tag AS tag FROM cp WHERE a IS NOT NULL AND (p).x > 0",
 		"SELECT g, p, count(*) AS n FROM cp GROUP BY g, p",
-	}
-	var cases []*diffCase
-	for i, q := range views {
-		c := &diffCase{name: fmt.Sprintf("cv%d", i), shape: "composite", sql: q}
-		cases = append(cases, c)
-		d.createView(c)
 	}
 	batch := []string{
 		"SELECT id, g, a, p FROM cp",
@@ -66,9 +53,7 @@ func TestCompositePG(t *testing.T) {
 		"SELECT ROW(1, 2) = ROW(1, 2), ROW(1, NULL) = ROW(1, 2), ROW(1, 2) < ROW(1, 3), ROW(1, NULL) < ROW(2, 0), ROW('1', 2) = ROW(1, 2), ROW(NULL, NULL) IS NULL, ROW(1, NULL) IS NULL, ROW(1, NULL) IS NOT NULL",
 		"SELECT (ROW('x', 5)::addr).zip, ((1, 2.5, 'x')::pt).y",
 	}
-	for i, q := range batch {
-		cases = append(cases, &diffCase{name: fmt.Sprintf("cb%d", i), shape: "composite", sql: q, view: viewUnsupported})
-	}
+	cases := d.viewAndBatchCases("c", "composite", views, batch)
 
 	streets := []string{"a", "b", "b c", "", `q"t`, `s\l`, "(x)", "a,b", "é", "main st"}
 	// gen returns rows of g, street (nil: NULL), zip ("": NULL), whole

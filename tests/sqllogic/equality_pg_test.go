@@ -21,16 +21,9 @@ import (
 // read back from storage. It also checks IS [NOT] DISTINCT FROM and
 // string_agg(...) FILTER (a batch query: a view refuses string_agg).
 func TestEqualityKeysPG(t *testing.T) {
-	pg := StartPG(t)
-	srv := StartServer(t, "")
-	d := &diffRun{t: t, sdb: srv.Conn(t), pg: pg.Conn(t), strict: true, logged: map[string]bool{}}
-	for _, s := range []string{
+	d, srv := startStrictDiff(t,
 		"CREATE TABLE ek (k INT, v INTERVAL, f FLOAT8, n NUMERIC(10,3), m NUMERIC(10,1))",
-		"CREATE TABLE ek2 (k INT, v INTERVAL, f FLOAT8, n NUMERIC(10,2))",
-	} {
-		d.mustExec(d.sdb, "streamdb", s)
-		d.mustExec(d.pg, "PostgreSQL", s)
-	}
+		"CREATE TABLE ek2 (k INT, v INTERVAL, f FLOAT8, n NUMERIC(10,2))")
 	queries := []string{
 		"SELECT DISTINCT v FROM ek",
 		"SELECT v, count(*), sum(k) FROM ek GROUP BY v",
@@ -169,6 +162,20 @@ func (d *diffRun) checkNorm(c *diffCase, round int, norm func(string) string) {
 	}
 }
 
+// startStrictDiff starts a private PostgreSQL and a streamdb server for a
+// strict differential test and runs each of ddl on both.
+func startStrictDiff(t *testing.T, ddl ...string) (*diffRun, *Server) {
+	t.Helper()
+	pg := StartPG(t)
+	srv := StartServer(t, "")
+	d := &diffRun{t: t, sdb: srv.Conn(t), pg: pg.Conn(t), strict: true, logged: map[string]bool{}}
+	for _, q := range ddl {
+		d.mustExec(d.sdb, "streamdb", q)
+		d.mustExec(d.pg, "PostgreSQL", q)
+	}
+	return d, srv
+}
+
 // viewAndBatchCases makes a case of each query: views (named prefix+"v"+i)
 // are created as materialized views too, batch ones run as batch queries only.
 func (d *diffRun) viewAndBatchCases(prefix, shape string, views, batch []string) []*diffCase {
@@ -201,16 +208,9 @@ func normAll(rows []string, norm func(string) string) []string {
 // such output is compared with numbers normalised (normJSONBNumbers); the
 // top-N output is the row's own value and compared as printed.
 func TestJSONBKeysPG(t *testing.T) {
-	pg := StartPG(t)
-	srv := StartServer(t, "")
-	d := &diffRun{t: t, sdb: srv.Conn(t), pg: pg.Conn(t), strict: true, logged: map[string]bool{}}
-	for _, s := range []string{
+	d, srv := startStrictDiff(t,
 		"CREATE TABLE jk (k INT, j JSONB)",
-		"CREATE TABLE jk2 (k INT, j JSONB)",
-	} {
-		d.mustExec(d.sdb, "streamdb", s)
-		d.mustExec(d.pg, "PostgreSQL", s)
-	}
+		"CREATE TABLE jk2 (k INT, j JSONB)")
 	views := []string{
 		"SELECT DISTINCT j FROM jk",
 		"SELECT j, count(*), sum(k) FROM jk GROUP BY j",

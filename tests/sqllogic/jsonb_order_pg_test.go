@@ -28,12 +28,7 @@ import (
 // whose numbers differ only in scale ({"a": 1.0}, {"a": 1}) is one group in
 // PostgreSQL and two in streamdb (docs/decisions/2026-12-07-jsonb-binary.md).
 func TestJSONBOrderPG(t *testing.T) {
-	pg := StartPG(t)
-	srv := StartServer(t, "")
-	d := &diffRun{t: t, sdb: srv.Conn(t), pg: pg.Conn(t), strict: true, logged: map[string]bool{}}
-	ddl := "CREATE TABLE jv (id INT, j JSONB, k JSONB)"
-	d.mustExec(d.sdb, "streamdb", ddl)
-	d.mustExec(d.pg, "PostgreSQL", ddl)
+	d, srv := startStrictDiff(t, "CREATE TABLE jv (id INT, j JSONB, k JSONB)")
 	rng := rand.New(rand.NewPCG(7, 2026))
 
 	views := []string{

@@ -33,12 +33,7 @@ import (
 // PostgreSQL, two in streamdb; docs/decisions/2026-12-06-jsonb.md).
 // jsonb's ordering is TestJSONBOrderPG's.
 func TestJSONBPG(t *testing.T) {
-	pg := StartPG(t)
-	srv := StartServer(t, "")
-	d := &diffRun{t: t, sdb: srv.Conn(t), pg: pg.Conn(t), strict: true, logged: map[string]bool{}}
-	ddl := "CREATE TABLE ev (id INT, payload JSONB, raw JSON)"
-	d.mustExec(d.sdb, "streamdb", ddl)
-	d.mustExec(d.pg, "PostgreSQL", ddl)
+	d, srv := startStrictDiff(t, "CREATE TABLE ev (id INT, payload JSONB, raw JSON)")
 	rng := rand.New(rand.NewPCG(30, 7))
 
 	views := []string{
@@ -48,12 +43,6 @@ func TestJSONBPG(t *testing.T) {
 		"SELECT jsonb_typeof(payload->'x') AS t, count(*) AS c FROM ev GROUP BY jsonb_typeof(payload->'x')",
 		"SELECT id, payload, raw FROM ev WHERE payload->>'user' <> 'u2'",
 		"SELECT (payload->'n')::int % 3 AS g, count(*) AS c, min(payload->>'user') AS lo FROM ev WHERE payload ?| array['tags', 'flag'] GROUP BY (payload->'n')::int % 3",
-	}
-	var cases []*diffCase
-	for i, q := range views {
-		c := &diffCase{name: fmt.Sprintf("jv%d", i), shape: "jsonb", sql: q}
-		cases = append(cases, c)
-		d.createView(c)
 	}
 	batch := []string{
 		"SELECT id, payload, raw FROM ev",
@@ -99,9 +88,7 @@ func TestJSONBPG(t *testing.T) {
 		"SELECT id, to_jsonb(payload), to_jsonb(raw), to_jsonb(ARRAY['a', NULL]), to_jsonb(1.5::float8), to_jsonb(true), to_jsonb('2026-01-02 03:04:05'::timestamp), to_jsonb('2026-01-02'::date) FROM ev",
 		"SELECT payload->>'user' AS u, count(DISTINCT payload->'user'), max(payload->>'n') FROM ev GROUP BY 1",
 	}
-	for i, q := range batch {
-		cases = append(cases, &diffCase{name: fmt.Sprintf("jb%d", i), shape: "jsonb", sql: q, view: viewUnsupported})
-	}
+	cases := d.viewAndBatchCases("j", "jsonb", views, batch)
 
 	nextID := 0
 	gen := func(n int) [][2]string { // (payload, raw) pairs as JSON text

@@ -27,12 +27,7 @@ import (
 // Bad input gets PostgreSQL's SQLSTATE. Last, a kill -9 and restart: the
 // views keep their state and go on with new rows.
 func TestTimeTZPG(t *testing.T) {
-	pg := StartPG(t)
-	srv := StartServer(t, "")
-	d := &diffRun{t: t, sdb: srv.Conn(t), pg: pg.Conn(t), strict: true, logged: map[string]bool{}}
-	ddl := "CREATE TABLE tz (id INT, g INT, tt TIMETZ, tm TIME)"
-	d.mustExec(d.sdb, "streamdb", ddl)
-	d.mustExec(d.pg, "PostgreSQL", ddl)
+	d, srv := startStrictDiff(t, "CREATE TABLE tz (id INT, g INT, tt TIMETZ, tm TIME)")
 	rng := rand.New(rand.NewPCG(30, 1266))
 
 	views := []string{
@@ -40,12 +35,6 @@ func TestTimeTZPG(t *testing.T) {
 		"SELECT g, min(tt) AS lo, max(tt) AS hi, count(tt) AS c, count(DISTINCT tt) AS d FROM tz GROUP BY g",
 		"SELECT id, tt, tt::text AS t, tt::time AS l FROM tz WHERE tt > '12:00+00'",
 		"SELECT tt::time AS l, g, count(*) AS c FROM tz WHERE tt IS NOT NULL GROUP BY tt::time, g",
-	}
-	var cases []*diffCase
-	for i, q := range views {
-		c := &diffCase{name: fmt.Sprintf("tzv%d", i), shape: "timetz", sql: q}
-		cases = append(cases, c)
-		d.createView(c)
 	}
 	batch := []string{
 		"SELECT id, g, tt, tm FROM tz",
@@ -67,9 +56,7 @@ func TestTimeTZPG(t *testing.T) {
 		"SELECT TIME WITH TIME ZONE '04:05:06+01', timetz '13:14 -01', CAST('12:00+00' AS time with time zone), '12:00+01'::timetz = '11:00+00'::timetz, '12:00+01'::timetz < '11:00+00'::timetz, '11:00+00'::timetz < '12:00+01'::timetz",
 		"SELECT '2026-01-02 03:04:05.25+00'::timestamptz::timetz, '13:14'::time::timetz, '13:14+05'::timetz::time, 'infinity'::timestamptz::timetz",
 	}
-	for i, q := range batch {
-		cases = append(cases, &diffCase{name: fmt.Sprintf("tzb%d", i), shape: "timetz", sql: q, view: viewUnsupported})
-	}
+	cases := d.viewAndBatchCases("tz", "timetz", views, batch)
 
 	tpool := []int64{0, 86400e6, 12 * 3600e6, 45296789012, 3723e6, 6*3600e6 + 15*60e6, 86399999999, 1}
 	for i := 0; i < 6; i++ {

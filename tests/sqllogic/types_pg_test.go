@@ -24,12 +24,7 @@ import (
 // systems accept a statement and print the same rows). Last, a kill -9 and
 // restart: the views keep their state and go on with new rows.
 func TestTypesPG(t *testing.T) {
-	pg := StartPG(t)
-	srv := StartServer(t, "")
-	d := &diffRun{t: t, sdb: srv.Conn(t), pg: pg.Conn(t), strict: true, logged: map[string]bool{}}
-	ddl := "CREATE TABLE ty (id INT, g INT, u UUID, b BYTEA, tm TIME)"
-	d.mustExec(d.sdb, "streamdb", ddl)
-	d.mustExec(d.pg, "PostgreSQL", ddl)
+	d, srv := startStrictDiff(t, "CREATE TABLE ty (id INT, g INT, u UUID, b BYTEA, tm TIME)")
 	rng := rand.New(rand.NewPCG(30, 11))
 
 	views := []string{
@@ -43,12 +38,6 @@ func TestTypesPG(t *testing.T) {
 		"SELECT tm, count(*) AS c, max(id) AS hi FROM ty GROUP BY tm",
 		"SELECT g, min(tm) AS lo, max(tm) AS hi, count(tm) AS c FROM ty GROUP BY g",
 		"SELECT id, tm, tm::text AS t FROM ty WHERE tm >= '12:00'",
-	}
-	var cases []*diffCase
-	for i, q := range views {
-		c := &diffCase{name: fmt.Sprintf("tv%d", i), shape: "types", sql: q}
-		cases = append(cases, c)
-		d.createView(c)
 	}
 	batch := []string{
 		"SELECT id, g, u FROM ty",
@@ -87,9 +76,7 @@ func TestTypesPG(t *testing.T) {
 		"SELECT '04:05:06.789'::time, '4:05 PM'::time, '12:00 am'::time, '2003-04-12 04:05:06'::time, '04:05:06+02'::time, '24:00'::time, 'allballs'::time, '23:59:59.9999999'::time, '1:2:3'::time, '04:05:06.1234564'::time",
 		"SELECT '2026-01-02 03:04:05.25'::timestamp::time, '25 hours 3 minutes 1.5 seconds'::interval::time, '-1 hour'::interval::time, '13:14'::time::interval",
 	}
-	for i, q := range batch {
-		cases = append(cases, &diffCase{name: fmt.Sprintf("tb%d", i), shape: "types", sql: q, view: viewUnsupported})
-	}
+	cases := d.viewAndBatchCases("t", "types", views, batch)
 
 	nextID := 0
 	pool := make([][16]byte, 12)
