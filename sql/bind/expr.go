@@ -562,40 +562,37 @@ func outputName(n ast.ExprNode) string {
 // operand's name only when that is a real one: '1'::int::text is "text",
 // c::int is "c".
 func figureName(n ast.ExprNode) (string, int) {
-	name := figureName1(n)
-	switch n.(type) {
-	case *ast.SubqueryExpr: // its column's name, even ?column?
-		return name, 2
-	case *ast.CaseExpr:
-		return name, 1
-	}
-	if name == "?column?" {
-		return name, 0
-	}
-	if f, ok := n.(*ast.FuncCallExpr); ok && f.FnName.L == "pg_cast" {
-		return name, castStrength(f)
-	}
-	if p, ok := n.(*ast.ParenthesesExpr); ok {
-		return figureName(p.Expr)
-	}
-	return name, 2
-}
-
-// castStrength is the strength of a pg_cast's name: its operand's when
-// that is a real name, else 1 (the type's name).
-func castStrength(f *ast.FuncCallExpr) int {
-	if len(f.Args) == 2 {
-		if _, s := figureName(f.Args[0]); s == 2 {
-			return 2
-		}
-	}
-	return 1
-}
-
-func figureName1(n ast.ExprNode) string {
 	switch n := n.(type) {
 	case *ast.ParenthesesExpr:
-		return outputName(n.Expr)
+		return figureName(n.Expr)
+	case *ast.SubqueryExpr: // its column's name, even ?column?
+		return figureName1(n), 2
+	case *ast.CaseExpr:
+		return "case", 1
+	case *ast.FuncCallExpr:
+		if n.FnName.L == "pg_cast" {
+			if len(n.Args) != 2 {
+				return "?column?", 0
+			}
+			if inner, s := figureName(n.Args[0]); s == 2 {
+				return inner, 2
+			}
+			if t, err := castType(n.Args[1]); err == nil {
+				return pgTypeName(t), 1
+			}
+			return "?column?", 0
+		}
+	}
+	if name := figureName1(n); name != "?column?" {
+		return name, 2
+	}
+	return "?column?", 0
+}
+
+// figureName1 names the expressions figureName leaves to it (parentheses,
+// casts and CASE are figureName's).
+func figureName1(n ast.ExprNode) string {
+	switch n := n.(type) {
 	case *ast.ColumnNameExpr:
 		if _, ok := paramIndex(n.Name.Name.O); ok && n.Name.Table.O == "" {
 			return "?column?"
@@ -620,8 +617,6 @@ func figureName1(n ast.ExprNode) string {
 
 	case *ast.WindowFuncExpr:
 		return strings.ToLower(n.Name)
-	case *ast.CaseExpr:
-		return "case"
 	case *ast.SubqueryExpr:
 		// PostgreSQL names (SELECT x ...) after its one column.
 		if s, ok := n.Query.(*ast.SelectStmt); ok && s.Fields != nil && len(s.Fields.Fields) == 1 && s.Fields.Fields[0].WildCard == nil {
@@ -632,15 +627,6 @@ func figureName1(n ast.ExprNode) string {
 		}
 	case *ast.FuncCallExpr:
 		switch name := n.FnName.L; name {
-		case "pg_cast":
-			if len(n.Args) == 2 {
-				if inner, s := figureName(n.Args[0]); s == 2 {
-					return inner
-				}
-				if t, err := castType(n.Args[1]); err == nil {
-					return pgTypeName(t)
-				}
-			}
 		case "pg_interval":
 			return "interval"
 		case "pg_field": // (expr).field is named after the field
