@@ -2,7 +2,6 @@ package exec
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -52,29 +51,7 @@ func runFuncScan(ctx *Ctx, p *FuncScan, emit func(arrow.RecordBatch) error) erro
 func runSRF(ctx *Ctx, fn string, ts []types.T, args []types.Datum, emit func(arrow.RecordBatch) error) error {
 	switch fn {
 	case "unnest":
-		if ts[0].Kind != types.Text {
-			return unnestTyped(ctx, ts, args[0].A, emit)
-		}
-		a := args[0].A
-		b := array.NewStringBuilder(ctx.alloc())
-		defer b.Release()
-		for i, s := range a.Elems {
-			if a.IsNull(i) {
-				b.AppendNull()
-			} else {
-				b.Append(s)
-			}
-			if b.Len() == srfBatch || i == len(a.Elems)-1 {
-				if err := ctx.check(); err != nil {
-					return err
-				}
-				n := b.Len()
-				if err := emit(newRecord(ts, []arrow.Array{b.NewArray()}, n)); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return unnest(ctx, ts, args[0].A, emit)
 	case "jsonb_array_elements", "jsonb_array_elements_text", "jsonb_each", "jsonb_each_text":
 		rows, err := types.JSONRows(fn, args[0].S)
 		if err != nil || len(rows) == 0 {
@@ -95,15 +72,18 @@ func runSRF(ctx *Ctx, fn string, ts []types.T, args []types.Datum, emit func(arr
 	return sqlerr.New(sqlerr.Internal, "exec: unknown set-returning function %s", fn)
 }
 
-// unnestTyped emits the elements of a (held as their text) as values of
-// the element type ts[0].
-func unnestTyped(ctx *Ctx, ts []types.T, a *types.Array, emit func(arrow.RecordBatch) error) error {
+// unnest emits the elements of a (held as their text) as values of the
+// element type ts[0].
+func unnest(ctx *Ctx, ts []types.T, a *types.Array, emit func(arrow.RecordBatch) error) error {
 	b := types.NewBuilder(ctx.alloc(), ts[0])
 	defer b.Release()
 	for i, s := range a.Elems {
-		if a.IsNull(i) {
+		switch {
+		case a.IsNull(i):
 			b.AppendNull()
-		} else {
+		case ts[0].Kind == types.Text:
+			types.AppendDatum(b, types.Str(s), ts[0])
+		default:
 			d, err := types.ParseText(s, ts[0])
 			if err != nil {
 				return err

@@ -109,10 +109,10 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "aggregates other than count over arrays are not supported")
 			}
 			arg := a.Arg
-			if name := ""; a.Distinct && a.Func == AggCount && arg != nil {
+			if a.Distinct && a.Func == AggCount && arg != nil {
 				// count(DISTINCT r) counts r's equality classes: the
 				// text key grouping uses ('24:00:00' = '1 day' in a record).
-				if name = textKeyFunc(arg.Type()); name != "" {
+				if name := textKeyFunc(arg.Type()); name != "" {
 					arg = &expr.Func{Name: name, Args: []expr.Expr{arg}, T: types.TText}
 				}
 			}
