@@ -333,7 +333,11 @@ func (n *Node) Members(ctx context.Context) ([]Member, error) {
 		}
 		m.LeaseExpiry = now.Add(time.Duration(ttl.TTL) * time.Second)
 		m.State = "alive"
-		if ttl.TTL*3 < ttl.GrantedTTL {
+		// etcd reports whole seconds, rounded down: the lease may have up
+		// to TTL+1 s left. Suspect only when even that is under the third
+		// of the grant at which the keepalive renews it, so a renewal a
+		// little late on a busy host does not flag a healthy node.
+		if (ttl.TTL+1)*3 <= ttl.GrantedTTL {
 			m.State = "suspect"
 		}
 		m.Coordinator = m.ID == leader
