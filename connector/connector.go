@@ -192,6 +192,14 @@ type BadReporter interface {
 	TakeBad() []BadMessage
 }
 
+// LossReporter is a Reader whose system can delete records before the
+// reader gets to them (Kafka retention, DeleteRecords): TakeLost is how
+// many it had to skip since the last call. The job counts them where
+// users look (SHOW JOBS lost_rows, streamdb_job_lost_rows_total).
+type LossReporter interface {
+	TakeLost() int64
+}
+
 // Options are a source's WITH options; a connector takes the ones it
 // knows, and any left over are refused. Keys are case-insensitive and
 // '-' (Flink's spelling) is the same as '_'.

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -110,6 +111,33 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		return err
 	}
 	defer r.Close()
+	// Records the source's system deleted before this split read them
+	// are counted where users look (SHOW JOBS lost_rows), per split, and
+	// committed with the epoch whose position passed them.
+	lossReporter, _ := r.(connector.LossReporter)
+	var lost int64
+	lostDirty := false
+	if j.durable() && !j.fresh {
+		v, err := j.db.GetState(j.spec.ID, jobStateOp, partKey(keyPartLost, s.n.src.ID, part))
+		if err != nil {
+			return err
+		}
+		if n, k := binary.Uvarint(v); k > 0 {
+			lost = int64(n)
+			j.LostRows.Add(lost)
+		}
+	}
+	countLost := func() {
+		if lossReporter == nil {
+			return
+		}
+		if n := lossReporter.TakeLost(); n > 0 {
+			lost += n
+			lostDirty = true
+			j.LostRows.Add(n)
+		}
+	}
+	countLost()
 	// Opening resolves a new split's start (scan.startup.mode): from then
 	// on that is where the split is, even before its first row, or
 	// catching up to its end (CHECKPOINT, savepoints) would wait forever
@@ -145,6 +173,7 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		}
 		first := uint64(r.Position())
 		rec, err := r.Read(memoryPool, connectorBatch)
+		countLost()
 		if errors.Is(err, connector.EOF) {
 			done = true
 			return false, nil
@@ -199,6 +228,12 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		m := msg{barrier: b, w: w}
 		if j.durable() {
 			w.SetOffset(j.spec.ID, s.n.src.ID, part, uint64(r.Position()))
+			if lostDirty {
+				lr := w.NewRun()
+				lr.PutState(j.spec.ID, jobStateOp, partKey(keyPartLost, s.n.src.ID, part), binary.AppendUvarint(nil, uint64(lost)))
+				w.AddRun(lr)
+				lostDirty = false
+			}
 			if b.Checkpoint && committer != nil {
 				pending = append(pending, pendingCommit{b.Epoch, uint64(r.Position())})
 			}

@@ -137,6 +137,10 @@ type Job struct {
 	stateBytes []atomic.Int64
 	opBytes    atomic.Int64
 	Evicted    atomic.Int64
+	// LostRows counts source records the source's system deleted before
+	// the job read them (Kafka retention past a checkpointed offset),
+	// since the server started: rows the view never saw.
+	LostRows atomic.Int64
 	spilling   atomic.Bool // some instance's state is partly only in the state table
 	// dirty is each aggregate instance's count of groups changed in the
 	// current epoch; inflight counts rows sent to aggregates and not yet

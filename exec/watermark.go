@@ -58,11 +58,16 @@ const (
 	keyPartEventTime = 'p' // + table (8 bytes) + partition (4): largest event time
 	keyLateRows      = 'l' // rows dropped as late (uvarint)
 	keyOpWatermark   = 'w' // + operator id (4 bytes): its input watermark
+	keyPartLost      = 'x' // + table (8 bytes) + partition (4): records its system deleted unread (uvarint)
 )
 
 func partEventTimeKey(table uint64, part uint32) []byte {
+	return partKey(keyPartEventTime, table, part)
+}
+
+func partKey(kind byte, table uint64, part uint32) []byte {
 	k := make([]byte, 0, 13)
-	k = append(k, keyPartEventTime)
+	k = append(k, kind)
 	k = binary.BigEndian.AppendUint64(k, table)
 	return binary.BigEndian.AppendUint32(k, part)
 }

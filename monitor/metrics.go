@@ -25,6 +25,7 @@ var (
 	jobWatermark          = prometheus.NewDesc("streamdb_job_watermark_seconds", "The job's event-time watermark, Unix seconds (no series until it has one).", []string{"job"}, nil)
 	jobLagSeconds         = prometheus.NewDesc("streamdb_job_lag_seconds", "Event-time lag of the job: wall-clock time minus its watermark (no series until it has one).", []string{"job"}, nil)
 	jobLateRows           = prometheus.NewDesc("streamdb_job_late_rows_total", "Rows the job's windows dropped as late (behind the watermark on arrival).", []string{"job", "kind"}, nil)
+	jobLostRows           = prometheus.NewDesc("streamdb_job_lost_rows_total", "Source records their system deleted (Kafka retention) before the job read them: rows the view never saw.", []string{"job", "kind"}, nil)
 	jobErrorRows          = prometheus.NewDesc("streamdb_job_error_rows", "Rows left out of the view because an expression failed on them, as recorded in streamdb_job_errors (job.error_policy = 'skip'); a group's record goes when its value computes again.", []string{"job", "kind"}, nil)
 	jobEvicted            = prometheus.NewDesc("streamdb_job_evicted_groups", "Groups evicted from memory to the state table (as of the last barrier).", []string{"job", "kind"}, nil)
 	jobEpoch              = prometheus.NewDesc("streamdb_job_committed_epoch", "The last epoch the job committed.", []string{"job", "kind"}, nil)
@@ -224,7 +225,7 @@ func sqlVerb(s string) string {
 type scrape metrics
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobRowsIn, jobRowsOut, jobLagRows, jobLateRows, jobErrorRows, jobWatermark, jobLagSeconds, jobStateBytes, jobEvicted, jobEpoch, jobRestarts, jobUp,
+	for _, d := range []*prometheus.Desc{jobRowsIn, jobRowsOut, jobLagRows, jobLateRows, jobLostRows, jobErrorRows, jobWatermark, jobLagSeconds, jobStateBytes, jobEvicted, jobEpoch, jobRestarts, jobUp,
 		jobParallelism, jobLastCPSize, connections, pebbleCompactions, pebbleCompactionDebt, pebbleCompacting, pebbleFlushes,
 		pebbleL0Files, pebbleL0Sublevels, pebbleLevelBytes, pebbleMemtables, pebbleMemtableBytes, pebbleDiskBytes,
 		pebbleReadAmp, pebbleWALBytes, pebbleBlockCacheBytes, tailCacheHits, tailCacheMisses, tailCacheBytes,
@@ -271,6 +272,7 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		gauge(jobStateBytes, float64(j.StateBytes), j.Name, j.Kind)
 		gauge(jobEvicted, float64(j.Evicted), j.Name, j.Kind)
 		counter(jobLateRows, float64(j.LateRows), j.Name, j.Kind)
+		counter(jobLostRows, float64(j.LostRows), j.Name, j.Kind)
 		gauge(jobErrorRows, float64(j.ErrorRows), j.Name, j.Kind)
 		if j.Watermark != nil {
 			gauge(jobWatermark, float64(j.Watermark.UnixMicro())/1e6, j.Name)

@@ -391,6 +391,6 @@ func (c *cdcIngest) jobRows(t *table) {
 		}
 		t.add(str(r.name), str(string(state)), types.Int(r.restarts.Load()), types.Int(r.rows.Load()),
 			types.Null, types.Int(0), types.Int(0), types.Null, types.Null, str("cdc source (restarts with backoff)"), errD,
-			types.Null, types.Int(0), types.Null, types.Null) // no backfill
+			types.Null, types.Int(0), types.Int(0), types.Null, types.Null) // no lost rows, no backfill
 	}
 }

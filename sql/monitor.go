@@ -32,6 +32,9 @@ type JobStatus struct {
 	// LateRows counts the rows its windows dropped as late.
 	Watermark *time.Time `json:"watermark,omitempty"`
 	LateRows  int64      `json:"late_rows"`
+	// LostRows counts source records deleted by their system (Kafka
+	// retention) before the job read them.
+	LostRows int64 `json:"lost_rows"`
 	// ErrorRows counts the rows whose expressions failed, recorded in
 	// streamdb_job_errors under job.error_policy = 'skip'.
 	ErrorRows int64 `json:"error_rows"`
@@ -100,6 +103,7 @@ func (e engineStatus) Jobs() []JobStatus {
 		s.StateBytes, s.Evicted, s.Epoch = j.StateBytes(), j.Evicted.Load(), j.CommittedEpoch()
 		s.Graph = j.Graph()
 		s.LateRows = j.LateRows()
+		s.LostRows = j.LostRows.Load()
 		if w := j.Watermark(); w != exec.NoWatermark {
 			t := time.UnixMicro(w).UTC()
 			s.Watermark = &t

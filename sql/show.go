@@ -259,6 +259,7 @@ func (e sysTables) showJobs() *table {
 		{Name: "last_checkpoint", T: types.TInt64},
 		{Name: "next_restart", T: types.TTimestamp}, {Name: "strategy", T: types.TText}, {Name: "last_error", T: types.TText},
 		{Name: "watermark", T: types.TTimestamp}, {Name: "late_rows", T: types.TInt64},
+		{Name: "lost_rows", T: types.TInt64},
 		{Name: "backfill_done", T: types.TInt64}, {Name: "backfill_total", T: types.TInt64}}}
 	lastCP := map[string]int64{}
 	for _, r := range e.coord.History() {
@@ -275,7 +276,7 @@ func (e sysTables) showJobs() *table {
 		for _, j := range streams {
 			t.add(str(j.Name()), str(string(exec.JobRunning)), types.Int(0), types.Int(j.RowsIn.Load()),
 				types.Int(j.Lag()), types.Int(j.StateBytes()), types.Int(0), types.Null, types.Null, str("none (change stream)"), types.Null,
-				watermarkDatum(j), types.Int(j.LateRows()), types.Null, types.Null)
+				watermarkDatum(j), types.Int(j.LateRows()), types.Int(j.LostRows.Load()), types.Null, types.Null)
 		}
 	}()
 	e.mu.Lock()
@@ -294,8 +295,9 @@ func (e sysTables) showJobs() *table {
 	for _, n := range names {
 		j := e.mu.jobs[n]
 		var rows, lag, state, evicted int64
-		wm, late := types.Null, types.Null
+		wm, late, lost := types.Null, types.Null, types.Null
 		if j.job != nil {
+			lost = types.Int(j.job.LostRows.Load())
 			rows, lag, state, evicted = j.job.RowsIn.Load(), j.job.Lag(), j.job.StateBytes(), j.job.Evicted.Load()
 			wm, late = watermarkDatum(j.job), types.Int(j.job.LateRows())
 		}
@@ -317,7 +319,7 @@ func (e sysTables) showJobs() *table {
 		}
 		t.add(str(n), str(string(j.state)), types.Int(int64(j.restarts)), types.Int(rows), types.Int(lag),
 			types.Int(state), types.Int(evicted), cp,
-			next, str(strategy), orNull(j.lastErr), wm, late, bfDone, bfTotal)
+			next, str(strategy), orNull(j.lastErr), wm, late, lost, bfDone, bfTotal)
 	}
 	return t
 }

@@ -494,6 +494,9 @@ type kafkaReader struct {
 	discover   time.Duration
 	discovered time.Time
 	bad        []connector.BadMessage
+	// lost counts records deleted by the broker before this reader read
+	// them, not yet taken by TakeLost.
+	lost int64
 	// commit holds the position the group commit goroutine sends next.
 	commit struct {
 		sync.Mutex
@@ -569,12 +572,21 @@ func (r *kafkaReader) skipLost(admin *kgo.Client) error {
 	if p := connector.Position(start + 1); p > r.pos {
 		slog.Warn("kafka source: records past the checkpointed offset were deleted before being read; going on from the log start",
 			"topic", r.c.topic, "partition", r.part, "from_offset", int64(r.pos)-1, "log_start_offset", start, "lost", int64(p-r.pos))
+		r.lost += int64(p - r.pos)
 		r.pos = p
 	}
 	return nil
 }
 
 func (r *kafkaReader) Position() connector.Position { return r.pos }
+
+// TakeLost returns the records skipped because the broker deleted them
+// before they were read, since the last call.
+func (r *kafkaReader) TakeLost() int64 {
+	n := r.lost
+	r.lost = 0
+	return n
+}
 
 func (r *kafkaReader) Close() error {
 	if r.cl != nil {

@@ -44,4 +44,13 @@ func TestKafkaLostOffsetsCheckpoint(t *testing.T) {
 	produce(t, cl, "lost", vals(20, 5), nil)
 	waitQuery(t, c, "SELECT n, total FROM v", "15 155")
 	execAll(t, c, "CHECKPOINT")
+	// The ten deleted records are counted where users look, and the
+	// count is committed with the job's state: it survives a restart.
+	const lost = "SELECT lost_rows FROM streamdb_jobs WHERE name = 'v'"
+	waitQuery(t, c, lost, "10")
+	srv.Stop()
+	srv.Restart(t)
+	c = srv.Conn(t)
+	waitQuery(t, c, "SELECT n, total FROM v", "15 155")
+	waitQuery(t, c, lost, "10")
 }
