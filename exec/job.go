@@ -141,7 +141,7 @@ type Job struct {
 	// the job read them (Kafka retention past a checkpointed offset),
 	// since the server started: rows the view never saw.
 	LostRows atomic.Int64
-	spilling   atomic.Bool // some instance's state is partly only in the state table
+	spilling atomic.Bool // some instance's state is partly only in the state table
 	// dirty is each aggregate instance's count of groups changed in the
 	// current epoch; inflight counts rows sent to aggregates and not yet
 	// aggregated. Together they bound the epoch's changes (epochFull).
