@@ -138,8 +138,9 @@ type Job struct {
 	opBytes    atomic.Int64
 	Evicted    atomic.Int64
 	// LostRows counts source records the source's system deleted before
-	// the job read them (Kafka retention past a checkpointed offset),
-	// since the server started: rows the view never saw.
+	// the job read them (Kafka retention past a checkpointed offset):
+	// rows the view never saw. Kept per split in the job's state, so it
+	// counts since the job was created.
 	LostRows atomic.Int64
 	spilling atomic.Bool // some instance's state is partly only in the state table
 	// dirty is each aggregate instance's count of groups changed in the
