@@ -18,6 +18,7 @@ const (
 	InvalidColumnReference  = "42P10"
 	UndefinedObject         = "42704"
 	UndefinedFunction       = "42883"
+	AmbiguousFunction       = "42725"
 	DatatypeMismatch        = "42804"
 	DuplicateTable          = "42P07"
 	DuplicateObject         = "42710"

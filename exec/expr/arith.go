@@ -38,6 +38,9 @@ func (c *Ctx) arith(op byte, t types.T, a, b vec, n int) (vec, error) {
 	switch {
 	case a.t.Kind == types.Date && b.t.Kind == types.Date && op == '-':
 		return c.dateDiff(t, a, b, n)
+	case t.Kind == types.Time || t.Kind == types.TimeTZ || a.t.Kind == types.Time && b.t.Kind == types.Time ||
+		t.Kind == types.Timestamp && b.t.Kind == types.TimeTZ:
+		return c.timeArith(op, t, a, b, n)
 	case pa == types.PhysInt64 && pb == types.PhysInt64 && t.Physical() == types.PhysInt64:
 		return c.intArith(op, t, a, b, n)
 	case pa == types.PhysFloat64 && pb == types.PhysFloat64:
@@ -48,6 +51,58 @@ func (c *Ctx) arith(op byte, t types.T, a, b vec, n int) (vec, error) {
 		return c.temporalArith(op, t, a, b, n)
 	}
 	return vec{}, sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: %s %c %s", a.t, op, b.t)
+}
+
+// timeArith is PostgreSQL's time and timetz arithmetic, as the binder
+// resolved it (time first): time or timetz ± interval (the interval's
+// time part, wrapped to the day; months and days do not move a time of
+// day), time - time (an interval), and timestamp + timetz (a date made a
+// timestamp, plus the time in its zone: a timestamptz).
+func (c *Ctx) timeArith(op byte, t types.T, a, b vec, n int) (vec, error) {
+	const day = int64(24 * 3600 * 1e6)
+	wrap := func(us int64) int64 {
+		us %= day
+		if us < 0 {
+			us += day
+		}
+		return us
+	}
+	var f func(i int) (types.Datum, error)
+	switch {
+	case a.t.Kind == types.Time && b.t.Kind == types.Interval:
+		f = func(i int) (types.Datum, error) {
+			d := ivAt(b, i).Nanoseconds / 1000
+			if op == '-' {
+				d = -d
+			}
+			return types.Int(wrap(intAt(a, i) + d)), nil
+		}
+	case a.t.Kind == types.TimeTZ && b.t.Kind == types.Interval:
+		f = func(i int) (types.Datum, error) {
+			d := ivAt(b, i).Nanoseconds / 1000
+			if op == '-' {
+				d = -d
+			}
+			us, west := types.UnpackTimeTZ(intAt(a, i))
+			return types.Int(types.PackTimeTZ(wrap(us+d), west)), nil
+		}
+	case a.t.Kind == types.Time && b.t.Kind == types.Time && op == '-':
+		f = func(i int) (types.Datum, error) {
+			return types.Datum{IV: arrow.MonthDayNanoInterval{Nanoseconds: (intAt(a, i) - intAt(b, i)) * 1000}}, nil
+		}
+	case a.t.Kind == types.Timestamp && b.t.Kind == types.TimeTZ && op == '+':
+		f = func(i int) (types.Datum, error) {
+			ts := intAt(a, i)
+			if ts == types.TimestampInfinity || ts == types.TimestampNegInfinity {
+				return types.Int(ts), nil
+			}
+			us, west := types.UnpackTimeTZ(intAt(b, i))
+			return types.Int(ts + us + west*1e6), nil
+		}
+	default:
+		return vec{}, sqlerr.New(sqlerr.UndefinedFunction, "operator does not exist: %s %c %s", a.t, op, b.t)
+	}
+	return c.rowwise(t, n, []vec{a, b}, f)
 }
 
 // dateDiff is date - date: the number of days between them (an integer);

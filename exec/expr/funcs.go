@@ -690,6 +690,6 @@ func IntervalMul(v arrow.MonthDayNanoInterval, k float64) arrow.MonthDayNanoInte
 	return arrow.MonthDayNanoInterval{
 		Months:      int32(math.Trunc(m)),
 		Days:        int32(math.Trunc(d)),
-		Nanoseconds: int64(math.Round(ns/1000)) * 1000,
+		Nanoseconds: int64(math.RoundToEven(ns/1000)) * 1000, // rint, as PostgreSQL
 	}
 }

@@ -149,7 +149,7 @@ func (b *Binder) arithOp(op string, l, r expr.Expr) (expr.Expr, error) {
 	}
 	lk, rk := lt.Kind, rt.Kind
 	if lk == types.Time || rk == types.Time || lk == types.TimeTZ || rk == types.TimeTZ {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "arithmetic on time is not supported")
+		return b.timeArith(op, l, r)
 	}
 	switch {
 	case lk == types.Timestamp && rk == types.Interval && (op == "+" || op == "-"):
@@ -178,7 +178,7 @@ func (b *Binder) arithOp(op string, l, r expr.Expr) (expr.Expr, error) {
 		return call(op, types.TInterval, l, &expr.Cast{E: r, T: types.TTimestamp}), nil
 	case lk == types.Interval && rk == types.Interval && (op == "+" || op == "-"):
 		return call(op, types.TInterval, l, r), nil
-	case lk == types.Interval && rt.IsNumeric() && op == "*":
+	case lk == types.Interval && rt.IsNumeric() && (op == "*" || op == "/"):
 		if r, err = b.castTo(r, types.TFloat64); err != nil {
 			return nil, err
 		}
@@ -190,6 +190,41 @@ func (b *Binder) arithOp(op string, l, r expr.Expr) (expr.Expr, error) {
 		return call(op, types.TInterval, r, l), nil
 	case lk == types.Date && rk == types.Date && op == "-":
 		return call(op, types.TInt32, l, r), nil // days between them
+	}
+	return nil, noOperator(op, l, r)
+}
+
+// timeArith resolves PostgreSQL's operators on time and timetz: a time
+// of day plus or minus an interval's time part (wrapping at midnight),
+// time - time (an interval), and a date plus a time of day (a timestamp;
+// with timetz a timestamptz). Elsewhere time acts as PostgreSQL's implicit
+// cast to interval makes it act: timestamp ± time, date - time.
+func (b *Binder) timeArith(op string, l, r expr.Expr) (expr.Expr, error) {
+	lt, rt := l.Type(), r.Type()
+	lk, rk := lt.Kind, rt.Kind
+	isTime := func(k types.Kind) bool { return k == types.Time || k == types.TimeTZ }
+	switch {
+	case isTime(lk) && rk == types.Interval && (op == "+" || op == "-"):
+		return call(op, lt, l, r), nil
+	case lk == types.Interval && isTime(rk) && op == "+":
+		return call(op, rt, r, l), nil
+	case lk == types.Time && rk == types.Time && op == "-":
+		return call(op, types.TInterval, l, r), nil
+	case lk == types.Date && rk == types.TimeTZ && op == "+":
+		return call(op, types.TTimestampTZ, &expr.Cast{E: l, T: types.TTimestamp}, r), nil
+	case lk == types.TimeTZ && rk == types.Date && op == "+":
+		return call(op, types.TTimestampTZ, &expr.Cast{E: r, T: types.TTimestamp}, l), nil
+	case lk == types.Time && (rk == types.Date || rk == types.Timestamp) && op == "+":
+		return b.arithOp(op, r, &expr.Cast{E: l, T: types.TInterval})
+	case (lk == types.Date || lk == types.Timestamp) && rk == types.Time:
+		return b.arithOp(op, l, &expr.Cast{E: r, T: types.TInterval})
+	case lk == types.Time && rk == types.Time && op == "+":
+		// time + interval and interval + time both fit with either operand cast.
+		return nil, sqlerr.New(sqlerr.AmbiguousFunction, "operator is not unique: time without time zone + time without time zone")
+	case lk == types.Time && rt.IsNumeric() && (op == "*" || op == "/"):
+		return b.arithOp(op, &expr.Cast{E: l, T: types.TInterval}, r)
+	case lt.IsNumeric() && rk == types.Time && op == "*":
+		return b.arithOp(op, l, &expr.Cast{E: r, T: types.TInterval})
 	}
 	return nil, noOperator(op, l, r)
 }
