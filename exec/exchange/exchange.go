@@ -71,7 +71,7 @@ func parseStreamID(p []string) (StreamID, error) {
 const (
 	kindData    byte = 1 // a record batch; then flags, the ops and groups
 	kindBarrier byte = 2 // a barrier with the sender's watermark and cut
-	kindEnd     byte = 3 // the sender closed the stream cleanly
+	kindEnd     byte = 3 // the sender closed the stream cleanly (from the receiver: it closed its inbox)
 	kindCredit  byte = 4 // receiver to sender: this many more messages
 )
 

@@ -60,15 +60,24 @@ func startNode(t *testing.T) *node {
 
 // batch makes a record of rows (k, v) for k in keys, v = base+i.
 func batch(keys []int64, base int64) arrow.RecordBatch {
+	vs := make([]int64, len(keys))
+	for i := range vs {
+		vs[i] = base + int64(i)
+	}
+	return kvBatch(keys, vs)
+}
+
+// kvBatch makes a record of rows (ks[i], vs[i]).
+func kvBatch(ks, vs []int64) arrow.RecordBatch {
 	b0 := array.NewInt64Builder(memory.DefaultAllocator)
 	b1 := array.NewInt64Builder(memory.DefaultAllocator)
-	for i, k := range keys {
-		b0.Append(k)
-		b1.Append(base + int64(i))
-	}
+	b0.AppendValues(ks, nil)
+	b1.AppendValues(vs, nil)
 	a0, a1 := b0.NewArray(), b1.NewArray()
-	return opkit.NewRecord(ts2, []arrow.Array{a0, a1}, len(keys))
+	return opkit.NewRecord(ts2, []arrow.Array{a0, a1}, len(ks))
 }
+
+func schemaKV() *arrow.Schema { return opkit.SchemaFor(ts2) }
 
 func col(rec arrow.RecordBatch, c int) []int64 {
 	return append([]int64(nil), rec.Column(c).(*array.Int64).Int64Values()...)
@@ -76,7 +85,7 @@ func col(rec arrow.RecordBatch, c int) []int64 {
 
 func dial(t *testing.T, n *node, id StreamID) *Sender {
 	t.Helper()
-	s, err := Dial(context.Background(), n.cc, id, opkit.SchemaFor(ts2))
+	s, err := Dial(context.Background(), n.cc, id, schemaKV())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,4 +434,44 @@ func TestOutletRoutes(t *testing.T) {
 	if seen != len(keys) {
 		t.Fatalf("%d rows arrived of %d", seen, len(keys))
 	}
+}
+
+// TestReceiverCloses: a sender blocked on credit gets an error when the
+// receiver closes its inbox, and the receiver's handler ends.
+func TestReceiverCloses(t *testing.T) {
+	n := startNode(t)
+	in, err := n.srv.Open("j", 5, 0, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dial(t, n, StreamID{"j", 5, 0, 0})
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			if err := s.Send(context.Background(), op.Chunk{Rec: batch([]int64{1}, int64(i))}); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	it, err := in.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	it.Chunk.Rec.Release()
+	in.Close()
+	select {
+	case err := <-done:
+		if !strings.Contains(err.Error(), "receiver closed") {
+			t.Fatalf("sender: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a sender blocked on credit did not notice its receiver closed")
+	}
+	// The inbox can be opened again (a restarted instance).
+	in2, err := n.srv.Open("j", 5, 0, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in2.Close()
 }

@@ -222,6 +222,11 @@ func (in *Inbox) attach(stream flight.FlightService_DoExchangeServer, id StreamI
 	}
 	push := func(it item) error {
 		select {
+		case <-in.done:
+			return status.Error(codes.Canceled, "exchange: the receiver closed")
+		default:
+		}
+		select {
 		case sl.items <- it:
 			return nil
 		case <-in.done:
@@ -404,6 +409,16 @@ func (in *Inbox) Close() {
 		}
 		in.srv.mu.Unlock()
 		close(in.done)
+		// Tell attached senders the receiver is gone: each cancels its
+		// stream, which ends the handler blocked reading it.
+		for i := range in.slots {
+			sl := &in.slots[i]
+			sl.mu.Lock()
+			if sl.stream != nil {
+				_ = sl.stream.Send(&flight.FlightData{AppMetadata: []byte{kindEnd}})
+			}
+			sl.mu.Unlock()
+		}
 		for i := range in.slots {
 			for {
 				select {

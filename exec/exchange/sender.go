@@ -66,6 +66,11 @@ func (s *Sender) readCredit() {
 		if fd, err = s.stream.Recv(); err != nil {
 			break
 		}
+		if len(fd.AppMetadata) == 1 && fd.AppMetadata[0] == kindEnd {
+			err = io.EOF // the receiver closed its inbox
+			s.cancel()
+			break
+		}
 		var n int
 		if n, err = parseCredit(fd.AppMetadata); err != nil {
 			break
