@@ -44,7 +44,13 @@ func TestMeshGroupBy(t *testing.T) {
 			}
 		}
 	}
-	ctx := context.Background()
+	// A failure anywhere cancels ctx, so no instance waits forever.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fail := func(err error) {
+		t.Error(err)
+		cancel()
+	}
 	inboxes := make([]*Inbox, nodes)
 	for a := range inboxes {
 		var err error
@@ -60,9 +66,9 @@ func TestMeshGroupBy(t *testing.T) {
 			defer wg.Done()
 			var ss []*Sender
 			for a := range nodes {
-				snd, err := Dial(ctx, ns[s].cc, StreamID{"mesh", 0, s, a}, schemaKV())
+				snd, err := Dial(ctx, ns[a].cc, StreamID{"mesh", 0, s, a}, schemaKV())
 				if err != nil {
-					t.Error(err)
+					fail(err)
 					return
 				}
 				ss = append(ss, snd)
@@ -71,17 +77,17 @@ func TestMeshGroupBy(t *testing.T) {
 			for e := range epochs {
 				for _, b := range input[s][e] {
 					if err := o.Emit(nil, op.Chunk{Rec: kvBatch(b[0], b[1])}); err != nil {
-						t.Error(err)
+						fail(err)
 						return
 					}
 				}
 				if err := o.Barrier(&op.Barrier{Epoch: uint64(e + 1), Checkpoint: true}, op.Watermark{At: op.NoWatermark}); err != nil {
-					t.Error(err)
+					fail(err)
 					return
 				}
 			}
 			if err := o.Close(ctx); err != nil {
-				t.Error(err)
+				fail(err)
 			}
 		}()
 	}
@@ -98,7 +104,7 @@ func TestMeshGroupBy(t *testing.T) {
 					return
 				}
 				if err != nil {
-					t.Error(err)
+					fail(err)
 					return
 				}
 				if it.Barrier != nil {
