@@ -33,7 +33,7 @@ type node struct {
 	cc   *grpc.ClientConn
 }
 
-func startNode(t *testing.T) *node {
+func startNode(t testing.TB) *node {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

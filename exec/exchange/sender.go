@@ -153,8 +153,10 @@ func (s *Sender) Send(ctx context.Context, c op.Chunk) error {
 		return fmt.Errorf("exchange: %s: %w", s.id, err)
 	}
 	defer p.Release()
-	var body bytes.Buffer // a new one each time: gRPC may read a sent message late
-	if err := p.SerializeBody(&body); err != nil {
+	// A new buffer each time (gRPC may read a sent message late), sized
+	// for the batch's buffers and their padding so it is not regrown.
+	body := bytes.NewBuffer(make([]byte, 0, bodySize(c.Rec)))
+	if err := p.SerializeBody(body); err != nil {
 		return fmt.Errorf("exchange: %s: %w", s.id, err)
 	}
 	return s.send(&flight.FlightData{DataHeader: bytes.Clone(p.Meta().Bytes()), DataBody: body.Bytes(), AppMetadata: dataMeta(c)})
@@ -190,3 +192,25 @@ func (s *Sender) Close(ctx context.Context) error {
 
 // Abort breaks the stream without its end: the receiver sees an error.
 func (s *Sender) Abort() { s.cancel() }
+
+// bodySize estimates the IPC body of rec: its buffers, each padded to 64
+// bytes, at most 1 MiB (a slice's buffers are its parent's, and the
+// buffer grows past the estimate if it must).
+func bodySize(rec arrow.RecordBatch) int {
+	n := 0
+	var add func(d arrow.ArrayData)
+	add = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += b.Len() + 64
+			}
+		}
+		for _, c := range d.Children() {
+			add(c)
+		}
+	}
+	for _, col := range rec.Columns() {
+		add(col.Data())
+	}
+	return min(n, 1<<20)
+}
