@@ -24,7 +24,6 @@ package exchange
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -195,28 +194,6 @@ func parseCredit(m []byte) (int, error) {
 		return 0, fmt.Errorf("exchange: malformed credit message")
 	}
 	return int(binary.BigEndian.Uint32(m[1:])), nil
-}
-
-// combine is the watermark of several senders, as the in-process aligner
-// combines its inputs': the least of the active ones; if all are idle, the
-// greatest, marked idle.
-func combine(ws []op.Watermark) op.Watermark {
-	out := op.Watermark{At: math.MaxInt64}
-	active := false
-	for _, w := range ws {
-		if !w.Idle {
-			active = true
-			out.At = min(out.At, w.At)
-		}
-	}
-	if active {
-		return out
-	}
-	out = op.Watermark{At: op.NoWatermark, Idle: true}
-	for _, w := range ws {
-		out.At = max(out.At, w.At)
-	}
-	return out
 }
 
 // Counters of this process's exchanges, for /metrics.

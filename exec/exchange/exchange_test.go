@@ -106,7 +106,7 @@ func TestOrderingAndMetadata(t *testing.T) {
 	go func() {
 		ctx := context.Background()
 		for e := range uint64(rounds) {
-			c := op.Chunk{Rec: batch([]int64{int64(e), int64(e) + 1}, int64(e) * 10),
+			c := op.Chunk{Rec: batch([]int64{int64(e), int64(e) + 1}, int64(e)*10),
 				Ops: []types.ChangeOp{types.ChangeInsert, types.ChangeDelete}, Groups: []uint8{3, 7}}
 			if err := s.Send(ctx, c); err != nil {
 				t.Error(err)

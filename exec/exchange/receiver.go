@@ -373,7 +373,7 @@ func (in *Inbox) aligned() Item {
 	in.arrived = 0
 	b := in.last
 	b.Cut = in.cut
-	w := combine(in.wms)
+	w := op.CombineWatermarks(in.wms) // as the in-process aligner combines its inputs'
 	if w.At < in.wm.At {
 		w.At = in.wm.At // never lower than an earlier barrier's
 	}

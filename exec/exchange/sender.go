@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/op"
+	"github.com/streamdb/streamdb/storage"
 	"google.golang.org/grpc"
 )
 
@@ -193,24 +194,7 @@ func (s *Sender) Close(ctx context.Context) error {
 // Abort breaks the stream without its end: the receiver sees an error.
 func (s *Sender) Abort() { s.cancel() }
 
-// bodySize estimates the IPC body of rec: its buffers, each padded to 64
-// bytes, at most 1 MiB (a slice's buffers are its parent's, and the
-// buffer grows past the estimate if it must).
-func bodySize(rec arrow.RecordBatch) int {
-	n := 0
-	var add func(d arrow.ArrayData)
-	add = func(d arrow.ArrayData) {
-		for _, b := range d.Buffers() {
-			if b != nil {
-				n += b.Len() + 64
-			}
-		}
-		for _, c := range d.Children() {
-			add(c)
-		}
-	}
-	for _, col := range rec.Columns() {
-		add(col.Data())
-	}
-	return min(n, 1<<20)
-}
+// bodySize estimates the IPC body of rec (buffers padded to 64 bytes),
+// at most 1 MiB: a slice's buffers are its parent's, and the buffer grows
+// past the estimate if it must.
+func bodySize(rec arrow.RecordBatch) int { return min(storage.PaddedBufferBytes(rec, 64), 1<<20) }

@@ -23,17 +23,7 @@ import (
 // The exchange carries no job's edges yet (docs/design/cluster.md,
 // "Exchanges"): what runs across nodes is tested in exec/exchange.
 func TestClusterExchangeListener(t *testing.T) {
-	c := startOpsCluster(t, "exchange", 0)
-	var web []string
-	for i := 0; i < 3; i++ {
-		addr, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		web = append(web, addr)
-		c.extra = []string{"--http", addr}
-		c.add(t)
-	}
+	c, web := startWebCluster(t, "exchange", 3)
 	for i, n := range c.nodes {
 		code, body := httpGet(t, "http://"+n.peer+"/peer/health")
 		if code != http.StatusOK || !strings.HasPrefix(body, "node "+n.id) {
@@ -73,4 +63,22 @@ func TestClusterExchangeListener(t *testing.T) {
 			t.Errorf("/metrics of %s has no streamdb_exchange_backpressure_seconds_total", n.id)
 		}
 	}
+}
+
+// startWebCluster starts an opsCluster of n nodes, each serving /metrics
+// on an address of its own (returned in node order).
+func startWebCluster(t *testing.T, name string, n int) (*opsCluster, []string) {
+	t.Helper()
+	c := startOpsCluster(t, name, 0)
+	var web []string
+	for i := 0; i < n; i++ {
+		addr, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		web = append(web, addr)
+		c.extra = []string{"--http", addr}
+		c.add(t)
+	}
+	return c, web
 }
