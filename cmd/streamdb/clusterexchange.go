@@ -20,7 +20,7 @@ var exchangeServer = exchange.NewServer()
 func peerServer(mux *http.ServeMux) *http.Server {
 	gs := grpc.NewServer()
 	exchangeServer.Register(gs)
-	return &http.Server{Handler: exchange.Handler(gs, mux), Protocols: exchange.Protocols(), ReadHeaderTimeout: peerHeaderTimeout}
+	return &http.Server{Handler: exchange.Handler(gs, mux), Protocols: exchange.Protocols(), HTTP2: exchange.HTTP2(), ReadHeaderTimeout: peerHeaderTimeout}
 }
 
 const peerHeaderTimeout = 5 * time.Second

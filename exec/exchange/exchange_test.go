@@ -44,7 +44,7 @@ func startNode(t testing.TB) *node {
 	srv.Register(gs)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /peer/health", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	hs := &http.Server{Handler: Handler(gs, mux), Protocols: Protocols()}
+	hs := &http.Server{Handler: Handler(gs, mux), Protocols: Protocols(), HTTP2: HTTP2()}
 	go func() { _ = hs.Serve(l) }()
 	cc, err := Conn(l.Addr().String())
 	if err != nil {

@@ -23,6 +23,13 @@ func Handler(gs *grpc.Server, h http.Handler) http.Handler {
 	})
 }
 
+// HTTP2 is the HTTP/2 configuration of a listener that serves Handler:
+// every exchange stream is a long-lived HTTP/2 stream, and a connection
+// carries all the streams between two nodes, so the default cap on
+// concurrent streams (250 in net/http) would leave streams of large jobs
+// waiting for others that never end.
+func HTTP2() *http.HTTP2Config { return &http.HTTP2Config{MaxConcurrentStreams: 1 << 16} }
+
 // Protocols are the protocols of a listener that serves Handler: HTTP/1
 // for the peer endpoints, unencrypted HTTP/2 for gRPC.
 func Protocols() *http.Protocols {
