@@ -13,11 +13,7 @@ import (
 // loopback (the peer listener's HTTP/2 path) with the default window.
 func BenchmarkExchange(b *testing.B) {
 	n := startNode(b)
-	in, err := n.srv.Open("bench", 0, 0, 1, DefaultWindow)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer in.Close()
+	in := openInbox(b, n, "bench", 0, 0, 1, DefaultWindow)
 	s, err := Dial(context.Background(), n.cc, StreamID{"bench", 0, 0, 0}, schemaKV())
 	if err != nil {
 		b.Fatal(err)

@@ -83,6 +83,17 @@ func col(rec arrow.RecordBatch, c int) []int64 {
 	return append([]int64(nil), rec.Column(c).(*array.Int64).Int64Values()...)
 }
 
+// openInbox opens an inbox on n, closed when the test ends.
+func openInbox(t testing.TB, n *node, job string, edge, receiver, senders, window int) *Inbox {
+	t.Helper()
+	in, err := n.srv.Open(job, edge, receiver, senders, window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	return in
+}
+
 func dial(t *testing.T, n *node, id StreamID) *Sender {
 	t.Helper()
 	s, err := Dial(context.Background(), n.cc, id, schemaKV())
@@ -96,11 +107,7 @@ func dial(t *testing.T, n *node, id StreamID) *Sender {
 // barriers (with watermark and cut) in order, and ends with io.EOF.
 func TestOrderingAndMetadata(t *testing.T) {
 	n := startNode(t)
-	in, err := n.srv.Open("j", 0, 0, 1, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	in := openInbox(t, n, "j", 0, 0, 1, 4)
 	s := dial(t, n, StreamID{"j", 0, 0, 0})
 	const rounds = 50
 	go func() {
@@ -158,11 +165,7 @@ func TestOrderingAndMetadata(t *testing.T) {
 func TestAlignment(t *testing.T) {
 	n := startNode(t)
 	const senders = 3
-	in, err := n.srv.Open("j", 1, 0, senders, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	in := openInbox(t, n, "j", 1, 0, senders, 4)
 	ss := make([]*Sender, senders)
 	for i := range ss {
 		ss[i] = dial(t, n, StreamID{"j", 1, i, 0})
@@ -255,11 +258,7 @@ func TestAlignment(t *testing.T) {
 func TestBackpressure(t *testing.T) {
 	n := startNode(t)
 	const window = 4
-	in, err := n.srv.Open("j", 2, 0, 1, window)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	in := openInbox(t, n, "j", 2, 0, 1, window)
 	s := dial(t, n, StreamID{"j", 2, 0, 0})
 	before := ReadStats()
 	var sent atomic.Int64
@@ -321,11 +320,7 @@ func TestBackpressure(t *testing.T) {
 // the receiver, not an end of input, also while the receiver aligns.
 func TestSenderDies(t *testing.T) {
 	n := startNode(t)
-	in, err := n.srv.Open("j", 3, 0, 2, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	in := openInbox(t, n, "j", 3, 0, 2, 4)
 	ctx := context.Background()
 	// The dying sender has a connection of its own, closed under it as a
 	// killed process's would be.

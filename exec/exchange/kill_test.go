@@ -16,11 +16,7 @@ import (
 // mid-stream; the receiver's Next fails (it does not see an end of input).
 func TestSenderKilled(t *testing.T) {
 	n := startNode(t)
-	in, err := n.srv.Open("kill", 0, 0, 1, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	in := openInbox(t, n, "kill", 0, 0, 1, 4)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSenderProcess$")
 	cmd.Env = append(os.Environ(), "EXCHANGE_HELPER_ADDR="+n.addr)
 	if err := cmd.Start(); err != nil {
