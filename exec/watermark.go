@@ -147,26 +147,8 @@ func (pw *partWatermark) mark(m *msg, jobID, table uint64, part uint32, w *stora
 	}
 }
 
-// combineWatermarks is the watermark of a step with inputs ws: the least
-// of the inputs that are not idle, or, if all are, the largest, idle.
-func combineWatermarks(ws []Watermark) Watermark {
-	out := Watermark{At: math.MaxInt64}
-	active := false
-	for _, w := range ws {
-		if !w.Idle {
-			active = true
-			out.At = min(out.At, w.At)
-		}
-	}
-	if active {
-		return out
-	}
-	out = Watermark{At: NoWatermark, Idle: true}
-	for _, w := range ws {
-		out.At = max(out.At, w.At)
-	}
-	return out
-}
+// combineWatermarks is the watermark of a step with inputs ws (op.CombineWatermarks).
+func combineWatermarks(ws []Watermark) Watermark { return op.CombineWatermarks(ws) }
 
 // Watermark returns the watermark of the rows the job's sink has received
 // (NoWatermark before the first barrier or without event time).

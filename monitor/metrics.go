@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/streamdb/streamdb/checkpoint"
+	"github.com/streamdb/streamdb/exec/exchange"
 	"github.com/streamdb/streamdb/sql"
 )
 
@@ -18,6 +19,8 @@ var (
 	clusterOwnedJobs      = prometheus.NewDesc("streamdb_cluster_owned_jobs", "Jobs the cluster's assignment gives this node (cluster mode only).", []string{"node"}, nil)
 	clusterForwardedReads = prometheus.NewDesc("streamdb_cluster_forwarded_reads_total", "Reads this node forwarded to the node that runs the views' jobs (cluster mode only).", []string{"node"}, nil)
 	clusterForwardedBytes = prometheus.NewDesc("streamdb_cluster_forwarded_bytes_total", "Bytes of the Arrow batches this node relayed back from forwarded reads (cluster mode only).", []string{"node"}, nil)
+	exchangeBytes         = prometheus.NewDesc("streamdb_exchange_bytes_total", "Bytes of the Arrow Flight exchange messages (batches, barriers) this node sent or received between operator instances (cluster mode only).", []string{"node", "direction"}, nil)
+	exchangeBackpressure  = prometheus.NewDesc("streamdb_exchange_backpressure_seconds_total", "Time this node's exchange senders waited for credit from a slower receiver (cluster mode only).", []string{"node"}, nil)
 	jobRowsIn             = prometheus.NewDesc("streamdb_job_rows_in_total", "Rows the job has read from its sources since it (re)started.", []string{"job", "kind"}, nil)
 	jobRowsOut            = prometheus.NewDesc("streamdb_job_rows_out_total", "Change rows the job has delivered to its sink since it (re)started.", []string{"job", "kind"}, nil)
 	jobLagRows            = prometheus.NewDesc("streamdb_job_lag_rows", "Rows of the job's sources it has not read yet.", []string{"job", "kind"}, nil)
@@ -229,7 +232,7 @@ func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 		jobParallelism, jobLastCPSize, connections, pebbleCompactions, pebbleCompactionDebt, pebbleCompacting, pebbleFlushes,
 		pebbleL0Files, pebbleL0Sublevels, pebbleLevelBytes, pebbleMemtables, pebbleMemtableBytes, pebbleDiskBytes,
 		pebbleReadAmp, pebbleWALBytes, pebbleBlockCacheBytes, tailCacheHits, tailCacheMisses, tailCacheBytes,
-		clusterCoordinator, clusterOwnedJobs, clusterForwardedReads, clusterForwardedBytes} {
+		clusterCoordinator, clusterOwnedJobs, clusterForwardedReads, clusterForwardedBytes, exchangeBytes, exchangeBackpressure} {
 		ch <- d
 	}
 }
@@ -248,6 +251,10 @@ func collectCluster(eng *sql.Engine, ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(clusterOwnedJobs, prometheus.GaugeValue, float64(st.OwnedJobs), st.Node)
 	ch <- prometheus.MustNewConstMetric(clusterForwardedReads, prometheus.CounterValue, float64(st.ForwardedReads), st.Node)
 	ch <- prometheus.MustNewConstMetric(clusterForwardedBytes, prometheus.CounterValue, float64(st.ForwardedBytes), st.Node)
+	x := exchange.ReadStats()
+	ch <- prometheus.MustNewConstMetric(exchangeBytes, prometheus.CounterValue, float64(x.BytesSent), st.Node, "sent")
+	ch <- prometheus.MustNewConstMetric(exchangeBytes, prometheus.CounterValue, float64(x.BytesReceived), st.Node, "received")
+	ch <- prometheus.MustNewConstMetric(exchangeBackpressure, prometheus.CounterValue, x.Backpressure.Seconds(), st.Node)
 }
 
 func (s *scrape) Collect(ch chan<- prometheus.Metric) {

@@ -143,12 +143,19 @@ func encodeBlockTo(buf *bytes.Buffer, rec arrow.RecordBatch) error {
 // blockSizeHint is an upper estimate of rec's encoded size: its buffers,
 // each padded to 8 bytes, plus the schema and record batch messages.
 func blockSizeHint(rec arrow.RecordBatch) int {
-	n := blockHeader + 1024 + 256*int(rec.NumCols())
+	return blockHeader + 1024 + 256*int(rec.NumCols()) + PaddedBufferBytes(rec, 8)
+}
+
+// PaddedBufferBytes is the size of the buffers rec's columns (and their
+// children) reference, each counted pad bytes larger: an upper estimate of
+// rec's Arrow IPC body with buffers padded to pad.
+func PaddedBufferBytes(rec arrow.RecordBatch, pad int) int {
+	n := 0
 	var add func(d arrow.ArrayData)
 	add = func(d arrow.ArrayData) {
 		for _, b := range d.Buffers() {
 			if b != nil {
-				n += b.Len() + 8
+				n += b.Len() + pad
 			}
 		}
 		for _, c := range d.Children() {

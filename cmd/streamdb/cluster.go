@@ -183,7 +183,7 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 		})
 		mux.HandleFunc("POST /peer/query", serveForward(eng))
 		mux.HandleFunc("POST /peer/exec", serveExec(eng))
-		go func() { _ = (&http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}).Serve(pl) }()
+		go func() { _ = peerServer(mux).Serve(pl) }()
 	}
 	log.Info("joined the cluster", "cluster", c.name, "node", c.nodeID, "etcd", c.etcd, "peer", peerAddr, "applied", node.Applied())
 	return node, pl, nil

@@ -92,6 +92,27 @@ type Watermark struct {
 	Idle bool  // every input behind it was idle
 }
 
+// CombineWatermarks is the watermark of a step with inputs ws: the least
+// of the inputs that are not idle, or, if all are, the largest, idle.
+func CombineWatermarks(ws []Watermark) Watermark {
+	out := Watermark{At: math.MaxInt64}
+	active := false
+	for _, w := range ws {
+		if !w.Idle {
+			active = true
+			out.At = min(out.At, w.At)
+		}
+	}
+	if active {
+		return out
+	}
+	out = Watermark{At: NoWatermark, Idle: true}
+	for _, w := range ws {
+		out.At = max(out.At, w.At)
+	}
+	return out
+}
+
 // Operator is one instance of a stateful node of a job's graph. The
 // runtime calls it from one goroutine only.
 type Operator interface {

@@ -423,17 +423,7 @@ func TestClusterRebalance(t *testing.T) {
 // coordinator among the nodes, the owner's owned jobs, and on the node
 // that forwarded a read the reads and bytes it relayed.
 func TestClusterMetrics(t *testing.T) {
-	c := startOpsCluster(t, "metrics", 0)
-	var web []string
-	for i := 0; i < 2; i++ {
-		addr, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		web = append(web, addr)
-		c.extra = []string{"--http", addr}
-		c.add(t)
-	}
+	c, web := startWebCluster(t, "metrics", 2)
 	execAll(t, c.conns[0],
 		`CREATE SOURCE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, date_time TIMESTAMP)
 		  WITH (connector = 'nexmark', nexmark.table = 'bid', nexmark.events = 20000)`,
