@@ -280,9 +280,9 @@ func sameNames(a, b []string) bool {
 }
 
 func (c *Changelog) deriveField(f *avro.Field) error {
-	t, ok := avroSQLType(f.Type())
-	if !ok {
-		return sqlerr.New(sqlerr.FeatureNotSupported, "avro field %q of type %s has no column type; name the columns to read in CREATE SOURCE to leave it out", f.Name(), f.Type())
+	t, err := avroColType(f.Name(), f.Type(), nil)
+	if err != nil {
+		return err
 	}
 	c.Cols = append(c.Cols, connector.Column{Name: f.Name(), Type: t})
 	return nil
