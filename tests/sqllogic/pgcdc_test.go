@@ -352,3 +352,63 @@ func TestPostgresCDCKill9(t *testing.T) {
 	waitTargetEquals(t, pg, c, fmt.Sprintf(cdcViewQ, "orders"), "SELECT * FROM per_cust", fmt.Sprintf(cdcViewQ, "orders_cdc"))
 	waitTargetEquals(t, pg, c, "SELECT * FROM orders", "SELECT * FROM orders_cdc")
 }
+
+// TestPostgresCDCKillDuringCreate: streamdb killed -9 while CREATE SOURCE
+// streams the snapshot (after its first batch is stored) leaves a
+// replication slot upstream; the next start drops it with the unfinished
+// source, so the same CREATE SOURCE runs again and the source equals the
+// table. The snapshot (three batches) is stored batch by batch.
+func TestPostgresCDCKillDuringCreate(t *testing.T) {
+	p := startCDCPG(t, "logical")
+	pg := p.Conn(t)
+	r := rand.New(rand.NewSource(7))
+	var vals []string
+	for id := 1; id <= 10000; id++ {
+		vals = append(vals, orderRow(r, id))
+	}
+	execAll(t, pg, cdcOrders, "INSERT INTO orders VALUES "+strings.Join(vals, ", "),
+		"GRANT SELECT ON orders TO repl", "CREATE PUBLICATION pub FOR TABLE orders")
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := "CREATE SOURCE orders_cdc " + cdcWith(p, "repl", "secret", "orders", "orders_slot", "pub")
+	slots := func() string {
+		var n string
+		if err := pg.QueryRow(context.Background(), "SELECT count(*)::text FROM pg_replication_slots WHERE slot_name = 'orders_slot'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	srv := startServer(t, bin, []string{"STREAMDB_FAILPOINTS=orders_cdc:cdc_snapshot:1:kill"}, "")
+	if _, err := srv.Conn(t).Exec(context.Background(), create); err == nil {
+		t.Fatal("CREATE SOURCE returned although streamdb was killed during it")
+	}
+	for deadline := time.Now().Add(30 * time.Second); srv.running() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if srv.running() {
+		t.Fatal("the failpoint did not kill streamdb")
+	}
+	if got := slots(); got != "1" {
+		t.Fatalf("slots after the kill: %s, want the orphan 1", got)
+	}
+	// Restarted: the same CREATE SOURCE succeeds (the unfinished source and
+	// its slot are dropped at start, or by the CREATE itself).
+	srv = StartServer(t, srv.DataDir())
+	c := srv.Conn(t)
+	execAll(t, c, create, "CREATE MATERIALIZED VIEW per_cust AS "+fmt.Sprintf(cdcViewQ, "orders_cdc"))
+	if got := slots(); got != "1" {
+		t.Fatalf("slots after the second CREATE: %s, want 1", got)
+	}
+	execAll(t, pg, "UPDATE orders SET amount = amount + 1 WHERE id % 7 = 0", "DELETE FROM orders WHERE id % 11 = 0")
+	waitTargetEquals(t, pg, c, fmt.Sprintf(cdcViewQ, "orders"), "SELECT * FROM per_cust", fmt.Sprintf(cdcViewQ, "orders_cdc"))
+	waitTargetEquals(t, pg, c, "SELECT * FROM orders", "SELECT * FROM orders_cdc")
+	execAll(t, c, "DROP MATERIALIZED VIEW per_cust", "DROP SOURCE orders_cdc")
+	for deadline := time.Now().Add(30 * time.Second); slots() != "0"; {
+		if time.Now().After(deadline) {
+			t.Fatal("DROP SOURCE left the slot")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
