@@ -318,17 +318,21 @@ func (c *cdcIngest) create(n *parse.CreateSource, owner string) (*Result, error)
 	// A source without one is a CREATE that did not finish (kill -9): the
 	// next start, or a CREATE of the same name, drops it and its slot
 	// (discardIncomplete).
-	e.roundMu.Lock()
 	e.mu.Lock()
-	if t0 := e.mu.tables[n.Name]; t0 != nil && c.incomplete(t0) {
-		e.mu.Unlock()
-		e.roundMu.Unlock()
+	t0 := e.mu.tables[n.Name]
+	e.mu.Unlock()
+	if t0 != nil && c.incomplete(t0) {
 		if err := c.discardIncomplete(ctx, t0); err != nil {
 			return nil, err
 		}
-		e.roundMu.Lock()
-		e.mu.Lock()
 	}
+	// A slot that exists already is refused before the entry is made, so
+	// the slot an unfinished CREATE leaves is one it made.
+	if err := pgcdc.CheckNoSlot(ctx, cfg); err != nil {
+		return nil, err
+	}
+	e.roundMu.Lock()
+	e.mu.Lock()
 	if res, err := exists(); res != nil || err != nil {
 		e.mu.Unlock()
 		e.roundMu.Unlock()

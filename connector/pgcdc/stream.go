@@ -163,6 +163,24 @@ func Snapshot(ctx context.Context, c *Config, t *Table, emit func(arrow.RecordBa
 	return uint64(lsn), nil
 }
 
+// CheckNoSlot is 42710 if the source's replication slot exists already.
+func CheckNoSlot(ctx context.Context, c *Config) error {
+	conn, err := c.connect(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	res := conn.ExecParams(ctx, "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1",
+		[][]byte{[]byte(c.Slot)}, nil, nil, nil).Read()
+	if res.Err != nil {
+		return upstreamErr(res.Err)
+	}
+	if len(res.Rows) > 0 {
+		return sqlerr.New(sqlerr.DuplicateObject, "replication slot \"%s\" already exists", c.Slot)
+	}
+	return nil
+}
+
 // DropSlot drops the source's replication slot, if it exists.
 func DropSlot(ctx context.Context, c *Config) error {
 	conn, err := c.connect(ctx, false)

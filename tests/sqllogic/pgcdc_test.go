@@ -404,6 +404,12 @@ func TestPostgresCDCKillDuringCreate(t *testing.T) {
 	execAll(t, pg, "UPDATE orders SET amount = amount + 1 WHERE id % 7 = 0", "DELETE FROM orders WHERE id % 11 = 0")
 	waitTargetEquals(t, pg, c, fmt.Sprintf(cdcViewQ, "orders"), "SELECT * FROM per_cust", fmt.Sprintf(cdcViewQ, "orders_cdc"))
 	waitTargetEquals(t, pg, c, "SELECT * FROM orders", "SELECT * FROM orders_cdc")
+	// Another source on the same slot: 42710, and nothing is left of it.
+	_, err = c.Exec(context.Background(), "CREATE SOURCE other "+cdcWith(p, "repl", "secret", "orders", "orders_slot", "pub"))
+	wantErr(t, "a slot in use", err, "42710", `replication slot "orders_slot" already exists`)
+	if _, err := c.Exec(context.Background(), "SELECT * FROM other LIMIT 1"); err == nil || !strings.Contains(err.Error(), "42P01") {
+		t.Fatalf("the refused source exists: %v", err)
+	}
 	execAll(t, c, "DROP MATERIALIZED VIEW per_cust", "DROP SOURCE orders_cdc")
 	for deadline := time.Now().Add(30 * time.Second); slots() != "0"; {
 		if time.Now().After(deadline) {
