@@ -780,18 +780,12 @@ func (d *avDec) value(n *avNode, bl array.Builder, t types.T) error {
 			return sqlerr.New(sqlerr.DatetimeFieldOverflow, "time out of range: %d microseconds", v)
 		}
 		bl.(*array.Int64Builder).Append(v)
-	case avro.Float:
-		b, err := d.take(4)
+	case avro.Float, avro.Double:
+		f, err := d.float(n)
 		if err != nil {
 			return err
 		}
-		bl.(*array.Float64Builder).Append(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))))
-	case avro.Double:
-		b, err := d.take(8)
-		if err != nil {
-			return err
-		}
-		bl.(*array.Float64Builder).Append(math.Float64frombits(binary.LittleEndian.Uint64(b)))
+		bl.(*array.Float64Builder).Append(f)
 	case avro.String, avro.Bytes, avro.Fixed:
 		var b []byte
 		var err error
@@ -853,17 +847,11 @@ func (d *avDec) value(n *avNode, bl array.Builder, t types.T) error {
 		}
 		return appendText(bl, t, []byte(n.syms[k]))
 	case avro.Union:
-		k, err := d.long()
+		kid, err := d.branch(n, t)
 		if err != nil {
 			return err
 		}
-		if k < 0 || k >= int64(len(n.kids)) {
-			return errAvro("union branch %d of %d", k, len(n.kids))
-		}
-		if !n.conv[k] {
-			return sqlerr.New(sqlerr.InvalidBinaryRep, "union branch %d (%s) cannot be %s", k, n.kids[k].kind, t)
-		}
-		return d.value(n.kids[k], bl, t)
+		return d.value(kid, bl, t)
 	default:
 		return errAvro("cannot read a %s", n.kind)
 	}
@@ -924,6 +912,38 @@ func (d *avDec) list(n *avNode, lb *array.ListBuilder, et types.T) error {
 	}
 }
 
+// branch reads a union's branch index and returns the branch, which must
+// convert to t (compileRead's conv).
+func (d *avDec) branch(n *avNode, t types.T) (*avNode, error) {
+	k, err := d.long()
+	if err != nil {
+		return nil, err
+	}
+	if k < 0 || k >= int64(len(n.kids)) {
+		return nil, errAvro("union branch %d of %d", k, len(n.kids))
+	}
+	if !n.conv[k] {
+		return nil, sqlerr.New(sqlerr.InvalidBinaryRep, "union branch %d (%s) cannot be %s", k, n.kids[k].kind, t)
+	}
+	return n.kids[k], nil
+}
+
+// float reads a float or a double.
+func (d *avDec) float(n *avNode) (float64, error) {
+	if n.kind == avro.Float {
+		v, err := d.take(4)
+		if err != nil {
+			return 0, err
+		}
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(v))), nil
+	}
+	v, err := d.take(8)
+	if err != nil {
+		return 0, err
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(v)), nil
+}
+
 // elem reads one array element of n as text of element type et.
 func (d *avDec) elem(n *avNode, vb *array.StringBuilder, et types.T) error {
 	switch n.kind {
@@ -931,17 +951,11 @@ func (d *avDec) elem(n *avNode, vb *array.StringBuilder, et types.T) error {
 		vb.AppendNull()
 		return nil
 	case avro.Union:
-		k, err := d.long()
+		kid, err := d.branch(n, et)
 		if err != nil {
 			return err
 		}
-		if k < 0 || k >= int64(len(n.kids)) {
-			return errAvro("union branch %d of %d", k, len(n.kids))
-		}
-		if !n.conv[k] {
-			return sqlerr.New(sqlerr.InvalidBinaryRep, "union branch %d (%s) cannot be %s", k, n.kids[k].kind, et)
-		}
-		return d.elem(n.kids[k], vb, et)
+		return d.elem(kid, vb, et)
 	}
 	var v types.Datum
 	switch n.kind {
@@ -970,18 +984,12 @@ func (d *avDec) elem(n *avNode, vb *array.StringBuilder, et types.T) error {
 			return sqlerr.New(sqlerr.DatetimeFieldOverflow, "timestamp out of range: %d", i)
 		}
 		v = types.Int(i * n.mul)
-	case avro.Float:
-		b, err := d.take(4)
+	case avro.Float, avro.Double:
+		f, err := d.float(n)
 		if err != nil {
 			return err
 		}
-		v = types.Float(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))))
-	case avro.Double:
-		b, err := d.take(8)
-		if err != nil {
-			return err
-		}
-		v = types.Float(math.Float64frombits(binary.LittleEndian.Uint64(b)))
+		v = types.Float(f)
 	case avro.String, avro.Bytes:
 		b, err := d.bytes()
 		if err != nil {
@@ -1220,19 +1228,9 @@ func (d *avDec) json(n *avNode, b []byte) ([]byte, error) {
 		b = append(b, '"')
 		return append(types.AppendText(b, types.Int(v*n.mul), t), '"'), nil
 	case avro.Float, avro.Double:
-		var f float64
-		if n.kind == avro.Float {
-			v, err := d.take(4)
-			if err != nil {
-				return b, err
-			}
-			f = float64(math.Float32frombits(binary.LittleEndian.Uint32(v)))
-		} else {
-			v, err := d.take(8)
-			if err != nil {
-				return b, err
-			}
-			f = math.Float64frombits(binary.LittleEndian.Uint64(v))
+		f, err := d.float(n)
+		if err != nil {
+			return b, err
 		}
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return append(b, `"`+strconv.FormatFloat(f, 'g', -1, 64)+`"`...), nil

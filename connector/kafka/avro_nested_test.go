@@ -51,21 +51,7 @@ const nestedV2 = `{"type": "record", "name": "N", "namespace": "t", "fields": [
 
 func nestedSource(t *testing.T, cols []connector.Column) *kafka {
 	t.Helper()
-	if cols == nil {
-		rec, err := readerRecord(nestedV1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cols, err = avroColumns(rec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := connector.New(cols, map[string]string{"connector": "kafka", "topic": "n", "properties.bootstrap.servers": "127.0.0.1:9092",
-		"__splits": "1", "format": "avro", "schema.registry": "http://127.0.0.1:1", avroSchemaKey: nestedV1, avroSchemaIDKey: "1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.(*kafka)
+	return avroSourceOf(t, nestedV1, cols)
 }
 
 // TestAvroNested: records read into STRUCT columns and arrays of scalars
