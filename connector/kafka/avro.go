@@ -750,21 +750,15 @@ func (d *avDec) value(n *avNode, bl array.Builder, t types.T) error {
 	case avro.Null:
 		bl.AppendNull()
 	case avro.Boolean:
-		b, err := d.take(1)
+		b, err := d.boolean()
 		if err != nil {
 			return err
 		}
-		if b[0] > 1 {
-			return errAvro("boolean byte %d", b[0])
-		}
-		bl.(*array.BooleanBuilder).Append(b[0] == 1)
+		bl.(*array.BooleanBuilder).Append(b)
 	case avro.Int, avro.Long:
-		v, err := d.long()
+		v, err := d.integer(n)
 		if err != nil {
 			return err
-		}
-		if n.kind == avro.Int && (v < math.MinInt32 || v > math.MaxInt32) {
-			return errAvro("int %d out of range", v)
 		}
 		if t.Physical() == types.PhysFloat64 {
 			bl.(*array.Float64Builder).Append(float64(v))
@@ -833,19 +827,15 @@ func (d *avDec) value(n *avNode, bl array.Builder, t types.T) error {
 		}
 		bl.(*array.StringBuilder).Append(j)
 	case avro.Enum:
-		k, err := d.long()
+		sym, err := d.symbol(n)
 		if err != nil {
 			return err
 		}
-		if k < 0 || k >= int64(len(n.syms)) {
-			return errAvro("enum symbol %d of %d", k, len(n.syms))
-		}
-		sb := bl.(*array.StringBuilder)
 		if t.Prec == 0 {
-			sb.Append(n.syms[k])
+			bl.(*array.StringBuilder).Append(sym)
 			return nil
 		}
-		return appendText(bl, t, []byte(n.syms[k]))
+		return appendText(bl, t, []byte(sym))
 	case avro.Union:
 		kid, err := d.branch(n, t)
 		if err != nil {
@@ -928,6 +918,39 @@ func (d *avDec) branch(n *avNode, t types.T) (*avNode, error) {
 	return n.kids[k], nil
 }
 
+// boolean reads a boolean.
+func (d *avDec) boolean() (bool, error) {
+	b, err := d.take(1)
+	if err != nil {
+		return false, err
+	}
+	if b[0] > 1 {
+		return false, errAvro("boolean byte %d", b[0])
+	}
+	return b[0] == 1, nil
+}
+
+// integer reads an int (held to its range) or a long.
+func (d *avDec) integer(n *avNode) (int64, error) {
+	v, err := d.long()
+	if err == nil && n.kind == avro.Int && (v < math.MinInt32 || v > math.MaxInt32) {
+		err = errAvro("int %d out of range", v)
+	}
+	return v, err
+}
+
+// symbol reads an enum's symbol.
+func (d *avDec) symbol(n *avNode) (string, error) {
+	k, err := d.long()
+	if err != nil {
+		return "", err
+	}
+	if k < 0 || k >= int64(len(n.syms)) {
+		return "", errAvro("enum symbol %d of %d", k, len(n.syms))
+	}
+	return n.syms[k], nil
+}
+
 // float reads a float or a double.
 func (d *avDec) float(n *avNode) (float64, error) {
 	if n.kind == avro.Float {
@@ -960,21 +983,15 @@ func (d *avDec) elem(n *avNode, vb *array.StringBuilder, et types.T) error {
 	var v types.Datum
 	switch n.kind {
 	case avro.Boolean:
-		b, err := d.take(1)
+		b, err := d.boolean()
 		if err != nil {
 			return err
 		}
-		if b[0] > 1 {
-			return errAvro("boolean byte %d", b[0])
-		}
-		v = types.Boolean(b[0] == 1)
+		v = types.Boolean(b)
 	case avro.Int, avro.Long:
-		i, err := d.long()
+		i, err := d.integer(n)
 		if err != nil {
 			return err
-		}
-		if n.kind == avro.Int && (i < math.MinInt32 || i > math.MaxInt32) {
-			return errAvro("int %d out of range", i)
 		}
 		if et.Physical() == types.PhysFloat64 {
 			v = types.Float(float64(i))
@@ -1007,14 +1024,11 @@ func (d *avDec) elem(n *avNode, vb *array.StringBuilder, et types.T) error {
 		vb.BinaryBuilder.Append(b)
 		return nil
 	case avro.Enum:
-		k, err := d.long()
+		sym, err := d.symbol(n)
 		if err != nil {
 			return err
 		}
-		if k < 0 || k >= int64(len(n.syms)) {
-			return errAvro("enum symbol %d of %d", k, len(n.syms))
-		}
-		vb.Append(n.syms[k])
+		vb.Append(sym)
 		return nil
 	default:
 		return errAvro("cannot read a %s as an array element", n.kind)
@@ -1196,14 +1210,11 @@ func (d *avDec) json(n *avNode, b []byte) ([]byte, error) {
 	case avro.Null:
 		return append(b, "null"...), nil
 	case avro.Boolean:
-		v, err := d.take(1)
+		v, err := d.boolean()
 		if err != nil {
 			return b, err
 		}
-		if v[0] > 1 {
-			return b, errAvro("boolean byte %d", v[0])
-		}
-		return strconv.AppendBool(b, v[0] == 1), nil
+		return strconv.AppendBool(b, v), nil
 	case avro.Int, avro.Long:
 		v, err := d.long()
 		if err != nil {
@@ -1264,14 +1275,11 @@ func (d *avDec) json(n *avNode, b []byte) ([]byte, error) {
 		b = hex.AppendEncode(b, v)
 		return append(b, '"'), nil
 	case avro.Enum:
-		k, err := d.long()
+		sym, err := d.symbol(n)
 		if err != nil {
 			return b, err
 		}
-		if k < 0 || k >= int64(len(n.syms)) {
-			return b, errAvro("enum symbol %d of %d", k, len(n.syms))
-		}
-		return types.AppendJSONString(b, n.syms[k]), nil
+		return types.AppendJSONString(b, sym), nil
 	case avro.Union:
 		k, err := d.long()
 		if err != nil {
