@@ -281,6 +281,11 @@ func TestPostgresCDCWalLevel(t *testing.T) {
 	}
 }
 
+// TestPostgresCDCKill9: two upstream clients change orders throughout
+// (random transactions, and pgbench-style single-row UPDATEs and DELETEs)
+// while a GROUP BY view over the CDC source runs; streamdb dies at two
+// failpoints and then by kill -9 five times; the view ends equal to the
+// same GROUP BY run by PostgreSQL, and the source to the table.
 func TestPostgresCDCKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: kill -9 loop")
@@ -303,7 +308,8 @@ func TestPostgresCDCKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Upstream load runs throughout.
+	// Upstream load runs throughout: random transactions of inserts,
+	// updates (of the key too) and deletes.
 	var stop atomic.Bool
 	loaded := make(chan error, 1)
 	loadPG := p.Conn(t)
@@ -313,6 +319,25 @@ func TestPostgresCDCKill9(t *testing.T) {
 			err = cdcLoad(ctx, loadPG, r, ids, &next)
 		}
 		loaded <- err
+	}()
+	// And a pgbench-style client beside it: single-row UPDATEs and
+	// DELETEs of random ids, each its own transaction (a row the other
+	// client does not hold any more is a no-op; one statement locks one
+	// row, so the two never deadlock).
+	benchPG := p.Conn(t)
+	benched := make(chan error, 1)
+	go func() {
+		r2 := rand.New(rand.NewSource(100))
+		var err error
+		for !stop.Load() && err == nil {
+			id := 1 + r2.Intn(3000)
+			q := fmt.Sprintf("UPDATE orders SET amount = amount + %d, note = note || 'p' WHERE id = %d", 1+r2.Intn(9), id)
+			if r2.Intn(20) == 0 {
+				q = fmt.Sprintf("DELETE FROM orders WHERE id = %d", id)
+			}
+			_, err = benchPG.Exec(ctx, q)
+		}
+		benched <- err
 	}()
 	// Two processes die at failpoints: right after a transaction was read
 	// from the slot, before it is stored (the restart must read it again:
@@ -346,6 +371,9 @@ func TestPostgresCDCKill9(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	stop.Store(true)
 	if err := <-loaded; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-benched; err != nil {
 		t.Fatal(err)
 	}
 	c := srv.Conn(t)
