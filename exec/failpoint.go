@@ -56,7 +56,9 @@ func loadFailpoints() {
 
 // Failpoint is failpoint for the runtime outside exec (a CDC source's
 // ingester in sql: stages cdc_received, a transaction read and not yet
-// stored, and cdc_stored, stored and not yet confirmed to the slot).
+// stored, and cdc_stored, stored and not yet confirmed to the slot; and
+// CREATE SOURCE's cdc_snapshot, a snapshot batch stored and the snapshot
+// not yet complete).
 func Failpoint(job, stage string) error { return failpoint(job, stage) }
 
 // failpoint returns an injected error (or panics) if one is armed for job's stage.

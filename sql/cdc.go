@@ -44,6 +44,10 @@ type cdcIngest struct {
 	mu   sync.Mutex
 	runs map[uint64]*cdcRun
 	wg   sync.WaitGroup
+	// pending: the sources whose CREATE SOURCE is running.
+	pending map[uint64]bool
+	// bgCancel ends startAll's discarding of unfinished sources (Close).
+	bgCancel context.CancelFunc
 }
 
 // cdcRun is one source's ingester and what SHOW JOBS shows of it.
@@ -109,6 +113,9 @@ func (c *cdcIngest) stop(id uint64) {
 // stopAll stops every ingester and waits for them (Close).
 func (c *cdcIngest) stopAll() {
 	c.mu.Lock()
+	if c.bgCancel != nil {
+		c.bgCancel()
+	}
 	for id, r := range c.runs {
 		r.cancel()
 		delete(c.runs, id)
@@ -305,45 +312,164 @@ func (c *cdcIngest) create(n *parse.CreateSource, owner string) (*Result, error)
 	if res != nil || err != nil {
 		return res, err
 	}
-	var recs []arrow.RecordBatch
-	defer func() {
-		for _, r := range recs {
-			r.Release()
+	// The catalog entry comes first, without a stored LSN: the snapshot is
+	// appended to its log batch by batch as PostgreSQL sends it (never
+	// held whole in memory), and the LSN stored last marks it complete.
+	// A source without one is a CREATE that did not finish (kill -9): the
+	// next start, or a CREATE of the same name, drops it and its slot
+	// (discardIncomplete).
+	e.mu.Lock()
+	t0 := e.mu.tables[n.Name]
+	e.mu.Unlock()
+	if t0 != nil && c.incomplete(t0) {
+		if err := c.discardIncomplete(ctx, t0); err != nil {
+			return nil, err
 		}
-	}()
-	lsn, err := pgcdc.Snapshot(ctx, cfg, tbl, func(r arrow.RecordBatch) error {
-		recs = append(recs, r)
-		return nil
-	})
-	if err != nil {
+	}
+	// A slot that exists already is refused before the entry is made, so
+	// the slot an unfinished CREATE leaves is one it made.
+	if err := pgcdc.CheckNoSlot(ctx, cfg); err != nil {
 		return nil, err
 	}
-	dropSlot := func() {
-		dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer dcancel()
-		if err := pgcdc.DropSlot(dctx, cfg); err != nil {
-			e.log.Warn("cdc source: could not drop its replication slot", "slot", cfg.Slot, "err", err)
-		}
-	}
 	e.roundMu.Lock()
-	defer e.roundMu.Unlock()
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if res, err := exists(); res != nil || err != nil {
-		dropSlot()
+		e.mu.Unlock()
+		e.roundMu.Unlock()
 		return res, err
 	}
 	if err := e.addTableLocked(t); err != nil {
-		dropSlot()
+		e.mu.Unlock()
+		e.roundMu.Unlock()
 		return nil, err
 	}
-	if _, err := e.db.AppendLogAt(t.ID, 0, recs, lsn); err != nil {
-		// The catalog entry stays; its ingester reports the missing
-		// snapshot, and DROP SOURCE removes it.
+	c.creating(t.ID, true)
+	defer c.creating(t.ID, false)
+	e.mu.Unlock()
+	e.roundMu.Unlock()
+	lsn, err := pgcdc.Snapshot(ctx, cfg, tbl, func(r arrow.RecordBatch) error {
+		defer r.Release()
+		if _, err := e.db.AppendLog(t.ID, 0, []arrow.RecordBatch{r}); err != nil {
+			return err
+		}
+		return exec.Failpoint(t.Name, "cdc_snapshot")
+	})
+	if err == nil {
+		_, err = e.db.AppendLogAt(t.ID, 0, nil, lsn)
+	}
+	if err != nil {
+		// Snapshot dropped the slot it made; the entry goes too.
+		c.dropEntry(t)
 		return nil, err
 	}
 	c.start(t)
 	return &Result{Tag: "CREATE SOURCE"}, nil
+}
+
+// creating marks a source whose CREATE is running (or no longer).
+func (c *cdcIngest) creating(id uint64, on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending == nil {
+		c.pending = map[uint64]bool{}
+	}
+	if on {
+		c.pending[id] = true
+	} else {
+		delete(c.pending, id)
+	}
+}
+
+// incomplete reports whether t is a PostgreSQL CDC source whose CREATE
+// did not finish: no stored LSN, and no CREATE running for it.
+func (c *cdcIngest) incomplete(t *storage.TableDef) bool {
+	if !isCDC(t) || kafka.IsChangelog(t.Options) {
+		return false
+	}
+	c.mu.Lock()
+	running := c.pending[t.ID]
+	c.mu.Unlock()
+	if running {
+		return false
+	}
+	_, ok, err := c.e.db.SourcePos(t.ID)
+	return err == nil && !ok
+}
+
+// discardIncomplete drops a source whose CREATE did not finish: its
+// replication slot (if streamdb got as far as creating it and it is not in
+// use), then its catalog entry and log, as if the CREATE had never run.
+func (c *cdcIngest) discardIncomplete(ctx context.Context, t *storage.TableDef) error {
+	cfg, err := pgcdc.ParseOptions(t.Options)
+	if err == nil {
+		err = pgcdc.DropSlot(ctx, cfg)
+	}
+	if err != nil {
+		return err
+	}
+	c.e.log.Warn("cdc source: dropped a source whose CREATE SOURCE did not finish, and its replication slot", "source", t.Name, "slot", cfg.Slot)
+	c.dropEntry(t)
+	return nil
+}
+
+// dropEntry removes a CDC source's catalog entry and log (its CREATE
+// failed or did not finish; no job reads it).
+func (c *cdcIngest) dropEntry(t *storage.TableDef) {
+	e := c.e
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.mu.tables[t.Name] != t {
+		return
+	}
+	b := e.db.NewBatch()
+	storage.DeleteTable(b, t)
+	if err := e.db.Commit(b, true); err != nil {
+		e.log.Warn("cdc source: could not drop the entry of a failed CREATE SOURCE", "source", t.Name, "err", err)
+		return
+	}
+	delete(e.mu.tables, t.Name)
+	_ = e.db.DeleteSourcePos(t.ID)
+	streamLogDropped(e, []*storage.TableDef{t})
+}
+
+// startAll starts the ingesters of the CDC sources at engine start; a
+// PostgreSQL source whose CREATE did not finish is discarded instead (in
+// the background, retried while PostgreSQL cannot be reached).
+func (c *cdcIngest) startAll(tables map[string]*storage.TableDef) {
+	bg, cancel := context.WithCancel(context.Background())
+	c.mu.Lock()
+	c.bgCancel = cancel
+	c.mu.Unlock()
+	for _, t := range tables {
+		if !isCDC(t) {
+			continue
+		}
+		if !c.incomplete(t) {
+			c.start(t)
+			continue
+		}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			delay := 500 * time.Millisecond
+			for bg.Err() == nil {
+				ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+				err := c.discardIncomplete(ctx, t)
+				cancel()
+				if err == nil || bg.Err() != nil {
+					return
+				}
+				c.e.log.Warn("cdc source: could not drop the slot of a source whose CREATE SOURCE did not finish", "source", t.Name, "err", err)
+				select {
+				case <-bg.Done():
+				case <-time.After(delay):
+				}
+				delay = min(2*delay, 10*time.Second)
+			}
+		}()
+	}
 }
 
 // drop stops a dropped CDC source's ingester and drops its slot.

@@ -276,11 +276,7 @@ func Open(cfg Config) (*Engine, error) {
 		e.coord.Run(ctx)
 	}()
 	e.sinkMgr.startSinks()
-	for _, t := range e.mu.tables {
-		if isCDC(t) {
-			e.cdc.start(t)
-		}
-	}
+	e.cdc.startAll(e.mu.tables)
 	e.supervised = make(chan struct{})
 	go func() {
 		defer close(e.supervised)

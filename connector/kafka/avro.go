@@ -76,77 +76,125 @@ func decimalOf(s avro.Schema) (int, int) {
 	return 0, 0
 }
 
-// avroSQLType is the SQL type of a reader field's schema: a primitive,
-// a logical type, an enum (text), a record, array or map (jsonb), or a
-// union of null and one of those (nullable, as every SQL column is). ok
-// false for what a column cannot hold (wider unions, decimals wider than
-// 38 digits, durations).
-func avroSQLType(s avro.Schema) (types.T, bool) {
-	if u, ok := s.(*avro.UnionSchema); ok {
-		if !u.Nullable() || len(u.Types()) != 2 {
-			return types.T{}, false
-		}
-		_, i := u.Indices()
-		s = u.Types()[i]
+// nonNull is the schema a nullable union [null, T] holds (T), or s; ok
+// false for a union of anything else.
+func nonNull(s avro.Schema) (avro.Schema, bool) {
+	u, isU := deref(s).(*avro.UnionSchema)
+	if !isU {
+		return deref(s), true
 	}
-	s = deref(s)
+	if !u.Nullable() || len(u.Types()) != 2 {
+		return s, false
+	}
+	_, i := u.Indices()
+	return deref(u.Types()[i]), true
+}
+
+// avroColType is the SQL type of a reader field's schema: a primitive, a
+// logical type, an enum (text), a record (a STRUCT of its fields' types),
+// an array of scalars that have array types (that array type), any other
+// array or a map (jsonb), or a union of null and one of those (nullable,
+// as every SQL column is). What a column cannot hold (wider unions,
+// decimals wider than 38 digits, durations, recursive records) is 0A000
+// naming the field (path: its dotted name; open: the records being
+// derived, to find recursion).
+func avroColType(path string, s avro.Schema, open map[string]bool) (types.T, error) {
+	s, ok := nonNull(s)
+	if !ok {
+		return types.T{}, sqlerr.New(sqlerr.FeatureNotSupported, "avro field %q is the union %s: a column holds only a union of null and one type; name the columns to read in CREATE SOURCE to leave it out", path, s)
+	}
 	lt := logicalOf(s)
 	switch s.Type() {
 	case avro.Boolean:
-		return types.TBool, true
+		return types.TBool, nil
 	case avro.Int:
 		switch lt {
 		case "":
-			return types.TInt32, true
+			return types.TInt32, nil
 		case avro.Date:
-			return types.TDate, true
+			return types.TDate, nil
 		case avro.TimeMillis:
-			return types.TTime, true
+			return types.TTime, nil
 		}
 	case avro.Long:
 		switch lt {
 		case "":
-			return types.TInt64, true
+			return types.TInt64, nil
 		case avro.TimeMicros:
-			return types.TTime, true
+			return types.TTime, nil
 		case avro.TimestampMillis, avro.TimestampMicros:
-			return types.TTimestampTZ, true
+			return types.TTimestampTZ, nil
 		case avro.LocalTimestampMillis, avro.LocalTimestampMicros:
-			return types.TTimestamp, true
+			return types.TTimestamp, nil
 		}
 	case avro.Float:
-		return types.TFloat32, true
+		return types.TFloat32, nil
 	case avro.Double:
-		return types.TFloat64, true
+		return types.TFloat64, nil
 	case avro.String:
 		if lt == avro.UUID {
-			return types.TUUID, true
+			return types.TUUID, nil
 		}
-		return types.TText, true
+		return types.TText, nil
 	case avro.Enum:
-		return types.TText, true
+		return types.TText, nil
 	case avro.Bytes, avro.Fixed:
 		switch lt {
 		case "":
-			return types.TBytea, true
+			return types.TBytea, nil
 		case avro.Decimal:
 			if p, sc := decimalOf(s); p <= types.MaxNumericPrecision && sc <= p {
-				return types.NumericOf(int32(p), int32(sc)), true
+				return types.NumericOf(int32(p), int32(sc)), nil
 			}
 		}
-	case avro.Record, avro.Array, avro.Map:
-		return types.TJSONB, true
+	case avro.Record:
+		rec := s.(*avro.RecordSchema)
+		if open[rec.FullName()] {
+			return types.T{}, sqlerr.New(sqlerr.FeatureNotSupported, "avro field %q is the recursive record %s, which no column type holds; name the columns to read in CREATE SOURCE to leave it out", path, rec.FullName())
+		}
+		if open == nil {
+			open = map[string]bool{}
+		}
+		open[rec.FullName()] = true
+		defer delete(open, rec.FullName())
+		fs := make([]types.RecordField, len(rec.Fields()))
+		for i, f := range rec.Fields() {
+			ft, err := avroColType(dotted(path, f.Name()), f.Type(), open)
+			if err != nil {
+				return types.T{}, err
+			}
+			fs[i] = types.RecordField{Name: f.Name(), T: ft}
+		}
+		return types.StructOf(fs), nil
+	case avro.Array:
+		items, ok := nonNull(s.(*avro.ArraySchema).Items())
+		if ok && items.Type() != avro.Record && items.Type() != avro.Array && items.Type() != avro.Map {
+			if et, err := avroColType(path, items, open); err == nil && types.ArrayElemOK(et) {
+				return types.ArrayOf(et.Kind), nil
+			}
+		}
+		return types.TJSONB, nil
+	case avro.Map:
+		return types.TJSONB, nil
 	}
-	return types.T{}, false
+	return types.T{}, sqlerr.New(sqlerr.FeatureNotSupported, "avro field %q of type %s has no column type; name the columns to read in CREATE SOURCE to leave it out", path, s)
+}
+
+// dotted is a nested field's name: record.field.
+func dotted(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
 }
 
 // avroColumns are the columns of a reader schema, in field order.
 func avroColumns(rec *avro.RecordSchema) ([]connector.Column, error) {
 	var cols []connector.Column
 	for _, f := range rec.Fields() {
-		t, ok := avroSQLType(f.Type())
-		if !ok {
-			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "avro field %q of type %s has no column type; name the columns to read in CREATE SOURCE to leave it out", f.Name(), f.Type())
+		t, err := avroColType(f.Name(), f.Type(), nil)
+		if err != nil {
+			return nil, err
 		}
 		cols = append(cols, connector.Column{Name: f.Name(), Type: t})
 	}
@@ -156,16 +204,11 @@ func avroColumns(rec *avro.RecordSchema) ([]connector.Column, error) {
 // readerField finds the reader field of a declared column: the same name,
 // else the same name in another case.
 func readerField(rec *avro.RecordSchema, name string) *avro.Field {
-	var fold *avro.Field
-	for _, f := range rec.Fields() {
-		if f.Name() == name {
-			return f
-		}
-		if fold == nil && strings.EqualFold(f.Name(), name) {
-			fold = f
-		}
+	fs := rec.Fields()
+	if i := fieldIndexFold(len(fs), func(i int) string { return fs[i].Name() }, name); i >= 0 {
+		return fs[i]
 	}
-	return fold
+	return nil
 }
 
 // checkAvroColumn checks a declared column against its reader field: it
@@ -176,9 +219,9 @@ func checkAvroColumn(rec *avro.RecordSchema, col connector.Column) (string, erro
 	if f == nil {
 		return "", sqlerr.New(sqlerr.UndefinedColumn, "column %q is no field of the source's avro schema %s", col.Name, rec.FullName())
 	}
-	ft, ok := avroSQLType(f.Type())
-	if !ok {
-		return "", sqlerr.New(sqlerr.FeatureNotSupported, "avro field %q of type %s cannot be read into a column", f.Name(), f.Type())
+	ft, err := avroColType(f.Name(), f.Type(), nil)
+	if err != nil {
+		return "", err
 	}
 	if !avroFits(ft, col.Type) {
 		return "", sqlerr.New(sqlerr.DatatypeMismatch, "column %q is %s, but avro field %q is %s (%s)", col.Name, col.Type, f.Name(), ft, f.Type())
@@ -188,21 +231,56 @@ func checkAvroColumn(rec *avro.RecordSchema, col connector.Column) (string, erro
 
 // avroFits reports whether a column of type got can hold the values of a
 // field of SQL type want: the same type (a numeric of another scale
-// rounds), a wider integer or float, text for a uuid or an enum, json or
-// text for jsonb, a timestamp with or without time zone for either.
+// rounds), a wider integer or float, text for a uuid or an enum, a STRUCT
+// whose fields (matched by name) each hold a field of the record, an
+// array whose elements hold the field's, json, jsonb or text (as JSON) for
+// a record, array or map, a timestamp with or without time zone for either.
 func avroFits(want, got types.T) bool {
 	w, g := want.Kind, got.Kind
 	switch {
+	case w == types.Record && g == types.Record:
+		for _, gf := range types.RecordFields(got) {
+			wf, ok := recordField(types.RecordFields(want), gf.Name)
+			if !ok || !avroFits(wf.T, gf.T) {
+				return false
+			}
+		}
+		return true
+	case w == types.TextArray && g == types.TextArray:
+		return avroFits(types.ArrayElem(want), types.ArrayElem(got))
 	case w == g:
 		return true
 	case w == types.Int32 && g == types.Int64, w == types.Float32 && g == types.Float64:
 		return true
 	case w == types.UUID && g == types.Text:
 		return true
-	case w == types.JSONB && (g == types.JSON || g == types.Text):
+	case (w == types.JSONB || w == types.Record || w == types.TextArray) && (g == types.JSONB || g == types.JSON || g == types.Text):
 		return true
 	}
 	return false
+}
+
+// recordField finds a record field by name, else by name in another case.
+func recordField(fs []types.RecordField, name string) (types.RecordField, bool) {
+	if i := fieldIndexFold(len(fs), func(i int) string { return fs[i].Name }, name); i >= 0 {
+		return fs[i], true
+	}
+	return types.RecordField{}, false
+}
+
+// fieldIndexFold is the index of name among n names (exact, else in
+// another case), or -1.
+func fieldIndexFold(n int, nameOf func(int) string, name string) int {
+	fold := -1
+	for i := 0; i < n; i++ {
+		if nameOf(i) == name {
+			return i
+		}
+		if fold < 0 && strings.EqualFold(nameOf(i), name) {
+			fold = i
+		}
+	}
+	return fold
 }
 
 // avNode is a compiled writer schema node: how to skip a value, read one
@@ -220,6 +298,12 @@ type avNode struct {
 	// conv: for a union read into a column, whether each branch converts
 	// to the column's type (a branch that does not is a bad record).
 	conv []bool
+	// A record read into a STRUCT column: the struct field each writer
+	// field goes to (-1: skipped) with its type, and the defaults of the
+	// struct fields the writer lacks.
+	cols []int
+	fts  []types.T
+	defs []avDefault
 }
 
 // compileSkip compiles a writer schema for skipping or writing as JSON;
@@ -261,13 +345,15 @@ func compileSkip(s avro.Schema, memo map[avro.Schema]*avNode) *avNode {
 }
 
 // compileRead compiles a writer field's schema for reading into a column
-// of type t; ok false if no value of it converts.
-func compileRead(s avro.Schema, t types.T) (*avNode, bool) {
+// of type t; r is the reader's schema of the column (nil: unknown), whose
+// defaults fill the fields of a STRUCT the writer's record lacks. ok false
+// if no value of it converts.
+func compileRead(s avro.Schema, t types.T, r avro.Schema) (*avNode, bool) {
 	if u, isU := deref(s).(*avro.UnionSchema); isU {
 		n := &avNode{kind: avro.Union}
 		any := false
 		for _, b := range u.Types() {
-			k, ok := compileRead(b, t)
+			k, ok := compileRead(b, t, r)
 			if !ok {
 				k = compileSkip(b, map[avro.Schema]*avNode{})
 			}
@@ -317,10 +403,81 @@ func compileRead(s avro.Schema, t types.T) (*avNode, bool) {
 		return n, lt == "" && (k == types.Bytea || k == types.Text && n.kind == avro.Bytes)
 	case avro.Enum:
 		return n, k == types.Text
-	case avro.Record, avro.Array, avro.Map:
+	case avro.Record:
+		if k == types.Record {
+			return compileStruct(deref(s).(*avro.RecordSchema), t, r)
+		}
+		return n, k == types.JSONB || k == types.JSON || k == types.Text
+	case avro.Array:
+		if k == types.TextArray {
+			item, ok := compileRead(deref(s).(*avro.ArraySchema).Items(), types.ArrayElem(t), nil)
+			return &avNode{kind: avro.Array, kids: []*avNode{item}}, ok
+		}
+		return n, k == types.JSONB || k == types.JSON || k == types.Text
+	case avro.Map:
 		return n, k == types.JSONB || k == types.JSON || k == types.Text
 	}
 	return n, false
+}
+
+// compileStruct compiles a writer record for reading into STRUCT column
+// type t: writer fields by name (else in another case) into the struct's,
+// the others skipped; a struct field the writer lacks takes the default of
+// the reader's field (r: the reader's record, possibly in a nullable
+// union), and without one nothing converts.
+func compileStruct(w *avro.RecordSchema, t types.T, r avro.Schema) (*avNode, bool) {
+	fs := types.RecordFields(t)
+	n := &avNode{kind: avro.Record}
+	used := make([]bool, len(fs))
+	for _, wf := range w.Fields() {
+		i := fieldIndexFold(len(fs), func(i int) string { return fs[i].Name }, wf.Name())
+		if i < 0 || used[i] {
+			n.kids = append(n.kids, compileSkip(wf.Type(), map[avro.Schema]*avNode{}))
+			n.cols = append(n.cols, -1)
+			n.fts = append(n.fts, types.T{})
+			continue
+		}
+		used[i] = true
+		var rs avro.Schema
+		if rf := nestedReaderField(r, fs[i].Name); rf != nil {
+			rs = rf.Type()
+		}
+		kid, ok := compileRead(wf.Type(), fs[i].T, rs)
+		if !ok {
+			return n, false
+		}
+		n.kids = append(n.kids, kid)
+		n.cols = append(n.cols, i)
+		n.fts = append(n.fts, fs[i].T)
+	}
+	for i, f := range fs {
+		if used[i] {
+			continue
+		}
+		rf := nestedReaderField(r, f.Name)
+		if rf == nil || !rf.HasDefault() {
+			return n, false
+		}
+		d, err := defaultDatum(rf.Default(), f.T)
+		if err != nil {
+			return n, false
+		}
+		n.defs = append(n.defs, avDefault{col: i, d: d, t: f.T})
+	}
+	return n, true
+}
+
+// nestedReaderField is the field name of reader record r (possibly in a
+// nullable union; nil: none).
+func nestedReaderField(r avro.Schema, name string) *avro.Field {
+	if r == nil {
+		return nil
+	}
+	s, _ := nonNull(r)
+	if rec, ok := s.(*avro.RecordSchema); ok {
+		return readerField(rec, name)
+	}
+	return nil
 }
 
 // avroProg decodes records of one writer schema into a source's builders.
@@ -381,7 +538,11 @@ func compileRec(wrec *avro.RecordSchema, id int32, cols []kafkaCol, fields []str
 			p.steps = append(p.steps, avStep{n: compileSkip(wf.Type(), memo), col: -1})
 			continue
 		}
-		n, ok := compileRead(wf.Type(), cols[i].t)
+		var rs avro.Schema
+		if rf := readerField(reader, fields[i]); rf != nil {
+			rs = rf.Type()
+		}
+		n, ok := compileRead(wf.Type(), cols[i].t, rs)
 		if !ok {
 			p.err = sqlerr.New(sqlerr.InvalidBinaryRep, "writer schema id %d: field %q of type %s cannot be read as column %q %s", id, wf.Name(), wf.Type(), cols[i].name, cols[i].t)
 			return p
@@ -589,21 +750,15 @@ func (d *avDec) value(n *avNode, bl array.Builder, t types.T) error {
 	case avro.Null:
 		bl.AppendNull()
 	case avro.Boolean:
-		b, err := d.take(1)
+		b, err := d.boolean()
 		if err != nil {
 			return err
 		}
-		if b[0] > 1 {
-			return errAvro("boolean byte %d", b[0])
-		}
-		bl.(*array.BooleanBuilder).Append(b[0] == 1)
+		bl.(*array.BooleanBuilder).Append(b)
 	case avro.Int, avro.Long:
-		v, err := d.long()
+		v, err := d.integer(n)
 		if err != nil {
 			return err
-		}
-		if n.kind == avro.Int && (v < math.MinInt32 || v > math.MaxInt32) {
-			return errAvro("int %d out of range", v)
 		}
 		if t.Physical() == types.PhysFloat64 {
 			bl.(*array.Float64Builder).Append(float64(v))
@@ -619,18 +774,12 @@ func (d *avDec) value(n *avNode, bl array.Builder, t types.T) error {
 			return sqlerr.New(sqlerr.DatetimeFieldOverflow, "time out of range: %d microseconds", v)
 		}
 		bl.(*array.Int64Builder).Append(v)
-	case avro.Float:
-		b, err := d.take(4)
+	case avro.Float, avro.Double:
+		f, err := d.float(n)
 		if err != nil {
 			return err
 		}
-		bl.(*array.Float64Builder).Append(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))))
-	case avro.Double:
-		b, err := d.take(8)
-		if err != nil {
-			return err
-		}
-		bl.(*array.Float64Builder).Append(math.Float64frombits(binary.LittleEndian.Uint64(b)))
+		bl.(*array.Float64Builder).Append(f)
 	case avro.String, avro.Bytes, avro.Fixed:
 		var b []byte
 		var err error
@@ -658,6 +807,12 @@ func (d *avDec) value(n *avNode, bl array.Builder, t types.T) error {
 		}
 		return appendText(bl, t, b)
 	case avro.Record, avro.Array, avro.Map:
+		switch t.Kind {
+		case types.Record:
+			return d.record(n, bl.(*array.StructBuilder))
+		case types.TextArray:
+			return d.list(n, bl.(*array.ListBuilder), types.ArrayElem(t))
+		}
 		var err error
 		if d.js, err = d.json(n, d.js[:0]); err != nil {
 			return err
@@ -672,34 +827,214 @@ func (d *avDec) value(n *avNode, bl array.Builder, t types.T) error {
 		}
 		bl.(*array.StringBuilder).Append(j)
 	case avro.Enum:
-		k, err := d.long()
+		sym, err := d.symbol(n)
 		if err != nil {
 			return err
 		}
-		if k < 0 || k >= int64(len(n.syms)) {
-			return errAvro("enum symbol %d of %d", k, len(n.syms))
-		}
-		sb := bl.(*array.StringBuilder)
 		if t.Prec == 0 {
-			sb.Append(n.syms[k])
+			bl.(*array.StringBuilder).Append(sym)
 			return nil
 		}
-		return appendText(bl, t, []byte(n.syms[k]))
+		return appendText(bl, t, []byte(sym))
 	case avro.Union:
-		k, err := d.long()
+		kid, err := d.branch(n, t)
 		if err != nil {
 			return err
 		}
-		if k < 0 || k >= int64(len(n.kids)) {
-			return errAvro("union branch %d of %d", k, len(n.kids))
-		}
-		if !n.conv[k] {
-			return sqlerr.New(sqlerr.InvalidBinaryRep, "union branch %d (%s) cannot be %s", k, n.kids[k].kind, t)
-		}
-		return d.value(n.kids[k], bl, t)
+		return d.value(kid, bl, t)
 	default:
 		return errAvro("cannot read a %s", n.kind)
 	}
+	return nil
+}
+
+// record reads a record into a STRUCT column (compileStruct's node).
+func (d *avDec) record(n *avNode, sb *array.StructBuilder) error {
+	if d.depth++; d.depth > maxAvroDepth {
+		return errAvro("nested too deep")
+	}
+	sb.Append(true)
+	for k, kid := range n.kids {
+		var err error
+		if n.cols[k] < 0 {
+			err = d.skip(kid)
+		} else {
+			err = d.value(kid, sb.FieldBuilder(n.cols[k]), n.fts[k])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, df := range n.defs {
+		types.AppendDatum(sb.FieldBuilder(df.col), df.d, df.t)
+	}
+	d.depth--
+	return nil
+}
+
+// list reads an array of scalars into an array column: each element as
+// its element type's canonical text (types/elemarray.go).
+func (d *avDec) list(n *avNode, lb *array.ListBuilder, et types.T) error {
+	lb.Append(true)
+	vb := lb.ValueBuilder().(*array.StringBuilder)
+	for {
+		cnt, err := d.long()
+		if err != nil {
+			return err
+		}
+		if cnt == 0 {
+			return nil
+		}
+		if cnt < 0 { // a block with its size
+			cnt = -cnt
+			if _, err := d.long(); err != nil {
+				return err
+			}
+		}
+		if cnt > int64(len(d.b)-d.i) {
+			return errAvro("block of %d items past the end", cnt)
+		}
+		for ; cnt > 0; cnt-- {
+			if err := d.elem(n.kids[0], vb, et); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// branch reads a union's branch index and returns the branch, which must
+// convert to t (compileRead's conv).
+func (d *avDec) branch(n *avNode, t types.T) (*avNode, error) {
+	k, err := d.long()
+	if err != nil {
+		return nil, err
+	}
+	if k < 0 || k >= int64(len(n.kids)) {
+		return nil, errAvro("union branch %d of %d", k, len(n.kids))
+	}
+	if !n.conv[k] {
+		return nil, sqlerr.New(sqlerr.InvalidBinaryRep, "union branch %d (%s) cannot be %s", k, n.kids[k].kind, t)
+	}
+	return n.kids[k], nil
+}
+
+// boolean reads a boolean.
+func (d *avDec) boolean() (bool, error) {
+	b, err := d.take(1)
+	if err != nil {
+		return false, err
+	}
+	if b[0] > 1 {
+		return false, errAvro("boolean byte %d", b[0])
+	}
+	return b[0] == 1, nil
+}
+
+// integer reads an int (held to its range) or a long.
+func (d *avDec) integer(n *avNode) (int64, error) {
+	v, err := d.long()
+	if err == nil && n.kind == avro.Int && (v < math.MinInt32 || v > math.MaxInt32) {
+		err = errAvro("int %d out of range", v)
+	}
+	return v, err
+}
+
+// symbol reads an enum's symbol.
+func (d *avDec) symbol(n *avNode) (string, error) {
+	k, err := d.long()
+	if err != nil {
+		return "", err
+	}
+	if k < 0 || k >= int64(len(n.syms)) {
+		return "", errAvro("enum symbol %d of %d", k, len(n.syms))
+	}
+	return n.syms[k], nil
+}
+
+// float reads a float or a double.
+func (d *avDec) float(n *avNode) (float64, error) {
+	if n.kind == avro.Float {
+		v, err := d.take(4)
+		if err != nil {
+			return 0, err
+		}
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(v))), nil
+	}
+	v, err := d.take(8)
+	if err != nil {
+		return 0, err
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(v)), nil
+}
+
+// elem reads one array element of n as text of element type et.
+func (d *avDec) elem(n *avNode, vb *array.StringBuilder, et types.T) error {
+	switch n.kind {
+	case avro.Null:
+		vb.AppendNull()
+		return nil
+	case avro.Union:
+		kid, err := d.branch(n, et)
+		if err != nil {
+			return err
+		}
+		return d.elem(kid, vb, et)
+	}
+	var v types.Datum
+	switch n.kind {
+	case avro.Boolean:
+		b, err := d.boolean()
+		if err != nil {
+			return err
+		}
+		v = types.Boolean(b)
+	case avro.Int, avro.Long:
+		i, err := d.integer(n)
+		if err != nil {
+			return err
+		}
+		if et.Physical() == types.PhysFloat64 {
+			v = types.Float(float64(i))
+			break
+		}
+		if i > math.MaxInt64/n.mul || i < math.MinInt64/n.mul {
+			return sqlerr.New(sqlerr.DatetimeFieldOverflow, "timestamp out of range: %d", i)
+		}
+		v = types.Int(i * n.mul)
+	case avro.Float, avro.Double:
+		f, err := d.float(n)
+		if err != nil {
+			return err
+		}
+		v = types.Float(f)
+	case avro.String, avro.Bytes:
+		b, err := d.bytes()
+		if err != nil {
+			return err
+		}
+		if et.Kind == types.UUID {
+			if v, err = types.ParseText(string(b), types.TUUID); err != nil {
+				return err
+			}
+			break
+		}
+		if err := types.CheckText(b); err != nil {
+			return err
+		}
+		vb.BinaryBuilder.Append(b)
+		return nil
+	case avro.Enum:
+		sym, err := d.symbol(n)
+		if err != nil {
+			return err
+		}
+		vb.Append(sym)
+		return nil
+	default:
+		return errAvro("cannot read a %s as an array element", n.kind)
+	}
+	d.js = types.AppendText(d.js[:0], v, et)
+	vb.BinaryBuilder.Append(d.js)
 	return nil
 }
 
@@ -875,14 +1210,11 @@ func (d *avDec) json(n *avNode, b []byte) ([]byte, error) {
 	case avro.Null:
 		return append(b, "null"...), nil
 	case avro.Boolean:
-		v, err := d.take(1)
+		v, err := d.boolean()
 		if err != nil {
 			return b, err
 		}
-		if v[0] > 1 {
-			return b, errAvro("boolean byte %d", v[0])
-		}
-		return strconv.AppendBool(b, v[0] == 1), nil
+		return strconv.AppendBool(b, v), nil
 	case avro.Int, avro.Long:
 		v, err := d.long()
 		if err != nil {
@@ -907,19 +1239,9 @@ func (d *avDec) json(n *avNode, b []byte) ([]byte, error) {
 		b = append(b, '"')
 		return append(types.AppendText(b, types.Int(v*n.mul), t), '"'), nil
 	case avro.Float, avro.Double:
-		var f float64
-		if n.kind == avro.Float {
-			v, err := d.take(4)
-			if err != nil {
-				return b, err
-			}
-			f = float64(math.Float32frombits(binary.LittleEndian.Uint32(v)))
-		} else {
-			v, err := d.take(8)
-			if err != nil {
-				return b, err
-			}
-			f = math.Float64frombits(binary.LittleEndian.Uint64(v))
+		f, err := d.float(n)
+		if err != nil {
+			return b, err
 		}
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return append(b, `"`+strconv.FormatFloat(f, 'g', -1, 64)+`"`...), nil
@@ -953,14 +1275,11 @@ func (d *avDec) json(n *avNode, b []byte) ([]byte, error) {
 		b = hex.AppendEncode(b, v)
 		return append(b, '"'), nil
 	case avro.Enum:
-		k, err := d.long()
+		sym, err := d.symbol(n)
 		if err != nil {
 			return b, err
 		}
-		if k < 0 || k >= int64(len(n.syms)) {
-			return b, errAvro("enum symbol %d of %d", k, len(n.syms))
-		}
-		return types.AppendJSONString(b, n.syms[k]), nil
+		return types.AppendJSONString(b, sym), nil
 	case avro.Union:
 		k, err := d.long()
 		if err != nil {

@@ -38,9 +38,17 @@ func avroName(s string) string {
 }
 
 // avroFieldType is the Avro type a column of type t is written as; types
-// Avro has no counterpart for are written as their PostgreSQL text.
-func avroFieldType(t types.T) any {
+// Avro has no counterpart for are written as their PostgreSQL text. A
+// record (STRUCT or composite) is a record named name (the view, column and
+// field names joined by _, so every record of a schema has its own name)
+// of its fields, each a union of null and its type; an array of a scalar
+// is an array of unions of null and the element's type.
+func avroFieldType(t types.T, name string) any {
 	switch t.Kind {
+	case types.Record:
+		return avroRecordType(name, types.RecordFields(t))
+	case types.TextArray:
+		return map[string]any{"type": "array", "items": []any{"null", avroFieldType(types.ArrayElem(t), name)}}
 	case types.Bool:
 		return "boolean"
 	case types.Int16, types.Int32:
@@ -76,25 +84,34 @@ func avroFieldType(t types.T) any {
 
 // sinkAvroRecord is the record schema of cols (nil: all) of a view.
 func sinkAvroRecord(name string, cols []connector.Column, which []int) map[string]any {
+	var fs []types.RecordField
+	if which == nil {
+		for _, c := range cols {
+			fs = append(fs, types.RecordField{Name: c.Name, T: c.Type})
+		}
+	} else {
+		for _, i := range which {
+			fs = append(fs, types.RecordField{Name: cols[i].Name, T: cols[i].Type})
+		}
+	}
+	r := avroRecordType(avroName(name), fs)
+	r["namespace"] = "streamdb"
+	return r
+}
+
+// avroRecordType is the record schema named name of fields fs, each a
+// union of null and its type with default null.
+func avroRecordType(name string, fs []types.RecordField) map[string]any {
 	type field struct {
 		Name    string `json:"name"`
 		Type    any    `json:"type"`
 		Default any    `json:"default"`
 	}
-	var fs []field
-	add := func(c connector.Column) {
-		fs = append(fs, field{Name: avroName(c.Name), Type: []any{"null", avroFieldType(c.Type)}})
+	out := make([]field, len(fs))
+	for i, f := range fs {
+		out[i] = field{Name: avroName(f.Name), Type: []any{"null", avroFieldType(f.T, name+"_"+avroName(f.Name))}}
 	}
-	if which == nil {
-		for _, c := range cols {
-			add(c)
-		}
-	} else {
-		for _, i := range which {
-			add(cols[i])
-		}
-	}
-	return map[string]any{"type": "record", "name": avroName(name), "namespace": "streamdb", "fields": fs}
+	return map[string]any{"type": "record", "name": name, "fields": out}
 }
 
 // sinkAvroSchema is sinkAvroRecord as JSON.
@@ -245,6 +262,14 @@ func appendAvroDatum(b []byte, a arrow.Array, i int, t types.T) []byte {
 	case types.Text:
 		s := a.(*array.String).Value(i)
 		return append(appendAvroLong(b, int64(len(s))), s...)
+	case types.Record:
+		st := a.(*array.Struct)
+		for k, f := range types.RecordFields(t) {
+			b = appendAvroDatum(b, st.Field(k), i, f.T)
+		}
+		return b
+	case types.TextArray:
+		return appendAvroArray(b, a.(*array.List), i, types.ArrayElem(t))
 	}
 	s := types.TextOf(types.DatumAt(a, i, t), t)
 	return append(appendAvroLong(b, int64(len(s))), s...)
@@ -277,4 +302,45 @@ func appendAvroDecimal(b []byte, n decimal128.Num) []byte {
 		i++
 	}
 	return append(appendAvroLong(b, int64(16-i)), buf[i:]...)
+}
+
+// appendAvroArray writes row i of an array column as an Avro array of
+// unions of null and the element type (avroFieldType): one block of its
+// elements, each read back from its canonical text.
+func appendAvroArray(b []byte, l *array.List, i int, et types.T) []byte {
+	start, end := l.ValueOffsets(i)
+	if end > start {
+		b = appendAvroLong(b, end-start)
+	}
+	vals := l.ListValues().(*array.String)
+	for j := int(start); j < int(end); j++ {
+		if vals.IsNull(j) {
+			b = append(b, 0)
+			continue
+		}
+		b = append(b, 2)
+		s := vals.Value(j)
+		switch et.Kind {
+		case types.Text, types.UUID:
+			b = append(appendAvroLong(b, int64(len(s))), s...)
+			continue
+		}
+		// The element's text is its type's canonical output, so it parses.
+		d, _ := types.ParseText(s, et)
+		switch et.Kind {
+		case types.Bool:
+			if d.I != 0 {
+				b = append(b, 1)
+			} else {
+				b = append(b, 0)
+			}
+		case types.Float32:
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(d.F)))
+		case types.Float64:
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.F))
+		default: // integers, date, timestamp
+			b = appendAvroLong(b, d.I)
+		}
+	}
+	return append(b, 0)
 }

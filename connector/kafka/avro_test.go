@@ -49,8 +49,14 @@ const avroV2 = `{"type": "record", "name": "Click", "namespace": "t", "fields": 
 // the given columns (none: all of v1's), without a broker or a registry.
 func avroSource(t *testing.T, cols []connector.Column) *kafka {
 	t.Helper()
+	return avroSourceOf(t, avroV1, cols)
+}
+
+// avroSourceOf is avroSource over reader schema schema.
+func avroSourceOf(t *testing.T, schema string, cols []connector.Column) *kafka {
+	t.Helper()
 	if cols == nil {
-		rec, err := readerRecord(avroV1)
+		rec, err := readerRecord(schema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +65,7 @@ func avroSource(t *testing.T, cols []connector.Column) *kafka {
 		}
 	}
 	c, err := connector.New(cols, map[string]string{"connector": "kafka", "topic": "clicks", "properties.bootstrap.servers": "127.0.0.1:9092",
-		"__splits": "1", "format": "avro", "schema.registry": "http://127.0.0.1:1", avroSchemaKey: avroV1, avroSchemaIDKey: "1"})
+		"__splits": "1", "format": "avro", "schema.registry": "http://127.0.0.1:1", avroSchemaKey: schema, avroSchemaIDKey: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}

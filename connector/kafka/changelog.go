@@ -253,6 +253,9 @@ func DescribeChangelog(opts map[string]string, declared []connector.Column, pk [
 		if i < 0 {
 			return nil, nil, sqlerr.New(sqlerr.InvalidColumnReference, "key field %q is no column of the source: the column list must include the key", k)
 		}
+		if k := c.Cols[i].Type.Kind; k == types.Record || k == types.TextArray {
+			return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "key field %q is of type %s: the key of a kafka changelog source must be of scalar types", c.Cols[i].Name, c.Cols[i].Type)
+		}
 		c.Key = append(c.Key, i)
 	}
 	c.setup()
@@ -280,9 +283,9 @@ func sameNames(a, b []string) bool {
 }
 
 func (c *Changelog) deriveField(f *avro.Field) error {
-	t, ok := avroSQLType(f.Type())
-	if !ok {
-		return sqlerr.New(sqlerr.FeatureNotSupported, "avro field %q of type %s has no column type; name the columns to read in CREATE SOURCE to leave it out", f.Name(), f.Type())
+	t, err := avroColType(f.Name(), f.Type(), nil)
+	if err != nil {
+		return err
 	}
 	c.Cols = append(c.Cols, connector.Column{Name: f.Name(), Type: t})
 	return nil

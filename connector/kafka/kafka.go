@@ -225,7 +225,7 @@ func newKafka(cols []connector.Column, o *connector.Options) (connector.Connecto
 				return nil, sqlerr.New(sqlerr.DatatypeMismatch, "kafka metadata column %q must be %s, not %s", col.Name, types.T{Kind: want}, col.Type)
 			}
 		}
-		if kc.meta == "" && col.Type.Kind == types.TextArray {
+		if kc.meta == "" && !c.avro && (col.Type.Kind == types.TextArray || col.Type.Kind == types.Record) {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "a kafka source cannot read column %q of type %s", col.Name, col.Type)
 		}
 		c.cols = append(c.cols, kc)

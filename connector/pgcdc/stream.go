@@ -163,19 +163,34 @@ func Snapshot(ctx context.Context, c *Config, t *Table, emit func(arrow.RecordBa
 	return uint64(lsn), nil
 }
 
+// CheckNoSlot is 42710 if the source's replication slot exists already.
+func CheckNoSlot(ctx context.Context, c *Config) error {
+	n, err := slotQuery(ctx, c, "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1")
+	if err == nil && n > 0 {
+		err = sqlerr.New(sqlerr.DuplicateObject, "replication slot \"%s\" already exists", c.Slot)
+	}
+	return err
+}
+
 // DropSlot drops the source's replication slot, if it exists.
 func DropSlot(ctx context.Context, c *Config) error {
+	_, err := slotQuery(ctx, c, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1")
+	return err
+}
+
+// slotQuery runs q with the slot's name as $1 on a new connection and
+// returns its count of rows.
+func slotQuery(ctx context.Context, c *Config, q string) (int, error) {
 	conn, err := c.connect(ctx, false)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer conn.Close(context.Background())
-	res := conn.ExecParams(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1",
-		[][]byte{[]byte(c.Slot)}, nil, nil, nil).Read()
+	res := conn.ExecParams(ctx, q, [][]byte{[]byte(c.Slot)}, nil, nil, nil).Read()
 	if res.Err != nil {
-		return upstreamErr(res.Err)
+		return 0, upstreamErr(res.Err)
 	}
-	return nil
+	return len(res.Rows), nil
 }
 
 // Stream reads the slot's committed transactions.

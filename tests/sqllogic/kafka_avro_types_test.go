@@ -28,8 +28,12 @@ const typedSchema = `{"type": "record", "name": "Typed", "namespace": "lt", "fie
 	{"name": "tsu", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}], "default": null},
 	{"name": "lts", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
 	{"name": "color", "type": {"type": "enum", "name": "Color", "symbols": ["RED", "GREEN"]}},
-	{"name": "addr", "type": {"type": "record", "name": "Addr", "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": ["null", "int"], "default": null}]}},
+	{"name": "addr", "type": {"type": "record", "name": "Addr", "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": ["null", "int"], "default": null},
+		{"name": "geo", "type": ["null", {"type": "record", "name": "Geo", "fields": [{"name": "lat", "type": "double"}, {"name": "lon", "type": "double"}]}], "default": null}]}},
 	{"name": "tags", "type": {"type": "array", "items": "string"}},
+	{"name": "nums", "type": {"type": "array", "items": ["null", "long"]}},
+	{"name": "days", "type": {"type": "array", "items": {"type": "int", "logicalType": "date"}}},
+	{"name": "people", "type": {"type": "array", "items": {"type": "record", "name": "P", "fields": [{"name": "n", "type": "string"}]}}},
 	{"name": "attrs", "type": {"type": "map", "values": "long"}}]}`
 
 // TestKafkaAvroLogicalTypes: records with decimals (bytes and fixed),
@@ -64,12 +68,15 @@ func TestKafkaAvroLogicalTypes(t *testing.T) {
 			"mac": [6]byte{10, 11, 12, 13, 14, 15}, "uid": "0e0f6a6c-5c7d-4b8a-9a1e-123456789abc", "day": at("2026-03-04 00:00:00"),
 			"tm": 13*time.Hour + 5*time.Minute + 6789*time.Millisecond, "tu": time.Hour + 2*time.Minute + 3*time.Second + 4*time.Microsecond,
 			"tsm": at("2026-03-04 05:06:07.89"), "tsu": nil, "lts": at("2026-03-04 05:06:07.123456"), "color": "GREEN",
-			"addr": map[string]any{"city": "Oslo", "zip": 150}, "tags": []string{"a", "b"}, "attrs": map[string]any{"x": int64(1), "yy": int64(-2)}},
+			"addr": map[string]any{"city": "Oslo", "zip": 150, "geo": map[string]any{"lt.Geo": map[string]any{"lat": 59.9, "lon": 10.75}}}, "tags": []string{"a", "b c"},
+			"nums": []any{int64(1), nil, int64(-3)}, "days": []time.Time{at("2026-03-04 00:00:00")}, "people": []map[string]any{{"n": "x"}},
+			"attrs": map[string]any{"x": int64(1), "yy": int64(-2)}},
 		{"id": 2, "price": big.NewRat(1, 2), "big": big.NewRat(-98765432109876, 1), "raw": []byte{}, "mac": [6]byte{},
 			"uid": "FFFFFFFF-0000-4000-8000-000000000001", "day": at("1999-12-31 00:00:00"),
 			"tm": time.Duration(0), "tu": 23*time.Hour + 59*time.Minute + 59*time.Second + 999999*time.Microsecond,
 			"tsm": at("1970-01-01 00:00:00"), "tsu": at("2030-06-07 08:09:10.111213"), "lts": at("1969-07-20 20:17:40"), "color": "RED",
-			"addr": map[string]any{"city": "Zürich \"q\"", "zip": nil}, "tags": []string{}, "attrs": map[string]any{}},
+			"addr": map[string]any{"city": "Zürich \"q\"", "zip": nil, "geo": nil}, "tags": []string{}, "nums": []any{}, "days": []time.Time{},
+			"people": []map[string]any{}, "attrs": map[string]any{}},
 	}
 	var msgs []*kgo.Record
 	for _, r := range recs {
@@ -87,14 +94,16 @@ func TestKafkaAvroLogicalTypes(t *testing.T) {
 	}
 	execAll(t, c, "CREATE SOURCE typed "+with("typed"), "CREATE MATERIALIZED VIEW typed_v AS SELECT * FROM typed",
 		`CREATE TABLE typed_oracle (id INT, price NUMERIC(12,3), big NUMERIC(20,0), raw BYTEA, mac BYTEA, uid UUID, day DATE,
-			tm TIME, tu TIME, tsm TIMESTAMPTZ, tsu TIMESTAMPTZ, lts TIMESTAMP, color TEXT, addr JSONB, tags JSONB, attrs JSONB)`,
+			tm TIME, tu TIME, tsm TIMESTAMPTZ, tsu TIMESTAMPTZ, lts TIMESTAMP, color TEXT,
+			addr STRUCT<city TEXT, zip INT, geo STRUCT<lat DOUBLE PRECISION, lon DOUBLE PRECISION>>, tags TEXT[], nums BIGINT[], days DATE[],
+			people JSONB, attrs JSONB)`,
 		`INSERT INTO typed_oracle VALUES
 			(1, -12.345, 123456789012345678, '\x0001fe', '\x0a0b0c0d0e0f', '0e0f6a6c-5c7d-4b8a-9a1e-123456789abc', '2026-03-04',
 			 '13:05:06.789', '01:02:03.000004', '2026-03-04 05:06:07.89+00', NULL, '2026-03-04 05:06:07.123456', 'GREEN',
-			 '{"city": "Oslo", "zip": 150}', '["a", "b"]', '{"x": 1, "yy": -2}'),
+			 ROW('Oslo', 150, ROW(59.9, 10.75)), '{a,"b c"}', '{1,NULL,-3}', '{2026-03-04}', '[{"n": "x"}]', '{"x": 1, "yy": -2}'),
 			(2, 0.5, -98765432109876, '\x', '\x000000000000', 'ffffffff-0000-4000-8000-000000000001', '1999-12-31',
 			 '00:00:00', '23:59:59.999999', '1970-01-01 00:00:00+00', '2030-06-07 08:09:10.111213+00', '1969-07-20 20:17:40', 'RED',
-			 '{"city": "Zürich \"q\"", "zip": null}', '[]', '{}')`)
+			 ROW('Zürich "q"', NULL, NULL), '{}', '{}', '{}', '[]', '{}')`)
 	rows, err := c.Query(ctx, "SELECT * FROM typed LIMIT 0")
 	if err != nil {
 		t.Fatal(err)
@@ -104,15 +113,23 @@ func TestKafkaAvroLogicalTypes(t *testing.T) {
 		names = append(names, fmt.Sprintf("%s:%d", fd.Name, fd.DataTypeOID))
 	}
 	rows.Close()
-	want := "id:23 price:1700 big:1700 raw:17 mac:17 uid:2950 day:1082 tm:1083 tu:1083 tsm:1184 tsu:1184 lts:1114 color:25 addr:3802 tags:3802 attrs:3802"
+	want := "id:23 price:1700 big:1700 raw:17 mac:17 uid:2950 day:1082 tm:1083 tu:1083 tsm:1184 tsu:1184 lts:1114 color:25 addr:2249 tags:1009 nums:1016 days:1182 people:3802 attrs:3802"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("columns\n%s\nwant\n%s", got, want)
 	}
 	oracle := strings.Join(oracleRows(t, c, "SELECT * FROM typed_oracle ORDER BY id"), "\n")
 	waitQuery(t, c, "SELECT * FROM typed_v ORDER BY id", oracle)
 	// Typed columns compute as their types.
-	waitQuery(t, c, "SELECT sum(price), max(day), min(tsm), sum(length(raw)), max(addr->>'city') FROM typed_v",
-		strings.Join(oracleRows(t, c, "SELECT sum(price), max(day), min(tsm), sum(length(raw)), max(addr->>'city') FROM typed_oracle"), "\n"))
+	waitQuery(t, c, "SELECT sum(price), max(day), min(tsm), sum(length(raw)), max((addr).city), sum(((addr).geo).lat), sum(cardinality(nums)), max(nums[3]), max(tags[2]) FROM typed_v",
+		strings.Join(oracleRows(t, c, "SELECT sum(price), max(day), min(tsm), sum(length(raw)), max((addr).city), sum(((addr).geo).lat), sum(cardinality(nums)), max(nums[3]), max(tags[2]) FROM typed_oracle"), "\n"))
+	// A column list: the record as a STRUCT of some of its fields, or as
+	// jsonb (as before records had STRUCT columns); the array as jsonb.
+	execAll(t, c, "CREATE SOURCE typed_narrow (id INT, addr STRUCT<zip BIGINT, city TEXT>, tags JSONB) "+with("typed"),
+		"CREATE MATERIALIZED VIEW typed_narrow_v AS SELECT id, addr, (addr).zip + 1 AS z, tags->>1 AS t1 FROM typed_narrow")
+	if _, err := c.Exec(ctx, "CREATE SOURCE typed_bad (id INT, addr STRUCT<zip TEXT>) "+with("typed")); err == nil || !strings.Contains(err.Error(), "42804") {
+		t.Fatalf("a struct field of another type: %v", err)
+	}
+	waitQuery(t, c, "SELECT * FROM typed_narrow_v ORDER BY id", "1 (150,Oslo) 151 b c\n2 (,\"Zürich \"\"q\"\"\") NULL NULL")
 
 	// Through an Avro sink and back: the sink writes each type's logical
 	// type (jsonb as its text).

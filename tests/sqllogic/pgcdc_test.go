@@ -281,6 +281,11 @@ func TestPostgresCDCWalLevel(t *testing.T) {
 	}
 }
 
+// TestPostgresCDCKill9: two upstream clients change orders throughout
+// (random transactions, and pgbench-style single-row UPDATEs and DELETEs)
+// while a GROUP BY view over the CDC source runs; streamdb dies at two
+// failpoints and then by kill -9 five times; the view ends equal to the
+// same GROUP BY run by PostgreSQL, and the source to the table.
 func TestPostgresCDCKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: kill -9 loop")
@@ -303,7 +308,8 @@ func TestPostgresCDCKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Upstream load runs throughout.
+	// Upstream load runs throughout: random transactions of inserts,
+	// updates (of the key too) and deletes.
 	var stop atomic.Bool
 	loaded := make(chan error, 1)
 	loadPG := p.Conn(t)
@@ -313,6 +319,25 @@ func TestPostgresCDCKill9(t *testing.T) {
 			err = cdcLoad(ctx, loadPG, r, ids, &next)
 		}
 		loaded <- err
+	}()
+	// And a pgbench-style client beside it: single-row UPDATEs and
+	// DELETEs of random ids, each its own transaction (a row the other
+	// client does not hold any more is a no-op; one statement locks one
+	// row, so the two never deadlock).
+	benchPG := p.Conn(t)
+	benched := make(chan error, 1)
+	go func() {
+		r2 := rand.New(rand.NewSource(100))
+		var err error
+		for !stop.Load() && err == nil {
+			id := 1 + r2.Intn(3000)
+			q := fmt.Sprintf("UPDATE orders SET amount = amount + %d, note = note || 'p' WHERE id = %d", 1+r2.Intn(9), id)
+			if r2.Intn(20) == 0 {
+				q = fmt.Sprintf("DELETE FROM orders WHERE id = %d", id)
+			}
+			_, err = benchPG.Exec(ctx, q)
+		}
+		benched <- err
 	}()
 	// Two processes die at failpoints: right after a transaction was read
 	// from the slot, before it is stored (the restart must read it again:
@@ -348,7 +373,76 @@ func TestPostgresCDCKill9(t *testing.T) {
 	if err := <-loaded; err != nil {
 		t.Fatal(err)
 	}
+	if err := <-benched; err != nil {
+		t.Fatal(err)
+	}
 	c := srv.Conn(t)
 	waitTargetEquals(t, pg, c, fmt.Sprintf(cdcViewQ, "orders"), "SELECT * FROM per_cust", fmt.Sprintf(cdcViewQ, "orders_cdc"))
 	waitTargetEquals(t, pg, c, "SELECT * FROM orders", "SELECT * FROM orders_cdc")
+}
+
+// TestPostgresCDCKillDuringCreate: streamdb killed -9 while CREATE SOURCE
+// streams the snapshot (after its first batch is stored) leaves a
+// replication slot upstream; the next start drops it with the unfinished
+// source, so the same CREATE SOURCE runs again and the source equals the
+// table. The snapshot (three batches) is stored batch by batch.
+func TestPostgresCDCKillDuringCreate(t *testing.T) {
+	p := startCDCPG(t, "logical")
+	pg := p.Conn(t)
+	r := rand.New(rand.NewSource(7))
+	var vals []string
+	for id := 1; id <= 10000; id++ {
+		vals = append(vals, orderRow(r, id))
+	}
+	execAll(t, pg, cdcOrders, "INSERT INTO orders VALUES "+strings.Join(vals, ", "),
+		"GRANT SELECT ON orders TO repl", "CREATE PUBLICATION pub FOR TABLE orders")
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := "CREATE SOURCE orders_cdc " + cdcWith(p, "repl", "secret", "orders", "orders_slot", "pub")
+	slots := func() string {
+		var n string
+		if err := pg.QueryRow(context.Background(), "SELECT count(*)::text FROM pg_replication_slots WHERE slot_name = 'orders_slot'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	srv := startServer(t, bin, []string{"STREAMDB_FAILPOINTS=orders_cdc:cdc_snapshot:1:kill"}, "")
+	if _, err := srv.Conn(t).Exec(context.Background(), create); err == nil {
+		t.Fatal("CREATE SOURCE returned although streamdb was killed during it")
+	}
+	for deadline := time.Now().Add(30 * time.Second); srv.running() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if srv.running() {
+		t.Fatal("the failpoint did not kill streamdb")
+	}
+	if got := slots(); got != "1" {
+		t.Fatalf("slots after the kill: %s, want the orphan 1", got)
+	}
+	// Restarted: the same CREATE SOURCE succeeds (the unfinished source and
+	// its slot are dropped at start, or by the CREATE itself).
+	srv = StartServer(t, srv.DataDir())
+	c := srv.Conn(t)
+	execAll(t, c, create, "CREATE MATERIALIZED VIEW per_cust AS "+fmt.Sprintf(cdcViewQ, "orders_cdc"))
+	if got := slots(); got != "1" {
+		t.Fatalf("slots after the second CREATE: %s, want 1", got)
+	}
+	execAll(t, pg, "UPDATE orders SET amount = amount + 1 WHERE id % 7 = 0", "DELETE FROM orders WHERE id % 11 = 0")
+	waitTargetEquals(t, pg, c, fmt.Sprintf(cdcViewQ, "orders"), "SELECT * FROM per_cust", fmt.Sprintf(cdcViewQ, "orders_cdc"))
+	waitTargetEquals(t, pg, c, "SELECT * FROM orders", "SELECT * FROM orders_cdc")
+	// Another source on the same slot: 42710, and nothing is left of it.
+	_, err = c.Exec(context.Background(), "CREATE SOURCE other "+cdcWith(p, "repl", "secret", "orders", "orders_slot", "pub"))
+	wantErr(t, "a slot in use", err, "42710", `replication slot "orders_slot" already exists`)
+	if _, err := c.Exec(context.Background(), "SELECT * FROM other LIMIT 1"); err == nil || !strings.Contains(err.Error(), "42P01") {
+		t.Fatalf("the refused source exists: %v", err)
+	}
+	execAll(t, c, "DROP MATERIALIZED VIEW per_cust", "DROP SOURCE orders_cdc")
+	for deadline := time.Now().Add(30 * time.Second); slots() != "0"; {
+		if time.Now().After(deadline) {
+			t.Fatal("DROP SOURCE left the slot")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
