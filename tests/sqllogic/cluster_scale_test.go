@@ -96,11 +96,14 @@ func (w *scaleWriter) join(k int) {
 var scaleViews = map[string]string{
 	"per_channel": "SELECT channel, count(*) AS n, sum(price) AS s FROM bids GROUP BY channel",
 	"per_mod":     "SELECT price % 7 AS m, count(*) AS n, max(id) AS top FROM bids GROUP BY price % 7",
+	"per_rest":    "SELECT id % 5 AS r, count(*) AS n, sum(price) AS s FROM bids GROUP BY id % 5",
 }
+
+var scaleViewNames = []string{"per_channel", "per_mod", "per_rest"}
 
 func scaleOracle(lines []string) map[string][]string {
 	type agg struct{ n, s, top int }
-	ch, md := map[string]*agg{}, map[int]*agg{}
+	ch, md, rs := map[string]*agg{}, map[int]*agg{}, map[int]*agg{}
 	for _, l := range lines {
 		f := strings.Split(l, "\t")
 		id, _ := strconv.Atoi(f[0])
@@ -119,6 +122,13 @@ func scaleOracle(lines []string) map[string][]string {
 		}
 		b.n++
 		b.top = max(b.top, id)
+		r := rs[id%5]
+		if r == nil {
+			r = &agg{}
+			rs[id%5] = r
+		}
+		r.n++
+		r.s += price
 	}
 	out := map[string][]string{}
 	for k, a := range ch {
@@ -126,6 +136,9 @@ func scaleOracle(lines []string) map[string][]string {
 	}
 	for k, b := range md {
 		out["per_mod"] = append(out["per_mod"], fmt.Sprintf("%d\t%d\t%d", k, b.n, b.top))
+	}
+	for k, r := range rs {
+		out["per_rest"] = append(out["per_rest"], fmt.Sprintf("%d\t%d\t%d", k, r.n, r.s))
 	}
 	for _, v := range out {
 		sort.Strings(v)
@@ -156,7 +169,7 @@ func TestClusterScale(t *testing.T) {
 	_, kafkaAddr := startKafka(t, 1)
 	c := startOpsCluster(t, "scale", 2, "--cluster-kafka", kafkaAddr)
 	execAll(t, c.conns[0], "CREATE TABLE bids (id BIGINT, channel VARCHAR, price BIGINT, ts TIMESTAMP, note TEXT)")
-	for _, v := range []string{"per_channel", "per_mod"} {
+	for _, v := range scaleViewNames {
 		execAll(t, c.conns[0], "CREATE MATERIALIZED VIEW "+v+" AS "+scaleViews[v])
 	}
 	w := &scaleWriter{c: c, live: map[int]bool{0: true, 1: true}, conns: map[int]*pgx.Conn{}, acked: map[int]bool{}, indoubt: map[int]bool{}}
@@ -220,7 +233,7 @@ func TestClusterScale(t *testing.T) {
 			if !running[i] {
 				continue
 			}
-			for _, v := range []string{"per_channel", "per_mod"} {
+			for _, v := range scaleViewNames {
 				var got []string
 				waitUntil(t, 90*time.Second, fmt.Sprintf("%s: %s on %s to equal its batch query over %d rows", what, v, c.nodes[i].id, len(lines)), func() bool {
 					got, err = copyOutLines(c.conns[i], "COPY "+v+" TO STDOUT")
@@ -233,7 +246,7 @@ func TestClusterScale(t *testing.T) {
 	time.Sleep(time.Second)
 	check("2 nodes")
 
-	// 2 → 3: a third node joins and takes a job.
+	// 2 → 3: a third node joins and takes a job (the others ran 2 and 1).
 	k := c.add(t)
 	running[k] = true
 	w.join(k)
@@ -242,7 +255,7 @@ func TestClusterScale(t *testing.T) {
 	check("3 nodes")
 
 	// 3 → 2: a node that owns a job leaves with SIGTERM.
-	owners := c.owners(t, c.conns[0], "per_channel", "per_mod")
+	owners := c.owners(t, c.conns[0], scaleViewNames...)
 	view := "per_channel"
 	leaver := c.index(owners[view])
 	w.leave(leaver)
