@@ -63,18 +63,7 @@ func SetOwnedJobs(e *Engine, mine map[string]bool) {
 	e.mu.Unlock()
 	sort.Strings(start)
 	for _, n := range stop {
-		e.roundMu.Lock()
-		e.mu.Lock()
-		if je := e.mu.jobs[n]; je != nil && !je.standby {
-			if je.job != nil {
-				je.job.Stop()
-			}
-			e.mu.jobs[n] = &jobEntry{state: exec.JobStopped, standby: true}
-			noteClusterStop(e, n)
-			e.log.Info("cluster: job moved to another node", "view", n)
-		}
-		e.mu.Unlock()
-		e.roundMu.Unlock()
+		toStandby(e, n, "cluster: job moved to another node")
 	}
 	for _, n := range start {
 		e.mu.Lock()
@@ -112,6 +101,22 @@ func SetOwnedJobs(e *Engine, mine map[string]bool) {
 		}
 		e.mu.Unlock()
 		e.roundMu.Unlock()
+	}
+}
+
+// toStandby stops view's job here, to standby, logging why.
+func toStandby(e *Engine, view, why string) {
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if je := e.mu.jobs[view]; je != nil && !je.standby {
+		if je.job != nil {
+			je.job.Stop()
+		}
+		e.mu.jobs[view] = &jobEntry{state: exec.JobStopped, standby: true}
+		noteClusterStop(e, view)
+		e.log.Info(why, "view", view)
 	}
 }
 

@@ -30,3 +30,21 @@ func ClusterHandoff(ctx context.Context, e *Engine) error {
 func startsByAssignment(e *Engine) bool {
 	return e.cluster != nil && clusterCheckpoints(e) != nil
 }
+
+// restartReassigned handles a pointer of view fenced off while the
+// assignment names this node again under a newer claim than the one its
+// job started with: the job was given to another node and back (or the
+// assignment was rewritten) without this node stopping it, so its state
+// may be older than a pointer committed meanwhile, and none of its own
+// pointers would pass the fence again. It goes to standby; the next pass
+// over the assignment (SetOwnedJobs) starts it from the latest pointer
+// under the current claim.
+func restartReassigned(e *Engine, view string, started ClusterClaim) {
+	cc := clusterCheckpoints(e)
+	if cc == nil {
+		return
+	}
+	if now, ok := cc.Claim(view); ok && now != started {
+		toStandby(e, view, "cluster: job reassigned here since it started; restarting it from its latest checkpoint")
+	}
+}
