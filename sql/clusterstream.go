@@ -55,6 +55,23 @@ func newStreamLog(cfg *StreamLogConfig) *streamLog {
 	return &streamLog{cfg: *cfg, log: kafka.NewStreamLog(cfg.Brokers, "streamdb."+cfg.Cluster+"."+cfg.Node)}
 }
 
+// fenceStreamLog registers this node's transactional producers with Kafka
+// as the engine opens (kafka.StreamLog.Fence), aborting what a killed
+// predecessor left open; a failure is logged (the first statement that
+// produces fences its producer then).
+func fenceStreamLog(e *Engine) {
+	if e.streamLog == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := e.streamLog.log.Fence(ctx); err != nil {
+			e.log.Warn("cluster: fencing this node's earlier Kafka transactions", "err", err)
+		}
+	}()
+}
+
 // topicOption is the catalog option holding a stream's topic.
 const topicOption = "cluster.topic"
 

@@ -55,6 +55,33 @@ func NewStreamLog(brokers []string, txnPrefix string) *StreamLog {
 	return l
 }
 
+// Fence makes every one of the node's producers now, registering its
+// transactional id with Kafka (InitProducerID): a transaction the node's
+// previous process left open (it was killed inside an INSERT) is aborted
+// at once, rather than at its timeout. Until then read_committed readers
+// do not read past it, so a restarted node's rows, and every row written
+// after the open transaction, would wait for the timeout.
+func (l *StreamLog) Fence(ctx context.Context) error {
+	var got []*producer
+	defer func() {
+		for _, p := range got {
+			l.free <- p
+		}
+	}()
+	for i := 0; i < streamLogProducers; i++ {
+		p, err := l.take(ctx)
+		if err != nil {
+			return err
+		}
+		if _, _, err := p.cl.ProducerID(ctx); err != nil {
+			l.retire(p)
+			return sqlerr.New(sqlerr.ConnectionException, "cluster stream log: fencing %s-%d: %v", l.prefix, p.id, err)
+		}
+		got = append(got, p)
+	}
+	return nil
+}
+
 // Brokers are the log's brokers, as properties.bootstrap.servers.
 func (l *StreamLog) Brokers() []string { return l.brokers }
 
