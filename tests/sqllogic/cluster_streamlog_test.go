@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/streamdb/streamdb/cluster/etcdtest"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -80,23 +79,9 @@ func TestClusterStreamLog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: three-node load and failover scenario")
 	}
-	const ttl = 2 * time.Second
-	ep := etcdtest.Start(t)
 	_, kafkaAddr := startKafka(t, 1)
 	ctx := context.Background()
-
-	nodes := make([]*clusterNode, 3)
-	conns := make([]*pgx.Conn, 3)
-	for i := range nodes {
-		peer, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := fmt.Sprintf("n%d", i+1)
-		nodes[i] = &clusterNode{id: id, peer: peer, srv: StartServer(t, "", "--http", "", "--cluster-etcd", ep, "--node-id", id,
-			"--peer-listen", peer, "--cluster-name", "slog", "--cluster-lease-ttl", ttl.String(), "--cluster-kafka", kafkaAddr)}
-		conns[i] = nodes[i].srv.Conn(t)
-	}
+	nodes, conns := startKafkaCluster(t, "slog", 3, kafkaAddr)
 	const table = "CREATE TABLE bids (id BIGINT, channel VARCHAR, price BIGINT, ts TIMESTAMP, note TEXT)"
 	const batch = "SELECT channel, count(*), sum(price), max(ts), count(note), max(note) FROM bids GROUP BY channel"
 	for _, q := range []string{table,

@@ -27,6 +27,27 @@ func copyOutLines(c *pgx.Conn, q string) ([]string, error) {
 	return lines, nil
 }
 
+// startKafkaCluster starts n nodes n1, n2, ... on a new embedded etcd with
+// the shared stream log on kafkaAddr (lease TTL 2 s), and a connection to
+// each.
+func startKafkaCluster(t *testing.T, name string, n int, kafkaAddr string) ([]*clusterNode, []*pgx.Conn) {
+	t.Helper()
+	ep := etcdtest.Start(t)
+	nodes := make([]*clusterNode, n)
+	conns := make([]*pgx.Conn, n)
+	for i := range nodes {
+		peer, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprintf("n%d", i+1)
+		nodes[i] = &clusterNode{id: id, peer: peer, srv: StartServer(t, "", "--http", "", "--cluster-etcd", ep, "--node-id", id,
+			"--peer-listen", peer, "--cluster-name", name, "--cluster-lease-ttl", "2s", "--cluster-kafka", kafkaAddr)}
+		conns[i] = nodes[i].srv.Conn(t)
+	}
+	return nodes, conns
+}
+
 // TestClusterSurface: three nodes with --cluster-kafka. What cluster mode
 // refused with 0A000 and now answers for the cluster, each against an
 // oracle (a single-node server fed the acknowledged rows, or the ledger):
@@ -48,21 +69,9 @@ func TestClusterSurface(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: three-node cluster with Kafka")
 	}
-	ep := etcdtest.Start(t)
 	_, kafkaAddr := startKafka(t, 1)
 	ctx := context.Background()
-	nodes := make([]*clusterNode, 3)
-	conns := make([]*pgx.Conn, 3)
-	for i := range nodes {
-		peer, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := fmt.Sprintf("n%d", i+1)
-		nodes[i] = &clusterNode{id: id, peer: peer, srv: StartServer(t, "", "--http", "", "--cluster-etcd", ep, "--node-id", id,
-			"--peer-listen", peer, "--cluster-name", "surface", "--cluster-lease-ttl", "2s", "--cluster-kafka", kafkaAddr)}
-		conns[i] = nodes[i].srv.Conn(t)
-	}
+	nodes, conns := startKafkaCluster(t, "surface", 3, kafkaAddr)
 	const table = "CREATE TABLE bids (id BIGINT, channel VARCHAR, price BIGINT, ts TIMESTAMP, note TEXT)"
 	const perChannel = "SELECT channel, count(*) AS n, sum(price) AS s FROM bids GROUP BY channel"
 	for _, q := range []string{table,
