@@ -114,10 +114,7 @@ func (s sessionCluster) gate(ctx context.Context, st *Stmt, params []types.Datum
 	case *parse.CreateSink, *parse.DropSink:
 		return nil, notDistributed(statementWords(st), "every node would export its own copy of the view"), true
 	case *parse.Copy:
-		if err := gateCopy(s, st, n); err != nil {
-			return nil, err, true
-		}
-		return nil, nil, false
+		return gateCopy(ctx, s, st, n)
 	case *parse.CreateSavepoint:
 		if s.clusterForwarded {
 			res, err = savepointPartHere(ctx, s.e, n.Name, n.Views)
@@ -186,6 +183,9 @@ func (s sessionCluster) gateQuery(ctx context.Context, st *Stmt, q *parse.Query,
 			if err := gateStreamWrite(s, st, "INSERT", tn, n); err != nil {
 				return nil, err, true
 			}
+			if n.Select != nil {
+				return s.insertSelect(ctx, st, n, q, params)
+			}
 			return nil, nil, false
 		}
 	case *ast.SetStmt:
@@ -231,8 +231,8 @@ func (s sessionCluster) localRead(st *Stmt, n ast.ResultSetNode) ([]*storage.Tab
 				Detail: "Its input differs from node to node: " + why + " (docs/design/cluster.md).",
 				Hint:   "Materialized views over sources (datagen, nexmark, kafka) are readable on every node."}
 		}
-		if logTopic(t) != "" {
-			continue // read from its topic (clusterstream.go)
+		if logTopic(t) != "" || t.Kind == storage.KindPlainView {
+			continue // read from its topic (clusterstream.go); a plain view's relations are seen too
 		}
 		if t.Kind != storage.KindSystem || strings.HasPrefix(t.Name, "streamdb_") {
 			return nil, &sqlerr.Error{Code: sqlerr.FeatureNotSupported,

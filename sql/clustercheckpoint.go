@@ -248,6 +248,7 @@ func publishClusterPointers(e *Engine, rem *checkpoint.Remote, m *checkpoint.Man
 			e.log.Warn("cluster: checkpoint pointer fenced off", "view", jm.Name, "checkpoint", m.CheckpointID, "err", err)
 			err = &sqlerr.Error{Code: "40001", Msg: fmt.Sprintf("the job of %s moved to another node during checkpoint %d: its pointer was fenced off", jm.Name, m.CheckpointID),
 				Hint: "Retry the statement: the node that runs the job now checkpoints it."}
+			go restartReassigned(e, jm.Name, st.claim)
 		case err != nil:
 			e.log.Warn("cluster: checkpoint pointer not written", "view", jm.Name, "checkpoint", m.CheckpointID, "err", err)
 			err = sqlerr.New("58000", "the checkpoint pointer of %s (checkpoint %d) was not committed in etcd: %v", jm.Name, m.CheckpointID, err)

@@ -63,18 +63,7 @@ func SetOwnedJobs(e *Engine, mine map[string]bool) {
 	e.mu.Unlock()
 	sort.Strings(start)
 	for _, n := range stop {
-		e.roundMu.Lock()
-		e.mu.Lock()
-		if je := e.mu.jobs[n]; je != nil && !je.standby {
-			if je.job != nil {
-				je.job.Stop()
-			}
-			e.mu.jobs[n] = &jobEntry{state: exec.JobStopped, standby: true}
-			noteClusterStop(e, n)
-			e.log.Info("cluster: job moved to another node", "view", n)
-		}
-		e.mu.Unlock()
-		e.roundMu.Unlock()
+		toStandby(e, n, "cluster: job moved to another node")
 	}
 	for _, n := range start {
 		e.mu.Lock()
@@ -112,6 +101,22 @@ func SetOwnedJobs(e *Engine, mine map[string]bool) {
 		}
 		e.mu.Unlock()
 		e.roundMu.Unlock()
+	}
+}
+
+// toStandby stops view's job here, to standby, logging why.
+func toStandby(e *Engine, view, why string) {
+	e.roundMu.Lock()
+	defer e.roundMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if je := e.mu.jobs[view]; je != nil && !je.standby {
+		if je.job != nil {
+			je.job.Stop()
+		}
+		e.mu.jobs[view] = &jobEntry{state: exec.JobStopped, standby: true}
+		noteClusterStop(e, view)
+		e.log.Info(why, "view", view)
 	}
 }
 
@@ -153,27 +158,15 @@ func (e clusterJobs) perNodeInput(view *storage.TableDef) string {
 // node: on the node that runs their jobs, at that node's last committed
 // epoch.
 func (s sessionCluster) readViews(ctx context.Context, st *Stmt, views []*storage.TableDef, params []types.Datum) (*Result, error, bool) {
-	owner, self := "", false
-	for _, v := range views {
-		node, here := s.e.cluster.Owner(v.Name)
-		if node == "" {
-			return nil, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState,
-				Msg:  "no node runs the job of materialized view " + v.Name + " yet",
-				Hint: "The coordinator assigns it to a live node within a second (after a node is lost, once its lease expires); retry."}, true
-		}
-		if owner != "" && node != owner {
-			return nil, notDistributed("reading views whose jobs run on different nodes in one statement",
-				"a read at one epoch across nodes needs the shared epoch of a later slice"), true
-		}
-		owner, self = node, here
+	owner, self, err := s.viewsOwner(views)
+	if err != nil {
+		return nil, err, true
 	}
 	if self {
 		return nil, nil, false
 	}
 	if s.clusterForwarded {
-		return nil, &sqlerr.Error{Code: "40001",
-			Msg:    "the read was forwarded here, but by this node's assignment the job of " + views[0].Name + " runs on node " + owner,
-			Detail: "The nodes read the assignment a quarter second apart: it is moving.", Hint: "Retry the read."}, true
+		return nil, movedErr(views[0].Name, owner), true
 	}
 	if len(params) > 0 {
 		return nil, notDistributed("a read of a view run by another node with parameters",
@@ -185,6 +178,33 @@ func (s sessionCluster) readViews(ctx context.Context, st *Stmt, views []*storag
 	}
 	s.e.clusterStat.forwardedReads.Add(1)
 	return &Result{Tag: "SELECT", Rows: &countedRows{Rows: rows, c: &s.e.clusterStat}}, nil, true
+}
+
+// viewsOwner is the node that runs the jobs of views, and whether it is
+// this one; an error if none does yet or they run on different nodes.
+func (s sessionCluster) viewsOwner(views []*storage.TableDef) (owner string, self bool, err error) {
+	for _, v := range views {
+		node, here := s.e.cluster.Owner(v.Name)
+		if node == "" {
+			return "", false, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState,
+				Msg:  "no node runs the job of materialized view " + v.Name + " yet",
+				Hint: "The coordinator assigns it to a live node within a second (after a node is lost, once its lease expires); retry."}
+		}
+		if owner != "" && node != owner {
+			return "", false, notDistributed("reading views whose jobs run on different nodes in one statement",
+				"a read at one epoch across nodes needs the shared epoch of a later slice")
+		}
+		owner, self = node, here
+	}
+	return owner, self, nil
+}
+
+// movedErr is a statement forwarded here for view, which by this node's
+// assignment runs on owner.
+func movedErr(view, owner string) error {
+	return &sqlerr.Error{Code: "40001",
+		Msg:    "the statement was forwarded here, but by this node's assignment the job of " + view + " runs on node " + owner,
+		Detail: "The nodes read the assignment a quarter second apart: it is moving.", Hint: "Retry the statement."}
 }
 
 // ServeForward runs a read another node forwarded here, as user, and

@@ -55,6 +55,23 @@ func newStreamLog(cfg *StreamLogConfig) *streamLog {
 	return &streamLog{cfg: *cfg, log: kafka.NewStreamLog(cfg.Brokers, "streamdb."+cfg.Cluster+"."+cfg.Node)}
 }
 
+// fenceStreamLog registers this node's transactional producers with Kafka
+// as the engine opens (kafka.StreamLog.Fence), aborting what a killed
+// predecessor left open; a failure is logged (the first statement that
+// produces fences its producer then).
+func fenceStreamLog(e *Engine) {
+	if e.streamLog == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := e.streamLog.log.Fence(ctx); err != nil {
+			e.log.Warn("cluster: fencing this node's earlier Kafka transactions", "err", err)
+		}
+	}()
+}
+
 // topicOption is the catalog option holding a stream's topic.
 const topicOption = "cluster.topic"
 
@@ -139,24 +156,63 @@ func streamLogDropped(e *Engine, dropped []*storage.TableDef) {
 // produceRows appends recs to t's topic in one transaction (appendRows
 // in cluster mode) and returns once it is committed.
 func produceRows(e *Engine, t *storage.TableDef, recs []arrow.RecordBatch) error {
-	l := e.streamLog
-	topic := logTopic(t)
-	names := make([]string, len(t.Columns))
-	ts := make([]types.T, len(t.Columns))
+	return produceWrites(e.streamLog, []kafka.LogWrite{logWrite(e.streamLog, t, recs)}, []*storage.TableDef{t})
+}
+
+// logWrite is recs as a write to one partition of t's topic (round robin
+// over the table's partitions).
+func logWrite(l *streamLog, t *storage.TableDef, recs []arrow.RecordBatch) kafka.LogWrite {
+	w := kafka.LogWrite{Topic: logTopic(t), Recs: recs, Names: make([]string, len(t.Columns)), Types: make([]types.T, len(t.Columns)),
+		Part: int32(l.rr.Add(1) % uint32(max(1, t.Partitions)))}
 	for i, c := range t.Columns {
-		names[i], ts[i] = c.Name, c.Type
+		w.Names[i], w.Types[i] = c.Name, c.Type
 	}
-	part := int32(l.rr.Add(1) % uint32(max(1, t.Partitions)))
+	return w
+}
+
+// produceWrites produces ws (to the topics of ts) in one transaction.
+func produceWrites(l *streamLog, ws []kafka.LogWrite, ts []*storage.TableDef) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	err := l.log.Produce(ctx, topic, part, names, ts, recs)
+	err := l.log.ProduceAll(ctx, ws)
 	if err != nil && strings.Contains(err.Error(), "UNKNOWN_TOPIC") {
-		// Its CREATE could not make it: make it now.
-		if cerr := l.log.EnsureTopic(ctx, topic, max(1, t.Partitions)); cerr == nil {
-			err = l.log.Produce(ctx, topic, part, names, ts, recs)
+		// A CREATE could not make its topic: make them now.
+		for _, t := range ts {
+			if cerr := l.log.EnsureTopic(ctx, logTopic(t), max(1, t.Partitions)); cerr != nil {
+				return err
+			}
 		}
+		err = l.log.ProduceAll(ctx, ws)
 	}
 	return err
+}
+
+// clusterCommitWrites is commitWrites in cluster mode with the shared
+// log: the transaction's writes to every stream are produced in one Kafka
+// transaction, so COMMIT acknowledges all of them or none (a transaction
+// block's, an extended-protocol Sync's, a multi-statement Query's).
+// They were kept in memory (txn.addRecs does not stage them).
+func clusterCommitWrites(s *Session) error {
+	t := s.txn
+	defer t.discard()
+	ws := make([]kafka.LogWrite, 0, len(t.writes))
+	ts := make([]*storage.TableDef, 0, len(t.writes))
+	for _, w := range t.writes {
+		if _, err := s.e.appendPartition(w.t); err != nil {
+			return err
+		}
+		if logTopic(w.t) == "" || len(w.stages) > 0 {
+			return notDistributed("a transaction writing "+w.t.Name, "its rows have no shared log")
+		}
+		if len(w.recs) > 0 {
+			ws = append(ws, logWrite(s.e.streamLog, w.t, w.recs))
+			ts = append(ts, w.t)
+		}
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	return produceWrites(s.e.streamLog, ws, ts)
 }
 
 // logSource is t's topic as a Kafka source (format json, from the
@@ -227,28 +283,124 @@ func gateStreamWrite(s sessionCluster, st *Stmt, what, name string, n ast.Node) 
 		}
 		return notDistributed(what+" into "+name, why)
 	}
-	if ins, ok := n.(*ast.InsertStmt); ok && ins.Select != nil {
-		cat := &recordingCatalog{e: s.e}
-		b := &bind.Binder{Cat: cat, Params: append([]types.T(nil), st.ParamTypes...), User: s.user, Session: sessionInfo{s.Session}}
-		if _, err := b.BindQuery(ins.Select); err != nil {
-			return nil // execution reports it
-		}
-		for _, r := range cat.seen {
-			if r.Kind != storage.KindSystem {
-				return notDistributed("INSERT ... SELECT from "+r.Name, "an INSERT in cluster mode takes rows from VALUES or expressions only")
-			}
-		}
-	}
 	return nil
 }
 
-// gateCopy is gateStreamWrite for COPY: COPY FROM into a stream in the
-// shared log runs here; COPY TO stays refused.
-func gateCopy(s sessionCluster, st *Stmt, n *parse.Copy) error {
-	if !n.From {
-		return notDistributed("COPY TO", "it would read this node alone")
+// insertSelect decides, in cluster mode, where an INSERT ... SELECT into
+// a stream in the shared log runs. Its query binds as a read does
+// (insertCatalog): streams are their topics up to the committed end, and
+// materialized views are read on the node that runs them. So it runs here
+// unless it reads views run by another node; then the whole statement is
+// sent to that node (ServeExec), which reads the views there and produces
+// the rows to the topic, as any node may. Refused (0A000): what a read
+// refuses, and sending it inside a transaction (it would commit apart from
+// the transaction) or with parameters or RETURNING.
+func (s sessionCluster) insertSelect(ctx context.Context, st *Stmt, n *ast.InsertStmt, q *parse.Query, params []types.Datum) (*Result, error, bool) {
+	views, err := s.localRead(st, n.Select)
+	if err != nil || len(views) == 0 {
+		return nil, err, err != nil
 	}
-	return gateStreamWrite(s, st, "COPY", n.Table, nil)
+	owner, self, err := s.viewsOwner(views)
+	if err != nil || self {
+		return nil, err, err != nil
+	}
+	switch {
+	case s.clusterForwarded:
+		return nil, movedErr(views[0].Name, owner), true
+	case s.txn != nil && (s.txn.explicit || s.txn.group != nil):
+		return nil, notDistributed("INSERT ... SELECT from a materialized view run by another node inside a transaction",
+			"it runs on that node and would commit apart from the transaction"), true
+	case len(params) > 0 || q.Returning != nil:
+		return nil, notDistributed("INSERT ... SELECT from a materialized view run by another node with parameters or RETURNING",
+			"it is sent to that node as text and answers with its tag only"), true
+	}
+	peers, ok := s.e.cluster.(ClusterPeers)
+	if !ok {
+		return nil, notDistributed("INSERT ... SELECT from a materialized view run by another node", "this node cannot reach its peers"), true
+	}
+	res, err := peers.Exec(ctx, owner, s.user, st.SQL)
+	return res, err, true
+}
+
+// insertLogCatalog is the catalog an INSERT binds against in cluster mode
+// with the shared log: its target as stored (the first lookup of its
+// name, BindInsert's), everything its query reads as a read sees it
+// (readCatalog), so INSERT INTO t SELECT ... FROM t reads t's topic.
+type insertLogCatalog struct {
+	logCatalog
+	target string
+	served bool
+}
+
+func (c *insertLogCatalog) Table(name string) (*storage.TableDef, bool) {
+	if !c.served && strings.EqualFold(name, c.target) {
+		c.served = true
+		return c.Engine.Table(name)
+	}
+	return c.logCatalog.Table(name)
+}
+
+// insertCatalog is the catalog BindInsert of n binds against.
+func insertCatalog(e *Engine, n *ast.InsertStmt) bind.Catalog {
+	if e.streamLog == nil {
+		return e
+	}
+	target, _ := insertTargetName(n)
+	return &insertLogCatalog{logCatalog: logCatalog{Engine: e, bounded: true}, target: target}
+}
+
+// gateCopy is gateStreamWrite for COPY FROM (into a stream in the shared
+// log it runs here) and readViews for COPY TO: its query runs here unless
+// it reads materialized views run by another node; then it is forwarded
+// there as a read (its text: SELECT * FROM the relation, or the COPY's
+// query) and the rows come back to be written in COPY's format here.
+func gateCopy(ctx context.Context, s sessionCluster, st *Stmt, n *parse.Copy) (*Result, error, bool) {
+	if n.From {
+		err := gateStreamWrite(s, st, "COPY", n.Table, nil)
+		return nil, err, err != nil
+	}
+	opts, err := copyOptions(n.Options)
+	if err != nil {
+		return nil, nil, false // execution reports it
+	}
+	q, err := copyOutQuery(st, n, opts)
+	if err != nil {
+		return nil, err, true
+	}
+	rs, ok := q.Node.(ast.ResultSetNode)
+	if !ok {
+		return nil, nil, false
+	}
+	views, err := s.localRead(st, rs)
+	if err != nil || len(views) == 0 {
+		return nil, err, err != nil
+	}
+	owner, self, err := s.viewsOwner(views)
+	if err != nil || self {
+		return nil, err, err != nil
+	}
+	text := q.SQL
+	if n.Query == nil {
+		text = "SELECT * FROM " + quoteIdent(n.Table)
+	}
+	switch {
+	case s.clusterForwarded:
+		return nil, movedErr(views[0].Name, owner), true
+	case text == "":
+		return nil, notDistributed("this COPY TO of a view run by another node", "its query's text is not known"), true
+	}
+	b := &bind.Binder{Cat: readCatalog(s.e), User: s.user, Session: sessionInfo{s.Session}}
+	plan, err := b.BindQuery(rs)
+	if err != nil {
+		return nil, err, true
+	}
+	st.Columns = columnsOf(plan)
+	rows, err := s.e.cluster.Forward(ctx, owner, s.user, text)
+	if err != nil {
+		return nil, err, true
+	}
+	s.e.clusterStat.forwardedReads.Add(1)
+	return &Result{Tag: "SELECT", Rows: &countedRows{Rows: rows, c: &s.e.clusterStat}}, nil, true
 }
 
 // insertTargetName is the table an INSERT names, if it names one.

@@ -171,6 +171,7 @@ func Open(cfg Config) (*Engine, error) {
 	if e.log == nil {
 		e.log = slog.Default()
 	}
+	fenceStreamLog(e) // cluster mode: abort what a killed predecessor left open
 	if e.par <= 0 {
 		e.par = runtime.NumCPU()
 	}

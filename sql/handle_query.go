@@ -86,6 +86,7 @@ func (s *Session) execQuery(ctx context.Context, st *Stmt, q *parse.Query, param
 		if res, ok, err := (sessionDML{s}).execKeyedInsert(ctx, st, b, q, n, params); ok {
 			return res, err
 		}
+		b.Cat = insertCatalog(s.e, n) // cluster mode: reads the shared log (clusterstream.go)
 		target, src, err := b.BindInsert(n)
 		if err != nil {
 			return nil, err

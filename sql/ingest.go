@@ -90,6 +90,30 @@ func (e *Engine) appendPartition(t *storage.TableDef) (uint32, error) {
 	return e.rr.Add(1) % uint32(max(1, t.Partitions)), nil
 }
 
+// copyOutQuery is the query COPY TO runs (its own, or SELECT * FROM the
+// table), its options checked; it marks st as a COPY TO.
+func copyOutQuery(st *Stmt, n *parse.Copy, opts copyOpts) (*parse.Query, error) {
+	q := n.Query
+	if q == nil {
+		stmts, err := parse.ParseAll("SELECT * FROM " + quoteIdent(n.Table))
+		if err != nil {
+			return nil, err
+		}
+		q = stmts[0].(*parse.Query)
+	}
+	if opts.headerMatch {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, `cannot use "match" with HEADER in COPY TO`)
+	}
+	if opts.csv {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "COPY TO supports the text and binary formats only")
+	}
+	if opts.header {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "COPY TO does not support HEADER")
+	}
+	st.CopyOut, st.CopyBinary = true, opts.binary
+	return q, nil
+}
+
 func checkNotNull(t *storage.TableDef, r arrow.RecordBatch, line int) error {
 	for c, col := range t.Columns {
 		if col.NotNull && r.Column(c).NullN() > 0 {
@@ -106,24 +130,10 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 		return nil, err
 	}
 	if !n.From {
-		q := n.Query
-		if q == nil {
-			stmts, err := parse.ParseAll("SELECT * FROM " + quoteIdent(n.Table))
-			if err != nil {
-				return nil, err
-			}
-			q = stmts[0].(*parse.Query)
+		q, err := copyOutQuery(st, n, opts)
+		if err != nil {
+			return nil, err
 		}
-		if opts.headerMatch {
-			return nil, sqlerr.New(sqlerr.FeatureNotSupported, `cannot use "match" with HEADER in COPY TO`)
-		}
-		if opts.csv {
-			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "COPY TO supports the text and binary formats only")
-		}
-		if opts.header {
-			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "COPY TO does not support HEADER")
-		}
-		st.CopyOut, st.CopyBinary = true, opts.binary
 		return s.execQuery(ctx, st, q, nil)
 	}
 	t, ok := s.e.Table(n.Table)

@@ -65,7 +65,7 @@ func (e *supervisor) startViewJob(def *storage.TableDef) error {
 // startViewJobLocked starts a view's job from its plan; e.mu may be held.
 // In cluster mode a job another node runs is left on standby.
 func (e *supervisor) startViewJobLocked(def *storage.TableDef, plan exec.Plan, reemit bool) error {
-	if !(clusterJobs{e.Engine}).runsHere(def.Name) {
+	if !(clusterJobs{e.Engine}).runsHere(def.Name) || e.mu.jobs[def.Name] == nil && startsByAssignment(e.Engine) {
 		e.mu.jobs[def.Name] = &jobEntry{state: exec.JobStopped, standby: true}
 		return nil
 	}
@@ -334,7 +334,7 @@ func (e *supervisor) startPending(ctx context.Context) {
 		if def == nil || je == nil || je.state != exec.JobStarting {
 			continue
 		}
-		if !(clusterJobs{e.Engine}).runsHere(n) {
+		if !(clusterJobs{e.Engine}).runsHere(n) || startsByAssignment(e.Engine) {
 			e.mu.Lock()
 			if e.mu.jobs[n] == je {
 				e.mu.jobs[n] = &jobEntry{state: exec.JobStopped, standby: true}

@@ -294,6 +294,9 @@ func (s *Session) commitWrites() error {
 	if len(t.writes) == 0 {
 		return nil
 	}
+	if s.e.streamLog != nil {
+		return clusterCommitWrites(s) // one Kafka transaction (clusterstream.go)
+	}
 	apps := make([]storage.TxAppend, 0, len(t.writes))
 	for _, w := range t.writes {
 		part, err := s.e.appendPartition(w.t)
@@ -404,8 +407,8 @@ func (t *txn) addRecs(db *storage.DB, def *storage.TableDef, recs []arrow.Record
 		w.recs = append(w.recs, r)
 		t.mem += recordBytes(r)
 	}
-	if t.mem <= txMemBytes {
-		return nil
+	if t.mem <= txMemBytes || logTopic(def) != "" {
+		return nil // cluster mode keeps them for one Kafka transaction, as its COPY does
 	}
 	for wi := range t.writes {
 		if err := t.stageWrites(db, wi); err != nil {

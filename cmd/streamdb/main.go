@@ -191,6 +191,14 @@ func run() error {
 		}
 		lost = node.Done()
 		leaveCluster = func() {
+			if !leaseLost {
+				// A clean leave hands its jobs off at a checkpoint first.
+				hctx, hcancel := context.WithTimeout(context.Background(), 30*time.Second)
+				if err := sql.ClusterHandoff(hctx, eng); err != nil {
+					log.Warn("cluster: the handoff checkpoint failed; the jobs' new owners restore an older one", "err", err)
+				}
+				hcancel()
+			}
 			_ = node.Close()
 			if pl != nil {
 				_ = pl.Close()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -52,6 +53,33 @@ func NewStreamLog(brokers []string, txnPrefix string) *StreamLog {
 		l.ids = append(l.ids, i)
 	}
 	return l
+}
+
+// Fence makes every one of the node's producers now, registering its
+// transactional id with Kafka (InitProducerID): a transaction the node's
+// previous process left open (it was killed inside an INSERT) is aborted
+// at once, rather than at its timeout. Until then read_committed readers
+// do not read past it, so a restarted node's rows, and every row written
+// after the open transaction, would wait for the timeout.
+func (l *StreamLog) Fence(ctx context.Context) error {
+	var got []*producer
+	defer func() {
+		for _, p := range got {
+			l.free <- p
+		}
+	}()
+	for i := 0; i < streamLogProducers; i++ {
+		p, err := l.take(ctx)
+		if err != nil {
+			return err
+		}
+		if _, _, err := p.cl.ProducerID(ctx); err != nil {
+			l.retire(p)
+			return sqlerr.New(sqlerr.ConnectionException, "cluster stream log: fencing %s-%d: %v", l.prefix, p.id, err)
+		}
+		got = append(got, p)
+	}
+	return nil
 }
 
 // Brokers are the log's brokers, as properties.bootstrap.servers.
@@ -177,11 +205,27 @@ func (l *StreamLog) Close() {
 // committed: then every reader of the topic (read_committed) sees all of
 // the rows, and before it none.
 func (l *StreamLog) Produce(ctx context.Context, topic string, part int32, names []string, ts []types.T, recs []arrow.RecordBatch) error {
+	return l.ProduceAll(ctx, []LogWrite{{Topic: topic, Part: part, Names: names, Types: ts, Recs: recs}})
+}
+
+// LogWrite is the rows one transaction appends to one stream's topic.
+type LogWrite struct {
+	Topic string
+	Part  int32
+	Names []string  // the stream's column names
+	Types []types.T // and types
+	Recs  []arrow.RecordBatch
+}
+
+// ProduceAll appends every write in one transaction (a transaction block
+// over several streams) and returns once it is committed: a reader sees
+// all of the writes' rows or none.
+func (l *StreamLog) ProduceAll(ctx context.Context, ws []LogWrite) error {
 	p, err := l.take(ctx)
 	if err != nil {
 		return err
 	}
-	if err := produceTxn(ctx, p.cl, topic, part, names, ts, recs); err != nil {
+	if err := produceTxn(ctx, p.cl, ws); err != nil {
 		// Abort what was sent; the producer is retired if even that
 		// fails (a new one with its id fences the transaction).
 		actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -198,7 +242,7 @@ func (l *StreamLog) Produce(ctx context.Context, topic string, part int32, names
 	return nil
 }
 
-func produceTxn(ctx context.Context, cl *kgo.Client, topic string, part int32, names []string, ts []types.T, recs []arrow.RecordBatch) error {
+func produceTxn(ctx context.Context, cl *kgo.Client, ws []LogWrite) error {
 	if err := cl.BeginTransaction(); err != nil {
 		return sqlerr.New(sqlerr.ConnectionException, "cluster stream log: begin transaction: %v", err)
 	}
@@ -215,28 +259,16 @@ func produceTxn(ctx context.Context, cl *kgo.Client, topic string, part int32, n
 			mu.Unlock()
 		}
 	}
-	enc := rowEncoder{names: names, ts: ts}
 	var ends []int
-	for _, rec := range recs {
-		// One buffer and one slice of records per batch, not per row.
-		n := int(rec.NumRows())
-		var buf []byte
-		ends = ends[:0]
-		for i := 0; i < n; i++ {
-			buf = enc.row(buf, rec, i)
-			ends = append(ends, len(buf))
-		}
-		if enc.err != nil {
-			return enc.err
-		}
-		krs := make([]kgo.Record, n)
-		from := 0
-		for i := range krs {
-			krs[i] = kgo.Record{Topic: topic, Partition: part, Value: buf[from:ends[i]:ends[i]]}
-			from = ends[i]
-			cl.Produce(ctx, &krs[i], done)
+	topics := make([]string, 0, len(ws))
+	for _, w := range ws {
+		topics = append(topics, w.Topic)
+		enc := rowEncoder{names: w.Names, ts: w.Types}
+		if err := produceRecs(ctx, cl, &enc, w.Topic, w.Part, w.Recs, &ends, done); err != nil {
+			return err
 		}
 	}
+	topic := strings.Join(topics, ", ")
 	if err := cl.Flush(ctx); err != nil && perr == nil {
 		perr = err
 	}
@@ -245,6 +277,33 @@ func produceTxn(ctx context.Context, cl *kgo.Client, topic string, part int32, n
 	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return sqlerr.New(sqlerr.ConnectionException, "cluster stream log: commit to %s: %v (the rows may or may not be committed)", topic, err)
+	}
+	return nil
+}
+
+// produceRecs sends recs to partition part of topic in the open
+// transaction; done collects the first failure.
+func produceRecs(ctx context.Context, cl *kgo.Client, enc *rowEncoder, topic string, part int32, recs []arrow.RecordBatch, ends *[]int, done func(*kgo.Record, error)) error {
+	for _, rec := range recs {
+		// One buffer and one slice of records per batch, not per row.
+		n := int(rec.NumRows())
+		var buf []byte
+		*ends = (*ends)[:0]
+		for i := 0; i < n; i++ {
+			buf = enc.row(buf, rec, i)
+			*ends = append(*ends, len(buf))
+		}
+		if enc.err != nil {
+			return enc.err
+		}
+		krs := make([]kgo.Record, n)
+		from := 0
+		for i := range krs {
+			end := (*ends)[i]
+			krs[i] = kgo.Record{Topic: topic, Partition: part, Value: buf[from:end:end]}
+			from = end
+			cl.Produce(ctx, &krs[i], done)
+		}
 	}
 	return nil
 }
