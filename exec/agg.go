@@ -45,7 +45,7 @@ type aggOp struct {
 	touched  []uint64 // epoch the group last changed in
 	bytes    int64    // estimated memory of the groups
 	spilled  bool
-	evicted  evictedFilter // hashes of groups whose state is only in the state table
+	evicted  opkit.EvictedFilter // hashes of groups whose state is only in the state table
 	hand     int
 	epoch    uint64 // the epoch being processed
 	load     func(gids []int32) error
@@ -117,7 +117,7 @@ func (a *aggOp) created() error {
 	if a.spilled && a.load != nil && len(a.gt.Created) > 0 {
 		maybe := a.gt.Created[:0:0]
 		for _, g := range a.gt.Created {
-			if a.evicted.mayContain(a.gt.Hashes[g]) {
+			if a.evicted.MayContain(a.gt.Hashes[g]) {
 				maybe = append(maybe, g)
 			}
 		}
@@ -145,7 +145,7 @@ func (a *aggOp) evict(limit int64, committed, current uint64) int {
 		if !a.live[g] || a.isDirty[g] || a.lastSave[g] > committed || a.touched[g] >= current {
 			continue
 		}
-		a.evicted.add(a.gt.Hashes[g])
+		a.evicted.Add(a.gt.Hashes[g])
 		a.noteEvicted(g)
 		a.noteEvictedTTL(g)
 		a.dropGroup(g)
@@ -455,15 +455,8 @@ func (a *aggOp) restoreAllOut() error {
 	return restoreOut(a, gids)
 }
 
-// decodeRow decodes a row encoded column by column with encodeDatum.
-func decodeRow(enc string, ts []types.T) []types.Datum {
-	buf := []byte(enc)
-	out := make([]types.Datum, len(ts))
-	for i, t := range ts {
-		out[i], buf, _ = decodeDatum(buf, t)
-	}
-	return out
-}
+// decodeRow decodes a row encoded column by column with encodeDatum (opkit).
+func decodeRow(enc string, ts []types.T) []types.Datum { return opkit.DecodeRow(enc, ts) }
 
 func releaseAll(as []arrow.Array) { opkit.ReleaseAll(as) }
 

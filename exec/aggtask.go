@@ -3,9 +3,10 @@ package exec
 import (
 	"container/heap"
 	"encoding/binary"
-	"github.com/streamdb/streamdb/exec/accum"
 	"slices"
 	"time"
+
+	"github.com/streamdb/streamdb/exec/accum"
 
 	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/storage"
@@ -65,7 +66,7 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 			return err
 		}
 		m.late += late
-		m.lateRows = mergeLate(m.lateRows, op.late.take())
+		m.lateRows = mergeLate(m.lateRows, op.late.Take())
 		late = 0
 		if j.spec.View != nil {
 			// Changed groups in state-key order: the state writes and the
@@ -116,7 +117,7 @@ func (j *Job) runAgg(inst int, op *aggOp, ins []chan msg, out *outlet, root bool
 		// the barrier has gone on, it does not delay the checkpoint.
 		if j.spec.View != nil {
 			j.Evicted.Add(int64(op.evict(j.cacheShare(), j.committed.Load(), m.barrier.Epoch)))
-			if err := op.evicted.refreshIfFull(); err != nil {
+			if err := op.evicted.RefreshIfFull(); err != nil {
 				return err
 			}
 			if op.spilled {
@@ -293,7 +294,7 @@ func loadValue(op *aggOp, bags []*accum.ValueBags, g int32, rest, val []byte) er
 }
 
 // refillEvicted returns what the evicted-groups filter is rebuilt from
-// (evictedFilter.refill): every group of the instance's key groups in the
+// (opkit.EvictedFilter.Refill): every group of the instance's key groups in the
 // state table (evicted or not: one in memory is never looked up in the
 // filter) and nothing else, so groups loaded back or deleted since stop
 // costing false positives.
@@ -449,7 +450,7 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 			vb.Track = !j.memBackend()
 		}
 	}
-	op.evicted.refill = j.refillEvicted(op, inst, par)
+	op.evicted.Refill = j.refillEvicted(op, inst, par)
 	var key []byte
 	var found []int32
 	op.load = func(gids []int32) error {
@@ -516,10 +517,10 @@ func (j *Job) loadState(op *aggOp, inst, par int) error {
 		if limit > 0 && op.bytes > limit {
 			// The rest stays in the state table until its keys come.
 			op.spilled = true
-			op.evicted.add(hashDatums(ds, op.keyTs))
+			op.evicted.Add(hashDatums(ds, op.keyTs))
 			op.noteEvictedKey(ds)
 			if ttl > 0 && op.usesTTL() {
-				heap.Push(&op.ttl.evicted, idleItem[[]types.Datum]{at: peekIdle(val), g: ds})
+				heap.Push(&op.ttl.evicted, opkit.IdleItem[[]types.Datum]{At: peekIdle(val), G: ds})
 			}
 			return nil
 		}

@@ -108,8 +108,7 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 		}()
 		defer func() { close(ch); <-done }()
 		out := &outlet{j: jj, outs: []chan msg{ch}}
-		op := newJoinOp(jj, &gnode{kind: nJoin, join: spec})
-		op.out = out
+		op := newJoinOp(jj, &gnode{kind: nJoin, join: spec}, out, 0)
 		ectx := jj.exprCtx()
 		pushSide := func(rows [][2]int64, side int) {
 			for len(rows) > 0 {

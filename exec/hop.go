@@ -2,11 +2,10 @@ package exec
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/hop"
-	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -78,7 +77,7 @@ func (p *Hop) expand(ectx *expr.Ctx, mem memory.Allocator, buf *hopBuf, rec arro
 
 // windowStartOf is the start of the tumbling window of size w holding ts
 // (tumble_start, rounding toward minus infinity).
-func windowStartOf(ts, w int64) int64 { return hop.WindowStart(ts, w) }
+func windowStartOf(ts, w int64) int64 { return opkit.WindowStart(ts, w) }
 
 // runHop expands the batches of a batch query.
 func runHop(ctx *Ctx, p *Hop, emit func(arrow.RecordBatch) error) error {
@@ -100,31 +99,11 @@ func runHop(ctx *Ctx, p *Hop, emit func(arrow.RecordBatch) error) error {
 }
 
 // hopLast tells, for a consumer whose window bound traces to a Hop, which
-// of a row's window rows is its last window: only that one is counted
-// and recorded when late.
-type hopLast struct {
-	TS          expr.Expr // the row's time, over the consumer's input
-	Slide, Size int64
-	Cumulate    bool
-	// End, for a CUMULATE bound that is window_start (all of a row's
-	// windows share it), is the window row's window_end over the
-	// consumer's input; nil if it cannot be followed, and then every
-	// copy of a late row counts.
-	End expr.Expr
-}
+// of a row's window rows is its last window (opkit.HopLast).
+type hopLast = opkit.HopLast
 
-// hopRows are a batch's row times (and window ends, hopLast.End) for
-// isLast; release them after use.
-type hopRows struct{ ts, end *array.Int64 }
-
-func (r hopRows) release() {
-	if r.ts != nil {
-		r.ts.Release()
-	}
-	if r.end != nil {
-		r.end.Release()
-	}
-}
+// hopRows are a batch's row times for hopLast.IsLast.
+type hopRows = opkit.HopRows
 
 // hopRowTime finds the Hop whose window_start or window_end is column col
 // of p's rows, through projections and filters, and returns the row's
@@ -181,52 +160,6 @@ func projectedCol(p *Project, r *expr.ColRef) expr.Expr {
 		}
 	}
 	return nil
-}
-
-// times evaluates the rows' times (and window ends) over rec; the caller
-// releases them.
-func (h *hopLast) times(ectx *expr.Ctx, rec arrow.RecordBatch) (hopRows, error) {
-	var r hopRows
-	for _, x := range []struct {
-		e   expr.Expr
-		dst **array.Int64
-	}{{h.TS, &r.ts}, {h.End, &r.end}} {
-		if x.e == nil {
-			continue
-		}
-		col, err := expr.Eval(ectx, x.e, rec)
-		if err != nil {
-			r.release()
-			return hopRows{}, err
-		}
-		a, ok := col.(*array.Int64)
-		if !ok {
-			col.Release()
-			r.release()
-			return hopRows{}, sqlerr.New(sqlerr.Internal, "exec: a window's time column is %s, not a timestamp", col.DataType())
-		}
-		*x.dst = a
-	}
-	return r, nil
-}
-
-// isLast says whether the window row ending at end (for a CUMULATE bound
-// on window_start, at the row's window_end instead), of a row whose time
-// is r.ts[i], is the row's last window.
-func (h *hopLast) isLast(r hopRows, i int, end int64) bool {
-	if r.ts == nil || r.ts.IsNull(i) {
-		return true
-	}
-	if h.Cumulate {
-		if h.End != nil {
-			if r.end == nil || r.end.IsNull(i) {
-				return true
-			}
-			end = r.end.Value(i)
-		}
-		return windowStartOf(r.ts.Value(i), h.Size)+h.Size == end
-	}
-	return windowStartOf(r.ts.Value(i), h.Slide)+h.Size == end
 }
 
 // pruneHops marks, on the Hop stages of g's edges into an aggregate, the

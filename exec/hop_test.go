@@ -99,11 +99,11 @@ func TestHopLastWindow(t *testing.T) {
 	// 00:00:07 is in the windows ending at 00:00:10, 15 and 20; the last
 	// is its own. A row without a time has one window.
 	for end, last := range map[int64]bool{10 * sec: false, 15 * sec: false, 20 * sec: true} {
-		if got := w.Hop.isLast(hopRows{ts: ts}, 0, end); got != last {
+		if got := w.Hop.IsLast(hopRows{TS: ts}, 0, end); got != last {
 			t.Errorf("window ending %d: last %v", end, got)
 		}
 	}
-	if !w.Hop.isLast(hopRows{ts: ts}, 1, 0) {
+	if !w.Hop.IsLast(hopRows{TS: ts}, 1, 0) {
 		t.Error("NULL time: not its last window")
 	}
 	// A projection without the time: every window row counts.
@@ -264,7 +264,7 @@ func TestCumulateLastWindow(t *testing.T) {
 		t.Fatalf("by window_end: %+v", w)
 	}
 	for end, last := range map[int64]bool{10 * sec: false, 15 * sec: true} {
-		if got := w.Hop.isLast(hopRows{ts: ts}, 0, end); got != last {
+		if got := w.Hop.IsLast(hopRows{TS: ts}, 0, end); got != last {
 			t.Errorf("by window_end: window ending %d: last %v", end, got)
 		}
 	}
@@ -280,7 +280,7 @@ func TestCumulateLastWindow(t *testing.T) {
 	ends := ints(10*sec, 15*sec)
 	defer ends.Release()
 	for i, last := range []bool{false, true} {
-		if got := w.Hop.isLast(hopRows{ts: ts, end: ends}, i, 15*sec); got != last {
+		if got := w.Hop.IsLast(hopRows{TS: ts, End: ends}, i, 15*sec); got != last {
 			t.Errorf("by window_start: copy %d: last %v", i, got)
 		}
 	}

@@ -58,7 +58,7 @@ func TestJoinTimeOf(t *testing.T) {
 			t.Errorf("%s: %+v, want none", c.name, jt)
 		case c.want != nil && jt == nil:
 			t.Errorf("%s: none, want free offsets %v", c.name, *c.want)
-		case c.want != nil && (jt.kind != "interval join" || jt.free != *c.want || jt.col != [2]int{1, 1} || jt.late != [2]int64{1, 1}):
+		case c.want != nil && (jt.Kind != "interval join" || jt.Free != *c.want || jt.Col != [2]int{1, 1} || jt.Late != [2]int64{1, 1}):
 			t.Errorf("%s: %+v, want free offsets %v on columns 1, 1", c.name, jt, *c.want)
 		}
 	}
@@ -69,33 +69,12 @@ func TestJoinTimeOf(t *testing.T) {
 	left := &Project{In: side, Exprs: []expr.Expr{col(0), fn("-", col(1), sec(2))}}
 	j := &HashJoin{Left: left, Right: plain, Kind: JoinInner, LeftKeys: []expr.Expr{col(0)}, RightKeys: []expr.Expr{col(0)}, Residual: between}
 	jt := joinTimeOf(j, nil)
-	if jt == nil || jt.lates != [2]bool{true, false} || jt.frees != [2]bool{false, true} ||
-		jt.late[0] != 2e6+1 || jt.free[1] != 1e6+2e6+1 || jt.shift[0] != -2e6 {
+	if jt == nil || jt.Lates != [2]bool{true, false} || jt.Frees != [2]bool{false, true} ||
+		jt.Late[0] != 2e6+1 || jt.Free[1] != 1e6+2e6+1 || jt.Shift[0] != -2e6 {
 		t.Errorf("left shifted, right without a watermark: %+v", jt)
 	}
 	j.Left = plain
 	if jt := joinTimeOf(j, nil); jt != nil {
 		t.Errorf("neither side with a watermark: %+v", jt)
-	}
-}
-
-// TestJoinValue checks a join row's state value: the count alone (as
-// earlier versions wrote it), with pinned matches, with an idle clock.
-func TestJoinValue(t *testing.T) {
-	for _, c := range [][3]int64{{1, 0, 0}, {3, 2, 0}, {1, 0, 1764000000000000}, {7, 300, 1764000000000001}} {
-		v := appendJoinValue(nil, c[0], c[1], c[2])
-		count, pinned, clock, err := decodeJoinValue(v)
-		if err != nil || [3]int64{count, pinned, clock} != c {
-			t.Errorf("%v: decoded %d, %d, %d, %v", c, count, pinned, clock, err)
-		}
-		if c[1] == 0 && c[2] == 0 && len(v) != 1 {
-			t.Errorf("%v: %x, want the count alone", c, v)
-		}
-	}
-	if _, _, _, err := decodeJoinValue([]byte{1, 't', 0}); err == nil {
-		t.Errorf("a cut clock decoded")
-	}
-	if _, _, _, err := decodeJoinValue([]byte{1, 'x'}); err == nil {
-		t.Errorf("an unknown field decoded")
 	}
 }

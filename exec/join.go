@@ -5,6 +5,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/join"
 )
 
 // runJoin builds a hash table over the right input, then streams the left
@@ -54,7 +55,7 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 		}
 		next = make([]int, nr)
 		for r := nr - 1; r >= 0; r-- {
-			if anyNull(keys, r) {
+			if join.AnyNull(keys, r) {
 				continue
 			}
 			next[r] = head[gids[r]]
@@ -132,7 +133,7 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 			gids := make([]int32, n)
 			gt.Lookup(keys, n, gids, false)
 			for l := 0; l < n; l++ {
-				if gids[l] < 0 || anyNull(keys, l) {
+				if gids[l] < 0 || join.AnyNull(keys, l) {
 					continue
 				}
 				for r := head[gids[l]]; r >= 0; r = next[r] {
@@ -276,13 +277,4 @@ func pairRecord(mem memory.Allocator, left, right arrow.RecordBatch, li, ri []in
 		cols = append(cols, takeArrayMem(mem, right.Column(c), ri, t))
 	}
 	return newRecord(outTs, cols, len(li))
-}
-
-func anyNull(keys []arrow.Array, i int) bool {
-	for _, k := range keys {
-		if k.IsNull(i) {
-			return true
-		}
-	}
-	return false
 }

@@ -85,8 +85,7 @@ func BenchmarkJoinOp(b *testing.B) {
 				LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}
 			for b.Loop() {
 				j, out, stop := opBenchJob(b)
-				op := newJoinOp(j, &gnode{kind: nJoin, join: spec})
-				op.out = out
+				op := newJoinOp(j, &gnode{kind: nJoin, join: spec}, out, 0)
 				ectx := j.exprCtx()
 				for i := range left {
 					for side, recs := range [][]arrow.RecordBatch{left, right} {

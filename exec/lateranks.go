@@ -74,7 +74,7 @@ func (o *rankOp) opID() uint32 { return o.op }
 func (o *rankOp) keepsWatermark() bool { return o.spec.win != nil }
 
 // takeLate returns the late rows noted since the last call.
-func (o *rankOp) takeLate() []storage.LateRow { return o.lateLog.take() }
+func (o *rankOp) takeLate() []storage.LateRow { return o.lateLog.Take() }
 
 // advance notes the watermark of the barrier being aligned: partitions
 // whose window it passes are freed by barrier, after their last changes,
@@ -103,9 +103,9 @@ func (o *rankOp) isLate(rec arrow.RecordBatch, keys []arrow.Array, hopTS hopRows
 		return false
 	}
 	end := col.Value(i) + w.Offset
-	if w.Hop == nil || w.Hop.isLast(hopTS, i, end) {
+	if w.Hop == nil || w.Hop.IsLast(hopTS, i, end) {
 		o.late++
-		o.lateLog.note(rec, i, end, o.wm+w.Shift)
+		o.lateLog.Note(rec, i, end, o.wm+w.Shift)
 	}
 	return true
 }
@@ -117,7 +117,7 @@ func (o *rankOp) lateHopTimes(ectx *expr.Ctx, rec arrow.RecordBatch) (hopRows, e
 	if w == nil || w.Hop == nil || o.wm == NoWatermark {
 		return hopRows{}, nil
 	}
-	return w.Hop.times(ectx, rec)
+	return w.Hop.Times(ectx, rec)
 }
 
 // boundOf is partition p's window bound (ok false: NULL).

@@ -37,6 +37,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/join"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -125,19 +126,16 @@ type HashAgg struct {
 	Aggs []AggSpec
 }
 
-// JoinKind is the kind of join.
-type JoinKind uint8
+// JoinKind is the kind of join (join.Kind).
+type JoinKind = join.Kind
 
 const (
-	JoinInner JoinKind = iota
-	JoinLeft
-	JoinRight
-	JoinFull
-	// JoinSemi keeps the left rows that have at least one match (IN,
-	// EXISTS); JoinAnti those that have none (NOT EXISTS). Both output the
-	// left columns only; Residual still sees left then right columns.
-	JoinSemi
-	JoinAnti
+	JoinInner = join.Inner
+	JoinLeft  = join.Left
+	JoinRight = join.Right
+	JoinFull  = join.Full
+	JoinSemi  = join.Semi
+	JoinAnti  = join.Anti
 )
 
 // HashJoin joins on LeftKeys[i] = RightKeys[i] (no keys: nested loop), then

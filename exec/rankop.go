@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -56,7 +57,7 @@ type rankOp struct {
 	reported int64
 	budget   int64
 	spilled  bool
-	evicted  evictedFilter
+	evicted  opkit.EvictedFilter
 	// tick counts the barriers; a partition notes it when a row uses it
 	// (evictage.go: the partitions used longest ago are evicted first).
 	tick uint64
@@ -174,7 +175,7 @@ func (o *rankOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 	if err != nil {
 		return err
 	}
-	defer hopTS.release()
+	defer hopTS.Release()
 	var p *rankPart
 	for i := 0; i < n; i++ {
 		if o.isLate(rec, keys, hopTS, i) {
@@ -186,7 +187,7 @@ func (o *rankOp) Push(ectx *expr.Ctx, c Chunk, _ int) error {
 		}
 		if key := o.keyEnc.Row(i); p == nil || p.gone || p.key != bytesView(key) {
 			p = o.parts[bytesView(key)]
-			if p == nil && o.spilled && len(key) > 0 && o.evicted.mayContain(h[i]) {
+			if p == nil && o.spilled && len(key) > 0 && o.evicted.MayContain(h[i]) {
 				var err error
 				if p, err = o.reload(ectx, string(key), byte(keyGroup(h[i])), h[i]); err != nil {
 					return err
@@ -343,7 +344,7 @@ func (o *rankOp) evict(committed uint64) {
 			o.spilled = true
 		}
 	}
-	evictOldest(o.parts, o.tick, o.bytes-target,
+	opkit.EvictOldest(o.parts, o.tick, o.bytes-target,
 		func(k string, p *rankPart) bool { return k != "" && p.saved <= committed && !p.thin },
 		func(p *rankPart) uint64 { return p.used }, o.partBytes,
 		func(_ string, p *rankPart) { o.evictPart(p) },
@@ -365,7 +366,7 @@ func (o *rankOp) evictPart(p *rankPart) {
 		o.ttl.noteEvicted(p)
 	}
 	o.noteEvictedPart(p)
-	o.evicted.add(p.hash)
+	o.evicted.Add(p.hash)
 	o.spilled = true
 	o.j.Evicted.Add(1)
 }
@@ -434,7 +435,9 @@ func (o *rankOp) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*rankPar
 
 // keyHash is the hash of an encoded partition key, as hashColumns gives it
 // for the key's columns.
-func (o *rankOp) keyHash(key string) uint64 { return encodedKeyHash(key, exprTypes(o.spec.partition)) }
+func (o *rankOp) keyHash(key string) uint64 {
+	return accum.EncodedKeyHash(key, exprTypes(o.spec.partition))
+}
 
 // applyResult makes partition k's new output its own and emits the
 // difference from what it emitted before.

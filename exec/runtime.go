@@ -186,13 +186,9 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				continue
 			}
 			for i := 0; i < n.par; i++ {
-				op := newJoinOp(j, n)
-				op.out = outlets[out][i]
-				if j.durable() {
-					op.budget = j.cacheShare()
-					if err := op.load(i, n.par); err != nil {
-						return nil, err
-					}
+				op, err := j.newJoinNode(n, i, outlets[out][i])
+				if err != nil {
+					return nil, err
 				}
 				ins, o := inputs[n][i], outlets[out][i]
 				reemit := spec.Reemit && root

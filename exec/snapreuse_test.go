@@ -154,11 +154,10 @@ func TestRankJoinSnapshotReuse(t *testing.T) {
 		ts := []types.T{types.TInt64, types.TInt64}
 		spec := &HashJoin{Left: &Batches{Ts: ts}, Right: &Batches{Ts: ts}, Kind: JoinLeft,
 			LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}
-		op := newJoinOp(j, &gnode{kind: nJoin, join: spec})
-		op.out = out
+		op := newJoinOp(j, &gnode{kind: nJoin, join: spec}, out, 0)
 		ectx := j.exprCtx()
 		churn(t, j, func(c Chunk, side int) error { return op.Push(ectx, c, side) },
-			func(b *Barrier, w *storage.Batch) error { return op.Barrier(ectx, b, w) }, op.snapshot, 2)
+			func(b *Barrier, w *storage.Batch) error { return op.Barrier(ectx, b, w) }, op.Snapshot, 2)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -329,24 +330,7 @@ func splitOps(rec arrow.RecordBatch) (arrow.RecordBatch, []Op) {
 func isDataError(err error) bool { return strings.HasPrefix(sqlerr.Code(err), "22") }
 
 // rowText renders row i of rec as (v1, v2, ...).
-func rowText(rec arrow.RecordBatch, i int) string {
-	var b strings.Builder
-	b.WriteByte('(')
-	for c := 0; c < int(rec.NumCols()); c++ {
-		if c > 0 {
-			b.WriteString(", ")
-		}
-		col := rec.Column(c)
-		if col.IsNull(i) {
-			b.WriteString("NULL")
-			continue
-		}
-		t := typeOfArrow(col)
-		b.WriteString(types.TextOf(types.DatumAt(col, i, t), t))
-	}
-	b.WriteByte(')')
-	return b.String()
-}
+func rowText(rec arrow.RecordBatch, i int) string { return opkit.RowText(rec, i) }
 
 func plannedExprs(rec arrow.RecordBatch) []expr.Expr {
 	es := make([]expr.Expr, rec.NumCols())
@@ -356,34 +340,10 @@ func plannedExprs(rec arrow.RecordBatch) []expr.Expr {
 	return es
 }
 
-// typeOfArrow recovers a SQL type that has rec's physical layout.
-func typeOfArrow(a arrow.Array) types.T { return typeOfArrowType(a.DataType()) }
+// typeOfArrow recovers a SQL type that has rec's physical layout (opkit).
+func typeOfArrow(a arrow.Array) types.T { return opkit.TypeOfArrow(a) }
 
-func typeOfArrowType(dt arrow.DataType) types.T {
-	switch dt := dt.(type) {
-	case *arrow.BooleanType:
-		return types.TBool
-	case *arrow.Int64Type:
-		return types.TInt64
-	case *arrow.Float64Type:
-		return types.TFloat64
-	case *arrow.Decimal128Type:
-		return types.NumericOf(38, dt.Scale)
-	case *arrow.StringType:
-		return types.TText
-	case *arrow.MonthDayNanoIntervalType:
-		return types.TInterval
-	case *arrow.ListType: // an array: List<String> whatever its element type
-		return types.TTextArray
-	case *arrow.StructType: // a record: one of its fields' layouts
-		fs := make([]types.RecordField, dt.NumFields())
-		for i, f := range dt.Fields() {
-			fs[i] = types.RecordField{Name: f.Name, T: typeOfArrowType(f.Type)}
-		}
-		return types.RecordOf(fs)
-	}
-	return types.TUnknown
-}
+func typeOfArrowType(dt arrow.DataType) types.T { return opkit.TypeOfArrowType(dt) }
 
 // applyStages runs Filter/Project/Hop/LateralFuncScan stages over rec; with track it also
 // returns, for each output row, the index of the input row it came from.

@@ -7,25 +7,13 @@ import (
 	"time"
 
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
 )
 
 // state.ttl: the keys of an unwindowed join that no row has touched for
-// the TTL (processing time) are expired: their rows leave the operator's
-// memory and state, and nothing is emitted for them, so the view's rows
-// that came from them stay as they are. A key's idle clock is the time of
-// the last barrier after a row touched it; expiry is checked at barriers,
-// from a heap of keys by that time, so a barrier's work is the keys that
-// expire (and those touched since they were queued, which are queued
-// again), not a scan of the state.
-//
-// A key's idle clock is stored with its rows: while the TTL is on, each
-// row entry a barrier writes carries its group's clock (appendJoinValue), and
-// the barrier after a row touched a group writes at least one of the
-// group's rows (stampClocks: the changed row itself, unless the epoch
-// only removed rows), so the latest clock among a group's stored rows is
-// its clock. load and reload take that; a group stored while the TTL was
-// off starts its clock when it is loaded.
+// the TTL (processing time) are expired (exec/join, ttl.go); aggregates
+// and top-N partitions expire idle groups likewise (below).
 
 // StateTTL is a job's state.ttl; the engine changes it while the job runs
 // (SET state.ttl, ALTER MATERIALIZED VIEW ... SET (state.ttl = ...)).
@@ -51,155 +39,6 @@ func (t *StateTTL) micros() int64 {
 
 // StateTTL is the job's state.ttl (nil for a change stream).
 func (j *Job) StateTTL() *StateTTL { return j.spec.StateTTL }
-
-// idleItem is a key queued for expiry: at is its idle clock when queued.
-type idleItem[G any] struct {
-	at int64
-	g  G
-}
-
-// idleHeap is a min-heap of keys by idle clock.
-type idleHeap[G any] struct{ items []idleItem[G] }
-
-func (h *idleHeap[G]) Len() int           { return len(h.items) }
-func (h *idleHeap[G]) Less(i, j int) bool { return h.items[i].at < h.items[j].at }
-func (h *idleHeap[G]) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *idleHeap[G]) Push(x any)         { h.items = append(h.items, x.(idleItem[G])) }
-func (h *idleHeap[G]) Pop() any {
-	it := h.items[len(h.items)-1]
-	var zero idleItem[G]
-	h.items[len(h.items)-1] = zero
-	h.items = h.items[:len(h.items)-1]
-	return it
-}
-
-// joinTTL is a join's expiry bookkeeping.
-type joinTTL struct {
-	touched []*joinGroup // groups a row touched in the epoch
-	stamp   []*joinGroup // groups whose clock the barrier must write
-	queue   idleHeap[*joinGroup]
-	on      bool // the TTL was set at the last barrier: every group is queued
-	now     func() int64
-	expired int64 // keys expired so far
-}
-
-// touch notes that a row touched g in this epoch.
-func (o *joinOp) touch(g *joinGroup) {
-	if o.lk.on {
-		return // a lookup join's right rows never expire (lookupjoin.go)
-	}
-	if !g.touched {
-		g.touched = true
-		o.ttl.touched = append(o.ttl.touched, g)
-	}
-}
-
-// expireIdle, at a barrier, restarts the idle clock of the groups touched
-// in the epoch and expires the groups idle for the TTL: their rows are
-// listed as changed with no count left, so the barrier deletes them from
-// the state table. A group evicted to the state table is read back first.
-func (o *joinOp) expireIdle(ectx *expr.Ctx) error {
-	t := &o.ttl
-	if t.now == nil {
-		t.now = func() int64 { return time.Now().UnixMicro() }
-	}
-	now := t.now()
-	ttl := o.j.spec.StateTTL.micros()
-	for _, g := range t.touched {
-		g.touched, g.idle = false, now
-		if ttl > 0 && !g.gone {
-			t.stamp = append(t.stamp, g)
-		}
-		if ttl > 0 && !g.queued && !g.gone {
-			g.queued = true
-			heap.Push(&t.queue, idleItem[*joinGroup]{at: now, g: g})
-		}
-	}
-	clear(t.touched)
-	t.touched = t.touched[:0]
-	if ttl <= 0 {
-		t.on = false
-		return nil
-	}
-	if !t.on { // turned on: queue every group, its clock starting now if it never ran
-		t.on = true
-		for _, g := range o.groups {
-			if g.queued {
-				continue
-			}
-			if g.idle == 0 {
-				g.idle = now
-			}
-			g.queued = true
-			heap.Push(&t.queue, idleItem[*joinGroup]{at: g.idle, g: g})
-		}
-	}
-	for t.queue.Len() > 0 && t.queue.items[0].at+ttl <= now {
-		it := heap.Pop(&t.queue).(idleItem[*joinGroup])
-		g := it.g
-		if g.idle > it.at && (!g.gone || g.evicted) { // touched since it was queued
-			heap.Push(&t.queue, idleItem[*joinGroup]{at: g.idle, g: g})
-			continue
-		}
-		g.queued = false
-		if g.gone {
-			if !g.evicted || o.groups[g.key] != nil || !o.readable(g.key) {
-				continue // emptied, or read back since
-			}
-			var err error
-			if g, err = o.reload(ectx, g.key, g.kg, g.hash); err != nil || g == nil {
-				return err
-			}
-			if g.idle > 0 && g.idle+ttl > now {
-				// A later group of the key, stored since with a later clock.
-				g.queued = true
-				heap.Push(&t.queue, idleItem[*joinGroup]{at: g.idle, g: g})
-				continue
-			}
-		}
-		o.expire(g)
-	}
-	return nil
-}
-
-// stampClocks, at a barrier after expiry and freeing, lists a row of each
-// group touched in the epoch as changed if none of its changed rows is
-// left to carry the group's new clock to the state table.
-func (o *joinOp) stampClocks() {
-	t := &o.ttl
-	for _, g := range t.stamp {
-		if g.gone || g.clockRow {
-			g.clockRow = false
-			continue
-		}
-		for side := range g.rows {
-			if len(g.rows[side]) > 0 {
-				r := &g.rows[side][0]
-				if !r.dirty {
-					r.dirty = true
-					o.dirty = append(o.dirty, joinDirty{g: g, side: side, enc: r.enc})
-				}
-				break
-			}
-		}
-	}
-	clear(t.stamp)
-	t.stamp = t.stamp[:0]
-}
-
-// expire drops g's rows without emitting anything.
-func (o *joinOp) expire(g *joinGroup) {
-	for side := range g.rows {
-		for _, r := range g.rows[side] {
-			if !r.dirty {
-				o.dirty = append(o.dirty, joinDirty{g: g, side: side, enc: r.enc})
-			}
-			o.bytes -= joinRowBytes + int64(len(r.enc))
-		}
-	}
-	o.dropEmpty(g)
-	o.ttl.expired++
-}
 
 // state.ttl for unwindowed aggregates (a window aggregate's groups end by
 // the watermark instead; a global aggregate has one group): a group no row
@@ -229,8 +68,8 @@ type aggTTL struct {
 	idle    []int64  // per group id: idle clock (µs); 0: none yet
 	gen     []uint32 // per group id: bumped when a new group takes the id
 	queued  []bool   // per group id: in queue
-	queue   idleHeap[aggIdle]
-	evicted idleHeap[[]types.Datum] // keys of evicted groups
+	queue   opkit.IdleHeap[aggIdle]
+	evicted opkit.IdleHeap[[]types.Datum] // keys of evicted groups
 	expired int64
 }
 
@@ -299,7 +138,7 @@ func (a *aggOp) noteEvictedTTL(g int32) {
 	for c := range ds {
 		ds[c] = a.gt.KeyDatum(c, g)
 	}
-	heap.Push(&t.evicted, idleItem[[]types.Datum]{at: t.idle[g], g: ds})
+	heap.Push(&t.evicted, opkit.IdleItem[[]types.Datum]{At: t.idle[g], G: ds})
 }
 
 // expireIdle, at a barrier at time now, restarts the idle clock of the
@@ -314,7 +153,7 @@ func (a *aggOp) expireIdle(now, ttl int64) error {
 		t.idle[g] = now
 		if ttl > 0 && !t.queued[g] {
 			t.queued[g] = true
-			heap.Push(&t.queue, idleItem[aggIdle]{at: now, g: aggIdle{g, t.gen[g]}})
+			heap.Push(&t.queue, opkit.IdleItem[aggIdle]{At: now, G: aggIdle{g, t.gen[g]}})
 		}
 	}
 	if ttl <= 0 {
@@ -331,13 +170,13 @@ func (a *aggOp) expireIdle(now, ttl int64) error {
 				t.idle[g] = now
 			}
 			t.queued[g] = true
-			heap.Push(&t.queue, idleItem[aggIdle]{at: t.idle[g], g: aggIdle{g, t.gen[g]}})
+			heap.Push(&t.queue, opkit.IdleItem[aggIdle]{At: t.idle[g], G: aggIdle{g, t.gen[g]}})
 		}
 	}
 	// Evicted groups that are due come back with their stored clocks.
 	var keys [][]types.Datum
-	for t.evicted.Len() > 0 && t.evicted.items[0].at+ttl <= now {
-		keys = append(keys, heap.Pop(&t.evicted).(idleItem[[]types.Datum]).g)
+	for t.evicted.Len() > 0 && t.evicted.Items[0].At+ttl <= now {
+		keys = append(keys, heap.Pop(&t.evicted).(opkit.IdleItem[[]types.Datum]).G)
 	}
 	back, err := a.bringBack(keys)
 	if err != nil {
@@ -348,16 +187,16 @@ func (a *aggOp) expireIdle(now, ttl int64) error {
 			t.idle[g] = now
 		}
 		t.queued[g] = true
-		heap.Push(&t.queue, idleItem[aggIdle]{at: t.idle[g], g: aggIdle{g, t.gen[g]}})
+		heap.Push(&t.queue, opkit.IdleItem[aggIdle]{At: t.idle[g], G: aggIdle{g, t.gen[g]}})
 	}
-	for t.queue.Len() > 0 && t.queue.items[0].at+ttl <= now {
-		it := heap.Pop(&t.queue).(idleItem[aggIdle])
-		g := it.g.g
-		if it.g.gen != t.gen[g] || !a.live[g] {
+	for t.queue.Len() > 0 && t.queue.Items[0].At+ttl <= now {
+		it := heap.Pop(&t.queue).(opkit.IdleItem[aggIdle])
+		g := it.G.g
+		if it.G.gen != t.gen[g] || !a.live[g] {
 			continue // left memory: evicted (queued apart), closed or emptied
 		}
-		if t.idle[g] > it.at { // changed since it was queued
-			heap.Push(&t.queue, idleItem[aggIdle]{at: t.idle[g], g: it.g})
+		if t.idle[g] > it.At { // changed since it was queued
+			heap.Push(&t.queue, opkit.IdleItem[aggIdle]{At: t.idle[g], G: it.G})
 			continue
 		}
 		t.queued[g] = false
@@ -393,7 +232,7 @@ func (a *aggOp) expireIdle(now, ttl int64) error {
 // rankTTL is a rank's expiry bookkeeping.
 type rankTTL struct {
 	touched []*rankPart
-	queue   idleHeap[*rankPart]
+	queue   opkit.IdleHeap[*rankPart]
 	on      bool
 	expired int64
 	// evicted holds the queued partitions evicted to the state table by
@@ -435,7 +274,7 @@ func (o *rankOp) expireIdle(ectx *expr.Ctx, now int64) error {
 		p.touched, p.idle = false, now
 		if ttl > 0 && !p.queued && !p.gone {
 			p.queued = true
-			heap.Push(&t.queue, idleItem[*rankPart]{at: now, g: p})
+			heap.Push(&t.queue, opkit.IdleItem[*rankPart]{At: now, G: p})
 		}
 	}
 	clear(t.touched)
@@ -454,18 +293,18 @@ func (o *rankOp) expireIdle(ectx *expr.Ctx, now int64) error {
 				p.idle = now
 			}
 			p.queued = true
-			heap.Push(&t.queue, idleItem[*rankPart]{at: p.idle, g: p})
+			heap.Push(&t.queue, opkit.IdleItem[*rankPart]{At: p.idle, G: p})
 		}
 	}
-	for t.queue.Len() > 0 && t.queue.items[0].at+ttl <= now {
-		it := heap.Pop(&t.queue).(idleItem[*rankPart])
-		p := it.g
+	for t.queue.Len() > 0 && t.queue.Items[0].At+ttl <= now {
+		it := heap.Pop(&t.queue).(opkit.IdleItem[*rankPart])
+		p := it.G
 		if p.gone && (!p.evicted || p.reloaded || o.parts[p.key] != nil) {
 			p.queued = false
 			continue // freed, emptied or read back: a partition of its key is queued anew when it comes
 		}
-		if p.idle > it.at {
-			heap.Push(&t.queue, idleItem[*rankPart]{at: p.idle, g: p})
+		if p.idle > it.At {
+			heap.Push(&t.queue, opkit.IdleItem[*rankPart]{At: p.idle, G: p})
 			continue
 		}
 		p.queued = false
@@ -475,11 +314,11 @@ func (o *rankOp) expireIdle(ectx *expr.Ctx, now int64) error {
 				return err
 			}
 			if p.idle == 0 {
-				p.idle = it.at // stored while the TTL was off
+				p.idle = it.At // stored while the TTL was off
 			}
 			if p.idle+ttl > now {
 				p.queued = true
-				heap.Push(&t.queue, idleItem[*rankPart]{at: p.idle, g: p})
+				heap.Push(&t.queue, opkit.IdleItem[*rankPart]{At: p.idle, G: p})
 				continue
 			}
 		}

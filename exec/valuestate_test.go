@@ -162,14 +162,14 @@ func TestValueStateWrites(t *testing.T) {
 	}
 	// The evicted-groups filter rebuilt from the state table holds every
 	// group there, and only the groups (not their value entries).
-	if err := op2.evicted.rebuild(op2.evicted.refill); err != nil {
+	if err := op2.evicted.Rebuild(op2.evicted.Refill); err != nil {
 		t.Fatal(err)
 	}
-	if op2.evicted.n != 1000 {
-		t.Fatalf("rebuilt filter has %d members, want 1000", op2.evicted.n)
+	if op2.evicted.Added() != 1000 {
+		t.Fatalf("rebuilt filter has %d members, want 1000", op2.evicted.Added())
 	}
 	for k := range int64(1000) {
-		if !op2.evicted.mayContain(hashDatums([]types.Datum{types.Int(k)}, op2.keyTs)) {
+		if !op2.evicted.MayContain(hashDatums([]types.Datum{types.Int(k)}, op2.keyTs)) {
 			t.Fatalf("rebuilt filter misses group %d", k)
 		}
 	}

@@ -224,16 +224,16 @@ func (a *aggOp) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm
 	for i := 0; i < n; i++ {
 		if vals.IsValid(i) && w.closed(vals.Value(i), wm) {
 			end := vals.Value(i) + w.Offset
-			if w.Hop != nil && hopTS.ts == nil {
-				if hopTS, err = w.Hop.times(ectx, rec); err != nil {
+			if w.Hop != nil && hopTS.TS == nil {
+				if hopTS, err = w.Hop.Times(ectx, rec); err != nil {
 					rec.Release()
 					return nil, nil, 0, err
 				}
-				defer hopTS.release()
+				defer hopTS.Release()
 			}
-			if w.Hop == nil || w.Hop.isLast(hopTS, i, end) {
+			if w.Hop == nil || w.Hop.IsLast(hopTS, i, end) {
 				late++
-				a.late.note(rec, i, end, wm+w.Shift)
+				a.late.Note(rec, i, end, wm+w.Shift)
 			}
 			if keep == nil {
 				keep = make([]int, 0, n)

@@ -2,12 +2,12 @@ package accum
 
 import (
 	"math"
-	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -62,11 +62,6 @@ func (g *GroupTable) Len() int { return len(g.Hashes) }
 
 const hashSeed = 0x9e3779b97f4a7c15
 
-func Mix(h, v uint64) uint64 {
-	hi, lo := bits.Mul64(h^v, 0xbf58476d1ce4e5b9)
-	return hi ^ lo
-}
-
 // HashColumns computes one hash per row over the key arrays.
 func HashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
 	if cap(h) < n {
@@ -87,7 +82,7 @@ func HashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
 		case *array.Int64:
 			vs := a.Int64Values()
 			for i := range h {
-				h[i] = Mix(h[i], uint64(vs[i]))
+				h[i] = opkit.Mix(h[i], uint64(vs[i]))
 			}
 		case *array.Float64:
 			vs := a.Float64Values()
@@ -99,7 +94,7 @@ func HashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
 				if f != f {
 					f = math.NaN()
 				}
-				h[i] = Mix(h[i], math.Float64bits(f))
+				h[i] = opkit.Mix(h[i], math.Float64bits(f))
 			}
 		case *array.Boolean:
 			for i := range h {
@@ -107,27 +102,27 @@ func HashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
 				if a.Value(i) {
 					v = 1
 				}
-				h[i] = Mix(h[i], v)
+				h[i] = opkit.Mix(h[i], v)
 			}
 		case *array.String:
 			for i := range h {
-				h[i] = Mix(h[i], strHash(a.Value(i)))
+				h[i] = opkit.Mix(h[i], strHash(a.Value(i)))
 			}
 		case *array.Decimal128:
 			vs := a.Values()
 			for i := range h {
-				h[i] = Mix(Mix(h[i], uint64(vs[i].HighBits())), vs[i].LowBits())
+				h[i] = opkit.Mix(opkit.Mix(h[i], uint64(vs[i].HighBits())), vs[i].LowBits())
 			}
 		case *array.MonthDayNanoInterval:
 			vs := a.MonthDayNanoIntervalValues()
 			for i := range h {
-				h[i] = Mix(Mix(h[i], uint64(vs[i].Months)<<32|uint64(uint32(vs[i].Days))), uint64(vs[i].Nanoseconds))
+				h[i] = opkit.Mix(opkit.Mix(h[i], uint64(vs[i].Months)<<32|uint64(uint32(vs[i].Days))), uint64(vs[i].Nanoseconds))
 			}
 		}
 		if nulls {
 			for i := range h {
 				if a.IsNull(i) {
-					h[i] = Mix(prev[i], nullHash)
+					h[i] = opkit.Mix(prev[i], nullHash)
 				}
 			}
 		}
@@ -143,14 +138,14 @@ func HashDatums(ds []types.Datum, ts []types.T) uint64 {
 	h := uint64(hashSeed)
 	for i, d := range ds {
 		if d.Null {
-			h = Mix(h, nullHash)
+			h = opkit.Mix(h, nullHash)
 			continue
 		}
 		switch ts[i].Physical() {
 		case types.PhysInt64:
-			h = Mix(h, uint64(d.I))
+			h = opkit.Mix(h, uint64(d.I))
 		case types.PhysBool:
-			h = Mix(h, uint64(d.I&1))
+			h = opkit.Mix(h, uint64(d.I&1))
 		case types.PhysFloat64:
 			f := d.F
 			if f == 0 {
@@ -159,20 +154,20 @@ func HashDatums(ds []types.Datum, ts []types.T) uint64 {
 			if f != f {
 				f = math.NaN()
 			}
-			h = Mix(h, math.Float64bits(f))
+			h = opkit.Mix(h, math.Float64bits(f))
 		case types.PhysString:
-			h = Mix(h, strHash(d.S))
+			h = opkit.Mix(h, strHash(d.S))
 		case types.PhysDecimal:
-			h = Mix(Mix(h, uint64(d.D.HighBits())), d.D.LowBits())
+			h = opkit.Mix(opkit.Mix(h, uint64(d.D.HighBits())), d.D.LowBits())
 		case types.PhysInterval:
-			h = Mix(Mix(h, uint64(d.IV.Months)<<32|uint64(uint32(d.IV.Days))), uint64(d.IV.Nanoseconds))
+			h = opkit.Mix(opkit.Mix(h, uint64(d.IV.Months)<<32|uint64(uint32(d.IV.Days))), uint64(d.IV.Nanoseconds))
 		}
 	}
 	return h
 }
 
 func strHash(s string) uint64 {
-	// FNV-1a over 8-byte words is enough here; Mix() finishes it.
+	// FNV-1a over 8-byte words is enough here; opkit.Mix() finishes it.
 	h := uint64(14695981039346656037)
 	for len(s) >= 8 {
 		v := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
@@ -525,4 +520,15 @@ func (g *GroupTable) BuildKeys(mem memory.Allocator, c int, gids []int32) arrow.
 		}
 	}
 	return bl.NewArray()
+}
+
+// EncodedKeyHash is the hash of a key encoded by opkit.EncodeDatum, as
+// HashColumns gives it for the key's columns of types ts.
+func EncodedKeyHash(key string, ts []types.T) uint64 {
+	ds := make([]types.Datum, len(ts))
+	rest := []byte(key)
+	for c, t := range ts {
+		ds[c], rest, _ = opkit.DecodeDatum(rest, t)
+	}
+	return HashDatums(ds, ts)
 }

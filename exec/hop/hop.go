@@ -93,7 +93,7 @@ func (p *Spec) Expand(ectx *expr.Ctx, mem memory.Allocator, buf *Buf, rec arrow.
 		}
 		if p.Cumulate {
 			// [s, s + k*step) for k from the first end after ts to max.
-			s := WindowStart(vals[i], p.Size)
+			s := opkit.WindowStart(vals[i], p.Size)
 			for e := s + ((vals[i]-s)/p.Slide+1)*p.Slide; e <= s+p.Size; e += p.Slide {
 				src = append(src, i)
 				start = append(start, s)
@@ -102,7 +102,7 @@ func (p *Spec) Expand(ectx *expr.Ctx, mem memory.Allocator, buf *Buf, rec arrow.
 			}
 			continue
 		}
-		first := WindowStart(vals[i], p.Slide) - int64(w-1)*p.Slide
+		first := opkit.WindowStart(vals[i], p.Slide) - int64(w-1)*p.Slide
 		for k := 0; k < w; k++ {
 			s := first + int64(k)*p.Slide
 			src = append(src, i)
@@ -133,14 +133,4 @@ func int64Array(mem memory.Allocator, vs []int64, valid []bool) arrow.Array {
 	defer b.Release()
 	b.AppendValues(vs, valid)
 	return b.NewArray()
-}
-
-// WindowStart is the start of the tumbling window of size w holding ts
-// (tumble_start, rounding toward minus infinity).
-func WindowStart(ts, w int64) int64 {
-	s := ts - ts%w
-	if ts%w < 0 {
-		s -= w
-	}
-	return s
 }

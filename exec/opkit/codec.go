@@ -281,3 +281,13 @@ func ReleaseAll(as []arrow.Array) {
 		}
 	}
 }
+
+// DecodeRow decodes a row encoded column by column with EncodeDatum.
+func DecodeRow(enc string, ts []types.T) []types.Datum {
+	buf := []byte(enc)
+	out := make([]types.Datum, len(ts))
+	for i, t := range ts {
+		out[i], buf, _ = DecodeDatum(buf, t)
+	}
+	return out
+}

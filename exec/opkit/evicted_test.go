@@ -1,31 +1,29 @@
-package exec
+package opkit
 
 import (
 	"testing"
-
-	"github.com/streamdb/streamdb/exec/accum"
 )
 
 // TestEvictedFilter: no false negatives, and the false-positive rate at
 // 10M evicted groups (the 10M-key view's case) stays near the documented 4 %.
 func TestEvictedFilter(t *testing.T) {
-	var f evictedFilter
-	if f.mayContain(1) {
+	var f EvictedFilter
+	if f.MayContain(1) {
 		t.Fatal("empty filter claims a member")
 	}
 	const n = 10_000_000
 	for i := range uint64(n) {
-		f.add(accum.Mix(i, 12345))
+		f.Add(Mix(i, 12345))
 	}
 	for i := range uint64(n) {
-		if !f.mayContain(accum.Mix(i, 12345)) {
+		if !f.MayContain(Mix(i, 12345)) {
 			t.Fatalf("false negative for member %d", i)
 		}
 	}
 	fp := 0
 	const probes = 200_000
 	for i := range uint64(probes) {
-		if f.mayContain(accum.Mix(i+1<<40, 12345)) {
+		if f.MayContain(Mix(i+1<<40, 12345)) {
 			fp++
 		}
 	}
@@ -41,11 +39,11 @@ func TestEvictedFilter(t *testing.T) {
 // false-positive rate stays below 5 % at every check; without rebuilds it
 // would be near 100 %. A set that outgrows the filter makes it grow.
 func TestEvictedFilterRebuild(t *testing.T) {
-	f := evictedFilter{size: 1 << 20}
+	f := EvictedFilter{size: 1 << 20}
 	const window = 50_000
 	lo, hi := uint64(0), uint64(0) // the evicted set: hashes of ids [lo, hi)
-	h := func(i uint64) uint64 { return accum.Mix(i, 777) }
-	f.refill = func(add func(uint64)) error {
+	h := func(i uint64) uint64 { return Mix(i, 777) }
+	f.Refill = func(add func(uint64)) error {
 		for i := lo; i < hi; i++ {
 			add(h(i))
 		}
@@ -56,7 +54,7 @@ func TestEvictedFilterRebuild(t *testing.T) {
 		fp := 0
 		const probes = 20_000
 		for i := range uint64(probes) {
-			if f.mayContain(h(i + 1<<40)) {
+			if f.MayContain(h(i + 1<<40)) {
 				fp++
 			}
 		}
@@ -65,7 +63,7 @@ func TestEvictedFilterRebuild(t *testing.T) {
 	worst := 0.0
 	check := func() {
 		for i := lo; i < hi; i += 97 {
-			if !f.mayContain(h(i)) {
+			if !f.MayContain(h(i)) {
 				t.Fatalf("false negative for member %d", i)
 			}
 		}
@@ -74,7 +72,7 @@ func TestEvictedFilterRebuild(t *testing.T) {
 		}
 	}
 	for hi < 5_000_000 {
-		f.add(h(hi))
+		f.Add(h(hi))
 		hi++
 		if hi-lo > window {
 			lo++ // loaded back: still in the filter until the next rebuild
@@ -83,7 +81,7 @@ func TestEvictedFilterRebuild(t *testing.T) {
 			if rebuilds%10 == 0 {
 				worst = max(worst, fpRate()) // at its fullest
 			}
-			if err := f.refreshIfFull(); err != nil {
+			if err := f.RefreshIfFull(); err != nil {
 				t.Fatal(err)
 			}
 			rebuilds++
@@ -101,14 +99,14 @@ func TestEvictedFilterRebuild(t *testing.T) {
 	t.Logf("%d rebuilds at %d bits; false-positive rate just before a rebuild %.2f %%", rebuilds, len(f.bits)*64, 100*worst)
 	// The set only grows now: the filter doubles to keep the bound.
 	for lo = hi; hi < lo+1_000_000; hi++ {
-		f.add(h(hi))
-		if err := f.refreshIfFull(); err != nil {
+		f.Add(h(hi))
+		if err := f.RefreshIfFull(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	lo = hi - 1_000_000
 	check()
-	if len(f.bits)*64 < 1_000_000*evictedBitsPerMember {
+	if len(f.bits)*64 < 1_000_000*EvictedBitsPerMember {
 		t.Fatalf("filter of %d bits for 1M members", len(f.bits)*64)
 	}
 	t.Logf("grew to %d bits for 1M members", len(f.bits)*64)

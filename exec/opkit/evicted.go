@@ -1,8 +1,15 @@
-package exec
+package opkit
 
-import "github.com/streamdb/streamdb/exec/accum"
+import "math/bits"
 
-// evictedFilter is a Bloom filter over the hashes of groups whose state
+// Mix folds v into the hash h (the group table's column hashes, the
+// evicted-groups filter's probes).
+func Mix(h, v uint64) uint64 {
+	hi, lo := bits.Mul64(h^v, 0xbf58476d1ce4e5b9)
+	return hi ^ lo
+}
+
+// EvictedFilter is a Bloom filter over the hashes of groups whose state
 // lives only in the state table (evicted, or not loaded at startup). A new
 // group whose hash it has never seen needs no read of the state table: a
 // view over millions of distinct keys does not pay a point read per key.
@@ -10,29 +17,29 @@ import "github.com/streamdb/streamdb/exec/accum"
 // A Bloom filter cannot forget, and groups leave the evicted set (loaded
 // back, deleted) while new ones join it, so the filter fills up and every
 // new group would end up costing a point read. An operator that can list
-// its evicted set (refill: the aggregate scans its state table) has the
+// its evicted set (Refill: the aggregate scans its state table) has the
 // filter rebuilt from it once the additions since the last build pass
-// one per evictedBitsPerMember bits (full), at a size that leaves the
+// one per EvictedBitsPerMember bits (full), at a size that leaves the
 // rebuilt set at most 2/3 of that fill, doubling it as the set grows: the
 // false-positive rate stays below about 3 % however many groups come and go.
-type evictedFilter struct {
+type EvictedFilter struct {
 	bits []uint64
 	n    int // additions since the filter was (re)built
-	// size is the filter's size in bits when (re)built; 0: evictedFilterBits.
+	// size is the filter's size in bits when (re)built; 0: EvictedFilterBits.
 	size int
-	// refill adds every member of the evicted set; nil: never rebuilt.
-	refill func(add func(uint64)) error
+	// Refill adds every member of the evicted set; nil: never rebuilt.
+	Refill func(add func(uint64)) error
 }
 
-// evictedFilterBits is the filter's initial (and smallest) size: 64 Mi
+// EvictedFilterBits is the filter's initial (and smallest) size: 64 Mi
 // bits (8 MiB), whatever the state cache's cap.
-const evictedFilterBits = 1 << 26
+const EvictedFilterBits = 1 << 26
 
-// evictedBitsPerMember is the fill at which the filter counts as full:
+// EvictedBitsPerMember is the fill at which the filter counts as full:
 // 8 bits per member, about 3 % false positives with 4 probes in a block.
-const evictedBitsPerMember = 8
+const EvictedBitsPerMember = 8
 
-func (f *evictedFilter) add(h uint64) {
+func (f *EvictedFilter) Add(h uint64) {
 	if f.bits == nil {
 		f.alloc()
 	}
@@ -44,16 +51,19 @@ func (f *evictedFilter) add(h uint64) {
 	}
 }
 
-func (f *evictedFilter) alloc() {
+func (f *EvictedFilter) alloc() {
 	if f.size == 0 {
-		f.size = evictedFilterBits
+		f.size = EvictedFilterBits
 	}
 	f.bits = make([]uint64, f.size/64)
 	f.n = 0
 }
 
-// mayContain reports whether h may have been added.
-func (f *evictedFilter) mayContain(h uint64) bool {
+// Added is how many hashes were added since the filter was (re)built.
+func (f *EvictedFilter) Added() int { return f.n }
+
+// MayContain reports whether h may have been added.
+func (f *EvictedFilter) MayContain(h uint64) bool {
 	if f.bits == nil {
 		return false
 	}
@@ -68,27 +78,27 @@ func (f *evictedFilter) mayContain(h uint64) bool {
 }
 
 // full says the filter holds more additions than its false-positive bound allows.
-func (f *evictedFilter) full() bool {
-	return f.bits != nil && f.n*evictedBitsPerMember > len(f.bits)*64
+func (f *EvictedFilter) full() bool {
+	return f.bits != nil && f.n*EvictedBitsPerMember > len(f.bits)*64
 }
 
-// refreshIfFull rebuilds a full filter from refill, if the operator gave one.
-func (f *evictedFilter) refreshIfFull() error {
-	if f.refill == nil || !f.full() {
+// RefreshIfFull rebuilds a full filter from refill, if the operator gave one.
+func (f *EvictedFilter) RefreshIfFull() error {
+	if f.Refill == nil || !f.full() {
 		return nil
 	}
-	return f.rebuild(f.refill)
+	return f.Rebuild(f.Refill)
 }
 
-// rebuild empties the filter and adds every member fill lists, doubling
+// Rebuild empties the filter and adds every member fill lists, doubling
 // the size (and listing again) while they fill more than 2/3 of full.
-func (f *evictedFilter) rebuild(fill func(add func(uint64)) error) error {
+func (f *EvictedFilter) Rebuild(fill func(add func(uint64)) error) error {
 	for {
 		f.alloc()
-		if err := fill(f.add); err != nil {
+		if err := fill(f.Add); err != nil {
 			return err
 		}
-		if f.n*evictedBitsPerMember*3 <= f.size*2 {
+		if f.n*EvictedBitsPerMember*3 <= f.size*2 {
 			return nil
 		}
 		f.size *= 2
@@ -105,7 +115,7 @@ const filterProbes = 4
 // probes within it. The block comes from h's high bits, the probes from
 // a remix of h, so they are independent of each other and of the hash
 // table's slot (h's low bits).
-func (f *evictedFilter) block(h uint64) ([]uint64, uint64) {
+func (f *EvictedFilter) block(h uint64) ([]uint64, uint64) {
 	i := (h >> 32) % uint64(len(f.bits)/8) * 8
-	return f.bits[i : i+8 : i+8], accum.Mix(h, 0x9e3779b97f4a7c15)
+	return f.bits[i : i+8 : i+8], Mix(h, 0x9e3779b97f4a7c15)
 }

@@ -1,4 +1,4 @@
-package exec
+package opkit
 
 // What the join and rank operators' state caches evict first.
 //
@@ -43,11 +43,11 @@ func (a *evictAges) cut(need int64) int {
 	return 0
 }
 
-// evictOldest evicts, with evict, the evictable entries of m that were used
+// EvictOldest evicts, with evict, the evictable entries of m that were used
 // longest ago (used: the tick an entry notes; size: its bytes) until need
 // bytes went: every entry older than the cut, then entries of the cut's age
 // until done says enough went.
-func evictOldest[V any](m map[string]V, tick uint64, need int64, evictable func(string, V) bool,
+func EvictOldest[V any](m map[string]V, tick uint64, need int64, evictable func(string, V) bool,
 	used func(V) uint64, size func(V) int64, evict func(string, V), done func() bool) {
 	var ages evictAges
 	for k, v := range m {

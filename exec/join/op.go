@@ -1,0 +1,1047 @@
+package join
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/accum"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/op"
+	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Op is one instance of a streaming equi-join, a symmetric hash join:
+// both inputs' rows are kept in state by join key, and a row from one side
+// is matched against the other side's rows of its key; the pairs that pass
+// the residual condition go out with the row's sign (+1 insert, -1
+// retract). For outer, semi and anti joins each stored row also counts the
+// rows of the other side that match it: a NULL-padded row is retracted
+// when its first match comes and emitted again when its last one goes, and
+// a semi (anti) join emits a left row when its count leaves (reaches) zero.
+//
+// State, per row: key group, side, join key, row -> multiplicity (with
+// the fields appendJoinValue describes), written once per epoch for the rows
+// that changed. Match counts are recomputed at load, from the rows in
+// state plus the matches a row keeps of partners freed by the watermark.
+type Op struct {
+	// snap is the last snapshot, kept while nothing changes (memory backend).
+	st       opkit.State // its state, whichever backend holds it
+	spec     *Spec
+	op       uint32
+	ts       [2][]types.T
+	keys     [2][]expr.Expr
+	outTs    []types.T
+	semi     bool // semi or anti: only left columns go out
+	preserve [2]bool
+	groups   map[string]*joinGroup
+	// dirty lists the rows changed in the epoch (joinRow.dirty marks them;
+	// a row removed and added again may be listed twice).
+	dirty   []joinDirty
+	out     op.Outlet
+	buf     *opkit.RowsOut
+	keyEnc  opkit.RowEncoder
+	rowEnc  opkit.RowEncoder
+	keyCols []arrow.Array
+	// per push, reused: each row's group at the start of the batch
+	rowGroups []*joinGroup
+	// candidate pairs of a push, reused
+	pi   []int
+	qenc []string
+	qrow []*joinRow
+
+	// The state cache (durable jobs): once bytes passes budget, groups
+	// whose state is committed are evicted at a barrier, their key hashes
+	// go into evicted, and a row whose key may be there reads its group
+	// back from the state table before it is matched.
+	bytes    int64
+	reported int64 // bytes as last added to the job's opBytes
+	// What the runtime shares with its operators (Node).
+	committed         *atomic.Uint64
+	opBytes, evictedN *atomic.Int64
+	ttlOf             func() int64
+	budget            int64
+	spilled           bool
+	evicted           opkit.EvictedFilter
+	// tick counts the barriers; a group notes it when a row uses it
+	// (evictage.go: the groups used longest ago are evicted first).
+	tick uint64
+	// emptied (once spilled): keys whose group left memory emptied (its
+	// rows retracted, freed or expired) in an epoch not yet committed, by
+	// that epoch (0: the current one). That epoch's batch deletes their
+	// rows, so until it commits the state table still has them, and the
+	// key is not read back: its group is known to be empty.
+	emptied    map[string]uint64
+	emptiedNow []string
+	emptiedQ   []emptiedKey
+
+	ttl joinTTL    // state.ttl (ttl.go)
+	lk  lookupJoin // a lookup join's left rows waiting for the barrier (lookupjoin.go)
+	tw  joinWM     // interval and window joins freed by watermark (intervaljoin.go)
+}
+
+// joinRowBytes and joinGroupBytes estimate the memory of a stored row and
+// of a group besides their encodings. A row is 48 bytes in its group's
+// slice, whose capacity append doubles (a third more on average), and its
+// own string rounds up to a size class: counted as 48, the rows of q9's
+// join held 1.5 times what the estimate said (a heap profile at 5M events:
+// 150 MB of row slices and strings for an estimate of about 100 MB).
+const (
+	joinRowBytes   = 80
+	joinGroupBytes = 120
+)
+
+type emptiedKey struct {
+	epoch uint64
+	key   string
+}
+
+type joinDirty struct {
+	g    *joinGroup
+	side int
+	enc  string
+}
+
+// nullKey is the group of rows whose join key has a NULL: encoded keys
+// start with a 0 or 1 byte, so no key equals it and it is never probed.
+const nullKey = "\xff"
+
+type joinGroup struct {
+	kg  byte
+	key string // its key in groups
+	// rows of each side, in no order; idx indexes a side's rows by
+	// encoding once it has more than joinIndexAt (a group is usually a
+	// few rows: a slice costs one allocation, not a map's several).
+	rows [2][]joinRow
+	idx  [2]map[string]int32
+	gone bool // removed from groups (a group of its key may come anew, or be evicted)
+	hash uint64
+	// saved is the epoch whose commit holds the group's last change; used
+	// the operator's tick when a row last used the group.
+	saved, used uint64
+	// state.ttl (ttl.go): idle is the time of the last barrier after a
+	// row touched the group (touched: in this epoch); queued says it is in
+	// the expiry queue; evicted that it went to the state table.
+	idle                     int64
+	touched, queued, evicted bool
+	// clockRow: a row of the group written at the next barrier (changed
+	// in the epoch, still there) carries its idle clock (stampClocks).
+	clockRow bool
+}
+
+type joinRow struct {
+	enc     string
+	count   int64
+	matches int64
+	// pinned is the part of matches from partners the watermark freed
+	// (outer, semi and anti joins): they are gone from state, so load
+	// cannot recompute it, and it is stored with the row.
+	pinned int64
+	dirty  bool // listed in Op.dirty
+}
+
+const joinIndexAt = 16
+
+// find returns the position of the row enc on side, or -1.
+func (g *joinGroup) find(side int, enc string) int {
+	if m := g.idx[side]; m != nil {
+		if i, ok := m[enc]; ok {
+			return int(i)
+		}
+		return -1
+	}
+	for i := range g.rows[side] {
+		if g.rows[side][i].enc == enc {
+			return i
+		}
+	}
+	return -1
+}
+
+// insert adds a row; pointers into the side's rows are void afterwards.
+func (g *joinGroup) insert(side int, r joinRow) *joinRow {
+	rows := append(g.rows[side], r)
+	g.rows[side] = rows
+	switch {
+	case g.idx[side] != nil:
+		g.idx[side][r.enc] = int32(len(rows) - 1)
+	case len(rows) > joinIndexAt:
+		m := make(map[string]int32, len(rows))
+		for i := range rows {
+			m[rows[i].enc] = int32(i)
+		}
+		g.idx[side] = m
+	}
+	return &rows[len(rows)-1]
+}
+
+// remove takes out the row at i (the last row moves into its place).
+func (g *joinGroup) remove(side, i int) {
+	rows := g.rows[side]
+	last := len(rows) - 1
+	if m := g.idx[side]; m != nil {
+		delete(m, rows[i].enc)
+		if i != last {
+			m[rows[last].enc] = int32(i)
+		}
+	}
+	rows[i] = rows[last]
+	rows[last] = joinRow{}
+	g.rows[side] = rows[:last]
+}
+
+type joinRef struct {
+	side     int
+	key, enc string
+}
+
+// New makes an instance of a join: spec is the join, nd what the runtime
+// gives the instance. A durable job's instance then loads its state (Load).
+func New(spec *Spec, nd Node) *Op {
+	s := spec
+	o := &Op{spec: s, op: nd.ID, groups: map[string]*joinGroup{}, st: nd.State, out: nd.Out, budget: nd.Budget,
+		committed: nd.Committed, opBytes: nd.Bytes, evictedN: nd.Evicted, ttlOf: nd.TTL}
+	o.ts = [2][]types.T{s.LeftTs, s.RightTs}
+	o.keys = [2][]expr.Expr{s.LeftKeys, s.RightKeys}
+	o.outTs = s.OutTs
+	o.semi = s.Kind == Semi || s.Kind == Anti
+	o.preserve = [2]bool{s.Kind == Left || s.Kind == Full, s.Kind == Right || s.Kind == Full}
+	o.tw.wm = op.NoWatermark
+	o.lk.on = s.Lookup
+	if o.tw.spec = s.Time; o.tw.spec != nil && o.lk.on {
+		o.tw.spec = nil
+	}
+	if o.tw.spec != nil {
+		o.tw.logs = nd.Late
+	}
+	return o
+}
+
+func (o *Op) emitRows(ectx *expr.Ctx) error {
+	if o.buf == nil || o.buf.N == 0 {
+		return nil
+	}
+	return o.out.Emit(ectx, o.buf.Chunk())
+}
+
+// maxJoinCandidates bounds the pairs of rows a join considers at once:
+// a batch whose rows have more (many rows of the other side per key, all
+// of them in a join without keys) is joined a part at a time, so memory
+// follows the part, not the batch times the other side.
+const maxJoinCandidates = 64 << 10
+
+func (o *Op) Push(ectx *expr.Ctx, c op.Chunk, side int) error {
+	if o.lk.on && side == 0 {
+		o.lk.hold(o, c)
+		return nil
+	}
+	if o.tw.spec != nil {
+		var err error
+		if c, err = o.dropLate(ectx, c, side); err != nil {
+			return err
+		}
+	}
+	return o.pushParts(ectx, c, side)
+}
+
+// pushParts joins the rows of c (owning its record), a part at a time.
+func (o *Op) pushParts(ectx *expr.Ctx, c op.Chunk, side int) error {
+	defer c.Rec.Release()
+	n := int(c.Rec.NumRows())
+	for lo := 0; lo < n; {
+		part := c
+		if lo == 0 {
+			c.Rec.Retain()
+		} else {
+			part.Rec = c.Rec.NewSlice(int64(lo), int64(n))
+			if c.Ops != nil {
+				part.Ops = c.Ops[lo:]
+			}
+		}
+		done, err := o.pushRows(ectx, part, side)
+		if err != nil {
+			return err
+		}
+		lo += done
+	}
+	return nil
+}
+
+// pushRows joins the first rows of c, as many as keep the candidate pairs
+// within maxJoinCandidates (at least one), and returns how many; it owns
+// c.Rec.
+func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
+	rec := c.Rec
+	defer rec.Release()
+	if o.buf == nil {
+		o.buf = opkit.NewRowsOut(o.outTs)
+	}
+	n := int(rec.NumRows())
+	keys := o.keyCols[:0]
+	defer func() { opkit.ReleaseAll(keys); clear(keys) }()
+	for _, k := range o.keys[side] {
+		a, err := expr.Eval(ectx, k, rec)
+		if err != nil {
+			return 0, err
+		}
+		keys = append(keys, a)
+	}
+	accum.CanonKeys(ectx, keys, o.keys[side])
+	o.keyCols = keys
+	h := accum.HashColumns(nil, keys, n)
+	keyTs := expr.Types(o.keys[side])
+	var tcol *array.Int64 // event time of the rows, when the watermark frees them
+	if o.tw.spec != nil {
+		tcol = o.timeCol(rec, keys, side)
+	}
+	// Keys and rows are encoded a column at a time; a key is copied into
+	// a string only for a new group, a row shares one string per batch.
+	o.keyEnc.Encode(keys, keyTs, n)
+	o.rowEnc.Encode(rec.Columns()[:len(o.ts[side])], o.ts[side], n)
+	var null []bool
+	for _, k := range keys {
+		if k.NullN() > 0 {
+			null = make([]bool, n)
+			for i := range null {
+				null[i] = AnyNull(keys, i)
+			}
+			break
+		}
+	}
+	isNull := func(i int) bool { return null != nil && null[i] }
+	other := 1 - side
+	// The candidates: each row with the other side's rows of its key.
+	pi, qenc, qrow := o.pi[:0], o.qenc[:0], o.qrow[:0]
+	groups := o.rowGroups[:0]
+	for i := 0; i < n; i++ {
+		var g *joinGroup
+		if !isNull(i) {
+			g = o.groups[opkit.BytesView(o.keyEnc.Row(i))]
+			if g == nil && o.spilled && o.evicted.MayContain(h[i]) && o.readable(opkit.BytesView(o.keyEnc.Row(i))) {
+				var err error
+				if g, err = o.reload(ectx, string(o.keyEnc.Row(i)), byte(op.KeyGroup(h[i])), h[i]); err != nil {
+					return 0, err
+				}
+			}
+		}
+		groups = append(groups, g)
+		if g == nil {
+			continue
+		}
+		for k := range g.rows[other] {
+			q := &g.rows[other][k] // the other side's rows do not move in this push
+			pi, qenc, qrow = append(pi, i), append(qenc, q.enc), append(qrow, q)
+		}
+		if len(pi) >= maxJoinCandidates {
+			n = i + 1 // the rest of the batch is another part
+		}
+	}
+	o.pi, o.qenc, o.qrow, o.rowGroups = pi, qenc, qrow, groups
+	defer clear(groups)
+	defer func() { clear(o.qenc[:len(qenc)]); clear(o.qrow[:len(qrow)]) }()
+	pass, err := o.residual(ectx, rec, side, pi, qenc)
+	if err != nil {
+		return 0, err
+	}
+	ci := 0
+	for i := 0; i < n; i++ {
+		s := int64(1)
+		if c.Ops != nil {
+			s = int64(c.Ops[i].Sign())
+		}
+		enc := o.rowEnc.RowString(i)
+		if c.Ops != nil || o.spilled {
+			// Rows that may go again get their own copy, so a row kept
+			// does not keep its batch's other rows alive; so do all rows
+			// once the state spills, or the rows left in memory would keep
+			// the batches of the evicted ones (their memory would follow
+			// the input, not the cache).
+			enc = string(o.rowEnc.Row(i))
+		}
+		key := ""
+		if isNull(i) {
+			// A NULL key matches nothing, ever. The rows that show anyway
+			// (outer, anti) are kept under nullKey, which no key equals,
+			// so an upgraded view can rebuild them from state.
+			keep := o.preserve[side] && !o.semi || o.spec.Kind == Anti && side == 0
+			if !keep {
+				continue
+			}
+			o.addSide(o.buf, s, rec, i, side, "")
+			key = nullKey
+		}
+		var matched int64
+		for ; ci < len(pi) && pi[ci] == i; ci++ {
+			if pass != nil && !pass[ci] {
+				continue
+			}
+			q := qrow[ci]
+			matched += q.count
+			if !o.semi {
+				for range q.count {
+					o.buf.AddPair(&o.ts, s, rec, i, side, qenc[ci])
+				}
+			}
+			if !o.semi && !o.preserve[other] {
+				continue // inner, or the outer side of a left/right join: no transitions
+			}
+			before := q.matches
+			q.matches += s
+			after := q.matches
+			switch {
+			case o.semi && other == 0:
+				// q is a left row: it goes out (semi) or away (anti) when
+				// its matches leave zero, and back when they return to it.
+				sign := int64(0)
+				if before <= 0 && after > 0 {
+					sign = 1
+				} else if before > 0 && after <= 0 {
+					sign = -1
+				}
+				if o.spec.Kind == Anti {
+					sign = -sign
+				}
+				for k := int64(0); sign != 0 && k < q.count; k++ {
+					o.addSide(o.buf, sign, nil, -1, other, qenc[ci])
+				}
+			case !o.semi && o.preserve[other]:
+				sign := int64(0)
+				if before <= 0 && after > 0 {
+					sign = -1 // its NULL-padded row goes
+				} else if before > 0 && after <= 0 {
+					sign = 1 // and comes back
+				}
+				for k := int64(0); sign != 0 && k < q.count; k++ {
+					o.addSide(o.buf, sign, nil, -1, other, qenc[ci])
+				}
+			}
+		}
+		switch {
+		case isNull(i):
+		case o.semi && side == 0:
+			if (o.spec.Kind == Semi) == (matched > 0) {
+				o.addSide(o.buf, s, rec, i, side, "")
+			}
+		case !o.semi && o.preserve[side] && matched == 0:
+			o.addSide(o.buf, s, rec, i, side, "")
+		}
+		if o.lk.on && side == 0 {
+			// A lookup join keeps no left row: it is joined once.
+			if o.buf.N >= 16<<10 {
+				if err := o.emitRows(ectx); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		}
+		g := groups[i]
+		switch {
+		case key == nullKey:
+			g = o.groups[nullKey]
+		case g == nil || g.gone:
+			// Made or removed by an earlier row of this batch.
+			g = o.groups[opkit.BytesView(o.keyEnc.Row(i))]
+		}
+		if g == nil {
+			if key == "" {
+				key = string(o.keyEnc.Row(i))
+			}
+			g = &joinGroup{kg: byte(op.KeyGroup(h[i])), key: key, hash: h[i]}
+			o.groups[key] = g
+			o.bytes += joinGroupBytes + int64(len(key))
+		}
+		o.touch(g)
+		g.used = o.tick
+		var r *joinRow
+		at := g.find(side, enc)
+		if at < 0 {
+			at = len(g.rows[side])
+			r = g.insert(side, joinRow{enc: enc, matches: matched})
+			o.bytes += joinRowBytes + int64(len(enc))
+			if tcol != nil && tcol.IsValid(i) {
+				o.noteExpiry(g, side, enc, tcol.Value(i))
+			}
+		} else {
+			r = &g.rows[side][at]
+		}
+		r.count += s
+		g.clockRow = r.count > 0
+		if !r.dirty {
+			r.dirty = true
+			o.dirty = append(o.dirty, joinDirty{g: g, side: side, enc: enc})
+		}
+		if r.count <= 0 {
+			g.remove(side, at)
+			o.bytes -= joinRowBytes + int64(len(enc))
+			if len(g.rows[0]) == 0 && len(g.rows[1]) == 0 {
+				o.dropEmpty(g)
+			}
+		}
+		if o.buf.N >= 16<<10 {
+			if err := o.emitRows(ectx); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, o.emitRows(ectx)
+}
+
+// residual evaluates the join's residual condition over the candidate
+// pairs (row pi[k] of rec on side, stored row qenc[k] on the other); nil
+// means every pair passes.
+func (o *Op) residual(ectx *expr.Ctx, rec arrow.RecordBatch, side int, pi []int, qenc []string) ([]bool, error) {
+	if o.spec.Residual == nil || len(pi) == 0 {
+		return nil, nil // every pair passes
+	}
+	pass := make([]bool, len(pi))
+	cols := make([]arrow.Array, 0, len(o.ts[0])+len(o.ts[1]))
+	for s := 0; s < 2; s++ {
+		if s == side {
+			for c, t := range o.ts[s] {
+				cols = append(cols, opkit.TakeArray(rec.Column(c), pi, t))
+			}
+			continue
+		}
+		d := opkit.DecodeRecord(o.ts[s], qenc)
+		for c := range o.ts[s] {
+			col := d.Column(c)
+			col.Retain()
+			cols = append(cols, col)
+		}
+		d.Release()
+	}
+	pairs := opkit.NewRecord(append(append([]types.T(nil), o.ts[0]...), o.ts[1]...), cols, len(pi))
+	defer pairs.Release()
+	mask, err := expr.Eval(ectx, o.spec.Residual, pairs)
+	if err != nil {
+		return nil, err
+	}
+	defer mask.Release()
+	b := mask.(*array.Boolean)
+	for k := range pass {
+		pass[k] = b.IsValid(k) && b.Value(k)
+	}
+	return pass, nil
+}
+
+// Barrier writes the rows that changed in the epoch.
+func (o *Op) Barrier(ectx *expr.Ctx, b *op.Barrier, w *storage.Batch) error {
+	if o.lk.on {
+		if err := o.lk.flush(ectx, o); err != nil {
+			return err
+		}
+	} else if err := o.expireIdle(ectx); err != nil {
+		return err
+	}
+	if err := o.freeByWatermark(ectx); err != nil {
+		return err
+	}
+	o.stampClocks()
+	if w != nil {
+		for _, d := range o.dirty {
+			d.g.saved = b.Epoch
+		}
+	}
+	wrote, err := o.st.Commit(w, b, len(o.dirty) > 0, o.ttl.on, o.writeDirty, o.Snapshot)
+	if err != nil {
+		return err
+	}
+	if !wrote { // writeDirty clears the rows' flags as it writes them
+		for _, d := range o.dirty {
+			if i := d.g.find(d.side, d.enc); i >= 0 {
+				d.g.rows[d.side][i].dirty = false
+			}
+		}
+	}
+	clear(o.dirty)
+	o.dirty = o.dirty[:0]
+	if w != nil {
+		o.settleEmptied(b.Epoch, o.committed.Load())
+		o.evict(o.committed.Load())
+	}
+	o.tick++
+	o.ReportBytes()
+	return nil
+}
+
+// dropEmpty removes group g, whose rows are all gone, from memory.
+func (o *Op) dropEmpty(g *joinGroup) {
+	o.bytes -= joinGroupBytes + int64(len(g.key))
+	delete(o.groups, g.key)
+	g.gone = true
+	if o.spilled {
+		if o.emptied == nil {
+			o.emptied = map[string]uint64{}
+		}
+		o.emptied[g.key] = 0
+		o.emptiedNow = append(o.emptiedNow, g.key)
+	}
+}
+
+// readable says whether key's group may be read back from the state table.
+func (o *Op) readable(key string) bool {
+	_, ok := o.emptied[key]
+	return !ok
+}
+
+// settleEmptied, at the barrier of epoch, dates the keys emptied in the
+// epoch and forgets those emptied in epochs committed since.
+func (o *Op) settleEmptied(epoch, committed uint64) {
+	for _, k := range o.emptiedNow {
+		if o.emptied[k] == 0 {
+			o.emptied[k] = epoch
+			o.emptiedQ = append(o.emptiedQ, emptiedKey{epoch: epoch, key: k})
+		}
+	}
+	clear(o.emptiedNow)
+	o.emptiedNow = o.emptiedNow[:0]
+	n := 0
+	for ; n < len(o.emptiedQ) && o.emptiedQ[n].epoch <= committed; n++ {
+		e := o.emptiedQ[n]
+		if o.emptied[e.key] == e.epoch {
+			delete(o.emptied, e.key)
+		}
+	}
+	if n > 0 {
+		m := copy(o.emptiedQ, o.emptiedQ[n:])
+		clear(o.emptiedQ[m:])
+		o.emptiedQ = o.emptiedQ[:m]
+	}
+}
+
+// ReportBytes adds the change of the join's state size to the job's opBytes.
+func (o *Op) ReportBytes() {
+	o.opBytes.Add(o.bytes - o.reported)
+	o.reported = o.bytes
+}
+
+// evict drops groups whose state is committed (at or before epoch
+// committed), those used longest ago first (evictage.go), until the
+// estimate is below 80 % of the budget. It is called at a barrier, after
+// the epoch's rows are written: a group changed in the epoch is not
+// committed yet, so it stays.
+func (o *Op) evict(committed uint64) {
+	if o.budget <= 0 || o.bytes <= o.budget {
+		return
+	}
+	target := o.budget * 8 / 10
+	if !o.spilled {
+		defer func() {
+			if o.spilled { // the first groups went: own the strings of those kept, once
+				o.ownRows()
+			}
+		}()
+	}
+	opkit.EvictOldest(o.groups, o.tick, o.bytes-target,
+		func(k string, g *joinGroup) bool { return g.saved <= committed && k != nullKey },
+		func(g *joinGroup) uint64 { return g.used }, o.groupBytes, o.evictGroup,
+		func() bool { return o.bytes <= target })
+}
+
+// ownRows, when the join first spills, gives every row left in memory its
+// own string. Until then a row shares one string per input batch (pushRows),
+// and the rows kept would keep alive the batches of the rows evicted: the
+// join held twice its share of the state cache (Nexmark q9 at 3M events,
+// 99 MB of batch strings against a 128 MB share). Rows stored after this
+// get their own copy as they come.
+func (o *Op) ownRows() {
+	for _, g := range o.groups {
+		for side := range g.rows {
+			rows := g.rows[side]
+			for i := range rows {
+				rows[i].enc = strings.Clone(rows[i].enc)
+			}
+			if m := g.idx[side]; m != nil {
+				clear(m)
+				for i := range rows {
+					m[rows[i].enc] = int32(i)
+				}
+			}
+		}
+	}
+}
+
+// groupBytes is the estimated memory of group g and its rows.
+func (o *Op) groupBytes(g *joinGroup) int64 {
+	n := joinGroupBytes + int64(len(g.key))
+	for side := range g.rows {
+		for _, r := range g.rows[side] {
+			n += joinRowBytes + int64(len(r.enc))
+		}
+	}
+	return n
+}
+
+// evictGroup drops group g (key k), committed, from memory: its key may be
+// read back from the state table.
+func (o *Op) evictGroup(k string, g *joinGroup) {
+	o.bytes -= o.groupBytes(g)
+	delete(o.groups, k)
+	g.gone, g.evicted = true, true
+	g.rows, g.idx = [2][]joinRow{}, [2]map[string]int32{} // the watermark's entries may keep g
+	o.evicted.Add(g.hash)
+	o.spilled = true
+	o.evictedN.Add(1)
+}
+
+// reload reads the group of key back from the state table (nil if it has
+// no rows there) and recomputes its rows' match counts.
+func (o *Op) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*joinGroup, error) {
+	var g *joinGroup
+	for side := 0; side < 2; side++ {
+		prefix := binary.AppendUvarint([]byte{kg, byte(side)}, uint64(len(key)))
+		prefix = append(prefix, key...)
+		err := o.st.ScanPrefix(prefix, func(k, v []byte) error {
+			count, pinned, clock, err := decodeJoinValue(v)
+			if err != nil {
+				return err
+			}
+			if g == nil {
+				g = &joinGroup{kg: kg, key: key, hash: h}
+				o.bytes += joinGroupBytes + int64(len(key))
+			}
+			g.idle = max(g.idle, clock)
+			enc := string(k[len(prefix):])
+			g.insert(side, joinRow{enc: enc, count: count, matches: pinned, pinned: pinned})
+			o.bytes += joinRowBytes + int64(len(enc))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if g == nil {
+		return nil, nil
+	}
+	g.used = o.tick
+	o.groups[key] = g
+	if o.semi || o.preserve[0] || o.preserve[1] {
+		if err := o.pairs(ectx, g, func(l, r *joinRow, _, _ string) {
+			l.matches += r.count
+			r.matches += l.count
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// writeDirty writes the state of the rows changed in the epoch as one
+// sorted run. The keys are built into one buffer and sorted by their
+// first 16 bytes as two integers, then by the rest.
+func (o *Op) writeDirty(st *opkit.Writer) error {
+	type ref struct {
+		p0, p1               uint64
+		off, end             int
+		count, pinned, clock int64
+	}
+	refs := make([]ref, 0, len(o.dirty))
+	var buf []byte
+	for _, d := range o.dirty {
+		// The row now: it may have gone and come back (listed twice,
+		// written the same both times), or its group been made anew
+		// (and under another key group: nullKey's follows its first row).
+		g := d.g
+		var count, pinned, clock int64
+		if g.gone {
+			g = o.groups[g.key]
+		}
+		if g != nil && g.kg == d.g.kg {
+			if i := g.find(d.side, d.enc); i >= 0 {
+				count, pinned = g.rows[d.side][i].count, g.rows[d.side][i].pinned
+				g.rows[d.side][i].dirty = false
+			}
+			if o.ttl.on {
+				clock = g.idle
+			}
+		}
+		off := len(buf)
+		buf = append(buf, d.g.kg, byte(d.side))
+		buf = binary.AppendUvarint(buf, uint64(len(d.g.key)))
+		buf = append(append(buf, d.g.key...), d.enc...)
+		refs = append(refs, ref{off: off, end: len(buf), count: count, pinned: pinned, clock: clock})
+	}
+	for i := range refs {
+		r := &refs[i]
+		var p [16]byte
+		copy(p[:], buf[r.off:r.end])
+		r.p0, r.p1 = binary.BigEndian.Uint64(p[:8]), binary.BigEndian.Uint64(p[8:])
+	}
+	slices.SortFunc(refs, func(a, b ref) int {
+		switch {
+		case a.p0 != b.p0:
+			return cmp.Compare(a.p0, b.p0)
+		case a.p1 != b.p1:
+			return cmp.Compare(a.p1, b.p1)
+		}
+		return bytes.Compare(buf[a.off:a.end], buf[b.off:b.end])
+	})
+	st.Reserve(len(buf) + len(refs)*(14+8+16))
+	var v []byte
+	for i, x := range refs {
+		k := buf[x.off:x.end]
+		if p := &refs[max(i, 1)-1]; i > 0 && p.p0 == x.p0 && p.p1 == x.p1 && bytes.Equal(k, buf[p.off:p.end]) {
+			continue // the same row listed twice
+		}
+		if x.count > 0 {
+			v = appendJoinValue(v[:0], x.count, x.pinned, x.clock)
+			st.Put(k, v)
+		} else {
+			st.Delete(k)
+		}
+	}
+	return nil
+}
+
+// A join row's state value is uvarint(count), then optional fields, each
+// after a tag byte: 'p' uvarint(pinned), the matches the row keeps of
+// partners the watermark freed; 't' and 8 bytes (µs, big-endian), its
+// group's idle clock while state.ttl is on. Earlier versions read the
+// count and ignore the rest.
+const (
+	joinPinnedTag = 'p'
+	joinClockTag  = 't'
+)
+
+// appendJoinValue appends a row's state value (pinned and clock 0: none).
+func appendJoinValue(b []byte, count, pinned, clock int64) []byte {
+	b = binary.AppendUvarint(b, uint64(count))
+	if pinned > 0 {
+		b = binary.AppendUvarint(append(b, joinPinnedTag), uint64(pinned))
+	}
+	if clock > 0 {
+		b = binary.BigEndian.AppendUint64(append(b, joinClockTag), uint64(clock))
+	}
+	return b
+}
+
+// decodeJoinValue reads a row's state value.
+func decodeJoinValue(v []byte) (count, pinned, clock int64, err error) {
+	c, rest, err := opkit.ReadUvarint(v)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	count = int64(c)
+	for len(rest) > 0 {
+		switch rest[0] {
+		case joinPinnedTag:
+			var p uint64
+			if p, rest, err = opkit.ReadUvarint(rest[1:]); err != nil {
+				return 0, 0, 0, err
+			}
+			pinned = int64(p)
+		case joinClockTag:
+			if len(rest) < 9 {
+				return 0, 0, 0, opkit.ErrCorruptState
+			}
+			clock = int64(binary.BigEndian.Uint64(rest[1:9]))
+			rest = rest[9:]
+		default:
+			return 0, 0, 0, opkit.ErrCorruptState
+		}
+	}
+	return count, pinned, clock, nil
+}
+
+// Snapshot encodes every row of every group as writeDirty writes its
+// entry, sorted by key (memory backend: storage.OpSnapshot; a memory job
+// never evicts, so every group is here).
+//
+// It sizes the snapshot's buffers first (a pass that adds up the entries'
+// lengths), so they are allocated once: grown by append, the buffers of a
+// large join's snapshot ended up to a quarter larger than their contents
+// and, while the last growth copied them, were held twice.
+func (o *Op) Snapshot(epoch uint64) *opkit.Snapshot {
+	s := opkit.NewSnapshot(o.op, epoch)
+	var key, val []byte
+	each := func(f func(g *joinGroup, side int, r *joinRow)) {
+		for _, g := range o.groups {
+			for side := range g.rows {
+				for i := range g.rows[side] {
+					if r := &g.rows[side][i]; r.count > 0 {
+						f(g, side, r)
+					}
+				}
+			}
+		}
+	}
+	clockOf := func(g *joinGroup) int64 {
+		if o.ttl.on {
+			return g.idle
+		}
+		return 0
+	}
+	var n, size int
+	each(func(g *joinGroup, side int, r *joinRow) {
+		n++
+		size += 2 + opkit.UvarintLen(uint64(len(g.key))) + len(g.key) + len(r.enc) +
+			len(appendJoinValue(val[:0], r.count, r.pinned, clockOf(g)))
+	})
+	s.Entries.Reserve(n, size)
+	each(func(g *joinGroup, side int, r *joinRow) {
+		key = binary.AppendUvarint(append(key[:0], g.kg, byte(side)), uint64(len(g.key)))
+		key = append(append(key, g.key...), r.enc...)
+		s.Entries.AddKV(0, key, appendJoinValue(val[:0], r.count, r.pinned, clockOf(g)))
+	})
+	s.Entries.Sort()
+	return s
+}
+
+// Load restores, from st, the rows of the key groups instance inst of par owns and
+// recomputes their match counts.
+func (o *Op) Load(ectx *expr.Ctx, st opkit.State, inst, par int) error {
+	o.st = st
+	err := o.st.Scan(func(key, val []byte) error {
+		if len(key) < 3 || op.InstanceOf(int(key[0]), par) != inst {
+			return nil
+		}
+		side := int(key[1])
+		klen, rest, err := opkit.ReadUvarint(key[2:])
+		if err != nil || uint64(len(rest)) < klen || side > 1 {
+			return opkit.ErrCorruptState
+		}
+		count, pinned, clock, err := decodeJoinValue(val)
+		if err != nil {
+			return err
+		}
+		k := string(rest[:klen])
+		g := o.groups[k]
+		if g == nil {
+			g = &joinGroup{kg: key[0], key: k, hash: o.keyHash(k)}
+			o.groups[k] = g
+			o.bytes += joinGroupBytes + int64(len(k))
+		}
+		g.idle = max(g.idle, clock)
+		enc := string(rest[klen:])
+		g.insert(side, joinRow{enc: enc, count: count, matches: pinned, pinned: pinned})
+		o.bytes += joinRowBytes + int64(len(enc))
+		if o.tw.spec != nil {
+			o.noteLoaded(g, side, enc)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	o.st.Loaded()
+	if !o.semi && !o.preserve[0] && !o.preserve[1] {
+		o.evict(^uint64(0)) // all of it is committed
+		return nil          // inner joins never read match counts
+	}
+	for _, g := range o.groups {
+		err := o.pairs(ectx, g, func(l, r *joinRow, _, _ string) {
+			l.matches += r.count
+			r.matches += l.count
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil // the first barrier evicts what is over the budget
+}
+
+// keyHash is the hash of an encoded join key, as hashColumns gives it for
+// the key's columns.
+func (o *Op) keyHash(key string) uint64 {
+	if key == nullKey {
+		return 0
+	}
+	return accum.EncodedKeyHash(key, expr.Types(o.keys[0]))
+}
+
+// pairs calls fn for each pair of a group's rows that passes the residual.
+func (o *Op) pairs(ectx *expr.Ctx, g *joinGroup, fn func(l, r *joinRow, lenc, renc string)) error {
+	if len(g.rows[0]) == 0 || len(g.rows[1]) == 0 {
+		return nil
+	}
+	var lenc, renc []string
+	var lrow, rrow []*joinRow
+	for i := range g.rows[0] {
+		for k := range g.rows[1] {
+			r, r2 := &g.rows[0][i], &g.rows[1][k]
+			lenc, renc = append(lenc, r.enc), append(renc, r2.enc)
+			lrow, rrow = append(lrow, r), append(rrow, r2)
+		}
+	}
+	left := opkit.DecodeRecord(o.ts[0], lenc)
+	idx := make([]int, len(lenc))
+	for i := range idx {
+		idx[i] = i
+	}
+	pass, err := o.residual(ectx, left, 0, idx, renc)
+	left.Release()
+	if err != nil {
+		return err
+	}
+	for k := range lrow {
+		if pass == nil || pass[k] {
+			fn(lrow[k], rrow[k], lenc[k], renc[k])
+		}
+	}
+	return nil
+}
+
+// ReemitAll emits the join's whole output as it stands in its state (a
+// view upgraded from a savepoint rebuilds its rows from state).
+func (o *Op) ReemitAll(ectx *expr.Ctx) error {
+	if o.buf == nil {
+		o.buf = opkit.NewRowsOut(o.outTs)
+	}
+	for _, g := range o.groups {
+		if !o.semi {
+			err := o.pairs(ectx, g, func(l, r *joinRow, lenc, renc string) {
+				for range l.count * r.count {
+					o.buf.AppendSide(0, o.ts[0], nil, -1, lenc)
+					o.buf.AppendSide(len(o.ts[0]), o.ts[1], nil, -1, renc)
+					o.buf.AddOp(types.ChangeInsert)
+				}
+			})
+			if err != nil {
+				return err
+			}
+		}
+		for side := 0; side < 2; side++ {
+			for _, r := range g.rows[side] {
+				enc := r.enc
+				emit := false
+				switch {
+				case o.semi:
+					emit = side == 0 && (o.spec.Kind == Semi) == (r.matches > 0)
+				case o.preserve[side]:
+					emit = r.matches == 0
+				}
+				for k := int64(0); emit && k < r.count; k++ {
+					o.addSide(o.buf, 1, nil, -1, side, enc)
+				}
+			}
+		}
+		if o.buf.N >= 16<<10 {
+			if err := o.emitRows(ectx); err != nil {
+				return err
+			}
+		}
+	}
+	return o.emitRows(ectx)
+}
+
+// addSide appends a row of one side alone to r: NULL-padded for an outer
+// join, the left row for a semi or anti join.
+func (o *Op) addSide(r *opkit.RowsOut, sign int64, rec arrow.RecordBatch, i, side int, enc string) {
+	if o.semi {
+		r.AppendSide(0, o.ts[0], rec, i, enc)
+	} else if side == 0 {
+		r.AppendSide(0, o.ts[0], rec, i, enc)
+		r.AppendSide(len(o.ts[0]), o.ts[1], nil, -1, "")
+	} else {
+		r.AppendSide(0, o.ts[0], nil, -1, "")
+		r.AppendSide(len(o.ts[0]), o.ts[1], rec, i, enc)
+	}
+	r.AddOp(opkit.OpOf(sign))
+}
