@@ -489,7 +489,9 @@ func (db *DB) MaybeFlush() {
 // its types.EncodeType text.
 
 // PutType adds the write of composite type name (its encoded type) to b.
-func PutType(b *pebble.Batch, name, encoded string) { b.Set(append([]byte("y/"), name...), []byte(encoded), nil) }
+func PutType(b *pebble.Batch, name, encoded string) {
+	b.Set(append([]byte("y/"), name...), []byte(encoded), nil)
+}
 
 // DeleteType adds the removal of composite type name to b.
 func DeleteType(b *pebble.Batch, name string) { b.Delete(append([]byte("y/"), name...), nil) }

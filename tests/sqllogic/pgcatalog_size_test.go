@@ -268,9 +268,9 @@ func TestPgViewPrimaryKey(t *testing.T) {
 		t.Errorf("lockstep: %s, want %s", got, want)
 	}
 	for q, want := range map[string]string{
-		`SELECT unnest(1)`:                                                    "42883",
-		`SELECT count(*), unnest(ARRAY['a'])`:                                 "0A000",
-		`SELECT generate_subscripts(ARRAY['a'])`:                              "42883",
+		`SELECT unnest(1)`:                       "42883",
+		`SELECT count(*), unnest(ARRAY['a'])`:    "0A000",
+		`SELECT generate_subscripts(ARRAY['a'])`: "42883",
 	} {
 		if got := sqlState(t, c, q); got != want {
 			t.Errorf("%s: SQLSTATE %q, want %q", q, got, want)
@@ -377,7 +377,7 @@ func TestPgViewPrimaryKeyRecords(t *testing.T) {
 		t.Errorf("a record in text: %q, %v; want (\"a b\",1)", out, err)
 	}
 	for q, want := range map[string]string{
-		`SELECT (indkey).x FROM pg_index`:                                          "42809",
+		`SELECT (indkey).x FROM pg_index`:                                                         "42809",
 		`SELECT pg_get_indexdef(indexrelid, 1) FROM pg_index`:                                     "42883",
 		`SELECT pg_get_indexdef(indexrelid, 1, 'x') FROM pg_index`:                                "22P02",
 		`SELECT (information_schema._pg_expandarray(indkey)).y FROM pg_index`:                     "42703",
