@@ -25,7 +25,9 @@ type FrameBound struct {
 	Kind FrameBoundKind
 	N    int64
 	// Off is a RANGE frame's offset (rangeframe.go): I for an integer
-	// ORDER BY key, F for a floating-point one, IV for a timestamp.
+	// ORDER BY key, F for a floating-point one, D for numeric (scaled by
+	// 10^N: N is the offset's scale), IV for timestamp, timestamptz, date
+	// and time.
 	Off types.Datum
 }
 

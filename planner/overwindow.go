@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/streamdb/streamdb/types"
 
 	"github.com/streamdb/streamdb/exec"
@@ -49,7 +50,7 @@ func frameString(f exec.WindowFrame) string {
 		case exec.BoundPreceding, exec.BoundFollowing:
 			n := fmt.Sprint(b.N)
 			if !f.Rows {
-				n = rangeOffsetString(b.Off)
+				n = rangeOffsetString(b)
 			}
 			if b.Kind == exec.BoundPreceding {
 				return n + " PRECEDING"
@@ -83,9 +84,12 @@ const (
 type FrameBound = exec.FrameBound
 
 // rangeOffsetString prints a RANGE frame's offset (an integer, a float or
-// an interval, as exec.FrameBound.Off holds it).
-func rangeOffsetString(d types.Datum) string {
+// a numeric scaled by 10^N or an interval, as exec.FrameBound.Off holds it).
+func rangeOffsetString(b exec.FrameBound) string {
+	d := b.Off
 	switch {
+	case d.D != (decimal128.Num{}) || b.N > 0:
+		return types.NumericString(d.D, int32(b.N))
 	case d.IV != (arrow.MonthDayNanoInterval{}):
 		return "'" + types.TextOf(d, types.TInterval) + "'::interval"
 	case d.F != 0:
