@@ -32,11 +32,13 @@ type FrameBound struct {
 }
 
 // WindowFrame is a window function's frame: ROWS counts rows from the
-// current one; RANGE (Rows false) has only unbounded ends and CURRENT ROW,
-// which in RANGE mode includes the current row's peers (offsets in RANGE
-// mode are refused by the binder). DefaultFrame is PostgreSQL's default.
+// current one; RANGE (Rows false) moves by ORDER BY values, CURRENT ROW
+// including the current row's peers (offsets: rangeframe.go); GROUPS
+// (Groups, Rows false) counts peer groups (groupsFrame). DefaultFrame is
+// PostgreSQL's default.
 type WindowFrame struct {
 	Rows       bool
+	Groups     bool `json:",omitempty"`
 	Start, End FrameBound
 }
 

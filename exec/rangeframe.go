@@ -27,7 +27,7 @@ import (
 // RangeOffset says f is a RANGE frame with an offset at either end.
 func (f WindowFrame) RangeOffset() bool {
 	off := func(b FrameBound) bool { return b.Kind == BoundPreceding || b.Kind == BoundFollowing }
-	return !f.Rows && (off(f.Start) || off(f.End))
+	return !f.Rows && !f.Groups && (off(f.Start) || off(f.End))
 }
 
 // rangeFrame computes every sorted row's frame under f (a RANGE frame with
@@ -206,4 +206,79 @@ func dateMicros(d int64) int64 {
 		return types.TimestampNegInfinity
 	}
 	return d * 86_400_000_000
+}
+
+// groupsFrame computes every sorted row's frame under GROUPS frame f: its
+// ends count peer groups from the current row's, as PostgreSQL's GROUPS
+// mode (n PRECEDING starts at the first row of the group n before the
+// current one, n FOLLOWING ends after the last row of the group n after
+// it, clamped to the partition; CURRENT ROW is the current group's first
+// or last row). spids and peer are as in windowColumns.
+func groupsFrame(f WindowFrame, spids []int32, peer []bool) frameFunc {
+	n := len(spids)
+	lo, hi := make([]int, n), make([]int, n)
+	var starts []int // the first row of each peer group of the partition
+	for ps := 0; ps < n; {
+		pe := ps + 1
+		for pe < n && spids[pe] == spids[ps] {
+			pe++
+		}
+		starts = starts[:0]
+		for k := ps; k < pe; k++ {
+			if k == ps || !peer[k] {
+				starts = append(starts, k)
+			}
+		}
+		groups := int64(len(starts))
+		first := func(g int64) int { // the first row of group g, pe past the last
+			switch {
+			case g < 0:
+				return ps
+			case g >= groups:
+				return pe
+			}
+			return starts[g]
+		}
+		end := func(g int64) int { // the end of group g: ps before the first, pe past the last
+			switch {
+			case g < 0:
+				return ps
+			case g+1 >= groups:
+				return pe
+			}
+			return starts[g+1]
+		}
+		g := int64(-1)
+		for k := ps; k < pe; k++ {
+			if k == ps || !peer[k] {
+				g++
+			}
+			switch b := f.Start; b.Kind {
+			case BoundUnboundedPreceding:
+				lo[k] = ps
+			case BoundPreceding:
+				lo[k] = first(g - min(b.N, g+1))
+			case BoundCurrentRow:
+				lo[k] = first(g)
+			case BoundFollowing:
+				lo[k] = first(g + min(b.N, groups))
+			default:
+				lo[k] = pe
+			}
+			switch b := f.End; b.Kind {
+			case BoundUnboundedPreceding:
+				hi[k] = ps
+			case BoundPreceding:
+				hi[k] = end(g - min(b.N, g+1))
+			case BoundCurrentRow:
+				hi[k] = end(g)
+			case BoundFollowing:
+				hi[k] = end(g + min(b.N, groups))
+			default:
+				hi[k] = pe
+			}
+		}
+		ps = pe
+	}
+	return func(k, _, _, _, _ int) (int, int) { return lo[k], hi[k] }
 }

@@ -49,7 +49,7 @@ func frameString(f exec.WindowFrame) string {
 			return "UNBOUNDED PRECEDING"
 		case exec.BoundPreceding, exec.BoundFollowing:
 			n := fmt.Sprint(b.N)
-			if !f.Rows {
+			if !f.Rows && !f.Groups {
 				n = rangeOffsetString(b)
 			}
 			if b.Kind == exec.BoundPreceding {
@@ -62,8 +62,11 @@ func frameString(f exec.WindowFrame) string {
 		return "UNBOUNDED FOLLOWING"
 	}
 	mode := "RANGE"
-	if f.Rows {
+	switch {
+	case f.Rows:
 		mode = "ROWS"
+	case f.Groups:
+		mode = "GROUPS"
 	}
 	return " " + mode + " BETWEEN " + bound(f.Start) + " AND " + bound(f.End)
 }

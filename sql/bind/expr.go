@@ -637,6 +637,8 @@ func figureName1(n ast.ExprNode) string {
 			}
 		case "pg_array_subquery", "pg_array_ctor":
 			return "array"
+		case "pg_row1": // ROW(x)
+			return "row"
 		case "pg_extract":
 			return "extract"
 		case "pg_subscript": // a[k] is named after a

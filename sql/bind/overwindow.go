@@ -103,7 +103,8 @@ func (b *Binder) windowInt(c *ectx, n ast.ExprNode, what string) (v int64, null 
 
 // bindFrame binds a frame clause (nil: the default frame) with
 // PostgreSQL's checks. ROWS frames take any bounds; RANGE frames take an
-// offset over one ORDER BY key (rangeBound); GROUPS is refused. Aggregates take only the frames the running and whole-partition
+// offset over one ORDER BY key (rangeBound); GROUPS frames count peer
+// groups with integer offsets and need an ORDER BY (42P20). Aggregates take only the frames the running and whole-partition
 // folds compute: the default and UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING.
 func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc, order []planner.SortKey) error {
 	fn.Frame = planner.DefaultFrame
@@ -116,13 +117,16 @@ func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc, ord
 		fr.Rows = true
 	case ast.Ranges:
 	default:
-		return sqlerr.New(sqlerr.FeatureNotSupported, "GROUPS frames are not supported (ROWS and RANGE are)")
+		if len(order) == 0 {
+			return sqlerr.New(sqlerr.WindowingError, "GROUPS mode requires an ORDER BY clause")
+		}
+		fr.Groups = true
 	}
 	var err error
-	if fr.Start, err = b.frameBound(c, f.Extent.Start, fr.Rows, "starting", order); err != nil {
+	if fr.Start, err = b.frameBound(c, f.Extent.Start, fr.Rows || fr.Groups, "starting", order); err != nil {
 		return err
 	}
-	if fr.End, err = b.frameBound(c, f.Extent.End, fr.Rows, "ending", order); err != nil {
+	if fr.End, err = b.frameBound(c, f.Extent.End, fr.Rows || fr.Groups, "ending", order); err != nil {
 		return err
 	}
 	s, e := fr.Start.Kind, fr.End.Kind
@@ -136,6 +140,9 @@ func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc, ord
 	case s == planner.BoundFollowing && (e == planner.BoundPreceding || e == planner.BoundCurrentRow):
 		return sqlerr.New(sqlerr.WindowingError, "frame starting from following row cannot have preceding rows")
 	}
+	if fr.Groups && !offsetBound(fr.Start) && !offsetBound(fr.End) {
+		fr.Groups = false // without offsets a GROUPS frame is the RANGE frame of the same ends
+	}
 	if fn.Kind == planner.WinAgg && !aggFrame(fr) {
 		return sqlerr.New(sqlerr.FeatureNotSupported,
 			"aggregate functions OVER this frame are not supported yet (supported: the default, UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING, "+
@@ -143,6 +150,11 @@ func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc, ord
 	}
 	fn.Frame = fr
 	return nil
+}
+
+// offsetBound says b is n PRECEDING or n FOLLOWING.
+func offsetBound(b planner.FrameBound) bool {
+	return b.Kind == planner.BoundPreceding || b.Kind == planner.BoundFollowing
 }
 
 // frameBound binds one end of a frame.
@@ -184,7 +196,7 @@ func aggFrame(f planner.WinFrame) bool {
 		return b.Kind == planner.BoundPreceding || b.Kind == planner.BoundCurrentRow || b.Kind == planner.BoundFollowing
 	}
 	switch {
-	case f.WholePartition() || f == planner.DefaultFrame || f.RangeOffset():
+	case f.WholePartition() || f == planner.DefaultFrame || f.RangeOffset() || f.Groups:
 		return true
 	case !f.Rows:
 		return false

@@ -12,7 +12,8 @@ import (
 // besides integers and floats: numeric (NUMERIC(10,2) and unconstrained,
 // integer and numeric offsets, an offset with more digits than the key),
 // date, timestamp, timestamptz (interval offsets with months, days and
-// time) and time (only the offset's time part, no wrap at midnight),
+// time) and time (only the offset's time part, no wrap at midnight), and
+// GROUPS frames (offsets in peer groups),
 // ascending and descending, partitioned, with NULL keys and peers. Each
 // query runs as a batch query and as a materialized view over rows that
 // are inserted, updated (key, partition, value) and deleted over rounds;
@@ -28,6 +29,10 @@ func TestRangeOffsetTypesPG(t *testing.T) {
 		return "SELECT id, " + frame("sum(v)", order, fr) + " AS s, " + frame("count(*)", order, fr) + " AS c, " +
 			frame("min(id)", order, fr) + " AS lo, " + frame("max(v)", order, fr) + " AS hi FROM rf"
 	}
+	// GROUPS frames: offsets count peer groups.
+	gq := func(order, fr string) string {
+		return strings.ReplaceAll(q(order, fr), "RANGE BETWEEN", "GROUPS BETWEEN")
+	}
 	views := []string{
 		q("n", "1.5 PRECEDING AND CURRENT ROW"),
 		q("n DESC", "CURRENT ROW AND 0.75 FOLLOWING"),
@@ -38,9 +43,19 @@ func TestRangeOffsetTypesPG(t *testing.T) {
 		q("ts", "INTERVAL '90 minutes' PRECEDING AND CURRENT ROW"),
 		q("tz", "INTERVAL '1 day' PRECEDING AND INTERVAL '2 hours' FOLLOWING"),
 		q("tm", "INTERVAL '10 minutes' PRECEDING AND CURRENT ROW"),
+		gq("n", "1 PRECEDING AND CURRENT ROW"),
+		gq("d DESC", "2 PRECEDING AND 1 FOLLOWING"),
+		strings.ReplaceAll("SELECT id, "+frame("first_value(n)", "n", "1 PRECEDING AND 1 FOLLOWING")+" AS f, "+frame("nth_value(n, 2)", "n", "2 PRECEDING AND CURRENT ROW")+" AS t FROM rf", "RANGE", "GROUPS"),
 		"SELECT id, " + frame("first_value(n)", "n", "1 PRECEDING AND 1 FOLLOWING") + " AS f, " + frame("last_value(d)", "d", "INTERVAL '5 days' PRECEDING AND INTERVAL '5 days' FOLLOWING") + " AS l FROM rf",
 	}
 	batch := []string{
+		gq("tm", "CURRENT ROW AND 2 FOLLOWING"),
+		gq("u", "1 FOLLOWING AND 3 FOLLOWING"),
+		gq("n DESC", "3 PRECEDING AND 1 PRECEDING"),
+		gq("v", "0 PRECEDING AND 0 FOLLOWING"),
+		gq("ts", "UNBOUNDED PRECEDING AND CURRENT ROW"),
+		gq("tz", "CURRENT ROW AND UNBOUNDED FOLLOWING"),
+		"SELECT id, last_value(n) OVER (PARTITION BY g ORDER BY d, n GROUPS BETWEEN 1 PRECEDING AND 2 FOLLOWING), count(*) OVER (ORDER BY n GROUPS 2 PRECEDING) FROM rf",
 		q("n", "UNBOUNDED PRECEDING AND 0.5 FOLLOWING"),
 		q("n", "2 FOLLOWING AND 3.25 FOLLOWING"),
 		q("u DESC", "0.5 PRECEDING AND 0.25 PRECEDING"),
@@ -99,5 +114,8 @@ func TestRangeOffsetTypesPG(t *testing.T) {
 		"SELECT sum(v) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '-1 hour' PRECEDING AND CURRENT ROW) FROM rf",
 		"SELECT sum(v) OVER (ORDER BY tm RANGE BETWEEN INTERVAL '-1 minute' PRECEDING AND CURRENT ROW) FROM rf",
 		"SELECT sum(v) OVER (ORDER BY n, id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM rf",
-		"SELECT sum(v) OVER (ORDER BY v RANGE BETWEEN 1.5 PRECEDING AND CURRENT ROW) FROM rf")
+		"SELECT sum(v) OVER (ORDER BY v RANGE BETWEEN 1.5 PRECEDING AND CURRENT ROW) FROM rf",
+		"SELECT sum(v) OVER (ORDER BY n GROUPS BETWEEN -1 PRECEDING AND CURRENT ROW) FROM rf",
+		"SELECT sum(v) OVER (ORDER BY n GROUPS BETWEEN NULL PRECEDING AND CURRENT ROW) FROM rf",
+		"SELECT sum(v) OVER (ORDER BY n GROUPS BETWEEN 1 FOLLOWING AND CURRENT ROW) FROM rf")
 }

@@ -1,10 +1,13 @@
 package sqllogic
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestRowOneFieldPG checks ROW(x) with a single field, which TiDB's
@@ -73,9 +76,29 @@ func TestRowOneFieldPG(t *testing.T) {
 			d.check(c, round)
 		}
 	}
+	// Column names, as PostgreSQL's: row, x.
+	q := "SELECT ROW(1), ROW(1, 2), (ROW(1)::one).x, ROW(a) = ROW(1) FROM r1 LIMIT 0"
+	if got, want := colNames(t, d.sdb, q), colNames(t, d.pg, q); got != want {
+		t.Errorf("%s: columns %q, want %q", q, got, want)
+	}
 	sameOutcomeAsPG(t, d,
 		"SELECT ROW(1)::one, ROW(1, 2)::one",
 		"SELECT ROW('x')::one",
 		"SELECT ROW(1) = ROW(1, 2)",
 		"SELECT ROW(1) < ROW('a'::text)")
+}
+
+// colNames is the names of q's result columns, separated by spaces.
+func colNames(t *testing.T, c *pgx.Conn, q string) string {
+	t.Helper()
+	rows, err := c.Query(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	var names []string
+	for _, f := range rows.FieldDescriptions() {
+		names = append(names, f.Name)
+	}
+	return strings.Join(names, " ")
 }
