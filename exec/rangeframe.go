@@ -197,15 +197,17 @@ func rangeFrame(ctx *Ctx, f WindowFrame, key SortKey, rec arrow.RecordBatch, idx
 	return func(k, _, _, _, _ int) (int, int) { return lo[k], hi[k] }, nil
 }
 
-// dateMicros is date d (days) as a timestamp (µs), infinities kept.
+// dateMicros is date d (days) as a timestamp (µs), infinities kept; a
+// date beyond timestamp's range counts as infinity.
 func dateMicros(d int64) int64 {
+	const usPerDay = 86_400_000_000
 	switch {
-	case d >= types.DateInfinity:
+	case d >= types.DateInfinity || d > math.MaxInt64/usPerDay-1:
 		return types.TimestampInfinity
-	case d <= types.DateNegInfinity:
+	case d <= types.DateNegInfinity || d < math.MinInt64/usPerDay+1:
 		return types.TimestampNegInfinity
 	}
-	return d * 86_400_000_000
+	return d * usPerDay
 }
 
 // groupsFrame computes every sorted row's frame under GROUPS frame f: its
@@ -248,35 +250,26 @@ func groupsFrame(f WindowFrame, spids []int32, peer []bool) frameFunc {
 			}
 			return starts[g+1]
 		}
+		// at is where bound b lies from group g; edge is first or end.
+		at := func(b FrameBound, g int64, edge func(int64) int) int {
+			switch b.Kind {
+			case BoundUnboundedPreceding:
+				return ps
+			case BoundPreceding:
+				return edge(g - min(b.N, g+1))
+			case BoundCurrentRow:
+				return edge(g)
+			case BoundFollowing:
+				return edge(g + min(b.N, groups))
+			}
+			return pe
+		}
 		g := int64(-1)
 		for k := ps; k < pe; k++ {
 			if k == ps || !peer[k] {
 				g++
 			}
-			switch b := f.Start; b.Kind {
-			case BoundUnboundedPreceding:
-				lo[k] = ps
-			case BoundPreceding:
-				lo[k] = first(g - min(b.N, g+1))
-			case BoundCurrentRow:
-				lo[k] = first(g)
-			case BoundFollowing:
-				lo[k] = first(g + min(b.N, groups))
-			default:
-				lo[k] = pe
-			}
-			switch b := f.End; b.Kind {
-			case BoundUnboundedPreceding:
-				hi[k] = ps
-			case BoundPreceding:
-				hi[k] = end(g - min(b.N, g+1))
-			case BoundCurrentRow:
-				hi[k] = end(g)
-			case BoundFollowing:
-				hi[k] = end(g + min(b.N, groups))
-			default:
-				hi[k] = pe
-			}
+			lo[k], hi[k] = at(f.Start, g, first), at(f.End, g, end)
 		}
 		ps = pe
 	}

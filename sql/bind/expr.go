@@ -569,7 +569,12 @@ func figureName(n ast.ExprNode) (string, int) {
 		return figureName1(n), 2
 	case *ast.CaseExpr:
 		return "case", 1
+	case *ast.RowExpr: // ROW(a, b), (a, b): PostgreSQL's name, as weak as a type's
+		return "row", 1
 	case *ast.FuncCallExpr:
+		if n.FnName.L == "pg_row1" { // ROW(x)
+			return "row", 1
+		}
 		if n.FnName.L == "pg_cast" {
 			if len(n.Args) != 2 {
 				return "?column?", 0
@@ -637,8 +642,6 @@ func figureName1(n ast.ExprNode) string {
 			}
 		case "pg_array_subquery", "pg_array_ctor":
 			return "array"
-		case "pg_row1": // ROW(x)
-			return "row"
 		case "pg_extract":
 			return "extract"
 		case "pg_subscript": // a[k] is named after a

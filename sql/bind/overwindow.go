@@ -140,8 +140,13 @@ func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc, ord
 	case s == planner.BoundFollowing && (e == planner.BoundPreceding || e == planner.BoundCurrentRow):
 		return sqlerr.New(sqlerr.WindowingError, "frame starting from following row cannot have preceding rows")
 	}
-	if fr.Groups && !offsetBound(fr.Start) && !offsetBound(fr.End) {
-		fr.Groups = false // without offsets a GROUPS frame is the RANGE frame of the same ends
+	if r := fr; fr.Groups && !offsetBound(fr.Start) && !offsetBound(fr.End) {
+		// Without offsets a GROUPS frame is the RANGE frame of the same
+		// ends: run it as one where the RANGE kernels take it.
+		r.Groups = false
+		if fn.Kind != planner.WinAgg || aggFrame(r) {
+			fr = r
+		}
 	}
 	if fn.Kind == planner.WinAgg && !aggFrame(fr) {
 		return sqlerr.New(sqlerr.FeatureNotSupported,

@@ -77,7 +77,7 @@ func TestRowOneFieldPG(t *testing.T) {
 		}
 	}
 	// Column names, as PostgreSQL's: row, x.
-	q := "SELECT ROW(1), ROW(1, 2), (ROW(1)::one).x, ROW(a) = ROW(1) FROM r1 LIMIT 0"
+	q := "SELECT ROW(1), ROW(1, 2), (1, 2), ROW(1)::text, (ROW(1)::one).x, ROW(a) = ROW(1) FROM r1 LIMIT 0"
 	if got, want := colNames(t, d.sdb, q), colNames(t, d.pg, q); got != want {
 		t.Errorf("%s: columns %q, want %q", q, got, want)
 	}
