@@ -569,11 +569,11 @@ func figureName(n ast.ExprNode) (string, int) {
 		return figureName1(n), 2
 	case *ast.CaseExpr:
 		return "case", 1
-	case *ast.RowExpr: // ROW(a, b), (a, b): PostgreSQL's name, as weak as a type's
-		return "row", 1
+	case *ast.RowExpr: // ROW(a, b), (a, b): named as a function, as PostgreSQL
+		return "row", 2
 	case *ast.FuncCallExpr:
 		if n.FnName.L == "pg_row1" { // ROW(x)
-			return "row", 1
+			return "row", 2
 		}
 		if n.FnName.L == "pg_cast" {
 			if len(n.Args) != 2 {
