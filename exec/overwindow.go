@@ -25,16 +25,20 @@ type FrameBound struct {
 	Kind FrameBoundKind
 	N    int64
 	// Off is a RANGE frame's offset (rangeframe.go): I for an integer
-	// ORDER BY key, F for a floating-point one, IV for a timestamp.
+	// ORDER BY key, F for a floating-point one, D for numeric (scaled by
+	// 10^N: N is the offset's scale), IV for timestamp, timestamptz, date
+	// and time.
 	Off types.Datum
 }
 
 // WindowFrame is a window function's frame: ROWS counts rows from the
-// current one; RANGE (Rows false) has only unbounded ends and CURRENT ROW,
-// which in RANGE mode includes the current row's peers (offsets in RANGE
-// mode are refused by the binder). DefaultFrame is PostgreSQL's default.
+// current one; RANGE (Rows false) moves by ORDER BY values, CURRENT ROW
+// including the current row's peers (offsets: rangeframe.go); GROUPS
+// (Groups, Rows false) counts peer groups (groupsFrame). DefaultFrame is
+// PostgreSQL's default.
 type WindowFrame struct {
 	Rows       bool
+	Groups     bool `json:",omitempty"`
 	Start, End FrameBound
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal256"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -19,13 +20,14 @@ import (
 // <= v + offset; a descending key mirrors the signs. A row whose key is
 // NULL has its NULL peers as the offset ends of its frame, and no row with
 // a value is within an offset of NULL. The binder allows one ORDER BY key
-// of an integer type (integer offset), a floating-point type (numeric
-// offset) or timestamp (interval offset).
+// of an integer type (integer offset), a floating-point type or numeric
+// (numeric offset), or timestamp, timestamptz, date or time (interval
+// offset).
 
 // RangeOffset says f is a RANGE frame with an offset at either end.
 func (f WindowFrame) RangeOffset() bool {
 	off := func(b FrameBound) bool { return b.Kind == BoundPreceding || b.Kind == BoundFollowing }
-	return !f.Rows && (off(f.Start) || off(f.End))
+	return !f.Rows && !f.Groups && (off(f.Start) || off(f.End))
 }
 
 // rangeFrame computes every sorted row's frame under f (a RANGE frame with
@@ -39,10 +41,21 @@ func rangeFrame(ctx *Ctx, f WindowFrame, key SortKey, rec arrow.RecordBatch, idx
 	n := len(idx)
 	null := make([]bool, n)
 	ints := make([]int64, n)
+	kt := key.E.Type()
 	var floats []float64
-	float := key.E.Type().Physical() == types.PhysFloat64
-	if float {
+	var nums []decimal256.Num
+	float := kt.Physical() == types.PhysFloat64
+	numeric := kt.Kind == types.Numeric
+	// A numeric key and its offset are compared at the larger of their
+	// scales (the offset's scale is its bound's N), exactly: 256 bits hold
+	// a 38-digit value raised by 38 digits, plus the offset.
+	var up int32
+	switch {
+	case float:
 		floats = make([]float64, n)
+	case numeric:
+		nums = make([]decimal256.Num, n)
+		up = max(int32(f.Start.N), int32(f.End.N), kt.Scale) - kt.Scale
 	}
 	for k, r := range idx {
 		if col.IsNull(r) {
@@ -60,50 +73,72 @@ func rangeFrame(ctx *Ctx, f WindowFrame, key SortKey, rec arrow.RecordBatch, idx
 			floats[k] = a.Value(r)
 		case *array.Float32:
 			floats[k] = float64(a.Value(r))
+		case *array.Decimal128:
+			nums[k] = decimal256.FromDecimal128(a.Value(r)).IncreaseScaleBy(up)
 		default:
-			d := types.DatumAt(col, r, key.E.Type())
+			d := types.DatumAt(col, r, kt)
 			ints[k] = d.I
 		}
-	}
-	// before(j, k, b) says row j's value is before the target of bound b
-	// at row k in the sort order; after likewise.
-	target := func(k int, b FrameBound) (int64, float64) {
-		sub := (b.Kind == BoundPreceding) != key.Desc // move down the values
-		if float {
-			if sub {
-				return 0, floats[k] - b.Off.F
-			}
-			return 0, floats[k] + b.Off.F
+		if kt.Kind == types.Date {
+			ints[k] = dateMicros(ints[k]) // in_range(date, interval) is that of timestamps
 		}
-		if key.E.Type().Kind == types.Timestamp {
+	}
+	// target returns the value bound b reaches from row k's value.
+	target := func(k int, b FrameBound) (int64, float64, decimal256.Num) {
+		sub := (b.Kind == BoundPreceding) != key.Desc // move down the values
+		switch {
+		case float:
+			if sub {
+				return 0, floats[k] - b.Off.F, decimal256.Num{}
+			}
+			return 0, floats[k] + b.Off.F, decimal256.Num{}
+		case numeric:
+			off := decimal256.FromDecimal128(b.Off.D).IncreaseScaleBy(kt.Scale + up - int32(b.N))
+			if sub {
+				return 0, 0, nums[k].Sub(off)
+			}
+			return 0, 0, nums[k].Add(off)
+		case kt.Kind == types.Timestamp || kt.Kind == types.Date:
+			// timestamptz too: TimeZone is UTC only, so adding days and
+			// months is the same on both.
 			iv := b.Off.IV
 			if sub {
 				iv = arrow.MonthDayNanoInterval{Months: -iv.Months, Days: -iv.Days, Nanoseconds: -iv.Nanoseconds}
 			}
-			return types.AddInterval(ints[k], iv), 0
+			return types.AddInterval(ints[k], iv), 0, decimal256.Num{}
+		case kt.Kind == types.Time:
+			// PostgreSQL's in_range(time, interval): the offset's time part
+			// only, without wrapping around midnight.
+			if sub {
+				return ints[k] - b.Off.IV.Nanoseconds/1000, 0, decimal256.Num{}
+			}
+			return ints[k] + b.Off.IV.Nanoseconds/1000, 0, decimal256.Num{}
 		}
 		v, o := ints[k], b.Off.I
 		if sub {
 			if v < math.MinInt64+o {
-				return math.MinInt64, 0
+				return math.MinInt64, 0, decimal256.Num{}
 			}
-			return v - o, 0
+			return v - o, 0, decimal256.Num{}
 		}
 		if v > math.MaxInt64-o {
-			return math.MaxInt64, 0
+			return math.MaxInt64, 0, decimal256.Num{}
 		}
-		return v + o, 0
+		return v + o, 0, decimal256.Num{}
 	}
-	cmp := func(j int, ti int64, tf float64) int { // row j's value against the target, in sort order
+	cmp := func(j int, ti int64, tf float64, tn decimal256.Num) int { // row j's value against the target, in sort order
 		c := 0
-		if float {
+		switch {
+		case float:
 			switch {
 			case floats[j] < tf:
 				c = -1
 			case floats[j] > tf:
 				c = 1
 			}
-		} else {
+		case numeric:
+			c = nums[j].Cmp(tn)
+		default:
 			switch {
 			case ints[j] < ti:
 				c = -1
@@ -147,12 +182,12 @@ func rangeFrame(ctx *Ctx, f WindowFrame, key SortKey, rec arrow.RecordBatch, idx
 					continue
 				}
 				if b := f.Start; b.Kind == BoundPreceding || b.Kind == BoundFollowing {
-					ti, tf := target(k, b)
-					lo[k] = vs + sort.Search(ve-vs, func(i int) bool { return cmp(vs+i, ti, tf) >= 0 })
+					ti, tf, tn := target(k, b)
+					lo[k] = vs + sort.Search(ve-vs, func(i int) bool { return cmp(vs+i, ti, tf, tn) >= 0 })
 				}
 				if b := f.End; b.Kind == BoundPreceding || b.Kind == BoundFollowing {
-					ti, tf := target(k, b)
-					hi[k] = vs + sort.Search(ve-vs, func(i int) bool { return cmp(vs+i, ti, tf) > 0 })
+					ti, tf, tn := target(k, b)
+					hi[k] = vs + sort.Search(ve-vs, func(i int) bool { return cmp(vs+i, ti, tf, tn) > 0 })
 				}
 			}
 			gs = ge
@@ -160,4 +195,83 @@ func rangeFrame(ctx *Ctx, f WindowFrame, key SortKey, rec arrow.RecordBatch, idx
 		ps = pe
 	}
 	return func(k, _, _, _, _ int) (int, int) { return lo[k], hi[k] }, nil
+}
+
+// dateMicros is date d (days) as a timestamp (µs), infinities kept; a
+// date beyond timestamp's range counts as infinity.
+func dateMicros(d int64) int64 {
+	const usPerDay = 86_400_000_000
+	switch {
+	case d >= types.DateInfinity || d > math.MaxInt64/usPerDay-1:
+		return types.TimestampInfinity
+	case d <= types.DateNegInfinity || d < math.MinInt64/usPerDay+1:
+		return types.TimestampNegInfinity
+	}
+	return d * usPerDay
+}
+
+// groupsFrame computes every sorted row's frame under GROUPS frame f: its
+// ends count peer groups from the current row's, as PostgreSQL's GROUPS
+// mode (n PRECEDING starts at the first row of the group n before the
+// current one, n FOLLOWING ends after the last row of the group n after
+// it, clamped to the partition; CURRENT ROW is the current group's first
+// or last row). spids and peer are as in windowColumns.
+func groupsFrame(f WindowFrame, spids []int32, peer []bool) frameFunc {
+	n := len(spids)
+	lo, hi := make([]int, n), make([]int, n)
+	var starts []int // the first row of each peer group of the partition
+	for ps := 0; ps < n; {
+		pe := ps + 1
+		for pe < n && spids[pe] == spids[ps] {
+			pe++
+		}
+		starts = starts[:0]
+		for k := ps; k < pe; k++ {
+			if k == ps || !peer[k] {
+				starts = append(starts, k)
+			}
+		}
+		groups := int64(len(starts))
+		first := func(g int64) int { // the first row of group g, pe past the last
+			switch {
+			case g < 0:
+				return ps
+			case g >= groups:
+				return pe
+			}
+			return starts[g]
+		}
+		end := func(g int64) int { // the end of group g: ps before the first, pe past the last
+			switch {
+			case g < 0:
+				return ps
+			case g+1 >= groups:
+				return pe
+			}
+			return starts[g+1]
+		}
+		// at is where bound b lies from group g; edge is first or end.
+		at := func(b FrameBound, g int64, edge func(int64) int) int {
+			switch b.Kind {
+			case BoundUnboundedPreceding:
+				return ps
+			case BoundPreceding:
+				return edge(g - min(b.N, g+1))
+			case BoundCurrentRow:
+				return edge(g)
+			case BoundFollowing:
+				return edge(g + min(b.N, groups))
+			}
+			return pe
+		}
+		g := int64(-1)
+		for k := ps; k < pe; k++ {
+			if k == ps || !peer[k] {
+				g++
+			}
+			lo[k], hi[k] = at(f.Start, g, first), at(f.End, g, end)
+		}
+		ps = pe
+	}
+	return func(k, _, _, _, _ int) (int, int) { return lo[k], hi[k] }
 }

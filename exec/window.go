@@ -132,14 +132,16 @@ func windowColumns(ctx *Ctx, p *Window, rec arrow.RecordBatch, idx []int, pids, 
 		var err error
 		var col arrow.Array
 		frame := frameFunc(f.Frame.bounds)
-		if f.Frame.RangeOffset() {
+		if f.Frame.Groups {
+			frame = groupsFrame(f.Frame, spids, peer)
+		} else if f.Frame.RangeOffset() {
 			if frame, err = rangeFrame(ctx, f.Frame, p.OrderBy[0], rec, idx, spids, peer); err != nil {
 				releaseAll(cols)
 				return nil, err
 			}
 		}
 		switch {
-		case f.Kind == WinAgg && f.Frame.RangeOffset():
+		case f.Kind == WinAgg && (f.Frame.RangeOffset() || f.Frame.Groups):
 			col, err = windowAggSliding(ctx, f, rec, idx, spids, func(k, ps, pe, _, _ int) (int, int) { return frame(k, ps, pe, 0, 0) })
 		case f.Kind == WinAgg && frameSliding(f.Frame):
 			col, err = windowAggSliding(ctx, f, rec, idx, spids, frame)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/streamdb/streamdb/types"
 
 	"github.com/streamdb/streamdb/exec"
@@ -48,8 +49,8 @@ func frameString(f exec.WindowFrame) string {
 			return "UNBOUNDED PRECEDING"
 		case exec.BoundPreceding, exec.BoundFollowing:
 			n := fmt.Sprint(b.N)
-			if !f.Rows {
-				n = rangeOffsetString(b.Off)
+			if !f.Rows && !f.Groups {
+				n = rangeOffsetString(b)
 			}
 			if b.Kind == exec.BoundPreceding {
 				return n + " PRECEDING"
@@ -61,8 +62,11 @@ func frameString(f exec.WindowFrame) string {
 		return "UNBOUNDED FOLLOWING"
 	}
 	mode := "RANGE"
-	if f.Rows {
+	switch {
+	case f.Rows:
 		mode = "ROWS"
+	case f.Groups:
+		mode = "GROUPS"
 	}
 	return " " + mode + " BETWEEN " + bound(f.Start) + " AND " + bound(f.End)
 }
@@ -83,9 +87,12 @@ const (
 type FrameBound = exec.FrameBound
 
 // rangeOffsetString prints a RANGE frame's offset (an integer, a float or
-// an interval, as exec.FrameBound.Off holds it).
-func rangeOffsetString(d types.Datum) string {
+// a numeric scaled by 10^N or an interval, as exec.FrameBound.Off holds it).
+func rangeOffsetString(b exec.FrameBound) string {
+	d := b.Off
 	switch {
+	case d.D != (decimal128.Num{}) || b.N > 0:
+		return types.NumericString(d.D, int32(b.N))
 	case d.IV != (arrow.MonthDayNanoInterval{}):
 		return "'" + types.TextOf(d, types.TInterval) + "'::interval"
 	case d.F != 0:

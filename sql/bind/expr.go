@@ -569,7 +569,12 @@ func figureName(n ast.ExprNode) (string, int) {
 		return figureName1(n), 2
 	case *ast.CaseExpr:
 		return "case", 1
+	case *ast.RowExpr: // ROW(a, b), (a, b): named as a function, as PostgreSQL
+		return "row", 2
 	case *ast.FuncCallExpr:
+		if n.FnName.L == "pg_row1" { // ROW(x)
+			return "row", 2
+		}
 		if n.FnName.L == "pg_cast" {
 			if len(n.Args) != 2 {
 				return "?column?", 0

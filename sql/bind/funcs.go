@@ -515,6 +515,11 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 			break
 		}
 		return b.bindBool(c, n.Args[0], "FILTER")
+	case "pg_row1": // ROW(x), from the dialect layer
+		if len(n.Args) != 1 {
+			break
+		}
+		return b.bindRow(c, &ast.RowExpr{Values: n.Args})
 	case "pg_cast":
 		if len(n.Args) != 2 {
 			break

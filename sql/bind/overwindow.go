@@ -103,7 +103,8 @@ func (b *Binder) windowInt(c *ectx, n ast.ExprNode, what string) (v int64, null 
 
 // bindFrame binds a frame clause (nil: the default frame) with
 // PostgreSQL's checks. ROWS frames take any bounds; RANGE frames take an
-// offset over one ORDER BY key (rangeBound); GROUPS is refused. Aggregates take only the frames the running and whole-partition
+// offset over one ORDER BY key (rangeBound); GROUPS frames count peer
+// groups with integer offsets and need an ORDER BY (42P20). Aggregates take only the frames the running and whole-partition
 // folds compute: the default and UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING.
 func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc, order []planner.SortKey) error {
 	fn.Frame = planner.DefaultFrame
@@ -116,13 +117,16 @@ func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc, ord
 		fr.Rows = true
 	case ast.Ranges:
 	default:
-		return sqlerr.New(sqlerr.FeatureNotSupported, "GROUPS frames are not supported (ROWS and RANGE are)")
+		if len(order) == 0 {
+			return sqlerr.New(sqlerr.WindowingError, "GROUPS mode requires an ORDER BY clause")
+		}
+		fr.Groups = true
 	}
 	var err error
-	if fr.Start, err = b.frameBound(c, f.Extent.Start, fr.Rows, "starting", order); err != nil {
+	if fr.Start, err = b.frameBound(c, f.Extent.Start, fr.Rows || fr.Groups, "starting", order); err != nil {
 		return err
 	}
-	if fr.End, err = b.frameBound(c, f.Extent.End, fr.Rows, "ending", order); err != nil {
+	if fr.End, err = b.frameBound(c, f.Extent.End, fr.Rows || fr.Groups, "ending", order); err != nil {
 		return err
 	}
 	s, e := fr.Start.Kind, fr.End.Kind
@@ -136,6 +140,14 @@ func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc, ord
 	case s == planner.BoundFollowing && (e == planner.BoundPreceding || e == planner.BoundCurrentRow):
 		return sqlerr.New(sqlerr.WindowingError, "frame starting from following row cannot have preceding rows")
 	}
+	if r := fr; fr.Groups && !offsetBound(fr.Start) && !offsetBound(fr.End) {
+		// Without offsets a GROUPS frame is the RANGE frame of the same
+		// ends: run it as one where the RANGE kernels take it.
+		r.Groups = false
+		if fn.Kind != planner.WinAgg || aggFrame(r) {
+			fr = r
+		}
+	}
 	if fn.Kind == planner.WinAgg && !aggFrame(fr) {
 		return sqlerr.New(sqlerr.FeatureNotSupported,
 			"aggregate functions OVER this frame are not supported yet (supported: the default, UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING, "+
@@ -143,6 +155,11 @@ func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc, ord
 	}
 	fn.Frame = fr
 	return nil
+}
+
+// offsetBound says b is n PRECEDING or n FOLLOWING.
+func offsetBound(b planner.FrameBound) bool {
+	return b.Kind == planner.BoundPreceding || b.Kind == planner.BoundFollowing
 }
 
 // frameBound binds one end of a frame.
@@ -184,7 +201,7 @@ func aggFrame(f planner.WinFrame) bool {
 		return b.Kind == planner.BoundPreceding || b.Kind == planner.BoundCurrentRow || b.Kind == planner.BoundFollowing
 	}
 	switch {
-	case f.WholePartition() || f == planner.DefaultFrame || f.RangeOffset():
+	case f.WholePartition() || f == planner.DefaultFrame || f.RangeOffset() || f.Groups:
 		return true
 	case !f.Rows:
 		return false
@@ -194,9 +211,9 @@ func aggFrame(f planner.WinFrame) bool {
 
 // rangeBound binds n PRECEDING or n FOLLOWING of a RANGE frame: one ORDER
 // BY key (42P20 otherwise, as PostgreSQL), of an integer type with an
-// integer offset, a floating-point type with a numeric offset, or
-// timestamp with an interval offset (INTERVAL '1' HOUR). PostgreSQL also
-// takes numeric, date, time and timestamptz keys: refused with 0A000.
+// integer offset, a floating-point type or numeric with a numeric offset,
+// or timestamp, timestamptz, date or time with an interval offset
+// (INTERVAL '1' HOUR). timetz keys are refused with 0A000.
 func (b *Binder) rangeBound(c *ectx, fb ast.FrameBound, what string, order []planner.SortKey) (planner.FrameBound, error) {
 	if len(order) != 1 {
 		return planner.FrameBound{}, sqlerr.New(sqlerr.WindowingError, "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
@@ -236,19 +253,25 @@ func (b *Binder) rangeBound(c *ectx, fb ast.FrameBound, what string, order []pla
 	}
 	ok := false
 	ot := off.Type().Kind
+	intOff := ot == types.Int16 || ot == types.Int32 || ot == types.Int64
 	var want types.T
 	switch kt.Kind {
 	case types.Int16, types.Int32, types.Int64:
-		ok, want = ot == types.Int16 || ot == types.Int32 || ot == types.Int64, types.TInt64
+		ok, want = intOff, types.TInt64
 	case types.Float32, types.Float64:
-		ok, want = ot == types.Int16 || ot == types.Int32 || ot == types.Int64 || ot == types.Numeric || ot == types.Float32 || ot == types.Float64, types.TFloat64
-	case types.Timestamp:
+		ok, want = intOff || ot == types.Numeric || ot == types.Float32 || ot == types.Float64, types.TFloat64
+	case types.Numeric:
+		ok, want = intOff || ot == types.Numeric, types.TNumeric
+	case types.Timestamp, types.Date, types.Time:
 		ok, want = ot == types.Interval, types.TInterval
 	default:
-		return planner.FrameBound{}, sqlerr.New(sqlerr.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s (supported: integer types, double precision, real, timestamp)", typeName(kt))
+		return planner.FrameBound{}, sqlerr.New(sqlerr.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s", typeName(kt))
 	}
 	if !ok {
 		return planner.FrameBound{}, sqlerr.New(sqlerr.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s and offset type %s", typeName(kt), typeName(off.Type()))
+	}
+	if ot == types.Numeric {
+		want = off.Type() // keep the offset's own digits
 	}
 	off, err := b.castTo(off, want)
 	if err != nil {
@@ -264,8 +287,14 @@ func (b *Binder) rangeBound(c *ectx, fb ast.FrameBound, what string, order []pla
 		neg = d.I < 0
 	case types.Float64:
 		neg = d.F < 0 || math.IsNaN(d.F)
-	default:
-		neg = types.IntervalMicros(d.IV) < 0
+	case types.Numeric:
+		neg = d.D.Sign() < 0
+	case types.Interval:
+		if kt.Kind == types.Time {
+			neg = d.IV.Nanoseconds < 0 // in_range(time, interval) reads only the time part
+		} else {
+			neg = types.IntervalMicros(d.IV) < 0
+		}
 	}
 	switch {
 	case d.Null:
@@ -273,9 +302,13 @@ func (b *Binder) rangeBound(c *ectx, fb ast.FrameBound, what string, order []pla
 	case neg:
 		return planner.FrameBound{}, sqlerr.New("22013", "invalid preceding or following size in window function")
 	}
+	scale := int64(0)
+	if want.Kind == types.Numeric {
+		scale = int64(want.Scale)
+	}
 	k := planner.BoundPreceding
 	if fb.Type == ast.Following {
 		k = planner.BoundFollowing
 	}
-	return planner.FrameBound{Kind: k, Off: d}, nil
+	return planner.FrameBound{Kind: k, Off: d, N: scale}, nil
 }

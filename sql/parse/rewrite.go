@@ -376,6 +376,12 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = -1
 					i = end - 1
 					continue
+				case t.Val == "row" && next.isOp("(") && oneField(toks, i+1, to) && !(i > from && toks[i-1].isOp(".")):
+					// ROW(x): TiDB's grammar wants two fields or more; the
+					// binder reads pg_row1(x) as the one-field record.
+					prim = r.emit("pg_row1", i, space)
+					callable = true
+					continue
 				case t.Val == "session" && next.isOp("(") && !(i > from && (toks[i-1].is("from") || toks[i-1].is("join") || toks[i-1].is("into") || toks[i-1].isOp("."))):
 					// Flink's group window GROUP BY SESSION(ts, gap): SESSION
 					// is a keyword of TiDB's grammar (sql/bind groupwin.go).
@@ -1430,4 +1436,25 @@ func mysqlInfix(toks []token, i, from, to int) bool {
 	operandStart := next.Kind == tNumber || next.Kind == tString || next.Kind == tQIdent || next.Kind == tParam ||
 		next.Kind == tIdent && !pgReserved[next.Val]
 	return operandEnd && operandStart
+}
+
+// oneField reports whether the parenthesis at toks[open] holds one
+// expression: something, and no comma outside inner parentheses and
+// brackets before its closing parenthesis.
+func oneField(toks []token, open, to int) bool {
+	depth := 0
+	for k := open; k < to; k++ {
+		switch t := toks[k]; {
+		case t.isOp("(") || t.isOp("["):
+			depth++
+		case t.isOp(")") || t.isOp("]"):
+			depth--
+			if depth == 0 {
+				return k > open+1
+			}
+		case t.isOp(",") && depth == 1:
+			return false
+		}
+	}
+	return false
 }
