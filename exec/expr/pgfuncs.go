@@ -123,35 +123,53 @@ func arrayContainsKernel(c *Ctx, args []vec, n int) (vec, error) {
 	default:
 		return vec{}, sqlerr.New(sqlerr.FeatureNotSupported, "= ANY over an array of %s is not supported", vals.DataType())
 	}
-	out := newColOut(mem, types.TBool, n)
+	vbuf, valid := bitBuf(mem, n)
+	buf, out := bitBuf(mem, n)
+	nulls := 0
+	ints, _ := vals.(*array.Int64)
+	elemNulls := vals != nil && vals.NullN() > 0
 	for i := 0; i < n; i++ {
 		if lst.IsNull(i) {
-			out.set(i, types.Null)
+			nulls++
 			continue
 		}
+		lo, hi := int(offs[i]), int(offs[i+1])
 		if xNull || xs.IsNull(i) {
 			// NULL = ANY('{}') is false: there is no element to compare.
-			if offs[i] == offs[i+1] {
-				out.set(i, types.Boolean(false))
+			if lo == hi {
+				valid[i>>3] |= 1 << (i & 7)
 			} else {
-				out.set(i, types.Null)
+				nulls++
 			}
 			continue
 		}
 		sawNull, found := false, false
-		for j := int(offs[i]); j < int(offs[i+1]); j++ {
-			if !vals.IsValid(j) {
-				sawNull = true
-			} else if eq(i, j) {
-				found = true
-				break
+		if ints != nil && !elemNulls { // the common case: a typed scan
+			x := int64s(xs)[i]
+			for _, v := range ints.Int64Values()[lo:hi] {
+				if v == x {
+					found = true
+					break
+				}
+			}
+		} else {
+			for j := lo; j < hi; j++ {
+				if !vals.IsValid(j) {
+					sawNull = true
+				} else if eq(i, j) {
+					found = true
+					break
+				}
 			}
 		}
 		if !found && sawNull {
-			out.set(i, types.Null)
+			nulls++
 			continue
 		}
-		out.set(i, types.Boolean(found))
+		valid[i>>3] |= 1 << (i & 7)
+		if found {
+			out[i>>3] |= 1 << (i & 7)
+		}
 	}
-	return out.finish(mem, n), nil
+	return vec{arr: finish(arrow.FixedWidthTypes.Boolean, n, vbuf, nulls, buf), t: types.TBool}, nil
 }
