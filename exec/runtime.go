@@ -8,6 +8,7 @@ import (
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
 )
 
 // StartJob compiles a continuous query into its graph and starts it:
@@ -16,6 +17,9 @@ import (
 func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	if spec.Parallelism < 1 {
 		spec.Parallelism = 1
+	}
+	if err := CheckArrayLayout(spec.View); err != nil {
+		return nil, err
 	}
 	g, err := compile(spec.Plan, spec.Parallelism)
 	if err != nil {
@@ -380,3 +384,21 @@ type unionOp struct{ out *outlet }
 
 func (u unionOp) Push(ectx *expr.Ctx, c Chunk, _ int) error         { return u.out.emit(ectx, c, nil) }
 func (u unionOp) Barrier(*expr.Ctx, *Barrier, *storage.Batch) error { return nil }
+
+// CheckArrayLayout refuses to run a view created before arrays were
+// stored as typed lists (storage.KeyFormatTypedArrays) when it outputs an
+// array of a non-text element type: its log holds the old List<String>
+// layout without the metadata that would say how to read it back.
+func CheckArrayLayout(v *storage.TableDef) error {
+	if v == nil || v.KeyFormat >= storage.KeyFormatTypedArrays {
+		return nil
+	}
+	for _, c := range v.Columns {
+		if c.Type.Kind == types.TextArray && c.Type != types.TTextArray {
+			return sqlerr.New(sqlerr.FeatureNotSupported,
+				"materialized view %q was created before arrays were stored as typed lists and its column %q is %s: drop and recreate it",
+				v.Name, c.Name, c.Type)
+		}
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamdb/streamdb/exec/expr"
@@ -20,6 +21,9 @@ type LateralFuncScan struct {
 	Func string
 	Args []expr.Expr
 	T    types.T
+	// Outer (unnest only) gives a row whose array is NULL or empty one
+	// output row with a NULL element: LEFT JOIN LATERAL ... ON true.
+	Outer bool
 }
 
 func (p *LateralFuncScan) Types() []types.T {
@@ -98,6 +102,9 @@ func (p *LateralFuncScan) expand(ectx *expr.Ctx, mem memory.Allocator, rec arrow
 	}
 	defer arg.Release()
 	at := p.Args[0].Type()
+	if lst, ok := arg.(*array.List); ok && p.Func == "unnest" && p.T == types.ArrayElem(at) {
+		return p.expandList(mem, rec, lst)
+	}
 	vb := types.NewBuilder(mem, p.T)
 	defer vb.Release()
 	var src []int
@@ -110,7 +117,45 @@ func (p *LateralFuncScan) expand(ectx *expr.Ctx, mem memory.Allocator, rec arrow
 			src = append(src, r)
 			types.AppendDatum(vb, v, p.T)
 		}
+		if len(vals) == 0 && p.Outer {
+			src = append(src, r)
+			vb.AppendNull()
+		}
 	}
+	return p.withValues(mem, rec, src, vb.NewArray()), src, nil
+}
+
+// expandList is expand of unnest over an array column: the output rows'
+// elements are taken from the list's values, typed, with no per-element
+// boxing.
+func (p *LateralFuncScan) expandList(mem memory.Allocator, rec arrow.RecordBatch, lst *array.List) (arrow.RecordBatch, []int, error) {
+	n := int(rec.NumRows())
+	end := 0
+	if n > 0 {
+		_, e := lst.ValueOffsets(n - 1)
+		end = int(e)
+	}
+	src, pos := make([]int, 0, end), make([]int, 0, end)
+	for r := 0; r < n; r++ {
+		s, e := lst.ValueOffsets(r)
+		if lst.IsNull(r) || s == e {
+			if p.Outer {
+				src = append(src, r)
+				pos = append(pos, -1) // a NULL element
+			}
+			continue
+		}
+		for j := int(s); j < int(e); j++ {
+			src = append(src, r)
+			pos = append(pos, j)
+		}
+	}
+	return p.withValues(mem, rec, src, takeArrayMem(mem, lst.ListValues(), pos, p.T)), src, nil
+}
+
+// withValues is the output of expand: the rows src of rec, each followed by
+// its value in vals (owned by the result).
+func (p *LateralFuncScan) withValues(mem memory.Allocator, rec arrow.RecordBatch, src []int, vals arrow.Array) arrow.RecordBatch {
 	inTs := p.In.Types()
 	out := takeRecordMem(mem, rec, src, inTs)
 	cols := make([]arrow.Array, 0, len(inTs)+1)
@@ -119,6 +164,5 @@ func (p *LateralFuncScan) expand(ectx *expr.Ctx, mem memory.Allocator, rec arrow
 		cols = append(cols, c)
 	}
 	out.Release()
-	cols = append(cols, vb.NewArray())
-	return newRecord(p.Types(), cols, len(src)), src, nil
+	return newRecord(p.Types(), append(cols, vals), len(src))
 }

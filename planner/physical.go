@@ -190,7 +190,7 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &exec.LateralFuncScan{In: in, Func: n.Func, Args: n.Args, T: n.Col.T}, nil
+		return &exec.LateralFuncScan{In: in, Func: n.Func, Args: n.Args, T: n.Col.T, Outer: n.Outer}, nil
 	case *ProjectSRF:
 		in, err := Physical(n.Input, snaps)
 		if err != nil {

@@ -28,6 +28,9 @@ type LateralFuncScan struct {
 	Func  string
 	Args  []expr.Expr
 	Col   Column
+	// Outer keeps a left row whose function gives no values, with a NULL
+	// value (LEFT JOIN LATERAL unnest(t.a) ON true).
+	Outer bool
 }
 
 func (n *LateralFuncScan) Schema() []Column {

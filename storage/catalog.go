@@ -70,8 +70,16 @@ type TableDef struct {
 const KeyFormatCanonical = 1
 
 // KeyFormatJSONB also keys jsonb values by their key form (numbers without
-// trailing fractional zeros): the TableDef.KeyFormat of views created now.
+// trailing fractional zeros).
 const KeyFormatJSONB = 2
+
+// KeyFormatTypedArrays marks views whose output log holds arrays as
+// Lists of the element type's layout (types.ArrayArrow): the
+// TableDef.KeyFormat of views created now. A view from before it with an
+// array column of a non-text element type is refused at start
+// (exec.CheckArrayLayout): its log holds List<String> without the type
+// metadata that would say how to read it.
+const KeyFormatTypedArrays = 3
 
 // Privileges that GRANT gives on a stream or view.
 const (

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
 )
 
 // A stream's log is a sequence of blocks per partition. A block holds the
@@ -189,7 +190,9 @@ func DecodeBlock(mem memory.Allocator, v []byte) (arrow.RecordBatch, error) {
 	}
 	rec := r.RecordBatch()
 	rec.Retain()
-	return rec, nil
+	// A table's or stream's block written before arrays were typed lists
+	// holds them as List<String>: read it in today's layout.
+	return types.UpgradeArrayLayout(rec), nil
 }
 
 // blockMessages reads the IPC messages of a block in place: each message's

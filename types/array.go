@@ -20,11 +20,17 @@ type Array struct {
 // IsNull reports whether element i (0-based) is NULL.
 func (a *Array) IsNull(i int) bool { return a.Null != nil && a.Null[i] }
 
-// TextArrayAt returns row i (not NULL) of a List<String> array.
-func TextArrayAt(l *array.List, i int) *Array {
+// TextArrayAt returns row i (not NULL) of an array of t, each element as
+// its type's output text. The list's elements are in the element type's
+// Arrow layout (ArrayArrow); a List<String> (the layout before typed
+// lists, or text[]) is read as the elements' text.
+func TextArrayAt(l *array.List, i int, t T) *Array {
 	start, end := l.ValueOffsets(i)
-	vals := l.ListValues().(*array.String)
 	out := &Array{Elems: make([]string, end-start)}
+	vals := l.ListValues()
+	elem := ArrayElem(t)
+	str, _ := vals.(*array.String)
+	var buf []byte
 	for j := start; j < end; j++ {
 		if vals.IsNull(int(j)) {
 			if out.Null == nil {
@@ -33,20 +39,43 @@ func TextArrayAt(l *array.List, i int) *Array {
 			out.Null[j-start] = true
 			continue
 		}
-		out.Elems[j-start] = vals.Value(int(j))
+		if str != nil {
+			out.Elems[j-start] = str.Value(int(j))
+			continue
+		}
+		buf = AppendText(buf[:0], DatumAt(vals, int(j), elem), elem)
+		out.Elems[j-start] = string(buf)
 	}
 	return out
 }
 
-func appendTextArray(b *array.ListBuilder, a *Array) {
+// appendTextArray appends a (elements as their output text, checked by
+// checkArrayElems) to b, a builder of t's layout: each element is read
+// back into its type's Arrow layout.
+func appendTextArray(b *array.ListBuilder, a *Array, t T) {
 	b.Append(true)
-	vb := b.ValueBuilder().(*array.StringBuilder)
+	vb := b.ValueBuilder()
+	if sb, ok := vb.(*array.StringBuilder); ok {
+		for i, s := range a.Elems {
+			if a.IsNull(i) {
+				sb.AppendNull()
+			} else {
+				sb.Append(s)
+			}
+		}
+		return
+	}
+	elem := ArrayElem(t)
 	for i, s := range a.Elems {
 		if a.IsNull(i) {
 			vb.AppendNull()
-		} else {
-			vb.Append(s)
+			continue
 		}
+		d, err := ParseText(s, elem)
+		if err != nil { // not written by checkArrayElems: a bug upstream
+			panic("types: array element " + quote(s) + " is not a " + elem.String() + ": " + err.Error())
+		}
+		AppendDatum(vb, d, elem)
 	}
 }
 

@@ -33,7 +33,7 @@ func DatumAt(arr arrow.Array, i int, t T) Datum {
 	case *array.MonthDayNanoInterval:
 		return Datum{IV: a.Value(i)}
 	case *array.List:
-		return Datum{A: TextArrayAt(a, i)}
+		return Datum{A: TextArrayAt(a, i, t)}
 	case *array.Struct:
 		return recordAt(a, i, t)
 	case *array.Null:
@@ -67,7 +67,7 @@ func AppendDatum(b array.Builder, d Datum, t T) {
 	case *array.MonthDayNanoIntervalBuilder:
 		bb.Append(d.IV)
 	case *array.ListBuilder:
-		appendTextArray(bb, d.A)
+		appendTextArray(bb, d.A, t)
 	case *array.StructBuilder:
 		appendRecord(bb, d, t)
 	case *array.NullBuilder:
@@ -136,9 +136,7 @@ func TypeOfField(f arrow.Field) T {
 	case *arrow.MonthDayNanoIntervalType:
 		return TInterval
 	case *arrow.ListType:
-		if dt.Elem().ID() == arrow.STRING {
-			return TTextArray
-		}
+		return ArrayOfArrow(dt.Elem())
 	}
 	return TUnknown
 }

@@ -3,12 +3,18 @@ package types
 import (
 	"encoding/binary"
 	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// Arrays of the scalar types (int4[], float8[], boolean[], ...) are text[]
-// values whose elements are the element type's canonical text:
+// Arrays of the scalar types (int4[], float8[], boolean[], ...):
 // T{Kind: TextArray, Prec: int32(Int32)} is int4[] (ArrayOf). Prec 0 is
-// text[]. Every write (text input, a cast, the binary format, ARRAY[...])
+// text[]. In Arrow an array column is a List of the element type's own
+// layout (ArrayArrow: List<Int64> for int4[], List<Float64> for float8[],
+// List<String> for text[]); as a Datum (Array) the elements are the
+// element type's canonical output text. Every write (text input, a cast, the binary format, ARRAY[...])
 // checks each element as the element type's input does (22P02, 22003, ...)
 // and writes it as that type's output does, so equal values have equal
 // text except -0 and 0 of the float types (ArrayKey folds those). Ordering
@@ -20,6 +26,25 @@ func ArrayOf(k Kind) T {
 		return TTextArray
 	}
 	return T{Kind: TextArray, Prec: int32(k)}
+}
+
+// ArrayArrow is the Arrow type of an array of t: a List of the element
+// type's layout.
+func ArrayArrow(t T) arrow.DataType { return arrow.ListOf(ArrayElem(t).Arrow()) }
+
+// ArrayOfArrow is an array type whose Arrow type is a List of dt: int8[],
+// float8[], boolean[] or text[] (the layouts' own types), for data
+// without SQL type metadata.
+func ArrayOfArrow(dt arrow.DataType) T {
+	switch dt.ID() {
+	case arrow.INT64:
+		return ArrayOf(Int64)
+	case arrow.FLOAT64:
+		return ArrayOf(Float64)
+	case arrow.BOOL:
+		return ArrayOf(Bool)
+	}
+	return TTextArray
 }
 
 // IntArray is the array type of integer kind k.
@@ -234,4 +259,56 @@ func arrayHasNullFlag(a *Array) uint32 {
 		}
 	}
 	return 0
+}
+
+// UpgradeArrayLayout rewrites the array columns of rec that hold the
+// layout written before typed lists (List<String> of the elements' text,
+// for an array whose element type is not text) into the List of the
+// element type's layout, reading each column's SQL type from its field
+// metadata (MetaType; log blocks of tables and streams carry it). It
+// returns rec itself (not retained again) when no column needs it;
+// otherwise a new record, and rec is released.
+func UpgradeArrayLayout(rec arrow.RecordBatch) arrow.RecordBatch {
+	var cols []arrow.Array
+	var fields []arrow.Field
+	for c, f := range rec.Schema().Fields() {
+		lt, ok := f.Type.(*arrow.ListType)
+		if !ok || lt.Elem().ID() != arrow.STRING {
+			continue
+		}
+		t := TypeOfField(f)
+		if t.Kind != TextArray || ArrayElem(t).Arrow().ID() == arrow.STRING {
+			continue
+		}
+		if cols == nil {
+			cols = append([]arrow.Array(nil), rec.Columns()...)
+			fields = append([]arrow.Field(nil), rec.Schema().Fields()...)
+		}
+		old := rec.Column(c).(*array.List)
+		b := NewBuilder(memory.DefaultAllocator, t)
+		for i := 0; i < old.Len(); i++ {
+			if old.IsNull(i) {
+				b.AppendNull()
+				continue
+			}
+			// The old layout held each element's output text (checked on
+			// write), which the typed builder reads back.
+			AppendDatum(b, Datum{A: TextArrayAt(old, i, TTextArray)}, t)
+		}
+		cols[c] = b.NewArray()
+		b.Release()
+		fields[c] = Field(f.Name, t)
+	}
+	if cols == nil {
+		return rec
+	}
+	md := rec.Schema().Metadata()
+	out := array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, rec.NumRows())
+	for c := range cols {
+		if cols[c] != rec.Column(c) {
+			cols[c].Release()
+		}
+	}
+	rec.Release()
+	return out
 }

@@ -125,7 +125,7 @@ const (
 	PhysDecimal
 	PhysString
 	PhysInterval
-	PhysList   // List<String>
+	PhysList   // List<the element type's layout> (ArrayArrow)
 	PhysStruct // Struct of the fields' layouts (records)
 )
 
@@ -168,7 +168,7 @@ func (t T) Arrow() arrow.DataType {
 	case PhysInterval:
 		return arrow.FixedWidthTypes.MonthDayNanoInterval
 	case PhysList:
-		return arrow.ListOf(arrow.BinaryTypes.String)
+		return ArrayArrow(t)
 	case PhysStruct:
 		return recordArrow(t)
 	}

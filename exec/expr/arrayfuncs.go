@@ -1,15 +1,15 @@
 package expr
 
 import (
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/streamdb/streamdb/types"
 )
 
-// Functions over text[] (the one array type), with PostgreSQL's results:
+// Functions over arrays, with PostgreSQL's results. An array column is a
+// List of its element type's layout (types.ArrayArrow):
 //
-//	array_ctor(a, b, ...)   ARRAY[a, b, ...]: NULL arguments are NULL elements
+//	array_ctor(a, b, ...)   ARRAY[a, b, ...]: NULL arguments are NULL elements (of the element type)
 //	array_cat(x, y)         x || y: a NULL side is the other array
 //	array_upper(x, d)       the last index of dimension d: n, NULL for {} or d <> 1
 //	array_lower(x, d)       1, NULL for {} or d <> 1
@@ -19,20 +19,18 @@ import (
 //	array_key(x)            Text: equal exactly for arrays PostgreSQL finds equal (grouping)
 //	elem_out(v)             Text: v's output text, as an array element holds it
 
-// arrayCtorKernel builds one array per row from the arguments' values.
+// arrayCtorKernel builds one array per row from the arguments' values,
+// each of the array's element type.
 func arrayCtorKernel(t types.T) kernel {
 	return func(c *Ctx, args []vec, n int) (vec, error) {
-		lb := array.NewListBuilder(c.mem(), arrow.BinaryTypes.String)
+		elem := types.ArrayElem(t)
+		lb := types.NewBuilder(c.mem(), t).(*array.ListBuilder)
 		defer lb.Release()
-		vb := lb.ValueBuilder().(*array.StringBuilder)
+		vb := lb.ValueBuilder()
 		for i := 0; i < n; i++ {
 			lb.Append(true)
 			for _, a := range args {
-				if d := datumOf(a, i); d.Null {
-					vb.AppendNull()
-				} else {
-					vb.Append(d.S)
-				}
+				types.AppendDatum(vb, datumOf(a, i), elem)
 			}
 		}
 		return vec{arr: lb.NewArray(), t: t}, nil
@@ -42,7 +40,7 @@ func arrayCtorKernel(t types.T) kernel {
 // arrayCatKernel concatenates two arrays per row.
 func arrayCatKernel(t types.T) kernel {
 	return func(c *Ctx, args []vec, n int) (vec, error) {
-		lb := array.NewListBuilder(c.mem(), arrow.BinaryTypes.String)
+		lb := types.NewBuilder(c.mem(), t)
 		defer lb.Release()
 		for i := 0; i < n; i++ {
 			x, y := datumOf(args[0], i), datumOf(args[1], i)

@@ -294,5 +294,5 @@ func listAt(v vec, i int) *types.Array {
 	if v.scalar() {
 		return v.d.A
 	}
-	return types.TextArrayAt(v.arr.(*array.List), i)
+	return types.TextArrayAt(v.arr.(*array.List), i, v.t)
 }

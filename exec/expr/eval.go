@@ -392,7 +392,7 @@ func broadcast(mem memory.Allocator, d types.Datum, t types.T, n int) arrow.Arra
 		if valid != nil {
 			valid.Release()
 		}
-		return broadcastList(mem, d, n)
+		return broadcastList(mem, d, t, n)
 	case types.PhysStruct:
 		if valid != nil {
 			valid.Release()
@@ -433,7 +433,7 @@ func datumAt(a arrow.Array, t types.T, i int) types.Datum {
 	case *array.MonthDayNanoInterval:
 		return types.Datum{IV: a.Value(i)}
 	case *array.List:
-		return types.Datum{A: types.TextArrayAt(a, i)}
+		return types.Datum{A: types.TextArrayAt(a, i, t)}
 	case *array.Struct:
 		return types.DatumAt(a, i, t)
 	}

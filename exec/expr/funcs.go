@@ -112,7 +112,7 @@ func kernelFor(e *Func) (kernel, error) {
 	case "regexp_replace":
 		k, lo, hi = regexpReplaceKernel(e.T), 3, 4
 	case "array_to_string":
-		k, lo, hi = arrayToStringKernel(e.T), 2, 2
+		k, lo, hi = arrayToStringKernel(e.T, argTypes(e.Args)[0]), 2, 2
 	case "regex_test":
 		k, lo, hi = regexTestKernel, 2, 2
 	case "array_contains":

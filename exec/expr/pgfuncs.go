@@ -4,6 +4,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -43,10 +44,11 @@ func regexTestKernel(c *Ctx, args []vec, n int) (vec, error) {
 	return vec{arr: finish(arrow.FixedWidthTypes.Boolean, n, valid, nulls, buf), t: types.TBool}, nil
 }
 
-// arrayToStringKernel is array_to_string(text[], delimiter): the non-NULL
-// elements joined by the delimiter (NULL elements are skipped, as
-// PostgreSQL does without its third argument).
-func arrayToStringKernel(t types.T) kernel {
+// arrayToStringKernel is array_to_string(array, delimiter): the non-NULL
+// elements' output text joined by the delimiter (NULL elements are
+// skipped, as PostgreSQL does without its third argument).
+func arrayToStringKernel(t, at types.T) kernel {
+	elem := types.ArrayElem(at)
 	return func(c *Ctx, args []vec, n int) (vec, error) {
 		mem := c.mem()
 		if args[0].scalar() && args[0].d.Null {
@@ -55,29 +57,36 @@ func arrayToStringKernel(t types.T) kernel {
 		lst := args[0].column(mem, n).(*array.List)
 		defer lst.Release()
 		offs := lst.Offsets()[lst.Data().Offset():]
-		elems := lst.ListValues().(*array.String)
+		vals := lst.ListValues()
+		strs, _ := vals.(*array.String)
 		delim := strColOf(args[1])
 		// strMap sizes its output by its first argument, which must be text.
 		return c.strMap(t, []vec{args[1], args[0]}, n, func(dst []byte, i int) ([]byte, error) {
 			first := true
 			for j := int(offs[i]); j < int(offs[i+1]); j++ {
-				if !elems.IsValid(j) {
+				if !vals.IsValid(j) {
 					continue
 				}
 				if !first {
 					dst = append(dst, delim.at(i)...)
 				}
 				first = false
-				dst = append(dst, elems.Value(j)...)
+				if strs != nil {
+					dst = append(dst, strs.Value(j)...)
+				} else {
+					dst = types.AppendText(dst, types.DatumAt(vals, j, elem), elem)
+				}
 			}
 			return dst, nil
 		})
 	}
 }
 
-// arrayContainsKernel is PostgreSQL's x = ANY(array) for text x and text[]:
-// true where an element equals x, otherwise NULL where x is NULL, the array
-// is NULL or has a NULL element, otherwise false.
+// arrayContainsKernel is PostgreSQL's x = ANY(array): true where an element
+// equals x, otherwise NULL where x is NULL, the array is NULL or has a NULL
+// element, otherwise false. x has the elements' layout (the binder makes
+// it so): a typed loop per layout compares x with the list's values,
+// floats as PostgreSQL's float8eq (-0 = 0, NaN = NaN).
 func arrayContainsKernel(c *Ctx, args []vec, n int) (vec, error) {
 	x, a := args[0], args[1]
 	if a.scalar() && a.d.Null {
@@ -87,41 +96,80 @@ func arrayContainsKernel(c *Ctx, args []vec, n int) (vec, error) {
 	lst := a.column(mem, n).(*array.List)
 	defer lst.Release()
 	offs := lst.Offsets()[lst.Data().Offset():]
-	elems := lst.ListValues().(*array.String)
+	vals := lst.ListValues()
 	xNull := x.scalar() && x.d.Null
-	var s strCol
+	var xs arrow.Array
 	if !xNull {
-		s = strColOf(x)
+		xs = x.column(mem, n)
+		defer xs.Release()
+	} else {
+		vals = nil // no comparison
 	}
-	out := newColOut(mem, types.TBool, n)
+	var eq func(i, j int) bool
+	switch v := vals.(type) {
+	case nil:
+	case *array.Int64:
+		xv, ev := int64s(xs), int64s(v)
+		eq = func(i, j int) bool { return xv[i] == ev[j] }
+	case *array.Float64:
+		xv, ev := float64s(xs), float64s(v)
+		eq = func(i, j int) bool { return xv[i] == ev[j] || xv[i] != xv[i] && ev[j] != ev[j] }
+	case *array.Boolean:
+		xb, _ := xs.(*array.Boolean)
+		eq = func(i, j int) bool { return xb.Value(i) == v.Value(j) }
+	case *array.String:
+		xstr, _ := xs.(*array.String)
+		eq = func(i, j int) bool { return xstr.Value(i) == v.Value(j) }
+	default:
+		return vec{}, sqlerr.New(sqlerr.FeatureNotSupported, "= ANY over an array of %s is not supported", vals.DataType())
+	}
+	vbuf, valid := bitBuf(mem, n)
+	buf, out := bitBuf(mem, n)
+	nulls := 0
+	ints, _ := vals.(*array.Int64)
+	elemNulls := vals != nil && vals.NullN() > 0
 	for i := 0; i < n; i++ {
 		if lst.IsNull(i) {
-			out.set(i, types.Null)
+			nulls++
 			continue
 		}
-		if xNull || s.arr != nil && s.arr.IsNull(i) {
+		lo, hi := int(offs[i]), int(offs[i+1])
+		if xNull || xs.IsNull(i) {
 			// NULL = ANY('{}') is false: there is no element to compare.
-			if offs[i] == offs[i+1] {
-				out.set(i, types.Boolean(false))
+			if lo == hi {
+				valid[i>>3] |= 1 << (i & 7)
 			} else {
-				out.set(i, types.Null)
+				nulls++
 			}
 			continue
 		}
-		v, sawNull, found := s.at(i), false, false
-		for j := int(offs[i]); j < int(offs[i+1]); j++ {
-			if !elems.IsValid(j) {
-				sawNull = true
-			} else if elems.Value(j) == v {
-				found = true
-				break
+		sawNull, found := false, false
+		if ints != nil && !elemNulls { // the common case: a typed scan
+			x := int64s(xs)[i]
+			for _, v := range ints.Int64Values()[lo:hi] {
+				if v == x {
+					found = true
+					break
+				}
+			}
+		} else {
+			for j := lo; j < hi; j++ {
+				if !vals.IsValid(j) {
+					sawNull = true
+				} else if eq(i, j) {
+					found = true
+					break
+				}
 			}
 		}
 		if !found && sawNull {
-			out.set(i, types.Null)
+			nulls++
 			continue
 		}
-		out.set(i, types.Boolean(found))
+		valid[i>>3] |= 1 << (i & 7)
+		if found {
+			out[i>>3] |= 1 << (i & 7)
+		}
 	}
-	return out.finish(mem, n), nil
+	return vec{arr: finish(arrow.FixedWidthTypes.Boolean, n, vbuf, nulls, buf), t: types.TBool}, nil
 }

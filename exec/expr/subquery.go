@@ -1,8 +1,6 @@
 package expr
 
 import (
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -48,7 +46,7 @@ func arrayOrEmptyKernel(t types.T) kernel {
 			a.arr.Retain()
 			return vec{arr: a.arr, t: t}, nil
 		}
-		lb := array.NewListBuilder(c.mem(), arrow.BinaryTypes.String)
+		lb := types.NewBuilder(c.mem(), t)
 		defer lb.Release()
 		empty := types.Datum{A: &types.Array{}}
 		for i := 0; i < n; i++ {

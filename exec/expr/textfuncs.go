@@ -467,47 +467,43 @@ func appendReplacement(dst []byte, repl, src string, m []int) []byte {
 
 // ---- text[] ----
 
-// subscriptKernel is a[k] on a text[]: element k (1-based) or NULL when k
-// is out of range, the element is NULL, or a or k is NULL.
+// subscriptKernel is a[k]: element k (1-based), of the element type t, or
+// NULL when k is out of range, the element is NULL, or a or k is NULL. It
+// gathers the elements from the list's values, typed.
 func subscriptKernel(t types.T) kernel {
 	return func(c *Ctx, args []vec, n int) (vec, error) {
 		mem := c.mem()
 		lst := args[0].column(mem, n).(*array.List)
 		defer lst.Release()
 		offs := lst.Offsets()[lst.Data().Offset():]
-		elems := lst.ListValues().(*array.String)
+		vals := lst.ListValues()
 		in, _ := validity(mem, n, args...)
 		if in != nil {
 			defer in.Release()
 		}
 		inb := bufBytes(in)
 		k := intColOf(args[1])
-		vbuf, valid := bitBuf(mem, n)
-		out := newStrOut(n, 0)
-		nulls := 0
+		which, pos := make([]int32, n), make([]int32, n)
 		for i := 0; i < n; i++ {
 			if isValid(inb, i) {
 				start, end := int64(offs[i]), int64(offs[i+1])
-				if p := k.at(i); p >= 1 && p <= end-start && elems.IsValid(int(start+p-1)) {
-					out.data = append(out.data, elems.Value(int(start+p-1))...)
-					valid[i>>3] |= 1 << (i & 7)
-					out.end()
+				if p := k.at(i); p >= 1 && p <= end-start {
+					pos[i] = int32(start + p - 1)
 					continue
 				}
 			}
-			nulls++
-			out.end()
+			which[i] = -1
 		}
-		return vec{arr: out.finish(mem, t, vbuf, nulls), t: t}, nil
+		return vec{arr: gather(mem, t.Arrow(), []arrow.Array{vals}, which, pos), t: t}, nil
 	}
 }
 
-// broadcastList makes n copies of a text[] datum.
-func broadcastList(mem memory.Allocator, d types.Datum, n int) arrow.Array {
-	lb := array.NewListBuilder(mem, arrow.BinaryTypes.String)
+// broadcastList makes n copies of an array datum of t.
+func broadcastList(mem memory.Allocator, d types.Datum, t types.T, n int) arrow.Array {
+	lb := types.NewBuilder(mem, t)
 	defer lb.Release()
 	for i := 0; i < n; i++ {
-		types.AppendDatum(lb, d, types.TTextArray)
+		types.AppendDatum(lb, d, t)
 	}
 	return lb.NewArray()
 }

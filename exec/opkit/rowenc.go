@@ -233,6 +233,25 @@ func AppendTake(bl array.Builder, a arrow.Array, idx []int, t types.T) {
 				b.Append(arr.Value(i))
 			}
 		}
+	case *array.List:
+		// An array: each row's elements taken from the list's values in
+		// their own layout (types.ArrayArrow).
+		b := bl.(*array.ListBuilder)
+		vals, elem := arr.ListValues(), types.ArrayElem(t)
+		var sub []int
+		for _, i := range idx {
+			if i < 0 || arr.IsNull(i) {
+				b.AppendNull()
+				continue
+			}
+			s, e := arr.ValueOffsets(i)
+			sub = sub[:0]
+			for j := s; j < e; j++ {
+				sub = append(sub, int(j))
+			}
+			b.Append(true)
+			AppendTake(b.ValueBuilder(), vals, sub, elem)
+		}
 	default:
 		for _, i := range idx {
 			if i < 0 || a.IsNull(i) {

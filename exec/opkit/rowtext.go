@@ -44,8 +44,8 @@ func TypeOfArrowType(dt arrow.DataType) types.T {
 		return types.TText
 	case *arrow.MonthDayNanoIntervalType:
 		return types.TInterval
-	case *arrow.ListType: // an array: List<String> whatever its element type
-		return types.TTextArray
+	case *arrow.ListType: // an array: a list of one of these layouts
+		return types.ArrayOfArrow(dt.Elem())
 	case *arrow.StructType: // a record: one of its fields' layouts
 		fs := make([]types.RecordField, dt.NumFields())
 		for i, f := range dt.Fields() {

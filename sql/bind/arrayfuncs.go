@@ -7,11 +7,10 @@ import (
 	"github.com/streamdb/streamdb/types"
 )
 
-// Array constructors and functions. Arrays are text[] values whose
-// elements are the element type's text (types/elemarray.go): ARRAY[...]
-// takes the elements' common type (text when all are untyped literals)
-// and builds a text[] that a cast makes the typed array, so each element
-// is written as its type's output. The parser writes ARRAY[a, b] as
+// Array constructors and functions. An array is a List of its element
+// type's Arrow layout (types/elemarray.go): ARRAY[...] takes the
+// elements' common type (text when all are untyped literals) and builds
+// the array of it from the elements' values. The parser writes ARRAY[a, b] as
 // pg_array_ctor(a, b) and a[j:k] as pg_slice(a, j, k).
 
 // arrayFunc binds the array functions; ok is false for other names.
@@ -114,9 +113,6 @@ func (b *Binder) arrayConcat(l, r expr.Expr) (e expr.Expr, ok bool, err error) {
 					return nil, err
 				}
 			}
-			if elem.Kind != types.Text {
-				x = call("elem_out", types.TText, x)
-			}
 			return call("array_ctor", at, x), nil
 		}
 		return nil, noOperator("||", l, r)
@@ -170,9 +166,26 @@ func (b *Binder) arrayCtor(args []expr.Expr) (expr.Expr, error) {
 				return nil, err
 			}
 		}
-		if elem.Kind != types.Text {
-			args[i] = call("elem_out", types.TText, args[i])
-		}
 	}
 	return call("array_ctor", types.ArrayOf(elem.Kind), args...), nil
+}
+
+// anyOperand returns x as x = ANY(a) compares it with a's elements typed:
+// an untyped literal read as the element type, an element type of the
+// same layout (an integer with an integer array, a float with a float
+// array, boolean, date, timestamp, text with text[]) as it is; ok is
+// false when x must be compared by its text.
+func anyOperand(x expr.Expr, at types.T) (expr.Expr, bool) {
+	elem, t := types.ArrayElem(at), x.Type()
+	switch {
+	case t.Kind == types.Unknown:
+		return nil, false
+	case elem.Kind == types.Text || elem.Kind == types.UUID:
+		return x, t.Kind == elem.Kind
+	case elem.IsInteger() && t.IsInteger(), elem.IsFloat() && t.IsFloat():
+		return x, true
+	case elem.Kind == types.Bool || elem.Kind == types.Date || elem.Kind == types.Timestamp:
+		return x, t.Kind == elem.Kind && t.TZ == elem.TZ
+	}
+	return nil, false
 }

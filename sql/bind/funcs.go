@@ -807,11 +807,8 @@ func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
 			}
 			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "array subscript must have type integer")
 		}
-		if elem := types.ArrayElem(args[0].Type()); elem.Kind != types.Text {
-			// An element of int2[] is a smallint (types/intarray.go).
-			return &expr.Cast{E: call("subscript", types.TText, args...), T: elem}, nil
-		}
-		return call("subscript", types.TText, args...), nil
+		// An element of int2[] is a smallint, read from the list's values.
+		return call("subscript", types.ArrayElem(args[0].Type()), args...), nil
 	case "count", "sum", "avg", "min", "max":
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "aggregate %s is not supported here", name)
 	}

@@ -257,8 +257,23 @@ func (b *Binder) pgFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err
 		if as[1].Type().Kind != types.TextArray {
 			return nil, true, sqlerr.New(sqlerr.WrongObjectType, "op ANY/ALL (array) requires array on right side")
 		}
-		// Arrays are text[]: x is compared by its text form, as an
-		// element of the array (an oid with an oid[] of the catalog).
+		// x of the elements' kind (or integer with integer, float with
+		// float) compares typed with the list's values; otherwise x is
+		// compared by its text form with the elements' text (an oid with an
+		// oid[] of the catalog).
+		if as[0].Type().Kind == types.Unknown {
+			if as[0], err = b.coerce(as[0], types.ArrayElem(as[1].Type())); err != nil {
+				return nil, true, err
+			}
+		}
+		if x, ok := anyOperand(as[0], as[1].Type()); ok {
+			return call("array_contains", types.TBool, x, as[1]), true, nil
+		}
+		if as[1].Type() != types.TTextArray {
+			if as[1], err = b.castTo(as[1], types.TTextArray); err != nil {
+				return nil, true, err
+			}
+		}
 		if k := as[0].Type().Kind; k == types.Unknown {
 			as[0], err = b.coerce(as[0], types.TText)
 		} else if k != types.Text {

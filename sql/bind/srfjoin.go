@@ -20,7 +20,8 @@ import (
 // view runs it as a stage beside filters and projections (a retracted row
 // retracts its elements). Only unnest with one argument, joined by a comma,
 // CROSS JOIN or an inner JOIN ... ON (the condition filters the rows),
-// reads the left side; LEFT JOIN LATERAL is 0A000; other functions keep
+// reads the left side, and LEFT JOIN LATERAL ... ON true (a NULL element
+// for a NULL or empty array; other LEFT conditions are 0A000); other functions keep
 // binding as FROM items that see no other FROM item.
 
 // bindLateralUnnest binds j as a LateralFuncScan when its right side is
@@ -49,9 +50,10 @@ func (b *Binder) bindLateralUnnest(j *ast.Join, left planner.Node, ls *scope) (p
 	if !reads {
 		return nil, nil, false, nil
 	}
-	if j.Tp != ast.CrossJoin || j.StraightJoin {
+	outer := j.Tp == ast.LeftJoin && !j.StraightJoin && j.On != nil
+	if (j.Tp != ast.CrossJoin || j.StraightJoin) && !outer {
 		return nil, nil, true, sqlerr.New(sqlerr.FeatureNotSupported,
-			"unnest() over a column of another FROM item is supported only in a comma, CROSS or inner join, not an outer join")
+			"unnest() over a column of another FROM item is supported only in a comma, CROSS or inner join, or LEFT JOIN LATERAL ... ON true")
 	}
 	args := []expr.Expr{arg}
 	if _, err := b.srfArgs("unnest", args); err != nil {
@@ -71,14 +73,26 @@ func (b *Binder) bindLateralUnnest(j *ast.Join, left planner.Node, ls *scope) (p
 	sc := &scope{}
 	sc.cols = append(append(sc.cols, ls.cols...), scopeCol{Column: col})
 	sc.star = append(append(sc.star, ls.star...), len(ls.cols))
-	var out planner.Node = &planner.LateralFuncScan{Input: left, Func: "unnest", Args: args, Col: col}
+	var pred expr.Expr
 	if j.On != nil { // JOIN LATERAL unnest(t.a) AS x ON cond: the rows that pass cond
-		pred, err := b.bindBool(&ectx{sc: sc, noAgg: "aggregate functions are not allowed in JOIN conditions",
-			noWin: "window functions are not allowed in JOIN conditions"}, j.On.Expr, "JOIN/ON")
-		if err != nil {
+		if pred, err = b.bindBool(&ectx{sc: sc, noAgg: "aggregate functions are not allowed in JOIN conditions",
+			noWin: "window functions are not allowed in JOIN conditions"}, j.On.Expr, "JOIN/ON"); err != nil {
 			return nil, nil, true, err
 		}
+	}
+	if outer && !isTrue(pred) {
+		return nil, nil, true, sqlerr.New(sqlerr.FeatureNotSupported,
+			"LEFT JOIN LATERAL unnest() is supported only with ON true")
+	}
+	var out planner.Node = &planner.LateralFuncScan{Input: left, Func: "unnest", Args: args, Col: col, Outer: outer}
+	if pred != nil && !outer {
 		out = &planner.Filter{Input: out, Pred: pred}
 	}
 	return out, sc, true, nil
+}
+
+// isTrue reports whether e is the constant TRUE (ON true).
+func isTrue(e expr.Expr) bool {
+	c, ok := e.(*expr.Const)
+	return ok && c.T.Kind == types.Bool && !c.D.Null && c.D.I != 0
 }

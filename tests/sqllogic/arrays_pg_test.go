@@ -44,6 +44,10 @@ func TestArraysPG(t *testing.T) {
 		"SELECT id, cardinality(a), cardinality(b), array_length(a, 1), array_length(c, 1), array_upper(f, 1), array_lower(b, 1) FROM ar",
 		"SELECT id FROM ar WHERE 2 = ANY(a)",
 		"SELECT id, 'x' = ANY(b), 7 = ANY(c), 1.5 = ANY(f), NULL::int = ANY(a) FROM ar",
+		// Typed comparisons over the lists' values: -0 = 0 and NaN = NaN as
+		// float8eq, an untyped literal read as the element type, an int4
+		// with a bigint[]; ARRAY[...] of typed columns.
+		"SELECT id, 0::float8 = ANY(f), 'NaN'::float8 = ANY(f), '03' = ANY(a), id::bigint = ANY(a), a[1] = ANY(c), ARRAY[id, g], ARRAY[f[1], 2.5] FROM ar",
 		"SELECT id, a = '{1,2,3}', a <> ARRAY[3], a < '{2}', a >= ARRAY[1,2], b > '{a}', c <= '{10,NULL}' FROM ar",
 		"SELECT id, a FROM ar ORDER BY a, id",
 		"SELECT id, b FROM ar ORDER BY b DESC NULLS LAST, id",
