@@ -23,7 +23,16 @@ func TestSavepointSelfContained(t *testing.T) {
 	srv.Restart(t)
 	c = srv.Conn(t)
 	execAll(t, c, "RESTORE s FROM SAVEPOINT keep")
-	samePairs(t, "right after RESTORE", queryPairs(t, c, "SELECT k, n FROM s"), map[int64]int64{1: 2, 2: 1})
+	// Right after RESTORE the view holds the savepoint's rows, unless the
+	// restarted job's replay has already committed an epoch (a loaded
+	// machine can delay this read past one). Either way the job replays
+	// exactly the two rows written after the savepoint: it was rewound.
+	after := queryPairs(t, c, "SELECT k, n FROM s")
+	if len(after) != 2 || after[1] != 2 || after[2] != 1 {
+		samePairs(t, "right after RESTORE (savepoint's rows or the replayed ones)", after,
+			queryPairs(t, c, "SELECT k, count(*) FROM t GROUP BY k"))
+	}
+	waitQuery(t, c, "SELECT rows_in FROM streamdb_jobs WHERE name = 's'", "2")
 	samePairs(t, "AS OF the savepoint", queryPairs(t, c, "SELECT k, n FROM s AS OF SAVEPOINT keep"), map[int64]int64{1: 2, 2: 1})
 	execAll(t, c, "CHECKPOINT")
 	samePairs(t, "after replay", queryPairs(t, c, "SELECT k, n FROM s"),
