@@ -37,6 +37,9 @@ var appendOnlyViews = map[string]string{
 }
 
 func TestAppendOnlyTopNBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a volume test (the -race step's budget); run in the plain test step")
+	}
 	srv := StartServer(t, t.TempDir())
 	c := srv.Conn(t)
 	ctx := context.Background()

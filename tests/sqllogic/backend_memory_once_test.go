@@ -16,6 +16,9 @@ import (
 // view on Pebble, after a restart that loaded it from the snapshot, and
 // the view is exact before and after.
 func TestMemoryBackendStateHeldOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a volume test (the -race step's budget); run in the plain test step")
+	}
 	srv := StartServer(t, "")
 	c := srv.Conn(t)
 	const keys = 20000

@@ -73,6 +73,9 @@ func bfState(err error) string {
 // (the first read then waits); background_ddl returns at once while SHOW
 // JOBS, from another connection, shows the backfill's progress.
 func TestCreateViewWaitsForBackfill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a volume test (the -race step's budget); run in the plain test step")
+	}
 	srv := StartServer(t, "")
 	c := srv.Conn(t)
 	ctx := context.Background()

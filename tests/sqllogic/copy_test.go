@@ -377,6 +377,9 @@ func dirBytes(dir string) int64 {
 // leaves the stream as it was: no rows in the batch query or a view, no
 // staged keys or files, and its disk space reclaimed.
 func TestCopyAbortLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a volume test (the -race step's budget); run in the plain test step")
+	}
 	dir := filepath.Join(t.TempDir(), "data")
 	srv := StartServer(t, dir)
 	conn := srv.Conn(t)
