@@ -35,16 +35,8 @@ func (a *arrayAggBagAcc) Update(gids []int32, arg arrow.Array, signs []int8) err
 }
 
 func (a *arrayAggBagAcc) Result(g int32) types.Datum {
-	a.vs = a.vs[:0]
 	var rows int64
-	for k, n := range a.bags.B[g] {
-		d, _, err := opkit.DecodeDatum([]byte(k), a.t)
-		if err != nil || n <= 0 {
-			continue
-		}
-		a.vs = append(a.vs, osValue{d, n})
-		rows += n
-	}
+	a.vs, rows = bagValues(a.vs[:0], a.bags.B[g], a.t)
 	if rows == 0 {
 		return types.Null
 	}
