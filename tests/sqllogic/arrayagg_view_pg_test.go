@@ -23,7 +23,7 @@ func sortArrayElems(row string) string {
 	})
 }
 
-// TestArrayAggViewPG: array_agg(x) over int, text and date columns with
+// TestArrayAggViewPG: array_agg(x) over int, text, date, float8 and bool columns with
 // NULLs, in materialized views over a keyed table that rounds of INSERT,
 // UPDATE (of the grouping key too) and DELETE change, equals PostgreSQL
 // 15's as a multiset in every round, in the batch query and in the view,
@@ -31,18 +31,19 @@ func sortArrayElems(row string) string {
 // the order it documents: ascending, NULLs last, which is PostgreSQL's
 // array_agg(x ORDER BY x) under the C locale the oracle runs with.
 func TestArrayAggViewPG(t *testing.T) {
-	d, srv := startStrictDiff(t, "CREATE TABLE aa (id int PRIMARY KEY, g int, i int, s text, d date)")
+	d, srv := startStrictDiff(t, "CREATE TABLE aa (id int PRIMARY KEY, g int, i int, s text, d date, f float8, b bool)")
 	views := []string{
 		"SELECT g, array_agg(i) FROM aa GROUP BY g",
 		"SELECT g, array_agg(s) AS s, array_agg(d) AS d, count(*) FROM aa GROUP BY g",
 		"SELECT array_agg(i) AS i, array_agg(s) AS s FROM aa WHERE g IS NOT NULL",
 		"SELECT g, array_agg(d) FROM aa WHERE i > 20 GROUP BY g",
+		"SELECT g, array_agg(f) AS f, array_agg(b) AS b FROM aa GROUP BY g",
 	}
 	cases := d.viewAndBatchCases("aagg", "array_agg", views, nil)
 	// ordered is each view's query with the order the view documents.
 	ordered := make([]string, len(views))
 	for i, q := range views {
-		for _, col := range []string{"i", "s", "d"} {
+		for _, col := range []string{"i", "s", "d", "f", "b"} {
 			q = strings.ReplaceAll(q, "array_agg("+col+")", "array_agg("+col+" ORDER BY "+col+")")
 		}
 		ordered[i] = q
@@ -57,6 +58,10 @@ func TestArrayAggViewPG(t *testing.T) {
 			return fmt.Sprint(rng.IntN(4))
 		case "i":
 			return fmt.Sprint(rng.IntN(60) - 10)
+		case "f":
+			return fmt.Sprintf("%g", float64(rng.IntN(40)-20)/4)
+		case "b":
+			return fmt.Sprint(rng.IntN(2) == 0)
 		case "s":
 			return fmt.Sprintf("'%c%d'", 'a'+rune(rng.IntN(5)), rng.IntN(3))
 		}
@@ -71,14 +76,14 @@ func TestArrayAggViewPG(t *testing.T) {
 	round := func() {
 		var rows []string
 		for range 25 {
-			rows = append(rows, fmt.Sprintf("(%d, %s, %s, %s, %s)", next, val("g"), val("i"), val("s"), val("d")))
+			rows = append(rows, fmt.Sprintf("(%d, %s, %s, %s, %s, %s, %s)", next, val("g"), val("i"), val("s"), val("d"), val("f"), val("b")))
 			live = append(live, next)
 			next++
 		}
 		exec("INSERT INTO aa VALUES " + strings.Join(rows, ", "))
 		for range 8 {
 			id := live[rng.IntN(len(live))]
-			col := []string{"g", "i", "s", "d"}[rng.IntN(4)]
+			col := []string{"g", "i", "s", "d", "f", "b"}[rng.IntN(6)]
 			exec(fmt.Sprintf("UPDATE aa SET %s = %s WHERE id = %d", col, val(col), id))
 		}
 		for range 6 {
