@@ -87,6 +87,8 @@ type AggCall struct {
 	// Frac and Desc are an ordered-set aggregate's (exec.AggSpec's).
 	Frac float64
 	Desc bool
+	// Sorted is a materialized view's array_agg (exec.AggSpec's).
+	Sorted bool
 }
 
 // Aggregate groups its input. Output columns: one per GroupBy expression,

@@ -51,7 +51,11 @@ func New(s Spec, retract bool) Accum {
 	case Min, Max:
 		a = &minMaxAcc{max: s.Kind == Max, t: argT, retract: retract}
 	case ArrayAgg:
-		a = &arrayAggAcc{}
+		if s.Sorted {
+			a = &arrayAggBagAcc{t: argT}
+		} else {
+			a = &arrayAggAcc{}
+		}
 	case PercentileCont, PercentileDisc, Mode:
 		a = &orderedSetAcc{spec: s, t: argT}
 	}

@@ -537,6 +537,8 @@ func ValueBytes(acc Accum) int64 {
 		return d.bags.Bytes
 	case *orderedSetAcc:
 		return d.bags.Bytes
+	case *arrayAggBagAcc:
+		return d.bags.Bytes
 	}
 	return 0
 }

@@ -48,16 +48,8 @@ func (a *orderedSetAcc) Update(gids []int32, arg arrow.Array, signs []int8) erro
 // sorted fills a.vs with group g's values in the aggregate's order and
 // returns how many rows they stand for.
 func (a *orderedSetAcc) sorted(g int32) int64 {
-	a.vs = a.vs[:0]
 	var rows int64
-	for k, n := range a.bags.B[g] {
-		d, _, err := opkit.DecodeDatum([]byte(k), a.t)
-		if err != nil || n <= 0 {
-			continue
-		}
-		a.vs = append(a.vs, osValue{d, n})
-		rows += n
-	}
+	a.vs, rows = bagValues(a.vs[:0], a.bags.B[g], a.t)
 	slices.SortFunc(a.vs, func(x, y osValue) int {
 		c := opkit.CompareDatum(x.d, y.d, a.t)
 		if a.spec.Desc {
@@ -66,6 +58,21 @@ func (a *orderedSetAcc) sorted(g int32) int64 {
 		return c
 	})
 	return rows
+}
+
+// bagValues appends a group's values (a ValueBags map) to vs, decoded as
+// type t, with their counts, and returns it and how many rows they stand for.
+func bagValues(vs []osValue, m map[string]int64, t types.T) ([]osValue, int64) {
+	var rows int64
+	for k, n := range m {
+		d, _, err := opkit.DecodeDatum([]byte(k), t)
+		if err != nil || n <= 0 {
+			continue
+		}
+		vs = append(vs, osValue{d, n})
+		rows += n
+	}
+	return vs, rows
 }
 
 // at returns the value at 0-based row r of the sorted values.

@@ -34,4 +34,8 @@ type Spec struct {
 	// descending.
 	Frac float64
 	Desc bool
+	// Sorted makes array_agg keep a multiset per group and list it in
+	// ascending order (a materialized view's array_agg, arrayaggbag.go);
+	// Arg is then x itself, not its element text.
+	Sorted bool
 }

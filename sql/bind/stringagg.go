@@ -58,13 +58,12 @@ func (b *Binder) bindStringAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, er
 // bindArrayAgg binds array_agg(x), which the parser writes as TiDB's
 // bit_xor(x): the group's values (NULLs kept) in the order they reach the
 // aggregate, as an array of x's type. The aggregate collects each value's
-// output text (an element of the array type). It cannot retract, so a
-// materialized view refuses it (0A000); DISTINCT and ORDER BY inside are
-// not supported.
+// output text (an element of the array type). In a materialized view it
+// keeps each group's multiset of values instead, so it retracts, and
+// lists them in ascending order, NULLs last (accum.Spec.Sorted; decision
+// 2026-12-07-array-agg-in-views). DISTINCT and ORDER BY inside are not
+// supported.
 func (b *Binder) bindArrayAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, error) {
-	if b.View {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "array_agg is not supported in a materialized view")
-	}
 	if n.Distinct || n.Order != nil {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "array_agg with DISTINCT or ORDER BY is not supported")
 	}
@@ -84,6 +83,9 @@ func (b *Binder) bindArrayAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, err
 	}
 	if !types.ArrayElemOK(t) {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "array_agg of %s is not supported", typeName(t))
+	}
+	if b.View {
+		return addAggCall(c, planner.AggCall{Func: planner.AggArrayAgg, Arg: arg, T: types.ArrayOf(t.Kind), Sorted: true}, "array_agg"), nil
 	}
 	if t.Kind != types.Text {
 		arg = call("elem_out", types.TText, arg)
