@@ -23,7 +23,7 @@ import (
 type viewBag struct {
 	j        *Job
 	view     uint64
-	m        map[string]bagEntry
+	m        map[string]*bagEntry
 	budget   int64 // bytes; 0: unbounded
 	bytes    int64
 	reported int64 // bytes as last added to the job's opBytes
@@ -47,11 +47,12 @@ type bagEntry struct {
 type bagTick struct{ tick, epoch uint64 }
 
 // bagEntryBytes estimates an entry's memory besides its key: the map slot
-// (key header, entry, hash byte, load factor) and the string's size class.
-const bagEntryBytes = 64
+// (key header, pointer, control byte, load factor), the entry's own
+// allocation and the string's size class.
+const bagEntryBytes = 80
 
 func newViewBag(j *Job, view uint64, budget int64) *viewBag {
-	b := &viewBag{j: j, view: view, m: map[string]bagEntry{}, budget: budget, seed: maphash.MakeSeed(), tick: 1}
+	b := &viewBag{j: j, view: view, m: map[string]*bagEntry{}, budget: budget, seed: maphash.MakeSeed(), tick: 1}
 	b.evicted.refill = b.refill
 	return b
 }
@@ -64,7 +65,7 @@ func (b *viewBag) loaded(row []byte, count int64) {
 		b.spilled = true
 		return
 	}
-	e := bagEntry{count: count, size: bagEntryBytes + int64(len(row))}
+	e := &bagEntry{count: count, size: bagEntryBytes + int64(len(row))}
 	b.m[string(row)] = e
 	b.bytes += e.size
 }
@@ -102,8 +103,10 @@ func (b *viewBag) set(row []byte, c int64) {
 			b.bytes -= e.size
 			return
 		}
+		// In place: assigning to an existing string key would store the
+		// key given (Go updates string keys on overwrite), and row is the
+		// encoder's buffer.
 		e.count, e.used = c, b.tick
-		b.m[bytesView(row)] = e
 		return
 	}
 	if c <= 0 && b.budget <= 0 {
@@ -111,7 +114,7 @@ func (b *viewBag) set(row []byte, c int64) {
 	}
 	// A copy, not bytesView: assigning to a string key stores the key
 	// given, and a row's own copy pins no other rows.
-	e := bagEntry{count: c, used: b.tick, size: bagEntryBytes + int64(len(row))}
+	e := &bagEntry{count: c, used: b.tick, size: bagEntryBytes + int64(len(row))}
 	b.m[string(row)] = e
 	b.bytes += e.size
 }
@@ -129,9 +132,9 @@ func (b *viewBag) barrier(epoch, committed uint64) error {
 	if b.budget > 0 && b.bytes > b.budget {
 		target := b.budget * 8 / 10
 		evictOldest(b.m, b.tick, b.bytes-target,
-			func(_ string, e bagEntry) bool { return e.used <= b.committedTick },
-			func(e bagEntry) uint64 { return e.used },
-			func(e bagEntry) int64 { return e.size },
+			func(_ string, e *bagEntry) bool { return e.used <= b.committedTick },
+			func(e *bagEntry) uint64 { return e.used },
+			func(e *bagEntry) int64 { return e.size },
 			b.evict, func() bool { return b.bytes <= target })
 		if err := b.evicted.refreshIfFull(); err != nil {
 			return err
@@ -144,7 +147,7 @@ func (b *viewBag) barrier(epoch, committed uint64) error {
 
 // evict drops committed entry k from memory; a row still in the view
 // (count > 0) may be read back.
-func (b *viewBag) evict(k string, e bagEntry) {
+func (b *viewBag) evict(k string, e *bagEntry) {
 	delete(b.m, k)
 	b.bytes -= e.size
 	if e.count > 0 {
