@@ -78,10 +78,9 @@ func SplitMemoryLimit(limit int64) (MemorySplit, error) {
 // at most). Zero (an unbounded state cache) keeps Pebble's sizes of
 // storage.Open (64 MiB each). At the default 1024 MB that is a 256 MiB
 // cache and 64 MiB memtables; at 256 MB, 64 MiB and 32 MiB: Pebble's C
-// memory (outside the Go heap) is then 192 MiB at most, not 320. Smaller
-// memtables than 32 MiB stalled writes under load: with a 1 MB state cache
-// (many small epochs) and 4 MiB memtables, the spill tests' views fell
-// behind until CHECKPOINT gave up waiting for them.
+// memory (outside the Go heap) is then 192 MiB at most, not 320. The
+// 32 MiB floor keeps tiny state caches (tests use 1 MB: many small epochs)
+// from flushing tiny memtables.
 func PebbleFromStateCache(stateCache int64) (blockCache, memTable int64) {
 	if stateCache <= 0 {
 		return 0, 0
