@@ -71,6 +71,23 @@ func SplitMemoryLimit(limit int64) (MemorySplit, error) {
 	return s, nil
 }
 
+// PebbleFromStateCache sizes Pebble's block cache and memtables from the
+// state cache per job (--state-cache-mb) when no --memory-limit splits the
+// process's memory: a quarter of it to the block cache (16 MiB to 256 MiB),
+// an eighth to each memtable (32 MiB to 64 MiB; MemTableStopWrites of them
+// at most). Zero (an unbounded state cache) keeps Pebble's sizes of
+// storage.Open (64 MiB each). At the default 1024 MB that is a 256 MiB
+// cache and 64 MiB memtables; at 256 MB, 64 MiB and 32 MiB: Pebble's C
+// memory (outside the Go heap) is then 192 MiB at most, not 320. The
+// 32 MiB floor keeps tiny state caches (tests use 1 MB: many small epochs)
+// from flushing tiny memtables.
+func PebbleFromStateCache(stateCache int64) (blockCache, memTable int64) {
+	if stateCache <= 0 {
+		return 0, 0
+	}
+	return min(max(stateCache/4, 16<<20), 256<<20), min(max(stateCache/8, 32<<20), 64<<20)
+}
+
 // ProcessMemory admits new work while the process's live heap is below
 // its bound. A nil *ProcessMemory admits everything.
 type ProcessMemory struct {

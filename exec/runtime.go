@@ -141,6 +141,9 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	// of a stream's rows bounds its epochs too).
 	j.dirty = make([]atomic.Int64, nagg+nops+1)
 	j.stateful = max(1, nagg+nops)
+	if spec.View != nil && g.root.from.kind != nAgg && !g.root.byPosition() && g.root.from.retracts {
+		j.stateful++ // the sink's multiset of the view's rows takes a share (sinkbag.go)
+	}
 	type starter func()
 	var starts []starter
 	slot, opSlot := 0, nagg // aggregates' instances first, then the others'

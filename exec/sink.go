@@ -80,6 +80,11 @@ func (j *Job) runSink(ins []chan msg) error {
 				j.lateRows.Add(m.late)
 				continue // change streams flush at barriers but commit nothing
 			}
+			if rs.bag != nil {
+				if err := rs.bag.barrier(m.barrier.Epoch, j.committed.Load()); err != nil {
+					return err
+				}
+			}
 			j.saveLateRows(w, m.late)
 			j.recordLateRows(w, m.lateRows, m.barrier.Epoch, m.late, j.lateRows.Load())
 			writeLog = j.changelog.Load()
@@ -210,7 +215,7 @@ func (j *Job) runSink(ins []chan msg) error {
 // the 0/1 NULL marker a content key starts with, so load tells the two
 // layouts apart and keeps a view written as a multiset one.
 type rowSink struct {
-	bag    map[string]int64 // nil in append mode
+	bag    *viewBag // nil in append mode
 	next   uint64           // append mode: the next sequence number
 	enc    rowEncoder
 	key    []byte
@@ -222,10 +227,15 @@ type rowSink struct {
 const appendSeqBase = 1 << 63
 
 // load reads the view's committed rows: the multiset's counts, or the next
-// sequence number.
+// sequence number. The multiset takes a share of the job's state cache on
+// the Pebble backend (sinkbag.go).
 func (rs *rowSink) load(j *Job, appendOnly bool) error {
 	rs.active = true
-	bag := map[string]int64{}
+	var budget int64
+	if !j.spec.State.memory() {
+		budget = j.cacheShare()
+	}
+	bag := newViewBag(j, j.spec.View.ID, budget)
 	next := uint64(appendSeqBase)
 	err := j.db.ScanView(nil, j.spec.View.ID, func(k, v []byte) error {
 		if len(k) == 8 && k[0] >= 0x80 {
@@ -233,9 +243,11 @@ func (rs *rowSink) load(j *Job, appendOnly bool) error {
 			return nil
 		}
 		appendOnly = false
-		rest := v[len(k):]
-		n, _, err := readUvarint(rest)
-		bag[string(k)] = int64(n)
+		if len(v) < len(k) {
+			return errCorruptState
+		}
+		n, _, err := readUvarint(v[len(k):])
+		bag.loaded(k, int64(n))
 		return err
 	})
 	if err != nil {
@@ -322,21 +334,19 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 			if m.c.Ops != nil {
 				sign = int64(m.c.Ops[i].Sign())
 			}
-			c, ok := bag[bytesView(row)]
-			c += sign
-			switch {
-			case c <= 0:
-				if ok {
-					delete(bag, bytesView(row))
-				}
+			c, err := bag.get(row)
+			if err != nil {
+				return err
+			}
+			// A retraction of a row not there (its insertion may come
+			// from another instance later in the epoch) leaves none.
+			c = max(c+sign, 0)
+			bag.set(row, c)
+			if c <= 0 {
 				b.DeleteViewRow(j.spec.View.ID, row)
 				if irun != nil {
 					rs.ixw.del(irun, rec.Columns(), i, row)
 				}
-			default:
-				// A copy, not bytesView: assigning to a string key stores
-				// the key given, and a row's own copy pins no other rows.
-				bag[string(row)] = c
 			}
 			if c > 0 {
 				rs.val = binary.AppendUvarint(append(rs.val[:0], row...), uint64(c))

@@ -145,8 +145,14 @@ type jobEntry struct {
 // Open opens the database in cfg.DataDir, restarts every view's job from its
 // last committed epoch and starts the checkpoint coordinator.
 func Open(cfg Config) (*Engine, error) {
+	// Pebble's block cache and memtables: the --memory-limit split's shares,
+	// else sized from the state cache.
+	blockCache, memTable := cfg.Memory.BlockCache, cfg.Memory.MemTable
+	if cfg.Memory.Limit == 0 {
+		blockCache, memTable = exec.PebbleFromStateCache(cfg.StateCacheBytes)
+	}
 	db, err := storage.Open(cfg.DataDir, storage.Options{FS: cfg.FS, Logger: cfg.Logger, TailCacheBytes: cfg.TailCacheBytes,
-		CacheBytes: cfg.Memory.BlockCache, MemTableBytes: cfg.Memory.MemTable})
+		CacheBytes: blockCache, MemTableBytes: memTable})
 	if err != nil {
 		return nil, err
 	}

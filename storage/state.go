@@ -352,6 +352,13 @@ func (db *DB) ScanStatePrefix(job uint64, op uint32, prefix []byte, fn func(key,
 	return db.scanPrefix(db.pdb, stateKey(job, op, prefix), func(k, v []byte) error { return fn(k[len(base):], v) })
 }
 
+// GetViewRow returns the row a view stores under key (nil: none): the
+// view sink reads back a row of a multiset it evicted from memory.
+func (db *DB) GetViewRow(view uint64, key []byte) ([]byte, error) {
+	v, _, err := db.get(viewKey(view, key))
+	return v, err
+}
+
 // ScanView calls fn with every row of a view as seen by r (nil: live).
 func (db *DB) ScanView(r Reader, view uint64, fn func(key, row []byte) error) error {
 	if r == nil {

@@ -104,11 +104,21 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// dirSize is the disk space of the files under dir, each file once: the
+// retained checkpoints hard-link the database's tables, and counting every
+// link counted a table once per checkpoint that keeps it.
 func dirSize(dir string) int64 {
 	var n int64
+	seen := map[uint64]bool{}
 	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			if fi, err := d.Info(); err == nil {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+					if seen[st.Ino] {
+						return nil
+					}
+					seen[st.Ino] = true
+				}
 				n += fi.Size()
 			}
 		}
