@@ -2,6 +2,8 @@ package exec
 
 import (
 	"hash/maphash"
+
+	"github.com/streamdb/streamdb/exec/opkit"
 )
 
 // viewBag holds the multiplicities of the rows of a view kept as a
@@ -28,7 +30,7 @@ type viewBag struct {
 	bytes    int64
 	reported int64 // bytes as last added to the job's opBytes
 	spilled  bool
-	evicted  evictedFilter
+	evicted  opkit.EvictedFilter
 	seed     maphash.Seed
 	// tick counts barriers from 1; an entry notes the tick of its last
 	// change. Entries changed at or before committedTick are committed
@@ -53,7 +55,7 @@ const bagEntryBytes = 80
 
 func newViewBag(j *Job, view uint64, budget int64) *viewBag {
 	b := &viewBag{j: j, view: view, m: map[string]*bagEntry{}, budget: budget, seed: maphash.MakeSeed(), tick: 1}
-	b.evicted.refill = b.refill
+	b.evicted.Refill = b.refill
 	return b
 }
 
@@ -61,7 +63,7 @@ func newViewBag(j *Job, view uint64, budget int64) *viewBag {
 // is kept.
 func (b *viewBag) loaded(row []byte, count int64) {
 	if b.budget > 0 && b.bytes > b.budget*8/10 {
-		b.evicted.add(b.hash(row))
+		b.evicted.Add(b.hash(row))
 		b.spilled = true
 		return
 	}
@@ -78,7 +80,7 @@ func (b *viewBag) get(row []byte) (int64, error) {
 	if e, ok := b.m[bytesView(row)]; ok {
 		return e.count, nil
 	}
-	if !b.spilled || !b.evicted.mayContain(b.hash(row)) {
+	if !b.spilled || !b.evicted.MayContain(b.hash(row)) {
 		return 0, nil
 	}
 	v, err := b.j.db.GetViewRow(b.view, row)
@@ -131,12 +133,12 @@ func (b *viewBag) barrier(epoch, committed uint64) error {
 	b.pending = b.pending[:copy(b.pending, b.pending[n:])]
 	if b.budget > 0 && b.bytes > b.budget {
 		target := b.budget * 8 / 10
-		evictOldest(b.m, b.tick, b.bytes-target,
+		opkit.EvictOldest(b.m, b.tick, b.bytes-target,
 			func(_ string, e *bagEntry) bool { return e.used <= b.committedTick },
 			func(e *bagEntry) uint64 { return e.used },
 			func(e *bagEntry) int64 { return e.size },
 			b.evict, func() bool { return b.bytes <= target })
-		if err := b.evicted.refreshIfFull(); err != nil {
+		if err := b.evicted.RefreshIfFull(); err != nil {
 			return err
 		}
 	}
@@ -151,7 +153,7 @@ func (b *viewBag) evict(k string, e *bagEntry) {
 	delete(b.m, k)
 	b.bytes -= e.size
 	if e.count > 0 {
-		b.evicted.add(maphash.String(b.seed, k))
+		b.evicted.Add(maphash.String(b.seed, k))
 		b.spilled = true
 		b.j.Evicted.Add(1)
 	}
