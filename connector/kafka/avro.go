@@ -872,11 +872,12 @@ func (d *avDec) record(n *avNode, sb *array.StructBuilder) error {
 	return nil
 }
 
-// list reads an array of scalars into an array column: each element as
-// its element type's canonical text (types/elemarray.go).
+// list reads an array of scalars into an array column, in the array's
+// typed layout (types/elemarray.go: List<Int64>, List<Float64>,
+// List<Bool>, or List<String> of canonical text).
 func (d *avDec) list(n *avNode, lb *array.ListBuilder, et types.T) error {
 	lb.Append(true)
-	vb := lb.ValueBuilder().(*array.StringBuilder)
+	vb := lb.ValueBuilder()
 	for {
 		cnt, err := d.long()
 		if err != nil {
@@ -967,8 +968,9 @@ func (d *avDec) float(n *avNode) (float64, error) {
 	return math.Float64frombits(binary.LittleEndian.Uint64(v)), nil
 }
 
-// elem reads one array element of n as text of element type et.
-func (d *avDec) elem(n *avNode, vb *array.StringBuilder, et types.T) error {
+// elem reads one array element of n, of element type et, into vb: the
+// element's builder of the array's layout.
+func (d *avDec) elem(n *avNode, vb array.Builder, et types.T) error {
 	switch n.kind {
 	case avro.Null:
 		vb.AppendNull()
@@ -1021,20 +1023,24 @@ func (d *avDec) elem(n *avNode, vb *array.StringBuilder, et types.T) error {
 		if err := types.CheckText(b); err != nil {
 			return err
 		}
-		vb.BinaryBuilder.Append(b)
+		vb.(*array.StringBuilder).BinaryBuilder.Append(b)
 		return nil
 	case avro.Enum:
 		sym, err := d.symbol(n)
 		if err != nil {
 			return err
 		}
-		vb.Append(sym)
+		vb.(*array.StringBuilder).Append(sym)
 		return nil
 	default:
 		return errAvro("cannot read a %s as an array element", n.kind)
 	}
-	d.js = types.AppendText(d.js[:0], v, et)
-	vb.BinaryBuilder.Append(d.js)
+	if sb, ok := vb.(*array.StringBuilder); ok { // text and uuid elements
+		d.js = types.AppendText(d.js[:0], v, et)
+		sb.BinaryBuilder.Append(d.js)
+		return nil
+	}
+	types.AppendDatum(vb, v, et)
 	return nil
 }
 

@@ -306,27 +306,26 @@ func appendAvroDecimal(b []byte, n decimal128.Num) []byte {
 
 // appendAvroArray writes row i of an array column as an Avro array of
 // unions of null and the element type (avroFieldType): one block of its
-// elements, each read back from its canonical text.
+// elements, read from the array's typed layout (text and uuid elements
+// are their canonical text).
 func appendAvroArray(b []byte, l *array.List, i int, et types.T) []byte {
 	start, end := l.ValueOffsets(i)
 	if end > start {
 		b = appendAvroLong(b, end-start)
 	}
-	vals := l.ListValues().(*array.String)
+	vals := l.ListValues()
 	for j := int(start); j < int(end); j++ {
 		if vals.IsNull(j) {
 			b = append(b, 0)
 			continue
 		}
 		b = append(b, 2)
-		s := vals.Value(j)
-		switch et.Kind {
-		case types.Text, types.UUID:
-			b = append(appendAvroLong(b, int64(len(s))), s...)
+		if s, ok := vals.(*array.String); ok {
+			v := s.Value(j)
+			b = append(appendAvroLong(b, int64(len(v))), v...)
 			continue
 		}
-		// The element's text is its type's canonical output, so it parses.
-		d, _ := types.ParseText(s, et)
+		d := types.DatumAt(vals, j, et)
 		switch et.Kind {
 		case types.Bool:
 			if d.I != 0 {
