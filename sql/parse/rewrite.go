@@ -376,9 +376,11 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = -1
 					i = end - 1
 					continue
-				case t.Val == "row" && next.isOp("(") && oneField(toks, i+1, to) && !(i > from && toks[i-1].isOp(".")):
+				case t.Val == "row" && next.isOp("(") && oneField(toks, i+1, to) && !(i > from && (toks[i-1].isOp(".") || relationBefore(toks[i-1]))):
 					// ROW(x): TiDB's grammar wants two fields or more; the
-					// binder reads pg_row1(x) as the one-field record.
+					// binder reads pg_row1(x) as the one-field record. After
+					// INTO, TABLE, COPY and the like, row is a relation's
+					// name with a column list (INSERT INTO row (x) ...).
 					prim = r.emit("pg_row1", i, space)
 					callable = true
 					continue
@@ -1436,6 +1438,17 @@ func mysqlInfix(toks []token, i, from, to int) bool {
 	operandStart := next.Kind == tNumber || next.Kind == tString || next.Kind == tQIdent || next.Kind == tParam ||
 		next.Kind == tIdent && !pgReserved[next.Val]
 	return operandEnd && operandStart
+}
+
+// relationBefore reports whether a name after t names a relation (so
+// "row (x)" there is a table with a column list, not ROW(x)).
+func relationBefore(t token) bool {
+	for _, k := range []string{"from", "join", "into", "table", "copy", "update", "references"} {
+		if t.is(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // oneField reports whether the parenthesis at toks[open] holds one

@@ -7,6 +7,7 @@ import "testing"
 func TestRowOneField(t *testing.T) {
 	for _, c := range []struct{ in, rewritten string }{
 		{"select row(a) from t", "select pg_row1(a) from t"},
+		{"insert into row (x) values (row(1))", "insert into \"row\" (x) values (pg_row1(1))"},
 		{"select row((1, 2)), row(f(x, y)), row(array[1, 2]) = row(b) from t", "select pg_row1((1, 2)), pg_row1(f(x, y)), pg_row1(pg_array_ctor(1, 2)) = pg_row1(b) from t"},
 		{"select row(1, 2), (a), row(row(1)) from t", "select row(1, 2), (a), pg_row1(pg_row1(1)) from t"},
 		{"select t.row(1) from t", "select t.row(1) from t"},
