@@ -216,7 +216,7 @@ func (j *Job) runSink(ins []chan msg) error {
 // layouts apart and keeps a view written as a multiset one.
 type rowSink struct {
 	bag    *viewBag // nil in append mode
-	next   uint64           // append mode: the next sequence number
+	next   uint64   // append mode: the next sequence number
 	enc    rowEncoder
 	key    []byte
 	val    []byte

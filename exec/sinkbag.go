@@ -22,16 +22,19 @@ import (
 //
 // Without a budget (the memory backend, or --state-cache-mb 0) the bag
 // keeps every row, and drops a row as its count reaches zero.
+//
+// The bag holds the view's rows, not operator state: its bytes are not in
+// the job's state_bytes (opBytes), which stays the state of the operators
+// (bounded by watermarks, TTLs and the cache), as before the bag spilled.
 type viewBag struct {
-	j        *Job
-	view     uint64
-	m        map[string]*bagEntry
-	budget   int64 // bytes; 0: unbounded
-	bytes    int64
-	reported int64 // bytes as last added to the job's opBytes
-	spilled  bool
-	evicted  opkit.EvictedFilter
-	seed     maphash.Seed
+	j       *Job
+	view    uint64
+	m       map[string]*bagEntry
+	budget  int64 // bytes; 0: unbounded
+	bytes   int64
+	spilled bool
+	evicted opkit.EvictedFilter
+	seed    maphash.Seed
 	// tick counts barriers from 1; an entry notes the tick of its last
 	// change. Entries changed at or before committedTick are committed
 	// (loaded entries carry tick 0). pending maps the ticks not yet known
@@ -142,8 +145,6 @@ func (b *viewBag) barrier(epoch, committed uint64) error {
 			return err
 		}
 	}
-	b.j.opBytes.Add(b.bytes - b.reported)
-	b.reported = b.bytes
 	return nil
 }
 
