@@ -1,0 +1,498 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/cluster"
+	"github.com/streamdb/streamdb/cluster/etcdtest"
+	"github.com/streamdb/streamdb/exec/exchange"
+	"github.com/streamdb/streamdb/exec/op"
+	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/types"
+	"google.golang.org/grpc"
+)
+
+// The distributed GROUP BY of TestDistributedGroupBy: SELECT k, count(*),
+// sum(v) FROM src GROUP BY k, src with dfSplits splits of dfRows rows each.
+const (
+	dfSplits    = 6
+	dfInstances = 3
+	dfRows      = 3000
+	dfKeys      = 97
+	dfBatch     = 25
+	dfPerEpoch  = 100 // a split reads at most this many rows per epoch, so the input spans many epochs
+)
+
+var dfTypes = []types.T{types.TInt64, types.TInt64}
+
+// dfRow is row i of split s: (k, v).
+func dfRow(s, i int) (int64, int64) {
+	return int64((s*7919 + i*31 + i/7) % dfKeys), int64(i%13) - 6
+}
+
+type dfAcc struct{ n, sum int64 }
+
+// dfBatchQuery is the GROUP BY over the first upTo[s] rows of each split.
+func dfBatchQuery(upTo []int) map[int64]dfAcc {
+	out := map[int64]dfAcc{}
+	for s, n := range upTo {
+		for i := range n {
+			k, v := dfRow(s, i)
+			a := out[k]
+			a.n++
+			a.sum += v
+			out[k] = a
+		}
+	}
+	return out
+}
+
+// dfStore is the checkpoint storage (S3 in cluster mode) every node
+// writes its parts to and restores them from: each aggregate instance's
+// state and each split's position, per epoch.
+type dfStore struct {
+	mu  sync.Mutex
+	agg map[[2]uint64]map[int64]dfAcc // (instance, epoch) -> state
+	off map[[2]uint64]int             // (split, epoch) -> rows read
+}
+
+func (st *dfStore) putAgg(inst int, epoch uint64, state map[int64]dfAcc) {
+	cp := make(map[int64]dfAcc, len(state))
+	for k, v := range state {
+		cp[k] = v
+	}
+	st.mu.Lock()
+	st.agg[[2]uint64{uint64(inst), epoch}] = cp
+	st.mu.Unlock()
+}
+
+func (st *dfStore) getAgg(inst int, epoch uint64) (map[int64]dfAcc, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s, ok := st.agg[[2]uint64{uint64(inst), epoch}]
+	cp := make(map[int64]dfAcc, len(s))
+	for k, v := range s {
+		cp[k] = v
+	}
+	return cp, ok || epoch == 0
+}
+
+func (st *dfStore) putOff(split int, epoch uint64, off int) {
+	st.mu.Lock()
+	st.off[[2]uint64{uint64(split), epoch}] = off
+	st.mu.Unlock()
+}
+
+func (st *dfStore) getOff(split int, epoch uint64) (int, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	o, ok := st.off[[2]uint64{uint64(split), epoch}]
+	return o, ok || epoch == 0
+}
+
+// dfNode is one node: its cluster membership, its exchange server on its
+// peer listener, and the part of the view's job it runs.
+type dfNode struct {
+	id   string
+	node *cluster.Node
+	srv  *exchange.Server
+	gs   *grpc.Server
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// dfCreated gates the view: none until the three nodes joined (a placement
+// does not move parts to a node that joins later).
+var dfCreated atomic.Bool
+
+func startDFNode(t *testing.T, ep, id string, st *dfStore) *dfNode {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	srv := exchange.NewServer()
+	srv.Register(gs)
+	go func() { _ = gs.Serve(l) }()
+	job := cluster.DistJob{View: "v", Instances: dfInstances, Splits: map[string]int{"src": dfSplits}}
+	n, err := cluster.Join(context.Background(), cluster.Config{Endpoints: []string{ep}, Cluster: "df", NodeID: id,
+		PeerAddr: l.Addr().String(), LeaseTTL: 2 * time.Second, Apply: (&catalog{}).apply,
+		Distributed: func() []cluster.DistJob {
+			if !dfCreated.Load() {
+				return nil
+			}
+			return []cluster.DistJob{job}
+		}, DataflowRound: 40 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	dn := &dfNode{id: id, node: n, srv: srv, gs: gs, stop: cancel, done: make(chan struct{})}
+	go dn.drive(ctx, st)
+	return dn
+}
+
+// kill ends the node as kill -9 would for its peers: its streams break
+// mid-epoch and it leaves the membership (here by revoking its lease at
+// once; a lease that expires takes the same path, TTL later).
+func (dn *dfNode) kill() {
+	dn.stop()
+	dn.gs.Stop()
+	<-dn.done
+	_ = dn.node.Close()
+}
+
+// part is this node's part of one generation of the job.
+type part struct {
+	gen    uint64
+	target atomic.Uint64 // the last round asked for
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// drive follows the job's state in etcd: on a new placement it stops its
+// part and starts the new generation's from the committed cluster epoch
+// (global rollback); on a new round it has its sources inject it.
+func (dn *dfNode) drive(ctx context.Context, st *dfStore) {
+	defer close(dn.done)
+	var cur *part
+	stopPart := func() {
+		if cur != nil {
+			cur.cancel()
+			<-cur.done
+			cur = nil
+		}
+	}
+	defer stopPart()
+	for d := range dn.node.WatchDataflow(ctx, "v") {
+		p := d.Placement
+		if p == nil {
+			continue
+		}
+		if cur != nil && cur.gen != p.Gen {
+			stopPart()
+		}
+		if cur == nil {
+			cur = &part{gen: p.Gen, done: make(chan struct{})}
+			cur.target.Store(d.Committed.Epoch)
+			pctx, cancel := context.WithCancel(ctx)
+			cur.cancel = cancel
+			go func(pt *part, committed uint64) {
+				defer close(pt.done)
+				pt.err = dn.runPart(pctx, pt, p, committed, st)
+			}(cur, d.Committed.Epoch)
+		}
+		if d.Round.Gen == cur.gen && d.Round.Epoch > cur.target.Load() {
+			cur.target.Store(d.Round.Epoch)
+		}
+	}
+}
+
+// runPart runs this node's source splits and aggregate instances of
+// placement p, restored at epoch committed, until ctx ends or a stream
+// breaks.
+func (dn *dfNode) runPart(ctx context.Context, pt *part, p *cluster.Placement, committed uint64, st *dfStore) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	job := fmt.Sprintf("v.%d", p.Gen)
+	insts, splits := p.InstancesOf(dn.id), p.SplitsOf(dn.id)["src"]
+	// Each epoch is durable here once every local instance and split has
+	// written its part; the node then acknowledges it.
+	var mu sync.Mutex
+	parts := map[uint64]int{}
+	durable := func(e uint64) error {
+		mu.Lock()
+		parts[e]++
+		all := parts[e] == len(insts)+len(splits)
+		mu.Unlock()
+		if !all {
+			return nil
+		}
+		err := dn.node.AckEpoch(ctx, "v", p, e)
+		if errors.Is(err, cluster.ErrStalePlacement) {
+			return nil // the next placement rolls this part back
+		}
+		return err
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, len(insts)+len(splits))
+	run := func(f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && ctx.Err() == nil {
+				errc <- err
+				cancel()
+			}
+		}()
+	}
+	for _, a := range insts {
+		in, err := dn.srv.Open(job, 0, a, dfSplits, 0)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		state, ok := st.getAgg(a, committed)
+		if !ok {
+			return fmt.Errorf("instance %d has no state at committed epoch %d", a, committed)
+		}
+		run(func() error {
+			for {
+				it, err := in.Next(ctx)
+				if err != nil {
+					return err
+				}
+				if it.Barrier != nil {
+					st.putAgg(a, it.Barrier.Epoch, state)
+					if err := durable(it.Barrier.Epoch); err != nil {
+						return err
+					}
+					continue
+				}
+				k := it.Chunk.Rec.Column(0).(*array.Int64).Int64Values()
+				v := it.Chunk.Rec.Column(1).(*array.Int64).Int64Values()
+				for r := range k {
+					x := state[k[r]]
+					x.n++
+					x.sum += v[r]
+					state[k[r]] = x
+				}
+				it.Chunk.Rec.Release()
+			}
+		})
+	}
+	conns := map[string]*grpc.ClientConn{}
+	defer func() {
+		for _, cc := range conns {
+			_ = cc.Close()
+		}
+	}()
+	for _, s := range splits {
+		off, ok := st.getOff(s, committed)
+		if !ok {
+			return fmt.Errorf("split %d has no position at committed epoch %d", s, committed)
+		}
+		var ss []*exchange.Sender
+		for a, id := range p.Instances {
+			cc := conns[id]
+			if cc == nil {
+				addr, err := dn.node.PeerAddr(ctx, id)
+				if err != nil {
+					return err
+				}
+				if cc, err = exchange.Conn(addr); err != nil {
+					return err
+				}
+				conns[id] = cc
+			}
+			snd, err := exchange.Dial(ctx, cc, exchange.StreamID{Job: job, Edge: 0, Sender: s, Receiver: a}, opkit.SchemaFor(dfTypes))
+			if err != nil {
+				return err
+			}
+			ss = append(ss, snd)
+		}
+		o := exchange.NewOutlet(ctx, ss, []int{0}, dfTypes)
+		run(func() error {
+			last, read := committed, 0
+			for ctx.Err() == nil {
+				if e := pt.target.Load(); e > last {
+					st.putOff(s, e, off)
+					if err := o.Barrier(&op.Barrier{Epoch: e, Checkpoint: true}, op.Watermark{At: op.NoWatermark}); err != nil {
+						return err
+					}
+					last, read = e, 0
+					if err := durable(e); err != nil {
+						return err
+					}
+				}
+				if off == dfRows || read >= dfPerEpoch {
+					time.Sleep(2 * time.Millisecond)
+					continue
+				}
+				end := min(off+dfBatch, dfRows)
+				if err := o.Emit(nil, op.Chunk{Rec: dfRecord(s, off, end)}); err != nil {
+					return err
+				}
+				read += end - off
+				off = end
+			}
+			return ctx.Err()
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return ctx.Err()
+	}
+}
+
+func dfRecord(s, from, to int) arrow.RecordBatch {
+	b0 := array.NewInt64Builder(memory.DefaultAllocator)
+	b1 := array.NewInt64Builder(memory.DefaultAllocator)
+	for i := from; i < to; i++ {
+		k, v := dfRow(s, i)
+		b0.Append(k)
+		b1.Append(v)
+	}
+	a0, a1 := b0.NewArray(), b1.NewArray()
+	return opkit.NewRecord(dfTypes, []arrow.Array{a0, a1}, to-from)
+}
+
+// dfRead is a read of the view on node n: the committed cluster epoch,
+// then every instance's rows at that epoch (wherever it ran), and the
+// batch query over each split up to its position at that epoch.
+func dfRead(t *testing.T, n *cluster.Node, st *dfStore) (epoch uint64, got, want map[int64]dfAcc, rows int) {
+	t.Helper()
+	d, err := n.ReadDataflow(context.Background(), "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch = d.Committed.Epoch
+	got = map[int64]dfAcc{}
+	for a := range dfInstances {
+		s, ok := st.getAgg(a, epoch)
+		if !ok {
+			t.Fatalf("committed epoch %d: instance %d has no state", epoch, a)
+		}
+		for k, v := range s {
+			if _, dup := got[k]; dup {
+				t.Fatalf("committed epoch %d: key %d in two instances", epoch, k)
+			}
+			got[k] = v
+		}
+	}
+	upTo := make([]int, dfSplits)
+	for s := range upTo {
+		o, ok := st.getOff(s, epoch)
+		if !ok {
+			t.Fatalf("committed epoch %d: split %d has no position", epoch, s)
+		}
+		upTo[s] = o
+		rows += o
+	}
+	return epoch, got, dfBatchQuery(upTo), rows
+}
+
+func equalAcc(a, b map[int64]dfAcc) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDistributedGroupBy runs one GROUP BY view's job on three nodes
+// through the cluster's etcd and the Flight exchange: the coordinator
+// places the six source splits and three aggregate instances on the three
+// nodes, every split shuffles its rows by key group to the aggregate
+// instance owning it, the coordinator asks for a barrier round every
+// 40 ms, each node acknowledges the epochs its part made durable and the
+// coordinator commits the cluster epoch every node acknowledged. A read on
+// any node, at the committed cluster epoch, equals the batch query over
+// the rows the splits had read at that epoch, and never goes backwards.
+// Midway one node is killed: its streams break, the coordinator places its
+// parts on the survivors (a new generation) and every node restarts its
+// part from the last committed cluster epoch; the view ends with every
+// row counted exactly once.
+func TestDistributedGroupBy(t *testing.T) {
+	ep := etcdtest.Start(t)
+	st := &dfStore{agg: map[[2]uint64]map[int64]dfAcc{}, off: map[[2]uint64]int{}}
+	var nodes []*dfNode
+	for _, id := range []string{"n1", "n2", "n3"} {
+		nodes = append(nodes, startDFNode(t, ep, id, st))
+	}
+	dfCreated.Store(true)
+	defer dfCreated.Store(false)
+	killed := map[string]bool{}
+	defer func() {
+		for _, n := range nodes {
+			if !killed[n.id] {
+				n.kill()
+			}
+		}
+	}()
+	last := map[string]int{} // rows read at the last read, per reading node
+	check := func() (uint64, int) {
+		var epoch uint64
+		var rows int
+		for _, n := range nodes {
+			if killed[n.id] {
+				continue
+			}
+			e, got, want, r := dfRead(t, n.node, st)
+			if !equalAcc(got, want) {
+				t.Fatalf("read on %s at cluster epoch %d: %d groups, the batch query %d (or values differ)", n.id, e, len(got), len(want))
+			}
+			if r < last[n.id] {
+				t.Fatalf("read on %s went backwards: %d rows, %d before", n.id, r, last[n.id])
+			}
+			last[n.id] = r
+			epoch, rows = e, r
+		}
+		return epoch, rows
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	// Until a few epochs committed with all three nodes placed.
+	for {
+		if time.Now().After(deadline) {
+			t.Fatal("no cluster epoch committed")
+		}
+		e, rows := check()
+		d, err := nodes[0].node.ReadDataflow(context.Background(), "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e >= 3 && rows > 0 {
+			if p := d.Placement; len(p.Nodes()) != 3 {
+				t.Fatalf("placement uses %v, want the three nodes", p.Nodes())
+			}
+			break
+		}
+		if rows == dfSplits*dfRows {
+			t.Fatalf("the whole input was read before three epochs committed (epoch %d)", e)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d0, _ := nodes[0].node.ReadDataflow(context.Background(), "v")
+	victim := nodes[2]
+	t.Logf("killing %s at committed epoch %d (gen %d, its parts: instances %v, splits %v)", victim.id, d0.Committed.Epoch,
+		d0.Placement.Gen, d0.Placement.InstancesOf(victim.id), d0.Placement.SplitsOf(victim.id))
+	victim.kill()
+	killed[victim.id] = true
+	for {
+		if time.Now().After(deadline) {
+			t.Fatal("the view did not finish after the node was killed")
+		}
+		_, rows := check()
+		if rows == dfSplits*dfRows {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d, err := nodes[0].node.ReadDataflow(context.Background(), "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Placement.Gen <= d0.Placement.Gen || len(d.Placement.Nodes()) != 2 || d.Committed.Gen != d.Placement.Gen {
+		t.Fatalf("after the kill: placement gen %d on %v, committed %+v; before: gen %d", d.Placement.Gen, d.Placement.Nodes(), d.Committed, d0.Placement.Gen)
+	}
+	t.Logf("finished at cluster epoch %d, gen %d on %v", d.Committed.Epoch, d.Placement.Gen, d.Placement.Nodes())
+}
