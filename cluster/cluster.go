@@ -92,7 +92,7 @@ type Config struct {
 	// DataflowRound is how often the coordinator asks for a barrier round
 	// of each distributed job (0: only on StartRound).
 	DataflowRound time.Duration
-	Logger          *slog.Logger
+	Logger        *slog.Logger
 }
 
 // Entry is one record of the catalog log.
