@@ -127,7 +127,7 @@ func startDFNode(t *testing.T, ep, id string, st *dfStore) *dfNode {
 	go func() { _ = gs.Serve(l) }()
 	job := cluster.DistJob{View: "v", Instances: dfInstances, Splits: map[string]int{"src": dfSplits}}
 	n, err := cluster.Join(context.Background(), cluster.Config{Endpoints: []string{ep}, Cluster: "df", NodeID: id,
-		PeerAddr: l.Addr().String(), LeaseTTL: 2 * time.Second, Apply: (&catalog{}).apply,
+		PeerAddr: l.Addr().String(), LeaseTTL: 5 * time.Second, Apply: (&catalog{}).apply,
 		Distributed: func() []cluster.DistJob {
 			if !dfCreated.Load() {
 				return nil
@@ -408,11 +408,17 @@ func equalAcc(a, b map[int64]dfAcc) bool {
 // coordinator commits the cluster epoch every node acknowledged. A read on
 // any node, at the committed cluster epoch, equals the batch query over
 // the rows the splits had read at that epoch, and never goes backwards.
-// Midway one node is killed: its streams break, the coordinator places its
+// Midway one node is killed (a follower; then, in a second run, the
+// coordinator): its streams break, the coordinator (the new one) places its
 // parts on the survivors (a new generation) and every node restarts its
 // part from the last committed cluster epoch; the view ends with every
 // row counted exactly once.
 func TestDistributedGroupBy(t *testing.T) {
+	t.Run("follower", func(t *testing.T) { runDistributedGroupBy(t, false) })
+	t.Run("coordinator", func(t *testing.T) { runDistributedGroupBy(t, true) })
+}
+
+func runDistributedGroupBy(t *testing.T, killCoordinator bool) {
 	ep := etcdtest.Start(t)
 	st := &dfStore{agg: map[[2]uint64]map[int64]dfAcc{}, off: map[[2]uint64]int{}}
 	var nodes []*dfNode
@@ -462,7 +468,7 @@ func TestDistributedGroupBy(t *testing.T) {
 		}
 		if e >= 3 && rows > 0 {
 			if p := d.Placement; len(p.Nodes()) != 3 {
-				t.Fatalf("placement uses %v, want the three nodes", p.Nodes())
+				t.Fatalf("placement gen %d uses %v, want the three nodes", p.Gen, p.Nodes())
 			}
 			break
 		}
@@ -471,9 +477,17 @@ func TestDistributedGroupBy(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	d0, _ := nodes[0].node.ReadDataflow(context.Background(), "v")
+	d0, _ := nodes[1].node.ReadDataflow(context.Background(), "v")
 	victim := nodes[2]
-	t.Logf("killing %s at committed epoch %d (gen %d, its parts: instances %v, splits %v)", victim.id, d0.Committed.Epoch,
+	for _, n := range nodes {
+		if n.node.IsCoordinator() == killCoordinator {
+			victim = n
+		}
+	}
+	if victim.node.IsCoordinator() != killCoordinator {
+		t.Fatalf("no node to kill with coordinator = %v", killCoordinator)
+	}
+	t.Logf("killing %s (coordinator: %v) at committed epoch %d (gen %d, its parts: instances %v, splits %v)", victim.id, victim.node.IsCoordinator(), d0.Committed.Epoch,
 		d0.Placement.Gen, d0.Placement.InstancesOf(victim.id), d0.Placement.SplitsOf(victim.id))
 	victim.kill()
 	killed[victim.id] = true
@@ -487,7 +501,13 @@ func TestDistributedGroupBy(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	d, err := nodes[0].node.ReadDataflow(context.Background(), "v")
+	var survivor *dfNode
+	for _, n := range nodes {
+		if !killed[n.id] {
+			survivor = n
+		}
+	}
+	d, err := survivor.node.ReadDataflow(context.Background(), "v")
 	if err != nil {
 		t.Fatal(err)
 	}
