@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,14 +25,11 @@ import (
 )
 
 // The distributed GROUP BY of TestDistributedGroupBy: SELECT k, count(*),
-// sum(v) FROM src GROUP BY k, src with dfSplits splits of dfRows rows each.
+// sum(v) FROM src GROUP BY k, src with dfSplits splits (dfStore.rows rows each).
 const (
 	dfSplits    = 6
 	dfInstances = 3
-	dfRows      = 3000
 	dfKeys      = 97
-	dfBatch     = 25
-	dfPerEpoch  = 100 // a split reads at most this many rows per epoch, so the input spans many epochs
 )
 
 var dfTypes = []types.T{types.TInt64, types.TInt64}
@@ -59,11 +58,20 @@ func dfBatchQuery(upTo []int) map[int64]dfAcc {
 
 // dfStore is the checkpoint storage (S3 in cluster mode) every node
 // writes its parts to and restores them from: each aggregate instance's
-// state and each split's position, per epoch.
+// state and each split's position, per epoch; and the run's shape.
 type dfStore struct {
-	mu  sync.Mutex
+	rows     int           // rows per split
+	batch    int           // rows per batch
+	perEpoch int           // the most rows a split reads per epoch (0: no limit)
+	round    time.Duration // how often the coordinator asks for a round
+	mu       sync.Mutex
 	agg map[[2]uint64]map[int64]dfAcc // (instance, epoch) -> state
 	off map[[2]uint64]int             // (split, epoch) -> rows read
+}
+
+func newDFStore(rows, batch, perEpoch int, round time.Duration) *dfStore {
+	return &dfStore{rows: rows, batch: batch, perEpoch: perEpoch, round: round,
+		agg: map[[2]uint64]map[int64]dfAcc{}, off: map[[2]uint64]int{}}
 }
 
 func (st *dfStore) putAgg(inst int, epoch uint64, state map[int64]dfAcc) {
@@ -133,7 +141,7 @@ func startDFNode(t *testing.T, ep, id string, st *dfStore) *dfNode {
 				return nil
 			}
 			return []cluster.DistJob{job}
-		}, DataflowRound: 40 * time.Millisecond})
+		}, DataflowRound: st.round})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,11 +325,11 @@ func (dn *dfNode) runPart(ctx context.Context, pt *part, p *cluster.Placement, c
 						return err
 					}
 				}
-				if off == dfRows || read >= dfPerEpoch {
+				if off == st.rows || st.perEpoch > 0 && read >= st.perEpoch {
 					time.Sleep(2 * time.Millisecond)
 					continue
 				}
-				end := min(off+dfBatch, dfRows)
+				end := min(off+st.batch, st.rows)
 				if err := o.Emit(nil, op.Chunk{Rec: dfRecord(s, off, end)}); err != nil {
 					return err
 				}
@@ -420,7 +428,7 @@ func TestDistributedGroupBy(t *testing.T) {
 
 func runDistributedGroupBy(t *testing.T, killCoordinator bool) {
 	ep := etcdtest.Start(t)
-	st := &dfStore{agg: map[[2]uint64]map[int64]dfAcc{}, off: map[[2]uint64]int{}}
+	st := newDFStore(3000, 25, 100, 40*time.Millisecond)
 	var nodes []*dfNode
 	for _, id := range []string{"n1", "n2", "n3"} {
 		nodes = append(nodes, startDFNode(t, ep, id, st))
@@ -472,7 +480,7 @@ func runDistributedGroupBy(t *testing.T, killCoordinator bool) {
 			}
 			break
 		}
-		if rows == dfSplits*dfRows {
+		if rows == dfSplits*st.rows {
 			t.Fatalf("the whole input was read before three epochs committed (epoch %d)", e)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -496,7 +504,7 @@ func runDistributedGroupBy(t *testing.T, killCoordinator bool) {
 			t.Fatal("the view did not finish after the node was killed")
 		}
 		_, rows := check()
-		if rows == dfSplits*dfRows {
+		if rows == dfSplits*st.rows {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -515,4 +523,68 @@ func runDistributedGroupBy(t *testing.T, killCoordinator bool) {
 		t.Fatalf("after the kill: placement gen %d on %v, committed %+v; before: gen %d", d.Placement.Gen, d.Placement.Nodes(), d.Committed, d0.Placement.Gen)
 	}
 	t.Logf("finished at cluster epoch %d, gen %d on %v", d.Committed.Epoch, d.Placement.Gen, d.Placement.Nodes())
+}
+
+// TestDistributedGroupByCost measures the distributed GROUP BY of
+// TestDistributedGroupBy unpaced, on one node and on three (all in this
+// process): CPU-seconds per event (the process's user + system time, so
+// every node, etcd and the exchange together) and exchange bytes per
+// event. Set STREAMDB_BENCH_DATAFLOW=1 to run it; the numbers are in
+// docs/benchmarks/2026-12-07-cluster-dataflow.md.
+func TestDistributedGroupByCost(t *testing.T) {
+	if os.Getenv("STREAMDB_BENCH_DATAFLOW") == "" {
+		t.Skip("set STREAMDB_BENCH_DATAFLOW=1 to measure")
+	}
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
+			ep := etcdtest.Start(t)
+			st := newDFStore(200_000, 1024, 0, 100*time.Millisecond)
+			var nodes []*dfNode
+			for i := range n {
+				nodes = append(nodes, startDFNode(t, ep, fmt.Sprintf("n%d", i+1), st))
+			}
+			defer func() {
+				for _, dn := range nodes {
+					dn.kill()
+				}
+			}()
+			before, x0, wall := cpuTime(t), exchange.ReadStats(), time.Now()
+			dfCreated.Store(true)
+			defer dfCreated.Store(false)
+			for {
+				d, err := nodes[0].node.ReadDataflow(context.Background(), "v")
+				if err != nil {
+					t.Fatal(err)
+				}
+				all := d.Committed.Epoch > 0
+				for s := range dfSplits {
+					o, _ := st.getOff(s, d.Committed.Epoch)
+					all = all && o == st.rows
+				}
+				if all {
+					break
+				}
+				if time.Since(wall) > 5*time.Minute {
+					t.Fatal("not done in 5 minutes")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			cpu, x1, events := cpuTime(t)-before, exchange.ReadStats(), float64(dfSplits*st.rows)
+			if _, got, want, _ := dfRead(t, nodes[0].node, st); !equalAcc(got, want) {
+				t.Fatal("the view differs from the batch query")
+			}
+			t.Logf("nodes=%d events=%.0f wall=%s cpu=%s cpu/event=%.3gµs exchange bytes/event=%.1f backpressure=%s",
+				n, events, time.Since(wall).Round(time.Millisecond), cpu.Round(time.Millisecond),
+				cpu.Seconds()/events*1e6, float64(x1.BytesSent-x0.BytesSent)/events, x1.Backpressure-x0.Backpressure)
+		})
+	}
+}
+
+// cpuTime is this process's user + system CPU time.
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
