@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,8 @@ import (
 //	                mod revision: the last epoch its part made durable
 //	epoch           the coordinator, fenced by leadership, the placement's and
 //	                its own mod revision: the committed cluster epoch
+//	rollback/<node> the node, under its lease: the generation whose part
+//	                failed on it, so the coordinator starts the next one
 //
 // A placement is one key, so it changes as one unit: any move (a node's
 // lease expired) is a new generation, and every node of the job rolls its
@@ -107,6 +110,8 @@ type Dataflow struct {
 	Round     Epoch      // the last barrier round asked for
 	Committed Epoch      // the committed cluster epoch (0: none yet)
 	Acks      map[string]Epoch
+	// Rollbacks are the generations nodes asked to roll back (RequestRollback).
+	Rollbacks map[string]uint64
 	epochRev  int64
 	rev       int64 // the revision read at
 }
@@ -120,7 +125,7 @@ func (n *Node) ReadDataflow(ctx context.Context, view string) (Dataflow, error) 
 	if err != nil {
 		return Dataflow{}, fmt.Errorf("cluster: dataflow of %s: %w", view, err)
 	}
-	d := Dataflow{Acks: map[string]Epoch{}, rev: resp.Header.Revision}
+	d := Dataflow{Acks: map[string]Epoch{}, Rollbacks: map[string]uint64{}, rev: resp.Header.Revision}
 	for _, kv := range resp.Kvs {
 		k := strings.TrimPrefix(string(kv.Key), pfx)
 		switch {
@@ -138,6 +143,10 @@ func (n *Node) ReadDataflow(ctx context.Context, view string) (Dataflow, error) 
 			var e Epoch
 			err = json.Unmarshal(kv.Value, &e)
 			d.Acks[strings.TrimPrefix(k, "acks/")] = e
+		case strings.HasPrefix(k, "rollback/"):
+			var g uint64
+			g, err = strconv.ParseUint(string(kv.Value), 10, 64)
+			d.Rollbacks[strings.TrimPrefix(k, "rollback/")] = g
 		}
 		if err != nil {
 			return Dataflow{}, fmt.Errorf("cluster: dataflow of %s: key %s: %w", view, k, err)
@@ -197,6 +206,18 @@ func (n *Node) AckEpoch(ctx context.Context, view string, p *Placement, epoch ui
 	}
 	if !resp.Succeeded {
 		return ErrStalePlacement
+	}
+	return nil
+}
+
+// RequestRollback asks the coordinator for a new generation of view's
+// job because this node's part of generation gen failed without a node
+// going (a stream broke, an operator failed): every node then restarts its
+// part from the committed cluster epoch, on the same nodes.
+func (n *Node) RequestRollback(ctx context.Context, view string, gen uint64) error {
+	_, err := n.cli.Put(ctx, n.dataflowKey(view)+"rollback/"+n.cfg.NodeID, strconv.FormatUint(gen, 10), clientv3.WithLease(n.sess.Lease()))
+	if err != nil {
+		return fmt.Errorf("cluster: rollback of %s: %w", view, err)
 	}
 	return nil
 }
@@ -327,13 +348,23 @@ func (n *Node) dataflowJob(ctx context.Context, l *leadership, job DistJob, live
 	}
 	pk := n.dataflowKey(job.View) + "placement"
 	p, changed := place(job, live, d.Placement)
+	if !changed {
+		for _, g := range d.Rollbacks {
+			if g == p.Gen { // the same parts, a new generation
+				p.Gen++
+				changed = true
+				break
+			}
+		}
+	}
 	if changed {
 		var rev int64
 		if d.Placement != nil {
 			rev = d.Placement.Rev
 		}
 		v, _ := json.Marshal(p)
-		ok, err := n.fenced(ctx, l.key, l.rev, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(pk), "=", rev)}, clientv3.OpPut(pk, string(v)))
+		ok, err := n.fenced(ctx, l.key, l.rev, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(pk), "=", rev)}, clientv3.OpPut(pk, string(v)),
+			clientv3.OpDelete(n.dataflowKey(job.View)+"rollback/", clientv3.WithPrefix()))
 		if err != nil || !ok {
 			return err
 		}

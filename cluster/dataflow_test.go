@@ -65,8 +65,8 @@ type dfStore struct {
 	perEpoch int           // the most rows a split reads per epoch (0: no limit)
 	round    time.Duration // how often the coordinator asks for a round
 	mu       sync.Mutex
-	agg map[[2]uint64]map[int64]dfAcc // (instance, epoch) -> state
-	off map[[2]uint64]int             // (split, epoch) -> rows read
+	agg      map[[2]uint64]map[int64]dfAcc // (instance, epoch) -> state
+	off      map[[2]uint64]int             // (split, epoch) -> rows read
 }
 
 func newDFStore(rows, batch, perEpoch int, round time.Duration) *dfStore {
@@ -117,6 +117,9 @@ type dfNode struct {
 	gs   *grpc.Server
 	stop context.CancelFunc
 	done chan struct{}
+	// failOnce makes one of the node's splits fail (a stream broken by
+	// anything but a node's death).
+	failOnce atomic.Bool
 }
 
 // dfCreated gates the view: none until the three nodes joined (a placement
@@ -200,6 +203,9 @@ func (dn *dfNode) drive(ctx context.Context, st *dfStore) {
 			go func(pt *part, committed uint64) {
 				defer close(pt.done)
 				pt.err = dn.runPart(pctx, pt, p, committed, st)
+				if pctx.Err() == nil { // failed while its generation stands
+					_ = dn.node.RequestRollback(ctx, "v", pt.gen)
+				}
 			}(cur, d.Committed.Epoch)
 		}
 		if d.Round.Gen == cur.gen && d.Round.Epoch > cur.target.Load() {
@@ -315,6 +321,9 @@ func (dn *dfNode) runPart(ctx context.Context, pt *part, p *cluster.Placement, c
 		run(func() error {
 			last, read := committed, 0
 			for ctx.Err() == nil {
+				if dn.failOnce.CompareAndSwap(true, false) {
+					return fmt.Errorf("split %d: injected failure", s)
+				}
 				if e := pt.target.Load(); e > last {
 					st.putOff(s, e, off)
 					if err := o.Barrier(&op.Barrier{Epoch: e, Checkpoint: true}, op.Watermark{At: op.NoWatermark}); err != nil {
@@ -420,13 +429,17 @@ func equalAcc(a, b map[int64]dfAcc) bool {
 // coordinator): its streams break, the coordinator (the new one) places its
 // parts on the survivors (a new generation) and every node restarts its
 // part from the last committed cluster epoch; the view ends with every
-// row counted exactly once.
+// row counted exactly once. In a third run no node dies but one node's
+// part fails: it asks for a rollback, and the next generation runs on the
+// same three nodes from the committed epoch.
 func TestDistributedGroupBy(t *testing.T) {
-	t.Run("follower", func(t *testing.T) { runDistributedGroupBy(t, false) })
-	t.Run("coordinator", func(t *testing.T) { runDistributedGroupBy(t, true) })
+	t.Run("follower", func(t *testing.T) { runDistributedGroupBy(t, "follower") })
+	t.Run("coordinator", func(t *testing.T) { runDistributedGroupBy(t, "coordinator") })
+	t.Run("part-failure", func(t *testing.T) { runDistributedGroupBy(t, "part-failure") })
 }
 
-func runDistributedGroupBy(t *testing.T, killCoordinator bool) {
+func runDistributedGroupBy(t *testing.T, failure string) {
+	killCoordinator := failure == "coordinator"
 	ep := etcdtest.Start(t)
 	st := newDFStore(3000, 25, 100, 40*time.Millisecond)
 	var nodes []*dfNode
@@ -495,10 +508,14 @@ func runDistributedGroupBy(t *testing.T, killCoordinator bool) {
 	if victim.node.IsCoordinator() != killCoordinator {
 		t.Fatalf("no node to kill with coordinator = %v", killCoordinator)
 	}
-	t.Logf("killing %s (coordinator: %v) at committed epoch %d (gen %d, its parts: instances %v, splits %v)", victim.id, victim.node.IsCoordinator(), d0.Committed.Epoch,
+	t.Logf("%s: %s (coordinator: %v) at committed epoch %d (gen %d, its parts: instances %v, splits %v)", failure, victim.id, victim.node.IsCoordinator(), d0.Committed.Epoch,
 		d0.Placement.Gen, d0.Placement.InstancesOf(victim.id), d0.Placement.SplitsOf(victim.id))
-	victim.kill()
-	killed[victim.id] = true
+	if failure == "part-failure" {
+		victim.failOnce.Store(true)
+	} else {
+		victim.kill()
+		killed[victim.id] = true
+	}
 	for {
 		if time.Now().After(deadline) {
 			t.Fatal("the view did not finish after the node was killed")
@@ -519,7 +536,7 @@ func runDistributedGroupBy(t *testing.T, killCoordinator bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Placement.Gen <= d0.Placement.Gen || len(d.Placement.Nodes()) != 2 || d.Committed.Gen != d.Placement.Gen {
+	if d.Placement.Gen <= d0.Placement.Gen || len(d.Placement.Nodes()) != 3-len(killed) || d.Committed.Gen != d.Placement.Gen {
 		t.Fatalf("after the kill: placement gen %d on %v, committed %+v; before: gen %d", d.Placement.Gen, d.Placement.Nodes(), d.Committed, d0.Placement.Gen)
 	}
 	t.Logf("finished at cluster epoch %d, gen %d on %v", d.Committed.Epoch, d.Placement.Gen, d.Placement.Nodes())
