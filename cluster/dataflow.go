@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -222,71 +223,102 @@ func (n *Node) RequestRollback(ctx context.Context, view string, gen uint64) err
 	return nil
 }
 
-// place returns job's placement on the live nodes: instances and splits
-// whose node is live stay; the others go to the live node with the fewest
-// parts (ties: the smallest id). changed reports whether it differs from
-// old (nil: none yet).
+// place returns job's placement on the live nodes (sorted): each list
+// (the keyed instances, each source's splits) keeps its parts whose node
+// is live, gives the others to the node with the fewest parts of that list
+// (ties: the fewest parts in all, then the smallest id), then moves parts
+// from the most to the least loaded node until they differ by at most
+// one, so a node that joins gets its share. changed reports whether it
+// differs from old (nil: none yet); a change is a new generation.
 func place(job DistJob, live []string, old *Placement) (p *Placement, changed bool) {
-	load := map[string]int{}
-	for _, id := range live {
-		load[id] = 0
-	}
+	total := map[string]int{}
 	p = &Placement{Splits: map[string][]string{}}
-	if old != nil {
-		p.Gen = old.Gen
-	}
-	keep := func(prev []string, n int) []string {
-		out := make([]string, n)
-		for i := range out {
-			if i < len(prev) {
-				if _, ok := load[prev[i]]; ok {
-					out[i] = prev[i]
-					load[prev[i]]++
-				}
-			}
-		}
-		return out
-	}
-	fill := func(s []string, prev []string) {
-		for i := range s {
-			if s[i] != "" {
-				continue
-			}
-			best := ""
-			for _, id := range live { // live is sorted
-				if best == "" || load[id] < load[best] {
-					best = id
-				}
-			}
-			s[i] = best
-			load[best]++
-			changed = changed || i >= len(prev) || prev[i] != best
-		}
-	}
 	var prevInst []string
 	prevSplits := map[string][]string{}
 	if old != nil {
-		prevInst, prevSplits = old.Instances, old.Splits
+		p.Gen, prevInst, prevSplits = old.Gen, old.Instances, old.Splits
 	}
-	p.Instances = keep(prevInst, job.Instances)
+	p.Instances = placeList(prevInst, job.Instances, live, total)
+	changed = old == nil || !slices.Equal(p.Instances, prevInst) || len(prevSplits) != len(job.Splits)
 	srcs := make([]string, 0, len(job.Splits))
-	for src, k := range job.Splits {
+	for src := range job.Splits {
 		srcs = append(srcs, src)
-		p.Splits[src] = keep(prevSplits[src], k)
 	}
 	sort.Strings(srcs)
-	fill(p.Instances, prevInst)
 	for _, src := range srcs {
-		fill(p.Splits[src], prevSplits[src])
-	}
-	changed = changed || old == nil || len(prevInst) != job.Instances || len(prevSplits) != len(job.Splits)
-	for src, s := range prevSplits {
-		changed = changed || len(s) != job.Splits[src]
+		p.Splits[src] = placeList(prevSplits[src], job.Splits[src], live, total)
+		changed = changed || !slices.Equal(p.Splits[src], prevSplits[src])
 	}
 	if changed {
 		p.Gen++
 	}
 	return p, changed
+}
+
+// placeList places the n parts of one list (prev: their nodes before)
+// on live, counting them into total.
+func placeList(prev []string, n int, live []string, total map[string]int) []string {
+	load := make(map[string]int, len(live))
+	for _, id := range live {
+		load[id] = 0
+	}
+	out := make([]string, n)
+	for i := range out {
+		if i < len(prev) {
+			if _, ok := load[prev[i]]; ok {
+				out[i] = prev[i]
+				load[prev[i]]++
+			}
+		}
+	}
+	less := func(a, b string) bool { // a has fewer parts than b
+		if load[a] != load[b] {
+			return load[a] < load[b]
+		}
+		if total[a] != total[b] {
+			return total[a] < total[b]
+		}
+		return a < b
+	}
+	least := func() string {
+		best := live[0]
+		for _, id := range live[1:] {
+			if less(id, best) {
+				best = id
+			}
+		}
+		return best
+	}
+	for i := range out {
+		if out[i] == "" {
+			b := least()
+			out[i] = b
+			load[b]++
+		}
+	}
+	for {
+		hi, lo := live[0], least()
+		for _, id := range live[1:] {
+			if less(hi, id) {
+				hi = id
+			}
+		}
+		if load[hi]-load[lo] <= 1 {
+			break
+		}
+		for i := len(out) - 1; i >= 0; i-- {
+			if out[i] == hi {
+				out[i] = lo
+				break
+			}
+		}
+		load[hi]--
+		load[lo]++
+	}
+	for _, id := range out {
+		total[id]++
+	}
+	return out
 }
 
 // dataflowPass is one pass of the coordinator over the distributed jobs:

@@ -431,11 +431,14 @@ func equalAcc(a, b map[int64]dfAcc) bool {
 // part from the last committed cluster epoch; the view ends with every
 // row counted exactly once. In a third run no node dies but one node's
 // part fails: it asks for a rollback, and the next generation runs on the
-// same three nodes from the committed epoch.
+// same three nodes from the committed epoch. In a fourth the job starts on
+// two nodes, a third joins and gets its share (a new generation), then is
+// killed (2 -> 3 -> 2).
 func TestDistributedGroupBy(t *testing.T) {
 	t.Run("follower", func(t *testing.T) { runDistributedGroupBy(t, "follower") })
 	t.Run("coordinator", func(t *testing.T) { runDistributedGroupBy(t, "coordinator") })
 	t.Run("part-failure", func(t *testing.T) { runDistributedGroupBy(t, "part-failure") })
+	t.Run("scale", func(t *testing.T) { runDistributedGroupBy(t, "scale") })
 }
 
 func runDistributedGroupBy(t *testing.T, failure string) {
@@ -443,7 +446,11 @@ func runDistributedGroupBy(t *testing.T, failure string) {
 	ep := etcdtest.Start(t)
 	st := newDFStore(3000, 25, 100, 40*time.Millisecond)
 	var nodes []*dfNode
-	for _, id := range []string{"n1", "n2", "n3"} {
+	ids := []string{"n1", "n2", "n3"}
+	if failure == "scale" {
+		ids = ids[:2] // n3 joins later
+	}
+	for _, id := range ids {
 		nodes = append(nodes, startDFNode(t, ep, id, st))
 	}
 	dfCreated.Store(true)
@@ -477,7 +484,7 @@ func runDistributedGroupBy(t *testing.T, failure string) {
 		return epoch, rows
 	}
 	deadline := time.Now().Add(60 * time.Second)
-	// Until a few epochs committed with all three nodes placed.
+	// Until a few epochs committed with all the nodes placed.
 	for {
 		if time.Now().After(deadline) {
 			t.Fatal("no cluster epoch committed")
@@ -488,8 +495,8 @@ func runDistributedGroupBy(t *testing.T, failure string) {
 			t.Fatal(err)
 		}
 		if e >= 3 && rows > 0 {
-			if p := d.Placement; len(p.Nodes()) != 3 {
-				t.Fatalf("placement gen %d uses %v, want the three nodes", p.Gen, p.Nodes())
+			if p := d.Placement; len(p.Nodes()) != len(nodes) {
+				t.Fatalf("placement gen %d uses %v, want all %d nodes", p.Gen, p.Nodes(), len(nodes))
 			}
 			break
 		}
@@ -499,9 +506,28 @@ func runDistributedGroupBy(t *testing.T, failure string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	d0, _ := nodes[1].node.ReadDataflow(context.Background(), "v")
+	if failure == "scale" { // 2 -> 3: n3 gets its share at a new generation
+		nodes = append(nodes, startDFNode(t, ep, "n3", st))
+		for {
+			if time.Now().After(deadline) {
+				t.Fatal("the joined node got no share")
+			}
+			check()
+			d, err := nodes[0].node.ReadDataflow(context.Background(), "v")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Placement.Gen > d0.Placement.Gen && len(d.Placement.Nodes()) == 3 && d.Committed.Gen == d.Placement.Gen {
+				t.Logf("n3 joined: gen %d on %v, committed epoch %d", d.Placement.Gen, d.Placement.Nodes(), d.Committed.Epoch)
+				d0 = d
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	victim := nodes[2]
 	for _, n := range nodes {
-		if n.node.IsCoordinator() == killCoordinator {
+		if failure != "scale" && n.node.IsCoordinator() == killCoordinator {
 			victim = n
 		}
 	}
