@@ -1,10 +1,14 @@
 package cluster_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"net/http/httptest"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -15,11 +19,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/streamdb/streamdb/cluster"
 	"github.com/streamdb/streamdb/cluster/etcdtest"
 	"github.com/streamdb/streamdb/exec/exchange"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/objstore"
 	"github.com/streamdb/streamdb/types"
 	"google.golang.org/grpc"
 )
@@ -56,56 +63,107 @@ func dfBatchQuery(upTo []int) map[int64]dfAcc {
 	return out
 }
 
-// dfStore is the checkpoint storage (S3 in cluster mode) every node
-// writes its parts to and restores them from: each aggregate instance's
-// state and each split's position, per epoch; and the run's shape.
+// dfStore is the checkpoint storage every node writes its parts to and
+// restores them from, an S3 bucket (gofakes3) as --cluster-storage is: each
+// aggregate instance's state and each split's position, per epoch (epochs
+// are unique across generations, so an epoch names one object per part);
+// and the run's shape.
 type dfStore struct {
 	rows     int           // rows per split
 	batch    int           // rows per batch
 	perEpoch int           // the most rows a split reads per epoch (0: no limit)
 	round    time.Duration // how often the coordinator asks for a round
-	mu       sync.Mutex
-	agg      map[[2]uint64]map[int64]dfAcc // (instance, epoch) -> state
-	off      map[[2]uint64]int             // (split, epoch) -> rows read
+	s3       objstore.Store
 }
 
-func newDFStore(rows, batch, perEpoch int, round time.Duration) *dfStore {
-	return &dfStore{rows: rows, batch: batch, perEpoch: perEpoch, round: round,
-		agg: map[[2]uint64]map[int64]dfAcc{}, off: map[[2]uint64]int{}}
+func newDFStore(t *testing.T, rows, batch, perEpoch int, round time.Duration) *dfStore {
+	be := s3mem.New()
+	if err := be.CreateBucket("ckpt"); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(gofakes3.New(be).Server())
+	t.Cleanup(ts.Close)
+	l, err := objstore.Parse("s3://ckpt/cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3, err := objstore.Open(l, objstore.S3Config{Endpoint: ts.URL, Region: "us-east-1", AccessKey: "k", SecretKey: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &dfStore{rows: rows, batch: batch, perEpoch: perEpoch, round: round, s3: s3}
 }
 
-func (st *dfStore) putAgg(inst int, epoch uint64, state map[int64]dfAcc) {
-	cp := make(map[int64]dfAcc, len(state))
+func (st *dfStore) put(key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return st.s3.Put(context.Background(), key, bytes.NewReader(b), int64(len(b)))
+}
+
+// get reads key into v; ok is false if there is no such object.
+func (st *dfStore) get(key string, v any) (bool, error) {
+	r, err := st.s3.Get(context.Background(), key)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	return true, json.NewDecoder(r).Decode(v)
+}
+
+func aggKey(inst int, epoch uint64) string {
+	return fmt.Sprintf("v/epoch-%020d/instance-%d", epoch, inst)
+}
+func offKey(split int, epoch uint64) string {
+	return fmt.Sprintf("v/epoch-%020d/split-%d", epoch, split)
+}
+
+func (st *dfStore) putAgg(inst int, epoch uint64, state map[int64]dfAcc) error {
+	rows := make([][3]int64, 0, len(state))
 	for k, v := range state {
-		cp[k] = v
+		rows = append(rows, [3]int64{k, v.n, v.sum})
 	}
-	st.mu.Lock()
-	st.agg[[2]uint64{uint64(inst), epoch}] = cp
-	st.mu.Unlock()
+	return st.put(aggKey(inst, epoch), rows)
 }
 
-func (st *dfStore) getAgg(inst int, epoch uint64) (map[int64]dfAcc, bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	s, ok := st.agg[[2]uint64{uint64(inst), epoch}]
-	cp := make(map[int64]dfAcc, len(s))
-	for k, v := range s {
-		cp[k] = v
+// getAgg is instance inst's state at epoch (empty at epoch 0); an error
+// if there is none.
+func (st *dfStore) getAgg(inst int, epoch uint64) (map[int64]dfAcc, error) {
+	out := map[int64]dfAcc{}
+	if epoch == 0 {
+		return out, nil
 	}
-	return cp, ok || epoch == 0
+	var rows [][3]int64
+	ok, err := st.get(aggKey(inst, epoch), &rows)
+	if err == nil && !ok {
+		err = fmt.Errorf("instance %d has no state at epoch %d", inst, epoch)
+	}
+	for _, r := range rows {
+		out[r[0]] = dfAcc{n: r[1], sum: r[2]}
+	}
+	return out, err
 }
 
-func (st *dfStore) putOff(split int, epoch uint64, off int) {
-	st.mu.Lock()
-	st.off[[2]uint64{uint64(split), epoch}] = off
-	st.mu.Unlock()
+func (st *dfStore) putOff(split int, epoch uint64, off int) error {
+	return st.put(offKey(split, epoch), off)
 }
 
-func (st *dfStore) getOff(split int, epoch uint64) (int, bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	o, ok := st.off[[2]uint64{uint64(split), epoch}]
-	return o, ok || epoch == 0
+// getOff is split's position at epoch (0 at epoch 0); an error if there
+// is none.
+func (st *dfStore) getOff(split int, epoch uint64) (int, error) {
+	if epoch == 0 {
+		return 0, nil
+	}
+	var off int
+	ok, err := st.get(offKey(split, epoch), &off)
+	if err == nil && !ok {
+		err = fmt.Errorf("split %d has no position at epoch %d", split, epoch)
+	}
+	return off, err
 }
 
 // dfNode is one node: its cluster membership, its exchange server on its
@@ -258,9 +316,9 @@ func (dn *dfNode) runPart(ctx context.Context, pt *part, p *cluster.Placement, c
 			return err
 		}
 		defer in.Close()
-		state, ok := st.getAgg(a, committed)
-		if !ok {
-			return fmt.Errorf("instance %d has no state at committed epoch %d", a, committed)
+		state, err := st.getAgg(a, committed)
+		if err != nil {
+			return err
 		}
 		run(func() error {
 			for {
@@ -269,7 +327,9 @@ func (dn *dfNode) runPart(ctx context.Context, pt *part, p *cluster.Placement, c
 					return err
 				}
 				if it.Barrier != nil {
-					st.putAgg(a, it.Barrier.Epoch, state)
+					if err := st.putAgg(a, it.Barrier.Epoch, state); err != nil {
+						return err
+					}
 					if err := durable(it.Barrier.Epoch); err != nil {
 						return err
 					}
@@ -294,9 +354,9 @@ func (dn *dfNode) runPart(ctx context.Context, pt *part, p *cluster.Placement, c
 		}
 	}()
 	for _, s := range splits {
-		off, ok := st.getOff(s, committed)
-		if !ok {
-			return fmt.Errorf("split %d has no position at committed epoch %d", s, committed)
+		off, err := st.getOff(s, committed)
+		if err != nil {
+			return err
 		}
 		var ss []*exchange.Sender
 		for a, id := range p.Instances {
@@ -325,7 +385,9 @@ func (dn *dfNode) runPart(ctx context.Context, pt *part, p *cluster.Placement, c
 					return fmt.Errorf("split %d: injected failure", s)
 				}
 				if e := pt.target.Load(); e > last {
-					st.putOff(s, e, off)
+					if err := st.putOff(s, e, off); err != nil {
+						return err
+					}
 					if err := o.Barrier(&op.Barrier{Epoch: e, Checkpoint: true}, op.Watermark{At: op.NoWatermark}); err != nil {
 						return err
 					}
@@ -381,9 +443,9 @@ func dfRead(t *testing.T, n *cluster.Node, st *dfStore) (epoch uint64, got, want
 	epoch = d.Committed.Epoch
 	got = map[int64]dfAcc{}
 	for a := range dfInstances {
-		s, ok := st.getAgg(a, epoch)
-		if !ok {
-			t.Fatalf("committed epoch %d: instance %d has no state", epoch, a)
+		s, err := st.getAgg(a, epoch)
+		if err != nil {
+			t.Fatalf("committed epoch %d: %v", epoch, err)
 		}
 		for k, v := range s {
 			if _, dup := got[k]; dup {
@@ -394,9 +456,9 @@ func dfRead(t *testing.T, n *cluster.Node, st *dfStore) (epoch uint64, got, want
 	}
 	upTo := make([]int, dfSplits)
 	for s := range upTo {
-		o, ok := st.getOff(s, epoch)
-		if !ok {
-			t.Fatalf("committed epoch %d: split %d has no position", epoch, s)
+		o, err := st.getOff(s, epoch)
+		if err != nil {
+			t.Fatalf("committed epoch %d: %v", epoch, err)
 		}
 		upTo[s] = o
 		rows += o
@@ -444,7 +506,7 @@ func TestDistributedGroupBy(t *testing.T) {
 func runDistributedGroupBy(t *testing.T, failure string) {
 	killCoordinator := failure == "coordinator"
 	ep := etcdtest.Start(t)
-	st := newDFStore(3000, 25, 100, 40*time.Millisecond)
+	st := newDFStore(t, 3000, 25, 100, 40*time.Millisecond)
 	var nodes []*dfNode
 	ids := []string{"n1", "n2", "n3"}
 	if failure == "scale" {
@@ -581,7 +643,7 @@ func TestDistributedGroupByCost(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
 			ep := etcdtest.Start(t)
-			st := newDFStore(200_000, 1024, 0, 100*time.Millisecond)
+			st := newDFStore(t, 200_000, 1024, 0, 100*time.Millisecond)
 			var nodes []*dfNode
 			for i := range n {
 				nodes = append(nodes, startDFNode(t, ep, fmt.Sprintf("n%d", i+1), st))
@@ -601,7 +663,10 @@ func TestDistributedGroupByCost(t *testing.T) {
 				}
 				all := d.Committed.Epoch > 0
 				for s := range dfSplits {
-					o, _ := st.getOff(s, d.Committed.Epoch)
+					o, err := st.getOff(s, d.Committed.Epoch)
+					if err != nil {
+						t.Fatal(err)
+					}
 					all = all && o == st.rows
 				}
 				if all {
