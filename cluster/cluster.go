@@ -85,7 +85,14 @@ type Config struct {
 	Handoff func(ctx context.Context, job, node string) error
 	// RebalanceOnJoin makes the coordinator rebalance when a node joins.
 	RebalanceOnJoin bool
-	Logger          *slog.Logger
+	// Distributed names the views whose jobs run distributed (dataflow.go):
+	// the coordinator places their instances and splits on the live nodes
+	// and commits their cluster epochs; nil runs none distributed.
+	Distributed func() []DistJob
+	// DataflowRound is how often the coordinator asks for a barrier round
+	// of each distributed job (0: only on StartRound).
+	DataflowRound time.Duration
+	Logger        *slog.Logger
 }
 
 // Entry is one record of the catalog log.
@@ -367,8 +374,12 @@ func (n *Node) campaign() {
 		n.log.Info("cluster: this node is the coordinator", "node", n.cfg.NodeID, "rev", n.elec.Rev())
 		actx, stop := context.WithCancel(n.ctx)
 		var aw sync.WaitGroup
-		aw.Add(1)
+		aw.Add(2)
 		go func() { defer aw.Done(); n.assignLoop(actx, n.elec.Key(), n.elec.Rev()) }()
+		go func() {
+			defer aw.Done()
+			n.dataflowLoop(actx, &leadership{key: n.elec.Key(), rev: n.elec.Rev()})
+		}()
 		err := n.coordinate(n.elec.Key(), n.elec.Rev())
 		stop()
 		aw.Wait()
