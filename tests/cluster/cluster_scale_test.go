@@ -1,4 +1,4 @@
-package sqllogic
+package cluster
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // doubt: its rows may or may not be in the table.
 type scaleWriter struct {
 	mu      sync.Mutex // held for each statement; the test takes it to pause the writer or change the nodes
-	c       *opsCluster
+	c       *testCluster
 	live    map[int]bool
 	conns   map[int]*pgx.Conn
 	next    int
@@ -167,8 +167,8 @@ func TestClusterScale(t *testing.T) {
 		kills, _ = strconv.Atoi(v)
 	}
 	_, kafkaAddr := startKafka(t, 1)
-	c := startOpsCluster(t, "scale", 2, "--cluster-kafka", kafkaAddr)
-	execAll(t, c.conns[0], "CREATE TABLE bids (id BIGINT, channel VARCHAR, price BIGINT, ts TIMESTAMP, note TEXT)")
+	c := startCluster(t, "scale", 2, clusterConf{extra: []string{"--cluster-kafka", kafkaAddr}})
+	execAll(t, c.conns[0], bidsTable)
 	for _, v := range scaleViewNames {
 		execAll(t, c.conns[0], "CREATE MATERIALIZED VIEW "+v+" AS "+scaleViews[v])
 	}
