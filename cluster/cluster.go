@@ -85,7 +85,12 @@ type Config struct {
 	Handoff func(ctx context.Context, job, node string) error
 	// RebalanceOnJoin makes the coordinator rebalance when a node joins.
 	RebalanceOnJoin bool
-	Logger          *slog.Logger
+	// NodeLost is called on every live node for another node whose
+	// membership key went (its lease expired, or it left) and that has not
+	// registered again: it ends what that node left open outside etcd
+	// (lost.go).
+	NodeLost func(ctx context.Context, node string) error
+	Logger   *slog.Logger
 }
 
 // Entry is one record of the catalog log.
@@ -221,7 +226,8 @@ func (n *Node) join(ctx context.Context) error {
 		return err
 	}
 	n.elec = concurrency.NewElection(sess, n.prefix+"election/")
-	n.wg.Add(4)
+	n.wg.Add(5)
+	go n.watchLost()
 	go n.followAssignments()
 	go n.follow(rev)
 	go n.campaign()

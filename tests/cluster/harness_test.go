@@ -30,6 +30,10 @@ type clusterConf struct {
 	noStorage  bool     // no fake S3 and no --cluster-storage
 	configNode int      // node n<configNode> takes its settings from the config file's [cluster] section (0: none)
 	extra      []string // more flags for every node (--cluster-kafka, --http)
+	// proxied puts a TCP proxy between each node and etcd
+	// (testCluster.proxies, by node index), to cut one node off.
+	proxied bool
+	env     map[string][]string // more environment, by node id
 }
 
 // testCluster is a cluster of streamdb processes on one etcd, with a fake
@@ -41,6 +45,7 @@ type testCluster struct {
 	cli               *clientv3.Client
 	nodes             []*clusterNode
 	conns             []*pgx.Conn
+	proxies           []*tcpProxy // with conf.proxied: node i's way to etcd
 }
 
 // startCluster starts n nodes n1, n2, ... of the cluster name (lease TTL
@@ -74,7 +79,13 @@ func (c *testCluster) add(t *testing.T) int {
 		t.Fatal(err)
 	}
 	id := fmt.Sprintf("n%d", len(c.nodes)+1)
-	args := []string{"--http", "", "--cluster-etcd", c.ep, "--node-id", id, "--peer-listen", peer,
+	ep := c.ep
+	if c.conf.proxied {
+		var p *tcpProxy
+		p, ep = proxyURL(t, c.ep)
+		c.proxies = append(c.proxies, p)
+	}
+	args := []string{"--http", "", "--cluster-etcd", ep, "--node-id", id, "--peer-listen", peer,
 		"--cluster-name", c.name, "--cluster-lease-ttl", leaseTTL.String()}
 	if c.storage != "" {
 		args = append(args, "--cluster-storage", c.storage)
@@ -82,7 +93,7 @@ func (c *testCluster) add(t *testing.T) int {
 	if len(c.nodes)+1 == c.conf.configNode { // the config file's [cluster] section instead of the flags
 		cfg := filepath.Join(t.TempDir(), "streamdb.toml")
 		toml := fmt.Sprintf("[cluster]\netcd = %q\nnode_id = %q\npeer_listen = %q\nname = %q\nlease_ttl = %q\n",
-			c.ep, id, peer, c.name, leaseTTL.String())
+			ep, id, peer, c.name, leaseTTL.String())
 		if c.storage != "" {
 			toml += fmt.Sprintf("storage = %q\n", c.storage)
 		}
@@ -91,9 +102,9 @@ func (c *testCluster) add(t *testing.T) int {
 		}
 		args = []string{"--http", "", "--config", cfg}
 	}
-	var env []string
+	env := c.conf.env[id]
 	if c.s3 != nil {
-		env = c.s3.Env()
+		env = append(c.s3.Env(), env...)
 	}
 	n := &clusterNode{id: id, peer: peer, srv: startWithEnv(t, env, "", append(args, c.conf.extra...)...)}
 	c.nodes = append(c.nodes, n)

@@ -251,6 +251,13 @@ func (s *Server) Conn(t testing.TB) *pgx.Conn {
 // Output returns everything the server has printed, across restarts.
 func (s *Server) Output() string { return s.out.String() }
 
+// Exited is closed when the server process has exited (the current one,
+// after a Restart); ExitErr is then its exit status, nil for 0.
+func (s *Server) Exited() <-chan struct{} { return s.exited }
+
+// ExitErr is the exit status of the server process once Exited is closed.
+func (s *Server) ExitErr() error { return s.waitErr }
+
 // OutputSinceStart returns what the server has printed since its last
 // (re)start.
 func (s *Server) OutputSinceStart() string { return s.out.sinceStart() }
