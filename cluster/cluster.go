@@ -92,7 +92,12 @@ type Config struct {
 	// DataflowRound is how often the coordinator asks for a barrier round
 	// of each distributed job (0: only on StartRound).
 	DataflowRound time.Duration
-	Logger        *slog.Logger
+	// NodeLost is called on every live node for another node whose
+	// membership key went (its lease expired, or it left) and that has not
+	// registered again: it ends what that node left open outside etcd
+	// (lost.go).
+	NodeLost func(ctx context.Context, node string) error
+	Logger   *slog.Logger
 }
 
 // Entry is one record of the catalog log.
@@ -228,7 +233,8 @@ func (n *Node) join(ctx context.Context) error {
 		return err
 	}
 	n.elec = concurrency.NewElection(sess, n.prefix+"election/")
-	n.wg.Add(4)
+	n.wg.Add(5)
+	go n.watchLost()
 	go n.followAssignments()
 	go n.follow(rev)
 	go n.campaign()
