@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -136,7 +138,23 @@ func startServer(t testing.TB, bin string, env []string, dataDir string, extraAr
 // FreeAddr returns a loopback address with a port that was free a moment ago.
 // The port is chosen here rather than with --listen :0 so a restarted server
 // comes back on the same address.
+//
+// The port is drawn from below the kernel's ephemeral range (32768 and up on
+// Linux): a port from that range, free when chosen, can be taken by any
+// process's outgoing connection before the server binds it (seen with the
+// test packages running side by side: "bind: address already in use"),
+// while a port below it is only ever taken by a listener that asks for it.
 func FreeAddr() (string, error) {
+	for range 64 {
+		port := freePortLow + rand.IntN(freePortHigh-freePortLow)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // taken: draw again
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr, nil
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -144,6 +162,10 @@ func FreeAddr() (string, error) {
 	defer l.Close()
 	return l.Addr().String(), nil
 }
+
+// The range FreeAddr draws from: above the well-known services, below
+// Linux's default ip_local_port_range (32768-60999).
+const freePortLow, freePortHigh = 20000, 32000
 
 var listeningRe = regexp.MustCompile(`listening on (\S+)`)
 
