@@ -3,7 +3,6 @@ package exec
 import (
 	"bytes"
 	"container/heap"
-	"context"
 	"encoding/binary"
 	"maps"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/exec/over"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -801,8 +801,7 @@ func (o *rankOp) windowRows(ectx *expr.Ctx, rec arrow.RecordBatch, encs []string
 		}
 	}
 	w := o.spec.window
-	ctx := &Ctx{Context: context.Background(), Expr: ectx}
-	cols, err := windowColumns(ctx, w, rec, idx, pids, spids, peer, len(bounds)-1)
+	cols, err := over.Columns(&over.Env{Expr: ectx}, w.Funcs, w.OrderBy, rec, idx, pids, spids, peer, len(bounds)-1)
 	if err != nil {
 		return err
 	}
