@@ -37,8 +37,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
-	"github.com/streamdb/streamdb/exec/over"
 	"github.com/streamdb/streamdb/exec/join"
+	"github.com/streamdb/streamdb/exec/over"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )

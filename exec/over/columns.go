@@ -158,4 +158,3 @@ func windowAgg(env *Env, f Func, rec arrow.RecordBatch, idx []int, pids, spids [
 	}
 	return bl.NewArray(), nil
 }
-
