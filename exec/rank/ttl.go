@@ -1,8 +1,8 @@
 package rank
 
 import (
-	"container/heap"
 	"encoding/binary"
+	"iter"
 
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
@@ -67,8 +67,7 @@ func (o *Op) expireIdle(ectx *expr.Ctx, now int64) error {
 	for _, p := range t.touched {
 		p.touched, p.idle = false, now
 		if ttl > 0 && !p.queued && !p.gone {
-			p.queued = true
-			heap.Push(&t.queue, opkit.IdleItem[*rankPart]{At: now, G: p})
+			opkit.QueueIdle(&t.queue, p, now)
 		}
 	}
 	clear(t.touched)
@@ -77,43 +76,23 @@ func (o *Op) expireIdle(ectx *expr.Ctx, now int64) error {
 		t.on = false
 		return nil
 	}
-	if !t.on {
-		t.on = true
-		for k, p := range o.parts {
-			if p.queued || k == "" {
-				continue
-			}
-			if p.idle == 0 {
-				p.idle = now
-			}
-			p.queued = true
-			heap.Push(&t.queue, opkit.IdleItem[*rankPart]{At: p.idle, G: p})
-		}
+	// A partition gone from memory is stale unless it was evicted and no
+	// partition of its key was read back since.
+	gone := func(p *rankPart, _ int64) bool {
+		return p.gone && (!p.evicted || p.reloaded || o.parts[p.key] != nil)
 	}
-	for t.queue.Len() > 0 && t.queue.Items[0].At+ttl <= now {
-		it := heap.Pop(&t.queue).(opkit.IdleItem[*rankPart])
-		p := it.G
-		if p.gone && (!p.evicted || p.reloaded || o.parts[p.key] != nil) {
-			p.queued = false
-			continue // freed, emptied or read back: a partition of its key is queued anew when it comes
-		}
-		if p.idle > it.At {
-			heap.Push(&t.queue, opkit.IdleItem[*rankPart]{At: p.idle, G: p})
-			continue
-		}
-		p.queued = false
+	return opkit.SweepIdle(&t.queue, &t.on, now, ttl, o.keyedParts(), gone, func(p *rankPart, at int64) (bool, error) {
 		if p.gone { // evicted: read it back with its stored clock
 			var err error
 			if p, err = o.reload(ectx, p.key, p.kg, p.hash); err != nil || p == nil {
-				return err
+				return false, err
 			}
 			if p.idle == 0 {
-				p.idle = it.At // stored while the TTL was off
+				p.idle = at // stored while the TTL was off
 			}
 			if p.idle+ttl > now {
-				p.queued = true
-				heap.Push(&t.queue, opkit.IdleItem[*rankPart]{At: p.idle, G: p})
-				continue
+				opkit.QueueIdle(&t.queue, p, p.idle)
+				return true, nil
 			}
 		}
 		for enc := range p.rows {
@@ -123,9 +102,24 @@ func (o *Op) expireIdle(ectx *expr.Ctx, now int64) error {
 		delete(o.parts, p.key)
 		p.gone = true
 		t.expired++
-	}
-	return nil
+		return true, nil
+	})
 }
+
+// keyedParts yields the partitions that may expire: all but the one of
+// ORDER BY ... LIMIT (key "").
+func (o *Op) keyedParts() iter.Seq[*rankPart] {
+	return func(yield func(*rankPart) bool) {
+		for k, p := range o.parts {
+			if k != "" && !yield(p) {
+				return
+			}
+		}
+	}
+}
+
+// IdleState is p's idle clock and whether it is queued (opkit.SweepIdle).
+func (p *rankPart) IdleState() (*int64, *bool) { return &p.idle, &p.queued }
 
 // appendClock ends a row entry's value with the idle clock while the TTL
 // is on.
