@@ -1,3 +1,16 @@
+// Package rank is the top-N operator family: ORDER BY ... LIMIT in a view
+// (one partition); ROW_NUMBER/RANK/DENSE_RANK OVER (PARTITION BY ...) with
+// the bound an outer filter puts on them (top-N per group); the window
+// functions a view computes over its partitions (with exec/over's
+// kernels); the append-only variant that keeps only each partition's top;
+// the top-N per window, whose partitions the watermark frees (late.go);
+// and its share of state.ttl (ttl.go). The plan node, how a partition key
+// bounds windows (traced through the plan under it) and the wiring into a
+// job stay in exec (rankop.go, lateranks.go).
+//
+// It implements the operator contract (exec/op), reaches its state only
+// through opkit.State and emits through op.Outlet; it imports neither the
+// runtime nor another operator family.
 package rank
 
 import (
