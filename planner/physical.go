@@ -116,7 +116,7 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 					arg = &expr.Func{Name: name, Args: []expr.Expr{arg}, T: types.TText}
 				}
 			}
-			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: arg, T: a.T, Frac: a.Frac, Desc: a.Desc, Sorted: a.Sorted})
+			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: arg, T: a.T, Frac: a.Frac, Desc: a.Desc, Sorted: a.Sorted, Order: a.Order})
 		}
 		if w := n.Window; w != nil && w.Kind == "session" {
 			// GROUP BY keys, SESSION(ts, gap): the binder put the session's

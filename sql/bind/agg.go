@@ -78,7 +78,7 @@ func (b *Binder) bindAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, error) {
 		return nil, sqlerr.New(sqlerr.GroupingError, "%s", msg)
 	}
 	if name == "group_concat" { // string_agg, as the parser writes it
-		return b.bindStringAgg(c, n)
+		return b.bindGroupConcat(c, n)
 	}
 	if name == "json_arrayagg" || name == "json_objectagg" { // jsonb_agg, jsonb_object_agg
 		return b.bindJSONAgg(c, n, name == "json_objectagg")
@@ -157,7 +157,10 @@ func aggString(c planner.AggCall, name string) string {
 	if c.Distinct {
 		d = "DISTINCT "
 	}
-	return name + "(" + d + c.Arg.String() + ")"
+	if c.Sorted {
+		d = "sorted " + d
+	}
+	return name + "(" + d + c.Arg.String() + orderString(c.Order) + ")"
 }
 
 // aggType is the result type of an aggregate, as in PostgreSQL.

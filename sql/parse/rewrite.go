@@ -64,8 +64,15 @@ type frame struct {
 	// stringAgg marks the arguments of string_agg(x, d), emitted as
 	// group_concat(x separator d) (srf.go).
 	stringAgg bool
-	// sepSeen: the delimiter argument of string_agg has begun.
-	sepSeen bool
+	// sepSeen: the delimiter argument of string_agg has begun; sepAt is
+	// its "separator" piece, orderAt the "order by" piece of an ORDER BY
+	// inside an aggregate call (0: none), which TiDB's group_concat wants
+	// before the separator (sortedagg.go).
+	sepSeen        bool
+	sepAt, orderAt int
+	// aggMarker names array_agg, jsonb_agg or jsonb_object_agg written as
+	// group_concat for its DISTINCT or ORDER BY (sortedagg.go).
+	aggMarker string
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -291,6 +298,12 @@ func (r *rewriter) rewrite(from, to int) error {
 					return p.notSupported(toks[k], "the second argument of %s must be an unsigned integer literal (write lead(x, n) for lag(x, -n))", t.Val)
 				case mysqlInfix(toks, i, from, to):
 					return p.syntaxError(next) // as PostgreSQL: a REGEXP b is an alias, then a stray operand
+				case sortedAggStart(toks, i, to) != "":
+					k := r.emit("group_concat(", i, space)
+					stack = append(stack, frame{start: k, open: k, call: true, aggMarker: sortedAggStart(toks, i, to)})
+					prim = -1
+					i++
+					continue
 				case stringAggStart(toks, i):
 					k := r.emit("group_concat(", i, space)
 					stack = append(stack, frame{start: k, open: k, call: true, stringAgg: true})
@@ -455,6 +468,9 @@ func (r *rewriter) rewrite(from, to int) error {
 				case t.Val == "straight_join":
 					return p.syntaxError(t)
 				case t.Val == "order" && next.is("by"):
+					if len(stack) > 0 && (stack[len(stack)-1].stringAgg || stack[len(stack)-1].aggMarker != "") {
+						stack[len(stack)-1].orderAt = len(r.out)
+					}
 					r.emit("order by", i, space)
 					order().item = len(r.out)
 					prim = -1
@@ -589,6 +605,7 @@ func (r *rewriter) rewrite(from, to int) error {
 					i = end - 1
 					continue
 				}
+				r.endSortedAgg(f, i)
 				if f.arraySub {
 					r.emit("))", i, space)
 				} else if f.srf != "" {
@@ -722,9 +739,9 @@ func (r *rewriter) rewrite(from, to int) error {
 						return err
 					}
 				}
-				if len(stack) > 0 && stack[len(stack)-1].stringAgg {
+				if len(stack) > 0 && stack[len(stack)-1].stringAgg && stack[len(stack)-1].orderAt == 0 {
 					stack[len(stack)-1].sepSeen = true
-					r.emit("separator", i, true)
+					stack[len(stack)-1].sepAt = r.emit("separator", i, true)
 					prim = -1
 					continue
 				}
@@ -1396,22 +1413,9 @@ func renamedAggregate(toks []token, i, to int) bool {
 // stringAggArgs refuses, at the ) closing f, a string_agg call that
 // TiDB's group_concat would take with a meaning PostgreSQL's string_agg
 // does not have: one argument (group_concat's default delimiter is ',').
-// ORDER BY inside the call is refused too (group_concat wants it before
-// the delimiter).
 func (p *parser) stringAggArgs(f frame, toks []token, open, close int) error {
 	if !f.stringAgg {
 		return nil
-	}
-	depth := 0
-	for j := open + 1; j < close; j++ {
-		switch {
-		case toks[j].isOp("("):
-			depth++
-		case toks[j].isOp(")"):
-			depth--
-		case depth == 0 && toks[j].is("order") && j+1 < close && toks[j+1].is("by"):
-			return p.notSupported(toks[j], "string_agg with DISTINCT or ORDER BY is not supported")
-		}
 	}
 	switch {
 	case close == open+1:
