@@ -33,6 +33,9 @@ func (b *Binder) aggOrderKeys(c *ectx, n *ast.AggregateFuncExpr, name string) ([
 	dirs := make([]exec.AggOrder, 0, len(n.Order.Items))
 	for _, it := range n.Order.Items {
 		ke, nullsFirst := nullsOrder(it)
+		if _, ok := ke.(*ast.PositionExpr); ok {
+			continue // a constant (TiDB reads ORDER BY 1 as a position), which orders nothing
+		}
 		k, err := b.bindExpr(ic, ke)
 		if err != nil {
 			return nil, nil, err
