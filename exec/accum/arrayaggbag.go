@@ -93,7 +93,8 @@ func (a *arrayAggBagAcc) Update(gids []int32, arg arrow.Array, signs []int8) err
 func (a *arrayAggBagAcc) entries(g int32) int64 {
 	a.es, a.keys = a.es[:0], a.keys[:0]
 	var rows int64
-	for k, n := range a.bags.B[g] {
+	for k, p := range a.bags.B[g] {
+		n := *p
 		if n <= 0 {
 			continue
 		}
