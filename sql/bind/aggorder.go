@@ -62,6 +62,11 @@ func orderable(t types.T) bool { return t.Kind != types.JSON }
 func (b *Binder) sortedArrayAgg(c *ectx, name string, val expr.Expr, t types.T, keys []expr.Expr, dirs []exec.AggOrder,
 	distinct bool, args []expr.Expr) (expr.Expr, error) {
 	if distinct {
+		for _, a := range args {
+			if !orderable(a.Type()) {
+				return nil, sqlerr.New(sqlerr.UndefinedFunction, "could not identify an equality operator for type %s", typeName(a.Type()))
+			}
+		}
 		for _, k := range keys {
 			if !exprIn(k, args) {
 				return nil, sqlerr.New("42P10", "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list")

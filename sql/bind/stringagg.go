@@ -16,23 +16,31 @@ import (
 // with DISTINCT or ORDER BY inside (the forms TiDB's grammar takes only
 // in group_concat). The separator is group_concat's last argument.
 func (b *Binder) bindGroupConcat(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, error) {
-	if len(n.Args) > 0 {
-		if v, ok := n.Args[len(n.Args)-1].(*test_driver.ValueExpr); ok {
+	m := *n
+	switch name := groupConcatName(n.Args); name {
+	case "array_agg":
+		m.Args = n.Args[:len(n.Args)-1]
+		return b.bindArrayAgg(c, &m)
+	case "jsonb_agg", "jsonb_object_agg":
+		m.Args = n.Args[:len(n.Args)-1]
+		return b.bindJSONAgg(c, &m, name == "jsonb_object_agg")
+	}
+	return b.bindStringAgg(c, n)
+}
+
+// groupConcatName is the aggregate a group_concat call with arguments
+// args stands for: the one its marker separator names, else string_agg.
+func groupConcatName(args []ast.ExprNode) string {
+	if len(args) > 0 {
+		if v, ok := args[len(args)-1].(*test_driver.ValueExpr); ok {
 			if s, ok := v.GetValue().(string); ok {
 				if name, ok := parse.AggFromMarker(s); ok {
-					m := *n
-					m.Args = n.Args[:len(n.Args)-1]
-					switch name {
-					case "array_agg":
-						return b.bindArrayAgg(c, &m)
-					case "jsonb_agg", "jsonb_object_agg":
-						return b.bindJSONAgg(c, &m, name == "jsonb_object_agg")
-					}
+					return name
 				}
 			}
 		}
 	}
-	return b.bindStringAgg(c, n)
+	return "string_agg"
 }
 
 // bindStringAgg binds string_agg(x, delimiter), which the parser writes as

@@ -252,6 +252,8 @@ var golden = []struct{ in, want string }{
 		"error 42883 at 19: function string_agg() does not exist"},
 	{"select string_agg(x, ',' order by y desc, z) from t", // group_concat's ORDER BY precedes its separator
 		"query: SELECT GROUP_CONCAT(`x` ORDER BY `y` DESC,`z` SEPARATOR ',') FROM `t`"},
+	{"select string_agg(x, ',' order by y) filter (where x > 'a'), string_agg(x, ';') filter (where true) from t",
+		"query: SELECT GROUP_CONCAT(CASE WHEN PG_FILTER(`x`>_UTF8MB4'a') THEN `x` END ORDER BY `y` SEPARATOR ','),GROUP_CONCAT(CASE WHEN PG_FILTER(TRUE) THEN `x` END SEPARATOR ';') FROM `t`"},
 	{"select string_agg(distinct x, ',') filter (where x > 'a') from t",
 		"query: SELECT GROUP_CONCAT(DISTINCT CASE WHEN PG_FILTER(`x`>_UTF8MB4'a') THEN `x` END SEPARATOR ',') FROM `t`"},
 	{"select array_agg(x order by y desc nulls first, z), array_agg(distinct x), array_agg(x) from t", // a marker separator (sortedagg.go)

@@ -595,7 +595,7 @@ func (r *rewriter) rewrite(from, to int) error {
 							}
 							return p.positioned(sqlerr.New(sqlerr.WrongObjectType, "FILTER specified, but %s is not an aggregate function", fn), next)
 						}
-						end, err = r.filterClause(f.open, i, to, f.stringAgg)
+						end, err = r.filterClause(f, i, to)
 					}
 					if err != nil {
 						return err
@@ -1002,9 +1002,10 @@ const distinctMarker = "pg_is_distinct_from"
 // THEN args END (after a DISTINCT, and 1 for count's *), which every
 // aggregate streamdb has treats alike, as they all skip NULLs. close is
 // the call's ")" token; it returns the token after the FILTER clause.
-// For string_agg (stringAgg: emitted as group_concat(x separator d)) only
-// x is conditional: the delimiter stays.
-func (r *rewriter) filterClause(open, close, to int, stringAgg bool) (end int, err error) {
+// For string_agg (f.stringAgg: emitted as group_concat(x separator d)) only
+// x is conditional: the delimiter stays, after an ORDER BY inside the call.
+func (r *rewriter) filterClause(f frame, close, to int) (end int, err error) {
+	open := f.open
 	p := r.p
 	toks := p.toks
 	condFrom, depth := close+4, 0
@@ -1028,6 +1029,16 @@ func (r *rewriter) filterClause(open, close, to int, stringAgg bool) (end int, e
 		return 0, p.syntaxError(toks[condFrom])
 	}
 	sub.out[0].space = true
+	var rest []piece // what follows the conditional argument
+	if f.stringAgg && f.sepAt > open {
+		if f.orderAt > f.sepAt { // group_concat's ORDER BY precedes its separator
+			rest = append(rest, r.out[f.orderAt:]...)
+			rest = append(rest, r.out[f.sepAt:f.orderAt]...)
+		} else {
+			rest = append(rest, r.out[f.sepAt:]...)
+		}
+		r.out = r.out[:f.sepAt]
+	}
 	args := append([]piece(nil), r.out[open+1:]...)
 	r.out = r.out[:open+1]
 	if len(args) > 0 && args[0].text == "distinct" {
@@ -1039,17 +1050,6 @@ func (r *rewriter) filterClause(open, close, to int, stringAgg bool) (end int, e
 	}
 	if len(args) == 1 && args[0].text == "*" {
 		args[0].text = "1"
-	}
-	var rest []piece // what follows the conditional argument
-	if stringAgg {
-		// The last separator is this call's: one inside x belongs to a
-		// nested call, and the delimiter after it is a literal.
-		for k := len(args) - 1; k > 0; k-- {
-			if args[k].text == "separator" {
-				args, rest = args[:k], args[k:]
-				break
-			}
-		}
 	}
 	args[0].space = true
 	// pg_filter(cond) binds cond as a boolean whose errors name FILTER
