@@ -3,8 +3,6 @@ package sqllogic
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"testing"
 )
 
@@ -55,31 +53,7 @@ func TestOrderedAggPG(t *testing.T) {
 		}
 		return fmt.Sprintf("'%c%d'", 'a'+rune(rng.IntN(5)), rng.IntN(3))
 	}
-	exec := func(q string) {
-		d.mustExec(d.sdb, "streamdb", q)
-		d.mustExec(d.pg, "PostgreSQL", q)
-	}
-	next := 0
-	var live []int
-	round := func() {
-		var rows []string
-		for range 25 {
-			rows = append(rows, fmt.Sprintf("(%d, %s, %s, %s, %s)", next, val("g"), val("i"), val("s"), val("f")))
-			live = append(live, next)
-			next++
-		}
-		exec("INSERT INTO oa VALUES " + strings.Join(rows, ", "))
-		for range 8 {
-			id := live[rng.IntN(len(live))]
-			col := []string{"g", "i", "s", "f"}[rng.IntN(4)]
-			exec(fmt.Sprintf("UPDATE oa SET %s = %s WHERE id = %d", col, val(col), id))
-		}
-		for range 6 {
-			k := rng.IntN(len(live))
-			exec(fmt.Sprintf("DELETE FROM oa WHERE id = %d", live[k]))
-			live = slices.Delete(live, k, k+1)
-		}
-	}
+	ch := &churn{d: d, table: "oa", cols: []string{"g", "i", "s", "f"}, val: val, rng: rng}
 	checkAll := func(r int) {
 		d.mustExec(d.sdb, "streamdb", "CHECKPOINT")
 		for _, c := range cases {
@@ -99,18 +73,5 @@ func TestOrderedAggPG(t *testing.T) {
 			}
 		}
 	}
-	for r := 0; r < 3; r++ {
-		round()
-		checkAll(r)
-	}
-	srv.Kill9()
-	srv.Restart(t)
-	d.sdb = srv.Conn(t)
-	checkAll(3)
-	for r := 4; r < 6; r++ {
-		round()
-		checkAll(r)
-	}
-	exec("DELETE FROM oa")
-	checkAll(6)
+	ch.run(t, srv, 3, 2, checkAll)
 }
