@@ -157,10 +157,13 @@ func aggString(c planner.AggCall, name string) string {
 	if c.Distinct {
 		d = "DISTINCT "
 	}
-	if c.Sorted {
-		d = "sorted " + d
+	switch {
+	case c.Sorted && len(c.Order) > 0:
+		return name + "(" + d + planner.SortedArgString(c.Arg, c.Order) + ")"
+	case c.Sorted && !c.Distinct: // by the value itself (a batch array_agg(x) keeps arrival order)
+		return name + "(" + c.Arg.String() + " ORDER BY " + c.Arg.String() + ")"
 	}
-	return name + "(" + d + c.Arg.String() + orderString(c.Order) + ")"
+	return name + "(" + d + c.Arg.String() + ")"
 }
 
 // aggType is the result type of an aggregate, as in PostgreSQL.

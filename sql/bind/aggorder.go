@@ -2,7 +2,6 @@ package bind
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/streamdb/streamdb/exec"
@@ -108,19 +107,4 @@ func defaultOrder(args []expr.Expr) ([]expr.Expr, []exec.AggOrder) {
 		}
 	}
 	return keys, make([]exec.AggOrder, len(keys))
-}
-
-// orderString prints an aggregate's ORDER BY directions for aggString.
-func orderString(dirs []exec.AggOrder) string {
-	var sb strings.Builder
-	for _, d := range dirs {
-		sb.WriteString(" ")
-		if d.Desc {
-			sb.WriteString("d")
-		}
-		if d.NullsFirst {
-			sb.WriteString("f")
-		}
-	}
-	return sb.String()
 }
