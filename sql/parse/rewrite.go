@@ -590,8 +590,8 @@ func (r *rewriter) rewrite(from, to int) error {
 						// The function's name as the user wrote it: the piece
 						// emitted may be an internal one (group_concat(, pg_cast().
 						if fn := toks[r.out[f.start].tok].Val; !filterAggregates[fn] {
-							if fn == "array_agg" { // it keeps NULLs, so CASE WHEN cannot filter it
-								return p.notSupported(next, "FILTER is not supported with array_agg")
+							if sortedAggs[fn] { // they keep NULLs, so CASE WHEN cannot filter them
+								return p.notSupported(next, "FILTER is not supported with %s", fn)
 							}
 							return p.positioned(sqlerr.New(sqlerr.WrongObjectType, "FILTER specified, but %s is not an aggregate function", fn), next)
 						}
