@@ -49,25 +49,7 @@ func TestArrayAggViewPG(t *testing.T) {
 		ordered[i] = q
 	}
 	rng := rand.New(rand.NewPCG(12, 7))
-	val := func(p string) string {
-		if rng.IntN(6) == 0 {
-			return "NULL"
-		}
-		switch p {
-		case "g":
-			return fmt.Sprint(rng.IntN(4))
-		case "i":
-			return fmt.Sprint(rng.IntN(60) - 10)
-		case "f":
-			return fmt.Sprintf("%g", float64(rng.IntN(40)-20)/4)
-		case "b":
-			return fmt.Sprint(rng.IntN(2) == 0)
-		case "s":
-			return fmt.Sprintf("'%c%d'", 'a'+rune(rng.IntN(5)), rng.IntN(3))
-		}
-		return fmt.Sprintf("DATE '2026-%02d-%02d'", 1+rng.IntN(12), 1+rng.IntN(28))
-	}
-	ch := &churn{d: d, table: "aa", cols: []string{"g", "i", "s", "d", "f", "b"}, val: val, rng: rng}
+	ch := &churn{d: d, table: "aa", cols: []string{"g", "i", "s", "d", "f", "b"}, rng: rng}
 	checkAll := func(r int) {
 		d.mustExec(d.sdb, "streamdb", "CHECKPOINT")
 		d.mustExec(d.sdb, "streamdb", "CHECKPOINT")
@@ -96,10 +78,32 @@ type churn struct {
 	d     *diffRun
 	table string
 	cols  []string
-	val   func(col string) string
 	rng   *rand.Rand
 	next  int
 	live  []int
+}
+
+// val is a random value of column col (NULL one time in six): g 0-3,
+// i -10-49, f quarters in -5-4.75, b a boolean, s a letter a-e and a digit
+// 0-2, d a date of 2026.
+func (c *churn) val(col string) string {
+	rng := c.rng
+	if rng.IntN(6) == 0 {
+		return "NULL"
+	}
+	switch col {
+	case "g":
+		return fmt.Sprint(rng.IntN(4))
+	case "i":
+		return fmt.Sprint(rng.IntN(60) - 10)
+	case "f":
+		return fmt.Sprintf("%g", float64(rng.IntN(40)-20)/4)
+	case "b":
+		return fmt.Sprint(rng.IntN(2) == 0)
+	case "s":
+		return fmt.Sprintf("'%c%d'", 'a'+rune(rng.IntN(5)), rng.IntN(3))
+	}
+	return fmt.Sprintf("DATE '2026-%02d-%02d'", 1+rng.IntN(12), 1+rng.IntN(28))
 }
 
 func (c *churn) exec(q string) {
