@@ -103,8 +103,9 @@ type Project struct {
 // argument expression (nil for count(*)). Both live with the accumulators
 // (exec/accum).
 type (
-	AggKind = accum.Kind
-	AggSpec = accum.Spec
+	AggKind  = accum.Kind
+	AggSpec  = accum.Spec
+	AggOrder = accum.OrderDir
 )
 
 const (
