@@ -123,10 +123,11 @@ func (w *scaleWriter) join(k int) {
 //
 // A node killed inside an INSERT leaves its Kafka transaction open:
 // read_committed readers (the table's reads, the views' jobs) do not
-// read past it until Kafka aborts it (the transaction timeout, a
-// minute) or the node, restarted, fences it. After a kill the views
-// must equal the batch query over the table's readable rows; after the
-// restart (all means so) every acknowledged row must be readable too.
+// read past it until the live nodes fence it when the node's lease
+// expires (or Kafka's transaction timeout, a minute, if that is missed).
+// After a kill the views must equal the batch query over the table's
+// readable rows; after the restart (all means so) every acknowledged row
+// must be readable too.
 func (w *scaleWriter) check(t *testing.T, running map[int]bool, what string, all bool) {
 	t.Helper()
 	w.mu.Lock()
