@@ -109,13 +109,13 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 }
 
 // appendNumericBinary writes numeric_send's layout. The display scale is
-// t.Scale for NUMERIC(p,s) and the trimmed scale for unconstrained NUMERIC,
-// matching AppendText.
+// t.Scale for NUMERIC(p,s) and the value's own (DScaleOf) for unconstrained
+// NUMERIC, matching AppendText.
 func appendNumericBinary(buf []byte, d Datum, t T) []byte {
 	scale := t.Scale
 	n := d.D
 	if t.Prec == 0 {
-		ds := DisplayScale(n, scale)
+		ds := DScaleOf(d, t)
 		n, _ = Rescale(n, scale, ds)
 		scale = ds
 	}

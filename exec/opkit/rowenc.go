@@ -215,6 +215,10 @@ func AppendTake(bl array.Builder, a arrow.Array, idx []int, t types.T) {
 			}
 		}
 	case *array.Decimal128:
+		if db, ok := bl.(*types.DecimalBuilder); ok {
+			appendTakeDS(db, arr, idx)
+			break
+		}
 		b := bl.(*array.Decimal128Builder)
 		vs := arr.Values()
 		for _, i := range idx {
@@ -319,5 +323,22 @@ func (d *RowDecoder) AppendRow(enc string) {
 		dd, after, _ := DecodeDatum(rest, t)
 		types.AppendDatum(d.bls[c], dd, t)
 		p += len(rest) - len(after)
+	}
+}
+
+// appendTakeDS is AppendTake's loop for an unconstrained NUMERIC builder:
+// the values and their display scales (types/dscale.go).
+func appendTakeDS(b *types.DecimalBuilder, arr *array.Decimal128, idx []int) {
+	vs, ds := arr.Values(), types.DScales(arr)
+	noNulls := arr.NullN() == 0
+	for _, i := range idx {
+		switch {
+		case i < 0 || (!noNulls && arr.IsNull(i)):
+			b.AppendNull()
+		case ds != nil:
+			b.AppendDS(vs[i], ds[i])
+		default:
+			b.Append(vs[i])
+		}
 	}
 }
