@@ -343,5 +343,8 @@ func parseNumericBinary(b []byte, t T) (Datum, error) {
 	if err := NumericFit(n, t); err != nil {
 		return Null, err
 	}
+	if ds := int32(int16(binary.BigEndian.Uint16(b[6:]))); t.Prec == 0 && ds >= 0 && ds <= t.Scale {
+		return Datum{D: n, DS: PackDScale(ds)}, nil
+	}
 	return Datum{D: n}, nil
 }

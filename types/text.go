@@ -56,7 +56,7 @@ func ParseText(s string, t T) (Datum, error) {
 	case Numeric:
 		n, err := parseNumeric(s, t)
 		if t.Prec == 0 && err == nil {
-			if ds, ok := TextDScale(s); ok {
+			if ds, ok := TextDScale(s); ok && ds <= t.Scale { // else rounded: print trimmed
 				return Datum{D: n, DS: PackDScale(min(ds, t.Scale))}, nil
 			}
 		}

@@ -21,6 +21,10 @@ type RowEncoder struct {
 	ends []int // row i is buf[ends[i-1]:ends[i]] (ends[-1] = 0)
 	pos  []int
 	str  string // buf as a string, once asked for
+	// KeepDScale encodes rows as values, not keys: unconstrained NUMERIC
+	// values keep their display scales (EncodeValueDatum).
+	KeepDScale bool
+	scratch    []byte
 }
 
 func FixedWidth(t types.T) int {
@@ -41,6 +45,13 @@ func (e *RowEncoder) Encode(cols []arrow.Array, ts []types.T, n int) {
 	ends := e.ends
 	for c, a := range cols {
 		nulls := a.NullN() > 0
+		if e.KeepDScale && types.DScales(a) != nil && ts[c].Kind == types.Numeric && ts[c].Prec == 0 {
+			for i := range ends {
+				e.scratch = EncodeValueDatum(e.scratch[:0], types.DatumAt(a, i, ts[c]), ts[c])
+				ends[i] += len(e.scratch)
+			}
+			continue
+		}
 		if w := FixedWidth(ts[c]); w > 0 {
 			if _, ok := a.(*array.Null); ok {
 				for i := range ends {
@@ -85,6 +96,13 @@ func (e *RowEncoder) Encode(cols []arrow.Array, ts []types.T, n int) {
 	buf, pos := e.buf, e.pos
 	for c, a := range cols {
 		nulls := a.NullN() > 0
+		if e.KeepDScale && types.DScales(a) != nil && ts[c].Kind == types.Numeric && ts[c].Prec == 0 {
+			t := ts[c]
+			for i, p := range pos {
+				pos[i] = p + len(EncodeValueDatum(buf[p:p], types.DatumAt(a, i, t), t))
+			}
+			continue
+		}
 		switch a := a.(type) {
 		case *array.Int64:
 			vs := a.Int64Values()
@@ -309,6 +327,9 @@ func (d *RowDecoder) AppendRow(enc string) {
 			p += 9
 			continue
 		case *array.Decimal128Builder:
+			if enc[p] == dsMarker {
+				break // a display scale follows: DecodeDatum below
+			}
 			b.Append(decimal128.New(int64(binary.BigEndian.Uint64([]byte(enc[p+1:p+9]))), binary.BigEndian.Uint64([]byte(enc[p+9:p+17]))))
 			p += 17
 			continue
