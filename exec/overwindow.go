@@ -194,7 +194,7 @@ func windowValue(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids
 	}
 	defer def.Release()
 	// Values then defaults, so src indexes both (rows+i is row i's default).
-	both, err := array.Concatenate([]arrow.Array{arg, def}, ctx.alloc())
+	both, err := types.Concatenate([]arrow.Array{arg, def}, ctx.alloc())
 	if err != nil {
 		return nil, err
 	}

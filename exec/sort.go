@@ -48,7 +48,7 @@ func concatRecords(mem memory.Allocator, ts []types.T, recs []arrow.RecordBatch)
 		for i, r := range recs {
 			parts[i] = r.Column(c)
 		}
-		a, err := array.Concatenate(parts, mem)
+		a, err := types.Concatenate(parts, mem)
 		if err != nil {
 			releaseAll(cols)
 			return nil, err

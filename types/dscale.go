@@ -220,3 +220,37 @@ func TextDScale(s string) (int32, bool) {
 	}
 	return int32(max(frac-exp, 0)), true
 }
+
+// Concatenate is array.Concatenate keeping the display scales of decimal
+// parts (array.Concatenate drops the third buffer).
+func Concatenate(parts []arrow.Array, mem memory.Allocator) (arrow.Array, error) {
+	out, err := array.Concatenate(parts, mem)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := out.(*array.Decimal128); !ok {
+		return out, nil
+	}
+	var ds []int8
+	for k, p := range parts {
+		pd := DScales(p)
+		if pd == nil && ds == nil {
+			continue
+		}
+		if ds == nil {
+			ds = make([]int8, 0, out.Len())
+			for _, q := range parts[:k] {
+				ds = append(ds, make([]int8, q.Len())...)
+			}
+		}
+		if pd == nil {
+			pd = make([]int8, p.Len())
+		}
+		ds = append(ds, pd...)
+	}
+	if ds == nil {
+		return out, nil
+	}
+	defer out.Release()
+	return AttachDScales(out, ds), nil
+}

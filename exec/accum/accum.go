@@ -404,7 +404,11 @@ func (a *sumDecAcc) Reset(gid int32) {
 func (a *sumDecAcc) Encode(buf []byte, gid int32) []byte {
 	buf = binary.BigEndian.AppendUint64(buf, uint64(a.s[gid].HighBits()))
 	buf = binary.BigEndian.AppendUint64(buf, a.s[gid].LowBits())
-	return binary.AppendVarint(buf, a.n[gid])
+	buf = binary.AppendVarint(buf, a.n[gid])
+	if a.ds != nil { // unconstrained input: the sum's display scale
+		buf = append(buf, byte(a.ds[gid]))
+	}
+	return buf
 }
 
 func (a *sumDecAcc) Decode(buf []byte, gid int32) ([]byte, error) {
@@ -417,7 +421,14 @@ func (a *sumDecAcc) Decode(buf []byte, gid int32) ([]byte, error) {
 		return nil, opkit.ErrCorruptState
 	}
 	a.n[gid] = v
-	return buf[16+k:], nil
+	buf = buf[16+k:]
+	if a.ds != nil {
+		if len(buf) < 1 {
+			return nil, opkit.ErrCorruptState
+		}
+		a.ds[gid], buf = int32(buf[0]), buf[1:]
+	}
+	return buf, nil
 }
 
 // --- sum/avg over intervals ---
