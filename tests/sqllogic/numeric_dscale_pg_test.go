@@ -42,23 +42,7 @@ func TestNumericDScalePG(t *testing.T) {
 	}
 	cases := d.viewAndBatchCases("nd", "numeric dscale", views, batch)
 	rng := rand.New(rand.NewPCG(7, 33))
-	num := func(scale, digits int) string {
-		v := rng.Int64N(int64(pow10(digits))) - int64(pow10(digits))/3
-		s := fmt.Sprint(v)
-		if scale == 0 {
-			return s
-		}
-		neg := strings.HasPrefix(s, "-")
-		s = strings.TrimPrefix(s, "-")
-		for len(s) <= scale {
-			s = "0" + s
-		}
-		s = s[:len(s)-scale] + "." + s[len(s)-scale:]
-		if neg {
-			s = "-" + s
-		}
-		return s
-	}
+	num := func(scale, digits int) string { return randNumeric(rng, scale, digits, 3) }
 	orNull := func(s string) string {
 		if rng.IntN(8) == 0 {
 			return "NULL"
