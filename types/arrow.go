@@ -27,6 +27,9 @@ func DatumAt(arr arrow.Array, i int, t T) Datum {
 	case *array.Float64:
 		return Float(a.Value(i))
 	case *array.Decimal128:
+		if ds := DScales(a); ds != nil {
+			return Datum{D: a.Value(i), DS: ds[i]}
+		}
 		return Datum{D: a.Value(i)}
 	case *array.String:
 		return Str(a.Value(i))
@@ -50,6 +53,8 @@ func AppendDatum(b array.Builder, d Datum, t T) {
 		return
 	}
 	switch bb := b.(type) {
+	case *DecimalBuilder:
+		bb.AppendDS(d.D, d.DS)
 	case *array.BooleanBuilder:
 		bb.Append(d.I != 0)
 	case *array.Int64Builder:
@@ -79,6 +84,9 @@ func AppendDatum(b array.Builder, d Datum, t T) {
 
 // NewBuilder returns a builder for arrays of t. The caller releases it.
 func NewBuilder(mem memory.Allocator, t T) array.Builder {
+	if t.Kind == Numeric && t.Prec == 0 {
+		return &DecimalBuilder{Decimal128Builder: array.NewDecimal128Builder(mem, t.Arrow().(*arrow.Decimal128Type))}
+	}
 	return array.NewBuilder(mem, t.Arrow())
 }
 
