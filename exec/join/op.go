@@ -82,6 +82,10 @@ type Op struct {
 	emptiedNow []string
 	emptiedQ   []emptiedKey
 
+	// cur reads evicted groups back through one iterator per epoch: made
+	// at the first read, closed at the barrier before eviction.
+	cur opkit.Cursor
+
 	ttl joinTTL    // state.ttl (ttl.go)
 	lk  lookupJoin // a lookup join's left rows waiting for the barrier (lookupjoin.go)
 	tw  joinWM     // interval and window joins freed by watermark (intervaljoin.go)
@@ -122,7 +126,13 @@ type joinGroup struct {
 	rows [2][]joinRow
 	idx  [2]map[string]int32
 	gone bool // removed from groups (a group of its key may come anew, or be evicted)
-	hash uint64
+	// partial[s]: side s's rows were not read back with the group (an
+	// inner join reads back only the side a row is matched against), so
+	// rows[s] holds only the rows changed since: deltas over the state
+	// table's counts until the barrier resolves them, then their counts,
+	// kept even at zero while the side is partial (loadSide).
+	partial [2]bool
+	hash    uint64
 	// saved is the epoch whose commit holds the group's last change; used
 	// the operator's tick when a row last used the group.
 	saved, used uint64
@@ -145,6 +155,9 @@ type joinRow struct {
 	// cannot recompute it, and it is stored with the row.
 	pinned int64
 	dirty  bool // listed in Op.dirty
+	// delta: count is a change over the count in the state table, not yet
+	// read (a row of a partial side; writeDirty or loadSide resolves it).
+	delta bool
 }
 
 const joinIndexAt = 16
@@ -325,8 +338,17 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 		if !isNull(i) {
 			g = o.groups[opkit.BytesView(o.keyEnc.Row(i))]
 			if g == nil && o.spilled && o.evicted.MayContain(h[i]) && o.readable(opkit.BytesView(o.keyEnc.Row(i))) {
+				need := -1
+				if o.lazy() {
+					need = other
+				}
 				var err error
-				if g, err = o.reload(ectx, string(o.keyEnc.Row(i)), byte(op.KeyGroup(h[i])), h[i]); err != nil {
+				if g, err = o.reload(ectx, string(o.keyEnc.Row(i)), byte(op.KeyGroup(h[i])), h[i], need); err != nil {
+					return 0, err
+				}
+			}
+			if g != nil && g.partial[other] {
+				if err := o.loadSide(g, other); err != nil {
 					return 0, err
 				}
 			}
@@ -463,7 +485,7 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 		at := g.find(side, enc)
 		if at < 0 {
 			at = len(g.rows[side])
-			r = g.insert(side, joinRow{enc: enc, matches: matched})
+			r = g.insert(side, joinRow{enc: enc, matches: matched, delta: g.partial[side]})
 			o.bytes += joinRowBytes + int64(len(enc))
 			if tcol != nil && tcol.IsValid(i) {
 				o.noteExpiry(g, side, enc, tcol.Value(i))
@@ -477,7 +499,7 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 			r.dirty = true
 			o.dirty = append(o.dirty, joinDirty{g: g, side: side, enc: enc})
 		}
-		if r.count <= 0 {
+		if r.count <= 0 && !g.partial[side] {
 			g.remove(side, at)
 			o.bytes -= joinRowBytes + int64(len(enc))
 			if len(g.rows[0]) == 0 && len(g.rows[1]) == 0 {
@@ -550,6 +572,9 @@ func (o *Op) Barrier(ectx *expr.Ctx, b *op.Barrier, w *storage.Batch) error {
 		}
 	}
 	wrote, err := o.st.Commit(w, b, len(o.dirty) > 0, o.ttl.on, o.writeDirty, o.Snapshot)
+	if cerr := o.closeCursor(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return err
 	}
@@ -691,14 +716,105 @@ func (o *Op) evictGroup(k string, g *joinGroup) {
 	o.evictedN.Add(1)
 }
 
+// lazy says whether a row reading its group back needs only the other
+// side's rows: an inner join keeps no match counts, so a row of one side
+// is matched against the other side's rows and stored beside its own
+// side's without reading them (they are read when a row of the other
+// side comes: loadSide). Joins freed by watermark and lookup joins read
+// both sides.
+func (o *Op) lazy() bool {
+	return !o.semi && !o.preserve[0] && !o.preserve[1] && o.tw.spec == nil && !o.lk.on
+}
+
+// cursor is the epoch's reader of the state table.
+func (o *Op) cursor() opkit.Cursor {
+	if o.cur == nil {
+		o.cur = opkit.CursorOf(o.st)
+	}
+	return o.cur
+}
+
+// closeCursor lets the epoch's reader go (at a barrier: a later read
+// sees what the barrier committed).
+func (o *Op) closeCursor() error {
+	if o.cur == nil {
+		return nil
+	}
+	err := o.cur.Close()
+	o.cur = nil
+	return err
+}
+
+// sidePrefix is the state key prefix of side's rows of group key.
+func sidePrefix(b []byte, kg byte, side int, key string) []byte {
+	b = binary.AppendUvarint(append(b[:0], kg, byte(side)), uint64(len(key)))
+	return append(b, key...)
+}
+
+// loadSide reads side's rows of g, a partial side, from the state table
+// and resolves the rows changed since: a delta adds to the stored count,
+// a resolved count replaces it; rows left at zero go.
+func (o *Op) loadSide(g *joinGroup, side int) error {
+	prefix := sidePrefix(nil, g.kg, side, g.key)
+	err := o.cursor().ScanPrefix(prefix, func(k, v []byte) error {
+		count, _, clock, err := decodeJoinValue(v)
+		if err != nil {
+			return err
+		}
+		g.idle = max(g.idle, clock)
+		enc := k[len(prefix):]
+		if i := g.find(side, opkit.BytesView(enc)); i >= 0 {
+			if r := &g.rows[side][i]; r.delta {
+				r.count += count
+				r.delta = false
+			}
+			return nil
+		}
+		e := string(enc)
+		g.insert(side, joinRow{enc: e, count: count})
+		o.bytes += joinRowBytes + int64(len(e))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	g.partial[side] = false
+	for i := len(g.rows[side]) - 1; i >= 0; i-- {
+		r := &g.rows[side][i]
+		r.delta = false
+		if r.count <= 0 {
+			o.bytes -= joinRowBytes + int64(len(r.enc))
+			g.remove(side, i)
+		}
+	}
+	return nil
+}
+
+// complete reads back g's partial sides.
+func (o *Op) complete(g *joinGroup) error {
+	for side := range g.partial {
+		if g.partial[side] {
+			if err := o.loadSide(g, side); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // reload reads the group of key back from the state table (nil if it has
-// no rows there) and recomputes its rows' match counts.
-func (o *Op) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*joinGroup, error) {
+// no rows there) and recomputes its rows' match counts. need >= 0 reads
+// only that side's rows (lazy): the group comes back, rows or not, with
+// its other side partial.
+func (o *Op) reload(ectx *expr.Ctx, key string, kg byte, h uint64, need int) (*joinGroup, error) {
 	var g *joinGroup
+	var prefix []byte
 	for side := 0; side < 2; side++ {
-		prefix := binary.AppendUvarint([]byte{kg, byte(side)}, uint64(len(key)))
-		prefix = append(prefix, key...)
-		err := o.st.ScanPrefix(prefix, func(k, v []byte) error {
+		if need >= 0 && side != need {
+			continue
+		}
+		prefix = sidePrefix(prefix, kg, side, key)
+		err := o.cursor().ScanPrefix(prefix, func(k, v []byte) error {
 			count, pinned, clock, err := decodeJoinValue(v)
 			if err != nil {
 				return err
@@ -717,8 +833,15 @@ func (o *Op) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*joinGroup, 
 			return nil, err
 		}
 	}
+	if g == nil && need >= 0 {
+		g = &joinGroup{kg: kg, key: key, hash: h}
+		o.bytes += joinGroupBytes + int64(len(key))
+	}
 	if g == nil {
 		return nil, nil
+	}
+	if need >= 0 {
+		g.partial[1-need] = true
 	}
 	g.used = o.tick
 	o.groups[key] = g
@@ -741,6 +864,7 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 		p0, p1               uint64
 		off, end             int
 		count, pinned, clock int64
+		row                  *joinRow // a delta to resolve
 	}
 	refs := make([]ref, 0, len(o.dirty))
 	var buf []byte
@@ -750,6 +874,7 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 		// (and under another key group: nullKey's follows its first row).
 		g := d.g
 		var count, pinned, clock int64
+		var row *joinRow
 		if g.gone {
 			g = o.groups[g.key]
 		}
@@ -757,6 +882,9 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 			if i := g.find(d.side, d.enc); i >= 0 {
 				count, pinned = g.rows[d.side][i].count, g.rows[d.side][i].pinned
 				g.rows[d.side][i].dirty = false
+				if g.rows[d.side][i].delta {
+					row = &g.rows[d.side][i]
+				}
 			}
 			if o.ttl.on {
 				clock = g.idle
@@ -766,7 +894,7 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 		buf = append(buf, d.g.kg, byte(d.side))
 		buf = binary.AppendUvarint(buf, uint64(len(d.g.key)))
 		buf = append(append(buf, d.g.key...), d.enc...)
-		refs = append(refs, ref{off: off, end: len(buf), count: count, pinned: pinned, clock: clock})
+		refs = append(refs, ref{off: off, end: len(buf), count: count, pinned: pinned, clock: clock, row: row})
 	}
 	for i := range refs {
 		r := &refs[i]
@@ -789,6 +917,25 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 		k := buf[x.off:x.end]
 		if p := &refs[max(i, 1)-1]; i > 0 && p.p0 == x.p0 && p.p1 == x.p1 && bytes.Equal(k, buf[p.off:p.end]) {
 			continue // the same row listed twice
+		}
+		if r := x.row; r != nil && r.delta {
+			// A row of a partial side: its count adds to the stored one,
+			// read in key order through the epoch's iterator. The row
+			// stays with its count, zero too, while the side is partial:
+			// the state table shows this write only once it commits.
+			stored, err := o.cursor().Get(k)
+			if err != nil {
+				return err
+			}
+			if stored != nil {
+				c, _, _, err := decodeJoinValue(stored)
+				if err != nil {
+					return err
+				}
+				r.count += c
+			}
+			r.count, r.delta = max(r.count, 0), false
+			x.count = r.count
 		}
 		if x.count > 0 {
 			v = appendJoinValue(v[:0], x.count, x.pinned, x.clock)

@@ -99,7 +99,7 @@ func (o *Op) expireIdle(ectx *expr.Ctx) error {
 				continue // emptied, or read back since
 			}
 			var err error
-			if g, err = o.reload(ectx, g.key, g.kg, g.hash); err != nil || g == nil {
+			if g, err = o.reload(ectx, g.key, g.kg, g.hash, -1); err != nil || g == nil {
 				return err
 			}
 			if g.idle > 0 && g.idle+ttl > now {
@@ -108,6 +108,9 @@ func (o *Op) expireIdle(ectx *expr.Ctx) error {
 				heap.Push(&t.queue, opkit.IdleItem[*joinGroup]{At: g.idle, G: g})
 				continue
 			}
+		}
+		if err := o.complete(g); err != nil { // its rows not read back go too
+			return err
 		}
 		o.expire(g)
 	}
