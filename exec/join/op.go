@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -69,7 +70,14 @@ type Op struct {
 	ttlOf             func() int64
 	budget            int64
 	spilled           bool
-	evicted           opkit.EvictedFilter
+	// evicted[s] holds the key hashes of groups evicted with rows of side
+	// s (an inner join reads back a side only if its filter may hold the
+	// key); other joins add every evicted key to evicted[0].
+	evicted [2]opkit.EvictedFilter
+	// rowsOut[s] (inner joins) holds the hashes of side s's rows that
+	// left memory with their group: a row of a partial side not there has
+	// no stored count to read (rowHash).
+	rowsOut [2]opkit.EvictedFilter
 	// tick counts the barriers; a group notes it when a row uses it
 	// (evictage.go: the groups used longest ago are evicted first).
 	tick uint64
@@ -337,13 +345,9 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 		var g *joinGroup
 		if !isNull(i) {
 			g = o.groups[opkit.BytesView(o.keyEnc.Row(i))]
-			if g == nil && o.spilled && o.evicted.MayContain(h[i]) && o.readable(opkit.BytesView(o.keyEnc.Row(i))) {
-				need := -1
-				if o.lazy() {
-					need = other
-				}
+			if g == nil && o.spilled && o.readable(opkit.BytesView(o.keyEnc.Row(i))) {
 				var err error
-				if g, err = o.reload(ectx, string(o.keyEnc.Row(i)), byte(op.KeyGroup(h[i])), h[i], need); err != nil {
+				if g, err = o.readBack(ectx, string(o.keyEnc.Row(i)), h[i], side); err != nil {
 					return 0, err
 				}
 			}
@@ -709,12 +713,31 @@ func (o *Op) groupBytes(g *joinGroup) int64 {
 func (o *Op) evictGroup(k string, g *joinGroup) {
 	o.bytes -= o.groupBytes(g)
 	delete(o.groups, k)
+	switch {
+	case !o.lazy():
+		o.evicted[0].Add(g.hash)
+	default:
+		for side := range g.rows {
+			if len(g.rows[side]) > 0 || g.partial[side] {
+				o.evicted[side].Add(g.hash)
+			}
+			for _, r := range g.rows[side] {
+				o.rowsOut[side].Add(rowHash(g.key, r.enc))
+			}
+		}
+	}
 	g.gone, g.evicted = true, true
 	g.rows, g.idx = [2][]joinRow{}, [2]map[string]int32{} // the watermark's entries may keep g
-	o.evicted.Add(g.hash)
 	o.spilled = true
 	o.evictedN.Add(1)
 }
+
+// rowHash is the hash of a row (enc) of group key, for rowsOut.
+func rowHash(key, enc string) uint64 {
+	return maphash.Comparable(rowSeed, [2]string{key, enc})
+}
+
+var rowSeed = maphash.MakeSeed()
 
 // lazy says whether a row reading its group back needs only the other
 // side's rows: an inner join keeps no match counts, so a row of one side
@@ -802,6 +825,38 @@ func (o *Op) complete(g *joinGroup) error {
 	return nil
 }
 
+// readBack reads back, for a row of side, the group of key, not in
+// memory, if the state table may have rows of it (nil if not). An inner
+// join reads the other side's rows only, and only if a group of the key
+// was evicted with rows of that side; its own side is partial if a group
+// was evicted with rows of it (and nothing is read if the other side's
+// filter does not hold the key).
+func (o *Op) readBack(ectx *expr.Ctx, key string, h uint64, side int) (*joinGroup, error) {
+	kg := byte(op.KeyGroup(h))
+	if !o.lazy() {
+		if !o.evicted[0].MayContain(h) {
+			return nil, nil
+		}
+		return o.reload(ectx, key, kg, h, -1)
+	}
+	other, own := o.evicted[1-side].MayContain(h), o.evicted[side].MayContain(h)
+	switch {
+	case other:
+		g, err := o.reload(ectx, key, kg, h, 1-side)
+		if g != nil {
+			g.partial[side] = own
+		}
+		return g, err
+	case own:
+		g := &joinGroup{kg: kg, key: key, hash: h, used: o.tick}
+		g.partial[side] = true
+		o.groups[key] = g
+		o.bytes += joinGroupBytes + int64(len(key))
+		return g, nil
+	}
+	return nil, nil
+}
+
 // reload reads the group of key back from the state table (nil if it has
 // no rows there) and recomputes its rows' match counts. need >= 0 reads
 // only that side's rows (lazy): the group comes back, rows or not, with
@@ -865,6 +920,8 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 		off, end             int
 		count, pinned, clock int64
 		row                  *joinRow // a delta to resolve
+		g                    *joinGroup
+		enc                  string
 	}
 	refs := make([]ref, 0, len(o.dirty))
 	var buf []byte
@@ -894,7 +951,7 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 		buf = append(buf, d.g.kg, byte(d.side))
 		buf = binary.AppendUvarint(buf, uint64(len(d.g.key)))
 		buf = append(append(buf, d.g.key...), d.enc...)
-		refs = append(refs, ref{off: off, end: len(buf), count: count, pinned: pinned, clock: clock, row: row})
+		refs = append(refs, ref{off: off, end: len(buf), count: count, pinned: pinned, clock: clock, row: row, g: d.g, enc: d.enc})
 	}
 	for i := range refs {
 		r := &refs[i]
@@ -918,12 +975,18 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 		if p := &refs[max(i, 1)-1]; i > 0 && p.p0 == x.p0 && p.p1 == x.p1 && bytes.Equal(k, buf[p.off:p.end]) {
 			continue // the same row listed twice
 		}
+		if r := x.row; r != nil && r.delta && !o.rowsOut[k[1]].MayContain(rowHash(x.g.key, x.enc)) {
+			// A row never evicted has no stored count: its delta is it.
+			r.count, r.delta = max(r.count, 0), false
+			x.count = r.count
+		}
 		if r := x.row; r != nil && r.delta {
 			// A row of a partial side: its count adds to the stored one,
-			// read in key order through the epoch's iterator. The row
-			// stays with its count, zero too, while the side is partial:
-			// the state table shows this write only once it commits.
-			stored, err := o.cursor().Get(k)
+			// a point read (the tables' Bloom filters answer most rows,
+			// new ones, without reading a block). The row stays with its
+			// count, zero too, while the side is partial: the state table
+			// shows this write only once it commits.
+			stored, err := o.st.Get(k)
 			if err != nil {
 				return err
 			}
