@@ -920,11 +920,13 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 		off, end             int
 		count, pinned, clock int64
 		row                  *joinRow // a delta to resolve
-		g                    *joinGroup
-		enc                  string
 	}
 	refs := make([]ref, 0, len(o.dirty))
-	var buf []byte
+	size := 0
+	for _, d := range o.dirty {
+		size += 2 + binary.MaxVarintLen32 + len(d.g.key) + len(d.enc)
+	}
+	buf := make([]byte, 0, size)
 	for _, d := range o.dirty {
 		// The row now: it may have gone and come back (listed twice,
 		// written the same both times), or its group been made anew
@@ -939,8 +941,13 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 			if i := g.find(d.side, d.enc); i >= 0 {
 				count, pinned = g.rows[d.side][i].count, g.rows[d.side][i].pinned
 				g.rows[d.side][i].dirty = false
-				if g.rows[d.side][i].delta {
-					row = &g.rows[d.side][i]
+				if r := &g.rows[d.side][i]; r.delta {
+					if o.rowsOut[d.side].MayContain(rowHash(g.key, r.enc)) {
+						row = r // read its stored count below, in key order
+					} else { // never evicted: no stored count, its delta is it
+						r.count, r.delta = max(r.count, 0), false
+						count = r.count
+					}
 				}
 			}
 			if o.ttl.on {
@@ -951,7 +958,7 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 		buf = append(buf, d.g.kg, byte(d.side))
 		buf = binary.AppendUvarint(buf, uint64(len(d.g.key)))
 		buf = append(append(buf, d.g.key...), d.enc...)
-		refs = append(refs, ref{off: off, end: len(buf), count: count, pinned: pinned, clock: clock, row: row, g: d.g, enc: d.enc})
+		refs = append(refs, ref{off: off, end: len(buf), count: count, pinned: pinned, clock: clock, row: row})
 	}
 	for i := range refs {
 		r := &refs[i]
@@ -974,11 +981,6 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 		k := buf[x.off:x.end]
 		if p := &refs[max(i, 1)-1]; i > 0 && p.p0 == x.p0 && p.p1 == x.p1 && bytes.Equal(k, buf[p.off:p.end]) {
 			continue // the same row listed twice
-		}
-		if r := x.row; r != nil && r.delta && !o.rowsOut[k[1]].MayContain(rowHash(x.g.key, x.enc)) {
-			// A row never evicted has no stored count: its delta is it.
-			r.count, r.delta = max(r.count, 0), false
-			x.count = r.count
 		}
 		if r := x.row; r != nil && r.delta {
 			// A row of a partial side: its count adds to the stored one,
