@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit"
@@ -39,16 +38,10 @@ func (pebbleState) Commit(w *storage.Batch, b *op.Barrier, c, t bool, write func
 // of a few groups: the join's output, summed, is the join of what is left,
 // and its state table holds every row's count.
 func TestInnerJoinReadsBackOneSide(t *testing.T) {
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := memDB(t)
 	var ch chunkOutlet
-	k := &expr.ColRef{Idx: 0, T: types.TInt64, Name: "k"}
-	ts := []types.T{types.TInt64, types.TInt64}
-	spec := &Spec{LeftTs: ts, RightTs: ts, OutTs: append(append([]types.T(nil), ts...), ts...), Kind: Inner,
-		LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}
+	spec := kvJoinSpec(Inner)
+	ts := spec.LeftTs
 	committed := new(atomic.Uint64)
 	jo := New(spec, Node{ID: 1, Out: &ch, State: pebbleState{db}, Committed: committed, Bytes: new(atomic.Int64),
 		Evicted: new(atomic.Int64), TTL: func() int64 { return 0 }, Budget: 2000})
@@ -139,7 +132,7 @@ func TestInnerJoinReadsBackOneSide(t *testing.T) {
 		}
 	}
 	stored := [2]map[[2]int64]int64{{}, {}}
-	err = db.ScanState(1, 1, func(key, val []byte) error {
+	err := db.ScanState(1, 1, func(key, val []byte) error {
 		side := int(key[1])
 		klen, rest, _ := opkit.ReadUvarint(key[2:])
 		kv, v := rest[:klen], rest[klen:]
