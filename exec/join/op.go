@@ -734,7 +734,11 @@ func (o *Op) evictGroup(k string, g *joinGroup) {
 
 // rowHash is the hash of a row (enc) of group key, for rowsOut.
 func rowHash(key, enc string) uint64 {
-	return maphash.Comparable(rowSeed, [2]string{key, enc})
+	var h maphash.Hash
+	h.SetSeed(rowSeed)
+	h.WriteString(key)
+	h.WriteString(enc)
+	return h.Sum64()
 }
 
 var rowSeed = maphash.MakeSeed()
