@@ -85,7 +85,19 @@ type Config struct {
 	Handoff func(ctx context.Context, job, node string) error
 	// RebalanceOnJoin makes the coordinator rebalance when a node joins.
 	RebalanceOnJoin bool
-	Logger          *slog.Logger
+	// Distributed names the views whose jobs run distributed (dataflow.go):
+	// the coordinator places their instances and splits on the live nodes
+	// and commits their cluster epochs; nil runs none distributed.
+	Distributed func() []DistJob
+	// DataflowRound is how often the coordinator asks for a barrier round
+	// of each distributed job (0: only on StartRound).
+	DataflowRound time.Duration
+	// NodeLost is called on every live node for another node whose
+	// membership key went (its lease expired, or it left) and that has not
+	// registered again: it ends what that node left open outside etcd
+	// (lost.go).
+	NodeLost func(ctx context.Context, node string) error
+	Logger   *slog.Logger
 }
 
 // Entry is one record of the catalog log.
@@ -221,7 +233,8 @@ func (n *Node) join(ctx context.Context) error {
 		return err
 	}
 	n.elec = concurrency.NewElection(sess, n.prefix+"election/")
-	n.wg.Add(4)
+	n.wg.Add(5)
+	go n.watchLost()
 	go n.followAssignments()
 	go n.follow(rev)
 	go n.campaign()
@@ -367,8 +380,12 @@ func (n *Node) campaign() {
 		n.log.Info("cluster: this node is the coordinator", "node", n.cfg.NodeID, "rev", n.elec.Rev())
 		actx, stop := context.WithCancel(n.ctx)
 		var aw sync.WaitGroup
-		aw.Add(1)
+		aw.Add(2)
 		go func() { defer aw.Done(); n.assignLoop(actx, n.elec.Key(), n.elec.Rev()) }()
+		go func() {
+			defer aw.Done()
+			n.dataflowLoop(actx, &leadership{key: n.elec.Key(), rev: n.elec.Rev()})
+		}()
 		err := n.coordinate(n.elec.Key(), n.elec.Rev())
 		stop()
 		aw.Wait()

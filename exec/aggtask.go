@@ -256,7 +256,7 @@ func eachAggEntry(op *aggOp, ordered bool, f func(g int32, key, val []byte)) {
 			}
 			for _, v := range vals {
 				aux = append(binary.BigEndian.AppendUint16(append(aux[:0], key...), uint16(i)), v...)
-				val = binary.AppendUvarint(val[:0], uint64(vb.B[g][v]))
+				val = binary.AppendUvarint(val[:0], uint64(*vb.B[g][v]))
 				f(g, aux, val)
 			}
 		}

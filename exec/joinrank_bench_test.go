@@ -133,8 +133,7 @@ func BenchmarkRankOp(b *testing.B) {
 			for b.Loop() {
 				j, out, stop := opBenchJob(b)
 				in := &gedge{from: &gnode{kind: nSource}, stages: []Plan{&Batches{Ts: ts}}} // gives the input's types
-				op := newRankOp(j, &gnode{kind: nRank, rank: spec, ins: []*gedge{in}})
-				op.out = out
+				op := newRankOp(j, &gnode{kind: nRank, rank: spec, ins: []*gedge{in}}, out, 0)
 				ectx := j.exprCtx()
 				for i, r := range recs {
 					r.Retain()

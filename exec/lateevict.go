@@ -68,7 +68,7 @@ func (a *aggOp) loadClosingEvicted(wm int64) error {
 	var keys [][]types.Datum
 	open := ew.bounds[:0]
 	for _, b := range ew.bounds {
-		if !a.win.closed(b, wm) {
+		if !a.win.Closed(b, wm) {
 			open = append(open, b)
 			continue
 		}

@@ -38,6 +38,7 @@ import (
 	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/join"
+	"github.com/streamdb/streamdb/exec/over"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -102,8 +103,9 @@ type Project struct {
 // argument expression (nil for count(*)). Both live with the accumulators
 // (exec/accum).
 type (
-	AggKind = accum.Kind
-	AggSpec = accum.Spec
+	AggKind  = accum.Kind
+	AggSpec  = accum.Spec
+	AggOrder = accum.OrderDir
 )
 
 const (
@@ -167,12 +169,9 @@ type VersionedJoin struct {
 	ProbeTime, BuildTime int
 }
 
-// SortKey is one sort term over the input's columns.
-type SortKey struct {
-	E          expr.Expr
-	Desc       bool
-	NullsFirst bool
-}
+// SortKey is one sort term over the input's columns (exec/over, which
+// sorts a window's rows by it too).
+type SortKey = over.SortKey
 
 // Sort orders its input; Limit >= 0 keeps only the first Limit rows (top-N).
 type Sort struct {
@@ -187,41 +186,36 @@ type Limit struct {
 	Offset, Count int64
 }
 
-// WindowFuncKind is a window function.
-type WindowFuncKind uint8
-
-const (
-	WinRowNumber WindowFuncKind = iota
-	WinRank
-	WinDenseRank
-	// WinAgg is an aggregate over the window (Agg): the whole partition
-	// without ORDER BY; with ORDER BY, PostgreSQL's default frame (RANGE
-	// UNBOUNDED PRECEDING to the current row and its peers).
-	WinAgg
-	// Value functions (overwindow.go): Arg at another row of the partition.
-	WinLag
-	WinLead
-	WinFirstValue
-	WinLastValue
-	WinNthValue
+// A window function, its kind and frame are exec/over's, whose kernels
+// compute them (the names here are the ones the planner uses).
+type (
+	WindowFuncKind = over.FuncKind
+	WindowFunc     = over.Func
+	WindowFrame    = over.Frame
+	FrameBound     = over.FrameBound
+	FrameBoundKind = over.FrameBoundKind
 )
 
-// WindowFunc is one window function; T is its result type.
-type WindowFunc struct {
-	Kind WindowFuncKind
-	Agg  AggSpec // WinAgg only
-	T    types.T
-	// Value functions: Arg is the value (of type T); N is lag's and lead's
-	// offset (NNull: a NULL offset) or nth_value's position; Default
-	// (lag, lead; nil for NULL) is the value, of type T, when the offset row
-	// is outside the partition. Frame is the frame of first_value,
-	// last_value, nth_value and WinAgg.
-	Arg     expr.Expr
-	N       int64
-	NNull   bool
-	Default expr.Expr
-	Frame   WindowFrame
-}
+const (
+	WinRowNumber  = over.RowNumber
+	WinRank       = over.Rank
+	WinDenseRank  = over.DenseRank
+	WinAgg        = over.Agg
+	WinLag        = over.Lag
+	WinLead       = over.Lead
+	WinFirstValue = over.FirstValue
+	WinLastValue  = over.LastValue
+	WinNthValue   = over.NthValue
+
+	BoundUnboundedPreceding = over.BoundUnboundedPreceding
+	BoundPreceding          = over.BoundPreceding
+	BoundCurrentRow         = over.BoundCurrentRow
+	BoundFollowing          = over.BoundFollowing
+	BoundUnboundedFollowing = over.BoundUnboundedFollowing
+)
+
+// DefaultFrame is PostgreSQL's default frame (over.DefaultFrame).
+var DefaultFrame = over.DefaultFrame
 
 // Window computes window functions over the partitions of its input. The
 // output is the input's columns, then one column per function. All of a

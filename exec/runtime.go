@@ -214,19 +214,9 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			}
 		case nRank:
 			for i := 0; i < n.par; i++ {
-				op := newRankOp(j, n)
-				op.out = outlets[out][i]
-				if n.rank.win != nil {
-					op.lateLog = j.newLateLog("top-n", n.op, op.inTs)
-				}
-				if j.durable() {
-					op.budget = j.cacheShare()
-					if err := op.load(i, n.par); err != nil {
-						return nil, err
-					}
-					if spec.Reemit && root {
-						op.reemitAll()
-					}
+				op, err := j.newRankNode(n, i, outlets[out][i], spec.Reemit && root)
+				if err != nil {
+					return nil, err
 				}
 				ins, o := inputs[n][i], outlets[out][i]
 				at := opSlot

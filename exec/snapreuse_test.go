@@ -142,11 +142,10 @@ func TestRankJoinSnapshotReuse(t *testing.T) {
 			Funcs: []WindowFunc{{Kind: WinRowNumber, T: types.TInt64}}}
 		spec := &rankSpec{window: w, partition: w.PartitionBy, order: w.OrderBy, hi: 3}
 		in := &gedge{from: &gnode{kind: nSource, retracts: true}, stages: []Plan{&Batches{Ts: ts}}}
-		op := newRankOp(j, &gnode{kind: nRank, rank: spec, ins: []*gedge{in}})
-		op.out = out
+		op := newRankOp(j, &gnode{kind: nRank, rank: spec, ins: []*gedge{in}}, out, 0)
 		ectx := j.exprCtx()
 		churn(t, j, func(c Chunk, _ int) error { return op.Push(ectx, c, 0) },
-			func(b *Barrier, w *storage.Batch) error { return op.Barrier(ectx, b, w) }, op.snapshot, 1)
+			func(b *Barrier, w *storage.Batch) error { return op.Barrier(ectx, b, w) }, op.Snapshot, 1)
 	})
 	t.Run("join", func(t *testing.T) {
 		j, out := memOpJob(t)

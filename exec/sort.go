@@ -2,12 +2,12 @@ package exec
 
 import (
 	"sort"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -88,7 +88,7 @@ func runSort(ctx *Ctx, p *Sort, emit func(arrow.RecordBatch) error) error {
 	}
 	stop := ctx.stopper()
 	sort.SliceStable(idx, func(a, b int) bool {
-		if stop.stopped() {
+		if stop.Stopped() {
 			return false // canceled: finish the sort at once; the result is dropped
 		}
 		for _, c := range cmps {
@@ -117,75 +117,11 @@ func runSort(ctx *Ctx, p *Sort, emit func(arrow.RecordBatch) error) error {
 	return nil
 }
 
-// stopper polls a query's cancellation from inside a loop that cannot
-// return an error (a sort's comparison): every stopEvery calls it looks at
-// the context, and once it is done stays stopped.
-type stopper struct {
-	ctx  *Ctx
-	n    int
-	done bool
-}
+// stopper polls the query's cancellation from inside a loop that cannot
+// return an error (a sort's comparison; opkit.Stopper).
+func (ctx *Ctx) stopper() *opkit.Stopper { return &opkit.Stopper{Canceled: ctx.canceled} }
 
-const stopEvery = 4096
-
-func (ctx *Ctx) stopper() *stopper { return &stopper{ctx: ctx} }
-
-func (s *stopper) stopped() bool {
-	if s.done {
-		return true
-	}
-	s.n++
-	if s.n < stopEvery {
-		return false
-	}
-	s.n = 0
-	s.done = s.ctx.canceled() != nil
-	return s.done
-}
-
-// comparator returns a typed three-way comparison of rows of a, with
-// PostgreSQL's NULL placement (NULLs compare above everything unless nullsFirst).
+// comparator is opkit.Comparator.
 func comparator(a arrow.Array, t types.T, desc, nullsFirst bool) func(i, j int) int {
-	var base func(i, j int) int
-	switch arr := a.(type) {
-	case *array.Int64:
-		vs := arr.Int64Values()
-		base = func(i, j int) int { return cmp3(vs[i] < vs[j], vs[i] > vs[j]) }
-	case *array.Float64:
-		vs := arr.Float64Values()
-		base = func(i, j int) int { return cmp3(floatLess(vs[i], vs[j]), floatLess(vs[j], vs[i])) }
-	case *array.String:
-		if t.Kind == types.JSONB {
-			base = func(i, j int) int { return types.JSONBCompare(arr.Value(i), arr.Value(j)) }
-			break
-		}
-		base = func(i, j int) int { return strings.Compare(arr.Value(i), arr.Value(j)) }
-	case *array.Boolean:
-		base = func(i, j int) int {
-			x, y := arr.Value(i), arr.Value(j)
-			return cmp3(!x && y, x && !y)
-		}
-	default:
-		base = func(i, j int) int { return compareDatum(types.DatumAt(a, i, t), types.DatumAt(a, j, t), t) }
-	}
-	hasNulls := a.NullN() > 0
-	return func(i, j int) int {
-		if hasNulls {
-			ni, nj := a.IsNull(i), a.IsNull(j)
-			if ni || nj {
-				switch {
-				case ni && nj:
-					return 0
-				case ni == nullsFirst: // i is a NULL placed first, or j is a NULL placed last
-					return -1
-				}
-				return 1
-			}
-		}
-		r := base(i, j)
-		if desc {
-			return -r
-		}
-		return r
-	}
+	return opkit.Comparator(a, t, desc, nullsFirst)
 }

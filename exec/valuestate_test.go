@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit/opkittest"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -30,17 +30,7 @@ func valueSpec() *HashAgg {
 }
 
 // kvRecord makes a batch of (k, v) rows.
-func kvRecord(rows [][2]int64) arrow.RecordBatch {
-	kb, vb := array.NewInt64Builder(memoryPool), array.NewInt64Builder(memoryPool)
-	defer kb.Release()
-	defer vb.Release()
-	for _, r := range rows {
-		kb.Append(r[0])
-		vb.Append(r[1])
-	}
-	cols := []arrow.Array{kb.NewArray(), vb.NewArray()}
-	return newRecord([]types.T{types.TInt64, types.TInt64}, cols, len(rows))
-}
+func kvRecord(rows [][2]int64) arrow.RecordBatch { return opkittest.KVRecord(rows) }
 
 // pushSigned folds rows in with one sign for all (+1 insert, -1 delete).
 func pushSigned(t testing.TB, op *aggOp, rows [][2]int64, s int8) {

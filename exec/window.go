@@ -4,10 +4,9 @@ import (
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/over"
 	"github.com/streamdb/streamdb/sqlerr"
-	"github.com/streamdb/streamdb/types"
 )
 
 // runWindow computes window functions (batch): it collects the input, gives
@@ -66,7 +65,7 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 	}
 	stop := ctx.stopper()
 	sort.SliceStable(idx, func(a, b int) bool {
-		if stop.stopped() {
+		if stop.Stopped() {
 			return false // canceled: finish the sort at once; the result is dropped
 		}
 		x, y := idx[a], idx[b]
@@ -107,7 +106,7 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 	for c, t := range inTs {
 		cols = append(cols, takeArrayMem(ctx.alloc(), rec.Column(c), idx, t))
 	}
-	fcols, err := windowColumns(ctx, p, rec, idx, pids, spids, peer, parts)
+	fcols, err := over.Columns(ctx.overEnv(), p.Funcs, p.OrderBy, rec, idx, pids, spids, peer, parts)
 	if err != nil {
 		releaseAll(cols)
 		return err
@@ -115,154 +114,13 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 	return emit(newRecord(p.Types(), append(cols, fcols...), n))
 }
 
-// windowColumns computes p's functions over rec's rows sorted by idx
-// (partition, then ORDER BY): pids[i] is row i's partition (of parts),
-// spids[k] the k-th sorted row's, peer[k] whether that row is a peer of
-// the one before it. The columns are in sorted order. Batch queries
-// (runWindow) and the rank node of a view (rankop.go, over the rows of the
-// partitions that changed) share it.
-func windowColumns(ctx *Ctx, p *Window, rec arrow.RecordBatch, idx []int, pids, spids []int32, peer []bool, parts int) ([]arrow.Array, error) {
-	n := len(idx)
-	var cols []arrow.Array
-	for _, f := range p.Funcs {
-		if err := ctx.check(); err != nil {
-			releaseAll(cols)
-			return nil, err
-		}
-		var err error
-		var col arrow.Array
-		frame := frameFunc(f.Frame.bounds)
-		if f.Frame.Groups {
-			frame = groupsFrame(f.Frame, spids, peer)
-		} else if f.Frame.RangeOffset() {
-			if frame, err = rangeFrame(ctx, f.Frame, p.OrderBy[0], rec, idx, spids, peer); err != nil {
-				releaseAll(cols)
-				return nil, err
-			}
-		}
-		switch {
-		case f.Kind == WinAgg && (f.Frame.RangeOffset() || f.Frame.Groups):
-			col, err = windowAggSliding(ctx, f, rec, idx, spids, func(k, ps, pe, _, _ int) (int, int) { return frame(k, ps, pe, 0, 0) })
-		case f.Kind == WinAgg && frameSliding(f.Frame):
-			col, err = windowAggSliding(ctx, f, rec, idx, spids, frame)
-		case f.Kind == WinAgg && frameRunning(f.Frame):
-			col, err = windowAgg(ctx, f, rec, idx, pids, spids, make([]bool, n), parts, true) // every row its own peer group
-		case f.Kind == WinAgg:
-			col, err = windowAgg(ctx, f, rec, idx, pids, spids, peer, parts, len(p.OrderBy) > 0 && !f.Frame.WholePartition())
-		case f.Kind >= WinLag:
-			col, err = windowValue(ctx, f, rec, idx, spids, peer, frame)
-		default:
-			col = windowRank(f.Kind, spids, peer)
-		}
-		if err != nil {
-			releaseAll(cols)
-			return nil, err
-		}
-		cols = append(cols, col)
+// overEnv is what the window kernels (exec/over) need of the query.
+func (ctx *Ctx) overEnv() *over.Env {
+	env := &over.Env{Expr: ctx.Expr, Mem: ctx.alloc(), Canceled: ctx.canceled, Check: ctx.check}
+	if ctx.Mem != nil {
+		env.Grow = ctx.Mem.Grow
 	}
-	return cols, nil
-}
-
-// windowRank computes row_number, rank or dense_rank over the sorted rows.
-func windowRank(kind WindowFuncKind, spids []int32, peer []bool) arrow.Array {
-	bl := array.NewInt64Builder(memoryPool)
-	defer bl.Release()
-	bl.Reserve(len(spids))
-	var rowNum, rank, dense int64
-	for k := range spids {
-		if k == 0 || spids[k-1] != spids[k] {
-			rowNum, rank, dense = 0, 0, 0
-		}
-		rowNum++
-		if !peer[k] {
-			rank, dense = rowNum, dense+1
-		}
-		switch kind {
-		case WinRowNumber:
-			bl.UnsafeAppend(rowNum)
-		case WinRank:
-			bl.UnsafeAppend(rank)
-		default:
-			bl.UnsafeAppend(dense)
-		}
-	}
-	return bl.NewArray()
-}
-
-// windowAgg computes an aggregate over each row's frame, in sorted order.
-func windowAgg(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, pids, spids []int32, peer []bool, parts int, ordered bool) (arrow.Array, error) {
-	acc := newAccum(f.Agg, false)
-	acc.Grow(parts)
-	var arg arrow.Array
-	if f.Agg.Arg != nil {
-		var err error
-		if arg, err = expr.Eval(ctx.Expr, f.Agg.Arg, rec); err != nil {
-			return nil, err
-		}
-		defer arg.Release()
-	}
-	check, _ := acc.(interface{ CheckResult(int32) error })
-	result := func(g int32) (types.Datum, error) {
-		if check != nil {
-			if err := check.CheckResult(g); err != nil {
-				return types.Datum{}, err
-			}
-		}
-		return acc.Result(g), nil
-	}
-	n := len(idx)
-	bl := types.NewBuilder(ctx.alloc(), f.T)
-	defer bl.Release()
-	bl.Reserve(n)
-	if !ordered {
-		if err := acc.Update(pids, arg, nil); err != nil {
-			return nil, err
-		}
-		// One result per partition, then one per row.
-		res := make([]types.Datum, parts)
-		for g := range res {
-			d, err := result(int32(g))
-			if err != nil {
-				return nil, err
-			}
-			res[g] = d
-		}
-		for _, g := range spids {
-			types.AppendDatum(bl, res[g], f.T)
-		}
-		return bl.NewArray(), nil
-	}
-	var sorted arrow.Array
-	if arg != nil {
-		sorted = takeArray(arg, idx, f.Agg.Arg.Type())
-		defer sorted.Release()
-	}
-	for lo := 0; lo < n; {
-		hi := lo + 1
-		for hi < n && peer[hi] {
-			hi++
-		}
-		var part arrow.Array
-		if sorted != nil {
-			part = array.NewSlice(sorted, int64(lo), int64(hi))
-		}
-		err := acc.Update(spids[lo:hi], part, nil)
-		if part != nil {
-			part.Release()
-		}
-		if err != nil {
-			return nil, err
-		}
-		d, err := result(spids[lo])
-		if err != nil {
-			return nil, err
-		}
-		for k := lo; k < hi; k++ {
-			types.AppendDatum(bl, d, f.T)
-		}
-		lo = hi
-	}
-	return bl.NewArray(), nil
+	return env
 }
 
 // runSingleRow passes the one row of a scalar subquery: NULLs when it has

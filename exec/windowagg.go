@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -31,25 +32,9 @@ import (
 // exact: no row can reach a closed group. A window over a time no
 // watermark bounds never closes: the aggregate is a plain grouping.
 
-// windowClose is how an aggregate's groups close: group key Key is a
-// window bound, the window ending Offset µs after it; the window's time
-// is its stream's watermark column plus Shift µs, so the window is closed
-// once its end is at or before the watermark plus Shift (eventtime.go).
-type windowClose struct {
-	Key    int
-	Offset int64
-	Shift  int64
-	// Hop, if the bound is a HOP or CUMULATE window's (hop.go), tells a
-	// row's last window from its others: a late row is counted once, by
-	// that one.
-	Hop *hopLast
-}
-
-// closed says whether the window of bound b is closed at watermark wm.
-func (w *windowClose) closed(b, wm int64) bool { return b+w.Offset-w.Shift <= wm }
-
-// closeAt is the watermark at which a window of bound b closes.
-func (w *windowClose) closeAt(b int64) int64 { return b + w.Offset - w.Shift }
+// windowClose is how an aggregate's groups close (opkit.WindowClose: the
+// top-N per window closes its partitions likewise).
+type windowClose = opkit.WindowClose
 
 // windowCloseOf finds the group key that bounds an aggregate's windows
 // over a time a watermark bounds, preferring the earliest close; nil if
@@ -80,7 +65,7 @@ func windowCloseWhy(p *HashAgg) (*windowClose, *timeTrace) {
 			continue
 		}
 		w := &windowClose{Key: i, Offset: off, Shift: t.shift, Hop: hopOfKey(p.In, k)}
-		if best == nil || w.closeAt(0) < best.closeAt(0) {
+		if best == nil || w.CloseAt(0) < best.CloseAt(0) {
 			best = w
 		}
 	}
@@ -222,7 +207,7 @@ func (a *aggOp) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm
 	var hopTS hopRows // evaluated at the first row dropped
 	late := int64(0)
 	for i := 0; i < n; i++ {
-		if vals.IsValid(i) && w.closed(vals.Value(i), wm) {
+		if vals.IsValid(i) && w.Closed(vals.Value(i), wm) {
 			end := vals.Value(i) + w.Offset
 			if w.Hop != nil && hopTS.TS == nil {
 				if hopTS, err = w.Hop.Times(ectx, rec); err != nil {
@@ -277,7 +262,7 @@ func (a *aggOp) markClosing(wm int64) {
 			continue
 		}
 		d := a.gt.KeyDatum(w.Key, gid)
-		if d.Null || !w.closed(d.I, wm) {
+		if d.Null || !w.Closed(d.I, wm) {
 			continue
 		}
 		a.closing = append(a.closing, gid)

@@ -87,8 +87,11 @@ type AggCall struct {
 	// Frac and Desc are an ordered-set aggregate's (exec.AggSpec's).
 	Frac float64
 	Desc bool
-	// Sorted is a materialized view's array_agg (exec.AggSpec's).
+	// Sorted is a materialized view's array_agg, or one with ORDER BY or
+	// DISTINCT inside the call; Order the directions of its ORDER BY keys,
+	// which lead Arg's record (exec.AggSpec's).
 	Sorted bool
+	Order  []exec.AggOrder
 }
 
 // Aggregate groups its input. Output columns: one per GroupBy expression,

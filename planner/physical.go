@@ -116,7 +116,7 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 					arg = &expr.Func{Name: name, Args: []expr.Expr{arg}, T: types.TText}
 				}
 			}
-			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: arg, T: a.T, Frac: a.Frac, Desc: a.Desc, Sorted: a.Sorted})
+			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: arg, T: a.T, Frac: a.Frac, Desc: a.Desc, Sorted: a.Sorted, Order: a.Order})
 		}
 		if w := n.Window; w != nil && w.Kind == "session" {
 			// GROUP BY keys, SESSION(ts, gap): the binder put the session's
@@ -801,9 +801,37 @@ func aggString(a exec.AggSpec) string {
 		if a.Distinct {
 			d = "DISTINCT "
 		}
-		name += "(" + d + a.Arg.String() + ")"
+		return name + "(" + d + SortedArgString(a.Arg, a.Order) + ")"
 	}
 	return name
+}
+
+// SortedArgString prints the argument of an aggregate: for a sorted
+// array_agg over ROW(keys..., x) with ORDER BY directions dirs, "x ORDER
+// BY keys".
+func SortedArgString(arg expr.Expr, dirs []exec.AggOrder) string {
+	if f, ok := arg.(*expr.Func); ok && len(dirs) > 0 && f.Name == "row_ctor" && len(f.Args) == len(dirs)+1 {
+		return f.Args[len(dirs)].String() + " ORDER BY " + orderString(f.Args, dirs)
+	}
+	return arg.String()
+}
+
+// orderString prints the ORDER BY keys inside an aggregate call.
+func orderString(keys []expr.Expr, dirs []exec.AggOrder) string {
+	var b strings.Builder
+	for i, o := range dirs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(keys[i].String())
+		if o.Desc {
+			b.WriteString(" DESC")
+		}
+		if o.NullsFirst != o.Desc {
+			b.WriteString(map[bool]string{true: " NULLS FIRST", false: " NULLS LAST"}[o.NullsFirst])
+		}
+	}
+	return b.String()
 }
 
 func winFuncString(f exec.WindowFunc) string {

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/storage"
 )
 
 // Cluster figures for /metrics (monitor/metrics.go): this node's role,
@@ -58,15 +59,7 @@ type countedRows struct {
 func (r *countedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	rec, err := r.Rows.Next(ctx)
 	if rec != nil {
-		var n int
-		for _, col := range rec.Columns() {
-			for _, b := range col.Data().Buffers() {
-				if b != nil {
-					n += b.Len()
-				}
-			}
-		}
-		r.c.forwardedBytes.Add(int64(n))
+		r.c.forwardedBytes.Add(int64(storage.PaddedBufferBytes(rec, 0)))
 	}
 	return rec, err
 }

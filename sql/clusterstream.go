@@ -52,7 +52,26 @@ func newStreamLog(cfg *StreamLogConfig) *streamLog {
 	if cfg == nil || len(cfg.Brokers) == 0 {
 		return nil
 	}
-	return &streamLog{cfg: *cfg, log: kafka.NewStreamLog(cfg.Brokers, "streamdb."+cfg.Cluster+"."+cfg.Node)}
+	l := kafka.NewStreamLog(cfg.Brokers, txnPrefix(cfg.Cluster, cfg.Node))
+	// STREAMDB_FAILPOINTS=stream_log:precommit:N:kill kills the node with
+	// its N-th transaction's rows sent and not committed (tests/cluster).
+	l.BeforeCommit = func() error { return exec.Failpoint("stream_log", "precommit") }
+	return &streamLog{cfg: *cfg, log: l}
+}
+
+// txnPrefix names the transactional producers of node in cluster.
+func txnPrefix(cluster, node string) string { return "streamdb." + cluster + "." + node }
+
+// FenceLostNode aborts the Kafka transactions that node, whose cluster
+// lease has expired, left open (kafka.FenceNode), so read_committed
+// readers of the stream log (reads of tables, views' jobs) go past them
+// now rather than at the transaction timeout. Without the stream log it
+// does nothing.
+func FenceLostNode(ctx context.Context, e *Engine, node string) error {
+	if e.streamLog == nil {
+		return nil
+	}
+	return kafka.FenceNode(ctx, e.streamLog.cfg.Brokers, txnPrefix(e.streamLog.cfg.Cluster, node))
 }
 
 // fenceStreamLog registers this node's transactional producers with Kafka

@@ -311,6 +311,9 @@ func (e *Engine) Close() error {
 	}
 	e.mu.Unlock()
 	e.snapStore.closeAllSnapshots()
+	if e.streamLog != nil {
+		e.streamLog.log.Close() // its idle transactional producers
+	}
 	return e.db.Close()
 }
 

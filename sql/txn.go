@@ -2,10 +2,12 @@ package sql
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
@@ -49,6 +51,10 @@ type txn struct {
 	writes []*txWrites
 	// mem is the input held in memory (batches not staged).
 	mem int64
+	// logMem bounds mem for rows of streams in the cluster's stream log,
+	// kept in memory until COMMIT produces them in one Kafka transaction:
+	// the session's work_mem, read at each statement.
+	logMem int64
 	// vars are the session's settings at BEGIN, for ROLLBACK.
 	vars map[string]string
 	// cursors declared in the transaction: ROLLBACK closes them, and the
@@ -166,13 +172,16 @@ func (s *Session) beforeStatement(ctx context.Context, st *Stmt) (*Result, error
 		s.txn = &txn{group: planOf(st).group}
 	}
 	t := s.txn
+	if t != nil {
+		t.logMem = s.workMem()
+	}
 	switch class {
 	case classTxBegin:
 		if t != nil && t.explicit {
 			return &Result{Tag: "BEGIN", Notices: []string{"there is already a transaction in progress"}}, nil
 		}
 		if t == nil {
-			t = &txn{}
+			t = &txn{logMem: s.workMem()}
 			s.txn = t
 		}
 		t.explicit = true
@@ -398,6 +407,18 @@ func (t *txn) table(def *storage.TableDef) *txWrites {
 // addRecs buffers rows for def; it retains recs. Past txMemBytes the
 // transaction's buffered rows are staged.
 func (t *txn) addRecs(db *storage.DB, def *storage.TableDef, recs []arrow.RecordBatch) error {
+	if logTopic(def) != "" {
+		var add int64
+		for _, r := range recs {
+			add += recordBytes(r)
+		}
+		if t.logMem > 0 && t.mem+add > t.logMem {
+			return &sqlerr.Error{Code: sqlerr.OutOfMemory,
+				Msg: fmt.Sprintf("the transaction's rows for the cluster's stream log would take %s, past work_mem (%s): they stay in memory until COMMIT",
+					exec.FormatMemory(t.mem+add), exec.FormatMemory(t.logMem)),
+				Hint: "Commit in smaller transactions, or raise work_mem."}
+		}
+	}
 	w := t.table(def)
 	for _, r := range recs {
 		if r.NumRows() == 0 {

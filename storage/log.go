@@ -149,14 +149,23 @@ func blockSizeHint(rec arrow.RecordBatch) int {
 
 // PaddedBufferBytes is the size of the buffers rec's columns (and their
 // children) reference, each counted pad bytes larger: an upper estimate of
-// rec's Arrow IPC body with buffers padded to pad.
+// rec's Arrow IPC body with buffers padded to pad. With pad 0 it is the
+// bytes rec's buffers hold (their lengths; tailcache.go's recBytes counts
+// their capacities, the memory they keep).
 func PaddedBufferBytes(rec arrow.RecordBatch, pad int) int {
 	n := 0
+	eachBuffer(rec, func(b *memory.Buffer) { n += b.Len() + pad })
+	return n
+}
+
+// eachBuffer calls fn with each buffer rec's columns and their children
+// reference.
+func eachBuffer(rec arrow.RecordBatch, fn func(b *memory.Buffer)) {
 	var add func(d arrow.ArrayData)
 	add = func(d arrow.ArrayData) {
 		for _, b := range d.Buffers() {
 			if b != nil {
-				n += b.Len() + pad
+				fn(b)
 			}
 		}
 		for _, c := range d.Children() {
@@ -166,7 +175,6 @@ func PaddedBufferBytes(rec arrow.RecordBatch, pad int) int {
 	for _, c := range rec.Columns() {
 		add(c.Data())
 	}
-	return n
 }
 
 // DecodeBlock decodes a log block. The record's buffers are slices of one

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // tailCache keeps the Arrow records a COPY staged, for the jobs reading
@@ -224,19 +225,6 @@ func (c *tailCache) dropTable(table uint64) {
 // buffers can be larger than the values in them).
 func recBytes(rec arrow.RecordBatch) int64 {
 	var n int64
-	var add func(d arrow.ArrayData)
-	add = func(d arrow.ArrayData) {
-		for _, b := range d.Buffers() {
-			if b != nil {
-				n += int64(b.Cap())
-			}
-		}
-		for _, ch := range d.Children() {
-			add(ch)
-		}
-	}
-	for _, col := range rec.Columns() {
-		add(col.Data())
-	}
+	eachBuffer(rec, func(b *memory.Buffer) { n += int64(b.Cap()) })
 	return n
 }

@@ -168,7 +168,8 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 			}
 			return err
 		},
-		RebalanceOnJoin: true})
+		RebalanceOnJoin: true,
+		NodeLost:        func(ctx context.Context, node string) error { return sql.FenceLostNode(ctx, eng, node) }})
 	if err != nil {
 		if pl != nil {
 			_ = pl.Close()

@@ -40,6 +40,9 @@ type StreamLog struct {
 	made int
 	// ids are the transactional ids not in use by a live producer.
 	ids []int
+	// BeforeCommit, if set, runs in each transaction after its rows are
+	// sent and before its commit (a failpoint: its error aborts).
+	BeforeCommit func() error
 }
 
 // streamLogProducers bounds the transactions one node has open at once.
@@ -80,6 +83,35 @@ func (l *StreamLog) Fence(ctx context.Context) error {
 		got = append(got, p)
 	}
 	return nil
+}
+
+// FenceNode aborts the transactions a node whose transactional ids start
+// with txnPrefix left open (its prefix as it passed it to NewStreamLog),
+// by registering each of its ids with Kafka (InitProducerID) from a
+// producer of this process, closed at once. For a node that is gone (its
+// cluster lease expired): read_committed readers stop waiting on its open
+// transaction then, not at the transaction timeout. A producer of a live
+// node with that prefix is fenced too (its next transaction fails).
+func FenceNode(ctx context.Context, brokers []string, txnPrefix string) error {
+	for i := 0; i < streamLogProducers; i++ {
+		cl, err := newTxnClient(brokers, txnPrefix, i)
+		if err != nil {
+			return sqlerr.New(sqlerr.InvalidParameterValue, "cluster stream log: kafka client: %v", err)
+		}
+		_, _, err = cl.ProducerID(ctx)
+		cl.Close()
+		if err != nil {
+			return sqlerr.New(sqlerr.ConnectionException, "cluster stream log: fencing %s-%d: %v", txnPrefix, i, err)
+		}
+	}
+	return nil
+}
+
+// newTxnClient is the transactional producer PREFIX-id.
+func newTxnClient(brokers []string, prefix string, id int) (*kgo.Client, error) {
+	return kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID(prefix+"-"+strconv.Itoa(id)),
+		kgo.TransactionTimeout(time.Minute), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordRetries(10), kgo.ProducerLinger(0))
 }
 
 // Brokers are the log's brokers, as properties.bootstrap.servers.
@@ -166,9 +198,7 @@ func (l *StreamLog) take(ctx context.Context) (*producer, error) {
 	l.ids = l.ids[:len(l.ids)-1]
 	l.made++
 	l.mu.Unlock()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(l.brokers...), kgo.TransactionalID(l.prefix+"-"+strconv.Itoa(id)),
-		kgo.TransactionTimeout(time.Minute), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RecordRetries(10), kgo.ProducerLinger(0))
+	cl, err := newTxnClient(l.brokers, l.prefix, id)
 	if err != nil {
 		l.retire(&producer{id: id})
 		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "cluster stream log: kafka client: %v", err)
@@ -225,7 +255,7 @@ func (l *StreamLog) ProduceAll(ctx context.Context, ws []LogWrite) error {
 	if err != nil {
 		return err
 	}
-	if err := produceTxn(ctx, p.cl, ws); err != nil {
+	if err := produceTxn(ctx, p.cl, ws, l.BeforeCommit); err != nil {
 		// Abort what was sent; the producer is retired if even that
 		// fails (a new one with its id fences the transaction).
 		actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -242,7 +272,7 @@ func (l *StreamLog) ProduceAll(ctx context.Context, ws []LogWrite) error {
 	return nil
 }
 
-func produceTxn(ctx context.Context, cl *kgo.Client, ws []LogWrite) error {
+func produceTxn(ctx context.Context, cl *kgo.Client, ws []LogWrite, beforeCommit func() error) error {
 	if err := cl.BeginTransaction(); err != nil {
 		return sqlerr.New(sqlerr.ConnectionException, "cluster stream log: begin transaction: %v", err)
 	}
@@ -274,6 +304,11 @@ func produceTxn(ctx context.Context, cl *kgo.Client, ws []LogWrite) error {
 	}
 	if perr != nil {
 		return sqlerr.New(sqlerr.ConnectionException, "cluster stream log: produce to %s: %v", topic, perr)
+	}
+	if beforeCommit != nil {
+		if err := beforeCommit(); err != nil {
+			return err
+		}
 	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return sqlerr.New(sqlerr.ConnectionException, "cluster stream log: commit to %s: %v (the rows may or may not be committed)", topic, err)

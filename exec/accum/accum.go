@@ -52,7 +52,7 @@ func New(s Spec, retract bool) Accum {
 		a = &minMaxAcc{max: s.Kind == Max, t: argT, retract: retract}
 	case ArrayAgg:
 		if s.Sorted {
-			a = &arrayAggBagAcc{t: argT}
+			return newArrayAggBag(s, argT) // DISTINCT is its own
 		} else {
 			a = &arrayAggAcc{}
 		}

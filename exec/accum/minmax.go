@@ -156,7 +156,7 @@ func (a *minMaxAcc) updateBag(gids []int32, arg arrow.Array, signs []int8) error
 		if !a.bagged(g) {
 			// The first retraction of a group that kept only its extreme:
 			// from here on it keeps its values, starting with that one.
-			a.bags.B[g] = map[string]int64{}
+			a.bags.B[g] = map[string]*int64{}
 			if a.has[g] {
 				a.addValue(g, a.get(g))
 			}
@@ -194,7 +194,7 @@ func (a *minMaxAcc) recompute(g int32) {
 		h.init(a)
 		a.heaps[g] = h
 	}
-	for len(h.ds) > 0 && m[h.keys[0]] <= 0 {
+	for len(h.ds) > 0 && count(m, h.keys[0]) <= 0 {
 		h.pop(a)
 	}
 	if len(h.ds) == 0 {
@@ -374,7 +374,10 @@ func ValuesOf(acc Accum) *ValueBags {
 // accumulator, the value -> the count (the aggregate operator's state). The log is
 // flat (no allocation per change but the values' bytes, in one arena).
 type ValueBags struct {
-	B     []map[string]int64 // per group; nil: empty
+	// B holds each group's values and their counts (nil: empty); a count
+	// is a pointer so that changing it writes no map key (m[string(b)] =
+	// n allocates the key string, a lookup does not).
+	B     []map[string]*int64
 	Track bool
 	chg   []valueChange
 	arena []byte
@@ -406,19 +409,23 @@ func (v *ValueBags) Grow(n int) {
 // and after; a count that reaches zero is dropped.
 func (v *ValueBags) add(g int32, val []byte, d int64) (before, after int64) {
 	m := v.B[g]
-	before = m[string(val)]
+	p := m[string(val)]
+	if p != nil {
+		before = *p
+	}
 	after = before + d
 	switch {
-	case after > 0 && before > 0:
-		m[string(val)] = after
+	case after > 0 && p != nil:
+		*p = after
 	case after > 0:
 		if m == nil {
-			m = map[string]int64{}
+			m = map[string]*int64{}
 			v.B[g] = m
 		}
-		m[string(val)] = after
+		c := after // escapes only here: a new entry
+		m[string(val)] = &c
 		v.Bytes += int64(len(val)) + valueEntryBytes
-	case before > 0:
+	case p != nil:
 		delete(m, string(val))
 		v.Bytes -= int64(len(val)) + valueEntryBytes
 	}
@@ -427,6 +434,14 @@ func (v *ValueBags) add(g int32, val []byte, d int64) (before, after int64) {
 		v.arena = append(v.arena, val...)
 	}
 	return before, max(after, 0)
+}
+
+// count is value k's count in m (0: absent).
+func count(m map[string]*int64, k string) int64 {
+	if p := m[k]; p != nil {
+		return *p
+	}
+	return 0
 }
 
 // reset empties group g (its id is reused by another group). Only a group
@@ -494,12 +509,15 @@ func (v *ValueBags) ClearChanges() { v.chg, v.arena = v.chg[:0], v.arena[:0] }
 // loadValue restores value val's count in group g from its state entry.
 func (v *ValueBags) LoadValue(g int32, val []byte, n int64) {
 	if v.B[g] == nil {
-		v.B[g] = map[string]int64{}
+		v.B[g] = map[string]*int64{}
 	}
-	if _, ok := v.B[g][string(val)]; !ok {
-		v.Bytes += int64(len(val)) + valueEntryBytes
+	if p := v.B[g][string(val)]; p != nil {
+		*p = n
+		return
 	}
-	v.B[g][string(val)] = n
+	v.Bytes += int64(len(val)) + valueEntryBytes
+	c := n
+	v.B[g][string(val)] = &c
 }
 
 // decodeInline reads the values a group's state entry carries inline:

@@ -62,15 +62,15 @@ func (a *orderedSetAcc) sorted(g int32) int64 {
 
 // bagValues appends a group's values (a ValueBags map) to vs, decoded as
 // type t, with their counts, and returns it and how many rows they stand for.
-func bagValues(vs []osValue, m map[string]int64, t types.T) ([]osValue, int64) {
+func bagValues(vs []osValue, m map[string]*int64, t types.T) ([]osValue, int64) {
 	var rows int64
-	for k, n := range m {
+	for k, p := range m {
 		d, _, err := opkit.DecodeDatum([]byte(k), t)
-		if err != nil || n <= 0 {
+		if err != nil || *p <= 0 {
 			continue
 		}
-		vs = append(vs, osValue{d, n})
-		rows += n
+		vs = append(vs, osValue{d, *p})
+		rows += *p
 	}
 	return vs, rows
 }

@@ -35,7 +35,10 @@ type Spec struct {
 	Frac float64
 	Desc bool
 	// Sorted makes array_agg keep a multiset per group and list it in
-	// ascending order (a materialized view's array_agg, arrayaggbag.go);
-	// Arg is then x itself, not its element text.
+	// order (a materialized view's array_agg, or one with ORDER BY or
+	// DISTINCT inside the call, arrayaggbag.go); Arg is then x itself, not
+	// its element text, or with Order the record ROW(k1, ..., kn, x) of
+	// the ORDER BY keys and x. Distinct with Sorted lists each entry once.
 	Sorted bool
+	Order  []OrderDir
 }

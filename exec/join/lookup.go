@@ -1,9 +1,9 @@
 package join
 
 import (
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
+	"github.com/streamdb/streamdb/storage"
 )
 
 // Lookup (temporal) joins, FOR SYSTEM_TIME AS OF PROCTIME(), run as a
@@ -36,7 +36,7 @@ type lookupJoin struct {
 
 // hold keeps c (owning its record) until the barrier.
 func (l *lookupJoin) hold(o *Op, c op.Chunk) {
-	n := recordBytes(c.Rec)
+	n := int64(storage.PaddedBufferBytes(c.Rec, 0))
 	l.pending = append(l.pending, c)
 	l.bytes += n
 	o.bytes += n
@@ -59,26 +59,4 @@ func (l *lookupJoin) flush(ectx *expr.Ctx, o *Op) error {
 	o.bytes -= l.bytes
 	l.bytes = 0
 	return err
-}
-
-// recordBytes is the size of the buffers rec's columns reference.
-func recordBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	for _, col := range rec.Columns() {
-		n += arrayBytes(col.Data())
-	}
-	return n
-}
-
-func arrayBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += int64(b.Len())
-		}
-	}
-	for _, c := range d.Children() {
-		n += arrayBytes(c)
-	}
-	return n
 }

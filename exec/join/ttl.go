@@ -1,7 +1,7 @@
 package join
 
 import (
-	"container/heap"
+	"maps"
 	"time"
 
 	"github.com/streamdb/streamdb/exec/expr"
@@ -63,8 +63,7 @@ func (o *Op) expireIdle(ectx *expr.Ctx) error {
 			t.stamp = append(t.stamp, g)
 		}
 		if ttl > 0 && !g.queued && !g.gone {
-			g.queued = true
-			heap.Push(&t.queue, opkit.IdleItem[*joinGroup]{At: now, G: g})
+			opkit.QueueIdle(&t.queue, g, now)
 		}
 	}
 	clear(t.touched)
@@ -73,49 +72,34 @@ func (o *Op) expireIdle(ectx *expr.Ctx) error {
 		t.on = false
 		return nil
 	}
-	if !t.on { // turned on: queue every group, its clock starting now if it never ran
-		t.on = true
-		for _, g := range o.groups {
-			if g.queued {
-				continue
-			}
-			if g.idle == 0 {
-				g.idle = now
-			}
-			g.queued = true
-			heap.Push(&t.queue, opkit.IdleItem[*joinGroup]{At: g.idle, G: g})
-		}
+	// A group gone from memory is stale unless it was evicted and neither
+	// read back nor emptied since (touched since it was queued, it is
+	// queued again at its stored clock, as one in memory is).
+	gone := func(g *joinGroup, at int64) bool {
+		return g.gone && (!g.evicted || g.idle <= at && (o.groups[g.key] != nil || !o.readable(g.key)))
 	}
-	for t.queue.Len() > 0 && t.queue.Items[0].At+ttl <= now {
-		it := heap.Pop(&t.queue).(opkit.IdleItem[*joinGroup])
-		g := it.G
-		if g.idle > it.At && (!g.gone || g.evicted) { // touched since it was queued
-			heap.Push(&t.queue, opkit.IdleItem[*joinGroup]{At: g.idle, G: g})
-			continue
-		}
-		g.queued = false
-		if g.gone {
-			if !g.evicted || o.groups[g.key] != nil || !o.readable(g.key) {
-				continue // emptied, or read back since
-			}
+	return opkit.SweepIdle(&t.queue, &t.on, now, ttl, maps.Values(o.groups), gone, func(g *joinGroup, _ int64) (bool, error) {
+		if g.gone { // evicted: read it back with its stored clock
 			var err error
 			if g, err = o.reload(ectx, g.key, g.kg, g.hash, -1); err != nil || g == nil {
-				return err
+				return false, err
 			}
 			if g.idle > 0 && g.idle+ttl > now {
 				// A later group of the key, stored since with a later clock.
-				g.queued = true
-				heap.Push(&t.queue, opkit.IdleItem[*joinGroup]{At: g.idle, G: g})
-				continue
+				opkit.QueueIdle(&t.queue, g, g.idle)
+				return true, nil
 			}
 		}
 		if err := o.complete(g); err != nil { // its rows not read back go too
-			return err
+			return false, err
 		}
 		o.expire(g)
-	}
-	return nil
+		return true, nil
+	})
 }
+
+// IdleState is g's idle clock and whether it is queued (opkit.SweepIdle).
+func (g *joinGroup) IdleState() (*int64, *bool) { return &g.idle, &g.queued }
 
 // stampClocks, at a barrier after expiry and freeing, lists a row of each
 // group touched in the epoch as changed if none of its changed rows is

@@ -2,7 +2,12 @@
 // operator contract (exec/op): the encodings of rows, keys and state
 // values (codec.go, rowenc.go), sorted keys for an epoch's writes
 // (sortkeys.go), the builder of an operator's output rows (rowsout.go),
-// and the state an operator instance reads and writes (state.go).
+// the state an operator instance reads and writes (state.go), and the
+// pieces several families run alike: the late-row log, the evicted-groups
+// filter, evict-oldest, state.ttl's idle queue and sweep (idle.go), when
+// a window closes (windowclose.go), a HOP row's last window, and the typed
+// row comparator and cancel poller of sorts (compare.go). Package
+// opkittest holds what the families' unit tests share.
 //
 // Contract:
 //  1. An operator reaches its state only through State: get and scan the

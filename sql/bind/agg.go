@@ -78,7 +78,7 @@ func (b *Binder) bindAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, error) {
 		return nil, sqlerr.New(sqlerr.GroupingError, "%s", msg)
 	}
 	if name == "group_concat" { // string_agg, as the parser writes it
-		return b.bindStringAgg(c, n)
+		return b.bindGroupConcat(c, n)
 	}
 	if name == "json_arrayagg" || name == "json_objectagg" { // jsonb_agg, jsonb_object_agg
 		return b.bindJSONAgg(c, n, name == "json_objectagg")
@@ -156,6 +156,12 @@ func aggString(c planner.AggCall, name string) string {
 	d := ""
 	if c.Distinct {
 		d = "DISTINCT "
+	}
+	switch {
+	case c.Sorted && len(c.Order) > 0:
+		return name + "(" + d + planner.SortedArgString(c.Arg, c.Order) + ")"
+	case c.Sorted && !c.Distinct: // by the value itself (a batch array_agg(x) keeps arrival order)
+		return name + "(" + c.Arg.String() + " ORDER BY " + c.Arg.String() + ")"
 	}
 	return name + "(" + d + c.Arg.String() + ")"
 }

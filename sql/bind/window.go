@@ -107,7 +107,7 @@ func (b *Binder) bindWindowFunc(c *ectx, n *ast.WindowFuncExpr) (expr.Expr, erro
 		}
 	default:
 		if name == "group_concat" {
-			name = "string_agg" // as the parser writes it
+			name = groupConcatName(n.Args) // as the parser writes it
 		}
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported,
 			"window function %s is not supported (supported: row_number, rank, dense_rank, count, sum, avg, min, max, lag, lead, first_value, last_value, nth_value)", name)

@@ -27,3 +27,21 @@ func (r *rewriter) jsonOp(t token, i, prim int) error {
 // array_agg is read as TiDB's bit_xor (a user's bit_xor is quoted:
 // renamedAggregates).
 var jsonAggNames = map[string]string{"jsonb_agg": "json_arrayagg", "jsonb_object_agg": "json_objectagg", "array_agg": "bit_xor"}
+
+// aggMarkerPrefix begins the separator the parser gives group_concat for
+// array_agg, jsonb_agg and jsonb_object_agg calls with DISTINCT or ORDER BY
+// inside (TiDB's grammar takes them only in group_concat). It starts with
+// a NUL, which no PostgreSQL string can hold, so no string_agg delimiter
+// is taken for it.
+const aggMarkerPrefix = "\x00streamdb:"
+
+// aggMarkerSQL is the separator literal, as TiDB text, for aggregate fn.
+func aggMarkerSQL(fn string) string { return `'\0streamdb:` + fn + `'` }
+
+// AggFromMarker returns the aggregate a group_concat separator stands for.
+func AggFromMarker(sep string) (string, bool) {
+	if len(sep) > len(aggMarkerPrefix) && sep[:len(aggMarkerPrefix)] == aggMarkerPrefix {
+		return sep[len(aggMarkerPrefix):], true
+	}
+	return "", false
+}

@@ -250,8 +250,16 @@ var golden = []struct{ in, want string }{
 		"error 42883 at 20: function string_agg with 1 argument does not exist"},
 	{"select string_agg() from t",
 		"error 42883 at 19: function string_agg() does not exist"},
-	{"select string_agg(x, ',' order by x) from t",
-		"error 0A000 at 26: string_agg with DISTINCT or ORDER BY is not supported"},
+	{"select string_agg(x, ',' order by y desc, z) from t", // group_concat's ORDER BY precedes its separator
+		"query: SELECT GROUP_CONCAT(`x` ORDER BY `y` DESC,`z` SEPARATOR ',') FROM `t`"},
+	{"select string_agg(x, ',' order by y) filter (where x > 'a'), string_agg(x, ';') filter (where true) from t",
+		"query: SELECT GROUP_CONCAT(CASE WHEN PG_FILTER(`x`>_UTF8MB4'a') THEN `x` END ORDER BY `y` SEPARATOR ','),GROUP_CONCAT(CASE WHEN PG_FILTER(TRUE) THEN `x` END SEPARATOR ';') FROM `t`"},
+	{"select string_agg(distinct x, ',') filter (where x > 'a') from t",
+		"query: SELECT GROUP_CONCAT(DISTINCT CASE WHEN PG_FILTER(`x`>_UTF8MB4'a') THEN `x` END SEPARATOR ',') FROM `t`"},
+	{"select array_agg(x order by y desc nulls first, z), array_agg(distinct x), array_agg(x) from t", // a marker separator (sortedagg.go)
+		"query: SELECT GROUP_CONCAT(`x` ORDER BY PG_NULLS_FIRST(`y`) DESC,`z` SEPARATOR '\x00streamdb:array_agg'),GROUP_CONCAT(DISTINCT `x` SEPARATOR '\x00streamdb:array_agg'),BIT_XOR(`x`) FROM `t`"},
+	{"select jsonb_object_agg(k, v order by (t)), jsonb_agg(x order by f(y, z)) from t",
+		"query: SELECT GROUP_CONCAT(`k`, `v` ORDER BY (`t`) SEPARATOR '\x00streamdb:jsonb_object_agg'),GROUP_CONCAT(`x` ORDER BY F(`y`, `z`) SEPARATOR '\x00streamdb:jsonb_agg') FROM `t`"},
 	{"select lower(x) filter (where true) from t",
 		"error 42809 at 17: FILTER specified, but lower is not an aggregate function"},
 	{"Select A, \"B\" FROM T",

@@ -64,8 +64,15 @@ type frame struct {
 	// stringAgg marks the arguments of string_agg(x, d), emitted as
 	// group_concat(x separator d) (srf.go).
 	stringAgg bool
-	// sepSeen: the delimiter argument of string_agg has begun.
-	sepSeen bool
+	// sepSeen: the delimiter argument of string_agg has begun; sepAt is
+	// its "separator" piece, orderAt the "order by" piece of an ORDER BY
+	// inside an aggregate call (0: none), which TiDB's group_concat wants
+	// before the separator (sortedagg.go).
+	sepSeen        bool
+	sepAt, orderAt int
+	// aggMarker names array_agg, jsonb_agg or jsonb_object_agg written as
+	// group_concat for its DISTINCT or ORDER BY (sortedagg.go).
+	aggMarker string
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -291,6 +298,12 @@ func (r *rewriter) rewrite(from, to int) error {
 					return p.notSupported(toks[k], "the second argument of %s must be an unsigned integer literal (write lead(x, n) for lag(x, -n))", t.Val)
 				case mysqlInfix(toks, i, from, to):
 					return p.syntaxError(next) // as PostgreSQL: a REGEXP b is an alias, then a stray operand
+				case sortedAggStart(toks, i, to) != "":
+					k := r.emit("group_concat(", i, space)
+					stack = append(stack, frame{start: k, open: k, call: true, aggMarker: sortedAggStart(toks, i, to)})
+					prim = -1
+					i++
+					continue
 				case stringAggStart(toks, i):
 					k := r.emit("group_concat(", i, space)
 					stack = append(stack, frame{start: k, open: k, call: true, stringAgg: true})
@@ -455,6 +468,9 @@ func (r *rewriter) rewrite(from, to int) error {
 				case t.Val == "straight_join":
 					return p.syntaxError(t)
 				case t.Val == "order" && next.is("by"):
+					if len(stack) > 0 && (stack[len(stack)-1].stringAgg || stack[len(stack)-1].aggMarker != "") {
+						stack[len(stack)-1].orderAt = len(r.out)
+					}
 					r.emit("order by", i, space)
 					order().item = len(r.out)
 					prim = -1
@@ -574,12 +590,12 @@ func (r *rewriter) rewrite(from, to int) error {
 						// The function's name as the user wrote it: the piece
 						// emitted may be an internal one (group_concat(, pg_cast().
 						if fn := toks[r.out[f.start].tok].Val; !filterAggregates[fn] {
-							if fn == "array_agg" { // it keeps NULLs, so CASE WHEN cannot filter it
-								return p.notSupported(next, "FILTER is not supported with array_agg")
+							if sortedAggs[fn] { // they keep NULLs, so CASE WHEN cannot filter them
+								return p.notSupported(next, "FILTER is not supported with %s", fn)
 							}
 							return p.positioned(sqlerr.New(sqlerr.WrongObjectType, "FILTER specified, but %s is not an aggregate function", fn), next)
 						}
-						end, err = r.filterClause(f.open, i, to, f.stringAgg)
+						end, err = r.filterClause(f, i, to)
 					}
 					if err != nil {
 						return err
@@ -589,6 +605,7 @@ func (r *rewriter) rewrite(from, to int) error {
 					i = end - 1
 					continue
 				}
+				r.endSortedAgg(f, i)
 				if f.arraySub {
 					r.emit("))", i, space)
 				} else if f.srf != "" {
@@ -722,9 +739,9 @@ func (r *rewriter) rewrite(from, to int) error {
 						return err
 					}
 				}
-				if len(stack) > 0 && stack[len(stack)-1].stringAgg {
+				if len(stack) > 0 && stack[len(stack)-1].stringAgg && stack[len(stack)-1].orderAt == 0 {
 					stack[len(stack)-1].sepSeen = true
-					r.emit("separator", i, true)
+					stack[len(stack)-1].sepAt = r.emit("separator", i, true)
 					prim = -1
 					continue
 				}
@@ -985,9 +1002,10 @@ const distinctMarker = "pg_is_distinct_from"
 // THEN args END (after a DISTINCT, and 1 for count's *), which every
 // aggregate streamdb has treats alike, as they all skip NULLs. close is
 // the call's ")" token; it returns the token after the FILTER clause.
-// For string_agg (stringAgg: emitted as group_concat(x separator d)) only
-// x is conditional: the delimiter stays.
-func (r *rewriter) filterClause(open, close, to int, stringAgg bool) (end int, err error) {
+// For string_agg (f.stringAgg: emitted as group_concat(x separator d)) only
+// x is conditional: the delimiter stays, after an ORDER BY inside the call.
+func (r *rewriter) filterClause(f frame, close, to int) (end int, err error) {
+	open := f.open
 	p := r.p
 	toks := p.toks
 	condFrom, depth := close+4, 0
@@ -1011,6 +1029,16 @@ func (r *rewriter) filterClause(open, close, to int, stringAgg bool) (end int, e
 		return 0, p.syntaxError(toks[condFrom])
 	}
 	sub.out[0].space = true
+	var rest []piece // what follows the conditional argument
+	if f.stringAgg && f.sepAt > open {
+		if f.orderAt > f.sepAt { // group_concat's ORDER BY precedes its separator
+			rest = append(rest, r.out[f.orderAt:]...)
+			rest = append(rest, r.out[f.sepAt:f.orderAt]...)
+		} else {
+			rest = append(rest, r.out[f.sepAt:]...)
+		}
+		r.out = r.out[:f.sepAt]
+	}
 	args := append([]piece(nil), r.out[open+1:]...)
 	r.out = r.out[:open+1]
 	if len(args) > 0 && args[0].text == "distinct" {
@@ -1022,17 +1050,6 @@ func (r *rewriter) filterClause(open, close, to int, stringAgg bool) (end int, e
 	}
 	if len(args) == 1 && args[0].text == "*" {
 		args[0].text = "1"
-	}
-	var rest []piece // what follows the conditional argument
-	if stringAgg {
-		// The last separator is this call's: one inside x belongs to a
-		// nested call, and the delimiter after it is a literal.
-		for k := len(args) - 1; k > 0; k-- {
-			if args[k].text == "separator" {
-				args, rest = args[:k], args[k:]
-				break
-			}
-		}
 	}
 	args[0].space = true
 	// pg_filter(cond) binds cond as a boolean whose errors name FILTER
@@ -1396,22 +1413,9 @@ func renamedAggregate(toks []token, i, to int) bool {
 // stringAggArgs refuses, at the ) closing f, a string_agg call that
 // TiDB's group_concat would take with a meaning PostgreSQL's string_agg
 // does not have: one argument (group_concat's default delimiter is ',').
-// ORDER BY inside the call is refused too (group_concat wants it before
-// the delimiter).
 func (p *parser) stringAggArgs(f frame, toks []token, open, close int) error {
 	if !f.stringAgg {
 		return nil
-	}
-	depth := 0
-	for j := open + 1; j < close; j++ {
-		switch {
-		case toks[j].isOp("("):
-			depth++
-		case toks[j].isOp(")"):
-			depth--
-		case depth == 0 && toks[j].is("order") && j+1 < close && toks[j+1].is("by"):
-			return p.notSupported(toks[j], "string_agg with DISTINCT or ORDER BY is not supported")
-		}
 	}
 	switch {
 	case close == open+1:

@@ -49,49 +49,7 @@ func TestArrayAggViewPG(t *testing.T) {
 		ordered[i] = q
 	}
 	rng := rand.New(rand.NewPCG(12, 7))
-	val := func(p string) string {
-		if rng.IntN(6) == 0 {
-			return "NULL"
-		}
-		switch p {
-		case "g":
-			return fmt.Sprint(rng.IntN(4))
-		case "i":
-			return fmt.Sprint(rng.IntN(60) - 10)
-		case "f":
-			return fmt.Sprintf("%g", float64(rng.IntN(40)-20)/4)
-		case "b":
-			return fmt.Sprint(rng.IntN(2) == 0)
-		case "s":
-			return fmt.Sprintf("'%c%d'", 'a'+rune(rng.IntN(5)), rng.IntN(3))
-		}
-		return fmt.Sprintf("DATE '2026-%02d-%02d'", 1+rng.IntN(12), 1+rng.IntN(28))
-	}
-	exec := func(q string) {
-		d.mustExec(d.sdb, "streamdb", q)
-		d.mustExec(d.pg, "PostgreSQL", q)
-	}
-	next := 0
-	var live []int
-	round := func() {
-		var rows []string
-		for range 25 {
-			rows = append(rows, fmt.Sprintf("(%d, %s, %s, %s, %s, %s, %s)", next, val("g"), val("i"), val("s"), val("d"), val("f"), val("b")))
-			live = append(live, next)
-			next++
-		}
-		exec("INSERT INTO aa VALUES " + strings.Join(rows, ", "))
-		for range 8 {
-			id := live[rng.IntN(len(live))]
-			col := []string{"g", "i", "s", "d", "f", "b"}[rng.IntN(6)]
-			exec(fmt.Sprintf("UPDATE aa SET %s = %s WHERE id = %d", col, val(col), id))
-		}
-		for range 6 {
-			k := rng.IntN(len(live))
-			exec(fmt.Sprintf("DELETE FROM aa WHERE id = %d", live[k]))
-			live = slices.Delete(live, k, k+1)
-		}
-	}
+	ch := &churn{d: d, table: "aa", cols: []string{"g", "i", "s", "d", "f", "b"}, rng: rng}
 	checkAll := func(r int) {
 		d.mustExec(d.sdb, "streamdb", "CHECKPOINT")
 		d.mustExec(d.sdb, "streamdb", "CHECKPOINT")
@@ -110,19 +68,92 @@ func TestArrayAggViewPG(t *testing.T) {
 			}
 		}
 	}
-	for r := 0; r < 4; r++ {
-		round()
-		checkAll(r)
+	ch.run(t, srv, 4, 2, checkAll)
+}
+
+// churn changes a keyed table (id int PRIMARY KEY, then cols) alike in
+// streamdb and PostgreSQL: each round inserts 25 rows of values from val,
+// updates a random column of 8 live rows and deletes 6 of them.
+type churn struct {
+	d     *diffRun
+	table string
+	cols  []string
+	rng   *rand.Rand
+	next  int
+	live  []int
+}
+
+// val is a random value of column col (NULL one time in six): g 0-3,
+// i -10-49, f quarters in -5-4.75, b a boolean, s a letter a-e and a digit
+// 0-2, d a date of 2026.
+func (c *churn) val(col string) string {
+	rng := c.rng
+	if rng.IntN(6) == 0 {
+		return "NULL"
+	}
+	switch col {
+	case "g":
+		return fmt.Sprint(rng.IntN(4))
+	case "i":
+		return fmt.Sprint(rng.IntN(60) - 10)
+	case "f":
+		return fmt.Sprintf("%g", float64(rng.IntN(40)-20)/4)
+	case "b":
+		return fmt.Sprint(rng.IntN(2) == 0)
+	case "s":
+		return fmt.Sprintf("'%c%d'", 'a'+rune(rng.IntN(5)), rng.IntN(3))
+	}
+	return fmt.Sprintf("DATE '2026-%02d-%02d'", 1+rng.IntN(12), 1+rng.IntN(28))
+}
+
+func (c *churn) exec(q string) {
+	c.d.mustExec(c.d.sdb, "streamdb", q)
+	c.d.mustExec(c.d.pg, "PostgreSQL", q)
+}
+
+func (c *churn) round() {
+	var rows []string
+	for range 25 {
+		vals := []string{fmt.Sprint(c.next)}
+		for _, col := range c.cols {
+			vals = append(vals, c.val(col))
+		}
+		rows = append(rows, "("+strings.Join(vals, ", ")+")")
+		c.live = append(c.live, c.next)
+		c.next++
+	}
+	c.exec("INSERT INTO " + c.table + " VALUES " + strings.Join(rows, ", "))
+	for range 8 {
+		id := c.live[c.rng.IntN(len(c.live))]
+		col := c.cols[c.rng.IntN(len(c.cols))]
+		c.exec(fmt.Sprintf("UPDATE %s SET %s = %s WHERE id = %d", c.table, col, c.val(col), id))
+	}
+	for range 6 {
+		k := c.rng.IntN(len(c.live))
+		c.exec(fmt.Sprintf("DELETE FROM %s WHERE id = %d", c.table, c.live[k]))
+		c.live = slices.Delete(c.live, k, k+1)
+	}
+}
+
+// run checks after each of before rounds, kills the server (kill -9),
+// restarts it and checks, checks after each of after more rounds, then
+// deletes every row (the groups go, a global aggregate is NULL) and
+// checks; check gets the round's number.
+func (c *churn) run(t *testing.T, srv *Server, before, after int, check func(r int)) {
+	r := 0
+	for ; r < before; r++ {
+		c.round()
+		check(r)
 	}
 	srv.Kill9()
 	srv.Restart(t)
-	d.sdb = srv.Conn(t)
-	checkAll(4)
-	for r := 5; r < 7; r++ {
-		round()
-		checkAll(r)
+	c.d.sdb = srv.Conn(t)
+	check(r)
+	for range after {
+		r++
+		c.round()
+		check(r)
 	}
-	// Every row gone: the groups go, and the global aggregate is NULL.
-	exec("DELETE FROM aa")
-	checkAll(7)
+	c.exec("DELETE FROM " + c.table)
+	check(r + 1)
 }

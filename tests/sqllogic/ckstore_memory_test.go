@@ -105,7 +105,7 @@ func TestCkstoreMemoryRestoreFromS3(t *testing.T) {
 	s3 := newFakeS3(t, "ckpt")
 	const url = "s3://ckpt/mem"
 	conf := noPeriodicConf(t)
-	srv := startWithEnv(t, s3.env(), "", "--config", conf, "--allow-storage", url)
+	srv := startWithEnv(t, s3.Env(), "", "--config", conf, "--allow-storage", url)
 	c := srv.Conn(t)
 	ctx := context.Background()
 	execAll(t, c, "SET checkpoint.storage = '"+url+"'", "SET state.backend = 'memory'")
@@ -116,7 +116,7 @@ func TestCkstoreMemoryRestoreFromS3(t *testing.T) {
 	if st != "COMPLETED" {
 		t.Fatalf("checkpoint %d: %s %s", id1, st, e)
 	}
-	rem := s3.remote(t, url)
+	rem := s3.Remote(t, url)
 	m1, err := rem.ReadManifest(ctx, checkpoint.CheckpointKey(uint64(id1)))
 	if err != nil {
 		t.Fatalf("checkpoint %d is not in S3: %v", id1, err)
@@ -134,7 +134,7 @@ func TestCkstoreMemoryRestoreFromS3(t *testing.T) {
 	srv.Kill9()
 
 	fresh := filepath.Join(t.TempDir(), "new")
-	srv2 := startWithEnv(t, s3.env(), fresh, "--config", conf, "--allow-storage", url, "--restore-from", url)
+	srv2 := startWithEnv(t, s3.Env(), fresh, "--config", conf, "--allow-storage", url, "--restore-from", url)
 	c2 := srv2.Conn(t)
 	sameBackendSnapshot(t, "restored from S3", backendSnapshot(t, c2), before)
 	if b := jobColumn(t, c2, "agg", "state_backend"); b != "memory" {

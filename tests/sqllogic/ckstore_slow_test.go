@@ -19,7 +19,7 @@ import (
 func TestCkstoreSlowUpload(t *testing.T) {
 	s3 := newFakeS3(t, "ckpt")
 	const url = "s3://ckpt/slow"
-	srv := startWithEnv(t, s3.env(), "", "--allow-storage", url) // periodic checkpoints every second
+	srv := startWithEnv(t, s3.Env(), "", "--allow-storage", url) // periodic checkpoints every second
 	c := srv.Conn(t)
 	ctx := context.Background()
 	execAll(t, c, "SET checkpoint.storage = '"+url+"'", "SET checkpoint.tolerable_failures = 5", "CREATE TABLE t (k BIGINT, v BIGINT)",
@@ -41,12 +41,12 @@ func TestCkstoreSlowUpload(t *testing.T) {
 	execAll(t, c, "CHECKPOINT")
 
 	gate := make(chan struct{})
-	s3.gate.Store(&gate)
+	s3.Gate.Store(&gate)
 	released := false
 	release := func() {
 		if !released {
 			released = true
-			s3.gate.Store(nil)
+			s3.Gate.Store(nil)
 			close(gate)
 		}
 	}
@@ -58,7 +58,7 @@ func TestCkstoreSlowUpload(t *testing.T) {
 		_, err := c2.Exec(ctx, "CHECKPOINT")
 		done <- err
 	}()
-	poll(t, 60*time.Second, "an upload held by checkpoint storage", func() bool { return s3.held.Load() > 0 })
+	poll(t, 60*time.Second, "an upload held by checkpoint storage", func() bool { return s3.Held.Load() > 0 })
 	poll(t, 60*time.Second, "an IN_PROGRESS checkpoint in streamdb_checkpoints", func() bool {
 		var n int64
 		err := c.QueryRow(ctx, `SELECT count(*) FROM streamdb_checkpoints WHERE status = 'IN_PROGRESS' AND "trigger" = 'manual'`).Scan(&n)
@@ -92,14 +92,14 @@ func TestCkstoreSlowUpload(t *testing.T) {
 	}
 
 	// A failed upload is CHECKPOINT's error; the jobs keep their data.
-	s3.failPuts.Store(true)
+	s3.FailPuts.Store(true)
 	insert(100)
 	_, err := c.Exec(ctx, "CHECKPOINT")
 	wantErr(t, "CHECKPOINT whose upload fails", err, "58030", "upload")
 	if id, st, _ := lastManualCheckpoint(t, c); st != "FAILED" {
 		t.Errorf("checkpoint %d whose upload failed: %s", id, st)
 	}
-	s3.failPuts.Store(false)
+	s3.FailPuts.Store(false)
 	insert(100)
 	execAll(t, c, "CHECKPOINT")
 	samePairs(t, "pebble view after the upload fault", queryPairs(t, c, "SELECT k, n FROM p"), want)

@@ -3,105 +3,16 @@ package sqllogic
 import (
 	"bytes"
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/streamdb/streamdb/checkpoint"
-	"github.com/streamdb/streamdb/objstore"
 )
-
-// fakeS3 is an in-process S3 (gofakes3) behind a handler that records
-// uploads and fails them on demand.
-type fakeS3 struct {
-	ts       *httptest.Server
-	failPuts atomic.Bool
-	// gate, when set, holds every PUT until it is closed (a slow upload);
-	// held counts the PUTs waiting on it.
-	gate atomic.Pointer[chan struct{}]
-	held atomic.Int64
-	mu   sync.Mutex
-	puts []string // keys of successful PUTs, in order
-}
-
-func newFakeS3(t *testing.T, bucket string) *fakeS3 {
-	t.Helper()
-	be := s3mem.New()
-	if err := be.CreateBucket(bucket); err != nil {
-		t.Fatal(err)
-	}
-	f := &fakeS3{}
-	h := gofakes3.New(be).Server()
-	f.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut {
-			if g := f.gate.Load(); g != nil {
-				f.held.Add(1)
-				<-*g
-				f.held.Add(-1)
-			}
-			if f.failPuts.Load() {
-				http.Error(w, "injected upload failure", http.StatusServiceUnavailable)
-				return
-			}
-			f.mu.Lock()
-			f.puts = append(f.puts, r.URL.Path)
-			f.mu.Unlock()
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(f.ts.Close)
-	return f
-}
-
-func (f *fakeS3) env() []string {
-	return []string{"AWS_ENDPOINT_URL_S3=" + f.ts.URL, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1"}
-}
-
-// remote opens the checkpoint storage at url as the server sees it.
-func (f *fakeS3) remote(t *testing.T, url string) *checkpoint.Remote {
-	t.Helper()
-	l, err := objstore.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := objstore.Open(l, objstore.S3Config{Endpoint: f.ts.URL, Region: "us-east-1", AccessKey: "test", SecretKey: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return checkpoint.NewRemote(st)
-}
-
-// sstPuts returns the .sst objects uploaded since the index from.
-func (f *fakeS3) sstPuts(from int) (map[string]bool, int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := map[string]bool{}
-	for _, p := range f.puts[from:] {
-		if strings.HasSuffix(p, ".sst") {
-			out[p[strings.Index(p, "/shared/")+1:]] = true
-		}
-	}
-	return out, len(f.puts)
-}
-
-func startWithEnv(t *testing.T, env []string, dataDir string, args ...string) *Server {
-	t.Helper()
-	bin, err := Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startServer(t, bin, env, dataDir, args...)
-}
 
 func noPeriodicConf(t *testing.T) string {
 	conf := filepath.Join(t.TempDir(), "streamdb.toml")
@@ -148,7 +59,7 @@ func TestCkstoreRestoreFromS3(t *testing.T) {
 	s3 := newFakeS3(t, "ckpt")
 	const url = "s3://ckpt/db1"
 	conf := noPeriodicConf(t)
-	srv := startWithEnv(t, s3.env(), "", "--config", conf, "--allow-storage", url)
+	srv := startWithEnv(t, s3.Env(), "", "--config", conf, "--allow-storage", url)
 	c := srv.Conn(t)
 	ctx := context.Background()
 	want := map[int64]int64{}
@@ -174,7 +85,7 @@ func TestCkstoreRestoreFromS3(t *testing.T) {
 	if st1 != "COMPLETED" {
 		t.Fatalf("checkpoint %d: %s %s", id1, st1, e1)
 	}
-	rem := s3.remote(t, url)
+	rem := s3.Remote(t, url)
 	m1, err := rem.ReadManifest(ctx, checkpoint.CheckpointKey(uint64(id1)))
 	if err != nil {
 		t.Fatalf("checkpoint %d is not in S3: %v", id1, err)
@@ -185,7 +96,7 @@ func TestCkstoreRestoreFromS3(t *testing.T) {
 	// next pair is compared, a few times at most.
 	insert(c, 500, 900)
 	for attempt := 1; ; attempt++ {
-		_, mark := s3.sstPuts(0)
+		_, mark := s3.SSTPuts(0)
 		execAll(t, c, "CHECKPOINT")
 		id2, st2, e2 := lastCheckpoint(t, c)
 		if st2 != "COMPLETED" || id2 <= id1 {
@@ -195,7 +106,7 @@ func TestCkstoreRestoreFromS3(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		uploaded, _ := s3.sstPuts(mark)
+		uploaded, _ := s3.SSTPuts(mark)
 		old, cur := sstKeys(m1), sstKeys(m2)
 		shared := 0
 		for k := range cur {
@@ -224,7 +135,7 @@ func TestCkstoreRestoreFromS3(t *testing.T) {
 
 	// A new machine: an empty data directory and the S3 location alone.
 	fresh := filepath.Join(t.TempDir(), "new")
-	srv2 := startWithEnv(t, s3.env(), fresh, "--config", conf, "--allow-storage", url, "--restore-from", url)
+	srv2 := startWithEnv(t, s3.Env(), fresh, "--config", conf, "--allow-storage", url, "--restore-from", url)
 	c2 := srv2.Conn(t)
 	samePairs(t, "restored from S3", queryPairs(t, c2, "SELECT k, n FROM s"), before)
 	if got := show(t, srv2, "checkpoint.storage"); got != url {
@@ -267,7 +178,7 @@ func TestCkstoreRestoreFromS3(t *testing.T) {
 	bin, _ := Binary()
 	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--http", "", "--data-dir", filepath.Join(t.TempDir(), "bad"),
 		"--restore-from", url+"/chk-"+itoa(id1))
-	cmd.Env = append(os.Environ(), s3.env()...)
+	cmd.Env = append(os.Environ(), s3.Env()...)
 	done := make(chan struct{})
 	var out []byte
 	go func() { out, _ = cmd.CombinedOutput(); close(done) }()
@@ -290,7 +201,7 @@ func TestCkstoreUploadFaultAndLocations(t *testing.T) {
 	s3 := newFakeS3(t, "ckpt")
 	const url = "s3://ckpt/allowed"
 	dataDir := filepath.Join(t.TempDir(), "data")
-	srv := startWithEnv(t, s3.env(), dataDir, "--config", noPeriodicConf(t), "--allow-storage", url)
+	srv := startWithEnv(t, s3.Env(), dataDir, "--config", noPeriodicConf(t), "--allow-storage", url)
 	c := srv.Conn(t)
 	ctx := context.Background()
 	for stmt, code := range map[string]string{
@@ -329,7 +240,7 @@ func TestCkstoreUploadFaultAndLocations(t *testing.T) {
 	if id, st, e := lastCheckpoint(t, c); st != "COMPLETED" {
 		t.Fatalf("checkpoint %d: %s %s", id, st, e)
 	}
-	s3.failPuts.Store(true)
+	s3.FailPuts.Store(true)
 	execAll(t, c, "INSERT INTO t VALUES (1, 3)")
 	_, err := c.Exec(ctx, "CHECKPOINT")
 	wantErr(t, "CHECKPOINT during an upload fault", err, "58030", "upload")
@@ -337,14 +248,14 @@ func TestCkstoreUploadFaultAndLocations(t *testing.T) {
 	if st != "FAILED" || !strings.Contains(e, "upload") {
 		t.Errorf("checkpoint %d during an upload fault: %s %q, want FAILED by the upload", failed, st, e)
 	}
-	if _, err := s3.remote(t, url+"/ck").ReadManifest(ctx, checkpoint.CheckpointKey(uint64(failed))); err == nil {
+	if _, err := s3.Remote(t, url+"/ck").ReadManifest(ctx, checkpoint.CheckpointKey(uint64(failed))); err == nil {
 		t.Errorf("failed checkpoint %d has a manifest in S3", failed)
 	}
 	_, err = c.Exec(ctx, "CREATE SAVEPOINT during_fault")
 	wantErr(t, "CREATE SAVEPOINT during an upload fault", err, "58030", "upload")
 	// The job keeps its data and goes on.
 	execAll(t, c, "INSERT INTO t VALUES (2, 4)")
-	s3.failPuts.Store(false)
+	s3.FailPuts.Store(false)
 	execAll(t, c, "CHECKPOINT")
 	if id, st, e := lastCheckpoint(t, c); st != "COMPLETED" || id <= failed {
 		t.Errorf("checkpoint after the fault: %d %s %s", id, st, e)
@@ -355,7 +266,7 @@ func TestCkstoreUploadFaultAndLocations(t *testing.T) {
 	}
 
 	// Savepoints in savepoint.storage; DROP deletes their own files only.
-	sp := s3.remote(t, url+"/sp")
+	sp := s3.Remote(t, url+"/sp")
 	execAll(t, c, "CREATE SAVEPOINT keep")
 	m, err := sp.ReadManifest(ctx, checkpoint.SavepointKey("keep"))
 	if err != nil {

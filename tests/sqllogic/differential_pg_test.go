@@ -261,35 +261,6 @@ func (d *diffRun) summary(cases []*diffCase) {
 		"in the last round, summed; empty: queries whose last result was empty)\n%s", b.String())
 }
 
-// queryRows runs sql (extended protocol, text results) and returns its rows
-// rendered as text, one line a row, in no particular order.
-func queryRows(c *pgx.Conn, sql string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res := c.PgConn().ExecParams(ctx, sql, nil, nil, nil, nil).Read()
-	if res.Err != nil {
-		return nil, res.Err
-	}
-	return rowLines(res.Rows), nil
-}
-
-// rowLines renders text-format rows as queryRows returns them.
-func rowLines(rows [][][]byte) []string {
-	lines := make([]string, len(rows))
-	for i, r := range rows {
-		vals := make([]string, len(r))
-		for j, v := range r {
-			if v == nil {
-				vals[j] = "NULL"
-			} else {
-				vals[j] = "'" + string(v) + "'"
-			}
-		}
-		lines[i] = strings.Join(vals, " | ")
-	}
-	return lines
-}
-
 // diffWithPG runs q on streamdb and on PostgreSQL and describes how
 // streamdb's rows differ from PostgreSQL's, "" when they are equal.
 func diffWithPG(t testing.TB, sdb, pgc *pgx.Conn, q string) string {

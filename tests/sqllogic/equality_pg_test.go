@@ -19,7 +19,8 @@ import (
 //
 // The second round runs after a restart, so the views' state keys are
 // read back from storage. It also checks IS [NOT] DISTINCT FROM and
-// string_agg(...) FILTER (a batch query: a view refuses string_agg).
+// string_agg(...) FILTER (a batch query: its order is the rows' arrival order,
+// which a view, sorting by the value, does not keep).
 func TestEqualityKeysPG(t *testing.T) {
 	d, srv := startStrictDiff(t,
 		"CREATE TABLE ek (k INT, v INTERVAL, f FLOAT8, n NUMERIC(10,3), m NUMERIC(10,1))",

@@ -10,34 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// kafkaDeleteRecords deletes a partition's records below offset (as
-// retention does).
-func kafkaDeleteRecords(t testing.TB, addr, topic string, part int32, offset int64) {
-	t.Helper()
-	req := kmsg.NewPtrDeleteRecordsRequest()
-	rt := kmsg.NewDeleteRecordsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
-	rp.Partition, rp.Offset = part, offset
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	req.TimeoutMillis = 10000
-	resp, err := req.RequestWith(context.Background(), kafkaClient(t, addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rt := range resp.Topics {
-		for _, p := range rt.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				t.Fatalf("delete records of %s: %v", topic, err)
-			}
-		}
-	}
-}
 
 // debeziumState applies a debezium-json topic as a consumer would and
 // checks it is a consistent changelog: a "c" for a key the consumer does

@@ -3,67 +3,15 @@ package sqllogic
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// kafkaBroker is an in-process Kafka broker (kfake) that keeps its data in
-// a directory, so it can go down and come back on the same address.
-type kafkaBroker struct {
-	*kfake.Cluster
-	dir  string
-	port int
-}
-
-// startKafka starts an in-process Kafka broker (kfake) with the given
-// topics of parts partitions each and returns its address.
-func startKafka(t testing.TB, parts int32, topics ...string) (*kafkaBroker, string) {
-	t.Helper()
-	dir := t.TempDir()
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.DataDir(dir), kfake.SyncWrites()}
-	if len(topics) > 0 {
-		opts = append(opts, kfake.SeedTopics(parts, topics...))
-	}
-	c, err := kfake.NewCluster(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &kafkaBroker{Cluster: c, dir: dir}
-	t.Cleanup(func() { b.Close() })
-	addr := c.ListenAddrs()[0]
-	_, port, _ := net.SplitHostPort(addr)
-	b.port, _ = strconv.Atoi(port)
-	return b, addr
-}
-
-// restartKafka starts a closed broker again on its address with its data.
-func restartKafka(t testing.TB, b *kafkaBroker) *kafkaBroker {
-	t.Helper()
-	var c *kfake.Cluster
-	var err error
-	for i := 0; i < 100; i++ { // the port may linger a moment
-		c, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(b.dir), kfake.SyncWrites(), kfake.Ports(b.port))
-		if err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	nb := &kafkaBroker{Cluster: c, dir: b.dir, port: b.port}
-	t.Cleanup(func() { nb.Close() })
-	return nb
-}
 
 // kafkaAddPartitions grows topic to n partitions.
 func kafkaAddPartitions(t testing.TB, addr, topic string, n int32) {
@@ -82,32 +30,6 @@ func kafkaAddPartitions(t testing.TB, addr, topic string, n int32) {
 		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
 			t.Fatalf("create partitions of %s: %v", topic, err)
 		}
-	}
-}
-
-// kafkaClient returns a franz-go client of the broker at addr.
-func kafkaClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-// produce writes messages (key i % keys) to topic, partition chosen by key.
-func produce(t testing.TB, cl *kgo.Client, topic string, vals []string, key func(i int) string) {
-	t.Helper()
-	recs := make([]*kgo.Record, len(vals))
-	for i, v := range vals {
-		recs[i] = &kgo.Record{Topic: topic, Value: []byte(v)}
-		if key != nil {
-			recs[i].Key = []byte(key(i))
-		}
-	}
-	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -269,39 +191,6 @@ func TestKafkaSourceErrors(t *testing.T) {
 	produce(t, cl, "events", []string{`{"v": 100}`}, nil)
 	waitState(t, c, "total", "RUNNING", 2*time.Minute)
 	waitQuery(t, c, "SELECT n, s FROM total", "4 107")
-}
-
-// plainRows runs q and returns each row's values in PostgreSQL's text
-// format joined by spaces (NULL as "NULL").
-func plainRows(c *pgx.Conn, q string) ([]string, error) {
-	rows, err := c.Query(context.Background(), q, pgx.QueryExecModeSimpleProtocol)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		raw := rows.RawValues()
-		parts := make([]string, len(raw))
-		for i, v := range raw {
-			if v == nil {
-				parts[i] = "NULL"
-			} else {
-				parts[i] = string(v)
-			}
-		}
-		out = append(out, strings.Join(parts, " "))
-	}
-	return out, rows.Err()
-}
-
-func mustRows(t testing.TB, c *pgx.Conn, q string) []string {
-	t.Helper()
-	rows, err := queryRows(c, q)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	return rows
 }
 
 // TestKafkaSourceText: text from a message is held to the rules of text

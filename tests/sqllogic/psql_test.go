@@ -1,9 +1,7 @@
 package sqllogic
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -67,28 +65,8 @@ type psqlResult struct {
 // run runs psql -X against the target with args, feeding stdin.
 func (p *psqlTarget) run(t *testing.T, stdin string, args ...string) psqlResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	all := append([]string{"-X", "-h", p.host, "-p", p.port, "-U", "streamdb"}, args...)
-	all = append(all, "streamdb")
-	cmd := exec.CommandContext(ctx, "psql", all...)
-	// Untranslated messages, no pager, no password prompt, no user psqlrc.
-	cmd.Env = append(os.Environ(), "LC_ALL=C", "LANG=C", "PAGER=", "PGCONNECT_TIMEOUT=10", "PSQLRC=/dev/null")
-	cmd.Env = append(cmd.Env, p.env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := psqlResult{stdout: stdout.String(), stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr):
-		res.code = exitErr.ExitCode()
-	default:
-		t.Fatalf("psql %q: %v", all, err)
-	}
-	return res
+	r := RunPsql(t, p.host, p.port, p.env, stdin, args...)
+	return psqlResult{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
 }
 
 func TestPsql(t *testing.T) {

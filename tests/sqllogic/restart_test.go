@@ -14,15 +14,6 @@ import (
 // against the real binary. Delays are checked only as lower bounds: a
 // restart must never come before its strategy allows it.
 
-func execAll(t *testing.T, c *pgx.Conn, stmts ...string) {
-	t.Helper()
-	for _, s := range stmts {
-		if _, err := c.Exec(context.Background(), s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-}
-
 type jobRow struct {
 	state    string
 	restarts int64

@@ -1,6 +1,9 @@
 // Package sqllogic is streamdb's end-to-end test harness: a sqllogictest
 // runner that talks to a real server over the PostgreSQL wire protocol (pgx),
-// and helpers that build, start, kill and restart the streamdb binary.
+// and helpers that build, start, kill and restart the streamdb binary, with
+// the in-process services and query helpers that tests/crash and
+// tests/cluster share (kafka.go, fakes3.go, etcd.go, rows.go, metrics.go,
+// psql.go).
 //
 // # File format
 //

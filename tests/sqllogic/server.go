@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -99,6 +101,16 @@ func StartServer(t testing.TB, dataDir string, extraArgs ...string) *Server {
 	return startServer(t, bin, nil, dataDir, extraArgs...)
 }
 
+// StartServerEnv is StartServer with env added to the process environment.
+func StartServerEnv(t *testing.T, env []string, dataDir string, args ...string) *Server {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startServer(t, bin, env, dataDir, args...)
+}
+
 // startServer starts bin (with env added to the environment) as StartServer
 // does.
 func startServer(t testing.TB, bin string, env []string, dataDir string, extraArgs ...string) *Server {
@@ -106,7 +118,7 @@ func startServer(t testing.TB, bin string, env []string, dataDir string, extraAr
 	if dataDir == "" {
 		dataDir = t.TempDir()
 	}
-	addr, err := freeAddr()
+	addr, err := FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,10 +135,26 @@ func startServer(t testing.TB, bin string, env []string, dataDir string, extraAr
 	return s
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
+// FreeAddr returns a loopback address with a port that was free a moment ago.
 // The port is chosen here rather than with --listen :0 so a restarted server
 // comes back on the same address.
-func freeAddr() (string, error) {
+//
+// The port is drawn from below the kernel's ephemeral range (32768 and up on
+// Linux): a port from that range, free when chosen, can be taken by any
+// process's outgoing connection before the server binds it (seen with the
+// test packages running side by side: "bind: address already in use"),
+// while a port below it is only ever taken by a listener that asks for it.
+func FreeAddr() (string, error) {
+	for range 64 {
+		port := freePortLow + rand.IntN(freePortHigh-freePortLow)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // taken: draw again
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr, nil
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -134,6 +162,10 @@ func freeAddr() (string, error) {
 	defer l.Close()
 	return l.Addr().String(), nil
 }
+
+// The range FreeAddr draws from: above the well-known services, below
+// Linux's default ip_local_port_range (32768-60999).
+const freePortLow, freePortHigh = 20000, 32000
 
 var listeningRe = regexp.MustCompile(`listening on (\S+)`)
 
@@ -240,6 +272,21 @@ func (s *Server) Conn(t testing.TB) *pgx.Conn {
 
 // Output returns everything the server has printed, across restarts.
 func (s *Server) Output() string { return s.out.String() }
+
+// Exited is closed when the server process has exited (the current one,
+// after a Restart); ExitErr is then its exit status, nil for 0.
+func (s *Server) Exited() <-chan struct{} { return s.exited }
+
+// ExitErr is the exit status of the server process once Exited is closed.
+func (s *Server) ExitErr() error { return s.waitErr }
+
+// OutputSinceStart returns what the server has printed since its last
+// (re)start.
+func (s *Server) OutputSinceStart() string { return s.out.sinceStart() }
+
+// Signal sends sig to the running server process (SIGSTOP and SIGCONT
+// freeze and thaw it).
+func (s *Server) Signal(sig os.Signal) error { return s.cmd.Process.Signal(sig) }
 
 // Kill9 kills the server with SIGKILL and waits for it to exit.
 func (s *Server) Kill9() {

@@ -1,4 +1,4 @@
-package sqllogic
+package cluster
 
 import (
 	"context"
@@ -7,15 +7,15 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/streamdb/streamdb/cluster/etcdtest"
+	"github.com/streamdb/streamdb/tests/sqllogic"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // clusterJobRow is one row of SHOW JOBS, read by column name.
@@ -119,51 +119,7 @@ func TestClusterCheckpointsDebianEtcd(t *testing.T) {
 		}
 		t.Skipf("%s: %v (Debian package etcd-server)", bin, err)
 	}
-	clusterCheckpointScenario(t, startDebianEtcd(t, bin))
-}
-
-// startDebianEtcd runs a one-member etcd from bin on loopback ports and
-// returns its client URL; it is killed when the test ends.
-func startDebianEtcd(t *testing.T, bin string) string {
-	t.Helper()
-	ca, err := freeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pa, err := freeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, peer := "http://"+ca, "http://"+pa
-	var out outputLog
-	cmd := exec.Command(bin, "--name", "t", "--data-dir", filepath.Join(t.TempDir(), "etcd"),
-		"--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "t="+peer,
-		"--unsafe-no-fsync")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("etcd output:\n%s", out.tail(16<<10))
-		}
-	})
-	// A quiet client: it logs every refused dial while etcd starts.
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	waitUntil(t, 30*time.Second, "Debian's etcd to answer", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, err := cli.Get(ctx, "health")
-		return err == nil
-	})
-	return client
+	clusterCheckpointScenario(t, sqllogic.StartEtcdBinary(t, bin))
 }
 
 // clusterCheckpointScenario: three streamdb processes on etcd ep and a
@@ -180,63 +136,21 @@ func startDebianEtcd(t *testing.T, bin string) string {
 // over to the live node. The killed node restarts: the pointer stays the
 // new owner's and moves forward only.
 func clusterCheckpointScenario(t *testing.T, ep string) {
-	const ttl = 2 * time.Second
 	const name = "ck"
-	s3 := newFakeS3(t, "ckpt")
-	const storage = "s3://ckpt/cluster"
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
+	c := startCluster(t, name, 3, clusterConf{ep: ep, configNode: 3})
+	cli, nodes, conns, s3, storage := c.cli, c.nodes, c.conns, c.s3, c.storage
+	source := bidSource(300000, 10000)
+	const batch = "SELECT auction, count(*), sum(price), max(price) FROM bid GROUP BY auction"
+	execAll(t, conns[0], source,
+		"CREATE MATERIALIZED VIEW per_auction AS SELECT auction, count(*) AS n, sum(price) AS s, max(price) AS top FROM bid GROUP BY auction")
+
+	// The oracle: the batch query on a single-node server.
+	res := oracle(t, []string{source}, nil, batch, "SELECT count(*) FROM bid")
+	want := res[0]
+	total, err := strconv.ParseInt(strings.Trim(res[1][0], "'"), 10, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
-	ctx := context.Background()
-
-	nodes := make([]*clusterNode, 3)
-	conns := make([]*pgx.Conn, 3)
-	for i := range nodes {
-		peer, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := fmt.Sprintf("n%d", i+1)
-		args := []string{"--http", "", "--cluster-etcd", ep, "--node-id", id, "--peer-listen", peer,
-			"--cluster-name", name, "--cluster-lease-ttl", ttl.String(), "--cluster-storage", storage}
-		if i == 2 {
-			cfg := filepath.Join(t.TempDir(), "streamdb.toml")
-			toml := fmt.Sprintf("[cluster]\netcd = %q\nnode_id = %q\npeer_listen = %q\nname = %q\nlease_ttl = %q\nstorage = %q\n",
-				ep, id, peer, name, ttl.String(), storage)
-			if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			args = []string{"--http", "", "--config", cfg}
-		}
-		nodes[i] = &clusterNode{id: id, peer: peer, srv: startWithEnv(t, s3.env(), "", args...)}
-		conns[i] = nodes[i].srv.Conn(t)
-	}
-	const source = `CREATE SOURCE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, date_time TIMESTAMP)
-	  WITH (connector = 'nexmark', nexmark.table = 'bid', nexmark.events = 300000, nexmark.rate = 10000)`
-	const batch = "SELECT auction, count(*), sum(price), max(price) FROM bid GROUP BY auction"
-	for _, q := range []string{source,
-		"CREATE MATERIALIZED VIEW per_auction AS SELECT auction, count(*) AS n, sum(price) AS s, max(price) AS top FROM bid GROUP BY auction",
-	} {
-		if _, err := conns[0].Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-
-	// The oracle: the batch query on a single-node server.
-	single := StartServer(t, "", "--http", "")
-	sc := single.Conn(t)
-	execAll(t, sc, source)
-	want, err := clusterRows(sc, batch)
-	if err != nil || len(want) == 0 {
-		t.Fatalf("oracle %s: %v %v", batch, len(want), err)
-	}
-	var total int64
-	if err := sc.QueryRow(ctx, "SELECT count(*) FROM bid").Scan(&total); err != nil {
-		t.Fatal(err)
-	}
-	single.Stop()
 
 	// The owner commits a pointer to a checkpoint it uploaded under its
 	// own prefix.
@@ -249,10 +163,8 @@ func clusterCheckpointScenario(t *testing.T, ep string) {
 	if first.Storage != storage+"/nodes/"+owner || first.Manifest != fmt.Sprintf("checkpoints/chk-%d", first.CheckpointID) {
 		t.Fatalf("pointer %+v: want storage %s/nodes/%s", first, storage, owner)
 	}
-	manifest := fmt.Sprintf("/ckpt/cluster/nodes/%s/%s/manifest.json", owner, first.Manifest)
-	s3.mu.Lock()
-	uploaded := strings.Contains(strings.Join(s3.puts, "\n"), manifest)
-	s3.mu.Unlock()
+	manifest := fmt.Sprintf("/ops/%s/nodes/%s/%s/manifest.json", name, owner, first.Manifest)
+	uploaded := strings.Contains(strings.Join(s3.Puts(), "\n"), manifest)
 	if !uploaded {
 		t.Fatalf("no upload of %s", manifest)
 	}
@@ -298,9 +210,9 @@ func clusterCheckpointScenario(t *testing.T, ep string) {
 	if _, err := exec.LookPath("psql"); err == nil {
 		dh, dp, _ := net.SplitHostPort(nodes[k].srv.Addr())
 		lh, lp, _ := net.SplitHostPort(nodes[live[0]].srv.Addr())
-		r := (&psqlTarget{host: dh + "," + lh, port: dp + "," + lp}).run(t, "", "-At", "-c", "SHOW JOBS")
-		if r.code != 0 || !strings.HasPrefix(r.stdout, "per_auction|") || !strings.Contains(r.stdout, "|"+restored.node+"|") {
-			t.Fatalf("psql host=%s,%s port=%s,%s SHOW JOBS (code %d):\n%s%s", dh, lh, dp, lp, r.code, r.stdout, r.stderr)
+		r := sqllogic.RunPsql(t, dh+","+lh, dp+","+lp, nil, "", "-At", "-c", "SHOW JOBS")
+		if r.Code != 0 || !strings.HasPrefix(r.Stdout, "per_auction|") || !strings.Contains(r.Stdout, "|"+restored.node+"|") {
+			t.Fatalf("psql host=%s,%s port=%s,%s SHOW JOBS (code %d):\n%s%s", dh, lh, dp, lp, r.Code, r.Stdout, r.Stderr)
 		}
 	} else if os.Getenv("CI") != "" {
 		t.Fatal(err)
@@ -350,7 +262,7 @@ func clusterCheckpointScenario(t *testing.T, ep string) {
 	if err != nil || len(jobs) != 1 || jobs[0].node != restored.node {
 		t.Fatalf("SHOW JOBS on the restarted %s: %+v %v", owner, jobs, err)
 	}
-	if strings.Contains(nodes[k].srv.out.sinceStart(), `running the job assigned here" view=per_auction`) {
+	if strings.Contains(nodes[k].srv.OutputSinceStart(), `running the job assigned here" view=per_auction`) {
 		t.Fatalf("the restarted %s started per_auction, which %s runs", owner, restored.node)
 	}
 }

@@ -1,4 +1,4 @@
-package sqllogic
+package cluster
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/streamdb/streamdb/cluster/etcdtest"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // jobOwners maps each view to the nodes SHOW CLUSTER says run its job.
@@ -27,7 +25,7 @@ func jobOwners(t *testing.T, conn *pgx.Conn) map[string][]string {
 	return out
 }
 
-// sortedRows runs q and returns its rows as text, sorted.
+// clusterRows runs q and returns its rows as text, sorted.
 func clusterRows(c *pgx.Conn, q string) ([]string, error) {
 	rows, err := queryRows(c, q)
 	sort.Strings(rows)
@@ -44,50 +42,19 @@ func clusterRows(c *pgx.Conn, q string) ([]string, error) {
 // same answer again; the killed node restarts, rejoins and reads it too.
 // Views over streams (per-node INSERTs) stay refused with 0A000.
 func TestClusterJobs(t *testing.T) {
-	const ttl = 2 * time.Second
-	ep := etcdtest.Start(t)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	c := startCluster(t, "jobs", 3, clusterConf{noStorage: true})
+	cli, nodes, conns := c.cli, c.nodes, c.conns
 	ctx := context.Background()
-
-	nodes := make([]*clusterNode, 3)
-	conns := make([]*pgx.Conn, 3)
-	for i := range nodes {
-		peer, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := fmt.Sprintf("n%d", i+1)
-		nodes[i] = &clusterNode{id: id, peer: peer, srv: StartServer(t, "", "--http", "", "--cluster-etcd", ep, "--node-id", id,
-			"--peer-listen", peer, "--cluster-name", "jobs", "--cluster-lease-ttl", ttl.String())}
-		conns[i] = nodes[i].srv.Conn(t)
-	}
-	const source = `CREATE SOURCE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, date_time TIMESTAMP)
-	  WITH (connector = 'nexmark', nexmark.table = 'bid', nexmark.events = 40000, nexmark.rate = 20000)`
+	source := bidSource(40000, 20000)
 	const batch = "SELECT channel, count(*), sum(price), max(date_time) FROM bid GROUP BY channel"
-	for _, q := range []string{source,
+	execAll(t, conns[1], source,
 		"CREATE MATERIALIZED VIEW per_channel AS SELECT channel, count(*) AS n, sum(price) AS s, max(date_time) AS last FROM bid GROUP BY channel",
 		"CREATE TABLE words (word VARCHAR, n BIGINT)",
-		"CREATE MATERIALIZED VIEW word_counts AS SELECT word, count(*) AS cnt FROM words GROUP BY word",
-	} {
-		if _, err := conns[1].Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+		"CREATE MATERIALIZED VIEW word_counts AS SELECT word, count(*) AS cnt FROM words GROUP BY word")
 
 	// The oracle: the batch query over the same (deterministic) source on
 	// a single-node server.
-	single := StartServer(t, "", "--http", "")
-	sc := single.Conn(t)
-	execAll(t, sc, source)
-	want, err := clusterRows(sc, batch)
-	if err != nil || len(want) == 0 {
-		t.Fatalf("oracle %s: %v %v", batch, want, err)
-	}
-	single.Stop()
+	want := oracle(t, []string{source}, nil, batch)[0]
 
 	// Each view's job is assigned to exactly one node, as etcd records it.
 	var owner string

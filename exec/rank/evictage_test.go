@@ -1,7 +1,8 @@
-package exec
+package rank
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 )
 
@@ -10,7 +11,7 @@ import (
 // exec/join).
 func TestRankEvictsColdPartitionsFirst(t *testing.T) {
 	const n = 1000
-	r := &rankOp{j: &Job{}, spec: &rankSpec{}, parts: map[string]*rankPart{}}
+	r := &Op{spec: &Spec{}, parts: map[string]*rankPart{}, evictedN: new(atomic.Int64)}
 	for i := range n {
 		k := fmt.Sprintf("k%04d", i)
 		p := &rankPart{key: k, rows: map[string]int64{"row" + k: 1}, used: uint64(i % 10), hash: uint64(i)}

@@ -1,4 +1,4 @@
-package sqllogic
+package cluster
 
 import (
 	"context"
@@ -9,81 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/streamdb/streamdb/cluster/etcdtest"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
-
-// opsCluster is a cluster of streamdb processes on an embedded etcd and a
-// fake S3 (--cluster-storage), for the tests of statements that act on
-// every node's jobs (CHECKPOINT, savepoints, ALTER CLUSTER REBALANCE).
-type opsCluster struct {
-	name, ep, storage string
-	s3                *fakeS3
-	cli               *clientv3.Client
-	extra             []string // more flags for every node (--cluster-kafka)
-	nodes             []*clusterNode
-	conns             []*pgx.Conn
-}
-
-func startOpsCluster(t *testing.T, name string, n int, extra ...string) *opsCluster {
-	t.Helper()
-	c := &opsCluster{name: name, ep: etcdtest.Start(t), s3: newFakeS3(t, "ops"), storage: "s3://ops/" + name, extra: extra}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.ep}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	c.cli = cli
-	for i := 0; i < n; i++ {
-		c.add(t)
-	}
-	return c
-}
-
-// add starts node n<k> (k = the number of nodes so far + 1) and returns its index.
-func (c *opsCluster) add(t *testing.T) int {
-	t.Helper()
-	peer, err := freeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := fmt.Sprintf("n%d", len(c.nodes)+1)
-	args := append([]string{"--http", "", "--cluster-etcd", c.ep, "--node-id", id, "--peer-listen", peer,
-		"--cluster-name", c.name, "--cluster-lease-ttl", "2s", "--cluster-storage", c.storage}, c.extra...)
-	n := &clusterNode{id: id, peer: peer, srv: startWithEnv(t, c.s3.env(), "", args...)}
-	c.nodes = append(c.nodes, n)
-	c.conns = append(c.conns, n.srv.Conn(t))
-	return len(c.nodes) - 1
-}
-
-// index is the position of node id.
-func (c *opsCluster) index(id string) int {
-	for i, n := range c.nodes {
-		if n.id == id {
-			return i
-		}
-	}
-	return -1
-}
-
-// owners waits until every view has one owner by SHOW CLUSTER on conn and
-// returns them.
-func (c *opsCluster) owners(t *testing.T, conn *pgx.Conn, views ...string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	waitUntil(t, 20*time.Second, "every view assigned to one node", func() bool {
-		o := jobOwners(t, conn)
-		for _, v := range views {
-			if len(o[v]) != 1 {
-				return false
-			}
-			out[v] = o[v][0]
-		}
-		return true
-	})
-	return out
-}
 
 // TestClusterCheckpointStatement: CHECKPOINT on a node that runs no job
 // makes every node that runs one checkpoint it, upload it to the shared
@@ -92,11 +19,10 @@ func (c *opsCluster) owners(t *testing.T, conn *pgx.Conn, views ...string) map[s
 // after the statement was sent. Without --cluster-storage CHECKPOINT stays
 // refused (TestClusterCatalog).
 func TestClusterCheckpointStatement(t *testing.T) {
-	c := startOpsCluster(t, "ckstmt", 3)
+	c := startCluster(t, "ckstmt", 3, clusterConf{})
 	ctx := context.Background()
 	execAll(t, c.conns[0],
-		`CREATE SOURCE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, date_time TIMESTAMP)
-		  WITH (connector = 'nexmark', nexmark.table = 'bid', nexmark.events = 2000000, nexmark.rate = 5000)`,
+		bidSource(2000000, 5000),
 		"CREATE MATERIALIZED VIEW per_channel AS SELECT channel, count(*) AS n FROM bid GROUP BY channel",
 		"CREATE MATERIALIZED VIEW per_bidder AS SELECT bidder, max(price) AS top FROM bid GROUP BY bidder")
 	views := []string{"per_channel", "per_bidder"}
@@ -198,9 +124,9 @@ func kafkaTopicsWith(t *testing.T, addr, prefix string) []string {
 // DROP SAVEPOINT removes the record and the dead node's part.
 func TestClusterSavepointRestore(t *testing.T) {
 	_, kafkaAddr := startKafka(t, 1)
-	c := startOpsCluster(t, "spx", 2, "--cluster-kafka", kafkaAddr)
+	c := startCluster(t, "spx", 2, clusterConf{extra: []string{"--cluster-kafka", kafkaAddr}})
 	ctx := context.Background()
-	execAll(t, c.conns[0], "CREATE TABLE bids (id BIGINT, channel VARCHAR, price BIGINT, ts TIMESTAMP, note TEXT)",
+	execAll(t, c.conns[0], bidsTable,
 		"CREATE MATERIALIZED VIEW per_channel AS SELECT channel, count(*) AS n, sum(price) AS s FROM bids GROUP BY channel")
 	owner := c.owners(t, c.conns[0], "per_channel")["per_channel"]
 	ow := c.index(owner)
@@ -229,7 +155,7 @@ func TestClusterSavepointRestore(t *testing.T) {
 	if err != nil || len(sps) != 1 || !strings.HasPrefix(sps[0], "'sp' | 'per_channel' |") {
 		t.Fatalf("SHOW SAVEPOINTS: %v %v", sps, err)
 	}
-	if _, err := c.s3.remote(t, c.storage+"/nodes/"+owner).ReadManifest(ctx, "savepoints/sp"); err != nil {
+	if _, err := c.s3.Remote(t, c.storage+"/nodes/"+owner).ReadManifest(ctx, "savepoints/sp"); err != nil {
 		t.Fatalf("the owner's part of sp: %v", err)
 	}
 
@@ -272,7 +198,7 @@ func TestClusterSavepointRestore(t *testing.T) {
 	if sps, err := queryRows(oc, "SHOW SAVEPOINTS"); err != nil || len(sps) != 0 {
 		t.Fatalf("SHOW SAVEPOINTS after DROP: %v %v", sps, err)
 	}
-	if _, err := c.s3.remote(t, c.storage+"/nodes/"+owner).ReadManifest(ctx, "savepoints/sp"); err == nil {
+	if _, err := c.s3.Remote(t, c.storage+"/nodes/"+owner).ReadManifest(ctx, "savepoints/sp"); err == nil {
 		t.Fatalf("the dead owner's part of sp is still in its storage")
 	}
 	if _, err := oc.Exec(ctx, "DROP SAVEPOINT sp"); sqlstate(err) != "42704" {
@@ -309,10 +235,9 @@ func TestClusterRebalance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: three-node rebalance scenario")
 	}
-	c := startOpsCluster(t, "rebal", 2)
+	c := startCluster(t, "rebal", 2, clusterConf{})
 	ctx := context.Background()
-	const source = `CREATE SOURCE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, date_time TIMESTAMP)
-	  WITH (connector = 'nexmark', nexmark.table = 'bid', nexmark.events = 150000, nexmark.rate = 15000)`
+	source := bidSource(150000, 15000)
 	views := map[string]string{
 		"v_channel": "SELECT channel, count(*) AS n, sum(price) AS s FROM bid GROUP BY channel",
 		"v_auction": "SELECT auction % 50 AS a, count(*) AS n, max(price) AS top FROM bid GROUP BY auction % 50",
@@ -324,18 +249,15 @@ func TestClusterRebalance(t *testing.T) {
 	for _, v := range names {
 		execAll(t, c.conns[0], "CREATE MATERIALIZED VIEW "+v+" AS "+views[v])
 	}
-	single := StartServer(t, "", "--http", "")
-	sc := single.Conn(t)
-	execAll(t, sc, source)
-	want := map[string][]string{}
-	for _, v := range names {
-		rows, err := clusterRows(sc, views[v])
-		if err != nil || len(rows) == 0 {
-			t.Fatalf("oracle %s: %v %v", v, rows, err)
-		}
-		want[v] = rows
+	queries := make([]string, len(names))
+	for i, v := range names {
+		queries[i] = views[v]
 	}
-	single.Stop()
+	rows := oracle(t, []string{source}, nil, queries...)
+	want := map[string][]string{}
+	for i, v := range names {
+		want[v] = rows[i]
+	}
 	c.owners(t, c.conns[0], names...)
 	if n := jobCounts(t, c.conns[0]); n["n1"] != 2 || n["n2"] != 2 {
 		t.Fatalf("jobs per node: %v, want 2 and 2", n)
@@ -413,7 +335,7 @@ func TestClusterRebalance(t *testing.T) {
 	if !strings.Contains(moved.restoredFrom, "/nodes/"+busy+"/checkpoints/chk-") {
 		t.Fatalf("the moved job %+v: want it restored from %s's checkpoint", moved, busy)
 	}
-	if !strings.Contains(c.nodes[coord].srv.out.sinceStart(), `job moved to balance the nodes" job=`+moved.name) {
+	if !strings.Contains(c.nodes[coord].srv.OutputSinceStart(), `job moved to balance the nodes" job=`+moved.name) {
 		t.Fatalf("the coordinator %s did not log moving %s", c.nodes[coord].id, moved.name)
 	}
 	equalAll(c.conns[other], kept)
@@ -425,8 +347,7 @@ func TestClusterRebalance(t *testing.T) {
 func TestClusterMetrics(t *testing.T) {
 	c, web := startWebCluster(t, "metrics", 2)
 	execAll(t, c.conns[0],
-		`CREATE SOURCE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, date_time TIMESTAMP)
-		  WITH (connector = 'nexmark', nexmark.table = 'bid', nexmark.events = 20000)`,
+		bidSource(20000, 0),
 		"CREATE MATERIALIZED VIEW per_channel AS SELECT channel, count(*) AS n FROM bid GROUP BY channel")
 	owner := c.owners(t, c.conns[0], "per_channel")["per_channel"]
 	ow := c.index(owner)

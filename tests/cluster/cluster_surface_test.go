@@ -1,4 +1,4 @@
-package sqllogic
+package cluster
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/streamdb/streamdb/cluster/etcdtest"
 )
 
 // copyOutLines runs a COPY ... TO STDOUT and returns its lines, sorted.
@@ -25,27 +24,6 @@ func copyOutLines(c *pgx.Conn, q string) ([]string, error) {
 	}
 	sort.Strings(lines)
 	return lines, nil
-}
-
-// startKafkaCluster starts n nodes n1, n2, ... on a new embedded etcd with
-// the shared stream log on kafkaAddr (lease TTL 2 s), and a connection to
-// each.
-func startKafkaCluster(t *testing.T, name string, n int, kafkaAddr string) ([]*clusterNode, []*pgx.Conn) {
-	t.Helper()
-	ep := etcdtest.Start(t)
-	nodes := make([]*clusterNode, n)
-	conns := make([]*pgx.Conn, n)
-	for i := range nodes {
-		peer, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := fmt.Sprintf("n%d", i+1)
-		nodes[i] = &clusterNode{id: id, peer: peer, srv: StartServer(t, "", "--http", "", "--cluster-etcd", ep, "--node-id", id,
-			"--peer-listen", peer, "--cluster-name", name, "--cluster-lease-ttl", "2s", "--cluster-kafka", kafkaAddr)}
-		conns[i] = nodes[i].srv.Conn(t)
-	}
-	return nodes, conns
 }
 
 // TestClusterSurface: three nodes with --cluster-kafka. What cluster mode
@@ -69,23 +47,15 @@ func TestClusterSurface(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: three-node cluster with Kafka")
 	}
-	_, kafkaAddr := startKafka(t, 1)
 	ctx := context.Background()
-	nodes, conns := startKafkaCluster(t, "surface", 3, kafkaAddr)
-	const table = "CREATE TABLE bids (id BIGINT, channel VARCHAR, price BIGINT, ts TIMESTAMP, note TEXT)"
 	const perChannel = "SELECT channel, count(*) AS n, sum(price) AS s FROM bids GROUP BY channel"
-	for _, q := range []string{table,
+	nodes, conns := startKafkaCluster(t, "surface", bidsTable,
 		"CREATE TABLE audit (id BIGINT, channel VARCHAR, price BIGINT, ts TIMESTAMP, note TEXT)",
 		"CREATE TABLE totals (channel VARCHAR, n BIGINT, s BIGINT)",
 		"CREATE VIEW cheap AS SELECT id, channel, price FROM bids WHERE price < 50",
-		"CREATE MATERIALIZED VIEW per_channel AS " + perChannel,
+		"CREATE MATERIALIZED VIEW per_channel AS "+perChannel,
 		"CREATE MATERIALIZED VIEW cheap_count AS SELECT channel, count(*) AS n FROM cheap GROUP BY channel",
-		"CREATE MATERIALIZED VIEW over_view AS SELECT sum(n) AS n FROM per_channel",
-	} {
-		if _, err := conns[0].Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+		"CREATE MATERIALIZED VIEW over_view AS SELECT sum(n) AS n FROM per_channel")
 	led := &streamLedger{}
 	auditLed := &streamLedger{}
 	next := 0
@@ -140,7 +110,7 @@ func TestClusterSurface(t *testing.T) {
 		single := StartServer(t, "", "--http", "")
 		defer single.Stop()
 		sc := single.Conn(t)
-		execAll(t, sc, table, "CREATE VIEW cheap AS SELECT id, channel, price FROM bids WHERE price < 50")
+		execAll(t, sc, bidsTable, "CREATE VIEW cheap AS SELECT id, channel, price FROM bids WHERE price < 50")
 		if _, err := sc.PgConn().CopyFrom(ctx, strings.NewReader(strings.Join(lines, "\n")+"\n"), "COPY bids FROM STDIN"); err != nil {
 			t.Fatal(err)
 		}

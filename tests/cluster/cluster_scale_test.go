@@ -1,8 +1,9 @@
-package sqllogic
+package cluster
 
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"sort"
@@ -20,7 +21,7 @@ import (
 // doubt: its rows may or may not be in the table.
 type scaleWriter struct {
 	mu      sync.Mutex // held for each statement; the test takes it to pause the writer or change the nodes
-	c       *opsCluster
+	c       *testCluster
 	live    map[int]bool
 	conns   map[int]*pgx.Conn
 	next    int
@@ -73,6 +74,32 @@ func (w *scaleWriter) step() {
 	}
 }
 
+// startScaleWriter starts a scaleWriter over c's nodes live; it writes
+// until the test ends.
+func startScaleWriter(t *testing.T, c *testCluster, live ...int) *scaleWriter {
+	w := &scaleWriter{c: c, live: map[int]bool{}, conns: map[int]*pgx.Conn{}, acked: map[int]bool{}, indoubt: map[int]bool{}}
+	for _, i := range live {
+		w.live[i] = true
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			w.step()
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+	})
+	return w
+}
+
 // leave takes node k out of the writer's rotation and closes its
 // connection.
 func (w *scaleWriter) leave(k int) {
@@ -89,6 +116,80 @@ func (w *scaleWriter) join(k int) {
 	w.mu.Lock()
 	w.live[k] = true
 	w.mu.Unlock()
+}
+
+// check pauses the writer and compares every view on every running
+// node with the oracle over the table's rows.
+//
+// A node killed inside an INSERT leaves its Kafka transaction open:
+// read_committed readers (the table's reads, the views' jobs) do not
+// read past it until Kafka aborts it (the transaction timeout, a
+// minute) or the node, restarted, fences it. After a kill the views
+// must equal the batch query over the table's readable rows; after the
+// restart (all means so) every acknowledged row must be readable too.
+func (w *scaleWriter) check(t *testing.T, running map[int]bool, what string, all bool) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var reader *pgx.Conn
+	for i := range w.c.nodes {
+		if running[i] {
+			reader = w.c.conns[i]
+			break
+		}
+	}
+	var lines []string
+	var why string
+	logged := time.Now()
+	defer func() {
+		if t.Failed() {
+			t.Logf("%s: last mismatch: %s", what, why)
+		}
+	}()
+	waitUntil(t, 150*time.Second, what+": every view equal to its batch query over the table", func() bool {
+		if why != "" && time.Since(logged) > 10*time.Second {
+			logged = time.Now()
+			t.Logf("%s: waiting: %s", what, why)
+		}
+		time.Sleep(200 * time.Millisecond)
+		var err error
+		lines, err = copyOutLines(reader, "COPY bids TO STDOUT")
+		if err != nil {
+			t.Fatalf("%s: COPY bids: %v", what, err)
+		}
+		seen := map[int]bool{}
+		for _, l := range lines {
+			id, _ := strconv.Atoi(strings.SplitN(l, "\t", 2)[0])
+			if seen[id] {
+				t.Fatalf("%s: id %d twice in the table", what, id)
+			}
+			seen[id] = true
+			if !w.acked[id] && !w.indoubt[id] {
+				t.Fatalf("%s: id %d in the table was never written", what, id)
+			}
+		}
+		for id := range w.acked {
+			if all && !seen[id] {
+				why = fmt.Sprintf("acknowledged id %d not readable yet", id)
+				return false
+			}
+		}
+		want := scaleOracle(lines)
+		for i := range w.c.nodes {
+			if !running[i] {
+				continue
+			}
+			for _, v := range scaleViewNames {
+				got, err := copyOutLines(w.c.conns[i], "COPY "+v+" TO STDOUT")
+				if err != nil || strings.Join(got, "\n") != strings.Join(want[v], "\n") {
+					why = fmt.Sprintf("%s on %s: %v %.200v, want %.200v", v, w.c.nodes[i].id, err, got, want[v])
+					return false
+				}
+			}
+		}
+		return true
+	})
+	t.Logf("%s: views equal their batch queries over %d rows (%d acknowledged, %d in doubt, %d statements)", what, len(lines), len(w.acked), len(w.indoubt), w.stmts)
 }
 
 // scaleViews are the views of the scenario and their batch queries,
@@ -167,107 +268,14 @@ func TestClusterScale(t *testing.T) {
 		kills, _ = strconv.Atoi(v)
 	}
 	_, kafkaAddr := startKafka(t, 1)
-	c := startOpsCluster(t, "scale", 2, "--cluster-kafka", kafkaAddr)
-	execAll(t, c.conns[0], "CREATE TABLE bids (id BIGINT, channel VARCHAR, price BIGINT, ts TIMESTAMP, note TEXT)")
+	c := startCluster(t, "scale", 2, clusterConf{extra: []string{"--cluster-kafka", kafkaAddr}})
+	execAll(t, c.conns[0], bidsTable)
 	for _, v := range scaleViewNames {
 		execAll(t, c.conns[0], "CREATE MATERIALIZED VIEW "+v+" AS "+scaleViews[v])
 	}
-	w := &scaleWriter{c: c, live: map[int]bool{0: true, 1: true}, conns: map[int]*pgx.Conn{}, acked: map[int]bool{}, indoubt: map[int]bool{}}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			w.step()
-		}
-	}()
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		<-done
-	}()
+	w := startScaleWriter(t, c, 0, 1)
 	running := map[int]bool{0: true, 1: true}
-	// check pauses the writer and compares every view on every running
-	// node with the oracle over the table's rows.
-	//
-	// A node killed inside an INSERT leaves its Kafka transaction open:
-	// read_committed readers (the table's reads, the views' jobs) do not
-	// read past it until Kafka aborts it (the transaction timeout, a
-	// minute) or the node, restarted, fences it. After a kill the views
-	// must equal the batch query over the table's readable rows; after the
-	// restart (all means so) every acknowledged row must be readable too.
-	check := func(what string, all bool) {
-		t.Helper()
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		var reader *pgx.Conn
-		for i := range c.nodes {
-			if running[i] {
-				reader = c.conns[i]
-				break
-			}
-		}
-		var lines []string
-		var why string
-		logged := time.Now()
-		defer func() {
-			if t.Failed() {
-				t.Logf("%s: last mismatch: %s", what, why)
-			}
-		}()
-		waitUntil(t, 150*time.Second, what+": every view equal to its batch query over the table", func() bool {
-			if why != "" && time.Since(logged) > 10*time.Second {
-				logged = time.Now()
-				t.Logf("%s: waiting: %s", what, why)
-			}
-			time.Sleep(200 * time.Millisecond)
-			var err error
-			lines, err = copyOutLines(reader, "COPY bids TO STDOUT")
-			if err != nil {
-				t.Fatalf("%s: COPY bids: %v", what, err)
-			}
-			seen := map[int]bool{}
-			for _, l := range lines {
-				id, _ := strconv.Atoi(strings.SplitN(l, "\t", 2)[0])
-				if seen[id] {
-					t.Fatalf("%s: id %d twice in the table", what, id)
-				}
-				seen[id] = true
-				if !w.acked[id] && !w.indoubt[id] {
-					t.Fatalf("%s: id %d in the table was never written", what, id)
-				}
-			}
-			for id := range w.acked {
-				if all && !seen[id] {
-					why = fmt.Sprintf("acknowledged id %d not readable yet", id)
-					return false
-				}
-			}
-			want := scaleOracle(lines)
-			for i := range c.nodes {
-				if !running[i] {
-					continue
-				}
-				for _, v := range scaleViewNames {
-					got, err := copyOutLines(c.conns[i], "COPY "+v+" TO STDOUT")
-					if err != nil || strings.Join(got, "\n") != strings.Join(want[v], "\n") {
-						why = fmt.Sprintf("%s on %s: %v %.200v, want %.200v", v, c.nodes[i].id, err, got, want[v])
-						return false
-					}
-				}
-			}
-			return true
-		})
-		t.Logf("%s: views equal their batch queries over %d rows (%d acknowledged, %d in doubt, %d statements)", what, len(lines), len(w.acked), len(w.indoubt), w.stmts)
-	}
+	check := func(what string, all bool) { t.Helper(); w.check(t, running, what, all) }
 	time.Sleep(time.Second)
 	check("2 nodes", true)
 
@@ -312,8 +320,14 @@ func TestClusterScale(t *testing.T) {
 	}
 	check("back to 2 nodes after SIGTERM", true)
 
-	// kill -9 of a random running node, then its restart, repeated.
+	// kill -9 of a random running node, then its restart, repeated. Each
+	// kill's recovery is timed (on a survivor, while the writer writes):
+	// until the victim leaves the membership (its lease expired) and until
+	// a read of every view is answered again (read-unavailability: the
+	// views the victim ran are unreadable until their new owner restored
+	// them).
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	var gone, unreadable []time.Duration
 	for round := 0; round < kills; round++ {
 		var ids []int
 		for i := range running {
@@ -326,10 +340,17 @@ func TestClusterScale(t *testing.T) {
 			other = ids[1]
 		}
 		time.Sleep(time.Duration(200+rng.Intn(800)) * time.Millisecond)
+		owned := 0
+		for _, o := range jobOwners(t, c.conns[other]) {
+			if len(o) == 1 && o[0] == c.nodes[victim].id {
+				owned++
+			}
+		}
+		killed := time.Now()
 		c.nodes[victim].srv.Kill9()
 		w.leave(victim)
 		delete(running, victim)
-		waitUntil(t, 30*time.Second, c.nodes[victim].id+" gone from SHOW CLUSTER", func() bool {
+		g := waitUntil(t, 30*time.Second, c.nodes[victim].id+" gone from SHOW CLUSTER", func() bool {
 			for _, r := range showCluster(t, c.conns[other]) {
 				if r.id == c.nodes[victim].id {
 					return false
@@ -337,6 +358,18 @@ func TestClusterScale(t *testing.T) {
 			}
 			return true
 		})
+		waitUntil(t, 60*time.Second, "every view readable on "+c.nodes[other].id, func() bool {
+			for _, v := range scaleViewNames {
+				if _, err := copyOutLines(c.conns[other], "COPY "+v+" TO STDOUT"); err != nil {
+					return false
+				}
+			}
+			return true
+		})
+		u := time.Since(killed)
+		gone, unreadable = append(gone, g), append(unreadable, u)
+		t.Logf("kill %d of %s (ran %d of %d views): gone from the membership after %v, every view readable after %v",
+			round+1, c.nodes[victim].id, owned, len(scaleViewNames), g.Round(time.Millisecond), u.Round(time.Millisecond))
 		check(fmt.Sprintf("kill %d of %s", round+1, c.nodes[victim].id), false)
 		c.nodes[victim].srv.Restart(t)
 		c.conns[victim] = c.nodes[victim].srv.Conn(t)
@@ -344,4 +377,17 @@ func TestClusterScale(t *testing.T) {
 		w.join(victim)
 		check(fmt.Sprintf("rejoin %d of %s", round+1, c.nodes[victim].id), true)
 	}
+	if kills > 0 {
+		t.Logf("recovery over %d kills (lease TTL %v): membership median %v p99 %v; read-unavailability median %v p99 %v",
+			kills, leaseTTL, quantile(gone, 0.5), quantile(gone, 0.99), quantile(unreadable, 0.5), quantile(unreadable, 0.99))
+	}
+}
+
+// quantile is the q-quantile of ds (nearest rank), rounded to the
+// millisecond.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	k := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(k, len(s)-1))].Round(time.Millisecond)
 }

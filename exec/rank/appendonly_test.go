@@ -1,4 +1,4 @@
-package exec
+package rank
 
 import (
 	"maps"
@@ -6,6 +6,10 @@ import (
 	"testing"
 
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/op"
+	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/exec/opkit/opkittest"
+	"github.com/streamdb/streamdb/exec/over"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -16,31 +20,28 @@ import (
 func TestRankAppendOnlyKeepsTop(t *testing.T) {
 	k, v := kvRefs()
 	ts := []types.T{types.TInt64, types.TInt64}
-	order := []SortKey{{E: v, Desc: true}}
-	window := func(kind WindowFuncKind, more ...WindowFuncKind) *rankSpec {
-		fs := []WindowFunc{{Kind: kind, T: types.TInt64}}
-		for _, m := range more {
-			fs = append(fs, WindowFunc{Kind: m, T: types.TInt64})
+	order := []over.SortKey{{E: v, Desc: true}}
+	window := func(kinds ...over.FuncKind) *Spec {
+		var fs []over.Func
+		for _, m := range kinds {
+			fs = append(fs, over.Func{Kind: m, T: types.TInt64})
 		}
-		w := &Window{In: &Batches{Ts: ts}, PartitionBy: []expr.Expr{k}, OrderBy: order, Funcs: fs}
-		return &rankSpec{window: w, partition: w.PartitionBy, order: order, hi: 3}
+		return windowSpec([]expr.Expr{k}, order, 3, fs...)
 	}
-	specs := map[string]*rankSpec{
-		"row_number": window(WinRowNumber, WinRank),
-		"rank":       window(WinRank, WinDenseRank),
-		"dense_rank": window(WinDenseRank, WinRowNumber),
-		"limit":      {order: order, lo: 2, hi: 7},
+	specs := map[string]*Spec{
+		"row_number": window(over.RowNumber, over.Rank),
+		"rank":       window(over.Rank, over.DenseRank),
+		"dense_rank": window(over.DenseRank, over.RowNumber),
+		"limit":      {InTs: ts, OutTs: ts, Order: order, Lo: 2, Hi: 7, AppendOnly: true},
 	}
 	for name, spec := range specs {
 		t.Run(name, func(t *testing.T) {
-			j, out := memOpJob(t)
-			in := &gedge{from: &gnode{kind: nSource}, stages: []Plan{&Batches{Ts: ts}}}
-			op := newRankOp(j, &gnode{kind: nRank, rank: spec, ins: []*gedge{in}})
-			if !op.appendOnly {
-				t.Fatal("the rank op over a source that does not retract is not append-only")
+			db := memDB(t)
+			rk := newTestOp(spec, &opkittest.Outlet{Discard: true})
+			if !rk.appendOnly {
+				t.Fatal("the rank op of an append-only spec is not append-only")
 			}
-			op.out = out
-			ectx := j.exprCtx()
+			ectx := &expr.Ctx{Mem: opkit.Mem}
 			// An oracle op that keeps every row computes the expected output.
 			all := map[int64]map[string]int64{}
 			r := rand.New(rand.NewPCG(31, 1))
@@ -49,8 +50,8 @@ func TestRankAppendOnlyKeepsTop(t *testing.T) {
 				for range 200 {
 					row := [2]int64{int64(r.IntN(6)), int64(r.IntN(30))}
 					rows = append(rows, row)
-					enc := string(encodeDatum(encodeDatum(nil, types.Int(row[0]), types.TInt64), types.Int(row[1]), types.TInt64))
-					if spec.window == nil {
+					enc := string(opkit.EncodeDatum(opkit.EncodeDatum(nil, types.Int(row[0]), types.TInt64), types.Int(row[1]), types.TInt64))
+					if spec.Funcs == nil {
 						row[0] = 0 // one partition
 					}
 					if all[row[0]] == nil {
@@ -58,17 +59,17 @@ func TestRankAppendOnlyKeepsTop(t *testing.T) {
 					}
 					all[row[0]][enc]++
 				}
-				if err := op.Push(ectx, Chunk{Rec: kvRecord(rows)}, 0); err != nil {
+				if err := rk.Push(ectx, op.Chunk{Rec: opkittest.KVRecord(rows)}, 0); err != nil {
 					t.Fatal(err)
 				}
-				w := j.db.NewEpochBatch()
-				if err := op.Barrier(ectx, &Barrier{Epoch: e, Checkpoint: e%5 == 0}, w); err != nil {
+				w := db.NewEpochBatch()
+				if err := rk.Barrier(ectx, &op.Barrier{Epoch: e, Checkpoint: e%5 == 0}, w); err != nil {
 					t.Fatal(err)
 				}
 				w.TakeOpSnapshots()
 				got, want := map[string]int64{}, map[string]int64{}
 				kept, stored := 0, 0
-				for _, p := range op.parts {
+				for _, p := range rk.parts {
 					for enc, c := range p.out {
 						got[enc] += c
 					}
@@ -80,7 +81,7 @@ func TestRankAppendOnlyKeepsTop(t *testing.T) {
 					}
 				}
 				for _, rows := range all {
-					o, _, err := op.compute(ectx, maps.Clone(rows))
+					o, _, err := rk.compute(ectx, maps.Clone(rows))
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -1,4 +1,4 @@
-package sqllogic
+package cluster
 
 import (
 	"context"
@@ -19,11 +19,10 @@ import (
 // latest checkpoint under the current assignment, and CHECKPOINT
 // succeeds again with a newer pointer.
 func TestClusterCheckpointFenced(t *testing.T) {
-	c := startOpsCluster(t, "fence", 2)
+	c := startCluster(t, "fence", 2, clusterConf{})
 	ctx := context.Background()
 	execAll(t, c.conns[0],
-		`CREATE SOURCE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, date_time TIMESTAMP)
-		  WITH (connector = 'nexmark', nexmark.table = 'bid', nexmark.events = 2000000, nexmark.rate = 5000)`,
+		bidSource(2000000, 5000),
 		"CREATE MATERIALIZED VIEW per_channel AS SELECT channel, count(*) AS n FROM bid GROUP BY channel")
 	owner := c.index(c.owners(t, c.conns[0], "per_channel")["per_channel"])
 	other := 1 - owner
@@ -39,7 +38,7 @@ func TestClusterCheckpointFenced(t *testing.T) {
 		t.Fatalf("pointer after CHECKPOINT: %+v, want one of %s", before, c.nodes[owner].id)
 	}
 
-	proc := c.nodes[owner].srv.cmd.Process
+	proc := c.nodes[owner].srv
 	if err := proc.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}

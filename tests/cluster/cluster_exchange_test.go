@@ -1,4 +1,4 @@
-package sqllogic
+package cluster
 
 import (
 	"context"
@@ -65,11 +65,11 @@ func TestClusterExchangeListener(t *testing.T) {
 	}
 }
 
-// startWebCluster starts an opsCluster of n nodes, each serving /metrics
+// startWebCluster starts an testCluster of n nodes, each serving /metrics
 // on an address of its own (returned in node order).
-func startWebCluster(t *testing.T, name string, n int) (*opsCluster, []string) {
+func startWebCluster(t *testing.T, name string, n int) (*testCluster, []string) {
 	t.Helper()
-	c := startOpsCluster(t, name, 0)
+	c := startCluster(t, name, 0, clusterConf{})
 	var web []string
 	for i := 0; i < n; i++ {
 		addr, err := freeAddr()
@@ -77,7 +77,7 @@ func startWebCluster(t *testing.T, name string, n int) (*opsCluster, []string) {
 			t.Fatal(err)
 		}
 		web = append(web, addr)
-		c.extra = []string{"--http", addr}
+		c.conf.extra = []string{"--http", addr}
 		c.add(t)
 	}
 	return c, web

@@ -1,4 +1,4 @@
-package exec
+package over
 
 import (
 	"math"
@@ -25,15 +25,15 @@ import (
 // offset).
 
 // RangeOffset says f is a RANGE frame with an offset at either end.
-func (f WindowFrame) RangeOffset() bool {
+func (f Frame) RangeOffset() bool {
 	off := func(b FrameBound) bool { return b.Kind == BoundPreceding || b.Kind == BoundFollowing }
 	return !f.Rows && !f.Groups && (off(f.Start) || off(f.End))
 }
 
 // rangeFrame computes every sorted row's frame under f (a RANGE frame with
 // an offset) over the ORDER BY key key, and returns it as a frameFunc.
-func rangeFrame(ctx *Ctx, f WindowFrame, key SortKey, rec arrow.RecordBatch, idx []int, spids []int32, peer []bool) (frameFunc, error) {
-	col, err := expr.Eval(ctx.Expr, key.E, rec)
+func rangeFrame(env *Env, f Frame, key SortKey, rec arrow.RecordBatch, idx []int, spids []int32, peer []bool) (frameFunc, error) {
+	col, err := expr.Eval(env.Expr, key.E, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -215,8 +215,8 @@ func dateMicros(d int64) int64 {
 // mode (n PRECEDING starts at the first row of the group n before the
 // current one, n FOLLOWING ends after the last row of the group n after
 // it, clamped to the partition; CURRENT ROW is the current group's first
-// or last row). spids and peer are as in windowColumns.
-func groupsFrame(f WindowFrame, spids []int32, peer []bool) frameFunc {
+// or last row). spids and peer are as in Columns.
+func groupsFrame(f Frame, spids []int32, peer []bool) frameFunc {
 	n := len(spids)
 	lo, hi := make([]int, n), make([]int, n)
 	var starts []int // the first row of each peer group of the partition

@@ -1,13 +1,11 @@
-package sqllogic
+package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -15,16 +13,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/streamdb/streamdb/cluster/etcdtest"
+	"github.com/streamdb/streamdb/tests/sqllogic"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
-
-// clusterNode is one streamdb process of a cluster test.
-type clusterNode struct {
-	id, peer string
-	srv      *Server
-}
 
 // clusterRow is a row of SHOW CLUSTER.
 type clusterRow struct {
@@ -94,14 +85,6 @@ func catalogOf(t *testing.T, conn *pgx.Conn) []string {
 	return out
 }
 
-func sqlstate(err error) string {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code
-	}
-	return ""
-}
-
 // waitUntil polls cond every 50 ms up to limit.
 func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
@@ -125,39 +108,10 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 // another node coordinates, DDL goes on, and the killed node rejoins and
 // catches up.
 func TestClusterCatalog(t *testing.T) {
-	const ttl = 2 * time.Second
-	ep := etcdtest.Start(t)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	const ttl = leaseTTL
+	c := startCluster(t, "e2e", 3, clusterConf{noStorage: true, configNode: 3})
+	cli, nodes, conns := c.cli, c.nodes, c.conns
 	ctx := context.Background()
-
-	nodes := make([]*clusterNode, 3)
-	for i := range nodes {
-		peer, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := fmt.Sprintf("n%d", i+1)
-		args := []string{"--http", "", "--cluster-etcd", ep, "--node-id", id, "--peer-listen", peer,
-			"--cluster-name", "e2e", "--cluster-lease-ttl", ttl.String()}
-		if i == 2 { // the config file's [cluster] section instead of the flags
-			cfg := filepath.Join(t.TempDir(), "streamdb.toml")
-			toml := fmt.Sprintf("[cluster]\netcd = %q\nnode_id = %q\npeer_listen = %q\nname = \"e2e\"\nlease_ttl = %q\n",
-				ep, id, peer, ttl.String())
-			if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			args = []string{"--http", "", "--config", cfg}
-		}
-		nodes[i] = &clusterNode{id: id, peer: peer, srv: StartServer(t, "", args...)}
-	}
-	conns := make([]*pgx.Conn, 3)
-	for i, n := range nodes {
-		conns[i] = n.srv.Conn(t)
-	}
 
 	// DDL on n1 is seen on n2 and n3.
 	for _, q := range []string{
@@ -183,10 +137,10 @@ func TestClusterCatalog(t *testing.T) {
 	}
 	if p, err := exec.LookPath("psql"); err == nil {
 		host, port, _ := net.SplitHostPort(nodes[2].srv.Addr())
-		r := (&psqlTarget{host: host, port: port}).run(t, "", "-c", `\d`)
+		r := sqllogic.RunPsql(t, host, port, nil, "", "-c", `\d`)
 		for _, name := range []string{"words", "word_counts", "long_words", "clicks"} {
-			if r.code != 0 || !strings.Contains(r.stdout, name) {
-				t.Fatalf("%s \\d on n3 (code %d) does not list %s:\n%s%s", p, r.code, name, r.stdout, r.stderr)
+			if r.Code != 0 || !strings.Contains(r.Stdout, name) {
+				t.Fatalf("%s \\d on n3 (code %d) does not list %s:\n%s%s", p, r.Code, name, r.Stdout, r.Stderr)
 			}
 		}
 	} else if os.Getenv("CI") != "" {

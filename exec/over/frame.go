@@ -1,9 +1,11 @@
-package exec
+package over
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -31,12 +33,12 @@ type FrameBound struct {
 	Off types.Datum
 }
 
-// WindowFrame is a window function's frame: ROWS counts rows from the
+// Frame is a window function's frame: ROWS counts rows from the
 // current one; RANGE (Rows false) moves by ORDER BY values, CURRENT ROW
 // including the current row's peers (offsets: rangeframe.go); GROUPS
 // (Groups, Rows false) counts peer groups (groupsFrame). DefaultFrame is
 // PostgreSQL's default.
-type WindowFrame struct {
+type Frame struct {
 	Rows       bool
 	Groups     bool `json:",omitempty"`
 	Start, End FrameBound
@@ -44,10 +46,10 @@ type WindowFrame struct {
 
 // DefaultFrame is RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW: with
 // ORDER BY up to the current row's last peer, without it the partition.
-var DefaultFrame = WindowFrame{Start: FrameBound{Kind: BoundUnboundedPreceding}, End: FrameBound{Kind: BoundCurrentRow}}
+var DefaultFrame = Frame{Start: FrameBound{Kind: BoundUnboundedPreceding}, End: FrameBound{Kind: BoundCurrentRow}}
 
 // WholePartition reports whether the frame is every row of the partition.
-func (f WindowFrame) WholePartition() bool {
+func (f Frame) WholePartition() bool {
 	return f.Start.Kind == BoundUnboundedPreceding && f.End.Kind == BoundUnboundedFollowing
 }
 
@@ -56,7 +58,7 @@ type frameFunc func(k, ps, pe, gs, ge int) (lo, hi int)
 
 // bounds returns the frame [lo, hi) of the sorted row k, in the partition
 // [ps, pe) and the peer group [gs, ge); empty when hi <= lo.
-func (f WindowFrame) bounds(k, ps, pe, gs, ge int) (lo, hi int) {
+func (f Frame) bounds(k, ps, pe, gs, ge int) (lo, hi int) {
 	back := func(n int64) int { // k-n, not before ps
 		if n > int64(k-ps) {
 			return ps
@@ -112,12 +114,12 @@ func (f WindowFrame) bounds(k, ps, pe, gs, ge int) (lo, hi int) {
 // over the rows sorted by idx (partition, then ORDER BY): for every sorted
 // row it picks the input row whose Arg is its value (-1 for NULL), or marks
 // that lag/lead's default applies, then takes the values in one pass.
-func windowValue(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids []int32, peer []bool, frame frameFunc) (arrow.Array, error) {
+func windowValue(env *Env, f Func, rec arrow.RecordBatch, idx []int, spids []int32, peer []bool, frame frameFunc) (arrow.Array, error) {
 	n := len(idx)
-	if f.Kind == WinNthValue && f.N <= 0 && !f.NNull {
+	if f.Kind == NthValue && f.N <= 0 && !f.NNull {
 		return nil, sqlerr.New("22016", "argument of nth_value must be greater than zero")
 	}
-	arg, err := expr.Eval(ctx.Expr, f.Arg, rec)
+	arg, err := expr.Eval(env.Expr, f.Arg, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -125,10 +127,8 @@ func windowValue(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids
 	src := make([]int, n)
 	useDef := f.Default != nil && !f.NNull
 	rows := int(rec.NumRows())
-	share := ctx.heap()
-	defer share.release()
-	share.set(int64(n) * 8)
-	if err := ctx.check(); err != nil {
+	defer env.hold(int64(n) * 8)()
+	if err := env.check(); err != nil {
 		return nil, err
 	}
 	for ps := 0; ps < n; {
@@ -144,9 +144,9 @@ func windowValue(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids
 			for k := gs; k < ge; k++ {
 				j := -1
 				switch f.Kind {
-				case WinLag, WinLead:
+				case Lag, Lead:
 					off := f.N
-					if f.Kind == WinLead {
+					if f.Kind == Lead {
 						off = -off
 					}
 					switch {
@@ -162,11 +162,11 @@ func windowValue(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids
 				default:
 					lo, hi := frame(k, ps, pe, gs, ge)
 					switch f.Kind {
-					case WinFirstValue:
+					case FirstValue:
 						if lo < hi {
 							j = lo
 						}
-					case WinLastValue:
+					case LastValue:
 						if lo < hi {
 							j = hi - 1
 						}
@@ -186,20 +186,20 @@ func windowValue(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids
 		ps = pe
 	}
 	if !useDef {
-		return takeArrayMem(ctx.alloc(), arg, src, f.T), nil
+		return opkit.TakeArrayMem(env.alloc(), arg, src, f.T), nil
 	}
-	def, err := expr.Eval(ctx.Expr, f.Default, rec)
+	def, err := expr.Eval(env.Expr, f.Default, rec)
 	if err != nil {
 		return nil, err
 	}
 	defer def.Release()
 	// Values then defaults, so src indexes both (rows+i is row i's default).
-	both, err := array.Concatenate([]arrow.Array{arg, def}, ctx.alloc())
+	both, err := array.Concatenate([]arrow.Array{arg, def}, env.alloc())
 	if err != nil {
 		return nil, err
 	}
 	defer both.Release()
-	return takeArrayMem(ctx.alloc(), both, src, f.T), nil
+	return opkit.TakeArrayMem(env.alloc(), both, src, f.T), nil
 }
 
 // Aggregate frames: frameRunning is ROWS UNBOUNDED PRECEDING to CURRENT ROW
@@ -207,11 +207,11 @@ func windowValue(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids
 // both ends bounded (N PRECEDING, CURRENT ROW, N FOLLOWING), folded afresh
 // for every row. The binder refuses aggregates over any other frame but
 // the default and the whole partition.
-func frameRunning(f WindowFrame) bool {
+func frameRunning(f Frame) bool {
 	return f.Rows && f.Start.Kind == BoundUnboundedPreceding && f.End.Kind == BoundCurrentRow
 }
 
-func frameSliding(f WindowFrame) bool {
+func frameSliding(f Frame) bool {
 	bounded := func(b FrameBound) bool {
 		return b.Kind == BoundPreceding || b.Kind == BoundCurrentRow || b.Kind == BoundFollowing
 	}
@@ -222,40 +222,38 @@ func frameSliding(f WindowFrame) bool {
 // sorted row is its own group of the accumulator, fed the rows of its
 // frame, so the work is the sum of the frames' sizes (at most n times the
 // frame's width).
-func windowAggSliding(ctx *Ctx, f WindowFunc, rec arrow.RecordBatch, idx []int, spids []int32, frame frameFunc) (arrow.Array, error) {
+func windowAggSliding(env *Env, f Func, rec arrow.RecordBatch, idx []int, spids []int32, frame frameFunc) (arrow.Array, error) {
 	n := len(idx)
-	acc := newAccum(f.Agg, false)
+	acc := accum.New(f.Agg, false)
 	acc.Grow(n)
 	var sorted arrow.Array
 	if f.Agg.Arg != nil {
-		arg, err := expr.Eval(ctx.Expr, f.Agg.Arg, rec)
+		arg, err := expr.Eval(env.Expr, f.Agg.Arg, rec)
 		if err != nil {
 			return nil, err
 		}
-		sorted = takeArray(arg, idx, f.Agg.Arg.Type())
+		sorted = opkit.TakeArrayMem(opkit.Mem, arg, idx, f.Agg.Arg.Type())
 		arg.Release()
 		defer sorted.Release()
 	}
-	share := ctx.heap()
-	defer share.release()
-	share.set(int64(n) * 64)
-	if err := ctx.check(); err != nil {
+	defer env.hold(int64(n) * 64)()
+	if err := env.check(); err != nil {
 		return nil, err
 	}
 	check, _ := acc.(interface{ CheckResult(int32) error })
-	bl := types.NewBuilder(ctx.alloc(), f.T)
+	bl := types.NewBuilder(env.alloc(), f.T)
 	defer bl.Release()
 	bl.Reserve(n)
 	var gids []int32
-	stop := ctx.stopper()
+	stop := env.stopper()
 	for ps := 0; ps < n; {
 		pe := ps + 1
 		for pe < n && spids[pe] == spids[ps] {
 			pe++
 		}
 		for k := ps; k < pe; k++ {
-			if stop.stopped() {
-				return nil, ctx.canceled()
+			if stop.Stopped() {
+				return nil, env.canceled()
 			}
 			lo, hi := frame(k, ps, pe, k, k+1)
 			if lo < hi {

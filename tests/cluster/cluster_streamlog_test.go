@@ -1,4 +1,4 @@
-package sqllogic
+package cluster
 
 import (
 	"context"
@@ -79,19 +79,11 @@ func TestClusterStreamLog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: three-node load and failover scenario")
 	}
-	_, kafkaAddr := startKafka(t, 1)
 	ctx := context.Background()
-	nodes, conns := startKafkaCluster(t, "slog", 3, kafkaAddr)
-	const table = "CREATE TABLE bids (id BIGINT, channel VARCHAR, price BIGINT, ts TIMESTAMP, note TEXT)"
 	const batch = "SELECT channel, count(*), sum(price), max(ts), count(note), max(note) FROM bids GROUP BY channel"
-	for _, q := range []string{table,
+	nodes, conns := startKafkaCluster(t, "slog", bidsTable,
 		"CREATE MATERIALIZED VIEW per_channel AS SELECT channel, count(*) AS n, sum(price) AS s, max(ts) AS last, count(note) AS notes, max(note) AS top FROM bids GROUP BY channel",
-		"CREATE TABLE keyed (k BIGINT PRIMARY KEY, v BIGINT)",
-	} {
-		if _, err := conns[0].Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+		"CREATE TABLE keyed (k BIGINT PRIMARY KEY, v BIGINT)")
 
 	led := &streamLedger{}
 	next := 0
@@ -129,21 +121,7 @@ func TestClusterStreamLog(t *testing.T) {
 	}
 
 	// The oracle: a single-node server fed the ledger's rows.
-	oracle := func() []string {
-		t.Helper()
-		single := StartServer(t, "", "--http", "")
-		defer single.Stop()
-		sc := single.Conn(t)
-		execAll(t, sc, table)
-		if _, err := sc.PgConn().CopyFrom(ctx, strings.NewReader(strings.Join(led.all(), "\n")+"\n"), "COPY bids FROM STDIN"); err != nil {
-			t.Fatal(err)
-		}
-		want, err := clusterRows(sc, batch)
-		if err != nil || len(want) == 0 {
-			t.Fatalf("oracle %s: %v %v", batch, want, err)
-		}
-		return want
-	}
+	ledgerOracle := func() []string { return oracle(t, []string{bidsTable}, led.all(), batch)[0] }
 	readView := func(i int, want []string, what string) {
 		t.Helper()
 		var got []string
@@ -159,7 +137,7 @@ func TestClusterStreamLog(t *testing.T) {
 			return ok
 		})
 	}
-	want := oracle()
+	want := ledgerOracle()
 	readView(2, want, "before the kill")
 	// The batch query over the table on node 3 reads the topic.
 	if got, err := clusterRows(conns[2], batch); err != nil || strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -244,7 +222,7 @@ func TestClusterStreamLog(t *testing.T) {
 	if werr != nil {
 		t.Fatal(werr)
 	}
-	want = oracle()
+	want = ledgerOracle()
 	for _, i := range live {
 		readView(i, want, "after kill -9 of "+owner)
 	}

@@ -1,0 +1,60 @@
+// Package opkittest holds what the operator families' unit tests share: an
+// outlet that keeps what it is given, a state table on the memory
+// backend's terms, and two-column records. Tests only; it imports the
+// contract and the kit.
+package opkittest
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/op"
+	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+)
+
+// Outlet keeps the chunks it is given (Discard: releases them instead).
+type Outlet struct {
+	Chunks  []op.Chunk
+	Discard bool
+}
+
+func (o *Outlet) Emit(_ *expr.Ctx, c op.Chunk) error {
+	if o.Discard {
+		c.Rec.Release()
+		return nil
+	}
+	o.Chunks = append(o.Chunks, c)
+	return nil
+}
+
+// SnapState is an empty state table on the memory backend's terms: it
+// writes nothing per epoch and, at a checkpoint barrier, takes the
+// operator's snapshot (and drops it).
+type SnapState struct{ Snapshots int }
+
+func (*SnapState) Get([]byte) ([]byte, error)                           { return nil, nil }
+func (*SnapState) Scan(func(key, val []byte) error) error               { return nil }
+func (*SnapState) ScanPrefix([]byte, func(key, val []byte) error) error { return nil }
+func (*SnapState) Loaded()                                              {}
+func (s *SnapState) Commit(w *storage.Batch, b *op.Barrier, _, _ bool, _ func(*opkit.Writer) error, encode func(uint64) *opkit.Snapshot) (bool, error) {
+	if w != nil && b.Checkpoint {
+		encode(b.Epoch)
+		s.Snapshots++
+	}
+	return false, nil
+}
+
+// KVRecord is rows of (k, v) BIGINT columns.
+func KVRecord(rows [][2]int64) arrow.RecordBatch {
+	kb, vb := array.NewInt64Builder(opkit.Mem), array.NewInt64Builder(opkit.Mem)
+	defer kb.Release()
+	defer vb.Release()
+	for _, r := range rows {
+		kb.Append(r[0])
+		vb.Append(r[1])
+	}
+	cols := []arrow.Array{kb.NewArray(), vb.NewArray()}
+	return opkit.NewRecord([]types.T{types.TInt64, types.TInt64}, cols, len(rows))
+}

@@ -1,0 +1,54 @@
+package parse
+
+// PostgreSQL's ORDER BY and DISTINCT inside a collecting aggregate
+// (array_agg(x ORDER BY y), string_agg(DISTINCT x, ','),
+// jsonb_object_agg(k, v ORDER BY t)): TiDB's grammar takes both only in
+// group_concat, with the ORDER BY before the separator. So string_agg's
+// delimiter is moved after its ORDER BY, and the other aggregates are
+// written as group_concat with a marker separator (AggFromMarker), which
+// the binder reads back (sql/bind stringagg.go).
+
+// sortedAggs are the aggregates written as group_concat with a marker
+// when DISTINCT or ORDER BY appears inside the call.
+var sortedAggs = map[string]bool{"array_agg": true, "jsonb_agg": true, "jsonb_object_agg": true}
+
+// sortedAggStart returns the aggregate starting at toks[i] if it is one of
+// sortedAggs called with DISTINCT or with ORDER BY inside, else "".
+func sortedAggStart(toks []token, i, to int) string {
+	t := toks[i]
+	if t.Kind != tIdent || !sortedAggs[t.Val] || i+2 >= to || !toks[i+1].isOp("(") || i > 0 && toks[i-1].isOp(".") {
+		return ""
+	}
+	if toks[i+2].is("distinct") {
+		return t.Val
+	}
+	depth := 0
+	for j := i + 2; j < to; j++ {
+		switch {
+		case toks[j].isOp("("):
+			depth++
+		case toks[j].isOp(")"):
+			if depth == 0 {
+				return ""
+			}
+			depth--
+		case depth == 0 && toks[j].is("order") && j+1 < to && toks[j+1].is("by"):
+			return t.Val
+		}
+	}
+	return ""
+}
+
+// endSortedAgg is called at the ")" (token tok) closing f: it writes the
+// marker separator of a sortedAggs call, and moves string_agg's separator
+// after the ORDER BY inside the call.
+func (r *rewriter) endSortedAgg(f frame, tok int) {
+	switch {
+	case f.aggMarker != "":
+		r.emit("separator "+aggMarkerSQL(f.aggMarker), tok, true)
+	case f.stringAgg && f.sepAt > 0 && f.orderAt > f.sepAt:
+		sep := append([]piece(nil), r.out[f.sepAt:f.orderAt]...)
+		r.out = append(r.out[:f.sepAt], r.out[f.orderAt:]...)
+		r.out = append(r.out, sep...)
+	}
+}
