@@ -6,12 +6,12 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/exec/opkit/opkittest"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -104,9 +104,9 @@ func TestLookupJoinOp(t *testing.T) {
 		}
 	}
 
-	push(1, op.Chunk{Rec: kvRecord([][2]int64{{1, 10}, {2, 20}})})
+	push(1, op.Chunk{Rec: opkittest.KVRecord([][2]int64{{1, 10}, {2, 20}})})
 	check("right rows")
-	push(0, op.Chunk{Rec: kvRecord([][2]int64{{1, 100}, {3, 300}})})
+	push(0, op.Chunk{Rec: opkittest.KVRecord([][2]int64{{1, 100}, {3, 300}})})
 	check("left rows before the barrier")
 	push(1, signedChunk([][2]int64{{1, 10}}, types.ChangeDelete))
 	push(1, signedChunk([][2]int64{{1, 11}}, types.ChangeInsert))
@@ -114,8 +114,8 @@ func TestLookupJoinOp(t *testing.T) {
 	barrier(1)
 	check("barrier 1", "1 100 1 11", "3 300 NULL NULL")
 	push(1, signedChunk([][2]int64{{2, 20}}, types.ChangeDelete))
-	push(1, op.Chunk{Rec: kvRecord([][2]int64{{3, 30}})})
-	push(0, op.Chunk{Rec: kvRecord([][2]int64{{2, 200}, {3, 301}, {1, 101}})})
+	push(1, op.Chunk{Rec: opkittest.KVRecord([][2]int64{{3, 30}})})
+	push(0, op.Chunk{Rec: opkittest.KVRecord([][2]int64{{2, 200}, {3, 301}, {1, 101}})})
 	barrier(2)
 	check("barrier 2", "1 101 1 11", "2 200 NULL NULL", "3 301 3 30")
 	if n := len(jo.groups); n != 2 {
@@ -173,25 +173,12 @@ func (writeState) Commit(w *storage.Batch, _ *op.Barrier, _, _ bool, write func(
 	return true, err
 }
 
-// kvRecord is rows of (k, v) int64 columns.
-func kvRecord(rows [][2]int64) arrow.RecordBatch {
-	kb, vb := array.NewInt64Builder(opkit.Mem), array.NewInt64Builder(opkit.Mem)
-	defer kb.Release()
-	defer vb.Release()
-	for _, r := range rows {
-		kb.Append(r[0])
-		vb.Append(r[1])
-	}
-	cols := []arrow.Array{kb.NewArray(), vb.NewArray()}
-	return opkit.NewRecord([]types.T{types.TInt64, types.TInt64}, cols, len(rows))
-}
-
 func signedChunk(rows [][2]int64, o types.ChangeOp) op.Chunk {
 	ops := make([]types.ChangeOp, len(rows))
 	for i := range ops {
 		ops[i] = o
 	}
-	return op.Chunk{Rec: kvRecord(rows), Ops: ops}
+	return op.Chunk{Rec: opkittest.KVRecord(rows), Ops: ops}
 }
 
 // TestJoinValue checks a join row's state value: the count alone (as

@@ -9,6 +9,7 @@ import (
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/exec/opkit/opkittest"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -85,7 +86,7 @@ func TestInnerJoinReadsBackOneSide(t *testing.T) {
 				model[side][r]++
 			}
 			if len(ins) > 0 {
-				if err := jo.Push(ectx, op.Chunk{Rec: kvRecord(ins)}, side); err != nil {
+				if err := jo.Push(ectx, op.Chunk{Rec: opkittest.KVRecord(ins)}, side); err != nil {
 					t.Fatal(err)
 				}
 			}
