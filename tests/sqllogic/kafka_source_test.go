@@ -209,3 +209,47 @@ func TestKafkaSourceText(t *testing.T) {
 	waitQuery(t, c, "SELECT row_offset, error_code FROM streamdb_job_errors WHERE job = 'tv' ORDER BY row_offset",
 		"1 22021\n2 22021\n4 22021")
 }
+
+// TestKafkaSourceBounded: scan.bounded.mode = 'latest-offset' makes a
+// Kafka source bounded: a batch query reads each partition up to its
+// last stable offset when it opens it (cluster mode reads tables so),
+// where an unbounded source is refused without a LIMIT (0A000); rows of
+// an open transaction are not read, and appear once it commits.
+func TestKafkaSourceBounded(t *testing.T) {
+	_, addr := startKafka(t, 2, "events")
+	cl := kafkaClient(t, addr)
+	produce(t, cl, "events", []string{`{"k": 1, "v": "a"}`, `{"k": 2, "v": "b"}`, `{"k": 3, "v": "c"}`}, func(i int) string { return fmt.Sprint(i) })
+	srv := StartServer(t, "", "--http", "")
+	c := srv.Conn(t)
+	execAll(t, c, fmt.Sprintf(`CREATE SOURCE b (k BIGINT, v TEXT) WITH (connector = 'kafka', topic = 'events',
+		properties.bootstrap.servers = '%s', scan.bounded.mode = 'latest-offset')`, addr))
+	execAll(t, c, fmt.Sprintf(`CREATE SOURCE u (k BIGINT, v TEXT) WITH (connector = 'kafka', topic = 'events',
+		properties.bootstrap.servers = '%s')`, addr))
+	if got := mustRows(t, c, "SELECT count(*), sum(k), max(v) FROM b"); strings.Join(got, "\n") != "'3' | '6' | 'c'" {
+		t.Fatalf("bounded read: %v, want 3 6 c", got)
+	}
+	if _, err := plainRows(c, "SELECT count(*) FROM u"); sqlstate(err) != "0A000" {
+		t.Fatalf("unbounded read without LIMIT: %v, want 0A000", err)
+	}
+	if _, err := c.Exec(context.Background(), fmt.Sprintf(`CREATE SOURCE bad (k BIGINT) WITH (connector = 'kafka', topic = 'events',
+		properties.bootstrap.servers = '%s', scan.bounded.mode = 'group-offsets')`, addr)); sqlstate(err) != "22023" {
+		t.Fatalf("scan.bounded.mode = 'group-offsets': %v, want 22023", err)
+	}
+	// An open transaction's rows are past the last stable offset.
+	tx := kafkaClient(t, addr, kgo.TransactionalID("bounded-test"))
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(context.Background(), &kgo.Record{Topic: "events", Partition: 0, Value: []byte(`{"k": 10, "v": "z"}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRows(t, c, "SELECT count(*), sum(k) FROM b"); strings.Join(got, "\n") != "'3' | '6'" {
+		t.Fatalf("bounded read with a transaction open: %v, want 3 6", got)
+	}
+	if err := tx.EndTransaction(context.Background(), kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRows(t, c, "SELECT count(*), sum(k) FROM b"); strings.Join(got, "\n") != "'4' | '16'" {
+		t.Fatalf("bounded read after the commit: %v, want 4 16", got)
+	}
+}
