@@ -259,7 +259,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 		}
 	}
 	def := &storage.TableDef{Name: n.Name, Kind: storage.KindView, SQL: n.Query.SQL,
-		Options: sourceOptions(sourcesOf(plan)), Owner: owner, KeyFormat: storage.KeyFormatTypedArrays}
+		Options: sourceOptions(sourcesOf(plan)), Owner: owner, KeyFormat: storage.KeyFormatCurrent}
 	if ttl != "" {
 		def.Options["state.ttl"] = ttl
 	}
