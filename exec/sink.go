@@ -291,8 +291,11 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 	n := int(rec.NumRows())
 	// A multiset's rows are its keys: equal values, one key (their display
 	// scales follow the count, appendDScales).
-	rs.enc.KeepDScale = rs.bag == nil
-	rs.enc.Encode(rec.Columns()[:len(outTs)], outTs, n)
+	if rs.bag != nil {
+		rs.enc.EncodeKeys(rec.Columns()[:len(outTs)], outTs, n)
+	} else {
+		rs.enc.Encode(rec.Columns()[:len(outTs)], outTs, n)
+	}
 	switch {
 	case !rs.active:
 		// Rows keyed by their stream position, ascending: one sorted run.

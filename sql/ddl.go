@@ -186,6 +186,7 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 			e.db.DropMemoryState(t.ID)
 		}
 		delete(e.mu.tables, t.Name)
+		e.keyed.forget(t.ID)
 		gone = append(gone, t.Name)
 		if isCDC(t) {
 			e.cdc.drop(t)

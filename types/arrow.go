@@ -85,9 +85,15 @@ func AppendDatum(b array.Builder, d Datum, t T) {
 // NewBuilder returns a builder for arrays of t. The caller releases it.
 func NewBuilder(mem memory.Allocator, t T) array.Builder {
 	if t.Kind == Numeric && t.Prec == 0 {
-		return &DecimalBuilder{Decimal128Builder: array.NewDecimal128Builder(mem, t.Arrow().(*arrow.Decimal128Type))}
+		return NewDecimalBuilder(mem, t.Arrow().(*arrow.Decimal128Type))
 	}
 	return array.NewBuilder(mem, t.Arrow())
+}
+
+// NewDecimalBuilder returns a builder of dt's decimals that carry their
+// display scales.
+func NewDecimalBuilder(mem memory.Allocator, dt *arrow.Decimal128Type) *DecimalBuilder {
+	return &DecimalBuilder{Decimal128Builder: array.NewDecimal128Builder(mem, dt)}
 }
 
 // MetaType is the Arrow field metadata key that holds a column's SQL type.

@@ -324,7 +324,7 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 	}
 	// Keys and rows are encoded a column at a time; a key is copied into
 	// a string only for a new group, a row shares one string per batch.
-	o.keyEnc.Encode(keys, keyTs, n)
+	o.keyEnc.EncodeKeys(keys, keyTs, n)
 	o.rowEnc.Encode(rec.Columns()[:len(o.ts[side])], o.ts[side], n)
 	var null []bool
 	for _, k := range keys {

@@ -193,7 +193,14 @@ func TakeArrayInts(mem, ints memory.Allocator, a arrow.Array, idx []int, t types
 			return out
 		}
 	}
-	bl := types.NewBuilder(mem, t)
+	var bl array.Builder
+	if d, ok := a.(*array.Decimal128); ok && types.DScales(d) != nil {
+		// A type recovered from the layout (TypeOfArrow) does not say the
+		// column is unconstrained; its display-scale bytes do.
+		bl = types.NewDecimalBuilder(mem, d.DataType().(*arrow.Decimal128Type))
+	} else {
+		bl = types.NewBuilder(mem, t)
+	}
 	defer bl.Release()
 	AppendTake(bl, a, idx, t)
 	return bl.NewArray()

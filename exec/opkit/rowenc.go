@@ -21,10 +21,11 @@ type RowEncoder struct {
 	ends []int // row i is buf[ends[i-1]:ends[i]] (ends[-1] = 0)
 	pos  []int
 	str  string // buf as a string, once asked for
-	// KeepDScale encodes rows as values, not keys: unconstrained NUMERIC
-	// values keep their display scales (EncodeValueDatum).
-	KeepDScale bool
-	scratch    []byte
+	// key: the rows are keys (EncodeKeys), so unconstrained NUMERIC values
+	// drop their display scales and 1.5 and 1.50 encode equally; as values
+	// (Encode) they keep them (EncodeValueDatum).
+	key     bool
+	scratch []byte
 }
 
 func FixedWidth(t types.T) int {
@@ -37,15 +38,28 @@ func FixedWidth(t types.T) int {
 	return 0
 }
 
-// Encode encodes rows [0, n) of cols, of types ts.
+// Encode encodes rows [0, n) of cols, of types ts, as values: an
+// unconstrained NUMERIC keeps its display scale.
 func (e *RowEncoder) Encode(cols []arrow.Array, ts []types.T, n int) {
+	e.key = false
+	e.encode(cols, ts, n)
+}
+
+// EncodeKeys encodes rows [0, n) of cols, of types ts, as keys: equal
+// values encode equally whatever their display scales.
+func (e *RowEncoder) EncodeKeys(cols []arrow.Array, ts []types.T, n int) {
+	e.key = true
+	e.encode(cols, ts, n)
+}
+
+func (e *RowEncoder) encode(cols []arrow.Array, ts []types.T, n int) {
 	e.str = ""
 	e.ends = Resize(e.ends, n)
 	clear(e.ends)
 	ends := e.ends
 	for c, a := range cols {
 		nulls := a.NullN() > 0
-		if e.KeepDScale && types.DScales(a) != nil && ts[c].Kind == types.Numeric && ts[c].Prec == 0 {
+		if !e.key && types.DScales(a) != nil && ts[c].Kind == types.Numeric && ts[c].Prec == 0 {
 			for i := range ends {
 				e.scratch = EncodeValueDatum(e.scratch[:0], types.DatumAt(a, i, ts[c]), ts[c])
 				ends[i] += len(e.scratch)
@@ -96,7 +110,7 @@ func (e *RowEncoder) Encode(cols []arrow.Array, ts []types.T, n int) {
 	buf, pos := e.buf, e.pos
 	for c, a := range cols {
 		nulls := a.NullN() > 0
-		if e.KeepDScale && types.DScales(a) != nil && ts[c].Kind == types.Numeric && ts[c].Prec == 0 {
+		if !e.key && types.DScales(a) != nil && ts[c].Kind == types.Numeric && ts[c].Prec == 0 {
 			t := ts[c]
 			for i, p := range pos {
 				pos[i] = p + len(EncodeValueDatum(buf[p:p], types.DatumAt(a, i, t), t))
