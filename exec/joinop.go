@@ -26,8 +26,7 @@ func joinSpec(n *gnode) *join.Spec {
 // budget bytes of the state cache (0: it never evicts); not loaded.
 func newJoinOp(j *Job, n *gnode, out *outlet, budget int64) *join.Op {
 	s := joinSpec(n)
-	nd := join.Node{ID: n.op, Out: out, State: j.opState(n.op, 0, 1), Budget: budget,
-		Committed: &j.committed, Bytes: &j.opBytes, Evicted: &j.Evicted, TTL: j.spec.StateTTL.micros}
+	nd := join.Node{Node: opNode(j, n, out, budget)}
 	if s.Time != nil && !s.Lookup {
 		nd.Late = [2]*lateLog{j.newLateLog(s.Time.Kind, n.op, s.LeftTs), j.newLateLog(s.Time.Kind, n.op, s.RightTs)}
 	}

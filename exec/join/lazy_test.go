@@ -44,8 +44,9 @@ func TestInnerJoinReadsBackOneSide(t *testing.T) {
 	spec := kvJoinSpec(Inner)
 	ts := spec.LeftTs
 	committed := new(atomic.Uint64)
-	jo := New(spec, Node{ID: 1, Out: &ch, State: pebbleState{db}, Committed: committed, Bytes: new(atomic.Int64),
-		Evicted: new(atomic.Int64), TTL: func() int64 { return 0 }, Budget: 2000})
+	nd := opkittest.Node(&ch, pebbleState{db})
+	nd.Committed, nd.Budget = committed, 2000
+	jo := New(spec, Node{Node: nd})
 	ectx := &expr.Ctx{Mem: opkit.Mem}
 	// model: the rows of each side, (k, v) -> count; got: the output summed.
 	model := [2]map[[2]int64]int64{{}, {}}
