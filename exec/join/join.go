@@ -12,7 +12,6 @@
 package join
 
 import (
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
