@@ -38,12 +38,16 @@ func newJoinOp(j *Job, n *gnode, out *outlet, budget int64) *join.Op {
 type joinNode struct{ *join.Op }
 
 // newJoinNode makes instance inst of join node n and, for a durable job,
-// loads its state.
-func (j *Job) newJoinNode(n *gnode, inst int, out *outlet) (joinNode, error) {
+// loads its state (reemit: it will re-emit all of it, so it keeps every
+// group until the first barrier).
+func (j *Job) newJoinNode(n *gnode, inst int, out *outlet, reemit bool) (joinNode, error) {
 	if !j.durable() {
 		return joinNode{newJoinOp(j, n, out, 0)}, nil
 	}
 	o := newJoinOp(j, n, out, j.cacheShare())
+	if reemit {
+		o.DeferEviction()
+	}
 	return joinNode{o}, o.Load(j.exprCtx(), j.opState(n.op, inst, n.par), inst, n.par)
 }
 
