@@ -437,10 +437,14 @@ func restoreOut(op *aggOp, gids []int32) error {
 
 // loadState restores the groups of the key groups instance inst owns, up to
 // the instance's share of the state cache; the rest are read when their
-// keys come (op.load).
-func (j *Job) loadState(op *aggOp, inst, par int) error {
+// keys come (op.load). An aggregate that will re-emit every group
+// (reemitAll) loads them all: its barriers evict what is over the share.
+func (j *Job) loadState(op *aggOp, inst, par int, reemit bool) error {
 	op.st = j.opState(op.id, inst, par)
 	limit := j.cacheShare()
+	if reemit {
+		limit = 0
+	}
 	ttl := j.spec.StateTTL.micros()
 	bags := op.valueBags()
 	for _, vb := range bags {

@@ -158,7 +158,7 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 		op := newAggOp(spec, retract)
 		op.id = 1
 		op.outValid = false // a view without readers keeps no emitted rows
-		if err := j.loadState(op, 0, 1); err != nil {
+		if err := j.loadState(op, 0, 1, false); err != nil {
 			b.Fatal(err)
 		}
 		pushRows := func(rows [][2]int64, s int8) {

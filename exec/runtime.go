@@ -166,7 +166,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				// A view without readers needs no old rows (changesOf).
 				op.outValid = !root || spec.View == nil || spec.Changelog || len(spec.View.Indexes) > 0
 				if j.durable() {
-					if err := j.loadState(op, i, n.par); err != nil {
+					if err := j.loadState(op, i, n.par, spec.Reemit && root); err != nil {
 						return nil, err
 					}
 					if spec.Reemit && root {

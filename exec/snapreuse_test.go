@@ -216,7 +216,7 @@ func BenchmarkSnapshotAgg(b *testing.B) {
 	j := valueJob(b)
 	op := newAggOp(valueSpec(), true)
 	op.id = 7
-	if err := j.loadState(op, 0, 1); err != nil {
+	if err := j.loadState(op, 0, 1, false); err != nil {
 		b.Fatal(err)
 	}
 	var rows [][2]int64

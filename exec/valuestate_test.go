@@ -102,7 +102,7 @@ func restoredOp(t testing.TB, j *Job) *aggOp {
 	t.Helper()
 	op := newAggOp(valueSpec(), true)
 	op.id = 7
-	if err := j.loadState(op, 0, 1); err != nil {
+	if err := j.loadState(op, 0, 1, false); err != nil {
 		t.Fatal(err)
 	}
 	return op

@@ -132,12 +132,13 @@ func testJoinStateSpill(t *testing.T, kill9 bool) {
 	check("after a restart")
 }
 
-// TestJoinSpillUpgradeFromSavepoint: an inner join whose state is far
-// over its share of a 1 MiB state cache is upgraded from a savepoint
-// (CREATE OR REPLACE ... FROM SAVEPOINT keeps the join's state and
-// rebuilds the view's rows from it): every pair comes back, those of the
-// groups the budget evicts too, and the view goes on equal to its query.
-func TestJoinSpillUpgradeFromSavepoint(t *testing.T) {
+// TestSpillUpgradeFromSavepoint: an inner join and an aggregate whose
+// state is far over their share of a 1 MiB state cache are upgraded from a
+// savepoint (CREATE OR REPLACE ... FROM SAVEPOINT keeps their state and
+// rebuilds the views' rows from it): every row comes back, those of the
+// groups the budget leaves in the state table too, and the views go on
+// equal to their queries.
+func TestSpillUpgradeFromSavepoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: spill volumes; run in the plain test step")
 	}
@@ -145,7 +146,8 @@ func TestJoinSpillUpgradeFromSavepoint(t *testing.T) {
 	c := srv.Conn(t)
 	ctx := context.Background()
 	execAll(t, c, "CREATE TABLE a (k BIGINT, v BIGINT)", "CREATE TABLE b (k BIGINT, w BIGINT)",
-		"CREATE MATERIALIZED VIEW j AS SELECT a.k, a.v, b.w FROM a JOIN b ON a.k = b.k")
+		"CREATE MATERIALIZED VIEW j AS SELECT a.k, a.v, b.w FROM a JOIN b ON a.k = b.k",
+		"CREATE MATERIALIZED VIEW g AS SELECT k, count(*) AS n, sum(v) AS s FROM a GROUP BY k")
 	load := func(round int) {
 		for _, tbl := range []string{"a", "b"} {
 			var sb strings.Builder
@@ -159,19 +161,27 @@ func TestJoinSpillUpgradeFromSavepoint(t *testing.T) {
 	}
 	load(0)
 	execAll(t, c, "CHECKPOINT", "CREATE SAVEPOINT sp",
-		"CREATE OR REPLACE MATERIALIZED VIEW j AS SELECT a.k, a.v, b.w, a.v + b.w AS s FROM a JOIN b ON a.k = b.k FROM SAVEPOINT sp")
-	const q = "SELECT a.k, a.v, b.w, a.v + b.w AS s FROM a JOIN b ON a.k = b.k"
+		"CREATE OR REPLACE MATERIALIZED VIEW j AS SELECT a.k, a.v, b.w, a.v + b.w AS s FROM a JOIN b ON a.k = b.k FROM SAVEPOINT sp",
+		"CREATE OR REPLACE MATERIALIZED VIEW g AS SELECT k, count(*) + 1 AS n, sum(v) AS s FROM a GROUP BY k FROM SAVEPOINT sp")
+	views := map[string]string{
+		"j": "SELECT a.k, a.v, b.w, a.v + b.w AS s FROM a JOIN b ON a.k = b.k",
+		"g": "SELECT k, count(*) + 1 AS n, sum(v) AS s FROM a GROUP BY k",
+	}
 	check := func(when string) {
 		t.Helper()
 		execAll(t, c, "CHECKPOINT")
-		if got, want := rowSet(t, c, "SELECT * FROM j"), rowSet(t, c, q); got != want {
-			t.Fatalf("%s: the view differs from its batch query (%d vs %d bytes)", when, len(got), len(want))
+		for name, q := range views {
+			if got, want := rowSet(t, c, "SELECT * FROM "+name), rowSet(t, c, q); got != want {
+				t.Fatalf("%s: view %s differs from its batch query (%d vs %d bytes)", when, name, len(got), len(want))
+			}
 		}
 	}
 	check("upgraded from the savepoint")
-	var evicted int64
-	if err := c.QueryRow(ctx, "SELECT evicted FROM streamdb_jobs WHERE name = 'j'").Scan(&evicted); err != nil || evicted == 0 {
-		t.Fatalf("the upgraded join evicted %d groups (%v): the test did not spill", evicted, err)
+	for name := range views {
+		var evicted int64
+		if err := c.QueryRow(ctx, "SELECT evicted FROM streamdb_jobs WHERE name = $1", name).Scan(&evicted); err != nil || evicted == 0 {
+			t.Fatalf("the upgraded view %s evicted %d groups (%v): the test did not spill", name, evicted, err)
+		}
 	}
 	load(1)
 	check("after more rows")
