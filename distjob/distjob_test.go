@@ -20,7 +20,6 @@ import (
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // The view: SELECT k, count(*), max(v) FROM t WHERE v >= -3 GROUP BY k,
@@ -65,24 +64,9 @@ type testCluster struct {
 	ep    string
 	mu    sync.Mutex
 	addrs map[string]string
-	conns map[string]*grpc.ClientConn
+	conns *exchange.Conns
 	nodes map[string]*node
 	rows  []int // rows appended per split
-}
-
-func (c *testCluster) conn(id string) (grpc.ClientConnInterface, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cc := c.conns[id]; cc != nil {
-		return cc, nil
-	}
-	cc, err := grpc.NewClient(c.addrs[id], grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, err
-	}
-	c.conns[id] = cc
-	c.t.Cleanup(func() { cc.Close() })
-	return cc, nil
 }
 
 func (c *testCluster) start(id string) *node {
@@ -97,7 +81,6 @@ func (c *testCluster) start(id string) *node {
 	go func() { _ = gs.Serve(l) }()
 	c.mu.Lock()
 	c.addrs[id] = l.Addr().String()
-	delete(c.conns, id)
 	c.mu.Unlock()
 	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem(), CacheBytes: 8 << 20})
 	if err != nil {
@@ -117,7 +100,7 @@ func (c *testCluster) start(id string) *node {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &node{id: id, cn: cn, db: db, gs: gs, stop: cancel, done: make(chan struct{})}
-	n.part = &distjob.Part{Node: cn, Self: id, View: "v", Source: "t", DB: db, Server: srv, Conn: c.conn,
+	n.part = &distjob.Part{Node: cn, Self: id, View: "v", Source: "t", DB: db, Server: srv, Conn: c.conns.Get,
 		Spec: exec.JobSpec{ID: view.ID, Name: "v", Plan: plan(), View: view}}
 	go func() { defer close(n.done); n.part.Run(ctx) }()
 	c.nodes[id] = n
@@ -267,8 +250,13 @@ func equal(a, b map[int64][2]int64) bool {
 // the start (a new generation), reads are refused (55000) until its first
 // epoch commits, and the view ends exactly right again.
 func TestDistributedViewParts(t *testing.T) {
-	c := &testCluster{t: t, ep: etcdtest.Start(t), addrs: map[string]string{}, conns: map[string]*grpc.ClientConn{},
-		nodes: map[string]*node{}, rows: make([]int, splits)}
+	c := &testCluster{t: t, ep: etcdtest.Start(t), addrs: map[string]string{}, nodes: map[string]*node{}, rows: make([]int, splits)}
+	c.conns = &exchange.Conns{Addr: func(id string) (string, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.addrs[id], nil
+	}}
+	t.Cleanup(c.conns.Close)
 	c.add(300)
 	for _, id := range []string{"n1", "n2", "n3"} {
 		c.start(id)

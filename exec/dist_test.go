@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // TestDistributedJobParts runs SELECT k, count(*), max(v) FROM t WHERE v
@@ -30,7 +28,9 @@ import (
 func TestDistributedJobParts(t *testing.T) {
 	const splits, keys, perEpoch = 6, 101, 500
 	nodes := []string{"n1", "n2", "n3"}
-	d := &distTestCluster{t: t, addrs: map[string]string{}, conns: map[string]*grpc.ClientConn{}}
+	addrs := map[string]string{}
+	conns := &exchange.Conns{Addr: func(node string) (string, error) { return addrs[node], nil }}
+	t.Cleanup(conns.Close)
 	srvs := map[string]*exchange.Server{}
 	for _, id := range nodes {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -42,7 +42,7 @@ func TestDistributedJobParts(t *testing.T) {
 		srvs[id].Register(gs)
 		go func() { _ = gs.Serve(l) }()
 		t.Cleanup(gs.Stop)
-		d.addrs[id] = l.Addr().String()
+		addrs[id] = l.Addr().String()
 	}
 	src := &storage.TableDef{ID: 1, Name: "t", Kind: storage.KindStream, Partitions: splits,
 		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "v", Type: types.TInt64}}}
@@ -70,7 +70,7 @@ func TestDistributedJobParts(t *testing.T) {
 		t.Cleanup(func() { db.Close() })
 		dbs[id] = db
 		part := placement
-		part.Self, part.Server, part.Conn = id, srvs[id], d.conn
+		part.Self, part.Server, part.Conn = id, srvs[id], conns.Get
 		j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: plan, View: view, Parallelism: 3, Dist: &part})
 		if err != nil {
 			t.Fatal(err)
@@ -185,27 +185,4 @@ func TestDistributedJobParts(t *testing.T) {
 func opkitSchema() *arrow.Schema {
 	return arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
-}
-
-// distTestCluster dials the test's nodes' Flight servers, one connection each.
-type distTestCluster struct {
-	t     *testing.T
-	addrs map[string]string
-	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn
-}
-
-func (d *distTestCluster) conn(node string) (grpc.ClientConnInterface, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if c := d.conns[node]; c != nil {
-		return c, nil
-	}
-	c, err := grpc.NewClient(d.addrs[node], grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, err
-	}
-	d.conns[node] = c
-	d.t.Cleanup(func() { c.Close() })
-	return c, nil
 }
