@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/streamdb/streamdb/cluster"
 	"github.com/streamdb/streamdb/exec"
@@ -102,7 +103,9 @@ func (p *Part) Run(ctx context.Context) {
 			}
 			job, err := p.start(pl)
 			if err != nil {
+				// Another generation tries again (the same parts).
 				p.logf("distributed job part did not start", "gen", gen, "err", err)
+				_ = p.Node.RequestRollback(ctx, p.View, gen)
 				continue
 			}
 			failed = job.Failed()
@@ -329,8 +332,19 @@ func Gather(ctx context.Context, n *cluster.Node, view string, read func(node st
 		if err == nil {
 			return d.Committed, nil
 		}
-		if !errors.Is(err, ErrEpochGone) || attempt >= 20 || ctx.Err() != nil {
+		if !errors.Is(err, ErrEpochGone) || ctx.Err() != nil {
 			return cluster.Epoch{}, err
+		}
+		if attempt >= 20 {
+			return cluster.Epoch{}, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState,
+				Msg:    fmt.Sprintf("distributed materialized view %s: a node of its placement does not hold the committed epoch", view),
+				Detail: "A node was lost or its part is starting again; the coordinator places its parts on the live nodes.",
+				Hint:   "Retry once the cluster has committed an epoch on its new placement."}
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return cluster.Epoch{}, ctx.Err()
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/exec/exchange"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 	"google.golang.org/grpc"
@@ -204,7 +205,12 @@ func (c *testCluster) batchQuery() map[int64][2]int64 {
 	return want
 }
 
-// settle waits until a read on every node equals the batch query.
+// refused counts the reads refused with 55000 while a generation had
+// committed nothing.
+var refused int
+
+// settle waits until a read on every node equals the batch query; a read
+// that fails must be refused with 55000.
 func (c *testCluster) settle(what string) {
 	t := c.t
 	want := c.batchQuery()
@@ -213,6 +219,10 @@ func (c *testCluster) settle(what string) {
 		var last cluster.Epoch
 		for {
 			got, e, err := c.read(via)
+			if err != nil && sqlerr.Code(err) != sqlerr.ObjectNotInPrereqState {
+				t.Fatalf("%s: a read on %s failed with %v (SQLSTATE %s), not 55000", what, via.id, err, sqlerr.Code(err))
+			}
+			refused += min(1, len(sqlerr.Code(err)))
 			if err == nil && e.Epoch < last.Epoch {
 				t.Fatalf("%s: a read on %s went back from epoch %v to %v", what, via.id, last, e)
 			}
@@ -248,7 +258,8 @@ func equal(a, b map[int64][2]int64) bool {
 // the committed cluster epoch equals the batch query, each key on one
 // node. A node killed mid-stream: the two survivors roll the job back to
 // the start (a new generation), reads are refused (55000) until its first
-// epoch commits, and the view ends exactly right again.
+// epoch commits, and the view ends exactly right again; so it does after a
+// fourth node joins and gets its share.
 func TestDistributedViewParts(t *testing.T) {
 	c := &testCluster{t: t, ep: etcdtest.Start(t), addrs: map[string]string{}, nodes: map[string]*node{}, rows: make([]int, splits)}
 	c.conns = &exchange.Conns{Addr: func(id string) (string, error) {
@@ -294,4 +305,20 @@ func TestDistributedViewParts(t *testing.T) {
 	if d.Placement.Gen < 2 || len(d.Placement.Nodes()) != 2 {
 		t.Fatalf("after the loss of n2 the placement is %+v", d.Placement)
 	}
+	// A node that joins gets its share at a new generation (2 -> 3).
+	c.start("n4")
+	c.add(200)
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		d, err = c.nodes["n1"].cn.ReadDataflow(context.Background(), "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Placement.InstancesOf("n4")) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n4 joined but the placement is %+v", d.Placement)
+		}
+	}
+	c.settle("after n4 joined")
 }
