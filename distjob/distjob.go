@@ -50,9 +50,9 @@ type Part struct {
 	Log    *slog.Logger
 
 	mu    sync.Mutex
-	gen   uint64                      // the generation running here
-	snaps map[uint64]storage.Snapshot // this node's part at each epoch a reader may ask for
-	prev  uint64                      // the committed epoch before the current one (kept for readers)
+	gen   uint64           // the generation running here
+	snaps map[uint64]*held // this node's part at each epoch a reader may ask for
+	prev  uint64           // the committed epoch before the current one (kept for readers)
 	job   *exec.Job
 	// rounds hands the running part's driver the round to run; driven is
 	// closed when the driver returned.
@@ -188,8 +188,8 @@ func (p *Part) stop() {
 	p.mu.Lock()
 	job, driven, cancel := p.job, p.driven, p.cancelDrive
 	p.job, p.rounds, p.driven, p.cancelDrive = nil, nil, nil, nil
-	for e, s := range p.snaps {
-		s.Close()
+	for e, h := range p.snaps {
+		h.drop()
 		delete(p.snaps, e)
 	}
 	p.mu.Unlock()
@@ -235,9 +235,9 @@ func (p *Part) round(ctx context.Context, job *exec.Job, pl *cluster.Placement, 
 		return nil
 	}
 	if p.snaps == nil {
-		p.snaps = map[uint64]storage.Snapshot{}
+		p.snaps = map[uint64]*held{}
 	}
-	p.snaps[epoch] = snap
+	p.snaps[epoch] = &held{s: snap}
 	p.mu.Unlock()
 	err = p.Node.AckEpoch(ctx, p.View, pl, epoch)
 	if errors.Is(err, cluster.ErrStalePlacement) {
@@ -258,9 +258,9 @@ func (p *Part) noteCommitted(c cluster.Epoch, gen uint64) {
 		return
 	}
 	keep := p.prev
-	for e, s := range p.snaps {
+	for e, h := range p.snaps {
 		if e < keep {
-			s.Close()
+			h.drop()
 			delete(p.snaps, e)
 		}
 	}
@@ -280,12 +280,37 @@ func (p *Part) noteCommitted(c cluster.Epoch, gen uint64) {
 // generation gen (ErrEpochGone if it is not kept here).
 func (p *Part) ReadAt(gen, epoch uint64, fn func(storage.Reader) error) error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := p.snaps[epoch]
-	if p.gen != gen || s == nil {
+	h := p.snaps[epoch]
+	if p.gen != gen || h == nil {
+		p.mu.Unlock()
 		return ErrEpochGone
 	}
-	return fn(s)
+	h.readers++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		h.readers--
+		if h.dropped && h.readers == 0 {
+			h.s.Close()
+		}
+		p.mu.Unlock()
+	}()
+	return fn(h.s)
+}
+
+// held is a kept snapshot and its readers (under Part.mu): one no longer
+// kept closes when its last reader is done.
+type held struct {
+	s       storage.Snapshot
+	readers int
+	dropped bool
+}
+
+func (h *held) drop() {
+	h.dropped = true
+	if h.readers == 0 {
+		h.s.Close()
+	}
 }
 
 func (p *Part) logf(msg string, args ...any) {
@@ -296,8 +321,10 @@ func (p *Part) logf(msg string, args ...any) {
 
 // Gather reads view at the committed cluster epoch from every node that
 // runs instances of it: read(node, gen, epoch) reads that node's part
-// (Part.ReadAt there). A node's epoch gone (the cluster committed the next
-// one meanwhile) restarts the read at the new committed epoch. While a
+// (Part.ReadAt there, or Fetch over its peer listener). A node's epoch
+// gone (the cluster committed the next one meanwhile) or a node that does
+// not answer restarts the read at the committed epoch then; after 20
+// tries it is refused with 55000. While a
 // new generation has committed nothing yet (after a node loss or a
 // failure, as its parts start again), the read is refused with 55000.
 func Gather(ctx context.Context, n *cluster.Node, view string, read func(node string, gen, epoch uint64) error, reset func()) (cluster.Epoch, error) {
@@ -332,13 +359,15 @@ func Gather(ctx context.Context, n *cluster.Node, view string, read func(node st
 		if err == nil {
 			return d.Committed, nil
 		}
-		if !errors.Is(err, ErrEpochGone) || ctx.Err() != nil {
-			return cluster.Epoch{}, err
+		if ctx.Err() != nil {
+			return cluster.Epoch{}, ctx.Err()
 		}
+		// A node that no longer keeps the epoch, or does not answer (lost,
+		// until the coordinator places its parts elsewhere): read again.
 		if attempt >= 20 {
 			return cluster.Epoch{}, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState,
-				Msg:    fmt.Sprintf("distributed materialized view %s: a node of its placement does not hold the committed epoch", view),
-				Detail: "A node was lost or its part is starting again; the coordinator places its parts on the live nodes.",
+				Msg:    fmt.Sprintf("distributed materialized view %s: a node of its placement does not serve the committed epoch", view),
+				Detail: "A node was lost or its part is starting again (" + err.Error() + "); the coordinator places its parts on the live nodes.",
 				Hint:   "Retry once the cluster has committed an epoch on its new placement."}
 		}
 		select {

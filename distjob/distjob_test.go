@@ -3,6 +3,9 @@ package distjob_test
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,6 +59,7 @@ type node struct {
 	db   *storage.DB
 	part *distjob.Part
 	gs   *grpc.Server
+	peer *httptest.Server // its peer listener's part endpoint
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -65,6 +69,7 @@ type testCluster struct {
 	ep    string
 	mu    sync.Mutex
 	addrs map[string]string
+	peers map[string]string // node -> its part endpoint's host:port
 	conns *exchange.Conns
 	nodes map[string]*node
 	rows  []int // rows appended per split
@@ -104,6 +109,15 @@ func (c *testCluster) start(id string) *node {
 	n.part = &distjob.Part{Node: cn, Self: id, View: "v", Source: "t", DB: db, Server: srv, Conn: c.conns.Get,
 		Spec: exec.JobSpec{ID: view.ID, Name: "v", Plan: plan(), View: view}}
 	go func() { defer close(n.done); n.part.Run(ctx) }()
+	n.peer = httptest.NewServer(distjob.Handler(func(v string) *distjob.Part {
+		if v == "v" {
+			return n.part
+		}
+		return nil
+	}))
+	c.mu.Lock()
+	c.peers[id] = strings.TrimPrefix(n.peer.URL, "http://")
+	c.mu.Unlock()
 	c.nodes[id] = n
 	return n
 }
@@ -114,6 +128,8 @@ func (c *testCluster) kill(id string) {
 	n := c.nodes[id]
 	n.stop()
 	n.gs.Stop()
+	n.peer.CloseClientConnections()
+	n.peer.Close()
 	<-n.done
 	_ = n.cn.Close()
 	delete(c.nodes, id)
@@ -154,23 +170,20 @@ func (c *testCluster) read(via *node) (map[int64][2]int64, cluster.Epoch, error)
 	got := map[int64][2]int64{}
 	var dup error
 	e, err := distjob.Gather(context.Background(), via.cn, "v", func(id string, gen, epoch uint64) error {
-		n := c.nodes[id]
-		if n == nil {
-			return distjob.ErrEpochGone
-		}
-		return n.part.ReadAt(gen, epoch, func(r storage.Reader) error {
-			return exec.Run(&exec.Ctx{Context: context.Background(), DB: n.db, Snap: r, Expr: &expr.Ctx{Mem: memory.DefaultAllocator}},
-				&exec.ScanView{View: view}, func(rec arrow.RecordBatch) error {
-					defer rec.Release()
-					k, cnt, m := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)
-					for i := 0; i < int(rec.NumRows()); i++ {
-						if _, ok := got[k.Value(i)]; ok {
-							dup = errDup
-						}
-						got[k.Value(i)] = [2]int64{cnt.Value(i), m.Value(i)}
-					}
-					return nil
-				})
+		c.mu.Lock()
+		peer := c.peers[id]
+		c.mu.Unlock()
+		// Over the node's peer listener, as a read on another node does.
+		return distjob.Fetch(context.Background(), http.DefaultClient, peer, "v", gen, epoch, func(rec arrow.RecordBatch) error {
+			defer rec.Release()
+			k, cnt, m := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)
+			for i := 0; i < int(rec.NumRows()); i++ {
+				if _, ok := got[k.Value(i)]; ok {
+					dup = errDup
+				}
+				got[k.Value(i)] = [2]int64{cnt.Value(i), m.Value(i)}
+			}
+			return nil
 		})
 	}, func() { clear(got) })
 	if err == nil {
@@ -261,7 +274,7 @@ func equal(a, b map[int64][2]int64) bool {
 // epoch commits, and the view ends exactly right again; so it does after a
 // fourth node joins and gets its share.
 func TestDistributedViewParts(t *testing.T) {
-	c := &testCluster{t: t, ep: etcdtest.Start(t), addrs: map[string]string{}, nodes: map[string]*node{}, rows: make([]int, splits)}
+	c := &testCluster{t: t, ep: etcdtest.Start(t), addrs: map[string]string{}, peers: map[string]string{}, nodes: map[string]*node{}, rows: make([]int, splits)}
 	c.conns = &exchange.Conns{Addr: func(id string) (string, error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
