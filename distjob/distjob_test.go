@@ -2,6 +2,7 @@ package distjob_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -334,4 +335,11 @@ func TestDistributedViewParts(t *testing.T) {
 		}
 	}
 	c.settle("after n4 joined")
+	// An epoch a node does not keep, or a view it runs no part of.
+	for _, v := range []string{"v", "nope"} {
+		err := distjob.Fetch(context.Background(), http.DefaultClient, c.peers["n1"], v, 999, 1, func(arrow.RecordBatch) error { return nil })
+		if !errors.Is(err, distjob.ErrEpochGone) {
+			t.Fatalf("reading %s at generation 999 on n1: %v, want ErrEpochGone", v, err)
+		}
+	}
 }
