@@ -2,7 +2,6 @@ package exec
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
@@ -391,7 +390,7 @@ func (a *aggOp) changesOf(before bool, emit func(Chunk) error) error {
 		for c, b := range bls {
 			olds := b.NewArray()
 			b.Release()
-			cols[c], err = array.Concatenate([]arrow.Array{cur.Column(c), olds}, memoryPool)
+			cols[c], err = types.Concatenate([]arrow.Array{cur.Column(c), olds}, memoryPool)
 			olds.Release()
 			if err != nil {
 				releaseAll(cols)

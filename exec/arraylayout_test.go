@@ -25,3 +25,23 @@ func TestCheckArrayLayout(t *testing.T) {
 		t.Fatalf("new view: %v", err)
 	}
 }
+
+// TestCheckNumericLayout: a view from before per-value numeric scales whose
+// plan computes an unconstrained numeric is refused with 0A000; one with
+// only numeric(p,s) and new views run.
+func TestCheckNumericLayout(t *testing.T) {
+	scan := func(ty types.T) Plan {
+		return &ScanStream{Table: &storage.TableDef{Name: "s", Columns: []storage.ColumnDef{{Name: "x", Type: ty}}}}
+	}
+	old := &storage.TableDef{Name: "v", Kind: storage.KindView, KeyFormat: storage.KeyFormatTypedArrays}
+	if err := CheckNumericLayout(old, scan(types.TNumeric)); sqlerr.Code(err) != sqlerr.FeatureNotSupported {
+		t.Fatalf("old view over unconstrained numeric: %v", err)
+	}
+	if err := CheckNumericLayout(old, scan(types.NumericOf(10, 2))); err != nil {
+		t.Fatalf("old view over numeric(10,2): %v", err)
+	}
+	fresh := &storage.TableDef{Name: "v", Kind: storage.KindView, KeyFormat: storage.KeyFormatCurrent}
+	if err := CheckNumericLayout(fresh, scan(types.TNumeric)); err != nil {
+		t.Fatalf("new view: %v", err)
+	}
+}

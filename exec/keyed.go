@@ -451,7 +451,7 @@ func ConcatRecords(recs []arrow.RecordBatch, ts []types.T) (arrow.RecordBatch, e
 		for i, r := range recs {
 			parts[i] = r.Column(c)
 		}
-		a, err := array.Concatenate(parts, memoryPool)
+		a, err := types.Concatenate(parts, memoryPool)
 		if err != nil {
 			for _, done := range cols[:c] {
 				done.Release()

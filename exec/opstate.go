@@ -28,6 +28,10 @@ type stateTable struct {
 
 func (t *stateTable) Get(key []byte) ([]byte, error) { return t.db.GetState(t.job, t.op, key) }
 
+// Cursor reads the operator's entries through one iterator kept open
+// between reads (opkit.Cursor).
+func (t *stateTable) Cursor() opkit.Cursor { return t.db.StateCursor(t.job, t.op) }
+
 func (t *stateTable) Scan(fn func(key, val []byte) error) error {
 	return t.db.ScanState(t.job, t.op, fn)
 }

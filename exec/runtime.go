@@ -22,6 +22,9 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	if err := CheckArrayLayout(spec.View); err != nil {
 		return nil, err
 	}
+	if err := CheckNumericLayout(spec.View, spec.Plan); err != nil {
+		return nil, err
+	}
 	g, err := compile(spec.Plan, spec.Parallelism)
 	if err != nil {
 		return nil, err
@@ -444,4 +447,30 @@ func CheckArrayLayout(v *storage.TableDef) error {
 		}
 	}
 	return nil
+}
+
+// CheckNumericLayout refuses to run a view created before unconstrained
+// NUMERIC carried a display scale per value (storage.KeyFormatNumericDScale)
+// when any operator of its plan computes an unconstrained numeric (a
+// column without a declared precision, `/`, avg, sum over those): its
+// state and rows were written at the old scale and layout, and reading
+// them now would give wrong values rather than an error.
+func CheckNumericLayout(v *storage.TableDef, p Plan) error {
+	if v == nil || v.KeyFormat >= storage.KeyFormatNumericDScale || p == nil {
+		return nil
+	}
+	var col string
+	walkPlan(p, func(n Plan) {
+		for _, t := range n.Types() {
+			if col == "" && t.Kind == types.Numeric && t.Prec == 0 {
+				col = t.String()
+			}
+		}
+	})
+	if col == "" {
+		return nil
+	}
+	return sqlerr.New(sqlerr.FeatureNotSupported,
+		"materialized view %q was created before NUMERIC kept its display scale per value and computes %s: drop and recreate it",
+		v.Name, col)
 }

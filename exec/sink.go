@@ -289,7 +289,13 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 		return j.emitOut(Chunk{Rec: rec, Ops: m.c.Ops})
 	}
 	n := int(rec.NumRows())
-	rs.enc.Encode(rec.Columns()[:len(outTs)], outTs, n)
+	// A multiset's rows are its keys: equal values, one key (their display
+	// scales follow the count, appendDScales).
+	if rs.bag != nil {
+		rs.enc.EncodeKeys(rec.Columns()[:len(outTs)], outTs, n)
+	} else {
+		rs.enc.Encode(rec.Columns()[:len(outTs)], outTs, n)
+	}
 	switch {
 	case !rs.active:
 		// Rows keyed by their stream position, ascending: one sorted run.
@@ -350,6 +356,7 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 			}
 			if c > 0 {
 				rs.val = binary.AppendUvarint(append(rs.val[:0], row...), uint64(c))
+				rs.val = appendDScales(rs.val, rec.Columns()[:len(outTs)], i, outTs)
 				b.PutViewRow(j.spec.View.ID, row, rs.val)
 				if irun != nil {
 					rs.ixw.put(irun, rec.Columns(), i, row, rs.val)

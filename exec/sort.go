@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
@@ -48,7 +47,7 @@ func concatRecords(mem memory.Allocator, ts []types.T, recs []arrow.RecordBatch)
 		for i, r := range recs {
 			parts[i] = r.Column(c)
 		}
-		a, err := array.Concatenate(parts, mem)
+		a, err := types.Concatenate(parts, mem)
 		if err != nil {
 			releaseAll(cols)
 			return nil, err

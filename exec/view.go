@@ -39,32 +39,31 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 	if r == nil {
 		r = ctx.Snap
 	}
+	ds := make([]types.Datum, len(ts))
 	visit := func(_, row []byte) error {
-		start := row
 		for c, t := range ts {
 			d, rest, err := decodeDatum(row, t)
 			if err != nil {
 				return err
 			}
 			row = rest
-			types.AppendDatum(bls[c], d, t)
+			ds[c] = d
 		}
-		n++
+		count := uint64(1)
 		if len(row) > 0 {
-			// A multiset row: the rest is its count; append the copies.
-			count, _, err := readUvarint(row)
-			if err != nil {
+			// A multiset row: the rest is its count, then maybe the
+			// display scales of its unconstrained NUMERIC values.
+			var err error
+			if count, row, err = readUvarint(row); err != nil {
 				return err
 			}
-			for k := uint64(1); k < count; k++ {
-				body := start
-				for c, t := range ts {
-					d, rest, _ := decodeDatum(body, t)
-					body = rest
-					types.AppendDatum(bls[c], d, t)
-				}
-				n++
+			readDScales(row, ds, ts)
+		}
+		for k := uint64(0); k < count; k++ {
+			for c, t := range ts {
+				types.AppendDatum(bls[c], ds[c], t)
 			}
+			n++
 		}
 		if n >= chunk {
 			if err := ctx.check(); err != nil {
@@ -90,4 +89,46 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 		}
 	}
 	return flush()
+}
+
+// appendDScales appends to a multiset row's value (row, count) the display
+// scales of row i's unconstrained NUMERIC values, one byte each in column
+// order (types/dscale.go); nothing if none carries one. The row, the
+// multiset's key, leaves them out so equal values share a key.
+func appendDScales(buf []byte, cols []arrow.Array, i int, ts []types.T) []byte {
+	start := len(buf)
+	any := false
+	for c, t := range ts {
+		if t.Kind != types.Numeric || t.Prec != 0 {
+			continue
+		}
+		var b int8
+		if ds := types.DScales(cols[c]); ds != nil && cols[c].IsValid(i) {
+			b = ds[i]
+		}
+		buf = append(buf, byte(b))
+		any = any || b != 0
+	}
+	if !any {
+		return buf[:start]
+	}
+	return buf
+}
+
+// readDScales applies appendDScales's bytes (rest, possibly empty) to the
+// decoded row ds.
+func readDScales(rest []byte, ds []types.Datum, ts []types.T) {
+	k := 0
+	for c, t := range ts {
+		if t.Kind != types.Numeric || t.Prec != 0 {
+			continue
+		}
+		if k >= len(rest) {
+			return
+		}
+		if !ds[c].Null {
+			ds[c].DS = int8(rest[k])
+		}
+		k++
+	}
 }

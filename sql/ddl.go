@@ -186,6 +186,7 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 			e.db.DropMemoryState(t.ID)
 		}
 		delete(e.mu.tables, t.Name)
+		e.keyed.forget(t.ID)
 		gone = append(gone, t.Name)
 		if isCDC(t) {
 			e.cdc.drop(t)
@@ -259,7 +260,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 		}
 	}
 	def := &storage.TableDef{Name: n.Name, Kind: storage.KindView, SQL: n.Query.SQL,
-		Options: sourceOptions(sourcesOf(plan)), Owner: owner, KeyFormat: storage.KeyFormatTypedArrays}
+		Options: sourceOptions(sourcesOf(plan)), Owner: owner, KeyFormat: storage.KeyFormatCurrent}
 	if ttl != "" {
 		def.Options["state.ttl"] = ttl
 	}

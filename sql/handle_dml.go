@@ -64,6 +64,14 @@ func (l *keyedLocks) lock(table uint64) *keyedState {
 	return st
 }
 
+// forget drops a dropped table's rows (a writer holding its lock still
+// finds the table gone).
+func (l *keyedLocks) forget(table uint64) {
+	l.mu.Lock()
+	delete(l.tables, table)
+	l.mu.Unlock()
+}
+
 // keyedTable makes t a changelog table keyed by the columns key (none:
 // t stays an append-only stream).
 func keyedTable(t *storage.TableDef, key []string) error {

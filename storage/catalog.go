@@ -81,6 +81,17 @@ const KeyFormatJSONB = 2
 // metadata that would say how to read it.
 const KeyFormatTypedArrays = 3
 
+// KeyFormatNumericDScale marks views created since unconstrained NUMERIC
+// carries a display scale per value: its aggregates' state holds a scale
+// byte beside sum/avg, and `/` and avg are held at 20 decimals rather
+// than 16. A view from before it that computes an unconstrained numeric
+// anywhere in its plan is refused at start (exec.CheckNumericLayout): its
+// state would be read at the wrong scale.
+const KeyFormatNumericDScale = 4
+
+// KeyFormatCurrent is the KeyFormat of views created now.
+const KeyFormatCurrent = KeyFormatNumericDScale
+
 // Privileges that GRANT gives on a stream or view.
 const (
 	PrivSelect = "SELECT"

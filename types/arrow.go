@@ -27,6 +27,9 @@ func DatumAt(arr arrow.Array, i int, t T) Datum {
 	case *array.Float64:
 		return Float(a.Value(i))
 	case *array.Decimal128:
+		if ds := DScales(a); ds != nil {
+			return Datum{D: a.Value(i), DS: ds[i]}
+		}
 		return Datum{D: a.Value(i)}
 	case *array.String:
 		return Str(a.Value(i))
@@ -50,6 +53,8 @@ func AppendDatum(b array.Builder, d Datum, t T) {
 		return
 	}
 	switch bb := b.(type) {
+	case *DecimalBuilder:
+		bb.AppendDS(d.D, d.DS)
 	case *array.BooleanBuilder:
 		bb.Append(d.I != 0)
 	case *array.Int64Builder:
@@ -79,7 +84,16 @@ func AppendDatum(b array.Builder, d Datum, t T) {
 
 // NewBuilder returns a builder for arrays of t. The caller releases it.
 func NewBuilder(mem memory.Allocator, t T) array.Builder {
+	if t.Kind == Numeric && t.Prec == 0 {
+		return NewDecimalBuilder(mem, t.Arrow().(*arrow.Decimal128Type))
+	}
 	return array.NewBuilder(mem, t.Arrow())
+}
+
+// NewDecimalBuilder returns a builder of dt's decimals that carry their
+// display scales.
+func NewDecimalBuilder(mem memory.Allocator, dt *arrow.Decimal128Type) *DecimalBuilder {
+	return &DecimalBuilder{Decimal128Builder: array.NewDecimal128Builder(mem, dt)}
 }
 
 // MetaType is the Arrow field metadata key that holds a column's SQL type.

@@ -109,13 +109,13 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 }
 
 // appendNumericBinary writes numeric_send's layout. The display scale is
-// t.Scale for NUMERIC(p,s) and the trimmed scale for unconstrained NUMERIC,
-// matching AppendText.
+// t.Scale for NUMERIC(p,s) and the value's own (DScaleOf) for unconstrained
+// NUMERIC, matching AppendText.
 func appendNumericBinary(buf []byte, d Datum, t T) []byte {
 	scale := t.Scale
 	n := d.D
 	if t.Prec == 0 {
-		ds := DisplayScale(n, scale)
+		ds := DScaleOf(d, t)
 		n, _ = Rescale(n, scale, ds)
 		scale = ds
 	}
@@ -342,6 +342,9 @@ func parseNumericBinary(b []byte, t T) (Datum, error) {
 	n := numOf(m, sign == numericNeg)
 	if err := NumericFit(n, t); err != nil {
 		return Null, err
+	}
+	if ds := int32(int16(binary.BigEndian.Uint16(b[6:]))); t.Prec == 0 && ds >= 0 && ds <= t.Scale {
+		return Datum{D: n, DS: PackDScale(ds)}, nil
 	}
 	return Datum{D: n}, nil
 }

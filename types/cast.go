@@ -108,11 +108,19 @@ func castDatum(d Datum, from, to T, explicit bool) (Datum, error) {
 	}
 	switch {
 	case from.IsInteger():
-		return castFromInt(d.I, from, to)
+		r, err := castFromInt(d.I, from, to)
+		if to.Kind == Numeric && to.Prec == 0 && err == nil {
+			r.DS = PackDScale(0)
+		}
+		return r, err
 	case from.IsFloat():
 		return castFromFloat(d.F, from, to)
 	case from.Kind == Numeric:
-		return castFromNumeric(d.D, from, to)
+		r, err := castFromNumeric(d.D, from, to)
+		if to.Kind == Numeric && to.Prec == 0 && err == nil {
+			r.DS = PackDScale(min(DScaleOf(d, from), to.Scale))
+		}
+		return r, err
 	}
 	switch {
 	case from.Kind == TextArray && to.Kind == TextArray && to.Prec != from.Prec && to.Prec != 0:

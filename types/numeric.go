@@ -413,6 +413,12 @@ func weightAndFirst(n decimal128.Num, scale int32) (weight int, first int) {
 // unconstrained operands pass DisplayScale, since stored values have lost
 // PostgreSQL's dscale (so 1.50/3 uses scale 1 where PostgreSQL used 2).
 func DivScale(a decimal128.Num, sa int32, b decimal128.Num, sb int32) int32 {
+	return DivScaleDS(a, sa, sa, b, sb, sb)
+}
+
+// DivScaleDS is DivScale for a held at scale sa with display scale dsa and
+// b held at sb with display scale dsb.
+func DivScaleDS(a decimal128.Num, sa, dsa int32, b decimal128.Num, sb, dsb int32) int32 {
 	w1, f1 := weightAndFirst(a, sa)
 	w2, f2 := weightAndFirst(b, sb)
 	qweight := w1 - w2
@@ -420,7 +426,7 @@ func DivScale(a decimal128.Num, sa int32, b decimal128.Num, sb int32) int32 {
 		qweight--
 	}
 	rs := int32(16 - qweight*4)
-	rs = max(rs, sa, sb, 0)
+	rs = max(rs, dsa, dsb, 0)
 	return min(rs, 1000)
 }
 

@@ -93,10 +93,10 @@ var textCases = []struct {
 	{TFloat32, "-Infinity", "-Infinity", ""},
 	{TFloat32, "16777217", "1.6777216e+07", ""},
 	{TNumeric, "1e3", "1000", ""},
-	{TNumeric, " 12.50 ", "12.5", ""},
+	{TNumeric, " 12.50 ", "12.50", ""}, // the display scale written (PostgreSQL keeps it per value)
 	{TNumeric, ".5", "0.5", ""},
 	{TNumeric, "5.", "5", ""},
-	{TNumeric, "-0.00", "0", ""},
+	{TNumeric, "-0.00", "0.00", ""},
 	{TNumeric, "0", "0", ""},
 	{TNumeric, "123.456", "123.456", ""},
 	{TNumeric, "-123.456", "-123.456", ""},

@@ -55,6 +55,11 @@ func ParseText(s string, t T) (Datum, error) {
 		return Float(f), err
 	case Numeric:
 		n, err := parseNumeric(s, t)
+		if t.Prec == 0 && err == nil {
+			if ds, ok := TextDScale(s); ok && ds <= t.Scale { // else rounded: print trimmed
+				return Datum{D: n, DS: PackDScale(min(ds, t.Scale))}, nil
+			}
+		}
 		return Datum{D: n}, err
 	case Text:
 		v, err := fitVarchar(s, t, false)
@@ -109,8 +114,8 @@ func AppendText(buf []byte, d Datum, t T) []byte {
 		if t.Prec > 0 {
 			return AppendNumeric(buf, d.D, t.Scale)
 		}
-		ds := DisplayScale(d.D, t.Scale)
-		n, _ := Rescale(d.D, t.Scale, ds) // exact: only zeros are dropped
+		ds := DScaleOf(d, t)
+		n, _ := Rescale(d.D, t.Scale, ds) // exact unless a carried scale is below the storage's digits
 		return AppendNumeric(buf, n, ds)
 	case Timestamp:
 		return appendTimestamp(buf, d.I, t.TZ)

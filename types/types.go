@@ -408,6 +408,7 @@ type Datum struct {
 	F    float64
 	S    string
 	D    decimal128.Num
+	DS   int8 // an unconstrained NUMERIC's display scale + 1; 0: not known (dscale.go)
 	IV   arrow.MonthDayNanoInterval
 	A    *Array       // a pointer, so Datum stays comparable
 	R    *RecordValue // likewise

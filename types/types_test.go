@@ -47,6 +47,9 @@ func sameDatum(a, b Datum, typ T) bool {
 	if typ.Physical() == PhysFloat64 {
 		return math.Float64bits(a.F) == math.Float64bits(b.F) || (math.IsNaN(a.F) && math.IsNaN(b.F))
 	}
+	if typ.Kind == Numeric { // the same value printing the same digits
+		return a.D == b.D && string(AppendText(nil, a, typ)) == string(AppendText(nil, b, typ))
+	}
 	return a == b
 }
 

@@ -1204,7 +1204,11 @@ func appendDecimal(bl array.Builder, b []byte, scale int32, t types.T) error {
 	if err := types.NumericFit(n, t); err != nil {
 		return err
 	}
-	bl.(*array.Decimal128Builder).Append(n)
+	d := types.Datum{D: n}
+	if t.Prec == 0 {
+		d.DS = types.PackDScale(min(scale, t.Scale))
+	}
+	types.AppendDatum(bl, d, t)
 	return nil
 }
 

@@ -109,7 +109,7 @@ func TestKafkaDecodeJSON(t *testing.T) {
 		{``, types.TInt64, "NULL"},
 		{`1767225600000`, types.TTimestamp, "2026-01-01 00:00:00"},
 		{`"2026-01-01 00:00:01"`, types.TTimestamp, "2026-01-01 00:00:01"},
-		{`"12.50"`, types.TNumeric, "12.5"},
+		{`"12.50"`, types.TNumeric, "12.50"}, // numeric input keeps the digits written
 		{`"x"`, types.TInt64, "error"},
 		{`[1]`, types.TInt64, "error"},
 		{`true`, types.TInt64, "error"},

@@ -172,7 +172,7 @@ func (a *sumIntAcc) Result(gid int32) types.Datum {
 	sum := decimal128.New(a.hi[gid], a.lo[gid])
 	switch {
 	case a.avg:
-		return types.Datum{D: divDecimal(sum, 0, a.n[gid], a.out.Scale)}
+		return avgDatum(sum, 0, 0, a.n[gid], a.out)
 	case a.out.Kind == types.Numeric && a.out.Scale == 0:
 		return types.Datum{D: sum}
 	case a.out.Kind == types.Numeric:
@@ -304,11 +304,43 @@ type sumDecAcc struct {
 	in, out types.T
 	s       []decimal128.Num
 	n       []int64
+	ds      []int32 // unconstrained input: the largest display scale added (PostgreSQL's maxScale)
 }
 
 func (a *sumDecAcc) Grow(n int) {
 	for len(a.n) < n {
 		a.s, a.n = append(a.s, decimal128.Num{}), append(a.n, 0)
+		if a.in.Prec == 0 {
+			a.ds = append(a.ds, 0)
+		}
+	}
+}
+
+// dscale is the display scale of group gid's sum.
+func (a *sumDecAcc) dscale(gid int32) int32 {
+	if a.in.Prec > 0 {
+		return a.in.Scale
+	}
+	return a.ds[gid]
+}
+
+// trackDS raises each group's display scale to its inputs' (unconstrained
+// input only; a typed loop over the carried bytes).
+func (a *sumDecAcc) trackDS(gids []int32, arg arrow.Array) {
+	ds := types.DScales(arg)
+	vs := arg.(*array.Decimal128).Values()
+	noNulls := arg.NullN() == 0
+	for i, g := range gids {
+		if !noNulls && arg.IsNull(i) {
+			continue
+		}
+		var s int32
+		if ds != nil && ds[i] > 0 {
+			s = int32(ds[i]) - 1
+		} else {
+			s = types.DisplayScale(vs[i], a.in.Scale)
+		}
+		a.ds[g] = max(a.ds[g], s)
 	}
 }
 
@@ -327,6 +359,9 @@ func (a *sumDecAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
 		}
 		a.n[g] += s
 	}
+	if a.ds != nil {
+		a.trackDS(gids, arg)
+	}
 	return nil
 }
 
@@ -335,20 +370,45 @@ func (a *sumDecAcc) Result(gid int32) types.Datum {
 		return types.Null
 	}
 	if a.avg {
-		return types.Datum{D: divDecimal(a.s[gid], a.in.Scale, a.n[gid], a.out.Scale)}
+		return avgDatum(a.s[gid], a.in.Scale, a.dscale(gid), a.n[gid], a.out)
 	}
+	d := types.Datum{D: a.s[gid]}
 	if a.out.Scale != a.in.Scale {
-		return types.Datum{D: divDecimal(a.s[gid], a.in.Scale, 1, a.out.Scale)}
+		d.D = divDecimal(a.s[gid], a.in.Scale, 1, a.out.Scale)
 	}
-	return types.Datum{D: a.s[gid]}
+	if a.out.Prec == 0 {
+		d.DS = types.PackDScale(min(a.dscale(gid), a.out.Scale))
+	}
+	return d
 }
 
-func (a *sumDecAcc) Reset(gid int32) { a.s[gid], a.n[gid] = decimal128.Num{}, 0 }
+// avgDatum is sum/n (sum held at scale ss, display scale ds) as avg's
+// result of type out: for an unconstrained out, rounded at PostgreSQL's
+// select_div_scale (at most out.Scale) and carrying that display scale.
+func avgDatum(sum decimal128.Num, ss, ds int32, n int64, out types.T) types.Datum {
+	if out.Prec > 0 {
+		return types.Datum{D: divDecimal(sum, ss, n, out.Scale)}
+	}
+	rs := min(types.DivScaleDS(sum, ss, ds, decimal128.FromI64(n), 0, 0), out.Scale)
+	q, _ := types.Rescale(divDecimal(sum, ss, n, rs), rs, out.Scale)
+	return types.Datum{D: q, DS: types.PackDScale(rs)}
+}
+
+func (a *sumDecAcc) Reset(gid int32) {
+	a.s[gid], a.n[gid] = decimal128.Num{}, 0
+	if a.ds != nil {
+		a.ds[gid] = 0
+	}
+}
 
 func (a *sumDecAcc) Encode(buf []byte, gid int32) []byte {
 	buf = binary.BigEndian.AppendUint64(buf, uint64(a.s[gid].HighBits()))
 	buf = binary.BigEndian.AppendUint64(buf, a.s[gid].LowBits())
-	return binary.AppendVarint(buf, a.n[gid])
+	buf = binary.AppendVarint(buf, a.n[gid])
+	if a.ds != nil { // unconstrained input: the sum's display scale
+		buf = append(buf, byte(a.ds[gid]))
+	}
+	return buf
 }
 
 func (a *sumDecAcc) Decode(buf []byte, gid int32) ([]byte, error) {
@@ -361,7 +421,14 @@ func (a *sumDecAcc) Decode(buf []byte, gid int32) ([]byte, error) {
 		return nil, opkit.ErrCorruptState
 	}
 	a.n[gid] = v
-	return buf[16+k:], nil
+	buf = buf[16+k:]
+	if a.ds != nil {
+		if len(buf) < 1 {
+			return nil, opkit.ErrCorruptState
+		}
+		a.ds[gid], buf = int32(buf[0]), buf[1:]
+	}
+	return buf, nil
 }
 
 // --- sum/avg over intervals ---

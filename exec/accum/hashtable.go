@@ -44,6 +44,7 @@ type keyCol struct {
 	ints  []int64
 	flts  []float64
 	decs  []decimal128.Num
+	dss   []int8 // unconstrained NUMERIC: the group's first value's display scale (types/dscale.go)
 	strs  []string
 	ivs   []arrow.MonthDayNanoInterval
 	nulls []bool
@@ -323,6 +324,9 @@ func (g *GroupTable) setKey(gid int32, keys []arrow.Array, i int) {
 		case kc.ivs != nil && len(kc.ivs) == last+1:
 			kc.ivs = moveLast(kc.ivs, gid)
 		}
+		if kc.dss != nil && len(kc.dss) == last+1 {
+			kc.dss = moveLast(kc.dss, gid)
+		}
 	}
 }
 
@@ -361,6 +365,13 @@ func (g *GroupTable) appendKey(keys []arrow.Array, i int) {
 			kc.strs = append(kc.strs, s)
 		case *array.Decimal128:
 			kc.decs = append(kc.decs, a.Value(i))
+			if kc.t.Prec == 0 {
+				var b int8
+				if ds := types.DScales(a); ds != nil {
+					b = ds[i]
+				}
+				kc.dss = append(kc.dss, b)
+			}
 		case *array.MonthDayNanoInterval:
 			kc.ivs = append(kc.ivs, a.Value(i))
 		default:
@@ -424,6 +435,9 @@ func (g *GroupTable) KeyDatum(c int, gid int32) types.Datum {
 	case types.PhysString:
 		return types.Datum{S: kc.strs[gid]}
 	case types.PhysDecimal:
+		if kc.dss != nil {
+			return types.Datum{D: kc.decs[gid], DS: kc.dss[gid]}
+		}
 		return types.Datum{D: kc.decs[gid]}
 	case types.PhysInterval:
 		return types.Datum{IV: kc.ivs[gid]}
@@ -470,6 +484,9 @@ func (g *GroupTable) appendKeyDatums(ds []types.Datum) {
 			kc.strs = append(kc.strs, d.S)
 		case types.PhysDecimal:
 			kc.decs = append(kc.decs, d.D)
+			if kc.t.Prec == 0 {
+				kc.dss = append(kc.dss, d.DS)
+			}
 		case types.PhysInterval:
 			kc.ivs = append(kc.ivs, d.IV)
 		default:
@@ -491,6 +508,9 @@ func (g *GroupTable) setKeyDatums(gid int32, ds []types.Datum) {
 			kc.strs[gid] = d.S
 		case types.PhysDecimal:
 			kc.decs[gid] = d.D
+			if kc.dss != nil {
+				kc.dss[gid] = d.DS
+			}
 		case types.PhysInterval:
 			kc.ivs[gid] = d.IV
 		default:

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
@@ -500,22 +501,36 @@ func (c *Ctx) decArith(op byte, t types.T, a, b vec, n int) (vec, error) {
 	buf, out := fixedBuf[decimal128.Num](mem, n)
 	vb := bufBytes(valid)
 	sa, sb := a.t.Scale, b.t.Scale
+	dsBuf, ds := newDS(mem, t, n)
+	var ra, rb dsReader
+	if ds != nil {
+		ra, rb = newDSReader(a), newDSReader(b)
+	}
 	for i := range out {
 		if !isValid(vb, i) {
 			out[i] = decimal128.Num{}
 			continue
 		}
-		r, err := decOp(op, decAt(a, i), sa, decAt(b, i), sb, t.Scale)
+		var r decimal128.Num
+		var err error
+		if ds != nil {
+			r, ds[i], err = decOpDS(op, decAt(a, i), sa, ra.at(i), decAt(b, i), sb, rb.at(i), t.Scale)
+		} else {
+			r, err = decOp(op, decAt(a, i), sa, decAt(b, i), sb, t.Scale)
+		}
 		if err != nil {
 			buf.Release()
 			if valid != nil {
 				valid.Release()
 			}
+			if dsBuf != nil {
+				dsBuf.Release()
+			}
 			return vec{}, err
 		}
 		out[i] = r
 	}
-	return vec{arr: finish(t.Arrow(), n, valid, nulls, buf), t: t}, nil
+	return vec{arr: finish(t.Arrow(), n, valid, nulls, withDS([]*memory.Buffer{buf}, dsBuf)...), t: t}, nil
 }
 
 func decAt(v vec, i int) decimal128.Num {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
@@ -68,6 +69,14 @@ func (c *Ctx) cast(a vec, from, to types.T, n int) (vec, error) {
 	}
 	// Widening a type modifier keeps every value as it is.
 	widens := from.Kind == to.Kind && (to.Prec == 0 || (from.Prec > 0 && from.Prec <= to.Prec))
+	if widens && from.Kind == types.Numeric && from.Scale == to.Scale && unconstrained(to) && !unconstrained(from) {
+		// NUMERIC(p,s) to unconstrained: the values keep dscale s.
+		ds := make([]int8, a.arr.Len())
+		for i := range ds {
+			ds[i] = types.PackDScale(from.Scale)
+		}
+		return vec{arr: types.AttachDScales(a.arr, ds), t: to}, nil
+	}
 	if widens && (from.Kind == types.Text || (from.Kind == types.Numeric && from.Scale == to.Scale)) {
 		return same()
 	}
@@ -166,7 +175,7 @@ func (c *Ctx) cast(a vec, from, to types.T, n int) (vec, error) {
 			}
 			return vec{}, err
 		}
-		return vec{arr: finish(to.Arrow(), n, valid, nulls, buf), t: to}, nil
+		return vec{arr: finish(to.Arrow(), n, valid, nulls, withDS([]*memory.Buffer{buf}, intDS(mem, to, n))...), t: to}, nil
 
 	case from.IsFloat() && to.IsInteger():
 		valid, nulls := validity(mem, n, a)
@@ -248,12 +257,13 @@ func (c *Ctx) cast(a vec, from, to types.T, n int) (vec, error) {
 		})
 
 	case from.Kind == types.Numeric && to.Kind == types.Numeric:
+		ds := newDSReader(a)
 		return c.rowwise(to, n, []vec{a}, func(i int) (types.Datum, error) {
 			r, err := decRescale(decs(a.arr)[i], from.Scale, to.Scale)
 			if err == nil {
 				err = types.NumericFit(r, to)
 			}
-			return types.Datum{D: r}, err
+			return types.Datum{D: r, DS: types.PackDScale(min(ds.at(i), to.Scale))}, err
 		})
 
 	case fp == types.PhysBool && to.IsInteger():
@@ -398,4 +408,13 @@ func (c *Ctx) mapFloat(t types.T, a vec, n int, f func(float64) (float64, error)
 		out[i] = r
 	}
 	return vec{arr: finish(t.Arrow(), n, valid, nulls, buf), t: t}, nil
+}
+
+// intDS is the display-scale buffer of integers cast to an unconstrained
+// NUMERIC t (dscale 0); nil for any other t.
+func intDS(mem memory.Allocator, t types.T, n int) *memory.Buffer {
+	if !unconstrained(t) {
+		return nil
+	}
+	return fillDS(mem, types.PackDScale(0), n)
 }

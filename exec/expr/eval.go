@@ -371,6 +371,9 @@ func broadcast(mem memory.Allocator, d types.Datum, t types.T, n int) arrow.Arra
 	case types.PhysFloat64:
 		return finish(t.Arrow(), n, valid, nulls, fill(mem, n, d.F))
 	case types.PhysDecimal:
+		if ds := fillDS(mem, d.DS, n); ds != nil && unconstrained(t) {
+			return finish(t.Arrow(), n, valid, nulls, fill(mem, n, d.D), ds)
+		}
 		return finish(t.Arrow(), n, valid, nulls, fill(mem, n, d.D))
 	case types.PhysInterval:
 		return finish(t.Arrow(), n, valid, nulls, fill(mem, n, d.IV))
@@ -427,6 +430,9 @@ func datumAt(a arrow.Array, t types.T, i int) types.Datum {
 	case *array.Float64:
 		return types.Float(a.Value(i))
 	case *array.Decimal128:
+		if ds := types.DScales(a); ds != nil {
+			return types.Datum{D: a.Value(i), DS: ds[i]}
+		}
 		return types.Datum{D: a.Value(i)}
 	case *array.String:
 		return types.Str(a.Value(i))

@@ -102,7 +102,11 @@ func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, which, 
 	case *array.Float64:
 		return finish(dt, n, vbuf, nulls, gatherFixed(mem, srcs, which, pos, float64s))
 	case *array.Decimal128:
-		return finish(dt, n, vbuf, nulls, gatherFixed(mem, srcs, which, pos, decs))
+		vals := gatherFixed(mem, srcs, which, pos, decs)
+		if ds := gatherDS(mem, srcs, which, pos); ds != nil {
+			return finish(dt, n, vbuf, nulls, vals, ds)
+		}
+		return finish(dt, n, vbuf, nulls, vals)
 	case *array.MonthDayNanoInterval:
 		return finish(dt, n, vbuf, nulls, gatherFixed(mem, srcs, which, pos, intervals))
 	case *array.Boolean:

@@ -191,6 +191,8 @@ type colOut struct {
 	bits  []byte
 	str   *strOut
 	lst   array.Builder // text[] and records (types.NewBuilder)
+	dsb   *memory.Buffer
+	ds    []int8 // display scales of an unconstrained NUMERIC (dscale.go)
 }
 
 func newColOut(mem memory.Allocator, t types.T, n int) *colOut {
@@ -205,6 +207,7 @@ func newColOut(mem memory.Allocator, t types.T, n int) *colOut {
 		o.buf, o.f64 = fixedBuf[float64](mem, n)
 	case types.PhysDecimal:
 		o.buf, o.dec = fixedBuf[decimal128.Num](mem, n)
+		o.dsb, o.ds = newDS(mem, t, n)
 	case types.PhysInterval:
 		o.buf, o.iv = fixedBuf[arrow.MonthDayNanoInterval](mem, n)
 	case types.PhysList, types.PhysStruct:
@@ -254,6 +257,9 @@ func (o *colOut) set(i int, d types.Datum) {
 		o.f64[i] = d.F
 	case o.dec != nil:
 		o.dec[i] = d.D
+		if o.ds != nil {
+			o.ds[i] = d.DS
+		}
 	case o.iv != nil:
 		o.iv[i] = d.IV
 	}
@@ -267,6 +273,9 @@ func (o *colOut) release() {
 	if o.lst != nil {
 		o.lst.Release()
 	}
+	if o.dsb != nil {
+		o.dsb.Release()
+	}
 }
 
 func (o *colOut) finish(mem memory.Allocator, n int) vec {
@@ -277,7 +286,7 @@ func (o *colOut) finish(mem memory.Allocator, n int) vec {
 	if o.str != nil {
 		return vec{arr: o.str.finish(mem, o.t, o.vbuf, o.nulls), t: o.t}
 	}
-	return vec{arr: finish(o.t.Arrow(), n, o.vbuf, o.nulls, o.buf), t: o.t}
+	return vec{arr: finish(o.t.Arrow(), n, o.vbuf, o.nulls, withDS([]*memory.Buffer{o.buf}, o.dsb)...), t: o.t}
 }
 
 // rowwise computes a column of t by calling f for each row where every arg
@@ -323,8 +332,9 @@ func negKernel(t types.T) kernel {
 			}
 			return vec{arr: finish(t.Arrow(), n, valid, nulls, buf), t: t}, nil
 		case types.PhysDecimal:
+			ds := newDSReader(a)
 			return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
-				return types.Datum{D: decAt(a, i).Negate()}, nil
+				return types.Datum{D: decAt(a, i).Negate(), DS: types.PackDScale(ds.at(i))}, nil
 			})
 		case types.PhysInterval:
 			return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
@@ -371,8 +381,9 @@ func absKernel(t types.T) kernel {
 		case types.PhysFloat64:
 			return c.floatMap(t, a, n, math.Abs), nil
 		case types.PhysDecimal:
+			ds := newDSReader(a)
 			return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
-				return types.Datum{D: decAt(a, i).Abs()}, nil
+				return types.Datum{D: decAt(a, i).Abs(), DS: types.PackDScale(ds.at(i))}, nil
 			})
 		}
 		return vec{}, sqlerr.New(sqlerr.UndefinedFunction, "function abs(%s) does not exist", a.t)
@@ -437,16 +448,17 @@ func roundKernel(t types.T, trunc bool) kernel {
 				if len(args) > 1 {
 					d = intAt(args[1], i)
 				}
+				ds := types.PackDScale(int32(min(max(d, 0), int64(t.Scale))))
 				if d >= int64(a.t.Scale) {
 					r, err := decRescale(decAt(a, i), a.t.Scale, t.Scale)
-					return types.Datum{D: r}, err
+					return types.Datum{D: r, DS: ds}, err
 				}
 				d = max(d, -38)
 				r, err := rescale(decAt(a, i), a.t.Scale, int32(d))
 				if err == nil {
 					r, err = decRescale(r, int32(d), t.Scale)
 				}
-				return types.Datum{D: r}, err
+				return types.Datum{D: r, DS: ds}, err
 			})
 		}
 		name := "round"

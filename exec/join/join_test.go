@@ -54,16 +54,10 @@ func TestJoinEvictsColdGroupsFirst(t *testing.T) {
 // left rows wait for the barrier and meet the right side as it is then,
 // and nothing emitted is retracted when the right side changes later.
 func TestLookupJoinOp(t *testing.T) {
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := memDB(t)
 	var ch chunkOutlet
-	k := &expr.ColRef{Idx: 0, T: types.TInt64, Name: "k"}
-	ts := []types.T{types.TInt64, types.TInt64}
-	spec := &Spec{LeftTs: ts, RightTs: ts, OutTs: append(append([]types.T(nil), ts...), ts...), Kind: Left,
-		LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}, Lookup: true}
+	spec := kvJoinSpec(Left)
+	spec.Lookup = true
 	jo := New(spec, Node{ID: 1, Out: &ch, State: writeState{}, Committed: new(atomic.Uint64), Bytes: new(atomic.Int64), Evicted: new(atomic.Int64), TTL: func() int64 { return 0 }})
 	ectx := &expr.Ctx{Mem: opkit.Mem}
 	out := func() []string {
@@ -132,6 +126,25 @@ func TestLookupJoinOp(t *testing.T) {
 			t.Errorf("the join kept %d left rows of a group", len(g.rows[0]))
 		}
 	}
+}
+
+// memDB is a storage.DB in memory, closed when t ends.
+func memDB(t *testing.T) *storage.DB {
+	t.Helper()
+	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// kvJoinSpec joins two sides of (k, v) int64 rows on k.
+func kvJoinSpec(kind Kind) *Spec {
+	k := &expr.ColRef{Idx: 0, T: types.TInt64, Name: "k"}
+	ts := []types.T{types.TInt64, types.TInt64}
+	return &Spec{LeftTs: ts, RightTs: ts, OutTs: append(append([]types.T(nil), ts...), ts...), Kind: kind,
+		LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}
 }
 
 // chunkOutlet keeps what an operator emits.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -69,7 +70,14 @@ type Op struct {
 	ttlOf             func() int64
 	budget            int64
 	spilled           bool
-	evicted           opkit.EvictedFilter
+	// evicted[s] holds the key hashes of groups evicted with rows of side
+	// s (an inner join reads back a side only if its filter may hold the
+	// key); other joins add every evicted key to evicted[0].
+	evicted [2]opkit.EvictedFilter
+	// rowsOut[s] (inner joins) holds the hashes of side s's rows that
+	// left memory with their group: a row of a partial side not there has
+	// no stored count to read (rowHash).
+	rowsOut [2]opkit.EvictedFilter
 	// tick counts the barriers; a group notes it when a row uses it
 	// (evictage.go: the groups used longest ago are evicted first).
 	tick uint64
@@ -81,6 +89,10 @@ type Op struct {
 	emptied    map[string]uint64
 	emptiedNow []string
 	emptiedQ   []emptiedKey
+
+	// cur reads evicted groups back through one iterator per epoch: made
+	// at the first read, closed at the barrier before eviction.
+	cur opkit.Cursor
 
 	ttl joinTTL    // state.ttl (ttl.go)
 	lk  lookupJoin // a lookup join's left rows waiting for the barrier (lookupjoin.go)
@@ -122,7 +134,13 @@ type joinGroup struct {
 	rows [2][]joinRow
 	idx  [2]map[string]int32
 	gone bool // removed from groups (a group of its key may come anew, or be evicted)
-	hash uint64
+	// partial[s]: side s's rows were not read back with the group (an
+	// inner join reads back only the side a row is matched against), so
+	// rows[s] holds only the rows changed since: deltas over the state
+	// table's counts until the barrier resolves them, then their counts,
+	// kept even at zero while the side is partial (loadSide).
+	partial [2]bool
+	hash    uint64
 	// saved is the epoch whose commit holds the group's last change; used
 	// the operator's tick when a row last used the group.
 	saved, used uint64
@@ -145,6 +163,9 @@ type joinRow struct {
 	// cannot recompute it, and it is stored with the row.
 	pinned int64
 	dirty  bool // listed in Op.dirty
+	// delta: count is a change over the count in the state table, not yet
+	// read (a row of a partial side; writeDirty or loadSide resolves it).
+	delta bool
 }
 
 const joinIndexAt = 16
@@ -303,7 +324,7 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 	}
 	// Keys and rows are encoded a column at a time; a key is copied into
 	// a string only for a new group, a row shares one string per batch.
-	o.keyEnc.Encode(keys, keyTs, n)
+	o.keyEnc.EncodeKeys(keys, keyTs, n)
 	o.rowEnc.Encode(rec.Columns()[:len(o.ts[side])], o.ts[side], n)
 	var null []bool
 	for _, k := range keys {
@@ -324,9 +345,14 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 		var g *joinGroup
 		if !isNull(i) {
 			g = o.groups[opkit.BytesView(o.keyEnc.Row(i))]
-			if g == nil && o.spilled && o.evicted.MayContain(h[i]) && o.readable(opkit.BytesView(o.keyEnc.Row(i))) {
+			if g == nil && o.spilled && o.readable(opkit.BytesView(o.keyEnc.Row(i))) {
 				var err error
-				if g, err = o.reload(ectx, string(o.keyEnc.Row(i)), byte(op.KeyGroup(h[i])), h[i]); err != nil {
+				if g, err = o.readBack(ectx, string(o.keyEnc.Row(i)), h[i], side); err != nil {
+					return 0, err
+				}
+			}
+			if g != nil && g.partial[other] {
+				if err := o.loadSide(g, other); err != nil {
 					return 0, err
 				}
 			}
@@ -463,7 +489,7 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 		at := g.find(side, enc)
 		if at < 0 {
 			at = len(g.rows[side])
-			r = g.insert(side, joinRow{enc: enc, matches: matched})
+			r = g.insert(side, joinRow{enc: enc, matches: matched, delta: g.partial[side]})
 			o.bytes += joinRowBytes + int64(len(enc))
 			if tcol != nil && tcol.IsValid(i) {
 				o.noteExpiry(g, side, enc, tcol.Value(i))
@@ -477,7 +503,7 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 			r.dirty = true
 			o.dirty = append(o.dirty, joinDirty{g: g, side: side, enc: enc})
 		}
-		if r.count <= 0 {
+		if r.count <= 0 && !g.partial[side] {
 			g.remove(side, at)
 			o.bytes -= joinRowBytes + int64(len(enc))
 			if len(g.rows[0]) == 0 && len(g.rows[1]) == 0 {
@@ -550,6 +576,9 @@ func (o *Op) Barrier(ectx *expr.Ctx, b *op.Barrier, w *storage.Batch) error {
 		}
 	}
 	wrote, err := o.st.Commit(w, b, len(o.dirty) > 0, o.ttl.on, o.writeDirty, o.Snapshot)
+	if cerr := o.closeCursor(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return err
 	}
@@ -684,21 +713,167 @@ func (o *Op) groupBytes(g *joinGroup) int64 {
 func (o *Op) evictGroup(k string, g *joinGroup) {
 	o.bytes -= o.groupBytes(g)
 	delete(o.groups, k)
+	switch {
+	case !o.lazy():
+		o.evicted[0].Add(g.hash)
+	default:
+		for side := range g.rows {
+			if len(g.rows[side]) > 0 || g.partial[side] {
+				o.evicted[side].Add(g.hash)
+			}
+			for _, r := range g.rows[side] {
+				o.rowsOut[side].Add(rowHash(g.key, r.enc))
+			}
+		}
+	}
 	g.gone, g.evicted = true, true
 	g.rows, g.idx = [2][]joinRow{}, [2]map[string]int32{} // the watermark's entries may keep g
-	o.evicted.Add(g.hash)
 	o.spilled = true
 	o.evictedN.Add(1)
 }
 
+// rowHash is the hash of a row (enc) of group key, for rowsOut.
+func rowHash(key, enc string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(rowSeed)
+	h.WriteString(key)
+	h.WriteString(enc)
+	return h.Sum64()
+}
+
+var rowSeed = maphash.MakeSeed()
+
+// lazy says whether a row reading its group back needs only the other
+// side's rows: an inner join keeps no match counts, so a row of one side
+// is matched against the other side's rows and stored beside its own
+// side's without reading them (they are read when a row of the other
+// side comes: loadSide). Joins freed by watermark and lookup joins read
+// both sides.
+func (o *Op) lazy() bool {
+	return !o.semi && !o.preserve[0] && !o.preserve[1] && o.tw.spec == nil && !o.lk.on
+}
+
+// cursor is the epoch's reader of the state table.
+func (o *Op) cursor() opkit.Cursor {
+	if o.cur == nil {
+		o.cur = opkit.CursorOf(o.st)
+	}
+	return o.cur
+}
+
+// closeCursor lets the epoch's reader go (at a barrier: a later read
+// sees what the barrier committed).
+func (o *Op) closeCursor() error {
+	if o.cur == nil {
+		return nil
+	}
+	err := o.cur.Close()
+	o.cur = nil
+	return err
+}
+
+// sidePrefix is the state key prefix of side's rows of group key.
+func sidePrefix(b []byte, kg byte, side int, key string) []byte {
+	b = binary.AppendUvarint(append(b[:0], kg, byte(side)), uint64(len(key)))
+	return append(b, key...)
+}
+
+// loadSide reads side's rows of g, a partial side, from the state table
+// and resolves the rows changed since: a delta adds to the stored count,
+// a resolved count replaces it; rows left at zero go.
+func (o *Op) loadSide(g *joinGroup, side int) error {
+	prefix := sidePrefix(nil, g.kg, side, g.key)
+	err := o.cursor().ScanPrefix(prefix, func(k, v []byte) error {
+		count, _, clock, err := decodeJoinValue(v)
+		if err != nil {
+			return err
+		}
+		g.idle = max(g.idle, clock)
+		enc := k[len(prefix):]
+		if i := g.find(side, opkit.BytesView(enc)); i >= 0 {
+			if r := &g.rows[side][i]; r.delta {
+				r.count += count
+				r.delta = false
+			}
+			return nil
+		}
+		e := string(enc)
+		g.insert(side, joinRow{enc: e, count: count})
+		o.bytes += joinRowBytes + int64(len(e))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	g.partial[side] = false
+	for i := len(g.rows[side]) - 1; i >= 0; i-- {
+		r := &g.rows[side][i]
+		r.delta = false
+		if r.count <= 0 {
+			o.bytes -= joinRowBytes + int64(len(r.enc))
+			g.remove(side, i)
+		}
+	}
+	return nil
+}
+
+// complete reads back g's partial sides.
+func (o *Op) complete(g *joinGroup) error {
+	for side := range g.partial {
+		if g.partial[side] {
+			if err := o.loadSide(g, side); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readBack reads back, for a row of side, the group of key, not in
+// memory, if the state table may have rows of it (nil if not). An inner
+// join reads the other side's rows only, and only if a group of the key
+// was evicted with rows of that side; its own side is partial if a group
+// was evicted with rows of it (and nothing is read if the other side's
+// filter does not hold the key).
+func (o *Op) readBack(ectx *expr.Ctx, key string, h uint64, side int) (*joinGroup, error) {
+	kg := byte(op.KeyGroup(h))
+	if !o.lazy() {
+		if !o.evicted[0].MayContain(h) {
+			return nil, nil
+		}
+		return o.reload(ectx, key, kg, h, -1)
+	}
+	other, own := o.evicted[1-side].MayContain(h), o.evicted[side].MayContain(h)
+	switch {
+	case other:
+		g, err := o.reload(ectx, key, kg, h, 1-side)
+		if g != nil {
+			g.partial[side] = own
+		}
+		return g, err
+	case own:
+		g := &joinGroup{kg: kg, key: key, hash: h, used: o.tick}
+		g.partial[side] = true
+		o.groups[key] = g
+		o.bytes += joinGroupBytes + int64(len(key))
+		return g, nil
+	}
+	return nil, nil
+}
+
 // reload reads the group of key back from the state table (nil if it has
-// no rows there) and recomputes its rows' match counts.
-func (o *Op) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*joinGroup, error) {
+// no rows there) and recomputes its rows' match counts. need >= 0 reads
+// only that side's rows (lazy): the group comes back, rows or not, with
+// its other side partial.
+func (o *Op) reload(ectx *expr.Ctx, key string, kg byte, h uint64, need int) (*joinGroup, error) {
 	var g *joinGroup
+	var prefix []byte
 	for side := 0; side < 2; side++ {
-		prefix := binary.AppendUvarint([]byte{kg, byte(side)}, uint64(len(key)))
-		prefix = append(prefix, key...)
-		err := o.st.ScanPrefix(prefix, func(k, v []byte) error {
+		if need >= 0 && side != need {
+			continue
+		}
+		prefix = sidePrefix(prefix, kg, side, key)
+		err := o.cursor().ScanPrefix(prefix, func(k, v []byte) error {
 			count, pinned, clock, err := decodeJoinValue(v)
 			if err != nil {
 				return err
@@ -717,8 +892,15 @@ func (o *Op) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*joinGroup, 
 			return nil, err
 		}
 	}
+	if g == nil && need >= 0 {
+		g = &joinGroup{kg: kg, key: key, hash: h}
+		o.bytes += joinGroupBytes + int64(len(key))
+	}
 	if g == nil {
 		return nil, nil
+	}
+	if need >= 0 {
+		g.partial[1-need] = true
 	}
 	g.used = o.tick
 	o.groups[key] = g
@@ -741,15 +923,21 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 		p0, p1               uint64
 		off, end             int
 		count, pinned, clock int64
+		row                  *joinRow // a delta to resolve
 	}
 	refs := make([]ref, 0, len(o.dirty))
-	var buf []byte
+	size := 0
+	for _, d := range o.dirty {
+		size += 2 + binary.MaxVarintLen32 + len(d.g.key) + len(d.enc)
+	}
+	buf := make([]byte, 0, size)
 	for _, d := range o.dirty {
 		// The row now: it may have gone and come back (listed twice,
 		// written the same both times), or its group been made anew
 		// (and under another key group: nullKey's follows its first row).
 		g := d.g
 		var count, pinned, clock int64
+		var row *joinRow
 		if g.gone {
 			g = o.groups[g.key]
 		}
@@ -757,6 +945,14 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 			if i := g.find(d.side, d.enc); i >= 0 {
 				count, pinned = g.rows[d.side][i].count, g.rows[d.side][i].pinned
 				g.rows[d.side][i].dirty = false
+				if r := &g.rows[d.side][i]; r.delta {
+					if o.rowsOut[d.side].MayContain(rowHash(g.key, r.enc)) {
+						row = r // read its stored count below, in key order
+					} else { // never evicted: no stored count, its delta is it
+						r.count, r.delta = max(r.count, 0), false
+						count = r.count
+					}
+				}
 			}
 			if o.ttl.on {
 				clock = g.idle
@@ -766,7 +962,7 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 		buf = append(buf, d.g.kg, byte(d.side))
 		buf = binary.AppendUvarint(buf, uint64(len(d.g.key)))
 		buf = append(append(buf, d.g.key...), d.enc...)
-		refs = append(refs, ref{off: off, end: len(buf), count: count, pinned: pinned, clock: clock})
+		refs = append(refs, ref{off: off, end: len(buf), count: count, pinned: pinned, clock: clock, row: row})
 	}
 	for i := range refs {
 		r := &refs[i]
@@ -789,6 +985,26 @@ func (o *Op) writeDirty(st *opkit.Writer) error {
 		k := buf[x.off:x.end]
 		if p := &refs[max(i, 1)-1]; i > 0 && p.p0 == x.p0 && p.p1 == x.p1 && bytes.Equal(k, buf[p.off:p.end]) {
 			continue // the same row listed twice
+		}
+		if r := x.row; r != nil && r.delta {
+			// A row of a partial side: its count adds to the stored one,
+			// a point read (the tables' Bloom filters answer most rows,
+			// new ones, without reading a block). The row stays with its
+			// count, zero too, while the side is partial: the state table
+			// shows this write only once it commits.
+			stored, err := o.st.Get(k)
+			if err != nil {
+				return err
+			}
+			if stored != nil {
+				c, _, _, err := decodeJoinValue(stored)
+				if err != nil {
+					return err
+				}
+				r.count += c
+			}
+			r.count, r.delta = max(r.count, 0), false
+			x.count = r.count
 		}
 		if x.count > 0 {
 			v = appendJoinValue(v[:0], x.count, x.pinned, x.clock)

@@ -322,7 +322,7 @@ func (o *Op) freeRow(ectx *expr.Ctx, e joinExpiry, pins bool) (joinFreed, error)
 			return joinFreed{}, nil
 		}
 		var err error
-		if cur, err = o.reload(ectx, g.key, g.kg, g.hash); err != nil || cur == nil {
+		if cur, err = o.reload(ectx, g.key, g.kg, g.hash, -1); err != nil || cur == nil {
 			return joinFreed{}, err
 		}
 	}

@@ -81,7 +81,7 @@ func (o *Op) expireIdle(ectx *expr.Ctx) error {
 	return opkit.SweepIdle(&t.queue, &t.on, now, ttl, maps.Values(o.groups), gone, func(g *joinGroup, _ int64) (bool, error) {
 		if g.gone { // evicted: read it back with its stored clock
 			var err error
-			if g, err = o.reload(ectx, g.key, g.kg, g.hash); err != nil || g == nil {
+			if g, err = o.reload(ectx, g.key, g.kg, g.hash, -1); err != nil || g == nil {
 				return false, err
 			}
 			if g.idle > 0 && g.idle+ttl > now {
@@ -89,6 +89,9 @@ func (o *Op) expireIdle(ectx *expr.Ctx) error {
 				opkit.QueueIdle(&t.queue, g, g.idle)
 				return true, nil
 			}
+		}
+		if err := o.complete(g); err != nil { // its rows not read back go too
+			return false, err
 		}
 		o.expire(g)
 		return true, nil

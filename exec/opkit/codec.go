@@ -70,6 +70,13 @@ func DecodeDatum(buf []byte, t types.T) (types.Datum, []byte, error) {
 	if buf[0] == 0 {
 		return types.Null, buf[1:], nil
 	}
+	if buf[0] == dsMarker && t.Physical() == types.PhysDecimal {
+		if len(buf) < 18 {
+			return types.Null, nil, ErrCorruptState
+		}
+		d := types.Datum{D: decimal128.New(int64(binary.BigEndian.Uint64(buf[1:])), binary.BigEndian.Uint64(buf[9:])), DS: int8(buf[17])}
+		return d, buf[18:], nil
+	}
 	buf = buf[1:]
 	var d types.Datum
 	need := func(n int) bool { return len(buf) >= n }
@@ -186,7 +193,14 @@ func TakeArrayInts(mem, ints memory.Allocator, a arrow.Array, idx []int, t types
 			return out
 		}
 	}
-	bl := types.NewBuilder(mem, t)
+	var bl array.Builder
+	if d, ok := a.(*array.Decimal128); ok && types.DScales(d) != nil {
+		// A type recovered from the layout (TypeOfArrow) does not say the
+		// column is unconstrained; its display-scale bytes do.
+		bl = types.NewDecimalBuilder(mem, d.DataType().(*arrow.Decimal128Type))
+	} else {
+		bl = types.NewBuilder(mem, t)
+	}
 	defer bl.Release()
 	AppendTake(bl, a, idx, t)
 	return bl.NewArray()
@@ -268,9 +282,27 @@ func FloatLess(x, y float64) bool { return types.FloatLess(x, y) }
 // view rows and of operators' stored rows).
 func EncodeRow(buf []byte, rec arrow.RecordBatch, i int, ts []types.T) []byte {
 	for c, t := range ts {
-		buf = EncodeDatum(buf, types.DatumAt(rec.Column(c), i, t), t)
+		buf = EncodeValueDatum(buf, types.DatumAt(rec.Column(c), i, t), t)
 	}
 	return buf
+}
+
+// dsMarker starts a non-NULL unconstrained NUMERIC value that carries its
+// display scale (types/dscale.go): the marker, the 16 bytes EncodeDatum
+// writes, then the scale byte. Only values are written so (EncodeRow,
+// EncodeValueDatum); keys never are, so 1.5 and 1.50 keep one key.
+const dsMarker = 2
+
+// EncodeValueDatum is EncodeDatum for a value that is not a key: an
+// unconstrained NUMERIC keeps its display scale. DecodeDatum reads both.
+func EncodeValueDatum(buf []byte, d types.Datum, t types.T) []byte {
+	if d.DS == 0 || d.Null || t.Kind != types.Numeric || t.Prec != 0 {
+		return EncodeDatum(buf, d, t)
+	}
+	buf = append(buf, dsMarker)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(d.D.HighBits()))
+	buf = binary.BigEndian.AppendUint64(buf, d.D.LowBits())
+	return append(buf, byte(d.DS))
 }
 
 // ReleaseAll releases the non-nil arrays of as.

@@ -21,6 +21,11 @@ type RowEncoder struct {
 	ends []int // row i is buf[ends[i-1]:ends[i]] (ends[-1] = 0)
 	pos  []int
 	str  string // buf as a string, once asked for
+	// key: the rows are keys (EncodeKeys), so unconstrained NUMERIC values
+	// drop their display scales and 1.5 and 1.50 encode equally; as values
+	// (Encode) they keep them (EncodeValueDatum).
+	key     bool
+	scratch []byte
 }
 
 func FixedWidth(t types.T) int {
@@ -33,14 +38,34 @@ func FixedWidth(t types.T) int {
 	return 0
 }
 
-// Encode encodes rows [0, n) of cols, of types ts.
+// Encode encodes rows [0, n) of cols, of types ts, as values: an
+// unconstrained NUMERIC keeps its display scale.
 func (e *RowEncoder) Encode(cols []arrow.Array, ts []types.T, n int) {
+	e.key = false
+	e.encode(cols, ts, n)
+}
+
+// EncodeKeys encodes rows [0, n) of cols, of types ts, as keys: equal
+// values encode equally whatever their display scales.
+func (e *RowEncoder) EncodeKeys(cols []arrow.Array, ts []types.T, n int) {
+	e.key = true
+	e.encode(cols, ts, n)
+}
+
+func (e *RowEncoder) encode(cols []arrow.Array, ts []types.T, n int) {
 	e.str = ""
 	e.ends = Resize(e.ends, n)
 	clear(e.ends)
 	ends := e.ends
 	for c, a := range cols {
 		nulls := a.NullN() > 0
+		if !e.key && types.DScales(a) != nil && ts[c].Kind == types.Numeric && ts[c].Prec == 0 {
+			for i := range ends {
+				e.scratch = EncodeValueDatum(e.scratch[:0], types.DatumAt(a, i, ts[c]), ts[c])
+				ends[i] += len(e.scratch)
+			}
+			continue
+		}
 		if w := FixedWidth(ts[c]); w > 0 {
 			if _, ok := a.(*array.Null); ok {
 				for i := range ends {
@@ -85,6 +110,13 @@ func (e *RowEncoder) Encode(cols []arrow.Array, ts []types.T, n int) {
 	buf, pos := e.buf, e.pos
 	for c, a := range cols {
 		nulls := a.NullN() > 0
+		if !e.key && types.DScales(a) != nil && ts[c].Kind == types.Numeric && ts[c].Prec == 0 {
+			t := ts[c]
+			for i, p := range pos {
+				pos[i] = p + len(EncodeValueDatum(buf[p:p], types.DatumAt(a, i, t), t))
+			}
+			continue
+		}
 		switch a := a.(type) {
 		case *array.Int64:
 			vs := a.Int64Values()
@@ -215,6 +247,10 @@ func AppendTake(bl array.Builder, a arrow.Array, idx []int, t types.T) {
 			}
 		}
 	case *array.Decimal128:
+		if db, ok := bl.(*types.DecimalBuilder); ok {
+			appendTakeDS(db, arr, idx)
+			break
+		}
 		b := bl.(*array.Decimal128Builder)
 		vs := arr.Values()
 		for _, i := range idx {
@@ -305,6 +341,9 @@ func (d *RowDecoder) AppendRow(enc string) {
 			p += 9
 			continue
 		case *array.Decimal128Builder:
+			if enc[p] == dsMarker {
+				break // a display scale follows: DecodeDatum below
+			}
 			b.Append(decimal128.New(int64(binary.BigEndian.Uint64([]byte(enc[p+1:p+9]))), binary.BigEndian.Uint64([]byte(enc[p+9:p+17]))))
 			p += 17
 			continue
@@ -319,5 +358,22 @@ func (d *RowDecoder) AppendRow(enc string) {
 		dd, after, _ := DecodeDatum(rest, t)
 		types.AppendDatum(d.bls[c], dd, t)
 		p += len(rest) - len(after)
+	}
+}
+
+// appendTakeDS is AppendTake's loop for an unconstrained NUMERIC builder:
+// the values and their display scales (types/dscale.go).
+func appendTakeDS(b *types.DecimalBuilder, arr *array.Decimal128, idx []int) {
+	vs, ds := arr.Values(), types.DScales(arr)
+	noNulls := arr.NullN() == 0
+	for _, i := range idx {
+		switch {
+		case i < 0 || (!noNulls && arr.IsNull(i)):
+			b.AppendNull()
+		case ds != nil:
+			b.AppendDS(vs[i], ds[i])
+		default:
+			b.Append(vs[i])
+		}
 	}
 }

@@ -140,3 +140,33 @@ func (r *SnapReuse) Take(op uint32, epoch uint64, ttlOn bool, encode func(uint64
 
 // Last is the snapshot kept (tests).
 func (r *SnapReuse) Last() *Snapshot { return r.last }
+
+// Cursor reads state entries through one read view kept open between
+// reads (on Pebble, one iterator): an operator that reads back many
+// evicted groups in an epoch opens it once. It sees the state as when it
+// was first read after Close; the operator closes it at every barrier,
+// before it evicts, so a later read sees what the barrier committed.
+type Cursor interface {
+	Get(key []byte) ([]byte, error) // the value is valid until the next read
+	ScanPrefix(prefix []byte, fn func(key, val []byte) error) error
+	Close() error
+}
+
+// CursorState is a State that gives a Cursor.
+type CursorState interface {
+	State
+	Cursor() Cursor
+}
+
+// CursorOf returns st's Cursor, or, for a State without one, a Cursor
+// that reads st directly (Close does nothing).
+func CursorOf(st State) Cursor {
+	if c, ok := st.(CursorState); ok {
+		return c.Cursor()
+	}
+	return plainCursor{st}
+}
+
+type plainCursor struct{ State }
+
+func (plainCursor) Close() error { return nil }

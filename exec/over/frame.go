@@ -194,7 +194,7 @@ func windowValue(env *Env, f Func, rec arrow.RecordBatch, idx []int, spids []int
 	}
 	defer def.Release()
 	// Values then defaults, so src indexes both (rows+i is row i's default).
-	both, err := array.Concatenate([]arrow.Array{arg, def}, env.alloc())
+	both, err := types.Concatenate([]arrow.Array{arg, def}, env.alloc())
 	if err != nil {
 		return nil, err
 	}

@@ -224,7 +224,7 @@ func (o *Op) Push(ectx *expr.Ctx, c op.Chunk, _ int) error {
 	h := accum.HashColumns(nil, keys, n)
 	// Keys and rows are encoded a column at a time; a key is copied into
 	// a string only for a new partition, a row shares one string per batch.
-	o.keyEnc.Encode(keys, expr.Types(o.spec.Partition), n)
+	o.keyEnc.EncodeKeys(keys, expr.Types(o.spec.Partition), n)
 	o.rowEnc.Encode(rec.Columns()[:len(o.inTs)], o.inTs, n)
 	hopTS, err := o.lateHopTimes(ectx, rec)
 	if err != nil {

@@ -195,7 +195,7 @@ func (o *Op) keysOf(ectx *expr.Ctx, keys []expr.Expr, rec arrow.RecordBatch) (va
 	if o.spec.Canon != nil {
 		o.spec.Canon(ectx, cols, kt)
 	}
-	o.kenc.Encode(cols, kt, n)
+	o.kenc.EncodeKeys(cols, kt, n)
 	return valid, nil
 }
 

@@ -195,8 +195,9 @@ func aggType(name string, arg expr.Expr) (types.T, error) {
 	case "avg":
 		switch {
 		case t.IsInteger() || t.Kind == types.Numeric:
-			// sum / count: a quotient's display scale.
-			return numType(divScale(storageScale(t), 0)), nil
+			// sum / count: a quotient, whose display scale depends on
+			// the values (see numeric.go).
+			return quotientType(t, types.TInt64), nil
 		case t.IsFloat():
 			return types.TFloat64, nil
 		case t.Kind == types.Interval:

@@ -250,9 +250,9 @@ func TestOutputColumns(t *testing.T) {
 	for _, tc := range []struct{ sql, want string }{
 		{"select * from words", "word:character varying(20) n:bigint ts:timestamp without time zone"},
 		{"select x + 1, x * x, x / 3, 7.0 / 2, 1.50 / 3, avg(x), sum(x), round(x, 1), pg_cast(x, 'numeric'), pg_cast('1.50', 'numeric'), pg_cast(f, 'numeric'), coalesce(x, 0), coalesce(x, x) from t group by x, f",
-			"?column?:numeric(38,2) ?column?:numeric(38,4) ?column?:numeric(38,16) ?column?:numeric(38,16) ?column?:numeric(38,20) avg:numeric(38,16) sum:numeric(38,2) round:numeric(38,1) x:numeric(38,2) numeric:numeric(38,2) f:numeric coalesce:numeric coalesce:numeric(10,2)"},
+			"?column?:numeric(38,2) ?column?:numeric(38,4) ?column?:numeric ?column?:numeric(38,16) ?column?:numeric(38,20) avg:numeric sum:numeric(38,2) round:numeric(38,1) x:numeric(38,2) numeric:numeric(38,2) f:numeric coalesce:numeric coalesce:numeric(10,2)"},
 		{"select word, count(*), sum(n), avg(n), min(ts), max(word) from words group by word",
-			"word:character varying(20) count:bigint sum:numeric(38,0) avg:numeric(38,16) min:timestamp without time zone max:character varying(20)"},
+			"word:character varying(20) count:bigint sum:numeric(38,0) avg:numeric min:timestamp without time zone max:character varying(20)"},
 		{"select sum(a), sum(sm), sum(f), avg(f), sum(x), count(distinct s) from t", "sum:bigint sum:bigint sum:double precision avg:double precision sum:numeric(38,2) count:bigint"},
 		{"select 1, 1.5, 3000000000, 99999999999999999999, 'x', null, true", "?column?:integer ?column?:numeric(38,1) ?column?:bigint ?column?:numeric(38,0) ?column?:text ?column?:text ?column?:boolean"},
 		{"select pg_cast(1, 'int'), pg_cast(a, 'text'), pg_cast('5', 'bigint') as five from t", "int4:integer a:text five:bigint"},

@@ -273,7 +273,7 @@ func (b *Binder) numericArith(op string, l, r expr.Expr) (expr.Expr, error) {
 		if e, ok, err := foldDiv(l, r); ok {
 			return e, err
 		}
-		t = numType(divScale(storageScale(lt), storageScale(rt)))
+		t = quotientType(lt, rt)
 	default: // + - %
 		t = numericResult(lt, rt, func(sa, sb int32) int32 { return max(sa, sb) })
 	}

@@ -16,7 +16,7 @@ import (
 //	NUMERIC(p,s) column           s
 //	a + b, a - b, a % b           max(sa, sb)
 //	a * b                         sa + sb
-//	a / b, avg(a)                 max(16, sa, sb) (see divScale)
+//	a / b, avg(a)                 per value (see quotientType)
 //	sum(a), min(a), max(a), abs(a), -a   sa
 //	round(a, n)                   n; round(a), floor(a), ceil(a): 0
 //
@@ -75,12 +75,24 @@ func numericResult(a, b types.T, scale func(sa, sb int32) int32) types.T {
 	return types.T{Kind: types.Numeric, Scale: min(s, maxStaticScale)}
 }
 
-// divScale is the display scale of a quotient whose operands are not both
-// constants. PostgreSQL's select_div_scale also depends on the operands'
-// leading digits (1.50/3 gets 20 digits, 7.0/2 gets 16); the binder cannot
-// see values, so it assumes quotient and dividend have the same magnitude,
-// the common case, and uses max(16, sa, sb).
-func divScale(sa, sb int32) int32 { return max(divMinScale, sa, sb) }
+// quotientType is the type of a / b (and of avg, sum / count) when they
+// are not both constants: unconstrained NUMERIC, whose values carry the
+// display scale PostgreSQL's select_div_scale gives them (16 significant
+// digits from the quotient's first base-10000 digit, at least the
+// operands' display scales; 1.50/3 gets 20, 7.0/2 16). It is held at
+// quotientStore digits (more for operands held at more), which covers
+// quotients down to 0.0001 and leaves 18 integer digits; avg(bigint) is
+// held at 16, leaving the 22 integer digits a bigint sum's average needs.
+func quotientType(a, b types.T) types.T {
+	s := max(storageScale(a), storageScale(b), quotientStore)
+	if a.Kind == types.Int64 {
+		s = types.UnconstrainedScale
+	}
+	return types.T{Kind: types.Numeric, Scale: min(s, maxStaticScale)}
+}
+
+// quotientStore is the least storage scale of a quotient (quotientType).
+const quotientStore = 20
 
 // foldDiv divides two non-NULL numeric constants at bind time with
 // PostgreSQL's exact result scale (types.DivScale), as PostgreSQL's planner
@@ -112,61 +124,5 @@ func constScale(k *expr.Const) int32 {
 	return types.DisplayScale(k.D.D, k.T.Scale)
 }
 
-// textScale is the display scale PostgreSQL's numeric input gives the text
-// s ("1.50" → 2, "1.5e1" → 0, "2e-3" → 3); ok is false if s does not look
-// like a plain number (parsing then reports the error).
-func textScale(s string) (int32, bool) {
-	i, n := 0, len(s)
-	for i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	for n > i && (s[n-1] == ' ' || s[n-1] == '\t' || s[n-1] == '\n' || s[n-1] == '\r') {
-		n--
-	}
-	if i < n && (s[i] == '+' || s[i] == '-') {
-		i++
-	}
-	frac, digits, dot := 0, 0, false
-	for ; i < n; i++ {
-		switch c := s[i]; {
-		case c >= '0' && c <= '9':
-			digits++
-			if dot {
-				frac++
-			}
-			continue
-		case c == '.' && !dot:
-			dot = true
-			continue
-		}
-		break
-	}
-	if digits == 0 {
-		return 0, false
-	}
-	exp := 0
-	if i < n && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		neg := false
-		if i < n && (s[i] == '+' || s[i] == '-') {
-			neg = s[i] == '-'
-			i++
-		}
-		if i == n {
-			return 0, false
-		}
-		for ; i < n; i++ {
-			if s[i] < '0' || s[i] > '9' || exp > 10000 {
-				return 0, false
-			}
-			exp = exp*10 + int(s[i]-'0')
-		}
-		if neg {
-			exp = -exp
-		}
-	}
-	if i != n {
-		return 0, false
-	}
-	return int32(max(frac-exp, 0)), true
-}
+// textScale is types.TextDScale.
+func textScale(s string) (int32, bool) { return types.TextDScale(s) }

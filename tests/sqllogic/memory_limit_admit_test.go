@@ -121,6 +121,38 @@ func TestMemoryLimitRefusesNewWork(t *testing.T) {
 		t.Fatalf("the refusal does not name the COPY: %v", refused)
 	}
 
+	// That refusal may have counted the COPY before it still in flight; a
+	// collection now may find the rows alone a little below the bound.
+	// INSERT ... VALUES is never refused: add keyed rows until an empty
+	// COPY (admitted or refused at its start, keeping nothing) is refused.
+	// The guard collects afresh at most once a second, so each probe waits
+	// that long; once one is refused, a margin of rows more.
+	insert := func(from, n int) {
+		for i := 0; i < n; i += 2500 {
+			var vals []string
+			for k := from + i; k < from+i+2500; k++ {
+				vals = append(vals, fmt.Sprintf("(%d, '%s%d')", k, strings.Repeat("x", 100), k))
+			}
+			execAll(t, c, "INSERT INTO big VALUES "+strings.Join(vals, ", "))
+		}
+	}
+	for extra := 0; ; extra += 20000 {
+		time.Sleep(1100 * time.Millisecond)
+		err := copyText(c, "COPY small FROM STDIN", "")
+		if isOutOfMemory(err) {
+			t.Logf("the rows alone past the bound after %d more keyed rows", extra)
+			insert(loaded+extra, 10000)
+			break
+		}
+		if err != nil {
+			t.Fatalf("an empty COPY: %v", err)
+		}
+		if extra >= loaded {
+			t.Fatalf("%d keyed rows loaded and an empty COPY is still admitted", loaded+extra)
+		}
+		insert(loaded+extra, 20000)
+	}
+
 	// New work is refused, the server answers simple statements.
 	err = execTimeout(c, "CREATE MATERIALIZED VIEW sv AS SELECT k, count(*) AS n FROM small GROUP BY k")
 	pgErr = wantCode(t, "CREATE MATERIALIZED VIEW over the limit", err, "53200")

@@ -89,21 +89,7 @@ func TestNumericScalePG(t *testing.T) {
 		if rng.IntN(10) == 0 {
 			return "NULL"
 		}
-		v := rng.Int64N(int64(pow10(digits))) - int64(pow10(digits))/5
-		s := fmt.Sprint(v)
-		if scale == 0 {
-			return s
-		}
-		neg := strings.HasPrefix(s, "-")
-		s = strings.TrimPrefix(s, "-")
-		for len(s) <= scale {
-			s = "0" + s
-		}
-		s = s[:len(s)-scale] + "." + s[len(s)-scale:]
-		if neg {
-			s = "-" + s
-		}
-		return s
+		return randNumeric(rng, scale, digits, 5)
 	}
 	for round := 0; round < 2; round++ {
 		var rows []string
@@ -162,4 +148,24 @@ func pow10(n int) int {
 		p *= 10
 	}
 	return p
+}
+
+// randNumeric is a random NUMERIC literal with digits digits, scale of them
+// after the point, from -10^digits/negPart up to below 10^digits minus that.
+func randNumeric(rng *rand.Rand, scale, digits int, negPart int64) string {
+	v := rng.Int64N(int64(pow10(digits))) - int64(pow10(digits))/negPart
+	s := fmt.Sprint(v)
+	if scale == 0 {
+		return s
+	}
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for len(s) <= scale {
+		s = "0" + s
+	}
+	s = s[:len(s)-scale] + "." + s[len(s)-scale:]
+	if neg {
+		s = "-" + s
+	}
+	return s
 }
