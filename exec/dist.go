@@ -52,12 +52,23 @@ const distShuffleEdge = 0
 // parallelism, has the one shape that runs distributed (see DistPart):
 // nil if it has, a 0A000 error saying why not otherwise.
 func CheckDistShape(plan Plan, parallelism int) error {
+	_, err := DistSplits(plan, parallelism)
+	return err
+}
+
+// DistSplits is CheckDistShape that also returns the number of splits
+// (partitions) of the plan's source, which a placement spreads over the
+// nodes.
+func DistSplits(plan Plan, parallelism int) (int, error) {
 	g, err := compile(plan, max(1, parallelism))
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, _, err = distShape(g)
-	return err
+	src, _, err := distShape(g)
+	if err != nil {
+		return 0, err
+	}
+	return src.par, nil
 }
 
 // distShape returns the source and aggregate of a graph of the
