@@ -171,6 +171,17 @@ func readsDistributed(views []*storage.TableDef) (handled bool, err error) {
 	return false, nil
 }
 
+// refuseDistributed refuses what (0A000) if it would read one of views
+// that is distributed: it would see this node's part alone.
+func refuseDistributed(views []*storage.TableDef, what string) error {
+	for _, v := range views {
+		if distributed(v) {
+			return notDistributed(what+" of distributed materialized view "+v.Name, "it would read this node's part of the view alone")
+		}
+	}
+	return nil
+}
+
 // distGatherTimeout bounds how long a read gathers a distributed view.
 const distGatherTimeout = 30 * time.Second
 

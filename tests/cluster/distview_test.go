@@ -20,11 +20,15 @@ import (
 // WITH (distributed = false) keeps one owner, as before. kill -9 of one
 // node while the others insert: reads on the survivors are refused with
 // 55000 at most until the new generation commits, then equal the batch
-// query again; the killed node restarted reads the same.
+// query again; the killed node restarted reads the same. COPY v TO STDOUT
+// reads the gathered rows; INSERT ... SELECT from the view, EMIT CHANGES
+// over it and a savepoint of it are refused (0A000).
 func TestClusterDistributedView(t *testing.T) {
 	ctx := context.Background()
+	began := time.Now()
 	_, kafkaAddr := startKafka(t, 1)
 	c := startCluster(t, "distview", 3, clusterConf{extra: []string{"--cluster-kafka", kafkaAddr}})
+	began = time.Now() // the nodes are up (the first test also builds streamdb)
 	execAll(t, c.conns[0],
 		"CREATE TABLE stream (k BIGINT, x BIGINT) WITH (partitions = 3)",
 		"CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n, sum(x) AS s FROM stream GROUP BY k",
@@ -36,6 +40,9 @@ func TestClusterDistributedView(t *testing.T) {
 		"CREATE MATERIALIZED VIEW bad WITH (distributed = maybe) AS SELECT k, count(*) AS n FROM stream GROUP BY k": "22023",
 		"CREATE MATERIALIZED VIEW bad WITH (spread = true) AS SELECT k, count(*) AS n FROM stream GROUP BY k":       "22023",
 		"SELECT v.k, v_one.n FROM v JOIN v_one ON v.k = v_one.k":                                                    "0A000",
+		"INSERT INTO stream SELECT k, n FROM v":                                                                     "0A000",
+		"SELECT k, n FROM v EMIT CHANGES":                                                                           "0A000",
+		"CREATE SAVEPOINT sp FOR v":                                                                                 "0A000",
 	} {
 		if _, err := c.conns[1].Exec(ctx, q); sqlstate(err) != code {
 			t.Fatalf("%s: %v, want SQLSTATE %s", q, err, code)
@@ -105,6 +112,19 @@ func TestClusterDistributedView(t *testing.T) {
 	write(c.conns[2], 200, false)
 	settle("three nodes", 0, 1, 2)
 
+	// COPY TO of the view runs over the gathered rows too.
+	keys, err := queryRows(c.conns[1], "SELECT count(DISTINCT k) FROM stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if _, err := c.conns[1].PgConn().CopyTo(ctx, &out, "COPY v TO STDOUT"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("'%d'", strings.Count(out.String(), "\n")); got != keys[0] {
+		t.Fatalf("COPY v TO STDOUT on n2: %s lines, the table has %v keys", got, keys)
+	}
+
 	// Every node runs a part of v; v_one has one owner.
 	parts := map[string]bool{}
 	owners := jobOwners(t, c.conns[2])
@@ -129,5 +149,6 @@ func TestClusterDistributedView(t *testing.T) {
 	c.nodes[1].srv.Restart(t)
 	c.conns[1] = c.nodes[1].srv.Conn(t)
 	settle("n2 restarted", 1, 0)
+	t.Logf("done after %v", time.Since(began).Round(time.Millisecond))
 	t.Logf("%d rows; reads refused with 55000 while a generation started: %d", next, refused)
 }
