@@ -149,6 +149,19 @@ func TestClusterDistributedView(t *testing.T) {
 	c.nodes[1].srv.Restart(t)
 	c.conns[1] = c.nodes[1].srv.Conn(t)
 	settle("n2 restarted", 1, 0)
+	// DROP stops every node's part and the view's state in etcd goes.
+	execAll(t, c.conns[2], "DROP MATERIALIZED VIEW v")
+	waitUntil(t, 20*time.Second, "the parts of v gone from SHOW CLUSTER", func() bool {
+		for _, r := range showCluster(t, c.conns[0]) {
+			if strings.Contains(r.jobs, "v[") {
+				return false
+			}
+		}
+		return true
+	})
+	if _, err := queryRows(c.conns[1], "SELECT * FROM v"); sqlstate(err) != "42P01" {
+		t.Fatalf("SELECT from the dropped view: %v, want 42P01", err)
+	}
 	t.Logf("done after %v", time.Since(began).Round(time.Millisecond))
 	t.Logf("%d rows; reads refused with 55000 while a generation started: %d", next, refused)
 }
