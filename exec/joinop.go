@@ -26,8 +26,7 @@ func joinSpec(n *gnode) *join.Spec {
 // budget bytes of the state cache (0: it never evicts); not loaded.
 func newJoinOp(j *Job, n *gnode, out *outlet, budget int64) *join.Op {
 	s := joinSpec(n)
-	nd := join.Node{ID: n.op, Out: out, State: j.opState(n.op, 0, 1), Budget: budget,
-		Committed: &j.committed, Bytes: &j.opBytes, Evicted: &j.Evicted, TTL: j.spec.StateTTL.micros}
+	nd := join.Node{Node: opNode(j, n, out, budget)}
 	if s.Time != nil && !s.Lookup {
 		nd.Late = [2]*lateLog{j.newLateLog(s.Time.Kind, n.op, s.LeftTs), j.newLateLog(s.Time.Kind, n.op, s.RightTs)}
 	}
@@ -39,12 +38,16 @@ func newJoinOp(j *Job, n *gnode, out *outlet, budget int64) *join.Op {
 type joinNode struct{ *join.Op }
 
 // newJoinNode makes instance inst of join node n and, for a durable job,
-// loads its state.
-func (j *Job) newJoinNode(n *gnode, inst int, out *outlet) (joinNode, error) {
+// loads its state (reemit: it will re-emit all of it, so it keeps every
+// group until the first barrier).
+func (j *Job) newJoinNode(n *gnode, inst int, out *outlet, reemit bool) (joinNode, error) {
 	if !j.durable() {
 		return joinNode{newJoinOp(j, n, out, 0)}, nil
 	}
 	o := newJoinOp(j, n, out, j.cacheShare())
+	if reemit {
+		o.DeferEviction()
+	}
 	return joinNode{o}, o.Load(j.exprCtx(), j.opState(n.op, inst, n.par), inst, n.par)
 }
 

@@ -73,3 +73,10 @@ func (s *memOpState) Commit(w *storage.Batch, b *op.Barrier, changed, ttlOn bool
 	}
 	return false, nil
 }
+
+// opNode is what instance 0 of keyed operator n (a join, a rank) is given
+// by the runtime: Load gives the instance its own state.
+func opNode(j *Job, n *gnode, out *outlet, budget int64) opkit.Node {
+	return opkit.Node{ID: n.op, Out: out, State: j.opState(n.op, 0, 1), Budget: budget,
+		Committed: &j.committed, Bytes: &j.opBytes, Evicted: &j.Evicted, TTL: j.spec.StateTTL.micros}
+}

@@ -27,8 +27,7 @@ func rankSpecOf(n *gnode) *rank.Spec {
 // budget bytes of the state cache (0: it never evicts); not loaded.
 func newRankOp(j *Job, n *gnode, out *outlet, budget int64) *rank.Op {
 	s := rankSpecOf(n)
-	nd := rank.Node{ID: n.op, Out: out, State: j.opState(n.op, 0, 1), Budget: budget,
-		Committed: &j.committed, Bytes: &j.opBytes, Evicted: &j.Evicted, TTL: j.spec.StateTTL.micros}
+	nd := rank.Node{Node: opNode(j, n, out, budget)}
 	if s.Win != nil {
 		nd.Late = j.newLateLog("top-n", n.op, s.InTs)
 	}

@@ -240,12 +240,12 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				continue
 			}
 			for i := 0; i < n.par; i++ {
-				op, err := j.newJoinNode(n, i, outlets[out][i])
+				reemit := spec.Reemit && root
+				op, err := j.newJoinNode(n, i, outlets[out][i], reemit)
 				if err != nil {
 					return nil, err
 				}
 				ins, o := inputs[n][i], outlets[out][i]
-				reemit := spec.Reemit && root
 				at := opSlot
 				opSlot++
 				starts = append(starts, func() {

@@ -498,18 +498,9 @@ func (t *txn) addStage(db *storage.DB, def *storage.TableDef, st *storage.Stage)
 	return nil
 }
 
-// recordBytes is the memory of r's buffers.
-func recordBytes(r arrow.RecordBatch) int64 {
-	var n int64
-	for _, c := range r.Columns() {
-		for _, b := range c.Data().Buffers() {
-			if b != nil {
-				n += int64(b.Len())
-			}
-		}
-	}
-	return n
-}
+// recordBytes is the memory of r's buffers (and its children's: a list
+// column's values count too).
+func recordBytes(r arrow.RecordBatch) int64 { return int64(storage.PaddedBufferBytes(r, 0)) }
 
 // txRows wraps the rows of a statement run inside a transaction so that an
 // error while they are sent fails the transaction too.

@@ -12,11 +12,8 @@
 package join
 
 import (
-	"sync/atomic"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
-	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
 )
@@ -53,18 +50,7 @@ type Spec struct {
 
 // Node is what the runtime gives a join instance.
 type Node struct {
-	ID    uint32      // the operator's id in its job
-	Out   op.Outlet   // where its rows go
-	State opkit.State // its state (Load may give another)
-	// Budget is its share of the job's state cache in bytes (0: it never
-	// evicts).
-	Budget int64
-	// Committed is the job's last committed epoch; Bytes adds up its
-	// operators' state; Evicted counts the groups they evicted.
-	Committed      *atomic.Uint64
-	Bytes, Evicted *atomic.Int64
-	// TTL is the job's state.ttl in µs (0: none), read at each barrier.
-	TTL func() int64
+	opkit.Node
 	// Late are the late-row logs of the left and right inputs (nil: not
 	// recorded).
 	Late [2]*opkit.LateLog

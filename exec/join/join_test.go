@@ -58,7 +58,7 @@ func TestLookupJoinOp(t *testing.T) {
 	var ch chunkOutlet
 	spec := kvJoinSpec(Left)
 	spec.Lookup = true
-	jo := New(spec, Node{ID: 1, Out: &ch, State: writeState{}, Committed: new(atomic.Uint64), Bytes: new(atomic.Int64), Evicted: new(atomic.Int64), TTL: func() int64 { return 0 }})
+	jo := New(spec, Node{Node: opkittest.Node(&ch, writeState{})})
 	ectx := &expr.Ctx{Mem: opkit.Mem}
 	out := func() []string {
 		var rows []string

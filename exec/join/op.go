@@ -34,15 +34,17 @@ import (
 // state plus the matches a row keeps of partners freed by the watermark.
 type Op struct {
 	// snap is the last snapshot, kept while nothing changes (memory backend).
-	st       opkit.State // its state, whichever backend holds it
-	spec     *Spec
-	op       uint32
-	ts       [2][]types.T
-	keys     [2][]expr.Expr
-	outTs    []types.T
-	semi     bool // semi or anti: only left columns go out
-	preserve [2]bool
-	groups   map[string]*joinGroup
+	st    opkit.State // its state, whichever backend holds it
+	spec  *Spec
+	op    uint32
+	ts    [2][]types.T
+	keys  [2][]expr.Expr
+	outTs []types.T
+	semi  bool // semi or anti: only left columns go out
+	// deferEvict: Load keeps every group until the first barrier (DeferEviction).
+	deferEvict bool
+	preserve   [2]bool
+	groups     map[string]*joinGroup
 	// dirty lists the rows changed in the epoch (joinRow.dirty marks them;
 	// a row removed and added again may be listed twice).
 	dirty   []joinDirty
@@ -1148,8 +1150,10 @@ func (o *Op) Load(ectx *expr.Ctx, st opkit.State, inst, par int) error {
 	}
 	o.st.Loaded()
 	if !o.semi && !o.preserve[0] && !o.preserve[1] {
-		o.evict(^uint64(0)) // all of it is committed
-		return nil          // inner joins never read match counts
+		if !o.deferEvict {
+			o.evict(^uint64(0)) // all of it is committed
+		}
+		return nil // inner joins never read match counts
 	}
 	for _, g := range o.groups {
 		err := o.pairs(ectx, g, func(l, r *joinRow, _, _ string) {
@@ -1203,6 +1207,11 @@ func (o *Op) pairs(ectx *expr.Ctx, g *joinGroup, fn func(l, r *joinRow, lenc, re
 	}
 	return nil
 }
+
+// DeferEviction makes Load keep every group it reads until the first
+// barrier, so ReemitAll after it sees them all (groups evicted at load
+// would be missing from the rows re-emitted).
+func (o *Op) DeferEviction() { o.deferEvict = true }
 
 // ReemitAll emits the join's whole output as it stands in its state (a
 // view upgraded from a savepoint rebuilds its rows from state).

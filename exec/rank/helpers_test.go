@@ -1,7 +1,6 @@
 package rank
 
 import (
-	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -16,8 +15,7 @@ import (
 // newTestOp makes an instance of spec emitting into out, on a state table
 // that snapshots at checkpoints (the memory backend), with no budget.
 func newTestOp(spec *Spec, out op.Outlet) *Op {
-	return New(spec, Node{ID: 1, Out: out, State: &opkittest.SnapState{}, Committed: new(atomic.Uint64),
-		Bytes: new(atomic.Int64), Evicted: new(atomic.Int64), TTL: func() int64 { return 0 }})
+	return New(spec, Node{Node: opkittest.Node(out, &opkittest.SnapState{})})
 }
 
 func kvRefs() (k, v *expr.ColRef) {

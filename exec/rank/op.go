@@ -56,18 +56,7 @@ type Spec struct {
 
 // Node is what the runtime gives a rank instance.
 type Node struct {
-	ID    uint32      // the operator's id in its job
-	Out   op.Outlet   // where its rows go
-	State opkit.State // its state (Load may give another)
-	// Budget is its share of the job's state cache in bytes (0: it never
-	// evicts).
-	Budget int64
-	// Committed is the job's last committed epoch; Bytes adds up its
-	// operators' state; Evicted counts the partitions they evicted.
-	Committed      *atomic.Uint64
-	Bytes, Evicted *atomic.Int64
-	// TTL is the job's state.ttl in µs (0: none), read at each barrier.
-	TTL func() int64
+	opkit.Node
 	// Late is the late-row log of a top-N per window (nil: not recorded).
 	Late *opkit.LateLog
 }

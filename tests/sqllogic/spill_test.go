@@ -132,6 +132,51 @@ func testJoinStateSpill(t *testing.T, kill9 bool) {
 	check("after a restart")
 }
 
+// TestJoinSpillUpgradeFromSavepoint: an inner join whose state is far
+// over its share of a 1 MiB state cache is upgraded from a savepoint
+// (CREATE OR REPLACE ... FROM SAVEPOINT keeps the join's state and
+// rebuilds the view's rows from it): every pair comes back, those of the
+// groups the budget evicts too, and the view goes on equal to its query.
+func TestJoinSpillUpgradeFromSavepoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: spill volumes; run in the plain test step")
+	}
+	srv := StartServer(t, "", "--state-cache-mb", "1")
+	c := srv.Conn(t)
+	ctx := context.Background()
+	execAll(t, c, "CREATE TABLE a (k BIGINT, v BIGINT)", "CREATE TABLE b (k BIGINT, w BIGINT)",
+		"CREATE MATERIALIZED VIEW j AS SELECT a.k, a.v, b.w FROM a JOIN b ON a.k = b.k")
+	load := func(round int) {
+		for _, tbl := range []string{"a", "b"} {
+			var sb strings.Builder
+			for i := 0; i < 20000; i++ {
+				fmt.Fprintf(&sb, "%d\t%d\n", (i*7919+round*104729)%30000, (i+round)%7)
+			}
+			if _, err := c.PgConn().CopyFrom(ctx, strings.NewReader(sb.String()), "COPY "+tbl+" FROM STDIN"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	load(0)
+	execAll(t, c, "CHECKPOINT", "CREATE SAVEPOINT sp",
+		"CREATE OR REPLACE MATERIALIZED VIEW j AS SELECT a.k, a.v, b.w, a.v + b.w AS s FROM a JOIN b ON a.k = b.k FROM SAVEPOINT sp")
+	const q = "SELECT a.k, a.v, b.w, a.v + b.w AS s FROM a JOIN b ON a.k = b.k"
+	check := func(when string) {
+		t.Helper()
+		execAll(t, c, "CHECKPOINT")
+		if got, want := rowSet(t, c, "SELECT * FROM j"), rowSet(t, c, q); got != want {
+			t.Fatalf("%s: the view differs from its batch query (%d vs %d bytes)", when, len(got), len(want))
+		}
+	}
+	check("upgraded from the savepoint")
+	var evicted int64
+	if err := c.QueryRow(ctx, "SELECT evicted FROM streamdb_jobs WHERE name = 'j'").Scan(&evicted); err != nil || evicted == 0 {
+		t.Fatalf("the upgraded join evicted %d groups (%v): the test did not spill", evicted, err)
+	}
+	load(1)
+	check("after more rows")
+}
+
 // TestRankStateSpill runs a top-2-per-key view over far more keys than the
 // state cache holds: committed partitions are evicted and read back when
 // their key returns (with what they emitted recomputed), across a restart

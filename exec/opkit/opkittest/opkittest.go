@@ -5,6 +5,8 @@
 package opkittest
 
 import (
+	"sync/atomic"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/expr"
@@ -57,4 +59,11 @@ func KVRecord(rows [][2]int64) arrow.RecordBatch {
 	}
 	cols := []arrow.Array{kb.NewArray(), vb.NewArray()}
 	return opkit.NewRecord([]types.T{types.TInt64, types.TInt64}, cols, len(rows))
+}
+
+// Node is operator 1 emitting into out over st, with fresh counters, no
+// budget and no state.ttl.
+func Node(out op.Outlet, st opkit.State) opkit.Node {
+	return opkit.Node{ID: 1, Out: out, State: st, Committed: new(atomic.Uint64),
+		Bytes: new(atomic.Int64), Evicted: new(atomic.Int64), TTL: func() int64 { return 0 }}
 }
