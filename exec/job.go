@@ -76,6 +76,9 @@ type JobSpec struct {
 	// for the next barrier early (EpochFull), so an epoch's writes commit
 	// before they reach it.
 	MemoryLimit int64
+	// Dist makes the job one node's part of a distributed job (dist.go);
+	// nil: the whole job runs here.
+	Dist *DistPart
 }
 
 // EpochGroups is the bound on an epoch's changed groups for a job whose
@@ -113,6 +116,7 @@ type Job struct {
 	wg     sync.WaitGroup
 
 	barriers []chan *Barrier // one per source partition, of every source
+	dist     *distWiring     // a distributed job's part: what runs here (nil: all of it)
 	acks     chan ack
 	late     *storage.Batch // epochs whose round gave up waiting for them (AwaitBarrier)
 	failed   chan struct{}
@@ -354,6 +358,9 @@ func (j *Job) LogParts() []storage.LogPart {
 func (j *Job) Reached(ends [][]uint64) bool {
 	for i, s := range j.srcs {
 		for p, end := range ends[i] {
+			if j.dist != nil && !j.dist.splitLocal(p) {
+				continue // another node reads it
+			}
 			if s.offsets[p].Load() < end {
 				return false
 			}

@@ -46,6 +46,10 @@ type outlet struct {
 	keys   []expr.Expr
 	outs   []chan msg // one per consumer instance
 	in     int
+	// wOut is the consumer instance whose channel carries the epoch's
+	// writes with the barrier (0; in a distributed job, an instance on
+	// this node: the exchange carries none).
+	wOut int
 	// rowIDs keeps the rows' source positions (the sink keys a view of a
 	// stream's rows by them); aggregate says the consumer is an aggregate,
 	// whose rows in flight bound an epoch.
@@ -234,7 +238,7 @@ func (o *outlet) barrier(m msg) error {
 	o.recordOutputErrors(m)
 	for i, out := range o.outs {
 		b := msg{barrier: m.barrier, in: o.in, wm: m.wm}
-		if i == 0 {
+		if i == o.wOut {
 			b.w, b.late, b.lateRows = m.w, m.late, m.lateRows
 		}
 		if err := o.j.send(out, b); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/streamdb/streamdb/exec/exchange"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -29,8 +30,14 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		return nil, err
 	}
 	pruneHops(g, spec.RecordLate)
+	var dist *distWiring
+	if spec.Dist != nil {
+		if dist, err = newDistWiring(g, spec.Dist); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	j := &Job{spec: spec, g: g, db: db, ctx: ctx, cancel: cancel,
+	j := &Job{spec: spec, g: g, db: db, ctx: ctx, cancel: cancel, dist: dist,
 		acks: make(chan ack, 1), failed: make(chan struct{})}
 	j.changelog.Store(spec.Changelog)
 	j.watermark.Store(NoWatermark)
@@ -39,8 +46,12 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		return nil, err
 	}
 	started := false
+	var opened []*exchange.Inbox
 	defer func() {
 		if !started {
+			for _, in := range opened {
+				in.Close()
+			}
 			cancel()
 			for _, s := range j.srcs {
 				if s.snap != nil {
@@ -94,6 +105,11 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	}
 	var sinkIns []chan msg
 	outlets := map[*gedge][]*outlet{}
+	type remote struct {
+		p, c int
+		ch   chan msg
+	}
+	var remotes []remote // a local split's channel to an instance on another node
 	sinkAgg := g.root.from.kind == nAgg
 	for _, e := range edges {
 		ninst := 1
@@ -108,6 +124,10 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			o := &outlet{j: j, stages: stages, keys: e.keys, in: e.in,
 				aggregate: e.to != nil && e.to.kind == nAgg,
 				rowIDs:    e.to == nil && e.byPosition()}
+			shuffle := dist != nil && e.to == dist.agg
+			if shuffle {
+				o.wOut = dist.firstLocalInstance() // the split's writes stay on its node
+			}
 			if e.from.kind == nSource {
 				o.fallible = fallibleOf(e.keys...)
 				if e.to != nil && e.to.kind == nAgg {
@@ -119,6 +139,15 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			for c := 0; c < ninst; c++ {
 				ch := make(chan msg, 4)
 				o.outs = append(o.outs, ch)
+				switch {
+				case shuffle && !dist.splitLocal(p):
+					continue // not started here
+				case shuffle && !dist.instanceLocal(c):
+					remotes = append(remotes, remote{p, c, ch})
+					continue
+				case dist != nil && e.to == nil && !dist.instanceLocal(p):
+					continue // its node's sink takes its rows
+				}
 				if e.to == nil {
 					sinkIns = append(sinkIns, ch)
 				} else {
@@ -157,6 +186,10 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		switch n.kind {
 		case nAgg:
 			for i := 0; i < n.par; i++ {
+				if dist != nil && !dist.instanceLocal(i) {
+					slot++
+					continue
+				}
 				op := newAggOp(n.agg, n.ins[0].from.retracts)
 				op.id = n.op
 				op.win = windowCloseOf(n.agg)
@@ -181,6 +214,17 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				at := slot
 				slot++
 				j.stateBytes[at].Store(op.bytes)
+				if dist != nil && dist.remoteSenders(dist.d.Self) > 0 {
+					// The splits on other nodes reach it through its inbox.
+					in, err := dist.d.Server.Open(dist.d.Job, distShuffleEdge, i, dist.remoteSenders(dist.d.Self), 0)
+					if err != nil {
+						return nil, err
+					}
+					ch := make(chan msg, 4)
+					inputs[n][i] = append(inputs[n][i], ch)
+					opened = append(opened, in)
+					starts = append(starts, func() { j.goRun(func() error { return j.drain(dist, in, ch) }) })
+				}
 				ins, o := inputs[n][i], outlets[out][i]
 				starts = append(starts, func() { j.goRun(func() error { return j.runAgg(at, op, ins, o, root) }) })
 			}
@@ -250,8 +294,14 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			starts = append(starts, func() { j.goRun(func() error { return j.runOp(-1, unionOp{o}, ins, o) }) })
 		}
 	}
+	for _, r := range remotes {
+		starts = append(starts, func() { j.goRun(func() error { return j.pump(dist, r.p, r.c, r.ch) }) })
+	}
 	for _, s := range j.srcs {
 		for p := range s.offsets {
+			if dist != nil && !dist.splitLocal(p) {
+				continue
+			}
 			bc := make(chan *Barrier, 1)
 			j.barriers = append(j.barriers, bc)
 			var outs []*outlet

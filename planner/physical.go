@@ -20,6 +20,14 @@ type Snapshots interface {
 	SystemRows(table string) (arrow.RecordBatch, error)
 }
 
+// ViewGatherer is implemented by the Snapshots of reads in cluster mode:
+// a distributed view's rows are gathered from every node that holds a part
+// of it, at one committed cluster epoch, and the read runs over them
+// (gathered false: the view is read here as usual).
+type ViewGatherer interface {
+	GatherView(view *storage.TableDef) (recs []arrow.RecordBatch, gathered bool, err error)
+}
+
 // Physical lowers a logical plan to the exec plan that runs it: joins get
 // their equality keys extracted for hashing, ORDER BY + LIMIT become a top-N.
 func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
@@ -37,6 +45,15 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		}
 		if n.Table.Kind == storage.KindView {
 			if n.AsOf == (AsOf{}) {
+				if g, ok := snaps.(ViewGatherer); ok {
+					recs, gathered, err := g.GatherView(n.Table)
+					if err != nil {
+						return nil, err
+					}
+					if gathered {
+						return &exec.Batches{Recs: recs, Ts: colTypes(n.Cols)}, nil
+					}
+				}
 				return &exec.ScanView{View: n.Table}, nil
 			}
 			if snaps == nil {

@@ -197,6 +197,9 @@ func (s sessionCluster) gateQuery(ctx context.Context, st *Stmt, q *parse.Query,
 		return nil, nil, false
 	case ast.ResultSetNode:
 		views, err := s.localRead(st, n)
+		if err == nil && q.EmitChanges {
+			err = refuseDistributed(views, "EMIT CHANGES")
+		}
 		if err != nil {
 			return nil, err, true
 		}

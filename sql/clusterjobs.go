@@ -22,13 +22,14 @@ import (
 type clusterJobs struct{ *Engine }
 
 // ClusterJobs names the jobs the cluster's coordinator assigns: every
-// materialized view of e's catalog.
+// materialized view of e's catalog but the distributed ones
+// (clusterdist.go), which run on every node.
 func ClusterJobs(e *Engine) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []string
 	for n, t := range e.mu.tables {
-		if t.Kind == storage.KindView {
+		if t.Kind == storage.KindView && !distributed(t) {
 			out = append(out, n)
 		}
 	}
@@ -158,6 +159,9 @@ func (e clusterJobs) perNodeInput(view *storage.TableDef) string {
 // node: on the node that runs their jobs, at that node's last committed
 // epoch.
 func (s sessionCluster) readViews(ctx context.Context, st *Stmt, views []*storage.TableDef, params []types.Datum) (*Result, error, bool) {
+	if handled, err := readsDistributed(views); handled {
+		return nil, err, err != nil // runs here over the gathered rows
+	}
 	owner, self, err := s.viewsOwner(views)
 	if err != nil {
 		return nil, err, true

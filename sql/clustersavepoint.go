@@ -135,8 +135,12 @@ func clusterCreateSavepoint(ctx context.Context, s sessionCluster, n *parse.Crea
 	}
 	quoted := make([]string, len(views))
 	for i, v := range views {
-		if _, err := s.e.viewDef(v); err != nil {
+		def, err := s.e.viewDef(v)
+		if err != nil {
 			return nil, err
+		}
+		if distributed(def) {
+			return nil, notDistributed("a savepoint of distributed materialized view "+v, "its parts are not saved at one cluster epoch yet")
 		}
 		quoted[i] = quoteIdent(v)
 	}

@@ -316,6 +316,9 @@ func gateStreamWrite(s sessionCluster, st *Stmt, what, name string, n ast.Node) 
 // the transaction) or with parameters or RETURNING.
 func (s sessionCluster) insertSelect(ctx context.Context, st *Stmt, n *ast.InsertStmt, q *parse.Query, params []types.Datum) (*Result, error, bool) {
 	views, err := s.localRead(st, n.Select)
+	if err == nil {
+		err = refuseDistributed(views, "INSERT ... SELECT")
+	}
 	if err != nil || len(views) == 0 {
 		return nil, err, err != nil
 	}
@@ -393,6 +396,9 @@ func gateCopy(ctx context.Context, s sessionCluster, st *Stmt, n *parse.Copy) (*
 	views, err := s.localRead(st, rs)
 	if err != nil || len(views) == 0 {
 		return nil, err, err != nil
+	}
+	if handled, err := readsDistributed(views); handled {
+		return nil, err, err != nil // runs here over the gathered rows
 	}
 	owner, self, err := s.viewsOwner(views)
 	if err != nil || self {

@@ -232,13 +232,17 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if err != nil {
 		return nil, err
 	}
+	distOpt, err := takeDistOption(n.With)
+	if err != nil {
+		return nil, err
+	}
 	jobOpts, rest, err := splitJobOptions(n.With)
 	if err != nil {
 		return nil, err
 	}
 	n.With = rest
 	if len(n.With) > 0 && n.FromSavepoint == "" {
-		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "materialized view options are state.ttl, state.backend, state.memory_limit, parallelism, and allow_non_restored_state with CREATE OR REPLACE ... FROM SAVEPOINT")
+		return nil, sqlerr.New(sqlerr.InvalidParameterValue, "materialized view options are state.ttl, state.backend, state.memory_limit, parallelism, distributed, and allow_non_restored_state with CREATE OR REPLACE ... FROM SAVEPOINT")
 	}
 	plan, err := (&bind.Binder{Cat: viewCatalog(e), View: true}).BindQuery(rs)
 	if err != nil {
@@ -265,6 +269,9 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 		def.Options["state.ttl"] = ttl
 	}
 	maps.Copy(def.Options, jobOpts)
+	if err := decideDistributed(e, def, phys, distOpt); err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	for _, c := range plan.Schema() {
 		if seen[c.Name] {

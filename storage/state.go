@@ -376,6 +376,16 @@ func DeleteJobData(b *pebble.Batch, job uint64) {
 	}
 }
 
+// ResetJobData deletes everything job wrote (state, offsets, view rows
+// and indexes, errors), durably: a distributed job's part starts a new
+// generation from its sources' beginning (distjob).
+func (db *DB) ResetJobData(job uint64) error {
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	DeleteJobData(b, job)
+	return db.Commit(b, true)
+}
+
 // LoadRecords returns the checkpoint records with id > after, in id order.
 func (db *DB) LoadRecords(after uint64) ([][]byte, error) {
 	var out [][]byte

@@ -12,8 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/cluster"
 	"github.com/streamdb/streamdb/connector/kafka"
+	"github.com/streamdb/streamdb/distjob"
 	"github.com/streamdb/streamdb/sql"
 	"github.com/streamdb/streamdb/sqlerr"
 )
@@ -92,6 +94,7 @@ func (c *clusterFlags) fromConfig(settings map[string]string, given map[string]b
 // session exists.
 type clusterEngine struct {
 	node    atomic.Pointer[cluster.Node] // set once Join returns; its callbacks may run before
+	dist    atomic.Pointer[distParts]    // this node's parts of distributed views (clusterdist.go)
 	storage string                       // the cluster's checkpoint storage root ("" for none)
 }
 
@@ -130,10 +133,23 @@ func (c *clusterEngine) Members(ctx context.Context) ([]sql.ClusterMember, error
 			LeaseExpiry: m.LeaseExpiry, Coordinator: m.Coordinator}
 	}
 	jobs := c.node.Load().JobsOf()
+	var dist map[string][]string
+	if d := c.dist.Load(); d != nil {
+		dist = d.describe(ctx)
+	}
 	for i := range out {
-		out[i].Jobs = jobs[out[i].ID]
+		out[i].Jobs = append(jobs[out[i].ID], dist[out[i].ID]...)
 	}
 	return out, nil
+}
+
+// GatherView implements sql.ClusterDist.
+func (c *clusterEngine) GatherView(ctx context.Context, view string) ([]arrow.RecordBatch, error) {
+	d := c.dist.Load()
+	if d == nil {
+		return nil, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState, Msg: "this node does not run distributed views yet", Hint: "Retry."}
+	}
+	return d.gather(ctx, view)
 }
 
 // joinCluster joins eng's node to the cluster: it applies the catalog log
@@ -169,6 +185,8 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 			return err
 		},
 		RebalanceOnJoin: true,
+		Distributed:     func() []cluster.DistJob { return distJobs(eng) },
+		DataflowRound:   distRound,
 		NodeLost:        func(ctx context.Context, node string) error { return sql.FenceLostNode(ctx, eng, node) }})
 	if err != nil {
 		if pl != nil {
@@ -177,8 +195,12 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 		return nil, nil, err
 	}
 	ce.node.Store(node)
+	dist := newDistParts(node, eng, log)
+	ce.dist.Store(dist)
+	go dist.run(context.Background())
 	if pl != nil {
 		mux := http.NewServeMux()
+		mux.Handle("GET "+distjob.PartPath, distjob.Handler(dist.part))
 		mux.HandleFunc("GET /peer/health", func(w http.ResponseWriter, _ *http.Request) {
 			fmt.Fprintf(w, "node %s applied %d coordinator %t\n", c.nodeID, node.Applied(), node.IsCoordinator())
 		})
@@ -189,6 +211,10 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 	log.Info("joined the cluster", "cluster", c.name, "node", c.nodeID, "etcd", c.etcd, "peer", peerAddr, "applied", node.Applied())
 	return node, pl, nil
 }
+
+// distRound is how often the coordinator asks for a barrier round of each
+// distributed view: the staleness of its reads.
+const distRound = 250 * time.Millisecond
 
 // streamLogConfig is the shared stream log of --cluster-kafka (nil: none).
 func streamLogConfig(c clusterFlags) (*sql.StreamLogConfig, error) {

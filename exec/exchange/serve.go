@@ -3,6 +3,7 @@ package exchange
 import (
 	"net/http"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -43,4 +44,46 @@ func Protocols() *http.Protocols {
 // be shared by every stream to that peer.
 func Conn(addr string) (*grpc.ClientConn, error) {
 	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+}
+
+// Conns keeps one connection per peer node, dialed (Conn) on its first
+// use: a distributed job's parts reach each other's Flight servers
+// through it (exec.DistPart.Conn).
+type Conns struct {
+	// Addr is a node's Flight address (host:port).
+	Addr func(node string) (string, error)
+	mu   sync.Mutex
+	m    map[string]*grpc.ClientConn
+}
+
+// Get returns the connection to node.
+func (c *Conns) Get(node string) (grpc.ClientConnInterface, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc := c.m[node]; cc != nil {
+		return cc, nil
+	}
+	addr, err := c.Addr(node)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := Conn(addr)
+	if err != nil {
+		return nil, err
+	}
+	if c.m == nil {
+		c.m = map[string]*grpc.ClientConn{}
+	}
+	c.m[node] = cc
+	return cc, nil
+}
+
+// Close closes every connection.
+func (c *Conns) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, cc := range c.m {
+		_ = cc.Close()
+		delete(c.m, id)
+	}
 }

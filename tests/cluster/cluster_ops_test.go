@@ -127,7 +127,7 @@ func TestClusterSavepointRestore(t *testing.T) {
 	c := startCluster(t, "spx", 2, clusterConf{extra: []string{"--cluster-kafka", kafkaAddr}})
 	ctx := context.Background()
 	execAll(t, c.conns[0], bidsTable,
-		"CREATE MATERIALIZED VIEW per_channel AS SELECT channel, count(*) AS n, sum(price) AS s FROM bids GROUP BY channel")
+		"CREATE MATERIALIZED VIEW per_channel WITH (distributed = false) AS SELECT channel, count(*) AS n, sum(price) AS s FROM bids GROUP BY channel")
 	owner := c.owners(t, c.conns[0], "per_channel")["per_channel"]
 	ow := c.index(owner)
 	other := 1 - ow

@@ -32,7 +32,7 @@ func TestClusterEtcdPartition(t *testing.T) {
 	ctx := context.Background()
 	execAll(t, c.conns[0], bidsTable)
 	for _, v := range scaleViewNames {
-		execAll(t, c.conns[0], "CREATE MATERIALIZED VIEW "+v+" AS "+scaleViews[v])
+		execAll(t, c.conns[0], "CREATE MATERIALIZED VIEW "+v+" WITH (distributed = false) AS "+scaleViews[v])
 	}
 	owners := c.owners(t, c.conns[0], scaleViewNames...)
 	w := startScaleWriter(t, c, 0, 1, 2)

@@ -272,7 +272,7 @@ func TestClusterScale(t *testing.T) {
 	c := startCluster(t, "scale", 2, clusterConf{extra: []string{"--cluster-kafka", kafkaAddr}})
 	execAll(t, c.conns[0], bidsTable)
 	for _, v := range scaleViewNames {
-		execAll(t, c.conns[0], "CREATE MATERIALIZED VIEW "+v+" AS "+scaleViews[v])
+		execAll(t, c.conns[0], "CREATE MATERIALIZED VIEW "+v+" WITH (distributed = false) AS "+scaleViews[v])
 	}
 	w := startScaleWriter(t, c, 0, 1)
 	running := map[int]bool{0: true, 1: true}

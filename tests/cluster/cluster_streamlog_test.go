@@ -81,7 +81,7 @@ func TestClusterStreamLog(t *testing.T) {
 	ctx := context.Background()
 	const batch = "SELECT channel, count(*), sum(price), max(ts), count(note), max(note) FROM bids GROUP BY channel"
 	nodes, conns := startKafkaCluster(t, "slog", bidsTable,
-		"CREATE MATERIALIZED VIEW per_channel AS SELECT channel, count(*) AS n, sum(price) AS s, max(ts) AS last, count(note) AS notes, max(note) AS top FROM bids GROUP BY channel",
+		"CREATE MATERIALIZED VIEW per_channel WITH (distributed = false) AS SELECT channel, count(*) AS n, sum(price) AS s, max(ts) AS last, count(note) AS notes, max(note) AS top FROM bids GROUP BY channel",
 		"CREATE TABLE keyed (k BIGINT PRIMARY KEY, v BIGINT)")
 
 	led := &streamLedger{}

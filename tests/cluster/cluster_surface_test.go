@@ -53,8 +53,8 @@ func TestClusterSurface(t *testing.T) {
 		"CREATE TABLE audit (id BIGINT, channel VARCHAR, price BIGINT, ts TIMESTAMP, note TEXT)",
 		"CREATE TABLE totals (channel VARCHAR, n BIGINT, s BIGINT)",
 		"CREATE VIEW cheap AS SELECT id, channel, price FROM bids WHERE price < 50",
-		"CREATE MATERIALIZED VIEW per_channel AS "+perChannel,
-		"CREATE MATERIALIZED VIEW cheap_count AS SELECT channel, count(*) AS n FROM cheap GROUP BY channel",
+		"CREATE MATERIALIZED VIEW per_channel WITH (distributed = false) AS "+perChannel,
+		"CREATE MATERIALIZED VIEW cheap_count WITH (distributed = false) AS SELECT channel, count(*) AS n FROM cheap GROUP BY channel",
 		"CREATE MATERIALIZED VIEW over_view AS SELECT sum(n) AS n FROM per_channel")
 	led := &streamLedger{}
 	auditLed := &streamLedger{}

@@ -1,0 +1,379 @@
+// Package distjob runs this node's part of a distributed materialized
+// view's job (docs/design/cluster.md, "Distributed jobs"): it follows the
+// view's placement and barrier rounds in etcd (cluster.Node.WatchDataflow),
+// starts the part of each generation (exec.JobSpec.Dist: the node's source
+// splits and aggregate instances, the others reached over the Flight
+// exchange), injects each round's barrier, commits the node's part of the
+// epoch into its own database, acknowledges it (cluster.Node.AckEpoch) and
+// keeps a snapshot of each epoch a reader may still ask for, so a read at
+// the committed cluster epoch gathers every node's rows at that one epoch
+// (Gather).
+//
+// Recovery is a global rollback to the start: a new generation (a node
+// lost or joined, a part failed) makes every node drop its part's data and
+// start the new placement from its sources' beginning. Its first round is
+// a catch-up barrier, so the first epoch it commits is at least as far as
+// the last committed one; until then reads are refused (55000), never
+// answered from a mix of generations. Restoring the committed epoch from
+// --cluster-storage instead is step 6 of the design's list.
+package distjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/streamdb/streamdb/cluster"
+	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/exchange"
+	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"google.golang.org/grpc"
+)
+
+// Part is one node's part of a distributed view's job.
+type Part struct {
+	Node   *cluster.Node
+	Self   string
+	View   string
+	Source string // the source's name in the placement's splits
+	DB     *storage.DB
+	// Spec is the view's job (its Dist and Parallelism are set per
+	// generation).
+	Spec   exec.JobSpec
+	Server *exchange.Server
+	Conn   func(node string) (grpc.ClientConnInterface, error)
+	Log    *slog.Logger
+
+	mu    sync.Mutex
+	gen   uint64           // the generation running here
+	snaps map[uint64]*held // this node's part at each epoch a reader may ask for
+	prev  uint64           // the committed epoch before the current one (kept for readers)
+	job   *exec.Job
+	// rounds hands the running part's driver the round to run; driven is
+	// closed when the driver returned.
+	rounds      chan uint64
+	driven      chan struct{}
+	cancelDrive context.CancelFunc
+}
+
+// ErrEpochGone is a read of an epoch this node no longer keeps (the
+// cluster committed a later one, or a new generation began): read the
+// committed epoch again.
+var ErrEpochGone = errors.New("distjob: the epoch is no longer kept here")
+
+// Run follows the view's job in etcd until ctx ends.
+func (p *Part) Run(ctx context.Context) {
+	var gen, asked uint64
+	var failed <-chan struct{}
+	defer p.stop()
+	ch := p.Node.WatchDataflow(ctx, p.View)
+	for {
+		var d cluster.Dataflow
+		select {
+		case <-ctx.Done():
+			return
+		case <-failed:
+			// The part failed while its generation stands (a broken stream,
+			// an operator's error): every node rolls back.
+			p.logf("distributed job part failed", "gen", gen, "err", p.jobErr())
+			p.stop()
+			failed = nil
+			_ = p.Node.RequestRollback(ctx, p.View, gen)
+			continue
+		case dd, ok := <-ch:
+			if !ok {
+				return
+			}
+			d = dd
+		}
+		pl := d.Placement
+		if pl == nil {
+			continue
+		}
+		if pl.Gen != gen {
+			gen, failed = pl.Gen, nil
+			asked = max(d.Committed.Epoch, d.Round.Epoch)
+			if d.Round.Gen == pl.Gen {
+				asked = d.Committed.Epoch // the new generation's round is open
+			}
+			job, err := p.start(pl)
+			if err != nil {
+				// Another generation tries again (the same parts).
+				p.logf("distributed job part did not start", "gen", gen, "err", err)
+				_ = p.Node.RequestRollback(ctx, p.View, gen)
+				continue
+			}
+			failed = job.Failed()
+		}
+		p.noteCommitted(d.Committed, pl.Gen)
+		if d.Round.Gen == gen && d.Round.Epoch > asked {
+			asked = d.Round.Epoch
+			p.ask(d.Round.Epoch)
+		}
+	}
+}
+
+// ask hands the round epoch to the part's driver (the latest wins: a
+// round asked while the last one runs replaces the one waiting).
+func (p *Part) ask(epoch uint64) {
+	p.mu.Lock()
+	rounds := p.rounds
+	p.mu.Unlock()
+	if rounds == nil {
+		return
+	}
+	select {
+	case <-rounds:
+	default:
+	}
+	rounds <- epoch
+}
+
+// drive runs the rounds asked of job, a part of placement pl, until the
+// job stops: the watch loop never waits for a round, so a new placement
+// always reaches it (a round can wait forever for a peer that skipped the
+// generation; stopping the job ends that wait).
+func (p *Part) drive(ctx context.Context, job *exec.Job, pl *cluster.Placement, rounds chan uint64, done chan struct{}) {
+	defer close(done)
+	first := true
+	for {
+		var e uint64
+		select {
+		case e = <-rounds:
+		case <-ctx.Done():
+			return
+		}
+		// The first round of a generation catches up with the sources,
+		// so it commits at least what the last one did.
+		if err := p.round(ctx, job, pl, e, first); err != nil {
+			if ctx.Err() == nil {
+				job.Fail(err)
+			}
+			return
+		}
+		first = false
+	}
+}
+
+// start drops this node's data of the view and starts placement pl's part.
+func (p *Part) start(pl *cluster.Placement) (*exec.Job, error) {
+	p.stop()
+	if err := p.DB.ResetJobData(p.Spec.ID); err != nil {
+		return nil, err
+	}
+	spec := p.Spec
+	spec.Parallelism = len(pl.Instances)
+	spec.Dist = &exec.DistPart{Job: fmt.Sprintf("%s.%d", p.View, pl.Gen), Self: p.Self, Instances: pl.Instances,
+		Splits: pl.Splits[p.Source], Server: p.Server, Conn: p.Conn}
+	job, err := exec.StartJob(p.DB, spec)
+	if err != nil {
+		return nil, err
+	}
+	rounds, done := make(chan uint64, 1), make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	p.mu.Lock()
+	p.gen, p.job, p.rounds, p.driven, p.cancelDrive = pl.Gen, job, rounds, done, cancel
+	p.mu.Unlock()
+	go p.drive(ctx, job, pl, rounds, done)
+	return job, nil
+}
+
+// stop stops the running part and drops the snapshots it kept.
+func (p *Part) stop() {
+	p.mu.Lock()
+	job, driven, cancel := p.job, p.driven, p.cancelDrive
+	p.job, p.rounds, p.driven, p.cancelDrive = nil, nil, nil, nil
+	for e, h := range p.snaps {
+		h.drop()
+		delete(p.snaps, e)
+	}
+	p.mu.Unlock()
+	if job != nil {
+		cancel()
+		job.Stop()
+		<-driven
+	}
+}
+
+func (p *Part) current() *exec.Job {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.job
+}
+
+func (p *Part) jobErr() error {
+	if j := p.current(); j != nil {
+		return j.Err()
+	}
+	return nil
+}
+
+// round runs barrier epoch through this node's part, commits the part's
+// writes here, keeps a snapshot of them for readers and acknowledges it.
+func (p *Part) round(ctx context.Context, job *exec.Job, pl *cluster.Placement, epoch uint64, catchUp bool) error {
+	if err := job.InjectBarrier(ctx, &exec.Barrier{Epoch: epoch, CatchUp: catchUp}); err != nil {
+		return err
+	}
+	w, err := job.AwaitBarrier(ctx, epoch)
+	if err != nil {
+		return err
+	}
+	if err := p.DB.CommitEpoch([]*storage.Batch{w}, 0, nil, true); err != nil {
+		return err
+	}
+	job.Committed(epoch)
+	snap := p.DB.Snapshot()
+	p.mu.Lock()
+	if p.job != job {
+		p.mu.Unlock()
+		snap.Close()
+		return nil
+	}
+	if p.snaps == nil {
+		p.snaps = map[uint64]*held{}
+	}
+	p.snaps[epoch] = &held{s: snap}
+	p.mu.Unlock()
+	err = p.Node.AckEpoch(ctx, p.View, pl, epoch)
+	if errors.Is(err, cluster.ErrStalePlacement) {
+		return nil // the next placement rolls this part back
+	}
+	return err
+}
+
+// noteCommitted releases the snapshots no reader needs: those below the
+// committed epoch before the current one.
+func (p *Part) noteCommitted(c cluster.Epoch, gen uint64) {
+	if c.Gen != gen {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gen != gen {
+		return
+	}
+	keep := p.prev
+	for e, h := range p.snaps {
+		if e < keep {
+			h.drop()
+			delete(p.snaps, e)
+		}
+	}
+	if c.Epoch > p.prev {
+		// The epoch committed before c stays one more commit, for a
+		// reader that read the committed epoch just before c.
+		for e := range p.snaps {
+			if e < c.Epoch && e > keep {
+				keep = e
+			}
+		}
+		p.prev = keep
+	}
+}
+
+// ReadAt calls fn with this node's part of the view at epoch of
+// generation gen (ErrEpochGone if it is not kept here).
+func (p *Part) ReadAt(gen, epoch uint64, fn func(storage.Reader) error) error {
+	p.mu.Lock()
+	h := p.snaps[epoch]
+	if p.gen != gen || h == nil {
+		p.mu.Unlock()
+		return ErrEpochGone
+	}
+	h.readers++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		h.readers--
+		if h.dropped && h.readers == 0 {
+			h.s.Close()
+		}
+		p.mu.Unlock()
+	}()
+	return fn(h.s)
+}
+
+// held is a kept snapshot and its readers (under Part.mu): one no longer
+// kept closes when its last reader is done.
+type held struct {
+	s       storage.Snapshot
+	readers int
+	dropped bool
+}
+
+func (h *held) drop() {
+	h.dropped = true
+	if h.readers == 0 {
+		h.s.Close()
+	}
+}
+
+func (p *Part) logf(msg string, args ...any) {
+	if p.Log != nil {
+		p.Log.Warn(msg, append([]any{"view", p.View, "node", p.Self}, args...)...)
+	}
+}
+
+// Gather reads view at the committed cluster epoch from every node that
+// runs instances of it: read(node, gen, epoch) reads that node's part
+// (Part.ReadAt there, or Fetch over its peer listener). A node's epoch
+// gone (the cluster committed the next one meanwhile) or a node that does
+// not answer restarts the read at the committed epoch then; after 20
+// tries it is refused with 55000. While a
+// new generation has committed nothing yet (after a node loss or a
+// failure, as its parts start again), the read is refused with 55000.
+func Gather(ctx context.Context, n *cluster.Node, view string, read func(node string, gen, epoch uint64) error, reset func()) (cluster.Epoch, error) {
+	for attempt := 0; ; attempt++ {
+		d, err := n.ReadDataflow(ctx, view)
+		if err != nil {
+			return cluster.Epoch{}, sqlerr.Wrap("58000", err)
+		}
+		pl := d.Placement
+		if pl == nil || d.Committed.Gen != pl.Gen || d.Committed.Epoch == 0 {
+			return cluster.Epoch{}, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState,
+				Msg:    fmt.Sprintf("distributed materialized view %s has no committed epoch on its current placement yet", view),
+				Detail: "Its job is starting, or starting again on the live nodes after a node was lost or a part failed.",
+				Hint:   "Retry once the cluster has committed an epoch (within a few rounds)."}
+		}
+		nodes := map[string]bool{}
+		for _, id := range pl.Instances {
+			nodes[id] = true
+		}
+		ids := make([]string, 0, len(nodes))
+		for id := range nodes {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		reset()
+		err = nil
+		for _, id := range ids {
+			if err = read(id, d.Committed.Gen, d.Committed.Epoch); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			return d.Committed, nil
+		}
+		if ctx.Err() != nil {
+			return cluster.Epoch{}, ctx.Err()
+		}
+		// A node that no longer keeps the epoch, or does not answer (lost,
+		// until the coordinator places its parts elsewhere): read again.
+		if attempt >= 20 {
+			return cluster.Epoch{}, &sqlerr.Error{Code: sqlerr.ObjectNotInPrereqState,
+				Msg:    fmt.Sprintf("distributed materialized view %s: a node of its placement does not serve the committed epoch", view),
+				Detail: "A node was lost or its part is starting again (" + err.Error() + "); the coordinator places its parts on the live nodes.",
+				Hint:   "Retry once the cluster has committed an epoch on its new placement."}
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return cluster.Epoch{}, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,188 @@
+package exec
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/streamdb/streamdb/exec/exchange"
+	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
+	"google.golang.org/grpc"
+)
+
+// TestDistributedJobParts runs SELECT k, count(*), max(v) FROM t WHERE v
+// >= -3 GROUP BY k as three parts of one distributed job (DistPart), each
+// on its own Pebble database with its own Flight server on loopback: six
+// splits and three aggregate instances placed over three "nodes", rows
+// shuffled by key group over the exchange, the same barrier epochs injected
+// on every node and each node's part committed on its own. After every
+// epoch the union of the three views equals the batch query over the rows
+// every split had read at that barrier, each key on exactly one node.
+func TestDistributedJobParts(t *testing.T) {
+	const splits, keys, perEpoch = 6, 101, 500
+	nodes := []string{"n1", "n2", "n3"}
+	addrs := map[string]string{}
+	conns := &exchange.Conns{Addr: func(node string) (string, error) { return addrs[node], nil }}
+	t.Cleanup(conns.Close)
+	srvs := map[string]*exchange.Server{}
+	for _, id := range nodes {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs := grpc.NewServer()
+		srvs[id] = exchange.NewServer()
+		srvs[id].Register(gs)
+		go func() { _ = gs.Serve(l) }()
+		t.Cleanup(gs.Stop)
+		addrs[id] = l.Addr().String()
+	}
+	src := &storage.TableDef{ID: 1, Name: "t", Kind: storage.KindStream, Partitions: splits,
+		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "v", Type: types.TInt64}}}
+	view := &storage.TableDef{ID: 2, Name: "v", Kind: storage.KindView, KeyCols: []int{0},
+		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "n", Type: types.TInt64}, {Name: "m", Type: types.TInt64}}}
+	filter := &Filter{In: &ScanStream{Table: src}, Pred: &expr.Func{Name: ">=", Args: []expr.Expr{col(1, types.TInt64),
+		&expr.Const{D: types.Int(-3), T: types.TInt64}}, T: types.TBool}}
+	plan := &HashAgg{In: filter, Keys: []expr.Expr{col(0, types.TInt64)},
+		Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}, {Kind: AggMax, Arg: col(1, types.TInt64), T: types.TInt64}}}
+	if err := CheckDistShape(plan, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDistShape(&ScanStream{Table: src}, 3); err == nil {
+		t.Fatal("a view of a stream's rows passes CheckDistShape")
+	}
+	placement := DistPart{Job: "v.1", Instances: []string{"n1", "n2", "n3"}, Splits: []string{"n1", "n2", "n3", "n1", "n2", "n3"}}
+	row := func(s, i int) (int64, int64) { return int64((s*7919 + i*31 + i/7) % keys), int64(i%13) - 6 }
+	dbs := map[string]*storage.DB{}
+	jobs := map[string]*Job{}
+	for _, id := range nodes {
+		db, err := storage.Open("db", storage.Options{FS: vfs.NewMem(), CacheBytes: 8 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		dbs[id] = db
+		part := placement
+		part.Self, part.Server, part.Conn = id, srvs[id], conns.Get
+		j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: plan, View: view, Parallelism: 3, Dist: &part})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(j.Stop)
+		jobs[id] = j
+	}
+	// Every node's log holds every split's rows; each reads only its own.
+	read := make([]int, splits) // rows of each split appended so far
+	appendRows := func() {
+		for s := range splits {
+			kb, vb := array.NewInt64Builder(memory.DefaultAllocator), array.NewInt64Builder(memory.DefaultAllocator)
+			for i := read[s]; i < read[s]+perEpoch+s*10; i++ {
+				k, v := row(s, i)
+				kb.Append(k)
+				vb.Append(v)
+			}
+			n := kb.Len()
+			rec := array.NewRecordBatch(opkitSchema(), []arrow.Array{kb.NewArray(), vb.NewArray()}, int64(n))
+			for _, db := range dbs {
+				if _, err := db.AppendLog(src.ID, uint32(s), []arrow.RecordBatch{rec}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec.Release()
+			read[s] += n
+		}
+	}
+	ctx := context.Background()
+	for epoch := uint64(1); epoch <= 4; epoch++ {
+		appendRows()
+		for _, id := range nodes {
+			j := jobs[id]
+			ends := j.LogEnds()
+			for deadline := time.Now().Add(time.Minute); !j.Reached(ends); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("node %s did not read its splits: %v", id, j.Err())
+				}
+			}
+		}
+		for _, id := range nodes {
+			if err := jobs[id].InjectBarrier(ctx, &Barrier{Epoch: epoch}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, id := range nodes {
+			actx, cancel := context.WithTimeout(ctx, time.Minute)
+			b, err := jobs[id].AwaitBarrier(actx, epoch)
+			cancel()
+			if err != nil {
+				t.Fatalf("node %s, epoch %d: %v (job: %v)", id, epoch, err, jobs[id].Err())
+			}
+			if err := dbs[id].CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
+				t.Fatal(err)
+			}
+			jobs[id].Committed(epoch)
+		}
+		// The union of the nodes' views is the batch query.
+		want := map[int64][2]int64{}
+		for s, n := range read {
+			for i := range n {
+				k, v := row(s, i)
+				if v < -3 {
+					continue
+				}
+				a, ok := want[k]
+				if !ok {
+					a[1] = v
+				}
+				a[0]++
+				a[1] = max(a[1], v)
+				want[k] = a
+			}
+		}
+		got := map[int64][2]int64{}
+		for _, id := range nodes {
+			n := 0
+			err := Run(&Ctx{Context: ctx, DB: dbs[id], Expr: &expr.Ctx{Mem: memory.DefaultAllocator}}, &ScanView{View: view},
+				func(rec arrow.RecordBatch) error {
+					defer rec.Release()
+					k, c, m := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)
+					for i := 0; i < int(rec.NumRows()); i++ {
+						if _, dup := got[k.Value(i)]; dup {
+							t.Errorf("key %d is on two nodes", k.Value(i))
+						}
+						got[k.Value(i)] = [2]int64{c.Value(i), m.Value(i)}
+						n++
+					}
+					return nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				t.Errorf("epoch %d: node %s holds no rows of the view", epoch, id)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("epoch %d: the views hold %d keys, the batch query %d", epoch, len(got), len(want))
+		}
+		for k, w := range want {
+			if got[k] != w {
+				t.Fatalf("epoch %d: key %d is %v, the batch query says %v", epoch, k, got[k], w)
+			}
+		}
+	}
+	if s := exchange.ReadStats(); s.BytesSent == 0 {
+		t.Fatal("no rows crossed the exchange")
+	}
+}
+
+func opkitSchema() *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+}
