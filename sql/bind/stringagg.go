@@ -86,7 +86,7 @@ func (b *Binder) bindStringAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, er
 		if n.Order == nil {
 			keys, dirs = defaultOrder([]expr.Expr{arg})
 		}
-		if arr, err = b.sortedArrayAgg(c, "array_agg", arg, types.TTextArray, keys, dirs, n.Distinct, []expr.Expr{arg}); err != nil {
+		if arr, err = b.sortedArrayAgg(c, "array_agg", arg, types.TTextArray, keys, dirs, n.Distinct, []expr.Expr{arg}, nil); err != nil {
 			return nil, err
 		}
 	} else {
@@ -130,11 +130,11 @@ func (b *Binder) bindArrayAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, err
 	if err != nil {
 		return nil, err
 	}
-	if b.View || n.Distinct || n.Order != nil {
+	if filter := b.takeAggFilter(); b.View || n.Distinct || n.Order != nil || filter != nil {
 		if n.Order == nil {
 			keys, dirs = defaultOrder([]expr.Expr{arg})
 		}
-		return b.sortedArrayAgg(c, "array_agg", arg, types.ArrayOf(t.Kind), keys, dirs, n.Distinct, []expr.Expr{arg})
+		return b.sortedArrayAgg(c, "array_agg", arg, types.ArrayOf(t.Kind), keys, dirs, n.Distinct, []expr.Expr{arg}, filter)
 	}
 	if t.Kind != types.Text {
 		arg = call("elem_out", types.TText, arg)

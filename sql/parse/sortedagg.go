@@ -52,3 +52,27 @@ func (r *rewriter) endSortedAgg(f frame, tok int) {
 		r.out = append(r.out, sep...)
 	}
 }
+
+// filterCall rewrites FILTER (WHERE cond) after a sortedAggs call f
+// closed at token close, which keeps NULL values, so the CASE WHEN of
+// filterClause cannot drop rows from it: the call, ended as usual, is
+// wrapped as pg_agg_filter(cond, call), which the binder reads as the
+// call with a filter (sql/bind aggfilter.go). It returns the token after
+// the FILTER clause.
+func (r *rewriter) filterCall(f frame, close, to int) (end int, err error) {
+	sub, end, err := r.filterCond(close, to)
+	if err != nil {
+		return 0, err
+	}
+	r.endSortedAgg(f, close)
+	r.emit(")", close, false)
+	call := append([]piece(nil), r.out[f.start:]...)
+	call[0].space = true
+	r.out = r.out[:f.start]
+	r.emit("pg_agg_filter(", close+1, true)
+	r.out = append(r.out, sub.out...)
+	r.emit(",", close+1, false)
+	r.out = append(r.out, call...)
+	r.emit(")", close, false)
+	return end + 1, nil
+}
