@@ -76,10 +76,5 @@ func (b *Binder) bindJSONAgg(c *ectx, n *ast.AggregateFuncExpr, object bool) (ex
 		}
 		final = call("jsonb_object_agg_final", types.TJSONB, karr, varr)
 	}
-	none, err := b.binaryOp("=", cnt, &expr.Const{D: types.Int(0), T: types.TInt64})
-	if err != nil {
-		return nil, err
-	}
-	return &expr.Case{Whens: []expr.When{{Cond: none, Then: &expr.Const{D: types.Null, T: types.TJSONB}}},
-		Else: final, T: types.TJSONB}, nil
+	return b.nullIfNone(cnt, final) // windowcollect.go
 }

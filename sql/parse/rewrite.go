@@ -606,7 +606,9 @@ func (r *rewriter) rewrite(from, to int) error {
 					i = end - 1
 					continue
 				}
-				r.endSortedAgg(f, i)
+				if err := r.endSortedAgg(f, i); err != nil {
+					return err
+				}
 				if f.arraySub {
 					r.emit("))", i, space)
 				} else if f.srf != "" {

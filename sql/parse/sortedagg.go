@@ -41,8 +41,12 @@ func sortedAggStart(toks []token, i, to int) string {
 
 // endSortedAgg is called at the ")" (token tok) closing f: it writes the
 // marker separator of a sortedAggs call, and moves string_agg's separator
-// after the ORDER BY inside the call.
-func (r *rewriter) endSortedAgg(f frame, tok int) {
+// after the ORDER BY inside the call. ORDER BY inside a call with OVER is
+// refused, as PostgreSQL does (TiDB's grammar would drop it).
+func (r *rewriter) endSortedAgg(f frame, tok int) error {
+	if (f.aggMarker != "" || f.stringAgg) && f.orderAt > 0 && tok+1 < len(r.p.toks) && r.p.toks[tok+1].is("over") {
+		return r.p.notSupported(r.p.toks[tok+1], "aggregate ORDER BY is not implemented for window functions")
+	}
 	switch {
 	case f.aggMarker != "":
 		r.emit("separator "+aggMarkerSQL(f.aggMarker), tok, true)
@@ -51,6 +55,7 @@ func (r *rewriter) endSortedAgg(f frame, tok int) {
 		r.out = append(r.out[:f.sepAt], r.out[f.orderAt:]...)
 		r.out = append(r.out, sep...)
 	}
+	return nil
 }
 
 // filterCall rewrites FILTER (WHERE cond) after a sortedAggs call f
@@ -64,7 +69,12 @@ func (r *rewriter) filterCall(f frame, close, to int) (end int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	r.endSortedAgg(f, close)
+	if end+1 < len(r.p.toks) && r.p.toks[end+1].is("over") {
+		return 0, r.p.notSupported(r.p.toks[end+1], "FILTER is not supported with window function %s", r.p.toks[r.out[f.start].tok].Val)
+	}
+	if err := r.endSortedAgg(f, close); err != nil {
+		return 0, err
+	}
 	r.emit(")", close, false)
 	call := append([]piece(nil), r.out[f.start:]...)
 	call[0].space = true
