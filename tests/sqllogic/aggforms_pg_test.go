@@ -76,3 +76,20 @@ func TestCollectFormsPG(t *testing.T) {
 		}
 	})
 }
+
+// TestAnyUntypedArrayPG: x = ANY('{...}') reads the untyped literal as an
+// array of x's type, as PostgreSQL does (it compared by text before, so
+// 1.5 = ANY('{1.50}') and 3 = ANY('{03}') were false), as batch queries
+// and as materialized views.
+func TestAnyUntypedArrayPG(t *testing.T) {
+	d, _ := startStrictDiff(t, "CREATE TABLE au (id int, f float8, i int, d date, s text, b bool)",
+		"INSERT INTO au VALUES (1, 1.5, 3, '2026-01-02', 'x', true), (2, 2, 4, '2026-03-04', 'y', false), (3, NULL, NULL, NULL, NULL, NULL)")
+	views := []string{
+		"SELECT id, f = ANY('{1.50,2e0}') AS f, i = ANY('{03,5}') AS i, d = ANY('{2026-1-2}') AS d, s = ANY('{x,z}') AS s, b = ANY('{t}') AS b FROM au",
+		"SELECT id FROM au WHERE i = ANY('{+4, 7}') OR f = ANY('{1.500}')",
+	}
+	for _, c := range d.viewAndBatchCases("auv", "any literal", views, nil) {
+		d.mustExec(d.sdb, "streamdb", "CHECKPOINT")
+		d.checkNorm(c, 0, func(s string) string { return s })
+	}
+}
