@@ -39,6 +39,15 @@ func (b *Binder) bindWindowCollect(c, ac *ectx, name string, n *ast.WindowFuncEx
 	if len(args) != want {
 		return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", user, len(args))
 	}
+	// FILTER (WHERE cond), from the dialect layer: pg_win_filter(cond, x).
+	var filter expr.Expr
+	if f, ok := args[0].(*ast.FuncCallExpr); ok && f.FnName.L == "pg_win_filter" && len(f.Args) == 2 {
+		var err error
+		if filter, err = b.bindBool(ac.inputCtx("aggregate functions are not allowed in FILTER"), f.Args[0], "FILTER"); err != nil {
+			return nil, err
+		}
+		args = append([]ast.ExprNode{f.Args[1]}, args[1:]...)
+	}
 	bound := make([]expr.Expr, len(args))
 	for i, a := range args {
 		var err error
@@ -53,6 +62,9 @@ func (b *Binder) bindWindowCollect(c, ac *ectx, name string, n *ast.WindowFuncEx
 		return b.windowOver(c, ac, string(call.Func), n.Spec, planner.WinFunc{Kind: planner.WinAgg, Agg: call, T: call.T})
 	}
 	arrayAgg := func(v expr.Expr, t types.T) (expr.Expr, error) {
+		if filter != nil { // ROW(v), NULL where the filter drops the row (exec/accum arrayAggAcc)
+			v = filteredRecord(filter, call("row_ctor", types.RecordOf([]types.RecordField{{Name: "x", T: v.Type()}}), v))
+		}
 		return over(planner.AggCall{Func: planner.AggArrayAgg, Arg: v, T: t})
 	}
 	switch user {
@@ -85,7 +97,7 @@ func (b *Binder) bindWindowCollect(c, ac *ectx, name string, n *ast.WindowFuncEx
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s of a record is not supported", user)
 		}
 	}
-	cnt, err := over(planner.AggCall{Func: planner.AggCountStar, T: types.TInt64})
+	cnt, err := over(planner.AggCall{Func: planner.AggCount, Arg: filtered(filter, &expr.Const{D: types.Int(1), T: types.TInt64}), T: types.TInt64})
 	if err != nil {
 		return nil, err
 	}

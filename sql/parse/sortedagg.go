@@ -70,7 +70,7 @@ func (r *rewriter) filterCall(f frame, close, to int) (end int, err error) {
 		return 0, err
 	}
 	if end+1 < len(r.p.toks) && r.p.toks[end+1].is("over") {
-		return 0, r.p.notSupported(r.p.toks[end+1], "FILTER is not supported with window function %s", r.p.toks[r.out[f.start].tok].Val)
+		return r.windowFilter(f, sub, close, end)
 	}
 	if err := r.endSortedAgg(f, close); err != nil {
 		return 0, err
@@ -84,5 +84,37 @@ func (r *rewriter) filterCall(f frame, close, to int) (end int, err error) {
 	r.emit(",", close+1, false)
 	r.out = append(r.out, call...)
 	r.emit(")", close, false)
+	return end + 1, nil
+}
+
+// windowFilter rewrites FILTER (WHERE cond) after array_agg(x) or
+// jsonb_agg(x) (the call f, closed at token close) that OVER follows, the
+// FILTER clause ending at token end: the argument becomes
+// pg_win_filter(cond, x), which the binder reads (sql/bind
+// windowcollect.go); TiDB's grammar takes no call around a window
+// function. jsonb_object_agg, of two arguments, is refused. It returns
+// the token after the FILTER clause.
+func (r *rewriter) windowFilter(f frame, sub *rewriter, close, end int) (int, error) {
+	p := r.p
+	fn := p.toks[r.out[f.start].tok].Val
+	switch {
+	case f.orderAt > 0:
+		return 0, p.notSupported(p.toks[end+1], "aggregate ORDER BY is not implemented for window functions")
+	case f.aggMarker != "":
+		return 0, p.notSupported(p.toks[end+1], "DISTINCT is not implemented for window functions")
+	case fn == "jsonb_object_agg":
+		return 0, p.notSupported(p.toks[end+1], "FILTER is not supported with window function %s", fn)
+	}
+	args := append([]piece(nil), r.out[f.open+1:]...)
+	r.out = r.out[:f.open+1]
+	if len(args) == 0 {
+		return 0, p.syntaxError(p.toks[close])
+	}
+	args[0].space = true
+	r.emit("pg_win_filter(", close+1, false)
+	r.out = append(r.out, sub.out...)
+	r.emit(",", close+1, false)
+	r.out = append(r.out, args...)
+	r.emit("))", close, false)
 	return end + 1, nil
 }

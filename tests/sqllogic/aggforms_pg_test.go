@@ -27,7 +27,7 @@ func sortCollected(row string) string {
 // jsonb_object_agg and string_agg (plain, with ORDER BY and with DISTINCT
 // inside; a filter that keeps no row of a group gives NULL), and the four
 // as window functions (the default frame, ROWS frames, partitions without
-// ORDER BY, FILTER on string_agg), as batch queries and as materialized
+// ORDER BY, FILTER), as batch queries and as materialized
 // views over a keyed table that rounds of INSERT, UPDATE (of the grouping
 // and order columns too) and DELETE change, equal PostgreSQL 15's, also
 // after a kill -9 and restart. Where PostgreSQL's element order is defined
@@ -52,7 +52,8 @@ func TestCollectFormsPG(t *testing.T) {
 			"jsonb_agg(f) OVER (" + w + " ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS c FROM cf",
 		"SELECT id, jsonb_object_agg(s, i) OVER (PARTITION BY g ORDER BY id) AS o, string_agg(s, ';') OVER (ORDER BY id ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS t, " +
 			"array_agg(f) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS u FROM cf WHERE s IS NOT NULL",
-		"SELECT id, string_agg(s, ',') FILTER (WHERE i > 0) OVER (" + w + ") AS a, array_agg(s) OVER (" + w + " ROWS BETWEEN 2 FOLLOWING AND 3 FOLLOWING) AS b FROM cf",
+		"SELECT id, string_agg(s, ',') FILTER (WHERE i > 0) OVER (" + w + ") AS a, array_agg(s) OVER (" + w + " ROWS BETWEEN 2 FOLLOWING AND 3 FOLLOWING) AS b, " +
+			"array_agg(i) FILTER (WHERE s <> 'a1') OVER (" + w + " ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS c, jsonb_agg(s) FILTER (WHERE i > 10) OVER (" + w + ") AS d FROM cf",
 	}
 	multiset := []string{
 		// FILTER without ORDER BY inside: PostgreSQL lists the rows as they come.
@@ -60,7 +61,7 @@ func TestCollectFormsPG(t *testing.T) {
 		"SELECT g, jsonb_agg(i) FILTER (WHERE s > 'b') AS j FROM cf GROUP BY g",
 		// Partitions without ORDER BY, and peers of the default frame.
 		"SELECT id, array_agg(s) OVER (PARTITION BY g) AS a, jsonb_agg(i) OVER (PARTITION BY g) AS j FROM cf",
-		"SELECT id, array_agg(s) OVER (PARTITION BY g ORDER BY i) AS a, jsonb_agg(f) OVER () AS j FROM cf",
+		"SELECT id, array_agg(s) OVER (PARTITION BY g ORDER BY i) AS a, jsonb_agg(f) OVER () AS j, array_agg(i) FILTER (WHERE f > 0) OVER (PARTITION BY g) AS b FROM cf",
 	}
 	cases := d.viewAndBatchCases("cfx", "collect exact", exact, nil)
 	unordered := d.viewAndBatchCases("cfm", "collect multiset", multiset, nil)
