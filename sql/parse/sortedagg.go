@@ -76,15 +76,21 @@ func (r *rewriter) filterCall(f frame, close, to int) (end int, err error) {
 		return 0, err
 	}
 	r.emit(")", close, false)
-	call := append([]piece(nil), r.out[f.start:]...)
-	call[0].space = true
-	r.out = r.out[:f.start]
-	r.emit("pg_agg_filter(", close+1, true)
+	r.wrapFilter(f.start, "pg_agg_filter", sub, close)
+	return end + 1, nil
+}
+
+// wrapFilter writes the pieces from r.out[from] on as fn(cond, pieces),
+// cond being sub's; close is the aggregate call's ")" token.
+func (r *rewriter) wrapFilter(from int, fn string, sub *rewriter, close int) {
+	moved := append([]piece(nil), r.out[from:]...)
+	moved[0].space = true
+	r.out = r.out[:from]
+	r.emit(fn+"(", close+1, true)
 	r.out = append(r.out, sub.out...)
 	r.emit(",", close+1, false)
-	r.out = append(r.out, call...)
+	r.out = append(r.out, moved...)
 	r.emit(")", close, false)
-	return end + 1, nil
 }
 
 // windowFilter rewrites FILTER (WHERE cond) after array_agg(x) or
@@ -105,16 +111,10 @@ func (r *rewriter) windowFilter(f frame, sub *rewriter, close, end int) (int, er
 	case fn == "jsonb_object_agg":
 		return 0, p.notSupported(p.toks[end+1], "FILTER is not supported with window function %s", fn)
 	}
-	args := append([]piece(nil), r.out[f.open+1:]...)
-	r.out = r.out[:f.open+1]
-	if len(args) == 0 {
+	if len(r.out) == f.open+1 {
 		return 0, p.syntaxError(p.toks[close])
 	}
-	args[0].space = true
-	r.emit("pg_win_filter(", close+1, false)
-	r.out = append(r.out, sub.out...)
-	r.emit(",", close+1, false)
-	r.out = append(r.out, args...)
-	r.emit("))", close, false)
+	r.wrapFilter(f.open+1, "pg_win_filter", sub, close)
+	r.emit(")", close, false)
 	return end + 1, nil
 }

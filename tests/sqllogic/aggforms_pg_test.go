@@ -3,8 +3,6 @@ package sqllogic
 import (
 	"math/rand/v2"
 	"regexp"
-	"slices"
-	"strings"
 	"testing"
 )
 
@@ -15,12 +13,7 @@ var jsonArrayLiteral = regexp.MustCompile(`\[[^\[\]{}]*\]`)
 // a row, so they compare as multisets where PostgreSQL leaves their order
 // undefined. The test's elements have no commas, quotes or brackets.
 func sortCollected(row string) string {
-	row = sortArrayElems(row)
-	return jsonArrayLiteral.ReplaceAllStringFunc(row, func(a string) string {
-		e := strings.Split(a[1:len(a)-1], ", ")
-		slices.Sort(e)
-		return "[" + strings.Join(e, ", ") + "]"
-	})
+	return sortElems(sortArrayElems(row), jsonArrayLiteral, ", ")
 }
 
 // TestCollectFormsPG: FILTER (WHERE ...) on array_agg, jsonb_agg,
