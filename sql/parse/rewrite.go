@@ -73,6 +73,9 @@ type frame struct {
 	// aggMarker names array_agg, jsonb_agg or jsonb_object_agg written as
 	// group_concat for its DISTINCT or ORDER BY (sortedagg.go).
 	aggMarker string
+	// commaAt is the piece of a call's first argument-separating comma
+	// (0: none yet).
+	commaAt int
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -741,6 +744,9 @@ func (r *rewriter) rewrite(from, to int) error {
 					if err := r.valuesColumn(stack[len(stack)-1].row, i); err != nil {
 						return err
 					}
+				}
+				if len(stack) > 0 && stack[len(stack)-1].call && stack[len(stack)-1].commaAt == 0 {
+					stack[len(stack)-1].commaAt = len(r.out)
 				}
 				if len(stack) > 0 && stack[len(stack)-1].stringAgg && stack[len(stack)-1].orderAt == 0 {
 					stack[len(stack)-1].sepSeen = true

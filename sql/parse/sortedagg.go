@@ -76,45 +76,47 @@ func (r *rewriter) filterCall(f frame, close, to int) (end int, err error) {
 		return 0, err
 	}
 	r.emit(")", close, false)
-	r.wrapFilter(f.start, "pg_agg_filter", sub, close)
+	r.wrapFilter(f.start, len(r.out), "pg_agg_filter", sub, close)
 	return end + 1, nil
 }
 
-// wrapFilter writes the pieces from r.out[from] on as fn(cond, pieces),
-// cond being sub's; close is the aggregate call's ")" token.
-func (r *rewriter) wrapFilter(from int, fn string, sub *rewriter, close int) {
-	moved := append([]piece(nil), r.out[from:]...)
+// wrapFilter writes the pieces r.out[from:to] as fn(cond, pieces), cond
+// being sub's; close is the aggregate call's ")" token.
+func (r *rewriter) wrapFilter(from, to int, fn string, sub *rewriter, close int) {
+	moved := append([]piece(nil), r.out[from:to]...)
 	moved[0].space = true
+	rest := append([]piece(nil), r.out[to:]...)
 	r.out = r.out[:from]
 	r.emit(fn+"(", close+1, true)
 	r.out = append(r.out, sub.out...)
 	r.emit(",", close+1, false)
 	r.out = append(r.out, moved...)
 	r.emit(")", close, false)
+	r.out = append(r.out, rest...)
 }
 
-// windowFilter rewrites FILTER (WHERE cond) after array_agg(x) or
-// jsonb_agg(x) (the call f, closed at token close) that OVER follows, the
-// FILTER clause ending at token end: the argument becomes
-// pg_win_filter(cond, x), which the binder reads (sql/bind
-// windowcollect.go); TiDB's grammar takes no call around a window
-// function. jsonb_object_agg, of two arguments, is refused. It returns
-// the token after the FILTER clause.
+// windowFilter rewrites FILTER (WHERE cond) after array_agg(x),
+// jsonb_agg(x) or jsonb_object_agg(k, v) (the call f, closed at token
+// close) that OVER follows, the FILTER clause ending at token end: the
+// first argument becomes pg_win_filter(cond, x), which the binder reads
+// (sql/bind windowcollect.go); TiDB's grammar takes no call around a
+// window function. It returns the token after the FILTER clause.
 func (r *rewriter) windowFilter(f frame, sub *rewriter, close, end int) (int, error) {
 	p := r.p
-	fn := p.toks[r.out[f.start].tok].Val
 	switch {
 	case f.orderAt > 0:
 		return 0, p.notSupported(p.toks[end+1], "aggregate ORDER BY is not implemented for window functions")
 	case f.aggMarker != "":
 		return 0, p.notSupported(p.toks[end+1], "DISTINCT is not implemented for window functions")
-	case fn == "jsonb_object_agg":
-		return 0, p.notSupported(p.toks[end+1], "FILTER is not supported with window function %s", fn)
 	}
-	if len(r.out) == f.open+1 {
+	to := len(r.out) // the first argument's end
+	if f.commaAt > f.open {
+		to = f.commaAt
+	}
+	if to == f.open+1 {
 		return 0, p.syntaxError(p.toks[close])
 	}
-	r.wrapFilter(f.open+1, "pg_win_filter", sub, close)
+	r.wrapFilter(f.open+1, to, "pg_win_filter", sub, close)
 	r.emit(")", close, false)
 	return end + 1, nil
 }

@@ -44,7 +44,8 @@ func TestCollectFormsPG(t *testing.T) {
 		"SELECT id, g, string_agg(s, ',') OVER (" + w + ") AS a, array_agg(i) OVER (" + w + " ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS b, " +
 			"jsonb_agg(f) OVER (" + w + " ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS c FROM cf",
 		"SELECT id, jsonb_object_agg(s, i) OVER (PARTITION BY g ORDER BY id) AS o, string_agg(s, ';') OVER (ORDER BY id ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS t, " +
-			"array_agg(f) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS u FROM cf WHERE s IS NOT NULL",
+			"array_agg(f) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS u, " +
+			"jsonb_object_agg(s, f) FILTER (WHERE i > 0) OVER (PARTITION BY g ORDER BY id ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS v FROM cf WHERE s IS NOT NULL",
 		"SELECT id, string_agg(s, ',') FILTER (WHERE i > 0) OVER (" + w + ") AS a, array_agg(s) OVER (" + w + " ROWS BETWEEN 2 FOLLOWING AND 3 FOLLOWING) AS b, " +
 			"array_agg(i) FILTER (WHERE s <> 'a1') OVER (" + w + " ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS c, jsonb_agg(s) FILTER (WHERE i > 10) OVER (" + w + ") AS d FROM cf",
 	}
