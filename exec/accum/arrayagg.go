@@ -10,7 +10,8 @@ import (
 )
 
 // arrayAggAcc is array_agg(text): the group's values (NULLs kept) in input
-// order, NULL for a group without rows. A retracted row is refused: the
+// order, NULL for a group without rows. Arg may be the record ROW(x),
+// NULL for a row the call's FILTER drops. A retracted row is refused: the
 // element to remove is not known by position.
 type arrayAggAcc struct {
 	vals []*types.Array
@@ -23,11 +24,22 @@ func (a *arrayAggAcc) Grow(n int) {
 }
 
 func (a *arrayAggAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
+	// ROW(x), NULL for a row FILTER (WHERE ...) drops: a window
+	// function's (sql/bind windowcollect.go).
+	keep, _ := arg.(*array.Struct)
+	if keep != nil && keep.NumField() == 1 {
+		arg = keep.Field(0)
+	} else {
+		keep = nil
+	}
 	s, ok := arg.(*array.String)
 	if !ok {
 		return sqlerr.New(sqlerr.FeatureNotSupported, "array_agg is supported only for text")
 	}
 	for i, g := range gids {
+		if keep != nil && keep.IsNull(i) {
+			continue
+		}
 		if sign(signs, i) < 0 {
 			return sqlerr.New(sqlerr.FeatureNotSupported, "array_agg over an input that retracts rows is not supported")
 		}

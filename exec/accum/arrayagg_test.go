@@ -3,6 +3,7 @@ package accum
 import (
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -53,5 +54,37 @@ func TestArrayAggAcc(t *testing.T) {
 	err := a.Update([]int32{1, 1, 1, 1}, arg, []int8{1, 1, -1, 1})
 	if sqlerr.Code(err) != sqlerr.FeatureNotSupported {
 		t.Errorf("retraction: %v, want 0A000", err)
+	}
+}
+
+// TestArrayAggAccFiltered: with the argument ROW(x), a NULL record (a row
+// the call's FILTER drops) is no element, while a record of a NULL x is a
+// NULL element; a group whose rows are all dropped is NULL.
+func TestArrayAggAccFiltered(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	sb := array.NewStringBuilder(mem)
+	sb.AppendValues([]string{"a", "", "b", "c"}, []bool{true, false, true, true})
+	x := sb.NewArray()
+	defer x.Release()
+	arg, err := array.NewStructArrayWithNulls([]arrow.Array{x}, []string{"x"},
+		memory.NewBufferBytes([]byte{0b1011}), 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer arg.Release()
+	a := &arrayAggAcc{}
+	a.Grow(2)
+	if err := a.Update([]int32{0, 0, 1, 0}, arg, nil); err != nil {
+		t.Fatal(err)
+	}
+	for g, want := range []string{"{a,NULL,c}", "NULL"} {
+		d := a.Result(int32(g))
+		got := "NULL"
+		if !d.Null {
+			got = string(types.AppendTextArray(nil, d.A))
+		}
+		if got != want {
+			t.Errorf("group %d: %s, want %s", g, got, want)
+		}
 	}
 }

@@ -78,6 +78,9 @@ func (a *arrayAggBagAcc) Update(gids []int32, arg arrow.Array, signs []int8) err
 	st := arg.(*array.Struct)
 	nk := len(a.keyT)
 	for i, g := range gids {
+		if st.IsNull(i) {
+			continue // a row FILTER (WHERE ...) drops (sql/bind aggfilter.go)
+		}
 		a.buf = a.buf[:0]
 		for k, t := range a.keyT {
 			a.buf = opkit.EncodeDatum(a.buf, types.DatumAt(st.Field(k), i, t), t)

@@ -57,9 +57,10 @@ func orderable(t types.T) bool { return t.Kind != types.JSON }
 // sortedArrayAgg adds the sorted array_agg of val (whose array type is t)
 // ordered by keys (dirs), each entry once if distinct, and returns its
 // reference. args are the aggregate's arguments: with DISTINCT, every
-// ORDER BY key must be one of them, as in PostgreSQL (42P10).
+// ORDER BY key must be one of them, as in PostgreSQL (42P10). filter, if
+// not nil, is the call's FILTER condition (aggfilter.go).
 func (b *Binder) sortedArrayAgg(c *ectx, name string, val expr.Expr, t types.T, keys []expr.Expr, dirs []exec.AggOrder,
-	distinct bool, args []expr.Expr) (expr.Expr, error) {
+	distinct bool, args []expr.Expr, filter expr.Expr) (expr.Expr, error) {
 	if distinct {
 		for _, a := range args {
 			if !orderable(a.Type()) {
@@ -75,6 +76,10 @@ func (b *Binder) sortedArrayAgg(c *ectx, name string, val expr.Expr, t types.T, 
 	if len(keys) == 1 && keys[0].String() == val.String() && dirs[0] == (exec.AggOrder{}) {
 		keys, dirs = nil, nil // ascending by the value itself: the entry's own order
 	}
+	if filter != nil && len(keys) == 0 {
+		// A filtered-out row is a NULL record: one constant key makes one.
+		keys, dirs = []expr.Expr{&expr.Const{D: types.Boolean(true), T: types.TBool}}, []exec.AggOrder{{}}
+	}
 	agg := planner.AggCall{Func: planner.AggArrayAgg, Arg: val, T: t, Sorted: true, Distinct: distinct, Order: dirs}
 	if len(keys) > 0 {
 		fs := make([]types.RecordField, len(keys)+1)
@@ -82,7 +87,7 @@ func (b *Binder) sortedArrayAgg(c *ectx, name string, val expr.Expr, t types.T, 
 			fs[i] = types.RecordField{Name: fmt.Sprintf("k%d", i+1), T: k.Type()}
 		}
 		fs[len(keys)] = types.RecordField{Name: "x", T: val.Type()}
-		agg.Arg = call("row_ctor", types.RecordOf(fs), append(append([]expr.Expr(nil), keys...), val)...)
+		agg.Arg = filteredRecord(filter, call("row_ctor", types.RecordOf(fs), append(append([]expr.Expr(nil), keys...), val)...))
 	}
 	return addAggCall(c, agg, name), nil
 }

@@ -170,6 +170,22 @@ func (b *Binder) arrayCtor(args []expr.Expr) (expr.Expr, error) {
 	return call("array_ctor", types.ArrayOf(elem.Kind), args...), nil
 }
 
+// anyLiteralType is the type an untyped literal a (of type at) in x =
+// ANY(a) is read as, x being of type xt: an array of x's type, as
+// PostgreSQL reads it, where that type exists, else text[] (whose
+// elements x is compared with by text). A numeric x is refused (there is
+// no numeric[], and by text '{2.5}' would not hold 2.50).
+func anyLiteralType(xt, at types.T) (types.T, error) {
+	switch {
+	case at.Kind != types.Unknown || xt.Kind == types.Unknown || xt.Kind == types.Text:
+	case types.ArrayElemOK(xt):
+		return types.ArrayOf(xt.Kind), nil
+	case xt.Kind == types.Numeric:
+		return types.T{}, sqlerr.New(sqlerr.FeatureNotSupported, "numeric = ANY(array) is not supported: there is no numeric[] type (compare with = ANY('{...}'::float8[]) or IN (...))")
+	}
+	return types.TTextArray, nil
+}
+
 // anyOperand returns x as x = ANY(a) compares it with a's elements typed:
 // an untyped literal read as the element type, an element type of the
 // same layout (an integer with an integer array, a float with a float

@@ -63,6 +63,9 @@ type Binder struct {
 	// literals were made text: two constructors compare pair by pair, each
 	// literal typed by its peer (composite.go).
 	rowArgs map[*expr.Func][]expr.Expr
+	// aggFilter is the FILTER condition of the collecting aggregate being
+	// bound (aggfilter.go), taken by it.
+	aggFilter expr.Expr
 
 	// outer is the scope of the query whose subquery is being bound (the
 	// subquery's FROM scope resolves names there too); outerRefs counts

@@ -154,7 +154,7 @@ func TestErrors(t *testing.T) {
 		{"select a, (select c, a from u where u.a = t.a) from t", sqlerr.SyntaxError, `subquery has too many columns`},
 		{"select pg_array_subquery((select a from u where u.a = t.a)) from t", sqlerr.FeatureNotSupported, `ARRAY(subquery) is supported only for a text value, not integer`},
 		{"select count(*), pg_array_subquery((select c from u)) from t", sqlerr.FeatureNotSupported, `ARRAY(subquery) is supported only in WHERE and in the select list of a query without GROUP BY or aggregates`},
-		{"select a, ntile(2) over (order by a) from t", sqlerr.FeatureNotSupported, `window function ntile is not supported (supported: row_number, rank, dense_rank, count, sum, avg, min, max, lag, lead, first_value, last_value, nth_value)`},
+		{"select a, ntile(2) over (order by a) from t", sqlerr.FeatureNotSupported, `window function ntile is not supported (supported: row_number, rank, dense_rank, count, sum, avg, min, max, lag, lead, first_value, last_value, nth_value, array_agg, string_agg, jsonb_agg, jsonb_object_agg)`},
 		{"select a, first_value(a) over (order by a, a range between 1 preceding and current row) from t", sqlerr.WindowingError, `RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column`},
 		{"select a from t where row_number() over () > 1", sqlerr.WindowingError, `window functions are not allowed in WHERE`},
 		{"select a from t union select s from t", sqlerr.DatatypeMismatch, `UNION types integer and text cannot be matched`},

@@ -594,6 +594,23 @@ func figureName(n ast.ExprNode) (string, int) {
 	return "?column?", 0
 }
 
+// collectName is the name of aggregate or window function f, called with
+// args, as the user wrote it: the parser writes string_agg, array_agg,
+// jsonb_agg and jsonb_object_agg as TiDB's aggregates.
+func collectName(f string, args []ast.ExprNode) string {
+	switch f = strings.ToLower(f); f {
+	case "group_concat":
+		return groupConcatName(args)
+	case "json_arrayagg":
+		return "jsonb_agg"
+	case "json_objectagg":
+		return "jsonb_object_agg"
+	case "bit_xor":
+		return "array_agg"
+	}
+	return f
+}
+
 // figureName1 names the expressions figureName leaves to it (parentheses,
 // casts and CASE are figureName's).
 func figureName1(n ast.ExprNode) string {
@@ -607,21 +624,9 @@ func figureName1(n ast.ExprNode) string {
 		if _, fn, ok := withinGroup(n); ok {
 			return fn
 		}
-		switch f := strings.ToLower(n.F); f {
-		case "group_concat":
-			return "string_agg" // as the parser writes it
-		case "json_arrayagg":
-			return "jsonb_agg"
-		case "json_objectagg":
-			return "jsonb_object_agg"
-		case "bit_xor":
-			return "array_agg"
-		default:
-			return f
-		}
-
+		return collectName(n.F, n.Args)
 	case *ast.WindowFuncExpr:
-		return strings.ToLower(n.Name)
+		return collectName(n.Name, n.Args)
 	case *ast.SubqueryExpr:
 		// PostgreSQL names (SELECT x ...) after its one column.
 		if s, ok := n.Query.(*ast.SelectStmt); ok && s.Fields != nil && len(s.Fields.Fields) == 1 && s.Fields.Fields[0].WildCard == nil {
@@ -632,6 +637,10 @@ func figureName1(n ast.ExprNode) string {
 		}
 	case *ast.FuncCallExpr:
 		switch name := n.FnName.L; name {
+		case "pg_agg_filter": // agg(...) FILTER (WHERE cond) is named after agg
+			if len(n.Args) == 2 {
+				return outputName(n.Args[1])
+			}
 		case "pg_interval":
 			return "interval"
 		case "pg_field": // (expr).field is named after the field

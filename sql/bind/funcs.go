@@ -510,6 +510,10 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 			break
 		}
 		return b.binaryOp("+", start, size)
+	case "pg_agg_filter": // array_agg(x) FILTER (WHERE cond), from the dialect layer
+		if len(n.Args) == 2 {
+			return b.bindAggFilter(c, n.Args[0], n.Args[1])
+		}
 	case "pg_filter": // FILTER (WHERE cond), from the dialect layer: CASE WHEN pg_filter(cond) ...
 		if len(n.Args) != 1 {
 			break

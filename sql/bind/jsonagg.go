@@ -50,7 +50,8 @@ func (b *Binder) bindJSONAgg(c *ectx, n *ast.AggregateFuncExpr, object bool) (ex
 	if err != nil {
 		return nil, err
 	}
-	sorted := b.View || n.Distinct || n.Order != nil
+	filter := b.takeAggFilter()
+	sorted := b.View || n.Distinct || n.Order != nil || filter != nil
 	if sorted && (n.Order == nil || object) {
 		dk, dd := defaultOrder(args)
 		keys, dirs = append(keys, dk...), append(dirs, dd...)
@@ -58,11 +59,11 @@ func (b *Binder) bindJSONAgg(c *ectx, n *ast.AggregateFuncExpr, object bool) (ex
 	asText := func(e expr.Expr) expr.Expr { return &expr.Cast{E: e, T: types.TText} }
 	arrayAgg := func(val expr.Expr) (expr.Expr, error) {
 		if sorted {
-			return b.sortedArrayAgg(c, "array_agg", val, types.TTextArray, keys, dirs, n.Distinct, args)
+			return b.sortedArrayAgg(c, "array_agg", val, types.TTextArray, keys, dirs, n.Distinct, args, filter)
 		}
 		return addAggCall(c, planner.AggCall{Func: planner.AggArrayAgg, Arg: val, T: types.TTextArray}, "array_agg"), nil
 	}
-	cnt := addAggCall(c, planner.AggCall{Func: planner.AggCountStar, T: types.TInt64}, "count_star")
+	cnt := rowsCount(c, filter) // aggfilter.go
 	varr, err := arrayAgg(asText(call("to_jsonb", types.TJSONB, args[len(args)-1])))
 	if err != nil {
 		return nil, err
@@ -75,10 +76,5 @@ func (b *Binder) bindJSONAgg(c *ectx, n *ast.AggregateFuncExpr, object bool) (ex
 		}
 		final = call("jsonb_object_agg_final", types.TJSONB, karr, varr)
 	}
-	none, err := b.binaryOp("=", cnt, &expr.Const{D: types.Int(0), T: types.TInt64})
-	if err != nil {
-		return nil, err
-	}
-	return &expr.Case{Whens: []expr.When{{Cond: none, Then: &expr.Const{D: types.Null, T: types.TJSONB}}},
-		Else: final, T: types.TJSONB}, nil
+	return b.nullIfNone(cnt, final) // windowcollect.go
 }

@@ -251,7 +251,11 @@ func (b *Binder) pgFunc(c *ectx, n *ast.FuncCallExpr) (e expr.Expr, ok bool, err
 		if err != nil {
 			return nil, true, err
 		}
-		if as[1], err = b.coerce(as[1], types.TTextArray); err != nil {
+		at, err := anyLiteralType(as[0].Type(), as[1].Type()) // arrayfuncs.go
+		if err != nil {
+			return nil, true, err
+		}
+		if as[1], err = b.coerce(as[1], at); err != nil {
 			return nil, true, err
 		}
 		if as[1].Type().Kind != types.TextArray {

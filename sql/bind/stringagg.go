@@ -86,18 +86,13 @@ func (b *Binder) bindStringAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, er
 		if n.Order == nil {
 			keys, dirs = defaultOrder([]expr.Expr{arg})
 		}
-		if arr, err = b.sortedArrayAgg(c, "array_agg", arg, types.TTextArray, keys, dirs, n.Distinct, []expr.Expr{arg}); err != nil {
+		if arr, err = b.sortedArrayAgg(c, "array_agg", arg, types.TTextArray, keys, dirs, n.Distinct, []expr.Expr{arg}, nil); err != nil {
 			return nil, err
 		}
 	} else {
 		arr = addAggCall(c, planner.AggCall{Func: planner.AggArrayAgg, Arg: arg, T: types.TTextArray}, "array_agg")
 	}
-	none, err := b.binaryOp("=", cnt, &expr.Const{D: types.Int(0), T: types.TInt64})
-	if err != nil {
-		return nil, err
-	}
-	return &expr.Case{Whens: []expr.When{{Cond: none, Then: &expr.Const{D: types.Null, T: types.TText}}},
-		Else: call("array_to_string", types.TText, arr, sep), T: types.TText}, nil
+	return b.nullIfNone(cnt, call("array_to_string", types.TText, arr, sep)) // windowcollect.go
 }
 
 // bindArrayAgg binds array_agg(x), which the parser writes as TiDB's
@@ -120,21 +115,18 @@ func (b *Binder) bindArrayAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, err
 		return nil, err
 	}
 	t := arg.Type()
-	if t.Kind == types.TextArray {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "array_agg of an array (a multidimensional array) is not supported")
-	}
-	if !types.ArrayElemOK(t) {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "array_agg of %s is not supported", typeName(t))
+	if err := arrayAggElem(t); err != nil {
+		return nil, err
 	}
 	keys, dirs, err := b.aggOrderKeys(c, n, "array_agg")
 	if err != nil {
 		return nil, err
 	}
-	if b.View || n.Distinct || n.Order != nil {
+	if filter := b.takeAggFilter(); b.View || n.Distinct || n.Order != nil || filter != nil {
 		if n.Order == nil {
 			keys, dirs = defaultOrder([]expr.Expr{arg})
 		}
-		return b.sortedArrayAgg(c, "array_agg", arg, types.ArrayOf(t.Kind), keys, dirs, n.Distinct, []expr.Expr{arg})
+		return b.sortedArrayAgg(c, "array_agg", arg, types.ArrayOf(t.Kind), keys, dirs, n.Distinct, []expr.Expr{arg}, filter)
 	}
 	if t.Kind != types.Text {
 		arg = call("elem_out", types.TText, arg)

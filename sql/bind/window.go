@@ -105,19 +105,24 @@ func (b *Binder) bindWindowFunc(c *ectx, n *ast.WindowFuncExpr) (expr.Expr, erro
 		if err := b.bindValueFunc(&ac, name, n, &fn); err != nil {
 			return nil, err
 		}
+	case "bit_xor", "json_arrayagg", "json_objectagg", "group_concat": // array_agg, jsonb_agg, jsonb_object_agg, string_agg
+		return b.bindWindowCollect(c, &ac, name, n) // windowcollect.go
 	default:
-		if name == "group_concat" {
-			name = groupConcatName(n.Args) // as the parser writes it
-		}
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported,
-			"window function %s is not supported (supported: row_number, rank, dense_rank, count, sum, avg, min, max, lag, lead, first_value, last_value, nth_value)", name)
+			"window function %s is not supported (supported: row_number, rank, dense_rank, count, sum, avg, min, max, lag, lead, first_value, last_value, nth_value, array_agg, string_agg, jsonb_agg, jsonb_object_agg)", name)
 	}
+	return b.windowOver(c, &ac, name, n.Spec, fn)
+}
 
+// windowOver binds the OVER clause spec of window function fn (named
+// name), whose arguments are bound, with ac the context of its
+// arguments, and returns the reference to its column.
+func (b *Binder) windowOver(c, ac *ectx, name string, spec ast.WindowSpec, fn planner.WinFunc) (expr.Expr, error) {
 	var ws winSpec
 	var key strings.Builder
 	if spec.PartitionBy != nil {
 		for _, it := range spec.PartitionBy.Items {
-			e, err := b.bindExpr(&ac, it.Expr)
+			e, err := b.bindExpr(ac, it.Expr)
 			if err != nil {
 				return nil, err
 			}
@@ -131,7 +136,7 @@ func (b *Binder) bindWindowFunc(c *ectx, n *ast.WindowFuncExpr) (expr.Expr, erro
 	if spec.OrderBy != nil {
 		for _, o := range spec.OrderBy.Items {
 			oe, nullsFirst := nullsOrder(o)
-			e, err := b.bindExpr(&ac, oe)
+			e, err := b.bindExpr(ac, oe)
 			if err != nil {
 				return nil, err
 			}
@@ -142,7 +147,7 @@ func (b *Binder) bindWindowFunc(c *ectx, n *ast.WindowFuncExpr) (expr.Expr, erro
 			fmt.Fprintf(&key, "o %s:%s %v %v;", e, e.Type(), o.Desc, nullsFirst)
 		}
 	}
-	if err := b.bindFrame(&ac, spec.Frame, &fn, ws.orderBy); err != nil {
+	if err := b.bindFrame(ac, spec.Frame, &fn, ws.orderBy); err != nil {
 		return nil, err
 	}
 	ws.key = key.String()

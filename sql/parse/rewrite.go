@@ -73,6 +73,9 @@ type frame struct {
 	// aggMarker names array_agg, jsonb_agg or jsonb_object_agg written as
 	// group_concat for its DISTINCT or ORDER BY (sortedagg.go).
 	aggMarker string
+	// commaAt is the piece of a call's first argument-separating comma
+	// (0: none yet).
+	commaAt int
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -590,12 +593,13 @@ func (r *rewriter) rewrite(from, to int) error {
 						// The function's name as the user wrote it: the piece
 						// emitted may be an internal one (group_concat(, pg_cast().
 						if fn := toks[r.out[f.start].tok].Val; !filterAggregates[fn] {
-							if sortedAggs[fn] { // they keep NULLs, so CASE WHEN cannot filter them
-								return p.notSupported(next, "FILTER is not supported with %s", fn)
+							if !sortedAggs[fn] {
+								return p.positioned(sqlerr.New(sqlerr.WrongObjectType, "FILTER specified, but %s is not an aggregate function", fn), next)
 							}
-							return p.positioned(sqlerr.New(sqlerr.WrongObjectType, "FILTER specified, but %s is not an aggregate function", fn), next)
+							end, err = r.filterCall(f, i, to) // sortedagg.go
+						} else {
+							end, err = r.filterClause(f, i, to)
 						}
-						end, err = r.filterClause(f, i, to)
 					}
 					if err != nil {
 						return err
@@ -605,7 +609,9 @@ func (r *rewriter) rewrite(from, to int) error {
 					i = end - 1
 					continue
 				}
-				r.endSortedAgg(f, i)
+				if err := r.endSortedAgg(f, i); err != nil {
+					return err
+				}
 				if f.arraySub {
 					r.emit("))", i, space)
 				} else if f.srf != "" {
@@ -738,6 +744,9 @@ func (r *rewriter) rewrite(from, to int) error {
 					if err := r.valuesColumn(stack[len(stack)-1].row, i); err != nil {
 						return err
 					}
+				}
+				if len(stack) > 0 && stack[len(stack)-1].call && stack[len(stack)-1].commaAt == 0 {
+					stack[len(stack)-1].commaAt = len(r.out)
 				}
 				if len(stack) > 0 && stack[len(stack)-1].stringAgg && stack[len(stack)-1].orderAt == 0 {
 					stack[len(stack)-1].sepSeen = true
@@ -1008,27 +1017,10 @@ func (r *rewriter) filterClause(f frame, close, to int) (end int, err error) {
 	open := f.open
 	p := r.p
 	toks := p.toks
-	condFrom, depth := close+4, 0
-	end = condFrom
-	for ; end < to && (depth > 0 || !toks[end].isOp(")")); end++ {
-		switch {
-		case toks[end].isOp("("):
-			depth++
-		case toks[end].isOp(")"):
-			depth--
-		}
-	}
-	if end >= to || end == condFrom {
-		return 0, p.syntaxError(toks[min(end, to)])
-	}
-	sub := &rewriter{p: p}
-	if err := sub.rewrite(condFrom, end); err != nil {
+	sub, end, err := r.filterCond(close, to)
+	if err != nil {
 		return 0, err
 	}
-	if len(sub.out) == 0 || sub.emits {
-		return 0, p.syntaxError(toks[condFrom])
-	}
-	sub.out[0].space = true
 	var rest []piece // what follows the conditional argument
 	if f.stringAgg && f.sepAt > open {
 		if f.orderAt > f.sepAt { // group_concat's ORDER BY precedes its separator
@@ -1062,6 +1054,36 @@ func (r *rewriter) filterClause(f frame, close, to int) (end int, err error) {
 	r.out = append(r.out, rest...)
 	r.emit(")", close, false)
 	return end + 1, nil
+}
+
+// filterCond rewrites the condition of the FILTER (WHERE cond) that
+// follows the aggregate call closed at token close, and returns it with
+// the token of the FILTER clause's ")".
+func (r *rewriter) filterCond(close, to int) (sub *rewriter, end int, err error) {
+	p := r.p
+	toks := p.toks
+	condFrom, depth := close+4, 0
+	end = condFrom
+	for ; end < to && (depth > 0 || !toks[end].isOp(")")); end++ {
+		switch {
+		case toks[end].isOp("("):
+			depth++
+		case toks[end].isOp(")"):
+			depth--
+		}
+	}
+	if end >= to || end == condFrom {
+		return nil, 0, p.syntaxError(toks[min(end, to)])
+	}
+	sub = &rewriter{p: p}
+	if err := sub.rewrite(condFrom, end); err != nil {
+		return nil, 0, err
+	}
+	if len(sub.out) == 0 || sub.emits {
+		return nil, 0, p.syntaxError(toks[condFrom])
+	}
+	sub.out[0].space = true
+	return sub, end, nil
 }
 
 // valuesColumn ends a column of a VALUES row at token tok: the first row

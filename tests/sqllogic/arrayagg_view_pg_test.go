@@ -15,11 +15,15 @@ var arrayLiteral = regexp.MustCompile(`\{[^{}]*\}`)
 // sortArrayElems sorts the elements of each array in a row, so arrays
 // compare as multisets (array_agg without ORDER BY has no defined order in
 // PostgreSQL). The test's elements have no commas, quotes or braces.
-func sortArrayElems(row string) string {
-	return arrayLiteral.ReplaceAllStringFunc(row, func(a string) string {
-		e := strings.Split(a[1:len(a)-1], ",")
+func sortArrayElems(row string) string { return sortElems(row, arrayLiteral, ",") }
+
+// sortElems sorts the elements, separated by sep, of each bracketed
+// literal re matches in row.
+func sortElems(row string, re *regexp.Regexp, sep string) string {
+	return re.ReplaceAllStringFunc(row, func(a string) string {
+		e := strings.Split(a[1:len(a)-1], sep)
 		slices.Sort(e)
-		return "{" + strings.Join(e, ",") + "}"
+		return a[:1] + strings.Join(e, sep) + a[len(a)-1:]
 	})
 }
 
