@@ -64,9 +64,8 @@ func distributed(view *storage.TableDef) bool {
 	return view.Kind == storage.KindView && view.Options[distOption] == "true"
 }
 
-// DistributedViews lists the distributed views of e's catalog, by name.
-// A view whose plan no longer compiles here is left out (logged).
-func DistributedViews(e *Engine) []DistView {
+// distributedDefs lists e's distributed views, by name.
+func distributedDefs(e *Engine) []*storage.TableDef {
 	e.mu.Lock()
 	var defs []*storage.TableDef
 	for _, t := range e.mu.tables {
@@ -76,6 +75,13 @@ func DistributedViews(e *Engine) []DistView {
 	}
 	e.mu.Unlock()
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	return defs
+}
+
+// DistributedViews lists the distributed views of e's catalog, by name.
+// A view whose plan no longer compiles here is left out (logged).
+func DistributedViews(e *Engine) []DistView {
+	defs := distributedDefs(e)
 	out := make([]DistView, 0, len(defs))
 	for _, def := range defs {
 		plan, err := e.planView(def)
