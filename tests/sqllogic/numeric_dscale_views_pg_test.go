@@ -1,0 +1,197 @@
+package sqllogic
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ndvKeys are the values of the numeric key columns: each value has one
+// spelling in a column, so a group, DISTINCT row or join key prints the
+// same digits whichever of its rows PostgreSQL sees first. ndvJoinKeys
+// spell some of the same values with other scales (1.5 = 1.50 joins).
+var (
+	ndvKeys     = []string{"1.50", "2.000", "0.10", "3", "4.2500", "-1.0", "7.125"}
+	ndvJoinKeys = []string{"1.5", "2", "0.100", "3.00", "4.25", "-1", "9.9"}
+)
+
+// ndvQueries run as materialized views (on the Pebble and on the memory
+// backend), as batch queries and in PostgreSQL 15; every one computes
+// unconstrained NUMERIC results whose display scale depends on the
+// values. Each view must print exactly PostgreSQL's digits.
+var ndvQueries = []string{
+	// Projection and filter.
+	"SELECT id, u, k, u * 1.0 AS m, u / 3 AS q, round(u, 3) AS r, a * u AS p, u + a AS s, k - u AS d FROM ndk WHERE g <> 1",
+	// GROUP BY without HAVING: sum, avg, a quotient of sum and count, min, max.
+	"SELECT g, sum(u) AS s, avg(u) AS av, avg(a) AS aa, sum(u) / count(*) AS q, min(u) AS lo, max(u) AS hi, sum(a * u) AS sp, count(*) AS n FROM ndk GROUP BY g",
+	// GROUP BY with HAVING over an aggregate.
+	"SELECT g, sum(u) AS s, avg(u) AS av, max(k) AS mk FROM ndk GROUP BY g HAVING count(*) > 2",
+	"SELECT g, sum(u * 1.0) AS s, avg(a) AS av FROM ndk GROUP BY g HAVING sum(u) > -100",
+	// A numeric GROUP BY key: the group prints its values' spelling.
+	"SELECT k, count(*) AS n, sum(u) AS s, avg(a) AS av FROM ndk GROUP BY k",
+	"SELECT k, g, min(u) AS lo FROM ndk GROUP BY k, g HAVING count(*) >= 1",
+	// DISTINCT.
+	"SELECT DISTINCT k FROM ndk",
+	"SELECT DISTINCT k, g, a FROM ndk",
+	// Inner and left joins on a numeric key (1.50 = 1.5), numeric on both
+	// the key and the non-key side.
+	"SELECT a.id, b.id AS bid, a.k, b.k AS bk, b.w, a.u * b.w AS p, a.u / NULLIF(b.w, 0) AS q FROM ndk a JOIN ndj b ON a.k = b.k",
+	"SELECT a.id, a.k, b.k AS bk, b.w, a.u + b.w AS s FROM ndk a LEFT JOIN ndj b ON a.k = b.k",
+	"SELECT b.id, b.k, b.w, a.id AS aid, a.u FROM ndj b LEFT JOIN ndk a ON b.k = a.k AND a.g = 0",
+	// Top-N: ORDER BY ... LIMIT and row_number() <= N.
+	"SELECT id, u, k, a FROM ndk ORDER BY u DESC, id LIMIT 5",
+	"SELECT id, g, u, k, rn FROM (SELECT id, g, u, k, row_number() OVER (PARTITION BY g ORDER BY u DESC, id) AS rn FROM ndk) t WHERE rn <= 3",
+	// OVER windows.
+	"SELECT id, g, sum(u) OVER (PARTITION BY g) AS s, avg(u) OVER (PARTITION BY g) AS av, lag(u) OVER (PARTITION BY g ORDER BY id) AS l, lead(k, 1, 0.5) OVER (PARTITION BY g ORDER BY id) AS ld FROM ndk",
+	"SELECT id, sum(u) OVER (PARTITION BY g ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s, max(k) OVER (PARTITION BY g ORDER BY id ROWS 1 PRECEDING) AS mk FROM ndk",
+	// UNION ALL of two tables' numerics.
+	"SELECT id, u AS x FROM ndk UNION ALL SELECT id, w FROM ndj UNION ALL SELECT id, k FROM ndj",
+	// Views over a view (ndbase: a materialized view in streamdb, a view
+	// in PostgreSQL).
+	"SELECT id, g, x, y FROM ndbase WHERE id % 2 = 0",
+	"SELECT g, sum(x) AS s, avg(y) AS av, max(x) AS hi FROM ndbase GROUP BY g",
+	"SELECT k, count(*) AS n, sum(x) AS s FROM ndbase GROUP BY k",
+}
+
+// ndvBase is the view the views over a view read.
+const ndvBase = "SELECT id, g, k, u * 2 AS x, u / 4 AS y FROM ndk"
+
+// TestNumericDScaleViewsPG checks that unconstrained NUMERIC results keep
+// PostgreSQL 15's display scale through every view shape (projection and
+// filter, GROUP BY with and without HAVING, a numeric group key, DISTINCT,
+// inner and left joins on numeric keys, top-N by LIMIT and by
+// row_number(), OVER windows, UNION ALL, views over a view) as
+// materialized views on both state backends and as batch queries, over
+// keyed tables changed by INSERT, UPDATE and DELETE, across a graceful
+// restart and a kill -9.
+func TestNumericDScaleViewsPG(t *testing.T) {
+	pg := StartPG(t)
+	srv := StartServer(t, "")
+	sdb, pgc := srv.Conn(t), pg.Conn(t)
+	ddl := []string{
+		"CREATE TABLE ndk (id INT PRIMARY KEY, g INT, k NUMERIC, u NUMERIC, a NUMERIC(10,2))",
+		"CREATE TABLE ndj (id INT PRIMARY KEY, k NUMERIC, w NUMERIC)",
+	}
+	execAll(t, sdb, ddl...)
+	execAll(t, pgc, ddl...)
+	execAll(t, sdb, "CREATE MATERIALIZED VIEW ndbase AS "+ndvBase)
+	execAll(t, pgc, "CREATE VIEW ndbase AS "+ndvBase)
+	views := func(prefix string) {
+		for i, q := range ndvQueries {
+			execAll(t, sdb, fmt.Sprintf("CREATE MATERIALIZED VIEW %s%d AS %s", prefix, i, q))
+		}
+	}
+	views("ndvp")
+	execAll(t, sdb, "SET state.backend = 'memory'")
+	views("ndvm")
+
+	r := rand.New(rand.NewPCG(14, 33))
+	// u: a value with two decimals written with 2 to 4 of them, the scale
+	// a function of the value (equal values print alike).
+	u := func() string {
+		v := r.IntN(1200) - 400
+		return fmt.Sprintf("%s%s", randScaled(int64(v), 2), strings.Repeat("0", ((v%3)+3)%3))
+	}
+	null := func(s string) string {
+		if r.IntN(9) == 0 {
+			return "NULL"
+		}
+		return s
+	}
+	id, jid := 0, 0
+	round := func(c *pgx.Conn, rows int) {
+		var vals, jvals []string
+		for range rows {
+			id++
+			vals = append(vals, fmt.Sprintf("(%d, %d, %s, %s, %s)", id, r.IntN(4), null(ndvKeys[r.IntN(len(ndvKeys))]),
+				null(u()), null(randNumeric(r, 2, 1+r.IntN(5), 3))))
+			if r.IntN(3) == 0 {
+				jid++
+				jvals = append(jvals, fmt.Sprintf("(%d, %s, %s)", jid, null(ndvJoinKeys[r.IntN(len(ndvJoinKeys))]), null(u())))
+			}
+		}
+		stmts := []string{"INSERT INTO ndk VALUES " + strings.Join(vals, ", ")}
+		if len(jvals) > 0 {
+			stmts = append(stmts, "INSERT INTO ndj VALUES "+strings.Join(jvals, ", "))
+		}
+		// Changes that retract: values, the group, the key, rows gone.
+		stmts = append(stmts,
+			fmt.Sprintf("UPDATE ndk SET u = %s WHERE id %% 7 = %d", u(), r.IntN(7)),
+			fmt.Sprintf("UPDATE ndk SET a = a + 0.5 WHERE id %% 9 = %d", r.IntN(9)),
+			fmt.Sprintf("UPDATE ndk SET g = %d WHERE id %% 11 = %d", r.IntN(4), r.IntN(11)),
+			fmt.Sprintf("UPDATE ndk SET k = %s WHERE id %% 13 = %d", ndvKeys[r.IntN(len(ndvKeys))], r.IntN(13)),
+			fmt.Sprintf("UPDATE ndj SET w = %s WHERE id %% 5 = %d", u(), r.IntN(5)),
+			fmt.Sprintf("DELETE FROM ndk WHERE id %% 17 = %d", r.IntN(17)),
+			fmt.Sprintf("DELETE FROM ndj WHERE id %% 8 = %d", r.IntN(8)))
+		execAll(t, c, stmts...)
+		execAll(t, pgc, stmts...)
+	}
+	check := func(c *pgx.Conn, when string) {
+		t.Helper()
+		execAll(t, c, "CHECKPOINT")
+		for i, q := range ndvQueries {
+			want := rowSet(t, pgc, q)
+			if got := rowSet(t, c, q); got != want {
+				t.Errorf("%s: batch query differs from PostgreSQL\n  query: %s\n  streamdb:   %s\n  PostgreSQL: %s", when, q, got, want)
+			}
+			for _, prefix := range []string{"ndvp", "ndvm"} {
+				for deadline := time.Now().Add(8 * time.Second); ; {
+					got := rowSet(t, c, fmt.Sprintf("SELECT * FROM %s%d", prefix, i))
+					if got == want {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Errorf("%s: view %s%d differs from PostgreSQL\n  query: %s\n  view:       %s\n  PostgreSQL: %s", when, prefix, i, q, got, want)
+						break
+					}
+					execAll(t, c, "CHECKPOINT")
+				}
+			}
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	check(sdb, "before any row")
+	round(sdb, 1)
+	check(sdb, "one row")
+	round(sdb, 30)
+	check(sdb, "first rounds")
+	round(sdb, 60)
+	round(sdb, 20)
+	check(sdb, "more rounds")
+
+	srv.Restart(t)
+	sdb = srv.Conn(t)
+	check(sdb, "after a restart")
+	round(sdb, 30)
+	execAll(t, sdb, "CHECKPOINT")
+	round(sdb, 30) // committed after the checkpoint: replayed after the crash
+	srv.Kill9()
+	srv.Restart(t)
+	sdb = srv.Conn(t)
+	check(sdb, "after kill -9")
+	round(sdb, 30)
+	check(sdb, "rounds after kill -9")
+}
+
+// randScaled prints v × 10^-scale with scale fractional digits.
+func randScaled(v int64, scale int) string {
+	neg := v < 0
+	if neg {
+		v = -v
+	}
+	s := fmt.Sprint(v)
+	for len(s) <= scale {
+		s = "0" + s
+	}
+	s = s[:len(s)-scale] + "." + s[len(s)-scale:]
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
