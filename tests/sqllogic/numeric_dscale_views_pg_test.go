@@ -1,6 +1,8 @@
 package sqllogic
 
 import (
+	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -194,4 +196,58 @@ func randScaled(v int64, scale int) string {
 		s = "-" + s
 	}
 	return s
+}
+
+// TestNumericDScaleParamsPG checks that a NUMERIC parameter of the
+// extended protocol keeps the digits written, in text and in binary
+// format ('1.50' prints 1.50, as PostgreSQL's numeric_in and numeric_recv
+// keep the display scale), alone and in expressions.
+func TestNumericDScaleParamsPG(t *testing.T) {
+	pg := StartPG(t)
+	srv := StartServer(t, "")
+	sdb, pgc := srv.Conn(t), pg.Conn(t)
+	// 1.50 and -0.0100 in numeric_send's form: ndigits, weight, sign,
+	// dscale, base-10000 digits.
+	bin := func(weight, sign, dscale int16, digits ...int16) []byte {
+		b := binary.BigEndian.AppendUint16(nil, uint16(len(digits)))
+		b = binary.BigEndian.AppendUint16(b, uint16(weight))
+		b = binary.BigEndian.AppendUint16(b, uint16(sign))
+		b = binary.BigEndian.AppendUint16(b, uint16(dscale))
+		for _, d := range digits {
+			b = binary.BigEndian.AppendUint16(b, uint16(d))
+		}
+		return b
+	}
+	cases := []struct {
+		vals    [][]byte
+		formats []int16
+	}{
+		{[][]byte{[]byte("1.50"), []byte("2.000")}, []int16{0, 0}},
+		{[][]byte{[]byte("-0.0100"), []byte("3")}, []int16{0, 0}},
+		{[][]byte{bin(0, 0, 2, 1, 5000), bin(0, 0x4000, 4, 0, 100)}, []int16{1, 1}},
+		{[][]byte{[]byte("12.3400"), bin(0, 0, 3, 2)}, []int16{0, 1}},
+	}
+	queries := []string{
+		"SELECT $1::numeric AS a, $2::numeric AS b",
+		"SELECT $1 AS a, $2 AS b",
+		"SELECT $1 + 1 AS a, $2 * 2 AS b, $1 * $2 AS c, $1 - $2 AS d",
+		"SELECT round($1, 1) AS a, $2 / 3 AS b, COALESCE($1, 0) AS c",
+	}
+	ctx := context.Background()
+	for _, q := range queries {
+		for _, c := range cases {
+			for _, resFmt := range []int16{0, 1} {
+				run := func(conn *pgx.Conn) string {
+					res := conn.PgConn().ExecParams(ctx, q, c.vals, []uint32{1700, 1700}, c.formats, []int16{resFmt}).Read()
+					if res.Err != nil {
+						t.Fatalf("%s: %v", q, res.Err)
+					}
+					return fmt.Sprint(res.Rows)
+				}
+				if got, want := run(sdb), run(pgc); got != want {
+					t.Errorf("%s with %q (formats %v, results in format %d):\n  streamdb:   %s\n  PostgreSQL: %s", q, c.vals, c.formats, resFmt, got, want)
+				}
+			}
+		}
+	}
 }
