@@ -33,6 +33,8 @@ var ndvQueries = []string{
 	// GROUP BY with HAVING over an aggregate.
 	"SELECT g, sum(u) AS s, avg(u) AS av, max(k) AS mk FROM ndk GROUP BY g HAVING count(*) > 2",
 	"SELECT g, sum(u * 1.0) AS s, avg(a) AS av FROM ndk GROUP BY g HAVING sum(u) > -100",
+	// Ordered-set aggregates return one of the group's values.
+	"SELECT g, percentile_disc(0.5) WITHIN GROUP (ORDER BY u) AS pd, mode() WITHIN GROUP (ORDER BY k) AS mk FROM ndk GROUP BY g",
 	// A numeric GROUP BY key: the group prints its values' spelling.
 	"SELECT k, count(*) AS n, sum(u) AS s, avg(a) AS av FROM ndk GROUP BY k",
 	"SELECT k, g, min(u) AS lo FROM ndk GROUP BY k, g HAVING count(*) >= 1",
