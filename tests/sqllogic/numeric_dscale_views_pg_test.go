@@ -134,32 +134,7 @@ func TestNumericDScaleViewsPG(t *testing.T) {
 		execAll(t, c, stmts...)
 		execAll(t, pgc, stmts...)
 	}
-	check := func(c *pgx.Conn, when string) {
-		t.Helper()
-		execAll(t, c, "CHECKPOINT")
-		for i, q := range ndvQueries {
-			want := rowSet(t, pgc, q)
-			if got := rowSet(t, c, q); got != want {
-				t.Errorf("%s: batch query differs from PostgreSQL\n  query: %s\n  streamdb:   %s\n  PostgreSQL: %s", when, q, got, want)
-			}
-			for _, prefix := range []string{"ndvp", "ndvm"} {
-				for deadline := time.Now().Add(8 * time.Second); ; {
-					got := rowSet(t, c, fmt.Sprintf("SELECT * FROM %s%d", prefix, i))
-					if got == want {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Errorf("%s: view %s%d differs from PostgreSQL\n  query: %s\n  view:       %s\n  PostgreSQL: %s", when, prefix, i, q, got, want)
-						break
-					}
-					execAll(t, c, "CHECKPOINT")
-				}
-			}
-		}
-		if t.Failed() {
-			t.FailNow()
-		}
-	}
+	check := viewsPG{t: t, pg: pgc, queries: ndvQueries, prefixes: []string{"ndvp", "ndvm"}, wait: 8 * time.Second}.check
 	check(sdb, "before any row")
 	round(sdb, 1)
 	check(sdb, "one row")
@@ -168,18 +143,66 @@ func TestNumericDScaleViewsPG(t *testing.T) {
 	round(sdb, 60)
 	round(sdb, 20)
 	check(sdb, "more rounds")
+	restartRounds(t, srv, check, round, 30)
+}
 
+// viewsPG compares materialized views (prefix + the query's index, for
+// each of prefixes) and their queries run as batch queries with
+// PostgreSQL's results of the queries.
+type viewsPG struct {
+	t        *testing.T
+	pg       *pgx.Conn
+	queries  []string
+	prefixes []string
+	wait     time.Duration // how long a view may lag (CHECKPOINT between reads)
+}
+
+// check compares after a CHECKPOINT on c, and stops the test at the end
+// if anything differs.
+func (v viewsPG) check(c *pgx.Conn, when string) {
+	t := v.t
+	t.Helper()
+	execAll(t, c, "CHECKPOINT")
+	for i, q := range v.queries {
+		want := rowSet(t, v.pg, q)
+		if got := rowSet(t, c, q); got != want {
+			t.Errorf("%s: batch query differs from PostgreSQL\n  query: %s\n  streamdb:   %s\n  PostgreSQL: %s", when, q, got, want)
+		}
+		for _, prefix := range v.prefixes {
+			for deadline := time.Now().Add(v.wait); ; {
+				got := rowSet(t, c, fmt.Sprintf("SELECT * FROM %s%d", prefix, i))
+				if got == want {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("%s: view %s%d differs from PostgreSQL\n  query: %s\n  view:       %s\n  PostgreSQL: %s", when, prefix, i, q, got, want)
+					break
+				}
+				execAll(t, c, "CHECKPOINT")
+			}
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// restartRounds restarts srv gracefully and checks, runs two rounds of n
+// rows (the second committed after a checkpoint, so replayed), kills the
+// server with kill -9, restarts and checks, and checks once more after a
+// round.
+func restartRounds(t *testing.T, srv *Server, check func(*pgx.Conn, string), round func(*pgx.Conn, int), n int) {
 	srv.Restart(t)
-	sdb = srv.Conn(t)
+	sdb := srv.Conn(t)
 	check(sdb, "after a restart")
-	round(sdb, 30)
+	round(sdb, n)
 	execAll(t, sdb, "CHECKPOINT")
-	round(sdb, 30) // committed after the checkpoint: replayed after the crash
+	round(sdb, n) // committed after the checkpoint: replayed after the crash
 	srv.Kill9()
 	srv.Restart(t)
 	sdb = srv.Conn(t)
 	check(sdb, "after kill -9")
-	round(sdb, 30)
+	round(sdb, n)
 	check(sdb, "rounds after kill -9")
 }
 

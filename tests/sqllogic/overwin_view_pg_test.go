@@ -118,28 +118,7 @@ func TestOverWindowViewPG(t *testing.T) {
 		execAll(t, c, stmts...)
 		execAll(t, pgc, stmts...)
 	}
-	check := func(c *pgx.Conn, when string) {
-		t.Helper()
-		execAll(t, c, "CHECKPOINT")
-		for i, q := range owvQueries {
-			want := rowSet(t, pgc, q)
-			if got := rowSet(t, c, q); got != want {
-				t.Errorf("%s: batch query differs from PostgreSQL\n  query: %s\n  streamdb:   %s\n  PostgreSQL: %s", when, q, got, want)
-			}
-			for _, prefix := range []string{"owvp", "owvm"} {
-				for deadline := time.Now().Add(30 * time.Second); ; {
-					got := rowSet(t, c, fmt.Sprintf("SELECT * FROM %s%d", prefix, i))
-					if got == want {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("%s: view %s%d differs from PostgreSQL\n  query: %s\n  view:       %s\n  PostgreSQL: %s", when, prefix, i, q, got, want)
-					}
-					execAll(t, c, "CHECKPOINT")
-				}
-			}
-		}
-	}
+	check := viewsPG{t: t, pg: pgc, queries: owvQueries, prefixes: []string{"owvp", "owvm"}, wait: 30 * time.Second}.check
 	check(sdb, "before any row")
 	round(sdb, 1)
 	check(sdb, "one row")
@@ -149,16 +128,5 @@ func TestOverWindowViewPG(t *testing.T) {
 	round(sdb, 30)
 	check(sdb, "more rounds")
 
-	srv.Restart(t)
-	sdb = srv.Conn(t)
-	check(sdb, "after a restart")
-	round(sdb, 60)
-	execAll(t, sdb, "CHECKPOINT")
-	round(sdb, 60) // committed after the checkpoint: replayed after the crash
-	srv.Kill9()
-	srv.Restart(t)
-	sdb = srv.Conn(t)
-	check(sdb, "after kill -9")
-	round(sdb, 50)
-	check(sdb, "rounds after kill -9")
+	restartRounds(t, srv, check, round, 60)
 }
