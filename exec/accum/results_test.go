@@ -94,3 +94,29 @@ func TestSumDScaleUnderRetraction(t *testing.T) {
 		}
 	}
 }
+
+// TestSumDScaleMerge: merging two groups' sums (session windows) keeps the
+// larger display scale of their values.
+func TestSumDScaleMerge(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	b := types.NewBuilder(mem, types.TNumeric).(*types.DecimalBuilder)
+	for _, s := range []string{"1.5", "2.125"} {
+		d, err := types.ParseText(s, types.TNumeric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.AppendDS(d.D, d.DS)
+	}
+	arg := b.NewArray()
+	defer arg.Release()
+	spec := Spec{Kind: Sum, Arg: &expr.ColRef{Idx: 0, T: types.TNumeric}, T: types.TNumeric}
+	acc := New(spec, false)
+	acc.Grow(2)
+	if err := acc.Update([]int32{0, 1}, arg, nil); err != nil {
+		t.Fatal(err)
+	}
+	Merge(acc, 0, 1)
+	if got := types.DScaleOf(acc.Result(0), types.TNumeric); got != 3 {
+		t.Fatalf("merged sum's scale %d, want 3", got)
+	}
+}
