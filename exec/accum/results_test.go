@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
@@ -48,16 +49,7 @@ func TestAppendResultsChecksRange(t *testing.T) {
 // encoded and decoded; state written before the counts (one byte, the
 // largest scale seen) still reads.
 func TestSumDScaleUnderRetraction(t *testing.T) {
-	mem := memory.NewGoAllocator()
-	b := types.NewBuilder(mem, types.TNumeric).(*types.DecimalBuilder)
-	for _, s := range []string{"1.50", "2.125", "3.0"} {
-		d, err := types.ParseText(s, types.TNumeric)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.AppendDS(d.D, d.DS)
-	}
-	arg := b.NewArray()
+	arg := numericArray(t, "1.50", "2.125", "3.0")
 	defer arg.Release()
 	for _, kind := range []Kind{Sum} {
 		spec := Spec{Kind: kind, Arg: &expr.ColRef{Idx: 0, T: types.TNumeric}, T: types.TNumeric}
@@ -98,16 +90,7 @@ func TestSumDScaleUnderRetraction(t *testing.T) {
 // TestSumDScaleMerge: merging two groups' sums (session windows) keeps the
 // larger display scale of their values.
 func TestSumDScaleMerge(t *testing.T) {
-	mem := memory.NewGoAllocator()
-	b := types.NewBuilder(mem, types.TNumeric).(*types.DecimalBuilder)
-	for _, s := range []string{"1.5", "2.125"} {
-		d, err := types.ParseText(s, types.TNumeric)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.AppendDS(d.D, d.DS)
-	}
-	arg := b.NewArray()
+	arg := numericArray(t, "1.5", "2.125")
 	defer arg.Release()
 	spec := Spec{Kind: Sum, Arg: &expr.ColRef{Idx: 0, T: types.TNumeric}, T: types.TNumeric}
 	acc := New(spec, false)
@@ -119,4 +102,19 @@ func TestSumDScaleMerge(t *testing.T) {
 	if got := types.DScaleOf(acc.Result(0), types.TNumeric); got != 3 {
 		t.Fatalf("merged sum's scale %d, want 3", got)
 	}
+}
+
+// numericArray is an unconstrained NUMERIC column of vals, each carrying
+// the display scale written.
+func numericArray(t *testing.T, vals ...string) arrow.Array {
+	b := types.NewBuilder(memory.NewGoAllocator(), types.TNumeric).(*types.DecimalBuilder)
+	defer b.Release()
+	for _, s := range vals {
+		d, err := types.ParseText(s, types.TNumeric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.AppendDS(d.D, d.DS)
+	}
+	return b.NewArray()
 }

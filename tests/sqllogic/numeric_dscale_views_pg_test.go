@@ -84,14 +84,8 @@ func TestNumericDScaleViewsPG(t *testing.T) {
 	execAll(t, pgc, ddl...)
 	execAll(t, sdb, "CREATE MATERIALIZED VIEW ndbase AS "+ndvBase)
 	execAll(t, pgc, "CREATE VIEW ndbase AS "+ndvBase)
-	views := func(prefix string) {
-		for i, q := range ndvQueries {
-			execAll(t, sdb, fmt.Sprintf("CREATE MATERIALIZED VIEW %s%d AS %s", prefix, i, q))
-		}
-	}
-	views("ndvp")
-	execAll(t, sdb, "SET state.backend = 'memory'")
-	views("ndvm")
+	vs := viewsPG{t: t, pg: pgc, queries: ndvQueries, prefixes: []string{"ndvp", "ndvm"}, wait: 8 * time.Second}
+	vs.create(sdb)
 
 	r := rand.New(rand.NewPCG(14, 33))
 	// u: a value with two decimals written with 2 to 4 of them, the scale
@@ -134,20 +128,12 @@ func TestNumericDScaleViewsPG(t *testing.T) {
 		execAll(t, c, stmts...)
 		execAll(t, pgc, stmts...)
 	}
-	check := viewsPG{t: t, pg: pgc, queries: ndvQueries, prefixes: []string{"ndvp", "ndvm"}, wait: 8 * time.Second}.check
-	check(sdb, "before any row")
-	round(sdb, 1)
-	check(sdb, "one row")
-	round(sdb, 30)
-	check(sdb, "first rounds")
-	round(sdb, 60)
-	round(sdb, 20)
-	check(sdb, "more rounds")
-	restartRounds(t, srv, check, round, 30)
+	vs.run(srv, sdb, round, []int{30, 60, 20}, 30)
 }
 
 // viewsPG compares materialized views (prefix + the query's index, for
-// each of prefixes) and their queries run as batch queries with
+// each of prefixes: the first on the session's state backend, the second
+// on the memory backend) and their queries run as batch queries with
 // PostgreSQL's results of the queries.
 type viewsPG struct {
 	t        *testing.T
@@ -155,6 +141,18 @@ type viewsPG struct {
 	queries  []string
 	prefixes []string
 	wait     time.Duration // how long a view may lag (CHECKPOINT between reads)
+}
+
+// create creates the views on c.
+func (v viewsPG) create(c *pgx.Conn) {
+	for n, prefix := range v.prefixes {
+		if n == 1 {
+			execAll(v.t, c, "SET state.backend = 'memory'")
+		}
+		for i, q := range v.queries {
+			execAll(v.t, c, fmt.Sprintf("CREATE MATERIALIZED VIEW %s%d AS %s", prefix, i, q))
+		}
+	}
 }
 
 // check compares after a CHECKPOINT on c, and stops the test at the end
@@ -187,40 +185,34 @@ func (v viewsPG) check(c *pgx.Conn, when string) {
 	}
 }
 
-// restartRounds restarts srv gracefully and checks, runs two rounds of n
-// rows (the second committed after a checkpoint, so replayed), kills the
-// server with kill -9, restarts and checks, and checks once more after a
-// round.
-func restartRounds(t *testing.T, srv *Server, check func(*pgx.Conn, string), round func(*pgx.Conn, int), n int) {
+// run checks before any row and after one, after a round of sizes[0]
+// rows and after the rest of sizes, then restarts srv gracefully and
+// checks, runs two rounds of n rows (the second committed after a
+// checkpoint, so replayed), kills the server with kill -9, restarts and
+// checks, and checks once more after a round.
+func (v viewsPG) run(srv *Server, sdb *pgx.Conn, round func(*pgx.Conn, int), sizes []int, n int) {
+	t := v.t
+	v.check(sdb, "before any row")
+	round(sdb, 1)
+	v.check(sdb, "one row")
+	round(sdb, sizes[0])
+	v.check(sdb, "first rounds")
+	for _, k := range sizes[1:] {
+		round(sdb, k)
+	}
+	v.check(sdb, "more rounds")
 	srv.Restart(t)
-	sdb := srv.Conn(t)
-	check(sdb, "after a restart")
+	sdb = srv.Conn(t)
+	v.check(sdb, "after a restart")
 	round(sdb, n)
 	execAll(t, sdb, "CHECKPOINT")
 	round(sdb, n) // committed after the checkpoint: replayed after the crash
 	srv.Kill9()
 	srv.Restart(t)
 	sdb = srv.Conn(t)
-	check(sdb, "after kill -9")
+	v.check(sdb, "after kill -9")
 	round(sdb, n)
-	check(sdb, "rounds after kill -9")
-}
-
-// randScaled prints v × 10^-scale with scale fractional digits.
-func randScaled(v int64, scale int) string {
-	neg := v < 0
-	if neg {
-		v = -v
-	}
-	s := fmt.Sprint(v)
-	for len(s) <= scale {
-		s = "0" + s
-	}
-	s = s[:len(s)-scale] + "." + s[len(s)-scale:]
-	if neg {
-		s = "-" + s
-	}
-	return s
+	v.check(sdb, "rounds after kill -9")
 }
 
 // TestNumericDScaleParamsPG checks that a NUMERIC parameter of the

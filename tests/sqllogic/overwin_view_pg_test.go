@@ -70,14 +70,8 @@ func TestOverWindowViewPG(t *testing.T) {
 		"CREATE TABLE owauc (id BIGINT, seller INT)", "CREATE TABLE owbid (auction BIGINT, price BIGINT)"}
 	execAll(t, sdb, ddl...)
 	execAll(t, pgc, ddl...)
-	views := func(prefix string) {
-		for i, q := range owvQueries {
-			execAll(t, sdb, fmt.Sprintf("CREATE MATERIALIZED VIEW %s%d AS %s", prefix, i, q))
-		}
-	}
-	views("owvp")
-	execAll(t, sdb, "SET state.backend = 'memory'")
-	views("owvm")
+	vs := viewsPG{t: t, pg: pgc, queries: owvQueries, prefixes: []string{"owvp", "owvm"}, wait: 30 * time.Second}
+	vs.create(sdb)
 
 	r := rand.New(rand.NewPCG(33, 11))
 	id, auction := 0, 0
@@ -118,15 +112,5 @@ func TestOverWindowViewPG(t *testing.T) {
 		execAll(t, c, stmts...)
 		execAll(t, pgc, stmts...)
 	}
-	check := viewsPG{t: t, pg: pgc, queries: owvQueries, prefixes: []string{"owvp", "owvm"}, wait: 30 * time.Second}.check
-	check(sdb, "before any row")
-	round(sdb, 1)
-	check(sdb, "one row")
-	round(sdb, 40)
-	check(sdb, "first rounds")
-	round(sdb, 120)
-	round(sdb, 30)
-	check(sdb, "more rounds")
-
-	restartRounds(t, srv, check, round, 60)
+	vs.run(srv, sdb, round, []int{40, 120, 30}, 60)
 }
