@@ -241,7 +241,7 @@ func eachAggEntry(op *aggOp, ordered bool, f func(g int32, key, val []byte)) {
 		for _, acc := range op.accs {
 			val = acc.Encode(val, g)
 		}
-		val = op.ttl.appendIdle(val, g)
+		val = op.ttl.appendIdle(appendKeyScales(op, val, g), g)
 		f(g, key, val)
 		for i, vb := range bags {
 			if vb == nil || len(vb.B[g]) == 0 {
@@ -339,7 +339,7 @@ func prepareSave(op *aggOp, epoch uint64) {
 			for _, acc := range op.accs {
 				buf = acc.Encode(buf, g)
 			}
-			return op.ttl.appendIdle(buf, g)
+			return op.ttl.appendIdle(appendKeyScales(op, buf, g), g)
 		})
 	}
 	ks.Sort()
@@ -378,16 +378,20 @@ func decodeGroup(op *aggOp, g int32, val []byte) error {
 			return err
 		}
 	}
-	if len(val) > 0 {
+	for len(val) > 0 {
 		n, k := binary.Uvarint(val)
-		if k <= 0 || uint64(len(val)-k) != n {
+		if k <= 0 || uint64(len(val)-k) < n {
 			return errCorruptState
 		}
-		// The idle clock (state.ttl), or the row state written long
-		// ago carried, skipped.
-		if at, ok := decodeIdle(val[k:]); ok {
+		// The key's display scales, the idle clock (state.ttl), or the
+		// row state written long ago carried, skipped.
+		tr := val[k : k+int(n)]
+		if at, ok := decodeIdle(tr); ok {
 			op.ttl.idle[g] = at
+		} else {
+			setKeyScales(op, g, tr)
 		}
+		val = val[k+int(n):]
 	}
 	for _, acc := range op.accs {
 		if vb := accum.ValuesOf(acc); vb != nil && vb.Legacy {
@@ -402,6 +406,62 @@ func decodeGroup(op *aggOp, g int32, val []byte) error {
 		}
 	}
 	return nil
+}
+
+// keyScalesTag marks the trailer of a group's state entry that holds the
+// display scales of its unconstrained NUMERIC key values: the state key
+// encodes values without them (1.5 and 1.50 are one group), and the group
+// prints its first value's digits, as PostgreSQL does.
+const keyScalesTag = 'k'
+
+// appendKeyScales appends group g's key display-scale trailer to buf
+// (length, tag, one byte per unconstrained NUMERIC key column), if the
+// group has such a key column with a known scale.
+func appendKeyScales(op *aggOp, buf []byte, g int32) []byte {
+	known := false
+	for c, t := range op.keyTs {
+		known = known || t.Kind == types.Numeric && t.Prec == 0 && op.gt.KeyDatum(c, g).DS != 0
+	}
+	if !known {
+		return buf
+	}
+	buf = append(buf, byte(numericKeyCols(op)+1), keyScalesTag)
+	for c, t := range op.keyTs {
+		if t.Kind == types.Numeric && t.Prec == 0 {
+			buf = append(buf, byte(op.gt.KeyDatum(c, g).DS))
+		}
+	}
+	return buf
+}
+
+// numericKeyCols counts op's unconstrained NUMERIC key columns.
+func numericKeyCols(op *aggOp) int {
+	n := 0
+	for _, t := range op.keyTs {
+		if t.Kind == types.Numeric && t.Prec == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// setKeyScales restores group g's key display scales from trailer tr
+// (appendKeyScales); a trailer of another kind or length is ignored.
+func setKeyScales(op *aggOp, g int32, tr []byte) {
+	if len(tr) == 0 || tr[0] != keyScalesTag {
+		return
+	}
+	tr = tr[1:]
+	if len(tr) != numericKeyCols(op) {
+		return
+	}
+	i := 0
+	for c, t := range op.keyTs {
+		if t.Kind == types.Numeric && t.Prec == 0 {
+			op.gt.SetKeyDS(c, g, int8(tr[i]))
+			i++
+		}
+	}
 }
 
 // restoreOut sets the last emitted row of restored groups from their

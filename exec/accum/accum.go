@@ -304,14 +304,33 @@ type sumDecAcc struct {
 	in, out types.T
 	s       []decimal128.Num
 	n       []int64
-	ds      []int32 // unconstrained input: the largest display scale added (PostgreSQL's maxScale)
+	// Unconstrained input only (nil otherwise): the sum's display scale is
+	// the largest of its values' (PostgreSQL's maxScale), of the values
+	// still in it after retractions. Each group counts its values per
+	// display scale in scaleSlots slots of sc (flat: no allocation per
+	// group); ds is the largest scale seen, the answer for a group whose
+	// values had more distinct scales than slots, or whose state predates
+	// the counts (over).
+	ds   []int32
+	sc   []scaleCount
+	over []bool
+}
+
+// scaleSlots is how many distinct display scales a sum's group counts.
+const scaleSlots = 4
+
+// scaleCount is how many of a group's values have display scale s.
+type scaleCount struct {
+	n int64
+	s int32
 }
 
 func (a *sumDecAcc) Grow(n int) {
 	for len(a.n) < n {
 		a.s, a.n = append(a.s, decimal128.Num{}), append(a.n, 0)
 		if a.in.Prec == 0 {
-			a.ds = append(a.ds, 0)
+			a.ds, a.over = append(a.ds, 0), append(a.over, false)
+			a.sc = append(a.sc, make([]scaleCount, scaleSlots)...)
 		}
 	}
 }
@@ -321,12 +340,45 @@ func (a *sumDecAcc) dscale(gid int32) int32 {
 	if a.in.Prec > 0 {
 		return a.in.Scale
 	}
-	return a.ds[gid]
+	if a.over[gid] {
+		return a.ds[gid]
+	}
+	var m int32
+	for _, c := range a.sc[int(gid)*scaleSlots : int(gid+1)*scaleSlots] {
+		if c.n > 0 {
+			m = max(m, c.s)
+		}
+	}
+	return m
 }
 
-// trackDS raises each group's display scale to its inputs' (unconstrained
+// countScale adds d values of display scale s to group g's counts.
+func (a *sumDecAcc) countScale(g int32, s int32, d int64) {
+	a.ds[g] = max(a.ds[g], s)
+	if a.over[g] {
+		return
+	}
+	slots := a.sc[int(g)*scaleSlots : int(g+1)*scaleSlots]
+	free := -1
+	for i := range slots {
+		if slots[i].n != 0 && slots[i].s == s {
+			slots[i].n += d
+			return
+		}
+		if slots[i].n == 0 && free < 0 {
+			free = i
+		}
+	}
+	if free < 0 {
+		a.over[g] = true // more scales than slots: the largest seen from here on
+		return
+	}
+	slots[free] = scaleCount{n: d, s: s}
+}
+
+// trackDS counts each group's inputs by display scale (unconstrained
 // input only; a typed loop over the carried bytes).
-func (a *sumDecAcc) trackDS(gids []int32, arg arrow.Array) {
+func (a *sumDecAcc) trackDS(gids []int32, arg arrow.Array, signs []int8) {
 	ds := types.DScales(arg)
 	vs := arg.(*array.Decimal128).Values()
 	noNulls := arg.NullN() == 0
@@ -340,8 +392,24 @@ func (a *sumDecAcc) trackDS(gids []int32, arg arrow.Array) {
 		} else {
 			s = types.DisplayScale(vs[i], a.in.Scale)
 		}
-		a.ds[g] = max(a.ds[g], s)
+		a.countScale(g, s, sign(signs, i))
 	}
+}
+
+// mergeScales folds group src's display-scale counts into dst's.
+func (a *sumDecAcc) mergeScales(dst, src int32) {
+	if a.ds == nil {
+		return
+	}
+	if a.over[src] {
+		a.over[dst] = true
+	}
+	for _, c := range a.sc[int(src)*scaleSlots : int(src+1)*scaleSlots] {
+		if c.n != 0 {
+			a.countScale(dst, c.s, c.n)
+		}
+	}
+	a.ds[dst] = max(a.ds[dst], a.ds[src])
 }
 
 func (a *sumDecAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
@@ -360,7 +428,7 @@ func (a *sumDecAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
 		a.n[g] += s
 	}
 	if a.ds != nil {
-		a.trackDS(gids, arg)
+		a.trackDS(gids, arg, signs)
 	}
 	return nil
 }
@@ -397,7 +465,8 @@ func avgDatum(sum decimal128.Num, ss, ds int32, n int64, out types.T) types.Datu
 func (a *sumDecAcc) Reset(gid int32) {
 	a.s[gid], a.n[gid] = decimal128.Num{}, 0
 	if a.ds != nil {
-		a.ds[gid] = 0
+		a.ds[gid], a.over[gid] = 0, false
+		clear(a.sc[int(gid)*scaleSlots : int(gid+1)*scaleSlots])
 	}
 }
 
@@ -405,8 +474,27 @@ func (a *sumDecAcc) Encode(buf []byte, gid int32) []byte {
 	buf = binary.BigEndian.AppendUint64(buf, uint64(a.s[gid].HighBits()))
 	buf = binary.BigEndian.AppendUint64(buf, a.s[gid].LowBits())
 	buf = binary.AppendVarint(buf, a.n[gid])
-	if a.ds != nil { // unconstrained input: the sum's display scale
-		buf = append(buf, byte(a.ds[gid]))
+	if a.ds == nil {
+		return buf
+	}
+	// Unconstrained input: the largest display scale seen, a byte below
+	// 0x80 (all state written before the counts has), or 0x80 + k and
+	// the k counted scales (scale byte, count) after it.
+	if a.over[gid] {
+		return append(buf, byte(a.ds[gid]))
+	}
+	slots := a.sc[int(gid)*scaleSlots : int(gid+1)*scaleSlots]
+	k := 0
+	for _, c := range slots {
+		if c.n != 0 {
+			k++
+		}
+	}
+	buf = append(buf, 0x80|byte(k))
+	for _, c := range slots {
+		if c.n != 0 {
+			buf = binary.AppendVarint(append(buf, byte(c.s)), c.n)
+		}
 	}
 	return buf
 }
@@ -426,7 +514,31 @@ func (a *sumDecAcc) Decode(buf []byte, gid int32) ([]byte, error) {
 		if len(buf) < 1 {
 			return nil, opkit.ErrCorruptState
 		}
-		a.ds[gid], buf = int32(buf[0]), buf[1:]
+		b := buf[0]
+		buf = buf[1:]
+		slots := a.sc[int(gid)*scaleSlots : int(gid+1)*scaleSlots]
+		clear(slots)
+		if b < 0x80 {
+			a.ds[gid], a.over[gid] = int32(b), true // written before the counts
+			return buf, nil
+		}
+		a.ds[gid], a.over[gid] = 0, false
+		k := int(b &^ 0x80)
+		if k > scaleSlots {
+			return nil, opkit.ErrCorruptState
+		}
+		for i := range k {
+			if len(buf) < 2 {
+				return nil, opkit.ErrCorruptState
+			}
+			n, m := binary.Varint(buf[1:])
+			if m <= 0 {
+				return nil, opkit.ErrCorruptState
+			}
+			slots[i] = scaleCount{n: n, s: int32(buf[0])}
+			a.ds[gid] = max(a.ds[gid], int32(buf[0]))
+			buf = buf[1+m:]
+		}
 	}
 	return buf, nil
 }

@@ -445,6 +445,15 @@ func (g *GroupTable) KeyDatum(c int, gid int32) types.Datum {
 	return types.Null
 }
 
+// SetKeyDS sets the display-scale byte of group gid's value of key
+// column c, an unconstrained NUMERIC (restored from state, whose keys
+// encode values without it).
+func (g *GroupTable) SetKeyDS(c int, gid int32, ds int8) {
+	if kc := &g.cols[c]; kc.dss != nil {
+		kc.dss[gid] = ds
+	}
+}
+
 // insertDatums adds a group from boxed key values that are not in the
 // table yet (used when loading state, whose keys are unique).
 func (g *GroupTable) InsertDatums(ds []types.Datum) int32 {

@@ -21,6 +21,7 @@ func Merge(a Accum, dst, src int32) {
 	case *sumDecAcc:
 		a.s[dst] = a.s[dst].Add(a.s[src])
 		a.n[dst] += a.n[src]
+		a.mergeScales(dst, src)
 	case *sumIntervalAcc:
 		a.s[dst].Months += a.s[src].Months
 		a.s[dst].Days += a.s[src].Days

@@ -102,7 +102,7 @@ func (a *minMaxAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
 // addValue adds a copy of d to group g's values; a new value goes into the
 // group's heap, if it has one.
 func (a *minMaxAcc) addValue(g int32, d types.Datum) {
-	a.buf = opkit.EncodeDatum(a.buf[:0], d, a.t)
+	a.buf = opkit.EncodeValueDatum(a.buf[:0], d, a.t)
 	if before, _ := a.bags.add(g, a.buf, 1); before == 0 && a.heaps[g] != nil {
 		if h := a.heaps[g]; len(h.ds) > 2*len(a.bags.B[g])+16 {
 			a.heaps[g] = nil // mostly stale: rebuilt when next needed
@@ -167,12 +167,35 @@ func (a *minMaxAcc) updateBag(gids []int32, arg arrow.Array, signs []int8) error
 			a.offer(g, d)
 			continue
 		}
-		a.buf = opkit.EncodeDatum(a.buf[:0], d, a.t)
-		if _, after := a.bags.add(g, a.buf, -1); after <= 0 && a.has[g] && opkit.CompareDatum(d, a.get(g), a.t) == 0 {
+		if after := a.removeValue(g, d); after <= 0 && a.has[g] && opkit.CompareDatum(d, a.get(g), a.t) == 0 {
 			a.recompute(g)
 		}
 	}
 	return nil
+}
+
+// removeValue removes a copy of d from group g's values and returns the
+// count left of its encoding. The values are encoded with their display
+// scales (unconstrained NUMERIC: EncodeValueDatum), so that the extreme
+// found after a retraction prints as it was written; a retraction whose
+// scale differs from every copy held (it should not) removes an equal
+// value of another scale instead.
+func (a *minMaxAcc) removeValue(g int32, d types.Datum) int64 {
+	a.buf = opkit.EncodeValueDatum(a.buf[:0], d, a.t)
+	if count(a.bags.B[g], string(a.buf)) > 0 || a.t.Kind != types.Numeric || a.t.Prec != 0 {
+		_, after := a.bags.add(g, a.buf, -1)
+		return after
+	}
+	for k, n := range a.bags.B[g] {
+		if *n <= 0 {
+			continue
+		}
+		if o, _, err := opkit.DecodeDatum([]byte(k), a.t); err == nil && opkit.CompareDatum(o, d, a.t) == 0 {
+			_, after := a.bags.add(g, []byte(k), -1)
+			return after
+		}
+	}
+	return 0
 }
 
 // recompute finds group g's extreme once the current one is gone: the top
@@ -275,7 +298,7 @@ func (a *minMaxAcc) Reset(g int32) {
 // separate state entries (saveValues). State written before they were
 // carried the multiset inline; decode still reads it.
 func (a *minMaxAcc) Encode(buf []byte, g int32) []byte {
-	buf = opkit.EncodeDatum(buf, a.get(g), a.t)
+	buf = opkit.EncodeValueDatum(buf, a.get(g), a.t)
 	return opkit.AppendUvarint(buf, 0)
 }
 
@@ -368,7 +391,7 @@ func ValuesOf(acc Accum) *ValueBags {
 }
 
 // ValueBags is a multiset of values per group: each value (encoded with
-// opkit.EncodeDatum) with its count. In a view job (Track) it also logs the
+// opkit.EncodeDatum; min/max: opkit.EncodeValueDatum) with its count. In a view job (Track) it also logs the
 // values whose count changed since the last save, so a barrier writes one
 // state entry per changed (group, value) pair: the group's key, the
 // accumulator, the value -> the count (the aggregate operator's state). The log is

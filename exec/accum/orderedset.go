@@ -39,7 +39,9 @@ func (a *orderedSetAcc) Update(gids []int32, arg arrow.Array, signs []int8) erro
 		if arg.IsNull(i) {
 			continue
 		}
-		a.buf = opkit.EncodeDatum(a.buf[:0], types.DatumAt(arg, i, a.t), a.t)
+		// With its display scale (unconstrained NUMERIC): the value chosen
+		// prints as written; mode counts equal spellings together.
+		a.buf = opkit.EncodeValueDatum(a.buf[:0], types.DatumAt(arg, i, a.t), a.t)
 		a.bags.add(g, a.buf, sign(signs, i))
 	}
 	return nil
@@ -121,12 +123,18 @@ func (a *orderedSetAcc) Result(g int32) types.Datum {
 		}
 		return types.Datum{F: lo.F + (hi.F-lo.F)*p} // float8_lerp
 	}
-	// mode: the most frequent value, the first in sort order on a tie.
-	best := 0
-	for i, v := range a.vs {
-		if v.n > a.vs[best].n {
-			best = i
+	// mode: the most frequent value, the first in sort order on a tie;
+	// equal values of different spellings (1.5, 1.50) count together.
+	best, bestN := 0, int64(0)
+	for i := 0; i < len(a.vs); {
+		j, n := i, int64(0)
+		for ; j < len(a.vs) && (j == i || opkit.CompareDatum(a.vs[i].d, a.vs[j].d, a.t) == 0); j++ {
+			n += a.vs[j].n
 		}
+		if n > bestN {
+			best, bestN = i, n
+		}
+		i = j
 	}
 	return a.vs[best].d
 }

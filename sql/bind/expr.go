@@ -226,8 +226,9 @@ func (b *Binder) param(idx int) expr.Expr {
 		// (it is bound for each execution): as PostgreSQL's value carries
 		// its display scale, $1 - d with $1 = 1 has d's scale, not an
 		// unconstrained one that prints trimmed (48601.512 for 48601.5120).
-		// The value's trailing fraction zeros are lost (1.50 counts as 1.5).
-		return &expr.Cast{E: p, T: numType(types.DisplayScale(b.ParamValues[idx].D, t.Scale))}
+		// The scale is the digits written (1.50: 2), in text and binary
+		// format alike, as PostgreSQL's numeric_in and numeric_recv keep it.
+		return &expr.Cast{E: p, T: numType(min(types.DScaleOf(b.ParamValues[idx], t), t.Scale))}
 	}
 	return p
 }

@@ -36,8 +36,8 @@ func TestNumericDScalePG(t *testing.T) {
 	batch := []string{
 		"SELECT sum(a * (1 - b)) AS s, avg(a * b) AS v FROM nd",
 		"SELECT g, (j->'x')::numeric / 4 AS q, CASE WHEN g = 0 THEN a ELSE b END AS c FROM nd",
-		// A numeric group key shows its group's first value (as a batch
-		// query; a view's key columns are still trimmed, sql.md).
+		// A numeric group key shows its group's first value (views:
+		// TestNumericDScaleViewsPG, with one spelling per value).
 		"SELECT u, count(*) AS n, sum(a) AS s FROM nd GROUP BY u",
 	}
 	cases := d.viewAndBatchCases("nd", "numeric dscale", views, batch)

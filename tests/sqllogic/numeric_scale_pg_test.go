@@ -153,13 +153,22 @@ func pow10(n int) int {
 // randNumeric is a random NUMERIC literal with digits digits, scale of them
 // after the point, from -10^digits/negPart up to below 10^digits minus that.
 func randNumeric(rng *rand.Rand, scale, digits int, negPart int64) string {
-	v := rng.Int64N(int64(pow10(digits))) - int64(pow10(digits))/negPart
+	return randScaled(rng.Int64N(int64(pow10(digits)))-int64(pow10(digits))/negPart, scale)
+}
+
+// randScaled prints v × 10^-scale with scale fractional digits.
+func randScaled(v int64, scale int) string {
+	neg := v < 0
+	if neg {
+		v = -v
+	}
 	s := fmt.Sprint(v)
 	if scale == 0 {
+		if neg {
+			return "-" + s
+		}
 		return s
 	}
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
 	for len(s) <= scale {
 		s = "0" + s
 	}

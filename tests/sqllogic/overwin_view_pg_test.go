@@ -70,14 +70,8 @@ func TestOverWindowViewPG(t *testing.T) {
 		"CREATE TABLE owauc (id BIGINT, seller INT)", "CREATE TABLE owbid (auction BIGINT, price BIGINT)"}
 	execAll(t, sdb, ddl...)
 	execAll(t, pgc, ddl...)
-	views := func(prefix string) {
-		for i, q := range owvQueries {
-			execAll(t, sdb, fmt.Sprintf("CREATE MATERIALIZED VIEW %s%d AS %s", prefix, i, q))
-		}
-	}
-	views("owvp")
-	execAll(t, sdb, "SET state.backend = 'memory'")
-	views("owvm")
+	vs := viewsPG{t: t, pg: pgc, queries: owvQueries, prefixes: []string{"owvp", "owvm"}, wait: 30 * time.Second}
+	vs.create(sdb)
 
 	r := rand.New(rand.NewPCG(33, 11))
 	id, auction := 0, 0
@@ -118,47 +112,5 @@ func TestOverWindowViewPG(t *testing.T) {
 		execAll(t, c, stmts...)
 		execAll(t, pgc, stmts...)
 	}
-	check := func(c *pgx.Conn, when string) {
-		t.Helper()
-		execAll(t, c, "CHECKPOINT")
-		for i, q := range owvQueries {
-			want := rowSet(t, pgc, q)
-			if got := rowSet(t, c, q); got != want {
-				t.Errorf("%s: batch query differs from PostgreSQL\n  query: %s\n  streamdb:   %s\n  PostgreSQL: %s", when, q, got, want)
-			}
-			for _, prefix := range []string{"owvp", "owvm"} {
-				for deadline := time.Now().Add(30 * time.Second); ; {
-					got := rowSet(t, c, fmt.Sprintf("SELECT * FROM %s%d", prefix, i))
-					if got == want {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("%s: view %s%d differs from PostgreSQL\n  query: %s\n  view:       %s\n  PostgreSQL: %s", when, prefix, i, q, got, want)
-					}
-					execAll(t, c, "CHECKPOINT")
-				}
-			}
-		}
-	}
-	check(sdb, "before any row")
-	round(sdb, 1)
-	check(sdb, "one row")
-	round(sdb, 40)
-	check(sdb, "first rounds")
-	round(sdb, 120)
-	round(sdb, 30)
-	check(sdb, "more rounds")
-
-	srv.Restart(t)
-	sdb = srv.Conn(t)
-	check(sdb, "after a restart")
-	round(sdb, 60)
-	execAll(t, sdb, "CHECKPOINT")
-	round(sdb, 60) // committed after the checkpoint: replayed after the crash
-	srv.Kill9()
-	srv.Restart(t)
-	sdb = srv.Conn(t)
-	check(sdb, "after kill -9")
-	round(sdb, 50)
-	check(sdb, "rounds after kill -9")
+	vs.run(srv, sdb, round, []int{40, 120, 30}, 60)
 }
