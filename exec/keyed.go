@@ -126,7 +126,7 @@ func (k *KeyedRows) keys(cols []arrow.Array, n int) []string {
 		kc[i], kt[i] = cols[c], k.ts[c]
 	}
 	canonKeysT(k.ectx, kc, kt)
-	k.kenc.Encode(kc, kt, n)
+	k.kenc.EncodeKeys(kc, kt, n)
 	out := make([]string, n)
 	for i := range out {
 		out[i] = k.kenc.RowString(i)
