@@ -308,11 +308,12 @@ type sumDecAcc struct {
 	// the largest of its values' (PostgreSQL's maxScale), of the values
 	// still in it after retractions. Each group counts its values per
 	// display scale in scaleSlots slots of sc (flat: no allocation per
-	// group); ds is the largest scale seen, the answer for a group whose
-	// values had more distinct scales than slots, or whose state predates
-	// the counts (over).
+	// group), and the scales past those in more (a map entry only for the
+	// rare group with more distinct scales); ds is the largest scale seen,
+	// the answer for a group whose state predates the counts (over).
 	ds   []int32
 	sc   []scaleCount
+	more map[int32][]scaleCount
 	over []bool
 }
 
@@ -349,7 +350,26 @@ func (a *sumDecAcc) dscale(gid int32) int32 {
 			m = max(m, c.s)
 		}
 	}
+	for _, c := range a.more[gid] {
+		if c.n > 0 {
+			m = max(m, c.s)
+		}
+	}
 	return m
+}
+
+// scalesOf calls fn with each display scale group gid counts values of.
+func (a *sumDecAcc) scalesOf(gid int32, fn func(c scaleCount)) {
+	for _, c := range a.sc[int(gid)*scaleSlots : int(gid+1)*scaleSlots] {
+		if c.n != 0 {
+			fn(c)
+		}
+	}
+	for _, c := range a.more[gid] {
+		if c.n != 0 {
+			fn(c)
+		}
+	}
 }
 
 // countScale adds d values of display scale s to group g's counts.
@@ -369,11 +389,29 @@ func (a *sumDecAcc) countScale(g int32, s int32, d int64) {
 			free = i
 		}
 	}
-	if free < 0 {
-		a.over[g] = true // more scales than slots: the largest seen from here on
+	if free >= 0 {
+		for i, c := range a.more[g] { // a scale counted past the slots first
+			if c.s == s {
+				slots[free] = scaleCount{n: c.n + d, s: s}
+				a.more[g] = append(a.more[g][:i], a.more[g][i+1:]...)
+				return
+			}
+		}
+		slots[free] = scaleCount{n: d, s: s}
 		return
 	}
-	slots[free] = scaleCount{n: d, s: s}
+	// More distinct scales than slots.
+	if a.more == nil {
+		a.more = map[int32][]scaleCount{}
+	}
+	more := a.more[g]
+	for i := range more {
+		if more[i].s == s {
+			more[i].n += d
+			return
+		}
+	}
+	a.more[g] = append(more, scaleCount{n: d, s: s})
 }
 
 // trackDS counts each group's inputs by display scale (unconstrained
@@ -404,11 +442,7 @@ func (a *sumDecAcc) mergeScales(dst, src int32) {
 	if a.over[src] {
 		a.over[dst] = true
 	}
-	for _, c := range a.sc[int(src)*scaleSlots : int(src+1)*scaleSlots] {
-		if c.n != 0 {
-			a.countScale(dst, c.s, c.n)
-		}
-	}
+	a.scalesOf(src, func(c scaleCount) { a.countScale(dst, c.s, c.n) })
 	a.ds[dst] = max(a.ds[dst], a.ds[src])
 }
 
@@ -467,6 +501,7 @@ func (a *sumDecAcc) Reset(gid int32) {
 	if a.ds != nil {
 		a.ds[gid], a.over[gid] = 0, false
 		clear(a.sc[int(gid)*scaleSlots : int(gid+1)*scaleSlots])
+		delete(a.more, gid)
 	}
 }
 
@@ -483,19 +518,16 @@ func (a *sumDecAcc) Encode(buf []byte, gid int32) []byte {
 	if a.over[gid] {
 		return append(buf, byte(a.ds[gid]))
 	}
-	slots := a.sc[int(gid)*scaleSlots : int(gid+1)*scaleSlots]
 	k := 0
-	for _, c := range slots {
-		if c.n != 0 {
-			k++
-		}
-	}
+	a.scalesOf(gid, func(scaleCount) { k++ })
+	k = min(k, 0x7f) // always: scales are at most types.MaxDScale
 	buf = append(buf, 0x80|byte(k))
-	for _, c := range slots {
-		if c.n != 0 {
+	a.scalesOf(gid, func(c scaleCount) {
+		if k > 0 {
 			buf = binary.AppendVarint(append(buf, byte(c.s)), c.n)
+			k--
 		}
-	}
+	})
 	return buf
 }
 
@@ -518,15 +550,13 @@ func (a *sumDecAcc) Decode(buf []byte, gid int32) ([]byte, error) {
 		buf = buf[1:]
 		slots := a.sc[int(gid)*scaleSlots : int(gid+1)*scaleSlots]
 		clear(slots)
+		delete(a.more, gid)
 		if b < 0x80 {
 			a.ds[gid], a.over[gid] = int32(b), true // written before the counts
 			return buf, nil
 		}
 		a.ds[gid], a.over[gid] = 0, false
 		k := int(b &^ 0x80)
-		if k > scaleSlots {
-			return nil, opkit.ErrCorruptState
-		}
 		for i := range k {
 			if len(buf) < 2 {
 				return nil, opkit.ErrCorruptState
@@ -535,7 +565,14 @@ func (a *sumDecAcc) Decode(buf []byte, gid int32) ([]byte, error) {
 			if m <= 0 {
 				return nil, opkit.ErrCorruptState
 			}
-			slots[i] = scaleCount{n: n, s: int32(buf[0])}
+			if c := (scaleCount{n: n, s: int32(buf[0])}); i < scaleSlots {
+				slots[i] = c
+			} else {
+				if a.more == nil {
+					a.more = map[int32][]scaleCount{}
+				}
+				a.more[gid] = append(a.more[gid], c)
+			}
 			a.ds[gid] = max(a.ds[gid], int32(buf[0]))
 			buf = buf[1+m:]
 		}

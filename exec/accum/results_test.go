@@ -87,6 +87,55 @@ func TestSumDScaleUnderRetraction(t *testing.T) {
 	}
 }
 
+// TestSumDScaleManyScales: a group whose values have more distinct display
+// scales than the flat slots (a sum of products over a join) still gives
+// the largest scale of the values left after retractions, also through
+// state.
+func TestSumDScaleManyScales(t *testing.T) {
+	arg := numericArray(t, "1", "1.5", "1.25", "1.125", "1.0625", "1.03125", "1.015625")
+	defer arg.Release()
+	spec := Spec{Kind: Sum, Arg: &expr.ColRef{Idx: 0, T: types.TNumeric}, T: types.TNumeric}
+	acc := New(spec, true)
+	acc.Grow(2)
+	gids := []int32{0, 0, 0, 0, 0, 0, 0}
+	if err := acc.Update(gids, arg, nil); err != nil {
+		t.Fatal(err)
+	}
+	scale := func(g int32) int32 { return types.DScaleOf(acc.Result(g), types.TNumeric) }
+	if got := scale(0); got != 6 {
+		t.Fatalf("seven scales: %d, want 6", got)
+	}
+	// Retract the three of the largest scales: 4 is the largest left.
+	if err := acc.Update(gids, arg, []int8{0, 0, 0, 0, -1, -1, -1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := scale(0); got != 3 {
+		t.Fatalf("after retracting scales 4 to 6: %d, want 3", got)
+	}
+	if _, err := acc.Decode(acc.Encode(nil, 0), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := scale(1); got != 3 {
+		t.Fatalf("decoded: %d, want 3", got)
+	}
+	// Back in, through the decoded group: 6 again, and out: 3.
+	if err := acc.Update([]int32{1, 1, 1, 1, 1, 1, 1}, arg, []int8{0, 0, 0, 0, 1, 1, 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := scale(1); got != 6 {
+		t.Fatalf("decoded, the three back: %d, want 6", got)
+	}
+	if _, err := acc.Decode(acc.Encode(nil, 1), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := acc.Update(gids, arg, []int8{0, 0, 0, 0, -1, -1, -1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := scale(0); got != 3 {
+		t.Fatalf("decoded with seven scales, three retracted: %d, want 3", got)
+	}
+}
+
 // TestSumDScaleMerge: merging two groups' sums (session windows) keeps the
 // larger display scale of their values.
 func TestSumDScaleMerge(t *testing.T) {

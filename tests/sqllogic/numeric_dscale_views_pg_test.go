@@ -34,9 +34,7 @@ var ndvQueries = []string{
 	"SELECT g, sum(u) AS s, avg(u) AS av, max(k) AS mk FROM ndk GROUP BY g HAVING count(*) > 2",
 	"SELECT g, sum(u * 1.0) AS s, avg(a) AS av FROM ndk GROUP BY g HAVING sum(u) > -100",
 	// DISTINCT and FILTER aggregates, COALESCE and CASE over numerics of
-	// different scales. (An aggregate over this join, sum(a.u * b.w) GROUP
-	// BY b.k, shows one more decimal than PostgreSQL in some groups after
-	// kill -9: not yet explained, docs/decisions/2026-12-07-numeric-dscale-views.md.)
+	// different scales.
 	"SELECT g, sum(DISTINCT u) AS s, avg(DISTINCT k) AS ak, sum(u) FILTER (WHERE k > 1) AS f, max(COALESCE(u, k)) AS c FROM ndk GROUP BY g",
 	"SELECT id, CASE WHEN g = 0 THEN u WHEN g = 1 THEN k ELSE a END AS c, COALESCE(u, a, k) AS co FROM ndk",
 	// Ordered-set aggregates return one of the group's values.
@@ -52,6 +50,8 @@ var ndvQueries = []string{
 	"SELECT a.id, b.id AS bid, a.k, b.k AS bk, b.w, a.u * b.w AS p, a.u / NULLIF(b.w, 0) AS q FROM ndk a JOIN ndj b ON a.k = b.k",
 	"SELECT a.id, a.k, b.k AS bk, b.w, a.u + b.w AS s FROM ndk a LEFT JOIN ndj b ON a.k = b.k",
 	"SELECT b.id, b.k, b.w, a.id AS aid, a.u FROM ndj b LEFT JOIN ndk a ON b.k = a.k AND a.g = 0",
+	// A sum over a join: products of many display scales in one group.
+	"SELECT b.k, count(*) AS n, sum(a.u * b.w) AS sp FROM ndk a JOIN ndj b ON a.k = b.k GROUP BY b.k",
 	// Top-N: ORDER BY ... LIMIT and row_number() <= N.
 	"SELECT id, u, k, a FROM ndk ORDER BY u DESC, id LIMIT 5",
 	"SELECT id, g, u, k, rn FROM (SELECT id, g, u, k, row_number() OVER (PARTITION BY g ORDER BY u DESC, id) AS rn FROM ndk) t WHERE rn <= 3",
