@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/agg"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit/opkittest"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 	"golang.org/x/sys/unix"
@@ -155,16 +157,25 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 			retract = true
 		}
 		j := &Job{spec: JobSpec{ID: 1, View: &storage.TableDef{ID: 1}}, db: db}
-		op := newAggOp(spec, retract)
-		op.id = 1
-		op.outValid = false // a view without readers keeps no emitted rows
-		if err := j.loadState(op, 0, 1, false); err != nil {
+		// A view without readers keeps no emitted rows and sends no old ones.
+		op := agg.New(aggSpecOf(spec, retract, nil), agg.Node{Node: opkittest.Node(&opkittest.Outlet{Discard: true}, nil),
+			OldRows: func() bool { return false }, PerEpoch: true})
+		if err := op.Load(j.opState(1, 0, 1), 0, 1, false); err != nil {
 			b.Fatal(err)
 		}
+		ectx := &expr.Ctx{Mem: memoryPool}
 		pushRows := func(rows [][2]int64, s int8) {
 			for len(rows) > 0 {
 				n := min(len(rows), 64<<10)
-				pushSigned(b, op, rows[:n], s)
+				rec := kvRecord(rows[:n])
+				signs := make([]int8, n)
+				for i := range signs {
+					signs[i] = s
+				}
+				if err := op.Fold(ectx, rec, signs, true); err != nil {
+					b.Fatal(err)
+				}
+				rec.Release()
 				rows = rows[n:]
 			}
 		}
@@ -175,15 +186,12 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 			}
 		}
 		pushRows(init, 1)
-		out := func(c Chunk) error { c.Rec.Release(); return nil }
 		barrier = func() {
 			opStart = threadCPU()
-			prepareSave(op, epoch)
-			if err := op.changesOf(false, out); err != nil {
+			w := db.NewEpochBatch()
+			if err := op.Barrier(ectx, &Barrier{Epoch: epoch}, w); err != nil {
 				b.Fatal(err)
 			}
-			w := db.NewEpochBatch()
-			j.saveState(w, op)
 			commit(w)
 		}
 		// Epoch e adds value e+perGroup to each changed group and, for

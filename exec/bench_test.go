@@ -9,7 +9,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/streamdb/streamdb/exec/agg"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit/opkittest"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -81,17 +83,14 @@ func BenchmarkAgg(b *testing.B) {
 		} {
 			b.Run(fmt.Sprintf("keys=%d/%s", keys, mode.name), func(b *testing.B) {
 				for b.Loop() {
-					a := newAggOp(spec, false)
+					a := agg.New(aggSpecOf(spec, false, nil), agg.Node{})
 					for _, r := range recs {
-						if err := a.push(ctx, r, nil, mode.track); err != nil {
+						if err := a.Fold(ctx, r, nil, mode.track); err != nil {
 							b.Fatal(err)
 						}
 					}
-					if mode.track {
-						a.dirty = a.dirty[:0]
-					}
 					if mode.final {
-						if err := a.emitAll(func(r arrow.RecordBatch) error { r.Release(); return nil }); err != nil {
+						if err := a.EmitAll(func(r arrow.RecordBatch) error { r.Release(); return nil }); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -143,8 +142,10 @@ func BenchmarkBarrier(b *testing.B) {
 	ctx := &expr.Ctx{Mem: mem}
 	spec := countSumSpec()
 	spec.Aggs[1].T = types.NumericOf(types.MaxNumericPrecision, 0) // sum(BIGINT), as bound
-	op := newAggOp(spec, false)
-	op.outValid = false // a view without readers keeps no emitted rows
+	// A view without readers keeps no emitted rows and sends no old ones.
+	out := &opkittest.Outlet{Discard: true}
+	op := agg.New(aggSpecOf(spec, false, nil), agg.Node{Node: opkittest.Node(out, j.opState(1, 0, 1)),
+		OldRows: func() bool { return false }, PerEpoch: true})
 	push := func(keys []int64) {
 		for len(keys) > 0 {
 			n := min(len(keys), aggBenchBatch)
@@ -158,7 +159,7 @@ func BenchmarkBarrier(b *testing.B) {
 				{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 				{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 			}, nil), cols, int64(n))
-			if err := op.push(ctx, rec, nil, true); err != nil {
+			if err := op.Fold(ctx, rec, nil, true); err != nil {
 				b.Fatal(err)
 			}
 			rec.Release()
@@ -175,15 +176,11 @@ func BenchmarkBarrier(b *testing.B) {
 	r := rand.New(rand.NewPCG(3, 5))
 	r.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	push(all)
-	op.dirty, op.isDirty = op.dirty[:0], make([]bool, len(op.isDirty))
-	out := make(chan msg, 1024)
-	done := make(chan struct{})
-	go func() {
-		for m := range out {
-			m.c.Rec.Release()
-		}
-		close(done)
-	}()
+	// The first barrier takes every group's first changes.
+	epoch := uint64(1)
+	if err := op.Barrier(ctx, &Barrier{Epoch: epoch}, db.NewEpochBatch()); err != nil {
+		b.Fatal(err)
+	}
 	some := make([]int64, changed)
 	for b.Loop() {
 		b.StopTimer()
@@ -192,14 +189,11 @@ func BenchmarkBarrier(b *testing.B) {
 		}
 		push(some)
 		w := db.NewEpochBatch()
+		epoch++
 		b.StartTimer()
-		prepareSave(op, 1)
-		if err := op.changesOf(false, func(c Chunk) error { out <- msg{c: c}; return nil }); err != nil {
+		if err := op.Barrier(ctx, &Barrier{Epoch: epoch}, w); err != nil {
 			b.Fatal(err)
 		}
-		j.saveState(w, op)
 	}
-	close(out)
-	<-done
 	b.ReportMetric(float64(changed)*float64(b.N)/b.Elapsed().Seconds(), "groups/s")
 }

@@ -76,3 +76,5 @@ func newNullArrayMem(mem memory.Allocator, t types.T, n int) arrow.Array {
 
 // Allocator is the allocator batches in exec are made with.
 func Allocator() memory.Allocator { return memoryPool }
+
+func releaseAll(as []arrow.Array) { opkit.ReleaseAll(as) }

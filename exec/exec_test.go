@@ -9,8 +9,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/exec/agg"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/exec/opkit/opkittest"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -112,8 +114,10 @@ func TestAggRetractions(t *testing.T) {
 		{Kind: AggCountStar, T: types.TInt64}, {Kind: AggSum, Arg: v, T: types.NumericOf(38, 0)},
 		{Kind: AggMin, Arg: v, T: types.TInt64}, {Kind: AggMax, Arg: v, T: types.TInt64},
 		{Kind: AggCount, Distinct: true, Arg: v, T: types.TInt64}}}
-	op := newAggOp(spec, true)
+	out := &opkittest.Outlet{}
+	op := agg.New(aggSpecOf(spec, true, nil), agg.Node{Node: opkittest.Node(out, nil), KeepRows: true})
 	ectx := &expr.Ctx{Mem: memoryPool}
+	epoch := uint64(0)
 	push := func(rows [][2]expr.Expr, ops []Op) {
 		t.Helper()
 		var recs []arrow.RecordBatch
@@ -124,21 +128,23 @@ func TestAggRetractions(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range recs {
-			if err := op.push(ectx, r, Chunk{Rec: r, Ops: ops}.Signs(), true); err != nil {
+			if err := op.Push(ectx, Chunk{Rec: r, Ops: ops}, 0); err != nil {
 				t.Fatal(err)
 			}
-			r.Release()
 		}
 	}
 	var changes []string
 	flush := func() string {
 		t.Helper()
 		changes = changes[:0]
-		if err := op.changes(func(c Chunk) error {
-			defer c.Rec.Release()
+		epoch++
+		if err := op.Barrier(ectx, &Barrier{Epoch: epoch}, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range out.Chunks {
 			for i := 0; i < int(c.Rec.NumRows()); i++ {
 				var vals []string
-				for ci, ty := range op.outTs {
+				for ci, ty := range spec.Types() {
 					d := types.DatumAt(c.Rec.Column(ci), i, ty)
 					if d.Null {
 						vals = append(vals, "NULL")
@@ -148,10 +154,9 @@ func TestAggRetractions(t *testing.T) {
 				}
 				changes = append(changes, c.Ops[i].String()+" "+strings.Join(vals, " "))
 			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+			c.Rec.Release()
 		}
+		out.Chunks = out.Chunks[:0]
 		sort.Strings(changes)
 		return strings.Join(changes, "\n")
 	}

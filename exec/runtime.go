@@ -190,30 +190,12 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 					slot++
 					continue
 				}
-				op := newAggOp(n.agg, n.ins[0].from.retracts)
-				op.id = n.op
-				op.win = windowCloseOf(n.agg)
-				if op.win != nil {
-					op.late = j.newLateLog("window aggregate", n.op, n.agg.In.Types())
-				}
-				// A view without readers needs no old rows (changesOf).
-				op.outValid = !root || spec.View == nil || spec.Changelog || len(spec.View.Indexes) > 0
-				if j.durable() {
-					if err := j.loadState(op, i, n.par, spec.Reemit && root); err != nil {
-						return nil, err
-					}
-					if spec.Reemit && root {
-						op.reemitAll()
-					}
-				}
-				if len(n.agg.Keys) == 0 && !op.restored {
-					// A global aggregate has its one row before any input,
-					// as its batch query does (count(*) = 0).
-					op.reemitAll()
-				}
 				at := slot
 				slot++
-				j.stateBytes[at].Store(op.bytes)
+				op, err := j.newAggNode(n, i, at, outlets[out][i], root)
+				if err != nil {
+					return nil, err
+				}
 				if dist != nil && dist.remoteSenders(dist.d.Self) > 0 {
 					// The splits on other nodes reach it through its inbox.
 					in, err := dist.d.Server.Open(dist.d.Job, distShuffleEdge, i, dist.remoteSenders(dist.d.Self), 0)
@@ -226,7 +208,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 					starts = append(starts, func() { j.goRun(func() error { return j.drain(dist, in, ch) }) })
 				}
 				ins, o := inputs[n][i], outlets[out][i]
-				starts = append(starts, func() { j.goRun(func() error { return j.runAgg(at, op, ins, o, root) }) })
+				starts = append(starts, func() { j.goRun(func() error { return j.runOp(-1, op, ins, o) }) })
 			}
 		case nJoin:
 			if n.join.Versioned != nil {
@@ -354,13 +336,14 @@ func (j *Job) openSource(n *gnode) (*jobSource, error) {
 	return s, nil
 }
 
-// runOp runs one instance of a stateful node other than the aggregate
-// (which has its own loop for epoch bounds and eviction) through the
-// operator contract, op.Operator: the runtime aligns its inputs' barriers;
-// chunks go to Push, and at each aligned barrier the input watermark goes
-// to AdvanceWatermark (op.WatermarkHandler) and the barrier to Barrier,
-// whose writes then travel on with the barrier. The rows it takes
-// in an epoch count towards the epoch's bound (j.dirty[slot]; -1: none).
+// runOp runs one instance of a stateful node through the operator
+// contract, op.Operator: the runtime aligns its inputs' barriers; chunks
+// go to Push, and at each aligned barrier the input watermark goes to
+// AdvanceWatermark (op.WatermarkHandler) and the barrier to Barrier,
+// whose writes then travel on with the barrier; an afterBarrierOp then
+// frees memory (an aggregate's eviction). The rows it takes in an epoch
+// count towards the epoch's bound (j.dirty[slot]; -1: none, or the
+// operator counts them itself, as an aggregate's changed groups do).
 func (j *Job) runOp(slot int, o op.Operator, ins []chan msg, out *outlet) error {
 	ectx := j.exprCtx()
 	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
@@ -422,8 +405,18 @@ func (j *Job) runOp(slot int, o op.Operator, ins []chan msg, out *outlet) error 
 		if err := out.barrier(m); err != nil {
 			return err
 		}
+		if ab, ok := o.(afterBarrierOp); ok {
+			if err := ab.afterBarrier(m.barrier.Epoch); err != nil {
+				return err
+			}
+		}
 	}
 }
+
+// afterBarrierOp is an operator with work to do once a barrier has gone
+// on (an aggregate evicts then, so its eviction does not delay the
+// checkpoint).
+type afterBarrierOp interface{ afterBarrier(epoch uint64) error }
 
 // unionOp passes every input's rows on (UNION ALL).
 type unionOp struct{ out *outlet }

@@ -1,104 +1,14 @@
 package exec
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit/opkittest"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
-
-// snapChurn is a multiset of (k, v) rows and the random epochs that change
-// it: none in a third of them, else inserts and retractions of present rows.
-type snapChurn struct {
-	rng  *rand.Rand
-	rows map[[2]int64]int
-}
-
-func newSnapChurn(seed uint64) *snapChurn {
-	return &snapChurn{rng: rand.New(rand.NewPCG(seed, 1)), rows: map[[2]int64]int{}}
-}
-
-// epoch returns the epoch's inserts and retractions (both empty a third of
-// the time) and applies them to the multiset.
-func (c *snapChurn) epoch() (ins, del [][2]int64) {
-	if c.rng.IntN(3) == 0 {
-		return nil, nil
-	}
-	for range c.rng.IntN(40) {
-		r := [2]int64{c.rng.Int64N(30), c.rng.Int64N(6)}
-		ins = append(ins, r)
-		c.rows[r]++
-	}
-	for r, n := range c.rows {
-		if c.rng.IntN(4) == 0 {
-			del = append(del, r)
-			if n == 1 {
-				delete(c.rows, r)
-			} else {
-				c.rows[r] = n - 1
-			}
-		}
-	}
-	return ins, del
-}
-
-func sameBuf(a, b *stateSnapshot) bool {
-	return a.Entries.SharesBuf(&b.Entries)
-}
-
-// checkSnap fails unless got holds exactly full's entries.
-func checkSnap(t *testing.T, epoch uint64, got, full storage.OpSnapshot) {
-	t.Helper()
-	g, f := snapshotEntries(got), snapshotEntries(full)
-	if fmt.Sprint(g) != fmt.Sprint(f) {
-		t.Fatalf("epoch %d: snapshot handed over (%d entries) differs from a full encode (%d entries)", epoch, len(g), len(f))
-	}
-}
-
-// TestAggSnapshotReuse: over random epochs of inserts and retractions
-// (count(DISTINCT), min/max under retraction), some changing nothing, the
-// snapshot an aggregate hands over at a checkpoint (the last one's entries
-// when nothing changed since, snapReuse) equals a full encode of its groups
-// at every checkpoint, and checkpoints with nothing new do reuse it.
-func TestAggSnapshotReuse(t *testing.T) {
-	j := valueJob(t)
-	op := restoredOp(t, j)
-	c := newSnapChurn(7)
-	var last *stateSnapshot
-	var snap snapReuse // as the memory backend's State keeps it (opstate.go)
-	reused := 0
-	for e := uint64(1); e <= 200; e++ {
-		ins, del := c.epoch()
-		if len(ins) > 0 {
-			pushSigned(t, op, ins, 1)
-		}
-		if len(del) > 0 {
-			pushSigned(t, op, del, -1)
-		}
-		// As the aggregate's barrier on the memory backend (aggtask.go, opstate.go).
-		prepareSave(op, e)
-		snap.Note(len(op.dirty) > 0)
-		if e%3 != 0 { // a checkpoint every third epoch: changes accumulate
-			s := snap.Take(op.id, e, op.ttl.on, func(e uint64) *stateSnapshot { return snapshotAgg(op, e) })
-			checkSnap(t, e, s, snapshotAgg(op, e))
-			if last != nil && sameBuf(s, last) {
-				reused++
-			}
-			last = s
-		}
-		if err := op.changesOf(true, func(c Chunk) error { c.Rec.Release(); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		op.clearValueChanges()
-	}
-	if reused == 0 {
-		t.Fatal("no checkpoint reused the last snapshot")
-	}
-	t.Logf("%d of 133 checkpoints reused the last snapshot", reused)
-}
 
 // memOpJob is a view job on the memory backend with a discarding outlet.
 func memOpJob(t *testing.T) (*Job, *outlet) {
@@ -107,6 +17,9 @@ func memOpJob(t *testing.T) (*Job, *outlet) {
 	j.spec.State = StateOptions{Backend: BackendMemory}
 	return j, out
 }
+
+// kvRecord makes a batch of (k, v) rows.
+func kvRecord(rows [][2]int64) arrow.RecordBatch { return opkittest.KVRecord(rows) }
 
 func signedChunk(rows [][2]int64, op Op) Chunk {
 	ops := make([]Op, len(rows))
@@ -131,8 +44,8 @@ func barrierSnap(t *testing.T, j *Job, barrier func(*Barrier, *storage.Batch) er
 	return snaps[0].(*stateSnapshot)
 }
 
-// TestRankJoinSnapshotReuse: as TestAggSnapshotReuse for a top-N and a
-// join, through their barriers on the memory backend.
+// TestRankJoinSnapshotReuse: as exec/agg's TestAggSnapshotReuse for a
+// top-N and a join, through their barriers on the memory backend.
 func TestRankJoinSnapshotReuse(t *testing.T) {
 	t.Run("rank", func(t *testing.T) {
 		j, out := memOpJob(t)
@@ -166,15 +79,15 @@ func TestRankJoinSnapshotReuse(t *testing.T) {
 func churn(t *testing.T, j *Job, push func(Chunk, int) error, barrier func(*Barrier, *storage.Batch) error,
 	full func(uint64) *stateSnapshot, sides int) {
 	t.Helper()
-	var cs []*snapChurn
+	var cs []*opkittest.Churn
 	for s := range sides {
-		cs = append(cs, newSnapChurn(uint64(11+s)))
+		cs = append(cs, opkittest.NewChurn(uint64(11+s)))
 	}
 	var last *stateSnapshot
 	reused, checkpoints := 0, 0
 	for e := uint64(1); e <= 150; e++ {
 		for side, c := range cs {
-			ins, del := c.epoch()
+			ins, del := c.Epoch()
 			for _, b := range []struct {
 				rows [][2]int64
 				op   Op
@@ -194,9 +107,9 @@ func churn(t *testing.T, j *Job, push func(Chunk, int) error, barrier func(*Barr
 			continue
 		}
 		s := barrierSnap(t, j, barrier, e)
-		checkSnap(t, e, s, full(e))
+		opkittest.CheckSnap(t, e, s, full(e))
 		checkpoints++
-		if last != nil && sameBuf(s, last) {
+		if last != nil && opkittest.SameBuf(s, last) {
 			reused++
 		}
 		last = s
@@ -205,41 +118,6 @@ func churn(t *testing.T, j *Job, push func(Chunk, int) error, barrier func(*Barr
 		t.Fatal("no checkpoint reused the last snapshot")
 	}
 	t.Logf("%d of %d checkpoints reused the last snapshot", reused, checkpoints)
-}
-
-// BenchmarkSnapshotAgg: a full encode of an aggregate's 100K groups (two
-// values each for its count(DISTINCT) and min/max), against handing over
-// the last snapshot when nothing changed (docs/BENCHMARKS.md).
-//
-//	go test ./exec -run '^$' -bench BenchmarkSnapshotAgg -benchtime 20x
-func BenchmarkSnapshotAgg(b *testing.B) {
-	j := valueJob(b)
-	op := newAggOp(valueSpec(), true)
-	op.id = 7
-	if err := j.loadState(op, 0, 1, false); err != nil {
-		b.Fatal(err)
-	}
-	var rows [][2]int64
-	for k := range int64(100_000) {
-		rows = append(rows, [2]int64{k, 1}, [2]int64{k, 2})
-	}
-	pushSigned(b, op, rows, 1)
-	prepareSave(op, 1)
-	var snap snapReuse
-	snap.Note(true)
-	encode := func(e uint64) *stateSnapshot { return snapshotAgg(op, e) }
-	b.Run("full", func(b *testing.B) {
-		for b.Loop() {
-			snapshotAgg(op, 2)
-		}
-	})
-	b.Run("unchanged", func(b *testing.B) {
-		snap.Take(op.id, 2, op.ttl.on, encode)
-		for b.Loop() {
-			snap.Note(false)
-			snap.Take(op.id, 3, op.ttl.on, encode)
-		}
-	})
 }
 
 // TestNoSnapshotWhileWriting: a memory job's periodic checkpoint barrier

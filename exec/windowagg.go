@@ -1,10 +1,6 @@
 package exec
 
 import (
-	"slices"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -184,120 +180,6 @@ func intervalConst(e expr.Expr) (int64, bool) {
 	return types.IntervalMicros(c.D.IV), true
 }
 
-// dropLate removes from rec (and signs) the rows whose window had closed
-// at watermark wm; it returns the rows kept (rec itself if all are) and
-// how many late rows it dropped. It owns rec. A HOP window's row is
-// counted (and noted) only if it is its row's last window: the others
-// are dropped silently, the row being late once, when all its windows
-// are closed.
-func (a *aggOp) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm int64) (arrow.RecordBatch, []int8, int64, error) {
-	w := a.win
-	if w == nil || wm == NoWatermark {
-		return rec, signs, 0, nil
-	}
-	col, err := expr.Eval(ectx, a.spec.Keys[w.Key], rec)
-	if err != nil {
-		rec.Release()
-		return nil, nil, 0, err
-	}
-	defer col.Release()
-	vals := col.(*array.Int64)
-	n := vals.Len()
-	var keep []int
-	var hopTS hopRows // evaluated at the first row dropped
-	late := int64(0)
-	for i := 0; i < n; i++ {
-		if vals.IsValid(i) && w.Closed(vals.Value(i), wm) {
-			end := vals.Value(i) + w.Offset
-			if w.Hop != nil && hopTS.TS == nil {
-				if hopTS, err = w.Hop.Times(ectx, rec); err != nil {
-					rec.Release()
-					return nil, nil, 0, err
-				}
-				defer hopTS.Release()
-			}
-			if w.Hop == nil || w.Hop.IsLast(hopTS, i, end) {
-				late++
-				a.late.Note(rec, i, end, wm+w.Shift)
-			}
-			if keep == nil {
-				keep = make([]int, 0, n)
-				for k := 0; k < i; k++ {
-					keep = append(keep, k)
-				}
-			}
-			continue
-		}
-		if keep != nil {
-			keep = append(keep, i)
-		}
-	}
-	if keep == nil {
-		return rec, signs, 0, nil
-	}
-	out := takeRecord(rec, keep, exprTypes(plannedExprs(rec)))
-	rec.Release()
-	if signs != nil {
-		s := make([]int8, len(keep))
-		for i, k := range keep {
-			s[i] = signs[k]
-		}
-		signs = s
-	}
-	return out, signs, late, nil
-}
-
-// markClosing finds the groups in memory whose window ended at or before
-// wm and marks them changed and closing: prepareSave then deletes their
-// state, and forgetClosing drops them once their last changes are out.
-func (a *aggOp) markClosing(wm int64) {
-	w := a.win
-	a.closing = a.closing[:0]
-	if w == nil || wm == NoWatermark {
-		return
-	}
-	for g := 0; g < a.gt.Len(); g++ {
-		gid := int32(g)
-		if !a.live[gid] {
-			continue
-		}
-		d := a.gt.KeyDatum(w.Key, gid)
-		if d.Null || !w.Closed(d.I, wm) {
-			continue
-		}
-		a.closing = append(a.closing, gid)
-		a.isClosing[gid] = true
-		if !a.isDirty[gid] {
-			a.isDirty[gid] = true
-			a.dirty = append(a.dirty, gid)
-		}
-	}
-}
-
-// forgetClosing drops the closed groups from memory (their state was
-// deleted with the epoch that closed them).
-func (a *aggOp) forgetClosing() {
-	for _, g := range a.closing {
-		a.dropGroup(g)
-		a.isClosing[g] = false
-	}
-	a.closing = a.closing[:0]
-}
-
-// dropGroup frees group g's memory: its key, accumulators and last output
-// (eviction, whose state stays in the state table, and closed windows,
-// whose state went with the epoch that closed them).
-func (a *aggOp) dropGroup(g int32) {
-	a.bytes -= groupBytes + a.gt.KeyBytes(g) + int64(len(a.lastOut[g]))
-	a.gt.Remove(g)
-	for _, acc := range a.accs {
-		acc.Reset(g)
-	}
-	a.count.Reset(g)
-	a.lastOut[g] = ""
-	a.live[g] = false
-}
-
 // CheckEmitOnWindowClose refuses EMIT ON WINDOW CLOSE for a view whose rows
 // do not come from a window aggregate over streams with a watermark: there
 // would be no window to close.
@@ -332,41 +214,4 @@ func CheckEmitOnWindowClose(p Plan) error {
 		}
 	}
 	return nil
-}
-
-// closedRows emits, for EMIT ON WINDOW CLOSE, the final rows of the groups
-// closing at this barrier, in the order of their windows, as inserts; the
-// groups changed in the epoch that stay open emit nothing (their state is
-// saved). It clears the dirty set as changesOf does.
-func (a *aggOp) closedRows(emit func(Chunk) error) error {
-	for _, g := range a.dirty {
-		a.isDirty[g] = false
-	}
-	a.dirty, a.byID = a.dirty[:0], a.byID[:0]
-	if len(a.closing) == 0 {
-		return nil
-	}
-	ids := slices.Clone(a.closing)
-	k := a.win.Key
-	slices.SortFunc(ids, func(x, y int32) int {
-		dx, dy := a.gt.KeyDatum(k, x), a.gt.KeyDatum(k, y)
-		switch {
-		case dx.I < dy.I:
-			return -1
-		case dx.I > dy.I:
-			return 1
-		}
-		return 0
-	})
-	rec, err := a.build(ids)
-	if err != nil {
-		return err
-	}
-	groups := make([]uint8, len(ids))
-	ops := make([]Op, len(ids))
-	for i, g := range ids {
-		groups[i] = uint8(keyGroup(a.gt.Hashes[g]))
-		ops[i] = OpInsert
-	}
-	return emit(Chunk{Rec: rec, Ops: ops, Groups: groups})
 }

@@ -5,7 +5,10 @@
 package opkittest
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
+	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -66,4 +69,62 @@ func KVRecord(rows [][2]int64) arrow.RecordBatch {
 func Node(out op.Outlet, st opkit.State) opkit.Node {
 	return opkit.Node{ID: 1, Out: out, State: st, Committed: new(atomic.Uint64),
 		Bytes: new(atomic.Int64), Evicted: new(atomic.Int64), TTL: func() int64 { return 0 }}
+}
+
+// Churn is a multiset of (k, v) rows and the random epochs that change
+// it: none in a third of them, else inserts and retractions of present rows.
+type Churn struct {
+	rng  *rand.Rand
+	rows map[[2]int64]int
+}
+
+func NewChurn(seed uint64) *Churn {
+	return &Churn{rng: rand.New(rand.NewPCG(seed, 1)), rows: map[[2]int64]int{}}
+}
+
+// Epoch returns the epoch's inserts and retractions (both empty a third of
+// the time) and applies them to the multiset.
+func (c *Churn) Epoch() (ins, del [][2]int64) {
+	if c.rng.IntN(3) == 0 {
+		return nil, nil
+	}
+	for range c.rng.IntN(40) {
+		r := [2]int64{c.rng.Int64N(30), c.rng.Int64N(6)}
+		ins = append(ins, r)
+		c.rows[r]++
+	}
+	for r, n := range c.rows {
+		if c.rng.IntN(4) == 0 {
+			del = append(del, r)
+			if n == 1 {
+				delete(c.rows, r)
+			} else {
+				c.rows[r] = n - 1
+			}
+		}
+	}
+	return ins, del
+}
+
+// Entries lists a snapshot's entries as "key=value" in hex.
+func Entries(s storage.OpSnapshot) []string {
+	var out []string
+	for i := range s.Len() {
+		k, v := s.Entry(i)
+		out = append(out, fmt.Sprintf("%x=%x", k, v))
+	}
+	return out
+}
+
+// SameBuf says snapshots a and b share their entries (one was reused).
+func SameBuf(a, b *opkit.Snapshot) bool { return a.Entries.SharesBuf(&b.Entries) }
+
+// CheckSnap fails unless got, the snapshot handed over at epoch, holds
+// exactly full's entries.
+func CheckSnap(t testing.TB, epoch uint64, got, full storage.OpSnapshot) {
+	t.Helper()
+	g, f := Entries(got), Entries(full)
+	if fmt.Sprint(g) != fmt.Sprint(f) {
+		t.Fatalf("epoch %d: snapshot handed over (%d entries) differs from a full encode (%d entries)", epoch, len(g), len(f))
+	}
 }

@@ -1,34 +1,13 @@
-package exec
+package agg
 
 import (
 	"bytes"
 	"fmt"
 	"testing"
 
+	"github.com/streamdb/streamdb/exec/opkit/opkittest"
 	"github.com/streamdb/streamdb/storage"
 )
-
-// stateOf lists op's entries in the state table as "key=value" in hex.
-func stateOf(t *testing.T, j *Job, op uint32) []string {
-	t.Helper()
-	var out []string
-	if err := j.db.ScanState(j.spec.ID, op, func(k, v []byte) error {
-		out = append(out, fmt.Sprintf("%x=%x", k, v))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func snapshotEntries(s storage.OpSnapshot) []string {
-	var out []string
-	for i := range s.Len() {
-		k, v := s.Entry(i)
-		out = append(out, fmt.Sprintf("%x=%x", k, v))
-	}
-	return out
-}
 
 // TestAggSnapshotIsCanonical: the memory backend's snapshot of an
 // aggregate, built from its groups alone (snapshotAgg), is entry for entry
@@ -37,22 +16,22 @@ func snapshotEntries(s storage.OpSnapshot) []string {
 // emptied groups gone — so a savepoint is one format for both backends.
 func TestAggSnapshotIsCanonical(t *testing.T) {
 	j := valueJob(t)
-	op := restoredOp(t, j)
+	o := restoredOp(t, j)
 	var rows [][2]int64
 	for k := range int64(300) {
 		for v := range int64(k % 7) {
 			rows = append(rows, [2]int64{k, v}, [2]int64{k, v * 3})
 		}
 	}
-	pushSigned(t, op, rows, 1)
-	saveEpoch(t, j, op, 1)
+	pushSigned(t, o, rows, 1)
+	saveEpoch(t, j, o, 1)
 	// Groups lose values, one empties (its entries go), one gains.
-	pushSigned(t, op, [][2]int64{{5, 0}, {5, 0}, {6, 3}, {8, 0}, {8, 0}, {8, 1}, {8, 3}}, -1)
-	pushSigned(t, op, [][2]int64{{1000, 42}, {9, 99}}, 1)
-	saveEpoch(t, j, op, 2)
-	want := stateOf(t, j, op.id)
-	s := snapshotAgg(op, 2)
-	got := snapshotEntries(s)
+	pushSigned(t, o, [][2]int64{{5, 0}, {5, 0}, {6, 3}, {8, 0}, {8, 0}, {8, 1}, {8, 3}}, -1)
+	pushSigned(t, o, [][2]int64{{1000, 42}, {9, 99}}, 1)
+	saveEpoch(t, j, o, 2)
+	want := stateOf(t, j, o.id)
+	s := o.Snapshot(2)
+	got := opkittest.Entries(s)
 	if len(got) != len(want) {
 		t.Fatalf("snapshot has %d entries, the state table %d", len(got), len(want))
 	}
@@ -69,9 +48,9 @@ func TestAggSnapshotIsCanonical(t *testing.T) {
 		}
 	}
 	// The snapshot does not change with the operator afterwards.
-	pushSigned(t, op, [][2]int64{{1, 0}, {2, 0}}, -1)
-	prepareSave(op, 3)
-	if after := snapshotEntries(s); fmt.Sprint(after) != fmt.Sprint(got) {
+	pushSigned(t, o, [][2]int64{{1, 0}, {2, 0}}, -1)
+	o.prepareSave(3)
+	if after := opkittest.Entries(s); fmt.Sprint(after) != fmt.Sprint(got) {
 		t.Fatal("the snapshot changed with the operator")
 	}
 }
@@ -82,45 +61,45 @@ func TestAggSnapshotIsCanonical(t *testing.T) {
 // aggregate's own entries restores the same groups.
 func TestMemoryBackendHoldsAggregateOnce(t *testing.T) {
 	j := valueJob(t)
-	op := restoredOp(t, j)
+	o := restoredOp(t, j)
 	var rows [][2]int64
 	for k := range int64(2000) {
 		rows = append(rows, [2]int64{k, k % 5}, [2]int64{k, 7})
 	}
-	pushSigned(t, op, rows, 1)
-	saveEpoch(t, j, op, 1)
-	want := groupRows(t, op)
+	pushSigned(t, o, rows, 1)
+	saveEpoch(t, j, o, 1)
+	want := groupRows(t, o)
 
 	// The job moves to the memory backend: its state table is loaded into
 	// the map, the aggregate loads its groups from there and releases them.
-	j.spec.State = StateOptions{Backend: BackendMemory}
-	if err := j.db.UseMemoryState(j.spec.ID); err != nil {
+	j.mem = true
+	if err := j.db.UseMemoryState(testJobID); err != nil {
 		t.Fatal(err)
 	}
-	if n := j.db.MemStateBytes(j.spec.ID); n == 0 {
+	if n := j.db.MemStateBytes(testJobID); n == 0 {
 		t.Fatal("the state map is empty before the aggregate loaded")
 	}
 	op2 := restoredOp(t, j)
 	if got := groupRows(t, op2); got != want {
 		t.Fatal("groups loaded on the memory backend differ")
 	}
-	if n := j.db.MemStateBytes(j.spec.ID); n != 0 {
+	if n := j.db.MemStateBytes(testJobID); n != 0 {
 		t.Fatalf("the state map still holds %d bytes after the aggregate loaded its groups", n)
 	}
 	// A snapshot from the aggregate's own entries, committed, then read
 	// back by a restarted job.
 	w := j.db.NewEpochBatch()
-	w.SnapshotMemState(j.spec.ID, false, []storage.OpSnapshot{snapshotAgg(op2, 2)})
+	w.SnapshotMemState(testJobID, false, []storage.OpSnapshot{op2.Snapshot(2)})
 	if err := j.db.CommitEpoch([]*storage.Batch{w}, 2, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if !j.db.HasMemSnapshot(j.spec.ID) {
+	if !j.db.HasMemSnapshot(testJobID) {
 		t.Fatal("no snapshot committed")
 	}
-	if n, err := j.db.StateEntries(j.spec.ID); err != nil || n != 2000*(1+4*2) {
+	if n, err := j.db.StateEntries(testJobID); err != nil || n != 2000*(1+4*2) {
 		t.Fatalf("snapshot holds %d entries (%v), want %d", n, err, 2000*9)
 	}
-	if err := j.db.UseMemoryState(j.spec.ID); err != nil {
+	if err := j.db.UseMemoryState(testJobID); err != nil {
 		t.Fatal(err)
 	}
 	if got := groupRows(t, restoredOp(t, j)); got != want {
@@ -136,14 +115,14 @@ func TestMemoryBackendHoldsAggregateOnce(t *testing.T) {
 // entries, 28 MB.
 func TestAggSnapshotAllocatedOnce(t *testing.T) {
 	j := valueJob(t)
-	op := restoredOp(t, j)
+	o := restoredOp(t, j)
 	var rows [][2]int64
 	for k := range int64(50_000) {
 		rows = append(rows, [2]int64{k, k % 5}, [2]int64{k, k % 3})
 	}
-	pushSigned(t, op, rows, 1)
-	saveEpoch(t, j, op, 1)
-	s := snapshotAgg(op, 1)
+	pushSigned(t, o, rows, 1)
+	saveEpoch(t, j, o, 1)
+	s := o.Snapshot(1)
 	const page = 8 << 10
 	fp := s.Entries.Footprint()
 	for _, b := range []struct {

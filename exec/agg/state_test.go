@@ -1,112 +1,19 @@
-package exec
+package agg
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
-	"github.com/streamdb/streamdb/exec/opkit/opkittest"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
-
-// valueSpec: SELECT k, count(*), count(DISTINCT v), min(v), max(v),
-// sum(DISTINCT v) GROUP BY k over (k BIGINT, v BIGINT).
-func valueSpec() *HashAgg {
-	k, v := kvRefs()
-	return &HashAgg{Keys: []expr.Expr{k}, Aggs: []AggSpec{
-		{Kind: AggCountStar, T: types.TInt64},
-		{Kind: AggCount, Distinct: true, Arg: v, T: types.TInt64},
-		{Kind: AggMin, Arg: v, T: types.TInt64},
-		{Kind: AggMax, Arg: v, T: types.TInt64},
-		{Kind: AggSum, Distinct: true, Arg: v, T: types.NumericOf(38, 0)},
-	}}
-}
-
-// kvRecord makes a batch of (k, v) rows.
-func kvRecord(rows [][2]int64) arrow.RecordBatch { return opkittest.KVRecord(rows) }
-
-// pushSigned folds rows in with one sign for all (+1 insert, -1 delete).
-func pushSigned(t testing.TB, op *aggOp, rows [][2]int64, s int8) {
-	t.Helper()
-	rec := kvRecord(rows)
-	defer rec.Release()
-	signs := make([]int8, len(rows))
-	for i := range signs {
-		signs[i] = s
-	}
-	if err := op.push(&expr.Ctx{Mem: memoryPool}, rec, signs, true); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// saveEpoch runs an aggregate's barrier in a view job and commits its
-// state; it returns the number of state writes.
-func saveEpoch(t testing.TB, j *Job, op *aggOp, epoch uint64) uint32 {
-	t.Helper()
-	prepareSave(op, epoch)
-	if err := op.changesOf(true, func(c Chunk) error { c.Rec.Release(); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	w := j.db.NewEpochBatch()
-	j.saveState(w, op)
-	n := w.Count()
-	if err := j.db.CommitEpoch([]*storage.Batch{w}, epoch, nil, false); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// groupRows renders every live group's row, sorted.
-func groupRows(t testing.TB, op *aggOp) string {
-	t.Helper()
-	var gids []int32
-	for g := range int32(op.gt.Len()) {
-		if op.live[g] && op.count.N(g) > 0 {
-			gids = append(gids, g)
-		}
-	}
-	rec, err := op.build(gids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Release()
-	var out []string
-	for i := range int(rec.NumRows()) {
-		var vals []string
-		for c, ty := range op.outTs {
-			vals = append(vals, types.TextOf(types.DatumAt(rec.Column(c), i, ty), ty))
-		}
-		out = append(out, strings.Join(vals, " "))
-	}
-	sort.Strings(out)
-	return strings.Join(out, "\n")
-}
-
-func valueJob(t testing.TB) *Job {
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return &Job{spec: JobSpec{ID: 1, View: &storage.TableDef{ID: 1}}, db: db}
-}
-
-func restoredOp(t testing.TB, j *Job) *aggOp {
-	t.Helper()
-	op := newAggOp(valueSpec(), true)
-	op.id = 7
-	if err := j.loadState(op, 0, 1, false); err != nil {
-		t.Fatal(err)
-	}
-	return op
-}
 
 // TestValueStateWrites: count(DISTINCT) and min/max under retraction write
 // one state entry per changed (group, value) pair, whatever the number of
@@ -114,28 +21,28 @@ func restoredOp(t testing.TB, j *Job) *aggOp {
 // group after eviction.
 func TestValueStateWrites(t *testing.T) {
 	j := valueJob(t)
-	op := restoredOp(t, j)
+	o := restoredOp(t, j)
 	var rows [][2]int64
 	for k := range int64(1000) {
 		for v := range int64(10) {
 			rows = append(rows, [2]int64{k, v}, [2]int64{k, v})
 		}
 	}
-	pushSigned(t, op, rows, 1)
-	if n := saveEpoch(t, j, op, 1); n != 1000*(1+4*10) {
+	pushSigned(t, o, rows, 1)
+	if n := saveEpoch(t, j, o, 1); n != 1000*(1+4*10) {
 		t.Fatalf("first epoch wrote %d entries, want %d (1000 groups, 10 values for each of 4 accumulators)", n, 1000*41)
 	}
 	// Group 5 loses one copy of 0 (counts change, results do not); group 7
 	// loses both (its min and a distinct value go); group 9 gains 100.
-	pushSigned(t, op, [][2]int64{{5, 0}, {7, 0}, {7, 0}}, -1)
-	pushSigned(t, op, [][2]int64{{9, 100}}, 1)
+	pushSigned(t, o, [][2]int64{{5, 0}, {7, 0}, {7, 0}}, -1)
+	pushSigned(t, o, [][2]int64{{9, 100}}, 1)
 	// Per group: its entry, then value 0 (or 100) in each of the four
 	// accumulators that keep values (the two DISTINCT ones, min and max):
 	// 3 groups x (1 + 4).
-	if n := saveEpoch(t, j, op, 2); n != 3*(1+4) {
+	if n := saveEpoch(t, j, o, 2); n != 3*(1+4) {
 		t.Fatalf("second epoch wrote %d entries, want %d", n, 3*5)
 	}
-	want := groupRows(t, op)
+	want := groupRows(t, o)
 	if !strings.Contains(want, "7 18 9 1 9 45") || !strings.Contains(want, "9 21 11 0 100 145") {
 		t.Fatalf("rows before restart:\n%s", want[:min(len(want), 400)])
 	}
@@ -159,15 +66,15 @@ func TestValueStateWrites(t *testing.T) {
 		t.Fatalf("rebuilt filter has %d members, want 1000", op2.evicted.Added())
 	}
 	for k := range int64(1000) {
-		if !op2.evicted.MayContain(hashDatums([]types.Datum{types.Int(k)}, op2.keyTs)) {
+		if !op2.evicted.MayContain(accum.HashDatums([]types.Datum{types.Int(k)}, op2.keyTs)) {
 			t.Fatalf("rebuilt filter misses group %d", k)
 		}
 	}
-	for _, o := range []*aggOp{op2, op} { // op2 reads the state of epoch 2
+	for _, o := range []*Op{op2, o} { // op2 reads the state of epoch 2
 		pushSigned(t, o, [][2]int64{{7, 1}, {7, 1}, {9, 9}}, -1)
 	}
 	saveEpoch(t, j, op2, 3)
-	got, want := groupRows(t, op2), groupRows(t, op)
+	got, want := groupRows(t, op2), groupRows(t, o)
 	if !strings.Contains(want, "7 16 8 2 9 44") {
 		t.Fatalf("group 7 after retracting its min: %s", want[:min(len(want), 400)])
 	}
@@ -181,29 +88,29 @@ func TestValueStateWrites(t *testing.T) {
 // save moves the values into entries of their own.
 func TestValueStateLegacy(t *testing.T) {
 	j := valueJob(t)
-	op := restoredOp(t, j)
+	o := restoredOp(t, j)
 	// Group 1 with v = 4, 4, 6, the old way.
 	bag := func(buf []byte, vals map[int64]uint64) []byte {
-		buf = appendUvarint(buf, uint64(len(vals)))
+		buf = opkit.AppendUvarint(buf, uint64(len(vals)))
 		for v, n := range vals {
-			enc := encodeDatum(nil, types.Int(v), types.TInt64)
-			buf = appendUvarint(buf, uint64(len(enc)))
+			enc := opkit.EncodeDatum(nil, types.Int(v), types.TInt64)
+			buf = opkit.AppendUvarint(buf, uint64(len(enc)))
 			buf = append(buf, enc...)
-			buf = appendUvarint(buf, n)
+			buf = opkit.AppendUvarint(buf, n)
 		}
 		return buf
 	}
 	vals := map[int64]uint64{4: 2, 6: 1}
 	val := binary.AppendVarint(binary.AppendVarint(nil, 3), 3)                                     // the group's rows, count(*)
 	val = bag(binary.AppendVarint(val, 2), vals)                                                   // count(DISTINCT): inner count, values
-	val = bag(encodeDatum(val, types.Int(4), types.TInt64), vals)                                  // min
-	val = bag(encodeDatum(val, types.Int(6), types.TInt64), vals)                                  // max
+	val = bag(opkit.EncodeDatum(val, types.Int(4), types.TInt64), vals)                            // min
+	val = bag(opkit.EncodeDatum(val, types.Int(6), types.TInt64), vals)                            // max
 	val = bag(binary.AppendVarint(binary.AppendUvarint(binary.AppendVarint(val, 0), 10), 2), vals) // sum(DISTINCT): hi, lo, n; values
-	pushSigned(t, op, [][2]int64{{1, 4}}, 1)                                                       // only to learn group 1's state key
-	key := stateKeyOf(op, 0, nil)
+	pushSigned(t, o, [][2]int64{{1, 4}}, 1)                                                        // only to learn group 1's state key
+	key := stateKeyOf(o, 0, nil)
 	w := j.db.NewEpochBatch()
 	r := w.NewRun()
-	r.PutState(j.spec.ID, 7, key, val)
+	r.PutState(testJobID, 7, key, val)
 	w.AddRun(r)
 	if err := j.db.CommitEpoch([]*storage.Batch{w}, 1, nil, false); err != nil {
 		t.Fatal(err)
@@ -233,9 +140,8 @@ func TestValueStateLegacy(t *testing.T) {
 // match the multiset's, checked after every batch.
 func TestMinMaxUnderChurn(t *testing.T) {
 	k, v := kvRefs()
-	spec := &HashAgg{Keys: []expr.Expr{k}, Aggs: []AggSpec{
-		{Kind: AggMin, Arg: v, T: types.TInt64}, {Kind: AggMax, Arg: v, T: types.TInt64}}}
-	op := newAggOp(spec, true)
+	o := New(specOf([]expr.Expr{k}, true,
+		accum.Spec{Kind: accum.Min, Arg: v, T: types.TInt64}, accum.Spec{Kind: accum.Max, Arg: v, T: types.TInt64}), Node{})
 	r := rand.New(rand.NewPCG(1, 2))
 	const groups = 4
 	bag := make([]map[int64]int, groups)
@@ -271,18 +177,18 @@ func TestMinMaxUnderChurn(t *testing.T) {
 			add = append(add, [2]int64{g, val})
 		}
 		if len(add) > 0 {
-			pushSigned(t, op, add, 1)
+			pushSigned(t, o, add, 1)
 		}
 		if len(del) > 0 {
-			pushSigned(t, op, del, -1)
+			pushSigned(t, o, del, -1)
 		}
-		op.dirty = op.dirty[:0]
-		clear(op.isDirty)
+		o.dirty = o.dirty[:0]
+		clear(o.isDirty)
 		for g := range int64(groups) {
 			rows := [][2]int64{{g, 0}}
 			rec := kvRecord(rows)
 			gids := make([]int32, 1)
-			op.gt.Lookup([]arrow.Array{rec.Column(0)}, 1, gids, false)
+			o.gt.Lookup([]arrow.Array{rec.Column(0)}, 1, gids, false)
 			rec.Release()
 			want := "NULL NULL"
 			if len(bag[g]) > 0 {
@@ -294,7 +200,7 @@ func TestMinMaxUnderChurn(t *testing.T) {
 			}
 			got := "NULL NULL"
 			if gids[0] >= 0 {
-				mn, mx := op.accs[0].Result(gids[0]), op.accs[1].Result(gids[0])
+				mn, mx := o.accs[0].Result(gids[0]), o.accs[1].Result(gids[0])
 				if !mn.Null {
 					got = fmt.Sprintf("%d %d", mn.I, mx.I)
 				}

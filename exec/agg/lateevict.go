@@ -1,9 +1,11 @@
-package exec
+package agg
 
 import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/op"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -31,7 +33,7 @@ type evictedWindows struct {
 }
 
 // noteEvicted indexes group g, about to leave memory, by its window bound.
-func (a *aggOp) noteEvicted(g int32) {
+func (a *Op) noteEvicted(g int32) {
 	if a.win == nil {
 		return
 	}
@@ -43,7 +45,7 @@ func (a *aggOp) noteEvicted(g int32) {
 }
 
 // noteEvictedKey indexes an evicted group's key ds.
-func (a *aggOp) noteEvictedKey(ds []types.Datum) {
+func (a *Op) noteEvictedKey(ds []types.Datum) {
 	if a.win == nil || ds[a.win.Key].Null {
 		return
 	}
@@ -60,9 +62,9 @@ func (a *aggOp) noteEvictedKey(ds []types.Datum) {
 
 // loadClosingEvicted brings back into memory the evicted groups whose
 // window the watermark wm has passed, so markClosing closes them.
-func (a *aggOp) loadClosingEvicted(wm int64) error {
+func (a *Op) loadClosingEvicted(wm int64) error {
 	ew := &a.evictedWins
-	if a.win == nil || wm == NoWatermark || len(ew.bounds) == 0 {
+	if a.win == nil || wm == op.NoWatermark || len(ew.bounds) == 0 {
 		return nil
 	}
 	var keys [][]types.Datum
@@ -87,12 +89,12 @@ func (a *aggOp) loadClosingEvicted(wm int64) error {
 // those not in memory are read from the state table (created, through the
 // evicted filter). It returns the groups it read back; keys the state
 // table no longer has leave no group.
-func (a *aggOp) bringBack(keys [][]types.Datum) ([]int32, error) {
+func (a *Op) bringBack(keys [][]types.Datum) ([]int32, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
 	cols := make([]arrow.Array, len(a.keyTs))
-	defer releaseAll(cols)
+	defer opkit.ReleaseAll(cols)
 	for c, t := range a.keyTs {
 		bld := types.NewBuilder(a.mem, t)
 		for _, ds := range keys {
