@@ -164,6 +164,26 @@ func (w *distWiring) senderIndex(p int, recv string) int {
 // remoteSenders counts the splits on other nodes than recv.
 func (w *distWiring) remoteSenders(recv string) int { return w.senderIndex(len(w.d.Splits), recv) }
 
+// distInbox opens, for local instance i of the distributed operator, the
+// exchange inbox the splits on other nodes reach it through (nil if there
+// are none): a drain started with the job feeds it into one more input
+// of the instance, added to ins, whose aligner then aligns its barriers
+// with the local splits' as any input's. The operator does not know.
+func (j *Job) distInbox(w *distWiring, i int, ins *[]chan msg, starts *[]func()) (*exchange.Inbox, error) {
+	senders := w.remoteSenders(w.d.Self)
+	if senders == 0 {
+		return nil, nil
+	}
+	in, err := w.d.Server.Open(w.d.Job, distShuffleEdge, i, senders, 0)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan msg, 4)
+	*ins = append(*ins, ch)
+	*starts = append(*starts, func() { j.goRun(func() error { return j.drain(w, in, ch) }) })
+	return in, nil
+}
+
 // pump sends what a local split's outlet routes to remote instance c over
 // the exchange: its chunks and barriers (which carry no writes, wOut).
 // A stopping job breaks the stream (the receiver's part fails too: a

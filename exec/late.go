@@ -55,8 +55,8 @@ func (j *Job) recordLateRows(w *storage.Batch, rows []storage.LateRow, epoch uin
 
 // watermarkKeeper is an operator run by runOp that drops late rows
 // (eventTimed): runOp resumes its input watermark after a restart and
-// checkpoints it at each barrier, as runAgg does for window aggregates,
-// and carries its recorded late rows with the barrier.
+// checkpoints it at each barrier (window aggregates, window and interval
+// joins, top-N per window), and carries its recorded late rows with the barrier.
 type watermarkKeeper interface {
 	eventTimed
 	keepsWatermark() bool

@@ -12,17 +12,17 @@
 //
 // Contract of a job (the operator side is package exec/op, what operators
 // share beneath it exec/opkit; an operator family may live in a package of
-// its own, as exec/temporal does, importing neither exec nor another
-// family):
+// its own, as exec/agg, exec/join and the others do, importing neither
+// exec nor another family):
 //  1. The runtime, not the operator, aligns barriers across inputs
 //     (aligner, watermark.go) and forwards them with the epoch's writes.
-//  2. Joins, top-N, session windows, temporal filters and union run
-//     through op.Operator (runOp): Push for each chunk; at each aligned
-//     barrier AdvanceWatermark (op.WatermarkHandler) if they act on event
-//     time, then Barrier, which emits the epoch's changes and commits its
-//     state into the epoch's batch. Aggregates (runAgg, aggtask.go),
-//     sources (source.go, connector.go) and the sink (sink.go) run loops
-//     of their own, for epoch bounds, offsets and the view's rows.
+//  2. Aggregates, joins, top-N, session windows, temporal filters and
+//     union run through op.Operator (runOp): Push for each chunk; at each
+//     aligned barrier AdvanceWatermark (op.WatermarkHandler) if they act
+//     on event time, then Barrier, which emits the epoch's changes and
+//     commits its state into the epoch's batch. Sources (source.go,
+//     connector.go) and the sink (sink.go) run loops of their own, for
+//     offsets and the view's rows.
 //  3. Ownership: Push takes ownership of the chunk's record; an operator
 //     releases what it does not pass on. An outlet (op.Outlet, outlet.go)
 //     takes ownership of what it is given likewise.

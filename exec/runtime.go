@@ -176,8 +176,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	if spec.View != nil && g.root.from.kind != nAgg && !g.root.byPosition() && g.root.from.retracts {
 		j.stateful++ // the sink's multiset of the view's rows takes a share (sinkbag.go)
 	}
-	type starter func()
-	var starts []starter
+	var starts []func()
 	slot, opSlot := 0, nagg // aggregates' instances first, then the others'
 
 	for _, n := range g.nodes {
@@ -186,26 +185,23 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		switch n.kind {
 		case nAgg:
 			for i := 0; i < n.par; i++ {
-				if dist != nil && !dist.instanceLocal(i) {
-					slot++
-					continue
-				}
 				at := slot
 				slot++
+				if dist != nil && !dist.instanceLocal(i) {
+					continue // on another node
+				}
 				op, err := j.newAggNode(n, i, at, outlets[out][i], root)
 				if err != nil {
 					return nil, err
 				}
-				if dist != nil && dist.remoteSenders(dist.d.Self) > 0 {
-					// The splits on other nodes reach it through its inbox.
-					in, err := dist.d.Server.Open(dist.d.Job, distShuffleEdge, i, dist.remoteSenders(dist.d.Self), 0)
+				if dist != nil {
+					in, err := j.distInbox(dist, i, &inputs[n][i], &starts)
 					if err != nil {
 						return nil, err
 					}
-					ch := make(chan msg, 4)
-					inputs[n][i] = append(inputs[n][i], ch)
-					opened = append(opened, in)
-					starts = append(starts, func() { j.goRun(func() error { return j.drain(dist, in, ch) }) })
+					if in != nil {
+						opened = append(opened, in)
+					}
 				}
 				ins, o := inputs[n][i], outlets[out][i]
 				starts = append(starts, func() { j.goRun(func() error { return j.runOp(-1, op, ins, o) }) })

@@ -98,6 +98,25 @@ func isCanonFloat(f float64) bool {
 
 var canonNaN = math.Float64bits(math.NaN())
 
+// EvalKeys evaluates the key expressions exprs over rec and canonicalizes
+// the columns (CanonKeys); the caller releases them. On an error it
+// releases what it made.
+func EvalKeys(ctx *expr.Ctx, exprs []expr.Expr, rec arrow.RecordBatch) ([]arrow.Array, error) {
+	keys := make([]arrow.Array, len(exprs))
+	for i, k := range exprs {
+		arr, err := expr.Eval(ctx, k, rec)
+		if err != nil {
+			for _, a := range keys[:i] {
+				a.Release()
+			}
+			return nil, err
+		}
+		keys[i] = arr
+	}
+	CanonKeys(ctx, keys, exprs)
+	return keys, nil
+}
+
 // CanonKeys applies CanonKey to each key column (the values of exprs), in
 // place.
 func CanonKeys(ctx *expr.Ctx, keys []arrow.Array, exprs []expr.Expr) {

@@ -248,16 +248,11 @@ func (a *Op) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track bool
 	if n == 0 {
 		return nil
 	}
-	keys := make([]arrow.Array, len(a.spec.Keys))
-	defer opkit.ReleaseAll(keys)
-	for i, k := range a.spec.Keys {
-		arr, err := expr.Eval(ctx, k, rec)
-		if err != nil {
-			return err
-		}
-		keys[i] = arr
+	keys, err := accum.EvalKeys(ctx, a.spec.Keys, rec)
+	if err != nil {
+		return err
 	}
-	accum.CanonKeys(ctx, keys, a.spec.Keys)
+	defer opkit.ReleaseAll(keys)
 	if cap(a.gids) < n {
 		a.gids = make([]int32, n)
 	}

@@ -233,16 +233,11 @@ func (o *Op) Fold(ectx *expr.Ctx, rec arrow.RecordBatch) error {
 	if n == 0 {
 		return nil
 	}
-	keys := make([]arrow.Array, len(o.spec.Keys))
-	defer opkit.ReleaseAll(keys)
-	for i, k := range o.spec.Keys {
-		arr, err := expr.Eval(ectx, k, rec)
-		if err != nil {
-			return err
-		}
-		keys[i] = arr
+	keys, err := accum.EvalKeys(ectx, o.spec.Keys, rec)
+	if err != nil {
+		return err
 	}
-	accum.CanonKeys(ectx, keys, o.spec.Keys)
+	defer opkit.ReleaseAll(keys)
 	if cap(o.kids) < n {
 		o.kids, o.gids = make([]int32, n), make([]int32, n)
 	}
