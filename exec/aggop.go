@@ -28,6 +28,13 @@ type aggNode struct {
 	slot int
 }
 
+// What runOp asks of an aggregate instance besides op.Operator.
+var (
+	_ watermarkKeeper = (*aggNode)(nil)
+	_ sizedOp         = (*aggNode)(nil)
+	_ afterBarrierOp  = (*aggNode)(nil)
+)
+
 // newAggNode makes instance inst of aggregate node n, slot slot of the
 // job's aggregate instances, emitting into out, and, for a durable job,
 // loads its state (reemit: the view is rebuilt from its state, root: its

@@ -344,12 +344,9 @@ func (a *Op) build(gids []int32) (arrow.RecordBatch, error) {
 	return opkit.NewRecord(a.outTs, cols, len(gids)), nil
 }
 
-// changes emits the changes of the groups touched since the last call, as a
-// change chunk, and clears the dirty set.
-func (a *Op) changes(emit func(op.Chunk) error) error { return a.changesOf(true, emit) }
-
-// changesOf is changes; without before it emits what maintaining a view's
-// rows needs and no more: each changed group's new row (UpdateAfter) or,
+// changesOf emits the changes of the groups touched since the last call,
+// as a change chunk, and clears the dirty set. Without before it emits
+// what maintaining a view's rows needs and no more: each changed group's new row (UpdateAfter) or,
 // for a group that emptied, its keys (Delete), with no comparison against
 // the row last emitted, which is then not kept (lastOut, outValid). The
 // first call with before after calls without it cannot give this epoch's
@@ -505,7 +502,7 @@ func (a *Op) restoreAllOut() error {
 }
 
 // reemitAll forgets what was emitted and marks every live group changed, so
-// the next changes() emits each as an insert.
+// the next changesOf emits each as an insert.
 func (a *Op) reemitAll() {
 	for g := 0; g < a.gt.Len(); g++ {
 		a.lastOut[g] = ""

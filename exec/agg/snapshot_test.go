@@ -10,7 +10,7 @@ import (
 )
 
 // TestAggSnapshotIsCanonical: the memory backend's snapshot of an
-// aggregate, built from its groups alone (snapshotAgg), is entry for entry
+// aggregate, built from its groups alone (Snapshot), is entry for entry
 // what the Pebble backend holds in the state table after the same epochs —
 // groups and their values (count(DISTINCT), min/max under retraction),
 // emptied groups gone — so a savepoint is one format for both backends.
@@ -108,7 +108,7 @@ func TestMemoryBackendHoldsAggregateOnce(t *testing.T) {
 }
 
 // TestAggSnapshotAllocatedOnce: an aggregate's snapshot allocates its
-// buffers once at their size (snapshotAgg sizes them first): none has
+// buffers once at their size (Snapshot sizes them first): none has
 // room left beyond the allocator's rounding (at most a page or 1/64 of the
 // size), where growing them by append left up to a quarter of each unused
 // and copied them as they grew. 50K groups with their values: 410K

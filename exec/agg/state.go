@@ -373,7 +373,7 @@ func restoreOut(o *Op, gids []int32) error {
 	return nil
 }
 
-// loadState restores the groups of the key groups instance inst owns, up to
+// Load restores, from st, the groups of the key groups instance inst owns, up to
 // the instance's share of the state cache; the rest are read when their
 // keys come (o.load). An aggregate that will re-emit every group
 // (reemitAll) loads them all: its barriers evict what is over the share.
@@ -387,8 +387,8 @@ func (o *Op) Load(st opkit.State, inst, par int, reemit bool) error {
 	bags := o.valueBags()
 	for _, vb := range bags {
 		if vb != nil {
-			// saveState writes the changed values (not on the memory
-			// backend: Snapshot writes them all at a checkpoint).
+			// writeState writes the changed values (unless the State
+			// takes snapshots instead, which hold them all: PerEpoch).
 			vb.Track = o.perEpoch
 		}
 	}
@@ -435,7 +435,7 @@ func (o *Op) Load(st opkit.State, inst, par int, reemit bool) error {
 	}
 	loaded := make([]int32, 0, 4096)
 	// The group whose entry came last, if it was loaded (-1 if not): the
-	// value entries that follow it are its (saveState).
+	// value entries that follow it are its (writeState).
 	cur := int32(-1)
 	err := o.st.Scan(func(key, val []byte) error {
 		if len(key) == 0 || op.InstanceOf(int(key[0]), par) != inst {

@@ -12,7 +12,7 @@ import (
 // the watermark instead; a global aggregate has one group): a group no row
 // changed for the TTL is expired as a join key is. It is marked closing,
 // so the barrier deletes its state entry and its DISTINCT / min-max value
-// entries (saveState), emits nothing for it (its row is unchanged) and
+// entries (writeState), emits nothing for it (its row is unchanged) and
 // drops it from memory (forgetClosing); the view keeps the row it had. A
 // later row of its key starts a new group, whose row replaces the old one
 // in the view.
