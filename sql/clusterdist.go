@@ -47,6 +47,7 @@ type DistView struct {
 	// Source names the view's source; Splits is its number of splits
 	// (partitions) and Instances the view's number of aggregate instances.
 	Source            string
+	SourceID          uint64 // the source table's id here
 	Splits, Instances int
 	// Spec is the view's job, for a node's part (distjob.Part), over DB.
 	Spec exec.JobSpec
@@ -100,7 +101,12 @@ func DistributedViews(e *Engine) []DistView {
 		e.mu.Lock()
 		spec := e.sup.jobSpecLocked(def, plan)
 		e.mu.Unlock()
-		out = append(out, DistView{Name: def.Name, Source: viewSources(def)[0], Splits: splits, Instances: inst, Spec: spec, DB: e.db})
+		src := viewSources(def)[0]
+		var srcID uint64
+		if t := tableOrNil(e, src); t != nil {
+			srcID = t.ID
+		}
+		out = append(out, DistView{Name: def.Name, Source: src, SourceID: srcID, Splits: splits, Instances: inst, Spec: spec, DB: e.db})
 	}
 	return out
 }
