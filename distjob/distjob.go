@@ -66,13 +66,15 @@ type Part struct {
 	Storage func(node string) (*checkpoint.Remote, error)
 	SnapDir string
 
-	mu       sync.Mutex
-	gen      uint64           // the generation running here
-	snaps    map[uint64]*held // this node's part at each epoch a reader may ask for
-	prev     uint64           // the committed epoch before the current one (kept for readers)
-	ckpt     uint64           // the last committed checkpoint's epoch (its snapshot is kept)
-	restored Restored         // what the running generation was restored from
-	job      *exec.Job
+	mu        sync.Mutex
+	gen       uint64             // the generation running here
+	snaps     map[uint64]*held   // this node's part at each epoch a reader may ask for
+	prev      uint64             // the committed epoch before the current one (kept for readers)
+	ckpt      uint64             // the last committed checkpoint's epoch (its snapshot is kept)
+	pl        *cluster.Placement // the running generation's placement
+	committed uint64             // the running generation's last committed epoch seen
+	restored  Restored           // what the running generation was restored from
+	job       *exec.Job
 	// rounds hands the running part's driver the round to run; driven is
 	// closed when the driver returned.
 	rounds      chan round
@@ -209,7 +211,7 @@ func (p *Part) start(pl *cluster.Placement, ck *cluster.DataflowCheckpoint) (*ex
 	rounds, done := make(chan round, 1), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	p.mu.Lock()
-	p.gen, p.job, p.rounds, p.driven, p.cancelDrive, p.restored = pl.Gen, job, rounds, done, cancel, r
+	p.gen, p.job, p.rounds, p.driven, p.cancelDrive, p.restored, p.pl, p.committed = pl.Gen, job, rounds, done, cancel, r, pl, 0
 	p.mu.Unlock()
 	go p.drive(ctx, job, pl, rounds, done)
 	return job, nil
@@ -298,6 +300,7 @@ func (p *Part) noteCommitted(c cluster.Epoch, gen uint64) {
 	if p.gen != gen {
 		return
 	}
+	p.committed = max(p.committed, c.Epoch)
 	keep := p.prev
 	for e, h := range p.snaps {
 		if e < keep {

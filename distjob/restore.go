@@ -39,11 +39,29 @@ type Restored struct {
 	Took      time.Duration
 }
 
-// Restored returns what the running generation of the part started from.
-func (p *Part) Restored() (gen uint64, r Restored) {
+// Status is a part as SHOW JOBS shows it.
+type Status struct {
+	Running   bool // a generation's job runs here
+	Gen       uint64
+	Instances []int  // the instances it runs
+	Splits    []int  // the splits of its source it reads
+	Epoch     uint64 // the last committed cluster epoch it saw
+	Restored  Restored
+	RowsIn    int64
+}
+
+// Status returns what the part runs now.
+func (p *Part) Status() Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.gen, p.restored
+	st := Status{Running: p.job != nil, Gen: p.gen, Epoch: p.committed, Restored: p.restored}
+	if p.pl != nil {
+		st.Instances, st.Splits = p.pl.InstancesOf(p.Self), p.pl.SplitsOf(p.Self)[p.Source]
+	}
+	if p.job != nil {
+		st.RowsIn = p.job.RowsIn.Load()
+	}
+	return st
 }
 
 // restoreTimeout bounds the downloads of a restore.

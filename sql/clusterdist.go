@@ -41,6 +41,24 @@ type ClusterDist interface {
 	GatherView(ctx context.Context, view string) ([]arrow.RecordBatch, error)
 }
 
+// ClusterDistParts is implemented by a Cluster that runs parts of
+// distributed views, for SHOW JOBS.
+type ClusterDistParts interface {
+	// DistPart describes this node's part of view (false: none here).
+	DistPart(view string) (DistPartInfo, bool)
+}
+
+// DistPartInfo is this node's part of a distributed view.
+type DistPartInfo struct {
+	Running bool
+	// Desc lists the generation, instances, splits and committed epoch:
+	// "gen 3: instances 0 3; splits 1; epoch 40".
+	Desc string
+	// RestoredEpoch is the checkpoint the generation restored (0: none).
+	RestoredEpoch uint64
+	RowsIn        int64
+}
+
 // DistView is a distributed view as this node's catalog has it.
 type DistView struct {
 	Name string

@@ -145,6 +145,21 @@ func (c *clusterEngine) Members(ctx context.Context) ([]sql.ClusterMember, error
 	return out, nil
 }
 
+// DistPart implements sql.ClusterDistParts.
+func (c *clusterEngine) DistPart(view string) (sql.DistPartInfo, bool) {
+	d := c.dist.Load()
+	if d == nil {
+		return sql.DistPartInfo{}, false
+	}
+	p := d.part(view)
+	if p == nil {
+		return sql.DistPartInfo{}, false
+	}
+	st := p.Status()
+	desc := fmt.Sprintf("gen %d: instances %s; splits %s; epoch %d", st.Gen, joinInts(st.Instances), joinInts(st.Splits), st.Epoch)
+	return sql.DistPartInfo{Running: st.Running, Desc: desc, RestoredEpoch: st.Restored.Epoch, RowsIn: st.RowsIn}, true
+}
+
 // GatherView implements sql.ClusterDist.
 func (c *clusterEngine) GatherView(ctx context.Context, view string) ([]arrow.RecordBatch, error) {
 	d := c.dist.Load()

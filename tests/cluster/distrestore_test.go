@@ -154,6 +154,26 @@ func TestClusterDistributedRestore(t *testing.T) {
 		t.Logf("%s: gen %s restored from epoch %s: instances [%s], positions %s, in %s", c.nodes[i].id, last[1], last[2], last[3], last[4], last[5])
 	}
 
+	// SHOW JOBS on any node lists each live node's part of v with the
+	// checkpoint it restored.
+	jobs, err := clusterShowJobs(c.conns[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	partsOn := map[string]string{}
+	for _, j := range jobs {
+		if j.name == "v" {
+			if j.state != "RUNNING" || j.restoredEpoch < int64(ck.Epoch) || !strings.Contains(j.part, "instances ") {
+				t.Fatalf("SHOW JOBS row of v on %s: %+v, want RUNNING, restored from epoch >= %d, with its instances", j.node, j, ck.Epoch)
+			}
+			partsOn[j.node] = j.part
+		}
+	}
+	if len(partsOn) != 2 || partsOn["n1"] == "" || partsOn["n3"] == "" {
+		t.Fatalf("SHOW JOBS lists parts of v %v, want one on n1 and one on n3", partsOn)
+	}
+	t.Logf("SHOW JOBS parts of v: %v", partsOn)
+
 	// n2 comes back and reads the same.
 	c.nodes[1].srv.Restart(t)
 	c.conns[1] = c.nodes[1].srv.Conn(t)
