@@ -107,6 +107,14 @@ func TestClusterDistributedRestore(t *testing.T) {
 		}
 	}
 	t.Logf("committed epoch %d, checkpoint %d", committed.Epoch, ck.Epoch)
+	waitUntil(t, 10*time.Second, "SHOW CLUSTER names v's committed checkpoint", func() bool {
+		for _, r := range showCluster(t, c.conns[0]) {
+			if strings.Contains(r.jobs, "v[gen ") && strings.Contains(r.jobs, "; checkpoint ") {
+				return true
+			}
+		}
+		return false
+	})
 
 	// The topic loses every record so far: a replay from its start could
 	// not count them.
