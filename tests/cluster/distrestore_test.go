@@ -25,8 +25,9 @@ import (
 // query of the rows after it (the topic now holds those alone), which
 // only a restore of every instance (n2's included) from the snapshots can
 // give; each survivor logs the restore with the checkpoint's epoch and
-// its splits' positions, which are past the deleted records. n2,
-// restarted, reads the same.
+// its splits' positions, which are past the deleted records; SHOW JOBS
+// lists each survivor's part with the restored epoch, and SHOW CLUSTER
+// the committed checkpoint. n2, restarted, reads the same.
 func TestClusterDistributedRestore(t *testing.T) {
 	ctx := context.Background()
 	_, kafkaAddr := startKafka(t, 1)
