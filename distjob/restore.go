@@ -275,6 +275,28 @@ func (p *Part) prune(ctx context.Context, rem *checkpoint.Remote, cur uint64) {
 	}
 }
 
+// DropSnapshots deletes this node's snapshots of the view, on disk and in
+// its storage: the view was dropped (the part must be stopped).
+func (p *Part) DropSnapshots(ctx context.Context) error {
+	os.RemoveAll(p.SnapDir)
+	if p.Storage == nil {
+		return nil
+	}
+	rem, err := p.Storage(p.Self)
+	if err != nil || rem == nil {
+		return err
+	}
+	ms, err := rem.Manifests(ctx, "checkpoints")
+	if err != nil {
+		return err
+	}
+	prefixes := make([]string, len(ms))
+	for i, m := range ms {
+		prefixes[i] = checkpoint.CheckpointKey(m.CheckpointID)
+	}
+	return rem.Delete(ctx, prefixes...)
+}
+
 func fmtOffsets(offs map[uint32]uint64) string {
 	parts := make([]string, 0, len(offs))
 	for s, o := range offs {

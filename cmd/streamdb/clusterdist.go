@@ -120,6 +120,15 @@ func (d *distParts) reconcile() {
 		d.mu.Unlock()
 		for _, rp := range stopped {
 			<-rp.done
+			// A dropped view's snapshots go (not those of a view that
+			// only failed to plan here: a checkpoint may still name them).
+			if _, ok := d.eng.Table(rp.part.View); !ok {
+				ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
+				if err := rp.part.DropSnapshots(ctx); err != nil {
+					d.log.Warn("cluster: deleting a dropped distributed view's snapshots", "view", rp.part.View, "err", err)
+				}
+				cancel()
+			}
 		}
 		d.mu.Lock()
 	}
