@@ -92,6 +92,10 @@ type Config struct {
 	// DataflowRound is how often the coordinator asks for a barrier round
 	// of each distributed job (0: only on StartRound).
 	DataflowRound time.Duration
+	// DataflowCheckpoint is how often a round of a distributed view is a
+	// checkpoint round, whose snapshots a new generation restores from
+	// (0: never; a new generation then starts from the sources' start).
+	DataflowCheckpoint time.Duration
 	// NodeLost is called on every live node for another node whose
 	// membership key went (its lease expired, or it left) and that has not
 	// registered again: it ends what that node left open outside etcd

@@ -28,6 +28,10 @@ import (
 //	                its own mod revision: the committed cluster epoch
 //	rollback/<node> the node, under its lease: the generation whose part
 //	                failed on it, so the coordinator starts the next one
+//	checkpoint      the coordinator, with the epoch it commits: the last
+//	                committed epoch whose round was a checkpoint round, the
+//	                placement it ran under and, per node, where its
+//	                snapshot of that epoch is in its storage (pointers only)
 //
 // A placement is one key, so it changes as one unit: any move (a node's
 // lease expired) is a new generation, and every node of the job rolls its
@@ -98,11 +102,30 @@ func (p *Placement) SplitsOf(node string) map[string][]int {
 	return out
 }
 
-// Epoch is a barrier round (the round key) or a committed cluster epoch
-// (the epoch key) of a generation.
+// Epoch is a barrier round (the round key), a node's ack (acks/<node>)
+// or a committed cluster epoch (the epoch key) of a generation.
 type Epoch struct {
 	Gen   uint64 `json:"gen"`
 	Epoch uint64 `json:"epoch"`
+	// Checkpoint marks a round whose every node snapshots its part to its
+	// storage before it acks (Config.DataflowCheckpoint).
+	Checkpoint bool `json:"checkpoint,omitempty"`
+	// Snapshot, in an ack of a checkpoint round, is the key prefix of the
+	// node's snapshot of the epoch in its storage.
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// DataflowCheckpoint is a distributed job's committed checkpoint: an
+// epoch every node of its placement snapshotted, the placement then, and
+// each node's snapshot (a key prefix in that node's storage). A new
+// generation restores each instance and split from the snapshot of the
+// node that held it then.
+type DataflowCheckpoint struct {
+	Gen       uint64              `json:"gen"`
+	Epoch     uint64              `json:"epoch"`
+	Instances []string            `json:"instances"`
+	Splits    map[string][]string `json:"splits"`
+	Snapshots map[string]string   `json:"snapshots"` // node -> key prefix
 }
 
 // Dataflow is a distributed job's state in etcd, as read at one revision.
@@ -110,6 +133,8 @@ type Dataflow struct {
 	Placement *Placement // nil before the coordinator placed the job
 	Round     Epoch      // the last barrier round asked for
 	Committed Epoch      // the committed cluster epoch (0: none yet)
+	// Checkpoint is the last committed checkpoint (nil: none yet).
+	Checkpoint *DataflowCheckpoint
 	Acks      map[string]Epoch
 	// Rollbacks are the generations nodes asked to roll back (RequestRollback).
 	Rollbacks map[string]uint64
@@ -137,6 +162,9 @@ func (n *Node) ReadDataflow(ctx context.Context, view string) (Dataflow, error) 
 			d.Placement = p
 		case k == "round":
 			err = json.Unmarshal(kv.Value, &d.Round)
+		case k == "checkpoint":
+			d.Checkpoint = new(DataflowCheckpoint)
+			err = json.Unmarshal(kv.Value, d.Checkpoint)
 		case k == "epoch":
 			err = json.Unmarshal(kv.Value, &d.Committed)
 			d.epochRev = kv.ModRevision
@@ -198,7 +226,14 @@ var ErrStalePlacement = errors.New("cluster: the job's placement changed: roll b
 // storage). The ack is under the node's lease and holds only while p is
 // the placement (ErrStalePlacement otherwise).
 func (n *Node) AckEpoch(ctx context.Context, view string, p *Placement, epoch uint64) error {
-	v, _ := json.Marshal(Epoch{Gen: p.Gen, Epoch: epoch})
+	return n.AckSnapshot(ctx, view, p, epoch, "")
+}
+
+// AckSnapshot is AckEpoch for a checkpoint round: snapshot is the key
+// prefix, in this node's storage, of its part's snapshot at epoch ("":
+// none, and then the epoch is no checkpoint).
+func (n *Node) AckSnapshot(ctx context.Context, view string, p *Placement, epoch uint64, snapshot string) error {
+	v, _ := json.Marshal(Epoch{Gen: p.Gen, Epoch: epoch, Snapshot: snapshot})
 	pk := n.dataflowKey(view) + "placement"
 	resp, err := n.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(pk), "=", p.Rev)).
 		Then(clientv3.OpPut(n.dataflowKey(view)+"acks/"+n.cfg.NodeID, string(v), clientv3.WithLease(n.sess.Lease()))).Commit()
@@ -419,8 +454,13 @@ func (n *Node) dataflowJob(ctx context.Context, l *leadership, job DistJob, live
 	if low > d.Committed.Epoch && low <= d.Round.Epoch {
 		ek := n.dataflowKey(job.View) + "epoch"
 		v, _ := json.Marshal(Epoch{Gen: p.Gen, Epoch: low})
+		ops := []clientv3.Op{clientv3.OpPut(ek, string(v))}
+		if ck := checkpointOf(p, d, low); ck != nil {
+			cv, _ := json.Marshal(ck)
+			ops = append(ops, clientv3.OpPut(n.dataflowKey(job.View)+"checkpoint", string(cv)))
+		}
 		ok, err := n.fenced(ctx, l.key, l.rev, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(pk), "=", p.Rev),
-			clientv3.Compare(clientv3.ModRevision(ek), "=", d.epochRev)}, clientv3.OpPut(ek, string(v)))
+			clientv3.Compare(clientv3.ModRevision(ek), "=", d.epochRev)}, ops...)
 		if err != nil || !ok {
 			return err
 		}
@@ -434,16 +474,41 @@ func (n *Node) dataflowJob(ctx context.Context, l *leadership, job DistJob, live
 	if pending || time.Since(asked[job.View]) < n.cfg.DataflowRound {
 		return nil
 	}
-	_, err = n.startRound(ctx, l, job.View, p, d)
+	// A round is a checkpoint round at most every Config.DataflowCheckpoint
+	// (views cannot hold '/': "ckpt/<view>" is no view's entry).
+	ckpt := n.cfg.DataflowCheckpoint > 0 && time.Since(asked["ckpt/"+job.View]) >= n.cfg.DataflowCheckpoint
+	_, err = n.startRound(ctx, l, job.View, p, d, ckpt)
 	if err == nil {
 		asked[job.View] = time.Now()
+		if ckpt {
+			asked["ckpt/"+job.View] = time.Now()
+		}
 	}
 	return err
 }
 
-// startRound writes the next barrier round of view under placement p.
-func (n *Node) startRound(ctx context.Context, l *leadership, view string, p *Placement, d Dataflow) (Epoch, error) {
-	r := Epoch{Gen: p.Gen, Epoch: max(d.Round.Epoch, d.Committed.Epoch) + 1}
+// checkpointOf is the checkpoint that committing epoch under placement p
+// commits too: the round at epoch was a checkpoint round and every node
+// of p acked it with a snapshot (nil otherwise).
+func checkpointOf(p *Placement, d Dataflow, epoch uint64) *DataflowCheckpoint {
+	if !d.Round.Checkpoint || d.Round.Gen != p.Gen || d.Round.Epoch != epoch {
+		return nil
+	}
+	ck := &DataflowCheckpoint{Gen: p.Gen, Epoch: epoch, Instances: p.Instances, Splits: p.Splits, Snapshots: map[string]string{}}
+	for _, id := range p.Nodes() {
+		a := d.Acks[id]
+		if a.Gen != p.Gen || a.Epoch != epoch || a.Snapshot == "" {
+			return nil
+		}
+		ck.Snapshots[id] = a.Snapshot
+	}
+	return ck
+}
+
+// startRound writes the next barrier round of view under placement p
+// (ckpt: a checkpoint round).
+func (n *Node) startRound(ctx context.Context, l *leadership, view string, p *Placement, d Dataflow, ckpt bool) (Epoch, error) {
+	r := Epoch{Gen: p.Gen, Epoch: max(d.Round.Epoch, d.Committed.Epoch) + 1, Checkpoint: ckpt}
 	v, _ := json.Marshal(r)
 	ok, err := n.fenced(ctx, l.key, l.rev, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(n.dataflowKey(view)+"placement"), "=", p.Rev)},
 		clientv3.OpPut(n.dataflowKey(view)+"round", string(v)))
@@ -472,7 +537,7 @@ func (n *Node) StartRound(ctx context.Context, view string) (Epoch, error) {
 	if d.Placement == nil {
 		return Epoch{}, fmt.Errorf("cluster: distributed job %s is not placed yet", view)
 	}
-	return n.startRound(ctx, l, view, d.Placement, d)
+	return n.startRound(ctx, l, view, d.Placement, d, false)
 }
 
 // dataflowLoop runs dataflowPass while this node coordinates.

@@ -54,3 +54,31 @@ func TestPlace(t *testing.T) {
 		t.Fatalf("more instances: %+v (changed %v)", r, changed)
 	}
 }
+
+// TestCheckpointOf: committing a checkpoint round's epoch commits the
+// checkpoint only when every node of the placement acked that epoch of
+// that generation with a snapshot; an ordinary round, another epoch or
+// generation, or one ack without a snapshot commits none.
+func TestCheckpointOf(t *testing.T) {
+	p := &Placement{Gen: 2, Instances: []string{"n1", "n2"}, Splits: map[string][]string{"s": {"n2", "n3"}}}
+	acks := func(snap3 string) map[string]Epoch {
+		return map[string]Epoch{"n1": {Gen: 2, Epoch: 7, Snapshot: "checkpoints/chk-7"},
+			"n2": {Gen: 2, Epoch: 7, Snapshot: "checkpoints/chk-7"}, "n3": {Gen: 2, Epoch: 7, Snapshot: snap3}}
+	}
+	d := Dataflow{Round: Epoch{Gen: 2, Epoch: 7, Checkpoint: true}, Acks: acks("checkpoints/chk-7")}
+	ck := checkpointOf(p, d, 7)
+	if ck == nil || ck.Epoch != 7 || ck.Gen != 2 || len(ck.Snapshots) != 3 || !slices.Equal(ck.Instances, p.Instances) ||
+		!slices.Equal(ck.Splits["s"], p.Splits["s"]) {
+		t.Fatalf("every node snapshotted: %+v", ck)
+	}
+	for what, d := range map[string]Dataflow{
+		"an ordinary round":     {Round: Epoch{Gen: 2, Epoch: 7}, Acks: acks("checkpoints/chk-7")},
+		"a node without one":    {Round: Epoch{Gen: 2, Epoch: 7, Checkpoint: true}, Acks: acks("")},
+		"an older generation's": {Round: Epoch{Gen: 1, Epoch: 7, Checkpoint: true}, Acks: acks("checkpoints/chk-7")},
+		"another epoch's round": {Round: Epoch{Gen: 2, Epoch: 8, Checkpoint: true}, Acks: acks("checkpoints/chk-7")},
+	} {
+		if ck := checkpointOf(p, d, 7); ck != nil {
+			t.Fatalf("%s: checkpoint %+v, want none", what, ck)
+		}
+	}
+}

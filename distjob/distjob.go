@@ -9,13 +9,20 @@
 // the committed cluster epoch gathers every node's rows at that one epoch
 // (Gather).
 //
-// Recovery is a global rollback to the start: a new generation (a node
-// lost or joined, a part failed) makes every node drop its part's data and
-// start the new placement from its sources' beginning. Its first round is
-// a catch-up barrier, so the first epoch it commits is at least as far as
-// the last committed one; until then reads are refused (55000), never
-// answered from a mix of generations. Restoring the committed epoch from
-// --cluster-storage instead is step 6 of the design's list.
+// Recovery is a global rollback to the last committed checkpoint
+// (restore.go): in a checkpoint round (cluster.Epoch.Checkpoint) every
+// node snapshots its part at the epoch into its storage
+// (--cluster-storage, checkpoint.Remote: the files S3 lacks, then a
+// manifest) before it acks, and the coordinator commits the epoch with a
+// pointer to each node's snapshot. A new generation (a node lost or
+// joined, a part failed) makes every node replace its part's data with
+// the state and view rows of the instances and the source positions of
+// the splits the new placement gives it, each taken from the snapshot of
+// the node that held it at the checkpoint, and resume from there. Without
+// cluster storage or a checkpoint yet, the new placement starts from its
+// sources' beginning. The first round of a generation is a catch-up
+// barrier; until it commits reads are refused (55000), never answered
+// from a mix of generations.
 package distjob
 
 import (
@@ -27,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/cluster"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/exec/exchange"
@@ -48,15 +56,28 @@ type Part struct {
 	Server *exchange.Server
 	Conn   func(node string) (grpc.ClientConnInterface, error)
 	Log    *slog.Logger
+	// SourceID is the id of the view's source table here (its positions
+	// are keyed by it).
+	SourceID uint64
+	// Storage returns the storage of node's snapshots of this view (nil,
+	// or a nil Storage: no checkpoints, a new generation starts from its
+	// sources' beginning). SnapDir is where this node keeps its own
+	// snapshots and downloads others' to restore.
+	Storage func(node string) (*checkpoint.Remote, error)
+	SnapDir string
 
-	mu    sync.Mutex
-	gen   uint64           // the generation running here
-	snaps map[uint64]*held // this node's part at each epoch a reader may ask for
-	prev  uint64           // the committed epoch before the current one (kept for readers)
-	job   *exec.Job
+	mu        sync.Mutex
+	gen       uint64             // the generation running here
+	snaps     map[uint64]*held   // this node's part at each epoch a reader may ask for
+	prev      uint64             // the committed epoch before the current one (kept for readers)
+	ckpt      uint64             // the last committed checkpoint's epoch (its snapshot is kept)
+	pl        *cluster.Placement // the running generation's placement
+	committed uint64             // the running generation's last committed epoch seen
+	restored  Restored           // what the running generation was restored from
+	job       *exec.Job
 	// rounds hands the running part's driver the round to run; driven is
 	// closed when the driver returned.
-	rounds      chan uint64
+	rounds      chan round
 	driven      chan struct{}
 	cancelDrive context.CancelFunc
 }
@@ -101,7 +122,7 @@ func (p *Part) Run(ctx context.Context) {
 			if d.Round.Gen == pl.Gen {
 				asked = d.Committed.Epoch // the new generation's round is open
 			}
-			job, err := p.start(pl)
+			job, err := p.start(pl, d.Checkpoint)
 			if err != nil {
 				// Another generation tries again (the same parts).
 				p.logf("distributed job part did not start", "gen", gen, "err", err)
@@ -111,16 +132,21 @@ func (p *Part) Run(ctx context.Context) {
 			failed = job.Failed()
 		}
 		p.noteCommitted(d.Committed, pl.Gen)
+		if d.Checkpoint != nil {
+			p.mu.Lock()
+			p.ckpt = max(p.ckpt, d.Checkpoint.Epoch)
+			p.mu.Unlock()
+		}
 		if d.Round.Gen == gen && d.Round.Epoch > asked {
 			asked = d.Round.Epoch
-			p.ask(d.Round.Epoch)
+			p.ask(round{epoch: d.Round.Epoch, checkpoint: d.Round.Checkpoint})
 		}
 	}
 }
 
 // ask hands the round epoch to the part's driver (the latest wins: a
 // round asked while the last one runs replaces the one waiting).
-func (p *Part) ask(epoch uint64) {
+func (p *Part) ask(epoch round) {
 	p.mu.Lock()
 	rounds := p.rounds
 	p.mu.Unlock()
@@ -138,11 +164,11 @@ func (p *Part) ask(epoch uint64) {
 // job stops: the watch loop never waits for a round, so a new placement
 // always reaches it (a round can wait forever for a peer that skipped the
 // generation; stopping the job ends that wait).
-func (p *Part) drive(ctx context.Context, job *exec.Job, pl *cluster.Placement, rounds chan uint64, done chan struct{}) {
+func (p *Part) drive(ctx context.Context, job *exec.Job, pl *cluster.Placement, rounds chan round, done chan struct{}) {
 	defer close(done)
 	first := true
 	for {
-		var e uint64
+		var e round
 		select {
 		case e = <-rounds:
 		case <-ctx.Done():
@@ -160,10 +186,18 @@ func (p *Part) drive(ctx context.Context, job *exec.Job, pl *cluster.Placement, 
 	}
 }
 
-// start drops this node's data of the view and starts placement pl's part.
-func (p *Part) start(pl *cluster.Placement) (*exec.Job, error) {
+// round is a barrier round the part is asked to run.
+type round struct {
+	epoch      uint64
+	checkpoint bool // snapshot the part to storage before the ack
+}
+
+// start replaces this node's data of the view by what placement pl's part
+// starts from (the committed checkpoint ck's, or nothing) and starts it.
+func (p *Part) start(pl *cluster.Placement, ck *cluster.DataflowCheckpoint) (*exec.Job, error) {
 	p.stop()
-	if err := p.DB.ResetJobData(p.Spec.ID); err != nil {
+	r, err := p.restore(pl, ck)
+	if err != nil {
 		return nil, err
 	}
 	spec := p.Spec
@@ -174,10 +208,10 @@ func (p *Part) start(pl *cluster.Placement) (*exec.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	rounds, done := make(chan uint64, 1), make(chan struct{})
+	rounds, done := make(chan round, 1), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	p.mu.Lock()
-	p.gen, p.job, p.rounds, p.driven, p.cancelDrive = pl.Gen, job, rounds, done, cancel
+	p.gen, p.job, p.rounds, p.driven, p.cancelDrive, p.restored, p.pl, p.committed = pl.Gen, job, rounds, done, cancel, r, pl, 0
 	p.mu.Unlock()
 	go p.drive(ctx, job, pl, rounds, done)
 	return job, nil
@@ -215,7 +249,8 @@ func (p *Part) jobErr() error {
 
 // round runs barrier epoch through this node's part, commits the part's
 // writes here, keeps a snapshot of them for readers and acknowledges it.
-func (p *Part) round(ctx context.Context, job *exec.Job, pl *cluster.Placement, epoch uint64, catchUp bool) error {
+func (p *Part) round(ctx context.Context, job *exec.Job, pl *cluster.Placement, r round, catchUp bool) error {
+	epoch := r.epoch
 	if err := job.InjectBarrier(ctx, &exec.Barrier{Epoch: epoch, CatchUp: catchUp}); err != nil {
 		return err
 	}
@@ -239,7 +274,15 @@ func (p *Part) round(ctx context.Context, job *exec.Job, pl *cluster.Placement, 
 	}
 	p.snaps[epoch] = &held{s: snap}
 	p.mu.Unlock()
-	err = p.Node.AckEpoch(ctx, p.View, pl, epoch)
+	var prefix string
+	if r.checkpoint {
+		// Nothing of this part commits before the snapshot: the next
+		// round's commit is this goroutine's too.
+		if prefix, err = p.snapshot(ctx, epoch); err != nil {
+			p.logf("distributed job part: snapshot not taken (the epoch is no checkpoint)", "epoch", epoch, "err", err)
+		}
+	}
+	err = p.Node.AckSnapshot(ctx, p.View, pl, epoch, prefix)
 	if errors.Is(err, cluster.ErrStalePlacement) {
 		return nil // the next placement rolls this part back
 	}
@@ -257,6 +300,7 @@ func (p *Part) noteCommitted(c cluster.Epoch, gen uint64) {
 	if p.gen != gen {
 		return
 	}
+	p.committed = max(p.committed, c.Epoch)
 	keep := p.prev
 	for e, h := range p.snaps {
 		if e < keep {

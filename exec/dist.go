@@ -3,11 +3,14 @@ package exec
 import (
 	"errors"
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/exchange"
+	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
 	"google.golang.org/grpc"
 )
 
@@ -265,5 +268,26 @@ func (j *Job) drain(w *distWiring, in *exchange.Inbox, ch chan msg) error {
 		if err := j.send(ch, m); err != nil {
 			return nil // the job stops (send released the chunk)
 		}
+	}
+}
+
+// DistRestoreFilter is the part of a distributed job's data that one node
+// takes from another node's snapshot when a new placement gives it
+// instances and splits that node held (distjob): the state and view rows
+// of the key groups of instances (of n), and the positions, event time
+// and lost-record counts of splits, of the source whose table id is
+// srcTable in the snapshot and dstTable here.
+func DistRestoreFilter(instances []int, n int, splits []int, srcTable, dstTable uint64) storage.PartFilter {
+	inst := make([]bool, n)
+	for _, i := range instances {
+		if i >= 0 && i < n {
+			inst[i] = true
+		}
+	}
+	return storage.PartFilter{
+		Group: func(kg byte) bool { return int(kg) < op.KeyGroups && inst[op.InstanceOf(int(kg), n)] },
+		Split: func(part uint32) bool { return slices.Contains(splits, int(part)) },
+		JobOp: jobStateOp, SplitKinds: string([]byte{keyPartEventTime, keyPartLost}),
+		SrcTable: srcTable, DstTable: dstTable,
 	}
 }

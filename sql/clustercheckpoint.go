@@ -296,6 +296,10 @@ func clusterPointerErr(e *Engine, id uint64) error {
 // cluster mode the jobs on standby (run by other nodes) are left out.
 func addClusterColumns(e *Engine, t *table) *table {
 	t.cols = append(t.cols, Column{Name: "node", T: types.TText}, Column{Name: "restored_from", T: types.TText}, Column{Name: "restored_epoch", T: types.TInt64})
+	parts, _ := e.cluster.(ClusterDistParts)
+	if e.cluster != nil {
+		t.cols = append(t.cols, Column{Name: "part", T: types.TText})
+	}
 	node := ""
 	if cc, ok := e.cluster.(ClusterCheckpoints); ok {
 		node = cc.NodeID()
@@ -312,15 +316,34 @@ func addClusterColumns(e *Engine, t *table) *table {
 	defer e.ckShare.mu.Unlock()
 	rows := t.rows[:0]
 	for _, r := range t.rows {
+		from, epoch, part := types.Null, types.Null, types.Null
 		if len(r) > 0 && standby[r[0].S] {
-			continue
-		}
-		from, epoch := types.Null, types.Null
-		if st, ok := e.ckShare.started[r[0].S]; ok && st.from != nil {
+			// A distributed view's engine job is on standby everywhere:
+			// the row shows this node's part of it instead.
+			var p DistPartInfo
+			ok := false
+			if parts != nil {
+				p, ok = parts.DistPart(r[0].S)
+			}
+			if !ok {
+				continue
+			}
+			r[1], r[3], part = str(string(exec.JobStopped)), types.Int(p.RowsIn), str(p.Desc)
+			if p.Running {
+				r[1] = str(string(exec.JobRunning))
+			}
+			if p.RestoredEpoch > 0 {
+				epoch = types.Int(int64(p.RestoredEpoch))
+			}
+		} else if st, ok := e.ckShare.started[r[0].S]; ok && st.from != nil {
 			from = str(strings.TrimSuffix(st.from.Storage, "/") + "/" + st.from.Manifest)
 			epoch = types.Int(int64(st.from.Epoch))
 		}
-		rows = append(rows, append(r, str(node), from, epoch))
+		r = append(r, str(node), from, epoch)
+		if e.cluster != nil {
+			r = append(r, part)
+		}
+		rows = append(rows, r)
 	}
 	t.rows = rows
 	return t

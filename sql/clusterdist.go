@@ -41,12 +41,31 @@ type ClusterDist interface {
 	GatherView(ctx context.Context, view string) ([]arrow.RecordBatch, error)
 }
 
+// ClusterDistParts is implemented by a Cluster that runs parts of
+// distributed views, for SHOW JOBS.
+type ClusterDistParts interface {
+	// DistPart describes this node's part of view (false: none here).
+	DistPart(view string) (DistPartInfo, bool)
+}
+
+// DistPartInfo is this node's part of a distributed view.
+type DistPartInfo struct {
+	Running bool
+	// Desc lists the generation, instances, splits and committed epoch:
+	// "gen 3: instances 0 3; splits 1; epoch 40".
+	Desc string
+	// RestoredEpoch is the checkpoint the generation restored (0: none).
+	RestoredEpoch uint64
+	RowsIn        int64
+}
+
 // DistView is a distributed view as this node's catalog has it.
 type DistView struct {
 	Name string
 	// Source names the view's source; Splits is its number of splits
 	// (partitions) and Instances the view's number of aggregate instances.
 	Source            string
+	SourceID          uint64 // the source table's id here
 	Splits, Instances int
 	// Spec is the view's job, for a node's part (distjob.Part), over DB.
 	Spec exec.JobSpec
@@ -100,7 +119,12 @@ func DistributedViews(e *Engine) []DistView {
 		e.mu.Lock()
 		spec := e.sup.jobSpecLocked(def, plan)
 		e.mu.Unlock()
-		out = append(out, DistView{Name: def.Name, Source: viewSources(def)[0], Splits: splits, Instances: inst, Spec: spec, DB: e.db})
+		src := viewSources(def)[0]
+		var srcID uint64
+		if t := tableOrNil(e, src); t != nil {
+			srcID = t.ID
+		}
+		out = append(out, DistView{Name: def.Name, Source: src, SourceID: srcID, Splits: splits, Instances: inst, Spec: spec, DB: e.db})
 	}
 	return out
 }

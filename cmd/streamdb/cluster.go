@@ -16,6 +16,7 @@ import (
 	"github.com/streamdb/streamdb/cluster"
 	"github.com/streamdb/streamdb/connector/kafka"
 	"github.com/streamdb/streamdb/distjob"
+	"github.com/streamdb/streamdb/objstore"
 	"github.com/streamdb/streamdb/sql"
 	"github.com/streamdb/streamdb/sqlerr"
 )
@@ -96,6 +97,7 @@ type clusterEngine struct {
 	node    atomic.Pointer[cluster.Node] // set once Join returns; its callbacks may run before
 	dist    atomic.Pointer[distParts]    // this node's parts of distributed views (clusterdist.go)
 	storage string                       // the cluster's checkpoint storage root ("" for none)
+	s3      objstore.S3Config            // its S3 endpoint and keys
 }
 
 // ddlTimeout bounds how long a DDL statement waits for the coordinator to
@@ -143,6 +145,21 @@ func (c *clusterEngine) Members(ctx context.Context) ([]sql.ClusterMember, error
 	return out, nil
 }
 
+// DistPart implements sql.ClusterDistParts.
+func (c *clusterEngine) DistPart(view string) (sql.DistPartInfo, bool) {
+	d := c.dist.Load()
+	if d == nil {
+		return sql.DistPartInfo{}, false
+	}
+	p := d.part(view)
+	if p == nil {
+		return sql.DistPartInfo{}, false
+	}
+	st := p.Status()
+	desc := fmt.Sprintf("gen %d: instances %s; splits %s; epoch %d", st.Gen, joinInts(st.Instances), joinInts(st.Splits), st.Epoch)
+	return sql.DistPartInfo{Running: st.Running, Desc: desc, RestoredEpoch: st.Restored.Epoch, RowsIn: st.RowsIn}, true
+}
+
 // GatherView implements sql.ClusterDist.
 func (c *clusterEngine) GatherView(ctx context.Context, view string) ([]arrow.RecordBatch, error) {
 	d := c.dist.Load()
@@ -187,7 +204,9 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 		RebalanceOnJoin: true,
 		Distributed:     func() []cluster.DistJob { return distJobs(eng) },
 		DataflowRound:   distRound,
-		NodeLost:        func(ctx context.Context, node string) error { return sql.FenceLostNode(ctx, eng, node) }})
+		// Checkpoints of distributed views only with --cluster-storage.
+		DataflowCheckpoint: distCheckpointEvery(c.storage),
+		NodeLost:           func(ctx context.Context, node string) error { return sql.FenceLostNode(ctx, eng, node) }})
 	if err != nil {
 		if pl != nil {
 			_ = pl.Close()
@@ -196,6 +215,7 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 	}
 	ce.node.Store(node)
 	dist := newDistParts(node, eng, log)
+	dist.storage, dist.s3, dist.dataDir = c.storage, ce.s3, dataDir
 	ce.dist.Store(dist)
 	go dist.run(context.Background())
 	if pl != nil {
@@ -215,6 +235,21 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 // distRound is how often the coordinator asks for a barrier round of each
 // distributed view: the staleness of its reads.
 const distRound = 250 * time.Millisecond
+
+// distCheckpoint is how often a round of a distributed view is a
+// checkpoint round (each node uploads its part's snapshot; a new
+// generation restores from the last committed one): the most a recovery
+// replays from the stream log.
+const distCheckpoint = 2 * time.Second
+
+// distCheckpointEvery is cluster.Config.DataflowCheckpoint: none without
+// cluster storage.
+func distCheckpointEvery(storage string) time.Duration {
+	if storage == "" {
+		return 0
+	}
+	return distCheckpoint
+}
 
 // streamLogConfig is the shared stream log of --cluster-kafka (nil: none).
 func streamLogConfig(c clusterFlags) (*sql.StreamLogConfig, error) {

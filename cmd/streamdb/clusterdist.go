@@ -9,10 +9,14 @@ import (
 	"sync"
 	"time"
 
+	"path/filepath"
+
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/cluster"
 	"github.com/streamdb/streamdb/distjob"
 	"github.com/streamdb/streamdb/exec/exchange"
+	"github.com/streamdb/streamdb/objstore"
 	"github.com/streamdb/streamdb/sql"
 )
 
@@ -29,8 +33,15 @@ type distParts struct {
 	eng   *sql.Engine
 	log   *slog.Logger
 	conns *exchange.Conns
-	mu    sync.Mutex
-	parts map[string]*runningPart
+	// storage is the cluster's storage root ("": none), s3 its keys;
+	// each view's snapshots go to nodes/<node>/dist/<view> there and to
+	// dataDir/distjob/<view>-<job id> here.
+	storage string
+	s3      objstore.S3Config
+	dataDir string
+	mu      sync.Mutex
+	parts   map[string]*runningPart
+	remotes map[string]*checkpoint.Remote // by storage URL
 }
 
 // runningPart is one view's part and how to stop it.
@@ -109,6 +120,15 @@ func (d *distParts) reconcile() {
 		d.mu.Unlock()
 		for _, rp := range stopped {
 			<-rp.done
+			// A dropped view's snapshots go (not those of a view that
+			// only failed to plan here: a checkpoint may still name them).
+			if _, ok := d.eng.Table(rp.part.View); !ok {
+				ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
+				if err := rp.part.DropSnapshots(ctx); err != nil {
+					d.log.Warn("cluster: deleting a dropped distributed view's snapshots", "view", rp.part.View, "err", err)
+				}
+				cancel()
+			}
 		}
 		d.mu.Lock()
 	}
@@ -116,14 +136,43 @@ func (d *distParts) reconcile() {
 		if d.parts[name] != nil {
 			continue
 		}
-		p := &distjob.Part{Node: d.node, Self: d.node.ID(), View: name, Source: v.Source, DB: v.DB, Spec: v.Spec,
-			Server: exchangeServer, Conn: d.conns.Get, Log: d.log}
+		p := &distjob.Part{Node: d.node, Self: d.node.ID(), View: name, Source: v.Source, SourceID: v.SourceID, DB: v.DB, Spec: v.Spec,
+			Server: exchangeServer, Conn: d.conns.Get, Log: d.log,
+			SnapDir: filepath.Join(d.dataDir, "distjob", fmt.Sprintf("%s-%d", name, v.Spec.ID))}
+		if d.storage != "" {
+			p.Storage = func(node string) (*checkpoint.Remote, error) { return d.remote(node, name) }
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		rp := &runningPart{part: p, sql: v.Spec.View.SQL, stop: cancel, done: make(chan struct{})}
 		go func() { defer close(rp.done); p.Run(ctx) }()
 		d.parts[name] = rp
 		d.log.Info("cluster: running this node's part of a distributed view", "view", name, "splits", v.Splits, "instances", v.Instances)
 	}
+}
+
+// remote is the storage of node's snapshots of view (one Remote per
+// location, so its uploads know what the storage holds).
+func (d *distParts) remote(node, view string) (*checkpoint.Remote, error) {
+	l, err := objstore.Parse(d.storage)
+	if err != nil {
+		return nil, err
+	}
+	l = l.Join("nodes/" + node + "/dist/" + view)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r := d.remotes[l.String()]; r != nil {
+		return r, nil
+	}
+	st, err := objstore.Open(l, d.s3)
+	if err != nil {
+		return nil, err
+	}
+	if d.remotes == nil {
+		d.remotes = map[string]*checkpoint.Remote{}
+	}
+	r := checkpoint.NewRemote(st)
+	d.remotes[l.String()] = r
+	return r, nil
 }
 
 // part is the part of view running here (nil: none), for distjob.Handler.
@@ -181,6 +230,9 @@ func (d *distParts) describe(ctx context.Context) map[string][]string {
 				parts = append(parts, "splits of "+src+" "+joinInts(s))
 			}
 			sort.Strings(parts)
+			if df.Checkpoint != nil {
+				parts = append(parts, fmt.Sprintf("checkpoint %d", df.Checkpoint.Epoch))
+			}
 			out[id] = append(out[id], fmt.Sprintf("%s[gen %d: %s]", v.Name, df.Placement.Gen, strings.Join(parts, "; ")))
 		}
 	}

@@ -133,7 +133,7 @@ func run() error {
 	}
 	var ce *clusterEngine
 	if cl.etcd != "" {
-		ce = &clusterEngine{storage: cl.storage}
+		ce = &clusterEngine{storage: cl.storage, s3: storageCfg.S3}
 		sqlCfg.Cluster = ce
 		if sqlCfg.StreamLog, err = streamLogConfig(cl); err != nil {
 			return err

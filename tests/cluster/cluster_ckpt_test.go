@@ -21,6 +21,7 @@ import (
 // clusterJobRow is one row of SHOW JOBS, read by column name.
 type clusterJobRow struct {
 	name, state, node, restoredFrom string
+	part                            string // a distributed view's part on node
 	rowsIn, restoredEpoch           int64
 }
 
@@ -49,6 +50,8 @@ func clusterShowJobs(c *pgx.Conn) ([]clusterJobRow, error) {
 				r.node, _ = vals[i].(string)
 			case "restored_from":
 				r.restoredFrom, _ = vals[i].(string)
+			case "part":
+				r.part, _ = vals[i].(string)
 			case "rows_in":
 				r.rowsIn, _ = vals[i].(int64)
 			case "restored_epoch":

@@ -22,7 +22,8 @@ import (
 // 55000 at most until the new generation commits, then equal the batch
 // query again; the killed node restarted reads the same. COPY v TO STDOUT
 // reads the gathered rows; INSERT ... SELECT from the view, EMIT CHANGES
-// over it and a savepoint of it are refused (0A000).
+// over it and a savepoint of it are refused (0A000). DROP deletes every
+// node's snapshots of the view from the storage.
 func TestClusterDistributedView(t *testing.T) {
 	ctx := context.Background()
 	began := time.Now()
@@ -149,6 +150,11 @@ func TestClusterDistributedView(t *testing.T) {
 	c.nodes[1].srv.Restart(t)
 	c.conns[1] = c.nodes[1].srv.Conn(t)
 	settle("n2 restarted", 1, 0)
+	// The nodes checkpoint v to the storage (what a new generation restores).
+	waitUntil(t, 20*time.Second, "a snapshot of v in n1's storage", func() bool {
+		ms, err := c.s3.Remote(t, c.storage+"/nodes/n1/dist/v").Manifests(ctx, "checkpoints")
+		return err == nil && len(ms) > 0
+	})
 	// DROP stops every node's part and the view's state in etcd goes.
 	execAll(t, c.conns[2], "DROP MATERIALIZED VIEW v")
 	waitUntil(t, 20*time.Second, "the parts of v gone from SHOW CLUSTER", func() bool {
@@ -161,6 +167,14 @@ func TestClusterDistributedView(t *testing.T) {
 	})
 	if _, err := queryRows(c.conns[1], "SELECT * FROM v"); sqlstate(err) != "42P01" {
 		t.Fatalf("SELECT from the dropped view: %v, want 42P01", err)
+	}
+	// Every node's snapshots of v leave the storage.
+	for _, n := range c.nodes {
+		rem := c.s3.Remote(t, c.storage+"/nodes/"+n.id+"/dist/v")
+		waitUntil(t, 20*time.Second, "the snapshots of the dropped v gone from "+n.id+"'s storage", func() bool {
+			ms, err := rem.Manifests(ctx, "checkpoints")
+			return err == nil && len(ms) == 0
+		})
 	}
 	t.Logf("done after %v", time.Since(began).Round(time.Millisecond))
 	t.Logf("%d rows; reads refused with 55000 while a generation started: %d", next, refused)
