@@ -486,12 +486,21 @@ func (a *sumDecAcc) Result(gid int32) types.Datum {
 
 // avgDatum is sum/n (sum held at scale ss, display scale ds) as avg's
 // result of type out: for an unconstrained out, rounded at PostgreSQL's
-// select_div_scale (at most out.Scale) and carrying that display scale.
+// select_div_scale and carrying that display scale. A scale past
+// out.Scale is kept when the quotient's digits there are zeros
+// (types.NumericDivHeld); otherwise, as a result cannot fail, the average
+// is rounded at out.Scale and prints that many digits (documented).
 func avgDatum(sum decimal128.Num, ss, ds int32, n int64, out types.T) types.Datum {
 	if out.Prec > 0 {
 		return types.Datum{D: divDecimal(sum, ss, n, out.Scale)}
 	}
-	rs := min(types.DivScaleDS(sum, ss, ds, decimal128.FromI64(n), 0, 0), out.Scale)
+	rs := types.DivScaleDS(sum, ss, ds, decimal128.FromI64(n), 0, 0)
+	if rs > out.Scale {
+		if q, err := types.NumericDivHeld(sum, ss, decimal128.FromI64(n), 0, rs, out.Scale); err == nil {
+			return types.Datum{D: q, DS: types.PackDScale(rs)}
+		}
+		rs = out.Scale
+	}
 	q, _ := types.Rescale(divDecimal(sum, ss, n, rs), rs, out.Scale)
 	return types.Datum{D: q, DS: types.PackDScale(rs)}
 }
