@@ -479,7 +479,14 @@ func (a *sumDecAcc) Result(gid int32) types.Datum {
 		d.D = divDecimal(a.s[gid], a.in.Scale, 1, a.out.Scale)
 	}
 	if a.out.Prec == 0 {
-		d.DS = types.PackDScale(min(a.dscale(gid), a.out.Scale))
+		// Held exactly unless the output's storage scale is below the
+		// input's: a display scale past the storage scale (a quotient
+		// padded with zeros, types.NumericDivHeld) stays exact in a sum.
+		ds := a.dscale(gid)
+		if a.out.Scale < a.in.Scale {
+			ds = min(ds, a.out.Scale)
+		}
+		d.DS = types.PackDScale(ds)
 	}
 	return d
 }

@@ -18,7 +18,7 @@ import (
 // PostgreSQL's value and must print all its digits.
 var nqQueries = []string{
 	"SELECT id, x / y AS q, x / 4 AS q4, x / y + x AS s, x - x / y AS d FROM nq",
-	"SELECT g, avg(x) AS av, sum(x) / count(*) AS q, avg(b) AS ab, count(*) AS n FROM nq GROUP BY g",
+	"SELECT g, avg(x) AS av, sum(x) / count(*) AS q, avg(b) AS ab, count(*) AS n, sum(x / y) AS sq FROM nq GROUP BY g",
 }
 
 // TestNumericDScaleQuotientsPG checks quotients and averages below 0.0001
