@@ -487,6 +487,18 @@ func NumericDivHeld(a decimal128.Num, sa int32, b decimal128.Num, sb int32, rs, 
 	return Rescale(q, rs, st)
 }
 
+// ProductExact reports whether a*b (a at scale sa, b at sb) is held
+// exactly at scale st: its digits past st are zeros. (For a display scale
+// past the storage scale, as the sum of the operands' display scales.)
+func ProductExact(a decimal128.Num, sa int32, b decimal128.Num, sb int32, st int32) bool {
+	k := int64(sa) + int64(sb) - int64(st)
+	if k <= 0 {
+		return true
+	}
+	p := new(big.Int).Mul(a.BigInt(), b.BigInt())
+	return p.Rem(p, new(big.Int).Exp(big.NewInt(10), big.NewInt(k), nil)).Sign() == 0
+}
+
 // zerosPast reports whether the last k digits of n are zeros.
 func zerosPast(n decimal128.Num, k int32) bool {
 	m, _ := magOf(n)

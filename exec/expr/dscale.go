@@ -103,7 +103,8 @@ func fillDS(mem memory.Allocator, b int8, n int) *memory.Buffer {
 
 // decOpDS is decOp for an unconstrained result held at scale st: x (held
 // at sx, display scale dx) op y (sy, dy), with the result's display scale
-// by PostgreSQL's rules (+ - %: the larger; *: the sum, at most st; /:
+// by PostgreSQL's rules (+ - %: the larger; *: the sum, at most st unless
+// the product is exact there; /:
 // select_div_scale, the quotient rounded there, 22003 if it has digits
 // past st: types.NumericDivHeld). A display scale past st is a value
 // whose digits there are zeros, so + - % of such values are exact at st
@@ -116,7 +117,12 @@ func decOpDS(op byte, x decimal128.Num, sx, dx int32, y decimal128.Num, sy, dy i
 		q, err := types.NumericDivHeld(x, sx, y, sy, rs, st)
 		return q, types.PackDScale(rs), err
 	case '*':
-		rs = min(dx+dy, st)
+		// Past st only when the product is exact there (a padded
+		// quotient times a value); else PostgreSQL's digits past st are
+		// lost, and it prints st of them.
+		if rs = dx + dy; rs > st && !types.ProductExact(x, sx, y, sy, st) {
+			rs = st
+		}
 	default:
 		rs = max(dx, dy)
 	}

@@ -17,7 +17,7 @@ import (
 // (divisors of 2s and 5s, groups of 1, 2 or 4 rows), so streamdb can hold
 // PostgreSQL's value and must print all its digits.
 var nqQueries = []string{
-	"SELECT id, x / y AS q, x / 4 AS q4, x / y + x AS s, x - x / y AS d FROM nq",
+	"SELECT id, x / y AS q, x / 4 AS q4, x / y + x AS s, x - x / y AS d, x / y * 2 AS m, x / 4 * y AS m2 FROM nq",
 	"SELECT g, avg(x) AS av, sum(x) / count(*) AS q, avg(b) AS ab, count(*) AS n, sum(x / y) AS sq FROM nq GROUP BY g",
 }
 
