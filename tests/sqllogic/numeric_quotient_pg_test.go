@@ -3,10 +3,12 @@ package sqllogic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -56,6 +58,19 @@ func TestNumericDScaleQuotientsPG(t *testing.T) {
 	srv.Restart(t)
 	sdb = srv.Conn(t)
 	vs.check(sdb, "after a restart")
+
+	// Binary results send numeric_send's dscale past the digits held.
+	bq := "SELECT id, x / y AS q, x / y * 2 AS m, avg(x) OVER (PARTITION BY g) AS av FROM nq ORDER BY id"
+	run := func(c *pgx.Conn) string {
+		res := c.PgConn().ExecParams(context.Background(), bq, nil, nil, nil, []int16{1}).Read()
+		if res.Err != nil {
+			t.Fatalf("%s: %v", bq, res.Err)
+		}
+		return fmt.Sprint(res.Rows)
+	}
+	if got, want := run(sdb), run(pgc); got != want {
+		t.Errorf("%s in binary:\n  streamdb:   %s\n  PostgreSQL: %s", bq, got, want)
+	}
 
 	// Quotients with digits past 20 places: 22003 and a hint, never a
 	// value short of PostgreSQL's digits; the hint's cast gives them.
