@@ -114,17 +114,21 @@ func AppendBinary(buf []byte, d Datum, t T) []byte {
 func appendNumericBinary(buf []byte, d Datum, t T) []byte {
 	scale := t.Scale
 	n := d.D
+	dscale := max(scale, 0)
 	if t.Prec == 0 {
-		ds := DScaleOf(d, t)
-		n, _ = Rescale(n, scale, ds)
-		scale = ds
+		// A display scale past the storage scale sends the digits held
+		// (the rest are zeros) with the larger dscale.
+		dscale = DScaleOf(d, t)
+		if dscale < scale {
+			n, _ = Rescale(n, scale, dscale)
+			scale = dscale
+		}
 	}
 	m, neg := magOf(n)
 	sign := uint16(numericPos)
 	if neg {
 		sign = numericNeg
 	}
-	dscale := max(scale, 0)
 	if m.isZero() {
 		buf = binary.BigEndian.AppendUint16(buf, 0)
 		buf = binary.BigEndian.AppendUint16(buf, 0)

@@ -1,6 +1,7 @@
 package types
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/bits"
@@ -458,6 +459,76 @@ func NumericDiv(a decimal128.Num, sa int32, b decimal128.Num, sb int32, rs int32
 		return decimal128.Num{}, errNumericOverflow()
 	}
 	return numOf(m, neg), nil
+}
+
+// NumericDivHeld is a/b (a at scale sa, b at sb) rounded at PostgreSQL's
+// result scale rs (DivScaleDS) and held at scale st, the quotient's
+// storage scale. When rs > st the rounded quotient is held exactly only if
+// its digits past st are zeros (1/400000 = 0.0000025 at rs 24); it then
+// carries display scale rs and prints PostgreSQL's digits. Otherwise a
+// Decimal128 at st cannot hold PostgreSQL's value, and the result is
+// 22003 rather than a value rounded short of PostgreSQL's digits.
+func NumericDivHeld(a decimal128.Num, sa int32, b decimal128.Num, sb int32, rs, st int32) (decimal128.Num, error) {
+	if rs <= st {
+		q, err := NumericDiv(a, sa, b, sb, rs)
+		if err != nil {
+			return q, err
+		}
+		return Rescale(q, rs, st)
+	}
+	q, err := NumericDiv(a, sa, b, sb, rs)
+	if err == nil && !zerosPast(q, rs-st) {
+		err = sqlerr.New(sqlerr.NumericOutOfRange, "numeric quotient needs %d decimal places, more than the %d this expression holds", rs, st)
+		err.(*sqlerr.Error).Hint = fmt.Sprintf("Cast an operand to numeric(38,%d) to hold the quotient at %d decimal places.", min(rs, MaxNumericPrecision), min(rs, MaxNumericPrecision))
+	}
+	if err != nil {
+		return decimal128.Num{}, err
+	}
+	return Rescale(q, rs, st)
+}
+
+// ProductExact reports whether a*b (a at scale sa, b at sb) is held
+// exactly at scale st: its digits past st are zeros. (For a display scale
+// past the storage scale, as the sum of the operands' display scales.)
+func ProductExact(a decimal128.Num, sa int32, b decimal128.Num, sb int32, st int32) bool {
+	k := int64(sa) + int64(sb) - int64(st)
+	if k <= 0 {
+		return true
+	}
+	p := new(big.Int).Mul(a.BigInt(), b.BigInt())
+	return p.Rem(p, new(big.Int).Exp(big.NewInt(10), big.NewInt(k), nil)).Sign() == 0
+}
+
+// zerosPast reports whether the last k digits of n are zeros.
+func zerosPast(n decimal128.Num, k int32) bool {
+	m, _ := magOf(n)
+	for k > 0 && !m.isZero() {
+		step := min(k, 19)
+		var r uint64
+		if m, r = m.divmod(pow10u64[step]); r != 0 {
+			return false
+		}
+		k -= step
+	}
+	return true
+}
+
+// AppendNumericDS appends n, held at scale st (>= 0), with exactly ds
+// fraction digits: rounded when ds < st, zeros appended when ds > st (a
+// display scale past the storage scale, whose digits there are zeros).
+func AppendNumericDS(buf []byte, n decimal128.Num, st, ds int32) []byte {
+	if ds <= st {
+		n, _ = Rescale(n, st, ds) // exact unless a carried scale is below the storage's digits
+		return AppendNumeric(buf, n, ds)
+	}
+	buf = AppendNumeric(buf, n, st)
+	if st <= 0 {
+		buf = append(buf, '.')
+	}
+	for i := max(st, 0); i < ds; i++ {
+		buf = append(buf, '0')
+	}
+	return buf
 }
 
 // numericToFloat converts n at scale to the nearest float64, as

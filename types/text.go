@@ -114,9 +114,7 @@ func AppendText(buf []byte, d Datum, t T) []byte {
 		if t.Prec > 0 {
 			return AppendNumeric(buf, d.D, t.Scale)
 		}
-		ds := DScaleOf(d, t)
-		n, _ := Rescale(d.D, t.Scale, ds) // exact unless a carried scale is below the storage's digits
-		return AppendNumeric(buf, n, ds)
+		return AppendNumericDS(buf, d.D, t.Scale, DScaleOf(d, t))
 	case Timestamp:
 		return appendTimestamp(buf, d.I, t.TZ)
 	case Date:

@@ -479,19 +479,35 @@ func (a *sumDecAcc) Result(gid int32) types.Datum {
 		d.D = divDecimal(a.s[gid], a.in.Scale, 1, a.out.Scale)
 	}
 	if a.out.Prec == 0 {
-		d.DS = types.PackDScale(min(a.dscale(gid), a.out.Scale))
+		// Held exactly unless the output's storage scale is below the
+		// input's: a display scale past the storage scale (a quotient
+		// padded with zeros, types.NumericDivHeld) stays exact in a sum.
+		ds := a.dscale(gid)
+		if a.out.Scale < a.in.Scale {
+			ds = min(ds, a.out.Scale)
+		}
+		d.DS = types.PackDScale(ds)
 	}
 	return d
 }
 
 // avgDatum is sum/n (sum held at scale ss, display scale ds) as avg's
 // result of type out: for an unconstrained out, rounded at PostgreSQL's
-// select_div_scale (at most out.Scale) and carrying that display scale.
+// select_div_scale and carrying that display scale. A scale past
+// out.Scale is kept when the quotient's digits there are zeros
+// (types.NumericDivHeld); otherwise, as a result cannot fail, the average
+// is rounded at out.Scale and prints that many digits (documented).
 func avgDatum(sum decimal128.Num, ss, ds int32, n int64, out types.T) types.Datum {
 	if out.Prec > 0 {
 		return types.Datum{D: divDecimal(sum, ss, n, out.Scale)}
 	}
-	rs := min(types.DivScaleDS(sum, ss, ds, decimal128.FromI64(n), 0, 0), out.Scale)
+	rs := types.DivScaleDS(sum, ss, ds, decimal128.FromI64(n), 0, 0)
+	if rs > out.Scale {
+		if q, err := types.NumericDivHeld(sum, ss, decimal128.FromI64(n), 0, rs, out.Scale); err == nil {
+			return types.Datum{D: q, DS: types.PackDScale(rs)}
+		}
+		rs = out.Scale
+	}
 	q, _ := types.Rescale(divDecimal(sum, ss, n, rs), rs, out.Scale)
 	return types.Datum{D: q, DS: types.PackDScale(rs)}
 }

@@ -454,6 +454,48 @@ func (g *GroupTable) SetKeyDS(c int, gid int32, ds int8) {
 	}
 }
 
+// AppendKeyScales appends the display-scale bytes of group gid's
+// unconstrained NUMERIC key values to buf, one per such key column in
+// column order (none if the table has no such column): state keys encode
+// values without them (1.5 and 1.50 are one key), so an operator that
+// saves its groups keeps them beside the key to print the group's first
+// value's digits after a restart (SetKeyScales).
+func (g *GroupTable) AppendKeyScales(buf []byte, gid int32) []byte {
+	for c := range g.cols {
+		if kc := &g.cols[c]; kc.t.Kind == types.Numeric && kc.t.Prec == 0 {
+			b := int8(0)
+			if kc.dss != nil {
+				b = kc.dss[gid]
+			}
+			buf = append(buf, byte(b))
+		}
+	}
+	return buf
+}
+
+// SetKeyScales restores group gid's key display scales from b, as
+// AppendKeyScales wrote them; it returns the bytes after them (b itself,
+// unchanged, if b is too short).
+func (g *GroupTable) SetKeyScales(gid int32, b []byte) []byte {
+	n := 0
+	for c := range g.cols {
+		if kc := &g.cols[c]; kc.t.Kind == types.Numeric && kc.t.Prec == 0 {
+			n++
+		}
+	}
+	if len(b) < n {
+		return b
+	}
+	i := 0
+	for c := range g.cols {
+		if kc := &g.cols[c]; kc.t.Kind == types.Numeric && kc.t.Prec == 0 {
+			g.SetKeyDS(c, gid, int8(b[i]))
+			i++
+		}
+	}
+	return b[n:]
+}
+
 // insertDatums adds a group from boxed key values that are not in the
 // table yet (used when loading state, whose keys are unique).
 func (g *GroupTable) InsertDatums(ds []types.Datum) int32 {

@@ -103,23 +103,29 @@ func fillDS(mem memory.Allocator, b int8, n int) *memory.Buffer {
 
 // decOpDS is decOp for an unconstrained result held at scale st: x (held
 // at sx, display scale dx) op y (sy, dy), with the result's display scale
-// by PostgreSQL's rules (+ - %: the larger; *: the sum; /:
-// select_div_scale, the quotient rounded there), at most st.
+// by PostgreSQL's rules (+ - %: the larger; *: the sum, at most st unless
+// the product is exact there; /:
+// select_div_scale, the quotient rounded there, 22003 if it has digits
+// past st: types.NumericDivHeld). A display scale past st is a value
+// whose digits there are zeros, so + - % of such values are exact at st
+// and keep it.
 func decOpDS(op byte, x decimal128.Num, sx, dx int32, y decimal128.Num, sy, dy int32, st int32) (decimal128.Num, int8, error) {
 	var rs int32
 	switch op {
 	case '/':
-		rs = min(types.DivScaleDS(x, sx, dx, y, sy, dy), st)
-		q, err := types.NumericDiv(x, sx, y, sy, rs)
-		if err == nil {
-			q, err = types.Rescale(q, rs, st)
-		}
+		rs = types.DivScaleDS(x, sx, dx, y, sy, dy)
+		q, err := types.NumericDivHeld(x, sx, y, sy, rs, st)
 		return q, types.PackDScale(rs), err
 	case '*':
-		rs = dx + dy
+		// Past st only when the product is exact there (a padded
+		// quotient times a value); else PostgreSQL's digits past st are
+		// lost, and it prints st of them.
+		if rs = dx + dy; rs > st && !types.ProductExact(x, sx, y, sy, st) {
+			rs = st
+		}
 	default:
 		rs = max(dx, dy)
 	}
 	r, err := decOp(op, x, sx, y, sy, st)
-	return r, types.PackDScale(min(rs, st)), err
+	return r, types.PackDScale(rs), err
 }

@@ -52,6 +52,14 @@ func (e *RowEncoder) EncodeKeys(cols []arrow.Array, ts []types.T, n int) {
 	e.encode(cols, ts, n)
 }
 
+// scaledValues reports whether column a of type t is encoded as values
+// carrying display scales (an unconstrained NUMERIC column with scale
+// bytes, encoded as values, not keys): such a column takes
+// EncodeValueDatum in both the sizing and the writing pass.
+func (e *RowEncoder) scaledValues(a arrow.Array, t types.T) bool {
+	return !e.key && t.Kind == types.Numeric && t.Prec == 0 && types.DScales(a) != nil
+}
+
 func (e *RowEncoder) encode(cols []arrow.Array, ts []types.T, n int) {
 	e.str = ""
 	e.ends = Resize(e.ends, n)
@@ -59,7 +67,7 @@ func (e *RowEncoder) encode(cols []arrow.Array, ts []types.T, n int) {
 	ends := e.ends
 	for c, a := range cols {
 		nulls := a.NullN() > 0
-		if !e.key && types.DScales(a) != nil && ts[c].Kind == types.Numeric && ts[c].Prec == 0 {
+		if e.scaledValues(a, ts[c]) {
 			for i := range ends {
 				e.scratch = EncodeValueDatum(e.scratch[:0], types.DatumAt(a, i, ts[c]), ts[c])
 				ends[i] += len(e.scratch)
@@ -110,7 +118,7 @@ func (e *RowEncoder) encode(cols []arrow.Array, ts []types.T, n int) {
 	buf, pos := e.buf, e.pos
 	for c, a := range cols {
 		nulls := a.NullN() > 0
-		if !e.key && types.DScales(a) != nil && ts[c].Kind == types.Numeric && ts[c].Prec == 0 {
+		if e.scaledValues(a, ts[c]) {
 			t := ts[c]
 			for i, p := range pos {
 				pos[i] = p + len(EncodeValueDatum(buf[p:p], types.DatumAt(a, i, t), t))

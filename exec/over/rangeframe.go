@@ -21,8 +21,8 @@ import (
 // NULL has its NULL peers as the offset ends of its frame, and no row with
 // a value is within an offset of NULL. The binder allows one ORDER BY key
 // of an integer type (integer offset), a floating-point type or numeric
-// (numeric offset), or timestamp, timestamptz, date or time (interval
-// offset).
+// (numeric offset), or timestamp, timestamptz, date, time or timetz
+// (interval offset).
 
 // RangeOffset says f is a RANGE frame with an offset at either end.
 func (f Frame) RangeOffset() bool {
@@ -113,6 +113,8 @@ func rangeFrame(env *Env, f Frame, key SortKey, rec arrow.RecordBatch, idx []int
 				return ints[k] - b.Off.IV.Nanoseconds/1000, 0, decimal256.Num{}
 			}
 			return ints[k] + b.Off.IV.Nanoseconds/1000, 0, decimal256.Num{}
+		case kt.Kind == types.TimeTZ:
+			return timeTZTarget(ints[k], b.Off.IV.Nanoseconds/1000, sub), 0, decimal256.Num{}
 		}
 		v, o := ints[k], b.Off.I
 		if sub {
@@ -195,6 +197,23 @@ func rangeFrame(env *Env, f Frame, key SortKey, rec arrow.RecordBatch, idx []int
 		ps = pe
 	}
 	return func(k, _, _, _, _ int) (int, int) { return lo[k], hi[k] }, nil
+}
+
+// timeTZTarget is PostgreSQL's in_range(timetz, interval) target from the
+// stored timetz v (types.PackTimeTZ) moved by off µs (the offset's time
+// part; sub: down): the time moves without wrapping around midnight and
+// keeps v's zone, and the result compares with stored values as the
+// integers do (UTC-equivalent time, then zone). Stored values lie within
+// ±2³⁸ µs of UTC midnight, so a target past ±2⁴⁰ is clamped there.
+func timeTZTarget(v, off int64, sub bool) int64 {
+	const bound = 1 << 40
+	us, west := types.UnpackTimeTZ(v)
+	off = min(off, bound)
+	if sub {
+		off = -off
+	}
+	utc := min(max(us+off+west*1_000_000, -bound), bound)
+	return types.PackTimeTZ(utc-west*1_000_000, west)
 }
 
 // dateMicros is date d (days) as a timestamp (µs), infinities kept; a

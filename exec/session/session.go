@@ -97,11 +97,14 @@ type Op struct {
 	st    opkit.State
 	spec  *Spec
 	keyTs []types.T
-	outTs []types.T
-	mem   memory.Allocator
-	gt    *accum.GroupTable // partition key -> key id
-	byKey [][]session       // per key id, by start
-	accs  []accum.Accum
+	// numKey: a key column is unconstrained NUMERIC, whose display scales
+	// the state values carry (stateVal).
+	numKey bool
+	outTs  []types.T
+	mem    memory.Allocator
+	gt     *accum.GroupTable // partition key -> key id
+	byKey  [][]session       // per key id, by start
+	accs   []accum.Accum
 
 	// Per session (group id; 0 is a scratch group late rows and rows
 	// without a time go to, cleared after each batch).
@@ -175,6 +178,9 @@ func NewNode(spec *Spec, n Node) *Op {
 func newOp(spec *Spec) *Op {
 	o := &Op{spec: spec, keyTs: expr.Types(spec.Keys), outTs: spec.Types(), mem: opkit.Mem, wm: op.NoWatermark, wmSaved: op.NoWatermark}
 	o.gt = accum.NewGroupTable(o.keyTs)
+	for _, t := range o.keyTs {
+		o.numKey = o.numKey || t.Kind == types.Numeric && t.Prec == 0
+	}
 	for _, s := range spec.Aggs {
 		o.accs = append(o.accs, accum.New(s, false))
 	}
@@ -670,14 +676,32 @@ func (o *Op) save(x *opkit.Writer) error {
 			x.Delete(key)
 		}
 		key = o.stateKey(key[:0], o.kid[g], s.start)
-		val = binary.BigEndian.AppendUint64(val[:0], uint64(s.last))
-		for _, a := range o.accs {
-			val = a.Encode(val, g)
-		}
-		x.Put(key, val)
+		x.Put(key, o.stateVal(val[:0], g, s.last))
 		o.saved[g], o.savedAt[g] = true, s.start
 	}
 	return nil
+}
+
+// keyScalesTag starts the trailer of a session's state value that holds
+// the display scales of its unconstrained NUMERIC key values
+// (accum.GroupTable.AppendKeyScales): the state key encodes values
+// without them, and the session prints its key's first value's digits
+// (1.50, not 1.5) after a restart. Values saved before it have no trailer
+// and print trimmed.
+const keyScalesTag = 'k'
+
+// stateVal appends session g's state value to buf: its last event time,
+// its accumulators, and its key's display-scale trailer if the key has an
+// unconstrained NUMERIC column.
+func (o *Op) stateVal(buf []byte, g int32, last int64) []byte {
+	buf = binary.BigEndian.AppendUint64(buf, uint64(last))
+	for _, a := range o.accs {
+		buf = a.Encode(buf, g)
+	}
+	if o.numKey {
+		buf = o.gt.AppendKeyScales(append(buf, keyScalesTag), o.kid[g])
+	}
+	return buf
 }
 
 // Bytes estimates the operator's memory (a batch query's budget).
@@ -723,10 +747,7 @@ func (o *Op) snapshot(epoch uint64) *opkit.Snapshot {
 				continue
 			}
 			key = o.stateKey(key[:0], int32(kid), ss.start)
-			val = binary.BigEndian.AppendUint64(val[:0], uint64(ss.last))
-			for _, a := range o.accs {
-				val = a.Encode(val, g)
-			}
+			val = o.stateVal(val[:0], g, ss.last)
 			s.Entries.AddKV(g, key, val)
 		}
 	}
@@ -780,6 +801,9 @@ func (o *Op) Load(inst, par int, wm int64) error {
 			if rest, err = a.Decode(rest, g); err != nil {
 				return err
 			}
+		}
+		if len(rest) > 0 && rest[0] == keyScalesTag {
+			o.gt.SetKeyScales(kid, rest[1:])
 		}
 		o.saved[g], o.savedAt[g] = true, start
 		o.byKey[kid] = append(o.byKey[kid], session{start: start, last: last, gid: g})

@@ -68,7 +68,7 @@ func (b *Binder) bindValueFunc(c *ectx, name string, n *ast.WindowFuncExpr, fn *
 		if fn.Kind == planner.WinNthValue {
 			what = "the position of nth_value"
 		}
-		v, null, err := b.windowInt(c, n.Args[1], what)
+		v, null, err := b.windowInt(c, n.Args[1], what, false)
 		if err != nil {
 			return err
 		}
@@ -78,14 +78,23 @@ func (b *Binder) bindValueFunc(c *ectx, name string, n *ast.WindowFuncExpr, fn *
 }
 
 // windowInt reads an integer constant argument of a window function or
-// frame (NULL reports null).
-func (b *Binder) windowInt(c *ectx, n ast.ExprNode, what string) (v int64, null bool, err error) {
+// frame (NULL reports null). A ROWS or GROUPS frame offset (frame) takes
+// any numeric type, converted to bigint as PostgreSQL's assignment cast
+// does (1.5 PRECEDING is 2 PRECEDING, numeric rounding half away from
+// zero); a function's argument must be an integer, as PostgreSQL resolves
+// lag(x, integer).
+func (b *Binder) windowInt(c *ectx, n ast.ExprNode, what string, frame bool) (v int64, null bool, err error) {
 	e, err := b.bindExpr(c, n)
 	if err != nil {
 		return 0, false, err
 	}
 	if e, err = b.coerce(e, types.TInt64); err != nil {
 		return 0, false, err
+	}
+	if k := e.Type().Kind; frame && (k == types.Numeric || k == types.Float32 || k == types.Float64) {
+		if e, err = b.castTo(e, types.TInt64); err != nil {
+			return 0, false, err
+		}
 	}
 	k, ok := e.(*expr.Const)
 	if ok && k.D.Null {
@@ -174,7 +183,7 @@ func (b *Binder) frameBound(c *ectx, fb ast.FrameBound, rows bool, what string, 
 	case !rows:
 		return b.rangeBound(c, fb, what, order)
 	}
-	v, null, err := b.windowInt(c, fb.Expr, "the frame "+what+" offset")
+	v, null, err := b.windowInt(c, fb.Expr, "the frame "+what+" offset", true)
 	switch {
 	case err != nil:
 		return planner.FrameBound{}, err
@@ -212,8 +221,8 @@ func aggFrame(f planner.WinFrame) bool {
 // rangeBound binds n PRECEDING or n FOLLOWING of a RANGE frame: one ORDER
 // BY key (42P20 otherwise, as PostgreSQL), of an integer type with an
 // integer offset, a floating-point type or numeric with a numeric offset,
-// or timestamp, timestamptz, date or time with an interval offset
-// (INTERVAL '1' HOUR). timetz keys are refused with 0A000.
+// or timestamp, timestamptz, date, time or timetz with an interval offset
+// (INTERVAL '1' HOUR).
 func (b *Binder) rangeBound(c *ectx, fb ast.FrameBound, what string, order []planner.SortKey) (planner.FrameBound, error) {
 	if len(order) != 1 {
 		return planner.FrameBound{}, sqlerr.New(sqlerr.WindowingError, "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
@@ -262,7 +271,7 @@ func (b *Binder) rangeBound(c *ectx, fb ast.FrameBound, what string, order []pla
 		ok, want = intOff || ot == types.Numeric || ot == types.Float32 || ot == types.Float64, types.TFloat64
 	case types.Numeric:
 		ok, want = intOff || ot == types.Numeric, types.TNumeric
-	case types.Timestamp, types.Date, types.Time:
+	case types.Timestamp, types.Date, types.Time, types.TimeTZ:
 		ok, want = ot == types.Interval, types.TInterval
 	default:
 		return planner.FrameBound{}, sqlerr.New(sqlerr.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s", typeName(kt))
@@ -290,8 +299,8 @@ func (b *Binder) rangeBound(c *ectx, fb ast.FrameBound, what string, order []pla
 	case types.Numeric:
 		neg = d.D.Sign() < 0
 	case types.Interval:
-		if kt.Kind == types.Time {
-			neg = d.IV.Nanoseconds < 0 // in_range(time, interval) reads only the time part
+		if kt.Kind == types.Time || kt.Kind == types.TimeTZ {
+			neg = d.IV.Nanoseconds < 0 // in_range(time[tz], interval) reads only the time part
 		} else {
 			neg = types.IntervalMicros(d.IV) < 0
 		}

@@ -46,6 +46,16 @@ var owvQueries = []string{
 		"count(*) OVER (PARTITION BY g ORDER BY o RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS b, " +
 		"max(s) OVER (PARTITION BY g ORDER BY ts DESC RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) AS c, " +
 		"first_value(o) OVER (PARTITION BY g ORDER BY o RANGE 2 PRECEDING) AS d FROM owk",
+	// RANGE offsets over a timetz key (PostgreSQL's in_range(timetz,
+	// interval): the time moves without wrapping and keeps the row's zone;
+	// equal UTC times in other zones are distinct values), ascending and
+	// DESC; numeric ROWS and GROUPS offsets, converted to bigint as
+	// PostgreSQL's assignment cast does (1.5 is 2, 2.5 is 3, 0.4 is 0).
+	"SELECT id, sum(v) OVER (PARTITION BY g ORDER BY tz RANGE BETWEEN INTERVAL '30' MINUTE PRECEDING AND CURRENT ROW) AS a, " +
+		"count(*) OVER (PARTITION BY g ORDER BY tz DESC RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND INTERVAL '15' MINUTE FOLLOWING) AS b, " +
+		"sum(v) OVER (" + owvPart + " ROWS BETWEEN 1.5 PRECEDING AND 0.4 FOLLOWING) AS c, " +
+		"count(*) OVER (PARTITION BY g ORDER BY o GROUPS BETWEEN 1.0 PRECEDING AND 2.5 FOLLOWING) AS d, " +
+		"first_value(v) OVER (" + owvPart + " ROWS BETWEEN 2.0 PRECEDING AND CURRENT ROW) AS e FROM owk",
 	// Nexmark q6's shape: the average of each seller's last 10 closing
 	// prices, over an aggregate (a higher bid retracts the auction's old
 	// price) of a join.
@@ -57,7 +67,8 @@ var owvQueries = []string{
 // TestOverWindowViewPG checks materialized views with OVER window
 // functions (lag, lead, first_value, last_value, nth_value, ranks as
 // outputs, aggregates over ROWS frames, RANGE frames with integer and
-// interval offsets and the default frame) against
+// interval offsets over timestamp and timetz keys, numeric ROWS and GROUPS
+// offsets and the default frame) against
 // PostgreSQL 15 running the same SELECT, over a keyed table changed by
 // INSERT, UPDATE (of the value, the partition and the order column) and
 // DELETE, and over an aggregate of a join (Nexmark q6's shape), on both
@@ -66,7 +77,7 @@ func TestOverWindowViewPG(t *testing.T) {
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)
-	ddl := []string{"CREATE TABLE owk (id INT PRIMARY KEY, g INT, o INT, v BIGINT, f DOUBLE PRECISION, s TEXT, ts TIMESTAMP)",
+	ddl := []string{"CREATE TABLE owk (id INT PRIMARY KEY, g INT, o INT, v BIGINT, f DOUBLE PRECISION, s TEXT, ts TIMESTAMP, tz TIMETZ)",
 		"CREATE TABLE owauc (id BIGINT, seller INT)", "CREATE TABLE owbid (auction BIGINT, price BIGINT)"}
 	execAll(t, sdb, ddl...)
 	execAll(t, pgc, ddl...)
@@ -85,9 +96,11 @@ func TestOverWindowViewPG(t *testing.T) {
 		var vals, aucs, bids []string
 		for range rows {
 			id++
-			vals = append(vals, fmt.Sprintf("(%d, %s, %s, %s, %s, %s, %s)", id, null(fmt.Sprint(r.IntN(5))), null(fmt.Sprint(r.IntN(9))),
+			vals = append(vals, fmt.Sprintf("(%d, %s, %s, %s, %s, %s, %s, %s)", id, null(fmt.Sprint(r.IntN(5))), null(fmt.Sprint(r.IntN(9))),
 				null(fmt.Sprint(r.IntN(200)-50)), null(fmt.Sprint(float64(r.IntN(40))/4)), null(fmt.Sprintf("'s%d'", r.IntN(30))),
-				null(fmt.Sprintf("'2026-01-01 %02d:%02d:00'", r.IntN(3), r.IntN(60)))))
+				null(fmt.Sprintf("'2026-01-01 %02d:%02d:00'", r.IntN(3), r.IntN(60))),
+				// Zones -1..+1 at quarter hours: many times meet in UTC.
+				null(fmt.Sprintf("'%02d:%02d:00%+03d'", r.IntN(3), 15*r.IntN(4), r.IntN(3)-1))))
 			if r.IntN(3) == 0 {
 				auction++
 				aucs = append(aucs, fmt.Sprintf("(%d, %d)", auction, r.IntN(4)))
