@@ -75,6 +75,33 @@ func ParseUUIDBytes(dst []byte, s string) error {
 	return nil
 }
 
+// ParseCanonicalUUID writes to dst (16 bytes) the uuid s spelled in
+// uuid_out's form (36 bytes, hyphens at 8, 13, 18 and 23, hex digits of
+// either case elsewhere) and reports whether s is so spelled; other
+// spellings are left to ParseText.
+func ParseCanonicalUUID[S string | []byte](dst []byte, s S) bool {
+	if len(s) != UUIDTextLen {
+		return false
+	}
+	j := 0
+	for i := 0; i < UUIDTextLen; i += 2 {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if s[i] != '-' {
+				return false
+			}
+			i++
+		}
+		hi, ok1 := unhex(s[i])
+		lo, ok2 := unhex(s[i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[j] = hi<<4 | lo
+		j++
+	}
+	return true
+}
+
 // isCanonicalUUID reports whether s (36 bytes) has hyphens at 8, 13, 18, 23
 // and hex digits elsewhere.
 func isCanonicalUUID(s string) bool {

@@ -64,3 +64,21 @@ func TestUUIDBytesText(t *testing.T) {
 		}
 	}
 }
+
+// TestParseCanonicalUUID: uuid_out's spelling in either case is taken,
+// anything else is left to the general parser.
+func TestParseCanonicalUUID(t *testing.T) {
+	const u = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
+	want := UUIDBytes(u)
+	var got [16]byte
+	for _, s := range []string{u, "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11"} {
+		if !ParseCanonicalUUID(got[:], s) || got != want {
+			t.Errorf("%s: %x", s, got)
+		}
+	}
+	for _, s := range []string{"{a0eebc999c0b4ef8bb6d6bb9bd380a11}", "a0eebc99-9c0b4ef8-bb6d6bb9-bd380a11", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1g", "a0eebc99x9c0b-4ef8-bb6d-6bb9bd380a11"} {
+		if ParseCanonicalUUID(got[:], []byte(s)) {
+			t.Errorf("%s taken", s)
+		}
+	}
+}
