@@ -3,12 +3,15 @@ package sqllogic
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestUUIDPG checks uuid end to end against PostgreSQL 15, the guard for
@@ -33,12 +36,21 @@ func TestUUIDPG(t *testing.T) {
 		"SELECT ub.u, count(*) AS c, sum(ub.w) AS sw FROM ua JOIN ub ON ua.u = ub.u GROUP BY ub.u",
 		"SELECT id, u FROM ua WHERE u IS NOT NULL ORDER BY u, id LIMIT 7",
 		"SELECT id, u FROM ua WHERE u IS NOT NULL ORDER BY u DESC, id LIMIT 5",
+		"SELECT g, array_agg(u ORDER BY id) AS a FROM ua GROUP BY g",
+		"SELECT ua.g, ub.u, count(*) AS c, sum(ub.w) AS sw FROM ua LEFT JOIN ub ON ua.u = ub.u GROUP BY ua.g, ub.u",
+		"SELECT u, count(*) AS c FROM ub WHERE u > '80000000-0000-0000-0000-000000000000' GROUP BY u",
 	}
 	batch := []string{
 		"SELECT id, g, u FROM ua",
 		"SELECT id, g, u FROM uc",
 		"SELECT u, count(*) FROM ub GROUP BY u",
 		"SELECT a.id, c.id FROM ua a JOIN uc c ON a.u = c.u",
+		"SELECT id, u::text, u::text::uuid, u = '{00000000000000000000000000000000}', u < '80000000-0000-0000-0000-000000000000' FROM ua",
+		"SELECT g, array_agg(u ORDER BY id) FROM ua GROUP BY g",
+		"SELECT id, coalesce(u, '00000000-0000-0000-0000-000000000000'), CASE WHEN id % 2 = 0 THEN u END FROM ua",
+		"SELECT id FROM ua WHERE u IN (SELECT u FROM ub)",
+		"SELECT id, u = ANY(ARRAY['00000000-0000-0000-0000-000000000000'::uuid, NULL]), u = ANY('{00000000-0000-0000-0000-000000000000}') FROM ua",
+		"SELECT count(DISTINCT u), count(u), count(*) FROM ub",
 	}
 	cases := d.viewAndBatchCases("uu", "uuid", views, batch)
 	// Ordered results, compared in order.
@@ -46,6 +58,13 @@ func TestUUIDPG(t *testing.T) {
 		"SELECT id, u FROM ua ORDER BY u, id",
 		"SELECT id, u FROM ua ORDER BY u DESC NULLS LAST, id",
 		"SELECT u, w FROM ub ORDER BY u NULLS FIRST, w",
+		"SELECT u, count(*) FROM ua GROUP BY u ORDER BY u DESC NULLS FIRST",
+	}
+	// PostgreSQL 15 has no min(uuid) or max(uuid): both must refuse them alike.
+	for _, q := range []string{"SELECT min(u) FROM ua", "SELECT max(u) FROM ub"} {
+		if want, got := sqlState(t, d.pg, q), sqlState(t, d.sdb, q); want == "" || got != want {
+			t.Errorf("%s: PostgreSQL SQLSTATE %q, streamdb %q", q, want, got)
+		}
 	}
 	rng := rand.New(rand.NewPCG(30, 16))
 	nextID := 0
@@ -106,6 +125,21 @@ func TestUUIDPG(t *testing.T) {
 			}
 		}
 		bvals = append(bvals, "(NULL, 1)", "('{00000000000000000000000000000000}', 2)")
+		// The extended protocol's binary format: a uuid parameter in
+		// binary (16 bytes) finds the rows, returned in binary; and rows
+		// inserted with one.
+		if len(us) > 0 {
+			u := uuidParam(t, us[rng.IntN(len(us))])
+			for _, q := range []string{"SELECT id, g, u FROM ua WHERE u = $1 ORDER BY id", "SELECT u, count(*) FROM ua WHERE u >= $1 GROUP BY u ORDER BY u"} {
+				want := binaryRows(t, d.pg, q, u)
+				if got := binaryRows(t, d.sdb, q, u); !slices.Equal(got, want) {
+					t.Errorf("%s with a binary uuid: streamdb %q, PostgreSQL %q", q, got, want)
+				}
+			}
+			for _, c := range []*pgx.Conn{d.sdb, d.pg} {
+				binaryRows(t, c, "INSERT INTO ub VALUES ($1, 77)", u)
+			}
+		}
 		for _, c := range []struct {
 			name string
 			run  func(string)
@@ -142,4 +176,39 @@ func TestUUIDPG(t *testing.T) {
 	checkAll(2)
 	ingest(30)
 	checkAll(3)
+}
+
+// uuidParam is uuid_send's 16 bytes of a uuid's quoted text ('...').
+func uuidParam(t *testing.T, quoted string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(strings.ReplaceAll(strings.Trim(quoted, "'"), "-", ""))
+	if err != nil || len(b) != 16 {
+		t.Fatalf("uuid %s: %v", quoted, err)
+	}
+	return b
+}
+
+// binaryRows runs q by the extended protocol with u as $1, a uuid in the
+// binary format, and returns the rows in the binary format (hex).
+func binaryRows(t *testing.T, c *pgx.Conn, q string, u []byte) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := c.PgConn().ExecParams(ctx, q, [][]byte{u}, []uint32{2950}, []int16{1}, []int16{1}).Read()
+	if res.Err != nil {
+		t.Fatalf("%s: %v", q, res.Err)
+	}
+	var out []string
+	for _, r := range res.Rows {
+		vals := make([]string, len(r))
+		for j, v := range r {
+			if v == nil {
+				vals[j] = "NULL"
+			} else {
+				vals[j] = hex.EncodeToString(v)
+			}
+		}
+		out = append(out, strings.Join(vals, " "))
+	}
+	return out
 }
