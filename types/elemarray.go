@@ -289,10 +289,47 @@ func oldLayout(f arrow.Field) (T, bool) {
 // it). It returns rec itself (not retained again) when no column needs
 // it; otherwise a new record, and rec is released.
 func UpgradeArrayLayout(rec arrow.RecordBatch) arrow.RecordBatch {
+	return upgradeLayout(rec, func(_ int, f arrow.Field) (T, bool) { return oldLayout(f) })
+}
+
+// HasOldLayout reports whether columns of types ts may have been written
+// in a layout UpgradeLayoutTo rewrites (uuid, uuid[]).
+func HasOldLayout(ts []T) bool {
+	for _, t := range ts {
+		if t.Kind == UUID || t.Kind == TextArray && ArrayElem(t).Kind == UUID {
+			return true
+		}
+	}
+	return false
+}
+
+// UpgradeLayoutTo is UpgradeArrayLayout for a block whose fields may lack
+// the type metadata: column c is read as ts[c] (columns past ts as they
+// are). It rewrites uuid columns held as String and uuid[] columns held as
+// List<String>.
+func UpgradeLayoutTo(rec arrow.RecordBatch, ts []T) arrow.RecordBatch {
+	return upgradeLayout(rec, func(c int, f arrow.Field) (T, bool) {
+		if c >= len(ts) {
+			return T{}, false
+		}
+		t := ts[c]
+		switch dt := f.Type.(type) {
+		case *arrow.StringType:
+			return t, t.Kind == UUID
+		case *arrow.ListType:
+			return t, dt.Elem().ID() == arrow.STRING && t.Kind == TextArray && ArrayElem(t).Kind == UUID
+		}
+		return T{}, false
+	})
+}
+
+// upgradeLayout rewrites the columns of rec for which old says so into the
+// layout of the type it returns.
+func upgradeLayout(rec arrow.RecordBatch, old func(c int, f arrow.Field) (T, bool)) arrow.RecordBatch {
 	var cols []arrow.Array
 	var fields []arrow.Field
 	for c, f := range rec.Schema().Fields() {
-		t, ok := oldLayout(f)
+		t, ok := old(c, f)
 		if !ok {
 			continue
 		}

@@ -82,3 +82,42 @@ func TestParseCanonicalUUID(t *testing.T) {
 		}
 	}
 }
+
+// TestUpgradeLayoutTo: a block without type metadata (a table's rows as
+// written before uuid was 16 bytes) is read by the table's column types:
+// uuid as String and uuid[] as List<String> become today's layouts.
+func TestUpgradeLayoutTo(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	const u = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
+	sb := array.NewStringBuilder(mem)
+	sb.Append(u)
+	lb := array.NewListBuilder(mem, arrow.BinaryTypes.String)
+	lb.Append(true)
+	lb.ValueBuilder().(*array.StringBuilder).Append(u)
+	ib := array.NewInt64Builder(mem)
+	ib.Append(7)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "c0", Type: arrow.BinaryTypes.String}, {Name: "c1", Type: arrow.ListOf(arrow.BinaryTypes.String)},
+		{Name: "c2", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	cols := []arrow.Array{sb.NewArray(), lb.NewArray(), ib.NewArray()}
+	rec := array.NewRecordBatch(schema, cols, 1)
+	for _, c := range cols {
+		c.Release()
+	}
+	ts := []T{TUUID, ArrayOf(UUID), TInt64}
+	if !HasOldLayout(ts) || HasOldLayout([]T{TText, TInt64}) {
+		t.Fatal("HasOldLayout")
+	}
+	up := UpgradeLayoutTo(rec, ts)
+	defer up.Release()
+	for c, ty := range ts {
+		if !arrow.TypeEqual(up.Column(c).DataType(), ty.Arrow()) {
+			t.Fatalf("column %d: %s, want %s", c, up.Column(c).DataType(), ty.Arrow())
+		}
+	}
+	if d := DatumAt(up.Column(0), 0, TUUID); d.S != u {
+		t.Fatalf("uuid %q", d.S)
+	}
+	if d := DatumAt(up.Column(1), 0, ts[1]); TextOf(d, ts[1]) != "{"+u+"}" {
+		t.Fatalf("uuid[] %q", TextOf(d, ts[1]))
+	}
+}
