@@ -328,6 +328,10 @@ func appendAvroArray(b []byte, l *array.List, i int, et types.T) []byte {
 			b = append(appendAvroLong(b, int64(len(v))), v...)
 			continue
 		}
+		if u, ok := vals.(*array.FixedSizeBinary); ok { // uuid[]: each element's text
+			b = types.AppendUUIDText(appendAvroLong(b, types.UUIDTextLen), u.Value(j))
+			continue
+		}
 		d := types.DatumAt(vals, j, et)
 		switch et.Kind {
 		case types.Bool:
