@@ -45,3 +45,25 @@ func TestCheckNumericLayout(t *testing.T) {
 		t.Fatalf("new view: %v", err)
 	}
 }
+
+// TestCheckUUIDLayout: a view from before uuid was stored as 16 bytes
+// whose plan carries a uuid (or uuid[]) is refused with 0A000; one
+// without uuid and new views run.
+func TestCheckUUIDLayout(t *testing.T) {
+	scan := func(ty types.T) Plan {
+		return &ScanStream{Table: &storage.TableDef{Name: "s", Columns: []storage.ColumnDef{{Name: "x", Type: ty}}}}
+	}
+	old := &storage.TableDef{Name: "v", Kind: storage.KindView, KeyFormat: storage.KeyFormatNumericDScale}
+	for _, ty := range []types.T{types.TUUID, types.ArrayOf(types.UUID)} {
+		if err := CheckUUIDLayout(old, scan(ty)); sqlerr.Code(err) != sqlerr.FeatureNotSupported {
+			t.Fatalf("old view over %s: %v", ty, err)
+		}
+	}
+	if err := CheckUUIDLayout(old, scan(types.TText)); err != nil {
+		t.Fatalf("old view over text: %v", err)
+	}
+	fresh := &storage.TableDef{Name: "v", Kind: storage.KindView, KeyFormat: storage.KeyFormatCurrent}
+	if err := CheckUUIDLayout(fresh, scan(types.TUUID)); err != nil {
+		t.Fatalf("new view: %v", err)
+	}
+}

@@ -75,11 +75,11 @@ func (k *KeyedRows) CatchUp(ctx *Ctx, from uint64) (uint64, error) {
 	if from >= end {
 		return end, nil
 	}
-	err = ctx.DB.ReadLog(memoryPool, k.t.ID, 0, from, end, func(_ uint64, rec arrow.RecordBatch) error {
+	err = ctx.DB.ReadLog(memoryPool, k.t.ID, 0, from, end, oldLayoutRead(k.t, func(_ uint64, rec arrow.RecordBatch) error {
 		defer rec.Release()
 		k.Apply(rec)
 		return nil
-	})
+	}))
 	return end, err
 }
 
@@ -91,14 +91,14 @@ func (k *KeyedRows) readLog(ctx *Ctx, snap storage.Reader) error {
 		if err != nil {
 			return err
 		}
-		if err := ctx.DB.ReadLogAt(snap, memoryPool, t.ID, uint32(part), start, end, func(_ uint64, rec arrow.RecordBatch) error {
+		if err := ctx.DB.ReadLogAt(snap, memoryPool, t.ID, uint32(part), start, end, oldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
 			defer rec.Release()
 			if err := ctx.check(); err != nil {
 				return err
 			}
 			k.Apply(rec)
 			return nil
-		}); err != nil {
+		})); err != nil {
 			return err
 		}
 	}

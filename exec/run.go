@@ -235,13 +235,13 @@ func readLogBlocks(ctx *Ctx, t *storage.TableDef, snap storage.Reader, emit func
 		if err != nil {
 			return err
 		}
-		if err := ctx.DB.ReadLogAt(snap, ctx.alloc(), t.ID, uint32(part), start, end, func(_ uint64, rec arrow.RecordBatch) error {
+		if err := ctx.DB.ReadLogAt(snap, ctx.alloc(), t.ID, uint32(part), start, end, oldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
 			if err := ctx.check(); err != nil {
 				rec.Release()
 				return err
 			}
 			return emit(rec)
-		}); err != nil {
+		})); err != nil {
 			return err
 		}
 	}

@@ -25,6 +25,9 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	if err := CheckNumericLayout(spec.View, spec.Plan); err != nil {
 		return nil, err
 	}
+	if err := CheckUUIDLayout(spec.View, spec.Plan); err != nil {
+		return nil, err
+	}
 	g, err := compile(spec.Plan, spec.Parallelism)
 	if err != nil {
 		return nil, err
@@ -462,4 +465,43 @@ func CheckNumericLayout(v *storage.TableDef, p Plan) error {
 	return sqlerr.New(sqlerr.FeatureNotSupported,
 		"materialized view %q was created before NUMERIC kept its display scale per value and computes %s: drop and recreate it",
 		v.Name, col)
+}
+
+// CheckUUIDLayout refuses to run a view created before uuid was stored as
+// 16 bytes (storage.KeyFormatUUIDBytes) when a uuid (or uuid[], or a
+// record with a uuid field) appears anywhere in its plan: its output log
+// holds uuid as text in a String column, without the type metadata that
+// would say how to read it back in the new layout.
+func CheckUUIDLayout(v *storage.TableDef, p Plan) error {
+	if v == nil || v.KeyFormat >= storage.KeyFormatUUIDBytes || p == nil {
+		return nil
+	}
+	found := false
+	walkPlan(p, func(n Plan) {
+		for _, t := range n.Types() {
+			found = found || usesUUID(t)
+		}
+	})
+	for _, c := range v.Columns {
+		found = found || usesUUID(c.Type)
+	}
+	if !found {
+		return nil
+	}
+	return sqlerr.New(sqlerr.FeatureNotSupported,
+		"materialized view %q was created before uuid was stored as 16 bytes and its plan carries uuid values: drop and recreate it", v.Name)
+}
+
+// usesUUID reports whether values of t hold a uuid: uuid, uuid[], or a
+// record with such a field.
+func usesUUID(t types.T) bool {
+	if t.Kind == types.UUID || t.Kind == types.TextArray && types.ArrayElem(t).Kind == types.UUID {
+		return true
+	}
+	for _, f := range types.RecordFields(t) {
+		if usesUUID(f.T) {
+			return true
+		}
+	}
+	return false
 }

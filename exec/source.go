@@ -30,7 +30,7 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 	// read processes the rows [off, to), or stops after a block once the
 	// epoch is full.
 	read := func(to uint64) error {
-		err := j.db.ReadLog(memoryPool, src.ID, part, off, to, func(first uint64, rec arrow.RecordBatch) error {
+		err := j.db.ReadLog(memoryPool, src.ID, part, off, to, oldLayoutRead(src, func(first uint64, rec arrow.RecordBatch) error {
 			n := rec.NumRows()
 			j.RowsIn.Add(n)
 			if err := j.route(ectx, s, w, part, first, rec, outs); err != nil {
@@ -42,7 +42,7 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 				return errEpochFull
 			}
 			return nil
-		})
+		}))
 		if err == errEpochFull {
 			return nil
 		}

@@ -162,7 +162,7 @@ func CatchUpTableIndex(ctx *Ctx, t *storage.TableDef, ix *storage.IndexDef, upTo
 			end = min(end, upTo[part])
 		}
 		from := mark[part]
-		err = db.ReadLogAt(nil, memoryPool, t.ID, uint32(part), from, end, func(first uint64, rec arrow.RecordBatch) error {
+		err = db.ReadLogAt(nil, memoryPool, t.ID, uint32(part), from, end, oldLayoutRead(t, func(first uint64, rec arrow.RecordBatch) error {
 			defer rec.Release()
 			if err := ctx.canceled(); err != nil {
 				return err
@@ -175,7 +175,7 @@ func CatchUpTableIndex(ctx *Ctx, t *storage.TableDef, ix *storage.IndexDef, upTo
 				return commit()
 			}
 			return nil
-		})
+		}))
 		if err != nil {
 			return err
 		}
@@ -278,7 +278,7 @@ func scanTableIndex(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error)
 	if w.keyed != nil {
 		// The rows the log changes past the mark, netted by key.
 		touched, tail = map[string]bool{}, map[string]string{}
-		err := ctx.DB.ReadLogAt(snap, memoryPool, t.ID, 0, mark[0], ends[0], func(_ uint64, rec arrow.RecordBatch) error {
+		err := ctx.DB.ReadLogAt(snap, memoryPool, t.ID, 0, mark[0], ends[0], oldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
 			defer rec.Release()
 			n := int(rec.NumRows())
 			cols := w.cols(rec)
@@ -294,7 +294,7 @@ func scanTableIndex(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error)
 				}
 			}
 			return ctx.check()
-		})
+		}))
 		if err != nil {
 			return err
 		}
@@ -340,13 +340,13 @@ func scanTableIndex(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error)
 		return nil
 	}
 	for part := range parts {
-		err := ctx.DB.ReadLogAt(snap, ctx.alloc(), t.ID, uint32(part), max(mark[part], starts[part]), ends[part], func(_ uint64, rec arrow.RecordBatch) error {
+		err := ctx.DB.ReadLogAt(snap, ctx.alloc(), t.ID, uint32(part), max(mark[part], starts[part]), ends[part], oldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
 			if err := ctx.check(); err != nil {
 				rec.Release()
 				return err
 			}
 			return emit(rec)
-		})
+		}))
 		if err != nil {
 			return err
 		}

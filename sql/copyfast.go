@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/types"
 )
 
 // intCol is a BIGINT column of the COPY batch being parsed: its values,
@@ -78,7 +79,7 @@ func fastStops(delim, special byte) *[256]bool {
 // taken when every field is a plain decimal of at most 18 digits (a BIGINT
 // column) or valid UTF-8 with no backslash (text format) or quote (CSV),
 // carriage return or NUL that is not the NULL string (a TEXT column of
-// unlimited length), fields are separated by the delimiter, and the line
+// unlimited length), or a uuid in uuid_out's spelling (a UUID column), fields are separated by the delimiter, and the line
 // ends in a bare newline (which fixes the COPY's line ends as newlines). The
 // first line that is anything else, or that the chunk cuts, is left to the
 // general path (addLine), which parses it from its start: so every line is
@@ -95,6 +96,9 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 		c.fields = make([][]byte, len(c.cols))
 	}
 	c.fields = c.fields[:len(c.cols)] // TEXT fields of the line; BIGINT ones go straight to their column
+	if len(c.uuidBuf) < len(c.cols) {
+		c.uuidBuf = make([][16]byte, len(c.cols))
+	}
 	done := 0
 	for done < len(data) && data[done] != '\\' { // \. may end the data
 		if c.rows == c.capRows {
@@ -149,12 +153,17 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 			if len(f) == len(null) && string(f) == null || high >= utf8.RuneSelf && !utf8.Valid(f) {
 				return done, nil
 			}
+			if c.uuids[col] != nil && !types.ParseCanonicalUUID(c.uuidBuf[fi][:], f) {
+				return done, nil // another spelling, or an error: the general path's
+			}
 			c.fields[fi] = f
 			p++
 		}
 		for fi, col := range c.cols {
 			if sb := c.strs[col]; sb != nil {
 				sb.BinaryBuilder.Append(c.fields[fi])
+			} else if ub := c.uuids[col]; ub != nil {
+				ub.Append(c.uuidBuf[fi][:])
 			}
 		}
 		c.eol = eolNL

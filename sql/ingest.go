@@ -276,20 +276,22 @@ type copyIn struct {
 	cols    []int
 	opts    copyOpts
 	ts      []types.T
-	bls     []array.Builder        // per column: its builder, or nil if BIGINT
-	ints    []*intCol              // per column: its values if BIGINT, else nil
-	strs    []*array.StringBuilder // per column: its builder if TEXT/VARCHAR (the fast path), else nil
-	fast    bool                   // every column is BIGINT or unlimited TEXT: fastLines may parse
-	stops   *[256]bool             // the bytes that stop fastLines' scan of a TEXT field
-	eol     int                    // how lines end (eolUnknown until the first line's end)
-	rows    int                    // rows in the builders
-	capRows int                    // row capacity of the BIGINT columns
-	bytes   int                    // input bytes of those rows
-	recs    []arrow.RecordBatch    // completed batches not staged
-	kept    int                    // input bytes of recs
-	stage   *storage.Stage         // nil until the COPY outgrows stageAt
-	stager  *stager                // writes batches to stage beside the parsing
-	stageAt int                    // input bytes kept before staging: copyStageBytes
+	bls     []array.Builder                 // per column: its builder, or nil if BIGINT
+	ints    []*intCol                       // per column: its values if BIGINT, else nil
+	strs    []*array.StringBuilder          // per column: its builder if TEXT/VARCHAR (the fast path), else nil
+	uuids   []*array.FixedSizeBinaryBuilder // per column: its builder if UUID (the fast path), else nil
+	uuidBuf [][16]byte                      // per field of the line fastLines is parsing: a uuid's bytes
+	fast    bool                            // every column is BIGINT, unlimited TEXT or UUID: fastLines may parse
+	stops   *[256]bool                      // the bytes that stop fastLines' scan of a TEXT field
+	eol     int                             // how lines end (eolUnknown until the first line's end)
+	rows    int                             // rows in the builders
+	capRows int                             // row capacity of the BIGINT columns
+	bytes   int                             // input bytes of those rows
+	recs    []arrow.RecordBatch             // completed batches not staged
+	kept    int                             // input bytes of recs
+	stage   *storage.Stage                  // nil until the COPY outgrows stageAt
+	stager  *stager                         // writes batches to stage beside the parsing
+	stageAt int                             // input bytes kept before staging: copyStageBytes
 	sc      recordScanner
 	line    int
 	total   int64
@@ -334,6 +336,7 @@ func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyI
 			c.bls = append(c.bls, nil)
 			c.ints = append(c.ints, &intCol{})
 			c.strs = append(c.strs, nil)
+			c.uuids = append(c.uuids, nil)
 			continue
 		}
 		bl := types.NewBuilder(exec.Allocator(), col.Type)
@@ -341,10 +344,12 @@ func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyI
 		if col.Type.Kind != types.Text {
 			sb = nil
 		}
-		c.fast = c.fast && sb != nil && col.Type.Prec <= 0
+		ub, _ := bl.(*array.FixedSizeBinaryBuilder)
+		c.fast = c.fast && (sb != nil && col.Type.Prec <= 0 || ub != nil)
 		c.bls = append(c.bls, bl)
 		c.ints = append(c.ints, nil)
 		c.strs = append(c.strs, sb)
+		c.uuids = append(c.uuids, ub)
 	}
 	return c
 }
@@ -541,6 +546,13 @@ func (c *copyIn) addLine(line []byte) error {
 			// string made of them (types.ParseText would only check it).
 			sb.BinaryBuilder.Append(f)
 			continue
+		}
+		if ub := c.uuids[col]; ub != nil {
+			var u [16]byte
+			if types.ParseCanonicalUUID(u[:], f) { // else ParseText: other spellings, errors
+				ub.Append(u[:])
+				continue
+			}
 		}
 		d, err := types.ParseText(string(f), t)
 		if err != nil {

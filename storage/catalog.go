@@ -89,8 +89,16 @@ const KeyFormatTypedArrays = 3
 // state would be read at the wrong scale.
 const KeyFormatNumericDScale = 4
 
+// KeyFormatUUIDBytes marks views created since uuid is stored as 16 bytes
+// (Arrow FixedSizeBinary(16)) rather than its 36-byte text. A view from
+// before it whose plan carries a uuid anywhere is refused at start
+// (exec.CheckUUIDLayout): its output log holds uuid as text without the
+// type metadata that would say how to read it back. (Tables and streams
+// carry that metadata: their blocks are read into the new layout.)
+const KeyFormatUUIDBytes = 5
+
 // KeyFormatCurrent is the KeyFormat of views created now.
-const KeyFormatCurrent = KeyFormatNumericDScale
+const KeyFormatCurrent = KeyFormatUUIDBytes
 
 // Privileges that GRANT gives on a stream or view.
 const (

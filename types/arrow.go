@@ -33,6 +33,8 @@ func DatumAt(arr arrow.Array, i int, t T) Datum {
 		return Datum{D: a.Value(i)}
 	case *array.String:
 		return Str(a.Value(i))
+	case *array.FixedSizeBinary:
+		return Str(UUIDText(a.Value(i)))
 	case *array.MonthDayNanoInterval:
 		return Datum{IV: a.Value(i)}
 	case *array.List:
@@ -69,6 +71,9 @@ func AppendDatum(b array.Builder, d Datum, t T) {
 		bb.Append(d.D)
 	case *array.StringBuilder:
 		bb.Append(d.S)
+	case *array.FixedSizeBinaryBuilder:
+		u := UUIDBytes(d.S)
+		bb.Append(u[:])
 	case *array.MonthDayNanoIntervalBuilder:
 		bb.Append(d.IV)
 	case *array.ListBuilder:
@@ -149,6 +154,10 @@ func TypeOfField(f arrow.Field) T {
 		return TText
 	case *arrow.MonthDayNanoIntervalType:
 		return TInterval
+	case *arrow.FixedSizeBinaryType:
+		if dt.ByteWidth == 16 {
+			return TUUID
+		}
 	case *arrow.ListType:
 		return ArrayOfArrow(dt.Elem())
 	}

@@ -286,6 +286,8 @@ func CompareDatum(a, b Datum, t T) int {
 			return JSONBCompare(a.S, b.S)
 		}
 		return strings.Compare(a.S, b.S)
+	case PhysUUID: // the canonical texts sort as the bytes do
+		return strings.Compare(a.S, b.S)
 	case PhysInterval:
 		return IntervalSpan(a.IV).Cmp(IntervalSpan(b.IV))
 	case PhysList:

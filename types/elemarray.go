@@ -43,6 +43,8 @@ func ArrayOfArrow(dt arrow.DataType) T {
 		return ArrayOf(Float64)
 	case arrow.BOOL:
 		return ArrayOf(Bool)
+	case arrow.FIXED_SIZE_BINARY:
+		return ArrayOf(UUID)
 	}
 	return TTextArray
 }
@@ -163,7 +165,7 @@ func cmpInt(a, b int) int {
 
 func compareElems(x, y string, elem T) int {
 	switch elem.Physical() {
-	case PhysString:
+	case PhysString, PhysUUID:
 		return strings.Compare(x, y)
 	case PhysFloat64:
 		a, _ := ParseText(x, elem)
@@ -261,39 +263,96 @@ func arrayHasNullFlag(a *Array) uint32 {
 	return 0
 }
 
-// UpgradeArrayLayout rewrites the array columns of rec that hold the
-// layout written before typed lists (List<String> of the elements' text,
-// for an array whose element type is not text) into the List of the
-// element type's layout, reading each column's SQL type from its field
-// metadata (MetaType; log blocks of tables and streams carry it). It
-// returns rec itself (not retained again) when no column needs it;
-// otherwise a new record, and rec is released.
+// oldLayout reports whether field f holds a layout UpgradeArrayLayout
+// rewrites, and the column's SQL type.
+func oldLayout(f arrow.Field) (T, bool) {
+	switch dt := f.Type.(type) {
+	case *arrow.ListType:
+		if dt.Elem().ID() != arrow.STRING {
+			return T{}, false
+		}
+		t := TypeOfField(f)
+		return t, t.Kind == TextArray && ArrayElem(t).Arrow().ID() != arrow.STRING
+	case *arrow.StringType:
+		t := TypeOfField(f)
+		return t, t.Kind == UUID
+	}
+	return T{}, false
+}
+
+// UpgradeArrayLayout rewrites the columns of rec that hold a layout of
+// before: arrays written before typed lists (List<String> of the elements'
+// text, for an array whose element type is not text) into the List of the
+// element type's layout, and uuid columns written as their canonical text
+// (String) into FixedSizeBinary(16), reading each column's SQL type from
+// its field metadata (MetaType; log blocks of tables and streams carry
+// it). It returns rec itself (not retained again) when no column needs
+// it; otherwise a new record, and rec is released.
 func UpgradeArrayLayout(rec arrow.RecordBatch) arrow.RecordBatch {
+	return upgradeLayout(rec, func(_ int, f arrow.Field) (T, bool) { return oldLayout(f) })
+}
+
+// HasOldLayout reports whether columns of types ts may have been written
+// in a layout UpgradeLayoutTo rewrites (uuid, uuid[]).
+func HasOldLayout(ts []T) bool {
+	for _, t := range ts {
+		if t.Kind == UUID || t.Kind == TextArray && ArrayElem(t).Kind == UUID {
+			return true
+		}
+	}
+	return false
+}
+
+// UpgradeLayoutTo is UpgradeArrayLayout for a block whose fields may lack
+// the type metadata: column c is read as ts[c] (columns past ts as they
+// are). It rewrites uuid columns held as String and uuid[] columns held as
+// List<String>.
+func UpgradeLayoutTo(rec arrow.RecordBatch, ts []T) arrow.RecordBatch {
+	return upgradeLayout(rec, func(c int, f arrow.Field) (T, bool) {
+		if c >= len(ts) {
+			return T{}, false
+		}
+		t := ts[c]
+		switch dt := f.Type.(type) {
+		case *arrow.StringType:
+			return t, t.Kind == UUID
+		case *arrow.ListType:
+			return t, dt.Elem().ID() == arrow.STRING && t.Kind == TextArray && ArrayElem(t).Kind == UUID
+		}
+		return T{}, false
+	})
+}
+
+// upgradeLayout rewrites the columns of rec for which old says so into the
+// layout of the type it returns.
+func upgradeLayout(rec arrow.RecordBatch, old func(c int, f arrow.Field) (T, bool)) arrow.RecordBatch {
 	var cols []arrow.Array
 	var fields []arrow.Field
 	for c, f := range rec.Schema().Fields() {
-		lt, ok := f.Type.(*arrow.ListType)
-		if !ok || lt.Elem().ID() != arrow.STRING {
-			continue
-		}
-		t := TypeOfField(f)
-		if t.Kind != TextArray || ArrayElem(t).Arrow().ID() == arrow.STRING {
+		t, ok := old(c, f)
+		if !ok {
 			continue
 		}
 		if cols == nil {
 			cols = append([]arrow.Array(nil), rec.Columns()...)
 			fields = append([]arrow.Field(nil), rec.Schema().Fields()...)
 		}
-		old := rec.Column(c).(*array.List)
 		b := NewBuilder(memory.DefaultAllocator, t)
-		for i := 0; i < old.Len(); i++ {
-			if old.IsNull(i) {
-				b.AppendNull()
-				continue
+		switch old := rec.Column(c).(type) {
+		case *array.List:
+			for i := 0; i < old.Len(); i++ {
+				if old.IsNull(i) {
+					b.AppendNull()
+					continue
+				}
+				// The old layout held each element's output text (checked on
+				// write), which the typed builder reads back.
+				AppendDatum(b, Datum{A: TextArrayAt(old, i, TTextArray)}, t)
 			}
-			// The old layout held each element's output text (checked on
-			// write), which the typed builder reads back.
-			AppendDatum(b, Datum{A: TextArrayAt(old, i, TTextArray)}, t)
+		case *array.String: // uuid as its canonical text
+			for i := 0; i < old.Len(); i++ {
+				AppendDatum(b, DatumAt(old, i, TText), t)
+			}
 		}
 		cols[c] = b.NewArray()
 		b.Release()

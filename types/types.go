@@ -14,7 +14,7 @@
 //	INTERVAL                              arrow MonthDayNanoInterval
 //	TEXT[]                                arrow List<String> (elements may be NULL)
 //	JSON, JSONB                           arrow String: json's text as written, jsonb's binary layout (jsonb.go)
-//	UUID                                  arrow String: the canonical text (uuid.go)
+//	UUID                                  arrow FixedSizeBinary(16): the 16 bytes (uuid.go)
 //	BYTEA                                 arrow String: the bytes (bytea.go)
 //	TIME                                  arrow Int64: microseconds since midnight (timeofday.go)
 //	TIMETZ                                arrow Int64: time and zone packed in integer order (timetz.go)
@@ -48,7 +48,7 @@ const (
 	Record    // an anonymous composite (record.go): Prec indexes its fields
 	JSON      // json: its input text, validated (json.go)
 	JSONB     // jsonb: its binary layout (jsonb.go)
-	UUID      // uuid: its canonical lowercase text (uuid.go)
+	UUID      // uuid: 16 bytes in Arrow, its canonical lowercase text as a Datum (uuid.go)
 	Bytea     // bytea: its bytes (bytea.go)
 	Time      // time without time zone: microseconds since midnight (timeofday.go)
 	TimeTZ    // time with time zone: time and zone packed (timetz.go)
@@ -127,6 +127,7 @@ const (
 	PhysInterval
 	PhysList   // List<the element type's layout> (ArrayArrow)
 	PhysStruct // Struct of the fields' layouts (records)
+	PhysUUID   // FixedSizeBinary(16): uuid's bytes; its Datum is the canonical text (uuid.go)
 )
 
 // Physical returns t's Arrow layout class.
@@ -140,8 +141,10 @@ func (t T) Physical() Physical {
 		return PhysFloat64
 	case Numeric:
 		return PhysDecimal
-	case Text, JSON, JSONB, UUID, Bytea:
+	case Text, JSON, JSONB, Bytea:
 		return PhysString
+	case UUID:
+		return PhysUUID
 	case Interval:
 		return PhysInterval
 	case TextArray:
@@ -167,6 +170,8 @@ func (t T) Arrow() arrow.DataType {
 		return arrow.BinaryTypes.String
 	case PhysInterval:
 		return arrow.FixedWidthTypes.MonthDayNanoInterval
+	case PhysUUID:
+		return UUIDArrow
 	case PhysList:
 		return ArrayArrow(t)
 	case PhysStruct:
@@ -401,7 +406,8 @@ func (t T) String() string {
 // Datum is one boxed value of some type T (the type travels beside it).
 // Which field holds the value depends on T.Physical(): PhysBool and
 // PhysInt64 use I (bool as 0/1), PhysFloat64 F, PhysDecimal D (at T.Scale),
-// PhysString S, PhysInterval IV, PhysList A, PhysStruct R.
+// PhysString S, PhysUUID S (the canonical text), PhysInterval IV, PhysList
+// A, PhysStruct R.
 type Datum struct {
 	Null bool
 	I    int64

@@ -252,9 +252,12 @@ func appendAvroDatum(b []byte, a arrow.Array, i int, t types.T) []byte {
 		return appendAvroLong(b, a.(*array.Int64).Value(i))
 	case types.Numeric:
 		return appendAvroDecimal(b, a.(*array.Decimal128).Value(i))
-	case types.Bytea, types.UUID, types.JSON:
+	case types.Bytea, types.JSON:
 		s := a.(*array.String).Value(i)
 		return append(appendAvroLong(b, int64(len(s))), s...)
+	case types.UUID: // Avro's uuid logical type is the text
+		b = appendAvroLong(b, types.UUIDTextLen)
+		return types.AppendUUIDText(b, a.(*array.FixedSizeBinary).Value(i))
 	case types.Float32:
 		return binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(a.(*array.Float64).Value(i))))
 	case types.Float64:
@@ -323,6 +326,10 @@ func appendAvroArray(b []byte, l *array.List, i int, et types.T) []byte {
 		if s, ok := vals.(*array.String); ok {
 			v := s.Value(j)
 			b = append(appendAvroLong(b, int64(len(v))), v...)
+			continue
+		}
+		if u, ok := vals.(*array.FixedSizeBinary); ok { // uuid[]: each element's text
+			b = types.AppendUUIDText(appendAvroLong(b, types.UUIDTextLen), u.Value(j))
 			continue
 		}
 		d := types.DatumAt(vals, j, et)

@@ -1,6 +1,7 @@
 package accum
 
 import (
+	"encoding/binary"
 	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -47,6 +48,7 @@ type keyCol struct {
 	dss   []int8 // unconstrained NUMERIC: the group's first value's display scale (types/dscale.go)
 	strs  []string
 	ivs   []arrow.MonthDayNanoInterval
+	uids  [][16]byte // uuid
 	nulls []bool
 }
 
@@ -109,6 +111,10 @@ func HashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
 			for i := range h {
 				h[i] = opkit.Mix(h[i], strHash(a.Value(i)))
 			}
+		case *array.FixedSizeBinary: // uuid
+			for i := range h {
+				h[i] = uuidHash(h[i], a.Value(i))
+			}
 		case *array.Decimal128:
 			vs := a.Values()
 			for i := range h {
@@ -158,6 +164,9 @@ func HashDatums(ds []types.Datum, ts []types.T) uint64 {
 			h = opkit.Mix(h, math.Float64bits(f))
 		case types.PhysString:
 			h = opkit.Mix(h, strHash(d.S))
+		case types.PhysUUID:
+			u := types.UUIDBytes(d.S)
+			h = uuidHash(h, u[:])
 		case types.PhysDecimal:
 			h = opkit.Mix(opkit.Mix(h, uint64(d.D.HighBits())), d.D.LowBits())
 		case types.PhysInterval:
@@ -165,6 +174,11 @@ func HashDatums(ds []types.Datum, ts []types.T) uint64 {
 		}
 	}
 	return h
+}
+
+// uuidHash mixes a uuid's 16 bytes into h.
+func uuidHash(h uint64, u []byte) uint64 {
+	return opkit.Mix(opkit.Mix(h, binary.BigEndian.Uint64(u)), binary.BigEndian.Uint64(u[8:]))
 }
 
 func strHash(s string) uint64 {
@@ -323,6 +337,8 @@ func (g *GroupTable) setKey(gid int32, keys []arrow.Array, i int) {
 			kc.decs = moveLast(kc.decs, gid)
 		case kc.ivs != nil && len(kc.ivs) == last+1:
 			kc.ivs = moveLast(kc.ivs, gid)
+		case kc.uids != nil && len(kc.uids) == last+1:
+			kc.uids = moveLast(kc.uids, gid)
 		}
 		if kc.dss != nil && len(kc.dss) == last+1 {
 			kc.dss = moveLast(kc.dss, gid)
@@ -374,6 +390,12 @@ func (g *GroupTable) appendKey(keys []arrow.Array, i int) {
 			}
 		case *array.MonthDayNanoInterval:
 			kc.ivs = append(kc.ivs, a.Value(i))
+		case *array.FixedSizeBinary:
+			var u [16]byte
+			if !null {
+				copy(u[:], a.Value(i))
+			}
+			kc.uids = append(kc.uids, u)
 		default:
 			kc.ints = append(kc.ints, 0) // NullArray
 		}
@@ -416,6 +438,10 @@ func (g *GroupTable) equal(gid int32, keys []arrow.Array, i int) bool {
 			if kc.ivs[gid] != a.Value(i) {
 				return false
 			}
+		case *array.FixedSizeBinary:
+			if kc.uids[gid] != [16]byte(a.Value(i)) {
+				return false
+			}
 		}
 	}
 	return true
@@ -441,6 +467,8 @@ func (g *GroupTable) KeyDatum(c int, gid int32) types.Datum {
 		return types.Datum{D: kc.decs[gid]}
 	case types.PhysInterval:
 		return types.Datum{IV: kc.ivs[gid]}
+	case types.PhysUUID:
+		return types.Str(types.UUIDText(kc.uids[gid][:]))
 	}
 	return types.Null
 }
@@ -540,6 +568,12 @@ func (g *GroupTable) appendKeyDatums(ds []types.Datum) {
 			}
 		case types.PhysInterval:
 			kc.ivs = append(kc.ivs, d.IV)
+		case types.PhysUUID:
+			var u [16]byte
+			if !d.Null {
+				u = types.UUIDBytes(d.S)
+			}
+			kc.uids = append(kc.uids, u)
 		default:
 			kc.ints = append(kc.ints, 0)
 		}
@@ -564,6 +598,12 @@ func (g *GroupTable) setKeyDatums(gid int32, ds []types.Datum) {
 			}
 		case types.PhysInterval:
 			kc.ivs[gid] = d.IV
+		case types.PhysUUID:
+			var u [16]byte
+			if !d.Null {
+				u = types.UUIDBytes(d.S)
+			}
+			kc.uids[gid] = u
 		default:
 			kc.ints[gid] = 0
 		}
@@ -583,6 +623,14 @@ func (g *GroupTable) BuildKeys(mem memory.Allocator, c int, gids []int32) arrow.
 				b.AppendNull()
 			} else {
 				b.UnsafeAppend(kc.ints[gid])
+			}
+		}
+	case *array.FixedSizeBinaryBuilder:
+		for _, gid := range gids {
+			if kc.nulls[gid] {
+				b.AppendNull()
+			} else {
+				b.Append(kc.uids[gid][:])
 			}
 		}
 	default:

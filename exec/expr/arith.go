@@ -3,6 +3,7 @@ package expr
 import (
 	"math"
 	"math/big"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -125,6 +126,15 @@ func decs(a arrow.Array) []decimal128.Num {
 }
 func intervals(a arrow.Array) []arrow.MonthDayNanoInterval {
 	return a.(*array.MonthDayNanoInterval).MonthDayNanoIntervalValues()
+}
+
+// uuids is a uuid column's values, 16 bytes each.
+func uuids(a arrow.Array) [][16]byte {
+	f := a.(*array.FixedSizeBinary)
+	if f.Len() == 0 {
+		return nil
+	}
+	return unsafe.Slice((*[16]byte)(unsafe.Pointer(&f.Value(0)[0])), f.Len())
 }
 
 // ---- int64 ----

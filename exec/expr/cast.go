@@ -322,6 +322,8 @@ func (c *Ctx) castToText(a vec, from, to types.T, n int) (vec, error) {
 			switch from.Physical() {
 			case types.PhysString:
 				out.data = append(out.data, a.arr.(*array.String).Value(i)...)
+			case types.PhysUUID:
+				out.data = types.AppendUUIDText(out.data, a.arr.(*array.FixedSizeBinary).Value(i))
 			case types.PhysBool: // boolean::text spells the word out
 				if boolAt(a, i) != 0 {
 					out.data = append(out.data, "true"...)

@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"bytes"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -107,6 +109,8 @@ func (c *Ctx) compare(op cmpOp, a, b vec, n int) (vec, error) {
 		}
 	case types.PhysString:
 		cmpStrings(op, a, b, n, out)
+	case types.PhysUUID:
+		cmpUUIDs(op, a, b, n, out)
 	case types.PhysBool:
 		cmpRows(op, n, out, func(i int) int { return int(boolAt(a, i)) - int(boolAt(b, i)) })
 	case types.PhysDecimal:
@@ -243,6 +247,27 @@ func cmpStrings(op cmpOp, a, b vec, n int, out []byte) {
 	}
 	bs := b.arr.(*array.String)
 	cmpRows(op, n, out, func(i int) int { return strCmp(as.Value(i), bs.Value(i)) })
+}
+
+// cmpUUIDs compares uuid columns (or a column with a constant) by their
+// 16 bytes, as PostgreSQL's uuid_cmp (memcmp).
+func cmpUUIDs(op cmpOp, a, b vec, n int, out []byte) {
+	as := a.arr.(*array.FixedSizeBinary)
+	if b.scalar() {
+		c := types.UUIDBytes(b.d.S)
+		switch op {
+		case opEQ, opNE:
+			want := op == opEQ
+			for i := 0; i < n; i++ {
+				out[i>>3] |= b2u(([16]byte(as.Value(i)) == c) == want) << (i & 7)
+			}
+		default:
+			cmpRows(op, n, out, func(i int) int { return bytes.Compare(as.Value(i), c[:]) })
+		}
+		return
+	}
+	bs := b.arr.(*array.FixedSizeBinary)
+	cmpRows(op, n, out, func(i int) int { return bytes.Compare(as.Value(i), bs.Value(i)) })
 }
 
 func strCmp(x, y string) int {

@@ -377,6 +377,12 @@ func broadcast(mem memory.Allocator, d types.Datum, t types.T, n int) arrow.Arra
 		return finish(t.Arrow(), n, valid, nulls, fill(mem, n, d.D))
 	case types.PhysInterval:
 		return finish(t.Arrow(), n, valid, nulls, fill(mem, n, d.IV))
+	case types.PhysUUID:
+		var u [16]byte
+		if !d.Null {
+			u = types.UUIDBytes(d.S)
+		}
+		return finish(t.Arrow(), n, valid, nulls, fill(mem, n, u))
 	case types.PhysString:
 		s := d.S
 		if d.Null {
@@ -438,6 +444,8 @@ func datumAt(a arrow.Array, t types.T, i int) types.Datum {
 		return types.Str(a.Value(i))
 	case *array.MonthDayNanoInterval:
 		return types.Datum{IV: a.Value(i)}
+	case *array.FixedSizeBinary:
+		return types.Str(types.UUIDText(a.Value(i)))
 	case *array.List:
 		return types.Datum{A: types.TextArrayAt(a, i, t)}
 	case *array.Struct:

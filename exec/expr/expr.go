@@ -153,6 +153,8 @@ func (e *Const) String() string {
 			return "'" + strings.ReplaceAll(types.TextOf(e.D, e.T), "'", "''") + "'::jsonb"
 		}
 		return "'" + strings.ReplaceAll(e.D.S, "'", "''") + "'"
+	case types.PhysUUID:
+		return "'" + e.D.S + "'::uuid"
 	case types.PhysInterval:
 		return fmt.Sprintf("interval(%dmon %dd %dns)", e.D.IV.Months, e.D.IV.Days, e.D.IV.Nanoseconds)
 	case types.PhysList:

@@ -55,7 +55,7 @@ func Filter(ctx *Ctx, pred Expr, b arrow.RecordBatch) (arrow.RecordBatch, error)
 // take returns the rows sel of a.
 func take(mem memory.Allocator, a arrow.Array, sel []int32) (arrow.Array, error) {
 	switch a.(type) {
-	case *array.Int64, *array.Float64, *array.Decimal128, *array.MonthDayNanoInterval, *array.Boolean, *array.String:
+	case *array.Int64, *array.Float64, *array.Decimal128, *array.MonthDayNanoInterval, *array.Boolean, *array.String, *array.FixedSizeBinary:
 		return gather(mem, a.DataType(), []arrow.Array{a}, nil, sel), nil
 	}
 	idx := array.NewInt32Data(array.NewData(arrow.PrimitiveTypes.Int32, len(sel),
@@ -109,6 +109,8 @@ func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, which, 
 		return finish(dt, n, vbuf, nulls, vals)
 	case *array.MonthDayNanoInterval:
 		return finish(dt, n, vbuf, nulls, gatherFixed(mem, srcs, which, pos, intervals))
+	case *array.FixedSizeBinary: // uuid
+		return finish(dt, n, vbuf, nulls, gatherFixed(mem, srcs, which, pos, uuids))
 	case *array.Boolean:
 		bits := make([][]byte, len(srcs))
 		for i, s := range srcs {
@@ -181,7 +183,7 @@ func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, which, 
 	panic("expr: gather of unsupported array " + srcs[0].DataType().String())
 }
 
-func gatherFixed[T int64 | float64 | decimal128.Num | arrow.MonthDayNanoInterval](
+func gatherFixed[T int64 | float64 | decimal128.Num | arrow.MonthDayNanoInterval | [16]byte](
 	mem memory.Allocator, srcs []arrow.Array, which, pos []int32, values func(arrow.Array) []T) *memory.Buffer {
 	buf, out := fixedBuf[T](mem, len(pos))
 	if which == nil {

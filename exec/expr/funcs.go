@@ -18,12 +18,11 @@ func (c *Ctx) evalFunc(e *Func, b *batch) (vec, error) {
 	case e.Name == "now":
 		return scalarVec(types.Int(c.Now), e.T), nil
 	case e.Name == "gen_random_uuid": // volatile: a value per row
-		out := newStrOut(b.n, b.n*36)
-		for i := 0; i < b.n; i++ {
-			out.data = append(out.data, types.RandomUUID()...)
-			out.end()
+		buf, us := fixedBuf[[16]byte](c.mem(), b.n)
+		for i := range us {
+			types.RandomUUIDBytes(us[i][:])
 		}
-		return vec{arr: out.finish(c.mem(), e.T, nil, 0), t: e.T}, nil
+		return vec{arr: finish(e.T.Arrow(), b.n, nil, 0, buf), t: e.T}, nil
 	case (e.Name == "and" || e.Name == "or") && len(e.Args) == 2 && mayFail(e.Args[1]):
 		return c.evalShortCircuit(e.Name == "or", e.Args[0], e.Args[1], b)
 	}
@@ -188,6 +187,7 @@ type colOut struct {
 	f64   []float64
 	dec   []decimal128.Num
 	iv    []arrow.MonthDayNanoInterval
+	uid   [][16]byte // uuid
 	bits  []byte
 	str   *strOut
 	lst   array.Builder // text[] and records (types.NewBuilder)
@@ -210,6 +210,8 @@ func newColOut(mem memory.Allocator, t types.T, n int) *colOut {
 		o.dsb, o.ds = newDS(mem, t, n)
 	case types.PhysInterval:
 		o.buf, o.iv = fixedBuf[arrow.MonthDayNanoInterval](mem, n)
+	case types.PhysUUID:
+		o.buf, o.uid = fixedBuf[[16]byte](mem, n)
 	case types.PhysList, types.PhysStruct:
 		o.lst = types.NewBuilder(mem, t)
 	default:
@@ -237,6 +239,8 @@ func (o *colOut) set(i int, d types.Datum) {
 			o.dec[i] = decimal128.Num{}
 		case o.iv != nil:
 			o.iv[i] = arrow.MonthDayNanoInterval{}
+		case o.uid != nil:
+			o.uid[i] = [16]byte{}
 		}
 		return
 	}
@@ -262,6 +266,8 @@ func (o *colOut) set(i int, d types.Datum) {
 		}
 	case o.iv != nil:
 		o.iv[i] = d.IV
+	case o.uid != nil:
+		o.uid[i] = types.UUIDBytes(d.S)
 	}
 }
 

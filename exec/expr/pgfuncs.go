@@ -120,6 +120,9 @@ func arrayContainsKernel(c *Ctx, args []vec, n int) (vec, error) {
 	case *array.String:
 		xstr, _ := xs.(*array.String)
 		eq = func(i, j int) bool { return xstr.Value(i) == v.Value(j) }
+	case *array.FixedSizeBinary: // uuid
+		xu := xs.(*array.FixedSizeBinary)
+		eq = func(i, j int) bool { return [16]byte(xu.Value(i)) == [16]byte(v.Value(j)) }
 	default:
 		return vec{}, sqlerr.New(sqlerr.FeatureNotSupported, "= ANY over an array of %s is not supported", vals.DataType())
 	}

@@ -35,7 +35,7 @@ func EncodeDatum(buf []byte, d types.Datum, t types.T) []byte {
 	case types.PhysDecimal:
 		buf = binary.BigEndian.AppendUint64(buf, uint64(d.D.HighBits()))
 		return binary.BigEndian.AppendUint64(buf, d.D.LowBits())
-	case types.PhysString:
+	case types.PhysString, types.PhysUUID: // uuid: its canonical text, as before it was stored as 16 bytes
 		buf = binary.AppendUvarint(buf, uint64(len(d.S)))
 		return append(buf, d.S...)
 	case types.PhysInterval:
@@ -99,7 +99,7 @@ func DecodeDatum(buf []byte, t types.T) (types.Datum, []byte, error) {
 		}
 		d.D = decimal128.New(int64(binary.BigEndian.Uint64(buf)), binary.BigEndian.Uint64(buf[8:]))
 		return d, buf[16:], nil
-	case types.PhysString:
+	case types.PhysString, types.PhysUUID:
 		n, k := binary.Uvarint(buf)
 		if k <= 0 || uint64(len(buf)-k) < n {
 			return d, nil, ErrCorruptState

@@ -1,6 +1,7 @@
 package opkit
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -25,6 +26,8 @@ func Comparator(a arrow.Array, t types.T, desc, nullsFirst bool) func(i, j int) 
 			break
 		}
 		base = func(i, j int) int { return strings.Compare(arr.Value(i), arr.Value(j)) }
+	case *array.FixedSizeBinary: // uuid: memcmp, as PostgreSQL's uuid_cmp
+		base = func(i, j int) int { return bytes.Compare(arr.Value(i), arr.Value(j)) }
 	case *array.Boolean:
 		base = func(i, j int) int {
 			x, y := arr.Value(i), arr.Value(j)

@@ -90,6 +90,16 @@ func (e *RowEncoder) encode(cols []arrow.Array, ts []types.T, n int) {
 			}
 			continue
 		}
+		if _, ok := a.(*array.FixedSizeBinary); ok { // uuid: its canonical text (EncodeDatum)
+			for i := range ends {
+				if nulls && a.IsNull(i) {
+					ends[i]++
+				} else {
+					ends[i] += 2 + types.UUIDTextLen
+				}
+			}
+			continue
+		}
 		if s, ok := a.(*array.String); ok {
 			for i := range ends {
 				if nulls && s.IsNull(i) {
@@ -174,6 +184,15 @@ func (e *RowEncoder) encode(cols []arrow.Array, ts []types.T, n int) {
 				buf[p] = 1
 				p += 1 + binary.PutUvarint(buf[p+1:], uint64(len(s)))
 				pos[i] = p + copy(buf[p:], s)
+			}
+		case *array.FixedSizeBinary:
+			for i, p := range pos {
+				if nulls && a.IsNull(i) {
+					buf[p], pos[i] = 0, p+1
+					continue
+				}
+				buf[p], buf[p+1] = 1, types.UUIDTextLen
+				pos[i] = p + 2 + len(types.AppendUUIDText(buf[p+2:p+2], a.Value(i)))
 			}
 		default:
 			t := ts[c]
@@ -277,6 +296,15 @@ func AppendTake(bl array.Builder, a arrow.Array, idx []int, t types.T) {
 				b.Append(arr.Value(i))
 			}
 		}
+	case *array.FixedSizeBinary:
+		b := bl.(*array.FixedSizeBinaryBuilder)
+		for _, i := range idx {
+			if i < 0 || arr.IsNull(i) {
+				b.AppendNull()
+			} else {
+				b.Append(arr.Value(i))
+			}
+		}
 	case *array.List:
 		// An array: each row's elements taken from the list's values in
 		// their own layout (types.ArrayArrow).
@@ -360,6 +388,11 @@ func (d *RowDecoder) AppendRow(enc string) {
 			s := p + 1 + k
 			b.Append(enc[s : s+int(n)])
 			p = s + int(n)
+			continue
+		case *array.FixedSizeBinaryBuilder: // uuid: its canonical text (EncodeDatum)
+			u := types.UUIDBytes(enc[p+2 : p+2+types.UUIDTextLen])
+			b.Append(u[:])
+			p += 2 + types.UUIDTextLen
 			continue
 		}
 		rest := []byte(enc[p:])

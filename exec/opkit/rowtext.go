@@ -44,6 +44,8 @@ func TypeOfArrowType(dt arrow.DataType) types.T {
 		return types.TText
 	case *arrow.MonthDayNanoIntervalType:
 		return types.TInterval
+	case *arrow.FixedSizeBinaryType:
+		return types.TUUID
 	case *arrow.ListType: // an array: a list of one of these layouts
 		return types.ArrayOfArrow(dt.Elem())
 	case *arrow.StructType: // a record: one of its fields' layouts

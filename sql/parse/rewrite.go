@@ -76,6 +76,9 @@ type frame struct {
 	// commaAt is the piece of a call's first argument-separating comma
 	// (0: none yet).
 	commaAt int
+	// neAll marks the parenthesis of x <> ALL(array), emitted as
+	// x member of (array) = false (see the ALL case).
+	neAll bool
 }
 
 // valuesRow is one row of VALUES (a, b), (c, d) used as a query: it is
@@ -212,6 +215,7 @@ func (r *rewriter) rewrite(from, to int) error {
 	toks := p.toks
 	var stack []frame
 	prim := -1        // piece where the primary just emitted begins, -1 if the last token ends none
+	neAll := false    // the next "(" opens the array of x <> ALL(array)
 	callable := false // the last token could name a function
 	field := -1       // the token of the last field selected by (expr).field
 	var cases []int   // the pieces of the CASEs open: CASE ... END is a primary (CASE ... END::text)
@@ -336,6 +340,17 @@ func (r *rewriter) rewrite(from, to int) error {
 					// x = ANY(array): TiDB's x MEMBER OF (a), which the binder
 					// reads as array membership (= ANY (subquery) stays as is).
 					r.out[len(r.out)-1].text = "member of"
+					prim = -1
+					continue
+				case t.Val == "all" && next.isOp("(") && i > from && (toks[i-1].isOp("<>") || toks[i-1].isOp("!=")) &&
+					len(r.out) > 0 && (r.out[len(r.out)-1].text == "<>" || r.out[len(r.out)-1].text == "!=") &&
+					!(i+2 < to && (toks[i+2].is("select") || toks[i+2].is("with") || toks[i+2].is("values"))):
+					// x <> ALL(array) is NOT (x = ANY(array)) in three-valued
+					// logic: x member of (array) = false, which TiDB's grammar
+					// reads as (x member of (array)) = false. (<> ALL
+					// (subquery) stays as is.)
+					r.out[len(r.out)-1].text = "member of"
+					neAll = true
 					prim = -1
 					continue
 				case t.Val == "cast" && next.isOp("("):
@@ -560,7 +575,8 @@ func (r *rewriter) rewrite(from, to int) error {
 				if wasCallable && prim >= 0 {
 					start = prim
 				}
-				stack = append(stack, frame{start: start, open: k, call: wasCallable && prim >= 0})
+				stack = append(stack, frame{start: start, open: k, call: wasCallable && prim >= 0 && !neAll, neAll: neAll})
+				neAll = false
 				prim = -1
 			case ")":
 				if len(stack) == 0 || stack[len(stack)-1].cast || stack[len(stack)-1].subscript || stack[len(stack)-1].arrayCtor {
@@ -614,6 +630,8 @@ func (r *rewriter) rewrite(from, to int) error {
 				}
 				if f.arraySub {
 					r.emit("))", i, space)
+				} else if f.neAll {
+					r.emit(") = false", i, space)
 				} else if f.srf != "" {
 					r.emit(r.srfAlias(f.srf, i, to), i, space)
 				} else {
