@@ -317,6 +317,9 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 			return nil, err
 		}
 	}
+	if err := b.checkNamedWindows(c, s.WindowSpecs); err != nil {
+		return nil, err
+	}
 	exprs := make([]expr.Expr, len(items))
 	cols := make([]planner.Column, len(items))
 	for i, it := range items {

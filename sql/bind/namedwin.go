@@ -66,3 +66,28 @@ func (named namedWindows) resolve(spec ast.WindowSpec) (ast.WindowSpec, error) {
 	}
 	return out, nil
 }
+
+// checkNamedWindows binds the expressions of every WINDOW clause
+// definition in c, as PostgreSQL does even for a definition no function
+// uses, so an unknown column or a window function there is an error.
+func (b *Binder) checkNamedWindows(c *ectx, defs []ast.WindowSpec) error {
+	wc := *c
+	wc.win, wc.noWin = nil, "window functions are not allowed in window definitions"
+	for _, d := range defs {
+		if d.PartitionBy != nil {
+			for _, it := range d.PartitionBy.Items {
+				if _, err := b.bindExpr(&wc, it.Expr); err != nil {
+					return err
+				}
+			}
+		}
+		if d.OrderBy != nil {
+			for _, it := range d.OrderBy.Items {
+				if _, err := b.bindExpr(&wc, it.Expr); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -41,16 +41,19 @@ func TestNamedWindowPG(t *testing.T) {
 	execAll(t, pgc, ddl)
 
 	for _, sql := range []string{
-		"SELECT sum(v) OVER w FROM nw",                                                        // no such window
-		"SELECT sum(v) OVER (w ORDER BY id) FROM nw WINDOW x AS (PARTITION BY g)",             // no such window
-		"SELECT sum(v) OVER w FROM nw WINDOW w AS (PARTITION BY g), w AS (ORDER BY id)",       // defined twice
-		"SELECT sum(v) OVER (w PARTITION BY o) FROM nw WINDOW w AS (PARTITION BY g)",          // overrides PARTITION BY
-		"SELECT sum(v) OVER (w ORDER BY id) FROM nw WINDOW w AS (ORDER BY o)",                 // overrides ORDER BY
-		"SELECT sum(v) OVER (w) FROM nw WINDOW w AS (ORDER BY id ROWS 2 PRECEDING)",           // copies a frame
-		"SELECT sum(v) OVER w2 FROM nw WINDOW w AS (ORDER BY id ROWS 2 PRECEDING), w2 AS (w)", // copies a frame
-		"SELECT sum(v) OVER w FROM nw WINDOW w AS (w2 ORDER BY id), w2 AS (PARTITION BY g)",   // refers to a later one
-		"SELECT sum(v) OVER w FROM nw WINDOW w AS (PARTITION BY nosuch)",                      // a bad column
-		"SELECT id FROM nw WHERE sum(v) OVER w > 0 WINDOW w AS (ORDER BY id)",                 // not allowed in WHERE
+		"SELECT sum(v) OVER w FROM nw",                                                              // no such window
+		"SELECT sum(v) OVER (w ORDER BY id) FROM nw WINDOW x AS (PARTITION BY g)",                   // no such window
+		"SELECT sum(v) OVER w FROM nw WINDOW w AS (PARTITION BY g), w AS (ORDER BY id)",             // defined twice
+		"SELECT sum(v) OVER (w PARTITION BY o) FROM nw WINDOW w AS (PARTITION BY g)",                // overrides PARTITION BY
+		"SELECT sum(v) OVER (w ORDER BY id) FROM nw WINDOW w AS (ORDER BY o)",                       // overrides ORDER BY
+		"SELECT sum(v) OVER (w) FROM nw WINDOW w AS (ORDER BY id ROWS 2 PRECEDING)",                 // copies a frame
+		"SELECT sum(v) OVER w2 FROM nw WINDOW w AS (ORDER BY id ROWS 2 PRECEDING), w2 AS (w)",       // copies a frame
+		"SELECT sum(v) OVER w FROM nw WINDOW w AS (w2 ORDER BY id), w2 AS (PARTITION BY g)",         // refers to a later one
+		"SELECT sum(v) OVER w FROM nw WINDOW w AS (PARTITION BY nosuch)",                            // a bad column
+		"SELECT id FROM nw WHERE sum(v) OVER w > 0 WINDOW w AS (ORDER BY id)",                       // not allowed in WHERE
+		"SELECT id FROM nw WINDOW w AS (ORDER BY nosuch)",                                           // unused, still bound
+		"SELECT sum(v) OVER w FROM nw WINDOW w AS (ORDER BY id), u AS (PARTITION BY lag(v) OVER w)", // a window function in a definition
+		"SELECT g FROM nw GROUP BY g WINDOW w AS (ORDER BY id)",                                     // not grouped
 	} {
 		_, err := pgc.Exec(context.Background(), sql)
 		var pe, se *pgconn.PgError
@@ -62,6 +65,9 @@ func TestNamedWindowPG(t *testing.T) {
 		}
 	}
 	execAll(t, sdb, "SELECT 1") // the server is still up
+	for _, q := range []string{"SELECT id FROM nw WINDOW w AS (ORDER BY o)", "SELECT g FROM nw GROUP BY g WINDOW w AS (ORDER BY g)"} {
+		execAll(t, sdb, q) // a definition no function uses
+	}
 
 	vs := viewsPG{t: t, pg: pgc, queries: nwQueries, prefixes: []string{"nwp", "nwm"}, wait: 30 * time.Second}
 	vs.create(sdb)
