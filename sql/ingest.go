@@ -276,10 +276,12 @@ type copyIn struct {
 	cols    []int
 	opts    copyOpts
 	ts      []types.T
-	bls     []array.Builder        // per column: its builder, or nil if BIGINT
-	ints    []*intCol              // per column: its values if BIGINT, else nil
+	bls     []array.Builder        // per column: its builder, or nil if in ints
+	ints    []*intCol              // per column: its values if one 8-byte value (integers, floats, dates and times), else nil
 	strs    []*array.StringBuilder // per column: its builder if TEXT/VARCHAR (the fast path), else nil
-	fast    bool                   // every column is BIGINT or unlimited TEXT: fastLines may parse
+	kinds   []copyKind             // per column: how fastLines parses it
+	fast    bool                   // every column is listed and fastLines can parse it
+	datums  []types.Datum          // fastLines: the line's values of kindDatum columns, by field
 	stops   *[256]bool             // the bytes that stop fastLines' scan of a TEXT field
 	eol     int                    // how lines end (eolUnknown until the first line's end)
 	rows    int                    // rows in the builders
@@ -329,10 +331,13 @@ func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyI
 	c.stops = fastStops(opts.delim, special)
 	c.fast = len(cols) == len(t.Columns)
 	for _, col := range t.Columns {
+		k := kindOf(col.Type)
 		c.ts = append(c.ts, col.Type)
-		if col.Type.Kind == types.Int64 {
+		c.kinds = append(c.kinds, k)
+		c.fast = c.fast && k != kindSlow
+		if k <= kindFixed {
 			c.bls = append(c.bls, nil)
-			c.ints = append(c.ints, &intCol{})
+			c.ints = append(c.ints, &intCol{float: col.Type.Physical() == types.PhysFloat64, f32: col.Type.Kind == types.Float32})
 			c.strs = append(c.strs, nil)
 			continue
 		}
@@ -341,11 +346,11 @@ func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyI
 		if col.Type.Kind != types.Text {
 			sb = nil
 		}
-		c.fast = c.fast && sb != nil && col.Type.Prec <= 0
 		c.bls = append(c.bls, bl)
 		c.ints = append(c.ints, nil)
 		c.strs = append(c.strs, sb)
 	}
+	c.datums = make([]types.Datum, len(cols))
 	return c
 }
 
@@ -524,15 +529,17 @@ func (c *copyIn) addLine(line []byte) error {
 			continue
 		}
 		if ic := c.ints[col]; ic != nil {
-			v, ok := parseInt64(f)
-			if !ok {
-				d, err := types.ParseText(string(f), c.ts[col])
-				if err != nil {
-					return c.fieldErr(err, col, f)
+			if c.kinds[col] == kindBig {
+				if v, ok := parseInt64(f); ok {
+					ic.vals[c.rows] = v
+					continue
 				}
-				v = d.I
 			}
-			ic.vals[c.rows] = v
+			d, err := types.ParseTextBytes(f, c.ts[col])
+			if err != nil {
+				return c.fieldErr(err, col, f)
+			}
+			ic.set(c.rows, d)
 			continue
 		}
 		bl, t := c.bls[col], c.ts[col]
@@ -542,7 +549,7 @@ func (c *copyIn) addLine(line []byte) error {
 			sb.BinaryBuilder.Append(f)
 			continue
 		}
-		d, err := types.ParseText(string(f), t)
+		d, err := types.ParseTextBytes(f, t)
 		if err != nil {
 			return c.fieldErr(err, col, f)
 		}
