@@ -154,7 +154,7 @@ func appendMissing(c *copyIn, col int) error {
 	}
 	d := c.defs[col]
 	if ic := c.ints[col]; ic != nil {
-		ic.vals[c.rows] = d.I
+		ic.set(c.rows, d)
 		return nil
 	}
 	types.AppendDatum(c.bls[col], d, c.ts[col])

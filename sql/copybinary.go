@@ -152,7 +152,7 @@ func (b *copyBinaryIn) tuple(d []byte) (int, error) {
 				Detail: fmt.Sprintf("COPY %s, line %d, column %s", c.t.Name, c.line, c.t.Columns[col].Name)}
 		}
 		if ic := c.ints[col]; ic != nil {
-			ic.vals[c.rows] = v.I
+			ic.set(c.rows, v)
 			continue
 		}
 		types.AppendDatum(c.bls[col], v, c.ts[col])

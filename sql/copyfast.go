@@ -1,22 +1,75 @@
 package sql
 
 import (
+	"math"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/streamdb/streamdb/types"
 )
 
-// intCol is a BIGINT column of the COPY batch being parsed: its values,
-// written in place by row index, and the rows that are NULL. The validity
-// bitmap is made only when the batch is completed, and only if a row is
-// NULL, so parsing a value is one store.
+// intCol is a column of the COPY batch being parsed whose values are one
+// 8-byte word each (integers, dates, times and timestamps as int64,
+// floating point as float64 bits): its values, written in place by row
+// index, and the rows that are NULL. The validity bitmap is made only when
+// the batch is completed, and only if a row is NULL, so parsing a value is
+// one store.
 type intCol struct {
 	vals  []int64 // len is the batch's row capacity (copyIn.capRows)
 	nulls []int32 // rows of the batch that are NULL (their value is 0)
+	float bool    // vals hold float64 bits
+	f32   bool    // a REAL column: values are rounded to float32
+}
+
+// set stores d, a value of the column's type, in row.
+func (ic *intCol) set(row int, d types.Datum) {
+	switch {
+	case ic.f32:
+		ic.vals[row] = int64(math.Float64bits(float64(float32(d.F))))
+	case ic.float:
+		ic.vals[row] = int64(math.Float64bits(d.F))
+	default:
+		ic.vals[row] = d.I
+	}
+}
+
+// copyKind is how fastLines parses a column's fields.
+type copyKind uint8
+
+const (
+	kindBig   copyKind = iota // BIGINT: digits accumulated as they are read
+	kindInt                   // SMALLINT, INTEGER: the same, range-checked
+	kindFixed                 // floating point, dates, times, timestamps: types.ParseTextBytes into an intCol
+	kindText                  // TEXT and VARCHAR(n): the bytes, once the line is taken
+	kindUUID                  // UUID in uuid_out's spelling: its 16 bytes, once the line is taken
+	kindDatum                 // BOOLEAN, NUMERIC: types.ParseTextBytes, appended once the line is taken
+	kindSlow                  // anything else: fastLines does not take tables with it
+)
+
+// kindOf is how fastLines parses columns of type t.
+func kindOf(t types.T) copyKind {
+	switch t.Kind {
+	case types.Int64:
+		return kindBig
+	case types.Int16, types.Int32:
+		return kindInt
+	case types.Float32, types.Float64, types.Timestamp, types.Date, types.Time, types.TimeTZ:
+		return kindFixed
+	case types.Text:
+		if t.Pad { // CHAR(n): stored without its trailing blanks
+			return kindSlow
+		}
+		return kindText
+	case types.UUID:
+		return kindUUID
+	case types.Bool, types.Numeric:
+		return kindDatum
+	}
+	return kindSlow
 }
 
 // finish returns the first n values as an array of type t and starts the
@@ -76,17 +129,22 @@ func fastStops(delim, special byte) *[256]bool {
 
 // fastLines parses the whole lines at the start of data that need none of
 // the general path's work, and returns the bytes it consumed. A line is
-// taken when every field is a plain decimal of at most 18 digits (a BIGINT
-// column) or valid UTF-8 with no backslash (text format) or quote (CSV),
-// carriage return or NUL that is not the NULL string (a TEXT column of
-// unlimited length), or a uuid in uuid_out's spelling (a UUID column), fields are separated by the delimiter, and the line
-// ends in a bare newline (which fixes the COPY's line ends as newlines). The
-// first line that is anything else, or that the chunk cuts, is left to the
-// general path (addLine), which parses it from its start: so every line is
+// taken when every field holds no backslash (text format) or quote (CSV),
+// carriage return or NUL, is not the NULL string and parses as its
+// column's type: a plain decimal of at most 18 digits for BIGINT (and in
+// range for SMALLINT and INTEGER), valid UTF-8 within its length for TEXT
+// and VARCHAR(n), uuid_out's spelling for UUID, what
+// types.ParseTextBytes accepts for the others; and
+// the line ends in a bare newline (which fixes the COPY's line ends as
+// newlines). The first line that is anything else, or that the chunk
+// cuts, is left to the general path (addLine), which parses it from its
+// start with PostgreSQL's rules and errors. Such a field holds no escape,
+// so its bytes are the value the general path would parse: every line is
 // parsed by exactly one of the two, with the same result.
 //
-// BIGINT values are written straight into their column; TEXT fields are
-// appended once the whole line is known to be taken.
+// Integer values are written straight into their column (a line left to
+// the general path overwrites its row); the others are appended once the
+// whole line is known to be taken.
 func (c *copyIn) fastLines(data []byte) (int, error) {
 	d := c.opts.delim
 	stop := c.stops
@@ -95,10 +153,7 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 	if cap(c.fields) < len(c.cols) {
 		c.fields = make([][]byte, len(c.cols))
 	}
-	c.fields = c.fields[:len(c.cols)] // TEXT fields of the line; BIGINT ones go straight to their column
-	if len(c.uuidBuf) < len(c.cols) {
-		c.uuidBuf = make([][16]byte, len(c.cols))
-	}
+	c.fields = c.fields[:len(c.cols)] // TEXT fields of the line; integers go straight to their column
 	done := 0
 	for done < len(data) && data[done] != '\\' { // \. may end the data
 		if c.rows == c.capRows {
@@ -111,7 +166,8 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 			if fi == last {
 				end = '\n'
 			}
-			if ic := c.ints[col]; ic != nil {
+			kind := c.kinds[col]
+			if kind <= kindInt {
 				neg := p < len(data) && data[p] == '-'
 				if neg {
 					p++
@@ -132,7 +188,10 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 				if neg {
 					v = -v
 				}
-				ic.vals[row] = v
+				if kind == kindInt && (v > math.MaxInt32 || v < math.MinInt32 || c.ts[col].Kind == types.Int16 && (v > math.MaxInt16 || v < math.MinInt16)) {
+					return done, nil
+				}
+				c.ints[col].vals[row] = v
 				p++
 				continue
 			}
@@ -150,20 +209,47 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 				return done, nil
 			}
 			f := data[start:p:p]
-			if len(f) == len(null) && string(f) == null || high >= utf8.RuneSelf && !utf8.Valid(f) {
+			if len(f) == len(null) && string(f) == null {
 				return done, nil
 			}
-			if c.uuids[col] != nil && !types.ParseCanonicalUUID(c.uuidBuf[fi][:], f) {
-				return done, nil // another spelling, or an error: the general path's
-			}
-			c.fields[fi] = f
 			p++
+			if kind == kindText {
+				if high >= utf8.RuneSelf && !utf8.Valid(f) {
+					return done, nil
+				}
+				if n := c.ts[col].Prec; n > 0 && len(f) > int(n) && (high < utf8.RuneSelf || utf8.RuneCount(f) > int(n)) {
+					return done, nil // too long: the general path errors or trims trailing blanks
+				}
+				c.fields[fi] = f
+				continue
+			}
+			if high >= utf8.RuneSelf { // numbers, dates, times and uuids are ASCII
+				return done, nil
+			}
+			if kind == kindUUID {
+				if !types.ParseCanonicalUUID(c.uuidBuf[fi][:], f) {
+					return done, nil // another spelling, or an error: the general path's
+				}
+				continue
+			}
+			v, err := types.ParseTextBytes(f, c.ts[col])
+			if err != nil {
+				return done, nil
+			}
+			if kind == kindFixed {
+				c.ints[col].set(row, v)
+			} else {
+				c.datums[fi] = v
+			}
 		}
 		for fi, col := range c.cols {
-			if sb := c.strs[col]; sb != nil {
-				sb.BinaryBuilder.Append(c.fields[fi])
-			} else if ub := c.uuids[col]; ub != nil {
-				ub.Append(c.uuidBuf[fi][:])
+			switch c.kinds[col] {
+			case kindText:
+				c.strs[col].BinaryBuilder.Append(c.fields[fi])
+			case kindUUID:
+				c.uuids[col].Append(c.uuidBuf[fi][:])
+			case kindDatum:
+				types.AppendDatum(c.bls[col], c.datums[fi], c.ts[col])
 			}
 		}
 		c.eol = eolNL

@@ -276,12 +276,14 @@ type copyIn struct {
 	cols    []int
 	opts    copyOpts
 	ts      []types.T
-	bls     []array.Builder                 // per column: its builder, or nil if BIGINT
-	ints    []*intCol                       // per column: its values if BIGINT, else nil
+	bls     []array.Builder                 // per column: its builder, or nil if in ints
+	ints    []*intCol                       // per column: its values if one 8-byte value (integers, floats, dates and times), else nil
 	strs    []*array.StringBuilder          // per column: its builder if TEXT/VARCHAR (the fast path), else nil
-	uuids   []*array.FixedSizeBinaryBuilder // per column: its builder if UUID (the fast path), else nil
-	uuidBuf [][16]byte                      // per field of the line fastLines is parsing: a uuid's bytes
-	fast    bool                            // every column is BIGINT, unlimited TEXT or UUID: fastLines may parse
+	uuids   []*array.FixedSizeBinaryBuilder // per column: its builder if UUID, else nil
+	uuidBuf [][16]byte                      // fastLines: the line's uuids, by field
+	kinds   []copyKind                      // per column: how fastLines parses it
+	fast    bool                            // every column is listed and fastLines can parse it
+	datums  []types.Datum                   // fastLines: the line's values of kindDatum columns, by field
 	stops   *[256]bool                      // the bytes that stop fastLines' scan of a TEXT field
 	eol     int                             // how lines end (eolUnknown until the first line's end)
 	rows    int                             // rows in the builders
@@ -331,10 +333,13 @@ func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyI
 	c.stops = fastStops(opts.delim, special)
 	c.fast = len(cols) == len(t.Columns)
 	for _, col := range t.Columns {
+		k := kindOf(col.Type)
 		c.ts = append(c.ts, col.Type)
-		if col.Type.Kind == types.Int64 {
+		c.kinds = append(c.kinds, k)
+		c.fast = c.fast && k != kindSlow
+		if k <= kindFixed {
 			c.bls = append(c.bls, nil)
-			c.ints = append(c.ints, &intCol{})
+			c.ints = append(c.ints, &intCol{float: col.Type.Physical() == types.PhysFloat64, f32: col.Type.Kind == types.Float32})
 			c.strs = append(c.strs, nil)
 			c.uuids = append(c.uuids, nil)
 			continue
@@ -345,12 +350,13 @@ func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyI
 			sb = nil
 		}
 		ub, _ := bl.(*array.FixedSizeBinaryBuilder)
-		c.fast = c.fast && (sb != nil && col.Type.Prec <= 0 || ub != nil)
 		c.bls = append(c.bls, bl)
 		c.ints = append(c.ints, nil)
 		c.strs = append(c.strs, sb)
 		c.uuids = append(c.uuids, ub)
 	}
+	c.datums = make([]types.Datum, len(cols))
+	c.uuidBuf = make([][16]byte, len(cols))
 	return c
 }
 
@@ -529,15 +535,17 @@ func (c *copyIn) addLine(line []byte) error {
 			continue
 		}
 		if ic := c.ints[col]; ic != nil {
-			v, ok := parseInt64(f)
-			if !ok {
-				d, err := types.ParseText(string(f), c.ts[col])
-				if err != nil {
-					return c.fieldErr(err, col, f)
+			if c.kinds[col] == kindBig {
+				if v, ok := parseInt64(f); ok {
+					ic.vals[c.rows] = v
+					continue
 				}
-				v = d.I
 			}
-			ic.vals[c.rows] = v
+			d, err := types.ParseTextBytes(f, c.ts[col])
+			if err != nil {
+				return c.fieldErr(err, col, f)
+			}
+			ic.set(c.rows, d)
 			continue
 		}
 		bl, t := c.bls[col], c.ts[col]
@@ -554,7 +562,7 @@ func (c *copyIn) addLine(line []byte) error {
 				continue
 			}
 		}
-		d, err := types.ParseText(string(f), t)
+		d, err := types.ParseTextBytes(f, t)
 		if err != nil {
 			return c.fieldErr(err, col, f)
 		}

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	_ "time/tzdata"
-	"unicode/utf8" // zone names resolve on hosts without /usr/share/zoneinfo
+	_ "time/tzdata" // zone names resolve on hosts without /usr/share/zoneinfo
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -94,6 +95,20 @@ func ParseText(s string, t T) (Datum, error) {
 		return parseTimeTZ(s)
 	}
 	return Str(s), nil
+}
+
+// ParseTextBytes is ParseText of b's text. For the types whose values
+// never keep their input (booleans, numbers, dates and times, intervals)
+// it reads b in place, with no string made of it: b must not change while
+// the call runs, and may change after it. Other types copy b.
+func ParseTextBytes(b []byte, t T) (Datum, error) {
+	switch t.Kind {
+	case Bool, Int16, Int32, Int64, Float32, Float64, Numeric, Timestamp, Date, Time, TimeTZ, Interval:
+		if len(b) > 0 {
+			return ParseText(unsafe.String(&b[0], len(b)), t)
+		}
+	}
+	return ParseText(string(b), t)
 }
 
 // AppendText appends d's PostgreSQL text output. d must not be NULL.
@@ -568,18 +583,30 @@ const (
 // since 1970-01-01 and microseconds into the day, and the zone written, if
 // any (timestamptz applies it, timestamp and date ignore it).
 func parseDateTime(s string) (days, usec int64, z dtZone, e dtErr) {
+	if days, usec, ok := plainDateTime(s); ok {
+		return days, usec, z, dtOK
+	}
+	return scanDateTime(s)
+}
+
+// scanDateTime is parseDateTime for every form it reads.
+func scanDateTime(s string) (days, usec int64, z dtZone, e dtErr) {
 	p := dtScanner{s: trimSpace(s)}
 	year, n, ok := p.digits(9)
-	if !ok || n < 1 || !p.eat('-') {
-		return 0, 0, z, dtSyntax
-	}
-	month, _, ok := p.digits(2)
-	if !ok || !p.eat('-') {
-		return 0, 0, z, dtSyntax
-	}
-	day, _, ok := p.digits(2)
-	if !ok {
-		return 0, 0, z, dtSyntax
+	var month, day int64
+	if ok && n == 8 && (p.i == len(p.s) || p.s[p.i] == ' ' || p.s[p.i] == 'T' || p.s[p.i] == 't') {
+		// YYYYMMDD, as PostgreSQL reads eight digits alone.
+		year, month, day = year/10000, year/100%100, year%100
+	} else {
+		if !ok || n < 1 || !p.eat('-') {
+			return 0, 0, z, dtSyntax
+		}
+		if month, _, ok = p.digits(2); !ok || !p.eat('-') {
+			return 0, 0, z, dtSyntax
+		}
+		if day, _, ok = p.digits(2); !ok {
+			return 0, 0, z, dtSyntax
+		}
 	}
 	var hour, min, sec, fsec int64
 	sep := p.eat('T') || p.eat('t')
@@ -640,6 +667,61 @@ func parseDateTime(s string) (days, usec int64, z dtZone, e dtErr) {
 	return days, usec, z, dtOK
 }
 
+// plainDateTime reads the form dates and timestamps are usually written
+// in, YYYY-MM-DD or YYYY-MM-DD HH:MM:SS[.ffffff] with no zone, as
+// parseDateTime would (a 1-6 digit fraction read as a double and rounded
+// is its digits as an integer), with none of its scanning; ok is false for
+// anything else, a year before 1 or a field out of its usual range, which
+// parseDateTime then reads.
+func plainDateTime(s string) (days, usec int64, ok bool) {
+	n := len(s)
+	if n != 10 && (n < 19 || n == 20 || n > 26) || s[4] != '-' || s[7] != '-' {
+		return 0, 0, false
+	}
+	d2 := func(i int) int64 {
+		a, b := s[i]-'0', s[i+1]-'0'
+		if a > 9 || b > 9 {
+			return -1
+		}
+		return int64(a)*10 + int64(b)
+	}
+	hi, lo, month, day := d2(0), d2(2), d2(5), d2(8)
+	if hi < 0 || lo < 0 || month < 1 || month > 12 || day < 1 {
+		return 0, 0, false
+	}
+	year := hi*100 + lo
+	if year == 0 || day > int64(daysIn(year, int(month))) {
+		return 0, 0, false
+	}
+	days = daysFromCivil(year, int(month), int(day))
+	if n == 10 {
+		return days, 0, true
+	}
+	hour, min, sec := d2(11), d2(14), d2(17)
+	if s[10] != ' ' || s[13] != ':' || s[16] != ':' || hour < 0 || hour > 23 || min < 0 || min > 59 || sec < 0 || sec > 59 {
+		return 0, 0, false
+	}
+	usec = hour*usPerHour + min*usPerMin + sec*usPerSec
+	if n > 19 {
+		if s[19] != '.' {
+			return 0, 0, false
+		}
+		var f int64
+		for i := 20; i < 26; i++ {
+			f *= 10
+			if i < n {
+				c := s[i] - '0'
+				if c > 9 {
+					return 0, 0, false
+				}
+				f += int64(c)
+			}
+		}
+		usec += f
+	}
+	return days, usec, true
+}
+
 // yearOf maps a year as written (with its era) to the astronomical year (1 BC is 0).
 func yearOf(y int64, bc bool) int64 {
 	if bc {
@@ -649,7 +731,11 @@ func yearOf(y int64, bc bool) int64 {
 }
 
 func specialDateTime(s string) (int8, bool) {
-	switch strings.ToLower(trimSpace(s)) {
+	v := trimSpace(s)
+	if v == "" || v[0] >= '0' && v[0] <= '9' { // a date: no word to lower-case
+		return 0, false
+	}
+	switch strings.ToLower(v) {
 	case "infinity", "+infinity":
 		return 1, true
 	case "-infinity":
@@ -1323,6 +1409,7 @@ func loadZone(name string) (*time.Location, bool) {
 	if loc, ok := zones.Load(name); ok {
 		return loc.(*time.Location), true
 	}
+	name = strings.Clone(name) // kept by the cache and the location: never the caller's bytes (ParseTextBytes)
 	b := []byte(strings.ToLower(name))
 	up := true
 	for i, c := range b {

@@ -141,8 +141,10 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "VALUES and TABLE as queries are not supported")
 	case s.LockInfo != nil && s.LockInfo.LockType != ast.SelectLockNone:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SELECT ... FOR UPDATE is not supported")
-	case len(s.WindowSpecs) > 0:
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "named windows (WINDOW w AS ..., OVER w) are not supported; write the window in OVER (...)")
+	}
+	named, err := resolveNamedWindows(s.WindowSpecs)
+	if err != nil {
+		return nil, err
 	}
 	// FROM
 	var in planner.Node
@@ -284,7 +286,7 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 		}
 	}
 	if hasWin {
-		win = &winState{}
+		win = &winState{named: named}
 		wc := *c
 		wc.win = win
 		c = &wc
@@ -314,6 +316,9 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 		if having, err = b.bindBool(&hc, s.Having.Expr, "HAVING"); err != nil {
 			return nil, err
 		}
+	}
+	if err := b.checkNamedWindows(c, s.WindowSpecs); err != nil {
+		return nil, err
 	}
 	exprs := make([]expr.Expr, len(items))
 	cols := make([]planner.Column, len(items))

@@ -22,6 +22,7 @@ const winBase = 1 << 30
 
 // winState collects the window functions of one SELECT.
 type winState struct {
+	named namedWindows // the SELECT's WINDOW clause
 	specs []winSpec
 	calls []winCall
 }
@@ -54,10 +55,14 @@ func (b *Binder) bindWindowFunc(c *ectx, n *ast.WindowFuncExpr) (expr.Expr, erro
 		return nil, sqlerr.New(sqlerr.WindowingError, "%s", msg)
 	}
 	name := strings.ToLower(n.Name)
-	spec := n.Spec
+	spec, err := c.win.named.resolve(n.Spec) // OVER w, OVER (w ...): namedwin.go
+	if err != nil {
+		return nil, err
+	}
+	resolved := *n
+	resolved.Spec = spec
+	n = &resolved
 	switch {
-	case spec.Name.O != "" || spec.Ref.O != "":
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "named windows (WINDOW w AS ..., OVER w) are not supported; write the window in OVER (...)")
 	case n.IgnoreNull || n.FromLast:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "IGNORE NULLS and FROM LAST are not supported")
 	}

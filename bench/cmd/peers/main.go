@@ -66,6 +66,7 @@ var (
 	sdbPort     = flag.Int("streamdb-port", 55434, "port of the streamdb server (its HTTP listener is the next one)")
 	workDir     = flag.String("work", "", "scratch directory (default: a new temporary one, removed at exit)")
 	copyRows    = flag.Int("copy-rows", 2_000_000, "rows of the first-run benchmark")
+	tableShape  = flag.String("table", "bigint", "table of the first-run benchmark: bigint (k BIGINT, v BIGINT) or mixed (id BIGINT, k INT, amount DOUBLE PRECISION, ts TIMESTAMP, name VARCHAR(32))")
 	aggRows     = flag.Int("agg-rows", 10_000_000, "rows of the GROUP BY and view benchmarks")
 	profileDir  = flag.String("profile", "", "save CPU profiles of each first run and first warm run here")
 	profileSecs = flag.Int("profile-seconds", 10, "length of each CPU profile")
@@ -214,6 +215,46 @@ func rowsData(n, keys int, format string) []byte {
 		b = strconv.AppendInt(b, r.Int64N(int64(keys)), 10)
 		b = append(b, sep)
 		b = strconv.AppendInt(b, r.Int64N(1_000_000), 10)
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// firstShape is the first-run benchmark's table, view and GROUP BY for
+// -table: its columns, the view's select list over them, and the rows.
+type firstShape struct {
+	columns, aggs string
+	rows          func(n, keys int, format string) []byte
+}
+
+var firstShapes = map[string]firstShape{
+	"bigint": {"(k BIGINT, v BIGINT)", "count(*) AS c, sum(v) AS s", rowsData},
+	"mixed": {"(id BIGINT, k INT, amount DOUBLE PRECISION, ts TIMESTAMP, name VARCHAR(32))",
+		"count(*) AS c, sum(amount) AS s, max(ts) AS m", mixedRowsData},
+}
+
+// mixedRowsData is n rows of the mixed table: id the row number, k
+// uniform in [0, keys), an amount in cents, a timestamp with microseconds
+// in 2026, a name of 4-23 letters.
+func mixedRowsData(n, keys int, format string) []byte {
+	sep := byte('\t')
+	if format == "csv" {
+		sep = ','
+	}
+	r := rand.New(rand.NewPCG(uint64(n), uint64(keys)))
+	b := make([]byte, 0, n*64)
+	for i := range n {
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, sep)
+		b = strconv.AppendInt(b, r.Int64N(int64(keys)), 10)
+		b = append(b, sep)
+		b = strconv.AppendFloat(b, float64(r.Int64N(10_000_000))/100, 'f', -1, 64)
+		b = append(b, sep)
+		b = fmt.Appendf(b, "2026-%02d-%02d %02d:%02d:%02d.%06d", 1+r.IntN(12), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000000))
+		b = append(b, sep)
+		for k := 4 + r.IntN(20); k > 0; k-- {
+			b = append(b, byte('a'+r.IntN(26)))
+		}
 		b = append(b, '\n')
 	}
 	return b
@@ -543,12 +584,12 @@ func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
 // GROUP BY view, a COPY, and the wait until the view counts every row.
 type viewRun struct{ copy, total, cpu time.Duration }
 
-func runView(ctx context.Context, s *streamdb, cp copier, name, format string, data []byte) (viewRun, error) {
+func runView(ctx context.Context, s *streamdb, cp copier, name, format string, data []byte, shape firstShape) (viewRun, error) {
 	rows := int64(bytes.Count(data, []byte{'\n'}))
 	src, view := name+"_in", name
 	if err := execAll(ctx, s.conn,
-		"CREATE TABLE "+src+" (k BIGINT, v BIGINT)",
-		"CREATE MATERIALIZED VIEW "+view+" AS SELECT k, count(*) AS c, sum(v) AS s FROM "+src+" GROUP BY k",
+		"CREATE TABLE "+src+" "+shape.columns,
+		"CREATE MATERIALIZED VIEW "+view+" AS SELECT k, "+shape.aggs+" FROM "+src+" GROUP BY k",
 	); err != nil {
 		return viewRun{}, err
 	}
@@ -584,7 +625,7 @@ func runView(ctx context.Context, s *streamdb, cp copier, name, format string, d
 }
 
 // runs does a first run on a fresh server and -warm runs after it.
-func runs(ctx context.Context, bin, dir, label, format, client string, data []byte) (first viewRun, warmRuns []viewRun, err error) {
+func runs(ctx context.Context, bin, dir, label, format, client string, data []byte, shape firstShape) (first viewRun, warmRuns []viewRun, err error) {
 	s, err := startStreamdb(ctx, bin, dir)
 	if err != nil {
 		return first, nil, err
@@ -597,7 +638,7 @@ func runs(ctx context.Context, bin, dir, label, format, client string, data []by
 		if i <= 1 {
 			wait = s.profile(fmt.Sprintf("%s-%s-%s-%s.prof", label, format, client, map[bool]string{true: "first", false: "warm"}[i == 0]))
 		}
-		r, err := runView(ctx, s, cp, fmt.Sprintf("%s_%d", label, i), format, data)
+		r, err := runView(ctx, s, cp, fmt.Sprintf("%s_%d", label, i), format, data, shape)
 		if err != nil {
 			return first, nil, err
 		}
@@ -616,13 +657,17 @@ func runs(ctx context.Context, bin, dir, label, format, client string, data []by
 }
 
 func benchFirst(ctx context.Context, bin, dir string, pg *postgres, format, client string) ([]figure, error) {
-	data := rowsData(*copyRows, 1000, format)
+	shape, ok := firstShapes[*tableShape]
+	if !ok {
+		return nil, fmt.Errorf("-table %q: want bigint or mixed", *tableShape)
+	}
+	data := shape.rows(*copyRows, 1000, format)
 	file := filepath.Join(dir, "rows."+format)
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		return nil, err
 	}
 	defer os.Remove(file)
-	first, warmRuns, err := runs(ctx, bin, dir, "first", format, client, data)
+	first, warmRuns, err := runs(ctx, bin, dir, "first", format, client, data, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -635,7 +680,7 @@ func benchFirst(ctx context.Context, bin, dir string, pg *postgres, format, clie
 	var pgCopy, pgTotal []time.Duration
 	for i := 0; i <= *warm; i++ {
 		t := fmt.Sprintf("first_%d", i)
-		if err := execAll(ctx, pg.conn, "DROP TABLE IF EXISTS "+t, "CREATE TABLE "+t+" (k BIGINT, v BIGINT)"); err != nil {
+		if err := execAll(ctx, pg.conn, "DROP TABLE IF EXISTS "+t, "CREATE TABLE "+t+" "+shape.columns); err != nil {
 			return nil, err
 		}
 		start := time.Now()
@@ -643,7 +688,7 @@ func benchFirst(ctx context.Context, bin, dir string, pg *postgres, format, clie
 			return nil, err
 		}
 		c := time.Since(start)
-		if n, err := queryRows(ctx, pg.conn, "SELECT k, count(*), sum(v) FROM "+t+" GROUP BY k"); err != nil {
+		if n, err := queryRows(ctx, pg.conn, "SELECT k, "+shape.aggs+" FROM "+t+" GROUP BY k"); err != nil {
 			return nil, err
 		} else if n != 1000 {
 			return nil, fmt.Errorf("PostgreSQL GROUP BY: %d groups, want 1000", n)
@@ -667,7 +712,7 @@ func benchFirst(ctx context.Context, bin, dir string, pg *postgres, format, clie
 			cpuFirst: first.cpu, cpuWarm: medianOf(pick(func(r viewRun) time.Duration { return r.cpu })),
 			peer: "PostgreSQL", pgFirst: pf, pgWarm: medianOf(pw), goal: 1.5}
 	}
-	tag := fmt.Sprintf("%s rows, %s, %s", human(*copyRows), format, client)
+	tag := fmt.Sprintf("%s rows, %s table, %s, %s", human(*copyRows), *tableShape, format, client)
 	return []figure{
 		fig("COPY "+tag, first.copy, pick(func(r viewRun) time.Duration { return r.copy }), pgCopy[0], pgCopy[1:]),
 		fig("view complete (PG: COPY + GROUP BY) "+tag, first.total, pick(func(r viewRun) time.Duration { return r.total }), pgTotal[0], pgTotal[1:]),
@@ -683,7 +728,7 @@ func benchView(ctx context.Context, bin, dir, format, client string, keys int) (
 		return figure{}, err
 	}
 	defer os.Remove(file)
-	first, warmRuns, err := runs(ctx, bin, dir, fmt.Sprintf("view%d", keys), format, client, data)
+	first, warmRuns, err := runs(ctx, bin, dir, fmt.Sprintf("view%d", keys), format, client, data, firstShapes["bigint"])
 	if err != nil {
 		return figure{}, err
 	}
