@@ -25,6 +25,7 @@ func TestJoinEvictsColdGroupsFirst(t *testing.T) {
 	for i := range n {
 		k := fmt.Sprintf("k%04d", i)
 		g := &joinGroup{key: k, used: uint64(i % 10), hash: uint64(i)}
+		g.need[0] = g.used
 		g.insert(0, joinRow{enc: "row" + k, count: 1})
 		o.groups[k] = g
 		o.bytes += o.groupBytes(g)
