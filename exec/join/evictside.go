@@ -76,7 +76,9 @@ func (o *Op) evictSides(committed uint64, target int64) {
 		}
 		for s := range g.rows {
 			if len(g.rows[s]) > 0 {
-				ranks.Add(o.sideRank(g, s))
+				r, freed := o.sideRank(g, s)
+				g.rank[s] = uint8(r)
+				ranks.Add(r, freed)
 			}
 		}
 	}
@@ -93,7 +95,7 @@ func (o *Op) evictSides(committed uint64, target int64) {
 				if len(g.rows[s]) == 0 {
 					continue
 				}
-				if r, _ := o.sideRank(g, s); above && r > cut || !above && r == cut && o.bytes > target {
+				if r := int(g.rank[s]); above && r > cut || !above && r == cut && o.bytes > target {
 					o.evictSide(k, g, s)
 				}
 			}

@@ -149,6 +149,7 @@ type joinGroup struct {
 	// when s got its first row if none was since (evictside.go).
 	saved, used uint64
 	need        [2]uint64
+	rank        [2]uint8 // evictSides: each side's rank in its pass
 	// state.ttl (ttl.go): idle is the time of the last barrier after a
 	// row touched the group (touched: in this epoch); queued says it is in
 	// the expiry queue; evicted that it went to the state table.
