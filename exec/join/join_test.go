@@ -25,6 +25,7 @@ func TestJoinEvictsColdGroupsFirst(t *testing.T) {
 	for i := range n {
 		k := fmt.Sprintf("k%04d", i)
 		g := &joinGroup{key: k, used: uint64(i % 10), hash: uint64(i)}
+		g.need[0] = g.used
 		g.insert(0, joinRow{enc: "row" + k, count: 1})
 		o.groups[k] = g
 		o.bytes += o.groupBytes(g)
@@ -199,5 +200,49 @@ func TestJoinValue(t *testing.T) {
 	}
 	if _, _, _, err := decodeJoinValue([]byte{1, 'x'}); err == nil {
 		t.Errorf("an unknown field decoded")
+	}
+}
+
+// TestInnerJoinEvictsSidesBySize: an inner join over its share evicts a
+// side of a group, not the group, and of sides as long unused the larger
+// first: an auction waiting for its bids (one row) stays while the bids
+// of auctions already matched (many rows, never matched against again) go,
+// and a bid of the auction then finds it in memory, no read back.
+func TestInnerJoinEvictsSidesBySize(t *testing.T) {
+	o := &Op{groups: map[string]*joinGroup{}, evictedN: new(atomic.Int64)}
+	const n = 200
+	for i := range n {
+		k := fmt.Sprintf("k%04d", i)
+		g := &joinGroup{key: k, hash: uint64(i), used: 5}
+		g.insert(0, joinRow{enc: "auction" + k, count: 1})
+		g.need[0] = 4 // an auction: matched against at tick 4, or waiting since then
+		if i%2 == 0 { // an auction whose bids came: 20 rows, never matched against
+			for b := range 20 {
+				g.insert(1, joinRow{enc: fmt.Sprintf("bid%s-%02d", k, b), count: 1})
+			}
+			g.need[1] = 5
+		}
+		o.groups[k] = g
+		o.bytes += o.groupBytes(g)
+	}
+	o.tick = 10
+	o.budget = o.bytes / 2
+	o.evict(^uint64(0))
+	if o.bytes > o.budget*8/10 {
+		t.Fatalf("%d bytes left against a target of %d", o.bytes, o.budget*8/10)
+	}
+	if len(o.groups) != n {
+		t.Fatalf("%d groups of %d left: whole groups evicted", len(o.groups), n)
+	}
+	for k, g := range o.groups {
+		if len(g.rows[0]) != 1 || g.partial[0] {
+			t.Errorf("group %s: the auction side (one row) was evicted", k)
+		}
+		if len(g.rows[1]) > 0 && !g.partial[1] && len(g.rows[1]) != 20 {
+			t.Errorf("group %s: %d bid rows, not partial", k, len(g.rows[1]))
+		}
+		if g.partial[1] && (!o.evicted[1].MayContain(g.hash) || !o.rowsOut[1].MayContain(rowHash(k, fmt.Sprintf("bid%s-00", k)))) {
+			t.Errorf("group %s: evicted bids not in the filters", k)
+		}
 	}
 }

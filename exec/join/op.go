@@ -144,8 +144,12 @@ type joinGroup struct {
 	partial [2]bool
 	hash    uint64
 	// saved is the epoch whose commit holds the group's last change; used
-	// the operator's tick when a row last used the group.
+	// the operator's tick when a row last used the group; need[s] the tick
+	// when a row of the other side was last matched against side s, or
+	// when s got its first row if none was since (evictside.go).
 	saved, used uint64
+	need        [2]uint64
+	rank        [2]uint8 // evictSides: each side's rank in its pass
 	// state.ttl (ttl.go): idle is the time of the last barrier after a
 	// row touched the group (touched: in this epoch); queued says it is in
 	// the expiry queue; evicted that it went to the state table.
@@ -363,6 +367,7 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 		if g == nil {
 			continue
 		}
+		g.need[other] = o.tick
 		for k := range g.rows[other] {
 			q := &g.rows[other][k] // the other side's rows do not move in this push
 			pi, qenc, qrow = append(pi, i), append(qenc, q.enc), append(qrow, q)
@@ -491,6 +496,9 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 		at := g.find(side, enc)
 		if at < 0 {
 			at = len(g.rows[side])
+			if at == 0 {
+				g.need[side] = o.tick
+			}
 			r = g.insert(side, joinRow{enc: enc, matches: matched, delta: g.partial[side]})
 			o.bytes += joinRowBytes + int64(len(enc))
 			if tcol != nil && tcol.IsValid(i) {
@@ -669,6 +677,10 @@ func (o *Op) evict(committed uint64) {
 				o.ownRows()
 			}
 		}()
+	}
+	if o.lazy() {
+		o.evictSides(committed, target)
+		return
 	}
 	opkit.EvictOldest(o.groups, o.tick, o.bytes-target,
 		func(k string, g *joinGroup) bool { return g.saved <= committed && k != nullKey },
@@ -904,7 +916,7 @@ func (o *Op) reload(ectx *expr.Ctx, key string, kg byte, h uint64, need int) (*j
 	if need >= 0 {
 		g.partial[1-need] = true
 	}
-	g.used = o.tick
+	g.used, g.need = o.tick, [2]uint64{o.tick, o.tick}
 	o.groups[key] = g
 	if o.semi || o.preserve[0] || o.preserve[1] {
 		if err := o.pairs(ectx, g, func(l, r *joinRow, _, _ string) {

@@ -16,8 +16,18 @@ package opkit
 // the oldest age.
 const evictAgeBuckets = 64
 
-// evictAges adds up the bytes of the evictable entries by age.
-type evictAges struct{ bytes [evictAgeBuckets]int64 }
+// EvictAges adds up the bytes of the evictable entries by age (or by any
+// rank below evictAgeBuckets: the join ranks a side of a group by its age
+// and size, evictside.go).
+type EvictAges struct{ bytes [EvictRanks]int64 }
+
+// EvictRanks is how many ranks EvictAges tells apart (ages use the first
+// evictAgeBuckets).
+const EvictRanks = 128
+
+// EvictAgeOf is the age, in barriers, of an entry last used at barrier
+// count used, now that the count is tick (the oldest ages count as one).
+func EvictAgeOf(tick, used uint64) int { return evictAge(tick, used) }
 
 // evictAge is the age of an entry last used at barrier count used, now
 // that the count is tick.
@@ -28,14 +38,15 @@ func evictAge(tick, used uint64) int {
 	return int(min(tick-used, evictAgeBuckets-1))
 }
 
-func (a *evictAges) add(age int, n int64) { a.bytes[age] += n }
+// Add counts n bytes at age (rank).
+func (a *EvictAges) Add(age int, n int64) { a.bytes[age] += n }
 
-// cut returns the youngest age whose entries and all older ones hold at
+// Cut returns the youngest age whose entries and all older ones hold at
 // least need bytes (0 when only all of them do): entries older than the cut
 // go, then entries of the cut's age until enough went.
-func (a *evictAges) cut(need int64) int {
+func (a *EvictAges) Cut(need int64) int {
 	var sum int64
-	for age := evictAgeBuckets - 1; age > 0; age-- {
+	for age := EvictRanks - 1; age > 0; age-- {
 		if sum += a.bytes[age]; sum >= need {
 			return age
 		}
@@ -49,13 +60,13 @@ func (a *evictAges) cut(need int64) int {
 // until done says enough went.
 func EvictOldest[V any](m map[string]V, tick uint64, need int64, evictable func(string, V) bool,
 	used func(V) uint64, size func(V) int64, evict func(string, V), done func() bool) {
-	var ages evictAges
+	var ages EvictAges
 	for k, v := range m {
 		if evictable(k, v) {
-			ages.add(evictAge(tick, used(v)), size(v))
+			ages.Add(evictAge(tick, used(v)), size(v))
 		}
 	}
-	cut := ages.cut(need)
+	cut := ages.Cut(need)
 	for k, v := range m {
 		if evictable(k, v) && evictAge(tick, used(v)) > cut {
 			evict(k, v)
