@@ -135,7 +135,7 @@ type Dataflow struct {
 	Committed Epoch      // the committed cluster epoch (0: none yet)
 	// Checkpoint is the last committed checkpoint (nil: none yet).
 	Checkpoint *DataflowCheckpoint
-	Acks      map[string]Epoch
+	Acks       map[string]Epoch
 	// Rollbacks are the generations nodes asked to roll back (RequestRollback).
 	Rollbacks map[string]uint64
 	epochRev  int64
