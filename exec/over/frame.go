@@ -203,22 +203,20 @@ func windowValue(env *Env, f Func, rec arrow.RecordBatch, idx []int, spids []int
 }
 
 // Aggregate frames: frameRunning is ROWS UNBOUNDED PRECEDING to CURRENT ROW
-// (the running fold, one row at a time); frameSliding is a ROWS frame with
-// both ends bounded (N PRECEDING, CURRENT ROW, N FOLLOWING), folded afresh
-// for every row. The binder refuses aggregates over any other frame but
-// the default and the whole partition.
+// (the running fold, one row at a time); frameSliding is any other ROWS
+// frame but the whole partition, folded afresh for every row (the work is
+// the sum of the frames' sizes, as PostgreSQL's for an aggregate without
+// an inverse: quadratic in the partition for a frame with an unbounded end).
 func frameRunning(f Frame) bool {
 	return f.Rows && f.Start.Kind == BoundUnboundedPreceding && f.End.Kind == BoundCurrentRow
 }
 
 func frameSliding(f Frame) bool {
-	bounded := func(b FrameBound) bool {
-		return b.Kind == BoundPreceding || b.Kind == BoundCurrentRow || b.Kind == BoundFollowing
-	}
-	return f.Rows && bounded(f.Start) && bounded(f.End)
+	return f.Rows && !frameRunning(f) && !f.WholePartition()
 }
 
-// windowAggSliding computes an aggregate over a bounded ROWS frame: every
+// windowAggSliding computes an aggregate over a ROWS, GROUPS or RANGE
+// offset frame: every
 // sorted row is its own group of the accumulator, fed the rows of its
 // frame, so the work is the sum of the frames' sizes (at most n times the
 // frame's width).

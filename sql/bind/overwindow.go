@@ -113,8 +113,10 @@ func (b *Binder) windowInt(c *ectx, n ast.ExprNode, what string, frame bool) (v 
 // bindFrame binds a frame clause (nil: the default frame) with
 // PostgreSQL's checks. ROWS frames take any bounds; RANGE frames take an
 // offset over one ORDER BY key (rangeBound); GROUPS frames count peer
-// groups with integer offsets and need an ORDER BY (42P20). Aggregates take only the frames the running and whole-partition
-// folds compute: the default and UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING.
+// groups with integer offsets and need an ORDER BY (42P20). Aggregates
+// take every frame: a RANGE frame without offsets that the running and
+// whole-partition folds do not compute runs as the GROUPS frame of the same
+// ends.
 func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc, order []planner.SortKey) error {
 	fn.Frame = planner.DefaultFrame
 	if f == nil {
@@ -157,10 +159,15 @@ func (b *Binder) bindFrame(c *ectx, f *ast.FrameClause, fn *planner.WinFunc, ord
 			fr = r
 		}
 	}
-	if fn.Kind == planner.WinAgg && !aggFrame(fr) {
-		return sqlerr.New(sqlerr.FeatureNotSupported,
-			"aggregate functions OVER this frame are not supported yet (supported: the default, UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING, "+
-				"ROWS UNBOUNDED PRECEDING to CURRENT ROW, and ROWS frames between n PRECEDING, CURRENT ROW and n FOLLOWING)")
+	if fn.Kind == planner.WinAgg && !aggFrame(fr) && !fr.Rows && !fr.Groups {
+		// A RANGE frame without offsets is made of peer groups: the GROUPS
+		// frame of the same ends is the same frame, which the kernels take.
+		// Without ORDER BY every row is a peer: the frame is the partition.
+		if len(order) > 0 {
+			fr.Groups = true
+		} else {
+			fr = planner.DefaultFrame
+		}
 	}
 	fn.Frame = fr
 	return nil
@@ -204,18 +211,10 @@ var valueFuncName = map[planner.WinFuncKind]string{planner.WinLag: "lag", planne
 	planner.WinFirstValue: "first_value", planner.WinLastValue: "last_value", planner.WinNthValue: "nth_value"}
 
 // aggFrame reports whether the window aggregates compute frame f (see
-// exec's windowAgg and windowAggSliding).
+// exec's windowAgg and windowAggSliding): every ROWS and GROUPS frame,
+// RANGE frames with an offset, the default and the whole partition.
 func aggFrame(f planner.WinFrame) bool {
-	bounded := func(b planner.FrameBound) bool {
-		return b.Kind == planner.BoundPreceding || b.Kind == planner.BoundCurrentRow || b.Kind == planner.BoundFollowing
-	}
-	switch {
-	case f.WholePartition() || f == planner.DefaultFrame || f.RangeOffset() || f.Groups:
-		return true
-	case !f.Rows:
-		return false
-	}
-	return f.Start.Kind == planner.BoundUnboundedPreceding && f.End.Kind == planner.BoundCurrentRow || bounded(f.Start) && bounded(f.End)
+	return f.Rows || f.Groups || f.WholePartition() || f == planner.DefaultFrame || f.RangeOffset()
 }
 
 // rangeBound binds n PRECEDING or n FOLLOWING of a RANGE frame: one ORDER

@@ -39,7 +39,9 @@ var owvQueries = []string{
 		"min(s) OVER (" + owvPart + " ROWS 4 PRECEDING) AS c, max(f) OVER (" + owvPart + " ROWS 1 PRECEDING) AS d, " +
 		"avg(f) OVER (" + owvPart + " ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS e, " +
 		"sum(v) OVER (" + owvPart + " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS h, " +
-		"count(*) OVER (PARTITION BY g ORDER BY o) AS i, avg(v) OVER (PARTITION BY g) AS j FROM owk",
+		"count(*) OVER (PARTITION BY g ORDER BY o) AS i, avg(v) OVER (PARTITION BY g) AS j, " +
+		"sum(v) OVER (" + owvPart + " ROWS BETWEEN 1 PRECEDING AND UNBOUNDED FOLLOWING) AS k, " +
+		"count(*) OVER (PARTITION BY g ORDER BY o RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS l FROM owk",
 	// RANGE frames with offsets: an interval over a timestamp, an integer
 	// over the order column (ties and NULLs), DESC.
 	"SELECT id, sum(v) OVER (PARTITION BY g ORDER BY ts RANGE BETWEEN INTERVAL '10' MINUTE PRECEDING AND CURRENT ROW) AS a, " +
