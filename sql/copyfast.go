@@ -46,12 +46,13 @@ const (
 	kindFixed                 // floating point, dates, times, timestamps: types.ParseTextBytes into an intCol
 	kindText                  // TEXT and VARCHAR(n): the bytes, once the line is taken
 	kindUUID                  // UUID in uuid_out's spelling: its 16 bytes, once the line is taken
-	kindDatum                 // BOOLEAN, NUMERIC: types.ParseTextBytes, appended once the line is taken
+	kindDatum                 // BOOLEAN, NUMERIC, INTERVAL, JSON(B) in text format: types.ParseTextBytes, appended once the line is taken
 	kindSlow                  // anything else: fastLines does not take tables with it
 )
 
-// kindOf is how fastLines parses columns of type t.
-func kindOf(t types.T) copyKind {
+// kindOf is how fastLines parses columns of type t in a COPY of the CSV
+// format or not.
+func kindOf(t types.T, csv bool) copyKind {
 	switch t.Kind {
 	case types.Int64:
 		return kindBig
@@ -66,7 +67,12 @@ func kindOf(t types.T) copyKind {
 		return kindText
 	case types.UUID:
 		return kindUUID
-	case types.Bool, types.Numeric:
+	case types.Bool, types.Numeric, types.Interval:
+		return kindDatum
+	case types.JSON, types.JSONB:
+		if csv { // a JSON text holds quotes: every CSV field of it is quoted
+			return kindSlow
+		}
 		return kindDatum
 	}
 	return kindSlow
@@ -223,7 +229,7 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 				c.fields[fi] = f
 				continue
 			}
-			if high >= utf8.RuneSelf { // numbers, dates, times and uuids are ASCII
+			if high >= utf8.RuneSelf && (kind != kindDatum || !utf8.Valid(f)) { // numbers, dates, times and uuids are ASCII
 				return done, nil
 			}
 			if kind == kindUUID {

@@ -333,7 +333,7 @@ func newCopyIn(e *Engine, t *storage.TableDef, cols []int, opts copyOpts) *copyI
 	c.stops = fastStops(opts.delim, special)
 	c.fast = len(cols) == len(t.Columns)
 	for _, col := range t.Columns {
-		k := kindOf(col.Type)
+		k := kindOf(col.Type, opts.csv)
 		c.ts = append(c.ts, col.Type)
 		c.kinds = append(c.kinds, k)
 		c.fast = c.fast && k != kindSlow

@@ -39,11 +39,13 @@ var copyTypedCols = []struct {
 	{"u NUMERIC", []string{"1.50", "0.000100", "-3", "123456789012345678.5"}, []string{"1e-3", "+7.0"}},
 	{"v VARCHAR(5)", []string{"abc", "héllo", "abcde", ""}, []string{"ab   ", "abcde  "}},
 	{"big BIGINT", []string{"1", "-9", "9223372036854775807"}, []string{"+4"}},
+	{"j JSONB", []string{`{"a": 1, "b": [1, 2]}`, `[1, "x"]`, `{"k": "é"}`, `null`}, []string{` {"x": true} `, `{"a":1,"a":2}`, `3.50`}},
+	{"iv INTERVAL", []string{"1 day", "02:00:00", "1 year 2 mons"}, []string{"P1D", "-1 days +2:03"}},
 }
 
 // TestCopyTypedPG: COPY into a table of INT, SMALLINT, DOUBLE PRECISION,
 // REAL, TIMESTAMP, TIMESTAMPTZ, DATE, TIME, TIMETZ, BOOLEAN, NUMERIC(p,s),
-// NUMERIC, VARCHAR(n) and BIGINT columns reads the rows PostgreSQL 15
+// NUMERIC, VARCHAR(n), BIGINT, JSONB and INTERVAL columns reads the rows PostgreSQL 15
 // reads, in text and CSV, and refuses what it refuses with its SQLSTATE
 // after plain lines (which the one-pass parser reads).
 func TestCopyTypedPG(t *testing.T) {
@@ -70,12 +72,16 @@ func TestCopyTypedPG(t *testing.T) {
 					}
 				case k < 4:
 					v := c.other[r.IntN(len(c.other))]
-					if csv && r.IntN(2) == 0 {
-						v = `"` + v + `"`
+					if csv && (r.IntN(2) == 0 || strings.ContainsAny(v, `",`)) {
+						v = `"` + strings.ReplaceAll(v, `"`, `""`) + `"`
 					}
 					b.WriteString(v)
 				default:
-					b.WriteString(c.plain[r.IntN(len(c.plain))])
+					v := c.plain[r.IntN(len(c.plain))]
+					if csv && strings.ContainsAny(v, `",`) {
+						v = `"` + strings.ReplaceAll(v, `"`, `""`) + `"`
+					}
+					b.WriteString(v)
 				}
 			}
 			b.WriteString("\n")
@@ -122,6 +128,7 @@ func TestCopyTypedPG(t *testing.T) {
 		"ts": {"2026-02-30 00:00:00", "2026-03-04 25:00:00", "garbage", "0000-01-01"}, "tz": {"2026-03-04 05:06:07+99"},
 		"d": {"2026-13-01", "20261301"}, "tm": {"24:00:01"}, "ttz": {"05:06:07+20"}, "b": {"maybe"},
 		"n": {"123456789.0", "abc"}, "u": {"."}, "v": {"abcdef", "héllo!"}, "big": {"99999999999999999999"},
+		"j": {`{"a" 1}`, `{`}, "iv": {"1 fortnight"},
 	}
 	for col, vals := range bad {
 		for _, v := range vals {
