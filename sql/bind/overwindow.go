@@ -107,6 +107,9 @@ func (b *Binder) windowInt(c *ectx, n ast.ExprNode, what string, frame bool) (v 
 		}
 		return 0, false, sqlerr.New(sqlerr.FeatureNotSupported, "%s must be a constant (an expression per row is not supported)", what)
 	}
+	if !frame { // PostgreSQL resolves lag(x, integer): no such function for another type
+		return 0, false, sqlerr.New(sqlerr.UndefinedFunction, "%s must be type integer, not type %s", what, typeName(e.Type()))
+	}
 	return 0, false, sqlerr.New(sqlerr.DatatypeMismatch, "%s must be type integer, not type %s", what, typeName(e.Type()))
 }
 

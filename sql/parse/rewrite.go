@@ -302,6 +302,11 @@ func (r *rewriter) rewrite(from, to int) error {
 					return p.positioned(frameOffsetError(toks, i, from), t)
 				case windowOffsetArg(toks, i, to) >= 0:
 					k := windowOffsetArg(toks, i, to)
+					if a := toks[k]; a.Kind == tNumber && (k+1 >= to || toks[k+1].isOp(",") || toks[k+1].isOp(")")) {
+						// A numeric literal alone, 1.0 or 1e0: PostgreSQL has
+						// lag(x, integer) only.
+						return p.positioned(sqlerr.New(sqlerr.UndefinedFunction, "function %s(anyelement, numeric) does not exist", t.Val), a)
+					}
 					return p.notSupported(toks[k], "the second argument of %s must be an unsigned integer literal (write lead(x, n) for lag(x, -n))", t.Val)
 				case mysqlInfix(toks, i, from, to):
 					return p.syntaxError(next) // as PostgreSQL: a REGEXP b is an alias, then a stray operand

@@ -166,6 +166,8 @@ func TestOverWindowPG(t *testing.T) {
 	for _, e := range []struct{ sql, code string }{
 		{"SELECT nth_value(v, 0) OVER (ORDER BY id) FROM ow", ""},
 		{"SELECT lag(v, 1, 'x') OVER (ORDER BY id) FROM ow", ""},
+		{"SELECT lag(v, 1.0) OVER (ORDER BY id) FROM ow", ""},
+		{"SELECT nth_value(v, 2.5) OVER (ORDER BY id) FROM ow", ""},
 		{"SELECT lag(v, 1, s) OVER (ORDER BY id) FROM ow", ""},
 		{"SELECT first_value(v) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND 1 PRECEDING) FROM ow", ""},
 		{"SELECT first_value(v) OVER (ORDER BY id ROWS BETWEEN 1 FOLLOWING AND CURRENT ROW) FROM ow", ""},
