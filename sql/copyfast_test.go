@@ -37,23 +37,7 @@ func parseMixed(t testing.TB, opts copyOpts, cols []int, data []byte, n int, fas
 	c.stageAt = math.MaxInt
 	c.fast = c.fast && fast
 	defer c.release()
-	err := func() error {
-		for len(data) > 0 && n > 0 {
-			k := min(n, len(data))
-			if err := c.Write(data[:k]); err != nil {
-				return err
-			}
-			data = data[k:]
-		}
-		if err := c.finishInput(); err != nil {
-			return err
-		}
-		return c.flushBatch()
-	}()
-	if err != nil {
-		se := sqlerr.As(err)
-		errText = se.Code + " " + se.Msg + " / " + se.Detail
-	}
+	errText = copyAll(c, data, n)
 	for _, rec := range c.recs {
 		for r := range int(rec.NumRows()) {
 			var sb strings.Builder
@@ -321,4 +305,28 @@ func FuzzCopyFastPath(f *testing.F) {
 			t.Fatalf("fast path: %q, %q; general path: %q, %q", rows, errText, wantRows, wantErr)
 		}
 	})
+}
+
+// copyAll writes data to c in chunks of n bytes, ends the input and
+// completes the last batch, and returns the first error as its code,
+// message and detail (which names the line), "" if none.
+func copyAll(c *copyIn, data []byte, n int) string {
+	err := func() error {
+		for len(data) > 0 && n > 0 {
+			k := min(n, len(data))
+			if err := c.Write(data[:k]); err != nil {
+				return err
+			}
+			data = data[k:]
+		}
+		if err := c.finishInput(); err != nil {
+			return err
+		}
+		return c.flushBatch()
+	}()
+	if err == nil {
+		return ""
+	}
+	se := sqlerr.As(err)
+	return se.Code + " " + se.Msg + " / " + se.Detail
 }

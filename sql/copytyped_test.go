@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -100,23 +99,7 @@ func parseTyped(t testing.TB, opts copyOpts, data []byte, n int, fast bool) (row
 	c.stageAt = math.MaxInt
 	c.fast = c.fast && fast
 	defer c.release()
-	err := func() error {
-		for len(data) > 0 && n > 0 {
-			k := min(n, len(data))
-			if err := c.Write(data[:k]); err != nil {
-				return err
-			}
-			data = data[k:]
-		}
-		if err := c.finishInput(); err != nil {
-			return err
-		}
-		return c.flushBatch()
-	}()
-	if err != nil {
-		se := sqlerr.As(err)
-		errText = se.Code + " " + se.Msg + " / " + se.Detail
-	}
+	errText = copyAll(c, data, n)
 	for _, rec := range c.recs {
 		for r := range int(rec.NumRows()) {
 			var sb strings.Builder
