@@ -110,6 +110,9 @@ func (c *testCluster) start(id string) *node {
 	n.part = &distjob.Part{Node: cn, Self: id, View: "v", Source: "t", DB: db, Server: srv, Conn: c.conns.Get,
 		Spec: exec.JobSpec{ID: view.ID, Name: "v", Plan: plan(), View: view}}
 	go func() { defer close(n.done); n.part.Run(ctx) }()
+	// Before the database closes (cleanups run last first): the part may
+	// be restoring into it when the test ends.
+	t.Cleanup(func() { cancel(); <-n.done })
 	n.peer = httptest.NewServer(distjob.Handler(func(v string) *distjob.Part {
 		if v == "v" {
 			return n.part
