@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamdb/streamdb/exec/disttest"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -33,7 +35,6 @@ import (
 const (
 	splits    = 6
 	instances = 3
-	keys      = 101
 )
 
 var (
@@ -51,8 +52,6 @@ func plan() exec.Plan {
 	return &exec.HashAgg{In: f, Keys: []expr.Expr{col(0)},
 		Aggs: []exec.AggSpec{{Kind: exec.AggCountStar, T: types.TInt64}, {Kind: exec.AggMax, Arg: col(1), T: types.TInt64}}}
 }
-
-func row(s, i int) (int64, int64) { return int64((s*7919 + i*31 + i/7) % keys), int64(i%13) - 6 }
 
 type node struct {
 	id   string
@@ -145,7 +144,7 @@ func appendRows(t *testing.T, db *storage.DB, s, from, to int) {
 	}
 	kb, vb := array.NewInt64Builder(memory.DefaultAllocator), array.NewInt64Builder(memory.DefaultAllocator)
 	for i := from; i < to; i++ {
-		k, v := row(s, i)
+		k, v := disttest.Row(s, i)
 		kb.Append(k)
 		vb.Append(v)
 	}
@@ -202,25 +201,7 @@ type dupErr struct{}
 
 func (*dupErr) Error() string { return "a key is on two nodes" }
 
-func (c *testCluster) batchQuery() map[int64][2]int64 {
-	want := map[int64][2]int64{}
-	for s, n := range c.rows {
-		for i := range n {
-			k, v := row(s, i)
-			if v < -3 {
-				continue
-			}
-			a, ok := want[k]
-			if !ok {
-				a[1] = v
-			}
-			a[0]++
-			a[1] = max(a[1], v)
-			want[k] = a
-		}
-	}
-	return want
-}
+func (c *testCluster) batchQuery() map[int64][2]int64 { return disttest.Want(c.rows) }
 
 // refused counts the reads refused with 55000 while a generation had
 // committed nothing.

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamdb/streamdb/exec/disttest"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -26,7 +28,7 @@ import (
 // epoch the union of the three views equals the batch query over the rows
 // every split had read at that barrier, each key on exactly one node.
 func TestDistributedJobParts(t *testing.T) {
-	const splits, keys, perEpoch = 6, 101, 500
+	const splits, perEpoch = 6, 500
 	nodes := []string{"n1", "n2", "n3"}
 	addrs := map[string]string{}
 	conns := &exchange.Conns{Addr: func(node string) (string, error) { return addrs[node], nil }}
@@ -59,7 +61,6 @@ func TestDistributedJobParts(t *testing.T) {
 		t.Fatal("a view of a stream's rows passes CheckDistShape")
 	}
 	placement := DistPart{Job: "v.1", Instances: []string{"n1", "n2", "n3"}, Splits: []string{"n1", "n2", "n3", "n1", "n2", "n3"}}
-	row := func(s, i int) (int64, int64) { return int64((s*7919 + i*31 + i/7) % keys), int64(i%13) - 6 }
 	dbs := map[string]*storage.DB{}
 	jobs := map[string]*Job{}
 	for _, id := range nodes {
@@ -84,7 +85,7 @@ func TestDistributedJobParts(t *testing.T) {
 		for s := range splits {
 			kb, vb := array.NewInt64Builder(memory.DefaultAllocator), array.NewInt64Builder(memory.DefaultAllocator)
 			for i := read[s]; i < read[s]+perEpoch+s*10; i++ {
-				k, v := row(s, i)
+				k, v := disttest.Row(s, i)
 				kb.Append(k)
 				vb.Append(v)
 			}
@@ -129,22 +130,7 @@ func TestDistributedJobParts(t *testing.T) {
 			jobs[id].Committed(epoch)
 		}
 		// The union of the nodes' views is the batch query.
-		want := map[int64][2]int64{}
-		for s, n := range read {
-			for i := range n {
-				k, v := row(s, i)
-				if v < -3 {
-					continue
-				}
-				a, ok := want[k]
-				if !ok {
-					a[1] = v
-				}
-				a[0]++
-				a[1] = max(a[1], v)
-				want[k] = a
-			}
-		}
+		want := disttest.Want(read)
 		got := map[int64][2]int64{}
 		for _, id := range nodes {
 			n := 0
