@@ -176,3 +176,26 @@ func canonFloat(f float64) float64 {
 	}
 	return f
 }
+
+// Group evaluates the grouping keys exprs over rec (EvalKeys) and writes
+// each row's group in g into gids, adding the groups not yet in g (the
+// rows of a query without keys all fall in group 0). gids is resized to
+// the batch, reusing its array when it is large enough. It returns the
+// ids, the number of groups added (g.Created lists them) and the key
+// columns, which the caller releases.
+func (g *GroupTable) Group(ctx *expr.Ctx, exprs []expr.Expr, rec arrow.RecordBatch, gids []int32) ([]int32, int, []arrow.Array, error) {
+	n := int(rec.NumRows())
+	keys, err := EvalKeys(ctx, exprs, rec)
+	if err != nil {
+		return gids, 0, nil, err
+	}
+	if cap(gids) < n {
+		gids = make([]int32, n)
+	}
+	gids = gids[:n]
+	if len(keys) == 0 {
+		clear(gids)
+		return gids, 0, keys, nil
+	}
+	return gids, g.Lookup(keys, n, gids, true), keys, nil
+}

@@ -248,20 +248,13 @@ func (a *Op) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track bool
 	if n == 0 {
 		return nil
 	}
-	keys, err := accum.EvalKeys(ctx, a.spec.Keys, rec)
+	gids, created, keys, err := a.gt.Group(ctx, a.spec.Keys, rec, a.gids)
 	if err != nil {
 		return err
 	}
 	defer opkit.ReleaseAll(keys)
-	if cap(a.gids) < n {
-		a.gids = make([]int32, n)
-	}
-	gids := a.gids[:n]
-	if len(keys) == 0 {
-		for i := range gids {
-			gids[i] = 0
-		}
-	} else if a.gt.Lookup(keys, n, gids, true) > 0 {
+	a.gids = gids
+	if created > 0 {
 		a.grow()
 		if err := a.created(); err != nil {
 			return err

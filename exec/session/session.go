@@ -239,18 +239,17 @@ func (o *Op) Fold(ectx *expr.Ctx, rec arrow.RecordBatch) error {
 	if n == 0 {
 		return nil
 	}
-	keys, err := accum.EvalKeys(ectx, o.spec.Keys, rec)
+	kids, created, keys, err := o.gt.Group(ectx, o.spec.Keys, rec, o.kids)
 	if err != nil {
 		return err
 	}
 	defer opkit.ReleaseAll(keys)
-	if cap(o.kids) < n {
-		o.kids, o.gids = make([]int32, n), make([]int32, n)
+	o.kids = kids
+	if cap(o.gids) < n {
+		o.gids = make([]int32, n)
 	}
-	kids, gids := o.kids[:n], o.gids[:n]
-	if len(keys) == 0 {
-		clear(kids)
-	} else if o.gt.Lookup(keys, n, kids, true) > 0 {
+	gids := o.gids[:n]
+	if created > 0 {
 		for len(o.byKey) < o.gt.Len() {
 			o.byKey = append(o.byKey, nil)
 		}
