@@ -93,9 +93,11 @@ type Config struct {
 	// of each distributed job (0: only on StartRound).
 	DataflowRound time.Duration
 	// DataflowCheckpoint is how often a round of a distributed view is a
-	// checkpoint round, whose snapshots a new generation restores from
-	// (0: never; a new generation then starts from the sources' start).
-	DataflowCheckpoint time.Duration
+	// checkpoint round, whose snapshots a new generation restores from,
+	// read by the coordinator before each round (nil or 0: never; a new
+	// generation then starts from the last checkpoint, else from the
+	// sources' start).
+	DataflowCheckpoint func() time.Duration
 	// NodeLost is called on every live node for another node whose
 	// membership key went (its lease expired, or it left) and that has not
 	// registered again: it ends what that node left open outside etcd

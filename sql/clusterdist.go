@@ -227,3 +227,11 @@ func (x sessionSnapshots) GatherView(view *storage.TableDef) ([]arrow.RecordBatc
 	recs, err := cd.GatherView(ctx, view.Name)
 	return recs, err == nil, err
 }
+
+// CheckpointInterval is the checkpoint.interval setting of e (0: off):
+// in cluster mode, how often the coordinator makes a distributed view's
+// barrier round a checkpoint round. SET of it is refused in cluster mode
+// (database settings are per node), so it comes from the config file.
+func CheckpointInterval(e *Engine) time.Duration {
+	return e.conf.durationSetting("checkpoint.interval")
+}

@@ -34,6 +34,9 @@ type clusterConf struct {
 	// (testCluster.proxies, by node index), to cut one node off.
 	proxied bool
 	env     map[string][]string // more environment, by node id
+	// settings are top-level lines of every node's config file
+	// (checkpoint.interval = "off"), passed with --config.
+	settings string
 }
 
 // testCluster is a cluster of streamdb processes on one etcd, with a fake
@@ -92,7 +95,7 @@ func (c *testCluster) add(t *testing.T) int {
 	}
 	if len(c.nodes)+1 == c.conf.configNode { // the config file's [cluster] section instead of the flags
 		cfg := filepath.Join(t.TempDir(), "streamdb.toml")
-		toml := fmt.Sprintf("[cluster]\netcd = %q\nnode_id = %q\npeer_listen = %q\nname = %q\nlease_ttl = %q\n",
+		toml := c.conf.settings + fmt.Sprintf("\n[cluster]\netcd = %q\nnode_id = %q\npeer_listen = %q\nname = %q\nlease_ttl = %q\n",
 			ep, id, peer, c.name, leaseTTL.String())
 		if c.storage != "" {
 			toml += fmt.Sprintf("storage = %q\n", c.storage)
@@ -101,6 +104,12 @@ func (c *testCluster) add(t *testing.T) int {
 			t.Fatal(err)
 		}
 		args = []string{"--http", "", "--config", cfg}
+	} else if c.conf.settings != "" {
+		cfg := filepath.Join(t.TempDir(), "streamdb.toml")
+		if err := os.WriteFile(cfg, []byte(c.conf.settings+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", cfg)
 	}
 	env := c.conf.env[id]
 	if c.s3 != nil {
