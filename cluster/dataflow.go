@@ -273,8 +273,10 @@ func (n *Node) RequestRollback(ctx context.Context, view string, gen uint64) err
 // is live, gives the others to the node with the fewest parts of that list
 // (ties: the fewest parts in all, then the smallest id), then moves parts
 // from the most to the least loaded node until they differ by at most
-// one, so a node that joins gets its share. changed reports whether it
-// differs from old (nil: none yet); a change is a new generation.
+// one, so a node that joins gets its share. Splits go only to nodes that
+// run an instance, so with fewer instances than live nodes some nodes
+// hold no part. changed reports whether it differs from old (nil: none
+// yet); a change is a new generation.
 func place(job DistJob, live []string, old *Placement) (p *Placement, changed bool) {
 	total := map[string]int{}
 	p = &Placement{Splits: map[string][]string{}}
@@ -290,8 +292,15 @@ func place(job DistJob, live []string, old *Placement) (p *Placement, changed bo
 		srcs = append(srcs, src)
 	}
 	sort.Strings(srcs)
+	// Splits go to nodes that run an instance: a node's split positions
+	// commit with its own instances' state. With fewer instances than
+	// live nodes, the others hold no part of the job.
+	readers := live
+	if job.Instances < len(live) {
+		readers = p.Nodes()
+	}
 	for _, src := range srcs {
-		p.Splits[src] = placeList(prevSplits[src], job.Splits[src], live, total)
+		p.Splits[src] = placeList(prevSplits[src], job.Splits[src], readers, total)
 		changed = changed || !slices.Equal(p.Splits[src], prevSplits[src])
 	}
 	if changed {

@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -123,6 +124,9 @@ func (p *Part) Run(ctx context.Context) {
 				asked = d.Committed.Epoch // the new generation's round is open
 			}
 			job, err := p.start(pl, d.Checkpoint, d.Committed.Positions[p.Source])
+			if err == nil && job == nil {
+				continue // no part of this generation here
+			}
 			if err != nil {
 				// Another generation tries again (the same parts).
 				p.logf("distributed job part did not start", "gen", gen, "err", err)
@@ -201,9 +205,18 @@ type round struct {
 // start replaces this node's data of the view by what placement pl's part
 // starts from (the committed checkpoint ck's, or nothing) and starts it;
 // its first round reads each of its splits at least to its position in
-// floor (the committed epoch's, by split).
+// floor (the committed epoch's, by split). A node pl gives no part starts
+// nothing (nil job).
 func (p *Part) start(pl *cluster.Placement, ck *cluster.DataflowCheckpoint, floor map[int]uint64) (*exec.Job, error) {
 	p.stop()
+	if !slices.Contains(pl.Nodes(), p.Self) {
+		// No instance and no split here (fewer instances than nodes):
+		// nothing runs, nothing acks, no read asks this node.
+		p.mu.Lock()
+		p.gen, p.pl, p.restored, p.committed = pl.Gen, pl, Restored{}, 0
+		p.mu.Unlock()
+		return nil, p.DB.ResetJobData(p.Spec.ID)
+	}
 	r, err := p.restore(pl, ck)
 	if err != nil {
 		return nil, err

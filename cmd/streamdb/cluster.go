@@ -156,6 +156,9 @@ func (c *clusterEngine) DistPart(view string) (sql.DistPartInfo, bool) {
 		return sql.DistPartInfo{}, false
 	}
 	st := p.Status()
+	if !st.Running && st.Gen > 0 && len(st.Instances) == 0 && len(st.Splits) == 0 {
+		return sql.DistPartInfo{}, false // the placement gives this node no part
+	}
 	desc := fmt.Sprintf("gen %d: instances %s; splits %s; epoch %d", st.Gen, joinInts(st.Instances), joinInts(st.Splits), st.Epoch)
 	return sql.DistPartInfo{Running: st.Running, Desc: desc, RestoredEpoch: st.Restored.Epoch, RowsIn: st.RowsIn}, true
 }
