@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,4 +202,20 @@ func startKafkaCluster(t *testing.T, name string, ddl ...string) ([]*clusterNode
 	c := startCluster(t, name, 3, clusterConf{noStorage: true, extra: []string{"--cluster-kafka", kafkaAddr}})
 	execAll(t, c.conns[0], ddl...)
 	return c.nodes, c.conns
+}
+
+// distRows reads q on node i, its rows sorted; false if it was refused
+// with 55000 (a distributed view whose new generation has committed
+// nothing yet). Any other error fails the test.
+func (c *testCluster) distRows(t *testing.T, i int, q string) ([]string, bool) {
+	t.Helper()
+	got, err := queryRows(c.conns[i], q)
+	if err != nil {
+		if sqlstate(err) != "55000" {
+			t.Fatalf("%s on %s: %v, want rows or 55000", q, c.nodes[i].id, err)
+		}
+		return nil, false
+	}
+	slices.Sort(got)
+	return got, true
 }
