@@ -113,7 +113,8 @@ type Epoch struct {
 	// Snapshot, in an ack of a checkpoint round, is the key prefix of the
 	// node's snapshot of the epoch in its storage.
 	Snapshot string `json:"snapshot,omitempty"`
-	// Positions, per source and split, is where the node's splits were at
+	// Positions, per stream (as the parts name their source's input: the
+	// shared log's topic) and split, is where the node's splits were at
 	// the epoch (in an ack), or, in the committed epoch, the highest
 	// position of each split any committed epoch has read to: a new
 	// generation's first round reads each split at least that far before

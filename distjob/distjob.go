@@ -60,6 +60,11 @@ type Part struct {
 	// SourceID is the id of the view's source table here (its positions
 	// are keyed by it).
 	SourceID uint64
+	// Stream names what the source reads the same on every node (the
+	// shared stream log's topic; "": Source): the committed epoch's split
+	// positions are kept under it, so a source created again under the
+	// same name inherits no positions of the old one.
+	Stream string
 	// Storage returns the storage of node's snapshots of this view (nil,
 	// or a nil Storage: no checkpoints, a new generation starts from its
 	// sources' beginning). SnapDir is where this node keeps its own
@@ -123,7 +128,7 @@ func (p *Part) Run(ctx context.Context) {
 			if d.Round.Gen == pl.Gen {
 				asked = d.Committed.Epoch // the new generation's round is open
 			}
-			job, err := p.start(pl, d.Checkpoint, d.Committed.Positions[p.Source])
+			job, err := p.start(pl, d.Checkpoint, d.Committed.Positions[p.stream()])
 			if err == nil && job == nil {
 				continue // no part of this generation here
 			}
@@ -337,7 +342,15 @@ func (p *Part) positions(pl *cluster.Placement) (map[string]map[int]uint64, erro
 			m[split] = off
 		}
 	}
-	return map[string]map[int]uint64{p.Source: m}, nil
+	return map[string]map[int]uint64{p.stream(): m}, nil
+}
+
+// stream is the key of the source's split positions in etcd.
+func (p *Part) stream() string {
+	if p.Stream != "" {
+		return p.Stream
+	}
+	return p.Source
 }
 
 // noteCommitted releases the snapshots no reader needs: those below the
