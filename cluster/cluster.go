@@ -93,9 +93,11 @@ type Config struct {
 	// of each distributed job (0: only on StartRound).
 	DataflowRound time.Duration
 	// DataflowCheckpoint is how often a round of a distributed view is a
-	// checkpoint round, whose snapshots a new generation restores from
-	// (0: never; a new generation then starts from the sources' start).
-	DataflowCheckpoint time.Duration
+	// checkpoint round, whose snapshots a new generation restores from,
+	// read by the coordinator before each round (nil or 0: never; a new
+	// generation then starts from the last checkpoint, else from the
+	// sources' start).
+	DataflowCheckpoint func() time.Duration
 	// NodeLost is called on every live node for another node whose
 	// membership key went (its lease expired, or it left) and that has not
 	// registered again: it ends what that node left open outside etcd
@@ -209,6 +211,10 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// NodeKey is node's membership key in cluster's etcd keys: present, under
+// the node's lease, while it is a member.
+func NodeKey(cluster, node string) string { return "/streamdb/" + cluster + "/nodes/" + node }
+
 func (n *Node) join(ctx context.Context) error {
 	start, err := readApplied(n.cfg.AppliedFile)
 	if err != nil {
@@ -221,7 +227,7 @@ func (n *Node) join(ctx context.Context) error {
 	}
 	n.sess = sess
 	info, _ := json.Marshal(nodeInfo{PG: n.cfg.PGAddr, Peer: n.cfg.PeerAddr})
-	key := n.prefix + "nodes/" + n.cfg.NodeID
+	key := NodeKey(n.cfg.Cluster, n.cfg.NodeID)
 	// A live node of the same id keeps its key: two processes must not
 	// share an id.
 	resp, err := n.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).

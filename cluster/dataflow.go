@@ -113,6 +113,14 @@ type Epoch struct {
 	// Snapshot, in an ack of a checkpoint round, is the key prefix of the
 	// node's snapshot of the epoch in its storage.
 	Snapshot string `json:"snapshot,omitempty"`
+	// Positions, per stream (as the parts name their source's input: the
+	// shared log's topic) and split, is where the node's splits were at
+	// the epoch (in an ack), or, in the committed epoch, the highest
+	// position of each split any committed epoch has read to: a new
+	// generation's first round reads each split at least that far before
+	// it commits, so the rows a read sees never go backwards across
+	// generations (a restore from an older checkpoint catches up first).
+	Positions map[string]map[int]uint64 `json:"positions,omitempty"`
 }
 
 // DataflowCheckpoint is a distributed job's committed checkpoint: an
@@ -226,14 +234,17 @@ var ErrStalePlacement = errors.New("cluster: the job's placement changed: roll b
 // storage). The ack is under the node's lease and holds only while p is
 // the placement (ErrStalePlacement otherwise).
 func (n *Node) AckEpoch(ctx context.Context, view string, p *Placement, epoch uint64) error {
-	return n.AckSnapshot(ctx, view, p, epoch, "")
+	return n.AckPositions(ctx, view, p, Epoch{Epoch: epoch})
 }
 
-// AckSnapshot is AckEpoch for a checkpoint round: snapshot is the key
-// prefix, in this node's storage, of its part's snapshot at epoch ("":
-// none, and then the epoch is no checkpoint).
-func (n *Node) AckSnapshot(ctx context.Context, view string, p *Placement, epoch uint64, snapshot string) error {
-	v, _ := json.Marshal(Epoch{Gen: p.Gen, Epoch: epoch, Snapshot: snapshot})
+// AckPositions is AckEpoch of a.Epoch with the positions of the node's
+// splits at that epoch (a.Positions) and, for a checkpoint round, the key
+// prefix of the node's snapshot of the epoch in its storage (a.Snapshot;
+// "": none, and then the epoch is no checkpoint). a.Gen is p's.
+func (n *Node) AckPositions(ctx context.Context, view string, p *Placement, a Epoch) error {
+	epoch := a.Epoch
+	a.Gen, a.Checkpoint = p.Gen, false
+	v, _ := json.Marshal(a)
 	pk := n.dataflowKey(view) + "placement"
 	resp, err := n.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(pk), "=", p.Rev)).
 		Then(clientv3.OpPut(n.dataflowKey(view)+"acks/"+n.cfg.NodeID, string(v), clientv3.WithLease(n.sess.Lease()))).Commit()
@@ -263,8 +274,10 @@ func (n *Node) RequestRollback(ctx context.Context, view string, gen uint64) err
 // is live, gives the others to the node with the fewest parts of that list
 // (ties: the fewest parts in all, then the smallest id), then moves parts
 // from the most to the least loaded node until they differ by at most
-// one, so a node that joins gets its share. changed reports whether it
-// differs from old (nil: none yet); a change is a new generation.
+// one, so a node that joins gets its share. Splits go only to nodes that
+// run an instance, so with fewer instances than live nodes some nodes
+// hold no part. changed reports whether it differs from old (nil: none
+// yet); a change is a new generation.
 func place(job DistJob, live []string, old *Placement) (p *Placement, changed bool) {
 	total := map[string]int{}
 	p = &Placement{Splits: map[string][]string{}}
@@ -280,8 +293,15 @@ func place(job DistJob, live []string, old *Placement) (p *Placement, changed bo
 		srcs = append(srcs, src)
 	}
 	sort.Strings(srcs)
+	// Splits go to nodes that run an instance: a node's split positions
+	// commit with its own instances' state. With fewer instances than
+	// live nodes, the others hold no part of the job.
+	readers := live
+	if job.Instances < len(live) {
+		readers = p.Nodes()
+	}
 	for _, src := range srcs {
-		p.Splits[src] = placeList(prevSplits[src], job.Splits[src], live, total)
+		p.Splits[src] = placeList(prevSplits[src], job.Splits[src], readers, total)
 		changed = changed || !slices.Equal(p.Splits[src], prevSplits[src])
 	}
 	if changed {
@@ -453,7 +473,7 @@ func (n *Node) dataflowJob(ctx context.Context, l *leadership, job DistJob, live
 	}
 	if low > d.Committed.Epoch && low <= d.Round.Epoch {
 		ek := n.dataflowKey(job.View) + "epoch"
-		v, _ := json.Marshal(Epoch{Gen: p.Gen, Epoch: low})
+		v, _ := json.Marshal(Epoch{Gen: p.Gen, Epoch: low, Positions: floorPositions(d, p)})
 		ops := []clientv3.Op{clientv3.OpPut(ek, string(v))}
 		if ck := checkpointOf(p, d, low); ck != nil {
 			cv, _ := json.Marshal(ck)
@@ -476,7 +496,11 @@ func (n *Node) dataflowJob(ctx context.Context, l *leadership, job DistJob, live
 	}
 	// A round is a checkpoint round at most every Config.DataflowCheckpoint
 	// (views cannot hold '/': "ckpt/<view>" is no view's entry).
-	ckpt := n.cfg.DataflowCheckpoint > 0 && time.Since(asked["ckpt/"+job.View]) >= n.cfg.DataflowCheckpoint
+	every := time.Duration(0)
+	if n.cfg.DataflowCheckpoint != nil {
+		every = n.cfg.DataflowCheckpoint()
+	}
+	ckpt := every > 0 && time.Since(asked["ckpt/"+job.View]) >= every
 	_, err = n.startRound(ctx, l, job.View, p, d, ckpt)
 	if err == nil {
 		asked[job.View] = time.Now()
@@ -485,6 +509,35 @@ func (n *Node) dataflowJob(ctx context.Context, l *leadership, job DistJob, live
 		}
 	}
 	return err
+}
+
+// floorPositions is what the committed epoch records as its positions:
+// per split, the highest of the last committed epoch's and of the acks of
+// placement p's nodes (an ack may be of a later epoch than the one
+// committed: its positions are a floor all the same, since a split only
+// moves forward).
+func floorPositions(d Dataflow, p *Placement) map[string]map[int]uint64 {
+	out := map[string]map[int]uint64{}
+	add := func(ps map[string]map[int]uint64) {
+		for src, m := range ps {
+			if out[src] == nil {
+				out[src] = map[int]uint64{}
+			}
+			for split, pos := range m {
+				out[src][split] = max(out[src][split], pos)
+			}
+		}
+	}
+	add(d.Committed.Positions)
+	for _, id := range p.Nodes() {
+		if a, ok := d.Acks[id]; ok && a.Gen == p.Gen {
+			add(a.Positions)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // checkpointOf is the checkpoint that committing epoch under placement p

@@ -82,7 +82,7 @@ func TestDataflowCommitRule(t *testing.T) {
 	if err := other.AckEpoch(ctx, "w", p, 1); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("epoch 1 committed", func(d cluster.Dataflow) bool { return d.Committed == cluster.Epoch{Gen: p.Gen, Epoch: 1} })
+	waitFor("epoch 1 committed", func(d cluster.Dataflow) bool { return d.Committed.Gen == p.Gen && d.Committed.Epoch == 1 })
 	// A stale placement's ack is refused.
 	stale := *p
 	stale.Rev--

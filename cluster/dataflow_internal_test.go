@@ -82,3 +82,46 @@ func TestCheckpointOf(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceFewerInstances: with fewer instances than live nodes, the
+// splits go only to the nodes that run an instance (a node's split
+// positions commit with its own instances' state); the other nodes hold
+// no part, and a node that joins changes nothing.
+func TestPlaceFewerInstances(t *testing.T) {
+	job := DistJob{View: "v", Instances: 2, Splits: map[string]int{"a": 3}}
+	p, _ := place(job, []string{"n1", "n2", "n3"}, nil)
+	if !slices.Equal(p.Nodes(), []string{"n1", "n2"}) {
+		t.Fatalf("2 instances on 3 nodes: parts on %v, want n1 and n2: %+v", p.Nodes(), p)
+	}
+	for _, id := range p.Splits["a"] {
+		if len(p.InstancesOf(id)) == 0 {
+			t.Fatalf("split on %s, which runs no instance: %+v", id, p)
+		}
+	}
+	if q, changed := place(job, []string{"n1", "n2", "n3", "n4"}, p); changed || q.Gen != p.Gen {
+		t.Fatalf("n4 joined: %+v (changed %v), want no change", q, changed)
+	}
+	q, changed := place(job, []string{"n1", "n3"}, p)
+	if !changed || !slices.Equal(q.Nodes(), []string{"n1", "n3"}) || q.InstancesOf("n1")[0] != p.InstancesOf("n1")[0] {
+		t.Fatalf("n2 gone: %+v (changed %v), want its instance and splits on n3", q, changed)
+	}
+}
+
+// TestFloorPositions: the committed epoch records, per split, the highest
+// position of the last committed epoch and of the current generation's
+// acks; an ack of a node outside the placement adds nothing.
+func TestFloorPositions(t *testing.T) {
+	p := &Placement{Gen: 3, Instances: []string{"n1", "n2"}, Splits: map[string][]string{"s": {"n1", "n2"}}}
+	d := Dataflow{
+		Committed: Epoch{Gen: 2, Epoch: 9, Positions: map[string]map[int]uint64{"s": {0: 50, 1: 70}}},
+		Acks: map[string]Epoch{
+			"n1": {Gen: 3, Epoch: 10, Positions: map[string]map[int]uint64{"s": {0: 40}}},
+			"n2": {Gen: 3, Epoch: 10, Positions: map[string]map[int]uint64{"s": {1: 90}}},
+			"n3": {Gen: 2, Epoch: 9, Positions: map[string]map[int]uint64{"s": {0: 999}}},
+		},
+	}
+	got := floorPositions(d, p)
+	if len(got) != 1 || got["s"][0] != 50 || got["s"][1] != 90 {
+		t.Fatalf("floor positions %v, want s: 0 at 50, 1 at 90", got)
+	}
+}

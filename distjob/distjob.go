@@ -4,7 +4,7 @@
 // starts the part of each generation (exec.JobSpec.Dist: the node's source
 // splits and aggregate instances, the others reached over the Flight
 // exchange), injects each round's barrier, commits the node's part of the
-// epoch into its own database, acknowledges it (cluster.Node.AckEpoch) and
+// epoch into its own database, acknowledges it with its splits' positions (cluster.Node.AckPositions) and
 // keeps a snapshot of each epoch a reader may still ask for, so a read at
 // the committed cluster epoch gathers every node's rows at that one epoch
 // (Gather).
@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -59,6 +60,11 @@ type Part struct {
 	// SourceID is the id of the view's source table here (its positions
 	// are keyed by it).
 	SourceID uint64
+	// Stream names what the source reads the same on every node (the
+	// shared stream log's topic; "": Source): the committed epoch's split
+	// positions are kept under it, so a source created again under the
+	// same name inherits no positions of the old one.
+	Stream string
 	// Storage returns the storage of node's snapshots of this view (nil,
 	// or a nil Storage: no checkpoints, a new generation starts from its
 	// sources' beginning). SnapDir is where this node keeps its own
@@ -122,7 +128,10 @@ func (p *Part) Run(ctx context.Context) {
 			if d.Round.Gen == pl.Gen {
 				asked = d.Committed.Epoch // the new generation's round is open
 			}
-			job, err := p.start(pl, d.Checkpoint)
+			job, err := p.start(pl, d.Checkpoint, d.Committed.Positions[p.stream()])
+			if err == nil && job == nil {
+				continue // no part of this generation here
+			}
 			if err != nil {
 				// Another generation tries again (the same parts).
 				p.logf("distributed job part did not start", "gen", gen, "err", err)
@@ -164,7 +173,7 @@ func (p *Part) ask(epoch round) {
 // job stops: the watch loop never waits for a round, so a new placement
 // always reaches it (a round can wait forever for a peer that skipped the
 // generation; stopping the job ends that wait).
-func (p *Part) drive(ctx context.Context, job *exec.Job, pl *cluster.Placement, rounds chan round, done chan struct{}) {
+func (p *Part) drive(ctx context.Context, job *exec.Job, pl *cluster.Placement, floor storage.Cut, rounds chan round, done chan struct{}) {
 	defer close(done)
 	first := true
 	for {
@@ -174,8 +183,13 @@ func (p *Part) drive(ctx context.Context, job *exec.Job, pl *cluster.Placement, 
 		case <-ctx.Done():
 			return
 		}
-		// The first round of a generation catches up with the sources,
-		// so it commits at least what the last one did.
+		// The first round of a generation catches up with the sources:
+		// each split reads at least to its position in the last committed
+		// epoch, so it commits at least what that one did (reads never go
+		// back across generations).
+		if first {
+			e.floor = floor
+		}
 		if err := p.round(ctx, job, pl, e, first); err != nil {
 			if ctx.Err() == nil {
 				job.Fail(err)
@@ -189,13 +203,25 @@ func (p *Part) drive(ctx context.Context, job *exec.Job, pl *cluster.Placement, 
 // round is a barrier round the part is asked to run.
 type round struct {
 	epoch      uint64
-	checkpoint bool // snapshot the part to storage before the ack
+	checkpoint bool        // snapshot the part to storage before the ack
+	floor      storage.Cut // the first round's: where each local split reads to at least
 }
 
 // start replaces this node's data of the view by what placement pl's part
-// starts from (the committed checkpoint ck's, or nothing) and starts it.
-func (p *Part) start(pl *cluster.Placement, ck *cluster.DataflowCheckpoint) (*exec.Job, error) {
+// starts from (the committed checkpoint ck's, or nothing) and starts it;
+// its first round reads each of its splits at least to its position in
+// floor (the committed epoch's, by split). A node pl gives no part starts
+// nothing (nil job).
+func (p *Part) start(pl *cluster.Placement, ck *cluster.DataflowCheckpoint, floor map[int]uint64) (*exec.Job, error) {
 	p.stop()
+	if !slices.Contains(pl.Nodes(), p.Self) {
+		// No instance and no split here (fewer instances than nodes):
+		// nothing runs, nothing acks, no read asks this node.
+		p.mu.Lock()
+		p.gen, p.pl, p.restored, p.committed = pl.Gen, pl, Restored{}, 0
+		p.mu.Unlock()
+		return nil, p.DB.ResetJobData(p.Spec.ID)
+	}
 	r, err := p.restore(pl, ck)
 	if err != nil {
 		return nil, err
@@ -213,7 +239,13 @@ func (p *Part) start(pl *cluster.Placement, ck *cluster.DataflowCheckpoint) (*ex
 	p.mu.Lock()
 	p.gen, p.job, p.rounds, p.driven, p.cancelDrive, p.restored, p.pl, p.committed = pl.Gen, job, rounds, done, cancel, r, pl, 0
 	p.mu.Unlock()
-	go p.drive(ctx, job, pl, rounds, done)
+	cut := storage.Cut{}
+	for _, split := range pl.SplitsOf(p.Self)[p.Source] {
+		if pos, ok := floor[split]; ok {
+			cut[storage.LogPart{Table: p.SourceID, Part: uint32(split)}] = pos
+		}
+	}
+	go p.drive(ctx, job, pl, cut, rounds, done)
 	return job, nil
 }
 
@@ -251,7 +283,7 @@ func (p *Part) jobErr() error {
 // writes here, keeps a snapshot of them for readers and acknowledges it.
 func (p *Part) round(ctx context.Context, job *exec.Job, pl *cluster.Placement, r round, catchUp bool) error {
 	epoch := r.epoch
-	if err := job.InjectBarrier(ctx, &exec.Barrier{Epoch: epoch, CatchUp: catchUp}); err != nil {
+	if err := job.InjectBarrier(ctx, &exec.Barrier{Epoch: epoch, CatchUp: catchUp, Cut: r.floor}); err != nil {
 		return err
 	}
 	w, err := job.AwaitBarrier(ctx, epoch)
@@ -282,11 +314,43 @@ func (p *Part) round(ctx context.Context, job *exec.Job, pl *cluster.Placement, 
 			p.logf("distributed job part: snapshot not taken (the epoch is no checkpoint)", "epoch", epoch, "err", err)
 		}
 	}
-	err = p.Node.AckSnapshot(ctx, p.View, pl, epoch, prefix)
+	pos, err := p.positions(pl)
+	if err != nil {
+		return err
+	}
+	err = p.Node.AckPositions(ctx, p.View, pl, cluster.Epoch{Epoch: epoch, Snapshot: prefix, Positions: pos})
 	if errors.Is(err, cluster.ErrStalePlacement) {
 		return nil // the next placement rolls this part back
 	}
 	return err
+}
+
+// positions reads where this node's splits of placement pl are in its
+// database (as the epoch just committed left them), for its ack.
+func (p *Part) positions(pl *cluster.Placement) (map[string]map[int]uint64, error) {
+	splits := pl.SplitsOf(p.Self)[p.Source]
+	if len(splits) == 0 {
+		return nil, nil
+	}
+	m := make(map[int]uint64, len(splits))
+	for _, split := range splits {
+		off, ok, err := p.DB.LoadOffset(p.Spec.ID, p.SourceID, uint32(split))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			m[split] = off
+		}
+	}
+	return map[string]map[int]uint64{p.stream(): m}, nil
+}
+
+// stream is the key of the source's split positions in etcd.
+func (p *Part) stream() string {
+	if p.Stream != "" {
+		return p.Stream
+	}
+	return p.Source
 }
 
 // noteCommitted releases the snapshots no reader needs: those below the

@@ -225,6 +225,26 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 				}
 			}
 		}
+		// A cut on a connector split is a floor: the split reads at least
+		// to that position before the barrier passes (a distributed job's
+		// new generation catching up with the last committed epoch, whose
+		// positions its placement recorded).
+		if floor, ok := b.Cut[storage.LogPart{Table: s.n.src.ID, Part: part}]; ok {
+			for !done && uint64(r.Position()) < floor {
+				more, err := read()
+				if err != nil {
+					return err
+				}
+				if more {
+					continue
+				}
+				select {
+				case <-j.ctx.Done():
+					return j.ctx.Err()
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}
 		m := msg{barrier: b, w: w}
 		if j.durable() {
 			w.SetOffset(j.spec.ID, s.n.src.ID, part, uint64(r.Position()))

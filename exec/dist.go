@@ -123,8 +123,8 @@ func newDistWiring(g *graph, d *DistPart) (*distWiring, error) {
 	w := &distWiring{d: d, src: src, agg: agg}
 	if len(w.localSplits()) > 0 && len(d.Instances) > 0 && w.firstLocalInstance() < 0 {
 		// Its splits' positions commit with its own sink, which needs an
-		// instance to carry them (the placement gives every node one when
-		// there are at least as many instances as nodes).
+		// instance to carry them (the placement puts splits only on nodes
+		// that run an instance: cluster.place).
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "distributed job %s: node %s reads splits but runs no aggregate instance", d.Job, d.Self)
 	}
 	return w, nil

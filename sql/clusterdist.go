@@ -64,8 +64,11 @@ type DistView struct {
 	Name string
 	// Source names the view's source; Splits is its number of splits
 	// (partitions) and Instances the view's number of aggregate instances.
-	Source            string
-	SourceID          uint64 // the source table's id here
+	Source   string
+	SourceID uint64 // the source table's id here
+	// Topic is the source's topic in the shared stream log: the same on
+	// every node, and another for a table created again.
+	Topic             string
 	Splits, Instances int
 	// Spec is the view's job, for a node's part (distjob.Part), over DB.
 	Spec exec.JobSpec
@@ -121,10 +124,11 @@ func DistributedViews(e *Engine) []DistView {
 		e.mu.Unlock()
 		src := viewSources(def)[0]
 		var srcID uint64
-		if t := tableOrNil(e, src); t != nil {
+		t := tableOrNil(e, src)
+		if t != nil {
 			srcID = t.ID
 		}
-		out = append(out, DistView{Name: def.Name, Source: src, SourceID: srcID, Splits: splits, Instances: inst, Spec: spec, DB: e.db})
+		out = append(out, DistView{Name: def.Name, Source: src, SourceID: srcID, Topic: logTopic(t), Splits: splits, Instances: inst, Spec: spec, DB: e.db})
 	}
 	return out
 }
@@ -226,4 +230,12 @@ func (x sessionSnapshots) GatherView(view *storage.TableDef) ([]arrow.RecordBatc
 	defer cancel()
 	recs, err := cd.GatherView(ctx, view.Name)
 	return recs, err == nil, err
+}
+
+// CheckpointInterval is the checkpoint.interval setting of e (0: off):
+// in cluster mode, how often the coordinator makes a distributed view's
+// barrier round a checkpoint round. SET of it is refused in cluster mode
+// (database settings are per node), so it comes from the config file.
+func CheckpointInterval(e *Engine) time.Duration {
+	return e.conf.durationSetting("checkpoint.interval")
 }

@@ -156,6 +156,9 @@ func (c *clusterEngine) DistPart(view string) (sql.DistPartInfo, bool) {
 		return sql.DistPartInfo{}, false
 	}
 	st := p.Status()
+	if !st.Running && st.Gen > 0 && len(st.Instances) == 0 && len(st.Splits) == 0 {
+		return sql.DistPartInfo{}, false // the placement gives this node no part
+	}
 	desc := fmt.Sprintf("gen %d: instances %s; splits %s; epoch %d", st.Gen, joinInts(st.Instances), joinInts(st.Splits), st.Epoch)
 	return sql.DistPartInfo{Running: st.Running, Desc: desc, RestoredEpoch: st.Restored.Epoch, RowsIn: st.RowsIn}, true
 }
@@ -204,8 +207,9 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 		RebalanceOnJoin: true,
 		Distributed:     func() []cluster.DistJob { return distJobs(eng) },
 		DataflowRound:   distRound,
-		// Checkpoints of distributed views only with --cluster-storage.
-		DataflowCheckpoint: distCheckpointEvery(c.storage),
+		// Checkpoints of distributed views only with --cluster-storage,
+		// every checkpoint.interval of the coordinator's.
+		DataflowCheckpoint: distCheckpointEvery(c.storage, eng),
 		NodeLost:           func(ctx context.Context, node string) error { return sql.FenceLostNode(ctx, eng, node) }})
 	if err != nil {
 		if pl != nil {
@@ -236,19 +240,17 @@ func joinCluster(c clusterFlags, ce *clusterEngine, eng *sql.Engine, pgAddr, dat
 // distributed view: the staleness of its reads.
 const distRound = 250 * time.Millisecond
 
-// distCheckpoint is how often a round of a distributed view is a
-// checkpoint round (each node uploads its part's snapshot; a new
-// generation restores from the last committed one): the most a recovery
-// replays from the stream log.
-const distCheckpoint = 2 * time.Second
-
-// distCheckpointEvery is cluster.Config.DataflowCheckpoint: none without
-// cluster storage.
-func distCheckpointEvery(storage string) time.Duration {
+// distCheckpointEvery is cluster.Config.DataflowCheckpoint: how often a
+// round of a distributed view is a checkpoint round (each node uploads its
+// part's snapshot; a new generation restores from the last committed one),
+// the most a recovery replays from the stream log. It is the
+// checkpoint.interval setting of the node that coordinates (its config
+// file; off: none), and none without cluster storage.
+func distCheckpointEvery(storage string, eng *sql.Engine) func() time.Duration {
 	if storage == "" {
-		return 0
+		return nil
 	}
-	return distCheckpoint
+	return func() time.Duration { return sql.CheckpointInterval(eng) }
 }
 
 // streamLogConfig is the shared stream log of --cluster-kafka (nil: none).

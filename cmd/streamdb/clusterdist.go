@@ -136,7 +136,7 @@ func (d *distParts) reconcile() {
 		if d.parts[name] != nil {
 			continue
 		}
-		p := &distjob.Part{Node: d.node, Self: d.node.ID(), View: name, Source: v.Source, SourceID: v.SourceID, DB: v.DB, Spec: v.Spec,
+		p := &distjob.Part{Node: d.node, Self: d.node.ID(), View: name, Source: v.Source, SourceID: v.SourceID, Stream: v.Topic, DB: v.DB, Spec: v.Spec,
 			Server: exchangeServer, Conn: d.conns.Get, Log: d.log,
 			SnapDir: filepath.Join(d.dataDir, "distjob", fmt.Sprintf("%s-%d", name, v.Spec.ID))}
 		if d.storage != "" {

@@ -252,7 +252,7 @@ func run() error {
 		return err
 	}
 	if leaseLost {
-		return fmt.Errorf("the cluster lease was lost: restart the node to rejoin")
+		return rejoinWhenReachable(cl, sigs, log) // clusterrejoin.go
 	}
 	return nil
 }

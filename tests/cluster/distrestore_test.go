@@ -55,15 +55,8 @@ func TestClusterDistributedRestore(t *testing.T) {
 	exact := func(what string, i int, want func() []string) time.Duration {
 		t.Helper()
 		return waitUntil(t, 60*time.Second, what+" on "+c.nodes[i].id, func() bool {
-			got, err := queryRows(c.conns[i], view)
-			if err != nil {
-				if sqlstate(err) != "55000" {
-					t.Fatalf("%s: %s on %s: %v, want rows or 55000", what, view, c.nodes[i].id, err)
-				}
-				return false
-			}
-			slices.Sort(got)
-			return slices.Equal(got, want())
+			got, ok := c.distRows(t, i, view)
+			return ok && slices.Equal(got, want())
 		})
 	}
 	batchRows := func(i int) []string {

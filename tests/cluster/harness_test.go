@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,9 @@ type clusterConf struct {
 	// (testCluster.proxies, by node index), to cut one node off.
 	proxied bool
 	env     map[string][]string // more environment, by node id
+	// settings are top-level lines of every node's config file
+	// (checkpoint.interval = "off"), passed with --config.
+	settings string
 }
 
 // testCluster is a cluster of streamdb processes on one etcd, with a fake
@@ -92,7 +96,7 @@ func (c *testCluster) add(t *testing.T) int {
 	}
 	if len(c.nodes)+1 == c.conf.configNode { // the config file's [cluster] section instead of the flags
 		cfg := filepath.Join(t.TempDir(), "streamdb.toml")
-		toml := fmt.Sprintf("[cluster]\netcd = %q\nnode_id = %q\npeer_listen = %q\nname = %q\nlease_ttl = %q\n",
+		toml := c.conf.settings + fmt.Sprintf("\n[cluster]\netcd = %q\nnode_id = %q\npeer_listen = %q\nname = %q\nlease_ttl = %q\n",
 			ep, id, peer, c.name, leaseTTL.String())
 		if c.storage != "" {
 			toml += fmt.Sprintf("storage = %q\n", c.storage)
@@ -101,6 +105,12 @@ func (c *testCluster) add(t *testing.T) int {
 			t.Fatal(err)
 		}
 		args = []string{"--http", "", "--config", cfg}
+	} else if c.conf.settings != "" {
+		cfg := filepath.Join(t.TempDir(), "streamdb.toml")
+		if err := os.WriteFile(cfg, []byte(c.conf.settings+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", cfg)
 	}
 	env := c.conf.env[id]
 	if c.s3 != nil {
@@ -192,4 +202,20 @@ func startKafkaCluster(t *testing.T, name string, ddl ...string) ([]*clusterNode
 	c := startCluster(t, name, 3, clusterConf{noStorage: true, extra: []string{"--cluster-kafka", kafkaAddr}})
 	execAll(t, c.conns[0], ddl...)
 	return c.nodes, c.conns
+}
+
+// distRows reads q on node i, its rows sorted; false if it was refused
+// with 55000 (a distributed view whose new generation has committed
+// nothing yet). Any other error fails the test.
+func (c *testCluster) distRows(t *testing.T, i int, q string) ([]string, bool) {
+	t.Helper()
+	got, err := queryRows(c.conns[i], q)
+	if err != nil {
+		if sqlstate(err) != "55000" {
+			t.Fatalf("%s on %s: %v, want rows or 55000", q, c.nodes[i].id, err)
+		}
+		return nil, false
+	}
+	slices.Sort(got)
+	return got, true
 }
