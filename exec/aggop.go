@@ -85,7 +85,7 @@ func (j *Job) oldRows(root bool) bool {
 // updates the job's counters (runOp then checks the memory limit,
 // sizedOp).
 func (n *aggNode) Push(ectx *expr.Ctx, c Chunk, in int) error {
-	if err := failpoint(n.j.spec.Name, "agg"); err != nil {
+	if err := Failpoint(n.j.spec.Name, "agg"); err != nil {
 		c.Rec.Release()
 		return err
 	}

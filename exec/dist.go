@@ -54,16 +54,16 @@ const distShuffleEdge = 0
 // CheckDistShape reports whether plan, compiled with the given
 // parallelism, has the one shape that runs distributed (see DistPart):
 // nil if it has, a 0A000 error saying why not otherwise.
-func CheckDistShape(plan Plan, parallelism int) error {
-	_, err := DistSplits(plan, parallelism)
+func CheckDistShape(p Plan, parallelism int) error {
+	_, err := DistSplits(p, parallelism)
 	return err
 }
 
 // DistSplits is CheckDistShape that also returns the number of splits
-// (partitions) of the plan's source, which a placement spreads over the
+// (partitions) of p's source, which a placement spreads over the
 // nodes.
-func DistSplits(plan Plan, parallelism int) (int, error) {
-	g, err := compile(plan, max(1, parallelism))
+func DistSplits(p Plan, parallelism int) (int, error) {
+	g, err := compile(p, max(1, parallelism))
 	if err != nil {
 		return 0, err
 	}

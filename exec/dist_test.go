@@ -50,9 +50,9 @@ func TestDistributedJobParts(t *testing.T) {
 		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "n", Type: types.TInt64}, {Name: "m", Type: types.TInt64}}}
 	filter := &Filter{In: &ScanStream{Table: src}, Pred: &expr.Func{Name: ">=", Args: []expr.Expr{col(1, types.TInt64),
 		&expr.Const{D: types.Int(-3), T: types.TInt64}}, T: types.TBool}}
-	plan := &HashAgg{In: filter, Keys: []expr.Expr{col(0, types.TInt64)},
+	pl := &HashAgg{In: filter, Keys: []expr.Expr{col(0, types.TInt64)},
 		Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}, {Kind: AggMax, Arg: col(1, types.TInt64), T: types.TInt64}}}
-	if err := CheckDistShape(plan, 3); err != nil {
+	if err := CheckDistShape(pl, 3); err != nil {
 		t.Fatal(err)
 	}
 	if err := CheckDistShape(&ScanStream{Table: src}, 3); err == nil {
@@ -71,7 +71,7 @@ func TestDistributedJobParts(t *testing.T) {
 		dbs[id] = db
 		part := placement
 		part.Self, part.Server, part.Conn = id, srvs[id], conns.Get
-		j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: plan, View: view, Parallelism: 3, Dist: &part})
+		j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: pl, View: view, Parallelism: 3, Dist: &part})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,15 +55,15 @@ func testEpochBound(t *testing.T, cache int64, bound int, rowsView bool) {
 	}
 	view := &storage.TableDef{ID: 2, Name: "v", Kind: storage.KindView, KeyCols: []int{0},
 		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "n", Type: types.TInt64}}}
-	var plan Plan = &HashAgg{In: &ScanStream{Table: src}, Keys: []expr.Expr{col(0, types.TInt64)},
+	var pl Plan = &HashAgg{In: &ScanStream{Table: src}, Keys: []expr.Expr{col(0, types.TInt64)},
 		Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}}
 	writes := 2 // a changed group is a state write and a view row
 	if rowsView {
-		plan, writes = &ScanStream{Table: src}, 1
+		pl, writes = &ScanStream{Table: src}, 1
 	}
 	full := make(chan struct{}, 1)
 	var pokes atomic.Int64
-	j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: plan, View: view, Parallelism: 2,
+	j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: pl, View: view, Parallelism: 2,
 		MaxEpochGroups: maxGroups, StateCacheBytes: cache, EpochFull: func() {
 			pokes.Add(1)
 			select {
@@ -168,9 +168,9 @@ func TestLateAckCommitsWithNextEpoch(t *testing.T) {
 	}
 	view := &storage.TableDef{ID: 2, Name: "v", Kind: storage.KindView, KeyCols: []int{0},
 		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "n", Type: types.TInt64}}}
-	plan := &HashAgg{In: &ScanStream{Table: src}, Keys: []expr.Expr{col(0, types.TInt64)},
+	pl := &HashAgg{In: &ScanStream{Table: src}, Keys: []expr.Expr{col(0, types.TInt64)},
 		Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}}
-	j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: plan, View: view, Parallelism: 2})
+	j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: pl, View: view, Parallelism: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

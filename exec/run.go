@@ -32,7 +32,7 @@ func Run(ctx *Ctx, p Plan, emit func(arrow.RecordBatch) error) error {
 	if err := CheckBounded(p); err != nil {
 		return err
 	}
-	if err := failpoint("query", "run"); err != nil { // tests: a batch query's failure or panic
+	if err := Failpoint("query", "run"); err != nil { // tests: a batch query's failure or panic
 		return err
 	}
 	return run(ctx, p, emit)

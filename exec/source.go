@@ -201,7 +201,7 @@ func (j *Job) emitSnapshot(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part 
 // edge's stages applied. It owns rec.
 func (j *Job) route(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part uint32, first uint64, rec arrow.RecordBatch, outs []*outlet) error {
 	defer rec.Release()
-	if err := failpoint(j.spec.Name, "source"); err != nil {
+	if err := Failpoint(j.spec.Name, "source"); err != nil {
 		return err
 	}
 	s.wm[part].observe(rec)

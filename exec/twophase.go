@@ -139,7 +139,7 @@ func (r *SinkRunner) PrepareCommit(checkpoint uint64, b *storage.Batch) {
 // CheckpointDurable is phase two: the checkpoint that stored the sink's
 // transaction is synced, so the sink may commit it.
 func (r *SinkRunner) CheckpointDurable(checkpoint uint64) {
-	_ = failpoint(r.name, "sink_durable")
+	_ = Failpoint(r.name, "sink_durable")
 	r.mu.Lock()
 	switch {
 	case r.mu.snapPrep != nil && r.mu.snapPrep.checkpoint == checkpoint:
@@ -214,7 +214,7 @@ func (r *SinkRunner) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := failpoint(r.name, "sink_recover"); err != nil {
+	if err := Failpoint(r.name, "sink_recover"); err != nil {
 		return err
 	}
 	rec, ok, err := r.db.LoadSinkCommit(r.id)
@@ -323,13 +323,13 @@ func (r *SinkRunner) send(ctx context.Context, t *connector.SinkTxn) error {
 	if err != nil {
 		return err
 	}
-	if err := failpoint(r.name, "sink_precommit"); err != nil {
+	if err := Failpoint(r.name, "sink_precommit"); err != nil {
 		return err
 	}
 	if err := r.conn.Commit(ctx); err != nil {
 		return err
 	}
-	if err := failpoint(r.name, "sink_postcommit"); err != nil {
+	if err := Failpoint(r.name, "sink_postcommit"); err != nil {
 		return err
 	}
 	r.mu.Lock()
