@@ -4,6 +4,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -15,7 +16,7 @@ type groupTable = accum.GroupTable
 
 func newGroupTable(ts []types.T) *groupTable { return accum.NewGroupTable(ts) }
 
-func newAccum(s AggSpec, retract bool) accum.Accum { return accum.New(s, retract) }
+func newAccum(s plan.AggSpec, retract bool) accum.Accum { return accum.New(s, retract) }
 
 func canonKeys(ctx *expr.Ctx, keys []arrow.Array, exprs []expr.Expr) {
 	accum.CanonKeys(ctx, keys, exprs)

@@ -1,4 +1,4 @@
-package exec
+package plan
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -30,72 +31,12 @@ func (p *LateralFuncScan) Types() []types.T {
 	return append(append([]types.T(nil), p.In.Types()...), p.T)
 }
 
-func runLateralFuncScan(ctx *Ctx, p *LateralFuncScan, emit func(arrow.RecordBatch) error) error {
-	rec, err := collect(ctx, p.In)
-	if err != nil || rec == nil {
-		return err
-	}
-	defer rec.Release()
-	if p.Func == "unnest" {
-		out, _, err := p.expand(ctx.Expr, ctx.alloc(), rec)
-		if err != nil {
-			return err
-		}
-		return emit(out)
-	}
-	argv := make([]arrow.Array, len(p.Args))
-	for i, e := range p.Args {
-		a, err := expr.Eval(ctx.Expr, e, rec)
-		if err != nil {
-			return err
-		}
-		defer a.Release()
-		argv[i] = a
-	}
-	inTs, ts := p.In.Types(), p.Types()
-	args := make([]types.Datum, len(p.Args))
-	for r := 0; r < int(rec.NumRows()); r++ {
-		if err := ctx.check(); err != nil {
-			return err
-		}
-		null := false
-		for i, a := range argv {
-			args[i] = types.DatumAt(a, r, p.Args[i].Type())
-			null = null || args[i].Null
-		}
-		if null {
-			continue
-		}
-		err := runSRF(ctx, p.Func, ts[len(inTs):], args, func(vals arrow.RecordBatch) error {
-			defer vals.Release()
-			m := int(vals.NumRows())
-			cols := make([]arrow.Array, 0, len(ts))
-			for c, t := range inTs {
-				d := types.DatumAt(rec.Column(c), r, t)
-				b := types.NewBuilder(ctx.alloc(), t)
-				for j := 0; j < m; j++ {
-					types.AppendDatum(b, d, t)
-				}
-				cols = append(cols, b.NewArray())
-				b.Release()
-			}
-			v := vals.Column(0)
-			v.Retain()
-			return emit(newRecord(ts, append(cols, v), m))
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // expand runs unnest over the rows of rec as a stateless stage (FROM t,
 // unnest(t.a) AS u(x) in a batch query or a materialized view): each
 // element of a row's array gives an output row, rec's row followed by the
 // element; a NULL or empty array gives none. src holds, for each output
 // row, the input row it came from (a retraction retracts its rows).
-func (p *LateralFuncScan) expand(ectx *expr.Ctx, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, []int, error) {
+func (p *LateralFuncScan) Expand(ectx *expr.Ctx, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, []int, error) {
 	arg, err := expr.Eval(ectx, p.Args[0], rec)
 	if err != nil {
 		return nil, nil, err
@@ -109,7 +50,7 @@ func (p *LateralFuncScan) expand(ectx *expr.Ctx, mem memory.Allocator, rec arrow
 	defer vb.Release()
 	var src []int
 	for r := 0; r < int(rec.NumRows()); r++ {
-		vals, err := srfValues(p.Func, []types.Datum{types.DatumAt(arg, r, at)}, p.T)
+		vals, err := SrfValues(p.Func, []types.Datum{types.DatumAt(arg, r, at)}, p.T)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -150,19 +91,19 @@ func (p *LateralFuncScan) expandList(mem memory.Allocator, rec arrow.RecordBatch
 			pos = append(pos, j)
 		}
 	}
-	return p.withValues(mem, rec, src, takeArrayMem(mem, lst.ListValues(), pos, p.T)), src, nil
+	return p.withValues(mem, rec, src, opkit.TakeArrayMem(mem, lst.ListValues(), pos, p.T)), src, nil
 }
 
 // withValues is the output of expand: the rows src of rec, each followed by
 // its value in vals (owned by the result).
 func (p *LateralFuncScan) withValues(mem memory.Allocator, rec arrow.RecordBatch, src []int, vals arrow.Array) arrow.RecordBatch {
 	inTs := p.In.Types()
-	out := takeRecordMem(mem, rec, src, inTs)
+	out := opkit.TakeRecordMem(mem, rec, src, inTs)
 	cols := make([]arrow.Array, 0, len(inTs)+1)
 	for _, c := range out.Columns() {
 		c.Retain()
 		cols = append(cols, c)
 	}
 	out.Release()
-	return newRecord(p.Types(), append(cols, vals), len(src))
+	return opkit.NewRecord(p.Types(), append(cols, vals), len(src))
 }

@@ -1,4 +1,4 @@
-package exec
+package plan
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -12,8 +12,8 @@ import (
 // layout, read by t's column types: blocks whose fields carry no type
 // metadata are not upgraded by storage.DecodeBlock. A table without uuid
 // columns reads as it is.
-func oldLayoutRead(t *storage.TableDef, fn func(uint64, arrow.RecordBatch) error) func(uint64, arrow.RecordBatch) error {
-	ts := columnTypes(t)
+func OldLayoutRead(t *storage.TableDef, fn func(uint64, arrow.RecordBatch) error) func(uint64, arrow.RecordBatch) error {
+	ts := ColumnTypes(t)
 	if !types.HasOldLayout(ts) {
 		return fn
 	}

@@ -31,7 +31,7 @@
 //     get its entries and, at each barrier, to commit the epoch's changes,
 //     which the Pebble backend writes and the memory backend replaces by
 //     a snapshot at checkpoints (statebackend.go).
-package exec
+package plan
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -240,25 +240,33 @@ type Union struct {
 	Ins []Plan
 }
 
-func (p *ScanStream) Types() []types.T { return columnTypes(p.Table) }
-func (p *ScanView) Types() []types.T   { return columnTypes(p.View) }
-func (p *Values) Types() []types.T     { return p.Ts }
-func (p *Batches) Types() []types.T    { return p.Ts }
-func (p *Filter) Types() []types.T     { return p.In.Types() }
-func (p *Project) Types() []types.T    { return exprTypes(p.Exprs) }
+func (p *ScanStream) Types() []types.T { return ColumnTypes(p.Table) }
+
+func (p *ScanView) Types() []types.T { return ColumnTypes(p.View) }
+
+func (p *Values) Types() []types.T { return p.Ts }
+
+func (p *Batches) Types() []types.T { return p.Ts }
+
+func (p *Filter) Types() []types.T { return p.In.Types() }
+
+func (p *Project) Types() []types.T { return ExprTypes(p.Exprs) }
+
 func (p *HashAgg) Types() []types.T {
-	ts := exprTypes(p.Keys)
+	ts := ExprTypes(p.Keys)
 	for _, a := range p.Aggs {
 		ts = append(ts, a.T)
 	}
 	return ts
 }
+
 func (p *HashJoin) Types() []types.T {
 	if p.Kind == JoinSemi || p.Kind == JoinAnti {
 		return p.Left.Types()
 	}
 	return append(append([]types.T(nil), p.Left.Types()...), p.Right.Types()...)
 }
+
 func (p *Window) Types() []types.T {
 	ts := append([]types.T(nil), p.In.Types()...)
 	for _, f := range p.Funcs {
@@ -266,12 +274,16 @@ func (p *Window) Types() []types.T {
 	}
 	return ts
 }
-func (p *SingleRow) Types() []types.T { return p.In.Types() }
-func (p *Sort) Types() []types.T      { return p.In.Types() }
-func (p *Limit) Types() []types.T     { return p.In.Types() }
-func (p *Union) Types() []types.T     { return p.Ins[0].Types() }
 
-func columnTypes(t *storage.TableDef) []types.T {
+func (p *SingleRow) Types() []types.T { return p.In.Types() }
+
+func (p *Sort) Types() []types.T { return p.In.Types() }
+
+func (p *Limit) Types() []types.T { return p.In.Types() }
+
+func (p *Union) Types() []types.T { return p.Ins[0].Types() }
+
+func ColumnTypes(t *storage.TableDef) []types.T {
 	ts := make([]types.T, len(t.Columns))
 	for i, c := range t.Columns {
 		ts[i] = c.Type
@@ -279,7 +291,7 @@ func columnTypes(t *storage.TableDef) []types.T {
 	return ts
 }
 
-func exprTypes(es []expr.Expr) []types.T { return expr.Types(es) }
+func ExprTypes(es []expr.Expr) []types.T { return expr.Types(es) }
 
 // StreamsRead returns the streams a batch plan scans (each once).
 func StreamsRead(p Plan) []*storage.TableDef {
@@ -297,7 +309,7 @@ func StreamsRead(p Plan) []*storage.TableDef {
 // streamScans returns the plan's stream scans.
 func streamScans(p Plan) []*ScanStream {
 	var out []*ScanStream
-	walkPlan(p, func(p Plan) {
+	WalkPlan(p, func(p Plan) {
 		if s, ok := p.(*ScanStream); ok {
 			out = append(out, s)
 		}
@@ -309,7 +321,7 @@ func streamScans(p Plan) []*ScanStream {
 // (not AS OF one of their own).
 func ViewScans(p Plan) []*ScanView {
 	var out []*ScanView
-	walkPlan(p, func(p Plan) {
+	WalkPlan(p, func(p Plan) {
 		if s, ok := p.(*ScanView); ok && s.Snap == nil {
 			out = append(out, s)
 		}
@@ -328,9 +340,9 @@ func ReadStreamsFrom(p Plan, r storage.Reader, from func(table uint64) bool) {
 }
 
 // walkPlan calls fn with p and every plan below it.
-func walkPlan(p Plan, fn func(Plan)) {
+func WalkPlan(p Plan, fn func(Plan)) {
 	fn(p)
 	for _, in := range planInputs(p) {
-		walkPlan(in, fn)
+		WalkPlan(in, fn)
 	}
 }
