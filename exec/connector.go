@@ -10,9 +10,6 @@ import (
 	"github.com/streamdb/streamdb/exec/plan"
 
 	// The source connectors register themselves (connector.Register).
-	_ "github.com/streamdb/streamdb/connector/datagen"
-	_ "github.com/streamdb/streamdb/connector/kafka"
-	_ "github.com/streamdb/streamdb/connector/nexmark"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )

@@ -411,7 +411,7 @@ func planName(p plan.Plan) string {
 	case *plan.Limit:
 		return "LIMIT"
 	}
-	return strings.TrimPrefix(fmt.Sprintf("%T", p), "*exec.")
+	return strings.TrimPrefix(fmt.Sprintf("%T", p), "*plan.")
 }
 
 // rankBound finds, in the stages above a window node, a filter that bounds

@@ -1,36 +1,21 @@
-// Package exec runs physical plans over Arrow record batches, in two
-// ways:
+// Package plan holds what batch execution (exec/batch) and the streaming
+// runtime (exec) share beneath them, so that neither imports the other:
 //
-//   - A batch query (Run, run.go) walks the plan tree: each node runs its
-//     input to the end with a callback of its own and passes every batch
-//     it makes to its parent's emit callback, which owns it.
-//   - A continuous query (StartJob, runtime.go) is compiled into a graph
-//     (graph.go) of sources, stateful nodes partitioned by their keys, and
-//     one sink, connected by channels; stateless steps run inside the
-//     edges (outlet.go). Every edge carries one message type: a data
-//     Chunk, or a Barrier that ends an epoch and carries the watermark.
+//   - the physical plan nodes the planner builds (ScanStream, ScanView,
+//     Filter, Project, HashAgg, HashJoin, Sort, Limit, Window, the nodes of
+//     set-returning functions, HOP/CUMULATE and SESSION), immutable data,
+//     and the specs the operator families are built from;
+//   - Ctx, what running a plan needs (context, database, expression
+//     context, memory budget, snapshot), with the query memory budget and
+//     the process memory split (budget.go, procmem.go);
+//   - reading what is stored: a view's rows (ReadView, which a
+//     view-on-view source and a sink's snapshot read too), keyed tables'
+//     rows and changes (KeyedRows), index ranges and entries (index.go),
+//     log blocks of the old layout; the connector factory and CheckBounded;
+//     failpoints for tests.
 //
-// Contract of a job (the operator side is package exec/op, what operators
-// share beneath it exec/opkit; an operator family may live in a package of
-// its own, as exec/agg, exec/join and the others do, importing neither
-// exec nor another family):
-//  1. The runtime, not the operator, aligns barriers across inputs
-//     (aligner, watermark.go) and forwards them with the epoch's writes.
-//  2. Aggregates, joins, top-N, session windows, temporal filters and
-//     union run through op.Operator (runOp): Push for each chunk; at each
-//     aligned barrier AdvanceWatermark (op.WatermarkHandler) if they act
-//     on event time, then Barrier, which emits the epoch's changes and
-//     commits its state into the epoch's batch. Sources (source.go,
-//     connector.go) and the sink (sink.go) run loops of their own, for
-//     offsets and the view's rows.
-//  3. Ownership: Push takes ownership of the chunk's record; an operator
-//     releases what it does not pass on. An outlet (op.Outlet, outlet.go)
-//     takes ownership of what it is given likewise.
-//  4. Operators never import Pebble nor ask which backend holds their
-//     state: each instance gets an opkit.State (opstate.go) to scan and
-//     get its entries and, at each barrier, to commit the epoch's changes,
-//     which the Pebble backend writes and the memory backend replaces by
-//     a snapshot at checkpoints (statebackend.go).
+// It imports neither exec nor exec/batch (TestBatchApartFromRuntime in
+// tests/lint).
 package plan
 
 import (

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/exec/over"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -102,4 +103,17 @@ func ReadRange(ctx *Ctx, t *storage.TableDef, part int, snap storage.Reader) (st
 		end = c
 	}
 	return start, end, nil
+}
+
+// stopper polls the query's cancellation from inside a loop that cannot
+// return an error (a sort's comparison; opkit.Stopper).
+func (ctx *Ctx) Stopper() *opkit.Stopper { return &opkit.Stopper{Canceled: ctx.Canceled} }
+
+// overEnv is what the window kernels (exec/over) need of the query.
+func (ctx *Ctx) OverEnv() *over.Env {
+	env := &over.Env{Expr: ctx.Expr, Mem: ctx.Alloc(), Canceled: ctx.Canceled, Check: ctx.Check}
+	if ctx.Mem != nil {
+		env.Grow = ctx.Mem.Grow
+	}
+	return env
 }
