@@ -197,7 +197,7 @@ func runJoin(ctx *plan.Ctx, p *plan.HashJoin, emit func(arrow.RecordBatch) error
 	return nil
 }
 
-// joinChunk bounds the pairs a join lists, and so the rows of an output
+// JoinChunk bounds the pairs a join lists, and so the rows of an output
 // batch, between two checks for cancellation and the memory budget.
 const JoinChunk = 64 << 10
 

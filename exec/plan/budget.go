@@ -139,23 +139,23 @@ func (c *countingAllocator) Free(b []byte) {
 	c.base.Free(b)
 }
 
-// heapShare is one operator's Go-heap share of a budget: set reports its
-// current size, release returns it.
-type heapShare struct {
+// HeapShare is one operator's Go-heap share of a budget: Set reports its
+// current size (N), Release returns it.
+type HeapShare struct {
 	b *Budget
 	N int64
 }
 
-func (h *heapShare) Set(n int64) {
+func (h *HeapShare) Set(n int64) {
 	if h.b != nil {
 		h.b.Grow(n - h.N)
 	}
 	h.N = n
 }
 
-func (h *heapShare) Release() { h.Set(0) }
+func (h *HeapShare) Release() { h.Set(0) }
 
-// roughMemory renders a measured byte count, rounded to a unit.
+// RoughMemory renders a measured byte count, rounded to a unit.
 func RoughMemory(n int64) string {
 	switch {
 	case n >= 10<<30:

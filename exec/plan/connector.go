@@ -29,7 +29,7 @@ func Connector(t *storage.TableDef) (connector.Connector, error) {
 	return connector.New(cols, opts)
 }
 
-// connectorColumns are a catalog entry's columns as connectors see them.
+// ConnectorColumns are a catalog entry's columns as connectors see them.
 func ConnectorColumns(t *storage.TableDef) []connector.Column {
 	cols := make([]connector.Column, len(t.Columns))
 	for i, c := range t.Columns {
@@ -38,7 +38,7 @@ func ConnectorColumns(t *storage.TableDef) []connector.Column {
 	return cols
 }
 
-// connectorBatch is the most rows (or generator events) one Read passes.
+// ConnectorBatch is the most rows (or generator events) one Read passes.
 const ConnectorBatch = 4096
 
 // CheckBounded refuses a batch plan that reads an unbounded connector

@@ -29,7 +29,7 @@ type Ctx struct {
 	Snap storage.Reader
 }
 
-// canceled returns 57014 once the query's context is done. It is cheap (a
+// Canceled returns 57014 once the query's context is done. It is cheap (a
 // channel poll), so operators call it once per batch and inside long loops.
 func (ctx *Ctx) Canceled() error {
 	select {
@@ -40,7 +40,7 @@ func (ctx *Ctx) Canceled() error {
 	}
 }
 
-// check is canceled, then the memory budget's check (after each batch).
+// Check is canceled, then the memory budget's check (after each batch).
 func (ctx *Ctx) Check() error {
 	if err := ctx.Canceled(); err != nil {
 		return err
@@ -51,7 +51,7 @@ func (ctx *Ctx) Check() error {
 	return nil
 }
 
-// alloc is the allocator of the query's arrays.
+// Alloc is the allocator of the query's arrays.
 func (ctx *Ctx) Alloc() memory.Allocator {
 	if ctx.Mem != nil {
 		return ctx.Mem.Allocator()
@@ -59,8 +59,8 @@ func (ctx *Ctx) Alloc() memory.Allocator {
 	return opkit.Mem
 }
 
-// heap returns a share of the budget for an operator's Go-heap structures.
-func (ctx *Ctx) Heap() *heapShare { return &heapShare{b: ctx.Mem} }
+// Heap returns a share of the budget for an operator's Go-heap structures.
+func (ctx *Ctx) Heap() *HeapShare { return &HeapShare{b: ctx.Mem} }
 
 // ContextError is the 57014 error of a done context: a deadline is a
 // statement timeout, anything else a cancel request.
@@ -71,7 +71,7 @@ func ContextError(c context.Context) error {
 	return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
 }
 
-// project evaluates exprs over rec into a new record of types ts.
+// ProjectColumns evaluates exprs over rec into a new record of types ts.
 func ProjectColumns(ctx *expr.Ctx, exprs []expr.Expr, ts []types.T, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, len(exprs))
 	for i, e := range exprs {
@@ -85,7 +85,7 @@ func ProjectColumns(ctx *expr.Ctx, exprs []expr.Expr, ts []types.T, rec arrow.Re
 	return opkit.NewRecord(ts, cols, int(rec.NumRows())), nil
 }
 
-// readRange is the part of t's log a statement reads: up to the live end
+// ReadRange is the part of t's log a statement reads: up to the live end
 // without a snapshot; with one, where the views it may read with it are: at
 // the committed cut if a running job reads the stream, else everything the
 // snapshot holds.
@@ -105,11 +105,11 @@ func ReadRange(ctx *Ctx, t *storage.TableDef, part int, snap storage.Reader) (st
 	return start, end, nil
 }
 
-// stopper polls the query's cancellation from inside a loop that cannot
+// Stopper polls the query's cancellation from inside a loop that cannot
 // return an error (a sort's comparison; opkit.Stopper).
 func (ctx *Ctx) Stopper() *opkit.Stopper { return &opkit.Stopper{Canceled: ctx.Canceled} }
 
-// overEnv is what the window kernels (exec/over) need of the query.
+// OverEnv is what the window kernels (exec/over) need of the query.
 func (ctx *Ctx) OverEnv() *over.Env {
 	env := &over.Env{Expr: ctx.Expr, Mem: ctx.Alloc(), Canceled: ctx.Canceled, Check: ctx.Check}
 	if ctx.Mem != nil {

@@ -73,7 +73,7 @@ func (p *Hop) Expand(ectx *expr.Ctx, mem memory.Allocator, buf *hop.Buf, rec arr
 	return s.Expand(ectx, mem, buf, rec)
 }
 
-// expandBatchRows bounds the rows a window expand stage makes of one batch.
+// ExpandBatchRows bounds the rows a window expand stage makes of one batch.
 const ExpandBatchRows = 64 << 10
 
 // expandStep is the most input rows per batch that the stages' window
@@ -91,7 +91,7 @@ func expandStep(stages []Plan) int {
 	return max(1, ExpandBatchRows/fan)
 }
 
-// cutForExpand calls f, in order, with rec's rows [lo, hi) in parts that
+// CutForExpand calls f, in order, with rec's rows [lo, hi) in parts that
 // the stages' window expansion keeps within expandBatchRows: rec itself
 // when it needs no cut, slices of it otherwise, and nothing when it has
 // no rows. The caller keeps rec; f borrows part (Retain to keep it) and

@@ -44,7 +44,7 @@ func IndexableType(t types.T) bool {
 	return false
 }
 
-// appendIndexDatum appends d's order-preserving encoding (t indexable).
+// AppendIndexDatum appends d's order-preserving encoding (t indexable).
 func AppendIndexDatum(buf []byte, d types.Datum, t types.T) []byte {
 	if d.Null {
 		return append(buf, 0)
@@ -88,7 +88,7 @@ func AppendIndexDatum(buf []byte, d types.Datum, t types.T) []byte {
 	return binary.BigEndian.AppendUint64(buf, uint64(d.I)^1<<63)
 }
 
-// indexWriter maintains a view's indexes from the rows its sink writes.
+// IndexWriter maintains a view's indexes from the rows its sink writes.
 type IndexWriter struct {
 	view    *storage.TableDef
 	ts      []types.T
@@ -112,7 +112,7 @@ func (w *IndexWriter) entryKey(ix *storage.IndexDef, cols []arrow.Array, r int, 
 	return append(w.key, rowKey...)
 }
 
-// indexSink takes index writes: a storage.Run, or a storage.Batch's
+// IndexSink takes index writes: a storage.Run, or a storage.Batch's
 // single writes.
 type IndexSink interface {
 	PutIndexEntry(view, index uint64, key, row []byte)
@@ -184,7 +184,7 @@ type keyRange struct{ Lo, Hi []byte }
 
 // hi nil: no upper bound
 
-// ranges evaluates the lookup's values into key ranges, sorted and
+// Ranges evaluates the lookup's values into key ranges, sorted and
 // without overlap; a NULL value matches nothing.
 func (l *IndexLookup) Ranges(ctx *expr.Ctx, ts []types.T) ([]keyRange, error) {
 	prefixes := [][]byte{nil}

@@ -108,7 +108,7 @@ func (k *KeyedRows) readLog(ctx *Ctx, snap storage.Reader) error {
 	return nil
 }
 
-// scanKeyed is a batch read of a keyed table: its netted rows.
+// ScanKeyed is a batch read of a keyed table: its netted rows.
 func ScanKeyed(ctx *Ctx, t *storage.TableDef, snap storage.Reader, emit func(arrow.RecordBatch) error) error {
 	k := NewKeyedRows(ctx.Expr, t)
 	if err := k.readLog(ctx, snap); err != nil {
@@ -504,7 +504,7 @@ func UseKeyedRows(p Plan, k *KeyedRows) {
 	}
 }
 
-// leadCols returns the first n columns of rec (a table's, before a
+// LeadCols returns the first n columns of rec (a table's, before a
 // changelog's op).
 func LeadCols(rec arrow.RecordBatch, n int) []arrow.Array {
 	cols := make([]arrow.Array, n)
@@ -514,7 +514,7 @@ func LeadCols(rec arrow.RecordBatch, n int) []arrow.Array {
 	return cols
 }
 
-// splitOps separates a changelog block's trailing op column.
+// SplitOps separates a changelog block's trailing op column.
 func SplitOps(rec arrow.RecordBatch) (arrow.RecordBatch, []connector.Op) {
 	nc := int(rec.NumCols()) - 1
 	opsCol := rec.Column(nc).(*array.Int64).Int64Values()

@@ -6,7 +6,7 @@ import (
 	"github.com/streamdb/streamdb/types"
 )
 
-// oldLayoutRead wraps fn, a reader of table t's log blocks, so that a
+// OldLayoutRead wraps fn, a reader of table t's log blocks, so that a
 // block written before uuid was stored as 16 bytes (a uuid column as a
 // String of its text, or a uuid[] as List<String>) reaches fn in today's
 // layout, read by t's column types: blocks whose fields carry no type

@@ -324,7 +324,7 @@ func ReadStreamsFrom(p Plan, r storage.Reader, from func(table uint64) bool) {
 	}
 }
 
-// walkPlan calls fn with p and every plan below it.
+// WalkPlan calls fn with p and every plan below it.
 func WalkPlan(p Plan, fn func(Plan)) {
 	fn(p)
 	for _, in := range planInputs(p) {

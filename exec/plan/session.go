@@ -27,7 +27,7 @@ func (p *SessionAgg) Types() []types.T { return SessionSpec(p).Types() }
 // CheckSessionAggs refuses the aggregates a session window cannot merge.
 func CheckSessionAggs(aggs []AggSpec) error { return session.CheckAggs(aggs) }
 
-// sessionSpec is the operator's spec of p.
+// SessionSpec is the operator's spec of p.
 func SessionSpec(p *SessionAgg) *session.Spec {
 	return &session.Spec{Keys: p.Keys, Time: p.Time, Gap: p.Gap, Aggs: p.Aggs}
 }

@@ -11,7 +11,7 @@ import (
 // aggregate node (its spec from the plan, the job's share of state, TTL
 // and late-row log, and the counters the job's epoch bounds read).
 
-// aggSpecOf is the operator's spec of hash aggregate p; retract says its
+// AggSpecOf is the operator's spec of hash aggregate p; retract says its
 // input may retract rows; win is the group key that closes its windows
 // (nil: none; a batch query closes none).
 func AggSpecOf(p *HashAgg, retract bool, win *opkit.WindowClose) *agg.Spec {
@@ -24,7 +24,7 @@ func AggSpecOf(p *HashAgg, retract bool, win *opkit.WindowClose) *agg.Spec {
 // graph node (an nJoin node of one instance whose HashJoin has
 // Versioned) and the instance the runtime runs.
 
-// versionSpec is the operator's spec of p.
+// VersionSpec is the operator's spec of p.
 func VersionSpec(p *HashJoin) versionjoin.Spec {
 	return versionjoin.Spec{
 		Left:       p.Kind == JoinLeft,

@@ -57,7 +57,7 @@ func (p *ProjectSRF) Types() []types.T {
 	return append(append([]types.T(nil), p.In.Types()...), p.Ts...)
 }
 
-// srfValues lists the rows of one select-list function for one input row.
+// SrfValues lists the rows of one select-list function for one input row.
 func SrfValues(fn string, args []types.Datum, t types.T) ([]types.Datum, error) {
 	if len(args) == 1 && !args[0].Null && strings.HasPrefix(fn, "jsonb_") {
 		return types.JSONRows(fn, args[0].S)

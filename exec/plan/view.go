@@ -93,7 +93,7 @@ func ReadView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 	return flush()
 }
 
-// appendDScales appends to a multiset row's value (row, count) the display
+// AppendDScales appends to a multiset row's value (row, count) the display
 // scales of row i's unconstrained NUMERIC values, one byte each in column
 // order (types/dscale.go); nothing if none carries one. The row, the
 // multiset's key, leaves them out so equal values share a key.
