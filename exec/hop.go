@@ -11,10 +11,6 @@ import (
 // hopBuf is the scratch of expand, reused from batch to batch.
 type hopBuf = hop.Buf
 
-// windowStartOf is the start of the tumbling window of size w holding ts
-// (tumble_start, rounding toward minus infinity).
-func windowStartOf(ts, w int64) int64 { return opkit.WindowStart(ts, w) }
-
 // hopLast tells, for a consumer whose window bound traces to a Hop, which
 // of a row's window rows is its last window (opkit.HopLast).
 type hopLast = opkit.HopLast

@@ -324,8 +324,6 @@ func plannedExprs(rec arrow.RecordBatch) []expr.Expr {
 // typeOfArrow recovers a SQL type that has rec's physical layout (opkit).
 func typeOfArrow(a arrow.Array) types.T { return opkit.TypeOfArrow(a) }
 
-func typeOfArrowType(dt arrow.DataType) types.T { return opkit.TypeOfArrowType(dt) }
-
 // applyStages runs Filter/Project/Hop/LateralFuncScan stages over rec; with track it also
 // returns, for each output row, the index of the input row it came from.
 func applyStages(ectx *expr.Ctx, stages []plan.Plan, rec arrow.RecordBatch, track bool) (arrow.RecordBatch, []int, error) {
