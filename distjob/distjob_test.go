@@ -23,6 +23,7 @@ import (
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/exec/exchange"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -46,11 +47,11 @@ var (
 
 func col(i int) *expr.ColRef { return &expr.ColRef{Idx: i, T: types.TInt64} }
 
-func plan() exec.Plan {
-	f := &exec.Filter{In: &exec.ScanStream{Table: src}, Pred: &expr.Func{Name: ">=", Args: []expr.Expr{col(1),
+func viewPlan() plan.Plan {
+	f := &plan.Filter{In: &plan.ScanStream{Table: src}, Pred: &expr.Func{Name: ">=", Args: []expr.Expr{col(1),
 		&expr.Const{D: types.Int(-3), T: types.TInt64}}, T: types.TBool}}
-	return &exec.HashAgg{In: f, Keys: []expr.Expr{col(0)},
-		Aggs: []exec.AggSpec{{Kind: exec.AggCountStar, T: types.TInt64}, {Kind: exec.AggMax, Arg: col(1), T: types.TInt64}}}
+	return &plan.HashAgg{In: f, Keys: []expr.Expr{col(0)},
+		Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64}, {Kind: plan.AggMax, Arg: col(1), T: types.TInt64}}}
 }
 
 type node struct {
@@ -107,7 +108,7 @@ func (c *testCluster) start(id string) *node {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &node{id: id, cn: cn, db: db, gs: gs, stop: cancel, done: make(chan struct{})}
 	n.part = &distjob.Part{Node: cn, Self: id, View: "v", Source: "t", DB: db, Server: srv, Conn: c.conns.Get,
-		Spec: exec.JobSpec{ID: view.ID, Name: "v", Plan: plan(), View: view}}
+		Spec: exec.JobSpec{ID: view.ID, Name: "v", Plan: viewPlan(), View: view}}
 	go func() { defer close(n.done); n.part.Run(ctx) }()
 	// Before the database closes (cleanups run last first): the part may
 	// be restoring into it when the test ends.

@@ -12,8 +12,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 )
 
@@ -69,8 +70,8 @@ func Handler(part func(view string) *Part) http.Handler {
 
 // scan calls fn with the view's rows on this node as r sees them.
 func (p *Part) scan(ctx context.Context, r storage.Reader, fn func(arrow.RecordBatch) error) error {
-	return exec.Run(&exec.Ctx{Context: ctx, DB: p.DB, Snap: r, Expr: &expr.Ctx{Mem: memory.DefaultAllocator}},
-		&exec.ScanView{View: p.Spec.View}, fn)
+	return batch.Run(&plan.Ctx{Context: ctx, DB: p.DB, Snap: r, Expr: &expr.Ctx{Mem: memory.DefaultAllocator}},
+		&plan.ScanView{View: p.Spec.View}, fn)
 }
 
 // Fetch reads a node's part of view at epoch of generation gen from its

@@ -15,13 +15,9 @@ type groupTable = accum.GroupTable
 
 func newGroupTable(ts []types.T) *groupTable { return accum.NewGroupTable(ts) }
 
-func newAccum(s AggSpec, retract bool) accum.Accum { return accum.New(s, retract) }
-
 func canonKeys(ctx *expr.Ctx, keys []arrow.Array, exprs []expr.Expr) {
 	accum.CanonKeys(ctx, keys, exprs)
 }
-
-func canonKeysT(ctx *expr.Ctx, keys []arrow.Array, ts []types.T) { accum.CanonKeysT(ctx, keys, ts) }
 
 func hashColumns(h []uint64, keys []arrow.Array, n int) []uint64 {
 	return accum.HashColumns(h, keys, n)

@@ -3,19 +3,9 @@ package exec
 import (
 	"github.com/streamdb/streamdb/exec/agg"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 )
-
-// Aggregates: the operator is exec/agg; here is the wiring of a job's
-// aggregate node (its spec from the plan, the job's share of state, TTL
-// and late-row log, and the counters the job's epoch bounds read).
-
-// aggSpecOf is the operator's spec of hash aggregate p; retract says its
-// input may retract rows; win is the group key that closes its windows
-// (nil: none; a batch query closes none).
-func aggSpecOf(p *HashAgg, retract bool, win *windowClose) *agg.Spec {
-	return &agg.Spec{Keys: p.Keys, Aggs: p.Aggs, OutTs: p.Types(), Retract: retract, Win: win}
-}
 
 // aggNode is instance slot (of the job's aggregate instances) of an
 // aggregate node: the operator, as runOp drives it. Besides the operator's
@@ -40,7 +30,7 @@ var (
 // loads its state (reemit: the view is rebuilt from its state, root: its
 // rows are the view's).
 func (j *Job) newAggNode(n *gnode, inst, slot int, out *outlet, root bool) (*aggNode, error) {
-	spec := aggSpecOf(n.agg, n.ins[0].from.retracts, windowCloseOf(n.agg))
+	spec := plan.AggSpecOf(n.agg, n.ins[0].from.retracts, windowCloseOf(n.agg))
 	nd := agg.Node{Node: opNode(j, n, out, j.cacheShare()),
 		// A view without readers needs no old rows (changesOf).
 		KeepRows:      !root || j.spec.View == nil || j.spec.Changelog || len(j.spec.View.Indexes) > 0,
@@ -85,7 +75,7 @@ func (j *Job) oldRows(root bool) bool {
 // updates the job's counters (runOp then checks the memory limit,
 // sizedOp).
 func (n *aggNode) Push(ectx *expr.Ctx, c Chunk, in int) error {
-	if err := failpoint(n.j.spec.Name, "agg"); err != nil {
+	if err := plan.Failpoint(n.j.spec.Name, "agg"); err != nil {
 		c.Rec.Release()
 		return err
 	}
@@ -124,7 +114,10 @@ func (n *aggNode) afterBarrier(epoch uint64) error {
 	return nil
 }
 
-func (n *aggNode) reportBytes()                { n.j.stateBytes[n.slot].Store(n.Bytes()) }
-func (n *aggNode) opID() uint32                { return n.OpID() }
-func (n *aggNode) keepsWatermark() bool        { return n.KeepsWatermark() }
+func (n *aggNode) reportBytes() { n.j.stateBytes[n.slot].Store(n.Bytes()) }
+
+func (n *aggNode) opID() uint32 { return n.OpID() }
+
+func (n *aggNode) keepsWatermark() bool { return n.KeepsWatermark() }
+
 func (n *aggNode) takeLate() []storage.LateRow { return n.TakeLate() }

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -33,11 +34,11 @@ func BenchmarkUnnestInt(b *testing.B) {
 	}
 	rec := newRecord(ts, []arrow.Array{ib.NewArray(), ab.NewArray()}, rows)
 	defer rec.Release()
-	p := &LateralFuncScan{In: &Batches{Ts: ts}, Func: "unnest", Args: []expr.Expr{&expr.ColRef{Idx: 1, T: at, Name: "a"}}, T: types.TInt32}
+	p := &plan.LateralFuncScan{In: &plan.Batches{Ts: ts}, Func: "unnest", Args: []expr.Expr{&expr.ColRef{Idx: 1, T: at, Name: "a"}}, T: types.TInt32}
 	ectx := &expr.Ctx{Mem: mem}
 	b.ResetTimer()
 	for b.Loop() {
-		out, _, err := p.expand(ectx, mem, rec)
+		out, _, err := p.Expand(ectx, mem, rec)
 		if err != nil {
 			b.Fatal(err)
 		}

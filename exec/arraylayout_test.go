@@ -3,6 +3,7 @@ package exec
 import (
 	"testing"
 
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -30,8 +31,8 @@ func TestCheckArrayLayout(t *testing.T) {
 // plan computes an unconstrained numeric is refused with 0A000; one with
 // only numeric(p,s) and new views run.
 func TestCheckNumericLayout(t *testing.T) {
-	scan := func(ty types.T) Plan {
-		return &ScanStream{Table: &storage.TableDef{Name: "s", Columns: []storage.ColumnDef{{Name: "x", Type: ty}}}}
+	scan := func(ty types.T) plan.Plan {
+		return &plan.ScanStream{Table: &storage.TableDef{Name: "s", Columns: []storage.ColumnDef{{Name: "x", Type: ty}}}}
 	}
 	old := &storage.TableDef{Name: "v", Kind: storage.KindView, KeyFormat: storage.KeyFormatTypedArrays}
 	if err := CheckNumericLayout(old, scan(types.TNumeric)); sqlerr.Code(err) != sqlerr.FeatureNotSupported {
@@ -50,8 +51,8 @@ func TestCheckNumericLayout(t *testing.T) {
 // whose plan carries a uuid (or uuid[]) is refused with 0A000; one
 // without uuid and new views run.
 func TestCheckUUIDLayout(t *testing.T) {
-	scan := func(ty types.T) Plan {
-		return &ScanStream{Table: &storage.TableDef{Name: "s", Columns: []storage.ColumnDef{{Name: "x", Type: ty}}}}
+	scan := func(ty types.T) plan.Plan {
+		return &plan.ScanStream{Table: &storage.TableDef{Name: "s", Columns: []storage.ColumnDef{{Name: "x", Type: ty}}}}
 	}
 	old := &storage.TableDef{Name: "v", Kind: storage.KindView, KeyFormat: storage.KeyFormatNumericDScale}
 	for _, ty := range []types.T{types.TUUID, types.ArrayOf(types.UUID)} {

@@ -13,6 +13,7 @@ import (
 	"github.com/streamdb/streamdb/exec/agg"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit/opkittest"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 	"golang.org/x/sys/unix"
@@ -88,7 +89,7 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 	case "join":
 		k, _ := kvRefs()
 		ts := []types.T{types.TInt64, types.TInt64}
-		spec := &HashJoin{Left: &Batches{Ts: ts}, Right: &Batches{Ts: ts}, Kind: JoinInner,
+		spec := &plan.HashJoin{Left: &plan.Batches{Ts: ts}, Right: &plan.Batches{Ts: ts}, Kind: plan.JoinInner,
 			LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}
 		var err error
 		if db, err = storage.Open(b.TempDir(), storage.Options{}); err != nil {
@@ -145,20 +146,20 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 		}
 	default:
 		k, v := kvRefs()
-		spec := &HashAgg{Keys: []expr.Expr{k}}
+		spec := &plan.HashAgg{Keys: []expr.Expr{k}}
 		retract := false
 		switch kind {
 		case "count":
-			spec.Aggs = []AggSpec{{Kind: AggCountStar, T: types.TInt64}}
+			spec.Aggs = []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64}}
 		case "distinct":
-			spec.Aggs = []AggSpec{{Kind: AggCount, Distinct: true, Arg: v, T: types.TInt64}}
+			spec.Aggs = []plan.AggSpec{{Kind: plan.AggCount, Distinct: true, Arg: v, T: types.TInt64}}
 		case "minretract":
-			spec.Aggs = []AggSpec{{Kind: AggMin, Arg: v, T: types.TInt64}}
+			spec.Aggs = []plan.AggSpec{{Kind: plan.AggMin, Arg: v, T: types.TInt64}}
 			retract = true
 		}
 		j := &Job{spec: JobSpec{ID: 1, View: &storage.TableDef{ID: 1}}, db: db}
 		// A view without readers keeps no emitted rows and sends no old ones.
-		op := agg.New(aggSpecOf(spec, retract, nil), agg.Node{Node: opkittest.Node(&opkittest.Outlet{Discard: true}, nil),
+		op := agg.New(plan.AggSpecOf(spec, retract, nil), agg.Node{Node: opkittest.Node(&opkittest.Outlet{Discard: true}, nil),
 			OldRows: func() bool { return false }, PerEpoch: true})
 		if err := op.Load(j.opState(1, 0, 1), 0, 1, false); err != nil {
 			b.Fatal(err)

@@ -7,7 +7,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -20,14 +22,14 @@ import (
 
 // benchRun runs p over fresh references to its input batches and returns
 // the output rows.
-func benchRun(b *testing.B, p Plan, inputs ...[]arrow.RecordBatch) int64 {
+func benchRun(b *testing.B, p plan.Plan, inputs ...[]arrow.RecordBatch) int64 {
 	for _, recs := range inputs {
 		for _, r := range recs {
 			r.Retain()
 		}
 	}
 	var rows int64
-	if err := Run(benchCtx(context.Background()), p, func(r arrow.RecordBatch) error {
+	if err := batch.Run(benchCtx(context.Background()), p, func(r arrow.RecordBatch) error {
 		rows += r.NumRows()
 		r.Release()
 		return nil
@@ -45,7 +47,7 @@ func BenchmarkBatch(b *testing.B) {
 	for _, keys := range []int{1000, 1 << 20} {
 		recs := kvBatches(mem, aggBenchRows, keys)
 		agg := countSumSpec()
-		agg.In = &Batches{Recs: recs, Ts: kvTs}
+		agg.In = &plan.Batches{Recs: recs, Ts: kvTs}
 		b.Run(fmt.Sprintf("agg/keys=%d", keys), func(b *testing.B) {
 			for b.Loop() {
 				benchRun(b, agg, recs)
@@ -59,8 +61,8 @@ func BenchmarkBatch(b *testing.B) {
 
 	build := seqBatches(mem, 1<<20, 1<<20, 0) // 1M distinct keys
 	probe := seqBatches(mem, 4<<20, 1<<20, 0) // 4M rows, 4 per key
-	join := &HashJoin{Left: &Batches{Recs: probe, Ts: kvTs}, Right: &Batches{Recs: build, Ts: kvTs},
-		Kind: JoinInner, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}
+	join := &plan.HashJoin{Left: &plan.Batches{Recs: probe, Ts: kvTs}, Right: &plan.Batches{Recs: build, Ts: kvTs},
+		Kind: plan.JoinInner, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}
 	b.Run("join/build=1M/probe=4M", func(b *testing.B) {
 		for b.Loop() {
 			if n := benchRun(b, join, build, probe); n != 4<<20 {
@@ -70,7 +72,7 @@ func BenchmarkBatch(b *testing.B) {
 		b.ReportMetric(float64(4<<20)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	})
 
-	sortIn := &Sort{In: &Batches{Recs: build, Ts: kvTs}, Keys: []SortKey{{E: v}}, Limit: -1}
+	sortIn := &plan.Sort{In: &plan.Batches{Recs: build, Ts: kvTs}, Keys: []plan.SortKey{{E: v}}, Limit: -1}
 	b.Run("sort/rows=1M", func(b *testing.B) {
 		for b.Loop() {
 			benchRun(b, sortIn, build)

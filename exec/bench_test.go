@@ -12,6 +12,7 @@ import (
 	"github.com/streamdb/streamdb/exec/agg"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit/opkittest"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -54,14 +55,14 @@ func kvBatches(mem memory.Allocator, rows, keys int) []arrow.RecordBatch {
 	return out
 }
 
-func countSumSpec() *HashAgg {
+func countSumSpec() *plan.HashAgg {
 	k := &expr.ColRef{Idx: 0, T: types.TInt64, Name: "k"}
 	v := &expr.ColRef{Idx: 1, T: types.TInt64, Name: "v"}
-	return &HashAgg{
+	return &plan.HashAgg{
 		Keys: []expr.Expr{k},
-		Aggs: []AggSpec{
-			{Kind: AggCountStar, T: types.TInt64},
-			{Kind: AggSum, Arg: v, T: types.TNumeric},
+		Aggs: []plan.AggSpec{
+			{Kind: plan.AggCountStar, T: types.TInt64},
+			{Kind: plan.AggSum, Arg: v, T: types.TNumeric},
 		},
 	}
 }
@@ -83,7 +84,7 @@ func BenchmarkAgg(b *testing.B) {
 		} {
 			b.Run(fmt.Sprintf("keys=%d/%s", keys, mode.name), func(b *testing.B) {
 				for b.Loop() {
-					a := agg.New(aggSpecOf(spec, false, nil), agg.Node{})
+					a := agg.New(plan.AggSpecOf(spec, false, nil), agg.Node{})
 					for _, r := range recs {
 						if err := a.Fold(ctx, r, nil, mode.track); err != nil {
 							b.Fatal(err)
@@ -144,7 +145,7 @@ func BenchmarkBarrier(b *testing.B) {
 	spec.Aggs[1].T = types.NumericOf(types.MaxNumericPrecision, 0) // sum(BIGINT), as bound
 	// A view without readers keeps no emitted rows and sends no old ones.
 	out := &opkittest.Outlet{Discard: true}
-	op := agg.New(aggSpecOf(spec, false, nil), agg.Node{Node: opkittest.Node(out, j.opState(1, 0, 1)),
+	op := agg.New(plan.AggSpecOf(spec, false, nil), agg.Node{Node: opkittest.Node(out, j.opState(1, 0, 1)),
 		OldRows: func() bool { return false }, PerEpoch: true})
 	push := func(keys []int64) {
 		for len(keys) > 0 {

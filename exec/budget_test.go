@@ -8,7 +8,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -23,13 +25,13 @@ func wantCode(t *testing.T, err error, code string) *sqlerr.Error {
 }
 
 // budgetCtx runs plans with a budget of limit bytes in pool.
-func budgetCtx(c context.Context, limit int64, pool *MemPool) *Ctx {
-	b := NewBudget(limit, pool)
-	return &Ctx{Context: c, Expr: &expr.Ctx{Mem: b.Allocator()}, Mem: b}
+func budgetCtx(c context.Context, limit int64, pool *plan.MemPool) *plan.Ctx {
+	b := plan.NewBudget(limit, pool)
+	return &plan.Ctx{Context: c, Expr: &expr.Ctx{Mem: b.Allocator()}, Mem: b}
 }
 
 func TestBudgetCountsBuffers(t *testing.T) {
-	b := NewBudget(1<<20, nil)
+	b := plan.NewBudget(1<<20, nil)
 	mem := b.Allocator()
 	buf := mem.Allocate(1000)
 	if b.Used() != 1000 {
@@ -56,8 +58,8 @@ func TestBudgetCountsBuffers(t *testing.T) {
 }
 
 func TestMemPoolCapsAllQueries(t *testing.T) {
-	pool := NewMemPool(10 << 20)
-	a, b := NewBudget(0, pool), NewBudget(0, pool)
+	pool := plan.NewMemPool(10 << 20)
+	a, b := plan.NewBudget(0, pool), plan.NewBudget(0, pool)
 	a.Grow(6 << 20)
 	if err := a.Check(); err != nil {
 		t.Fatal(err)
@@ -80,19 +82,19 @@ func TestMemPoolCapsAllQueries(t *testing.T) {
 
 func TestFormatMemory(t *testing.T) {
 	for n, want := range map[int64]string{64 << 10: "64kB", 1 << 30: "1GB", 1536 << 10: "1536kB", 3 << 40: "3TB", 100: "100B"} {
-		if got := FormatMemory(n); got != want {
+		if got := plan.FormatMemory(n); got != want {
 			t.Errorf("FormatMemory(%d) = %s, want %s", n, got, want)
 		}
 	}
 }
 
 // crossJoin is a cross join of n rows with n rows of (text, bigint).
-func crossJoin(n int) *HashJoin {
+func crossJoin(n int) *plan.HashJoin {
 	rows := make([][2]expr.Expr, n)
 	for i := range rows {
 		rows[i] = [2]expr.Expr{str("some text to hold"), lit(int64(i))}
 	}
-	return &HashJoin{Left: kv(rows...), Right: kv(rows...), Kind: JoinInner}
+	return &plan.HashJoin{Left: kv(rows...), Right: kv(rows...), Kind: plan.JoinInner}
 }
 
 // TestBudgetFailsSortAndAgg: a sort and an aggregate over a cross join
@@ -100,14 +102,14 @@ func crossJoin(n int) *HashJoin {
 // nothing allocated either way.
 func TestBudgetFailsSortAndAgg(t *testing.T) {
 	join := crossJoin(1000) // a million rows
-	plans := map[string]Plan{
-		"sort": &Sort{In: join, Keys: []SortKey{{E: col(0, types.TText)}, {E: col(3, types.TInt64), Desc: true}}, Limit: -1},
-		"agg":  &HashAgg{In: join, Keys: []expr.Expr{col(1, types.TInt64), col(3, types.TInt64)}, Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}},
+	plans := map[string]plan.Plan{
+		"sort": &plan.Sort{In: join, Keys: []plan.SortKey{{E: col(0, types.TText)}, {E: col(3, types.TInt64), Desc: true}}, Limit: -1},
+		"agg":  &plan.HashAgg{In: join, Keys: []expr.Expr{col(1, types.TInt64), col(3, types.TInt64)}, Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64}}},
 	}
 	for name, p := range plans {
-		pool := NewMemPool(0)
+		pool := plan.NewMemPool(0)
 		ctx := budgetCtx(context.Background(), 4<<20, pool)
-		err := Run(ctx, p, func(rec arrow.RecordBatch) error { rec.Release(); return nil })
+		err := batch.Run(ctx, p, func(rec arrow.RecordBatch) error { rec.Release(); return nil })
 		wantCode(t, err, sqlerr.OutOfMemory)
 		if ctx.Mem.Used() != 0 {
 			t.Fatalf("%s: %d bytes still accounted after the failure", name, ctx.Mem.Used())
@@ -119,7 +121,7 @@ func TestBudgetFailsSortAndAgg(t *testing.T) {
 
 		ctx = budgetCtx(context.Background(), 1<<30, nil)
 		rows := int64(0)
-		if err := Run(ctx, p, func(rec arrow.RecordBatch) error {
+		if err := batch.Run(ctx, p, func(rec arrow.RecordBatch) error {
 			rows += rec.NumRows()
 			rec.Release()
 			return nil
@@ -129,7 +131,7 @@ func TestBudgetFailsSortAndAgg(t *testing.T) {
 		if rows != 1000*1000 || ctx.Mem.Used() != 0 {
 			t.Fatalf("%s: %d rows, %d bytes left accounted", name, rows, ctx.Mem.Used())
 		}
-		t.Logf("%s: peak %s", name, roughMemory(ctx.Mem.Peak()))
+		t.Logf("%s: peak %s", name, plan.RoughMemory(ctx.Mem.Peak()))
 	}
 }
 
@@ -143,13 +145,13 @@ func TestCancelInsideOperators(t *testing.T) {
 	timedOut, cancel2 := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel2()
 	<-timedOut.Done()
-	for _, p := range []Plan{join,
-		&Sort{In: join, Keys: []SortKey{{E: col(1, types.TInt64)}}, Limit: -1},
-		&HashAgg{In: join, Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}},
+	for _, p := range []plan.Plan{join,
+		&plan.Sort{In: join, Keys: []plan.SortKey{{E: col(1, types.TInt64)}}, Limit: -1},
+		&plan.HashAgg{In: join, Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64}}},
 	} {
 		for c, msg := range map[context.Context]string{canceled: "canceling statement due to user request",
 			timedOut: "canceling statement due to statement timeout"} {
-			err := Run(budgetCtx(c, 0, nil), p, func(rec arrow.RecordBatch) error { rec.Release(); return nil })
+			err := batch.Run(budgetCtx(c, 0, nil), p, func(rec arrow.RecordBatch) error { rec.Release(); return nil })
 			if e := wantCode(t, err, sqlerr.QueryCanceled); e.Msg != msg {
 				t.Fatalf("%T: %q, want %q", p, e.Msg, msg)
 			}
@@ -166,10 +168,10 @@ func TestJoinProbeChecksPerChunk(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	batches := 0
-	err := Run(&Ctx{Context: ctx, Expr: &expr.Ctx{Mem: memory.DefaultAllocator}}, join, func(rec arrow.RecordBatch) error {
+	err := batch.Run(&plan.Ctx{Context: ctx, Expr: &expr.Ctx{Mem: memory.DefaultAllocator}}, join, func(rec arrow.RecordBatch) error {
 		defer rec.Release()
-		if rec.NumRows() > joinChunk {
-			t.Fatalf("output batch of %d rows, want at most %d", rec.NumRows(), joinChunk)
+		if rec.NumRows() > batch.JoinChunk {
+			t.Fatalf("output batch of %d rows, want at most %d", rec.NumRows(), batch.JoinChunk)
 		}
 		if batches++; batches == 3 {
 			cancel()
@@ -184,4 +186,4 @@ func TestJoinProbeChecksPerChunk(t *testing.T) {
 
 // benchCtx is the context of BenchmarkBatch: a budget (no limit) in a pool,
 // as the server gives every query.
-func benchCtx(c context.Context) *Ctx { return budgetCtx(c, 0, NewMemPool(0)) }
+func benchCtx(c context.Context) *plan.Ctx { return budgetCtx(c, 0, plan.NewMemPool(0)) }

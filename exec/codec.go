@@ -22,24 +22,9 @@ func decodeDatum(buf []byte, t types.T) (types.Datum, []byte, error) {
 	return opkit.DecodeDatum(buf, t)
 }
 
-func appendUvarint(buf []byte, v uint64) []byte { return opkit.AppendUvarint(buf, v) }
-
 func readUvarint(buf []byte) (uint64, []byte, error) { return opkit.ReadUvarint(buf) }
 
 func compareDatum(a, b types.Datum, t types.T) int { return opkit.CompareDatum(a, b, t) }
-
-func cmp3(less, greater bool) int { return opkit.Cmp3(less, greater) }
-
-func floatLess(x, y float64) bool { return opkit.FloatLess(x, y) }
-
-// takeArray returns the rows idx of a (idx -1 gives NULL).
-func takeArray(a arrow.Array, idx []int, t types.T) arrow.Array {
-	return opkit.TakeArrayMem(memoryPool, a, idx, t)
-}
-
-func takeArrayMem(mem memory.Allocator, a arrow.Array, idx []int, t types.T) arrow.Array {
-	return opkit.TakeArrayMem(mem, a, idx, t)
-}
 
 // takeSplit is takeRecord for a batch split between an aggregate's
 // instances: its BIGINT columns without NULLs come from splitPool.
@@ -56,22 +41,9 @@ func takeRecord(rec arrow.RecordBatch, idx []int, ts []types.T) arrow.RecordBatc
 	return opkit.TakeRecordMem(memoryPool, rec, idx, ts)
 }
 
-func takeRecordMem(mem memory.Allocator, rec arrow.RecordBatch, idx []int, ts []types.T) arrow.RecordBatch {
-	return opkit.TakeRecordMem(mem, rec, idx, ts)
-}
-
 // newRecord makes a record of the given columns, taking ownership of them.
 func newRecord(ts []types.T, cols []arrow.Array, n int) arrow.RecordBatch {
 	return opkit.NewRecord(ts, cols, n)
-}
-
-type typesT = types.T
-
-// newNullArray returns n NULLs of type t.
-func newNullArray(t types.T, n int) arrow.Array { return opkit.NewNullArrayMem(memoryPool, t, n) }
-
-func newNullArrayMem(mem memory.Allocator, t types.T, n int) arrow.Array {
-	return opkit.NewNullArrayMem(mem, t, n)
 }
 
 // Allocator is the allocator batches in exec are made with.

@@ -4,50 +4,21 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/connector"
+	"github.com/streamdb/streamdb/exec/plan"
+
 	// The source connectors register themselves (connector.Register).
-	_ "github.com/streamdb/streamdb/connector/datagen"
-	_ "github.com/streamdb/streamdb/connector/kafka"
-	_ "github.com/streamdb/streamdb/connector/nexmark"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
-
-// Connector opens the connector of a source's catalog entry (CREATE
-// SOURCE): its declared columns and WITH options.
-func Connector(t *storage.TableDef) (connector.Connector, error) {
-	cols := connectorColumns(t)
-	opts := t.Options
-	if t.Partitions > 0 {
-		// A stored source's split count: a connector that would ask its
-		// system (kafka) takes it instead.
-		opts = make(map[string]string, len(t.Options)+1)
-		for k, v := range t.Options {
-			opts[k] = v
-		}
-		opts[connector.SplitsKey] = strconv.Itoa(t.Partitions)
-	}
-	return connector.New(cols, opts)
-}
-
-// connectorColumns are a catalog entry's columns as connectors see them.
-func connectorColumns(t *storage.TableDef) []connector.Column {
-	cols := make([]connector.Column, len(t.Columns))
-	for i, c := range t.Columns {
-		cols[i] = connector.Column{Name: c.Name, Type: c.Type}
-	}
-	return cols
-}
 
 // openConnector positions each split of a connector source at the job's
 // committed position (0 for a new job): the position is stored as the
 // partition's offset, so checkpoints, savepoints and RESTORE carry it.
 func (j *Job) openConnector(s *jobSource) error {
-	conn, err := Connector(s.n.src)
+	conn, err := plan.Connector(s.n.src)
 	if err != nil {
 		return err
 	}
@@ -87,9 +58,6 @@ func (j *Job) runAnySource(s *jobSource, part uint32, barriers chan *Barrier, ou
 	}
 	return j.runSource(s, part, barriers, outs)
 }
-
-// connectorBatch is the most rows (or generator events) one Read passes.
-const connectorBatch = 4096
 
 // runConnector reads split part of a connector source from the job's
 // position on and sends its rows down every edge that reads the source. At
@@ -172,7 +140,7 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 			return false, nil
 		}
 		first := uint64(r.Position())
-		rec, err := r.Read(memoryPool, connectorBatch)
+		rec, err := r.Read(memoryPool, plan.ConnectorBatch)
 		countLost()
 		if errors.Is(err, connector.EOF) {
 			done = true
@@ -311,130 +279,6 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		case <-time.After(wait):
 		}
 	}
-}
-
-// scanConnector reads a connector source's whole content for a batch
-// query: every split from its start to its end, or, for an unbounded one,
-// until emit stops it (runLimit; CheckBounded refuses the query without a
-// LIMIT).
-func scanConnector(ctx *Ctx, t *storage.TableDef, emit func(arrow.RecordBatch) error) error {
-	conn, err := Connector(t)
-	if err != nil {
-		return err
-	}
-	for split := 0; split < conn.Splits(); split++ {
-		if err := scanSplit(ctx, conn, split, emit); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func scanSplit(ctx *Ctx, conn connector.Connector, split int, emit func(arrow.RecordBatch) error) error {
-	r, err := conn.Open(split, 0, false)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	for {
-		if err := ctx.check(); err != nil {
-			return err
-		}
-		rec, err := r.Read(ctx.alloc(), connectorBatch)
-		if errors.Is(err, connector.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if rec == nil {
-			// Not paced: only an idle external system has nothing now.
-			select {
-			case <-ctx.Context.Done():
-				return ContextError(ctx.Context)
-			case <-time.After(time.Millisecond):
-			}
-			continue
-		}
-		if rec.NumRows() == 0 {
-			rec.Release()
-			continue
-		}
-		if err := emit(rec); err != nil {
-			return err
-		}
-	}
-}
-
-// CheckBounded refuses a batch plan that reads an unbounded connector
-// source other than through a LIMIT over filters and projections (0A000):
-// anything else would read forever.
-func CheckBounded(p Plan) error {
-	return checkBounded(p, false)
-}
-
-func checkBounded(p Plan, limited bool) error {
-	switch n := p.(type) {
-	case *ScanStream:
-		if n.Table.Kind != storage.KindSource || limited {
-			return nil
-		}
-		conn, err := Connector(n.Table)
-		if err != nil {
-			return err
-		}
-		if !conn.Bounded() {
-			return sqlerr.New(sqlerr.FeatureNotSupported, "source %q is unbounded: a batch query reads it only under a LIMIT (or give it number_of_rows / nexmark.events)", n.Table.Name)
-		}
-		return nil
-	case *Limit:
-		return checkBounded(n.In, n.Count >= 0)
-	case *Filter:
-		return checkBounded(n.In, limited)
-	case *Project:
-		return checkBounded(n.In, limited)
-	case *Hop:
-		return checkBounded(n.In, limited) // a LIMIT of window rows reads fewer input rows
-	}
-	for _, c := range planInputs(p) {
-		if err := checkBounded(c, false); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// planInputs are p's input plans.
-func planInputs(p Plan) []Plan {
-	switch n := p.(type) {
-	case *Filter:
-		return []Plan{n.In}
-	case *Project:
-		return []Plan{n.In}
-	case *Hop:
-		return []Plan{n.In}
-	case *HashAgg:
-		return []Plan{n.In}
-	case *SessionAgg:
-		return []Plan{n.In}
-	case *HashJoin:
-		return []Plan{n.Left, n.Right}
-	case *Sort:
-		return []Plan{n.In}
-	case *Limit:
-		return []Plan{n.In}
-	case *Window:
-		return []Plan{n.In}
-	case *SingleRow:
-		return []Plan{n.In}
-	case *LateralFuncScan:
-		return []Plan{n.In}
-	case *ProjectSRF:
-		return []Plan{n.In}
-	case *Union:
-		return n.Ins
-	}
-	return nil
 }
 
 // connEnd is where a connector split's catch-up ends: its end if the

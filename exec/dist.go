@@ -9,6 +9,7 @@ import (
 	"github.com/streamdb/streamdb/exec/exchange"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"google.golang.org/grpc"
@@ -54,16 +55,16 @@ const distShuffleEdge = 0
 // CheckDistShape reports whether plan, compiled with the given
 // parallelism, has the one shape that runs distributed (see DistPart):
 // nil if it has, a 0A000 error saying why not otherwise.
-func CheckDistShape(plan Plan, parallelism int) error {
-	_, err := DistSplits(plan, parallelism)
+func CheckDistShape(p plan.Plan, parallelism int) error {
+	_, err := DistSplits(p, parallelism)
 	return err
 }
 
 // DistSplits is CheckDistShape that also returns the number of splits
-// (partitions) of the plan's source, which a placement spreads over the
+// (partitions) of p's source, which a placement spreads over the
 // nodes.
-func DistSplits(plan Plan, parallelism int) (int, error) {
-	g, err := compile(plan, max(1, parallelism))
+func DistSplits(p plan.Plan, parallelism int) (int, error) {
+	g, err := compile(p, max(1, parallelism))
 	if err != nil {
 		return 0, err
 	}
@@ -130,7 +131,8 @@ func newDistWiring(g *graph, d *DistPart) (*distWiring, error) {
 	return w, nil
 }
 
-func (w *distWiring) splitLocal(p int) bool    { return w.d.Splits[p] == w.d.Self }
+func (w *distWiring) splitLocal(p int) bool { return w.d.Splits[p] == w.d.Self }
+
 func (w *distWiring) instanceLocal(i int) bool { return w.d.Instances[i] == w.d.Self }
 
 func (w *distWiring) localSplits() []int {

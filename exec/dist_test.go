@@ -12,8 +12,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/exchange"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 	"google.golang.org/grpc"
@@ -50,14 +52,14 @@ func TestDistributedJobParts(t *testing.T) {
 		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "v", Type: types.TInt64}}}
 	view := &storage.TableDef{ID: 2, Name: "v", Kind: storage.KindView, KeyCols: []int{0},
 		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "n", Type: types.TInt64}, {Name: "m", Type: types.TInt64}}}
-	filter := &Filter{In: &ScanStream{Table: src}, Pred: &expr.Func{Name: ">=", Args: []expr.Expr{col(1, types.TInt64),
+	filter := &plan.Filter{In: &plan.ScanStream{Table: src}, Pred: &expr.Func{Name: ">=", Args: []expr.Expr{col(1, types.TInt64),
 		&expr.Const{D: types.Int(-3), T: types.TInt64}}, T: types.TBool}}
-	plan := &HashAgg{In: filter, Keys: []expr.Expr{col(0, types.TInt64)},
-		Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}, {Kind: AggMax, Arg: col(1, types.TInt64), T: types.TInt64}}}
-	if err := CheckDistShape(plan, 3); err != nil {
+	pl := &plan.HashAgg{In: filter, Keys: []expr.Expr{col(0, types.TInt64)},
+		Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64}, {Kind: plan.AggMax, Arg: col(1, types.TInt64), T: types.TInt64}}}
+	if err := CheckDistShape(pl, 3); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckDistShape(&ScanStream{Table: src}, 3); err == nil {
+	if err := CheckDistShape(&plan.ScanStream{Table: src}, 3); err == nil {
 		t.Fatal("a view of a stream's rows passes CheckDistShape")
 	}
 	placement := DistPart{Job: "v.1", Instances: []string{"n1", "n2", "n3"}, Splits: []string{"n1", "n2", "n3", "n1", "n2", "n3"}}
@@ -72,7 +74,7 @@ func TestDistributedJobParts(t *testing.T) {
 		dbs[id] = db
 		part := placement
 		part.Self, part.Server, part.Conn = id, srvs[id], conns.Get
-		j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: plan, View: view, Parallelism: 3, Dist: &part})
+		j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: pl, View: view, Parallelism: 3, Dist: &part})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +136,7 @@ func TestDistributedJobParts(t *testing.T) {
 		got := map[int64][2]int64{}
 		for _, id := range nodes {
 			n := 0
-			err := Run(&Ctx{Context: ctx, DB: dbs[id], Expr: &expr.Ctx{Mem: memory.DefaultAllocator}}, &ScanView{View: view},
+			err := batch.Run(&plan.Ctx{Context: ctx, DB: dbs[id], Expr: &expr.Ctx{Mem: memory.DefaultAllocator}}, &plan.ScanView{View: view},
 				func(rec arrow.RecordBatch) error {
 					defer rec.Release()
 					k, c, m := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 )
 
@@ -43,7 +44,7 @@ type timeTrace struct {
 // timeBound reports whether e, a timestamp over p's rows, is bounded by
 // the watermark its rows arrive with, and how far ahead of it: a row
 // not behind its time's own watermark has e >= W + shift.
-func timeBound(p Plan, e expr.Expr) (shift int64, ok bool) {
+func timeBound(p plan.Plan, e expr.Expr) (shift int64, ok bool) {
 	t := traceTime(p, e)
 	return t.shift, t.ok
 }
@@ -53,7 +54,7 @@ func unbounded(format string, args ...any) timeTrace {
 }
 
 // traceTime follows e, over p's rows, down to a stream column.
-func traceTime(p Plan, e expr.Expr) timeTrace {
+func traceTime(p plan.Plan, e expr.Expr) timeTrace {
 	switch x := e.(type) {
 	case *expr.ColRef:
 		return traceColumn(p, x.Idx)
@@ -81,9 +82,9 @@ func traceTime(p Plan, e expr.Expr) timeTrace {
 }
 
 // traceColumn follows column i of p's rows.
-func traceColumn(p Plan, i int) timeTrace {
+func traceColumn(p plan.Plan, i int) timeTrace {
 	switch p := p.(type) {
-	case *ScanStream:
+	case *plan.ScanStream:
 		t := p.Table
 		if i >= len(t.Columns) {
 			break
@@ -96,33 +97,33 @@ func traceColumn(p Plan, i int) timeTrace {
 				t.Name, t.Columns[i].Name, t.Name, t.Watermark.Column, t.Watermark.Column)
 		}
 		return timeTrace{ok: true}
-	case *ScanView:
+	case *plan.ScanView:
 		if i < len(p.View.Columns) {
 			return unbounded("%s.%s has no watermark: it is read from a materialized view's changes", p.View.Name, p.View.Columns[i].Name)
 		}
-	case *Project:
+	case *plan.Project:
 		if i < len(p.Exprs) {
 			return traceTime(p.In, p.Exprs[i])
 		}
-	case *Filter:
+	case *plan.Filter:
 		return traceColumn(p.In, i)
-	case *Sort:
+	case *plan.Sort:
 		if p.Limit < 0 {
 			return traceColumn(p.In, i)
 		}
-	case *Hop:
+	case *plan.Hop:
 		if i < len(p.In.Types()) {
 			return traceColumn(p.In, i)
 		}
-	case *LateralFuncScan:
+	case *plan.LateralFuncScan:
 		if i < len(p.In.Types()) {
 			return traceColumn(p.In, i)
 		}
-	case *ProjectSRF:
+	case *plan.ProjectSRF:
 		if i < len(p.In.Types()) {
 			return traceColumn(p.In, i)
 		}
-	case *Union:
+	case *plan.Union:
 		var out timeTrace
 		for k, in := range p.Ins {
 			t := traceColumn(in, i)
@@ -134,7 +135,7 @@ func traceColumn(p Plan, i int) timeTrace {
 			}
 		}
 		return out
-	case *HashAgg:
+	case *plan.HashAgg:
 		// A window aggregate's rows for a window come until the barrier
 		// whose watermark closes it, and the operators after it judge
 		// them by the watermark before that one: its closing key is
@@ -142,47 +143,47 @@ func traceColumn(p Plan, i int) timeTrace {
 		if w := windowCloseOf(p); w != nil && i == w.Key {
 			return timeTrace{ok: true, shift: w.Shift - w.Offset + 1}
 		}
-	case *HashJoin:
+	case *plan.HashJoin:
 		return unbounded("%s has no watermark: it is read through a join, whose rows come when their later side does", traceColumnName(p, i))
 	}
 	return unbounded("%s has no watermark: it is computed by %s", traceColumnName(p, i), planName(p))
 }
 
 // traceColumnName names column i of p's rows by where it comes from.
-func traceColumnName(p Plan, i int) string {
+func traceColumnName(p plan.Plan, i int) string {
 	return traceExprPlan(p, &expr.ColRef{Idx: i})
 }
 
 // traceExprPlan renders e, over p's rows, with its columns named by the
 // stream or view column they come from.
-func traceExprPlan(p Plan, e expr.Expr) string {
+func traceExprPlan(p plan.Plan, e expr.Expr) string {
 	return renderWith(e, func(c *expr.ColRef) string {
 		switch q := p.(type) {
-		case *ScanStream:
+		case *plan.ScanStream:
 			if c.Idx < len(q.Table.Columns) {
 				return q.Table.Name + "." + q.Table.Columns[c.Idx].Name
 			}
-		case *ScanView:
+		case *plan.ScanView:
 			if c.Idx < len(q.View.Columns) {
 				return q.View.Name + "." + q.View.Columns[c.Idx].Name
 			}
-		case *Project:
+		case *plan.Project:
 			if c.Idx < len(q.Exprs) {
 				return traceExprPlan(q.In, q.Exprs[c.Idx])
 			}
-		case *Filter:
+		case *plan.Filter:
 			return traceExprPlan(q.In, c)
-		case *Hop:
+		case *plan.Hop:
 			if c.Idx < len(q.In.Types()) {
 				return traceExprPlan(q.In, c)
 			}
-		case *HashJoin:
+		case *plan.HashJoin:
 			if nl := len(q.Left.Types()); c.Idx < nl {
 				return traceExprPlan(q.Left, c)
-			} else if q.Kind != JoinSemi && q.Kind != JoinAnti {
+			} else if q.Kind != plan.JoinSemi && q.Kind != plan.JoinAnti {
 				return traceExprPlan(q.Right, &expr.ColRef{Idx: c.Idx - nl})
 			}
-		case *Union:
+		case *plan.Union:
 			if len(q.Ins) > 0 {
 				return traceExprPlan(q.Ins[0], c)
 			}

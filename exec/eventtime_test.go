@@ -6,13 +6,14 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
 
 // wmStream is a scan of stream name whose columns are ts (named by
 // position: c0, c1, ...), with WATERMARK FOR on column wm (-1: none).
-func wmStream(name string, wm int, ts ...types.T) *ScanStream {
+func wmStream(name string, wm int, ts ...types.T) *plan.ScanStream {
 	t := &storage.TableDef{Name: name}
 	for i, typ := range ts {
 		t.Columns = append(t.Columns, storage.ColumnDef{Name: "c" + string(rune('0'+i)), Type: typ})
@@ -20,7 +21,7 @@ func wmStream(name string, wm int, ts ...types.T) *ScanStream {
 	if wm >= 0 {
 		t.Watermark = &storage.Watermark{Column: t.Columns[wm].Name}
 	}
-	return &ScanStream{Table: t}
+	return &plan.ScanStream{Table: t}
 }
 
 func secs(n int64) expr.Expr {
@@ -37,11 +38,11 @@ func TestTraceTime(t *testing.T) {
 		return &expr.Func{Name: name, Args: []expr.Expr{e, secs(n)}, T: types.TTimestamp}
 	}
 	// SELECT c2 AS a, c1 - 7200 s AS b, c1 AS c FROM s WHERE ...
-	renamed := &Filter{In: &Project{In: s, Exprs: []expr.Expr{other, shifted("-", ts, 7200), ts}}, Pred: &expr.Const{D: types.Boolean(true), T: types.TBool}}
+	renamed := &plan.Filter{In: &plan.Project{In: s, Exprs: []expr.Expr{other, shifted("-", ts, 7200), ts}}, Pred: &expr.Const{D: types.Boolean(true), T: types.TBool}}
 	plain := wmStream("p", -1, types.TInt64, types.TTimestamp, types.TTimestamp)
 	cases := []struct {
 		name  string
-		p     Plan
+		p     plan.Plan
 		e     expr.Expr
 		shift int64 // µs; ok false if why is set
 		why   string
@@ -55,11 +56,11 @@ func TestTraceTime(t *testing.T) {
 		{"a rename, shifted", renamed, col(1, types.TTimestamp), -7200e6, ""},
 		{"a rename, shifted again", renamed, shifted("+", col(1, types.TTimestamp), 3600), -3600e6, ""},
 		{"computed", s, &expr.Func{Name: "+", Args: []expr.Expr{ts, &expr.Func{Name: "-", Args: []expr.Expr{other, ts}, T: types.TInterval}}, T: types.TTimestamp}, 0, "is not a column with a watermark"},
-		{"union: the least", &Union{Ins: []Plan{renamed, &Project{In: s, Exprs: []expr.Expr{ts, ts, ts}}}}, col(1, types.TTimestamp), -7200e6, ""},
-		{"union with a branch without", &Union{Ins: []Plan{s, plain}}, ts, 0, "p.c1 has no watermark"},
-		{"hop passes columns", &Hop{In: s, TS: ts, Slide: 5e6, Size: 10e6}, ts, 0, ""},
-		{"hop bounds are not columns", &Hop{In: s, TS: ts, Slide: 5e6, Size: 10e6}, col(3, types.TTimestamp), 0, "computed by Hop"},
-		{"through a join", &HashJoin{Left: s, Right: s}, ts, 0, "s.c1 has no watermark: it is read through a join"},
+		{"union: the least", &plan.Union{Ins: []plan.Plan{renamed, &plan.Project{In: s, Exprs: []expr.Expr{ts, ts, ts}}}}, col(1, types.TTimestamp), -7200e6, ""},
+		{"union with a branch without", &plan.Union{Ins: []plan.Plan{s, plain}}, ts, 0, "p.c1 has no watermark"},
+		{"hop passes columns", &plan.Hop{In: s, TS: ts, Slide: 5e6, Size: 10e6}, ts, 0, ""},
+		{"hop bounds are not columns", &plan.Hop{In: s, TS: ts, Slide: 5e6, Size: 10e6}, col(3, types.TTimestamp), 0, "computed by Hop"},
+		{"through a join", &plan.HashJoin{Left: s, Right: s}, ts, 0, "s.c1 has no watermark: it is read through a join"},
 	}
 	for _, c := range cases {
 		tr := traceTime(c.p, c.e)
@@ -79,7 +80,7 @@ func TestTraceTimeWindowAggregate(t *testing.T) {
 	size := secs(10)
 	end := &expr.Func{Name: "tumble_end", Args: []expr.Expr{col(1, types.TTimestamp), size}, T: types.TTimestamp}
 	start := &expr.Func{Name: "tumble_start", Args: []expr.Expr{col(1, types.TTimestamp), size}, T: types.TTimestamp}
-	agg := &HashAgg{In: s, Keys: []expr.Expr{end}, Aggs: []AggSpec{{Kind: AggMax, Arg: col(1, types.TTimestamp), T: types.TTimestamp}}}
+	agg := &plan.HashAgg{In: s, Keys: []expr.Expr{end}, Aggs: []plan.AggSpec{{Kind: plan.AggMax, Arg: col(1, types.TTimestamp), T: types.TTimestamp}}}
 	if tr := traceColumn(agg, 0); !tr.ok || tr.shift != 1 {
 		t.Errorf("window_end: %+v, want shift 1", tr)
 	}
@@ -91,7 +92,7 @@ func TestTraceTimeWindowAggregate(t *testing.T) {
 		t.Errorf("window_start: %+v, want shift 1 - 10 s", tr)
 	}
 	plain := wmStream("p", -1, types.TInt64, types.TTimestamp)
-	if tr := traceColumn(&HashAgg{In: plain, Keys: []expr.Expr{end}}, 0); tr.ok {
+	if tr := traceColumn(&plan.HashAgg{In: plain, Keys: []expr.Expr{end}}, 0); tr.ok {
 		t.Errorf("window over a stream without a watermark: %+v", tr)
 	}
 }

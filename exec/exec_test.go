@@ -10,9 +10,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/agg"
+	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/exec/opkit/opkittest"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -37,8 +39,8 @@ func null(t types.T) expr.Expr { return &expr.Const{D: types.Null, T: t} }
 func str(s string) expr.Expr { return &expr.Const{D: types.Str(s), T: types.TText} }
 
 // values builds a Values plan of (text, bigint) rows.
-func kv(rows ...[2]expr.Expr) *Values {
-	v := &Values{Ts: []types.T{types.TText, types.TInt64}}
+func kv(rows ...[2]expr.Expr) *plan.Values {
+	v := &plan.Values{Ts: []types.T{types.TText, types.TInt64}}
 	for _, r := range rows {
 		v.Rows = append(v.Rows, []expr.Expr{r[0], r[1]})
 	}
@@ -46,12 +48,12 @@ func kv(rows ...[2]expr.Expr) *Values {
 }
 
 // runText runs p and returns its rows as text lines, sorted unless ordered.
-func runText(t *testing.T, p Plan, ordered bool) string {
+func runText(t *testing.T, p plan.Plan, ordered bool) string {
 	t.Helper()
-	ctx := &Ctx{Context: context.Background(), Expr: &expr.Ctx{Mem: memoryPool}}
+	ctx := &plan.Ctx{Context: context.Background(), Expr: &expr.Ctx{Mem: memoryPool}}
 	var lines []string
 	ts := p.Types()
-	err := Run(ctx, p, func(rec arrow.RecordBatch) error {
+	err := batch.Run(ctx, p, func(rec arrow.RecordBatch) error {
 		defer rec.Release()
 		for i := 0; i < int(rec.NumRows()); i++ {
 			var vals []string
@@ -81,14 +83,14 @@ func TestHashAggBatch(t *testing.T) {
 	in := kv([2]expr.Expr{str("a"), lit(1)}, [2]expr.Expr{str("b"), lit(2)}, [2]expr.Expr{str("a"), lit(5)},
 		[2]expr.Expr{str("a"), null(types.TInt64)}, [2]expr.Expr{null(types.TText), lit(7)}, [2]expr.Expr{str("b"), lit(2)})
 	v := col(1, types.TInt64)
-	p := &HashAgg{In: in, Keys: []expr.Expr{col(0, types.TText)}, Aggs: []AggSpec{
-		{Kind: AggCountStar, T: types.TInt64},
-		{Kind: AggCount, Arg: v, T: types.TInt64},
-		{Kind: AggSum, Arg: v, T: types.NumericOf(38, 0)},
-		{Kind: AggMin, Arg: v, T: types.TInt64},
-		{Kind: AggMax, Arg: v, T: types.TInt64},
-		{Kind: AggCount, Distinct: true, Arg: v, T: types.TInt64},
-		{Kind: AggAvg, Arg: v, T: types.NumericOf(38, 2)},
+	p := &plan.HashAgg{In: in, Keys: []expr.Expr{col(0, types.TText)}, Aggs: []plan.AggSpec{
+		{Kind: plan.AggCountStar, T: types.TInt64},
+		{Kind: plan.AggCount, Arg: v, T: types.TInt64},
+		{Kind: plan.AggSum, Arg: v, T: types.NumericOf(38, 0)},
+		{Kind: plan.AggMin, Arg: v, T: types.TInt64},
+		{Kind: plan.AggMax, Arg: v, T: types.TInt64},
+		{Kind: plan.AggCount, Distinct: true, Arg: v, T: types.TInt64},
+		{Kind: plan.AggAvg, Arg: v, T: types.NumericOf(38, 2)},
 	}}
 	want := "NULL 1 1 7 7 7 1 7.00\na 3 2 6 1 5 2 3.00\nb 2 2 4 2 2 1 2.00"
 	if got := runText(t, p, false); got != want {
@@ -98,8 +100,8 @@ func TestHashAggBatch(t *testing.T) {
 
 func TestGlobalAggOnEmptyInput(t *testing.T) {
 	withChecked(t)
-	p := &HashAgg{In: kv(), Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64},
-		{Kind: AggSum, Arg: col(1, types.TInt64), T: types.NumericOf(38, 0)}}}
+	p := &plan.HashAgg{In: kv(), Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64},
+		{Kind: plan.AggSum, Arg: col(1, types.TInt64), T: types.NumericOf(38, 0)}}}
 	if got := runText(t, p, false); got != "0 NULL" {
 		t.Errorf("count(*), sum over no rows = %q, want 0 NULL", got)
 	}
@@ -110,18 +112,18 @@ func TestGlobalAggOnEmptyInput(t *testing.T) {
 func TestAggRetractions(t *testing.T) {
 	withChecked(t)
 	v := col(1, types.TInt64)
-	spec := &HashAgg{Keys: []expr.Expr{col(0, types.TText)}, Aggs: []AggSpec{
-		{Kind: AggCountStar, T: types.TInt64}, {Kind: AggSum, Arg: v, T: types.NumericOf(38, 0)},
-		{Kind: AggMin, Arg: v, T: types.TInt64}, {Kind: AggMax, Arg: v, T: types.TInt64},
-		{Kind: AggCount, Distinct: true, Arg: v, T: types.TInt64}}}
+	spec := &plan.HashAgg{Keys: []expr.Expr{col(0, types.TText)}, Aggs: []plan.AggSpec{
+		{Kind: plan.AggCountStar, T: types.TInt64}, {Kind: plan.AggSum, Arg: v, T: types.NumericOf(38, 0)},
+		{Kind: plan.AggMin, Arg: v, T: types.TInt64}, {Kind: plan.AggMax, Arg: v, T: types.TInt64},
+		{Kind: plan.AggCount, Distinct: true, Arg: v, T: types.TInt64}}}
 	out := &opkittest.Outlet{}
-	op := agg.New(aggSpecOf(spec, true, nil), agg.Node{Node: opkittest.Node(out, nil), KeepRows: true})
+	op := agg.New(plan.AggSpecOf(spec, true, nil), agg.Node{Node: opkittest.Node(out, nil), KeepRows: true})
 	ectx := &expr.Ctx{Mem: memoryPool}
 	epoch := uint64(0)
 	push := func(rows [][2]expr.Expr, ops []Op) {
 		t.Helper()
 		var recs []arrow.RecordBatch
-		if err := Run(&Ctx{Context: context.Background(), Expr: ectx}, kv(rows...), func(r arrow.RecordBatch) error {
+		if err := batch.Run(&plan.Ctx{Context: context.Background(), Expr: ectx}, kv(rows...), func(r arrow.RecordBatch) error {
 			recs = append(recs, r)
 			return nil
 		}); err != nil {
@@ -180,13 +182,13 @@ func TestHashJoin(t *testing.T) {
 	withChecked(t)
 	left := kv([2]expr.Expr{str("a"), lit(1)}, [2]expr.Expr{str("b"), lit(2)}, [2]expr.Expr{str("c"), null(types.TInt64)}, [2]expr.Expr{str("d"), lit(2)})
 	right := kv([2]expr.Expr{str("x"), lit(2)}, [2]expr.Expr{str("y"), lit(2)}, [2]expr.Expr{str("z"), lit(3)}, [2]expr.Expr{str("n"), null(types.TInt64)})
-	inner := &HashJoin{Left: left, Right: right, Kind: JoinInner,
+	inner := &plan.HashJoin{Left: left, Right: right, Kind: plan.JoinInner,
 		LeftKeys: []expr.Expr{col(1, types.TInt64)}, RightKeys: []expr.Expr{col(1, types.TInt64)}}
 	if got, want := runText(t, inner, false), "b 2 x 2\nb 2 y 2\nd 2 x 2\nd 2 y 2"; got != want {
 		t.Errorf("inner join:\n%s\nwant\n%s", got, want)
 	}
 	leftJ := *inner
-	leftJ.Kind = JoinLeft
+	leftJ.Kind = plan.JoinLeft
 	leftJ.Residual = &expr.Func{Name: "<>", Args: []expr.Expr{col(2, types.TText), str("y")}, T: types.TBool}
 	if got, want := runText(t, &leftJ, false), "a 1 NULL NULL\nb 2 x 2\nc NULL NULL NULL\nd 2 x 2"; got != want {
 		t.Errorf("left join with residual:\n%s\nwant\n%s", got, want)
@@ -196,12 +198,12 @@ func TestHashJoin(t *testing.T) {
 func TestSortLimit(t *testing.T) {
 	withChecked(t)
 	in := kv([2]expr.Expr{str("a"), lit(3)}, [2]expr.Expr{str("b"), null(types.TInt64)}, [2]expr.Expr{str("c"), lit(1)}, [2]expr.Expr{str("d"), lit(3)})
-	asc := &Sort{In: in, Keys: []SortKey{{E: col(1, types.TInt64)}, {E: col(0, types.TText), Desc: true}}, Limit: -1}
+	asc := &plan.Sort{In: in, Keys: []plan.SortKey{{E: col(1, types.TInt64)}, {E: col(0, types.TText), Desc: true}}, Limit: -1}
 	if got, want := runText(t, asc, true), "c 1\nd 3\na 3\nb NULL"; got != want {
 		t.Errorf("ORDER BY v, k DESC:\n%s\nwant\n%s", got, want)
 	}
-	desc := &Sort{In: in, Keys: []SortKey{{E: col(1, types.TInt64), Desc: true, NullsFirst: true}}, Limit: -1}
-	lim := &Limit{In: desc, Offset: 1, Count: 2}
+	desc := &plan.Sort{In: in, Keys: []plan.SortKey{{E: col(1, types.TInt64), Desc: true, NullsFirst: true}}, Limit: -1}
+	lim := &plan.Limit{In: desc, Offset: 1, Count: 2}
 	if got, want := runText(t, lim, true), "a 3\nd 3"; got != want {
 		t.Errorf("ORDER BY v DESC OFFSET 1 LIMIT 2:\n%s\nwant\n%s", got, want)
 	}

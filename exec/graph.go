@@ -2,8 +2,10 @@ package exec
 
 import (
 	"fmt"
-	"github.com/streamdb/streamdb/exec/accum"
 	"strings"
+
+	"github.com/streamdb/streamdb/exec/accum"
+	"github.com/streamdb/streamdb/exec/plan"
 
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -39,14 +41,14 @@ type gnode struct {
 	// changelog. One source serves every scan of the same table.
 	src       *storage.TableDef
 	changelog bool
-	agg       *HashAgg
-	join      *HashJoin
+	agg       *plan.HashAgg
+	join      *plan.HashJoin
 	// joinPreds: the filters right over a join, over its pairs as its
 	// residual is; they bound an interval join as the residual does.
 	joinPreds []expr.Expr
 	rank      *rankSpec
 	temporal  *temporalSpec
-	session   *SessionAgg
+	session   *plan.SessionAgg
 	ins       []*gedge // inputs (a join: left, right)
 	outs      []*gedge // a source's consumers (every other node has one)
 	par       int      // parallel instances
@@ -58,7 +60,7 @@ type gnode struct {
 // keys (over the staged rows) pick the consumer's instance.
 type gedge struct {
 	from   *gnode
-	stages []Plan // Filter/Project/Hop, bottom-up
+	stages []plan.Plan // Filter/Project/Hop, bottom-up
 	keys   []expr.Expr
 	to     *gnode // nil: the sink
 	in     int    // which input of to
@@ -79,7 +81,7 @@ func (e *gedge) byPosition() bool {
 	}
 	for _, st := range e.stages {
 		switch st.(type) {
-		case *Hop, *LateralFuncScan:
+		case *plan.Hop, *plan.LateralFuncScan:
 			return false
 		}
 	}
@@ -101,16 +103,16 @@ func (g *graph) stateful() bool {
 // (emit the rows with their functions' values; hi bounds the first
 // function's value when an outer filter does).
 type rankSpec struct {
-	window    *Window
+	window    *plan.Window
 	partition []expr.Expr
-	order     []SortKey
+	order     []plan.SortKey
 	lo, hi    int64        // hi < 0: unbounded
 	win       *windowClose // a partition key that bounds windows (top-N per window)
 }
 
 // compile turns a plan into a graph, or refuses it with 0A000 naming what
 // the runtime cannot run continuously.
-func compile(p Plan, parallelism int) (*graph, error) {
+func compile(p plan.Plan, parallelism int) (*graph, error) {
 	c := &compiler{par: max(1, parallelism), byTable: map[uint64]*gnode{}}
 	root, err := c.edge(p)
 	if err != nil {
@@ -144,32 +146,32 @@ type compiler struct {
 }
 
 // edge compiles p into the node below its stateless stages.
-func (c *compiler) edge(p Plan) (*gedge, error) {
-	var stages []Plan // top-down
+func (c *compiler) edge(p plan.Plan) (*gedge, error) {
+	var stages []plan.Plan // top-down
 	for {
 		switch n := p.(type) {
-		case *Filter:
+		case *plan.Filter:
 			if hasNow(n.Pred) {
 				break // a temporal filter is a node
 			}
 			stages = append(stages, n)
 			p = n.In
 			continue
-		case *Project:
+		case *plan.Project:
 			if err := refuseNow(n.Exprs...); err != nil {
 				return nil, err
 			}
 			stages = append(stages, n)
 			p = n.In
 			continue
-		case *Hop:
+		case *plan.Hop:
 			if err := refuseNow(n.TS); err != nil {
 				return nil, err
 			}
 			stages = append(stages, n)
 			p = n.In
 			continue
-		case *LateralFuncScan:
+		case *plan.LateralFuncScan:
 			if n.Func != "unnest" {
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s() in FROM is not supported in a materialized view", n.Func)
 			}
@@ -179,12 +181,12 @@ func (c *compiler) edge(p Plan) (*gedge, error) {
 			stages = append(stages, n)
 			p = n.In
 			continue
-		case *Sort:
+		case *plan.Sort:
 			if n.Limit < 0 {
 				p = n.In // a view has no order: ORDER BY alone changes nothing
 				continue
 			}
-		case *SingleRow:
+		case *plan.SingleRow:
 			// A scalar subquery over a global aggregate always has its
 			// one row, so it is the aggregate.
 			if oneRow(n.In) {
@@ -204,7 +206,7 @@ func (c *compiler) edge(p Plan) (*gedge, error) {
 	}
 	if from.kind == nJoin {
 		for i := len(stages) - 1; i >= 0; i-- {
-			f, ok := stages[i].(*Filter)
+			f, ok := stages[i].(*plan.Filter)
 			if !ok {
 				break
 			}
@@ -225,7 +227,7 @@ func (c *compiler) add(n *gnode) *gnode {
 	return n
 }
 
-func (c *compiler) input(to *gnode, in int, p Plan, keys []expr.Expr) error {
+func (c *compiler) input(to *gnode, in int, p plan.Plan, keys []expr.Expr) error {
 	e, err := c.edge(p)
 	if err != nil {
 		return err
@@ -238,18 +240,18 @@ func (c *compiler) input(to *gnode, in int, p Plan, keys []expr.Expr) error {
 	return nil
 }
 
-func (c *compiler) node(p Plan) (*gnode, error) {
+func (c *compiler) node(p plan.Plan) (*gnode, error) {
 	switch n := p.(type) {
-	case *ScanStream:
-		return c.source(n.Table, Keyed(n.Table)), nil // a keyed table's log is a changelog
-	case *ScanView:
+	case *plan.ScanStream:
+		return c.source(n.Table, plan.Keyed(n.Table)), nil // a keyed table's log is a changelog
+	case *plan.ScanView:
 		if n.Snap != nil {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries cannot read AS OF snapshots")
 		}
 		return c.source(n.View, true), nil
-	case *Filter: // edge passes the others
+	case *plan.Filter: // edge passes the others
 		return c.temporal(n)
-	case *HashAgg:
+	case *plan.HashAgg:
 		if err := refuseNow(n.Keys...); err != nil {
 			return nil, err
 		}
@@ -267,9 +269,9 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 		}
 		g.retracts = true // groups change: update_before/update_after
 		return c.add(g), nil
-	case *SessionAgg:
+	case *plan.SessionAgg:
 		return c.sessionNode(n)
-	case *HashJoin:
+	case *plan.HashJoin:
 		if err := refuseNow(append(append([]expr.Expr{n.Residual}, n.LeftKeys...), n.RightKeys...)...); err != nil {
 			return nil, err
 		}
@@ -295,12 +297,12 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 			g.retracts = false
 			return c.add(g), nil
 		}
-		if n.Kind != JoinInner {
+		if n.Kind != plan.JoinInner {
 			g.retracts = true // a NULL-padded row is retracted when its first match comes
 		}
 		return c.add(g), nil
-	case *Limit:
-		s, ok := n.In.(*Sort)
+	case *plan.Limit:
+		s, ok := n.In.(*plan.Sort)
 		if !ok || s.Limit < 0 {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries need ORDER BY with LIMIT or OFFSET (without it the rows kept are arbitrary)")
 		}
@@ -309,9 +311,9 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 			hi = n.Offset + n.Count
 		}
 		return c.rank(&rankSpec{order: s.Keys, lo: n.Offset, hi: hi}, s.In, nil)
-	case *Sort: // with a limit (edge drops the others)
+	case *plan.Sort: // with a limit (edge drops the others)
 		return c.rank(&rankSpec{order: n.Keys, lo: 0, hi: n.Limit}, n.In, nil)
-	case *Window:
+	case *plan.Window:
 		for _, f := range n.Funcs {
 			if err := refuseNow(f.Arg, f.Default, f.Agg.Arg); err != nil {
 				return nil, err
@@ -322,9 +324,9 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 		// window's partition by the watermark (lateranks.go).
 		spec.win = rankWindowOf(n.In, n.PartitionBy)
 		return c.rank(spec, n.In, n.PartitionBy)
-	case *SingleRow: // edge passes the ones it can run
+	case *plan.SingleRow: // edge passes the ones it can run
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries support scalar subqueries over a global aggregate only (one that always returns one row)")
-	case *Union:
+	case *plan.Union:
 		g := &gnode{kind: nUnion, par: 1}
 		for i, in := range n.Ins {
 			if err := c.input(g, i, in, nil); err != nil {
@@ -336,7 +338,7 @@ func (c *compiler) node(p Plan) (*gnode, error) {
 	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries do not support %s", planName(p))
 }
 
-func (c *compiler) rank(spec *rankSpec, in Plan, keys []expr.Expr) (*gnode, error) {
+func (c *compiler) rank(spec *rankSpec, in plan.Plan, keys []expr.Expr) (*gnode, error) {
 	if err := refuseNow(spec.partition...); err != nil {
 		return nil, err
 	}
@@ -358,14 +360,14 @@ func (c *compiler) rank(spec *rankSpec, in Plan, keys []expr.Expr) (*gnode, erro
 // temporal compiles a filter with a temporal conjunct into a temporal node
 // over its input, its other conjuncts a stage below it. It is one
 // instance: its rows are not keyed.
-func (c *compiler) temporal(f *Filter) (*gnode, error) {
+func (c *compiler) temporal(f *plan.Filter) (*gnode, error) {
 	spec, rest, err := splitTemporal(f)
 	if err != nil {
 		return nil, err
 	}
 	in := f.In
 	if rest != nil {
-		in = &Filter{In: f.In, Pred: rest}
+		in = &plan.Filter{In: f.In, Pred: rest}
 	}
 	g := &gnode{kind: nTemporal, temporal: spec, par: 1, retracts: true}
 	if err := c.input(g, 0, in, nil); err != nil {
@@ -385,37 +387,37 @@ func (c *compiler) source(t *storage.TableDef, changelog bool) *gnode {
 
 // oneRow says p always has exactly one row: a global aggregate under
 // projections.
-func oneRow(p Plan) bool {
+func oneRow(p plan.Plan) bool {
 	for {
 		switch n := p.(type) {
-		case *Project:
+		case *plan.Project:
 			p = n.In
 			continue
-		case *HashAgg:
+		case *plan.HashAgg:
 			return len(n.Keys) == 0
 		}
 		return false
 	}
 }
 
-func planName(p Plan) string {
+func planName(p plan.Plan) string {
 	switch p.(type) {
-	case *Window:
+	case *plan.Window:
 		return "window functions"
-	case *SingleRow:
+	case *plan.SingleRow:
 		return "scalar subqueries"
-	case *Values, *Batches:
+	case *plan.Values, *plan.Batches:
 		return "queries without a stream or view (VALUES, system tables)"
-	case *Limit:
+	case *plan.Limit:
 		return "LIMIT"
 	}
-	return strings.TrimPrefix(fmt.Sprintf("%T", p), "*exec.")
+	return strings.TrimPrefix(fmt.Sprintf("%T", p), "*plan.")
 }
 
 // rankBound finds, in the stages above a window node, a filter that bounds
 // its first function's value (rn <= 10, rn < 4, rn = 1), so the node only
 // emits the rows that can pass it. The filter itself stays in place.
-func rankBound(w *Window, stages []Plan) int64 {
+func rankBound(w *plan.Window, stages []plan.Plan) int64 {
 	if len(w.Funcs) != 1 || !rankFuncsOnly(w) {
 		return -1
 	}
@@ -423,7 +425,7 @@ func rankBound(w *Window, stages []Plan) int64 {
 	bound := int64(-1)
 	for _, st := range stages {
 		switch st := st.(type) {
-		case *Project:
+		case *plan.Project:
 			next := -1
 			for i, e := range st.Exprs {
 				if r, ok := e.(*expr.ColRef); ok && r.Idx == col {
@@ -435,7 +437,7 @@ func rankBound(w *Window, stages []Plan) int64 {
 				return bound
 			}
 			col = next
-		case *Filter:
+		case *plan.Filter:
 			for _, cj := range conjuncts(st.Pred) {
 				if b, ok := boundOf(cj, col); ok && (bound < 0 || b < bound) {
 					bound = b
@@ -500,7 +502,7 @@ func isCol(e expr.Expr, col int) bool {
 // view column it comes from. Restoring state into a plan requires equal
 // fingerprints for equal ids, so sum(a) -> sum(b) is refused even when the
 // types agree.
-func StateOperators(p Plan) (map[string]string, error) {
+func StateOperators(p plan.Plan) (map[string]string, error) {
 	g, err := compile(p, 1)
 	if err != nil {
 		return nil, err
@@ -605,7 +607,7 @@ func (n *gnode) outTypes(e *gedge) []types.T {
 	}
 	switch n.kind {
 	case nSource:
-		return columnTypes(n.src)
+		return plan.ColumnTypes(n.src)
 	case nAgg:
 		return n.agg.Types()
 	case nSession:
@@ -638,7 +640,7 @@ func traceExpr(x expr.Expr, e *gedge) string {
 	return traceThrough(x, e.stages, e.from)
 }
 
-func traceThrough(x expr.Expr, stages []Plan, from *gnode) string {
+func traceThrough(x expr.Expr, stages []plan.Plan, from *gnode) string {
 	// Replace from the outermost stage down.
 	var sub func(x expr.Expr, depth int) string
 	sub = func(x expr.Expr, depth int) string {
@@ -647,19 +649,19 @@ func traceThrough(x expr.Expr, stages []Plan, from *gnode) string {
 			return renderWith(x, func(c *expr.ColRef) string { return sub(c, depth) })
 		}
 		for d := depth; d >= 0; d-- {
-			if p, ok := stages[d].(*Project); ok {
+			if p, ok := stages[d].(*plan.Project); ok {
 				if r.Idx < len(p.Exprs) {
 					return sub(p.Exprs[r.Idx], d-1)
 				}
 				return "?"
 			}
-			if l, ok := stages[d].(*LateralFuncScan); ok && r.Idx >= len(l.In.Types()) {
+			if l, ok := stages[d].(*plan.LateralFuncScan); ok && r.Idx >= len(l.In.Types()) {
 				return fmt.Sprintf("%s(%s)", l.Func, sub(l.Args[0], d-1))
 			}
-			if h, ok := stages[d].(*Hop); ok && r.Idx >= len(h.In.Types()) {
+			if h, ok := stages[d].(*plan.Hop); ok && r.Idx >= len(h.In.Types()) {
 				// A window bound means its time column and sizes.
 				bound := [2]string{"window_start", "window_end"}[min(r.Idx-len(h.In.Types()), 1)]
-				return fmt.Sprintf("%s(%s, %dus, %dus).%s", h.name(), sub(h.TS, d-1), h.Slide, h.Size, bound)
+				return fmt.Sprintf("%s(%s, %dus, %dus).%s", h.Name(), sub(h.TS, d-1), h.Slide, h.Size, bound)
 			}
 		}
 		return fromColumn(from, r.Idx)
@@ -723,13 +725,13 @@ func renderWith(x expr.Expr, col func(*expr.ColRef) string) string {
 }
 
 // Check reports whether p can run as a continuous query.
-func Check(p Plan) error {
+func Check(p plan.Plan) error {
 	_, err := compile(p, 1)
 	return err
 }
 
 // Sources names the tables (streams and views) a continuous plan reads.
-func Sources(p Plan) ([]*storage.TableDef, error) {
+func Sources(p plan.Plan) ([]*storage.TableDef, error) {
 	g, err := compile(p, 1)
 	if err != nil {
 		return nil, err
@@ -744,7 +746,7 @@ func Sources(p Plan) ([]*storage.TableDef, error) {
 // sessionNode compiles a session window aggregate, partitioned by its keys.
 // Its input must only insert rows: a retraction would have to split a
 // session, which merged partial results cannot do.
-func (c *compiler) sessionNode(n *SessionAgg) (*gnode, error) {
+func (c *compiler) sessionNode(n *plan.SessionAgg) (*gnode, error) {
 	if err := refuseNow(append([]expr.Expr{n.Time}, n.Keys...)...); err != nil {
 		return nil, err
 	}
@@ -753,7 +755,7 @@ func (c *compiler) sessionNode(n *SessionAgg) (*gnode, error) {
 			return nil, err
 		}
 	}
-	if err := CheckSessionAggs(n.Aggs); err != nil {
+	if err := plan.CheckSessionAggs(n.Aggs); err != nil {
 		return nil, err
 	}
 	g := &gnode{kind: nSession, session: n, par: 1, retracts: true}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/streamdb/streamdb/exec/plan"
 )
 
 // OperatorInfo describes one node of a running job's graph, for monitoring
@@ -75,27 +77,27 @@ func (j *Job) Graph() []OperatorInfo {
 	return append(out, sink)
 }
 
-func stageNames(stages []Plan) string {
+func stageNames(stages []plan.Plan) string {
 	var names []string
 	for _, s := range stages {
 		switch s := s.(type) {
-		case *Filter:
+		case *plan.Filter:
 			names = append(names, "filter")
-		case *Project:
+		case *plan.Project:
 			names = append(names, "project")
-		case *Hop:
-			names = append(names, s.name())
-		case *LateralFuncScan:
+		case *plan.Hop:
+			names = append(names, s.Name())
+		case *plan.LateralFuncScan:
 			names = append(names, s.Func)
 		}
 	}
 	return strings.Join(names, ", ")
 }
 
-var aggNames = map[AggKind]string{AggCountStar: "count(*)", AggCount: "count", AggSum: "sum", AggAvg: "avg", AggMin: "min", AggMax: "max", AggArrayAgg: "array_agg",
-	AggPercentileCont: "percentile_cont", AggPercentileDisc: "percentile_disc", AggMode: "mode"}
+var aggNames = map[plan.AggKind]string{plan.AggCountStar: "count(*)", plan.AggCount: "count", plan.AggSum: "sum", plan.AggAvg: "avg", plan.AggMin: "min", plan.AggMax: "max", plan.AggArrayAgg: "array_agg",
+	plan.AggPercentileCont: "percentile_cont", plan.AggPercentileDisc: "percentile_disc", plan.AggMode: "mode"}
 
-func aggDetail(a *HashAgg) string {
+func aggDetail(a *plan.HashAgg) string {
 	fns := make([]string, 0, len(a.Aggs))
 	for _, s := range a.Aggs {
 		f := aggNames[s.Kind]
@@ -111,7 +113,7 @@ func aggDetail(a *HashAgg) string {
 	return by + ": " + strings.Join(fns, ", ")
 }
 
-func sessionDetail(s *SessionAgg) string {
+func sessionDetail(s *plan.SessionAgg) string {
 	fns := make([]string, 0, len(s.Aggs))
 	for _, a := range s.Aggs {
 		fns = append(fns, aggNames[a.Kind])
@@ -119,9 +121,9 @@ func sessionDetail(s *SessionAgg) string {
 	return fmt.Sprintf("gap %s, by %d key(s): %s", time.Duration(s.Gap)*time.Microsecond, len(s.Keys), strings.Join(fns, ", "))
 }
 
-var joinNames = map[JoinKind]string{JoinInner: "inner", JoinLeft: "left", JoinRight: "right", JoinFull: "full", JoinSemi: "semi", JoinAnti: "anti"}
+var joinNames = map[plan.JoinKind]string{plan.JoinInner: "inner", plan.JoinLeft: "left", plan.JoinRight: "right", plan.JoinFull: "full", plan.JoinSemi: "semi", plan.JoinAnti: "anti"}
 
-func joinDetail(h *HashJoin) string {
+func joinDetail(h *plan.HashJoin) string {
 	if h.Lookup {
 		return fmt.Sprintf("%s lookup on %d key(s)", joinNames[h.Kind], len(h.LeftKeys))
 	}

@@ -10,7 +10,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -21,8 +23,8 @@ func tsLit(us int64) expr.Expr { return &expr.Const{D: types.Int(us), T: types.T
 
 // hopInput is (text, timestamp) rows: 00:00:01, 00:00:05 (on a slide
 // boundary), 23:59:58 the day before (negative), and NULL.
-func hopInput() *Values {
-	v := &Values{Ts: []types.T{types.TText, types.TTimestamp}}
+func hopInput() *plan.Values {
+	v := &plan.Values{Ts: []types.T{types.TText, types.TTimestamp}}
 	for _, r := range [][2]expr.Expr{{str("a"), tsLit(1 * sec)}, {str("b"), tsLit(5 * sec)}, {str("c"), tsLit(-2 * sec)}, {str("n"), null(types.TTimestamp)}} {
 		v.Rows = append(v.Rows, []expr.Expr{r[0], r[1]})
 	}
@@ -31,7 +33,7 @@ func hopInput() *Values {
 
 func TestHopExpand(t *testing.T) {
 	withChecked(t)
-	h := &Hop{In: hopInput(), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 10 * sec}
+	h := &plan.Hop{In: hopInput(), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 10 * sec}
 	// Each row in its two windows, the earliest first; NULL in one.
 	want := "a 1970-01-01 00:00:01 1969-12-31 23:59:55 1970-01-01 00:00:05\n" +
 		"a 1970-01-01 00:00:01 1970-01-01 00:00:00 1970-01-01 00:00:10\n" +
@@ -51,18 +53,18 @@ func TestHopStageTracksRows(t *testing.T) {
 	withChecked(t)
 	in := hopInput()
 	var rec arrow.RecordBatch
-	if err := Run(&Ctx{Context: context.Background(), Expr: &expr.Ctx{Mem: memoryPool}}, in, func(r arrow.RecordBatch) error {
+	if err := batch.Run(&plan.Ctx{Context: context.Background(), Expr: &expr.Ctx{Mem: memoryPool}}, in, func(r arrow.RecordBatch) error {
 		rec = r
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	defer rec.Release()
-	h := &Hop{In: in, TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec}
+	h := &plan.Hop{In: in, TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec}
 	// window_end > 00:00:05 keeps two windows of a, three of b, one of c
 	// and none of the NULL row.
-	f := &Filter{In: h, Pred: &expr.Func{Name: ">", Args: []expr.Expr{col(3, types.TTimestamp), tsLit(5 * sec)}, T: types.TBool}}
-	out, kept, err := applyStages(&expr.Ctx{Mem: memoryPool}, []Plan{h, f}, rec, true)
+	f := &plan.Filter{In: h, Pred: &expr.Func{Name: ">", Args: []expr.Expr{col(3, types.TTimestamp), tsLit(5 * sec)}, T: types.TBool}}
+	out, kept, err := applyStages(&expr.Ctx{Mem: memoryPool}, []plan.Plan{h, f}, rec, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,10 +81,10 @@ func TestHopStageTracksRows(t *testing.T) {
 // and the row's time beside it, so a late row counts once: only its last
 // window's copy.
 func TestHopLastWindow(t *testing.T) {
-	h := &Hop{In: wmStream("s", 1, types.TText, types.TTimestamp), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec}
+	h := &plan.Hop{In: wmStream("s", 1, types.TText, types.TTimestamp), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec}
 	// SELECT window_end, name, ts FROM HOP(...): the time moves to column 2.
-	p := &Project{In: h, Exprs: []expr.Expr{col(3, types.TTimestamp), col(0, types.TText), col(1, types.TTimestamp)}}
-	agg := &HashAgg{In: p, Keys: []expr.Expr{col(0, types.TTimestamp)}, Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}}
+	p := &plan.Project{In: h, Exprs: []expr.Expr{col(3, types.TTimestamp), col(0, types.TText), col(1, types.TTimestamp)}}
+	agg := &plan.HashAgg{In: p, Keys: []expr.Expr{col(0, types.TTimestamp)}, Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64}}}
 	w := windowCloseOf(agg)
 	if w == nil || w.Key != 0 || w.Offset != 0 || w.Hop == nil {
 		t.Fatalf("windowCloseOf: %+v", w)
@@ -107,8 +109,8 @@ func TestHopLastWindow(t *testing.T) {
 		t.Error("NULL time: not its last window")
 	}
 	// A projection without the time: every window row counts.
-	p2 := &Project{In: h, Exprs: []expr.Expr{col(3, types.TTimestamp)}}
-	agg2 := &HashAgg{In: p2, Keys: []expr.Expr{col(0, types.TTimestamp)}}
+	p2 := &plan.Project{In: h, Exprs: []expr.Expr{col(3, types.TTimestamp)}}
+	agg2 := &plan.HashAgg{In: p2, Keys: []expr.Expr{col(0, types.TTimestamp)}}
 	if w := windowCloseOf(agg2); w == nil || w.Hop != nil {
 		t.Fatalf("without the time: %+v", w)
 	}
@@ -146,18 +148,18 @@ func BenchmarkHopExpand(b *testing.B) {
 			rec.Release()
 		}
 	}()
-	in := &Batches{Ts: []types.T{types.TInt64, types.TTimestamp}}
+	in := &plan.Batches{Ts: []types.T{types.TInt64, types.TTimestamp}}
 	ectx := &expr.Ctx{Mem: mem}
 	type hopCase struct {
 		name string
-		h    *Hop
+		h    *plan.Hop
 	}
 	var cases []hopCase
 	for _, w := range []int64{2, 5, 10} {
-		cases = append(cases, hopCase{fmt.Sprintf("windows=%d", w), &Hop{In: in, TS: col(1, types.TTimestamp), Slide: 2 * sec, Size: w * 2 * sec}})
+		cases = append(cases, hopCase{fmt.Sprintf("windows=%d", w), &plan.Hop{In: in, TS: col(1, types.TTimestamp), Slide: 2 * sec, Size: w * 2 * sec}})
 	}
 	// CUMULATE, step 2 s, max 10 steps: 5.5 windows a row on average.
-	cases = append(cases, hopCase{"cumulate=10", &Hop{In: in, TS: col(1, types.TTimestamp), Slide: 2 * sec, Size: 20 * sec, Cumulate: true}})
+	cases = append(cases, hopCase{"cumulate=10", &plan.Hop{In: in, TS: col(1, types.TTimestamp), Slide: 2 * sec, Size: 20 * sec, Cumulate: true}})
 	for _, hc := range cases {
 		h := hc.h
 		b.Run(hc.name, func(b *testing.B) {
@@ -165,7 +167,7 @@ func BenchmarkHopExpand(b *testing.B) {
 			var out int64
 			for b.Loop() {
 				for _, rec := range recs {
-					o, _, err := h.expand(ectx, mem, &buf, rec)
+					o, _, err := h.Expand(ectx, mem, &buf, rec)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -187,12 +189,12 @@ func TestPruneHops(t *testing.T) {
 	bid := &storage.TableDef{ID: 7, Name: "bid", Columns: []storage.ColumnDef{
 		{Name: "auction", Type: types.TInt64}, {Name: "url", Type: types.TText},
 		{Name: "ts", Type: types.TTimestamp}, {Name: "extra", Type: types.TText}}}
-	h := &Hop{In: &ScanStream{Table: bid}, TS: col(2, types.TTimestamp), Slide: 2 * sec, Size: 10 * sec}
+	h := &plan.Hop{In: &plan.ScanStream{Table: bid}, TS: col(2, types.TTimestamp), Slide: 2 * sec, Size: 10 * sec}
 	// SELECT *, window_start, window_end FROM bid, as the table function.
-	star := &Project{In: h, Exprs: []expr.Expr{col(0, types.TInt64), col(1, types.TText), col(2, types.TTimestamp),
+	star := &plan.Project{In: h, Exprs: []expr.Expr{col(0, types.TInt64), col(1, types.TText), col(2, types.TTimestamp),
 		col(3, types.TText), col(4, types.TTimestamp), col(5, types.TTimestamp)}}
-	agg := &HashAgg{In: star, Keys: []expr.Expr{col(4, types.TTimestamp), col(0, types.TInt64)},
-		Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}}
+	agg := &plan.HashAgg{In: star, Keys: []expr.Expr{col(4, types.TTimestamp), col(0, types.TInt64)},
+		Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64}}}
 	for _, record := range []bool{false, true} {
 		g, err := compile(agg, 1)
 		if err != nil {
@@ -202,7 +204,7 @@ func TestPruneHops(t *testing.T) {
 		var used []bool
 		for _, n := range g.nodes {
 			if n.kind == nAgg {
-				used = n.ins[0].stages[0].(*Hop).Used
+				used = n.ins[0].stages[0].(*plan.Hop).Used
 			}
 		}
 		want := "[true false true false]" // auction, ts
@@ -230,7 +232,7 @@ func TestPruneHops(t *testing.T) {
 // window's start that end after it, the earliest first; NULL in one.
 func TestCumulateExpand(t *testing.T) {
 	withChecked(t)
-	h := &Hop{In: hopInput(), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec, Cumulate: true}
+	h := &plan.Hop{In: hopInput(), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec, Cumulate: true}
 	want := "a 1970-01-01 00:00:01 1970-01-01 00:00:00 1970-01-01 00:00:05\n" +
 		"a 1970-01-01 00:00:01 1970-01-01 00:00:00 1970-01-01 00:00:10\n" +
 		"a 1970-01-01 00:00:01 1970-01-01 00:00:00 1970-01-01 00:00:15\n" +
@@ -247,7 +249,7 @@ func TestCumulateExpand(t *testing.T) {
 // aggregate's bound is window_end or window_start (all of a row's windows
 // share the start: the row's window_end tells them apart).
 func TestCumulateLastWindow(t *testing.T) {
-	h := &Hop{In: wmStream("s", 1, types.TText, types.TTimestamp), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec, Cumulate: true}
+	h := &plan.Hop{In: wmStream("s", 1, types.TText, types.TTimestamp), TS: col(1, types.TTimestamp), Slide: 5 * sec, Size: 15 * sec, Cumulate: true}
 	ints := func(vs ...int64) *array.Int64 {
 		b := array.NewInt64Builder(memory.DefaultAllocator)
 		defer b.Release()
@@ -258,8 +260,8 @@ func TestCumulateLastWindow(t *testing.T) {
 	defer ts.Release()
 	// SELECT window_end, window_start, ts FROM CUMULATE(...) grouped by
 	// window_end: 00:00:07 is in [0, 10) and [0, 15); the last is [0, 15).
-	p := &Project{In: h, Exprs: []expr.Expr{col(3, types.TTimestamp), col(2, types.TTimestamp), col(1, types.TTimestamp)}}
-	w := windowCloseOf(&HashAgg{In: p, Keys: []expr.Expr{col(0, types.TTimestamp)}})
+	p := &plan.Project{In: h, Exprs: []expr.Expr{col(3, types.TTimestamp), col(2, types.TTimestamp), col(1, types.TTimestamp)}}
+	w := windowCloseOf(&plan.HashAgg{In: p, Keys: []expr.Expr{col(0, types.TTimestamp)}})
 	if w == nil || w.Offset != 0 || w.Hop == nil || !w.Hop.Cumulate || w.Hop.End != nil {
 		t.Fatalf("by window_end: %+v", w)
 	}
@@ -270,7 +272,7 @@ func TestCumulateLastWindow(t *testing.T) {
 	}
 	// Grouped by window_start alone: the window closes at start + max and
 	// the row's window_end (column 0) picks its last copy.
-	w = windowCloseOf(&HashAgg{In: p, Keys: []expr.Expr{col(1, types.TTimestamp)}})
+	w = windowCloseOf(&plan.HashAgg{In: p, Keys: []expr.Expr{col(1, types.TTimestamp)}})
 	if w == nil || w.Offset != 15*sec || w.Hop == nil {
 		t.Fatalf("by window_start: %+v", w)
 	}
@@ -305,13 +307,13 @@ func TestHopOutputBatchesBounded(t *testing.T) {
 	withChecked(t)
 	const n, windows = 50_000, 10
 	ts := []types.T{types.TInt64, types.TTimestamp}
-	in := &Batches{Recs: []arrow.RecordBatch{timedRows(n, 7)}, Ts: ts}
+	in := &plan.Batches{Recs: []arrow.RecordBatch{timedRows(n, 7)}, Ts: ts}
 	defer in.Recs[0].Release()
 	for _, cumulate := range []bool{false, true} {
-		h := &Hop{In: in, TS: col(1, types.TTimestamp), Slide: sec, Size: windows * sec, Cumulate: cumulate}
+		h := &plan.Hop{In: in, TS: col(1, types.TTimestamp), Slide: sec, Size: windows * sec, Cumulate: cumulate}
 		in.Recs[0].Retain() // Run takes one reference
 		rows, batches, largest := 0, 0, 0
-		err := Run(&Ctx{Context: context.Background(), Expr: &expr.Ctx{Mem: memoryPool}}, h, func(r arrow.RecordBatch) error {
+		err := batch.Run(&plan.Ctx{Context: context.Background(), Expr: &expr.Ctx{Mem: memoryPool}}, h, func(r arrow.RecordBatch) error {
 			defer r.Release()
 			rows += int(r.NumRows())
 			batches++
@@ -328,9 +330,9 @@ func TestHopOutputBatchesBounded(t *testing.T) {
 				want += windows - int(int64(i)*sec/100%(windows*sec)/sec)
 			}
 		}
-		if rows != want || largest > expandBatchRows {
+		if rows != want || largest > plan.ExpandBatchRows {
 			t.Fatalf("cumulate=%v: %d rows in %d batches, the largest %d; want %d rows, batches of at most %d",
-				cumulate, rows, batches, largest, want, expandBatchRows)
+				cumulate, rows, batches, largest, want, plan.ExpandBatchRows)
 		}
 	}
 }
@@ -351,9 +353,9 @@ func TestOutletCutsExpandingBatches(t *testing.T) {
 	}
 	ts := []types.T{types.TInt64, types.TTimestamp}
 	rec := timedRows(n, n)
-	h := &Hop{In: &Batches{Ts: ts}, TS: col(1, types.TTimestamp), Slide: sec, Size: windows * sec}
-	ch := make(chan msg, n*windows/expandBatchRows+8)
-	o := &outlet{j: &Job{ctx: context.Background()}, stages: []Plan{h}, outs: []chan msg{ch}, rowIDs: true}
+	h := &plan.Hop{In: &plan.Batches{Ts: ts}, TS: col(1, types.TTimestamp), Slide: sec, Size: windows * sec}
+	ch := make(chan msg, n*windows/plan.ExpandBatchRows+8)
+	o := &outlet{j: &Job{ctx: context.Background()}, stages: []plan.Plan{h}, outs: []chan msg{ch}, rowIDs: true}
 	if err := o.emit(&expr.Ctx{Mem: memoryPool}, Chunk{Rec: rec, Ops: ops}, ids); err != nil {
 		t.Fatal(err)
 	}
@@ -373,8 +375,8 @@ func TestOutletCutsExpandingBatches(t *testing.T) {
 		}
 		m.c.Rec.Release()
 	}
-	if rows != n*windows || batches < 2 || largest > expandBatchRows {
+	if rows != n*windows || batches < 2 || largest > plan.ExpandBatchRows {
 		t.Fatalf("%d rows in %d batches, the largest %d; want %d rows in batches of at most %d",
-			rows, batches, largest, n*windows, expandBatchRows)
+			rows, batches, largest, n*windows, plan.ExpandBatchRows)
 	}
 }

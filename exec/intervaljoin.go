@@ -3,6 +3,7 @@ package exec
 import (
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/join"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -21,8 +22,8 @@ type joinTime = join.Time
 // Outer, semi and anti joins read their residual (the ON condition) only:
 // a filter over an outer join's output also sees its NULL-padded rows,
 // and one over a semi or anti join sees the left columns alone.
-func joinTimeOf(n *HashJoin, preds []expr.Expr) *joinTime {
-	if n.Kind != JoinInner {
+func joinTimeOf(n *plan.HashJoin, preds []expr.Expr) *joinTime {
+	if n.Kind != plan.JoinInner {
 		preds = nil
 	}
 	if jt := windowJoinOf(n); jt != nil {
@@ -33,7 +34,7 @@ func joinTimeOf(n *HashJoin, preds []expr.Expr) *joinTime {
 
 // windowJoinOf: the join key pair that bounds windows on both sides with
 // the earliest end.
-func windowJoinOf(n *HashJoin) *joinTime {
+func windowJoinOf(n *plan.HashJoin) *joinTime {
 	var best *joinTime
 	bestSides, bestAt := 0, int64(0)
 	for k := range n.LeftKeys {
@@ -106,7 +107,7 @@ func timeTermOf(e expr.Expr) (timeTerm, bool) {
 
 // intervalJoinOf finds a pair of time columns (one per side) that the
 // residual bounds both ways.
-func intervalJoinOf(n *HashJoin, preds []expr.Expr) *joinTime {
+func intervalJoinOf(n *plan.HashJoin, preds []expr.Expr) *joinTime {
 	var cs []expr.Expr
 	if n.Residual != nil {
 		cs = conjuncts(n.Residual)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -33,25 +34,25 @@ func TestJoinTimeOf(t *testing.T) {
 	between := fn("and", fn(">=", col(1), fn("-", col(3), sec(2))), fn("<=", col(1), fn("+", col(3), sec(1))))
 	cases := []struct {
 		name     string
-		kind     JoinKind
+		kind     plan.JoinKind
 		residual expr.Expr
 		preds    []expr.Expr
 		want     *[2]int64 // free offsets, µs; nil: not an interval join
 	}{
-		{"between", JoinInner, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
-		{"between as a filter over the join", JoinInner, nil, []expr.Expr{between}, &[2]int64{2e6 + 1, 1e6 + 1}},
-		{"operands swapped, strict", JoinInner, fn("and", fn("<=", col(3), fn("+", col(1), sec(1))), fn(">", col(3), fn("-", col(1), sec(2)))), nil, &[2]int64{1e6 + 1, 2e6 + 1}},
-		{"tighter bound wins", JoinInner, fn("and", between, fn("<=", col(3), col(1))), nil, &[2]int64{1, 1e6 + 1}},
-		{"one way only", JoinInner, fn(">=", col(1), fn("-", col(3), sec(2))), nil, nil},
-		{"both columns of one side", JoinInner, fn("and", fn(">=", col(1), col(1)), fn("<=", col(3), col(3))), nil, nil},
-		{"left outer", JoinLeft, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
-		{"full outer", JoinFull, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
-		{"semi (EXISTS)", JoinSemi, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
-		{"anti (NOT EXISTS)", JoinAnti, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
-		{"left outer: a filter over it does not bound", JoinLeft, nil, []expr.Expr{between}, nil},
+		{"between", plan.JoinInner, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"between as a filter over the join", plan.JoinInner, nil, []expr.Expr{between}, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"operands swapped, strict", plan.JoinInner, fn("and", fn("<=", col(3), fn("+", col(1), sec(1))), fn(">", col(3), fn("-", col(1), sec(2)))), nil, &[2]int64{1e6 + 1, 2e6 + 1}},
+		{"tighter bound wins", plan.JoinInner, fn("and", between, fn("<=", col(3), col(1))), nil, &[2]int64{1, 1e6 + 1}},
+		{"one way only", plan.JoinInner, fn(">=", col(1), fn("-", col(3), sec(2))), nil, nil},
+		{"both columns of one side", plan.JoinInner, fn("and", fn(">=", col(1), col(1)), fn("<=", col(3), col(3))), nil, nil},
+		{"left outer", plan.JoinLeft, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"full outer", plan.JoinFull, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"semi (EXISTS)", plan.JoinSemi, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"anti (NOT EXISTS)", plan.JoinAnti, between, nil, &[2]int64{2e6 + 1, 1e6 + 1}},
+		{"left outer: a filter over it does not bound", plan.JoinLeft, nil, []expr.Expr{between}, nil},
 	}
 	for _, c := range cases {
-		j := &HashJoin{Left: side, Right: side, Kind: c.kind, LeftKeys: []expr.Expr{col(0)}, RightKeys: []expr.Expr{col(0)}, Residual: c.residual}
+		j := &plan.HashJoin{Left: side, Right: side, Kind: c.kind, LeftKeys: []expr.Expr{col(0)}, RightKeys: []expr.Expr{col(0)}, Residual: c.residual}
 		jt := joinTimeOf(j, c.preds)
 		switch {
 		case c.want == nil && jt != nil:
@@ -66,8 +67,8 @@ func TestJoinTimeOf(t *testing.T) {
 	// Each side by its own time's watermark: none on the right (not its
 	// WATERMARK FOR column), the left's shifted by - 2 s.
 	plain := wmStream("p", -1, types.TInt64, types.TTimestamp)
-	left := &Project{In: side, Exprs: []expr.Expr{col(0), fn("-", col(1), sec(2))}}
-	j := &HashJoin{Left: left, Right: plain, Kind: JoinInner, LeftKeys: []expr.Expr{col(0)}, RightKeys: []expr.Expr{col(0)}, Residual: between}
+	left := &plan.Project{In: side, Exprs: []expr.Expr{col(0), fn("-", col(1), sec(2))}}
+	j := &plan.HashJoin{Left: left, Right: plain, Kind: plan.JoinInner, LeftKeys: []expr.Expr{col(0)}, RightKeys: []expr.Expr{col(0)}, Residual: between}
 	jt := joinTimeOf(j, nil)
 	if jt == nil || jt.Lates != [2]bool{true, false} || jt.Frees != [2]bool{false, true} ||
 		jt.Late[0] != 2e6+1 || jt.Free[1] != 1e6+2e6+1 || jt.Shift[0] != -2e6 {

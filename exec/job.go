@@ -11,6 +11,7 @@ import (
 	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -23,7 +24,7 @@ type Barrier = op.Barrier
 type JobSpec struct {
 	ID   uint64
 	Name string
-	Plan Plan
+	Plan plan.Plan
 	// View receives the results; nil for a transient change stream, whose
 	// changes go to Out instead.
 	View        *storage.TableDef
@@ -476,5 +477,6 @@ func (j *Job) exprCtx() *expr.Ctx {
 // (exec/op).
 const KeyGroups = op.KeyGroups
 
-func keyGroup(h uint64) int    { return op.KeyGroup(h) }
+func keyGroup(h uint64) int { return op.KeyGroup(h) }
+
 func instanceOf(kg, n int) int { return op.InstanceOf(kg, n) }

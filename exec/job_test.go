@@ -10,7 +10,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -55,15 +57,15 @@ func testEpochBound(t *testing.T, cache int64, bound int, rowsView bool) {
 	}
 	view := &storage.TableDef{ID: 2, Name: "v", Kind: storage.KindView, KeyCols: []int{0},
 		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "n", Type: types.TInt64}}}
-	var plan Plan = &HashAgg{In: &ScanStream{Table: src}, Keys: []expr.Expr{col(0, types.TInt64)},
-		Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}}
+	var pl plan.Plan = &plan.HashAgg{In: &plan.ScanStream{Table: src}, Keys: []expr.Expr{col(0, types.TInt64)},
+		Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64}}}
 	writes := 2 // a changed group is a state write and a view row
 	if rowsView {
-		plan, writes = &ScanStream{Table: src}, 1
+		pl, writes = &plan.ScanStream{Table: src}, 1
 	}
 	full := make(chan struct{}, 1)
 	var pokes atomic.Int64
-	j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: plan, View: view, Parallelism: 2,
+	j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: pl, View: view, Parallelism: 2,
 		MaxEpochGroups: maxGroups, StateCacheBytes: cache, EpochFull: func() {
 			pokes.Add(1)
 			select {
@@ -168,9 +170,9 @@ func TestLateAckCommitsWithNextEpoch(t *testing.T) {
 	}
 	view := &storage.TableDef{ID: 2, Name: "v", Kind: storage.KindView, KeyCols: []int{0},
 		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "n", Type: types.TInt64}}}
-	plan := &HashAgg{In: &ScanStream{Table: src}, Keys: []expr.Expr{col(0, types.TInt64)},
-		Aggs: []AggSpec{{Kind: AggCountStar, T: types.TInt64}}}
-	j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: plan, View: view, Parallelism: 2})
+	pl := &plan.HashAgg{In: &plan.ScanStream{Table: src}, Keys: []expr.Expr{col(0, types.TInt64)},
+		Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64}}}
+	j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: pl, View: view, Parallelism: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +215,7 @@ func TestLateAckCommitsWithNextEpoch(t *testing.T) {
 	j.Committed(2)
 
 	counts := map[int64]int64{}
-	err = Run(&Ctx{Context: ctx, DB: db, Expr: &expr.Ctx{Mem: memory.DefaultAllocator}}, &ScanView{View: view},
+	err = batch.Run(&plan.Ctx{Context: ctx, DB: db, Expr: &expr.Ctx{Mem: memory.DefaultAllocator}}, &plan.ScanView{View: view},
 		func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			k, n := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64)

@@ -51,8 +51,12 @@ func (j *Job) newJoinNode(n *gnode, inst int, out *outlet, reemit bool) (joinNod
 	return joinNode{o}, o.Load(j.exprCtx(), j.opState(n.op, inst, n.par), inst, n.par)
 }
 
-func (n joinNode) opID() uint32                   { return n.OpID() }
-func (n joinNode) keepsWatermark() bool           { return n.KeepsWatermark() }
-func (n joinNode) takeLate() []storage.LateRow    { return n.TakeLate() }
-func (n joinNode) reportBytes()                   { n.ReportBytes() }
+func (n joinNode) opID() uint32 { return n.OpID() }
+
+func (n joinNode) keepsWatermark() bool { return n.KeepsWatermark() }
+
+func (n joinNode) takeLate() []storage.LateRow { return n.TakeLate() }
+
+func (n joinNode) reportBytes() { n.ReportBytes() }
+
 func (n joinNode) reemitAll(ectx *expr.Ctx) error { return n.ReemitAll(ectx) }

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -81,7 +82,7 @@ func BenchmarkJoinOp(b *testing.B) {
 		b.Run(fmt.Sprintf("rows=%d/keys=%d", c.rows, c.keys), func(b *testing.B) {
 			k, _ := kvRefs()
 			ts := []types.T{types.TInt64, types.TInt64}
-			spec := &HashJoin{Left: &Batches{Ts: ts}, Right: &Batches{Ts: ts}, Kind: JoinInner,
+			spec := &plan.HashJoin{Left: &plan.Batches{Ts: ts}, Right: &plan.Batches{Ts: ts}, Kind: plan.JoinInner,
 				LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}
 			for b.Loop() {
 				j, out, stop := opBenchJob(b)
@@ -124,15 +125,15 @@ func BenchmarkRankOp(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			k, v := kvRefs()
 			ts := []types.T{types.TInt64, types.TInt64}
-			spec := &rankSpec{order: []SortKey{{E: v, Desc: true}}, lo: 0, hi: 10}
+			spec := &rankSpec{order: []plan.SortKey{{E: v, Desc: true}}, lo: 0, hi: 10}
 			if c.name != "topn" {
-				w := &Window{In: &Batches{Ts: ts}, PartitionBy: []expr.Expr{k}, OrderBy: spec.order,
-					Funcs: []WindowFunc{{Kind: WinRowNumber, T: types.TInt64}}}
+				w := &plan.Window{In: &plan.Batches{Ts: ts}, PartitionBy: []expr.Expr{k}, OrderBy: spec.order,
+					Funcs: []plan.WindowFunc{{Kind: plan.WinRowNumber, T: types.TInt64}}}
 				spec = &rankSpec{window: w, partition: w.PartitionBy, order: w.OrderBy, hi: 3}
 			}
 			for b.Loop() {
 				j, out, stop := opBenchJob(b)
-				in := &gedge{from: &gnode{kind: nSource}, stages: []Plan{&Batches{Ts: ts}}} // gives the input's types
+				in := &gedge{from: &gnode{kind: nSource}, stages: []plan.Plan{&plan.Batches{Ts: ts}}} // gives the input's types
 				op := newRankOp(j, &gnode{kind: nRank, rank: spec, ins: []*gedge{in}}, out, 0)
 				ectx := j.exprCtx()
 				for i, r := range recs {

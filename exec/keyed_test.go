@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -25,11 +26,11 @@ func keyedRec(rows ...string) arrow.RecordBatch {
 		kb.Append(k)
 		vb.Append(v)
 	}
-	return RecordOf([]types.T{types.TInt64, types.TText}, []arrow.Array{kb.NewArray(), vb.NewArray()}, len(rows))
+	return plan.RecordOf([]types.T{types.TInt64, types.TText}, []arrow.Array{kb.NewArray(), vb.NewArray()}, len(rows))
 }
 
 // keyedText renders a KeyedRows' rows, and a Changes' ops, as text.
-func keyedText(k *KeyedRows, ch *Changes) string {
+func keyedText(k *plan.KeyedRows, ch *plan.Changes) string {
 	var b strings.Builder
 	rec := k.Record(memoryPool)
 	defer rec.Release()
@@ -54,15 +55,15 @@ func TestKeyedRows(t *testing.T) {
 	withChecked(t)
 	def := &storage.TableDef{Name: "t", Kind: storage.KindStream, KeyCols: []int{0},
 		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64, NotNull: true}, {Name: "v", Type: types.TText}}}
-	k := NewKeyedRows(nil, def)
-	replay := NewKeyedRows(nil, def)
-	apply := func(ch *Changes) {
+	k := plan.NewKeyedRows(nil, def)
+	replay := plan.NewKeyedRows(nil, def)
+	apply := func(ch *plan.Changes) {
 		log := k.ChangesRecord(ch)
 		replay.Apply(log)
 		log.Release()
 	}
 	in := keyedRec("1=a", "2=b")
-	ch, n, err := k.Insert(in, ConflictError, nil)
+	ch, n, err := k.Insert(in, plan.ConflictError, nil)
 	in.Release()
 	if err != nil || n != 2 {
 		t.Fatal(n, err)
@@ -73,11 +74,11 @@ func TestKeyedRows(t *testing.T) {
 	}
 
 	dup := keyedRec("3=c", "2=x")
-	_, _, err = NewKeyedRowsFrom(k).Insert(dup, ConflictError, nil)
+	_, _, err = plan.NewKeyedRowsFrom(k).Insert(dup, plan.ConflictError, nil)
 	if e := sqlerr.As(err); e == nil || e.Code != sqlerr.UniqueViolation || e.Detail != "Key (k)=(2) already exists." {
 		t.Errorf("duplicate: %v", err)
 	}
-	ch, n, err = k.Insert(dup, ConflictNothing, nil)
+	ch, n, err = k.Insert(dup, plan.ConflictNothing, nil)
 	if err != nil || n != 1 {
 		t.Fatal(n, err)
 	}
@@ -87,12 +88,12 @@ func TestKeyedRows(t *testing.T) {
 	}
 	dup.Release()
 	up := keyedRec("2=x", "5=e")
-	ch, n, err = k.Insert(up, ConflictUpdate, func(pairs arrow.RecordBatch) (arrow.RecordBatch, []bool, error) {
+	ch, n, err = k.Insert(up, plan.ConflictUpdate, func(pairs arrow.RecordBatch) (arrow.RecordBatch, []bool, error) {
 		// SET v = EXCLUDED.v: the existing row's k, the proposed row's v.
 		c0, c1 := pairs.Column(0), pairs.Column(3)
 		c0.Retain()
 		c1.Retain()
-		return RecordOf([]types.T{types.TInt64, types.TText}, []arrow.Array{c0, c1}, int(pairs.NumRows())), nil, nil
+		return plan.RecordOf([]types.T{types.TInt64, types.TText}, []arrow.Array{c0, c1}, int(pairs.NumRows())), nil, nil
 	})
 	up.Release()
 	if err != nil || n != 2 {
@@ -116,7 +117,7 @@ func TestKeyedRows(t *testing.T) {
 		t.Errorf("update keys: %s, want %s", got, want)
 	}
 	olds, news = keyedRec("2=a"), keyedRec("3=z")
-	_, err = NewKeyedRowsFrom(k).Update(olds, news)
+	_, err = plan.NewKeyedRowsFrom(k).Update(olds, news)
 	olds.Release()
 	news.Release()
 	if sqlerr.Code(err) != sqlerr.UniqueViolation {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -24,11 +25,11 @@ func upstreamRec(rows ...[3]int64) arrow.RecordBatch {
 		}
 		ob.Append(r[2])
 	}
-	return RecordOf([]types.T{types.TInt64, types.TInt64, types.TInt64},
+	return plan.RecordOf([]types.T{types.TInt64, types.TInt64, types.TInt64},
 		[]arrow.Array{kb.NewArray(), vb.NewArray(), ob.NewArray()}, len(rows))
 }
 
-func changesText(k *KeyedRows, ch *Changes) string {
+func changesText(k *plan.KeyedRows, ch *plan.Changes) string {
 	rec := k.ChangesRecord(ch)
 	defer rec.Release()
 	var out []string
@@ -43,7 +44,7 @@ func changesText(k *KeyedRows, ch *Changes) string {
 func TestApplyUpstream(t *testing.T) {
 	def := &storage.TableDef{Name: "t", Kind: storage.KindStream, Partitions: 1, KeyCols: []int{0},
 		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64, NotNull: true}, {Name: "v", Type: types.TInt64}}}
-	k := CachedKeyedRows(def)
+	k := plan.CachedKeyedRows(def)
 	ins, del, ua := int64(OpInsert), int64(OpDelete), int64(OpUpdateAfter)
 	for _, tc := range []struct {
 		rows [][3]int64

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -24,7 +25,7 @@ import (
 // rankWindowOf finds the partition key of a rank over in that bounds
 // windows over a time a watermark bounds, preferring the earliest close;
 // nil if none does (the rank then keeps every window).
-func rankWindowOf(in Plan, partition []expr.Expr) *windowClose {
+func rankWindowOf(in plan.Plan, partition []expr.Expr) *windowClose {
 	var best *windowClose
 	for i, k := range partition {
 		if k.Type().Kind != types.Timestamp {
@@ -45,16 +46,16 @@ func rankWindowOf(in Plan, partition []expr.Expr) *windowClose {
 // boundThrough is windowBound that also looks through aggregates (a
 // top-N over a window aggregate's rows partitions by its group keys) and
 // the projections and filters over them.
-func boundThrough(p Plan, e expr.Expr) (int64, timeTrace, bool) {
+func boundThrough(p plan.Plan, e expr.Expr) (int64, timeTrace, bool) {
 	if c, ok := e.(*expr.ColRef); ok {
 		switch p := p.(type) {
-		case *Project:
+		case *plan.Project:
 			if c.Idx < len(p.Exprs) {
 				return boundThrough(p.In, p.Exprs[c.Idx])
 			}
-		case *Filter:
+		case *plan.Filter:
 			return boundThrough(p.In, e)
-		case *HashAgg:
+		case *plan.HashAgg:
 			if c.Idx < len(p.Keys) {
 				return boundThrough(p.In, p.Keys[c.Idx])
 			}

@@ -1,11 +1,11 @@
 package exec
 
 import (
-	"math"
 	"reflect"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 )
 
@@ -42,7 +42,7 @@ type ack struct {
 // its key group.
 type outlet struct {
 	j      *Job
-	stages []Plan
+	stages []plan.Plan
 	keys   []expr.Expr
 	outs   []chan msg // one per consumer instance
 	in     int
@@ -72,7 +72,7 @@ type outlet struct {
 // cut first, so no batch grows by the windows' fan-out.
 func (o *outlet) emit(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 	defer c.Rec.Release()
-	return cutForExpand(o.stages, c.Rec, func(rec arrow.RecordBatch, lo, hi int) error {
+	return plan.CutForExpand(o.stages, c.Rec, func(rec arrow.RecordBatch, lo, hi int) error {
 		rec.Retain() // emitOne owns the part it is given
 		part := Chunk{Rec: rec}
 		if c.Ops != nil {
@@ -91,50 +91,6 @@ func (o *outlet) emit(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 
 // Emit implements op.Outlet: an operator's rows enter the edge.
 func (o *outlet) Emit(ectx *expr.Ctx, c Chunk) error { return o.emit(ectx, c, nil) }
-
-// expandBatchRows bounds the rows a window expand stage makes of one batch.
-const expandBatchRows = 64 << 10
-
-// expandStep is the most input rows per batch that the stages' window
-// expansion keeps within expandBatchRows (all of them without one).
-func expandStep(stages []Plan) int {
-	fan := 1
-	for _, st := range stages {
-		if h, ok := st.(*Hop); ok {
-			fan *= max(1, h.windows())
-		}
-	}
-	if fan == 1 {
-		return math.MaxInt
-	}
-	return max(1, expandBatchRows/fan)
-}
-
-// cutForExpand calls f, in order, with rec's rows [lo, hi) in parts that
-// the stages' window expansion keeps within expandBatchRows: rec itself
-// when it needs no cut, slices of it otherwise, and nothing when it has
-// no rows. The caller keeps rec; f borrows part (Retain to keep it) and
-// the first error f returns ends the cut.
-func cutForExpand(stages []Plan, rec arrow.RecordBatch, f func(part arrow.RecordBatch, lo, hi int) error) error {
-	n := int(rec.NumRows())
-	step := expandStep(stages)
-	if step >= n {
-		if n == 0 {
-			return nil
-		}
-		return f(rec, 0, n)
-	}
-	for lo := 0; lo < n; lo += step {
-		hi := min(n, lo+step)
-		part := rec.NewSlice(int64(lo), int64(hi))
-		err := f(part, lo, hi)
-		part.Release()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 func (o *outlet) emitOne(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 	if len(o.stages) > 0 {
@@ -209,7 +165,7 @@ func (o *outlet) route(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 		inst := instanceOf(keyGroup(h[r]), len(o.outs))
 		idx[inst] = append(idx[inst], r)
 	}
-	ts := exprTypes(plannedExprs(out))
+	ts := plan.ExprTypes(plannedExprs(out))
 	for i, rows := range idx {
 		if len(rows) == 0 {
 			continue

@@ -6,6 +6,7 @@ import (
 
 	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/connector/postgres"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -25,10 +26,10 @@ func sinkConnector(opts map[string]string) string {
 }
 
 // CheckSink validates a new sink against its view and its external system.
-func CheckSink(ctx context.Context, opts map[string]string, view *storage.TableDef, viewPlan Plan) error {
+func CheckSink(ctx context.Context, opts map[string]string, view *storage.TableDef, viewPlan plan.Plan) error {
 	switch c := sinkConnector(opts); c {
 	case "postgres":
-		return postgres.CheckSink(ctx, opts, view.Name, connectorColumns(view), SinkKeyCols(view, viewPlan), AppendOnly(viewPlan))
+		return postgres.CheckSink(ctx, opts, view.Name, plan.ConnectorColumns(view), SinkKeyCols(view, viewPlan), AppendOnly(viewPlan))
 	case "kafka", "":
 		return CheckKafkaSink(opts, view, viewPlan)
 	default:
@@ -42,7 +43,7 @@ func StartSink(db *storage.DB, spec SinkSpec) (*SinkRunner, error) {
 		return StartKafkaSink(db, spec)
 	}
 	def, view := spec.Def, spec.View
-	p, err := postgres.NewSink(connector.SinkSpec{Name: def.Name, ID: def.ID, View: view.Name, Columns: connectorColumns(view),
+	p, err := postgres.NewSink(connector.SinkSpec{Name: def.Name, ID: def.ID, View: view.Name, Columns: plan.ConnectorColumns(view),
 		KeyCols: spec.KeyCols, AtLeastOnce: spec.AtLeastOnce, Options: def.Options,
 		StoredPosition: func() (uint64, bool, error) { return db.LoadOffset(def.ID, view.ID, 0) }})
 	if err != nil {

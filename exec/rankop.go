@@ -2,6 +2,7 @@ package exec
 
 import (
 	"github.com/streamdb/streamdb/exec/over"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/exec/rank"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -54,11 +55,14 @@ func (j *Job) newRankNode(n *gnode, inst int, out *outlet, reemit bool) (rankNod
 	return rankNode{o}, nil
 }
 
-func (n rankNode) opID() uint32                { return n.OpID() }
-func (n rankNode) keepsWatermark() bool        { return n.KeepsWatermark() }
+func (n rankNode) opID() uint32 { return n.OpID() }
+
+func (n rankNode) keepsWatermark() bool { return n.KeepsWatermark() }
+
 func (n rankNode) takeLate() []storage.LateRow { return n.TakeLate() }
-func (n rankNode) reportBytes()                { n.ReportBytes() }
+
+func (n rankNode) reportBytes() { n.ReportBytes() }
 
 // rankFuncsOnly says every function of w is row_number, rank or
 // dense_rank, which the rank operator computes in its walk of the order.
-func rankFuncsOnly(w *Window) bool { return over.RankOnly(w.Funcs) }
+func rankFuncsOnly(w *plan.Window) bool { return over.RankOnly(w.Funcs) }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -13,14 +14,14 @@ import (
 func TestRankSpecAppendOnly(t *testing.T) {
 	k, v := kvRefs()
 	ts := []types.T{types.TInt64, types.TInt64}
-	w := &Window{In: &Batches{Ts: ts}, PartitionBy: []expr.Expr{k}, OrderBy: []SortKey{{E: v, Desc: true}},
-		Funcs: []WindowFunc{{Kind: WinRowNumber, T: types.TInt64}}}
+	w := &plan.Window{In: &plan.Batches{Ts: ts}, PartitionBy: []expr.Expr{k}, OrderBy: []plan.SortKey{{E: v, Desc: true}},
+		Funcs: []plan.WindowFunc{{Kind: plan.WinRowNumber, T: types.TInt64}}}
 	for _, c := range []struct {
 		retracts bool
 		hi       int64
 		want     bool
 	}{{false, 3, true}, {true, 3, false}, {false, -1, false}} {
-		in := &gedge{from: &gnode{kind: nSource, retracts: c.retracts}, stages: []Plan{&Batches{Ts: ts}}}
+		in := &gedge{from: &gnode{kind: nSource, retracts: c.retracts}, stages: []plan.Plan{&plan.Batches{Ts: ts}}}
 		spec := &rankSpec{window: w, partition: w.PartitionBy, order: w.OrderBy, hi: c.hi}
 		s := rankSpecOf(&gnode{kind: nRank, rank: spec, ins: []*gedge{in}})
 		if s.AppendOnly != c.want {

@@ -11,29 +11,16 @@ import (
 type (
 	rowEncoder = opkit.RowEncoder
 	rowDecoder = opkit.RowDecoder
-	sortedKeys = opkit.SortedKeys
-	sortKey    = opkit.SortKey
 	rowsOut    = opkit.RowsOut
 	// stateSnapshot is an operator instance's entries at a checkpoint.
 	stateSnapshot = opkit.Snapshot
-	snapReuse     = opkit.SnapReuse
 )
-
-func uvarintLen(v uint64) int { return opkit.UvarintLen(v) }
 
 // bytesView is b as a string without a copy, for map lookups only.
 func bytesView(b []byte) string { return opkit.BytesView(b) }
-
-func appendTake(bl arrowBuilder, a arrow.Array, idx []int, t types.T) {
-	opkit.AppendTake(bl, a, idx, t)
-}
-
-func newRowDecoder(ts []types.T, bls []arrowBuilder) *rowDecoder { return opkit.NewRowDecoder(ts, bls) }
 
 func encodeRow(buf []byte, rec arrow.RecordBatch, i int, ts []types.T) []byte {
 	return opkit.EncodeRow(buf, rec, i, ts)
 }
 
 func decodeRecord(ts []types.T, encs []string) arrow.RecordBatch { return opkit.DecodeRecord(ts, encs) }
-
-func newRowsOut(ts []types.T) *rowsOut { return opkit.NewRowsOut(ts) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -55,7 +56,7 @@ const (
 // (a delete, an update's old value) goes silently, as the row it retracts
 // went in its turn or its key's row goes with it; for each other one bad
 // is called, whose error stops it. kept maps the output to rec's rows.
-func stagesSkippingRows(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, ops []Op, bad func(i int, se *sqlerr.Error) error) (arrow.RecordBatch, []int, error) {
+func stagesSkippingRows(ectx *expr.Ctx, stages []plan.Plan, rec arrow.RecordBatch, ops []Op, bad func(i int, se *sqlerr.Error) error) (arrow.RecordBatch, []int, error) {
 	good, err := eachRowAlone(rec, func(one arrow.RecordBatch) error {
 		res, _, e := applyStages(ectx, stages, one, false)
 		if res != nil {
@@ -71,7 +72,7 @@ func stagesSkippingRows(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, op
 	if err != nil {
 		return nil, nil, err
 	}
-	sub := takeRecord(rec, good, exprTypes(plannedExprs(rec)))
+	sub := takeRecord(rec, good, plan.ExprTypes(plannedExprs(rec)))
 	defer sub.Release()
 	out, kept, err := applyStages(ectx, stages, sub, true)
 	if err != nil {
@@ -99,7 +100,7 @@ func (j *Job) failingRow(se *sqlerr.Error, what string, record func(storage.JobE
 // view row. keyOf returns change r's view key; failed gets the record's
 // offset of each group recorded, failedNow[r] is set for each change r
 // recorded.
-func (j *Job) groupStagesSkipping(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, ops []Op, keyOf func(r int) []byte, w *storage.Batch, failed map[uint64]bool, failedNow []bool) (arrow.RecordBatch, []int, error) {
+func (j *Job) groupStagesSkipping(ectx *expr.Ctx, stages []plan.Plan, rec arrow.RecordBatch, ops []Op, keyOf func(r int) []byte, w *storage.Batch, failed map[uint64]bool, failedNow []bool) (arrow.RecordBatch, []int, error) {
 	return stagesSkippingRows(ectx, stages, rec, ops, func(i int, se *sqlerr.Error) error {
 		row := rowText(rec, i)
 		return j.failingRow(se, "group row "+row, func(e storage.JobError) {

@@ -7,6 +7,7 @@ import (
 	"github.com/streamdb/streamdb/exec/exchange"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -420,7 +421,8 @@ type afterBarrierOp interface{ afterBarrier(epoch uint64) error }
 // unionOp passes every input's rows on (UNION ALL).
 type unionOp struct{ out *outlet }
 
-func (u unionOp) Push(ectx *expr.Ctx, c Chunk, _ int) error         { return u.out.emit(ectx, c, nil) }
+func (u unionOp) Push(ectx *expr.Ctx, c Chunk, _ int) error { return u.out.emit(ectx, c, nil) }
+
 func (u unionOp) Barrier(*expr.Ctx, *Barrier, *storage.Batch) error { return nil }
 
 // CheckArrayLayout refuses to run a view created before arrays were
@@ -447,12 +449,12 @@ func CheckArrayLayout(v *storage.TableDef) error {
 // column without a declared precision, `/`, avg, sum over those): its
 // state and rows were written at the old scale and layout, and reading
 // them now would give wrong values rather than an error.
-func CheckNumericLayout(v *storage.TableDef, p Plan) error {
+func CheckNumericLayout(v *storage.TableDef, p plan.Plan) error {
 	if v == nil || v.KeyFormat >= storage.KeyFormatNumericDScale || p == nil {
 		return nil
 	}
 	var col string
-	walkPlan(p, func(n Plan) {
+	plan.WalkPlan(p, func(n plan.Plan) {
 		for _, t := range n.Types() {
 			if col == "" && t.Kind == types.Numeric && t.Prec == 0 {
 				col = t.String()
@@ -472,12 +474,12 @@ func CheckNumericLayout(v *storage.TableDef, p Plan) error {
 // record with a uuid field) appears anywhere in its plan: its output log
 // holds uuid as text in a String column, without the type metadata that
 // would say how to read it back in the new layout.
-func CheckUUIDLayout(v *storage.TableDef, p Plan) error {
+func CheckUUIDLayout(v *storage.TableDef, p plan.Plan) error {
 	if v == nil || v.KeyFormat >= storage.KeyFormatUUIDBytes || p == nil {
 		return nil
 	}
 	found := false
-	walkPlan(p, func(n Plan) {
+	plan.WalkPlan(p, func(n plan.Plan) {
 		for _, t := range n.Types() {
 			found = found || usesUUID(t)
 		}

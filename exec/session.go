@@ -3,76 +3,11 @@ package exec
 import (
 	"encoding/binary"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/exec/session"
 	"github.com/streamdb/streamdb/storage"
-	"github.com/streamdb/streamdb/types"
 )
-
-// Session windows (GROUP BY keys, SESSION(ts, gap)): the operator is
-// exec/session; here are the plan node, the batch query's loop and the
-// wiring of a job's session node (its time bound, the watermark it keeps
-// in the job's state).
-
-// SessionAgg groups rows into session windows per Keys: a session is a
-// maximal run of rows of a key whose Time values are less than Gap µs
-// apart. Output: Keys, session start, session end (last time + Gap), Aggs.
-type SessionAgg struct {
-	In   Plan
-	Keys []expr.Expr
-	Time expr.Expr
-	Gap  int64
-	Aggs []AggSpec
-}
-
-func (p *SessionAgg) Types() []types.T { return sessionSpec(p).Types() }
-
-// CheckSessionAggs refuses the aggregates a session window cannot merge.
-func CheckSessionAggs(aggs []AggSpec) error { return session.CheckAggs(aggs) }
-
-// sessionSpec is the operator's spec of p.
-func sessionSpec(p *SessionAgg) *session.Spec {
-	return &session.Spec{Keys: p.Keys, Time: p.Time, Gap: p.Gap, Aggs: p.Aggs}
-}
-
-// runSession runs a session window aggregate in a batch query: every input
-// row into the sessions, then every session out.
-func runSession(ctx *Ctx, p *SessionAgg, emit func(arrow.RecordBatch) error) error {
-	if err := CheckSessionAggs(p.Aggs); err != nil {
-		return err
-	}
-	o := session.New(sessionSpec(p), ctx.alloc())
-	share := ctx.heap()
-	defer share.release()
-	if err := run(ctx, p.In, func(rec arrow.RecordBatch) error {
-		defer rec.Release()
-		if err := o.Fold(ctx.Expr, rec); err != nil {
-			return err
-		}
-		share.set(o.Bytes())
-		return ctx.check()
-	}); err != nil {
-		return err
-	}
-	gids := o.All()
-	const chunk = 64 << 10
-	for len(gids) > 0 {
-		part := gids[:min(len(gids), chunk)]
-		gids = gids[len(part):]
-		if err := ctx.canceled(); err != nil {
-			return err
-		}
-		rec, err := o.Build(part)
-		if err != nil {
-			return err
-		}
-		if err := emit(rec); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // sessionNode is an instance of a job's session node: the operator, and
 // its input watermark kept under the job's own state (keyOpWatermark), so
@@ -86,7 +21,7 @@ type sessionNode struct {
 // newSessionNode makes instance inst of a job's session node.
 func (j *Job) newSessionNode(n *gnode, inst int, out *outlet, root bool) (*sessionNode, error) {
 	shift, timed := timeBound(n.session.In, n.session.Time)
-	o := session.NewNode(sessionSpec(n.session), session.Node{Out: out, State: j.opState(n.op, inst, n.par),
+	o := session.NewNode(plan.SessionSpec(n.session), session.Node{Out: out, State: j.opState(n.op, inst, n.par),
 		Timed: timed, Shift: shift, EOWC: root && j.spec.OnWindowClose})
 	if j.durable() {
 		wm := NoWatermark

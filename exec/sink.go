@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -15,7 +16,7 @@ import (
 func (j *Job) runSink(ins []chan msg) error {
 	ectx := j.exprCtx()
 	root := j.g.root
-	var agg *HashAgg
+	var agg *plan.HashAgg
 	if root.from.kind == nAgg {
 		agg = root.from.agg
 	}
@@ -38,7 +39,7 @@ func (j *Job) runSink(ins []chan msg) error {
 	// of the epoch's barrier carries it away, and a new one takes its place.
 	w := j.db.NewEpochBatch()
 	var rs rowSink
-	ixw := newIndexWriter(j.spec.View)
+	ixw := plan.NewIndexWriter(j.spec.View)
 	rs.ixw = ixw
 	// wrote accounts n bytes of view writes to the epoch (job.memory_limit):
 	// at half the limit it asks for the next barrier now, once an epoch.
@@ -114,7 +115,7 @@ func (j *Job) runSink(ins []chan msg) error {
 			continue
 		}
 		nk := len(agg.Keys)
-		keyTs := exprTypes(agg.Keys)
+		keyTs := plan.ExprTypes(agg.Keys)
 		viewKey := func(r int) []byte {
 			key = append(key[:0], m.c.Groups[r])
 			for c := 0; c < nk; c++ {
@@ -165,7 +166,7 @@ func (j *Job) runSink(ins []chan msg) error {
 			op := m.c.Ops[r]
 			i := survived[r]
 			if irun != nil && i >= 0 && (op == OpUpdateBefore || op == OpDelete) {
-				ixw.del(irun, out.Columns(), int(i), viewKey(r))
+				ixw.Del(irun, out.Columns(), int(i), viewKey(r))
 			}
 			if op == OpUpdateBefore {
 				continue
@@ -175,7 +176,7 @@ func (j *Job) runSink(ins []chan msg) error {
 				row = encodeRow(row[:0], out, int(i), outTs)
 				run.PutViewRow(j.spec.View.ID, key, row)
 				if irun != nil {
-					ixw.put(irun, out.Columns(), int(i), key, row)
+					ixw.Put(irun, out.Columns(), int(i), key, row)
 				}
 			} else {
 				run.DeleteViewRow(j.spec.View.ID, key)
@@ -221,7 +222,7 @@ type rowSink struct {
 	key    []byte
 	val    []byte
 	active bool
-	ixw    *indexWriter // the view's indexes, if any
+	ixw    *plan.IndexWriter // the view's indexes, if any
 }
 
 const appendSeqBase = 1 << 63
@@ -305,7 +306,7 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 			rs.key = binary.BigEndian.AppendUint64(rs.key[:0], m.rowIDs[i])
 			run.PutViewRow(j.spec.View.ID, rs.key, rs.enc.Row(i))
 			if irun != nil {
-				rs.ixw.put(irun, rec.Columns(), i, rs.key, rs.enc.Row(i))
+				rs.ixw.Put(irun, rec.Columns(), i, rs.key, rs.enc.Row(i))
 			}
 		}
 		b.AddRun(run)
@@ -321,7 +322,7 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 			rs.next++
 			run.PutViewRow(j.spec.View.ID, rs.key, rs.enc.Row(i))
 			if irun != nil {
-				rs.ixw.put(irun, rec.Columns(), i, rs.key, rs.enc.Row(i))
+				rs.ixw.Put(irun, rec.Columns(), i, rs.key, rs.enc.Row(i))
 			}
 		}
 		b.AddRun(run)
@@ -330,7 +331,7 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 		bag := rs.bag
 		// Single writes: a row may come and go in several chunks of an
 		// epoch, and single writes to one key keep their order.
-		var irun indexSink
+		var irun plan.IndexSink
 		if rs.ixw != nil {
 			irun = b
 		}
@@ -351,15 +352,15 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 			if c <= 0 {
 				b.DeleteViewRow(j.spec.View.ID, row)
 				if irun != nil {
-					rs.ixw.del(irun, rec.Columns(), i, row)
+					rs.ixw.Del(irun, rec.Columns(), i, row)
 				}
 			}
 			if c > 0 {
 				rs.val = binary.AppendUvarint(append(rs.val[:0], row...), uint64(c))
-				rs.val = appendDScales(rs.val, rec.Columns()[:len(outTs)], i, outTs)
+				rs.val = plan.AppendDScales(rs.val, rec.Columns()[:len(outTs)], i, outTs)
 				b.PutViewRow(j.spec.View.ID, row, rs.val)
 				if irun != nil {
-					rs.ixw.put(irun, rec.Columns(), i, row, rs.val)
+					rs.ixw.Put(irun, rec.Columns(), i, row, rs.val)
 				}
 			}
 		}

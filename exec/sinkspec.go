@@ -4,6 +4,7 @@ import (
 	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/connector/kafka"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 )
 
@@ -25,14 +26,14 @@ type SinkSpec struct {
 // CheckKafkaSink validates a sink's WITH options against its view (22023
 // for a bad option, 0A000 for format 'json' over a view that retracts) and
 // that the topic exists (42704) on reachable brokers (08000).
-func CheckKafkaSink(opts map[string]string, view *storage.TableDef, viewPlan Plan) error {
+func CheckKafkaSink(opts map[string]string, view *storage.TableDef, viewPlan plan.Plan) error {
 	return kafka.CheckSink(opts, view.Name, AppendOnly(viewPlan))
 }
 
 // StartKafkaSink starts a sink; it runs until Stop.
 func StartKafkaSink(db *storage.DB, spec SinkSpec) (*SinkRunner, error) {
 	def, view := spec.Def, spec.View
-	k, err := kafka.NewSink(connector.SinkSpec{Name: def.Name, ID: def.ID, View: view.Name, Columns: connectorColumns(view),
+	k, err := kafka.NewSink(connector.SinkSpec{Name: def.Name, ID: def.ID, View: view.Name, Columns: plan.ConnectorColumns(view),
 		KeyCols: spec.KeyCols, AtLeastOnce: spec.AtLeastOnce, Options: def.Options,
 		StoredPosition: func() (uint64, bool, error) { return db.LoadOffset(def.ID, view.ID, 0) }})
 	if err != nil {
@@ -44,22 +45,22 @@ func StartKafkaSink(db *storage.DB, spec SinkSpec) (*SinkRunner, error) {
 // SinkKeyCols returns the view's key columns for a sink's record keys:
 // the catalog's key, else, for a view over a grouping, its output columns
 // that are the group keys; none (the whole row) otherwise.
-func SinkKeyCols(view *storage.TableDef, p Plan) []int {
+func SinkKeyCols(view *storage.TableDef, p plan.Plan) []int {
 	if len(view.KeyCols) > 0 {
 		return view.KeyCols
 	}
-	var proj *Project
-	if pr, ok := p.(*Project); ok {
+	var proj *plan.Project
+	if pr, ok := p.(*plan.Project); ok {
 		proj, p = pr, pr.In
 	}
 	for {
-		f, ok := p.(*Filter) // HAVING
+		f, ok := p.(*plan.Filter) // HAVING
 		if !ok {
 			break
 		}
 		p = f.In
 	}
-	agg, ok := p.(*HashAgg)
+	agg, ok := p.(*plan.HashAgg)
 	if !ok || len(agg.Keys) == 0 {
 		return nil
 	}
@@ -88,24 +89,24 @@ func SinkKeyCols(view *storage.TableDef, p Plan) []int {
 // projections, HOP and ORDER BY without a limit; inner joins and unions of
 // append-only inputs; lookup joins of an append-only left side. Aggregates,
 // top-N, outer joins, temporal filters and reads of views retract.
-func AppendOnly(p Plan) bool {
+func AppendOnly(p plan.Plan) bool {
 	switch n := p.(type) {
-	case *ScanStream:
-		return n.Table.Kind == storage.KindStream && !Keyed(n.Table) || n.Table.Kind == storage.KindSource
-	case *Filter:
+	case *plan.ScanStream:
+		return n.Table.Kind == storage.KindStream && !plan.Keyed(n.Table) || n.Table.Kind == storage.KindSource
+	case *plan.Filter:
 		return !hasNow(n.Pred) && AppendOnly(n.In)
-	case *Project:
+	case *plan.Project:
 		return AppendOnly(n.In)
-	case *Hop:
+	case *plan.Hop:
 		return AppendOnly(n.In)
-	case *Sort:
+	case *plan.Sort:
 		return n.Limit < 0 && AppendOnly(n.In)
-	case *HashJoin:
+	case *plan.HashJoin:
 		if n.Lookup {
-			return (n.Kind == JoinInner || n.Kind == JoinLeft) && AppendOnly(n.Left)
+			return (n.Kind == plan.JoinInner || n.Kind == plan.JoinLeft) && AppendOnly(n.Left)
 		}
-		return n.Kind == JoinInner && AppendOnly(n.Left) && AppendOnly(n.Right)
-	case *Union:
+		return n.Kind == plan.JoinInner && AppendOnly(n.Left) && AppendOnly(n.Right)
+	case *plan.Union:
 		for _, in := range n.Ins {
 			if !AppendOnly(in) {
 				return false

@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit/opkittest"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -51,10 +52,10 @@ func TestRankJoinSnapshotReuse(t *testing.T) {
 		j, out := memOpJob(t)
 		k, v := kvRefs()
 		ts := []types.T{types.TInt64, types.TInt64}
-		w := &Window{In: &Batches{Ts: ts}, PartitionBy: []expr.Expr{k}, OrderBy: []SortKey{{E: v, Desc: true}},
-			Funcs: []WindowFunc{{Kind: WinRowNumber, T: types.TInt64}}}
+		w := &plan.Window{In: &plan.Batches{Ts: ts}, PartitionBy: []expr.Expr{k}, OrderBy: []plan.SortKey{{E: v, Desc: true}},
+			Funcs: []plan.WindowFunc{{Kind: plan.WinRowNumber, T: types.TInt64}}}
 		spec := &rankSpec{window: w, partition: w.PartitionBy, order: w.OrderBy, hi: 3}
-		in := &gedge{from: &gnode{kind: nSource, retracts: true}, stages: []Plan{&Batches{Ts: ts}}}
+		in := &gedge{from: &gnode{kind: nSource, retracts: true}, stages: []plan.Plan{&plan.Batches{Ts: ts}}}
 		op := newRankOp(j, &gnode{kind: nRank, rank: spec, ins: []*gedge{in}}, out, 0)
 		ectx := j.exprCtx()
 		churn(t, j, func(c Chunk, _ int) error { return op.Push(ectx, c, 0) },
@@ -64,7 +65,7 @@ func TestRankJoinSnapshotReuse(t *testing.T) {
 		j, out := memOpJob(t)
 		k, _ := kvRefs()
 		ts := []types.T{types.TInt64, types.TInt64}
-		spec := &HashJoin{Left: &Batches{Ts: ts}, Right: &Batches{Ts: ts}, Kind: JoinLeft,
+		spec := &plan.HashJoin{Left: &plan.Batches{Ts: ts}, Right: &plan.Batches{Ts: ts}, Kind: plan.JoinLeft,
 			LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}
 		op := newJoinOp(j, &gnode{kind: nJoin, join: spec}, out, 0)
 		ectx := j.exprCtx()

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -30,7 +31,7 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 	// read processes the rows [off, to), or stops after a block once the
 	// epoch is full.
 	read := func(to uint64) error {
-		err := j.db.ReadLog(memoryPool, src.ID, part, off, to, oldLayoutRead(src, func(first uint64, rec arrow.RecordBatch) error {
+		err := j.db.ReadLog(memoryPool, src.ID, part, off, to, plan.OldLayoutRead(src, func(first uint64, rec arrow.RecordBatch) error {
 			n := rec.NumRows()
 			j.RowsIn.Add(n)
 			if err := j.route(ectx, s, w, part, first, rec, outs); err != nil {
@@ -173,10 +174,10 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 
 // emitSnapshot sends the source view's snapshot rows on as inserts.
 func (j *Job) emitSnapshot(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part uint32, outs []*outlet) error {
-	ctx := &Ctx{Context: j.ctx, DB: j.db, Expr: ectx}
-	scan := &ScanView{View: s.n.src, Snap: s.snap}
+	ctx := &plan.Ctx{Context: j.ctx, DB: j.db, Expr: ectx}
+	scan := &plan.ScanView{View: s.n.src, Snap: s.snap}
 	ts := scan.Types()
-	return scanView(ctx, scan, func(rec arrow.RecordBatch) error {
+	return plan.ReadView(ctx, scan, func(rec arrow.RecordBatch) error {
 		// route expects a changelog block: the view's columns, then an op.
 		ob := types.NewBuilder(memoryPool, types.TInt64)
 		for i := 0; i < int(rec.NumRows()); i++ {
@@ -201,14 +202,14 @@ func (j *Job) emitSnapshot(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part 
 // edge's stages applied. It owns rec.
 func (j *Job) route(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part uint32, first uint64, rec arrow.RecordBatch, outs []*outlet) error {
 	defer rec.Release()
-	if err := failpoint(j.spec.Name, "source"); err != nil {
+	if err := plan.Failpoint(j.spec.Name, "source"); err != nil {
 		return err
 	}
 	s.wm[part].observe(rec)
 	var inOps []Op
 	if s.n.changelog {
 		rec.Retain()
-		rec, inOps = splitOps(rec)
+		rec, inOps = plan.SplitOps(rec)
 		defer rec.Release()
 	}
 	for _, o := range outs {
@@ -261,7 +262,7 @@ func (j *Job) transform(ectx *expr.Ctx, s *jobSource, o *outlet, w *storage.Batc
 	if err != nil {
 		return nil, nil, err
 	}
-	sub := takeRecord(rec, good, exprTypes(plannedExprs(rec)))
+	sub := takeRecord(rec, good, plan.ExprTypes(plannedExprs(rec)))
 	defer sub.Release()
 	out, kept, err = o.tryStages(ectx, sub, track)
 	if err != nil {
@@ -306,26 +307,6 @@ func fallibleOf(es ...expr.Expr) []expr.Expr {
 	return out
 }
 
-// splitOps separates a changelog block's trailing op column.
-func splitOps(rec arrow.RecordBatch) (arrow.RecordBatch, []Op) {
-	nc := int(rec.NumCols()) - 1
-	opsCol := rec.Column(nc).(*array.Int64).Int64Values()
-	ops := make([]Op, len(opsCol))
-	for i, v := range opsCol {
-		ops[i] = Op(v)
-	}
-	cols := make([]arrow.Array, nc)
-	ts := make([]types.T, nc)
-	for i := 0; i < nc; i++ {
-		cols[i] = rec.Column(i)
-		cols[i].Retain()
-		ts[i] = typeOfArrow(cols[i])
-	}
-	out := newRecord(ts, cols, int(rec.NumRows()))
-	rec.Release()
-	return out, ops
-}
-
 // isDataError reports whether err is about a value (SQLSTATE class 22).
 func isDataError(err error) bool { return strings.HasPrefix(sqlerr.Code(err), "22") }
 
@@ -343,11 +324,9 @@ func plannedExprs(rec arrow.RecordBatch) []expr.Expr {
 // typeOfArrow recovers a SQL type that has rec's physical layout (opkit).
 func typeOfArrow(a arrow.Array) types.T { return opkit.TypeOfArrow(a) }
 
-func typeOfArrowType(dt arrow.DataType) types.T { return opkit.TypeOfArrowType(dt) }
-
 // applyStages runs Filter/Project/Hop/LateralFuncScan stages over rec; with track it also
 // returns, for each output row, the index of the input row it came from.
-func applyStages(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, track bool) (arrow.RecordBatch, []int, error) {
+func applyStages(ectx *expr.Ctx, stages []plan.Plan, rec arrow.RecordBatch, track bool) (arrow.RecordBatch, []int, error) {
 	rec.Retain()
 	var kept []int
 	if track {
@@ -358,7 +337,7 @@ func applyStages(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, track boo
 	}
 	for _, st := range stages {
 		switch st := st.(type) {
-		case *Filter:
+		case *plan.Filter:
 			mask, err := expr.Eval(ectx, st.Pred, rec)
 			if err != nil {
 				rec.Release()
@@ -381,25 +360,25 @@ func applyStages(ectx *expr.Ctx, stages []Plan, rec arrow.RecordBatch, track boo
 				}
 				kept = kept[:len(rows)]
 			}
-			out := takeRecord(rec, rows, exprTypes(plannedExprs(rec)))
+			out := takeRecord(rec, rows, plan.ExprTypes(plannedExprs(rec)))
 			rec.Release()
 			rec = out
-		case *Project:
-			out, err := project(ectx, st.Exprs, st.Types(), rec)
+		case *plan.Project:
+			out, err := plan.ProjectColumns(ectx, st.Exprs, st.Types(), rec)
 			rec.Release()
 			if err != nil {
 				return nil, nil, err
 			}
 			rec = out
-		case *LateralFuncScan, *Hop:
+		case *plan.LateralFuncScan, *plan.Hop:
 			var out arrow.RecordBatch
 			var src []int
 			var err error
-			if h, ok := st.(*Hop); ok {
+			if h, ok := st.(*plan.Hop); ok {
 				var buf hopBuf
-				out, src, err = h.expand(ectx, memoryPool, &buf, rec)
+				out, src, err = h.Expand(ectx, memoryPool, &buf, rec)
 			} else {
-				out, src, err = st.(*LateralFuncScan).expand(ectx, memoryPool, rec)
+				out, src, err = st.(*plan.LateralFuncScan).Expand(ectx, memoryPool, rec)
 			}
 			rec.Release()
 			if err != nil {

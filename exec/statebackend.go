@@ -1,36 +1,11 @@
 package exec
 
-// State backends (state.backend). Operators see neither: each instance
-// reaches its state through an opkit.State (opstate.go). On Pebble it
-// writes the changed entries into Runs at every barrier and reads them
-// back through storage.DB.GetState/ScanState/ScanStatePrefix. On the
-// memory backend (memBackend) the aggregate, the top-N, the join, SESSION
-// windows and the temporal filter hold their state only in their own
-// tables: once loaded, the State releases it from the job's state map
-// (storage.DB.ReleaseMemState), writes none per epoch, and at a checkpoint
-// barrier hands the snapshot writer their encoded entries (opkit.Snapshot,
-// a storage.OpSnapshot); other state (the operators' watermarks) still
-// goes through Runs to the map (storage/memstate.go). What differs here:
-//
-//   - Starting: the job's state is put where its backend keeps it
-//     (storage.DB.UseMemoryState / UsePebbleState), converting it if the
-//     job last ran on the other backend.
-//   - Committing: a memory job hands the coordinator its epochs' writes
-//     only at checkpoints (holdForCheckpoint), with a request to snapshot
-//     its state in the same commit, so its view rows, changelog and offsets
-//     in Pebble always match a snapshot. Its views therefore advance at
-//     each checkpoint, as a Flink two-phase-commit sink does; HoldsAfter
-//     tells the coordinator which epoch they hold, so that a statement
-//     reads them with the rest at one epoch (storage/readpoint.go).
-//   - Memory: the state may not grow beyond State.MemoryLimit; past it the
-//     job fails with 53200 and its restart strategy applies.
-//   - Memory jobs never evict state to Pebble (StateCacheBytes is 0).
-
 import (
 	"fmt"
 	"sync"
 	"sync/atomic"
 
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -292,13 +267,13 @@ func (j *Job) checkMemoryLimit() error {
 	state := j.StateBytes()
 	if lim := j.spec.State.MemoryLimit; j.spec.State.memory() && lim > 0 && state > lim {
 		return sqlerr.New(sqlerr.OutOfMemory, "job %s: state of %s exceeds state.memory_limit (%s) on the memory backend",
-			j.spec.Name, FormatMemory(state), FormatMemory(lim))
+			j.spec.Name, plan.FormatMemory(state), plan.FormatMemory(lim))
 	}
 	if lim, writes := j.spec.MemoryLimit, j.epochBytes.Load(); lim > 0 && state+writes > lim {
 		return &sqlerr.Error{Code: sqlerr.OutOfMemory,
-			Msg: fmt.Sprintf("view %s: its job needs more than job.memory_limit (%s)", j.spec.Name, FormatMemory(lim)),
+			Msg: fmt.Sprintf("view %s: its job needs more than job.memory_limit (%s)", j.spec.Name, plan.FormatMemory(lim)),
 			Detail: fmt.Sprintf("%s of operator state in memory and %s of view rows not yet committed; "+
-				"a join without equality keys (a cross join) pairs every row of one input with every row of the other", FormatMemory(state), FormatMemory(writes))}
+				"a join without equality keys (a cross join) pairs every row of one input with every row of the other", plan.FormatMemory(state), plan.FormatMemory(writes))}
 	}
 	return nil
 }

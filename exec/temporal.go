@@ -2,6 +2,7 @@ package exec
 
 import (
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/exec/temporal"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
@@ -24,7 +25,7 @@ import (
 // once Inclusive is false; with Inclusive (>=) the row is still in at the
 // deadline itself.
 type temporalSpec struct {
-	Filter    *Filter
+	Filter    *plan.Filter
 	Deadline  expr.Expr
 	Inclusive bool
 	Bound     string // the conjunct, for plans and fingerprints
@@ -82,7 +83,7 @@ func refuseNow(es ...expr.Expr) error {
 
 // splitTemporal finds the temporal conjunct of pred (which calls now()) and
 // returns it as a spec and the other conjuncts (nil when there are none).
-func splitTemporal(f *Filter) (*temporalSpec, expr.Expr, error) {
+func splitTemporal(f *plan.Filter) (*temporalSpec, expr.Expr, error) {
 	var spec *temporalSpec
 	var rest expr.Expr
 	for _, cj := range conjuncts(f.Pred) {

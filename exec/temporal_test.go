@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -41,7 +42,7 @@ func TestSplitTemporal(t *testing.T) {
 		{and(cmp(">", ts, minus), cmp(">", ts, now)), "", false, false},
 		{cmp(">", id, &expr.Func{Name: "extract", Args: []expr.Expr{now}, T: types.TInt64}), "", false, false},
 	} {
-		spec, rest, err := splitTemporal(&Filter{Pred: tc.pred})
+		spec, rest, err := splitTemporal(&plan.Filter{Pred: tc.pred})
 		if tc.deadline == "" {
 			var se *sqlerr.Error
 			if !errors.As(err, &se) || se.Code != sqlerr.FeatureNotSupported {

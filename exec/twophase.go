@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/connector"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -139,7 +140,7 @@ func (r *SinkRunner) PrepareCommit(checkpoint uint64, b *storage.Batch) {
 // CheckpointDurable is phase two: the checkpoint that stored the sink's
 // transaction is synced, so the sink may commit it.
 func (r *SinkRunner) CheckpointDurable(checkpoint uint64) {
-	_ = failpoint(r.name, "sink_durable")
+	_ = plan.Failpoint(r.name, "sink_durable")
 	r.mu.Lock()
 	switch {
 	case r.mu.snapPrep != nil && r.mu.snapPrep.checkpoint == checkpoint:
@@ -214,7 +215,7 @@ func (r *SinkRunner) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := failpoint(r.name, "sink_recover"); err != nil {
+	if err := plan.Failpoint(r.name, "sink_recover"); err != nil {
 		return err
 	}
 	rec, ok, err := r.db.LoadSinkCommit(r.id)
@@ -297,8 +298,8 @@ func (r *SinkRunner) runOnce(ctx context.Context) error {
 // snapshotTxn is the transaction of a prepared snapshot of the view.
 func (r *SinkRunner) snapshotTxn(p *preparedSnap, resync bool) *connector.SinkTxn {
 	rows := func(ctx context.Context, fn func(arrow.RecordBatch) error) error {
-		ectx := &Ctx{Context: ctx, DB: r.db, Snap: p.snap}
-		return scanView(ectx, &ScanView{View: r.view, Snap: p.snap}, func(rec arrow.RecordBatch) error {
+		ectx := &plan.Ctx{Context: ctx, DB: r.db, Snap: p.snap}
+		return plan.ReadView(ectx, &plan.ScanView{View: r.view, Snap: p.snap}, func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			return fn(rec)
 		})
@@ -323,13 +324,13 @@ func (r *SinkRunner) send(ctx context.Context, t *connector.SinkTxn) error {
 	if err != nil {
 		return err
 	}
-	if err := failpoint(r.name, "sink_precommit"); err != nil {
+	if err := plan.Failpoint(r.name, "sink_precommit"); err != nil {
 		return err
 	}
 	if err := r.conn.Commit(ctx); err != nil {
 		return err
 	}
-	if err := failpoint(r.name, "sink_postcommit"); err != nil {
+	if err := plan.Failpoint(r.name, "sink_postcommit"); err != nil {
 		return err
 	}
 	r.mu.Lock()

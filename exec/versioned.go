@@ -1,79 +1,10 @@
 package exec
 
 import (
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/streamdb/streamdb/exec/expr"
-	"github.com/streamdb/streamdb/exec/op"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/exec/versionjoin"
 	"github.com/streamdb/streamdb/sqlerr"
-	"github.com/streamdb/streamdb/storage"
 )
-
-// Versioned (event-time temporal) joins, FOR SYSTEM_TIME AS OF l.ts over
-// a keyed table with a WATERMARK (HashJoin.Versioned). The operator is
-// package exec/versionjoin; here are its hooks: the batch query, the
-// graph node (an nJoin node of one instance whose HashJoin has
-// Versioned) and the instance the runtime runs.
-
-// versionSpec is the operator's spec of p.
-func versionSpec(p *HashJoin) versionjoin.Spec {
-	return versionjoin.Spec{
-		Left:       p.Kind == JoinLeft,
-		ProbeTypes: p.Left.Types(), BuildTypes: p.Right.Types(),
-		ProbeKeys: p.LeftKeys, BuildKeys: p.RightKeys,
-		ProbeTime: p.Versioned.ProbeTime, BuildTime: p.Versioned.BuildTime,
-		Canon: canonKeysT,
-	}
-}
-
-// runVersioned is a batch query's versioned join: the rule over all rows,
-// the build side being the table's history (ScanStream.History).
-func runVersioned(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
-	right, err := collect(ctx, p.Right)
-	if err != nil {
-		return err
-	}
-	left, err := collect(ctx, p.Left)
-	if err != nil {
-		if right != nil {
-			right.Release()
-		}
-		return err
-	}
-	var build, probe []arrow.RecordBatch
-	if right != nil {
-		build = append(build, right)
-	}
-	if left != nil {
-		probe = append(probe, left)
-	}
-	return versionjoin.Batch(ctx.Expr, versionSpec(p), build, probe, emitOutlet(emit))
-}
-
-// emitOutlet is a batch query's emit callback as an op.Outlet.
-type emitOutlet func(arrow.RecordBatch) error
-
-func (e emitOutlet) Emit(_ *expr.Ctx, c op.Chunk) error { return e(c.Rec) }
-
-// scanKeyedHistory reads every row a keyed table inserted or updated to,
-// in log order per partition: the table's versions.
-func scanKeyedHistory(ctx *Ctx, t *storage.TableDef, snap storage.Reader, emit func(arrow.RecordBatch) error) error {
-	ts := columnTypes(t)
-	return readLogBlocks(ctx, t, snap, func(rec arrow.RecordBatch) error {
-		rec, ops := splitOps(rec)
-		defer rec.Release()
-		var keep []int
-		for i, o := range ops {
-			if o.Sign() > 0 {
-				keep = append(keep, i)
-			}
-		}
-		if len(keep) == 0 {
-			return nil
-		}
-		return emit(takeRecordMem(ctx.alloc(), rec, keep, ts))
-	})
-}
 
 // errVersionedReemit refuses to rebuild a view's rows from a versioned
 // join's state.
@@ -86,7 +17,7 @@ func (j *Job) versionedOp(n *gnode, out *outlet, reemit bool) (*versionjoin.Op, 
 	if reemit {
 		return nil, errVersionedReemit
 	}
-	spec := versionSpec(n.join)
+	spec := plan.VersionSpec(n.join)
 	if !j.durable() {
 		return versionjoin.New(spec, out, nil), nil
 	}
@@ -123,7 +54,7 @@ var errVersionedRetracts = sqlerr.New(sqlerr.FeatureNotSupported,
 // reader of a keyed table sees its changes without event time (a change
 // may retract a row of any time).
 func versionedSide(n *gnode) bool {
-	if n.kind != nSource || !Keyed(n.src) || n.src.Watermark == nil || len(n.outs) == 0 {
+	if n.kind != nSource || !plan.Keyed(n.src) || n.src.Watermark == nil || len(n.outs) == 0 {
 		return false
 	}
 	for _, e := range n.outs {

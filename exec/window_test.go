@@ -5,14 +5,16 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
 
 // joinInputs are (text, bigint) rows on both sides: keys 1, 2, 2, NULL on
 // the left and 2, 3, NULL on the right.
-func joinInputs() (*Values, *Values) {
+func joinInputs() (*plan.Values, *plan.Values) {
 	l := kv([2]expr.Expr{str("l1"), lit(1)}, [2]expr.Expr{str("l2"), lit(2)}, [2]expr.Expr{str("l2b"), lit(2)},
 		[2]expr.Expr{str("lnull"), null(types.TInt64)})
 	r := kv([2]expr.Expr{str("r2"), lit(2)}, [2]expr.Expr{str("r3"), lit(3)}, [2]expr.Expr{str("rnull"), null(types.TInt64)})
@@ -24,18 +26,18 @@ func TestJoinKinds(t *testing.T) {
 	l, r := joinInputs()
 	k := col(1, types.TInt64)
 	cases := []struct {
-		kind JoinKind
+		kind plan.JoinKind
 		want string
 	}{
-		{JoinInner, "l2 2 r2 2\nl2b 2 r2 2"},
-		{JoinLeft, "l1 1 NULL NULL\nl2 2 r2 2\nl2b 2 r2 2\nlnull NULL NULL NULL"},
-		{JoinRight, "NULL NULL r3 3\nNULL NULL rnull NULL\nl2 2 r2 2\nl2b 2 r2 2"},
-		{JoinFull, "NULL NULL r3 3\nNULL NULL rnull NULL\nl1 1 NULL NULL\nl2 2 r2 2\nl2b 2 r2 2\nlnull NULL NULL NULL"},
-		{JoinSemi, "l2 2\nl2b 2"},
-		{JoinAnti, "l1 1\nlnull NULL"},
+		{plan.JoinInner, "l2 2 r2 2\nl2b 2 r2 2"},
+		{plan.JoinLeft, "l1 1 NULL NULL\nl2 2 r2 2\nl2b 2 r2 2\nlnull NULL NULL NULL"},
+		{plan.JoinRight, "NULL NULL r3 3\nNULL NULL rnull NULL\nl2 2 r2 2\nl2b 2 r2 2"},
+		{plan.JoinFull, "NULL NULL r3 3\nNULL NULL rnull NULL\nl1 1 NULL NULL\nl2 2 r2 2\nl2b 2 r2 2\nlnull NULL NULL NULL"},
+		{plan.JoinSemi, "l2 2\nl2b 2"},
+		{plan.JoinAnti, "l1 1\nlnull NULL"},
 	}
 	for _, c := range cases {
-		p := &HashJoin{Left: l, Right: r, Kind: c.kind, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}
+		p := &plan.HashJoin{Left: l, Right: r, Kind: c.kind, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}
 		if got := runText(t, p, false); got != c.want {
 			t.Errorf("kind %d:\n%s\nwant\n%s", c.kind, got, c.want)
 		}
@@ -48,25 +50,25 @@ func TestJoinResidualAndEmptySides(t *testing.T) {
 	k := col(1, types.TInt64)
 	// residual: left name <> 'l2b' (over left then right columns)
 	res := &expr.Func{Name: "<>", Args: []expr.Expr{col(0, types.TText), str("l2b")}, T: types.TBool}
-	full := &HashJoin{Left: l, Right: r, Kind: JoinFull, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}, Residual: res}
+	full := &plan.HashJoin{Left: l, Right: r, Kind: plan.JoinFull, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}, Residual: res}
 	want := "NULL NULL r3 3\nNULL NULL rnull NULL\nl1 1 NULL NULL\nl2 2 r2 2\nl2b 2 NULL NULL\nlnull NULL NULL NULL"
 	if got := runText(t, full, false); got != want {
 		t.Errorf("full with residual:\n%s\nwant\n%s", got, want)
 	}
-	anti := &HashJoin{Left: l, Right: r, Kind: JoinAnti, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}, Residual: res}
+	anti := &plan.HashJoin{Left: l, Right: r, Kind: plan.JoinAnti, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}, Residual: res}
 	if got, want := runText(t, anti, false), "l1 1\nl2b 2\nlnull NULL"; got != want {
 		t.Errorf("anti with residual:\n%s\nwant\n%s", got, want)
 	}
-	empty := &Values{Ts: []types.T{types.TText, types.TInt64}}
+	empty := &plan.Values{Ts: []types.T{types.TText, types.TInt64}}
 	for _, c := range []struct {
-		p    *HashJoin
+		p    *plan.HashJoin
 		want string
 	}{
-		{&HashJoin{Left: empty, Right: r, Kind: JoinFull, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}, "NULL NULL r2 2\nNULL NULL r3 3\nNULL NULL rnull NULL"},
-		{&HashJoin{Left: l, Right: empty, Kind: JoinFull, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}, "l1 1 NULL NULL\nl2 2 NULL NULL\nl2b 2 NULL NULL\nlnull NULL NULL NULL"},
-		{&HashJoin{Left: l, Right: empty, Kind: JoinSemi}, ""},
-		{&HashJoin{Left: l, Right: empty, Kind: JoinAnti}, "l1 1\nl2 2\nl2b 2\nlnull NULL"},
-		{&HashJoin{Left: l, Right: r, Kind: JoinSemi}, "l1 1\nl2 2\nl2b 2\nlnull NULL"},
+		{&plan.HashJoin{Left: empty, Right: r, Kind: plan.JoinFull, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}, "NULL NULL r2 2\nNULL NULL r3 3\nNULL NULL rnull NULL"},
+		{&plan.HashJoin{Left: l, Right: empty, Kind: plan.JoinFull, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}, "l1 1 NULL NULL\nl2 2 NULL NULL\nl2b 2 NULL NULL\nlnull NULL NULL NULL"},
+		{&plan.HashJoin{Left: l, Right: empty, Kind: plan.JoinSemi}, ""},
+		{&plan.HashJoin{Left: l, Right: empty, Kind: plan.JoinAnti}, "l1 1\nl2 2\nl2b 2\nlnull NULL"},
+		{&plan.HashJoin{Left: l, Right: r, Kind: plan.JoinSemi}, "l1 1\nl2 2\nl2b 2\nlnull NULL"},
 	} {
 		if got := runText(t, c.p, false); got != c.want {
 			t.Errorf("kind %d:\n%s\nwant\n%s", c.p.Kind, got, c.want)
@@ -80,16 +82,16 @@ func TestWindow(t *testing.T) {
 		[2]expr.Expr{str("a"), lit(20)}, [2]expr.Expr{str("b"), lit(5)}, [2]expr.Expr{str("b"), null(types.TInt64)},
 		[2]expr.Expr{null(types.TText), lit(7)})
 	v := col(1, types.TInt64)
-	w := &Window{
+	w := &plan.Window{
 		In:          in,
 		PartitionBy: []expr.Expr{col(0, types.TText)},
-		OrderBy:     []SortKey{{E: v, Desc: true, NullsFirst: true}},
-		Funcs: []WindowFunc{
-			{Kind: WinRowNumber, T: types.TInt64},
-			{Kind: WinRank, T: types.TInt64},
-			{Kind: WinDenseRank, T: types.TInt64},
-			{Kind: WinAgg, Agg: AggSpec{Kind: AggSum, Arg: v, T: types.TFloat64}, T: types.TFloat64},
-			{Kind: WinAgg, Agg: AggSpec{Kind: AggCountStar, T: types.TInt64}, T: types.TInt64},
+		OrderBy:     []plan.SortKey{{E: v, Desc: true, NullsFirst: true}},
+		Funcs: []plan.WindowFunc{
+			{Kind: plan.WinRowNumber, T: types.TInt64},
+			{Kind: plan.WinRank, T: types.TInt64},
+			{Kind: plan.WinDenseRank, T: types.TInt64},
+			{Kind: plan.WinAgg, Agg: plan.AggSpec{Kind: plan.AggSum, Arg: v, T: types.TFloat64}, T: types.TFloat64},
+			{Kind: plan.WinAgg, Agg: plan.AggSpec{Kind: plan.AggCountStar, T: types.TInt64}, T: types.TInt64},
 		},
 	}
 	// Sum over bigint is numeric in SQL; float64 keeps the test's output short.
@@ -101,11 +103,11 @@ func TestWindow(t *testing.T) {
 	if got := runText(t, w, true); got != want {
 		t.Errorf("window:\n%s\nwant\n%s", got, want)
 	}
-	whole := &Window{In: in, Funcs: []WindowFunc{{Kind: WinAgg, Agg: AggSpec{Kind: AggMax, Arg: v, T: types.TInt64}, T: types.TInt64}, {Kind: WinRank, T: types.TInt64}}}
+	whole := &plan.Window{In: in, Funcs: []plan.WindowFunc{{Kind: plan.WinAgg, Agg: plan.AggSpec{Kind: plan.AggMax, Arg: v, T: types.TInt64}, T: types.TInt64}, {Kind: plan.WinRank, T: types.TInt64}}}
 	if got, want := runText(t, whole, false), "NULL 7 30 1\na 10 30 1\na 20 30 1\na 30 30 1\na 30 30 1\nb 5 30 1\nb NULL 30 1"; got != want {
 		t.Errorf("OVER ():\n%s\nwant\n%s", got, want)
 	}
-	empty := &Window{In: &Values{Ts: []types.T{types.TText, types.TInt64}}, Funcs: []WindowFunc{{Kind: WinRowNumber, T: types.TInt64}}}
+	empty := &plan.Window{In: &plan.Values{Ts: []types.T{types.TText, types.TInt64}}, Funcs: []plan.WindowFunc{{Kind: plan.WinRowNumber, T: types.TInt64}}}
 	if got := runText(t, empty, false); got != "" {
 		t.Errorf("empty input gave %q", got)
 	}
@@ -114,15 +116,15 @@ func TestWindow(t *testing.T) {
 func TestSingleRow(t *testing.T) {
 	withChecked(t)
 	one := kv([2]expr.Expr{str("x"), lit(1)})
-	if got := runText(t, &SingleRow{In: one}, false); got != "x 1" {
+	if got := runText(t, &plan.SingleRow{In: one}, false); got != "x 1" {
 		t.Errorf("one row: %q", got)
 	}
-	if got := runText(t, &SingleRow{In: &Values{Ts: []types.T{types.TText, types.TInt64}}}, false); got != "NULL NULL" {
+	if got := runText(t, &plan.SingleRow{In: &plan.Values{Ts: []types.T{types.TText, types.TInt64}}}, false); got != "NULL NULL" {
 		t.Errorf("no rows: %q", got)
 	}
 	two := kv([2]expr.Expr{str("x"), lit(1)}, [2]expr.Expr{str("y"), lit(2)})
-	ctx := &Ctx{Context: context.Background(), Expr: &expr.Ctx{Mem: memoryPool}}
-	err := Run(ctx, &SingleRow{In: two}, func(rec arrow.RecordBatch) error { rec.Release(); return nil })
+	ctx := &plan.Ctx{Context: context.Background(), Expr: &expr.Ctx{Mem: memoryPool}}
+	err := batch.Run(ctx, &plan.SingleRow{In: two}, func(rec arrow.RecordBatch) error { rec.Release(); return nil })
 	if sqlerr.Code(err) != sqlerr.CardinalityViolation {
 		t.Errorf("two rows: %v, want 21000", err)
 	}

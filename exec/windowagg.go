@@ -3,6 +3,7 @@ package exec
 import (
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -36,14 +37,14 @@ type windowClose = opkit.WindowClose
 // over a time a watermark bounds, preferring the earliest close; nil if
 // none does (the aggregate is then a plain grouping that never drops a
 // row).
-func windowCloseOf(p *HashAgg) *windowClose {
+func windowCloseOf(p *plan.HashAgg) *windowClose {
 	w, _ := windowCloseWhy(p)
 	return w
 }
 
 // windowCloseWhy is windowCloseOf and, when that is nil but a key is a
 // window's bound, why no watermark bounds that window's time.
-func windowCloseWhy(p *HashAgg) (*windowClose, *timeTrace) {
+func windowCloseWhy(p *plan.HashAgg) (*windowClose, *timeTrace) {
 	var best *windowClose
 	var why *timeTrace
 	for i, k := range p.Keys {
@@ -69,7 +70,7 @@ func windowCloseWhy(p *HashAgg) (*windowClose, *timeTrace) {
 }
 
 // hopOfKey is hopRowTime for a key that is a column of p's rows.
-func hopOfKey(p Plan, k expr.Expr) *hopLast {
+func hopOfKey(p plan.Plan, k expr.Expr) *hopLast {
 	if r, ok := k.(*expr.ColRef); ok {
 		return hopRowTime(p, r.Idx)
 	}
@@ -79,17 +80,17 @@ func hopOfKey(p Plan, k expr.Expr) *hopLast {
 // windowBound reports whether e, over p's rows, is a window's bound (ok),
 // how long after it the window ends, and where the window's time comes
 // from (t.ok: a watermark bounds it).
-func windowBound(p Plan, e expr.Expr) (off int64, t timeTrace, ok bool) {
+func windowBound(p plan.Plan, e expr.Expr) (off int64, t timeTrace, ok bool) {
 	switch e := e.(type) {
 	case *expr.ColRef:
 		switch p := p.(type) {
-		case *Project:
+		case *plan.Project:
 			if e.Idx < len(p.Exprs) {
 				return windowBound(p.In, p.Exprs[e.Idx])
 			}
-		case *Filter:
+		case *plan.Filter:
 			return windowBound(p.In, e)
-		case *Hop:
+		case *plan.Hop:
 			switch n := len(p.In.Types()); e.Idx {
 			case n:
 				return p.Size, traceTime(p.In, p.TS), true // window_start
@@ -98,7 +99,7 @@ func windowBound(p Plan, e expr.Expr) (off int64, t timeTrace, ok bool) {
 			default:
 				return windowBound(p.In, e)
 			}
-		case *Union:
+		case *plan.Union:
 			// Every branch a window of the same length; closed when every
 			// branch's watermark has passed it.
 			for i, in := range p.Ins {
@@ -183,7 +184,7 @@ func intervalConst(e expr.Expr) (int64, bool) {
 // CheckEmitOnWindowClose refuses EMIT ON WINDOW CLOSE for a view whose rows
 // do not come from a window aggregate over streams with a watermark: there
 // would be no window to close.
-func CheckEmitOnWindowClose(p Plan) error {
+func CheckEmitOnWindowClose(p plan.Plan) error {
 	g, err := compile(p, 1)
 	if err != nil {
 		return err

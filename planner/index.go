@@ -3,8 +3,8 @@ package planner
 import (
 	"strings"
 
-	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -35,7 +35,7 @@ type colBound struct {
 }
 
 // chooseIndex returns the lookup a filter with pred over s can make, or nil.
-func chooseIndex(s *Scan, pred expr.Expr) *exec.IndexLookup {
+func chooseIndex(s *Scan, pred expr.Expr) *plan.IndexLookup {
 	if (s.Table.Kind != storage.KindView && s.Table.Kind != storage.KindStream) || s.AsOf != (AsOf{}) || len(s.Table.Indexes) == 0 ||
 		len(s.Cols) != len(s.Table.Columns) {
 		return nil
@@ -93,11 +93,11 @@ func chooseIndex(s *Scan, pred expr.Expr) *exec.IndexLookup {
 			b.text = append(b.text, c.String())
 		}
 	}
-	var best *exec.IndexLookup
+	var best *plan.IndexLookup
 	bestScore := 0
 	for i := range s.Table.Indexes {
 		ix := &s.Table.Indexes[i]
-		l := &exec.IndexLookup{Index: ix}
+		l := &plan.IndexLookup{Index: ix}
 		var used []string
 		score := 0
 		for _, c := range ix.Cols {
@@ -157,5 +157,5 @@ func sameIndexType(c, v types.T) bool {
 		}
 		return types.T{Kind: t.Kind, TZ: t.TZ}
 	}
-	return exec.IndexableType(c) && class(c) == class(v)
+	return plan.IndexableType(c) && class(c) == class(v)
 }

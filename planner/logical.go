@@ -4,8 +4,8 @@
 package planner
 
 import (
-	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -84,14 +84,14 @@ type AggCall struct {
 	Distinct bool
 	Arg      expr.Expr
 	T        types.T
-	// Frac and Desc are an ordered-set aggregate's (exec.AggSpec's).
+	// Frac and Desc are an ordered-set aggregate's (plan.AggSpec's).
 	Frac float64
 	Desc bool
 	// Sorted is a materialized view's array_agg, or one with ORDER BY or
 	// DISTINCT inside the call; Order the directions of its ORDER BY keys,
-	// which lead Arg's record (exec.AggSpec's).
+	// which lead Arg's record (plan.AggSpec's).
 	Sorted bool
-	Order  []exec.AggOrder
+	Order  []plan.AggOrder
 }
 
 // Aggregate groups its input. Output columns: one per GroupBy expression,
@@ -137,11 +137,11 @@ type Join struct {
 	On          expr.Expr // nil: cross join
 	Cols        []Column
 	// Lookup marks a temporal (lookup) join, FOR SYSTEM_TIME AS OF
-	// PROCTIME() (exec.HashJoin.Lookup): an inner or left join whose right
+	// PROCTIME() (plan.HashJoin.Lookup): an inner or left join whose right
 	// side is a keyed table. Join reordering keeps it as written.
 	Lookup bool
 	// Versioned marks an event-time temporal join, FOR SYSTEM_TIME AS OF
-	// l.ts over a keyed table with a WATERMARK (exec.HashJoin.Versioned):
+	// l.ts over a keyed table with a WATERMARK (plan.HashJoin.Versioned):
 	// On is the equalities of the table's PRIMARY KEY, nothing else. Join
 	// reordering and predicate moves keep it as written.
 	Versioned *VersionedJoin
@@ -149,7 +149,7 @@ type Join struct {
 
 // VersionedJoin is a versioned join's time columns: ProbeTime among the
 // left side's, BuildTime (the table's WATERMARK column) among the right's.
-type VersionedJoin = exec.VersionedJoin
+type VersionedJoin = plan.VersionedJoin
 
 // SortKey is one ORDER BY term.
 type SortKey struct {
@@ -187,7 +187,7 @@ const (
 )
 
 // WinFunc is one window function call. The value functions' fields are
-// exec.WindowFunc's (see there).
+// plan.WindowFunc's (see there).
 type WinFunc struct {
 	Kind    WinFuncKind
 	Agg     AggCall // WinAgg only

@@ -6,22 +6,21 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/types"
-
-	"github.com/streamdb/streamdb/exec"
 )
 
-// WinFrame is a window function's frame (exec.WindowFrame).
-type WinFrame = exec.WindowFrame
+// WinFrame is a window function's frame (plan.WindowFrame).
+type WinFrame = plan.WindowFrame
 
 // valueFuncString prints lag, lead, first_value, last_value or nth_value
 // as written, with a frame that is not the default.
-func valueFuncString(f exec.WindowFunc) string {
-	name := map[exec.WindowFuncKind]string{exec.WinLag: "lag", exec.WinLead: "lead", exec.WinFirstValue: "first_value",
-		exec.WinLastValue: "last_value", exec.WinNthValue: "nth_value"}[f.Kind]
+func valueFuncString(f plan.WindowFunc) string {
+	name := map[plan.WindowFuncKind]string{plan.WinLag: "lag", plan.WinLead: "lead", plan.WinFirstValue: "first_value",
+		plan.WinLastValue: "last_value", plan.WinNthValue: "nth_value"}[f.Kind]
 	args := []string{f.Arg.String()}
 	switch f.Kind {
-	case exec.WinLag, exec.WinLead:
+	case plan.WinLag, plan.WinLead:
 		n := fmt.Sprint(f.N)
 		if f.NNull {
 			n = "NULL"
@@ -31,7 +30,7 @@ func valueFuncString(f exec.WindowFunc) string {
 			args = append(args, f.Default.String())
 		}
 		return name + "(" + strings.Join(args, ", ") + ")"
-	case exec.WinNthValue:
+	case plan.WinNthValue:
 		args = append(args, fmt.Sprint(f.N))
 	}
 	return name + "(" + strings.Join(args, ", ") + ")" + frameString(f.Frame)
@@ -39,24 +38,24 @@ func valueFuncString(f exec.WindowFunc) string {
 
 // frameString is " ROWS BETWEEN ... AND ..." for a frame that is not the
 // default, else "".
-func frameString(f exec.WindowFrame) string {
-	if f == exec.DefaultFrame {
+func frameString(f plan.WindowFrame) string {
+	if f == plan.DefaultFrame {
 		return ""
 	}
-	bound := func(b exec.FrameBound) string {
+	bound := func(b plan.FrameBound) string {
 		switch b.Kind {
-		case exec.BoundUnboundedPreceding:
+		case plan.BoundUnboundedPreceding:
 			return "UNBOUNDED PRECEDING"
-		case exec.BoundPreceding, exec.BoundFollowing:
+		case plan.BoundPreceding, plan.BoundFollowing:
 			n := fmt.Sprint(b.N)
 			if !f.Rows && !f.Groups {
 				n = rangeOffsetString(b)
 			}
-			if b.Kind == exec.BoundPreceding {
+			if b.Kind == plan.BoundPreceding {
 				return n + " PRECEDING"
 			}
 			return n + " FOLLOWING"
-		case exec.BoundCurrentRow:
+		case plan.BoundCurrentRow:
 			return "CURRENT ROW"
 		}
 		return "UNBOUNDED FOLLOWING"
@@ -71,24 +70,24 @@ func frameString(f exec.WindowFrame) string {
 	return " " + mode + " BETWEEN " + bound(f.Start) + " AND " + bound(f.End)
 }
 
-// DefaultFrame is exec.DefaultFrame: RANGE UNBOUNDED PRECEDING to CURRENT ROW.
-var DefaultFrame = exec.DefaultFrame
+// DefaultFrame is plan.DefaultFrame: RANGE UNBOUNDED PRECEDING to CURRENT ROW.
+var DefaultFrame = plan.DefaultFrame
 
-// Frame bound kinds (exec.FrameBoundKind).
+// Frame bound kinds (plan.FrameBoundKind).
 const (
-	BoundUnboundedPreceding = exec.BoundUnboundedPreceding
-	BoundPreceding          = exec.BoundPreceding
-	BoundCurrentRow         = exec.BoundCurrentRow
-	BoundFollowing          = exec.BoundFollowing
-	BoundUnboundedFollowing = exec.BoundUnboundedFollowing
+	BoundUnboundedPreceding = plan.BoundUnboundedPreceding
+	BoundPreceding          = plan.BoundPreceding
+	BoundCurrentRow         = plan.BoundCurrentRow
+	BoundFollowing          = plan.BoundFollowing
+	BoundUnboundedFollowing = plan.BoundUnboundedFollowing
 )
 
-// FrameBound is exec.FrameBound.
-type FrameBound = exec.FrameBound
+// FrameBound is plan.FrameBound.
+type FrameBound = plan.FrameBound
 
 // rangeOffsetString prints a RANGE frame's offset (an integer, a float or
-// a numeric scaled by 10^N or an interval, as exec.FrameBound.Off holds it).
-func rangeOffsetString(b exec.FrameBound) string {
+// a numeric scaled by 10^N or an interval, as plan.FrameBound.Off holds it).
+func rangeOffsetString(b plan.FrameBound) string {
 	d := b.Off
 	switch {
 	case d.D != (decimal128.Num{}) || b.N > 0:

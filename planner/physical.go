@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -30,7 +31,7 @@ type ViewGatherer interface {
 
 // Physical lowers a logical plan to the exec plan that runs it: joins get
 // their equality keys extracted for hashing, ORDER BY + LIMIT become a top-N.
-func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
+func Physical(n Node, snaps Snapshots) (plan.Plan, error) {
 	switch n := n.(type) {
 	case *Scan:
 		if n.Table.Kind == storage.KindSystem {
@@ -41,7 +42,7 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &exec.Batches{Recs: []arrow.RecordBatch{rec}, Ts: colTypes(n.Cols)}, nil
+			return &plan.Batches{Recs: []arrow.RecordBatch{rec}, Ts: colTypes(n.Cols)}, nil
 		}
 		if n.Table.Kind == storage.KindView {
 			if n.AsOf == (AsOf{}) {
@@ -51,10 +52,10 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 						return nil, err
 					}
 					if gathered {
-						return &exec.Batches{Recs: recs, Ts: colTypes(n.Cols)}, nil
+						return &plan.Batches{Recs: recs, Ts: colTypes(n.Cols)}, nil
 					}
 				}
-				return &exec.ScanView{View: n.Table}, nil
+				return &plan.ScanView{View: n.Table}, nil
 			}
 			if snaps == nil {
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "AS OF is not supported here")
@@ -65,18 +66,18 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 			}
 			v := *n.Table
 			v.ID = id
-			return &exec.ScanView{View: &v, Snap: snap}, nil
+			return &plan.ScanView{View: &v, Snap: snap}, nil
 		}
 		if n.AsOf != (AsOf{}) {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "AS OF applies to materialized views, and %q is a table", n.Table.Name)
 		}
-		return &exec.ScanStream{Table: n.Table}, nil
+		return &plan.ScanStream{Table: n.Table}, nil
 	case *Values:
 		ts := make([]typesT, len(n.Cols))
 		for i, c := range n.Cols {
 			ts[i] = c.T
 		}
-		return &exec.Values{Rows: n.Rows, Ts: ts}, nil
+		return &plan.Values{Rows: n.Rows, Ts: ts}, nil
 	case *Filter:
 		input, pred := sinkWhereEqualities(n)
 		if pred == nil {
@@ -85,16 +86,16 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		if s, ok := input.(*Scan); ok && readsIndexes(snaps) {
 			if l := chooseIndex(s, pred); l != nil {
 				if s.Table.Kind == storage.KindStream {
-					return &exec.Filter{In: &exec.ScanStream{Table: s.Table, Index: l}, Pred: pred}, nil
+					return &plan.Filter{In: &plan.ScanStream{Table: s.Table, Index: l}, Pred: pred}, nil
 				}
-				return &exec.Filter{In: &exec.ScanView{View: s.Table, Index: l}, Pred: pred}, nil
+				return &plan.Filter{In: &plan.ScanView{View: s.Table, Index: l}, Pred: pred}, nil
 			}
 		}
 		in, err := Physical(input, snaps)
 		if err != nil {
 			return nil, err
 		}
-		return &exec.Filter{In: in, Pred: pred}, nil
+		return &plan.Filter{In: in, Pred: pred}, nil
 	case *Project:
 		in, err := Physical(n.Input, snaps)
 		if err != nil {
@@ -110,7 +111,7 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 					"the window_start and window_end of SESSION(table, time column, gap) exist only grouped: GROUP BY [keys,] window_start, window_end")
 			}
 		}
-		return &exec.Project{In: in, Exprs: n.Exprs}, nil
+		return &plan.Project{In: in, Exprs: n.Exprs}, nil
 	case *Aggregate:
 		in, err := Physical(n.Input, snaps)
 		if err != nil {
@@ -120,7 +121,7 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		if back != nil && n.Window != nil {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "grouping by an array or a record in a SESSION window is not supported")
 		}
-		agg := &exec.HashAgg{In: in, Keys: keys}
+		agg := &plan.HashAgg{In: in, Keys: keys}
 		for _, a := range n.Aggs {
 			if a.Arg != nil && a.Arg.Type().Kind == types.TextArray && a.Func != AggCount {
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "aggregates other than count over arrays are not supported")
@@ -133,22 +134,22 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 					arg = &expr.Func{Name: name, Args: []expr.Expr{arg}, T: types.TText}
 				}
 			}
-			agg.Aggs = append(agg.Aggs, exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: arg, T: a.T, Frac: a.Frac, Desc: a.Desc, Sorted: a.Sorted, Order: a.Order})
+			agg.Aggs = append(agg.Aggs, plan.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: arg, T: a.T, Frac: a.Frac, Desc: a.Desc, Sorted: a.Sorted, Order: a.Order})
 		}
 		if w := n.Window; w != nil && w.Kind == "session" {
 			// GROUP BY keys, SESSION(ts, gap): the binder put the session's
 			// start and end last among the grouping expressions.
-			if err := exec.CheckSessionAggs(agg.Aggs); err != nil {
+			if err := plan.CheckSessionAggs(agg.Aggs); err != nil {
 				return nil, err
 			}
 			k := len(n.GroupBy)
 			if k < 2 || !isFunc(n.GroupBy[k-2], "session_start") || !isFunc(n.GroupBy[k-1], "session_end") {
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SESSION windows with correlated subqueries are not supported")
 			}
-			return &exec.SessionAgg{In: in, Keys: n.GroupBy[:len(n.GroupBy)-2], Time: w.TimeOf, Gap: w.Gap, Aggs: agg.Aggs}, nil
+			return &plan.SessionAgg{In: in, Keys: n.GroupBy[:len(n.GroupBy)-2], Time: w.TimeOf, Gap: w.Gap, Aggs: agg.Aggs}, nil
 		}
 		if back != nil {
-			return &exec.Project{In: agg, Exprs: back(n.Cols)}, nil
+			return &plan.Project{In: agg, Exprs: back(n.Cols)}, nil
 		}
 		return agg, nil
 	case *Join:
@@ -163,9 +164,9 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := &exec.Sort{In: in, Limit: -1}
+		s := &plan.Sort{In: in, Limit: -1}
 		for _, k := range n.Keys {
-			s.Keys = append(s.Keys, exec.SortKey{E: k.E, Desc: k.Desc, NullsFirst: k.NullsFirst})
+			s.Keys = append(s.Keys, plan.SortKey{E: k.E, Desc: k.Desc, NullsFirst: k.NullsFirst})
 		}
 		return s, nil
 	case *Limit:
@@ -173,26 +174,26 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		if s, ok := in.(*exec.Sort); ok && s.Limit < 0 && n.Count >= 0 {
+		if s, ok := in.(*plan.Sort); ok && s.Limit < 0 && n.Count >= 0 {
 			top := *s
 			top.Limit = n.Offset + n.Count
 			in = &top
 		}
-		return &exec.Limit{In: in, Offset: n.Offset, Count: n.Count}, nil
+		return &plan.Limit{In: in, Offset: n.Offset, Count: n.Count}, nil
 	case *WindowAgg:
 		in, err := Physical(n.Input, snaps)
 		if err != nil {
 			return nil, err
 		}
-		w := &exec.Window{In: in, PartitionBy: n.PartitionBy}
+		w := &plan.Window{In: in, PartitionBy: n.PartitionBy}
 		for _, k := range n.OrderBy {
-			w.OrderBy = append(w.OrderBy, exec.SortKey{E: k.E, Desc: k.Desc, NullsFirst: k.NullsFirst})
+			w.OrderBy = append(w.OrderBy, plan.SortKey{E: k.E, Desc: k.Desc, NullsFirst: k.NullsFirst})
 		}
 		for _, f := range n.Funcs {
-			wf := exec.WindowFunc{Kind: exec.WindowFuncKind(f.Kind), T: f.T, Arg: f.Arg, N: f.N, NNull: f.NNull, Default: f.Default, Frame: f.Frame}
+			wf := plan.WindowFunc{Kind: plan.WindowFuncKind(f.Kind), T: f.T, Arg: f.Arg, N: f.N, NNull: f.NNull, Default: f.Default, Frame: f.Frame}
 			if f.Kind == WinAgg {
 				a := f.Agg
-				wf.Agg = exec.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: a.Arg, T: a.T}
+				wf.Agg = plan.AggSpec{Kind: aggKind(a.Func), Distinct: a.Distinct, Arg: a.Arg, T: a.T}
 			}
 			w.Funcs = append(w.Funcs, wf)
 		}
@@ -201,19 +202,19 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		if n.Lateral {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s() in FROM with arguments from the enclosing query (LATERAL) is supported only in a subquery used as a value", n.Func)
 		}
-		return &exec.FuncScan{Func: n.Func, Args: n.Args, T: n.Col.T}, nil
+		return &plan.FuncScan{Func: n.Func, Args: n.Args, T: n.Col.T}, nil
 	case *LateralFuncScan:
 		in, err := Physical(n.Input, snaps)
 		if err != nil {
 			return nil, err
 		}
-		return &exec.LateralFuncScan{In: in, Func: n.Func, Args: n.Args, T: n.Col.T, Outer: n.Outer}, nil
+		return &plan.LateralFuncScan{In: in, Func: n.Func, Args: n.Args, T: n.Col.T, Outer: n.Outer}, nil
 	case *ProjectSRF:
 		in, err := Physical(n.Input, snaps)
 		if err != nil {
 			return nil, err
 		}
-		p := &exec.ProjectSRF{In: in, Funcs: n.Funcs, Args: n.Args}
+		p := &plan.ProjectSRF{In: in, Funcs: n.Funcs, Args: n.Args}
 		for _, c := range n.Cols {
 			p.Ts = append(p.Ts, c.T)
 		}
@@ -223,15 +224,15 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &exec.SingleRow{In: in}, nil
+		return &plan.SingleRow{In: in}, nil
 	case *Hop:
 		in, err := Physical(n.Input, snaps)
 		if err != nil {
 			return nil, err
 		}
-		return &exec.Hop{In: in, TS: n.TS, Slide: n.Slide, Size: n.Size, Cumulate: n.Cumulate}, nil
+		return &plan.Hop{In: in, TS: n.TS, Slide: n.Slide, Size: n.Size, Cumulate: n.Cumulate}, nil
 	case *UnionAll:
-		u := &exec.Union{}
+		u := &plan.Union{}
 		for _, c := range n.Inputs {
 			p, err := Physical(c, snaps)
 			if err != nil {
@@ -244,32 +245,32 @@ func Physical(n Node, snaps Snapshots) (exec.Plan, error) {
 	return nil, sqlerr.New(sqlerr.Internal, "planner: unknown node %T", n)
 }
 
-func aggKind(f AggFunc) exec.AggKind {
+func aggKind(f AggFunc) plan.AggKind {
 	switch f {
 	case AggCountStar:
-		return exec.AggCountStar
+		return plan.AggCountStar
 	case AggCount:
-		return exec.AggCount
+		return plan.AggCount
 	case AggSum:
-		return exec.AggSum
+		return plan.AggSum
 	case AggAvg:
-		return exec.AggAvg
+		return plan.AggAvg
 	case AggMin:
-		return exec.AggMin
+		return plan.AggMin
 	case AggArrayAgg:
-		return exec.AggArrayAgg
+		return plan.AggArrayAgg
 	case AggPercentileCont:
-		return exec.AggPercentileCont
+		return plan.AggPercentileCont
 	case AggPercentileDisc:
-		return exec.AggPercentileDisc
+		return plan.AggPercentileDisc
 	case AggMode:
-		return exec.AggMode
+		return plan.AggMode
 	}
-	return exec.AggMax
+	return plan.AggMax
 }
 
 // physicalJoin splits ON into equality keys (left expr = right expr) and a residual.
-func physicalJoin(n *Join, snaps Snapshots) (exec.Plan, error) {
+func physicalJoin(n *Join, snaps Snapshots) (plan.Plan, error) {
 	l, err := Physical(n.Left, snaps)
 	if err != nil {
 		return nil, err
@@ -280,13 +281,13 @@ func physicalJoin(n *Join, snaps Snapshots) (exec.Plan, error) {
 	}
 	if n.Versioned != nil {
 		// A batch query's build side is the table's history (its versions).
-		if s, ok := r.(*exec.ScanStream); ok {
+		if s, ok := r.(*plan.ScanStream); ok {
 			h := *s
 			h.History = true
 			r = &h
 		}
 	}
-	j := &exec.HashJoin{Left: l, Right: r, Kind: joinKinds[n.Kind], Lookup: n.Lookup, Versioned: n.Versioned}
+	j := &plan.HashJoin{Left: l, Right: r, Kind: joinKinds[n.Kind], Lookup: n.Lookup, Versioned: n.Versioned}
 	nl := len(n.Left.Schema())
 	var residual []expr.Expr
 	for _, c := range conjuncts(n.On) {
@@ -540,13 +541,13 @@ func and(cs []expr.Expr) expr.Expr {
 	return out
 }
 
-var joinKinds = [...]exec.JoinKind{
-	InnerJoin: exec.JoinInner, LeftJoin: exec.JoinLeft, RightJoin: exec.JoinRight,
-	FullJoin: exec.JoinFull, SemiJoin: exec.JoinSemi, AntiJoin: exec.JoinAnti,
+var joinKinds = [...]plan.JoinKind{
+	InnerJoin: plan.JoinInner, LeftJoin: plan.JoinLeft, RightJoin: plan.JoinRight,
+	FullJoin: plan.JoinFull, SemiJoin: plan.JoinSemi, AntiJoin: plan.JoinAnti,
 }
 
 // JoinKindName is how plans print a join kind.
-func JoinKindName(k exec.JoinKind) string {
+func JoinKindName(k plan.JoinKind) string {
 	return [...]string{"Inner", "Left", "Right", "Full", "Semi", "Anti"}[k]
 }
 
@@ -656,55 +657,55 @@ func mapCols(e expr.Expr, to func(int) int) expr.Expr {
 }
 
 // Explain prints a physical plan as an indented tree.
-func Explain(p exec.Plan) string {
+func Explain(p plan.Plan) string {
 	var b strings.Builder
 	explain(&b, p, 0)
 	return b.String()
 }
 
-func explain(b *strings.Builder, p exec.Plan, depth int) {
+func explain(b *strings.Builder, p plan.Plan, depth int) {
 	pad := strings.Repeat("  ", depth)
 	line := func(format string, args ...any) { fmt.Fprintf(b, pad+format+"\n", args...) }
 	switch p := p.(type) {
-	case *exec.ScanStream:
+	case *plan.ScanStream:
 		if p.Index != nil {
 			line("IndexScan %s using %s: %s", p.Table.Name, p.Index.Index.Name, p.Index.Desc)
-		} else if exec.Keyed(p.Table) {
+		} else if plan.Keyed(p.Table) {
 			line("ChangelogScan %s", p.Table.Name) // a table with a primary key: its rows retract
 		} else {
 			line("StreamScan %s", p.Table.Name)
 		}
-	case *exec.ScanView:
+	case *plan.ScanView:
 		if p.Index != nil {
 			line("IndexScan %s using %s: %s", p.View.Name, p.Index.Index.Name, p.Index.Desc)
 		} else {
 			line("ViewScan %s", p.View.Name)
 		}
-	case *exec.Values:
+	case *plan.Values:
 		line("Values rows=%d", len(p.Rows))
-	case *exec.FuncScan:
+	case *plan.FuncScan:
 		line("FunctionScan %s(%s)", p.Func, exprList(p.Args))
-	case *exec.Filter:
+	case *plan.Filter:
 		line("Filter %s", p.Pred)
 		explain(b, p.In, depth+1)
-	case *exec.Project:
+	case *plan.Project:
 		line("Project %s", exprList(p.Exprs))
 		explain(b, p.In, depth+1)
-	case *exec.HashAgg:
+	case *plan.HashAgg:
 		var aggs []string
 		for _, a := range p.Aggs {
 			aggs = append(aggs, aggString(a))
 		}
 		line("HashAggregate keys=[%s] aggs=[%s]%s", exprList(p.Keys), strings.Join(aggs, ", "), appendOnlyInput(p.In))
 		explain(b, p.In, depth+1)
-	case *exec.SessionAgg:
+	case *plan.SessionAgg:
 		var aggs []string
 		for _, a := range p.Aggs {
 			aggs = append(aggs, aggString(a))
 		}
 		line("SessionAggregate keys=[%s] time=%s gap=%dus aggs=[%s]", exprList(p.Keys), p.Time, p.Gap, strings.Join(aggs, ", "))
 		explain(b, p.In, depth+1)
-	case *exec.HashJoin:
+	case *plan.HashJoin:
 		kind := JoinKindName(p.Kind)
 		res := ""
 		if p.Residual != nil {
@@ -714,14 +715,14 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 			line("VersionedJoin %s left=[%s] right=[%s] time=$%d as of $%d%s", kind, exprList(p.LeftKeys), exprList(p.RightKeys), v.BuildTime, v.ProbeTime, appendOnlySides(p))
 		} else if p.Lookup {
 			// Batch queries run it as the hash join it is over the table's
-			// current rows; views run the lookup (exec.HashJoin.Lookup).
+			// current rows; views run the lookup (plan.HashJoin.Lookup).
 			line("LookupJoin %s left=[%s] right=[%s]%s%s", kind, exprList(p.LeftKeys), exprList(p.RightKeys), res, appendOnlySides(p))
 		} else {
 			line("HashJoin %s left=[%s] right=[%s]%s%s", kind, exprList(p.LeftKeys), exprList(p.RightKeys), res, appendOnlySides(p))
 		}
 		explain(b, p.Left, depth+1)
 		explain(b, p.Right, depth+1)
-	case *exec.Sort:
+	case *plan.Sort:
 		var keys []string
 		for _, k := range p.Keys {
 			s := k.E.String()
@@ -736,37 +737,37 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 			line("Sort [%s]", strings.Join(keys, ", "))
 		}
 		explain(b, p.In, depth+1)
-	case *exec.Limit:
+	case *plan.Limit:
 		line("Limit offset=%d count=%d", p.Offset, p.Count)
 		explain(b, p.In, depth+1)
-	case *exec.Window:
+	case *plan.Window:
 		var funcs []string
 		for _, f := range p.Funcs {
 			funcs = append(funcs, winFuncString(f))
 		}
 		line("Window partition=[%s] order=[%s] funcs=[%s]%s", exprList(p.PartitionBy), sortKeyList(p.OrderBy), strings.Join(funcs, ", "), appendOnlyInput(p.In))
 		explain(b, p.In, depth+1)
-	case *exec.SingleRow:
+	case *plan.SingleRow:
 		line("SingleRow")
 		explain(b, p.In, depth+1)
-	case *exec.LateralFuncScan:
+	case *plan.LateralFuncScan:
 		line("LateralFunctionScan %s(%s)", p.Func, exprList(p.Args))
 		explain(b, p.In, depth+1)
-	case *exec.ProjectSRF:
+	case *plan.ProjectSRF:
 		var fs []string
 		for i, f := range p.Funcs {
 			fs = append(fs, f+"("+exprList(p.Args[i])+")")
 		}
 		line("ProjectSet %s", strings.Join(fs, ", "))
 		explain(b, p.In, depth+1)
-	case *exec.Hop:
+	case *plan.Hop:
 		if p.Cumulate {
 			line("Cumulate time=%s step=%dus max=%dus", p.TS, p.Slide, p.Size)
 		} else {
 			line("Hop time=%s slide=%dus size=%dus", p.TS, p.Slide, p.Size)
 		}
 		explain(b, p.In, depth+1)
-	case *exec.Union:
+	case *plan.Union:
 		line("UnionAll")
 		for _, in := range p.Ins {
 			explain(b, in, depth+1)
@@ -777,7 +778,7 @@ func explain(b *strings.Builder, p exec.Plan, depth int) {
 // appendOnlyInput marks a stateful operator whose input only inserts rows
 // (exec.AppendOnly): run continuously, a top-N keeps only each partition's
 // top rows and min/max only each group's extreme.
-func appendOnlyInput(in exec.Plan) string {
+func appendOnlyInput(in plan.Plan) string {
 	if exec.AppendOnly(in) {
 		return " input=append-only"
 	}
@@ -785,7 +786,7 @@ func appendOnlyInput(in exec.Plan) string {
 }
 
 // appendOnlySides marks the sides of a join that only insert rows.
-func appendOnlySides(j *exec.HashJoin) string {
+func appendOnlySides(j *plan.HashJoin) string {
 	l, r := exec.AppendOnly(j.Left), exec.AppendOnly(j.Right)
 	switch {
 	case l && r:
@@ -798,15 +799,15 @@ func appendOnlySides(j *exec.HashJoin) string {
 	return ""
 }
 
-func aggString(a exec.AggSpec) string {
+func aggString(a plan.AggSpec) string {
 	name := [...]string{"count(*)", "count", "sum", "avg", "min", "max", "array_agg", "percentile_cont", "percentile_disc", "mode"}[a.Kind]
 	switch a.Kind {
-	case exec.AggPercentileCont, exec.AggPercentileDisc:
+	case plan.AggPercentileCont, plan.AggPercentileDisc:
 		name = fmt.Sprintf("%s(%g)", name, a.Frac)
-	case exec.AggMode:
+	case plan.AggMode:
 		name += "()"
 	}
-	if a.Kind >= exec.AggPercentileCont {
+	if a.Kind >= plan.AggPercentileCont {
 		dir := ""
 		if a.Desc {
 			dir = " DESC"
@@ -826,7 +827,7 @@ func aggString(a exec.AggSpec) string {
 // SortedArgString prints the argument of an aggregate: for a sorted
 // array_agg over ROW(keys..., x) with ORDER BY directions dirs, "x ORDER
 // BY keys".
-func SortedArgString(arg expr.Expr, dirs []exec.AggOrder) string {
+func SortedArgString(arg expr.Expr, dirs []plan.AggOrder) string {
 	if f, ok := arg.(*expr.Func); ok && len(dirs) > 0 && f.Name == "row_ctor" && len(f.Args) == len(dirs)+1 {
 		return f.Args[len(dirs)].String() + " ORDER BY " + orderString(f.Args, dirs)
 	}
@@ -834,7 +835,7 @@ func SortedArgString(arg expr.Expr, dirs []exec.AggOrder) string {
 }
 
 // orderString prints the ORDER BY keys inside an aggregate call.
-func orderString(keys []expr.Expr, dirs []exec.AggOrder) string {
+func orderString(keys []expr.Expr, dirs []plan.AggOrder) string {
 	var b strings.Builder
 	for i, o := range dirs {
 		if i > 0 {
@@ -851,21 +852,21 @@ func orderString(keys []expr.Expr, dirs []exec.AggOrder) string {
 	return b.String()
 }
 
-func winFuncString(f exec.WindowFunc) string {
+func winFuncString(f plan.WindowFunc) string {
 	switch f.Kind {
-	case exec.WinRowNumber:
+	case plan.WinRowNumber:
 		return "row_number()"
-	case exec.WinRank:
+	case plan.WinRank:
 		return "rank()"
-	case exec.WinDenseRank:
+	case plan.WinDenseRank:
 		return "dense_rank()"
-	case exec.WinAgg:
+	case plan.WinAgg:
 		return aggString(f.Agg) + frameString(f.Frame)
 	}
 	return valueFuncString(f)
 }
 
-func sortKeyList(ks []exec.SortKey) string {
+func sortKeyList(ks []plan.SortKey) string {
 	var keys []string
 	for _, k := range ks {
 		s := k.E.String()

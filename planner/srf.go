@@ -3,7 +3,7 @@ package planner
 import "github.com/streamdb/streamdb/exec/expr"
 
 // FuncScan is a set-returning function in FROM (generate_series, unnest);
-// its arguments are constants or parameters (exec.FuncScan).
+// its arguments are constants or parameters (plan.FuncScan).
 type FuncScan struct {
 	Func string
 	Args []expr.Expr
@@ -22,7 +22,7 @@ func (n *FuncScan) Children() []Node { return nil }
 
 // LateralFuncScan runs a set-returning function per row of Input, its
 // arguments over Input's columns: Input's columns, then the function's
-// (exec.LateralFuncScan).
+// (plan.LateralFuncScan).
 type LateralFuncScan struct {
 	Input Node
 	Func  string

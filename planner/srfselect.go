@@ -3,7 +3,7 @@ package planner
 import "github.com/streamdb/streamdb/exec/expr"
 
 // ProjectSRF runs a select list's set-returning functions (unnest,
-// generate_subscripts, _pg_expandarray) per row of Input, in lockstep (exec.ProjectSRF):
+// generate_subscripts, _pg_expandarray) per row of Input, in lockstep (plan.ProjectSRF):
 // Input's columns, then one per function.
 type ProjectSRF struct {
 	Input Node

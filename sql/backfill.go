@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -153,7 +154,7 @@ func (b backfills) await(ctx context.Context, name string, read bool) error {
 		case <-changed:
 		case <-tick.C:
 		case <-ctx.Done():
-			err := exec.ContextError(ctx)
+			err := plan.ContextError(ctx)
 			if e, ok := err.(*sqlerr.Error); ok {
 				e.Detail = fmt.Sprintf("materialized view %q was created and its job keeps backfilling (SHOW JOBS shows its progress).", name)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/streamdb/streamdb/connector/kafka"
 	"github.com/streamdb/streamdb/connector/pgcdc"
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
@@ -198,7 +199,7 @@ func (c *cdcIngest) ingest(ctx context.Context, t *storage.TableDef, r *cdcRun) 
 		if rec == nil && time.Since(stored) < time.Second {
 			continue // nothing of the table: its LSN is stored with a later one
 		}
-		if err := exec.Failpoint(t.Name, "cdc_received"); err != nil {
+		if err := plan.Failpoint(t.Name, "cdc_received"); err != nil {
 			return err
 		}
 		n, err := c.apply(ctx, t, rec, func(blocks []arrow.RecordBatch) error {
@@ -208,7 +209,7 @@ func (c *cdcIngest) ingest(ctx context.Context, t *storage.TableDef, r *cdcRun) 
 		if err != nil {
 			return err
 		}
-		if err := exec.Failpoint(t.Name, "cdc_stored"); err != nil {
+		if err := plan.Failpoint(t.Name, "cdc_stored"); err != nil {
 			return err
 		}
 		r.rows.Add(n)
@@ -228,9 +229,9 @@ func (c *cdcIngest) apply(ctx context.Context, t *storage.TableDef, rec arrow.Re
 		defer rec.Release()
 	}
 	if st.rows == nil {
-		st.rows, st.off = exec.CachedKeyedRows(t), 0
+		st.rows, st.off = plan.CachedKeyedRows(t), 0
 	}
-	off, err := st.rows.CatchUp(&exec.Ctx{Context: ctx, DB: e.db}, st.off)
+	off, err := st.rows.CatchUp(&plan.Ctx{Context: ctx, DB: e.db}, st.off)
 	if err != nil {
 		st.rows = nil
 		return 0, err
@@ -352,7 +353,7 @@ func (c *cdcIngest) create(n *parse.CreateSource, owner string) (*Result, error)
 		if _, err := e.db.AppendLog(t.ID, 0, []arrow.RecordBatch{r}); err != nil {
 			return err
 		}
-		return exec.Failpoint(t.Name, "cdc_snapshot")
+		return plan.Failpoint(t.Name, "cdc_snapshot")
 	})
 	if err == nil {
 		_, err = e.db.AppendLogAt(t.ID, 0, nil, lsn)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/objstore"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -112,7 +113,7 @@ const clusterRestoreTimeout = 5 * time.Minute
 // state, offsets and rows replace this node's in one batch. It returns the
 // pointer restored from, nil when there is nothing to restore (no
 // pointer, or this node's own: its local commit is at least as new).
-func restoreClusterJob(e *Engine, def *storage.TableDef, plan exec.Plan) (*CheckpointPointer, error) {
+func restoreClusterJob(e *Engine, def *storage.TableDef, vp plan.Plan) (*CheckpointPointer, error) {
 	cc := clusterCheckpoints(e)
 	if cc == nil {
 		return nil, nil
@@ -143,7 +144,7 @@ func restoreClusterJob(e *Engine, def *storage.TableDef, plan exec.Plan) (*Check
 	if jm.SQL != def.SQL {
 		return nil, sqlerr.New(sqlerr.ObjectNotInPrereqState, "checkpoint %s of node %s holds another query for %s", p.Manifest, p.Node, def.Name)
 	}
-	if _, err := compatible(def.Name, jm, plan, false); err != nil {
+	if _, err := compatible(def.Name, jm, vp, false); err != nil {
 		return nil, err
 	}
 	b := e.db.NewBatch()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -156,7 +157,7 @@ func takeDistOption(with map[string]string) (string, error) {
 // in cluster mode, when its plan has the shape and its input is the same
 // on every node, unless opt is "false". opt "true" for a view that cannot
 // is refused (0A000), as is opt "true" on a single node.
-func decideDistributed(e *Engine, def *storage.TableDef, phys exec.Plan, opt string) error {
+func decideDistributed(e *Engine, def *storage.TableDef, phys plan.Plan, opt string) error {
 	if e.cluster == nil {
 		if opt == "true" {
 			return sqlerr.New(sqlerr.FeatureNotSupported, "WITH (distributed = true) needs cluster mode: start the server with --cluster-etcd")

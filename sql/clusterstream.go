@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/streamdb/streamdb/connector/kafka"
-	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sql/bind"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -55,7 +55,7 @@ func newStreamLog(cfg *StreamLogConfig) *streamLog {
 	l := kafka.NewStreamLog(cfg.Brokers, txnPrefix(cfg.Cluster, cfg.Node))
 	// STREAMDB_FAILPOINTS=stream_log:precommit:N:kill kills the node with
 	// its N-th transaction's rows sent and not committed (tests/cluster).
-	l.BeforeCommit = func() error { return exec.Failpoint("stream_log", "precommit") }
+	l.BeforeCommit = func() error { return plan.Failpoint("stream_log", "precommit") }
 	return &streamLog{cfg: *cfg, log: l}
 }
 
@@ -97,7 +97,7 @@ const topicOption = "cluster.topic"
 // logTopic is the topic of t if t is a stream whose rows live in the
 // shared log, else "".
 func logTopic(t *storage.TableDef) string {
-	if t == nil || t.Kind != storage.KindStream || exec.Keyed(t) {
+	if t == nil || t.Kind != storage.KindStream || plan.Keyed(t) {
 		return ""
 	}
 	return t.Options[topicOption]
@@ -128,7 +128,7 @@ func noteApplying(ctx context.Context, e *Engine) {
 // stream creates the topic again before it writes.
 func streamLogCreate(e *Engine, t *storage.TableDef) error {
 	l := e.streamLog
-	if l == nil || exec.Keyed(t) {
+	if l == nil || plan.Keyed(t) {
 		return nil
 	}
 	if _, ok := e.Table(t.Name); ok {
@@ -295,7 +295,7 @@ func gateStreamWrite(s sessionCluster, st *Stmt, what, name string, n ast.Node) 
 	if logTopic(t) == "" {
 		why := "its rows would stay on this node"
 		switch {
-		case exec.Keyed(t):
+		case plan.Keyed(t):
 			why = "a table with a PRIMARY KEY has no shared log yet"
 		case s.e.streamLog == nil:
 			why = "the server was started without --cluster-kafka, so streams have no shared log"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/planner"
 	"github.com/streamdb/streamdb/sql/bind"
 	"github.com/streamdb/streamdb/sql/parse"
@@ -200,7 +201,7 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 }
 
 // planView binds and plans a view's defining query.
-func (e *Engine) planView(def *storage.TableDef) (exec.Plan, error) {
+func (e *Engine) planView(def *storage.TableDef) (plan.Plan, error) {
 	stmts, err := parse.ParseAll(def.SQL)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 )
 
@@ -42,11 +43,11 @@ type Config struct {
 	// FS is the filesystem of the database (nil: the OS); tests pass
 	// Pebble's crash-simulating or fault-injecting filesystems.
 	FS storage.FS
-	// Memory is the split of --memory-limit (exec.SplitMemoryLimit; zero:
+	// Memory is the split of --memory-limit (plan.SplitMemoryLimit; zero:
 	// no process limit): it sizes Pebble's cache and memtables, the batch
 	// queries' pool when QueryMemoryBytes is 0, job.memory_limit = 'auto',
 	// and admits new work (views, COPY, batch queries) against the live heap.
-	Memory exec.MemorySplit
+	Memory plan.MemorySplit
 	// QueryMemoryBytes caps the memory of all running batch queries together
 	// (0: the config file's query.memory_mb, else a quarter of physical memory).
 	QueryMemoryBytes int64
@@ -92,7 +93,7 @@ type Engine struct {
 	par        int
 	cache      int64         // StateCacheBytes per job
 	goHeap     int64         // the Go heap's share of --memory-limit (0: no limit)
-	queryMem   *exec.MemPool // the memory of running batch queries (query.go)
+	queryMem   *plan.MemPool // the memory of running batch queries (query.go)
 	rr         atomic.Uint32 // round-robin partition choice for inserts
 	streams    atomic.Uint64 // change streams started
 	sinks      sinkSet       // CREATE SINK (sinks.go)
@@ -149,7 +150,7 @@ func Open(cfg Config) (*Engine, error) {
 	// else sized from the state cache.
 	blockCache, memTable := cfg.Memory.BlockCache, cfg.Memory.MemTable
 	if cfg.Memory.Limit == 0 {
-		blockCache, memTable = exec.PebbleFromStateCache(cfg.StateCacheBytes)
+		blockCache, memTable = plan.PebbleFromStateCache(cfg.StateCacheBytes)
 	}
 	db, err := storage.Open(cfg.DataDir, storage.Options{FS: cfg.FS, Logger: cfg.Logger, TailCacheBytes: cfg.TailCacheBytes,
 		CacheBytes: blockCache, MemTableBytes: memTable})
@@ -194,10 +195,10 @@ func Open(cfg Config) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
-	e.queryMem = exec.NewMemPool(memCap)
+	e.queryMem = plan.NewMemPool(memCap)
 	if cfg.Memory.Limit > 0 {
 		e.goHeap = cfg.Memory.GoHeap
-		e.queryMem.SetProcess(exec.NewProcessMemory(cfg.Memory))
+		e.queryMem.SetProcess(plan.NewProcessMemory(cfg.Memory))
 	}
 	for k, v := range cfg.Settings {
 		k = strings.ToLower(k)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
@@ -19,8 +20,8 @@ import (
 // read does (Materialize's choice). Streams no running job reads are read
 // whole and never waited for; a statement over views only never waits.
 // It returns the ends it waited for in the partitions the cut covers.
-func (e epochCut) awaitCut(ctx context.Context, p exec.Plan) (storage.Cut, error) {
-	streams := exec.StreamsRead(p)
+func (e epochCut) awaitCut(ctx context.Context, p plan.Plan) (storage.Cut, error) {
+	streams := plan.StreamsRead(p)
 	if len(streams) == 0 {
 		return nil, nil
 	}
@@ -60,7 +61,7 @@ func (e epochCut) awaitCut(ctx context.Context, p exec.Plan) (storage.Cut, error
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return nil, exec.ContextError(ctx)
+			return nil, plan.ContextError(ctx)
 		}
 		if cut, changed, err = e.db.LastCut(); err != nil {
 			return nil, err
@@ -114,8 +115,8 @@ func (e epochCut) readByRunningViews() map[uint64]bool {
 // view it reads keeps every epoch from it because its job is failing or
 // restarting, or because it waits for a checkpoint that nothing will take,
 // the statement fails with 55000 rather than wait or mix epochs.
-func (e epochCut) readSnapshot(ctx context.Context, p exec.Plan) (storage.Reader, func(), error) {
-	scans := exec.ViewScans(p)
+func (e epochCut) readSnapshot(ctx context.Context, p plan.Plan) (storage.Reader, func(), error) {
+	scans := plan.ViewScans(p)
 	var ids []uint64
 	for _, s := range scans {
 		if !slices.Contains(ids, s.View.ID) {
@@ -133,7 +134,7 @@ func (e epochCut) readSnapshot(ctx context.Context, p exec.Plan) (storage.Reader
 		snap := e.db.Snapshot()
 		return snap, func() { snap.Close() }, nil
 	}
-	if len(ids) == 0 || len(ids) == 1 && len(exec.StreamsRead(p)) == 0 {
+	if len(ids) == 0 || len(ids) == 1 && len(plan.StreamsRead(p)) == 0 {
 		return fresh() // one relation, or streams read at one cut
 	}
 	minEpoch := uint64(0)
@@ -152,11 +153,11 @@ func (e epochCut) readSnapshot(ctx context.Context, p exec.Plan) (storage.Reader
 				}
 			}
 			release := rs.Release
-			if !rs.InCut(exec.StreamsRead(p)) {
+			if !rs.InCut(plan.StreamsRead(p)) {
 				// Streams no job read at that epoch are read whole, as
 				// they are now.
 				now := e.db.Snapshot()
-				exec.ReadStreamsFrom(p, now, func(t uint64) bool { return !rs.CutHas(t) })
+				plan.ReadStreamsFrom(p, now, func(t uint64) bool { return !rs.CutHas(t) })
 				release = func() { now.Close(); rs.Release() }
 			}
 			return rs.Base, release, nil
@@ -170,7 +171,7 @@ func (e epochCut) readSnapshot(ctx context.Context, p exec.Plan) (storage.Reader
 		select {
 		case <-next:
 		case <-ctx.Done():
-			return nil, nil, exec.ContextError(ctx)
+			return nil, nil, plan.ContextError(ctx)
 		}
 	}
 }

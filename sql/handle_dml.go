@@ -9,8 +9,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/planner"
 	"github.com/streamdb/streamdb/sql/bind"
 	"github.com/streamdb/streamdb/sql/parse"
@@ -44,7 +45,7 @@ type keyedLocks struct {
 // which may have changed them).
 type keyedState struct {
 	mu   sync.Mutex
-	rows *exec.KeyedRows
+	rows *plan.KeyedRows
 	off  uint64
 }
 
@@ -117,22 +118,22 @@ func (d sessionDML) keyedTx(what string) error {
 // rows as one record of types ts.
 // With k (the table's rows under its lock), the plan's scans of the table
 // read them.
-func (d sessionDML) keyedRun(ctx context.Context, node planner.Node, ectx *expr.Ctx, ts []types.T, k *exec.KeyedRows) (arrow.RecordBatch, error) {
+func (d sessionDML) keyedRun(ctx context.Context, node planner.Node, ectx *expr.Ctx, ts []types.T, k *plan.KeyedRows) (arrow.RecordBatch, error) {
 	s := d.s
 	phys, err := planner.Physical(node, s.e)
 	if err != nil {
 		return nil, err
 	}
 	if k != nil {
-		exec.UseKeyedRows(phys, k)
+		plan.UseKeyedRows(phys, k)
 	}
-	budget := exec.NewBudget(s.workMem(), s.e.queryMem)
+	budget := plan.NewBudget(s.workMem(), s.e.queryMem)
 	defer budget.Close()
 	ec := *ectx
 	ec.Mem = budget.Allocator()
 	var recs []arrow.RecordBatch
 	// ConcatRecords copies the rows out of the budget's memory.
-	err = exec.Run(&exec.Ctx{Context: ctx, DB: s.e.db, Expr: &ec, Mem: budget}, phys, func(r arrow.RecordBatch) error {
+	err = batch.Run(&plan.Ctx{Context: ctx, DB: s.e.db, Expr: &ec, Mem: budget}, phys, func(r arrow.RecordBatch) error {
 		recs = append(recs, r)
 		return nil
 	})
@@ -142,13 +143,13 @@ func (d sessionDML) keyedRun(ctx context.Context, node planner.Node, ectx *expr.
 		}
 		return nil, err
 	}
-	return exec.ConcatRecords(recs, ts)
+	return plan.ConcatRecords(recs, ts)
 }
 
 // keyedWrite locks t, checks it is still the table, nets its log and
 // appends the changes write computes.
 func (d sessionDML) keyedWrite(ctx context.Context, t *storage.TableDef, ectx *expr.Ctx,
-	write func(k *exec.KeyedRows) (*exec.Changes, error)) error {
+	write func(k *plan.KeyedRows) (*plan.Changes, error)) error {
 	s := d.s
 	st := s.e.keyed.lock(t.ID)
 	defer st.mu.Unlock()
@@ -159,11 +160,11 @@ func (d sessionDML) keyedWrite(ctx context.Context, t *storage.TableDef, ectx *e
 		return sqlerr.New(sqlerr.WrongObjectType, "cannot change source %q: its rows come from upstream (its connector)", t.Name)
 	}
 	if st.rows == nil {
-		st.rows, st.off = exec.CachedKeyedRows(t), 0
+		st.rows, st.off = plan.CachedKeyedRows(t), 0
 	}
 	// Only this lock's holders append to the log; catching up covers the
 	// rows a failed append may still have made durable.
-	off, err := st.rows.CatchUp(&exec.Ctx{Context: ctx, DB: s.e.db, Expr: ectx}, st.off)
+	off, err := st.rows.CatchUp(&plan.Ctx{Context: ctx, DB: s.e.db, Expr: ectx}, st.off)
 	if err != nil {
 		st.rows = nil
 		return err
@@ -201,21 +202,21 @@ func (d sessionDML) execKeyedInsert(ctx context.Context, st *Stmt, b *bind.Binde
 		return nil, false, nil // BindInsert reports it
 	}
 	oc := q.OnConflict
-	if !exec.Keyed(def) {
+	if !plan.Keyed(def) {
 		if oc == nil {
 			return nil, false, nil
 		}
 		return nil, true, sqlerr.New(sqlerr.InvalidColumnReference, "there is no unique or exclusion constraint matching the ON CONFLICT specification")
 	}
-	on := exec.ConflictError
+	on := plan.ConflictError
 	var cu *bind.ConflictUpdate
 	if oc != nil {
 		if oc.Cols != nil && !sameKey(def, oc.Cols) {
 			return nil, true, sqlerr.New(sqlerr.InvalidColumnReference, "there is no unique or exclusion constraint matching the ON CONFLICT specification")
 		}
-		on = exec.ConflictNothing
+		on = plan.ConflictNothing
 		if oc.Update != nil {
-			on = exec.ConflictUpdate
+			on = plan.ConflictUpdate
 			if cu, err = b.BindConflictUpdate(def, oc.Update); err != nil {
 				return nil, true, err
 			}
@@ -244,7 +245,7 @@ func (d sessionDML) execKeyedInsert(ctx context.Context, st *Stmt, b *bind.Binde
 		return nil, true, err
 	}
 	var count int64
-	err = d.keyedWrite(ctx, def, ectx, func(k *exec.KeyedRows) (*exec.Changes, error) {
+	err = d.keyedWrite(ctx, def, ectx, func(k *plan.KeyedRows) (*plan.Changes, error) {
 		ch, c, err := k.Insert(rows, on, func(pairs arrow.RecordBatch) (arrow.RecordBatch, []bool, error) {
 			return conflictRows(ectx, cu, pairs, ts)
 		})
@@ -296,7 +297,7 @@ func conflictRows(ectx *expr.Ctx, cu *bind.ConflictUpdate, pairs arrow.RecordBat
 			keep[i] = bs.IsValid(i) && bs.Value(i)
 		}
 	}
-	return exec.RecordOf(ts, cols, int(pairs.NumRows())), keep, nil
+	return plan.RecordOf(ts, cols, int(pairs.NumRows())), keep, nil
 }
 
 // sameKey reports whether cols are exactly t's key columns.
@@ -327,7 +328,7 @@ func (d sessionDML) execUpdate(ctx context.Context, st *Stmt, b *bind.Binder, q 
 	if err != nil {
 		return nil, err
 	}
-	if !exec.Keyed(def) {
+	if !plan.Keyed(def) {
 		return nil, noKey("UPDATE", def)
 	}
 	ret, err := bindReturning(b, st, q, def, bind.DMLAlias(n.TableRefs))
@@ -341,15 +342,15 @@ func (d sessionDML) execUpdate(ctx context.Context, st *Stmt, b *bind.Binder, q 
 	ectx := s.exprCtx(params)
 	ts := columnTypesOf(def)
 	var count int64
-	err = d.keyedWrite(ctx, def, ectx, func(k *exec.KeyedRows) (*exec.Changes, error) {
+	err = d.keyedWrite(ctx, def, ectx, func(k *plan.KeyedRows) (*plan.Changes, error) {
 		rows, err := d.keyedRun(ctx, node, ectx, append(slices.Clone(ts), ts...), k)
 		if err != nil {
 			return nil, err
 		}
 		defer rows.Release()
-		olds := exec.SliceColumns(rows, 0, ts)
+		olds := plan.SliceColumns(rows, 0, ts)
 		defer olds.Release()
-		news := exec.SliceColumns(rows, len(ts), ts)
+		news := plan.SliceColumns(rows, len(ts), ts)
 		defer news.Release()
 		if err := checkNotNull(def, news, 0); err != nil {
 			return nil, err
@@ -373,7 +374,7 @@ func (d sessionDML) execDelete(ctx context.Context, st *Stmt, b *bind.Binder, q 
 	if err != nil {
 		return nil, err
 	}
-	if !exec.Keyed(def) {
+	if !plan.Keyed(def) {
 		return nil, noKey("DELETE", def)
 	}
 	ret, err := bindReturning(b, st, q, def, bind.DMLAlias(n.TableRefs))
@@ -387,7 +388,7 @@ func (d sessionDML) execDelete(ctx context.Context, st *Stmt, b *bind.Binder, q 
 	ectx := s.exprCtx(params)
 	ts := columnTypesOf(def)
 	var count int64
-	err = d.keyedWrite(ctx, def, ectx, func(k *exec.KeyedRows) (*exec.Changes, error) {
+	err = d.keyedWrite(ctx, def, ectx, func(k *plan.KeyedRows) (*plan.Changes, error) {
 		rows, err := d.keyedRun(ctx, node, ectx, ts, k)
 		if err != nil {
 			return nil, err
@@ -437,7 +438,7 @@ type keyedCopy struct{ d sessionDML }
 // write checks and appends the COPY's rows (recs, released here) and
 // returns the command tag.
 func (kc *keyedCopy) write(t *storage.TableDef, ts []types.T, recs []arrow.RecordBatch) (string, error) {
-	rows, err := exec.ConcatRecords(recs, ts)
+	rows, err := plan.ConcatRecords(recs, ts)
 	if err != nil {
 		return "", err
 	}
@@ -448,8 +449,8 @@ func (kc *keyedCopy) write(t *storage.TableDef, ts []types.T, recs []arrow.Recor
 	ctx := context.Background()
 	ectx := kc.d.s.exprCtx(nil)
 	var count int64
-	err = kc.d.keyedWrite(ctx, t, ectx, func(k *exec.KeyedRows) (*exec.Changes, error) {
-		ch, n, err := k.Insert(rows, exec.ConflictError, nil)
+	err = kc.d.keyedWrite(ctx, t, ectx, func(k *plan.KeyedRows) (*plan.Changes, error) {
+		ch, n, err := k.Insert(rows, plan.ConflictError, nil)
 		count = n
 		return ch, err
 	})

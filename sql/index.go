@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/batch"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
@@ -72,7 +74,7 @@ func (x indexDDL) create(n *parse.CreateIndex, auth sessionAuth) (*Result, error
 		}
 		return x.createOnTable(n)
 	}
-	var plan exec.Plan
+	var vp plan.Plan
 	if def, ok := e.Table(n.Table); ok && def.Kind == storage.KindView {
 		if !auth.superuser() {
 			if err := auth.mustOwn(def); err != nil {
@@ -80,7 +82,7 @@ func (x indexDDL) create(n *parse.CreateIndex, auth sessionAuth) (*Result, error
 			}
 		}
 		var err error
-		if plan, err = e.planView(def); err != nil {
+		if vp, err = e.planView(def); err != nil {
 			return nil, err
 		}
 	}
@@ -94,7 +96,7 @@ func (x indexDDL) create(n *parse.CreateIndex, auth sessionAuth) (*Result, error
 		return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", n.Table)
 	case def.Kind == storage.KindSource:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "CREATE INDEX on %s %q is not supported: index a materialized view over it", kindWord(def), n.Table)
-	case def.Kind != storage.KindView || plan == nil:
+	case def.Kind != storage.KindView || vp == nil:
 		return nil, sqlerr.New(sqlerr.WrongObjectType, "cannot create index on relation %q", n.Table)
 	}
 	ix, res, err := x.indexDefLocked(def, n)
@@ -103,9 +105,9 @@ func (x indexDDL) create(n *parse.CreateIndex, auth sessionAuth) (*Result, error
 	}
 	nd := *def
 	nd.Indexes = append(slices.Clip(def.Indexes), ix)
-	err = x.rebuildLocked(def, &nd, plan, func(b *storage.WriteBatch) error {
+	err = x.rebuildLocked(def, &nd, vp, func(b *storage.WriteBatch) error {
 		nd.Indexes[len(nd.Indexes)-1].ID = e.db.NewID(b)
-		return exec.BuildIndex(e.db, def.ID, b, &nd, &nd.Indexes[len(nd.Indexes)-1])
+		return plan.BuildIndex(e.db, def.ID, b, &nd, &nd.Indexes[len(nd.Indexes)-1])
 	})
 	if err != nil {
 		return nil, err
@@ -122,7 +124,7 @@ func (x indexDDL) indexDefLocked(def *storage.TableDef, n *parse.CreateIndex) (s
 		if i < 0 {
 			return ix, nil, sqlerr.New(sqlerr.UndefinedColumn, "column %q does not exist", c)
 		}
-		if t := def.Columns[i].Type; !exec.IndexableType(t) {
+		if t := def.Columns[i].Type; !plan.IndexableType(t) {
 			return ix, nil, sqlerr.New(sqlerr.FeatureNotSupported, "an index on column %q of type %s is not supported", c, t)
 		}
 		ix.Cols = append(ix.Cols, i)
@@ -171,9 +173,9 @@ func (x indexDDL) createOnTable(n *parse.CreateIndex) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx := &exec.Ctx{Context: context.Background(), DB: e.db}
+	ctx := &plan.Ctx{Context: context.Background(), DB: e.db}
 	ix = nd.Indexes[len(nd.Indexes)-1]
-	if err := exec.CatchUpTableIndex(ctx, &nd, &ix, nil); err != nil {
+	if err := batch.CatchUpTableIndex(ctx, &nd, &ix, nil); err != nil {
 		return nil, err
 	}
 	if err := e.db.CompactIndex(nd.ID, ix.ID); err != nil {
@@ -210,7 +212,7 @@ func (x indexDDL) dropOne(name string, ifExists bool, auth sessionAuth) ([]strin
 	e.mu.Lock()
 	def, _ := x.findIndexLocked(name)
 	e.mu.Unlock()
-	var plan exec.Plan
+	var vp plan.Plan
 	if def != nil && def.Kind == storage.KindStream {
 		if !auth.superuser() {
 			if err := auth.mustOwn(def); err != nil {
@@ -226,7 +228,7 @@ func (x indexDDL) dropOne(name string, ifExists bool, auth sessionAuth) ([]strin
 			}
 		}
 		var err error
-		if plan, err = e.planView(def); err != nil {
+		if vp, err = e.planView(def); err != nil {
 			return nil, err
 		}
 	}
@@ -249,7 +251,7 @@ func (x indexDDL) dropOne(name string, ifExists bool, auth sessionAuth) ([]strin
 		nd := *def
 		nd.Indexes = slices.Delete(slices.Clone(def.Indexes), i, i+1)
 		id := def.Indexes[i].ID
-		if err := x.rebuildLocked(def, &nd, plan, func(b *storage.WriteBatch) error {
+		if err := x.rebuildLocked(def, &nd, vp, func(b *storage.WriteBatch) error {
 			storage.DeleteIndex(b, def.ID, id)
 			return nil
 		}); err != nil {
@@ -270,7 +272,7 @@ func (x indexDDL) dropFromTable(name string) ([]string, error) {
 		return nil, sqlerr.New(sqlerr.UndefinedObject, "index %q does not exist", name)
 	}
 	ix := def.Indexes[i]
-	defer exec.LockTableIndex(ix.ID)()
+	defer batch.LockTableIndex(ix.ID)()
 	nd := *def
 	nd.Indexes = slices.Delete(slices.Clone(def.Indexes), i, i+1)
 	b := e.db.NewBatch()
@@ -289,7 +291,7 @@ func (x indexDDL) dropFromTable(name string) ([]string, error) {
 // change's writes with nd's catalog entry in one synced batch, and starts
 // the job again on nd if it was running. If the commit fails the old job
 // starts again on the old definition.
-func (x indexDDL) rebuildLocked(def, nd *storage.TableDef, plan exec.Plan, change func(*storage.WriteBatch) error) error {
+func (x indexDDL) rebuildLocked(def, nd *storage.TableDef, vp plan.Plan, change func(*storage.WriteBatch) error) error {
 	e := x.e
 	je := e.mu.jobs[def.Name]
 	running := je != nil && je.state == exec.JobRunning && je.job != nil
@@ -309,7 +311,7 @@ func (x indexDDL) rebuildLocked(def, nd *storage.TableDef, plan exec.Plan, chang
 		e.mu.tables[def.Name] = nd
 	}
 	if running {
-		if perr := runViewJobLocked(e.sup, start, plan, false); err == nil {
+		if perr := runViewJobLocked(e.sup, start, vp, false); err == nil {
 			err = perr
 		}
 	}
@@ -327,7 +329,7 @@ func lockTableIndexes(defs []*storage.TableDef) func() {
 			continue
 		}
 		for _, ix := range t.Indexes {
-			unlocks = append(unlocks, exec.LockTableIndex(ix.ID))
+			unlocks = append(unlocks, batch.LockTableIndex(ix.ID))
 		}
 	}
 	return func() {

@@ -11,7 +11,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/planner"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -34,7 +36,7 @@ func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.No
 			r.Release()
 		}
 	}()
-	budget := exec.NewBudget(workMem, e.queryMem)
+	budget := plan.NewBudget(workMem, e.queryMem)
 	defer budget.Close()
 	ectx.Mem = budget.Allocator()
 	var n int64
@@ -43,7 +45,7 @@ func (e *Engine) insert(ctx context.Context, t *storage.TableDef, src planner.No
 		return 0, err
 	}
 	defer release()
-	err = exec.Run(&exec.Ctx{Context: ctx, DB: e.db, Expr: ectx, Mem: budget, Snap: snap}, phys, func(r arrow.RecordBatch) error {
+	err = batch.Run(&plan.Ctx{Context: ctx, DB: e.db, Expr: ectx, Mem: budget, Snap: snap}, phys, func(r arrow.RecordBatch) error {
 		if err := checkNotNull(t, r, 0); err != nil {
 			r.Release()
 			return err
@@ -144,7 +146,7 @@ func (s *Session) execCopy(ctx context.Context, st *Stmt, n *parse.Copy) (*Resul
 		return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", n.Table)
 	}
 	var kc *keyedCopy
-	if exec.Keyed(t) {
+	if plan.Keyed(t) {
 		d := sessionDML{s}
 		if err := d.keyedTx("COPY FROM"); err != nil {
 			return nil, err
@@ -924,7 +926,7 @@ const copyAdmitStep = 4 << 20
 
 // processMemory is e's process memory account; nil without an engine (a
 // COPY parsed on its own, as the parser's tests do) or without a limit.
-func processMemory(e *Engine) *exec.ProcessMemory {
+func processMemory(e *Engine) *plan.ProcessMemory {
 	if e == nil {
 		return nil
 	}
@@ -936,7 +938,7 @@ func processMemory(e *Engine) *exec.ProcessMemory {
 // input (kept went from before to after): the check when it started cannot
 // see what the COPY itself builds up, so one large COPY is refused (and
 // keeps nothing) once the live heap is past its share.
-func admitKeptCopy(pm *exec.ProcessMemory, table string, before, after int) error {
+func admitKeptCopy(pm *plan.ProcessMemory, table string, before, after int) error {
 	if pm == nil || before/copyAdmitStep == after/copyAdmitStep {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
@@ -18,8 +19,8 @@ import (
 // STOP JOB / START JOB.
 
 // jobSpecLocked describes the job of a view under the current settings.
-func (e *supervisor) jobSpecLocked(def *storage.TableDef, plan exec.Plan) exec.JobSpec {
-	spec := exec.JobSpec{ID: def.ID, Name: def.Name, Plan: plan, View: def, Parallelism: e.par,
+func (e *supervisor) jobSpecLocked(def *storage.TableDef, vp plan.Plan) exec.JobSpec {
+	spec := exec.JobSpec{ID: def.ID, Name: def.Name, Plan: vp, View: def, Parallelism: e.par,
 		AtLeastOnce:     e.conf.settingLocked("checkpoint.mode") == "at_least_once",
 		SkipErrors:      e.conf.settingLocked("job.error_policy") == "skip",
 		RecordLate:      e.conf.settingLocked("job.late_rows") == "record",
@@ -64,17 +65,17 @@ func (e *supervisor) startViewJob(def *storage.TableDef) error {
 
 // startViewJobLocked starts a view's job from its plan; e.mu may be held.
 // In cluster mode a job another node runs is left on standby.
-func (e *supervisor) startViewJobLocked(def *storage.TableDef, plan exec.Plan, reemit bool) error {
+func (e *supervisor) startViewJobLocked(def *storage.TableDef, vp plan.Plan, reemit bool) error {
 	if !(clusterJobs{e.Engine}).runsHere(def.Name) || e.mu.jobs[def.Name] == nil && startsByAssignment(e.Engine) {
 		e.mu.jobs[def.Name] = &jobEntry{state: exec.JobStopped, standby: true}
 		return nil
 	}
-	return runViewJobLocked(e, def, plan, reemit)
+	return runViewJobLocked(e, def, vp, reemit)
 }
 
 // runViewJobLocked starts a view's job from its plan, here.
-func runViewJobLocked(e *supervisor, def *storage.TableDef, plan exec.Plan, reemit bool) error {
-	spec := e.jobSpecLocked(def, plan)
+func runViewJobLocked(e *supervisor, def *storage.TableDef, vp plan.Plan, reemit bool) error {
+	spec := e.jobSpecLocked(def, vp)
 	spec.Reemit = reemit
 	j, err := exec.StartJob(e.db, spec)
 	if err != nil {

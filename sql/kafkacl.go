@@ -9,6 +9,7 @@ import (
 	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/connector/kafka"
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
@@ -106,7 +107,7 @@ func (c *cdcIngest) ingestKafka(ctx context.Context, t *storage.TableDef, r *cdc
 			}
 			continue
 		}
-		if err := exec.Failpoint(t.Name, "cdc_received"); err != nil {
+		if err := plan.Failpoint(t.Name, "cdc_received"); err != nil {
 			if rec != nil {
 				rec.Release()
 			}
@@ -119,7 +120,7 @@ func (c *cdcIngest) ingestKafka(ctx context.Context, t *storage.TableDef, r *cdc
 		if err != nil {
 			return err
 		}
-		if err := exec.Failpoint(t.Name, "cdc_stored"); err != nil {
+		if err := plan.Failpoint(t.Name, "cdc_stored"); err != nil {
 			return err
 		}
 		r.rows.Add(n)

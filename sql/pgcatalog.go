@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sql/bind"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/storage"
@@ -645,6 +645,6 @@ type catalogReader interface {
 	roleDefs() []storage.RoleDef
 	ownerOID(t *storage.TableDef) int64
 	ownerName(t *storage.TableDef) string
-	planView(def *storage.TableDef) (exec.Plan, error)
+	planView(def *storage.TableDef) (plan.Plan, error)
 	showJobs() *table
 }

@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -81,7 +81,7 @@ func allIndexes(e catGen) []viewKey {
 func (e catGen) viewKeys() []viewKey {
 	var out []viewKey
 	for _, r := range e.relations() {
-		if r.def.Kind != storage.KindView && !exec.Keyed(r.def) { // a table's PRIMARY KEY, or a view's
+		if r.def.Kind != storage.KindView && !plan.Keyed(r.def) { // a table's PRIMARY KEY, or a view's
 			continue
 		}
 		cols := r.def.KeyCols
@@ -107,19 +107,19 @@ func (e catGen) viewKeys() []viewKey {
 // groupKeyCols returns the output columns of a grouping view's plan that
 // are its group keys, one per key in key order, or nil if some key is not
 // in the output.
-func groupKeyCols(p exec.Plan) []int {
-	var proj *exec.Project
-	if pr, ok := p.(*exec.Project); ok {
+func groupKeyCols(p plan.Plan) []int {
+	var proj *plan.Project
+	if pr, ok := p.(*plan.Project); ok {
 		proj, p = pr, pr.In
 	}
 	for {
-		f, ok := p.(*exec.Filter) // HAVING
+		f, ok := p.(*plan.Filter) // HAVING
 		if !ok {
 			break
 		}
 		p = f.In
 	}
-	agg, ok := p.(*exec.HashAgg)
+	agg, ok := p.(*plan.HashAgg)
 	if !ok || len(agg.Keys) == 0 {
 		return nil
 	}

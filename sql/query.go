@@ -12,8 +12,9 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/planner"
 	"github.com/streamdb/streamdb/sqlerr"
 )
@@ -22,7 +23,7 @@ import (
 // the reader through a small bounded channel, so a result is never held
 // whole: only what the plan itself buffers (sorts, aggregates, build sides)
 // and those few batches. Each query has a memory budget (work_mem) within
-// the engine's pool (--query-memory-mb); see exec.Budget.
+// the engine's pool (--query-memory-mb); see plan.Budget.
 
 // queuedBatches bounds the batches produced but not yet read.
 const queuedBatches = 2
@@ -36,8 +37,8 @@ const freeOSAbove = 64 << 20
 // It waits for the first batch (or the end), so that an error before any
 // row is returned here rather than after the row description. workMem is
 // the query's budget in bytes (<= 0: none).
-func (e *Engine) runQuery(ctx context.Context, plan planner.Node, snaps planner.Snapshots, ectx *expr.Ctx, workMem int64) (Rows, error) {
-	phys, err := planner.Physical(plan, snaps)
+func (e *Engine) runQuery(ctx context.Context, lp planner.Node, snaps planner.Snapshots, ectx *expr.Ctx, workMem int64) (Rows, error) {
+	phys, err := planner.Physical(lp, snaps)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +57,7 @@ func (e *Engine) runQuery(ctx context.Context, plan planner.Node, snaps planner.
 		base = context.WithoutCancel(ctx)
 	}
 	pctx, cancel := context.WithCancel(base)
-	budget := exec.NewBudget(workMem, e.queryMem)
+	budget := plan.NewBudget(workMem, e.queryMem)
 	ectx.Mem = budget.Allocator()
 	r := &streamRows{ch: make(chan arrow.RecordBatch, queuedBatches), done: make(chan struct{}), cancel: cancel, budget: budget}
 	go func() {
@@ -72,7 +73,7 @@ func (e *Engine) runQuery(ctx context.Context, plan planner.Node, snaps planner.
 				r.err = sqlerr.New(sqlerr.Internal, "internal error: %v", p)
 			}
 		}()
-		r.err = exec.Run(&exec.Ctx{Context: pctx, DB: e.db, Expr: ectx, Mem: budget, Snap: snap}, phys, func(rec arrow.RecordBatch) error {
+		r.err = batch.Run(&plan.Ctx{Context: pctx, DB: e.db, Expr: ectx, Mem: budget, Snap: snap}, phys, func(rec arrow.RecordBatch) error {
 			if rec.NumRows() == 0 {
 				rec.Release()
 				return nil
@@ -82,7 +83,7 @@ func (e *Engine) runQuery(ctx context.Context, plan planner.Node, snaps planner.
 				return nil
 			case <-pctx.Done():
 				rec.Release()
-				return exec.ContextError(pctx)
+				return plan.ContextError(pctx)
 			}
 		})
 	}()
@@ -106,7 +107,7 @@ func (e *Engine) runQuery(ctx context.Context, plan planner.Node, snaps planner.
 		}
 	case <-ctx.Done():
 		r.Close()
-		return nil, exec.ContextError(ctx)
+		return nil, plan.ContextError(ctx)
 	}
 	return r, nil
 }
@@ -117,7 +118,7 @@ type streamRows struct {
 	done   chan struct{} // closed when the producer has returned
 	err    error         // the producer's error; read after done
 	cancel context.CancelFunc
-	budget *exec.Budget
+	budget *plan.Budget
 	first  arrow.RecordBatch // read by runQuery, returned by the first Next
 	ended  bool              // Next has returned the end or an error
 	once   sync.Once
@@ -145,7 +146,7 @@ func (r *streamRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		r.ended = true
 		return nil, r.err
 	case <-ctx.Done():
-		return nil, exec.ContextError(ctx)
+		return nil, plan.ContextError(ctx)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/streamdb/streamdb/checkpoint"
-	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
@@ -68,7 +68,7 @@ func restoreFrom(ctx context.Context, e *supervisor, n *parse.Restore, dir, what
 	type restart struct {
 		orig, def *storage.TableDef // def: the catalog entry after the restore
 		jm        *checkpoint.JobManifest
-		plan      exec.Plan
+		plan      plan.Plan
 	}
 	var jobs []restart
 	for _, v := range views {
@@ -141,7 +141,7 @@ func restoreFrom(ctx context.Context, e *supervisor, n *parse.Restore, dir, what
 		for k := range r.def.Indexes {
 			ix := &r.def.Indexes[k]
 			storage.DeleteIndex(b, r.def.ID, ix.ID)
-			if err := exec.BuildIndex(snap.db, r.jm.ID, b, r.def, ix); err != nil {
+			if err := plan.BuildIndex(snap.db, r.jm.ID, b, r.def, ix); err != nil {
 				return nil, err
 			}
 		}
@@ -208,7 +208,7 @@ func restoreFrom(ctx context.Context, e *supervisor, n *parse.Restore, dir, what
 
 // replaceView is CREATE OR REPLACE MATERIALIZED VIEW v AS q FROM SAVEPOINT sp:
 // the new query starts from the savepoint's state where the plans match.
-func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *storage.TableDef, plan exec.Plan) (*Result, error) {
+func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *storage.TableDef, vp plan.Plan) (*Result, error) {
 	allow := false
 	for k, v := range n.With {
 		if k != "allow_non_restored_state" {
@@ -241,7 +241,7 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 	if !ok {
 		return nil, sqlerr.New(sqlerr.UndefinedObject, "savepoint %q does not cover materialized view %q", n.FromSavepoint, n.Name)
 	}
-	matched, err := compatible(n.Name, jm, plan, allow)
+	matched, err := compatible(n.Name, jm, vp, allow)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +290,7 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 	}
 	e.db.DropReadPoints() // they show the view as it was
 	e.mu.tables[n.Name] = def
-	if err := e.sup.startViewJobLocked(def, plan, true); err != nil {
+	if err := e.sup.startViewJobLocked(def, vp, true); err != nil {
 		return nil, err
 	}
 	return &Result{Tag: "CREATE MATERIALIZED VIEW"}, nil

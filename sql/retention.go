@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/streamdb/streamdb/checkpoint"
-	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 )
 
@@ -124,7 +124,7 @@ func (e *supervisor) truncateLogs(now time.Time) error {
 			var cut uint64
 			switch t.Kind {
 			case storage.KindStream:
-				if unbounded || exec.Keyed(t) { // a keyed table's rows are its whole log
+				if unbounded || plan.Keyed(t) { // a keyed table's rows are its whole log
 					continue
 				}
 				if cut, err = e.db.LogOffsetAt(t.ID, p, now.Add(-keep)); err != nil {

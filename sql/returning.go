@@ -3,8 +3,8 @@ package sql
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sql/bind"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/storage"
@@ -94,7 +94,7 @@ func (d *dmlReturning) add(ectx *expr.Ctx, rows arrow.RecordBatch) error {
 		}
 		cols = append(cols, a)
 	}
-	d.recs = append(d.recs, exec.RecordOf(d.ts, cols, int(rows.NumRows())))
+	d.recs = append(d.recs, plan.RecordOf(d.ts, cols, int(rows.NumRows())))
 	return nil
 }
 

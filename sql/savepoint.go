@@ -12,6 +12,7 @@ import (
 
 	"github.com/streamdb/streamdb/checkpoint"
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -376,8 +377,8 @@ func (e savepointStore) showSavepoints() *table {
 }
 
 // compatible checks that the state of jm can be restored into plan.
-func compatible(view string, jm *checkpoint.JobManifest, plan exec.Plan, allowNonRestored bool) (bool, error) {
-	ops, err := exec.StateOperators(plan)
+func compatible(view string, jm *checkpoint.JobManifest, vp plan.Plan, allowNonRestored bool) (bool, error) {
+	ops, err := exec.StateOperators(vp)
 	if err != nil {
 		return false, err
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/streamdb/streamdb/checkpoint"
-	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 )
 
@@ -100,7 +100,7 @@ func memorySetting(s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return exec.FormatMemory(n), nil
+	return plan.FormatMemory(n), nil
 }
 
 // parseMemory parses a memory setting into bytes.

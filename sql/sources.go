@@ -9,7 +9,7 @@ import (
 	"github.com/streamdb/streamdb/connector"
 	"github.com/streamdb/streamdb/connector/kafka"
 	"github.com/streamdb/streamdb/connector/pgcdc"
-	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
@@ -36,7 +36,7 @@ func (e *Engine) createSource(n *parse.CreateSource, owner string) (*Result, err
 	for k, v := range n.With {
 		t.Options[k] = v
 	}
-	conn, err := exec.Connector(t)
+	conn, err := plan.Connector(t)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (e *Engine) showSources() *table {
 		bounded := types.Null
 		if isCDC(d) {
 			bounded = types.Boolean(false)
-		} else if conn, err := exec.Connector(d); err == nil {
+		} else if conn, err := plan.Connector(d); err == nil {
 			bounded = types.Boolean(conn.Bounded())
 		}
 		t.add(str(d.Name), str(d.Options["connector"]), types.Int(int64(max(1, d.Partitions))), bounded, str(strings.Join(opts, ", ")))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
@@ -67,7 +68,7 @@ func memoryLimit(s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return exec.FormatMemory(n), nil
+	return plan.FormatMemory(n), nil
 }
 
 // jobMemoryLimit checks job.memory_limit: auto (a quarter of physical

@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
@@ -415,7 +415,7 @@ func (t *txn) addRecs(db *storage.DB, def *storage.TableDef, recs []arrow.Record
 		if t.logMem > 0 && t.mem+add > t.logMem {
 			return &sqlerr.Error{Code: sqlerr.OutOfMemory,
 				Msg: fmt.Sprintf("the transaction's rows for the cluster's stream log would take %s, past work_mem (%s): they stay in memory until COMMIT",
-					exec.FormatMemory(t.mem+add), exec.FormatMemory(t.logMem)),
+					plan.FormatMemory(t.mem+add), plan.FormatMemory(t.logMem)),
 				Hint: "Commit in smaller transactions, or raise work_mem."}
 		}
 	}

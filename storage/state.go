@@ -5,9 +5,10 @@ import (
 	"errors"
 
 	"encoding/json"
-	"github.com/apache/arrow-go/v18/arrow"
 	"sync"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/streamdb/streamdb/sqlerr"

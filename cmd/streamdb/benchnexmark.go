@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/nexmark"
 	"github.com/streamdb/streamdb/sql"
 )
@@ -131,7 +131,7 @@ func dirSize(dir string) int64 {
 type nexmarkConfig struct {
 	par        int
 	cache      int64 // state cache per job, bytes
-	mem        exec.MemorySplit
+	mem        plan.MemorySplit
 	memprofile string
 }
 
@@ -152,7 +152,7 @@ func liveHeapMB(profile string) float64 {
 			f.Close()
 		}
 	}
-	return float64(exec.LiveHeap()) / (1 << 20)
+	return float64(plan.LiveHeap()) / (1 << 20)
 }
 
 func nexmarkInProcess(q nexmark.Query, ddl []string, events int64, nc nexmarkConfig) error {

@@ -26,7 +26,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/streamdb/streamdb/checkpoint"
-	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/monitor"
 	"github.com/streamdb/streamdb/objstore"
 	"github.com/streamdb/streamdb/sql"
@@ -128,7 +128,7 @@ func run() error {
 		StateCacheBytes: *stateCache << 20, TailCacheBytes: tailCacheBytes(*tailCache), QueryMemoryBytes: *queryMem << 20, Logger: log, Superusers: osUser(), Password: *password,
 		Storage: storageCfg, Memory: memSplit}
 	if memSplit.Limit > 0 {
-		log.Info("memory limit", "limit", exec.FormatMemory(memSplit.Limit), "go_heap", memSplit.GoHeap>>20, "block_cache_mb", memSplit.BlockCache>>20,
+		log.Info("memory limit", "limit", plan.FormatMemory(memSplit.Limit), "go_heap", memSplit.GoHeap>>20, "block_cache_mb", memSplit.BlockCache>>20,
 			"memtable_mb", memSplit.MemTable>>20, "state_cache_mb", *stateCache, "query_memory_mb", memSplit.QueryMemory>>20)
 	}
 	var ce *clusterEngine

@@ -5,14 +5,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/streamdb/streamdb/exec"
+	"github.com/streamdb/streamdb/exec/plan"
 )
 
 // memoryLimitConfig reads --memory-limit (flag, if not empty) or the config
 // file's memory_limit (taken out of settings: it is the server's, not a
-// database setting) and splits it (exec.SplitMemoryLimit). No limit gives
+// database setting) and splits it (plan.SplitMemoryLimit). No limit gives
 // the zero split.
-func memoryLimitConfig(flagVal string, settings map[string]string) (exec.MemorySplit, error) {
+func memoryLimitConfig(flagVal string, settings map[string]string) (plan.MemorySplit, error) {
 	v, from := flagVal, "--memory-limit"
 	if fv, ok := settings["memory_limit"]; ok {
 		delete(settings, "memory_limit")
@@ -21,15 +21,15 @@ func memoryLimitConfig(flagVal string, settings map[string]string) (exec.MemoryS
 		}
 	}
 	if strings.TrimSpace(v) == "" {
-		return exec.MemorySplit{}, nil
+		return plan.MemorySplit{}, nil
 	}
 	n, err := parseByteSize(v)
 	if err != nil {
-		return exec.MemorySplit{}, fmt.Errorf("%s %q: %w", from, v, err)
+		return plan.MemorySplit{}, fmt.Errorf("%s %q: %w", from, v, err)
 	}
-	s, err := exec.SplitMemoryLimit(n)
+	s, err := plan.SplitMemoryLimit(n)
 	if err != nil {
-		return exec.MemorySplit{}, fmt.Errorf("%s %q: %w", from, v, err)
+		return plan.MemorySplit{}, fmt.Errorf("%s %q: %w", from, v, err)
 	}
 	return s, nil
 }

@@ -25,7 +25,7 @@ import (
 // after and op c/u/d/r). Such a source is stored as a keyed table whose
 // log only its ingester (sql) writes, as a PostgreSQL CDC source is: the
 // ingester reads every partition (Changelog.Open), nets each poll's rows
-// into the table's rows by key (exec.KeyedRows.ApplyUpstream: an upsert
+// into the table's rows by key (plan.KeyedRows.ApplyUpstream: an upsert
 // of a held key becomes an update pair, a delete carries the whole held
 // row) and appends them with every partition's next offset in one synced
 // batch. So views over it retract, and kill -9 loses and doubles nothing.

@@ -13,7 +13,7 @@ import (
 // (partition, then ORDER BY): pids[i] is row i's partition (of parts),
 // spids[k] the k-th sorted row's, peer[k] whether that row is a peer of
 // the one before it. The columns are in sorted order. Batch queries
-// (exec, runWindow) and the rank operator of a view (exec/rank, over the rows of the
+// (exec/batch, runWindow) and the rank operator of a view (exec/rank, over the rows of the
 // partitions that changed) share it.
 func Columns(env *Env, funcs []Func, order []SortKey, rec arrow.RecordBatch, idx []int, pids, spids []int32, peer []bool, parts int) ([]arrow.Array, error) {
 	n := len(idx)

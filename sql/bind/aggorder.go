@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/streamdb/streamdb/exec"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/planner"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
@@ -23,13 +23,13 @@ import (
 // 2026-12-07-ordered-aggregates).
 
 // aggOrderKeys binds the ORDER BY list inside aggregate call n.
-func (b *Binder) aggOrderKeys(c *ectx, n *ast.AggregateFuncExpr, name string) ([]expr.Expr, []exec.AggOrder, error) {
+func (b *Binder) aggOrderKeys(c *ectx, n *ast.AggregateFuncExpr, name string) ([]expr.Expr, []plan.AggOrder, error) {
 	if n.Order == nil {
 		return nil, nil, nil
 	}
 	ic := c.inputCtx("aggregate function calls cannot be nested")
 	keys := make([]expr.Expr, 0, len(n.Order.Items))
-	dirs := make([]exec.AggOrder, 0, len(n.Order.Items))
+	dirs := make([]plan.AggOrder, 0, len(n.Order.Items))
 	for _, it := range n.Order.Items {
 		ke, nullsFirst := nullsOrder(it)
 		if _, ok := ke.(*ast.PositionExpr); ok {
@@ -46,7 +46,7 @@ func (b *Binder) aggOrderKeys(c *ectx, n *ast.AggregateFuncExpr, name string) ([
 			return nil, nil, sqlerr.New(sqlerr.UndefinedFunction, "could not identify an ordering operator for type %s", typeName(k.Type()))
 		}
 		keys = append(keys, k)
-		dirs = append(dirs, exec.AggOrder{Desc: it.Desc, NullsFirst: nullsFirst})
+		dirs = append(dirs, plan.AggOrder{Desc: it.Desc, NullsFirst: nullsFirst})
 	}
 	return keys, dirs, nil
 }
@@ -59,7 +59,7 @@ func orderable(t types.T) bool { return t.Kind != types.JSON }
 // reference. args are the aggregate's arguments: with DISTINCT, every
 // ORDER BY key must be one of them, as in PostgreSQL (42P10). filter, if
 // not nil, is the call's FILTER condition (aggfilter.go).
-func (b *Binder) sortedArrayAgg(c *ectx, name string, val expr.Expr, t types.T, keys []expr.Expr, dirs []exec.AggOrder,
+func (b *Binder) sortedArrayAgg(c *ectx, name string, val expr.Expr, t types.T, keys []expr.Expr, dirs []plan.AggOrder,
 	distinct bool, args []expr.Expr, filter expr.Expr) (expr.Expr, error) {
 	if distinct {
 		for _, a := range args {
@@ -73,12 +73,12 @@ func (b *Binder) sortedArrayAgg(c *ectx, name string, val expr.Expr, t types.T, 
 			}
 		}
 	}
-	if len(keys) == 1 && keys[0].String() == val.String() && dirs[0] == (exec.AggOrder{}) {
+	if len(keys) == 1 && keys[0].String() == val.String() && dirs[0] == (plan.AggOrder{}) {
 		keys, dirs = nil, nil // ascending by the value itself: the entry's own order
 	}
 	if filter != nil && len(keys) == 0 {
 		// A filtered-out row is a NULL record: one constant key makes one.
-		keys, dirs = []expr.Expr{&expr.Const{D: types.Boolean(true), T: types.TBool}}, []exec.AggOrder{{}}
+		keys, dirs = []expr.Expr{&expr.Const{D: types.Boolean(true), T: types.TBool}}, []plan.AggOrder{{}}
 	}
 	agg := planner.AggCall{Func: planner.AggArrayAgg, Arg: val, T: t, Sorted: true, Distinct: distinct, Order: dirs}
 	if len(keys) > 0 {
@@ -104,12 +104,12 @@ func exprIn(e expr.Expr, es []expr.Expr) bool {
 
 // defaultOrder is the ORDER BY a sorted aggregate without one uses: its
 // arguments, ascending, those that have an order.
-func defaultOrder(args []expr.Expr) ([]expr.Expr, []exec.AggOrder) {
+func defaultOrder(args []expr.Expr) ([]expr.Expr, []plan.AggOrder) {
 	var keys []expr.Expr
 	for _, a := range args {
 		if orderable(a.Type()) {
 			keys = append(keys, a)
 		}
 	}
-	return keys, make([]exec.AggOrder, len(keys))
+	return keys, make([]plan.AggOrder, len(keys))
 }

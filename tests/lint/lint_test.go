@@ -2,7 +2,8 @@
 // (wire → sql → planner → exec → storage, checkpoint driving exec;
 // connectors import neither the runtime nor one another; the operator
 // contract exec/op, its kit exec/opkit and the operator families import
-// no runtime), every
+// no runtime; batch execution exec/batch and the streaming runtime exec
+// import not each other but the plan nodes exec/plan), every
 // package has a package comment, wire/ sees only the statement surface
 // (sql/api), and docs/reference/settings.md lists
 // every setting and flag the code registers; no type of package sql
@@ -261,6 +262,54 @@ func TestOperatorContractStandsAlone(t *testing.T) {
 			t.Errorf("%s imports %s: an operator family imports no other family", f, p)
 		case tf == "" && !familyImports[target]:
 			t.Errorf("%s imports %s: an operator family imports only exec/op, exec/opkit, exec/accum, exec/over, exec/expr, storage, types and sqlerr from this module", f, p)
+		}
+	})
+}
+
+// batchImports are the packages of this module batch execution
+// (exec/batch) may import: the plan nodes and what both runtimes read
+// (exec/plan), the operator families whose kernels it runs over whole
+// inputs, the kernels beneath them, connectors (bounded scans), storage,
+// types and errors; never the streaming runtime (exec).
+var batchImports = map[string]bool{"exec/plan": true, "exec/op": true, "exec/opkit": true, "exec/accum": true, "exec/over": true,
+	"exec/expr": true, "connector": true, "storage": true, "types": true, "sqlerr": true}
+
+// TestBatchApartFromRuntime holds the batch/runtime seam (exec/batch's
+// package comment): exec/batch imports no streaming runtime (exec) and
+// only batchImports and the operator families; the runtime (exec) does not
+// import exec/batch; exec/plan, beneath both, imports neither; and no
+// operator family, nor the contract, its kit or the kernels, imports batch
+// execution or the plan nodes.
+func TestBatchApartFromRuntime(t *testing.T) {
+	for _, d := range []string{"exec/batch", "exec/plan"} {
+		if m, _ := filepath.Glob(filepath.Join("..", "..", d, "*.go")); len(m) == 0 {
+			t.Errorf("%s has no package: update TestBatchApartFromRuntime with the move", d)
+		}
+	}
+	isFamily := func(pkg string) bool {
+		for _, f := range append([]string{"exec/op", "exec/opkit", "exec/accum", "exec/over"}, operatorFamilies...) {
+			if pkg == f || strings.HasPrefix(pkg, f+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	eachImport(t, func(pkg, f, p string) {
+		if !strings.HasPrefix(p, module) {
+			return
+		}
+		target := strings.TrimPrefix(p, module)
+		switch {
+		case pkg == "exec/batch" && target == "exec":
+			t.Errorf("%s imports %s: batch execution does not import the streaming runtime", f, p)
+		case pkg == "exec/batch" && !batchImports[target] && !isFamily(target) && !strings.HasPrefix(target, "connector/"):
+			t.Errorf("%s imports %s: exec/batch imports only exec/plan, the operator families and kernels, connectors, storage, types and sqlerr", f, p)
+		case pkg == "exec" && target == "exec/batch":
+			t.Errorf("%s imports %s: the streaming runtime does not import batch execution", f, p)
+		case pkg == "exec/plan" && (target == "exec" || target == "exec/batch"):
+			t.Errorf("%s imports %s: exec/plan sits beneath both runtimes and imports neither", f, p)
+		case isFamily(pkg) && (target == "exec/batch" || target == "exec/plan"):
+			t.Errorf("%s imports %s: operators (their contract, kit, kernels and families) import no batch execution nor plan nodes", f, p)
 		}
 	})
 }

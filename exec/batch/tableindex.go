@@ -1,4 +1,4 @@
-package exec
+package batch
 
 import (
 	"encoding/binary"
@@ -6,6 +6,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/connector"
+	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
@@ -32,7 +35,9 @@ import (
 // (with the mark): a large build commits as it goes.
 const catchUpRows = 64 << 10
 
-var tableIndexLocks sync.Map // index id → *sync.Mutex
+var tableIndexLocks sync.Map
+
+// index id → *sync.Mutex
 
 func tableIndexLock(id uint64) *sync.Mutex {
 	m, _ := tableIndexLocks.LoadOrStore(id, new(sync.Mutex))
@@ -52,38 +57,30 @@ type tableIndexer struct {
 	t     *storage.TableDef
 	ix    *storage.IndexDef
 	ts    []types.T
-	keyed *KeyedRows // key encodings, for a keyed table
-	renc  rowEncoder
+	keyed *plan.KeyedRows // key encodings, for a keyed table
+	renc  opkit.RowEncoder
 	key   []byte
 }
 
 func newTableIndexer(t *storage.TableDef, ix *storage.IndexDef) *tableIndexer {
-	w := &tableIndexer{t: t, ix: ix, ts: columnTypes(t)}
-	if Keyed(t) {
+	w := &tableIndexer{t: t, ix: ix, ts: plan.ColumnTypes(t)}
+	if plan.Keyed(t) {
 		// Canonical key encodings whatever the statement's settings: the
 		// entries' keys outlive it.
-		w.keyed = NewKeyedRows(nil, t)
+		w.keyed = plan.NewKeyedRows(nil, t)
 	}
 	return w
 }
 
-func (w *tableIndexer) cols(rec arrow.RecordBatch) []arrow.Array { return leadCols(rec, len(w.ts)) }
-
-// leadCols returns the first n columns of rec (a table's, before a
-// changelog's op).
-func leadCols(rec arrow.RecordBatch, n int) []arrow.Array {
-	cols := make([]arrow.Array, n)
-	for i := range cols {
-		cols[i] = rec.Column(i)
-	}
-	return cols
+func (w *tableIndexer) cols(rec arrow.RecordBatch) []arrow.Array {
+	return plan.LeadCols(rec, len(w.ts))
 }
 
 // indexKey returns the index key of row r of cols.
 func (w *tableIndexer) indexKey(cols []arrow.Array, r int) []byte {
 	w.key = w.key[:0]
 	for _, c := range w.ix.Cols {
-		w.key = appendIndexDatum(w.key, types.DatumAt(cols[c], r, w.ts[c]), w.ts[c])
+		w.key = plan.AppendIndexDatum(w.key, types.DatumAt(cols[c], r, w.ts[c]), w.ts[c])
 	}
 	return w.key
 }
@@ -104,12 +101,12 @@ func (w *tableIndexer) apply(b *storage.WriteBatch, part uint32, first uint64, r
 		}
 		return nil
 	}
-	keys := w.keyed.keys(cols, n)
+	keys := w.keyed.Keys(cols, n)
 	ops := rec.Column(len(w.ts)).(*array.Int64).Int64Values()
 	for r, pk := range keys {
 		k := append(w.indexKey(cols, r), pk...)
 		var err error
-		if Op(ops[r]).Sign() > 0 {
+		if connector.Op(ops[r]).Sign() > 0 {
 			err = storage.PutIndexEntry(b, w.t.ID, w.ix.ID, k, w.renc.Row(r))
 		} else {
 			err = storage.DeleteIndexEntry(b, w.t.ID, w.ix.ID, k)
@@ -128,7 +125,7 @@ func (w *tableIndexer) apply(b *storage.WriteBatch, part uint32, first uint64, r
 // where its snapshot reads the table (a table that views read is read at
 // their committed cut), so the rows it adds from the log stay few and
 // the next lookup's snapshot does not hold a mark past its own cut.
-func CatchUpTableIndex(ctx *Ctx, t *storage.TableDef, ix *storage.IndexDef, upTo []uint64) error {
+func CatchUpTableIndex(ctx *plan.Ctx, t *storage.TableDef, ix *storage.IndexDef, upTo []uint64) error {
 	defer LockTableIndex(ix.ID)()
 	db := ctx.DB
 	mark, err := db.IndexMark(nil, t.ID, ix.ID)
@@ -162,9 +159,9 @@ func CatchUpTableIndex(ctx *Ctx, t *storage.TableDef, ix *storage.IndexDef, upTo
 			end = min(end, upTo[part])
 		}
 		from := mark[part]
-		err = db.ReadLogAt(nil, memoryPool, t.ID, uint32(part), from, end, oldLayoutRead(t, func(first uint64, rec arrow.RecordBatch) error {
+		err = db.ReadLogAt(nil, opkit.Mem, t.ID, uint32(part), from, end, plan.OldLayoutRead(t, func(first uint64, rec arrow.RecordBatch) error {
 			defer rec.Release()
-			if err := ctx.canceled(); err != nil {
+			if err := ctx.Canceled(); err != nil {
 				return err
 			}
 			if err := w.apply(b, uint32(part), first, rec); err != nil {
@@ -233,7 +230,7 @@ func skipIndexKey(k []byte, ix *storage.IndexDef, ts []types.T) ([]byte, bool) {
 // less (keyed) the rows the log changes past the snapshot's mark, plus
 // the log's rows past it. The filter above the scan decides which of the
 // log's rows match.
-func scanTableIndex(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error) error {
+func scanTableIndex(ctx *plan.Ctx, p *plan.ScanStream, emit func(arrow.RecordBatch) error) error {
 	t, l := p.Table, p.Index
 	snap := p.Snap
 	if snap == nil {
@@ -243,7 +240,7 @@ func scanTableIndex(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error)
 	starts, ends := make([]uint64, parts), make([]uint64, parts)
 	for part := range parts {
 		var err error
-		if starts[part], ends[part], err = readRange(ctx, t, part, snap); err != nil {
+		if starts[part], ends[part], err = plan.ReadRange(ctx, t, part, snap); err != nil {
 			return err
 		}
 		// A snapshot holds no more of the log than there is now: so an
@@ -266,10 +263,10 @@ func scanTableIndex(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error)
 		if part >= len(mark) || mark[part] > ends[part] {
 			// The snapshot reads the table at an older cut than its
 			// index holds (or before the index's first catch-up): scan.
-			return scanStream(ctx, &ScanStream{Table: t, Snap: p.Snap}, emit)
+			return scanStream(ctx, &plan.ScanStream{Table: t, Snap: p.Snap}, emit)
 		}
 	}
-	ts := columnTypes(t)
+	ts := plan.ColumnTypes(t)
 	out := newIndexRows(ctx, ts, emit)
 	defer out.release()
 	w := newTableIndexer(t, l.Index)
@@ -278,28 +275,28 @@ func scanTableIndex(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error)
 	if w.keyed != nil {
 		// The rows the log changes past the mark, netted by key.
 		touched, tail = map[string]bool{}, map[string]string{}
-		err := ctx.DB.ReadLogAt(snap, memoryPool, t.ID, 0, mark[0], ends[0], oldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
+		err := ctx.DB.ReadLogAt(snap, opkit.Mem, t.ID, 0, mark[0], ends[0], plan.OldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
 			defer rec.Release()
 			n := int(rec.NumRows())
 			cols := w.cols(rec)
-			keys := w.keyed.keys(cols, n)
+			keys := w.keyed.Keys(cols, n)
 			w.renc.Encode(cols, ts, n)
 			ops := rec.Column(len(ts)).(*array.Int64).Int64Values()
 			for r, k := range keys {
 				touched[k] = true
-				if Op(ops[r]).Sign() > 0 {
+				if connector.Op(ops[r]).Sign() > 0 {
 					tail[k] = w.renc.RowString(r)
 				} else {
 					delete(tail, k)
 				}
 			}
-			return ctx.check()
+			return ctx.Check()
 		}))
 		if err != nil {
 			return err
 		}
 	}
-	rs, err := l.ranges(ctx.Expr, ts)
+	rs, err := l.Ranges(ctx.Expr, ts)
 	if err != nil {
 		return err
 	}
@@ -321,10 +318,10 @@ func scanTableIndex(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error)
 				return nil
 			}
 		}
-		return out.add(bytesView(row))
+		return out.add(opkit.BytesView(row))
 	}
 	for _, kr := range rs {
-		if err := ctx.DB.ScanIndex(snap, t.ID, l.Index.ID, kr.lo, kr.hi, visit); err != nil {
+		if err := ctx.DB.ScanIndex(snap, t.ID, l.Index.ID, kr.Lo, kr.Hi, visit); err != nil {
 			return err
 		}
 	}
@@ -340,8 +337,8 @@ func scanTableIndex(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error)
 		return nil
 	}
 	for part := range parts {
-		err := ctx.DB.ReadLogAt(snap, ctx.alloc(), t.ID, uint32(part), max(mark[part], starts[part]), ends[part], oldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
-			if err := ctx.check(); err != nil {
+		err := ctx.DB.ReadLogAt(snap, ctx.Alloc(), t.ID, uint32(part), max(mark[part], starts[part]), ends[part], plan.OldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
+			if err := ctx.Check(); err != nil {
 				rec.Release()
 				return err
 			}
@@ -356,27 +353,27 @@ func scanTableIndex(ctx *Ctx, p *ScanStream, emit func(arrow.RecordBatch) error)
 
 // indexRows builds the batches of encoded rows an index lookup finds.
 type indexRows struct {
-	ctx  *Ctx
+	ctx  *plan.Ctx
 	ts   []types.T
-	bls  []arrowBuilder
-	dec  *rowDecoder
+	bls  []array.Builder
+	dec  *opkit.RowDecoder
 	n    int
 	emit func(arrow.RecordBatch) error
 }
 
-func newIndexRows(ctx *Ctx, ts []types.T, emit func(arrow.RecordBatch) error) *indexRows {
-	o := &indexRows{ctx: ctx, ts: ts, bls: make([]arrowBuilder, len(ts)), emit: emit}
+func newIndexRows(ctx *plan.Ctx, ts []types.T, emit func(arrow.RecordBatch) error) *indexRows {
+	o := &indexRows{ctx: ctx, ts: ts, bls: make([]array.Builder, len(ts)), emit: emit}
 	for i, t := range ts {
-		o.bls[i] = types.NewBuilder(ctx.alloc(), t)
+		o.bls[i] = types.NewBuilder(ctx.Alloc(), t)
 	}
-	o.dec = newRowDecoder(ts, o.bls)
+	o.dec = opkit.NewRowDecoder(ts, o.bls)
 	return o
 }
 
 func (o *indexRows) add(row string) error {
 	o.dec.AppendRow(row)
 	if o.n++; o.n >= 16<<10 {
-		if err := o.ctx.check(); err != nil {
+		if err := o.ctx.Check(); err != nil {
 			return err
 		}
 		return o.flush()
@@ -392,7 +389,7 @@ func (o *indexRows) flush() error {
 	for i, b := range o.bls {
 		cols[i] = b.NewArray()
 	}
-	rec := newRecord(o.ts, cols, o.n)
+	rec := opkit.NewRecord(o.ts, cols, o.n)
 	o.n = 0
 	return o.emit(rec)
 }

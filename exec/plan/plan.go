@@ -1,37 +1,22 @@
-// Package exec runs physical plans over Arrow record batches, in two
-// ways:
+// Package plan holds what batch execution (exec/batch) and the streaming
+// runtime (exec) share beneath them, so that neither imports the other:
 //
-//   - A batch query (Run, run.go) walks the plan tree: each node runs its
-//     input to the end with a callback of its own and passes every batch
-//     it makes to its parent's emit callback, which owns it.
-//   - A continuous query (StartJob, runtime.go) is compiled into a graph
-//     (graph.go) of sources, stateful nodes partitioned by their keys, and
-//     one sink, connected by channels; stateless steps run inside the
-//     edges (outlet.go). Every edge carries one message type: a data
-//     Chunk, or a Barrier that ends an epoch and carries the watermark.
+//   - the physical plan nodes the planner builds (ScanStream, ScanView,
+//     Filter, Project, HashAgg, HashJoin, Sort, Limit, Window, the nodes of
+//     set-returning functions, HOP/CUMULATE and SESSION), immutable data,
+//     and the specs the operator families are built from;
+//   - Ctx, what running a plan needs (context, database, expression
+//     context, memory budget, snapshot), with the query memory budget and
+//     the process memory split (budget.go, procmem.go);
+//   - reading what is stored: a view's rows (ReadView, which a
+//     view-on-view source and a sink's snapshot read too), keyed tables'
+//     rows and changes (KeyedRows), index ranges and entries (index.go),
+//     log blocks of the old layout; the connector factory and CheckBounded;
+//     failpoints for tests.
 //
-// Contract of a job (the operator side is package exec/op, what operators
-// share beneath it exec/opkit; an operator family may live in a package of
-// its own, as exec/agg, exec/join and the others do, importing neither
-// exec nor another family):
-//  1. The runtime, not the operator, aligns barriers across inputs
-//     (aligner, watermark.go) and forwards them with the epoch's writes.
-//  2. Aggregates, joins, top-N, session windows, temporal filters and
-//     union run through op.Operator (runOp): Push for each chunk; at each
-//     aligned barrier AdvanceWatermark (op.WatermarkHandler) if they act
-//     on event time, then Barrier, which emits the epoch's changes and
-//     commits its state into the epoch's batch. Sources (source.go,
-//     connector.go) and the sink (sink.go) run loops of their own, for
-//     offsets and the view's rows.
-//  3. Ownership: Push takes ownership of the chunk's record; an operator
-//     releases what it does not pass on. An outlet (op.Outlet, outlet.go)
-//     takes ownership of what it is given likewise.
-//  4. Operators never import Pebble nor ask which backend holds their
-//     state: each instance gets an opkit.State (opstate.go) to scan and
-//     get its entries and, at each barrier, to commit the epoch's changes,
-//     which the Pebble backend writes and the memory backend replaces by
-//     a snapshot at checkpoints (statebackend.go).
-package exec
+// It imports neither exec nor exec/batch (TestBatchApartFromRuntime in
+// tests/lint).
+package plan
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -240,25 +225,33 @@ type Union struct {
 	Ins []Plan
 }
 
-func (p *ScanStream) Types() []types.T { return columnTypes(p.Table) }
-func (p *ScanView) Types() []types.T   { return columnTypes(p.View) }
-func (p *Values) Types() []types.T     { return p.Ts }
-func (p *Batches) Types() []types.T    { return p.Ts }
-func (p *Filter) Types() []types.T     { return p.In.Types() }
-func (p *Project) Types() []types.T    { return exprTypes(p.Exprs) }
+func (p *ScanStream) Types() []types.T { return ColumnTypes(p.Table) }
+
+func (p *ScanView) Types() []types.T { return ColumnTypes(p.View) }
+
+func (p *Values) Types() []types.T { return p.Ts }
+
+func (p *Batches) Types() []types.T { return p.Ts }
+
+func (p *Filter) Types() []types.T { return p.In.Types() }
+
+func (p *Project) Types() []types.T { return ExprTypes(p.Exprs) }
+
 func (p *HashAgg) Types() []types.T {
-	ts := exprTypes(p.Keys)
+	ts := ExprTypes(p.Keys)
 	for _, a := range p.Aggs {
 		ts = append(ts, a.T)
 	}
 	return ts
 }
+
 func (p *HashJoin) Types() []types.T {
 	if p.Kind == JoinSemi || p.Kind == JoinAnti {
 		return p.Left.Types()
 	}
 	return append(append([]types.T(nil), p.Left.Types()...), p.Right.Types()...)
 }
+
 func (p *Window) Types() []types.T {
 	ts := append([]types.T(nil), p.In.Types()...)
 	for _, f := range p.Funcs {
@@ -266,12 +259,16 @@ func (p *Window) Types() []types.T {
 	}
 	return ts
 }
-func (p *SingleRow) Types() []types.T { return p.In.Types() }
-func (p *Sort) Types() []types.T      { return p.In.Types() }
-func (p *Limit) Types() []types.T     { return p.In.Types() }
-func (p *Union) Types() []types.T     { return p.Ins[0].Types() }
 
-func columnTypes(t *storage.TableDef) []types.T {
+func (p *SingleRow) Types() []types.T { return p.In.Types() }
+
+func (p *Sort) Types() []types.T { return p.In.Types() }
+
+func (p *Limit) Types() []types.T { return p.In.Types() }
+
+func (p *Union) Types() []types.T { return p.Ins[0].Types() }
+
+func ColumnTypes(t *storage.TableDef) []types.T {
 	ts := make([]types.T, len(t.Columns))
 	for i, c := range t.Columns {
 		ts[i] = c.Type
@@ -279,7 +276,7 @@ func columnTypes(t *storage.TableDef) []types.T {
 	return ts
 }
 
-func exprTypes(es []expr.Expr) []types.T { return expr.Types(es) }
+func ExprTypes(es []expr.Expr) []types.T { return expr.Types(es) }
 
 // StreamsRead returns the streams a batch plan scans (each once).
 func StreamsRead(p Plan) []*storage.TableDef {
@@ -297,7 +294,7 @@ func StreamsRead(p Plan) []*storage.TableDef {
 // streamScans returns the plan's stream scans.
 func streamScans(p Plan) []*ScanStream {
 	var out []*ScanStream
-	walkPlan(p, func(p Plan) {
+	WalkPlan(p, func(p Plan) {
 		if s, ok := p.(*ScanStream); ok {
 			out = append(out, s)
 		}
@@ -309,7 +306,7 @@ func streamScans(p Plan) []*ScanStream {
 // (not AS OF one of their own).
 func ViewScans(p Plan) []*ScanView {
 	var out []*ScanView
-	walkPlan(p, func(p Plan) {
+	WalkPlan(p, func(p Plan) {
 		if s, ok := p.(*ScanView); ok && s.Snap == nil {
 			out = append(out, s)
 		}
@@ -327,10 +324,10 @@ func ReadStreamsFrom(p Plan, r storage.Reader, from func(table uint64) bool) {
 	}
 }
 
-// walkPlan calls fn with p and every plan below it.
-func walkPlan(p Plan, fn func(Plan)) {
+// WalkPlan calls fn with p and every plan below it.
+func WalkPlan(p Plan, fn func(Plan)) {
 	fn(p)
 	for _, in := range planInputs(p) {
-		walkPlan(in, fn)
+		WalkPlan(in, fn)
 	}
 }

@@ -1,4 +1,4 @@
-package exec
+package plan
 
 import (
 	"os"
@@ -54,15 +54,13 @@ func loadFailpoints() {
 	}
 }
 
-// Failpoint is failpoint for the runtime outside exec (a CDC source's
-// ingester in sql: stages cdc_received, a transaction read and not yet
-// stored, and cdc_stored, stored and not yet confirmed to the slot; and
-// CREATE SOURCE's cdc_snapshot, a snapshot batch stored and the snapshot
-// not yet complete).
-func Failpoint(job, stage string) error { return failpoint(job, stage) }
-
-// failpoint returns an injected error (or panics) if one is armed for job's stage.
-func failpoint(job, stage string) error {
+// Failpoint returns an injected error (or panics) if one is armed for
+// job's stage. Besides the runtime and batch queries, a CDC source's
+// ingester in sql uses it (stages cdc_received, a transaction read and not
+// yet stored, and cdc_stored, stored and not yet confirmed to the slot;
+// and CREATE SOURCE's cdc_snapshot, a snapshot batch stored and the
+// snapshot not yet complete).
+func Failpoint(job, stage string) error {
 	failpoints.once.Do(loadFailpoints)
 	if !failpoints.armed {
 		return nil

@@ -1,4 +1,4 @@
-package exec
+package plan
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -43,8 +44,8 @@ func IndexableType(t types.T) bool {
 	return false
 }
 
-// appendIndexDatum appends d's order-preserving encoding (t indexable).
-func appendIndexDatum(buf []byte, d types.Datum, t types.T) []byte {
+// AppendIndexDatum appends d's order-preserving encoding (t indexable).
+func AppendIndexDatum(buf []byte, d types.Datum, t types.T) []byte {
 	if d.Null {
 		return append(buf, 0)
 	}
@@ -87,39 +88,39 @@ func appendIndexDatum(buf []byte, d types.Datum, t types.T) []byte {
 	return binary.BigEndian.AppendUint64(buf, uint64(d.I)^1<<63)
 }
 
-// indexWriter maintains a view's indexes from the rows its sink writes.
-type indexWriter struct {
+// IndexWriter maintains a view's indexes from the rows its sink writes.
+type IndexWriter struct {
 	view    *storage.TableDef
 	ts      []types.T
 	key     []byte
 	scratch []types.Datum
 }
 
-func newIndexWriter(view *storage.TableDef) *indexWriter {
+func NewIndexWriter(view *storage.TableDef) *IndexWriter {
 	if view == nil || len(view.Indexes) == 0 {
 		return nil
 	}
-	return &indexWriter{view: view, ts: columnTypes(view)}
+	return &IndexWriter{view: view, ts: ColumnTypes(view)}
 }
 
 // entryKey returns index ix's key of the row in cols at r, then rowKey.
-func (w *indexWriter) entryKey(ix *storage.IndexDef, cols []arrow.Array, r int, rowKey []byte) []byte {
+func (w *IndexWriter) entryKey(ix *storage.IndexDef, cols []arrow.Array, r int, rowKey []byte) []byte {
 	w.key = w.key[:0]
 	for _, c := range ix.Cols {
-		w.key = appendIndexDatum(w.key, types.DatumAt(cols[c], r, w.ts[c]), w.ts[c])
+		w.key = AppendIndexDatum(w.key, types.DatumAt(cols[c], r, w.ts[c]), w.ts[c])
 	}
 	return append(w.key, rowKey...)
 }
 
-// indexSink takes index writes: a storage.Run, or a storage.Batch's
+// IndexSink takes index writes: a storage.Run, or a storage.Batch's
 // single writes.
-type indexSink interface {
+type IndexSink interface {
 	PutIndexEntry(view, index uint64, key, row []byte)
 	DeleteIndexEntry(view, index uint64, key []byte)
 }
 
 // put writes the entries of the row in cols at r, stored under rowKey with value val.
-func (w *indexWriter) put(run indexSink, cols []arrow.Array, r int, rowKey, val []byte) {
+func (w *IndexWriter) Put(run IndexSink, cols []arrow.Array, r int, rowKey, val []byte) {
 	for i := range w.view.Indexes {
 		ix := &w.view.Indexes[i]
 		run.PutIndexEntry(w.view.ID, ix.ID, w.entryKey(ix, cols, r, rowKey), val)
@@ -127,7 +128,7 @@ func (w *indexWriter) put(run indexSink, cols []arrow.Array, r int, rowKey, val 
 }
 
 // del removes the entries of the row in cols at r, stored under rowKey.
-func (w *indexWriter) del(run indexSink, cols []arrow.Array, r int, rowKey []byte) {
+func (w *IndexWriter) Del(run IndexSink, cols []arrow.Array, r int, rowKey []byte) {
 	for i := range w.view.Indexes {
 		ix := &w.view.Indexes[i]
 		run.DeleteIndexEntry(w.view.ID, ix.ID, w.entryKey(ix, cols, r, rowKey))
@@ -139,13 +140,13 @@ func (w *indexWriter) del(run indexSink, cols []arrow.Array, r int, rowKey []byt
 // stopped (the rows of its last committed epoch), or a snapshot's rows
 // of the view it restores.
 func BuildIndex(db *storage.DB, src uint64, b *storage.WriteBatch, view *storage.TableDef, ix *storage.IndexDef) error {
-	ts := columnTypes(view)
+	ts := ColumnTypes(view)
 	ds := make([]types.Datum, len(ts))
 	var key []byte
 	return db.ScanView(nil, src, func(k, row []byte) error {
 		body := row
 		for c, t := range ts {
-			d, rest, err := decodeDatum(body, t)
+			d, rest, err := opkit.DecodeDatum(body, t)
 			if err != nil {
 				return err
 			}
@@ -153,7 +154,7 @@ func BuildIndex(db *storage.DB, src uint64, b *storage.WriteBatch, view *storage
 		}
 		key = key[:0]
 		for _, c := range ix.Cols {
-			key = appendIndexDatum(key, ds[c], ts[c])
+			key = AppendIndexDatum(key, ds[c], ts[c])
 		}
 		key = append(key, k...)
 		return storage.PutIndexEntry(b, view.ID, ix.ID, key, row)
@@ -179,11 +180,13 @@ type IndexLookup struct {
 // its IN lists): more is refused (54000) rather than planned.
 const maxIndexPoints = 1 << 16
 
-type keyRange struct{ lo, hi []byte } // hi nil: no upper bound
+type keyRange struct{ Lo, Hi []byte }
 
-// ranges evaluates the lookup's values into key ranges, sorted and
+// hi nil: no upper bound
+
+// Ranges evaluates the lookup's values into key ranges, sorted and
 // without overlap; a NULL value matches nothing.
-func (l *IndexLookup) ranges(ctx *expr.Ctx, ts []types.T) ([]keyRange, error) {
+func (l *IndexLookup) Ranges(ctx *expr.Ctx, ts []types.T) ([]keyRange, error) {
 	prefixes := [][]byte{nil}
 	for i, list := range l.Eq {
 		t := ts[l.Index.Cols[i]]
@@ -197,7 +200,7 @@ func (l *IndexLookup) ranges(ctx *expr.Ctx, ts []types.T) ([]keyRange, error) {
 				continue
 			}
 			for _, p := range prefixes {
-				next = append(next, appendIndexDatum(slices.Clip(p), d, t))
+				next = append(next, AppendIndexDatum(slices.Clip(p), d, t))
 			}
 		}
 		if len(next) > maxIndexPoints {
@@ -215,7 +218,7 @@ func (l *IndexLookup) ranges(ctx *expr.Ctx, ts []types.T) ([]keyRange, error) {
 			if err != nil || d.Null {
 				return nil, false, err
 			}
-			k := appendIndexDatum(nil, d, t)
+			k := AppendIndexDatum(nil, d, t)
 			if incl == upper { // (> v): after every key starting v; (<= v): likewise
 				k = prefixEnd(k)
 			}
@@ -244,10 +247,10 @@ func (l *IndexLookup) ranges(ctx *expr.Ctx, ts []types.T) ([]keyRange, error) {
 	out := make([]keyRange, 0, len(prefixes))
 	for _, p := range prefixes {
 		if lo == nil {
-			out = append(out, keyRange{lo: p, hi: prefixEnd(p)})
+			out = append(out, keyRange{Lo: p, Hi: prefixEnd(p)})
 			continue
 		}
-		out = append(out, keyRange{lo: append(slices.Clip(p), lo...), hi: append(slices.Clip(p), hi...)})
+		out = append(out, keyRange{Lo: append(slices.Clip(p), lo...), Hi: append(slices.Clip(p), hi...)})
 	}
 	return out, nil
 }

@@ -1,7 +1,9 @@
-package exec
+package plan
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -10,12 +12,12 @@ import (
 // position, and over a changelog the row itself. The value is the row, each
 // column encodeDatum'd, followed for the last kind by its multiplicity.
 
-func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
+func ReadView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 	ts := p.Types()
 	const chunk = 16 << 10
-	bls := make([]arrowBuilder, len(ts))
+	bls := make([]array.Builder, len(ts))
 	for i, t := range ts {
-		bls[i] = types.NewBuilder(ctx.alloc(), t)
+		bls[i] = types.NewBuilder(ctx.Alloc(), t)
 	}
 	defer func() {
 		for _, b := range bls {
@@ -31,7 +33,7 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 		for i, b := range bls {
 			cols[i] = b.NewArray()
 		}
-		rec := newRecord(ts, cols, n)
+		rec := opkit.NewRecord(ts, cols, n)
 		n = 0
 		return emit(rec)
 	}
@@ -42,7 +44,7 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 	ds := make([]types.Datum, len(ts))
 	visit := func(_, row []byte) error {
 		for c, t := range ts {
-			d, rest, err := decodeDatum(row, t)
+			d, rest, err := opkit.DecodeDatum(row, t)
 			if err != nil {
 				return err
 			}
@@ -54,7 +56,7 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 			// A multiset row: the rest is its count, then maybe the
 			// display scales of its unconstrained NUMERIC values.
 			var err error
-			if count, row, err = readUvarint(row); err != nil {
+			if count, row, err = opkit.ReadUvarint(row); err != nil {
 				return err
 			}
 			readDScales(row, ds, ts)
@@ -66,7 +68,7 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 			n++
 		}
 		if n >= chunk {
-			if err := ctx.check(); err != nil {
+			if err := ctx.Check(); err != nil {
 				return err
 			}
 			return flush()
@@ -79,23 +81,23 @@ func scanView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 		}
 		return flush()
 	}
-	rs, err := p.Index.ranges(ctx.Expr, ts)
+	rs, err := p.Index.Ranges(ctx.Expr, ts)
 	if err != nil {
 		return err
 	}
 	for _, kr := range rs {
-		if err := ctx.DB.ScanIndex(r, p.View.ID, p.Index.Index.ID, kr.lo, kr.hi, visit); err != nil {
+		if err := ctx.DB.ScanIndex(r, p.View.ID, p.Index.Index.ID, kr.Lo, kr.Hi, visit); err != nil {
 			return err
 		}
 	}
 	return flush()
 }
 
-// appendDScales appends to a multiset row's value (row, count) the display
+// AppendDScales appends to a multiset row's value (row, count) the display
 // scales of row i's unconstrained NUMERIC values, one byte each in column
 // order (types/dscale.go); nothing if none carries one. The row, the
 // multiset's key, leaves them out so equal values share a key.
-func appendDScales(buf []byte, cols []arrow.Array, i int, ts []types.T) []byte {
+func AppendDScales(buf []byte, cols []arrow.Array, i int, ts []types.T) []byte {
 	start := len(buf)
 	any := false
 	for c, t := range ts {

@@ -1,4 +1,4 @@
-package exec
+package plan
 
 import (
 	"fmt"
@@ -8,7 +8,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/connector"
+	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -41,13 +44,13 @@ type KeyedRows struct {
 	// statements would otherwise pin every batch buffer a live row
 	// shares (rowEncoder.rowString).
 	own  bool
-	renc rowEncoder
-	kenc rowEncoder
+	renc opkit.RowEncoder
+	kenc opkit.RowEncoder
 }
 
 // NewKeyedRows returns the empty rows of t.
 func NewKeyedRows(ectx *expr.Ctx, t *storage.TableDef) *KeyedRows {
-	return &KeyedRows{t: t, ts: columnTypes(t), ectx: ectx, rows: map[string]string{}}
+	return &KeyedRows{t: t, ts: ColumnTypes(t), ectx: ectx, rows: map[string]string{}}
 }
 
 // Len is the number of rows.
@@ -75,7 +78,7 @@ func (k *KeyedRows) CatchUp(ctx *Ctx, from uint64) (uint64, error) {
 	if from >= end {
 		return end, nil
 	}
-	err = ctx.DB.ReadLog(memoryPool, k.t.ID, 0, from, end, oldLayoutRead(k.t, func(_ uint64, rec arrow.RecordBatch) error {
+	err = ctx.DB.ReadLog(opkit.Mem, k.t.ID, 0, from, end, OldLayoutRead(k.t, func(_ uint64, rec arrow.RecordBatch) error {
 		defer rec.Release()
 		k.Apply(rec)
 		return nil
@@ -87,13 +90,13 @@ func (k *KeyedRows) CatchUp(ctx *Ctx, from uint64) (uint64, error) {
 func (k *KeyedRows) readLog(ctx *Ctx, snap storage.Reader) error {
 	t := k.t
 	for part := 0; part < max(1, t.Partitions); part++ {
-		start, end, err := readRange(ctx, t, part, snap)
+		start, end, err := ReadRange(ctx, t, part, snap)
 		if err != nil {
 			return err
 		}
-		if err := ctx.DB.ReadLogAt(snap, memoryPool, t.ID, uint32(part), start, end, oldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
+		if err := ctx.DB.ReadLogAt(snap, opkit.Mem, t.ID, uint32(part), start, end, OldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
 			defer rec.Release()
-			if err := ctx.check(); err != nil {
+			if err := ctx.Check(); err != nil {
 				return err
 			}
 			k.Apply(rec)
@@ -105,8 +108,8 @@ func (k *KeyedRows) readLog(ctx *Ctx, snap storage.Reader) error {
 	return nil
 }
 
-// scanKeyed is a batch read of a keyed table: its netted rows.
-func scanKeyed(ctx *Ctx, t *storage.TableDef, snap storage.Reader, emit func(arrow.RecordBatch) error) error {
+// ScanKeyed is a batch read of a keyed table: its netted rows.
+func ScanKeyed(ctx *Ctx, t *storage.TableDef, snap storage.Reader, emit func(arrow.RecordBatch) error) error {
 	k := NewKeyedRows(ctx.Expr, t)
 	if err := k.readLog(ctx, snap); err != nil {
 		return err
@@ -114,18 +117,18 @@ func scanKeyed(ctx *Ctx, t *storage.TableDef, snap storage.Reader, emit func(arr
 	if k.Len() == 0 {
 		return nil
 	}
-	return emit(k.Record(ctx.alloc()))
+	return emit(k.Record(ctx.Alloc()))
 }
 
 // keys returns the key encoding of each row of cols (the table's columns).
-func (k *KeyedRows) keys(cols []arrow.Array, n int) []string {
+func (k *KeyedRows) Keys(cols []arrow.Array, n int) []string {
 	kc := make([]arrow.Array, len(k.t.KeyCols))
 	kt := make([]types.T, len(kc))
 	for i, c := range k.t.KeyCols {
 		cols[c].Retain()
 		kc[i], kt[i] = cols[c], k.ts[c]
 	}
-	canonKeysT(k.ectx, kc, kt)
+	accum.CanonKeysT(k.ectx, kc, kt)
 	k.kenc.EncodeKeys(kc, kt, n)
 	out := make([]string, n)
 	for i := range out {
@@ -137,7 +140,7 @@ func (k *KeyedRows) keys(cols []arrow.Array, n int) []string {
 	return out
 }
 
-func (k *KeyedRows) cols(rec arrow.RecordBatch) []arrow.Array { return leadCols(rec, len(k.ts)) }
+func (k *KeyedRows) cols(rec arrow.RecordBatch) []arrow.Array { return LeadCols(rec, len(k.ts)) }
 
 // put sets key's row.
 func (k *KeyedRows) put(key, row string) {
@@ -151,11 +154,11 @@ func (k *KeyedRows) put(key, row string) {
 func (k *KeyedRows) Apply(rec arrow.RecordBatch) {
 	n := int(rec.NumRows())
 	cols := k.cols(rec)
-	keys := k.keys(cols, n)
+	keys := k.Keys(cols, n)
 	k.renc.Encode(cols, k.ts, n)
 	ops := rec.Column(len(k.ts)).(*array.Int64).Int64Values()
 	for i, key := range keys {
-		if Op(ops[i]).Sign() > 0 {
+		if connector.Op(ops[i]).Sign() > 0 {
 			k.put(key, k.renc.RowString(i))
 		} else {
 			delete(k.rows, key)
@@ -179,11 +182,11 @@ func (k *KeyedRows) Record(mem memory.Allocator) arrow.RecordBatch {
 
 // decodeRows builds a record of types ts from encoded rows.
 func decodeRows(mem memory.Allocator, ts []types.T, encs []string) arrow.RecordBatch {
-	bls := make([]arrowBuilder, len(ts))
+	bls := make([]array.Builder, len(ts))
 	for i, t := range ts {
 		bls[i] = types.NewBuilder(mem, t)
 	}
-	d := newRowDecoder(ts, bls)
+	d := opkit.NewRowDecoder(ts, bls)
 	for _, e := range encs {
 		d.AppendRow(e)
 	}
@@ -192,7 +195,7 @@ func decodeRows(mem memory.Allocator, ts []types.T, encs []string) arrow.RecordB
 		cols[i] = b.NewArray()
 		b.Release()
 	}
-	return newRecord(ts, cols, len(encs))
+	return opkit.NewRecord(ts, cols, len(encs))
 }
 
 // Conflict is what an INSERT does with a row whose key exists.
@@ -213,10 +216,10 @@ type ConflictUpdateFunc func(pairs arrow.RecordBatch) (arrow.RecordBatch, []bool
 // Changes collects a statement's log rows.
 type Changes struct {
 	encs []string
-	ops  []Op
+	ops  []connector.Op
 }
 
-func (c *Changes) add(enc string, op Op) {
+func (c *Changes) add(enc string, op connector.Op) {
 	c.encs = append(c.encs, enc)
 	c.ops = append(c.ops, op)
 }
@@ -226,9 +229,9 @@ func (c *Changes) Len() int { return len(c.encs) }
 
 // ChangesRecord returns c as a log block of k's table.
 func (k *KeyedRows) ChangesRecord(c *Changes) arrow.RecordBatch {
-	rec := decodeRows(memoryPool, k.ts, c.encs)
+	rec := decodeRows(opkit.Mem, k.ts, c.encs)
 	defer rec.Release()
-	ob := array.NewInt64Builder(memoryPool)
+	ob := array.NewInt64Builder(opkit.Mem)
 	defer ob.Release()
 	for _, op := range c.ops {
 		ob.Append(int64(op))
@@ -240,7 +243,7 @@ func (k *KeyedRows) ChangesRecord(c *Changes) arrow.RecordBatch {
 		cols = append(cols, col)
 	}
 	cols = append(cols, ob.NewArray())
-	return newRecord(append(slices.Clone(k.ts), types.TInt64), cols, c.Len())
+	return opkit.NewRecord(append(slices.Clone(k.ts), types.TInt64), cols, c.Len())
 }
 
 // Written returns the rows c leaves in the table (its inserts and the
@@ -249,11 +252,11 @@ func (k *KeyedRows) ChangesRecord(c *Changes) arrow.RecordBatch {
 func (k *KeyedRows) Written(c *Changes) arrow.RecordBatch {
 	var encs []string
 	for i, op := range c.ops {
-		if op == OpInsert || op == OpUpdateAfter {
+		if op == connector.OpInsert || op == connector.OpUpdateAfter {
 			encs = append(encs, c.encs[i])
 		}
 	}
-	return decodeRows(memoryPool, k.ts, encs)
+	return decodeRows(opkit.Mem, k.ts, encs)
 }
 
 // duplicate is PostgreSQL's 23505 for row i of cols.
@@ -274,8 +277,8 @@ func (k *KeyedRows) duplicate(cols []arrow.Array, i int) error {
 func (k *KeyedRows) Insert(rec arrow.RecordBatch, on Conflict, update ConflictUpdateFunc) (*Changes, int64, error) {
 	n := int(rec.NumRows())
 	cols := k.cols(rec)
-	keys := k.keys(cols, n)
-	var renc rowEncoder
+	keys := k.Keys(cols, n)
+	var renc opkit.RowEncoder
 	renc.Encode(cols, k.ts, n)
 	ch := &Changes{}
 	touched := map[string]bool{}
@@ -294,7 +297,7 @@ func (k *KeyedRows) Insert(rec arrow.RecordBatch, on Conflict, update ConflictUp
 			k.put(key, enc)
 			touched[key] = true
 			inserted[i] = true
-			ch.add(enc, OpInsert)
+			ch.add(enc, connector.OpInsert)
 			count++
 			continue
 		}
@@ -319,9 +322,9 @@ func (k *KeyedRows) Insert(rec arrow.RecordBatch, on Conflict, update ConflictUp
 	}
 	// The pairs are evaluated as one batch; the changes are then written
 	// in the statement's row order.
-	olds := decodeRows(memoryPool, k.ts, existing)
+	olds := decodeRows(opkit.Mem, k.ts, existing)
 	defer olds.Release()
-	props := takeRecord(rec, proposed, k.ts)
+	props := opkit.TakeRecordMem(opkit.Mem, rec, proposed, k.ts)
 	defer props.Release()
 	pcols := make([]arrow.Array, 0, 2*len(k.ts))
 	for _, r := range []arrow.RecordBatch{olds, props} {
@@ -331,7 +334,7 @@ func (k *KeyedRows) Insert(rec arrow.RecordBatch, on Conflict, update ConflictUp
 			pcols = append(pcols, col)
 		}
 	}
-	pairs := newRecord(append(slices.Clone(k.ts), k.ts...), pcols, len(existing))
+	pairs := opkit.NewRecord(append(slices.Clone(k.ts), k.ts...), pcols, len(existing))
 	defer pairs.Release()
 	news, keep, err := update(pairs)
 	if err != nil {
@@ -339,15 +342,15 @@ func (k *KeyedRows) Insert(rec arrow.RecordBatch, on Conflict, update ConflictUp
 	}
 	defer news.Release()
 	ncols := k.cols(news)
-	nkeys := k.keys(ncols, len(existing))
-	var nenc rowEncoder
+	nkeys := k.Keys(ncols, len(existing))
+	var nenc opkit.RowEncoder
 	nenc.Encode(ncols, k.ts, len(existing))
 	out := &Changes{}
 	for i := range keys {
 		p := pair[i]
 		if p < 0 {
 			if inserted[i] {
-				out.add(renc.RowString(i), OpInsert)
+				out.add(renc.RowString(i), connector.OpInsert)
 			}
 			continue
 		}
@@ -357,9 +360,9 @@ func (k *KeyedRows) Insert(rec arrow.RecordBatch, on Conflict, update ConflictUp
 		if nkeys[p] != keys[i] {
 			return nil, 0, sqlerr.New(sqlerr.FeatureNotSupported, "ON CONFLICT DO UPDATE cannot change the primary key")
 		}
-		out.add(existing[p], OpUpdateBefore)
+		out.add(existing[p], connector.OpUpdateBefore)
 		enc := nenc.RowString(p)
-		out.add(enc, OpUpdateAfter)
+		out.add(enc, connector.OpUpdateAfter)
 		k.put(keys[i], enc)
 		count++
 	}
@@ -373,8 +376,8 @@ func (k *KeyedRows) Insert(rec arrow.RecordBatch, on Conflict, update ConflictUp
 func (k *KeyedRows) Update(olds, news arrow.RecordBatch) (*Changes, error) {
 	n := int(olds.NumRows())
 	ocols, ncols := k.cols(olds), k.cols(news)
-	okeys, nkeys := k.keys(ocols, n), k.keys(ncols, n)
-	var oenc, nenc rowEncoder
+	okeys, nkeys := k.Keys(ocols, n), k.Keys(ncols, n)
+	var oenc, nenc opkit.RowEncoder
 	oenc.Encode(ocols, k.ts, n)
 	nenc.Encode(ncols, k.ts, n)
 	same := true
@@ -393,18 +396,18 @@ func (k *KeyedRows) Update(olds, news arrow.RecordBatch) (*Changes, error) {
 	}
 	if same {
 		for i := range okeys {
-			ch.add(oenc.RowString(i), OpUpdateBefore)
-			ch.add(nenc.RowString(i), OpUpdateAfter)
+			ch.add(oenc.RowString(i), connector.OpUpdateBefore)
+			ch.add(nenc.RowString(i), connector.OpUpdateAfter)
 		}
 		return ch, nil
 	}
 	// A key changes: the old rows all go before the new ones come, so
 	// that netting the log never deletes a row the statement just wrote.
 	for i := range okeys {
-		ch.add(oenc.RowString(i), OpDelete)
+		ch.add(oenc.RowString(i), connector.OpDelete)
 	}
 	for i := range nkeys {
-		ch.add(nenc.RowString(i), OpInsert)
+		ch.add(nenc.RowString(i), connector.OpInsert)
 	}
 	return ch, nil
 }
@@ -413,8 +416,8 @@ func (k *KeyedRows) Update(olds, news arrow.RecordBatch) (*Changes, error) {
 func (k *KeyedRows) Delete(olds arrow.RecordBatch) *Changes {
 	n := int(olds.NumRows())
 	cols := k.cols(olds)
-	keys := k.keys(cols, n)
-	var enc rowEncoder
+	keys := k.Keys(cols, n)
+	var enc opkit.RowEncoder
 	enc.Encode(cols, k.ts, n)
 	ch := &Changes{}
 	for i, key := range keys {
@@ -422,7 +425,7 @@ func (k *KeyedRows) Delete(olds arrow.RecordBatch) *Changes {
 			continue
 		}
 		delete(k.rows, key)
-		ch.add(enc.RowString(i), OpDelete)
+		ch.add(enc.RowString(i), connector.OpDelete)
 	}
 	return ch
 }
@@ -442,7 +445,7 @@ func ConcatRecords(recs []arrow.RecordBatch, ts []types.T) (arrow.RecordBatch, e
 	}
 	for c, t := range ts {
 		if len(recs) == 0 {
-			b := types.NewBuilder(memoryPool, t)
+			b := types.NewBuilder(opkit.Mem, t)
 			cols[c] = b.NewArray()
 			b.Release()
 			continue
@@ -451,7 +454,7 @@ func ConcatRecords(recs []arrow.RecordBatch, ts []types.T) (arrow.RecordBatch, e
 		for i, r := range recs {
 			parts[i] = r.Column(c)
 		}
-		a, err := types.Concatenate(parts, memoryPool)
+		a, err := types.Concatenate(parts, opkit.Mem)
 		if err != nil {
 			for _, done := range cols[:c] {
 				done.Release()
@@ -460,7 +463,7 @@ func ConcatRecords(recs []arrow.RecordBatch, ts []types.T) (arrow.RecordBatch, e
 		}
 		cols[c] = a
 	}
-	return newRecord(ts, cols, n), nil
+	return opkit.NewRecord(ts, cols, n), nil
 }
 
 // SliceColumns returns columns [from, from+len(ts)) of rec as a record.
@@ -470,7 +473,7 @@ func SliceColumns(rec arrow.RecordBatch, from int, ts []types.T) arrow.RecordBat
 		cols[i] = rec.Column(from + i)
 		cols[i].Retain()
 	}
-	return newRecord(ts, cols, int(rec.NumRows()))
+	return opkit.NewRecord(ts, cols, int(rec.NumRows()))
 }
 
 // Types are the table's column types.
@@ -479,7 +482,7 @@ func (k *KeyedRows) Types() []types.T { return k.ts }
 // RecordOf makes a record of the given columns, of types ts, taking
 // ownership of them.
 func RecordOf(ts []types.T, cols []arrow.Array, n int) arrow.RecordBatch {
-	return newRecord(ts, cols, n)
+	return opkit.NewRecord(ts, cols, n)
 }
 
 // NewKeyedRowsFrom returns a copy of k, for a statement that may fail.
@@ -499,4 +502,34 @@ func UseKeyedRows(p Plan, k *KeyedRows) {
 			s.Rows = k
 		}
 	}
+}
+
+// LeadCols returns the first n columns of rec (a table's, before a
+// changelog's op).
+func LeadCols(rec arrow.RecordBatch, n int) []arrow.Array {
+	cols := make([]arrow.Array, n)
+	for i := range cols {
+		cols[i] = rec.Column(i)
+	}
+	return cols
+}
+
+// SplitOps separates a changelog block's trailing op column.
+func SplitOps(rec arrow.RecordBatch) (arrow.RecordBatch, []connector.Op) {
+	nc := int(rec.NumCols()) - 1
+	opsCol := rec.Column(nc).(*array.Int64).Int64Values()
+	ops := make([]connector.Op, len(opsCol))
+	for i, v := range opsCol {
+		ops[i] = connector.Op(v)
+	}
+	cols := make([]arrow.Array, nc)
+	ts := make([]types.T, nc)
+	for i := 0; i < nc; i++ {
+		cols[i] = rec.Column(i)
+		cols[i].Retain()
+		ts[i] = opkit.TypeOfArrow(cols[i])
+	}
+	out := opkit.NewRecord(ts, cols, int(rec.NumRows()))
+	rec.Release()
+	return out, ops
 }

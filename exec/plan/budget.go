@@ -1,10 +1,11 @@
-package exec
+package plan
 
 import (
 	"fmt"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/sqlerr"
 )
 
@@ -54,7 +55,7 @@ type Budget struct {
 // pool (nil: none).
 func NewBudget(limit int64, pool *MemPool) *Budget {
 	b := &Budget{limit: limit, pool: pool}
-	b.alloc = countingAllocator{base: memoryPool, n: &b.arrow}
+	b.alloc = countingAllocator{base: opkit.Mem, n: &b.arrow}
 	return b
 }
 
@@ -81,7 +82,7 @@ func (b *Budget) Check() error {
 		b.peak.Store(used)
 	}
 	if used > queryAllowance && b.pool != nil && b.pool.proc != nil && !b.closed {
-		if err := b.pool.proc.Admit("a query holding " + roughMemory(used)); err != nil {
+		if err := b.pool.proc.Admit("a query holding " + RoughMemory(used)); err != nil {
 			return err
 		}
 	}
@@ -98,7 +99,7 @@ func (b *Budget) Check() error {
 	if b.pool.cap > 0 && total > b.pool.cap {
 		return &sqlerr.Error{Code: sqlerr.OutOfMemory, Msg: "out of memory",
 			Detail: fmt.Sprintf("All running queries together may hold %s (--query-memory-mb, or query.memory_mb in the config file); they held %s, this query %s.",
-				FormatMemory(b.pool.cap), roughMemory(total), roughMemory(used)),
+				FormatMemory(b.pool.cap), RoughMemory(total), RoughMemory(used)),
 			Hint: "Retry when other queries have finished, or start the server with a larger --query-memory-mb."}
 	}
 	return nil
@@ -138,24 +139,24 @@ func (c *countingAllocator) Free(b []byte) {
 	c.base.Free(b)
 }
 
-// heapShare is one operator's Go-heap share of a budget: set reports its
-// current size, release returns it.
-type heapShare struct {
+// HeapShare is one operator's Go-heap share of a budget: Set reports its
+// current size (N), Release returns it.
+type HeapShare struct {
 	b *Budget
-	n int64
+	N int64
 }
 
-func (h *heapShare) set(n int64) {
+func (h *HeapShare) Set(n int64) {
 	if h.b != nil {
-		h.b.Grow(n - h.n)
+		h.b.Grow(n - h.N)
 	}
-	h.n = n
+	h.N = n
 }
 
-func (h *heapShare) release() { h.set(0) }
+func (h *HeapShare) Release() { h.Set(0) }
 
-// roughMemory renders a measured byte count, rounded to a unit.
-func roughMemory(n int64) string {
+// RoughMemory renders a measured byte count, rounded to a unit.
+func RoughMemory(n int64) string {
 	switch {
 	case n >= 10<<30:
 		return fmt.Sprintf("%dGB", n>>30)

@@ -1,37 +1,19 @@
-package exec
+package batch
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
 
-// FuncScan is a set-returning function in FROM: its arguments are
-// evaluated once (constants and parameters: FROM items see no other
-// columns), and its rows come in batches of srfBatch.
-//
-//	generate_series(start, stop [, step])  integers (the arguments' type),
-//	                                       step 1 by default, 0 is 22023
-//	generate_series(start, stop, step)     timestamps by an interval step
-//	unnest(array)                          the elements of a text[]
-//	jsonb_array_elements[_text](j)         the elements of a jsonb array
-//	jsonb_each[_text](j)                   (key, value) records of a jsonb object
-//
-// A NULL argument gives no rows, as in PostgreSQL.
-type FuncScan struct {
-	Func string
-	Args []expr.Expr
-	T    types.T
-}
-
-func (p *FuncScan) Types() []types.T { return []types.T{p.T} }
-
 // srfBatch is the number of rows per batch a FuncScan emits.
 const srfBatch = 64 << 10
 
-func runFuncScan(ctx *Ctx, p *FuncScan, emit func(arrow.RecordBatch) error) error {
+func runFuncScan(ctx *plan.Ctx, p *plan.FuncScan, emit func(arrow.RecordBatch) error) error {
 	args := make([]types.Datum, len(p.Args))
 	for i, e := range p.Args {
 		d, err := expr.EvalConst(ctx.Expr, e)
@@ -48,7 +30,7 @@ func runFuncScan(ctx *Ctx, p *FuncScan, emit func(arrow.RecordBatch) error) erro
 
 // runSRF emits the rows of set-returning function fn (one column of type
 // ts[0]) for arguments that are not NULL.
-func runSRF(ctx *Ctx, fn string, ts []types.T, args []types.Datum, emit func(arrow.RecordBatch) error) error {
+func runSRF(ctx *plan.Ctx, fn string, ts []types.T, args []types.Datum, emit func(arrow.RecordBatch) error) error {
 	switch fn {
 	case "unnest":
 		return unnest(ctx, ts, args[0].A, emit)
@@ -57,12 +39,12 @@ func runSRF(ctx *Ctx, fn string, ts []types.T, args []types.Datum, emit func(arr
 		if err != nil || len(rows) == 0 {
 			return err
 		}
-		b := types.NewBuilder(ctx.alloc(), ts[0])
+		b := types.NewBuilder(ctx.Alloc(), ts[0])
 		defer b.Release()
 		for _, d := range rows {
 			types.AppendDatum(b, d, ts[0])
 		}
-		return emit(newRecord(ts, []arrow.Array{b.NewArray()}, len(rows)))
+		return emit(opkit.NewRecord(ts, []arrow.Array{b.NewArray()}, len(rows)))
 	case "generate_series":
 		if ts[0].Kind == types.Timestamp {
 			return seriesTimestamps(ctx, ts, args, emit)
@@ -74,8 +56,8 @@ func runSRF(ctx *Ctx, fn string, ts []types.T, args []types.Datum, emit func(arr
 
 // unnest emits the elements of a (held as their text) as values of the
 // element type ts[0].
-func unnest(ctx *Ctx, ts []types.T, a *types.Array, emit func(arrow.RecordBatch) error) error {
-	b := types.NewBuilder(ctx.alloc(), ts[0])
+func unnest(ctx *plan.Ctx, ts []types.T, a *types.Array, emit func(arrow.RecordBatch) error) error {
+	b := types.NewBuilder(ctx.Alloc(), ts[0])
 	defer b.Release()
 	for i, s := range a.Elems {
 		switch {
@@ -91,11 +73,11 @@ func unnest(ctx *Ctx, ts []types.T, a *types.Array, emit func(arrow.RecordBatch)
 			types.AppendDatum(b, d, ts[0])
 		}
 		if b.Len() == srfBatch || i == len(a.Elems)-1 {
-			if err := ctx.check(); err != nil {
+			if err := ctx.Check(); err != nil {
 				return err
 			}
 			n := b.Len()
-			if err := emit(newRecord(ts, []arrow.Array{b.NewArray()}, n)); err != nil {
+			if err := emit(opkit.NewRecord(ts, []arrow.Array{b.NewArray()}, n)); err != nil {
 				return err
 			}
 		}
@@ -103,7 +85,7 @@ func unnest(ctx *Ctx, ts []types.T, a *types.Array, emit func(arrow.RecordBatch)
 	return nil
 }
 
-func seriesInts(ctx *Ctx, ts []types.T, args []types.Datum, emit func(arrow.RecordBatch) error) error {
+func seriesInts(ctx *plan.Ctx, ts []types.T, args []types.Datum, emit func(arrow.RecordBatch) error) error {
 	start, stop, step := args[0].I, args[1].I, int64(1)
 	if len(args) == 3 {
 		step = args[2].I
@@ -116,17 +98,17 @@ func seriesInts(ctx *Ctx, ts []types.T, args []types.Datum, emit func(arrow.Reco
 		if len(out) == 0 {
 			return nil
 		}
-		if err := ctx.check(); err != nil {
+		if err := ctx.Check(); err != nil {
 			return err
 		}
-		b := types.NewBuilder(ctx.alloc(), ts[0])
+		b := types.NewBuilder(ctx.Alloc(), ts[0])
 		defer b.Release()
 		for _, v := range out {
 			types.AppendDatum(b, types.Int(v), ts[0])
 		}
 		n := len(out)
 		out = out[:0]
-		return emit(newRecord(ts, []arrow.Array{b.NewArray()}, n))
+		return emit(opkit.NewRecord(ts, []arrow.Array{b.NewArray()}, n))
 	}
 	for v := start; step > 0 && v <= stop || step < 0 && v >= stop; {
 		out = append(out, v)
@@ -144,7 +126,7 @@ func seriesInts(ctx *Ctx, ts []types.T, args []types.Datum, emit func(arrow.Reco
 	return flush()
 }
 
-func seriesTimestamps(ctx *Ctx, ts []types.T, args []types.Datum, emit func(arrow.RecordBatch) error) error {
+func seriesTimestamps(ctx *plan.Ctx, ts []types.T, args []types.Datum, emit func(arrow.RecordBatch) error) error {
 	start, stop, step := args[0].I, args[1].I, args[2].IV
 	if step == (arrow.MonthDayNanoInterval{}) {
 		return sqlerr.New(sqlerr.InvalidParameterValue, "step size cannot equal zero")
@@ -152,7 +134,7 @@ func seriesTimestamps(ctx *Ctx, ts []types.T, args []types.Datum, emit func(arro
 	// The direction is the step's at the start (PostgreSQL compares the
 	// interval with zero the same way: months as 30 days).
 	up := types.AddInterval(start, step) > start
-	b := types.NewBuilder(ctx.alloc(), ts[0])
+	b := types.NewBuilder(ctx.Alloc(), ts[0])
 	defer b.Release()
 	// Each term is the previous one plus step, as PostgreSQL computes it
 	// (so Jan 31 + 1 month + 1 month is Mar 28).
@@ -162,16 +144,16 @@ func seriesTimestamps(ctx *Ctx, ts []types.T, args []types.Datum, emit func(arro
 		}
 		types.AppendDatum(b, types.Int(v), ts[0])
 		if b.Len() == srfBatch {
-			if err := ctx.check(); err != nil {
+			if err := ctx.Check(); err != nil {
 				return err
 			}
-			if err := emit(newRecord(ts, []arrow.Array{b.NewArray()}, srfBatch)); err != nil {
+			if err := emit(opkit.NewRecord(ts, []arrow.Array{b.NewArray()}, srfBatch)); err != nil {
 				return err
 			}
 		}
 	}
 	if n := b.Len(); n > 0 {
-		return emit(newRecord(ts, []arrow.Array{b.NewArray()}, n))
+		return emit(opkit.NewRecord(ts, []arrow.Array{b.NewArray()}, n))
 	}
 	return nil
 }

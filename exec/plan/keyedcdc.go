@@ -1,8 +1,10 @@
-package exec
+package plan
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/connector"
+	"github.com/streamdb/streamdb/exec/opkit"
 )
 
 // ApplyUpstream nets a changelog that another database decided (a CDC
@@ -17,26 +19,26 @@ import (
 func (k *KeyedRows) ApplyUpstream(rec arrow.RecordBatch) *Changes {
 	n := int(rec.NumRows())
 	cols := k.cols(rec)
-	keys := k.keys(cols, n)
-	var enc rowEncoder
+	keys := k.Keys(cols, n)
+	var enc opkit.RowEncoder
 	enc.Encode(cols, k.ts, n)
 	ops := rec.Column(len(k.ts)).(*array.Int64).Int64Values()
 	ch := &Changes{}
 	for i, key := range keys {
 		old, had := k.rows[key]
-		if Op(ops[i]).Sign() < 0 {
+		if connector.Op(ops[i]).Sign() < 0 {
 			if had {
 				delete(k.rows, key)
-				ch.add(old, OpDelete)
+				ch.add(old, connector.OpDelete)
 			}
 			continue
 		}
 		row := enc.RowString(i)
 		if had {
-			ch.add(old, OpUpdateBefore)
-			ch.add(row, OpUpdateAfter)
+			ch.add(old, connector.OpUpdateBefore)
+			ch.add(row, connector.OpUpdateAfter)
 		} else {
-			ch.add(row, OpInsert)
+			ch.add(row, connector.OpInsert)
 		}
 		k.put(key, row)
 	}

@@ -1,11 +1,15 @@
-package exec
+package batch
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/join"
+	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/exec/plan"
+	"github.com/streamdb/streamdb/types"
 )
 
 // runJoin builds a hash table over the right input, then streams the left
@@ -17,7 +21,7 @@ import (
 // with NULLs; semi emits the left rows with a pair, anti those without.
 // Right and full remember which right rows matched and, once the left input
 // is done, emit the others with NULL left columns.
-func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
+func runJoin(ctx *plan.Ctx, p *plan.HashJoin, emit func(arrow.RecordBatch) error) error {
 	right, err := collect(ctx, p.Right)
 	if err != nil {
 		return err
@@ -30,23 +34,23 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 		nr = int(right.NumRows())
 	}
 	lts, rts, outTs := p.Left.Types(), p.Right.Types(), p.Types()
-	pairTs := append(append([]typesT(nil), lts...), rts...)
-	mem := ctx.alloc()
-	share := ctx.heap()
-	defer share.release()
+	pairTs := append(append([]types.T(nil), lts...), rts...)
+	mem := ctx.Alloc()
+	share := ctx.Heap()
+	defer share.Release()
 	// head[g] is the first build row of group g; next[r] the following one.
-	var gt *groupTable
+	var gt *accum.GroupTable
 	var head, next []int
 	if len(p.RightKeys) > 0 && nr > 0 {
 		keys := make([]arrow.Array, len(p.RightKeys))
-		defer releaseAll(keys)
+		defer opkit.ReleaseAll(keys)
 		for i, k := range p.RightKeys {
 			if keys[i], err = expr.Eval(ctx.Expr, k, right); err != nil {
 				return err
 			}
 		}
-		canonKeys(ctx.Expr, keys, p.RightKeys)
-		gt = newGroupTable(exprTypes(p.RightKeys))
+		accum.CanonKeys(ctx.Expr, keys, p.RightKeys)
+		gt = accum.NewGroupTable(plan.ExprTypes(p.RightKeys))
 		gids := make([]int32, nr)
 		gt.Lookup(keys, nr, gids, true)
 		head = make([]int, gt.Len())
@@ -61,28 +65,28 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 			next[r] = head[gids[r]]
 			head[gids[r]] = r
 		}
-		share.set(gt.ApproxBytes() + 8*int64(len(head)+len(next)))
+		share.Set(gt.ApproxBytes() + 8*int64(len(head)+len(next)))
 	}
 	var rightMatched []bool
-	if p.Kind == JoinRight || p.Kind == JoinFull {
+	if p.Kind == plan.JoinRight || p.Kind == plan.JoinFull {
 		rightMatched = make([]bool, nr)
-		share.set(share.n + int64(nr))
+		share.Set(share.N + int64(nr))
 	}
-	if err := ctx.check(); err != nil {
+	if err := ctx.Check(); err != nil {
 		return err
 	}
-	li := make([]int, 0, joinChunk)
-	ri := make([]int, 0, joinChunk)
+	li := make([]int, 0, JoinChunk)
+	ri := make([]int, 0, JoinChunk)
 	err = run(ctx, p.Left, func(left arrow.RecordBatch) error {
 		defer left.Release()
-		if err := ctx.canceled(); err != nil {
+		if err := ctx.Canceled(); err != nil {
 			return err
 		}
 		n := int(left.NumRows())
 		li, ri = li[:0], ri[:0]
-		if len(p.LeftKeys) == 0 && p.Residual == nil && (p.Kind == JoinSemi || p.Kind == JoinAnti) {
+		if len(p.LeftKeys) == 0 && p.Residual == nil && (p.Kind == plan.JoinSemi || p.Kind == plan.JoinAnti) {
 			// (NOT) EXISTS of an uncorrelated subquery: no pairs needed.
-			if (nr > 0) == (p.Kind == JoinSemi) {
+			if (nr > 0) == (p.Kind == plan.JoinSemi) {
 				left.Retain()
 				return emit(left)
 			}
@@ -100,20 +104,20 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 				return err
 			}
 			if pairs != nil {
-				if p.Kind == JoinSemi || p.Kind == JoinAnti || pairs.NumRows() == 0 {
+				if p.Kind == plan.JoinSemi || p.Kind == plan.JoinAnti || pairs.NumRows() == 0 {
 					pairs.Release()
 				} else if err := emit(pairs); err != nil {
 					return err
 				}
 			}
-			return ctx.check()
+			return ctx.Check()
 		}
 		switch {
 		case len(p.LeftKeys) == 0:
 			for l := 0; l < n; l++ {
 				for r := 0; r < nr; r++ {
 					li, ri = append(li, l), append(ri, r)
-					if len(li) == joinChunk {
+					if len(li) == JoinChunk {
 						if err := flush(); err != nil {
 							return err
 						}
@@ -122,14 +126,14 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 			}
 		case gt != nil:
 			keys := make([]arrow.Array, len(p.LeftKeys))
-			defer releaseAll(keys)
+			defer opkit.ReleaseAll(keys)
 			for i, k := range p.LeftKeys {
 				var err error
 				if keys[i], err = expr.Eval(ctx.Expr, k, left); err != nil {
 					return err
 				}
 			}
-			canonKeys(ctx.Expr, keys, p.LeftKeys)
+			accum.CanonKeys(ctx.Expr, keys, p.LeftKeys)
 			gids := make([]int32, n)
 			gt.Lookup(keys, n, gids, false)
 			for l := 0; l < n; l++ {
@@ -138,7 +142,7 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 				}
 				for r := head[gids[l]]; r >= 0; r = next[r] {
 					li, ri = append(li, l), append(ri, r)
-					if len(li) == joinChunk {
+					if len(li) == JoinChunk {
 						if err := flush(); err != nil {
 							return err
 						}
@@ -152,15 +156,15 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 			}
 		}
 		switch p.Kind {
-		case JoinSemi, JoinAnti:
+		case plan.JoinSemi, plan.JoinAnti:
 			var keep []int
 			for l, m := range matched {
-				if m == (p.Kind == JoinSemi) {
+				if m == (p.Kind == plan.JoinSemi) {
 					keep = append(keep, l)
 				}
 			}
 			return emitRows(mem, left, keep, outTs, emit)
-		case JoinLeft, JoinFull:
+		case plan.JoinLeft, plan.JoinFull:
 			for l, m := range matched {
 				if !m {
 					li, ri = append(li, l), append(ri, -1)
@@ -180,12 +184,12 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 		if !m {
 			li, ri = append(li, -1), append(ri, r)
 		}
-		if len(li) == joinChunk || (r == nr-1 && len(li) > 0) {
+		if len(li) == JoinChunk || (r == nr-1 && len(li) > 0) {
 			if err := emit(pairRecord(mem, nil, right, li, ri, lts, rts, outTs)); err != nil {
 				return err
 			}
 			li, ri = li[:0], ri[:0]
-			if err := ctx.check(); err != nil {
+			if err := ctx.Check(); err != nil {
 				return err
 			}
 		}
@@ -193,12 +197,12 @@ func runJoin(ctx *Ctx, p *HashJoin, emit func(arrow.RecordBatch) error) error {
 	return nil
 }
 
-// joinChunk bounds the pairs a join lists, and so the rows of an output
+// JoinChunk bounds the pairs a join lists, and so the rows of an output
 // batch, between two checks for cancellation and the memory budget.
-const joinChunk = 64 << 10
+const JoinChunk = 64 << 10
 
 // emitRows emits rows keep of rec (all of it without copying when it is every row).
-func emitRows(mem memory.Allocator, rec arrow.RecordBatch, keep []int, ts []typesT, emit func(arrow.RecordBatch) error) error {
+func emitRows(mem memory.Allocator, rec arrow.RecordBatch, keep []int, ts []types.T, emit func(arrow.RecordBatch) error) error {
 	switch len(keep) {
 	case 0:
 		return nil
@@ -206,24 +210,24 @@ func emitRows(mem memory.Allocator, rec arrow.RecordBatch, keep []int, ts []type
 		rec.Retain()
 		return emit(rec)
 	}
-	return emit(takeRecordMem(mem, rec, keep, ts))
+	return emit(opkit.TakeRecordMem(mem, rec, keep, ts))
 }
 
 // joinRows builds the joined pairs, applies the residual predicate and marks
 // the left rows (matched) and right rows (rightMatched, if not nil) that
 // found a match.
-func joinRows(ctx *Ctx, p *HashJoin, left, right arrow.RecordBatch, li, ri []int, pairTs []typesT, matched, rightMatched []bool) (arrow.RecordBatch, error) {
+func joinRows(ctx *plan.Ctx, p *plan.HashJoin, left, right arrow.RecordBatch, li, ri []int, pairTs []types.T, matched, rightMatched []bool) (arrow.RecordBatch, error) {
 	if len(li) == 0 {
 		return nil, nil
 	}
-	if p.Residual == nil && (p.Kind == JoinSemi || p.Kind == JoinAnti) {
+	if p.Residual == nil && (p.Kind == plan.JoinSemi || p.Kind == plan.JoinAnti) {
 		for _, l := range li {
 			matched[l] = true
 		}
 		return nil, nil
 	}
 	lts := p.Left.Types()
-	out := pairRecord(ctx.alloc(), left, right, li, ri, lts, pairTs[len(lts):], pairTs)
+	out := pairRecord(ctx.Alloc(), left, right, li, ri, lts, pairTs[len(lts):], pairTs)
 	if p.Residual == nil {
 		for i, l := range li {
 			matched[l] = true
@@ -253,28 +257,28 @@ func joinRows(ctx *Ctx, p *HashJoin, left, right arrow.RecordBatch, li, ri []int
 	if len(keep) == len(li) {
 		return out, nil
 	}
-	res := takeRecordMem(ctx.alloc(), out, keep, pairTs)
+	res := opkit.TakeRecordMem(ctx.Alloc(), out, keep, pairTs)
 	out.Release()
 	return res, nil
 }
 
 // pairRecord builds the rows (left li[i], right ri[i]); an index of -1, or
 // a nil side, gives NULLs for that side's columns.
-func pairRecord(mem memory.Allocator, left, right arrow.RecordBatch, li, ri []int, lts, rts, outTs []typesT) arrow.RecordBatch {
+func pairRecord(mem memory.Allocator, left, right arrow.RecordBatch, li, ri []int, lts, rts, outTs []types.T) arrow.RecordBatch {
 	cols := make([]arrow.Array, 0, len(outTs))
 	for c, t := range lts {
 		if left == nil {
-			cols = append(cols, newNullArrayMem(mem, t, len(li)))
+			cols = append(cols, opkit.NewNullArrayMem(mem, t, len(li)))
 			continue
 		}
-		cols = append(cols, takeArrayMem(mem, left.Column(c), li, t))
+		cols = append(cols, opkit.TakeArrayMem(mem, left.Column(c), li, t))
 	}
 	for c, t := range rts {
 		if right == nil {
-			cols = append(cols, newNullArrayMem(mem, t, len(ri)))
+			cols = append(cols, opkit.NewNullArrayMem(mem, t, len(ri)))
 			continue
 		}
-		cols = append(cols, takeArrayMem(mem, right.Column(c), ri, t))
+		cols = append(cols, opkit.TakeArrayMem(mem, right.Column(c), ri, t))
 	}
-	return newRecord(outTs, cols, len(li))
+	return opkit.NewRecord(outTs, cols, len(li))
 }

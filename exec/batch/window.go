@@ -1,11 +1,14 @@
-package exec
+package batch
 
 import (
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
+	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/exec/over"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
 )
 
@@ -18,7 +21,7 @@ import (
 // every row of a peer group gets the running result (PostgreSQL's default
 // frame, RANGE UNBOUNDED PRECEDING to CURRENT ROW). Output rows come in
 // that sorted order.
-func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
+func runWindow(ctx *plan.Ctx, p *plan.Window, emit func(arrow.RecordBatch) error) error {
 	rec, err := collect(ctx, p.In)
 	if err != nil || rec == nil {
 		return err
@@ -33,19 +36,19 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 	parts := 1
 	if len(p.PartitionBy) > 0 {
 		keys := make([]arrow.Array, len(p.PartitionBy))
-		defer releaseAll(keys)
+		defer opkit.ReleaseAll(keys)
 		for i, k := range p.PartitionBy {
 			if keys[i], err = expr.Eval(ctx.Expr, k, rec); err != nil {
 				return err
 			}
 		}
-		canonKeys(ctx.Expr, keys, p.PartitionBy)
-		gt := newGroupTable(exprTypes(p.PartitionBy))
+		accum.CanonKeys(ctx.Expr, keys, p.PartitionBy)
+		gt := accum.NewGroupTable(plan.ExprTypes(p.PartitionBy))
 		gt.Lookup(keys, n, pids, true)
 		parts = gt.Len()
 	}
 	okeys := make([]arrow.Array, len(p.OrderBy))
-	defer releaseAll(okeys)
+	defer opkit.ReleaseAll(okeys)
 	cmps := make([]func(i, j int) int, len(p.OrderBy))
 	for i, k := range p.OrderBy {
 		if okeys[i], err = expr.Eval(ctx.Expr, k.E, rec); err != nil {
@@ -57,13 +60,13 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 	for i := range idx {
 		idx[i] = i
 	}
-	share := ctx.heap()
-	defer share.release()
-	share.set(int64(n) * (4 + 8 + 4 + 1)) // pids, idx, spids, peer
-	if err := ctx.check(); err != nil {
+	share := ctx.Heap()
+	defer share.Release()
+	share.Set(int64(n) * (4 + 8 + 4 + 1)) // pids, idx, spids, peer
+	if err := ctx.Check(); err != nil {
 		return err
 	}
-	stop := ctx.stopper()
+	stop := ctx.Stopper()
 	sort.SliceStable(idx, func(a, b int) bool {
 		if stop.Stopped() {
 			return false // canceled: finish the sort at once; the result is dropped
@@ -79,7 +82,7 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 		}
 		return false
 	})
-	if err := ctx.canceled(); err != nil {
+	if err := ctx.Canceled(); err != nil {
 		return err
 	}
 	// Sorted positions: spids[k] is the partition of the k-th row, peer[k]
@@ -104,28 +107,19 @@ func runWindow(ctx *Ctx, p *Window, emit func(arrow.RecordBatch) error) error {
 	inTs := p.In.Types()
 	cols := make([]arrow.Array, 0, len(inTs)+len(p.Funcs))
 	for c, t := range inTs {
-		cols = append(cols, takeArrayMem(ctx.alloc(), rec.Column(c), idx, t))
+		cols = append(cols, opkit.TakeArrayMem(ctx.Alloc(), rec.Column(c), idx, t))
 	}
-	fcols, err := over.Columns(ctx.overEnv(), p.Funcs, p.OrderBy, rec, idx, pids, spids, peer, parts)
+	fcols, err := over.Columns(ctx.OverEnv(), p.Funcs, p.OrderBy, rec, idx, pids, spids, peer, parts)
 	if err != nil {
-		releaseAll(cols)
+		opkit.ReleaseAll(cols)
 		return err
 	}
-	return emit(newRecord(p.Types(), append(cols, fcols...), n))
-}
-
-// overEnv is what the window kernels (exec/over) need of the query.
-func (ctx *Ctx) overEnv() *over.Env {
-	env := &over.Env{Expr: ctx.Expr, Mem: ctx.alloc(), Canceled: ctx.canceled, Check: ctx.check}
-	if ctx.Mem != nil {
-		env.Grow = ctx.Mem.Grow
-	}
-	return env
+	return emit(opkit.NewRecord(p.Types(), append(cols, fcols...), n))
 }
 
 // runSingleRow passes the one row of a scalar subquery: NULLs when it has
 // none, error 21000 when it has more.
-func runSingleRow(ctx *Ctx, p *SingleRow, emit func(arrow.RecordBatch) error) error {
+func runSingleRow(ctx *plan.Ctx, p *plan.SingleRow, emit func(arrow.RecordBatch) error) error {
 	rec, err := collect(ctx, p.In)
 	if err != nil {
 		return err
@@ -138,9 +132,9 @@ func runSingleRow(ctx *Ctx, p *SingleRow, emit func(arrow.RecordBatch) error) er
 	if rec == nil {
 		cols := make([]arrow.Array, len(ts))
 		for i, t := range ts {
-			cols[i] = newNullArray(t, 1)
+			cols[i] = opkit.NewNullArrayMem(opkit.Mem, t, 1)
 		}
-		return emit(newRecord(ts, cols, 1))
+		return emit(opkit.NewRecord(ts, cols, 1))
 	}
 	if rec.NumRows() > 1 {
 		rec.Release()

@@ -1,4 +1,4 @@
-package exec
+package batch
 
 import (
 	"sort"
@@ -7,11 +7,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit"
+	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/types"
 )
 
 // collect runs p and concatenates its output into one record (nil if empty).
-func collect(ctx *Ctx, p Plan) (arrow.RecordBatch, error) {
+func collect(ctx *plan.Ctx, p plan.Plan) (arrow.RecordBatch, error) {
 	var recs []arrow.RecordBatch
 	defer func() {
 		for _, r := range recs {
@@ -20,11 +21,11 @@ func collect(ctx *Ctx, p Plan) (arrow.RecordBatch, error) {
 	}()
 	if err := run(ctx, p, func(rec arrow.RecordBatch) error {
 		recs = append(recs, rec)
-		return ctx.check()
+		return ctx.Check()
 	}); err != nil {
 		return nil, err
 	}
-	return concatRecords(ctx.alloc(), p.Types(), recs)
+	return concatRecords(ctx.Alloc(), p.Types(), recs)
 }
 
 // concatRecords concatenates recs into one record allocated from mem (nil
@@ -49,15 +50,15 @@ func concatRecords(mem memory.Allocator, ts []types.T, recs []arrow.RecordBatch)
 		}
 		a, err := types.Concatenate(parts, mem)
 		if err != nil {
-			releaseAll(cols)
+			opkit.ReleaseAll(cols)
 			return nil, err
 		}
 		cols[c] = a
 	}
-	return newRecord(ts, cols, int(n)), nil
+	return opkit.NewRecord(ts, cols, int(n)), nil
 }
 
-func runSort(ctx *Ctx, p *Sort, emit func(arrow.RecordBatch) error) error {
+func runSort(ctx *plan.Ctx, p *plan.Sort, emit func(arrow.RecordBatch) error) error {
 	rec, err := collect(ctx, p.In)
 	if err != nil || rec == nil {
 		return err
@@ -65,7 +66,7 @@ func runSort(ctx *Ctx, p *Sort, emit func(arrow.RecordBatch) error) error {
 	defer rec.Release()
 	n := int(rec.NumRows())
 	keys := make([]arrow.Array, len(p.Keys))
-	defer releaseAll(keys)
+	defer opkit.ReleaseAll(keys)
 	for i, k := range p.Keys {
 		if keys[i], err = expr.Eval(ctx.Expr, k.E, rec); err != nil {
 			return err
@@ -75,17 +76,17 @@ func runSort(ctx *Ctx, p *Sort, emit func(arrow.RecordBatch) error) error {
 	for k, key := range p.Keys {
 		cmps[k] = comparator(keys[k], key.E.Type(), key.Desc, key.NullsFirst)
 	}
-	share := ctx.heap()
-	defer share.release()
-	share.set(8 * int64(n))
-	if err := ctx.check(); err != nil {
+	share := ctx.Heap()
+	defer share.Release()
+	share.Set(8 * int64(n))
+	if err := ctx.Check(); err != nil {
 		return err
 	}
 	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
 	}
-	stop := ctx.stopper()
+	stop := ctx.Stopper()
 	sort.SliceStable(idx, func(a, b int) bool {
 		if stop.Stopped() {
 			return false // canceled: finish the sort at once; the result is dropped
@@ -97,7 +98,7 @@ func runSort(ctx *Ctx, p *Sort, emit func(arrow.RecordBatch) error) error {
 		}
 		return false
 	})
-	if err := ctx.canceled(); err != nil {
+	if err := ctx.Canceled(); err != nil {
 		return err
 	}
 	if p.Limit >= 0 && int64(len(idx)) > p.Limit {
@@ -106,19 +107,15 @@ func runSort(ctx *Ctx, p *Sort, emit func(arrow.RecordBatch) error) error {
 	const chunk = 64 << 10
 	ts := p.Types()
 	for lo := 0; lo < len(idx); lo += chunk {
-		if err := ctx.canceled(); err != nil {
+		if err := ctx.Canceled(); err != nil {
 			return err
 		}
-		if err := emit(takeRecordMem(ctx.alloc(), rec, idx[lo:min(len(idx), lo+chunk)], ts)); err != nil {
+		if err := emit(opkit.TakeRecordMem(ctx.Alloc(), rec, idx[lo:min(len(idx), lo+chunk)], ts)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
-
-// stopper polls the query's cancellation from inside a loop that cannot
-// return an error (a sort's comparison; opkit.Stopper).
-func (ctx *Ctx) stopper() *opkit.Stopper { return &opkit.Stopper{Canceled: ctx.canceled} }
 
 // comparator is opkit.Comparator.
 func comparator(a arrow.Array, t types.T, desc, nullsFirst bool) func(i, j int) int {
