@@ -499,6 +499,23 @@ func ProductExact(a decimal128.Num, sa int32, b decimal128.Num, sb int32, st int
 	return p.Rem(p, new(big.Int).Exp(big.NewInt(10), big.NewInt(k), nil)).Sign() == 0
 }
 
+// ErrProductScale is the error of a product whose PostgreSQL result scale
+// rs (the operands' display scales dx + dy) is past st, the scale the
+// product is held at, with nonzero digits there: a Decimal128 at st cannot
+// hold PostgreSQL's value. The hint's casts make the operands' scales
+// static, so the product is held at dx + dy places.
+func ErrProductScale(rs, st, dx, dy int32) error {
+	err := sqlerr.New(sqlerr.NumericOutOfRange, "numeric product needs %d decimal places, more than the %d this expression holds", rs, st)
+	if rs <= maxHeldScale {
+		err.Hint = fmt.Sprintf("Cast the operands to numeric(38,%d) and numeric(38,%d) to hold the product at %d decimal places.", dx, dy, rs)
+	}
+	return err
+}
+
+// maxHeldScale is the most decimal places an expression of a static
+// scale holds (sql/bind maxStaticScale).
+const maxHeldScale = 30
+
 // zerosPast reports whether the last k digits of n are zeros.
 func zerosPast(n decimal128.Num, k int32) bool {
 	m, _ := magOf(n)
