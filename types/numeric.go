@@ -391,7 +391,12 @@ func weightAndFirst(n decimal128.Num, scale int32) (weight int, first int) {
 		return 0, 0
 	}
 	var tmp [48]byte
-	d := appendDigits(tmp[:0], m)
+	return weightOfDigits(appendDigits(tmp[:0], m), scale)
+}
+
+// weightOfDigits is weightAndFirst of the magnitude whose decimal digits
+// (no leading zeros) are d, at scale.
+func weightOfDigits(d []byte, scale int32) (weight int, first int) {
 	e := len(d) - 1 - int(scale) // decimal exponent of the leading digit
 	weight = floorDiv(e, 4)
 	k := e - 4*weight + 1 // how many leading decimal digits form the first base-10000 digit
@@ -429,6 +434,21 @@ func DivScaleDS(a decimal128.Num, sa, dsa int32, b decimal128.Num, sb, dsb int32
 	rs := int32(16 - qweight*4)
 	rs = max(rs, dsa, dsb, 0)
 	return min(rs, 1000)
+}
+
+// DivScaleBig is DivScaleDS for a dividend a held at scale sa too wide
+// for a Decimal128 (a sum of many values), display scale dsa.
+func DivScaleBig(a *big.Int, sa, dsa int32, b decimal128.Num, sb, dsb int32) int32 {
+	w1, f1 := 0, 0
+	if a.Sign() != 0 {
+		w1, f1 = weightOfDigits([]byte(new(big.Int).Abs(a).Text(10)), sa)
+	}
+	w2, f2 := weightAndFirst(b, sb)
+	qweight := w1 - w2
+	if f1 <= f2 {
+		qweight--
+	}
+	return min(max(int32(16-qweight*4), dsa, dsb, 0), 1000)
 }
 
 // NumericDiv returns a/b (a at scale sa, b at sb) at scale rs, rounded half
