@@ -64,6 +64,7 @@ func TestNumericWideAvgPG(t *testing.T) {
 		execAll(t, pgc, stmts...)
 	}
 	vs.run(srv, sdb, round, []int{40, 30}, 20)
+	sdb = srv.Conn(t) // run restarted the server
 
 	// What a Decimal128 cannot hold: 22003 and a hint, never a wrapped or
 	// truncated value; the average's hint gives PostgreSQL's digits.
