@@ -9,7 +9,7 @@ import "testing"
 // Literals, parameters, UNBOUNDED and interval literals are left as they
 // were.
 func TestFrameOffsetText(t *testing.T) {
-	for _, c := range []struct{ in, rewritten string }{
+	checkRewritten(t, []rewriteCase{
 		{"select sum(v) over (order by k rows 1::numeric preceding) from w",
 			"select sum(v) over (order by k rows interval pg_frame_offset(pg_cast(1, 'numeric')) microsecond preceding) from w"},
 		{"select sum(v) over (order by k rows between 1::numeric preceding and current row) from w",
@@ -22,7 +22,16 @@ func TestFrameOffsetText(t *testing.T) {
 			"select sum(v) over (order by k rows between 1 preceding and unbounded following) from w"},
 		{"select sum(v) over (order by ts range interval '1 day' preceding) from w",
 			"select sum(v) over (order by ts range interval '1 day' microsecond preceding) from w"},
-	} {
+	})
+}
+
+// rewriteCase is a statement and the text the dialect layer gives TiDB.
+type rewriteCase struct{ in, rewritten string }
+
+// checkRewritten parses each case's statement and compares its rewritten text.
+func checkRewritten(t *testing.T, cases []rewriteCase) {
+	t.Helper()
+	for _, c := range cases {
 		stmts, err := ParseAll(c.in)
 		if err != nil {
 			t.Errorf("ParseAll(%q): %v", c.in, err)
