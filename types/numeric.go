@@ -391,7 +391,12 @@ func weightAndFirst(n decimal128.Num, scale int32) (weight int, first int) {
 		return 0, 0
 	}
 	var tmp [48]byte
-	d := appendDigits(tmp[:0], m)
+	return weightOfDigits(appendDigits(tmp[:0], m), scale)
+}
+
+// weightOfDigits is weightAndFirst of the magnitude whose decimal digits
+// (no leading zeros) are d, at scale.
+func weightOfDigits(d []byte, scale int32) (weight int, first int) {
 	e := len(d) - 1 - int(scale) // decimal exponent of the leading digit
 	weight = floorDiv(e, 4)
 	k := e - 4*weight + 1 // how many leading decimal digits form the first base-10000 digit
@@ -429,6 +434,21 @@ func DivScaleDS(a decimal128.Num, sa, dsa int32, b decimal128.Num, sb, dsb int32
 	rs := int32(16 - qweight*4)
 	rs = max(rs, dsa, dsb, 0)
 	return min(rs, 1000)
+}
+
+// DivScaleBig is DivScaleDS for a dividend a held at scale sa too wide
+// for a Decimal128 (a sum of many values), display scale dsa.
+func DivScaleBig(a *big.Int, sa, dsa int32, b decimal128.Num, sb, dsb int32) int32 {
+	w1, f1 := 0, 0
+	if a.Sign() != 0 {
+		w1, f1 = weightOfDigits([]byte(new(big.Int).Abs(a).Text(10)), sa)
+	}
+	w2, f2 := weightAndFirst(b, sb)
+	qweight := w1 - w2
+	if f1 <= f2 {
+		qweight--
+	}
+	return min(max(int32(16-qweight*4), dsa, dsb, 0), 1000)
 }
 
 // NumericDiv returns a/b (a at scale sa, b at sb) at scale rs, rounded half
@@ -498,6 +518,23 @@ func ProductExact(a decimal128.Num, sa int32, b decimal128.Num, sb int32, st int
 	p := new(big.Int).Mul(a.BigInt(), b.BigInt())
 	return p.Rem(p, new(big.Int).Exp(big.NewInt(10), big.NewInt(k), nil)).Sign() == 0
 }
+
+// ErrProductScale is the error of a product whose PostgreSQL result scale
+// rs (the operands' display scales dx + dy) is past st, the scale the
+// product is held at, with nonzero digits there: a Decimal128 at st cannot
+// hold PostgreSQL's value. The hint's casts make the operands' scales
+// static, so the product is held at dx + dy places.
+func ErrProductScale(rs, st, dx, dy int32) error {
+	err := sqlerr.New(sqlerr.NumericOutOfRange, "numeric product needs %d decimal places, more than the %d this expression holds", rs, st)
+	if rs <= maxHeldScale {
+		err.Hint = fmt.Sprintf("Cast the operands to numeric(38,%d) and numeric(38,%d) to hold the product at %d decimal places.", dx, dy, rs)
+	}
+	return err
+}
+
+// maxHeldScale is the most decimal places an expression of a static
+// scale holds (sql/bind maxStaticScale).
+const maxHeldScale = 30
 
 // zerosPast reports whether the last k digits of n are zeros.
 func zerosPast(n decimal128.Num, k int32) bool {

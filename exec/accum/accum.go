@@ -303,6 +303,7 @@ type sumDecAcc struct {
 	avg     bool
 	in, out types.T
 	s       []decimal128.Num
+	x       []int64 // the high words of wide sums (widesum.go)
 	n       []int64
 	// Unconstrained input only (nil otherwise): the sum's display scale is
 	// the largest of its values' (PostgreSQL's maxScale), of the values
@@ -328,7 +329,7 @@ type scaleCount struct {
 
 func (a *sumDecAcc) Grow(n int) {
 	for len(a.n) < n {
-		a.s, a.n = append(a.s, decimal128.Num{}), append(a.n, 0)
+		a.s, a.n, a.x = append(a.s, decimal128.Num{}), append(a.n, 0), append(a.x, 0)
 		if a.in.Prec == 0 {
 			a.ds, a.over = append(a.ds, 0), append(a.over, false)
 			a.sc = append(a.sc, make([]scaleCount, scaleSlots)...)
@@ -453,12 +454,11 @@ func (a *sumDecAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
 		if !noNulls && arg.IsNull(i) {
 			continue
 		}
-		s := sign(signs, i)
-		if s > 0 {
-			a.s[g] = a.s[g].Add(vs[i])
-		} else {
-			a.s[g] = a.s[g].Sub(vs[i])
+		s, v := sign(signs, i), vs[i]
+		if s < 0 {
+			v = v.Negate() // |v| < 10^38: no overflow
 		}
+		a.x[g], a.s[g] = addWide(a.x[g], a.s[g], v)
 		a.n[g] += s
 	}
 	if a.ds != nil {
@@ -468,11 +468,26 @@ func (a *sumDecAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
 }
 
 func (a *sumDecAcc) Result(gid int32) types.Datum {
+	d, _ := a.result(gid)
+	return d
+}
+
+// CheckResult reports a sum or average that its result type cannot hold
+// (22003); Result is then NULL.
+func (a *sumDecAcc) CheckResult(gid int32) error {
+	_, err := a.result(gid)
+	return err
+}
+
+func (a *sumDecAcc) result(gid int32) (types.Datum, error) {
 	if a.n[gid] == 0 {
-		return types.Null
+		return types.Null, nil
 	}
 	if a.avg {
-		return avgDatum(a.s[gid], a.in.Scale, a.dscale(gid), a.n[gid], a.out)
+		return avgWide(wideBig(a.x[gid], a.s[gid]), a.in.Scale, a.dscale(gid), a.n[gid], a.out)
+	}
+	if !fits128(a.x[gid], a.s[gid]) {
+		return types.Null, errSumRange()
 	}
 	d := types.Datum{D: a.s[gid]}
 	if a.out.Scale != a.in.Scale {
@@ -488,32 +503,18 @@ func (a *sumDecAcc) Result(gid int32) types.Datum {
 		}
 		d.DS = types.PackDScale(ds)
 	}
+	return d, nil
+}
+
+// avgDatum is avgWide of a sum that a Decimal128 holds, whose average
+// fits avg's result (an integer sum's: avg(bigint) holds 22 digits).
+func avgDatum(sum decimal128.Num, ss, ds int32, n int64, out types.T) types.Datum {
+	d, _ := avgWide(sum.BigInt(), ss, ds, n, out)
 	return d
 }
 
-// avgDatum is sum/n (sum held at scale ss, display scale ds) as avg's
-// result of type out: for an unconstrained out, rounded at PostgreSQL's
-// select_div_scale and carrying that display scale. A scale past
-// out.Scale is kept when the quotient's digits there are zeros
-// (types.NumericDivHeld); otherwise, as a result cannot fail, the average
-// is rounded at out.Scale and prints that many digits (documented).
-func avgDatum(sum decimal128.Num, ss, ds int32, n int64, out types.T) types.Datum {
-	if out.Prec > 0 {
-		return types.Datum{D: divDecimal(sum, ss, n, out.Scale)}
-	}
-	rs := types.DivScaleDS(sum, ss, ds, decimal128.FromI64(n), 0, 0)
-	if rs > out.Scale {
-		if q, err := types.NumericDivHeld(sum, ss, decimal128.FromI64(n), 0, rs, out.Scale); err == nil {
-			return types.Datum{D: q, DS: types.PackDScale(rs)}
-		}
-		rs = out.Scale
-	}
-	q, _ := types.Rescale(divDecimal(sum, ss, n, rs), rs, out.Scale)
-	return types.Datum{D: q, DS: types.PackDScale(rs)}
-}
-
 func (a *sumDecAcc) Reset(gid int32) {
-	a.s[gid], a.n[gid] = decimal128.Num{}, 0
+	a.s[gid], a.n[gid], a.x[gid] = decimal128.Num{}, 0, 0
 	if a.ds != nil {
 		a.ds[gid], a.over[gid] = 0, false
 		clear(a.sc[int(gid)*scaleSlots : int(gid+1)*scaleSlots])
@@ -522,6 +523,13 @@ func (a *sumDecAcc) Reset(gid int32) {
 }
 
 func (a *sumDecAcc) Encode(buf []byte, gid int32) []byte {
+	if s := a.s[gid]; !fits128(a.x[gid], s) || s == wideSentinel || a.avg {
+		// Always for avg: state without the mark is older, its sum held
+		// at the average's scale (decodeOldAvg).
+		buf = binary.BigEndian.AppendUint64(buf, uint64(wideSentinel.HighBits()))
+		buf = binary.BigEndian.AppendUint64(buf, wideSentinel.LowBits())
+		buf = binary.AppendVarint(buf, a.x[gid])
+	}
 	buf = binary.BigEndian.AppendUint64(buf, uint64(a.s[gid].HighBits()))
 	buf = binary.BigEndian.AppendUint64(buf, a.s[gid].LowBits())
 	buf = binary.AppendVarint(buf, a.n[gid])
@@ -552,6 +560,17 @@ func (a *sumDecAcc) Decode(buf []byte, gid int32) ([]byte, error) {
 		return nil, opkit.ErrCorruptState
 	}
 	a.s[gid] = decimal128.New(int64(binary.BigEndian.Uint64(buf)), binary.BigEndian.Uint64(buf[8:]))
+	a.x[gid] = a.s[gid].HighBits() >> 63
+	if a.s[gid] == wideSentinel { // a wide sum: its high word, then its low 128 bits
+		x, k := binary.Varint(buf[16:])
+		if k <= 0 || len(buf) < 32+k {
+			return nil, opkit.ErrCorruptState
+		}
+		buf = buf[16+k:]
+		a.x[gid], a.s[gid] = x, decimal128.New(int64(binary.BigEndian.Uint64(buf)), binary.BigEndian.Uint64(buf[8:]))
+	} else if a.avg {
+		a.s[gid] = oldAvgSum(a.s[gid], a.in)
+	}
 	v, k := binary.Varint(buf[16:])
 	if k <= 0 {
 		return nil, opkit.ErrCorruptState

@@ -19,7 +19,7 @@ func Merge(a Accum, dst, src int32) {
 		a.s[dst] += a.s[src]
 		a.n[dst] += a.n[src]
 	case *sumDecAcc:
-		a.s[dst] = a.s[dst].Add(a.s[src])
+		a.x[dst], a.s[dst] = mergeWide(a.x[dst], a.s[dst], a.x[src], a.s[src])
 		a.n[dst] += a.n[src]
 		a.mergeScales(dst, src)
 	case *sumIntervalAcc:

@@ -359,6 +359,14 @@ func (a *distinctAcc) Update(gids []int32, arg arrow.Array, signs []int8) error 
 
 func (a *distinctAcc) Result(g int32) types.Datum { return a.inner.Result(g) }
 
+// CheckResult is the inner accumulator's (a sum out of range).
+func (a *distinctAcc) CheckResult(g int32) error {
+	if c, ok := a.inner.(interface{ CheckResult(int32) error }); ok {
+		return c.CheckResult(g)
+	}
+	return nil
+}
+
 func (a *distinctAcc) Reset(g int32) {
 	a.inner.Reset(g)
 	a.bags.Reset(g)

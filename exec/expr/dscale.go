@@ -103,8 +103,8 @@ func fillDS(mem memory.Allocator, b int8, n int) *memory.Buffer {
 
 // decOpDS is decOp for an unconstrained result held at scale st: x (held
 // at sx, display scale dx) op y (sy, dy), with the result's display scale
-// by PostgreSQL's rules (+ - %: the larger; *: the sum, at most st unless
-// the product is exact there; /:
+// by PostgreSQL's rules (+ - %: the larger; *: the sum, 22003 if the
+// product has digits past st (types.ErrProductScale); /:
 // select_div_scale, the quotient rounded there, 22003 if it has digits
 // past st: types.NumericDivHeld). A display scale past st is a value
 // whose digits there are zeros, so + - % of such values are exact at st
@@ -118,10 +118,10 @@ func decOpDS(op byte, x decimal128.Num, sx, dx int32, y decimal128.Num, sy, dy i
 		return q, types.PackDScale(rs), err
 	case '*':
 		// Past st only when the product is exact there (a padded
-		// quotient times a value); else PostgreSQL's digits past st are
-		// lost, and it prints st of them.
+		// quotient times a value, 0.5 * 0.25); else PostgreSQL's digits
+		// past st cannot be held: 22003, as for a quotient.
 		if rs = dx + dy; rs > st && !types.ProductExact(x, sx, y, sy, st) {
-			rs = st
+			return decimal128.Num{}, 0, types.ErrProductScale(rs, st, dx, dy)
 		}
 	default:
 		rs = max(dx, dy)

@@ -115,15 +115,29 @@ func (b *Binder) bindAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, error) {
 		if call.T, err = aggType(name, arg); err != nil {
 			return nil, err
 		}
-		// sum and avg of numeric work at the result's scale.
-		if call.T.Kind == types.Numeric && arg.Type().Kind == types.Numeric {
-			if arg, err = b.castTo(arg, call.T); err != nil {
-				return nil, err
-			}
+		if arg, err = b.aggArg(arg, name, n.Distinct, call.T); err != nil {
+			return nil, err
 		}
 		call.Arg = arg
 	}
 	return addAggCall(c, call, name), nil
+}
+
+// aggArg converts the numeric argument of sum or avg to the scale the
+// aggregate works at: sum's result type. avg (not DISTINCT, whose state
+// holds values) keeps its argument's storage scale, unconstrained: its
+// accumulator divides a 192-bit sum held there, so a value with more
+// integer digits than the average's storage scale leaves still adds up
+// (exec/accum widesum.go).
+func (b *Binder) aggArg(arg expr.Expr, name string, distinct bool, t types.T) (expr.Expr, error) {
+	at := arg.Type()
+	switch {
+	case t.Kind != types.Numeric || at.Kind != types.Numeric:
+		return arg, nil
+	case name == "avg" && !distinct:
+		t = types.T{Kind: types.Numeric, Scale: at.Scale}
+	}
+	return b.castTo(arg, t)
 }
 
 // addAggCall adds call to the aggregates of the query being bound (once)
@@ -197,7 +211,7 @@ func aggType(name string, arg expr.Expr) (types.T, error) {
 		case t.IsInteger() || t.Kind == types.Numeric:
 			// sum / count: a quotient, whose display scale depends on
 			// the values (see numeric.go).
-			return quotientType(t, types.TInt64), nil
+			return avgType(t), nil
 		case t.IsFloat():
 			return types.TFloat64, nil
 		case t.Kind == types.Interval:

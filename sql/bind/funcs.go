@@ -269,6 +269,14 @@ func (b *Binder) numericArith(op string, l, r expr.Expr) (expr.Expr, error) {
 	switch op {
 	case "*":
 		t = numericResult(lt, rt, func(sa, sb int32) int32 { return sa + sb })
+		if sa, ok := dscale(lt); ok && t.Prec > 0 {
+			if sb, _ := dscale(rt); sa+sb > maxStaticScale {
+				// Past the places a static scale holds: unconstrained, whose
+				// product carries its display scale when it is exact at the
+				// places held and is 22003 otherwise (never rounded).
+				t = types.T{Kind: types.Numeric, Scale: maxStaticScale}
+			}
+		}
 	case "/":
 		if e, ok, err := foldDiv(l, r); ok {
 			return e, err

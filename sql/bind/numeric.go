@@ -91,6 +91,22 @@ func quotientType(a, b types.T) types.T {
 	return types.T{Kind: types.Numeric, Scale: min(s, maxStaticScale)}
 }
 
+// avgType is the type of avg(a) for a numeric or integer a: a quotient
+// (quotientType), except that an average of NUMERIC(p,s) values with more
+// integer digits than a quotient's 20 places leave (p - s > 18) is held
+// at fewer places, down to s and at least 16, so that every average of
+// values of the type fits when p - s <= 22 (numeric(37,15) holds 22
+// integer digits, as an unconstrained column does). Only for a declared
+// precision below 38: NUMERIC(38,s) is also the type of every expression
+// with a static display scale (numType), whose averages keep 20 places.
+func avgType(a types.T) types.T {
+	t := quotientType(a, types.TInt64)
+	if a.Kind == types.Numeric && a.Prec > 0 && a.Prec < types.MaxNumericPrecision && a.Prec-a.Scale > types.MaxNumericPrecision-t.Scale {
+		t.Scale = max(a.Scale, types.MaxNumericPrecision-(a.Prec-a.Scale), types.UnconstrainedScale)
+	}
+	return t
+}
+
 // quotientStore is the least storage scale of a quotient (quotientType).
 const quotientStore = 20
 

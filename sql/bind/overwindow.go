@@ -81,8 +81,9 @@ func (b *Binder) bindValueFunc(c *ectx, name string, n *ast.WindowFuncExpr, fn *
 // frame (NULL reports null). A ROWS or GROUPS frame offset (frame) takes
 // any numeric type, converted to bigint as PostgreSQL's assignment cast
 // does (1.5 PRECEDING is 2 PRECEDING, numeric rounding half away from
-// zero); a function's argument must be an integer, as PostgreSQL resolves
-// lag(x, integer).
+// zero); a function's argument is an integer literal (sql/parse refuses
+// every other lag/lead/nth_value offset, as PostgreSQL resolves lag(x,
+// integer) only).
 func (b *Binder) windowInt(c *ectx, n ast.ExprNode, what string, frame bool) (v int64, null bool, err error) {
 	e, err := b.bindExpr(c, n)
 	if err != nil {
@@ -96,6 +97,14 @@ func (b *Binder) windowInt(c *ectx, n ast.ExprNode, what string, frame bool) (v 
 			return 0, false, err
 		}
 	}
+	if _, isConst := e.(*expr.Const); !isConst && frame && expr.IsConst(e) {
+		// An offset expression (2 - 1 PRECEDING): PostgreSQL evaluates it once.
+		d, err := expr.EvalConst(&expr.Ctx{}, e)
+		if err != nil {
+			return 0, false, err
+		}
+		e = &expr.Const{D: d, T: e.Type()}
+	}
 	k, ok := e.(*expr.Const)
 	if ok && k.D.Null {
 		return 0, true, nil
@@ -106,9 +115,6 @@ func (b *Binder) windowInt(c *ectx, n ast.ExprNode, what string, frame bool) (v 
 			return k.D.I, false, nil
 		}
 		return 0, false, sqlerr.New(sqlerr.FeatureNotSupported, "%s must be a constant (an expression per row is not supported)", what)
-	}
-	if !frame { // PostgreSQL resolves lag(x, integer): no such function for another type
-		return 0, false, sqlerr.New(sqlerr.UndefinedFunction, "%s must be type integer, not type %s", what, typeName(e.Type()))
 	}
 	return 0, false, sqlerr.New(sqlerr.DatatypeMismatch, "%s must be type integer, not type %s", what, typeName(e.Type()))
 }
@@ -190,6 +196,12 @@ func (b *Binder) frameBound(c *ectx, fb ast.FrameBound, rows bool, what string, 
 		return planner.FrameBound{Kind: planner.BoundUnboundedPreceding}, nil
 	case fb.UnBounded:
 		return planner.FrameBound{Kind: planner.BoundUnboundedFollowing}, nil
+	}
+	if f, ok := fb.Expr.(*ast.FuncCallExpr); ok && fb.Unit != ast.TimeUnitInvalid && f.FnName.L == "pg_frame_offset" && len(f.Args) == 1 {
+		// An offset expression the dialect layer wrapped (sql/parse frameOffsetPiece).
+		fb.Expr, fb.Unit = f.Args[0], ast.TimeUnitInvalid
+	}
+	switch {
 	case !rows:
 		return b.rangeBound(c, fb, what, order)
 	}

@@ -98,10 +98,8 @@ func (b *Binder) bindWindowFunc(c *ectx, n *ast.WindowFuncExpr) (expr.Expr, erro
 			if call.T, err = aggType(name, arg); err != nil {
 				return nil, err
 			}
-			if call.T.Kind == types.Numeric && arg.Type().Kind == types.Numeric {
-				if arg, err = b.castTo(arg, call.T); err != nil {
-					return nil, err
-				}
+			if arg, err = b.aggArg(arg, name, false, call.T); err != nil {
+				return nil, err
 			}
 			call.Arg = arg
 		}

@@ -6,7 +6,7 @@ import "testing"
 // and the forms the dialect layer refuses (the binder refuses the rest:
 // sql/bind lookup.go).
 func TestLookupJoinText(t *testing.T) {
-	for _, c := range []struct{ in, rewritten string }{
+	checkRewritten(t, []rewriteCase{
 		{"select * from s join dim for system_time as of proctime() on s.k = dim.k",
 			"select * from s join dim on pg_lookup_join() and s.k = dim.k"},
 		{"SELECT * FROM s LEFT JOIN dim FOR SYSTEM_TIME AS OF PROCTIME() AS d ON s.k = d.k WHERE s.v > 1",
@@ -22,16 +22,7 @@ func TestLookupJoinText(t *testing.T) {
 			"select * from o join rates on pg_versioned_join(ts) and o.c = rates.c"},
 		// Inside a literal it is text.
 		{"select 'for system_time as of proctime()'", "select 'for system_time as of proctime()'"},
-	} {
-		stmts, err := ParseAll(c.in)
-		if err != nil {
-			t.Errorf("ParseAll(%q): %v", c.in, err)
-			continue
-		}
-		if got := stmts[0].(*Query).Rewritten; got != c.rewritten {
-			t.Errorf("ParseAll(%q):\n got %q\nwant %q", c.in, got, c.rewritten)
-		}
-	}
+	})
 	for _, c := range []struct{ in, want string }{
 		{"select * from s join dim for system_time as of s.ts + interval '1' day on s.k = dim.k",
 			"error 0A000 at 48: FOR SYSTEM_TIME AS OF takes PROCTIME() (a lookup join) or a time column of the left side, [table.]column (a versioned-table join)"},

@@ -82,3 +82,41 @@ func frameOffsetError(toks []token, i, from int) error {
 }
 
 var frameWords = map[string]bool{"between": true, "and": true, "rows": true, "range": true, "groups": true}
+
+// frameOffsetPiece finds, at PRECEDING or FOLLOWING (toks[i]), an offset
+// expression PostgreSQL takes and TiDB's grammar does not (anything but a
+// lone number, parameter, UNBOUNDED or INTERVAL literal): the index of the
+// output piece where the offset begins, or -1.
+func (r *rewriter) frameOffsetPiece(toks []token, i, from int) int {
+	w, depth := -1, 0
+	for k := i - 1; k >= from && w < 0; k-- {
+		t := toks[k]
+		switch {
+		case t.isOp(")") || t.isOp("]"):
+			depth++
+		case t.isOp("(") || t.isOp("["):
+			if depth == 0 {
+				return -1
+			}
+			depth--
+		case t.isOp(";"):
+			return -1
+		case depth == 0 && t.Kind == tIdent && frameWords[t.Val]:
+			w = k
+		}
+	}
+	if w < 0 || w+1 >= i {
+		return -1
+	}
+	if first := toks[w+1]; w+2 == i && (first.Kind == tNumber || first.Kind == tParam || first.is("unbounded")) || first.is("interval") {
+		return -1
+	}
+	k := len(r.out)
+	for k > 0 && r.out[k-1].tok > w {
+		k--
+	}
+	if k == len(r.out) {
+		return -1
+	}
+	return k
+}

@@ -300,6 +300,17 @@ func (r *rewriter) rewrite(from, to int) error {
 					return p.notSupported(t, "bit string literals (B'...', X'...') are not supported")
 				case (t.Val == "preceding" || t.Val == "following") && frameOffsetError(toks, i, from) != nil:
 					return p.positioned(frameOffsetError(toks, i, from), t)
+				case (t.Val == "preceding" || t.Val == "following") && r.frameOffsetPiece(toks, i, from) >= 0:
+					// An offset expression TiDB's grammar does not take
+					// (1::numeric, CAST(1 AS numeric), 2 - 1): written as
+					// INTERVAL pg_frame_offset(expr) MICROSECOND, which the
+					// binder unwraps (sql/bind frameBound).
+					k := r.frameOffsetPiece(toks, i, from)
+					r.out[k].pre = "interval pg_frame_offset(" + r.out[k].pre
+					r.emit(") microsecond", i, false)
+					r.emit(t.Val, i, space)
+					prim = -1
+					continue
 				case windowOffsetArg(toks, i, to) >= 0:
 					k := windowOffsetArg(toks, i, to)
 					if a := toks[k]; a.Kind == tNumber && (k+1 >= to || toks[k+1].isOp(",") || toks[k+1].isOp(")")) {

@@ -19,7 +19,7 @@ import (
 // (divisors of 2s and 5s, groups of 1, 2 or 4 rows), so streamdb can hold
 // PostgreSQL's value and must print all its digits.
 var nqQueries = []string{
-	"SELECT id, x / y AS q, x / 4 AS q4, x / y + x AS s, x - x / y AS d, x / y * 2 AS m, x / 4 * y AS m2 FROM nq",
+	"SELECT id, x / y AS q, x / 4 AS q4, x / y + x AS s, x - x / y AS d, x / y * 2 AS m, x / 4 * y AS m2, x * 1.000000000000 AS p FROM nq",
 	"SELECT g, avg(x) AS av, sum(x) / count(*) AS q, avg(b) AS ab, count(*) AS n, sum(x / y) AS sq FROM nq GROUP BY g",
 }
 
@@ -82,7 +82,19 @@ func TestNumericDScaleQuotientsPG(t *testing.T) {
 			t.Errorf("%s: %v (hint %q), want 22003 with a hint", q, err, hintOf(err))
 		}
 	}
-	for _, q := range []string{"SELECT x::numeric(38,30) / 3 AS q FROM nq WHERE id = 1", "SELECT 1::numeric(38,28) / (y - 1) AS q FROM nq WHERE id = 1"} {
+	// Products likewise (PostgreSQL's product scale is the sum of the
+	// operands'), where streamdb printed the digits held, rounded.
+	for _, q := range []string{"SELECT x * 0.000000000003 FROM nq WHERE id = 1", "SELECT x * x * x * x FROM nq WHERE id = 1"} {
+		rowSet(t, pgc, q)
+		_, err := sdb.Exec(context.Background(), q)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "22003" || !strings.Contains(pe.Hint, "numeric(38,") {
+			t.Errorf("%s: %v (hint %q), want 22003 with a hint", q, err, hintOf(err))
+		}
+	}
+	for _, q := range []string{"SELECT x::numeric(38,30) / 3 AS q FROM nq WHERE id = 1", "SELECT 1::numeric(38,28) / (y - 1) AS q FROM nq WHERE id = 1",
+		"SELECT x::numeric(38,5) * 0.000000000003::numeric(38,12) AS p FROM nq WHERE id = 1",
+		"SELECT x::numeric(38,20) * x::numeric(38,20) AS p, x::numeric(38,20) * 3 AS p3 FROM nq"} {
 		if got, want := rowSet(t, sdb, q), rowSet(t, pgc, q); got != want {
 			t.Errorf("%s:\n  streamdb:   %s\n  PostgreSQL: %s", q, got, want)
 		}

@@ -58,6 +58,13 @@ var owvQueries = []string{
 		"sum(v) OVER (" + owvPart + " ROWS BETWEEN 1.5 PRECEDING AND 0.4 FOLLOWING) AS c, " +
 		"count(*) OVER (PARTITION BY g ORDER BY o GROUPS BETWEEN 1.0 PRECEDING AND 2.5 FOLLOWING) AS d, " +
 		"first_value(v) OVER (" + owvPart + " ROWS BETWEEN 2.0 PRECEDING AND CURRENT ROW) AS e FROM owk",
+	// Offset expressions PostgreSQL evaluates once and TiDB's grammar
+	// does not take (a cast, CAST(... AS ...), arithmetic), which the
+	// dialect layer hands to the binder (issue 33).
+	"SELECT id, sum(v) OVER (" + owvPart + " ROWS 1::numeric PRECEDING) AS a, " +
+		"count(*) OVER (" + owvPart + " ROWS BETWEEN 1::numeric PRECEDING AND CURRENT ROW) AS b, " +
+		"sum(v) OVER (" + owvPart + " ROWS BETWEEN CAST(2.5 AS numeric) PRECEDING AND 2 - 1 FOLLOWING) AS c, " +
+		"count(*) OVER (PARTITION BY g ORDER BY o GROUPS BETWEEN 1::numeric PRECEDING AND 0.6::float8 FOLLOWING) AS d FROM owk",
 	// Nexmark q6's shape: the average of each seller's last 10 closing
 	// prices, over an aggregate (a higher bid retracts the auction's old
 	// price) of a join.
