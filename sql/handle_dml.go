@@ -25,8 +25,8 @@ import (
 // writes, netted from the log at the first) up to the log's end, computes
 // its changes (checking the key) and appends them as one durable block, so
 // a statement is atomic and statements on one table are serial. The
-// statement commits by itself: inside a transaction block it is refused,
-// and in an implicit transaction (a multi-statement query, the extended
+// statement commits by itself, except inside a transaction block
+// (keyedtx.go); in an implicit transaction (a multi-statement query, the extended
 // protocol before Sync) the rows buffered before it are appended first.
 
 // sessionDML runs the writes of keyed tables for a session.
@@ -46,6 +46,9 @@ type keyedState struct {
 	mu   sync.Mutex
 	rows *exec.KeyedRows
 	off  uint64
+	// holder is the transaction block holding mu (nil: none, or a
+	// statement outside a block); guarded by keyedLocks.mu (keyedtx.go).
+	holder *txn
 }
 
 // lock returns the table's state, locked.
@@ -107,7 +110,10 @@ func (d sessionDML) keyedTx(what string) error {
 		return nil
 	}
 	if t.explicit {
-		return sqlerr.New(sqlerr.FeatureNotSupported, "%s on a table with a PRIMARY KEY is not supported inside a transaction block: each such statement commits by itself", what)
+		if s.e.streamLog != nil {
+			return sqlerr.New(sqlerr.FeatureNotSupported, "%s on a table with a PRIMARY KEY is not supported inside a transaction block in a cluster: each such statement commits by itself", what)
+		}
+		return nil // keyedWriteTx
 	}
 	return s.commitWrites()
 }
@@ -150,6 +156,9 @@ func (d sessionDML) keyedRun(ctx context.Context, node planner.Node, ectx *expr.
 func (d sessionDML) keyedWrite(ctx context.Context, t *storage.TableDef, ectx *expr.Ctx,
 	write func(k *exec.KeyedRows) (*exec.Changes, error)) error {
 	s := d.s
+	if tx := s.txn; tx != nil && tx.explicit {
+		return d.keyedWriteTx(ctx, tx, t, ectx, write)
+	}
 	st := s.e.keyed.lock(t.ID)
 	defer st.mu.Unlock()
 	if cur, ok := s.e.Table(t.Name); !ok || cur.ID != t.ID {
