@@ -41,14 +41,7 @@ func (l *keyedLocks) lockTx(ctx context.Context, table uint64, tx *txn) (*keyedS
 	wait := 50 * time.Microsecond
 	for {
 		l.mu.Lock()
-		if l.tables == nil {
-			l.tables = map[uint64]*keyedState{}
-		}
-		st := l.tables[table]
-		if st == nil {
-			st = &keyedState{}
-			l.tables[table] = st
-		}
+		st := l.stateLocked(table)
 		if st.holder == tx {
 			l.mu.Unlock()
 			return st, nil
@@ -98,44 +91,23 @@ func (d sessionDML) keyedWriteTx(ctx context.Context, tx *txn, t *storage.TableD
 		k = &txKeyed{t: t, l: &s.e.keyed, st: st}
 		tx.keyed = append(tx.keyed, k)
 	}
-	if cur, ok := s.e.Table(t.Name); !ok || cur.ID != t.ID {
-		return sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", t.Name)
-	}
-	if isCDC(t) {
-		return sqlerr.New(sqlerr.WrongObjectType, "cannot change source %q: its rows come from upstream (its connector)", t.Name)
-	}
-	st := k.st
-	rebuild := st.rows == nil
-	if rebuild {
-		st.rows, st.off = exec.CachedKeyedRows(t), 0
-	}
-	off, err := st.rows.CatchUp(&exec.Ctx{Context: ctx, DB: s.e.db, Expr: ectx}, st.off)
-	if err != nil {
-		st.rows = nil
-		return err
-	}
-	st.off = off
-	if rebuild {
-		// The block's changes so far (ROLLBACK TO SAVEPOINT kept them).
+	// The block's changes so far (ROLLBACK TO SAVEPOINT kept them) go
+	// over rows read back from the log.
+	rec, err := k.st.changes(ctx, s.e, t, ectx, write, func(rows *exec.KeyedRows) {
 		for _, w := range tx.writes {
 			if w.t.ID == t.ID {
 				for _, r := range w.recs {
-					st.rows.Apply(r)
+					rows.Apply(r)
 				}
 			}
 		}
-	}
-	ch, err := write(st.rows)
-	if err != nil || ch.Len() == 0 {
-		if err != nil {
-			st.rows = nil
-		}
+	})
+	if rec == nil {
 		return err
 	}
-	rec := st.rows.ChangesRecord(ch)
 	defer rec.Release()
 	if err := tx.addRecs(s.e.db, t, []arrow.RecordBatch{rec}); err != nil {
-		st.rows = nil
+		k.st.rows = nil
 		return err
 	}
 	return nil

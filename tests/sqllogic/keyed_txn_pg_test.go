@@ -61,22 +61,7 @@ func keyedCompare(t *testing.T, sdb, pgc *pgx.Conn, what string) {
 // session's write of a key the block inserted waits for the block and then
 // fails with 23505; two blocks that wait for each other's table get 40P01.
 func TestKeyedTxnPG(t *testing.T) {
-	pg := StartPG(t)
-	srv := StartServer(t, "")
-	sdb, pgc := srv.Conn(t), pg.Conn(t)
-	for _, s := range append(append([]string(nil), keyedDDL...), "CREATE TABLE ks (k INT, w INT)") {
-		if err := keyedExec(sdb, s); err != nil {
-			t.Fatalf("streamdb: %s: %v", s, err)
-		}
-		if err := keyedExec(pgc, s); err != nil {
-			t.Fatalf("PostgreSQL: %s: %v", s, err)
-		}
-	}
-	for i, q := range keyedViews {
-		if err := keyedExec(sdb, fmt.Sprintf("CREATE MATERIALIZED VIEW kv%d AS %s", i, q)); err != nil {
-			t.Fatalf("CREATE MATERIALIZED VIEW kv%d: %v", i, err)
-		}
-	}
+	pg, srv, sdb, pgc := keyedSetup(t, "CREATE TABLE ks (k INT, w INT)")
 	both := func(what string, stmts ...string) {
 		t.Helper()
 		for _, s := range stmts {
