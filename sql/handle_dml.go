@@ -26,8 +26,8 @@ import (
 // writes, netted from the log at the first) up to the log's end, computes
 // its changes (checking the key) and appends them as one durable block, so
 // a statement is atomic and statements on one table are serial. The
-// statement commits by itself: inside a transaction block it is refused,
-// and in an implicit transaction (a multi-statement query, the extended
+// statement commits by itself, except inside a transaction block
+// (keyedtx.go); in an implicit transaction (a multi-statement query, the extended
 // protocol before Sync) the rows buffered before it are appended first.
 
 // sessionDML runs the writes of keyed tables for a session.
@@ -47,11 +47,22 @@ type keyedState struct {
 	mu   sync.Mutex
 	rows *plan.KeyedRows
 	off  uint64
+	// holder is the transaction block holding mu (nil: none, or a
+	// statement outside a block); guarded by keyedLocks.mu (keyedtx.go).
+	holder *txn
 }
 
 // lock returns the table's state, locked.
 func (l *keyedLocks) lock(table uint64) *keyedState {
 	l.mu.Lock()
+	st := l.stateLocked(table)
+	l.mu.Unlock()
+	st.mu.Lock()
+	return st
+}
+
+// stateLocked returns table's state, adding it; l.mu is held.
+func (l *keyedLocks) stateLocked(table uint64) *keyedState {
 	if l.tables == nil {
 		l.tables = map[uint64]*keyedState{}
 	}
@@ -60,8 +71,6 @@ func (l *keyedLocks) lock(table uint64) *keyedState {
 		st = &keyedState{}
 		l.tables[table] = st
 	}
-	l.mu.Unlock()
-	st.mu.Lock()
 	return st
 }
 
@@ -108,7 +117,10 @@ func (d sessionDML) keyedTx(what string) error {
 		return nil
 	}
 	if t.explicit {
-		return sqlerr.New(sqlerr.FeatureNotSupported, "%s on a table with a PRIMARY KEY is not supported inside a transaction block: each such statement commits by itself", what)
+		if s.e.streamLog != nil {
+			return sqlerr.New(sqlerr.FeatureNotSupported, "%s on a table with a PRIMARY KEY is not supported inside a transaction block in a cluster: each such statement commits by itself", what)
+		}
+		return nil // keyedWriteTx
 	}
 	return s.commitWrites()
 }
@@ -151,33 +163,15 @@ func (d sessionDML) keyedRun(ctx context.Context, node planner.Node, ectx *expr.
 func (d sessionDML) keyedWrite(ctx context.Context, t *storage.TableDef, ectx *expr.Ctx,
 	write func(k *plan.KeyedRows) (*plan.Changes, error)) error {
 	s := d.s
+	if tx := s.txn; tx != nil && tx.explicit {
+		return d.keyedWriteTx(ctx, tx, t, ectx, write)
+	}
 	st := s.e.keyed.lock(t.ID)
 	defer st.mu.Unlock()
-	if cur, ok := s.e.Table(t.Name); !ok || cur.ID != t.ID {
-		return sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", t.Name)
-	}
-	if isCDC(t) {
-		return sqlerr.New(sqlerr.WrongObjectType, "cannot change source %q: its rows come from upstream (its connector)", t.Name)
-	}
-	if st.rows == nil {
-		st.rows, st.off = plan.CachedKeyedRows(t), 0
-	}
-	// Only this lock's holders append to the log; catching up covers the
-	// rows a failed append may still have made durable.
-	off, err := st.rows.CatchUp(&plan.Ctx{Context: ctx, DB: s.e.db, Expr: ectx}, st.off)
-	if err != nil {
-		st.rows = nil
+	rec, err := st.changes(ctx, s.e, t, ectx, write, nil)
+	if rec == nil {
 		return err
 	}
-	st.off = off
-	ch, err := write(st.rows)
-	if err != nil || ch.Len() == 0 {
-		if err != nil {
-			st.rows = nil
-		}
-		return err
-	}
-	rec := st.rows.ChangesRecord(ch)
 	defer rec.Release()
 	if err := s.e.appendRows(t, []arrow.RecordBatch{rec}); err != nil {
 		st.rows = nil
@@ -191,6 +185,44 @@ func (d sessionDML) keyedWrite(ctx context.Context, t *storage.TableDef, ectx *e
 	}
 	st.off = end
 	return nil
+}
+
+// changes checks that t is still a table that takes writes, brings st's
+// rows (read from the log when dropped, then replay run over them) up to
+// the log's end, and runs write over them: its change record, nil when
+// nothing changed or on an error (after which the rows are dropped). The
+// caller holds st's lock.
+func (st *keyedState) changes(ctx context.Context, e *Engine, t *storage.TableDef, ectx *expr.Ctx,
+	write func(k *plan.KeyedRows) (*plan.Changes, error), replay func(k *plan.KeyedRows)) (arrow.RecordBatch, error) {
+	if cur, ok := e.Table(t.Name); !ok || cur.ID != t.ID {
+		return nil, sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist", t.Name)
+	}
+	if isCDC(t) {
+		return nil, sqlerr.New(sqlerr.WrongObjectType, "cannot change source %q: its rows come from upstream (its connector)", t.Name)
+	}
+	rebuild := st.rows == nil
+	if rebuild {
+		st.rows, st.off = plan.CachedKeyedRows(t), 0
+	}
+	// Only this lock's holders append to the log; catching up covers the
+	// rows a failed append may still have made durable.
+	off, err := st.rows.CatchUp(&plan.Ctx{Context: ctx, DB: e.db, Expr: ectx}, st.off)
+	if err != nil {
+		st.rows = nil
+		return nil, err
+	}
+	st.off = off
+	if rebuild && replay != nil {
+		replay(st.rows)
+	}
+	ch, err := write(st.rows)
+	if err != nil || ch.Len() == 0 {
+		if err != nil {
+			st.rows = nil
+		}
+		return nil, err
+	}
+	return st.rows.ChangesRecord(ch), nil
 }
 
 // execKeyedInsert runs an INSERT into a keyed table, or an INSERT with ON

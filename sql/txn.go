@@ -67,6 +67,10 @@ type txn struct {
 	// local are the settings SET LOCAL changed, with their values before
 	// (sql/setconfig.go); COMMIT restores them.
 	local map[string]localVar
+	// keyed are the keyed tables the block wrote, their write locks held
+	// until it ends; waitFor is the lock it waits for (keyedtx.go).
+	keyed   []*txKeyed
+	waitFor *keyedState
 }
 
 // txCursor is a cursor declared in a transaction.
@@ -319,13 +323,18 @@ func (s *Session) commitWrites() error {
 	for _, w := range t.writes {
 		w.stages = nil // finished by CommitAppends either way
 	}
+	if err == nil {
+		t.keyedCommitted(s.e.db)
+	}
 	t.discard()
 	return err
 }
 
 // commit appends the transaction's writes and ends it.
 func (s *Session) commit() error {
+	t := s.txn
 	err := s.commitWrites()
+	t.keyedRelease()
 	s.txn = nil
 	return err
 }
@@ -379,8 +388,10 @@ func (s *Session) closeCursors(t *txn, all bool) {
 	}
 }
 
-// discard drops the buffered writes.
+// discard drops the buffered writes (and the rows of the keyed tables
+// under the block's locks, which it releases).
 func (t *txn) discard() {
+	t.keyedRelease()
 	for _, w := range t.writes {
 		for _, r := range w.recs {
 			r.Release()
@@ -428,8 +439,10 @@ func (t *txn) addRecs(db *storage.DB, def *storage.TableDef, recs []arrow.Record
 		w.recs = append(w.recs, r)
 		t.mem += recordBytes(r)
 	}
-	if t.mem <= txMemBytes || logTopic(def) != "" {
-		return nil // cluster mode keeps them for one Kafka transaction, as its COPY does
+	if t.mem <= txMemBytes || logTopic(def) != "" || plan.Keyed(def) {
+		// Cluster mode keeps them for one Kafka transaction, as its COPY
+		// does; a keyed table's changes stay for ROLLBACK TO (keyedtx.go).
+		return nil
 	}
 	for wi := range t.writes {
 		if err := t.stageWrites(db, wi); err != nil {
@@ -445,7 +458,7 @@ func (t *txn) addRecs(db *storage.DB, def *storage.TableDef, recs []arrow.Record
 func (t *txn) stageWrites(db *storage.DB, wi int) error {
 	w := t.writes[wi]
 	n := len(w.recs)
-	if n == 0 {
+	if n == 0 || plan.Keyed(w.t) {
 		return nil
 	}
 	cuts := t.stageCuts(wi, n)

@@ -78,6 +78,7 @@ func (s sessionTxBlock) txSavepointStmt(n *parse.TxSavepoint) (*Result, error) {
 // truncate drops the writes after marks (the streams first written after
 // them entirely).
 func (t *txn) truncate(marks []txMark) {
+	t.keyedForget()
 	for i, w := range t.writes {
 		m := txMark{}
 		if i < len(marks) {

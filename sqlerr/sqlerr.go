@@ -67,6 +67,7 @@ const (
 	Internal                = "XX000"
 	InFailedTransaction     = "25P02"
 	InvalidTxState          = "25000"
+	DeadlockDetected        = "40P01"
 	ActiveSQLTransaction    = "25001"
 	NoActiveSQLTransaction  = "25P01"
 	InvalidSavepointSpec    = "3B001"

@@ -171,6 +171,13 @@ func (b *Binder) bindSelect(s *ast.SelectStmt, keepUnknown bool) (planner.Node, 
 				scalarIn = append(scalarIn, f.Expr)
 			}
 		}
+	} else {
+		// Subqueries in aggregates' arguments and FILTER (aggsub.go).
+		aggs, err := b.aggArgSubqueries(s)
+		if err != nil {
+			return nil, err
+		}
+		scalarIn = append(scalarIn, aggs...)
 	}
 	wc := base.inputCtx("aggregate functions are not allowed in WHERE")
 	wc.noWin = "window functions are not allowed in WHERE"

@@ -152,7 +152,7 @@ func TestErrors(t *testing.T) {
 		{"select a from t where a in (select t.a from u where u.a = t.a)", sqlerr.FeatureNotSupported, `subqueries whose select list uses columns of the outer query are not supported`},
 		{"select a, (select max(c) from u where u.a = t.a group by c) from t", sqlerr.FeatureNotSupported, `correlated subqueries in a subquery used as a value are supported only as SELECT ... FROM ... WHERE, without GROUP BY, aggregates, window functions, LIMIT or set operations`},
 		{"select a, (select c, a from u where u.a = t.a) from t", sqlerr.SyntaxError, `subquery has too many columns`},
-		{"select pg_array_subquery((select a from u where u.a = t.a)) from t", sqlerr.FeatureNotSupported, `ARRAY(subquery) is supported only for a text value, not integer`},
+		{"select pg_array_subquery((select pg_cast('{1}', 'integer[]') from u where u.a = t.a)) from t", sqlerr.FeatureNotSupported, `ARRAY(subquery) of an array (a multidimensional array) is not supported`},
 		{"select count(*), pg_array_subquery((select c from u)) from t", sqlerr.FeatureNotSupported, `ARRAY(subquery) is supported only in WHERE and in the select list of a query without GROUP BY or aggregates`},
 		{"select a, ntile(2) over (order by a) from t", sqlerr.FeatureNotSupported, `window function ntile is not supported (supported: row_number, rank, dense_rank, count, sum, avg, min, max, lag, lead, first_value, last_value, nth_value, array_agg, string_agg, jsonb_agg, jsonb_object_agg)`},
 		{"select a, first_value(a) over (order by a, a range between 1 preceding and current row) from t", sqlerr.WindowingError, `RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column`},

@@ -156,8 +156,8 @@ func (b *Binder) decorrelateDomain(in planner.Node, nO int, s *subquery, sel exp
 		on = andExpr(on, eq)
 	}
 	if array {
-		agg.Aggs = []planner.AggCall{{Func: planner.AggArrayAgg, Arg: sel, T: types.TTextArray}}
-		agg.Cols = append(agg.Cols, planner.Column{Name: "array", T: types.TTextArray})
+		ac, col := subArrayAgg(sel)
+		agg.Aggs, agg.Cols = []planner.AggCall{ac}, append(agg.Cols, col)
 		return agg, on, nil
 	}
 	if s.aggs != nil {

@@ -62,24 +62,39 @@ func (r scalarRef) value() expr.Expr {
 	case r.post != nil:
 		return r.aggValue()
 	case r.array:
-		return call("array_or_empty", types.TTextArray, ref)
+		return call("array_or_empty", v.T, ref)
 	case r.cnt >= 0:
 		return call("single_value", v.T, &expr.ColRef{Idx: r.cnt, T: types.TInt64, Name: "(subquery count)"}, ref)
 	}
 	return ref
 }
 
-// arrayElem checks the value of ARRAY(subquery): text only (array_agg and
-// the text[] type).
+// arrayElem checks the value of ARRAY(subquery): any scalar type that has
+// an array type (an untyped literal is text), as array_agg's argument.
 func (b *Binder) arrayElem(e expr.Expr) (expr.Expr, error) {
 	e, err := b.coerce(e, types.TText)
 	if err != nil {
 		return nil, err
 	}
-	if e.Type().Kind != types.Text {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "ARRAY(subquery) is supported only for a text value, not %s", typeName(e.Type()))
+	t := e.Type()
+	if t.Kind == types.TextArray {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "ARRAY(subquery) of an array (a multidimensional array) is not supported")
+	}
+	if !types.ArrayElemOK(t) {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "ARRAY(subquery) of %s is not supported (%s has no array type here)", typeName(t), typeName(t))
 	}
 	return e, nil
+}
+
+// subArrayAgg is the array_agg of ARRAY(subquery) over sel (checked by
+// arrayElem) and its column: the aggregate collects each element's output
+// text into the array of sel's type, as array_agg(x) does.
+func subArrayAgg(sel expr.Expr) (planner.AggCall, planner.Column) {
+	t := types.ArrayOf(sel.Type().Kind)
+	if sel.Type().Kind != types.Text {
+		sel = call("elem_out", types.TText, sel)
+	}
+	return planner.AggCall{Func: planner.AggArrayAgg, Arg: sel, T: t}, planner.Column{Name: "array", T: t}
 }
 
 // bindValueSubquery binds sub, nested in the query of scope sc over input
@@ -122,9 +137,8 @@ func (b *Binder) bindValueSubquery(sc *scope, in planner.Node, sub scalarSub) (p
 	case s.corr == nil && !s.selOuter && !s.lateral && !sub.array:
 		right = &planner.SingleRow{Input: s.right}
 	case s.corr == nil && !s.selOuter && !s.lateral:
-		right = &planner.Aggregate{Input: s.right,
-			Aggs: []planner.AggCall{{Func: planner.AggArrayAgg, Arg: sel, T: types.TTextArray}},
-			Cols: []planner.Column{{Name: "array", T: types.TTextArray}}}
+		ac, col := subArrayAgg(sel)
+		right = &planner.Aggregate{Input: s.right, Aggs: []planner.AggCall{ac}, Cols: []planner.Column{col}}
 	default:
 		agg, cond, err := b.decorrelate(nO, s, sel, sub.array)
 		if err == errNeedsDomain {
@@ -242,8 +256,8 @@ func (b *Binder) decorrelate(nO int, s *subquery, sel expr.Expr, array bool) (*p
 		on = andExpr(on, eq)
 	}
 	if array {
-		agg.Aggs = []planner.AggCall{{Func: planner.AggArrayAgg, Arg: sel, T: types.TTextArray}}
-		agg.Cols = append(agg.Cols, planner.Column{Name: "array", T: types.TTextArray})
+		ac, col := subArrayAgg(sel)
+		agg.Aggs, agg.Cols = []planner.AggCall{ac}, append(agg.Cols, col)
 	} else {
 		if sel.Type().Kind == types.TextArray || sel.Type().Kind == types.Unknown {
 			return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "correlated subqueries used as values are not supported for a value of type %s", typeName(sel.Type()))

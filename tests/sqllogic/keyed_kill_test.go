@@ -23,22 +23,7 @@ type keyedAck struct{ sql, err string }
 // views of keyedViews must equal PostgreSQL's: nothing acknowledged lost,
 // nothing applied twice, every retraction kept.
 func TestKeyedTableKill9(t *testing.T) {
-	pg := StartPG(t)
-	srv := StartServer(t, "")
-	sdb, pgc := srv.Conn(t), pg.Conn(t)
-	for _, s := range keyedDDL {
-		if err := keyedExec(sdb, s); err != nil {
-			t.Fatalf("streamdb: %s: %v", s, err)
-		}
-		if err := keyedExec(pgc, s); err != nil {
-			t.Fatalf("PostgreSQL: %s: %v", s, err)
-		}
-	}
-	for i, q := range keyedViews {
-		if err := keyedExec(sdb, fmt.Sprintf("CREATE MATERIALIZED VIEW kv%d AS %s", i, q)); err != nil {
-			t.Fatalf("CREATE MATERIALIZED VIEW kv%d: %v", i, err)
-		}
-	}
+	_, srv, sdb, pgc := keyedSetup(t)
 	rng := rand.New(rand.NewPCG(30, 9))
 	total := 0
 	for round := 0; round < 4; round++ {
@@ -91,27 +76,7 @@ func TestKeyedTableKill9(t *testing.T) {
 				t.Fatalf("round %d: the tables differ from PostgreSQL's and the statement in flight (%s) fails there: %v", round, r.inflight, err)
 			}
 		}
-		for _, tbl := range []string{"kt", "dim"} {
-			if diff := diffWithPG(t, sdb, pgc, "SELECT * FROM "+tbl); diff != "" {
-				t.Fatalf("round %d: after kill -9 (in flight: %s), table %s differs from PostgreSQL:\n%s", round, r.inflight, tbl, diff)
-			}
-		}
-		if err := keyedExec(sdb, "CHECKPOINT"); err != nil {
-			t.Fatal(err)
-		}
-		for i, q := range keyedViews {
-			want, err := queryRows(pgc, q)
-			if err != nil {
-				t.Fatalf("PostgreSQL: %s: %v", q, err)
-			}
-			got, err := queryRows(sdb, fmt.Sprintf("SELECT * FROM kv%d", i))
-			if err != nil {
-				t.Fatalf("streamdb: view kv%d: %v", i, err)
-			}
-			if diff := diffRows(got, want); diff != "" {
-				t.Fatalf("round %d: after kill -9, view kv%d (%s) differs from PostgreSQL:\n%s", round, i, q, diff)
-			}
-		}
+		keyedCompare(t, sdb, pgc, fmt.Sprintf("round %d: after kill -9 (in flight: %s)", round, r.inflight))
 		t.Logf("round %d: %d statements acknowledged, killed during %s", round, len(r.acked), r.inflight)
 	}
 	if total < 20 {

@@ -84,6 +84,29 @@ func keyedStmt(rng *rand.Rand) string {
 	}
 }
 
+// keyedSetup starts PostgreSQL and streamdb, runs keyedDDL and ddl on
+// both and makes keyedViews materialized views kv<i> on streamdb.
+func keyedSetup(t *testing.T, ddl ...string) (*PG, *Server, *pgx.Conn, *pgx.Conn) {
+	t.Helper()
+	pg := StartPG(t)
+	srv := StartServer(t, "")
+	sdb, pgc := srv.Conn(t), pg.Conn(t)
+	for _, s := range append(append([]string(nil), keyedDDL...), ddl...) {
+		if err := keyedExec(sdb, s); err != nil {
+			t.Fatalf("streamdb: %s: %v", s, err)
+		}
+		if err := keyedExec(pgc, s); err != nil {
+			t.Fatalf("PostgreSQL: %s: %v", s, err)
+		}
+	}
+	for i, q := range keyedViews {
+		if err := keyedExec(sdb, fmt.Sprintf("CREATE MATERIALIZED VIEW kv%d AS %s", i, q)); err != nil {
+			t.Fatalf("CREATE MATERIALIZED VIEW kv%d: %v", i, err)
+		}
+	}
+	return pg, srv, sdb, pgc
+}
+
 // keyedExec runs sql and returns its error (nil on success).
 func keyedExec(c *pgx.Conn, sql string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -111,22 +134,7 @@ func errText(err error) string {
 // keyedViews (materialized on streamdb, a query on PostgreSQL) must hold
 // the same rows.
 func TestKeyedTablesPG(t *testing.T) {
-	pg := StartPG(t)
-	srv := StartServer(t, "")
-	sdb, pgc := srv.Conn(t), pg.Conn(t)
-	for _, s := range keyedDDL {
-		if err := keyedExec(sdb, s); err != nil {
-			t.Fatalf("streamdb: %s: %v", s, err)
-		}
-		if err := keyedExec(pgc, s); err != nil {
-			t.Fatalf("PostgreSQL: %s: %v", s, err)
-		}
-	}
-	for i, q := range keyedViews {
-		if err := keyedExec(sdb, fmt.Sprintf("CREATE MATERIALIZED VIEW kv%d AS %s", i, q)); err != nil {
-			t.Fatalf("CREATE MATERIALIZED VIEW kv%d: %v", i, err)
-		}
-	}
+	_, _, sdb, pgc := keyedSetup(t)
 	rng := rand.New(rand.NewPCG(30, 1))
 	failed, steps := 0, 150
 	for step := 0; step < steps && !t.Failed(); step++ {
@@ -138,27 +146,7 @@ func TestKeyedTablesPG(t *testing.T) {
 		if perr != nil {
 			failed++
 		}
-		if err := keyedExec(sdb, "CHECKPOINT"); err != nil {
-			t.Fatal(err)
-		}
-		for _, tbl := range []string{"kt", "dim"} {
-			if diff := diffWithPG(t, sdb, pgc, "SELECT * FROM "+tbl); diff != "" {
-				t.Fatalf("step %d: after %s\n  table %s differs:\n%s", step, stmt, tbl, diff)
-			}
-		}
-		for i, q := range keyedViews {
-			want, err := queryRows(pgc, q)
-			if err != nil {
-				t.Fatalf("PostgreSQL: %s: %v", q, err)
-			}
-			got, err := queryRows(sdb, fmt.Sprintf("SELECT * FROM kv%d", i))
-			if err != nil {
-				t.Fatalf("streamdb: view kv%d: %v", i, err)
-			}
-			if diff := diffRows(got, want); diff != "" {
-				t.Fatalf("step %d: after %s\n  view kv%d (%s) differs from PostgreSQL:\n%s", step, stmt, i, q, diff)
-			}
-		}
+		keyedCompare(t, sdb, pgc, fmt.Sprintf("step %d: after %s", step, stmt))
 	}
 	// The same with parameters (the extended protocol's typed $n).
 	for _, p := range []struct {
