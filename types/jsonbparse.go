@@ -292,15 +292,8 @@ var jsonbParsers = sync.Pool{New: func() any { return new(JSONBParser) }}
 
 // EncodeJSONB parses JSON text s and returns its jsonb datum.
 func EncodeJSONB(s string) (string, error) {
-	p := jsonbParsers.Get().(*JSONBParser)
-	b, err := p.AppendString(p.res[:0], s)
-	out := ""
-	if err == nil {
-		out = string(b)
-	}
-	p.keep(b)
-	jsonbParsers.Put(p)
-	return out, err
+	d, err := ParseTextBytes(unsafe.Slice(unsafe.StringData(s), len(s)), TJSONB)
+	return d.S, err
 }
 
 // ValidateJSON is the json type's input check of s (ParseJSON(s, false)'s
