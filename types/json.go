@@ -441,7 +441,10 @@ func (p *jsonParser) number() (*JSONValue, error) {
 	}
 	c, err := canonNumber(tok)
 	if err != nil {
-		return nil, err
+		if p.jsonb {
+			return nil, err
+		}
+		c = tok // json checks only the grammar, as PostgreSQL's json_in
 	}
 	return &JSONValue{Kind: JNumber, Str: c}, nil
 }
@@ -510,6 +513,20 @@ func canonNumber(tok string) (string, error) {
 	return string(b), err
 }
 
+// PostgreSQL 15's numeric range, as numeric_in checks it: an exponent
+// below INT_MAX/2 in size, at most 16383 fraction digits (the display
+// scale's 14 bits), the first significant digit below 10^131072 (a
+// base-10000 weight that fits an int16).
+const (
+	numericMaxExp   = 1<<30 - 1 // INT_MAX / 2
+	numericMaxScale = 16383
+	numericMaxPow   = 131072
+)
+
+func errNumericRange() error {
+	return sqlerr.New(sqlerr.NumericOutOfRange, "value overflows numeric format")
+}
+
 // appendCanonNumber appends canonNumber's text of tok to b.
 func appendCanonNumber(b []byte, tok string) ([]byte, error) {
 	neg := false
@@ -520,8 +537,8 @@ func appendCanonNumber(b []byte, tok string) ([]byte, error) {
 	if k := strings.IndexAny(tok, "eE"); k >= 0 {
 		mant = tok[:k]
 		e, err := strconv.Atoi(tok[k+1:])
-		if err != nil || e > 1000 || e < -1000 {
-			return b, sqlerr.New(sqlerr.NumericOutOfRange, "value overflows numeric format")
+		if err != nil || e >= numericMaxExp || e <= -numericMaxExp {
+			return b, errNumericRange()
 		}
 		exp = e
 	}
@@ -541,6 +558,20 @@ func appendCanonNumber(b []byte, tok string) ([]byte, error) {
 	}
 	point := ilen + exp // digits before the decimal point
 	scale := max(0, len(frac)-exp)
+	first := strings.IndexFunc(mant, func(r rune) bool { return r >= '1' && r <= '9' }) // the first significant digit
+	if scale > numericMaxScale {
+		return b, errNumericRange()
+	}
+	if first < 0 { // zero: no digit before the point but one 0
+		point = 0
+	} else {
+		if first > ilen {
+			first-- // the point
+		}
+		if point-1-first >= numericMaxPow {
+			return b, errNumericRange()
+		}
+	}
 	start := len(b)
 	if neg {
 		b = append(b, '-')

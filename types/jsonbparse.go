@@ -50,7 +50,7 @@ func (p *JSONBParser) AppendString(dst []byte, src string) ([]byte, error) {
 }
 
 // Validate reports whether src is valid json input (the json type's input
-// function: \u0000 allowed), with ParseJSON's errors.
+// function: \u0000 allowed, numbers of any size), with ParseJSON's errors.
 func (p *JSONBParser) Validate(src string) error {
 	b, err := p.appendValue(p.res[:0], src, false)
 	p.keep(b)
@@ -94,7 +94,7 @@ func (p *JSONBParser) value() error {
 		p.out, err = p.appendStr(append(p.out, jbString))
 	case c == '-' || c >= '0' && c <= '9':
 		var tok string
-		if tok, err = p.numToken(); err == nil {
+		if tok, err = p.numToken(); err == nil && p.jsonb { // json checks only the grammar, as PostgreSQL's json_in
 			p.out, err = appendCanonNumber(append(p.out, jbNumber), tok)
 		}
 	default:

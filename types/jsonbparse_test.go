@@ -44,8 +44,19 @@ func sameErr(a, b error) bool {
 
 // checkJSONB checks that p (reused across calls, as COPY reuses it) makes
 // the old parser's bytes and errors of s, for jsonb and for json.
+//
+// The old parser refused exponents past ±1000, which PostgreSQL 15 takes
+// (TestCanonNumberRange): texts with an exponent of four digits or more are
+// only checked for agreeing with EncodeJSONB.
 func checkJSONB(t *testing.T, p *JSONBParser, s string) {
 	t.Helper()
+	if bigExpRE.MatchString(s) {
+		got, err := p.AppendString(nil, s)
+		if e, err2 := EncodeJSONB(s); !sameErr(err, err2) || err == nil && e != string(got) {
+			t.Fatalf("%q: EncodeJSONB %q, %v; JSONBParser %q, %v", s, e, err2, got, err)
+		}
+		return
+	}
 	want, werr := oldJSONB(s)
 	prefix := []byte("prefix")
 	got, err := p.Append(slices.Clip(prefix), []byte(s))
@@ -234,11 +245,47 @@ func TestCanonNumber(t *testing.T) {
 		toks = append(toks, string(b))
 	}
 	for _, tok := range toks {
+		if bigExpRE.MatchString(tok) {
+			continue // TestCanonNumberRange
+		}
 		got, err := canonNumber(tok)
 		want, werr := oldCanonNumber(tok)
 		if got != want || !sameErr(err, werr) {
 			t.Fatalf("canonNumber(%q) = %q, %v; old %q, %v", tok, got, err, want, werr)
 		}
+	}
+}
+
+// TestCanonNumberRange: jsonb numbers meet numeric's range as in
+// PostgreSQL 15 (checked against it; TestJSONBPG compares the same cases
+// through the wire): exponents of any size up to INT_MAX/2, at most 16383
+// fraction digits, the first significant digit below 10^131072.
+func TestCanonNumberRange(t *testing.T) {
+	for _, c := range []struct {
+		tok    string
+		length int // of the text, -1: 22003
+		prefix string
+	}{
+		{"1e1001", 1002, "1000"}, {"1e131071", 131072, "1000"}, {"1e131072", -1, ""}, {"1e-16383", 16385, "0.000"},
+		{"1e-16384", -1, ""}, {"0e-16384", -1, ""}, {"-0e-16384", -1, ""}, {"0e999999", 1, "0"}, {"0.5e-16383", -1, ""},
+		{"10e131070", 131072, "1000"}, {"0.1e131072", 131072, "1000"}, {"1e2147483646", -1, ""}, {"1e1073741823", -1, ""},
+		{"1e1073741824", -1, ""}, {"0e1073741822", 1, "0"}, {"1.5e-16382", 16385, "0.000"}, {"-0e-16383", 16385, "0.000"},
+		{"1e99999999999999999999", -1, ""}, {"-1e1001", 1003, "-1000"},
+	} {
+		got, err := canonNumber(c.tok)
+		if c.length < 0 {
+			var e *sqlerr.Error
+			if !errors.As(err, &e) || e.Code != sqlerr.NumericOutOfRange || e.Msg != "value overflows numeric format" {
+				t.Errorf("%s: %d chars, %v; want 22003", c.tok, len(got), err)
+			}
+			continue
+		}
+		if err != nil || len(got) != c.length || !strings.HasPrefix(got, c.prefix) {
+			t.Errorf("%s: %d chars %.10q, %v; want %d chars %q...", c.tok, len(got), got, err, c.length, c.prefix)
+		}
+	}
+	if err := ValidateJSON("[1e131072, 0e-16384, 1e99999999999999999999]"); err != nil {
+		t.Errorf("json checks only the grammar: %v", err)
 	}
 }
 
