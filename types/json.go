@@ -217,18 +217,8 @@ func (p *jsonParser) array() (*JSONValue, error) {
 			return nil, err
 		}
 		v.Elems = append(v.Elems, e)
-		p.space()
-		if p.pos >= len(p.src) {
-			return nil, errJSON("The input string ended unexpectedly.")
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
-			return v, nil
-		default:
-			return nil, errJSON("Expected \",\" or \"]\", but found " + strconv.Quote(p.token()) + ".")
+		if done, err := p.sep(']'); done || err != nil {
+			return v, err
 		}
 	}
 }
@@ -246,49 +236,76 @@ func (p *jsonParser) object() (*JSONValue, error) {
 		return v, nil
 	}
 	for {
-		p.space()
-		if p.pos >= len(p.src) {
-			return nil, errJSON("The input string ended unexpectedly.")
-		}
-		if p.src[p.pos] != '"' {
-			return nil, errJSON("Expected string, but found " + strconv.Quote(p.token()) + ".")
+		if err := p.keyStart(); err != nil {
+			return nil, err
 		}
 		k, err := p.str()
 		if err != nil {
 			return nil, err
 		}
-		p.space()
-		if p.pos >= len(p.src) {
-			return nil, errJSON("The input string ended unexpectedly.")
+		if err := p.colon(); err != nil {
+			return nil, err
 		}
-		if p.src[p.pos] != ':' {
-			return nil, errJSON("Expected \":\", but found " + strconv.Quote(p.token()) + ".")
-		}
-		p.pos++
-		p.space()
 		e, err := p.value()
 		if err != nil {
 			return nil, err
 		}
 		v.Keys = append(v.Keys, k)
 		v.Elems = append(v.Elems, e)
-		p.space()
-		if p.pos >= len(p.src) {
-			return nil, errJSON("The input string ended unexpectedly.")
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
+		if done, err := p.sep('}'); err != nil {
+			return nil, err
+		} else if done {
 			if p.jsonb {
 				SortJSONKeys(v)
 			}
 			return v, nil
-		default:
-			return nil, errJSON("Expected \",\" or \"}\", but found " + strconv.Quote(p.token()) + ".")
 		}
 	}
+}
+
+// keyStart checks that an object key (its opening quote) is at pos,
+// after any white space.
+func (p *jsonLexer) keyStart() error {
+	p.space()
+	if p.pos >= len(p.src) {
+		return errJSON("The input string ended unexpectedly.")
+	}
+	if p.src[p.pos] != '"' {
+		return errJSON("Expected string, but found " + strconv.Quote(p.token()) + ".")
+	}
+	return nil
+}
+
+// colon reads the colon after an object key and the white space around it.
+func (p *jsonLexer) colon() error {
+	p.space()
+	if p.pos >= len(p.src) {
+		return errJSON("The input string ended unexpectedly.")
+	}
+	if p.src[p.pos] != ':' {
+		return errJSON("Expected \":\", but found " + strconv.Quote(p.token()) + ".")
+	}
+	p.pos++
+	p.space()
+	return nil
+}
+
+// sep reads what follows a container's element: a comma (more follow) or
+// the closing byte (done).
+func (p *jsonLexer) sep(close byte) (done bool, err error) {
+	p.space()
+	if p.pos >= len(p.src) {
+		return false, errJSON("The input string ended unexpectedly.")
+	}
+	switch p.src[p.pos] {
+	case ',':
+		p.pos++
+		return false, nil
+	case close:
+		p.pos++
+		return true, nil
+	}
+	return false, errJSON("Expected \",\" or \"" + string(close) + "\", but found " + strconv.Quote(p.token()) + ".")
 }
 
 // SortJSONKeys puts an object's keys in jsonb's order (length, then

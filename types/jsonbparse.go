@@ -133,21 +133,13 @@ func (p *JSONBParser) array() error {
 			return err
 		}
 		p.offs = append(p.offs, uint32(len(p.out)-start))
-		p.space()
-		if p.pos >= len(p.src) {
-			return errJSON("The input string ended unexpectedly.")
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
+		if done, err := p.sep(']'); err != nil {
+			return err
+		} else if done {
 			p.depth--
 			p.closeArray(start, p.offs[base:])
 			p.offs = p.offs[:base]
 			return nil
-		default:
-			return errJSON("Expected \",\" or \"]\", but found " + strconv.Quote(p.token()) + ".")
 		}
 	}
 }
@@ -182,12 +174,8 @@ func (p *JSONBParser) object() error {
 		return nil
 	}
 	for {
-		p.space()
-		if p.pos >= len(p.src) {
-			return errJSON("The input string ended unexpectedly.")
-		}
-		if p.src[p.pos] != '"' {
-			return errJSON("Expected string, but found " + strconv.Quote(p.token()) + ".")
+		if err := p.keyStart(); err != nil {
+			return err
 		}
 		k := len(p.out)
 		var err error
@@ -195,34 +183,20 @@ func (p *JSONBParser) object() error {
 			return err
 		}
 		v := len(p.out)
-		p.space()
-		if p.pos >= len(p.src) {
-			return errJSON("The input string ended unexpectedly.")
+		if err := p.colon(); err != nil {
+			return err
 		}
-		if p.src[p.pos] != ':' {
-			return errJSON("Expected \":\", but found " + strconv.Quote(p.token()) + ".")
-		}
-		p.pos++
-		p.space()
 		if err := p.value(); err != nil {
 			return err
 		}
 		p.pairs = append(p.pairs, jbPair{k, v, len(p.out)})
-		p.space()
-		if p.pos >= len(p.src) {
-			return errJSON("The input string ended unexpectedly.")
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
+		if done, err := p.sep('}'); err != nil {
+			return err
+		} else if done {
 			p.depth--
 			p.closeObject(start, p.pairs[base:])
 			p.pairs = p.pairs[:base]
 			return nil
-		default:
-			return errJSON("Expected \",\" or \"}\", but found " + strconv.Quote(p.token()) + ".")
 		}
 	}
 }
