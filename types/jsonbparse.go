@@ -279,8 +279,8 @@ func ValidateJSON(s string) error {
 	return err
 }
 
-// keep keeps b as the output scratch, unless it grew past what is worth
-// holding on to.
+// keep keeps b as the output scratch, and the other scratch, unless they
+// grew past what is worth holding on to (a pooled parser).
 func (p *JSONBParser) keep(b []byte) {
 	if cap(b) > 1<<20 {
 		b = nil
@@ -288,5 +288,8 @@ func (p *JSONBParser) keep(b []byte) {
 	p.res = b[:0]
 	if cap(p.tmp) > 1<<20 {
 		p.tmp = nil
+	}
+	if cap(p.offs) > 1<<16 || cap(p.pairs) > 1<<16 {
+		p.offs, p.pairs = nil, nil
 	}
 }
