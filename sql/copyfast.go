@@ -46,7 +46,8 @@ const (
 	kindFixed                 // floating point, dates, times, timestamps: types.ParseTextBytes into an intCol
 	kindText                  // TEXT and VARCHAR(n): the bytes, once the line is taken
 	kindUUID                  // UUID in uuid_out's spelling: its 16 bytes, once the line is taken
-	kindDatum                 // BOOLEAN, NUMERIC, INTERVAL, JSON(B) in text format: types.ParseTextBytes, appended once the line is taken
+	kindJSONB                 // JSONB in text format: encoded into copyIn.jbuf by copyIn.jp, appended once the line is taken
+	kindDatum                 // BOOLEAN, NUMERIC, INTERVAL, JSON in text format: types.ParseTextBytes, appended once the line is taken
 	kindSlow                  // anything else: fastLines does not take tables with it
 )
 
@@ -72,6 +73,9 @@ func kindOf(t types.T, csv bool) copyKind {
 	case types.JSON, types.JSONB:
 		if csv { // a JSON text holds quotes: every CSV field of it is quoted
 			return kindSlow
+		}
+		if t.Kind == types.JSONB {
+			return kindJSONB
 		}
 		return kindDatum
 	}
@@ -167,6 +171,7 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 		}
 		row := c.rows
 		p := done
+		c.jbuf = c.jbuf[:0]
 		for fi, col := range c.cols {
 			end := d
 			if fi == last {
@@ -229,13 +234,21 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 				c.fields[fi] = f
 				continue
 			}
-			if high >= utf8.RuneSelf && (kind != kindDatum || !utf8.Valid(f)) { // numbers, dates, times and uuids are ASCII
+			if high >= utf8.RuneSelf && (kind != kindDatum && kind != kindJSONB || !utf8.Valid(f)) { // numbers, dates, times and uuids are ASCII
 				return done, nil
 			}
 			if kind == kindUUID {
 				if !types.ParseCanonicalUUID(c.uuidBuf[fi][:], f) {
 					return done, nil // another spelling, or an error: the general path's
 				}
+				continue
+			}
+			if kind == kindJSONB {
+				var err error
+				if c.jbuf, err = c.jp.Append(c.jbuf, f); err != nil {
+					return done, nil // the general path errors
+				}
+				c.jends[fi] = len(c.jbuf)
 				continue
 			}
 			v, err := types.ParseTextBytes(f, c.ts[col])
@@ -248,12 +261,16 @@ func (c *copyIn) fastLines(data []byte) (int, error) {
 				c.datums[fi] = v
 			}
 		}
+		jstart := 0 // where the field's jsonb value starts in jbuf
 		for fi, col := range c.cols {
 			switch c.kinds[col] {
 			case kindText:
 				c.strs[col].BinaryBuilder.Append(c.fields[fi])
 			case kindUUID:
 				c.uuids[col].Append(c.uuidBuf[fi][:])
+			case kindJSONB:
+				c.jsonbs[col].BinaryBuilder.Append(c.jbuf[jstart:c.jends[fi]])
+				jstart = c.jends[fi]
 			case kindDatum:
 				types.AppendDatum(c.bls[col], c.datums[fi], c.ts[col])
 			}

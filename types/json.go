@@ -87,12 +87,17 @@ func (v *JSONValue) Index(i int64) *JSONValue {
 // maxJSONDepth bounds nesting, as PostgreSQL's stack depth check does.
 const maxJSONDepth = 6400
 
-type jsonParser struct {
+// jsonLexer is the scanning both JSON parsers share: the tree builder
+// (jsonParser, ParseJSON) and the direct jsonb encoder (JSONBParser).
+type jsonLexer struct {
 	src   string
 	pos   int
 	jsonb bool // resolve \u0000 as an error, sort keys
 	depth int
 }
+
+// jsonParser builds a value tree (ParseJSON).
+type jsonParser struct{ jsonLexer }
 
 func errJSON(detail string) error {
 	return &sqlerr.Error{Code: sqlerr.InvalidTextRep, Msg: "invalid input syntax for type json", Detail: detail}
@@ -102,7 +107,7 @@ func errJSON(detail string) error {
 // keys are sorted and deduplicated (the last value kept) and \u0000 is
 // refused (22P05); for json, each value keeps its Raw text.
 func ParseJSON(s string, jsonb bool) (*JSONValue, error) {
-	p := &jsonParser{src: s, jsonb: jsonb}
+	p := &jsonParser{jsonLexer{src: s, jsonb: jsonb}}
 	p.space()
 	if p.pos == len(s) {
 		return nil, errJSON("The input string ended unexpectedly.")
@@ -118,7 +123,7 @@ func ParseJSON(s string, jsonb bool) (*JSONValue, error) {
 	return v, nil
 }
 
-func (p *jsonParser) space() {
+func (p *jsonLexer) space() {
 	for p.pos < len(p.src) {
 		switch p.src[p.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -130,7 +135,7 @@ func (p *jsonParser) space() {
 }
 
 // token is the text of the bad token at pos, for messages.
-func (p *jsonParser) token() string {
+func (p *jsonLexer) token() string {
 	end := p.pos
 	for end < len(p.src) && isJSONIdent(p.src[end]) {
 		end++
@@ -185,7 +190,7 @@ func (p *jsonParser) value() (*JSONValue, error) {
 	return v, nil
 }
 
-func (p *jsonParser) enter() error {
+func (p *jsonLexer) enter() error {
 	p.depth++
 	if p.depth > maxJSONDepth {
 		return &sqlerr.Error{Code: "54001", Msg: "stack depth limit exceeded"}
@@ -212,18 +217,8 @@ func (p *jsonParser) array() (*JSONValue, error) {
 			return nil, err
 		}
 		v.Elems = append(v.Elems, e)
-		p.space()
-		if p.pos >= len(p.src) {
-			return nil, errJSON("The input string ended unexpectedly.")
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
-			return v, nil
-		default:
-			return nil, errJSON("Expected \",\" or \"]\", but found " + strconv.Quote(p.token()) + ".")
+		if done, err := p.sep(']'); done || err != nil {
+			return v, err
 		}
 	}
 }
@@ -241,49 +236,76 @@ func (p *jsonParser) object() (*JSONValue, error) {
 		return v, nil
 	}
 	for {
-		p.space()
-		if p.pos >= len(p.src) {
-			return nil, errJSON("The input string ended unexpectedly.")
-		}
-		if p.src[p.pos] != '"' {
-			return nil, errJSON("Expected string, but found " + strconv.Quote(p.token()) + ".")
+		if err := p.keyStart(); err != nil {
+			return nil, err
 		}
 		k, err := p.str()
 		if err != nil {
 			return nil, err
 		}
-		p.space()
-		if p.pos >= len(p.src) {
-			return nil, errJSON("The input string ended unexpectedly.")
+		if err := p.colon(); err != nil {
+			return nil, err
 		}
-		if p.src[p.pos] != ':' {
-			return nil, errJSON("Expected \":\", but found " + strconv.Quote(p.token()) + ".")
-		}
-		p.pos++
-		p.space()
 		e, err := p.value()
 		if err != nil {
 			return nil, err
 		}
 		v.Keys = append(v.Keys, k)
 		v.Elems = append(v.Elems, e)
-		p.space()
-		if p.pos >= len(p.src) {
-			return nil, errJSON("The input string ended unexpectedly.")
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
+		if done, err := p.sep('}'); err != nil {
+			return nil, err
+		} else if done {
 			if p.jsonb {
 				SortJSONKeys(v)
 			}
 			return v, nil
-		default:
-			return nil, errJSON("Expected \",\" or \"}\", but found " + strconv.Quote(p.token()) + ".")
 		}
 	}
+}
+
+// keyStart checks that an object key (its opening quote) is at pos,
+// after any white space.
+func (p *jsonLexer) keyStart() error {
+	p.space()
+	if p.pos >= len(p.src) {
+		return errJSON("The input string ended unexpectedly.")
+	}
+	if p.src[p.pos] != '"' {
+		return errJSON("Expected string, but found " + strconv.Quote(p.token()) + ".")
+	}
+	return nil
+}
+
+// colon reads the colon after an object key and the white space around it.
+func (p *jsonLexer) colon() error {
+	p.space()
+	if p.pos >= len(p.src) {
+		return errJSON("The input string ended unexpectedly.")
+	}
+	if p.src[p.pos] != ':' {
+		return errJSON("Expected \":\", but found " + strconv.Quote(p.token()) + ".")
+	}
+	p.pos++
+	p.space()
+	return nil
+}
+
+// sep reads what follows a container's element: a comma (more follow) or
+// the closing byte (done).
+func (p *jsonLexer) sep(close byte) (done bool, err error) {
+	p.space()
+	if p.pos >= len(p.src) {
+		return false, errJSON("The input string ended unexpectedly.")
+	}
+	switch p.src[p.pos] {
+	case ',':
+		p.pos++
+		return false, nil
+	case close:
+		p.pos++
+		return true, nil
+	}
+	return false, errJSON("Expected \",\" or \"" + string(close) + "\", but found " + strconv.Quote(p.token()) + ".")
 }
 
 // SortJSONKeys puts an object's keys in jsonb's order (length, then
@@ -313,29 +335,44 @@ func jsonKeyLess(a, b string) bool {
 	return a < b
 }
 
-func (p *jsonParser) str() (string, error) {
+// str reads the string at pos (its opening quote): a substring of the
+// input when it holds no escape.
+func (p *jsonLexer) str() (string, error) {
+	start := p.pos + 1
+	for i := start; i < len(p.src); i++ {
+		c := p.src[i]
+		if c == '"' {
+			p.pos = i + 1
+			return p.src[start:i], nil
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+	}
+	b, err := p.appendStr(nil)
+	return string(b), err
+}
+
+// appendStr appends the decoded string at pos (its opening quote) to b.
+func (p *jsonLexer) appendStr(b []byte) ([]byte, error) {
 	p.pos++ // opening quote
-	var b []byte
 	start := p.pos
 	for {
 		if p.pos >= len(p.src) {
-			return "", errJSON("The input string ended unexpectedly.")
+			return b, errJSON("The input string ended unexpectedly.")
 		}
 		c := p.src[p.pos]
 		switch {
 		case c == '"':
-			s := p.src[start:p.pos]
-			if b != nil {
-				s = string(append(b, s...))
-			}
+			b = append(b, p.src[start:p.pos]...)
 			p.pos++
-			return s, nil
+			return b, nil
 		case c < 0x20:
-			return "", errJSON("Character with value 0x" + strconv.FormatInt(int64(c)+0x100, 16)[1:] + " must be escaped.")
+			return b, errJSON("Character with value 0x" + strconv.FormatInt(int64(c)+0x100, 16)[1:] + " must be escaped.")
 		case c == '\\':
 			b = append(b, p.src[start:p.pos]...)
 			if p.pos+1 >= len(p.src) {
-				return "", errJSON("The input string ended unexpectedly.")
+				return b, errJSON("The input string ended unexpectedly.")
 			}
 			e := p.src[p.pos+1]
 			p.pos += 2
@@ -355,35 +392,35 @@ func (p *jsonParser) str() (string, error) {
 			case 'u':
 				r, err := p.hex4()
 				if err != nil {
-					return "", err
+					return b, err
 				}
 				if utf16.IsSurrogate(r) {
 					if r >= 0xDC00 {
-						return "", errJSON("Unicode low surrogate must follow a high surrogate.")
+						return b, errJSON("Unicode low surrogate must follow a high surrogate.")
 					}
 					if !strings.HasPrefix(p.src[p.pos:], `\u`) {
-						return "", errJSON("Unicode low surrogate must follow a high surrogate.")
+						return b, errJSON("Unicode low surrogate must follow a high surrogate.")
 					}
 					p.pos += 2
 					lo, err := p.hex4()
 					if err != nil {
-						return "", err
+						return b, err
 					}
 					if lo < 0xDC00 || lo > 0xDFFF {
-						return "", errJSON("Unicode low surrogate must follow a high surrogate.")
+						return b, errJSON("Unicode low surrogate must follow a high surrogate.")
 					}
 					r = utf16.DecodeRune(r, lo)
 				}
 				if r == 0 {
 					if p.jsonb {
-						return "", &sqlerr.Error{Code: "22P05", Msg: "unsupported Unicode escape sequence", Detail: "\\u0000 cannot be converted to text."}
+						return b, &sqlerr.Error{Code: "22P05", Msg: "unsupported Unicode escape sequence", Detail: "\\u0000 cannot be converted to text."}
 					}
 					b = append(b, `\u0000`...) // json keeps its text; only jsonb resolves escapes
 				} else {
 					b = utf8.AppendRune(b, r)
 				}
 			default:
-				return "", errJSON("Escape sequence \"\\" + string(e) + "\" is invalid.")
+				return b, errJSON("Escape sequence \"\\" + string(e) + "\" is invalid.")
 			}
 			start = p.pos
 		default:
@@ -392,30 +429,56 @@ func (p *jsonParser) str() (string, error) {
 	}
 }
 
-func (p *jsonParser) hex4() (rune, error) {
+func (p *jsonLexer) hex4() (rune, error) {
 	if p.pos+4 > len(p.src) {
 		return 0, errJSON("\"\\u\" must be followed by four hexadecimal digits.")
 	}
-	v, err := strconv.ParseUint(p.src[p.pos:p.pos+4], 16, 32)
-	if err != nil {
-		return 0, errJSON("\"\\u\" must be followed by four hexadecimal digits.")
+	var r rune
+	for _, c := range []byte(p.src[p.pos : p.pos+4]) {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, errJSON("\"\\u\" must be followed by four hexadecimal digits.")
+		}
+		r = r<<4 | rune(c)
 	}
 	p.pos += 4
-	return rune(v), nil
+	return r, nil
 }
 
 func (p *jsonParser) number() (*JSONValue, error) {
+	tok, err := p.numToken()
+	if err != nil {
+		return nil, err
+	}
+	c, err := canonNumber(tok)
+	if err != nil {
+		if p.jsonb {
+			return nil, err
+		}
+		c = tok // json checks only the grammar, as PostgreSQL's json_in
+	}
+	return &JSONValue{Kind: JNumber, Str: c}, nil
+}
+
+// numToken reads the number at pos and returns its text.
+func (p *jsonLexer) numToken() (string, error) {
 	s := p.src
 	i := p.pos
 	if s[i] == '-' {
 		i++
 	}
-	bad := func() (*JSONValue, error) {
+	bad := func() (string, error) {
 		end := i
 		for end < len(s) && isJSONIdent(s[end]) || end < len(s) && (s[end] == '.' || s[end] == '-' || s[end] == '+') {
 			end++
 		}
-		return nil, errJSON("Token " + strconv.Quote(s[p.pos:max(end, p.pos+1)]) + " is invalid.")
+		return "", errJSON("Token " + strconv.Quote(s[p.pos:max(end, p.pos+1)]) + " is invalid.")
 	}
 	switch {
 	case i < len(s) && s[i] == '0':
@@ -453,17 +516,36 @@ func (p *jsonParser) number() (*JSONValue, error) {
 	}
 	tok := s[p.pos:i]
 	p.pos = i
-	c, err := canonNumber(tok)
-	if err != nil {
-		return nil, err
-	}
-	return &JSONValue{Kind: JNumber, Str: c}, nil
+	return tok, nil
 }
 
 // canonNumber is numeric_out(numeric_in(tok)) for a valid JSON number:
 // the value with max(0, fraction digits - exponent) fraction digits, no
 // exponent, no sign on zero.
 func canonNumber(tok string) (string, error) {
+	if strings.IndexAny(tok, "eE-") < 0 {
+		return tok, nil // the common case: already canonical
+	}
+	b, err := appendCanonNumber(nil, tok)
+	return string(b), err
+}
+
+// PostgreSQL 15's numeric range, as numeric_in checks it: an exponent
+// below INT_MAX/2 in size, at most 16383 fraction digits (the display
+// scale's 14 bits), the first significant digit below 10^131072 (a
+// base-10000 weight that fits an int16).
+const (
+	numericMaxExp   = 1<<30 - 1 // INT_MAX / 2
+	numericMaxScale = 16383
+	numericMaxPow   = 131072
+)
+
+func errNumericRange() error {
+	return sqlerr.New(sqlerr.NumericOutOfRange, "value overflows numeric format")
+}
+
+// appendCanonNumber appends canonNumber's text of tok to b.
+func appendCanonNumber(b []byte, tok string) ([]byte, error) {
 	neg := false
 	if tok[0] == '-' {
 		neg, tok = true, tok[1:]
@@ -472,51 +554,71 @@ func canonNumber(tok string) (string, error) {
 	if k := strings.IndexAny(tok, "eE"); k >= 0 {
 		mant = tok[:k]
 		e, err := strconv.Atoi(tok[k+1:])
-		if err != nil || e > 1000 || e < -1000 {
-			return "", sqlerr.New(sqlerr.NumericOutOfRange, "value overflows numeric format")
+		if err != nil || e >= numericMaxExp || e <= -numericMaxExp {
+			return b, errNumericRange()
 		}
 		exp = e
 	}
-	intPart, frac, _ := strings.Cut(mant, ".")
 	if exp == 0 && !neg {
-		return mant, nil // the common case: already canonical
+		return append(b, mant...), nil
 	}
-	digits := intPart + frac
-	point := len(intPart) + exp // digits before the decimal point
+	intPart, frac, _ := strings.Cut(mant, ".")
+	ilen := len(intPart)
+	digit := func(k int) byte { // digit k of intPart+frac, 0 past either end
+		switch {
+		case k < 0 || k >= ilen+len(frac):
+			return '0'
+		case k < ilen:
+			return intPart[k]
+		}
+		return frac[k-ilen]
+	}
+	point := ilen + exp // digits before the decimal point
 	scale := max(0, len(frac)-exp)
-	var b strings.Builder
-	if point <= 0 {
-		b.WriteByte('0')
+	first := strings.IndexFunc(mant, func(r rune) bool { return r >= '1' && r <= '9' }) // the first significant digit
+	if scale > numericMaxScale {
+		return b, errNumericRange()
+	}
+	if first < 0 { // zero: no digit before the point but one 0
+		point = 0
 	} else {
-		ip := digits
-		if point < len(digits) {
-			ip = digits[:point]
+		if first > ilen {
+			first-- // the point
 		}
-		for k := len(digits); k < point; k++ {
-			ip += "0"
+		if point-1-first >= numericMaxPow {
+			return b, errNumericRange()
 		}
-		ip = strings.TrimLeft(ip, "0")
-		if ip == "" {
-			ip = "0"
+	}
+	start := len(b)
+	if neg {
+		b = append(b, '-')
+	}
+	nonzero := false
+	lead := true // no digit written yet: skip leading zeros
+	for k := 0; k < point; k++ {
+		d := digit(k)
+		if lead && d == '0' {
+			continue
 		}
-		b.WriteString(ip)
+		lead = false
+		nonzero = nonzero || d != '0'
+		b = append(b, d)
+	}
+	if lead {
+		b = append(b, '0')
 	}
 	if scale > 0 {
-		b.WriteByte('.')
+		b = append(b, '.')
 		for k := 0; k < scale; k++ {
-			idx := point + k
-			if idx >= 0 && idx < len(digits) {
-				b.WriteByte(digits[idx])
-			} else {
-				b.WriteByte('0')
-			}
+			d := digit(point + k)
+			nonzero = nonzero || d != '0'
+			b = append(b, d)
 		}
 	}
-	out := b.String()
-	if neg && strings.Trim(out, "0.") != "" {
-		out = "-" + out
+	if neg && !nonzero { // no sign on zero
+		b = append(b[:start], b[start+1:]...)
 	}
-	return out, nil
+	return b, nil
 }
 
 // AppendJSONB appends v's canonical (jsonb_out) text.
@@ -617,7 +719,7 @@ func JSONText(v *JSONValue, jsonb bool) (string, bool) {
 // parseJSONDatum is the input function of json and jsonb.
 func parseJSONDatum(s string, t T) (Datum, error) {
 	if t.Kind == JSON {
-		if _, err := ParseJSON(s, false); err != nil {
+		if err := ValidateJSON(s); err != nil {
 			return Null, err
 		}
 		return Str(s), nil

@@ -150,20 +150,11 @@ func jbBytes(s string) string {
 	if len(s) == 0 {
 		return string([]byte{jbNull})
 	}
-	v, err := ParseJSON(s, true)
+	e, err := EncodeJSONB(s)
 	if err != nil {
 		return string([]byte{jbNull})
 	}
-	return string(AppendJSONBBinary(nil, v))
-}
-
-// EncodeJSONB parses JSON text s and returns its jsonb datum.
-func EncodeJSONB(s string) (string, error) {
-	v, err := ParseJSON(s, true)
-	if err != nil {
-		return "", err
-	}
-	return string(AppendJSONBBinary(nil, v)), nil
+	return e
 }
 
 // JSONBDatum is the jsonb datum of the parsed value v (object keys sorted).

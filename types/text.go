@@ -98,11 +98,21 @@ func ParseText(s string, t T) (Datum, error) {
 }
 
 // ParseTextBytes is ParseText of b's text. For the types whose values
-// never keep their input (booleans, numbers, dates and times, intervals)
-// it reads b in place, with no string made of it: b must not change while
-// the call runs, and may change after it. Other types copy b.
+// never keep their input (booleans, numbers, dates and times, intervals,
+// jsonb) it reads b in place, with no string made of it: b must not change
+// while the call runs, and may change after it. Other types copy b.
 func ParseTextBytes(b []byte, t T) (Datum, error) {
 	switch t.Kind {
+	case JSONB:
+		p := jsonbParsers.Get().(*JSONBParser)
+		e, err := p.Append(p.res[:0], b)
+		d := Null
+		if err == nil {
+			d = Str(string(e))
+		}
+		p.keep(e)
+		jsonbParsers.Put(p)
+		return d, err
 	case Bool, Int16, Int32, Int64, Float32, Float64, Numeric, Timestamp, Date, Time, TimeTZ, Interval:
 		if len(b) > 0 {
 			return ParseText(unsafe.String(&b[0], len(b)), t)

@@ -87,6 +87,9 @@ func TestJSONBPG(t *testing.T) {
 		"SELECT id, payload->'nested'->'deep'->'a' @> (payload->'nested'->'deep'->'a'), payload->'nested'->'deep' <@ (payload->'nested') FROM ev",
 		"SELECT id, to_jsonb(payload), to_jsonb(raw), to_jsonb(ARRAY['a', NULL]), to_jsonb(1.5::float8), to_jsonb(true), to_jsonb('2026-01-02 03:04:05'::timestamp), to_jsonb('2026-01-02'::date) FROM ev",
 		"SELECT payload->>'user' AS u, count(DISTINCT payload->'user'), max(payload->>'n') FROM ev GROUP BY 1",
+		// numeric's range as jsonb input meets it, and json, which checks only the grammar
+		`SELECT '[1e1001, -0e-16383, 1.5e-16382, 0e1073741822]'::jsonb::text, length('[1e131071]'::jsonb::text), length('[10e131070, 0.1e131072]'::jsonb::text), '[1e131072, 0e-16384, 1e99999999999]'::json`,
+		`SELECT '{"b": {"y": [1, {"d": 1, "c": 2, "d": 3}], "x": "\u00e9\n"}, "a": 1, "b": 2, "": []}'::jsonb, '{"b": {"y": 1}, "a": 1}'::jsonb -> 'b'`,
 	}
 	cases := d.viewAndBatchCases("j", "jsonb", views, batch)
 
@@ -314,6 +317,11 @@ func jsonbErrors(t *testing.T, d *diffRun) {
 		`SELECT '{"a" 1}'::json`,
 		`SELECT '[1,]'::jsonb`,
 		`SELECT '"\u0000"'::jsonb`,
+		`SELECT '[1e131072]'::jsonb`,
+		`SELECT '[1e-16384]'::jsonb`,
+		`SELECT '[0e-16384]'::jsonb`,
+		`SELECT '[0.5e-16383]'::jsonb`,
+		`SELECT '[1e1073741823]'::jsonb`,
 		`SELECT '"\ud800"'::jsonb`,
 		`SELECT '{"a":1}'::jsonb -> 1.5`,
 		`SELECT 1 -> 'a'`,
