@@ -1,0 +1,75 @@
+package sqllogic
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// pgaggQueries run as batch queries and as materialized views (on the
+// Pebble and the memory backend) in streamdb and as the same SELECT in
+// PostgreSQL 15. Float results are rounded in the query, as the
+// retractable float forms differ from PostgreSQL's in the last bits.
+var pgaggQueries = []string{
+	// The variance family over integers and NUMERIC: exact, PostgreSQL's digits.
+	"SELECT g, variance(i) AS a, var_pop(i) AS b, stddev(i) AS c, stddev_pop(i) AS d, var_samp(b) AS e, stddev_samp(b) AS h FROM pa GROUP BY g",
+	"SELECT g, variance(n) AS a, var_pop(n) AS b, stddev(n) AS c, stddev_pop(n) AS d, count(n) AS k FROM pa GROUP BY g",
+	// Over floats, rounded.
+	"SELECT g, round(variance(f)::numeric, 6) AS a, round(var_pop(f)::numeric, 6) AS b, round(stddev(f)::numeric, 6) AS c, " +
+		"round(stddev_pop(f)::numeric, 6) AS d FROM pa GROUP BY g",
+	// bool_and, bool_or, every; FILTER.
+	"SELECT g, bool_and(ok) AS a, bool_or(ok) AS b, every(ok) AS c, bool_and(ok) FILTER (WHERE i > 3) AS d, " +
+		"bool_or(ok) FILTER (WHERE i > 3) AS e, variance(i) FILTER (WHERE ok) AS h, count(*) AS k FROM pa GROUP BY g",
+	// corr, covar, regr.
+	"SELECT g, regr_count(y, f) AS a, round(corr(y, f)::numeric, 6) AS b, round(covar_pop(y, f)::numeric, 6) AS c, " +
+		"round(covar_samp(y, f)::numeric, 6) AS d, round(regr_slope(y, f)::numeric, 6) AS e, round(regr_intercept(y, f)::numeric, 6) AS h, " +
+		"round(regr_r2(y, f)::numeric, 6) AS i, round(regr_avgx(y, f)::numeric, 6) AS j, round(regr_avgy(y, f)::numeric, 6) AS k, " +
+		"round(regr_sxx(y, f)::numeric, 6) AS l, round(regr_syy(y, f)::numeric, 6) AS m, round(regr_sxy(y, f)::numeric, 6) AS o FROM pa GROUP BY g",
+	// One group, empty before the first row.
+	"SELECT variance(i) AS a, stddev_pop(b) AS b, bool_and(ok) AS c, bool_or(ok) AS d, round(stddev(f)::numeric, 6) AS e, regr_count(y, i) AS h FROM pa",
+}
+
+// TestPGAggregatesPG checks PostgreSQL's statistical and boolean
+// aggregates (stddev, variance and their _samp/_pop forms over integers,
+// NUMERIC and floats; bool_and, bool_or, every; corr, covar_*, regr_*)
+// against PostgreSQL 15: batch queries and materialized views over a
+// table with a primary key changed by INSERT, UPDATE and DELETE (groups of
+// 0, 1 and 2 rows, NULLs), with FILTER, across a restart and a kill -9.
+func TestPGAggregatesPG(t *testing.T) {
+	pg := StartPG(t)
+	srv := StartServer(t, "")
+	sdb, pgc := srv.Conn(t), pg.Conn(t)
+	ddl := "CREATE TABLE pa (id INT PRIMARY KEY, g INT, i INT, b BIGINT, n NUMERIC(10,2), f DOUBLE PRECISION, y DOUBLE PRECISION, ok BOOLEAN)"
+	execAll(t, sdb, ddl)
+	execAll(t, pgc, ddl)
+	vs := viewsPG{t: t, pg: pgc, queries: pgaggQueries, prefixes: []string{"pav", "pam"}, wait: 30 * time.Second}
+	vs.create(sdb)
+	r := rand.New(rand.NewPCG(30, 16))
+	id := 0
+	null := func(s string) string {
+		if r.IntN(6) == 0 {
+			return "NULL"
+		}
+		return s
+	}
+	round := func(c *pgx.Conn, rows int) {
+		var vals []string
+		for range rows {
+			id++
+			vals = append(vals, fmt.Sprintf("(%d, %d, %s, %s, %s, %s, %s, %s)", id, r.IntN(12), null(fmt.Sprint(r.IntN(20)-5)),
+				null(fmt.Sprint(r.Int64N(2_000_000_000)-1_000_000_000)), null(fmt.Sprintf("%d.%02d", r.IntN(2000)-1000, r.IntN(100))),
+				null(fmt.Sprint(float64(r.IntN(80))/4-5)), null(fmt.Sprint(float64(r.IntN(40))/8)), null([]string{"true", "false"}[r.IntN(2)])))
+		}
+		stmts := []string{"INSERT INTO pa VALUES " + strings.Join(vals, ", "),
+			fmt.Sprintf("UPDATE pa SET i = i + %d, ok = NOT ok WHERE id %% 7 = %d", r.IntN(9)-4, r.IntN(7)),
+			fmt.Sprintf("UPDATE pa SET g = %d, f = f * 2 WHERE id %% 11 = %d", r.IntN(14), r.IntN(11)),
+			fmt.Sprintf("DELETE FROM pa WHERE id %% 13 = %d", r.IntN(13))}
+		execAll(t, c, stmts...)
+		execAll(t, pgc, stmts...)
+	}
+	vs.run(srv, sdb, round, []int{30, 80, 40}, 50)
+}
