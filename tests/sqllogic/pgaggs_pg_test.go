@@ -73,3 +73,65 @@ func TestPGAggregatesPG(t *testing.T) {
 	}
 	vs.run(srv, sdb, round, []int{30, 80, 40}, 50)
 }
+
+// pgarrQueries exercise the array functions over arrays built per row and
+// by array_agg, in batch queries and views.
+var pgarrQueries = []string{
+	"SELECT id, array_append(ARRAY[a, b], c) AS x, array_prepend(c, ARRAY[a]) AS y, array_cat(ARRAY[a, b], ARRAY[c]) AS z, " +
+		"ARRAY[a] || b AS w, c || ARRAY[a, b] AS v, ARRAY[a] || ARRAY[b, c] AS u FROM pr",
+	"SELECT id, array_position(ARRAY[a, b, c], 3) AS p, array_position(ARRAY[a, b, c, a], a, 2) AS q, array_positions(ARRAY[a, b, c, a], a) AS r, " +
+		"array_remove(ARRAY[a, b, c], 2) AS s, array_replace(ARRAY[a, b, c], 1, 9) AS t, array_position(ARRAY[a, b, c], NULL) AS n, " +
+		"array_remove(ARRAY[a, b, c], NULL) AS m FROM pr",
+	"SELECT id, trim_array(ARRAY[a, b, c], 1) AS t, array_dims(ARRAY[a, b]) AS d, array_fill(a, ARRAY[2]) AS f, " +
+		"array_length(ARRAY[a, b, c], 1) AS l, cardinality(ARRAY[a, b]) AS k, array_upper(ARRAY[a], 1) AS up, array_lower(ARRAY[a], 1) AS lo, " +
+		"array_position(ARRAY[s, 'x'], 'x') AS sp, array_remove(ARRAY[s, 'q'], s) AS sr FROM pr",
+	"SELECT g, cardinality(array_remove(array_agg(a ORDER BY id), 3)) AS c, array_position(array_agg(a ORDER BY id), 4) IS NULL AS p FROM pr GROUP BY g",
+}
+
+// TestPGArrayFuncsPG checks array_append, array_prepend, array_cat,
+// array_position(s), array_remove, array_replace, trim_array, array_dims,
+// array_fill and || against PostgreSQL 15 in batch queries and views over
+// a keyed table changed by UPDATE and DELETE, NULL elements included.
+func TestPGArrayFuncsPG(t *testing.T) {
+	pg := StartPG(t)
+	srv := StartServer(t, "")
+	sdb, pgc := srv.Conn(t), pg.Conn(t)
+	ddl := "CREATE TABLE pr (id INT PRIMARY KEY, g INT, a INT, b INT, c INT, s TEXT)"
+	execAll(t, sdb, ddl)
+	execAll(t, pgc, ddl)
+	vs := viewsPG{t: t, pg: pgc, queries: pgarrQueries, prefixes: []string{"prv"}, wait: 30 * time.Second}
+	vs.create(sdb)
+	r := rand.New(rand.NewPCG(30, 17))
+	id := 0
+	null := func(s string) string {
+		if r.IntN(6) == 0 {
+			return "NULL"
+		}
+		return s
+	}
+	round := func(c *pgx.Conn, rows int) {
+		var vals []string
+		for range rows {
+			id++
+			vals = append(vals, fmt.Sprintf("(%d, %d, %s, %s, %s, %s)", id, r.IntN(5), null(fmt.Sprint(r.IntN(5))), null(fmt.Sprint(r.IntN(5))),
+				null(fmt.Sprint(r.IntN(5))), null(fmt.Sprintf("'s%d'", r.IntN(3)))))
+		}
+		stmts := []string{"INSERT INTO pr VALUES " + strings.Join(vals, ", "),
+			fmt.Sprintf("UPDATE pr SET a = b, s = 'x' WHERE id %% 5 = %d", r.IntN(5)),
+			fmt.Sprintf("DELETE FROM pr WHERE id %% 9 = %d", r.IntN(9))}
+		execAll(t, c, stmts...)
+		execAll(t, pgc, stmts...)
+	}
+	vs.run(srv, sdb, round, []int{20, 30}, 20)
+	sdb = srv.Conn(t) // run restarted the server
+	for _, e := range []struct{ sql, code string }{
+		{"SELECT trim_array(ARRAY[1, 2], 3)", "2202E"},
+		{"SELECT array_position(ARRAY[1, 2], 1, NULL)", "22004"},
+		{"SELECT array_append(ARRAY[1, 2], 'x'::text)", "42883"},
+		{"SELECT array_fill(1, ARRAY[2], ARRAY[1])", "0A000"},
+	} {
+		if got := sqlState(t, sdb, e.sql); got != e.code {
+			t.Errorf("%s: SQLSTATE %s, want %s", e.sql, got, e.code)
+		}
+	}
+}
