@@ -233,3 +233,20 @@ func varianceStore(t types.T) int32 {
 	}
 	return quotientStore
 }
+
+// windowPGAgg binds aggregate name (one of pgAggMarkers) with arguments
+// args over the window spec: its count and sum parts are window
+// aggregates over the same frame; ac is the context of its arguments.
+func (b *Binder) windowPGAgg(c, ac *ectx, name string, args []ast.ExprNode, spec ast.WindowSpec) (expr.Expr, error) {
+	bound := make([]expr.Expr, len(args))
+	for i, a := range args {
+		var err error
+		if bound[i], err = b.bindExpr(ac, a); err != nil {
+			return nil, err
+		}
+	}
+	add := func(call planner.AggCall) (expr.Expr, error) {
+		return b.windowOver(c, ac, string(call.Func), spec, planner.WinFunc{Kind: planner.WinAgg, Agg: call, T: call.T})
+	}
+	return b.composePGAgg(name, bound, false, nil, add)
+}

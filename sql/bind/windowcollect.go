@@ -32,6 +32,9 @@ func (b *Binder) bindWindowCollect(c, ac *ectx, name string, n *ast.WindowFuncEx
 	if n.Distinct {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "DISTINCT is not implemented for window functions")
 	}
+	if pgAggMarkers[user] {
+		return b.windowPGAgg(c, ac, user, args, n.Spec) // aggs_pg.go
+	}
 	want := 1
 	if user == "string_agg" || user == "jsonb_object_agg" {
 		want = 2

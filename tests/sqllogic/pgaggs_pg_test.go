@@ -29,6 +29,9 @@ var pgaggQueries = []string{
 		"round(covar_samp(y, f)::numeric, 6) AS d, round(regr_slope(y, f)::numeric, 6) AS e, round(regr_intercept(y, f)::numeric, 6) AS h, " +
 		"round(regr_r2(y, f)::numeric, 6) AS i, round(regr_avgx(y, f)::numeric, 6) AS j, round(regr_avgy(y, f)::numeric, 6) AS k, " +
 		"round(regr_sxx(y, f)::numeric, 6) AS l, round(regr_syy(y, f)::numeric, 6) AS m, round(regr_sxy(y, f)::numeric, 6) AS o FROM pa GROUP BY g",
+	// Over windows: the whole partition and a ROWS frame.
+	"SELECT id, variance(i) OVER (PARTITION BY g) AS a, bool_and(ok) OVER (PARTITION BY g ORDER BY id ROWS 2 PRECEDING) AS b, " +
+		"stddev_pop(n) OVER (PARTITION BY g ORDER BY id ROWS 3 PRECEDING) AS c, regr_count(y, f) OVER (PARTITION BY g) AS d FROM pa",
 	// One group, empty before the first row.
 	"SELECT variance(i) AS a, stddev_pop(b) AS b, bool_and(ok) AS c, bool_or(ok) AS d, round(stddev(f)::numeric, 6) AS e, regr_count(y, i) AS h FROM pa",
 }
