@@ -29,21 +29,11 @@ import (
 // bool_and(DISTINCT b) is bool_and(b). ORDER BY inside the call does not
 // change these results and is allowed, as in PostgreSQL.
 
-// pgAggMarkers are the aggregates bindPGAgg binds.
-var pgAggMarkers = map[string]bool{
-	"stddev": true, "stddev_samp": true, "stddev_pop": true,
-	"variance": true, "var_samp": true, "var_pop": true,
-	"bool_and": true, "bool_or": true, "every": true,
-	"corr": true, "covar_pop": true, "covar_samp": true,
-	"regr_slope": true, "regr_intercept": true, "regr_count": true, "regr_r2": true,
-	"regr_avgx": true, "regr_avgy": true, "regr_sxx": true, "regr_syy": true, "regr_sxy": true,
-}
-
 // aggAdder adds an aggregate the composition uses and returns the
 // reference to its result: in a GROUP BY (addAggCall) or over a window.
 type aggAdder func(call planner.AggCall) (expr.Expr, error)
 
-// bindPGAgg binds aggregate name (one of pgAggMarkers) called as n, whose
+// bindPGAgg binds aggregate name (one of parse.IsPGAgg) called as n, whose
 // marker separator is dropped, in a GROUP BY.
 func (b *Binder) bindPGAgg(c *ectx, n *ast.AggregateFuncExpr, name string) (expr.Expr, error) {
 	filter := b.takeAggFilter()
@@ -234,7 +224,7 @@ func varianceStore(t types.T) int32 {
 	return quotientStore
 }
 
-// windowPGAgg binds aggregate name (one of pgAggMarkers) with arguments
+// windowPGAgg binds aggregate name (one of parse.IsPGAgg) with arguments
 // args over the window spec: its count and sum parts are window
 // aggregates over the same frame; ac is the context of its arguments.
 func (b *Binder) windowPGAgg(c, ac *ectx, name string, args []ast.ExprNode, spec ast.WindowSpec) (expr.Expr, error) {

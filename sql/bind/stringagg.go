@@ -25,7 +25,7 @@ func (b *Binder) bindGroupConcat(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, 
 		m.Args = n.Args[:len(n.Args)-1]
 		return b.bindJSONAgg(c, &m, name == "jsonb_object_agg")
 	default:
-		if pgAggMarkers[name] { // aggs_pg.go
+		if parse.IsPGAgg(name) { // aggs_pg.go
 			m.Args = n.Args[:len(n.Args)-1]
 			return b.bindPGAgg(c, &m, name)
 		}

@@ -29,3 +29,7 @@ func pgAggStart(toks []token, i, to int) string {
 	}
 	return t.Val
 }
+
+// IsPGAgg reports whether name is one of the aggregates written with a
+// marker here, which the binder reads back.
+func IsPGAgg(name string) bool { return pgAggs[name] }

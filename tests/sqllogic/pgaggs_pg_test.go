@@ -43,22 +43,9 @@ var pgaggQueries = []string{
 // table with a primary key changed by INSERT, UPDATE and DELETE (groups of
 // 0, 1 and 2 rows, NULLs), with FILTER, across a restart and a kill -9.
 func TestPGAggregatesPG(t *testing.T) {
-	pg := StartPG(t)
-	srv := StartServer(t, "")
-	sdb, pgc := srv.Conn(t), pg.Conn(t)
-	ddl := "CREATE TABLE pa (id INT PRIMARY KEY, g INT, i INT, b BIGINT, n NUMERIC(10,2), f DOUBLE PRECISION, y DOUBLE PRECISION, ok BOOLEAN)"
-	execAll(t, sdb, ddl)
-	execAll(t, pgc, ddl)
-	vs := viewsPG{t: t, pg: pgc, queries: pgaggQueries, prefixes: []string{"pav", "pam"}, wait: 30 * time.Second}
-	vs.create(sdb)
-	r := rand.New(rand.NewPCG(30, 16))
+	srv, sdb, pgc, vs, r, null := pgDiffSetup(t, "CREATE TABLE pa (id INT PRIMARY KEY, g INT, i INT, b BIGINT, n NUMERIC(10,2), f DOUBLE PRECISION, y DOUBLE PRECISION, ok BOOLEAN)",
+		pgaggQueries, []string{"pav", "pam"}, 16)
 	id := 0
-	null := func(s string) string {
-		if r.IntN(6) == 0 {
-			return "NULL"
-		}
-		return s
-	}
 	round := func(c *pgx.Conn, rows int) {
 		var vals []string
 		for range rows {
@@ -96,22 +83,9 @@ var pgarrQueries = []string{
 // array_fill and || against PostgreSQL 15 in batch queries and views over
 // a keyed table changed by UPDATE and DELETE, NULL elements included.
 func TestPGArrayFuncsPG(t *testing.T) {
-	pg := StartPG(t)
-	srv := StartServer(t, "")
-	sdb, pgc := srv.Conn(t), pg.Conn(t)
-	ddl := "CREATE TABLE pr (id INT PRIMARY KEY, g INT, a INT, b INT, c INT, s TEXT)"
-	execAll(t, sdb, ddl)
-	execAll(t, pgc, ddl)
-	vs := viewsPG{t: t, pg: pgc, queries: pgarrQueries, prefixes: []string{"prv"}, wait: 30 * time.Second}
-	vs.create(sdb)
-	r := rand.New(rand.NewPCG(30, 17))
+	srv, sdb, pgc, vs, r, null := pgDiffSetup(t, "CREATE TABLE pr (id INT PRIMARY KEY, g INT, a INT, b INT, c INT, s TEXT)",
+		pgarrQueries, []string{"prv"}, 17)
 	id := 0
-	null := func(s string) string {
-		if r.IntN(6) == 0 {
-			return "NULL"
-		}
-		return s
-	}
 	round := func(c *pgx.Conn, rows int) {
 		var vals []string
 		for range rows {
@@ -137,4 +111,26 @@ func TestPGArrayFuncsPG(t *testing.T) {
 			t.Errorf("%s: SQLSTATE %s, want %s", e.sql, got, e.code)
 		}
 	}
+}
+
+// pgDiffSetup starts streamdb and PostgreSQL 15, creates the table ddl in
+// both and the views of queries (one set per prefix) in streamdb, and
+// returns a generator seeded with seed and a function that makes a
+// value NULL one time in six.
+func pgDiffSetup(t *testing.T, ddl string, queries, prefixes []string, seed uint64) (*Server, *pgx.Conn, *pgx.Conn, viewsPG, *rand.Rand, func(string) string) {
+	pg := StartPG(t)
+	srv := StartServer(t, "")
+	sdb, pgc := srv.Conn(t), pg.Conn(t)
+	execAll(t, sdb, ddl)
+	execAll(t, pgc, ddl)
+	vs := viewsPG{t: t, pg: pgc, queries: queries, prefixes: prefixes, wait: 30 * time.Second}
+	vs.create(sdb)
+	r := rand.New(rand.NewPCG(30, seed))
+	null := func(s string) string {
+		if r.IntN(6) == 0 {
+			return "NULL"
+		}
+		return s
+	}
+	return srv, sdb, pgc, vs, r, null
 }
