@@ -62,6 +62,17 @@ func TestPGAggregatesPG(t *testing.T) {
 		execAll(t, pgc, stmts...)
 	}
 	vs.run(srv, sdb, round, []int{30, 80, 40}, 50)
+	sdb = srv.Conn(t) // run restarted the server
+	for _, e := range []struct{ sql, code string }{
+		{"SELECT variance(DISTINCT i) FROM pa", "0A000"}, // PostgreSQL takes it; refused, never wrong
+		{"SELECT bool_and(i) FROM pa", "42883"},
+		{"SELECT stddev(ok) FROM pa", "42883"},
+		{"SELECT corr(y) FROM pa", "42883"},
+	} {
+		if got := sqlState(t, sdb, e.sql); got != e.code {
+			t.Errorf("%s: SQLSTATE %s, want %s", e.sql, got, e.code)
+		}
+	}
 }
 
 // pgarrQueries exercise the array functions over arrays built per row and
