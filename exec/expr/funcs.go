@@ -158,6 +158,12 @@ func kernelFor(e *Func) (kernel, error) {
 	default:
 		var ok bool
 		if k, lo, hi, ok = jsonKernel(e); !ok {
+			k, lo, hi, ok = pgAggKernel(e) // pgaggfinal.go
+		}
+		if !ok {
+			k, lo, hi, ok = arrayKernel2(e) // arrayfuncs2.go
+		}
+		if !ok {
 			return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s does not exist", e.Name)
 		}
 	}

@@ -466,6 +466,9 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 	if e, ok, err := b.arrayFunc(c, n); ok {
 		return e, err
 	}
+	if e, ok, err := b.arrayFunc2(c, n); ok { // arrayfuncs2.go
+		return e, err
+	}
 	if e, ok, err := b.quoteFunc(c, n); ok {
 		return e, err
 	}

@@ -24,6 +24,11 @@ func (b *Binder) bindGroupConcat(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, 
 	case "jsonb_agg", "jsonb_object_agg":
 		m.Args = n.Args[:len(n.Args)-1]
 		return b.bindJSONAgg(c, &m, name == "jsonb_object_agg")
+	default:
+		if parse.IsPGAgg(name) { // aggs_pg.go
+			m.Args = n.Args[:len(n.Args)-1]
+			return b.bindPGAgg(c, &m, name)
+		}
 	}
 	return b.bindStringAgg(c, n)
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/planner"
+	"github.com/streamdb/streamdb/sql/parse"
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
@@ -31,6 +32,9 @@ func (b *Binder) bindWindowCollect(c, ac *ectx, name string, n *ast.WindowFuncEx
 	}
 	if n.Distinct {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "DISTINCT is not implemented for window functions")
+	}
+	if parse.IsPGAgg(user) {
+		return b.windowPGAgg(c, ac, user, args, n.Spec) // aggs_pg.go
 	}
 	want := 1
 	if user == "string_agg" || user == "jsonb_object_agg" {

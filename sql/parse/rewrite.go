@@ -327,6 +327,12 @@ func (r *rewriter) rewrite(from, to int) error {
 					prim = -1
 					i++
 					continue
+				case pgAggStart(toks, i, to) != "": // pgaggs.go
+					k := r.emit("group_concat(", i, space)
+					stack = append(stack, frame{start: k, open: k, call: true, aggMarker: pgAggStart(toks, i, to)})
+					prim = -1
+					i++
+					continue
 				case stringAggStart(toks, i):
 					k := r.emit("group_concat(", i, space)
 					stack = append(stack, frame{start: k, open: k, call: true, stringAgg: true})
@@ -625,7 +631,7 @@ func (r *rewriter) rewrite(from, to int) error {
 						// The function's name as the user wrote it: the piece
 						// emitted may be an internal one (group_concat(, pg_cast().
 						if fn := toks[r.out[f.start].tok].Val; !filterAggregates[fn] {
-							if !sortedAggs[fn] {
+							if !sortedAggs[fn] && !pgAggs[fn] {
 								return p.positioned(sqlerr.New(sqlerr.WrongObjectType, "FILTER specified, but %s is not an aggregate function", fn), next)
 							}
 							end, err = r.filterCall(f, i, to) // sortedagg.go
