@@ -158,6 +158,9 @@ func kernelFor(e *Func) (kernel, error) {
 	default:
 		var ok bool
 		if k, lo, hi, ok = jsonKernel(e); !ok {
+			k, lo, hi, ok = pgScalarKernel(e)
+		}
+		if !ok {
 			return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s does not exist", e.Name)
 		}
 	}
