@@ -176,7 +176,7 @@ func appendFormat(dst []byte, f string, nargs int, arg func(k int) (string, bool
 }
 
 // quoteLiteral is PostgreSQL's quote_literal: quotes doubled, and with a
-// backslash the E'' form with backslashes doubled.
+// backslash the E” form with backslashes doubled.
 func quoteLiteral(s string) string {
 	q := strings.ReplaceAll(s, "'", "''")
 	if strings.Contains(s, `\`) {

@@ -2,7 +2,6 @@ package expr
 
 import (
 	"math"
-
 )
 
 // pgScalarKernel picks the kernel of PostgreSQL's everyday scalar
@@ -106,4 +105,3 @@ func pgScalarKernel(e *Func) (k kernel, lo, hi int, ok bool) {
 	}
 	return k, lo, hi, true
 }
-
