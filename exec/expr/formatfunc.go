@@ -21,25 +21,10 @@ func errFormat(msg string, a ...any) error {
 func formatKernel(t types.T) kernel {
 	return func(c *Ctx, args []vec, n int) (vec, error) {
 		f := strColOf(args[0])
-		cols := make([]strCol, len(args)-1)
-		valid := make([][]byte, len(args)-1)
-		null := make([]bool, len(args)-1)
-		for j, a := range args[1:] {
-			cols[j] = strColOf(a)
-			if a.scalar() {
-				null[j] = a.d.Null
-			} else {
-				valid[j] = validBits(a.arr)
-			}
-		}
+		cols := nullableStrColsOf(args[1:])
 		return c.strMapNull(t, args[:1], n, func(dst []byte, i int) ([]byte, bool, error) {
-			arg := func(k int) (string, bool) {
-				if null[k] || valid[k] != nil && !isValid(valid[k], i) {
-					return "", true
-				}
-				return cols[k].at(i), false
-			}
-			out, err := appendFormat(dst, f.at(i), len(cols), arg)
+			arg := func(k int) (string, bool) { return cols.at(k, i) }
+			out, err := appendFormat(dst, f.at(i), len(cols.cols), arg)
 			return out, false, err
 		})
 	}

@@ -15,7 +15,7 @@ import (
 // ln, log10, exp, sign, degrees, radians, the trigonometric functions,
 // atan2, width_bucket, random), over bigint (gcd, lcm, factorial) and
 // div(numeric, numeric). Each is a typed loop over the column (mapFloat,
-// floatMap2); the errors are PostgreSQL's, with its SQLSTATEs.
+// map2); the errors are PostgreSQL's, with its SQLSTATEs.
 
 const invalidArgumentForLog = "2201E"
 const invalidArgumentForWidthBucket = "2201G"
@@ -120,19 +120,19 @@ func floatFuncKernel(f func(float64) (float64, error), t types.T) kernel {
 	}
 }
 
-// floatMap2 applies a fallible two-argument double precision function to
-// the rows where both are non-NULL (either may be a scalar).
-func (c *Ctx) floatMap2(t types.T, a, b vec, n int, f func(x, y float64) (float64, error)) (vec, error) {
+// map2 applies a fallible two-argument function to the rows where both
+// arguments are non-NULL (either may be a scalar); at reads a row.
+func map2[T int64 | float64](c *Ctx, t types.T, a, b vec, n int, at func(vec, int) T, f func(x, y T) (T, error)) (vec, error) {
 	mem := c.mem()
 	valid, nulls := validity(mem, n, a, b)
 	vb := bufBytes(valid)
-	buf, out := fixedBuf[float64](mem, n)
+	buf, out := fixedBuf[T](mem, n)
 	for i := range out {
 		out[i] = 0
 		if !isValid(vb, i) {
 			continue
 		}
-		r, err := f(floatAt(a, i), floatAt(b, i))
+		r, err := f(at(a, i), at(b, i))
 		if err != nil {
 			buf.Release()
 			if valid != nil {
@@ -147,7 +147,7 @@ func (c *Ctx) floatMap2(t types.T, a, b vec, n int, f func(x, y float64) (float6
 
 func atan2Kernel(t types.T) kernel {
 	return func(c *Ctx, args []vec, n int) (vec, error) {
-		return c.floatMap2(t, args[0], args[1], n, func(y, x float64) (float64, error) { return math.Atan2(y, x), nil })
+		return map2(c, t, args[0], args[1], n, floatAt, func(y, x float64) (float64, error) { return math.Atan2(y, x), nil })
 	}
 }
 
@@ -160,32 +160,6 @@ func randomKernel(t types.T) kernel {
 		}
 		return vec{arr: finish(t.Arrow(), n, nil, 0, buf), t: t}, nil
 	}
-}
-
-// intMap2 applies a fallible two-argument bigint function to the rows
-// where both are non-NULL.
-func (c *Ctx) intMap2(t types.T, a, b vec, n int, f func(x, y int64) (int64, error)) (vec, error) {
-	mem := c.mem()
-	valid, nulls := validity(mem, n, a, b)
-	vb := bufBytes(valid)
-	buf, out := fixedBuf[int64](mem, n)
-	x, y := intColOf(a), intColOf(b)
-	for i := range out {
-		out[i] = 0
-		if !isValid(vb, i) {
-			continue
-		}
-		r, err := f(x.at(i), y.at(i))
-		if err != nil {
-			buf.Release()
-			if valid != nil {
-				valid.Release()
-			}
-			return vec{}, err
-		}
-		out[i] = r
-	}
-	return vec{arr: finish(t.Arrow(), n, valid, nulls, buf), t: t}, nil
 }
 
 // gcd is PostgreSQL's int8gcd in int64 (the binder casts a smaller
@@ -226,7 +200,7 @@ func lcm(x, y int64) (int64, error) {
 
 func intFuncKernel(t types.T, f func(x, y int64) (int64, error)) kernel {
 	return func(c *Ctx, args []vec, n int) (vec, error) {
-		return c.intMap2(t, args[0], args[1], n, f)
+		return map2(c, t, args[0], args[1], n, intAt, f)
 	}
 }
 
@@ -238,7 +212,7 @@ func factorialKernel(t types.T) kernel {
 		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
 			k := x.at(i)
 			if k < 0 {
-				return types.Null, sqlerr.New(sqlerr.InvalidParameterValue, "factorial of a negative number is undefined")
+				return types.Null, sqlerr.New(sqlerr.NumericOutOfRange, "factorial of a negative number is undefined")
 			}
 			r := big.NewInt(1)
 			for j := int64(2); j <= k; j++ {

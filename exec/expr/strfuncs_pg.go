@@ -215,7 +215,7 @@ func chrKernel(t types.T) kernel {
 			v := x.at(i)
 			switch {
 			case v < 0:
-				return dst, sqlerr.New(sqlerr.ProgramLimitExceeded, "character number must be positive")
+				return dst, sqlerr.New(sqlerr.InvalidParameterValue, "character number must be positive")
 			case v == 0:
 				return dst, sqlerr.New(sqlerr.ProgramLimitExceeded, "null character not permitted")
 			case v > 0x10ffff:
@@ -317,34 +317,54 @@ func concatWSKernel(t types.T) kernel {
 		valid, nulls := validity(mem, n, args[0])
 		vb := bufBytes(valid)
 		sep := strColOf(args[0])
-		cols := make([]strCol, len(args)-1)
-		vals := make([][]byte, len(args)-1)
-		scalarNull := make([]bool, len(args)-1)
-		for j, a := range args[1:] {
-			cols[j] = strColOf(a)
-			if a.scalar() {
-				scalarNull[j] = a.d.Null
-			} else {
-				vals[j] = validBits(a.arr)
-			}
-		}
+		cols := nullableStrColsOf(args[1:])
 		out := newStrOut(n, 0)
 		for i := 0; i < n; i++ {
 			if isValid(vb, i) {
 				first := true
-				for j := range cols {
-					if scalarNull[j] || vals[j] != nil && !isValid(vals[j], i) {
+				for j := range cols.cols {
+					s, null := cols.at(j, i)
+					if null {
 						continue
 					}
 					if !first {
 						out.data = append(out.data, sep.at(i)...)
 					}
 					first = false
-					out.data = append(out.data, cols[j].at(i)...)
+					out.data = append(out.data, s...)
 				}
 			}
 			out.end()
 		}
 		return vec{arr: out.finish(mem, t, valid, nulls), t: t}, nil
 	}
+}
+
+// nullableStrCols reads text arguments that may be NULL row by row
+// (concat_ws and format skip or print NULLs rather than return NULL).
+type nullableStrCols struct {
+	cols  []strCol
+	valid [][]byte // nil: no NULL in the column
+	null  []bool   // a NULL scalar
+}
+
+func nullableStrColsOf(args []vec) nullableStrCols {
+	c := nullableStrCols{cols: make([]strCol, len(args)), valid: make([][]byte, len(args)), null: make([]bool, len(args))}
+	for j, a := range args {
+		c.cols[j] = strColOf(a)
+		if a.scalar() {
+			c.null[j] = a.d.Null
+		} else {
+			c.valid[j] = validBits(a.arr)
+		}
+	}
+	return c
+}
+
+// at is argument j of row i and whether it is NULL.
+func (c nullableStrCols) at(j, i int) (string, bool) {
+	if c.null[j] || c.valid[j] != nil && !isValid(c.valid[j], i) {
+		return "", true
+	}
+	return c.cols[j].at(i), false
 }

@@ -89,7 +89,7 @@ func TestPGScalarFunctionsPG(t *testing.T) {
 		"SELECT chr(0)", "SELECT chr(-1)", "SELECT chr(1114112)", "SELECT chr(55296)",
 		"SELECT format('%s')", "SELECT format('%z', 1)", "SELECT format('%I', NULL)", "SELECT format('%0$s', 1)", "SELECT format('%', 1)",
 		"SELECT make_date(2023, 2, 29)", "SELECT make_date(0, 1, 1)", "SELECT make_timestamp(2024, 1, 1, 25, 0, 0)",
-		"SELECT make_timestamp(2024, 1, 1, 1, 0, 61)", "SELECT age('infinity'::timestamp, '2020-01-01'::timestamp)", "SELECT to_timestamp('NaN'::float8)",
+		"SELECT make_timestamp(2024, 1, 1, 1, 0, 61)", "SELECT to_timestamp('NaN'::float8)",
 		"SELECT left('abc', 2::bigint)", "SELECT lpad(5, 3)", "SELECT concat_ws(',')", "SELECT starts_with(1, 2)",
 		"SELECT sqrt(x) FROM pf", "SELECT ln(x) FROM pf", "SELECT chr(i) FROM pf",
 	} {
