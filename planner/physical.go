@@ -486,7 +486,13 @@ func columnEquality(e expr.Expr) (x, y expr.Expr, ok bool) {
 // for every row of its input, before conditions written beside it such as
 // l.q <> 0 in WHERE l.q <> 0 AND o.k = 10 / l.q.
 var notKeyFuncs = map[string]bool{"now": true, "random": true, "clock_timestamp": true, "gen_random_uuid": true,
-	"/": true, "%": true, "mod": true, "div": true, "power": true, "single_value": true}
+	"/": true, "%": true, "mod": true, "div": true, "power": true, "single_value": true,
+	// issue 30's scalar functions that fail on some operands (sql/bind/funcs_pg.go)
+	"sqrt": true, "ln": true, "log10": true, "exp": true, "sin": true, "cos": true, "tan": true, "cot": true,
+	"asin": true, "acos": true, "degrees": true, "radians": true, "gcd": true, "lcm": true, "factorial": true,
+	"width_bucket": true, "chr": true, "repeat": true, "lpad": true, "rpad": true, "format": true,
+	"make_date": true, "make_timestamp": true, "make_interval": true, "to_timestamp": true, "age": true,
+	"justify_hours": true, "justify_days": true, "justify_interval": true}
 
 // keyExpr reports whether e's value is determined by the columns it reads
 // (PostgreSQL hashes any such expression: o.k = coalesce(l.k, 0) and

@@ -115,7 +115,7 @@ func IsConst(e Expr) bool {
 	case *Cast:
 		return IsConst(e.E)
 	case *Func:
-		if e.Name == "gen_random_uuid" { // a new value per row
+		if e.Name == "gen_random_uuid" || e.Name == "random" || e.Name == "clock_timestamp" { // a new value per row or call
 			return false
 		}
 		for _, a := range e.Args {

@@ -164,6 +164,9 @@ func kernelFor(e *Func) (kernel, error) {
 			k, lo, hi, ok = arrayKernel2(e) // arrayfuncs2.go
 		}
 		if !ok {
+			k, lo, hi, ok = pgScalarKernel(e) // pgscalar.go
+		}
+		if !ok {
 			return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s does not exist", e.Name)
 		}
 	}

@@ -490,6 +490,9 @@ func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
 	if e, ok, err := b.powFunc(c, n); ok {
 		return e, err
 	}
+	if e, ok, err := b.pgScalarFunc(c, n); ok {
+		return e, err
+	}
 	name := n.FnName.L
 	switch name {
 	case "trim":
