@@ -217,7 +217,7 @@ func (e *Engine) planView(def *storage.TableDef) (exec.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return planner.Physical(plan, e)
+	return planner.Physical(planner.PruneJoinInputs(plan), e)
 }
 
 func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner string) (*Result, error) {
@@ -248,7 +248,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if err != nil {
 		return nil, err
 	}
-	phys, err := planner.Physical(plan, e)
+	phys, err := planner.Physical(planner.PruneJoinInputs(plan), e)
 	if err != nil {
 		return nil, err
 	}
