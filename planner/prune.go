@@ -137,6 +137,11 @@ func pruneSide(n Node, need []bool) (Node, []int) {
 			keep[m[i]] = true
 		}
 	}
+	if hopUnder(in) != nil {
+		// A window join's side stays whole: its late rows are told apart
+		// by the window and time columns (exec's hopRowTime).
+		return in, m
+	}
 	if !anyTrue(keep) && len(keep) > 0 {
 		keep[0] = true
 	}
@@ -161,6 +166,22 @@ func pruneSide(n Node, need []bool) (Node, []int) {
 		}
 	}
 	return p, out
+}
+
+// hopUnder is the Hop n is, or is under filters and projections over.
+func hopUnder(n Node) *Hop {
+	for {
+		switch x := n.(type) {
+		case *Filter:
+			n = x.Input
+		case *Project:
+			n = x.Input
+		case *Hop:
+			return x
+		default:
+			return nil
+		}
+	}
 }
 
 func colName(c Column) string {

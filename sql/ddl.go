@@ -217,7 +217,10 @@ func (e *Engine) planView(def *storage.TableDef) (exec.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return planner.Physical(planner.PruneJoinInputs(plan), e)
+	if def.KeyFormat >= storage.KeyFormatNarrowJoins {
+		plan = planner.PruneJoinInputs(plan)
+	}
+	return planner.Physical(plan, e)
 }
 
 func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner string) (*Result, error) {
