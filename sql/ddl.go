@@ -218,6 +218,9 @@ func (e *Engine) planView(def *storage.TableDef) (plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if def.KeyFormat >= storage.KeyFormatNarrowJoins {
+		plan = planner.PruneJoinInputs(plan)
+	}
 	return planner.Physical(plan, e)
 }
 
@@ -249,7 +252,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if err != nil {
 		return nil, err
 	}
-	phys, err := planner.Physical(plan, e)
+	phys, err := planner.Physical(planner.PruneJoinInputs(plan), e)
 	if err != nil {
 		return nil, err
 	}

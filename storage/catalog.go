@@ -97,8 +97,14 @@ const KeyFormatNumericDScale = 4
 // carry that metadata: their blocks are read into the new layout.)
 const KeyFormatUUIDBytes = 5
 
+// KeyFormatNarrowJoins marks views created since a view's joins keep only
+// the columns read above them and by their ON (planner.PruneJoinInputs):
+// their join state holds narrowed rows. A view from before it is planned
+// as it was, with whole rows, so its stored state still reads.
+const KeyFormatNarrowJoins = 6
+
 // KeyFormatCurrent is the KeyFormat of views created now.
-const KeyFormatCurrent = KeyFormatUUIDBytes
+const KeyFormatCurrent = KeyFormatNarrowJoins
 
 // Privileges that GRANT gives on a stream or view.
 const (

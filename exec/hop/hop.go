@@ -80,6 +80,11 @@ func (p *Spec) Expand(ectx *expr.Ctx, mem memory.Allocator, buf *Buf, rec arrow.
 	}
 	n := int(rec.NumRows())
 	w := Windows(p.Size, p.Slide)
+	if most := n * max(w, 1); cap(buf.src) < most {
+		// At most w windows a row (CUMULATE's max/step too): one
+		// allocation, not a slice grown by doubling each batch.
+		buf.src, buf.start, buf.end, buf.valid = make([]int, 0, most), make([]int64, 0, most), make([]int64, 0, most), make([]bool, 0, most)
+	}
 	src, start, end, valid := buf.src[:0], buf.start[:0], buf.end[:0], buf.valid[:0]
 	vals := ts.Int64Values()
 	nulls := ts.NullN() > 0

@@ -193,6 +193,13 @@ func TakeArrayInts(mem, ints memory.Allocator, a arrow.Array, idx []int, t types
 			return out
 		}
 	}
+	if n := a.Len(); n > 0 && a.NullN() == n {
+		// A column of NULLs only (a window's columns nothing above it
+		// reads, Hop.Used): NULLs in one append, not row by row.
+		if _, dec := a.(*array.Decimal128); !dec {
+			return NewNullArrayMem(mem, t, len(idx))
+		}
+	}
 	var bl array.Builder
 	if d, ok := a.(*array.Decimal128); ok && types.DScales(d) != nil {
 		// A type recovered from the layout (TypeOfArrow) does not say the
