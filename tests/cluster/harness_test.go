@@ -117,6 +117,9 @@ func (c *testCluster) add(t *testing.T) int {
 		env = append(c.s3.Env(), env...)
 	}
 	n := &clusterNode{id: id, peer: peer, srv: startWithEnv(t, env, "", append(args, c.conf.extra...)...)}
+	if p := n.srv.Arg("--peer-listen"); p != "" {
+		n.peer = p // drawn again if another process took it first
+	}
 	c.nodes = append(c.nodes, n)
 	c.conns = append(c.conns, n.srv.Conn(t))
 	return len(c.nodes) - 1

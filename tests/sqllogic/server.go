@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,6 +87,8 @@ type Server struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
 	waitErr error         // set before exited is closed
+	// deadline is when a launched server must accept connections by.
+	deadline time.Time
 }
 
 // StartServer builds (once) and starts streamdb with --data-dir dataDir (a new
@@ -131,8 +134,73 @@ func startServer(t testing.TB, bin string, env []string, dataDir string, extraAr
 			t.Logf("streamdb output (data dir %s):\n%s", s.dataDir, out)
 		}
 	})
-	s.start(t)
+	s.startFresh(t)
 	return s
+}
+
+// startFresh is the first start of s. A port FreeAddr found free can be
+// taken by another test process's listener before the server binds it
+// (both draw from the same range), so when the server exits on "address
+// already in use" the address it names (--listen's or one in the
+// arguments, e.g. --peer-listen) is drawn again, at most three times. A
+// restart keeps its addresses: clients and peers know them.
+func (s *Server) startFresh(t testing.TB) {
+	t.Helper()
+	for try := 0; ; try++ {
+		taken := ""
+		if try < 3 {
+			taken = s.tryStart(t)
+		} else {
+			s.start(t)
+		}
+		if taken == "" {
+			return
+		}
+		addr, err := FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.addr == taken {
+			s.addr = addr
+		}
+		s.args = slices.Clone(s.args)
+		for i, a := range s.args {
+			s.args[i] = strings.ReplaceAll(a, taken, addr)
+		}
+	}
+}
+
+// takenRe finds the address a server could not bind.
+var takenRe = regexp.MustCompile(`listen tcp (\S+): bind: address already in use`)
+
+// tryStart is start, except that a server that exits because an address
+// it was given is taken returns that address ("" once it is up).
+func (s *Server) tryStart(t testing.TB) (taken string) {
+	t.Helper()
+	s.launch(t)
+	for {
+		select {
+		case <-s.exited:
+			if m := takenRe.FindStringSubmatch(s.out.sinceStart()); m != nil {
+				t.Logf("streamdb could not bind %s (taken since it was drawn); drawing again", m[1])
+				return m[1]
+			}
+		default:
+		}
+		if s.awaitStep(t) {
+			return ""
+		}
+	}
+}
+
+// Arg is the value that follows flag in the server's arguments ("" if none).
+func (s *Server) Arg(flag string) string {
+	for i, a := range s.args {
+		if a == flag && i+1 < len(s.args) {
+			return s.args[i+1]
+		}
+	}
+	return ""
 }
 
 // FreeAddr returns a loopback address with a port that was free a moment ago.
@@ -171,6 +239,14 @@ var listeningRe = regexp.MustCompile(`listening on (\S+)`)
 
 func (s *Server) start(t testing.TB) {
 	t.Helper()
+	s.launch(t)
+	for !s.awaitStep(t) {
+	}
+}
+
+// launch starts the server process.
+func (s *Server) launch(t testing.TB) {
+	t.Helper()
 	args := append([]string{"--listen", s.addr, "--data-dir", s.dataDir}, s.args...)
 	s.cmd = exec.Command(s.bin, args...)
 	if s.env != nil {
@@ -187,27 +263,32 @@ func (s *Server) start(t testing.TB) {
 		s.waitErr = cmd.Wait()
 		close(exited)
 	}(s.cmd, s.exited)
+	s.deadline = time.Now().Add(StartupTimeout)
+}
 
-	deadline := time.Now().Add(StartupTimeout)
-	for {
-		select {
-		case <-s.exited:
-			t.Fatalf("streamdb exited before accepting connections (%s); output:\n%s", exitStatus(s.waitErr), s.out.tail(16<<10))
-		default:
-		}
-		// The server says where it listens; normally that is where we asked.
-		if m := listeningRe.FindStringSubmatch(s.out.sinceStart()); m != nil {
-			s.addr = strings.TrimRight(m[1], ".,;")
-		}
-		if s.ping() == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.kill()
-			t.Fatalf("streamdb did not accept connections on %s within %v; output:\n%s", s.addr, StartupTimeout, s.out.tail(16<<10))
-		}
-		time.Sleep(20 * time.Millisecond)
+// awaitStep checks once whether the launched server accepts connections
+// (true), failing the test if it exited or passed its deadline, and
+// otherwise pauses briefly (false).
+func (s *Server) awaitStep(t testing.TB) bool {
+	t.Helper()
+	select {
+	case <-s.exited:
+		t.Fatalf("streamdb exited before accepting connections (%s); output:\n%s", exitStatus(s.waitErr), s.out.tail(16<<10))
+	default:
 	}
+	// The server says where it listens; normally that is where we asked.
+	if m := listeningRe.FindStringSubmatch(s.out.sinceStart()); m != nil {
+		s.addr = strings.TrimRight(m[1], ".,;")
+	}
+	if s.ping() == nil {
+		return true
+	}
+	if time.Now().After(s.deadline) {
+		s.kill()
+		t.Fatalf("streamdb did not accept connections on %s within %v; output:\n%s", s.addr, StartupTimeout, s.out.tail(16<<10))
+	}
+	time.Sleep(20 * time.Millisecond)
+	return false
 }
 
 func exitStatus(err error) string {
