@@ -451,15 +451,12 @@ func DivScaleBig(a *big.Int, sa, dsa int32, b decimal128.Num, sb, dsb int32) int
 	return min(max(int32(16-qweight*4), dsa, dsb, 0), 1000)
 }
 
-// NumericDiv returns a/b (a at scale sa, b at sb) at scale rs, rounded half
-// away from zero: 22012 for a zero divisor, 22003 past 38 digits.
-func NumericDiv(a decimal128.Num, sa int32, b decimal128.Num, sb int32, rs int32) (decimal128.Num, error) {
-	if b.Sign() == 0 {
-		return decimal128.Num{}, sqlerr.New(sqlerr.DivisionByZero, "division by zero")
-	}
-	// a/10^sa / (b/10^sb) * 10^rs = a * 10^(sb+rs-sa) / b
-	num, den := a.BigInt(), b.BigInt()
-	if k := int64(sb) + int64(rs) - int64(sa); k >= 0 {
+// DivRound returns num/den (num at scale ns, den at scale ds, den not
+// zero) at scale rs, rounded half away from zero. It uses num and den as
+// its scratch: the caller passes values it no longer needs.
+func DivRound(num *big.Int, ns int32, den *big.Int, ds int32, rs int32) *big.Int {
+	// num/10^ns / (den/10^ds) * 10^rs = num * 10^(ds+rs-ns) / den
+	if k := int64(ds) + int64(rs) - int64(ns); k >= 0 {
 		num.Mul(num, new(big.Int).Exp(big.NewInt(10), big.NewInt(k), nil))
 	} else {
 		den.Mul(den, new(big.Int).Exp(big.NewInt(10), big.NewInt(-k), nil))
@@ -471,6 +468,21 @@ func NumericDiv(a decimal128.Num, sa int32, b decimal128.Num, sb int32, rs int32
 	if r.Lsh(r, 1).Cmp(den) >= 0 {
 		q.Add(q, big.NewInt(1))
 	}
+	if neg {
+		q.Neg(q)
+	}
+	return q
+}
+
+// NumericDiv returns a/b (a at scale sa, b at sb) at scale rs, rounded half
+// away from zero: 22012 for a zero divisor, 22003 past 38 digits.
+func NumericDiv(a decimal128.Num, sa int32, b decimal128.Num, sb int32, rs int32) (decimal128.Num, error) {
+	if b.Sign() == 0 {
+		return decimal128.Num{}, sqlerr.New(sqlerr.DivisionByZero, "division by zero")
+	}
+	q := DivRound(a.BigInt(), sa, b.BigInt(), sb, rs)
+	neg := q.Sign() < 0
+	q.Abs(q)
 	if q.BitLen() > 127 {
 		return decimal128.Num{}, errNumericOverflow()
 	}

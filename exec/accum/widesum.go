@@ -55,29 +55,6 @@ func errSumRange() error {
 // bigPow10 is 10^k.
 func bigPow10(k int64) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(k), nil) }
 
-// divBig returns num/den (num at scale ns) at scale out, rounded half away
-// from zero.
-func divBig(n *big.Int, ns int32, den int64, out int32) *big.Int {
-	n = new(big.Int).Set(n)
-	d := big.NewInt(den)
-	if shift := int64(out - ns); shift >= 0 {
-		n.Mul(n, bigPow10(shift))
-	} else {
-		d.Mul(d, bigPow10(-shift))
-	}
-	neg := (n.Sign() < 0) != (d.Sign() < 0)
-	n.Abs(n)
-	d.Abs(d)
-	q, r := new(big.Int).QuoRem(n, d, new(big.Int))
-	if r.Lsh(r, 1).Cmp(d) >= 0 {
-		q.Add(q, big.NewInt(1))
-	}
-	if neg {
-		q.Neg(q)
-	}
-	return q
-}
-
 // maxNumeric is 10^38, the first magnitude a NUMERIC cannot hold.
 var maxNumeric = bigPow10(types.MaxNumericPrecision)
 
@@ -92,14 +69,14 @@ func avgWide(sum *big.Int, ss, ds int32, n int64, out types.T) (types.Datum, err
 	if out.Prec == 0 {
 		rs = types.DivScaleBig(sum, ss, ds, decimal128.FromI64(n), 0, 0)
 	}
-	q := divBig(sum, ss, n, rs)
+	q := types.DivRound(new(big.Int).Set(sum), ss, big.NewInt(n), 0, rs)
 	if rs > st {
 		k := bigPow10(int64(rs - st))
 		if new(big.Int).Rem(q, k).Sign() == 0 {
 			q.Quo(q, k) // exact at st: carries rs, padded with zeros
 		} else {
 			rs = st
-			q = divBig(sum, ss, n, st)
+			q = types.DivRound(new(big.Int).Set(sum), ss, big.NewInt(n), 0, st)
 		}
 	} else if rs < st {
 		q.Mul(q, bigPow10(int64(st-rs)))
