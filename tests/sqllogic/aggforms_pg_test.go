@@ -27,6 +27,7 @@ func sortCollected(row string) string {
 // (ORDER BY inside the call, DISTINCT, a window ORDER BY ending in the
 // key) the results are compared exactly; elsewhere as multisets.
 func TestCollectFormsPG(t *testing.T) {
+	t.Parallel()
 	d, srv := startStrictDiff(t, "CREATE TABLE cf (id int PRIMARY KEY, g int, i int, s text, f float8)")
 	const w = "PARTITION BY g ORDER BY i, id"
 	exact := []string{
@@ -77,6 +78,7 @@ func TestCollectFormsPG(t *testing.T) {
 // 1.5 = ANY('{1.50}') and 3 = ANY('{03}') were false), as batch queries
 // and as materialized views.
 func TestAnyUntypedArrayPG(t *testing.T) {
+	t.Parallel()
 	d, _ := startStrictDiff(t, "CREATE TABLE au (id int, f float8, i int, d date, s text, b bool)",
 		"INSERT INTO au VALUES (1, 1.5, 3, '2026-01-02', 'x', true), (2, 2, 4, '2026-03-04', 'y', false), (3, NULL, NULL, NULL, NULL, NULL)")
 	views := []string{

@@ -14,6 +14,7 @@ import (
 // DELETE of both the aggregated table and the subquery's, and after a kill
 // -9 and restart. IN (subquery) and correlated subqueries there are 0A000.
 func TestAggFilterSubqueryPG(t *testing.T) {
+	t.Parallel()
 	d, srv := startStrictDiff(t,
 		"CREATE TABLE fa (id INT PRIMARY KEY, g INT, x INT, v BIGINT)",
 		"CREATE TABLE fb (id INT PRIMARY KEY, y INT)")

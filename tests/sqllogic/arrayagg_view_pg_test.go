@@ -35,6 +35,7 @@ func sortElems(row string, re *regexp.Regexp, sep string) string {
 // the order it documents: ascending, NULLs last, which is PostgreSQL's
 // array_agg(x ORDER BY x) under the C locale the oracle runs with.
 func TestArrayAggViewPG(t *testing.T) {
+	t.Parallel()
 	d, srv := startStrictDiff(t, "CREATE TABLE aa (id int PRIMARY KEY, g int, i int, s text, d date, f float8, b bool)")
 	views := []string{
 		"SELECT g, array_agg(i) FROM aa GROUP BY g",

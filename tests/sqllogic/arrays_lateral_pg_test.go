@@ -19,6 +19,7 @@ import (
 // arrays (in every input form) and LEFT JOIN LATERAL with a condition
 // other than true are refused with 0A000.
 func TestUnnestLateralPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	d := &diffRun{t: t, sdb: srv.Conn(t), pg: pg.Conn(t), strict: true, logged: map[string]bool{}}

@@ -24,6 +24,7 @@ import (
 // pgx's binary array parameters. Last, a kill -9 and restart: the views
 // keep their state and go on with new rows.
 func TestArraysPG(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: a differential volume test of types and statements, run in the plain step")
 	}

@@ -10,6 +10,7 @@ import (
 // no rows ('{}'), prints PostgreSQL 15's rows. A materialized view refuses
 // ARRAY(subquery) with 0A000 (as before).
 func TestArraySubqueryTypesPG(t *testing.T) {
+	t.Parallel()
 	d, _ := startStrictDiff(t,
 		"CREATE TABLE asq (id INT, g INT, u UUID, b BOOLEAN, f DOUBLE PRECISION, s SMALLINT, dt DATE, ts TIMESTAMP, t TEXT)",
 		"CREATE TABLE asg (g INT, name TEXT)")

@@ -143,6 +143,7 @@ func asofCompare(t *testing.T, sdb, pgc *pgx.Conn, when string, batch bool) {
 // and PostgreSQL 15; after each, every ASOF join of asofCases, as a view
 // and as a batch query, must equal its LATERAL form on PostgreSQL.
 func TestAsofJoinPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)
@@ -221,6 +222,7 @@ func TestAsofJoinErrors(t *testing.T) {
 // the statements streamdb acknowledged, and the one in flight if streamdb
 // made it durable.
 func TestAsofJoinKill9(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

@@ -21,6 +21,7 @@ import (
 // information_schema, format_type, pg_type and psql's \d must name the
 // type alike, before and after a kill -9 and restart.
 func TestCharPG(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: a differential volume test of types and statements, run in the plain step")
 	}

@@ -15,6 +15,7 @@ import (
 // name only when that is a column or function name, else it is named
 // after its type ('1'::int::text is "text", c::int is "c").
 func TestOutputColumnNamesPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pdb := srv.Conn(t), pg.Conn(t)

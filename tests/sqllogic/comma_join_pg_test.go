@@ -90,6 +90,7 @@ var commaJoinCases = []commaJoinCase{
 // Under -short only the plans are checked (the comparison with PostgreSQL
 // starts a cluster: about ten seconds).
 func TestCommaJoinKeysPG(t *testing.T) {
+	t.Parallel()
 	srv := StartServer(t, "")
 	sdb := srv.Conn(t)
 	ddls := []string{

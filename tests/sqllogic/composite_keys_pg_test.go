@@ -10,6 +10,7 @@ import (
 // is one key for GROUP BY, DISTINCT and a join, as PostgreSQL's record =
 // says, in batch queries and in a materialized view (issue 33, item 1).
 func TestCompositeIntervalKeysPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pdb := srv.Conn(t), pg.Conn(t)

@@ -23,6 +23,7 @@ import (
 // same rows, before and after a kill -9 and restart; the binary format of
 // anonymous records, the catalogs and the errors must match.
 func TestCompositePG(t *testing.T) {
+	t.Parallel()
 	d, srv := startStrictDiff(t,
 		"CREATE TYPE addr AS (street TEXT, zip INT)",
 		"CREATE TYPE pt AS (x DOUBLE PRECISION, y NUMERIC(6,2), tag VARCHAR(8))",

@@ -20,6 +20,7 @@ import (
 // 10 ms, a join of the two views never finds a key whose counts differ,
 // and their sums never differ from each other or from the stream's count.
 func TestReadsSeeOneEpoch(t *testing.T) {
+	t.Parallel()
 	srv := StartServer(t, "")
 	c := srv.Conn(t)
 	execAll(t, c,

@@ -27,6 +27,7 @@ var copyBinaryCols = []string{"i INT", "b BIGINT", "s SMALLINT", "f DOUBLE PRECI
 // back into streamdb, and checks that malformed files fail as PostgreSQL's
 // do.
 func TestCopyBinaryPG(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: a differential volume test of types and statements, run in the plain step")
 	}

@@ -18,6 +18,7 @@ import (
 // option's refusals (MATCH with COPY TO, a value that is no boolean). Each
 // COPY gets the same bytes on both servers; the rows kept must agree.
 func TestCopyHeaderPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

@@ -24,6 +24,7 @@ import (
 // 19-digit integers (its general path), so both paths are compared with
 // the oracle on the wire.
 func TestCopyParsePG(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		// The parse runs on the connection's goroutine alone; the race
 		// run (-short) has the other COPY tests.

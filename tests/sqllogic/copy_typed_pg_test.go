@@ -51,6 +51,7 @@ var copyTypedCols = []struct {
 // reads, in text and CSV, and refuses what it refuses with its SQLSTATE
 // after plain lines (which the one-pass parser reads).
 func TestCopyTypedPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

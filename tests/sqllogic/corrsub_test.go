@@ -23,6 +23,7 @@ var corrSubDDL = []string{
 // and PostgreSQL 15: the same rows, and the same 21000 when a subquery
 // used as a value matches more than one row.
 func TestCorrelatedSubqueryDifferential(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, ref := srv.Conn(t), pg.Conn(t)

@@ -19,6 +19,7 @@ import (
 // defaults with the same SQLSTATE, and information_schema.columns,
 // pg_attrdef and psql's \d must show the defaults alike.
 func TestColumnDefaultsPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

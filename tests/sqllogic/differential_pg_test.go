@@ -29,6 +29,7 @@ import (
 // (for exploring new shapes). Any other error and any wrong result fail.
 // -args -seed=N picks another seed; the default keeps CI reproducible.
 func TestDifferentialPG(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: 262 queries against PostgreSQL; run in the plain test step")
 	}

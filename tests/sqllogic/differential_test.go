@@ -20,6 +20,7 @@ var diffSeed = flag.Uint64("seed", 20261130, "seed of TestDifferential and TestD
 // the engine's batch operators are the oracle for its incremental ones.
 // The seed is fixed so CI is reproducible; -args -seed=N explores others.
 func TestDifferential(t *testing.T) {
+	t.Parallel()
 	seed := *diffSeed
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("seed %d", seed)

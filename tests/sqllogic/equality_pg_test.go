@@ -22,6 +22,7 @@ import (
 // string_agg(...) FILTER (a batch query: its order is the rows' arrival order,
 // which a view, sorting by the value, does not keep).
 func TestEqualityKeysPG(t *testing.T) {
+	t.Parallel()
 	d, srv := startStrictDiff(t,
 		"CREATE TABLE ek (k INT, v INTERVAL, f FLOAT8, n NUMERIC(10,3), m NUMERIC(10,1))",
 		"CREATE TABLE ek2 (k INT, v INTERVAL, f FLOAT8, n NUMERIC(10,2))")
@@ -209,6 +210,7 @@ func normAll(rows []string, norm func(string) string) []string {
 // such output is compared with numbers normalised (normJSONBNumbers); the
 // top-N output is the row's own value and compared as printed.
 func TestJSONBKeysPG(t *testing.T) {
+	t.Parallel()
 	d, srv := startStrictDiff(t,
 		"CREATE TABLE jk (k INT, j JSONB)",
 		"CREATE TABLE jk2 (k INT, j JSONB)")

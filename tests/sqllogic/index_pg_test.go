@@ -161,6 +161,7 @@ func indexExplain(t *testing.T, sdb *pgx.Conn, q string) string {
 // EXPLAIN shows the index, psql's \d and \di list it, and a restart and a
 // kill -9 keep it and its entries.
 func TestViewIndexPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

@@ -30,6 +30,7 @@ var joinPruneCases = []struct{ name, sql string }{
 }
 
 func TestJoinPruneInputsPG(t *testing.T) {
+	t.Parallel()
 	srv := StartServer(t, "")
 	sdb := srv.Conn(t)
 	pgc := StartPG(t).Conn(t)

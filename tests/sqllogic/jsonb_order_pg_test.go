@@ -28,6 +28,7 @@ import (
 // whose numbers differ only in scale ({"a": 1.0}, {"a": 1}) is one group in
 // PostgreSQL and two in streamdb (docs/decisions/2026-12-07-jsonb-binary.md).
 func TestJSONBOrderPG(t *testing.T) {
+	t.Parallel()
 	d, srv := startStrictDiff(t, "CREATE TABLE jv (id INT, j JSONB, k JSONB)")
 	rng := rand.New(rand.NewPCG(7, 2026))
 

@@ -33,6 +33,7 @@ import (
 // PostgreSQL, two in streamdb; docs/decisions/2026-12-06-jsonb.md).
 // jsonb's ordering is TestJSONBOrderPG's.
 func TestJSONBPG(t *testing.T) {
+	t.Parallel()
 	d, srv := startStrictDiff(t, "CREATE TABLE ev (id INT, payload JSONB, raw JSON)")
 	rng := rand.New(rand.NewPCG(30, 7))
 

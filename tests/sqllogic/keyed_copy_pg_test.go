@@ -16,6 +16,7 @@ import (
 // both; a view over the table follows. Inside a transaction block streamdb
 // refuses the COPY (0A000), as it does INSERT into such a table.
 func TestKeyedCopyPG(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: a differential volume test of types and statements, run in the plain step")
 	}

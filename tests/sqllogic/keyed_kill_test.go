@@ -23,6 +23,7 @@ type keyedAck struct{ sql, err string }
 // views of keyedViews must equal PostgreSQL's: nothing acknowledged lost,
 // nothing applied twice, every retraction kept.
 func TestKeyedTableKill9(t *testing.T) {
+	t.Parallel()
 	_, srv, sdb, pgc := keyedSetup(t)
 	rng := rand.New(rand.NewPCG(30, 9))
 	total := 0

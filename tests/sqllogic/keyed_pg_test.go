@@ -134,6 +134,7 @@ func errText(err error) string {
 // keyedViews (materialized on streamdb, a query on PostgreSQL) must hold
 // the same rows.
 func TestKeyedTablesPG(t *testing.T) {
+	t.Parallel()
 	_, _, sdb, pgc := keyedSetup(t)
 	rng := rand.New(rand.NewPCG(30, 1))
 	failed, steps := 0, 150

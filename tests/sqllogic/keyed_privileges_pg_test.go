@@ -13,6 +13,7 @@ import (
 // outcome (success or the same SQLSTATE) on both servers, and the table
 // ends the same.
 func TestKeyedPrivilegesPG(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: a differential volume test of types and statements, run in the plain step")
 	}

@@ -61,6 +61,7 @@ func keyedCompare(t *testing.T, sdb, pgc *pgx.Conn, what string) {
 // session's write of a key the block inserted waits for the block and then
 // fails with 23505; two blocks that wait for each other's table get 40P01.
 func TestKeyedTxnPG(t *testing.T) {
+	t.Parallel()
 	pg, srv, sdb, pgc := keyedSetup(t, "CREATE TABLE ks (k INT, w INT)")
 	both := func(what string, stmts ...string) {
 		t.Helper()

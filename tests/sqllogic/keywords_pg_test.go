@@ -62,6 +62,7 @@ func init() {
 // streamdb accepts them. A materialized view then groups by columns named
 // with common non-reserved words.
 func TestKeywordNamesPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

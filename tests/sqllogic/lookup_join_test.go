@@ -167,6 +167,7 @@ func TestLookupJoinErrors(t *testing.T) {
 // order's dimension version is one the key had no earlier than when the
 // order was inserted, never decreasing along the orders of a key.
 func TestLookupJoinKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: kill -9 loop")
 	}

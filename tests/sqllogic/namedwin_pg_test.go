@@ -30,6 +30,7 @@ var nwQueries = []string{
 // restart and kill -9), and that streamdb refuses what PostgreSQL refuses
 // with PostgreSQL's SQLSTATE.
 func TestNamedWindowPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

@@ -11,6 +11,7 @@ import (
 // otherwise (also for an empty array, even when x is NULL). The dialect
 // layer writes it x member of (array) = false, NOT of x = ANY(array).
 func TestNeAllArrayPG(t *testing.T) {
+	t.Parallel()
 	d, _ := startStrictDiff(t, "CREATE TABLE na (id INT, x INT, a INT[], s TEXT)")
 	for _, db := range []struct {
 		name string

@@ -20,6 +20,7 @@ import (
 // avg give select_div_scale's digits; + - * abs round trunc, sum, min and
 // max over unconstrained values follow PostgreSQL's rules.
 func TestNumericDScalePG(t *testing.T) {
+	t.Parallel()
 	d, srv := startStrictDiff(t, "CREATE TABLE nd (id INT, g INT, a NUMERIC(10,2), b NUMERIC(10,3), u NUMERIC, j JSONB)")
 	views := []string{
 		"SELECT id, COALESCE(a, 1.5) AS c, COALESCE(b, a, 2) AS e FROM nd",

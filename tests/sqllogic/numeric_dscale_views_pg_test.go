@@ -79,6 +79,7 @@ const ndvBase = "SELECT id, g, k, u * 2 AS x, u / 4 AS y FROM ndk"
 // keyed tables changed by INSERT, UPDATE and DELETE, across a graceful
 // restart and a kill -9.
 func TestNumericDScaleViewsPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)
@@ -226,6 +227,7 @@ func (v viewsPG) run(srv *Server, sdb *pgx.Conn, round func(*pgx.Conn, int), siz
 // format ('1.50' prints 1.50, as PostgreSQL's numeric_in and numeric_recv
 // keep the display scale), alone and in expressions.
 func TestNumericDScaleParamsPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

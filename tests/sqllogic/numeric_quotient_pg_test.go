@@ -30,6 +30,7 @@ var nqQueries = []string{
 // (cast an operand to a wider numeric) when they do not, where streamdb
 // used to print a value rounded short of PostgreSQL's digits.
 func TestNumericDScaleQuotientsPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

@@ -25,6 +25,7 @@ import (
 // They are known to differ (docs/decisions/2026-12-06-equality-keys.md)
 // and are generated only with STREAMDB_NUMERIC_SCALE_ALL=1.
 func TestNumericScalePG(t *testing.T) {
+	t.Parallel()
 	all := os.Getenv("STREAMDB_NUMERIC_SCALE_ALL") == "1"
 	pg := StartPG(t)
 	srv := StartServer(t, "")

@@ -32,6 +32,7 @@ var nwideQueries = []string{
 // cast to the quotient's 20 places) or wrapped a sum past 128 bits. An
 // average or sum that streamdb cannot hold is 22003 with a hint.
 func TestNumericWideAvgPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

@@ -17,6 +17,7 @@ import (
 // by the arguments ascending, NULLs last (PostgreSQL's ORDER BY x, or
 // ORDER BY k, v, under the C locale the oracle runs with).
 func TestOrderedAggPG(t *testing.T) {
+	t.Parallel()
 	d, srv := startStrictDiff(t, "CREATE TABLE oa (id int PRIMARY KEY, g int, i int, s text, f float8)")
 	views := []string{
 		"SELECT g, array_agg(i ORDER BY s DESC NULLS LAST, id) AS a, string_agg(s, ',' ORDER BY i, id) AS s FROM oa GROUP BY g",

@@ -62,6 +62,7 @@ var osCases = []osCase{
 // (the views' per-value state is read back and later rows retract from
 // it). Errors are compared with PostgreSQL's SQLSTATEs.
 func TestOrderedSetPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

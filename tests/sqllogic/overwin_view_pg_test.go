@@ -83,6 +83,7 @@ var owvQueries = []string{
 // DELETE, and over an aggregate of a join (Nexmark q6's shape), on both
 // state backends, across a graceful restart and a kill -9.
 func TestOverWindowViewPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

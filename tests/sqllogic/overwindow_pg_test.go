@@ -111,6 +111,7 @@ var owQueries = []string{
 // what is not supported yet is refused with 0A000: non-literal offsets
 // (views: TestOverWindowViewPG).
 func TestOverWindowPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

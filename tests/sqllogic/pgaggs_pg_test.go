@@ -43,6 +43,7 @@ var pgaggQueries = []string{
 // table with a primary key changed by INSERT, UPDATE and DELETE (groups of
 // 0, 1 and 2 rows, NULLs), with FILTER, across a restart and a kill -9.
 func TestPGAggregatesPG(t *testing.T) {
+	t.Parallel()
 	srv, sdb, pgc, vs, r, null := pgDiffSetup(t, "CREATE TABLE pa (id INT PRIMARY KEY, g INT, i INT, b BIGINT, n NUMERIC(10,2), f DOUBLE PRECISION, y DOUBLE PRECISION, ok BOOLEAN)",
 		pgaggQueries, []string{"pav", "pam"}, 16)
 	id := 0
@@ -94,6 +95,7 @@ var pgarrQueries = []string{
 // array_fill and || against PostgreSQL 15 in batch queries and views over
 // a keyed table changed by UPDATE and DELETE, NULL elements included.
 func TestPGArrayFuncsPG(t *testing.T) {
+	t.Parallel()
 	srv, sdb, pgc, vs, r, null := pgDiffSetup(t, "CREATE TABLE pr (id INT PRIMARY KEY, g INT, a INT, b INT, c INT, s TEXT)",
 		pgarrQueries, []string{"prv"}, 17)
 	id := 0

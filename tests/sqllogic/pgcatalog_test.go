@@ -281,6 +281,7 @@ func fmtValue(v any) string {
 // information_schema's domains as text; int2vector as int2[], other arrays
 // as text[]).
 func TestPgCatalogShapeDifferential(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	ours, theirs := srv.Conn(t), pg.Conn(t)

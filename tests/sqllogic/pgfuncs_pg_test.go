@@ -18,6 +18,7 @@ import (
 // PostgreSQL in a UTF-8 locale does (as upper and lower do), the oracle
 // runs in the C locale.
 func TestPGScalarFunctionsPG(t *testing.T) {
+	t.Parallel()
 	d, _ := startStrictDiff(t,
 		"CREATE TABLE pf (id INT, t TEXT, u TEXT, i INT, j INT, b BIGINT, x DOUBLE PRECISION, y DOUBLE PRECISION, ts TIMESTAMP, ts2 TIMESTAMP, dt DATE, iv INTERVAL)")
 	views := []string{

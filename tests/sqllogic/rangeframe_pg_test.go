@@ -20,6 +20,7 @@ import (
 // both must print PostgreSQL 15's rows. Errors (negative or NULL offsets,
 // offsets of the wrong type) must have PostgreSQL's SQLSTATE.
 func TestRangeOffsetTypesPG(t *testing.T) {
+	t.Parallel()
 	d, _ := startStrictDiff(t, "CREATE TABLE rf (id INT PRIMARY KEY, g INT, v INT, n NUMERIC(10,2), u NUMERIC, d DATE, ts TIMESTAMP, tz TIMESTAMPTZ, tm TIME)")
 	rng := rand.New(rand.NewPCG(33, 2))
 	frame := func(fn, order, fr string) string {

@@ -15,6 +15,7 @@ import (
 // with parameters, so Describe must report RETURNING's columns): the rows
 // returned, their column names and the tables must be the same.
 func TestReturningPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

@@ -17,6 +17,7 @@ import (
 // column, as a GROUP BY and DISTINCT key, nested, in batch queries and
 // materialized views over rows inserted, updated and deleted in rounds.
 func TestRowOneFieldPG(t *testing.T) {
+	t.Parallel()
 	d, _ := startStrictDiff(t,
 		"CREATE TYPE one AS (x INT)",
 		"CREATE TABLE r1 (id INT PRIMARY KEY, a INT, t TEXT, o one)")

@@ -26,6 +26,15 @@ func TestMain(m *testing.M) {
 		return
 	}
 	flag.Parse()
+	// The tests marked t.Parallel (the differential tests against
+	// PostgreSQL, each with its own streamdb and PostgreSQL) mostly wait
+	// on their servers: three at a time keep two cores busy. -parallel on
+	// the command line still decides.
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		_ = flag.Set("test.parallel", "3")
+	}
 	code := m.Run()
 	Cleanup()
 	os.Exit(code)

@@ -17,6 +17,7 @@ import (
 // session's state value. The oracle is PostgreSQL's gaps-and-islands
 // sessions over the same rows.
 func TestSessionNumericKeyDScalePG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	pgc := pg.Conn(t)
 	srv := StartServer(t, t.TempDir())

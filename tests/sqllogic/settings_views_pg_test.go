@@ -12,6 +12,7 @@ import (
 // (SHOW names it), against PostgreSQL 15 with a superuser and an ordinary
 // role; streamdb_settings, streamdb's SHOW ALL, agrees with SHOW.
 func TestSettingsViewsPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	ctx := context.Background()

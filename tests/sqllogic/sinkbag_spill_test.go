@@ -16,6 +16,7 @@ import (
 // epochs in flight and restarted; the view equals its batch query
 // throughout.
 func TestViewRowsSpillKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: spill volumes; run in the plain test step")
 	}

@@ -12,6 +12,7 @@ import (
 // evicted once committed and read back from Pebble when their keys return,
 // across a restart too, and the view stays equal to the batch query.
 func TestStateSpill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: spill volumes; run in the plain test step")
 	}
@@ -70,6 +71,7 @@ func TestJoinStateSpill(t *testing.T) { testJoinStateSpill(t, false) }
 func TestJoinStateSpillKill9(t *testing.T) { testJoinStateSpill(t, true) }
 
 func testJoinStateSpill(t *testing.T, kill9 bool) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: spill volumes; run in the plain test step")
 	}
@@ -139,6 +141,7 @@ func testJoinStateSpill(t *testing.T, kill9 bool) {
 // groups the budget leaves in the state table too, and the views go on
 // equal to their queries.
 func TestSpillUpgradeFromSavepoint(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: spill volumes; run in the plain test step")
 	}
@@ -192,6 +195,7 @@ func TestSpillUpgradeFromSavepoint(t *testing.T) {
 // their key returns (with what they emitted recomputed), across a restart
 // too, and the view stays equal to its batch query.
 func TestRankStateSpill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: spill volumes; run in the plain test step")
 	}
@@ -238,6 +242,7 @@ func TestRankStateSpill(t *testing.T) {
 // top rows in memory and reads the rest back from Pebble when a retraction
 // needs them (the view over an aggregate retracts at every change).
 func TestTopNStateSpill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: spill volumes; run in the plain test step")
 	}

@@ -180,6 +180,7 @@ func tableIndexCatalogs(t *testing.T, srv *Server, pg *PG, sdb, pgc *pgx.Conn, w
 // catalogs and psql list it as PostgreSQL does, and a restart, a kill -9
 // amid writes, DROP INDEX and DROP TABLE keep lookups right.
 func TestTableIndexPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

@@ -63,6 +63,7 @@ type textCase struct {
 // and every row carries its case's key, so the final comparison of the
 // tables shows any row kept by one server and not the other.
 func TestTextInputPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

@@ -16,6 +16,7 @@ import (
 // to interval (timestamp ± time, date - time). Before, every one of these
 // was refused with 0A000.
 func TestTimeArithPG(t *testing.T) {
+	t.Parallel()
 	d, _ := startStrictDiff(t,
 		"SET TimeZone = 'UTC'",
 		"CREATE TABLE ta (id INT, tm TIME, tt TIMETZ, iv INTERVAL, dt DATE, ts TIMESTAMP)")

@@ -26,6 +26,7 @@ import (
 // its SQLSTATE; a zone abbreviation, which PostgreSQL knows and streamdb
 // does not, is refused with 22007 rather than ignored.
 func TestTimestamptzPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)

@@ -27,6 +27,7 @@ import (
 // Bad input gets PostgreSQL's SQLSTATE. Last, a kill -9 and restart: the
 // views keep their state and go on with new rows.
 func TestTimeTZPG(t *testing.T) {
+	t.Parallel()
 	d, srv := startStrictDiff(t, "CREATE TABLE tz (id INT, g INT, tt TIMETZ, tm TIME)")
 	rng := rand.New(rand.NewPCG(30, 1266))
 

@@ -24,6 +24,7 @@ import (
 // systems accept a statement and print the same rows). Last, a kill -9 and
 // restart: the views keep their state and go on with new rows.
 func TestTypesPG(t *testing.T) {
+	t.Parallel()
 	d, srv := startStrictDiff(t, "CREATE TABLE ty (id INT, g INT, u UUID, b BYTEA, tm TIME)")
 	rng := rand.New(rand.NewPCG(30, 11))
 

@@ -24,6 +24,7 @@ import (
 // PostgreSQL's uuid_cmp) must print PostgreSQL's rows, before and after a
 // kill -9 and restart, and as new rows arrive after it.
 func TestUUIDPG(t *testing.T) {
+	t.Parallel()
 	d, srv := startStrictDiff(t,
 		"CREATE TABLE ua (id INT, g INT, u UUID)",
 		"CREATE TABLE ub (u UUID, w INT)",

@@ -119,6 +119,7 @@ func versionedSetup(t *testing.T, sdb, pgc *pgx.Conn, backend string) {
 // (rows are final), and once the watermarks passed every order the views
 // and the batch queries equal it.
 func TestVersionedJoinPG(t *testing.T) {
+	t.Parallel()
 	pg := StartPG(t)
 	srv := StartServer(t, "")
 	sdb, pgc := srv.Conn(t), pg.Conn(t)
@@ -162,6 +163,7 @@ func TestVersionedJoinPG(t *testing.T) {
 // exactly once across the crashes, with the join's state written per
 // epoch (pebble) or snapshotted at checkpoints (memory).
 func TestVersionedJoinKill9(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"pebble", "memory"} {
 		t.Run(backend, func(t *testing.T) { versionedKill9(t, backend) })
 	}

@@ -80,6 +80,7 @@ func windowPGCases() []windowPGCase {
 }
 
 func TestWindowsPG(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: Nexmark volumes and PostgreSQL")
 	}
