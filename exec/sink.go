@@ -11,9 +11,21 @@ import (
 	"github.com/streamdb/streamdb/types"
 )
 
-// runSink applies changes to the view's rows (or hands them to a change
-// stream) and acknowledges each aligned barrier.
-func (j *Job) runSink(ins []chan msg) error {
+// viewSink is the job's sink, a task of the runtime: it applies the
+// changes that reach the root of the graph to the view's rows (or hands
+// them to a change stream) in the epoch's writes and, at each aligned
+// barrier, hands those writes to the runtime with the barrier's
+// acknowledgement (AwaitBarrier), which the checkpoint coordinator commits.
+// It is the first phase of the view's commit; the coordinator's commit and
+// Job.Committed are the second.
+type viewSink struct {
+	j   *Job
+	ins []chan msg
+}
+
+// run applies changes and acknowledges barriers until the job ends.
+func (vs *viewSink) run() error {
+	j, ins := vs.j, vs.ins
 	ectx := j.exprCtx()
 	root := j.g.root
 	var agg *plan.HashAgg
@@ -48,11 +60,11 @@ func (j *Job) runSink(ins []chan msg) error {
 		if j.spec.MemoryLimit <= 0 || j.spec.View == nil {
 			return nil
 		}
-		if b := j.epochBytes.Add(int64(n)); b > j.spec.MemoryLimit/2 && !askedBarrier && j.spec.EpochFull != nil {
+		if b := j.mem.epochBytes.Add(int64(n)); b > j.spec.MemoryLimit/2 && !askedBarrier && j.spec.EpochFull != nil {
 			askedBarrier = true
 			j.spec.EpochFull()
 		}
-		return j.checkMemoryLimit()
+		return j.mem.check()
 	}
 	// groupErrs holds the record offsets of the groups left out of the view
 	// because their row failed (job.error_policy = 'skip'; rowerrors.go).
@@ -76,9 +88,9 @@ func (j *Job) runSink(ins []chan msg) error {
 			return nil
 		}
 		if m.barrier != nil {
-			j.watermark.Store(m.wm.At)
+			j.et.watermark.Store(m.wm.At)
 			if j.spec.View == nil {
-				j.lateRows.Add(m.late)
+				j.et.lateRows.Add(m.late)
 				continue // change streams flush at barriers but commit nothing
 			}
 			if rs.bag != nil {
@@ -86,12 +98,12 @@ func (j *Job) runSink(ins []chan msg) error {
 					return err
 				}
 			}
-			j.saveLateRows(w, m.late)
-			j.recordLateRows(w, m.lateRows, m.barrier.Epoch, m.late, j.lateRows.Load())
+			j.et.saveLateRows(w, m.late)
+			j.et.recordLateRows(w, m.lateRows, m.barrier.Epoch, m.late, j.et.lateRows.Load())
 			writeLog = j.changelog.Load()
-			j.dirty[len(j.dirty)-1].Store(0)
+			j.mem.dirty[len(j.mem.dirty)-1].Store(0)
 			w.Absorb(m.w)
-			j.epochBytes.Store(0)
+			j.mem.epochBytes.Store(0)
 			askedBarrier = false
 			select {
 			case j.acks <- ack{m.barrier.Epoch, w}:
@@ -104,13 +116,13 @@ func (j *Job) runSink(ins []chan msg) error {
 		rec := m.c.Rec
 		if agg == nil {
 			n := rec.NumRows()
-			if err := j.sinkRows(w, m, outTs, &rs, writeLog); err != nil {
+			if err := vs.rows(w, m, outTs, &rs, writeLog); err != nil {
 				return err
 			}
 			if err := wrote(runSize(&rs, int(n))); err != nil {
 				return err
 			}
-			j.dirty[len(j.dirty)-1].Add(n)
+			j.mem.dirty[len(j.mem.dirty)-1].Add(n)
 			j.RowsOut.Add(n)
 			continue
 		}
@@ -128,7 +140,7 @@ func (j *Job) runSink(ins []chan msg) error {
 		if err != nil && isDataError(err) && j.spec.View != nil {
 			failedNow = slices.Grow(failedNow[:0], int(rec.NumRows()))[:rec.NumRows()]
 			clear(failedNow)
-			out, kept, err = j.groupStagesSkipping(ectx, root.stages, rec, m.c.Ops, viewKey, w, groupErrs, failedNow)
+			out, kept, err = vs.groupStagesSkipping(ectx, root.stages, rec, m.c.Ops, viewKey, w, groupErrs, failedNow)
 		}
 		if err != nil {
 			rec.Release()
@@ -138,7 +150,7 @@ func (j *Job) runSink(ins []chan msg) error {
 		j.RowsOut.Add(out.NumRows())
 		if j.spec.View == nil {
 			rec.Release()
-			if err := j.emitOut(Chunk{Rec: out, Ops: ops}); err != nil {
+			if err := vs.emitOut(Chunk{Rec: out, Ops: ops}); err != nil {
 				return err
 			}
 			continue
@@ -182,7 +194,7 @@ func (j *Job) runSink(ins []chan msg) error {
 				run.DeleteViewRow(j.spec.View.ID, key)
 			}
 			if len(groupErrs) > 0 && (len(failedNow) == 0 || !failedNow[r]) {
-				j.groupComputes(key, w, groupErrs)
+				vs.groupComputes(key, w, groupErrs)
 			}
 		}
 		size := run.Len()
@@ -197,7 +209,7 @@ func (j *Job) runSink(ins []chan msg) error {
 			return err
 		}
 		if writeLog {
-			err = j.appendChangelog(w, Chunk{Rec: out, Ops: ops})
+			err = vs.appendChangelog(w, Chunk{Rec: out, Ops: ops})
 		}
 		out.Release()
 		if err != nil {
@@ -234,7 +246,7 @@ func (rs *rowSink) load(j *Job, appendOnly bool) error {
 	rs.active = true
 	var budget int64
 	if !j.spec.State.memory() {
-		budget = j.cacheShare()
+		budget = j.mem.cacheShare()
 	}
 	bag := newViewBag(j, j.spec.View.ID, budget)
 	next := uint64(appendSeqBase)
@@ -280,14 +292,15 @@ func addRun(b *storage.Batch, r *storage.Run) {
 	}
 }
 
-// sinkRows applies the rows of a view without aggregation. Rows from a
+// rows applies the rows of a view without aggregation. Rows from a
 // stream are keyed by their source position; other rows go to rs.
-func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, writeLog bool) error {
+func (vs *viewSink) rows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, writeLog bool) error {
+	j := vs.j
 	rec := m.c.Rec
 	defer rec.Release()
 	if j.spec.View == nil {
 		rec.Retain()
-		return j.emitOut(Chunk{Rec: rec, Ops: m.c.Ops})
+		return vs.emitOut(Chunk{Rec: rec, Ops: m.c.Ops})
 	}
 	n := int(rec.NumRows())
 	// A multiset's rows are its keys: equal values, one key (their display
@@ -368,12 +381,12 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 	if !writeLog {
 		return nil
 	}
-	return j.appendChangelog(b, m.c)
+	return vs.appendChangelog(b, m.c)
 }
 
 // appendChangelog queues a view's changes for its changelog, which views
 // and change streams over the view read. Columns are the view's, then __op.
-func (j *Job) appendChangelog(w *storage.Batch, c Chunk) error {
+func (vs *viewSink) appendChangelog(w *storage.Batch, c Chunk) error {
 	n := int(c.Rec.NumRows())
 	if n == 0 {
 		return nil
@@ -393,20 +406,21 @@ func (j *Job) appendChangelog(w *storage.Batch, c Chunk) error {
 		col := c.Rec.Column(i)
 		col.Retain()
 		cols = append(cols, col)
-		ts = append(ts, j.spec.View.Columns[i].Type)
+		ts = append(ts, vs.j.spec.View.Columns[i].Type)
 	}
 	cols = append(cols, ob.NewArray())
 	ts = append(ts, types.TInt64)
 	rec := newRecord(ts, cols, n)
 	defer rec.Release()
-	return w.AppendLog(j.spec.View.ID, 0, rec)
+	return w.AppendLog(vs.j.spec.View.ID, 0, rec)
 }
 
-func (j *Job) emitOut(c Chunk) error {
+// emitOut hands a change stream's chunk to its reader.
+func (vs *viewSink) emitOut(c Chunk) error {
 	select {
-	case j.spec.Out <- c:
+	case vs.j.spec.Out <- c:
 		return nil
-	case <-j.ctx.Done():
+	case <-vs.j.ctx.Done():
 		c.Rec.Release()
 		return nil
 	}
