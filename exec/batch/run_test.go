@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/batch"
-	"github.com/streamdb/streamdb/exec/batch/batchtest"
+	bt "github.com/streamdb/streamdb/exec/batch/batchtest"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/sqlerr"
@@ -25,43 +25,23 @@ var mem memory.Allocator = memory.DefaultAllocator
 // fails the test if anything is left allocated at the end.
 func withChecked(t *testing.T) {
 	old := mem
-	mem = batchtest.WithChecked(t)
+	mem = bt.WithChecked(t)
 	t.Cleanup(func() { mem = old })
-}
-
-func col(i int, t types.T) *expr.ColRef { return batchtest.Col(i, t) }
-
-func lit(v int64) expr.Expr { return batchtest.Lit(v) }
-
-func null(t types.T) expr.Expr { return batchtest.Null(t) }
-
-func str(s string) expr.Expr { return batchtest.Str(s) }
-
-func kv(rows ...[2]expr.Expr) *plan.Values { return batchtest.KV(rows...) }
-
-func runText(t *testing.T, p plan.Plan, ordered bool) string {
-	t.Helper()
-	return batchtest.RunText(t, mem, p, ordered)
-}
-
-func wantCode(t *testing.T, err error, code string) *sqlerr.Error {
-	t.Helper()
-	return batchtest.WantCode(t, err, code)
 }
 
 // joinInputs are (text, bigint) rows on both sides: keys 1, 2, 2, NULL on
 // the left and 2, 3, NULL on the right.
 func joinInputs() (*plan.Values, *plan.Values) {
-	l := kv([2]expr.Expr{str("l1"), lit(1)}, [2]expr.Expr{str("l2"), lit(2)}, [2]expr.Expr{str("l2b"), lit(2)},
-		[2]expr.Expr{str("lnull"), null(types.TInt64)})
-	r := kv([2]expr.Expr{str("r2"), lit(2)}, [2]expr.Expr{str("r3"), lit(3)}, [2]expr.Expr{str("rnull"), null(types.TInt64)})
+	l := bt.KV([2]expr.Expr{bt.Str("l1"), bt.Lit(1)}, [2]expr.Expr{bt.Str("l2"), bt.Lit(2)}, [2]expr.Expr{bt.Str("l2b"), bt.Lit(2)},
+		[2]expr.Expr{bt.Str("lnull"), bt.Null(types.TInt64)})
+	r := bt.KV([2]expr.Expr{bt.Str("r2"), bt.Lit(2)}, [2]expr.Expr{bt.Str("r3"), bt.Lit(3)}, [2]expr.Expr{bt.Str("rnull"), bt.Null(types.TInt64)})
 	return l, r
 }
 
 func TestJoinKinds(t *testing.T) {
 	withChecked(t)
 	l, r := joinInputs()
-	k := col(1, types.TInt64)
+	k := bt.Col(1, types.TInt64)
 	cases := []struct {
 		kind plan.JoinKind
 		want string
@@ -75,7 +55,7 @@ func TestJoinKinds(t *testing.T) {
 	}
 	for _, c := range cases {
 		p := &plan.HashJoin{Left: l, Right: r, Kind: c.kind, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}}
-		if got := runText(t, p, false); got != c.want {
+		if got := bt.RunText(t, mem, p, false); got != c.want {
 			t.Errorf("kind %d:\n%s\nwant\n%s", c.kind, got, c.want)
 		}
 	}
@@ -84,16 +64,16 @@ func TestJoinKinds(t *testing.T) {
 func TestJoinResidualAndEmptySides(t *testing.T) {
 	withChecked(t)
 	l, r := joinInputs()
-	k := col(1, types.TInt64)
+	k := bt.Col(1, types.TInt64)
 	// residual: left name <> 'l2b' (over left then right columns)
-	res := &expr.Func{Name: "<>", Args: []expr.Expr{col(0, types.TText), str("l2b")}, T: types.TBool}
+	res := &expr.Func{Name: "<>", Args: []expr.Expr{bt.Col(0, types.TText), bt.Str("l2b")}, T: types.TBool}
 	full := &plan.HashJoin{Left: l, Right: r, Kind: plan.JoinFull, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}, Residual: res}
 	want := "NULL NULL r3 3\nNULL NULL rnull NULL\nl1 1 NULL NULL\nl2 2 r2 2\nl2b 2 NULL NULL\nlnull NULL NULL NULL"
-	if got := runText(t, full, false); got != want {
+	if got := bt.RunText(t, mem, full, false); got != want {
 		t.Errorf("full with residual:\n%s\nwant\n%s", got, want)
 	}
 	anti := &plan.HashJoin{Left: l, Right: r, Kind: plan.JoinAnti, LeftKeys: []expr.Expr{k}, RightKeys: []expr.Expr{k}, Residual: res}
-	if got, want := runText(t, anti, false), "l1 1\nl2b 2\nlnull NULL"; got != want {
+	if got, want := bt.RunText(t, mem, anti, false), "l1 1\nl2b 2\nlnull NULL"; got != want {
 		t.Errorf("anti with residual:\n%s\nwant\n%s", got, want)
 	}
 	empty := &plan.Values{Ts: []types.T{types.TText, types.TInt64}}
@@ -107,7 +87,7 @@ func TestJoinResidualAndEmptySides(t *testing.T) {
 		{&plan.HashJoin{Left: l, Right: empty, Kind: plan.JoinAnti}, "l1 1\nl2 2\nl2b 2\nlnull NULL"},
 		{&plan.HashJoin{Left: l, Right: r, Kind: plan.JoinSemi}, "l1 1\nl2 2\nl2b 2\nlnull NULL"},
 	} {
-		if got := runText(t, c.p, false); got != c.want {
+		if got := bt.RunText(t, mem, c.p, false); got != c.want {
 			t.Errorf("kind %d:\n%s\nwant\n%s", c.p.Kind, got, c.want)
 		}
 	}
@@ -115,13 +95,13 @@ func TestJoinResidualAndEmptySides(t *testing.T) {
 
 func TestWindow(t *testing.T) {
 	withChecked(t)
-	in := kv([2]expr.Expr{str("a"), lit(10)}, [2]expr.Expr{str("a"), lit(30)}, [2]expr.Expr{str("a"), lit(30)},
-		[2]expr.Expr{str("a"), lit(20)}, [2]expr.Expr{str("b"), lit(5)}, [2]expr.Expr{str("b"), null(types.TInt64)},
-		[2]expr.Expr{null(types.TText), lit(7)})
-	v := col(1, types.TInt64)
+	in := bt.KV([2]expr.Expr{bt.Str("a"), bt.Lit(10)}, [2]expr.Expr{bt.Str("a"), bt.Lit(30)}, [2]expr.Expr{bt.Str("a"), bt.Lit(30)},
+		[2]expr.Expr{bt.Str("a"), bt.Lit(20)}, [2]expr.Expr{bt.Str("b"), bt.Lit(5)}, [2]expr.Expr{bt.Str("b"), bt.Null(types.TInt64)},
+		[2]expr.Expr{bt.Null(types.TText), bt.Lit(7)})
+	v := bt.Col(1, types.TInt64)
 	w := &plan.Window{
 		In:          in,
-		PartitionBy: []expr.Expr{col(0, types.TText)},
+		PartitionBy: []expr.Expr{bt.Col(0, types.TText)},
 		OrderBy:     []plan.SortKey{{E: v, Desc: true, NullsFirst: true}},
 		Funcs: []plan.WindowFunc{
 			{Kind: plan.WinRowNumber, T: types.TInt64},
@@ -137,29 +117,29 @@ func TestWindow(t *testing.T) {
 	// count(*), partitions in first-seen order; ties (a 30) are peers.
 	want := "a 30 1 1 1 60 2\na 30 2 1 1 60 2\na 20 3 3 2 80 3\na 10 4 4 3 90 4\n" +
 		"b NULL 1 1 1 NULL 1\nb 5 2 2 2 5 2\nNULL 7 1 1 1 7 1"
-	if got := runText(t, w, true); got != want {
+	if got := bt.RunText(t, mem, w, true); got != want {
 		t.Errorf("window:\n%s\nwant\n%s", got, want)
 	}
 	whole := &plan.Window{In: in, Funcs: []plan.WindowFunc{{Kind: plan.WinAgg, Agg: plan.AggSpec{Kind: plan.AggMax, Arg: v, T: types.TInt64}, T: types.TInt64}, {Kind: plan.WinRank, T: types.TInt64}}}
-	if got, want := runText(t, whole, false), "NULL 7 30 1\na 10 30 1\na 20 30 1\na 30 30 1\na 30 30 1\nb 5 30 1\nb NULL 30 1"; got != want {
+	if got, want := bt.RunText(t, mem, whole, false), "NULL 7 30 1\na 10 30 1\na 20 30 1\na 30 30 1\na 30 30 1\nb 5 30 1\nb NULL 30 1"; got != want {
 		t.Errorf("OVER ():\n%s\nwant\n%s", got, want)
 	}
 	empty := &plan.Window{In: &plan.Values{Ts: []types.T{types.TText, types.TInt64}}, Funcs: []plan.WindowFunc{{Kind: plan.WinRowNumber, T: types.TInt64}}}
-	if got := runText(t, empty, false); got != "" {
+	if got := bt.RunText(t, mem, empty, false); got != "" {
 		t.Errorf("empty input gave %q", got)
 	}
 }
 
 func TestSingleRow(t *testing.T) {
 	withChecked(t)
-	one := kv([2]expr.Expr{str("x"), lit(1)})
-	if got := runText(t, &plan.SingleRow{In: one}, false); got != "x 1" {
+	one := bt.KV([2]expr.Expr{bt.Str("x"), bt.Lit(1)})
+	if got := bt.RunText(t, mem, &plan.SingleRow{In: one}, false); got != "x 1" {
 		t.Errorf("one row: %q", got)
 	}
-	if got := runText(t, &plan.SingleRow{In: &plan.Values{Ts: []types.T{types.TText, types.TInt64}}}, false); got != "NULL NULL" {
+	if got := bt.RunText(t, mem, &plan.SingleRow{In: &plan.Values{Ts: []types.T{types.TText, types.TInt64}}}, false); got != "NULL NULL" {
 		t.Errorf("no rows: %q", got)
 	}
-	two := kv([2]expr.Expr{str("x"), lit(1)}, [2]expr.Expr{str("y"), lit(2)})
+	two := bt.KV([2]expr.Expr{bt.Str("x"), bt.Lit(1)}, [2]expr.Expr{bt.Str("y"), bt.Lit(2)})
 	ctx := &plan.Ctx{Context: context.Background(), Expr: &expr.Ctx{Mem: mem}}
 	err := batch.Run(ctx, &plan.SingleRow{In: two}, func(rec arrow.RecordBatch) error { rec.Release(); return nil })
 	if sqlerr.Code(err) != sqlerr.CardinalityViolation {
@@ -169,10 +149,10 @@ func TestSingleRow(t *testing.T) {
 
 func TestHashAggBatch(t *testing.T) {
 	withChecked(t)
-	in := kv([2]expr.Expr{str("a"), lit(1)}, [2]expr.Expr{str("b"), lit(2)}, [2]expr.Expr{str("a"), lit(5)},
-		[2]expr.Expr{str("a"), null(types.TInt64)}, [2]expr.Expr{null(types.TText), lit(7)}, [2]expr.Expr{str("b"), lit(2)})
-	v := col(1, types.TInt64)
-	p := &plan.HashAgg{In: in, Keys: []expr.Expr{col(0, types.TText)}, Aggs: []plan.AggSpec{
+	in := bt.KV([2]expr.Expr{bt.Str("a"), bt.Lit(1)}, [2]expr.Expr{bt.Str("b"), bt.Lit(2)}, [2]expr.Expr{bt.Str("a"), bt.Lit(5)},
+		[2]expr.Expr{bt.Str("a"), bt.Null(types.TInt64)}, [2]expr.Expr{bt.Null(types.TText), bt.Lit(7)}, [2]expr.Expr{bt.Str("b"), bt.Lit(2)})
+	v := bt.Col(1, types.TInt64)
+	p := &plan.HashAgg{In: in, Keys: []expr.Expr{bt.Col(0, types.TText)}, Aggs: []plan.AggSpec{
 		{Kind: plan.AggCountStar, T: types.TInt64},
 		{Kind: plan.AggCount, Arg: v, T: types.TInt64},
 		{Kind: plan.AggSum, Arg: v, T: types.NumericOf(38, 0)},
@@ -182,47 +162,47 @@ func TestHashAggBatch(t *testing.T) {
 		{Kind: plan.AggAvg, Arg: v, T: types.NumericOf(38, 2)},
 	}}
 	want := "NULL 1 1 7 7 7 1 7.00\na 3 2 6 1 5 2 3.00\nb 2 2 4 2 2 1 2.00"
-	if got := runText(t, p, false); got != want {
+	if got := bt.RunText(t, mem, p, false); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
 
 func TestGlobalAggOnEmptyInput(t *testing.T) {
 	withChecked(t)
-	p := &plan.HashAgg{In: kv(), Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64},
-		{Kind: plan.AggSum, Arg: col(1, types.TInt64), T: types.NumericOf(38, 0)}}}
-	if got := runText(t, p, false); got != "0 NULL" {
+	p := &plan.HashAgg{In: bt.KV(), Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64},
+		{Kind: plan.AggSum, Arg: bt.Col(1, types.TInt64), T: types.NumericOf(38, 0)}}}
+	if got := bt.RunText(t, mem, p, false); got != "0 NULL" {
 		t.Errorf("count(*), sum over no rows = %q, want 0 NULL", got)
 	}
 }
 
 func TestHashJoin(t *testing.T) {
 	withChecked(t)
-	left := kv([2]expr.Expr{str("a"), lit(1)}, [2]expr.Expr{str("b"), lit(2)}, [2]expr.Expr{str("c"), null(types.TInt64)}, [2]expr.Expr{str("d"), lit(2)})
-	right := kv([2]expr.Expr{str("x"), lit(2)}, [2]expr.Expr{str("y"), lit(2)}, [2]expr.Expr{str("z"), lit(3)}, [2]expr.Expr{str("n"), null(types.TInt64)})
+	left := bt.KV([2]expr.Expr{bt.Str("a"), bt.Lit(1)}, [2]expr.Expr{bt.Str("b"), bt.Lit(2)}, [2]expr.Expr{bt.Str("c"), bt.Null(types.TInt64)}, [2]expr.Expr{bt.Str("d"), bt.Lit(2)})
+	right := bt.KV([2]expr.Expr{bt.Str("x"), bt.Lit(2)}, [2]expr.Expr{bt.Str("y"), bt.Lit(2)}, [2]expr.Expr{bt.Str("z"), bt.Lit(3)}, [2]expr.Expr{bt.Str("n"), bt.Null(types.TInt64)})
 	inner := &plan.HashJoin{Left: left, Right: right, Kind: plan.JoinInner,
-		LeftKeys: []expr.Expr{col(1, types.TInt64)}, RightKeys: []expr.Expr{col(1, types.TInt64)}}
-	if got, want := runText(t, inner, false), "b 2 x 2\nb 2 y 2\nd 2 x 2\nd 2 y 2"; got != want {
+		LeftKeys: []expr.Expr{bt.Col(1, types.TInt64)}, RightKeys: []expr.Expr{bt.Col(1, types.TInt64)}}
+	if got, want := bt.RunText(t, mem, inner, false), "b 2 x 2\nb 2 y 2\nd 2 x 2\nd 2 y 2"; got != want {
 		t.Errorf("inner join:\n%s\nwant\n%s", got, want)
 	}
 	leftJ := *inner
 	leftJ.Kind = plan.JoinLeft
-	leftJ.Residual = &expr.Func{Name: "<>", Args: []expr.Expr{col(2, types.TText), str("y")}, T: types.TBool}
-	if got, want := runText(t, &leftJ, false), "a 1 NULL NULL\nb 2 x 2\nc NULL NULL NULL\nd 2 x 2"; got != want {
+	leftJ.Residual = &expr.Func{Name: "<>", Args: []expr.Expr{bt.Col(2, types.TText), bt.Str("y")}, T: types.TBool}
+	if got, want := bt.RunText(t, mem, &leftJ, false), "a 1 NULL NULL\nb 2 x 2\nc NULL NULL NULL\nd 2 x 2"; got != want {
 		t.Errorf("left join with residual:\n%s\nwant\n%s", got, want)
 	}
 }
 
 func TestSortLimit(t *testing.T) {
 	withChecked(t)
-	in := kv([2]expr.Expr{str("a"), lit(3)}, [2]expr.Expr{str("b"), null(types.TInt64)}, [2]expr.Expr{str("c"), lit(1)}, [2]expr.Expr{str("d"), lit(3)})
-	asc := &plan.Sort{In: in, Keys: []plan.SortKey{{E: col(1, types.TInt64)}, {E: col(0, types.TText), Desc: true}}, Limit: -1}
-	if got, want := runText(t, asc, true), "c 1\nd 3\na 3\nb NULL"; got != want {
+	in := bt.KV([2]expr.Expr{bt.Str("a"), bt.Lit(3)}, [2]expr.Expr{bt.Str("b"), bt.Null(types.TInt64)}, [2]expr.Expr{bt.Str("c"), bt.Lit(1)}, [2]expr.Expr{bt.Str("d"), bt.Lit(3)})
+	asc := &plan.Sort{In: in, Keys: []plan.SortKey{{E: bt.Col(1, types.TInt64)}, {E: bt.Col(0, types.TText), Desc: true}}, Limit: -1}
+	if got, want := bt.RunText(t, mem, asc, true), "c 1\nd 3\na 3\nb NULL"; got != want {
 		t.Errorf("ORDER BY v, k DESC:\n%s\nwant\n%s", got, want)
 	}
-	desc := &plan.Sort{In: in, Keys: []plan.SortKey{{E: col(1, types.TInt64), Desc: true, NullsFirst: true}}, Limit: -1}
+	desc := &plan.Sort{In: in, Keys: []plan.SortKey{{E: bt.Col(1, types.TInt64), Desc: true, NullsFirst: true}}, Limit: -1}
 	lim := &plan.Limit{In: desc, Offset: 1, Count: 2}
-	if got, want := runText(t, lim, true), "a 3\nd 3"; got != want {
+	if got, want := bt.RunText(t, mem, lim, true), "a 3\nd 3"; got != want {
 		t.Errorf("ORDER BY v DESC OFFSET 1 LIMIT 2:\n%s\nwant\n%s", got, want)
 	}
 }
@@ -237,9 +217,9 @@ func budgetCtx(c context.Context, limit int64, pool *plan.MemPool) *plan.Ctx {
 func crossJoin(n int) *plan.HashJoin {
 	rows := make([][2]expr.Expr, n)
 	for i := range rows {
-		rows[i] = [2]expr.Expr{str("some text to hold"), lit(int64(i))}
+		rows[i] = [2]expr.Expr{bt.Str("some text to hold"), bt.Lit(int64(i))}
 	}
-	return &plan.HashJoin{Left: kv(rows...), Right: kv(rows...), Kind: plan.JoinInner}
+	return &plan.HashJoin{Left: bt.KV(rows...), Right: bt.KV(rows...), Kind: plan.JoinInner}
 }
 
 // TestBudgetFailsSortAndAgg: a sort and an aggregate over a cross join
@@ -248,14 +228,14 @@ func crossJoin(n int) *plan.HashJoin {
 func TestBudgetFailsSortAndAgg(t *testing.T) {
 	join := crossJoin(1000) // a million rows
 	plans := map[string]plan.Plan{
-		"sort": &plan.Sort{In: join, Keys: []plan.SortKey{{E: col(0, types.TText)}, {E: col(3, types.TInt64), Desc: true}}, Limit: -1},
-		"agg":  &plan.HashAgg{In: join, Keys: []expr.Expr{col(1, types.TInt64), col(3, types.TInt64)}, Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64}}},
+		"sort": &plan.Sort{In: join, Keys: []plan.SortKey{{E: bt.Col(0, types.TText)}, {E: bt.Col(3, types.TInt64), Desc: true}}, Limit: -1},
+		"agg":  &plan.HashAgg{In: join, Keys: []expr.Expr{bt.Col(1, types.TInt64), bt.Col(3, types.TInt64)}, Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64}}},
 	}
 	for name, p := range plans {
 		pool := plan.NewMemPool(0)
 		ctx := budgetCtx(context.Background(), 4<<20, pool)
 		err := batch.Run(ctx, p, func(rec arrow.RecordBatch) error { rec.Release(); return nil })
-		wantCode(t, err, sqlerr.OutOfMemory)
+		bt.WantCode(t, err, sqlerr.OutOfMemory)
 		if ctx.Mem.Used() != 0 {
 			t.Fatalf("%s: %d bytes still accounted after the failure", name, ctx.Mem.Used())
 		}
@@ -291,13 +271,13 @@ func TestCancelInsideOperators(t *testing.T) {
 	defer cancel2()
 	<-timedOut.Done()
 	for _, p := range []plan.Plan{join,
-		&plan.Sort{In: join, Keys: []plan.SortKey{{E: col(1, types.TInt64)}}, Limit: -1},
+		&plan.Sort{In: join, Keys: []plan.SortKey{{E: bt.Col(1, types.TInt64)}}, Limit: -1},
 		&plan.HashAgg{In: join, Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64}}},
 	} {
 		for c, msg := range map[context.Context]string{canceled: "canceling statement due to user request",
 			timedOut: "canceling statement due to statement timeout"} {
 			err := batch.Run(budgetCtx(c, 0, nil), p, func(rec arrow.RecordBatch) error { rec.Release(); return nil })
-			if e := wantCode(t, err, sqlerr.QueryCanceled); e.Msg != msg {
+			if e := bt.WantCode(t, err, sqlerr.QueryCanceled); e.Msg != msg {
 				t.Fatalf("%T: %q, want %q", p, e.Msg, msg)
 			}
 		}
@@ -323,7 +303,7 @@ func TestJoinProbeChecksPerChunk(t *testing.T) {
 		}
 		return nil
 	})
-	wantCode(t, err, sqlerr.QueryCanceled)
+	bt.WantCode(t, err, sqlerr.QueryCanceled)
 	if batches != 3 {
 		t.Fatalf("%d batches emitted; the probe should stop at the one after the cancel", batches)
 	}
