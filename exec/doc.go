@@ -24,9 +24,11 @@
 //     is a task (job.go) the runtime starts: an operator instance
 //     (opTask), a source split's reader (sourceRunner, source.go and
 //     connector.go), which passes each barrier on with its position, and
-//     the sink (viewSink, sink.go), which writes the view's rows into the
-//     epoch's batch and hands it over with the barrier's acknowledgement
-//     (AwaitBarrier) for the checkpoint coordinator to commit.
+//     the sink (sinkTask, sink.go), which drives an epochSink (viewSink:
+//     the view's rows) through the first phase of each epoch's commit,
+//     write then prepare at the aligned barrier, and hands the prepared
+//     batch over with the barrier's acknowledgement (AwaitBarrier) for
+//     the checkpoint coordinator to commit.
 //  3. Ownership: Push takes ownership of the chunk's record; an operator
 //     releases what it does not pass on. An outlet (op.Outlet, outlet.go)
 //     takes ownership of what it is given likewise.

@@ -303,7 +303,7 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	for _, st := range starts {
 		st()
 	}
-	j.start(&viewSink{j: j, ins: sinkIns})
+	j.start(&sinkTask{j: j, s: newViewSink(j), ins: sinkIns})
 	return j, nil
 }
 
