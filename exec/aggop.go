@@ -8,7 +8,7 @@ import (
 )
 
 // aggNode is instance slot (of the job's aggregate instances) of an
-// aggregate node: the operator, as runOp drives it. Besides the operator's
+// aggregate node: the operator, as opTask drives it. Besides the operator's
 // own work it keeps the job's counters up to date: the instance's state
 // bytes (stateBytes[slot]) and changed groups (dirty[slot], which bound the
 // epoch), the rows in flight to aggregates, and whether state spilled.
@@ -18,7 +18,7 @@ type aggNode struct {
 	slot int
 }
 
-// What runOp asks of an aggregate instance besides op.Operator.
+// What opTask asks of an aggregate instance besides op.Operator.
 var (
 	_ watermarkKeeper = (*aggNode)(nil)
 	_ sizedOp         = (*aggNode)(nil)
@@ -29,21 +29,22 @@ var (
 // job's aggregate instances, emitting into out, and, for a durable job,
 // loads its state (reemit: the view is rebuilt from its state, root: its
 // rows are the view's).
-func (j *Job) newAggNode(n *gnode, inst, slot int, out *outlet, root bool) (*aggNode, error) {
+func (f opFactory) newAggNode(n *gnode, inst, slot int, out *outlet, root bool) (*aggNode, error) {
+	j := f.j
 	spec := plan.AggSpecOf(n.agg, n.ins[0].from.retracts, windowCloseOf(n.agg))
-	nd := agg.Node{Node: opNode(j, n, out, j.cacheShare()),
+	nd := agg.Node{Node: opNode(j, n, out, j.mem.cacheShare()),
 		// A view without readers needs no old rows (changesOf).
 		KeepRows:      !root || j.spec.View == nil || j.spec.Changelog || len(j.spec.View.Indexes) > 0,
-		OldRows:       func() bool { return j.oldRows(root) },
+		OldRows:       func() bool { return f.oldRows(root) },
 		OnWindowClose: root && j.spec.OnWindowClose,
-		PerEpoch:      !j.memBackend()}
+		PerEpoch:      !j.spec.memBackend()}
 	if spec.Win != nil {
-		nd.Late = j.newLateLog("window aggregate", n.op, n.agg.In.Types())
+		nd.Late = j.et.newLateLog("window aggregate", n.op, n.agg.In.Types())
 	}
 	o := agg.New(spec, nd)
 	reemit := j.spec.Reemit && root
 	if j.durable() {
-		if err := o.Load(j.opState(n.op, inst, n.par), inst, n.par, reemit); err != nil {
+		if err := o.Load(f.opState(n.op, inst, n.par), inst, n.par, reemit); err != nil {
 			return nil, err
 		}
 		if reemit {
@@ -55,7 +56,7 @@ func (j *Job) newAggNode(n *gnode, inst, slot int, out *outlet, root bool) (*agg
 		// batch query does (count(*) = 0).
 		o.ReemitAll()
 	}
-	j.stateBytes[slot].Store(o.Bytes())
+	j.mem.aggBytes[slot].Store(o.Bytes())
 	return &aggNode{Op: o, j: j, slot: slot}, nil
 }
 
@@ -67,12 +68,13 @@ func (j *Job) newAggNode(n *gnode, inst, slot int, out *outlet, root bool) (*agg
 // epoch it reads has them. An aggregate inside the graph always sends
 // them: its consumer retracts what it took from the group before. A
 // view's indexes need them too, to remove a changed row's entries.
-func (j *Job) oldRows(root bool) bool {
+func (f opFactory) oldRows(root bool) bool {
+	j := f.j
 	return !root || j.spec.View == nil || j.changelog.Load() || len(j.spec.View.Indexes) > 0
 }
 
 // Push folds a chunk into the instance (the "agg" failpoint first) and
-// updates the job's counters (runOp then checks the memory limit,
+// updates the job's counters (opTask then checks the memory limit,
 // sizedOp).
 func (n *aggNode) Push(ectx *expr.Ctx, c Chunk, in int) error {
 	if err := plan.Failpoint(n.j.spec.Name, "agg"); err != nil {
@@ -83,8 +85,8 @@ func (n *aggNode) Push(ectx *expr.Ctx, c Chunk, in int) error {
 	if err := n.Op.Push(ectx, c, in); err != nil {
 		return err
 	}
-	n.j.dirty[n.slot].Store(int64(n.Dirty()))
-	n.j.inflight.Add(-rows)
+	n.j.mem.dirty[n.slot].Store(int64(n.Dirty()))
+	n.j.mem.inflight.Add(-rows)
 	return nil
 }
 
@@ -94,7 +96,7 @@ func (n *aggNode) Barrier(ectx *expr.Ctx, b *Barrier, w *storage.Batch) error {
 	if err := n.Op.Barrier(ectx, b, w); err != nil {
 		return err
 	}
-	n.j.dirty[n.slot].Store(0)
+	n.j.mem.dirty[n.slot].Store(0)
 	return nil
 }
 
@@ -108,13 +110,13 @@ func (n *aggNode) afterBarrier(epoch uint64) error {
 		return err
 	}
 	if n.Spilled() {
-		n.j.spilling.Store(true)
+		n.j.mem.spilling.Store(true)
 	}
 	n.reportBytes()
 	return nil
 }
 
-func (n *aggNode) reportBytes() { n.j.stateBytes[n.slot].Store(n.Bytes()) }
+func (n *aggNode) reportBytes() { n.j.mem.aggBytes[n.slot].Store(n.Bytes()) }
 
 func (n *aggNode) opID() uint32 { return n.OpID() }
 

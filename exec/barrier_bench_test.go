@@ -161,7 +161,7 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 		// A view without readers keeps no emitted rows and sends no old ones.
 		op := agg.New(plan.AggSpecOf(spec, retract, nil), agg.Node{Node: opkittest.Node(&opkittest.Outlet{Discard: true}, nil),
 			OldRows: func() bool { return false }, PerEpoch: true})
-		if err := op.Load(j.opState(1, 0, 1), 0, 1, false); err != nil {
+		if err := op.Load(opFactory{j}.opState(1, 0, 1), 0, 1, false); err != nil {
 			b.Fatal(err)
 		}
 		ectx := &expr.Ctx{Mem: memoryPool}

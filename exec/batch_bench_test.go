@@ -39,6 +39,13 @@ func benchRun(b *testing.B, p plan.Plan, inputs ...[]arrow.RecordBatch) int64 {
 	return rows
 }
 
+// benchCtx is the context of BenchmarkBatch: a budget (no limit) in a pool,
+// as the server gives every query.
+func benchCtx(c context.Context) *plan.Ctx {
+	bu := plan.NewBudget(0, plan.NewMemPool(0))
+	return &plan.Ctx{Context: c, Expr: &expr.Ctx{Mem: bu.Allocator()}, Mem: bu}
+}
+
 func BenchmarkBatch(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	k := &expr.ColRef{Idx: 0, T: types.TInt64, Name: "k"}

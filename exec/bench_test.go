@@ -145,7 +145,7 @@ func BenchmarkBarrier(b *testing.B) {
 	spec.Aggs[1].T = types.NumericOf(types.MaxNumericPrecision, 0) // sum(BIGINT), as bound
 	// A view without readers keeps no emitted rows and sends no old ones.
 	out := &opkittest.Outlet{Discard: true}
-	op := agg.New(plan.AggSpecOf(spec, false, nil), agg.Node{Node: opkittest.Node(out, j.opState(1, 0, 1)),
+	op := agg.New(plan.AggSpecOf(spec, false, nil), agg.Node{Node: opkittest.Node(out, opFactory{j}.opState(1, 0, 1)),
 		OldRows: func() bool { return false }, PerEpoch: true})
 	push := func(keys []int64) {
 		for len(keys) > 0 {

@@ -17,7 +17,7 @@ import (
 // openConnector positions each split of a connector source at the job's
 // committed position (0 for a new job): the position is stored as the
 // partition's offset, so checkpoints, savepoints and RESTORE carry it.
-func (j *Job) openConnector(s *jobSource) error {
+func (s *jobSource) openConnector(j *Job) error {
 	conn, err := plan.Connector(s.n.src)
 	if err != nil {
 		return err
@@ -51,14 +51,6 @@ func SourceGrown(err error) (name string, splits int, ok bool) {
 	return g.Source, g.Splits, true
 }
 
-// runAnySource runs one partition of a stream, view or connector source.
-func (j *Job) runAnySource(s *jobSource, part uint32, barriers chan *Barrier, outs []*outlet) error {
-	if s.conn != nil {
-		return j.runConnector(s, part, barriers, outs)
-	}
-	return j.runSource(s, part, barriers, outs)
-}
-
 // runConnector reads split part of a connector source from the job's
 // position on and sends its rows down every edge that reads the source. At
 // each barrier it records the split's position with the epoch's writes, so
@@ -71,18 +63,18 @@ func (j *Job) runAnySource(s *jobSource, part uint32, barriers chan *Barrier, ou
 // their own pace and a checkpoint may find them at different positions. A
 // barrier that asks for catch-up (CHECKPOINT, savepoints) makes a bounded
 // split read everything its rate allows at that moment first.
-func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, outs []*outlet) error {
-	ectx := j.exprCtx()
+func (r *sourceRunner) runConnector() error {
+	j, s, part, barriers, outs := r.j, r.s, r.part, r.barriers, r.outs
 	w := j.db.NewEpochBatch()
-	r, err := s.conn.Open(int(part), connector.Position(s.offsets[part].Load()), true)
+	rd, err := s.conn.Open(int(part), connector.Position(s.offsets[part].Load()), true)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer rd.Close()
 	// Records the source's system deleted before this split read them
 	// are counted where users look (SHOW JOBS lost_rows), per split, and
 	// committed with the epoch whose position passed them.
-	lossReporter, _ := r.(connector.LossReporter)
+	lossReporter, _ := rd.(connector.LossReporter)
 	var lost int64
 	lostDirty := false
 	if j.durable() && !j.fresh {
@@ -110,14 +102,14 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 	// on that is where the split is, even before its first row, or
 	// catching up to its end (CHECKPOINT, savepoints) would wait forever
 	// on an empty partition.
-	if pos := uint64(r.Position()); pos > s.offsets[part].Load() {
+	if pos := uint64(rd.Position()); pos > s.offsets[part].Load() {
 		s.offsets[part].Store(pos)
 	}
 	done := false // a bounded split ended
 	// A reader that reports its position to its system (a Kafka consumer
 	// group) does so once the epoch of a checkpoint barrier has
 	// committed: the positions of checkpoints waiting for that.
-	committer, _ := r.(connector.Committer)
+	committer, _ := rd.(connector.Committer)
 	type pendingCommit struct{ epoch, pos uint64 }
 	var pending []pendingCommit
 	commitDone := func() {
@@ -139,8 +131,8 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		if done {
 			return false, nil
 		}
-		first := uint64(r.Position())
-		rec, err := r.Read(memoryPool, plan.ConnectorBatch)
+		first := uint64(rd.Position())
+		rec, err := rd.Read(memoryPool, plan.ConnectorBatch)
 		countLost()
 		if errors.Is(err, connector.EOF) {
 			done = true
@@ -153,8 +145,8 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		if err != nil {
 			return false, err
 		}
-		if br, ok := r.(connector.BadReporter); ok {
-			if err := j.badMessages(s, w, br.TakeBad()); err != nil {
+		if br, ok := rd.(connector.BadReporter); ok {
+			if err := r.badMessages(w, br.TakeBad()); err != nil {
 				if rec != nil {
 					rec.Release()
 				}
@@ -164,7 +156,7 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		if rec == nil {
 			// Nothing decoded, but the reader may have moved (past a
 			// transaction's control records, or skipped bad messages).
-			s.offsets[part].Store(uint64(r.Position()))
+			s.offsets[part].Store(uint64(rd.Position()))
 			return false, nil
 		}
 		n := rec.NumRows()
@@ -174,11 +166,11 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		// batches never meet, and rows re-read after a restart start at
 		// the committed position, above every committed id.
 		if n > 0 {
-			err = j.route(ectx, s, w, part, first, rec, outs)
+			err = r.route(w, first, rec)
 		} else {
 			rec.Release()
 		}
-		s.offsets[part].Store(uint64(r.Position()))
+		s.offsets[part].Store(uint64(rd.Position()))
 		return true, err
 	}
 	onBarrier := func(b *Barrier) error {
@@ -198,7 +190,7 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		// new generation catching up with the last committed epoch, whose
 		// positions its placement recorded).
 		if floor, ok := b.Cut[storage.LogPart{Table: s.n.src.ID, Part: part}]; ok {
-			for !done && uint64(r.Position()) < floor {
+			for !done && uint64(rd.Position()) < floor {
 				more, err := read()
 				if err != nil {
 					return err
@@ -215,7 +207,7 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		}
 		m := msg{barrier: b, w: w}
 		if j.durable() {
-			w.SetOffset(j.spec.ID, s.n.src.ID, part, uint64(r.Position()))
+			w.SetOffset(j.spec.ID, s.n.src.ID, part, uint64(rd.Position()))
 			if lostDirty {
 				lr := w.NewRun()
 				lr.PutState(j.spec.ID, jobStateOp, partKey(keyPartLost, s.n.src.ID, part), binary.AppendUvarint(nil, uint64(lost)))
@@ -223,7 +215,7 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 				lostDirty = false
 			}
 			if b.Checkpoint && committer != nil {
-				pending = append(pending, pendingCommit{b.Epoch, uint64(r.Position())})
+				pending = append(pending, pendingCommit{b.Epoch, uint64(rd.Position())})
 			}
 			s.wm[part].mark(&m, j.spec.ID, s.n.src.ID, part, w)
 		} else {
@@ -250,8 +242,8 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 		default:
 		}
 		commitDone()
-		if j.epochFull() {
-			if done, err := j.awaitRoomInEpoch(barriers, onBarrier); err != nil || done {
+		if j.mem.epochFull() {
+			if done, err := r.awaitRoomInEpoch(onBarrier); err != nil || done {
 				return err
 			}
 			continue
@@ -293,7 +285,8 @@ func (s *jobSource) connEnd(p int) uint64 {
 // badMessages applies job.error_policy to messages a connector could not
 // decode: the job fails naming the first one's split and offset, or each
 // is recorded (streamdb_job_errors) with the epoch and skipped.
-func (j *Job) badMessages(s *jobSource, w *storage.Batch, bad []connector.BadMessage) error {
+func (r *sourceRunner) badMessages(w *storage.Batch, bad []connector.BadMessage) error {
+	j, s := r.j, r.s
 	for _, b := range bad {
 		if !j.spec.SkipErrors {
 			return &sqlerr.Error{Code: b.Code, Msg: b.Err,

@@ -169,12 +169,12 @@ func (w *distWiring) senderIndex(p int, recv string) int {
 // remoteSenders counts the splits on other nodes than recv.
 func (w *distWiring) remoteSenders(recv string) int { return w.senderIndex(len(w.d.Splits), recv) }
 
-// distInbox opens, for local instance i of the distributed operator, the
+// inbox opens, for local instance i of the distributed operator, the
 // exchange inbox the splits on other nodes reach it through (nil if there
 // are none): a drain started with the job feeds it into one more input
 // of the instance, added to ins, whose aligner then aligns its barriers
 // with the local splits' as any input's. The operator does not know.
-func (j *Job) distInbox(w *distWiring, i int, ins *[]chan msg, starts *[]func()) (*exchange.Inbox, error) {
+func (w *distWiring) inbox(j *Job, i int, ins *[]chan msg, starts *[]func()) (*exchange.Inbox, error) {
 	senders := w.remoteSenders(w.d.Self)
 	if senders == 0 {
 		return nil, nil
@@ -185,15 +185,23 @@ func (j *Job) distInbox(w *distWiring, i int, ins *[]chan msg, starts *[]func())
 	}
 	ch := make(chan msg, 4)
 	*ins = append(*ins, ch)
-	*starts = append(*starts, func() { j.goRun(func() error { return j.drain(w, in, ch) }) })
+	*starts = append(*starts, func() { j.start(&drainTask{j, w, in, ch}) })
 	return in, nil
 }
 
-// pump sends what a local split's outlet routes to remote instance c over
+// pumpTask sends what a local split's outlet routes to remote instance c over
 // the exchange: its chunks and barriers (which carry no writes, wOut).
 // A stopping job breaks the stream (the receiver's part fails too: a
 // distributed job rolls back as a whole).
-func (j *Job) pump(w *distWiring, p, c int, ch chan msg) error {
+type pumpTask struct {
+	j    *Job
+	w    *distWiring
+	p, c int
+	ch   chan msg
+}
+
+func (t *pumpTask) run() error {
+	j, w, p, c, ch := t.j, t.w, t.p, t.c, t.ch
 	cc, err := w.d.Conn(w.d.Instances[c])
 	if err != nil {
 		return err
@@ -229,7 +237,7 @@ func (j *Job) pump(w *distWiring, p, c int, ch chan msg) error {
 		if err := s.Send(j.ctx, m.c); err != nil {
 			return err
 		}
-		j.inflight.Add(-n) // counted again by the receiving node
+		j.mem.inflight.Add(-n) // counted again by the receiving node
 	}
 }
 
@@ -246,10 +254,18 @@ func sameLayout(a, b *arrow.Schema) bool {
 	return true
 }
 
-// drain feeds local instance c's exchange inbox into ch, one of the
+// drainTask feeds local instance c's exchange inbox into ch, one of the
 // instance's inputs: chunks, and barriers aligned across the remote
 // splits with their combined watermark.
-func (j *Job) drain(w *distWiring, in *exchange.Inbox, ch chan msg) error {
+type drainTask struct {
+	j  *Job
+	w  *distWiring
+	in *exchange.Inbox
+	ch chan msg
+}
+
+func (t *drainTask) run() error {
+	j, in, ch := t.j, t.in, t.ch
 	defer in.Close()
 	for {
 		it, err := in.Next(j.ctx)
@@ -264,7 +280,7 @@ func (j *Job) drain(w *distWiring, in *exchange.Inbox, ch chan msg) error {
 		}
 		m := msg{barrier: it.Barrier, wm: it.WM}
 		if it.Barrier == nil {
-			j.inflight.Add(it.Chunk.Rec.NumRows())
+			j.mem.inflight.Add(it.Chunk.Rec.NumRows())
 			m = msg{c: it.Chunk}
 		}
 		if err := j.send(ch, m); err != nil {

@@ -17,12 +17,18 @@
 //  1. The runtime, not the operator, aligns barriers across inputs
 //     (aligner, watermark.go) and forwards them with the epoch's writes.
 //  2. Aggregates, joins, top-N, session windows, temporal filters and
-//     union run through op.Operator (runOp): Push for each chunk; at each
+//     union run through op.Operator (opTask): Push for each chunk; at each
 //     aligned barrier AdvanceWatermark (op.WatermarkHandler) if they act
 //     on event time, then Barrier, which emits the epoch's changes and
-//     commits its state into the epoch's batch. Sources (source.go,
-//     connector.go) and the sink (sink.go) run loops of their own, for
-//     offsets and the view's rows.
+//     commits its state into the epoch's batch. Each goroutine of a job
+//     is a task (job.go) the runtime starts: an operator instance
+//     (opTask), a source split's reader (sourceRunner, source.go and
+//     connector.go), which passes each barrier on with its position, and
+//     the sink (sinkTask, sink.go), which drives an epochSink (viewSink:
+//     the view's rows) through the first phase of each epoch's commit,
+//     write then prepare at the aligned barrier, and hands the prepared
+//     batch over with the barrier's acknowledgement (AwaitBarrier) for
+//     the checkpoint coordinator to commit.
 //  3. Ownership: Push takes ownership of the chunk's record; an operator
 //     releases what it does not pass on. An outlet (op.Outlet, outlet.go)
 //     takes ownership of what it is given likewise.
@@ -31,4 +37,10 @@
 //     get its entries and, at each barrier, to commit the epoch's changes,
 //     which the Pebble backend writes and the memory backend replaces by
 //     a snapshot at checkpoints (statebackend.go).
+//  5. Job keeps the lifecycle: start, barriers and epochs, commits, stop,
+//     errors. Event time and late rows are eventTime (watermark.go,
+//     late.go), memory accounting memAccount (memory.go), the state
+//     backend's commits holdState (statebackend.go), the building of
+//     operators opFactory (opstate.go); no type of exec has more than 30
+//     methods (TestExecTypesStaySmall in tests/lint).
 package exec

@@ -8,103 +8,45 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/exec/agg"
 	"github.com/streamdb/streamdb/exec/batch"
+	"github.com/streamdb/streamdb/exec/batch/batchtest"
 	"github.com/streamdb/streamdb/exec/expr"
-	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/exec/opkit/opkittest"
 	"github.com/streamdb/streamdb/exec/plan"
+	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
 )
 
 // withChecked makes operators allocate from a checked allocator and fails
 // the test if anything is left allocated at the end.
 func withChecked(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	old, oldKit := memoryPool, opkit.Mem
-	memoryPool, opkit.Mem = mem, mem
-	t.Cleanup(func() {
-		memoryPool, opkit.Mem = old, oldKit
-		mem.AssertSize(t, 0)
-	})
+	mem := batchtest.WithChecked(t)
+	old := memoryPool
+	memoryPool = mem
+	t.Cleanup(func() { memoryPool = old })
 }
 
-func col(i int, t types.T) *expr.ColRef { return &expr.ColRef{Idx: i, T: t} }
+func col(i int, t types.T) *expr.ColRef { return batchtest.Col(i, t) }
 
-func lit(v int64) expr.Expr { return &expr.Const{D: types.Int(v), T: types.TInt64} }
+func lit(v int64) expr.Expr { return batchtest.Lit(v) }
 
-func null(t types.T) expr.Expr { return &expr.Const{D: types.Null, T: t} }
+func null(t types.T) expr.Expr { return batchtest.Null(t) }
 
-func str(s string) expr.Expr { return &expr.Const{D: types.Str(s), T: types.TText} }
+func str(s string) expr.Expr { return batchtest.Str(s) }
 
-// values builds a Values plan of (text, bigint) rows.
-func kv(rows ...[2]expr.Expr) *plan.Values {
-	v := &plan.Values{Ts: []types.T{types.TText, types.TInt64}}
-	for _, r := range rows {
-		v.Rows = append(v.Rows, []expr.Expr{r[0], r[1]})
-	}
-	return v
-}
+// kv builds a Values plan of (text, bigint) rows.
+func kv(rows ...[2]expr.Expr) *plan.Values { return batchtest.KV(rows...) }
 
 // runText runs p and returns its rows as text lines, sorted unless ordered.
 func runText(t *testing.T, p plan.Plan, ordered bool) string {
 	t.Helper()
-	ctx := &plan.Ctx{Context: context.Background(), Expr: &expr.Ctx{Mem: memoryPool}}
-	var lines []string
-	ts := p.Types()
-	err := batch.Run(ctx, p, func(rec arrow.RecordBatch) error {
-		defer rec.Release()
-		for i := 0; i < int(rec.NumRows()); i++ {
-			var vals []string
-			for c, ty := range ts {
-				d := types.DatumAt(rec.Column(c), i, ty)
-				if d.Null {
-					vals = append(vals, "NULL")
-				} else {
-					vals = append(vals, types.TextOf(d, ty))
-				}
-			}
-			lines = append(lines, strings.Join(vals, " "))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ordered {
-		sort.Strings(lines)
-	}
-	return strings.Join(lines, "\n")
+	return batchtest.RunText(t, memoryPool, p, ordered)
 }
 
-func TestHashAggBatch(t *testing.T) {
-	withChecked(t)
-	in := kv([2]expr.Expr{str("a"), lit(1)}, [2]expr.Expr{str("b"), lit(2)}, [2]expr.Expr{str("a"), lit(5)},
-		[2]expr.Expr{str("a"), null(types.TInt64)}, [2]expr.Expr{null(types.TText), lit(7)}, [2]expr.Expr{str("b"), lit(2)})
-	v := col(1, types.TInt64)
-	p := &plan.HashAgg{In: in, Keys: []expr.Expr{col(0, types.TText)}, Aggs: []plan.AggSpec{
-		{Kind: plan.AggCountStar, T: types.TInt64},
-		{Kind: plan.AggCount, Arg: v, T: types.TInt64},
-		{Kind: plan.AggSum, Arg: v, T: types.NumericOf(38, 0)},
-		{Kind: plan.AggMin, Arg: v, T: types.TInt64},
-		{Kind: plan.AggMax, Arg: v, T: types.TInt64},
-		{Kind: plan.AggCount, Distinct: true, Arg: v, T: types.TInt64},
-		{Kind: plan.AggAvg, Arg: v, T: types.NumericOf(38, 2)},
-	}}
-	want := "NULL 1 1 7 7 7 1 7.00\na 3 2 6 1 5 2 3.00\nb 2 2 4 2 2 1 2.00"
-	if got := runText(t, p, false); got != want {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-}
-
-func TestGlobalAggOnEmptyInput(t *testing.T) {
-	withChecked(t)
-	p := &plan.HashAgg{In: kv(), Aggs: []plan.AggSpec{{Kind: plan.AggCountStar, T: types.TInt64},
-		{Kind: plan.AggSum, Arg: col(1, types.TInt64), T: types.NumericOf(38, 0)}}}
-	if got := runText(t, p, false); got != "0 NULL" {
-		t.Errorf("count(*), sum over no rows = %q, want 0 NULL", got)
-	}
+func wantCode(t *testing.T, err error, code string) *sqlerr.Error {
+	t.Helper()
+	return batchtest.WantCode(t, err, code)
 }
 
 // TestAggRetractions feeds changes with signs, as a view over a view does,
@@ -175,37 +117,6 @@ func TestAggRetractions(t *testing.T) {
 	push([][2]expr.Expr{{str("a"), lit(5)}, {str("a"), lit(5)}}, []Op{OpInsert, OpDelete})
 	if got := flush(); got != "" {
 		t.Fatalf("net-zero epoch emitted %q", got)
-	}
-}
-
-func TestHashJoin(t *testing.T) {
-	withChecked(t)
-	left := kv([2]expr.Expr{str("a"), lit(1)}, [2]expr.Expr{str("b"), lit(2)}, [2]expr.Expr{str("c"), null(types.TInt64)}, [2]expr.Expr{str("d"), lit(2)})
-	right := kv([2]expr.Expr{str("x"), lit(2)}, [2]expr.Expr{str("y"), lit(2)}, [2]expr.Expr{str("z"), lit(3)}, [2]expr.Expr{str("n"), null(types.TInt64)})
-	inner := &plan.HashJoin{Left: left, Right: right, Kind: plan.JoinInner,
-		LeftKeys: []expr.Expr{col(1, types.TInt64)}, RightKeys: []expr.Expr{col(1, types.TInt64)}}
-	if got, want := runText(t, inner, false), "b 2 x 2\nb 2 y 2\nd 2 x 2\nd 2 y 2"; got != want {
-		t.Errorf("inner join:\n%s\nwant\n%s", got, want)
-	}
-	leftJ := *inner
-	leftJ.Kind = plan.JoinLeft
-	leftJ.Residual = &expr.Func{Name: "<>", Args: []expr.Expr{col(2, types.TText), str("y")}, T: types.TBool}
-	if got, want := runText(t, &leftJ, false), "a 1 NULL NULL\nb 2 x 2\nc NULL NULL NULL\nd 2 x 2"; got != want {
-		t.Errorf("left join with residual:\n%s\nwant\n%s", got, want)
-	}
-}
-
-func TestSortLimit(t *testing.T) {
-	withChecked(t)
-	in := kv([2]expr.Expr{str("a"), lit(3)}, [2]expr.Expr{str("b"), null(types.TInt64)}, [2]expr.Expr{str("c"), lit(1)}, [2]expr.Expr{str("d"), lit(3)})
-	asc := &plan.Sort{In: in, Keys: []plan.SortKey{{E: col(1, types.TInt64)}, {E: col(0, types.TText), Desc: true}}, Limit: -1}
-	if got, want := runText(t, asc, true), "c 1\nd 3\na 3\nb NULL"; got != want {
-		t.Errorf("ORDER BY v, k DESC:\n%s\nwant\n%s", got, want)
-	}
-	desc := &plan.Sort{In: in, Keys: []plan.SortKey{{E: col(1, types.TInt64), Desc: true, NullsFirst: true}}, Limit: -1}
-	lim := &plan.Limit{In: desc, Offset: 1, Count: 2}
-	if got, want := runText(t, lim, true), "a 3\nd 3"; got != want {
-		t.Errorf("ORDER BY v DESC OFFSET 1 LIMIT 2:\n%s\nwant\n%s", got, want)
 	}
 }
 

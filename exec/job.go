@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"errors"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -136,41 +135,23 @@ type Job struct {
 	// reads it at each barrier, so an epoch is written wholly or not at all.
 	changelog atomic.Bool
 	committed atomic.Uint64 // the last epoch whose commit included this job
-	// stateBytes estimates the aggregate state held in memory, per
-	// aggregate instance; Evicted counts groups evicted to the state table
-	// (both as of the last barrier). Joins and ranks add theirs to opBytes.
-	stateBytes []atomic.Int64
-	opBytes    atomic.Int64
-	Evicted    atomic.Int64
+	// Evicted counts groups evicted to the state table (as of the last
+	// barrier).
+	Evicted atomic.Int64
 	// LostRows counts source records the source's system deleted before
 	// the job read them (Kafka retention past a checkpointed offset):
 	// rows the view never saw. Kept per split in the job's state, so it
 	// counts since the job was created.
 	LostRows atomic.Int64
-	spilling atomic.Bool // some instance's state is partly only in the state table
-	// dirty is each aggregate instance's count of groups changed in the
-	// current epoch; inflight counts rows sent to aggregates and not yet
-	// aggregated. Together they bound the epoch's changes (epochFull).
-	dirty    []atomic.Int64
-	inflight atomic.Int64
-	// stateful is the number of stateful operator instances, which share
-	// the state cache evenly.
-	stateful int
-	// watermark is the watermark of the rows that reached the sink, as of
-	// the last barrier; lateRows counts the rows dropped as late (both
-	// watermark.go).
-	watermark atomic.Int64
-	lateRows  atomic.Int64
+	// mem accounts the job's memory: its state, the epoch's changes and
+	// writes (memory.go).
+	mem memAccount
+	// et is the job's event time and late rows (watermark.go).
+	et eventTime
 	// errSeq numbers the rows skipped after an operator (rowerrors.go).
 	errSeq atomic.Uint64
-	// epochBytes is the size of the view rows the sink has written in
-	// the current epoch, not yet committed (job.memory_limit).
-	epochBytes atomic.Int64
-	hold       holdState // a memory job's epochs until a checkpoint (statebackend.go)
+	hold   holdState // a memory job's epochs until a checkpoint (statebackend.go)
 }
-
-// cacheShare is each stateful instance's share of the state cache.
-func (j *Job) cacheShare() int64 { return j.spec.StateCacheBytes / int64(max(1, j.stateful)) }
 
 // jobSource is one source of a job: a stream's log or a view's changelog,
 // read per partition.
@@ -228,7 +209,19 @@ func (j *Job) fail(err error) {
 	})
 }
 
-func (j *Job) goRun(fn func() error) {
+// task is one goroutine of a running job: a source split's reader
+// (sourceRunner), an operator instance (opTask), the sink (viewSink), or a
+// distributed job's exchange pump or drain (dist.go). The runtime starts
+// each with start; the error run returns fails the job.
+type task interface{ run() error }
+
+// taskFunc makes a function a task.
+type taskFunc func() error
+
+func (f taskFunc) run() error { return f() }
+
+// start runs t on a goroutine of the job; a panic fails the job too.
+func (j *Job) start(t task) {
 	j.wg.Add(1)
 	go func() {
 		defer j.wg.Done()
@@ -239,7 +232,7 @@ func (j *Job) goRun(fn func() error) {
 				j.fail(err)
 			}
 		}()
-		if err := fn(); err != nil && j.ctx.Err() == nil {
+		if err := t.run(); err != nil && j.ctx.Err() == nil {
 			j.fail(err)
 		}
 	}()
@@ -256,7 +249,7 @@ func (j *Job) Stop() {
 // may have the barrier and others not, which no later barrier can align:
 // the job fails and restarts from its last committed epoch.
 func (j *Job) InjectBarrier(ctx context.Context, b *Barrier) error {
-	b = j.noteBarrier(b)
+	b = j.hold.noteBarrier(b)
 	for _, c := range j.barriers {
 		select {
 		case c <- b:
@@ -313,7 +306,11 @@ func (j *Job) AwaitBarrier(ctx context.Context, epoch uint64) (*storage.Batch, e
 				j.late.AbsorbEpoch(w)
 				w, j.late = j.late, nil
 			}
-			return j.holdForCheckpoint(epoch, w)
+			w, err := j.hold.forCheckpoint(epoch, w)
+			if err != nil {
+				j.fail(err)
+			}
+			return w, err
 		case <-j.failed:
 			return nil, j.err
 		case <-j.ctx.Done():
@@ -388,50 +385,14 @@ func (j *Job) Positions() []SourcePosition {
 	return out
 }
 
-var errEpochFull = errors.New("epoch full")
-
-// epochFull reports whether the current epoch holds as many changes as
-// one epoch may (JobSpec.MaxEpochGroups). While the state fits its cache,
-// an epoch's batch takes memory the cache leaves free; once the state
-// spills, the cache is full and the batch comes on top of it, so the bound
-// is halved: the job then stays within about 1.4 times its budget instead
-// of 1.8, and each checkpoint commits half as much.
-func (j *Job) epochFull() bool {
-	limit := j.spec.MaxEpochGroups
-	if limit <= 0 || len(j.dirty) == 0 {
-		return false
-	}
-	if j.spilling.Load() {
-		limit /= 2
-	}
-	n := j.inflight.Load()
-	for i := range j.dirty {
-		n += j.dirty[i].Load()
-	}
-	return n >= limit
-}
-
-// StateBytes estimates the job's operator state in memory: the operators'
-// accounted bytes and, on the memory backend, the state map that holds the
-// entries of operators that do not snapshot themselves.
-func (j *Job) StateBytes() int64 {
-	n := j.opBytes.Load()
-	for i := range j.stateBytes {
-		n += j.stateBytes[i].Load()
-	}
-	if j.memBackend() {
-		// The state map of the operators that do not hold their state
-		// once (storage/memstate.go): what state.memory_limit counts.
-		n += j.db.MemStateBytes(j.spec.ID)
-	}
-	return n
-}
+// StateBytes estimates the job's operator state in memory (memAccount.stateBytes).
+func (j *Job) StateBytes() int64 { return j.mem.stateBytes() }
 
 // EnableChangelog makes the view's sink write its changelog from a later
 // epoch on and returns that epoch: once the job has committed it, every
 // change after a snapshot of the view is in the changelog.
 func (j *Job) EnableChangelog() (fromEpoch uint64) {
-	n := max(j.committed.Load(), j.ackedEpoch())
+	n := max(j.committed.Load(), j.hold.ackedEpoch())
 	j.changelog.Store(true)
 	// The sink may already hold barrier n+1; it reads the flag at the
 	// barrier after, so epochs from n+3 on are written; n+2 commits them all.
@@ -446,10 +407,10 @@ func (j *Job) ViewID() uint64 { return j.spec.ID }
 
 // HoldsAfter is the epoch the view's rows hold once the job's changes up to
 // epoch are committed (Committed(epoch) then records it).
-func (j *Job) HoldsAfter(epoch uint64) uint64 { return j.committedAs(epoch) }
+func (j *Job) HoldsAfter(epoch uint64) uint64 { return j.hold.committedAs(epoch) }
 
 // Committed tells the job that epoch's changes are in the database.
-func (j *Job) Committed(epoch uint64) { j.committed.Store(j.committedAs(epoch)) }
+func (j *Job) Committed(epoch uint64) { j.committed.Store(j.hold.committedAs(epoch)) }
 
 func (j *Job) send(out chan msg, m msg) error {
 	select {

@@ -28,27 +28,28 @@ func newJoinOp(j *Job, n *gnode, out *outlet, budget int64) *join.Op {
 	s := joinSpec(n)
 	nd := join.Node{Node: opNode(j, n, out, budget)}
 	if s.Time != nil && !s.Lookup {
-		nd.Late = [2]*lateLog{j.newLateLog(s.Time.Kind, n.op, s.LeftTs), j.newLateLog(s.Time.Kind, n.op, s.RightTs)}
+		nd.Late = [2]*lateLog{j.et.newLateLog(s.Time.Kind, n.op, s.LeftTs), j.et.newLateLog(s.Time.Kind, n.op, s.RightTs)}
 	}
 	return join.New(s, nd)
 }
 
-// joinNode is instance inst of a job's join node: the operator, as runOp
+// joinNode is instance inst of a job's join node: the operator, as opTask
 // drives it (watermarkKeeper, sizedOp).
 type joinNode struct{ *join.Op }
 
 // newJoinNode makes instance inst of join node n and, for a durable job,
 // loads its state (reemit: it will re-emit all of it, so it keeps every
 // group until the first barrier).
-func (j *Job) newJoinNode(n *gnode, inst int, out *outlet, reemit bool) (joinNode, error) {
+func (f opFactory) newJoinNode(n *gnode, inst int, out *outlet, reemit bool) (joinNode, error) {
+	j := f.j
 	if !j.durable() {
 		return joinNode{newJoinOp(j, n, out, 0)}, nil
 	}
-	o := newJoinOp(j, n, out, j.cacheShare())
+	o := newJoinOp(j, n, out, j.mem.cacheShare())
 	if reemit {
 		o.DeferEviction()
 	}
-	return joinNode{o}, o.Load(j.exprCtx(), j.opState(n.op, inst, n.par), inst, n.par)
+	return joinNode{o}, o.Load(j.exprCtx(), f.opState(n.op, inst, n.par), inst, n.par)
 }
 
 func (n joinNode) opID() uint32 { return n.OpID() }

@@ -16,8 +16,8 @@ type lateLog = opkit.LateLog
 
 // newLateLog returns the late-row log of operator kind id, whose input
 // has column types ts; nil unless the job records late rows.
-func (j *Job) newLateLog(kind string, id uint32, ts []types.T) *lateLog {
-	if !j.spec.RecordLate || j.spec.View == nil {
+func (et *eventTime) newLateLog(kind string, id uint32, ts []types.T) *lateLog {
+	if !et.spec.RecordLate || et.spec.View == nil {
 		return nil
 	}
 	return opkit.NewLateLog(fmt.Sprintf("%s %d", kind, id), ts)
@@ -33,13 +33,13 @@ func mergeLate(a, b []storage.LateRow) []storage.LateRow { return opkit.MergeLat
 // storage.LateRowsKept or more below n: only rows numbered after the
 // previous count minus storage.LateRowsKept can still exist, so at most
 // that many deletions.
-func (j *Job) recordLateRows(w *storage.Batch, rows []storage.LateRow, epoch uint64, late, n int64) {
+func (et *eventTime) recordLateRows(w *storage.Batch, rows []storage.LateRow, epoch uint64, late, n int64) {
 	if len(rows) == 0 || w == nil {
 		return
 	}
 	first := uint64(n) - uint64(len(rows)) + 1
 	for i := range rows {
-		rows[i].Job, rows[i].Epoch, rows[i].Seq = j.spec.Name, epoch, first+uint64(i)
+		rows[i].Job, rows[i].Epoch, rows[i].Seq = et.spec.Name, epoch, first+uint64(i)
 	}
 	const kept = storage.LateRowsKept
 	prev := uint64(n - late)
@@ -50,11 +50,11 @@ func (j *Job) recordLateRows(w *storage.Batch, rows []storage.LateRow, epoch uin
 	if uint64(n) >= kept {
 		to = min(uint64(n)-kept+1, prev+1)
 	}
-	w.PutLateRows(j.spec.ID, rows, from, max(from, to))
+	w.PutLateRows(et.spec.ID, rows, from, max(from, to))
 }
 
-// watermarkKeeper is an operator run by runOp that drops late rows
-// (eventTimed): runOp resumes its input watermark after a restart and
+// watermarkKeeper is an operator run by opTask that drops late rows
+// (eventTimed): opTask resumes its input watermark after a restart and
 // checkpoints it at each barrier (window aggregates, window and interval
 // joins, top-N per window), and carries its recorded late rows with the barrier.
 type watermarkKeeper interface {

@@ -10,10 +10,17 @@ import (
 // (statebackend.go): operators read and commit their state through it and
 // never ask which backend the job is on.
 
+// opFactory builds the job's operator instances (aggop.go, joinop.go,
+// rankop.go, session.go, temporal.go, versioned.go) with what the runtime
+// gives each: its state over the job's backend (opState), its outlet, its
+// share of the state cache and its late-row log.
+type opFactory struct{ j *Job }
+
 // opState returns the state of the instance inst (of par) of operator id.
-func (j *Job) opState(id uint32, inst, par int) opkit.State {
+func (f opFactory) opState(id uint32, inst, par int) opkit.State {
+	j := f.j
 	t := stateTable{db: j.db, job: j.spec.ID, op: id}
-	if j.memBackend() {
+	if j.spec.memBackend() {
 		return &memOpState{stateTable: t, own: func(kg int) bool { return instanceOf(kg, par) == inst }}
 	}
 	return &pebbleOpState{t}
@@ -77,6 +84,6 @@ func (s *memOpState) Commit(w *storage.Batch, b *op.Barrier, changed, ttlOn bool
 // opNode is what instance 0 of keyed operator n (a join, a rank) is given
 // by the runtime: Load gives the instance its own state.
 func opNode(j *Job, n *gnode, out *outlet, budget int64) opkit.Node {
-	return opkit.Node{ID: n.op, Out: out, State: j.opState(n.op, 0, 1), Budget: budget,
-		Committed: &j.committed, Bytes: &j.opBytes, Evicted: &j.Evicted, TTL: j.spec.StateTTL.micros}
+	return opkit.Node{ID: n.op, Out: out, State: opFactory{j}.opState(n.op, 0, 1), Budget: budget,
+		Committed: &j.committed, Bytes: &j.mem.opBytes, Evicted: &j.Evicted, TTL: j.spec.StateTTL.micros}
 }

@@ -136,7 +136,7 @@ func (o *outlet) route(ectx *expr.Ctx, c Chunk, ids []uint64) error {
 		ids = nil
 	}
 	if o.aggregate {
-		o.j.inflight.Add(out.NumRows())
+		o.j.mem.inflight.Add(out.NumRows())
 	}
 	if len(o.outs) == 1 {
 		return o.j.send(o.outs[0], msg{c: c, rowIDs: ids, in: o.in})

@@ -30,23 +30,24 @@ func newRankOp(j *Job, n *gnode, out *outlet, budget int64) *rank.Op {
 	s := rankSpecOf(n)
 	nd := rank.Node{Node: opNode(j, n, out, budget)}
 	if s.Win != nil {
-		nd.Late = j.newLateLog("top-n", n.op, s.InTs)
+		nd.Late = j.et.newLateLog("top-n", n.op, s.InTs)
 	}
 	return rank.New(s, nd)
 }
 
-// rankNode is instance inst of a job's rank node: the operator, as runOp
+// rankNode is instance inst of a job's rank node: the operator, as opTask
 // drives it (watermarkKeeper, sizedOp).
 type rankNode struct{ *rank.Op }
 
 // newRankNode makes instance inst of rank node n and, for a durable job,
 // loads its state (reemit: the next barrier emits every partition anew).
-func (j *Job) newRankNode(n *gnode, inst int, out *outlet, reemit bool) (rankNode, error) {
+func (f opFactory) newRankNode(n *gnode, inst int, out *outlet, reemit bool) (rankNode, error) {
+	j := f.j
 	if !j.durable() {
 		return rankNode{newRankOp(j, n, out, 0)}, nil
 	}
-	o := newRankOp(j, n, out, j.cacheShare())
-	if err := o.Load(j.exprCtx(), j.opState(n.op, inst, n.par), inst, n.par); err != nil {
+	o := newRankOp(j, n, out, j.mem.cacheShare())
+	if err := o.Load(j.exprCtx(), f.opState(n.op, inst, n.par), inst, n.par); err != nil {
 		return rankNode{}, err
 	}
 	if reemit {

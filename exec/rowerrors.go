@@ -87,11 +87,11 @@ func stagesSkippingRows(ectx *expr.Ctx, stages []plan.Plan, rec arrow.RecordBatc
 // failingRow is a row of the view's job whose expression failed with se:
 // under 'fail' the job's error naming it (what: where the row is), under
 // 'skip' nil once record has kept it.
-func (j *Job) failingRow(se *sqlerr.Error, what string, record func(storage.JobError)) error {
-	if !j.spec.SkipErrors {
-		return &sqlerr.Error{Code: se.Code, Msg: se.Msg, Detail: fmt.Sprintf("view %s, %s", j.spec.Name, what)}
+func (spec *JobSpec) failingRow(se *sqlerr.Error, what string, record func(storage.JobError)) error {
+	if !spec.SkipErrors {
+		return &sqlerr.Error{Code: se.Code, Msg: se.Msg, Detail: fmt.Sprintf("view %s, %s", spec.Name, what)}
 	}
-	record(storage.JobError{Job: j.spec.Name, Code: se.Code, Message: se.Msg, At: time.Now().UTC()})
+	record(storage.JobError{Job: spec.Name, Code: se.Code, Message: se.Msg, At: time.Now().UTC()})
 	return nil
 }
 
@@ -100,14 +100,14 @@ func (j *Job) failingRow(se *sqlerr.Error, what string, record func(storage.JobE
 // view row. keyOf returns change r's view key; failed gets the record's
 // offset of each group recorded, failedNow[r] is set for each change r
 // recorded.
-func (j *Job) groupStagesSkipping(ectx *expr.Ctx, stages []plan.Plan, rec arrow.RecordBatch, ops []Op, keyOf func(r int) []byte, w *storage.Batch, failed map[uint64]bool, failedNow []bool) (arrow.RecordBatch, []int, error) {
+func (vs *viewSink) groupStagesSkipping(ectx *expr.Ctx, stages []plan.Plan, rec arrow.RecordBatch, ops []Op, keyOf func(r int) []byte, w *storage.Batch, failed map[uint64]bool, failedNow []bool) (arrow.RecordBatch, []int, error) {
 	return stagesSkippingRows(ectx, stages, rec, ops, func(i int, se *sqlerr.Error) error {
 		row := rowText(rec, i)
-		return j.failingRow(se, "group row "+row, func(e storage.JobError) {
+		return vs.j.spec.failingRow(se, "group row "+row, func(e storage.JobError) {
 			e.Partition, e.Offset, e.Row = GroupErrorPartition, groupErrorOffset(keyOf(i)), row
 			failed[e.Offset] = true
 			failedNow[i] = true
-			w.PutJobError(j.spec.ID, e)
+			w.PutJobError(vs.j.spec.ID, e)
 		})
 	})
 }
@@ -124,13 +124,13 @@ func groupErrorOffset(key []byte) uint64 {
 // failed says it has one: its row computes again (or HAVING drops it, or
 // the group is gone), so it is no longer left out of the view (and no longer counted in SHOW
 // JOBS' error_rows or a read's notice).
-func (j *Job) groupComputes(key []byte, w *storage.Batch, failed map[uint64]bool) {
+func (vs *viewSink) groupComputes(key []byte, w *storage.Batch, failed map[uint64]bool) {
 	if len(failed) == 0 {
 		return
 	}
 	if off := groupErrorOffset(key); failed[off] {
 		delete(failed, off)
-		w.DeleteJobError(j.spec.ID, GroupErrorPartition, off)
+		w.DeleteJobError(vs.j.spec.ID, GroupErrorPartition, off)
 	}
 }
 
@@ -140,7 +140,7 @@ func (j *Job) groupComputes(key []byte, w *storage.Batch, failed map[uint64]bool
 func (o *outlet) outputStagesSkipping(ectx *expr.Ctx, rec arrow.RecordBatch, ops []Op) (arrow.RecordBatch, []int, error) {
 	return stagesSkippingRows(ectx, o.stages, rec, ops, func(i int, se *sqlerr.Error) error {
 		row := rowText(rec, i)
-		return o.j.failingRow(se, "row "+row, func(e storage.JobError) {
+		return o.j.spec.failingRow(se, "row "+row, func(e storage.JobError) {
 			e.Partition, e.Row = OutputErrorPartition, row
 			o.errs = append(o.errs, e)
 		})

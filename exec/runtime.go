@@ -44,8 +44,11 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	j := &Job{spec: spec, g: g, db: db, ctx: ctx, cancel: cancel, dist: dist,
 		acks: make(chan ack, 1), failed: make(chan struct{})}
 	j.changelog.Store(spec.Changelog)
-	j.watermark.Store(NoWatermark)
-	if err := j.useStateBackend(); err != nil {
+	j.et.db, j.et.spec = db, &j.spec
+	j.mem.db, j.mem.spec = db, &j.spec
+	j.hold.db, j.hold.spec, j.hold.mem, j.hold.wg = db, &j.spec, &j.mem, &j.wg
+	j.et.watermark.Store(NoWatermark)
+	if err := useStateBackend(db, &j.spec); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -76,21 +79,22 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			return nil, errLookupReemit
 		}
 	}
+	j.et.resume = j.durable() && !j.fresh
 	for _, n := range g.sources {
-		s, err := j.openSource(n)
+		s, err := openSource(j, n)
 		if err != nil {
 			return nil, err
 		}
 		j.srcs = append(j.srcs, s)
 		for p := range s.offsets {
-			pw, err := j.newPartWatermark(n.src, uint32(p), n.changelog && !versionedSide(n))
+			pw, err := j.et.newPartWatermark(n.src, uint32(p), n.changelog && !versionedSide(n))
 			if err != nil {
 				return nil, err
 			}
 			s.wm = append(s.wm, pw)
 		}
 	}
-	if err := j.loadLateRows(); err != nil {
+	if err := j.et.loadLateRows(); err != nil {
 		return nil, err
 	}
 
@@ -171,16 +175,17 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			nops += n.par
 		}
 	}
-	j.stateBytes = make([]atomic.Int64, nagg)
+	j.mem.aggBytes = make([]atomic.Int64, nagg)
 	// The aggregates' instances come first; then joins' and ranks'; last
 	// the sink's rows of a view without aggregation at its root (so a view
 	// of a stream's rows bounds its epochs too).
-	j.dirty = make([]atomic.Int64, nagg+nops+1)
-	j.stateful = max(1, nagg+nops)
+	j.mem.dirty = make([]atomic.Int64, nagg+nops+1)
+	j.mem.stateful = max(1, nagg+nops)
 	if spec.View != nil && g.root.from.kind != nAgg && !g.root.byPosition() && g.root.from.retracts {
-		j.stateful++ // the sink's multiset of the view's rows takes a share (sinkbag.go)
+		j.mem.stateful++ // the sink's multiset of the view's rows takes a share (sinkbag.go)
 	}
 	var starts []func()
+	f := opFactory{j}
 	slot, opSlot := 0, nagg // aggregates' instances first, then the others'
 
 	for _, n := range g.nodes {
@@ -194,12 +199,12 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				if dist != nil && !dist.instanceLocal(i) {
 					continue // on another node
 				}
-				op, err := j.newAggNode(n, i, at, outlets[out][i], root)
+				op, err := f.newAggNode(n, i, at, outlets[out][i], root)
 				if err != nil {
 					return nil, err
 				}
 				if dist != nil {
-					in, err := j.distInbox(dist, i, &inputs[n][i], &starts)
+					in, err := dist.inbox(j, i, &inputs[n][i], &starts)
 					if err != nil {
 						return nil, err
 					}
@@ -208,22 +213,22 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 					}
 				}
 				ins, o := inputs[n][i], outlets[out][i]
-				starts = append(starts, func() { j.goRun(func() error { return j.runOp(-1, op, ins, o) }) })
+				starts = append(starts, func() { j.start(&opTask{j, -1, op, ins, o}) })
 			}
 		case nJoin:
 			if n.join.Versioned != nil {
-				op, err := j.versionedOp(n, outlets[out][0], spec.Reemit && root)
+				op, err := f.versionedOp(n, outlets[out][0], spec.Reemit && root)
 				if err != nil {
 					return nil, err
 				}
 				ins, o, at := inputs[n][0], outlets[out][0], opSlot
 				opSlot++
-				starts = append(starts, func() { j.goRun(func() error { return j.runOp(at, op, ins, o) }) })
+				starts = append(starts, func() { j.start(&opTask{j, at, op, ins, o}) })
 				continue
 			}
 			for i := 0; i < n.par; i++ {
 				reemit := spec.Reemit && root
-				op, err := j.newJoinNode(n, i, outlets[out][i], reemit)
+				op, err := f.newJoinNode(n, i, outlets[out][i], reemit)
 				if err != nil {
 					return nil, err
 				}
@@ -231,53 +236,53 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				at := opSlot
 				opSlot++
 				starts = append(starts, func() {
-					j.goRun(func() error {
+					j.start(taskFunc(func() error {
 						if reemit {
 							if err := op.reemitAll(j.exprCtx()); err != nil {
 								return err
 							}
 						}
-						return j.runOp(at, op, ins, o)
-					})
+						return (&opTask{j, at, op, ins, o}).run()
+					}))
 				})
 			}
 		case nRank:
 			for i := 0; i < n.par; i++ {
-				op, err := j.newRankNode(n, i, outlets[out][i], spec.Reemit && root)
+				op, err := f.newRankNode(n, i, outlets[out][i], spec.Reemit && root)
 				if err != nil {
 					return nil, err
 				}
 				ins, o := inputs[n][i], outlets[out][i]
 				at := opSlot
 				opSlot++
-				starts = append(starts, func() { j.goRun(func() error { return j.runOp(at, op, ins, o) }) })
+				starts = append(starts, func() { j.start(&opTask{j, at, op, ins, o}) })
 			}
 		case nSession:
 			for i := 0; i < n.par; i++ {
-				op, err := j.newSessionNode(n, i, outlets[out][i], root)
+				op, err := f.newSessionNode(n, i, outlets[out][i], root)
 				if err != nil {
 					return nil, err
 				}
 				ins, o := inputs[n][i], outlets[out][i]
 				at := opSlot
 				opSlot++
-				starts = append(starts, func() { j.goRun(func() error { return j.runOp(at, op, ins, o) }) })
+				starts = append(starts, func() { j.start(&opTask{j, at, op, ins, o}) })
 			}
 		case nTemporal:
-			op, err := j.temporalOp(n, outlets[out][0], spec.Reemit && root)
+			op, err := f.temporalOp(n, outlets[out][0], spec.Reemit && root)
 			if err != nil {
 				return nil, err
 			}
 			ins, o, at := inputs[n][0], outlets[out][0], opSlot
 			opSlot++
-			starts = append(starts, func() { j.goRun(func() error { return j.runOp(at, op, ins, o) }) })
+			starts = append(starts, func() { j.start(&opTask{j, at, op, ins, o}) })
 		case nUnion:
 			ins, o := inputs[n][0], outlets[out][0]
-			starts = append(starts, func() { j.goRun(func() error { return j.runOp(-1, unionOp{o}, ins, o) }) })
+			starts = append(starts, func() { j.start(&opTask{j, -1, unionOp{o}, ins, o}) })
 		}
 	}
 	for _, r := range remotes {
-		starts = append(starts, func() { j.goRun(func() error { return j.pump(dist, r.p, r.c, r.ch) }) })
+		starts = append(starts, func() { j.start(&pumpTask{j, dist, r.p, r.c, r.ch}) })
 	}
 	for _, s := range j.srcs {
 		for p := range s.offsets {
@@ -290,23 +295,24 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			for _, e := range s.n.outs {
 				outs = append(outs, outlets[e][p])
 			}
-			starts = append(starts, func() { j.goRun(func() error { return j.runAnySource(s, uint32(p), bc, outs) }) })
+			r := &sourceRunner{j: j, s: s, part: uint32(p), barriers: bc, outs: outs}
+			starts = append(starts, func() { j.start(r) })
 		}
 	}
 	started = true
 	for _, st := range starts {
 		st()
 	}
-	j.goRun(func() error { return j.runSink(sinkIns) })
+	j.start(&sinkTask{j: j, s: newViewSink(j), ins: sinkIns})
 	return j, nil
 }
 
 // openSource positions a source: at the job's committed offsets, or for a
 // new consumer of a view at a snapshot of its rows and the changelog's end.
-func (j *Job) openSource(n *gnode) (*jobSource, error) {
+func openSource(j *Job, n *gnode) (*jobSource, error) {
 	s := &jobSource{n: n, offsets: make([]atomic.Uint64, n.par)}
 	if n.src.Kind == storage.KindSource {
-		return s, j.openConnector(s)
+		return s, s.openConnector(j)
 	}
 	for p := 0; p < n.par; p++ {
 		start, _, _, err := j.db.LogBounds(n.src.ID, uint32(p))
@@ -336,20 +342,30 @@ func (j *Job) openSource(n *gnode) (*jobSource, error) {
 	return s, nil
 }
 
-// runOp runs one instance of a stateful node through the operator
+// opTask runs one instance of a stateful node through the operator
 // contract, op.Operator: the runtime aligns its inputs' barriers; chunks
 // go to Push, and at each aligned barrier the input watermark goes to
 // AdvanceWatermark (op.WatermarkHandler) and the barrier to Barrier,
 // whose writes then travel on with the barrier; an afterBarrierOp then
 // frees memory (an aggregate's eviction). The rows it takes in an epoch
-// count towards the epoch's bound (j.dirty[slot]; -1: none, or the
+// count towards the epoch's bound (j.mem.dirty[slot]; -1: none, or the
 // operator counts them itself, as an aggregate's changed groups do).
-func (j *Job) runOp(slot int, o op.Operator, ins []chan msg, out *outlet) error {
+type opTask struct {
+	j    *Job
+	slot int
+	o    op.Operator
+	ins  []chan msg
+	out  *outlet
+}
+
+// run feeds the instance until the job ends.
+func (t *opTask) run() error {
+	j, slot, o, ins, out := t.j, t.slot, t.o, t.ins, t.out
 	ectx := j.exprCtx()
 	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
 	wk, keepsWM := o.(watermarkKeeper)
 	if keepsWM = keepsWM && wk.keepsWatermark(); keepsWM {
-		if err := j.resumeWatermark(al, wk.opID()); err != nil {
+		if err := j.et.resumeWatermark(al, wk.opID()); err != nil {
 			return err
 		}
 		// Rows replayed before the first barrier meet the resumed watermark.
@@ -367,19 +383,19 @@ func (j *Job) runOp(slot int, o op.Operator, ins []chan msg, out *outlet) error 
 			if err := o.Push(ectx, m.c, m.in); err != nil {
 				return err
 			}
-			if so, ok := o.(sizedOp); ok && j.memoryLimited() {
+			if so, ok := o.(sizedOp); ok && j.mem.limited() {
 				so.reportBytes()
-				if err := j.checkMemoryLimit(); err != nil {
+				if err := j.mem.check(); err != nil {
 					return err
 				}
 			}
 			if slot >= 0 {
-				j.dirty[slot].Add(n)
+				j.mem.dirty[slot].Add(n)
 			}
 			continue
 		}
 		if slot >= 0 {
-			j.dirty[slot].Store(0)
+			j.mem.dirty[slot].Store(0)
 		}
 		if et, ok := o.(op.WatermarkHandler); ok {
 			late, err := et.AdvanceWatermark(ectx, al.Watermark())
@@ -397,7 +413,7 @@ func (j *Job) runOp(slot int, o op.Operator, ins []chan msg, out *outlet) error 
 		}
 		if keepsWM {
 			m.lateRows = mergeLate(m.lateRows, wk.takeLate())
-			j.saveWatermark(w, al, wk.opID())
+			j.et.saveWatermark(w, al, wk.opID())
 		}
 		if w != nil {
 			m = withWrites(m, w)

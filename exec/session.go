@@ -19,9 +19,10 @@ type sessionNode struct {
 }
 
 // newSessionNode makes instance inst of a job's session node.
-func (j *Job) newSessionNode(n *gnode, inst int, out *outlet, root bool) (*sessionNode, error) {
+func (f opFactory) newSessionNode(n *gnode, inst int, out *outlet, root bool) (*sessionNode, error) {
+	j := f.j
 	shift, timed := timeBound(n.session.In, n.session.Time)
-	o := session.NewNode(plan.SessionSpec(n.session), session.Node{Out: out, State: j.opState(n.op, inst, n.par),
+	o := session.NewNode(plan.SessionSpec(n.session), session.Node{Out: out, State: f.opState(n.op, inst, n.par),
 		Timed: timed, Shift: shift, EOWC: root && j.spec.OnWindowClose})
 	if j.durable() {
 		wm := NoWatermark

@@ -6,204 +6,280 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
 )
 
-// runSink applies changes to the view's rows (or hands them to a change
-// stream) and acknowledges each aligned barrier.
-func (j *Job) runSink(ins []chan msg) error {
-	ectx := j.exprCtx()
-	root := j.g.root
-	var agg *plan.HashAgg
-	if root.from.kind == nAgg {
-		agg = root.from.agg
+// epochSink is the runtime's contract with a job's sink, the first phase
+// of each epoch's two-phase commit: open loads what the sink keeps; write
+// applies a chunk of changes into the epoch's writes; prepare ends the
+// epoch at its aligned barrier and returns its writes (nil: nothing to
+// commit, as for a change stream), which the runtime hands over with the
+// barrier's acknowledgement (AwaitBarrier). The checkpoint coordinator
+// commits them, the second phase, and tells the job (Job.Committed).
+type epochSink interface {
+	open() error
+	write(m msg) error
+	prepare(m msg) (*storage.Batch, error)
+}
+
+// sinkTask runs a job's sink: it aligns the barriers of the sink's inputs,
+// hands each chunk to write and, at each aligned barrier, acknowledges the
+// epoch with what prepare returns.
+type sinkTask struct {
+	j   *Job
+	s   epochSink
+	ins []chan msg
+}
+
+func (t *sinkTask) run() error {
+	j := t.j
+	if err := t.s.open(); err != nil {
+		return err
 	}
-	// Rows of a stream without a stateful operator are keyed by their
-	// source position; any other rows, which may be retracted, are kept as
-	// a multiset keyed by their content.
-	byPosition := root.byPosition()
-	al := newAligner(ins, j.spec.AtLeastOnce, j.ctx.Done())
-	var outTs []types.T
-	if v := j.spec.View; v != nil {
-		for _, c := range v.Columns {
-			outTs = append(outTs, c.Type)
-		}
-	}
-	var key, row []byte
-	var survived []int32
-	var failedNow []bool // the changes of the chunk whose group row failed
-	writeLog := j.changelog.Load()
-	// w holds the sink's writes of the current epoch; the acknowledgement
-	// of the epoch's barrier carries it away, and a new one takes its place.
-	w := j.db.NewEpochBatch()
-	var rs rowSink
-	ixw := plan.NewIndexWriter(j.spec.View)
-	rs.ixw = ixw
-	// wrote accounts n bytes of view writes to the epoch (job.memory_limit):
-	// at half the limit it asks for the next barrier now, once an epoch.
-	askedBarrier := false
-	wrote := func(n int) error {
-		if j.spec.MemoryLimit <= 0 || j.spec.View == nil {
-			return nil
-		}
-		if b := j.epochBytes.Add(int64(n)); b > j.spec.MemoryLimit/2 && !askedBarrier && j.spec.EpochFull != nil {
-			askedBarrier = true
-			j.spec.EpochFull()
-		}
-		return j.checkMemoryLimit()
-	}
-	// groupErrs holds the record offsets of the groups left out of the view
-	// because their row failed (job.error_policy = 'skip'; rowerrors.go).
-	var groupErrs map[uint64]bool
-	if j.spec.View != nil && agg != nil {
-		var err error
-		if groupErrs, err = j.db.JobErrorOffsets(j.spec.ID, GroupErrorPartition); err != nil {
-			return err
-		}
-	}
-	if j.spec.View != nil && agg == nil && !byPosition {
-		// Rows that are never retracted (a join or union of streams) are
-		// appended under a sequence number; others are a counted multiset.
-		if err := rs.load(j, !root.from.retracts); err != nil {
-			return err
-		}
-	}
+	al := newAligner(t.ins, j.spec.AtLeastOnce, j.ctx.Done())
 	for {
 		m, ok := al.next()
 		if !ok {
 			return nil
 		}
-		if m.barrier != nil {
-			j.watermark.Store(m.wm.At)
-			if j.spec.View == nil {
-				j.lateRows.Add(m.late)
-				continue // change streams flush at barriers but commit nothing
-			}
-			if rs.bag != nil {
-				if err := rs.bag.barrier(m.barrier.Epoch, j.committed.Load()); err != nil {
-					return err
-				}
-			}
-			j.saveLateRows(w, m.late)
-			j.recordLateRows(w, m.lateRows, m.barrier.Epoch, m.late, j.lateRows.Load())
-			writeLog = j.changelog.Load()
-			j.dirty[len(j.dirty)-1].Store(0)
-			w.Absorb(m.w)
-			j.epochBytes.Store(0)
-			askedBarrier = false
-			select {
-			case j.acks <- ack{m.barrier.Epoch, w}:
-			case <-j.ctx.Done():
-				return nil
-			}
-			w = j.db.NewEpochBatch()
-			continue
-		}
-		rec := m.c.Rec
-		if agg == nil {
-			n := rec.NumRows()
-			if err := j.sinkRows(w, m, outTs, &rs, writeLog); err != nil {
-				return err
-			}
-			if err := wrote(runSize(&rs, int(n))); err != nil {
-				return err
-			}
-			j.dirty[len(j.dirty)-1].Add(n)
-			j.RowsOut.Add(n)
-			continue
-		}
-		nk := len(agg.Keys)
-		keyTs := plan.ExprTypes(agg.Keys)
-		viewKey := func(r int) []byte {
-			key = append(key[:0], m.c.Groups[r])
-			for c := 0; c < nk; c++ {
-				key = encodeDatum(key, types.DatumAt(rec.Column(c), r, keyTs[c]), keyTs[c])
-			}
-			return key
-		}
-		out, kept, err := applyStages(ectx, root.stages, rec, true)
-		failedNow = failedNow[:0]
-		if err != nil && isDataError(err) && j.spec.View != nil {
-			failedNow = slices.Grow(failedNow[:0], int(rec.NumRows()))[:rec.NumRows()]
-			clear(failedNow)
-			out, kept, err = j.groupStagesSkipping(ectx, root.stages, rec, m.c.Ops, viewKey, w, groupErrs, failedNow)
-		}
-		if err != nil {
-			rec.Release()
-			return err
-		}
-		ops := pickOps(m.c.Ops, kept)
-		j.RowsOut.Add(out.NumRows())
-		if j.spec.View == nil {
-			rec.Release()
-			if err := j.emitOut(Chunk{Rec: out, Ops: ops}); err != nil {
+		if m.barrier == nil {
+			if err := t.s.write(m); err != nil {
 				return err
 			}
 			continue
 		}
-		// Upsert by group key: the last change of a group in the epoch wins.
-		// A view row's key is its group's state key (key group, then the
-		// encoded group key), and an instance emits its changes in that
-		// order, so each chunk's writes are one sorted run.
-		run := w.NewRun()
-		// survived[r] is input row r's output row, or -1 if HAVING dropped it.
-		survived = survived[:0]
-		for r := 0; r < int(rec.NumRows()); r++ {
-			survived = append(survived, -1)
-		}
-		for i, k := range kept {
-			survived[k] = int32(i)
-		}
-		// Index entries go to a run of their own, in change order: an
-		// update's old entry is removed before its new one is written.
-		var irun *storage.Run
-		if ixw != nil {
-			irun = w.NewRun()
-		}
-		for r := 0; r < int(rec.NumRows()); r++ {
-			op := m.c.Ops[r]
-			i := survived[r]
-			if irun != nil && i >= 0 && (op == OpUpdateBefore || op == OpDelete) {
-				ixw.Del(irun, out.Columns(), int(i), viewKey(r))
+		w, err := t.s.prepare(m)
+		if err != nil || w == nil {
+			if err != nil {
+				return err
 			}
-			if op == OpUpdateBefore {
-				continue
-			}
-			key = viewKey(r)
-			if i >= 0 && op != OpDelete {
-				row = encodeRow(row[:0], out, int(i), outTs)
-				run.PutViewRow(j.spec.View.ID, key, row)
-				if irun != nil {
-					ixw.Put(irun, out.Columns(), int(i), key, row)
-				}
-			} else {
-				run.DeleteViewRow(j.spec.View.ID, key)
-			}
-			if len(groupErrs) > 0 && (len(failedNow) == 0 || !failedNow[r]) {
-				j.groupComputes(key, w, groupErrs)
-			}
+			continue
 		}
-		size := run.Len()
-		w.AddRun(run)
-		if irun != nil {
-			size += irun.Len()
-			w.AddRun(irun)
+		select {
+		case j.acks <- ack{m.barrier.Epoch, w}:
+		case <-j.ctx.Done():
+			return nil
 		}
-		rec.Release()
-		if err := wrote(size); err != nil {
-			out.Release()
-			return err
+	}
+}
+
+// viewSink is the job's epochSink: it applies the changes that reach the
+// root of the graph to the view's rows (or hands them to a change stream)
+// in the epoch's writes.
+type viewSink struct {
+	j    *Job
+	ectx *expr.Ctx
+	root *gedge
+	agg  *plan.HashAgg // the aggregate at the root, if any
+	// outTs are the view's column types.
+	outTs []types.T
+	// w holds the sink's writes of the current epoch; prepare hands it
+	// over, and a new one takes its place.
+	w         *storage.Batch
+	rs        rowSink
+	ixw       *plan.IndexWriter
+	writeLog  bool
+	key, row  []byte
+	survived  []int32
+	failedNow []bool // the changes of the chunk whose group row failed
+	// askedBarrier: the epoch's view writes passed half of
+	// job.memory_limit and the sink asked for the next barrier.
+	askedBarrier bool
+	// groupErrs holds the record offsets of the groups left out of the
+	// view because their row failed (job.error_policy = 'skip';
+	// rowerrors.go).
+	groupErrs map[uint64]bool
+}
+
+func newViewSink(j *Job) *viewSink {
+	vs := &viewSink{j: j, ectx: j.exprCtx(), root: j.g.root}
+	if vs.root.from.kind == nAgg {
+		vs.agg = vs.root.from.agg
+	}
+	if v := j.spec.View; v != nil {
+		for _, c := range v.Columns {
+			vs.outTs = append(vs.outTs, c.Type)
 		}
-		if writeLog {
-			err = j.appendChangelog(w, Chunk{Rec: out, Ops: ops})
-		}
-		out.Release()
-		if err != nil {
+	}
+	return vs
+}
+
+// open reads what the sink keeps of the view: the groups whose row failed,
+// and the multiset or sequence of a view without aggregation.
+func (vs *viewSink) open() error {
+	j := vs.j
+	vs.writeLog = j.changelog.Load()
+	vs.w = j.db.NewEpochBatch()
+	vs.ixw = plan.NewIndexWriter(j.spec.View)
+	vs.rs.ixw = vs.ixw
+	if j.spec.View != nil && vs.agg != nil {
+		var err error
+		if vs.groupErrs, err = j.db.JobErrorOffsets(j.spec.ID, GroupErrorPartition); err != nil {
 			return err
 		}
 	}
+	// Rows of a stream without a stateful operator are keyed by their
+	// source position; any other rows, which may be retracted, are kept as
+	// a multiset keyed by their content.
+	if j.spec.View != nil && vs.agg == nil && !vs.root.byPosition() {
+		// Rows that are never retracted (a join or union of streams) are
+		// appended under a sequence number; others are a counted multiset.
+		if err := vs.rs.load(j, !vs.root.from.retracts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wrote accounts n bytes of view writes to the epoch (job.memory_limit):
+// at half the limit it asks for the next barrier now, once an epoch.
+func (vs *viewSink) wrote(n int) error {
+	j := vs.j
+	if j.spec.MemoryLimit <= 0 || j.spec.View == nil {
+		return nil
+	}
+	if b := j.mem.epochBytes.Add(int64(n)); b > j.spec.MemoryLimit/2 && !vs.askedBarrier && j.spec.EpochFull != nil {
+		vs.askedBarrier = true
+		j.spec.EpochFull()
+	}
+	return j.mem.check()
+}
+
+// prepare ends the epoch of barrier m: the watermark and late rows it
+// brought, and the writes of the operators before the sink, join the
+// sink's; it returns them all (nil for a change stream).
+func (vs *viewSink) prepare(m msg) (*storage.Batch, error) {
+	j := vs.j
+	j.et.watermark.Store(m.wm.At)
+	if j.spec.View == nil {
+		j.et.lateRows.Add(m.late)
+		return nil, nil // change streams flush at barriers but commit nothing
+	}
+	if vs.rs.bag != nil {
+		if err := vs.rs.bag.barrier(m.barrier.Epoch, j.committed.Load()); err != nil {
+			return nil, err
+		}
+	}
+	w := vs.w
+	j.et.saveLateRows(w, m.late)
+	j.et.recordLateRows(w, m.lateRows, m.barrier.Epoch, m.late, j.et.lateRows.Load())
+	vs.writeLog = j.changelog.Load()
+	j.mem.dirty[len(j.mem.dirty)-1].Store(0)
+	w.Absorb(m.w)
+	j.mem.epochBytes.Store(0)
+	vs.askedBarrier = false
+	vs.w = j.db.NewEpochBatch()
+	return w, nil
+}
+
+// write applies a chunk of changes: rows of a view without aggregation
+// (rows), or upserts and deletes of an aggregate's groups by group key.
+func (vs *viewSink) write(m msg) error {
+	j, w := vs.j, vs.w
+	rec := m.c.Rec
+	agg := vs.agg
+	if agg == nil {
+		n := rec.NumRows()
+		if err := vs.rows(w, m, vs.outTs, &vs.rs, vs.writeLog); err != nil {
+			return err
+		}
+		if err := vs.wrote(runSize(&vs.rs, int(n))); err != nil {
+			return err
+		}
+		j.mem.dirty[len(j.mem.dirty)-1].Add(n)
+		j.RowsOut.Add(n)
+		return nil
+	}
+	nk := len(agg.Keys)
+	keyTs := plan.ExprTypes(agg.Keys)
+	viewKey := func(r int) []byte {
+		vs.key = append(vs.key[:0], m.c.Groups[r])
+		for c := 0; c < nk; c++ {
+			vs.key = encodeDatum(vs.key, types.DatumAt(rec.Column(c), r, keyTs[c]), keyTs[c])
+		}
+		return vs.key
+	}
+	stages := vs.root.stages
+	out, kept, err := applyStages(vs.ectx, stages, rec, true)
+	vs.failedNow = vs.failedNow[:0]
+	if err != nil && isDataError(err) && j.spec.View != nil {
+		vs.failedNow = slices.Grow(vs.failedNow[:0], int(rec.NumRows()))[:rec.NumRows()]
+		clear(vs.failedNow)
+		out, kept, err = vs.groupStagesSkipping(vs.ectx, stages, rec, m.c.Ops, viewKey, w, vs.groupErrs, vs.failedNow)
+	}
+	if err != nil {
+		rec.Release()
+		return err
+	}
+	ops := pickOps(m.c.Ops, kept)
+	j.RowsOut.Add(out.NumRows())
+	if j.spec.View == nil {
+		rec.Release()
+		return vs.emitOut(Chunk{Rec: out, Ops: ops})
+	}
+	// Upsert by group key: the last change of a group in the epoch wins.
+	// A view row's key is its group's state key (key group, then the
+	// encoded group key), and an instance emits its changes in that
+	// order, so each chunk's writes are one sorted run.
+	run := w.NewRun()
+	// survived[r] is input row r's output row, or -1 if HAVING dropped it.
+	survived := vs.survived[:0]
+	for r := 0; r < int(rec.NumRows()); r++ {
+		survived = append(survived, -1)
+	}
+	for i, k := range kept {
+		survived[k] = int32(i)
+	}
+	vs.survived = survived
+	// Index entries go to a run of their own, in change order: an
+	// update's old entry is removed before its new one is written.
+	ixw := vs.ixw
+	var irun *storage.Run
+	if ixw != nil {
+		irun = w.NewRun()
+	}
+	for r := 0; r < int(rec.NumRows()); r++ {
+		op := m.c.Ops[r]
+		i := survived[r]
+		if irun != nil && i >= 0 && (op == OpUpdateBefore || op == OpDelete) {
+			ixw.Del(irun, out.Columns(), int(i), viewKey(r))
+		}
+		if op == OpUpdateBefore {
+			continue
+		}
+		key := viewKey(r)
+		if i >= 0 && op != OpDelete {
+			vs.row = encodeRow(vs.row[:0], out, int(i), vs.outTs)
+			run.PutViewRow(j.spec.View.ID, key, vs.row)
+			if irun != nil {
+				ixw.Put(irun, out.Columns(), int(i), key, vs.row)
+			}
+		} else {
+			run.DeleteViewRow(j.spec.View.ID, key)
+		}
+		if len(vs.groupErrs) > 0 && (len(vs.failedNow) == 0 || !vs.failedNow[r]) {
+			vs.groupComputes(key, w, vs.groupErrs)
+		}
+	}
+	size := run.Len()
+	w.AddRun(run)
+	if irun != nil {
+		size += irun.Len()
+		w.AddRun(irun)
+	}
+	rec.Release()
+	if err := vs.wrote(size); err != nil {
+		out.Release()
+		return err
+	}
+	if vs.writeLog {
+		err = vs.appendChangelog(w, Chunk{Rec: out, Ops: ops})
+	}
+	out.Release()
+	return err
 }
 
 // rowSink keeps the rows of a view without aggregation that are not keyed
@@ -234,7 +310,7 @@ func (rs *rowSink) load(j *Job, appendOnly bool) error {
 	rs.active = true
 	var budget int64
 	if !j.spec.State.memory() {
-		budget = j.cacheShare()
+		budget = j.mem.cacheShare()
 	}
 	bag := newViewBag(j, j.spec.View.ID, budget)
 	next := uint64(appendSeqBase)
@@ -280,14 +356,15 @@ func addRun(b *storage.Batch, r *storage.Run) {
 	}
 }
 
-// sinkRows applies the rows of a view without aggregation. Rows from a
+// rows applies the rows of a view without aggregation. Rows from a
 // stream are keyed by their source position; other rows go to rs.
-func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, writeLog bool) error {
+func (vs *viewSink) rows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, writeLog bool) error {
+	j := vs.j
 	rec := m.c.Rec
 	defer rec.Release()
 	if j.spec.View == nil {
 		rec.Retain()
-		return j.emitOut(Chunk{Rec: rec, Ops: m.c.Ops})
+		return vs.emitOut(Chunk{Rec: rec, Ops: m.c.Ops})
 	}
 	n := int(rec.NumRows())
 	// A multiset's rows are its keys: equal values, one key (their display
@@ -368,12 +445,12 @@ func (j *Job) sinkRows(b *storage.Batch, m msg, outTs []types.T, rs *rowSink, wr
 	if !writeLog {
 		return nil
 	}
-	return j.appendChangelog(b, m.c)
+	return vs.appendChangelog(b, m.c)
 }
 
 // appendChangelog queues a view's changes for its changelog, which views
 // and change streams over the view read. Columns are the view's, then __op.
-func (j *Job) appendChangelog(w *storage.Batch, c Chunk) error {
+func (vs *viewSink) appendChangelog(w *storage.Batch, c Chunk) error {
 	n := int(c.Rec.NumRows())
 	if n == 0 {
 		return nil
@@ -393,20 +470,21 @@ func (j *Job) appendChangelog(w *storage.Batch, c Chunk) error {
 		col := c.Rec.Column(i)
 		col.Retain()
 		cols = append(cols, col)
-		ts = append(ts, j.spec.View.Columns[i].Type)
+		ts = append(ts, vs.j.spec.View.Columns[i].Type)
 	}
 	cols = append(cols, ob.NewArray())
 	ts = append(ts, types.TInt64)
 	rec := newRecord(ts, cols, n)
 	defer rec.Release()
-	return w.AppendLog(j.spec.View.ID, 0, rec)
+	return w.AppendLog(vs.j.spec.View.ID, 0, rec)
 }
 
-func (j *Job) emitOut(c Chunk) error {
+// emitOut hands a change stream's chunk to its reader.
+func (vs *viewSink) emitOut(c Chunk) error {
 	select {
-	case j.spec.Out <- c:
+	case vs.j.spec.Out <- c:
 		return nil
-	case <-j.ctx.Done():
+	case <-vs.j.ctx.Done():
 		c.Rec.Release()
 		return nil
 	}

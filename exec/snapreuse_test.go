@@ -128,26 +128,27 @@ func churn(t *testing.T, j *Job, push func(Chunk, int) error, barrier func(*Barr
 // barrier, or one after the write ended, snapshots.
 func TestNoSnapshotWhileWriting(t *testing.T) {
 	j := &Job{spec: JobSpec{ID: 1, View: &storage.TableDef{ID: 1}, State: StateOptions{Backend: BackendMemory}}}
+	j.hold.spec = &j.spec
 	a := &asyncSnap{epoch: 1, done: make(chan struct{})}
 	j.hold.writing = a
 	round := &Barrier{Epoch: 2, Checkpoint: true}
-	b := j.noteBarrier(round)
+	b := j.hold.noteBarrier(round)
 	if !b.NoSnapshot || b.Snapshots() || round.NoSnapshot || b.Epoch != 2 || !j.hold.kinds[2].skip {
 		t.Fatalf("periodic barrier during a write: NoSnapshot %v (round's %v), kind %+v", b.NoSnapshot, round.NoSnapshot, j.hold.kinds[2])
 	}
-	if b := j.noteBarrier(&Barrier{Epoch: 3, Checkpoint: true, CatchUp: true}); !b.Snapshots() || j.hold.kinds[3].skip {
+	if b := j.hold.noteBarrier(&Barrier{Epoch: 3, Checkpoint: true, CatchUp: true}); !b.Snapshots() || j.hold.kinds[3].skip {
 		t.Fatal("a CHECKPOINT's barrier skipped the snapshot")
 	}
-	if b := j.noteBarrier(&Barrier{Epoch: 4}); b.Snapshots() || j.hold.kinds[4].skip {
+	if b := j.hold.noteBarrier(&Barrier{Epoch: 4}); b.Snapshots() || j.hold.kinds[4].skip {
 		t.Fatal("a barrier that is no checkpoint snapshots or skips")
 	}
 	close(a.done)
-	if b := j.noteBarrier(&Barrier{Epoch: 5, Checkpoint: true}); !b.Snapshots() || j.hold.kinds[5].skip {
+	if b := j.hold.noteBarrier(&Barrier{Epoch: 5, Checkpoint: true}); !b.Snapshots() || j.hold.kinds[5].skip {
 		t.Fatal("a periodic barrier after the write ended skipped the snapshot")
 	}
 	j.spec.State = StateOptions{}
 	j.hold.writing = &asyncSnap{done: make(chan struct{})}
-	if b := j.noteBarrier(&Barrier{Epoch: 6, Checkpoint: true}); !b.Snapshots() {
+	if b := j.hold.noteBarrier(&Barrier{Epoch: 6, Checkpoint: true}); !b.Snapshots() {
 		t.Fatal("a Pebble job's barrier skipped")
 	}
 }

@@ -15,12 +15,36 @@ import (
 	"github.com/streamdb/streamdb/types"
 )
 
-// runSource reads one partition of a source from the job's offset on and
-// sends its rows down every edge that reads the source (a table scanned
-// twice, as in a self-join, is read once).
-func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs []*outlet) error {
+// sourceRunner reads one split of one source of a job (a partition of a
+// stream's log or a view's changelog, or a connector's split) and sends its
+// rows down every edge that reads the source (a table scanned twice, as in
+// a self-join, is read once). It is a task of the runtime: the runtime
+// starts it, hands it each barrier on its channel, and reads how far it has
+// read from its source's offsets; the runner passes each barrier on with
+// the split's position and event time in the epoch's writes.
+type sourceRunner struct {
+	j        *Job
+	s        *jobSource
+	part     uint32
+	barriers chan *Barrier
+	outs     []*outlet
+	ectx     *expr.Ctx
+}
+
+// run reads the split until the job ends.
+func (r *sourceRunner) run() error {
+	r.ectx = r.j.exprCtx()
+	if r.s.conn != nil {
+		return r.runConnector()
+	}
+	return r.runLog()
+}
+
+// runLog reads one partition of a stream's log or a view's changelog from
+// the job's offset on.
+func (r *sourceRunner) runLog() error {
+	j, s, part, barriers := r.j, r.s, r.part, r.barriers
 	src := s.n.src
-	ectx := j.exprCtx()
 	// A COPY into the stream keeps its blocks in memory for this reader.
 	defer j.db.TailReader(src.ID, part)()
 	// w holds this source's writes of the current epoch (its offset,
@@ -34,12 +58,12 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 		err := j.db.ReadLog(memoryPool, src.ID, part, off, to, plan.OldLayoutRead(src, func(first uint64, rec arrow.RecordBatch) error {
 			n := rec.NumRows()
 			j.RowsIn.Add(n)
-			if err := j.route(ectx, s, w, part, first, rec, outs); err != nil {
+			if err := r.route(w, first, rec); err != nil {
 				return err
 			}
 			off = first + uint64(n)
 			s.offsets[part].Store(off)
-			if j.epochFull() {
+			if j.mem.epochFull() {
 				return errEpochFull
 			}
 			return nil
@@ -50,7 +74,7 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 		return err
 	}
 	if s.snap != nil {
-		err := j.emitSnapshot(ectx, s, w, part, outs)
+		err := r.emitSnapshot(w)
 		s.snap.Close()
 		s.snap = nil
 		if err != nil {
@@ -83,7 +107,7 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 				off = start
 				s.offsets[part].Store(off)
 			}
-			for off < cut && (b.CatchUp || !j.epochFull()) {
+			for off < cut && (b.CatchUp || !j.mem.epochFull()) {
 				if err := read(min(cut, off+maxRows)); err != nil {
 					return err
 				}
@@ -110,7 +134,7 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 		} else {
 			s.wm[part].mark(&m, j.spec.ID, src.ID, part, nil)
 		}
-		for _, o := range outs {
+		for _, o := range r.outs {
 			if err := o.barrier(m); err != nil {
 				return err
 			}
@@ -145,11 +169,11 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 			off = start
 			s.offsets[part].Store(off)
 		}
-		if off < end && j.epochFull() {
+		if off < end && j.mem.epochFull() {
 			// Wait for the barrier that ends this epoch (asked for) and for
 			// the aggregate to take it; poll, since a barrier may already
 			// be on its way.
-			if done, err := j.awaitRoomInEpoch(barriers, onBarrier); err != nil || done {
+			if done, err := r.awaitRoomInEpoch(onBarrier); err != nil || done {
 				return err
 			}
 			continue
@@ -173,7 +197,8 @@ func (j *Job) runSource(s *jobSource, part uint32, barriers chan *Barrier, outs 
 }
 
 // emitSnapshot sends the source view's snapshot rows on as inserts.
-func (j *Job) emitSnapshot(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part uint32, outs []*outlet) error {
+func (r *sourceRunner) emitSnapshot(w *storage.Batch) error {
+	j, s, ectx := r.j, r.s, r.ectx
 	ctx := &plan.Ctx{Context: j.ctx, DB: j.db, Expr: ectx}
 	scan := &plan.ScanView{View: s.n.src, Snap: s.snap}
 	ts := scan.Types()
@@ -194,15 +219,16 @@ func (j *Job) emitSnapshot(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part 
 		n := int(rec.NumRows())
 		rec.Release()
 		j.RowsIn.Add(int64(n))
-		return j.route(ectx, s, w, part, 0, newRecord(append(append([]types.T(nil), ts...), types.TInt64), cols, n), outs)
+		return r.route(w, 0, newRecord(append(append([]types.T(nil), ts...), types.TInt64), cols, n))
 	})
 }
 
 // route sends a block of a source's rows down each of its edges, with the
 // edge's stages applied. It owns rec.
-func (j *Job) route(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part uint32, first uint64, rec arrow.RecordBatch, outs []*outlet) error {
+func (r *sourceRunner) route(w *storage.Batch, first uint64, rec arrow.RecordBatch) error {
+	s, part, ectx := r.s, r.part, r.ectx
 	defer rec.Release()
-	if err := plan.Failpoint(j.spec.Name, "source"); err != nil {
+	if err := plan.Failpoint(r.j.spec.Name, "source"); err != nil {
 		return err
 	}
 	s.wm[part].observe(rec)
@@ -212,10 +238,10 @@ func (j *Job) route(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part uint32,
 		rec, inOps = plan.SplitOps(rec)
 		defer rec.Release()
 	}
-	for _, o := range outs {
+	for _, o := range r.outs {
 		// Rows are followed through the stages only for what needs them:
 		// row ids and a changelog's ops.
-		out, kept, err := j.transform(ectx, s, o, w, part, first, rec, o.rowIDs || inOps != nil)
+		out, kept, err := r.transform(o, w, first, rec, o.rowIDs || inOps != nil)
 		if err != nil {
 			return err
 		}
@@ -237,7 +263,8 @@ func (j *Job) route(ectx *expr.Ctx, s *jobSource, w *storage.Batch, part uint32,
 // rows that raise it: with job.error_policy = 'skip' it records each in the
 // epoch's error log and goes on without them; otherwise the job fails with
 // the first one's stream offset.
-func (j *Job) transform(ectx *expr.Ctx, s *jobSource, o *outlet, w *storage.Batch, part uint32, first uint64, rec arrow.RecordBatch, track bool) (arrow.RecordBatch, []int, error) {
+func (r *sourceRunner) transform(o *outlet, w *storage.Batch, first uint64, rec arrow.RecordBatch, track bool) (arrow.RecordBatch, []int, error) {
+	j, s, part, ectx := r.j, r.s, r.part, r.ectx
 	out, kept, err := o.tryStages(ectx, rec, track)
 	if err == nil || !isDataError(err) {
 		return out, kept, err
@@ -400,7 +427,8 @@ func applyStages(ectx *expr.Ctx, stages []plan.Plan, rec arrow.RecordBatch, trac
 // awaitRoomInEpoch asks for the barrier that ends a full epoch and waits a
 // millisecond for it (polling, since it may already be on its way); done
 // reports that the job is ending.
-func (j *Job) awaitRoomInEpoch(barriers <-chan *Barrier, onBarrier func(*Barrier) error) (done bool, err error) {
+func (r *sourceRunner) awaitRoomInEpoch(onBarrier func(*Barrier) error) (done bool, err error) {
+	j, barriers := r.j, r.barriers
 	if j.spec.EpochFull != nil {
 		j.spec.EpochFull()
 	}

@@ -1,12 +1,9 @@
 package exec
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 
-	"github.com/streamdb/streamdb/exec/plan"
-	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/storage"
 )
 
@@ -28,10 +25,18 @@ func (o StateOptions) memory() bool { return o.Backend == BackendMemory }
 
 // memBackend reports whether the job's state is on the memory backend (a
 // view's job: a change stream keeps no state).
-func (j *Job) memBackend() bool { return j.spec.State.memory() && j.durable() }
+func (s *JobSpec) memBackend() bool { return s.State.memory() && s.View != nil }
 
-// holdState is a memory job's epochs not yet handed to the coordinator.
+// holdState is a job's state backend at its commits: on the memory
+// backend it holds the job's epochs not yet handed to the coordinator until
+// a snapshot of the state map covers them (forCheckpoint). On the Pebble
+// backend it passes each epoch's writes through.
 type holdState struct {
+	db   *storage.DB
+	spec *JobSpec
+	mem  *memAccount
+	// wg counts the job's goroutines; snapshot writes are among them.
+	wg *sync.WaitGroup
 	mu sync.Mutex
 	// pending holds the writes (all but state: ApplyMemState) of the
 	// epochs after the last snapshot taken.
@@ -64,16 +69,16 @@ type asyncSnap struct {
 	err   error
 }
 
-// useStateBackend puts the job's state where its backend keeps it; called
-// before the operators load their state.
-func (j *Job) useStateBackend() error {
-	if !j.durable() {
+// useStateBackend puts the state of the job of spec where its backend
+// keeps it; called before the operators load their state.
+func useStateBackend(db *storage.DB, spec *JobSpec) error {
+	if spec.View == nil {
 		return nil
 	}
-	if j.spec.State.memory() {
-		return j.db.UseMemoryState(j.spec.ID)
+	if spec.State.memory() {
+		return db.UseMemoryState(spec.ID)
 	}
-	return j.db.UsePebbleState(j.spec.ID)
+	return db.UsePebbleState(spec.ID)
 }
 
 // noteBarrier records what kind of round barrier b ends and returns the
@@ -81,20 +86,19 @@ func (j *Job) useStateBackend() error {
 // previous snapshot is still being written, a copy of b with NoSnapshot
 // set (b is shared by the round's jobs), so that no operator encodes a
 // snapshot that would be dropped. Decided here, once per job and barrier,
-// so every instance of every operator agrees, and holdForCheckpoint then
+// so every instance of every operator agrees, and forCheckpoint then
 // starts no write for the epoch even if the previous one has ended since.
-func (j *Job) noteBarrier(b *Barrier) *Barrier {
-	if !j.spec.State.memory() {
+func (h *holdState) noteBarrier(b *Barrier) *Barrier {
+	if !h.spec.State.memory() {
 		return b
 	}
-	h := &j.hold
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.kinds == nil {
 		h.kinds = map[uint64]barrierKind{}
 	}
 	skip := false
-	if a := h.writing; a != nil && b.Checkpoint && !b.CatchUp && j.durable() {
+	if a := h.writing; a != nil && b.Checkpoint && !b.CatchUp && h.spec.View != nil {
 		select {
 		case <-a.done:
 		default:
@@ -110,7 +114,7 @@ func (j *Job) noteBarrier(b *Barrier) *Barrier {
 	return b
 }
 
-// holdForCheckpoint returns what the coordinator commits for epoch, whose
+// forCheckpoint returns what the coordinator commits for epoch, whose
 // writes are w: w itself on the Pebble backend. A memory job applies its
 // state writes to its map at once (storage.DB.ApplyMemState) and keeps the
 // rest of its epochs' writes (view rows, changelog, offsets) until a
@@ -130,20 +134,18 @@ func (j *Job) noteBarrier(b *Barrier) *Barrier {
 //     epoch commits with its snapshot. The job's operators go on; the
 //     round, and so the next epoch of every job, waits.
 //
-// In between it hands over an empty batch. It fails the job if its state
-// outgrew its limit or a snapshot could not be written.
-func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch, error) {
-	if !j.spec.State.memory() || !j.durable() {
+// In between it hands over an empty batch. It returns an error, which
+// fails the job, if its state outgrew its limit or a snapshot could not be
+// written.
+func (h *holdState) forCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch, error) {
+	if !h.spec.memBackend() {
 		return w, nil
 	}
-	h := &j.hold
 	h.lastAck.Store(epoch)
-	if err := j.checkMemoryLimit(); err != nil {
-		j.fail(err)
+	if err := h.mem.check(); err != nil {
 		return nil, err
 	}
-	if err := j.db.ApplyMemState(j.spec.ID, w); err != nil {
-		j.fail(err)
+	if err := h.db.ApplyMemState(h.spec.ID, w); err != nil {
 		return nil, err
 	}
 	// The snapshots the operators that hold their own state took at this
@@ -158,10 +160,10 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 		}
 	}
 	if h.pending == nil {
-		h.pending = j.db.NewEpochBatch()
+		h.pending = h.db.NewEpochBatch()
 	}
 	h.pending.AbsorbEpoch(w)
-	out := j.db.NewEpochBatch()
+	out := h.db.NewEpochBatch()
 	if a := h.writing; a != nil {
 		ready := false
 		select {
@@ -176,12 +178,11 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 		if ready {
 			h.writing = nil
 			if a.err != nil {
-				j.fail(a.err)
 				return nil, a.err
 			}
 			out = a.batch
 			if !(kind.checkpoint && kind.sync) { // else superseded below
-				out.CommitMemSnapshot(j.spec.ID, a.snap)
+				out.CommitMemSnapshot(h.spec.ID, a.snap)
 				h.released.Store(a.epoch)
 			}
 		}
@@ -195,27 +196,27 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 		// the files.
 		out.AbsorbEpoch(h.pending)
 		h.pending = nil
-		if clone := j.db.CloneMemState(j.spec.ID, ops); clone != nil {
+		if clone := h.db.CloneMemState(h.spec.ID, ops); clone != nil {
 			w := clone.Start(func(f func()) {
-				j.wg.Add(1)
+				h.wg.Add(1)
 				go func() {
-					defer j.wg.Done()
+					defer h.wg.Done()
 					f()
 				}()
 			})
-			out.CommitMemWrite(j.spec.ID, w, kind.savepoint)
+			out.CommitMemWrite(h.spec.ID, w, kind.savepoint)
 		}
 		h.released.Store(epoch)
 		return out, nil
 	}
 	if h.writing == nil && !kind.skip {
-		clone := j.db.CloneMemState(j.spec.ID, ops)
+		clone := h.db.CloneMemState(h.spec.ID, ops)
 		a := &asyncSnap{epoch: epoch, batch: h.pending, done: make(chan struct{})}
 		h.pending = nil
 		h.writing = a
-		j.wg.Add(1)
+		h.wg.Add(1)
 		go func() {
-			defer j.wg.Done()
+			defer h.wg.Done()
 			defer close(a.done)
 			a.snap, a.err = clone.Write()
 		}()
@@ -225,59 +226,13 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 
 // committedAs is the epoch whose changes a commit up to epoch holds: for a
 // memory job, the last checkpoint epoch it handed over.
-func (j *Job) committedAs(epoch uint64) uint64 {
-	if !j.spec.State.memory() || !j.durable() {
+func (h *holdState) committedAs(epoch uint64) uint64 {
+	if !h.spec.memBackend() {
 		return epoch
 	}
-	return min(epoch, j.hold.released.Load())
+	return min(epoch, h.released.Load())
 }
 
 // ackedEpoch is the last epoch the sink passed, for a memory job whose
 // commits lag its sink (0 otherwise).
-func (j *Job) ackedEpoch() uint64 { return j.hold.lastAck.Load() }
-
-// StateBackend is the job's state backend.
-func (j *Job) StateBackend() string {
-	if j.spec.State.memory() {
-		return BackendMemory
-	}
-	return BackendPebble
-}
-
-// Parallelism is the number of instances of each of the job's stateful operators.
-func (j *Job) Parallelism() int { return max(1, j.spec.Parallelism) }
-
-// memoryLimited reports whether the job's memory has a bound to check:
-// state.memory_limit on the memory backend, job.memory_limit on either.
-func (j *Job) memoryLimited() bool {
-	return j.durable() && (j.spec.State.memory() && j.spec.State.MemoryLimit > 0 || j.spec.MemoryLimit > 0)
-}
-
-// checkMemoryLimit fails with 53200 if the job's state (its operators'
-// accounted bytes plus its state map) exceeds state.memory_limit on the
-// memory backend, or if that state plus the epoch's uncommitted view
-// writes exceed job.memory_limit. Besides each barrier, operators call it
-// after every input batch (sizedOp) and the sink after every chunk, so one
-// epoch cannot carry the job far past the limit: the overshoot is at most
-// one batch's growth. It reads a few atomics and the map's size.
-func (j *Job) checkMemoryLimit() error {
-	if !j.memoryLimited() {
-		return nil
-	}
-	state := j.StateBytes()
-	if lim := j.spec.State.MemoryLimit; j.spec.State.memory() && lim > 0 && state > lim {
-		return sqlerr.New(sqlerr.OutOfMemory, "job %s: state of %s exceeds state.memory_limit (%s) on the memory backend",
-			j.spec.Name, plan.FormatMemory(state), plan.FormatMemory(lim))
-	}
-	if lim, writes := j.spec.MemoryLimit, j.epochBytes.Load(); lim > 0 && state+writes > lim {
-		return &sqlerr.Error{Code: sqlerr.OutOfMemory,
-			Msg: fmt.Sprintf("view %s: its job needs more than job.memory_limit (%s)", j.spec.Name, plan.FormatMemory(lim)),
-			Detail: fmt.Sprintf("%s of operator state in memory and %s of view rows not yet committed; "+
-				"a join without equality keys (a cross join) pairs every row of one input with every row of the other", plan.FormatMemory(state), plan.FormatMemory(writes))}
-	}
-	return nil
-}
-
-// sizedOp is an operator that can report its state's size between
-// barriers (into the job's opBytes), for checkMemoryLimit.
-type sizedOp interface{ reportBytes() }
+func (h *holdState) ackedEpoch() uint64 { return h.lastAck.Load() }

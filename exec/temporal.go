@@ -166,13 +166,14 @@ func temporalConjunct(cj expr.Expr) (*temporalSpec, error) {
 
 // temporalOp makes a temporal node's instance (the runtime's hook): out
 // takes its rows; a durable job's restores its rows.
-func (j *Job) temporalOp(n *gnode, out *outlet, reemit bool) (*temporal.Op, error) {
+func (f opFactory) temporalOp(n *gnode, out *outlet, reemit bool) (*temporal.Op, error) {
+	j := f.j
 	spec := temporal.Spec{Deadline: n.temporal.Deadline, Inclusive: n.temporal.Inclusive}
 	ts := n.ins[0].from.outTypes(n.ins[0])
 	if !j.durable() {
 		return temporal.New(spec, ts, out, nil), nil
 	}
-	op := temporal.New(spec, ts, out, j.opState(n.op, 0, 1))
+	op := temporal.New(spec, ts, out, f.opState(n.op, 0, 1))
 	if err := op.Load(reemit); err != nil {
 		return nil, err
 	}

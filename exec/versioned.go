@@ -13,7 +13,8 @@ var errVersionedReemit = sqlerr.New(sqlerr.FeatureNotSupported,
 
 // versionedOp makes a versioned join's instance (the runtime's hook); a
 // durable job's restores its state.
-func (j *Job) versionedOp(n *gnode, out *outlet, reemit bool) (*versionjoin.Op, error) {
+func (f opFactory) versionedOp(n *gnode, out *outlet, reemit bool) (*versionjoin.Op, error) {
+	j := f.j
 	if reemit {
 		return nil, errVersionedReemit
 	}
@@ -21,7 +22,7 @@ func (j *Job) versionedOp(n *gnode, out *outlet, reemit bool) (*versionjoin.Op, 
 	if !j.durable() {
 		return versionjoin.New(spec, out, nil), nil
 	}
-	o := versionjoin.New(spec, out, j.opState(n.op, 0, 1))
+	o := versionjoin.New(spec, out, f.opState(n.op, 0, 1))
 	if err := o.Load(); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package exec
 import (
 	"encoding/binary"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -72,6 +73,23 @@ func partKey(kind byte, table uint64, part uint32) []byte {
 	return binary.BigEndian.AppendUint32(k, part)
 }
 
+// eventTime is a job's event time and late rows: it resumes each source
+// partition's event time and each operator's input watermark after a
+// restart and saves them at barriers, keeps the watermark and the count of
+// late rows that reached the sink, and makes the operators' late-row logs
+// and writes their rows (job.late_rows = 'record', late.go).
+type eventTime struct {
+	db   *storage.DB
+	spec *JobSpec
+	// resume: the job is durable and resumes from its committed state (it
+	// is not rebuilt from the start of its input).
+	resume bool
+	// watermark is the watermark of the rows that reached the sink, as of
+	// the last barrier; lateRows counts the rows dropped as late.
+	watermark atomic.Int64
+	lateRows  atomic.Int64
+}
+
 // partWatermark tracks one source partition's event time. Only the
 // partition's goroutine uses it.
 type partWatermark struct {
@@ -85,8 +103,8 @@ type partWatermark struct {
 
 // newPartWatermark sets up event time for a partition of src, resumed at
 // the committed event time for a durable job.
-func (j *Job) newPartWatermark(src *storage.TableDef, part uint32, changelog bool) (*partWatermark, error) {
-	pw := &partWatermark{col: -1, maxTS: NoWatermark, saved: NoWatermark, lastRow: time.Now(), idle: j.spec.IdleTimeout}
+func (et *eventTime) newPartWatermark(src *storage.TableDef, part uint32, changelog bool) (*partWatermark, error) {
+	pw := &partWatermark{col: -1, maxTS: NoWatermark, saved: NoWatermark, lastRow: time.Now(), idle: et.spec.IdleTimeout}
 	if src.Watermark == nil || changelog {
 		return pw, nil
 	}
@@ -95,8 +113,8 @@ func (j *Job) newPartWatermark(src *storage.TableDef, part uint32, changelog boo
 	if pw.col < 0 {
 		return pw, nil
 	}
-	if j.durable() && !j.fresh {
-		v, err := j.db.GetState(j.spec.ID, jobStateOp, partEventTimeKey(src.ID, part))
+	if et.resume {
+		v, err := et.db.GetState(et.spec.ID, jobStateOp, partEventTimeKey(src.ID, part))
 		if err != nil {
 			return nil, err
 		}
@@ -152,38 +170,38 @@ func combineWatermarks(ws []Watermark) Watermark { return op.CombineWatermarks(w
 
 // Watermark returns the watermark of the rows the job's sink has received
 // (NoWatermark before the first barrier or without event time).
-func (j *Job) Watermark() int64 { return j.watermark.Load() }
+func (j *Job) Watermark() int64 { return j.et.watermark.Load() }
 
 // LateRows is how many rows the job's window operators dropped as late
 // since the job was created.
-func (j *Job) LateRows() int64 { return j.lateRows.Load() }
+func (j *Job) LateRows() int64 { return j.et.lateRows.Load() }
 
 // loadLateRows restores the late-row count committed with the job's state.
-func (j *Job) loadLateRows() error {
-	if !j.durable() || j.fresh {
+func (et *eventTime) loadLateRows() error {
+	if !et.resume {
 		return nil
 	}
-	v, err := j.db.GetState(j.spec.ID, jobStateOp, []byte{keyLateRows})
+	v, err := et.db.GetState(et.spec.ID, jobStateOp, []byte{keyLateRows})
 	if err != nil || len(v) == 0 {
 		return err
 	}
 	n, _ := binary.Uvarint(v)
-	j.lateRows.Store(int64(n))
+	et.lateRows.Store(int64(n))
 	return nil
 }
 
 // saveLateRows writes the late-row count into the sink's epoch batch when
 // the epoch's barrier brought late rows (late: their count).
-func (j *Job) saveLateRows(w *storage.Batch, late int64) {
+func (et *eventTime) saveLateRows(w *storage.Batch, late int64) {
 	if late == 0 {
 		return
 	}
-	n := j.lateRows.Add(late)
+	n := et.lateRows.Add(late)
 	if w == nil {
 		return
 	}
 	r := w.NewRun()
-	r.PutState(j.spec.ID, jobStateOp, []byte{keyLateRows}, binary.AppendUvarint(nil, uint64(n)))
+	r.PutState(et.spec.ID, jobStateOp, []byte{keyLateRows}, binary.AppendUvarint(nil, uint64(n)))
 	w.AddRun(r)
 }
 
@@ -192,11 +210,11 @@ func (j *Job) saveLateRows(w *storage.Batch, late int64) {
 // restart are judged late exactly as they were before it (a window closed
 // then stays closed). Operators that drop late rows call it once, before
 // reading, and saveWatermark at each barrier.
-func (j *Job) resumeWatermark(al *aligner, op uint32) error {
-	if !j.durable() || j.fresh {
+func (et *eventTime) resumeWatermark(al *aligner, op uint32) error {
+	if !et.resume {
 		return nil
 	}
-	v, err := j.db.GetState(j.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, op))
+	v, err := et.db.GetState(et.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, op))
 	if err != nil || len(v) != 8 {
 		return err
 	}
@@ -207,12 +225,12 @@ func (j *Job) resumeWatermark(al *aligner, op uint32) error {
 
 // saveWatermark writes operator op's input watermark into the epoch's
 // batch w when it has moved.
-func (j *Job) saveWatermark(w *storage.Batch, al *aligner, op uint32) {
+func (et *eventTime) saveWatermark(w *storage.Batch, al *aligner, op uint32) {
 	if w == nil || al.wm.At == al.saved {
 		return
 	}
 	r := w.NewRun()
-	r.PutState(j.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, op),
+	r.PutState(et.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, op),
 		binary.BigEndian.AppendUint64(nil, uint64(al.wm.At)))
 	w.AddRun(r)
 	al.saved = al.wm.At

@@ -197,7 +197,7 @@ func (e epochCut) behindError(lagging []uint64) error {
 				"materialized view %q is behind the other relations of the statement: its job is %s, and no epoch they all hold is kept", name, j.state)
 			err.Hint = "Read the view on its own, or once its job runs again (SHOW JOBS)."
 			return err
-		case j.job != nil && j.job.StateBackend() == exec.BackendMemory && !periodic:
+		case j.job != nil && j.job.Spec().State.Backend == exec.BackendMemory && !periodic:
 			err := sqlerr.New(sqlerr.ObjectNotInPrereqState,
 				"materialized view %q (state.backend = 'memory') holds only what its last checkpoint committed, and checkpoint.interval is off", name)
 			err.Hint = "Run CHECKPOINT first, or set checkpoint.interval."
