@@ -179,7 +179,7 @@ func BenchmarkBarrier(b *testing.B) {
 	push(all)
 	// The first barrier takes every group's first changes.
 	epoch := uint64(1)
-	if err := op.Barrier(ctx, &Barrier{Epoch: epoch}, db.NewEpochBatch()); err != nil {
+	if err := op.Barrier(ctx, &Barrier{Epoch: epoch}, db.State().NewEpochBatch()); err != nil {
 		b.Fatal(err)
 	}
 	some := make([]int64, changed)
@@ -189,7 +189,7 @@ func BenchmarkBarrier(b *testing.B) {
 			some[i] = all[r.IntN(groups)] // groups created at any time: scattered ids
 		}
 		push(some)
-		w := db.NewEpochBatch()
+		w := db.State().NewEpochBatch()
 		epoch++
 		b.StartTimer()
 		if err := op.Barrier(ctx, &Barrier{Epoch: epoch}, w); err != nil {

@@ -29,7 +29,7 @@ func (j *Job) openConnector(s *jobSource) error {
 	for p := range s.offsets {
 		var pos uint64
 		if j.durable() && !j.fresh {
-			committed, _, err := j.db.LoadOffset(j.spec.ID, s.n.src.ID, uint32(p))
+			committed, _, err := j.db.State().LoadOffset(j.spec.ID, s.n.src.ID, uint32(p))
 			if err != nil {
 				return err
 			}
@@ -73,7 +73,7 @@ func (j *Job) runAnySource(s *jobSource, part uint32, barriers chan *Barrier, ou
 // split read everything its rate allows at that moment first.
 func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, outs []*outlet) error {
 	ectx := j.exprCtx()
-	w := j.db.NewEpochBatch()
+	w := j.db.State().NewEpochBatch()
 	r, err := s.conn.Open(int(part), connector.Position(s.offsets[part].Load()), true)
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 	var lost int64
 	lostDirty := false
 	if j.durable() && !j.fresh {
-		v, err := j.db.GetState(j.spec.ID, jobStateOp, partKey(keyPartLost, s.n.src.ID, part))
+		v, err := j.db.State().Get(j.spec.ID, jobStateOp, partKey(keyPartLost, s.n.src.ID, part))
 		if err != nil {
 			return err
 		}
@@ -235,7 +235,7 @@ func (j *Job) runConnector(s *jobSource, part uint32, barriers chan *Barrier, ou
 			}
 			m.w = nil
 		}
-		w = j.db.NewEpochBatch()
+		w = j.db.State().NewEpochBatch()
 		return nil
 	}
 	for {

@@ -94,7 +94,7 @@ func TestDistributedJobParts(t *testing.T) {
 			n := kb.Len()
 			rec := array.NewRecordBatch(opkitSchema(), []arrow.Array{kb.NewArray(), vb.NewArray()}, int64(n))
 			for _, db := range dbs {
-				if _, err := db.AppendLog(src.ID, uint32(s), []arrow.RecordBatch{rec}); err != nil {
+				if _, err := db.Log().Append(src.ID, uint32(s), []arrow.RecordBatch{rec}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -126,7 +126,7 @@ func TestDistributedJobParts(t *testing.T) {
 			if err != nil {
 				t.Fatalf("node %s, epoch %d: %v (job: %v)", id, epoch, err, jobs[id].Err())
 			}
-			if err := dbs[id].CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
+			if err := dbs[id].State().CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
 				t.Fatal(err)
 			}
 			jobs[id].Committed(epoch)

@@ -207,7 +207,7 @@ func (j *Job) Lag() int64 {
 				lag += int64(s.connEnd(p)) - int64(s.offsets[p].Load())
 				continue
 			}
-			_, end, _, err := j.db.LogBounds(s.n.src.ID, uint32(p))
+			_, end, _, err := j.db.Log().Bounds(s.n.src.ID, uint32(p))
 			if err == nil {
 				lag += int64(end) - int64(s.offsets[p].Load())
 			}
@@ -334,7 +334,7 @@ func (j *Job) LogEnds() [][]uint64 {
 				ends[i][p] = s.connEnd(p)
 				continue
 			}
-			_, end, _, _ := j.db.LogBounds(s.n.src.ID, uint32(p))
+			_, end, _, _ := j.db.Log().Bounds(s.n.src.ID, uint32(p))
 			ends[i][p] = end
 		}
 	}
@@ -422,7 +422,7 @@ func (j *Job) StateBytes() int64 {
 	if j.memBackend() {
 		// The state map of the operators that do not hold their state
 		// once (storage/memstate.go): what state.memory_limit counts.
-		n += j.db.MemStateBytes(j.spec.ID)
+		n += j.db.Memory().Bytes(j.spec.ID)
 	}
 	return n
 }

@@ -96,7 +96,7 @@ func BenchmarkJoinOp(b *testing.B) {
 						}
 					}
 					if i%8 == 7 || i == len(left)-1 {
-						if err := op.Barrier(ectx, &Barrier{}, j.db.NewEpochBatch()); err != nil {
+						if err := op.Barrier(ectx, &Barrier{}, j.db.State().NewEpochBatch()); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -142,7 +142,7 @@ func BenchmarkRankOp(b *testing.B) {
 						b.Fatal(err)
 					}
 					if i%8 == 7 || i == len(recs)-1 {
-						if err := op.Barrier(ectx, &Barrier{}, j.db.NewEpochBatch()); err != nil {
+						if err := op.Barrier(ectx, &Barrier{}, j.db.State().NewEpochBatch()); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -26,7 +26,7 @@ func (j *Job) newSessionNode(n *gnode, inst int, out *outlet, root bool) (*sessi
 	if j.durable() {
 		wm := NoWatermark
 		if !j.fresh && timed {
-			v, err := j.db.GetState(j.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, n.op))
+			v, err := j.db.State().Get(j.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, n.op))
 			if err != nil {
 				return nil, err
 			}

@@ -37,7 +37,7 @@ func (j *Job) runSink(ins []chan msg) error {
 	writeLog := j.changelog.Load()
 	// w holds the sink's writes of the current epoch; the acknowledgement
 	// of the epoch's barrier carries it away, and a new one takes its place.
-	w := j.db.NewEpochBatch()
+	w := j.db.State().NewEpochBatch()
 	var rs rowSink
 	ixw := plan.NewIndexWriter(j.spec.View)
 	rs.ixw = ixw
@@ -59,7 +59,7 @@ func (j *Job) runSink(ins []chan msg) error {
 	var groupErrs map[uint64]bool
 	if j.spec.View != nil && agg != nil {
 		var err error
-		if groupErrs, err = j.db.JobErrorOffsets(j.spec.ID, GroupErrorPartition); err != nil {
+		if groupErrs, err = j.db.Errors().JobErrorOffsets(j.spec.ID, GroupErrorPartition); err != nil {
 			return err
 		}
 	}
@@ -98,7 +98,7 @@ func (j *Job) runSink(ins []chan msg) error {
 			case <-j.ctx.Done():
 				return nil
 			}
-			w = j.db.NewEpochBatch()
+			w = j.db.State().NewEpochBatch()
 			continue
 		}
 		rec := m.c.Rec
@@ -238,7 +238,7 @@ func (rs *rowSink) load(j *Job, appendOnly bool) error {
 	}
 	bag := newViewBag(j, j.spec.View.ID, budget)
 	next := uint64(appendSeqBase)
-	err := j.db.ScanView(nil, j.spec.View.ID, func(k, v []byte) error {
+	err := j.db.Views().Scan(nil, j.spec.View.ID, func(k, v []byte) error {
 		if len(k) == 8 && k[0] >= 0x80 {
 			next = max(next, binary.BigEndian.Uint64(k)+1)
 			return nil

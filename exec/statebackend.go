@@ -71,9 +71,9 @@ func (j *Job) useStateBackend() error {
 		return nil
 	}
 	if j.spec.State.memory() {
-		return j.db.UseMemoryState(j.spec.ID)
+		return j.db.Memory().Use(j.spec.ID)
 	}
-	return j.db.UsePebbleState(j.spec.ID)
+	return j.db.Memory().UsePebble(j.spec.ID)
 }
 
 // noteBarrier records what kind of round barrier b ends and returns the
@@ -142,7 +142,7 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 		j.fail(err)
 		return nil, err
 	}
-	if err := j.db.ApplyMemState(j.spec.ID, w); err != nil {
+	if err := j.db.Memory().Apply(j.spec.ID, w); err != nil {
 		j.fail(err)
 		return nil, err
 	}
@@ -158,10 +158,10 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 		}
 	}
 	if h.pending == nil {
-		h.pending = j.db.NewEpochBatch()
+		h.pending = j.db.State().NewEpochBatch()
 	}
 	h.pending.AbsorbEpoch(w)
-	out := j.db.NewEpochBatch()
+	out := j.db.State().NewEpochBatch()
 	if a := h.writing; a != nil {
 		ready := false
 		select {
@@ -195,7 +195,7 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 		// the files.
 		out.AbsorbEpoch(h.pending)
 		h.pending = nil
-		if clone := j.db.CloneMemState(j.spec.ID, ops); clone != nil {
+		if clone := j.db.Memory().Clone(j.spec.ID, ops); clone != nil {
 			w := clone.Start(func(f func()) {
 				j.wg.Add(1)
 				go func() {
@@ -209,7 +209,7 @@ func (j *Job) holdForCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batch,
 		return out, nil
 	}
 	if h.writing == nil && !kind.skip {
-		clone := j.db.CloneMemState(j.spec.ID, ops)
+		clone := j.db.Memory().Clone(j.spec.ID, ops)
 		a := &asyncSnap{epoch: epoch, batch: h.pending, done: make(chan struct{})}
 		h.pending = nil
 		h.writing = a

@@ -96,7 +96,7 @@ func (j *Job) newPartWatermark(src *storage.TableDef, part uint32, changelog boo
 		return pw, nil
 	}
 	if j.durable() && !j.fresh {
-		v, err := j.db.GetState(j.spec.ID, jobStateOp, partEventTimeKey(src.ID, part))
+		v, err := j.db.State().Get(j.spec.ID, jobStateOp, partEventTimeKey(src.ID, part))
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +163,7 @@ func (j *Job) loadLateRows() error {
 	if !j.durable() || j.fresh {
 		return nil
 	}
-	v, err := j.db.GetState(j.spec.ID, jobStateOp, []byte{keyLateRows})
+	v, err := j.db.State().Get(j.spec.ID, jobStateOp, []byte{keyLateRows})
 	if err != nil || len(v) == 0 {
 		return err
 	}
@@ -196,7 +196,7 @@ func (j *Job) resumeWatermark(al *aligner, op uint32) error {
 	if !j.durable() || j.fresh {
 		return nil
 	}
-	v, err := j.db.GetState(j.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, op))
+	v, err := j.db.State().Get(j.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, op))
 	if err != nil || len(v) != 8 {
 		return err
 	}

@@ -94,7 +94,7 @@ func TestLookupJoinOp(t *testing.T) {
 	}
 	barrier := func(e uint64) {
 		t.Helper()
-		if err := jo.Barrier(ectx, &op.Barrier{Epoch: e}, db.NewEpochBatch()); err != nil {
+		if err := jo.Barrier(ectx, &op.Barrier{Epoch: e}, db.State().NewEpochBatch()); err != nil {
 			t.Fatal(err)
 		}
 	}

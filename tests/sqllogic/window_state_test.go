@@ -22,7 +22,7 @@ func stateEntries(t *testing.T, dir, view string) int {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	defs, err := db.LoadCatalog()
+	defs, err := db.Catalog().Load()
 	if err != nil {
 		t.Fatal(err)
 	}

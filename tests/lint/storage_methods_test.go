@@ -1,0 +1,28 @@
+package lint
+
+import (
+	"path/filepath"
+	"sort"
+	"testing"
+)
+
+// TestStorageTypesStaySmall holds every type of package storage to
+// maxMethods (issue 28). storage.DB keeps the engine's plumbing (open,
+// batches, snapshots, maintenance) and reaches each concern through a type
+// of its own that holds only that concern's methods: db.Log(), db.State(),
+// db.Memory(), db.Stages(), db.Epochs(), db.Views(), db.Positions(),
+// db.Errors(), db.Catalog() (docs/decisions/2026-12-07-storage-facets.md).
+// A concern that outgrows the limit is split again, not allowed more.
+func TestStorageTypesStaySmall(t *testing.T) {
+	counts := methodCounts(t, filepath.Join("..", "..", "storage"))
+	var names []string
+	for name := range counts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if n := counts[name]; n > maxMethods {
+			t.Errorf("storage.%s has %d methods, more than %d: move a concern onto a type of its own", name, n, maxMethods)
+		}
+	}
+}
