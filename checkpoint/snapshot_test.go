@@ -62,7 +62,7 @@ func liveDB(t *testing.T, dir string) *storage.DB {
 			t.Fatal(err)
 		}
 		if round < 2 {
-			if err := db.Pebble().Flush(); err != nil {
+			if err := db.Flush(); err != nil {
 				t.Fatal(err)
 			}
 		}

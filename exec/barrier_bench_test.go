@@ -232,10 +232,10 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 	}
 	barrier() // the initial state
 	// The bulk load's compactions and garbage are setup, not the barriers'.
-	if err := db.Pebble().Flush(); err != nil {
+	if err := db.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	if err := db.Pebble().Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
+	if err := db.Compact([]byte{0}, []byte{0xff}); err != nil {
 		b.Fatal(err)
 	}
 	runtime.GC()

@@ -8,7 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/agg"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit/opkittest"
@@ -134,7 +133,7 @@ func BenchmarkGroupLookup(b *testing.B) {
 func BenchmarkBarrier(b *testing.B) {
 	const groups, changed = 2 << 20, 256 << 10
 	mem := memory.NewGoAllocator()
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem()})
+	db, err := storage.Open("db", storage.Options{FS: storage.MemFS()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/exchange"
 	"github.com/streamdb/streamdb/exec/expr"
@@ -66,7 +65,7 @@ func TestDistributedJobParts(t *testing.T) {
 	dbs := map[string]*storage.DB{}
 	jobs := map[string]*Job{}
 	for _, id := range nodes {
-		db, err := storage.Open("db", storage.Options{FS: vfs.NewMem(), CacheBytes: 8 << 20})
+		db, err := storage.Open("db", storage.Options{FS: storage.MemFS(), CacheBytes: 8 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
@@ -49,7 +48,7 @@ func seqBatches(mem memory.Allocator, rows, keys int, vOff int64) []arrow.Record
 
 // opBenchJob is a job shell with a discarding outlet and an in-memory store.
 func opBenchJob(b *testing.B) (*Job, *outlet, func()) {
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem()})
+	db, err := storage.Open("db", storage.Options{FS: storage.MemFS()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,7 +1,11 @@
 // Package storage is streamdb's one Pebble database: the catalog, every
 // stream's durable partitioned log, operator state, view rows, settings and
-// checkpoint records. Nothing above exec/ touches Pebble; operators reach
-// their state through StateTable.
+// checkpoint records. Only this package (and storage/faultfs, its test
+// filesystems) imports Pebble; operators reach their state through
+// StateTable. DB keeps the engine's plumbing and reaches each concern
+// through a type of its own (facets.go): db.Log(), db.State(), db.Memory(),
+// db.Stages(), db.Epochs(), db.Views(), db.Positions(), db.Errors(),
+// db.Catalog().
 //
 // Key layout (all integers big-endian so keys sort numerically):
 //
@@ -198,10 +202,6 @@ func (db *DB) Close() error {
 
 // Dir is the directory the database lives in.
 func (db *DB) Dir() string { return db.dir }
-
-// Pebble exposes the underlying database to tests that inspect or force
-// the engine directly; code outside storage/ uses DB's methods (engine.go).
-func (db *DB) Pebble() *pebble.DB { return db.pdb }
 
 // pebbleLogger routes Pebble's log lines to log (nil: drops them).
 func pebbleLogger(log *slog.Logger) pebble.Logger {

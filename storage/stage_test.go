@@ -220,7 +220,7 @@ func TestStagePowerLoss(t *testing.T) {
 func TestKeyPrefixesDoNotOverlap(t *testing.T) {
 	withStageFileBytes(t, 1)
 	db := openMem(t, vfs.NewMem())
-	b := db.Pebble().NewBatch()
+	b := db.NewBatch()
 	PutRole(b, &RoleDef{Name: "alice"})
 	if err := b.Commit(nil); err != nil {
 		t.Fatal(err)
@@ -234,7 +234,7 @@ func TestKeyPrefixesDoNotOverlap(t *testing.T) {
 		t.Fatalf("roles after a published COPY: %v, %v", roles, err)
 	}
 	// A sink's entry (w/) is neither a role nor a catalog entry.
-	b = db.Pebble().NewBatch()
+	b = db.NewBatch()
 	PutSink(b, &SinkDef{ID: 9, Name: "alice", View: "v"})
 	if err := b.Commit(nil); err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestKeyPrefixesDoNotOverlap(t *testing.T) {
 	if late, err := db.Errors().LateRows(); err != nil || len(late) != 1 {
 		t.Fatalf("late rows: %v, %v", late, err)
 	}
-	b = db.Pebble().NewBatch()
+	b = db.NewBatch()
 	DeleteJobData(b, 9)
 	if err := b.Commit(nil); err != nil {
 		t.Fatal(err)
@@ -271,7 +271,7 @@ func TestKeyPrefixesDoNotOverlap(t *testing.T) {
 	if roles, err := db.Catalog().LoadRoles(); err != nil || len(roles) != 1 {
 		t.Fatalf("roles after deleting a job's data: %v, %v", roles, err)
 	}
-	b = db.Pebble().NewBatch()
+	b = db.NewBatch()
 	DeleteTable(b, &TableDef{Name: "t", ID: 1})
 	if err := b.Commit(nil); err != nil {
 		t.Fatal(err)

@@ -342,6 +342,20 @@ func (st State) Scan(job uint64, op uint32, fn func(key, val []byte) error) erro
 	return st.db.scanPrefix(st.db.pdb, prefix, func(k, v []byte) error { return fn(k[len(prefix):], v) })
 }
 
+// ScanJob calls fn with every state entry a job keeps on the Pebble
+// backend, with its operator (keys without the operator's prefix): tests
+// count what a job left behind. A job on the memory backend keeps its
+// entries in memory and has none here between checkpoints.
+func (st State) ScanJob(job uint64, fn func(op uint32, key, val []byte) error) error {
+	prefix := binary.BigEndian.AppendUint64([]byte("s/"), job)
+	return st.db.scanPrefix(st.db.pdb, prefix, func(k, v []byte) error {
+		if len(k) < len(prefix)+4 {
+			return nil
+		}
+		return fn(binary.BigEndian.Uint32(k[len(prefix):]), k[len(prefix)+4:], v)
+	})
+}
+
 // ScanPrefix calls fn with the state entries of an operator whose keys
 // start with prefix (keys without the operator's prefix): an operator reads
 // back a group of its state it evicted from memory.

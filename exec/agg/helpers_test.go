@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
@@ -28,7 +27,7 @@ type testJob struct {
 const testJobID = 1
 
 func valueJob(t testing.TB) *testJob {
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem()})
+	db, err := storage.Open("db", storage.Options{FS: storage.MemFS()})
 	if err != nil {
 		t.Fatal(err)
 	}

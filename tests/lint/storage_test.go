@@ -1,8 +1,11 @@
 package lint
 
 import (
+	"go/parser"
+	"go/token"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +26,23 @@ func TestStorageTypesStaySmall(t *testing.T) {
 	for _, name := range names {
 		if n := counts[name]; n > maxMethods {
 			t.Errorf("storage.%s has %d methods, more than %d: move a concern onto a type of its own", name, n, maxMethods)
+		}
+	}
+}
+
+// eachImportWithTests is eachImport over every file, tests included.
+func eachImportWithTests(t *testing.T, fn func(pkg, file, path string)) {
+	t.Helper()
+	fset := token.NewFileSet()
+	for pkg, files := range packages(t) {
+		for _, f := range files {
+			af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range af.Imports {
+				fn(pkg, f, strings.Trim(imp.Path.Value, `"`))
+			}
 		}
 	}
 }
