@@ -33,7 +33,7 @@ func (j *Job) memBackend() bool { return j.spec.State.memory() && j.durable() }
 // holdState is a memory job's epochs not yet handed to the coordinator.
 type holdState struct {
 	mu sync.Mutex
-	// pending holds the writes (all but state: ApplyMemState) of the
+	// pending holds the writes (all but state: Memory.Apply) of the
 	// epochs after the last snapshot taken.
 	pending *storage.Batch
 	// writing is the snapshot being written in the background, if any.
@@ -112,7 +112,7 @@ func (j *Job) noteBarrier(b *Barrier) *Barrier {
 
 // holdForCheckpoint returns what the coordinator commits for epoch, whose
 // writes are w: w itself on the Pebble backend. A memory job applies its
-// state writes to its map at once (storage.DB.ApplyMemState) and keeps the
+// state writes to its map at once (storage.Memory.Apply) and keeps the
 // rest of its epochs' writes (view rows, changelog, offsets) until a
 // snapshot of the map that covers them is durable, so that its view rows
 // and offsets in Pebble always match a committed snapshot:

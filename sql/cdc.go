@@ -27,7 +27,7 @@ import (
 // primary key, whose log only its ingester writes: the initial snapshot
 // at CREATE, then one block per upstream transaction that touched the
 // table, each appended in one synced batch with the transaction's end LSN
-// (storage.AppendLogAt). The slot's confirmed position is sent upstream
+// (storage.Log.AppendAt). The slot's confirmed position is sent upstream
 // only after that batch is durable, and a restart resumes from the stored
 // LSN, so kill -9 loses and doubles nothing; jobs read the log as they
 // read any keyed table, with checkpointed offsets into it.

@@ -20,7 +20,7 @@ import (
 // ingester writes. The ingester polls every partition of the topic, nets
 // each poll's rows into the table's rows by key and appends the changes
 // with every partition's next offset in one synced batch
-// (storage.AppendLogAtBytes); a restart reads on from the stored offsets.
+// (storage.Log.AppendAtBytes); a restart reads on from the stored offsets.
 // Messages that do not decode are skipped, counted and named in SHOW JOBS.
 
 // createKafkaChangelog makes a Kafka changelog source: it checks the

@@ -282,7 +282,7 @@ func (e *jobOptions) startJobOptions(n *parse.StartJob, def *storage.TableDef) (
 }
 
 // StateEntries counts the committed operator state entries of a view's
-// job (storage.DB.StateEntries), for benchmarks of state boundedness.
+// job (storage.State.Entries), for benchmarks of state boundedness.
 func (e engineStatus) StateEntries(view string) (int64, error) {
 	def, err := e.viewDef(view)
 	if err != nil {

@@ -16,7 +16,7 @@ func sourcePosKey(table uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte("cdcpos/"), table)
 }
 
-// AppendAt is AppendLog that also records pos as the table's upstream
+// AppendAt is Log.Append that also records pos as the table's upstream
 // position, atomically with the blocks (recs may be empty).
 func (lg Log) AppendAt(table uint64, part uint32, recs []arrow.RecordBatch, pos uint64) (uint64, error) {
 	return lg.appendLog(table, part, recs, sourcePosKey(table), binary.BigEndian.AppendUint64(nil, pos))
@@ -47,7 +47,7 @@ func sourcePosBytesKey(table uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte("srcposb/"), table)
 }
 
-// AppendAtBytes is AppendLogAt with an opaque position.
+// AppendAtBytes is Log.AppendAt with an opaque position.
 func (lg Log) AppendAtBytes(table uint64, part uint32, recs []arrow.RecordBatch, pos []byte) (uint64, error) {
 	return lg.appendLog(table, part, recs, sourcePosBytesKey(table), pos)
 }

@@ -16,7 +16,7 @@ import (
 // the row key is the view row's own key; its value is the view row's value
 // (a covering index, as RisingWave's default). Entries of a view live and
 // die with its rows: dropping, restoring or copying a view's data covers
-// them (DeleteTable, DeleteJobData, CopyJobData).
+// them (DeleteTable, DeleteJobData, State.CopyJob).
 
 // IndexDef is a secondary index of a view: its name, a catalog id, and the
 // indexed columns (indexes into the view's Columns), in key order.

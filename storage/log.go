@@ -26,7 +26,7 @@ import (
 // milliseconds), which retention reads. Offsets are assigned under the
 // partition's lock and blocks are applied in offset order, so a reader that
 // sees offset o sees every offset below it. A log's oldest blocks may be
-// truncated (TruncateLog); readers then start at its new start.
+// truncated (Log.Truncate); readers then start at its new start.
 
 // blockHeader is the size of a block's header.
 const blockHeader = 12
@@ -335,7 +335,7 @@ func (lg Log) Read(mem memory.Allocator, table uint64, part uint32, from, to uin
 	return lg.ReadAt(nil, mem, table, part, from, to, fn)
 }
 
-// ReadAt is ReadLog through r (a statement's snapshot: the blocks
+// ReadAt is Log.Read through r (a statement's snapshot: the blocks
 // appended before it; nil: the live database).
 func (lg Log) ReadAt(r Reader, mem memory.Allocator, table uint64, part uint32, from, to uint64,
 	fn func(first uint64, rec arrow.RecordBatch) error) error {

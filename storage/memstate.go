@@ -8,13 +8,13 @@ package storage
 //   - An operator that snapshots itself (exec: the aggregate, top-N,
 //     join, SESSION and temporal filter; stateSnapshot) keeps its state
 //     only in its own typed tables. It reads its entries from the map when
-//     the job starts, then takes them out (ReleaseMemState), writes no
+//     the job starts, then takes them out (Memory.Release), writes no
 //     state per epoch, and at a checkpoint barrier hands the epoch's batch
 //     an OpSnapshot: its canonical (key, value) entries as of the barrier,
 //     in key order, immutable, which the snapshot writer reads in place of
 //     the map's entries of that operator.
 //   - Other state (the operators' watermarks) is written in Runs and read
-//     through GetState/ScanState/ScanStatePrefix as on Pebble; the DB
+//     through State.Get/State.Scan/State.ScanPrefix as on Pebble; the DB
 //     routes the job's s/ keys to an ordered map on the heap (a B-tree per
 //     operator).
 //
@@ -52,7 +52,7 @@ type memState struct {
 	// bytes is the size of the entries' keys and values plus per-entry overhead.
 	bytes int64
 	// invalid is set when a commit that applied writes here failed: the
-	// next UseMemoryState reloads the map from the last snapshot.
+	// next Memory.Use reloads the map from the last snapshot.
 	invalid bool
 	// pebbleState is whether the job's s/ range in Pebble may hold entries
 	// (state from the Pebble backend, or a savepoint's materialized copy);
@@ -252,7 +252,7 @@ func (ms Memory) loadPointer(job uint64) (*memPointer, error) {
 // their state: its map is loaded from its last snapshot or, if it has none
 // (a new job, a job that ran on the Pebble backend, a restored savepoint),
 // from its s/ range. A map already loaded is not kept: the running job
-// applied its epochs to it ahead of their commit (ApplyMemState).
+// applied its epochs to it ahead of their commit (Memory.Apply).
 func (ms Memory) Use(job uint64) error {
 	ms.db.memMu.Lock()
 	if ms.db.mem == nil {
@@ -326,7 +326,7 @@ func (ms Memory) UsePebble(job uint64) error {
 }
 
 // Forget drops a job's map (the job was dropped, or its data
-// was replaced by a restore: the next UseMemoryState reads it again).
+// was replaced by a restore: the next Memory.Use reads it again).
 func (ms Memory) Forget(job uint64) {
 	ms.db.memMu.Lock()
 	delete(ms.db.mem, job)

@@ -7,7 +7,7 @@ import (
 )
 
 // TestMemStateAsyncSnapshot: state applied ahead of the commit
-// (ApplyMemState), a copy-on-write clone written while the live map keeps
+// (Memory.Apply), a copy-on-write clone written while the live map keeps
 // changing, and its pointer committed later (CommitMemSnapshot): the
 // snapshot holds the state as of the clone, not the later writes, and a
 // job restarting loads it; a snapshot written but never committed is

@@ -40,7 +40,7 @@ func DeleteSink(b *pebble.Batch, d *SinkDef, view uint64) {
 // barrier (connector.TwoPhaseSink): the transaction the sink commits once the
 // checkpoint is durable. It carries the view's changes [From, To) — or,
 // Snapshot, the view's rows at changelog position To — of the sink's
-// generation Gen. Recovery reads it back (LoadSinkCommit): the changes up
+// generation Gen. Recovery reads it back (Positions.SinkCommit): the changes up
 // to To are durable, so what the external system lacks of them is
 // committed again; anything past To was never committed and is aborted.
 type SinkCommit struct {

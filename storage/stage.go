@@ -351,7 +351,7 @@ func (sg Stages) Keys() (pending, staged int, err error) {
 	return
 }
 
-// read calls fn, as ReadLog does, with the rows of offsets
+// read calls fn, as Log.Read does, with the rows of offsets
 // [from, to) of a reference block at offset off standing for n rows of copy
 // id from staged row row on.
 func (sg Stages) read(r Reader, mem memory.Allocator, table, id, row, off, n, from, to uint64,

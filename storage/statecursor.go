@@ -15,7 +15,7 @@ import (
 // first read and sees the database as it was then: the caller closes the
 // cursor at every barrier, before it evicts what it has just committed,
 // and the next read opens a new one. A memory-backend job's cursor reads
-// its map as GetState and ScanStatePrefix do.
+// its map as State.Get and State.ScanPrefix do.
 type StateCursor struct {
 	db   *DB
 	job  uint64

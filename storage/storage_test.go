@@ -65,7 +65,7 @@ func appendVals(t *testing.T, db *DB, table uint64, part uint32, blocks ...[]int
 }
 
 // readVals reads [from, to) and returns the values and, per row, the offset
-// ReadLog reported for it (a block's first offset plus the row's index).
+// Log.Read reported for it (a block's first offset plus the row's index).
 func readVals(t *testing.T, db *DB, table uint64, part uint32, from, to uint64) (vals []int64, offs []uint64) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -352,7 +352,7 @@ func TestCommitEpochAtomic(t *testing.T) {
 		t.Fatalf("checkpoint records = %q, %v", recs, err)
 	}
 
-	// CommitEpoch and AppendLog on the same changelog partition, racing.
+	// CommitEpoch and Log.Append on the same changelog partition, racing.
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
