@@ -67,12 +67,19 @@ func packages(t *testing.T) map[string][]string {
 // module's packages.
 func eachImport(t *testing.T, fn func(pkg, file, path string)) {
 	t.Helper()
+	eachImportWithTests(t, func(pkg, f, p string) {
+		if !strings.HasSuffix(f, "_test.go") {
+			fn(pkg, f, p)
+		}
+	})
+}
+
+// eachImportWithTests is eachImport over every file, tests included.
+func eachImportWithTests(t *testing.T, fn func(pkg, file, path string)) {
+	t.Helper()
 	fset := token.NewFileSet()
 	for pkg, files := range packages(t) {
 		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
 			af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
 			if err != nil {
 				t.Fatal(err)
