@@ -7,7 +7,7 @@ package storage
 // (tests/lint TestStorageTypesStaySmall):
 //
 //	db.Log()        streams' durable logs: append, read, bounds, retention, tail cache (log.go, cdcpos.go, txappend.go, tailcache.go)
-//	db.State()      operator state, epoch commits, source offsets, checkpoint records, job copies (state.go, statecursor.go, distpart.go)
+//	db.State()      operator state, epoch commits, source offsets, checkpoint records, job copies (state.go, statecursor.go, distpart.go, db.go)
 //	db.Memory()     the memory state backend and its snapshot files (memstate.go, memsnap.go)
 //	db.Stages()     COPY's staged appends (stage.go)
 //	db.Epochs()     barrier cuts and read points (cut.go, readpoint.go)
