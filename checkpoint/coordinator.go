@@ -159,7 +159,7 @@ type result struct {
 // effect without restarting anything.
 func New(db *storage.DB, reg Registry, config func() Config) (*Coordinator, error) {
 	c := &Coordinator{db: db, reg: reg, config: config, requests: make(chan request), poke: make(chan struct{}, 1)}
-	recs, err := db.LoadRecords(0)
+	recs, err := db.State().LoadRecords(0)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func (c *Coordinator) prune() {
 	c.mu.history = out
 	c.mu.Unlock()
 	// Best effort: a record left behind is deleted by a later round.
-	_ = c.db.DeleteRecords(drop)
+	_ = c.db.State().DeleteRecords(drop)
 }
 
 // OnRound sets fn to see each round as it ends: a plain epoch's record
@@ -333,7 +333,7 @@ func (c *Coordinator) FailUpload(id uint64, err error) {
 	}
 	c.mu.Unlock()
 	if meta != nil {
-		_ = c.db.PutRecord(id, meta)
+		_ = c.db.State().PutRecord(id, meta)
 	}
 	if tooMany {
 		c.reg.FailAll(sqlerr.New(sqlerr.ObjectNotInPrereqState,
@@ -355,7 +355,7 @@ func (c *Coordinator) History() []Record {
 // running but did not ack, or are failing or restarting, what they held
 // (0 if they never committed: their rows hold no epoch yet).
 func (c *Coordinator) held(epoch uint64, acked []Task) map[uint64]uint64 {
-	prev := c.db.HeldEpochs()
+	prev := c.db.Epochs().HeldEpochs()
 	out := map[uint64]uint64{}
 	for _, t := range c.reg.Tasks() {
 		out[t.ViewID()] = prev[t.ViewID()] // 0: its rows hold no epoch yet
@@ -382,12 +382,12 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	if len(tasks) == 0 && (trigger == "" || trigger == "periodic") {
 		// Nothing runs, so there is nothing to checkpoint; no stream is
 		// behind a view, so reads are no longer held at the last cut.
-		if last, _, err := c.db.LastCut(); err == nil && len(last) > 0 {
+		if last, _, err := c.db.Epochs().LastCut(); err == nil && len(last) > 0 {
 			c.mu.Lock()
 			c.mu.epoch++
 			epoch := c.mu.epoch
 			c.mu.Unlock()
-			_ = c.db.CommitEpochAt(nil, 0, nil, false, storage.Cut{}, &storage.ReadPoint{Epoch: epoch, Held: c.held(0, nil)})
+			_ = c.db.State().CommitEpochAt(nil, 0, nil, false, storage.Cut{}, &storage.ReadPoint{Epoch: epoch, Held: c.held(0, nil)})
 		}
 		return Record{}, nil
 	}
@@ -419,7 +419,7 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	for _, t := range tasks {
 		parts = append(parts, t.LogParts()...)
 	}
-	cut, err := c.db.MarkCut(epoch, parts)
+	cut, err := c.db.Epochs().MarkCut(epoch, parts)
 	if err != nil {
 		failure = err
 	}
@@ -453,7 +453,7 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 		acked = append(acked, t)
 		rec.Size += int64(batch.Len())
 	}
-	c.db.ReleaseCut(epoch)
+	c.db.Epochs().ReleaseCut(epoch)
 	rec.Alignment = time.Since(rec.StartedAt)
 	switch {
 	case failure != nil && wctx.Err() != nil && ctx.Err() == nil:
@@ -480,13 +480,13 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 	if durable && len(sinks) > 0 {
 		// Phase one of the sinks' two-phase commit: their transactions
 		// go into this checkpoint's synced batch.
-		sb := c.db.NewEpochBatch()
+		sb := c.db.State().NewEpochBatch()
 		for _, s := range sinks {
 			s.PrepareCommit(id, sb)
 		}
 		batches = append(batches, sb)
 	}
-	if err := c.db.CommitEpochAt(batches, id, meta, durable, cut, rp); err == nil {
+	if err := c.db.State().CommitEpochAt(batches, id, meta, durable, cut, rp); err == nil {
 		for _, t := range acked {
 			t.Committed(epoch)
 		}
@@ -497,7 +497,7 @@ func (c *Coordinator) round(ctx context.Context, trigger string, after func(*Rec
 			}
 		}
 		if trigger != "" {
-			rec.StateSize = c.db.StateSize()
+			rec.StateSize = c.db.State().Size()
 			c.db.MaybeFlush()
 		}
 	} else {

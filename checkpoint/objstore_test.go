@@ -22,7 +22,7 @@ import (
 // into a new table file.
 func fill(t testing.TB, db *storage.DB, round, n int) {
 	t.Helper()
-	b := db.Pebble().NewBatch()
+	b := db.NewBatch()
 	v := make([]byte, 100)
 	for i := 0; i < n; i++ {
 		for j := range v {

@@ -161,7 +161,7 @@ func Capture(db *storage.DB, dir string, flush bool) (string, error) {
 	// The state of memory-backend jobs is in their snapshot files, which
 	// the checkpoint's pointers name: they go with it (and so are
 	// checksummed, uploaded, downloaded and restored with it).
-	if err := db.LinkMemSnapshots(filepath.Join(tmp, "db")); err != nil {
+	if err := db.Memory().LinkSnapshots(filepath.Join(tmp, "db")); err != nil {
 		os.RemoveAll(tmp)
 		return "", err
 	}

@@ -43,13 +43,13 @@ func liveDB(t *testing.T, dir string) *storage.DB {
 		}
 		col := b.NewArray()
 		rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(col.Len()))
-		if _, err := db.AppendLog(1, 0, []arrow.RecordBatch{rec}); err != nil {
+		if _, err := db.Log().Append(1, 0, []arrow.RecordBatch{rec}); err != nil {
 			t.Fatal(err)
 		}
 		col.Release()
 		rec.Release()
 		b.Release()
-		eb := db.NewEpochBatch()
+		eb := db.State().NewEpochBatch()
 		state := eb.NewRun()
 		for k := 0; k < 50; k++ {
 			key := fmt.Appendf(nil, "key%03d", k)
@@ -58,11 +58,11 @@ func liveDB(t *testing.T, dir string) *storage.DB {
 		}
 		eb.AddRun(state)
 		eb.SetOffset(2, 1, 0, uint64(round+1)*1000)
-		if err := db.CommitEpoch([]*storage.Batch{eb}, uint64(round+1), []byte(`{}`), true); err != nil {
+		if err := db.State().CommitEpoch([]*storage.Batch{eb}, uint64(round+1), []byte(`{}`), true); err != nil {
 			t.Fatal(err)
 		}
 		if round < 2 {
-			if err := db.Pebble().Flush(); err != nil {
+			if err := db.Flush(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -74,7 +74,7 @@ func liveDB(t *testing.T, dir string) *storage.DB {
 func viewRows(t *testing.T, db *storage.DB) []string {
 	t.Helper()
 	var out []string
-	if err := db.ScanView(nil, 2, func(k, v []byte) error {
+	if err := db.Views().Scan(nil, 2, func(k, v []byte) error {
 		out = append(out, string(k)+"="+string(v))
 		return nil
 	}); err != nil {

@@ -220,7 +220,7 @@ func (p *Part) start(pl *cluster.Placement, ck *cluster.DataflowCheckpoint, floo
 		p.mu.Lock()
 		p.gen, p.pl, p.restored, p.committed = pl.Gen, pl, Restored{}, 0
 		p.mu.Unlock()
-		return nil, p.DB.ResetJobData(p.Spec.ID)
+		return nil, p.DB.State().ResetJob(p.Spec.ID)
 	}
 	r, err := p.restore(pl, ck)
 	if err != nil {
@@ -290,7 +290,7 @@ func (p *Part) round(ctx context.Context, job *exec.Job, pl *cluster.Placement, 
 	if err != nil {
 		return err
 	}
-	if err := p.DB.CommitEpoch([]*storage.Batch{w}, 0, nil, true); err != nil {
+	if err := p.DB.State().CommitEpoch([]*storage.Batch{w}, 0, nil, true); err != nil {
 		return err
 	}
 	job.Committed(epoch)
@@ -334,7 +334,7 @@ func (p *Part) positions(pl *cluster.Placement) (map[string]map[int]uint64, erro
 	}
 	m := make(map[int]uint64, len(splits))
 	for _, split := range splits {
-		off, ok, err := p.DB.LoadOffset(p.Spec.ID, p.SourceID, uint32(split))
+		off, ok, err := p.DB.State().LoadOffset(p.Spec.ID, p.SourceID, uint32(split))
 		if err != nil {
 			return nil, err
 		}

@@ -153,7 +153,7 @@ func appendRows(t *testing.T, db *storage.DB, s, from, to int) {
 		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
 	rec := array.NewRecordBatch(schema, []arrow.Array{kb.NewArray(), vb.NewArray()}, int64(to-from))
 	defer rec.Release()
-	if _, err := db.AppendLog(src.ID, uint32(s), []arrow.RecordBatch{rec}); err != nil {
+	if _, err := db.Log().Append(src.ID, uint32(s), []arrow.RecordBatch{rec}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -280,7 +280,7 @@ func TestDistributedViewParts(t *testing.T) {
 	// Every node holds part of the view.
 	for id, n := range c.nodes {
 		rows := 0
-		if err := n.db.ScanView(n.db.Pebble(), view.ID, func(_, _ []byte) error { rows++; return nil }); err != nil {
+		if err := n.db.Views().Scan(n.db.Reader(), view.ID, func(_, _ []byte) error { rows++; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if rows == 0 {

@@ -105,7 +105,7 @@ func (p *Part) restore(pl *cluster.Placement, ck *cluster.DataflowCheckpoint) (R
 	if ck != nil {
 		p.logf("distributed job part starts from its sources' start", "gen", pl.Gen, "why", why)
 	}
-	return Restored{}, p.DB.ResetJobData(p.Spec.ID)
+	return Restored{}, p.DB.State().ResetJob(p.Spec.ID)
 }
 
 func (p *Part) restoreFrom(pl *cluster.Placement, ck *cluster.DataflowCheckpoint) (Restored, error) {
@@ -149,7 +149,7 @@ func (p *Part) restoreFrom(pl *cluster.Placement, ck *cluster.DataflowCheckpoint
 	}
 	sort.Ints(r.Instances)
 	for _, s := range pl.SplitsOf(p.Self)[p.Source] {
-		off, _, err := p.DB.LoadOffset(p.Spec.ID, p.SourceID, uint32(s))
+		off, _, err := p.DB.State().LoadOffset(p.Spec.ID, p.SourceID, uint32(s))
 		if err != nil {
 			return Restored{}, err
 		}
@@ -190,7 +190,7 @@ func (p *Part) copyFrom(ctx context.Context, b *storage.WriteBatch, node, prefix
 			src = o.Table
 		}
 	}
-	return p.DB.CopyJobPart(b, sdb, jm.ID, p.Spec.ID, exec.DistRestoreFilter(instances, n, splits, src, p.SourceID))
+	return p.DB.State().CopyJobPart(b, sdb, jm.ID, p.Spec.ID, exec.DistRestoreFilter(instances, n, splits, src, p.SourceID))
 }
 
 // snapDir is where this node keeps its snapshot of the part at epoch.
@@ -217,7 +217,7 @@ func (p *Part) snapshot(ctx context.Context, epoch uint64) (string, error) {
 		return "", err
 	}
 	var offs []storage.Offset
-	all, err := p.DB.Offsets()
+	all, err := p.DB.State().Offsets()
 	if err != nil {
 		os.RemoveAll(tmp)
 		return "", err

@@ -75,7 +75,7 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 	defer runtime.UnlockOSThread()
 	commit := func(w *storage.Batch) {
 		opCPU += threadCPU() - opStart
-		if err := db.CommitEpoch([]*storage.Batch{w}, epoch, nil, false); err != nil {
+		if err := db.State().CommitEpoch([]*storage.Batch{w}, epoch, nil, false); err != nil {
 			b.Fatal(err)
 		}
 		epoch++
@@ -131,7 +131,7 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 		pushSide(init, 1)
 		barrier = func() {
 			opStart = threadCPU()
-			w := db.NewEpochBatch()
+			w := db.State().NewEpochBatch()
 			if err := op.Barrier(ectx, &Barrier{Epoch: epoch}, w); err != nil {
 				b.Fatal(err)
 			}
@@ -189,7 +189,7 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 		pushRows(init, 1)
 		barrier = func() {
 			opStart = threadCPU()
-			w := db.NewEpochBatch()
+			w := db.State().NewEpochBatch()
 			if err := op.Barrier(ectx, &Barrier{Epoch: epoch}, w); err != nil {
 				b.Fatal(err)
 			}
@@ -232,10 +232,10 @@ func benchBarrier(b *testing.B, kind string, groups int) {
 	}
 	barrier() // the initial state
 	// The bulk load's compactions and garbage are setup, not the barriers'.
-	if err := db.Pebble().Flush(); err != nil {
+	if err := db.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	if err := db.Pebble().Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
+	if err := db.Compact([]byte{0}, []byte{0xff}); err != nil {
 		b.Fatal(err)
 	}
 	runtime.GC()

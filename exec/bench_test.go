@@ -8,7 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/agg"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/opkit/opkittest"
@@ -134,7 +133,7 @@ func BenchmarkGroupLookup(b *testing.B) {
 func BenchmarkBarrier(b *testing.B) {
 	const groups, changed = 2 << 20, 256 << 10
 	mem := memory.NewGoAllocator()
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem()})
+	db, err := storage.Open("db", storage.Options{FS: storage.MemFS()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -179,7 +178,7 @@ func BenchmarkBarrier(b *testing.B) {
 	push(all)
 	// The first barrier takes every group's first changes.
 	epoch := uint64(1)
-	if err := op.Barrier(ctx, &Barrier{Epoch: epoch}, db.NewEpochBatch()); err != nil {
+	if err := op.Barrier(ctx, &Barrier{Epoch: epoch}, db.State().NewEpochBatch()); err != nil {
 		b.Fatal(err)
 	}
 	some := make([]int64, changed)
@@ -189,7 +188,7 @@ func BenchmarkBarrier(b *testing.B) {
 			some[i] = all[r.IntN(groups)] // groups created at any time: scattered ids
 		}
 		push(some)
-		w := db.NewEpochBatch()
+		w := db.State().NewEpochBatch()
 		epoch++
 		b.StartTimer()
 		if err := op.Barrier(ctx, &Barrier{Epoch: epoch}, w); err != nil {

@@ -29,7 +29,7 @@ func (s *jobSource) openConnector(j *Job) error {
 	for p := range s.offsets {
 		var pos uint64
 		if j.durable() && !j.fresh {
-			committed, _, err := j.db.LoadOffset(j.spec.ID, s.n.src.ID, uint32(p))
+			committed, _, err := j.db.State().LoadOffset(j.spec.ID, s.n.src.ID, uint32(p))
 			if err != nil {
 				return err
 			}
@@ -65,7 +65,7 @@ func SourceGrown(err error) (name string, splits int, ok bool) {
 // split read everything its rate allows at that moment first.
 func (r *sourceRunner) runConnector() error {
 	j, s, part, barriers, outs := r.j, r.s, r.part, r.barriers, r.outs
-	w := j.db.NewEpochBatch()
+	w := j.db.State().NewEpochBatch()
 	rd, err := s.conn.Open(int(part), connector.Position(s.offsets[part].Load()), true)
 	if err != nil {
 		return err
@@ -78,7 +78,7 @@ func (r *sourceRunner) runConnector() error {
 	var lost int64
 	lostDirty := false
 	if j.durable() && !j.fresh {
-		v, err := j.db.GetState(j.spec.ID, jobStateOp, partKey(keyPartLost, s.n.src.ID, part))
+		v, err := j.db.State().Get(j.spec.ID, jobStateOp, partKey(keyPartLost, s.n.src.ID, part))
 		if err != nil {
 			return err
 		}
@@ -227,7 +227,7 @@ func (r *sourceRunner) runConnector() error {
 			}
 			m.w = nil
 		}
-		w = j.db.NewEpochBatch()
+		w = j.db.State().NewEpochBatch()
 		return nil
 	}
 	for {

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/exchange"
 	"github.com/streamdb/streamdb/exec/expr"
@@ -66,7 +65,7 @@ func TestDistributedJobParts(t *testing.T) {
 	dbs := map[string]*storage.DB{}
 	jobs := map[string]*Job{}
 	for _, id := range nodes {
-		db, err := storage.Open("db", storage.Options{FS: vfs.NewMem(), CacheBytes: 8 << 20})
+		db, err := storage.Open("db", storage.Options{FS: storage.MemFS(), CacheBytes: 8 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +93,7 @@ func TestDistributedJobParts(t *testing.T) {
 			n := kb.Len()
 			rec := array.NewRecordBatch(opkitSchema(), []arrow.Array{kb.NewArray(), vb.NewArray()}, int64(n))
 			for _, db := range dbs {
-				if _, err := db.AppendLog(src.ID, uint32(s), []arrow.RecordBatch{rec}); err != nil {
+				if _, err := db.Log().Append(src.ID, uint32(s), []arrow.RecordBatch{rec}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -126,7 +125,7 @@ func TestDistributedJobParts(t *testing.T) {
 			if err != nil {
 				t.Fatalf("node %s, epoch %d: %v (job: %v)", id, epoch, err, jobs[id].Err())
 			}
-			if err := dbs[id].CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
+			if err := dbs[id].State().CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
 				t.Fatal(err)
 			}
 			jobs[id].Committed(epoch)

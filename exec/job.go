@@ -188,7 +188,7 @@ func (j *Job) Lag() int64 {
 				lag += int64(s.connEnd(p)) - int64(s.offsets[p].Load())
 				continue
 			}
-			_, end, _, err := j.db.LogBounds(s.n.src.ID, uint32(p))
+			_, end, _, err := j.db.Log().Bounds(s.n.src.ID, uint32(p))
 			if err == nil {
 				lag += int64(end) - int64(s.offsets[p].Load())
 			}
@@ -331,7 +331,7 @@ func (j *Job) LogEnds() [][]uint64 {
 				ends[i][p] = s.connEnd(p)
 				continue
 			}
-			_, end, _, _ := j.db.LogBounds(s.n.src.ID, uint32(p))
+			_, end, _, _ := j.db.Log().Bounds(s.n.src.ID, uint32(p))
 			ends[i][p] = end
 		}
 	}

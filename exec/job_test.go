@@ -52,7 +52,7 @@ func testEpochBound(t *testing.T, cache int64, bound int, rowsView bool) {
 		kb.Release()
 		vb.Release()
 	}
-	if _, err := db.AppendLog(src.ID, 0, recs); err != nil {
+	if _, err := db.Log().Append(src.ID, 0, recs); err != nil {
 		t.Fatal(err)
 	}
 	view := &storage.TableDef{ID: 2, Name: "v", Kind: storage.KindView, KeyCols: []int{0},
@@ -105,7 +105,7 @@ func testEpochBound(t *testing.T, cache int64, bound int, rowsView bool) {
 		if groups > bound+slack && !(epoch <= 2 && cache > 0 && groups <= maxGroups+slack) {
 			t.Fatalf("epoch %d changed %d groups; the bound is %d (+%d in flight)", epoch, groups, bound, slack)
 		}
-		if err := db.CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
+		if err := db.State().CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
 			t.Fatal(err)
 		}
 		j.Committed(epoch)
@@ -126,11 +126,11 @@ func testEpochBound(t *testing.T, cache int64, bound int, rowsView bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
+	if err := db.State().CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	rows := 0
-	if err := db.ScanView(db.Pebble(), view.ID, func(key, row []byte) error { rows++; return nil }); err != nil {
+	if err := db.Views().Scan(db.Reader(), view.ID, func(key, row []byte) error { rows++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if rows != blocks*perBlock {
@@ -164,7 +164,7 @@ func TestLateAckCommitsWithNextEpoch(t *testing.T) {
 		defer k.Release()
 		rec := array.NewRecordBatch(schema, []arrow.Array{k}, int64(n))
 		defer rec.Release()
-		if _, err := db.AppendLog(src.ID, 0, []arrow.RecordBatch{rec}); err != nil {
+		if _, err := db.Log().Append(src.ID, 0, []arrow.RecordBatch{rec}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,7 +209,7 @@ func TestLateAckCommitsWithNextEpoch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
+	if err := db.State().CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	j.Committed(2)

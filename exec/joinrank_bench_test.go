@@ -8,7 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
@@ -49,7 +48,7 @@ func seqBatches(mem memory.Allocator, rows, keys int, vOff int64) []arrow.Record
 
 // opBenchJob is a job shell with a discarding outlet and an in-memory store.
 func opBenchJob(b *testing.B) (*Job, *outlet, func()) {
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem()})
+	db, err := storage.Open("db", storage.Options{FS: storage.MemFS()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +95,7 @@ func BenchmarkJoinOp(b *testing.B) {
 						}
 					}
 					if i%8 == 7 || i == len(left)-1 {
-						if err := op.Barrier(ectx, &Barrier{}, j.db.NewEpochBatch()); err != nil {
+						if err := op.Barrier(ectx, &Barrier{}, j.db.State().NewEpochBatch()); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -142,7 +141,7 @@ func BenchmarkRankOp(b *testing.B) {
 						b.Fatal(err)
 					}
 					if i%8 == 7 || i == len(recs)-1 {
-						if err := op.Barrier(ectx, &Barrier{}, j.db.NewEpochBatch()); err != nil {
+						if err := op.Barrier(ectx, &Barrier{}, j.db.State().NewEpochBatch()); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -75,7 +75,7 @@ func (m *memAccount) stateBytes() int64 {
 	if m.spec.memBackend() {
 		// The state map of the operators that do not hold their state
 		// once (storage/memstate.go): what state.memory_limit counts.
-		n += m.db.MemStateBytes(m.spec.ID)
+		n += m.db.Memory().Bytes(m.spec.ID)
 	}
 	return n
 }

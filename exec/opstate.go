@@ -33,18 +33,18 @@ type stateTable struct {
 	op  uint32
 }
 
-func (t *stateTable) Get(key []byte) ([]byte, error) { return t.db.GetState(t.job, t.op, key) }
+func (t *stateTable) Get(key []byte) ([]byte, error) { return t.db.State().Get(t.job, t.op, key) }
 
 // Cursor reads the operator's entries through one iterator kept open
 // between reads (opkit.Cursor).
-func (t *stateTable) Cursor() opkit.Cursor { return t.db.StateCursor(t.job, t.op) }
+func (t *stateTable) Cursor() opkit.Cursor { return t.db.State().Cursor(t.job, t.op) }
 
 func (t *stateTable) Scan(fn func(key, val []byte) error) error {
-	return t.db.ScanState(t.job, t.op, fn)
+	return t.db.State().Scan(t.job, t.op, fn)
 }
 
 func (t *stateTable) ScanPrefix(prefix []byte, fn func(key, val []byte) error) error {
-	return t.db.ScanStatePrefix(t.job, t.op, prefix, fn)
+	return t.db.State().ScanPrefix(t.job, t.op, prefix, fn)
 }
 
 // pebbleOpState writes the changed entries at every barrier.
@@ -71,7 +71,7 @@ type memOpState struct {
 	snap opkit.SnapReuse
 }
 
-func (s *memOpState) Loaded() { s.db.ReleaseMemState(s.job, s.op, s.own) }
+func (s *memOpState) Loaded() { s.db.Memory().Release(s.job, s.op, s.own) }
 
 func (s *memOpState) Commit(w *storage.Batch, b *op.Barrier, changed, ttlOn bool, _ func(*opkit.Writer) error, encode func(uint64) *opkit.Snapshot) (bool, error) {
 	s.snap.Note(changed)

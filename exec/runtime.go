@@ -315,14 +315,14 @@ func openSource(j *Job, n *gnode) (*jobSource, error) {
 		return s, s.openConnector(j)
 	}
 	for p := 0; p < n.par; p++ {
-		start, _, _, err := j.db.LogBounds(n.src.ID, uint32(p))
+		start, _, _, err := j.db.Log().Bounds(n.src.ID, uint32(p))
 		if err != nil {
 			return s, err
 		}
 		off := start
 		resumed := false
 		if j.durable() && !j.fresh {
-			committed, ok, err := j.db.LoadOffset(j.spec.ID, n.src.ID, uint32(p))
+			committed, ok, err := j.db.State().LoadOffset(j.spec.ID, n.src.ID, uint32(p))
 			if err != nil {
 				return s, err
 			}
@@ -331,7 +331,7 @@ func openSource(j *Job, n *gnode) (*jobSource, error) {
 		if n.changelog && !resumed && n.src.Kind == storage.KindView {
 			// A new consumer of a view starts from a snapshot of its rows
 			// and follows its changelog from the same instant.
-			snap, end, err := j.db.ViewSnapshot(n.src.ID)
+			snap, end, err := j.db.Views().Snapshot(n.src.ID)
 			if err != nil {
 				return s, err
 			}
@@ -406,7 +406,7 @@ func (t *opTask) run() error {
 		}
 		var w *storage.Batch
 		if j.durable() {
-			w = j.db.NewEpochBatch()
+			w = j.db.State().NewEpochBatch()
 		}
 		if err := o.Barrier(ectx, m.barrier, w); err != nil {
 			return err

@@ -27,7 +27,7 @@ func (f opFactory) newSessionNode(n *gnode, inst int, out *outlet, root bool) (*
 	if j.durable() {
 		wm := NoWatermark
 		if !j.fresh && timed {
-			v, err := j.db.GetState(j.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, n.op))
+			v, err := j.db.State().Get(j.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, n.op))
 			if err != nil {
 				return nil, err
 			}

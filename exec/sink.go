@@ -112,12 +112,12 @@ func newViewSink(j *Job) *viewSink {
 func (vs *viewSink) open() error {
 	j := vs.j
 	vs.writeLog = j.changelog.Load()
-	vs.w = j.db.NewEpochBatch()
+	vs.w = j.db.State().NewEpochBatch()
 	vs.ixw = plan.NewIndexWriter(j.spec.View)
 	vs.rs.ixw = vs.ixw
 	if j.spec.View != nil && vs.agg != nil {
 		var err error
-		if vs.groupErrs, err = j.db.JobErrorOffsets(j.spec.ID, GroupErrorPartition); err != nil {
+		if vs.groupErrs, err = j.db.Errors().JobErrorOffsets(j.spec.ID, GroupErrorPartition); err != nil {
 			return err
 		}
 	}
@@ -171,7 +171,7 @@ func (vs *viewSink) prepare(m msg) (*storage.Batch, error) {
 	w.Absorb(m.w)
 	j.mem.epochBytes.Store(0)
 	vs.askedBarrier = false
-	vs.w = j.db.NewEpochBatch()
+	vs.w = j.db.State().NewEpochBatch()
 	return w, nil
 }
 
@@ -314,7 +314,7 @@ func (rs *rowSink) load(j *Job, appendOnly bool) error {
 	}
 	bag := newViewBag(j, j.spec.View.ID, budget)
 	next := uint64(appendSeqBase)
-	err := j.db.ScanView(nil, j.spec.View.ID, func(k, v []byte) error {
+	err := j.db.Views().Scan(nil, j.spec.View.ID, func(k, v []byte) error {
 		if len(k) == 8 && k[0] >= 0x80 {
 			next = max(next, binary.BigEndian.Uint64(k)+1)
 			return nil

@@ -86,7 +86,7 @@ func (b *viewBag) get(row []byte) (int64, error) {
 	if !b.spilled || !b.evicted.MayContain(b.hash(row)) {
 		return 0, nil
 	}
-	v, err := b.j.db.GetViewRow(b.view, row)
+	v, err := b.j.db.Views().Get(b.view, row)
 	if err != nil || v == nil {
 		return 0, err
 	}
@@ -163,7 +163,7 @@ func (b *viewBag) evict(k string, e *bagEntry) {
 // refill lists the hashes of every row of the view for a rebuild of the
 // full filter (rows in memory too: a false positive costs a read only).
 func (b *viewBag) refill(add func(uint64)) error {
-	return b.j.db.ScanView(nil, b.view, func(k, _ []byte) error {
+	return b.j.db.Views().Scan(nil, b.view, func(k, _ []byte) error {
 		add(b.hash(k))
 		return nil
 	})

@@ -35,7 +35,7 @@ func StartKafkaSink(db *storage.DB, spec SinkSpec) (*SinkRunner, error) {
 	def, view := spec.Def, spec.View
 	k, err := kafka.NewSink(connector.SinkSpec{Name: def.Name, ID: def.ID, View: view.Name, Columns: plan.ConnectorColumns(view),
 		KeyCols: spec.KeyCols, AtLeastOnce: spec.AtLeastOnce, Options: def.Options,
-		StoredPosition: func() (uint64, bool, error) { return db.LoadOffset(def.ID, view.ID, 0) }})
+		StoredPosition: func() (uint64, bool, error) { return db.State().LoadOffset(def.ID, view.ID, 0) }})
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func signedChunk(rows [][2]int64, op Op) Chunk {
 // snapshot it handed over.
 func barrierSnap(t *testing.T, j *Job, barrier func(*Barrier, *storage.Batch) error, e uint64) *stateSnapshot {
 	t.Helper()
-	w := j.db.NewEpochBatch()
+	w := j.db.State().NewEpochBatch()
 	if err := barrier(&Barrier{Epoch: e, Checkpoint: true}, w); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func churn(t *testing.T, j *Job, push func(Chunk, int) error, barrier func(*Barr
 			}
 		}
 		if e%3 == 0 {
-			if err := barrier(&Barrier{Epoch: e}, j.db.NewEpochBatch()); err != nil {
+			if err := barrier(&Barrier{Epoch: e}, j.db.State().NewEpochBatch()); err != nil {
 				t.Fatal(err)
 			}
 			continue

@@ -46,16 +46,16 @@ func (r *sourceRunner) runLog() error {
 	j, s, part, barriers := r.j, r.s, r.part, r.barriers
 	src := s.n.src
 	// A COPY into the stream keeps its blocks in memory for this reader.
-	defer j.db.TailReader(src.ID, part)()
+	defer j.db.Log().TailReader(src.ID, part)()
 	// w holds this source's writes of the current epoch (its offset,
 	// skipped rows); it goes on with the barrier.
-	w := j.db.NewEpochBatch()
+	w := j.db.State().NewEpochBatch()
 	off := s.offsets[part].Load()
 	const maxRows = 64 << 10
 	// read processes the rows [off, to), or stops after a block once the
 	// epoch is full.
 	read := func(to uint64) error {
-		err := j.db.ReadLog(memoryPool, src.ID, part, off, to, plan.OldLayoutRead(src, func(first uint64, rec arrow.RecordBatch) error {
+		err := j.db.Log().Read(memoryPool, src.ID, part, off, to, plan.OldLayoutRead(src, func(first uint64, rec arrow.RecordBatch) error {
 			n := rec.NumRows()
 			j.RowsIn.Add(n)
 			if err := r.route(w, first, rec); err != nil {
@@ -91,7 +91,7 @@ func (r *sourceRunner) runLog() error {
 		if !aligned {
 			return end, nil
 		}
-		l, err := j.db.CutLimit(src.ID, part, passed)
+		l, err := j.db.Epochs().CutLimit(src.ID, part, passed)
 		return min(end, l), err
 	}
 	onBarrier := func(b *Barrier) error {
@@ -99,7 +99,7 @@ func (r *sourceRunner) runLog() error {
 			// Read up to the cut; an epoch that is full ends early (a
 			// backfill or a job far behind catches up over several epochs,
 			// and its view is at its own position until then).
-			start, _, _, err := j.db.LogBounds(src.ID, part)
+			start, _, _, err := j.db.Log().Bounds(src.ID, part)
 			if err != nil {
 				return err
 			}
@@ -113,7 +113,7 @@ func (r *sourceRunner) runLog() error {
 				}
 			}
 		} else if b.CatchUp {
-			start, end, _, err := j.db.LogBounds(src.ID, part)
+			start, end, _, err := j.db.Log().Bounds(src.ID, part)
 			if err != nil {
 				return err
 			}
@@ -140,7 +140,7 @@ func (r *sourceRunner) runLog() error {
 			}
 			m.w = nil
 		}
-		w = j.db.NewEpochBatch()
+		w = j.db.State().NewEpochBatch()
 		passed = b.Epoch
 		return nil
 	}
@@ -155,7 +155,7 @@ func (r *sourceRunner) runLog() error {
 			return nil
 		default:
 		}
-		start, end, changed, err := j.db.LogBounds(src.ID, part)
+		start, end, changed, err := j.db.Log().Bounds(src.ID, part)
 		if err == nil {
 			end, err = limit(end)
 		}

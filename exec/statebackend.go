@@ -38,7 +38,7 @@ type holdState struct {
 	// wg counts the job's goroutines; snapshot writes are among them.
 	wg *sync.WaitGroup
 	mu sync.Mutex
-	// pending holds the writes (all but state: ApplyMemState) of the
+	// pending holds the writes (all but state: Memory.Apply) of the
 	// epochs after the last snapshot taken.
 	pending *storage.Batch
 	// writing is the snapshot being written in the background, if any.
@@ -76,9 +76,9 @@ func useStateBackend(db *storage.DB, spec *JobSpec) error {
 		return nil
 	}
 	if spec.State.memory() {
-		return db.UseMemoryState(spec.ID)
+		return db.Memory().Use(spec.ID)
 	}
-	return db.UsePebbleState(spec.ID)
+	return db.Memory().UsePebble(spec.ID)
 }
 
 // noteBarrier records what kind of round barrier b ends and returns the
@@ -116,7 +116,7 @@ func (h *holdState) noteBarrier(b *Barrier) *Barrier {
 
 // forCheckpoint returns what the coordinator commits for epoch, whose
 // writes are w: w itself on the Pebble backend. A memory job applies its
-// state writes to its map at once (storage.DB.ApplyMemState) and keeps the
+// state writes to its map at once (storage.Memory.Apply) and keeps the
 // rest of its epochs' writes (view rows, changelog, offsets) until a
 // snapshot of the map that covers them is durable, so that its view rows
 // and offsets in Pebble always match a committed snapshot:
@@ -145,7 +145,7 @@ func (h *holdState) forCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batc
 	if err := h.mem.check(); err != nil {
 		return nil, err
 	}
-	if err := h.db.ApplyMemState(h.spec.ID, w); err != nil {
+	if err := h.db.Memory().Apply(h.spec.ID, w); err != nil {
 		return nil, err
 	}
 	// The snapshots the operators that hold their own state took at this
@@ -160,10 +160,10 @@ func (h *holdState) forCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batc
 		}
 	}
 	if h.pending == nil {
-		h.pending = h.db.NewEpochBatch()
+		h.pending = h.db.State().NewEpochBatch()
 	}
 	h.pending.AbsorbEpoch(w)
-	out := h.db.NewEpochBatch()
+	out := h.db.State().NewEpochBatch()
 	if a := h.writing; a != nil {
 		ready := false
 		select {
@@ -196,7 +196,7 @@ func (h *holdState) forCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batc
 		// the files.
 		out.AbsorbEpoch(h.pending)
 		h.pending = nil
-		if clone := h.db.CloneMemState(h.spec.ID, ops); clone != nil {
+		if clone := h.db.Memory().Clone(h.spec.ID, ops); clone != nil {
 			w := clone.Start(func(f func()) {
 				h.wg.Add(1)
 				go func() {
@@ -210,7 +210,7 @@ func (h *holdState) forCheckpoint(epoch uint64, w *storage.Batch) (*storage.Batc
 		return out, nil
 	}
 	if h.writing == nil && !kind.skip {
-		clone := h.db.CloneMemState(h.spec.ID, ops)
+		clone := h.db.Memory().Clone(h.spec.ID, ops)
 		a := &asyncSnap{epoch: epoch, batch: h.pending, done: make(chan struct{})}
 		h.pending = nil
 		h.writing = a

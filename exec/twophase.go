@@ -119,7 +119,7 @@ func (r *SinkRunner) PrepareCommit(checkpoint uint64, b *storage.Batch) {
 			return // the last one is being sent
 		}
 		r.releaseSnapLocked(&r.mu.snapPrep)
-		snap, end, err := r.db.ViewSnapshot(r.view.ID)
+		snap, end, err := r.db.Views().Snapshot(r.view.ID)
 		if err != nil {
 			r.mu.status.LastErr = sqlerr.As(err).Msg
 			return
@@ -127,7 +127,7 @@ func (r *SinkRunner) PrepareCommit(checkpoint uint64, b *storage.Batch) {
 		r.mu.snapPrep = &preparedSnap{checkpoint: checkpoint, snap: snap, end: end}
 		c.To, c.Snapshot = end, true
 	case sinkFollowing:
-		_, end, _, err := r.db.LogBounds(r.view.ID, 0)
+		_, end, _, err := r.db.Log().Bounds(r.view.ID, 0)
 		if err != nil || end <= r.mu.durable {
 			return
 		}
@@ -218,14 +218,14 @@ func (r *SinkRunner) recover(ctx context.Context) error {
 	if err := plan.Failpoint(r.name, "sink_recover"); err != nil {
 		return err
 	}
-	rec, ok, err := r.db.LoadSinkCommit(r.id)
+	rec, ok, err := r.db.Positions().SinkCommit(r.id)
 	if err != nil {
 		return err
 	}
 	ok = ok && rec.Gen == r.gen
 	if !found && !ok && r.gen == "" {
 		// A sink from before two-phase commits: its stored position.
-		if pos, found, err = r.db.LoadOffset(r.id, r.view.ID, 0); err != nil {
+		if pos, found, err = r.db.State().LoadOffset(r.id, r.view.ID, 0); err != nil {
 			return err
 		}
 	}
@@ -310,7 +310,7 @@ func (r *SinkRunner) snapshotTxn(p *preparedSnap, resync bool) *connector.SinkTx
 // changesTxn is the transaction of the view's changes [from, to).
 func (r *SinkRunner) changesTxn(from, to uint64) *connector.SinkTxn {
 	rows := func(_ context.Context, fn func(arrow.RecordBatch) error) error {
-		return r.db.ReadLog(memoryPool, r.view.ID, 0, from, to, func(_ uint64, rec arrow.RecordBatch) error {
+		return r.db.Log().Read(memoryPool, r.view.ID, 0, from, to, func(_ uint64, rec arrow.RecordBatch) error {
 			defer rec.Release()
 			return fn(rec)
 		})
@@ -340,7 +340,7 @@ func (r *SinkRunner) send(ctx context.Context, t *connector.SinkTxn) error {
 	r.mu.Unlock()
 	// Pins the changelog (retention); not synced: the external system
 	// and the checkpoint's SinkCommit are the truth.
-	return r.db.PutSinkPosition(r.id, r.view.ID, t.To)
+	return r.db.Positions().PutSink(r.id, r.view.ID, t.To)
 }
 
 // txnEnd is where the transaction from pos ends: at most sinkTxnRows
@@ -348,7 +348,7 @@ func (r *SinkRunner) send(ctx context.Context, t *connector.SinkTxn) error {
 // after-image (they are adjacent in a changelog, and a checkpoint's end
 // never falls between them), so a debezium "u" keeps its before.
 func (r *SinkRunner) txnEnd(pos, durable uint64) (uint64, error) {
-	if start, _, _, err := r.db.LogBounds(r.view.ID, 0); err != nil || pos < start {
+	if start, _, _, err := r.db.Log().Bounds(r.view.ID, 0); err != nil || pos < start {
 		if err == nil {
 			err = sqlerr.New(sqlerr.DataCorrupted, "sink %s: the changelog of %s starts at %d, past the sink's position %d", r.name, r.view.Name, start, pos)
 		}
@@ -357,7 +357,7 @@ func (r *SinkRunner) txnEnd(pos, durable uint64) (uint64, error) {
 	to := min(durable, pos+sinkTxnRows())
 	for to < durable {
 		var last Op
-		err := r.db.ReadLog(memoryPool, r.view.ID, 0, to-1, to, func(_ uint64, rec arrow.RecordBatch) error {
+		err := r.db.Log().Read(memoryPool, r.view.ID, 0, to-1, to, func(_ uint64, rec arrow.RecordBatch) error {
 			defer rec.Release()
 			if n := int(rec.NumRows()); n > 0 {
 				last = Op(types.DatumAt(rec.Column(int(rec.NumCols())-1), n-1, types.TInt64).I)

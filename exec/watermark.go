@@ -114,7 +114,7 @@ func (et *eventTime) newPartWatermark(src *storage.TableDef, part uint32, change
 		return pw, nil
 	}
 	if et.resume {
-		v, err := et.db.GetState(et.spec.ID, jobStateOp, partEventTimeKey(src.ID, part))
+		v, err := et.db.State().Get(et.spec.ID, jobStateOp, partEventTimeKey(src.ID, part))
 		if err != nil {
 			return nil, err
 		}
@@ -181,7 +181,7 @@ func (et *eventTime) loadLateRows() error {
 	if !et.resume {
 		return nil
 	}
-	v, err := et.db.GetState(et.spec.ID, jobStateOp, []byte{keyLateRows})
+	v, err := et.db.State().Get(et.spec.ID, jobStateOp, []byte{keyLateRows})
 	if err != nil || len(v) == 0 {
 		return err
 	}
@@ -214,7 +214,7 @@ func (et *eventTime) resumeWatermark(al *aligner, op uint32) error {
 	if !et.resume {
 		return nil
 	}
-	v, err := et.db.GetState(et.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, op))
+	v, err := et.db.State().Get(et.spec.ID, jobStateOp, binary.BigEndian.AppendUint32([]byte{keyOpWatermark}, op))
 	if err != nil || len(v) != 8 {
 		return err
 	}

@@ -54,7 +54,7 @@ func (b backfills) noteLocked(name string, def *storage.TableDef) error {
 		}
 	}
 	for _, lp := range je.job.LogParts() {
-		start, end, _, err := b.db.LogBounds(lp.Table, lp.Part)
+		start, end, _, err := b.db.Log().Bounds(lp.Table, lp.Part)
 		if err != nil {
 			return err
 		}
@@ -78,7 +78,7 @@ func (b backfills) done(bf *backfill, job *exec.Job) (bool, error) {
 		return false, nil
 	}
 	for i, lp := range bf.parts {
-		off, ok, err := b.db.LoadOffset(bf.viewID, lp.Table, lp.Part)
+		off, ok, err := b.db.State().LoadOffset(bf.viewID, lp.Table, lp.Part)
 		if err != nil {
 			return false, err
 		}
@@ -145,7 +145,7 @@ func (b backfills) await(ctx context.Context, name string, read bool) error {
 			b.mu.Unlock()
 			return nil
 		}
-		_, changed, err := b.db.LastCut()
+		_, changed, err := b.db.Epochs().LastCut()
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ import (
 // primary key, whose log only its ingester writes: the initial snapshot
 // at CREATE, then one block per upstream transaction that touched the
 // table, each appended in one synced batch with the transaction's end LSN
-// (storage.AppendLogAt). The slot's confirmed position is sent upstream
+// (storage.Log.AppendAt). The slot's confirmed position is sent upstream
 // only after that batch is durable, and a restart resumes from the stored
 // LSN, so kill -9 loses and doubles nothing; jobs read the log as they
 // read any keyed table, with checkpointed offsets into it.
@@ -177,7 +177,7 @@ func (c *cdcIngest) ingest(ctx context.Context, t *storage.TableDef, r *cdcRun) 
 	if err != nil {
 		return &pgcdc.SchemaChanged{Msg: err.Error()}
 	}
-	pos, ok, err := e.db.SourcePos(t.ID)
+	pos, ok, err := e.db.Positions().Source(t.ID)
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func (c *cdcIngest) ingest(ctx context.Context, t *storage.TableDef, r *cdcRun) 
 			return err
 		}
 		n, err := c.apply(ctx, t, rec, func(blocks []arrow.RecordBatch) error {
-			_, err := e.db.AppendLogAt(t.ID, 0, blocks, end)
+			_, err := e.db.Log().AppendAt(t.ID, 0, blocks, end)
 			return err
 		})
 		if err != nil {
@@ -251,7 +251,7 @@ func (c *cdcIngest) apply(ctx context.Context, t *storage.TableDef, rec arrow.Re
 		st.rows = nil
 		return 0, err
 	}
-	_, logEnd, _, err := e.db.LogBounds(t.ID, 0)
+	_, logEnd, _, err := e.db.Log().Bounds(t.ID, 0)
 	if err != nil {
 		st.rows = nil
 		return 0, err
@@ -350,13 +350,13 @@ func (c *cdcIngest) create(n *parse.CreateSource, owner string) (*Result, error)
 	e.roundMu.Unlock()
 	lsn, err := pgcdc.Snapshot(ctx, cfg, tbl, func(r arrow.RecordBatch) error {
 		defer r.Release()
-		if _, err := e.db.AppendLog(t.ID, 0, []arrow.RecordBatch{r}); err != nil {
+		if _, err := e.db.Log().Append(t.ID, 0, []arrow.RecordBatch{r}); err != nil {
 			return err
 		}
 		return plan.Failpoint(t.Name, "cdc_snapshot")
 	})
 	if err == nil {
-		_, err = e.db.AppendLogAt(t.ID, 0, nil, lsn)
+		_, err = e.db.Log().AppendAt(t.ID, 0, nil, lsn)
 	}
 	if err != nil {
 		// Snapshot dropped the slot it made; the entry goes too.
@@ -393,7 +393,7 @@ func (c *cdcIngest) incomplete(t *storage.TableDef) bool {
 	if running {
 		return false
 	}
-	_, ok, err := c.e.db.SourcePos(t.ID)
+	_, ok, err := c.e.db.Positions().Source(t.ID)
 	return err == nil && !ok
 }
 
@@ -431,7 +431,7 @@ func (c *cdcIngest) dropEntry(t *storage.TableDef) {
 		return
 	}
 	delete(e.mu.tables, t.Name)
-	_ = e.db.DeleteSourcePos(t.ID)
+	_ = e.db.Positions().DeleteSource(t.ID)
 	streamLogDropped(e, []*storage.TableDef{t})
 }
 
@@ -477,7 +477,7 @@ func (c *cdcIngest) startAll(tables map[string]*storage.TableDef) {
 func (c *cdcIngest) drop(t *storage.TableDef) {
 	e := c.e
 	c.stop(t.ID)
-	_ = e.db.DeleteSourcePos(t.ID)
+	_ = e.db.Positions().DeleteSource(t.ID)
 	if kafka.IsChangelog(t.Options) {
 		return
 	}

@@ -148,7 +148,7 @@ func restoreClusterJob(e *Engine, def *storage.TableDef, vp plan.Plan) (*Checkpo
 		return nil, err
 	}
 	b := e.db.NewBatch()
-	if err := e.db.CopyJobData(b, snap.db, jm.ID, def.ID, true); err != nil {
+	if err := e.db.State().CopyJob(b, snap.db, jm.ID, def.ID, true); err != nil {
 		return nil, err
 	}
 	if err := restoreMemoryState(e.db, b, snap.db, jm.ID, def.ID); err != nil {
@@ -157,7 +157,7 @@ func restoreClusterJob(e *Engine, def *storage.TableDef, vp plan.Plan) (*Checkpo
 	if err := e.db.Commit(b, true); err != nil {
 		return nil, err
 	}
-	e.db.DropReadPoints() // they show this node's older rows of the view
+	e.db.Epochs().DropReadPoints() // they show this node's older rows of the view
 	return p, nil
 }
 

@@ -33,7 +33,7 @@ type typeDDL struct{ e *Engine }
 
 // loadComposites registers the stored composite types.
 func loadComposites(db *storage.DB) error {
-	stored, err := db.LoadTypes()
+	stored, err := db.Catalog().LoadTypes()
 	if err != nil {
 		return err
 	}

@@ -184,7 +184,7 @@ func (e *Engine) drop(n *parse.Drop) (*Result, error) {
 	var gone []string
 	for _, t := range drop {
 		if t.Kind == storage.KindView {
-			e.db.DropMemoryState(t.ID)
+			e.db.Memory().Drop(t.ID)
 		}
 		delete(e.mu.tables, t.Name)
 		e.keyed.forget(t.ID)

@@ -211,7 +211,7 @@ func Open(cfg Config) (*Engine, error) {
 		}
 		e.mu.fileConf[k] = v
 	}
-	if e.mu.settings, err = db.LoadSettings(); err != nil {
+	if e.mu.settings, err = db.Catalog().LoadSettings(); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func Open(cfg Config) (*Engine, error) {
 	if d, ok := e.mu.settings["checkpoint.dir"]; ok {
 		if err := e.conf.checkLocationLocked(d); err != nil {
 			e.log.Warn("ignoring the stored checkpoint.dir: not a configured storage location", "dir", d)
-			if err := db.PutSetting("checkpoint.dir", "", true); err != nil {
+			if err := db.Catalog().PutSetting("checkpoint.dir", "", true); err != nil {
 				db.Close()
 				return nil, err
 			}
@@ -231,7 +231,7 @@ func Open(cfg Config) (*Engine, error) {
 		if d, ok := e.mu.settings[k]; ok {
 			if err := e.conf.checkStorageLocked(k, d); err != nil {
 				e.log.Warn("ignoring the stored "+k+": not an allowed storage location", "url", d)
-				if err := db.PutSetting(k, "", true); err != nil {
+				if err := db.Catalog().PutSetting(k, "", true); err != nil {
 					db.Close()
 					return nil, err
 				}
@@ -239,7 +239,7 @@ func Open(cfg Config) (*Engine, error) {
 			}
 		}
 	}
-	defs, err := db.LoadCatalog()
+	defs, err := db.Catalog().Load()
 	if err != nil {
 		db.Close()
 		return nil, err

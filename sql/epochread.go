@@ -25,7 +25,7 @@ func (e epochCut) awaitCut(ctx context.Context, p plan.Plan) (storage.Cut, error
 	if len(streams) == 0 {
 		return nil, nil
 	}
-	cut, changed, err := e.db.LastCut()
+	cut, changed, err := e.db.Epochs().LastCut()
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (e epochCut) awaitCut(ctx context.Context, p plan.Plan) (storage.Cut, error
 			if !ok && !read[t.ID] {
 				continue
 			}
-			_, end, _, err := e.db.LogBounds(t.ID, part)
+			_, end, _, err := e.db.Log().Bounds(t.ID, part)
 			if err != nil {
 				return nil, err
 			}
@@ -63,7 +63,7 @@ func (e epochCut) awaitCut(ctx context.Context, p plan.Plan) (storage.Cut, error
 		case <-ctx.Done():
 			return nil, plan.ContextError(ctx)
 		}
-		if cut, changed, err = e.db.LastCut(); err != nil {
+		if cut, changed, err = e.db.Epochs().LastCut(); err != nil {
 			return nil, err
 		}
 		read := e.readByRunningViews()
@@ -139,10 +139,10 @@ func (e epochCut) readSnapshot(ctx context.Context, p plan.Plan) (storage.Reader
 	}
 	minEpoch := uint64(0)
 	if len(ends) > 0 {
-		minEpoch = e.db.CoveringEpoch(ends)
+		minEpoch = e.db.Epochs().CoveringEpoch(ends)
 	}
 	for {
-		rs, ok, next, lagging := e.db.PickRead(ids, minEpoch)
+		rs, ok, next, lagging := e.db.Epochs().PickRead(ids, minEpoch)
 		if next == nil && !ok {
 			return fresh() // no round since the start or a restore
 		}

@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/storage/faultfs"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -256,8 +256,8 @@ func quietEngineLog(w io.Writer) *slog.Logger {
 // once armed, and before the at-th one takes the crash clone: the state
 // the filesystem would have if the power went out at that moment.
 type crashPoint struct {
-	fs      *vfs.MemFS
-	cfg     vfs.CrashCloneCfg
+	fs      *faultfs.MemFS
+	cfg     faultfs.CrashCloneCfg
 	at      int64
 	armed   atomic.Bool
 	ops     atomic.Int64
@@ -265,15 +265,15 @@ type crashPoint struct {
 	crashed atomic.Bool
 
 	once       sync.Once
-	clone      *vfs.MemFS
-	opAt       errorfs.Op
+	clone      *faultfs.MemFS
+	opAt       faultfs.Op
 	duringCkpt bool
 }
 
 func (c *crashPoint) String() string { return "crashPoint" }
 
-func (c *crashPoint) MaybeError(op errorfs.Op) error {
-	if c.armed.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite && c.ops.Add(1) == c.at {
+func (c *crashPoint) MaybeError(op faultfs.Op) error {
+	if c.armed.Load() && op.Kind.ReadOrWrite() == faultfs.OpIsWrite && c.ops.Add(1) == c.at {
 		c.crash(op)
 	}
 	return nil
@@ -281,7 +281,7 @@ func (c *crashPoint) MaybeError(op errorfs.Op) error {
 
 // crash takes the clone, once. crashed is set first: a statement that
 // returned before the flag was set returned before the clone.
-func (c *crashPoint) crash(op errorfs.Op) {
+func (c *crashPoint) crash(op faultfs.Op) {
 	c.once.Do(func() {
 		c.crashed.Store(true)
 		c.opAt, c.duringCkpt = op, c.inCkpt.Load()
@@ -311,10 +311,10 @@ func powerLossRun(seed uint64, at int64, osDir string) (res powerLossResult, err
 	unsynced := []int{0, 0, 10, 50, 90, 100}[r.IntN(6)]
 	res.unsynced = unsynced
 	res.interval = []string{"off", "50ms", "1s"}[r.IntN(3)]
-	mfs := vfs.NewCrashableMem()
-	cp := &crashPoint{fs: mfs, at: at, cfg: vfs.CrashCloneCfg{UnsyncedDataPercent: unsynced, RNG: rand.New(rand.NewPCG(seed, 7))}}
+	mfs := faultfs.NewCrashableMem()
+	cp := &crashPoint{fs: mfs, at: at, cfg: faultfs.CrashCloneCfg{UnsyncedDataPercent: unsynced, RNG: rand.New(rand.NewPCG(seed, 7))}}
 	var logs bytes.Buffer
-	cfg := Config{DataDir: "/db", FS: errorfs.Wrap(mfs, cp), Parallelism: 1, Logger: quietEngineLog(&logs),
+	cfg := Config{DataDir: "/db", FS: faultfs.Wrap(mfs, cp), Parallelism: 1, Logger: quietEngineLog(&logs),
 		// Retained checkpoints are exported through the OS, which does not
 		// see a memory filesystem: the exports fail (recorded in SHOW
 		// CHECKPOINTS) and must not disturb anything else.
@@ -371,7 +371,7 @@ func powerLossRun(seed uint64, at int64, osDir string) (res powerLossResult, err
 	}
 	res.crashed = cp.crashed.Load()
 	res.ops = cp.ops.Load()
-	cp.crash(errorfs.Op{}) // at the end, if the crash point was not reached
+	cp.crash(faultfs.Op{}) // at the end, if the crash point was not reached
 	res.duringCkpt = cp.duringCkpt
 	if err := e.Close(); err != nil {
 		return res, fmt.Errorf("close of the crashed engine: %w", err)
@@ -482,20 +482,20 @@ func TestFaultPowerLoss(t *testing.T) {
 
 // faultAt is an errorfs injector: once on, it fails the at-th write
 // operation (write, sync, create, link, rename, remove, ...) with
-// errorfs.ErrInjected and lets every other through; with at < 0 it only
+// faultfs.ErrInjected and lets every other through; with at < 0 it only
 // records the operations (calibration).
 type faultAt struct {
 	at  int64
 	n   atomic.Int64
 	mu  sync.Mutex
-	ops []errorfs.Op
-	hit *errorfs.Op
+	ops []faultfs.Op
+	hit *faultfs.Op
 }
 
 func (f *faultAt) String() string { return "faultAt" }
 
-func (f *faultAt) MaybeError(op errorfs.Op) error {
-	if op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
+func (f *faultAt) MaybeError(op faultfs.Op) error {
+	if op.Kind.ReadOrWrite() != faultfs.OpIsWrite {
 		return nil
 	}
 	i := f.n.Add(1) - 1
@@ -504,17 +504,17 @@ func (f *faultAt) MaybeError(op errorfs.Op) error {
 	f.ops = append(f.ops, op)
 	if i == f.at {
 		f.hit = &op
-		return errorfs.ErrInjected
+		return faultfs.ErrInjected
 	}
 	return nil
 }
 
-func opName(op errorfs.Op) string {
-	kinds := map[errorfs.OpKind]string{errorfs.OpCreate: "create", errorfs.OpLink: "link", errorfs.OpRemove: "remove",
-		errorfs.OpRemoveAll: "removeall", errorfs.OpRename: "rename", errorfs.OpReuseForWrite: "reuse", errorfs.OpMkdirAll: "mkdir",
-		errorfs.OpLock: "lock", errorfs.OpFileClose: "close", errorfs.OpFileWrite: "write", errorfs.OpFileWriteAt: "writeat",
-		errorfs.OpFileSync: "sync", errorfs.OpFileSyncData: "syncdata", errorfs.OpFileSyncTo: "syncto", errorfs.OpFileFlush: "flush",
-		errorfs.OpFilePreallocate: "preallocate"}
+func opName(op faultfs.Op) string {
+	kinds := map[faultfs.OpKind]string{faultfs.OpCreate: "create", faultfs.OpLink: "link", faultfs.OpRemove: "remove",
+		faultfs.OpRemoveAll: "removeall", faultfs.OpRename: "rename", faultfs.OpReuseForWrite: "reuse", faultfs.OpMkdirAll: "mkdir",
+		faultfs.OpLock: "lock", faultfs.OpFileClose: "close", faultfs.OpFileWrite: "write", faultfs.OpFileWriteAt: "writeat",
+		faultfs.OpFileSync: "sync", faultfs.OpFileSyncData: "syncdata", faultfs.OpFileSyncTo: "syncto", faultfs.OpFileFlush: "flush",
+		faultfs.OpFilePreallocate: "preallocate"}
 	k, ok := kinds[op.Kind]
 	if !ok {
 		k = fmt.Sprintf("op%d", op.Kind)
@@ -531,7 +531,7 @@ const (
 // ioFaultConfig is the engine of the I/O fault test: one stream, one view,
 // periodic checkpoints off (only CHECKPOINT statements take them), two
 // retained checkpoints exported under dir/snapshots.
-func ioFaultConfig(dir string, fs vfs.FS, log io.Writer) Config {
+func ioFaultConfig(dir string, fs storage.FS, log io.Writer) Config {
 	return Config{DataDir: filepath.Join(dir, "db"), FS: fs, Parallelism: 1, Logger: quietEngineLog(log),
 		Settings: map[string]string{"checkpoint.interval": "off", "checkpoint.dir": filepath.Join(dir, "snapshots"), "checkpoint.retained": "2"}}
 }
@@ -552,8 +552,8 @@ func TestFaultCheckpointIOChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	inj := &faultAt{at: at}
-	toggle := &errorfs.Toggle{Injector: inj}
-	e, err := Open(ioFaultConfig(dir, errorfs.Wrap(vfs.Default, toggle), os.Stderr))
+	toggle := &faultfs.Toggle{Injector: inj}
+	e, err := Open(ioFaultConfig(dir, faultfs.Wrap(faultfs.OS(), toggle), os.Stderr))
 	if err != nil {
 		t.Fatal(err)
 	}

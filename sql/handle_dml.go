@@ -178,7 +178,7 @@ func (d sessionDML) keyedWrite(ctx context.Context, t *storage.TableDef, ectx *e
 		return err
 	}
 	// The rows now hold the statement's changes: they are at the log's end.
-	_, end, _, err := s.e.db.LogBounds(t.ID, 0)
+	_, end, _, err := s.e.db.Log().Bounds(t.ID, 0)
 	if err != nil {
 		st.rows = nil
 		return err

@@ -178,7 +178,7 @@ func (x indexDDL) createOnTable(n *parse.CreateIndex) (*Result, error) {
 	if err := batch.CatchUpTableIndex(ctx, &nd, &ix, nil); err != nil {
 		return nil, err
 	}
-	if err := e.db.CompactIndex(nd.ID, ix.ID); err != nil {
+	if err := e.db.Views().CompactIndex(nd.ID, ix.ID); err != nil {
 		return nil, err
 	}
 	return &Result{Tag: "CREATE INDEX"}, nil

@@ -77,7 +77,7 @@ func (e *Engine) appendRows(t *storage.TableDef, recs []arrow.RecordBatch) error
 	if e.streamLog != nil && logTopic(t) != "" {
 		return produceRows(e, t, recs) // cluster mode: the shared log
 	}
-	_, err = e.db.AppendLog(t.ID, part, recs)
+	_, err = e.db.Log().Append(t.ID, part, recs)
 	return err
 }
 
@@ -929,7 +929,7 @@ func (c *copyIn) flushBatch() error {
 		return nil
 	}
 	if c.stage == nil {
-		st, err := c.e.db.NewStage(c.t.ID)
+		st, err := c.e.db.Stages().New(c.t.ID)
 		if err != nil {
 			return err
 		}

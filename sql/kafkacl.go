@@ -20,7 +20,7 @@ import (
 // ingester writes. The ingester polls every partition of the topic, nets
 // each poll's rows into the table's rows by key and appends the changes
 // with every partition's next offset in one synced batch
-// (storage.AppendLogAtBytes); a restart reads on from the stored offsets.
+// (storage.Log.AppendAtBytes); a restart reads on from the stored offsets.
 // Messages that do not decode are skipped, counted and named in SHOW JOBS.
 
 // createKafkaChangelog makes a Kafka changelog source: it checks the
@@ -78,7 +78,7 @@ func (c *cdcIngest) ingestKafka(ctx context.Context, t *storage.TableDef, r *cdc
 	if err != nil {
 		return &kafka.Failed{Msg: sqlerr.As(err).Msg}
 	}
-	pos, err := e.db.SourcePosBytes(t.ID)
+	pos, err := e.db.Positions().SourceBytes(t.ID)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (c *cdcIngest) ingestKafka(ctx context.Context, t *storage.TableDef, r *cdc
 			return err
 		}
 		n, err := c.apply(ctx, t, rec, func(blocks []arrow.RecordBatch) error {
-			_, err := e.db.AppendLogAtBytes(t.ID, 0, blocks, pos)
+			_, err := e.db.Log().AppendAtBytes(t.ID, 0, blocks, pos)
 			return err
 		})
 		if err != nil {

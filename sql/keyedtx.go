@@ -130,7 +130,7 @@ func (t *txn) keyedCommitted(db *storage.DB) {
 		if k.st.rows == nil {
 			continue
 		}
-		if _, end, _, err := db.LogBounds(k.t.ID, 0); err == nil {
+		if _, end, _, err := db.Log().Bounds(k.t.ID, 0); err == nil {
 			k.st.off, k.ok = end, true
 		}
 	}

@@ -13,7 +13,7 @@ func (e sysTables) showLateRows() (*table, error) {
 	t := &table{cols: []Column{{Name: "job", T: types.TText}, {Name: "operator", T: types.TText}, {Name: "row_text", T: types.TText},
 		{Name: "event_time", T: types.TTimestamp}, {Name: "watermark", T: types.TTimestamp}, {Name: "lateness", T: types.TInterval},
 		{Name: "epoch", T: types.TInt64}, {Name: "seq", T: types.TInt64}}}
-	rows, err := e.db.LateRows()
+	rows, err := e.db.Errors().LateRows()
 	if err != nil {
 		return nil, err
 	}

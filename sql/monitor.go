@@ -110,7 +110,7 @@ func (e engineStatus) Jobs() []JobStatus {
 		}
 	}
 	var out []JobStatus
-	errRows, _ := e.db.JobErrorCounts() // nil on a read error: no counts
+	errRows, _ := e.db.Errors().JobErrorCounts() // nil on a read error: no counts
 	e.mu.Lock()
 	names := make([]string, 0, len(e.mu.jobs))
 	for n := range e.mu.jobs {
@@ -170,4 +170,4 @@ func (e engineStatus) OnRound(fn func(checkpoint.Record)) { e.coord.OnRound(fn) 
 func (e engineStatus) PebbleMetrics() *storage.EngineMetrics { return e.db.EngineMetrics() }
 
 // TailCacheStats reports the cache of just-copied blocks (storage.TailStats).
-func (e engineStatus) TailCacheStats() storage.TailStats { return e.db.TailStats() }
+func (e engineStatus) TailCacheStats() storage.TailStats { return e.db.Log().TailStats() }

@@ -41,7 +41,7 @@ func (e catalogSource) relationSizes(withState bool) map[int64]string {
 		case storage.KindView:
 			n = e.idRangeUsage("v/", r.def.ID)
 			if withState {
-				n += e.idRangeUsage("s/", r.def.ID) + e.db.MemStateBytes(r.def.ID)
+				n += e.idRangeUsage("s/", r.def.ID) + e.db.Memory().Bytes(r.def.ID)
 			}
 		}
 		out[r.oid] = strconv.FormatInt(n, 10)

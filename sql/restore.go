@@ -133,7 +133,7 @@ func restoreFrom(ctx context.Context, e *supervisor, n *parse.Restore, dir, what
 			storage.DeleteJobData(b, r.def.ID)
 			continue
 		}
-		if err := e.db.CopyJobData(b, snap.db, r.jm.ID, r.def.ID, true); err != nil {
+		if err := e.db.State().CopyJob(b, snap.db, r.jm.ID, r.def.ID, true); err != nil {
 			return nil, err
 		}
 		// The view's indexes are rebuilt from the restored rows: the
@@ -185,7 +185,7 @@ func restoreFrom(ctx context.Context, e *supervisor, n *parse.Restore, dir, what
 	}
 	if commitErr == nil {
 		newSinks = nextSinks
-		e.db.DropReadPoints() // they show the views as they were
+		e.db.Epochs().DropReadPoints() // they show the views as they were
 	}
 	for _, r := range jobs {
 		def := r.def
@@ -267,13 +267,13 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 	def.Owner, def.Grants = old.Owner, old.Grants
 	storage.DeleteJobData(b, def.ID)
 	if matched {
-		if err := e.db.CopyJobData(b, snap.db, jm.ID, def.ID, false); err != nil {
+		if err := e.db.State().CopyJob(b, snap.db, jm.ID, def.ID, false); err != nil {
 			return nil, err
 		}
 	} else {
 		// State that does not match is dropped; the offsets still come from
 		// the savepoint, as in Flink with allowNonRestoredState.
-		if err := e.db.CopyOffsets(b, snap.db, jm.ID, def.ID); err != nil {
+		if err := e.db.State().CopyOffsets(b, snap.db, jm.ID, def.ID); err != nil {
 			return nil, err
 		}
 	}
@@ -288,7 +288,7 @@ func (e *Engine) replaceView(ctx context.Context, n *parse.CreateView, def *stor
 		}
 		return nil, err
 	}
-	e.db.DropReadPoints() // they show the view as it was
+	e.db.Epochs().DropReadPoints() // they show the view as it was
 	e.mu.tables[n.Name] = def
 	if err := e.sup.startViewJobLocked(def, vp, true); err != nil {
 		return nil, err

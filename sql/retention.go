@@ -58,7 +58,7 @@ func (e *supervisor) truncateLogs(now time.Time) error {
 			pins[k] = off
 		}
 	}
-	offs, err := e.db.Offsets()
+	offs, err := e.db.State().Offsets()
 	if err != nil {
 		return err
 	}
@@ -127,11 +127,11 @@ func (e *supervisor) truncateLogs(now time.Time) error {
 				if unbounded || plan.Keyed(t) { // a keyed table's rows are its whole log
 					continue
 				}
-				if cut, err = e.db.LogOffsetAt(t.ID, p, now.Add(-keep)); err != nil {
+				if cut, err = e.db.Log().OffsetAt(t.ID, p, now.Add(-keep)); err != nil {
 					return err
 				}
 			case storage.KindView:
-				if _, cut, _, err = e.db.LogBounds(t.ID, p); err != nil {
+				if _, cut, _, err = e.db.Log().Bounds(t.ID, p); err != nil {
 					return err
 				}
 			default:
@@ -143,7 +143,7 @@ func (e *supervisor) truncateLogs(now time.Time) error {
 			if cut == 0 {
 				continue
 			}
-			if err := e.db.TruncateLog(t.ID, p, cut); err != nil {
+			if err := e.db.Log().Truncate(t.ID, p, cut); err != nil {
 				return err
 			}
 		}

@@ -29,7 +29,7 @@ const publicRole = "public"
 // loadRolesLocked reads the roles and creates the bootstrap superusers if
 // there are none; password, if set, becomes BootstrapRole's password.
 func (e *roleStore) loadRolesLocked(bootstrap []string, password string) error {
-	defs, err := e.db.LoadRoles()
+	defs, err := e.db.Catalog().LoadRoles()
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (e *Engine) AnyPassword() bool {
 
 // AuthSecret is the database's secret for mock authentication of roles
 // that do not exist (stable across restarts).
-func (e *Engine) AuthSecret() ([]byte, error) { return e.db.AuthSecret() }
+func (e *Engine) AuthSecret() ([]byte, error) { return e.db.Catalog().AuthSecret() }
 
 // verifierFor turns the PASSWORD of CREATE/ALTER ROLE into what is stored: a
 // ready SCRAM-SHA-256 verifier is kept as it is (as PostgreSQL does for

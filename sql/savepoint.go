@@ -85,7 +85,7 @@ func (e savepointStore) createSavepoint(ctx context.Context, name string, views 
 	}
 	var man *checkpoint.Manifest
 	_, err = e.coord.Trigger(ctx, "savepoint", func(rec *checkpoint.Record) error {
-		offs, err := e.db.Offsets()
+		offs, err := e.db.State().Offsets()
 		if err != nil {
 			return err
 		}
@@ -131,7 +131,7 @@ func (e savepointStore) exportCheckpoint(rec *checkpoint.Record) error {
 	if err != nil {
 		return err
 	}
-	offs, err := e.db.Offsets()
+	offs, err := e.db.State().Offsets()
 	if err != nil {
 		return err
 	}

@@ -402,7 +402,7 @@ func (e *settingsStore) setSetting(name, value string, reset bool) error {
 	} else if _, ok := dbSettings[name]; !ok {
 		return sqlerr.New(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", name)
 	}
-	if err := e.db.PutSetting(name, value, reset); err != nil {
+	if err := e.db.Catalog().PutSetting(name, value, reset); err != nil {
 		return err
 	}
 	e.mu.Lock()

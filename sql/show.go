@@ -138,7 +138,7 @@ func (s sessionShow) showTable(n parse.Statement) (*table, error) {
 				parts := max(1, d.Partitions)
 				var appended, retained int64
 				for p := 0; p < parts; p++ {
-					start, end, _, err := e.db.LogBounds(d.ID, uint32(p))
+					start, end, _, err := e.db.Log().Bounds(d.ID, uint32(p))
 					if err != nil {
 						return nil, err
 					}
@@ -336,7 +336,7 @@ func (e sysTables) showJobErrors() (*table, error) {
 	t := &table{cols: []Column{{Name: "job", T: types.TText}, {Name: "stream", T: types.TText}, {Name: "partition_id", T: types.TInt64},
 		{Name: "row_offset", T: types.TInt64}, {Name: "error_code", T: types.TText}, {Name: "message", T: types.TText}, {Name: "row_text", T: types.TText},
 		{Name: "at", T: types.TTimestamp}}}
-	errs, err := e.db.JobErrors()
+	errs, err := e.db.Errors().JobErrors()
 	if err != nil {
 		return nil, err
 	}

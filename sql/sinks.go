@@ -35,7 +35,7 @@ type sinkSet struct {
 // loadSinks reads the sinks' catalog entries and marks their views as
 // consumed (so their jobs write changelogs). Called by Open before jobs start.
 func (e *sinkManager) loadSinks() error {
-	defs, err := e.db.LoadSinks()
+	defs, err := e.db.Catalog().LoadSinks()
 	if err != nil {
 		return err
 	}
@@ -282,7 +282,7 @@ func (e *sinkManager) nextSinkGenerationsLocked(b *storage.WriteBatch, sinks []*
 		if view == nil {
 			continue
 		}
-		_, end, _, err := e.db.LogBounds(view.ID, 0)
+		_, end, _, err := e.db.Log().Bounds(view.ID, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -222,7 +222,7 @@ func (e *jobOptions) addJobColumns(t *table) *table {
 // addErrorRows appends to SHOW JOBS how many rows each view's job skipped
 // because an expression failed on them (streamdb_job_errors holds them).
 func (e *jobOptions) addErrorRows(t *table) (*table, error) {
-	counts, err := e.db.JobErrorCounts()
+	counts, err := e.db.Errors().JobErrorCounts()
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func orDefault(s, d string) string {
 // pointer is gone with the rest of its old data). A missing or altered file
 // is refused with XX001 before anything changes.
 func restoreMemoryState(db *storage.DB, b *storage.WriteBatch, snap *storage.DB, src, dst uint64) error {
-	_, err := db.MaterializeMemSnapshot(b, snap, src, dst)
+	_, err := db.Memory().MaterializeSnapshot(b, snap, src, dst)
 	return err
 }
 
@@ -282,11 +282,11 @@ func (e *jobOptions) startJobOptions(n *parse.StartJob, def *storage.TableDef) (
 }
 
 // StateEntries counts the committed operator state entries of a view's
-// job (storage.DB.StateEntries), for benchmarks of state boundedness.
+// job (storage.State.Entries), for benchmarks of state boundedness.
 func (e engineStatus) StateEntries(view string) (int64, error) {
 	def, err := e.viewDef(view)
 	if err != nil {
 		return 0, err
 	}
-	return e.db.StateEntries(def.ID)
+	return e.db.State().Entries(def.ID)
 }

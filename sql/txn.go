@@ -319,7 +319,7 @@ func (s *Session) commitWrites() error {
 		}
 		apps = append(apps, storage.TxAppend{Table: w.t.ID, Part: part, Recs: w.recs, Stages: w.stages})
 	}
-	err := s.e.db.CommitAppends(apps)
+	err := s.e.db.Log().CommitAppends(apps)
 	for _, w := range t.writes {
 		w.stages = nil // finished by CommitAppends either way
 	}
@@ -468,7 +468,7 @@ func (t *txn) stageWrites(db *storage.DB, wi int) error {
 	}
 	from := 0
 	for _, to := range append(cuts, n) {
-		st, err := db.NewStage(w.t.ID)
+		st, err := db.Stages().New(w.t.ID)
 		if err != nil {
 			return err
 		}

@@ -33,7 +33,7 @@ func (e *Engine) viewNotices(plan planner.Node) []string {
 	walk(plan)
 	var out []string
 	for _, v := range views {
-		if n, err := e.db.JobErrorCount(v.ID, errorRowsCounted); err == nil && n > 0 {
+		if n, err := e.db.Errors().JobErrorCount(v.ID, errorRowsCounted); err == nil && n > 0 {
 			count := fmt.Sprint(n)
 			if n >= errorRowsCounted {
 				count = "at least " + count

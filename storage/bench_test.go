@@ -97,7 +97,7 @@ func BenchmarkAppendLog(b *testing.B) {
 			}
 			b.SetBytes(int64(16 * benchBatchRows * batches))
 			for b.Loop() {
-				if _, err := db.AppendLog(1, 0, recs); err != nil {
+				if _, err := db.Log().Append(1, 0, recs); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -118,7 +118,7 @@ func BenchmarkAppendLogParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		p := part.Add(1)
 		for pb.Next() {
-			if _, err := db.AppendLog(2, p, []arrow.RecordBatch{rec}); err != nil {
+			if _, err := db.Log().Append(2, p, []arrow.RecordBatch{rec}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -137,17 +137,17 @@ func BenchmarkReadLog(b *testing.B) {
 		recs[i] = benchKV(mem, benchBatchRows, uint64(i))
 		defer recs[i].Release()
 	}
-	if _, err := db.AppendLog(1, 0, recs); err != nil {
+	if _, err := db.Log().Append(1, 0, recs); err != nil {
 		b.Fatal(err)
 	}
-	_, end, _, err := db.LogBounds(1, 0)
+	_, end, _, err := db.Log().Bounds(1, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(16 * benchBatchRows * batches)
 	for b.Loop() {
 		var n int64
-		err := db.ReadLog(mem, 1, 0, 0, end, func(_ uint64, rec arrow.RecordBatch) error {
+		err := db.Log().Read(mem, 1, 0, 0, end, func(_ uint64, rec arrow.RecordBatch) error {
 			n += rec.NumRows()
 			rec.Release()
 			return nil

@@ -16,25 +16,25 @@ func sourcePosKey(table uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte("cdcpos/"), table)
 }
 
-// AppendLogAt is AppendLog that also records pos as the table's upstream
+// AppendAt is Log.Append that also records pos as the table's upstream
 // position, atomically with the blocks (recs may be empty).
-func (db *DB) AppendLogAt(table uint64, part uint32, recs []arrow.RecordBatch, pos uint64) (uint64, error) {
-	return db.appendLog(table, part, recs, sourcePosKey(table), binary.BigEndian.AppendUint64(nil, pos))
+func (lg Log) AppendAt(table uint64, part uint32, recs []arrow.RecordBatch, pos uint64) (uint64, error) {
+	return lg.appendLog(table, part, recs, sourcePosKey(table), binary.BigEndian.AppendUint64(nil, pos))
 }
 
-// SourcePos returns the table's upstream position (ok false: none stored).
-func (db *DB) SourcePos(table uint64) (uint64, bool, error) {
-	v, ok, err := db.get(sourcePosKey(table))
+// Source returns the table's upstream position (ok false: none stored).
+func (ps Positions) Source(table uint64) (uint64, bool, error) {
+	v, ok, err := ps.db.get(sourcePosKey(table))
 	if err != nil || !ok || len(v) != 8 {
 		return 0, false, err
 	}
 	return binary.BigEndian.Uint64(v), true, nil
 }
 
-// DeleteSourcePos forgets the table's upstream position (either form).
-func (db *DB) DeleteSourcePos(table uint64) error {
+// DeleteSource forgets the table's upstream position (either form).
+func (ps Positions) DeleteSource(table uint64) error {
 	for _, k := range [][]byte{sourcePosKey(table), sourcePosBytesKey(table)} {
-		if err := db.pdb.Delete(k, pebble.Sync); err != nil {
+		if err := ps.db.pdb.Delete(k, pebble.Sync); err != nil {
 			return sqlerr.Wrap(sqlerr.IOError, err)
 		}
 	}
@@ -47,14 +47,14 @@ func sourcePosBytesKey(table uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte("srcposb/"), table)
 }
 
-// AppendLogAtBytes is AppendLogAt with an opaque position.
-func (db *DB) AppendLogAtBytes(table uint64, part uint32, recs []arrow.RecordBatch, pos []byte) (uint64, error) {
-	return db.appendLog(table, part, recs, sourcePosBytesKey(table), pos)
+// AppendAtBytes is Log.AppendAt with an opaque position.
+func (lg Log) AppendAtBytes(table uint64, part uint32, recs []arrow.RecordBatch, pos []byte) (uint64, error) {
+	return lg.appendLog(table, part, recs, sourcePosBytesKey(table), pos)
 }
 
-// SourcePosBytes returns the table's opaque upstream position (nil: none).
-func (db *DB) SourcePosBytes(table uint64) ([]byte, error) {
-	v, ok, err := db.get(sourcePosBytesKey(table))
+// SourceBytes returns the table's opaque upstream position (nil: none).
+func (ps Positions) SourceBytes(table uint64) ([]byte, error) {
+	v, ok, err := ps.db.get(sourcePosBytesKey(table))
 	if err != nil || !ok {
 		return nil, err
 	}

@@ -35,42 +35,42 @@ type cutMark struct {
 // MarkCut marks epoch's barrier at the current end of each partition and
 // returns the positions. Each mark is placed under its partition's lock,
 // so every offset a reader has seen is below it.
-func (db *DB) MarkCut(epoch uint64, parts []LogPart) (Cut, error) {
+func (ep Epochs) MarkCut(epoch uint64, parts []LogPart) (Cut, error) {
 	cut := make(Cut, len(parts))
-	db.appendsMu.Lock()
-	defer db.appendsMu.Unlock()
+	ep.db.appendsMu.Lock()
+	defer ep.db.appendsMu.Unlock()
 	for _, lp := range parts {
 		if _, dup := cut[lp]; dup {
 			continue
 		}
-		pl, err := db.partition(lp.Table, lp.Part)
+		pl, err := ep.db.Log().partition(lp.Table, lp.Part)
 		if err != nil {
-			db.ReleaseCut(epoch)
+			ep.ReleaseCut(epoch)
 			return nil, err
 		}
 		pl.mu.Lock()
 		pl.marks = append(pl.marks, cutMark{epoch, pl.next})
 		cut[lp] = pl.next
 		pl.mu.Unlock()
-		db.cuts.Lock()
-		if db.cuts.marked == nil {
-			db.cuts.marked = map[*partitionLog]bool{}
+		ep.db.cuts.Lock()
+		if ep.db.cuts.marked == nil {
+			ep.db.cuts.marked = map[*partitionLog]bool{}
 		}
-		db.cuts.marked[pl] = true
-		db.cuts.Unlock()
+		ep.db.cuts.marked[pl] = true
+		ep.db.cuts.Unlock()
 	}
 	return cut, nil
 }
 
 // ReleaseCut drops the marks of every epoch up to epoch (its round has
 // ended) and wakes the readers that waited at them.
-func (db *DB) ReleaseCut(epoch uint64) {
-	db.cuts.Lock()
-	pls := make([]*partitionLog, 0, len(db.cuts.marked))
-	for pl := range db.cuts.marked {
+func (ep Epochs) ReleaseCut(epoch uint64) {
+	ep.db.cuts.Lock()
+	pls := make([]*partitionLog, 0, len(ep.db.cuts.marked))
+	for pl := range ep.db.cuts.marked {
 		pls = append(pls, pl) // partitions ever marked: as many as the logs jobs read
 	}
-	db.cuts.Unlock()
+	ep.db.cuts.Unlock()
 	for _, pl := range pls {
 		pl.mu.Lock()
 		if n := len(pl.marks); n > 0 {
@@ -86,8 +86,8 @@ func (db *DB) ReleaseCut(epoch uint64) {
 // CutLimit is how far an aligned reader that has passed on the barriers up
 // to epoch may read a partition: the first marked position of a later
 // epoch, or no limit.
-func (db *DB) CutLimit(table uint64, part uint32, epoch uint64) (uint64, error) {
-	pl, err := db.partition(table, part)
+func (ep Epochs) CutLimit(table uint64, part uint32, epoch uint64) (uint64, error) {
+	pl, err := ep.db.Log().partition(table, part)
 	if err != nil {
 		return 0, err
 	}
@@ -154,9 +154,9 @@ func decodeCut(v []byte) (Cut, error) {
 // CommittedCut reads the cut committed with the last epoch through r (a
 // statement's snapshot; nil: the live database). A partition not in it is
 // read by no running job.
-func (db *DB) CommittedCut(r Reader) (Cut, error) {
+func (ep Epochs) CommittedCut(r Reader) (Cut, error) {
 	if r == nil {
-		r = db.pdb
+		r = ep.db.pdb
 	}
 	v, closer, err := r.Get(committedCutKey)
 	if err == pebble.ErrNotFound {
@@ -169,31 +169,31 @@ func (db *DB) CommittedCut(r Reader) (Cut, error) {
 	return decodeCut(v)
 }
 
-func (db *DB) setCommittedCut(c Cut) {
-	db.cuts.Lock()
-	db.cuts.committed = c
-	db.cuts.loaded = true
-	if db.cuts.commit != nil {
-		close(db.cuts.commit)
+func (ep Epochs) setCommittedCut(c Cut) {
+	ep.db.cuts.Lock()
+	ep.db.cuts.committed = c
+	ep.db.cuts.loaded = true
+	if ep.db.cuts.commit != nil {
+		close(ep.db.cuts.commit)
 	}
-	db.cuts.commit = make(chan struct{})
-	db.cuts.Unlock()
+	ep.db.cuts.commit = make(chan struct{})
+	ep.db.cuts.Unlock()
 }
 
 // LastCut returns the last committed cut and a channel closed at the next
 // commit of one.
-func (db *DB) LastCut() (Cut, <-chan struct{}, error) {
-	db.cuts.Lock()
-	defer db.cuts.Unlock()
-	if !db.cuts.loaded {
-		c, err := db.CommittedCut(nil)
+func (ep Epochs) LastCut() (Cut, <-chan struct{}, error) {
+	ep.db.cuts.Lock()
+	defer ep.db.cuts.Unlock()
+	if !ep.db.cuts.loaded {
+		c, err := ep.CommittedCut(nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		db.cuts.committed, db.cuts.loaded = c, true
+		ep.db.cuts.committed, ep.db.cuts.loaded = c, true
 	}
-	if db.cuts.commit == nil {
-		db.cuts.commit = make(chan struct{})
+	if ep.db.cuts.commit == nil {
+		ep.db.cuts.commit = make(chan struct{})
 	}
-	return db.cuts.committed, db.cuts.commit, nil
+	return ep.db.cuts.committed, ep.db.cuts.commit, nil
 }

@@ -1,7 +1,11 @@
 // Package storage is streamdb's one Pebble database: the catalog, every
 // stream's durable partitioned log, operator state, view rows, settings and
-// checkpoint records. Nothing above exec/ touches Pebble; operators reach
-// their state through StateTable.
+// checkpoint records. Only this package (and storage/faultfs, its test
+// filesystems) imports Pebble; operators reach their state through
+// StateTable. DB keeps the engine's plumbing and reaches each concern
+// through a type of its own (facets.go): db.Log(), db.State(), db.Memory(),
+// db.Stages(), db.Epochs(), db.Views(), db.Positions(), db.Errors(),
+// db.Catalog().
 //
 // Key layout (all integers big-endian so keys sort numerically):
 //
@@ -161,7 +165,7 @@ func Open(dir string, o Options) (*DB, error) {
 	}
 	db := &DB{pdb: pdb, dir: dir, fs: wopts.FS, popts: wopts, tail: newTailCache(tailBytes)}
 	db.mu.logs = make(map[logKey]*partitionLog)
-	if err := db.cleanStages(); err != nil {
+	if err := db.Stages().clean(); err != nil {
 		pdb.Close()
 		return nil, err
 	}
@@ -192,16 +196,12 @@ type needsContents struct{ pebble.ArchiveCleaner }
 
 // Close closes the database cleanly.
 func (db *DB) Close() error {
-	db.DropReadPoints()
+	db.Epochs().DropReadPoints()
 	return db.pdb.Close()
 }
 
 // Dir is the directory the database lives in.
 func (db *DB) Dir() string { return db.dir }
-
-// Pebble exposes the underlying database to tests that inspect or force
-// the engine directly; code outside storage/ uses DB's methods (engine.go).
-func (db *DB) Pebble() *pebble.DB { return db.pdb }
 
 // pebbleLogger routes Pebble's log lines to log (nil: drops them).
 func pebbleLogger(log *slog.Logger) pebble.Logger {
@@ -284,10 +284,10 @@ func (db *DB) Commit(b *pebble.Batch, sync bool) error {
 
 func catalogKey(name string) []byte { return append([]byte("c/"), name...) }
 
-// LoadCatalog returns every catalog entry.
-func (db *DB) LoadCatalog() ([]*TableDef, error) {
+// Load returns every catalog entry.
+func (cs Catalog) Load() ([]*TableDef, error) {
 	var out []*TableDef
-	err := db.scanPrefix(db.pdb, []byte("c/"), func(k, v []byte) error {
+	err := cs.db.scanPrefix(cs.db.pdb, []byte("c/"), func(k, v []byte) error {
 		t := new(TableDef)
 		if err := json.Unmarshal(v, t); err != nil {
 			return sqlerr.New(sqlerr.DataCorrupted, "catalog entry %q: %v", k, err)
@@ -325,9 +325,9 @@ func DeleteTable(b *pebble.Batch, t *TableDef) {
 func roleKey(name string) []byte { return append([]byte("u/"), name...) }
 
 // LoadRoles returns every role.
-func (db *DB) LoadRoles() ([]*RoleDef, error) {
+func (cs Catalog) LoadRoles() ([]*RoleDef, error) {
 	var out []*RoleDef
-	err := db.scanPrefix(db.pdb, []byte("u/"), func(k, v []byte) error {
+	err := cs.db.scanPrefix(cs.db.pdb, []byte("u/"), func(k, v []byte) error {
 		r := new(RoleDef)
 		if err := json.Unmarshal(v, r); err != nil {
 			return sqlerr.New(sqlerr.DataCorrupted, "role entry %q: %v", k, err)
@@ -354,25 +354,25 @@ func DeleteRole(b *pebble.Batch, name string) { b.Delete(roleKey(name), nil) }
 // fake SCRAM salt of a role that does not exist is derived from it, so it
 // stays the same across restarts, as PostgreSQL's mock_auth_nonce does). It
 // is made on first use.
-func (db *DB) AuthSecret() ([]byte, error) {
+func (cs Catalog) AuthSecret() ([]byte, error) {
 	key := []byte("a/mock_auth_nonce")
-	v, ok, err := db.get(key)
+	v, ok, err := cs.db.get(key)
 	if err != nil || ok {
 		return v, err
 	}
 	v = make([]byte, 32)
 	rand.Read(v)
-	b := db.pdb.NewBatch()
+	b := cs.db.pdb.NewBatch()
 	b.Set(key, v, nil)
-	return v, db.Commit(b, true)
+	return v, cs.db.Commit(b, true)
 }
 
 // --- settings ---
 
 // LoadSettings returns every stored database setting.
-func (db *DB) LoadSettings() (map[string]string, error) {
+func (cs Catalog) LoadSettings() (map[string]string, error) {
 	out := map[string]string{}
-	err := db.scanPrefix(db.pdb, []byte("m/"), func(k, v []byte) error {
+	err := cs.db.scanPrefix(cs.db.pdb, []byte("m/"), func(k, v []byte) error {
 		out[string(k[2:])] = string(v)
 		return nil
 	})
@@ -380,14 +380,14 @@ func (db *DB) LoadSettings() (map[string]string, error) {
 }
 
 // PutSetting durably stores (or with del, removes) a database setting.
-func (db *DB) PutSetting(name, value string, del bool) error {
-	b := db.pdb.NewBatch()
+func (cs Catalog) PutSetting(name, value string, del bool) error {
+	b := cs.db.pdb.NewBatch()
 	if del {
 		b.Delete([]byte("m/"+name), nil)
 	} else {
 		b.Set([]byte("m/"+name), []byte(value), nil)
 	}
-	return db.Commit(b, true)
+	return cs.db.Commit(b, true)
 }
 
 // --- helpers ---
@@ -456,9 +456,9 @@ func OpenReadOnly(dir string) (*DB, error) {
 	return db, nil
 }
 
-// CopyJobData adds to b the replacement of job dst's state, offsets and view
+// CopyJob adds to b the replacement of job dst's state, offsets and view
 // rows by those job src has in from (a snapshot), rewriting the job id.
-func (db *DB) CopyJobData(b *pebble.Batch, from *DB, src, dst uint64, views bool) error {
+func (st State) CopyJob(b *pebble.Batch, from *DB, src, dst uint64, views bool) error {
 	DeleteJobData(b, dst)
 	prefixes := []string{"s/", "o/"}
 	if views {
@@ -478,7 +478,7 @@ func (db *DB) CopyJobData(b *pebble.Batch, from *DB, src, dst uint64, views bool
 }
 
 // CopyOffsets adds to b job dst's source offsets taken from job src in from.
-func (db *DB) CopyOffsets(b *pebble.Batch, from *DB, src, dst uint64) error {
+func (st State) CopyOffsets(b *pebble.Batch, from *DB, src, dst uint64) error {
 	sp := append([]byte("o/"), idBytes(src)...)
 	dp := append([]byte("o/"), idBytes(dst)...)
 	return from.scanPrefix(from.pdb, sp, func(k, v []byte) error {
@@ -511,9 +511,9 @@ func PutType(b *pebble.Batch, name, encoded string) {
 func DeleteType(b *pebble.Batch, name string) { b.Delete(append([]byte("y/"), name...), nil) }
 
 // LoadTypes returns every composite type's encoded type by name.
-func (db *DB) LoadTypes() (map[string]string, error) {
+func (cs Catalog) LoadTypes() (map[string]string, error) {
 	out := map[string]string{}
-	err := db.scanPrefix(db.pdb, []byte("y/"), func(k, v []byte) error {
+	err := cs.db.scanPrefix(cs.db.pdb, []byte("y/"), func(k, v []byte) error {
 		out[string(k[2:])] = string(v)
 		return nil
 	})

@@ -25,7 +25,7 @@ type PartFilter struct {
 // and per-split state of its splits (rewriting the job and table ids).
 // It returns how many entries it copied. b should first delete dst's data
 // (DeleteJobData) when it replaces a part.
-func (db *DB) CopyJobPart(b *WriteBatch, from *DB, src, dst uint64, f PartFilter) (int, error) {
+func (st State) CopyJobPart(b *WriteBatch, from *DB, src, dst uint64, f PartFilter) (int, error) {
 	n := 0
 	put := func(k, v []byte) error {
 		n++

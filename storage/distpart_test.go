@@ -43,7 +43,7 @@ func TestCopyJobPart(t *testing.T) {
 	}
 	to := open()
 	wb := to.NewBatch()
-	n, err := to.CopyJobPart(wb, from, 5, 15, PartFilter{
+	n, err := to.State().CopyJobPart(wb, from, 5, 15, PartFilter{
 		Group: func(kg byte) bool { return kg == 1 || kg == 3 },
 		Split: func(p uint32) bool { return p == 2 },
 		JobOp: jobOp, SplitKinds: "xp", SrcTable: 9, DstTable: 19})
@@ -77,7 +77,7 @@ func TestCopyJobPart(t *testing.T) {
 	if got != len(want) || n != len(want) {
 		t.Fatalf("copied %d keys (reported %d), want %d", got, n, len(want))
 	}
-	if off, ok, err := to.LoadOffset(15, 19, 2); err != nil || !ok || off != 102 {
+	if off, ok, err := to.State().LoadOffset(15, 19, 2); err != nil || !ok || off != 102 {
 		t.Fatalf("split 2's offset: %d %v %v, want 102", off, ok, err)
 	}
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -33,6 +34,15 @@ func (db *DB) Flush() error { return db.pdb.Flush() }
 func (db *DB) CheckpointTo(dir string) error {
 	return db.pdb.Checkpoint(filepath.Clean(dir), pebble.WithFlushedWAL())
 }
+
+// Compact compacts the keys in [lo, hi) down the LSM tree and waits for
+// it (benchmarks settle a bulk load with it).
+func (db *DB) Compact(lo, hi []byte) error {
+	return db.pdb.Compact(context.Background(), lo, hi, true)
+}
+
+// MemFS returns an empty in-memory filesystem (Options.FS) for tests.
+func MemFS() FS { return vfs.NewMem() }
 
 // EstimateDiskUsage estimates the bytes on disk of the keys in [lo, hi).
 func (db *DB) EstimateDiskUsage(lo, hi []byte) (uint64, error) {

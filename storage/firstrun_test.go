@@ -25,7 +25,7 @@ func TestStagedReadWork(t *testing.T) {
 	defer db.Close()
 	r := rand.New(rand.NewPCG(1, 2))
 	var want []int64
-	st, err := db.NewStage(1)
+	st, err := db.Stages().New(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestStagedReadWork(t *testing.T) {
 		for off := uint64(0); off < blocks*rows; off += step {
 			to := min(off+step, blocks*rows)
 			next := off
-			err := db.ReadLog(memory.DefaultAllocator, 1, 0, off, to, func(first uint64, rec arrow.RecordBatch) error {
+			err := db.Log().Read(memory.DefaultAllocator, 1, 0, off, to, func(first uint64, rec arrow.RecordBatch) error {
 				defer rec.Release()
 				if first != next {
 					t.Fatalf("rows from %d, want %d", first, next)

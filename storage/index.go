@@ -16,7 +16,7 @@ import (
 // the row key is the view row's own key; its value is the view row's value
 // (a covering index, as RisingWave's default). Entries of a view live and
 // die with its rows: dropping, restoring or copying a view's data covers
-// them (DeleteTable, DeleteJobData, CopyJobData).
+// them (DeleteTable, DeleteJobData, State.CopyJob).
 
 // IndexDef is a secondary index of a view: its name, a catalog id, and the
 // indexed columns (indexes into the view's Columns), in key order.
@@ -68,9 +68,9 @@ func DeleteIndex(b *pebble.Batch, view, index uint64) {
 // ScanIndex calls fn with the entries of an index whose keys (index key
 // then row key) are in [lo, hi) as seen by r (nil: live); a nil hi is the
 // index's end.
-func (db *DB) ScanIndex(r Reader, view, index uint64, lo, hi []byte, fn func(key, row []byte) error) error {
+func (vs Views) ScanIndex(r Reader, view, index uint64, lo, hi []byte, fn func(key, row []byte) error) error {
 	if r == nil {
-		r = db.pdb
+		r = vs.db.pdb
 	}
 	prefix := indexPrefix(view, index)
 	lower := append(append([]byte(nil), prefix...), lo...)
@@ -136,9 +136,9 @@ func indexMarkKey(table, index uint64) []byte { return indexPrefix(table, index)
 // IndexMark returns a table index's mark through r (nil: live): the
 // offset of each partition below which the index holds the rows (nil: a
 // new index, none).
-func (db *DB) IndexMark(r Reader, table, index uint64) ([]uint64, error) {
+func (vs Views) IndexMark(r Reader, table, index uint64) ([]uint64, error) {
 	if r == nil {
-		r = db.pdb
+		r = vs.db.pdb
 	}
 	v, closer, err := r.Get(indexMarkKey(table, index))
 	if err == pebble.ErrNotFound {
@@ -176,9 +176,9 @@ func DeleteIndexEntry(b *pebble.Batch, table, index uint64, key []byte) error {
 // build's batches each span the whole range (rows come in log order, not
 // key order), so until compactions merge them a lookup seeks every one of
 // their tables.
-func (db *DB) CompactIndex(table, index uint64) error {
+func (vs Views) CompactIndex(table, index uint64) error {
 	start := indexPrefix(table, index)
-	if err := db.pdb.Compact(context.Background(), start, prefixEnd(start), true); err != nil {
+	if err := vs.db.pdb.Compact(context.Background(), start, prefixEnd(start), true); err != nil {
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
 	return nil

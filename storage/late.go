@@ -52,9 +52,9 @@ func (b *Batch) PutLateRows(job uint64, rows []LateRow, from, to uint64) {
 }
 
 // LateRows returns every recorded late row, by job then number.
-func (db *DB) LateRows() ([]LateRow, error) {
+func (es Errors) LateRows() ([]LateRow, error) {
 	var out []LateRow
-	err := db.scanPrefix(db.pdb, []byte("q/"), func(_, v []byte) error {
+	err := es.db.scanPrefix(es.db.pdb, []byte("q/"), func(_, v []byte) error {
 		var r LateRow
 		if err := json.Unmarshal(v, &r); err != nil {
 			return sqlerr.New(sqlerr.DataCorrupted, "late row record: %v", err)

@@ -26,7 +26,7 @@ import (
 // milliseconds), which retention reads. Offsets are assigned under the
 // partition's lock and blocks are applied in offset order, so a reader that
 // sees offset o sees every offset below it. A log's oldest blocks may be
-// truncated (TruncateLog); readers then start at its new start.
+// truncated (Log.Truncate); readers then start at its new start.
 
 // blockHeader is the size of a block's header.
 const blockHeader = 12
@@ -82,21 +82,21 @@ func logBlockKey(table uint64, part uint32, off uint64) []byte {
 	return binary.BigEndian.AppendUint64(logPrefix(table, part), off)
 }
 
-func (db *DB) partition(table uint64, part uint32) (*partitionLog, error) {
-	db.mu.Lock()
-	pl := db.mu.logs[logKey{table, part}]
+func (lg Log) partition(table uint64, part uint32) (*partitionLog, error) {
+	lg.db.mu.Lock()
+	pl := lg.db.mu.logs[logKey{table, part}]
 	if pl == nil {
 		pl = &partitionLog{notify: make(chan struct{})}
-		db.mu.logs[logKey{table, part}] = pl
+		lg.db.mu.logs[logKey{table, part}] = pl
 	}
-	db.mu.Unlock()
+	lg.db.mu.Unlock()
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if pl.loaded {
 		return pl, nil
 	}
 	prefix := logPrefix(table, part)
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := lg.db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return nil, sqlerr.Wrap(sqlerr.IOError, err)
 	}
@@ -267,14 +267,14 @@ func (m *blockMessages) Release() {
 	}
 }
 
-// AppendLog appends recs, as consecutive blocks, to one partition of a
+// Append appends recs, as consecutive blocks, to one partition of a
 // stream and returns the first offset once they are durable. All blocks
 // commit atomically, and concurrent appends share fsyncs.
-func (db *DB) AppendLog(table uint64, part uint32, recs []arrow.RecordBatch) (uint64, error) {
-	return db.appendLog(table, part, recs, nil, nil)
+func (lg Log) Append(table uint64, part uint32, recs []arrow.RecordBatch) (uint64, error) {
+	return lg.appendLog(table, part, recs, nil, nil)
 }
 
-func (db *DB) appendLog(table uint64, part uint32, recs []arrow.RecordBatch, key, val []byte) (uint64, error) {
+func (lg Log) appendLog(table uint64, part uint32, recs []arrow.RecordBatch, key, val []byte) (uint64, error) {
 	blocks := make([][]byte, 0, len(recs))
 	for _, r := range recs {
 		if r.NumRows() == 0 {
@@ -286,11 +286,11 @@ func (db *DB) appendLog(table uint64, part uint32, recs []arrow.RecordBatch, key
 		}
 		blocks = append(blocks, v)
 	}
-	pl, err := db.partition(table, part)
+	pl, err := lg.partition(table, part)
 	if err != nil {
 		return 0, err
 	}
-	b := db.pdb.NewBatch()
+	b := lg.db.pdb.NewBatch()
 	pl.mu.Lock()
 	first := pl.next
 	off := first
@@ -301,7 +301,7 @@ func (db *DB) appendLog(table uint64, part uint32, recs []arrow.RecordBatch, key
 	if key != nil {
 		b.Set(key, val, nil)
 	}
-	if err := db.pdb.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+	if err := lg.db.pdb.ApplyNoSyncWait(b, pebble.Sync); err != nil {
 		pl.mu.Unlock()
 		return 0, sqlerr.Wrap(sqlerr.IOError, err)
 	}
@@ -315,10 +315,10 @@ func (db *DB) appendLog(table uint64, part uint32, recs []arrow.RecordBatch, key
 	return first, nil
 }
 
-// LogBounds returns a partition's oldest retained offset, its end (next
+// Bounds returns a partition's oldest retained offset, its end (next
 // offset to be written), and a channel closed when the end moves.
-func (db *DB) LogBounds(table uint64, part uint32) (start, end uint64, changed <-chan struct{}, err error) {
-	pl, err := db.partition(table, part)
+func (lg Log) Bounds(table uint64, part uint32) (start, end uint64, changed <-chan struct{}, err error) {
+	pl, err := lg.partition(table, part)
 	if err != nil {
 		return 0, 0, nil, err
 	}
@@ -327,23 +327,23 @@ func (db *DB) LogBounds(table uint64, part uint32) (start, end uint64, changed <
 	return pl.start, pl.next, pl.notify, nil
 }
 
-// ReadLog calls fn with every block overlapping offsets [from, to), in
+// Read calls fn with every block overlapping offsets [from, to), in
 // order, sliced to that range; first is the offset of the block's first row.
 // fn owns rec and must release it.
-func (db *DB) ReadLog(mem memory.Allocator, table uint64, part uint32, from, to uint64,
+func (lg Log) Read(mem memory.Allocator, table uint64, part uint32, from, to uint64,
 	fn func(first uint64, rec arrow.RecordBatch) error) error {
-	return db.ReadLogAt(nil, mem, table, part, from, to, fn)
+	return lg.ReadAt(nil, mem, table, part, from, to, fn)
 }
 
-// ReadLogAt is ReadLog through r (a statement's snapshot: the blocks
+// ReadAt is Log.Read through r (a statement's snapshot: the blocks
 // appended before it; nil: the live database).
-func (db *DB) ReadLogAt(r Reader, mem memory.Allocator, table uint64, part uint32, from, to uint64,
+func (lg Log) ReadAt(r Reader, mem memory.Allocator, table uint64, part uint32, from, to uint64,
 	fn func(first uint64, rec arrow.RecordBatch) error) error {
 	if from >= to {
 		return nil
 	}
 	if r == nil {
-		r = db.pdb
+		r = lg.db.pdb
 	}
 	prefix := logPrefix(table, part)
 	it, err := r.NewIter(&pebble.IterOptions{
@@ -370,7 +370,7 @@ func (db *DB) ReadLogAt(r Reader, mem memory.Allocator, table uint64, part uint3
 			continue
 		}
 		if id, row, ok := refTarget(v); ok {
-			if err := db.readStaged(r, mem, table, id, row, off, n, from, to, fn); err != nil {
+			if err := lg.db.Stages().read(r, mem, table, id, row, off, n, from, to, fn); err != nil {
 				return err
 			}
 			continue
@@ -413,14 +413,14 @@ func emitRec(rec arrow.RecordBatch, off, from, to uint64,
 	return fn(off+lo, rec)
 }
 
-// TruncateLog deletes the blocks that lie wholly below offset `below`.
-func (db *DB) TruncateLog(table uint64, part uint32, below uint64) error {
-	pl, err := db.partition(table, part)
+// Truncate deletes the blocks that lie wholly below offset `below`.
+func (lg Log) Truncate(table uint64, part uint32, below uint64) error {
+	pl, err := lg.partition(table, part)
 	if err != nil {
 		return err
 	}
 	prefix := logPrefix(table, part)
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: logBlockKey(table, part, below+1)})
+	it, err := lg.db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: logBlockKey(table, part, below+1)})
 	if err != nil {
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
@@ -433,11 +433,11 @@ func (db *DB) TruncateLog(table uint64, part uint32, below uint64) error {
 	if cut == 0 {
 		return nil
 	}
-	b := db.pdb.NewBatch()
+	b := lg.db.pdb.NewBatch()
 	b.DeleteRange(prefix, logBlockKey(table, part, cut), nil)
 	// Reference blocks below the cut take their staged rows with them.
 	rp := refPrefix(table, part)
-	err = db.scanPrefix(db.pdb, rp, func(k, v []byte) error {
+	err = lg.db.scanPrefix(lg.db.pdb, rp, func(k, v []byte) error {
 		if binary.BigEndian.Uint64(k[len(rp):]) >= cut {
 			return errStopScan
 		}
@@ -449,7 +449,7 @@ func (db *DB) TruncateLog(table uint64, part uint32, below uint64) error {
 		return err
 	}
 	b.DeleteRange(rp, refKey(table, part, cut), nil)
-	if err := db.Commit(b, false); err != nil {
+	if err := lg.db.Commit(b, false); err != nil {
 		return err
 	}
 	pl.mu.Lock()
@@ -460,13 +460,13 @@ func (db *DB) TruncateLog(table uint64, part uint32, below uint64) error {
 	return nil
 }
 
-// LogOffsetAt returns the first offset of the oldest block of a partition
+// OffsetAt returns the first offset of the oldest block of a partition
 // written after t (at millisecond precision), or the log's end if no block
 // is newer. Blocks
 // are written in offset order, so their times ascend (up to the moments
 // concurrent appends spend encoding) and a binary search finds it.
-func (db *DB) LogOffsetAt(table uint64, part uint32, t time.Time) (uint64, error) {
-	pl, err := db.partition(table, part)
+func (lg Log) OffsetAt(table uint64, part uint32, t time.Time) (uint64, error) {
+	pl, err := lg.partition(table, part)
 	if err != nil {
 		return 0, err
 	}
@@ -474,7 +474,7 @@ func (db *DB) LogOffsetAt(table uint64, part uint32, t time.Time) (uint64, error
 	lo, hi := pl.start, pl.next
 	pl.mu.Unlock()
 	prefix := logPrefix(table, part)
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := lg.db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return 0, sqlerr.Wrap(sqlerr.IOError, err)
 	}

@@ -135,12 +135,12 @@ func ReadStateFile(data []byte, fn func(key, val []byte) error) error {
 	return nil
 }
 
-// writeMemSnapshot writes m's entries and the operators' snapshots ops as
+// writeSnapshot writes m's entries and the operators' snapshots ops as
 // the job's next snapshot and syncs them; it returns the pointer to commit.
 // An operator with snapshots in ops is written from them alone.
-func (db *DB) writeMemSnapshot(job uint64, m *memState, ops []OpSnapshot) (*memPointer, error) {
+func (ms Memory) writeSnapshot(job uint64, m *memState, ops []OpSnapshot) (*memPointer, error) {
 	epoch := uint64(1)
-	if names, err := db.fs.List(db.fs.PathJoin(db.dir, memStateDir, fmt.Sprintf("%016x", job))); err == nil {
+	if names, err := ms.db.fs.List(ms.db.fs.PathJoin(ms.db.dir, memStateDir, fmt.Sprintf("%016x", job))); err == nil {
 		for _, n := range names {
 			var e uint64
 			if _, err := fmt.Sscanf(n, "%x", &e); err == nil && len(n) == 16 {
@@ -148,9 +148,9 @@ func (db *DB) writeMemSnapshot(job uint64, m *memState, ops []OpSnapshot) (*memP
 			}
 		}
 	}
-	rel := db.fs.PathJoin(memStateDir, fmt.Sprintf("%016x", job), fmt.Sprintf("%016x", epoch))
-	dir := db.fs.PathJoin(db.dir, rel)
-	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
+	rel := ms.db.fs.PathJoin(memStateDir, fmt.Sprintf("%016x", job), fmt.Sprintf("%016x", epoch))
+	dir := ms.db.fs.PathJoin(ms.db.dir, rel)
+	if err := ms.db.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, sqlerr.Wrap(sqlerr.IOError, err)
 	}
 	p := &memPointer{Epoch: epoch, Dir: rel}
@@ -190,7 +190,7 @@ func (db *DB) writeMemSnapshot(job uint64, m *memState, ops []OpSnapshot) (*memP
 			}
 			sf := StateFile{Name: fmt.Sprintf("op%d-kg%d-%d.arrow", op, lo, lo+KeyGroupsPerFile-1), Op: op,
 				KGLo: lo, KGHi: lo + KeyGroupsPerFile - 1}
-			err := db.writeSynced(db.fs.PathJoin(dir, sf.Name), func(w io.Writer) error {
+			err := ms.writeSynced(ms.db.fs.PathJoin(dir, sf.Name), func(w io.Writer) error {
 				var err error
 				sf.Rows, err = WriteStateFile(w, next)
 				return err
@@ -202,7 +202,7 @@ func (db *DB) writeMemSnapshot(job uint64, m *memState, ops []OpSnapshot) (*memP
 			p.Files = append(p.Files, sf)
 		}
 	}
-	if d, err := db.fs.OpenDir(dir); err == nil {
+	if d, err := ms.db.fs.OpenDir(dir); err == nil {
 		err = d.Sync()
 		d.Close()
 		if err != nil {
@@ -288,8 +288,8 @@ func iterPull(t *btreemap.BTreeMap[string, []byte], from btreemap.LowerBound[str
 
 // writeSynced creates path, writes it through fn, syncs it, and records
 // its size and checksum in sf.
-func (db *DB) writeSynced(path string, fn func(io.Writer) error, sf *StateFile) error {
-	f, err := db.fs.Create(path, vfs.WriteCategoryUnspecified)
+func (ms Memory) writeSynced(path string, fn func(io.Writer) error, sf *StateFile) error {
+	f, err := ms.db.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
@@ -329,15 +329,15 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// readMemSnapshot verifies and reads the files of p, calling fn with every
+// readSnapshot verifies and reads the files of p, calling fn with every
 // entry (key and val are only valid during the call).
-func (db *DB) readMemSnapshot(job uint64, p *memPointer, fn func(op uint32, key, val []byte)) error {
-	fsys := db.fs
+func (ms Memory) readSnapshot(job uint64, p *memPointer, fn func(op uint32, key, val []byte)) error {
+	fsys := ms.db.fs
 	if fsys == nil { // a read-only snapshot database
 		fsys = vfs.Default
 	}
 	for _, sf := range p.Files {
-		path := fsys.PathJoin(db.dir, p.Dir, sf.Name)
+		path := fsys.PathJoin(ms.db.dir, p.Dir, sf.Name)
 		f, err := fsys.Open(path)
 		if err != nil {
 			return sqlerr.New(sqlerr.DataCorrupted, "memory state snapshot of job %d: file %s is missing: %v", job, sf.Name, err)
@@ -365,13 +365,13 @@ func (db *DB) readMemSnapshot(job uint64, p *memPointer, fn func(op uint32, key,
 	return nil
 }
 
-// removeMemSnapshots removes job's snapshot directories older than keep's
+// removeSnapshots removes job's snapshot directories older than keep's
 // but the newest of them (a commit of keep's pointer that was not synced
 // may be lost with the machine, and its predecessor is then the job's);
 // newer ones may be being written. keep nil removes them all.
-func (db *DB) removeMemSnapshots(job uint64, keep *memPointer) {
-	jdir := db.fs.PathJoin(db.dir, memStateDir, fmt.Sprintf("%016x", job))
-	names, err := db.fs.List(jdir)
+func (ms Memory) removeSnapshots(job uint64, keep *memPointer) {
+	jdir := ms.db.fs.PathJoin(ms.db.dir, memStateDir, fmt.Sprintf("%016x", job))
+	names, err := ms.db.fs.List(jdir)
 	if err != nil {
 		return
 	}
@@ -390,17 +390,17 @@ func (db *DB) removeMemSnapshots(job uint64, keep *memPointer) {
 		if n == cur || n == prev || cur != "" && n > cur {
 			continue
 		}
-		_ = db.fs.RemoveAll(db.fs.PathJoin(jdir, n))
+		_ = ms.db.fs.RemoveAll(ms.db.fs.PathJoin(jdir, n))
 	}
 	if keep == nil {
-		_ = db.fs.RemoveAll(jdir)
+		_ = ms.db.fs.RemoveAll(jdir)
 	}
 }
 
-// memPointers returns every job's committed snapshot pointer.
-func (db *DB) memPointers() (map[uint64]*memPointer, error) {
+// pointers returns every job's committed snapshot pointer.
+func (ms Memory) pointers() (map[uint64]*memPointer, error) {
 	out := map[uint64]*memPointer{}
-	err := db.scanPrefix(db.pdb, []byte("x/"), func(k, v []byte) error {
+	err := ms.db.scanPrefix(ms.db.pdb, []byte("x/"), func(k, v []byte) error {
 		if len(k) != 10 {
 			return nil
 		}
@@ -414,10 +414,10 @@ func (db *DB) memPointers() (map[uint64]*memPointer, error) {
 	return out, err
 }
 
-// MemSnapshotBytes is the size of the memory-backend jobs' committed
+// SnapshotBytes is the size of the memory-backend jobs' committed
 // snapshot files (what a checkpoint of their state holds).
-func (db *DB) MemSnapshotBytes() int64 {
-	ps, err := db.memPointers()
+func (ms Memory) SnapshotBytes() int64 {
+	ps, err := ms.pointers()
 	if err != nil {
 		return 0
 	}
@@ -430,14 +430,14 @@ func (db *DB) MemSnapshotBytes() int64 {
 	return n
 }
 
-// LinkMemSnapshots puts the snapshot files of every committed pointer
+// LinkSnapshots puts the snapshot files of every committed pointer
 // into dst (the data directory of a Pebble checkpoint taken at the same
 // cut), at the same relative paths, so the checkpoint is a self-contained
 // data directory: opened, downloaded or restored, its pointers find their
 // files. Files are hard-linked (they are never modified), else copied.
 // It must run at the cut, before a later commit may remove them.
-func (db *DB) LinkMemSnapshots(dst string) error {
-	ps, err := db.memPointers()
+func (ms Memory) LinkSnapshots(dst string) error {
+	ps, err := ms.pointers()
 	if err != nil {
 		return err
 	}
@@ -447,7 +447,7 @@ func (db *DB) LinkMemSnapshots(dst string) error {
 			return sqlerr.Wrap(sqlerr.IOError, err)
 		}
 		for _, f := range p.Files {
-			src := filepath.Join(db.dir, filepath.FromSlash(p.Dir), f.Name)
+			src := filepath.Join(ms.db.dir, filepath.FromSlash(p.Dir), f.Name)
 			dp := filepath.Join(to, f.Name)
 			if err := os.Link(src, dp); err == nil {
 				continue
@@ -481,13 +481,13 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-// MaterializeMemSnapshot adds to b the state entries of job src's memory
+// MaterializeSnapshot adds to b the state entries of job src's memory
 // snapshot in from (a checkpoint's database, whose files it holds) as job
 // dst's s/ range, after checking every file (XX001 if one is missing or
 // altered). The canonical form, as a savepoint holds it: the job loads it
 // on either backend. It reports whether from had a snapshot of src.
-func (db *DB) MaterializeMemSnapshot(b *pebble.Batch, from *DB, src, dst uint64) (bool, error) {
-	p, err := from.loadPointer(src)
+func (ms Memory) MaterializeSnapshot(b *pebble.Batch, from *DB, src, dst uint64) (bool, error) {
+	p, err := from.Memory().loadPointer(src)
 	if err != nil || p == nil {
 		return false, err
 	}
@@ -498,7 +498,7 @@ func (db *DB) MaterializeMemSnapshot(b *pebble.Batch, from *DB, src, dst uint64)
 		return false, sqlerr.Wrap(sqlerr.IOError, err)
 	}
 	var setErr error
-	err = from.readMemSnapshot(src, p, func(op uint32, key, val []byte) {
+	err = from.Memory().readSnapshot(src, p, func(op uint32, key, val []byte) {
 		if setErr == nil {
 			setErr = b.Set(stateKey(dst, op, key), val, nil)
 		}
@@ -509,12 +509,12 @@ func (db *DB) MaterializeMemSnapshot(b *pebble.Batch, from *DB, src, dst uint64)
 	return true, err
 }
 
-// removeMemSnapshotsAfter removes job's snapshot directories newer than
+// removeSnapshotsAfter removes job's snapshot directories newer than
 // p's (all of them if p is nil and the job has no committed snapshot):
 // written, never committed. Only while no snapshot of the job is written.
-func (db *DB) removeMemSnapshotsAfter(job uint64, p *memPointer) {
-	jdir := db.fs.PathJoin(db.dir, memStateDir, fmt.Sprintf("%016x", job))
-	names, err := db.fs.List(jdir)
+func (ms Memory) removeSnapshotsAfter(job uint64, p *memPointer) {
+	jdir := ms.db.fs.PathJoin(ms.db.dir, memStateDir, fmt.Sprintf("%016x", job))
+	names, err := ms.db.fs.List(jdir)
 	if err != nil {
 		return
 	}
@@ -524,7 +524,7 @@ func (db *DB) removeMemSnapshotsAfter(job uint64, p *memPointer) {
 	}
 	for _, n := range names {
 		if n > cur {
-			_ = db.fs.RemoveAll(db.fs.PathJoin(jdir, n))
+			_ = ms.db.fs.RemoveAll(ms.db.fs.PathJoin(jdir, n))
 		}
 	}
 }

@@ -8,13 +8,13 @@ package storage
 //   - An operator that snapshots itself (exec: the aggregate, top-N,
 //     join, SESSION and temporal filter; stateSnapshot) keeps its state
 //     only in its own typed tables. It reads its entries from the map when
-//     the job starts, then takes them out (ReleaseMemState), writes no
+//     the job starts, then takes them out (Memory.Release), writes no
 //     state per epoch, and at a checkpoint barrier hands the epoch's batch
 //     an OpSnapshot: its canonical (key, value) entries as of the barrier,
 //     in key order, immutable, which the snapshot writer reads in place of
 //     the map's entries of that operator.
 //   - Other state (the operators' watermarks) is written in Runs and read
-//     through GetState/ScanState/ScanStatePrefix as on Pebble; the DB
+//     through State.Get/State.Scan/State.ScanPrefix as on Pebble; the DB
 //     routes the job's s/ keys to an ordered map on the heap (a B-tree per
 //     operator).
 //
@@ -52,7 +52,7 @@ type memState struct {
 	// bytes is the size of the entries' keys and values plus per-entry overhead.
 	bytes int64
 	// invalid is set when a commit that applied writes here failed: the
-	// next UseMemoryState reloads the map from the last snapshot.
+	// next Memory.Use reloads the map from the last snapshot.
 	invalid bool
 	// pebbleState is whether the job's s/ range in Pebble may hold entries
 	// (state from the Pebble backend, or a savepoint's materialized copy);
@@ -186,11 +186,11 @@ func (b *Batch) TakeOpSnapshots() []OpSnapshot {
 	return out
 }
 
-// ReleaseMemState removes from job's map the entries of operator op whose
+// Release removes from job's map the entries of operator op whose
 // key group own says an instance holds in its own tables now (it loaded
 // them and snapshots them itself: OpSnapshot), so they are not held twice.
-func (db *DB) ReleaseMemState(job uint64, op uint32, own func(keyGroup int) bool) {
-	m := db.memOf(job)
+func (ms Memory) Release(job uint64, op uint32, own func(keyGroup int) bool) {
+	m := ms.of(job)
 	if m == nil {
 		return
 	}
@@ -214,17 +214,17 @@ func (db *DB) ReleaseMemState(job uint64, op uint32, own func(keyGroup int) bool
 	}
 }
 
-// memOf returns job's memory state, or nil if the job is on the Pebble backend.
-func (db *DB) memOf(job uint64) *memState {
-	db.memMu.RLock()
-	defer db.memMu.RUnlock()
-	return db.mem[job]
+// of returns job's memory state, or nil if the job is on the Pebble backend.
+func (ms Memory) of(job uint64) *memState {
+	ms.db.memMu.RLock()
+	defer ms.db.memMu.RUnlock()
+	return ms.db.mem[job]
 }
 
-// MemStateBytes is the size of a memory-backend job's state map (0 for a
+// Bytes is the size of a memory-backend job's state map (0 for a
 // job on the Pebble backend).
-func (db *DB) MemStateBytes(job uint64) int64 {
-	m := db.memOf(job)
+func (ms Memory) Bytes(job uint64) int64 {
+	m := ms.of(job)
 	if m == nil {
 		return 0
 	}
@@ -236,8 +236,8 @@ func (db *DB) MemStateBytes(job uint64) int64 {
 func memPointerKey(job uint64) []byte { return binary.BigEndian.AppendUint64([]byte("x/"), job) }
 
 // loadPointer returns the job's committed snapshot pointer, if any.
-func (db *DB) loadPointer(job uint64) (*memPointer, error) {
-	v, ok, err := db.get(memPointerKey(job))
+func (ms Memory) loadPointer(job uint64) (*memPointer, error) {
+	v, ok, err := ms.db.get(memPointerKey(job))
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -248,31 +248,31 @@ func (db *DB) loadPointer(job uint64) (*memPointer, error) {
 	return &p, nil
 }
 
-// UseMemoryState puts job on the memory backend before its operators load
+// Use puts job on the memory backend before its operators load
 // their state: its map is loaded from its last snapshot or, if it has none
 // (a new job, a job that ran on the Pebble backend, a restored savepoint),
 // from its s/ range. A map already loaded is not kept: the running job
-// applied its epochs to it ahead of their commit (ApplyMemState).
-func (db *DB) UseMemoryState(job uint64) error {
-	db.memMu.Lock()
-	if db.mem == nil {
-		db.mem = map[uint64]*memState{}
+// applied its epochs to it ahead of their commit (Memory.Apply).
+func (ms Memory) Use(job uint64) error {
+	ms.db.memMu.Lock()
+	if ms.db.mem == nil {
+		ms.db.mem = map[uint64]*memState{}
 	}
-	delete(db.mem, job)
-	db.memMu.Unlock()
-	p, err := db.loadPointer(job)
+	delete(ms.db.mem, job)
+	ms.db.memMu.Unlock()
+	p, err := ms.loadPointer(job)
 	if err != nil {
 		return err
 	}
 	// A snapshot written after the last committed one never became the
 	// job's (a crash, a stop while it was written): remove it.
-	db.removeMemSnapshotsAfter(job, p)
+	ms.removeSnapshotsAfter(job, p)
 	m := newMemState()
 	if p != nil {
 		m.epoch = p.Epoch
-		err = db.readMemSnapshot(job, p, func(op uint32, key, val []byte) { m.putLocked(op, key, val) })
+		err = ms.readSnapshot(job, p, func(op uint32, key, val []byte) { m.putLocked(op, key, val) })
 	} else {
-		err = db.scanPrefix(db.pdb, binary.BigEndian.AppendUint64([]byte("s/"), job), func(k, v []byte) error {
+		err = ms.db.scanPrefix(ms.db.pdb, binary.BigEndian.AppendUint64([]byte("s/"), job), func(k, v []byte) error {
 			if len(k) < 14 {
 				return sqlerr.New(sqlerr.DataCorrupted, "malformed state key")
 			}
@@ -288,49 +288,49 @@ func (db *DB) UseMemoryState(job uint64) error {
 		// Any s/ entries are the state; none may mean a new job.
 		m.pebbleState = true
 	}
-	db.memMu.Lock()
-	db.mem[job] = m
-	db.memMu.Unlock()
+	ms.db.memMu.Lock()
+	ms.db.mem[job] = m
+	ms.db.memMu.Unlock()
 	return nil
 }
 
-// UsePebbleState puts job on the Pebble backend. If the job last ran on
+// UsePebble puts job on the Pebble backend. If the job last ran on
 // the memory backend, its snapshot becomes its s/ range (the snapshot, not
 // whatever s/ holds, is its state) and the pointer is removed, in one
 // synced commit.
-func (db *DB) UsePebbleState(job uint64) error {
-	db.memMu.Lock()
-	delete(db.mem, job)
-	db.memMu.Unlock()
-	p, err := db.loadPointer(job)
+func (ms Memory) UsePebble(job uint64) error {
+	ms.db.memMu.Lock()
+	delete(ms.db.mem, job)
+	ms.db.memMu.Unlock()
+	p, err := ms.loadPointer(job)
 	if err != nil || p == nil {
 		return err
 	}
-	b := db.pdb.NewBatch()
+	b := ms.db.pdb.NewBatch()
 	start := binary.BigEndian.AppendUint64([]byte("s/"), job)
 	if err := b.DeleteRange(start, prefixEnd(start), nil); err != nil {
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
-	err = db.readMemSnapshot(job, p, func(op uint32, key, val []byte) {
+	err = ms.readSnapshot(job, p, func(op uint32, key, val []byte) {
 		_ = b.Set(stateKey(job, op, key), val, nil)
 	})
 	if err != nil {
 		return err
 	}
 	_ = b.Delete(memPointerKey(job), nil)
-	if err := db.Commit(b, true); err != nil {
+	if err := ms.db.Commit(b, true); err != nil {
 		return err
 	}
-	db.removeMemSnapshots(job, nil)
+	ms.removeSnapshots(job, nil)
 	return nil
 }
 
-// ForgetMemoryState drops a job's map (the job was dropped, or its data
-// was replaced by a restore: the next UseMemoryState reads it again).
-func (db *DB) ForgetMemoryState(job uint64) {
-	db.memMu.Lock()
-	delete(db.mem, job)
-	db.memMu.Unlock()
+// Forget drops a job's map (the job was dropped, or its data
+// was replaced by a restore: the next Memory.Use reads it again).
+func (ms Memory) Forget(job uint64) {
+	ms.db.memMu.Lock()
+	delete(ms.db.mem, job)
+	ms.db.memMu.Unlock()
 }
 
 // SnapshotMemState marks b as the batch that commits job's checkpoint on
@@ -367,7 +367,7 @@ func (c *MemClone) Start(spawn func(func())) *MemWrite {
 	w := &MemWrite{c: c, done: make(chan struct{})}
 	spawn(func() {
 		defer close(w.done)
-		w.p, w.err = c.db.writeMemSnapshot(c.job, c.m, c.ops)
+		w.p, w.err = c.db.Memory().writeSnapshot(c.job, c.m, c.ops)
 	})
 	return w
 }
@@ -391,14 +391,14 @@ func (b *Batch) CommitMemSnapshot(job uint64, p *MemSnapshot) {
 	b.mu.Unlock()
 }
 
-// ApplyMemState applies the state writes of memory job job in b to the
+// Apply applies the state writes of memory job job in b to the
 // job's map now, and takes them out of b: the map then holds the state as
 // of b's epoch, ahead of b's commit, so that a snapshot of it can be
 // written while the epoch waits (exec holds a memory job's epochs until
 // their snapshot is durable). A job restarting reloads the map from its
 // last committed snapshot, so running ahead is never seen.
-func (db *DB) ApplyMemState(job uint64, b *Batch) error {
-	m := db.memOf(job)
+func (ms Memory) Apply(job uint64, b *Batch) error {
+	m := ms.of(job)
 	if m == nil || b == nil {
 		return nil
 	}
@@ -476,12 +476,12 @@ type MemSnapshot struct {
 	Bytes int64
 }
 
-// CloneMemState returns a lazy copy of job's map (nil if the job is not on
+// Clone returns a lazy copy of job's map (nil if the job is not on
 // the memory backend), to write with the operators' snapshots ops. Cloning
 // marks the map's nodes shared: the job's next writes copy the nodes they
 // change, the clone's reads copy nothing.
-func (db *DB) CloneMemState(job uint64, ops []OpSnapshot) *MemClone {
-	m := db.memOf(job)
+func (ms Memory) Clone(job uint64, ops []OpSnapshot) *MemClone {
+	m := ms.of(job)
 	if m == nil {
 		return nil
 	}
@@ -492,12 +492,12 @@ func (db *DB) CloneMemState(job uint64, ops []OpSnapshot) *MemClone {
 	}
 	c.bytes = m.bytes
 	m.mu.Unlock()
-	return &MemClone{db: db, job: job, m: c, ops: ops}
+	return &MemClone{db: ms.db, job: job, m: c, ops: ops}
 }
 
 // Write writes the clone as the job's next snapshot and syncs it.
 func (c *MemClone) Write() (*MemSnapshot, error) {
-	p, err := c.db.writeMemSnapshot(c.job, c.m, c.ops)
+	p, err := c.db.Memory().writeSnapshot(c.job, c.m, c.ops)
 	if err != nil {
 		return nil, err
 	}
@@ -519,19 +519,19 @@ type memCommit struct {
 
 // routeMemState takes the runs of memory jobs' state out of b (b.mu held):
 // an operator's run holds only its own state keys.
-func (db *DB) routeMemStateLocked(b *Batch, mc *memCommit) {
+func (ms Memory) routeLocked(b *Batch, mc *memCommit) {
 	mc.snaps = append(mc.snaps, b.memSnaps...)
 	b.memSnaps = nil
 	b.opSnaps = nil // taken by the job if it snapshots (exec: holdForCheckpoint)
-	db.memMu.RLock()
-	n := len(db.mem)
-	db.memMu.RUnlock()
+	ms.db.memMu.RLock()
+	n := len(ms.db.mem)
+	ms.db.memMu.RUnlock()
 	if n == 0 {
 		return
 	}
 	kept := b.runs[:0]
 	for _, r := range b.runs {
-		if job, ok := stateJob(r.first); ok && db.memOf(job) != nil {
+		if job, ok := stateJob(r.first); ok && ms.of(job) != nil {
 			mc.runs = append(mc.runs, r.b)
 			continue
 		}
@@ -551,12 +551,12 @@ func stateJob(k []byte) (uint64, bool) {
 	return binary.BigEndian.Uint64(k[2:]), true
 }
 
-// applyMemWrites applies the routed runs to their maps, then writes the
+// applyWrites applies the routed runs to their maps, then writes the
 // requested snapshots and adds their pointers (and, for savepoints, the
 // materialized entries) to l; pre receives range deletions that must
 // precede l's writes. Called before the Pebble commit; on its failure the
 // caller invalidates the touched maps.
-func (db *DB) applyMemWrites(mc *memCommit, l *layout, pre *pebble.Batch) error {
+func (ms Memory) applyWrites(mc *memCommit, l *layout, pre *pebble.Batch) error {
 	mc.touched = map[*memState]bool{}
 	for _, rb := range mc.runs {
 		r := rb.Reader()
@@ -569,7 +569,7 @@ func (db *DB) applyMemWrites(mc *memCommit, l *layout, pre *pebble.Batch) error 
 				break
 			}
 			job, isState := stateJob(k)
-			m := db.memOf(job)
+			m := ms.of(job)
 			if !isState || m == nil {
 				// Not expected in an operator's run; keep it in Pebble.
 				l.addSet(bytes.Clone(k), bytes.Clone(v))
@@ -591,7 +591,7 @@ func (db *DB) applyMemWrites(mc *memCommit, l *layout, pre *pebble.Batch) error 
 	}
 	mc.pointers = map[uint64]*memPointer{}
 	for _, s := range mc.snaps {
-		m := db.memOf(s.job)
+		m := ms.of(s.job)
 		if m == nil {
 			continue
 		}
@@ -609,7 +609,7 @@ func (db *DB) applyMemWrites(mc *memCommit, l *layout, pre *pebble.Batch) error 
 			p, src, ops = s.write.p, s.write.c.m, s.write.c.ops
 		case p == nil:
 			var err error
-			if p, err = db.writeMemSnapshot(s.job, m, s.ops); err != nil {
+			if p, err = ms.writeSnapshot(s.job, m, s.ops); err != nil {
 				return err
 			}
 		}
@@ -659,9 +659,9 @@ func materializeMem(l *layout, job uint64, m *memState, ops []OpSnapshot) {
 	}
 }
 
-// memCommitted finishes a commit: on failure the touched maps are no longer
+// committed finishes a commit: on failure the touched maps are no longer
 // the committed state; on success old snapshots are removed.
-func (db *DB) memCommitted(mc *memCommit, err error) {
+func (ms Memory) committed(mc *memCommit, err error) {
 	if err != nil {
 		for m := range mc.touched {
 			m.mu.Lock()
@@ -671,14 +671,14 @@ func (db *DB) memCommitted(mc *memCommit, err error) {
 		return
 	}
 	for job, p := range mc.pointers {
-		db.removeMemSnapshots(job, p)
+		ms.removeSnapshots(job, p)
 	}
 }
 
-// HasMemSnapshot reports whether job's state is in memory-backend snapshot
+// HasSnapshot reports whether job's state is in memory-backend snapshot
 // files (a pointer x/<job>) rather than in its s/ range.
-func (db *DB) HasMemSnapshot(job uint64) bool {
-	p, err := db.loadPointer(job)
+func (ms Memory) HasSnapshot(job uint64) bool {
+	p, err := ms.loadPointer(job)
 	return err == nil && p != nil
 }
 
@@ -715,20 +715,20 @@ func (b *Batch) unorder() {
 	b.singles, b.runs = nil, runs
 }
 
-// DropMemoryState forgets a dropped job's map and removes its snapshot
+// Drop forgets a dropped job's map and removes its snapshot
 // files (its pointer went with DeleteJobData).
-func (db *DB) DropMemoryState(job uint64) {
-	db.ForgetMemoryState(job)
-	db.removeMemSnapshots(job, nil)
+func (ms Memory) Drop(job uint64) {
+	ms.Forget(job)
+	ms.removeSnapshots(job, nil)
 }
 
-// StateEntries counts job's committed operator state entries: those of its
+// Entries counts job's committed operator state entries: those of its
 // last committed snapshot (else of its map) on the memory backend, of its
 // s/ range on Pebble. It reads them all, so it is for tests and benchmarks
 // (the boundedness run), not hot paths.
-func (db *DB) StateEntries(job uint64) (int64, error) {
-	if m := db.memOf(job); m != nil {
-		if p, err := db.loadPointer(job); err != nil || p != nil {
+func (st State) Entries(job uint64) (int64, error) {
+	if m := st.db.Memory().of(job); m != nil {
+		if p, err := st.db.Memory().loadPointer(job); err != nil || p != nil {
 			var n int64
 			if p != nil {
 				for _, f := range p.Files {
@@ -746,7 +746,7 @@ func (db *DB) StateEntries(job uint64) (int64, error) {
 		return n, nil
 	}
 	var n int64
-	err := db.scanPrefix(db.pdb, binary.BigEndian.AppendUint64([]byte("s/"), job), func(k, v []byte) error {
+	err := st.db.scanPrefix(st.db.pdb, binary.BigEndian.AppendUint64([]byte("s/"), job), func(k, v []byte) error {
 		n++
 		return nil
 	})

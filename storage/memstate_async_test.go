@@ -7,7 +7,7 @@ import (
 )
 
 // TestMemStateAsyncSnapshot: state applied ahead of the commit
-// (ApplyMemState), a copy-on-write clone written while the live map keeps
+// (Memory.Apply), a copy-on-write clone written while the live map keeps
 // changing, and its pointer committed later (CommitMemSnapshot): the
 // snapshot holds the state as of the clone, not the later writes, and a
 // job restarting loads it; a snapshot written but never committed is
@@ -21,24 +21,24 @@ func TestMemStateAsyncSnapshot(t *testing.T) {
 	}
 	defer func() { db.Close() }()
 	const job = 9
-	if err := db.UseMemoryState(job); err != nil {
+	if err := db.Memory().Use(job); err != nil {
 		t.Fatal(err)
 	}
 	key := func(i int) []byte { return binary.BigEndian.AppendUint32([]byte{byte(i % 128)}, uint32(i)) }
 	epoch := func(gen, from, to int) *Batch {
-		b := db.NewEpochBatch()
+		b := db.State().NewEpochBatch()
 		r := b.NewRun()
 		for i := from; i < to; i++ {
 			r.PutState(job, 1, key(i), []byte(fmt.Sprintf("g%d-%d", gen, i)))
 		}
 		b.AddRun(r)
-		if err := db.ApplyMemState(job, b); err != nil {
+		if err := db.Memory().Apply(job, b); err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
 	held := epoch(0, 0, 2000)
-	clone := db.CloneMemState(job, nil)
+	clone := db.Memory().Clone(job, nil)
 	done := make(chan *MemSnapshot)
 	go func() {
 		s, err := clone.Write()
@@ -53,7 +53,7 @@ func TestMemStateAsyncSnapshot(t *testing.T) {
 		t.FailNow()
 	}
 	held.CommitMemSnapshot(job, snap)
-	if err := db.CommitEpoch([]*Batch{held}, 0, nil, true); err != nil {
+	if err := db.State().CommitEpoch([]*Batch{held}, 0, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
@@ -61,14 +61,14 @@ func TestMemStateAsyncSnapshot(t *testing.T) {
 		t.Fatalf("%d s/ keys in Pebble (%v), want none", n, err)
 	}
 	// Another snapshot written but never committed (a crash, a stop).
-	if _, err := db.CloneMemState(job, nil).Write(); err != nil {
+	if _, err := db.Memory().Clone(job, nil).Write(); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.UseMemoryState(job); err != nil { // a restart: reload
+	if err := db.Memory().Use(job); err != nil { // a restart: reload
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	if err := db.ScanState(job, 1, func(k, v []byte) error { got[string(k)] = string(v); return nil }); err != nil {
+	if err := db.State().Scan(job, 1, func(k, v []byte) error { got[string(k)] = string(v); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2000 {

@@ -22,12 +22,12 @@ func TestMemStateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	const job = 7
-	if err := db.UseMemoryState(job); err != nil {
+	if err := db.Memory().Use(job); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{}
 	for epoch := 0; epoch < 3; epoch++ {
-		b := db.NewEpochBatch()
+		b := db.State().NewEpochBatch()
 		r := b.NewRun()
 		for i := 0; i < 500; i++ {
 			k := []byte{byte(i % 128)}
@@ -46,7 +46,7 @@ func TestMemStateRoundTrip(t *testing.T) {
 		if epoch == 2 {
 			b.SnapshotMemState(job, false, nil)
 		}
-		if err := db.CommitEpoch([]*Batch{b}, 0, nil, true); err != nil {
+		if err := db.State().CommitEpoch([]*Batch{b}, 0, nil, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,7 +57,7 @@ func TestMemStateRoundTrip(t *testing.T) {
 	check := func(what string) {
 		t.Helper()
 		got := map[string]string{}
-		if err := db.ScanState(job, 1, func(k, v []byte) error { got[string(k)] = string(v); return nil }); err != nil {
+		if err := db.State().Scan(job, 1, func(k, v []byte) error { got[string(k)] = string(v); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if len(got) != len(want) {
@@ -74,24 +74,24 @@ func TestMemStateRoundTrip(t *testing.T) {
 	if db, err = Open(dir, Options{CacheBytes: 1 << 20}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.UseMemoryState(job); err != nil {
+	if err := db.Memory().Use(job); err != nil {
 		t.Fatal(err)
 	}
 	check("reloaded from the snapshot")
-	if err := db.UsePebbleState(job); err != nil {
+	if err := db.Memory().UsePebble(job); err != nil {
 		t.Fatal(err)
 	}
 	check("taken over by Pebble")
-	if db.HasMemSnapshot(job) {
+	if db.Memory().HasSnapshot(job) {
 		t.Fatal("the pointer outlived the switch to Pebble")
 	}
 	// Back to memory, snapshot, then corrupt a file.
-	if err := db.UseMemoryState(job); err != nil {
+	if err := db.Memory().Use(job); err != nil {
 		t.Fatal(err)
 	}
-	b := db.NewEpochBatch()
+	b := db.State().NewEpochBatch()
 	b.SnapshotMemState(job, false, nil)
-	if err := db.CommitEpoch([]*Batch{b}, 0, nil, true); err != nil {
+	if err := db.State().CommitEpoch([]*Batch{b}, 0, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	check("memory again")
@@ -104,8 +104,8 @@ func TestMemStateRoundTrip(t *testing.T) {
 	if err := os.WriteFile(files[0], data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	db.ForgetMemoryState(job)
-	err = db.UseMemoryState(job)
+	db.Memory().Forget(job)
+	err = db.Memory().Use(job)
 	var se *sqlerr.Error
 	if !asSQLErr(err, &se) || se.Code != sqlerr.DataCorrupted {
 		t.Fatalf("corrupted snapshot: %v, want XX001", err)

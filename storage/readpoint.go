@@ -55,12 +55,12 @@ type ReadPoint struct {
 
 // addReadPoint records the read point of a round just committed
 // (CommitEpochAt), before the next round can commit.
-func (db *DB) addReadPoint(rp *ReadPoint) {
+func (ep Epochs) addReadPoint(rp *ReadPoint) {
 	held := rp.Held
-	p := &readPoint{epoch: rp.Epoch, checkpoint: rp.Checkpoint, cut: rp.Cut, snap: db.pdb.NewSnapshot(), refs: 1, held: held}
-	db.reads.Lock()
+	p := &readPoint{epoch: rp.Epoch, checkpoint: rp.Checkpoint, cut: rp.Cut, snap: ep.db.pdb.NewSnapshot(), refs: 1, held: held}
+	ep.db.reads.Lock()
 	var drop []*readPoint
-	l := db.reads.p.list
+	l := ep.db.reads.p.list
 	if n := len(l); n > 0 && !l[n-1].useful(p) {
 		drop = append(drop, l[n-1])
 		l = l[:n-1]
@@ -76,15 +76,15 @@ func (db *DB) addReadPoint(rp *ReadPoint) {
 		drop = append(drop, l[:len(l)-maxReadPoints]...)
 		l = l[len(l)-maxReadPoints:]
 	}
-	db.reads.p.list = slices.Clone(l)
-	if db.reads.p.next != nil {
-		close(db.reads.p.next)
+	ep.db.reads.p.list = slices.Clone(l)
+	if ep.db.reads.p.next != nil {
+		close(ep.db.reads.p.next)
 	}
-	db.reads.p.next = make(chan struct{})
+	ep.db.reads.p.next = make(chan struct{})
 	for _, q := range drop {
 		q.unrefLocked()
 	}
-	db.reads.Unlock()
+	ep.db.reads.Unlock()
 }
 
 // useful reports whether p, the newest point until next came, is still
@@ -206,13 +206,13 @@ func (r *ReadSet) Release() {
 // is none, ok is false and next is closed when the next point is added;
 // lagging lists the views that held an older epoch than the newest point's
 // in every candidate (those that keep the statement from reading it).
-func (db *DB) PickRead(views []uint64, minEpoch uint64) (rs *ReadSet, ok bool, next <-chan struct{}, lagging []uint64) {
-	db.reads.Lock()
-	defer db.reads.Unlock()
-	if db.reads.p.next == nil {
-		db.reads.p.next = make(chan struct{})
+func (ep Epochs) PickRead(views []uint64, minEpoch uint64) (rs *ReadSet, ok bool, next <-chan struct{}, lagging []uint64) {
+	ep.db.reads.Lock()
+	defer ep.db.reads.Unlock()
+	if ep.db.reads.p.next == nil {
+		ep.db.reads.p.next = make(chan struct{})
 	}
-	l := db.reads.p.list
+	l := ep.db.reads.p.list
 	if len(l) == 0 {
 		return nil, false, nil, nil
 	}
@@ -226,9 +226,9 @@ func (db *DB) PickRead(views []uint64, minEpoch uint64) (rs *ReadSet, ok bool, n
 				}
 			}
 		}
-		return nil, false, db.reads.p.next, lagging
+		return nil, false, ep.db.reads.p.next, lagging
 	}
-	rs = &ReadSet{Epoch: base.epoch, Base: base.snap, cut: base.cut, Views: map[uint64]*pebble.Snapshot{}, db: db}
+	rs = &ReadSet{Epoch: base.epoch, Base: base.snap, cut: base.cut, Views: map[uint64]*pebble.Snapshot{}, db: ep.db}
 	seen := map[*readPoint]bool{base: true}
 	rs.refs = append(rs.refs, base)
 	for v, p := range from {
@@ -249,10 +249,10 @@ func (db *DB) PickRead(views []uint64, minEpoch uint64) (rs *ReadSet, ok bool, n
 // CoveringEpoch is the epoch of the oldest kept read point from which on
 // every cut is at or past ends in each partition (0: no point does): a
 // statement that must see the writes up to ends reads no older epoch.
-func (db *DB) CoveringEpoch(ends Cut) uint64 {
-	db.reads.Lock()
-	defer db.reads.Unlock()
-	l := db.reads.p.list
+func (ep Epochs) CoveringEpoch(ends Cut) uint64 {
+	ep.db.reads.Lock()
+	defer ep.db.reads.Unlock()
+	l := ep.db.reads.p.list
 	e := uint64(0)
 	for i := len(l) - 1; i >= 0; i-- {
 		for lp, end := range ends {
@@ -268,22 +268,22 @@ func (db *DB) CoveringEpoch(ends Cut) uint64 {
 // HeldEpochs returns, per view job, the epoch its rows hold at the newest
 // read point (nil: none yet), for the coordinator to carry over the jobs
 // that did not commit the next round.
-func (db *DB) HeldEpochs() map[uint64]uint64 {
-	db.reads.Lock()
-	defer db.reads.Unlock()
-	if n := len(db.reads.p.list); n > 0 {
-		return db.reads.p.list[n-1].held
+func (ep Epochs) HeldEpochs() map[uint64]uint64 {
+	ep.db.reads.Lock()
+	defer ep.db.reads.Unlock()
+	if n := len(ep.db.reads.p.list); n > 0 {
+		return ep.db.reads.p.list[n-1].held
 	}
 	return nil
 }
 
 // DropReadPoints forgets every read point (the data they show was replaced,
 // or the database closes); statements reading them keep theirs until done.
-func (db *DB) DropReadPoints() {
-	db.reads.Lock()
-	for _, p := range db.reads.p.list {
+func (ep Epochs) DropReadPoints() {
+	ep.db.reads.Lock()
+	for _, p := range ep.db.reads.p.list {
 		p.unrefLocked()
 	}
-	db.reads.p.list = nil
-	db.reads.Unlock()
+	ep.db.reads.p.list = nil
+	ep.db.reads.Unlock()
 }

@@ -40,10 +40,10 @@ func TestReadPoints(t *testing.T) {
 		rows(1, e)
 		rows(2, mem)
 		rp := &ReadPoint{Epoch: e, Checkpoint: checkpoint, Cut: Cut{}, Held: map[uint64]uint64{1: e, 2: mem}}
-		if err := db.CommitEpochAt(nil, 0, nil, false, Cut{}, rp); err != nil {
+		if err := db.State().CommitEpochAt(nil, 0, nil, false, Cut{}, rp); err != nil {
 			t.Fatal(err)
 		}
-		rs, ok, _, lagging := db.PickRead([]uint64{1, 2}, 0)
+		rs, ok, _, lagging := db.Epochs().PickRead([]uint64{1, 2}, 0)
 		if mem == 0 {
 			if ok || len(lagging) != 1 || lagging[0] != 2 {
 				t.Fatalf("round %d: view 2 holds no epoch, yet ok %v, lagging %v", e, ok, lagging)
@@ -63,7 +63,7 @@ func TestReadPoints(t *testing.T) {
 			}
 		}
 		rs.Release()
-		if _, ok, _, lagging := db.PickRead([]uint64{1, 2}, e); ok != (mem == e) || !ok && len(lagging) != 1 {
+		if _, ok, _, lagging := db.Epochs().PickRead([]uint64{1, 2}, e); ok != (mem == e) || !ok && len(lagging) != 1 {
 			t.Fatalf("round %d: at or after it: ok %v, lagging %v", e, ok, lagging)
 		}
 		db.reads.Lock()
@@ -74,7 +74,7 @@ func TestReadPoints(t *testing.T) {
 		}
 	}
 	// A view alone, or views that all hold the newest epoch, read it.
-	if rs, ok, _, _ := db.PickRead([]uint64{1}, 40); !ok || rs.Epoch != 40 || len(rs.Views) != 0 {
+	if rs, ok, _, _ := db.Epochs().PickRead([]uint64{1}, 40); !ok || rs.Epoch != 40 || len(rs.Views) != 0 {
 		t.Fatalf("view 1 alone: %v %v", ok, rs)
 	} else {
 		rs.Release()

@@ -40,7 +40,7 @@ func DeleteSink(b *pebble.Batch, d *SinkDef, view uint64) {
 // barrier (connector.TwoPhaseSink): the transaction the sink commits once the
 // checkpoint is durable. It carries the view's changes [From, To) — or,
 // Snapshot, the view's rows at changelog position To — of the sink's
-// generation Gen. Recovery reads it back (LoadSinkCommit): the changes up
+// generation Gen. Recovery reads it back (Positions.SinkCommit): the changes up
 // to To are durable, so what the external system lacks of them is
 // committed again; anything past To was never committed and is aborted.
 type SinkCommit struct {
@@ -68,10 +68,10 @@ func (b *Batch) PutSinkCommit(sink, view uint64, c SinkCommit) {
 	b.mu.Unlock()
 }
 
-// LoadSinkCommit returns the sink's commit the last durable checkpoint
+// SinkCommit returns the sink's commit the last durable checkpoint
 // stored (ok false: none).
-func (db *DB) LoadSinkCommit(sink uint64) (c SinkCommit, ok bool, err error) {
-	v, ok, err := db.get(sinkCommitKey(sink))
+func (ps Positions) SinkCommit(sink uint64) (c SinkCommit, ok bool, err error) {
+	v, ok, err := ps.db.get(sinkCommitKey(sink))
 	if err != nil || !ok {
 		return c, false, err
 	}
@@ -82,9 +82,9 @@ func (db *DB) LoadSinkCommit(sink uint64) (c SinkCommit, ok bool, err error) {
 }
 
 // LoadSinks returns every sink's catalog entry.
-func (db *DB) LoadSinks() ([]*SinkDef, error) {
+func (cs Catalog) LoadSinks() ([]*SinkDef, error) {
 	var out []*SinkDef
-	err := db.scanPrefix(db.pdb, []byte("w/"), func(_, v []byte) error {
+	err := cs.db.scanPrefix(cs.db.pdb, []byte("w/"), func(_, v []byte) error {
 		d := &SinkDef{}
 		if err := json.Unmarshal(v, d); err != nil {
 			return sqlerr.New(sqlerr.DataCorrupted, "sink catalog entry: %v", err)
@@ -95,11 +95,11 @@ func (db *DB) LoadSinks() ([]*SinkDef, error) {
 	return out, err
 }
 
-// PutSinkPosition records a sink's committed position in its view's
+// PutSink records a sink's committed position in its view's
 // changelog (not synced: the position the sink writes to Kafka and the
 // sink's prepared commit are the truth; this one pins the changelog).
-func (db *DB) PutSinkPosition(sink, view uint64, pos uint64) error {
-	b := db.pdb.NewBatch()
+func (ps Positions) PutSink(sink, view uint64, pos uint64) error {
+	b := ps.db.pdb.NewBatch()
 	defer b.Close()
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], pos)

@@ -102,31 +102,31 @@ type Stage struct {
 	done      bool
 }
 
-// NewStage begins a staged append to table. Its mark is durable before any
+// New begins a staged append to table. Its mark is durable before any
 // staged data, so a crash can always find and remove what it left.
-func (db *DB) NewStage(table uint64) (*Stage, error) {
-	db.stageMu.Lock()
-	defer db.stageMu.Unlock()
-	if db.stageNext == 0 {
-		v, ok, err := db.get([]byte("g/copy"))
+func (sg Stages) New(table uint64) (*Stage, error) {
+	sg.db.stageMu.Lock()
+	defer sg.db.stageMu.Unlock()
+	if sg.db.stageNext == 0 {
+		v, ok, err := sg.db.get([]byte("g/copy"))
 		if err != nil {
 			return nil, err
 		}
-		db.stageNext = 1
+		sg.db.stageNext = 1
 		if ok {
-			db.stageNext = binary.BigEndian.Uint64(v)
+			sg.db.stageNext = binary.BigEndian.Uint64(v)
 		}
 	}
-	id := db.stageNext
-	b := db.pdb.NewBatch()
+	id := sg.db.stageNext
+	b := sg.db.pdb.NewBatch()
 	b.Set([]byte("g/copy"), idBytes(id+1), nil)
 	b.Set(pendingKey(table, id), nil, nil)
 	// Committed under stageMu so that g/copy is written in id order.
-	if err := db.Commit(b, true); err != nil {
+	if err := sg.db.Commit(b, true); err != nil {
 		return nil, err
 	}
-	db.stageNext = id + 1
-	return &Stage{db: db, table: table, id: id}, nil
+	sg.db.stageNext = id + 1
+	return &Stage{db: sg.db, table: table, id: id}, nil
 }
 
 // Rows is the number of rows staged so far.
@@ -215,7 +215,7 @@ func (s *Stage) Publish(part uint32) (uint64, error) {
 			return 0, err
 		}
 	}
-	pl, err := s.db.partition(s.table, part)
+	pl, err := s.db.Log().partition(s.table, part)
 	if err != nil {
 		s.abort()
 		return 0, err
@@ -304,24 +304,24 @@ func (s *Stage) abort() {
 	// Not synced: if this is lost in a crash, the mark is still there and
 	// Open removes the rows.
 	_ = s.db.Commit(b, false)
-	s.db.reclaimStaged()
+	s.db.Stages().reclaim()
 }
 
-// reclaimStaged starts a flush of the memtable that holds the deletion of
+// reclaim starts a flush of the memtable that holds the deletion of
 // a staged range: once the range tombstone is in a table, Pebble drops the
 // staged sstables it covers whole (a delete-only compaction, no rewrite),
 // instead of when a compaction happens to reach them.
-func (db *DB) reclaimStaged() { _, _ = db.pdb.AsyncFlush() }
+func (sg Stages) reclaim() { _, _ = sg.db.pdb.AsyncFlush() }
 
-// cleanStages removes the staged rows of every COPY a crash interrupted and
+// clean removes the staged rows of every COPY a crash interrupted and
 // the staging directory's files; Open calls it.
-func (db *DB) cleanStages() error {
-	dir := db.fs.PathJoin(db.dir, stageDir)
-	if err := db.fs.RemoveAll(dir); err != nil {
+func (sg Stages) clean() error {
+	dir := sg.db.fs.PathJoin(sg.db.dir, stageDir)
+	if err := sg.db.fs.RemoveAll(dir); err != nil {
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}
-	b := db.pdb.NewBatch()
-	err := db.scanPrefix(db.pdb, []byte("p/"), func(k, _ []byte) error {
+	b := sg.db.pdb.NewBatch()
+	err := sg.db.scanPrefix(sg.db.pdb, []byte("p/"), func(k, _ []byte) error {
 		if len(k) != 18 {
 			return nil
 		}
@@ -333,34 +333,34 @@ func (db *DB) cleanStages() error {
 	if err != nil || b.Empty() {
 		return err
 	}
-	if err := db.Commit(b, true); err != nil {
+	if err := sg.db.Commit(b, true); err != nil {
 		return err
 	}
-	db.reclaimStaged()
+	sg.reclaim()
 	return nil
 }
 
-// StagedKeys counts the keys of staged appends in progress and of staged
+// Keys counts the keys of staged appends in progress and of staged
 // rows (published or not); tests use it to see that aborts leave nothing.
-func (db *DB) StagedKeys() (pending, staged int, err error) {
-	err = db.scanPrefix(db.pdb, []byte("p/"), func(_, _ []byte) error { pending++; return nil })
+func (sg Stages) Keys() (pending, staged int, err error) {
+	err = sg.db.scanPrefix(sg.db.pdb, []byte("p/"), func(_, _ []byte) error { pending++; return nil })
 	if err != nil {
 		return
 	}
-	err = db.scanPrefix(db.pdb, []byte("z/"), func(_, _ []byte) error { staged++; return nil })
+	err = sg.db.scanPrefix(sg.db.pdb, []byte("z/"), func(_, _ []byte) error { staged++; return nil })
 	return
 }
 
-// readStaged calls fn, as ReadLog does, with the rows of offsets
+// read calls fn, as Log.Read does, with the rows of offsets
 // [from, to) of a reference block at offset off standing for n rows of copy
 // id from staged row row on.
-func (db *DB) readStaged(r Reader, mem memory.Allocator, table, id, row, off, n, from, to uint64,
+func (sg Stages) read(r Reader, mem memory.Allocator, table, id, row, off, n, from, to uint64,
 	fn func(first uint64, rec arrow.RecordBatch) error) error {
 	lo, hi := max(from, off)-off+row, min(to, off+n)-off+row // staged rows
 	// Blocks a COPY has just published are in the tail cache; the first
 	// that is not (or a read starting inside a block) is read from Pebble.
 	for lo < hi {
-		rec := db.tail.get(table, id, lo, hi)
+		rec := sg.db.tail.get(table, id, lo, hi)
 		if rec == nil {
 			break
 		}
@@ -398,7 +398,7 @@ func (db *DB) readStaged(r Reader, mem memory.Allocator, table, id, row, off, n,
 			return sqlerr.Wrap(sqlerr.IOError, err)
 		}
 		more = r+blockRows(v) < hi
-		db.tail.miss()
+		sg.db.tail.miss()
 		// Staged row r is offset off + r - row.
 		return emitBlock(mem, v, off+r-row, off+lo-row, off+hi-row, fn)
 	}

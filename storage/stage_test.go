@@ -13,7 +13,7 @@ import (
 // stageVals stages blocks of values in a new stage of table.
 func stageVals(t *testing.T, db *DB, table uint64, blocks ...[]int64) *Stage {
 	t.Helper()
-	st, err := db.NewStage(table)
+	st, err := db.Stages().New(table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func stageVals(t *testing.T, db *DB, table uint64, blocks ...[]int64) *Stage {
 
 func stagedKeys(t *testing.T, db *DB) (pending, staged int) {
 	t.Helper()
-	pending, staged, err := db.StagedKeys()
+	pending, staged, err := db.Stages().Keys()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestStagePublish(t *testing.T) {
 				}
 			}
 		}
-		if got, _ := db.LogOffsetAt(1, 0, time.Now().Add(time.Hour)); got != 12 {
+		if got, _ := db.Log().OffsetAt(1, 0, time.Now().Add(time.Hour)); got != 12 {
 			t.Fatalf("%s: LogOffsetAt(future) = %d, want 12", when, got)
 		}
 	}
@@ -103,13 +103,13 @@ func TestStagePublish(t *testing.T) {
 		t.Fatalf("append after reopen at offset %d, want 12", first)
 	}
 	// Offset 6 lies in the reference block [5, 11): it is kept.
-	if err := db.TruncateLog(1, 0, 6); err != nil {
+	if err := db.Log().Truncate(1, 0, 6); err != nil {
 		t.Fatal(err)
 	}
 	if _, s := stagedKeys(t, db); s != 2 {
 		t.Fatalf("truncation below a reference block's end dropped staged rows: %d left", s)
 	}
-	if err := db.TruncateLog(1, 0, 11); err != nil {
+	if err := db.Log().Truncate(1, 0, 11); err != nil {
 		t.Fatal(err)
 	}
 	if start, end := bounds(t, db, 1, 0); start != 11 || end != 13 {
@@ -165,7 +165,7 @@ func TestStagePowerLoss(t *testing.T) {
 		db := openMem(t, fs)
 		appendVals(t, db, 1, 0, seq(0, 2))
 		blocks := 1 + r.IntN(5)
-		st, err := db.NewStage(1)
+		st, err := db.Stages().New(1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func TestStagePowerLoss(t *testing.T) {
 func TestKeyPrefixesDoNotOverlap(t *testing.T) {
 	withStageFileBytes(t, 1)
 	db := openMem(t, vfs.NewMem())
-	b := db.Pebble().NewBatch()
+	b := db.NewBatch()
 	PutRole(b, &RoleDef{Name: "alice"})
 	if err := b.Commit(nil); err != nil {
 		t.Fatal(err)
@@ -229,54 +229,54 @@ func TestKeyPrefixesDoNotOverlap(t *testing.T) {
 	if _, err := st.Publish(0); err != nil {
 		t.Fatal(err)
 	}
-	roles, err := db.LoadRoles()
+	roles, err := db.Catalog().LoadRoles()
 	if err != nil || len(roles) != 1 || roles[0].Name != "alice" {
 		t.Fatalf("roles after a published COPY: %v, %v", roles, err)
 	}
 	// A sink's entry (w/) is neither a role nor a catalog entry.
-	b = db.Pebble().NewBatch()
+	b = db.NewBatch()
 	PutSink(b, &SinkDef{ID: 9, Name: "alice", View: "v"})
 	if err := b.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	if roles, err := db.LoadRoles(); err != nil || len(roles) != 1 {
+	if roles, err := db.Catalog().LoadRoles(); err != nil || len(roles) != 1 {
 		t.Fatalf("roles after CREATE SINK: %v, %v", roles, err)
 	}
-	if defs, err := db.LoadCatalog(); err != nil || len(defs) != 0 {
+	if defs, err := db.Catalog().Load(); err != nil || len(defs) != 0 {
 		t.Fatalf("catalog after CREATE SINK: %v, %v", defs, err)
 	}
-	if sinks, err := db.LoadSinks(); err != nil || len(sinks) != 1 || sinks[0].Name != "alice" {
+	if sinks, err := db.Catalog().LoadSinks(); err != nil || len(sinks) != 1 || sinks[0].Name != "alice" {
 		t.Fatalf("sinks: %v, %v", sinks, err)
 	}
 	// A late row (q/) is not a job error (e/), and goes with its job.
-	eb := db.NewEpochBatch()
+	eb := db.State().NewEpochBatch()
 	eb.PutLateRows(9, []LateRow{{Job: "alice", Seq: 1}}, 0, 0)
-	if err := db.CommitEpoch([]*Batch{eb}, 0, nil, false); err != nil {
+	if err := db.State().CommitEpoch([]*Batch{eb}, 0, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if errs, err := db.JobErrors(); err != nil || len(errs) != 0 {
+	if errs, err := db.Errors().JobErrors(); err != nil || len(errs) != 0 {
 		t.Fatalf("job errors after a late row: %v, %v", errs, err)
 	}
-	if late, err := db.LateRows(); err != nil || len(late) != 1 {
+	if late, err := db.Errors().LateRows(); err != nil || len(late) != 1 {
 		t.Fatalf("late rows: %v, %v", late, err)
 	}
-	b = db.Pebble().NewBatch()
+	b = db.NewBatch()
 	DeleteJobData(b, 9)
 	if err := b.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	if late, err := db.LateRows(); err != nil || len(late) != 0 {
+	if late, err := db.Errors().LateRows(); err != nil || len(late) != 0 {
 		t.Fatalf("late rows after the job's data went: %v, %v", late, err)
 	}
-	if roles, err := db.LoadRoles(); err != nil || len(roles) != 1 {
+	if roles, err := db.Catalog().LoadRoles(); err != nil || len(roles) != 1 {
 		t.Fatalf("roles after deleting a job's data: %v, %v", roles, err)
 	}
-	b = db.Pebble().NewBatch()
+	b = db.NewBatch()
 	DeleteTable(b, &TableDef{Name: "t", ID: 1})
 	if err := b.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	if roles, err := db.LoadRoles(); err != nil || len(roles) != 1 {
+	if roles, err := db.Catalog().LoadRoles(); err != nil || len(roles) != 1 {
 		t.Fatalf("roles after DROP TABLE: %v, %v", roles, err)
 	}
 }

@@ -82,7 +82,7 @@ func (b *Batch) Absorb(o *Batch) {
 }
 
 // NewEpochBatch returns an empty epoch batch.
-func (db *DB) NewEpochBatch() *Batch { return &Batch{db: db, b: db.pdb.NewBatch()} }
+func (st State) NewEpochBatch() *Batch { return &Batch{db: st.db, b: st.db.pdb.NewBatch()} }
 
 func stateKey(job uint64, op uint32, key []byte) []byte {
 	return appendStateKey(make([]byte, 0, 14+len(key)), job, op, key)
@@ -166,8 +166,8 @@ func (b *Batch) Len() int {
 
 // CommitEpoch commits the batches of every job, plus meta (a checkpoint
 // record, may be nil under key k/<id>), atomically; sync makes it durable.
-func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) error {
-	return db.CommitEpochAt(batches, id, meta, sync, nil, nil)
+func (st State) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) error {
+	return st.CommitEpochAt(batches, id, meta, sync, nil, nil)
 }
 
 // CommitEpochAt is CommitEpoch for a round whose barrier sat at cut: the
@@ -175,7 +175,7 @@ func (db *DB) CommitEpoch(batches []*Batch, id uint64, meta []byte, sync bool) e
 // snapshot holds the views and the stream positions they are at together.
 // rp, if set, is the round's read point (readpoint.go), recorded before the
 // cut is published, so a statement that waited for the cut finds it.
-func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool, cut Cut, rp *ReadPoint) error {
+func (st State) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool, cut Cut, rp *ReadPoint) error {
 	var l layout
 	if cut != nil {
 		l.addSet(committedCutKey, encodeCut(cut))
@@ -184,7 +184,7 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 	var mc memCommit
 	for _, b := range batches {
 		b.mu.Lock()
-		db.routeMemStateLocked(b, &mc)
+		st.db.Memory().routeLocked(b, &mc)
 		err := l.addBatch(b.b)
 		for _, s := range b.singles {
 			if err == nil {
@@ -194,7 +194,7 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 		for _, r := range b.runs {
 			l.addRun(r)
 		}
-		b.b, b.singles, b.runs = db.pdb.NewBatch(), nil, nil // the Batch may not be reused
+		b.b, b.singles, b.runs = st.db.pdb.NewBatch(), nil, nil // the Batch may not be reused
 		appends = append(appends, b.appends...)
 		b.mu.Unlock()
 		if err != nil {
@@ -206,9 +206,9 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 	}
 	var pre *pebble.Batch
 	if len(mc.runs) > 0 || len(mc.snaps) > 0 {
-		pre = db.pdb.NewBatch()
-		if err := db.applyMemWrites(&mc, &l, pre); err != nil {
-			db.memCommitted(&mc, err)
+		pre = st.db.pdb.NewBatch()
+		if err := st.db.Memory().applyWrites(&mc, &l, pre); err != nil {
+			st.db.Memory().committed(&mc, err)
 			return err
 		}
 	}
@@ -220,7 +220,7 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 	}
 	pls := make([]*partitionLog, len(appends))
 	for i, a := range appends {
-		pl, err := db.partition(a.table, a.part)
+		pl, err := st.db.Log().partition(a.table, a.part)
 		if err != nil {
 			return err
 		}
@@ -240,7 +240,7 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 		l.addSet(logBlockKey(a.table, a.part, c.next), a.block)
 		c.next += blockRows(a.block)
 	}
-	all, err := l.build(db.pdb)
+	all, err := l.build(st.db.pdb)
 	if err == nil && pre != nil && !pre.Empty() {
 		// Range deletions first: the writes after them survive them.
 		if err = pre.Apply(all, nil); err == nil {
@@ -248,18 +248,18 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 		}
 	}
 	if err == nil {
-		err = db.Commit(all, sync)
+		err = st.db.Commit(all, sync)
 	} else {
 		err = sqlerr.Wrap(sqlerr.IOError, err)
 	}
 	if pre != nil {
-		db.memCommitted(&mc, err)
+		st.db.Memory().committed(&mc, err)
 	}
 	if err == nil && rp != nil {
-		db.addReadPoint(rp)
+		st.db.Epochs().addReadPoint(rp)
 	}
 	if err == nil && cut != nil {
-		db.setCommittedCut(cut)
+		st.db.Epochs().setCommittedCut(cut)
 	}
 	for _, c := range order {
 		if err == nil {
@@ -272,8 +272,8 @@ func (db *DB) CommitEpochAt(batches []*Batch, id uint64, meta []byte, sync bool,
 
 // LoadOffset returns a job's committed offset in a stream partition; ok is
 // false if the job never committed one.
-func (db *DB) LoadOffset(job, table uint64, part uint32) (off uint64, ok bool, err error) {
-	v, ok, err := db.get(offsetKey(job, table, part))
+func (st State) LoadOffset(job, table uint64, part uint32) (off uint64, ok bool, err error) {
+	v, ok, err := st.db.get(offsetKey(job, table, part))
 	if err != nil || !ok {
 		return 0, false, err
 	}
@@ -288,9 +288,9 @@ type Offset struct {
 }
 
 // Offsets returns every job's committed offsets.
-func (db *DB) Offsets() ([]Offset, error) {
+func (st State) Offsets() ([]Offset, error) {
 	var out []Offset
-	err := db.scanPrefix(db.pdb, []byte("o/"), func(k, v []byte) error {
+	err := st.db.scanPrefix(st.db.pdb, []byte("o/"), func(k, v []byte) error {
 		if len(k) != 22 || len(v) != 8 {
 			return sqlerr.New(sqlerr.DataCorrupted, "malformed offset record")
 		}
@@ -307,66 +307,80 @@ type Snapshot interface {
 	Close() error
 }
 
-// ViewSnapshot returns a snapshot of the database and the end of a view's
+// Snapshot returns a snapshot of the database and the end of a view's
 // changelog at the same instant: changelog appends commit under the
 // changelog partition's lock, so every change after the snapshot is at or
 // after the returned offset.
-func (db *DB) ViewSnapshot(view uint64) (Snapshot, uint64, error) {
-	pl, err := db.partition(view, 0)
+func (vs Views) Snapshot(view uint64) (Snapshot, uint64, error) {
+	pl, err := vs.db.Log().partition(view, 0)
 	if err != nil {
 		return nil, 0, err
 	}
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	return db.pdb.NewSnapshot(), pl.next, nil
+	return vs.db.pdb.NewSnapshot(), pl.next, nil
 }
 
-// GetState returns an operator's committed state for key, or nil.
-func (db *DB) GetState(job uint64, op uint32, key []byte) ([]byte, error) {
-	if m := db.memOf(job); m != nil {
+// Get returns an operator's committed state for key, or nil.
+func (st State) Get(job uint64, op uint32, key []byte) ([]byte, error) {
+	if m := st.db.Memory().of(job); m != nil {
 		return m.get(op, key), nil
 	}
-	v, ok, err := db.get(stateKey(job, op, key))
+	v, ok, err := st.db.get(stateKey(job, op, key))
 	if !ok {
 		return nil, err
 	}
 	return v, err
 }
 
-// ScanState calls fn with every state entry of an operator (key without prefix).
-func (db *DB) ScanState(job uint64, op uint32, fn func(key, val []byte) error) error {
-	if m := db.memOf(job); m != nil {
+// Scan calls fn with every state entry of an operator (key without prefix).
+func (st State) Scan(job uint64, op uint32, fn func(key, val []byte) error) error {
+	if m := st.db.Memory().of(job); m != nil {
 		return m.scan(op, nil, fn)
 	}
 	prefix := stateKey(job, op, nil)
-	return db.scanPrefix(db.pdb, prefix, func(k, v []byte) error { return fn(k[len(prefix):], v) })
+	return st.db.scanPrefix(st.db.pdb, prefix, func(k, v []byte) error { return fn(k[len(prefix):], v) })
 }
 
-// ScanStatePrefix calls fn with the state entries of an operator whose keys
+// ScanJob calls fn with every state entry a job keeps on the Pebble
+// backend, with its operator (keys without the operator's prefix): tests
+// count what a job left behind. A job on the memory backend keeps its
+// entries in memory and has none here between checkpoints.
+func (st State) ScanJob(job uint64, fn func(op uint32, key, val []byte) error) error {
+	prefix := binary.BigEndian.AppendUint64([]byte("s/"), job)
+	return st.db.scanPrefix(st.db.pdb, prefix, func(k, v []byte) error {
+		if len(k) < len(prefix)+4 {
+			return nil
+		}
+		return fn(binary.BigEndian.Uint32(k[len(prefix):]), k[len(prefix)+4:], v)
+	})
+}
+
+// ScanPrefix calls fn with the state entries of an operator whose keys
 // start with prefix (keys without the operator's prefix): an operator reads
 // back a group of its state it evicted from memory.
-func (db *DB) ScanStatePrefix(job uint64, op uint32, prefix []byte, fn func(key, val []byte) error) error {
-	if m := db.memOf(job); m != nil {
+func (st State) ScanPrefix(job uint64, op uint32, prefix []byte, fn func(key, val []byte) error) error {
+	if m := st.db.Memory().of(job); m != nil {
 		return m.scan(op, prefix, fn)
 	}
 	base := stateKey(job, op, nil)
-	return db.scanPrefix(db.pdb, stateKey(job, op, prefix), func(k, v []byte) error { return fn(k[len(base):], v) })
+	return st.db.scanPrefix(st.db.pdb, stateKey(job, op, prefix), func(k, v []byte) error { return fn(k[len(base):], v) })
 }
 
-// GetViewRow returns the row a view stores under key (nil: none): the
+// Get returns the row a view stores under key (nil: none): the
 // view sink reads back a row of a multiset it evicted from memory.
-func (db *DB) GetViewRow(view uint64, key []byte) ([]byte, error) {
-	v, _, err := db.get(viewKey(view, key))
+func (vs Views) Get(view uint64, key []byte) ([]byte, error) {
+	v, _, err := vs.db.get(viewKey(view, key))
 	return v, err
 }
 
-// ScanView calls fn with every row of a view as seen by r (nil: live).
-func (db *DB) ScanView(r Reader, view uint64, fn func(key, row []byte) error) error {
+// Scan calls fn with every row of a view as seen by r (nil: live).
+func (vs Views) Scan(r Reader, view uint64, fn func(key, row []byte) error) error {
 	if r == nil {
-		r = db.pdb
+		r = vs.db.pdb
 	}
 	prefix := viewKey(view, nil)
-	return db.scanPrefix(r, prefix, func(k, v []byte) error { return fn(k[len(prefix):], v) })
+	return vs.db.scanPrefix(r, prefix, func(k, v []byte) error { return fn(k[len(prefix):], v) })
 }
 
 // DeleteJobData adds to b the removal of a job's state, offsets and view rows.
@@ -377,20 +391,20 @@ func DeleteJobData(b *pebble.Batch, job uint64) {
 	}
 }
 
-// ResetJobData deletes everything job wrote (state, offsets, view rows
+// ResetJob deletes everything job wrote (state, offsets, view rows
 // and indexes, errors), durably: a distributed job's part starts a new
 // generation from its sources' beginning (distjob).
-func (db *DB) ResetJobData(job uint64) error {
-	b := db.pdb.NewBatch()
+func (st State) ResetJob(job uint64) error {
+	b := st.db.pdb.NewBatch()
 	defer b.Close()
 	DeleteJobData(b, job)
-	return db.Commit(b, true)
+	return st.db.Commit(b, true)
 }
 
 // LoadRecords returns the checkpoint records with id > after, in id order.
-func (db *DB) LoadRecords(after uint64) ([][]byte, error) {
+func (st State) LoadRecords(after uint64) ([][]byte, error) {
 	var out [][]byte
-	it, err := db.pdb.NewIter(&pebble.IterOptions{
+	it, err := st.db.pdb.NewIter(&pebble.IterOptions{
 		LowerBound: binary.BigEndian.AppendUint64([]byte("k/"), after+1),
 		UpperBound: prefixEnd([]byte("k/")),
 	})
@@ -410,25 +424,25 @@ func (db *DB) LoadRecords(after uint64) ([][]byte, error) {
 
 // PutRecord replaces the checkpoint record id (a checkpoint whose upload
 // to checkpoint storage failed after its commit is recorded as failed).
-func (db *DB) PutRecord(id uint64, meta []byte) error {
-	b := db.pdb.NewBatch()
+func (st State) PutRecord(id uint64, meta []byte) error {
+	b := st.db.pdb.NewBatch()
 	b.Set(binary.BigEndian.AppendUint64([]byte("k/"), id), meta, nil)
-	return db.Commit(b, false)
+	return st.db.Commit(b, false)
 }
 
 // DeleteRecords deletes checkpoint records: the history keeps the retained
 // checkpoints and the last few (checkpoint.HistoryKept), so loading it at
 // startup does not grow with uptime. Not synced: a record that comes back
 // after a crash is deleted again.
-func (db *DB) DeleteRecords(ids []uint64) error {
+func (st State) DeleteRecords(ids []uint64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	b := db.pdb.NewBatch()
+	b := st.db.pdb.NewBatch()
 	for _, id := range ids {
 		b.Delete(binary.BigEndian.AppendUint64([]byte("k/"), id), nil)
 	}
-	return db.Commit(b, false)
+	return st.db.Commit(b, false)
 }
 
 // JobError is a row a job skipped under job.error_policy = 'skip' (the
@@ -469,10 +483,10 @@ func (b *Batch) DeleteJobError(job uint64, part uint32, off uint64) {
 }
 
 // JobErrorOffsets returns the offsets of job's records in partition part.
-func (db *DB) JobErrorOffsets(job uint64, part uint32) (map[uint64]bool, error) {
+func (es Errors) JobErrorOffsets(job uint64, part uint32) (map[uint64]bool, error) {
 	out := map[uint64]bool{}
 	prefix := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64([]byte("e/"), job), part)
-	err := db.scanPrefix(db.pdb, prefix, func(k, _ []byte) error {
+	err := es.db.scanPrefix(es.db.pdb, prefix, func(k, _ []byte) error {
 		if len(k) == len(prefix)+8 {
 			out[binary.BigEndian.Uint64(k[len(prefix):])] = true
 		}
@@ -483,9 +497,9 @@ func (db *DB) JobErrorOffsets(job uint64, part uint32) (map[uint64]bool, error) 
 
 // JobErrorCounts returns how many skipped rows each job has recorded, by
 // job ID (a scan of the keys only).
-func (db *DB) JobErrorCounts() (map[uint64]int64, error) {
+func (es Errors) JobErrorCounts() (map[uint64]int64, error) {
 	out := map[uint64]int64{}
-	err := db.scanPrefix(db.pdb, []byte("e/"), func(k, _ []byte) error {
+	err := es.db.scanPrefix(es.db.pdb, []byte("e/"), func(k, _ []byte) error {
 		if len(k) >= 10 {
 			out[binary.BigEndian.Uint64(k[2:10])]++
 		}
@@ -496,10 +510,10 @@ func (db *DB) JobErrorCounts() (map[uint64]int64, error) {
 
 // JobErrorCount returns how many skipped rows job has recorded, counting
 // at most max (a scan of the keys only).
-func (db *DB) JobErrorCount(job uint64, max int64) (int64, error) {
+func (es Errors) JobErrorCount(job uint64, max int64) (int64, error) {
 	var n int64
 	stop := errors.New("enough")
-	err := db.scanPrefix(db.pdb, binary.BigEndian.AppendUint64([]byte("e/"), job), func(_, _ []byte) error {
+	err := es.db.scanPrefix(es.db.pdb, binary.BigEndian.AppendUint64([]byte("e/"), job), func(_, _ []byte) error {
 		if n++; n >= max {
 			return stop
 		}
@@ -512,9 +526,9 @@ func (db *DB) JobErrorCount(job uint64, max int64) (int64, error) {
 }
 
 // JobErrors returns every recorded skipped row, by job then position.
-func (db *DB) JobErrors() ([]JobError, error) {
+func (es Errors) JobErrors() ([]JobError, error) {
 	var out []JobError
-	err := db.scanPrefix(db.pdb, []byte("e/"), func(_, v []byte) error {
+	err := es.db.scanPrefix(es.db.pdb, []byte("e/"), func(_, v []byte) error {
 		var e JobError
 		if err := json.Unmarshal(v, &e); err != nil {
 			return sqlerr.New(sqlerr.DataCorrupted, "job error record: %v", err)
@@ -525,14 +539,14 @@ func (db *DB) JobErrors() ([]JobError, error) {
 	return out, err
 }
 
-// StateSize estimates the bytes on disk of all operator state and view rows,
+// Size estimates the bytes on disk of all operator state and view rows,
 // memory-backend snapshot files included.
-func (db *DB) StateSize() int64 {
+func (st State) Size() int64 {
 	var n uint64
 	for _, p := range []string{"s/", "v/", "i/"} {
-		if u, err := db.pdb.EstimateDiskUsage([]byte(p), prefixEnd([]byte(p))); err == nil {
+		if u, err := st.db.pdb.EstimateDiskUsage([]byte(p), prefixEnd([]byte(p))); err == nil {
 			n += u
 		}
 	}
-	return int64(n) + db.MemSnapshotBytes()
+	return int64(n) + st.db.Memory().SnapshotBytes()
 }

@@ -15,7 +15,7 @@ import (
 // first read and sees the database as it was then: the caller closes the
 // cursor at every barrier, before it evicts what it has just committed,
 // and the next read opens a new one. A memory-backend job's cursor reads
-// its map as GetState and ScanStatePrefix do.
+// its map as State.Get and State.ScanPrefix do.
 type StateCursor struct {
 	db   *DB
 	job  uint64
@@ -25,9 +25,9 @@ type StateCursor struct {
 	key  []byte // scratch: the full key of a read
 }
 
-// StateCursor returns a cursor over operator op of job's state entries.
-func (db *DB) StateCursor(job uint64, op uint32) *StateCursor {
-	return &StateCursor{db: db, job: job, op: op, base: len(stateKey(job, op, nil))}
+// Cursor returns a cursor over operator op of job's state entries.
+func (st State) Cursor(job uint64, op uint32) *StateCursor {
+	return &StateCursor{db: st.db, job: job, op: op, base: len(stateKey(job, op, nil))}
 }
 
 func (c *StateCursor) iter() (*pebble.Iterator, error) {
@@ -47,7 +47,7 @@ func (c *StateCursor) iter() (*pebble.Iterator, error) {
 // prefix) start with prefix, in key order; key and val are valid during
 // the call only.
 func (c *StateCursor) ScanPrefix(prefix []byte, fn func(key, val []byte) error) error {
-	if m := c.db.memOf(c.job); m != nil {
+	if m := c.db.Memory().of(c.job); m != nil {
 		return m.scan(c.op, prefix, fn)
 	}
 	it, err := c.iter()
@@ -73,7 +73,7 @@ func (c *StateCursor) ScanPrefix(prefix []byte, fn func(key, val []byte) error) 
 // Get returns the value of key (without the operator's prefix), nil if it
 // has none; the value is valid until the next read or Close.
 func (c *StateCursor) Get(key []byte) ([]byte, error) {
-	if m := c.db.memOf(c.job); m != nil {
+	if m := c.db.Memory().of(c.job); m != nil {
 		return m.get(c.op, key), nil
 	}
 	it, err := c.iter()

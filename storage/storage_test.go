@@ -54,7 +54,7 @@ func appendVals(t *testing.T, db *DB, table uint64, part uint32, blocks ...[]int
 	for _, b := range blocks {
 		recs = append(recs, rec(memory.DefaultAllocator, b...))
 	}
-	first, err := db.AppendLog(table, part, recs)
+	first, err := db.Log().Append(table, part, recs)
 	for _, r := range recs {
 		r.Release()
 	}
@@ -65,12 +65,12 @@ func appendVals(t *testing.T, db *DB, table uint64, part uint32, blocks ...[]int
 }
 
 // readVals reads [from, to) and returns the values and, per row, the offset
-// ReadLog reported for it (a block's first offset plus the row's index).
+// Log.Read reported for it (a block's first offset plus the row's index).
 func readVals(t *testing.T, db *DB, table uint64, part uint32, from, to uint64) (vals []int64, offs []uint64) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	err := db.ReadLog(mem, table, part, from, to, func(first uint64, r arrow.RecordBatch) error {
+	err := db.Log().Read(mem, table, part, from, to, func(first uint64, r arrow.RecordBatch) error {
 		defer r.Release()
 		col := r.Column(0).(*array.Int64)
 		for i := 0; i < col.Len(); i++ {
@@ -87,7 +87,7 @@ func readVals(t *testing.T, db *DB, table uint64, part uint32, from, to uint64) 
 
 func bounds(t *testing.T, db *DB, table uint64, part uint32) (start, end uint64) {
 	t.Helper()
-	start, end, _, err := db.LogBounds(table, part)
+	start, end, _, err := db.Log().Bounds(table, part)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestAppendLogConcurrent(t *testing.T) {
 					recs = append(recs, rec(memory.DefaultAllocator, b...))
 					all = append(all, b...)
 				}
-				first, err := db.AppendLog(7, 0, recs)
+				first, err := db.Log().Append(7, 0, recs)
 				for _, r := range recs {
 					r.Release()
 				}
@@ -239,7 +239,7 @@ func TestTruncateLog(t *testing.T) {
 		{0, 0}, {3, 0}, {4, 4}, {5, 4}, {3, 4}, // never moves back
 		{8, 6}, {9, 9}, {100, 9}, // the last block is kept
 	} {
-		if err := db.TruncateLog(1, 0, c.below); err != nil {
+		if err := db.Log().Truncate(1, 0, c.below); err != nil {
 			t.Fatal(err)
 		}
 		start, end := bounds(t, db, 1, 0)
@@ -264,7 +264,7 @@ func TestReopenRecoversLog(t *testing.T) {
 	appendVals(t, db, 1, 0, seq(0, 5), seq(5, 3))
 	appendVals(t, db, 1, 0, seq(8, 2))
 	appendVals(t, db, 1, 1, seq(100, 1))
-	if err := db.TruncateLog(1, 0, 6); err != nil {
+	if err := db.Log().Truncate(1, 0, 6); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -291,7 +291,7 @@ func TestReopenRecoversLog(t *testing.T) {
 // epochBatch is one job's epoch: a state entry, a view row, an offset and
 // changelog blocks on two partitions.
 func epochBatch(db *DB, job uint64, n int) *Batch {
-	b := db.NewEpochBatch()
+	b := db.State().NewEpochBatch()
 	r := b.NewRun()
 	r.PutState(job, 0, []byte("k"), fmt.Appendf(nil, "state%d", n))
 	b.AddRun(r)
@@ -312,13 +312,13 @@ func epochBatch(db *DB, job uint64, n int) *Batch {
 func epochState(t *testing.T, db *DB, job uint64) string {
 	t.Helper()
 	var state, row string
-	if err := db.ScanState(job, 0, func(_, v []byte) error { state = string(v); return nil }); err != nil {
+	if err := db.State().Scan(job, 0, func(_, v []byte) error { state = string(v); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ScanView(nil, job, func(_, v []byte) error { row = string(v); return nil }); err != nil {
+	if err := db.Views().Scan(nil, job, func(_, v []byte) error { row = string(v); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	off, _, err := db.LoadOffset(job, 1, 0)
+	off, _, err := db.State().LoadOffset(job, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func TestCommitEpochAtomic(t *testing.T) {
 	if got := epochState(t, db, 1); got != empty {
 		t.Fatalf("before commit: %s", got)
 	}
-	if err := db.CommitEpoch([]*Batch{b1, b2}, 1, []byte(`{"ID":1}`), true); err != nil {
+	if err := db.State().CommitEpoch([]*Batch{b1, b2}, 1, []byte(`{"ID":1}`), true); err != nil {
 		t.Fatal(err)
 	}
 	for job := uint64(1); job <= 2; job++ {
@@ -347,18 +347,18 @@ func TestCommitEpochAtomic(t *testing.T) {
 			t.Fatalf("job %d after commit: %s, want %s", job, got, want)
 		}
 	}
-	recs, err := db.LoadRecords(0)
+	recs, err := db.State().LoadRecords(0)
 	if err != nil || len(recs) != 1 || string(recs[0]) != `{"ID":1}` {
 		t.Fatalf("checkpoint records = %q, %v", recs, err)
 	}
 
-	// CommitEpoch and AppendLog on the same changelog partition, racing.
+	// CommitEpoch and Log.Append on the same changelog partition, racing.
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		for i := 2; i < 40; i++ {
-			if err := db.CommitEpoch([]*Batch{epochBatch(db, 1, i)}, 0, nil, i%5 == 0); err != nil {
+			if err := db.State().CommitEpoch([]*Batch{epochBatch(db, 1, i)}, 0, nil, i%5 == 0); err != nil {
 				t.Error(err)
 			}
 		}
@@ -414,7 +414,7 @@ func TestCommitEpochPowerLoss(t *testing.T) {
 		n := 1 + r.IntN(6)
 		for i := 1; i <= n; i++ {
 			sync := r.IntN(3) == 0
-			if err := db.CommitEpoch([]*Batch{epochBatch(db, 1, i)}, uint64(i), nil, sync); err != nil {
+			if err := db.State().CommitEpoch([]*Batch{epochBatch(db, 1, i)}, uint64(i), nil, sync); err != nil {
 				t.Fatal(err)
 			}
 			if sync {
@@ -468,7 +468,7 @@ func TestLogOffsetAt(t *testing.T) {
 		appendVals(t, db, 1, 0, seq(int64(3*i), 3)) // blocks start at 0, 3, 6, ...
 	}
 	for i, m := range marks {
-		got, err := db.LogOffsetAt(1, 0, m)
+		got, err := db.Log().OffsetAt(1, 0, m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -476,13 +476,13 @@ func TestLogOffsetAt(t *testing.T) {
 			t.Fatalf("LogOffsetAt(mark %d) = %d, want %d", i, got, 3*i)
 		}
 	}
-	if got, _ := db.LogOffsetAt(1, 0, time.Now().Add(time.Second)); got != 18 {
+	if got, _ := db.Log().OffsetAt(1, 0, time.Now().Add(time.Second)); got != 18 {
 		t.Fatalf("LogOffsetAt(future) = %d, want the end 18", got)
 	}
-	if err := db.TruncateLog(1, 0, 7); err != nil {
+	if err := db.Log().Truncate(1, 0, 7); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := db.LogOffsetAt(1, 0, marks[0]); got != 6 {
+	if got, _ := db.Log().OffsetAt(1, 0, marks[0]); got != 6 {
 		t.Fatalf("after truncation LogOffsetAt(mark 0) = %d, want the start 6", got)
 	}
 }
@@ -491,14 +491,14 @@ func TestLogOffsetAt(t *testing.T) {
 func TestOffsets(t *testing.T) {
 	db := openMem(t, vfs.NewMem())
 	defer db.Close()
-	b := db.NewEpochBatch()
+	b := db.State().NewEpochBatch()
 	b.SetOffset(7, 1, 0, 10)
 	b.SetOffset(7, 1, 1, 12)
 	b.SetOffset(9, 2, 0, 5)
-	if err := db.CommitEpoch([]*Batch{b}, 1, nil, true); err != nil {
+	if err := db.State().CommitEpoch([]*Batch{b}, 1, nil, true); err != nil {
 		t.Fatal(err)
 	}
-	got, err := db.Offsets()
+	got, err := db.State().Offsets()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +514,7 @@ func TestOffsets(t *testing.T) {
 func TestEpochLayout(t *testing.T) {
 	db := openMem(t, vfs.NewMem())
 	defer db.Close()
-	b := db.NewEpochBatch()
+	b := db.State().NewEpochBatch()
 	r1, r2, r3 := b.NewRun(), b.NewRun(), b.NewRun()
 	for i := 0; i < 100; i++ {
 		r1.PutState(1, 0, []byte{byte(i)}, []byte("a"))
@@ -561,18 +561,18 @@ func TestEpochLayout(t *testing.T) {
 		t.Fatal("the ordered runs and single writes were not laid out in key order")
 	}
 
-	if err := db.CommitEpoch([]*Batch{b}, 3, []byte("{}"), true); err != nil {
+	if err := db.State().CommitEpoch([]*Batch{b}, 3, []byte("{}"), true); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	if err := db.ScanState(1, 0, func(key, val []byte) error { n++; return nil }); err != nil {
+	if err := db.State().Scan(1, 0, func(key, val []byte) error { n++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	var rows []string
-	if err := db.ScanView(nil, 9, func(key, row []byte) error { rows = append(rows, string(row)); return nil }); err != nil {
+	if err := db.Views().Scan(nil, 9, func(key, row []byte) error { rows = append(rows, string(row)); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	off, ok, err := db.LoadOffset(1, 5, 0)
+	off, ok, err := db.State().LoadOffset(1, 5, 0)
 	if err != nil || !ok || off != 42 || n != 200 || !slices.Equal(rows, []string{"row-a"}) {
 		t.Fatalf("after commit: %d state rows, view rows %q, offset %d %v %v", n, rows, off, ok, err)
 	}

@@ -49,8 +49,8 @@ func newTailCache(limit int64) *tailCache {
 
 // TailReader registers a reader of partition part of stream table's tail
 // (one per job source partition) until the returned function is called.
-func (db *DB) TailReader(table uint64, part uint32) (release func()) {
-	c := db.tail
+func (lg Log) TailReader(table uint64, part uint32) (release func()) {
+	c := lg.db.tail
 	if c.limit <= 0 {
 		return func() {}
 	}
@@ -80,15 +80,15 @@ func (db *DB) TailReader(table uint64, part uint32) (release func()) {
 type TailStats struct{ Hits, Misses, Bytes int64 }
 
 // TailStats returns the tail cache's counters.
-func (db *DB) TailStats() TailStats {
-	c := db.tail
+func (lg Log) TailStats() TailStats {
+	c := lg.db.tail
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return TailStats{Hits: c.hits, Misses: c.misses, Bytes: c.size}
 }
 
 // TailHits is the number of blocks read from the cache.
-func (db *DB) TailHits() int64 { return db.TailStats().Hits }
+func (lg Log) TailHits() int64 { return lg.TailStats().Hits }
 
 // miss counts a staged block loaded from Pebble.
 func (c *tailCache) miss() {

@@ -29,30 +29,30 @@ func TestTailCache(t *testing.T) {
 	if _, err := st.Publish(0); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(0, 12); !slices.Equal(got, want) || db.TailHits() != 0 || db.tail.size != 0 {
-		t.Fatalf("no reader: read %v, hits %d, cached %d bytes", got, db.TailHits(), db.tail.size)
+	if got := read(0, 12); !slices.Equal(got, want) || db.Log().TailHits() != 0 || db.tail.size != 0 {
+		t.Fatalf("no reader: read %v, hits %d, cached %d bytes", got, db.Log().TailHits(), db.tail.size)
 	}
 
 	// Two readers of partition 0, one of partition 1.
-	r1, r2 := db.TailReader(1, 0), db.TailReader(1, 0)
-	r3 := db.TailReader(1, 1)
+	r1, r2 := db.Log().TailReader(1, 0), db.Log().TailReader(1, 0)
+	r3 := db.Log().TailReader(1, 1)
 	st = stageVals(t, db, 1, seq(0, 4), seq(4, 3), seq(7, 5))
 	if _, err := st.Publish(0); err != nil {
 		t.Fatal(err)
 	}
 	// A read ending inside the third block owes nothing for it.
-	if got := read(12, 21); !slices.Equal(got, want[:9]) || db.TailHits() != 3 {
-		t.Fatalf("first read: %v, hits %d", got, db.TailHits())
+	if got := read(12, 21); !slices.Equal(got, want[:9]) || db.Log().TailHits() != 3 {
+		t.Fatalf("first read: %v, hits %d", got, db.Log().TailHits())
 	}
-	if got := read(12, 24); !slices.Equal(got, want) || db.TailHits() != 6 {
-		t.Fatalf("second read: %v, hits %d", got, db.TailHits())
+	if got := read(12, 24); !slices.Equal(got, want) || db.Log().TailHits() != 6 {
+		t.Fatalf("second read: %v, hits %d", got, db.Log().TailHits())
 	}
 	// Blocks 1 and 2 were read whole twice: gone. Block 3 once: still there.
-	if got := read(12, 24); !slices.Equal(got, want) || db.TailHits() != 6 {
-		t.Fatalf("third read (from Pebble): %v, hits %d", got, db.TailHits())
+	if got := read(12, 24); !slices.Equal(got, want) || db.Log().TailHits() != 6 {
+		t.Fatalf("third read (from Pebble): %v, hits %d", got, db.Log().TailHits())
 	}
-	if got := read(19, 24); !slices.Equal(got, want[7:]) || db.TailHits() != 7 || len(db.tail.blocks) != 0 {
-		t.Fatalf("last block: %v, hits %d, %d blocks cached", got, db.TailHits(), len(db.tail.blocks))
+	if got := read(19, 24); !slices.Equal(got, want[7:]) || db.Log().TailHits() != 7 || len(db.tail.blocks) != 0 {
+		t.Fatalf("last block: %v, hits %d, %d blocks cached", got, db.Log().TailHits(), len(db.tail.blocks))
 	}
 	// A read starting inside a block goes to Pebble.
 	if got := read(14, 24); !slices.Equal(got, want[2:]) {
@@ -78,13 +78,13 @@ func TestTailCache(t *testing.T) {
 	if len(db.tail.blocks) != 2 || db.tail.size > db.tail.limit {
 		t.Fatalf("over budget: %d blocks, %d bytes, limit %d", len(db.tail.blocks), db.tail.size, db.tail.limit)
 	}
-	hits := db.TailHits()
-	if got := read(24, 36); !slices.Equal(got, seq(0, 12)) || db.TailHits() != hits+0 {
+	hits := db.Log().TailHits()
+	if got := read(24, 36); !slices.Equal(got, seq(0, 12)) || db.Log().TailHits() != hits+0 {
 		// The read starts at the evicted block, so it goes to Pebble whole.
-		t.Fatalf("after eviction: %v, hits %d (was %d)", got, db.TailHits(), hits)
+		t.Fatalf("after eviction: %v, hits %d (was %d)", got, db.Log().TailHits(), hits)
 	}
-	if got := read(28, 36); !slices.Equal(got, seq(4, 8)) || db.TailHits() != hits+2 {
-		t.Fatalf("the cached blocks: %v, hits %d (was %d)", got, db.TailHits(), hits)
+	if got := read(28, 36); !slices.Equal(got, seq(4, 8)) || db.Log().TailHits() != hits+2 {
+		t.Fatalf("the cached blocks: %v, hits %d (was %d)", got, db.Log().TailHits(), hits)
 	}
 
 	// The last reader of the table going drops what is left.

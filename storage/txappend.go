@@ -25,7 +25,7 @@ type TxAppend struct {
 // commits cannot deadlock; MarkCut waits for commits in flight. The caller
 // keeps ownership of the records. The stages are finished either way: on
 // error they are aborted.
-func (db *DB) CommitAppends(apps []TxAppend) (err error) {
+func (lg Log) CommitAppends(apps []TxAppend) (err error) {
 	var stages []*Stage
 	for _, a := range apps {
 		stages = append(stages, a.Stages...)
@@ -72,18 +72,18 @@ func (db *DB) CommitAppends(apps []TxAppend) (err error) {
 			}
 			blocks[i] = append(blocks[i], v)
 		}
-		if pls[i], err = db.partition(a.Table, a.Part); err != nil {
+		if pls[i], err = lg.partition(a.Table, a.Part); err != nil {
 			return err
 		}
 	}
 	for _, a := range apps {
 		for _, s := range a.Stages {
-			db.tail.publish(s.table, s.id, a.Part, s.blocks)
+			lg.db.tail.publish(s.table, s.id, a.Part, s.blocks)
 		}
 	}
-	b := db.pdb.NewBatch()
+	b := lg.db.pdb.NewBatch()
 	defer b.Close()
-	db.appendsMu.RLock()
+	lg.db.appendsMu.RLock()
 	for _, pl := range pls {
 		pl.mu.Lock()
 	}
@@ -100,7 +100,7 @@ func (db *DB) CommitAppends(apps []TxAppend) (err error) {
 		}
 		ends[i] = off
 	}
-	err = db.pdb.ApplyNoSyncWait(b, pebble.Sync)
+	err = lg.db.pdb.ApplyNoSyncWait(b, pebble.Sync)
 	if err == nil {
 		for _, s := range stages {
 			s.done = true
@@ -112,7 +112,7 @@ func (db *DB) CommitAppends(apps []TxAppend) (err error) {
 		}
 		pl.mu.Unlock()
 	}
-	db.appendsMu.RUnlock()
+	lg.db.appendsMu.RUnlock()
 	if err != nil {
 		return sqlerr.Wrap(sqlerr.IOError, err)
 	}

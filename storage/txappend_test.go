@@ -28,7 +28,7 @@ func TestCommitAppends(t *testing.T) {
 	if vals, _ := readVals(t, db, 2, 0, 0, 100); len(vals) != 0 {
 		t.Fatalf("rows of table 2 visible before the commit: %v", vals)
 	}
-	err := db.CommitAppends([]TxAppend{
+	err := db.Log().CommitAppends([]TxAppend{
 		{Table: 2, Part: 0, Recs: []arrow.RecordBatch{r2}, Stages: []*Stage{st2}},
 		{Table: 1, Part: 0, Recs: []arrow.RecordBatch{r1}, Stages: []*Stage{st1}},
 	})
@@ -57,7 +57,7 @@ func TestCommitAppends(t *testing.T) {
 	st3 := stageVals(t, db, 1, seq(300, 2))
 	st4 := stageVals(t, db, 2, seq(400, 2))
 	st4.Abort()
-	if err := db.CommitAppends([]TxAppend{{Table: 1, Stages: []*Stage{st3}}, {Table: 2, Stages: []*Stage{st4}}}); err == nil {
+	if err := db.Log().CommitAppends([]TxAppend{{Table: 1, Stages: []*Stage{st3}}, {Table: 2, Stages: []*Stage{st4}}}); err == nil {
 		t.Fatal("a commit with a finished stage succeeded")
 	}
 	check("after a failed commit")
@@ -80,7 +80,7 @@ func TestCommitAppendsCut(t *testing.T) {
 		for i := 0; i < txns; i++ {
 			a := rec(memory.DefaultAllocator, int64(i))
 			b := rec(memory.DefaultAllocator, int64(i))
-			err := db.CommitAppends([]TxAppend{
+			err := db.Log().CommitAppends([]TxAppend{
 				{Table: 1, Recs: []arrow.RecordBatch{a}},
 				{Table: 2, Recs: []arrow.RecordBatch{b}},
 			})
@@ -95,11 +95,11 @@ func TestCommitAppendsCut(t *testing.T) {
 	parts := []LogPart{{Table: 1}, {Table: 2}}
 	cuts := 0
 	for epoch := uint64(1); ; epoch++ {
-		cut, err := db.MarkCut(epoch, parts)
+		cut, err := db.Epochs().MarkCut(epoch, parts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		db.ReleaseCut(epoch)
+		db.Epochs().ReleaseCut(epoch)
 		if cut[parts[0]] != cut[parts[1]] {
 			t.Fatalf("cut %d at %d rows of table 1 and %d of table 2", epoch, cut[parts[0]], cut[parts[1]])
 		}

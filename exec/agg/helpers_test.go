@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
@@ -28,7 +27,7 @@ type testJob struct {
 const testJobID = 1
 
 func valueJob(t testing.TB) *testJob {
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem()})
+	db, err := storage.Open("db", storage.Options{FS: storage.MemFS()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,16 +41,16 @@ type testState struct {
 	op uint32
 }
 
-func (s testState) Get(k []byte) ([]byte, error) { return s.j.db.GetState(testJobID, s.op, k) }
+func (s testState) Get(k []byte) ([]byte, error) { return s.j.db.State().Get(testJobID, s.op, k) }
 func (s testState) Scan(fn func(key, val []byte) error) error {
-	return s.j.db.ScanState(testJobID, s.op, fn)
+	return s.j.db.State().Scan(testJobID, s.op, fn)
 }
 func (s testState) ScanPrefix(p []byte, fn func(key, val []byte) error) error {
-	return s.j.db.ScanStatePrefix(testJobID, s.op, p, fn)
+	return s.j.db.State().ScanPrefix(testJobID, s.op, p, fn)
 }
 func (s testState) Loaded() {
 	if s.j.mem {
-		s.j.db.ReleaseMemState(testJobID, s.op, func(int) bool { return true })
+		s.j.db.Memory().Release(testJobID, s.op, func(int) bool { return true })
 	}
 }
 func (s testState) Commit(w *storage.Batch, _ *op.Barrier, _, _ bool, write func(*opkit.Writer) error, _ func(uint64) *opkit.Snapshot) (bool, error) {
@@ -123,14 +122,14 @@ func saveEpoch(t testing.TB, j *testJob, o *Op, epoch uint64) uint32 {
 	if err := o.changesOf(true, func(c op.Chunk) error { c.Rec.Release(); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	w := j.db.NewEpochBatch()
+	w := j.db.State().NewEpochBatch()
 	x := opkit.NewWriter(w, testJobID, o.id)
 	if err := o.writeState(x); err != nil {
 		t.Fatal(err)
 	}
 	x.Close()
 	n := w.Count()
-	if err := j.db.CommitEpoch([]*storage.Batch{w}, epoch, nil, false); err != nil {
+	if err := j.db.State().CommitEpoch([]*storage.Batch{w}, epoch, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -177,7 +176,7 @@ func restoredOp(t testing.TB, j *testJob) *Op {
 func stateOf(t *testing.T, j *testJob, op uint32) []string {
 	t.Helper()
 	var out []string
-	if err := j.db.ScanState(testJobID, op, func(k, v []byte) error {
+	if err := j.db.State().Scan(testJobID, op, func(k, v []byte) error {
 		out = append(out, fmt.Sprintf("%x=%x", k, v))
 		return nil
 	}); err != nil {

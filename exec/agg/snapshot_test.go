@@ -73,33 +73,33 @@ func TestMemoryBackendHoldsAggregateOnce(t *testing.T) {
 	// The job moves to the memory backend: its state table is loaded into
 	// the map, the aggregate loads its groups from there and releases them.
 	j.mem = true
-	if err := j.db.UseMemoryState(testJobID); err != nil {
+	if err := j.db.Memory().Use(testJobID); err != nil {
 		t.Fatal(err)
 	}
-	if n := j.db.MemStateBytes(testJobID); n == 0 {
+	if n := j.db.Memory().Bytes(testJobID); n == 0 {
 		t.Fatal("the state map is empty before the aggregate loaded")
 	}
 	op2 := restoredOp(t, j)
 	if got := groupRows(t, op2); got != want {
 		t.Fatal("groups loaded on the memory backend differ")
 	}
-	if n := j.db.MemStateBytes(testJobID); n != 0 {
+	if n := j.db.Memory().Bytes(testJobID); n != 0 {
 		t.Fatalf("the state map still holds %d bytes after the aggregate loaded its groups", n)
 	}
 	// A snapshot from the aggregate's own entries, committed, then read
 	// back by a restarted job.
-	w := j.db.NewEpochBatch()
+	w := j.db.State().NewEpochBatch()
 	w.SnapshotMemState(testJobID, false, []storage.OpSnapshot{op2.Snapshot(2)})
-	if err := j.db.CommitEpoch([]*storage.Batch{w}, 2, nil, false); err != nil {
+	if err := j.db.State().CommitEpoch([]*storage.Batch{w}, 2, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if !j.db.HasMemSnapshot(testJobID) {
+	if !j.db.Memory().HasSnapshot(testJobID) {
 		t.Fatal("no snapshot committed")
 	}
-	if n, err := j.db.StateEntries(testJobID); err != nil || n != 2000*(1+4*2) {
+	if n, err := j.db.State().Entries(testJobID); err != nil || n != 2000*(1+4*2) {
 		t.Fatalf("snapshot holds %d entries (%v), want %d", n, err, 2000*9)
 	}
-	if err := j.db.UseMemoryState(testJobID); err != nil {
+	if err := j.db.Memory().Use(testJobID); err != nil {
 		t.Fatal(err)
 	}
 	if got := groupRows(t, restoredOp(t, j)); got != want {

@@ -108,11 +108,11 @@ func TestValueStateLegacy(t *testing.T) {
 	val = bag(binary.AppendVarint(binary.AppendUvarint(binary.AppendVarint(val, 0), 10), 2), vals) // sum(DISTINCT): hi, lo, n; values
 	pushSigned(t, o, [][2]int64{{1, 4}}, 1)                                                        // only to learn group 1's state key
 	key := stateKeyOf(o, 0, nil)
-	w := j.db.NewEpochBatch()
+	w := j.db.State().NewEpochBatch()
 	r := w.NewRun()
 	r.PutState(testJobID, 7, key, val)
 	w.AddRun(r)
-	if err := j.db.CommitEpoch([]*storage.Batch{w}, 1, nil, false); err != nil {
+	if err := j.db.State().CommitEpoch([]*storage.Batch{w}, 1, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	op2 := restoredOp(t, j)

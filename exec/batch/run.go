@@ -145,7 +145,7 @@ func readLogBlocks(ctx *plan.Ctx, t *storage.TableDef, snap storage.Reader, emit
 		if err != nil {
 			return err
 		}
-		if err := ctx.DB.ReadLogAt(snap, ctx.Alloc(), t.ID, uint32(part), start, end, plan.OldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
+		if err := ctx.DB.Log().ReadAt(snap, ctx.Alloc(), t.ID, uint32(part), start, end, plan.OldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
 			if err := ctx.Check(); err != nil {
 				rec.Release()
 				return err

@@ -128,7 +128,7 @@ func (w *tableIndexer) apply(b *storage.WriteBatch, part uint32, first uint64, r
 func CatchUpTableIndex(ctx *plan.Ctx, t *storage.TableDef, ix *storage.IndexDef, upTo []uint64) error {
 	defer LockTableIndex(ix.ID)()
 	db := ctx.DB
-	mark, err := db.IndexMark(nil, t.ID, ix.ID)
+	mark, err := db.Views().IndexMark(nil, t.ID, ix.ID)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func CatchUpTableIndex(ctx *plan.Ctx, t *storage.TableDef, ix *storage.IndexDef,
 		return err
 	}
 	for part := 0; part < parts; part++ {
-		start, end, _, err := db.LogBounds(t.ID, uint32(part))
+		start, end, _, err := db.Log().Bounds(t.ID, uint32(part))
 		if err != nil {
 			return err
 		}
@@ -159,7 +159,7 @@ func CatchUpTableIndex(ctx *plan.Ctx, t *storage.TableDef, ix *storage.IndexDef,
 			end = min(end, upTo[part])
 		}
 		from := mark[part]
-		err = db.ReadLogAt(nil, opkit.Mem, t.ID, uint32(part), from, end, plan.OldLayoutRead(t, func(first uint64, rec arrow.RecordBatch) error {
+		err = db.Log().ReadAt(nil, opkit.Mem, t.ID, uint32(part), from, end, plan.OldLayoutRead(t, func(first uint64, rec arrow.RecordBatch) error {
 			defer rec.Release()
 			if err := ctx.Canceled(); err != nil {
 				return err
@@ -246,7 +246,7 @@ func scanTableIndex(ctx *plan.Ctx, p *plan.ScanStream, emit func(arrow.RecordBat
 		// A snapshot holds no more of the log than there is now: so an
 		// index caught up to here reads no log at all (a log read seeks,
 		// and decodes, the block before its start).
-		_, live, _, err := ctx.DB.LogBounds(t.ID, uint32(part))
+		_, live, _, err := ctx.DB.Log().Bounds(t.ID, uint32(part))
 		if err != nil {
 			return err
 		}
@@ -255,7 +255,7 @@ func scanTableIndex(ctx *plan.Ctx, p *plan.ScanStream, emit func(arrow.RecordBat
 	if err := CatchUpTableIndex(ctx, t, l.Index, ends); err != nil {
 		return err
 	}
-	mark, err := ctx.DB.IndexMark(snap, t.ID, l.Index.ID)
+	mark, err := ctx.DB.Views().IndexMark(snap, t.ID, l.Index.ID)
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func scanTableIndex(ctx *plan.Ctx, p *plan.ScanStream, emit func(arrow.RecordBat
 	if w.keyed != nil {
 		// The rows the log changes past the mark, netted by key.
 		touched, tail = map[string]bool{}, map[string]string{}
-		err := ctx.DB.ReadLogAt(snap, opkit.Mem, t.ID, 0, mark[0], ends[0], plan.OldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
+		err := ctx.DB.Log().ReadAt(snap, opkit.Mem, t.ID, 0, mark[0], ends[0], plan.OldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
 			defer rec.Release()
 			n := int(rec.NumRows())
 			cols := w.cols(rec)
@@ -321,7 +321,7 @@ func scanTableIndex(ctx *plan.Ctx, p *plan.ScanStream, emit func(arrow.RecordBat
 		return out.add(opkit.BytesView(row))
 	}
 	for _, kr := range rs {
-		if err := ctx.DB.ScanIndex(snap, t.ID, l.Index.ID, kr.Lo, kr.Hi, visit); err != nil {
+		if err := ctx.DB.Views().ScanIndex(snap, t.ID, l.Index.ID, kr.Lo, kr.Hi, visit); err != nil {
 			return err
 		}
 	}
@@ -337,7 +337,7 @@ func scanTableIndex(ctx *plan.Ctx, p *plan.ScanStream, emit func(arrow.RecordBat
 		return nil
 	}
 	for part := range parts {
-		err := ctx.DB.ReadLogAt(snap, ctx.Alloc(), t.ID, uint32(part), max(mark[part], starts[part]), ends[part], plan.OldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
+		err := ctx.DB.Log().ReadAt(snap, ctx.Alloc(), t.ID, uint32(part), max(mark[part], starts[part]), ends[part], plan.OldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
 			if err := ctx.Check(); err != nil {
 				rec.Release()
 				return err

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit"
@@ -94,7 +93,7 @@ func TestLookupJoinOp(t *testing.T) {
 	}
 	barrier := func(e uint64) {
 		t.Helper()
-		if err := jo.Barrier(ectx, &op.Barrier{Epoch: e}, db.NewEpochBatch()); err != nil {
+		if err := jo.Barrier(ectx, &op.Barrier{Epoch: e}, db.State().NewEpochBatch()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,7 +131,7 @@ func TestLookupJoinOp(t *testing.T) {
 // memDB is a storage.DB in memory, closed when t ends.
 func memDB(t *testing.T) *storage.DB {
 	t.Helper()
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem()})
+	db, err := storage.Open("db", storage.Options{FS: storage.MemFS()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,14 +18,14 @@ import (
 // a durable job's (exec/opstate.go), with its cursor.
 type pebbleState struct{ db *storage.DB }
 
-func (s pebbleState) Get(k []byte) ([]byte, error) { return s.db.GetState(1, 1, k) }
+func (s pebbleState) Get(k []byte) ([]byte, error) { return s.db.State().Get(1, 1, k) }
 func (s pebbleState) Scan(fn func(key, val []byte) error) error {
-	return s.db.ScanState(1, 1, fn)
+	return s.db.State().Scan(1, 1, fn)
 }
 func (s pebbleState) ScanPrefix(p []byte, fn func(key, val []byte) error) error {
-	return s.db.ScanStatePrefix(1, 1, p, fn)
+	return s.db.State().ScanPrefix(1, 1, p, fn)
 }
-func (s pebbleState) Cursor() opkit.Cursor { return s.db.StateCursor(1, 1) }
+func (s pebbleState) Cursor() opkit.Cursor { return s.db.State().Cursor(1, 1) }
 func (pebbleState) Loaded()                {}
 func (pebbleState) Commit(w *storage.Batch, b *op.Barrier, c, t bool, write func(*opkit.Writer) error, e func(uint64) *opkit.Snapshot) (bool, error) {
 	return writeState{}.Commit(w, b, c, t, write, e)
@@ -102,11 +102,11 @@ func TestInnerJoinReadsBackOneSide(t *testing.T) {
 				partials++
 			}
 		}
-		w := db.NewEpochBatch()
+		w := db.State().NewEpochBatch()
 		if err := jo.Barrier(ectx, &op.Barrier{Epoch: epoch}, w); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.CommitEpoch([]*storage.Batch{w}, epoch, nil, false); err != nil {
+		if err := db.State().CommitEpoch([]*storage.Batch{w}, epoch, nil, false); err != nil {
 			t.Fatal(err)
 		}
 		committed.Store(epoch)
@@ -134,7 +134,7 @@ func TestInnerJoinReadsBackOneSide(t *testing.T) {
 		}
 	}
 	stored := [2]map[[2]int64]int64{{}, {}}
-	err := db.ScanState(1, 1, func(key, val []byte) error {
+	err := db.State().Scan(1, 1, func(key, val []byte) error {
 		side := int(key[1])
 		klen, rest, _ := opkit.ReadUvarint(key[2:])
 		kv, v := rest[:klen], rest[klen:]

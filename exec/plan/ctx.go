@@ -90,11 +90,11 @@ func ProjectColumns(ctx *expr.Ctx, exprs []expr.Expr, ts []types.T, rec arrow.Re
 // the committed cut if a running job reads the stream, else everything the
 // snapshot holds.
 func ReadRange(ctx *Ctx, t *storage.TableDef, part int, snap storage.Reader) (start, end uint64, err error) {
-	start, end, _, err = ctx.DB.LogBounds(t.ID, uint32(part))
+	start, end, _, err = ctx.DB.Log().Bounds(t.ID, uint32(part))
 	if err != nil || snap == nil {
 		return start, end, err
 	}
-	cut, err := ctx.DB.CommittedCut(snap)
+	cut, err := ctx.DB.Epochs().CommittedCut(snap)
 	if err != nil {
 		return 0, 0, err
 	}

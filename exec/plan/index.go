@@ -143,7 +143,7 @@ func BuildIndex(db *storage.DB, src uint64, b *storage.WriteBatch, view *storage
 	ts := ColumnTypes(view)
 	ds := make([]types.Datum, len(ts))
 	var key []byte
-	return db.ScanView(nil, src, func(k, row []byte) error {
+	return db.Views().Scan(nil, src, func(k, row []byte) error {
 		body := row
 		for c, t := range ts {
 			d, rest, err := opkit.DecodeDatum(body, t)

@@ -68,7 +68,7 @@ func CachedKeyedRows(t *storage.TableDef) *KeyedRows {
 // the live end, which it returns. The caller holds the table's write lock,
 // so nothing is appended meanwhile.
 func (k *KeyedRows) CatchUp(ctx *Ctx, from uint64) (uint64, error) {
-	start, end, _, err := ctx.DB.LogBounds(k.t.ID, 0)
+	start, end, _, err := ctx.DB.Log().Bounds(k.t.ID, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -78,7 +78,7 @@ func (k *KeyedRows) CatchUp(ctx *Ctx, from uint64) (uint64, error) {
 	if from >= end {
 		return end, nil
 	}
-	err = ctx.DB.ReadLog(opkit.Mem, k.t.ID, 0, from, end, OldLayoutRead(k.t, func(_ uint64, rec arrow.RecordBatch) error {
+	err = ctx.DB.Log().Read(opkit.Mem, k.t.ID, 0, from, end, OldLayoutRead(k.t, func(_ uint64, rec arrow.RecordBatch) error {
 		defer rec.Release()
 		k.Apply(rec)
 		return nil
@@ -94,7 +94,7 @@ func (k *KeyedRows) readLog(ctx *Ctx, snap storage.Reader) error {
 		if err != nil {
 			return err
 		}
-		if err := ctx.DB.ReadLogAt(snap, opkit.Mem, t.ID, uint32(part), start, end, OldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
+		if err := ctx.DB.Log().ReadAt(snap, opkit.Mem, t.ID, uint32(part), start, end, OldLayoutRead(t, func(_ uint64, rec arrow.RecordBatch) error {
 			defer rec.Release()
 			if err := ctx.Check(); err != nil {
 				return err

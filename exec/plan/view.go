@@ -76,7 +76,7 @@ func ReadView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 		return nil
 	}
 	if p.Index == nil {
-		if err := ctx.DB.ScanView(r, p.View.ID, visit); err != nil {
+		if err := ctx.DB.Views().Scan(r, p.View.ID, visit); err != nil {
 			return err
 		}
 		return flush()
@@ -86,7 +86,7 @@ func ReadView(ctx *Ctx, p *ScanView, emit func(arrow.RecordBatch) error) error {
 		return err
 	}
 	for _, kr := range rs {
-		if err := ctx.DB.ScanIndex(r, p.View.ID, p.Index.Index.ID, kr.Lo, kr.Hi, visit); err != nil {
+		if err := ctx.DB.Views().ScanIndex(r, p.View.ID, p.Index.Index.ID, kr.Lo, kr.Hi, visit); err != nil {
 			return err
 		}
 	}

@@ -62,7 +62,7 @@ func TestRankAppendOnlyKeepsTop(t *testing.T) {
 				if err := rk.Push(ectx, op.Chunk{Rec: opkittest.KVRecord(rows)}, 0); err != nil {
 					t.Fatal(err)
 				}
-				w := db.NewEpochBatch()
+				w := db.State().NewEpochBatch()
 				if err := rk.Barrier(ectx, &op.Barrier{Epoch: e, Checkpoint: e%5 == 0}, w); err != nil {
 					t.Fatal(err)
 				}

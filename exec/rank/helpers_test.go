@@ -3,7 +3,6 @@ package rank
 import (
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit/opkittest"
@@ -34,7 +33,7 @@ func windowSpec(partition []expr.Expr, order []over.SortKey, hi int64, fs ...ove
 
 // memDB is an in-memory database, for epoch batches.
 func memDB(t *testing.T) *storage.DB {
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem()})
+	db, err := storage.Open("db", storage.Options{FS: storage.MemFS()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -506,7 +506,7 @@ func TestKill9LargeCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending, _, err := db.StagedKeys()
+	pending, _, err := db.Stages().Keys()
 	db.Close()
 	if err != nil {
 		t.Fatal(err)

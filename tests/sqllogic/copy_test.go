@@ -351,7 +351,7 @@ func stagedLeft(t *testing.T, dir string) (pending, staged, files int) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	pending, staged, err = db.StagedKeys()
+	pending, staged, err = db.Stages().Keys()
 	if err != nil {
 		t.Fatal(err)
 	}

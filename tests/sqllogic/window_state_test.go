@@ -2,13 +2,11 @@ package sqllogic
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/streamdb/streamdb/storage"
 )
 
@@ -22,7 +20,7 @@ func stateEntries(t *testing.T, dir, view string) int {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	defs, err := db.LoadCatalog()
+	defs, err := db.Catalog().Load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,18 +33,14 @@ func stateEntries(t *testing.T, dir, view string) int {
 	if id == 0 {
 		t.Fatalf("no view %s", view)
 	}
-	prefix := binary.BigEndian.AppendUint64([]byte("s/"), id)
-	end := binary.BigEndian.AppendUint64([]byte("s/"), id+1)
-	it, err := db.Pebble().NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: end})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
 	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		if k := it.Key(); len(k) >= len(prefix)+4 && binary.BigEndian.Uint32(k[len(prefix):]) != 0xFFFFFFFF {
+	if err := db.State().ScanJob(id, func(op uint32, _, _ []byte) error {
+		if op != 0xFFFFFFFF {
 			n++
 		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	return n
 }
