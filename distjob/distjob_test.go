@@ -16,7 +16,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/cluster"
 	"github.com/streamdb/streamdb/cluster/etcdtest"
 	"github.com/streamdb/streamdb/distjob"
@@ -89,7 +88,7 @@ func (c *testCluster) start(id string) *node {
 	c.mu.Lock()
 	c.addrs[id] = l.Addr().String()
 	c.mu.Unlock()
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem(), CacheBytes: 8 << 20})
+	db, err := storage.Open("db", storage.Options{FS: storage.MemFS(), CacheBytes: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamdb/streamdb/exec/batch"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/plan"
@@ -30,7 +29,7 @@ func TestEpochBound(t *testing.T) {
 }
 
 func testEpochBound(t *testing.T, cache int64, bound int, rowsView bool) {
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem(), CacheBytes: 8 << 20})
+	db, err := storage.Open("db", storage.Options{FS: storage.MemFS(), CacheBytes: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +144,7 @@ func testEpochBound(t *testing.T, cache int64, bound int, rowsView bool) {
 // the next epoch's own (which rewrite the same keys), never be dropped:
 // the job's offsets and in-memory state already include them.
 func TestLateAckCommitsWithNextEpoch(t *testing.T) {
-	db, err := storage.Open("db", storage.Options{FS: vfs.NewMem(), CacheBytes: 8 << 20})
+	db, err := storage.Open("db", storage.Options{FS: storage.MemFS(), CacheBytes: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
