@@ -29,9 +29,15 @@ import (
 // source's writes to a local instance).
 //
 // Only one shape runs distributed: one source → stateless stages →
-// one hash aggregate → the view (CheckDistShape). The caller injects the
-// same barrier epochs on every node (the cluster's rounds) and commits
-// each node's part.
+// one hash aggregate → the view (CheckDistShape). The aggregate may be a
+// window's (TUMBLE, HOP, CUMULATE keys; EMIT ON WINDOW CLOSE too): the
+// watermark crosses the exchange with each barrier, and an instance's
+// input watermark is the minimum over every split that feeds it, local
+// or remote (the aligner combines its inputs', the exchange inbox its
+// senders'), so a window closes only once every split has passed it, at
+// the same epoch on every node. The caller injects the same barrier
+// epochs on every node (the cluster's rounds) and commits each node's
+// part.
 type DistPart struct {
 	// Job names the job's exchange streams on every node: the view and
 	// the placement's generation, so streams of an older generation never
@@ -79,7 +85,7 @@ func DistSplits(p plan.Plan, parallelism int) (int, error) {
 // distributed shape.
 func distShape(g *graph) (src, agg *gnode, err error) {
 	refuse := func(why string) (*gnode, *gnode, error) {
-		return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "a distributed view must be a GROUP BY over one source (filters and projections allowed): %s", why)
+		return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "a distributed view must be a keyed GROUP BY over one source, windowed or not (filters, projections, TUMBLE and HOP windows and EMIT ON WINDOW CLOSE allowed): %s", why)
 	}
 	var ops []*gnode
 	for _, n := range g.nodes {
@@ -96,9 +102,6 @@ func distShape(g *graph) (src, agg *gnode, err error) {
 	}
 	if len(agg.agg.Keys) == 0 {
 		return refuse("a global aggregate has no key to spread")
-	}
-	if windowCloseOf(agg.agg) != nil {
-		return refuse("EMIT ON WINDOW CLOSE windows do not run distributed yet")
 	}
 	if src.changelog {
 		return refuse("its source is a change stream")
@@ -278,7 +281,10 @@ func (j *Job) drain(w *distWiring, in *exchange.Inbox, ch chan msg) error {
 // instances and splits that node held (distjob): the state and view rows
 // of the key groups of instances (of n), and the positions, event time
 // and lost-record counts of splits, of the source whose table id is
-// srcTable in the snapshot and dstTable here.
+// srcTable in the snapshot and dstTable here; and the aggregate's input
+// watermark, the same on every node at an epoch (the minimum over all
+// splits), so the rows replayed after a restore are judged late as they
+// were before it.
 func DistRestoreFilter(instances []int, n int, splits []int, srcTable, dstTable uint64) storage.PartFilter {
 	inst := make([]bool, n)
 	for _, i := range instances {
@@ -289,7 +295,7 @@ func DistRestoreFilter(instances []int, n int, splits []int, srcTable, dstTable 
 	return storage.PartFilter{
 		Group: func(kg byte) bool { return int(kg) < op.KeyGroups && inst[op.InstanceOf(int(kg), n)] },
 		Split: func(part uint32) bool { return slices.Contains(splits, int(part)) },
-		JobOp: jobStateOp, SplitKinds: string([]byte{keyPartEventTime, keyPartLost}),
+		JobOp: jobStateOp, SplitKinds: string([]byte{keyPartEventTime, keyPartLost}), SharedKinds: string([]byte{keyOpWatermark}),
 		SrcTable: srcTable, DstTable: dstTable,
 	}
 }
