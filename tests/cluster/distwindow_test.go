@@ -15,10 +15,10 @@ import (
 // watermark crosses the exchange: each aggregate instance's watermark is
 // the minimum over every split (partition) of the source, on whichever
 // node it is read, so a window closes only once every split has passed
-// it. Three views over a table of three partitions with a watermark of
+// it. Four views over a table of three partitions with a watermark of
 // one second, each created WITH (distributed = true) (refused if it could
-// not run distributed): a TUMBLE and a HOP with EMIT ON WINDOW CLOSE, and
-// a TUMBLE in the GROUP BY form that updates its rows. Every INSERT goes
+// not run distributed): a TUMBLE, a HOP and a CUMULATE with EMIT ON
+// WINDOW CLOSE, and a TUMBLE in the GROUP BY form that updates its rows. Every INSERT goes
 // to one partition, round robin per node, so three INSERTs from one node
 // reach the three splits.
 //
@@ -48,6 +48,9 @@ func TestClusterDistributedWindow(t *testing.T) {
 		`CREATE MATERIALIZED VIEW h WITH (distributed = true) AS
 		   SELECT window_start, window_end, count(*) AS n, sum(x) AS s, max(k) AS mk
 		   FROM HOP(ev, ts, INTERVAL '1' SECOND, INTERVAL '2' SECOND) GROUP BY window_start, window_end EMIT ON WINDOW CLOSE`,
+		`CREATE MATERIALIZED VIEW cu WITH (distributed = true) AS
+		   SELECT window_start, window_end, count(*) AS n, sum(x) AS s
+		   FROM CUMULATE(ev, ts, INTERVAL '1' SECOND, INTERVAL '3' SECOND) GROUP BY window_start, window_end EMIT ON WINDOW CLOSE`,
 		`CREATE MATERIALIZED VIEW g WITH (distributed = true) AS
 		   SELECT k, TUMBLE_START(ts, INTERVAL '2' SECOND) AS ws, count(*) AS n, max(x) AS m
 		   FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '2' SECOND)`)
@@ -93,6 +96,11 @@ func TestClusterDistributedWindow(t *testing.T) {
 		return `SELECT window_start, window_end, count(*), sum(x), max(k) FROM HOP(ev, ts, INTERVAL '1' SECOND, INTERVAL '2' SECOND)
 		  WHERE k >= 0 AND ts < '` + before + `' GROUP BY window_start, window_end`
 	}
+	cuBatch := func(before string) string {
+		return `SELECT window_start, window_end, count(*), sum(x) FROM CUMULATE(ev, ts, INTERVAL '1' SECOND, INTERVAL '3' SECOND)
+		  WHERE k >= 0 AND ts < '` + before + `' GROUP BY window_start, window_end`
+	}
+	const cuView = "SELECT window_start, window_end, n, s FROM cu"
 	const gView, gBatch = "SELECT k, ws, n, m FROM g",
 		"SELECT k, TUMBLE_START(ts, INTERVAL '2' SECOND), count(*), max(x) FROM ev WHERE k >= 0 GROUP BY k, TUMBLE(ts, INTERVAL '2' SECOND)"
 	const wView, hView = "SELECT window_start, window_end, k, n, s FROM w", "SELECT window_start, window_end, n, s, mk FROM h"
@@ -123,6 +131,7 @@ func TestClusterDistributedWindow(t *testing.T) {
 		for _, i := range nodes {
 			exact(what, i, wView, wBatch(at(flushedAt)))
 			exact(what, i, hView, hBatch(at(flushedAt)))
+			exact(what, i, cuView, cuBatch(at(flushedAt)))
 			exact(what, i, gView, gBatch)
 		}
 	}
