@@ -229,7 +229,7 @@ func (p *Part) start(pl *cluster.Placement, ck *cluster.DataflowCheckpoint, floo
 	spec := p.Spec
 	spec.Parallelism = len(pl.Instances)
 	spec.Dist = &exec.DistPart{Job: fmt.Sprintf("%s.%d", p.View, pl.Gen), Self: p.Self, Instances: pl.Instances,
-		Splits: pl.Splits[p.Source], Server: p.Server, Conn: p.Conn}
+		Splits: [][]string{pl.Splits[p.Source]}, Server: p.Server, Conn: p.Conn}
 	job, err := exec.StartJob(p.DB, spec)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/exchange"
+	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/exec/plan"
@@ -44,88 +45,189 @@ type DistPart struct {
 	// attach to a newer one's inboxes.
 	Job  string
 	Self string
-	// Instances is the node of each aggregate instance, Splits the node
-	// of each split (partition) of the source.
+	// Instances is the node of each instance of the shuffled operator
+	// (and of the aggregate above a join: the same instance), Splits the
+	// node of each split (partition) of each source, in the order of the
+	// graph's sources (a join's left side first).
 	Instances []string
-	Splits    []string
+	Splits    [][]string
 	// Server is this node's Flight service (its inboxes); Conn returns a
 	// connection to another node's.
 	Server *exchange.Server
 	Conn   func(node string) (grpc.ClientConnInterface, error)
 }
 
-// distShuffleEdge is the exchange edge number of the source → aggregate
-// edge (the only edge that crosses nodes).
-const distShuffleEdge = 0
-
 // CheckDistShape reports whether plan, compiled with the given
-// parallelism, has the one shape that runs distributed (see DistPart):
-// nil if it has, a 0A000 error saying why not otherwise.
+// parallelism, has a shape that runs distributed (see DistPart): nil if
+// it has, a 0A000 error saying why not otherwise.
 func CheckDistShape(p plan.Plan, parallelism int) error {
-	_, err := DistSplits(p, parallelism)
+	g, err := compile(p, max(1, parallelism))
+	if err != nil {
+		return err
+	}
+	_, err = distShape(g)
 	return err
 }
 
-// DistSplits is CheckDistShape that also returns the number of splits
-// (partitions) of p's source, which a placement spreads over the
-// nodes.
+// DistSplits is CheckDistShape for a view over one source that also
+// returns the number of splits (partitions) of its source, which a
+// placement spreads over the nodes.
 func DistSplits(p plan.Plan, parallelism int) (int, error) {
 	g, err := compile(p, max(1, parallelism))
 	if err != nil {
 		return 0, err
 	}
-	src, _, err := distShape(g)
+	sh, err := distShape(g)
 	if err != nil {
 		return 0, err
 	}
-	return src.par, nil
+	if len(sh.srcs) != 1 {
+		return 0, sqlerr.New(sqlerr.FeatureNotSupported, "a distributed view over a join is not wired into views yet: only a keyed GROUP BY over one source runs distributed")
+	}
+	return sh.srcs[0].par, nil
 }
 
-// distShape returns the source and aggregate of a graph of the
-// distributed shape.
-func distShape(g *graph) (src, agg *gnode, err error) {
-	refuse := func(why string) (*gnode, *gnode, error) {
-		return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "a distributed view must be a keyed GROUP BY over one source, windowed or not (filters, projections, TUMBLE and HOP windows and EMIT ON WINDOW CLOSE allowed): %s", why)
-	}
+// shape is a graph of a distributed shape: its sources (in the graph's
+// order), the operator they are shuffled to (the aggregate, or the join
+// below it) and the aggregate at the root.
+type shape struct {
+	srcs       []*gnode
+	shuffle    *gnode
+	agg, join  *gnode // join: nil for a GROUP BY over one source
+	sideSchema []*arrow.Schema
+}
+
+// distRefusal is the 0A000 of a query that cannot run distributed.
+func distRefusal(why string) error {
+	return sqlerr.New(sqlerr.FeatureNotSupported, "a distributed view must be a keyed GROUP BY over one source, windowed or not (filters, projections, TUMBLE and HOP windows and EMIT ON WINDOW CLOSE allowed): %s", why)
+}
+
+// distShape returns the shape of a graph of a distributed shape: one
+// source → one keyed aggregate, or (engine only, not wired into views)
+// two sources → an inner equi-join → an aggregate keyed by the join key.
+func distShape(g *graph) (*shape, error) {
 	var ops []*gnode
 	for _, n := range g.nodes {
 		if n.kind != nSource {
 			ops = append(ops, n)
 		}
 	}
-	if len(g.sources) != 1 || len(ops) != 1 {
-		return refuse("this query has other operators or several sources")
+	if len(g.sources) == 2 && len(ops) == 2 && ops[0].kind == nJoin {
+		return joinShape(g, ops[0], ops[1])
 	}
-	src, agg = g.sources[0], ops[0]
+	if len(g.sources) != 1 || len(ops) != 1 {
+		return nil, distRefusal("this query has other operators or several sources")
+	}
+	src, agg := g.sources[0], ops[0]
 	if agg.kind != nAgg || len(agg.ins) != 1 || agg.ins[0].from != src || len(src.outs) != 1 || g.root.from != agg {
-		return refuse("this query is not one aggregate over its source")
+		return nil, distRefusal("this query is not one aggregate over its source")
 	}
 	if len(agg.agg.Keys) == 0 {
-		return refuse("a global aggregate has no key to spread")
+		return nil, distRefusal("a global aggregate has no key to spread")
 	}
 	if src.changelog {
-		return refuse("its source is a change stream")
+		return nil, distRefusal("its source is a change stream")
 	}
-	return src, agg, nil
+	return &shape{srcs: []*gnode{src}, shuffle: agg, agg: agg,
+		sideSchema: []*arrow.Schema{opkit.SchemaFor(agg.agg.In.Types())}}, nil
+}
+
+// joinShape checks two sources → an inner equi-join → one aggregate
+// keyed by the join key: both sides are shuffled by the join key to the
+// join's instances, and the aggregate's key group of a row is the join
+// key's, so each join instance's rows go to the aggregate instance of
+// the same number, on the same node.
+func joinShape(g *graph, join, agg *gnode) (*shape, error) {
+	refuse := func(why string) (*shape, error) {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "a distributed join must be an inner equi-join of two sources with a GROUP BY by its key above it: %s", why)
+	}
+	jn := join.join
+	if jn.Lookup || jn.Versioned != nil || jn.Kind != plan.JoinInner || len(jn.LeftKeys) == 0 {
+		return refuse("this join is not an inner equi-join")
+	}
+	if len(join.ins) != 2 || agg.kind != nAgg || len(agg.ins) != 1 || agg.ins[0].from != join || g.root.from != agg || agg.par != join.par {
+		return refuse("this query is not one aggregate over one join")
+	}
+	srcs := make([]*gnode, 2)
+	schemas := make([]*arrow.Schema, 2)
+	for i, e := range join.ins {
+		if e.from.kind != nSource || e.from.changelog || len(e.from.outs) != 1 {
+			return refuse("a side of the join is not one source's rows")
+		}
+		srcs[i] = e.from
+		side := jn.Left
+		if e.in == 1 {
+			side = jn.Right
+		}
+		schemas[i] = opkit.SchemaFor(side.Types())
+	}
+	if srcs[0] != g.sources[0] || srcs[1] != g.sources[1] {
+		return refuse("the join's sides are not its two sources in order")
+	}
+	nl := len(jn.Left.Types())
+	e := agg.ins[0]
+	if len(e.keys) != len(jn.LeftKeys) {
+		return refuse("the GROUP BY is not by the join key")
+	}
+	for i, k := range e.keys {
+		c, ok := joinColumn(e.stages, k)
+		l, lok := jn.LeftKeys[i].(*expr.ColRef)
+		r, rok := jn.RightKeys[i].(*expr.ColRef)
+		if !ok || !lok || !rok || k.Type() != l.Type() || l.Type() != r.Type() || (c != l.Idx && c != nl+r.Idx) {
+			return refuse("the GROUP BY is not by the join key")
+		}
+	}
+	return &shape{srcs: srcs, shuffle: join, agg: agg, join: join, sideSchema: schemas}, nil
+}
+
+// joinColumn traces key k, over the rows after stages, to a column of
+// the rows before them (a join's output): only column references through
+// projections and filters.
+func joinColumn(stages []plan.Plan, k expr.Expr) (int, bool) {
+	r, ok := k.(*expr.ColRef)
+	if !ok {
+		return 0, false
+	}
+	idx := r.Idx
+	for i := len(stages) - 1; i >= 0; i-- {
+		switch st := stages[i].(type) {
+		case *plan.Filter:
+		case *plan.Project:
+			if idx >= len(st.Exprs) {
+				return 0, false
+			}
+			if r, ok = st.Exprs[idx].(*expr.ColRef); !ok {
+				return 0, false
+			}
+			idx = r.Idx
+		default:
+			return 0, false
+		}
+	}
+	return idx, true
 }
 
 // distWiring is what StartJob needs to know of a distributed part.
 type distWiring struct {
-	d        *DistPart
-	src, agg *gnode
+	d *DistPart
+	*shape
 }
 
 func newDistWiring(g *graph, d *DistPart) (*distWiring, error) {
-	src, agg, err := distShape(g)
+	sh, err := distShape(g)
 	if err != nil {
 		return nil, err
 	}
-	if len(d.Instances) != agg.par || len(d.Splits) != src.par {
-		return nil, sqlerr.New(sqlerr.Internal, "distributed job %s: placement of %d instances and %d splits for a job of %d and %d",
-			d.Job, len(d.Instances), len(d.Splits), agg.par, src.par)
+	ok := len(d.Instances) == sh.shuffle.par && len(d.Splits) == len(sh.srcs)
+	for i := 0; ok && i < len(sh.srcs); i++ {
+		ok = len(d.Splits[i]) == sh.srcs[i].par
 	}
-	w := &distWiring{d: d, src: src, agg: agg}
-	if len(w.localSplits()) > 0 && len(d.Instances) > 0 && w.firstLocalInstance() < 0 {
+	if !ok {
+		return nil, sqlerr.New(sqlerr.Internal, "distributed job %s: placement of %d instances and splits %v for a job of %d instances over %d sources",
+			d.Job, len(d.Instances), d.Splits, sh.shuffle.par, len(sh.srcs))
+	}
+	w := &distWiring{d: d, shape: sh}
+	if w.anyLocalSplit() && len(d.Instances) > 0 && w.firstLocalInstance() < 0 {
 		// Its splits' positions commit with its own sink, which needs an
 		// instance to carry them (the placement puts splits only on nodes
 		// that run an instance: cluster.place).
@@ -134,19 +236,21 @@ func newDistWiring(g *graph, d *DistPart) (*distWiring, error) {
 	return w, nil
 }
 
-func (w *distWiring) splitLocal(p int) bool { return w.d.Splits[p] == w.d.Self }
+func (w *distWiring) splitLocal(s, p int) bool { return w.d.Splits[s][p] == w.d.Self }
 
 func (w *distWiring) instanceLocal(i int) bool { return w.d.Instances[i] == w.d.Self }
 
-func (w *distWiring) localSplits() []int {
-	var out []int
-	for p := range w.d.Splits {
-		if w.splitLocal(p) {
-			out = append(out, p)
+func (w *distWiring) anyLocalSplit() bool {
+	for _, splits := range w.d.Splits {
+		if slices.Contains(splits, w.d.Self) {
+			return true
 		}
 	}
-	return out
+	return false
 }
+
+// sourceIndex is src's number among the shape's sources (-1: none).
+func (w *distWiring) sourceIndex(src *gnode) int { return slices.Index(w.srcs, src) }
 
 func (w *distWiring) firstLocalInstance() int {
 	for i := range w.d.Instances {
@@ -157,53 +261,83 @@ func (w *distWiring) firstLocalInstance() int {
 	return -1
 }
 
-// senderIndex is split p's sender number in the inbox of an instance on
-// node recv: the splits on other nodes than recv, numbered in order.
-func (w *distWiring) senderIndex(p int, recv string) int {
+// senderIndex is split p of source s's sender number in the inbox of an
+// instance on node recv: the source's splits on other nodes than recv,
+// numbered in order.
+func (w *distWiring) senderIndex(s, p int, recv string) int {
 	n := 0
 	for q := 0; q < p; q++ {
-		if w.d.Splits[q] != recv {
+		if w.d.Splits[s][q] != recv {
 			n++
 		}
 	}
 	return n
 }
 
-// remoteSenders counts the splits on other nodes than recv.
-func (w *distWiring) remoteSenders(recv string) int { return w.senderIndex(len(w.d.Splits), recv) }
-
-// distInbox opens, for local instance i of the distributed operator, the
-// exchange inbox the splits on other nodes reach it through (nil if there
-// are none): a drain started with the job feeds it into one more input
-// of the instance, added to ins, whose aligner then aligns its barriers
-// with the local splits' as any input's. The operator does not know.
-func (j *Job) distInbox(w *distWiring, i int, ins *[]chan msg, starts *[]func()) (*exchange.Inbox, error) {
-	senders := w.remoteSenders(w.d.Self)
-	if senders == 0 {
-		return nil, nil
-	}
-	in, err := w.d.Server.Open(w.d.Job, distShuffleEdge, i, senders, 0)
-	if err != nil {
-		return nil, err
-	}
-	ch := make(chan msg, 4)
-	*ins = append(*ins, ch)
-	*starts = append(*starts, func() { j.goRun(func() error { return j.drain(w, in, ch) }) })
-	return in, nil
+// remoteSenders counts source s's splits on other nodes than recv.
+func (w *distWiring) remoteSenders(s int, recv string) int {
+	return w.senderIndex(s, len(w.d.Splits[s]), recv)
 }
 
-// pump sends what a local split's outlet routes to remote instance c over
-// the exchange: its chunks and barriers (which carry no writes, wOut).
-// A stopping job breaks the stream (the receiver's part fails too: a
-// distributed job rolls back as a whole).
-func (j *Job) pump(w *distWiring, p, c int, ch chan msg) error {
+// distInboxes opens, for local instance i of the shuffled operator, the
+// exchange inbox each source's splits on other nodes reach it through
+// (exchange edge s for source s; none if there are none): a drain
+// started with the job feeds it into one more input of the instance,
+// added to ins, whose aligner then aligns its barriers with the local
+// splits' as any input's. The operator does not know.
+func (j *Job) distInboxes(w *distWiring, i int, ins *[]chan msg, starts *[]func()) ([]*exchange.Inbox, error) {
+	var opened []*exchange.Inbox
+	for s := range w.srcs {
+		senders := w.remoteSenders(s, w.d.Self)
+		if senders == 0 {
+			continue
+		}
+		in, err := w.d.Server.Open(w.d.Job, s, i, senders, 0)
+		if err != nil {
+			for _, o := range opened {
+				o.Close()
+			}
+			return nil, err
+		}
+		opened = append(opened, in)
+		ch := make(chan msg, 4)
+		*ins = append(*ins, ch)
+		side := w.srcs[s].outs[0].in
+		*starts = append(*starts, func() { j.goRun(func() error { return j.drain(w, in, side, ch) }) })
+	}
+	return opened, nil
+}
+
+// guard reads the channel of a join instance to an aggregate instance of
+// another number, which a distributed part leaves unconnected: the
+// aggregate keys by the join key, so no row may come (joinShape); a row
+// that does fails the job rather than going astray.
+func (j *Job) guard(w *distWiring, ch chan msg) error {
+	for {
+		select {
+		case m := <-ch:
+			if m.barrier == nil {
+				m.c.Rec.Release()
+				return sqlerr.New(sqlerr.Internal, "distributed job %s: a join row for an aggregate instance of another key", w.d.Job)
+			}
+		case <-j.ctx.Done():
+			return nil
+		}
+	}
+}
+
+// pump sends what split p of source src's outlet routes to remote
+// instance c over the exchange: its chunks and barriers (which carry no
+// writes, wOut). A stopping job breaks the stream (the receiver's part
+// fails too: a distributed job rolls back as a whole).
+func (j *Job) pump(w *distWiring, src, p, c int, ch chan msg) error {
 	cc, err := w.d.Conn(w.d.Instances[c])
 	if err != nil {
 		return err
 	}
-	schema := opkit.SchemaFor(w.agg.agg.In.Types())
-	s, err := exchange.Dial(j.ctx, cc, exchange.StreamID{Job: w.d.Job, Edge: distShuffleEdge,
-		Sender: w.senderIndex(p, w.d.Instances[c]), Receiver: c}, schema)
+	schema := w.sideSchema[src]
+	s, err := exchange.Dial(j.ctx, cc, exchange.StreamID{Job: w.d.Job, Edge: src,
+		Sender: w.senderIndex(src, p, w.d.Instances[c]), Receiver: c}, schema)
 	if err != nil {
 		return err
 	}
@@ -232,7 +366,9 @@ func (j *Job) pump(w *distWiring, p, c int, ch chan msg) error {
 		if err := s.Send(j.ctx, m.c); err != nil {
 			return err
 		}
-		j.inflight.Add(-n) // counted again by the receiving node
+		if w.shuffle == w.agg {
+			j.inflight.Add(-n) // counted again by the receiving node
+		}
 	}
 }
 
@@ -250,9 +386,10 @@ func sameLayout(a, b *arrow.Schema) bool {
 }
 
 // drain feeds local instance c's exchange inbox into ch, one of the
-// instance's inputs: chunks, and barriers aligned across the remote
-// splits with their combined watermark.
-func (j *Job) drain(w *distWiring, in *exchange.Inbox, ch chan msg) error {
+// instance's inputs (side: the operator's input the rows are, a join's
+// left or right): chunks, and barriers aligned across the remote splits
+// with their combined watermark.
+func (j *Job) drain(w *distWiring, in *exchange.Inbox, side int, ch chan msg) error {
 	defer in.Close()
 	for {
 		it, err := in.Next(j.ctx)
@@ -265,10 +402,12 @@ func (j *Job) drain(w *distWiring, in *exchange.Inbox, ch chan msg) error {
 			}
 			return err
 		}
-		m := msg{barrier: it.Barrier, wm: it.WM}
+		m := msg{barrier: it.Barrier, wm: it.WM, in: side}
 		if it.Barrier == nil {
-			j.inflight.Add(it.Chunk.Rec.NumRows())
-			m = msg{c: it.Chunk}
+			if w.shuffle == w.agg {
+				j.inflight.Add(it.Chunk.Rec.NumRows())
+			}
+			m = msg{c: it.Chunk, in: side}
 		}
 		if err := j.send(ch, m); err != nil {
 			return nil // the job stops (send released the chunk)
