@@ -29,8 +29,10 @@ import (
 // that crosses the exchange carries no writes (outlet.wOut sends the
 // source's writes to a local instance).
 //
-// Only one shape runs distributed: one source → stateless stages →
-// one hash aggregate → the view (CheckDistShape). The aggregate may be a
+// Two shapes run distributed (CheckDistShape): one source → stateless
+// stages → one hash aggregate → the view; and two sources → an inner
+// equi-join → one hash aggregate by the join key (joinShape). The
+// aggregate may be a
 // window's (TUMBLE, HOP, CUMULATE keys; EMIT ON WINDOW CLOSE too): the
 // watermark crosses the exchange with each barrier, and an instance's
 // input watermark is the minimum over every split that feeds it, local
@@ -69,22 +71,33 @@ func CheckDistShape(p plan.Plan, parallelism int) error {
 	return err
 }
 
-// DistSplits is CheckDistShape for a view over one source that also
-// returns the number of splits (partitions) of its source, which a
-// placement spreads over the nodes.
-func DistSplits(p plan.Plan, parallelism int) (int, error) {
+// DistSource is a source of a distributed job: its table's name and its
+// number of splits (partitions), which a placement spreads over the
+// nodes.
+type DistSource struct {
+	Name   string
+	Splits int
+}
+
+// DistSources is CheckDistShape that also returns p's sources, in the
+// order DistPart.Splits takes them.
+func DistSources(p plan.Plan, parallelism int) ([]DistSource, error) {
 	g, err := compile(p, max(1, parallelism))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	sh, err := distShape(g)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	if len(sh.srcs) != 1 {
-		return 0, sqlerr.New(sqlerr.FeatureNotSupported, "a distributed view over a join is not wired into views yet: only a keyed GROUP BY over one source runs distributed")
+	out := make([]DistSource, len(sh.srcs))
+	for i, n := range sh.srcs {
+		if i > 0 && n.src.Name == out[0].Name {
+			return nil, distRefusal("a join of a table with itself has one set of splits for two sides")
+		}
+		out[i] = DistSource{Name: n.src.Name, Splits: n.par}
 	}
-	return sh.srcs[0].par, nil
+	return out, nil
 }
 
 // shape is a graph of a distributed shape: its sources (in the graph's

@@ -234,8 +234,8 @@ func TestDistributedJoinParts(t *testing.T) {
 			t.Fatalf("%s: CheckDistShape %v, want a 0A000 refusal", what, err)
 		}
 	}
-	if _, err := DistSplits(pl, 3); sqlerr.Code(err) != sqlerr.FeatureNotSupported {
-		t.Fatalf("DistSplits of a join: %v; a view over a join is not wired, want 0A000", err)
+	if srcs, err := DistSources(pl, 3); err != nil || len(srcs) != 2 || srcs[0] != (DistSource{"a", splits}) || srcs[1] != (DistSource{"b", splits}) {
+		t.Fatalf("DistSources of the join: %v, %v", srcs, err)
 	}
 	sent := exchange.ReadStats().BytesSent
 	placement := DistPart{Job: "v.1", Instances: []string{"n1", "n2", "n3"},
