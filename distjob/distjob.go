@@ -46,9 +46,9 @@ import (
 
 // Part is one node's part of a distributed view's job.
 type Part struct {
-	Node   *cluster.Node
-	Self   string
-	View   string
+	Node *cluster.Node
+	Self string
+	View string
 	// Sources are the view's sources, in the order of its job's graph
 	// (a join's left side first).
 	Sources []Source

@@ -34,22 +34,6 @@ import (
 func TestDistributedJobParts(t *testing.T) {
 	const splits, perEpoch = 6, 500
 	nodes := []string{"n1", "n2", "n3"}
-	addrs := map[string]string{}
-	conns := &exchange.Conns{Addr: func(node string) (string, error) { return addrs[node], nil }}
-	t.Cleanup(conns.Close)
-	srvs := map[string]*exchange.Server{}
-	for _, id := range nodes {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		gs := grpc.NewServer()
-		srvs[id] = exchange.NewServer()
-		srvs[id].Register(gs)
-		go func() { _ = gs.Serve(l) }()
-		t.Cleanup(gs.Stop)
-		addrs[id] = l.Addr().String()
-	}
 	src := &storage.TableDef{ID: 1, Name: "t", Kind: storage.KindStream, Partitions: splits,
 		Columns: []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "v", Type: types.TInt64}}}
 	view := &storage.TableDef{ID: 2, Name: "v", Kind: storage.KindView, KeyCols: []int{0},
@@ -65,24 +49,7 @@ func TestDistributedJobParts(t *testing.T) {
 		t.Fatal("a view of a stream's rows passes CheckDistShape")
 	}
 	placement := DistPart{Job: "v.1", Instances: []string{"n1", "n2", "n3"}, Splits: [][]string{{"n1", "n2", "n3", "n1", "n2", "n3"}}}
-	dbs := map[string]*storage.DB{}
-	jobs := map[string]*Job{}
-	for _, id := range nodes {
-		db, err := storage.Open("db", storage.Options{FS: vfs.NewMem(), CacheBytes: 8 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		dbs[id] = db
-		part := placement
-		part.Self, part.Server, part.Conn = id, srvs[id], conns.Get
-		j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: pl, View: view, Parallelism: 3, Dist: &part})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(j.Stop)
-		jobs[id] = j
-	}
+	dbs, jobs := startDistParts(t, nodes, placement, JobSpec{ID: 2, Name: "v", Plan: pl, View: view, Parallelism: 3})
 	// Every node's log holds every split's rows; each reads only its own.
 	read := make([]int, splits) // rows of each split appended so far
 	appendRows := func() {
@@ -104,60 +71,12 @@ func TestDistributedJobParts(t *testing.T) {
 			read[s] += n
 		}
 	}
-	ctx := context.Background()
 	for epoch := uint64(1); epoch <= 4; epoch++ {
 		appendRows()
-		for _, id := range nodes {
-			j := jobs[id]
-			ends := j.LogEnds()
-			for deadline := time.Now().Add(time.Minute); !j.Reached(ends); time.Sleep(5 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("node %s did not read its splits: %v", id, j.Err())
-				}
-			}
-		}
-		for _, id := range nodes {
-			if err := jobs[id].InjectBarrier(ctx, &Barrier{Epoch: epoch}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, id := range nodes {
-			actx, cancel := context.WithTimeout(ctx, time.Minute)
-			b, err := jobs[id].AwaitBarrier(actx, epoch)
-			cancel()
-			if err != nil {
-				t.Fatalf("node %s, epoch %d: %v (job: %v)", id, epoch, err, jobs[id].Err())
-			}
-			if err := dbs[id].CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
-				t.Fatal(err)
-			}
-			jobs[id].Committed(epoch)
-		}
+		distEpoch(t, nodes, dbs, jobs, epoch)
 		// The union of the nodes' views is the batch query.
 		want := disttest.Want(read)
-		got := map[int64][2]int64{}
-		for _, id := range nodes {
-			n := 0
-			err := batch.Run(&plan.Ctx{Context: ctx, DB: dbs[id], Expr: &expr.Ctx{Mem: memory.DefaultAllocator}}, &plan.ScanView{View: view},
-				func(rec arrow.RecordBatch) error {
-					defer rec.Release()
-					k, c, m := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)
-					for i := 0; i < int(rec.NumRows()); i++ {
-						if _, dup := got[k.Value(i)]; dup {
-							t.Errorf("key %d is on two nodes", k.Value(i))
-						}
-						got[k.Value(i)] = [2]int64{c.Value(i), m.Value(i)}
-						n++
-					}
-					return nil
-				})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n == 0 {
-				t.Errorf("epoch %d: node %s holds no rows of the view", epoch, id)
-			}
-		}
+		got := distViewRows(t, nodes, dbs, view, epoch)
 		if len(got) != len(want) {
 			t.Fatalf("epoch %d: the views hold %d keys, the batch query %d", epoch, len(got), len(want))
 		}
@@ -189,22 +108,6 @@ func opkitSchema() *arrow.Schema {
 func TestDistributedJoinParts(t *testing.T) {
 	const splits, perSplit = 3, 120
 	nodes := []string{"n1", "n2", "n3"}
-	addrs := map[string]string{}
-	conns := &exchange.Conns{Addr: func(node string) (string, error) { return addrs[node], nil }}
-	t.Cleanup(conns.Close)
-	srvs := map[string]*exchange.Server{}
-	for _, id := range nodes {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		gs := grpc.NewServer()
-		srvs[id] = exchange.NewServer()
-		srvs[id].Register(gs)
-		go func() { _ = gs.Serve(l) }()
-		t.Cleanup(gs.Stop)
-		addrs[id] = l.Addr().String()
-	}
 	cols := []storage.ColumnDef{{Name: "k", Type: types.TInt64}, {Name: "v", Type: types.TInt64}}
 	ta := &storage.TableDef{ID: 1, Name: "a", Kind: storage.KindStream, Partitions: splits, Columns: cols}
 	tb := &storage.TableDef{ID: 3, Name: "b", Kind: storage.KindStream, Partitions: splits, Columns: cols}
@@ -240,24 +143,7 @@ func TestDistributedJoinParts(t *testing.T) {
 	sent := exchange.ReadStats().BytesSent
 	placement := DistPart{Job: "v.1", Instances: []string{"n1", "n2", "n3"},
 		Splits: [][]string{{"n1", "n2", "n3"}, {"n2", "n3", "n1"}}}
-	dbs := map[string]*storage.DB{}
-	jobs := map[string]*Job{}
-	for _, id := range nodes {
-		db, err := storage.Open("db", storage.Options{FS: vfs.NewMem(), CacheBytes: 8 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		dbs[id] = db
-		part := placement
-		part.Self, part.Server, part.Conn = id, srvs[id], conns.Get
-		j, err := StartJob(db, JobSpec{ID: 2, Name: "v", Plan: pl, View: view, Parallelism: 3, Dist: &part})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(j.Stop)
-		jobs[id] = j
-	}
+	dbs, jobs := startDistParts(t, nodes, placement, JobSpec{ID: 2, Name: "v", Plan: pl, View: view, Parallelism: 3})
 	// Every node's log holds every split's rows of both tables; each
 	// node reads only its own splits.
 	cntA, cntB, maxB := map[int64]int64{}, map[int64]int64{}, map[int64]int64{}
@@ -290,64 +176,16 @@ func TestDistributedJoinParts(t *testing.T) {
 			next += perSplit
 		}
 	}
-	ctx := context.Background()
 	for epoch := uint64(1); epoch <= 3; epoch++ {
 		appendRows()
-		for _, id := range nodes {
-			j := jobs[id]
-			ends := j.LogEnds()
-			for deadline := time.Now().Add(time.Minute); !j.Reached(ends); time.Sleep(5 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("node %s did not read its splits: %v", id, j.Err())
-				}
-			}
-		}
-		for _, id := range nodes {
-			if err := jobs[id].InjectBarrier(ctx, &Barrier{Epoch: epoch}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, id := range nodes {
-			actx, cancel := context.WithTimeout(ctx, time.Minute)
-			b, err := jobs[id].AwaitBarrier(actx, epoch)
-			cancel()
-			if err != nil {
-				t.Fatalf("node %s, epoch %d: %v (job: %v)", id, epoch, err, jobs[id].Err())
-			}
-			if err := dbs[id].CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
-				t.Fatal(err)
-			}
-			jobs[id].Committed(epoch)
-		}
+		distEpoch(t, nodes, dbs, jobs, epoch)
 		want := map[int64][2]int64{}
 		for k, n := range cntA {
 			if cntB[k] > 0 {
 				want[k] = [2]int64{n * cntB[k], maxB[k]}
 			}
 		}
-		got := map[int64][2]int64{}
-		for _, id := range nodes {
-			n := 0
-			err := batch.Run(&plan.Ctx{Context: ctx, DB: dbs[id], Expr: &expr.Ctx{Mem: memory.DefaultAllocator}}, &plan.ScanView{View: view},
-				func(rec arrow.RecordBatch) error {
-					defer rec.Release()
-					k, c, m := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)
-					for i := 0; i < int(rec.NumRows()); i++ {
-						if _, dup := got[k.Value(i)]; dup {
-							t.Errorf("key %d is on two nodes", k.Value(i))
-						}
-						got[k.Value(i)] = [2]int64{c.Value(i), m.Value(i)}
-						n++
-					}
-					return nil
-				})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n == 0 {
-				t.Errorf("epoch %d: node %s holds no rows of the view", epoch, id)
-			}
-		}
+		got := distViewRows(t, nodes, dbs, view, epoch)
 		if len(got) != len(want) {
 			t.Fatalf("epoch %d: the views hold %d keys, the join %d", epoch, len(got), len(want))
 		}
@@ -360,4 +198,117 @@ func TestDistributedJoinParts(t *testing.T) {
 	if exchange.ReadStats().BytesSent == sent {
 		t.Fatal("no rows crossed the exchange")
 	}
+}
+
+// distServers starts a Flight exchange server on loopback for each of
+// nodes and the connections between them.
+func distServers(t *testing.T, nodes []string) (map[string]*exchange.Server, *exchange.Conns) {
+	addrs := map[string]string{}
+	conns := &exchange.Conns{Addr: func(node string) (string, error) { return addrs[node], nil }}
+	t.Cleanup(conns.Close)
+	srvs := map[string]*exchange.Server{}
+	for _, id := range nodes {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs := grpc.NewServer()
+		srvs[id] = exchange.NewServer()
+		srvs[id].Register(gs)
+		go func() { _ = gs.Serve(l) }()
+		t.Cleanup(gs.Stop)
+		addrs[id] = l.Addr().String()
+	}
+	return srvs, conns
+}
+
+// startDistParts starts spec's part on each of nodes, each over its own
+// in-memory database and Flight server, placed as placement says.
+func startDistParts(t *testing.T, nodes []string, placement DistPart, spec JobSpec) (map[string]*storage.DB, map[string]*Job) {
+	srvs, conns := distServers(t, nodes)
+	dbs := map[string]*storage.DB{}
+	jobs := map[string]*Job{}
+	for _, id := range nodes {
+		db, err := storage.Open("db", storage.Options{FS: vfs.NewMem(), CacheBytes: 8 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		dbs[id] = db
+		part := placement
+		part.Self, part.Server, part.Conn = id, srvs[id], conns.Get
+		sp := spec
+		sp.Dist = &part
+		j, err := StartJob(db, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(j.Stop)
+		jobs[id] = j
+	}
+	return dbs, jobs
+}
+
+// distEpoch waits until every part has read its splits' logs to their
+// ends, injects barrier epoch into every part and commits each part's
+// epoch into its database.
+func distEpoch(t *testing.T, nodes []string, dbs map[string]*storage.DB, jobs map[string]*Job, epoch uint64) {
+	t.Helper()
+	ctx := context.Background()
+	for _, id := range nodes {
+		j := jobs[id]
+		ends := j.LogEnds()
+		for deadline := time.Now().Add(time.Minute); !j.Reached(ends); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s did not read its splits: %v", id, j.Err())
+			}
+		}
+	}
+	for _, id := range nodes {
+		if err := jobs[id].InjectBarrier(ctx, &Barrier{Epoch: epoch}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range nodes {
+		actx, cancel := context.WithTimeout(ctx, time.Minute)
+		b, err := jobs[id].AwaitBarrier(actx, epoch)
+		cancel()
+		if err != nil {
+			t.Fatalf("node %s, epoch %d: %v (job: %v)", id, epoch, err, jobs[id].Err())
+		}
+		if err := dbs[id].CommitEpoch([]*storage.Batch{b}, 0, nil, false); err != nil {
+			t.Fatal(err)
+		}
+		jobs[id].Committed(epoch)
+	}
+}
+
+// distViewRows reads view (k, and two BIGINT columns) from every node's
+// database: the union, each key on one node, every node holding some.
+func distViewRows(t *testing.T, nodes []string, dbs map[string]*storage.DB, view *storage.TableDef, epoch uint64) map[int64][2]int64 {
+	t.Helper()
+	got := map[int64][2]int64{}
+	for _, id := range nodes {
+		n := 0
+		err := batch.Run(&plan.Ctx{Context: context.Background(), DB: dbs[id], Expr: &expr.Ctx{Mem: memory.DefaultAllocator}}, &plan.ScanView{View: view},
+			func(rec arrow.RecordBatch) error {
+				defer rec.Release()
+				k, c, m := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)
+				for i := 0; i < int(rec.NumRows()); i++ {
+					if _, dup := got[k.Value(i)]; dup {
+						t.Errorf("key %d is on two nodes", k.Value(i))
+					}
+					got[k.Value(i)] = [2]int64{c.Value(i), m.Value(i)}
+					n++
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Errorf("epoch %d: node %s holds no rows of the view", epoch, id)
+		}
+	}
+	return got
 }

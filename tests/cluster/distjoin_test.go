@@ -27,7 +27,7 @@ func TestClusterDistributedJoin(t *testing.T) {
 		`CREATE MATERIALIZED VIEW j WITH (distributed = true) AS
 		   SELECT a.k, count(*) AS n, sum(a.v) AS sv, max(b.w) AS mw FROM a JOIN b ON a.k = b.k GROUP BY a.k`)
 	for q, why := range map[string]string{
-		"CREATE MATERIALIZED VIEW bad WITH (distributed = true) AS SELECT a.v, count(*) AS n FROM a JOIN b ON a.k = b.k GROUP BY a.v":     "GROUP BY is not by the join key",
+		"CREATE MATERIALIZED VIEW bad WITH (distributed = true) AS SELECT a.v, count(*) AS n FROM a JOIN b ON a.k = b.k GROUP BY a.v":        "GROUP BY is not by the join key",
 		"CREATE MATERIALIZED VIEW bad WITH (distributed = true) AS SELECT a.k, count(b.w) AS n FROM a LEFT JOIN b ON a.k = b.k GROUP BY a.k": "not an inner equi-join",
 	} {
 		_, err := c.conns[1].Exec(t.Context(), q)
