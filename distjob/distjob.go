@@ -46,25 +46,19 @@ import (
 
 // Part is one node's part of a distributed view's job.
 type Part struct {
-	Node   *cluster.Node
-	Self   string
-	View   string
-	Source string // the source's name in the placement's splits
-	DB     *storage.DB
+	Node *cluster.Node
+	Self string
+	View string
+	// Sources are the view's sources, in the order of its job's graph
+	// (a join's left side first).
+	Sources []Source
+	DB      *storage.DB
 	// Spec is the view's job (its Dist and Parallelism are set per
 	// generation).
 	Spec   exec.JobSpec
 	Server *exchange.Server
 	Conn   func(node string) (grpc.ClientConnInterface, error)
 	Log    *slog.Logger
-	// SourceID is the id of the view's source table here (its positions
-	// are keyed by it).
-	SourceID uint64
-	// Stream names what the source reads the same on every node (the
-	// shared stream log's topic; "": Source): the committed epoch's split
-	// positions are kept under it, so a source created again under the
-	// same name inherits no positions of the old one.
-	Stream string
 	// Storage returns the storage of node's snapshots of this view (nil,
 	// or a nil Storage: no checkpoints, a new generation starts from its
 	// sources' beginning). SnapDir is where this node keeps its own
@@ -86,6 +80,29 @@ type Part struct {
 	rounds      chan round
 	driven      chan struct{}
 	cancelDrive context.CancelFunc
+}
+
+// Source is one source of a distributed view.
+type Source struct {
+	// Name is the source's name in the placement's splits (and in the
+	// catalog, where a restore finds its table id in a snapshot).
+	Name string
+	// ID is the id of the source table here (its positions are keyed by
+	// it).
+	ID uint64
+	// Stream names what the source reads the same on every node (the
+	// shared stream log's topic; "": Name): the committed epoch's split
+	// positions are kept under it, so a source created again under the
+	// same name inherits no positions of the old one.
+	Stream string
+}
+
+// stream is the key of the source's split positions in etcd.
+func (s Source) stream() string {
+	if s.Stream != "" {
+		return s.Stream
+	}
+	return s.Name
 }
 
 // ErrEpochGone is a read of an epoch this node no longer keeps (the
@@ -128,7 +145,7 @@ func (p *Part) Run(ctx context.Context) {
 			if d.Round.Gen == pl.Gen {
 				asked = d.Committed.Epoch // the new generation's round is open
 			}
-			job, err := p.start(pl, d.Checkpoint, d.Committed.Positions[p.stream()])
+			job, err := p.start(pl, d.Checkpoint, d.Committed.Positions)
 			if err == nil && job == nil {
 				continue // no part of this generation here
 			}
@@ -210,9 +227,9 @@ type round struct {
 // start replaces this node's data of the view by what placement pl's part
 // starts from (the committed checkpoint ck's, or nothing) and starts it;
 // its first round reads each of its splits at least to its position in
-// floor (the committed epoch's, by split). A node pl gives no part starts
+// floor (the committed epoch's, by stream and split). A node pl gives no part starts
 // nothing (nil job).
-func (p *Part) start(pl *cluster.Placement, ck *cluster.DataflowCheckpoint, floor map[int]uint64) (*exec.Job, error) {
+func (p *Part) start(pl *cluster.Placement, ck *cluster.DataflowCheckpoint, floor map[string]map[int]uint64) (*exec.Job, error) {
 	p.stop()
 	if !slices.Contains(pl.Nodes(), p.Self) {
 		// No instance and no split here (fewer instances than nodes):
@@ -228,8 +245,12 @@ func (p *Part) start(pl *cluster.Placement, ck *cluster.DataflowCheckpoint, floo
 	}
 	spec := p.Spec
 	spec.Parallelism = len(pl.Instances)
+	splits := make([][]string, len(p.Sources))
+	for i, src := range p.Sources {
+		splits[i] = pl.Splits[src.Name]
+	}
 	spec.Dist = &exec.DistPart{Job: fmt.Sprintf("%s.%d", p.View, pl.Gen), Self: p.Self, Instances: pl.Instances,
-		Splits: pl.Splits[p.Source], Server: p.Server, Conn: p.Conn}
+		Splits: splits, Server: p.Server, Conn: p.Conn}
 	job, err := exec.StartJob(p.DB, spec)
 	if err != nil {
 		return nil, err
@@ -240,9 +261,11 @@ func (p *Part) start(pl *cluster.Placement, ck *cluster.DataflowCheckpoint, floo
 	p.gen, p.job, p.rounds, p.driven, p.cancelDrive, p.restored, p.pl, p.committed = pl.Gen, job, rounds, done, cancel, r, pl, 0
 	p.mu.Unlock()
 	cut := storage.Cut{}
-	for _, split := range pl.SplitsOf(p.Self)[p.Source] {
-		if pos, ok := floor[split]; ok {
-			cut[storage.LogPart{Table: p.SourceID, Part: uint32(split)}] = pos
+	for _, src := range p.Sources {
+		for _, split := range pl.SplitsOf(p.Self)[src.Name] {
+			if pos, ok := floor[src.stream()][split]; ok {
+				cut[storage.LogPart{Table: src.ID, Part: uint32(split)}] = pos
+			}
 		}
 	}
 	go p.drive(ctx, job, pl, cut, rounds, done)
@@ -328,29 +351,28 @@ func (p *Part) round(ctx context.Context, job *exec.Job, pl *cluster.Placement, 
 // positions reads where this node's splits of placement pl are in its
 // database (as the epoch just committed left them), for its ack.
 func (p *Part) positions(pl *cluster.Placement) (map[string]map[int]uint64, error) {
-	splits := pl.SplitsOf(p.Self)[p.Source]
-	if len(splits) == 0 {
-		return nil, nil
-	}
-	m := make(map[int]uint64, len(splits))
-	for _, split := range splits {
-		off, ok, err := p.DB.State().LoadOffset(p.Spec.ID, p.SourceID, uint32(split))
-		if err != nil {
-			return nil, err
+	var out map[string]map[int]uint64
+	for _, src := range p.Sources {
+		splits := pl.SplitsOf(p.Self)[src.Name]
+		if len(splits) == 0 {
+			continue
 		}
-		if ok {
-			m[split] = off
+		m := make(map[int]uint64, len(splits))
+		for _, split := range splits {
+			off, ok, err := p.DB.State().LoadOffset(p.Spec.ID, src.ID, uint32(split))
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				m[split] = off
+			}
 		}
+		if out == nil {
+			out = map[string]map[int]uint64{}
+		}
+		out[src.stream()] = m
 	}
-	return map[string]map[int]uint64{p.stream(): m}, nil
-}
-
-// stream is the key of the source's split positions in etcd.
-func (p *Part) stream() string {
-	if p.Stream != "" {
-		return p.Stream
-	}
-	return p.Source
+	return out, nil
 }
 
 // noteCommitted releases the snapshots no reader needs: those below the

@@ -106,7 +106,7 @@ func (c *testCluster) start(id string) *node {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &node{id: id, cn: cn, db: db, gs: gs, stop: cancel, done: make(chan struct{})}
-	n.part = &distjob.Part{Node: cn, Self: id, View: "v", Source: "t", DB: db, Server: srv, Conn: c.conns.Get,
+	n.part = &distjob.Part{Node: cn, Self: id, View: "v", Sources: []distjob.Source{{Name: "t"}}, DB: db, Server: srv, Conn: c.conns.Get,
 		Spec: exec.JobSpec{ID: view.ID, Name: "v", Plan: viewPlan(), View: view}}
 	go func() { defer close(n.done); n.part.Run(ctx) }()
 	// Before the database closes (cleanups run last first): the part may

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,7 +45,7 @@ type Status struct {
 	Running   bool // a generation's job runs here
 	Gen       uint64
 	Instances []int  // the instances it runs
-	Splits    []int  // the splits of its source it reads
+	Splits    []int  // the splits of its (first) source it reads
 	Epoch     uint64 // the last committed cluster epoch it saw
 	Restored  Restored
 	RowsIn    int64
@@ -56,7 +57,7 @@ func (p *Part) Status() Status {
 	defer p.mu.Unlock()
 	st := Status{Running: p.job != nil, Gen: p.gen, Epoch: p.committed, Restored: p.restored}
 	if p.pl != nil {
-		st.Instances, st.Splits = p.pl.InstancesOf(p.Self), p.pl.SplitsOf(p.Self)[p.Source]
+		st.Instances, st.Splits = p.pl.InstancesOf(p.Self), p.pl.SplitsOf(p.Self)[p.Sources[0].Name]
 	}
 	if p.job != nil {
 		st.RowsIn = p.job.RowsIn.Load()
@@ -84,7 +85,7 @@ func (p *Part) restore(pl *cluster.Placement, ck *cluster.DataflowCheckpoint) (R
 		why = "no cluster storage"
 	case ck == nil:
 		why = "no checkpoint committed yet"
-	case len(ck.Instances) != len(pl.Instances) || len(ck.Splits[p.Source]) != len(pl.Splits[p.Source]):
+	case len(ck.Instances) != len(pl.Instances) || slices.ContainsFunc(p.Sources, func(src Source) bool { return len(ck.Splits[src.Name]) != len(pl.Splits[src.Name]) }):
 		why = "the checkpoint has another number of instances or splits"
 	case p.Spec.State.Backend == exec.BackendMemory:
 		why = "the memory state backend keeps its state outside the snapshot's keys"
@@ -120,20 +121,25 @@ func (p *Part) restoreFrom(pl *cluster.Placement, ck *cluster.DataflowCheckpoint
 		nodes = append(nodes, id)
 	}
 	sort.Strings(nodes)
-	oldSplits := ck.Splits[p.Source]
 	for _, node := range nodes {
-		var inst, splits []int
+		var inst []int
 		for i, id := range pl.Instances {
 			if id == p.Self && ck.Instances[i] == node {
 				inst = append(inst, i)
 			}
 		}
-		for s, id := range pl.Splits[p.Source] {
-			if id == p.Self && oldSplits[s] == node {
-				splits = append(splits, s)
+		splits := make([][]int, len(p.Sources))
+		some := len(inst) > 0
+		for i, src := range p.Sources {
+			oldSplits := ck.Splits[src.Name]
+			for s, id := range pl.Splits[src.Name] {
+				if id == p.Self && oldSplits[s] == node {
+					splits[i] = append(splits[i], s)
+					some = true
+				}
 			}
 		}
-		if len(inst) == 0 && len(splits) == 0 {
+		if !some {
 			continue
 		}
 		n, err := p.copyFrom(ctx, b, node, ck.Snapshots[node], ck.Epoch, inst, len(pl.Instances), splits)
@@ -148,8 +154,8 @@ func (p *Part) restoreFrom(pl *cluster.Placement, ck *cluster.DataflowCheckpoint
 		return Restored{}, err
 	}
 	sort.Ints(r.Instances)
-	for _, s := range pl.SplitsOf(p.Self)[p.Source] {
-		off, _, err := p.DB.State().LoadOffset(p.Spec.ID, p.SourceID, uint32(s))
+	for _, s := range pl.SplitsOf(p.Self)[p.Sources[0].Name] {
+		off, _, err := p.DB.State().LoadOffset(p.Spec.ID, p.Sources[0].ID, uint32(s))
 		if err != nil {
 			return Restored{}, err
 		}
@@ -159,9 +165,10 @@ func (p *Part) restoreFrom(pl *cluster.Placement, ck *cluster.DataflowCheckpoint
 }
 
 // copyFrom adds to b the state and rows of instances (of n) and the
-// positions of splits in node's snapshot under prefix at epoch: this
-// node's own from its disk if it still has it, else downloaded.
-func (p *Part) copyFrom(ctx context.Context, b *storage.WriteBatch, node, prefix string, epoch uint64, instances []int, n int, splits []int) (int, error) {
+// positions of splits (by source) in node's snapshot under prefix at
+// epoch: this node's own from its disk if it still has it, else
+// downloaded.
+func (p *Part) copyFrom(ctx context.Context, b *storage.WriteBatch, node, prefix string, epoch uint64, instances []int, n int, splits [][]int) (int, error) {
 	dir := p.snapDir(epoch)
 	if _, err := os.Stat(dir); node != p.Self || err != nil {
 		rem, err := p.Storage(node)
@@ -184,13 +191,36 @@ func (p *Part) copyFrom(ctx context.Context, b *storage.WriteBatch, node, prefix
 	if !ok || jm.SQL != p.Spec.View.SQL {
 		return 0, errOtherView
 	}
-	src := p.SourceID
-	for _, o := range m.Offsets {
-		if o.Job == jm.ID {
-			src = o.Table
-		}
+	// Each source's table id in the snapshot: by name in its catalog;
+	// else, for one source, the table of the job's offsets.
+	cat, err := sdb.Catalog().Load()
+	if err != nil {
+		return 0, err
 	}
-	return p.DB.State().CopyJobPart(b, sdb, jm.ID, p.Spec.ID, exec.DistRestoreFilter(instances, n, splits, src, p.SourceID))
+	copied := 0
+	for i, s := range p.Sources {
+		src := s.ID
+		if j := slices.IndexFunc(cat, func(t *storage.TableDef) bool { return t.Name == s.Name }); j >= 0 {
+			src = cat[j].ID
+		} else if len(p.Sources) == 1 {
+			for _, o := range m.Offsets {
+				if o.Job == jm.ID {
+					src = o.Table
+				}
+			}
+		}
+		// The state and rows of the instances come with the first
+		// source; each source adds its splits' positions.
+		if i > 0 {
+			instances = nil
+		}
+		c, err := p.DB.State().CopyJobPart(b, sdb, jm.ID, p.Spec.ID, exec.DistRestoreFilter(instances, n, splits[i], src, s.ID))
+		if err != nil {
+			return copied, err
+		}
+		copied += c
+	}
+	return copied, nil
 }
 
 // snapDir is where this node keeps its snapshot of the part at epoch.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/streamdb/streamdb/exec/exchange"
+	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/exec/plan"
@@ -28,101 +29,218 @@ import (
 // that crosses the exchange carries no writes (outlet.wOut sends the
 // source's writes to a local instance).
 //
-// Only one shape runs distributed: one source → stateless stages →
-// one hash aggregate → the view (CheckDistShape). The caller injects the
-// same barrier epochs on every node (the cluster's rounds) and commits
-// each node's part.
+// Two shapes run distributed (CheckDistShape): one source → stateless
+// stages → one hash aggregate → the view; and two sources → an inner
+// equi-join → one hash aggregate by the join key (joinShape). The
+// aggregate may be a
+// window's (TUMBLE, HOP, CUMULATE keys; EMIT ON WINDOW CLOSE too): the
+// watermark crosses the exchange with each barrier, and an instance's
+// input watermark is the minimum over every split that feeds it, local
+// or remote (the aligner combines its inputs', the exchange inbox its
+// senders'), so a window closes only once every split has passed it, at
+// the same epoch on every node. The caller injects the same barrier
+// epochs on every node (the cluster's rounds) and commits each node's
+// part.
 type DistPart struct {
 	// Job names the job's exchange streams on every node: the view and
 	// the placement's generation, so streams of an older generation never
 	// attach to a newer one's inboxes.
 	Job  string
 	Self string
-	// Instances is the node of each aggregate instance, Splits the node
-	// of each split (partition) of the source.
+	// Instances is the node of each instance of the shuffled operator
+	// (and of the aggregate above a join: the same instance), Splits the
+	// node of each split (partition) of each source, in the order of the
+	// graph's sources (a join's left side first).
 	Instances []string
-	Splits    []string
+	Splits    [][]string
 	// Server is this node's Flight service (its inboxes); Conn returns a
 	// connection to another node's.
 	Server *exchange.Server
 	Conn   func(node string) (grpc.ClientConnInterface, error)
 }
 
-// distShuffleEdge is the exchange edge number of the source → aggregate
-// edge (the only edge that crosses nodes).
-const distShuffleEdge = 0
-
 // CheckDistShape reports whether plan, compiled with the given
-// parallelism, has the one shape that runs distributed (see DistPart):
-// nil if it has, a 0A000 error saying why not otherwise.
+// parallelism, has a shape that runs distributed (see DistPart): nil if
+// it has, a 0A000 error saying why not otherwise.
 func CheckDistShape(p plan.Plan, parallelism int) error {
-	_, err := DistSplits(p, parallelism)
+	g, err := compile(p, max(1, parallelism))
+	if err != nil {
+		return err
+	}
+	_, err = distShape(g)
 	return err
 }
 
-// DistSplits is CheckDistShape that also returns the number of splits
-// (partitions) of p's source, which a placement spreads over the
+// DistSource is a source of a distributed job: its table's name and its
+// number of splits (partitions), which a placement spreads over the
 // nodes.
-func DistSplits(p plan.Plan, parallelism int) (int, error) {
-	g, err := compile(p, max(1, parallelism))
-	if err != nil {
-		return 0, err
-	}
-	src, _, err := distShape(g)
-	if err != nil {
-		return 0, err
-	}
-	return src.par, nil
+type DistSource struct {
+	Name   string
+	Splits int
 }
 
-// distShape returns the source and aggregate of a graph of the
-// distributed shape.
-func distShape(g *graph) (src, agg *gnode, err error) {
-	refuse := func(why string) (*gnode, *gnode, error) {
-		return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "a distributed view must be a GROUP BY over one source (filters and projections allowed): %s", why)
+// DistSources is CheckDistShape that also returns p's sources, in the
+// order DistPart.Splits takes them.
+func DistSources(p plan.Plan, parallelism int) ([]DistSource, error) {
+	g, err := compile(p, max(1, parallelism))
+	if err != nil {
+		return nil, err
 	}
+	sh, err := distShape(g)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DistSource, len(sh.srcs))
+	for i, n := range sh.srcs {
+		if i > 0 && n.src.Name == out[0].Name {
+			return nil, distRefusal("a join of a table with itself has one set of splits for two sides")
+		}
+		out[i] = DistSource{Name: n.src.Name, Splits: n.par}
+	}
+	return out, nil
+}
+
+// shape is a graph of a distributed shape: its sources (in the graph's
+// order), the operator they are shuffled to (the aggregate, or the join
+// below it) and the aggregate at the root.
+type shape struct {
+	srcs       []*gnode
+	shuffle    *gnode
+	agg, join  *gnode // join: nil for a GROUP BY over one source
+	sideSchema []*arrow.Schema
+}
+
+// distRefusal is the 0A000 of a query that cannot run distributed.
+func distRefusal(why string) error {
+	return sqlerr.New(sqlerr.FeatureNotSupported, "a distributed view must be a keyed GROUP BY over one source, windowed or not (filters, projections, TUMBLE and HOP windows and EMIT ON WINDOW CLOSE allowed): %s", why)
+}
+
+// distShape returns the shape of a graph of a distributed shape: one
+// source → one keyed aggregate, or (engine only, not wired into views)
+// two sources → an inner equi-join → an aggregate keyed by the join key.
+func distShape(g *graph) (*shape, error) {
 	var ops []*gnode
 	for _, n := range g.nodes {
 		if n.kind != nSource {
 			ops = append(ops, n)
 		}
 	}
-	if len(g.sources) != 1 || len(ops) != 1 {
-		return refuse("this query has other operators or several sources")
+	if len(g.sources) == 2 && len(ops) == 2 && ops[0].kind == nJoin {
+		return joinShape(g, ops[0], ops[1])
 	}
-	src, agg = g.sources[0], ops[0]
+	if len(g.sources) != 1 || len(ops) != 1 {
+		return nil, distRefusal("this query has other operators or several sources")
+	}
+	src, agg := g.sources[0], ops[0]
 	if agg.kind != nAgg || len(agg.ins) != 1 || agg.ins[0].from != src || len(src.outs) != 1 || g.root.from != agg {
-		return refuse("this query is not one aggregate over its source")
+		return nil, distRefusal("this query is not one aggregate over its source")
 	}
 	if len(agg.agg.Keys) == 0 {
-		return refuse("a global aggregate has no key to spread")
-	}
-	if windowCloseOf(agg.agg) != nil {
-		return refuse("EMIT ON WINDOW CLOSE windows do not run distributed yet")
+		return nil, distRefusal("a global aggregate has no key to spread")
 	}
 	if src.changelog {
-		return refuse("its source is a change stream")
+		return nil, distRefusal("its source is a change stream")
 	}
-	return src, agg, nil
+	return &shape{srcs: []*gnode{src}, shuffle: agg, agg: agg,
+		sideSchema: []*arrow.Schema{opkit.SchemaFor(agg.agg.In.Types())}}, nil
+}
+
+// joinShape checks two sources → an inner equi-join → one aggregate
+// keyed by the join key: both sides are shuffled by the join key to the
+// join's instances, and the aggregate's key group of a row is the join
+// key's, so each join instance's rows go to the aggregate instance of
+// the same number, on the same node.
+func joinShape(g *graph, join, agg *gnode) (*shape, error) {
+	refuse := func(why string) (*shape, error) {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "a distributed join must be an inner equi-join of two sources with a GROUP BY by its key above it: %s", why)
+	}
+	jn := join.join
+	if jn.Lookup || jn.Versioned != nil || jn.Kind != plan.JoinInner || len(jn.LeftKeys) == 0 {
+		return refuse("this join is not an inner equi-join")
+	}
+	if len(join.ins) != 2 || agg.kind != nAgg || len(agg.ins) != 1 || agg.ins[0].from != join || g.root.from != agg || agg.par != join.par {
+		return refuse("this query is not one aggregate over one join")
+	}
+	srcs := make([]*gnode, 2)
+	schemas := make([]*arrow.Schema, 2)
+	for i, e := range join.ins {
+		if e.from.kind != nSource || e.from.changelog || len(e.from.outs) != 1 {
+			return refuse("a side of the join is not one source's rows")
+		}
+		srcs[i] = e.from
+		side := jn.Left
+		if e.in == 1 {
+			side = jn.Right
+		}
+		schemas[i] = opkit.SchemaFor(side.Types())
+	}
+	if srcs[0] != g.sources[0] || srcs[1] != g.sources[1] {
+		return refuse("the join's sides are not its two sources in order")
+	}
+	nl := len(jn.Left.Types())
+	e := agg.ins[0]
+	if len(e.keys) != len(jn.LeftKeys) {
+		return refuse("the GROUP BY is not by the join key")
+	}
+	for i, k := range e.keys {
+		c, ok := joinColumn(e.stages, k)
+		l, lok := jn.LeftKeys[i].(*expr.ColRef)
+		r, rok := jn.RightKeys[i].(*expr.ColRef)
+		if !ok || !lok || !rok || k.Type() != l.Type() || l.Type() != r.Type() || (c != l.Idx && c != nl+r.Idx) {
+			return refuse("the GROUP BY is not by the join key")
+		}
+	}
+	return &shape{srcs: srcs, shuffle: join, agg: agg, join: join, sideSchema: schemas}, nil
+}
+
+// joinColumn traces key k, over the rows after stages, to a column of
+// the rows before them (a join's output): only column references through
+// projections and filters.
+func joinColumn(stages []plan.Plan, k expr.Expr) (int, bool) {
+	r, ok := k.(*expr.ColRef)
+	if !ok {
+		return 0, false
+	}
+	idx := r.Idx
+	for i := len(stages) - 1; i >= 0; i-- {
+		switch st := stages[i].(type) {
+		case *plan.Filter:
+		case *plan.Project:
+			if idx >= len(st.Exprs) {
+				return 0, false
+			}
+			if r, ok = st.Exprs[idx].(*expr.ColRef); !ok {
+				return 0, false
+			}
+			idx = r.Idx
+		default:
+			return 0, false
+		}
+	}
+	return idx, true
 }
 
 // distWiring is what StartJob needs to know of a distributed part.
 type distWiring struct {
-	d        *DistPart
-	src, agg *gnode
+	d *DistPart
+	*shape
 }
 
 func newDistWiring(g *graph, d *DistPart) (*distWiring, error) {
-	src, agg, err := distShape(g)
+	sh, err := distShape(g)
 	if err != nil {
 		return nil, err
 	}
-	if len(d.Instances) != agg.par || len(d.Splits) != src.par {
-		return nil, sqlerr.New(sqlerr.Internal, "distributed job %s: placement of %d instances and %d splits for a job of %d and %d",
-			d.Job, len(d.Instances), len(d.Splits), agg.par, src.par)
+	ok := len(d.Instances) == sh.shuffle.par && len(d.Splits) == len(sh.srcs)
+	for i := 0; ok && i < len(sh.srcs); i++ {
+		ok = len(d.Splits[i]) == sh.srcs[i].par
 	}
-	w := &distWiring{d: d, src: src, agg: agg}
-	if len(w.localSplits()) > 0 && len(d.Instances) > 0 && w.firstLocalInstance() < 0 {
+	if !ok {
+		return nil, sqlerr.New(sqlerr.Internal, "distributed job %s: placement of %d instances and splits %v for a job of %d instances over %d sources",
+			d.Job, len(d.Instances), d.Splits, sh.shuffle.par, len(sh.srcs))
+	}
+	w := &distWiring{d: d, shape: sh}
+	if w.anyLocalSplit() && len(d.Instances) > 0 && w.firstLocalInstance() < 0 {
 		// Its splits' positions commit with its own sink, which needs an
 		// instance to carry them (the placement puts splits only on nodes
 		// that run an instance: cluster.place).
@@ -131,19 +249,21 @@ func newDistWiring(g *graph, d *DistPart) (*distWiring, error) {
 	return w, nil
 }
 
-func (w *distWiring) splitLocal(p int) bool { return w.d.Splits[p] == w.d.Self }
+func (w *distWiring) splitLocal(s, p int) bool { return w.d.Splits[s][p] == w.d.Self }
 
 func (w *distWiring) instanceLocal(i int) bool { return w.d.Instances[i] == w.d.Self }
 
-func (w *distWiring) localSplits() []int {
-	var out []int
-	for p := range w.d.Splits {
-		if w.splitLocal(p) {
-			out = append(out, p)
+func (w *distWiring) anyLocalSplit() bool {
+	for _, splits := range w.d.Splits {
+		if slices.Contains(splits, w.d.Self) {
+			return true
 		}
 	}
-	return out
+	return false
 }
+
+// sourceIndex is src's number among the shape's sources (-1: none).
+func (w *distWiring) sourceIndex(src *gnode) int { return slices.Index(w.srcs, src) }
 
 func (w *distWiring) firstLocalInstance() int {
 	for i := range w.d.Instances {
@@ -154,61 +274,98 @@ func (w *distWiring) firstLocalInstance() int {
 	return -1
 }
 
-// senderIndex is split p's sender number in the inbox of an instance on
-// node recv: the splits on other nodes than recv, numbered in order.
-func (w *distWiring) senderIndex(p int, recv string) int {
+// senderIndex is split p of source s's sender number in the inbox of an
+// instance on node recv: the source's splits on other nodes than recv,
+// numbered in order.
+func (w *distWiring) senderIndex(s, p int, recv string) int {
 	n := 0
 	for q := 0; q < p; q++ {
-		if w.d.Splits[q] != recv {
+		if w.d.Splits[s][q] != recv {
 			n++
 		}
 	}
 	return n
 }
 
-// remoteSenders counts the splits on other nodes than recv.
-func (w *distWiring) remoteSenders(recv string) int { return w.senderIndex(len(w.d.Splits), recv) }
-
-// inbox opens, for local instance i of the distributed operator, the
-// exchange inbox the splits on other nodes reach it through (nil if there
-// are none): a drain started with the job feeds it into one more input
-// of the instance, added to ins, whose aligner then aligns its barriers
-// with the local splits' as any input's. The operator does not know.
-func (w *distWiring) inbox(j *Job, i int, ins *[]chan msg, starts *[]func()) (*exchange.Inbox, error) {
-	senders := w.remoteSenders(w.d.Self)
-	if senders == 0 {
-		return nil, nil
-	}
-	in, err := w.d.Server.Open(w.d.Job, distShuffleEdge, i, senders, 0)
-	if err != nil {
-		return nil, err
-	}
-	ch := make(chan msg, 4)
-	*ins = append(*ins, ch)
-	*starts = append(*starts, func() { j.start(&drainTask{j, w, in, ch}) })
-	return in, nil
+// remoteSenders counts source s's splits on other nodes than recv.
+func (w *distWiring) remoteSenders(s int, recv string) int {
+	return w.senderIndex(s, len(w.d.Splits[s]), recv)
 }
 
-// pumpTask sends what a local split's outlet routes to remote instance c over
-// the exchange: its chunks and barriers (which carry no writes, wOut).
-// A stopping job breaks the stream (the receiver's part fails too: a
-// distributed job rolls back as a whole).
+// inboxes opens, for local instance i of the shuffled operator, the
+// exchange inbox each source's splits on other nodes reach it through
+// (exchange edge s for source s; none if there are none): a drain
+// started with the job feeds it into one more input of the instance,
+// added to ins, whose aligner then aligns its barriers with the local
+// splits' as any input's. The operator does not know.
+func (w *distWiring) inboxes(j *Job, i int, ins *[]chan msg, starts *[]func()) ([]*exchange.Inbox, error) {
+	var opened []*exchange.Inbox
+	for s := range w.srcs {
+		senders := w.remoteSenders(s, w.d.Self)
+		if senders == 0 {
+			continue
+		}
+		in, err := w.d.Server.Open(w.d.Job, s, i, senders, 0)
+		if err != nil {
+			for _, o := range opened {
+				o.Close()
+			}
+			return nil, err
+		}
+		opened = append(opened, in)
+		ch := make(chan msg, 4)
+		*ins = append(*ins, ch)
+		side := w.srcs[s].outs[0].in
+		*starts = append(*starts, func() { j.start(&drainTask{j, w, in, side, ch}) })
+	}
+	return opened, nil
+}
+
+// guardTask reads the channel of a join instance to an aggregate instance of
+// another number, which a distributed part leaves unconnected: the
+// aggregate keys by the join key, so no row may come (joinShape); a row
+// that does fails the job rather than going astray.
+type guardTask struct {
+	j  *Job
+	w  *distWiring
+	ch chan msg
+}
+
+func (t *guardTask) run() error {
+	j, w, ch := t.j, t.w, t.ch
+	for {
+		select {
+		case m := <-ch:
+			if m.barrier == nil {
+				m.c.Rec.Release()
+				return sqlerr.New(sqlerr.Internal, "distributed job %s: a join row for an aggregate instance of another key", w.d.Job)
+			}
+		case <-j.ctx.Done():
+			return nil
+		}
+	}
+}
+
+// pumpTask sends what split p of source src's outlet routes to remote
+// instance c over the exchange: its chunks and barriers (which carry no
+// writes, wOut). A stopping job breaks the stream (the receiver's part
+// fails too: a distributed job rolls back as a whole).
 type pumpTask struct {
-	j    *Job
-	w    *distWiring
-	p, c int
-	ch   chan msg
+	j         *Job
+	w         *distWiring
+	src, p, c int
+	ch        chan msg
 }
 
 func (t *pumpTask) run() error {
-	j, w, p, c, ch := t.j, t.w, t.p, t.c, t.ch
+	j, w, src, p, c, ch := t.j, t.w, t.src, t.p, t.c, t.ch
 	cc, err := w.d.Conn(w.d.Instances[c])
 	if err != nil {
 		return err
 	}
-	schema := opkit.SchemaFor(w.agg.agg.In.Types())
-	s, err := exchange.Dial(j.ctx, cc, exchange.StreamID{Job: w.d.Job, Edge: distShuffleEdge,
-		Sender: w.senderIndex(p, w.d.Instances[c]), Receiver: c}, schema)
+	schema := w.sideSchema[src]
+	s, err := exchange.Dial(j.ctx, cc, exchange.StreamID{Job: w.d.Job, Edge: src,
+		Sender: w.senderIndex(src, p, w.d.Instances[c]), Receiver: c}, schema)
 	if err != nil {
 		return err
 	}
@@ -237,7 +394,9 @@ func (t *pumpTask) run() error {
 		if err := s.Send(j.ctx, m.c); err != nil {
 			return err
 		}
-		j.mem.inflight.Add(-n) // counted again by the receiving node
+		if w.shuffle == w.agg {
+			j.mem.inflight.Add(-n) // counted again by the receiving node
+		}
 	}
 }
 
@@ -255,17 +414,19 @@ func sameLayout(a, b *arrow.Schema) bool {
 }
 
 // drainTask feeds local instance c's exchange inbox into ch, one of the
-// instance's inputs: chunks, and barriers aligned across the remote
-// splits with their combined watermark.
+// instance's inputs (side: the operator's input the rows are, a join's
+// left or right): chunks, and barriers aligned across the remote splits
+// with their combined watermark.
 type drainTask struct {
-	j  *Job
-	w  *distWiring
-	in *exchange.Inbox
-	ch chan msg
+	j    *Job
+	w    *distWiring
+	in   *exchange.Inbox
+	side int
+	ch   chan msg
 }
 
 func (t *drainTask) run() error {
-	j, in, ch := t.j, t.in, t.ch
+	j, w, in, side, ch := t.j, t.w, t.in, t.side, t.ch
 	defer in.Close()
 	for {
 		it, err := in.Next(j.ctx)
@@ -278,10 +439,12 @@ func (t *drainTask) run() error {
 			}
 			return err
 		}
-		m := msg{barrier: it.Barrier, wm: it.WM}
+		m := msg{barrier: it.Barrier, wm: it.WM, in: side}
 		if it.Barrier == nil {
-			j.mem.inflight.Add(it.Chunk.Rec.NumRows())
-			m = msg{c: it.Chunk}
+			if w.shuffle == w.agg {
+				j.mem.inflight.Add(it.Chunk.Rec.NumRows())
+			}
+			m = msg{c: it.Chunk, in: side}
 		}
 		if err := j.send(ch, m); err != nil {
 			return nil // the job stops (send released the chunk)
@@ -294,7 +457,10 @@ func (t *drainTask) run() error {
 // instances and splits that node held (distjob): the state and view rows
 // of the key groups of instances (of n), and the positions, event time
 // and lost-record counts of splits, of the source whose table id is
-// srcTable in the snapshot and dstTable here.
+// srcTable in the snapshot and dstTable here; and the aggregate's input
+// watermark, the same on every node at an epoch (the minimum over all
+// splits), so the rows replayed after a restore are judged late as they
+// were before it.
 func DistRestoreFilter(instances []int, n int, splits []int, srcTable, dstTable uint64) storage.PartFilter {
 	inst := make([]bool, n)
 	for _, i := range instances {
@@ -305,7 +471,7 @@ func DistRestoreFilter(instances []int, n int, splits []int, srcTable, dstTable 
 	return storage.PartFilter{
 		Group: func(kg byte) bool { return int(kg) < op.KeyGroups && inst[op.InstanceOf(int(kg), n)] },
 		Split: func(part uint32) bool { return slices.Contains(splits, int(part)) },
-		JobOp: jobStateOp, SplitKinds: string([]byte{keyPartEventTime, keyPartLost}),
+		JobOp: jobStateOp, SplitKinds: string([]byte{keyPartEventTime, keyPartLost}), SharedKinds: string([]byte{keyOpWatermark}),
 		SrcTable: srcTable, DstTable: dstTable,
 	}
 }

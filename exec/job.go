@@ -356,7 +356,7 @@ func (j *Job) LogParts() []storage.LogPart {
 func (j *Job) Reached(ends [][]uint64) bool {
 	for i, s := range j.srcs {
 		for p, end := range ends[i] {
-			if j.dist != nil && !j.dist.splitLocal(p) {
+			if j.dist != nil && !j.dist.splitLocal(i, p) {
 				continue // another node reads it
 			}
 			if s.offsets[p].Load() < end {

@@ -114,10 +114,11 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 	var sinkIns []chan msg
 	outlets := map[*gedge][]*outlet{}
 	type remote struct {
-		p, c int
-		ch   chan msg
+		s, p, c int
+		ch      chan msg
 	}
-	var remotes []remote // a local split's channel to an instance on another node
+	var remotes []remote  // a local split's channel to an instance on another node
+	var guards []chan msg // a local join instance's channel to an aggregate instance of another number
 	sinkAgg := g.root.from.kind == nAgg
 	for _, e := range edges {
 		ninst := 1
@@ -132,9 +133,15 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 			o := &outlet{j: j, stages: stages, keys: e.keys, in: e.in,
 				aggregate: e.to != nil && e.to.kind == nAgg,
 				rowIDs:    e.to == nil && e.byPosition()}
-			shuffle := dist != nil && e.to == dist.agg
+			shuffle := dist != nil && e.to == dist.shuffle
+			si := -1
 			if shuffle {
 				o.wOut = dist.firstLocalInstance() // the split's writes stay on its node
+				si = dist.sourceIndex(e.from)
+			}
+			joinAgg := dist != nil && dist.join != nil && e.from == dist.join
+			if joinAgg {
+				o.wOut = p // the join instance's writes go to the aggregate instance beside it
 			}
 			if e.from.kind == nSource {
 				o.fallible = fallibleOf(e.keys...)
@@ -148,10 +155,15 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				ch := make(chan msg, 4)
 				o.outs = append(o.outs, ch)
 				switch {
-				case shuffle && !dist.splitLocal(p):
+				case shuffle && !dist.splitLocal(si, p):
 					continue // not started here
 				case shuffle && !dist.instanceLocal(c):
-					remotes = append(remotes, remote{p, c, ch})
+					remotes = append(remotes, remote{si, p, c, ch})
+					continue
+				case joinAgg && !dist.instanceLocal(p):
+					continue // on another node
+				case joinAgg && p != c:
+					guards = append(guards, ch)
 					continue
 				case dist != nil && e.to == nil && !dist.instanceLocal(p):
 					continue // its node's sink takes its rows
@@ -203,14 +215,12 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				if err != nil {
 					return nil, err
 				}
-				if dist != nil {
-					in, err := dist.inbox(j, i, &inputs[n][i], &starts)
+				if dist != nil && n == dist.shuffle {
+					in, err := dist.inboxes(j, i, &inputs[n][i], &starts)
 					if err != nil {
 						return nil, err
 					}
-					if in != nil {
-						opened = append(opened, in)
-					}
+					opened = append(opened, in...)
 				}
 				ins, o := inputs[n][i], outlets[out][i]
 				starts = append(starts, func() { j.start(&opTask{j, -1, op, ins, o}) })
@@ -227,14 +237,24 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 				continue
 			}
 			for i := 0; i < n.par; i++ {
+				at := opSlot
+				opSlot++
+				if dist != nil && !dist.instanceLocal(i) {
+					continue // on another node
+				}
 				reemit := spec.Reemit && root
 				op, err := f.newJoinNode(n, i, outlets[out][i], reemit)
 				if err != nil {
 					return nil, err
 				}
+				if dist != nil && n == dist.shuffle {
+					in, err := dist.inboxes(j, i, &inputs[n][i], &starts)
+					if err != nil {
+						return nil, err
+					}
+					opened = append(opened, in...)
+				}
 				ins, o := inputs[n][i], outlets[out][i]
-				at := opSlot
-				opSlot++
 				starts = append(starts, func() {
 					j.start(taskFunc(func() error {
 						if reemit {
@@ -282,11 +302,14 @@ func StartJob(db *storage.DB, spec JobSpec) (*Job, error) {
 		}
 	}
 	for _, r := range remotes {
-		starts = append(starts, func() { j.start(&pumpTask{j, dist, r.p, r.c, r.ch}) })
+		starts = append(starts, func() { j.start(&pumpTask{j, dist, r.s, r.p, r.c, r.ch}) })
 	}
-	for _, s := range j.srcs {
+	for _, ch := range guards {
+		starts = append(starts, func() { j.start(&guardTask{j, dist, ch}) })
+	}
+	for si, s := range j.srcs {
 		for p := range s.offsets {
-			if dist != nil && !dist.splitLocal(p) {
+			if dist != nil && !dist.splitLocal(si, p) {
 				continue
 			}
 			bc := make(chan *Barrier, 1)

@@ -18,6 +18,7 @@ import (
 // Distributed views (docs/design/cluster.md, "Distributed jobs"): in
 // cluster mode a materialized view whose plan has the distributable shape
 // (exec.CheckDistShape: one source whose rows are the same on every node →
+// [or two, joined by an inner equi-join below a GROUP BY by its key] →
 // filters and projections → one GROUP BY) runs as a distributed job: every
 // node runs a part of it (cmd/streamdb runs a distjob.Part per view), and
 // the engine's own job of the view stays on standby on every node (it is
@@ -63,17 +64,23 @@ type DistPartInfo struct {
 // DistView is a distributed view as this node's catalog has it.
 type DistView struct {
 	Name string
-	// Source names the view's source; Splits is its number of splits
-	// (partitions) and Instances the view's number of aggregate instances.
-	Source   string
-	SourceID uint64 // the source table's id here
-	// Topic is the source's topic in the shared stream log: the same on
-	// every node, and another for a table created again.
-	Topic             string
-	Splits, Instances int
+	// Sources are the view's sources, in its job's order (a join's left
+	// side first); Instances is the view's number of instances.
+	Sources   []DistViewSource
+	Instances int
 	// Spec is the view's job, for a node's part (distjob.Part), over DB.
 	Spec exec.JobSpec
 	DB   *storage.DB
+}
+
+// DistViewSource is a source of a distributed view.
+type DistViewSource struct {
+	Name string // the table's
+	ID   uint64 // the table's id here
+	// Topic is the table's topic in the shared stream log: the same on
+	// every node, and another for a table created again.
+	Topic  string
+	Splits int // its number of splits (partitions)
 }
 
 // tableOrNil is e's table name, or nil.
@@ -108,9 +115,9 @@ func DistributedViews(e *Engine) []DistView {
 	out := make([]DistView, 0, len(defs))
 	for _, def := range defs {
 		plan, err := e.planView(def)
-		var splits int
+		var srcs []exec.DistSource
 		if err == nil {
-			splits, err = exec.DistSplits(plan, 1)
+			srcs, err = exec.DistSources(plan, 1)
 		}
 		if err != nil {
 			e.log.Error("cluster: distributed view does not plan here", "view", def.Name, "err", err)
@@ -123,13 +130,15 @@ func DistributedViews(e *Engine) []DistView {
 		e.mu.Lock()
 		spec := e.sup.jobSpecLocked(def, plan)
 		e.mu.Unlock()
-		src := viewSources(def)[0]
-		var srcID uint64
-		t := tableOrNil(e, src)
-		if t != nil {
-			srcID = t.ID
+		v := DistView{Name: def.Name, Instances: inst, Spec: spec, DB: e.db}
+		for _, s := range srcs {
+			vs := DistViewSource{Name: s.Name, Splits: s.Splits}
+			if t := tableOrNil(e, s.Name); t != nil {
+				vs.ID, vs.Topic = t.ID, logTopic(t)
+			}
+			v.Sources = append(v.Sources, vs)
 		}
-		out = append(out, DistView{Name: def.Name, Source: src, SourceID: srcID, Topic: logTopic(t), Splits: splits, Instances: inst, Spec: spec, DB: e.db})
+		out = append(out, v)
 	}
 	return out
 }
@@ -173,9 +182,9 @@ func decideDistributed(e *Engine, def *storage.TableDef, phys plan.Plan, opt str
 		why = "this cluster does not run distributed views"
 	} else if w := (clusterJobs{e}).perNodeInput(def); w != "" {
 		why = "its input differs from node to node: " + w
-	} else if src := viewSources(def); len(src) != 1 || logTopic(tableOrNil(e, src[0])) == "" {
-		why = "only a view over one table in the shared stream log (--cluster-kafka) runs distributed for now"
-	} else if _, err := exec.DistSplits(phys, 1); err != nil {
+	} else if src := viewSources(def); len(src) == 0 || slices.ContainsFunc(src, func(s string) bool { return logTopic(tableOrNil(e, s)) == "" }) {
+		why = "only a view over tables in the shared stream log (--cluster-kafka) runs distributed for now"
+	} else if _, err := exec.DistSources(phys, 1); err != nil {
 		why = err.Error()
 	}
 	if why == "" {

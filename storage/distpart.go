@@ -13,9 +13,12 @@ type PartFilter struct {
 	Group func(kg byte) bool
 	Split func(part uint32) bool
 	// JobOp is the operator id of the job's own state; of it, the entries
-	// whose kind is in SplitKinds are per split, the others are dropped.
-	JobOp      uint32
-	SplitKinds string
+	// whose kind is in SplitKinds are per split, those whose kind is in
+	// SharedKinds are the same on every node (copied as they are), the
+	// others are dropped.
+	JobOp       uint32
+	SplitKinds  string
+	SharedKinds string
 	// SrcTable, DstTable: the source's table id in the snapshot and here.
 	SrcTable, DstTable uint64
 }
@@ -43,6 +46,9 @@ func (st State) CopyJobPart(b *WriteBatch, from *DB, src, dst uint64, f PartFilt
 				return put(appendStateKey(nil, dst, op, key), v)
 			}
 			return nil
+		}
+		if len(key) > 0 && containsByte(f.SharedKinds, key[0]) {
+			return put(appendStateKey(nil, dst, op, key), v)
 		}
 		if len(key) != 13 || !containsByte(f.SplitKinds, key[0]) || binary.BigEndian.Uint64(key[1:]) != f.SrcTable ||
 			!f.Split(binary.BigEndian.Uint32(key[9:])) {

@@ -37,6 +37,7 @@ func TestCopyJobPart(t *testing.T) {
 	}
 	b.Set(offsetKey(5, 8, 1), binary.BigEndian.AppendUint64(nil, 7), nil) // another table
 	b.Set(stateKey(5, jobOp, []byte{'l'}), []byte{1}, nil)                // not per split
+	b.Set(stateKey(5, jobOp, []byte{'w', 0, 0, 0, 7}), []byte{2}, nil)    // the same on every node
 	b.Set(stateKey(6, 1, []byte{1, 'k'}), []byte{1}, nil)                 // another job
 	if err := from.Commit(b, true); err != nil {
 		t.Fatal(err)
@@ -46,7 +47,7 @@ func TestCopyJobPart(t *testing.T) {
 	n, err := to.State().CopyJobPart(wb, from, 5, 15, PartFilter{
 		Group: func(kg byte) bool { return kg == 1 || kg == 3 },
 		Split: func(p uint32) bool { return p == 2 },
-		JobOp: jobOp, SplitKinds: "xp", SrcTable: 9, DstTable: 19})
+		JobOp: jobOp, SplitKinds: "xp", SharedKinds: "w", SrcTable: 9, DstTable: 19})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +65,7 @@ func TestCopyJobPart(t *testing.T) {
 		string(stateKey(15, 1, []byte{1, 'k'})): true, string(stateKey(15, 1, []byte{3, 'k'})): true,
 		string(viewKey(15, []byte{1, 'r'})): true, string(viewKey(15, []byte{3, 'r'})): true,
 		string(offsetKey(15, 19, 2)): true, string(stateKey(15, jobOp, splitKey('x', 19, 2))): true,
+		string(stateKey(15, jobOp, []byte{'w', 0, 0, 0, 7})): true,
 	}
 	got := 0
 	for _, k := range keys {

@@ -71,7 +71,11 @@ func distJobs(eng *sql.Engine) []cluster.DistJob {
 	vs := sql.DistributedViews(eng)
 	out := make([]cluster.DistJob, len(vs))
 	for i, v := range vs {
-		out[i] = cluster.DistJob{View: v.Name, Instances: v.Instances, Splits: map[string]int{v.Source: v.Splits}}
+		splits := map[string]int{}
+		for _, s := range v.Sources {
+			splits[s.Name] = s.Splits
+		}
+		out[i] = cluster.DistJob{View: v.Name, Instances: v.Instances, Splits: splits}
 	}
 	return out
 }
@@ -136,7 +140,7 @@ func (d *distParts) reconcile() {
 		if d.parts[name] != nil {
 			continue
 		}
-		p := &distjob.Part{Node: d.node, Self: d.node.ID(), View: name, Source: v.Source, SourceID: v.SourceID, Stream: v.Topic, DB: v.DB, Spec: v.Spec,
+		p := &distjob.Part{Node: d.node, Self: d.node.ID(), View: name, Sources: partSources(v.Sources), DB: v.DB, Spec: v.Spec,
 			Server: exchangeServer, Conn: d.conns.Get, Log: d.log,
 			SnapDir: filepath.Join(d.dataDir, "distjob", fmt.Sprintf("%s-%d", name, v.Spec.ID))}
 		if d.storage != "" {
@@ -146,7 +150,7 @@ func (d *distParts) reconcile() {
 		rp := &runningPart{part: p, sql: v.Spec.View.SQL, stop: cancel, done: make(chan struct{})}
 		go func() { defer close(rp.done); p.Run(ctx) }()
 		d.parts[name] = rp
-		d.log.Info("cluster: running this node's part of a distributed view", "view", name, "splits", v.Splits, "instances", v.Instances)
+		d.log.Info("cluster: running this node's part of a distributed view", "view", name, "sources", v.Sources, "instances", v.Instances)
 	}
 }
 
@@ -245,4 +249,13 @@ func joinInts(xs []int) string {
 		s[i] = fmt.Sprint(x)
 	}
 	return strings.Join(s, " ")
+}
+
+// partSources are a distributed view's sources as its part takes them.
+func partSources(srcs []sql.DistViewSource) []distjob.Source {
+	out := make([]distjob.Source, len(srcs))
+	for i, s := range srcs {
+		out[i] = distjob.Source{Name: s.Name, ID: s.ID, Stream: s.Topic}
+	}
+	return out
 }
