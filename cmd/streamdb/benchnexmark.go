@@ -30,6 +30,11 @@ import (
 // time (--queries), where the server's CPU time is not visible.
 //
 //	streamdb bench nexmark [--events N] [--queries q0,q1,...] [--checkpoint-interval 1s] [--split 1] [--server URL] [--cpuprofile FILE]
+//
+// --cpuprofile covers what events/s per core measures, the view and its
+// CHECKPOINT, not the setup, the count of the view's rows or a previous
+// query's leftover compactions; with several queries each gets its own
+// file (FILE-q0, FILE-q1, ...).
 func benchNexmark(args []string) error {
 	fl := flag.NewFlagSet("bench nexmark", flag.ExitOnError)
 	events := fl.Int64("events", 1_000_000, "events to generate (persons, auctions and bids together)")
@@ -38,7 +43,7 @@ func benchNexmark(args []string) error {
 	splits := fl.Int("split", 1, "splits of each source (nexmark.split)")
 	par := fl.Int("parallelism", 0, "aggregate instances per job (0: cores)")
 	server := fl.String("server", "", "run over the wire against this server (a postgres:// URL) instead of in-process")
-	cpuprofile := fl.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	cpuprofile := fl.String("cpuprofile", "", "write a CPU profile of each query's measured part (its view and CHECKPOINT) to this file (with several queries: this file + '-' + the query's name)")
 	watermark := fl.String("watermark", "", "declare WATERMARK FOR date_time AS date_time - INTERVAL '<this>' on the sources (e.g. '4 seconds'), so windows close")
 	cacheMB := fl.Int64("state-cache-mb", 1024, "each job's operator state cache, as the server's --state-cache-mb (0: unbounded)")
 	memLimit := fl.String("memory-limit", "", "the process's memory limit, as the server's --memory-limit (sizes the state cache unless --state-cache-mb is given)")
@@ -55,14 +60,7 @@ func benchNexmark(args []string) error {
 			*cacheMB = split.StateCache >> 20
 		}
 	}
-	cfg := nexmarkConfig{par: *par, cache: *cacheMB << 20, mem: split, memprofile: *memprofile}
-	if *cpuprofile != "" {
-		stop, err := startProfile(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
+	cfg := nexmarkConfig{par: *par, cache: *cacheMB << 20, mem: split, memprofile: *memprofile, cpuprofile: *cpuprofile}
 	var qs []nexmark.Query
 	for _, q := range nexmark.Queries() {
 		if *queries == "" || containsName(strings.Split(*queries, ","), q.Name) {
@@ -72,6 +70,7 @@ func benchNexmark(args []string) error {
 	if len(qs) == 0 {
 		return fmt.Errorf("--queries %q names no query of nexmark/queries", *queries)
 	}
+	cfg.profileEach = len(qs) > 1
 	fmt.Printf("streamdb bench nexmark: %d events, %d split(s), checkpoint.interval %s, GOMAXPROCS %d, state cache %d MB, memory limit %s\n",
 		*events, *splits, *interval, runtime.GOMAXPROCS(0), *cacheMB, orNone(*memLimit))
 	fmt.Printf("%-5s %12s %14s %10s %9s %10s %8s %10s\n", "query", "events/s", "events/s/core", "view rows", "seconds", "peak RSS", "state", "live heap")
@@ -129,10 +128,12 @@ func dirSize(dir string) int64 {
 
 // nexmarkConfig is how the in-process engine of bench nexmark is set up.
 type nexmarkConfig struct {
-	par        int
-	cache      int64 // state cache per job, bytes
-	mem        plan.MemorySplit
-	memprofile string
+	par         int
+	cache       int64 // state cache per job, bytes
+	mem         plan.MemorySplit
+	memprofile  string
+	cpuprofile  string // CPU profile of the measured part of each query
+	profileEach bool   // one profile file a query: cpuprofile-qN
 }
 
 func orNone(s string) string {
@@ -187,6 +188,17 @@ func nexmarkInProcess(q nexmark.Query, ddl []string, events int64, nc nexmarkCon
 		}
 	}
 	noteResetPeakRSS()
+	if nc.cpuprofile != "" {
+		path := nc.cpuprofile
+		if nc.profileEach {
+			path += "-" + q.Name
+		}
+		stop, err := startProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	cpu0, start := cpuTime(), time.Now()
 	if _, err := run("CREATE MATERIALIZED VIEW " + q.Name + " AS " + q.SQL); err != nil {
 		return err
@@ -195,6 +207,9 @@ func nexmarkInProcess(q nexmark.Query, ddl []string, events int64, nc nexmarkCon
 		return err
 	}
 	wall, cpu := time.Since(start), cpuTime()-cpu0
+	if nc.cpuprofile != "" {
+		pprof.StopCPUProfile() // the measured part only (the deferred stop closes the file)
+	}
 	rows, err := scalarAny(ctx, run, "SELECT count(*) FROM "+q.Name)
 	if err != nil {
 		return err

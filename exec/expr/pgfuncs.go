@@ -37,7 +37,7 @@ func regexTestKernel(c *Ctx, args []vec, n int) (vec, error) {
 			}
 			return vec{}, err
 		}
-		if re.MatchString(s.at(i)) {
+		if v := s.at(i); !rc.opts.matchesNone(v) && re.MatchString(v) {
 			out[i>>3] |= 1 << (i & 7)
 		}
 	}

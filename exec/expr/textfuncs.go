@@ -2,7 +2,9 @@ package expr
 
 import (
 	"regexp"
+	"regexp/syntax"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -204,6 +206,60 @@ func toCharKernel(t types.T) kernel {
 // regexOpts are the flags of a PostgreSQL regular expression function.
 type regexOpts struct {
 	global bool
+	// need is a literal (case-sensitive) that every match contains, or
+	// "": a string without it cannot match, which a substring search
+	// tells faster than the regexp engine (mustContain).
+	need string
+}
+
+// matchesNone reports whether a string cannot match: it lacks the
+// pattern's required literal.
+func (o *regexOpts) matchesNone(v string) bool {
+	return o.need != "" && !strings.Contains(v, o.need)
+}
+
+// mustContain returns the longest literal that every match of re contains
+// ("" if none is known): a literal of a concatenation, of a capture group
+// or of a repetition of at least one, taken case-sensitively only.
+func mustContain(re *syntax.Regexp) string {
+	best := ""
+	keep := func(s string) {
+		if len(s) > len(best) {
+			best = s
+		}
+	}
+	literal := func(r *syntax.Regexp) (string, bool) {
+		if r.Op != syntax.OpLiteral || r.Flags&syntax.FoldCase != 0 {
+			return "", false
+		}
+		return string(r.Rune), true
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		if s, ok := literal(re); ok {
+			keep(s)
+		}
+	case syntax.OpCapture:
+		keep(mustContain(re.Sub[0]))
+	case syntax.OpPlus:
+		keep(mustContain(re.Sub[0]))
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			keep(mustContain(re.Sub[0]))
+		}
+	case syntax.OpConcat:
+		run := ""
+		for _, sub := range re.Sub {
+			if s, ok := literal(sub); ok {
+				run += s // adjacent literals are one literal
+				keep(run)
+				continue
+			}
+			run = ""
+			keep(mustContain(sub))
+		}
+	}
+	return best
 }
 
 // compileRegex compiles a PostgreSQL (ARE) pattern with Go's RE2 engine.
@@ -263,6 +319,11 @@ func compileRegex(fn, pat, flags string) (*regexp.Regexp, regexOpts, error) {
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error parsing regexp: ")
 		return nil, o, sqlerr.New("2201B", "invalid regular expression: %s", msg)
+	}
+	if sy, err := syntax.Parse(pat, syntax.Perl); err == nil {
+		if need := mustContain(sy.Simplify()); !strings.ContainsRune(need, utf8.RuneError) {
+			o.need = need // (RE2 reads an invalid byte as U+FFFD: no prefilter then)
+		}
 	}
 	if !hasLazyQuantifier(pat) {
 		re.Longest()
@@ -382,6 +443,10 @@ func regexpMatchKernel(t types.T) kernel {
 				return vec{}, err
 			}
 			v := s.at(i)
+			if rc.opts.matchesNone(v) {
+				lb.AppendNull()
+				continue
+			}
 			idx = re.FindStringSubmatchIndex(v)
 			if idx == nil {
 				lb.AppendNull()
@@ -424,6 +489,9 @@ func regexpReplaceKernel(t types.T) kernel {
 				return dst, err
 			}
 			v := s.at(i)
+			if rc.opts.matchesNone(v) {
+				return append(dst, v...), nil
+			}
 			limit := 1
 			if rc.opts.global {
 				limit = -1

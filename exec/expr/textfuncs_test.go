@@ -126,3 +126,47 @@ func TestHasLazyQuantifier(t *testing.T) {
 		}
 	}
 }
+
+// TestRegexRequiredLiteral checks the literal prefilter of the regexp
+// functions: the literal found is the one expected, and a string that
+// lacks it never matches (against Go's regexp on the same pattern, over
+// patterns with groups, alternations, repetitions and case folding).
+func TestRegexRequiredLiteral(t *testing.T) {
+	needs := map[string]string{
+		`(&|^)channel_id=([^&]*)`: "channel_id=",
+		`abc`:                     "abc",
+		`a(bc)+d`:                 "bc",
+		`x(yz){2,3}`:              "yz", // each copy is its own group
+		`(ab)*c`:                  "c",
+		`ab|cd`:                   "",
+		`(?i)abc`:                 "",
+		`a.b`:                     "a",
+		`(foo)?bar`:               "bar",
+		`[a-z]+`:                  "",
+		`^https://www\.x\.com/`:   "https://www.x.com/",
+	}
+	for pat, want := range needs {
+		_, o, err := compileRegex("regexp_match", pat, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.need != want {
+			t.Errorf("%q: need %q, want %q", pat, o.need, want)
+		}
+	}
+	inputs := []string{"", "abc", "ABC", "xabcdx", "abcbcd", "xyzyz", "xyzyzyz", "ccc", "a\nb", "foobar", "bar",
+		"https://www.x.com/a?channel_id=7", "&channel_id=", "channel_id", "https://www.x.com/a/b", "\xffabc", "ab\xff"}
+	for pat := range needs {
+		for _, flags := range []string{"", "i", "n", "q"} {
+			re, o, err := compileRegex("regexp_match", pat, flags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range inputs {
+				if o.matchesNone(in) && re.MatchString(in) {
+					t.Errorf("%q flags %q: %q matches but lacks %q", pat, flags, in, o.need)
+				}
+			}
+		}
+	}
+}
