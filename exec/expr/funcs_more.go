@@ -25,6 +25,7 @@ import (
 //	decode                                Text, Text → Bytea (bytea.go)
 //	string_to_array                       Text, Text [, Text] → TextArray (not strict)
 //	regexp_split_to_array                 Text, Text [, Text] → TextArray
+//	overlay, overlay_bytea                Text (Bytea) ×2, Int64 [, Int64] → Text (Bytea)
 func moreScalarKernel(e *Func) (k kernel, lo, hi int, ok bool) {
 	lo, hi = 1, 1
 	switch e.Name {
@@ -42,6 +43,8 @@ func moreScalarKernel(e *Func) (k kernel, lo, hi int, ok bool) {
 		k, lo, hi = stringToArrayKernel(e.T), 2, 3
 	case "regexp_split_to_array":
 		k, lo, hi = regexpSplitKernel(e.T), 2, 3
+	case "overlay", "overlay_bytea":
+		k, lo, hi = overlayKernel(e.Name == "overlay_bytea", e.T), 3, 4
 	default:
 		return nil, 0, 0, false
 	}

@@ -8,7 +8,7 @@ import (
 // More of PostgreSQL's everyday functions (issue 30; decision record
 // docs/decisions/2026-12-07-pg-more-functions.md): the NUMERIC forms of
 // sqrt, ln, exp, log and log(b, x), the bytea functions (sha224 ... sha512,
-// encode, decode) and the text-array splitters. Their overloads are
+// encode, decode), overlay and the text-array splitters. Their overloads are
 // entries of pgSigs (funcs_pg.go) and resolve as the others do.
 
 // numericTransRes is the result type of a NUMERIC transcendental kernel:
@@ -39,6 +39,9 @@ func init() {
 		"decode":                {sig(tBytea, "decode", tS, tS)},
 		"string_to_array":       {sig(tTA, "string_to_array", tS, tS), sig(tTA, "string_to_array", tS, tS, tS)},
 		"regexp_split_to_array": {sig(tTA, "regexp_split_to_array", tS, tS), sig(tTA, "regexp_split_to_array", tS, tS, tS)},
+		// overlay(s PLACING t FROM n [FOR m]) arrives from the dialect layer as this call.
+		"overlay": {sig(tS, "overlay", tS, tS, tI4, tI4), sig(tS, "overlay", tS, tS, tI4),
+			sig(tBytea, "overlay_bytea", tBytea, tBytea, tI4, tI4), sig(tBytea, "overlay_bytea", tBytea, tBytea, tI4)},
 	} {
 		pgSigs[name] = sigs
 	}

@@ -442,6 +442,17 @@ func (r *rewriter) rewrite(from, to int) error {
 					// is a keyword of TiDB's grammar (sql/bind groupwin.go).
 					prim = r.emit("pg_session_window", i, space)
 					continue
+				case t.Val == "overlay" && next.isOp("(") && !(i > from && toks[i-1].isOp(".")):
+					start := len(r.out)
+					end, ok, err := r.overlayList(i, to, space)
+					if err != nil {
+						return err
+					}
+					if ok {
+						prim = start
+						i = end - 1
+						continue
+					}
 				case t.Val == "trim" && next.isOp("(") && !(i > from && toks[i-1].isOp(".")):
 					start := len(r.out)
 					end, ok, err := r.trimList(i, to, space)
