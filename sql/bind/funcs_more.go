@@ -47,7 +47,6 @@ func init() {
 	}
 }
 
-
 // moreArgs adjusts the arguments of the kernels above: log(x) and
 // log10(x) of numeric are log(10, x), as PostgreSQL defines them.
 func moreArgs(s pgSig, args []expr.Expr) (pgSig, []expr.Expr) {
