@@ -254,6 +254,16 @@ func (r *rewriter) rewrite(from, to int) error {
 		case tParam:
 			prim = r.emit(t.Val, i, space)
 		case tQIdent, tIdent:
+			if (next.isOp("=>") || next.isOp(":=")) && len(stack) > 0 {
+				// A named argument, name => value (or name := value): the
+				// name becomes a marker argument before its value, which
+				// the binder pairs with it (sql/bind/namedargs.go).
+				r.emit("pg_argname("+quote(t.Val)+")", i, space)
+				r.emit(",", i+1, false)
+				prim = -1
+				i++
+				continue
+			}
 			if t.Kind == tIdent {
 				switch {
 				case r.lookupWord(i, to, len(stack)):
