@@ -282,3 +282,39 @@ func (r splitRegex) split(i int, v string, emit func(string)) error {
 	emit(v[prevEnd:])
 	return nil
 }
+
+// RegexpMatches is the rows of regexp_matches(s, pattern, flags): a text[]
+// per match (every match with flag g, else the first), holding the
+// capture groups (NULL for a group that took no part) or, without groups,
+// the whole match. Matches are Go's: a zero-length match right after
+// another match is not one (PostgreSQL reports it).
+func RegexpMatches(s, pattern, flags string) ([]types.Datum, error) {
+	re, o, err := compileRegex("regexp_matches", pattern, flags)
+	if err != nil {
+		return nil, err
+	}
+	limit := 1
+	if o.global {
+		limit = -1
+	}
+	var out []types.Datum
+	for _, m := range re.FindAllStringSubmatchIndex(s, limit) {
+		a := &types.Array{}
+		if len(m) == 2 {
+			a.Elems = []string{s[m[0]:m[1]]}
+		}
+		for g := 2; g < len(m); g += 2 {
+			if m[g] < 0 {
+				if a.Null == nil {
+					a.Null = make([]bool, (len(m)-2)/2)
+				}
+				a.Null[len(a.Elems)] = true
+				a.Elems = append(a.Elems, "")
+				continue
+			}
+			a.Elems = append(a.Elems, s[m[g]:m[g+1]])
+		}
+		out = append(out, types.Datum{A: a})
+	}
+	return out, nil
+}

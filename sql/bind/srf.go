@@ -136,6 +136,8 @@ func (b *Binder) srfArgs(fn string, args []expr.Expr) (types.T, error) {
 		return t, nil
 	}
 	switch fn {
+	case "regexp_matches":
+		return b.regexpMatchesArgs(args)
 	case "unnest", "pg_options_to_table":
 		if len(args) != 1 {
 			return types.T{}, noFunc()

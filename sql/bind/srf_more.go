@@ -3,6 +3,7 @@ package bind
 import (
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/sqlerr"
+	"github.com/streamdb/streamdb/types"
 )
 
 // srfOverArray maps each set-returning function that is the unnest of an
@@ -26,4 +27,22 @@ func (b *Binder) srfAsUnnest(fn string, args []expr.Expr) (string, []expr.Expr, 
 		return "", nil, err
 	}
 	return "unnest", []expr.Expr{e}, nil
+}
+
+// regexpMatchesArgs checks regexp_matches(text, text [, text]) (setof
+// text[]) and casts its arguments in place.
+func (b *Binder) regexpMatchesArgs(args []expr.Expr) (types.T, error) {
+	if len(args) != 2 && len(args) != 3 {
+		return types.T{}, noFunction("regexp_matches", args)
+	}
+	for i, a := range args {
+		if k := a.Type().Kind; k != types.Text && k != types.Unknown {
+			return types.T{}, noFunction("regexp_matches", args)
+		}
+		var err error
+		if args[i], err = b.castTo(a, types.TText); err != nil {
+			return types.T{}, err
+		}
+	}
+	return types.TTextArray, nil
 }

@@ -14,9 +14,10 @@ import (
 // log and log(b, x) (digit for digit: PostgreSQL's result scales), the
 // bytea functions (sha224 ... sha512, encode and decode in hex, base64
 // and escape), overlay (text and bytea), string_to_array and
-// regexp_split_to_array, string_to_table / regexp_split_to_table in the
-// select list and in FROM, and named arguments (make_interval(days => 3),
-// :=). Then the errors, each with PostgreSQL's SQLSTATE.
+// regexp_split_to_array, string_to_table / regexp_split_to_table and
+// regexp_matches in the select list and in FROM, and named arguments
+// (make_interval(days => 3), :=). Then the errors, each with PostgreSQL's
+// SQLSTATE.
 func TestPGMoreFunctionsPG(t *testing.T) {
 	d, _ := startStrictDiff(t,
 		"CREATE TABLE pm (id INT, t TEXT, u TEXT, i INT, n NUMERIC, m NUMERIC, bt BYTEA)")
@@ -28,6 +29,8 @@ func TestPGMoreFunctionsPG(t *testing.T) {
 		"SELECT id, string_to_array(t, ',') AS c1, string_to_array(t, u) AS c2, string_to_array(t, NULL) AS c3, string_to_array(t, ',', 'b') AS c4, regexp_split_to_array(t, '[, ]+') AS c5, regexp_split_to_array(t, u) AS c6, regexp_split_to_array(t, 'B', 'i') AS c7 FROM pm",
 		"SELECT id, string_to_table(t, ',') AS p FROM pm",
 		"SELECT id, regexp_split_to_table(t, '\\s*,\\s*|\\s+') AS w FROM pm",
+		"SELECT id, regexp_matches(t, '([a-z])([a-z]*)', 'g') AS m FROM pm",
+		"SELECT id, regexp_matches(t, u) AS m FROM pm",
 		"SELECT id, make_interval(days => i, hours := i) AS c1, make_interval(1, weeks => i) AS c2, make_date(year => 2000 + i, month => 1, day := 1) AS c3, make_timestamp(2024, 2, mday => 3, hour => i, min => 5, sec => 6.5) AS c4 FROM pm WHERE i >= 0",
 		"SELECT left(encode(sha256(bt), 'hex'), 1) AS k, count(*) AS c, sum(sqrt(abs(n))) AS s, max(exp(m)) AS e FROM pm GROUP BY left(encode(sha256(bt), 'hex'), 1)",
 	}
@@ -35,6 +38,9 @@ func TestPGMoreFunctionsPG(t *testing.T) {
 		"SELECT * FROM string_to_table('a,b,,c', ',', '')",
 		"SELECT x FROM regexp_split_to_table('the quick  brown', '\\s+') AS t(x)",
 		"SELECT pm.id, s.x FROM pm, string_to_table('x y', ' ') AS s(x)",
+		"SELECT * FROM regexp_matches('foobarbequebazilbarfbonk', '(b[^b]+)(b[^b]+)', 'g')",
+		"SELECT m FROM regexp_matches('AbC', 'b', 'i') AS t(m)",
+		"SELECT id, regexp_matches(t, '(a)|(b)', 'gi'), regexp_matches(t, '[,b]') FROM pm",
 		"SELECT overlay('Txxxxas' placing 'hom' from 2 for 4), overlay('abcdef' placing 'XY' from 3), overlay('abcdef' placing 'X' from 3 for -1), overlay('\\x010203'::bytea placing '\\xff'::bytea from 2)",
 		"SELECT sqrt(2::numeric), sqrt(0::numeric), sqrt(0.0001), ln(1.0000001), exp(-3.5), exp(20.25), log(2, 8), log(0.001), log(2.5, 100.75), power(2.5, 1.5)",
 		"SELECT make_interval(days => 3), make_interval(1, days := 2, secs => 1.5), make_interval(hours => 5, years => 1), make_date(2020, day => 1, month => 3)",
@@ -85,6 +91,7 @@ func TestPGMoreFunctionsPG(t *testing.T) {
 		"SELECT decode('ab', 'foo')", "SELECT encode('a'::bytea, 'foo')", "SELECT decode('a\\', 'escape')",
 		"SELECT regexp_split_to_array('a', '(')", "SELECT regexp_split_to_array('a', 'b', 'g')", "SELECT regexp_split_to_array('a', 'b', 'z')",
 		"SELECT * FROM regexp_split_to_table('a', '(')", "SELECT string_to_table(1, 2)",
+		"SELECT regexp_matches('abc', '(')", "SELECT regexp_matches('abc', 'b', 'z')", "SELECT regexp_matches(1, 'b')", "SELECT * FROM regexp_matches('a', 'b', 'c', 'd')",
 		"SELECT overlay('abc' placing 'x' from 0)", "SELECT overlay('abc' placing 'x' from 2 for 2147483647)", "SELECT overlay('abc' placing 'x')",
 		"SELECT make_interval(foo => 1)", "SELECT make_interval(days => 1, days => 2)", "SELECT make_interval(days => 1, 2)",
 		"SELECT make_date(year => 2020, month => 1)", "SELECT make_date(2020, year => 2020, month => 1, day => 1)", "SELECT lower(x => 'a')",
