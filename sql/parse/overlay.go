@@ -40,23 +40,6 @@ scan:
 	} else {
 		args = append(args, [2]int{from + 1, close})
 	}
-	r.emit("overlay(", i, space)
-	for n, a := range args {
-		if n > 0 {
-			r.emit(",", a[0], false)
-		}
-		if a[0] >= a[1] {
-			return 0, true, p.syntaxError(toks[a[1]])
-		}
-		arg := &rewriter{p: p}
-		if err := arg.rewrite(a[0], a[1]); err != nil {
-			return 0, true, err
-		}
-		if len(arg.out) == 0 || arg.emits || arg.eowc {
-			return 0, true, p.syntaxError(toks[a[0]])
-		}
-		r.out = append(r.out, arg.out...)
-	}
-	r.emit(")", close, false)
-	return close + 1, true, nil
+	end, err = r.emitCall("overlay", i, args, close, space)
+	return end, true, err
 }

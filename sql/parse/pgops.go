@@ -237,6 +237,15 @@ scan:
 	if chars[1] > chars[0] {
 		args = append(args, chars)
 	}
+	end, err = r.emitCall(fn, i, args, close, space)
+	return end, true, err
+}
+
+// emitCall writes the call fn(args...) in place of toks[i:close+1]: each
+// argument the token range [from, to) rewritten on its own (an empty one
+// is a syntax error); end is the token after close.
+func (r *rewriter) emitCall(fn string, i int, args [][2]int, close int, space bool) (end int, err error) {
+	p := r.p
 	r.emit(fn+"(", i, space)
 	for n, a := range args {
 		if n > 0 {
@@ -244,13 +253,13 @@ scan:
 		}
 		arg := &rewriter{p: p}
 		if err := arg.rewrite(a[0], a[1]); err != nil {
-			return 0, true, err
+			return 0, err
 		}
 		if len(arg.out) == 0 || arg.emits || arg.eowc {
-			return 0, true, p.syntaxError(toks[a[0]])
+			return 0, p.syntaxError(p.toks[a[0]])
 		}
 		r.out = append(r.out, arg.out...)
 	}
 	r.emit(")", close, false)
-	return close + 1, true, nil
+	return close + 1, nil
 }

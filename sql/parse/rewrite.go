@@ -452,20 +452,14 @@ func (r *rewriter) rewrite(from, to int) error {
 					// is a keyword of TiDB's grammar (sql/bind groupwin.go).
 					prim = r.emit("pg_session_window", i, space)
 					continue
-				case t.Val == "overlay" && next.isOp("(") && !(i > from && toks[i-1].isOp(".")):
-					start := len(r.out)
-					end, ok, err := r.overlayList(i, to, space)
-					if err != nil {
-						return err
+				case (t.Val == "trim" || t.Val == "overlay") && next.isOp("(") && !(i > from && toks[i-1].isOp(".")):
+					// TRIM(... FROM ...) and OVERLAY(... PLACING ... FROM ...)
+					list := r.trimList
+					if t.Val == "overlay" {
+						list = r.overlayList
 					}
-					if ok {
-						prim = start
-						i = end - 1
-						continue
-					}
-				case t.Val == "trim" && next.isOp("(") && !(i > from && toks[i-1].isOp(".")):
 					start := len(r.out)
-					end, ok, err := r.trimList(i, to, space)
+					end, ok, err := list(i, to, space)
 					if err != nil {
 						return err
 					}
