@@ -131,7 +131,7 @@ func numSqrt(a numArg) (*big.Int, int32, error) {
 	if e >= 0 {
 		n.Mul(n, pow10(e))
 	} else {
-		n.Quo(n, pow10(-e)) // cannot happen: rscale >= ds and s is at most the storage scale
+		n.Quo(n, pow10(-e)) // exact: the digits past rscale >= ds are zeros
 	}
 	q := new(big.Int).Sqrt(n)
 	// Half up: q+1 when n >= (q + 1/2)^2, i.e. 4n >= (2q+1)^2.
@@ -151,9 +151,6 @@ func numExp(a numArg) (*big.Int, int32, error) {
 	rscale := clampScale(max(numericMinSigDigits-int32(val), a.ds))
 	if val > types.MaxNumericPrecision+1 {
 		return nil, 0, errNumericOverflow()
-	}
-	if val < -float64(rscale)-2 {
-		return new(big.Int), rscale, nil
 	}
 	r := bigExp(a.float(numTransPrec), numTransPrec)
 	return scaleRound(r, rscale), rscale, nil
