@@ -43,6 +43,9 @@ func TestPGMoreFunctionsPG(t *testing.T) {
 		"SELECT id, regexp_matches(t, '(a)|(b)', 'gi'), regexp_matches(t, '[,b]') FROM pm",
 		"SELECT overlay('Txxxxas' placing 'hom' from 2 for 4), overlay('abcdef' placing 'XY' from 3), overlay('abcdef' placing 'X' from 3 for -1), overlay('\\x010203'::bytea placing '\\xff'::bytea from 2)",
 		"SELECT sqrt(2::numeric), sqrt(0::numeric), sqrt(0.0001), ln(1.0000001), exp(-3.5), exp(20.25), log(2, 8), log(0.001), log(2.5, 100.75), power(2.5, 1.5)",
+		// A sweep of NUMERIC arguments across weights and display scales, digit for digit.
+		"SELECT g, sqrt(v), ln(v), exp(v / 10), log(v), log(v, 1000.5), sqrt(v * 1000000), ln(v / 1000) FROM (SELECT g, (g * 7919 % 100003)::numeric / 977 AS v FROM generate_series(1, 400) g) s",
+		"SELECT g, sqrt(v * 0.00001), ln(v * 10000000000), exp(-v * 0.01), log(v * 0.00001), log(1 + v * 0.000001, 2), ln(1 + v * 0.0000001), exp(v * 0.000001), sqrt(v * 100000000000) FROM (SELECT g, (g * 7919 % 100003)::numeric * 0.001 AS v FROM generate_series(1, 400) g) s",
 		"SELECT make_interval(days => 3), make_interval(1, days := 2, secs => 1.5), make_interval(hours => 5, years => 1), make_date(2020, day => 1, month => 3)",
 		"SELECT encode(decode(repeat('ab', 60), 'hex'), 'base64'), decode('SGVs bG8=', 'base64'), decode('a\\\\b\\001', 'escape'), string_to_array('abc', NULL), regexp_split_to_array('abc', '')",
 	}
