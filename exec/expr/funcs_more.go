@@ -140,6 +140,16 @@ func (o textListOut) finish(t types.T) vec {
 	return vec{arr: o.lb.NewArray(), t: t}
 }
 
+// allValid returns the validity bitmap of the rows where no argument is
+// NULL (nil when none is) and the function that releases it.
+func allValid(c *Ctx, n int, args []vec) ([]byte, func()) {
+	in, _ := validity(c.mem(), n, args...)
+	if in == nil {
+		return nil, func() {}
+	}
+	return bufBytes(in), in.Release
+}
+
 // nullAt reports whether row i of v is NULL.
 func nullAt(v vec, i int) bool {
 	if v.scalar() {
@@ -216,12 +226,8 @@ func regexpSplitKernel(t types.T) kernel {
 		if err != nil {
 			return vec{}, err
 		}
-		mem := c.mem()
-		in, _ := validity(mem, n, args...)
-		if in != nil {
-			defer in.Release()
-		}
-		inb := bufBytes(in)
+		inb, release := allValid(c, n, args)
+		defer release()
 		s := strColOf(args[0])
 		o := newTextListOut(c, n)
 		for i := 0; i < n; i++ {

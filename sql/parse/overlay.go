@@ -8,18 +8,9 @@ package parse
 func (r *rewriter) overlayList(i, to int, space bool) (end int, ok bool, err error) {
 	p := r.p
 	toks := p.toks
-	placing, from, forTok, close, depth := -1, -1, -1, -1, 0
-scan:
-	for k := i + 2; k < to; k++ {
-		switch t := toks[k]; {
-		case t.isOp("(") || t.isOp("["):
-			depth++
-		case t.isOp(")") && depth == 0:
-			close = k
-			break scan
-		case t.isOp(")") || t.isOp("]"):
-			depth--
-		case depth > 0:
+	placing, from, forTok := -1, -1, -1
+	close := r.scanCall(i, to, func(k int, t token) {
+		switch {
 		case t.is("placing") && placing < 0:
 			placing = k
 		case t.is("from") && placing >= 0 && from < 0:
@@ -27,7 +18,7 @@ scan:
 		case t.is("for") && from >= 0 && forTok < 0:
 			forTok = k
 		}
-	}
+	})
 	if placing < 0 || close < 0 {
 		return 0, false, nil
 	}

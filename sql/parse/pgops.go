@@ -185,24 +185,16 @@ func (r *rewriter) trimList(i, to int, space bool) (end int, ok bool, err error)
 	p := r.p
 	toks := p.toks
 	// The closing parenthesis, the top-level FROM and commas.
-	from, depth, close := -1, 0, -1
+	from := -1
 	var commas []int
-scan:
-	for k := i + 2; k < to; k++ {
-		switch t := toks[k]; {
-		case t.isOp("(") || t.isOp("["):
-			depth++
-		case t.isOp(")") && depth == 0:
-			close = k
-			break scan
-		case t.isOp(")") || t.isOp("]"):
-			depth--
-		case depth == 0 && t.isOp(","):
+	close := r.scanCall(i, to, func(k int, t token) {
+		switch {
+		case t.isOp(","):
 			commas = append(commas, k)
-		case depth == 0 && t.is("from") && from < 0:
+		case t.is("from") && from < 0:
 			from = k
 		}
-	}
+	})
 	if close < 0 || len(commas) == 0 {
 		return 0, false, nil
 	}
@@ -239,6 +231,26 @@ scan:
 	}
 	end, err = r.emitCall(fn, i, args, close, space)
 	return end, true, err
+}
+
+// scanCall calls visit with each token at the top level of the
+// parentheses opened at toks[i+1] and returns the closing one's index (-1
+// when they do not close before to).
+func (r *rewriter) scanCall(i, to int, visit func(k int, t token)) int {
+	depth := 0
+	for k := i + 2; k < to; k++ {
+		switch t := r.p.toks[k]; {
+		case t.isOp("(") || t.isOp("["):
+			depth++
+		case t.isOp(")") && depth == 0:
+			return k
+		case t.isOp(")") || t.isOp("]"):
+			depth--
+		case depth == 0:
+			visit(k, t)
+		}
+	}
+	return -1
 }
 
 // emitCall writes the call fn(args...) in place of toks[i:close+1]: each
