@@ -172,7 +172,7 @@ func (c *compiler) edge(p plan.Plan) (*gedge, error) {
 			p = n.In
 			continue
 		case *plan.LateralFuncScan:
-			if n.Func != "unnest" {
+			if n.Func != "unnest" && n.Func != "regexp_matches" {
 				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s() in FROM is not supported in a materialized view", n.Func)
 			}
 			if err := refuseNow(n.Args...); err != nil {

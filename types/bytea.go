@@ -17,30 +17,23 @@ import (
 // backslash, \ooo an octal byte, any other byte itself).
 func parseBytea(s string) (Datum, error) {
 	if len(s) >= 2 && s[0] == '\\' && s[1] == 'x' {
-		out := make([]byte, 0, (len(s)-2)/2)
-		for i := 2; i < len(s); {
-			c := s[i]
-			if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' {
-				i++
-				continue
-			}
-			hi, ok := unhex(c)
-			if !ok {
-				return Null, sqlerr.New(sqlerr.InvalidParameterValue, "invalid hexadecimal digit: %s", quote(runeAt(s, i)))
-			}
-			if i+1 >= len(s) {
-				return Null, sqlerr.New(sqlerr.InvalidParameterValue, "invalid hexadecimal data: odd number of digits")
-			}
-			lo, ok := unhex(s[i+1])
-			if !ok {
-				return Null, sqlerr.New(sqlerr.InvalidParameterValue, "invalid hexadecimal digit: %s", quote(runeAt(s, i+1)))
-			}
-			out = append(out, hi<<4|lo)
-			i += 2
+		out, err := AppendPGHexDecode(make([]byte, 0, (len(s)-2)/2), s[2:])
+		if err != nil {
+			return Null, err
 		}
 		return Str(string(out)), nil
 	}
-	out := make([]byte, 0, len(s))
+	out, err := AppendByteaUnescape(make([]byte, 0, len(s)), s)
+	if err != nil {
+		return Null, err
+	}
+	return Str(string(out)), nil
+}
+
+// AppendByteaUnescape appends the bytes of s in bytea's escape format (\\
+// is a backslash, \ooo an octal byte, any other byte itself): byteain's
+// escape input and decode(s, 'escape').
+func AppendByteaUnescape(out []byte, s string) ([]byte, error) {
 	for i := 0; i < len(s); {
 		if s[i] != '\\' {
 			out = append(out, s[i])
@@ -55,10 +48,10 @@ func parseBytea(s string) (Datum, error) {
 			out = append(out, (s[i+1]-'0')<<6|(s[i+2]-'0')<<3|(s[i+3]-'0'))
 			i += 4
 		default:
-			return Null, sqlerr.New(sqlerr.InvalidTextRep, "invalid input syntax for type bytea")
+			return out, sqlerr.New(sqlerr.InvalidTextRep, "invalid input syntax for type bytea")
 		}
 	}
-	return Str(string(out)), nil
+	return out, nil
 }
 
 func isOctal(c byte) bool { return c >= '0' && c <= '7' }

@@ -34,8 +34,14 @@ func runSRF(ctx *plan.Ctx, fn string, ts []types.T, args []types.Datum, emit fun
 	switch fn {
 	case "unnest":
 		return unnest(ctx, ts, args[0].A, emit)
-	case "jsonb_array_elements", "jsonb_array_elements_text", "jsonb_each", "jsonb_each_text":
-		rows, err := types.JSONRows(fn, args[0].S)
+	case "jsonb_array_elements", "jsonb_array_elements_text", "jsonb_each", "jsonb_each_text", "regexp_matches":
+		var rows []types.Datum
+		var err error
+		if fn == "regexp_matches" {
+			rows, err = plan.SrfValues(fn, args, ts[0])
+		} else {
+			rows, err = types.JSONRows(fn, args[0].S)
+		}
 		if err != nil || len(rows) == 0 {
 			return err
 		}

@@ -101,7 +101,7 @@ func pgScalarKernel(e *Func) (k kernel, lo, hi int, ok bool) {
 	case "clock_timestamp":
 		k, lo, hi = clockTimestampKernel(e.T), 0, 0
 	default:
-		return nil, 0, 0, false
+		return moreScalarKernel(e)
 	}
 	return k, lo, hi, true
 }

@@ -421,14 +421,10 @@ func regexpMatchKernel(t types.T) kernel {
 		if err != nil {
 			return vec{}, err
 		}
-		mem := c.mem()
-		in, _ := validity(mem, n, args...)
-		if in != nil {
-			defer in.Release()
-		}
-		inb := bufBytes(in)
+		inb, release := allValid(c, n, args) // funcs_more.go
+		defer release()
 		s := strColOf(args[0])
-		lb := array.NewListBuilder(mem, arrow.BinaryTypes.String)
+		lb := array.NewListBuilder(c.mem(), arrow.BinaryTypes.String)
 		defer lb.Release()
 		lb.Reserve(n)
 		vb := lb.ValueBuilder().(*array.StringBuilder)

@@ -19,6 +19,7 @@ import (
 //	                                       step 1 by default, 0 is 22023
 //	generate_series(start, stop, step)     timestamps by an interval step
 //	unnest(array)                          the elements of a text[]
+//	regexp_matches(s, re [, flags])        a text[] per match (SrfValues)
 //	jsonb_array_elements[_text](j)         the elements of a jsonb array
 //	jsonb_each[_text](j)                   (key, value) records of a jsonb object
 //
@@ -59,6 +60,14 @@ func (p *ProjectSRF) Types() []types.T {
 
 // SrfValues lists the rows of one select-list function for one input row.
 func SrfValues(fn string, args []types.Datum, t types.T) ([]types.Datum, error) {
+	if fn == "regexp_matches" {
+		for _, a := range args {
+			if a.Null {
+				return nil, nil
+			}
+		}
+		return expr.RegexpMatches(args[0].S, args[1].S, flagsArg(args))
+	}
 	if len(args) == 1 && !args[0].Null && strings.HasPrefix(fn, "jsonb_") {
 		return types.JSONRows(fn, args[0].S)
 	}
@@ -146,11 +155,24 @@ func (p *LateralFuncScan) Expand(ectx *expr.Ctx, mem memory.Allocator, rec arrow
 	if lst, ok := arg.(*array.List); ok && p.Func == "unnest" && p.T == types.ArrayElem(at) {
 		return p.expandList(mem, rec, lst)
 	}
+	// The other arguments (regexp_matches' pattern and flags).
+	rest := make([]arrow.Array, len(p.Args)-1)
+	for i, e := range p.Args[1:] {
+		if rest[i], err = expr.Eval(ectx, e, rec); err != nil {
+			return nil, nil, err
+		}
+		defer rest[i].Release()
+	}
 	vb := types.NewBuilder(mem, p.T)
 	defer vb.Release()
 	var src []int
+	args := make([]types.Datum, len(p.Args))
 	for r := 0; r < int(rec.NumRows()); r++ {
-		vals, err := SrfValues(p.Func, []types.Datum{types.DatumAt(arg, r, at)}, p.T)
+		args[0] = types.DatumAt(arg, r, at)
+		for i, a := range rest {
+			args[i+1] = types.DatumAt(a, r, p.Args[i+1].Type())
+		}
+		vals, err := SrfValues(p.Func, args, p.T)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -206,4 +228,12 @@ func (p *LateralFuncScan) withValues(mem memory.Allocator, rec arrow.RecordBatch
 	}
 	out.Release()
 	return opkit.NewRecord(p.Types(), append(cols, vals), len(src))
+}
+
+// flagsArg is the optional third argument of a regular expression function.
+func flagsArg(args []types.Datum) string {
+	if len(args) > 2 {
+		return args[2].S
+	}
+	return ""
 }

@@ -454,6 +454,10 @@ func noFunction(name string, args []expr.Expr) error {
 }
 
 func (b *Binder) bindFunc(c *ectx, n *ast.FuncCallExpr) (expr.Expr, error) {
+	n, err := namedArgs(n) // namedargs.go
+	if err != nil {
+		return nil, err
+	}
 	if e, ok, err := b.pgFunc(c, n); ok {
 		return e, err
 	}

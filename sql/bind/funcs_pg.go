@@ -44,13 +44,19 @@ func sig(res types.T, kernel string, params ...types.T) pgSig {
 	return pgSig{params: params, res: res, kernel: kernel}
 }
 
+// floatAndNumeric is a function of double precision and of numeric
+// (funcs_more.go: numericTransRes).
 func floatAndNumeric(name string) []pgSig {
-	return []pgSig{sig(tF, name, tF), {params: []types.T{tN}, res: tN, refuse: true}}
+	numName := name + "_numeric"
+	if name == "log10" {
+		numName = "log10_numeric"
+	}
+	return []pgSig{sig(tF, name, tF), sig(numericTransRes(numName), numName, tN)}
 }
 
 var pgSigs = map[string][]pgSig{
 	"sqrt": floatAndNumeric("sqrt"), "ln": floatAndNumeric("ln"), "exp": floatAndNumeric("exp"),
-	"log":   append(floatAndNumeric("log10"), pgSig{params: []types.T{tN, tN}, res: tN, refuse: true}),
+	"log":   append(floatAndNumeric("log10"), sig(numericTransRes("log_numeric"), "log_numeric", tN, tN)),
 	"log10": floatAndNumeric("log10"),
 	"cbrt":  {sig(tF, "cbrt", tF)}, "degrees": {sig(tF, "degrees", tF)}, "radians": {sig(tF, "radians", tF)},
 	"sin": {sig(tF, "sin", tF)}, "cos": {sig(tF, "cos", tF)}, "tan": {sig(tF, "tan", tF)}, "cot": {sig(tF, "cot", tF)},
@@ -228,6 +234,7 @@ func (b *Binder) applyPG(name string, s pgSig, args []expr.Expr) (expr.Expr, err
 		}
 		args[i] = a
 	}
+	s, args = moreArgs(s, args)
 	switch name {
 	case "lpad", "rpad":
 		if len(args) == 2 {

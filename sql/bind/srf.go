@@ -76,7 +76,11 @@ func (b *Binder) bindSRF(f *ast.FuncCallExpr, alias, names string) (planner.Node
 			}
 		}
 	}
-	t, err := b.srfArgs(fn, args)
+	scanFn, args, err := b.srfAsUnnest(fn, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := b.srfArgs(scanFn, args)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,7 +94,7 @@ func (b *Binder) bindSRF(f *ast.FuncCallExpr, alias, names string) (planner.Node
 	if err != nil {
 		return nil, nil, err
 	}
-	return &planner.FuncScan{Func: fn, Args: args, Col: col, Lateral: lateral}, newScope([]planner.Column{col}), nil
+	return &planner.FuncScan{Func: scanFn, Args: args, Col: col, Lateral: lateral}, newScope([]planner.Column{col}), nil
 }
 
 // srfColumn names a set-returning function's column as PostgreSQL does:
@@ -132,6 +136,8 @@ func (b *Binder) srfArgs(fn string, args []expr.Expr) (types.T, error) {
 		return t, nil
 	}
 	switch fn {
+	case "regexp_matches":
+		return b.regexpMatchesArgs(args)
 	case "unnest", "pg_options_to_table":
 		if len(args) != 1 {
 			return types.T{}, noFunc()

@@ -30,7 +30,7 @@ import (
 // search path) or information_schema._pg_expandarray (not on it).
 func isSelectSRF(n *ast.FuncCallExpr) bool {
 	switch n.FnName.L {
-	case "unnest", "generate_subscripts", "jsonb_array_elements", "jsonb_array_elements_text", "jsonb_each", "jsonb_each_text":
+	case "unnest", "generate_subscripts", "string_to_table", "regexp_split_to_table", "regexp_matches", "jsonb_array_elements", "jsonb_array_elements_text", "jsonb_each", "jsonb_each_text":
 		return n.Schema.L == "" || n.Schema.L == SchemaCatalog
 	case "_pg_expandarray":
 		return n.Schema.L == SchemaInfoSchema
@@ -100,7 +100,7 @@ func (b *Binder) bindSelectSRFs(c *ectx, s *ast.SelectStmt, in planner.Node) (pl
 	}
 	fn := calls[0].FnName.L
 	switch {
-	case b.View && (len(calls) > 1 || fn != "unnest"):
+	case b.View && (len(calls) > 1 || fn != "unnest" && fn != "regexp_matches" && srfOverArray[fn] == ""):
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s() in the select list is not supported in a materialized view", fn)
 	case s.GroupBy != nil || s.Having != nil || hasAggOrWindow(s.Fields):
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s() in the select list of a query with grouping, aggregates or window functions is not supported", fn)
@@ -118,21 +118,25 @@ func (b *Binder) bindSelectSRFs(c *ectx, s *ast.SelectStmt, in planner.Node) (pl
 				return nil, err
 			}
 		}
-		t, err := b.selectSRFArgs(name, args)
+		scanFn, args, err := b.srfAsUnnest(name, args)
+		if err != nil {
+			return nil, err
+		}
+		t, err := b.selectSRFArgs(scanFn, args)
 		if err != nil {
 			return nil, err
 		}
 		col := planner.Column{Name: name, T: t}
 		c.srf[call] = len(c.sc.cols)
 		c.sc.cols = append(c.sc.cols, scopeCol{Column: col})
-		p.Funcs = append(p.Funcs, name)
+		p.Funcs = append(p.Funcs, scanFn)
 		p.Args = append(p.Args, args)
 		p.Cols = append(p.Cols, col)
 	}
 	if b.View {
 		// One unnest: its rows are those of unnest in FROM over the
 		// input, which a view runs as a stateless stage (srfjoin.go).
-		return &planner.LateralFuncScan{Input: in, Func: "unnest", Args: p.Args[0], Col: p.Cols[0]}, nil
+		return &planner.LateralFuncScan{Input: in, Func: p.Funcs[0], Args: p.Args[0], Col: p.Cols[0]}, nil
 	}
 	return p, nil
 }
@@ -140,6 +144,9 @@ func (b *Binder) bindSelectSRFs(c *ectx, s *ast.SelectStmt, in planner.Node) (pl
 // selectSRFArgs checks and converts the arguments in place and returns
 // the type of the function's rows.
 func (b *Binder) selectSRFArgs(fn string, args []expr.Expr) (types.T, error) {
+	if fn == "regexp_matches" {
+		return b.regexpMatchesArgs(args)
+	}
 	want := 1
 	if fn == "_pg_expandarray" {
 		fn = "information_schema._pg_expandarray"

@@ -149,7 +149,7 @@ func isIdentCont(c byte) bool { return isIdentStart(c) || isDigit(c) || c == '$'
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // twoCharOps are the multi-character operators; anything else is one byte.
-var twoCharOps = []string{"::", "||", "<>", "!=", "<=", ">=", "=>"}
+var twoCharOps = []string{"::", "||", "<>", "!=", "<=", ">=", "=>", ":="}
 
 // jsonOps are PostgreSQL's json and jsonb operators, longest first
 // (sql/parse jsonops.go rewrites them).

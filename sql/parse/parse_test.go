@@ -168,6 +168,8 @@ var golden = []struct{ in, want string }{
 	{"select trim('a', 'b' from 'c')", "error 42601 at 22: syntax error at or near \"from\""},
 	{"select trim(both from , 'x')", "error 42601 at 23: syntax error at or near \",\""},
 	{"select trim(both 'x' from 'a', )", "error 42601 at 32: syntax error at or near \")\""},
+	{"select overlay('a' placing 'b')", "error 42601 at 31: syntax error at or near \")\""},
+	{"select overlay('a' placing from 2)", "error 42601 at 28: syntax error at or near \"from\""},
 	{"select ~~ 'a'", "error 42883 at 8: operator does not exist: ~~ with no left operand"},
 	{"select a from t limit 1.5", "error 0A000 at 23: LIMIT and OFFSET must be integer constants"},
 	{"select a from t fetch first 2 rows with ties", "error 0A000 at 36: FETCH FIRST ... WITH TIES is not supported"},
@@ -567,6 +569,13 @@ func TestQueryText(t *testing.T) {
 		{"select trim(both from s, 'x'), trim(leading 'x' from s, 'y'), trim(trailing s, f(a, b))::text, trim(both 'x' from s) from t",
 			"select trim(both from s, 'x'), trim(leading 'x' from s, 'y'), trim(trailing s, f(a, b))::text, trim(both 'x' from s) from t",
 			"select btrim(s,'x'), ltrim(s,'y','x'), pg_cast(rtrim(s,f(a, b)), 'text'), trim(both 'x' from s) from t"},
+		// OVERLAY(... PLACING ... FROM ... [FOR ...]) is the call overlay(...); without PLACING it is left alone.
+		{"select overlay(s placing 'x' from 2 for n + 1), overlay(b placing c from f(a, b)), overlay(s, t, 1) from t",
+			"select overlay(s placing 'x' from 2 for n + 1), overlay(b placing c from f(a, b)), overlay(s, t, 1) from t",
+			"select overlay(s,'x',2,n + 1), overlay(b,c,f(a, b)), overlay(s, t, 1) from t"},
+		// Named arguments: each name a marker argument before its value.
+		{"select make_interval(1, days => 3, secs := 1.5) from t", "select make_interval(1, days => 3, secs := 1.5) from t",
+			"select make_interval(1, pg_argname('days'), 3, pg_argname('secs'), 1.5) from t"},
 		// ^ is TiDB's DIV (the binder gives it PostgreSQL's level); a column div is quoted.
 		{"select 2 ^ 3 ^ -x, div, a operator(pg_catalog.^) 2 from t", "select 2 ^ 3 ^ -x, div, a operator(pg_catalog.^) 2 from t",
 			`select 2 div 3 div -x, "div", a div 2 from t`},

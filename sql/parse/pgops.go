@@ -185,24 +185,16 @@ func (r *rewriter) trimList(i, to int, space bool) (end int, ok bool, err error)
 	p := r.p
 	toks := p.toks
 	// The closing parenthesis, the top-level FROM and commas.
-	from, depth, close := -1, 0, -1
+	from := -1
 	var commas []int
-scan:
-	for k := i + 2; k < to; k++ {
-		switch t := toks[k]; {
-		case t.isOp("(") || t.isOp("["):
-			depth++
-		case t.isOp(")") && depth == 0:
-			close = k
-			break scan
-		case t.isOp(")") || t.isOp("]"):
-			depth--
-		case depth == 0 && t.isOp(","):
+	close := r.scanCall(i, to, func(k int, t token) {
+		switch {
+		case t.isOp(","):
 			commas = append(commas, k)
-		case depth == 0 && t.is("from") && from < 0:
+		case t.is("from") && from < 0:
 			from = k
 		}
-	}
+	})
 	if close < 0 || len(commas) == 0 {
 		return 0, false, nil
 	}
@@ -237,6 +229,35 @@ scan:
 	if chars[1] > chars[0] {
 		args = append(args, chars)
 	}
+	end, err = r.emitCall(fn, i, args, close, space)
+	return end, true, err
+}
+
+// scanCall calls visit with each token at the top level of the
+// parentheses opened at toks[i+1] and returns the closing one's index (-1
+// when they do not close before to).
+func (r *rewriter) scanCall(i, to int, visit func(k int, t token)) int {
+	depth := 0
+	for k := i + 2; k < to; k++ {
+		switch t := r.p.toks[k]; {
+		case t.isOp("(") || t.isOp("["):
+			depth++
+		case t.isOp(")") && depth == 0:
+			return k
+		case t.isOp(")") || t.isOp("]"):
+			depth--
+		case depth == 0:
+			visit(k, t)
+		}
+	}
+	return -1
+}
+
+// emitCall writes the call fn(args...) in place of toks[i:close+1]: each
+// argument the token range [from, to) rewritten on its own (an empty one
+// is a syntax error); end is the token after close.
+func (r *rewriter) emitCall(fn string, i int, args [][2]int, close int, space bool) (end int, err error) {
+	p := r.p
 	r.emit(fn+"(", i, space)
 	for n, a := range args {
 		if n > 0 {
@@ -244,13 +265,13 @@ scan:
 		}
 		arg := &rewriter{p: p}
 		if err := arg.rewrite(a[0], a[1]); err != nil {
-			return 0, true, err
+			return 0, err
 		}
 		if len(arg.out) == 0 || arg.emits || arg.eowc {
-			return 0, true, p.syntaxError(toks[a[0]])
+			return 0, p.syntaxError(p.toks[a[0]])
 		}
 		r.out = append(r.out, arg.out...)
 	}
 	r.emit(")", close, false)
-	return close + 1, true, nil
+	return close + 1, nil
 }

@@ -254,6 +254,16 @@ func (r *rewriter) rewrite(from, to int) error {
 		case tParam:
 			prim = r.emit(t.Val, i, space)
 		case tQIdent, tIdent:
+			if (next.isOp("=>") || next.isOp(":=")) && len(stack) > 0 {
+				// A named argument, name => value (or name := value): the
+				// name becomes a marker argument before its value, which
+				// the binder pairs with it (sql/bind/namedargs.go).
+				r.emit("pg_argname("+quote(t.Val)+")", i, space)
+				r.emit(",", i+1, false)
+				prim = -1
+				i++
+				continue
+			}
 			if t.Kind == tIdent {
 				switch {
 				case r.lookupWord(i, to, len(stack)):
@@ -442,9 +452,14 @@ func (r *rewriter) rewrite(from, to int) error {
 					// is a keyword of TiDB's grammar (sql/bind groupwin.go).
 					prim = r.emit("pg_session_window", i, space)
 					continue
-				case t.Val == "trim" && next.isOp("(") && !(i > from && toks[i-1].isOp(".")):
+				case (t.Val == "trim" || t.Val == "overlay") && next.isOp("(") && !(i > from && toks[i-1].isOp(".")):
+					// TRIM(... FROM ...) and OVERLAY(... PLACING ... FROM ...)
+					list := r.trimList
+					if t.Val == "overlay" {
+						list = r.overlayList
+					}
 					start := len(r.out)
-					end, ok, err := r.trimList(i, to, space)
+					end, ok, err := list(i, to, space)
 					if err != nil {
 						return err
 					}

@@ -17,6 +17,7 @@ import "strings"
 
 // srfNames are the set-returning functions streamdb has.
 var srfNames = map[string]bool{"generate_series": true, "unnest": true, "pg_options_to_table": true,
+	"string_to_table": true, "regexp_split_to_table": true, "regexp_matches": true,
 	"jsonb_array_elements": true, "jsonb_array_elements_text": true, "jsonb_each": true, "jsonb_each_text": true}
 
 // srfStart reports whether toks[i], a function name followed by "(", is a

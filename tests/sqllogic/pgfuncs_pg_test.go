@@ -99,11 +99,12 @@ func TestPGScalarFunctionsPG(t *testing.T) {
 		}
 	}
 	// Refused, never computed otherwise: volatile functions in a view, and
-	// the numeric forms computed with PostgreSQL's own scale rules there.
+	// the template forms of to_date (no template parser yet). The numeric
+	// forms of sqrt, ln, log and exp are computed now (TestPGMoreFunctionsPG).
 	for _, q := range []string{
 		"CREATE MATERIALIZED VIEW pfr1 AS SELECT id, random() FROM pf",
 		"CREATE MATERIALIZED VIEW pfr2 AS SELECT id, clock_timestamp() FROM pf",
-		"SELECT sqrt(x::numeric) FROM pf", "SELECT ln(2.5)", "SELECT log(2, 8)", "SELECT to_date('2024-01-01', 'YYYY-MM-DD')",
+		"SELECT to_date('2024-01-01', 'YYYY-MM-DD')",
 	} {
 		if got := sqlState(t, d.sdb, q); got != "0A000" {
 			t.Errorf("%s: streamdb SQLSTATE %q, want 0A000", q, got)
