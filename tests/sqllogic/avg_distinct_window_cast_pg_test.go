@@ -26,7 +26,7 @@ var adQueries = []string{
 		"sum(i) OVER (PARTITION BY g ORDER BY id ROWS BETWEEN (2) PRECEDING AND (1 + 0) FOLLOWING) AS s2 FROM ad",
 	"SELECT id, var_samp(f) OVER (PARTITION BY g ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)::numeric AS v, " +
 		"rank() OVER (PARTITION BY g ORDER BY i)::int + 1 AS r, sum(i) OVER w::text AS st FROM ad WINDOW w AS (PARTITION BY g ORDER BY id)",
-	"SELECT id, f::numeric AS fn, (f / 3)::numeric AS f3, f::numeric(38,20) AS f20 FROM ad",
+	"SELECT id, f::numeric AS fn, (f / 3)::numeric AS f3, f::numeric(38,20) AS f20, round((f / 700)::numeric, 8) AS r8 FROM ad",
 }
 
 // TestAvgDistinctWindowCastPG checks against PostgreSQL 15, in batch
@@ -42,7 +42,8 @@ var adQueries = []string{
 //     rank() OVER (...)::int, sum(x) OVER w::text;
 //   - double precision cast to numeric: PostgreSQL's 15 significant digits,
 //     and 22003 with a hint where they need more places than numeric holds
-//     (never rounded).
+//     (never rounded), except under round(f::numeric, n), which rounds
+//     them once at n as PostgreSQL does.
 func TestAvgDistinctWindowCastPG(t *testing.T) {
 	pg := StartPG(t)
 	srv := StartServer(t, "")
@@ -58,6 +59,8 @@ func TestAvgDistinctWindowCastPG(t *testing.T) {
 		"SELECT 0.1::float8::numeric AS a, 1e20::float8::numeric AS b, (1/3.0)::float8::numeric AS c, 123456789.123456789::float8::numeric AS d",
 		"SELECT (-2.5e-5)::float8::numeric AS a, 1e15::float8::numeric AS b, 0.0123456789012345::float8::numeric AS c, 2.5::float4::numeric AS d",
 		"SELECT 0.000316227766016838::float8::numeric(38,18) AS a, 1.5e-20::float8::numeric(38,21) AS b, 1.5e-20::float8::numeric(10,4) AS c",
+		// round(f::numeric, n) rounds f's digits once, at n.
+		"SELECT round(sqrt(1e-7::float8)::numeric, 18) AS a, round(sqrt(1e-7::float8)::numeric, 5) AS b, round((-0.00744217099320583)::float8::numeric, 6) AS c, round(1.5e-20::float8::numeric, 21) AS d",
 	} {
 		if got, want := rowSet(t, sdb, q), rowSet(t, pgc, q); got != want {
 			t.Errorf("%s\n  streamdb:   %s\n  PostgreSQL: %s", q, got, want)
