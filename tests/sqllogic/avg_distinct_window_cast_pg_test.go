@@ -62,9 +62,7 @@ func TestAvgDistinctWindowCastPG(t *testing.T) {
 		// round(f::numeric, n) rounds f's digits once, at n.
 		"SELECT round(sqrt(1e-7::float8)::numeric, 18) AS a, round(sqrt(1e-7::float8)::numeric, 5) AS b, round((-0.00744217099320583)::float8::numeric, 6) AS c, round(1.5e-20::float8::numeric, 21) AS d",
 	} {
-		if got, want := rowSet(t, sdb, q), rowSet(t, pgc, q); got != want {
-			t.Errorf("%s\n  streamdb:   %s\n  PostgreSQL: %s", q, got, want)
-		}
+		sameRowsAsPG(t, sdb, pgc, q)
 	}
 	for _, q := range []string{
 		"SELECT 1.5e-20::float8::numeric",
@@ -84,9 +82,7 @@ func TestAvgDistinctWindowCastPG(t *testing.T) {
 		"SELECT sum(g) OVER ()::text || 'x' AS s, 2 AS two FROM (VALUES (1), (2), (2)) v(g)",
 		"SELECT count(*) FILTER (WHERE g > 1) OVER (ORDER BY g)::numeric(5,1) AS c FROM (VALUES (1), (2), (2)) v(g)",
 	} {
-		if got, want := rowSet(t, sdb, q), rowSet(t, pgc, q); got != want {
-			t.Errorf("%s\n  streamdb:   %s\n  PostgreSQL: %s", q, got, want)
-		}
+		sameRowsAsPG(t, sdb, pgc, q)
 	}
 
 	vs := viewsPG{t: t, pg: pgc, queries: adQueries, prefixes: []string{"adp", "adm"}, wait: 20 * time.Second}
