@@ -76,6 +76,13 @@ func TestAvgDistinctWindowCastPG(t *testing.T) {
 			t.Errorf("%s: %v (hint %q), want 22003 with a hint", q, err, hintOf(err))
 		}
 	}
+	// Not done: a quotient of 19 or more integer digits, which PostgreSQL
+	// prints, is 22003 with a hint (the decision record says why).
+	execAll(t, sdb, "CREATE TABLE adq (x NUMERIC, y NUMERIC)", "INSERT INTO adq VALUES (100000000000000000000, 3)")
+	_, err := sdb.Exec(ctx, "SELECT x / y FROM adq")
+	if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != "22003" || !strings.Contains(pe.Message, "needs 20 digits before the decimal point") || pe.Hint == "" {
+		t.Errorf("x / y of 10^20 / 3: %v (hint %q), want 22003 naming 20 digits, with a hint", err, hintOf(err))
+	}
 	// A cast after a window call binds to the whole call, in any position.
 	for _, q := range []string{
 		"SELECT rank() OVER (ORDER BY g)::int AS r FROM (VALUES (1), (2), (2)) v(g)",
