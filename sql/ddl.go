@@ -214,7 +214,8 @@ func (e *Engine) planView(def *storage.TableDef) (plan.Plan, error) {
 	if !ok {
 		return nil, sqlerr.New(sqlerr.Internal, "view %s: stored query is not a query", def.Name)
 	}
-	plan, err := (&bind.Binder{Cat: viewCatalog(e), View: true}).BindQuery(rs)
+	b := &bind.Binder{Cat: viewCatalog(e), View: true, AvgDistinctAtAvgScale: def.KeyFormat < storage.KeyFormatAvgDistinct}
+	plan, err := b.BindQuery(rs)
 	if err != nil {
 		return nil, err
 	}

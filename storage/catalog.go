@@ -103,8 +103,14 @@ const KeyFormatUUIDBytes = 5
 // as it was, with whole rows, so its stored state still reads.
 const KeyFormatNarrowJoins = 6
 
+// KeyFormatAvgDistinct marks views created since avg(DISTINCT x) of a
+// NUMERIC x keeps the values of x at x's own scale (sql/bind aggArg): its
+// state holds them so. A view from before it is bound as it was, x cast to
+// the average's type, so the values its state holds still read.
+const KeyFormatAvgDistinct = 7
+
 // KeyFormatCurrent is the KeyFormat of views created now.
-const KeyFormatCurrent = KeyFormatNarrowJoins
+const KeyFormatCurrent = KeyFormatAvgDistinct
 
 // Privileges that GRANT gives on a stream or view.
 const (

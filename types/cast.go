@@ -1,6 +1,7 @@
 package types
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 
@@ -232,6 +233,9 @@ func castFromFloat(f float64, from, to T) (Datum, error) {
 		} else {
 			s = strconv.AppendFloat(tmp[:0], f, 'g', 15, 64)
 		}
+		if ds, _ := TextDScale(string(s)); to.Prec == 0 && ds > to.Scale {
+			return Null, ErrFloatDigits(string(s), ds, to.Scale)
+		}
 		n, err := parseNumeric(string(s), to)
 		return Datum{D: n}, err
 	}
@@ -326,4 +330,17 @@ func numericRank(k Kind) int {
 		return 6
 	}
 	return 0
+}
+
+// ErrFloatDigits is the error of a cast of a floating-point value to
+// unconstrained numeric whose PostgreSQL digits (text: DBL_DIG or FLT_DIG
+// significant digits) have ds decimal places, past the st the numeric is
+// held at. PostgreSQL keeps them; rounding at st would lose them silently
+// (docs/decisions/2026-12-07-numeric-avg-distinct-float-digits-window-casts.md).
+func ErrFloatDigits(text string, ds, st int32) error {
+	err := sqlerr.New(sqlerr.NumericOutOfRange, "%s cast to numeric needs %d decimal places, more than the %d numeric holds", text, ds, st)
+	if ds <= MaxNumericPrecision {
+		err.Hint = fmt.Sprintf("Cast to numeric(38,%d) to keep every digit.", ds)
+	}
+	return err
 }

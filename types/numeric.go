@@ -1,6 +1,7 @@
 package types
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -501,6 +502,22 @@ func NumericDiv(a decimal128.Num, sa int32, b decimal128.Num, sb int32, rs int32
 // Decimal128 at st cannot hold PostgreSQL's value, and the result is
 // 22003 rather than a value rounded short of PostgreSQL's digits.
 func NumericDivHeld(a decimal128.Num, sa int32, b decimal128.Num, sb int32, rs, st int32) (decimal128.Num, error) {
+	q, err := numericDivHeld(a, sa, b, sb, rs, st)
+	var se *sqlerr.Error
+	if errors.As(err, &se) && se.Code == sqlerr.NumericOutOfRange && se.Hint == "" {
+		// Too many integer digits for the places the quotient is held at:
+		// count them (a*10^sb / b*10^sa, truncated).
+		num := new(big.Int).Mul(a.BigInt(), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(sb)), nil))
+		den := new(big.Int).Mul(b.BigInt(), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(sa)), nil))
+		n := num.Quo(num, den)
+		se = sqlerr.New(sqlerr.NumericOutOfRange, "numeric quotient needs %d digits before the decimal point, more than the %d it holds at %d decimal places", len(n.Abs(n).Text(10)), MaxNumericPrecision-st, st)
+		se.Hint = "Cast an operand to double precision for an approximate quotient."
+		return q, se
+	}
+	return q, err
+}
+
+func numericDivHeld(a decimal128.Num, sa int32, b decimal128.Num, sb int32, rs, st int32) (decimal128.Num, error) {
 	if rs <= st {
 		q, err := NumericDiv(a, sa, b, sb, rs)
 		if err != nil {

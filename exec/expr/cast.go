@@ -232,7 +232,11 @@ func (c *Ctx) cast(a vec, from, to types.T, n int) (vec, error) {
 				return types.Null, sqlerr.New(sqlerr.FeatureNotSupported, "cannot convert %v to numeric", x)
 			}
 			var tmp [32]byte
-			d, err := types.ParseText(unsafeString(strconv.AppendFloat(tmp[:0], x, 'g', 15, 64)), to)
+			text := unsafeString(strconv.AppendFloat(tmp[:0], x, 'g', 15, 64))
+			if ds, _ := types.TextDScale(text); unconstrained(to) && ds > to.Scale {
+				return types.Null, types.ErrFloatDigits(text, ds, to.Scale)
+			}
+			d, err := types.ParseText(text, to)
 			return d, err
 		})
 

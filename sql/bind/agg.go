@@ -124,17 +124,18 @@ func (b *Binder) bindAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, error) {
 }
 
 // aggArg converts the numeric argument of sum or avg to the scale the
-// aggregate works at: sum's result type. avg (not DISTINCT, whose state
-// holds values) keeps its argument's storage scale, unconstrained: its
-// accumulator divides a 192-bit sum held there, so a value with more
-// integer digits than the average's storage scale leaves still adds up
-// (exec/accum widesum.go).
+// aggregate works at: sum's result type. avg keeps its argument's storage
+// scale, unconstrained: its accumulator divides a 192-bit sum held there,
+// so a value with more integer digits than the average's storage scale
+// leaves still adds up (exec/accum widesum.go), and avg(DISTINCT x)
+// de-duplicates the values of x as they are, not rounded to the average's
+// scale (except in views created before that: AvgDistinctAtAvgScale).
 func (b *Binder) aggArg(arg expr.Expr, name string, distinct bool, t types.T) (expr.Expr, error) {
 	at := arg.Type()
 	switch {
 	case t.Kind != types.Numeric || at.Kind != types.Numeric:
 		return arg, nil
-	case name == "avg" && !distinct:
+	case name == "avg" && !(distinct && b.AvgDistinctAtAvgScale):
 		t = types.T{Kind: types.Numeric, Scale: at.Scale}
 	}
 	return b.castTo(arg, t)

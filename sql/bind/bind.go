@@ -55,6 +55,10 @@ type Binder struct {
 	// values that need grouping (correlated ones, ARRAY(subquery)) are
 	// refused there (0A000), their operators being batch-only.
 	View bool
+	// AvgDistinctAtAvgScale binds avg(DISTINCT x) of a NUMERIC x as views
+	// created before storage.KeyFormatAvgDistinct hold it: x cast to the
+	// average's type before it is de-duplicated (aggArg).
+	AvgDistinctAtAvgScale bool
 	// Session answers pg_backend_pid() and has_*_privilege(); nil where
 	// no session runs the statement (they are then NULL).
 	Session SessionInfo

@@ -290,6 +290,11 @@ func (b *Binder) castTo(e expr.Expr, t types.T) (expr.Expr, error) {
 		}
 		if types.CanCast(from, t) {
 			d, err := types.CastDatum(x.D, from, t)
+			if err != nil && from.IsFloat() && t.Kind == types.Numeric && t.Prec == 0 && sqlerr.Code(err) == sqlerr.NumericOutOfRange {
+				// Digits past the places numeric holds: an error only if
+				// no round(x, n) takes the cast as its argument (bindFunc).
+				return &expr.Cast{E: e, T: t}, nil
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -715,6 +715,16 @@ func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
 			t := types.T{Kind: types.Numeric, Scale: args[0].Type().Scale}
 			if k, ok := args[1].(*expr.Const); ok && !k.D.Null {
 				t = numType(int32(min(max(k.D.I, 0), maxStaticScale)))
+				if c, ok := args[0].(*expr.Cast); ok && name == "round" && c.E.Type().IsFloat() && c.T.Kind == types.Numeric && c.T.Prec == 0 && k.D.I >= 0 && k.D.I <= maxStaticScale {
+					// round(f::numeric, n): PostgreSQL rounds f's exact
+					// decimal digits once, at n, as a cast of f to
+					// numeric(38,n) does; held at 16 places, a cast to
+					// numeric could not hold them all (22003).
+					var err error
+					if args[0], err = b.castTo(c.E, t); err != nil {
+						return nil, err
+					}
+				}
 			}
 			return call(name, t, args...), nil
 		}

@@ -22,6 +22,25 @@ func TestFrameOffsetText(t *testing.T) {
 			"select sum(v) over (order by k rows between 1 preceding and unbounded following) from w"},
 		{"select sum(v) over (order by ts range interval '1 day' preceding) from w",
 			"select sum(v) over (order by ts range interval '1 day' microsecond preceding) from w"},
+		// An offset in parentheses right after ROWS/RANGE is not an alias's column list.
+		{"select sum(v) over (order by k rows (1) preceding) from w",
+			"select sum(v) over (order by k rows interval pg_frame_offset((1)) microsecond preceding) from w"},
+		{"select sum(v) over (order by ts range (interval '1 day') preceding) from w",
+			"select sum(v) over (order by ts range interval pg_frame_offset((pg_interval('1 day'))) microsecond preceding) from w"},
+		{"select * from t rows(a, b)", "select * from t \"rows\x1fa\x1fb\""},
+	})
+}
+
+// TestWindowCallCast checks that a cast written straight after a window
+// call casts the whole call, f(...) OVER (...) or f(...) OVER w.
+func TestWindowCallCast(t *testing.T) {
+	checkRewritten(t, []rewriteCase{
+		{"select rank() over (order by x)::int + 1 from t",
+			"select pg_cast(rank() over (order by x), 'integer') + 1 from t"},
+		{"select sum(x) over w::text from t window w as (order by x)",
+			"select pg_cast(sum(x) over w, 'text') from t window w as (order by x)"},
+		{"select count(*) filter (where x > 1) over ()::numeric from t",
+			"select pg_cast(count( case when pg_filter( x > 1 ) then 1 end) over (), 'numeric') from t"},
 	})
 }
 

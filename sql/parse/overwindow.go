@@ -120,3 +120,26 @@ func (r *rewriter) frameOffsetPiece(toks []token, i, from int) int {
 	}
 	return k
 }
+
+// parenFrameOffset reports whether ROWS, RANGE or GROUPS at toks[i] is
+// followed by a parenthesized frame offset, ROWS (1) PRECEDING, and not by
+// an alias's column list (t rows(a, b)).
+func parenFrameOffset(toks []token, i, to int) bool {
+	switch toks[i].Val {
+	case "rows", "range", "groups":
+	default:
+		return false
+	}
+	depth := 0
+	for k := i + 1; k < to; k++ {
+		switch {
+		case toks[k].isOp("(") || toks[k].isOp("["):
+			depth++
+		case toks[k].isOp(")") || toks[k].isOp("]"):
+			if depth--; depth == 0 {
+				return k+1 < to && (toks[k+1].is("preceding") || toks[k+1].is("following"))
+			}
+		}
+	}
+	return false
+}

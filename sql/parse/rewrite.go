@@ -52,6 +52,10 @@ type frame struct {
 	// arguments (for FILTER).
 	open int
 	call bool
+	// over is, for the window specification of f(...) OVER (...), the
+	// piece where the call begins plus one (0: not a window): the call and
+	// its window are one primary (rank() OVER (...)::int).
+	over int
 	// subscript marks the "[" of a[k]; slice its ":" (a[j:k]).
 	subscript, slice bool
 	// arraySub marks the parenthesis of ARRAY(subquery), emitted as
@@ -217,6 +221,7 @@ func (r *rewriter) rewrite(from, to int) error {
 	prim := -1        // piece where the primary just emitted begins, -1 if the last token ends none
 	neAll := false    // the next "(" opens the array of x <> ALL(array)
 	callable := false // the last token could name a function
+	over := 0         // after OVER: the piece where its call begins plus one
 	field := -1       // the token of the last field selected by (expr).field
 	var cases []int   // the pieces of the CASEs open: CASE ... END is a primary (CASE ... END::text)
 	top := orderList{item: -1}
@@ -236,6 +241,10 @@ func (r *rewriter) rewrite(from, to int) error {
 		}
 		wasCallable := callable
 		callable = false
+		windowOf := 0 // the piece where the call that this OVER's window follows begins, plus one
+		if i > from && toks[i-1].is("over") {
+			windowOf, over = over, 0
+		}
 		switch t.Kind {
 		case tString:
 			k := r.emit(quote(t.Val), i, space)
@@ -429,7 +438,7 @@ func (r *rewriter) rewrite(from, to int) error {
 					i = end - 1
 					continue
 				case wasCallable && next.isOp("(") && !notFuncKeywords[t.Val] &&
-					(toks[i-1].Kind == tIdent || toks[i-1].Kind == tQIdent):
+					(toks[i-1].Kind == tIdent || toks[i-1].Kind == tQIdent) && !parenFrameOffset(toks, i, to):
 					// t x(a, b): a name right after a name is an alias (a call
 					// never follows a name), here with column names.
 					end, err := r.alias(i, to)
@@ -588,10 +597,17 @@ func (r *rewriter) rewrite(from, to int) error {
 			if start < 0 {
 				start = k
 			}
+			if t.Val == "over" && !quoted && prim >= 0 {
+				over = prim + 1 // f(...) OVER: the window primary begins at the call
+			}
 			prim = start
 			callable = quoted || !notFuncKeywords[t.Val]
 			if !callable {
 				prim = -1 // a keyword such as SELECT ends no primary
+			}
+			if windowOf > 0 {
+				prim = windowOf - 1 // f(...) OVER w: a primary from the call on
+				callable = false
 			}
 			if t.Kind == tIdent && !quoted {
 				switch {
@@ -612,7 +628,7 @@ func (r *rewriter) rewrite(from, to int) error {
 				if wasCallable && prim >= 0 {
 					start = prim
 				}
-				stack = append(stack, frame{start: start, open: k, call: wasCallable && prim >= 0 && !neAll, neAll: neAll})
+				stack = append(stack, frame{start: start, open: k, call: wasCallable && prim >= 0 && !neAll, neAll: neAll, over: windowOf})
 				neAll = false
 				prim = -1
 			case ")":
@@ -675,6 +691,9 @@ func (r *rewriter) rewrite(from, to int) error {
 					r.emit(")", i, space)
 				}
 				prim = stack[len(stack)-1].start
+				if f.over > 0 {
+					prim = f.over - 1 // f(...) OVER (...) ends here
+				}
 				stack = stack[:len(stack)-1]
 				if next.Kind == tIdent && !notFuncKeywords[next.Val] && i+2 < to && toks[i+2].isOp("(") {
 					// (subquery) x(a, b): an alias with column names, without AS.
