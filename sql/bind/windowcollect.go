@@ -81,7 +81,7 @@ func (b *Binder) bindWindowCollect(c, ac *ectx, name string, n *ast.WindowFuncEx
 		if t.Kind != types.Text {
 			v = call("elem_out", types.TText, v)
 		}
-		return arrayAgg(v, types.ArrayOf(t.Kind))
+		return arrayAgg(v, types.ArrayExprOf(t))
 	case "string_agg":
 		if bound[0].Type().Kind != types.Text || bound[1].Type().Kind != types.Text {
 			return nil, noFunction("string_agg", bound)
