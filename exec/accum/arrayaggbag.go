@@ -42,11 +42,11 @@ type arrayAggBagAcc struct {
 	// ds: x is unconstrained NUMERIC and an entry ends with x's display
 	// scale byte (types.Datum.DS), so 1.50 is listed as 1.50 (an entry
 	// per scale; the values still order by value first).
-	ds       bool
-	bags     ValueBags
-	buf      []byte
-	es       []bagEntry // scratch: a group's entries with their counts
-	keys     []types.Datum
+	ds   bool
+	bags ValueBags
+	buf  []byte
+	es   []bagEntry // scratch: a group's entries with their counts
+	keys []types.Datum
 }
 
 // bagEntry is one decoded entry: its keys (a window of arrayAggBagAcc.keys,

@@ -98,8 +98,15 @@ func (b *Binder) arrayConcat(l, r expr.Expr) (e expr.Expr, ok bool, err error) {
 		at = r.Type()
 	}
 	elem := types.ArrayElem(at)
+	if elem.Kind == types.Numeric {
+		// numeric(p,s)[] || ...: numeric[], whose elements keep their scales.
+		at = types.ArrayExprOf(types.T{Kind: types.Numeric, Scale: max(l.Type().Scale, r.Type().Scale)})
+		elem = types.ArrayElem(at)
+	}
 	side := func(x expr.Expr) (expr.Expr, error) {
 		switch t := x.Type(); {
+		case t.Kind == types.TextArray && t != at && elem.Kind == types.Numeric && types.ArrayElem(t).Kind == types.Numeric:
+			return b.castTo(x, at)
 		case t.Kind == types.TextArray:
 			if t != at {
 				return nil, noOperator("||", l, r)
@@ -107,7 +114,7 @@ func (b *Binder) arrayConcat(l, r expr.Expr) (e expr.Expr, ok bool, err error) {
 			return x, nil
 		case t.Kind == types.Unknown:
 			return b.castTo(x, at)
-		case t.Kind == elem.Kind || elem.IsInteger() && t.IsInteger() || elem.IsFloat() && t.IsNumeric():
+		case t.Kind == elem.Kind || elem.IsInteger() && t.IsInteger() || elem.IsFloat() && t.IsNumeric() || elem.Kind == types.Numeric && t.IsInteger():
 			if t != elem {
 				if x, err = b.castTo(x, elem); err != nil {
 					return nil, err

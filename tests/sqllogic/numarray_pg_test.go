@@ -80,12 +80,18 @@ func TestNumericArrayPG(t *testing.T) {
 		"SELECT ARRAY(SELECT m FROM na WHERE g = 1 ORDER BY id)",
 		"SELECT g, array_agg(n ORDER BY id), array_agg(m ORDER BY n, id) FROM na GROUP BY g",
 		"SELECT count(*) FILTER (WHERE n IN (SELECT m FROM na)), count(*) FILTER (WHERE m NOT IN (SELECT n FROM na WHERE n IS NOT NULL)) FROM na",
-		"SELECT a, count(*) FROM na GROUP BY a",
 		"SELECT id, a FROM na ORDER BY a, id",
 		"SELECT id, a < b, a = b, a = a, greatest(a, b) FROM na",
 		"SELECT id FROM na WHERE a = '{1.50,2}'::numeric[] OR b = ARRAY[1.5]",
 	}
 	cases := d.viewAndBatchCases("nav", "numeric[]", views, batch)
+	// Grouping by a numeric[] groups by its key form (1.50 = 1.5) and
+	// prints it without trailing fractional zeros, where PostgreSQL prints
+	// the group's first array (documented): compared with zeros trimmed.
+	grouped := d.viewAndBatchCases("nag", "numeric[] key", nil, []string{
+		"SELECT a, count(*), sum(n) FROM na GROUP BY a",
+		"SELECT DISTINCT b FROM na",
+	})
 	rng := rand.New(rand.NewPCG(30, 17))
 	nextID := 0
 	row := func() [5]string {
@@ -183,6 +189,9 @@ func TestNumericArrayPG(t *testing.T) {
 		for _, c := range cases {
 			d.checkNorm(c, round, sortArrayElems)
 		}
+		for _, c := range grouped {
+			d.checkNorm(c, round, trimArrayZeros)
+		}
 	}
 	for round := 0; round < 3; round++ {
 		ingest(round)
@@ -211,4 +220,18 @@ func TestNumericArrayPG(t *testing.T) {
 	checkAll(4)
 	ingest(4)
 	checkAll(5)
+}
+
+// trimArrayZeros drops trailing fractional zeros of the numbers in the
+// arrays of a row ({1.50,2.0} → {1.5,2}).
+func trimArrayZeros(row string) string {
+	return arrayLiteral.ReplaceAllStringFunc(row, func(a string) string {
+		e := strings.Split(a[1:len(a)-1], ",")
+		for i, x := range e {
+			if strings.Contains(x, ".") {
+				e[i] = strings.TrimSuffix(strings.TrimRight(x, "0"), ".")
+			}
+		}
+		return "{" + strings.Join(e, ",") + "}"
+	})
 }
