@@ -32,6 +32,10 @@ var pgaggQueries = []string{
 	// Over windows: the whole partition and a ROWS frame.
 	"SELECT id, variance(i) OVER (PARTITION BY g) AS a, bool_and(ok) OVER (PARTITION BY g ORDER BY id ROWS 2 PRECEDING) AS b, " +
 		"stddev_pop(n) OVER (PARTITION BY g ORDER BY id ROWS 3 PRECEDING) AS c, regr_count(y, f) OVER (PARTITION BY g) AS d FROM pa",
+	// FILTER with OVER.
+	"SELECT id, var_samp(i) FILTER (WHERE ok) OVER (PARTITION BY g) AS a, stddev(n) FILTER (WHERE i > 0) OVER (PARTITION BY g ORDER BY id ROWS 2 PRECEDING) AS b, " +
+		"bool_or(ok) FILTER (WHERE i < 5) OVER (PARTITION BY g) AS c, round(CAST(corr(y, f) FILTER (WHERE i > 2) OVER (PARTITION BY g) AS numeric), 6) AS d, " +
+		"regr_count(y, f) FILTER (WHERE ok) OVER (PARTITION BY g) AS e FROM pa",
 	// One group, empty before the first row.
 	"SELECT variance(i) AS a, stddev_pop(b) AS b, bool_and(ok) AS c, bool_or(ok) AS d, round(stddev(f)::numeric, 6) AS e, regr_count(y, i) AS h FROM pa",
 }
