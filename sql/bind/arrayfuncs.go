@@ -158,7 +158,7 @@ func (b *Binder) arrayCtor(args []expr.Expr) (expr.Expr, error) {
 	}
 	if !types.ArrayElemOK(elem) {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported,
-			"ARRAY[...] of %s is not supported: the array types are those of boolean, the integer and float types, text, date, timestamp and uuid", typeName(elem))
+			"ARRAY[...] of %s is not supported: the array types are those of boolean, the integer and float types, numeric, text, date, timestamp and uuid", typeName(elem))
 	}
 	// varchar(n)[] is text[]; an array of numeric(p,s) values is numeric[]
 	// whose elements keep the scale s.
