@@ -26,7 +26,8 @@ import (
 //
 // DISTINCT is refused (0A000) where it changes the result (the
 // statistical ones: sum(DISTINCT x*x) is not Σ over the distinct x);
-// bool_and(DISTINCT b) is bool_and(b). ORDER BY inside the call does not
+// bool_and(DISTINCT b) is bool_and(b), and so for bit_and/bit_or/bit_xor.
+// ORDER BY inside the call does not
 // change these results and is allowed, as in PostgreSQL.
 
 // aggAdder adds an aggregate the composition uses and returns the
@@ -61,6 +62,11 @@ func (b *Binder) composePGAgg(name string, args []expr.Expr, distinct bool, filt
 			return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", name, len(args))
 		}
 		return b.composeBoolAgg(name, args[0], filter, add)
+	case "bit_and", "bit_or", "bit_xor":
+		if len(args) != 1 {
+			return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", name, len(args))
+		}
+		return b.composeBitAgg(name, args[0], filter, add) // DISTINCT changes none of them
 	case "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop":
 	default:
 		want = 2
@@ -103,6 +109,72 @@ func (b *Binder) composeBoolAgg(name string, x, filter expr.Expr, add aggAdder) 
 	}
 	res, err := b.binaryOp(op, odd, &expr.Const{D: types.Int(0), T: types.TInt64})
 	if err != nil {
+		return nil, err
+	}
+	return b.nullIfNone(cnt, res)
+}
+
+// composeBitAgg composes bit_and, bit_or and bit_xor of an integer x of
+// w bits from count(x) and, for each bit k, the count of the rows with bit
+// k set, count(NULLIF(x & 2^k, 0)): each retracts, so the result does
+// under UPDATE and DELETE. Bit k of the result is set when its count is
+// count(x) (bit_and), above 0 (bit_or) or odd (bit_xor); the top bit
+// weighs -2^(w-1), two's complement, so the result fits x's type.
+func (b *Binder) composeBitAgg(name string, x, filter expr.Expr, add aggAdder) (expr.Expr, error) {
+	x, err := b.coerce(x, types.TInt32)
+	if err != nil {
+		return nil, err
+	}
+	t := x.Type()
+	w := map[types.Kind]int{types.Int16: 16, types.Int32: 32, types.Int64: 64}[t.Kind]
+	if w == 0 {
+		return nil, noFunction(name, []expr.Expr{x})
+	}
+	if x, err = b.castTo(x, types.TInt64); err != nil {
+		return nil, err
+	}
+	x = filtered(filter, x)
+	i64 := func(v int64) expr.Expr { return &expr.Const{D: types.Int(v), T: types.TInt64} }
+	cnt, err := add(planner.AggCall{Func: planner.AggCount, Arg: x, T: types.TInt64})
+	if err != nil {
+		return nil, err
+	}
+	var res expr.Expr = i64(0)
+	for k := 0; k < w; k++ {
+		bit := int64(1) << k // 1<<63 is math.MinInt64 already
+		if k == w-1 && w < 64 {
+			bit = -bit // two's complement
+		}
+		mask := int64(1) << k
+		set, err := b.binaryOp("&", x, i64(mask))
+		if err != nil {
+			return nil, err
+		}
+		ck, err := add(planner.AggCall{Func: planner.AggCount, Arg: call("nullif", types.TInt64, set, i64(0)), T: types.TInt64})
+		if err != nil {
+			return nil, err
+		}
+		var cond expr.Expr
+		switch name {
+		case "bit_and":
+			cond, err = b.binaryOp("=", ck, cnt)
+		case "bit_or":
+			cond, err = b.binaryOp(">", ck, i64(0))
+		default:
+			var odd expr.Expr
+			if odd, err = b.binaryOp("%", ck, i64(2)); err == nil {
+				cond, err = b.binaryOp("=", odd, i64(1))
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		term := &expr.Case{Whens: []expr.When{{Cond: cond, Then: i64(bit)}}, Else: i64(0), T: types.TInt64}
+		if res, err = b.binaryOp("|", res, term); err != nil {
+			return nil, err
+		}
+	}
+	if res, err = b.castTo(res, t); err != nil {
 		return nil, err
 	}
 	return b.nullIfNone(cnt, res)

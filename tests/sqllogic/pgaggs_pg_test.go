@@ -32,6 +32,11 @@ var pgaggQueries = []string{
 	// Over windows: the whole partition and a ROWS frame.
 	"SELECT id, variance(i) OVER (PARTITION BY g) AS a, bool_and(ok) OVER (PARTITION BY g ORDER BY id ROWS 2 PRECEDING) AS b, " +
 		"stddev_pop(n) OVER (PARTITION BY g ORDER BY id ROWS 3 PRECEDING) AS c, regr_count(y, f) OVER (PARTITION BY g) AS d FROM pa",
+	// bit_and, bit_or, bit_xor over smallint, integer and bigint (negatives), FILTER.
+	"SELECT g, bit_and(i) AS a, bit_or(i) AS b, bit_xor(i) AS c, bit_and(b) AS d, bit_or(b) AS e, bit_xor(b) AS h, " +
+		"bit_xor(i::smallint) FILTER (WHERE ok) AS j, bit_and(DISTINCT i) AS l, count(*) AS k FROM pa GROUP BY g",
+	"SELECT bit_or(i::smallint) AS a, bit_xor(b) AS b, bit_and(i) FILTER (WHERE i < 0) AS c FROM pa",
+	"SELECT id, bit_xor(i) OVER (PARTITION BY g ORDER BY id ROWS 2 PRECEDING) AS a, bit_or(b) FILTER (WHERE ok) OVER (PARTITION BY g) AS b FROM pa",
 	// FILTER with OVER.
 	"SELECT id, var_samp(i) FILTER (WHERE ok) OVER (PARTITION BY g) AS a, stddev(n) FILTER (WHERE i > 0) OVER (PARTITION BY g ORDER BY id ROWS 2 PRECEDING) AS b, " +
 		"bool_or(ok) FILTER (WHERE i < 5) OVER (PARTITION BY g) AS c, round(CAST(corr(y, f) FILTER (WHERE i > 2) OVER (PARTITION BY g) AS numeric), 6) AS d, " +
