@@ -26,8 +26,8 @@ import (
 //
 // DISTINCT is refused (0A000) where it changes the result (the
 // statistical ones: sum(DISTINCT x*x) is not Σ over the distinct x);
-// bool_and(DISTINCT b) is bool_and(b), and so for bit_and/bit_or/bit_xor.
-// ORDER BY inside the call does not
+// bool_and(DISTINCT b) is bool_and(b), bit_and and bit_or likewise;
+// bit_xor(DISTINCT x) counts distinct values. ORDER BY inside the call does not
 // change these results and is allowed, as in PostgreSQL.
 
 // aggAdder adds an aggregate the composition uses and returns the
@@ -66,7 +66,7 @@ func (b *Binder) composePGAgg(name string, args []expr.Expr, distinct bool, filt
 		if len(args) != 1 {
 			return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", name, len(args))
 		}
-		return b.composeBitAgg(name, args[0], filter, add) // DISTINCT changes none of them
+		return b.composeBitAgg(name, args[0], distinct && name == "bit_xor", filter, add)
 	case "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop":
 	default:
 		want = 2
@@ -120,7 +120,11 @@ func (b *Binder) composeBoolAgg(name string, x, filter expr.Expr, add aggAdder) 
 // under UPDATE and DELETE. Bit k of the result is set when its count is
 // count(x) (bit_and), above 0 (bit_or) or odd (bit_xor); the top bit
 // weighs -2^(w-1), two's complement, so the result fits x's type.
-func (b *Binder) composeBitAgg(name string, x, filter expr.Expr, add aggAdder) (expr.Expr, error) {
+//
+// DISTINCT changes bit_and and bit_or in nothing; bit_xor(DISTINCT x)
+// counts, per bit, the distinct x with the bit set:
+// count(DISTINCT CASE WHEN x & 2^k <> 0 THEN x END).
+func (b *Binder) composeBitAgg(name string, x expr.Expr, distinct bool, filter expr.Expr, add aggAdder) (expr.Expr, error) {
 	x, err := b.coerce(x, types.TInt32)
 	if err != nil {
 		return nil, err
@@ -150,7 +154,15 @@ func (b *Binder) composeBitAgg(name string, x, filter expr.Expr, add aggAdder) (
 		if err != nil {
 			return nil, err
 		}
-		ck, err := add(planner.AggCall{Func: planner.AggCount, Arg: call("nullif", types.TInt64, set, i64(0)), T: types.TInt64})
+		var arg expr.Expr = call("nullif", types.TInt64, set, i64(0))
+		if distinct {
+			nz, err := b.binaryOp("<>", set, i64(0))
+			if err != nil {
+				return nil, err
+			}
+			arg = &expr.Case{Whens: []expr.When{{Cond: nz, Then: x}}, T: types.TInt64}
+		}
+		ck, err := add(planner.AggCall{Func: planner.AggCount, Arg: arg, T: types.TInt64, Distinct: distinct})
 		if err != nil {
 			return nil, err
 		}

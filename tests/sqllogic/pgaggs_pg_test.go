@@ -34,7 +34,7 @@ var pgaggQueries = []string{
 		"stddev_pop(n) OVER (PARTITION BY g ORDER BY id ROWS 3 PRECEDING) AS c, regr_count(y, f) OVER (PARTITION BY g) AS d FROM pa",
 	// bit_and, bit_or, bit_xor over smallint, integer and bigint (negatives), FILTER.
 	"SELECT g, bit_and(i) AS a, bit_or(i) AS b, bit_xor(i) AS c, bit_and(b) AS d, bit_or(b) AS e, bit_xor(b) AS h, " +
-		"bit_xor(i::smallint) FILTER (WHERE ok) AS j, bit_and(DISTINCT i) AS l, count(*) AS k FROM pa GROUP BY g",
+		"bit_xor(i::smallint) FILTER (WHERE ok) AS j, bit_and(DISTINCT i) AS l, bit_xor(DISTINCT i) AS m, bit_xor(DISTINCT b) FILTER (WHERE ok) AS n, count(*) AS k FROM pa GROUP BY g",
 	"SELECT bit_or(i::smallint) AS a, bit_xor(b) AS b, bit_and(i) FILTER (WHERE i < 0) AS c FROM pa",
 	"SELECT id, bit_xor(i) OVER (PARTITION BY g ORDER BY id ROWS 2 PRECEDING) AS a, bit_or(b) FILTER (WHERE ok) OVER (PARTITION BY g) AS b FROM pa",
 	// FILTER with OVER.
