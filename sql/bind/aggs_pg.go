@@ -24,8 +24,8 @@ import (
 //	    over the rows where both are non-NULL: count, Σx, Σy, Σx², Σy²,
 //	    Σxy in DOUBLE PRECISION (regr_count is the count)
 //
-// DISTINCT is refused (0A000) where it changes the result (the
-// statistical ones: sum(DISTINCT x*x) is not Σ over the distinct x);
+// DISTINCT in the variance family is composed of DISTINCT counts and sums
+// (composeVariance); in the two-argument ones it is refused (0A000);
 // bool_and(DISTINCT b) is bool_and(b), bit_and and bit_or likewise;
 // bit_xor(DISTINCT x) counts distinct values. ORDER BY inside the call does not
 // change these results and is allowed, as in PostgreSQL.
@@ -74,11 +74,11 @@ func (b *Binder) composePGAgg(name string, args []expr.Expr, distinct bool, filt
 	if len(args) != want {
 		return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", name, len(args))
 	}
-	if distinct {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s(DISTINCT ...) is not supported", name)
-	}
 	if want == 1 {
-		return b.composeVariance(name, args[0], filter, add)
+		return b.composeVariance(name, args[0], distinct, filter, add)
+	}
+	if distinct {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s(DISTINCT y, x) is not supported: the sums over distinct (y, x) pairs cannot be composed of DISTINCT sums", name)
 	}
 	return b.composeRegr(name, args, filter, add)
 }
@@ -193,7 +193,12 @@ func (b *Binder) composeBitAgg(name string, x expr.Expr, distinct bool, filter e
 }
 
 // composeVariance composes the variance and standard deviation forms of x.
-func (b *Binder) composeVariance(name string, x, filter expr.Expr, add aggAdder) (expr.Expr, error) {
+//
+// With DISTINCT the parts are count(DISTINCT x), sum(DISTINCT x) and
+// Σ over the distinct x of x², which is sum(DISTINCT x*x) over the x >= 0
+// plus the same over the x < 0: on either side x*x tells the x apart
+// (sum(DISTINCT x*x) alone would count 2 and -2 once).
+func (b *Binder) composeVariance(name string, x expr.Expr, distinct bool, filter expr.Expr, add aggAdder) (expr.Expr, error) {
 	x, err := b.coerce(x, types.TFloat64)
 	if err != nil {
 		return nil, err
@@ -223,23 +228,47 @@ func (b *Binder) composeVariance(name string, x, filter expr.Expr, add aggAdder)
 		return nil, err
 	}
 	x, sq = filtered(filter, x), filtered(filter, sq)
-	cnt, err := add(planner.AggCall{Func: planner.AggCount, Arg: x, T: types.TInt64})
+	cnt, err := add(planner.AggCall{Func: planner.AggCount, Arg: x, T: types.TInt64, Distinct: distinct})
 	if err != nil {
 		return nil, err
 	}
-	s1, err := b.sumOf(x, add)
+	s1, err := b.sumOf(x, distinct, add)
 	if err != nil {
 		return nil, err
 	}
-	s2, err := b.sumOf(sq, add)
-	if err != nil {
-		return nil, err
+	if !distinct {
+		s2, err := b.sumOf(sq, false, add)
+		if err != nil {
+			return nil, err
+		}
+		return call(final, res, cnt, s1, s2), nil
+	}
+	var s2 expr.Expr
+	for _, op := range []string{">=", "<"} {
+		side, err := b.binaryOp(op, x, &expr.Const{D: types.Int(0), T: types.TInt64})
+		if err != nil {
+			return nil, err
+		}
+		part, err := b.sumOf(filtered(side, sq), true, add)
+		if err != nil {
+			return nil, err
+		}
+		zero := types.Datum{} // a numeric 0
+		if part.Type().IsFloat() {
+			zero = types.Float(0)
+		}
+		part = call("coalesce", part.Type(), part, &expr.Const{D: zero, T: part.Type()})
+		if s2 == nil {
+			s2 = part
+		} else if s2, err = b.binaryOp("+", s2, part); err != nil {
+			return nil, err
+		}
 	}
 	return call(final, res, cnt, s1, s2), nil
 }
 
 // sumOf adds sum(x), a numeric x held at the sum's scale as bindAgg does.
-func (b *Binder) sumOf(x expr.Expr, add aggAdder) (expr.Expr, error) {
+func (b *Binder) sumOf(x expr.Expr, distinct bool, add aggAdder) (expr.Expr, error) {
 	t, err := aggType("sum", x)
 	if err != nil {
 		return nil, err
@@ -249,7 +278,7 @@ func (b *Binder) sumOf(x expr.Expr, add aggAdder) (expr.Expr, error) {
 			return nil, err
 		}
 	}
-	return add(planner.AggCall{Func: planner.AggSum, Arg: x, T: t})
+	return add(planner.AggCall{Func: planner.AggSum, Arg: x, T: t, Distinct: distinct})
 }
 
 // composeRegr composes corr, covar_* and regr_* of (y, x) as DOUBLE PRECISION.
