@@ -341,15 +341,9 @@ func varianceStore(t types.T) int32 {
 // args over the window spec: its count and sum parts are window
 // aggregates over the same frame; ac is the context of its arguments.
 func (b *Binder) windowPGAgg(c, ac *ectx, name string, args []ast.ExprNode, spec ast.WindowSpec) (expr.Expr, error) {
-	// FILTER (WHERE cond), from the dialect layer: pg_win_filter(cond, x)
-	// as the first argument.
-	var filter expr.Expr
-	if f, ok := args[0].(*ast.FuncCallExpr); ok && f.FnName.L == "pg_win_filter" && len(f.Args) == 2 {
-		var err error
-		if filter, err = b.bindBool(ac.inputCtx("aggregate functions are not allowed in FILTER"), f.Args[0], "FILTER"); err != nil {
-			return nil, err
-		}
-		args = append([]ast.ExprNode{f.Args[1]}, args[1:]...)
+	filter, args, err := b.winFilter(ac, args) // windowcollect.go
+	if err != nil {
+		return nil, err
 	}
 	bound := make([]expr.Expr, len(args))
 	for i, a := range args {
