@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -203,6 +204,26 @@ func TestNumericArrayPG(t *testing.T) {
 		"SELECT column_name, data_type, udt_name FROM information_schema.columns WHERE table_name = 'na'",
 		"SELECT oid, typname, typelem, typcategory FROM pg_type WHERE typname = '_numeric'",
 		"SELECT typname, typarray FROM pg_type WHERE typname = 'numeric'")
+	// Binary input: pgx sends parameters of numeric[] and COPY FROM rows
+	// in the binary format (numeric_send's digits and dscale per element).
+	for _, conn := range []*pgx.Conn{d.sdb, d.pg} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := conn.Exec(ctx, "INSERT INTO na (id, g, a, b) VALUES ($1, 1, $2, $3)", 5000,
+			[]any{"1.50", nil, "-2.250", "7"}, []string{"3.1", "-0.001"})
+		if err != nil {
+			cancel()
+			t.Fatalf("INSERT with binary numeric[] parameters: %v", err)
+		}
+		_, err = conn.CopyFrom(ctx, pgx.Identifier{"na"}, []string{"id", "g", "a", "b"}, pgx.CopyFromRows([][]any{
+			{int32(5001), int32(2), []string{"0.10", "12345.6789"}, nil},
+			{int32(5002), nil, []any{}, []any{"-1.5", nil}},
+		}))
+		cancel()
+		if err != nil {
+			t.Fatalf("COPY binary of numeric[]: %v", err)
+		}
+	}
+	live = append(live, 5000, 5001, 5002)
 	// Errors as PostgreSQL's: a malformed element, one too wide for numeric(8,3).
 	for _, q := range []string{
 		"INSERT INTO na VALUES (9000, 1, 1, 1, '{1.5,x}', NULL)",
