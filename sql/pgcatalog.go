@@ -43,7 +43,7 @@ var catalogTypes = []types.T{types.TBool, types.TInt16, types.TInt32, types.TInt
 	types.TTimestampTZ, types.TDate, types.TInterval, types.TTextArray, types.TJSON, types.TJSONB, types.TUUID, types.TBytea, types.TTime, types.TTimeTZ,
 	types.ArrayOf(types.Bool), types.ArrayOf(types.Int16), types.ArrayOf(types.Int32), types.ArrayOf(types.Int64),
 	types.ArrayOf(types.Float32), types.ArrayOf(types.Float64), types.ArrayOf(types.Date), types.ArrayOf(types.Timestamp),
-	types.ArrayOf(types.UUID)}
+	types.ArrayOf(types.UUID), types.ArrayOf(types.Numeric)}
 
 type catCol struct {
 	name string
@@ -287,6 +287,8 @@ func typmod(t types.T) int64 {
 		return int64(t.Prec) + 4
 	case t.Kind == types.Numeric && t.Prec > 0:
 		return int64(t.Prec)<<16 | int64(t.Scale) + 4
+	case t.Kind == types.TextArray && types.ArrayElem(t).Kind == types.Numeric:
+		return typmod(types.ArrayElem(t)) // numeric(p,s)[]: the element's, as PostgreSQL
 	case types.IsStruct(t):
 		// As PostgreSQL gives an anonymous record's shape a typmod, so
 		// format_type(2249, typmod) names the STRUCT<...> (for this process).

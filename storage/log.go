@@ -513,6 +513,14 @@ func withDScaleColumns(rec arrow.RecordBatch) arrow.RecordBatch {
 	var fields []arrow.Field
 	var cols []arrow.Array
 	for i, c := range rec.Columns() {
+		if l, ok := c.(*array.List); ok {
+			// numeric[]: the elements' scales, a List<Int8> on l's offsets.
+			if ds := types.ListDScales(l); ds != nil {
+				cols = append(cols, listOfInt8(l, ds))
+				fields = append(fields, arrow.Field{Name: dscaleField + strconv.Itoa(i), Type: arrow.ListOf(arrow.PrimitiveTypes.Int8)})
+			}
+			continue
+		}
 		ds := types.DScales(c)
 		if ds == nil {
 			continue
@@ -550,7 +558,23 @@ func fromDScaleColumns(rec arrow.RecordBatch) arrow.RecordBatch {
 	cols := append([]arrow.Array(nil), rec.Columns()[:n]...)
 	for k := n; k < len(fields); k++ {
 		i, err := strconv.Atoi(strings.TrimPrefix(fields[k].Name, dscaleField))
-		if _, dec := cols[i].(*array.Decimal128); err != nil || i < 0 || i >= n || !dec {
+		if err != nil || i < 0 || i >= n {
+			continue
+		}
+		if l, ok := cols[i].(*array.List); ok {
+			dl, ok := rec.Column(k).(*array.List)
+			if !ok {
+				continue
+			}
+			v := dl.ListValues().(*array.Int8).Int8Values()
+			if len(v) != l.ListValues().Len() {
+				continue
+			}
+			cols[i] = types.AttachListDScales(l, v)
+			defer cols[i].Release()
+			continue
+		}
+		if _, dec := cols[i].(*array.Decimal128); !dec {
 			continue
 		}
 		v := rec.Column(k).(*array.Int8).Int8Values()
@@ -559,4 +583,18 @@ func fromDScaleColumns(rec arrow.RecordBatch) arrow.RecordBatch {
 	}
 	md := rec.Schema().Metadata()
 	return array.NewRecordBatch(arrow.NewSchema(fields[:n], &md), cols, rec.NumRows())
+}
+
+// listOfInt8 returns a List<Int8> with l's rows whose values are ds (the
+// display scales of l's values, indexed like l.ListValues()).
+func listOfInt8(l *array.List, ds []int8) arrow.Array {
+	b := array.NewInt8Builder(memory.DefaultAllocator)
+	b.AppendValues(ds, nil)
+	vals := b.NewArray()
+	b.Release()
+	defer vals.Release()
+	d := l.Data()
+	nd := array.NewData(arrow.ListOf(arrow.PrimitiveTypes.Int8), d.Len(), d.Buffers(), []arrow.ArrayData{vals.Data()}, d.NullN(), d.Offset())
+	defer nd.Release()
+	return array.NewListData(nd)
 }

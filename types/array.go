@@ -52,7 +52,7 @@ func TextArrayAt(l *array.List, i int, t T) *Array {
 // appendTextArray appends a (elements as their output text, checked by
 // checkArrayElems) to b, a builder of t's layout: each element is read
 // back into its type's Arrow layout.
-func appendTextArray(b *array.ListBuilder, a *Array, t T) {
+func appendTextArray(b ListAppender, a *Array, t T) {
 	b.Append(true)
 	vb := b.ValueBuilder()
 	if sb, ok := vb.(*array.StringBuilder); ok {

@@ -78,6 +78,8 @@ func AppendDatum(b array.Builder, d Datum, t T) {
 		bb.Append(d.IV)
 	case *array.ListBuilder:
 		appendTextArray(bb, d.A, t)
+	case *NumericListBuilder:
+		appendTextArray(bb, d.A, t)
 	case *array.StructBuilder:
 		appendRecord(bb, d, t)
 	case *array.NullBuilder:
@@ -91,6 +93,9 @@ func AppendDatum(b array.Builder, d Datum, t T) {
 func NewBuilder(mem memory.Allocator, t T) array.Builder {
 	if t.Kind == Numeric && t.Prec == 0 {
 		return NewDecimalBuilder(mem, t.Arrow().(*arrow.Decimal128Type))
+	}
+	if t.Kind == TextArray && ArrayElem(t).Kind == Numeric && ArrayElem(t).Prec == 0 {
+		return NewNumericListBuilder(mem, t)
 	}
 	return array.NewBuilder(mem, t.Arrow())
 }
@@ -174,6 +179,9 @@ func EncodeType(t T) string {
 	if t.Kind == Record {
 		return shapeKey(shape(t))
 	}
+	if t.Kind == TextArray && ArrayElem(t).Kind == Numeric {
+		return EncodeType(ArrayElem(t)) + "[]"
+	}
 	return t.String()
 }
 
@@ -223,7 +231,7 @@ func DecodeType(s string) (T, bool) {
 	}
 	if elem, ok := strings.CutSuffix(s, "[]"); ok {
 		if e, ok := DecodeType(elem); ok && ArrayElemOK(e) {
-			return ArrayOf(e.Kind), true
+			return ArrayOfT(e), true
 		}
 		return T{}, false
 	}

@@ -289,6 +289,9 @@ func CommonType(a, b T) (T, bool) {
 		return a, true
 	case a == b:
 		return a, true
+	case a.Kind == TextArray && b.Kind == TextArray && ArrayElem(a).Kind == Numeric && ArrayElem(b).Kind == Numeric:
+		// numeric(p,s)[] and numeric[]: numeric[], as arrays have no typmod.
+		return ArrayExprOf(T{Kind: Numeric, Scale: max(a.Scale, b.Scale)}), true
 	}
 	if a.IsNumeric() && b.IsNumeric() {
 		w := a

@@ -228,6 +228,9 @@ func Concatenate(parts []arrow.Array, mem memory.Allocator) (arrow.Array, error)
 	if err != nil {
 		return nil, err
 	}
+	if l, ok := out.(*array.List); ok {
+		return concatListDScales(l, parts), nil
+	}
 	if _, ok := out.(*array.Decimal128); !ok {
 		return out, nil
 	}
@@ -253,4 +256,102 @@ func Concatenate(parts []arrow.Array, mem memory.Allocator) (arrow.Array, error)
 	}
 	defer out.Release()
 	return AttachDScales(out, ds), nil
+}
+
+// Arrays of unconstrained NUMERIC (numeric[]) are a List<Decimal128> whose
+// values carry their display scales as a scalar column does: the list's
+// values array has the third buffer (ListDScales). NewBuilder returns a
+// NumericListBuilder for such a type.
+
+// ListAppender appends array rows: an *array.ListBuilder, or a
+// *NumericListBuilder.
+type ListAppender interface {
+	array.Builder
+	Append(bool)
+	ValueBuilder() array.Builder
+}
+
+// NumericListBuilder builds a numeric[] column whose elements keep their
+// display scales: ValueBuilder is a *DecimalBuilder.
+type NumericListBuilder struct {
+	*array.ListBuilder
+	vals *DecimalBuilder
+}
+
+// NewNumericListBuilder returns a builder of arrays of t (numeric[]).
+func NewNumericListBuilder(mem memory.Allocator, t T) *NumericListBuilder {
+	lb := array.NewBuilder(mem, t.Arrow()).(*array.ListBuilder)
+	return &NumericListBuilder{ListBuilder: lb, vals: &DecimalBuilder{Decimal128Builder: lb.ValueBuilder().(*array.Decimal128Builder)}}
+}
+
+// ValueBuilder is the elements' builder, which keeps display scales.
+func (b *NumericListBuilder) ValueBuilder() array.Builder { return b.vals }
+
+// NewArray returns the built column (its values carrying their display
+// scales) and resets the builder.
+func (b *NumericListBuilder) NewArray() arrow.Array { return b.NewListArray() }
+
+// NewListArray is NewArray.
+func (b *NumericListBuilder) NewListArray() *array.List {
+	ds, any := b.vals.ds, b.vals.any
+	b.vals.ds, b.vals.any = nil, false
+	l := b.ListBuilder.NewListArray()
+	if !any || len(ds) != l.ListValues().Len() {
+		return l
+	}
+	defer l.Release()
+	return AttachListDScales(l, ds)
+}
+
+// ListDScales returns the display-scale bytes of l's values (indexed like
+// l.ListValues()), or nil.
+func ListDScales(l *array.List) []int8 {
+	if _, ok := l.ListValues().(*array.Decimal128); !ok {
+		return nil
+	}
+	return DScales(l.ListValues())
+}
+
+// AttachListDScales returns a new list with l's rows whose values carry
+// ds (len(ds) == l.ListValues().Len()); l is not released.
+func AttachListDScales(l *array.List, ds []int8) *array.List {
+	child := AttachDScales(l.ListValues(), ds)
+	defer child.Release()
+	d := l.Data()
+	nd := array.NewData(d.DataType(), d.Len(), d.Buffers(), []arrow.ArrayData{child.Data()}, d.NullN(), d.Offset())
+	defer nd.Release()
+	return array.NewListData(nd)
+}
+
+// concatListDScales gives out, the concatenation of lists parts, the
+// display scales of the parts' values (taking over out).
+func concatListDScales(out *array.List, parts []arrow.Array) arrow.Array {
+	any := false
+	for _, p := range parts {
+		if l, ok := p.(*array.List); ok && ListDScales(l) != nil {
+			any = true
+		}
+	}
+	if !any {
+		return out
+	}
+	ds := make([]int8, 0, out.ListValues().Len())
+	for _, p := range parts {
+		l := p.(*array.List)
+		if l.Len() == 0 {
+			continue
+		}
+		lo, _ := l.ValueOffsets(0)
+		_, hi := l.ValueOffsets(l.Len() - 1)
+		if pd := ListDScales(l); pd != nil {
+			ds = append(ds, pd[lo:hi]...)
+		} else {
+			ds = append(ds, make([]int8, hi-lo)...)
+		}
+	}
+	if len(ds) != out.ListValues().Len() {
+		return out
+	}
+	defer out.Release()
+	return AttachListDScales(out, ds)
 }

@@ -20,12 +20,28 @@ import (
 // text except -0 and 0 of the float types (ArrayKey folds those). Ordering
 // compares elements as the element type (CompareArrays).
 
-// ArrayOf is the array type of element kind k (Text: text[]).
+// ArrayOf is the array type of element kind k (Text: text[], Numeric:
+// unconstrained numeric[]).
 func ArrayOf(k Kind) T {
-	if k == Text {
+	switch k {
+	case Text:
 		return TTextArray
+	case Numeric:
+		return ArrayOfT(TNumeric)
 	}
 	return T{Kind: TextArray, Prec: int32(k)}
+}
+
+// ArrayOfT is the array type of elements of type t (ArrayElemOK(t)). It
+// is ArrayOf(t.Kind) except for NUMERIC, whose array keeps the element's
+// precision and scale: numeric(p,s)[] is T{Kind: TextArray, Prec:
+// Numeric | p<<8, Scale: s}, numeric[] has p 0 and the element's storage
+// scale (UnconstrainedScale or more), so its list is Decimal128 at s.
+func ArrayOfT(t T) T {
+	if t.Kind == Numeric {
+		return T{Kind: TextArray, Prec: int32(Numeric) | t.Prec<<8, Scale: t.Scale}
+	}
+	return ArrayOf(t.Kind)
 }
 
 // ArrayArrow is the Arrow type of an array of t: a List of the element
@@ -33,7 +49,7 @@ func ArrayOf(k Kind) T {
 func ArrayArrow(t T) arrow.DataType { return arrow.ListOf(ArrayElem(t).Arrow()) }
 
 // ArrayOfArrow is an array type whose Arrow type is a List of dt: int8[],
-// float8[], boolean[] or text[] (the layouts' own types), for data
+// float8[], boolean[], uuid[], numeric[] or text[] (the layouts' own types), for data
 // without SQL type metadata.
 func ArrayOfArrow(dt arrow.DataType) T {
 	switch dt.ID() {
@@ -45,6 +61,8 @@ func ArrayOfArrow(dt arrow.DataType) T {
 		return ArrayOf(Bool)
 	case arrow.FIXED_SIZE_BINARY:
 		return ArrayOf(UUID)
+	case arrow.DECIMAL128: // numeric[] at the list's scale (its values may carry display scales)
+		return ArrayOfT(T{Kind: Numeric, Scale: dt.(*arrow.Decimal128Type).Scale})
 	}
 	return TTextArray
 }
@@ -52,10 +70,22 @@ func ArrayOfArrow(dt arrow.DataType) T {
 // IntArray is the array type of integer kind k.
 func IntArray(k Kind) T { return ArrayOf(k) }
 
+// ArrayExprOf is the type of an array expression whose elements are of
+// type t (array_agg, ARRAY[...], ARRAY(SELECT ...)): as in PostgreSQL an
+// array value has no type modifier, so numeric(p,s) elements make a
+// numeric[] (the elements keep their display scale s); varchar(n)
+// elements make text[].
+func ArrayExprOf(t T) T {
+	if t.Kind == Numeric {
+		return ArrayOfT(T{Kind: Numeric, Scale: max(t.Scale, UnconstrainedScale)})
+	}
+	return ArrayOf(t.Kind)
+}
+
 // ArrayElemOK reports whether arrays of t exist (ArrayOf(t.Kind)).
 func ArrayElemOK(t T) bool {
 	switch t.Kind {
-	case Bool, Int16, Int32, Int64, Float32, Float64, Date, UUID:
+	case Bool, Int16, Int32, Int64, Float32, Float64, Date, UUID, Numeric:
 		return true
 	case Text:
 		return true // varchar(n)[] is text[]
@@ -68,6 +98,9 @@ func ArrayElemOK(t T) bool {
 // ArrayElem is the element type of an array type.
 func ArrayElem(t T) T {
 	if t.Kind == TextArray && t.Prec != 0 {
+		if k := Kind(t.Prec & 0xff); k == Numeric {
+			return T{Kind: Numeric, Prec: t.Prec >> 8, Scale: t.Scale}
+		}
 		return T{Kind: Kind(t.Prec)}
 	}
 	return TText
@@ -76,7 +109,7 @@ func ArrayElem(t T) T {
 // arrayOIDs maps an element kind to its array type's OID.
 var arrayOIDs = map[Kind]uint32{
 	Bool: 1000, Int16: OIDInt2Array, Int32: OIDInt4Array, Int64: OIDInt8Array, Text: OIDTextArray,
-	Float32: 1021, Float64: 1022, Date: 1182, Timestamp: 1115, UUID: 2951,
+	Float32: 1021, Float64: 1022, Date: 1182, Timestamp: 1115, UUID: 2951, Numeric: 1231,
 }
 
 // ArrayOIDOf returns the OID of the array type whose elements are t (0: none).
@@ -180,6 +213,10 @@ func compareElems(x, y string, elem T) int {
 			return 1
 		}
 		return 0
+	case PhysDecimal:
+		a, _ := ParseText(x, elem)
+		b, _ := ParseText(y, elem)
+		return a.D.Cmp(b.D)
 	}
 	a, _ := ParseText(x, elem)
 	b, _ := ParseText(y, elem)
@@ -192,6 +229,16 @@ func compareElems(x, y string, elem T) int {
 	return 0
 }
 
+// trimNumericText drops the trailing fractional zeros (and a bare point)
+// of a numeric's output text.
+func trimNumericText(s string) string {
+	if !strings.Contains(s, ".") {
+		return s
+	}
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -201,8 +248,16 @@ func b2i(b bool) int {
 
 // ArrayKey returns a text that is equal for two arrays of t exactly when
 // PostgreSQL's = finds them equal: array_out's text, with float elements
-// -0 written 0. Grouping by an array groups by this key.
+// -0 written 0 and numeric elements without trailing fractional zeros
+// (1.50 = 1.5). Grouping by an array groups by this key.
 func ArrayKey(a *Array, t T) string {
+	if ArrayElem(t).Kind == Numeric {
+		c := &Array{Elems: make([]string, len(a.Elems)), Null: a.Null}
+		for i, s := range a.Elems {
+			c.Elems[i] = trimNumericText(s)
+		}
+		a = c
+	}
 	if k := ArrayElem(t).Kind; k == Float32 || k == Float64 {
 		var c *Array
 		for i, s := range a.Elems {

@@ -170,7 +170,7 @@ func avroColType(path string, s avro.Schema, open map[string]bool) (types.T, err
 		items, ok := nonNull(s.(*avro.ArraySchema).Items())
 		if ok && items.Type() != avro.Record && items.Type() != avro.Array && items.Type() != avro.Map {
 			if et, err := avroColType(path, items, open); err == nil && types.ArrayElemOK(et) {
-				return types.ArrayOf(et.Kind), nil
+				return types.ArrayExprOf(et), nil
 			}
 		}
 		return types.TJSONB, nil

@@ -39,10 +39,14 @@ type arrayAggBagAcc struct {
 	keyT     []types.T
 	order    []OrderDir
 	distinct bool
-	bags     ValueBags
-	buf      []byte
-	es       []bagEntry // scratch: a group's entries with their counts
-	keys     []types.Datum
+	// ds: x is unconstrained NUMERIC and an entry ends with x's display
+	// scale byte (types.Datum.DS), so 1.50 is listed as 1.50 (an entry
+	// per scale; the values still order by value first).
+	ds   bool
+	bags ValueBags
+	buf  []byte
+	es   []bagEntry // scratch: a group's entries with their counts
+	keys []types.Datum
 }
 
 // bagEntry is one decoded entry: its keys (a window of arrayAggBagAcc.keys,
@@ -62,7 +66,18 @@ func newArrayAggBag(s Spec, argT types.T) *arrayAggBagAcc {
 		}
 		a.vt = fs[len(fs)-1].T
 	}
+	a.ds = a.vt.Kind == types.Numeric && a.vt.Prec == 0 && !a.distinct
 	return a
+}
+
+// appendValue appends x's entry encoding (with its display scale byte
+// when a.ds).
+func (a *arrayAggBagAcc) appendValue(buf []byte, x types.Datum) []byte {
+	buf = opkit.EncodeDatum(buf, x, a.vt)
+	if a.ds && !x.Null {
+		buf = append(buf, byte(x.DS))
+	}
+	return buf
 }
 
 func (a *arrayAggBagAcc) Grow(n int) { a.bags.Grow(n) }
@@ -70,7 +85,7 @@ func (a *arrayAggBagAcc) Grow(n int) { a.bags.Grow(n) }
 func (a *arrayAggBagAcc) Update(gids []int32, arg arrow.Array, signs []int8) error {
 	if len(a.keyT) == 0 {
 		for i, g := range gids {
-			a.buf = opkit.EncodeDatum(a.buf[:0], types.DatumAt(arg, i, a.t), a.t)
+			a.buf = a.appendValue(a.buf[:0], types.DatumAt(arg, i, a.t))
 			a.bags.add(g, a.buf, sign(signs, i))
 		}
 		return nil
@@ -85,7 +100,7 @@ func (a *arrayAggBagAcc) Update(gids []int32, arg arrow.Array, signs []int8) err
 		for k, t := range a.keyT {
 			a.buf = opkit.EncodeDatum(a.buf, types.DatumAt(st.Field(k), i, t), t)
 		}
-		a.buf = opkit.EncodeDatum(a.buf, types.DatumAt(st.Field(nk), i, a.vt), a.vt)
+		a.buf = a.appendValue(a.buf, types.DatumAt(st.Field(nk), i, a.vt))
 		a.bags.add(g, a.buf, sign(signs, i))
 	}
 	return nil
@@ -114,9 +129,12 @@ func (a *arrayAggBagAcc) entries(g int32) int64 {
 			a.keys = a.keys[:at]
 			continue
 		}
-		if d, _, err = opkit.DecodeDatum(buf, a.vt); err != nil {
+		if d, buf, err = opkit.DecodeDatum(buf, a.vt); err != nil {
 			a.keys = a.keys[:at]
 			continue
+		}
+		if a.ds && !d.Null && len(buf) > 0 {
+			d.DS = int8(buf[0])
 		}
 		if a.distinct {
 			n = 1

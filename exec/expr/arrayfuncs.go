@@ -1,8 +1,6 @@
 package expr
 
 import (
-	"github.com/apache/arrow-go/v18/arrow/array"
-
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -24,7 +22,7 @@ import (
 func arrayCtorKernel(t types.T) kernel {
 	return func(c *Ctx, args []vec, n int) (vec, error) {
 		elem := types.ArrayElem(t)
-		lb := types.NewBuilder(c.mem(), t).(*array.ListBuilder)
+		lb := types.NewBuilder(c.mem(), t).(types.ListAppender)
 		defer lb.Release()
 		vb := lb.ValueBuilder()
 		for i := 0; i < n; i++ {

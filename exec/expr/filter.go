@@ -54,9 +54,13 @@ func Filter(ctx *Ctx, pred Expr, b arrow.RecordBatch) (arrow.RecordBatch, error)
 
 // take returns the rows sel of a.
 func take(mem memory.Allocator, a arrow.Array, sel []int32) (arrow.Array, error) {
-	switch a.(type) {
+	switch l := a.(type) {
 	case *array.Int64, *array.Float64, *array.Decimal128, *array.MonthDayNanoInterval, *array.Boolean, *array.String, *array.FixedSizeBinary:
 		return gather(mem, a.DataType(), []arrow.Array{a}, nil, sel), nil
+	case *array.List:
+		if types.ListDScales(l) != nil { // numeric[]: Take would drop the elements' display scales
+			return gather(mem, a.DataType(), []arrow.Array{a}, nil, sel), nil
+		}
 	}
 	idx := array.NewInt32Data(array.NewData(arrow.PrimitiveTypes.Int32, len(sel),
 		[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(sel))}, nil, 0, 0))
@@ -167,6 +171,13 @@ func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, which, 
 		}
 		t := types.TypeOfField(arrow.Field{Type: dt})
 		b := array.NewBuilder(mem, dt)
+		for _, s := range srcs {
+			if l, ok := s.(*array.List); ok && types.ListDScales(l) != nil {
+				b.Release()
+				b = types.NewBuilder(mem, t) // numeric[] elements keep their display scales
+				break
+			}
+		}
 		defer b.Release()
 		for j, p := range pos {
 			s := int32(0)

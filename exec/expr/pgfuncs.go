@@ -3,6 +3,7 @@ package expr
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
 	"github.com/streamdb/streamdb/sqlerr"
 	"github.com/streamdb/streamdb/types"
@@ -123,6 +124,8 @@ func arrayContainsKernel(c *Ctx, args []vec, n int) (vec, error) {
 	case *array.FixedSizeBinary: // uuid
 		xu := xs.(*array.FixedSizeBinary)
 		eq = func(i, j int) bool { return [16]byte(xu.Value(i)) == [16]byte(v.Value(j)) }
+	case *array.Decimal128: // numeric[]: x numeric or an integer, compared at the larger scale
+		eq = decimalAnyEq(xs, v)
 	default:
 		return vec{}, sqlerr.New(sqlerr.FeatureNotSupported, "= ANY over an array of %s is not supported", vals.DataType())
 	}
@@ -175,4 +178,25 @@ func arrayContainsKernel(c *Ctx, args []vec, n int) (vec, error) {
 		}
 	}
 	return vec{arr: finish(arrow.FixedWidthTypes.Boolean, n, vbuf, nulls, buf), t: types.TBool}, nil
+}
+
+// decimalAnyEq compares x (numeric, or an integer: scale 0) with the
+// values of a numeric[] list, both brought to the larger of their scales.
+func decimalAnyEq(xs arrow.Array, v *array.Decimal128) func(i, j int) bool {
+	es := v.DataType().(*arrow.Decimal128Type).Scale
+	ev := v.Values()
+	var xv []decimal128.Num
+	var xsc int32
+	if xd, ok := xs.(*array.Decimal128); ok {
+		xv, xsc = xd.Values(), xd.DataType().(*arrow.Decimal128Type).Scale
+	} else {
+		ints := int64s(xs)
+		xv = make([]decimal128.Num, len(ints))
+		for i, x := range ints {
+			xv[i] = decimal128.FromI64(x)
+		}
+	}
+	sc := max(es, xsc)
+	xm, em := decimal128.GetScaleMultiplier(int(sc-xsc)), decimal128.GetScaleMultiplier(int(sc-es))
+	return func(i, j int) bool { return xv[i].Mul(xm) == ev[j].Mul(em) }
 }

@@ -308,7 +308,7 @@ func AppendTake(bl array.Builder, a arrow.Array, idx []int, t types.T) {
 	case *array.List:
 		// An array: each row's elements taken from the list's values in
 		// their own layout (types.ArrayArrow).
-		b := bl.(*array.ListBuilder)
+		b := bl.(types.ListAppender)
 		vals, elem := arr.ListValues(), types.ArrayElem(t)
 		var sub []int
 		for _, i := range idx {

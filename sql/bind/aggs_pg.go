@@ -24,9 +24,10 @@ import (
 //	    over the rows where both are non-NULL: count, Σx, Σy, Σx², Σy²,
 //	    Σxy in DOUBLE PRECISION (regr_count is the count)
 //
-// DISTINCT is refused (0A000) where it changes the result (the
-// statistical ones: sum(DISTINCT x*x) is not Σ over the distinct x);
-// bool_and(DISTINCT b) is bool_and(b). ORDER BY inside the call does not
+// DISTINCT in the variance family is composed of DISTINCT counts and sums
+// (composeVariance); in the two-argument ones it is refused (0A000);
+// bool_and(DISTINCT b) is bool_and(b), bit_and and bit_or likewise;
+// bit_xor(DISTINCT x) counts distinct values. ORDER BY inside the call does not
 // change these results and is allowed, as in PostgreSQL.
 
 // aggAdder adds an aggregate the composition uses and returns the
@@ -61,6 +62,11 @@ func (b *Binder) composePGAgg(name string, args []expr.Expr, distinct bool, filt
 			return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", name, len(args))
 		}
 		return b.composeBoolAgg(name, args[0], filter, add)
+	case "bit_and", "bit_or", "bit_xor":
+		if len(args) != 1 {
+			return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", name, len(args))
+		}
+		return b.composeBitAgg(name, args[0], distinct && name == "bit_xor", filter, add)
 	case "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop":
 	default:
 		want = 2
@@ -68,11 +74,11 @@ func (b *Binder) composePGAgg(name string, args []expr.Expr, distinct bool, filt
 	if len(args) != want {
 		return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", name, len(args))
 	}
-	if distinct {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s(DISTINCT ...) is not supported", name)
-	}
 	if want == 1 {
-		return b.composeVariance(name, args[0], filter, add)
+		return b.composeVariance(name, args[0], distinct, filter, add)
+	}
+	if distinct {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s(DISTINCT y, x) is not supported: the sums over distinct (y, x) pairs cannot be composed of DISTINCT sums", name)
 	}
 	return b.composeRegr(name, args, filter, add)
 }
@@ -108,8 +114,91 @@ func (b *Binder) composeBoolAgg(name string, x, filter expr.Expr, add aggAdder) 
 	return b.nullIfNone(cnt, res)
 }
 
+// composeBitAgg composes bit_and, bit_or and bit_xor of an integer x of
+// w bits from count(x) and, for each bit k, the count of the rows with bit
+// k set, count(NULLIF(x & 2^k, 0)): each retracts, so the result does
+// under UPDATE and DELETE. Bit k of the result is set when its count is
+// count(x) (bit_and), above 0 (bit_or) or odd (bit_xor); the top bit
+// weighs -2^(w-1), two's complement, so the result fits x's type.
+//
+// DISTINCT changes bit_and and bit_or in nothing; bit_xor(DISTINCT x)
+// counts, per bit, the distinct x with the bit set:
+// count(DISTINCT CASE WHEN x & 2^k <> 0 THEN x END).
+func (b *Binder) composeBitAgg(name string, x expr.Expr, distinct bool, filter expr.Expr, add aggAdder) (expr.Expr, error) {
+	x, err := b.coerce(x, types.TInt32)
+	if err != nil {
+		return nil, err
+	}
+	t := x.Type()
+	w := map[types.Kind]int{types.Int16: 16, types.Int32: 32, types.Int64: 64}[t.Kind]
+	if w == 0 {
+		return nil, noFunction(name, []expr.Expr{x})
+	}
+	if x, err = b.castTo(x, types.TInt64); err != nil {
+		return nil, err
+	}
+	x = filtered(filter, x)
+	i64 := func(v int64) expr.Expr { return &expr.Const{D: types.Int(v), T: types.TInt64} }
+	cnt, err := add(planner.AggCall{Func: planner.AggCount, Arg: x, T: types.TInt64})
+	if err != nil {
+		return nil, err
+	}
+	var res expr.Expr = i64(0)
+	for k := 0; k < w; k++ {
+		bit := int64(1) << k // 1<<63 is math.MinInt64 already
+		if k == w-1 && w < 64 {
+			bit = -bit // two's complement
+		}
+		mask := int64(1) << k
+		set, err := b.binaryOp("&", x, i64(mask))
+		if err != nil {
+			return nil, err
+		}
+		var arg expr.Expr = call("nullif", types.TInt64, set, i64(0))
+		if distinct {
+			nz, err := b.binaryOp("<>", set, i64(0))
+			if err != nil {
+				return nil, err
+			}
+			arg = &expr.Case{Whens: []expr.When{{Cond: nz, Then: x}}, T: types.TInt64}
+		}
+		ck, err := add(planner.AggCall{Func: planner.AggCount, Arg: arg, T: types.TInt64, Distinct: distinct})
+		if err != nil {
+			return nil, err
+		}
+		var cond expr.Expr
+		switch name {
+		case "bit_and":
+			cond, err = b.binaryOp("=", ck, cnt)
+		case "bit_or":
+			cond, err = b.binaryOp(">", ck, i64(0))
+		default:
+			var odd expr.Expr
+			if odd, err = b.binaryOp("%", ck, i64(2)); err == nil {
+				cond, err = b.binaryOp("=", odd, i64(1))
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		term := &expr.Case{Whens: []expr.When{{Cond: cond, Then: i64(bit)}}, Else: i64(0), T: types.TInt64}
+		if res, err = b.binaryOp("|", res, term); err != nil {
+			return nil, err
+		}
+	}
+	if res, err = b.castTo(res, t); err != nil {
+		return nil, err
+	}
+	return b.nullIfNone(cnt, res)
+}
+
 // composeVariance composes the variance and standard deviation forms of x.
-func (b *Binder) composeVariance(name string, x, filter expr.Expr, add aggAdder) (expr.Expr, error) {
+//
+// With DISTINCT the parts are count(DISTINCT x), sum(DISTINCT x) and
+// Σ over the distinct x of x², which is sum(DISTINCT x*x) over the x >= 0
+// plus the same over the x < 0: on either side x*x tells the x apart
+// (sum(DISTINCT x*x) alone would count 2 and -2 once).
+func (b *Binder) composeVariance(name string, x expr.Expr, distinct bool, filter expr.Expr, add aggAdder) (expr.Expr, error) {
 	x, err := b.coerce(x, types.TFloat64)
 	if err != nil {
 		return nil, err
@@ -139,23 +228,47 @@ func (b *Binder) composeVariance(name string, x, filter expr.Expr, add aggAdder)
 		return nil, err
 	}
 	x, sq = filtered(filter, x), filtered(filter, sq)
-	cnt, err := add(planner.AggCall{Func: planner.AggCount, Arg: x, T: types.TInt64})
+	cnt, err := add(planner.AggCall{Func: planner.AggCount, Arg: x, T: types.TInt64, Distinct: distinct})
 	if err != nil {
 		return nil, err
 	}
-	s1, err := b.sumOf(x, add)
+	s1, err := b.sumOf(x, distinct, add)
 	if err != nil {
 		return nil, err
 	}
-	s2, err := b.sumOf(sq, add)
-	if err != nil {
-		return nil, err
+	if !distinct {
+		s2, err := b.sumOf(sq, false, add)
+		if err != nil {
+			return nil, err
+		}
+		return call(final, res, cnt, s1, s2), nil
+	}
+	var s2 expr.Expr
+	for _, op := range []string{">=", "<"} {
+		side, err := b.binaryOp(op, x, &expr.Const{D: types.Int(0), T: types.TInt64})
+		if err != nil {
+			return nil, err
+		}
+		part, err := b.sumOf(filtered(side, sq), true, add)
+		if err != nil {
+			return nil, err
+		}
+		zero := types.Datum{} // a numeric 0
+		if part.Type().IsFloat() {
+			zero = types.Float(0)
+		}
+		part = call("coalesce", part.Type(), part, &expr.Const{D: zero, T: part.Type()})
+		if s2 == nil {
+			s2 = part
+		} else if s2, err = b.binaryOp("+", s2, part); err != nil {
+			return nil, err
+		}
 	}
 	return call(final, res, cnt, s1, s2), nil
 }
 
 // sumOf adds sum(x), a numeric x held at the sum's scale as bindAgg does.
-func (b *Binder) sumOf(x expr.Expr, add aggAdder) (expr.Expr, error) {
+func (b *Binder) sumOf(x expr.Expr, distinct bool, add aggAdder) (expr.Expr, error) {
 	t, err := aggType("sum", x)
 	if err != nil {
 		return nil, err
@@ -165,7 +278,7 @@ func (b *Binder) sumOf(x expr.Expr, add aggAdder) (expr.Expr, error) {
 			return nil, err
 		}
 	}
-	return add(planner.AggCall{Func: planner.AggSum, Arg: x, T: t})
+	return add(planner.AggCall{Func: planner.AggSum, Arg: x, T: t, Distinct: distinct})
 }
 
 // composeRegr composes corr, covar_* and regr_* of (y, x) as DOUBLE PRECISION.
@@ -228,6 +341,10 @@ func varianceStore(t types.T) int32 {
 // args over the window spec: its count and sum parts are window
 // aggregates over the same frame; ac is the context of its arguments.
 func (b *Binder) windowPGAgg(c, ac *ectx, name string, args []ast.ExprNode, spec ast.WindowSpec) (expr.Expr, error) {
+	filter, args, err := b.winFilter(ac, args) // windowcollect.go
+	if err != nil {
+		return nil, err
+	}
 	bound := make([]expr.Expr, len(args))
 	for i, a := range args {
 		var err error
@@ -238,5 +355,5 @@ func (b *Binder) windowPGAgg(c, ac *ectx, name string, args []ast.ExprNode, spec
 	add := func(call planner.AggCall) (expr.Expr, error) {
 		return b.windowOver(c, ac, string(call.Func), spec, planner.WinFunc{Kind: planner.WinAgg, Agg: call, T: call.T})
 	}
-	return b.composePGAgg(name, bound, false, nil, add)
+	return b.composePGAgg(name, bound, false, filter, add)
 }

@@ -98,8 +98,15 @@ func (b *Binder) arrayConcat(l, r expr.Expr) (e expr.Expr, ok bool, err error) {
 		at = r.Type()
 	}
 	elem := types.ArrayElem(at)
+	if elem.Kind == types.Numeric {
+		// numeric(p,s)[] || ...: numeric[], whose elements keep their scales.
+		at = types.ArrayExprOf(types.T{Kind: types.Numeric, Scale: max(l.Type().Scale, r.Type().Scale)})
+		elem = types.ArrayElem(at)
+	}
 	side := func(x expr.Expr) (expr.Expr, error) {
 		switch t := x.Type(); {
+		case t.Kind == types.TextArray && t != at && elem.Kind == types.Numeric && types.ArrayElem(t).Kind == types.Numeric:
+			return b.castTo(x, at)
 		case t.Kind == types.TextArray:
 			if t != at {
 				return nil, noOperator("||", l, r)
@@ -107,7 +114,7 @@ func (b *Binder) arrayConcat(l, r expr.Expr) (e expr.Expr, ok bool, err error) {
 			return x, nil
 		case t.Kind == types.Unknown:
 			return b.castTo(x, at)
-		case t.Kind == elem.Kind || elem.IsInteger() && t.IsInteger() || elem.IsFloat() && t.IsNumeric():
+		case t.Kind == elem.Kind || elem.IsInteger() && t.IsInteger() || elem.IsFloat() && t.IsNumeric() || elem.Kind == types.Numeric && t.IsInteger():
 			if t != elem {
 				if x, err = b.castTo(x, elem); err != nil {
 					return nil, err
@@ -151,11 +158,11 @@ func (b *Binder) arrayCtor(args []expr.Expr) (expr.Expr, error) {
 	}
 	if !types.ArrayElemOK(elem) {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported,
-			"ARRAY[...] of %s is not supported: the array types are those of boolean, the integer and float types, text, date, timestamp and uuid", typeName(elem))
+			"ARRAY[...] of %s is not supported: the array types are those of boolean, the integer and float types, numeric, text, date, timestamp and uuid", typeName(elem))
 	}
-	if elem.Kind == types.Text {
-		elem = types.TText // varchar(n)[] is text[]
-	}
+	// varchar(n)[] is text[]; an array of numeric(p,s) values is numeric[]
+	// whose elements keep the scale s.
+	elem = types.ArrayElem(types.ArrayExprOf(elem))
 	var err error
 	for i, a := range args {
 		if args[i], err = b.coerce(a, elem); err != nil {
@@ -167,21 +174,18 @@ func (b *Binder) arrayCtor(args []expr.Expr) (expr.Expr, error) {
 			}
 		}
 	}
-	return call("array_ctor", types.ArrayOf(elem.Kind), args...), nil
+	return call("array_ctor", types.ArrayExprOf(elem), args...), nil
 }
 
 // anyLiteralType is the type an untyped literal a (of type at) in x =
 // ANY(a) is read as, x being of type xt: an array of x's type, as
 // PostgreSQL reads it, where that type exists, else text[] (whose
-// elements x is compared with by text). A numeric x is refused (there is
-// no numeric[], and by text '{2.5}' would not hold 2.50).
+// elements x is compared with by text).
 func anyLiteralType(xt, at types.T) (types.T, error) {
 	switch {
 	case at.Kind != types.Unknown || xt.Kind == types.Unknown || xt.Kind == types.Text:
 	case types.ArrayElemOK(xt):
-		return types.ArrayOf(xt.Kind), nil
-	case xt.Kind == types.Numeric:
-		return types.T{}, sqlerr.New(sqlerr.FeatureNotSupported, "numeric = ANY(array) is not supported: there is no numeric[] type (compare with = ANY('{...}'::float8[]) or IN (...))")
+		return types.ArrayExprOf(xt), nil
 	}
 	return types.TTextArray, nil
 }
@@ -202,6 +206,8 @@ func anyOperand(x expr.Expr, at types.T) (expr.Expr, bool) {
 		return x, true
 	case elem.Kind == types.Bool || elem.Kind == types.Date || elem.Kind == types.Timestamp:
 		return x, t.Kind == elem.Kind && t.TZ == elem.TZ
+	case elem.Kind == types.Numeric:
+		return x, t.Kind == types.Numeric || t.IsInteger()
 	}
 	return nil, false
 }

@@ -60,7 +60,7 @@ func (b *Binder) bindArrayFunc2(name string, args []expr.Expr) (expr.Expr, error
 		if at := args[1].Type(); at.Kind != types.TextArray || !types.ArrayElem(at).IsInteger() {
 			return nil, noFunction(name, args)
 		}
-		return call(name, types.ArrayOf(t.Kind), args...), nil
+		return call(name, types.ArrayExprOf(t), args...), nil
 	}
 	ai := 0
 	if name == "array_prepend" {

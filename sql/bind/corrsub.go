@@ -90,7 +90,7 @@ func (b *Binder) arrayElem(e expr.Expr) (expr.Expr, error) {
 // arrayElem) and its column: the aggregate collects each element's output
 // text into the array of sel's type, as array_agg(x) does.
 func subArrayAgg(sel expr.Expr) (planner.AggCall, planner.Column) {
-	t := types.ArrayOf(sel.Type().Kind)
+	t := types.ArrayExprOf(sel.Type())
 	if sel.Type().Kind != types.Text {
 		sel = call("elem_out", types.TText, sel)
 	}

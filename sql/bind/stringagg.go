@@ -131,10 +131,10 @@ func (b *Binder) bindArrayAgg(c *ectx, n *ast.AggregateFuncExpr) (expr.Expr, err
 		if n.Order == nil {
 			keys, dirs = defaultOrder([]expr.Expr{arg})
 		}
-		return b.sortedArrayAgg(c, "array_agg", arg, types.ArrayOf(t.Kind), keys, dirs, n.Distinct, []expr.Expr{arg}, filter)
+		return b.sortedArrayAgg(c, "array_agg", arg, types.ArrayExprOf(t), keys, dirs, n.Distinct, []expr.Expr{arg}, filter)
 	}
 	if t.Kind != types.Text {
 		arg = call("elem_out", types.TText, arg)
 	}
-	return addAggCall(c, planner.AggCall{Func: planner.AggArrayAgg, Arg: arg, T: types.ArrayOf(t.Kind)}, "array_agg"), nil
+	return addAggCall(c, planner.AggCall{Func: planner.AggArrayAgg, Arg: arg, T: types.ArrayExprOf(t)}, "array_agg"), nil
 }

@@ -19,6 +19,25 @@ import (
 // encoding; PostgreSQL leaves both undefined). ORDER BY inside the call is
 // refused by the parser, DISTINCT here, both as in PostgreSQL.
 
+// winFilter takes FILTER (WHERE cond) of a window aggregate call from its
+// arguments, where the dialect layer writes it: the first argument as
+// pg_win_filter(cond, x). It returns the bound condition (nil: none) and
+// the arguments without it.
+func (b *Binder) winFilter(ac *ectx, args []ast.ExprNode) (expr.Expr, []ast.ExprNode, error) {
+	if len(args) == 0 {
+		return nil, args, nil
+	}
+	f, ok := args[0].(*ast.FuncCallExpr)
+	if !ok || f.FnName.L != "pg_win_filter" || len(f.Args) != 2 {
+		return nil, args, nil
+	}
+	filter, err := b.bindBool(ac.inputCtx("aggregate functions are not allowed in FILTER"), f.Args[0], "FILTER")
+	if err != nil {
+		return nil, nil, err
+	}
+	return filter, append([]ast.ExprNode{f.Args[1]}, args[1:]...), nil
+}
+
 // bindWindowCollect binds the collecting aggregate call n, which the
 // parser wrote as TiDB's name, over its window; ac is the context of its
 // arguments.
@@ -43,14 +62,9 @@ func (b *Binder) bindWindowCollect(c, ac *ectx, name string, n *ast.WindowFuncEx
 	if len(args) != want {
 		return nil, sqlerr.New(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", user, len(args))
 	}
-	// FILTER (WHERE cond), from the dialect layer: pg_win_filter(cond, x).
-	var filter expr.Expr
-	if f, ok := args[0].(*ast.FuncCallExpr); ok && f.FnName.L == "pg_win_filter" && len(f.Args) == 2 {
-		var err error
-		if filter, err = b.bindBool(ac.inputCtx("aggregate functions are not allowed in FILTER"), f.Args[0], "FILTER"); err != nil {
-			return nil, err
-		}
-		args = append([]ast.ExprNode{f.Args[1]}, args[1:]...)
+	filter, args, err := b.winFilter(ac, args)
+	if err != nil {
+		return nil, err
 	}
 	bound := make([]expr.Expr, len(args))
 	for i, a := range args {
@@ -81,7 +95,7 @@ func (b *Binder) bindWindowCollect(c, ac *ectx, name string, n *ast.WindowFuncEx
 		if t.Kind != types.Text {
 			v = call("elem_out", types.TText, v)
 		}
-		return arrayAgg(v, types.ArrayOf(t.Kind))
+		return arrayAgg(v, types.ArrayExprOf(t))
 	case "string_agg":
 		if bound[0].Type().Kind != types.Text || bound[1].Type().Kind != types.Text {
 			return nil, noFunction("string_agg", bound)

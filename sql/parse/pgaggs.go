@@ -15,6 +15,7 @@ var pgAggs = map[string]bool{
 	"stddev": true, "stddev_samp": true, "stddev_pop": true,
 	"variance": true, "var_samp": true, "var_pop": true,
 	"bool_and": true, "bool_or": true, "every": true,
+	"bit_and": true, "bit_or": true, "bit_xor": true,
 	"corr": true, "covar_pop": true, "covar_samp": true,
 	"regr_slope": true, "regr_intercept": true, "regr_count": true, "regr_r2": true,
 	"regr_avgx": true, "regr_avgy": true, "regr_sxx": true, "regr_syy": true, "regr_sxy": true,

@@ -106,7 +106,7 @@ func (r *rewriter) windowFilter(f frame, sub *rewriter, close, end int) (int, er
 	switch {
 	case f.orderAt > 0:
 		return 0, p.notSupported(p.toks[end+1], "aggregate ORDER BY is not implemented for window functions")
-	case f.aggMarker != "":
+	case f.aggMarker != "" && (!pgAggs[f.aggMarker] || f.open+1 < len(r.out) && p.toks[r.out[f.open+1].tok].is("distinct")):
 		return 0, p.notSupported(p.toks[end+1], "DISTINCT is not implemented for window functions")
 	}
 	to := len(r.out) // the first argument's end
@@ -117,6 +117,11 @@ func (r *rewriter) windowFilter(f frame, sub *rewriter, close, end int) (int, er
 		return 0, p.syntaxError(p.toks[close])
 	}
 	r.wrapFilter(f.open+1, to, "pg_win_filter", sub, close)
+	if f.aggMarker != "" { // stddev(x) FILTER (...) OVER w: the marker separator (pgaggs.go)
+		if err := r.endSortedAgg(f, close); err != nil {
+			return 0, err
+		}
+	}
 	r.emit(")", close, false)
 	return end + 1, nil
 }

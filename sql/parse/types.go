@@ -24,9 +24,9 @@ func TypeFromName(name string, mods []int) (types.T, error) {
 			return e, err
 		}
 		if !types.ArrayElemOK(e) {
-			return e, sqlerr.New(sqlerr.FeatureNotSupported, "type %s[] is not supported: the array types are those of boolean, the integer and float types, text, varchar, date, timestamp and uuid", elem)
+			return e, sqlerr.New(sqlerr.FeatureNotSupported, "type %s[] is not supported: the array types are those of boolean, the integer and float types, numeric, text, varchar, date, timestamp and uuid", elem)
 		}
-		return types.ArrayOf(e.Kind), nil
+		return types.ArrayOfT(e), nil
 	}
 	var t types.T
 	maxMods := 0
