@@ -16,6 +16,7 @@ import (
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/plan"
 	"github.com/streamdb/streamdb/storage"
+	"github.com/streamdb/streamdb/types"
 )
 
 // PartPath is the peer listener's path of a node's part of a view at an
@@ -43,13 +44,17 @@ func Handler(part func(view string) *Part) http.Handler {
 		var iw *ipc.Writer
 		err := p.ReadAt(gen, epoch, func(rd storage.Reader) error {
 			return p.scan(r.Context(), rd, func(rec arrow.RecordBatch) error {
-				defer rec.Release()
+				// NUMERIC display scales travel as columns of their own
+				// (types.WithDScaleColumns), every batch with the same.
+				out := types.WithDScaleColumns(rec, true)
+				rec.Release()
+				defer out.Release()
 				if iw == nil {
 					w.Header().Set("Content-Type", "application/vnd.apache.arrow.stream")
-					iw = ipc.NewWriter(w, ipc.WithSchema(rec.Schema()))
+					iw = ipc.NewWriter(w, ipc.WithSchema(out.Schema()))
 				}
 				wrote = true
-				return iw.Write(rec)
+				return iw.Write(out)
 			})
 		})
 		switch {
@@ -107,7 +112,7 @@ func Fetch(ctx context.Context, client *http.Client, addr, view string, gen, epo
 	for rd.Next() {
 		rec := rd.RecordBatch()
 		rec.Retain()
-		if err := fn(rec); err != nil {
+		if err := fn(types.FromDScaleColumns(rec)); err != nil {
 			return err
 		}
 	}

@@ -47,6 +47,38 @@ type Cluster interface {
 	Forward(ctx context.Context, node, user, text string) (Rows, error)
 }
 
+// catalogCatchUp is the part of a Cluster that lets a statement wait for
+// the catalog entries other nodes appended (cmd/streamdb implements it).
+type catalogCatchUp interface {
+	// CatchUpCatalog waits until this node has applied every catalog entry
+	// appended before the call; true if there were any to apply.
+	CatchUpCatalog(ctx context.Context) (bool, error)
+}
+
+// catalogBehindTimeout bounds the wait of catalogBehind.
+const catalogBehindTimeout = 10 * time.Second
+
+// catalogBehind reports, for a statement that failed with err, whether it
+// should run once more: in cluster mode, when it named a relation or
+// object this node did not know (42P01, 42704) and this node has just
+// applied catalog entries it had not yet (a CREATE on another node that
+// returned before this node applied it: every node applies the catalog
+// log by watch, so a client that moves between nodes would otherwise not
+// see its own DDL).
+func catalogBehind(ctx context.Context, e *Engine, err error) bool {
+	c, ok := e.cluster.(catalogCatchUp)
+	if !ok {
+		return false
+	}
+	if code := sqlerr.As(err).Code; code != sqlerr.UndefinedTable && code != sqlerr.UndefinedObject {
+		return false
+	}
+	wctx, cancel := context.WithTimeout(ctx, catalogBehindTimeout)
+	defer cancel()
+	applied, werr := c.CatchUpCatalog(wctx)
+	return werr == nil && applied
+}
+
 // ClusterMember is one row of SHOW CLUSTER.
 type ClusterMember struct {
 	ID, PGAddr, PeerAddr, State string

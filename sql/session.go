@@ -171,7 +171,12 @@ func (s *Session) Prepare(ctx context.Context, query string, paramOIDs []uint32)
 		params[i] = t
 	}
 	st.ParamTypes = params
-	if err := s.describe(st); err != nil {
+	err = s.describe(st)
+	if err != nil && catalogBehind(ctx, s.e, err) {
+		st.ParamTypes = params
+		err = s.describe(st)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -254,6 +259,9 @@ func (s *Session) Execute(ctx context.Context, st *Stmt, params []types.Datum) (
 		return res, err
 	}
 	res, err = s.dispatch(ctx, st, params)
+	if err != nil && s.txn == nil && catalogBehind(ctx, s.e, err) {
+		res, err = s.dispatch(ctx, st, params) // it failed before it did anything
+	}
 	if err != nil {
 		s.paramChanges = nil
 	} else {

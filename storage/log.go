@@ -6,13 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cockroachdb/pebble/v2"
@@ -134,7 +131,7 @@ func encodeBlockTo(buf *bytes.Buffer, rec arrow.RecordBatch) error {
 	binary.BigEndian.PutUint32(h[:], uint32(rec.NumRows()))
 	binary.BigEndian.PutUint64(h[4:], uint64(nowMillis()))
 	buf.Write(h[:])
-	rec = withDScaleColumns(rec)
+	rec = types.WithDScaleColumns(rec, false)
 	defer rec.Release()
 	w := ipc.NewWriter(buf, ipc.WithSchema(rec.Schema()))
 	if err := w.Write(rec); err != nil {
@@ -205,7 +202,7 @@ func DecodeBlock(mem memory.Allocator, v []byte) (arrow.RecordBatch, error) {
 	rec.Retain()
 	// A table's or stream's block written before arrays were typed lists
 	// holds them as List<String>: read it in today's layout.
-	return types.UpgradeArrayLayout(fromDScaleColumns(rec)), nil
+	return types.UpgradeArrayLayout(types.FromDScaleColumns(rec)), nil
 }
 
 // blockMessages reads the IPC messages of a block in place: each message's
@@ -499,102 +496,4 @@ func (lg Log) OffsetAt(table uint64, part uint32, t time.Time) (uint64, error) {
 		}
 	}
 	return lo, nil
-}
-
-// dscaleField prefixes the name of the extra Int8 column a block holds for
-// an unconstrained NUMERIC column whose values carry display scales
-// (types/dscale.go), which Arrow IPC does not write: the column's index
-// follows. Blocks without such columns (all written before) read as before.
-const dscaleField = "\x00dscale:"
-
-// withDScaleColumns returns rec (a new reference) with one dscaleField
-// column after the others for each column carrying display scales.
-func withDScaleColumns(rec arrow.RecordBatch) arrow.RecordBatch {
-	var fields []arrow.Field
-	var cols []arrow.Array
-	for i, c := range rec.Columns() {
-		if l, ok := c.(*array.List); ok {
-			// numeric[]: the elements' scales, a List<Int8> on l's offsets.
-			if ds := types.ListDScales(l); ds != nil {
-				cols = append(cols, listOfInt8(l, ds))
-				fields = append(fields, arrow.Field{Name: dscaleField + strconv.Itoa(i), Type: arrow.ListOf(arrow.PrimitiveTypes.Int8)})
-			}
-			continue
-		}
-		ds := types.DScales(c)
-		if ds == nil {
-			continue
-		}
-		b := array.NewInt8Builder(memory.DefaultAllocator)
-		b.AppendValues(ds, nil)
-		cols = append(cols, b.NewArray())
-		b.Release()
-		fields = append(fields, arrow.Field{Name: dscaleField + strconv.Itoa(i), Type: arrow.PrimitiveTypes.Int8})
-	}
-	if cols == nil {
-		rec.Retain()
-		return rec
-	}
-	md := rec.Schema().Metadata()
-	schema := arrow.NewSchema(append(append([]arrow.Field(nil), rec.Schema().Fields()...), fields...), &md)
-	out := array.NewRecordBatch(schema, append(append([]arrow.Array(nil), rec.Columns()...), cols...), rec.NumRows())
-	for _, c := range cols {
-		c.Release()
-	}
-	return out
-}
-
-// fromDScaleColumns undoes withDScaleColumns, taking over rec.
-func fromDScaleColumns(rec arrow.RecordBatch) arrow.RecordBatch {
-	fields := rec.Schema().Fields()
-	n := len(fields)
-	for n > 0 && strings.HasPrefix(fields[n-1].Name, dscaleField) {
-		n--
-	}
-	if n == len(fields) {
-		return rec
-	}
-	defer rec.Release()
-	cols := append([]arrow.Array(nil), rec.Columns()[:n]...)
-	for k := n; k < len(fields); k++ {
-		i, err := strconv.Atoi(strings.TrimPrefix(fields[k].Name, dscaleField))
-		if err != nil || i < 0 || i >= n {
-			continue
-		}
-		if l, ok := cols[i].(*array.List); ok {
-			dl, ok := rec.Column(k).(*array.List)
-			if !ok {
-				continue
-			}
-			v := dl.ListValues().(*array.Int8).Int8Values()
-			if len(v) != l.ListValues().Len() {
-				continue
-			}
-			cols[i] = types.AttachListDScales(l, v)
-			defer cols[i].Release()
-			continue
-		}
-		if _, dec := cols[i].(*array.Decimal128); !dec {
-			continue
-		}
-		v := rec.Column(k).(*array.Int8).Int8Values()
-		cols[i] = types.AttachDScales(cols[i], v)
-		defer cols[i].Release()
-	}
-	md := rec.Schema().Metadata()
-	return array.NewRecordBatch(arrow.NewSchema(fields[:n], &md), cols, rec.NumRows())
-}
-
-// listOfInt8 returns a List<Int8> with l's rows whose values are ds (the
-// display scales of l's values, indexed like l.ListValues()).
-func listOfInt8(l *array.List, ds []int8) arrow.Array {
-	b := array.NewInt8Builder(memory.DefaultAllocator)
-	b.AppendValues(ds, nil)
-	vals := b.NewArray()
-	b.Release()
-	defer vals.Release()
-	d := l.Data()
-	nd := array.NewData(arrow.ListOf(arrow.PrimitiveTypes.Int8), d.Len(), d.Buffers(), []arrow.ArrayData{vals.Data()}, d.NullN(), d.Offset())
-	defer nd.Release()
-	return array.NewListData(nd)
 }

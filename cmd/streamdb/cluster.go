@@ -124,6 +124,16 @@ func (c *clusterEngine) SubmitDDL(ctx context.Context, user, text string) (*sql.
 	return r, nil
 }
 
+// CatchUpCatalog implements sql's catalogCatchUp: it waits until this
+// node has applied the catalog entries other nodes appended.
+func (c *clusterEngine) CatchUpCatalog(ctx context.Context) (bool, error) {
+	n := c.node.Load()
+	if n == nil {
+		return false, nil
+	}
+	return n.WaitCatalog(ctx)
+}
+
 func (c *clusterEngine) Members(ctx context.Context) ([]sql.ClusterMember, error) {
 	ms, err := c.node.Load().Members(ctx)
 	if err != nil {

@@ -115,7 +115,7 @@ func (f *forwardedRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			continue
 		}
 		rec.Retain()
-		return rec, nil
+		return types.FromDScaleColumns(rec), nil
 	}
 	f.done = true
 	if err := f.rd.Err(); err != nil {
@@ -170,11 +170,15 @@ func serveForward(eng *sql.Engine) http.HandlerFunc {
 			if rec == nil {
 				break
 			}
-			if wr == nil {
-				wr = ipc.NewWriter(w, ipc.WithSchema(rec.Schema()))
-			}
-			err = wr.Write(rec)
+			// NUMERIC display scales travel as columns of their own
+			// (types.WithDScaleColumns), every batch with the same.
+			out := types.WithDScaleColumns(rec, true)
 			rec.Release()
+			if wr == nil {
+				wr = ipc.NewWriter(w, ipc.WithSchema(out.Schema()))
+			}
+			err = wr.Write(out)
+			out.Release()
 			if err != nil {
 				fail(err)
 				break

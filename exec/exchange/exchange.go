@@ -24,11 +24,14 @@ package exchange
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/storage"
 	"github.com/streamdb/streamdb/types"
@@ -76,8 +79,9 @@ const (
 
 // Flags of a data message.
 const (
-	dataOps    byte = 1 << 0
-	dataGroups byte = 1 << 1
+	dataOps     byte = 1 << 0
+	dataGroups  byte = 1 << 1
+	dataDScales byte = 1 << 2
 )
 
 // Flags of a barrier message.
@@ -93,7 +97,11 @@ const (
 // messages (batches and barriers) in flight or buffered per stream.
 const DefaultWindow = 8
 
-// dataMeta encodes a chunk's ops and key groups.
+// dataMeta encodes a chunk's ops and key groups, and the display scales
+// of its unconstrained NUMERIC values (types.DScales: a buffer Arrow IPC
+// does not carry), as sections of the column's number, a kind (0: a
+// numeric column, 1: a numeric[] column's elements), a count and one byte
+// each.
 func dataMeta(c op.Chunk) []byte {
 	b := make([]byte, 2, 2+len(c.Ops)+len(c.Groups))
 	b[0] = kindData
@@ -107,10 +115,38 @@ func dataMeta(c op.Chunk) []byte {
 		b[1] |= dataGroups
 		b = append(b, c.Groups...)
 	}
+	for i, col := range c.Rec.Columns() {
+		var kind byte
+		var ds []int8
+		switch a := col.(type) {
+		case *array.Decimal128:
+			ds = types.DScales(a)
+		case *array.List:
+			if all := types.ListDScales(a); all != nil && a.Len() > 0 {
+				// IPC sends the elements the rows use, from the first
+				// row's start: so do their scales.
+				lo, _ := a.ValueOffsets(0)
+				_, hi := a.ValueOffsets(a.Len() - 1)
+				kind, ds = 1, all[lo:hi]
+			}
+		}
+		if ds == nil {
+			continue
+		}
+		b[1] |= dataDScales
+		b = binary.BigEndian.AppendUint16(b, uint16(i))
+		b = append(b, kind)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(ds)))
+		for _, d := range ds {
+			b = append(b, byte(d))
+		}
+	}
 	return b
 }
 
-// parseDataMeta fills c's ops and groups from a data message of n rows.
+// parseDataMeta fills c's ops and groups from a data message of n rows
+// and gives c.Rec back the display scales the message carries (it takes
+// over c.Rec, replacing it when it does).
 func parseDataMeta(m []byte, n int, c *op.Chunk) error {
 	if len(m) < 2 || m[0] != kindData {
 		return fmt.Errorf("exchange: malformed data message metadata")
@@ -133,10 +169,63 @@ func parseDataMeta(m []byte, n int, c *op.Chunk) error {
 		c.Groups = append([]uint8(nil), rest[:n]...)
 		rest = rest[n:]
 	}
+	if flags&dataDScales != 0 {
+		var err error
+		if rest, err = attachDScales(rest, c); err != nil {
+			return err
+		}
+	}
 	if len(rest) != 0 {
 		return fmt.Errorf("exchange: data message metadata has %d bytes too many", len(rest))
 	}
 	return nil
+}
+
+// attachDScales reads dataMeta's display-scale sections from m onto the
+// columns of c.Rec and returns what follows them.
+func attachDScales(m []byte, c *op.Chunk) ([]byte, error) {
+	cols := slices.Clone(c.Rec.Columns())
+	var made []arrow.Array
+	defer func() {
+		for _, a := range made {
+			a.Release()
+		}
+	}()
+	for len(m) > 0 {
+		if len(m) < 7 {
+			return nil, fmt.Errorf("exchange: malformed display-scale section")
+		}
+		col, kind, cnt := int(binary.BigEndian.Uint16(m)), m[2], int(binary.BigEndian.Uint32(m[3:]))
+		m = m[7:]
+		if col >= len(cols) || len(m) < cnt {
+			return nil, fmt.Errorf("exchange: display-scale section for column %d of %d, %d bytes of %d", col, len(cols), cnt, len(m))
+		}
+		ds := make([]int8, cnt)
+		for i := range ds {
+			ds[i] = int8(m[i])
+		}
+		m = m[cnt:]
+		var a arrow.Array
+		switch arr := cols[col].(type) {
+		case *array.Decimal128:
+			if kind == 0 && arr.Len() == cnt {
+				a = types.AttachDScales(arr, ds)
+			}
+		case *array.List:
+			if kind == 1 && arr.ListValues().Len() == cnt {
+				a = types.AttachListDScales(arr, ds)
+			}
+		}
+		if a == nil {
+			return nil, fmt.Errorf("exchange: display-scale section (kind %d, %d values) does not fit column %d (%s)", kind, cnt, col, cols[col].DataType())
+		}
+		made = append(made, a)
+		cols[col] = a
+	}
+	rec := array.NewRecordBatch(c.Rec.Schema(), cols, c.Rec.NumRows())
+	c.Rec.Release()
+	c.Rec = rec
+	return m, nil
 }
 
 // barrierMeta encodes a barrier with the sender's watermark.

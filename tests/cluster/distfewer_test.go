@@ -20,19 +20,21 @@ func TestClusterDistributedFewerInstances(t *testing.T) {
 	_, kafkaAddr := startKafka(t, 1)
 	c := startCluster(t, "distfewer", 3, clusterConf{extra: []string{"--cluster-kafka", kafkaAddr}})
 	execAll(t, c.conns[0],
-		"CREATE TABLE stream (k BIGINT, x BIGINT) WITH (partitions = 3)",
-		"CREATE MATERIALIZED VIEW v WITH (parallelism = 2) AS SELECT k, count(*) AS n, sum(x) AS s FROM stream GROUP BY k")
+		"CREATE TABLE stream (k BIGINT, x BIGINT, m NUMERIC) WITH (partitions = 3)",
+		"CREATE MATERIALIZED VIEW v WITH (parallelism = 2) AS SELECT k, count(*) AS n, sum(x) AS s, sum(m) AS sm FROM stream GROUP BY k")
 	next := 0
 	insert := func(i, n int) {
 		t.Helper()
 		vals := make([]string, n)
 		for r := range vals {
-			vals[r] = fmt.Sprintf("(%d, %d)", (next+r)*31%41, (next+r)%7)
+			// m's display scales (0 to 3 places) cross the exchange
+			// with the rows: sum(m) prints the largest of its group's.
+			vals[r] = fmt.Sprintf("(%d, %d, %d%s)", (next+r)*31%41, (next+r)%7, (next+r)%9, []string{"", ".5", ".50", ".125"}[(next+r)*7%11%4])
 		}
 		next += n
 		execAll(t, c.conns[i], "INSERT INTO stream VALUES "+strings.Join(vals, ", "))
 	}
-	const view, batch = "SELECT k, n, s FROM v", "SELECT k, count(*), sum(x) FROM stream GROUP BY k"
+	const view, batch = "SELECT k, n, s, sm FROM v", "SELECT k, count(*), sum(x), sum(m) FROM stream GROUP BY k"
 	exact := func(what string, idx ...int) {
 		t.Helper()
 		for _, i := range idx {
