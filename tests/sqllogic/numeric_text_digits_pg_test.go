@@ -6,12 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestNumericTextDigitsPG checks, against PostgreSQL 15, text of more
 // decimal places than unconstrained numeric holds (16) through a cast,
-// INSERT and COPY (text and csv): 22003 with a hint naming numeric(38,N),
+// INSERT, a parameter and COPY (text, csv and binary): 22003 with a hint naming numeric(38,N),
 // never rounded, nothing stored; numeric(38,N) keeps every digit as
 // PostgreSQL does, and text of up to 16 places is unchanged.
 func TestNumericTextDigitsPG(t *testing.T) {
@@ -58,6 +59,13 @@ func TestNumericTextDigitsPG(t *testing.T) {
 	want22003("COPY", err)
 	_, err = sdb.PgConn().CopyFrom(ctx, strings.NewReader("22,a,1.5e-20,0\n"), "COPY sgt FROM STDIN (FORMAT csv)")
 	want22003("COPY csv", err)
+	// Binary COPY (pgx's CopyFrom) and a parameter: PostgreSQL's numeric
+	// of display scale 20, refused the same way.
+	_, err = sdb.CopyFrom(ctx, pgx.Identifier{"sgt"}, []string{"id", "s", "n", "w"},
+		pgx.CopyFromRows([][]any{{30, "a", "0.12345678901234567890", "0"}}))
+	want22003("binary COPY", err)
+	_, err = sdb.Exec(ctx, "INSERT INTO sgt VALUES ($1, 'p', $2, 0)", 31, "0.12345678901234567890")
+	want22003("parameter", err)
 	// Nothing of the refused statements was stored; what fits still goes in.
 	ok := "INSERT INTO sgt VALUES (4, 'b', '0.0000000000000001', 1e-16)"
 	execAll(t, sdb, ok)
