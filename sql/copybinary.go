@@ -148,7 +148,7 @@ func (b *copyBinaryIn) tuple(d []byte) (int, error) {
 		v, err := types.ParseBinary(f, c.ts[col])
 		if err != nil {
 			se := sqlerr.As(err)
-			return 0, &sqlerr.Error{Code: se.Code, Msg: se.Msg,
+			return 0, &sqlerr.Error{Code: se.Code, Msg: se.Msg, Hint: se.Hint,
 				Detail: fmt.Sprintf("COPY %s, line %d, column %s", c.t.Name, c.line, c.t.Columns[col].Name)}
 		}
 		if ic := c.ints[col]; ic != nil {

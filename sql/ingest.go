@@ -622,7 +622,7 @@ func (c *copyIn) appendNull(col int) error {
 // and column as PostgreSQL's COPY does.
 func (c *copyIn) fieldErr(err error, col int, f []byte) error {
 	se := sqlerr.As(err)
-	return &sqlerr.Error{Code: se.Code, Msg: se.Msg,
+	return &sqlerr.Error{Code: se.Code, Msg: se.Msg, Hint: se.Hint,
 		Detail: fmt.Sprintf("COPY %s, line %d, column %s: %q", c.t.Name, c.line, c.t.Columns[col].Name, f)}
 }
 

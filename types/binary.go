@@ -306,6 +306,17 @@ func parseNumericBinary(b []byte, t T) (Datum, error) {
 	default:
 		return Null, sqlerr.New("22P03", "invalid sign in external \"numeric\" value")
 	}
+	if ds := int32(int16(binary.BigEndian.Uint16(b[6:]))); t.Prec == 0 && ds > t.Scale {
+		// More places than unconstrained numeric holds: 22003, never
+		// rounded, as text input (parseNumeric).
+		text := "numeric value"
+		if ds <= MaxNumericPrecision {
+			if d, err := parseNumericBinary(b, T{Kind: Numeric, Prec: MaxNumericPrecision, Scale: ds}); err == nil {
+				text = NumericString(d.D, ds)
+			}
+		}
+		return Null, ErrNumericDigits(text, ds, t.Scale)
+	}
 	// Accumulate digit × 10000^(weight-i) at t.Scale, rounding the first dropped digit.
 	var m u128
 	roundUp := false

@@ -233,10 +233,7 @@ func castFromFloat(f float64, from, to T) (Datum, error) {
 		} else {
 			s = strconv.AppendFloat(tmp[:0], f, 'g', 15, 64)
 		}
-		if ds, _ := TextDScale(string(s)); to.Prec == 0 && ds > to.Scale {
-			return Null, ErrFloatDigits(string(s), ds, to.Scale)
-		}
-		n, err := parseNumeric(string(s), to)
+		n, err := parseNumeric(string(s), to) // 22003 past an unconstrained scale
 		return Datum{D: n}, err
 	}
 	return Null, errCannotCast(from, to)
@@ -335,12 +332,12 @@ func numericRank(k Kind) int {
 	return 0
 }
 
-// ErrFloatDigits is the error of a cast of a floating-point value to
-// unconstrained numeric whose PostgreSQL digits (text: DBL_DIG or FLT_DIG
-// significant digits) have ds decimal places, past the st the numeric is
-// held at. PostgreSQL keeps them; rounding at st would lose them silently
+// ErrNumericDigits is the error of a cast to unconstrained numeric of
+// text, or of a floating-point value whose PostgreSQL digits (text: DBL_DIG
+// or FLT_DIG significant digits), with ds decimal places, past the st the
+// numeric is held at. PostgreSQL keeps them; rounding at st would lose them silently
 // (docs/decisions/2026-12-07-numeric-avg-distinct-float-digits-window-casts.md).
-func ErrFloatDigits(text string, ds, st int32) error {
+func ErrNumericDigits(text string, ds, st int32) error {
 	err := sqlerr.New(sqlerr.NumericOutOfRange, "%s cast to numeric needs %d decimal places, more than the %d numeric holds", text, ds, st)
 	if ds <= MaxNumericPrecision {
 		err.Hint = fmt.Sprintf("Cast to numeric(38,%d) to keep every digit.", ds)

@@ -359,8 +359,17 @@ func errFieldOverflow(t T) error {
 	}
 }
 
-// parseNumeric reads s as a value of NUMERIC type t.
+// parseNumeric reads s as a value of NUMERIC type t. Unconstrained
+// numeric (t.Prec 0) is held at t.Scale places: text with more decimal
+// places is 22003 with a hint to cast to numeric(38,N), never rounded, as
+// PostgreSQL keeps every digit
+// (docs/decisions/2026-12-07-numeric-avg-distinct-float-digits-window-casts.md).
 func parseNumeric(s string, t T) (decimal128.Num, error) {
+	if t.Prec == 0 {
+		if ds, ok := TextDScale(s); ok && ds > t.Scale {
+			return decimal128.Num{}, ErrNumericDigits(trimSpace(s), ds, t.Scale)
+		}
+	}
 	n, err := NumericFromString(s, t.Scale)
 	if err != nil {
 		if t.Prec > 0 && sqlerr.Code(err) == sqlerr.NumericOutOfRange {

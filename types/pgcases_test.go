@@ -100,10 +100,13 @@ var textCases = []struct {
 	{TNumeric, "0", "0", ""},
 	{TNumeric, "123.456", "123.456", ""},
 	{TNumeric, "-123.456", "-123.456", ""},
-	{TNumeric, "1.23456789012345678", "1.2345678901234568", ""},   // deviation: unconstrained numeric keeps 16 fraction digits
-	{TNumeric, "0.00000000000000005", "0.0000000000000001", ""},   // deviation, as above
-	{TNumeric, "0.00000000000000004", "0", ""},                    // deviation, as above
-	{TNumeric, "-0.00000000000000005", "-0.0000000000000001", ""}, // deviation, as above
+	// Deviation: unconstrained numeric is held at 16 places; more is 22003
+	// (PostgreSQL keeps them), never rounded.
+	{TNumeric, "1.23456789012345678", "1.23456789012345678 cast to numeric needs 17 decimal places, more than the 16 numeric holds", "22003"},
+	{TNumeric, "0.00000000000000004", "0.00000000000000004 cast to numeric needs 17 decimal places, more than the 16 numeric holds", "22003"},
+	{TNumeric, " -1.5e-20 ", "-1.5e-20 cast to numeric needs 21 decimal places, more than the 16 numeric holds", "22003"},
+	{TNumeric, "0.1234567890123456", "0.1234567890123456", ""},
+	{TNumeric, "1.5e-16", "1.5e-16 cast to numeric needs 17 decimal places, more than the 16 numeric holds", "22003"},
 	{TNumeric, "1234567890123456789012", "1234567890123456789012", ""},
 	{TNumeric, "abc", "invalid input syntax for type numeric: \"abc\"", "22P02"},
 	{TNumeric, "1e", "invalid input syntax for type numeric: \"1e\"", "22P02"},

@@ -57,8 +57,8 @@ func ParseText(s string, t T) (Datum, error) {
 	case Numeric:
 		n, err := parseNumeric(s, t)
 		if t.Prec == 0 && err == nil {
-			if ds, ok := TextDScale(s); ok && ds <= t.Scale { // else rounded: print trimmed
-				return Datum{D: n, DS: PackDScale(min(ds, t.Scale))}, nil
+			if ds, ok := TextDScale(s); ok { // at most t.Scale (parseNumeric)
+				return Datum{D: n, DS: PackDScale(ds)}, nil
 			}
 		}
 		return Datum{D: n}, err

@@ -234,7 +234,7 @@ func (c *Ctx) cast(a vec, from, to types.T, n int) (vec, error) {
 			var tmp [32]byte
 			text := unsafeString(strconv.AppendFloat(tmp[:0], x, 'g', 15, 64))
 			if ds, _ := types.TextDScale(text); unconstrained(to) && ds > to.Scale {
-				return types.Null, types.ErrFloatDigits(text, ds, to.Scale)
+				return types.Null, types.ErrNumericDigits(text, ds, to.Scale)
 			}
 			d, err := types.ParseText(text, to)
 			return d, err

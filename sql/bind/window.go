@@ -139,7 +139,7 @@ func (b *Binder) windowOver(c, ac *ectx, name string, spec ast.WindowSpec, fn pl
 	if spec.OrderBy != nil {
 		for _, o := range spec.OrderBy.Items {
 			oe, nullsFirst := nullsOrder(o)
-			e, err := b.bindExpr(ac, oe)
+			e, err := b.windowOrderKey(ac, oe)
 			if err != nil {
 				return nil, err
 			}
@@ -216,4 +216,15 @@ func placeWindows(w *winState, in planner.Node, exprs []expr.Expr) (planner.Node
 		})
 	}
 	return in, out
+}
+
+// windowOrderKey binds a key of a window's ORDER BY. TiDB reads an integer
+// constant there (ORDER BY 1) as a select-list position; PostgreSQL reads a
+// window's ORDER BY by SQL:1999 rules, where it is the constant itself,
+// which orders nothing (rank() OVER (ORDER BY 1) is 1 for every row).
+func (b *Binder) windowOrderKey(c *ectx, n ast.ExprNode) (expr.Expr, error) {
+	if p, ok := n.(*ast.PositionExpr); ok && p.P == nil {
+		return &expr.Const{D: types.Int(int64(p.N)), T: types.TInt32}, nil
+	}
+	return b.bindExpr(c, n)
 }
