@@ -380,8 +380,8 @@ func ordinal(digits []byte, upper bool) string {
 	return s
 }
 
-// ErrToCharType is the refusal of to_char on types other than timestamp,
-// which streamdb does not implement (numbers, intervals).
+// ErrToCharType is the refusal of to_char on intervals, which streamdb
+// does not implement.
 func ErrToCharType(t T) error {
-	return sqlerr.New(sqlerr.UndefinedFunction, "function to_char(%s, text) is not supported: to_char takes a timestamp or a date", t)
+	return sqlerr.New(sqlerr.UndefinedFunction, "function to_char(%s, text) is not supported: to_char takes a timestamp, a date or a number", t)
 }

@@ -201,6 +201,72 @@ func toCharKernel(t types.T) kernel {
 	}
 }
 
+// numFormats compiles number templates for a kernel: once for a constant
+// template, again only when a column's template changes. Compiling waits
+// for the first non-NULL row, as PostgreSQL (a strict function) never
+// sees a template beside a NULL value.
+type numFormats struct {
+	tmpl strCol
+	f    *types.NumFormat
+	last string
+}
+
+func (c *numFormats) at(i int) (*types.NumFormat, error) {
+	p := c.tmpl.at(i)
+	if c.f == nil || p != c.last {
+		f, err := types.CompileNumFormat(p)
+		if err != nil {
+			return nil, err
+		}
+		c.f, c.last = f, p
+	}
+	return c.f, nil
+}
+
+// toCharNumKernel is to_char(number, template) for an argument of type
+// at (Int64, Float32, Float64 or Numeric); an empty template gives ''.
+func toCharNumKernel(at, t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		fs := numFormats{tmpl: strColOf(args[1])}
+		a := args[0]
+		var ints intCol
+		if at.Kind == types.Int64 {
+			ints = intColOf(a)
+		}
+		return c.strMap(t, args, n, func(dst []byte, i int) ([]byte, error) {
+			f, err := fs.at(i)
+			if err != nil || f.Empty() {
+				return dst, err
+			}
+			switch at.Kind {
+			case types.Int64:
+				return f.AppendInt(dst, ints.at(i))
+			case types.Float32:
+				return f.AppendFloat(dst, floatAt(a, i), 6)
+			case types.Float64:
+				return f.AppendFloat(dst, floatAt(a, i), 15)
+			}
+			return f.AppendNumeric(dst, decAt(a, i), at.Scale)
+		})
+	}
+}
+
+// toNumberKernel is to_number(text, template); an empty template gives
+// NULL.
+func toNumberKernel(t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		fs := numFormats{tmpl: strColOf(args[1])}
+		s := strColOf(args[0])
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			f, err := fs.at(i)
+			if err != nil || f.Empty() {
+				return types.Null, err
+			}
+			return f.ParseNumber(s.at(i))
+		})
+	}
+}
+
 // ---- regular expressions ----
 
 // regexOpts are the flags of a PostgreSQL regular expression function.

@@ -86,7 +86,7 @@ var pgSigs = map[string][]pgSig{
 	"to_timestamp": {sig(types.TTimestampTZ, "to_timestamp", tF),
 		{params: []types.T{tS, tS}, res: types.TTimestampTZ, refuse: true}},
 	"to_date":          {{params: []types.T{tS, tS}, res: types.TDate, refuse: true}},
-	"to_number":        {{params: []types.T{tS, tS}, res: tN, refuse: true}},
+	"to_number":        {sig(tN, "to_number", tS, tS)},
 	"age":              {sig(types.TInterval, "age", types.TTimestamp, types.TTimestamp), sig(types.TInterval, "age", types.TTimestamp)},
 	"justify_hours":    {sig(types.TInterval, "justify_hours", types.TInterval)},
 	"justify_days":     {sig(types.TInterval, "justify_days", types.TInterval)},
