@@ -243,8 +243,8 @@ func (d *numDesc) prepare(k numKey, kw string) error {
 
 // overflowFill is the '#' picture of a value with more integer digits
 // than the template holds.
-func (f *NumFormat) overflowFill() string {
-	b := []byte(strings.Repeat("#", f.desc.pre+f.desc.post+1))
+func (f *NumFormat) overflowFill(post int) string {
+	b := []byte(strings.Repeat("#", f.desc.pre+post+1))
 	b[f.desc.pre] = '.'
 	return string(b)
 }
@@ -266,7 +266,7 @@ func (f *NumFormat) AppendInt(buf []byte, v int64) ([]byte, error) {
 	if f.desc.post > 0 {
 		num = digits + "." + strings.Repeat("0", f.desc.post)
 	}
-	return f.finish(buf, num, len(digits), sign)
+	return f.finish(buf, num, len(digits), sign, f.desc.post)
 }
 
 // AppendFloat appends to_char(v, f) of a floating-point value: at most
@@ -297,18 +297,19 @@ func (f *NumFormat) AppendFloat(buf []byte, v float64, dig int) ([]byte, error) 
 	if k := strings.IndexByte(num, '.'); k >= 0 {
 		preLen = k
 	}
-	return f.finish(buf, num, preLen, sign)
+	return f.finish(buf, num, preLen, sign, post)
 }
 
-// cFixed is C's printf("%.*f", prec, v).
+// cFixed is printf("%.*f", prec, v) as PostgreSQL's own snprintf writes
+// it (NaN, Infinity).
 func cFixed(v float64, prec int) string {
 	switch {
 	case math.IsNaN(v):
-		return "nan"
+		return "NaN"
 	case math.IsInf(v, 1):
-		return "inf"
+		return "Infinity"
 	case math.IsInf(v, -1):
-		return "-inf"
+		return "-Infinity"
 	}
 	return strconv.FormatFloat(v, 'f', prec, 64)
 }
@@ -345,7 +346,7 @@ func (f *NumFormat) AppendNumeric(buf []byte, n decimal128.Num, scale int32) ([]
 	if post > 0 {
 		num = digits[:preLen] + "." + digits[preLen:]
 	}
-	return f.finish(buf, num, preLen, sign)
+	return f.finish(buf, num, preLen, sign, post)
 }
 
 // roundBig rounds v (scale s) half away from zero to an integer.
@@ -362,15 +363,16 @@ func roundBig(v *big.Int, s int) *big.Int {
 }
 
 // finish pads or overflows the digit string num (preLen digits before
-// its point) to the template and runs the template over it.
-func (f *NumFormat) finish(buf []byte, num string, preLen int, sign byte) ([]byte, error) {
+// its point) to the template, whose fraction digits are post here, and
+// runs the template over it.
+func (f *NumFormat) finish(buf []byte, num string, preLen int, sign byte, post int) ([]byte, error) {
 	outPre := 0
 	if preLen < f.desc.pre {
 		outPre = f.desc.pre - preLen
 	} else if preLen > f.desc.pre {
-		num = f.overflowFill()
+		num = f.overflowFill(post)
 	}
-	return f.toChar(buf, num, outPre, sign)
+	return f.toChar(buf, num, outPre, sign, post)
 }
 
 var (
@@ -440,9 +442,10 @@ func cutNUL(buf []byte, start int) []byte {
 }
 
 // toChar is NUM_processor's to_char direction over the digit string num.
-func (f *NumFormat) toChar(buf []byte, num string, outPre int, sign byte) ([]byte, error) {
+func (f *NumFormat) toChar(buf []byte, num string, outPre int, sign byte, post int) ([]byte, error) {
 	start := len(buf)
 	d := f.desc // a copy: the processor adjusts it
+	d.post = post
 	if d.zeroStart > 0 {
 		d.zeroStart--
 	}

@@ -233,20 +233,22 @@ func toCharNumKernel(at, t types.T) kernel {
 		if at.Kind == types.Int64 {
 			ints = intColOf(a)
 		}
-		return c.strMap(t, args, n, func(dst []byte, i int) ([]byte, error) {
+		return c.strMapNull(t, args, n, func(dst []byte, i int) ([]byte, bool, error) {
 			f, err := fs.at(i)
 			if err != nil || f.Empty() {
-				return dst, err
+				return dst, false, err
 			}
 			switch at.Kind {
 			case types.Int64:
-				return f.AppendInt(dst, ints.at(i))
+				dst, err = f.AppendInt(dst, ints.at(i))
 			case types.Float32:
-				return f.AppendFloat(dst, floatAt(a, i), 6)
+				dst, err = f.AppendFloat(dst, floatAt(a, i), 6)
 			case types.Float64:
-				return f.AppendFloat(dst, floatAt(a, i), 15)
+				dst, err = f.AppendFloat(dst, floatAt(a, i), 15)
+			default:
+				dst, err = f.AppendNumeric(dst, decAt(a, i), at.Scale)
 			}
-			return f.AppendNumeric(dst, decAt(a, i), at.Scale)
+			return dst, false, err
 		})
 	}
 }
