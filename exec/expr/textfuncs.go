@@ -224,7 +224,7 @@ func (c *numFormats) at(i int) (*types.NumFormat, error) {
 }
 
 // toCharNumKernel is to_char(number, template) for an argument of type
-// at (Int64, Float32, Float64 or Numeric); an empty template gives ''.
+// at (Int64, Float32, Float64 or Numeric); an empty template gives ”.
 func toCharNumKernel(at, t types.T) kernel {
 	return func(c *Ctx, args []vec, n int) (vec, error) {
 		fs := numFormats{tmpl: strColOf(args[1])}
@@ -265,6 +265,34 @@ func toNumberKernel(t types.T) kernel {
 				return types.Null, err
 			}
 			return f.ParseNumber(s.at(i))
+		})
+	}
+}
+
+// toDateKernel is to_date(text, template) (date) or to_timestamp(text,
+// template) (timestamp with time zone, read in UTC).
+func toDateKernel(date bool, t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		tmpl := strColOf(args[1])
+		s := strColOf(args[0])
+		var f *types.CharFormat
+		last := ""
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			if p := tmpl.at(i); f == nil || p != last {
+				var err error
+				if f, err = types.CompileCharFormat(p); err != nil {
+					return types.Null, err
+				}
+				last = p
+			}
+			var v int64
+			var err error
+			if date {
+				v, err = f.ParseDate(s.at(i))
+			} else {
+				v, err = f.ParseTimestamp(s.at(i))
+			}
+			return types.Int(v), err
 		})
 	}
 }
