@@ -110,3 +110,115 @@ func TestPGNumberFormatPG(t *testing.T) {
 		}
 	}
 }
+
+// TestPGDateFormatPG drives to_date(text, template) and
+// to_timestamp(text, template) over strings generated from random times
+// in several spellings (fixed width, FM, month and day names, 12-hour
+// clock, day of year, extra spaces and separators, fractions of a
+// second), against PostgreSQL 15, as materialized views and batch
+// queries; then the errors with PostgreSQL's SQLSTATEs, and the patterns
+// streamdb refuses (0A000).
+func TestPGDateFormatPG(t *testing.T) {
+	t.Parallel()
+	d, _ := startStrictDiff(t,
+		"CREATE TABLE df (id INT, a TEXT, b TEXT, c TEXT, e TEXT, f TEXT, g TEXT, h TEXT, tm TEXT)")
+	views := []string{
+		"SELECT id, to_date(a, 'YYYY-MM-DD') AS c1, to_timestamp(a, 'YYYY-MM-DD HH24:MI:SS') AS c2, to_timestamp(b, 'DD Mon YYYY HH12:MI AM') AS c3, to_date(c, 'YYYYMMDD') AS c4, to_date(e, 'FMDD/FMMM/YYYY') AS c5 FROM df",
+		"SELECT id, to_date(f, 'Month DD, YYYY') AS c1, to_date(g, 'DDD YYYY') AS c2, to_timestamp(h, 'YY-MM-DD HH24:MI:SS.US') AS c3, to_date(a, 'YYYY MM DD') AS c4, to_timestamp(b, 'DD MON YYYY HH:MI PM') AS c5, to_date(f, 'FMMonth FMDD, YYYY') AS c6 FROM df",
+		"SELECT id, to_timestamp(a, tm) AS c1, to_date(b, 'DD Mon YYYY') AS c2, to_date(a, 'YYYY-MM') AS c3 FROM df",
+	}
+	batch := []string{
+		"SELECT to_date('2000    JUN', 'YYYY MON'), to_date('2000 + JUN', 'YYYY MON'), to_date('2011x 12  18', 'YYYYxMM  DD'), to_date('05', 'MM'), to_date('366 2024', 'DDD YYYY'), to_date('99-1-1', 'YY-MM-DD'), to_date('2024', 'YYYY TZ')",
+		"SELECT to_timestamp('05 Dec 2000 11:22:33.5 p.m.', 'DD Mon YYYY HH:MI:SS.MS a.m.'), to_timestamp('2024-01-01 10:00:00.12', 'YYYY-MM-DD HH24:MI:SS.US'), to_date('Monday 2024-01-01', 'Day YYYY-MM-DD'), to_date('mon 2024 1 1', 'Dy YYYY MM DD'), to_date('12th 2024 1', 'DDth YYYY MM'), to_date('\"2024\"', '\"\"\"YYYY'), to_date('2024-1-1', 'YYYY-MM-DD'), to_timestamp('2024-01-01 1 PM', 'YYYY-MM-DD HH24 PM')",
+		"SELECT id, to_date(a, 'YYYY-MM-DD') - to_date(c, 'YYYYMMDD') FROM df ORDER BY id",
+	}
+	cases := d.viewAndBatchCases("df", "datefmt", views, batch)
+	rng := rand.New(rand.NewPCG(30, 1210))
+	months := []string{"January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"}
+	tmpls := []string{"'YYYY-MM-DD HH24:MI:SS'", "'YYYY-MM-DD'", "'FMYYYY-FMMM-FMDD FMHH24:FMMI'", "'YYYY MM DD HH24 MI SS'"}
+	nextID := 0
+	ingest := func(n int) {
+		for range n {
+			nextID++
+			y := 1900 + rng.IntN(250)
+			if rng.IntN(8) == 0 {
+				y = 1 + rng.IntN(3000)
+			}
+			mo := 1 + rng.IntN(12)
+			leap := y%4 == 0 && (y%100 != 0 || y%400 == 0)
+			mdays := []int{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[mo-1]
+			if mo == 2 && leap {
+				mdays = 29
+			}
+			dd := 1 + rng.IntN(mdays)
+			hh, mi, ss := rng.IntN(24), rng.IntN(60), rng.IntN(60)
+			h12, ampm := hh%12, "AM"
+			if h12 == 0 {
+				h12 = 12
+			}
+			if hh >= 12 {
+				ampm = "PM"
+			}
+			doy := dd
+			for k := 1; k < mo; k++ {
+				md := []int{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[k-1]
+				if k == 2 && leap {
+					md = 29
+				}
+				doy += md
+			}
+			frac := fmt.Sprint(rng.IntN(1000000))[:1+rng.IntN(6)]
+			a := fmt.Sprintf("%04d-%02d-%02d %02d:%02d:%02d", y, mo, dd, hh, mi, ss)
+			b := fmt.Sprintf("%02d %s %04d %02d:%02d %s", dd, months[mo-1][:3], y, h12, mi, ampm)
+			if rng.IntN(3) == 0 {
+				b = strings.ToUpper(b)
+			}
+			c := fmt.Sprintf("%04d%02d%02d", y, mo, dd)
+			e := fmt.Sprintf("%d/%d/%04d", dd, mo, y)
+			f := fmt.Sprintf("%s %02d, %04d", months[mo-1], dd, y)
+			if rng.IntN(2) == 0 {
+				f = fmt.Sprintf("%s   %02d , %04d", strings.ToLower(months[mo-1]), dd, y)
+			}
+			g := fmt.Sprintf("%03d %04d", doy, y)
+			h := fmt.Sprintf("%02d-%02d-%02d %02d:%02d:%02d.%s", y%100, mo, dd, hh, mi, ss, frac)
+			if rng.IntN(4) == 0 {
+				a = fmt.Sprintf("%04d / %02d /%02d %02d:%02d:%02d", y, mo, dd, hh, mi, ss)
+			}
+			lit := func(s string) string { return "'" + s + "'" }
+			row := fmt.Sprintf("(%d, %s, %s, %s, %s, %s, %s, %s, %s)", nextID, lit(a), lit(b), lit(c), lit(e), lit(f), lit(g), lit(h), tmpls[rng.IntN(len(tmpls))])
+			if rng.IntN(12) == 0 {
+				row = fmt.Sprintf("(%d, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)", nextID)
+			}
+			ins := "INSERT INTO df VALUES " + row
+			d.mustExec(d.sdb, "streamdb", ins)
+			d.mustExec(d.pg, "PostgreSQL", ins)
+		}
+	}
+	for round := 0; round < 2; round++ {
+		ingest(50)
+		d.mustExec(d.sdb, "streamdb", "CHECKPOINT")
+		for _, c := range cases {
+			d.checkNorm(c, round, func(s string) string { return s })
+		}
+	}
+	for _, q := range []string{
+		"SELECT to_date('2023-02-29', 'YYYY-MM-DD')", "SELECT to_date('367 2024', 'DDD YYYY')", "SELECT to_date('abc', 'YYYY')",
+		"SELECT to_date('2024-13-01', 'YYYY-MM-DD')", "SELECT to_date('2024-01-32', 'YYYY-MM-DD')", "SELECT to_timestamp('13:00 PM', 'HH:MI AM')",
+		"SELECT to_timestamp('2024-01-01 25:00', 'YYYY-MM-DD HH24:MI')", "SELECT to_timestamp('2024-01-01 10:61', 'YYYY-MM-DD HH24:MI')",
+		"SELECT to_date('1', 'YYYYMMDD')", "SELECT to_date('2024 Foo', 'YYYY Mon')", "SELECT to_date('2024 01 02 03', 'YYYY MM DD MM')",
+		"SELECT to_date('100 x', 'DDD')", "SELECT to_date('99999999999', 'FMYYYY')",
+		"SELECT to_date('2024 x', 'YYYY TZ')", "SELECT to_date('0936--05-06', 'YYYY-MM-DD')",
+	} {
+		if want, got := sqlState(t, d.pg, q), sqlState(t, d.sdb, q); want == "" || got != want {
+			t.Errorf("%s: PostgreSQL SQLSTATE %q, streamdb %q", q, want, got)
+		}
+	}
+	for _, q := range []string{
+		"SELECT to_date('2024 5', 'YYYY J')", "SELECT to_date('2024 12', 'YYYY WW')", "SELECT to_date('2024', 'FXYYYY')",
+		"SELECT to_date('1 BC', 'YYYY BC')", "SELECT to_timestamp('2024 3', 'YYYY SSSS')",
+	} {
+		if got := sqlState(t, d.sdb, q); got != "0A000" {
+			t.Errorf("%s: streamdb SQLSTATE %q, want 0A000", q, got)
+		}
+	}
+}
