@@ -102,6 +102,10 @@ type CharFormat struct {
 	nodes []charNode
 	empty bool
 	fx    bool // an FX prefix (fixed format, for to_timestamp) appeared
+	// The nodes to_date reads by (todate.go), made on first use.
+	fc     []fcNode
+	fcErr  error
+	fcDone bool
 }
 
 // Empty reports whether the template was empty (to_char then returns NULL).

@@ -121,10 +121,14 @@ func (f *CharFormat) ParseDate(s string) (int64, error) {
 // parse is DCH_from_char and do_to_timestamp: the day (since 1970) and
 // the time of day (microseconds) s names.
 func (f *CharFormat) parse(s string) (days, tod int64, err error) {
-	nodes, err := f.fromCharNodes()
-	if err != nil {
-		return 0, 0, err
+	if !f.fcDone {
+		f.fc, f.fcErr = f.fromCharNodes()
+		f.fcDone = true
 	}
+	if f.fcErr != nil {
+		return 0, 0, f.fcErr
+	}
+	nodes := f.fc
 	var tm tmFromChar
 	p := 0
 	extraSkip := 0
@@ -159,57 +163,19 @@ func (f *CharFormat) parse(s string) (days, tod int64, err error) {
 		cp := s[p:copyEnd]
 		var v int64
 		if n.fm || nextSeparator(k) {
-			q := init // strtol: spaces, a sign, digits
-			for q < len(s) && isSpaceByte(s[q]) {
-				q++
-			}
-			neg := false
-			if q < len(s) && (s[q] == '+' || s[q] == '-') {
-				neg = s[q] == '-'
-				q++
-			}
-			ds := q
-			for q < len(s) && s[q] >= '0' && s[q] <= '9' && v < 1<<40 {
-				v = v*10 + int64(s[q]-'0')
-				q++
-			}
-			if q == ds {
-				p = init
+			// as many digits as there are
+			var end int
+			if v, end = strtol(s, init); end > init {
+				p = end
 			} else {
-				for q < len(s) && s[q] >= '0' && s[q] <= '9' {
-					q++
-					v = 1 << 40
-				}
-				p = q
-				if neg {
-					v = -v
-				}
+				p = init
 			}
 		} else {
 			if len(cp) < width {
 				return 0, errDatetimeFormat("source string too short for %q formatting field", n.kw)
 			}
-			q := 0
-			for q < len(cp) && isSpaceByte(cp[q]) {
-				q++
-			}
-			neg := false
-			if q < len(cp) && (cp[q] == '+' || cp[q] == '-') {
-				neg = cp[q] == '-'
-				q++
-			}
-			ds := q
-			for q < len(cp) && cp[q] >= '0' && cp[q] <= '9' {
-				v = v*10 + int64(cp[q]-'0')
-				q++
-			}
-			used := q
-			if q == ds {
-				used = 0
-			}
-			if neg {
-				v = -v
-			}
+			var used int
+			v, used = strtol(cp, 0)
 			if used > 0 && used < width {
 				return 0, errDatetimeFormat("invalid value %q for %q", cp, n.kw)
 			}
@@ -230,8 +196,11 @@ func (f *CharFormat) parse(s string) (days, tod int64, err error) {
 	}
 	// seqSearch is from_char_seq_search: the first name that the input
 	// starts with, compared without case.
-	seqSearch := func(names []string, n *charNode) (int, error) {
+	seqSearch := func(names []string, abbrev bool, n *charNode) (int, error) {
 		for i, name := range names {
+			if abbrev {
+				name = name[:3]
+			}
 			if len(s)-p >= len(name) && strings.EqualFold(s[p:p+len(name)], name) {
 				p += len(name)
 				return i, nil
@@ -284,7 +253,7 @@ func (f *CharFormat) parse(s string) (days, tod int64, err error) {
 				names = ampmLong
 			}
 			var v int
-			if v, err = seqSearch(names, n); err == nil {
+			if v, err = seqSearch(names, false, n); err == nil {
 				err = setInt(&tm.pm, v%2, n)
 				tm.clock12 = true
 			}
@@ -294,7 +263,17 @@ func (f *CharFormat) parse(s string) (days, tod int64, err error) {
 				skipTH(n)
 			}
 		case cpMI, cpSS, cpMM, cpDD, cpDDD:
-			dest := map[charPat]*int{cpMI: &tm.mi, cpSS: &tm.ss, cpMM: &tm.mm, cpDD: &tm.dd, cpDDD: &tm.ddd}[n.pat]
+			dest := &tm.mi
+			switch n.pat {
+			case cpSS:
+				dest = &tm.ss
+			case cpMM:
+				dest = &tm.mm
+			case cpDD:
+				dest = &tm.dd
+			case cpDDD:
+				dest = &tm.ddd
+			}
 			if _, err = parseInt(dest, len(n.kw), k); err == nil {
 				skipTH(n)
 			}
@@ -308,29 +287,14 @@ func (f *CharFormat) parse(s string) (days, tod int64, err error) {
 				tm.us *= [...]int{1, 100000, 10000, 1000, 100, 10, 1}[min(l, 6)]
 				skipTH(n)
 			}
-		case cpMonth, cpMon:
-			names := monthNames[:]
-			if n.pat == cpMon {
-				names = make([]string, 12)
-				for i, m := range monthNames {
-					names[i] = m[:3]
-				}
+		case cpMonth, cpMon, cpDay, cpDy:
+			names, dest := monthNames[:], &tm.mm
+			if n.pat == cpDay || n.pat == cpDy {
+				names, dest = dayNames[:], &tm.d
 			}
 			var v int
-			if v, err = seqSearch(names, n); err == nil {
-				err = setInt(&tm.mm, v+1, n)
-			}
-		case cpDay, cpDy:
-			names := dayNames[:]
-			if n.pat == cpDy {
-				names = make([]string, 7)
-				for i, d := range dayNames {
-					names[i] = d[:3]
-				}
-			}
-			var v int
-			if v, err = seqSearch(names, n); err == nil {
-				err = setInt(&tm.d, v+1, n)
+			if v, err = seqSearch(names, n.pat == cpMon || n.pat == cpDy, n); err == nil {
+				err = setInt(dest, v+1, n)
 			}
 		case cpYYYY:
 			if _, err = parseInt(&tm.year, 4, k); err == nil {
@@ -357,6 +321,35 @@ func (f *CharFormat) parse(s string) (days, tod int64, err error) {
 		}
 	}
 	return tm.timestamp(s)
+}
+
+// strtol is C's strtol(s[q:], &end, 10): white space, a sign, digits;
+// end is q when there is no digit. A value past 2^40 stays there (it is
+// out of range for every field).
+func strtol(s string, q int) (v int64, end int) {
+	start := q
+	for q < len(s) && isSpaceByte(s[q]) {
+		q++
+	}
+	neg := false
+	if q < len(s) && (s[q] == '+' || s[q] == '-') {
+		neg = s[q] == '-'
+		q++
+	}
+	ds := q
+	for q < len(s) && s[q] >= '0' && s[q] <= '9' {
+		if v < 1<<40 {
+			v = v*10 + int64(s[q]-'0')
+		}
+		q++
+	}
+	if q == ds {
+		return 0, start
+	}
+	if neg {
+		v = -v
+	}
+	return v, q
 }
 
 // adjustPartialYear is adjust_partial_year_to_2020.
