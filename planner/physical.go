@@ -492,7 +492,8 @@ var notKeyFuncs = map[string]bool{"now": true, "random": true, "clock_timestamp"
 	"asin": true, "acos": true, "degrees": true, "radians": true, "gcd": true, "lcm": true, "factorial": true,
 	"width_bucket": true, "chr": true, "repeat": true, "lpad": true, "rpad": true, "format": true,
 	"make_date": true, "make_timestamp": true, "make_interval": true, "to_timestamp": true, "age": true,
-	"justify_hours": true, "justify_days": true, "justify_interval": true}
+	"justify_hours": true, "justify_days": true, "justify_interval": true,
+	"to_char_num": true, "to_number": true, "to_date": true, "to_timestamp_fmt": true}
 
 // keyExpr reports whether e's value is determined by the columns it reads
 // (PostgreSQL hashes any such expression: o.k = coalesce(l.k, 0) and

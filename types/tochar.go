@@ -88,17 +88,24 @@ const (
 )
 
 type charNode struct {
-	pat  charPat
-	lit  string // cpLiteral
-	fm   bool   // FM prefix: no padding
-	th   int    // TH suffix: 1 upper, 2 lower ordinal suffix
-	lcas int    // letter case of names
+	pat    charPat
+	kw     string // the keyword as written
+	lit    string // cpLiteral
+	quoted bool   // cpLiteral: from double-quoted text
+	fm     bool   // FM prefix: no padding
+	th     int    // TH suffix: 1 upper, 2 lower ordinal suffix
+	lcas   int    // letter case of names
 }
 
 // CharFormat is a compiled to_char template.
 type CharFormat struct {
 	nodes []charNode
 	empty bool
+	fx    bool // an FX prefix (fixed format, for to_timestamp) appeared
+	// The nodes to_date reads by (todate.go), made on first use.
+	fc     []fcNode
+	fcErr  error
+	fcDone bool
 }
 
 // Empty reports whether the template was empty (to_char then returns NULL).
@@ -108,9 +115,10 @@ func (f *CharFormat) Empty() bool { return f.empty }
 func CompileCharFormat(tmpl string) (*CharFormat, error) {
 	f := &CharFormat{empty: tmpl == ""}
 	var lit []byte
+	litQuoted := false
 	flush := func() {
 		if len(lit) > 0 {
-			f.nodes = append(f.nodes, charNode{pat: cpLiteral, lit: string(lit)})
+			f.nodes = append(f.nodes, charNode{pat: cpLiteral, lit: string(lit), quoted: litQuoted})
 			lit = lit[:0]
 		}
 	}
@@ -123,6 +131,7 @@ func CompileCharFormat(tmpl string) (*CharFormat, error) {
 			}
 			if strings.HasPrefix(tmpl[i:], "FX") || strings.HasPrefix(tmpl[i:], "fx") {
 				i += 2 // fixed format: only matters for to_timestamp
+				f.fx = true
 				continue
 			}
 			break
@@ -136,7 +145,7 @@ func CompileCharFormat(tmpl string) (*CharFormat, error) {
 				continue
 			}
 			flush()
-			n := charNode{pat: k.pat, fm: fm}
+			n := charNode{pat: k.pat, fm: fm, kw: k.kw}
 			switch {
 			case k.kw[0] >= 'a' && k.kw[0] <= 'z':
 				n.lcas = caseLower
@@ -160,6 +169,10 @@ func CompileCharFormat(tmpl string) (*CharFormat, error) {
 		switch c := tmpl[i]; {
 		case c == '"':
 			// Quoted text is copied; a backslash in it escapes the next byte.
+			if !litQuoted {
+				flush()
+				litQuoted = true
+			}
 			i++
 			for i < len(tmpl) && tmpl[i] != '"' {
 				if tmpl[i] == '\\' && i+1 < len(tmpl) {
@@ -170,9 +183,17 @@ func CompileCharFormat(tmpl string) (*CharFormat, error) {
 			}
 			i++
 		case c == '\\' && i+1 < len(tmpl) && tmpl[i+1] == '"':
+			if litQuoted {
+				flush()
+				litQuoted = false
+			}
 			lit = append(lit, '"')
 			i += 2
 		default:
+			if litQuoted {
+				flush()
+				litQuoted = false
+			}
 			lit = append(lit, c)
 			i++
 		}
@@ -380,8 +401,8 @@ func ordinal(digits []byte, upper bool) string {
 	return s
 }
 
-// ErrToCharType is the refusal of to_char on types other than timestamp,
-// which streamdb does not implement (numbers, intervals).
+// ErrToCharType is the refusal of to_char on intervals, which streamdb
+// does not implement.
 func ErrToCharType(t T) error {
-	return sqlerr.New(sqlerr.UndefinedFunction, "function to_char(%s, text) is not supported: to_char takes a timestamp or a date", t)
+	return sqlerr.New(sqlerr.UndefinedFunction, "function to_char(%s, text) is not supported: to_char takes a timestamp, a date or a number", t)
 }

@@ -77,6 +77,10 @@ type Cast struct {
 //	"btrim","ltrim","rtrim"      Text, Text (characters to remove) → Text
 //	"split_part"                 Text, Text, Int64
 //	"to_char"                    Timestamp, Text (template) → Text
+//	"to_char_num"                Int64, Float32/64 or Numeric, Text (template) → Text
+//	"to_number"                  Text, Text (template) → Numeric
+//	"to_date"                    Text, Text (template) → Date
+//	"to_timestamp_fmt"           Text, Text (template) → TimestampTZ
 //	"regexp_match"               Text, Text [, Text flags] → TextArray
 //	"regexp_replace"             Text, Text, Text [, Text flags] → Text
 //	"array_to_string"            TextArray, Text → Text

@@ -106,6 +106,12 @@ func kernelFor(e *Func) (kernel, error) {
 		k, lo, hi = splitPartKernel(e.T), 3, 3
 	case "to_char":
 		k, lo, hi = toCharKernel(e.T), 2, 2
+	case "to_char_num":
+		k, lo, hi = toCharNumKernel(argTypes(e.Args)[0], e.T), 2, 2
+	case "to_number":
+		k, lo, hi = toNumberKernel(e.T), 2, 2
+	case "to_date", "to_timestamp_fmt":
+		k, lo, hi = toDateKernel(e.Name == "to_date", e.T), 2, 2
 	case "regexp_match":
 		k, lo, hi = regexpMatchKernel(e.T), 2, 3
 	case "regexp_replace":

@@ -201,6 +201,102 @@ func toCharKernel(t types.T) kernel {
 	}
 }
 
+// numFormats compiles number templates for a kernel: once for a constant
+// template, again only when a column's template changes. Compiling waits
+// for the first non-NULL row, as PostgreSQL (a strict function) never
+// sees a template beside a NULL value.
+type numFormats struct {
+	tmpl strCol
+	f    *types.NumFormat
+	last string
+}
+
+func (c *numFormats) at(i int) (*types.NumFormat, error) {
+	p := c.tmpl.at(i)
+	if c.f == nil || p != c.last {
+		f, err := types.CompileNumFormat(p)
+		if err != nil {
+			return nil, err
+		}
+		c.f, c.last = f, p
+	}
+	return c.f, nil
+}
+
+// toCharNumKernel is to_char(number, template) for an argument of type
+// at (Int64, Float32, Float64 or Numeric); an empty template gives ”.
+func toCharNumKernel(at, t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		fs := numFormats{tmpl: strColOf(args[1])}
+		a := args[0]
+		var ints intCol
+		if at.Kind == types.Int64 {
+			ints = intColOf(a)
+		}
+		return c.strMapNull(t, args, n, func(dst []byte, i int) ([]byte, bool, error) {
+			f, err := fs.at(i)
+			if err != nil || f.Empty() {
+				return dst, false, err
+			}
+			switch at.Kind {
+			case types.Int64:
+				dst, err = f.AppendInt(dst, ints.at(i))
+			case types.Float32:
+				dst, err = f.AppendFloat(dst, floatAt(a, i), 6)
+			case types.Float64:
+				dst, err = f.AppendFloat(dst, floatAt(a, i), 15)
+			default:
+				dst, err = f.AppendNumeric(dst, decAt(a, i), at.Scale)
+			}
+			return dst, false, err
+		})
+	}
+}
+
+// toNumberKernel is to_number(text, template); an empty template gives
+// NULL.
+func toNumberKernel(t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		fs := numFormats{tmpl: strColOf(args[1])}
+		s := strColOf(args[0])
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			f, err := fs.at(i)
+			if err != nil || f.Empty() {
+				return types.Null, err
+			}
+			return f.ParseNumber(s.at(i))
+		})
+	}
+}
+
+// toDateKernel is to_date(text, template) (date) or to_timestamp(text,
+// template) (timestamp with time zone, read in UTC).
+func toDateKernel(date bool, t types.T) kernel {
+	return func(c *Ctx, args []vec, n int) (vec, error) {
+		tmpl := strColOf(args[1])
+		s := strColOf(args[0])
+		var f *types.CharFormat
+		last := ""
+		return c.rowwise(t, n, args, func(i int) (types.Datum, error) {
+			if p := tmpl.at(i); f == nil || p != last {
+				var err error
+				if f, err = types.CompileCharFormat(p); err != nil {
+					return types.Null, err
+				}
+				last = p
+			}
+			var v int64
+			var err error
+			if date {
+				v, err = f.ParseDate(s.at(i))
+			} else {
+				v, err = f.ParseTimestamp(s.at(i))
+			}
+			return types.Int(v), err
+		})
+	}
+}
+
 // ---- regular expressions ----
 
 // regexOpts are the flags of a PostgreSQL regular expression function.

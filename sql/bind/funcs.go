@@ -813,7 +813,15 @@ func (b *Binder) resolveFunc(name string, args []expr.Expr) (expr.Expr, error) {
 			if arg(0, types.TTimestamp) && arg(1, types.TText) {
 				return call(name, types.TText, args...), nil
 			}
-		case args[0].Type().IsNumeric() || k == types.Interval:
+		case args[0].Type().IsInteger():
+			if arg(0, types.TInt64) && arg(1, types.TText) {
+				return call("to_char_num", types.TText, args...), nil
+			}
+		case k == types.Float32 || k == types.Float64 || k == types.Numeric:
+			if arg(1, types.TText) {
+				return call("to_char_num", types.TText, args...), nil
+			}
+		case k == types.Interval:
 			if err == nil {
 				return nil, types.ErrToCharType(args[0].Type())
 			}
