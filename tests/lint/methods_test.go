@@ -78,6 +78,78 @@ func TestExecTypesStaySmall(t *testing.T) {
 	}
 }
 
+// smallOpFamilies are the operator packages held to maxMethods per type
+// (issue 28): each family's Op keeps the contract and the matching, and
+// its other concerns are types of their own holding only their fields (in
+// join: store, the rows of both sides with their eviction and read-back;
+// the TTL's joinTTL; the watermark's joinWM). Add a family when its Op is
+// split.
+var smallOpFamilies = []string{"join"}
+
+// TestOperatorTypesStaySmall fails when a type of a split operator family
+// declares more than maxMethods methods, or when a type of the family
+// embeds Op (which would carry Op's methods under another name).
+func TestOperatorTypesStaySmall(t *testing.T) {
+	for _, fam := range smallOpFamilies {
+		dir := filepath.Join("..", "..", "exec", fam)
+		counts := methodCounts(t, dir)
+		if counts["Op"] == 0 {
+			t.Errorf("%s.Op has no methods: update TestOperatorTypesStaySmall with the move", fam)
+		}
+		var names []string
+		for name := range counts {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if n := counts[name]; n > maxMethods {
+				t.Errorf("%s.%s has %d methods, more than %d: move a concern onto a type of its own", fam, name, n, maxMethods)
+			}
+		}
+		for _, name := range embeddersOf(t, dir, "Op") {
+			t.Errorf("%s.%s embeds Op: give the concern its own fields instead", fam, name)
+		}
+	}
+}
+
+// embeddersOf lists the struct types in the non-test files of the package
+// in dir that embed type name (by value or pointer).
+func embeddersOf(t *testing.T, dir, name string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var out []string
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok {
+				return true
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				return true
+			}
+			for _, fld := range st.Fields.List {
+				if len(fld.Names) == 0 && receiverName(fld.Type) == name {
+					out = append(out, ts.Name.Name)
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
 // methodCounts counts the methods each type declares in the non-test
 // files of the package in dir.
 func methodCounts(t *testing.T, dir string) map[string]int {
