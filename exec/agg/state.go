@@ -43,7 +43,7 @@ func (o *Op) writeState(r *opkit.Writer) error {
 			if vb == nil {
 				continue
 			}
-			if o.isClosing[k.Ref] {
+			if o.wins.isClosing[k.Ref] {
 				// A closed window's group goes with all its values: those
 				// it holds and those that left it since the last save.
 				vb.AllValues(k.Ref, func(v []byte) {
@@ -108,7 +108,7 @@ func eachAggEntry(o *Op, ordered bool, f func(g int32, key, val []byte)) {
 	var vals []string
 	n := o.gt.Len()
 	for g := int32(0); int(g) < n; g++ {
-		if !o.live[g] || o.isClosing[g] {
+		if !o.live[g] || o.wins.isClosing[g] {
 			continue
 		}
 		if len(o.spec.Keys) > 0 && o.count.N(g) <= 0 || len(o.spec.Keys) == 0 && o.lastSave[g] == 0 && !o.restored {
@@ -210,7 +210,7 @@ func (o *Op) prepareSave(epoch uint64) {
 	for _, g := range o.dirty {
 		o.lastSave[g] = epoch
 		ks.Add(g, func(buf []byte) []byte { return appendStateKey(o, g, buf) }, func(buf []byte) []byte {
-			if o.count.N(g) <= 0 && len(o.spec.Keys) > 0 || o.isClosing[g] {
+			if o.count.N(g) <= 0 && len(o.spec.Keys) > 0 || o.wins.isClosing[g] {
 				return buf // emptied, or its window closed: deleted
 			}
 			buf = o.count.Encode(buf, g)
@@ -460,7 +460,7 @@ func (o *Op) Load(st opkit.State, inst, par int, reemit bool) error {
 			// The rest stays in the state table until its keys come.
 			o.spilled = true
 			o.evicted.Add(accum.HashDatums(ds, o.keyTs))
-			o.noteEvictedKey(ds)
+			o.wins.noteEvictedKey(ds)
 			if ttl > 0 && o.usesTTL() {
 				heap.Push(&o.ttl.evicted, opkit.IdleItem[[]types.Datum]{At: peekIdle(val), G: ds})
 			}

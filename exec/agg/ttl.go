@@ -94,7 +94,7 @@ func peekIdle(val []byte) int64 {
 }
 
 // usesTTL says whether state.ttl applies to the aggregate.
-func (a *Op) usesTTL() bool { return a.win == nil && len(a.spec.Keys) > 0 }
+func (a *Op) usesTTL() bool { return a.wins.win == nil && len(a.spec.Keys) > 0 }
 
 // noteEvictedTTL queues evicted group g's key for expiry while the TTL is on.
 func (a *Op) noteEvictedTTL(g int32) {
@@ -168,11 +168,11 @@ func (a *Op) expireIdle(now, ttl int64) error {
 			continue
 		}
 		t.queued[g] = false
-		if a.isClosing[g] {
+		if a.wins.isClosing[g] {
 			continue
 		}
-		a.closing = append(a.closing, g)
-		a.isClosing[g] = true
+		a.wins.closing = append(a.wins.closing, g)
+		a.wins.isClosing[g] = true
 		if !a.isDirty[g] {
 			a.isDirty[g] = true
 			a.dirty = append(a.dirty, g)
