@@ -141,6 +141,7 @@ func New(spec *Spec, nd Node) *Op {
 		id: nd.ID, st: nd.State, out: nd.Out, oldRows: nd.OldRows, onWindowClose: nd.OnWindowClose,
 		perEpoch: nd.PerEpoch, budget: nd.Budget, committed: nd.Committed, evictedN: nd.Evicted, ttlOf: nd.TTL}
 	a.wins = windows{win: spec.Win, late: nd.Late, wm: op.NoWatermark}
+	a.ttl.applies = spec.Win == nil && len(spec.Keys) > 0
 	if nd.Mem != nil {
 		a.mem = nd.Mem
 	}
@@ -222,7 +223,7 @@ func (a *Op) evict(limit int64, committed, current uint64) int {
 		}
 		a.evicted.Add(a.gt.Hashes[g])
 		a.wins.noteEvicted(a.gt, len(a.keyTs), g)
-		a.noteEvictedTTL(g)
+		a.ttl.noteEvicted(a.gt, len(a.keyTs), g)
 		a.dropGroup(g)
 		a.spilled = true
 		evicted++
@@ -286,9 +287,9 @@ func (a *Op) Fold(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track bool
 // distinctBytes estimates the memory of the values count(DISTINCT ...)
 // and its kin, and the ordered-set aggregates, have seen (map entries of
 // a group id and an encoded value).
-func (a *Op) distinctBytes() int64 {
+func distinctBytes(accs []accum.Accum) int64 {
 	var n int64
-	for _, acc := range a.accs {
+	for _, acc := range accs {
 		n += accum.ValueBytes(acc)
 	}
 	return n
@@ -501,7 +502,7 @@ func (a *Op) ReemitAll() {
 // MemBytes is the estimated memory of the groups, their table and the
 // values of count(DISTINCT) and the ordered-set aggregates (a batch
 // query's budget counts it).
-func (a *Op) MemBytes() int64 { return a.bytes + a.gt.ApproxBytes() + a.distinctBytes() }
+func (a *Op) MemBytes() int64 { return a.bytes + a.gt.ApproxBytes() + distinctBytes(a.accs) }
 
 // Bytes is the estimated memory of the groups (the state cache's measure).
 func (a *Op) Bytes() int64 { return a.bytes }
@@ -560,7 +561,12 @@ func (a *Op) Barrier(ectx *expr.Ctx, b *op.Barrier, w *storage.Batch) error {
 	if _, err := a.bringBack(a.wins.closedEvicted()); err != nil {
 		return err
 	}
-	a.markClosing(a.wins.wm)
+	a.wins.markClosing(a.gt, a.live, func(g int32) {
+		if !a.isDirty[g] {
+			a.isDirty[g] = true
+			a.dirty = append(a.dirty, g)
+		}
+	})
 	// Idle groups expire (state.ttl): closed without a row.
 	if err := a.expireIdle(time.Now().UnixMicro(), a.ttlOf()); err != nil {
 		return err
@@ -586,10 +592,10 @@ func (a *Op) Barrier(ectx *expr.Ctx, b *op.Barrier, w *storage.Batch) error {
 			return err
 		}
 		if !wrote {
-			a.clearValueChanges() // a snapshot holds every value: no log to keep
+			clearValueChanges(a.accs) // a snapshot holds every value: no log to keep
 		}
 	}
-	a.forgetClosing()
+	a.wins.forgetClosing(a.dropGroup)
 	a.epoch = b.Epoch + 1
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit"
@@ -99,41 +100,39 @@ func (ws *windows) dropLate(ectx *expr.Ctx, keys []expr.Expr, rec arrow.RecordBa
 	return out, signs, late, nil
 }
 
-// markClosing finds the groups in memory whose window ended at or before
-// wm and marks them changed and closing: prepareSave then deletes their
-// state, and forgetClosing drops them once their last changes are out.
-func (a *Op) markClosing(wm int64) {
-	w := a.wins.win
-	a.wins.closing = a.wins.closing[:0]
+// markClosing finds the groups in memory (live, in gt) whose window ended
+// at or before the last barrier's watermark and marks them closing, and
+// changed through changed: prepareSave then deletes their state, and
+// forgetClosing drops them once their last changes are out.
+func (ws *windows) markClosing(gt *accum.GroupTable, live []bool, changed func(g int32)) {
+	w, wm := ws.win, ws.wm
+	ws.closing = ws.closing[:0]
 	if w == nil || wm == op.NoWatermark {
 		return
 	}
-	for g := 0; g < a.gt.Len(); g++ {
+	for g := 0; g < gt.Len(); g++ {
 		gid := int32(g)
-		if !a.live[gid] {
+		if !live[gid] {
 			continue
 		}
-		d := a.gt.KeyDatum(w.Key, gid)
+		d := gt.KeyDatum(w.Key, gid)
 		if d.Null || !w.Closed(d.I, wm) {
 			continue
 		}
-		a.wins.closing = append(a.wins.closing, gid)
-		a.wins.isClosing[gid] = true
-		if !a.isDirty[gid] {
-			a.isDirty[gid] = true
-			a.dirty = append(a.dirty, gid)
-		}
+		ws.closing = append(ws.closing, gid)
+		ws.isClosing[gid] = true
+		changed(gid)
 	}
 }
 
-// forgetClosing drops the closed groups from memory (their state was
-// deleted with the epoch that closed them).
-func (a *Op) forgetClosing() {
-	for _, g := range a.wins.closing {
-		a.dropGroup(g)
-		a.wins.isClosing[g] = false
+// forgetClosing drops the closed groups from memory through drop (their
+// state was deleted with the epoch that closed them).
+func (ws *windows) forgetClosing(drop func(g int32)) {
+	for _, g := range ws.closing {
+		drop(g)
+		ws.isClosing[g] = false
 	}
-	a.wins.closing = a.wins.closing[:0]
+	ws.closing = ws.closing[:0]
 }
 
 // dropGroup frees group g's memory: its key, accumulators and last output
