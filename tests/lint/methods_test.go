@@ -83,9 +83,9 @@ func TestExecTypesStaySmall(t *testing.T) {
 // its other concerns are types of their own holding only their fields (in
 // join: store, the rows of both sides with their eviction and read-back;
 // the TTL's joinTTL; the watermark's joinWM; in agg: windows, the closing
-// by the watermark and late rows; aggTTL). Add a family when its Op is
-// split.
-var smallOpFamilies = []string{"join", "agg"}
+// by the watermark and late rows; aggTTL; in rank: rankTTL). Add a family
+// when its Op is split.
+var smallOpFamilies = []string{"join", "agg", "rank"}
 
 // TestOperatorTypesStaySmall fails when a type of a split operator family
 // declares more than maxMethods methods, or when a type of the family
