@@ -66,6 +66,13 @@ func TestExecTypesStaySmall(t *testing.T) {
 	if counts["Job"] == 0 {
 		t.Fatal("exec.Job has no methods: update TestExecTypesStaySmall with the move")
 	}
+	checkMaxMethods(t, "exec", counts)
+}
+
+// checkMaxMethods fails for each type of package pkg whose count of
+// methods passes maxMethods.
+func checkMaxMethods(t *testing.T, pkg string, counts map[string]int) {
+	t.Helper()
 	var names []string
 	for name := range counts {
 		names = append(names, name)
@@ -73,7 +80,7 @@ func TestExecTypesStaySmall(t *testing.T) {
 	sort.Strings(names)
 	for _, name := range names {
 		if n := counts[name]; n > maxMethods {
-			t.Errorf("exec.%s has %d methods, more than %d: move a concern onto a type of its own", name, n, maxMethods)
+			t.Errorf("%s.%s has %d methods, more than %d: move a concern onto a type of its own", pkg, name, n, maxMethods)
 		}
 	}
 }
@@ -97,16 +104,7 @@ func TestOperatorTypesStaySmall(t *testing.T) {
 		if counts["Op"] == 0 {
 			t.Errorf("%s.Op has no methods: update TestOperatorTypesStaySmall with the move", fam)
 		}
-		var names []string
-		for name := range counts {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			if n := counts[name]; n > maxMethods {
-				t.Errorf("%s.%s has %d methods, more than %d: move a concern onto a type of its own", fam, name, n, maxMethods)
-			}
-		}
+		checkMaxMethods(t, fam, counts)
 		for _, name := range embeddersOf(t, dir, "Op") {
 			t.Errorf("%s.%s embeds Op: give the concern its own fields instead", fam, name)
 		}
@@ -117,20 +115,8 @@ func TestOperatorTypesStaySmall(t *testing.T) {
 // in dir that embed type name (by value or pointer).
 func embeddersOf(t *testing.T, dir, name string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
 	var out []string
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range parseDir(t, dir) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			ts, ok := n.(*ast.TypeSpec)
 			if !ok {
@@ -155,20 +141,8 @@ func embeddersOf(t *testing.T, dir, name string) []string {
 // files of the package in dir.
 func methodCounts(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
 	counts := map[string]int{}
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range parseDir(t, dir) {
 		for _, d := range f.Decls {
 			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil {
 				counts[receiverName(fd.Recv.List[0].Type)]++
@@ -179,6 +153,28 @@ func methodCounts(t *testing.T, dir string) map[string]int {
 		t.Fatalf("no methods found in %s", dir)
 	}
 	return counts
+}
+
+// parseDir parses the non-test files of the package in dir.
+func parseDir(t *testing.T, dir string) []*ast.File {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return files
 }
 
 // receiverName is the type name of a receiver: T, *T, T[P] or *T[P].
