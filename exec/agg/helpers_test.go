@@ -109,7 +109,7 @@ func pushSigned(t testing.TB, o *Op, rows [][2]int64, s int8) {
 	for i := range signs {
 		signs[i] = s
 	}
-	if err := o.push(&expr.Ctx{Mem: opkit.Mem}, rec, signs, true); err != nil {
+	if err := o.Fold(&expr.Ctx{Mem: opkit.Mem}, rec, signs, true); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
@@ -33,24 +34,24 @@ type evictedWindows struct {
 }
 
 // noteEvicted indexes group g, about to leave memory, by its window bound.
-func (a *Op) noteEvicted(g int32) {
-	if a.win == nil {
+func (ws *windows) noteEvicted(gt *accum.GroupTable, nkeys int, g int32) {
+	if ws.win == nil {
 		return
 	}
-	ds := make([]types.Datum, len(a.keyTs))
+	ds := make([]types.Datum, nkeys)
 	for c := range ds {
-		ds[c] = a.gt.KeyDatum(c, g)
+		ds[c] = gt.KeyDatum(c, g)
 	}
-	a.noteEvictedKey(ds)
+	ws.noteEvictedKey(ds)
 }
 
 // noteEvictedKey indexes an evicted group's key ds.
-func (a *Op) noteEvictedKey(ds []types.Datum) {
-	if a.win == nil || ds[a.win.Key].Null {
+func (ws *windows) noteEvictedKey(ds []types.Datum) {
+	if ws.win == nil || ds[ws.win.Key].Null {
 		return
 	}
-	b := ds[a.win.Key]
-	ew := &a.evictedWins
+	b := ds[ws.win.Key]
+	ew := &ws.evictedWins
 	if ew.byBound == nil {
 		ew.byBound = map[int64][][]types.Datum{}
 	}
@@ -60,17 +61,18 @@ func (a *Op) noteEvictedKey(ds []types.Datum) {
 	ew.byBound[b.I] = append(ew.byBound[b.I], ds)
 }
 
-// loadClosingEvicted brings back into memory the evicted groups whose
-// window the watermark wm has passed, so markClosing closes them.
-func (a *Op) loadClosingEvicted(wm int64) error {
-	ew := &a.evictedWins
-	if a.win == nil || wm == op.NoWatermark || len(ew.bounds) == 0 {
+// closedEvicted takes out of the index the keys of the evicted groups
+// whose window the last barrier's watermark has passed: Barrier brings
+// them back into memory (bringBack), so markClosing closes them.
+func (ws *windows) closedEvicted() [][]types.Datum {
+	ew := &ws.evictedWins
+	if ws.win == nil || ws.wm == op.NoWatermark || len(ew.bounds) == 0 {
 		return nil
 	}
 	var keys [][]types.Datum
 	open := ew.bounds[:0]
 	for _, b := range ew.bounds {
-		if !a.win.Closed(b, wm) {
+		if !ws.win.Closed(b, ws.wm) {
 			open = append(open, b)
 			continue
 		}
@@ -78,11 +80,7 @@ func (a *Op) loadClosingEvicted(wm int64) error {
 		delete(ew.byBound, b)
 	}
 	ew.bounds = open
-	if len(keys) == 0 {
-		return nil
-	}
-	_, err := a.bringBack(keys)
-	return err
+	return keys
 }
 
 // bringBack looks up the groups of keys as rows of those keys would:

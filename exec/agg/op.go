@@ -112,17 +112,8 @@ type Op struct {
 	byID     []int32
 	perm     []int
 
-	// win, for a window aggregate in a job, says which group key closes
-	// its groups by the watermark (windowagg.go); closing lists the groups
-	// closed at the current barrier (isClosing by group).
-	win       *opkit.WindowClose
-	closing   []int32
-	isClosing []bool
-	late      *opkit.LateLog // rows dropped as late, under job.late_rows = 'record'
-	// evictedWins indexes the evicted groups of a window aggregate by
-	// window, so they close too (lateevict.go).
-	evictedWins evictedWindows
-	ttl         aggTTL // state.ttl (ttl.go)
+	wins windows // closing by the watermark and late rows (window.go, lateevict.go)
+	ttl  aggTTL  // state.ttl (ttl.go)
 
 	// What the runtime gives a job's instance (Node): the outlet, whether
 	// the changes carry old rows and whether only closed windows emit, the
@@ -136,10 +127,6 @@ type Op struct {
 	committed     *atomic.Uint64
 	evictedN      *atomic.Int64
 	ttlOf         func() int64
-	// wm is the input watermark of the last barrier (AdvanceWatermark);
-	// lateN the rows dropped as late since.
-	wm    int64
-	lateN int64
 }
 
 // groupBytes is the estimated fixed memory of one group in the table and
@@ -151,8 +138,10 @@ const groupBytes = 160
 // durable job's instance then loads its state (Load).
 func New(spec *Spec, nd Node) *Op {
 	a := &Op{spec: spec, keyTs: expr.Types(spec.Keys), outTs: spec.OutTs, mem: opkit.Mem, count: accum.NewCountStar(), outValid: true,
-		id: nd.ID, st: nd.State, out: nd.Out, win: spec.Win, late: nd.Late, oldRows: nd.OldRows, onWindowClose: nd.OnWindowClose,
-		perEpoch: nd.PerEpoch, budget: nd.Budget, committed: nd.Committed, evictedN: nd.Evicted, ttlOf: nd.TTL, wm: op.NoWatermark}
+		id: nd.ID, st: nd.State, out: nd.Out, oldRows: nd.OldRows, onWindowClose: nd.OnWindowClose,
+		perEpoch: nd.PerEpoch, budget: nd.Budget, committed: nd.Committed, evictedN: nd.Evicted, ttlOf: nd.TTL}
+	a.wins = windows{win: spec.Win, late: nd.Late, wm: op.NoWatermark}
+	a.ttl.applies = spec.Win == nil && len(spec.Keys) > 0
 	if nd.Mem != nil {
 		a.mem = nd.Mem
 	}
@@ -185,7 +174,7 @@ func (a *Op) grow() {
 	a.ttl.grow(n)
 	for len(a.isDirty) < n {
 		a.isDirty = append(a.isDirty, false)
-		a.isClosing = append(a.isClosing, false)
+		a.wins.isClosing = append(a.wins.isClosing, false)
 		a.lastOut = append(a.lastOut, "")
 		a.live = append(a.live, true)
 		a.lastSave = append(a.lastSave, 0)
@@ -233,8 +222,8 @@ func (a *Op) evict(limit int64, committed, current uint64) int {
 			continue
 		}
 		a.evicted.Add(a.gt.Hashes[g])
-		a.noteEvicted(g)
-		a.noteEvictedTTL(g)
+		a.wins.noteEvicted(a.gt, len(a.keyTs), g)
+		a.ttl.noteEvicted(a.gt, len(a.keyTs), g)
 		a.dropGroup(g)
 		a.spilled = true
 		evicted++
@@ -242,8 +231,11 @@ func (a *Op) evict(limit int64, committed, current uint64) int {
 	return evicted
 }
 
-// push folds rec (with optional per-row signs) into the groups.
-func (a *Op) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track bool) error {
+// Fold folds rec (with optional per-row signs; nil: all inserts) into the
+// groups; track: note the groups it changes, for the next barrier's
+// changes (a job's instance; a batch query emits every group at the end).
+// It does not take rec.
+func (a *Op) Fold(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track bool) error {
 	n := int(rec.NumRows())
 	if n == 0 {
 		return nil
@@ -295,16 +287,16 @@ func (a *Op) push(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track bool
 // distinctBytes estimates the memory of the values count(DISTINCT ...)
 // and its kin, and the ordered-set aggregates, have seen (map entries of
 // a group id and an encoded value).
-func (a *Op) distinctBytes() int64 {
+func distinctBytes(accs []accum.Accum) int64 {
 	var n int64
-	for _, acc := range a.accs {
+	for _, acc := range accs {
 		n += accum.ValueBytes(acc)
 	}
 	return n
 }
 
-// emitAll emits every group as inserted rows (batch queries).
-func (a *Op) emitAll(emit func(arrow.RecordBatch) error) error {
+// EmitAll emits every group as inserted rows (a batch query's end).
+func (a *Op) EmitAll(emit func(arrow.RecordBatch) error) error {
 	n := a.gt.Len()
 	const chunk = 64 << 10
 	gids := make([]int32, 0, min(n, chunk))
@@ -494,9 +486,10 @@ func (a *Op) restoreAllOut() error {
 	return restoreOut(a, gids)
 }
 
-// reemitAll forgets what was emitted and marks every live group changed, so
-// the next changesOf emits each as an insert.
-func (a *Op) reemitAll() {
+// ReemitAll forgets what was emitted and marks every live group changed, so
+// the next changesOf emits each as an insert (an upgraded view rebuilds
+// its rows; a global aggregate's one row).
+func (a *Op) ReemitAll() {
 	for g := 0; g < a.gt.Len(); g++ {
 		a.lastOut[g] = ""
 		if (a.count.N(int32(g)) > 0 || len(a.spec.Keys) == 0) && !a.isDirty[g] {
@@ -506,21 +499,10 @@ func (a *Op) reemitAll() {
 	}
 }
 
-// Fold folds rec (with optional per-row signs; nil: all inserts) into the
-// groups; track: note the groups it changes, for the next barrier's
-// changes (a job's instance; a batch query emits every group at the end).
-// It does not take rec.
-func (a *Op) Fold(ctx *expr.Ctx, rec arrow.RecordBatch, signs []int8, track bool) error {
-	return a.push(ctx, rec, signs, track)
-}
-
-// EmitAll emits every group as inserted rows (a batch query's end).
-func (a *Op) EmitAll(emit func(arrow.RecordBatch) error) error { return a.emitAll(emit) }
-
 // MemBytes is the estimated memory of the groups, their table and the
 // values of count(DISTINCT) and the ordered-set aggregates (a batch
 // query's budget counts it).
-func (a *Op) MemBytes() int64 { return a.bytes + a.gt.ApproxBytes() + a.distinctBytes() }
+func (a *Op) MemBytes() int64 { return a.bytes + a.gt.ApproxBytes() + distinctBytes(a.accs) }
 
 // Bytes is the estimated memory of the groups (the state cache's measure).
 func (a *Op) Bytes() int64 { return a.bytes }
@@ -534,29 +516,25 @@ func (a *Op) Spilled() bool { return a.spilled }
 // Restored says some group's state was loaded from the state table.
 func (a *Op) Restored() bool { return a.restored }
 
-// ReemitAll makes the next barrier emit every live group as an insert
-// (an upgraded view rebuilds its rows; a global aggregate's one row).
-func (a *Op) ReemitAll() { a.reemitAll() }
-
 // OpID is the operator id its state is stored under.
 func (a *Op) OpID() uint32 { return a.id }
 
 // KeepsWatermark says the instance closes windows by the watermark, so
 // the runtime keeps its input watermark with its state.
-func (a *Op) KeepsWatermark() bool { return a.win != nil }
+func (a *Op) KeepsWatermark() bool { return a.wins.win != nil }
 
 // TakeLate returns the late rows noted since the last call.
-func (a *Op) TakeLate() []storage.LateRow { return a.late.Take() }
+func (a *Op) TakeLate() []storage.LateRow { return a.wins.late.Take() }
 
 // Push folds a chunk into the groups, dropping first the rows whose
 // window had closed at the last barrier's watermark (late).
 func (a *Op) Push(ectx *expr.Ctx, c op.Chunk, _ int) error {
-	rec, signs, dropped, err := a.dropLate(ectx, c.Rec, c.Signs(), a.wm)
+	rec, signs, dropped, err := a.wins.dropLate(ectx, a.spec.Keys, c.Rec, c.Signs())
 	if err != nil {
 		return err
 	}
-	a.lateN += dropped
-	err = a.push(ectx, rec, signs, true)
+	a.wins.lateN += dropped
+	err = a.Fold(ectx, rec, signs, true)
 	rec.Release()
 	return err
 }
@@ -565,9 +543,9 @@ func (a *Op) Push(ectx *expr.Ctx, c op.Chunk, _ int) error {
 // passed close at that barrier) and returns the rows dropped as late since
 // the last call (op.WatermarkHandler).
 func (a *Op) AdvanceWatermark(_ *expr.Ctx, wm op.Watermark) (int64, error) {
-	a.wm = wm.At
-	late := a.lateN
-	a.lateN = 0
+	a.wins.wm = wm.At
+	late := a.wins.lateN
+	a.wins.lateN = 0
 	return late, nil
 }
 
@@ -578,10 +556,17 @@ func (a *Op) AdvanceWatermark(_ *expr.Ctx, wm op.Watermark) (int64, error) {
 func (a *Op) Barrier(ectx *expr.Ctx, b *op.Barrier, w *storage.Batch) error {
 	// Windows the watermark has passed close: their groups' last changes
 	// go out now, their state is deleted with this epoch.
-	if err := a.loadClosingEvicted(a.wm); err != nil {
+	// Evicted groups whose window closes come back first, so they close
+	// with those in memory (lateevict.go).
+	if _, err := a.bringBack(a.wins.closedEvicted()); err != nil {
 		return err
 	}
-	a.markClosing(a.wm)
+	a.wins.markClosing(a.gt, a.live, func(g int32) {
+		if !a.isDirty[g] {
+			a.isDirty[g] = true
+			a.dirty = append(a.dirty, g)
+		}
+	})
 	// Idle groups expire (state.ttl): closed without a row.
 	if err := a.expireIdle(time.Now().UnixMicro(), a.ttlOf()); err != nil {
 		return err
@@ -594,7 +579,7 @@ func (a *Op) Barrier(ectx *expr.Ctx, b *op.Barrier, w *storage.Batch) error {
 		changed = len(a.dirty) > 0
 	}
 	emit := func(c op.Chunk) error { return a.out.Emit(ectx, c) }
-	if a.onWindowClose && a.win != nil {
+	if a.onWindowClose && a.wins.win != nil {
 		if err := a.closedRows(emit); err != nil {
 			return err
 		}
@@ -607,10 +592,10 @@ func (a *Op) Barrier(ectx *expr.Ctx, b *op.Barrier, w *storage.Batch) error {
 			return err
 		}
 		if !wrote {
-			a.clearValueChanges() // a snapshot holds every value: no log to keep
+			clearValueChanges(a.accs) // a snapshot holds every value: no log to keep
 		}
 	}
-	a.forgetClosing()
+	a.wins.forgetClosing(a.dropGroup)
 	a.epoch = b.Epoch + 1
 	return nil
 }

@@ -42,7 +42,7 @@ func TestAggSnapshotReuse(t *testing.T) {
 		if err := o.changesOf(true, func(c op.Chunk) error { c.Rec.Release(); return nil }); err != nil {
 			t.Fatal(err)
 		}
-		o.clearValueChanges()
+		clearValueChanges(o.accs)
 	}
 	if reused == 0 {
 		t.Fatal("no checkpoint reused the last snapshot")

@@ -24,7 +24,7 @@ import (
 // writeState writes the changed groups and values through r.
 func (o *Op) writeState(r *opkit.Writer) error {
 	ks := &o.saveKeys
-	bags := o.valueBags()
+	bags := valueBagsOf(o.accs)
 	for _, vb := range bags {
 		if vb != nil {
 			vb.SortChanges()
@@ -43,7 +43,7 @@ func (o *Op) writeState(r *opkit.Writer) error {
 			if vb == nil {
 				continue
 			}
-			if o.isClosing[k.Ref] {
+			if o.wins.isClosing[k.Ref] {
 				// A closed window's group goes with all its values: those
 				// it holds and those that left it since the last save.
 				vb.AllValues(k.Ref, func(v []byte) {
@@ -74,8 +74,8 @@ func (o *Op) writeState(r *opkit.Writer) error {
 
 // clearValueChanges empties the accumulators' logs of changed values (a
 // memory-backend job saves none).
-func (o *Op) clearValueChanges() {
-	for _, vb := range o.valueBags() {
+func clearValueChanges(accs []accum.Accum) {
+	for _, vb := range valueBagsOf(accs) {
 		if vb != nil {
 			vb.ClearChanges()
 		}
@@ -103,12 +103,12 @@ func (o *Op) Snapshot(epoch uint64) *opkit.Snapshot {
 // every group's, then its values' (valueBags; in value order if ordered,
 // which sizing does not need). key and val are valid until f returns.
 func eachAggEntry(o *Op, ordered bool, f func(g int32, key, val []byte)) {
-	bags := o.valueBags()
+	bags := valueBagsOf(o.accs)
 	var key, aux, val []byte
 	var vals []string
 	n := o.gt.Len()
 	for g := int32(0); int(g) < n; g++ {
-		if !o.live[g] || o.isClosing[g] {
+		if !o.live[g] || o.wins.isClosing[g] {
 			continue
 		}
 		if len(o.spec.Keys) > 0 && o.count.N(g) <= 0 || len(o.spec.Keys) == 0 && o.lastSave[g] == 0 && !o.restored {
@@ -143,12 +143,12 @@ func eachAggEntry(o *Op, ordered bool, f func(g int32, key, val []byte)) {
 
 // valueBags returns, per accumulator, its per-value counts or nil; nil if
 // no accumulator keeps any.
-func (o *Op) valueBags() []*accum.ValueBags {
+func valueBagsOf(accs []accum.Accum) []*accum.ValueBags {
 	var out []*accum.ValueBags
-	for i, acc := range o.accs {
+	for i, acc := range accs {
 		if vb := accum.ValuesOf(acc); vb != nil {
 			if out == nil {
-				out = make([]*accum.ValueBags, len(o.accs))
+				out = make([]*accum.ValueBags, len(accs))
 			}
 			out[i] = vb
 		}
@@ -176,22 +176,22 @@ func loadValue(o *Op, bags []*accum.ValueBags, g int32, rest, val []byte) error 
 // state table (evicted or not: one in memory is never looked up in the
 // filter) and nothing else, so groups loaded back or deleted since stop
 // costing false positives.
-func (o *Op) refillEvicted(inst, par int) func(add func(uint64)) error {
+func refillEvicted(st opkit.State, keyTs []types.T, inst, par int) func(add func(uint64)) error {
 	return func(add func(uint64)) error {
-		ds := make([]types.Datum, len(o.keyTs))
-		return o.st.Scan(func(key, _ []byte) error {
+		ds := make([]types.Datum, len(keyTs))
+		return st.Scan(func(key, _ []byte) error {
 			if len(key) == 0 || op.InstanceOf(int(key[0]), par) != inst {
 				return nil
 			}
 			rest := key[1:]
-			for c, t := range o.keyTs {
+			for c, t := range keyTs {
 				var err error
 				if ds[c], rest, err = opkit.DecodeDatum(rest, t); err != nil {
 					return err
 				}
 			}
 			if len(rest) == 0 { // a group, not one of its values
-				add(accum.HashDatums(ds, o.keyTs))
+				add(accum.HashDatums(ds, keyTs))
 			}
 			return nil
 		})
@@ -210,7 +210,7 @@ func (o *Op) prepareSave(epoch uint64) {
 	for _, g := range o.dirty {
 		o.lastSave[g] = epoch
 		ks.Add(g, func(buf []byte) []byte { return appendStateKey(o, g, buf) }, func(buf []byte) []byte {
-			if o.count.N(g) <= 0 && len(o.spec.Keys) > 0 || o.isClosing[g] {
+			if o.count.N(g) <= 0 && len(o.spec.Keys) > 0 || o.wins.isClosing[g] {
 				return buf // emptied, or its window closed: deleted
 			}
 			buf = o.count.Encode(buf, g)
@@ -384,7 +384,7 @@ func (o *Op) Load(st opkit.State, inst, par int, reemit bool) error {
 		limit = 0
 	}
 	ttl := o.ttlOf()
-	bags := o.valueBags()
+	bags := valueBagsOf(o.accs)
 	for _, vb := range bags {
 		if vb != nil {
 			// writeState writes the changed values (unless the State
@@ -392,7 +392,7 @@ func (o *Op) Load(st opkit.State, inst, par int, reemit bool) error {
 			vb.Track = o.perEpoch
 		}
 	}
-	o.evicted.Refill = o.refillEvicted(inst, par)
+	o.evicted.Refill = refillEvicted(o.st, o.keyTs, inst, par)
 	var key []byte
 	var found []int32
 	o.load = func(gids []int32) error {
@@ -460,8 +460,8 @@ func (o *Op) Load(st opkit.State, inst, par int, reemit bool) error {
 			// The rest stays in the state table until its keys come.
 			o.spilled = true
 			o.evicted.Add(accum.HashDatums(ds, o.keyTs))
-			o.noteEvictedKey(ds)
-			if ttl > 0 && o.usesTTL() {
+			o.wins.noteEvictedKey(ds)
+			if ttl > 0 && o.ttl.applies {
 				heap.Push(&o.ttl.evicted, opkit.IdleItem[[]types.Datum]{At: peekIdle(val), G: ds})
 			}
 			return nil

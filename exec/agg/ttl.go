@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"encoding/binary"
 
+	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/opkit"
 	"github.com/streamdb/streamdb/types"
 )
@@ -33,6 +34,7 @@ import (
 // aggTTL is an aggregate's expiry bookkeeping.
 type aggTTL struct {
 	on      bool     // the TTL was on at the last barrier
+	applies bool     // state.ttl applies: a grouped aggregate, not a window's
 	idle    []int64  // per group id: idle clock (µs); 0: none yet
 	gen     []uint32 // per group id: bumped when a new group takes the id
 	queued  []bool   // per group id: in queue
@@ -93,18 +95,15 @@ func peekIdle(val []byte) int64 {
 	return at
 }
 
-// usesTTL says whether state.ttl applies to the aggregate.
-func (a *Op) usesTTL() bool { return a.win == nil && len(a.spec.Keys) > 0 }
-
-// noteEvictedTTL queues evicted group g's key for expiry while the TTL is on.
-func (a *Op) noteEvictedTTL(g int32) {
-	t := &a.ttl
-	if !t.on || !a.usesTTL() {
+// noteEvicted queues evicted group g's key (nkeys columns of gt) for
+// expiry while the TTL is on.
+func (t *aggTTL) noteEvicted(gt *accum.GroupTable, nkeys int, g int32) {
+	if !t.on || !t.applies {
 		return
 	}
-	ds := make([]types.Datum, len(a.keyTs))
+	ds := make([]types.Datum, nkeys)
 	for c := range ds {
-		ds[c] = a.gt.KeyDatum(c, g)
+		ds[c] = gt.KeyDatum(c, g)
 	}
 	heap.Push(&t.evicted, opkit.IdleItem[[]types.Datum]{At: t.idle[g], G: ds})
 }
@@ -114,7 +113,7 @@ func (a *Op) noteEvictedTTL(g int32) {
 // (0: off). Called after markClosing, before prepareSave.
 func (a *Op) expireIdle(now, ttl int64) error {
 	t := &a.ttl
-	if !a.usesTTL() {
+	if !t.applies {
 		return nil
 	}
 	for _, g := range a.dirty {
@@ -168,11 +167,11 @@ func (a *Op) expireIdle(now, ttl int64) error {
 			continue
 		}
 		t.queued[g] = false
-		if a.isClosing[g] {
+		if a.wins.isClosing[g] {
 			continue
 		}
-		a.closing = append(a.closing, g)
-		a.isClosing[g] = true
+		a.wins.closing = append(a.wins.closing, g)
+		a.wins.isClosing[g] = true
 		if !a.isDirty[g] {
 			a.isDirty[g] = true
 			a.dirty = append(a.dirty, g)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/streamdb/streamdb/exec/accum"
 	"github.com/streamdb/streamdb/exec/expr"
 	"github.com/streamdb/streamdb/exec/op"
 	"github.com/streamdb/streamdb/exec/opkit"
@@ -19,18 +20,35 @@ import (
 // late, dropped and counted. The same test on both sides makes closing
 // exact: no row can reach a closed group.
 
+// windows is a window aggregate's closing by the watermark: which group
+// key closes its groups (win, windowagg.go; nil: not a window aggregate),
+// the groups closing at the current barrier (closing; isClosing by
+// group), the evicted groups indexed by window so they close too
+// (lateevict.go), the input watermark of the last barrier (wm,
+// AdvanceWatermark) and the late rows dropped since (lateN; logged in
+// late under job.late_rows = 'record').
+type windows struct {
+	win         *opkit.WindowClose
+	closing     []int32
+	isClosing   []bool
+	late        *opkit.LateLog
+	evictedWins evictedWindows
+	wm          int64
+	lateN       int64
+}
+
 // dropLate removes from rec (and signs) the rows whose window had closed
-// at watermark wm; it returns the rows kept (rec itself if all are) and
+// at the last barrier's watermark (keys: the aggregate's group keys); it returns the rows kept (rec itself if all are) and
 // how many late rows it dropped. It owns rec. A HOP window's row is
 // counted (and noted) only if it is its row's last window: the others
 // are dropped silently, the row being late once, when all its windows
 // are closed.
-func (a *Op) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm int64) (arrow.RecordBatch, []int8, int64, error) {
-	w := a.win
+func (ws *windows) dropLate(ectx *expr.Ctx, keys []expr.Expr, rec arrow.RecordBatch, signs []int8) (arrow.RecordBatch, []int8, int64, error) {
+	w, wm := ws.win, ws.wm
 	if w == nil || wm == op.NoWatermark {
 		return rec, signs, 0, nil
 	}
-	col, err := expr.Eval(ectx, a.spec.Keys[w.Key], rec)
+	col, err := expr.Eval(ectx, keys[w.Key], rec)
 	if err != nil {
 		rec.Release()
 		return nil, nil, 0, err
@@ -53,7 +71,7 @@ func (a *Op) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm in
 			}
 			if w.Hop == nil || w.Hop.IsLast(hopTS, i, end) {
 				late++
-				a.late.Note(rec, i, end, wm+w.Shift)
+				ws.late.Note(rec, i, end, wm+w.Shift)
 			}
 			if keep == nil {
 				keep = make([]int, 0, n)
@@ -82,41 +100,39 @@ func (a *Op) dropLate(ectx *expr.Ctx, rec arrow.RecordBatch, signs []int8, wm in
 	return out, signs, late, nil
 }
 
-// markClosing finds the groups in memory whose window ended at or before
-// wm and marks them changed and closing: prepareSave then deletes their
-// state, and forgetClosing drops them once their last changes are out.
-func (a *Op) markClosing(wm int64) {
-	w := a.win
-	a.closing = a.closing[:0]
+// markClosing finds the groups in memory (live, in gt) whose window ended
+// at or before the last barrier's watermark and marks them closing, and
+// changed through changed: prepareSave then deletes their state, and
+// forgetClosing drops them once their last changes are out.
+func (ws *windows) markClosing(gt *accum.GroupTable, live []bool, changed func(g int32)) {
+	w, wm := ws.win, ws.wm
+	ws.closing = ws.closing[:0]
 	if w == nil || wm == op.NoWatermark {
 		return
 	}
-	for g := 0; g < a.gt.Len(); g++ {
+	for g := 0; g < gt.Len(); g++ {
 		gid := int32(g)
-		if !a.live[gid] {
+		if !live[gid] {
 			continue
 		}
-		d := a.gt.KeyDatum(w.Key, gid)
+		d := gt.KeyDatum(w.Key, gid)
 		if d.Null || !w.Closed(d.I, wm) {
 			continue
 		}
-		a.closing = append(a.closing, gid)
-		a.isClosing[gid] = true
-		if !a.isDirty[gid] {
-			a.isDirty[gid] = true
-			a.dirty = append(a.dirty, gid)
-		}
+		ws.closing = append(ws.closing, gid)
+		ws.isClosing[gid] = true
+		changed(gid)
 	}
 }
 
-// forgetClosing drops the closed groups from memory (their state was
-// deleted with the epoch that closed them).
-func (a *Op) forgetClosing() {
-	for _, g := range a.closing {
-		a.dropGroup(g)
-		a.isClosing[g] = false
+// forgetClosing drops the closed groups from memory through drop (their
+// state was deleted with the epoch that closed them).
+func (ws *windows) forgetClosing(drop func(g int32)) {
+	for _, g := range ws.closing {
+		drop(g)
+		ws.isClosing[g] = false
 	}
-	a.closing = a.closing[:0]
+	ws.closing = ws.closing[:0]
 }
 
 // dropGroup frees group g's memory: its key, accumulators and last output
@@ -142,11 +158,11 @@ func (a *Op) closedRows(emit func(op.Chunk) error) error {
 		a.isDirty[g] = false
 	}
 	a.dirty, a.byID = a.dirty[:0], a.byID[:0]
-	if len(a.closing) == 0 {
+	if len(a.wins.closing) == 0 {
 		return nil
 	}
-	ids := slices.Clone(a.closing)
-	k := a.win.Key
+	ids := slices.Clone(a.wins.closing)
+	k := a.wins.win.Key
 	slices.SortFunc(ids, func(x, y int32) int {
 		dx, dy := a.gt.KeyDatum(k, x), a.gt.KeyDatum(k, y)
 		switch {

@@ -42,7 +42,7 @@ const sideRankBytes = 1 << 20
 // sideRank is side s of g's rank for eviction (opkit.EvictAges: higher
 // goes first), with the bytes evicting it frees: rank 0 for a side in use,
 // else its age times its bytes on a log scale of four steps per doubling.
-func (o *Op) sideRank(g *joinGroup, s int) (int, int64) {
+func (ks *store) sideRank(g *joinGroup, s int) (int, int64) {
 	var n int64
 	for _, r := range g.rows[s] {
 		n += joinRowBytes + int64(len(r.enc))
@@ -51,7 +51,7 @@ func (o *Op) sideRank(g *joinGroup, s int) (int, int64) {
 	if len(g.rows[1-s]) == 0 { // the group goes with it
 		freed += joinGroupBytes + int64(len(g.key))
 	}
-	age := opkit.EvictAgeOf(o.tick, g.need[s])
+	age := opkit.EvictAgeOf(ks.tick, g.need[s])
 	if age < sideHotAge {
 		return 0, freed
 	}
@@ -67,25 +67,25 @@ func (o *Op) sideRank(g *joinGroup, s int) (int, int64) {
 // evictSides (inner joins) drops the rows of committed groups' sides, the
 // highest ranked first, until the estimate is at most target bytes; a
 // group left with no rows in memory goes too (evictGroup).
-func (o *Op) evictSides(committed uint64, target int64) {
+func (ks *store) evictSides(committed uint64, target int64) {
 	evictable := func(k string, g *joinGroup) bool { return g.saved <= committed && k != nullKey }
 	var ranks opkit.EvictAges
-	for k, g := range o.groups {
+	for k, g := range ks.groups {
 		if !evictable(k, g) {
 			continue
 		}
 		for s := range g.rows {
 			if len(g.rows[s]) > 0 {
-				r, freed := o.sideRank(g, s)
+				r, freed := ks.sideRank(g, s)
 				g.rank[s] = uint8(r)
 				ranks.Add(r, freed)
 			}
 		}
 	}
-	cut := ranks.Cut(o.bytes - target)
+	cut := ranks.Cut(ks.bytes - target)
 	for _, above := range []bool{true, false} {
-		for k, g := range o.groups {
-			if !above && o.bytes <= target {
+		for k, g := range ks.groups {
+			if !above && ks.bytes <= target {
 				return
 			}
 			if !evictable(k, g) {
@@ -95,8 +95,8 @@ func (o *Op) evictSides(committed uint64, target int64) {
 				if len(g.rows[s]) == 0 {
 					continue
 				}
-				if r := int(g.rank[s]); above && r > cut || !above && r == cut && o.bytes > target {
-					o.evictSide(k, g, s)
+				if r := int(g.rank[s]); above && r > cut || !above && r == cut && ks.bytes > target {
+					ks.evictSide(k, g, s)
 				}
 			}
 		}
@@ -107,16 +107,16 @@ func (o *Op) evictSides(committed uint64, target int64) {
 // memory: the side becomes partial, its key and rows go into the filters
 // a later read back asks (evicted, rowsOut), and the group goes if it has
 // no rows left in memory.
-func (o *Op) evictSide(k string, g *joinGroup, s int) {
+func (ks *store) evictSide(k string, g *joinGroup, s int) {
 	for _, r := range g.rows[s] {
-		o.rowsOut[s].Add(rowHash(g.key, r.enc))
-		o.bytes -= joinRowBytes + int64(len(r.enc))
+		ks.rowsOut[s].Add(rowHash(g.key, r.enc))
+		ks.bytes -= joinRowBytes + int64(len(r.enc))
 	}
-	o.evicted[s].Add(g.hash)
+	ks.evicted[s].Add(g.hash)
 	g.rows[s], g.idx[s] = nil, nil
 	g.partial[s] = true
-	o.spilled = true
+	ks.spilled = true
 	if len(g.rows[1-s]) == 0 {
-		o.evictGroup(k, g)
+		ks.evictGroup(k, g)
 	}
 }

@@ -19,31 +19,31 @@ import (
 // no row used for longest, and keeps those used in the last epochs (the hot
 // keys), whatever the map's order (exec/rank does the same with its partitions).
 func TestJoinEvictsColdGroupsFirst(t *testing.T) {
-	o := &Op{groups: map[string]*joinGroup{}, evictedN: new(atomic.Int64)}
+	o := &Op{store: store{groups: map[string]*joinGroup{}, evictedN: new(atomic.Int64), lazy: true}}
 	const n = 1000
 	for i := range n {
 		k := fmt.Sprintf("k%04d", i)
 		g := &joinGroup{key: k, used: uint64(i % 10), hash: uint64(i)}
 		g.need[0] = g.used
 		g.insert(0, joinRow{enc: "row" + k, count: 1})
-		o.groups[k] = g
-		o.bytes += o.groupBytes(g)
+		o.store.groups[k] = g
+		o.store.bytes += o.store.groupBytes(g)
 	}
-	o.tick = 10
-	o.budget = o.bytes / 2 // evicts to 40 %: the groups used at ticks 0–5
-	o.evict(^uint64(0))
-	if o.bytes > o.budget*8/10 {
-		t.Fatalf("%d bytes left against a target of %d", o.bytes, o.budget*8/10)
+	o.store.tick = 10
+	o.store.budget = o.store.bytes / 2 // evicts to 40 %: the groups used at ticks 0–5
+	o.store.evict(^uint64(0))
+	if o.store.bytes > o.store.budget*8/10 {
+		t.Fatalf("%d bytes left against a target of %d", o.store.bytes, o.store.budget*8/10)
 	}
-	for k, g := range o.groups {
+	for k, g := range o.store.groups {
 		if g.used < 6 {
 			t.Errorf("group %s used at tick %d kept while older ones went", k, g.used)
 		}
 	}
-	if len(o.groups) < 3*n/10 {
-		t.Errorf("%d groups left: hot groups evicted", len(o.groups))
+	if len(o.store.groups) < 3*n/10 {
+		t.Errorf("%d groups left: hot groups evicted", len(o.store.groups))
 	}
-	for _, g := range o.groups {
+	for _, g := range o.store.groups {
 		if g.rows[0][0].enc != "row"+g.key {
 			t.Fatalf("row of %s is %q after the first spill", g.key, g.rows[0][0].enc)
 		}
@@ -118,10 +118,10 @@ func TestLookupJoinOp(t *testing.T) {
 	push(0, op.Chunk{Rec: opkittest.KVRecord([][2]int64{{2, 200}, {3, 301}, {1, 101}})})
 	barrier(2)
 	check("barrier 2", "1 101 1 11", "2 200 NULL NULL", "3 301 3 30")
-	if n := len(jo.groups); n != 2 {
+	if n := len(jo.store.groups); n != 2 {
 		t.Errorf("the join holds %d groups, want the right side's 2", n)
 	}
-	for _, g := range jo.groups {
+	for _, g := range jo.store.groups {
 		if len(g.rows[0]) != 0 {
 			t.Errorf("the join kept %d left rows of a group", len(g.rows[0]))
 		}
@@ -208,7 +208,7 @@ func TestJoinValue(t *testing.T) {
 // of auctions already matched (many rows, never matched against again) go,
 // and a bid of the auction then finds it in memory, no read back.
 func TestInnerJoinEvictsSidesBySize(t *testing.T) {
-	o := &Op{groups: map[string]*joinGroup{}, evictedN: new(atomic.Int64)}
+	o := &Op{store: store{groups: map[string]*joinGroup{}, evictedN: new(atomic.Int64), lazy: true}}
 	const n = 200
 	for i := range n {
 		k := fmt.Sprintf("k%04d", i)
@@ -221,26 +221,26 @@ func TestInnerJoinEvictsSidesBySize(t *testing.T) {
 			}
 			g.need[1] = 5
 		}
-		o.groups[k] = g
-		o.bytes += o.groupBytes(g)
+		o.store.groups[k] = g
+		o.store.bytes += o.store.groupBytes(g)
 	}
-	o.tick = 10
-	o.budget = o.bytes / 2
-	o.evict(^uint64(0))
-	if o.bytes > o.budget*8/10 {
-		t.Fatalf("%d bytes left against a target of %d", o.bytes, o.budget*8/10)
+	o.store.tick = 10
+	o.store.budget = o.store.bytes / 2
+	o.store.evict(^uint64(0))
+	if o.store.bytes > o.store.budget*8/10 {
+		t.Fatalf("%d bytes left against a target of %d", o.store.bytes, o.store.budget*8/10)
 	}
-	if len(o.groups) != n {
-		t.Fatalf("%d groups of %d left: whole groups evicted", len(o.groups), n)
+	if len(o.store.groups) != n {
+		t.Fatalf("%d groups of %d left: whole groups evicted", len(o.store.groups), n)
 	}
-	for k, g := range o.groups {
+	for k, g := range o.store.groups {
 		if len(g.rows[0]) != 1 || g.partial[0] {
 			t.Errorf("group %s: the auction side (one row) was evicted", k)
 		}
 		if len(g.rows[1]) > 0 && !g.partial[1] && len(g.rows[1]) != 20 {
 			t.Errorf("group %s: %d bid rows, not partial", k, len(g.rows[1]))
 		}
-		if g.partial[1] && (!o.evicted[1].MayContain(g.hash) || !o.rowsOut[1].MayContain(rowHash(k, fmt.Sprintf("bid%s-00", k)))) {
+		if g.partial[1] && (!o.store.evicted[1].MayContain(g.hash) || !o.store.rowsOut[1].MayContain(rowHash(k, fmt.Sprintf("bid%s-00", k)))) {
 			t.Errorf("group %s: evicted bids not in the filters", k)
 		}
 	}

@@ -97,7 +97,7 @@ func TestInnerJoinReadsBackOneSide(t *testing.T) {
 				}
 			}
 		}
-		for _, g := range jo.groups {
+		for _, g := range jo.store.groups {
 			if g.partial[0] || g.partial[1] {
 				partials++
 			}
@@ -112,8 +112,8 @@ func TestInnerJoinReadsBackOneSide(t *testing.T) {
 		committed.Store(epoch)
 	}
 	drain()
-	if jo.evictedN.Load() == 0 || partials == 0 {
-		t.Fatalf("nothing evicted (%d) or read back partly (%d): the test did not test", jo.evictedN.Load(), partials)
+	if jo.store.evictedN.Load() == 0 || partials == 0 {
+		t.Fatalf("nothing evicted (%d) or read back partly (%d): the test did not test", jo.store.evictedN.Load(), partials)
 	}
 	want := map[[4]int64]int64{}
 	for l, lc := range model[0] {

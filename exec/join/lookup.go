@@ -39,7 +39,7 @@ func (l *lookupJoin) hold(o *Op, c op.Chunk) {
 	n := int64(storage.PaddedBufferBytes(c.Rec, 0))
 	l.pending = append(l.pending, c)
 	l.bytes += n
-	o.bytes += n
+	o.store.bytes += n
 	o.ReportBytes()
 }
 
@@ -56,7 +56,7 @@ func (l *lookupJoin) flush(ectx *expr.Ctx, o *Op) error {
 		l.pending[i] = op.Chunk{}
 	}
 	l.pending = l.pending[:0]
-	o.bytes -= l.bytes
+	o.store.bytes -= l.bytes
 	l.bytes = 0
 	return err
 }

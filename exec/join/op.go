@@ -1,13 +1,7 @@
 package join
 
 import (
-	"bytes"
-	"cmp"
 	"encoding/binary"
-	"hash/maphash"
-	"slices"
-	"strings"
-	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -33,8 +27,6 @@ import (
 // that changed. Match counts are recomputed at load, from the rows in
 // state plus the matches a row keeps of partners freed by the watermark.
 type Op struct {
-	// snap is the last snapshot, kept while nothing changes (memory backend).
-	st    opkit.State // its state, whichever backend holds it
 	spec  *Spec
 	op    uint32
 	ts    [2][]types.T
@@ -44,15 +36,12 @@ type Op struct {
 	// deferEvict: Load keeps every group until the first barrier (DeferEviction).
 	deferEvict bool
 	preserve   [2]bool
-	groups     map[string]*joinGroup
-	// dirty lists the rows changed in the epoch (joinRow.dirty marks them;
-	// a row removed and added again may be listed twice).
-	dirty   []joinDirty
-	out     op.Outlet
-	buf     *opkit.RowsOut
-	keyEnc  opkit.RowEncoder
-	rowEnc  opkit.RowEncoder
-	keyCols []arrow.Array
+	store      store // both sides' rows by key, and their eviction (store.go)
+	out        op.Outlet
+	buf        *opkit.RowsOut
+	keyEnc     opkit.RowEncoder
+	rowEnc     opkit.RowEncoder
+	keyCols    []arrow.Array
 	// per push, reused: each row's group at the start of the batch
 	rowGroups []*joinGroup
 	// candidate pairs of a push, reused
@@ -60,45 +49,10 @@ type Op struct {
 	qenc []string
 	qrow []*joinRow
 
-	// The state cache (durable jobs): once bytes passes budget, groups
-	// whose state is committed are evicted at a barrier, their key hashes
-	// go into evicted, and a row whose key may be there reads its group
-	// back from the state table before it is matched.
-	bytes    int64
-	reported int64 // bytes as last added to the job's opBytes
-	// What the runtime shares with its operators (Node).
-	committed         *atomic.Uint64
-	opBytes, evictedN *atomic.Int64
-	ttlOf             func() int64
-	budget            int64
-	spilled           bool
-	// evicted[s] holds the key hashes of groups evicted with rows of side
-	// s (an inner join reads back a side only if its filter may hold the
-	// key); other joins add every evicted key to evicted[0].
-	evicted [2]opkit.EvictedFilter
-	// rowsOut[s] (inner joins) holds the hashes of side s's rows that
-	// left memory with their group: a row of a partial side not there has
-	// no stored count to read (rowHash).
-	rowsOut [2]opkit.EvictedFilter
-	// tick counts the barriers; a group notes it when a row uses it
-	// (evictage.go: the groups used longest ago are evicted first).
-	tick uint64
-	// emptied (once spilled): keys whose group left memory emptied (its
-	// rows retracted, freed or expired) in an epoch not yet committed, by
-	// that epoch (0: the current one). That epoch's batch deletes their
-	// rows, so until it commits the state table still has them, and the
-	// key is not read back: its group is known to be empty.
-	emptied    map[string]uint64
-	emptiedNow []string
-	emptiedQ   []emptiedKey
-
-	// cur reads evicted groups back through one iterator per epoch: made
-	// at the first read, closed at the barrier before eviction.
-	cur opkit.Cursor
-
-	ttl joinTTL    // state.ttl (ttl.go)
-	lk  lookupJoin // a lookup join's left rows waiting for the barrier (lookupjoin.go)
-	tw  joinWM     // interval and window joins freed by watermark (intervaljoin.go)
+	ttlOf func() int64
+	ttl   joinTTL    // state.ttl (ttl.go)
+	lk    lookupJoin // a lookup join's left rows waiting for the barrier (lookupjoin.go)
+	tw    joinWM     // interval and window joins freed by watermark (intervaljoin.go)
 }
 
 // joinRowBytes and joinGroupBytes estimate the memory of a stored row and
@@ -233,8 +187,9 @@ type joinRef struct {
 // gives the instance. A durable job's instance then loads its state (Load).
 func New(spec *Spec, nd Node) *Op {
 	s := spec
-	o := &Op{spec: s, op: nd.ID, groups: map[string]*joinGroup{}, st: nd.State, out: nd.Out, budget: nd.Budget,
-		committed: nd.Committed, opBytes: nd.Bytes, evictedN: nd.Evicted, ttlOf: nd.TTL}
+	o := &Op{spec: s, op: nd.ID, out: nd.Out, ttlOf: nd.TTL}
+	o.store = store{groups: map[string]*joinGroup{}, st: nd.State, budget: nd.Budget,
+		committed: nd.Committed, opBytes: nd.Bytes, evictedN: nd.Evicted}
 	o.ts = [2][]types.T{s.LeftTs, s.RightTs}
 	o.keys = [2][]expr.Expr{s.LeftKeys, s.RightKeys}
 	o.outTs = s.OutTs
@@ -242,11 +197,16 @@ func New(spec *Spec, nd Node) *Op {
 	o.preserve = [2]bool{s.Kind == Left || s.Kind == Full, s.Kind == Right || s.Kind == Full}
 	o.tw.wm = op.NoWatermark
 	o.lk.on = s.Lookup
+	o.ttl.never = s.Lookup
 	if o.tw.spec = s.Time; o.tw.spec != nil && o.lk.on {
 		o.tw.spec = nil
 	}
 	if o.tw.spec != nil {
 		o.tw.logs = nd.Late
+	}
+	o.store.lazy = !o.semi && !o.preserve[0] && !o.preserve[1] && o.tw.spec == nil && !o.lk.on
+	if o.semi || o.preserve[0] || o.preserve[1] {
+		o.store.recount = func(ectx *expr.Ctx, g *joinGroup) error { return o.pairs(ectx, g, countMatches) }
 	}
 	return o
 }
@@ -350,15 +310,15 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 	for i := 0; i < n; i++ {
 		var g *joinGroup
 		if !isNull(i) {
-			g = o.groups[opkit.BytesView(o.keyEnc.Row(i))]
-			if g == nil && o.spilled && o.readable(opkit.BytesView(o.keyEnc.Row(i))) {
+			g = o.store.groups[opkit.BytesView(o.keyEnc.Row(i))]
+			if g == nil && o.store.spilled && o.store.readable(opkit.BytesView(o.keyEnc.Row(i))) {
 				var err error
-				if g, err = o.readBack(ectx, string(o.keyEnc.Row(i)), h[i], side); err != nil {
+				if g, err = o.store.readBack(ectx, string(o.keyEnc.Row(i)), h[i], side); err != nil {
 					return 0, err
 				}
 			}
 			if g != nil && g.partial[other] {
-				if err := o.loadSide(g, other); err != nil {
+				if err := o.store.loadSide(g, other); err != nil {
 					return 0, err
 				}
 			}
@@ -367,7 +327,7 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 		if g == nil {
 			continue
 		}
-		g.need[other] = o.tick
+		g.need[other] = o.store.tick
 		for k := range g.rows[other] {
 			q := &g.rows[other][k] // the other side's rows do not move in this push
 			pi, qenc, qrow = append(pi, i), append(qenc, q.enc), append(qrow, q)
@@ -390,7 +350,7 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 			s = int64(c.Ops[i].Sign())
 		}
 		enc := o.rowEnc.RowString(i)
-		if c.Ops != nil || o.spilled {
+		if c.Ops != nil || o.store.spilled {
 			// Rows that may go again get their own copy, so a row kept
 			// does not keep its batch's other rows alive; so do all rows
 			// once the state spills, or the rows left in memory would keep
@@ -477,30 +437,30 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 		g := groups[i]
 		switch {
 		case key == nullKey:
-			g = o.groups[nullKey]
+			g = o.store.groups[nullKey]
 		case g == nil || g.gone:
 			// Made or removed by an earlier row of this batch.
-			g = o.groups[opkit.BytesView(o.keyEnc.Row(i))]
+			g = o.store.groups[opkit.BytesView(o.keyEnc.Row(i))]
 		}
 		if g == nil {
 			if key == "" {
 				key = string(o.keyEnc.Row(i))
 			}
 			g = &joinGroup{kg: byte(op.KeyGroup(h[i])), key: key, hash: h[i]}
-			o.groups[key] = g
-			o.bytes += joinGroupBytes + int64(len(key))
+			o.store.groups[key] = g
+			o.store.bytes += joinGroupBytes + int64(len(key))
 		}
-		o.touch(g)
-		g.used = o.tick
+		o.ttl.touch(g)
+		g.used = o.store.tick
 		var r *joinRow
 		at := g.find(side, enc)
 		if at < 0 {
 			at = len(g.rows[side])
 			if at == 0 {
-				g.need[side] = o.tick
+				g.need[side] = o.store.tick
 			}
 			r = g.insert(side, joinRow{enc: enc, matches: matched, delta: g.partial[side]})
-			o.bytes += joinRowBytes + int64(len(enc))
+			o.store.bytes += joinRowBytes + int64(len(enc))
 			if tcol != nil && tcol.IsValid(i) {
 				o.noteExpiry(g, side, enc, tcol.Value(i))
 			}
@@ -511,13 +471,13 @@ func (o *Op) pushRows(ectx *expr.Ctx, c op.Chunk, side int) (int, error) {
 		g.clockRow = r.count > 0
 		if !r.dirty {
 			r.dirty = true
-			o.dirty = append(o.dirty, joinDirty{g: g, side: side, enc: enc})
+			o.store.dirty = append(o.store.dirty, joinDirty{g: g, side: side, enc: enc})
 		}
 		if r.count <= 0 && !g.partial[side] {
 			g.remove(side, at)
-			o.bytes -= joinRowBytes + int64(len(enc))
+			o.store.bytes -= joinRowBytes + int64(len(enc))
 			if len(g.rows[0]) == 0 && len(g.rows[1]) == 0 {
-				o.dropEmpty(g)
+				o.store.dropEmpty(g)
 			}
 		}
 		if o.buf.N >= 16<<10 {
@@ -579,455 +539,41 @@ func (o *Op) Barrier(ectx *expr.Ctx, b *op.Barrier, w *storage.Batch) error {
 	if err := o.freeByWatermark(ectx); err != nil {
 		return err
 	}
-	o.stampClocks()
+	o.store.stampClocks(&o.ttl)
 	if w != nil {
-		for _, d := range o.dirty {
+		for _, d := range o.store.dirty {
 			d.g.saved = b.Epoch
 		}
 	}
-	wrote, err := o.st.Commit(w, b, len(o.dirty) > 0, o.ttl.on, o.writeDirty, o.Snapshot)
-	if cerr := o.closeCursor(); err == nil {
+	wrote, err := o.store.st.Commit(w, b, len(o.store.dirty) > 0, o.ttl.on, func(w *opkit.Writer) error { return o.store.writeDirty(w, o.ttl.on) }, o.Snapshot)
+	if cerr := o.store.closeCursor(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
 	if !wrote { // writeDirty clears the rows' flags as it writes them
-		for _, d := range o.dirty {
+		for _, d := range o.store.dirty {
 			if i := d.g.find(d.side, d.enc); i >= 0 {
 				d.g.rows[d.side][i].dirty = false
 			}
 		}
 	}
-	clear(o.dirty)
-	o.dirty = o.dirty[:0]
+	clear(o.store.dirty)
+	o.store.dirty = o.store.dirty[:0]
 	if w != nil {
-		o.settleEmptied(b.Epoch, o.committed.Load())
-		o.evict(o.committed.Load())
+		o.store.settleEmptied(b.Epoch, o.store.committed.Load())
+		o.store.evict(o.store.committed.Load())
 	}
-	o.tick++
+	o.store.tick++
 	o.ReportBytes()
 	return nil
 }
 
-// dropEmpty removes group g, whose rows are all gone, from memory.
-func (o *Op) dropEmpty(g *joinGroup) {
-	o.bytes -= joinGroupBytes + int64(len(g.key))
-	delete(o.groups, g.key)
-	g.gone = true
-	if o.spilled {
-		if o.emptied == nil {
-			o.emptied = map[string]uint64{}
-		}
-		o.emptied[g.key] = 0
-		o.emptiedNow = append(o.emptiedNow, g.key)
-	}
-}
-
-// readable says whether key's group may be read back from the state table.
-func (o *Op) readable(key string) bool {
-	_, ok := o.emptied[key]
-	return !ok
-}
-
-// settleEmptied, at the barrier of epoch, dates the keys emptied in the
-// epoch and forgets those emptied in epochs committed since.
-func (o *Op) settleEmptied(epoch, committed uint64) {
-	for _, k := range o.emptiedNow {
-		if o.emptied[k] == 0 {
-			o.emptied[k] = epoch
-			o.emptiedQ = append(o.emptiedQ, emptiedKey{epoch: epoch, key: k})
-		}
-	}
-	clear(o.emptiedNow)
-	o.emptiedNow = o.emptiedNow[:0]
-	n := 0
-	for ; n < len(o.emptiedQ) && o.emptiedQ[n].epoch <= committed; n++ {
-		e := o.emptiedQ[n]
-		if o.emptied[e.key] == e.epoch {
-			delete(o.emptied, e.key)
-		}
-	}
-	if n > 0 {
-		m := copy(o.emptiedQ, o.emptiedQ[n:])
-		clear(o.emptiedQ[m:])
-		o.emptiedQ = o.emptiedQ[:m]
-	}
-}
-
 // ReportBytes adds the change of the join's state size to the job's opBytes.
 func (o *Op) ReportBytes() {
-	o.opBytes.Add(o.bytes - o.reported)
-	o.reported = o.bytes
-}
-
-// evict drops groups whose state is committed (at or before epoch
-// committed), those used longest ago first (evictage.go), until the
-// estimate is below 80 % of the budget. It is called at a barrier, after
-// the epoch's rows are written: a group changed in the epoch is not
-// committed yet, so it stays.
-func (o *Op) evict(committed uint64) {
-	if o.budget <= 0 || o.bytes <= o.budget {
-		return
-	}
-	target := o.budget * 8 / 10
-	if !o.spilled {
-		defer func() {
-			if o.spilled { // the first groups went: own the strings of those kept, once
-				o.ownRows()
-			}
-		}()
-	}
-	if o.lazy() {
-		o.evictSides(committed, target)
-		return
-	}
-	opkit.EvictOldest(o.groups, o.tick, o.bytes-target,
-		func(k string, g *joinGroup) bool { return g.saved <= committed && k != nullKey },
-		func(g *joinGroup) uint64 { return g.used }, o.groupBytes, o.evictGroup,
-		func() bool { return o.bytes <= target })
-}
-
-// ownRows, when the join first spills, gives every row left in memory its
-// own string. Until then a row shares one string per input batch (pushRows),
-// and the rows kept would keep alive the batches of the rows evicted: the
-// join held twice its share of the state cache (Nexmark q9 at 3M events,
-// 99 MB of batch strings against a 128 MB share). Rows stored after this
-// get their own copy as they come.
-func (o *Op) ownRows() {
-	for _, g := range o.groups {
-		for side := range g.rows {
-			rows := g.rows[side]
-			for i := range rows {
-				rows[i].enc = strings.Clone(rows[i].enc)
-			}
-			if m := g.idx[side]; m != nil {
-				clear(m)
-				for i := range rows {
-					m[rows[i].enc] = int32(i)
-				}
-			}
-		}
-	}
-}
-
-// groupBytes is the estimated memory of group g and its rows.
-func (o *Op) groupBytes(g *joinGroup) int64 {
-	n := joinGroupBytes + int64(len(g.key))
-	for side := range g.rows {
-		for _, r := range g.rows[side] {
-			n += joinRowBytes + int64(len(r.enc))
-		}
-	}
-	return n
-}
-
-// evictGroup drops group g (key k), committed, from memory: its key may be
-// read back from the state table.
-func (o *Op) evictGroup(k string, g *joinGroup) {
-	o.bytes -= o.groupBytes(g)
-	delete(o.groups, k)
-	switch {
-	case !o.lazy():
-		o.evicted[0].Add(g.hash)
-	default:
-		for side := range g.rows {
-			if len(g.rows[side]) > 0 || g.partial[side] {
-				o.evicted[side].Add(g.hash)
-			}
-			for _, r := range g.rows[side] {
-				o.rowsOut[side].Add(rowHash(g.key, r.enc))
-			}
-		}
-	}
-	g.gone, g.evicted = true, true
-	g.rows, g.idx = [2][]joinRow{}, [2]map[string]int32{} // the watermark's entries may keep g
-	o.spilled = true
-	o.evictedN.Add(1)
-}
-
-// rowHash is the hash of a row (enc) of group key, for rowsOut.
-func rowHash(key, enc string) uint64 {
-	var h maphash.Hash
-	h.SetSeed(rowSeed)
-	h.WriteString(key)
-	h.WriteString(enc)
-	return h.Sum64()
-}
-
-var rowSeed = maphash.MakeSeed()
-
-// lazy says whether a row reading its group back needs only the other
-// side's rows: an inner join keeps no match counts, so a row of one side
-// is matched against the other side's rows and stored beside its own
-// side's without reading them (they are read when a row of the other
-// side comes: loadSide). Joins freed by watermark and lookup joins read
-// both sides.
-func (o *Op) lazy() bool {
-	return !o.semi && !o.preserve[0] && !o.preserve[1] && o.tw.spec == nil && !o.lk.on
-}
-
-// cursor is the epoch's reader of the state table.
-func (o *Op) cursor() opkit.Cursor {
-	if o.cur == nil {
-		o.cur = opkit.CursorOf(o.st)
-	}
-	return o.cur
-}
-
-// closeCursor lets the epoch's reader go (at a barrier: a later read
-// sees what the barrier committed).
-func (o *Op) closeCursor() error {
-	if o.cur == nil {
-		return nil
-	}
-	err := o.cur.Close()
-	o.cur = nil
-	return err
-}
-
-// sidePrefix is the state key prefix of side's rows of group key.
-func sidePrefix(b []byte, kg byte, side int, key string) []byte {
-	b = binary.AppendUvarint(append(b[:0], kg, byte(side)), uint64(len(key)))
-	return append(b, key...)
-}
-
-// loadSide reads side's rows of g, a partial side, from the state table
-// and resolves the rows changed since: a delta adds to the stored count,
-// a resolved count replaces it; rows left at zero go.
-func (o *Op) loadSide(g *joinGroup, side int) error {
-	prefix := sidePrefix(nil, g.kg, side, g.key)
-	err := o.cursor().ScanPrefix(prefix, func(k, v []byte) error {
-		count, _, clock, err := decodeJoinValue(v)
-		if err != nil {
-			return err
-		}
-		g.idle = max(g.idle, clock)
-		enc := k[len(prefix):]
-		if i := g.find(side, opkit.BytesView(enc)); i >= 0 {
-			if r := &g.rows[side][i]; r.delta {
-				r.count += count
-				r.delta = false
-			}
-			return nil
-		}
-		e := string(enc)
-		g.insert(side, joinRow{enc: e, count: count})
-		o.bytes += joinRowBytes + int64(len(e))
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	g.partial[side] = false
-	for i := len(g.rows[side]) - 1; i >= 0; i-- {
-		r := &g.rows[side][i]
-		r.delta = false
-		if r.count <= 0 {
-			o.bytes -= joinRowBytes + int64(len(r.enc))
-			g.remove(side, i)
-		}
-	}
-	return nil
-}
-
-// complete reads back g's partial sides.
-func (o *Op) complete(g *joinGroup) error {
-	for side := range g.partial {
-		if g.partial[side] {
-			if err := o.loadSide(g, side); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// readBack reads back, for a row of side, the group of key, not in
-// memory, if the state table may have rows of it (nil if not). An inner
-// join reads the other side's rows only, and only if a group of the key
-// was evicted with rows of that side; its own side is partial if a group
-// was evicted with rows of it (and nothing is read if the other side's
-// filter does not hold the key).
-func (o *Op) readBack(ectx *expr.Ctx, key string, h uint64, side int) (*joinGroup, error) {
-	kg := byte(op.KeyGroup(h))
-	if !o.lazy() {
-		if !o.evicted[0].MayContain(h) {
-			return nil, nil
-		}
-		return o.reload(ectx, key, kg, h, -1)
-	}
-	other, own := o.evicted[1-side].MayContain(h), o.evicted[side].MayContain(h)
-	switch {
-	case other:
-		g, err := o.reload(ectx, key, kg, h, 1-side)
-		if g != nil {
-			g.partial[side] = own
-		}
-		return g, err
-	case own:
-		g := &joinGroup{kg: kg, key: key, hash: h, used: o.tick}
-		g.partial[side] = true
-		o.groups[key] = g
-		o.bytes += joinGroupBytes + int64(len(key))
-		return g, nil
-	}
-	return nil, nil
-}
-
-// reload reads the group of key back from the state table (nil if it has
-// no rows there) and recomputes its rows' match counts. need >= 0 reads
-// only that side's rows (lazy): the group comes back, rows or not, with
-// its other side partial.
-func (o *Op) reload(ectx *expr.Ctx, key string, kg byte, h uint64, need int) (*joinGroup, error) {
-	var g *joinGroup
-	var prefix []byte
-	for side := 0; side < 2; side++ {
-		if need >= 0 && side != need {
-			continue
-		}
-		prefix = sidePrefix(prefix, kg, side, key)
-		err := o.cursor().ScanPrefix(prefix, func(k, v []byte) error {
-			count, pinned, clock, err := decodeJoinValue(v)
-			if err != nil {
-				return err
-			}
-			if g == nil {
-				g = &joinGroup{kg: kg, key: key, hash: h}
-				o.bytes += joinGroupBytes + int64(len(key))
-			}
-			g.idle = max(g.idle, clock)
-			enc := string(k[len(prefix):])
-			g.insert(side, joinRow{enc: enc, count: count, matches: pinned, pinned: pinned})
-			o.bytes += joinRowBytes + int64(len(enc))
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if g == nil && need >= 0 {
-		g = &joinGroup{kg: kg, key: key, hash: h}
-		o.bytes += joinGroupBytes + int64(len(key))
-	}
-	if g == nil {
-		return nil, nil
-	}
-	if need >= 0 {
-		g.partial[1-need] = true
-	}
-	g.used, g.need = o.tick, [2]uint64{o.tick, o.tick}
-	o.groups[key] = g
-	if o.semi || o.preserve[0] || o.preserve[1] {
-		if err := o.pairs(ectx, g, func(l, r *joinRow, _, _ string) {
-			l.matches += r.count
-			r.matches += l.count
-		}); err != nil {
-			return nil, err
-		}
-	}
-	return g, nil
-}
-
-// writeDirty writes the state of the rows changed in the epoch as one
-// sorted run. The keys are built into one buffer and sorted by their
-// first 16 bytes as two integers, then by the rest.
-func (o *Op) writeDirty(st *opkit.Writer) error {
-	type ref struct {
-		p0, p1               uint64
-		off, end             int
-		count, pinned, clock int64
-		row                  *joinRow // a delta to resolve
-	}
-	refs := make([]ref, 0, len(o.dirty))
-	size := 0
-	for _, d := range o.dirty {
-		size += 2 + binary.MaxVarintLen32 + len(d.g.key) + len(d.enc)
-	}
-	buf := make([]byte, 0, size)
-	for _, d := range o.dirty {
-		// The row now: it may have gone and come back (listed twice,
-		// written the same both times), or its group been made anew
-		// (and under another key group: nullKey's follows its first row).
-		g := d.g
-		var count, pinned, clock int64
-		var row *joinRow
-		if g.gone {
-			g = o.groups[g.key]
-		}
-		if g != nil && g.kg == d.g.kg {
-			if i := g.find(d.side, d.enc); i >= 0 {
-				count, pinned = g.rows[d.side][i].count, g.rows[d.side][i].pinned
-				g.rows[d.side][i].dirty = false
-				if r := &g.rows[d.side][i]; r.delta {
-					if o.rowsOut[d.side].MayContain(rowHash(g.key, r.enc)) {
-						row = r // read its stored count below, in key order
-					} else { // never evicted: no stored count, its delta is it
-						r.count, r.delta = max(r.count, 0), false
-						count = r.count
-					}
-				}
-			}
-			if o.ttl.on {
-				clock = g.idle
-			}
-		}
-		off := len(buf)
-		buf = append(buf, d.g.kg, byte(d.side))
-		buf = binary.AppendUvarint(buf, uint64(len(d.g.key)))
-		buf = append(append(buf, d.g.key...), d.enc...)
-		refs = append(refs, ref{off: off, end: len(buf), count: count, pinned: pinned, clock: clock, row: row})
-	}
-	for i := range refs {
-		r := &refs[i]
-		var p [16]byte
-		copy(p[:], buf[r.off:r.end])
-		r.p0, r.p1 = binary.BigEndian.Uint64(p[:8]), binary.BigEndian.Uint64(p[8:])
-	}
-	slices.SortFunc(refs, func(a, b ref) int {
-		switch {
-		case a.p0 != b.p0:
-			return cmp.Compare(a.p0, b.p0)
-		case a.p1 != b.p1:
-			return cmp.Compare(a.p1, b.p1)
-		}
-		return bytes.Compare(buf[a.off:a.end], buf[b.off:b.end])
-	})
-	st.Reserve(len(buf) + len(refs)*(14+8+16))
-	var v []byte
-	for i, x := range refs {
-		k := buf[x.off:x.end]
-		if p := &refs[max(i, 1)-1]; i > 0 && p.p0 == x.p0 && p.p1 == x.p1 && bytes.Equal(k, buf[p.off:p.end]) {
-			continue // the same row listed twice
-		}
-		if r := x.row; r != nil && r.delta {
-			// A row of a partial side: its count adds to the stored one,
-			// a point read (the tables' Bloom filters answer most rows,
-			// new ones, without reading a block). The row stays with its
-			// count, zero too, while the side is partial: the state table
-			// shows this write only once it commits.
-			stored, err := o.st.Get(k)
-			if err != nil {
-				return err
-			}
-			if stored != nil {
-				c, _, _, err := decodeJoinValue(stored)
-				if err != nil {
-					return err
-				}
-				r.count += c
-			}
-			r.count, r.delta = max(r.count, 0), false
-			x.count = r.count
-		}
-		if x.count > 0 {
-			v = appendJoinValue(v[:0], x.count, x.pinned, x.clock)
-			st.Put(k, v)
-		} else {
-			st.Delete(k)
-		}
-	}
-	return nil
+	o.store.opBytes.Add(o.store.bytes - o.store.reported)
+	o.store.reported = o.store.bytes
 }
 
 // A join row's state value is uvarint(count), then optional fields, each
@@ -1092,7 +638,7 @@ func (o *Op) Snapshot(epoch uint64) *opkit.Snapshot {
 	s := opkit.NewSnapshot(o.op, epoch)
 	var key, val []byte
 	each := func(f func(g *joinGroup, side int, r *joinRow)) {
-		for _, g := range o.groups {
+		for _, g := range o.store.groups {
 			for side := range g.rows {
 				for i := range g.rows[side] {
 					if r := &g.rows[side][i]; r.count > 0 {
@@ -1127,8 +673,8 @@ func (o *Op) Snapshot(epoch uint64) *opkit.Snapshot {
 // Load restores, from st, the rows of the key groups instance inst of par owns and
 // recomputes their match counts.
 func (o *Op) Load(ectx *expr.Ctx, st opkit.State, inst, par int) error {
-	o.st = st
-	err := o.st.Scan(func(key, val []byte) error {
+	o.store.st = st
+	err := o.store.st.Scan(func(key, val []byte) error {
 		if len(key) < 3 || op.InstanceOf(int(key[0]), par) != inst {
 			return nil
 		}
@@ -1142,16 +688,16 @@ func (o *Op) Load(ectx *expr.Ctx, st opkit.State, inst, par int) error {
 			return err
 		}
 		k := string(rest[:klen])
-		g := o.groups[k]
+		g := o.store.groups[k]
 		if g == nil {
 			g = &joinGroup{kg: key[0], key: k, hash: o.keyHash(k)}
-			o.groups[k] = g
-			o.bytes += joinGroupBytes + int64(len(k))
+			o.store.groups[k] = g
+			o.store.bytes += joinGroupBytes + int64(len(k))
 		}
 		g.idle = max(g.idle, clock)
 		enc := string(rest[klen:])
 		g.insert(side, joinRow{enc: enc, count: count, matches: pinned, pinned: pinned})
-		o.bytes += joinRowBytes + int64(len(enc))
+		o.store.bytes += joinRowBytes + int64(len(enc))
 		if o.tw.spec != nil {
 			o.noteLoaded(g, side, enc)
 		}
@@ -1160,19 +706,15 @@ func (o *Op) Load(ectx *expr.Ctx, st opkit.State, inst, par int) error {
 	if err != nil {
 		return err
 	}
-	o.st.Loaded()
+	o.store.st.Loaded()
 	if !o.semi && !o.preserve[0] && !o.preserve[1] {
 		if !o.deferEvict {
-			o.evict(^uint64(0)) // all of it is committed
+			o.store.evict(^uint64(0)) // all of it is committed
 		}
 		return nil // inner joins never read match counts
 	}
-	for _, g := range o.groups {
-		err := o.pairs(ectx, g, func(l, r *joinRow, _, _ string) {
-			l.matches += r.count
-			r.matches += l.count
-		})
-		if err != nil {
+	for _, g := range o.store.groups {
+		if err := o.store.recount(ectx, g); err != nil {
 			return err
 		}
 	}
@@ -1220,6 +762,12 @@ func (o *Op) pairs(ectx *expr.Ctx, g *joinGroup, fn func(l, r *joinRow, lenc, re
 	return nil
 }
 
+// countMatches counts a pair in both rows' matches (pairs).
+func countMatches(l, r *joinRow, _, _ string) {
+	l.matches += r.count
+	r.matches += l.count
+}
+
 // DeferEviction makes Load keep every group it reads until the first
 // barrier, so ReemitAll after it sees them all (groups evicted at load
 // would be missing from the rows re-emitted).
@@ -1231,7 +779,7 @@ func (o *Op) ReemitAll(ectx *expr.Ctx) error {
 	if o.buf == nil {
 		o.buf = opkit.NewRowsOut(o.outTs)
 	}
-	for _, g := range o.groups {
+	for _, g := range o.store.groups {
 		if !o.semi {
 			err := o.pairs(ectx, g, func(l, r *joinRow, lenc, renc string) {
 				for range l.count * r.count {

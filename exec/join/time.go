@@ -232,7 +232,7 @@ func (o *Op) noteExpiry(g *joinGroup, side int, enc string, t int64) {
 		o.tw.minAt = at
 	}
 	o.tw.expiry = append(o.tw.expiry, joinExpiry{at: at, g: g, side: side, enc: enc})
-	o.bytes += joinExpiryBytes
+	o.store.bytes += joinExpiryBytes
 }
 
 // noteLoaded lists a row read from the state table at startup.
@@ -282,7 +282,7 @@ func (o *Op) freeByWatermark(ectx *expr.Ctx) error {
 			freed = append(freed, f)
 		}
 	}
-	o.bytes -= int64(len(o.tw.expiry)-len(kept)) * joinExpiryBytes
+	o.store.bytes -= int64(len(o.tw.expiry)-len(kept)) * joinExpiryBytes
 	clear(o.tw.expiry[len(kept):])
 	o.tw.expiry, o.tw.minAt = kept, minAt
 	if len(freed) > 0 {
@@ -314,15 +314,15 @@ func (o *Op) countsMatches(side int) bool {
 // matches.
 func (o *Op) freeRow(ectx *expr.Ctx, e joinExpiry, pins bool) (joinFreed, error) {
 	g := e.g
-	cur := o.groups[g.key]
+	cur := o.store.groups[g.key]
 	if cur == nil && g.evicted && pins {
-		if !o.readable(g.key) {
+		if !o.store.readable(g.key) {
 			// Read back and emptied since: the state table still has the
 			// rows whose deletion an epoch not yet committed writes.
 			return joinFreed{}, nil
 		}
 		var err error
-		if cur, err = o.reload(ectx, g.key, g.kg, g.hash, -1); err != nil || cur == nil {
+		if cur, err = o.store.reload(ectx, g.key, g.kg, g.hash, -1); err != nil || cur == nil {
 			return joinFreed{}, err
 		}
 	}
@@ -332,7 +332,7 @@ func (o *Op) freeRow(ectx *expr.Ctx, e joinExpiry, pins bool) (joinFreed, error)
 		i := cur.find(e.side, e.enc)
 		if i < 0 {
 			if g.evicted {
-				o.dirty = append(o.dirty, joinDirty{g: g, side: e.side, enc: e.enc})
+				o.store.dirty = append(o.store.dirty, joinDirty{g: g, side: e.side, enc: e.enc})
 			}
 			return joinFreed{}, nil // retracted meanwhile
 		}
@@ -342,19 +342,19 @@ func (o *Op) freeRow(ectx *expr.Ctx, e joinExpiry, pins bool) (joinFreed, error)
 			f.g = cur
 		}
 		if !r.dirty {
-			o.dirty = append(o.dirty, joinDirty{g: cur, side: e.side, enc: e.enc})
+			o.store.dirty = append(o.store.dirty, joinDirty{g: cur, side: e.side, enc: e.enc})
 		}
 		cur.remove(e.side, i)
 		cur.clockRow = false
-		o.bytes -= joinRowBytes + int64(len(e.enc))
+		o.store.bytes -= joinRowBytes + int64(len(e.enc))
 		if len(cur.rows[0]) == 0 && len(cur.rows[1]) == 0 {
-			o.dropEmpty(cur)
+			o.store.dropEmpty(cur)
 		}
 		o.tw.freed++
 		return f, nil
 	case cur == nil && g.evicted:
 		// In the state table only: writeDirty finds no group, deletes.
-		o.dirty = append(o.dirty, joinDirty{g: g, side: e.side, enc: e.enc})
+		o.store.dirty = append(o.store.dirty, joinDirty{g: g, side: e.side, enc: e.enc})
 		o.tw.freed++
 	}
 	// Otherwise the row went with its group (retracted, or expired by
@@ -409,7 +409,7 @@ func (o *Op) pinPartners(ectx *expr.Ctx, freed []joinFreed) error {
 			q.pinned += part[pi[x]].count
 			if !q.dirty {
 				q.dirty = true
-				o.dirty = append(o.dirty, joinDirty{g: g, side: other, enc: q.enc})
+				o.store.dirty = append(o.store.dirty, joinDirty{g: g, side: other, enc: q.enc})
 			}
 		}
 	}

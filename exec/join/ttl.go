@@ -31,18 +31,19 @@ type joinTTL struct {
 	stamp   []*joinGroup // groups whose clock the barrier must write
 	queue   opkit.IdleHeap[*joinGroup]
 	on      bool // the TTL was set at the last barrier: every group is queued
+	never   bool // a lookup join: nothing expires
 	now     func() int64
 	expired int64 // keys expired so far
 }
 
 // touch notes that a row touched g in this epoch.
-func (o *Op) touch(g *joinGroup) {
-	if o.lk.on {
+func (t *joinTTL) touch(g *joinGroup) {
+	if t.never {
 		return // a lookup join's right rows never expire (lookupjoin.go)
 	}
 	if !g.touched {
 		g.touched = true
-		o.ttl.touched = append(o.ttl.touched, g)
+		t.touched = append(t.touched, g)
 	}
 }
 
@@ -76,12 +77,12 @@ func (o *Op) expireIdle(ectx *expr.Ctx) error {
 	// read back nor emptied since (touched since it was queued, it is
 	// queued again at its stored clock, as one in memory is).
 	gone := func(g *joinGroup, at int64) bool {
-		return g.gone && (!g.evicted || g.idle <= at && (o.groups[g.key] != nil || !o.readable(g.key)))
+		return g.gone && (!g.evicted || g.idle <= at && (o.store.groups[g.key] != nil || !o.store.readable(g.key)))
 	}
-	return opkit.SweepIdle(&t.queue, &t.on, now, ttl, maps.Values(o.groups), gone, func(g *joinGroup, _ int64) (bool, error) {
+	return opkit.SweepIdle(&t.queue, &t.on, now, ttl, maps.Values(o.store.groups), gone, func(g *joinGroup, _ int64) (bool, error) {
 		if g.gone { // evicted: read it back with its stored clock
 			var err error
-			if g, err = o.reload(ectx, g.key, g.kg, g.hash, -1); err != nil || g == nil {
+			if g, err = o.store.reload(ectx, g.key, g.kg, g.hash, -1); err != nil || g == nil {
 				return false, err
 			}
 			if g.idle > 0 && g.idle+ttl > now {
@@ -90,10 +91,11 @@ func (o *Op) expireIdle(ectx *expr.Ctx) error {
 				return true, nil
 			}
 		}
-		if err := o.complete(g); err != nil { // its rows not read back go too
+		if err := o.store.complete(g); err != nil { // its rows not read back go too
 			return false, err
 		}
-		o.expire(g)
+		o.store.expire(g)
+		t.expired++
 		return true, nil
 	})
 }
@@ -104,8 +106,7 @@ func (g *joinGroup) IdleState() (*int64, *bool) { return &g.idle, &g.queued }
 // stampClocks, at a barrier after expiry and freeing, lists a row of each
 // group touched in the epoch as changed if none of its changed rows is
 // left to carry the group's new clock to the state table.
-func (o *Op) stampClocks() {
-	t := &o.ttl
+func (ks *store) stampClocks(t *joinTTL) {
 	for _, g := range t.stamp {
 		if g.gone || g.clockRow {
 			g.clockRow = false
@@ -116,7 +117,7 @@ func (o *Op) stampClocks() {
 				r := &g.rows[side][0]
 				if !r.dirty {
 					r.dirty = true
-					o.dirty = append(o.dirty, joinDirty{g: g, side: side, enc: r.enc})
+					ks.dirty = append(ks.dirty, joinDirty{g: g, side: side, enc: r.enc})
 				}
 				break
 			}
@@ -127,15 +128,14 @@ func (o *Op) stampClocks() {
 }
 
 // expire drops g's rows without emitting anything.
-func (o *Op) expire(g *joinGroup) {
+func (ks *store) expire(g *joinGroup) {
 	for side := range g.rows {
 		for _, r := range g.rows[side] {
 			if !r.dirty {
-				o.dirty = append(o.dirty, joinDirty{g: g, side: side, enc: r.enc})
+				ks.dirty = append(ks.dirty, joinDirty{g: g, side: side, enc: r.enc})
 			}
-			o.bytes -= joinRowBytes + int64(len(r.enc))
+			ks.bytes -= joinRowBytes + int64(len(r.enc))
 		}
 	}
-	o.dropEmpty(g)
-	o.ttl.expired++
+	ks.dropEmpty(g)
 }

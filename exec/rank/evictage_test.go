@@ -16,7 +16,7 @@ func TestRankEvictsColdPartitionsFirst(t *testing.T) {
 		k := fmt.Sprintf("k%04d", i)
 		p := &rankPart{key: k, rows: map[string]int64{"row" + k: 1}, used: uint64(i % 10), hash: uint64(i)}
 		r.parts[k] = p
-		r.bytes += r.partBytes(p)
+		r.bytes += partBytes(p)
 	}
 	r.tick, r.budget = 10, r.bytes/2
 	r.evict(^uint64(0))

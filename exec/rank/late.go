@@ -63,9 +63,9 @@ func (o *Op) lateHopTimes(ectx *expr.Ctx, rec arrow.RecordBatch) (opkit.HopRows,
 }
 
 // boundOf is partition p's window bound (ok false: NULL).
-func (o *Op) boundOf(p *rankPart) (int64, bool) {
+func boundOf(spec *Spec, p *rankPart) (int64, bool) {
 	if !p.boundSet {
-		d := opkit.DecodeRow(p.key, expr.Types(o.spec.Partition))[o.spec.Win.Key]
+		d := opkit.DecodeRow(p.key, expr.Types(spec.Partition))[spec.Win.Key]
 		p.bound, p.boundNull, p.boundSet = d.I, d.Null, true
 	}
 	return p.bound, !p.boundNull
@@ -76,7 +76,7 @@ func (o *Op) noteEvictedPart(p *rankPart) {
 	if o.spec.Win == nil {
 		return
 	}
-	b, ok := o.boundOf(p)
+	b, ok := boundOf(o.spec, p)
 	if !ok {
 		return
 	}
@@ -103,14 +103,14 @@ func (o *Op) freeClosed(ectx *expr.Ctx) error {
 			if o.parts[k] != nil {
 				continue // back in memory: freed below
 			}
-			h := o.keyHash(k)
+			h := keyHash(o.spec, k)
 			if _, err := o.reload(ectx, k, byte(op.KeyGroup(h)), h); err != nil {
 				return err
 			}
 		}
 	}
 	for k, p := range o.parts {
-		b, ok := o.boundOf(p)
+		b, ok := boundOf(o.spec, p)
 		if !ok || !w.Closed(b, o.wm) {
 			continue
 		}

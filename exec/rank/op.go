@@ -191,7 +191,8 @@ func New(spec *Spec, nd Node) *Op {
 	return &Op{spec: spec, op: nd.ID, parts: map[string]*rankPart{}, dirty: map[string]struct{}{},
 		wm: op.NoWatermark, st: nd.State, out: nd.Out, budget: nd.Budget, lateLog: nd.Late,
 		committed: nd.Committed, opBytes: nd.Bytes, evictedN: nd.Evicted, ttlOf: nd.TTL,
-		appendOnly: spec.AppendOnly, inTs: spec.InTs, outTs: spec.OutTs}
+		appendOnly: spec.AppendOnly, inTs: spec.InTs, outTs: spec.OutTs,
+		ttl: rankTTL{never: spec.Win != nil}}
 }
 
 // AppendOnly says the instance keeps only each partition's top.
@@ -244,7 +245,7 @@ func (o *Op) Push(ectx *expr.Ctx, c op.Chunk, _ int) error {
 			}
 			o.dirty[p.key] = struct{}{}
 			p.used = o.tick
-			o.touchTTL(p)
+			o.ttl.touch(p)
 		}
 		s := int64(1)
 		if c.Ops != nil {
@@ -390,20 +391,20 @@ func (o *Op) evict(committed uint64) {
 	}
 	opkit.EvictOldest(o.parts, o.tick, o.bytes-target,
 		func(k string, p *rankPart) bool { return k != "" && p.saved <= committed && !p.thin },
-		func(p *rankPart) uint64 { return p.used }, o.partBytes,
+		func(p *rankPart) uint64 { return p.used }, partBytes,
 		func(_ string, p *rankPart) { o.evictPart(p) },
 		func() bool { return o.bytes <= target })
 }
 
 // partBytes is the estimated memory of partition p.
-func (o *Op) partBytes(p *rankPart) int64 {
+func partBytes(p *rankPart) int64 {
 	return mapBytes(p.rows) + p.outBytes + rankPartBytes + int64(len(p.key))
 }
 
 // evictPart drops partition p, committed, from memory: its key may be read
 // back from the state table.
 func (o *Op) evictPart(p *rankPart) {
-	o.bytes -= o.partBytes(p)
+	o.bytes -= partBytes(p)
 	delete(o.parts, p.key)
 	p.gone, p.evicted = true, true
 	if p.queued {
@@ -479,8 +480,8 @@ func (o *Op) reload(ectx *expr.Ctx, key string, kg byte, h uint64) (*rankPart, e
 
 // keyHash is the hash of an encoded partition key, as hashColumns gives it
 // for the key's columns.
-func (o *Op) keyHash(key string) uint64 {
-	return accum.EncodedKeyHash(key, expr.Types(o.spec.Partition))
+func keyHash(spec *Spec, key string) uint64 {
+	return accum.EncodedKeyHash(key, expr.Types(spec.Partition))
 }
 
 // applyResult makes partition k's new output its own and emits the
@@ -637,7 +638,7 @@ func (o *Op) writeDirty(x *opkit.Writer) error {
 			if count <= 0 {
 				return b
 			}
-			return o.appendClock(binary.AppendUvarint(b, uint64(count)), d.p)
+			return o.ttl.appendClock(binary.AppendUvarint(b, uint64(count)), d.p)
 		})
 	}
 	sk.Sort()
@@ -671,7 +672,7 @@ func (o *Op) Snapshot(epoch uint64) *opkit.Snapshot {
 			}
 			key = binary.AppendUvarint(append(key[:0], p.kg), uint64(len(p.key)))
 			key = append(append(key, p.key...), enc...)
-			val = o.appendClock(binary.AppendUvarint(val[:0], uint64(count)), p)
+			val = o.ttl.appendClock(binary.AppendUvarint(val[:0], uint64(count)), p)
 			s.Entries.AddKV(0, key, val)
 		}
 	}
@@ -938,7 +939,7 @@ func (o *Op) Load(ectx *expr.Ctx, st opkit.State, inst, par int) error {
 		k := string(rest[:klen])
 		p := o.parts[k]
 		if p == nil {
-			p = &rankPart{kg: key[0], key: k, rows: map[string]int64{}, hash: o.keyHash(k)}
+			p = &rankPart{kg: key[0], key: k, rows: map[string]int64{}, hash: keyHash(o.spec, k)}
 			o.parts[k] = p
 			o.bytes += rankRowBytes + int64(len(k))
 		}

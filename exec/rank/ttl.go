@@ -28,6 +28,7 @@ type rankTTL struct {
 	touched []*rankPart
 	queue   opkit.IdleHeap[*rankPart]
 	on      bool
+	never   bool // a windowed Top-N: partitions end by the watermark instead
 	expired int64
 	// evicted holds the queued partitions evicted to the state table by
 	// key, until they or a partition of their key are read back.
@@ -50,11 +51,11 @@ func (t *rankTTL) noteReloaded(key string) {
 	}
 }
 
-// touchTTL notes that a row changed p in this epoch.
-func (o *Op) touchTTL(p *rankPart) {
-	if !p.touched && p.key != "" && o.spec.Win == nil {
+// touch notes that a row changed p in this epoch.
+func (t *rankTTL) touch(p *rankPart) {
+	if !p.touched && p.key != "" && !t.never {
 		p.touched = true
-		o.ttl.touched = append(o.ttl.touched, p)
+		t.touched = append(t.touched, p)
 	}
 }
 
@@ -81,7 +82,7 @@ func (o *Op) expireIdle(ectx *expr.Ctx, now int64) error {
 	gone := func(p *rankPart, _ int64) bool {
 		return p.gone && (!p.evicted || p.reloaded || o.parts[p.key] != nil)
 	}
-	return opkit.SweepIdle(&t.queue, &t.on, now, ttl, o.keyedParts(), gone, func(p *rankPart, at int64) (bool, error) {
+	return opkit.SweepIdle(&t.queue, &t.on, now, ttl, keyedParts(o.parts), gone, func(p *rankPart, at int64) (bool, error) {
 		if p.gone { // evicted: read it back with its stored clock
 			var err error
 			if p, err = o.reload(ectx, p.key, p.kg, p.hash); err != nil || p == nil {
@@ -108,9 +109,9 @@ func (o *Op) expireIdle(ectx *expr.Ctx, now int64) error {
 
 // keyedParts yields the partitions that may expire: all but the one of
 // ORDER BY ... LIMIT (key "").
-func (o *Op) keyedParts() iter.Seq[*rankPart] {
+func keyedParts(parts map[string]*rankPart) iter.Seq[*rankPart] {
 	return func(yield func(*rankPart) bool) {
-		for k, p := range o.parts {
+		for k, p := range parts {
 			if k != "" && !yield(p) {
 				return
 			}
@@ -123,8 +124,8 @@ func (p *rankPart) IdleState() (*int64, *bool) { return &p.idle, &p.queued }
 
 // appendClock ends a row entry's value with the idle clock while the TTL
 // is on.
-func (o *Op) appendClock(b []byte, p *rankPart) []byte {
-	if !o.ttl.on {
+func (t *rankTTL) appendClock(b []byte, p *rankPart) []byte {
+	if !t.on {
 		return b
 	}
 	return binary.BigEndian.AppendUint64(b, uint64(p.idle))
