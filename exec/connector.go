@@ -25,6 +25,18 @@ func (s *jobSource) openConnector(j *Job) error {
 	if conn.Splits() != len(s.offsets) {
 		return sqlerr.New(sqlerr.Internal, "source %s has %d splits, its catalog entry %d", s.n.src.Name, conn.Splits(), len(s.offsets))
 	}
+	if p, ok := conn.(connector.Projector); ok && s.n.reads != nil && !j.spec.RecordLate && !j.spec.SkipErrors {
+		// The columns no operator reads are left out (NULL). A job that
+		// records late or failing rows keeps every column, which the
+		// recorded row shows.
+		reads := append([]bool(nil), s.n.reads...)
+		if w := s.n.src.Watermark; w != nil {
+			if c := s.n.src.Column(w.Column); c >= 0 && c < len(reads) {
+				reads[c] = true // event time (watermark.go)
+			}
+		}
+		conn = p.Project(reads)
+	}
 	s.conn = conn
 	for p := range s.offsets {
 		var pos uint64
