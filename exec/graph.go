@@ -46,8 +46,8 @@ type gnode struct {
 	// the scans.
 	reads []bool
 	scans int
-	agg       *plan.HashAgg
-	join      *plan.HashJoin
+	agg   *plan.HashAgg
+	join  *plan.HashJoin
 	// joinPreds: the filters right over a join, over its pairs as its
 	// residual is; they bound an interval join as the residual does.
 	joinPreds []expr.Expr
