@@ -37,36 +37,8 @@ func NewBatch(schema *arrow.Schema, cols []arrow.Array, n int) arrow.RecordBatch
 }
 
 // NullColumn is n NULLs of type t: the column of a source's batch that the
-// job does not read (Projector). BIGINT-like, DOUBLE and text columns of
-// up to len(zeros)/8 rows allocate nothing: their bitmap, values and
-// offsets are slices of one read-only zero buffer (a buffer with no
-// allocator is never freed or recycled, and Arrow arrays are not written
-// after they are made).
-func NullColumn(mem memory.Allocator, t types.T, n int) arrow.Array {
-	if n > 0 && 8*n <= len(zeros) {
-		var bufs []*memory.Buffer
-		switch t.Physical() {
-		case types.PhysInt64, types.PhysFloat64:
-			bufs = []*memory.Buffer{memory.NewBufferBytes(zeros[:(n+7)/8]), memory.NewBufferBytes(zeros[:8*n])}
-		case types.PhysString:
-			if t.Arrow().ID() == arrow.STRING {
-				bufs = []*memory.Buffer{memory.NewBufferBytes(zeros[:(n+7)/8]), memory.NewBufferBytes(zeros[:4*(n+1)]), memory.NewBufferBytes(nil)}
-			}
-		}
-		if bufs != nil {
-			data := array.NewData(t.Arrow(), n, bufs, nil, n, 0)
-			defer data.Release()
-			return array.MakeFromData(data)
-		}
-	}
-	b := types.NewBuilder(mem, t)
-	defer b.Release()
-	b.AppendNulls(n)
-	return b.NewArray()
-}
-
-// zeros backs NullColumn's columns.
-var zeros = make([]byte, 8*(64<<10))
+// job does not read (Projector); see types.NullArray.
+func NullColumn(mem memory.Allocator, t types.T, n int) arrow.Array { return types.NullArray(mem, t, n) }
 
 // ReadCols are the declared columns a job reads (read[i] for column i; nil
 // or too short: every column), as indexes.

@@ -298,3 +298,39 @@ func TestProjectKeepsReadColumns(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNexmarkBidRead reads 200,000 events of the bid table making
+// every column, q0/q1's (auction, bidder, price, date_time) and q5's
+// (auction, date_time).
+func BenchmarkNexmarkBidRead(b *testing.B) {
+	c, err := connector.New(bidColumns(), map[string]string{"connector": "nexmark", "nexmark.table": "bid", "nexmark.events": "200000"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		read []bool
+	}{{"all", nil}, {"q0", []bool{true, true, true, false, false, true, false}}, {"q5", []bool{true, false, false, false, false, true, false}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			conn := c
+			if bc.read != nil {
+				conn = c.(connector.Projector).Project(bc.read)
+			}
+			mem := memory.NewGoAllocator()
+			for i := 0; i < b.N; i++ {
+				r, err := conn.Open(0, 0, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for {
+					rec, err := r.Read(mem, 4096)
+					if errors.Is(err, connector.EOF) {
+						break
+					}
+					rec.Release()
+				}
+				r.Close()
+			}
+		})
+	}
+}
