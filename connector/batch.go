@@ -38,7 +38,9 @@ func NewBatch(schema *arrow.Schema, cols []arrow.Array, n int) arrow.RecordBatch
 
 // NullColumn is n NULLs of type t: the column of a source's batch that the
 // job does not read (Projector); see types.NullArray.
-func NullColumn(mem memory.Allocator, t types.T, n int) arrow.Array { return types.NullArray(mem, t, n) }
+func NullColumn(mem memory.Allocator, t types.T, n int) arrow.Array {
+	return types.NullArray(mem, t, n)
+}
 
 // ReadCols are the declared columns a job reads (read[i] for column i; nil
 // or too short: every column), as indexes.
