@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/streamdb/streamdb/types"
 )
 
@@ -33,4 +34,22 @@ func NewBatch(schema *arrow.Schema, cols []arrow.Array, n int) arrow.RecordBatch
 		c.Release()
 	}
 	return rec
+}
+
+// NullColumn is n NULLs of type t: the column of a source's batch that the
+// job does not read (Projector); see types.NullArray.
+func NullColumn(mem memory.Allocator, t types.T, n int) arrow.Array {
+	return types.NullArray(mem, t, n)
+}
+
+// ReadCols are the declared columns a job reads (read[i] for column i; nil
+// or too short: every column), as indexes.
+func ReadCols(read []bool, n int) []int {
+	out := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		if i >= len(read) || read[i] {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -75,6 +75,18 @@ type Connector interface {
 	Open(split int, pos Position, paced bool) (Reader, error)
 }
 
+// Projector is a Connector that can leave out the work of columns a job
+// never reads. Project returns the connector whose batches keep the
+// declared schema, every column read (read[i] for declared column i)
+// holding exactly the values it holds without the projection, and every
+// other column all NULL. A generator keeps its random draws in order, so
+// a read column never depends on whether another is read. The runtime
+// projects a job's connector sources by the columns its plan reads
+// (planner.MarkSourceReads); a batch query reads every column.
+type Projector interface {
+	Project(read []bool) Connector
+}
+
 // ColumnDeriver is a Connector that can name its columns itself (a Kafka
 // source with format 'avro': the fields of its registered schema). CREATE
 // SOURCE without a column list stores these; a connector made with no

@@ -191,3 +191,146 @@ func TestOptions(t *testing.T) {
 		}
 	}
 }
+
+// readColumns reads split 0 to its end as text, one slice per column.
+func readColumns(t *testing.T, mem memory.Allocator, c connector.Connector) [][]string {
+	t.Helper()
+	r, err := c.Open(0, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var cols [][]string
+	for {
+		rec, err := r.Read(mem, 700)
+		if errors.Is(err, connector.EOF) {
+			return cols
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cols == nil {
+			cols = make([][]string, rec.NumCols())
+		}
+		for c := range cols {
+			col := rec.Column(c)
+			for i := 0; i < int(rec.NumRows()); i++ {
+				v := "NULL"
+				if !col.IsNull(i) {
+					v = col.ValueStr(i)
+				}
+				cols[c] = append(cols[c], v)
+			}
+		}
+		rec.Release()
+	}
+}
+
+// TestProjectKeepsReadColumns: a generator told which columns are read
+// (connector.Projector) gives each of them exactly the values it gives
+// without the projection, and NULL in every other column, for every
+// single column and pair of columns read (a generator's later columns
+// depend on the random draws of its earlier ones), with the columns
+// declared in the tables' order and reversed.
+func TestProjectKeepsReadColumns(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	type source struct {
+		name string
+		cols []connector.Column
+		opts map[string]string
+	}
+	var sources []source
+	for k, table := range nexmark.Tables {
+		cols := nexmark.Columns[k]
+		rev := make([]connector.Column, len(cols))
+		for i, c := range cols {
+			rev[len(cols)-1-i] = c
+		}
+		opts := map[string]string{"connector": "nexmark", "nexmark.table": table, "nexmark.events": "5000", "nexmark.seed": "3"}
+		sources = append(sources, source{"nexmark " + table, cols, opts}, source{"nexmark " + table + " reversed", rev, opts})
+	}
+	sources = append(sources, source{"datagen",
+		[]connector.Column{{Name: "a", Type: types.TInt64}, {Name: "s", Type: types.TText}, {Name: "f", Type: types.TFloat64},
+			{Name: "b", Type: types.TBool}, {Name: "ts", Type: types.TTimestamp}, {Name: "t2", Type: types.TText}, {Name: "q", Type: types.TInt64}},
+		map[string]string{"connector": "datagen", "number_of_rows": "3000", "rows_per_second": "0", "fields.s.length": "7",
+			"fields.s.null_rate": "0.3", "fields.t2.length": "3", "fields.q.kind": "sequence", "fields.q.start": "5", "fields.q.end": "100000",
+			"fields.ts.max_past": "1000", "fields.f.min": "-3", "fields.f.max": "9"}})
+	for _, s := range sources {
+		c, err := connector.New(s.cols, s.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := c.(connector.Projector)
+		if !ok {
+			t.Fatalf("%s: not a connector.Projector", s.name)
+		}
+		full := readColumns(t, mem, c)
+		if len(full) != len(s.cols) || len(full[0]) == 0 {
+			t.Fatalf("%s: %d columns of %d rows", s.name, len(full), len(full[0]))
+		}
+		n := len(s.cols)
+		var sets [][]bool
+		for a := 0; a < n; a++ {
+			for b := a; b < n; b++ {
+				read := make([]bool, n)
+				read[a], read[b] = true, true
+				sets = append(sets, read)
+			}
+		}
+		sets = append(sets, make([]bool, n)) // nothing read: count(*)
+		for _, read := range sets {
+			got := readColumns(t, mem, p.Project(read))
+			for col := range full {
+				if len(got[col]) != len(full[col]) {
+					t.Fatalf("%s, read %v: column %d has %d rows, not %d", s.name, read, col, len(got[col]), len(full[col]))
+				}
+				for i, v := range got[col] {
+					want := full[col][i]
+					if !read[col] {
+						want = "NULL"
+					}
+					if v != want {
+						t.Fatalf("%s, read %v: column %s row %d is %q, not %q", s.name, read, s.cols[col].Name, i, v, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkNexmarkBidRead reads 200,000 events of the bid table making
+// every column, q0/q1's (auction, bidder, price, date_time) and q5's
+// (auction, date_time).
+func BenchmarkNexmarkBidRead(b *testing.B) {
+	c, err := connector.New(bidColumns(), map[string]string{"connector": "nexmark", "nexmark.table": "bid", "nexmark.events": "200000"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		read []bool
+	}{{"all", nil}, {"q0", []bool{true, true, true, false, false, true, false}}, {"q5", []bool{true, false, false, false, false, true, false}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			conn := c
+			if bc.read != nil {
+				conn = c.(connector.Projector).Project(bc.read)
+			}
+			mem := memory.NewGoAllocator()
+			for i := 0; i < b.N; i++ {
+				r, err := conn.Open(0, 0, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for {
+					rec, err := r.Read(mem, 4096)
+					if errors.Is(err, connector.EOF) {
+						break
+					}
+					rec.Release()
+				}
+				r.Close()
+			}
+		})
+	}
+}

@@ -25,6 +25,19 @@ func (s *jobSource) openConnector(j *Job) error {
 	if conn.Splits() != len(s.offsets) {
 		return sqlerr.New(sqlerr.Internal, "source %s has %d splits, its catalog entry %d", s.n.src.Name, conn.Splits(), len(s.offsets))
 	}
+	if p, ok := conn.(connector.Projector); ok && s.n.reads != nil && !j.spec.RecordLate {
+		// The columns no operator reads are left out (NULL); a row
+		// recorded under job.error_policy = 'skip' shows them NULL. A job
+		// that records late rows keeps every column, which the recorded
+		// row shows (as pruneHops).
+		reads := append([]bool(nil), s.n.reads...)
+		if w := s.n.src.Watermark; w != nil {
+			if c := s.n.src.Column(w.Column); c >= 0 && c < len(reads) {
+				reads[c] = true // event time (watermark.go)
+			}
+		}
+		conn = p.Project(reads)
+	}
 	s.conn = conn
 	for p := range s.offsets {
 		var pos uint64

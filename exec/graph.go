@@ -41,8 +41,13 @@ type gnode struct {
 	// changelog. One source serves every scan of the same table.
 	src       *storage.TableDef
 	changelog bool
-	agg       *plan.HashAgg
-	join      *plan.HashJoin
+	// reads: the columns of a connector source its scans read (their
+	// plan.ScanStream.Reads, together); nil: every column. scans counts
+	// the scans.
+	reads []bool
+	scans int
+	agg   *plan.HashAgg
+	join  *plan.HashJoin
 	// joinPreds: the filters right over a join, over its pairs as its
 	// residual is; they bound an interval join as the residual does.
 	joinPreds []expr.Expr
@@ -243,7 +248,9 @@ func (c *compiler) input(to *gnode, in int, p plan.Plan, keys []expr.Expr) error
 func (c *compiler) node(p plan.Plan) (*gnode, error) {
 	switch n := p.(type) {
 	case *plan.ScanStream:
-		return c.source(n.Table, plan.Keyed(n.Table)), nil // a keyed table's log is a changelog
+		g := c.source(n.Table, plan.Keyed(n.Table)) // a keyed table's log is a changelog
+		g.addReads(n.Reads)
+		return g, nil
 	case *plan.ScanView:
 		if n.Snap != nil {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "continuous queries cannot read AS OF snapshots")
@@ -383,6 +390,24 @@ func (c *compiler) source(t *storage.TableDef, changelog bool) *gnode {
 	n := c.add(&gnode{kind: nSource, src: t, changelog: changelog, par: max(1, t.Partitions), retracts: changelog})
 	c.byTable[t.ID] = n
 	return n
+}
+
+// addReads adds the columns a scan of n reads (nil: every column).
+func (n *gnode) addReads(reads []bool) {
+	n.scans++
+	switch {
+	case n.scans == 1:
+		n.reads = append([]bool(nil), reads...) // nil stays nil
+	case n.reads == nil:
+	case reads == nil:
+		n.reads = nil
+	default:
+		for i, r := range reads {
+			if i < len(n.reads) {
+				n.reads[i] = n.reads[i] || r
+			}
+		}
+	}
 }
 
 // oneRow says p always has exactly one row: a global aggregate under

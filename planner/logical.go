@@ -31,6 +31,10 @@ type Scan struct {
 	Cols  []Column
 	// AsOf selects a snapshot for views (AS OF SAVEPOINT/CHECKPOINT); zero means live.
 	AsOf AsOf
+	// Reads, for a connector source read by a view, marks the columns
+	// the view reads (MarkSourceReads; plan.ScanStream.Reads); nil:
+	// every column.
+	Reads []bool
 }
 
 // AsOf names a snapshot to read.

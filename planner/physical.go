@@ -71,7 +71,7 @@ func Physical(n Node, snaps Snapshots) (plan.Plan, error) {
 		if n.AsOf != (AsOf{}) {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "AS OF applies to materialized views, and %q is a table", n.Table.Name)
 		}
-		return &plan.ScanStream{Table: n.Table}, nil
+		return &plan.ScanStream{Table: n.Table, Reads: n.Reads}, nil
 	case *Values:
 		ts := make([]typesT, len(n.Cols))
 		for i, c := range n.Cols {

@@ -222,7 +222,7 @@ func (e *Engine) planView(def *storage.TableDef) (plan.Plan, error) {
 	if def.KeyFormat >= storage.KeyFormatNarrowJoins {
 		plan = planner.PruneJoinInputs(plan)
 	}
-	return planner.Physical(plan, e)
+	return planner.Physical(planner.MarkSourceReads(plan), e)
 }
 
 func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner string) (*Result, error) {
@@ -253,7 +253,7 @@ func (e *Engine) createView(ctx context.Context, n *parse.CreateView, owner stri
 	if err != nil {
 		return nil, err
 	}
-	phys, err := planner.Physical(planner.PruneJoinInputs(plan), e)
+	phys, err := planner.Physical(planner.MarkSourceReads(planner.PruneJoinInputs(plan)), e)
 	if err != nil {
 		return nil, err
 	}

@@ -260,3 +260,34 @@ func DecodeType(s string) (T, bool) {
 	}
 	return T{}, false
 }
+
+// NullArray is n NULLs of type t. A BIGINT-like, DOUBLE or text column of
+// up to len(nullZeros)/8 rows allocates nothing: its bitmap, values and
+// offsets are slices of one read-only zero buffer (a NULL's validity bit,
+// value slot and offsets are zero; a buffer with no allocator is never
+// freed or recycled, and Arrow arrays are not written after they are made).
+func NullArray(mem memory.Allocator, t T, n int) arrow.Array {
+	if n > 0 && 8*n <= len(nullZeros) {
+		var bufs []*memory.Buffer
+		switch t.Physical() {
+		case PhysInt64, PhysFloat64:
+			bufs = []*memory.Buffer{memory.NewBufferBytes(nullZeros[:(n+7)/8]), memory.NewBufferBytes(nullZeros[:8*n])}
+		case PhysString:
+			if t.Arrow().ID() == arrow.STRING {
+				bufs = []*memory.Buffer{memory.NewBufferBytes(nullZeros[:(n+7)/8]), memory.NewBufferBytes(nullZeros[:4*(n+1)]), memory.NewBufferBytes(nil)}
+			}
+		}
+		if bufs != nil {
+			data := array.NewData(t.Arrow(), n, bufs, nil, n, 0)
+			defer data.Release()
+			return array.MakeFromData(data)
+		}
+	}
+	b := NewBuilder(mem, t)
+	defer b.Release()
+	b.AppendNulls(n)
+	return b.NewArray()
+}
+
+// nullZeros backs NullArray's columns.
+var nullZeros = make([]byte, 8*(64<<10))

@@ -47,6 +47,10 @@ type datagen struct {
 	seed   uint64
 	stepUS int64 // row time step
 	schema *arrow.Schema
+	// made[i] says column i is made (Project; all by default); last is
+	// the last column made, after which no draw is made.
+	made []bool
+	last int
 }
 
 type dgField struct {
@@ -101,7 +105,21 @@ func newDatagen(cols []connector.Column, o *connector.Options) (connector.Connec
 		c.ts = append(c.ts, col.Type)
 	}
 	c.schema = connector.SchemaOf(c.ts)
-	return c, nil
+	return c.project(nil), nil
+}
+
+// Project makes only the columns read; the others are NULL
+// (connector.Projector). An unread column before a read one still makes
+// its draws, so the read one keeps its values.
+func (c *datagen) Project(read []bool) connector.Connector { return c.project(read) }
+
+func (c *datagen) project(read []bool) *datagen {
+	p := *c
+	p.made, p.last = make([]bool, len(c.cols)), -1
+	for _, i := range connector.ReadCols(read, len(c.cols)) {
+		p.made[i], p.last = true, i
+	}
+	return &p
 }
 
 func datagenField(col connector.Column, o *connector.Options) (dgField, error) {
@@ -229,7 +247,9 @@ type datagenReader struct {
 func (r *datagenReader) Position() connector.Position { return connector.Position(r.pos) }
 func (r *datagenReader) Close() error {
 	for _, b := range r.bls {
-		b.Release()
+		if b != nil {
+			b.Release()
+		}
 	}
 	r.bls = nil
 	return nil
@@ -250,14 +270,18 @@ func (r *datagenReader) Read(mem memory.Allocator, maxRows int) (arrow.RecordBat
 		return nil, nil
 	}
 	if r.bls == nil {
-		for _, t := range r.c.ts {
-			r.bls = append(r.bls, types.NewBuilder(mem, t))
+		for c, t := range r.c.ts {
+			var b array.Builder // nil: not made
+			if r.c.made[c] {
+				b = types.NewBuilder(mem, t)
+			}
+			r.bls = append(r.bls, b)
 		}
 	}
 	for i := 0; i < n; i++ {
 		row := r.row(r.pos + int64(i))
 		r.pcg.Seed(r.c.seed, uint64(row))
-		for c := range r.c.cols {
+		for c := 0; c <= r.c.last; c++ {
 			r.value(&r.c.cols[c], r.bls[c], row)
 		}
 	}
@@ -265,16 +289,27 @@ func (r *datagenReader) Read(mem memory.Allocator, maxRows int) (arrow.RecordBat
 	r.thr.Took(n)
 	cols := make([]arrow.Array, len(r.bls))
 	for i, b := range r.bls {
-		cols[i] = b.NewArray()
+		if b == nil {
+			cols[i] = connector.NullColumn(mem, r.c.ts[i], n)
+		} else {
+			cols[i] = b.NewArray()
+		}
 	}
 	return connector.NewBatch(r.c.schema, cols, n), nil
 }
 
 // value appends column f's value of row to b, drawing from r.rng (seeded
 // for the row; every column draws in order, so values are reproducible).
+// A column not made (b nil) makes its draws only.
 func (r *datagenReader) value(f *dgField, b array.Builder, row int64) {
 	if f.nullRate > 0 && r.rng.Float64() < f.nullRate {
-		b.AppendNull()
+		if b != nil {
+			b.AppendNull()
+		}
+		return
+	}
+	if b == nil {
+		r.draw(f)
 		return
 	}
 	if f.sequence {
@@ -315,3 +350,32 @@ func (r *datagenReader) value(f *dgField, b array.Builder, row int64) {
 		connector.AppendInt(b, t)
 	}
 }
+
+// draw makes the draws of a non-NULL value of column f, as value does.
+func (r *datagenReader) draw(f *dgField) {
+	if f.sequence {
+		return
+	}
+	switch f.t.Kind {
+	case types.Bool:
+		r.rng.IntN(2)
+	case types.Int16, types.Int32, types.Int64:
+		if span := uint64(f.imax - f.imin); span == math.MaxUint64 {
+			r.rng.Uint64()
+		} else {
+			r.rng.Uint64N(span + 1)
+		}
+	case types.Float32, types.Float64:
+		r.rng.Float64()
+	case types.Text:
+		for i := 0; i < f.length; i++ {
+			r.rng.IntN(16)
+		}
+	case types.Timestamp:
+		if f.maxPastUS > 0 {
+			r.rng.Int64N(f.maxPastUS + 1)
+		}
+	}
+}
+
+var _ connector.Projector = (*datagen)(nil)

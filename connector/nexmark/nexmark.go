@@ -40,6 +40,10 @@ type nexmark struct {
 	splits int
 	seed   uint64
 	schema *arrow.Schema
+	// read are the declared columns made (Project; all by default), need
+	// their Columns indexes.
+	read []int
+	need Cols
 }
 
 func init() { connector.Register("nexmark", newNexmark) }
@@ -97,7 +101,21 @@ func newNexmark(cols []connector.Column, o *connector.Options) (connector.Connec
 		c.ts = append(c.ts, col.Type)
 	}
 	c.schema = connector.SchemaOf(c.ts)
-	return c, nil
+	return c.project(nil), nil
+}
+
+// Project makes only the columns read; the others are NULL
+// (connector.Projector).
+func (c *nexmark) Project(read []bool) connector.Connector { return c.project(read) }
+
+func (c *nexmark) project(read []bool) *nexmark {
+	p := *c
+	p.read = connector.ReadCols(read, len(c.fields))
+	p.need = 0
+	for _, i := range p.read {
+		p.need |= 1 << c.fields[i]
+	}
+	return &p
 }
 
 func (c *nexmark) Splits() int   { return c.splits }
@@ -158,8 +176,8 @@ func (r *nexmarkReader) Read(mem memory.Allocator, maxRows int) (arrow.RecordBat
 		return nil, nil
 	}
 	if r.bls == nil {
-		for _, t := range r.c.ts {
-			r.bls = append(r.bls, types.NewBuilder(mem, t))
+		for _, c := range r.c.read {
+			r.bls = append(r.bls, types.NewBuilder(mem, r.c.ts[c]))
 		}
 	}
 	rows := 0
@@ -168,24 +186,29 @@ func (r *nexmarkReader) Read(mem memory.Allocator, maxRows int) (arrow.RecordBat
 		if KindOf(ev) != r.c.kind {
 			continue
 		}
-		r.buf = r.gen.Event(ev, &r.ev, r.buf[:0])
+		r.buf = r.gen.EventCols(ev, &r.ev, r.buf[:0], r.c.need)
 		r.appendRow()
 		rows++
 	}
 	r.pos += int64(n)
 	r.thr.Took(n)
-	cols := make([]arrow.Array, len(r.bls))
-	for i, b := range r.bls {
-		cols[i] = b.NewArray()
+	cols := make([]arrow.Array, len(r.c.ts))
+	for i, c := range r.c.read {
+		cols[c] = r.bls[i].NewArray()
+	}
+	for c, t := range r.c.ts {
+		if cols[c] == nil {
+			cols[c] = connector.NullColumn(mem, t, rows)
+		}
 	}
 	return connector.NewBatch(r.c.schema, cols, rows), nil
 }
 
-// appendRow appends r.ev's declared columns.
+// appendRow appends r.ev's columns read.
 func (r *nexmarkReader) appendRow() {
 	ev := &r.ev
-	for i, f := range r.c.fields {
-		b := r.bls[i]
+	for i, c := range r.c.read {
+		f, b := r.c.fields[c], r.bls[i]
 		switch r.c.kind {
 		case KindPerson:
 			switch f {
@@ -249,3 +272,5 @@ func (r *nexmarkReader) appendRow() {
 		}
 	}
 }
+
+var _ connector.Projector = (*nexmark)(nil)

@@ -137,16 +137,41 @@ func NewGenerator(seed uint64) *Generator {
 // Event generates event n into ev, appending its text to buf; it returns
 // the grown buffer.
 func (g *Generator) Event(n int64, ev *Event, buf []byte) []byte {
+	return g.EventCols(n, ev, buf, AllCols)
+}
+
+// AllCols is the Cols of every column.
+const AllCols Cols = ^Cols(0)
+
+// Cols is a set of columns of an event's table, bit i for Columns[kind][i].
+type Cols uint32
+
+func (c Cols) has(i int) bool { return c&(1<<i) != 0 }
+
+// from reports whether c has a column at or after i. The drawn columns
+// of a person and a bid are in the order of their random draws, so a
+// column whose successors are all unread need not be drawn at all.
+func (c Cols) from(i int) bool { return c>>i != 0 }
+
+// undrawn are the columns of each table that take no random draw (id,
+// date_time): EventCols makes them whatever it is asked.
+var undrawn = [...]Cols{1<<0 | 1<<6, 1<<0 | 1<<5, 1 << 5}
+
+// EventCols is Event making only the columns of need: a column left out
+// is zero or nil. Its random draws are still made while a column drawn
+// later is needed (so every column made has the value Event gives it),
+// and not after.
+func (g *Generator) EventCols(n int64, ev *Event, buf []byte, need Cols) []byte {
 	g.pcg.Seed(g.seed, uint64(n))
-	ev.Kind = KindOf(n)
-	ev.DateTime = connector.BaseTime.UnixMicro() + n*nxInterEventDelayUS
+	*ev = Event{Kind: KindOf(n), DateTime: connector.BaseTime.UnixMicro() + n*nxInterEventDelayUS}
+	need &^= undrawn[ev.Kind]
 	switch ev.Kind {
 	case KindPerson:
-		return g.person(n, ev, buf)
+		return g.person(n, ev, buf, need)
 	case KindAuction:
-		return g.auction(n, ev, buf)
+		return g.auction(n, ev, buf, need)
 	}
-	return g.bid(n, ev, buf)
+	return g.bid(n, ev, buf, need)
 }
 
 // lastBase0PersonID is the 0-based id of the last person created at or
@@ -192,6 +217,38 @@ func (g *Generator) price() int64 {
 	return int64(math.Round(math.Pow(10, g.rng.Float64()*6) * 100))
 }
 
+// priceIf is price if made, else only its draw.
+func (g *Generator) priceIf(made bool) int64 {
+	if !made {
+		g.rng.Float64()
+		return 0
+	}
+	return g.price()
+}
+
+// skipStr makes str's draws without its text.
+func (g *Generator) skipStr(maxLen int) {
+	n := 1 + g.rng.IntN(maxLen)
+	for i := 0; i < n; i++ {
+		if i == 0 || g.rng.IntN(13) != 0 {
+			g.rng.IntN(26)
+		}
+	}
+}
+
+// text sets *dst to the text f appends to buf if made; if not, it makes
+// f's draws (skip) only if a column drawn later is needed (later). It
+// returns buf and later.
+func text(buf []byte, dst *[]byte, made, later bool, f func([]byte) []byte, skip func()) ([]byte, bool) {
+	switch {
+	case made:
+		buf, *dst = field(buf, f)
+	case later:
+		skip()
+	}
+	return buf, later
+}
+
 // str appends 1..maxLen lower-case letters with an occasional space.
 func (g *Generator) str(buf []byte, maxLen int) []byte {
 	n := 1 + g.rng.IntN(maxLen)
@@ -222,20 +279,25 @@ func (g *Generator) baseURL(buf []byte) []byte {
 	return append(buf, "/item.htm?query=1"...)
 }
 
-func (g *Generator) person(n int64, ev *Event, buf []byte) []byte {
+func (g *Generator) person(n int64, ev *Event, buf []byte, need Cols) []byte {
 	ev.ID = nxFirstPersonID + lastBase0PersonID(n)
-	buf, ev.Name = field(buf, func(b []byte) []byte {
+	ok := true
+	if buf, ok = text(buf, &ev.Name, need.has(1), need.from(2), func(b []byte) []byte {
 		b = append(b, nxFirstNames[g.rng.IntN(len(nxFirstNames))]...)
 		b = append(b, ' ')
 		return append(b, nxLastNames[g.rng.IntN(len(nxLastNames))]...)
-	})
-	buf, ev.Email = field(buf, func(b []byte) []byte {
+	}, func() { g.rng.IntN(len(nxFirstNames)); g.rng.IntN(len(nxLastNames)) }); !ok {
+		return buf
+	}
+	if buf, ok = text(buf, &ev.Email, need.has(2), need.from(3), func(b []byte) []byte {
 		b = g.str(b, 7)
 		b = append(b, '@')
 		b = g.str(b, 5)
 		return append(b, ".com"...)
-	})
-	buf, ev.CreditCard = field(buf, func(b []byte) []byte {
+	}, func() { g.skipStr(7); g.skipStr(5) }); !ok {
+		return buf
+	}
+	if buf, ok = text(buf, &ev.CreditCard, need.has(3), need.from(4), func(b []byte) []byte {
 		for i := 0; i < 4; i++ {
 			if i > 0 {
 				b = append(b, ' ')
@@ -243,15 +305,30 @@ func (g *Generator) person(n int64, ev *Event, buf []byte) []byte {
 			b = strconv.AppendInt(b, int64(1000+g.rng.IntN(9000)), 10)
 		}
 		return b
-	})
-	buf, ev.City = field(buf, func(b []byte) []byte { return append(b, nxCities[g.rng.IntN(len(nxCities))]...) })
-	buf, ev.State = field(buf, func(b []byte) []byte { return append(b, nxStates[g.rng.IntN(len(nxStates))]...) })
-	buf, ev.Extra = field(buf, func(b []byte) []byte { return g.str(b, nxMaxExtra) })
+	}, func() {
+		for i := 0; i < 4; i++ {
+			g.rng.IntN(9000)
+		}
+	}); !ok {
+		return buf
+	}
+	if buf, ok = text(buf, &ev.City, need.has(4), need.from(5), func(b []byte) []byte { return append(b, nxCities[g.rng.IntN(len(nxCities))]...) },
+		func() { g.rng.IntN(len(nxCities)) }); !ok {
+		return buf
+	}
+	if buf, ok = text(buf, &ev.State, need.has(5), need.from(6), func(b []byte) []byte { return append(b, nxStates[g.rng.IntN(len(nxStates))]...) },
+		func() { g.rng.IntN(len(nxStates)) }); !ok {
+		return buf
+	}
+	buf, _ = text(buf, &ev.Extra, need.has(7), false, func(b []byte) []byte { return g.str(b, nxMaxExtra) }, func() {})
 	return buf
 }
 
-func (g *Generator) auction(n int64, ev *Event, buf []byte) []byte {
+func (g *Generator) auction(n int64, ev *Event, buf []byte, need Cols) []byte {
 	ev.ID = nxFirstAuctionID + lastBase0AuctionID(n)
+	if need == 0 {
+		return buf
+	}
 	if g.rng.IntN(nxHotSellerRatio) > 0 {
 		ev.Seller = lastBase0PersonID(n) / nxHotRatio * nxHotRatio
 	} else {
@@ -259,42 +336,65 @@ func (g *Generator) auction(n int64, ev *Event, buf []byte) []byte {
 	}
 	ev.Seller += nxFirstPersonID
 	ev.Category = nxFirstCategoryID + g.rng.Int64N(nxNumCategories)
-	ev.InitialBid = g.price()
-	ev.Reserve = ev.InitialBid + g.price()
+	ev.InitialBid = g.priceIf(need.has(3) || need.has(4))
+	ev.Reserve = ev.InitialBid + g.priceIf(need.has(4))
 	// The reference's expiry: up to twice the time it takes for
 	// nxNumInFlightAuctions more auctions to be created, plus 1 ms.
 	horizon := int64(nxNumInFlightAuctions*nxTotalProportion/nxAuctionProportion) * nxInterEventDelayUS
 	ev.Expires = ev.DateTime + 1000 + g.rng.Int64N(2*horizon)
-	buf, ev.ItemName = field(buf, func(b []byte) []byte { return g.str(b, nxItemNameLength) })
-	buf, ev.Description = field(buf, func(b []byte) []byte { return g.str(b, nxDescriptionMaxLength) })
-	buf, ev.Extra = field(buf, func(b []byte) []byte { return g.str(b, nxMaxExtra) })
+	ok := true
+	if buf, ok = text(buf, &ev.ItemName, need.has(1), need.has(2) || need.has(9), func(b []byte) []byte { return g.str(b, nxItemNameLength) },
+		func() { g.skipStr(nxItemNameLength) }); !ok {
+		return buf
+	}
+	if buf, ok = text(buf, &ev.Description, need.has(2), need.has(9), func(b []byte) []byte { return g.str(b, nxDescriptionMaxLength) },
+		func() { g.skipStr(nxDescriptionMaxLength) }); !ok {
+		return buf
+	}
+	buf, _ = text(buf, &ev.Extra, need.has(9), false, func(b []byte) []byte { return g.str(b, nxMaxExtra) }, func() {})
 	return buf
 }
 
-func (g *Generator) bid(n int64, ev *Event, buf []byte) []byte {
+func (g *Generator) bid(n int64, ev *Event, buf []byte, need Cols) []byte {
 	if g.rng.IntN(nxHotAuctionRatio) > 0 {
 		ev.Auction = lastBase0AuctionID(n) / nxHotRatio * nxHotRatio
 	} else {
 		ev.Auction = g.nextBase0AuctionID(n)
 	}
 	ev.Auction += nxFirstAuctionID
+	if !need.from(1) {
+		return buf
+	}
 	if g.rng.IntN(nxHotBidderRatio) > 0 {
 		ev.Bidder = lastBase0PersonID(n)/nxHotRatio*nxHotRatio + 1
 	} else {
 		ev.Bidder = g.nextBase0PersonID(n)
 	}
 	ev.Bidder += nxFirstPersonID
-	ev.Price = g.price()
+	if !need.from(2) {
+		return buf
+	}
+	ev.Price = g.priceIf(need.has(2))
+	if !need.from(3) {
+		return buf
+	}
 	if g.rng.IntN(nxHotChannelsRatio) > 0 {
 		i := g.rng.IntN(len(nxHotChannels))
-		buf, ev.Channel = field(buf, func(b []byte) []byte { return append(b, nxHotChannels[i]...) })
-		buf, ev.URL = field(buf, func(b []byte) []byte { return append(b, g.hotURLs[i]...) })
+		if need.has(3) {
+			buf, ev.Channel = field(buf, func(b []byte) []byte { return append(b, nxHotChannels[i]...) })
+		}
+		if need.has(4) {
+			buf, ev.URL = field(buf, func(b []byte) []byte { return append(b, g.hotURLs[i]...) })
+		}
 	} else {
 		c := g.rng.IntN(nxChannels)
-		buf, ev.Channel = field(buf, func(b []byte) []byte {
-			return strconv.AppendInt(append(b, "channel-"...), int64(c), 10)
-		})
-		buf, ev.URL = field(buf, func(b []byte) []byte {
+		if need.has(3) {
+			buf, ev.Channel = field(buf, func(b []byte) []byte {
+				return strconv.AppendInt(append(b, "channel-"...), int64(c), 10)
+			})
+		}
+		var ok bool
+		if buf, ok = text(buf, &ev.URL, need.has(4), need.from(5), func(b []byte) []byte {
 			b = g.baseURL(b)
 			// abs(Integer.reverse(c)): the 32 bits reversed.
 			rev := int64(int32(bits.Reverse32(uint32(c))))
@@ -302,9 +402,11 @@ func (g *Generator) bid(n int64, ev *Event, buf []byte) []byte {
 				rev = -rev
 			}
 			return strconv.AppendInt(append(b, "&channel_id="...), rev, 10)
-		})
+		}, func() { g.skipStr(5); g.skipStr(5); g.skipStr(5) }); !ok {
+			return buf
+		}
 	}
-	buf, ev.Extra = field(buf, func(b []byte) []byte { return g.str(b, nxMaxExtra) })
+	buf, _ = text(buf, &ev.Extra, need.has(6), false, func(b []byte) []byte { return g.str(b, nxMaxExtra) }, func() {})
 	return buf
 }
 

@@ -271,29 +271,12 @@ func ColName(i int) string { return "c" + strconv.Itoa(i) }
 // NewNullArray returns n NULLs of type t.
 func NewNullArray(t types.T, n int) arrow.Array { return NewNullArrayMem(Mem, t, n) }
 
-// zeros backs the all-NULL fixed-width columns of NewNullArrayMem: a
-// NULL's validity bit and its value slot are zero, so every such column of
-// up to len(zeros)/8 rows shares this one read-only buffer (a buffer with
-// no allocator is never freed or recycled, and Arrow arrays are not
-// written after they are made).
-var zeros = make([]byte, 8*(64<<10))
-
-// NewNullArrayMem is NewNullArray allocating from mem. A BIGINT-like or
-// DOUBLE column (a window's bounds nothing reads, routed to an aggregate's
-// instances batch by batch) allocates nothing: its bitmap and values are
-// slices of zeros.
+// NewNullArrayMem is NewNullArray allocating from mem. A BIGINT-like,
+// DOUBLE or text column (a window's bounds nothing reads, routed to an
+// aggregate's instances batch by batch) allocates nothing
+// (types.NullArray).
 func NewNullArrayMem(mem memory.Allocator, t types.T, n int) arrow.Array {
-	if p := t.Physical(); (p == types.PhysInt64 || p == types.PhysFloat64) && n > 0 && 8*n <= len(zeros) {
-		bitmap := memory.NewBufferBytes(zeros[:(n+7)/8])
-		values := memory.NewBufferBytes(zeros[:8*n])
-		data := array.NewData(t.Arrow(), n, []*memory.Buffer{bitmap, values}, nil, n, 0)
-		defer data.Release()
-		return array.MakeFromData(data)
-	}
-	bl := types.NewBuilder(mem, t)
-	defer bl.Release()
-	bl.AppendNulls(n)
-	return bl.NewArray()
+	return types.NullArray(mem, t, n)
 }
 
 // ErrCorruptState is the error of state that does not decode.

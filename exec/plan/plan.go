@@ -48,6 +48,10 @@ type ScanStream struct {
 	// Index, if set, reads only the rows a lookup of one of the table's
 	// indexes finds, and the log's rows past its mark (tableindex.go).
 	Index *IndexLookup
+	// Reads, for a connector source a job reads, marks the columns its
+	// plan reads (planner.MarkSourceReads); the job's connector leaves
+	// the others NULL (connector.Projector). nil: every column.
+	Reads []bool
 }
 
 // ScanView reads a materialized view's rows at the last completed checkpoint

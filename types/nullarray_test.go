@@ -1,4 +1,4 @@
-package opkit
+package types
 
 import (
 	"testing"
@@ -6,22 +6,20 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/streamdb/streamdb/types"
 )
 
-// TestNewNullArrayShared checks the all-NULL columns NewNullArrayMem makes
+// TestNullArrayShared checks the all-NULL columns NullArray makes
 // from the shared zeros against the builder's: same type, length, NULLs,
 // values and slices, at sizes around a byte of bitmap and around the
 // shared buffer's end (past it the builder makes them), and that the
 // checked allocator sees every byte it handed out freed.
-func TestNewNullArrayShared(t *testing.T) {
+func TestNullArrayShared(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	for _, ty := range []types.T{types.TInt64, types.TFloat64, types.TTimestamp, types.TText, types.TBool} {
+	for _, ty := range []T{TInt64, TFloat64, TTimestamp, TText, TBool} {
 		for _, n := range []int{1, 7, 8, 9, 4096, 64 << 10, 64<<10 + 1} {
-			got := NewNullArrayMem(mem, ty, n)
-			bl := types.NewBuilder(mem, ty)
+			got := NullArray(mem, ty, n)
+			bl := NewBuilder(mem, ty)
 			bl.AppendNulls(n)
 			want := bl.NewArray()
 			bl.Release()
@@ -40,7 +38,7 @@ func TestNewNullArrayShared(t *testing.T) {
 			want.Release()
 		}
 	}
-	for _, b := range zeros {
+	for _, b := range nullZeros {
 		if b != 0 {
 			t.Fatal("the shared zeros were written")
 		}
