@@ -60,8 +60,8 @@ const catalogBehindTimeout = 10 * time.Second
 
 // catalogBehind reports, for a statement that failed with err, whether it
 // should run once more: in cluster mode, when it named a relation or
-// object this node did not know (42P01, 42704) and this node has just
-// applied catalog entries it had not yet (a CREATE on another node that
+// object this node did not know (42P01, 42704), once this node has
+// applied every catalog entry appended before (a CREATE on another node that
 // returned before this node applied it: every node applies the catalog
 // log by watch, so a client that moves between nodes would otherwise not
 // see its own DDL).
@@ -75,8 +75,10 @@ func catalogBehind(ctx context.Context, e *Engine, err error) bool {
 	}
 	wctx, cancel := context.WithTimeout(ctx, catalogBehindTimeout)
 	defer cancel()
-	applied, werr := c.CatchUpCatalog(wctx)
-	return werr == nil && applied
+	// Run it again even when there was nothing left to wait for: the
+	// entry may have been applied between the failure and the wait.
+	_, werr := c.CatchUpCatalog(wctx)
+	return werr == nil
 }
 
 // ClusterMember is one row of SHOW CLUSTER.
