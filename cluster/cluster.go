@@ -525,29 +525,25 @@ func (n *Node) lastSeq(ctx context.Context) (uint64, error) {
 
 // WaitCatalog waits until this node has applied every catalog entry
 // appended before the call (found by a linearizable read of the log's
-// last key) and reports whether there were any it had not applied: a
-// statement that named a relation another node has just created can then
-// run again.
-func (n *Node) WaitCatalog(ctx context.Context) (bool, error) {
+// last key): a statement that named a relation another node has just
+// created can then run again.
+func (n *Node) WaitCatalog(ctx context.Context) error {
 	last, err := n.lastSeq(ctx)
 	if err != nil {
-		return false, fmt.Errorf("cluster: read the catalog log: %w", err)
-	}
-	if n.applied.Load() >= last {
-		return false, nil
+		return fmt.Errorf("cluster: read the catalog log: %w", err)
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for n.applied.Load() < last {
 		select {
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return ctx.Err()
 		case <-n.done:
-			return false, ErrNotMember
+			return ErrNotMember
 		case <-tick.C:
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // catchUp applies the entries after the last applied one and returns the

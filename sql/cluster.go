@@ -51,8 +51,8 @@ type Cluster interface {
 // the catalog entries other nodes appended (cmd/streamdb implements it).
 type catalogCatchUp interface {
 	// CatchUpCatalog waits until this node has applied every catalog entry
-	// appended before the call; true if there were any to apply.
-	CatchUpCatalog(ctx context.Context) (bool, error)
+	// appended before the call.
+	CatchUpCatalog(ctx context.Context) error
 }
 
 // catalogBehindTimeout bounds the wait of catalogBehind.
@@ -77,8 +77,7 @@ func catalogBehind(ctx context.Context, e *Engine, err error) bool {
 	defer cancel()
 	// Run it again even when there was nothing left to wait for: the
 	// entry may have been applied between the failure and the wait.
-	_, werr := c.CatchUpCatalog(wctx)
-	return werr == nil
+	return c.CatchUpCatalog(wctx) == nil
 }
 
 // ClusterMember is one row of SHOW CLUSTER.

@@ -126,10 +126,10 @@ func (c *clusterEngine) SubmitDDL(ctx context.Context, user, text string) (*sql.
 
 // CatchUpCatalog implements sql's catalogCatchUp: it waits until this
 // node has applied the catalog entries other nodes appended.
-func (c *clusterEngine) CatchUpCatalog(ctx context.Context) (bool, error) {
+func (c *clusterEngine) CatchUpCatalog(ctx context.Context) error {
 	n := c.node.Load()
 	if n == nil {
-		return false, nil
+		return nil
 	}
 	return n.WaitCatalog(ctx)
 }
